@@ -1,0 +1,65 @@
+// The backend interface: CPU (reference and fallback) and CUDA (the product).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "gpujoin/engine/graph.hpp"
+#include "gpujoin/engine/hash_index.hpp"
+
+namespace gpujoin::engine {
+
+/// What a backend runs on.
+struct BackendInfo {
+  BackendKind kind = BackendKind::kCpu;
+  std::string device_name;          ///< e.g. "NVIDIA H200" or the CPU model / "host"
+  uint64_t memory_total_bytes = 0;  ///< device memory (CUDA) or physical memory (CPU)
+  uint64_t memory_free_bytes = 0;   ///< at the time of the call
+  uint32_t parallelism = 0;         ///< SMs (CUDA) or worker threads (CPU)
+};
+
+struct BackendOptions {
+  /// CPU backend worker threads; 0 = hardware concurrency.
+  uint32_t cpu_threads = 0;
+  /// CUDA device ordinal.
+  int cuda_device = 0;
+};
+
+/// Runs command graphs. Thread-safe: several graphs may run concurrently (the CUDA
+/// backend gives each its own stream). Errors: INVALID_ARGUMENT from validation;
+/// RESOURCE_EXHAUSTED when memory for this request could not be allocated (the
+/// backend stays usable); INTERNAL for a fatal device error, after which Healthy()
+/// is false and every later call fails.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual BackendInfo Info() const = 0;
+
+  /// Allocates an empty index of `spec` (INVALID_ARGUMENT for a bad spec,
+  /// RESOURCE_EXHAUSTED when the table does not fit).
+  virtual absl::StatusOr<std::unique_ptr<HashIndex>> CreateIndex(const HashIndexSpec& spec) = 0;
+
+  /// Validates and runs `graph`; returns when all its outputs are written.
+  virtual absl::Status Run(const CommandGraph& graph) = 0;
+
+  /// False after a fatal (sticky) device error.
+  virtual bool Healthy() const { return true; }
+};
+
+/// Creates a backend. kAuto picks CUDA when this build has it and a device is
+/// present, else CPU. kCuda fails with FAILED_PRECONDITION when the build has no
+/// CUDA backend or no device is usable.
+absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(BackendKind kind,
+                                                       const BackendOptions& options = {});
+
+/// Parses "auto" | "cpu" | "cuda".
+absl::StatusOr<BackendKind> ParseBackendKind(std::string_view name);
+
+/// True when this build includes the CUDA backend and a CUDA device is visible.
+bool CudaDeviceAvailable();
+
+}  // namespace gpujoin::engine

@@ -1,0 +1,134 @@
+// The command graph: every engine request is a small graph of nodes with declared
+// read and write buffers. The graph is validated once, for every backend, before
+// anything runs (lengths, capacities, aliasing); backends then lower it (CUDA:
+// uploads, kernels and downloads on one stream; CPU: host implementations).
+//
+// All buffers named by nodes are host memory owned by the caller and borrowed for
+// the duration of Backend::Run. Optional outputs are requested by passing a
+// non-empty span (or non-null pointer) and skipped otherwise.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "gpujoin/engine/hash_index.hpp"
+#include "gpujoin/engine/hashing.hpp"
+#include "gpujoin/engine/types.hpp"
+
+namespace gpujoin::engine {
+
+/// Builds an index from one logical sequence of keys, with explicit values or
+/// generated values `first_value + global row`. Keys and values may be chunked
+/// with different boundaries. Duplicate keys keep the value of the lowest global
+/// row. An empty build clears the table and its statistics.
+struct BuildIndexNode {
+  HashIndex* index = nullptr;        ///< written: rebuilt from scratch
+  ChunkedU32 keys;                   ///< read
+  std::optional<ChunkedU32> values;  ///< read; when set, total rows must equal the keys'
+  uint32_t first_value = 0;          ///< generated values when `values` is unset (wraps mod 2^32)
+  BuildStatistics* statistics = nullptr;  ///< optional host output
+};
+
+/// One chunk of a batch build: its keys, the row ID of its first row and an
+/// optional validity mask (one uint32 per row; nonzero = valid). A row's value is
+/// `row_base + position in chunk`. Masked-out rows are counted invalid.
+struct BatchChunk {
+  std::span<const uint32_t> keys;
+  uint32_t row_base = 0;
+  std::span<const uint32_t> validity;  ///< empty = all rows valid; else same length as keys
+};
+
+/// Builds an index from ordered batch chunks. The duplicate winner is the earliest
+/// row across chunks (chunk order, then position), whatever the row bases.
+struct BuildBatchIndexNode {
+  HashIndex* index = nullptr;  ///< written: rebuilt from scratch
+  std::vector<BatchChunk> chunks;
+  BuildStatistics* statistics = nullptr;  ///< optional host output
+};
+
+/// Aligned left join: for every query row, the matched value or kEmptyKey.
+struct LookupNode {
+  const HashIndex* index = nullptr;
+  ChunkedU32 keys;                       ///< read
+  std::span<uint32_t> values;            ///< written, required: one per query row
+  std::span<uint8_t> found;              ///< optional: 1 found / 0 missing per query row
+  std::span<uint32_t> probes;            ///< optional: slots examined per query row
+  QueryStatistics* statistics = nullptr;  ///< optional host output
+  uint32_t max_probe_count = 0;  ///< 0 = the index's bound; else at most the index's capacity
+};
+
+/// Result block of one join batch.
+struct JoinResult {
+  uint64_t count = 0;      ///< matching pairs before truncation (the required capacity)
+  bool overflow = false;   ///< count > capacity, or the index build had overflow rows
+  QueryStatistics statistics;
+};
+
+/// One left batch of an inner join.
+struct JoinBatch {
+  ChunkedU32 keys;                       ///< read: left keys
+  std::span<const uint32_t> left_rows;   ///< optional explicit left row IDs, aligned with keys
+  uint32_t first_left_row = 0;           ///< left row ID = first_left_row + row when left_rows is empty
+  std::span<uint32_t> out_left_rows;     ///< written; its size is the pair capacity
+  std::span<uint32_t> out_right_rows;    ///< written; same size as out_left_rows
+  JoinResult* result = nullptr;          ///< required host output
+  std::span<uint8_t> found;              ///< optional aligned found mask
+  std::span<uint32_t> probes;            ///< optional aligned probe counts
+};
+
+/// Inner join of one or more left batches against an index: each batch gets its
+/// own [left row, right row] pairs in left source order (stable), truncated to its
+/// capacity (the stable prefix), with its required count and overflow flag.
+struct JoinNode {
+  const HashIndex* index = nullptr;
+  std::vector<JoinBatch> batches;
+  uint32_t max_probe_count = 0;  ///< 0 = the index's bound
+};
+
+/// Grouped aggregation by dense uint32 group key. Keys, values and mask are one
+/// logical sequence each, chunked independently. Group key k contributes to output
+/// row k; keys >= groups are ignored; rows with mask 0 are ignored; non-finite values
+/// are ignored. Empty sum = +0; empty min/max/mean = NaN; -0 orders below +0; counts
+/// wrap mod 2^32. Sum and mean use float32 accumulation (order not deterministic on
+/// parallel backends).
+struct AggregateNode {
+  AggregateOp op = AggregateOp::kCount;
+  ChunkedU32 keys;                 ///< read
+  ChunkedF32 values;               ///< read; required for sum/min/max/mean, must be empty for count
+  std::optional<ChunkedU32> mask;  ///< read; when set, same total rows as keys
+  std::span<uint32_t> count_output;  ///< written when op == kCount; its size is the group count
+  std::span<float> value_output;     ///< written otherwise; its size is the group count
+  /// Optional, one per group: rows that contributed (key in range, mask nonzero and,
+  /// for value ops, a finite value). Lets callers merge partial results.
+  std::span<uint32_t> contributing_rows;
+};
+
+using Node =
+    std::variant<BuildIndexNode, BuildBatchIndexNode, LookupNode, JoinNode, AggregateNode, HashNode>;
+
+/// A list of nodes executed in order. Validation checks every node and that no
+/// written range overlaps another written range or any read range of the graph.
+class CommandGraph {
+ public:
+  /// Appends a node; returns its position.
+  size_t Add(Node node) {
+    nodes_.push_back(std::move(node));
+    return nodes_.size() - 1;
+  }
+  const std::vector<Node>& nodes() const { return nodes_; }
+  bool empty() const { return nodes_.empty(); }
+
+  /// OK, or INVALID_ARGUMENT naming the node, the field and the sizes involved.
+  /// Backends call this at the start of Run; callers may call it earlier.
+  absl::Status Validate() const;
+
+ private:
+  std::vector<Node> nodes_;
+};
+
+}  // namespace gpujoin::engine

@@ -1,0 +1,97 @@
+// A fixed-capacity uint32 -> uint32 open-addressing hash index owned by a backend.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "gpujoin/engine/types.hpp"
+
+namespace gpujoin::engine {
+
+enum class BackendKind { kAuto, kCpu, kCuda };
+
+/// "auto", "cpu" or "cuda".
+std::string_view BackendKindName(BackendKind kind);
+
+/// Shape of a hash index, fixed when the index is created.
+struct HashIndexSpec {
+  /// Number of slots: a power of two, at least 1, at most 2^31.
+  uint32_t capacity = 0;
+  /// Most slots one row may examine (build and query). 0 means `capacity`.
+  /// Must not exceed `capacity`.
+  uint32_t max_probe_count = 0;
+
+  /// The effective probe bound: max_probe_count, or capacity when it is 0.
+  uint32_t probe_bound() const { return max_probe_count == 0 ? capacity : max_probe_count; }
+
+  /// OK, or INVALID_ARGUMENT naming `capacity` / `max_probe_count` and their values.
+  absl::Status Validate() const;
+
+  /// Bytes of table storage an index of this spec occupies on its backend
+  /// (keys, values and the build's source-row scratch), used for memory budgets.
+  uint64_t TableBytes() const;
+};
+
+/// Smallest valid capacity (a power of two) holding `expected_rows` at no more
+/// than `target_load_factor` (0 < f <= 1). INVALID_ARGUMENT when it exceeds 2^31.
+absl::StatusOr<uint32_t> CapacityForRows(uint64_t expected_rows, double target_load_factor);
+
+/// Host copy of a table, for tests and diagnostics: keys[i] is kEmptyKey for an
+/// empty slot, values[i] is the value retained for keys[i].
+struct TableSnapshot {
+  std::vector<uint32_t> keys;
+  std::vector<uint32_t> values;
+};
+
+/// A hash index created by Backend::CreateIndex. Its table lives in the backend's
+/// memory (device memory for CUDA). A build node (re)writes it; lookup and join
+/// nodes read it. A built index may be read by many concurrent graphs; building
+/// into an index while another graph reads it is not allowed (the service builds a
+/// fresh index and swaps it in instead).
+class HashIndex {
+ public:
+  virtual ~HashIndex() = default;
+  HashIndex(const HashIndex&) = delete;
+  HashIndex& operator=(const HashIndex&) = delete;
+
+  const HashIndexSpec& spec() const { return spec_; }
+  /// Statistics of the last build (all zero before the first build and after an empty one).
+  const BuildStatistics& build_statistics() const { return statistics_; }
+  /// True once a build node has run on this index.
+  bool built() const { return built_; }
+  /// Rows of the last build (sum of all chunks).
+  uint64_t built_rows() const { return built_rows_; }
+  /// unique_keys / capacity.
+  double load_factor() const {
+    return spec_.capacity == 0 ? 0.0 : double(statistics_.unique_keys) / spec_.capacity;
+  }
+
+  /// Which backend owns the table.
+  virtual BackendKind backend() const = 0;
+  /// Bytes held by this index in its backend's memory.
+  virtual uint64_t memory_bytes() const = 0;
+  /// Copies the table to the host (synchronous; not for request paths).
+  virtual absl::StatusOr<TableSnapshot> Snapshot() const = 0;
+
+  /// Called by backends when a build finishes.
+  void RecordBuild(const BuildStatistics& statistics, uint64_t rows) {
+    statistics_ = statistics;
+    built_rows_ = rows;
+    built_ = true;
+  }
+
+ protected:
+  explicit HashIndex(const HashIndexSpec& spec) : spec_(spec) {}
+
+ private:
+  HashIndexSpec spec_;
+  BuildStatistics statistics_;
+  uint64_t built_rows_ = 0;
+  bool built_ = false;
+};
+
+}  // namespace gpujoin::engine
