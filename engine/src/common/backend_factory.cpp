@@ -31,7 +31,7 @@ absl::StatusOr<BackendKind> ParseBackendKind(std::string_view name) {
   if (name == "cpu") return BackendKind::kCpu;
   if (name == "cuda") return BackendKind::kCuda;
   return absl::InvalidArgumentError(
-      absl::StrCat("backend: expected auto, cpu or cuda, got \"", name, "\""));
+      absl::StrCat("backend: expected auto, cpu or cuda, got \"", std::string(name), "\""));
 }
 
 bool CudaDeviceAvailable() { return detail::CudaDeviceCount() > 0; }
