@@ -1,0 +1,439 @@
+// gpujoin C++ client library: a thin, typed layer over the generated gRPC stubs
+// of gpujoin.v1 that the `gpujoin` CLI, the load tester and the tests share.
+//
+// Shape of the API
+//  - `Client::Connect` opens one channel (plaintext or TLS) and remembers the
+//    bearer token and the default per-call deadline.
+//  - Unary calls (`Health`, `GetServerInfo`, `ListIndexes`, `DescribeIndex`,
+//    `DropIndex`) return `absl::StatusOr<T>`.
+//  - `BuildIndex` streams chunks pulled from a `ChunkSource` and reports progress.
+//  - `Lookup`, `Join`, `Aggregate` and `Hash` are pipelined bidirectional
+//    streams: batches are pulled from a source on a writer thread while results
+//    are read on the calling thread, with at most `StreamOptions::max_in_flight`
+//    batches sent but not yet answered. Results arrive in send order (the
+//    server answers in order; `batch_id` is checked) and are handed to a sink.
+//  - `...All` helpers split one in-memory column into batches and concatenate
+//    the results, for callers that do not need streaming.
+//
+// Errors: every function returns an `absl::Status` whose code is the gRPC code
+// the server sent (the codes are the same google.rpc.Code values) and whose
+// message is the server's message. A per-batch error reported inside a stream
+// (`BatchError` in the proto) is delivered in the result's `error` field and
+// does not end the stream unless the sink returns it. Client-side misuse (for
+// example a batch whose values and keys differ in length) is INVALID_ARGUMENT
+// before anything is sent.
+//
+// Threading: a `Client` is thread-safe; any number of calls, including
+// streams, may run on it concurrently (they share one HTTP/2 connection; make
+// several clients to spread load over several connections). Sources are
+// called on an internal writer thread, sinks and progress callbacks on the
+// calling thread; each is never called concurrently with itself.
+//
+// Borrowed memory: batch and chunk structs hold `std::span`s into caller
+// memory. The library copies a batch into its request message before it calls
+// the source again, so a span only has to stay valid until the next call of
+// the same source (or until the streaming call returns).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace gpujoin::client {
+
+// ---------------------------------------------------------------- connection
+
+/// How to reach a gpujoind server.
+struct ConnectOptions {
+  /// host:port (or any gRPC target such as unix:/path).
+  std::string address = "127.0.0.1:50051";
+  /// PEM file with the root certificates that sign the server's certificate.
+  /// Empty = plaintext (insecure) channel.
+  std::string tls_ca_file;
+  /// Overrides the name checked against the server certificate (the SNI /
+  /// authority), e.g. when connecting to an IP address. Empty = from `address`.
+  std::string tls_server_name;
+  /// Bearer token sent with every call as metadata `authorization: Bearer <token>`.
+  /// Empty = no authorization header.
+  std::string token;
+  /// Default deadline of every call, measured from the call's start (streams
+  /// included). Zero = no deadline.
+  std::chrono::milliseconds deadline{0};
+  /// Largest message the client sends or accepts, in bytes.
+  int max_message_bytes = 64 << 20;
+};
+
+/// Serving state reported by the grpc.health.v1 health service.
+enum class HealthState { kUnknown, kServing, kNotServing, kServiceUnknown };
+
+/// "UNKNOWN", "SERVING", "NOT_SERVING", "SERVICE_UNKNOWN".
+std::string_view HealthStateName(HealthState state);
+
+// ---------------------------------------------------------------- typed results
+
+/// Build statistics [unique keys, duplicate rows, overflow rows, invalid rows,
+/// total probes, max probes] as the server reports them.
+struct BuildStatistics {
+  uint64_t unique_keys = 0;
+  uint64_t duplicate_rows = 0;
+  uint64_t overflow_rows = 0;
+  uint64_t invalid_rows = 0;
+  uint64_t total_probes = 0;
+  uint64_t max_probes = 0;
+};
+
+/// Query statistics [found, missing, total probes, max probes] of one batch.
+struct QueryStatistics {
+  uint64_t found = 0;
+  uint64_t missing = 0;
+  uint64_t total_probes = 0;
+  uint64_t max_probes = 0;
+
+  /// Adds another batch's statistics (sums; max of max_probes).
+  void Merge(const QueryStatistics& other);
+};
+
+/// A resident index as described by the server (IndexInfo in the proto).
+struct IndexInfo {
+  std::string name;
+  uint64_t version = 0;          ///< increases with every successful build of the name
+  uint32_t capacity = 0;         ///< table slots (a power of two)
+  uint32_t max_probe_count = 0;  ///< effective probe bound
+  uint32_t first_value = 0;      ///< generated values: first_value + global source row
+  bool explicit_values = false;
+  bool batch_mode = false;
+  uint64_t rows = 0;             ///< source rows of the build
+  BuildStatistics statistics;
+  double load_factor = 0;        ///< unique_keys / capacity
+  uint64_t device_bytes = 0;
+  double build_seconds = 0;
+  std::string backend;           ///< "cuda" or "cpu"
+  int64_t built_unix_millis = 0;
+};
+
+/// Server identity and memory (GetServerInfoResponse).
+struct ServerInfo {
+  std::string version;
+  std::string backend;  ///< "cuda" or "cpu"
+  std::string device_name;
+  uint64_t device_memory_total_bytes = 0;
+  uint64_t device_memory_used_bytes = 0;  ///< by gpujoin's indexes
+  uint64_t device_memory_budget_bytes = 0;
+  uint64_t max_message_bytes = 0;
+  uint32_t max_inflight_batches_per_stream = 0;
+  uint32_t max_inflight_batches = 0;
+  uint32_t index_count = 0;
+  bool serving = false;
+};
+
+/// What DropIndex freed.
+struct DropResult {
+  uint64_t dropped_version = 0;
+  uint64_t freed_bytes = 0;
+};
+
+// ---------------------------------------------------------------- build
+
+/// Index parameters (IndexSpec in the proto). Give `capacity` (a power of two),
+/// or leave it 0 and give `expected_rows` and `target_load_factor` (0 < f <= 1;
+/// 0 = the server's default 0.5) to let the server choose.
+struct IndexSpec {
+  std::string name;                ///< [A-Za-z0-9_.-]{1,128}
+  uint32_t capacity = 0;
+  uint64_t expected_rows = 0;
+  double target_load_factor = 0;
+  uint32_t max_probe_count = 0;    ///< 0 = capacity
+  uint32_t first_value = 0;        ///< generated values: first_value + global row
+  bool explicit_values = false;    ///< chunks carry `values`; else values are generated
+  bool batch_mode = false;         ///< chunks carry a row base and optional validity
+  bool replace = false;            ///< rebuild a live name instead of ALREADY_EXISTS
+};
+
+/// One build chunk (borrowed; see "Borrowed memory" above). With
+/// `explicit_values`, values belong to the same logical sequence as the keys;
+/// their chunk boundaries may differ but the totals must match at the end.
+struct BuildChunk {
+  std::span<const uint32_t> keys;
+  std::span<const uint32_t> values;    ///< only with IndexSpec::explicit_values
+  uint32_t row_base = 0;               ///< only with IndexSpec::batch_mode
+  std::span<const uint32_t> validity;  ///< only with batch_mode; empty = all valid
+};
+
+/// Progress of an upload, reported after every chunk sent.
+struct Progress {
+  uint64_t rows_sent = 0;   ///< key rows sent so far
+  uint64_t bytes_sent = 0;  ///< payload bytes (keys, values, validity) sent so far
+  uint64_t total_rows = 0;  ///< expected total, 0 when unknown
+};
+
+/// Returns the next chunk, or std::nullopt when there are no more.
+using ChunkSource = std::function<std::optional<BuildChunk>()>;
+/// Called after every chunk written; may be empty.
+using ProgressCallback = std::function<void(const Progress&)>;
+
+// ---------------------------------------------------------------- streams
+
+/// Options of one streaming call.
+struct StreamOptions {
+  /// Most batches sent but not yet answered (>= 1). The server may bound this
+  /// further (ServerInfo::max_inflight_batches_per_stream); the stream then
+  /// simply waits on the server's flow control.
+  int max_in_flight = 4;
+  /// Overrides ConnectOptions::deadline for this call; nullopt = the default.
+  std::optional<std::chrono::milliseconds> deadline;
+  /// When given, the call ends with CANCELLED as soon as this returns true
+  /// (polled between batches), e.g. on SIGINT.
+  std::function<bool()> cancelled;
+};
+
+/// One Lookup batch (borrowed).
+struct LookupBatch {
+  std::span<const uint32_t> keys;
+  bool want_probes = false;        ///< return per-row probe counts
+  uint32_t max_probe_count = 0;    ///< 0 = the index's bound
+};
+
+/// The answer to one Lookup batch.
+struct LookupResult {
+  uint64_t batch_id = 0;             ///< 0-based position of the batch in the stream
+  uint64_t index_version = 0;        ///< the index version this batch ran on
+  std::vector<uint32_t> values;      ///< per row; 0xffffffff where missing
+  std::vector<uint8_t> found;        ///< per row: 1 found, 0 missing
+  std::vector<uint32_t> probes;      ///< per row, when asked
+  QueryStatistics statistics;
+  absl::Status error;                ///< in-band error for this batch; results empty then
+  std::chrono::nanoseconds latency{0};  ///< from the batch's write to its answer's arrival
+};
+
+/// One left batch of a Join request (borrowed).
+struct JoinLeft {
+  std::span<const uint32_t> keys;
+  std::span<const uint32_t> left_rows;  ///< optional explicit left row IDs (same length as keys)
+  uint32_t first_left_row = 0;          ///< else left row = first_left_row + row
+  uint64_t capacity = 0;                ///< pair capacity; 0 = number of left rows
+  bool want_found = false;
+  bool want_probes = false;
+};
+
+/// One Join request: one left batch is a plain join; several make a batch
+/// join with one result per left batch.
+struct JoinBatch {
+  std::vector<JoinLeft> lefts;
+  uint32_t max_probe_count = 0;  ///< 0 = the index's bound
+};
+
+/// Result of one left batch: the [left row, right row] pairs in left order.
+struct JoinPairs {
+  std::vector<uint32_t> left_rows;   ///< min(count, capacity) of them
+  std::vector<uint32_t> right_rows;  ///< the index values of the matched keys
+  uint64_t count = 0;                ///< pairs before truncation
+  uint64_t capacity = 0;
+  bool overflow = false;             ///< count > capacity, or the index build overflowed
+  QueryStatistics statistics;
+  std::vector<uint8_t> found;        ///< when asked
+  std::vector<uint32_t> probes;      ///< when asked
+};
+
+/// The answer to one Join request.
+struct JoinResult {
+  uint64_t batch_id = 0;
+  uint64_t index_version = 0;
+  std::vector<JoinPairs> results;    ///< one per JoinBatch::lefts entry
+  absl::Status error;
+  std::chrono::nanoseconds latency{0};
+};
+
+/// Grouped aggregation operation.
+enum class AggregateOp { kCount, kSum, kMin, kMax, kMean };
+
+/// "count", "sum", "min", "max", "mean".
+std::string_view AggregateOpName(AggregateOp op);
+/// Parses AggregateOpName's spelling; INVALID_ARGUMENT otherwise.
+absl::StatusOr<AggregateOp> ParseAggregateOp(std::string_view name);
+
+/// Stream-wide aggregation parameters.
+struct AggregateSpec {
+  AggregateOp op = AggregateOp::kCount;
+  uint32_t groups = 0;  ///< output rows: keys must be < groups (others are ignored)
+};
+
+/// One Aggregate batch (borrowed).
+struct AggregateBatch {
+  std::span<const uint32_t> keys;    ///< dense group keys
+  std::span<const float> values;     ///< required except for kCount; same length as keys
+  std::span<const uint32_t> mask;    ///< optional; nonzero includes the row
+  bool accumulate_only = false;      ///< answer only with the stream's running totals
+};
+
+/// The answer to one Aggregate batch.
+struct AggregateResult {
+  uint64_t batch_id = 0;
+  std::vector<uint32_t> counts;             ///< kCount: this batch, per group
+  std::vector<float> values;                ///< other ops: this batch, per group
+  std::vector<uint32_t> contributing_rows;  ///< this batch, per group
+  std::vector<uint32_t> total_counts;       ///< kCount: whole stream so far
+  std::vector<float> total_values;          ///< other ops: whole stream so far
+  uint64_t rows = 0;
+  absl::Status error;
+  std::chrono::nanoseconds latency{0};
+};
+
+/// Physical type of a hashed column.
+enum class ColumnType { kUint32, kInt32, kUint64, kInt64, kFloat32, kFloat64, kBinary };
+
+/// One hashed column in Arrow layout (borrowed). Row r is physical row offset + r.
+struct HashColumn {
+  ColumnType type = ColumnType::kUint32;
+  std::span<const uint8_t> data;      ///< fixed-width LE values, or binary value bytes
+  std::span<const int32_t> offsets;   ///< kBinary: offset + length + 1 of them
+  std::span<const uint8_t> validity;  ///< optional Arrow bitmap (LSB order); empty = all valid
+  uint64_t offset = 0;
+  uint64_t length = 0;
+};
+
+/// One Hash batch: columns of equal length hashed row-wise into one composite hash.
+struct HashBatch {
+  std::vector<HashColumn> columns;
+  uint32_t bits = 64;  ///< 32 or 64
+};
+
+/// The answer to one Hash batch.
+struct HashResult {
+  uint64_t batch_id = 0;
+  uint32_t bits = 64;
+  std::vector<uint64_t> hashes;   ///< one per row (32-bit hashes widened); 0 for null rows
+  std::vector<uint8_t> validity;  ///< Arrow bitmap, LSB order: 1 = valid row
+  uint64_t null_count = 0;
+  absl::Status error;
+  std::chrono::nanoseconds latency{0};
+
+  /// True when row r has a hash (is not null).
+  bool Valid(size_t r) const { return (validity[r / 8] >> (r % 8)) & 1; }
+};
+
+/// Returns the next batch of a stream, or std::nullopt at the end.
+template <typename Batch>
+using BatchSource = std::function<std::optional<Batch>()>;
+/// Receives every result in order. Returning a non-OK status cancels the
+/// stream and becomes the return value of the streaming call.
+template <typename Result>
+using ResultSink = std::function<absl::Status(Result&&)>;
+
+// ---------------------------------------------------------------- client
+
+/// A connection to one gpujoind server. Create with Connect(); thread-safe.
+class Client {
+ public:
+  /// Opens a channel. Fails with INVALID_ARGUMENT for an empty address and
+  /// with the file's error when the TLS CA file cannot be read. Does not
+  /// contact the server (the first call does); use Health() to check it.
+  static absl::StatusOr<std::unique_ptr<Client>> Connect(const ConnectOptions& options);
+
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  /// The options the client was made with.
+  const ConnectOptions& options() const;
+
+  /// grpc.health.v1 Check for `service` ("" = the whole server).
+  absl::StatusOr<HealthState> Health(const std::string& service = "");
+
+  absl::StatusOr<ServerInfo> GetServerInfo();
+  absl::StatusOr<std::vector<IndexInfo>> ListIndexes();
+  absl::StatusOr<IndexInfo> DescribeIndex(const std::string& name);
+  absl::StatusOr<DropResult> DropIndex(const std::string& name);
+
+  /// Builds (or with spec.replace rebuilds) `spec.name` from the chunks that
+  /// `next_chunk` returns, calling `progress` after each chunk. `total_rows`
+  /// (0 = unknown) is only passed through to `progress`. Returns the new
+  /// index's description. Sends the spec first, then the chunks; the build is
+  /// atomic on the server: on any error the old version (if any) keeps serving.
+  absl::StatusOr<IndexInfo> BuildIndex(const IndexSpec& spec, const ChunkSource& next_chunk,
+                                       const ProgressCallback& progress = {},
+                                       uint64_t total_rows = 0,
+                                       std::optional<std::chrono::milliseconds> deadline = {});
+
+  /// Convenience: builds from whole in-memory columns sent in chunks of
+  /// `chunk_rows` rows. `values` must be empty unless spec.explicit_values, and
+  /// then as long as `keys`.
+  absl::StatusOr<IndexInfo> BuildIndexFromColumns(const IndexSpec& spec,
+                                                  std::span<const uint32_t> keys,
+                                                  std::span<const uint32_t> values = {},
+                                                  size_t chunk_rows = 1 << 20,
+                                                  const ProgressCallback& progress = {});
+
+  /// Pipelined Lookup stream against `index`. Returns OK when every batch was
+  /// answered, else the first RPC error or the first non-OK status of `sink`.
+  absl::Status Lookup(const std::string& index, const BatchSource<LookupBatch>& source,
+                      const ResultSink<LookupResult>& sink, const StreamOptions& options = {});
+
+  /// Pipelined Join stream against `index`.
+  absl::Status Join(const std::string& index, const BatchSource<JoinBatch>& source,
+                    const ResultSink<JoinResult>& sink, const StreamOptions& options = {});
+
+  /// Pipelined Aggregate stream. `spec.groups` stays fixed for the stream.
+  absl::Status Aggregate(const AggregateSpec& spec, const BatchSource<AggregateBatch>& source,
+                         const ResultSink<AggregateResult>& sink,
+                         const StreamOptions& options = {});
+
+  /// Pipelined Hash stream.
+  absl::Status Hash(const BatchSource<HashBatch>& source, const ResultSink<HashResult>& sink,
+                    const StreamOptions& options = {});
+
+  /// Convenience: looks up all `keys` in batches of `batch_rows` and returns
+  /// one concatenated result (statistics merged, batch_id/latency of the last
+  /// batch). The first in-band batch error is returned as the status.
+  /// `progress` (may be empty) is called as batches are answered.
+  absl::StatusOr<LookupResult> LookupAll(const std::string& index,
+                                         std::span<const uint32_t> keys,
+                                         size_t batch_rows = 1 << 20,
+                                         const StreamOptions& options = {},
+                                         const ProgressCallback& progress = {});
+
+  /// Convenience: inner join of all `keys` (left rows numbered from 0) in
+  /// batches of `batch_rows`; the pairs of all batches are concatenated in
+  /// left order. `capacity` bounds the pairs of each batch (0 = batch rows).
+  /// count/overflow/statistics are summed over batches.
+  absl::StatusOr<JoinPairs> JoinAll(const std::string& index, std::span<const uint32_t> keys,
+                                    size_t batch_rows = 1 << 20, uint64_t capacity = 0,
+                                    const StreamOptions& options = {},
+                                    const ProgressCallback& progress = {});
+
+  /// Convenience: aggregates whole columns in batches with accumulate_only and
+  /// returns the final totals (in `total_counts` / `total_values`; `rows` is
+  /// the total row count). `values` may be empty for kCount, `mask` empty.
+  absl::StatusOr<AggregateResult> AggregateAll(const AggregateSpec& spec,
+                                               std::span<const uint32_t> keys,
+                                               std::span<const float> values = {},
+                                               std::span<const uint32_t> mask = {},
+                                               size_t batch_rows = 1 << 20,
+                                               const StreamOptions& options = {},
+                                               const ProgressCallback& progress = {});
+
+  /// Convenience: hashes whole columns (all of the same length, offset 0)
+  /// in batches of `batch_rows` rows, re-slicing each column by offset, and
+  /// returns the concatenated hashes and validity.
+  absl::StatusOr<HashResult> HashAll(const std::vector<HashColumn>& columns, uint32_t bits,
+                                     size_t batch_rows = 1 << 20,
+                                     const StreamOptions& options = {},
+                                     const ProgressCallback& progress = {});
+
+  class Impl;
+
+ private:
+  explicit Client(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gpujoin::client
