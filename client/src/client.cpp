@@ -1,0 +1,963 @@
+// Implementation of gpujoin::client::Client over the generated gpujoin.v1 stubs.
+#include "gpujoin/client/client.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <utility>
+
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+
+#include "absl/strings/str_cat.h"
+#include "gpujoin/engine/status_macros.hpp"
+#include "gpujoin/v1/gpujoin.grpc.pb.h"
+#include "stream_runner.hpp"
+
+namespace gpujoin::client {
+
+static_assert(std::endian::native == std::endian::little,
+              "packed columns are little-endian; this client assumes a little-endian host");
+
+namespace pb = ::gpujoin::v1;
+using Clock = std::chrono::steady_clock;
+
+// ---------------------------------------------------------------- small helpers
+
+std::string_view HealthStateName(HealthState state) {
+  switch (state) {
+    case HealthState::kServing: return "SERVING";
+    case HealthState::kNotServing: return "NOT_SERVING";
+    case HealthState::kServiceUnknown: return "SERVICE_UNKNOWN";
+    case HealthState::kUnknown: break;
+  }
+  return "UNKNOWN";
+}
+
+std::string_view AggregateOpName(AggregateOp op) {
+  switch (op) {
+    case AggregateOp::kCount: return "count";
+    case AggregateOp::kSum: return "sum";
+    case AggregateOp::kMin: return "min";
+    case AggregateOp::kMax: return "max";
+    case AggregateOp::kMean: return "mean";
+  }
+  return "?";
+}
+
+absl::StatusOr<AggregateOp> ParseAggregateOp(std::string_view name) {
+  for (AggregateOp op : {AggregateOp::kCount, AggregateOp::kSum, AggregateOp::kMin,
+                         AggregateOp::kMax, AggregateOp::kMean}) {
+    if (AggregateOpName(op) == name) return op;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown aggregate op '", std::string(name), "' (expected count, sum, min, max or mean)"));
+}
+
+void QueryStatistics::Merge(const QueryStatistics& other) {
+  found += other.found;
+  missing += other.missing;
+  total_probes += other.total_probes;
+  max_probes = std::max(max_probes, other.max_probes);
+}
+
+namespace {
+
+absl::Status FromGrpc(const grpc::Status& s) {
+  if (s.ok()) return absl::OkStatus();
+  // gRPC and Abseil both use the google.rpc.Code numbering.
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+}
+
+absl::Status FromBatchError(const pb::BatchError& e) {
+  if (e.code() == 0) {
+    return absl::UnknownError(e.message().empty() ? "batch failed" : e.message());
+  }
+  return absl::Status(static_cast<absl::StatusCode>(e.code()), e.message());
+}
+
+template <typename T>
+void SetPacked(std::span<const T> v, std::string* out) {
+  out->assign(reinterpret_cast<const char*>(v.data()), v.size_bytes());
+}
+
+// Sets a required column: packed bytes, or an empty typed list for zero rows
+// (an empty `packed` would read as "not set").
+void SetColumn(std::span<const uint32_t> v, pb::U32Column* col) {
+  if (v.empty()) {
+    col->mutable_values();
+  } else {
+    SetPacked(v, col->mutable_packed());
+  }
+}
+void SetColumn(std::span<const float> v, pb::F32Column* col) {
+  if (v.empty()) {
+    col->mutable_values();
+  } else {
+    SetPacked(v, col->mutable_packed());
+  }
+}
+
+// Decodes a packed little-endian column sent by the server.
+template <typename T>
+absl::Status Unpack(const std::string& bytes, std::string_view field, std::vector<T>* out) {
+  if (bytes.size() % sizeof(T) != 0) {
+    return absl::InternalError(absl::StrCat("server sent ", std::string(field), " of ",
+                                            bytes.size(), " bytes, not a multiple of ",
+                                            sizeof(T)));
+  }
+  out->resize(bytes.size() / sizeof(T));
+  if (!bytes.empty()) std::memcpy(out->data(), bytes.data(), bytes.size());
+  return absl::OkStatus();
+}
+
+BuildStatistics ToBuildStatistics(const pb::BuildStatistics& s) {
+  return BuildStatistics{s.unique_keys(),    s.duplicate_rows(), s.overflow_rows(),
+                         s.invalid_rows(),   s.total_probes(),   s.max_probes()};
+}
+
+QueryStatistics ToQueryStatistics(const pb::QueryStatistics& s) {
+  return QueryStatistics{s.found(), s.missing(), s.total_probes(), s.max_probes()};
+}
+
+IndexInfo ToIndexInfo(const pb::IndexInfo& p) {
+  IndexInfo i;
+  i.name = p.name();
+  i.version = p.version();
+  i.capacity = p.capacity();
+  i.max_probe_count = p.max_probe_count();
+  i.first_value = p.first_value();
+  i.explicit_values = p.explicit_values();
+  i.batch_mode = p.batch_mode();
+  i.rows = p.rows();
+  i.statistics = ToBuildStatistics(p.statistics());
+  i.load_factor = p.load_factor();
+  i.device_bytes = p.device_bytes();
+  i.build_seconds = p.build_seconds();
+  i.backend = p.backend();
+  i.built_unix_millis = p.built_unix_millis();
+  return i;
+}
+
+pb::AggregateOp ToProtoOp(AggregateOp op) {
+  switch (op) {
+    case AggregateOp::kCount: return pb::AGGREGATE_OP_COUNT;
+    case AggregateOp::kSum: return pb::AGGREGATE_OP_SUM;
+    case AggregateOp::kMin: return pb::AGGREGATE_OP_MIN;
+    case AggregateOp::kMax: return pb::AGGREGATE_OP_MAX;
+    case AggregateOp::kMean: return pb::AGGREGATE_OP_MEAN;
+  }
+  return pb::AGGREGATE_OP_UNSPECIFIED;
+}
+
+pb::ColumnType ToProtoType(ColumnType t) {
+  switch (t) {
+    case ColumnType::kUint32: return pb::COLUMN_TYPE_UINT32;
+    case ColumnType::kInt32: return pb::COLUMN_TYPE_INT32;
+    case ColumnType::kUint64: return pb::COLUMN_TYPE_UINT64;
+    case ColumnType::kInt64: return pb::COLUMN_TYPE_INT64;
+    case ColumnType::kFloat32: return pb::COLUMN_TYPE_FLOAT32;
+    case ColumnType::kFloat64: return pb::COLUMN_TYPE_FLOAT64;
+    case ColumnType::kBinary: return pb::COLUMN_TYPE_BINARY;
+  }
+  return pb::COLUMN_TYPE_UNSPECIFIED;
+}
+
+size_t TypeWidth(ColumnType t) {
+  switch (t) {
+    case ColumnType::kUint32:
+    case ColumnType::kInt32:
+    case ColumnType::kFloat32: return 4;
+    case ColumnType::kUint64:
+    case ColumnType::kInt64:
+    case ColumnType::kFloat64: return 8;
+    case ColumnType::kBinary: return 0;
+  }
+  return 0;
+}
+
+std::string ReadWholeFile(const std::string& path, absl::Status* status) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *status = absl::NotFoundError(absl::StrCat("cannot read TLS CA file '", path, "'"));
+    return {};
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  *status = absl::OkStatus();
+  return ss.str();
+}
+
+// Encodes grpc.health.v1.HealthCheckRequest{service} by hand (field 1, string)
+// so that the client needs no second generated proto.
+std::string EncodeHealthRequest(const std::string& service) {
+  std::string out;
+  if (service.empty()) return out;
+  out.push_back(0x0a);
+  uint64_t n = service.size();
+  while (n >= 0x80) {
+    out.push_back(static_cast<char>((n & 0x7f) | 0x80));
+    n >>= 7;
+  }
+  out.push_back(static_cast<char>(n));
+  out += service;
+  return out;
+}
+
+// Decodes grpc.health.v1.HealthCheckResponse{status = 1 (enum)}; unknown
+// fields are skipped.
+absl::StatusOr<int> DecodeHealthResponse(const std::string& bytes) {
+  size_t i = 0;
+  auto varint = [&](uint64_t* v) -> bool {
+    *v = 0;
+    for (int shift = 0; shift < 64 && i < bytes.size(); shift += 7) {
+      uint8_t b = static_cast<uint8_t>(bytes[i++]);
+      *v |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if (!(b & 0x80)) return true;
+    }
+    return false;
+  };
+  int status = 0;
+  while (i < bytes.size()) {
+    uint64_t tag;
+    if (!varint(&tag)) break;
+    uint64_t field = tag >> 3, wire = tag & 7, v;
+    if (wire == 0) {
+      if (!varint(&v)) break;
+      if (field == 1) status = static_cast<int>(v);
+    } else if (wire == 2) {
+      if (!varint(&v) || v > bytes.size() - i) break;
+      i += v;
+    } else if (wire == 1) {
+      i += 8;
+    } else if (wire == 5) {
+      i += 4;
+    } else {
+      break;
+    }
+  }
+  if (i > bytes.size()) return absl::InternalError("malformed health check response");
+  return status;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- Impl
+
+class Client::Impl {
+ public:
+  Impl(ConnectOptions options, std::shared_ptr<grpc::Channel> channel)
+      : options_(std::move(options)),
+        channel_(std::move(channel)),
+        stub_(pb::GpuJoin::NewStub(channel_)) {}
+
+  // Prepares a context with the token and the deadline.
+  void Prepare(grpc::ClientContext* ctx,
+               std::optional<std::chrono::milliseconds> deadline = std::nullopt) const {
+    if (!options_.token.empty()) ctx->AddMetadata("authorization", "Bearer " + options_.token);
+    const auto d = deadline.value_or(options_.deadline);
+    if (d.count() > 0) ctx->set_deadline(std::chrono::system_clock::now() + d);
+  }
+
+  ConnectOptions options_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<pb::GpuJoin::Stub> stub_;
+};
+
+Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Client::~Client() = default;
+
+const ConnectOptions& Client::options() const { return impl_->options_; }
+
+absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const ConnectOptions& options) {
+  if (options.address.empty()) return absl::InvalidArgumentError("server address is empty");
+  if (options.max_message_bytes <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_message_bytes must be positive, got ", options.max_message_bytes));
+  }
+  std::shared_ptr<grpc::ChannelCredentials> creds;
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(options.max_message_bytes);
+  args.SetMaxSendMessageSize(options.max_message_bytes);
+  if (options.tls_ca_file.empty()) {
+    creds = grpc::InsecureChannelCredentials();
+  } else {
+    absl::Status st;
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = ReadWholeFile(options.tls_ca_file, &st);
+    if (!st.ok()) return st;
+    if (ssl.pem_root_certs.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("TLS CA file '", options.tls_ca_file, "' is empty"));
+    }
+    creds = grpc::SslCredentials(ssl);
+    if (!options.tls_server_name.empty()) {
+      args.SetSslTargetNameOverride(options.tls_server_name);
+    }
+  }
+  auto channel = grpc::CreateCustomChannel(options.address, creds, args);
+  if (!channel) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot create a channel to '", options.address, "'"));
+  }
+  return std::unique_ptr<Client>(new Client(std::make_unique<Impl>(options, std::move(channel))));
+}
+
+// ---------------------------------------------------------------- unary calls
+
+absl::StatusOr<HealthState> Client::Health(const std::string& service) {
+  grpc::ClientContext ctx;
+  impl_->Prepare(&ctx);
+  grpc::GenericStub generic(impl_->channel_);
+  const std::string req_bytes = EncodeHealthRequest(service);
+  grpc::Slice slice(req_bytes);
+  grpc::ByteBuffer request(&slice, 1);
+  grpc::ByteBuffer response;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  grpc::Status status;
+  generic.UnaryCall(&ctx, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request,
+                    &response, [&](grpc::Status s) {
+                      std::lock_guard<std::mutex> lock(mu);
+                      status = std::move(s);
+                      done = true;
+                      cv.notify_one();
+                    });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return done; });
+  }
+  if (!status.ok()) return FromGrpc(status);
+  std::vector<grpc::Slice> slices;
+  grpc::Status dump = response.Dump(&slices);
+  if (!dump.ok()) return FromGrpc(dump);
+  std::string bytes;
+  for (const auto& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  GPUJOIN_ASSIGN_OR_RETURN(int code, DecodeHealthResponse(bytes));
+  switch (code) {
+    case 1: return HealthState::kServing;
+    case 2: return HealthState::kNotServing;
+    case 3: return HealthState::kServiceUnknown;
+    default: return HealthState::kUnknown;
+  }
+}
+
+absl::StatusOr<ServerInfo> Client::GetServerInfo() {
+  grpc::ClientContext ctx;
+  impl_->Prepare(&ctx);
+  pb::GetServerInfoResponse r;
+  GPUJOIN_RETURN_IF_ERROR(
+      FromGrpc(impl_->stub_->GetServerInfo(&ctx, pb::GetServerInfoRequest(), &r)));
+  ServerInfo i;
+  i.version = r.version();
+  i.backend = r.backend();
+  i.device_name = r.device_name();
+  i.device_memory_total_bytes = r.device_memory_total_bytes();
+  i.device_memory_used_bytes = r.device_memory_used_bytes();
+  i.device_memory_budget_bytes = r.device_memory_budget_bytes();
+  i.max_message_bytes = r.max_message_bytes();
+  i.max_inflight_batches_per_stream = r.max_inflight_batches_per_stream();
+  i.max_inflight_batches = r.max_inflight_batches();
+  i.index_count = r.index_count();
+  i.serving = r.serving();
+  return i;
+}
+
+absl::StatusOr<std::vector<IndexInfo>> Client::ListIndexes() {
+  grpc::ClientContext ctx;
+  impl_->Prepare(&ctx);
+  pb::ListIndexesResponse r;
+  GPUJOIN_RETURN_IF_ERROR(
+      FromGrpc(impl_->stub_->ListIndexes(&ctx, pb::ListIndexesRequest(), &r)));
+  std::vector<IndexInfo> out;
+  out.reserve(r.indexes_size());
+  for (const auto& i : r.indexes()) out.push_back(ToIndexInfo(i));
+  return out;
+}
+
+absl::StatusOr<IndexInfo> Client::DescribeIndex(const std::string& name) {
+  grpc::ClientContext ctx;
+  impl_->Prepare(&ctx);
+  pb::DescribeIndexRequest req;
+  req.set_name(name);
+  pb::DescribeIndexResponse r;
+  GPUJOIN_RETURN_IF_ERROR(FromGrpc(impl_->stub_->DescribeIndex(&ctx, req, &r)));
+  return ToIndexInfo(r.index());
+}
+
+absl::StatusOr<DropResult> Client::DropIndex(const std::string& name) {
+  grpc::ClientContext ctx;
+  impl_->Prepare(&ctx);
+  pb::DropIndexRequest req;
+  req.set_name(name);
+  pb::DropIndexResponse r;
+  GPUJOIN_RETURN_IF_ERROR(FromGrpc(impl_->stub_->DropIndex(&ctx, req, &r)));
+  return DropResult{r.dropped_version(), r.freed_bytes()};
+}
+
+// ---------------------------------------------------------------- build
+
+absl::StatusOr<IndexInfo> Client::BuildIndex(const IndexSpec& spec, const ChunkSource& next_chunk,
+                                             const ProgressCallback& progress,
+                                             uint64_t total_rows,
+                                             std::optional<std::chrono::milliseconds> deadline) {
+  if (spec.name.empty()) return absl::InvalidArgumentError("index name is empty");
+  grpc::ClientContext ctx;
+  impl_->Prepare(&ctx, deadline);
+  pb::BuildIndexResponse response;
+  auto writer = impl_->stub_->BuildIndex(&ctx, &response);
+
+  pb::BuildIndexRequest req;
+  auto* s = req.mutable_spec();
+  s->set_name(spec.name);
+  s->set_capacity(spec.capacity);
+  s->set_expected_rows(spec.expected_rows);
+  s->set_target_load_factor(spec.target_load_factor);
+  s->set_max_probe_count(spec.max_probe_count);
+  s->set_first_value(spec.first_value);
+  s->set_explicit_values(spec.explicit_values);
+  s->set_batch_mode(spec.batch_mode);
+  s->set_replace(spec.replace);
+
+  Progress p;
+  p.total_rows = total_rows;
+  absl::Status local;  // a client-side error that ends the upload early
+  bool ok = writer->Write(req);
+  uint64_t chunk_index = 0;
+  while (ok) {
+    std::optional<BuildChunk> chunk = next_chunk();
+    if (!chunk) break;
+    if (!spec.explicit_values && !chunk->values.empty()) {
+      local = absl::InvalidArgumentError(absl::StrCat(
+          "build chunk ", chunk_index, " carries ", chunk->values.size(),
+          " values but the index was not declared with explicit values"));
+      break;
+    }
+    if (!spec.batch_mode && (chunk->row_base != 0 || !chunk->validity.empty())) {
+      local = absl::InvalidArgumentError(absl::StrCat(
+          "build chunk ", chunk_index, " carries a row base or validity but batch_mode is off"));
+      break;
+    }
+    if (!chunk->validity.empty() && chunk->validity.size() != chunk->keys.size()) {
+      local = absl::InvalidArgumentError(
+          absl::StrCat("build chunk ", chunk_index, ": validity has ", chunk->validity.size(),
+                       " rows but keys have ", chunk->keys.size()));
+      break;
+    }
+    req.Clear();
+    auto* c = req.mutable_chunk();
+    SetColumn(chunk->keys, c->mutable_keys());
+    if (spec.explicit_values) SetColumn(chunk->values, c->mutable_values());
+    if (spec.batch_mode) {
+      c->set_row_base(chunk->row_base);
+      if (!chunk->validity.empty()) {
+        SetPacked(chunk->validity, c->mutable_validity()->mutable_packed());
+      }
+    }
+    ok = writer->Write(req);
+    ++chunk_index;
+    p.rows_sent += chunk->keys.size();
+    p.bytes_sent +=
+        chunk->keys.size_bytes() + chunk->values.size_bytes() + chunk->validity.size_bytes();
+    if (ok && progress) progress(p);
+  }
+  if (!local.ok()) {
+    ctx.TryCancel();
+    (void)writer->Finish();
+    return local;
+  }
+  writer->WritesDone();
+  GPUJOIN_RETURN_IF_ERROR(FromGrpc(writer->Finish()));
+  return ToIndexInfo(response.index());
+}
+
+absl::StatusOr<IndexInfo> Client::BuildIndexFromColumns(const IndexSpec& spec,
+                                                        std::span<const uint32_t> keys,
+                                                        std::span<const uint32_t> values,
+                                                        size_t chunk_rows,
+                                                        const ProgressCallback& progress) {
+  if (spec.explicit_values && values.size() != keys.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "values has ", values.size(), " rows but keys has ", keys.size()));
+  }
+  if (!spec.explicit_values && !values.empty()) {
+    return absl::InvalidArgumentError(
+        "values given but the index spec does not declare explicit_values");
+  }
+  if (chunk_rows == 0) return absl::InvalidArgumentError("chunk_rows must be positive");
+  size_t pos = 0;
+  bool sent_any = false;
+  ChunkSource source = [&]() -> std::optional<BuildChunk> {
+    // An empty build still sends one (empty) chunk so the server sees the data phase.
+    if (pos >= keys.size() && sent_any) return std::nullopt;
+    sent_any = true;
+    const size_t n = std::min(chunk_rows, keys.size() - pos);
+    BuildChunk c;
+    c.keys = keys.subspan(pos, n);
+    if (spec.explicit_values) c.values = values.subspan(pos, n);
+    pos += n;
+    return c;
+  };
+  return BuildIndex(spec, source, progress, keys.size());
+}
+
+// ---------------------------------------------------------------- streams
+
+absl::Status Client::Lookup(const std::string& index, const BatchSource<LookupBatch>& source,
+                            const ResultSink<LookupResult>& sink, const StreamOptions& options) {
+  grpc::ClientContext ctx;
+  impl_->Prepare(&ctx, options.deadline);
+  auto stream = impl_->stub_->Lookup(&ctx);
+  auto encode = [&index](const LookupBatch& b, uint64_t id, pb::LookupRequest* r) {
+    r->set_index(index);
+    SetColumn(b.keys, r->mutable_keys());
+    r->set_want_probes(b.want_probes);
+    r->set_max_probe_count(b.max_probe_count);
+    r->set_batch_id(id);
+    return absl::OkStatus();
+  };
+  auto decode = [](pb::LookupResponse& r, LookupResult* out) -> absl::Status {
+    out->batch_id = r.batch_id();
+    out->index_version = r.index_version();
+    if (r.has_error()) {
+      out->error = FromBatchError(r.error());
+      return absl::OkStatus();
+    }
+    GPUJOIN_RETURN_IF_ERROR(Unpack(r.values(), "values", &out->values));
+    out->found.assign(r.found().begin(), r.found().end());
+    GPUJOIN_RETURN_IF_ERROR(Unpack(r.probes(), "probes", &out->probes));
+    if (out->found.size() != out->values.size()) {
+      return absl::InternalError(absl::StrCat("server sent ", out->values.size(),
+                                              " values but ", out->found.size(), " found flags"));
+    }
+    out->statistics = ToQueryStatistics(r.statistics());
+    return absl::OkStatus();
+  };
+  return detail::RunStream<pb::LookupRequest, pb::LookupResponse, LookupBatch, LookupResult>(
+      &ctx, stream.get(), source, encode, decode, sink, options);
+}
+
+absl::Status Client::Join(const std::string& index, const BatchSource<JoinBatch>& source,
+                          const ResultSink<JoinResult>& sink, const StreamOptions& options) {
+  grpc::ClientContext ctx;
+  impl_->Prepare(&ctx, options.deadline);
+  auto stream = impl_->stub_->Join(&ctx);
+  auto encode = [&index](const JoinBatch& b, uint64_t id, pb::JoinRequest* r) -> absl::Status {
+    if (b.lefts.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("join batch ", id, " has no left batches (lefts is empty)"));
+    }
+    r->set_index(index);
+    r->set_max_probe_count(b.max_probe_count);
+    r->set_batch_id(id);
+    for (size_t i = 0; i < b.lefts.size(); ++i) {
+      const JoinLeft& l = b.lefts[i];
+      if (!l.left_rows.empty() && l.left_rows.size() != l.keys.size()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("join batch ", id, " left ", i, ": left_rows has ", l.left_rows.size(),
+                         " rows but keys has ", l.keys.size()));
+      }
+      auto* lb = r->add_batches();
+      SetColumn(l.keys, lb->mutable_keys());
+      if (!l.left_rows.empty()) SetPacked(l.left_rows, lb->mutable_left_rows()->mutable_packed());
+      lb->set_first_left_row(l.first_left_row);
+      lb->set_capacity(l.capacity);
+      lb->set_want_found(l.want_found);
+      lb->set_want_probes(l.want_probes);
+    }
+    return absl::OkStatus();
+  };
+  auto decode = [](pb::JoinResponse& r, JoinResult* out) -> absl::Status {
+    out->batch_id = r.batch_id();
+    out->index_version = r.index_version();
+    if (r.has_error()) {
+      out->error = FromBatchError(r.error());
+      return absl::OkStatus();
+    }
+    out->results.resize(r.results_size());
+    for (int i = 0; i < r.results_size(); ++i) {
+      const auto& pr = r.results(i);
+      JoinPairs& jp = out->results[i];
+      GPUJOIN_RETURN_IF_ERROR(Unpack(pr.left_rows(), "left_rows", &jp.left_rows));
+      GPUJOIN_RETURN_IF_ERROR(Unpack(pr.right_rows(), "right_rows", &jp.right_rows));
+      if (jp.left_rows.size() != jp.right_rows.size()) {
+        return absl::InternalError(absl::StrCat("server sent ", jp.left_rows.size(),
+                                                " left rows but ", jp.right_rows.size(),
+                                                " right rows"));
+      }
+      jp.count = pr.count();
+      jp.capacity = pr.capacity();
+      jp.overflow = pr.overflow();
+      jp.statistics = ToQueryStatistics(pr.statistics());
+      jp.found.assign(pr.found().begin(), pr.found().end());
+      GPUJOIN_RETURN_IF_ERROR(Unpack(pr.probes(), "probes", &jp.probes));
+    }
+    return absl::OkStatus();
+  };
+  return detail::RunStream<pb::JoinRequest, pb::JoinResponse, JoinBatch, JoinResult>(
+      &ctx, stream.get(), source, encode, decode, sink, options);
+}
+
+absl::Status Client::Aggregate(const AggregateSpec& spec,
+                               const BatchSource<AggregateBatch>& source,
+                               const ResultSink<AggregateResult>& sink,
+                               const StreamOptions& options) {
+  grpc::ClientContext ctx;
+  impl_->Prepare(&ctx, options.deadline);
+  auto stream = impl_->stub_->Aggregate(&ctx);
+  auto encode = [&spec](const AggregateBatch& b, uint64_t id,
+                        pb::AggregateRequest* r) -> absl::Status {
+    if (spec.op != AggregateOp::kCount && b.values.size() != b.keys.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("aggregate batch ", id, ": values has ", b.values.size(),
+                       " rows but keys has ", b.keys.size(), " (", std::string(AggregateOpName(spec.op)),
+                       " needs one value per key)"));
+    }
+    if (!b.mask.empty() && b.mask.size() != b.keys.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("aggregate batch ", id, ": mask has ",
+                                                     b.mask.size(), " rows but keys has ",
+                                                     b.keys.size()));
+    }
+    r->set_op(ToProtoOp(spec.op));
+    r->set_groups(spec.groups);
+    SetColumn(b.keys, r->mutable_keys());
+    if (spec.op != AggregateOp::kCount) SetColumn(b.values, r->mutable_values());
+    if (!b.mask.empty()) SetPacked(b.mask, r->mutable_mask()->mutable_packed());
+    r->set_accumulate_only(b.accumulate_only);
+    r->set_batch_id(id);
+    return absl::OkStatus();
+  };
+  auto decode = [](pb::AggregateResponse& r, AggregateResult* out) -> absl::Status {
+    out->batch_id = r.batch_id();
+    if (r.has_error()) {
+      out->error = FromBatchError(r.error());
+      return absl::OkStatus();
+    }
+    GPUJOIN_RETURN_IF_ERROR(Unpack(r.counts(), "counts", &out->counts));
+    GPUJOIN_RETURN_IF_ERROR(Unpack(r.values(), "values", &out->values));
+    GPUJOIN_RETURN_IF_ERROR(
+        Unpack(r.contributing_rows(), "contributing_rows", &out->contributing_rows));
+    GPUJOIN_RETURN_IF_ERROR(Unpack(r.total_counts(), "total_counts", &out->total_counts));
+    GPUJOIN_RETURN_IF_ERROR(Unpack(r.total_values(), "total_values", &out->total_values));
+    out->rows = r.rows();
+    return absl::OkStatus();
+  };
+  return detail::RunStream<pb::AggregateRequest, pb::AggregateResponse, AggregateBatch,
+                           AggregateResult>(&ctx, stream.get(), source, encode, decode, sink,
+                                            options);
+}
+
+absl::Status Client::Hash(const BatchSource<HashBatch>& source, const ResultSink<HashResult>& sink,
+                          const StreamOptions& options) {
+  grpc::ClientContext ctx;
+  impl_->Prepare(&ctx, options.deadline);
+  auto stream = impl_->stub_->Hash(&ctx);
+  // The requested width of every batch in flight, to widen the answers.
+  std::mutex bits_mu;
+  std::deque<uint32_t> bits_in_flight;
+  auto encode = [&](const HashBatch& b, uint64_t id, pb::HashRequest* r) -> absl::Status {
+    if (b.bits != 32 && b.bits != 64) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("hash batch ", id, ": bits must be 32 or 64, got ", b.bits));
+    }
+    if (b.columns.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("hash batch ", id, " has no columns"));
+    }
+    for (const HashColumn& c : b.columns) {
+      auto* pc = r->add_columns();
+      pc->set_type(ToProtoType(c.type));
+      SetPacked(c.data, pc->mutable_data());
+      if (c.type == ColumnType::kBinary) SetPacked(c.offsets, pc->mutable_offsets());
+      if (!c.validity.empty()) SetPacked(c.validity, pc->mutable_validity());
+      pc->set_offset(c.offset);
+      pc->set_length(c.length);
+    }
+    r->set_bits(b.bits);
+    r->set_batch_id(id);
+    std::lock_guard<std::mutex> lock(bits_mu);
+    bits_in_flight.push_back(b.bits);
+    return absl::OkStatus();
+  };
+  auto decode = [&](pb::HashResponse& r, HashResult* out) -> absl::Status {
+    {
+      std::lock_guard<std::mutex> lock(bits_mu);
+      if (!bits_in_flight.empty()) {
+        out->bits = bits_in_flight.front();
+        bits_in_flight.pop_front();
+      }
+    }
+    out->batch_id = r.batch_id();
+    if (r.has_error()) {
+      out->error = FromBatchError(r.error());
+      return absl::OkStatus();
+    }
+    if (out->bits == 32) {
+      std::vector<uint32_t> h;
+      GPUJOIN_RETURN_IF_ERROR(Unpack(r.hashes(), "hashes", &h));
+      out->hashes.assign(h.begin(), h.end());
+    } else {
+      GPUJOIN_RETURN_IF_ERROR(Unpack(r.hashes(), "hashes", &out->hashes));
+    }
+    out->validity.assign(r.validity().begin(), r.validity().end());
+    if (out->validity.size() < (out->hashes.size() + 7) / 8) {
+      return absl::InternalError(absl::StrCat("server sent a validity bitmap of ",
+                                              out->validity.size(), " bytes for ",
+                                              out->hashes.size(), " rows"));
+    }
+    out->null_count = r.null_count();
+    return absl::OkStatus();
+  };
+  return detail::RunStream<pb::HashRequest, pb::HashResponse, HashBatch, HashResult>(
+      &ctx, stream.get(), source, encode, decode, sink, options);
+}
+
+// ---------------------------------------------------------------- ...All helpers
+
+absl::StatusOr<LookupResult> Client::LookupAll(const std::string& index,
+                                               std::span<const uint32_t> keys,
+                                               size_t batch_rows, const StreamOptions& options,
+                                               const ProgressCallback& progress) {
+  if (batch_rows == 0) return absl::InvalidArgumentError("batch_rows must be positive");
+  LookupResult all;
+  all.values.reserve(keys.size());
+  all.found.reserve(keys.size());
+  size_t pos = 0;
+  Progress p;
+  p.total_rows = keys.size();
+  BatchSource<LookupBatch> source = [&]() -> std::optional<LookupBatch> {
+    if (pos >= keys.size()) return std::nullopt;
+    const size_t n = std::min(batch_rows, keys.size() - pos);
+    LookupBatch b;
+    b.keys = keys.subspan(pos, n);
+    pos += n;
+    return b;
+  };
+  GPUJOIN_RETURN_IF_ERROR(Lookup(
+      index, source,
+      [&](LookupResult&& r) -> absl::Status {
+        if (!r.error.ok()) return r.error;
+        all.values.insert(all.values.end(), r.values.begin(), r.values.end());
+        all.found.insert(all.found.end(), r.found.begin(), r.found.end());
+        all.statistics.Merge(r.statistics);
+        all.batch_id = r.batch_id;
+        all.index_version = r.index_version;
+        all.latency = r.latency;
+        p.rows_sent += r.values.size();
+        p.bytes_sent += r.values.size() * sizeof(uint32_t);
+        if (progress) progress(p);
+        return absl::OkStatus();
+      },
+      options));
+  if (all.values.size() != keys.size()) {
+    return absl::InternalError(absl::StrCat("lookup answered ", all.values.size(), " of ",
+                                            keys.size(), " rows"));
+  }
+  return all;
+}
+
+absl::StatusOr<JoinPairs> Client::JoinAll(const std::string& index,
+                                          std::span<const uint32_t> keys, size_t batch_rows,
+                                          uint64_t capacity, const StreamOptions& options,
+                                          const ProgressCallback& progress) {
+  if (batch_rows == 0) return absl::InvalidArgumentError("batch_rows must be positive");
+  if (keys.size() > std::numeric_limits<uint32_t>::max()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("join has ", keys.size(), " left rows; left row IDs are uint32"));
+  }
+  JoinPairs all;
+  size_t pos = 0;
+  Progress p;
+  p.total_rows = keys.size();
+  BatchSource<JoinBatch> source = [&]() -> std::optional<JoinBatch> {
+    if (pos >= keys.size()) return std::nullopt;
+    const size_t n = std::min(batch_rows, keys.size() - pos);
+    JoinBatch b;
+    JoinLeft l;
+    l.keys = keys.subspan(pos, n);
+    l.first_left_row = static_cast<uint32_t>(pos);
+    l.capacity = capacity;
+    b.lefts.push_back(l);
+    pos += n;
+    return b;
+  };
+  GPUJOIN_RETURN_IF_ERROR(Join(
+      index, source,
+      [&](JoinResult&& r) -> absl::Status {
+        if (!r.error.ok()) return r.error;
+        if (r.results.size() != 1) {
+          return absl::InternalError(
+              absl::StrCat("server sent ", r.results.size(), " join results for one left batch"));
+        }
+        JoinPairs& jp = r.results[0];
+        all.left_rows.insert(all.left_rows.end(), jp.left_rows.begin(), jp.left_rows.end());
+        all.right_rows.insert(all.right_rows.end(), jp.right_rows.begin(), jp.right_rows.end());
+        all.count += jp.count;
+        all.capacity += jp.capacity;
+        all.overflow = all.overflow || jp.overflow;
+        all.statistics.Merge(jp.statistics);
+        p.rows_sent += jp.statistics.found + jp.statistics.missing;
+        p.bytes_sent += jp.left_rows.size() * 2 * sizeof(uint32_t);
+        if (progress) progress(p);
+        return absl::OkStatus();
+      },
+      options));
+  return all;
+}
+
+absl::StatusOr<AggregateResult> Client::AggregateAll(const AggregateSpec& spec,
+                                                     std::span<const uint32_t> keys,
+                                                     std::span<const float> values,
+                                                     std::span<const uint32_t> mask,
+                                                     size_t batch_rows,
+                                                     const StreamOptions& options,
+                                                     const ProgressCallback& progress) {
+  if (batch_rows == 0) return absl::InvalidArgumentError("batch_rows must be positive");
+  if (spec.op != AggregateOp::kCount && values.size() != keys.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("values has ", values.size(),
+                                                   " rows but keys has ", keys.size()));
+  }
+  if (!mask.empty() && mask.size() != keys.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("mask has ", mask.size(), " rows but keys has ", keys.size()));
+  }
+  AggregateResult last;
+  size_t pos = 0;
+  bool sent_any = false;
+  Progress p;
+  p.total_rows = keys.size();
+  BatchSource<AggregateBatch> source = [&]() -> std::optional<AggregateBatch> {
+    // Always send at least one batch, so that empty input still yields totals.
+    if (pos >= keys.size() && sent_any) return std::nullopt;
+    sent_any = true;
+    const size_t n = std::min(batch_rows, keys.size() - pos);
+    AggregateBatch b;
+    b.keys = keys.subspan(pos, n);
+    if (spec.op != AggregateOp::kCount) b.values = values.subspan(pos, n);
+    if (!mask.empty()) b.mask = mask.subspan(pos, n);
+    b.accumulate_only = true;
+    pos += n;
+    return b;
+  };
+  uint64_t rows = 0;
+  GPUJOIN_RETURN_IF_ERROR(Aggregate(
+      spec, source,
+      [&](AggregateResult&& r) -> absl::Status {
+        if (!r.error.ok()) return r.error;
+        rows += r.rows;
+        p.rows_sent += r.rows;
+        p.bytes_sent = p.rows_sent * (spec.op == AggregateOp::kCount ? 4 : 8);
+        last = std::move(r);
+        if (progress) progress(p);
+        return absl::OkStatus();
+      },
+      options));
+  last.rows = rows;
+  return last;
+}
+
+absl::StatusOr<HashResult> Client::HashAll(const std::vector<HashColumn>& columns, uint32_t bits,
+                                           size_t batch_rows, const StreamOptions& options,
+                                           const ProgressCallback& progress) {
+  if (columns.empty()) return absl::InvalidArgumentError("hash needs at least one column");
+  if (batch_rows == 0) return absl::InvalidArgumentError("batch_rows must be positive");
+  const uint64_t rows = columns[0].length;
+  for (size_t i = 0; i < columns.size(); ++i) {
+    const HashColumn& c = columns[i];
+    if (c.length != rows) {
+      return absl::InvalidArgumentError(absl::StrCat("hash column ", i, " has ", c.length,
+                                                     " rows but column 0 has ", rows));
+    }
+    const uint64_t end = c.offset + c.length;
+    if (c.type == ColumnType::kBinary) {
+      if (c.offsets.size() < end + 1) {
+        return absl::InvalidArgumentError(absl::StrCat("hash column ", i, ": offsets has ",
+                                                       c.offsets.size(), " entries, needs ",
+                                                       end + 1));
+      }
+    } else if (c.data.size() < end * TypeWidth(c.type)) {
+      return absl::InvalidArgumentError(absl::StrCat("hash column ", i, ": data has ",
+                                                     c.data.size(), " bytes, needs ",
+                                                     end * TypeWidth(c.type)));
+    }
+    if (!c.validity.empty() && c.validity.size() < (end + 7) / 8) {
+      return absl::InvalidArgumentError(absl::StrCat("hash column ", i, ": validity has ",
+                                                     c.validity.size(), " bytes, needs ",
+                                                     (end + 7) / 8));
+    }
+  }
+  // Each batch slices every column at a byte-aligned physical row and passes
+  // the remainder as the column offset, so bitmaps never need shifting. Binary
+  // offsets are rebased so the batch carries only its own value bytes.
+  std::vector<std::vector<int32_t>> rebased(columns.size());
+  uint64_t pos = 0;
+  bool sent_any = false;
+  BatchSource<HashBatch> source = [&]() -> std::optional<HashBatch> {
+    if (pos >= rows && sent_any) return std::nullopt;
+    sent_any = true;
+    const uint64_t n = std::min<uint64_t>(batch_rows, rows - pos);
+    HashBatch b;
+    b.bits = bits;
+    for (size_t i = 0; i < columns.size(); ++i) {
+      const HashColumn& c = columns[i];
+      const uint64_t phys = c.offset + pos;
+      const uint64_t base = phys - phys % 8;
+      const uint64_t local_end = (phys % 8) + n;  // physical rows of the slice
+      HashColumn s;
+      s.type = c.type;
+      s.offset = phys % 8;
+      s.length = n;
+      if (!c.validity.empty()) s.validity = c.validity.subspan(base / 8, (local_end + 7) / 8);
+      if (c.type == ColumnType::kBinary) {
+        const int32_t first = c.offsets[base];
+        rebased[i].resize(local_end + 1);
+        for (uint64_t k = 0; k <= local_end; ++k) rebased[i][k] = c.offsets[base + k] - first;
+        s.offsets = rebased[i];
+        s.data = c.data.subspan(first, c.offsets[base + local_end] - first);
+      } else {
+        const size_t w = TypeWidth(c.type);
+        s.data = c.data.subspan(base * w, local_end * w);
+      }
+      b.columns.push_back(s);
+    }
+    pos += n;
+    return b;
+  };
+  HashResult all;
+  all.bits = bits;
+  all.validity.assign((rows + 7) / 8, 0);
+  all.hashes.reserve(rows);
+  Progress p;
+  p.total_rows = rows;
+  GPUJOIN_RETURN_IF_ERROR(Hash(
+      source,
+      [&](HashResult&& r) -> absl::Status {
+        if (!r.error.ok()) return r.error;
+        const uint64_t at = all.hashes.size();
+        for (size_t k = 0; k < r.hashes.size(); ++k) {
+          if (r.Valid(k)) all.validity[(at + k) / 8] |= static_cast<uint8_t>(1u << ((at + k) % 8));
+        }
+        all.hashes.insert(all.hashes.end(), r.hashes.begin(), r.hashes.end());
+        all.null_count += r.null_count;
+        all.batch_id = r.batch_id;
+        all.latency = r.latency;
+        p.rows_sent += r.hashes.size();
+        p.bytes_sent += r.hashes.size() * (bits / 8);
+        if (progress) progress(p);
+        return absl::OkStatus();
+      },
+      options));
+  if (all.hashes.size() != rows) {
+    return absl::InternalError(
+        absl::StrCat("hash answered ", all.hashes.size(), " of ", rows, " rows"));
+  }
+  return all;
+}
+
+}  // namespace gpujoin::client
