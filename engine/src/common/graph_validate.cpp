@@ -1,0 +1,301 @@
+// CommandGraph::Validate: per-node length/shape checks and whole-graph aliasing
+// checks, shared by every backend so that both reject exactly the same graphs.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gpujoin/engine/graph.hpp"
+#include "gpujoin/engine/status_macros.hpp"
+#include "hashing/hash_host.hpp"
+
+namespace gpujoin::engine {
+namespace {
+
+// One byte range a node reads or writes, with a human-readable name.
+struct Range {
+  uintptr_t begin = 0;
+  uintptr_t end = 0;  // exclusive
+  bool written = false;
+  std::string name;  // e.g. "node 1 (lookup) values"
+};
+
+class RangeCollector {
+ public:
+  template <typename T>
+  void Read(std::span<const T> s, std::string name) {
+    Add(s.data(), s.size_bytes(), false, std::move(name));
+  }
+  template <typename T>
+  void Write(std::span<T> s, std::string name) {
+    Add(s.data(), s.size_bytes(), true, std::move(name));
+  }
+  template <typename T>
+  void ReadChunks(const Chunked<T>& chunks, const std::string& name) {
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      Read(chunks[i], chunks.size() == 1 ? name : absl::StrCat(name, " chunk ", i));
+    }
+  }
+  template <typename T>
+  void WriteObject(T* object, std::string name) {
+    if (object != nullptr) Add(object, sizeof(T), true, std::move(name));
+  }
+
+  // First overlap between a written range and any other range, or OK.
+  absl::Status Check() {
+    std::sort(ranges_.begin(), ranges_.end(),
+              [](const Range& a, const Range& b) { return a.begin < b.begin; });
+    // Sweep in begin order, remembering the earlier range reaching furthest (any,
+    // and written). If any earlier range overlaps the current one, so does the one
+    // reaching furthest.
+    const Range* furthest_any = nullptr;
+    const Range* furthest_written = nullptr;
+    for (const Range& r : ranges_) {
+      const Range* other = r.written ? furthest_any : furthest_written;
+      if (other != nullptr && other->end > r.begin) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            other->name, " (", other->written ? "written" : "read", ", ", other->end - other->begin,
+            " bytes) overlaps ", r.name, " (", r.written ? "written" : "read", ", ",
+            r.end - r.begin,
+            " bytes): a written buffer may not overlap any other buffer of the graph"));
+      }
+      if (furthest_any == nullptr || r.end > furthest_any->end) furthest_any = &r;
+      if (r.written && (furthest_written == nullptr || r.end > furthest_written->end)) {
+        furthest_written = &r;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  void Add(const void* data, size_t bytes, bool written, std::string name) {
+    if (bytes == 0 || data == nullptr) return;  // empty ranges cannot overlap anything
+    const auto begin = reinterpret_cast<uintptr_t>(data);
+    ranges_.push_back(Range{begin, begin + bytes, written, std::move(name)});
+  }
+
+  std::vector<Range> ranges_;
+};
+
+absl::Status Invalid(const std::string& where, const std::string& what) {
+  return absl::InvalidArgumentError(absl::StrCat(where, ": ", what));
+}
+
+// Checks that an optional aligned output has either 0 or `rows` entries.
+template <typename T>
+absl::Status CheckOptionalAligned(const std::string& where, std::string_view field,
+                                  std::span<T> out, size_t rows, std::string_view rows_of) {
+  if (!out.empty() && out.size() != rows) {
+    return Invalid(where, absl::StrCat(std::string(field), " has ", out.size(), " rows but ",
+                                       std::string(rows_of), " have ", rows));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckReadableIndex(const std::string& where, const HashIndex* index,
+                                const std::unordered_set<const HashIndex*>& built_earlier,
+                                uint32_t max_probe_count) {
+  if (index == nullptr) return Invalid(where, "index is null");
+  if (!index->built() && !built_earlier.count(index)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(where, ": index has not been built (no build ran on it, in this graph or "
+                            "before)"));
+  }
+  if (max_probe_count > index->spec().capacity) {
+    return Invalid(where, absl::StrCat("max_probe_count ", max_probe_count,
+                                       " exceeds the index capacity ", index->spec().capacity));
+  }
+  return absl::OkStatus();
+}
+
+class Validator {
+ public:
+  absl::Status Visit(size_t i, const BuildIndexNode& n) {
+    const std::string where = absl::StrCat("node ", i, " (build)");
+    if (n.index == nullptr) return Invalid(where, "index is null");
+    const size_t rows = TotalRows(n.keys);
+    if (n.values.has_value() && TotalRows(*n.values) != rows) {
+      return Invalid(where, absl::StrCat("values have ", TotalRows(*n.values),
+                                         " rows but keys have ", rows));
+    }
+    if (rows > kMaxRows) return TooManyRows(where, "keys", rows);
+    ranges_.ReadChunks(n.keys, absl::StrCat(where, " keys"));
+    if (n.values.has_value()) ranges_.ReadChunks(*n.values, absl::StrCat(where, " values"));
+    ranges_.WriteObject(n.statistics, absl::StrCat(where, " statistics"));
+    built_.insert(n.index);
+    return absl::OkStatus();
+  }
+
+  absl::Status Visit(size_t i, const BuildBatchIndexNode& n) {
+    const std::string where = absl::StrCat("node ", i, " (batch build)");
+    if (n.index == nullptr) return Invalid(where, "index is null");
+    size_t rows = 0;
+    for (size_t c = 0; c < n.chunks.size(); ++c) {
+      const BatchChunk& chunk = n.chunks[c];
+      if (!chunk.validity.empty() && chunk.validity.size() != chunk.keys.size()) {
+        return Invalid(where, absl::StrCat("chunk ", c, " validity has ", chunk.validity.size(),
+                                           " rows but its keys have ", chunk.keys.size()));
+      }
+      rows += chunk.keys.size();
+      ranges_.Read(chunk.keys, absl::StrCat(where, " chunk ", c, " keys"));
+      ranges_.Read(chunk.validity, absl::StrCat(where, " chunk ", c, " validity"));
+    }
+    if (rows > kMaxRows) return TooManyRows(where, "chunks", rows);
+    ranges_.WriteObject(n.statistics, absl::StrCat(where, " statistics"));
+    built_.insert(n.index);
+    return absl::OkStatus();
+  }
+
+  absl::Status Visit(size_t i, const LookupNode& n) {
+    const std::string where = absl::StrCat("node ", i, " (lookup)");
+    GPUJOIN_RETURN_IF_ERROR(CheckReadableIndex(where, n.index, built_, n.max_probe_count));
+    const size_t rows = TotalRows(n.keys);
+    if (rows > kMaxRows) return TooManyRows(where, "keys", rows);
+    if (n.values.size() != rows) {
+      return Invalid(where,
+                     absl::StrCat("values has ", n.values.size(), " rows but keys have ", rows));
+    }
+    GPUJOIN_RETURN_IF_ERROR(CheckOptionalAligned(where, "found", n.found, rows, "keys"));
+    GPUJOIN_RETURN_IF_ERROR(CheckOptionalAligned(where, "probes", n.probes, rows, "keys"));
+    ranges_.ReadChunks(n.keys, absl::StrCat(where, " keys"));
+    ranges_.Write(n.values, absl::StrCat(where, " values"));
+    ranges_.Write(n.found, absl::StrCat(where, " found"));
+    ranges_.Write(n.probes, absl::StrCat(where, " probes"));
+    ranges_.WriteObject(n.statistics, absl::StrCat(where, " statistics"));
+    return absl::OkStatus();
+  }
+
+  absl::Status Visit(size_t i, const JoinNode& n) {
+    const std::string where = absl::StrCat("node ", i, " (join)");
+    GPUJOIN_RETURN_IF_ERROR(CheckReadableIndex(where, n.index, built_, n.max_probe_count));
+    if (n.batches.empty()) return Invalid(where, "batches is empty (a join needs at least one)");
+    for (size_t b = 0; b < n.batches.size(); ++b) {
+      const JoinBatch& batch = n.batches[b];
+      const std::string bw = absl::StrCat(where, " batch ", b);
+      const size_t rows = TotalRows(batch.keys);
+      if (rows > kMaxRows) return TooManyRows(bw, "keys", rows);
+      if (!batch.left_rows.empty() && batch.left_rows.size() != rows) {
+        return Invalid(bw, absl::StrCat("left_rows has ", batch.left_rows.size(),
+                                        " rows but keys have ", rows));
+      }
+      if (batch.out_left_rows.size() != batch.out_right_rows.size()) {
+        return Invalid(bw, absl::StrCat("out_left_rows has ", batch.out_left_rows.size(),
+                                        " rows but out_right_rows has ",
+                                        batch.out_right_rows.size(),
+                                        " (both are the pair capacity)"));
+      }
+      if (batch.result == nullptr) return Invalid(bw, "result is null (it is required)");
+      GPUJOIN_RETURN_IF_ERROR(CheckOptionalAligned(bw, "found", batch.found, rows, "keys"));
+      GPUJOIN_RETURN_IF_ERROR(CheckOptionalAligned(bw, "probes", batch.probes, rows, "keys"));
+      ranges_.ReadChunks(batch.keys, absl::StrCat(bw, " keys"));
+      ranges_.Read(batch.left_rows, absl::StrCat(bw, " left_rows"));
+      ranges_.Write(batch.out_left_rows, absl::StrCat(bw, " out_left_rows"));
+      ranges_.Write(batch.out_right_rows, absl::StrCat(bw, " out_right_rows"));
+      ranges_.Write(batch.found, absl::StrCat(bw, " found"));
+      ranges_.Write(batch.probes, absl::StrCat(bw, " probes"));
+      ranges_.WriteObject(batch.result, absl::StrCat(bw, " result"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Visit(size_t i, const AggregateNode& n) {
+    const std::string op(AggregateOpName(n.op));
+    const std::string where = absl::StrCat("node ", i, " (aggregate ", op, ")");
+    const size_t rows = TotalRows(n.keys);
+    if (rows > kMaxRows) return TooManyRows(where, "keys", rows);
+    const size_t value_rows = TotalRows(n.values);
+    size_t groups = 0;
+    if (n.op == AggregateOp::kCount) {
+      if (value_rows != 0) {
+        return Invalid(where, absl::StrCat("values must be empty for count, got ", value_rows,
+                                           " rows"));
+      }
+      if (!n.value_output.empty()) {
+        return Invalid(where, absl::StrCat("value_output must be empty for count (use "
+                                           "count_output), got ",
+                                           n.value_output.size(), " rows"));
+      }
+      if (n.count_output.empty()) {
+        return Invalid(where, "count_output is empty: it must hold at least one group");
+      }
+      groups = n.count_output.size();
+    } else {
+      if (value_rows != rows) {
+        return Invalid(where, absl::StrCat("values have ", value_rows, " rows but keys have ",
+                                           rows, " (", op, " needs one value per key)"));
+      }
+      if (!n.count_output.empty()) {
+        return Invalid(where, absl::StrCat("count_output must be empty for ", op,
+                                           " (use value_output), got ", n.count_output.size(),
+                                           " rows"));
+      }
+      if (n.value_output.empty()) {
+        return Invalid(where, "value_output is empty: it must hold at least one group");
+      }
+      groups = n.value_output.size();
+    }
+    if (groups > kMaxGroups) {
+      return Invalid(where, absl::StrCat("output has ", groups, " groups; at most 2^32 allowed"));
+    }
+    if (n.mask.has_value() && TotalRows(*n.mask) != rows) {
+      return Invalid(where, absl::StrCat("mask has ", TotalRows(*n.mask), " rows but keys have ",
+                                         rows));
+    }
+    GPUJOIN_RETURN_IF_ERROR(
+        CheckOptionalAligned(where, "contributing_rows", n.contributing_rows, groups, "outputs"));
+    ranges_.ReadChunks(n.keys, absl::StrCat(where, " keys"));
+    ranges_.ReadChunks(n.values, absl::StrCat(where, " values"));
+    if (n.mask.has_value()) ranges_.ReadChunks(*n.mask, absl::StrCat(where, " mask"));
+    ranges_.Write(n.count_output, absl::StrCat(where, " count_output"));
+    ranges_.Write(n.value_output, absl::StrCat(where, " value_output"));
+    ranges_.Write(n.contributing_rows, absl::StrCat(where, " contributing_rows"));
+    return absl::OkStatus();
+  }
+
+  absl::Status Visit(size_t i, const HashNode& n) {
+    const std::string where = absl::StrCat("node ", i, " (hash)");
+    GPUJOIN_RETURN_IF_ERROR(detail::ValidateHashNode(n, where));
+    for (size_t c = 0; c < n.columns.size(); ++c) {
+      const HashColumn& col = n.columns[c];
+      const std::string cw = absl::StrCat(where, " column ", c);
+      ranges_.Read(col.data, absl::StrCat(cw, " data"));
+      ranges_.Read(col.offsets, absl::StrCat(cw, " offsets"));
+      ranges_.Read(col.validity, absl::StrCat(cw, " validity"));
+    }
+    ranges_.Write(n.out32, absl::StrCat(where, " out32"));
+    ranges_.Write(n.out64, absl::StrCat(where, " out64"));
+    ranges_.Write(n.out_validity, absl::StrCat(where, " out_validity"));
+    return absl::OkStatus();
+  }
+
+  absl::Status CheckAliasing() { return ranges_.Check(); }
+
+ private:
+  // Row positions and statistics fit 32-bit device counters per row index; one
+  // logical column is limited to 2^32 - 1 rows so every row ID is a uint32.
+  static constexpr size_t kMaxRows = size_t{0xffffffffu};
+  static constexpr size_t kMaxGroups = size_t{1} << 32;
+
+  static absl::Status TooManyRows(const std::string& where, std::string_view field, size_t rows) {
+    return Invalid(where, absl::StrCat(std::string(field), " have ", rows,
+                                       " rows; at most 2^32 - 1 are allowed"));
+  }
+
+  RangeCollector ranges_;
+  std::unordered_set<const HashIndex*> built_;  // indexes written by earlier nodes
+};
+
+}  // namespace
+
+absl::Status CommandGraph::Validate() const {
+  Validator v;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    GPUJOIN_RETURN_IF_ERROR(std::visit([&](const auto& node) { return v.Visit(i, node); },
+                                       nodes_[i]));
+  }
+  return v.CheckAliasing();
+}
+
+}  // namespace gpujoin::engine

@@ -1,0 +1,48 @@
+// HashIndexSpec validation and sizing helpers shared by every backend.
+#include "gpujoin/engine/hash_index.hpp"
+
+#include <bit>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace gpujoin::engine {
+
+namespace {
+constexpr uint64_t kMaxCapacity = uint64_t{1} << 31;
+}  // namespace
+
+absl::Status HashIndexSpec::Validate() const {
+  if (capacity == 0 || !std::has_single_bit(capacity) || capacity > kMaxCapacity) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("capacity must be a power of two between 1 and 2^31, got ", capacity));
+  }
+  if (max_probe_count > capacity) {
+    return absl::InvalidArgumentError(absl::StrCat("max_probe_count ", max_probe_count,
+                                                   " exceeds capacity ", capacity,
+                                                   " (0 means capacity)"));
+  }
+  return absl::OkStatus();
+}
+
+uint64_t HashIndexSpec::TableBytes() const {
+  // Table keys, table values and the per-slot winning source row, 4 bytes each.
+  return uint64_t{capacity} * 3 * sizeof(uint32_t);
+}
+
+absl::StatusOr<uint32_t> CapacityForRows(uint64_t expected_rows, double target_load_factor) {
+  if (!(target_load_factor > 0.0 && target_load_factor <= 1.0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "target_load_factor must be in (0, 1], got ", target_load_factor));
+  }
+  const double needed = std::ceil(static_cast<double>(expected_rows) / target_load_factor);
+  if (needed > static_cast<double>(kMaxCapacity)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "expected_rows ", expected_rows, " at load factor ", target_load_factor,
+        " needs more than the maximum capacity 2^31"));
+  }
+  const uint64_t slots = std::max<uint64_t>(1, static_cast<uint64_t>(needed));
+  return static_cast<uint32_t>(std::bit_ceil(slots));
+}
+
+}  // namespace gpujoin::engine

@@ -1,0 +1,289 @@
+// Index build and aligned lookup: the edge cases of the reference contract
+// (empty build, one row, duplicates in and across chunks, differing key/value
+// chunk boundaries, generated IDs, the reserved key, batch row bases and validity
+// masks, overflow at the probe bound and at full capacity).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "gpujoin/engine/detail/slot_hash.hpp"
+#include "test_backends.hpp"
+
+namespace gpujoin::engine::testing {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
+
+class BuildLookupTest : public BackendTest {};
+
+// The first `n` keys (from 1 upward) whose home slot in a table of `capacity` is `home`.
+std::vector<uint32_t> KeysWithHome(uint32_t capacity, uint32_t home, size_t n) {
+  std::vector<uint32_t> keys;
+  for (uint32_t k = 1; keys.size() < n; ++k) {
+    if (detail::HomeSlot(k, capacity) == home) keys.push_back(k);
+  }
+  return keys;
+}
+
+TEST_P(BuildLookupTest, EmptyBuildHasZeroStatisticsAndFindsNothing) {
+  auto index = NewIndex(16);
+  ASSERT_NE(index, nullptr);
+  EXPECT_FALSE(index->built());
+  const BuildStatistics stats = Build(*index, {});
+  EXPECT_EQ(stats, BuildStatistics{});
+  EXPECT_TRUE(index->built());
+  EXPECT_EQ(index->built_rows(), 0u);
+  const std::vector<uint32_t> q = {1, 2, kEmptyKey};
+  const auto out = Lookup(*index, One(q));
+  EXPECT_THAT(out.values, ElementsAre(kEmptyKey, kEmptyKey, kEmptyKey));
+  EXPECT_THAT(out.found, ElementsAre(0, 0, 0));
+  // An empty table: a real key stops at its (empty) home slot; the reserved key examines none.
+  EXPECT_THAT(out.probes, ElementsAre(1, 1, 0));
+  EXPECT_EQ(out.statistics, (QueryStatistics{0, 3, 2, 1}));
+}
+
+TEST_P(BuildLookupTest, EmptyBuildClearsAPreviousTableAndStatistics) {
+  auto index = NewIndex(8);
+  const std::vector<uint32_t> keys = {4, 5, 6};
+  Build(*index, One(keys));
+  EXPECT_EQ(index->build_statistics().unique_keys, 3u);
+  // An empty build given as several empty chunks.
+  const std::vector<uint32_t> none;
+  const BuildStatistics stats = Build(*index, ChunkedU32{std::span(none), std::span(none)});
+  EXPECT_EQ(stats, BuildStatistics{});
+  EXPECT_EQ(index->build_statistics(), BuildStatistics{});
+  auto snap = index->Snapshot();
+  ASSERT_TRUE(snap.ok());
+  EXPECT_TRUE(std::all_of(snap->keys.begin(), snap->keys.end(),
+                          [](uint32_t k) { return k == kEmptyKey; }));
+  const auto out = Lookup(*index, One(keys));
+  EXPECT_THAT(out.found, ElementsAre(0, 0, 0));
+}
+
+TEST_P(BuildLookupTest, OneRow) {
+  auto index = NewIndex(1);
+  const std::vector<uint32_t> keys = {42};
+  const std::vector<uint32_t> values = {7};
+  const BuildStatistics stats = Build(*index, One(keys), One(values));
+  EXPECT_EQ(stats, (BuildStatistics{1, 0, 0, 0, 1, 1}));
+  const std::vector<uint32_t> q = {42, 43};
+  const auto out = Lookup(*index, One(q));
+  EXPECT_THAT(out.values, ElementsAre(7, kEmptyKey));
+  EXPECT_THAT(out.found, ElementsAre(1, 0));
+  // Capacity 1: 43 examines the single (occupied) slot, then the bound ends the probe.
+  EXPECT_THAT(out.probes, ElementsAre(1, 1));
+  EXPECT_EQ(out.statistics, (QueryStatistics{1, 1, 2, 1}));
+}
+
+TEST_P(BuildLookupTest, DuplicatesInsideOneChunkKeepTheLowestRow) {
+  auto index = NewIndex(16);
+  const std::vector<uint32_t> keys = {5, 7, 5, 5, 7, 9};
+  const std::vector<uint32_t> values = {10, 20, 30, 40, 50, 60};
+  const BuildStatistics stats = Build(*index, One(keys), One(values));
+  EXPECT_EQ(stats.unique_keys, 3u);
+  EXPECT_EQ(stats.duplicate_rows, 3u);
+  EXPECT_EQ(stats.overflow_rows, 0u);
+  EXPECT_EQ(stats.invalid_rows, 0u);
+  const std::vector<uint32_t> q = {9, 7, 5};
+  EXPECT_THAT(Lookup(*index, One(q)).values, ElementsAre(60, 20, 10));
+}
+
+TEST_P(BuildLookupTest, DuplicatesAcrossChunksWithDifferentKeyAndValueBoundaries) {
+  auto index = NewIndex(32);
+  //                               row: 0  1  2  3  4  5  6  7
+  const std::vector<uint32_t> keys = {3, 1, 4, 1, 5, 9, 3, 4};
+  const std::vector<uint32_t> values = {100, 101, 102, 103, 104, 105, 106, 107};
+  // Keys cut after rows 2, 2 (an empty chunk) and 5; values after 1, 6 and 6.
+  const BuildStatistics stats =
+      Build(*index, Cut(keys, {2, 2, 5}), Cut(values, {1, 6, 6}));
+  EXPECT_EQ(stats.unique_keys, 5u);
+  EXPECT_EQ(stats.duplicate_rows, 3u);
+  EXPECT_EQ(index->built_rows(), 8u);
+  const std::vector<uint32_t> q = {1, 3, 4, 5, 9, 2};
+  EXPECT_THAT(Lookup(*index, Cut(q, {0, 3})).values,
+              ElementsAre(101, 100, 102, 104, 105, kEmptyKey));
+}
+
+TEST_P(BuildLookupTest, GeneratedValuesUseFirstValuePlusGlobalRowAndWrap) {
+  auto index = NewIndex(8);
+  const std::vector<uint32_t> keys = {10, 11, 12, 10};
+  Build(*index, Cut(keys, {1, 1, 3}), std::nullopt, 0xfffffffeu);
+  const std::vector<uint32_t> q = {10, 11, 12};
+  EXPECT_THAT(Lookup(*index, One(q)).values, ElementsAre(0xfffffffeu, 0xffffffffu, 0u));
+}
+
+TEST_P(BuildLookupTest, ReservedKeyRowsAreInvalidAndNeverInserted) {
+  auto index = NewIndex(8);
+  const std::vector<uint32_t> keys = {kEmptyKey, 2, kEmptyKey, 3};
+  const BuildStatistics stats = Build(*index, One(keys));
+  EXPECT_EQ(stats.invalid_rows, 2u);
+  EXPECT_EQ(stats.unique_keys, 2u);
+  // Invalid rows examine no slot: only the two valid rows probe (1 or 2 slots each).
+  EXPECT_GE(stats.total_probes, 2u);
+  EXPECT_LE(stats.total_probes, 3u);
+  EXPECT_LE(stats.max_probes, 2u);
+  const std::vector<uint32_t> q = {3, kEmptyKey, 2};
+  const auto out = Lookup(*index, One(q));
+  EXPECT_THAT(out.values, ElementsAre(3, kEmptyKey, 1));
+  EXPECT_THAT(out.found, ElementsAre(1, 0, 1));
+  EXPECT_EQ(out.probes[1], 0u);
+  EXPECT_EQ(out.statistics.found, 2u);
+  EXPECT_EQ(out.statistics.missing, 1u);
+}
+
+TEST_P(BuildLookupTest, AllRowsInvalid) {
+  auto index = NewIndex(4);
+  const std::vector<uint32_t> keys(5, kEmptyKey);
+  EXPECT_EQ(Build(*index, One(keys)), (BuildStatistics{0, 0, 0, 5, 0, 0}));
+}
+
+TEST_P(BuildLookupTest, OverflowAtTheProbeBound) {
+  const uint32_t capacity = 8;
+  auto index = NewIndex(capacity, /*max_probe_count=*/2);
+  // Four distinct keys with the same home slot: two fit within the bound of 2.
+  const std::vector<uint32_t> keys = KeysWithHome(capacity, 3, 4);
+  const BuildStatistics stats = Build(*index, One(keys));
+  EXPECT_EQ(stats.unique_keys, 2u);
+  EXPECT_EQ(stats.overflow_rows, 2u);
+  EXPECT_EQ(stats.max_probes, 2u);
+  // Sequential insertion: probes 1, 2, then 2 and 2 for the overflowed rows.
+  if (IsCpu()) EXPECT_EQ(stats.total_probes, 7u);
+  const auto out = Lookup(*index, One(keys));
+  EXPECT_EQ(out.statistics.found, 2u);
+  EXPECT_EQ(out.statistics.missing, 2u);
+  EXPECT_EQ(out.statistics.max_probes, 2u);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    EXPECT_LE(out.probes[i], 2u);
+    if (!out.found[i]) EXPECT_EQ(out.probes[i], 2u) << "a miss in a full probe window uses the bound";
+  }
+  if (IsCpu()) EXPECT_THAT(out.found, ElementsAre(1, 1, 0, 0));
+}
+
+TEST_P(BuildLookupTest, OverflowAtFullCapacityCountsEveryExtraDistinctRow) {
+  auto index = NewIndex(4);
+  const std::vector<uint32_t> keys = {1, 2, 3, 4, 5, 6, 5};
+  const BuildStatistics stats = Build(*index, One(keys));
+  EXPECT_EQ(stats.unique_keys, 4u);
+  if (IsCpu()) {
+    // Sequential order: rows of keys that found no slot (5, 6 and 5 again) all overflow.
+    EXPECT_EQ(stats.overflow_rows, 3u);
+    EXPECT_EQ(stats.duplicate_rows, 0u);
+  } else {
+    // The retained subset is unspecified on parallel backends.
+    EXPECT_EQ(stats.overflow_rows + stats.duplicate_rows, 3u);
+  }
+  EXPECT_EQ(stats.max_probes, 4u);
+  EXPECT_EQ(stats.unique_keys + stats.duplicate_rows + stats.overflow_rows + stats.invalid_rows,
+            keys.size());
+  // A key absent from a full table examines exactly the bound.
+  const std::vector<uint32_t> q = {77};
+  const auto out = Lookup(*index, One(q));
+  EXPECT_THAT(out.probes, ElementsAre(4));
+  EXPECT_EQ(out.statistics, (QueryStatistics{0, 1, 4, 4}));
+  EXPECT_DOUBLE_EQ(index->load_factor(), 1.0);
+}
+
+TEST_P(BuildLookupTest, QueryProbeBoundOverride) {
+  const uint32_t capacity = 16;
+  auto index = NewIndex(capacity);
+  const std::vector<uint32_t> keys = KeysWithHome(capacity, 5, 4);
+  Build(*index, One(keys));
+  // With a query bound of 1 only the key in its home slot is reachable.
+  const auto out = Lookup(*index, One(keys), /*max_probe_count=*/1);
+  EXPECT_EQ(out.statistics.found, 1u);
+  EXPECT_EQ(out.statistics.missing, 3u);
+  EXPECT_EQ(out.statistics.total_probes, 4u);
+  EXPECT_EQ(out.statistics.max_probes, 1u);
+  // The default bound (capacity) finds all of them.
+  EXPECT_EQ(Lookup(*index, One(keys)).statistics.found, 4u);
+}
+
+TEST_P(BuildLookupTest, EmptyQueryClearsItsStatistics) {
+  auto index = NewIndex(8);
+  const std::vector<uint32_t> keys = {1};
+  Build(*index, One(keys));
+  QueryStatistics stats{9, 9, 9, 9};
+  CommandGraph graph;
+  LookupNode node;
+  node.index = index.get();
+  node.statistics = &stats;
+  graph.Add(node);
+  RunOk(graph);
+  EXPECT_EQ(stats, QueryStatistics{});
+}
+
+TEST_P(BuildLookupTest, BatchBuildUsesRowBasesValidityAndEarliestChunkWins) {
+  auto index = NewIndex(32);
+  const std::vector<uint32_t> k0 = {7, 8, 9};
+  const std::vector<uint32_t> v0 = {1, 0, 1};
+  const std::vector<uint32_t> k1 = {};
+  const std::vector<uint32_t> k2 = {9, 8, 10, kEmptyKey};
+  BuildStatistics stats;
+  CommandGraph graph;
+  BuildBatchIndexNode node;
+  node.index = index.get();
+  // The later chunk has a lower row base: the winner is still the earlier chunk's row.
+  node.chunks = {BatchChunk{k0, 1000, v0}, BatchChunk{k1, 5, {}}, BatchChunk{k2, 10, {}}};
+  node.statistics = &stats;
+  graph.Add(node);
+  RunOk(graph);
+  // 8 is masked out in chunk 0, so chunk 2's 8 (row base 10, position 1) is its first valid row.
+  EXPECT_EQ(stats.unique_keys, 4u);
+  EXPECT_EQ(stats.duplicate_rows, 1u);
+  EXPECT_EQ(stats.invalid_rows, 2u);
+  EXPECT_EQ(index->built_rows(), 7u);
+  const std::vector<uint32_t> q = {7, 8, 9, 10};
+  EXPECT_THAT(Lookup(*index, One(q)).values, ElementsAre(1000, 11, 1002, 12));
+}
+
+TEST_P(BuildLookupTest, BuildAndLookupInOneGraph) {
+  auto index = NewIndex(16);
+  const std::vector<uint32_t> keys = {11, 22, 33};
+  const std::vector<uint32_t> q = {33, 44};
+  std::vector<uint32_t> values(2);
+  BuildStatistics build_stats;
+  QueryStatistics query_stats;
+  CommandGraph graph;
+  graph.Add(BuildIndexNode{index.get(), One(keys), std::nullopt, 50, &build_stats});
+  LookupNode lookup;
+  lookup.index = index.get();
+  lookup.keys = One(q);
+  lookup.values = values;
+  lookup.statistics = &query_stats;
+  graph.Add(lookup);
+  RunOk(graph);
+  EXPECT_THAT(values, ElementsAre(52, kEmptyKey));
+  EXPECT_EQ(build_stats.unique_keys, 3u);
+  EXPECT_EQ(query_stats.found, 1u);
+}
+
+TEST_P(BuildLookupTest, SnapshotMatchesSequentialLinearProbingOnCpu) {
+  if (!IsCpu()) GTEST_SKIP() << "physical layout is only specified for the sequential CPU build";
+  const uint32_t capacity = 8;
+  auto index = NewIndex(capacity);
+  const std::vector<uint32_t> keys = KeysWithHome(capacity, 7, 3);  // wraps around to 0 and 1
+  const BuildStatistics stats = Build(*index, One(keys));
+  EXPECT_EQ(stats.total_probes, 6u);
+  EXPECT_EQ(stats.max_probes, 3u);
+  auto snap = index->Snapshot();
+  ASSERT_TRUE(snap.ok());
+  EXPECT_EQ(snap->keys[7], keys[0]);
+  EXPECT_EQ(snap->keys[0], keys[1]);
+  EXPECT_EQ(snap->keys[1], keys[2]);
+  EXPECT_THAT(snap->values, ElementsAreArray({1u, 2u, 0u, 0u, 0u, 0u, 0u, 0u}));
+}
+
+TEST_P(BuildLookupTest, IndexReportsItsBackendAndMemory) {
+  auto index = NewIndex(1024);
+  EXPECT_EQ(index->backend(), GetParam().kind);
+  EXPECT_GE(index->memory_bytes(), 1024u * 8u);
+  EXPECT_EQ(index->spec().probe_bound(), 1024u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, BuildLookupTest, ::testing::ValuesIn(AllBackends()),
+                         BackendName);
+
+}  // namespace
+}  // namespace gpujoin::engine::testing
