@@ -1,5 +1,6 @@
 // Internal: row hashing on the host (CPU backend) and its validation, shared by
-// every backend. See gpujoin/engine/hashing.hpp for the contract.
+// every backend. See gpujoin/engine/hashing.hpp for the contract and
+// hashing/row_hash.hpp for the algorithm (also docs/hashing.md).
 #pragma once
 
 #include <string_view>
@@ -12,9 +13,17 @@ namespace gpujoin::engine::detail {
 /// INVALID_ARGUMENT naming `where` (e.g. "node 0 (hash)"), the column and the sizes
 /// when columns differ in length, buffers are too short, offsets are out of range
 /// or decreasing, a validity bitmap is too short, or outputs are missing/mis-sized.
+/// Outputs: `out32` (bits k32) or `out64` (bits k64) must hold exactly one element
+/// per row and `out_validity` exactly ceil(rows / 8) bytes; the other hash span is
+/// ignored. Zero rows are valid (all outputs empty).
 absl::Status ValidateHashNode(const HashNode& node, std::string_view where);
 
-/// Computes the hashes of a validated node on the calling thread.
+/// Computes the hashes of a validated node on the calling thread: writes one hash
+/// per row (0 for a null row) and the output validity bitmap (bits past the last
+/// row are 0).
 void HashRowsHost(const HashNode& node);
+
+/// "uint32", "int32", "uint64", "int64", "float32", "float64", "binary".
+std::string_view ColumnTypeName(ColumnType type);
 
 }  // namespace gpujoin::engine::detail

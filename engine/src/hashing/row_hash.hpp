@@ -1,0 +1,384 @@
+// Internal: the row hash of gpujoin's Hash operation, written once as inline
+// host+device functions so that the CPU backend (hash_host.cpp) and the CUDA
+// backend (cuda/hash_device.cu) produce the same bits by construction.
+//
+// The algorithm (docs/hashing.md is the user-facing description; the values are
+// part of the API and must never change):
+//   * A column value hashes as xxHash (XXH32 for hash32, XXH64 for hash64, seed 0)
+//     of its little-endian bytes: 4 bytes for uint32/int32/float32, 8 bytes for
+//     uint64/int64/float64, the value bytes for binary/UTF-8 (0 bytes for "").
+//   * Floats are canonicalised first: -0.0 hashes as +0.0 and every NaN as the
+//     canonical quiet NaN (0x7fc00000 / 0x7ff8000000000000).
+//   * Columns combine left to right: h = k0; h = avalanche(h * PRIME_1 + k_i),
+//     with xxHash's PRIME_1 and avalanche of the output width.
+//   * A row with a null in any column is null: hash 0, validity bit 0.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "gpujoin/engine/hashing.hpp"
+
+#if !defined(GPUJOIN_HOST_DEVICE)
+#if defined(__CUDACC__)
+#define GPUJOIN_HOST_DEVICE __host__ __device__ __forceinline__
+#else
+#define GPUJOIN_HOST_DEVICE inline
+#endif
+#endif
+
+namespace gpujoin::engine::detail {
+
+// ---------------------------------------------------------------------------
+// Loads. Host: memcpy (any alignment, compiles to one load on x86/arm64).
+// Device: byte strings have no alignment, so they are assembled from bytes;
+// fixed-width columns live in their own cudaMalloc'd buffer starting at row 0,
+// so their loads are naturally aligned.
+// ---------------------------------------------------------------------------
+
+/// Little-endian uint32 at `p`, any alignment.
+GPUJOIN_HOST_DEVICE uint32_t LoadUnaligned32(const uint8_t* p) {
+#if defined(__CUDA_ARCH__)
+  return uint32_t{p[0]} | (uint32_t{p[1]} << 8) | (uint32_t{p[2]} << 16) | (uint32_t{p[3]} << 24);
+#else
+  uint32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+#endif
+}
+
+/// Little-endian uint64 at `p`, any alignment.
+GPUJOIN_HOST_DEVICE uint64_t LoadUnaligned64(const uint8_t* p) {
+#if defined(__CUDA_ARCH__)
+  return uint64_t{LoadUnaligned32(p)} | (uint64_t{LoadUnaligned32(p + 4)} << 32);
+#else
+  uint64_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+#endif
+}
+
+/// uint32 at `p`; on the device `p` must be 4-byte aligned.
+GPUJOIN_HOST_DEVICE uint32_t LoadWord32(const uint8_t* p) {
+#if defined(__CUDA_ARCH__)
+  return *reinterpret_cast<const uint32_t*>(p);
+#else
+  return LoadUnaligned32(p);
+#endif
+}
+
+/// uint64 at `p`; on the device `p` must be 8-byte aligned.
+GPUJOIN_HOST_DEVICE uint64_t LoadWord64(const uint8_t* p) {
+#if defined(__CUDA_ARCH__)
+  return *reinterpret_cast<const uint64_t*>(p);
+#else
+  return LoadUnaligned64(p);
+#endif
+}
+
+GPUJOIN_HOST_DEVICE uint32_t Rotl32(uint32_t x, int r) { return (x << r) | (x >> (32 - r)); }
+GPUJOIN_HOST_DEVICE uint64_t Rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+
+// ---------------------------------------------------------------------------
+// XXH32 (xxHash specification, https://github.com/Cyan4973/xxHash/blob/dev/doc/xxhash_spec.md)
+// ---------------------------------------------------------------------------
+
+inline constexpr uint32_t kXxh32Prime1 = 0x9E3779B1u;
+inline constexpr uint32_t kXxh32Prime2 = 0x85EBCA77u;
+inline constexpr uint32_t kXxh32Prime3 = 0xC2B2AE3Du;
+inline constexpr uint32_t kXxh32Prime4 = 0x27D4EB2Fu;
+inline constexpr uint32_t kXxh32Prime5 = 0x165667B1u;
+
+GPUJOIN_HOST_DEVICE uint32_t Xxh32Round(uint32_t acc, uint32_t input) {
+  acc += input * kXxh32Prime2;
+  acc = Rotl32(acc, 13);
+  return acc * kXxh32Prime1;
+}
+
+/// XXH32's final mix: a bijection on uint32 with full avalanche.
+GPUJOIN_HOST_DEVICE uint32_t Xxh32Avalanche(uint32_t h) {
+  h ^= h >> 15;
+  h *= kXxh32Prime2;
+  h ^= h >> 13;
+  h *= kXxh32Prime3;
+  h ^= h >> 16;
+  return h;
+}
+
+/// One 4-byte lane of XXH32's tail.
+GPUJOIN_HOST_DEVICE uint32_t Xxh32Tail4(uint32_t h, uint32_t word) {
+  h += word * kXxh32Prime3;
+  return Rotl32(h, 17) * kXxh32Prime4;
+}
+
+/// XXH32 of `len` bytes at `p` with `seed`.
+GPUJOIN_HOST_DEVICE uint32_t Xxh32Bytes(const uint8_t* p, uint64_t len, uint32_t seed) {
+  const uint8_t* const end = p + len;
+  uint32_t h;
+  if (len >= 16) {
+    uint32_t v1 = seed + kXxh32Prime1 + kXxh32Prime2;
+    uint32_t v2 = seed + kXxh32Prime2;
+    uint32_t v3 = seed;
+    uint32_t v4 = seed - kXxh32Prime1;
+    const uint8_t* const limit = end - 16;
+    do {
+      v1 = Xxh32Round(v1, LoadUnaligned32(p));
+      v2 = Xxh32Round(v2, LoadUnaligned32(p + 4));
+      v3 = Xxh32Round(v3, LoadUnaligned32(p + 8));
+      v4 = Xxh32Round(v4, LoadUnaligned32(p + 12));
+      p += 16;
+    } while (p <= limit);
+    h = Rotl32(v1, 1) + Rotl32(v2, 7) + Rotl32(v3, 12) + Rotl32(v4, 18);
+  } else {
+    h = seed + kXxh32Prime5;
+  }
+  h += static_cast<uint32_t>(len);
+  while (end - p >= 4) {
+    h = Xxh32Tail4(h, LoadUnaligned32(p));
+    p += 4;
+  }
+  while (p < end) {
+    h += uint32_t{*p} * kXxh32Prime5;
+    h = Rotl32(h, 11) * kXxh32Prime1;
+    ++p;
+  }
+  return Xxh32Avalanche(h);
+}
+
+/// XXH32 (seed 0) of the 4 little-endian bytes of `v`; equals Xxh32Bytes(&v, 4, 0).
+GPUJOIN_HOST_DEVICE uint32_t Xxh32Of4(uint32_t v) {
+  return Xxh32Avalanche(Xxh32Tail4(kXxh32Prime5 + 4u, v));
+}
+
+/// XXH32 (seed 0) of the 8 little-endian bytes of `v`; equals Xxh32Bytes(&v, 8, 0).
+GPUJOIN_HOST_DEVICE uint32_t Xxh32Of8(uint64_t v) {
+  uint32_t h = kXxh32Prime5 + 8u;
+  h = Xxh32Tail4(h, static_cast<uint32_t>(v));
+  h = Xxh32Tail4(h, static_cast<uint32_t>(v >> 32));
+  return Xxh32Avalanche(h);
+}
+
+// ---------------------------------------------------------------------------
+// XXH64
+// ---------------------------------------------------------------------------
+
+inline constexpr uint64_t kXxh64Prime1 = 0x9E3779B185EBCA87ull;
+inline constexpr uint64_t kXxh64Prime2 = 0xC2B2AE3D27D4EB4Full;
+inline constexpr uint64_t kXxh64Prime3 = 0x165667B19E3779F9ull;
+inline constexpr uint64_t kXxh64Prime4 = 0x85EBCA77C2B2AE63ull;
+inline constexpr uint64_t kXxh64Prime5 = 0x27D4EB2F165667C5ull;
+
+GPUJOIN_HOST_DEVICE uint64_t Xxh64Round(uint64_t acc, uint64_t input) {
+  acc += input * kXxh64Prime2;
+  acc = Rotl64(acc, 31);
+  return acc * kXxh64Prime1;
+}
+
+GPUJOIN_HOST_DEVICE uint64_t Xxh64MergeRound(uint64_t acc, uint64_t v) {
+  acc ^= Xxh64Round(0, v);
+  return acc * kXxh64Prime1 + kXxh64Prime4;
+}
+
+/// XXH64's final mix: a bijection on uint64 with full avalanche.
+GPUJOIN_HOST_DEVICE uint64_t Xxh64Avalanche(uint64_t h) {
+  h ^= h >> 33;
+  h *= kXxh64Prime2;
+  h ^= h >> 29;
+  h *= kXxh64Prime3;
+  h ^= h >> 32;
+  return h;
+}
+
+/// One 8-byte lane of XXH64's tail.
+GPUJOIN_HOST_DEVICE uint64_t Xxh64Tail8(uint64_t h, uint64_t word) {
+  h ^= Xxh64Round(0, word);
+  return Rotl64(h, 27) * kXxh64Prime1 + kXxh64Prime4;
+}
+
+/// The 4-byte lane of XXH64's tail.
+GPUJOIN_HOST_DEVICE uint64_t Xxh64Tail4(uint64_t h, uint32_t word) {
+  h ^= uint64_t{word} * kXxh64Prime1;
+  return Rotl64(h, 23) * kXxh64Prime2 + kXxh64Prime3;
+}
+
+/// XXH64 of `len` bytes at `p` with `seed`.
+GPUJOIN_HOST_DEVICE uint64_t Xxh64Bytes(const uint8_t* p, uint64_t len, uint64_t seed) {
+  const uint8_t* const end = p + len;
+  uint64_t h;
+  if (len >= 32) {
+    uint64_t v1 = seed + kXxh64Prime1 + kXxh64Prime2;
+    uint64_t v2 = seed + kXxh64Prime2;
+    uint64_t v3 = seed;
+    uint64_t v4 = seed - kXxh64Prime1;
+    const uint8_t* const limit = end - 32;
+    do {
+      v1 = Xxh64Round(v1, LoadUnaligned64(p));
+      v2 = Xxh64Round(v2, LoadUnaligned64(p + 8));
+      v3 = Xxh64Round(v3, LoadUnaligned64(p + 16));
+      v4 = Xxh64Round(v4, LoadUnaligned64(p + 24));
+      p += 32;
+    } while (p <= limit);
+    h = Rotl64(v1, 1) + Rotl64(v2, 7) + Rotl64(v3, 12) + Rotl64(v4, 18);
+    h = Xxh64MergeRound(h, v1);
+    h = Xxh64MergeRound(h, v2);
+    h = Xxh64MergeRound(h, v3);
+    h = Xxh64MergeRound(h, v4);
+  } else {
+    h = seed + kXxh64Prime5;
+  }
+  h += len;
+  while (end - p >= 8) {
+    h = Xxh64Tail8(h, LoadUnaligned64(p));
+    p += 8;
+  }
+  if (end - p >= 4) {
+    h = Xxh64Tail4(h, LoadUnaligned32(p));
+    p += 4;
+  }
+  while (p < end) {
+    h ^= uint64_t{*p} * kXxh64Prime5;
+    h = Rotl64(h, 11) * kXxh64Prime1;
+    ++p;
+  }
+  return Xxh64Avalanche(h);
+}
+
+/// XXH64 (seed 0) of the 4 little-endian bytes of `v`; equals Xxh64Bytes(&v, 4, 0).
+GPUJOIN_HOST_DEVICE uint64_t Xxh64Of4(uint32_t v) {
+  return Xxh64Avalanche(Xxh64Tail4(kXxh64Prime5 + 4u, v));
+}
+
+/// XXH64 (seed 0) of the 8 little-endian bytes of `v`; equals Xxh64Bytes(&v, 8, 0).
+GPUJOIN_HOST_DEVICE uint64_t Xxh64Of8(uint64_t v) {
+  return Xxh64Avalanche(Xxh64Tail8(kXxh64Prime5 + 8u, v));
+}
+
+// ---------------------------------------------------------------------------
+// Float canonicalisation, on bit patterns (no float arithmetic, so no
+// flush-to-zero or fast-math differences between host and device).
+// ---------------------------------------------------------------------------
+
+inline constexpr uint32_t kCanonicalNan32 = 0x7FC00000u;
+inline constexpr uint64_t kCanonicalNan64 = 0x7FF8000000000000ull;
+
+/// -0.0f -> +0.0f, every NaN -> 0x7fc00000, anything else unchanged.
+GPUJOIN_HOST_DEVICE uint32_t CanonicalFloat32Bits(uint32_t bits) {
+  const uint32_t magnitude = bits & 0x7FFFFFFFu;
+  if (magnitude == 0) return 0;
+  if (magnitude > 0x7F800000u) return kCanonicalNan32;
+  return bits;
+}
+
+/// -0.0 -> +0.0, every NaN -> 0x7ff8000000000000, anything else unchanged.
+GPUJOIN_HOST_DEVICE uint64_t CanonicalFloat64Bits(uint64_t bits) {
+  const uint64_t magnitude = bits & 0x7FFFFFFFFFFFFFFFull;
+  if (magnitude == 0) return 0;
+  if (magnitude > 0x7FF0000000000000ull) return kCanonicalNan64;
+  return bits;
+}
+
+// ---------------------------------------------------------------------------
+// Columns and rows.
+// ---------------------------------------------------------------------------
+
+/// A column as the row hash reads it: raw pointers into host memory (CPU
+/// backend) or into device buffers (CUDA backend). Logical row r reads value
+/// `value_offset + r`, validity bit `validity_bit_offset + r`, and for binary
+/// the bytes [offsets[value_offset + r], offsets[value_offset + r + 1]) of
+/// `data`, each shifted down by `data_base`.
+struct ColumnView {
+  ColumnType type = ColumnType::kUint32;
+  const uint8_t* data = nullptr;
+  const int32_t* offsets = nullptr;   ///< kBinary only
+  const uint8_t* validity = nullptr;  ///< null = all rows valid
+  uint64_t value_offset = 0;
+  uint64_t validity_bit_offset = 0;
+  int64_t data_base = 0;  ///< subtracted from every binary offset
+};
+
+/// Bytes per value of a fixed-width type; 0 for kBinary.
+GPUJOIN_HOST_DEVICE uint32_t FixedWidth(ColumnType type) {
+  switch (type) {
+    case ColumnType::kUint32:
+    case ColumnType::kInt32:
+    case ColumnType::kFloat32:
+      return 4;
+    case ColumnType::kUint64:
+    case ColumnType::kInt64:
+    case ColumnType::kFloat64:
+      return 8;
+    case ColumnType::kBinary:
+      return 0;
+  }
+  return 0;
+}
+
+/// Whether logical row `row` of `c` is valid.
+GPUJOIN_HOST_DEVICE bool ColumnRowValid(const ColumnView& c, uint64_t row) {
+  if (c.validity == nullptr) return true;
+  const uint64_t bit = c.validity_bit_offset + row;
+  return ((c.validity[bit >> 3] >> (bit & 7)) & 1u) != 0;
+}
+
+/// Hash of one valid value, for the output width `H` (uint32_t or uint64_t).
+template <typename H>
+GPUJOIN_HOST_DEVICE H ColumnValueHash(const ColumnView& c, uint64_t row) {
+  constexpr bool k64 = sizeof(H) == 8;
+  const uint64_t r = c.value_offset + row;
+  switch (c.type) {
+    case ColumnType::kUint32:
+    case ColumnType::kInt32: {
+      const uint32_t v = LoadWord32(c.data + r * 4);
+      if constexpr (k64) return Xxh64Of4(v); else return Xxh32Of4(v);
+    }
+    case ColumnType::kFloat32: {
+      const uint32_t v = CanonicalFloat32Bits(LoadWord32(c.data + r * 4));
+      if constexpr (k64) return Xxh64Of4(v); else return Xxh32Of4(v);
+    }
+    case ColumnType::kUint64:
+    case ColumnType::kInt64: {
+      const uint64_t v = LoadWord64(c.data + r * 8);
+      if constexpr (k64) return Xxh64Of8(v); else return Xxh32Of8(v);
+    }
+    case ColumnType::kFloat64: {
+      const uint64_t v = CanonicalFloat64Bits(LoadWord64(c.data + r * 8));
+      if constexpr (k64) return Xxh64Of8(v); else return Xxh32Of8(v);
+    }
+    case ColumnType::kBinary: {
+      const int64_t begin = int64_t{c.offsets[r]} - c.data_base;
+      const int64_t end = int64_t{c.offsets[r + 1]} - c.data_base;
+      const uint8_t* p = c.data + begin;
+      const uint64_t len = static_cast<uint64_t>(end - begin);
+      if constexpr (k64) return Xxh64Bytes(p, len, 0); else return Xxh32Bytes(p, len, 0);
+    }
+  }
+  return 0;
+}
+
+/// Folds the hash `k` of the next column into the running composite hash `h`.
+GPUJOIN_HOST_DEVICE uint32_t CombineHash(uint32_t h, uint32_t k) {
+  return Xxh32Avalanche(h * kXxh32Prime1 + k);
+}
+GPUJOIN_HOST_DEVICE uint64_t CombineHash(uint64_t h, uint64_t k) {
+  return Xxh64Avalanche(h * kXxh64Prime1 + k);
+}
+
+/// Composite hash of logical row `row` over `num_columns` columns. Returns false
+/// (and sets *out = 0) when the row is null in any column; reads no value of a
+/// null row.
+template <typename H>
+GPUJOIN_HOST_DEVICE bool HashRow(const ColumnView* columns, uint32_t num_columns, uint64_t row,
+                                 H* out) {
+  for (uint32_t i = 0; i < num_columns; ++i) {
+    if (!ColumnRowValid(columns[i], row)) {
+      *out = 0;
+      return false;
+    }
+  }
+  H h = ColumnValueHash<H>(columns[0], row);
+  for (uint32_t i = 1; i < num_columns; ++i) h = CombineHash(h, ColumnValueHash<H>(columns[i], row));
+  *out = h;
+  return true;
+}
+
+}  // namespace gpujoin::engine::detail
