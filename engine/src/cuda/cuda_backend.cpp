@@ -1,0 +1,469 @@
+// The CUDA backend: lowers a validated command graph onto one stream per
+// concurrent Run (uploads through pinned staging, kernels from device_ops.hpp,
+// downloads), replays captured graphs for repeated lookup shapes, and classifies
+// CUDA errors (allocation failure -> RESOURCE_EXHAUSTED for that request; sticky
+// error -> INTERNAL and Healthy() false for good).
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/backend_registry.hpp"
+#include "cuda/cuda_error.hpp"
+#include "cuda/cuda_hash_index.hpp"
+#include "cuda/device_buffer.hpp"
+#include "cuda/device_ops.hpp"
+#include "cuda/hash_device.hpp"
+#include "cuda/stream_context.hpp"
+#include "gpujoin/engine/backend.hpp"
+#include "gpujoin/engine/status_macros.hpp"
+
+namespace gpujoin::engine::detail {
+namespace {
+
+template <typename T>
+absl::StatusOr<DeviceBuffer<T>> Alloc(size_t n, StreamContext& ctx, const char* what) {
+  return DeviceBuffer<T>::Async(n, ctx.stream(), what);
+}
+
+QueryStatistics ToQueryStatistics(const DeviceQueryStats& d, uint64_t rows) {
+  return QueryStatistics{d.found, rows - d.found, d.total_probes, d.max_probes};
+}
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(int device) : device_(device) {}
+
+  ~CudaBackend() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (cudaSetDevice(device_) == cudaSuccess) idle_.clear();
+  }
+
+  BackendInfo Info() const override {
+    BackendInfo info;
+    info.kind = BackendKind::kCuda;
+    cudaDeviceProp prop{};
+    if (cudaSetDevice(device_) == cudaSuccess &&
+        cudaGetDeviceProperties(&prop, device_) == cudaSuccess) {
+      info.device_name = prop.name;
+      info.parallelism = uint32_t(prop.multiProcessorCount);
+    }
+    size_t free_bytes = 0, total_bytes = 0;
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) {
+      info.memory_total_bytes = total_bytes;
+      info.memory_free_bytes = free_bytes;
+    }
+    return info;
+  }
+
+  absl::StatusOr<std::unique_ptr<HashIndex>> CreateIndex(const HashIndexSpec& spec) override {
+    GPUJOIN_RETURN_IF_ERROR(spec.Validate());
+    GPUJOIN_RETURN_IF_ERROR(CheckHealthy());
+    auto index = CudaHashIndex::Create(spec, device_);
+    if (!index.ok()) {
+      NoteError(cudaSuccess);
+      return index.status();
+    }
+    return std::unique_ptr<HashIndex>(std::move(*index));
+  }
+
+  absl::Status Run(const CommandGraph& graph) override {
+    GPUJOIN_RETURN_IF_ERROR(graph.Validate());
+    GPUJOIN_RETURN_IF_ERROR(CheckHealthy());
+    GPUJOIN_CUDA_RETURN(cudaSetDevice(device_), "select device");
+    auto ctx = Acquire();
+    if (!ctx.ok()) {
+      NoteError(cudaSuccess);
+      return ctx.status();
+    }
+    absl::Status status;
+    for (size_t i = 0; i < graph.nodes().size() && status.ok(); ++i) {
+      status = std::visit([&](const auto& node) { return RunNode(**ctx, i, node); },
+                          graph.nodes()[i]);
+    }
+    if (!status.ok()) {
+      // Let queued work that still reads staging or scratch finish before reuse.
+      NoteError(cudaStreamSynchronize((*ctx)->stream()));
+      if (!healthy_.load()) return status;
+    }
+    Release(std::move(*ctx));
+    return status;
+  }
+
+  bool Healthy() const override { return healthy_.load(); }
+
+ private:
+  absl::Status CheckHealthy() const {
+    if (healthy_.load()) return absl::OkStatus();
+    std::lock_guard<std::mutex> lock(mu_);
+    return absl::InternalError(absl::StrCat(
+        "cuda backend is not serving after a fatal device error: ", fatal_message_));
+  }
+
+  // After a failure: a sticky error is reported by every later call, so the
+  // stream's synchronisation result (or the last-error slot) tells.
+  void NoteError(cudaError_t observed) {
+    const cudaError_t last = cudaPeekAtLastError();
+    const cudaError_t fatal =
+        IsStickyCudaError(observed) ? observed : (IsStickyCudaError(last) ? last : cudaSuccess);
+    if (fatal != cudaSuccess && healthy_.exchange(false)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      fatal_message_ = absl::StrCat(cudaGetErrorName(fatal), " (", cudaGetErrorString(fatal), ")");
+    }
+  }
+
+  absl::StatusOr<std::unique_ptr<StreamContext>> Acquire() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!idle_.empty()) {
+        auto ctx = std::move(idle_.back());
+        idle_.pop_back();
+        return ctx;
+      }
+    }
+    return StreamContext::Create();
+  }
+
+  void Release(std::unique_ptr<StreamContext> ctx) {
+    std::lock_guard<std::mutex> lock(mu_);
+    // Keep a bounded pool: more contexts than this only exist under a burst.
+    if (idle_.size() < 16) idle_.push_back(std::move(ctx));
+  }
+
+  static absl::StatusOr<CudaHashIndex*> WritableIndex(HashIndex* index, const std::string& where) {
+    auto* cuda = dynamic_cast<CudaHashIndex*>(index);
+    if (cuda == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": index was created by the ", std::string(BackendKindName(index->backend())),
+                       " backend, not by this cuda backend"));
+    }
+    return cuda;
+  }
+  static absl::StatusOr<const CudaHashIndex*> ReadableIndex(const HashIndex* index,
+                                                            const std::string& where) {
+    auto* cuda = dynamic_cast<const CudaHashIndex*>(index);
+    if (cuda == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": index was created by the ", std::string(BackendKindName(index->backend())),
+                       " backend, not by this cuda backend"));
+    }
+    return cuda;
+  }
+
+  absl::StatusOr<BuildStatistics> DownloadBuildStats(StreamContext& ctx) {
+    GPUJOIN_CUDA_RETURN(cudaMemcpyAsync(ctx.host_stats(), ctx.device_stats(),
+                                        sizeof(DeviceBuildStats), cudaMemcpyDeviceToHost,
+                                        ctx.stream()),
+                        "download build statistics");
+    GPUJOIN_RETURN_IF_ERROR(ctx.Synchronize("build"));
+    DeviceBuildStats d;
+    std::memcpy(&d, ctx.host_stats(), sizeof(d));
+    return BuildStatistics{d.unique_keys,  d.duplicate_rows, d.overflow_rows,
+                           d.invalid_rows, d.total_probes,   d.max_probes};
+  }
+
+  absl::Status FinishBuild(StreamContext& ctx, CudaHashIndex& index, uint64_t rows,
+                           BuildStatistics* out) {
+    GPUJOIN_ASSIGN_OR_RETURN(BuildStatistics stats, DownloadBuildStats(ctx));
+    index.RecordBuild(stats, rows);
+    if (out != nullptr) *out = stats;
+    return absl::OkStatus();
+  }
+
+  absl::Status RunNode(StreamContext& ctx, size_t i, const BuildIndexNode& n) {
+    const std::string where = absl::StrCat("node ", i, " (build)");
+    GPUJOIN_ASSIGN_OR_RETURN(CudaHashIndex * index, WritableIndex(n.index, where));
+    const uint64_t rows = TotalRows(n.keys);
+    auto* stats = reinterpret_cast<DeviceBuildStats*>(ctx.device_stats());
+    GPUJOIN_CUDA_RETURN(ClearTable(index->table(), stats, ctx.stream()), "clear index table");
+    if (rows > 0) {
+      GPUJOIN_ASSIGN_OR_RETURN(auto keys, Alloc<uint32_t>(rows, ctx, "build keys"));
+      GPUJOIN_RETURN_IF_ERROR(ctx.Upload(keys.data(), RangesOf(n.keys), "build keys"));
+      DeviceBuffer<uint32_t> values;
+      if (n.values.has_value()) {
+        GPUJOIN_ASSIGN_OR_RETURN(values, Alloc<uint32_t>(rows, ctx, "build values"));
+        GPUJOIN_RETURN_IF_ERROR(ctx.Upload(values.data(), RangesOf(*n.values), "build values"));
+      }
+      BuildSource src;
+      src.keys = keys.data();
+      src.rows = rows;
+      src.values = n.values.has_value() ? values.data() : nullptr;
+      src.first_value = n.first_value;
+      GPUJOIN_CUDA_RETURN(BuildTable(index->table(), src, index->spec().probe_bound(), stats,
+                                     ctx.stream()),
+                          "build index");
+      return FinishBuild(ctx, *index, rows, n.statistics);
+    }
+    return FinishBuild(ctx, *index, rows, n.statistics);
+  }
+
+  absl::Status RunNode(StreamContext& ctx, size_t i, const BuildBatchIndexNode& n) {
+    const std::string where = absl::StrCat("node ", i, " (batch build)");
+    GPUJOIN_ASSIGN_OR_RETURN(CudaHashIndex * index, WritableIndex(n.index, where));
+    uint64_t rows = 0;
+    bool any_validity = false;
+    std::vector<uint64_t> starts;
+    std::vector<uint32_t> bases;
+    std::vector<HostRange> key_ranges;
+    for (const BatchChunk& c : n.chunks) {
+      if (c.keys.empty()) continue;
+      starts.push_back(rows);
+      bases.push_back(c.row_base);
+      key_ranges.push_back({c.keys.data(), c.keys.size_bytes()});
+      any_validity = any_validity || !c.validity.empty();
+      rows += c.keys.size();
+    }
+    auto* stats = reinterpret_cast<DeviceBuildStats*>(ctx.device_stats());
+    GPUJOIN_CUDA_RETURN(ClearTable(index->table(), stats, ctx.stream()), "clear index table");
+    if (rows == 0) return FinishBuild(ctx, *index, 0, n.statistics);
+    GPUJOIN_ASSIGN_OR_RETURN(auto keys, Alloc<uint32_t>(rows, ctx, "batch keys"));
+    GPUJOIN_RETURN_IF_ERROR(ctx.Upload(keys.data(), key_ranges, "batch keys"));
+    DeviceBuffer<uint32_t> validity;
+    if (any_validity) {
+      GPUJOIN_ASSIGN_OR_RETURN(validity, Alloc<uint32_t>(rows, ctx, "batch validity"));
+      size_t k = 0;
+      for (const BatchChunk& c : n.chunks) {
+        if (c.keys.empty()) continue;
+        uint32_t* dst = validity.data() + starts[k++];
+        if (c.validity.empty()) {
+          // Byte pattern 0x01 makes every uint32 nonzero, i.e. valid.
+          GPUJOIN_CUDA_RETURN(cudaMemsetAsync(dst, 1, c.keys.size_bytes(), ctx.stream()),
+                              "fill batch validity");
+        } else {
+          const HostRange r{c.validity.data(), c.validity.size_bytes()};
+          GPUJOIN_RETURN_IF_ERROR(ctx.Upload(dst, std::span(&r, 1), "batch validity"));
+        }
+      }
+    }
+    GPUJOIN_ASSIGN_OR_RETURN(auto starts_d, Alloc<uint64_t>(starts.size(), ctx, "chunk starts"));
+    GPUJOIN_ASSIGN_OR_RETURN(auto bases_d, Alloc<uint32_t>(bases.size(), ctx, "chunk bases"));
+    const HostRange sr{starts.data(), starts.size() * sizeof(uint64_t)};
+    const HostRange br{bases.data(), bases.size() * sizeof(uint32_t)};
+    GPUJOIN_RETURN_IF_ERROR(ctx.Upload(starts_d.data(), std::span(&sr, 1), "chunk starts"));
+    GPUJOIN_RETURN_IF_ERROR(ctx.Upload(bases_d.data(), std::span(&br, 1), "chunk bases"));
+    BuildSource src;
+    src.keys = keys.data();
+    src.rows = rows;
+    src.validity = any_validity ? validity.data() : nullptr;
+    src.chunk_starts = starts_d.data();
+    src.chunk_bases = bases_d.data();
+    src.chunk_count = uint32_t(starts.size());
+    GPUJOIN_CUDA_RETURN(
+        BuildTable(index->table(), src, index->spec().probe_bound(), stats, ctx.stream()),
+        "build batch index");
+    return FinishBuild(ctx, *index, rows, n.statistics);
+  }
+
+  absl::Status RunNode(StreamContext& ctx, size_t i, const LookupNode& n) {
+    const std::string where = absl::StrCat("node ", i, " (lookup)");
+    GPUJOIN_ASSIGN_OR_RETURN(const CudaHashIndex* index, ReadableIndex(n.index, where));
+    const uint64_t rows = TotalRows(n.keys);
+    const uint32_t bound = n.max_probe_count != 0 ? n.max_probe_count : index->spec().probe_bound();
+    if (rows == 0) {
+      if (n.statistics != nullptr) *n.statistics = QueryStatistics{};
+      return absl::OkStatus();
+    }
+    const LookupShape shape{index->table().slots, index->spec().capacity, rows, bound,
+                            !n.found.empty(), !n.probes.empty()};
+    GPUJOIN_ASSIGN_OR_RETURN(LookupGraph * graph, ctx.graphs().Get(shape, ctx.stream()));
+    if (graph != nullptr) {
+      uint8_t* in = reinterpret_cast<uint8_t*>(graph->keys());
+      for (const auto& c : n.keys) {
+        std::memcpy(in, c.data(), c.size_bytes());
+        in += c.size_bytes();
+      }
+      GPUJOIN_CUDA_RETURN(graph->Replay(ctx.stream()), "replay lookup graph");
+      GPUJOIN_RETURN_IF_ERROR(ctx.Synchronize("lookup"));
+      std::memcpy(n.values.data(), graph->values(), rows * sizeof(uint32_t));
+      if (!n.found.empty()) std::memcpy(n.found.data(), graph->found(), rows);
+      if (!n.probes.empty()) std::memcpy(n.probes.data(), graph->probes(), rows * sizeof(uint32_t));
+      if (n.statistics != nullptr) *n.statistics = ToQueryStatistics(*graph->stats(), rows);
+      return absl::OkStatus();
+    }
+    GPUJOIN_ASSIGN_OR_RETURN(auto keys, Alloc<uint32_t>(rows, ctx, "lookup keys"));
+    GPUJOIN_ASSIGN_OR_RETURN(auto values, Alloc<uint32_t>(rows, ctx, "lookup values"));
+    DeviceBuffer<uint8_t> found;
+    DeviceBuffer<uint32_t> probes;
+    if (!n.found.empty()) {
+      GPUJOIN_ASSIGN_OR_RETURN(found, Alloc<uint8_t>(rows, ctx, "lookup found"));
+    }
+    if (!n.probes.empty()) {
+      GPUJOIN_ASSIGN_OR_RETURN(probes, Alloc<uint32_t>(rows, ctx, "lookup probes"));
+    }
+    GPUJOIN_RETURN_IF_ERROR(ctx.Upload(keys.data(), RangesOf(n.keys), "lookup keys"));
+    auto* stats = reinterpret_cast<DeviceQueryStats*>(ctx.device_stats());
+    GPUJOIN_CUDA_RETURN(cudaMemsetAsync(stats, 0, sizeof(*stats), ctx.stream()), "lookup");
+    GPUJOIN_CUDA_RETURN(LookupKeys(index->table(), keys.data(), rows, bound, values.data(),
+                                   found.data(), probes.data(), stats, ctx.stream()),
+                        "lookup");
+    GPUJOIN_RETURN_IF_ERROR(ctx.Download(n.values.data(), values.data(), rows * 4, "values"));
+    GPUJOIN_RETURN_IF_ERROR(ctx.Download(n.found.data(), found.data(), n.found.size(), "found"));
+    GPUJOIN_RETURN_IF_ERROR(
+        ctx.Download(n.probes.data(), probes.data(), n.probes.size_bytes(), "probes"));
+    DeviceQueryStats d;
+    GPUJOIN_RETURN_IF_ERROR(ctx.Download(&d, stats, sizeof(d), "lookup statistics"));
+    if (n.statistics != nullptr) *n.statistics = ToQueryStatistics(d, rows);
+    return absl::OkStatus();
+  }
+
+  absl::Status RunNode(StreamContext& ctx, size_t i, const JoinNode& n) {
+    const std::string where = absl::StrCat("node ", i, " (join)");
+    GPUJOIN_ASSIGN_OR_RETURN(const CudaHashIndex* index, ReadableIndex(n.index, where));
+    const uint32_t bound = n.max_probe_count != 0 ? n.max_probe_count : index->spec().probe_bound();
+    const bool build_overflow = index->build_statistics().overflow_rows > 0;
+    for (const JoinBatch& b : n.batches) {
+      const uint64_t rows = TotalRows(b.keys);
+      const uint64_t capacity = b.out_left_rows.size();
+      if (rows == 0) {
+        *b.result = JoinResult{0, build_overflow, QueryStatistics{}};
+        continue;
+      }
+      // Matches never exceed the left rows, so device outputs need no more.
+      const uint64_t device_capacity = std::min(capacity, rows);
+      GPUJOIN_ASSIGN_OR_RETURN(auto keys, Alloc<uint32_t>(rows, ctx, "join keys"));
+      GPUJOIN_RETURN_IF_ERROR(ctx.Upload(keys.data(), RangesOf(b.keys), "join keys"));
+      DeviceBuffer<uint32_t> left_rows;
+      if (!b.left_rows.empty()) {
+        GPUJOIN_ASSIGN_OR_RETURN(left_rows, Alloc<uint32_t>(rows, ctx, "join left_rows"));
+        const HostRange r{b.left_rows.data(), b.left_rows.size_bytes()};
+        GPUJOIN_RETURN_IF_ERROR(ctx.Upload(left_rows.data(), std::span(&r, 1), "join left_rows"));
+      }
+      GPUJOIN_ASSIGN_OR_RETURN(auto out_left, Alloc<uint32_t>(device_capacity, ctx, "join pairs"));
+      GPUJOIN_ASSIGN_OR_RETURN(auto out_right, Alloc<uint32_t>(device_capacity, ctx, "join pairs"));
+      GPUJOIN_ASSIGN_OR_RETURN(auto scratch, Alloc<uint8_t>(JoinScratchBytes(rows), ctx, "join scratch"));
+      DeviceBuffer<uint8_t> found;
+      DeviceBuffer<uint32_t> probes;
+      if (!b.found.empty()) {
+        GPUJOIN_ASSIGN_OR_RETURN(found, Alloc<uint8_t>(rows, ctx, "join found"));
+      }
+      if (!b.probes.empty()) {
+        GPUJOIN_ASSIGN_OR_RETURN(probes, Alloc<uint32_t>(rows, ctx, "join probes"));
+      }
+      auto* stats = reinterpret_cast<DeviceQueryStats*>(ctx.device_stats());
+      auto* count = reinterpret_cast<unsigned long long*>(ctx.device_stats() + 64);
+      GPUJOIN_CUDA_RETURN(cudaMemsetAsync(stats, 0, sizeof(*stats), ctx.stream()), "join");
+      GPUJOIN_CUDA_RETURN(
+          JoinKeys(index->table(), keys.data(), rows, bound, left_rows.data(), b.first_left_row,
+                   out_left.data(), out_right.data(), device_capacity, count, found.data(),
+                   probes.data(), stats, scratch.data(), ctx.stream()),
+          "join");
+      // Count and statistics first: they say how many pairs to bring back.
+      DeviceQueryStats d;
+      GPUJOIN_RETURN_IF_ERROR(ctx.Download(&d, stats, sizeof(d), "join statistics"));
+      unsigned long long matches = 0;
+      GPUJOIN_RETURN_IF_ERROR(ctx.Download(&matches, count, sizeof(matches), "join count"));
+      const uint64_t written = std::min<uint64_t>(matches, capacity);
+      GPUJOIN_RETURN_IF_ERROR(
+          ctx.Download(b.out_left_rows.data(), out_left.data(), written * 4, "join left rows"));
+      GPUJOIN_RETURN_IF_ERROR(
+          ctx.Download(b.out_right_rows.data(), out_right.data(), written * 4, "join right rows"));
+      GPUJOIN_RETURN_IF_ERROR(ctx.Download(b.found.data(), found.data(), b.found.size(), "found"));
+      GPUJOIN_RETURN_IF_ERROR(
+          ctx.Download(b.probes.data(), probes.data(), b.probes.size_bytes(), "probes"));
+      *b.result = JoinResult{matches, matches > capacity || build_overflow,
+                             ToQueryStatistics(d, rows)};
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status RunNode(StreamContext& ctx, size_t i, const AggregateNode& n) {
+    const uint64_t rows = TotalRows(n.keys);
+    const bool count_op = n.op == AggregateOp::kCount;
+    const uint32_t groups = uint32_t(count_op ? n.count_output.size() : n.value_output.size());
+    const bool need_counts = count_op || n.op == AggregateOp::kMean || !n.contributing_rows.empty();
+    GPUJOIN_ASSIGN_OR_RETURN(auto keys, Alloc<uint32_t>(rows, ctx, "aggregate keys"));
+    GPUJOIN_RETURN_IF_ERROR(ctx.Upload(keys.data(), RangesOf(n.keys), "aggregate keys"));
+    DeviceBuffer<float> values;
+    DeviceBuffer<uint32_t> mask;
+    if (!count_op) {
+      GPUJOIN_ASSIGN_OR_RETURN(values, Alloc<float>(rows, ctx, "aggregate values"));
+      GPUJOIN_RETURN_IF_ERROR(ctx.Upload(values.data(), RangesOf(n.values), "aggregate values"));
+    }
+    if (n.mask.has_value()) {
+      GPUJOIN_ASSIGN_OR_RETURN(mask, Alloc<uint32_t>(rows, ctx, "aggregate mask"));
+      GPUJOIN_RETURN_IF_ERROR(ctx.Upload(mask.data(), RangesOf(*n.mask), "aggregate mask"));
+    }
+    DeviceBuffer<uint32_t> counts;
+    DeviceBuffer<float> output;
+    if (need_counts) {
+      GPUJOIN_ASSIGN_OR_RETURN(counts, Alloc<uint32_t>(groups, ctx, "aggregate counts"));
+    }
+    if (!count_op) {
+      GPUJOIN_ASSIGN_OR_RETURN(output, Alloc<float>(groups, ctx, "aggregate output"));
+    }
+    AggregateArgs a;
+    a.op = n.op;
+    a.keys = keys.data();
+    a.values = values.data();
+    a.mask = n.mask.has_value() ? mask.data() : nullptr;
+    a.rows = rows;
+    a.groups = groups;
+    a.counts = counts.data();
+    a.output = output.data();
+    GPUJOIN_CUDA_RETURN(Aggregate(a, ctx.stream()),
+                        absl::StrCat("node ", i, " (aggregate ", std::string(AggregateOpName(n.op)), ")"));
+    if (count_op) {
+      GPUJOIN_RETURN_IF_ERROR(
+          ctx.Download(n.count_output.data(), counts.data(), n.count_output.size_bytes(), "counts"));
+    } else {
+      GPUJOIN_RETURN_IF_ERROR(ctx.Download(n.value_output.data(), output.data(),
+                                           n.value_output.size_bytes(), "aggregate output"));
+      GPUJOIN_RETURN_IF_ERROR(ctx.Download(n.contributing_rows.data(), counts.data(),
+                                           n.contributing_rows.size_bytes(), "contributing rows"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status RunNode(StreamContext& ctx, size_t, const HashNode& n) {
+    return HashRowsDevice(n, ctx.stream());
+  }
+
+  const int device_;
+  std::atomic<bool> healthy_{true};
+  mutable std::mutex mu_;
+  std::string fatal_message_;                        // guarded by mu_
+  std::vector<std::unique_ptr<StreamContext>> idle_;  // guarded by mu_
+};
+
+}  // namespace
+
+int CudaDeviceCount() {
+  int count = 0;
+  // Without a driver or device this returns an error (never aborts with the
+  // statically linked runtime); treat every error as "no device".
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
+absl::StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(const BackendOptions& options) {
+  const int count = CudaDeviceCount();
+  if (count == 0) {
+    return absl::FailedPreconditionError(
+        "backend cuda: no usable CUDA device (no driver, or no device visible)");
+  }
+  if (options.cuda_device < 0 || options.cuda_device >= count) {
+    return absl::FailedPreconditionError(absl::StrCat("backend cuda: cuda_device ",
+                                                      options.cuda_device, " does not exist (",
+                                                      count, " device(s) visible)"));
+  }
+  GPUJOIN_CUDA_RETURN(cudaSetDevice(options.cuda_device), "select device");
+  // Keep up to 1 GiB of freed stream-ordered memory in the pool so request
+  // scratch is recycled instead of going back to the driver on every sync.
+  cudaMemPool_t pool = nullptr;
+  GPUJOIN_CUDA_RETURN(cudaDeviceGetDefaultMemPool(&pool, options.cuda_device), "memory pool");
+  uint64_t threshold = uint64_t{1} << 30;
+  GPUJOIN_CUDA_RETURN(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold),
+                      "memory pool");
+  return std::unique_ptr<Backend>(new CudaBackend(options.cuda_device));
+}
+
+}  // namespace gpujoin::engine::detail

@@ -1,0 +1,117 @@
+// Internal (CUDA builds only): the device-level API of the CUDA backend. Every
+// function takes device pointers, enqueues work on the given stream and returns
+// without synchronising. The backend lowers command-graph nodes onto these; the
+// kernel benchmark (bench/) calls them directly on device-resident data.
+//
+// Table layout: one uint64 per slot, key in the high 32 bits and the value (or,
+// during a build, the winning source row) in the low 32 bits. An empty slot is
+// all ones (its key is kEmptyKey). A 32-byte sector holds four slots, so one
+// sector read tests four keys; the build needs one 64-bit atomic per insert.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "gpujoin/engine/types.hpp"
+
+namespace gpujoin::engine::detail {
+
+inline constexpr uint64_t kEmptySlot = ~uint64_t{0};
+
+/// A table in device memory. `slots` holds max(capacity, 4) entries (the pad
+/// keeps 4-slot sector reads in bounds for tiny tables).
+struct DeviceTable {
+  uint64_t* slots = nullptr;
+  uint32_t capacity = 0;
+};
+
+/// Number of uint64 entries to allocate for a table of `capacity` slots.
+inline size_t TableAllocationSlots(uint32_t capacity) { return capacity < 4 ? 4 : capacity; }
+
+/// Build statistics accumulated on the device (same order as BuildStatistics).
+struct DeviceBuildStats {
+  unsigned long long unique_keys;
+  unsigned long long duplicate_rows;
+  unsigned long long overflow_rows;
+  unsigned long long invalid_rows;
+  unsigned long long total_probes;
+  unsigned long long max_probes;
+};
+
+/// Query statistics accumulated on the device; missing = rows - found.
+struct DeviceQueryStats {
+  unsigned long long found;
+  unsigned long long total_probes;
+  unsigned long long max_probes;
+  unsigned long long reserved;  // keeps the struct 32 bytes
+};
+
+/// Where the value of each retained key comes from.
+struct BuildSource {
+  const uint32_t* keys = nullptr;      ///< `rows` keys (global rows 0..rows-1)
+  uint64_t rows = 0;                   ///< at most 2^32
+  const uint32_t* values = nullptr;    ///< explicit values (rows), or null
+  uint32_t first_value = 0;            ///< generated value = first_value + row when values is null
+  const uint32_t* validity = nullptr;  ///< optional per-row validity (nonzero = valid)
+  /// Batch builds: value = chunk_bases[c] + (row - chunk_starts[c]) for the chunk c
+  /// holding the row. Null for plain builds. chunk_starts is ascending, starts at 0.
+  const uint64_t* chunk_starts = nullptr;
+  const uint32_t* chunk_bases = nullptr;
+  uint32_t chunk_count = 0;
+};
+
+/// Clears the table (every slot empty) and zeroes `stats`.
+cudaError_t ClearTable(DeviceTable table, DeviceBuildStats* stats, cudaStream_t stream);
+
+/// Inserts every valid row, keeping the lowest source row per key, then writes the
+/// retained values (finalisation). `bound` = most slots examined per row. The table
+/// must have been cleared. Statistics are added to `stats`.
+cudaError_t BuildTable(DeviceTable table, const BuildSource& source, uint32_t bound,
+                       DeviceBuildStats* stats, cudaStream_t stream);
+
+/// Looks up `rows` keys. Writes values[i] (kEmptyKey when missing); found[i]
+/// (1/0) and probes[i] when non-null. Adds to `stats` (zero it first).
+cudaError_t LookupKeys(DeviceTable table, const uint32_t* keys, uint64_t rows, uint32_t bound,
+                       uint32_t* values, uint8_t* found, uint32_t* probes,
+                       DeviceQueryStats* stats, cudaStream_t stream);
+
+/// Scratch device memory a join of `rows` left rows needs (bytes).
+size_t JoinScratchBytes(uint64_t rows);
+
+/// Inner join of `rows` left keys (rows < 2^32): lookup, then stable compaction of
+/// the matches in left order. Pair k is (left row, right value) of the k-th match;
+/// only the first `capacity` pairs are written. The left row is left_rows[i] when
+/// non-null, else first_left_row + i. `*count` receives the number of matches
+/// (before truncation). found/probes are optional aligned outputs. `scratch` holds
+/// JoinScratchBytes(rows) bytes.
+cudaError_t JoinKeys(DeviceTable table, const uint32_t* keys, uint64_t rows, uint32_t bound,
+                     const uint32_t* left_rows, uint32_t first_left_row, uint32_t* out_left,
+                     uint32_t* out_right, uint64_t capacity, unsigned long long* count,
+                     uint8_t* found, uint32_t* probes, DeviceQueryStats* stats, void* scratch,
+                     cudaStream_t stream);
+
+/// Device inputs/outputs of one grouped aggregation.
+struct AggregateArgs {
+  AggregateOp op = AggregateOp::kCount;
+  const uint32_t* keys = nullptr;
+  const float* values = nullptr;  ///< required unless op == kCount
+  const uint32_t* mask = nullptr;  ///< optional
+  uint64_t rows = 0;
+  uint32_t groups = 0;  ///< at least 1
+  /// kCount: the output. Other ops: contributing rows per group (required for
+  /// kMean; may be null for sum/min/max when not requested).
+  uint32_t* counts = nullptr;
+  float* output = nullptr;  ///< value ops: the output (groups floats)
+};
+
+/// Initialises the outputs, accumulates all rows and finalises (min/max decoding,
+/// mean division, NaN for empty groups), all on `stream`.
+cudaError_t Aggregate(const AggregateArgs& args, cudaStream_t stream);
+
+/// Which kernel path Aggregate takes for `groups` groups (for tests and the bench):
+/// 0 = warp combining (<= 16), 1 = shared-memory privatised (<= 256), 2 = global atomics.
+int AggregatePath(uint32_t groups);
+
+}  // namespace gpujoin::engine::detail

@@ -1,0 +1,101 @@
+// Internal (CUDA builds only): CUDA Graph capture and replay of repeated lookup
+// shapes. A lookup of the same row count, probe bound and optional outputs
+// against the same table is a fixed sequence (upload keys, clear statistics,
+// probe kernel, download results); the second time a shape is seen on a stream
+// context it is captured once into a graph whose buffers are owned by the cache
+// entry, and later requests of that shape only fill the pinned input, replay the
+// graph and read the pinned output. One launch replaces five API calls, which is
+// what matters for the many small lookups a service sees.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cuda/device_buffer.hpp"
+#include "cuda/device_ops.hpp"
+
+namespace gpujoin::engine::detail {
+
+/// What identifies a replayable lookup.
+struct LookupShape {
+  const uint64_t* slots = nullptr;
+  uint32_t capacity = 0;
+  uint64_t rows = 0;
+  uint32_t bound = 0;
+  bool found = false;
+  bool probes = false;
+  friend bool operator==(const LookupShape&, const LookupShape&) = default;
+};
+
+/// A captured lookup: pinned input keys, pinned outputs, and the graph.
+class LookupGraph {
+ public:
+  ~LookupGraph();
+  LookupGraph(const LookupGraph&) = delete;
+  LookupGraph& operator=(const LookupGraph&) = delete;
+
+  /// Captures the lookup sequence for `shape` on `stream` (not replayed yet).
+  static absl::StatusOr<std::unique_ptr<LookupGraph>> Capture(const LookupShape& shape,
+                                                              cudaStream_t stream);
+
+  const LookupShape& shape() const { return shape_; }
+  /// Pinned input: shape.rows keys.
+  uint32_t* keys() const { return in_.as<uint32_t>(); }
+  /// Pinned outputs, valid after Replay + stream synchronisation.
+  const uint32_t* values() const { return out_.as<uint32_t>(); }
+  const uint32_t* probes() const { return out_.as<uint32_t>() + shape_.rows; }
+  const DeviceQueryStats* stats() const {
+    return reinterpret_cast<const DeviceQueryStats*>(out_.data() + 8 * shape_.rows);
+  }
+  const uint8_t* found() const { return out_.data() + 8 * shape_.rows + sizeof(DeviceQueryStats); }
+
+  /// Launches the graph on `stream`.
+  cudaError_t Replay(cudaStream_t stream) const { return cudaGraphLaunch(exec_, stream); }
+
+ private:
+  LookupGraph() = default;
+
+  LookupShape shape_;
+  cudaStream_t stream_ = nullptr;
+  DeviceBuffer<uint32_t> keys_d_, values_d_, probes_d_;
+  DeviceBuffer<uint8_t> found_d_;
+  DeviceBuffer<DeviceQueryStats> stats_d_;
+  PinnedBuffer in_, out_;
+  cudaGraphExec_t exec_ = nullptr;
+};
+
+/// Per-stream-context cache of captured lookups (small, least recently used out).
+class LookupGraphCache {
+ public:
+  /// Lookups larger than this are not captured (their pinned copies would be large
+  /// and launch overhead does not matter at that size).
+  static constexpr uint64_t kMaxRows = uint64_t{1} << 22;
+  static constexpr size_t kMaxEntries = 4;
+
+  /// The captured graph for `shape`, capturing it now if the shape has been seen
+  /// before on this context; nullptr when the caller should run the plain path.
+  absl::StatusOr<LookupGraph*> Get(const LookupShape& shape, cudaStream_t stream);
+
+  /// Number of graphs captured so far (for tests and metrics).
+  uint64_t captures() const { return captures_; }
+  /// Number of replays served from the cache.
+  uint64_t hits() const { return hits_; }
+
+  void Clear() {
+    entries_.clear();
+    seen_.clear();
+  }
+
+ private:
+  std::list<std::unique_ptr<LookupGraph>> entries_;  // most recently used first
+  std::vector<LookupShape> seen_;                    // shapes seen once
+  uint64_t captures_ = 0;
+  uint64_t hits_ = 0;
+};
+
+}  // namespace gpujoin::engine::detail

@@ -1,0 +1,98 @@
+#include "cuda/stream_context.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "cuda/cuda_error.hpp"
+
+namespace gpujoin::engine::detail {
+
+absl::StatusOr<std::unique_ptr<StreamContext>> StreamContext::Create() {
+  std::unique_ptr<StreamContext> ctx(new StreamContext());
+  GPUJOIN_CUDA_RETURN(cudaStreamCreateWithFlags(&ctx->stream_, cudaStreamNonBlocking),
+                      "create stream");
+  for (int b = 0; b < 2; ++b) {
+    auto staging = PinnedBuffer::Allocate(kStagingBytes, "staging buffer");
+    if (!staging.ok()) return staging.status();
+    ctx->staging_[b] = std::move(*staging);
+    GPUJOIN_CUDA_RETURN(cudaEventCreateWithFlags(&ctx->staged_[b], cudaEventDisableTiming),
+                        "create staging event");
+  }
+  auto host_stats = PinnedBuffer::Allocate(256, "statistics");
+  if (!host_stats.ok()) return host_stats.status();
+  ctx->host_stats_ = std::move(*host_stats);
+  auto device_stats = DeviceBuffer<uint8_t>::Persistent(256, "statistics");
+  if (!device_stats.ok()) return device_stats.status();
+  ctx->device_stats_ = std::move(*device_stats);
+  return ctx;
+}
+
+StreamContext::~StreamContext() {
+  // Nothing may still read the staging buffers or the graphs' memory.
+  if (stream_ != nullptr) (void)cudaStreamSynchronize(stream_);
+  graphs_.Clear();
+  for (cudaEvent_t e : staged_) {
+    if (e != nullptr) (void)cudaEventDestroy(e);
+  }
+  if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
+}
+
+absl::Status StreamContext::Upload(void* dst, std::span<const HostRange> ranges,
+                                   const char* what) {
+  auto* out = static_cast<uint8_t*>(dst);
+  int b = 0;
+  for (const HostRange& r : ranges) {
+    const auto* src = static_cast<const uint8_t*>(r.data);
+    size_t left = r.bytes;
+    while (left > 0) {
+      const size_t piece = std::min(left, kStagingBytes);
+      // The buffer is free once the copy queued from it last time has run.
+      GPUJOIN_CUDA_RETURN(cudaEventSynchronize(staged_[b]), absl::StrCat("upload ", what));
+      std::memcpy(staging_[b].data(), src, piece);
+      GPUJOIN_CUDA_RETURN(
+          cudaMemcpyAsync(out, staging_[b].data(), piece, cudaMemcpyHostToDevice, stream_),
+          absl::StrCat("upload ", what));
+      GPUJOIN_CUDA_RETURN(cudaEventRecord(staged_[b], stream_), absl::StrCat("upload ", what));
+      out += piece;
+      src += piece;
+      left -= piece;
+      b ^= 1;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StreamContext::Download(void* dst, const void* src, size_t bytes, const char* what) {
+  if (bytes == 0) return absl::OkStatus();
+  auto* out = static_cast<uint8_t*>(dst);
+  const auto* in = static_cast<const uint8_t*>(src);
+  const size_t pieces = (bytes + kStagingBytes - 1) / kStagingBytes;
+  auto piece_bytes = [&](size_t k) { return std::min(kStagingBytes, bytes - k * kStagingBytes); };
+  auto queue = [&](size_t k) -> absl::Status {
+    const int b = int(k & 1);
+    GPUJOIN_CUDA_RETURN(cudaMemcpyAsync(staging_[b].data(), in + k * kStagingBytes,
+                                        piece_bytes(k), cudaMemcpyDeviceToHost, stream_),
+                        absl::StrCat("download ", what));
+    GPUJOIN_CUDA_RETURN(cudaEventRecord(staged_[b], stream_), absl::StrCat("download ", what));
+    return absl::OkStatus();
+  };
+  if (auto s = queue(0); !s.ok()) return s;
+  for (size_t k = 0; k < pieces; ++k) {
+    // Queue the next piece into the other buffer (its previous piece has already
+    // been copied out by the host) before waiting for this one.
+    if (k + 1 < pieces) {
+      if (auto s = queue(k + 1); !s.ok()) return s;
+    }
+    GPUJOIN_CUDA_RETURN(cudaEventSynchronize(staged_[k & 1]), absl::StrCat("download ", what));
+    std::memcpy(out + k * kStagingBytes, staging_[k & 1].data(), piece_bytes(k));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StreamContext::Synchronize(const char* what) {
+  GPUJOIN_CUDA_RETURN(cudaStreamSynchronize(stream_), what);
+  return absl::OkStatus();
+}
+
+}  // namespace gpujoin::engine::detail

@@ -1,0 +1,81 @@
+// Internal (CUDA builds only): the per-request execution context of the CUDA
+// backend. Each concurrent Run holds one context: its own stream, double-buffered
+// pinned staging for host<->device copies, a small pinned area for statistics,
+// device statistics scratch and a cache of captured CUDA Graphs.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "cuda/device_buffer.hpp"
+#include "cuda/lookup_graph_cache.hpp"
+
+namespace gpujoin::engine::detail {
+
+/// A host byte range to gather from or scatter to.
+struct HostRange {
+  const void* data;
+  size_t bytes;
+};
+
+class StreamContext {
+ public:
+  /// Bytes of each of the two pinned staging buffers.
+  static constexpr size_t kStagingBytes = size_t{8} << 20;
+
+  /// Creates the stream (non-blocking) and the buffers on the current device.
+  static absl::StatusOr<std::unique_ptr<StreamContext>> Create();
+  ~StreamContext();
+  StreamContext(const StreamContext&) = delete;
+  StreamContext& operator=(const StreamContext&) = delete;
+
+  cudaStream_t stream() const { return stream_; }
+  /// 256 bytes of device scratch for statistics (DeviceBuildStats / DeviceQueryStats
+  /// and a join count), valid for the context's life.
+  uint8_t* device_stats() const { return device_stats_.data(); }
+  /// 256 bytes of pinned host memory, for downloading statistics.
+  uint8_t* host_stats() const { return host_stats_.data(); }
+  LookupGraphCache& graphs() { return graphs_; }
+
+  /// Copies the host ranges, in order, into contiguous device memory at `dst`
+  /// through the pinned staging buffers (host copy of one piece overlaps the
+  /// device copy of the previous one). Returns once the last piece is queued.
+  absl::Status Upload(void* dst, std::span<const HostRange> ranges, const char* what);
+
+  /// Copies `bytes` from device `src` to host `dst` through pinned staging;
+  /// returns when `dst` is written (synchronises with the stream).
+  absl::Status Download(void* dst, const void* src, size_t bytes, const char* what);
+
+  /// Waits for everything queued on the stream.
+  absl::Status Synchronize(const char* what);
+
+ private:
+  StreamContext() = default;
+
+  cudaStream_t stream_ = nullptr;
+  PinnedBuffer staging_[2];
+  cudaEvent_t staged_[2] = {nullptr, nullptr};
+  PinnedBuffer host_stats_;
+  DeviceBuffer<uint8_t> device_stats_;
+  LookupGraphCache graphs_;
+};
+
+/// Gathers the ranges of a chunked column.
+template <typename T>
+std::vector<HostRange> RangesOf(const std::vector<std::span<const T>>& chunks) {
+  std::vector<HostRange> r;
+  r.reserve(chunks.size());
+  for (const auto& c : chunks) {
+    if (!c.empty()) r.push_back({c.data(), c.size_bytes()});
+  }
+  return r;
+}
+
+}  // namespace gpujoin::engine::detail
