@@ -1,0 +1,327 @@
+#!/usr/bin/env python3
+"""Live deployment checks against a real gpujoind (CPU backend) and Prometheus.
+
+  live_stack.py metrics --gpujoind BIN --source-dir DIR
+      Starts gpujoind on free loopback ports, runs tests/deploy's workload over
+      gRPC, fetches /metrics and checks that every metric used by the Grafana
+      dashboards and the alert rules is in it.
+  live_stack.py scrape --gpujoind BIN --prometheus BIN --source-dir DIR
+      The same, plus a real Prometheus with a test copy of
+      deploy/prometheus/prometheus.yml (target rewritten to the test's
+      metrics port, 1 s intervals, temp storage). Queries the HTTP API until a
+      gpujoin_ series of the workload's index appears, checks that every alert
+      rule evaluates without error, and runs every dashboard query (Grafana
+      variables expanded) against Prometheus.
+
+Every process runs in a temp dir with its own log, is bounded by --timeout and
+is stopped in a `finally`, also when a check fails or the test is interrupted.
+"""
+
+import argparse
+import ctypes
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+import yaml
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import deploy_lint  # noqa: E402
+import gpujoin_workload  # noqa: E402
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def _die_with_parent():
+    """In the child before exec: SIGKILL it when this test process dies, so that
+    a test killed by ctest's timeout leaves no server behind (Linux prctl).
+    Processes are started before any gRPC channel exists, so no other thread
+    runs here."""
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_get(url, timeout=3):
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return r.read().decode()
+
+
+class Processes:
+    """Starts processes in their own process groups and always stops them."""
+
+    def __init__(self, workdir):
+        self.workdir = workdir
+        self.procs = []
+
+    def start(self, name, argv):
+        path = os.path.join(self.workdir, f"{name}.log")
+        f = open(path, "w")
+        log(f"starting {name}: {' '.join(argv)}")
+        p = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, cwd=self.workdir,
+                             start_new_session=True, preexec_fn=_die_with_parent)
+        self.procs.append((name, p, path, f))
+        return p
+
+    def check_alive(self):
+        for name, p, path, _ in self.procs:
+            if p.poll() is not None:
+                raise AssertionError(f"{name} exited early with status {p.returncode}; log:\n{self.tail(path)}")
+
+    @staticmethod
+    def tail(path, lines=40):
+        try:
+            with open(path) as f:
+                return "".join(f.readlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def stop_all(self, show_logs):
+        for name, p, path, f in reversed(self.procs):
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    log(f"{name} ignored SIGTERM for 10 s; killing it")
+                    try:
+                        os.killpg(p.pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                    p.wait(timeout=10)
+            f.close()
+            if show_logs:
+                log(f"--- {name} log (last lines) ---\n{self.tail(path)}")
+        self.procs = []
+
+
+def wait_until(what, fn, timeout_s, procs, interval=0.25):
+    """Calls fn() until it returns a truthy value; AssertionError after timeout_s."""
+    deadline = time.monotonic() + timeout_s
+    last_err = None
+    while time.monotonic() < deadline:
+        procs.check_alive()
+        try:
+            v = fn()
+            if v:
+                return v
+        except (OSError, urllib.error.URLError, ValueError, KeyError) as e:
+            last_err = e
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what}"
+                         + (f" (last error: {last_err})" if last_err else ""))
+
+
+def start_server(args, procs, workdir):
+    grpc_port, metrics_port = free_port(), free_port()
+    procs.start("gpujoind", [args.gpujoind, "--backend=cpu", f"--listen=127.0.0.1:{grpc_port}",
+                             f"--metrics-listen=127.0.0.1:{metrics_port}", "--device-memory-limit=256M",
+                             "--cpu-threads=2", "--executor-threads=2", "--log-level=info"])
+    metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
+    serving = re.compile(r"^gpujoin_serving(\{[^}]*\})? 1(\.0*)?(e\+0+)?\s*$", re.M)
+    wait_until("gpujoind /metrics with gpujoin_serving 1",
+               lambda: serving.search(http_get(metrics_url)), 20, procs)
+    return f"127.0.0.1:{grpc_port}", metrics_port, metrics_url
+
+
+def run_workload(args, address, workdir):
+    stubs = os.path.join(workdir, "stubs")
+    os.makedirs(stubs)
+    pb2, pb2_grpc = gpujoin_workload.generate_stubs(os.path.join(args.source_dir, "proto"), stubs)
+    w = gpujoin_workload.Workload(address, pb2, pb2_grpc, log=log)
+    try:
+        w.run()
+    finally:
+        w.close()
+
+
+def check_metrics(args, metrics_text):
+    known = deploy_lint.exposition_names(metrics_text)
+    gpujoin_names = sorted(n for n in known if n.startswith("gpujoin_"))
+    log(f"/metrics after the workload: {len(gpujoin_names)} gpujoin_ sample names")
+    fails = deploy_lint.Failures()
+    n = deploy_lint.check_metrics_exist(args.source_dir, known, fails, "gpujoind's /metrics output")
+    log(f"checked {n} metric references of dashboards and alert rules")
+    # The workload's own index must be there with its label.
+    want = f'gpujoin_index_load_factor{{index="{gpujoin_workload.SENSORS}"}}'
+    if f'index="{gpujoin_workload.SENSORS}"' not in metrics_text:
+        fails.add(f"/metrics has no series for the workload's index ({want})")
+    if f'index="{gpujoin_workload.DROPPED}"' in metrics_text:
+        fails.add(f"/metrics still has series of the dropped index {gpujoin_workload.DROPPED}")
+    # Not a failure: metrics the server exports that the operations guide does not describe.
+    undocumented = sorted(set(re.sub(r"_(bucket|sum|count)$", "", n) for n in gpujoin_names)
+                          - deploy_lint.documented_metrics(args.source_dir))
+    if undocumented:
+        log(f"note: not described in docs/operations.md: {', '.join(undocumented)}")
+    return fails
+
+
+def prometheus_config(args, metrics_port, prom_port, workdir):
+    """A test copy of deploy/prometheus/prometheus.yml pointing at the test server."""
+    src = os.path.join(args.source_dir, "deploy", "prometheus", "prometheus.yml")
+    with open(src) as f:
+        cfg = yaml.safe_load(f)
+    cfg["global"]["scrape_interval"] = "1s"
+    cfg["global"]["evaluation_interval"] = "1s"
+    rules_dir = os.path.join(args.source_dir, "deploy", "prometheus")
+    cfg["rule_files"] = [os.path.join(rules_dir, r) for r in cfg.get("rule_files", [])]
+    jobs = {j["job_name"]: j for j in cfg["scrape_configs"]}
+    if "gpujoind" not in jobs:
+        raise AssertionError(f"{src}: no scrape job named gpujoind")
+    job = jobs["gpujoind"]
+    job["scrape_interval"] = "1s"
+    job["scrape_timeout"] = "1s"
+    for sc in job["static_configs"]:
+        sc["targets"] = [f"127.0.0.1:{metrics_port}"]
+    if "prometheus" in jobs:
+        for sc in jobs["prometheus"]["static_configs"]:
+            sc["targets"] = [f"127.0.0.1:{prom_port}"]
+    path = os.path.join(workdir, "prometheus.yml")
+    with open(path, "w") as f:
+        yaml.safe_dump(cfg, f)
+    return path
+
+
+def prom_query(base, expr):
+    url = f"{base}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+    try:
+        body = http_get(url)
+    except urllib.error.HTTPError as e:  # 400 for a bad expression: keep Prometheus' error text
+        body = e.read().decode()
+    return json.loads(body)
+
+
+def start_prometheus(args, metrics_port, procs, workdir):
+    """Starts Prometheus on the test copy of the config; returns its base URL."""
+    prom_port = free_port()
+    config = prometheus_config(args, metrics_port, prom_port, workdir)
+    check = subprocess.run([args.promtool, "check", "config", config], capture_output=True, text=True) \
+        if args.promtool else None
+    if check is not None and check.returncode != 0:
+        raise AssertionError(f"promtool rejects the test config:\n{check.stdout}{check.stderr}")
+    procs.start("prometheus", [args.prometheus, f"--config.file={config}",
+                               f"--storage.tsdb.path={os.path.join(workdir, 'tsdb')}",
+                               f"--web.listen-address=127.0.0.1:{prom_port}",
+                               "--storage.tsdb.retention.time=1h", "--log.level=warn"])
+    base = f"http://127.0.0.1:{prom_port}"
+    wait_until("Prometheus ready", lambda: "Ready" in http_get(f"{base}/-/ready"), 30, procs)
+    return base
+
+
+def scrape_checks(args, base, procs, fails):
+    """Prometheus-side checks after the workload; problems go to `fails`."""
+    # The workload's series, through the query API.
+    series = f'gpujoin_query_rows_total{{job="gpujoind",index="{gpujoin_workload.SENSORS}",op="lookup"}}'
+
+    def workload_series():
+        r = prom_query(base, series)
+        return r["data"]["result"] if r.get("status") == "success" and r["data"]["result"] else None
+
+    found = wait_until(f"Prometheus to return {series}", workload_series, 30, procs)
+    log(f"Prometheus has {series} = {found[0]['value'][1]}")
+    if float(found[0]["value"][1]) <= 0:
+        fails.add(f"{series} is {found[0]['value'][1]}, the workload looked keys up")
+    up = prom_query(base, 'up{job="gpujoind"}')["data"]["result"]
+    if not up or up[0]["value"][1] != "1":
+        fails.add(f'up{{job="gpujoind"}} is {up}, want 1')
+
+    # Rules: loaded from the repository's file and evaluated without error.
+    def rules_evaluated():
+        r = json.loads(http_get(f"{base}/api/v1/rules"))
+        rules = [rule for g in r["data"]["groups"] for rule in g["rules"]]
+        # health is "unknown" until a rule's first evaluation.
+        return rules if rules and all(rule.get("health") != "unknown" for rule in rules) else None
+
+    rules = wait_until("every alert rule evaluated once", rules_evaluated, 20, procs)
+    expected = len(deploy_lint.alert_expressions(args.source_dir))
+    if len(rules) != expected:
+        fails.add(f"Prometheus loaded {len(rules)} rules, the rule files have {expected}")
+    for rule in rules:
+        if rule.get("health") != "ok":
+            fails.add(f"rule {rule.get('name')}: health {rule.get('health')}: {rule.get('lastError')}")
+    log(f"{len(rules)} alert rules evaluated; firing or pending: "
+        + (", ".join(sorted({r['name'] for r in rules if r.get('state') != 'inactive'})) or "none"))
+
+    # Every dashboard query parses and runs on a real Prometheus.
+    empty = []
+    for where, expr in deploy_lint.dashboard_expressions(args.source_dir):
+        q = deploy_lint.substitute_grafana_vars(expr)
+        r = prom_query(base, q)
+        if r.get("status") != "success":
+            fails.add(f"{where}: Prometheus rejects {q!r}: {r.get('errorType')}: {r.get('error')}")
+        elif not r["data"]["result"]:
+            empty.append(where)
+    log(f"ran {len(deploy_lint.dashboard_expressions(args.source_dir))} dashboard queries; "
+        f"{len(empty)} returned no data yet (rates need a few scrapes): {empty}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("mode", choices=["metrics", "scrape"])
+    ap.add_argument("--gpujoind", required=True)
+    ap.add_argument("--prometheus")
+    ap.add_argument("--promtool")
+    ap.add_argument("--source-dir", required=True)
+    ap.add_argument("--timeout", type=float, default=50, help="seconds for the whole check")
+    args = ap.parse_args()
+    args.source_dir = os.path.abspath(args.source_dir)
+    for what, path in (("gpujoind", args.gpujoind), ("prometheus", args.prometheus)):
+        if (what == "gpujoind" or args.mode == "scrape") and not (path and os.access(path, os.X_OK)):
+            log(f"FAIL: {what} binary {path!r} is not an executable file")
+            return 1
+
+    # A hard bound on the whole test, whatever hangs: SIGALRM raises here.
+    def on_alarm(signum, frame):
+        raise TimeoutError(f"live_stack {args.mode}: exceeded {args.timeout:.0f}s")
+    signal.signal(signal.SIGALRM, on_alarm)
+    def on_term(signum, frame):
+        raise KeyboardInterrupt("SIGTERM")
+    signal.signal(signal.SIGTERM, on_term)
+    signal.alarm(int(args.timeout))
+
+    workdir = tempfile.mkdtemp(prefix=f"gpujoin-deploy-{args.mode}-")
+    procs = Processes(workdir)
+    ok = False
+    try:
+        address, metrics_port, metrics_url = start_server(args, procs, workdir)
+        # Every process starts before the workload opens a gRPC channel (see _die_with_parent).
+        prom = start_prometheus(args, metrics_port, procs, workdir) if args.mode == "scrape" else None
+        run_workload(args, address, workdir)
+        text = http_get(metrics_url)
+        fails = check_metrics(args, text)
+        if args.mode == "scrape":
+            scrape_checks(args, prom, procs, fails)
+        procs.check_alive()
+        ok = fails.report(f"live {args.mode} check") == 0
+    except (AssertionError, TimeoutError, RuntimeError) as e:
+        log(f"FAIL: {e}")
+    finally:
+        signal.alarm(0)
+        procs.stop_all(show_logs=not ok)
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
