@@ -1,0 +1,130 @@
+// Hash nodes run through the public backend API (CreateBackend(...)->Run(graph)),
+// on the CPU backend and, when a device is present, the CUDA backend: known
+// answers, equality with the host reference on random composites, graph-level
+// validation (node index in the message) and a hash node after another node.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gpujoin/engine/backend.hpp"
+#include "gpujoin/engine/graph.hpp"
+#include "hash_test_util.hpp"
+#include "known_answers.hpp"
+
+namespace gpujoin::engine {
+namespace {
+
+using ::gpujoin::engine::testing::HashOnHost;
+using ::gpujoin::engine::testing::HashOutput;
+using ::gpujoin::engine::testing::kAllTypes;
+using ::gpujoin::engine::testing::NodeBuffers;
+using ::gpujoin::engine::testing::OwnedColumn;
+using ::gpujoin::engine::testing::RandomColumn;
+using ::gpujoin::engine::testing::Views;
+using ::testing::HasSubstr;
+
+class HashBackendTest : public ::testing::TestWithParam<BackendKind> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == BackendKind::kCuda && !CudaDeviceAvailable()) {
+      GTEST_SKIP() << "no CUDA device is visible (or this build has no CUDA backend)";
+    }
+    BackendOptions options;
+    options.cpu_threads = 2;
+    auto backend = CreateBackend(GetParam(), options);
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    backend_ = std::move(*backend);
+  }
+
+  absl::StatusOr<HashOutput> Run(const std::vector<HashColumn>& columns, HashBits bits) {
+    NodeBuffers b(columns, bits);
+    CommandGraph graph;
+    graph.Add(b.node);
+    GPUJOIN_RETURN_IF_ERROR(backend_->Run(graph));
+    return b.Output();
+  }
+
+  std::unique_ptr<Backend> backend_;
+};
+
+TEST_P(HashBackendTest, KnownAnswers) {
+  for (const auto& ka : testing::KnownAnswerCases()) {
+    for (HashBits bits : {HashBits::k32, HashBits::k64}) {
+      SCOPED_TRACE(ka.name + (bits == HashBits::k32 ? " hash32" : " hash64"));
+      auto out = Run(Views(ka.columns), bits);
+      ASSERT_TRUE(out.ok()) << out.status();
+      std::vector<std::optional<uint64_t>> expected(ka.expected64);
+      if (bits == HashBits::k32) expected.assign(ka.expected32.begin(), ka.expected32.end());
+      ASSERT_EQ(out->rows, expected.size());
+      for (size_t r = 0; r < expected.size(); ++r) {
+        EXPECT_EQ(out->Valid(r), expected[r].has_value()) << r;
+        EXPECT_EQ(out->hashes[r], expected[r].value_or(0)) << r;
+      }
+    }
+  }
+}
+
+TEST_P(HashBackendTest, RandomCompositeMatchesHostReference) {
+  std::mt19937_64 rng(31);
+  std::vector<OwnedColumn> columns;
+  uint64_t lead = 0;
+  for (ColumnType type : kAllTypes) columns.push_back(RandomColumn(type, 5000, 0.03, lead++, rng));
+  for (HashBits bits : {HashBits::k32, HashBits::k64}) {
+    auto expected = HashOnHost(Views(columns), bits);
+    auto actual = Run(Views(columns), bits);
+    ASSERT_TRUE(expected.ok()) << expected.status();
+    ASSERT_TRUE(actual.ok()) << actual.status();
+    EXPECT_EQ(*actual, *expected);
+  }
+}
+
+TEST_P(HashBackendTest, ZeroRows) {
+  const OwnedColumn c = testing::BinaryColumn({});
+  auto out = Run({c.View()}, HashBits::k32);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(out->hashes.empty());
+}
+
+// The graph validates hash nodes before running anything and names the node.
+TEST_P(HashBackendTest, InvalidNodeIsRejectedWithItsIndex) {
+  const OwnedColumn a = testing::FixedColumn<uint32_t>(ColumnType::kUint32, std::vector<uint32_t>{1, 2});
+  OwnedColumn b = testing::BinaryColumn({"x", "y"});
+  b.offsets.back() = 50;  // past the end of data
+  NodeBuffers ok({a.View()}, HashBits::k64);
+  NodeBuffers bad({a.View(), b.View()}, HashBits::k64);
+  CommandGraph graph;
+  graph.Add(ok.node);
+  graph.Add(bad.node);
+  const absl::Status status = backend_->Run(graph);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr("node 1 (hash)"));
+  EXPECT_THAT(std::string(status.message()), HasSubstr("column 1 (binary)"));
+  // Nothing ran: the first node's outputs still hold their fill pattern.
+  EXPECT_EQ(ok.out64[0], 0xDEADBEEFDEADBEEFull);
+}
+
+// Two hash nodes in one graph (hash64 and hash32 of the same columns).
+TEST_P(HashBackendTest, SeveralHashNodesInOneGraph) {
+  std::mt19937_64 rng(32);
+  const OwnedColumn a = RandomColumn(ColumnType::kInt64, 777, 0.1, 2, rng);
+  const OwnedColumn s = RandomColumn(ColumnType::kBinary, 777, 0.1, 0, rng);
+  NodeBuffers n64({a.View(), s.View()}, HashBits::k64);
+  NodeBuffers n32({a.View(), s.View()}, HashBits::k32);
+  CommandGraph graph;
+  graph.Add(n64.node);
+  graph.Add(n32.node);
+  ASSERT_TRUE(backend_->Run(graph).ok());
+  EXPECT_EQ(n64.Output(), *HashOnHost({a.View(), s.View()}, HashBits::k64));
+  EXPECT_EQ(n32.Output(), *HashOnHost({a.View(), s.View()}, HashBits::k32));
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, HashBackendTest,
+                         ::testing::Values(BackendKind::kCpu, BackendKind::kCuda),
+                         [](const auto& info) { return std::string(BackendKindName(info.param)); });
+
+}  // namespace
+}  // namespace gpujoin::engine
