@@ -83,11 +83,15 @@ WORKDIR /tmp
 # gRPC API and Prometheus /metrics.
 EXPOSE 50051 9464
 
+# The CLI's default server, so `docker exec <container> gpujoin info` works.
+ENV GPUJOIN_SERVER=127.0.0.1:50051
+
 # Readiness through the gRPC health service (grpc.health.v1), over loopback
-# inside the container. Without --tls-cert/--auth-token-file on the server; a
-# deployment that enables them overrides the healthcheck (docs/operations.md).
+# inside the container; the call's own deadline is below Docker's timeout.
+# Without --tls-cert/--auth-token-file on the server; a deployment that
+# enables them overrides the healthcheck (docs/operations.md).
 HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
-  CMD ["gpujoin", "--server", "127.0.0.1:50051", "health"]
+  CMD ["gpujoin", "--server", "127.0.0.1:50051", "--timeout", "3", "health"]
 
 # gpujoind listens on loopback unless told otherwise, so the default command
 # binds all interfaces of the container. A replacement command must repeat
