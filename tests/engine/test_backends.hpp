@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,9 @@ struct BackendParam {
   BackendKind kind = BackendKind::kCpu;
   uint32_t cpu_threads = 0;
 };
+
+/// Prints the configuration's name in gtest messages.
+inline void PrintTo(const BackendParam& p, std::ostream* os) { *os << p.name; }
 
 /// Every configuration; CUDA is always listed and skipped at run time when absent.
 std::vector<BackendParam> AllBackends();
