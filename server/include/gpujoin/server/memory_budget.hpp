@@ -1,0 +1,55 @@
+// Device-memory budget accounting for resident indexes. A build reserves the
+// bytes of its table (HashIndexSpec::TableBytes) before the engine allocates it;
+// the reservation lives inside the index version and is released when the last
+// reference to that version goes away (so memory still read by in-flight batches
+// stays counted).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace gpujoin::server {
+
+class MemoryBudget {
+ public:
+  /// `limit_bytes`: the most bytes all reservations together may hold.
+  explicit MemoryBudget(uint64_t limit_bytes);
+
+  /// RAII share of the budget. Move-only; releasing is idempotent and never fails.
+  class Reservation {
+   public:
+    Reservation() = default;
+    Reservation(Reservation&& other) noexcept { *this = std::move(other); }
+    Reservation& operator=(Reservation&& other) noexcept;
+    Reservation(const Reservation&) = delete;
+    Reservation& operator=(const Reservation&) = delete;
+    ~Reservation() { Release(); }
+
+    uint64_t bytes() const { return bytes_; }
+    /// Gives the bytes back to the budget now.
+    void Release();
+
+   private:
+    friend class MemoryBudget;
+    struct State;
+    std::shared_ptr<State> state_;
+    uint64_t bytes_ = 0;
+  };
+
+  /// Reserves `bytes` for `what` (e.g. `index "orders"`). RESOURCE_EXHAUSTED, with
+  /// the request, the bytes in use and the limit, when it does not fit; nothing
+  /// changes then.
+  absl::StatusOr<Reservation> Reserve(uint64_t bytes, std::string_view what);
+
+  uint64_t used_bytes() const;
+  uint64_t limit_bytes() const;
+
+ private:
+  std::shared_ptr<Reservation::State> state_;
+};
+
+}  // namespace gpujoin::server

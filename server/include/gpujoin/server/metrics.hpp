@@ -1,0 +1,136 @@
+// Prometheus metrics of gpujoind (names agreed with deploy/ dashboards and
+// alerts; documented in docs/metrics.md). Metrics may be added, never renamed.
+//
+// Per-index series (label `index`) exist while the index is live and are removed
+// when it is dropped; updates for a name that is not live (an in-flight batch that
+// outlived a drop) are ignored so that a drop really removes the series.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "gpujoin/engine/types.hpp"
+#include "gpujoin/server/index_registry.hpp"
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+
+namespace gpujoin::server {
+
+/// Query operation label values.
+enum class QueryOp { kLookup, kJoin };
+
+/// Build outcome label values of gpujoin_index_builds_total.
+enum class BuildResult { kOk, kInvalidArgument, kResourceExhausted, kAlreadyExists, kCancelled, kError };
+
+/// "ok", "invalid_argument", ...
+std::string_view BuildResultName(BuildResult result);
+
+/// The RPC names used as the `rpc` label.
+inline constexpr std::string_view kRpcNames[] = {"BuildIndex", "DropIndex",  "ListIndexes",
+                                                 "DescribeIndex", "Lookup", "Join",
+                                                 "Aggregate", "Hash", "GetServerInfo"};
+
+class Metrics {
+ public:
+  Metrics();
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
+
+  /// The registry to expose (prometheus::Exposer::RegisterCollectable).
+  std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
+
+  /// gpujoin_backend_info{backend,device} = 1.
+  void SetBackendInfo(std::string_view backend, std::string_view device);
+  /// gpujoin_device_memory_{used,budget,total}_bytes.
+  void SetDeviceMemory(uint64_t used, uint64_t budget, uint64_t total);
+  /// gpujoin_serving (1/0).
+  void SetServing(bool serving);
+  /// gpujoin_inflight_batches.
+  void SetInflightBatches(int64_t batches);
+  /// gpujoin_indexes.
+  void SetIndexCount(size_t count);
+
+  /// Marks `v`'s name live and sets all its per-index gauges from `v`.
+  void SetIndex(const IndexVersion& v);
+  /// Removes every series labelled with `name` (gauges, counters, builds).
+  void RemoveIndex(const std::string& name);
+  /// gpujoin_index_builds_total{index,result} += 1. Counted also for names that are
+  /// not live (a failed first build); such series are removed by a later drop.
+  void CountBuild(const std::string& name, BuildResult result);
+  /// One query batch of `rows` rows on live index `name`.
+  void RecordQuery(const std::string& name, QueryOp op, uint64_t rows,
+                   const engine::QueryStatistics& stats);
+  /// One join batch: `pairs` matching pairs (before truncation), overflow flag.
+  void RecordJoinBatch(const std::string& name, uint64_t pairs, bool overflow);
+
+  /// gpujoin_rpc_duration_seconds / batches / rows for one unary call or one batch.
+  void ObserveRpc(std::string_view rpc, double seconds, uint64_t rows);
+  /// gpujoin_rpc_errors_total{rpc,code}; `code` is the gRPC code name.
+  void CountRpcError(std::string_view rpc, std::string_view code);
+
+ private:
+  struct QuerySeries {
+    prometheus::Counter* rows = nullptr;
+    prometheus::Counter* found = nullptr;
+    prometheus::Counter* missing = nullptr;
+    prometheus::Counter* probes = nullptr;
+    prometheus::Gauge* max_probes = nullptr;
+  };
+  struct IndexSeries {
+    bool live = false;
+    std::map<std::string, prometheus::Gauge*> gauges;  // by family name
+    QuerySeries lookup, join;
+    prometheus::Counter* join_pairs = nullptr;
+    prometheus::Counter* join_overflow = nullptr;
+    std::map<BuildResult, prometheus::Counter*> builds;
+  };
+  struct RpcSeries {
+    prometheus::Histogram* duration = nullptr;
+    prometheus::Counter* batches = nullptr;
+    prometheus::Counter* rows = nullptr;
+  };
+
+  QuerySeries MakeQuerySeries(const std::string& name, std::string_view op);
+  void RemoveQuerySeries(QuerySeries& q);
+
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::mutex mu_;
+
+  // Per index.
+  std::map<std::string, prometheus::Family<prometheus::Gauge>*> index_gauges_;
+  prometheus::Family<prometheus::Counter>* builds_;
+  prometheus::Family<prometheus::Counter>* query_rows_;
+  prometheus::Family<prometheus::Counter>* query_found_;
+  prometheus::Family<prometheus::Counter>* query_missing_;
+  prometheus::Family<prometheus::Counter>* query_probes_;
+  prometheus::Family<prometheus::Gauge>* query_max_probes_;
+  prometheus::Family<prometheus::Counter>* join_pairs_;
+  prometheus::Family<prometheus::Counter>* join_overflow_;
+  std::map<std::string, IndexSeries> indexes_;
+
+  // Per RPC.
+  prometheus::Family<prometheus::Histogram>* rpc_duration_;
+  prometheus::Family<prometheus::Counter>* rpc_batches_;
+  prometheus::Family<prometheus::Counter>* rpc_rows_;
+  prometheus::Family<prometheus::Counter>* rpc_errors_;
+  std::map<std::string, RpcSeries, std::less<>> rpcs_;
+  std::map<std::pair<std::string, std::string>, prometheus::Counter*> rpc_errors_by_code_;
+
+  // Service.
+  prometheus::Gauge* memory_used_;
+  prometheus::Gauge* memory_budget_;
+  prometheus::Gauge* memory_total_;
+  prometheus::Family<prometheus::Gauge>* backend_info_;
+  prometheus::Gauge* serving_;
+  prometheus::Gauge* inflight_;
+  prometheus::Gauge* index_count_;
+};
+
+}  // namespace gpujoin::server

@@ -1,0 +1,151 @@
+// The request operations of the GpuJoin service, independent of gRPC transport:
+// decode and validate a request, turn it into an engine command graph, run it on
+// the backend and encode the response. Called on executor threads by the reactors
+// in service.cpp; every method is thread-safe.
+//
+// Errors are absl::Status values whose codes map one-to-one onto gRPC codes; their
+// messages name the request field and the sizes involved.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "gpujoin/engine/aggregation.hpp"
+#include "gpujoin/engine/backend.hpp"
+#include "gpujoin/server/column_codec.hpp"
+#include "gpujoin/server/config.hpp"
+#include "gpujoin/server/index_registry.hpp"
+#include "gpujoin/server/memory_budget.hpp"
+#include "gpujoin/server/metrics.hpp"
+#include "gpujoin/v1/gpujoin.pb.h"
+
+namespace gpujoin::server {
+
+/// The shared state the operations work on. Not owned.
+struct ServiceState {
+  engine::Backend* backend = nullptr;
+  engine::BackendInfo backend_info;
+  IndexRegistry* registry = nullptr;
+  MemoryBudget* budget = nullptr;
+  Metrics* metrics = nullptr;
+  ServerConfig config;
+  /// Called (possibly repeatedly, from any thread) when a backend call failed and
+  /// the backend reports itself unhealthy afterwards (a fatal device error).
+  std::function<void()> on_backend_fatal;
+};
+
+/// The partial result of one aggregate batch, merged in stream order.
+struct AggregatePartial {
+  std::vector<uint32_t> counts;  ///< kCount output, or contributing rows for value ops
+  std::vector<float> values;     ///< output of the partial op (kSum for kMean); empty for kCount
+};
+
+class Operations;
+
+/// Per-stream state of an Aggregate call: the operation and group count fixed by
+/// the first admitted batch, and the running accumulation over all batches.
+class AggregateStream {
+ public:
+  /// Cheap checks run in arrival order: op set, groups in range and equal to the
+  /// stream's. The first admitted batch fixes op and groups for the stream.
+  absl::Status Admit(const v1::AggregateRequest& request, uint64_t max_message_bytes);
+  /// Merges a successful batch's partial (in stream order) and writes the totals
+  /// into `response` (dropping per-batch results when accumulate_only).
+  void Complete(const v1::AggregateRequest& request, v1::AggregateResponse* response,
+                AggregatePartial& partial);
+
+ private:
+  std::optional<engine::AggregationAccumulator> accumulator_;
+};
+
+/// Accumulates the messages of one BuildIndex call and runs the build.
+class BuildSession {
+ public:
+  explicit BuildSession(Operations* ops) : ops_(ops) {}
+
+  /// Takes the next message: the spec first, then chunks. Validates it (names and
+  /// sizes), and for a spec whose capacity is known reserves the budget already,
+  /// so oversized or create-only conflicts fail before any data is sent.
+  absl::Status Add(v1::BuildIndexRequest&& message);
+
+  /// Builds the index from everything added and installs it atomically under its
+  /// name. When `cancelled` is true after the build, nothing is installed
+  /// (CANCELLED). The old version, if any, stays live on every error.
+  absl::StatusOr<std::shared_ptr<const IndexVersion>> Finish(const std::atomic<bool>& cancelled);
+
+  /// The spec's name once a valid spec was added ("" before).
+  const std::string& name() const { return name_; }
+  uint64_t rows() const { return key_rows_; }
+
+ private:
+  absl::Status AddSpec(const v1::IndexSpec& spec);
+  absl::Status AddChunk(std::unique_ptr<v1::BuildChunk> chunk);
+  absl::Status ReserveFor(uint32_t capacity);
+
+  Operations* ops_;
+  bool have_spec_ = false;
+  v1::IndexSpec spec_;
+  std::string name_;
+  std::optional<uint32_t> capacity_;  // known once sized
+  MemoryBudget::Reservation reservation_;
+  std::vector<std::unique_ptr<v1::BuildChunk>> chunks_;
+  std::vector<DecodedColumn<uint32_t>> keys_, values_, validity_;
+  std::vector<uint32_t> row_bases_;
+  uint64_t key_rows_ = 0;
+  uint64_t value_rows_ = 0;
+};
+
+class Operations {
+ public:
+  explicit Operations(ServiceState state) : state_(std::move(state)) {}
+
+  const ServiceState& state() const { return state_; }
+
+  /// One Lookup batch; fills `response` (except batch_id).
+  absl::Status Lookup(const v1::LookupRequest& request, v1::LookupResponse* response);
+  /// One Join request (one or several left batches).
+  absl::Status Join(const v1::JoinRequest& request, v1::JoinResponse* response);
+  /// One Aggregate batch: this batch's result into `response` and `partial`
+  /// (accumulation happens in AggregateStream::Complete, in stream order).
+  absl::Status Aggregate(const v1::AggregateRequest& request, v1::AggregateResponse* response,
+                         AggregatePartial* partial);
+  /// One Hash batch.
+  absl::Status Hash(const v1::HashRequest& request, v1::HashResponse* response);
+
+  absl::Status DropIndex(const v1::DropIndexRequest& request, v1::DropIndexResponse* response);
+  absl::Status ListIndexes(v1::ListIndexesResponse* response);
+  absl::Status DescribeIndex(const v1::DescribeIndexRequest& request,
+                             v1::DescribeIndexResponse* response);
+  /// `serving`: the health state to report.
+  absl::Status GetServerInfo(bool serving, v1::GetServerInfoResponse* response);
+
+  /// Copies a version's description into `info`.
+  static void FillIndexInfo(const IndexVersion& v, v1::IndexInfo* info);
+
+  /// Runs `graph`, reporting a fatal backend error through on_backend_fatal.
+  absl::Status RunGraph(const engine::CommandGraph& graph);
+
+  /// Publishes device memory and index count gauges.
+  void UpdateServiceGauges();
+
+ private:
+  friend class BuildSession;
+  /// The live version of `name` (validating the name as `field`), or NOT_FOUND.
+  absl::StatusOr<std::shared_ptr<const IndexVersion>> FindIndex(const std::string& name,
+                                                                std::string_view field);
+  /// INVALID_ARGUMENT when a response of `bytes` would exceed --max-message-bytes.
+  absl::Status CheckResponseSize(uint64_t bytes, std::string_view what) const;
+
+  ServiceState state_;
+};
+
+/// "INVALID_ARGUMENT", "NOT_FOUND", ... (gRPC code names).
+std::string StatusCodeName(absl::StatusCode code);
+
+}  // namespace gpujoin::server

@@ -1,0 +1,103 @@
+// The GpuJoin gRPC service on the callback API. Reactors never run engine work:
+// they decode cheap framing, apply flow control and admission, hand batches to
+// the Executor and write the responses back in request order.
+//
+// Streams (Lookup, Join, Aggregate, Hash): each batch gets exactly one response,
+// in request order. A bad batch gets an in-band BatchError and the stream goes
+// on. At most --max-inflight-per-stream batches of one stream are read but not
+// yet answered (further reads wait: flow control); at most --max-inflight-batches
+// are processed at once over all streams (beyond that a batch gets an in-band
+// RESOURCE_EXHAUSTED naming that limit).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "gpujoin/server/auth.hpp"
+#include "gpujoin/server/executor.hpp"
+#include "gpujoin/server/operations.hpp"
+#include "gpujoin/v1/gpujoin.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+
+namespace gpujoin::server {
+
+/// absl::Status -> grpc::Status (the codes are the same numbers).
+grpc::Status ToGrpcStatus(const absl::Status& status);
+
+/// A stream that can be told to finish early when the server drains.
+class DrainableStream {
+ public:
+  virtual ~DrainableStream() = default;
+  /// Stop reading; answer the batches already read, then end with UNAVAILABLE.
+  virtual void Drain() = 0;
+};
+
+class GpuJoinService final : public v1::GpuJoin::CallbackService {
+ public:
+  /// `auth` may be null (no authentication). None of the pointers is owned; all
+  /// must outlive the gRPC server.
+  GpuJoinService(Operations* ops, Executor* executor, InflightLimiter* limiter,
+                 const TokenAuthenticator* auth);
+
+  grpc::ServerReadReactor<v1::BuildIndexRequest>* BuildIndex(
+      grpc::CallbackServerContext* context, v1::BuildIndexResponse* response) override;
+  grpc::ServerUnaryReactor* DropIndex(grpc::CallbackServerContext* context,
+                                      const v1::DropIndexRequest* request,
+                                      v1::DropIndexResponse* response) override;
+  grpc::ServerUnaryReactor* ListIndexes(grpc::CallbackServerContext* context,
+                                        const v1::ListIndexesRequest* request,
+                                        v1::ListIndexesResponse* response) override;
+  grpc::ServerUnaryReactor* DescribeIndex(grpc::CallbackServerContext* context,
+                                          const v1::DescribeIndexRequest* request,
+                                          v1::DescribeIndexResponse* response) override;
+  grpc::ServerBidiReactor<v1::LookupRequest, v1::LookupResponse>* Lookup(
+      grpc::CallbackServerContext* context) override;
+  grpc::ServerBidiReactor<v1::JoinRequest, v1::JoinResponse>* Join(
+      grpc::CallbackServerContext* context) override;
+  grpc::ServerBidiReactor<v1::AggregateRequest, v1::AggregateResponse>* Aggregate(
+      grpc::CallbackServerContext* context) override;
+  grpc::ServerBidiReactor<v1::HashRequest, v1::HashResponse>* Hash(
+      grpc::CallbackServerContext* context) override;
+  grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* context,
+                                          const v1::GetServerInfoRequest* request,
+                                          v1::GetServerInfoResponse* response) override;
+
+  /// Health as reported by GetServerInfo (the caller also sets grpc.health.v1).
+  void SetServing(bool serving) { serving_.store(serving); }
+  bool serving() const { return serving_.load(); }
+
+  /// Starts a graceful drain: new calls get UNAVAILABLE, open streams answer what
+  /// they have read and end with UNAVAILABLE. Builds already streaming finish.
+  void BeginDrain();
+  bool draining() const { return draining_.load(); }
+
+  // Used by the reactors.
+  /// Auth and drain checks at the start of a call; counts the error when not OK.
+  absl::Status Admit(grpc::CallbackServerContext* context, std::string_view rpc);
+  void Register(DrainableStream* stream);
+  void Unregister(DrainableStream* stream);
+  Operations* ops() const { return ops_; }
+  Executor* executor() const { return executor_; }
+  InflightLimiter* limiter() const { return limiter_; }
+  Metrics* metrics() const { return ops_->state().metrics; }
+
+ private:
+  template <typename Request, typename Response, typename Fn>
+  grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* context, std::string_view rpc,
+                                  Fn fn);
+
+  Operations* ops_;
+  Executor* executor_;
+  InflightLimiter* limiter_;
+  const TokenAuthenticator* auth_;
+  std::atomic<bool> serving_{true};
+  std::atomic<bool> draining_{false};
+  std::mutex streams_mu_;
+  std::set<DrainableStream*> streams_;
+};
+
+}  // namespace gpujoin::server

@@ -1,0 +1,138 @@
+#include "gpujoin/server/config.hpp"
+
+#include <cctype>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "gpujoin/engine/backend.hpp"
+
+namespace gpujoin::server {
+
+absl::StatusOr<uint64_t> ParseByteSize(std::string_view text, std::string_view flag) {
+  auto bad = [&](std::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat(std::string(flag), ": \"", std::string(text),
+                                                   "\" ", std::string(why),
+                                                   " (expected e.g. 1073741824, 512M or 8G)"));
+  };
+  size_t i = 0;
+  uint64_t value = 0;
+  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
+    const uint64_t digit = static_cast<uint64_t>(text[i] - '0');
+    if (value > (std::numeric_limits<uint64_t>::max() - digit) / 10) return bad("overflows 64 bits");
+    value = value * 10 + digit;
+    ++i;
+  }
+  if (i == 0) return bad("does not start with a number");
+  std::string suffix = absl::AsciiStrToUpper(std::string(text.substr(i)));
+  int shift = 0;
+  if (suffix.empty() || suffix == "B") {
+    shift = 0;
+  } else {
+    const char unit = suffix[0];
+    const std::string rest = suffix.substr(1);
+    if (rest != "" && rest != "B" && rest != "IB") return bad("has an unknown unit suffix");
+    switch (unit) {
+      case 'K': shift = 10; break;
+      case 'M': shift = 20; break;
+      case 'G': shift = 30; break;
+      case 'T': shift = 40; break;
+      default: return bad("has an unknown unit suffix");
+    }
+  }
+  if (shift > 0 && value > (std::numeric_limits<uint64_t>::max() >> shift)) {
+    return bad("overflows 64 bits");
+  }
+  return value << shift;
+}
+
+absl::StatusOr<std::optional<ServerConfig>> ParseServerFlags(int argc, const char* const* argv,
+                                                             std::ostream& out) {
+  ServerConfig config;
+  CLI::App app{"gpujoind: GPU-resident hash indexes served over gRPC", "gpujoind"};
+  std::string backend = "auto", memory_limit, max_message, log_level = "info";
+  bool version = false;
+  app.add_option("--listen", config.listen, "gRPC listen address (port 0 = any free port)")
+      ->capture_default_str();
+  app.add_option("--metrics-listen", config.metrics_listen,
+                 "Prometheus /metrics address; empty or \"none\" disables it")
+      ->capture_default_str();
+  app.add_option("--backend", backend, "Engine backend: auto, cuda or cpu")->capture_default_str();
+  app.add_option("--device-memory-limit", memory_limit,
+                 "Index memory budget in bytes (K/M/G/T suffixes); default 80% of free device memory");
+  app.add_option("--max-message-bytes", max_message,
+                 "Largest gRPC message in bytes (K/M/G suffixes); default 256M");
+  app.add_option("--tls-cert", config.tls_cert, "PEM certificate chain; with --tls-key serves TLS");
+  app.add_option("--tls-key", config.tls_key, "PEM private key for --tls-cert");
+  app.add_option("--auth-token-file", config.auth_token_file,
+                 "File holding a bearer token that every GpuJoin call must present");
+  app.add_option("--log-level", log_level, "debug, info, warning or error")->capture_default_str();
+  app.add_option("--max-inflight-per-stream", config.max_inflight_per_stream,
+                 "Batches of one stream processed at once (further reads wait)")
+      ->capture_default_str();
+  app.add_option("--max-inflight-batches", config.max_inflight_batches,
+                 "Batches processed at once over all streams (beyond: RESOURCE_EXHAUSTED)")
+      ->capture_default_str();
+  app.add_option("--executor-threads", config.executor_threads,
+                 "Threads running engine work; 0 = hardware concurrency")
+      ->capture_default_str();
+  app.add_option("--cpu-threads", config.cpu_threads, "CPU backend threads; 0 = hardware concurrency")
+      ->capture_default_str();
+  app.add_option("--drain-timeout", config.drain_timeout_seconds,
+                 "Seconds to drain on SIGTERM/SIGINT before cancelling remaining calls")
+      ->capture_default_str();
+  app.add_flag("--version", version, "Print the version and exit");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    out << app.help();
+    return std::optional<ServerConfig>();
+  } catch (const CLI::ParseError& e) {
+    return absl::InvalidArgumentError(e.what());
+  }
+  if (version) {
+    out << "gpujoind " << GPUJOIN_VERSION << "\n";
+    return std::optional<ServerConfig>();
+  }
+
+  auto kind = engine::ParseBackendKind(backend);
+  if (!kind.ok()) return kind.status();
+  config.backend = *kind;
+  auto level = ParseLogLevel(log_level);
+  if (!level.ok()) return level.status();
+  config.log_level = *level;
+  if (!memory_limit.empty()) {
+    auto bytes = ParseByteSize(memory_limit, "--device-memory-limit");
+    if (!bytes.ok()) return bytes.status();
+    config.device_memory_limit = *bytes;
+  }
+  if (!max_message.empty()) {
+    auto bytes = ParseByteSize(max_message, "--max-message-bytes");
+    if (!bytes.ok()) return bytes.status();
+    if (*bytes < 4096 || *bytes > (2ull << 30) - 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--max-message-bytes: ", *bytes, " is outside [4096, 2147483647] (gRPC's int limit)"));
+    }
+    config.max_message_bytes = *bytes;
+  }
+  if (config.metrics_listen == "none") config.metrics_listen.clear();
+  if (config.tls_cert.empty() != config.tls_key.empty()) {
+    return absl::InvalidArgumentError("--tls-cert and --tls-key must be given together");
+  }
+  if (config.max_inflight_per_stream == 0) {
+    return absl::InvalidArgumentError("--max-inflight-per-stream: must be at least 1");
+  }
+  if (config.max_inflight_batches == 0) {
+    return absl::InvalidArgumentError("--max-inflight-batches: must be at least 1");
+  }
+  if (!(config.drain_timeout_seconds >= 0)) {
+    return absl::InvalidArgumentError("--drain-timeout: must be >= 0 seconds");
+  }
+  return std::optional<ServerConfig>(std::move(config));
+}
+
+}  // namespace gpujoin::server

@@ -1,0 +1,33 @@
+#include "gpujoin/server/names.hpp"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace gpujoin::server {
+
+absl::Status ValidateIndexName(std::string_view name, std::string_view field) {
+  if (name.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(field), ": index name is empty (expected [A-Za-z0-9_.-]{1,128})"));
+  }
+  if (name.size() > kMaxIndexNameLength) {
+    return absl::InvalidArgumentError(absl::StrCat(std::string(field), ": index name has ",
+                                                   name.size(), " characters, at most ",
+                                                   kMaxIndexNameLength, " are allowed"));
+  }
+  for (size_t i = 0; i < name.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(name[i]);
+    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '.' || c == '-';
+    if (!ok) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: index name has character 0x%02x at position %d (expected [A-Za-z0-9_.-]{1,128})",
+          std::string(field), c, i));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gpujoin::server

@@ -1,0 +1,738 @@
+#include "gpujoin/server/operations.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "gpujoin/engine/graph.hpp"
+#include "gpujoin/engine/status_macros.hpp"
+#include "gpujoin/server/names.hpp"
+
+namespace gpujoin::server {
+namespace {
+
+using engine::AggregateOp;
+
+// Most rows one build may have: generated row IDs and source rows are uint32.
+constexpr uint64_t kMaxBuildRows = std::numeric_limits<uint32_t>::max();
+
+absl::Status Prefixed(const absl::Status& s, std::string_view prefix) {
+  if (s.ok()) return s;
+  return absl::Status(s.code(), absl::StrCat(std::string(prefix), s.message()));
+}
+
+void FillQueryStatistics(const engine::QueryStatistics& s, v1::QueryStatistics* out) {
+  out->set_found(s.found);
+  out->set_missing(s.missing);
+  out->set_total_probes(s.total_probes);
+  out->set_max_probes(s.max_probes);
+}
+
+absl::StatusOr<AggregateOp> ToEngineOp(v1::AggregateOp op) {
+  switch (op) {
+    case v1::AGGREGATE_OP_COUNT: return AggregateOp::kCount;
+    case v1::AGGREGATE_OP_SUM: return AggregateOp::kSum;
+    case v1::AGGREGATE_OP_MIN: return AggregateOp::kMin;
+    case v1::AGGREGATE_OP_MAX: return AggregateOp::kMax;
+    case v1::AGGREGATE_OP_MEAN: return AggregateOp::kMean;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "op: ", static_cast<int>(op),
+          " is not an operation; set AGGREGATE_OP_COUNT, _SUM, _MIN, _MAX or _MEAN"));
+  }
+}
+
+// Per-group output bytes of an aggregate response (batch + totals + contributing rows).
+constexpr uint64_t kAggregateBytesPerGroup = 4 * 3;
+
+}  // namespace
+
+std::string StatusCodeName(absl::StatusCode code) { return absl::StatusCodeToString(code); }
+
+// ------------------------------------------------------------------ common
+
+absl::Status Operations::RunGraph(const engine::CommandGraph& graph) {
+  absl::Status s = state_.backend->Run(graph);
+  if (!s.ok() && !state_.backend->Healthy() && state_.on_backend_fatal) state_.on_backend_fatal();
+  return s;
+}
+
+absl::StatusOr<std::shared_ptr<const IndexVersion>> Operations::FindIndex(const std::string& name,
+                                                                          std::string_view field) {
+  GPUJOIN_RETURN_IF_ERROR(ValidateIndexName(name, field));
+  auto v = state_.registry->Get(name);
+  if (v == nullptr) return absl::NotFoundError(absl::StrCat("index \"", name, "\" not found"));
+  return v;
+}
+
+absl::Status Operations::CheckResponseSize(uint64_t bytes, std::string_view what) const {
+  // Leave room for the response's other fields and framing.
+  const uint64_t limit = state_.config.max_message_bytes - std::min<uint64_t>(4096, state_.config.max_message_bytes / 2);
+  if (bytes > limit) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        std::string(what), " would need a ", bytes, " byte response, more than the ", limit,
+        " bytes allowed by --max-message-bytes=", state_.config.max_message_bytes,
+        "; split the batch"));
+  }
+  return absl::OkStatus();
+}
+
+void Operations::UpdateServiceGauges() {
+  state_.metrics->SetDeviceMemory(state_.budget->used_bytes(), state_.budget->limit_bytes(),
+                                  state_.backend_info.memory_total_bytes);
+  state_.metrics->SetIndexCount(state_.registry->size());
+}
+
+void Operations::FillIndexInfo(const IndexVersion& v, v1::IndexInfo* info) {
+  const engine::HashIndex& index = *v.index;
+  const engine::BuildStatistics& st = index.build_statistics();
+  info->set_name(v.name);
+  info->set_version(v.version);
+  info->set_capacity(index.spec().capacity);
+  info->set_max_probe_count(index.spec().probe_bound());
+  info->set_first_value(v.first_value);
+  info->set_explicit_values(v.explicit_values);
+  info->set_batch_mode(v.batch_mode);
+  info->set_rows(index.built_rows());
+  auto* s = info->mutable_statistics();
+  s->set_unique_keys(st.unique_keys);
+  s->set_duplicate_rows(st.duplicate_rows);
+  s->set_overflow_rows(st.overflow_rows);
+  s->set_invalid_rows(st.invalid_rows);
+  s->set_total_probes(st.total_probes);
+  s->set_max_probes(st.max_probes);
+  info->set_load_factor(index.load_factor());
+  info->set_device_bytes(index.memory_bytes());
+  info->set_build_seconds(v.build_seconds);
+  info->set_backend(std::string(engine::BackendKindName(index.backend())));
+  info->set_built_unix_millis(v.built_unix_millis);
+}
+
+// ------------------------------------------------------------------ lookup
+
+absl::Status Operations::Lookup(const v1::LookupRequest& request, v1::LookupResponse* response) {
+  GPUJOIN_ASSIGN_OR_RETURN(auto version, FindIndex(request.index(), "index"));
+  GPUJOIN_ASSIGN_OR_RETURN(auto keys, DecodeU32Column(request.has_keys(), request.keys(), "keys",
+                                                      Presence::kRequired));
+  const size_t rows = keys.size();
+  const uint32_t capacity = version->index->spec().capacity;
+  if (request.max_probe_count() > capacity) {
+    return absl::InvalidArgumentError(absl::StrCat("max_probe_count: ", request.max_probe_count(),
+                                                   " exceeds the capacity ", capacity,
+                                                   " of index \"", version->name, "\""));
+  }
+  GPUJOIN_RETURN_IF_ERROR(
+      CheckResponseSize(uint64_t(rows) * (request.want_probes() ? 9 : 5),
+                        absl::StrCat("keys: ", rows, " rows")));
+
+  PackedOutput<uint32_t> values(response->mutable_values(), rows);
+  PackedOutput<uint8_t> found(response->mutable_found(), rows);
+  std::optional<PackedOutput<uint32_t>> probes;
+  if (request.want_probes()) probes.emplace(response->mutable_probes(), rows);
+  engine::QueryStatistics stats;
+
+  engine::CommandGraph graph;
+  engine::LookupNode node;
+  node.index = version->index.get();
+  node.keys = {keys.span()};
+  node.values = values.span();
+  node.found = found.span();
+  if (probes) node.probes = probes->span();
+  node.statistics = &stats;
+  node.max_probe_count = request.max_probe_count();
+  graph.Add(std::move(node));
+  GPUJOIN_RETURN_IF_ERROR(RunGraph(graph));
+
+  values.Finish();
+  found.Finish();
+  if (probes) probes->Finish();
+  response->set_index_version(version->version);
+  FillQueryStatistics(stats, response->mutable_statistics());
+  state_.metrics->RecordQuery(version->name, QueryOp::kLookup, rows, stats);
+  return absl::OkStatus();
+}
+
+// ------------------------------------------------------------------ join
+
+absl::Status Operations::Join(const v1::JoinRequest& request, v1::JoinResponse* response) {
+  GPUJOIN_ASSIGN_OR_RETURN(auto version, FindIndex(request.index(), "index"));
+  if (request.batches_size() == 0) {
+    return absl::InvalidArgumentError("batches: at least one left batch is required");
+  }
+  const uint32_t capacity = version->index->spec().capacity;
+  if (request.max_probe_count() > capacity) {
+    return absl::InvalidArgumentError(absl::StrCat("max_probe_count: ", request.max_probe_count(),
+                                                   " exceeds the capacity ", capacity,
+                                                   " of index \"", version->name, "\""));
+  }
+
+  struct BatchBuffers {
+    DecodedColumn<uint32_t> keys, left_rows;
+    uint64_t capacity = 0;
+    engine::JoinResult result;
+    std::optional<PackedOutput<uint32_t>> out_left, out_right, probes;
+    std::optional<PackedOutput<uint8_t>> found;
+  };
+  std::vector<BatchBuffers> buffers(request.batches_size());
+  uint64_t response_bytes = 0;
+  for (int i = 0; i < request.batches_size(); ++i) {
+    const v1::LeftBatch& b = request.batches(i);
+    const std::string field = absl::StrCat("batches[", i, "]");
+    BatchBuffers& buf = buffers[i];
+    GPUJOIN_ASSIGN_OR_RETURN(buf.keys, DecodeU32Column(b.has_keys(), b.keys(), field + ".keys",
+                                                       Presence::kRequired));
+    GPUJOIN_ASSIGN_OR_RETURN(buf.left_rows,
+                             DecodeU32Column(b.has_left_rows(), b.left_rows(),
+                                             field + ".left_rows", Presence::kOptional));
+    if (buf.left_rows.present()) {
+      if (buf.left_rows.size() != buf.keys.size()) {
+        return absl::InvalidArgumentError(absl::StrCat(field, ".left_rows: ", buf.left_rows.size(),
+                                                       " rows but ", field, ".keys has ",
+                                                       buf.keys.size()));
+      }
+      if (b.first_left_row() != 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            field, ".first_left_row: ", b.first_left_row(), " is set together with ", field,
+            ".left_rows; set one of them"));
+      }
+    }
+    buf.capacity = b.capacity() == 0 ? buf.keys.size() : b.capacity();
+    response_bytes += buf.capacity * 8 + buf.keys.size() * ((b.want_found() ? 1 : 0) +
+                                                            (b.want_probes() ? 4 : 0));
+    if (buf.capacity > (uint64_t{1} << 31)) {
+      return absl::InvalidArgumentError(absl::StrCat(field, ".capacity: ", buf.capacity,
+                                                     " pairs is more than 2^31"));
+    }
+  }
+  GPUJOIN_RETURN_IF_ERROR(CheckResponseSize(
+      response_bytes, absl::StrCat("batches: ", request.batches_size(), " batches (pair capacities)")));
+
+  engine::CommandGraph graph;
+  engine::JoinNode node;
+  node.index = version->index.get();
+  node.max_probe_count = request.max_probe_count();
+  for (int i = 0; i < request.batches_size(); ++i) {
+    const v1::LeftBatch& b = request.batches(i);
+    BatchBuffers& buf = buffers[i];
+    v1::JoinBatchResult* r = response->add_results();
+    buf.out_left.emplace(r->mutable_left_rows(), buf.capacity);
+    buf.out_right.emplace(r->mutable_right_rows(), buf.capacity);
+    engine::JoinBatch jb;
+    jb.keys = {buf.keys.span()};
+    jb.left_rows = buf.left_rows.span();
+    jb.first_left_row = b.first_left_row();
+    jb.out_left_rows = buf.out_left->span();
+    jb.out_right_rows = buf.out_right->span();
+    jb.result = &buf.result;
+    if (b.want_found()) {
+      buf.found.emplace(r->mutable_found(), buf.keys.size());
+      jb.found = buf.found->span();
+    }
+    if (b.want_probes()) {
+      buf.probes.emplace(r->mutable_probes(), buf.keys.size());
+      jb.probes = buf.probes->span();
+    }
+    node.batches.push_back(std::move(jb));
+  }
+  graph.Add(std::move(node));
+  GPUJOIN_RETURN_IF_ERROR(RunGraph(graph));
+
+  response->set_index_version(version->version);
+  for (int i = 0; i < request.batches_size(); ++i) {
+    BatchBuffers& buf = buffers[i];
+    v1::JoinBatchResult* r = response->mutable_results(i);
+    const uint64_t kept = std::min(buf.result.count, buf.capacity);
+    buf.out_left->Finish(kept);
+    buf.out_right->Finish(kept);
+    if (buf.found) buf.found->Finish();
+    if (buf.probes) buf.probes->Finish();
+    r->set_count(buf.result.count);
+    r->set_capacity(buf.capacity);
+    r->set_overflow(buf.result.overflow);
+    FillQueryStatistics(buf.result.statistics, r->mutable_statistics());
+    state_.metrics->RecordQuery(version->name, QueryOp::kJoin, buf.keys.size(),
+                                buf.result.statistics);
+    state_.metrics->RecordJoinBatch(version->name, buf.result.count, buf.result.overflow);
+  }
+  return absl::OkStatus();
+}
+
+// ------------------------------------------------------------------ aggregate
+
+absl::Status AggregateStream::Admit(const v1::AggregateRequest& request,
+                                    uint64_t max_message_bytes) {
+  GPUJOIN_ASSIGN_OR_RETURN(AggregateOp op, ToEngineOp(request.op()));
+  if (request.groups() == 0) return absl::InvalidArgumentError("groups: must be at least 1");
+  const uint64_t limit = max_message_bytes / kAggregateBytesPerGroup;
+  if (request.groups() > limit) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "groups: ", request.groups(), " groups need more than --max-message-bytes=",
+        max_message_bytes, " per response (at most ", limit, " groups)"));
+  }
+  if (accumulator_.has_value()) {
+    if (accumulator_->op() != op || accumulator_->groups() != request.groups()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "op/groups: this stream aggregates ", std::string(engine::AggregateOpName(accumulator_->op())),
+          " over ", accumulator_->groups(), " groups; a batch asked for ",
+          std::string(engine::AggregateOpName(op)), " over ", request.groups(),
+          " (both must stay the same within a stream)"));
+    }
+  } else {
+    accumulator_.emplace(op, request.groups());
+  }
+  return absl::OkStatus();
+}
+
+void AggregateStream::Complete(const v1::AggregateRequest& request,
+                               v1::AggregateResponse* response, AggregatePartial& partial) {
+  // Admit() ran before this batch was processed, so the accumulator exists and the
+  // partial has its shape.
+  absl::Status merged = accumulator_->Merge(partial.counts, partial.values);
+  if (!merged.ok()) {
+    response->Clear();
+    response->mutable_error()->set_code(static_cast<int>(merged.code()));
+    response->mutable_error()->set_message(std::string(merged.message()));
+    return;
+  }
+  if (accumulator_->op() == AggregateOp::kCount) {
+    *response->mutable_total_counts() = PackColumn<uint32_t>(accumulator_->counts());
+  } else {
+    const std::vector<float> totals = accumulator_->Values();
+    *response->mutable_total_values() = PackColumn<float>(totals);
+  }
+  if (request.accumulate_only()) {
+    response->clear_counts();
+    response->clear_values();
+    response->clear_contributing_rows();
+  }
+}
+
+absl::Status Operations::Aggregate(const v1::AggregateRequest& request,
+                                   v1::AggregateResponse* response, AggregatePartial* partial) {
+  GPUJOIN_ASSIGN_OR_RETURN(AggregateOp op, ToEngineOp(request.op()));
+  const uint32_t groups = request.groups();
+  GPUJOIN_ASSIGN_OR_RETURN(auto keys, DecodeU32Column(request.has_keys(), request.keys(), "keys",
+                                                      Presence::kRequired));
+  GPUJOIN_ASSIGN_OR_RETURN(auto values, DecodeF32Column(request.has_values(), request.values(),
+                                                        "values", Presence::kOptional));
+  GPUJOIN_ASSIGN_OR_RETURN(auto mask, DecodeU32Column(request.has_mask(), request.mask(), "mask",
+                                                      Presence::kOptional));
+  if (op == AggregateOp::kCount && values.present()) {
+    return absl::InvalidArgumentError("values: must not be set for AGGREGATE_OP_COUNT");
+  }
+  if (op != AggregateOp::kCount) {
+    if (!values.present()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "values: required for AGGREGATE_OP_", absl::AsciiStrToUpper(std::string(engine::AggregateOpName(op)))));
+    }
+    if (values.size() != keys.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("values: ", values.size(),
+                                                     " rows but keys has ", keys.size()));
+    }
+  }
+  if (mask.present() && mask.size() != keys.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("mask: ", mask.size(), " rows but keys has ", keys.size()));
+  }
+
+  const engine::AggregationAccumulator shape(op, groups);
+  const AggregateOp partial_op = shape.partial_op();
+  partial->counts.assign(groups, 0);
+  if (partial_op != AggregateOp::kCount) partial->values.assign(groups, 0.0f);
+
+  engine::CommandGraph graph;
+  engine::AggregateNode node;
+  node.op = partial_op;
+  node.keys = {keys.span()};
+  if (values.present()) node.values = {values.span()};
+  if (mask.present()) node.mask = engine::ChunkedU32{mask.span()};
+  if (partial_op == AggregateOp::kCount) {
+    node.count_output = partial->counts;
+  } else {
+    node.value_output = partial->values;
+    node.contributing_rows = partial->counts;
+  }
+  graph.Add(std::move(node));
+  GPUJOIN_RETURN_IF_ERROR(RunGraph(graph));
+
+  response->set_rows(keys.size());
+  *response->mutable_contributing_rows() = PackColumn<uint32_t>(partial->counts);
+  if (op == AggregateOp::kCount) {
+    *response->mutable_counts() = PackColumn<uint32_t>(partial->counts);
+  } else if (op == AggregateOp::kMean) {
+    // This batch's own mean: its sums over its contributing rows.
+    engine::AggregationAccumulator batch(op, groups);
+    GPUJOIN_RETURN_IF_ERROR(batch.Merge(partial->counts, partial->values));
+    *response->mutable_values() = PackColumn<float>(batch.Values());
+  } else {
+    *response->mutable_values() = PackColumn<float>(partial->values);
+  }
+  return absl::OkStatus();
+}
+
+// ------------------------------------------------------------------ hash
+
+absl::Status Operations::Hash(const v1::HashRequest& request, v1::HashResponse* response) {
+  if (request.columns_size() == 0) {
+    return absl::InvalidArgumentError("columns: at least one column is required");
+  }
+  engine::HashBits bits;
+  switch (request.bits()) {
+    case 0:
+    case 64: bits = engine::HashBits::k64; break;
+    case 32: bits = engine::HashBits::k32; break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("bits: ", request.bits(), " is not 32 or 64 (0 means 64)"));
+  }
+  // Offsets are int32 values that may need an aligned copy; keep them alive here.
+  std::vector<DecodedColumn<int32_t>> offsets(request.columns_size());
+  engine::HashNode node;
+  node.bits = bits;
+  const uint64_t rows = request.columns(0).length();
+  constexpr uint64_t kMaxRows = uint64_t{1} << 40;
+  for (int i = 0; i < request.columns_size(); ++i) {
+    const v1::HashColumn& c = request.columns(i);
+    const std::string field = absl::StrCat("columns[", i, "]");
+    if (c.length() != rows) {
+      return absl::InvalidArgumentError(absl::StrCat(field, ".length: ", c.length(),
+                                                     " differs from columns[0].length ", rows));
+    }
+    if (c.offset() > kMaxRows || c.length() > kMaxRows) {
+      return absl::InvalidArgumentError(absl::StrCat(field, ": offset ", c.offset(), " + length ",
+                                                     c.length(), " is out of range"));
+    }
+    const uint64_t end = c.offset() + c.length();
+    engine::HashColumn hc;
+    hc.offset = c.offset();
+    hc.length = c.length();
+    hc.data = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(c.data().data()),
+                                       c.data().size());
+    uint64_t width = 0;
+    switch (c.type()) {
+      case v1::COLUMN_TYPE_UINT32: hc.type = engine::ColumnType::kUint32; width = 4; break;
+      case v1::COLUMN_TYPE_INT32: hc.type = engine::ColumnType::kInt32; width = 4; break;
+      case v1::COLUMN_TYPE_UINT64: hc.type = engine::ColumnType::kUint64; width = 8; break;
+      case v1::COLUMN_TYPE_INT64: hc.type = engine::ColumnType::kInt64; width = 8; break;
+      case v1::COLUMN_TYPE_FLOAT32: hc.type = engine::ColumnType::kFloat32; width = 4; break;
+      case v1::COLUMN_TYPE_FLOAT64: hc.type = engine::ColumnType::kFloat64; width = 8; break;
+      case v1::COLUMN_TYPE_BINARY: hc.type = engine::ColumnType::kBinary; break;
+      default:
+        return absl::InvalidArgumentError(absl::StrCat(
+            field, ".type: ", static_cast<int>(c.type()), " is not a column type"));
+    }
+    if (width != 0) {
+      if (!c.offsets().empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(field, ".offsets: set (",
+                                                       c.offsets().size(),
+                                                       " bytes) for a fixed-width column"));
+      }
+      if (c.data().size() < end * width) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            field, ".data: ", c.data().size(), " bytes, need (offset ", c.offset(), " + length ",
+            c.length(), ") * ", width, " = ", end * width));
+      }
+    } else {
+      GPUJOIN_ASSIGN_OR_RETURN(offsets[i],
+                               DecodePackedBytes<int32_t>(c.offsets(), field + ".offsets"));
+      if (offsets[i].size() < end + 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            field, ".offsets: ", offsets[i].size(), " offsets, need offset ", c.offset(),
+            " + length ", c.length(), " + 1 = ", end + 1));
+      }
+      hc.offsets = offsets[i].span();
+      // Offsets must be non-decreasing and inside `data` for the rows hashed.
+      int32_t prev = hc.offsets[c.offset()];
+      if (prev < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(field, ".offsets[", c.offset(), "]: ",
+                                                       prev, " is negative"));
+      }
+      for (uint64_t r = c.offset() + 1; r <= end; ++r) {
+        const int32_t o = hc.offsets[r];
+        if (o < prev || static_cast<uint64_t>(o) > c.data().size()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              field, ".offsets[", r, "]: ", o, " is below the previous offset ", prev,
+              " or beyond ", field, ".data (", c.data().size(), " bytes)"));
+        }
+        prev = o;
+      }
+    }
+    if (!c.validity().empty()) {
+      const uint64_t need = (end + 7) / 8;
+      if (c.validity().size() < need) {
+        return absl::InvalidArgumentError(absl::StrCat(field, ".validity: ", c.validity().size(),
+                                                       " bytes, need ceil((offset ", c.offset(),
+                                                       " + length ", c.length(), ") / 8) = ", need));
+      }
+      hc.validity = std::span<const uint8_t>(
+          reinterpret_cast<const uint8_t*>(c.validity().data()), c.validity().size());
+    }
+    node.columns.push_back(hc);
+  }
+  const uint64_t width = bits == engine::HashBits::k32 ? 4 : 8;
+  GPUJOIN_RETURN_IF_ERROR(
+      CheckResponseSize(rows * width + (rows + 7) / 8, absl::StrCat("columns: ", rows, " rows")));
+
+  std::optional<PackedOutput<uint32_t>> out32;
+  std::optional<PackedOutput<uint64_t>> out64;
+  if (bits == engine::HashBits::k32) {
+    out32.emplace(response->mutable_hashes(), rows);
+    node.out32 = out32->span();
+  } else {
+    out64.emplace(response->mutable_hashes(), rows);
+    node.out64 = out64->span();
+  }
+  PackedOutput<uint8_t> validity(response->mutable_validity(), (rows + 7) / 8);
+  node.out_validity = validity.span();
+  engine::CommandGraph graph;
+  graph.Add(std::move(node));
+  GPUJOIN_RETURN_IF_ERROR(RunGraph(graph));
+  if (out32) out32->Finish();
+  if (out64) out64->Finish();
+  validity.Finish();
+  uint64_t valid = 0;
+  const std::string& bitmap = response->validity();
+  for (uint64_t r = 0; r < rows; ++r) valid += (static_cast<uint8_t>(bitmap[r / 8]) >> (r % 8)) & 1u;
+  response->set_null_count(rows - valid);
+  return absl::OkStatus();
+}
+
+// ------------------------------------------------------------------ unary
+
+absl::Status Operations::DropIndex(const v1::DropIndexRequest& request,
+                                   v1::DropIndexResponse* response) {
+  GPUJOIN_RETURN_IF_ERROR(ValidateIndexName(request.name(), "name"));
+  GPUJOIN_ASSIGN_OR_RETURN(auto version, state_.registry->Remove(request.name()));
+  state_.metrics->RemoveIndex(request.name());
+  response->set_dropped_version(version->version);
+  response->set_freed_bytes(version->index->memory_bytes());
+  // The table is freed when the last in-flight batch reading it lets go.
+  version.reset();
+  UpdateServiceGauges();
+  return absl::OkStatus();
+}
+
+absl::Status Operations::ListIndexes(v1::ListIndexesResponse* response) {
+  for (const auto& v : state_.registry->List()) FillIndexInfo(*v, response->add_indexes());
+  return absl::OkStatus();
+}
+
+absl::Status Operations::DescribeIndex(const v1::DescribeIndexRequest& request,
+                                       v1::DescribeIndexResponse* response) {
+  GPUJOIN_ASSIGN_OR_RETURN(auto version, FindIndex(request.name(), "name"));
+  FillIndexInfo(*version, response->mutable_index());
+  return absl::OkStatus();
+}
+
+absl::Status Operations::GetServerInfo(bool serving, v1::GetServerInfoResponse* response) {
+  response->set_version(GPUJOIN_VERSION);
+  response->set_backend(std::string(engine::BackendKindName(state_.backend_info.kind)));
+  response->set_device_name(state_.backend_info.device_name);
+  response->set_device_memory_total_bytes(state_.backend_info.memory_total_bytes);
+  response->set_device_memory_used_bytes(state_.budget->used_bytes());
+  response->set_device_memory_budget_bytes(state_.budget->limit_bytes());
+  response->set_max_message_bytes(state_.config.max_message_bytes);
+  response->set_max_inflight_batches_per_stream(state_.config.max_inflight_per_stream);
+  response->set_max_inflight_batches(state_.config.max_inflight_batches);
+  response->set_index_count(static_cast<uint32_t>(state_.registry->size()));
+  response->set_serving(serving);
+  return absl::OkStatus();
+}
+
+// ------------------------------------------------------------------ build
+
+absl::Status BuildSession::ReserveFor(uint32_t capacity) {
+  engine::HashIndexSpec spec;
+  spec.capacity = capacity;
+  spec.max_probe_count = spec_.max_probe_count();
+  GPUJOIN_RETURN_IF_ERROR(Prefixed(spec.Validate(), "spec: "));
+  GPUJOIN_ASSIGN_OR_RETURN(
+      reservation_,
+      ops_->state_.budget->Reserve(spec.TableBytes(),
+                                   absl::StrCat("index \"", name_, "\" (capacity ", capacity, ")")));
+  capacity_ = capacity;
+  return absl::OkStatus();
+}
+
+absl::Status BuildSession::AddSpec(const v1::IndexSpec& spec) {
+  if (have_spec_) {
+    return absl::InvalidArgumentError("spec: sent twice; only the first message carries the spec");
+  }
+  GPUJOIN_RETURN_IF_ERROR(ValidateIndexName(spec.name(), "spec.name"));
+  spec_ = spec;
+  name_ = spec.name();
+  have_spec_ = true;
+  if (spec.explicit_values() && spec.batch_mode()) {
+    return absl::InvalidArgumentError(
+        "spec.explicit_values: cannot be combined with spec.batch_mode (batch values are row IDs)");
+  }
+  const double lf = spec.target_load_factor();
+  if (lf != 0 && !(lf > 0 && lf <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec.target_load_factor: ", lf, " is outside (0, 1]"));
+  }
+  if (spec.capacity() != 0 && spec.expected_rows() != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.capacity (", spec.capacity(), ") and spec.expected_rows (", spec.expected_rows(),
+        ") are both set; set one of them"));
+  }
+  if (!spec.replace() && ops_->state_.registry->Contains(name_)) {
+    return absl::AlreadyExistsError(absl::StrCat("index \"", name_,
+                                                 "\" already exists; set spec.replace to rebuild it"));
+  }
+  if (spec.capacity() != 0) return ReserveFor(spec.capacity());
+  if (spec.expected_rows() != 0) {
+    auto capacity = engine::CapacityForRows(spec.expected_rows(), lf == 0 ? 0.5 : lf);
+    if (!capacity.ok()) return Prefixed(capacity.status(), "spec.expected_rows: ");
+    return ReserveFor(*capacity);
+  }
+  return absl::OkStatus();  // sized from the rows received, in Finish()
+}
+
+absl::Status BuildSession::AddChunk(std::unique_ptr<v1::BuildChunk> chunk) {
+  const size_t i = chunks_.size();
+  const std::string field = absl::StrCat("chunks[", i, "]");
+  if (!have_spec_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": arrived before the spec; the first message must carry spec"));
+  }
+  const bool batch = spec_.batch_mode();
+  GPUJOIN_ASSIGN_OR_RETURN(
+      auto keys, DecodeU32Column(chunk->has_keys(), chunk->keys(), field + ".keys",
+                                 batch ? Presence::kRequired : Presence::kOptional));
+  GPUJOIN_ASSIGN_OR_RETURN(auto values, DecodeU32Column(chunk->has_values(), chunk->values(),
+                                                        field + ".values", Presence::kOptional));
+  GPUJOIN_ASSIGN_OR_RETURN(auto validity,
+                           DecodeU32Column(chunk->has_validity(), chunk->validity(),
+                                           field + ".validity", Presence::kOptional));
+  if (values.present() && !spec_.explicit_values()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ".values: ", values.size(), " values sent but spec.explicit_values is false"));
+  }
+  if (!batch && chunk->row_base() != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ".row_base: ", chunk->row_base(), " is set but spec.batch_mode is false"));
+  }
+  if (!batch && validity.present()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".validity: set but spec.batch_mode is false"));
+  }
+  if (validity.present() && validity.size() != keys.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ".validity: ", validity.size(),
+                                                   " rows but ", field, ".keys has ",
+                                                   keys.size()));
+  }
+  if (key_rows_ + keys.size() > kMaxBuildRows || value_rows_ + values.size() > kMaxBuildRows) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": the build exceeds ", kMaxBuildRows, " rows"));
+  }
+  key_rows_ += keys.size();
+  value_rows_ += values.size();
+  keys_.push_back(std::move(keys));
+  values_.push_back(std::move(values));
+  validity_.push_back(std::move(validity));
+  row_bases_.push_back(chunk->row_base());
+  chunks_.push_back(std::move(chunk));  // owns the bytes the views borrow
+  return absl::OkStatus();
+}
+
+absl::Status BuildSession::Add(v1::BuildIndexRequest&& message) {
+  switch (message.kind_case()) {
+    case v1::BuildIndexRequest::kSpec:
+      return AddSpec(message.spec());
+    case v1::BuildIndexRequest::kChunk: {
+      auto chunk = std::make_unique<v1::BuildChunk>();
+      chunk->Swap(message.mutable_chunk());
+      return AddChunk(std::move(chunk));
+    }
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("message ", chunks_.size() + (have_spec_ ? 1 : 0),
+                       ": neither spec nor chunk is set"));
+  }
+}
+
+absl::StatusOr<std::shared_ptr<const IndexVersion>> BuildSession::Finish(
+    const std::atomic<bool>& cancelled) {
+  if (!have_spec_) {
+    return absl::InvalidArgumentError("spec: missing; the first message must carry spec");
+  }
+  if (spec_.explicit_values() && value_rows_ != key_rows_) {
+    return absl::InvalidArgumentError(absl::StrCat("values: ", value_rows_,
+                                                   " rows in total but keys has ", key_rows_));
+  }
+  if (!capacity_) {
+    const double lf = spec_.target_load_factor() == 0 ? 0.5 : spec_.target_load_factor();
+    auto capacity = engine::CapacityForRows(std::max<uint64_t>(key_rows_, 1), lf);
+    if (!capacity.ok()) return Prefixed(capacity.status(), "chunks: ");
+    GPUJOIN_RETURN_IF_ERROR(ReserveFor(*capacity));
+  }
+  engine::HashIndexSpec spec;
+  spec.capacity = *capacity_;
+  spec.max_probe_count = spec_.max_probe_count();
+  GPUJOIN_ASSIGN_OR_RETURN(std::unique_ptr<engine::HashIndex> index,
+                           ops_->state_.backend->CreateIndex(spec));
+
+  engine::CommandGraph graph;
+  engine::BuildStatistics stats;
+  if (spec_.batch_mode()) {
+    engine::BuildBatchIndexNode node;
+    node.index = index.get();
+    node.statistics = &stats;
+    for (size_t i = 0; i < keys_.size(); ++i) {
+      node.chunks.push_back(engine::BatchChunk{keys_[i].span(), row_bases_[i], validity_[i].span()});
+    }
+    graph.Add(std::move(node));
+  } else {
+    engine::BuildIndexNode node;
+    node.index = index.get();
+    node.statistics = &stats;
+    node.first_value = spec_.first_value();
+    for (const auto& k : keys_) {
+      if (k.size() != 0) node.keys.push_back(k.span());
+    }
+    if (spec_.explicit_values()) {
+      node.values.emplace();
+      for (const auto& v : values_) {
+        if (v.size() != 0) node.values->push_back(v.span());
+      }
+    }
+    graph.Add(std::move(node));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  GPUJOIN_RETURN_IF_ERROR(ops_->RunGraph(graph));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (cancelled.load()) {
+    return absl::CancelledError(absl::StrCat("build of index \"", name_,
+                                             "\" cancelled; the previous version (if any) keeps serving"));
+  }
+
+  auto version = std::make_shared<IndexVersion>();
+  version->name = name_;
+  version->index = std::move(index);
+  version->first_value = spec_.first_value();
+  version->explicit_values = spec_.explicit_values();
+  version->batch_mode = spec_.batch_mode();
+  version->build_seconds = seconds;
+  version->built_unix_millis = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count();
+  version->reservation = std::move(reservation_);
+  std::shared_ptr<const IndexVersion> installed = version;
+  GPUJOIN_ASSIGN_OR_RETURN(auto previous, ops_->state_.registry->Install(version, spec_.replace()));
+  ops_->state_.metrics->SetIndex(*installed);
+  previous.reset();  // frees the old table once in-flight readers finish
+  ops_->UpdateServiceGauges();
+  // Drop the host copies of the input now rather than with the reactor.
+  keys_.clear();
+  values_.clear();
+  validity_.clear();
+  chunks_.clear();
+  return installed;
+}
+
+}  // namespace gpujoin::server

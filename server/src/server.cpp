@@ -1,0 +1,214 @@
+#include "gpujoin/server/server.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "gpujoin/engine/backend.hpp"
+#include "gpujoin/server/auth.hpp"
+#include "gpujoin/server/executor.hpp"
+#include "gpujoin/server/index_registry.hpp"
+#include "gpujoin/server/logging.hpp"
+#include "gpujoin/server/memory_budget.hpp"
+#include "gpujoin/server/metrics.hpp"
+#include "gpujoin/server/operations.hpp"
+#include "gpujoin/server/service.hpp"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "prometheus/exposer.h"
+
+namespace gpujoin::server {
+namespace {
+
+absl::StatusOr<std::string> ReadFile(const std::string& path, std::string_view flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(std::string(flag), ": cannot read \"", path, "\""));
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string HostOf(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  return colon == std::string::npos ? address : address.substr(0, colon);
+}
+
+constexpr const char* kServiceName = "gpujoin.v1.GpuJoin";
+
+}  // namespace
+
+struct Server::Impl {
+  ServerConfig config;
+  std::unique_ptr<engine::Backend> backend;
+  engine::BackendInfo info;
+  IndexRegistry registry;
+  std::unique_ptr<MemoryBudget> budget;
+  Metrics metrics;
+  std::unique_ptr<prometheus::Exposer> exposer;
+  std::unique_ptr<Executor> executor;
+  std::unique_ptr<InflightLimiter> limiter;
+  std::unique_ptr<TokenAuthenticator> auth;
+  std::unique_ptr<Operations> ops;
+  std::unique_ptr<GpuJoinService> service;
+  std::unique_ptr<grpc::Server> grpc_server;
+  std::string grpc_address;
+  std::string metrics_address;
+  std::atomic<bool> fatal{false};
+  std::atomic<bool> shut_down{false};
+
+  void SetServing(bool serving) {
+    service->SetServing(serving);
+    metrics.SetServing(serving);
+    if (grpc_server != nullptr && grpc_server->GetHealthCheckService() != nullptr) {
+      grpc_server->GetHealthCheckService()->SetServingStatus(serving);
+    }
+  }
+};
+
+Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Server::~Server() { Shutdown(); }
+
+absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
+  auto impl = std::make_unique<Impl>();
+  Impl& s = *impl;
+  s.config = config;
+
+  engine::BackendOptions options;
+  options.cpu_threads = config.cpu_threads;
+  auto backend = engine::CreateBackend(config.backend, options);
+  if (!backend.ok()) return backend.status();
+  s.backend = std::move(*backend);
+  s.info = s.backend->Info();
+
+  uint64_t limit = config.device_memory_limit;
+  if (limit == 0) limit = s.info.memory_free_bytes / 5 * 4;  // 80% of free memory
+  if (s.info.memory_total_bytes != 0 && limit > s.info.memory_total_bytes) {
+    LogWarning(absl::StrCat("--device-memory-limit ", limit, " exceeds the device's ",
+                            s.info.memory_total_bytes, " bytes"));
+  }
+  s.budget = std::make_unique<MemoryBudget>(limit);
+
+  if (!config.auth_token_file.empty()) {
+    auto token = ReadTokenFile(config.auth_token_file);
+    if (!token.ok()) return token.status();
+    s.auth = std::make_unique<TokenAuthenticator>(*token);
+  }
+
+  const uint32_t threads =
+      config.executor_threads != 0
+          ? config.executor_threads
+          : std::max(2u, std::thread::hardware_concurrency());
+  s.executor = std::make_unique<Executor>(threads);
+  s.limiter = std::make_unique<InflightLimiter>(config.max_inflight_batches);
+
+  ServiceState state;
+  state.backend = s.backend.get();
+  state.backend_info = s.info;
+  state.registry = &s.registry;
+  state.budget = s.budget.get();
+  state.metrics = &s.metrics;
+  state.config = config;
+  Impl* raw = impl.get();
+  state.on_backend_fatal = [raw] {
+    if (!raw->fatal.exchange(true)) {
+      LogError("fatal device error: the backend is unhealthy; reporting NOT_SERVING");
+      raw->SetServing(false);
+    }
+  };
+  s.ops = std::make_unique<Operations>(std::move(state));
+  s.service = std::make_unique<GpuJoinService>(s.ops.get(), s.executor.get(), s.limiter.get(),
+                                               s.auth.get());
+
+  s.metrics.SetBackendInfo(engine::BackendKindName(s.info.kind), s.info.device_name);
+  s.metrics.SetServing(true);
+  s.ops->UpdateServiceGauges();
+  if (!config.metrics_listen.empty()) {
+    try {
+      s.exposer = std::make_unique<prometheus::Exposer>(config.metrics_listen);
+    } catch (const std::exception& e) {
+      return absl::UnavailableError(absl::StrCat("--metrics-listen: cannot listen on ",
+                                                 config.metrics_listen, ": ", e.what()));
+    }
+    s.exposer->RegisterCollectable(s.metrics.registry());
+    const auto ports = s.exposer->GetListeningPorts();
+    s.metrics_address = absl::StrCat(HostOf(config.metrics_listen), ":",
+                                     ports.empty() ? 0 : ports.front());
+  }
+
+  std::shared_ptr<grpc::ServerCredentials> credentials;
+  if (!config.tls_cert.empty()) {
+    auto cert = ReadFile(config.tls_cert, "--tls-cert");
+    if (!cert.ok()) return cert.status();
+    auto key = ReadFile(config.tls_key, "--tls-key");
+    if (!key.ok()) return key.status();
+    grpc::SslServerCredentialsOptions tls;
+    tls.pem_key_cert_pairs.push_back({*key, *cert});
+    credentials = grpc::SslServerCredentials(tls);
+  } else {
+    credentials = grpc::InsecureServerCredentials();
+    if (s.auth != nullptr) {
+      LogWarning("--auth-token-file without TLS: bearer tokens travel in cleartext");
+    }
+  }
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(config.listen, credentials, &port);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(config.max_message_bytes));
+  builder.SetMaxSendMessageSize(static_cast<int>(config.max_message_bytes));
+  builder.RegisterService(s.service.get());
+  s.grpc_server = builder.BuildAndStart();
+  if (s.grpc_server == nullptr || port == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("--listen: cannot listen on ", config.listen, " (address in use or invalid)"));
+  }
+  s.grpc_address = absl::StrCat(HostOf(config.listen), ":", port);
+  s.SetServing(true);
+  s.grpc_server->GetHealthCheckService()->SetServingStatus(kServiceName, true);
+  return std::unique_ptr<Server>(new Server(std::move(impl)));
+}
+
+std::string Server::grpc_address() const { return impl_->grpc_address; }
+std::string Server::metrics_address() const { return impl_->metrics_address; }
+
+std::string Server::backend_description() const {
+  const auto& i = impl_->info;
+  return absl::StrCat("backend=", std::string(engine::BackendKindName(i.kind)), " device=\"", i.device_name,
+                      "\" memory_total_bytes=", i.memory_total_bytes,
+                      " budget_bytes=", impl_->budget->limit_bytes(),
+                      " parallelism=", i.parallelism);
+}
+
+void Server::Poll() {
+  Impl& s = *impl_;
+  if (s.shut_down.load()) return;
+  if (!s.backend->Healthy() && s.ops->state().on_backend_fatal) s.ops->state().on_backend_fatal();
+  s.ops->UpdateServiceGauges();
+}
+
+void Server::Shutdown() {
+  Impl& s = *impl_;
+  if (s.shut_down.exchange(true)) return;
+  LogInfo("draining: refusing new calls, finishing open streams");
+  s.SetServing(false);
+  s.grpc_server->GetHealthCheckService()->SetServingStatus(kServiceName, false);
+  s.service->BeginDrain();
+  const auto deadline =
+      std::chrono::system_clock::now() +
+      std::chrono::milliseconds(static_cast<int64_t>(s.config.drain_timeout_seconds * 1000));
+  s.grpc_server->Shutdown(deadline);
+  s.grpc_server->Wait();
+  s.executor->Shutdown();
+  LogInfo("drained; stopped");
+}
+
+}  // namespace gpujoin::server
