@@ -71,6 +71,10 @@ struct ConnectOptions {
   std::chrono::milliseconds deadline{0};
   /// Largest message the client sends or accepts, in bytes.
   int max_message_bytes = 64 << 20;
+  /// Give this client a TCP connection of its own. gRPC otherwise shares one
+  /// connection between all channels of a process with the same address and
+  /// options, so several clients would not spread load over several connections.
+  bool own_connection = false;
 };
 
 /// Serving state reported by the grpc.health.v1 health service.

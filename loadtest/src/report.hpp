@@ -1,0 +1,37 @@
+// Output of gpujoin-loadtest: a text table for people, JSON for machines. When a
+// setting was measured against both the server and the echo service, the server
+// row carries the fraction of the echo throughput it reached.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runner.hpp"
+
+namespace gpujoin::loadtest {
+
+/// Facts about the run printed above the table / stored at the top of the JSON.
+struct RunHeader {
+  std::string server;         ///< address, or "" for an echo-only run
+  std::string backend;        ///< the server's backend ("cpu", "cuda"), "" when unknown
+  std::string device;         ///< the server's device name, "" when unknown
+  std::string index;          ///< index used (lookup, join)
+  uint64_t index_rows = 0;    ///< rows of the index the load tester built (0 = existing)
+  double hit_ratio = 0;
+  uint32_t seed = 0;
+  std::string aggregate;      ///< "sum over 1024 groups" for aggregate runs
+  std::string command_line;
+};
+
+/// Server keys/s over echo keys/s of the same setting, when both were measured.
+std::optional<double> EchoFraction(const SettingResult& server,
+                                   const std::vector<SettingResult>& all);
+
+/// The human-readable table (one line per setting and target).
+std::string FormatTable(const RunHeader& header, const std::vector<SettingResult>& results);
+
+/// The JSON document: {"header": {...}, "results": [{...}, ...]}.
+std::string FormatJson(const RunHeader& header, const std::vector<SettingResult>& results);
+
+}  // namespace gpujoin::loadtest

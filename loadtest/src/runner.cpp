@@ -1,0 +1,277 @@
+#include "runner.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+
+namespace gpujoin::loadtest {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// State shared by the streams of one setting.
+struct Shared {
+  std::atomic<bool> measuring{false};
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> measured{0};  // answers counted so far (for --requests)
+  std::mutex mu;
+  std::condition_variable cv;
+  Clock::time_point end;  // set by whoever stops the window
+  bool ended = false;
+};
+
+// What one stream saw; merged after the streams are joined.
+struct StreamStats {
+  uint64_t batches = 0, keys = 0, request_bytes = 0, response_bytes = 0;
+  std::vector<int64_t> latencies;
+  std::map<std::string, uint64_t> errors;
+  uint64_t wrong = 0, checked = 0;
+  std::string first_wrong, first_error;
+
+  void Error(const absl::Status& s) {
+    ++errors[absl::StatusCodeToString(s.code())];
+    if (first_error.empty()) first_error = s.ToString();
+  }
+  void Wrong(std::string what) {
+    ++wrong;
+    if (first_wrong.empty()) first_wrong = std::move(what);
+  }
+};
+
+void EndWindow(Shared& sh, Clock::time_point when) {
+  {
+    std::lock_guard<std::mutex> lock(sh.mu);
+    if (!sh.ended) {
+      sh.ended = true;
+      sh.end = when;
+    }
+  }
+  sh.stop.store(true);
+  sh.cv.notify_all();
+}
+
+// Bookkeeping common to every answer; `check` returns "" or what was wrong.
+template <typename Result, typename Check>
+void OnAnswer(const RunConfig& cfg, Shared& sh, StreamStats& st, Result& r, uint64_t rows,
+              uint64_t request_bytes, uint64_t response_bytes, Check&& check) {
+  const auto now = Clock::now();
+  if (!r.error.ok()) {
+    st.Error(r.error);
+    return;
+  }
+  const bool full = r.batch_id % static_cast<uint64_t>(cfg.verify_every) == 0;
+  std::string wrong = check(full);
+  if (!wrong.empty()) {
+    st.Wrong(absl::StrCat("batch ", r.batch_id, ": ", wrong));
+    return;
+  }
+  if (full) ++st.checked;
+  if (!sh.measuring.load(std::memory_order_relaxed) || sh.stop.load(std::memory_order_relaxed)) {
+    return;
+  }
+  if (cfg.requests > 0) {
+    const uint64_t k = sh.measured.fetch_add(1);
+    if (k >= cfg.requests) return;
+    if (k + 1 == cfg.requests) EndWindow(sh, now);
+  }
+  ++st.batches;
+  st.keys += rows;
+  st.request_bytes += request_bytes;
+  st.response_bytes += response_bytes;
+  st.latencies.push_back(r.latency.count());
+}
+
+std::string CheckEchoSize(size_t got, size_t want, const char* what) {
+  if (got == want) return "";
+  return absl::StrCat("echo answered ", got, " ", what, ", expected ", want);
+}
+
+// Runs stream `s` until the window closes, restarting it after an RPC failure.
+void RunStream(Target target, client::Client* c, const BatchPool& pool, const RunConfig& cfg,
+               int s, Shared& sh, StreamStats& st) {
+  const size_t pool_size = pool.batches.size();
+  const uint64_t req_bytes = pool.RequestBytes(cfg.workload);
+  const bool echo = target == Target::kEcho;
+  client::StreamOptions opts;
+  opts.max_in_flight = cfg.in_flight;
+  opts.deadline = std::chrono::milliseconds(static_cast<int64_t>(
+      1000 * (cfg.warmup_seconds + cfg.duration_seconds + cfg.drain_seconds)));
+
+  for (uint64_t call = 0; !sh.stop.load(); ++call) {
+    // Streams start at different pool positions so they do not send identical batches.
+    const size_t offset = static_cast<size_t>(s) * 7 + call;
+    uint64_t issued = 0;
+    auto batch_of = [&](uint64_t id) -> const PoolBatch& {
+      return pool.batches[(offset + id) % pool_size];
+    };
+    absl::Status status;
+    switch (cfg.workload.rpc) {
+      case Rpc::kLookup: {
+        auto source = [&]() -> std::optional<client::LookupBatch> {
+          if (sh.stop.load(std::memory_order_relaxed)) return std::nullopt;
+          return client::LookupBatch{batch_of(issued++).keys};
+        };
+        auto sink = [&](client::LookupResult&& r) -> absl::Status {
+          const PoolBatch& b = batch_of(r.batch_id);
+          const uint64_t resp = 4 * r.values.size() + r.found.size() + 4 * r.probes.size();
+          OnAnswer(cfg, sh, st, r, b.keys.size(), req_bytes, resp, [&](bool full) {
+            return echo ? CheckEchoSize(r.values.size(), b.keys.size(), "values")
+                        : CheckLookup(pool, b, r, full);
+          });
+          return absl::OkStatus();
+        };
+        status = c->Lookup(cfg.index, source, sink, opts);
+        break;
+      }
+      case Rpc::kJoin: {
+        auto source = [&]() -> std::optional<client::JoinBatch> {
+          if (sh.stop.load(std::memory_order_relaxed)) return std::nullopt;
+          const PoolBatch& b = batch_of(issued++);
+          client::JoinLeft left;
+          left.keys = b.keys;
+          // A known hit count makes the capacity exact: no truncation, and the echo
+          // answers as many pairs as the server.
+          left.capacity = pool.known_mapping ? b.hits : 0;
+          client::JoinBatch batch;
+          batch.lefts.push_back(left);
+          return batch;
+        };
+        auto sink = [&](client::JoinResult&& r) -> absl::Status {
+          const PoolBatch& b = batch_of(r.batch_id);
+          uint64_t resp = 0;
+          for (const auto& p : r.results) resp += 4 * (p.left_rows.size() + p.right_rows.size());
+          OnAnswer(cfg, sh, st, r, b.keys.size(), req_bytes, resp, [&](bool full) {
+            if (!echo) return CheckJoin(pool, b, r, full);
+            const size_t want = pool.known_mapping && b.hits ? b.hits : b.keys.size();
+            return r.results.size() != 1 ? std::string("echo answered no join result")
+                                         : CheckEchoSize(r.results[0].left_rows.size(), want,
+                                                         "pairs");
+          });
+          return absl::OkStatus();
+        };
+        status = c->Join(cfg.index, source, sink, opts);
+        break;
+      }
+      case Rpc::kAggregate: {
+        const bool count = cfg.workload.aggregate_op == client::AggregateOp::kCount;
+        client::AggregateSpec spec{cfg.workload.aggregate_op, cfg.workload.groups};
+        auto source = [&]() -> std::optional<client::AggregateBatch> {
+          if (sh.stop.load(std::memory_order_relaxed)) return std::nullopt;
+          const PoolBatch& b = batch_of(issued++);
+          client::AggregateBatch batch;
+          batch.keys = b.keys;
+          if (!count) batch.values = b.agg_values;
+          return batch;
+        };
+        auto sink = [&](client::AggregateResult&& r) -> absl::Status {
+          const PoolBatch& b = batch_of(r.batch_id);
+          const uint64_t resp = 4 * (r.counts.size() + r.values.size() +
+                                     r.contributing_rows.size() + r.total_counts.size() +
+                                     r.total_values.size());
+          OnAnswer(cfg, sh, st, r, b.keys.size(), req_bytes, resp, [&](bool full) {
+            if (!echo) return CheckAggregate(cfg.workload, pool, b, r, full);
+            return CheckEchoSize(count ? r.counts.size() : r.values.size(), cfg.workload.groups,
+                                 "groups");
+          });
+          return absl::OkStatus();
+        };
+        status = c->Aggregate(spec, source, sink, opts);
+        break;
+      }
+    }
+    if (!status.ok()) {
+      st.Error(status);
+      if (!sh.stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+}
+
+}  // namespace
+
+const char* TargetName(Target target) { return target == Target::kEcho ? "echo" : "server"; }
+
+uint64_t SettingResult::ErrorCount() const {
+  uint64_t n = 0;
+  for (const auto& [code, count] : errors) n += count;
+  return n;
+}
+
+LatencySummary Summarize(std::vector<int64_t>& samples) {
+  LatencySummary out;
+  out.count = samples.size();
+  if (samples.empty()) return out;
+  std::sort(samples.begin(), samples.end());
+  auto at = [&](double p) {
+    const size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * samples.size()));
+    return samples[std::clamp<size_t>(rank, 1, samples.size()) - 1] / 1e6;
+  };
+  out.p50_ms = at(50);
+  out.p90_ms = at(90);
+  out.p99_ms = at(99);
+  out.max_ms = samples.back() / 1e6;
+  long double sum = 0;
+  for (int64_t v : samples) sum += v;
+  out.mean_ms = static_cast<double>(sum / samples.size() / 1e6);
+  return out;
+}
+
+SettingResult RunSetting(Target target, std::span<client::Client* const> clients,
+                         const BatchPool& pool, int concurrency, const RunConfig& config) {
+  RunConfig cfg = config;
+  cfg.in_flight = std::max(1, cfg.in_flight);
+  cfg.verify_every = std::max(1, cfg.verify_every);
+
+  SettingResult result;
+  result.target = target;
+  result.rpc = cfg.workload.rpc;
+  result.batch_rows = pool.batch_rows;
+  result.concurrency = concurrency;
+  result.channels = static_cast<int>(std::min<size_t>(clients.size(), concurrency));
+  result.in_flight = cfg.in_flight;
+
+  Shared sh;
+  std::vector<StreamStats> stats(concurrency);
+  std::vector<std::thread> threads;
+  threads.reserve(concurrency);
+  for (int s = 0; s < concurrency; ++s) {
+    client::Client* c = clients[static_cast<size_t>(s) % clients.size()];
+    threads.emplace_back([&, c, s] { RunStream(target, c, pool, cfg, s, sh, stats[s]); });
+  }
+
+  auto seconds = [](double s) {
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+  };
+  std::this_thread::sleep_for(seconds(cfg.warmup_seconds));
+  const auto start = Clock::now();
+  sh.measuring.store(true);
+  {
+    std::unique_lock<std::mutex> lock(sh.mu);
+    sh.cv.wait_until(lock, start + seconds(cfg.duration_seconds), [&] { return sh.ended; });
+  }
+  EndWindow(sh, Clock::now());
+  for (auto& t : threads) t.join();
+
+  std::vector<int64_t> latencies;
+  for (StreamStats& st : stats) {
+    result.batches += st.batches;
+    result.keys += st.keys;
+    result.request_bytes += st.request_bytes;
+    result.response_bytes += st.response_bytes;
+    latencies.insert(latencies.end(), st.latencies.begin(), st.latencies.end());
+    for (const auto& [code, n] : st.errors) result.errors[code] += n;
+    result.wrong_answers += st.wrong;
+    result.checked += st.checked;
+    if (result.first_wrong.empty()) result.first_wrong = st.first_wrong;
+    if (result.first_error.empty()) result.first_error = st.first_error;
+  }
+  result.seconds = std::chrono::duration<double>(sh.end - start).count();
+  result.latency = Summarize(latencies);
+  return result;
+}
+
+}  // namespace gpujoin::loadtest

@@ -1,0 +1,81 @@
+// One measured setting of the load tester: `concurrency` streams spread over the
+// given clients (connections), each keeping up to `in_flight` batches outstanding,
+// a warm-up, then a bounded measurement window, then a drain. Every answer is
+// checked (structure always; values for every `verify_every`-th batch of a
+// stream); a wrong answer or an error is counted, never averaged away.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gpujoin/client/client.hpp"
+#include "workload.hpp"
+
+namespace gpujoin::loadtest {
+
+/// Where the requests go.
+enum class Target { kServer, kEcho };
+
+/// "server" or "echo".
+const char* TargetName(Target target);
+
+/// How each setting runs.
+struct RunConfig {
+  WorkloadSpec workload;
+  std::string index;               ///< index name (lookup and join)
+  int in_flight = 2;               ///< batches outstanding per stream (>= 1)
+  double warmup_seconds = 1.0;     ///< answers in this phase are checked, not counted
+  double duration_seconds = 5.0;   ///< measurement window (an upper bound with `requests`)
+  uint64_t requests = 0;           ///< > 0: stop after this many measured answers
+  int verify_every = 4;            ///< full value check of every n-th batch per stream (>= 1)
+  double drain_seconds = 30.0;     ///< extra deadline for streams after the window
+};
+
+/// Latency percentiles of the measured batches, in milliseconds.
+struct LatencySummary {
+  uint64_t count = 0;
+  double p50_ms = 0, p90_ms = 0, p99_ms = 0, max_ms = 0, mean_ms = 0;
+};
+
+/// Computes the summary of `samples` (nanoseconds; reordered in place). Percentile
+/// p is the smallest sample with at least p % of the samples at or below it.
+LatencySummary Summarize(std::vector<int64_t>& samples);
+
+/// What one setting measured.
+struct SettingResult {
+  Target target = Target::kServer;
+  Rpc rpc = Rpc::kLookup;
+  uint64_t batch_rows = 0;
+  int concurrency = 0;
+  int channels = 0;
+  int in_flight = 0;
+  double seconds = 0;         ///< measurement window actually used
+  uint64_t batches = 0;       ///< answered successfully within the window
+  uint64_t keys = 0;          ///< rows of those batches
+  uint64_t request_bytes = 0;   ///< payload bytes sent (columns) for those batches
+  uint64_t response_bytes = 0;  ///< payload bytes received (columns)
+  LatencySummary latency;
+  std::map<std::string, uint64_t> errors;  ///< by gRPC code name, whole run incl. warm-up
+  uint64_t wrong_answers = 0;              ///< answers that failed a check (whole run)
+  uint64_t checked = 0;                    ///< answers checked value by value
+  std::string first_wrong;                 ///< description of the first wrong answer
+  std::string first_error;                 ///< message of the first error
+
+  double BatchesPerSecond() const { return seconds > 0 ? batches / seconds : 0; }
+  double KeysPerSecond() const { return seconds > 0 ? keys / seconds : 0; }
+  double RequestMBps() const { return seconds > 0 ? request_bytes / seconds / 1e6 : 0; }
+  double ResponseMBps() const { return seconds > 0 ? response_bytes / seconds / 1e6 : 0; }
+  uint64_t ErrorCount() const;
+};
+
+/// Runs one setting. Stream i uses clients[i % clients.size()]. Never throws;
+/// RPC failures are counted in `errors` and the stream is restarted while the
+/// window is open.
+SettingResult RunSetting(Target target, std::span<client::Client* const> clients,
+                         const BatchPool& pool, int concurrency, const RunConfig& config);
+
+}  // namespace gpujoin::loadtest

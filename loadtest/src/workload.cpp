@@ -1,0 +1,316 @@
+#include "workload.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+
+namespace gpujoin::loadtest {
+namespace {
+
+// Values use a different bijection from keys so that an answer that echoes keys
+// (or row numbers) is never right by accident.
+constexpr uint32_t kValueSalt = 0x5bd1e995u;
+
+uint64_t HitsFor(const WorkloadSpec& spec, size_t rows) {
+  if (spec.build_keys == 0) return 0;
+  return static_cast<uint64_t>(std::llround(spec.hit_ratio * static_cast<double>(rows)));
+}
+
+bool SameFloat(float a, float b, bool approximate) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+  if (!approximate) return a == b;
+  return std::fabs(a - b) <= 1e-6f * std::max(1.0f, std::fabs(a));
+}
+
+}  // namespace
+
+uint32_t Mix(uint32_t x, uint32_t seed) {
+  x ^= seed;
+  x *= 0x9e3779b1u;
+  x ^= x >> 16;
+  x *= 0x85ebca6bu;
+  x ^= x >> 13;
+  x *= 0xc2b2ae35u;
+  x ^= x >> 16;
+  return x;
+}
+
+const char* RpcName(Rpc rpc) {
+  switch (rpc) {
+    case Rpc::kLookup: return "lookup";
+    case Rpc::kJoin: return "join";
+    case Rpc::kAggregate: return "aggregate";
+  }
+  return "?";
+}
+
+absl::Status ValidateWorkloadSpec(const WorkloadSpec& spec) {
+  if (!(spec.hit_ratio >= 0.0 && spec.hit_ratio <= 1.0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--hit-ratio must be in [0, 1], got ", spec.hit_ratio));
+  }
+  if (spec.keyspace == 0 || spec.keyspace > (uint64_t{1} << 32)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--keyspace must be in [1, 2^32], got ", spec.keyspace));
+  }
+  if (spec.build_keys > 0xffffffffu) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--build-keys must be below 2^32, got ", spec.build_keys));
+  }
+  if (spec.rpc != Rpc::kAggregate && spec.build_keys > 0) {
+    if (spec.hit_ratio > 0 && spec.build_keys < 2) {
+      // One row could be the reserved key; keep at least two candidates.
+      return absl::InvalidArgumentError("--build-keys must be at least 2 for hits");
+    }
+    if (spec.hit_ratio < 1.0 && spec.keyspace <= spec.build_keys) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--keyspace (", spec.keyspace, ") must exceed --build-keys (",
+                       spec.build_keys, ") to draw misses at --hit-ratio ", spec.hit_ratio));
+    }
+  }
+  if (spec.rpc == Rpc::kAggregate && spec.groups == 0) {
+    return absl::InvalidArgumentError("--groups must be positive for --rpc aggregate");
+  }
+  return absl::OkStatus();
+}
+
+BuildData MakeBuildData(const WorkloadSpec& spec) {
+  BuildData d;
+  d.keys.resize(spec.build_keys);
+  d.values.resize(spec.build_keys);
+  for (uint64_t i = 0; i < spec.build_keys; ++i) {
+    d.keys[i] = Mix(static_cast<uint32_t>(i), spec.seed);
+    d.values[i] = Mix(static_cast<uint32_t>(i), spec.seed ^ kValueSalt);
+  }
+  return d;
+}
+
+uint64_t BatchPool::RequestBytes(const WorkloadSpec& spec) const {
+  uint64_t bytes = uint64_t{4} * batch_rows;
+  if (spec.rpc == Rpc::kAggregate && spec.aggregate_op != client::AggregateOp::kCount) {
+    bytes += uint64_t{4} * batch_rows;
+  }
+  return bytes;
+}
+
+size_t PoolSizeFor(size_t batch_rows, size_t budget_bytes) {
+  // keys, expected values, found flags, join pairs: about 17 bytes per row.
+  const size_t per_batch = std::max<size_t>(1, batch_rows * 17);
+  return std::clamp<size_t>(budget_bytes / per_batch, 2, 64);
+}
+
+BatchPool MakeBatchPool(const WorkloadSpec& spec, size_t batch_rows, size_t count) {
+  BatchPool pool;
+  pool.batch_rows = batch_rows;
+  pool.known_mapping = spec.build_keys > 0 && spec.rpc != Rpc::kAggregate;
+  pool.batches.resize(count);
+  std::mt19937_64 rng(spec.seed * 0x9e3779b97f4a7c15ull + batch_rows);
+  const uint64_t hits = HitsFor(spec, batch_rows);
+  std::vector<uint8_t> is_hit(batch_rows);
+
+  for (PoolBatch& b : pool.batches) {
+    b.keys.resize(batch_rows);
+    if (spec.rpc == Rpc::kAggregate) {
+      std::uniform_int_distribution<uint32_t> group(0, spec.groups - 1);
+      std::uniform_int_distribution<int> small(0, 15);
+      b.agg_values.resize(batch_rows);
+      b.expected_counts.assign(spec.groups, 0);
+      const bool count_only = spec.aggregate_op == client::AggregateOp::kCount;
+      std::vector<double> sum(count_only ? 0 : spec.groups, 0.0);
+      std::vector<float> mn(count_only ? 0 : spec.groups, INFINITY);
+      std::vector<float> mx(count_only ? 0 : spec.groups, -INFINITY);
+      for (size_t r = 0; r < batch_rows; ++r) {
+        const uint32_t g = group(rng);
+        const float v = static_cast<float>(small(rng));
+        b.keys[r] = g;
+        b.agg_values[r] = v;
+        ++b.expected_counts[g];
+        if (!count_only) {
+          sum[g] += v;
+          mn[g] = std::min(mn[g], v);
+          mx[g] = std::max(mx[g], v);
+        }
+      }
+      if (!count_only) {
+        b.expected_agg.resize(spec.groups);
+        for (uint32_t g = 0; g < spec.groups; ++g) {
+          const uint32_t n = b.expected_counts[g];
+          float out = 0.0f;
+          switch (spec.aggregate_op) {
+            case client::AggregateOp::kSum: out = static_cast<float>(sum[g]); break;
+            case client::AggregateOp::kMin: out = n ? mn[g] : NAN; break;
+            case client::AggregateOp::kMax: out = n ? mx[g] : NAN; break;
+            case client::AggregateOp::kMean:
+              out = n ? static_cast<float>(sum[g]) / static_cast<float>(n) : NAN;
+              break;
+            case client::AggregateOp::kCount: break;
+          }
+          b.expected_agg[g] = out;
+        }
+      }
+      continue;
+    }
+
+    if (!pool.known_mapping) {
+      std::uniform_int_distribution<uint64_t> any(0, spec.keyspace - 1);
+      for (auto& k : b.keys) k = static_cast<uint32_t>(any(rng));
+      continue;
+    }
+
+    // Exactly `hits` hit rows at shuffled positions.
+    std::fill(is_hit.begin(), is_hit.end(), 0);
+    std::fill(is_hit.begin(), is_hit.begin() + static_cast<ptrdiff_t>(hits), 1);
+    std::shuffle(is_hit.begin(), is_hit.end(), rng);
+    std::uniform_int_distribution<uint64_t> hit_row(0, spec.build_keys - 1);
+    std::uniform_int_distribution<uint64_t> miss_row(
+        std::min(spec.build_keys, spec.keyspace - 1), spec.keyspace - 1);
+    b.expected_values.resize(batch_rows);
+    b.expected_found.resize(batch_rows);
+    b.hits = hits;
+    b.expected_left.reserve(hits);
+    b.expected_right.reserve(hits);
+    for (size_t r = 0; r < batch_rows; ++r) {
+      if (is_hit[r]) {
+        uint32_t i, key;
+        do {  // the one row whose key is the reserved empty key was never inserted
+          i = static_cast<uint32_t>(hit_row(rng));
+          key = Mix(i, spec.seed);
+        } while (key == kMissing);
+        b.keys[r] = key;
+        b.expected_values[r] = Mix(i, spec.seed ^ kValueSalt);
+        b.expected_found[r] = 1;
+        b.expected_left.push_back(static_cast<uint32_t>(r));
+        b.expected_right.push_back(b.expected_values[r]);
+      } else {
+        b.keys[r] = Mix(static_cast<uint32_t>(miss_row(rng)), spec.seed);
+        b.expected_values[r] = kMissing;
+        b.expected_found[r] = 0;
+      }
+    }
+  }
+  return pool;
+}
+
+std::string CheckLookup(const BatchPool& pool, const PoolBatch& batch,
+                        const client::LookupResult& result, bool full) {
+  const size_t n = batch.keys.size();
+  if (result.values.size() != n || result.found.size() != n) {
+    return absl::StrCat("lookup answer has ", result.values.size(), " values and ",
+                        result.found.size(), " found flags for ", n, " keys");
+  }
+  uint64_t found = 0;
+  for (size_t r = 0; r < n; ++r) {
+    if (result.found[r] > 1) {
+      return absl::StrCat("row ", r, ": found flag is ", int{result.found[r]}, ", not 0 or 1");
+    }
+    if (!result.found[r] && result.values[r] != kMissing) {
+      return absl::StrCat("row ", r, ": missing but value is ", result.values[r]);
+    }
+    found += result.found[r];
+  }
+  const auto& s = result.statistics;
+  if (s.found != found || s.found + s.missing != n) {
+    return absl::StrCat("statistics say found ", s.found, " missing ", s.missing, " but ", found,
+                        " of ", n, " rows are found");
+  }
+  if (!pool.known_mapping) return "";
+  if (found != batch.hits) {
+    return absl::StrCat(found, " rows found, expected ", batch.hits);
+  }
+  if (!full) return "";
+  for (size_t r = 0; r < n; ++r) {
+    if (result.found[r] != batch.expected_found[r] ||
+        result.values[r] != batch.expected_values[r]) {
+      return absl::StrCat("row ", r, " key ", batch.keys[r], ": got found=",
+                          int{result.found[r]}, " value=", result.values[r],
+                          ", expected found=", int{batch.expected_found[r]},
+                          " value=", batch.expected_values[r]);
+    }
+  }
+  return "";
+}
+
+std::string CheckJoin(const BatchPool& pool, const PoolBatch& batch,
+                      const client::JoinResult& result, bool full) {
+  const size_t n = batch.keys.size();
+  if (result.results.size() != 1) {
+    return absl::StrCat("join answer has ", result.results.size(), " results for 1 left batch");
+  }
+  const client::JoinPairs& p = result.results[0];
+  if (p.left_rows.size() != p.right_rows.size()) {
+    return absl::StrCat(p.left_rows.size(), " left rows but ", p.right_rows.size(),
+                        " right rows");
+  }
+  if (p.overflow || p.count != p.left_rows.size()) {
+    return absl::StrCat("count ", p.count, " capacity ", p.capacity,
+                        " overflow=", p.overflow, " with ", p.left_rows.size(), " pairs");
+  }
+  for (size_t k = 0; k < p.left_rows.size(); ++k) {
+    if (p.left_rows[k] >= n || (k > 0 && p.left_rows[k] <= p.left_rows[k - 1])) {
+      return absl::StrCat("pair ", k, ": left row ", p.left_rows[k],
+                          " out of order or out of range [0, ", n, ")");
+    }
+  }
+  if (p.statistics.found != p.count || p.statistics.found + p.statistics.missing != n) {
+    return absl::StrCat("statistics say found ", p.statistics.found, " missing ",
+                        p.statistics.missing, " for ", p.count, " pairs of ", n, " rows");
+  }
+  if (!pool.known_mapping) return "";
+  if (p.count != batch.hits) return absl::StrCat(p.count, " pairs, expected ", batch.hits);
+  if (!full) return "";
+  for (size_t k = 0; k < p.left_rows.size(); ++k) {
+    if (p.left_rows[k] != batch.expected_left[k] || p.right_rows[k] != batch.expected_right[k]) {
+      return absl::StrCat("pair ", k, ": got [", p.left_rows[k], ", ", p.right_rows[k],
+                          "], expected [", batch.expected_left[k], ", ",
+                          batch.expected_right[k], "]");
+    }
+  }
+  return "";
+}
+
+std::string CheckAggregate(const WorkloadSpec& spec, const BatchPool& pool,
+                           const PoolBatch& batch, const client::AggregateResult& result,
+                           bool full) {
+  (void)pool;
+  const uint32_t g = spec.groups;
+  if (result.rows != batch.keys.size()) {
+    return absl::StrCat("answer covers ", result.rows, " rows, batch has ", batch.keys.size());
+  }
+  const bool count_only = spec.aggregate_op == client::AggregateOp::kCount;
+  if (count_only) {
+    if (result.counts.size() != g) {
+      return absl::StrCat("answer has ", result.counts.size(), " counts for ", g, " groups");
+    }
+  } else {
+    if (result.values.size() != g) {
+      return absl::StrCat("answer has ", result.values.size(), " values for ", g, " groups");
+    }
+    if (!result.contributing_rows.empty() && result.contributing_rows.size() != g) {
+      return absl::StrCat("answer has ", result.contributing_rows.size(),
+                          " contributing_rows for ", g, " groups");
+    }
+  }
+  if (!full) return "";
+  const std::vector<uint32_t>& counts = count_only ? result.counts : result.contributing_rows;
+  for (uint32_t k = 0; k < counts.size(); ++k) {
+    if (counts[k] != batch.expected_counts[k]) {
+      return absl::StrCat("group ", k, ": ", count_only ? "count " : "contributing rows ",
+                          counts[k], ", expected ", batch.expected_counts[k]);
+    }
+  }
+  if (!count_only) {
+    const bool approximate = spec.aggregate_op == client::AggregateOp::kMean;
+    for (uint32_t k = 0; k < g; ++k) {
+      if (!SameFloat(result.values[k], batch.expected_agg[k], approximate)) {
+        return absl::StrCat("group ", k, ": ", std::string(client::AggregateOpName(spec.aggregate_op)),
+                            " ", result.values[k], ", expected ", batch.expected_agg[k]);
+      }
+    }
+  }
+  return "";
+}
+
+}  // namespace gpujoin::loadtest

@@ -1,0 +1,115 @@
+// Synthetic workloads of the load tester: the key -> value mapping of an index
+// the load tester builds itself, pools of request batches generated from it with
+// a chosen hit ratio, and the exact answers those batches must get, so that a
+// sample of the server's responses can be checked row by row.
+//
+// Key scheme: index row i (0 <= i < build_keys) has key Mix(i, seed) and value
+// Mix(i, seed ^ kValueSalt). Mix is a bijection of uint32, so every j >= build_keys
+// gives a key that is certainly not in the index: a miss is drawn as Mix(j, seed)
+// with build_keys <= j < keyspace. Each batch has exactly round(hit_ratio * rows)
+// hits at shuffled positions, so a join's pair count is known in advance.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "gpujoin/client/client.hpp"
+
+namespace gpujoin::loadtest {
+
+/// The key used for "missing" in lookups and reserved as the empty key.
+inline constexpr uint32_t kMissing = 0xffffffffu;
+
+/// A seeded bijection of uint32 (xor, then the murmur3 finaliser, every step invertible).
+uint32_t Mix(uint32_t x, uint32_t seed);
+
+/// Which RPC the load tester drives.
+enum class Rpc { kLookup, kJoin, kAggregate };
+
+/// "lookup", "join", "aggregate".
+const char* RpcName(Rpc rpc);
+
+/// Parameters that define the generated data.
+struct WorkloadSpec {
+  Rpc rpc = Rpc::kLookup;
+  /// Rows of the index the load tester builds (key/value mapping known). 0 = the
+  /// index exists already and its mapping is unknown: keys are drawn uniformly from
+  /// [0, keyspace) and only the structure of answers can be checked.
+  uint64_t build_keys = 0;
+  /// Fraction of query rows whose key is in the index (known mapping only), in [0, 1].
+  double hit_ratio = 0.9;
+  /// Upper bound (exclusive) of the key draw: misses come from [build_keys, keyspace).
+  uint64_t keyspace = uint64_t{1} << 32;
+  uint32_t seed = 1;
+  /// Aggregate: group count, and the operation.
+  uint32_t groups = 1024;
+  client::AggregateOp aggregate_op = client::AggregateOp::kSum;
+};
+
+/// INVALID_ARGUMENT naming the option when the spec cannot generate batches.
+absl::Status ValidateWorkloadSpec(const WorkloadSpec& spec);
+
+/// The index the load tester builds: keys and explicit values, row i = Mix(i, ...).
+struct BuildData {
+  std::vector<uint32_t> keys;
+  std::vector<uint32_t> values;
+};
+
+/// Generates the build columns of `spec` (spec.build_keys rows).
+BuildData MakeBuildData(const WorkloadSpec& spec);
+
+/// One pre-generated request batch and, when the mapping is known, its answer.
+struct PoolBatch {
+  std::vector<uint32_t> keys;
+  /// Lookup: expected value per row (kMissing where missing); known mapping only.
+  std::vector<uint32_t> expected_values;
+  /// Lookup: expected found flag per row (1/0); known mapping only.
+  std::vector<uint8_t> expected_found;
+  /// Join: expected pairs (left row = position in the batch) in left order.
+  std::vector<uint32_t> expected_left;
+  std::vector<uint32_t> expected_right;
+  /// Rows whose key is in the index (known mapping), the join's pair count.
+  uint64_t hits = 0;
+  /// Aggregate: float values (small integers, so sums are exact in any order),
+  /// and the expected per-group results of this batch.
+  std::vector<float> agg_values;
+  std::vector<uint32_t> expected_counts;  ///< rows per group (count, or contributing rows)
+  std::vector<float> expected_agg;        ///< sum/min/max/mean per group (not for count)
+};
+
+/// A read-only set of batches shared by all streams of one setting.
+struct BatchPool {
+  size_t batch_rows = 0;
+  bool known_mapping = false;
+  std::vector<PoolBatch> batches;
+
+  /// Request payload bytes of one batch (keys, plus values for aggregate).
+  uint64_t RequestBytes(const WorkloadSpec& spec) const;
+};
+
+/// Chooses how many distinct batches to pre-generate for `batch_rows` rows:
+/// enough that consecutive requests differ, bounded to about `budget_bytes`.
+size_t PoolSizeFor(size_t batch_rows, size_t budget_bytes = size_t{96} << 20);
+
+/// Generates `count` batches of `batch_rows` rows with the expected answers.
+BatchPool MakeBatchPool(const WorkloadSpec& spec, size_t batch_rows, size_t count);
+
+/// Checks a Lookup answer to `batch`. Always checks the structure (sizes, found
+/// mask vs sentinel, statistics); with `full` and a known mapping also every value.
+/// Returns a description of the first difference, or "" when the answer is right.
+std::string CheckLookup(const BatchPool& pool, const PoolBatch& batch,
+                        const client::LookupResult& result, bool full);
+
+/// Checks a Join answer (one left batch, left rows numbered from 0).
+std::string CheckJoin(const BatchPool& pool, const PoolBatch& batch,
+                      const client::JoinResult& result, bool full);
+
+/// Checks an Aggregate answer (per-batch results, not accumulate_only).
+std::string CheckAggregate(const WorkloadSpec& spec, const BatchPool& pool,
+                           const PoolBatch& batch, const client::AggregateResult& result,
+                           bool full);
+
+}  // namespace gpujoin::loadtest
