@@ -1,0 +1,58 @@
+// Result tables of the gpujoin CLI and their renderings: CSV/TSV (the default),
+// JSON (--json), JSON Lines (--out x.jsonl) and an aligned text table for
+// small results on a terminal.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "table.hpp"
+
+namespace gpujoin::cli {
+
+/// How a result column renders in JSON: kString cells stay strings, kNumber
+/// cells become JSON numbers (when they parse as one; NaN/inf become null),
+/// kBool cells ("true"/"false") become booleans. Null cells are JSON null.
+enum class ColumnKind { kString, kNumber, kBool };
+
+/// A materialised result: a header and rows of cells.
+struct ResultTable {
+  std::vector<std::string> columns;
+  std::vector<ColumnKind> kinds;       ///< one per column
+  std::vector<std::vector<Cell>> rows;  ///< each as long as `columns`
+
+  /// Appends a column name that does not clash with the existing ones:
+  /// `name`, else `name_2`, `name_3`, ...; returns the name used.
+  std::string AddColumn(std::string name, ColumnKind kind);
+};
+
+/// Writes RFC 4180 CSV (or TSV with '\t'): fields holding the delimiter, a
+/// quote, CR or LF, leading/trailing spaces, or an empty string are quoted;
+/// null cells are written as nothing.
+void WriteDelimited(std::ostream& out, const ResultTable& t, char delimiter = ',');
+
+/// Writes one JSON object per row.
+void WriteJsonLines(std::ostream& out, const ResultTable& t);
+
+/// The rows as a JSON array of objects keyed by column name.
+nlohmann::ordered_json RowsToJson(const ResultTable& t);
+
+/// Writes an aligned, human-readable table (numbers right-aligned, nulls
+/// blank), for small results on a terminal.
+void WriteAligned(std::ostream& out, const ResultTable& t);
+
+/// Writes `t` to `path` in the format its extension asks for (.jsonl/.ndjson:
+/// JSON Lines, .tsv: TSV, anything else: CSV); "-" is standard output.
+/// Returns false with `error` set when the file cannot be written.
+bool WriteResultFile(const std::string& path, const ResultTable& t, std::string* error);
+
+/// Shortest text that reads back as the same float (e.g. "0.1", "NaN", "inf").
+std::string FormatFloat(float v);
+
+/// Byte counts for people: "512 B", "1.5 KiB", "3.2 GiB".
+std::string FormatBytes(double bytes);
+
+}  // namespace gpujoin::cli
