@@ -46,13 +46,17 @@ class HashDeviceTest : public ::testing::Test {
 #endif
   }
 
-  // Validates on the host (as every backend does) and hashes on the device.
+  // Validates on the host (as every backend does) and hashes on the device in
+  // passes of `rows_per_pass` rows.
   absl::StatusOr<HashOutput> HashOnDevice(const std::vector<HashColumn>& columns,
-                                          HashBits bits) {
+                                          HashBits bits,
+                                          uint64_t rows_per_pass = uint64_t{1} << 24) {
     NodeBuffers b(columns, bits);
     GPUJOIN_RETURN_IF_ERROR(detail::ValidateHashNode(b.node, "hash"));
 #if defined(GPUJOIN_HAVE_CUDA)
-    GPUJOIN_RETURN_IF_ERROR(detail::HashRowsDevice(b.node, stream_));
+    GPUJOIN_RETURN_IF_ERROR(detail::HashRowsDevice(b.node, stream_, rows_per_pass));
+#else
+    (void)rows_per_pass;
 #endif
     return b.Output();
   }
@@ -60,10 +64,10 @@ class HashDeviceTest : public ::testing::Test {
   // Device output equals host output bit for bit (hashes and validity bytes,
   // including the unused high bits of the last validity byte).
   void ExpectSameAsHost(const std::vector<HashColumn>& columns, HashBits bits,
-                        const std::string& what) {
+                        const std::string& what, uint64_t rows_per_pass = uint64_t{1} << 24) {
     SCOPED_TRACE(what + (bits == HashBits::k32 ? " hash32" : " hash64"));
     auto host = HashOnHost(columns, bits);
-    auto device = HashOnDevice(columns, bits);
+    auto device = HashOnDevice(columns, bits, rows_per_pass);
     ASSERT_TRUE(host.ok()) << host.status();
     ASSERT_TRUE(device.ok()) << device.status();
     ASSERT_EQ(device->rows, host->rows);
@@ -150,6 +154,20 @@ TEST_F(HashDeviceTest, LongStringsMatchHost) {
   std::mt19937_64 rng(23);
   const OwnedColumn c = RandomColumn(ColumnType::kBinary, 3000, 0.1, 5, rng, /*max_len=*/5000);
   for (HashBits bits : {HashBits::k32, HashBits::k64}) ExpectSameAsHost({c.View()}, bits, "long");
+}
+
+// Several device passes (the chunking property on the device): pass sizes that
+// are and are not multiples of 32 (rounded down to one), and a single-row tail.
+TEST_F(HashDeviceTest, PassesMatchHost) {
+  std::mt19937_64 rng(25);
+  const uint64_t rows = 10'017;
+  const OwnedColumn a = RandomColumn(ColumnType::kFloat64, rows, 0.2, 5, rng);
+  const OwnedColumn s = RandomColumn(ColumnType::kBinary, rows, 0.2, 11, rng);
+  for (uint64_t pass : {1u, 32u, 33u, 1000u, 10'016u}) {
+    for (HashBits bits : {HashBits::k32, HashBits::k64}) {
+      ExpectSameAsHost({a.View(), s.View()}, bits, "pass " + std::to_string(pass), pass);
+    }
+  }
 }
 
 // Millions of rows: more rows than the grid covers in one pass (grid-stride loop).

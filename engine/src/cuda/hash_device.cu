@@ -159,6 +159,8 @@ absl::Status UploadColumn(const HashColumn& c, size_t index, cudaStream_t stream
   return absl::OkStatus();
 }
 
+// Hashes rows [0, rows) described by `views` (device) into host_out[0, rows) and
+// host_validity[0, ceil(rows / 8)); the copies are enqueued on `stream`.
 template <typename H>
 absl::Status LaunchAndDownload(const DeviceBuffer& views, uint32_t num_columns, uint64_t rows,
                                H* host_out, uint8_t* host_validity, cudaStream_t stream) {
@@ -180,33 +182,51 @@ absl::Status LaunchAndDownload(const DeviceBuffer& views, uint32_t num_columns, 
   GPUJOIN_HASH_CUDA_CHECK(cudaMemcpyAsync(host_validity, validity.get<uint8_t>(), validity_bytes,
                                           cudaMemcpyDeviceToHost, stream),
                           "downloading validity");
-  GPUJOIN_HASH_CUDA_CHECK(cudaStreamSynchronize(stream), "running the hash kernel");
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::Status HashRowsDevice(const HashNode& node, cudaStream_t stream) {
-  const uint64_t rows = node.columns.empty() ? 0 : node.columns[0].length;
-  // Empty input: nothing to launch and no outputs to write.
-  if (rows == 0) return absl::OkStatus();
-
+// One pass: rows [first, first + rows) of every column.
+absl::Status HashPass(const HashNode& node, uint64_t first, uint64_t rows, cudaStream_t stream) {
   std::vector<DeviceColumn> columns(node.columns.size());
   std::vector<ColumnView> views(node.columns.size());
   for (size_t i = 0; i < node.columns.size(); ++i) {
-    GPUJOIN_RETURN_IF_ERROR(UploadColumn(node.columns[i], i, stream, columns[i]));
+    // The slice property of the row hash: a pass hashes its rows as a slice.
+    HashColumn slice = node.columns[i];
+    slice.offset += first;
+    slice.length = rows;
+    GPUJOIN_RETURN_IF_ERROR(UploadColumn(slice, i, stream, columns[i]));
     views[i] = columns[i].view;
   }
   DeviceBuffer device_views;
   GPUJOIN_RETURN_IF_ERROR(Upload(device_views, views.data(), views.size() * sizeof(ColumnView),
                                  stream, "column descriptors"));
   const uint32_t num_columns = static_cast<uint32_t>(views.size());
+  // `first` is a multiple of 8, so the pass owns whole output validity bytes.
+  uint8_t* validity = node.out_validity.data() + first / 8;
   if (node.bits == HashBits::k32) {
-    return LaunchAndDownload<uint32_t>(device_views, num_columns, rows, node.out32.data(),
-                                       node.out_validity.data(), stream);
+    return LaunchAndDownload<uint32_t>(device_views, num_columns, rows,
+                                       node.out32.data() + first, validity, stream);
   }
-  return LaunchAndDownload<uint64_t>(device_views, num_columns, rows, node.out64.data(),
-                                     node.out_validity.data(), stream);
+  return LaunchAndDownload<uint64_t>(device_views, num_columns, rows, node.out64.data() + first,
+                                     validity, stream);
+}
+
+}  // namespace
+
+absl::Status HashRowsDevice(const HashNode& node, cudaStream_t stream, uint64_t rows_per_pass) {
+  const uint64_t rows = node.columns.empty() ? 0 : node.columns[0].length;
+  // Empty input: nothing to launch and no outputs to write.
+  if (rows == 0) return absl::OkStatus();
+  // Passes start on whole validity bytes (and whole warps).
+  rows_per_pass = rows_per_pass < 32 ? 32 : rows_per_pass & ~uint64_t{31};
+  for (uint64_t first = 0; first < rows; first += rows_per_pass) {
+    const uint64_t n = rows - first < rows_per_pass ? rows - first : rows_per_pass;
+    // A pass's buffers are freed (stream-ordered) when it returns, so the pool
+    // reuses them for the next pass and device memory stays bounded by one pass.
+    GPUJOIN_RETURN_IF_ERROR(HashPass(node, first, n, stream));
+  }
+  GPUJOIN_HASH_CUDA_CHECK(cudaStreamSynchronize(stream), "running the hash kernel");
+  return absl::OkStatus();
 }
 
 }  // namespace gpujoin::engine::detail

@@ -5,13 +5,22 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdint>
+
 #include "absl/status/status.h"
 #include "gpujoin/engine/hashing.hpp"
 
 namespace gpujoin::engine::detail {
 
-/// The node must have passed ValidateHashNode. RESOURCE_EXHAUSTED when device
-/// memory for the columns cannot be allocated; INTERNAL on other CUDA errors.
-absl::Status HashRowsDevice(const HashNode& node, cudaStream_t stream);
+/// Rows hashed per device pass by default: bounds the device memory of one
+/// request (about rows_per_pass * (value bytes per row + 9) plus string bytes).
+inline constexpr uint64_t kHashRowsPerPass = uint64_t{1} << 24;
+
+/// The node must have passed ValidateHashNode. Rows are processed in passes of
+/// `rows_per_pass` (rounded down to a multiple of 32, at least 32), each an
+/// upload, one kernel and a download on `stream`. RESOURCE_EXHAUSTED when device
+/// memory for a pass cannot be allocated; INTERNAL on other CUDA errors.
+absl::Status HashRowsDevice(const HashNode& node, cudaStream_t stream,
+                            uint64_t rows_per_pass = kHashRowsPerPass);
 
 }  // namespace gpujoin::engine::detail
