@@ -47,7 +47,19 @@ struct TableSnapshot {
   std::vector<uint32_t> values;
 };
 
-/// A hash index created by Backend::CreateIndex. Its table lives in the backend's
+/// A hash index created by Backend::CreateIndex.
+///
+/// Exact semantics shared by every backend (docs/engine.md has the full text):
+///  - a key's home slot is detail::HomeSlot(key, capacity); linear probing examines
+///    slot (home + i) & (capacity - 1) for i = 0 .. bound - 1, bound =
+///    spec().probe_bound() (or a query's nonzero max_probe_count);
+///  - probe count = slots examined. A build row stops at a slot holding its key
+///    (duplicate) or at an empty slot it claims (unique); after `bound` slots with
+///    neither it is an overflow row with probes = bound. A query row stops at its
+///    key (found) or an empty slot (missing), else it is missing with probes = bound.
+///    kEmptyKey rows (and masked-out batch rows) examine 0 slots;
+///  - the value of the lowest global source row of each key is retained (batch
+///    builds: earliest chunk, then position, regardless of row_base). Its table lives in the backend's
 /// memory (device memory for CUDA). A build node (re)writes it; lookup and join
 /// nodes read it. A built index may be read by many concurrent graphs; building
 /// into an index while another graph reads it is not allowed (the service builds a
