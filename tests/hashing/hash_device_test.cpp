@@ -108,6 +108,12 @@ TEST_F(HashDeviceTest, ZeroRows) {
   EXPECT_TRUE(out->validity.empty());
 }
 
+// Only empty strings: the device gets no data buffer at all.
+TEST_F(HashDeviceTest, EmptyStringsWithoutDataBuffer) {
+  const OwnedColumn c = testing::BinaryColumn({"", std::nullopt, "", ""});
+  for (HashBits bits : {HashBits::k32, HashBits::k64}) ExpectSameAsHost({c.View()}, bits, "empty");
+}
+
 // Every type alone, at row counts around the warp and validity-byte boundaries,
 // with physical offsets that are and are not multiples of 8, without nulls, with
 // some and with all rows null.

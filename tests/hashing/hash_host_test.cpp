@@ -209,6 +209,16 @@ TEST_P(HashNullTest, EmptyStringIsNotNull) {
   EXPECT_EQ(out.hashes[1], 0u);
 }
 
+// Only empty strings: the data buffer may be empty (no allocation at all).
+TEST_P(HashNullTest, EmptyStringsWithoutDataBuffer) {
+  const OwnedColumn c = BinaryColumn({"", "", std::nullopt});
+  ASSERT_TRUE(c.data.empty());
+  const HashOutput out = MustHash({c.View()}, GetParam());
+  const uint64_t empty = GetParam() == HashBits::k32 ? 0x02CC5D05ull : 0xEF46DB3751D8E999ull;
+  EXPECT_THAT(out.hashes, ::testing::ElementsAre(empty, empty, 0u));
+  EXPECT_EQ(out.validity, std::vector<uint8_t>{0x03});
+}
+
 // The value bytes under a null slot are never read: changing them changes nothing.
 TEST_P(HashNullTest, NullSlotContentIsIgnored) {
   const std::vector<std::optional<double>> values = {1.0, std::nullopt, 2.0};
@@ -305,6 +315,24 @@ TEST(HashPropertyTest, ChunkedHashEqualsWholeHash) {
     }
     ASSERT_EQ(hashes, whole.hashes);
     for (uint64_t r = 0; r < rows; ++r) ASSERT_EQ(valid[r], whole.Valid(r)) << r;
+  }
+}
+
+// The range entry point (for multi-threaded backends) writes exactly what the
+// whole-node call writes, for ranges starting on validity-byte boundaries.
+TEST(HashPropertyTest, RowRangesEqualWholeNode) {
+  std::mt19937_64 rng(13);
+  const uint64_t rows = 1001;
+  const OwnedColumn a = RandomColumn(ColumnType::kInt32, rows, 0.1, 6, rng);
+  const OwnedColumn s = RandomColumn(ColumnType::kBinary, rows, 0.1, 1, rng);
+  for (HashBits bits : {HashBits::k32, HashBits::k64}) {
+    testing::NodeBuffers whole({a.View(), s.View()}, bits);
+    detail::HashRowsHost(whole.node);
+    testing::NodeBuffers ranged({a.View(), s.View()}, bits);
+    for (uint64_t first = 0; first < rows; first += 96) {
+      detail::HashRowsHost(ranged.node, first, std::min<uint64_t>(96, rows - first));
+    }
+    EXPECT_EQ(ranged.Output(), whole.Output());
   }
 }
 

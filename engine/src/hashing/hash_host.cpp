@@ -112,15 +112,17 @@ ColumnView HostView(const HashColumn& c) {
   return v;
 }
 
+// Hashes rows [first, first + rows); `first` is a multiple of 8.
 template <typename H>
-void HashAllRows(const std::vector<ColumnView>& views, uint64_t rows, H* out,
-                 uint8_t* out_validity) {
+void HashRowRange(const std::vector<ColumnView>& views, uint64_t first, uint64_t rows, H* out,
+                  uint8_t* out_validity) {
   const uint32_t n = static_cast<uint32_t>(views.size());
-  uint64_t row = 0;
+  const uint64_t end = first + rows;
+  uint64_t row = first;
   // Eight rows per output validity byte; the last byte's unused high bits are 0.
-  for (uint64_t byte = 0; row < rows; ++byte) {
+  for (uint64_t byte = first / 8; row < end; ++byte) {
     uint8_t bits = 0;
-    for (int b = 0; b < 8 && row < rows; ++b, ++row) {
+    for (int b = 0; b < 8 && row < end; ++b, ++row) {
       if (HashRow<H>(views.data(), n, row, out + row)) bits |= static_cast<uint8_t>(1u << b);
     }
     out_validity[byte] = bits;
@@ -181,15 +183,18 @@ absl::Status ValidateHashNode(const HashNode& node, std::string_view where) {
 }
 
 void HashRowsHost(const HashNode& node) {
-  const uint64_t rows = node.columns.empty() ? 0 : node.columns[0].length;
+  HashRowsHost(node, 0, node.columns.empty() ? 0 : node.columns[0].length);
+}
+
+void HashRowsHost(const HashNode& node, uint64_t first_row, uint64_t rows) {
   if (rows == 0) return;
   std::vector<ColumnView> views;
   views.reserve(node.columns.size());
   for (const HashColumn& c : node.columns) views.push_back(HostView(c));
   if (node.bits == HashBits::k32) {
-    HashAllRows<uint32_t>(views, rows, node.out32.data(), node.out_validity.data());
+    HashRowRange<uint32_t>(views, first_row, rows, node.out32.data(), node.out_validity.data());
   } else {
-    HashAllRows<uint64_t>(views, rows, node.out64.data(), node.out_validity.data());
+    HashRowRange<uint64_t>(views, first_row, rows, node.out64.data(), node.out_validity.data());
   }
 }
 

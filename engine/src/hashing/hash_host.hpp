@@ -3,6 +3,7 @@
 // hashing/row_hash.hpp for the algorithm (also docs/hashing.md).
 #pragma once
 
+#include <cstdint>
 #include <string_view>
 
 #include "absl/status/status.h"
@@ -22,6 +23,12 @@ absl::Status ValidateHashNode(const HashNode& node, std::string_view where);
 /// per row (0 for a null row) and the output validity bitmap (bits past the last
 /// row are 0).
 void HashRowsHost(const HashNode& node);
+
+/// Like HashRowsHost, for rows [first_row, first_row + rows) only, so that a
+/// backend can hash disjoint ranges on several threads. `first_row` must be a
+/// multiple of 8 (each range owns whole output validity bytes); the range must
+/// lie within the node's rows. The results equal HashRowsHost's for those rows.
+void HashRowsHost(const HashNode& node, uint64_t first_row, uint64_t rows);
 
 /// "uint32", "int32", "uint64", "int64", "float32", "float64", "binary".
 std::string_view ColumnTypeName(ColumnType type);
