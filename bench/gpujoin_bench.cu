@@ -1,0 +1,427 @@
+// gpujoin-bench: throughput of the CUDA backend's kernels on device-resident data.
+//
+// Prints one table: the device-to-device copy bandwidth (the ceiling, bytes read +
+// written) measured in this run, then build / lookup / join / group aggregation
+// with keys (rows) per second and the fraction of the copy bandwidth their bytes
+// represent. Every figure is the median of --reps repetitions timed with CUDA
+// events after a warm-up, and every result is checked (statistics, counts and a
+// sample of values); a failed check makes the exit status nonzero.
+//
+// Byte model (what "fraction of copy" counts):
+//  - lookup: key read 4 B + one 32-byte table sector + value written 4 B + found 1 B
+//  - build:  key 4 B (+ value 4 B) read + one 32-byte sector, plus clearing the table
+//            (8 B/slot) and, for explicit values, finalisation (16 B/slot + 32 B/key gather)
+//  - join:   its lookup + flags re-read twice (2 B) + values read 4 B + pairs written 8 B/match
+//  - group:  bytes read (keys 4 B, mask 4 B, values 4 B), the issue's definition.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cuda/device_ops.hpp"
+
+namespace gj = gpujoin::engine;
+namespace gd = gpujoin::engine::detail;
+
+namespace {
+
+#define CHECK_CUDA(call)                                                               \
+  do {                                                                                 \
+    cudaError_t e_ = (call);                                                           \
+    if (e_ != cudaSuccess) {                                                           \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,              \
+                   cudaGetErrorString(e_));                                            \
+      std::exit(2);                                                                    \
+    }                                                                                  \
+  } while (0)
+
+int g_reps = 7;
+int g_failures = 0;
+
+// A bijection on uint32 unrelated to the slot hash: distinct inputs give
+// distinct keys, so keys [0, n) are distinct and keys [n, 2n) are all misses.
+__host__ __device__ uint32_t KeyOf(uint32_t i) {
+  uint32_t x = i * 0x9e3779b1u + 0x7f4a7c15u;
+  x ^= x >> 15;
+  x *= 0x2c1b3c6du;
+  x ^= x >> 12;
+  x *= 0x297a2d39u;
+  x ^= x >> 15;
+  return x;
+}
+
+// Build keys: KeyOf(i), except the one i that maps to the reserved key, which
+// takes KeyOf(0xffffffff) (outside every range used here, so still distinct).
+__global__ void MakeKeys(uint32_t* keys, uint64_t n, uint32_t offset) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n;
+       i += uint64_t(gridDim.x) * blockDim.x) {
+    uint32_t k = KeyOf(uint32_t(i) + offset);
+    if (k == gj::kEmptyKey) k = KeyOf(0xffffffffu);
+    keys[i] = k;
+  }
+}
+
+// Queries: even rows hit (build key of a scattered row), odd rows miss when
+// `half_miss`, else all rows hit.
+__global__ void MakeQueries(uint32_t* q, uint64_t n, uint64_t build_n, bool half_miss) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n;
+       i += uint64_t(gridDim.x) * blockDim.x) {
+    const uint32_t hit_row = uint32_t((i * 2654435761ull) % build_n);
+    uint32_t k = (half_miss && (i & 1)) ? KeyOf(uint32_t(build_n + i)) : KeyOf(hit_row);
+    if (k == gj::kEmptyKey) k = KeyOf(0xffffffffu);
+    q[i] = k;
+  }
+}
+
+__global__ void Iota(uint32_t* v, uint64_t n, uint32_t base) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n;
+       i += uint64_t(gridDim.x) * blockDim.x)
+    v[i] = base + uint32_t(i) * 3u;
+}
+
+__global__ void MakeGroups(uint32_t* keys, uint32_t* mask, float* values, uint64_t n,
+                           uint32_t groups) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n;
+       i += uint64_t(gridDim.x) * blockDim.x) {
+    const uint32_t h = KeyOf(uint32_t(i) ^ 0x5bd1e995u);
+    keys[i] = h % groups;
+    mask[i] = (h >> 20) & 1u;
+    values[i] = float(int(h & 0xffff) - 32768) * 0.25f;
+  }
+}
+
+struct Timer {
+  cudaEvent_t a, b;
+  Timer() {
+    CHECK_CUDA(cudaEventCreate(&a));
+    CHECK_CUDA(cudaEventCreate(&b));
+  }
+  ~Timer() {
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+  }
+};
+
+// Median milliseconds of `fn` over g_reps runs after two warm-ups.
+double MedianMs(cudaStream_t s, const std::function<void()>& fn) {
+  Timer t;
+  for (int w = 0; w < 2; ++w) fn();
+  CHECK_CUDA(cudaStreamSynchronize(s));
+  std::vector<float> ms;
+  for (int r = 0; r < g_reps; ++r) {
+    CHECK_CUDA(cudaEventRecord(t.a, s));
+    fn();
+    CHECK_CUDA(cudaEventRecord(t.b, s));
+    CHECK_CUDA(cudaEventSynchronize(t.b));
+    float x = 0;
+    CHECK_CUDA(cudaEventElapsedTime(&x, t.a, t.b));
+    ms.push_back(x);
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+struct Row {
+  std::string name;
+  double n;
+  double ms;
+  double bytes;
+  std::string target;  // "" or e.g. ">= 32 Gkeys/s"
+  double target_value; // rate (keys/s) or fraction of copy, per target_kind
+  int target_kind;     // 0 none, 1 rate, 2 fraction of copy, 3 fraction of a reference row's rate
+  double reference_rate = 0;
+};
+
+std::vector<Row> g_rows;
+double g_copy_bps = 0;
+
+void Check(bool ok, const std::string& what) {
+  if (!ok) {
+    std::fprintf(stderr, "CHECK FAILED: %s\n", what.c_str());
+    ++g_failures;
+  }
+}
+
+template <typename T>
+T* DeviceAlloc(size_t n) {
+  void* p = nullptr;
+  CHECK_CUDA(cudaMalloc(&p, n * sizeof(T) + 16));
+  return static_cast<T*>(p);
+}
+
+template <typename T>
+T Fetch(const T* d) {
+  T h;
+  CHECK_CUDA(cudaMemcpy(&h, d, sizeof(T), cudaMemcpyDeviceToHost));
+  return h;
+}
+
+void Grid(uint64_t n, unsigned& blocks) { blocks = unsigned(std::min<uint64_t>((n + 255) / 256, 65535u * 16)); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0) quick = true;
+    else if (std::strncmp(argv[i], "--reps=", 7) == 0) g_reps = std::max(5, std::atoi(argv[i] + 7));
+    else {
+      std::printf("usage: gpujoin-bench [--reps=N (>=5, default 7)] [--quick (1/16 sizes)]\n");
+      return 2;
+    }
+  }
+  int device = 0;
+  CHECK_CUDA(cudaSetDevice(device));
+  cudaDeviceProp prop{};
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, device));
+  cudaStream_t s;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const int shift = quick ? 4 : 0;
+
+  // 1. Copy ceiling: 2 GiB device-to-device, bytes read + written.
+  {
+    const size_t bytes = (size_t{2} << 30) >> shift;
+    void *a = nullptr, *b = nullptr;
+    CHECK_CUDA(cudaMalloc(&a, bytes));
+    CHECK_CUDA(cudaMalloc(&b, bytes));
+    CHECK_CUDA(cudaMemsetAsync(a, 1, bytes, s));
+    const double ms = MedianMs(s, [&] { CHECK_CUDA(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s)); });
+    g_copy_bps = 2.0 * double(bytes) / (ms * 1e-3);
+    g_rows.push_back({"copy d2d (read+write)", double(bytes) / 4, ms, 2.0 * double(bytes), "", 0, 0});
+    CHECK_CUDA(cudaFree(a));
+    CHECK_CUDA(cudaFree(b));
+  }
+
+  const uint32_t capacity = (1u << 27) >> shift;
+  uint64_t* slots = DeviceAlloc<uint64_t>(gd::TableAllocationSlots(capacity));
+  const gd::DeviceTable table{slots, capacity};
+  auto* bstats = DeviceAlloc<gd::DeviceBuildStats>(1);
+  auto* qstats = DeviceAlloc<gd::DeviceQueryStats>(1);
+  const uint64_t max_n = uint64_t(0.8 * capacity);
+  uint32_t* keys = DeviceAlloc<uint32_t>(max_n);
+  uint32_t* values = DeviceAlloc<uint32_t>(max_n);
+  uint32_t* queries = DeviceAlloc<uint32_t>(max_n);
+  uint32_t* out_values = DeviceAlloc<uint32_t>(max_n);
+  uint8_t* found = DeviceAlloc<uint8_t>(max_n);
+  unsigned blocks = 0;
+
+  for (double load : {0.5, 0.8}) {
+    const uint64_t n = load == 0.5 ? capacity / 2 : max_n;
+    const std::string lf = load == 0.5 ? "0.5" : "0.8";
+    Grid(n, blocks);
+    MakeKeys<<<blocks, 256, 0, s>>>(keys, n, 0);
+    Iota<<<blocks, 256, 0, s>>>(values, n, 12345);
+    CHECK_CUDA(cudaGetLastError());
+
+    gd::BuildSource src;
+    src.keys = keys;
+    src.rows = n;
+    // Explicit values: claim + atomic-min of the row, then finalisation gather.
+    src.values = values;
+    auto build = [&] {
+      CHECK_CUDA(gd::ClearTable(table, bstats, s));
+      CHECK_CUDA(gd::BuildTable(table, src, capacity, bstats, s));
+    };
+    double ms = MedianMs(s, build);
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    gd::DeviceBuildStats st = Fetch(bstats);
+    Check(st.unique_keys == n && st.duplicate_rows == 0 && st.overflow_rows == 0 &&
+              st.invalid_rows == 0,
+          "build statistics (explicit values), load " + lf);
+    g_rows.push_back({"build, explicit values, load " + lf, double(n), ms,
+                      double(n) * 40 + double(capacity) * 8 + double(capacity) * 16 + double(n) * 32,
+                      load == 0.5 ? ">= 13.6 Gkeys/s" : "", 13.6e9, load == 0.5 ? 1 : 0});
+    // Generated row IDs (first_value + row): the key -> row index; no finalisation.
+    src.values = nullptr;
+    src.first_value = 0;
+    ms = MedianMs(s, build);
+    st = Fetch(bstats);
+    Check(st.unique_keys == n && st.overflow_rows == 0, "build statistics (row ids), load " + lf);
+    g_rows.push_back({"build, generated row ids, load " + lf, double(n), ms,
+                      double(n) * 36 + double(capacity) * 8,
+                      load == 0.5 ? ">= 13.6 Gkeys/s" : "", 13.6e9, load == 0.5 ? 1 : 0});
+    // Clear alone, to show how much of the build it is.
+    ms = MedianMs(s, [&] { CHECK_CUDA(gd::ClearTable(table, bstats, s)); });
+    g_rows.push_back({"  (of which: clear table), load " + lf, double(capacity), ms,
+                      double(capacity) * 8, "", 0, 0});
+    // Leave a table with explicit values for lookups.
+    src.values = values;
+    build();
+
+    for (bool half_miss : {false, true}) {
+      MakeQueries<<<blocks, 256, 0, s>>>(queries, n, n, half_miss);
+      CHECK_CUDA(cudaGetLastError());
+      auto lookup = [&] {
+        CHECK_CUDA(cudaMemsetAsync(qstats, 0, sizeof(gd::DeviceQueryStats), s));
+        CHECK_CUDA(gd::LookupKeys(table, queries, n, capacity, out_values, found, nullptr, qstats, s));
+      };
+      ms = MedianMs(s, lookup);
+      CHECK_CUDA(cudaStreamSynchronize(s));
+      const gd::DeviceQueryStats q = Fetch(qstats);
+      const uint64_t expect_found = half_miss ? (n + 1) / 2 : n;
+      Check(q.found == expect_found, "lookup found count, load " + lf);
+      // Spot-check values: row i hits build row (i * 2654435761) % n whose value is 12345 + 3 * row.
+      std::vector<uint32_t> sample(1024);
+      CHECK_CUDA(cudaMemcpy(sample.data(), out_values, sample.size() * 4, cudaMemcpyDeviceToHost));
+      bool values_ok = true;
+      for (uint64_t i = 0; i < sample.size(); ++i) {
+        const uint32_t row = uint32_t((i * 2654435761ull) % n);
+        const uint32_t want = (half_miss && (i & 1)) ? gj::kEmptyKey : 12345u + row * 3u;
+        values_ok = values_ok && sample[i] == want;
+      }
+      Check(values_ok, "lookup values sample, load " + lf);
+      std::string target;
+      double tv = 0;
+      if (!half_miss && load == 0.5) { target = ">= 32 Gkeys/s"; tv = 32e9; }
+      if (!half_miss && load == 0.8) { target = ">= 27 Gkeys/s"; tv = 27e9; }
+      if (half_miss && load == 0.8) { target = ">= 20 Gkeys/s"; tv = 20e9; }
+      const std::string name = std::string("lookup+found+stats, ") + (half_miss ? "50% miss" : "all hits") + ", load " + lf;
+      g_rows.push_back({name, double(n), ms, double(n) * 41, target, tv, tv > 0 ? 1 : 0});
+      const double lookup_rate = double(n) / (ms * 1e-3);
+
+      if (load == 0.5) {
+        // Inner join of the same left keys: lookup + stable compaction.
+        const size_t scratch_bytes = gd::JoinScratchBytes(n);
+        void* scratch = nullptr;
+        CHECK_CUDA(cudaMalloc(&scratch, scratch_bytes));
+        uint32_t* out_left = DeviceAlloc<uint32_t>(n);
+        uint32_t* out_right = DeviceAlloc<uint32_t>(n);
+        auto* count = DeviceAlloc<unsigned long long>(1);
+        auto join = [&] {
+          CHECK_CUDA(cudaMemsetAsync(qstats, 0, sizeof(gd::DeviceQueryStats), s));
+          CHECK_CUDA(gd::JoinKeys(table, queries, n, capacity, nullptr, 0, out_left, out_right, n,
+                                  count, nullptr, nullptr, qstats, scratch, s));
+        };
+        ms = MedianMs(s, join);
+        CHECK_CUDA(cudaStreamSynchronize(s));
+        const unsigned long long matches = Fetch(count);
+        Check(matches == expect_found, "join count");
+        std::vector<uint32_t> l(1024), r(1024);
+        CHECK_CUDA(cudaMemcpy(l.data(), out_left, 4096, cudaMemcpyDeviceToHost));
+        CHECK_CUDA(cudaMemcpy(r.data(), out_right, 4096, cudaMemcpyDeviceToHost));
+        bool pairs_ok = true;
+        for (size_t k = 0; k < l.size(); ++k) {
+          const uint32_t i = half_miss ? uint32_t(2 * k) : uint32_t(k);
+          const uint32_t row = uint32_t((uint64_t(i) * 2654435761ull) % n);
+          pairs_ok = pairs_ok && l[k] == i && r[k] == 12345u + row * 3u;
+        }
+        Check(pairs_ok, "join pairs sample (stable order)");
+        const std::string jname = std::string("join (pairs), ") + (half_miss ? "50% miss" : "all hits") + ", load 0.5";
+        Row jr{jname, double(n), ms, double(n) * 47 + double(matches) * 8, ">= 0.6 x lookup", 0.6, 3};
+        jr.reference_rate = lookup_rate;
+        g_rows.push_back(jr);
+        CHECK_CUDA(cudaFree(scratch));
+        CHECK_CUDA(cudaFree(out_left));
+        CHECK_CUDA(cudaFree(out_right));
+        CHECK_CUDA(cudaFree(count));
+      }
+    }
+  }
+  CHECK_CUDA(cudaFree(slots));
+  CHECK_CUDA(cudaFree(keys));
+  CHECK_CUDA(cudaFree(values));
+  CHECK_CUDA(cudaFree(queries));
+  CHECK_CUDA(cudaFree(out_values));
+  CHECK_CUDA(cudaFree(found));
+
+  // Grouped aggregation over 2^28 rows.
+  {
+    const uint64_t n = (uint64_t{1} << 28) >> shift;
+    uint32_t* gkeys = DeviceAlloc<uint32_t>(n);
+    uint32_t* gmask = DeviceAlloc<uint32_t>(n);
+    float* gvalues = DeviceAlloc<float>(n);
+    uint32_t* counts = DeviceAlloc<uint32_t>(65536);
+    float* out = DeviceAlloc<float>(65536);
+    Grid(n, blocks);
+    for (uint32_t groups : {16u, 256u, 65536u}) {
+      MakeGroups<<<blocks, 256, 0, s>>>(gkeys, gmask, gvalues, n, groups);
+      CHECK_CUDA(cudaGetLastError());
+      // Expected counts from a reference pass on the host would cost seconds; check
+      // totals instead: unmasked counts sum to n, masked to the mask's popcount,
+      // and mean's counts equal count's.
+      uint64_t masked_rows = 0;
+      {
+        std::vector<uint32_t> hm(n);
+        CHECK_CUDA(cudaMemcpy(hm.data(), gmask, n * 4, cudaMemcpyDeviceToHost));
+        for (uint32_t m : hm) masked_rows += m != 0;
+      }
+      for (bool masked : {false, true}) {
+        for (gj::AggregateOp op : {gj::AggregateOp::kCount, gj::AggregateOp::kMean}) {
+          gd::AggregateArgs a;
+          a.op = op;
+          a.keys = gkeys;
+          a.values = op == gj::AggregateOp::kCount ? nullptr : gvalues;
+          a.mask = masked ? gmask : nullptr;
+          a.rows = n;
+          a.groups = groups;
+          a.counts = counts;
+          a.output = op == gj::AggregateOp::kCount ? nullptr : out;
+          const double ms = MedianMs(s, [&] { CHECK_CUDA(gd::Aggregate(a, s)); });
+          CHECK_CUDA(cudaStreamSynchronize(s));
+          std::vector<uint32_t> hc(groups);
+          CHECK_CUDA(cudaMemcpy(hc.data(), counts, groups * 4, cudaMemcpyDeviceToHost));
+          uint64_t total = 0;
+          for (uint32_t c : hc) total += c;
+          Check(total == (masked ? masked_rows : n),
+                "group " + std::string(gj::AggregateOpName(op)) + " total count, groups " +
+                    std::to_string(groups));
+          if (op == gj::AggregateOp::kMean) {
+            std::vector<float> ho(groups);
+            CHECK_CUDA(cudaMemcpy(ho.data(), out, groups * 4, cudaMemcpyDeviceToHost));
+            bool in_range = true;
+            for (uint32_t g = 0; g < groups; ++g)
+              in_range = in_range && (hc[g] == 0 ? ho[g] != ho[g] : (ho[g] >= -8192.f && ho[g] <= 8192.f));
+            Check(in_range, "group mean within the value range, groups " + std::to_string(groups));
+          }
+          const bool is_count = op == gj::AggregateOp::kCount;
+          const double bytes = double(n) * (4 + (masked ? 4 : 0) + (is_count ? 0 : 4));
+          std::string target;
+          double tv = 0;
+          if (groups <= 256 && is_count) { target = ">= 90% copy"; tv = 0.90; }
+          if (groups <= 256 && !is_count && masked) { target = ">= 75% copy"; tv = 0.75; }
+          const int path = gd::AggregatePath(groups);
+          const char* path_name = path == 0 ? "warp" : (path == 1 ? "shared" : "global");
+          g_rows.push_back({std::string("group ") + (is_count ? "count" : "mean") + ", " +
+                                std::to_string(groups) + " groups" + (masked ? ", masked" : "") +
+                                " [" + path_name + "]",
+                            double(n), ms, bytes, target, tv, tv > 0 ? 2 : 0});
+        }
+      }
+    }
+    CHECK_CUDA(cudaFree(gkeys));
+    CHECK_CUDA(cudaFree(gmask));
+    CHECK_CUDA(cudaFree(gvalues));
+    CHECK_CUDA(cudaFree(counts));
+    CHECK_CUDA(cudaFree(out));
+  }
+
+  std::printf("\ngpujoin-bench on %s (%d SMs), median of %d reps after warm-up%s\n", prop.name,
+              prop.multiProcessorCount, g_reps, quick ? " [--quick sizes]" : "");
+  std::printf("%-52s %12s %10s %12s %9s %8s  %-18s %s\n", "operation", "rows", "ms", "Grows/s",
+              "GB/s", "of copy", "target", "met");
+  int met = 0, missed = 0;
+  for (const Row& r : g_rows) {
+    const double rate = r.n / (r.ms * 1e-3);
+    const double bps = r.bytes / (r.ms * 1e-3);
+    const double frac = bps / g_copy_bps;
+    std::string verdict;
+    if (r.target_kind != 0) {
+      bool ok = false;
+      if (r.target_kind == 1) ok = rate >= r.target_value;
+      if (r.target_kind == 2) ok = frac >= r.target_value;
+      if (r.target_kind == 3) ok = rate >= r.target_value * r.reference_rate;
+      verdict = ok ? "yes" : "NO";
+      (ok ? met : missed)++;
+    }
+    std::printf("%-52s %12.0f %10.3f %12.2f %9.0f %7.0f%%  %-18s %s\n", r.name.c_str(), r.n, r.ms,
+                rate / 1e9, bps / 1e9, frac * 100, r.target.c_str(), verdict.c_str());
+  }
+  std::printf("targets met: %d, missed: %d; output checks failed: %d\n", met, missed, g_failures);
+  CHECK_CUDA(cudaStreamDestroy(s));
+  return g_failures == 0 ? 0 : 1;
+}

@@ -1,0 +1,671 @@
+// CUDA vs CPU differential tests. Every test draws fresh random inputs (the seed
+// is printed on failure), poisons the outputs of both backends, runs the same
+// graph on each and compares: exactly wherever the contract is deterministic
+// (values, found, pairs and their order, counts, unique/duplicate/invalid
+// statistics without overflow, miss probe counts, count/min/max aggregation) and
+// to float tolerance for sum and mean.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "gpujoin/engine/backend.hpp"
+#include "gpujoin/engine/graph.hpp"
+
+namespace gpujoin::engine {
+namespace {
+
+constexpr uint32_t kPoison32 = 0xdeadbeefu;
+constexpr uint8_t kPoison8 = 0xa5;
+
+class Differential : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!CudaDeviceAvailable()) {
+      GTEST_SKIP() << "no CUDA device (or no CUDA backend in this build): CUDA-vs-CPU "
+                      "differential tests skipped";
+    }
+    auto cuda = CreateBackend(BackendKind::kCuda);
+    ASSERT_TRUE(cuda.ok()) << cuda.status();
+    cuda_ = std::move(*cuda);
+    auto cpu = CreateBackend(BackendKind::kCpu);
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+    cpu_ = std::move(*cpu);
+    seed_ = std::random_device{}();
+    rng_.seed(seed_);
+  }
+
+  std::string Seed() const { return "seed " + std::to_string(seed_); }
+
+  // Distinct keys != kEmptyKey, uniformly random.
+  std::vector<uint32_t> DistinctKeys(size_t n) {
+    std::unordered_set<uint32_t> seen;
+    seen.reserve(n * 2);
+    std::vector<uint32_t> keys;
+    keys.reserve(n);
+    while (keys.size() < n) {
+      const uint32_t k = uint32_t(rng_());
+      if (k != kEmptyKey && seen.insert(k).second) keys.push_back(k);
+    }
+    return keys;
+  }
+
+  std::vector<uint32_t> RandomU32(size_t n) {
+    std::vector<uint32_t> v(n);
+    for (auto& x : v) x = uint32_t(rng_());
+    return v;
+  }
+
+  // Random chunk boundaries (some empty chunks) over a vector.
+  template <typename T>
+  Chunked<T> RandomChunks(const std::vector<T>& v, int max_chunks = 5) {
+    const int chunks = 1 + int(rng_() % uint64_t(max_chunks));
+    std::vector<size_t> cuts;
+    for (int c = 1; c < chunks; ++c) cuts.push_back(v.empty() ? 0 : rng_() % (v.size() + 1));
+    std::sort(cuts.begin(), cuts.end());
+    Chunked<T> out;
+    size_t begin = 0;
+    for (size_t c : cuts) {
+      out.push_back(std::span<const T>(v.data() + begin, c - begin));
+      begin = c;
+    }
+    out.push_back(std::span<const T>(v.data() + begin, v.size() - begin));
+    return out;
+  }
+
+  std::unique_ptr<HashIndex> NewIndex(Backend& b, uint32_t capacity, uint32_t max_probe = 0) {
+    auto index = b.CreateIndex(HashIndexSpec{capacity, max_probe});
+    EXPECT_TRUE(index.ok()) << index.status();
+    return index.ok() ? std::move(*index) : nullptr;
+  }
+
+  void RunOk(Backend& b, const CommandGraph& g) {
+    const absl::Status s = b.Run(g);
+    ASSERT_TRUE(s.ok()) << BackendKindName(b.Info().kind) << ": " << s;
+  }
+
+  struct LookupOut {
+    std::vector<uint32_t> values;
+    std::vector<uint8_t> found;
+    std::vector<uint32_t> probes;
+    QueryStatistics stats{111, 222, 333, 444};
+  };
+
+  LookupOut Lookup(Backend& b, const HashIndex& index, const ChunkedU32& keys, bool optional,
+                   uint32_t max_probe = 0) {
+    const size_t n = TotalRows(keys);
+    LookupOut out;
+    out.values.assign(n, kPoison32);
+    if (optional) {
+      out.found.assign(n, kPoison8);
+      out.probes.assign(n, kPoison32);
+    }
+    LookupNode node;
+    node.index = &index;
+    node.keys = keys;
+    node.values = out.values;
+    node.found = out.found;
+    node.probes = out.probes;
+    node.statistics = &out.stats;
+    node.max_probe_count = max_probe;
+    CommandGraph g;
+    g.Add(node);
+    RunOk(b, g);
+    return out;
+  }
+
+  // key -> value map of a built table.
+  static std::map<uint32_t, uint32_t> Contents(const HashIndex& index) {
+    auto snap = index.Snapshot();
+    EXPECT_TRUE(snap.ok()) << snap.status();
+    std::map<uint32_t, uint32_t> m;
+    if (!snap.ok()) return m;
+    for (size_t i = 0; i < snap->keys.size(); ++i) {
+      if (snap->keys[i] != kEmptyKey) m[snap->keys[i]] = snap->values[i];
+    }
+    return m;
+  }
+
+  // Compares a lookup on both backends: values/found exact; per-row probes exact
+  // for missing rows (the set of occupied slots of a linear-probing table does not
+  // depend on insertion order, so a miss walks the same run) and for reserved keys.
+  void ExpectSameLookup(const LookupOut& cpu, const LookupOut& gpu, bool optional) {
+    ASSERT_EQ(cpu.values.size(), gpu.values.size());
+    size_t value_mismatch = 0, probe_mismatch = 0;
+    uint64_t miss_probes_cpu = 0, miss_probes_gpu = 0;
+    for (size_t i = 0; i < cpu.values.size(); ++i) {
+      value_mismatch += cpu.values[i] != gpu.values[i];
+      if (!optional) continue;
+      ASSERT_EQ(cpu.found[i], gpu.found[i]) << "row " << i << " " << Seed();
+      if (!cpu.found[i]) {
+        probe_mismatch += cpu.probes[i] != gpu.probes[i];
+        miss_probes_cpu += cpu.probes[i];
+        miss_probes_gpu += gpu.probes[i];
+      } else {
+        EXPECT_GE(gpu.probes[i], 1u);
+      }
+    }
+    EXPECT_EQ(value_mismatch, 0u) << Seed();
+    EXPECT_EQ(probe_mismatch, 0u) << Seed();
+    EXPECT_EQ(miss_probes_cpu, miss_probes_gpu) << Seed();
+    EXPECT_EQ(cpu.stats.found, gpu.stats.found) << Seed();
+    EXPECT_EQ(cpu.stats.missing, gpu.stats.missing) << Seed();
+    if (optional) {
+      uint64_t total = 0, max = 0;
+      for (uint32_t p : gpu.probes) {
+        total += p;
+        max = std::max<uint64_t>(max, p);
+      }
+      EXPECT_EQ(gpu.stats.total_probes, total) << "probe statistics vs per-row probes";
+      EXPECT_EQ(gpu.stats.max_probes, max);
+    }
+  }
+
+  uint64_t seed_ = 0;
+  std::mt19937_64 rng_;
+  std::unique_ptr<Backend> cuda_, cpu_;
+};
+
+// One index build + lookup scenario on both backends.
+struct BuildCase {
+  size_t rows;
+  uint32_t capacity;
+  double duplicate_fraction;  // share of rows repeating an earlier key
+  bool explicit_values;
+  double empty_key_fraction;  // rows holding kEmptyKey
+};
+
+class BuildLookupDifferential : public Differential,
+                                public ::testing::WithParamInterface<BuildCase> {};
+
+TEST_P(BuildLookupDifferential, TableStatisticsAndLookupsMatchCpu) {
+  const BuildCase c = GetParam();
+  // Keys: distinct base keys, some rows repeat an earlier (or later) key so that
+  // duplicates straddle chunk boundaries; some rows hold the reserved key.
+  std::vector<uint32_t> keys = DistinctKeys(c.rows);
+  for (size_t i = 0; i < c.rows; ++i) {
+    const double u = double(rng_() % 1000000) / 1e6;
+    if (u < c.duplicate_fraction && c.rows > 1) keys[i] = keys[rng_() % c.rows];
+    else if (u < c.duplicate_fraction + c.empty_key_fraction) keys[i] = kEmptyKey;
+  }
+  const std::vector<uint32_t> values = RandomU32(c.rows);
+  const uint32_t first_value = uint32_t(rng_());  // may wrap: exercises finalisation
+  const ChunkedU32 key_chunks = RandomChunks(keys);
+  const ChunkedU32 value_chunks = RandomChunks(values);
+
+  auto cpu_index = NewIndex(*cpu_, c.capacity);
+  auto gpu_index = NewIndex(*cuda_, c.capacity);
+  ASSERT_TRUE(cpu_index && gpu_index);
+  BuildStatistics cpu_stats, gpu_stats{7, 7, 7, 7, 7, 7};
+  for (auto [b, idx, st] : {std::tuple{cpu_.get(), cpu_index.get(), &cpu_stats},
+                            std::tuple{cuda_.get(), gpu_index.get(), &gpu_stats}}) {
+    BuildIndexNode node;
+    node.index = idx;
+    node.keys = key_chunks;
+    if (c.explicit_values) node.values = value_chunks;
+    node.first_value = first_value;
+    node.statistics = st;
+    CommandGraph g;
+    g.Add(node);
+    RunOk(*b, g);
+  }
+  ASSERT_EQ(cpu_stats.overflow_rows, 0u) << "test case must not overflow";
+  EXPECT_EQ(gpu_stats.unique_keys, cpu_stats.unique_keys) << Seed();
+  EXPECT_EQ(gpu_stats.duplicate_rows, cpu_stats.duplicate_rows) << Seed();
+  EXPECT_EQ(gpu_stats.overflow_rows, 0u) << Seed();
+  EXPECT_EQ(gpu_stats.invalid_rows, cpu_stats.invalid_rows) << Seed();
+  EXPECT_EQ(gpu_index->build_statistics(), gpu_stats);
+  EXPECT_EQ(gpu_index->built_rows(), c.rows);
+  EXPECT_GE(gpu_stats.total_probes, gpu_stats.unique_keys + gpu_stats.duplicate_rows);
+  EXPECT_EQ(Contents(*gpu_index), Contents(*cpu_index)) << Seed();
+
+  // Queries: every build key (hits), fresh keys (mostly misses), reserved keys.
+  std::vector<uint32_t> queries = keys;
+  const std::vector<uint32_t> fresh = RandomU32(c.rows / 2 + 3);
+  queries.insert(queries.end(), fresh.begin(), fresh.end());
+  queries.push_back(kEmptyKey);
+  std::shuffle(queries.begin(), queries.end(), rng_);
+  const ChunkedU32 query_chunks = RandomChunks(queries);
+  for (bool optional : {true, false}) {
+    const LookupOut cpu_out = Lookup(*cpu_, *cpu_index, query_chunks, optional);
+    const LookupOut gpu_out = Lookup(*cuda_, *gpu_index, query_chunks, optional);
+    ExpectSameLookup(cpu_out, gpu_out, optional);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, BuildLookupDifferential,
+    ::testing::Values(BuildCase{0, 16, 0.0, true, 0.0},            // empty build
+                      BuildCase{1, 1, 0.0, false, 0.0},            // one row, one slot
+                      BuildCase{1, 8, 0.0, true, 0.0},             // one row
+                      BuildCase{1000, 2048, 0.3, true, 0.02},      // not a block multiple
+                      BuildCase{1000, 1024, 0.0, false, 0.0},      // load ~0.98 (no bound)
+                      BuildCase{300007, 1u << 19, 0.25, true, 0.01},
+                      BuildCase{943718, 1u << 20, 0.0, true, 0.0},  // load 0.9
+                      BuildCase{(1u << 24) + 3, 1u << 25, 0.1, false, 0.001},  // > 2^24 rows
+                      BuildCase{(1u << 24) + 5, 1u << 25, 0.05, true, 0.0}),
+    [](const ::testing::TestParamInfo<BuildCase>& info) {
+      const BuildCase& c = info.param;
+      return "rows" + std::to_string(c.rows) + "_cap" + std::to_string(c.capacity) +
+             (c.explicit_values ? "_values" : "_generated");
+    });
+
+TEST_F(Differential, BatchBuildWithMasksAndRowBasesMatchesCpu) {
+  // Chunks with their own row bases, some with validity masks; duplicates across
+  // chunks so the earliest row across chunks must win.
+  std::vector<std::vector<uint32_t>> chunk_keys, chunk_masks;
+  std::vector<uint32_t> pool = DistinctKeys(4000);
+  const int chunks = 6;
+  for (int c = 0; c < chunks; ++c) {
+    const size_t n = c == 2 ? 0 : 500 + rng_() % 1500;  // chunk 2 is empty
+    std::vector<uint32_t> k(n), m;
+    for (auto& x : k) x = (rng_() % 50 == 0) ? kEmptyKey : pool[rng_() % pool.size()];
+    if (c % 2 == 1) {
+      m.resize(n);
+      for (auto& x : m) x = (rng_() % 4 == 0) ? 0u : uint32_t(rng_() | 1u);
+    }
+    chunk_keys.push_back(std::move(k));
+    chunk_masks.push_back(std::move(m));
+  }
+  std::vector<BatchChunk> batch;
+  for (int c = 0; c < chunks; ++c) {
+    batch.push_back(BatchChunk{chunk_keys[c], uint32_t(rng_()), chunk_masks[c]});
+  }
+  auto cpu_index = NewIndex(*cpu_, 1u << 14);
+  auto gpu_index = NewIndex(*cuda_, 1u << 14);
+  BuildStatistics cpu_stats, gpu_stats;
+  for (auto [b, idx, st] : {std::tuple{cpu_.get(), cpu_index.get(), &cpu_stats},
+                            std::tuple{cuda_.get(), gpu_index.get(), &gpu_stats}}) {
+    BuildBatchIndexNode node;
+    node.index = idx;
+    node.chunks = batch;
+    node.statistics = st;
+    CommandGraph g;
+    g.Add(node);
+    RunOk(*b, g);
+  }
+  EXPECT_EQ(gpu_stats.unique_keys, cpu_stats.unique_keys) << Seed();
+  EXPECT_EQ(gpu_stats.duplicate_rows, cpu_stats.duplicate_rows) << Seed();
+  EXPECT_EQ(gpu_stats.invalid_rows, cpu_stats.invalid_rows) << Seed();
+  EXPECT_EQ(gpu_stats.overflow_rows, 0u);
+  EXPECT_EQ(Contents(*gpu_index), Contents(*cpu_index)) << Seed();
+}
+
+TEST_F(Differential, OverflowKeepsLowestRowPerRetainedKeyAndPropagatesToJoin) {
+  // A small bound and a nearly full table force overflow. The retained subset may
+  // differ from the CPU's, but counts add up, and every retained key holds the value
+  // of its lowest source row.
+  const uint32_t capacity = 1u << 12;
+  std::vector<uint32_t> keys = DistinctKeys(6000);
+  for (size_t i = 0; i < keys.size(); i += 7) keys[i] = keys[(i * 13) % keys.size()];
+  const std::vector<uint32_t> values = RandomU32(keys.size());
+  auto gpu_index = NewIndex(*cuda_, capacity, 8);
+  BuildStatistics stats;
+  BuildIndexNode node;
+  node.index = gpu_index.get();
+  node.keys = RandomChunks(keys);
+  node.values = RandomChunks(values);
+  node.statistics = &stats;
+  CommandGraph g;
+  g.Add(node);
+  RunOk(*cuda_, g);
+  EXPECT_GT(stats.overflow_rows, 0u);
+  EXPECT_EQ(stats.unique_keys + stats.duplicate_rows + stats.overflow_rows + stats.invalid_rows,
+            keys.size());
+  EXPECT_LE(stats.max_probes, 8u);
+  std::unordered_map<uint32_t, uint32_t> lowest;
+  for (size_t i = 0; i < keys.size(); ++i) lowest.emplace(keys[i], values[i]);
+  const auto contents = Contents(*gpu_index);
+  EXPECT_EQ(contents.size(), stats.unique_keys);
+  for (const auto& [k, v] : contents) EXPECT_EQ(v, lowest.at(k)) << "key " << k << " " << Seed();
+
+  // A join against an overflowed index reports overflow even when the pairs fit.
+  const std::vector<uint32_t> left = {keys[1], keys[2]};
+  std::vector<uint32_t> out_l(8, kPoison32), out_r(8, kPoison32);
+  JoinResult result;
+  JoinNode join;
+  join.index = gpu_index.get();
+  join.batches.push_back(JoinBatch{ChunkedU32{std::span(left)}, {}, 0, out_l, out_r, &result});
+  CommandGraph jg;
+  jg.Add(join);
+  RunOk(*cuda_, jg);
+  EXPECT_TRUE(result.overflow);
+}
+
+TEST_F(Differential, LookupWithProbeBoundOverrideMatchesCpu) {
+  const uint32_t capacity = 1u << 16;
+  const std::vector<uint32_t> keys = DistinctKeys(size_t(capacity * 0.85));
+  auto cpu_index = NewIndex(*cpu_, capacity);
+  auto gpu_index = NewIndex(*cuda_, capacity);
+  for (auto [b, idx] : {std::pair{cpu_.get(), cpu_index.get()}, std::pair{cuda_.get(), gpu_index.get()}}) {
+    BuildIndexNode node;
+    node.index = idx;
+    node.keys = ChunkedU32{std::span(keys)};
+    CommandGraph g;
+    g.Add(node);
+    RunOk(*b, g);
+  }
+  std::vector<uint32_t> queries = RandomU32(50000);  // almost all misses
+  for (uint32_t bound : {1u, 3u, 17u}) {
+    const LookupOut cpu_out = Lookup(*cpu_, *cpu_index, RandomChunks(queries), true, bound);
+    const LookupOut gpu_out = Lookup(*cuda_, *gpu_index, RandomChunks(queries), true, bound);
+    ExpectSameLookup(cpu_out, gpu_out, true);
+    EXPECT_LE(gpu_out.stats.max_probes, bound);
+  }
+}
+
+TEST_F(Differential, RepeatedLookupShapeReplaysCapturedGraphCorrectly) {
+  // The same shape three times (capture on the second, replay on the third) with
+  // fresh keys each time; then a rebuild of the same index is seen by a replay.
+  const uint32_t capacity = 1u << 12;
+  std::vector<uint32_t> keys = DistinctKeys(3000);
+  auto cpu_index = NewIndex(*cpu_, capacity);
+  auto gpu_index = NewIndex(*cuda_, capacity);
+  auto build = [&](const std::vector<uint32_t>& k, uint32_t first) {
+    for (auto [b, idx] : {std::pair{cpu_.get(), cpu_index.get()}, std::pair{cuda_.get(), gpu_index.get()}}) {
+      BuildIndexNode node;
+      node.index = idx;
+      node.keys = ChunkedU32{std::span(k)};
+      node.first_value = first;
+      CommandGraph g;
+      g.Add(node);
+      RunOk(*b, g);
+    }
+  };
+  build(keys, 100);
+  for (int round = 0; round < 5; ++round) {
+    if (round == 3) {
+      keys = DistinctKeys(3000);
+      build(keys, 7);
+    }
+    std::vector<uint32_t> q(2000);
+    for (auto& x : q) x = rng_() % 2 ? keys[rng_() % keys.size()] : uint32_t(rng_());
+    const LookupOut cpu_out = Lookup(*cpu_, *cpu_index, ChunkedU32{std::span(q)}, true);
+    const LookupOut gpu_out = Lookup(*cuda_, *gpu_index, RandomChunks(q), true);
+    ExpectSameLookup(cpu_out, gpu_out, true);
+  }
+}
+
+struct JoinCase {
+  size_t left_rows;
+  size_t capacity;  // pair capacity
+  bool explicit_left_rows;
+  int batches;
+};
+
+class JoinDifferential : public Differential, public ::testing::WithParamInterface<JoinCase> {};
+
+TEST_P(JoinDifferential, PairsOrderCountsAndOverflowMatchCpu) {
+  const JoinCase c = GetParam();
+  const std::vector<uint32_t> right = DistinctKeys(20000);
+  auto cpu_index = NewIndex(*cpu_, 1u << 16);
+  auto gpu_index = NewIndex(*cuda_, 1u << 16);
+  for (auto [b, idx] : {std::pair{cpu_.get(), cpu_index.get()}, std::pair{cuda_.get(), gpu_index.get()}}) {
+    BuildIndexNode node;
+    node.index = idx;
+    node.keys = ChunkedU32{std::span(right)};
+    node.first_value = 1000;
+    CommandGraph g;
+    g.Add(node);
+    RunOk(*b, g);
+  }
+  struct Batch {
+    std::vector<uint32_t> keys, left_rows, out_l, out_r, probes;
+    std::vector<uint8_t> found;
+    JoinResult result;
+  };
+  auto make_batches = [&]() {
+    std::vector<Batch> bs(size_t(c.batches));
+    return bs;
+  };
+  std::vector<Batch> cpu_b = make_batches(), gpu_b = make_batches();
+  std::vector<std::vector<uint32_t>> left_keys(size_t(c.batches)), left_ids(size_t(c.batches));
+  for (int k = 0; k < c.batches; ++k) {
+    auto& lk = left_keys[size_t(k)];
+    lk.resize(c.left_rows);
+    for (auto& x : lk) {
+      const uint32_t r = uint32_t(rng_() % 10);
+      x = r < 5 ? right[rng_() % right.size()] : (r < 9 ? uint32_t(rng_()) : kEmptyKey);
+    }
+    left_ids[size_t(k)] = RandomU32(c.explicit_left_rows ? c.left_rows : 0);
+  }
+  const uint32_t first_left = uint32_t(rng_());
+  for (auto [b, idx, bs] : {std::tuple{cpu_.get(), cpu_index.get(), &cpu_b},
+                            std::tuple{cuda_.get(), gpu_index.get(), &gpu_b}}) {
+    JoinNode node;
+    node.index = idx;
+    for (int k = 0; k < c.batches; ++k) {
+      Batch& bt = (*bs)[size_t(k)];
+      bt.out_l.assign(c.capacity, kPoison32);
+      bt.out_r.assign(c.capacity, kPoison32);
+      bt.found.assign(c.left_rows, kPoison8);
+      bt.probes.assign(c.left_rows, kPoison32);
+      bt.result = JoinResult{999, true, QueryStatistics{1, 2, 3, 4}};
+      node.batches.push_back(JoinBatch{RandomChunks(left_keys[size_t(k)]), left_ids[size_t(k)],
+                                       first_left, bt.out_l, bt.out_r, &bt.result, bt.found,
+                                       bt.probes});
+    }
+    CommandGraph g;
+    g.Add(node);
+    RunOk(*b, g);
+  }
+  for (int k = 0; k < c.batches; ++k) {
+    const Batch& x = cpu_b[size_t(k)];
+    const Batch& y = gpu_b[size_t(k)];
+    EXPECT_EQ(y.result.count, x.result.count) << "batch " << k << " " << Seed();
+    EXPECT_EQ(y.result.overflow, x.result.overflow) << "batch " << k;
+    EXPECT_EQ(y.result.statistics.found, x.result.statistics.found);
+    EXPECT_EQ(y.result.statistics.missing, x.result.statistics.missing);
+    EXPECT_EQ(y.found, x.found) << "batch " << k << " " << Seed();
+    // Pairs: the stable prefix, exactly; slots past the written prefix untouched.
+    EXPECT_EQ(y.out_l, x.out_l) << "batch " << k << " " << Seed();
+    EXPECT_EQ(y.out_r, x.out_r) << "batch " << k << " " << Seed();
+    for (size_t i = 0; i < c.left_rows; ++i) {
+      if (!x.found[i]) ASSERT_EQ(y.probes[i], x.probes[i]) << "miss probes, row " << i;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, JoinDifferential,
+    ::testing::Values(JoinCase{0, 4, false, 1}, JoinCase{1, 1, false, 1},
+                      JoinCase{1000, 2000, false, 1},     // room for all pairs
+                      JoinCase{5000, 100, true, 1},       // truncated: stable prefix
+                      JoinCase{70001, 70001, true, 3},    // several tiles, batches
+                      JoinCase{70001, 0, false, 2}),      // zero capacity: count only
+    [](const ::testing::TestParamInfo<JoinCase>& info) {
+      return "left" + std::to_string(info.param.left_rows) + "_cap" +
+             std::to_string(info.param.capacity) + "_batches" +
+             std::to_string(info.param.batches) + (info.param.explicit_left_rows ? "_ids" : "");
+    });
+
+enum class KeyShape { kUniform, kSkewed, kOneGroup, kOutOfRange };
+
+struct AggCase {
+  size_t rows;
+  uint32_t groups;
+  KeyShape shape;
+  bool mask;
+};
+
+std::string ShapeName(KeyShape s) {
+  switch (s) {
+    case KeyShape::kUniform: return "uniform";
+    case KeyShape::kSkewed: return "skewed";
+    case KeyShape::kOneGroup: return "onegroup";
+    case KeyShape::kOutOfRange: return "outofrange";
+  }
+  return "unknown";
+}
+
+class AggregateDifferential : public Differential,
+                              public ::testing::WithParamInterface<AggCase> {};
+
+TEST_P(AggregateDifferential, AllOpsMatchCpu) {
+  const AggCase c = GetParam();
+  std::vector<uint32_t> keys(c.rows), mask;
+  for (auto& k : keys) {
+    switch (c.shape) {
+      case KeyShape::kUniform: k = uint32_t(rng_() % c.groups); break;
+      case KeyShape::kSkewed: {
+        // Most rows in a few hot groups, a tail spread over all of them.
+        const uint32_t r = uint32_t(rng_() % 100);
+        k = r < 70 ? uint32_t(rng_() % std::min<uint32_t>(3, c.groups)) : uint32_t(rng_() % c.groups);
+        break;
+      }
+      case KeyShape::kOneGroup: k = c.groups - 1; break;
+      case KeyShape::kOutOfRange: {
+        const uint32_t r = uint32_t(rng_() % 4);
+        k = r == 0 ? c.groups + uint32_t(rng_() % 1000) : (r == 1 ? kEmptyKey : uint32_t(rng_() % c.groups));
+        break;
+      }
+    }
+  }
+  if (c.mask) {
+    mask.resize(c.rows);
+    for (auto& m : mask) m = rng_() % 3 == 0 ? 0u : uint32_t(rng_() | 1u);
+  }
+  // Values with the edge cases: NaN, +-inf (ignored), -0 and +0, small integers
+  // (so sums are mostly exact), random floats.
+  std::vector<float> values(c.rows);
+  for (auto& v : values) {
+    const uint32_t r = uint32_t(rng_() % 100);
+    if (r == 0) v = std::numeric_limits<float>::quiet_NaN();
+    else if (r == 1) v = std::numeric_limits<float>::infinity();
+    else if (r == 2) v = -std::numeric_limits<float>::infinity();
+    else if (r < 6) v = -0.0f;
+    else if (r < 9) v = 0.0f;
+    else if (r < 50) v = float(int(rng_() % 2001) - 1000);
+    else v = float(std::ldexp(double(int64_t(rng_() % 2000001) - 1000000), -10));
+  }
+  const ChunkedU32 key_chunks = RandomChunks(keys);
+  const ChunkedF32 value_chunks = RandomChunks(values);
+  const std::optional<ChunkedU32> mask_chunks =
+      c.mask ? std::optional<ChunkedU32>(RandomChunks(mask)) : std::nullopt;
+
+  for (AggregateOp op : {AggregateOp::kCount, AggregateOp::kSum, AggregateOp::kMin,
+                         AggregateOp::kMax, AggregateOp::kMean}) {
+    SCOPED_TRACE(std::string(AggregateOpName(op)) + " " + Seed());
+    std::vector<uint32_t> counts[2], contributing[2];
+    std::vector<float> out[2];
+    int k = 0;
+    for (Backend* b : {cpu_.get(), cuda_.get()}) {
+      AggregateNode node;
+      node.op = op;
+      node.keys = key_chunks;
+      node.mask = mask_chunks;
+      if (op == AggregateOp::kCount) {
+        counts[k].assign(c.groups, kPoison32);
+        node.count_output = counts[k];
+      } else {
+        node.values = value_chunks;
+        out[k].assign(c.groups, -12345.0f);
+        contributing[k].assign(c.groups, kPoison32);
+        node.value_output = out[k];
+        node.contributing_rows = contributing[k];
+      }
+      CommandGraph g;
+      g.Add(node);
+      RunOk(*b, g);
+      ++k;
+    }
+    if (op == AggregateOp::kCount) {
+      EXPECT_EQ(counts[1], counts[0]);
+      continue;
+    }
+    EXPECT_EQ(contributing[1], contributing[0]);
+    size_t bad = 0;
+    for (uint32_t gidx = 0; gidx < c.groups; ++gidx) {
+      const float x = out[0][gidx], y = out[1][gidx];
+      if (std::isnan(x) || std::isnan(y)) {
+        bad += !(std::isnan(x) && std::isnan(y));
+        continue;
+      }
+      if (op == AggregateOp::kMin || op == AggregateOp::kMax) {
+        // Exact, including the sign of zero.
+        bad += std::memcmp(&x, &y, sizeof(float)) != 0;
+      } else {
+        const double tol = 1e-4 * std::max(1.0, std::fabs(double(x))) +
+                           1e-6 * double(contributing[0][gidx]) * 1000.0;
+        bad += std::fabs(double(x) - double(y)) > tol;
+        if (op == AggregateOp::kSum && x == 0.0f && y == 0.0f) {
+          bad += std::signbit(x) != std::signbit(y);
+        }
+      }
+      if (bad != 0 && bad < 4) ADD_FAILURE() << "group " << gidx << ": cpu " << x << " cuda " << y;
+    }
+    EXPECT_EQ(bad, 0u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, AggregateDifferential,
+    ::testing::Values(AggCase{0, 5, KeyShape::kUniform, false},       // empty: +0 / NaN
+                      AggCase{1, 1, KeyShape::kUniform, true},
+                      AggCase{1000, 16, KeyShape::kUniform, true},    // warp path
+                      AggCase{100003, 16, KeyShape::kOneGroup, false},
+                      AggCase{100003, 7, KeyShape::kSkewed, true},
+                      AggCase{100003, 17, KeyShape::kOutOfRange, true},  // shared path
+                      AggCase{100003, 256, KeyShape::kSkewed, false},
+                      AggCase{100003, 256, KeyShape::kOneGroup, true},
+                      AggCase{100003, 257, KeyShape::kUniform, true},    // global path
+                      AggCase{300007, 65536, KeyShape::kOutOfRange, false},
+                      AggCase{(1u << 24) + 7, 256, KeyShape::kUniform, true}),  // > 2^24
+    [](const ::testing::TestParamInfo<AggCase>& info) {
+      return "rows" + std::to_string(info.param.rows) + "_groups" +
+             std::to_string(info.param.groups) + "_" + ShapeName(info.param.shape) +
+             (info.param.mask ? "_masked" : "");
+    });
+
+TEST_F(Differential, IndexFromOtherBackendIsRejected) {
+  auto cpu_index = NewIndex(*cpu_, 16);
+  const std::vector<uint32_t> keys = {1, 2, 3};
+  BuildIndexNode node;
+  node.index = cpu_index.get();
+  node.keys = ChunkedU32{std::span(keys)};
+  CommandGraph g;
+  g.Add(node);
+  const absl::Status s = cuda_->Run(g);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_TRUE(cuda_->Healthy());
+}
+
+TEST_F(Differential, InfoDescribesTheDevice) {
+  const BackendInfo info = cuda_->Info();
+  EXPECT_EQ(info.kind, BackendKind::kCuda);
+  EXPECT_FALSE(info.device_name.empty());
+  EXPECT_GT(info.memory_total_bytes, 0u);
+  EXPECT_GT(info.parallelism, 0u);
+}
+
+TEST_F(Differential, OversizedIndexIsResourceExhaustedAndBackendStaysHealthy) {
+  // 2^31 slots of 8 bytes = 16 GiB fit an H200; ask for more than the device has
+  // by holding several.
+  std::vector<std::unique_ptr<HashIndex>> held;
+  absl::Status last;
+  for (int i = 0; i < 64; ++i) {
+    auto index = cuda_->CreateIndex(HashIndexSpec{1u << 31, 0});
+    if (!index.ok()) {
+      last = index.status();
+      break;
+    }
+    held.push_back(std::move(*index));
+  }
+  EXPECT_EQ(last.code(), absl::StatusCode::kResourceExhausted) << last;
+  held.clear();
+  EXPECT_TRUE(cuda_->Healthy());
+  auto small = NewIndex(*cuda_, 16);
+  EXPECT_NE(small, nullptr);
+}
+
+}  // namespace
+}  // namespace gpujoin::engine
