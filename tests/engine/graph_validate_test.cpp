@@ -261,6 +261,31 @@ TEST_F(GraphValidateTest, ReadingAnEarlierNodesOutputIsRejectedToo) {
   ExpectInvalid(g, {"node 0 (lookup) values (written", "node 1 (aggregate count) keys (read"});
 }
 
+TEST_F(GraphValidateTest, HashOutputOverlappingItsInputIsRejected) {
+  // Four uint32 rows; the 64-bit output is placed over the column's own bytes.
+  std::vector<uint64_t> storage(4, 0);
+  std::vector<uint8_t> validity(1);
+  HashNode hash;
+  HashColumn col;
+  col.type = ColumnType::kUint32;
+  col.data = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(storage.data()), 16);
+  col.length = 4;
+  hash.columns = {col};
+  hash.bits = HashBits::k64;
+  hash.out64 = storage;
+  hash.out_validity = validity;
+  CommandGraph g;
+  g.Add(hash);
+  ExpectInvalid(g, {"node 0 (hash) column 0 data (read", "node 0 (hash) out64 (written"});
+  // The unused 32-bit output is ignored, even where it overlaps.
+  std::vector<uint64_t> out(4);
+  hash.out64 = out;
+  hash.out32 = std::span<uint32_t>(reinterpret_cast<uint32_t*>(storage.data()), 4);
+  CommandGraph g2;
+  g2.Add(hash);
+  EXPECT_TRUE(g2.Validate().ok()) << g2.Validate();
+}
+
 TEST_F(GraphValidateTest, ReadingTheSameBufferTwiceIsAllowed) {
   const std::vector<uint32_t> keys = {1, 2};
   std::vector<uint32_t> a(2), b(2);

@@ -264,8 +264,12 @@ class Validator {
       ranges_.Read(col.offsets, absl::StrCat(cw, " offsets"));
       ranges_.Read(col.validity, absl::StrCat(cw, " validity"));
     }
-    ranges_.Write(n.out32, absl::StrCat(where, " out32"));
-    ranges_.Write(n.out64, absl::StrCat(where, " out64"));
+    // Only the hash output selected by `bits` is written; the other is ignored.
+    if (n.bits == HashBits::k32) {
+      ranges_.Write(n.out32, absl::StrCat(where, " out32"));
+    } else {
+      ranges_.Write(n.out64, absl::StrCat(where, " out64"));
+    }
     ranges_.Write(n.out_validity, absl::StrCat(where, " out_validity"));
     return absl::OkStatus();
   }
