@@ -54,3 +54,27 @@ TEST(SplitRowsTest, CoversTheRangeInOrder) {
 
 }  // namespace
 }  // namespace gpujoin::engine::cpu
+
+namespace gpujoin::engine::cpu {
+namespace {
+
+TEST(ThreadPoolTest, ATaskExceptionReachesTheCallerAfterAllTasksRan) {
+  // Regression guard: an exception (e.g. std::bad_alloc) thrown on a worker must
+  // not terminate the process; the backend maps it to RESOURCE_EXHAUSTED.
+  ThreadPool pool(3);
+  std::atomic<int> ran{0};
+  EXPECT_THROW(pool.ParallelFor(100,
+                                [&](size_t i) {
+                                  ran.fetch_add(1);
+                                  if (i % 10 == 3) throw std::bad_alloc();
+                                }),
+               std::bad_alloc);
+  EXPECT_EQ(ran.load(), 100);
+  // The pool stays usable.
+  std::atomic<int> again{0};
+  pool.ParallelFor(10, [&](size_t) { again.fetch_add(1); });
+  EXPECT_EQ(again.load(), 10);
+}
+
+}  // namespace
+}  // namespace gpujoin::engine::cpu

@@ -22,12 +22,18 @@ ThreadPool::~ThreadPool() {
 
 void ThreadPool::Drain(Job& job) {
   size_t done = 0;
+  std::exception_ptr error;
   for (size_t i = job.next.fetch_add(1); i < job.tasks; i = job.next.fetch_add(1)) {
-    (*job.fn)(i);
+    try {
+      (*job.fn)(i);
+    } catch (...) {
+      if (!error) error = std::current_exception();
+    }
     ++done;
   }
   if (done == 0) return;
   std::lock_guard<std::mutex> lock(job.mu);
+  if (error && !job.error) job.error = error;
   job.finished += done;
   if (job.finished == job.tasks) job.cv.notify_all();
 }
@@ -71,6 +77,7 @@ void ThreadPool::ParallelFor(size_t tasks, const std::function<void(size_t)>& fn
   Forget(job);
   std::unique_lock<std::mutex> lock(job->mu);
   job->cv.wait(lock, [&] { return job->finished == job->tasks; });
+  if (job->error) std::rethrow_exception(job->error);
 }
 
 std::vector<size_t> SplitRows(size_t rows, size_t max_parts, size_t min_rows) {

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -29,7 +30,9 @@ class ThreadPool {
   uint32_t size() const { return size_; }
 
   /// Runs fn(0) .. fn(tasks - 1), in any order and on any thread, and returns when
-  /// all have finished. `fn` must not throw.
+  /// all have finished. If a task throws (e.g. std::bad_alloc), the first
+  /// exception is rethrown on the calling thread once no task of this call is
+  /// running any more (tasks not yet started may be skipped).
   void ParallelFor(size_t tasks, const std::function<void(size_t)>& fn);
 
  private:
@@ -39,7 +42,8 @@ class ThreadPool {
     std::atomic<size_t> next{0};
     std::mutex mu;
     std::condition_variable cv;
-    size_t finished = 0;  // guarded by mu
+    size_t finished = 0;       // guarded by mu
+    std::exception_ptr error;  // guarded by mu: the first exception a task threw
   };
 
   static void Drain(Job& job);
