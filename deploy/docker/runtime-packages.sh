@@ -21,34 +21,44 @@ if grep -q "not found" <<<"$ldd_out"; then
   exit 1
 fi
 
-# Owner of one library path; merged-/usr systems record either /lib/... or
-# /usr/lib/..., so try the path as given, its real path and the other prefix.
-owner() {
-  local lib=$1 real candidates c
-  real=$(readlink -f "$lib")
-  candidates=("$lib" "$real")
-  for c in "$lib" "$real"; do
-    case $c in
-      /usr/*) candidates+=("${c#/usr}") ;;
-      *) candidates+=("/usr$c") ;;
-    esac
-  done
-  for c in "${candidates[@]}"; do
-    if out=$(dpkg-query -S "$c" 2>/dev/null); then
-      # "libfoo1:amd64: /path" (a diversion line may come first; take the owner line).
-      sed -n 's/^\([^ :]*\)\(:[a-z0-9]*\)\{0,1\}: .*/\1/p' <<<"$out" | head -n 1
-      return 0
-    fi
-  done
-  echo "runtime-packages: no package owns $lib" >&2
-  return 1
-}
-
 # "libx.so.1 => /path/libx.so.1 (0x...)" lines; the dynamic loader and vDSO
 # have no "=>" target and come with libc6 anyway.
-libs=$(awk '$2 == "=>" && $3 ~ /^\// {print $3}' <<<"$ldd_out" | sort -u)
-{
-  for lib in $libs; do
-    owner "$lib"
+mapfile -t libs < <(awk '$2 == "=>" && $3 ~ /^\// {print $3}' <<<"$ldd_out" | sort -u)
+
+# Merged-/usr systems record a library under /lib/... or /usr/lib/..., so ask
+# dpkg about the path as given, its real path and the other prefix, all in one
+# (slow) dpkg-query call; paths no package owns are simply absent from its answer.
+candidates() {
+  local lib=$1 real c
+  real=$(readlink -f "$lib")
+  for c in "$lib" "$real"; do
+    echo "$c"
+    case $c in
+      /usr/*) echo "${c#/usr}" ;;
+      *) echo "/usr$c" ;;
+    esac
   done
-} | sort -u
+}
+mapfile -t all < <(for lib in "${libs[@]}"; do candidates "$lib"; done | sort -u)
+[ ${#all[@]} -gt 0 ] || exit 0
+# Lines "pkg[:arch][, pkg2...]: /path"; skip diversion notes.
+owners=$(dpkg-query -S "${all[@]}" 2>/dev/null | grep -v '^diversion ' || true)
+
+status=0
+packages=()
+for lib in "${libs[@]}"; do
+  pkg=""
+  while read -r c; do
+    pkg=$(awk -v path="$c" 'index($0, ": " path) && substr($0, length($0) - length(path) + 1) == path {
+             sub(/: .*/, ""); sub(/,.*/, ""); sub(/:[a-z0-9]+$/, ""); print; exit }' <<<"$owners")
+    [ -n "$pkg" ] && break
+  done < <(candidates "$lib")
+  if [ -z "$pkg" ]; then
+    echo "runtime-packages: no package owns $lib" >&2
+    status=1
+  else
+    packages+=("$pkg")
+  fi
+done
+[ "$status" -eq 0 ] || exit "$status"
+printf '%s\n' "${packages[@]}" | sort -u
