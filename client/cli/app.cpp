@@ -269,12 +269,13 @@ void PrintIndex(std::ostream& os, const client::IndexInfo& i) {
 
 // ---------------------------------------------------------------- commands
 
-int CmdHealth(const Globals& g) {
+int CmdHealth(const Globals& g, const std::string& service) {
   auto c = Connect(g);
-  client::HealthState st = RpcOrDie(c->Health(), "health");
+  client::HealthState st = RpcOrDie(c->Health(service), "health");
   const std::string name(client::HealthStateName(st));
   if (g.json) {
-    std::cout << Json{{"server", g.server}, {"status", name}}.dump(2) << '\n';
+    std::cout << Json{{"server", g.server}, {"service", service}, {"status", name}}.dump(2)
+              << '\n';
   } else {
     std::cout << name << '\n';
   }
@@ -833,7 +834,10 @@ int RunCli(int argc, char** argv) {
   std::function<int()> run;
 
   auto* health = app.add_subcommand("health", "check the server's grpc.health.v1 status");
-  health->callback([&] { run = [&] { return CmdHealth(g); }; });
+  std::string health_service;
+  health->add_option("--service", health_service,
+                     "service to check (default: the whole server; gpujoin.v1.GpuJoin)");
+  health->callback([&] { run = [&] { return CmdHealth(g, health_service); }; });
 
   auto* info = app.add_subcommand("info", "server version, backend, device and memory");
   info->callback([&] { run = [&] { return CmdInfo(g); }; });
@@ -914,6 +918,14 @@ int RunCli(int argc, char** argv) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    // With fallthrough, a misspelled command surfaces as "a subcommand is
+    // required"; name the word instead.
+    const std::vector<std::string> extra = app.remaining();
+    if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr && !extra.empty() &&
+        app.get_subcommands().empty()) {
+      std::cerr << "gpujoin: unknown command '" << extra.front() << "' (see gpujoin --help)\n";
+      return kExitUsage;
+    }
     std::cerr << "gpujoin: " << e.what() << " (see gpujoin --help)\n";
     return kExitUsage;
   }

@@ -1,0 +1,761 @@
+// End-to-end tests of the `gpujoin` CLI against a real gpujoind (CPU backend,
+// free loopback port, bearer-token auth), on the example data in examples/.
+// Expected results are computed here from the raw files with this file's own
+// small CSV reader (not the CLI's), and expected hashes with the engine's host
+// hasher, so a bug in the CLI's readers or formatting cannot hide itself.
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gpujoin/engine/hashing.hpp"
+#include "hashing/hash_host.hpp"
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+const std::string kCli = GPUJOIN_CLI_BIN;
+const std::string kServer = GPUJOIND_BIN;
+const std::string kExamples = GPUJOIN_EXAMPLES_DIR;
+const std::string kToken = "s3cret-token";
+
+// ---------------------------------------------------------------- processes
+
+struct RunResult {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string Slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Runs `argv` with stdout/stderr captured (and stdin from `stdin_file`, or
+// /dev/null), waits for it, returns its exit code and output.
+RunResult RunProcess(const std::vector<std::string>& argv, const fs::path& dir,
+              const std::string& stdin_file = "/dev/null") {
+  static int counter = 0;
+  const fs::path out = dir / ("out" + std::to_string(counter) + ".txt");
+  const fs::path err = dir / ("err" + std::to_string(counter++) + ".txt");
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, stdin_file.c_str(), O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = -1;
+  RunResult r;
+  if (posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ) != 0) {
+    posix_spawn_file_actions_destroy(&fa);
+    r.err = "spawn failed";
+    return r;
+  }
+  posix_spawn_file_actions_destroy(&fa);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = Slurp(out);
+  r.err = Slurp(err);
+  return r;
+}
+
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  socklen_t len = sizeof(a);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+size_t LineCount(const std::string& s) {
+  size_t n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+// ---------------------------------------------------------------- independent CSV reader
+
+using CsvRow = std::vector<std::optional<std::string>>;
+
+// RFC 4180 reader for test expectations: unquoted empty = null.
+std::vector<CsvRow> ReadCsvText(const std::string& text) {
+  std::vector<CsvRow> rows;
+  CsvRow row;
+  std::string field;
+  bool quoted = false, in_quotes = false, any = false;
+  auto end_field = [&] {
+    if (quoted || !field.empty()) {
+      row.emplace_back(field);
+    } else {
+      row.emplace_back(std::nullopt);
+    }
+    field.clear();
+    quoted = false;
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_quotes) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        field.push_back('"');
+        ++i;
+      } else if (c == '"') {
+        in_quotes = false;
+      } else {
+        field.push_back(c);
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_quotes = quoted = any = true;
+    } else if (c == ',') {
+      end_field();
+      any = true;
+    } else if (c == '\n') {
+      if (any || !field.empty()) {
+        end_field();
+        rows.push_back(std::move(row));
+      }
+      row.clear();
+      any = false;
+    } else if (c != '\r') {
+      field.push_back(c);
+      any = true;
+    }
+  }
+  if (any || !field.empty()) {
+    end_field();
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::vector<CsvRow> ReadCsv(const fs::path& p) { return ReadCsvText(Slurp(p)); }
+
+size_t Col(const CsvRow& header, const std::string& name) {
+  for (size_t i = 0; i < header.size(); ++i) {
+    if (header[i] == name) return i;
+  }
+  ADD_FAILURE() << "no column " << name;
+  return 0;
+}
+
+// ---------------------------------------------------------------- fixture
+
+class CliEndToEnd : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / ("gpujoin_cli_e2e_" + std::to_string(getpid()));
+    fs::create_directories(dir_);
+    std::ofstream(dir_ / "token") << kToken << "\n";
+    const fs::path log = dir_ / "gpujoind.log";
+    std::vector<std::string> argv = {kServer,
+                                     "--listen=127.0.0.1:0",
+                                     "--metrics-listen=none",
+                                     "--backend=cpu",
+                                     "--cpu-threads=2",
+                                     "--auth-token-file=" + (dir_ / "token").string()};
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    if (posix_spawn(&server_pid_, args[0], &fa, nullptr, args.data(), environ) != 0) {
+      server_pid_ = -1;
+    }
+    posix_spawn_file_actions_destroy(&fa);
+    // Wait for "gpujoind ready: grpc=HOST:PORT".
+    for (int i = 0; i < 300 && server_pid_ > 0 && address_.empty(); ++i) {
+      const std::string text = Slurp(log);
+      const size_t at = text.find("ready: grpc=");
+      if (at != std::string::npos) {
+        const size_t start = at + std::strlen("ready: grpc=");
+        const size_t end = text.find(' ', start);
+        if (end != std::string::npos) address_ = text.substr(start, end - start);
+      }
+      int status;
+      if (address_.empty() && waitpid(server_pid_, &status, WNOHANG) == server_pid_) {
+        server_pid_ = -1;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    server_log_ = Slurp(log);
+  }
+
+  static void TearDownTestSuite() {
+    if (server_pid_ > 0) {
+      kill(server_pid_, SIGTERM);
+      int status;
+      for (int i = 0; i < 100; ++i) {
+        if (waitpid(server_pid_, &status, WNOHANG) == server_pid_) {
+          server_pid_ = -1;
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+      if (server_pid_ > 0) {
+        kill(server_pid_, SIGKILL);
+        waitpid(server_pid_, &status, 0);
+      }
+      server_pid_ = -1;
+    }
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  void SetUp() override {
+    ASSERT_FALSE(address_.empty()) << "gpujoind did not start; its log:\n" << server_log_;
+  }
+
+  // Runs the CLI against the test server with the right token.
+  static RunResult Cli(std::vector<std::string> args, const std::string& stdin_file = "/dev/null") {
+    std::vector<std::string> argv = {kCli, "--server", address_, "--token", kToken,
+                                     "--timeout", "60"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunProcess(argv, dir_, stdin_file);
+  }
+
+  // Builds the "sensors" index (idempotent thanks to --replace).
+  static Json BuildSensors() {
+    RunResult r = Cli({"--json", "index", "build", "sensors", "--from", Ex("sensors.csv"),
+                       "--key", "sensor_id", "--replace"});
+    EXPECT_EQ(r.code, 0) << r.err;
+    return Json::parse(r.out, nullptr, false);
+  }
+
+  static std::string Ex(const std::string& name) { return kExamples + "/" + name; }
+  static fs::path Tmp(const std::string& name) { return dir_ / name; }
+
+  static inline fs::path dir_;
+  static inline pid_t server_pid_ = -1;
+  static inline std::string address_;
+  static inline std::string server_log_;
+};
+
+// Position of every sensor ID in sensors.csv (its row number, from 0).
+std::unordered_map<uint32_t, uint32_t> SensorRows(const std::vector<CsvRow>& sensors) {
+  std::unordered_map<uint32_t, uint32_t> rows;
+  const size_t id = Col(sensors[0], "sensor_id");
+  for (size_t r = 1; r < sensors.size(); ++r) {
+    rows.emplace(static_cast<uint32_t>(std::stoul(*sensors[r][id])), static_cast<uint32_t>(r - 1));
+  }
+  return rows;
+}
+
+// ---------------------------------------------------------------- commands
+
+TEST_F(CliEndToEnd, HealthAndInfo) {
+  RunResult h = Cli({"health"});
+  EXPECT_EQ(h.code, 0) << h.err;
+  EXPECT_EQ(h.out, "SERVING\n");
+  RunResult i = Cli({"--json", "info"});
+  ASSERT_EQ(i.code, 0) << i.err;
+  Json j = Json::parse(i.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << i.out;
+  EXPECT_EQ(j["backend"], "cpu");
+  EXPECT_EQ(j["serving"], true);
+  RunResult human = Cli({"info"});
+  ASSERT_EQ(human.code, 0) << human.err;
+  EXPECT_NE(human.out.find("backend      cpu"), std::string::npos) << human.out;
+}
+
+TEST_F(CliEndToEnd, IndexBuildReportsStatisticsAndVerdict) {
+  const auto sensors = ReadCsv(Ex("sensors.csv"));
+  Json j = BuildSensors();
+  ASSERT_FALSE(j.is_discarded());
+  EXPECT_EQ(j["index"]["name"], "sensors");
+  EXPECT_EQ(j["index"]["rows"], sensors.size() - 1);
+  EXPECT_EQ(j["index"]["statistics"]["unique_keys"], SensorRows(sensors).size());
+  EXPECT_EQ(j["index"]["statistics"]["duplicate_rows"], 0);
+  EXPECT_EQ(j["index"]["statistics"]["overflow_rows"], 0);
+  EXPECT_EQ(j["health"]["verdict"], "ok");
+
+  // Human output: load factor and health line.
+  RunResult r = Cli({"index", "build", "sensors_small", "--from", Ex("sensors.csv"), "--key",
+                     "sensor_id", "--capacity", "512", "--max-probes", "2", "--replace"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("load factor"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("health       warning"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("NOT in the index"), std::string::npos) << r.out;
+  // Without --replace a live name is refused by the server.
+  RunResult again = Cli({"index", "build", "sensors_small", "--from", Ex("sensors.csv"), "--key",
+                         "sensor_id", "--capacity", "512"});
+  EXPECT_EQ(again.code, 1);
+  EXPECT_NE(again.err.find("ALREADY_EXISTS"), std::string::npos) << again.err;
+  EXPECT_EQ(LineCount(again.err), 1u) << again.err;
+  EXPECT_EQ(Cli({"index", "drop", "sensors_small"}).code, 0);
+}
+
+TEST_F(CliEndToEnd, IndexLsDescribeDrop) {
+  ASSERT_FALSE(BuildSensors().is_discarded());
+  RunResult b = Cli({"--json", "index", "build", "scratch", "--from", Ex("sensors.csv"), "--key",
+                     "sensor_id", "--row-ids", "--first-row", "1000", "--replace"});
+  ASSERT_EQ(b.code, 0) << b.err;
+  RunResult ls = Cli({"--json", "index", "ls"});
+  ASSERT_EQ(ls.code, 0) << ls.err;
+  Json l = Json::parse(ls.out, nullptr, false);
+  ASSERT_TRUE(l.contains("indexes")) << ls.out;
+  std::vector<std::string> names;
+  for (const auto& i : l["indexes"]) names.push_back(i["name"]);
+  EXPECT_NE(std::find(names.begin(), names.end(), "sensors"), names.end());
+  EXPECT_NE(std::find(names.begin(), names.end(), "scratch"), names.end());
+  RunResult csv = Cli({"index", "ls"});  // not a terminal: CSV
+  ASSERT_EQ(csv.code, 0);
+  EXPECT_EQ(csv.out.rfind("name,version,rows,", 0), 0u) << csv.out;
+
+  RunResult d = Cli({"--json", "index", "describe", "scratch"});
+  ASSERT_EQ(d.code, 0) << d.err;
+  Json dj = Json::parse(d.out, nullptr, false);
+  EXPECT_EQ(dj["index"]["first_value"], 1000);
+  EXPECT_EQ(dj["index"]["explicit_values"], false);
+
+  RunResult drop = Cli({"--json", "index", "drop", "scratch"});
+  ASSERT_EQ(drop.code, 0) << drop.err;
+  EXPECT_EQ(Json::parse(drop.out)["dropped"], "scratch");
+  RunResult gone = Cli({"index", "describe", "scratch"});
+  EXPECT_EQ(gone.code, 1);
+  EXPECT_NE(gone.err.find("NOT_FOUND"), std::string::npos) << gone.err;
+  EXPECT_EQ(LineCount(gone.err), 1u);
+}
+
+TEST_F(CliEndToEnd, LookupAppendsValueAndFoundInInputOrder) {
+  const auto sensors = ReadCsv(Ex("sensors.csv"));
+  const auto events = ReadCsv(Ex("events.csv"));
+  const auto pos = SensorRows(sensors);
+  ASSERT_FALSE(BuildSensors().is_discarded());
+  // Small batches: several batches in flight, results concatenated in order.
+  RunResult r = Cli({"--batch-rows", "333", "--in-flight", "3", "lookup", "sensors", "--from",
+                     Ex("events.csv"), "--key", "sensor_id", "--out", Tmp("lookup.csv")});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto out = ReadCsv(Tmp("lookup.csv"));
+  ASSERT_EQ(out.size(), events.size());
+  CsvRow header = events[0];
+  header.emplace_back("value");
+  header.emplace_back("found");
+  EXPECT_EQ(out[0], header);
+  const size_t key = Col(events[0], "sensor_id");
+  size_t found = 0;
+  for (size_t i = 1; i < events.size(); ++i) {
+    CsvRow want = events[i];
+    auto it = pos.find(static_cast<uint32_t>(std::stoul(*events[i][key])));
+    if (it != pos.end()) {
+      ++found;
+      want.emplace_back(std::to_string(it->second));
+      want.emplace_back("true");
+    } else {
+      want.emplace_back(std::nullopt);
+      want.emplace_back("false");
+    }
+    ASSERT_EQ(out[i], want) << "row " << i;
+  }
+  EXPECT_GT(found, 0u);
+  EXPECT_LT(found, events.size() - 1);  // the data has unknown sensors
+
+  // --json with rows inline, from a raw .u32 file.
+  RunResult j = Cli({"--json", "lookup", "sensors", "--from", Ex("probe_ids.u32"), "--key", "key"});
+  ASSERT_EQ(j.code, 0) << j.err;
+  Json doc = Json::parse(j.out, nullptr, false);
+  ASSERT_FALSE(doc.is_discarded());
+  const std::string raw = Slurp(Ex("probe_ids.u32"));
+  ASSERT_EQ(doc["rows"].size(), raw.size() / 4);
+  uint64_t hits = 0;
+  for (size_t i = 0; i < raw.size() / 4; ++i) {
+    uint32_t k;
+    std::memcpy(&k, raw.data() + 4 * i, 4);
+    const Json& row = doc["rows"][i];
+    EXPECT_EQ(row["key"], std::to_string(k));
+    auto it = pos.find(k);
+    if (it != pos.end()) {
+      ++hits;
+      EXPECT_EQ(row["value"], it->second);
+      EXPECT_EQ(row["found"], true);
+    } else {
+      EXPECT_TRUE(row["value"].is_null());
+      EXPECT_EQ(row["found"], false);
+    }
+  }
+  EXPECT_EQ(doc["statistics"]["found"], hits);
+  EXPECT_EQ(doc["statistics"]["missing"], raw.size() / 4 - hits);
+}
+
+// The expected ad-hoc join of events (left) with sensors (right) on sensor_id:
+// events columns then sensors columns, in events order, first matching sensor.
+std::vector<CsvRow> ExpectedJoin(const std::vector<CsvRow>& events,
+                                 const std::vector<CsvRow>& sensors) {
+  std::vector<CsvRow> want;
+  CsvRow header = events[0];
+  for (const auto& h : sensors[0]) {
+    header.emplace_back(*h == "sensor_id" ? std::string("sensor_id_2") : *h);
+  }
+  want.push_back(header);
+  const auto pos = SensorRows(sensors);
+  const size_t key = Col(events[0], "sensor_id");
+  for (size_t i = 1; i < events.size(); ++i) {
+    auto it = pos.find(static_cast<uint32_t>(std::stoul(*events[i][key])));
+    if (it == pos.end()) continue;
+    CsvRow row = events[i];
+    const CsvRow& s = sensors[it->second + 1];
+    row.insert(row.end(), s.begin(), s.end());
+    want.push_back(row);
+  }
+  return want;
+}
+
+TEST_F(CliEndToEnd, AdHocJoinWritesJoinedRowsInLeftOrder) {
+  const auto sensors = ReadCsv(Ex("sensors.csv"));
+  const auto events = ReadCsv(Ex("events.csv"));
+  RunResult r = Cli({"--batch-rows", "1000", "join", "--left", Ex("events.csv"), "--right",
+                     Ex("sensors.csv"), "--on", "sensor_id"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto want = ExpectedJoin(events, sensors);
+  const auto got = ReadCsvText(r.out);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(got[i], want[i]) << "row " << i;
+  EXPECT_NE(r.err.find("required " + std::to_string(want.size() - 1)), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("overflow no"), std::string::npos) << r.err;
+
+  // The temporary index is gone afterwards.
+  RunResult ls = Cli({"--json", "index", "ls"});
+  EXPECT_EQ(ls.out.find("gpujoin-cli-tmp"), std::string::npos) << ls.out;
+
+  // --capacity truncates and reports overflow and the required count.
+  RunResult c = Cli({"--json", "join", "--left", Ex("events.csv"), "--right", Ex("sensors.csv"),
+                     "--on", "sensor_id=sensor_id", "--capacity", "100"});
+  ASSERT_EQ(c.code, 0) << c.err;
+  Json j = Json::parse(c.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << c.out;
+  EXPECT_EQ(j["required"], want.size() - 1);
+  EXPECT_EQ(j["written"], 100);
+  EXPECT_EQ(j["overflow"], true);
+  ASSERT_EQ(j["rows"].size(), 100u);
+  EXPECT_EQ(j["rows"][99]["event_id"], *want[100][0]);
+}
+
+TEST_F(CliEndToEnd, ResidentJoinWritesRowPairsOrJoinedRows) {
+  const auto sensors = ReadCsv(Ex("sensors.csv"));
+  const auto events = ReadCsv(Ex("events.csv"));
+  const auto pos = SensorRows(sensors);
+  ASSERT_FALSE(BuildSensors().is_discarded());
+  RunResult r = Cli({"--json", "--batch-rows", "700", "join", "sensors", "--left",
+                     Ex("events.csv"), "--on", "sensor_id"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  Json j = Json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  const size_t key = Col(events[0], "sensor_id");
+  size_t k = 0;
+  for (size_t i = 1; i < events.size(); ++i) {
+    auto it = pos.find(static_cast<uint32_t>(std::stoul(*events[i][key])));
+    if (it == pos.end()) continue;
+    ASSERT_LT(k, j["rows"].size());
+    EXPECT_EQ(j["rows"][k]["left_row"], i - 1);
+    EXPECT_EQ(j["rows"][k]["right_row"], it->second);
+    ++k;
+  }
+  EXPECT_EQ(j["rows"].size(), k);
+  EXPECT_EQ(j["required"], k);
+  EXPECT_EQ(j["overflow"], false);
+
+  RunResult joined = Cli({"join", "sensors", "--left", Ex("events.csv"), "--right",
+                          Ex("sensors.csv"), "--on", "sensor_id", "--out", Tmp("joined.csv")});
+  ASSERT_EQ(joined.code, 0) << joined.err;
+  EXPECT_EQ(ReadCsv(Tmp("joined.csv")), ExpectedJoin(events, sensors));
+}
+
+// Per sensor type over the joined data: count, and float sums for the mean.
+struct TypeAgg {
+  uint32_t count = 0;
+  uint32_t values = 0;
+  double sum = 0;
+  float min = INFINITY, max = -INFINITY;
+};
+
+TEST_F(CliEndToEnd, AggregateMeanLatencyBySensorTypeViaStdin) {
+  const auto sensors = ReadCsv(Ex("sensors.csv"));
+  const auto events = ReadCsv(Ex("events.csv"));
+  const auto joined = ExpectedJoin(events, sensors);
+  std::map<std::string, TypeAgg> want;
+  std::map<std::string, uint32_t> ok_counts;
+  const size_t type = Col(joined[0], "type"), lat = Col(joined[0], "latency_ms"),
+               ok = Col(joined[0], "ok");
+  for (size_t i = 1; i < joined.size(); ++i) {
+    TypeAgg& a = want[*joined[i][type]];
+    ++a.count;
+    if (*joined[i][ok] == "1") ++ok_counts[*joined[i][type]];
+    if (!joined[i][lat]) continue;  // a missing latency takes no part
+    const float v = std::stof(*joined[i][lat]);
+    ++a.values;
+    a.sum += v;
+    a.min = std::min(a.min, v);
+    a.max = std::max(a.max, v);
+  }
+  // The README pipeline: join to stdout, aggregate from stdin.
+  std::ofstream(Tmp("joined_stdin.csv"))
+      << Cli({"join", "--left", Ex("events.csv"), "--right", Ex("sensors.csv"), "--on",
+              "sensor_id"})
+             .out;
+  RunResult mean = Cli({"--json", "agg", "--from", "-", "--group", "type", "--op", "mean",
+                        "--value", "latency_ms"},
+                       Tmp("joined_stdin.csv").string());
+  ASSERT_EQ(mean.code, 0) << mean.err;
+  Json j = Json::parse(mean.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << mean.out;
+  EXPECT_EQ(j["dictionary_encoded"], true);
+  ASSERT_EQ(j["rows"].size(), want.size());
+  size_t i = 0;
+  for (const auto& [label, a] : want) {  // std::map: sorted labels, as the CLI prints them
+    const Json& row = j["rows"][i++];
+    EXPECT_EQ(row["type"], label);
+    const double expected = a.sum / a.values;
+    EXPECT_NEAR(row["mean_latency_ms"].get<double>(), expected, 1e-4 * expected) << label;
+  }
+
+  for (const std::string op : {"count", "min", "max"}) {
+    std::vector<std::string> args = {"--json", "agg", "--from", Tmp("joined_stdin.csv").string(),
+                                     "--group", "type", "--op", op};
+    if (op != "count") args.insert(args.end(), {"--value", "latency_ms"});
+    RunResult r = Cli(args);
+    ASSERT_EQ(r.code, 0) << r.err;
+    Json o = Json::parse(r.out, nullptr, false);
+    ASSERT_EQ(o["rows"].size(), want.size());
+    size_t k = 0;
+    for (const auto& [label, a] : want) {
+      const Json& row = o["rows"][k++];
+      ASSERT_EQ(row["type"], label);
+      if (op == "count") EXPECT_EQ(row["count"], a.count) << label;
+      if (op == "min") EXPECT_EQ(row["min_latency_ms"].get<float>(), a.min) << label;
+      if (op == "max") EXPECT_EQ(row["max_latency_ms"].get<float>(), a.max) << label;
+    }
+  }
+
+  // --where-mask: only ok == 1 rows count.
+  RunResult masked = Cli({"--json", "agg", "--from", Tmp("joined_stdin.csv").string(), "--group",
+                          "type", "--op", "count", "--where-mask", "ok"});
+  ASSERT_EQ(masked.code, 0) << masked.err;
+  Json m = Json::parse(masked.out, nullptr, false);
+  size_t k = 0;
+  for (const auto& [label, n] : ok_counts) {
+    EXPECT_EQ(m["rows"][k]["type"], label);
+    EXPECT_EQ(m["rows"][k]["count"], n) << label;
+    ++k;
+  }
+}
+
+TEST_F(CliEndToEnd, AggregateDenseNumericGroupsDirectly) {
+  const auto events = ReadCsv(Ex("events.csv"));
+  uint32_t ones = 0;
+  const size_t ok = Col(events[0], "ok");
+  for (size_t i = 1; i < events.size(); ++i) ones += *events[i][ok] == "1";
+  RunResult r = Cli({"agg", "--from", Ex("events.csv"), "--group", "ok", "--op", "count"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "ok,count\n0," + std::to_string(events.size() - 1 - ones) + "\n1," +
+                       std::to_string(ones) + "\n");
+}
+
+// Expected hashes from the engine's host hasher over columns encoded here.
+std::vector<std::optional<uint64_t>> ExpectedHashes(const std::vector<CsvRow>& rows,
+                                                    size_t id_col, size_t type_col,
+                                                    gpujoin::engine::HashBits bits) {
+  const size_t n = rows.size() - 1;
+  std::vector<uint32_t> ids(n, 0);
+  std::vector<uint8_t> id_valid((n + 7) / 8, 0), str_valid((n + 7) / 8, 0);
+  std::string bytes;
+  std::vector<int32_t> offsets = {0};
+  for (size_t r = 0; r < n; ++r) {
+    const CsvRow& row = rows[r + 1];
+    if (row[id_col]) {
+      ids[r] = static_cast<uint32_t>(std::stoul(*row[id_col]));
+      id_valid[r / 8] |= 1u << (r % 8);
+    }
+    if (row[type_col]) {
+      bytes += *row[type_col];
+      str_valid[r / 8] |= 1u << (r % 8);
+    }
+    offsets.push_back(static_cast<int32_t>(bytes.size()));
+  }
+  gpujoin::engine::HashNode node;
+  gpujoin::engine::HashColumn a;
+  a.type = gpujoin::engine::ColumnType::kUint32;
+  a.data = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(ids.data()), n * 4);
+  a.validity = id_valid;
+  a.length = n;
+  gpujoin::engine::HashColumn b;
+  b.type = gpujoin::engine::ColumnType::kBinary;
+  b.data = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  b.offsets = offsets;
+  b.validity = str_valid;
+  b.length = n;
+  node.columns = {a, b};
+  node.bits = bits;
+  std::vector<uint32_t> h32(n);
+  std::vector<uint64_t> h64(n);
+  std::vector<uint8_t> valid((n + 7) / 8);
+  node.out32 = h32;
+  node.out64 = h64;
+  node.out_validity = valid;
+  EXPECT_TRUE(gpujoin::engine::detail::ValidateHashNode(node, "test").ok());
+  gpujoin::engine::detail::HashRowsHost(node);
+  std::vector<std::optional<uint64_t>> out(n);
+  for (size_t r = 0; r < n; ++r) {
+    if ((valid[r / 8] >> (r % 8)) & 1) {
+      out[r] = bits == gpujoin::engine::HashBits::k32 ? h32[r] : h64[r];
+    }
+  }
+  return out;
+}
+
+TEST_F(CliEndToEnd, HashAppendsCompositeHashEmptyForNullRows) {
+  // sensors.csv plus rows with a null ID and a null type.
+  std::string text = Slurp(Ex("sensors.csv"));
+  text += ",temperature,plant-a,Lobby,2020-01-01\n";
+  text += "12345,,plant-a,Lobby,2020-01-01\n";
+  text += "12345,\"\",plant-a,Lobby,2020-01-01\n";  // empty string: not null
+  std::ofstream(Tmp("sensors_nulls.csv")) << text;
+  const auto rows = ReadCsvText(text);
+  for (const auto& [bits, name] : {std::pair{gpujoin::engine::HashBits::k64, "64"},
+                                   std::pair{gpujoin::engine::HashBits::k32, "32"}}) {
+    RunResult r = Cli({"--batch-rows", "128", "hash", "--from", Tmp("sensors_nulls.csv").string(),
+                       "--cols", "sensor_id,type:string", "--bits", name});
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto got = ReadCsvText(r.out);
+    const auto want = ExpectedHashes(rows, 0, 1, bits);
+    ASSERT_EQ(got.size(), rows.size());
+    EXPECT_EQ(got[0].back(), "hash");
+    for (size_t i = 1; i < got.size(); ++i) {
+      ASSERT_EQ(got[i].size(), rows[i].size() + 1);
+      const auto& cell = got[i].back();
+      if (want[i - 1]) {
+        ASSERT_TRUE(cell.has_value()) << "row " << i;
+        EXPECT_EQ(*cell, std::to_string(*want[i - 1])) << "row " << i << " bits " << name;
+      } else {
+        EXPECT_FALSE(cell.has_value()) << "row " << i;
+      }
+    }
+    EXPECT_FALSE(got[got.size() - 3].back().has_value());  // null ID
+    EXPECT_FALSE(got[got.size() - 2].back().has_value());  // null type
+    EXPECT_TRUE(got[got.size() - 1].back().has_value());   // "" is a value
+  }
+  RunResult j = Cli({"--json", "hash", "--from", Ex("sensors.csv"), "--cols", "sensor_id"});
+  ASSERT_EQ(j.code, 0) << j.err;
+  Json doc = Json::parse(j.out, nullptr, false);
+  ASSERT_FALSE(doc.is_discarded());
+  EXPECT_EQ(doc["column_types"]["sensor_id"], "uint32");
+  EXPECT_EQ(doc["null_rows"], 0);
+}
+
+// ---------------------------------------------------------------- errors
+
+// Every failure is one line on stderr with the documented exit code.
+void ExpectOneLineError(const RunResult& r, int code, const std::string& fragment) {
+  EXPECT_EQ(r.code, code) << r.err;
+  EXPECT_EQ(LineCount(r.err), 1u) << r.err;
+  EXPECT_EQ(r.err.rfind("gpujoin: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find(fragment), std::string::npos) << "want '" << fragment << "' in " << r.err;
+}
+
+TEST_F(CliEndToEnd, MalformedCsvIsAnInputError) {
+  std::ofstream(Tmp("bad.csv")) << "sensor_id,name\n1,ok\n2,\"unterminated\n3,x\n";
+  ExpectOneLineError(
+      Cli({"index", "build", "x", "--from", Tmp("bad.csv").string(), "--key", "sensor_id"}), 2,
+      "bad.csv:3: field 2: unterminated quoted field");
+  std::ofstream(Tmp("ragged.csv")) << "sensor_id,name\n1,ok\n2\n";
+  ExpectOneLineError(
+      Cli({"lookup", "sensors", "--from", Tmp("ragged.csv").string(), "--key", "sensor_id"}), 2,
+      "ragged.csv:3: 1 fields, but the header has 2");
+}
+
+TEST_F(CliEndToEnd, NonNumericKeyNamesFileLineAndColumn) {
+  std::ofstream(Tmp("nonnum.csv")) << "event_id,sensor_id\n1,17\n2,abc\n";
+  ExpectOneLineError(
+      Cli({"lookup", "sensors", "--from", Tmp("nonnum.csv").string(), "--key", "sensor_id"}), 2,
+      "nonnum.csv:3: column 'sensor_id' (2): 'abc' is not a uint32 key");
+}
+
+TEST_F(CliEndToEnd, MissingColumnIsAnInputError) {
+  ExpectOneLineError(
+      Cli({"lookup", "sensors", "--from", Ex("events.csv"), "--key", "sensor"}), 2,
+      "events.csv: no column 'sensor' (columns: event_id, sensor_id, ts, latency_ms, reading, ok)");
+}
+
+TEST_F(CliEndToEnd, UnknownIndexIsAnRpcError) {
+  ExpectOneLineError(
+      Cli({"lookup", "no_such_index", "--from", Ex("events.csv"), "--key", "sensor_id"}), 1,
+      "lookup no_such_index: NOT_FOUND: ");
+}
+
+TEST_F(CliEndToEnd, ServerDownIsAnRpcError) {
+  const std::string dead = "127.0.0.1:" + std::to_string(FreePort());
+  RunResult r = RunProcess({kCli, "--server", dead, "--timeout", "10", "index", "ls"}, dir_);
+  ExpectOneLineError(r, 1, "index ls: UNAVAILABLE: ");
+  RunResult h = RunProcess({kCli, "--server", dead, "health"}, dir_);
+  ExpectOneLineError(h, 1, "health: UNAVAILABLE: ");
+}
+
+TEST_F(CliEndToEnd, WrongTokenIsAnRpcError) {
+  RunResult r = RunProcess({kCli, "--server", address_, "--token", "wrong", "index", "ls"}, dir_);
+  ExpectOneLineError(r, 1, "index ls: UNAUTHENTICATED: ");
+  std::ofstream(Tmp("wrong_token")) << "wrong\n";
+  RunResult f = RunProcess({kCli, "--server", address_, "--token-file", Tmp("wrong_token").string(),
+                     "info"},
+                    dir_);
+  ExpectOneLineError(f, 1, "info: UNAUTHENTICATED: ");
+  RunResult none = RunProcess({kCli, "--server", address_, "index", "ls"}, dir_);
+  ExpectOneLineError(none, 1, "UNAUTHENTICATED");
+}
+
+TEST_F(CliEndToEnd, UsageErrorsExitTwo) {
+  ExpectOneLineError(RunProcess({kCli, "lookup", "sensors", "--key", "k"}, dir_), 2, "--from");
+  ExpectOneLineError(RunProcess({kCli, "frobnicate"}, dir_), 2, "frobnicate");
+  ExpectOneLineError(Cli({"agg", "--from", Ex("events.csv"), "--group", "ok", "--op", "median"}),
+                     2, "unknown aggregate op 'median'");
+  ExpectOneLineError(Cli({"agg", "--from", Ex("events.csv"), "--group", "ok", "--op", "mean"}), 2,
+                     "--op mean needs --value COL");
+  ExpectOneLineError(Cli({"index", "build", "x", "--from", Ex("sensors.csv"), "--key",
+                          "sensor_id", "--capacity", "1000"}),
+                     2, "power of two");
+  ExpectOneLineError(Cli({"join", "--left", Ex("events.csv"), "--on", "sensor_id"}), 2,
+                     "give --right FILE");
+  ExpectOneLineError(Cli({"lookup", "sensors", "--from", Tmp("does_not_exist.csv").string(),
+                          "--key", "k"}),
+                     2, "does_not_exist.csv: cannot open");
+}
+
+}  // namespace
