@@ -3,6 +3,7 @@
 // nodes run in order; lookups, joins and aggregations use a shared thread pool.
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <new>
 #include <string>
@@ -129,10 +130,27 @@ class CpuBackend final : public Backend {
             RunAggregate(n, pool_);
           } else {
             static_assert(std::is_same_v<T, HashNode>);
-            detail::HashRowsHost(n);
+            RunHash(n);
           }
         },
         node);
+  }
+
+  // Hashes disjoint row ranges on the pool. Range starts are multiples of 8 so
+  // each range owns whole output validity bytes; every row's hash depends only on
+  // that row, so the result equals a single-threaded pass.
+  void RunHash(const HashNode& node) {
+    const uint64_t rows = node.columns.empty() ? 0 : node.columns[0].length;
+    constexpr uint64_t kMinRowsPerTask = 8192;
+    const uint64_t tasks =
+        std::clamp<uint64_t>(rows / kMinRowsPerTask, 1, uint64_t{pool_.size()} * 4);
+    // ceil(rows / tasks), rounded up to a multiple of 8: tasks * per_task >= rows.
+    const uint64_t per_task = ((rows + tasks - 1) / tasks + 7) / 8 * 8;
+    pool_.ParallelFor(tasks, [&](size_t t) {
+      const uint64_t first = t * per_task;
+      if (first >= rows) return;
+      detail::HashRowsHost(node, first, std::min(per_task, rows - first));
+    });
   }
 
   ThreadPool pool_;
