@@ -91,7 +91,8 @@ TEST_P(HashBackendTest, ZeroRows) {
 
 // The graph validates hash nodes before running anything and names the node.
 TEST_P(HashBackendTest, InvalidNodeIsRejectedWithItsIndex) {
-  const OwnedColumn a = testing::FixedColumn<uint32_t>(ColumnType::kUint32, std::vector<uint32_t>{1, 2});
+  const OwnedColumn a =
+      testing::FixedColumn<uint32_t>(ColumnType::kUint32, std::vector<uint32_t>{1, 2});
   OwnedColumn b = testing::BinaryColumn({"x", "y"});
   b.offsets.back() = 50;  // past the end of data
   NodeBuffers ok({a.View()}, HashBits::k64);

@@ -48,8 +48,7 @@ class HashDeviceTest : public ::testing::Test {
 
   // Validates on the host (as every backend does) and hashes on the device in
   // passes of `rows_per_pass` rows.
-  absl::StatusOr<HashOutput> HashOnDevice(const std::vector<HashColumn>& columns,
-                                          HashBits bits,
+  absl::StatusOr<HashOutput> HashOnDevice(const std::vector<HashColumn>& columns, HashBits bits,
                                           uint64_t rows_per_pass = uint64_t{1} << 24) {
     NodeBuffers b(columns, bits);
     GPUJOIN_RETURN_IF_ERROR(detail::ValidateHashNode(b.node, "hash"));

@@ -2,6 +2,8 @@
 // contract, float canonicalisation, slice and chunking properties, hash quality
 // and input validation. The CUDA side is checked against the same answers in
 // hash_device_test.cpp.
+#include "hashing/hash_host.hpp"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -15,7 +17,6 @@
 #include <vector>
 
 #include "hash_test_util.hpp"
-#include "hashing/hash_host.hpp"
 #include "hashing/row_hash.hpp"
 #include "known_answers.hpp"
 
@@ -49,7 +50,8 @@ TEST(HashAlgorithmTest, SingleBinaryColumnIsXxHashOfTheBytes) {
   const OwnedColumn c = BinaryColumn({"", "a", "abc", "Nobody inspects the spammish repetition"});
   const HashOutput h32 = MustHash({c.View()}, HashBits::k32);
   const HashOutput h64 = MustHash({c.View()}, HashBits::k64);
-  EXPECT_THAT(h32.hashes, ::testing::ElementsAre(0x02CC5D05u, 0x550D7456u, 0x32D153FFu, 0xE2293B2Fu));
+  EXPECT_THAT(h32.hashes,
+              ::testing::ElementsAre(0x02CC5D05u, 0x550D7456u, 0x32D153FFu, 0xE2293B2Fu));
   EXPECT_THAT(h64.hashes, ::testing::ElementsAre(0xEF46DB3751D8E999ull, 0xD24EC4F1A98C6E5Bull,
                                                  0x44BC2CF5AD770999ull, 0xFBCEA83C8A378BF1ull));
 }
@@ -100,9 +102,8 @@ TEST(HashAlgorithmTest, SingleWordColumnsAreCollisionFree) {
   }
   const OwnedColumn c32 = FixedColumn<uint32_t>(ColumnType::kUint32, v32);
   const OwnedColumn c64 = FixedColumn<uint64_t>(ColumnType::kUint64, v64);
-  for (const auto& [column, bits] :
-       {std::pair{&c32, HashBits::k32}, std::pair{&c32, HashBits::k64},
-        std::pair{&c64, HashBits::k64}}) {
+  for (const auto& [column, bits] : {std::pair{&c32, HashBits::k32}, std::pair{&c32, HashBits::k64},
+                                     std::pair{&c64, HashBits::k64}}) {
     HashOutput out = MustHash({column->View()}, bits);
     std::sort(out.hashes.begin(), out.hashes.end());
     EXPECT_EQ(std::adjacent_find(out.hashes.begin(), out.hashes.end()), out.hashes.end());
@@ -153,8 +154,8 @@ TEST_P(HashNullTest, NoNullsAndAllSetBitmapAgree) {
 // A valid row whose hash happens to be 0 is still valid: nullness lives only in
 // the bitmap. No small input hashes to 0, so the check is on the bitmap.
 TEST_P(HashNullTest, ValidZeroValueIsNotNull) {
-  const OwnedColumn c =
-      FixedColumn<uint64_t>(ColumnType::kUint64, std::vector<std::optional<uint64_t>>{0, std::nullopt});
+  const OwnedColumn c = FixedColumn<uint64_t>(
+      ColumnType::kUint64, std::vector<std::optional<uint64_t>>{0, std::nullopt});
   const HashOutput out = MustHash({c.View()}, GetParam());
   EXPECT_TRUE(out.Valid(0));
   EXPECT_FALSE(out.Valid(1));
@@ -237,10 +238,14 @@ INSTANTIATE_TEST_SUITE_P(Bits, HashNullTest, ::testing::Values(HashBits::k32, Ha
 // ---------------------------------------------------------------------------
 
 TEST(HashFloatTest, SignedZerosAndNanPayloadsCanonicalise) {
-  const std::vector<float> f32 = {0.0f, -0.0f, std::numeric_limits<float>::quiet_NaN(),
+  const std::vector<float> f32 = {0.0f,
+                                  -0.0f,
+                                  std::numeric_limits<float>::quiet_NaN(),
                                   -std::numeric_limits<float>::quiet_NaN(),
                                   std::bit_cast<float>(0x7F800001u),  // signalling NaN
-                                  std::bit_cast<float>(0xFFFFFFFFu), 1.0f, -1.0f};
+                                  std::bit_cast<float>(0xFFFFFFFFu),
+                                  1.0f,
+                                  -1.0f};
   std::vector<double> f64;
   for (float f : f32) f64.push_back(static_cast<double>(f));
   f64[4] = std::bit_cast<double>(0x7FF0000000000001ull);
@@ -257,8 +262,8 @@ TEST(HashFloatTest, SignedZerosAndNanPayloadsCanonicalise) {
       EXPECT_NE(h->hashes[6], h->hashes[7]);  // other signs still matter
     }
     // Canonical values hash as their bit patterns: +0.0f as uint32 0.
-    const HashOutput zero_bits =
-        MustHash({FixedColumn<uint32_t>(ColumnType::kUint32, std::vector<uint32_t>{0}).View()}, bits);
+    const HashOutput zero_bits = MustHash(
+        {FixedColumn<uint32_t>(ColumnType::kUint32, std::vector<uint32_t>{0}).View()}, bits);
     EXPECT_EQ(h32.hashes[1], zero_bits.hashes[0]);
   }
 }
@@ -441,8 +446,8 @@ TEST(HashQualityTest, SingleBitFlipsAvalanche) {
     for (int t = 0; t < 2000; ++t) {
       const uint64_t v = rng();
       const int bit = static_cast<int>(rng() % 64);
-      const OwnedColumn c =
-          FixedColumn<uint64_t>(ColumnType::kUint64, std::vector<uint64_t>{v, v ^ (uint64_t{1} << bit)});
+      const OwnedColumn c = FixedColumn<uint64_t>(
+          ColumnType::kUint64, std::vector<uint64_t>{v, v ^ (uint64_t{1} << bit)});
       const HashOutput out = MustHash({c.View()}, bits);
       flipped += std::popcount(out.hashes[0] ^ out.hashes[1]);
       trials += width;
@@ -496,7 +501,8 @@ TEST(HashValidationTest, FixedWidthDataTooShort) {
 TEST(HashValidationTest, FixedWidthWithOffsets) {
   OwnedColumn c = FixedColumn<float>(ColumnType::kFloat32, std::vector<float>{1.0f});
   c.offsets = {0, 4};
-  ExpectInvalid(ValidateOnly({c.View()}, HashBits::k64), {"column 0 (float32)", "offsets must be empty"});
+  ExpectInvalid(ValidateOnly({c.View()}, HashBits::k64),
+                {"column 0 (float32)", "offsets must be empty"});
 }
 
 TEST(HashValidationTest, BinaryOffsetsTooShort) {

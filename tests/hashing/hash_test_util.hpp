@@ -169,8 +169,8 @@ inline std::vector<HashColumn> Views(const std::vector<OwnedColumn>& columns) {
 /// A random column of `rows` rows of `type` with about `null_fraction` nulls,
 /// starting at physical row `lead` (validity and values). Binary values are
 /// 0..max_len bytes and include long (>32 byte) strings when max_len allows.
-inline OwnedColumn RandomColumn(ColumnType type, uint64_t rows, double null_fraction,
-                                uint64_t lead, std::mt19937_64& rng, uint32_t max_len = 70) {
+inline OwnedColumn RandomColumn(ColumnType type, uint64_t rows, double null_fraction, uint64_t lead,
+                                std::mt19937_64& rng, uint32_t max_len = 70) {
   OwnedColumn c;
   c.type = type;
   c.offset = lead;
@@ -211,9 +211,8 @@ inline OwnedColumn RandomColumn(ColumnType type, uint64_t rows, double null_frac
   return c;
 }
 
-inline constexpr ColumnType kAllTypes[] = {ColumnType::kUint32,  ColumnType::kInt32,
-                                           ColumnType::kUint64,  ColumnType::kInt64,
-                                           ColumnType::kFloat32, ColumnType::kFloat64,
-                                           ColumnType::kBinary};
+inline constexpr ColumnType kAllTypes[] = {
+    ColumnType::kUint32,  ColumnType::kInt32,   ColumnType::kUint64, ColumnType::kInt64,
+    ColumnType::kFloat32, ColumnType::kFloat64, ColumnType::kBinary};
 
 }  // namespace gpujoin::engine::testing

@@ -27,9 +27,9 @@ absl::Status CudaError(cudaError_t err, std::string_view what) {
   return absl::InternalError(msg);
 }
 
-#define GPUJOIN_HASH_CUDA_CHECK(expr, what)                              \
-  do {                                                                   \
-    const cudaError_t gpujoin_err_ = (expr);                             \
+#define GPUJOIN_HASH_CUDA_CHECK(expr, what)                                \
+  do {                                                                     \
+    const cudaError_t gpujoin_err_ = (expr);                               \
     if (gpujoin_err_ != cudaSuccess) return CudaError(gpujoin_err_, what); \
   } while (0)
 
@@ -136,13 +136,11 @@ absl::Status UploadColumn(const HashColumn& c, size_t index, cudaStream_t stream
     out.view.value_offset = 0;
   } else {
     GPUJOIN_RETURN_IF_ERROR(Upload(out.offsets, c.offsets.data() + c.offset,
-                                   (c.length + 1) * sizeof(int32_t), stream,
-                                   name + " offsets"));
+                                   (c.length + 1) * sizeof(int32_t), stream, name + " offsets"));
     const int32_t first = c.offsets[c.offset];
     const int32_t last = c.offsets[c.offset + c.length];
     GPUJOIN_RETURN_IF_ERROR(Upload(out.data, c.data.data() + first,
-                                   static_cast<uint64_t>(last - first), stream,
-                                   name + " data"));
+                                   static_cast<uint64_t>(last - first), stream, name + " data"));
     out.view.data = out.data.get<uint8_t>();
     out.view.offsets = out.offsets.get<int32_t>();
     out.view.value_offset = 0;
@@ -170,15 +168,14 @@ absl::Status LaunchAndDownload(const DeviceBuffer& views, uint32_t num_columns, 
   GPUJOIN_RETURN_IF_ERROR(out.Allocate(rows * sizeof(H), stream, "hash output"));
   GPUJOIN_RETURN_IF_ERROR(validity.Allocate(validity_bytes, stream, "validity output"));
   const uint64_t blocks_needed = (rows + kBlockSize - 1) / kBlockSize;
-  const unsigned blocks = static_cast<unsigned>(blocks_needed < kMaxBlocks ? blocks_needed
-                                                                           : kMaxBlocks);
-  HashRowsKernel<H><<<blocks, kBlockSize, 0, stream>>>(views.get<ColumnView>(), num_columns,
-                                                       rows, out.get<H>(),
-                                                       validity.get<uint8_t>());
+  const unsigned blocks =
+      static_cast<unsigned>(blocks_needed < kMaxBlocks ? blocks_needed : kMaxBlocks);
+  HashRowsKernel<H><<<blocks, kBlockSize, 0, stream>>>(views.get<ColumnView>(), num_columns, rows,
+                                                       out.get<H>(), validity.get<uint8_t>());
   GPUJOIN_HASH_CUDA_CHECK(cudaGetLastError(), "launching the hash kernel");
-  GPUJOIN_HASH_CUDA_CHECK(cudaMemcpyAsync(host_out, out.get<H>(), rows * sizeof(H),
-                                          cudaMemcpyDeviceToHost, stream),
-                          "downloading hashes");
+  GPUJOIN_HASH_CUDA_CHECK(
+      cudaMemcpyAsync(host_out, out.get<H>(), rows * sizeof(H), cudaMemcpyDeviceToHost, stream),
+      "downloading hashes");
   GPUJOIN_HASH_CUDA_CHECK(cudaMemcpyAsync(host_validity, validity.get<uint8_t>(), validity_bytes,
                                           cudaMemcpyDeviceToHost, stream),
                           "downloading validity");
@@ -204,8 +201,8 @@ absl::Status HashPass(const HashNode& node, uint64_t first, uint64_t rows, cudaS
   // `first` is a multiple of 8, so the pass owns whole output validity bytes.
   uint8_t* validity = node.out_validity.data() + first / 8;
   if (node.bits == HashBits::k32) {
-    return LaunchAndDownload<uint32_t>(device_views, num_columns, rows,
-                                       node.out32.data() + first, validity, stream);
+    return LaunchAndDownload<uint32_t>(device_views, num_columns, rows, node.out32.data() + first,
+                                       validity, stream);
   }
   return LaunchAndDownload<uint64_t>(device_views, num_columns, rows, node.out64.data() + first,
                                      validity, stream);

@@ -23,8 +23,7 @@ uint64_t BitmapBytes(uint64_t bits) { return bits / 8 + (bits % 8 != 0 ? 1 : 0);
 // True when a + b overflows or exceeds `limit`.
 bool RangeExceeds(uint64_t a, uint64_t b, uint64_t limit) { return a > limit || b > limit - a; }
 
-absl::Status ValidateColumn(const HashNode& node, size_t i, std::string_view where,
-                            uint64_t rows) {
+absl::Status ValidateColumn(const HashNode& node, size_t i, std::string_view where, uint64_t rows) {
   const HashColumn& c = node.columns[i];
   const std::string name = ColumnName(node, i, where);
   switch (c.type) {
@@ -37,9 +36,8 @@ absl::Status ValidateColumn(const HashNode& node, size_t i, std::string_view whe
     case ColumnType::kBinary:
       break;
     default:
-      return absl::InvalidArgumentError(
-          absl::StrCat(std::string(where), ": column ", i, ": unknown column type ",
-                       static_cast<int>(c.type)));
+      return absl::InvalidArgumentError(absl::StrCat(
+          std::string(where), ": column ", i, ": unknown column type ", static_cast<int>(c.type)));
   }
   if (c.length != rows) {
     return absl::InvalidArgumentError(absl::StrCat(name, ": has ", c.length,
@@ -50,8 +48,8 @@ absl::Status ValidateColumn(const HashNode& node, size_t i, std::string_view whe
   // every later byte computation (rows * 8, bits) free of overflow.
   constexpr uint64_t kMaxRows = uint64_t{1} << 56;
   if (RangeExceeds(c.offset, c.length, kMaxRows)) {
-    return absl::InvalidArgumentError(absl::StrCat(name, ": offset ", c.offset, " + length ",
-                                                   c.length, " exceeds 2^56 rows"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": offset ", c.offset, " + length ", c.length, " exceeds 2^56 rows"));
   }
   const uint64_t end_row = c.offset + c.length;
   const uint32_t width = FixedWidth(c.type);
@@ -61,10 +59,9 @@ absl::Status ValidateColumn(const HashNode& node, size_t i, std::string_view whe
           name, ": offsets must be empty for a fixed-width column, got ", c.offsets.size()));
     }
     if (c.data.size() < end_row * width) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(name, ": data has ", c.data.size(), " bytes, needs at least ",
-                       end_row * width, " (offset ", c.offset, " + length ", c.length, ") * ",
-                       width, " bytes"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, ": data has ", c.data.size(), " bytes, needs at least ", end_row * width,
+          " (offset ", c.offset, " + length ", c.length, ") * ", width, " bytes"));
     }
   } else if (c.length > 0) {
     if (c.offsets.size() < end_row + 1) {
@@ -79,23 +76,22 @@ absl::Status ValidateColumn(const HashNode& node, size_t i, std::string_view whe
     }
     for (uint64_t r = c.offset; r < end_row; ++r) {
       if (c.offsets[r + 1] < c.offsets[r]) {
-        return absl::InvalidArgumentError(absl::StrCat(name, ": offsets decrease at row ",
-                                                       r - c.offset, ": offsets[", r, "] = ",
-                                                       c.offsets[r], " > offsets[", r + 1,
-                                                       "] = ", c.offsets[r + 1]));
+        return absl::InvalidArgumentError(
+            absl::StrCat(name, ": offsets decrease at row ", r - c.offset, ": offsets[", r,
+                         "] = ", c.offsets[r], " > offsets[", r + 1, "] = ", c.offsets[r + 1]));
       }
     }
     const int32_t last = c.offsets[end_row];
     if (static_cast<uint64_t>(last) > c.data.size()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(name, ": offsets[", end_row, "] = ", last,
-                       " is past the end of data (", c.data.size(), " bytes)"));
+      return absl::InvalidArgumentError(absl::StrCat(name, ": offsets[", end_row, "] = ", last,
+                                                     " is past the end of data (", c.data.size(),
+                                                     " bytes)"));
     }
   }
   if (!c.validity.empty() && c.validity.size() < BitmapBytes(end_row)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        name, ": validity has ", c.validity.size(), " bytes, needs at least ",
-        BitmapBytes(end_row), " for bits up to offset ", c.offset, " + length ", c.length));
+        name, ": validity has ", c.validity.size(), " bytes, needs at least ", BitmapBytes(end_row),
+        " for bits up to offset ", c.offset, " + length ", c.length));
   }
   return absl::OkStatus();
 }
@@ -133,13 +129,20 @@ void HashRowRange(const std::vector<ColumnView>& views, uint64_t first, uint64_t
 
 std::string_view ColumnTypeName(ColumnType type) {
   switch (type) {
-    case ColumnType::kUint32: return "uint32";
-    case ColumnType::kInt32: return "int32";
-    case ColumnType::kUint64: return "uint64";
-    case ColumnType::kInt64: return "int64";
-    case ColumnType::kFloat32: return "float32";
-    case ColumnType::kFloat64: return "float64";
-    case ColumnType::kBinary: return "binary";
+    case ColumnType::kUint32:
+      return "uint32";
+    case ColumnType::kInt32:
+      return "int32";
+    case ColumnType::kUint64:
+      return "uint64";
+    case ColumnType::kInt64:
+      return "int64";
+    case ColumnType::kFloat32:
+      return "float32";
+    case ColumnType::kFloat64:
+      return "float64";
+    case ColumnType::kBinary:
+      return "binary";
   }
   return "unknown";
 }
@@ -156,28 +159,26 @@ absl::Status ValidateHashNode(const HashNode& node, std::string_view where) {
   switch (node.bits) {
     case HashBits::k32:
       if (node.out32.size() != rows) {
-        return absl::InvalidArgumentError(absl::StrCat(std::string(where), ": out32 has ",
-                                                       node.out32.size(),
-                                                       " elements, needs one per row (", rows,
-                                                       ") for 32-bit hashes"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(std::string(where), ": out32 has ", node.out32.size(),
+                         " elements, needs one per row (", rows, ") for 32-bit hashes"));
       }
       break;
     case HashBits::k64:
       if (node.out64.size() != rows) {
-        return absl::InvalidArgumentError(absl::StrCat(std::string(where), ": out64 has ",
-                                                       node.out64.size(),
-                                                       " elements, needs one per row (", rows,
-                                                       ") for 64-bit hashes"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(std::string(where), ": out64 has ", node.out64.size(),
+                         " elements, needs one per row (", rows, ") for 64-bit hashes"));
       }
       break;
     default:
-      return absl::InvalidArgumentError(absl::StrCat(std::string(where), ": bits: unknown value ",
-                                                     static_cast<int>(node.bits)));
+      return absl::InvalidArgumentError(
+          absl::StrCat(std::string(where), ": bits: unknown value ", static_cast<int>(node.bits)));
   }
   if (node.out_validity.size() != BitmapBytes(rows)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(std::string(where), ": out_validity has ", node.out_validity.size(),
-                     " bytes, needs ceil(", rows, " / 8) = ", BitmapBytes(rows)));
+    return absl::InvalidArgumentError(absl::StrCat(std::string(where), ": out_validity has ",
+                                                   node.out_validity.size(), " bytes, needs ceil(",
+                                                   rows, " / 8) = ", BitmapBytes(rows)));
   }
   return absl::OkStatus();
 }

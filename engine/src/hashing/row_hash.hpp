@@ -320,36 +320,59 @@ GPUJOIN_HOST_DEVICE bool ColumnRowValid(const ColumnView& c, uint64_t row) {
   return ((c.validity[bit >> 3] >> (bit & 7)) & 1u) != 0;
 }
 
+/// xxHash of width `H` (uint32_t: XXH32, uint64_t: XXH64), seed 0, of 4 bytes.
+template <typename H>
+GPUJOIN_HOST_DEVICE H HashOf4(uint32_t v) {
+  if constexpr (sizeof(H) == 8) {
+    return Xxh64Of4(v);
+  } else {
+    return Xxh32Of4(v);
+  }
+}
+
+/// xxHash of width `H`, seed 0, of 8 bytes.
+template <typename H>
+GPUJOIN_HOST_DEVICE H HashOf8(uint64_t v) {
+  if constexpr (sizeof(H) == 8) {
+    return Xxh64Of8(v);
+  } else {
+    return Xxh32Of8(v);
+  }
+}
+
+/// xxHash of width `H`, seed 0, of `len` bytes at `p`.
+template <typename H>
+GPUJOIN_HOST_DEVICE H HashOfBytes(const uint8_t* p, uint64_t len) {
+  if constexpr (sizeof(H) == 8) {
+    return Xxh64Bytes(p, len, 0);
+  } else {
+    return Xxh32Bytes(p, len, 0);
+  }
+}
+
 /// Hash of one valid value, for the output width `H` (uint32_t or uint64_t).
 template <typename H>
 GPUJOIN_HOST_DEVICE H ColumnValueHash(const ColumnView& c, uint64_t row) {
-  constexpr bool k64 = sizeof(H) == 8;
   const uint64_t r = c.value_offset + row;
   switch (c.type) {
     case ColumnType::kUint32:
     case ColumnType::kInt32: {
-      const uint32_t v = LoadWord32(c.data + r * 4);
-      if constexpr (k64) return Xxh64Of4(v); else return Xxh32Of4(v);
+      return HashOf4<H>(LoadWord32(c.data + r * 4));
     }
     case ColumnType::kFloat32: {
-      const uint32_t v = CanonicalFloat32Bits(LoadWord32(c.data + r * 4));
-      if constexpr (k64) return Xxh64Of4(v); else return Xxh32Of4(v);
+      return HashOf4<H>(CanonicalFloat32Bits(LoadWord32(c.data + r * 4)));
     }
     case ColumnType::kUint64:
     case ColumnType::kInt64: {
-      const uint64_t v = LoadWord64(c.data + r * 8);
-      if constexpr (k64) return Xxh64Of8(v); else return Xxh32Of8(v);
+      return HashOf8<H>(LoadWord64(c.data + r * 8));
     }
     case ColumnType::kFloat64: {
-      const uint64_t v = CanonicalFloat64Bits(LoadWord64(c.data + r * 8));
-      if constexpr (k64) return Xxh64Of8(v); else return Xxh32Of8(v);
+      return HashOf8<H>(CanonicalFloat64Bits(LoadWord64(c.data + r * 8)));
     }
     case ColumnType::kBinary: {
       const int64_t begin = int64_t{c.offsets[r]} - c.data_base;
       const int64_t end = int64_t{c.offsets[r + 1]} - c.data_base;
-      const uint8_t* p = c.data + begin;
-      const uint64_t len = static_cast<uint64_t>(end - begin);
-      if constexpr (k64) return Xxh64Bytes(p, len, 0); else return Xxh32Bytes(p, len, 0);
+      return HashOfBytes<H>(c.data + begin, static_cast<uint64_t>(end - begin));
     }
   }
   return 0;
@@ -376,7 +399,8 @@ GPUJOIN_HOST_DEVICE bool HashRow(const ColumnView* columns, uint32_t num_columns
     }
   }
   H h = ColumnValueHash<H>(columns[0], row);
-  for (uint32_t i = 1; i < num_columns; ++i) h = CombineHash(h, ColumnValueHash<H>(columns[i], row));
+  for (uint32_t i = 1; i < num_columns; ++i)
+    h = CombineHash(h, ColumnValueHash<H>(columns[i], row));
   *out = h;
   return true;
 }
