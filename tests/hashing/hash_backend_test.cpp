@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -16,6 +17,10 @@
 #include "known_answers.hpp"
 
 namespace gpujoin::engine {
+
+// Readable test names in ctest instead of the enum's bytes.
+void PrintTo(BackendKind kind, std::ostream* os) { *os << BackendKindName(kind); }
+
 namespace {
 
 using ::gpujoin::engine::testing::HashOnHost;
