@@ -3,14 +3,6 @@
 // Expected results are computed here from the raw files with this file's own
 // small CSV reader (not the CLI's), and expected hashes with the engine's host
 // hasher, so a bug in the CLI's readers or formatting cannot hide itself.
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -22,7 +14,6 @@
 #include <optional>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -30,8 +21,7 @@
 
 #include "gpujoin/engine/hashing.hpp"
 #include "hashing/hash_host.hpp"
-
-extern char** environ;
+#include "test_server.hpp"
 
 namespace {
 
@@ -43,64 +33,11 @@ const std::string kServer = GPUJOIND_BIN;
 const std::string kExamples = GPUJOIN_EXAMPLES_DIR;
 const std::string kToken = "s3cret-token";
 
-// ---------------------------------------------------------------- processes
-
-struct RunResult {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Runs `argv` with stdout/stderr captured (and stdin from `stdin_file`, or
-// /dev/null), waits for it, returns its exit code and output.
-RunResult RunProcess(const std::vector<std::string>& argv, const fs::path& dir,
-              const std::string& stdin_file = "/dev/null") {
-  static int counter = 0;
-  const fs::path out = dir / ("out" + std::to_string(counter) + ".txt");
-  const fs::path err = dir / ("err" + std::to_string(counter++) + ".txt");
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, stdin_file.c_str(), O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = -1;
-  RunResult r;
-  if (posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ) != 0) {
-    posix_spawn_file_actions_destroy(&fa);
-    r.err = "spawn failed";
-    return r;
-  }
-  posix_spawn_file_actions_destroy(&fa);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = Slurp(out);
-  r.err = Slurp(err);
-  return r;
-}
-
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
+using gpujoin::testing::FreePort;
+using gpujoin::testing::RunProcess;
+using gpujoin::testing::RunResult;
+using gpujoin::testing::ServerProcess;
+using gpujoin::testing::Slurp;
 
 size_t LineCount(const std::string& s) {
   size_t n = 0;
@@ -181,68 +118,19 @@ class CliEndToEnd : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = fs::temp_directory_path() / ("gpujoin_cli_e2e_" + std::to_string(getpid()));
     fs::create_directories(dir_);
-    std::ofstream(dir_ / "token") << kToken << "\n";
-    const fs::path log = dir_ / "gpujoind.log";
-    std::vector<std::string> argv = {kServer,
-                                     "--listen=127.0.0.1:0",
-                                     "--metrics-listen=none",
-                                     "--backend=cpu",
-                                     "--cpu-threads=2",
-                                     "--auth-token-file=" + (dir_ / "token").string()};
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    if (posix_spawn(&server_pid_, args[0], &fa, nullptr, args.data(), environ) != 0) {
-      server_pid_ = -1;
-    }
-    posix_spawn_file_actions_destroy(&fa);
-    // Wait for "gpujoind ready: grpc=HOST:PORT".
-    for (int i = 0; i < 300 && server_pid_ > 0 && address_.empty(); ++i) {
-      const std::string text = Slurp(log);
-      const size_t at = text.find("ready: grpc=");
-      if (at != std::string::npos) {
-        const size_t start = at + std::strlen("ready: grpc=");
-        const size_t end = text.find(' ', start);
-        if (end != std::string::npos) address_ = text.substr(start, end - start);
-      }
-      int status;
-      if (address_.empty() && waitpid(server_pid_, &status, WNOHANG) == server_pid_) {
-        server_pid_ = -1;
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    server_log_ = Slurp(log);
+    server_ = new ServerProcess(kServer, dir_, kToken);
+    address_ = server_->address();
   }
 
   static void TearDownTestSuite() {
-    if (server_pid_ > 0) {
-      kill(server_pid_, SIGTERM);
-      int status;
-      for (int i = 0; i < 100; ++i) {
-        if (waitpid(server_pid_, &status, WNOHANG) == server_pid_) {
-          server_pid_ = -1;
-          break;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      }
-      if (server_pid_ > 0) {
-        kill(server_pid_, SIGKILL);
-        waitpid(server_pid_, &status, 0);
-      }
-      server_pid_ = -1;
-    }
+    delete server_;
+    server_ = nullptr;
     std::error_code ec;
     fs::remove_all(dir_, ec);
   }
 
   void SetUp() override {
-    ASSERT_FALSE(address_.empty()) << "gpujoind did not start; its log:\n" << server_log_;
+    ASSERT_FALSE(address_.empty()) << "gpujoind did not start; its log:\n" << server_->log();
   }
 
   // Runs the CLI against the test server with the right token.
@@ -265,9 +153,8 @@ class CliEndToEnd : public ::testing::Test {
   static fs::path Tmp(const std::string& name) { return dir_ / name; }
 
   static inline fs::path dir_;
-  static inline pid_t server_pid_ = -1;
+  static inline ServerProcess* server_ = nullptr;
   static inline std::string address_;
-  static inline std::string server_log_;
 };
 
 // Position of every sensor ID in sensors.csv (its row number, from 0).

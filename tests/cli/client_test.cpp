@@ -1,0 +1,415 @@
+// The C++ client library (gpujoin::client::Client) against a real gpujoind
+// (CPU backend, token auth): typed results, pipelined streams in order,
+// chunked builds with progress, in-band batch errors, cancellation from the
+// sink and the caller, deadlines, and error codes carried from the server.
+#include "gpujoin/client/client.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <random>
+#include <thread>
+#include <unordered_map>
+
+#include "test_server.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using gpujoin::client::Client;
+using gpujoin::testing::ServerProcess;
+namespace gc = gpujoin::client;
+
+const std::string kToken = "client-test-token";
+
+class ClientTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / ("gpujoin_client_test_" + std::to_string(getpid()));
+    fs::create_directories(dir_);
+    server_ = new ServerProcess(GPUJOIND_BIN, dir_, kToken);
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  void SetUp() override {
+    ASSERT_FALSE(server_->address().empty()) << "gpujoind did not start:\n" << server_->log();
+    client_ = MakeClient(kToken);
+    ASSERT_NE(client_, nullptr);
+  }
+
+  static std::unique_ptr<Client> MakeClient(const std::string& token) {
+    gc::ConnectOptions o;
+    o.address = server_->address();
+    o.token = token;
+    o.deadline = std::chrono::seconds(60);
+    auto c = Client::Connect(o);
+    EXPECT_TRUE(c.ok()) << c.status();
+    return c.ok() ? *std::move(c) : nullptr;
+  }
+
+  // Builds `name` from keys with generated row-ID values.
+  void Build(const std::string& name, const std::vector<uint32_t>& keys) {
+    gc::IndexSpec spec;
+    spec.name = name;
+    spec.expected_rows = keys.size();
+    spec.replace = true;
+    auto info = client_->BuildIndexFromColumns(spec, keys, {}, 1000);
+    ASSERT_TRUE(info.ok()) << info.status();
+  }
+
+  static inline fs::path dir_;
+  static inline ServerProcess* server_ = nullptr;
+  std::unique_ptr<Client> client_;
+};
+
+std::vector<uint32_t> RandomKeys(size_t n, uint32_t seed, uint32_t max = 0xfffffffe) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<uint32_t> d(0, max);
+  std::vector<uint32_t> v(n);
+  for (auto& k : v) k = d(rng);
+  return v;
+}
+
+TEST(ClientConnect, RejectsBadOptionsBeforeContactingAServer) {
+  gc::ConnectOptions o;
+  o.address = "";
+  EXPECT_EQ(Client::Connect(o).status().code(), absl::StatusCode::kInvalidArgument);
+  o.address = "127.0.0.1:1";
+  o.tls_ca_file = "/nonexistent/ca.pem";
+  auto c = Client::Connect(o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("/nonexistent/ca.pem"), std::string::npos);
+}
+
+TEST(ClientOps, NamesRoundTrip) {
+  for (auto op : {gc::AggregateOp::kCount, gc::AggregateOp::kSum, gc::AggregateOp::kMin,
+                  gc::AggregateOp::kMax, gc::AggregateOp::kMean}) {
+    EXPECT_EQ(*gc::ParseAggregateOp(gc::AggregateOpName(op)), op);
+  }
+  EXPECT_EQ(gc::ParseAggregateOp("avg").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(gc::HealthStateName(gc::HealthState::kServing), "SERVING");
+}
+
+TEST_F(ClientTest, HealthAndServerInfo) {
+  EXPECT_EQ(*client_->Health(), gc::HealthState::kServing);
+  auto info = client_->GetServerInfo();
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->backend, "cpu");
+  EXPECT_TRUE(info->serving);
+  EXPECT_GT(info->max_message_bytes, 0u);
+}
+
+TEST_F(ClientTest, ServerErrorsKeepTheirCodeAndMessage) {
+  auto d = client_->DescribeIndex("client_test_missing");
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(d.status().message().find("client_test_missing"), std::string::npos);
+  auto bad = MakeClient("not-the-token");
+  auto l = bad->ListIndexes();
+  EXPECT_EQ(l.status().code(), absl::StatusCode::kUnauthenticated) << l.status();
+}
+
+TEST_F(ClientTest, ChunkedBuildWithExplicitValuesAndDifferentBoundaries) {
+  // Keys arrive as [3 rows][4 rows]; values as [5 rows][2 rows]; key 7 repeats
+  // (row 1 and row 5): the lowest source row's value wins.
+  const std::vector<uint32_t> keys = {10, 7, 30, 40, 50, 7, 70};
+  const std::vector<uint32_t> values = {100, 101, 102, 103, 104, 105, 106};
+  std::vector<gc::BuildChunk> chunks(2);
+  chunks[0].keys = std::span(keys).subspan(0, 3);
+  chunks[0].values = std::span(values).subspan(0, 5);
+  chunks[1].keys = std::span(keys).subspan(3, 4);
+  chunks[1].values = std::span(values).subspan(5, 2);
+  size_t next = 0;
+  std::vector<gc::Progress> seen;
+  gc::IndexSpec spec;
+  spec.name = "client_chunks";
+  spec.capacity = 16;
+  spec.explicit_values = true;
+  spec.replace = true;
+  auto info = client_->BuildIndex(
+      spec,
+      [&]() -> std::optional<gc::BuildChunk> {
+        if (next == chunks.size()) return std::nullopt;
+        return chunks[next++];
+      },
+      [&](const gc::Progress& p) { seen.push_back(p); }, keys.size());
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->rows, 7u);
+  EXPECT_EQ(info->capacity, 16u);
+  EXPECT_EQ(info->statistics.unique_keys, 6u);
+  EXPECT_EQ(info->statistics.duplicate_rows, 1u);
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0].rows_sent, 3u);
+  EXPECT_EQ(seen[1].rows_sent, 7u);
+  EXPECT_EQ(seen[1].bytes_sent, 7u * 4 * 2);
+  EXPECT_EQ(seen[1].total_rows, 7u);
+
+  const std::vector<uint32_t> probe = {7, 70, 8, 0xffffffffu, 10};
+  auto r = client_->LookupAll("client_chunks", probe, 2);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->values, (std::vector<uint32_t>{101, 106, 0xffffffffu, 0xffffffffu, 100}));
+  EXPECT_EQ(r->found, (std::vector<uint8_t>{1, 1, 0, 0, 1}));
+  EXPECT_EQ(r->statistics.found, 3u);
+  EXPECT_EQ(r->statistics.missing, 2u);
+}
+
+TEST_F(ClientTest, PipelinedLookupAnswersEveryBatchInOrder) {
+  const auto keys = RandomKeys(20000, 1);
+  Build("client_pipeline", keys);
+  std::unordered_map<uint32_t, uint32_t> first;
+  for (uint32_t i = 0; i < keys.size(); ++i) first.emplace(keys[i], i);
+  // 60 batches of varying size, half present keys, half random.
+  const auto noise = RandomKeys(30000, 2);
+  std::vector<std::vector<uint32_t>> batches;
+  std::mt19937 rng(3);
+  for (int b = 0; b < 60; ++b) {
+    std::vector<uint32_t> q(rng() % 700);
+    for (size_t i = 0; i < q.size(); ++i) {
+      q[i] = (i % 2) ? keys[rng() % keys.size()] : noise[rng() % noise.size()];
+    }
+    batches.push_back(std::move(q));
+  }
+  size_t next = 0;
+  uint64_t expected_id = 0;
+  gc::StreamOptions opts;
+  opts.max_in_flight = 8;
+  absl::Status st = client_->Lookup(
+      "client_pipeline",
+      [&]() -> std::optional<gc::LookupBatch> {
+        if (next == batches.size()) return std::nullopt;
+        gc::LookupBatch b;
+        b.keys = batches[next++];
+        b.want_probes = true;
+        return b;
+      },
+      [&](gc::LookupResult&& r) -> absl::Status {
+        EXPECT_TRUE(r.error.ok()) << r.error;
+        EXPECT_EQ(r.batch_id, expected_id);
+        const auto& q = batches[expected_id++];
+        EXPECT_EQ(r.values.size(), q.size());
+        EXPECT_EQ(r.probes.size(), q.size());
+        uint64_t found = 0;
+        for (size_t i = 0; i < q.size() && i < r.values.size(); ++i) {
+          auto it = first.find(q[i]);
+          const bool hit = it != first.end();
+          found += hit;
+          EXPECT_EQ(r.found[i], hit ? 1 : 0);
+          EXPECT_EQ(r.values[i], hit ? it->second : 0xffffffffu);
+        }
+        EXPECT_EQ(r.statistics.found, found);
+        EXPECT_GT(r.latency.count(), 0);
+        return absl::OkStatus();
+      },
+      opts);
+  EXPECT_TRUE(st.ok()) << st;
+  EXPECT_EQ(expected_id, batches.size());
+}
+
+TEST_F(ClientTest, SinkErrorCancelsAnEndlessStream) {
+  Build("client_cancel", {1, 2, 3});
+  const std::vector<uint32_t> q = {1, 2, 3, 4};
+  std::atomic<uint64_t> produced{0};
+  int answered = 0;
+  absl::Status st = client_->Lookup(
+      "client_cancel",
+      [&]() -> std::optional<gc::LookupBatch> {
+        ++produced;
+        return gc::LookupBatch{q};
+      },
+      [&](gc::LookupResult&&) -> absl::Status {
+        if (++answered == 3) return absl::AbortedError("enough");
+        return absl::OkStatus();
+      });
+  EXPECT_EQ(st.code(), absl::StatusCode::kAborted) << st;
+  EXPECT_EQ(st.message(), "enough");
+  EXPECT_EQ(answered, 3);
+
+  // The caller's cancel flag ends a stream too.
+  std::atomic<int> calls{0};
+  gc::StreamOptions opts;
+  opts.cancelled = [&] { return calls.load() >= 5; };
+  st = client_->Lookup(
+      "client_cancel",
+      [&]() -> std::optional<gc::LookupBatch> {
+        ++calls;
+        return gc::LookupBatch{q};
+      },
+      [](gc::LookupResult&&) { return absl::OkStatus(); }, opts);
+  EXPECT_EQ(st.code(), absl::StatusCode::kCancelled) << st;
+}
+
+TEST_F(ClientTest, DeadlineEndsAStreamThatDoesNotFinishInTime) {
+  Build("client_deadline", {1});
+  gc::StreamOptions opts;
+  opts.deadline = std::chrono::milliseconds(50);
+  const std::vector<uint32_t> q = {1};
+  bool sent = false;
+  absl::Status st = client_->Lookup(
+      "client_deadline",
+      [&]() -> std::optional<gc::LookupBatch> {
+        // Never finish: keep the stream open well past its deadline.
+        if (sent) std::this_thread::sleep_for(std::chrono::milliseconds(400));
+        sent = true;
+        return gc::LookupBatch{q};
+      },
+      [](gc::LookupResult&&) { return absl::OkStatus(); }, opts);
+  EXPECT_EQ(st.code(), absl::StatusCode::kDeadlineExceeded) << st;
+}
+
+TEST_F(ClientTest, JoinPairsAndBatchJoin) {
+  const std::vector<uint32_t> right = {5, 6, 7, 8};
+  Build("client_join", right);  // values = row IDs 0..3
+  const std::vector<uint32_t> left = {8, 1, 5, 5, 9, 6};
+  auto all = client_->JoinAll("client_join", left, 4);
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(all->left_rows, (std::vector<uint32_t>{0, 2, 3, 5}));
+  EXPECT_EQ(all->right_rows, (std::vector<uint32_t>{3, 0, 0, 1}));
+  EXPECT_EQ(all->count, 4u);
+  EXPECT_FALSE(all->overflow);
+
+  // One request, two left batches, the second with a too-small capacity.
+  const std::vector<uint32_t> a = {6, 7}, b = {5, 6, 7};
+  bool sent = false;
+  std::vector<gc::JoinResult> got;
+  absl::Status st = client_->Join(
+      "client_join",
+      [&]() -> std::optional<gc::JoinBatch> {
+        if (sent) return std::nullopt;
+        sent = true;
+        gc::JoinBatch jb;
+        gc::JoinLeft l1;
+        l1.keys = a;
+        gc::JoinLeft l2;
+        l2.keys = b;
+        l2.first_left_row = 100;
+        l2.capacity = 2;
+        l2.want_found = true;
+        jb.lefts = {l1, l2};
+        return jb;
+      },
+      [&](gc::JoinResult&& r) {
+        got.push_back(std::move(r));
+        return absl::OkStatus();
+      });
+  ASSERT_TRUE(st.ok()) << st;
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_EQ(got[0].results.size(), 2u);
+  EXPECT_EQ(got[0].results[0].right_rows, (std::vector<uint32_t>{1, 2}));
+  const auto& second = got[0].results[1];
+  EXPECT_EQ(second.count, 3u);
+  EXPECT_EQ(second.capacity, 2u);
+  EXPECT_TRUE(second.overflow);
+  EXPECT_EQ(second.left_rows, (std::vector<uint32_t>{100, 101}));
+  EXPECT_EQ(second.found, (std::vector<uint8_t>{1, 1, 1}));
+}
+
+TEST_F(ClientTest, AggregateAllAccumulatesOverBatches) {
+  const std::vector<uint32_t> keys = {0, 1, 2, 1, 0, 7, 1};  // 7 is out of range: ignored
+  const std::vector<float> values = {1, 2, 3, 4, NAN, 9, 8};
+  const std::vector<uint32_t> mask = {1, 1, 1, 1, 1, 1, 0};
+  auto sum = client_->AggregateAll({gc::AggregateOp::kSum, 3}, keys, values, mask, 2);
+  ASSERT_TRUE(sum.ok()) << sum.status();
+  EXPECT_EQ(sum->total_values, (std::vector<float>{1, 6, 3}));
+  EXPECT_EQ(sum->rows, keys.size());
+  auto count = client_->AggregateAll({gc::AggregateOp::kCount, 4}, keys, {}, {}, 3);
+  ASSERT_TRUE(count.ok()) << count.status();
+  EXPECT_EQ(count->total_counts, (std::vector<uint32_t>{2, 3, 1, 0}));
+  auto bad = client_->AggregateAll({gc::AggregateOp::kMean, 3}, keys, {}, {});
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(ClientTest, HashAllIsIndependentOfBatchingAndSlicing) {
+  // A uint64 column with nulls and a string column, 101 rows.
+  const size_t n = 101;
+  std::vector<uint64_t> ids(n);
+  std::vector<uint8_t> id_valid((n + 7) / 8, 0);
+  std::string text;
+  std::vector<int32_t> offsets = {0};
+  for (size_t i = 0; i < n; ++i) {
+    ids[i] = i * 0x9e3779b97f4a7c15ull;
+    if (i % 7 != 3) id_valid[i / 8] |= 1u << (i % 8);
+    text += std::string(i % 5, static_cast<char>('a' + i % 26));
+    offsets.push_back(static_cast<int32_t>(text.size()));
+  }
+  auto column = [&](uint64_t offset, uint64_t length) {
+    gc::HashColumn a;
+    a.type = gc::ColumnType::kUint64;
+    a.data = std::span(reinterpret_cast<const uint8_t*>(ids.data()), n * 8);
+    a.validity = id_valid;
+    a.offset = offset;
+    a.length = length;
+    gc::HashColumn b;
+    b.type = gc::ColumnType::kBinary;
+    b.data = std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size());
+    b.offsets = offsets;
+    b.offset = offset;
+    b.length = length;
+    return std::vector<gc::HashColumn>{a, b};
+  };
+  for (uint32_t bits : {32u, 64u}) {
+    auto whole = client_->HashAll(column(0, n), bits, 1 << 20);
+    ASSERT_TRUE(whole.ok()) << whole.status();
+    ASSERT_EQ(whole->hashes.size(), n);
+    EXPECT_EQ(whole->null_count, 14u);  // rows 3, 10, ..., 94
+    for (size_t i = 0; i < n; ++i) EXPECT_EQ(whole->Valid(i), i % 7 != 3) << i;
+    // Odd batch sizes cut bitmaps and offsets at non-byte boundaries.
+    auto batched = client_->HashAll(column(0, n), bits, 13);
+    ASSERT_TRUE(batched.ok()) << batched.status();
+    EXPECT_EQ(batched->hashes, whole->hashes);
+    EXPECT_EQ(batched->validity, whole->validity);
+    // Hashing a slice equals slicing the hash.
+    auto slice = client_->HashAll(column(5, 90), bits, 11);
+    ASSERT_TRUE(slice.ok()) << slice.status();
+    for (size_t i = 0; i < 90; ++i) {
+      EXPECT_EQ(slice->hashes[i], whole->hashes[i + 5]) << i;
+      EXPECT_EQ(slice->Valid(i), whole->Valid(i + 5)) << i;
+    }
+    if (bits == 32) {
+      for (uint64_t h : whole->hashes) EXPECT_LE(h, 0xffffffffull);
+    }
+  }
+}
+
+TEST_F(ClientTest, HashBatchErrorIsInBandAndTheStreamContinues) {
+  const std::vector<uint32_t> a = {1, 2, 3};
+  const std::vector<uint32_t> b = {1, 2};
+  auto col = [](const std::vector<uint32_t>& v, uint64_t length) {
+    gc::HashColumn c;
+    c.type = gc::ColumnType::kUint32;
+    c.data = std::span(reinterpret_cast<const uint8_t*>(v.data()), v.size() * 4);
+    c.length = length;
+    return c;
+  };
+  // Batch 1 has columns of different lengths: the server rejects that batch only.
+  std::vector<gc::HashBatch> batches = {
+      {{col(a, 3)}, 64}, {{col(a, 3), col(b, 2)}, 64}, {{col(b, 2)}, 32}};
+  size_t next = 0;
+  std::vector<gc::HashResult> got;
+  absl::Status st = client_->Hash(
+      [&]() -> std::optional<gc::HashBatch> {
+        if (next == batches.size()) return std::nullopt;
+        return batches[next++];
+      },
+      [&](gc::HashResult&& r) {
+        got.push_back(std::move(r));
+        return absl::OkStatus();
+      });
+  ASSERT_TRUE(st.ok()) << st;
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_TRUE(got[0].error.ok());
+  EXPECT_EQ(got[0].hashes.size(), 3u);
+  EXPECT_EQ(got[1].error.code(), absl::StatusCode::kInvalidArgument) << got[1].error;
+  EXPECT_EQ(got[1].batch_id, 1u);
+  EXPECT_TRUE(got[2].error.ok()) << got[2].error;
+  EXPECT_EQ(got[2].bits, 32u);
+  ASSERT_EQ(got[2].hashes.size(), 2u);
+  EXPECT_EQ(got[2].hashes[0] >> 32, 0u);
+}
+
+}  // namespace
