@@ -221,30 +221,37 @@ int main(int argc, char** argv) {
     gd::BuildSource src;
     src.keys = keys;
     src.rows = n;
-    // Explicit values: claim + atomic-min of the row, then finalisation gather.
-    src.values = values;
     auto build = [&] {
       CHECK_CUDA(gd::ClearTable(table, bstats, s));
       CHECK_CUDA(gd::BuildTable(table, src, capacity, bstats, s));
     };
-    double ms = MedianMs(s, build);
-    CHECK_CUDA(cudaStreamSynchronize(s));
-    gd::DeviceBuildStats st = Fetch(bstats);
-    Check(st.unique_keys == n && st.duplicate_rows == 0 && st.overflow_rows == 0 &&
-              st.invalid_rows == 0,
-          "build statistics (explicit values), load " + lf);
-    g_rows.push_back({"build, explicit values, load " + lf, double(n), ms,
-                      double(n) * 40 + double(capacity) * 8 + double(capacity) * 16 + double(n) * 32,
-                      load == 0.5 ? ">= 13.6 Gkeys/s" : "", 13.6e9, load == 0.5 ? 1 : 0});
-    // Generated row IDs (first_value + row): the key -> row index; no finalisation.
-    src.values = nullptr;
-    src.first_value = 0;
-    ms = MedianMs(s, build);
-    st = Fetch(bstats);
-    Check(st.unique_keys == n && st.overflow_rows == 0, "build statistics (row ids), load " + lf);
-    g_rows.push_back({"build, generated row ids, load " + lf, double(n), ms,
-                      double(n) * 36 + double(capacity) * 8,
-                      load == 0.5 ? ">= 13.6 Gkeys/s" : "", 13.6e9, load == 0.5 ? 1 : 0});
+    double ms = 0;
+    gd::DeviceBuildStats st{};
+    for (bool load_first : {true, false}) {
+      src.load_before_cas = load_first;
+      const std::string how = load_first ? "load+CAS" : "CAS-first";
+      // Explicit values: claim + atomic-min of the row, then finalisation gather.
+      src.values = values;
+      ms = MedianMs(s, build);
+      CHECK_CUDA(cudaStreamSynchronize(s));
+      st = Fetch(bstats);
+      Check(st.unique_keys == n && st.duplicate_rows == 0 && st.overflow_rows == 0 &&
+                st.invalid_rows == 0,
+            "build statistics (explicit values), load " + lf);
+      g_rows.push_back({"build " + how + ", explicit values, load " + lf, double(n), ms,
+                        double(n) * 40 + double(capacity) * 8 + double(capacity) * 16 + double(n) * 32,
+                        load == 0.5 ? ">= 13.6 Gkeys/s" : "", 13.6e9, load == 0.5 ? 1 : 0});
+      // Generated row IDs (first_value + row): the key -> row index; no finalisation.
+      src.values = nullptr;
+      src.first_value = 0;
+      ms = MedianMs(s, build);
+      st = Fetch(bstats);
+      Check(st.unique_keys == n && st.overflow_rows == 0, "build statistics (row ids), load " + lf);
+      g_rows.push_back({"build " + how + ", generated row ids, load " + lf, double(n), ms,
+                        double(n) * 36 + double(capacity) * 8,
+                        load == 0.5 ? ">= 13.6 Gkeys/s" : "", 13.6e9, load == 0.5 ? 1 : 0});
+    }
+    src.load_before_cas = true;
     // Clear alone, to show how much of the build it is.
     ms = MedianMs(s, [&] { CHECK_CUDA(gd::ClearTable(table, bstats, s)); });
     g_rows.push_back({"  (of which: clear table), load " + lf, double(capacity), ms,
@@ -361,7 +368,7 @@ int main(int argc, char** argv) {
           a.groups = groups;
           a.counts = counts;
           a.output = op == gj::AggregateOp::kCount ? nullptr : out;
-          const double ms = MedianMs(s, [&] { CHECK_CUDA(gd::Aggregate(a, s)); });
+          double ms = MedianMs(s, [&] { CHECK_CUDA(gd::Aggregate(a, s)); });
           CHECK_CUDA(cudaStreamSynchronize(s));
           std::vector<uint32_t> hc(groups);
           CHECK_CUDA(cudaMemcpy(hc.data(), counts, groups * 4, cudaMemcpyDeviceToHost));
@@ -384,8 +391,23 @@ int main(int argc, char** argv) {
           double tv = 0;
           if (groups <= 256 && is_count) { target = ">= 90% copy"; tv = 0.90; }
           if (groups <= 256 && !is_count && masked) { target = ">= 75% copy"; tv = 0.75; }
+          if (groups == 16) {
+            // The __match_any_sync warp-combining path, for comparison.
+            a.force_path = 0;
+            const double ms0 = MedianMs(s, [&] { CHECK_CUDA(gd::Aggregate(a, s)); });
+            CHECK_CUDA(cudaStreamSynchronize(s));
+            std::vector<uint32_t> hc0(groups);
+            CHECK_CUDA(cudaMemcpy(hc0.data(), counts, groups * 4, cudaMemcpyDeviceToHost));
+            Check(hc0 == hc, "match_any path counts equal the default path's");
+            a.force_path = -1;
+            g_rows.push_back({std::string("group ") + (op == gj::AggregateOp::kCount ? "count" : "mean") +
+                                  ", 16 groups" + (masked ? ", masked" : "") + " [match_any]",
+                              double(n), ms0,
+                              double(n) * (4 + (masked ? 4 : 0) + (op == gj::AggregateOp::kCount ? 0 : 4)),
+                              "", 0, 0});
+          }
           const int path = gd::AggregatePath(groups);
-          const char* path_name = path == 0 ? "warp" : (path == 1 ? "shared" : "global");
+          const char* path_name = path == 0 ? "match_any" : path == 1 ? "shared" : path == 2 ? "global" : "lane-private";
           g_rows.push_back({std::string("group ") + (is_count ? "count" : "mean") + ", " +
                                 std::to_string(groups) + " groups" + (masked ? ", masked" : "") +
                                 " [" + path_name + "]",

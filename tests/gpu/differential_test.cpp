@@ -10,7 +10,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -46,15 +45,20 @@ class Differential : public ::testing::Test {
 
   std::string Seed() const { return "seed " + std::to_string(seed_); }
 
-  // Distinct keys != kEmptyKey, uniformly random.
+  // Distinct keys != kEmptyKey, random-looking: a random bijection of uint32
+  // (odd multipliers and xor-shifts) applied to consecutive integers from a
+  // random start, so no set is needed to keep them distinct.
   std::vector<uint32_t> DistinctKeys(size_t n) {
-    std::unordered_set<uint32_t> seen;
-    seen.reserve(n * 2);
+    const uint32_t start = uint32_t(rng_());
+    const uint32_t m1 = uint32_t(rng_()) | 1u, m2 = uint32_t(rng_()) | 1u;
     std::vector<uint32_t> keys;
     keys.reserve(n);
-    while (keys.size() < n) {
-      const uint32_t k = uint32_t(rng_());
-      if (k != kEmptyKey && seen.insert(k).second) keys.push_back(k);
+    for (uint32_t i = 0; keys.size() < n; ++i) {
+      uint32_t x = (start + i) * m1;
+      x ^= x >> 16;
+      x *= m2;
+      x ^= x >> 13;
+      if (x != kEmptyKey) keys.push_back(x);
     }
     return keys;
   }
@@ -123,15 +127,16 @@ class Differential : public ::testing::Test {
     return out;
   }
 
-  // key -> value map of a built table.
-  static std::map<uint32_t, uint32_t> Contents(const HashIndex& index) {
+  // (key, value) pairs of a built table, sorted by key.
+  static std::vector<std::pair<uint32_t, uint32_t>> Contents(const HashIndex& index) {
     auto snap = index.Snapshot();
     EXPECT_TRUE(snap.ok()) << snap.status();
-    std::map<uint32_t, uint32_t> m;
+    std::vector<std::pair<uint32_t, uint32_t>> m;
     if (!snap.ok()) return m;
     for (size_t i = 0; i < snap->keys.size(); ++i) {
-      if (snap->keys[i] != kEmptyKey) m[snap->keys[i]] = snap->values[i];
+      if (snap->keys[i] != kEmptyKey) m.emplace_back(snap->keys[i], snap->values[i]);
     }
+    std::sort(m.begin(), m.end());
     return m;
   }
 

@@ -411,6 +411,9 @@ class CudaBackend final : public Backend {
     if (count_op) {
       GPUJOIN_RETURN_IF_ERROR(
           ctx.Download(n.count_output.data(), counts.data(), n.count_output.size_bytes(), "counts"));
+      // For count every in-range, unmasked row contributes: the same numbers.
+      GPUJOIN_RETURN_IF_ERROR(ctx.Download(n.contributing_rows.data(), counts.data(),
+                                           n.contributing_rows.size_bytes(), "contributing rows"));
     } else {
       GPUJOIN_RETURN_IF_ERROR(ctx.Download(n.value_output.data(), output.data(),
                                            n.value_output.size_bytes(), "aggregate output"));

@@ -60,6 +60,9 @@ struct BuildSource {
   const uint64_t* chunk_starts = nullptr;
   const uint32_t* chunk_bases = nullptr;
   uint32_t chunk_count = 0;
+  /// Insert strategy: read a slot before trying to claim it with a CAS (true), or
+  /// CAS straight away (false). The benchmark measures both.
+  bool load_before_cas = true;
 };
 
 /// Clears the table (every slot empty) and zeroes `stats`.
@@ -104,6 +107,9 @@ struct AggregateArgs {
   /// kMean; may be null for sum/min/max when not requested).
   uint32_t* counts = nullptr;
   float* output = nullptr;  ///< value ops: the output (groups floats)
+  /// Benchmarks only: -1 = choose by group count; else the path of AggregatePath's
+  /// numbering to use when it can hold the groups.
+  int force_path = -1;
 };
 
 /// Initialises the outputs, accumulates all rows and finalises (min/max decoding,
@@ -111,7 +117,9 @@ struct AggregateArgs {
 cudaError_t Aggregate(const AggregateArgs& args, cudaStream_t stream);
 
 /// Which kernel path Aggregate takes for `groups` groups (for tests and the bench):
-/// 0 = warp combining (<= 16), 1 = shared-memory privatised (<= 256), 2 = global atomics.
+/// 3 = lane-private shared accumulators (<= 16 groups), 1 = block-private shared
+/// accumulators (<= 256), 2 = global atomics; 0 = __match_any_sync warp combining
+/// (<= 16 groups, only when forced).
 int AggregatePath(uint32_t groups);
 
 }  // namespace gpujoin::engine::detail

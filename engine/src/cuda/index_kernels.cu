@@ -19,7 +19,7 @@ __device__ __forceinline__ uint32_t SlotLow(uint64_t slot) { return uint32_t(slo
 // lowest row has the lowest tag) or the global source row (finalised later). Both
 // make "keep the lowest row" a 64-bit minimum among words of the same key, so the
 // outcome does not depend on thread order.
-template <bool kHasValidity>
+template <bool kHasValidity, bool kLoadFirst>
 __global__ void __launch_bounds__(kBlockThreads)
     InsertKernel(DeviceTable table, const uint32_t* __restrict__ keys,
                  const uint32_t* __restrict__ validity, uint64_t rows, uint32_t bound,
@@ -40,9 +40,11 @@ __global__ void __launch_bounds__(kBlockThreads)
     int outcome = 2;  // overflow unless a slot is found
     for (; p < bound; ++p) {
       unsigned long long* slot = reinterpret_cast<unsigned long long*>(table.slots + pos);
-      // A plain (L2) read first: slots never change key once claimed, so a stale
-      // "occupied by another key" is still true and skipping it saves an atomic.
-      unsigned long long cur = __ldcg(slot);
+      // kLoadFirst: a plain (L2) read first; slots never change key once claimed,
+      // so a stale "occupied by another key" is still true and skipping it saves
+      // an atomic. Otherwise the CAS itself is the read (one round trip when the
+      // slot is empty, the common case at moderate load).
+      unsigned long long cur = kLoadFirst ? __ldcg(slot) : kEmptySlot;
       if (cur == kEmptySlot) {
         cur = atomicCAS(slot, kEmptySlot, desired);
         if (cur == kEmptySlot) {
@@ -68,32 +70,50 @@ __global__ void __launch_bounds__(kBlockThreads)
   BlockFlushStats<5>(sums, max_probes, &stats->unique_keys, &stats->max_probes);
 }
 
+__device__ __forceinline__ uint32_t FinalValue(uint32_t row, const uint32_t* __restrict__ values,
+                                               uint32_t first_value,
+                                               const uint64_t* __restrict__ chunk_starts,
+                                               const uint32_t* __restrict__ chunk_bases,
+                                               uint32_t chunk_count) {
+  if (values != nullptr) return values[row];
+  if (chunk_starts != nullptr) {
+    // Last chunk whose start is <= row (chunk_starts[0] == 0).
+    uint32_t lo = 0, hi = chunk_count;
+    while (hi - lo > 1) {
+      const uint32_t mid = (lo + hi) / 2;
+      if (chunk_starts[mid] <= row) lo = mid; else hi = mid;
+    }
+    return chunk_bases[lo] + uint32_t(row - chunk_starts[lo]);
+  }
+  return first_value + row;
+}
+
 // Replaces the winning source row of every occupied slot by that row's value.
+// Four slots per thread (the allocation has at least four, padded with empty
+// slots) so that up to four value gathers are in flight at once.
 __global__ void __launch_bounds__(kBlockThreads)
-    FinalizeKernel(DeviceTable table, const uint32_t* __restrict__ values, uint32_t first_value,
-                   const uint64_t* __restrict__ chunk_starts,
+    FinalizeKernel(DeviceTable table, uint64_t groups_of_four, const uint32_t* __restrict__ values,
+                   uint32_t first_value, const uint64_t* __restrict__ chunk_starts,
                    const uint32_t* __restrict__ chunk_bases, uint32_t chunk_count) {
   const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
-  for (uint64_t s = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; s < table.capacity;
-       s += stride) {
-    const uint64_t slot = table.slots[s];
-    if (slot == kEmptySlot) continue;
-    const uint32_t row = SlotLow(slot);
-    uint32_t value;
-    if (values != nullptr) {
-      value = values[row];
-    } else if (chunk_starts != nullptr) {
-      // Last chunk whose start is <= row (chunk_starts[0] == 0).
-      uint32_t lo = 0, hi = chunk_count;
-      while (hi - lo > 1) {
-        const uint32_t mid = (lo + hi) / 2;
-        if (chunk_starts[mid] <= row) lo = mid; else hi = mid;
-      }
-      value = chunk_bases[lo] + uint32_t(row - chunk_starts[lo]);
-    } else {
-      value = first_value + row;
+  for (uint64_t q = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; q < groups_of_four;
+       q += stride) {
+    ulonglong2* p = reinterpret_cast<ulonglong2*>(table.slots + 4 * q);
+    const ulonglong2 a = p[0], b = p[1];
+    uint64_t s[4] = {a.x, a.y, b.x, b.y};
+    uint32_t v[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      v[j] = s[j] == kEmptySlot ? 0u
+                                : FinalValue(SlotLow(s[j]), values, first_value, chunk_starts,
+                                             chunk_bases, chunk_count);
     }
-    table.slots[s] = (slot & 0xffffffff00000000ull) | value;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      if (s[j] != kEmptySlot) s[j] = (s[j] & 0xffffffff00000000ull) | v[j];
+    }
+    p[0] = make_ulonglong2(s[0], s[1]);
+    p[1] = make_ulonglong2(s[2], s[3]);
   }
 }
 
@@ -113,7 +133,8 @@ __device__ __forceinline__ ProbeResult Probe(const uint64_t* __restrict__ slots,
   uint32_t pos = HomeSlot(key, capacity);
   uint32_t p = 0;
   if (capacity >= 4) {
-    while (true) {
+    // First step: the sector holding the home slot (most hits end here).
+    {
       const uint32_t base = pos & ~3u;
       const ulonglong2* sector = reinterpret_cast<const ulonglong2*>(slots + base);
       const ulonglong2 a = __ldg(sector);
@@ -129,6 +150,22 @@ __device__ __forceinline__ ProbeResult Probe(const uint64_t* __restrict__ slots,
         if (s[j] == kEmptySlot) return {kEmptyKey, p, false};
       }
       pos = (base + 4u) & mask;
+    }
+    // Longer runs (misses at high load): two sectors per step, both requested
+    // before either is examined, halving the dependent round trips.
+    while (true) {
+      const ulonglong2* s0 = reinterpret_cast<const ulonglong2*>(slots + pos);
+      const ulonglong2* s1 = reinterpret_cast<const ulonglong2*>(slots + ((pos + 4u) & mask));
+      const ulonglong2 a = __ldg(s0), b = __ldg(s0 + 1), c = __ldg(s1), d = __ldg(s1 + 1);
+      const uint64_t s[8] = {a.x, a.y, b.x, b.y, c.x, c.y, d.x, d.y};
+#pragma unroll
+      for (uint32_t j = 0; j < 8; ++j) {
+        if (p >= bound) return {kEmptyKey, bound, false};
+        ++p;
+        if (SlotKey(s[j]) == key) return {SlotLow(s[j]), p, true};
+        if (s[j] == kEmptySlot) return {kEmptyKey, p, false};
+      }
+      pos = (pos + 8u) & mask;
     }
   }
   while (p < bound) {
@@ -179,23 +216,32 @@ cudaError_t BuildTable(DeviceTable table, const BuildSource& source, uint32_t bo
   const bool direct = source.values == nullptr && source.chunk_starts == nullptr &&
                       uint64_t(source.first_value) + source.rows - 1 <= 0xffffffffull;
   const uint32_t tag_offset = direct ? source.first_value : 0u;
-  static std::atomic<int> resident_insert[2];
+  static std::atomic<int> resident_insert[4];
+  const uint64_t rows = source.rows;
+  const unsigned grid = GridFor(rows, CachedResident(InsertKernel<false, true>, resident_insert[0]));
   if (source.validity != nullptr) {
-    const unsigned grid = GridFor(source.rows, CachedResident(InsertKernel<true>, resident_insert[1]));
-    InsertKernel<true><<<grid, kBlockThreads, 0, stream>>>(table, source.keys, source.validity,
-                                                           source.rows, bound, tag_offset, stats);
+    if (source.load_before_cas)
+      InsertKernel<true, true><<<grid, kBlockThreads, 0, stream>>>(
+          table, source.keys, source.validity, rows, bound, tag_offset, stats);
+    else
+      InsertKernel<true, false><<<grid, kBlockThreads, 0, stream>>>(
+          table, source.keys, source.validity, rows, bound, tag_offset, stats);
   } else {
-    const unsigned grid = GridFor(source.rows, CachedResident(InsertKernel<false>, resident_insert[0]));
-    InsertKernel<false><<<grid, kBlockThreads, 0, stream>>>(table, source.keys, nullptr,
-                                                            source.rows, bound, tag_offset, stats);
+    if (source.load_before_cas)
+      InsertKernel<false, true><<<grid, kBlockThreads, 0, stream>>>(
+          table, source.keys, nullptr, rows, bound, tag_offset, stats);
+    else
+      InsertKernel<false, false><<<grid, kBlockThreads, 0, stream>>>(
+          table, source.keys, nullptr, rows, bound, tag_offset, stats);
   }
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess || direct) return e;
   static std::atomic<int> resident_finalize{0};
-  const unsigned grid = GridFor(table.capacity, CachedResident(FinalizeKernel, resident_finalize));
-  FinalizeKernel<<<grid, kBlockThreads, 0, stream>>>(table, source.values, source.first_value,
-                                                     source.chunk_starts, source.chunk_bases,
-                                                     source.chunk_count);
+  const uint64_t quads = TableAllocationSlots(table.capacity) / 4;
+  const unsigned fgrid = GridFor(quads, CachedResident(FinalizeKernel, resident_finalize));
+  FinalizeKernel<<<fgrid, kBlockThreads, 0, stream>>>(table, quads, source.values,
+                                                      source.first_value, source.chunk_starts,
+                                                      source.chunk_bases, source.chunk_count);
   return cudaGetLastError();
 }
 
