@@ -1,0 +1,303 @@
+// Unit tests of the load tester's pieces: option parsing, the generated workload
+// and its expected answers, the answer checks (a wrong answer must be caught),
+// latency percentiles, the report formats, and whole settings run against the
+// in-process echo service (no gpujoind needed).
+#include <cmath>
+#include <set>
+#include <unordered_map>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "echo_service.hpp"
+#include "options.hpp"
+#include "report.hpp"
+#include "runner.hpp"
+#include "workload.hpp"
+
+namespace gpujoin::loadtest {
+namespace {
+
+TEST(ParseCount, AcceptsSuffixesAndRejectsJunk) {
+  EXPECT_EQ(*ParseCount("1000", "--x"), 1000u);
+  EXPECT_EQ(*ParseCount("64K", "--x"), 65536u);
+  EXPECT_EQ(*ParseCount("1M", "--x"), 1048576u);
+  EXPECT_EQ(*ParseCount("2g", "--x"), uint64_t{2} << 30);
+  for (const char* bad : {"", "0", "K", "12Q", "-3", "1.5M", "99999999999999999999"}) {
+    auto r = ParseCount(bad, "--batch-rows");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(std::string(r.status().message()).find("--batch-rows"), std::string::npos);
+  }
+}
+
+TEST(ParseCountList, SplitsOnCommas) {
+  auto v = ParseCountList("1K,64K,1M", "--batch-rows");
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(*v, (std::vector<uint64_t>{1024, 65536, 1048576}));
+  EXPECT_FALSE(ParseCountList("1K,,2", "--batch-rows").ok());
+}
+
+TEST(ParseRange, IsInclusiveWithStep) {
+  EXPECT_EQ(*ParseRange("1:16:5", "--c"), (std::vector<uint64_t>{1, 6, 11, 16}));
+  EXPECT_EQ(*ParseRange("2:4", "--c"), (std::vector<uint64_t>{2, 3, 4}));
+  EXPECT_EQ(*ParseRange("3", "--c"), (std::vector<uint64_t>{3}));
+  EXPECT_FALSE(ParseRange("4:2", "--c").ok());
+  EXPECT_FALSE(ParseRange("1:2:3:4", "--c").ok());
+  EXPECT_FALSE(ParseRange("1:100000", "--c").ok());
+}
+
+TEST(Mix, IsInjectiveOnASample) {
+  std::set<uint32_t> seen;
+  for (uint32_t i = 0; i < 100000; ++i) seen.insert(Mix(i, 7));
+  EXPECT_EQ(seen.size(), 100000u);
+  EXPECT_NE(Mix(5, 1), Mix(5, 2));
+}
+
+TEST(WorkloadSpec, RejectsImpossibleSettings) {
+  WorkloadSpec s;
+  s.build_keys = 1000;
+  s.hit_ratio = 1.5;
+  EXPECT_FALSE(ValidateWorkloadSpec(s).ok());
+  s.hit_ratio = 0.5;
+  s.keyspace = 1000;  // no room for misses
+  auto st = ValidateWorkloadSpec(s);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(std::string(st.message()).find("--keyspace"), std::string::npos);
+  s.keyspace = uint64_t{1} << 32;
+  EXPECT_TRUE(ValidateWorkloadSpec(s).ok());
+  s.rpc = Rpc::kAggregate;
+  s.groups = 0;
+  EXPECT_FALSE(ValidateWorkloadSpec(s).ok());
+}
+
+WorkloadSpec LookupSpec() {
+  WorkloadSpec s;
+  s.build_keys = 5000;
+  s.hit_ratio = 0.75;
+  s.seed = 42;
+  return s;
+}
+
+TEST(BatchPool, HasExactHitCountAndConsistentExpectations) {
+  const WorkloadSpec spec = LookupSpec();
+  const BuildData data = MakeBuildData(spec);
+  std::unordered_map<uint32_t, uint32_t> index;
+  for (size_t i = 0; i < data.keys.size(); ++i) index.emplace(data.keys[i], data.values[i]);
+  ASSERT_EQ(index.size(), data.keys.size()) << "build keys must be distinct";
+
+  const BatchPool pool = MakeBatchPool(spec, 1000, 3);
+  ASSERT_TRUE(pool.known_mapping);
+  ASSERT_EQ(pool.batches.size(), 3u);
+  for (const PoolBatch& b : pool.batches) {
+    ASSERT_EQ(b.keys.size(), 1000u);
+    EXPECT_EQ(b.hits, 750u);
+    EXPECT_EQ(b.expected_left.size(), 750u);
+    uint64_t found = 0;
+    for (size_t r = 0; r < b.keys.size(); ++r) {
+      auto it = index.find(b.keys[r]);
+      const bool hit = it != index.end();
+      EXPECT_EQ(b.expected_found[r], hit ? 1 : 0) << "row " << r;
+      EXPECT_EQ(b.expected_values[r], hit ? it->second : kMissing) << "row " << r;
+      found += hit;
+    }
+    EXPECT_EQ(found, 750u);
+    for (size_t k = 1; k < b.expected_left.size(); ++k) {
+      EXPECT_LT(b.expected_left[k - 1], b.expected_left[k]);
+    }
+  }
+  EXPECT_NE(pool.batches[0].keys, pool.batches[1].keys);
+}
+
+client::LookupResult RightLookup(const PoolBatch& b) {
+  client::LookupResult r;
+  r.values = b.expected_values;
+  r.found = b.expected_found;
+  r.statistics.found = b.hits;
+  r.statistics.missing = b.keys.size() - b.hits;
+  return r;
+}
+
+TEST(CheckLookup, AcceptsTheRightAnswerAndCatchesWrongOnes) {
+  const BatchPool pool = MakeBatchPool(LookupSpec(), 200, 2);
+  const PoolBatch& b = pool.batches[0];
+  EXPECT_EQ(CheckLookup(pool, b, RightLookup(b), true), "");
+
+  // One wrong value of a found row: caught by the full check only.
+  client::LookupResult r = RightLookup(b);
+  const size_t hit_row = b.expected_left[0];
+  r.values[hit_row] ^= 1;
+  EXPECT_EQ(CheckLookup(pool, b, r, false), "");
+  EXPECT_NE(CheckLookup(pool, b, r, true).find("row " + std::to_string(hit_row)),
+            std::string::npos);
+
+  r = RightLookup(b);
+  r.values.pop_back();
+  EXPECT_NE(CheckLookup(pool, b, r, false), "");
+
+  r = RightLookup(b);  // statistics that disagree with the mask
+  r.statistics.found += 1;
+  EXPECT_NE(CheckLookup(pool, b, r, false), "");
+
+  r = RightLookup(b);  // a missing row with a value
+  for (size_t i = 0; i < b.keys.size(); ++i) {
+    if (!b.expected_found[i]) {
+      r.values[i] = 7;
+      break;
+    }
+  }
+  EXPECT_NE(CheckLookup(pool, b, r, false), "");
+}
+
+TEST(CheckJoin, AcceptsTheRightAnswerAndCatchesWrongOnes) {
+  WorkloadSpec spec = LookupSpec();
+  spec.rpc = Rpc::kJoin;
+  const BatchPool pool = MakeBatchPool(spec, 300, 2);
+  const PoolBatch& b = pool.batches[1];
+  client::JoinResult r;
+  r.results.resize(1);
+  auto& p = r.results[0];
+  p.left_rows = b.expected_left;
+  p.right_rows = b.expected_right;
+  p.count = b.hits;
+  p.capacity = b.hits;
+  p.statistics.found = b.hits;
+  p.statistics.missing = b.keys.size() - b.hits;
+  EXPECT_EQ(CheckJoin(pool, b, r, true), "");
+
+  client::JoinResult wrong = r;
+  wrong.results[0].right_rows[3] += 1;
+  EXPECT_NE(CheckJoin(pool, b, wrong, true).find("pair 3"), std::string::npos);
+  wrong = r;
+  std::swap(wrong.results[0].left_rows[0], wrong.results[0].left_rows[1]);
+  EXPECT_NE(CheckJoin(pool, b, wrong, false), "");
+  wrong = r;
+  wrong.results[0].overflow = true;
+  EXPECT_NE(CheckJoin(pool, b, wrong, false), "");
+}
+
+TEST(CheckAggregate, ComputesExactSumsAndCatchesWrongOnes) {
+  WorkloadSpec spec;
+  spec.rpc = Rpc::kAggregate;
+  spec.groups = 10;
+  spec.aggregate_op = client::AggregateOp::kSum;
+  const BatchPool pool = MakeBatchPool(spec, 500, 2);
+  const PoolBatch& b = pool.batches[0];
+  std::vector<float> sums(10, 0.0f);
+  std::vector<uint32_t> counts(10, 0);
+  for (size_t r = 0; r < b.keys.size(); ++r) {
+    sums[b.keys[r]] += b.agg_values[r];
+    ++counts[b.keys[r]];
+  }
+  client::AggregateResult r;
+  r.values = sums;
+  r.contributing_rows = counts;
+  r.rows = b.keys.size();
+  EXPECT_EQ(CheckAggregate(spec, pool, b, r, true), "");
+  r.values[4] += 1;
+  EXPECT_NE(CheckAggregate(spec, pool, b, r, true).find("group 4"), std::string::npos);
+}
+
+TEST(Summarize, UsesNearestRankPercentiles) {
+  std::vector<int64_t> ns;
+  for (int i = 100; i >= 1; --i) ns.push_back(i * 1000000);  // 1..100 ms, unordered
+  const LatencySummary s = Summarize(ns);
+  EXPECT_EQ(s.count, 100u);
+  EXPECT_DOUBLE_EQ(s.p50_ms, 50);
+  EXPECT_DOUBLE_EQ(s.p90_ms, 90);
+  EXPECT_DOUBLE_EQ(s.p99_ms, 99);
+  EXPECT_DOUBLE_EQ(s.max_ms, 100);
+  EXPECT_DOUBLE_EQ(s.mean_ms, 50.5);
+  std::vector<int64_t> none;
+  EXPECT_EQ(Summarize(none).count, 0u);
+}
+
+TEST(Report, JsonCarriesTheEchoFraction) {
+  SettingResult server, echo;
+  server.batch_rows = echo.batch_rows = 1024;
+  server.concurrency = echo.concurrency = 4;
+  server.channels = echo.channels = 1;
+  server.in_flight = echo.in_flight = 2;
+  echo.target = Target::kEcho;
+  server.seconds = echo.seconds = 2;
+  server.keys = 1000;
+  echo.keys = 4000;
+  server.errors["UNAVAILABLE"] = 2;
+  RunHeader h;
+  h.server = "127.0.0.1:1";
+  const auto doc = nlohmann::json::parse(FormatJson(h, {server, echo}));
+  ASSERT_EQ(doc["results"].size(), 2u);
+  EXPECT_DOUBLE_EQ(doc["results"][0]["fraction_of_echo"].get<double>(), 0.25);
+  EXPECT_FALSE(doc["results"][1].contains("fraction_of_echo"));
+  EXPECT_EQ(doc["total_errors"].get<uint64_t>(), 2u);
+  EXPECT_EQ(doc["results"][0]["errors"]["UNAVAILABLE"].get<uint64_t>(), 2u);
+  const std::string table = FormatTable(h, {server, echo});
+  EXPECT_NE(table.find("25%"), std::string::npos) << table;
+}
+
+// A whole setting against the in-process echo: it must run, count batches and
+// report no errors (the echo answers every RPC with the right sizes).
+class EchoRun : public ::testing::TestWithParam<Rpc> {};
+
+TEST_P(EchoRun, MeasuresWithoutErrors) {
+  auto echo = EchoServer::Start("127.0.0.1:0", 64 << 20);
+  ASSERT_TRUE(echo.ok()) << echo.status();
+  std::vector<std::unique_ptr<client::Client>> clients;
+  for (int i = 0; i < 2; ++i) {
+    client::ConnectOptions o;
+    o.address = (*echo)->address();
+    o.own_connection = true;
+    auto c = client::Client::Connect(o);
+    ASSERT_TRUE(c.ok()) << c.status();
+    clients.push_back(std::move(*c));
+  }
+  std::vector<client::Client*> raw = {clients[0].get(), clients[1].get()};
+
+  RunConfig cfg;
+  cfg.workload = LookupSpec();
+  cfg.workload.rpc = GetParam();
+  if (GetParam() == Rpc::kAggregate) cfg.workload.build_keys = 0;
+  cfg.index = "echo";
+  cfg.in_flight = 3;
+  cfg.warmup_seconds = 0.05;
+  cfg.duration_seconds = 0.3;
+  cfg.verify_every = 1;
+  const BatchPool pool = MakeBatchPool(cfg.workload, 512, 4);
+  const SettingResult r = RunSetting(Target::kEcho, raw, pool, 3, cfg);
+  EXPECT_EQ(r.ErrorCount(), 0u) << r.first_error;
+  EXPECT_EQ(r.wrong_answers, 0u) << r.first_wrong;
+  EXPECT_GT(r.batches, 0u);
+  EXPECT_EQ(r.keys, r.batches * 512);
+  EXPECT_EQ(r.latency.count, r.batches);
+  EXPECT_EQ(r.channels, 2);
+  EXPECT_GT(r.seconds, 0.0);
+}
+
+TEST_P(EchoRun, StopsAfterTheRequestedBatches) {
+  auto echo = EchoServer::Start("127.0.0.1:0", 64 << 20);
+  ASSERT_TRUE(echo.ok()) << echo.status();
+  client::ConnectOptions o;
+  o.address = (*echo)->address();
+  auto c = client::Client::Connect(o);
+  ASSERT_TRUE(c.ok());
+  std::vector<client::Client*> raw = {c->get()};
+  RunConfig cfg;
+  cfg.workload = LookupSpec();
+  cfg.workload.rpc = GetParam();
+  if (GetParam() == Rpc::kAggregate) cfg.workload.build_keys = 0;
+  cfg.index = "echo";
+  cfg.warmup_seconds = 0;
+  cfg.duration_seconds = 60;  // the request bound must end the run long before this
+  cfg.requests = 25;
+  const BatchPool pool = MakeBatchPool(cfg.workload, 64, 2);
+  const SettingResult r = RunSetting(Target::kEcho, raw, pool, 2, cfg);
+  EXPECT_EQ(r.batches, 25u);
+  EXPECT_EQ(r.ErrorCount(), 0u) << r.first_error;
+  EXPECT_LT(r.seconds, 60.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Rpcs, EchoRun,
+                         ::testing::Values(Rpc::kLookup, Rpc::kJoin, Rpc::kAggregate),
+                         [](const auto& info) { return std::string(RpcName(info.param)); });
+
+}  // namespace
+}  // namespace gpujoin::loadtest

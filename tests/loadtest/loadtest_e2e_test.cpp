@@ -1,0 +1,104 @@
+// End-to-end: short, bounded gpujoin-loadtest runs against a real gpujoind (CPU
+// backend, free loopback port). Every run must finish by itself with exit code 0,
+// print JSON that parses, and report zero errors and zero wrong answers; the
+// answers it checked are the proof that the service path returns the right rows.
+#include <cstdlib>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "child_process.hpp"
+
+namespace gpujoin::loadtest::testing {
+namespace {
+
+// The binary named by environment variable `name`, else the path compiled in.
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  if (v != nullptr && *v != '\0') return v;
+  return std::string(name) == "GPUJOIND" ? GPUJOIN_GPUJOIND_PATH : GPUJOIN_LOADTEST_PATH;
+}
+
+class LoadtestAgainstServer : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_ = std::make_unique<ServerProcess>(Env("GPUJOIND"));
+    ASSERT_TRUE(server_->ready()) << "gpujoind did not start; log:\n" << server_->log();
+  }
+
+  // Runs the load tester with `args` (plus --server and --json) and returns its JSON.
+  nlohmann::json RunJson(std::vector<std::string> args) {
+    args.insert(args.begin(), {Env("GPUJOIN_LOADTEST"), "--server", server_->address(), "--json"});
+    const RunOutput out = RunToCompletion(args, std::chrono::seconds(120));
+    EXPECT_FALSE(out.timed_out) << "the load tester did not stop by itself";
+    EXPECT_EQ(out.exit_code, 0) << "stderr:\n" << out.err << "\nstdout:\n" << out.out
+                                << "\nserver log:\n" << server_->log();
+    nlohmann::json doc = nlohmann::json::parse(out.out, nullptr, /*allow_exceptions=*/false);
+    EXPECT_FALSE(doc.is_discarded()) << "--json output does not parse:\n" << out.out;
+    return doc;
+  }
+
+  // The common assertions: no errors, no wrong answers, answers actually checked.
+  static void ExpectClean(const nlohmann::json& doc, size_t settings) {
+    ASSERT_TRUE(doc.is_object());
+    EXPECT_EQ(doc["total_errors"].get<uint64_t>(), 0u) << doc.dump(2);
+    EXPECT_EQ(doc["total_wrong_answers"].get<uint64_t>(), 0u) << doc.dump(2);
+    ASSERT_EQ(doc["results"].size(), settings) << doc.dump(2);
+    for (const auto& r : doc["results"]) {
+      EXPECT_EQ(r["error_count"].get<uint64_t>(), 0u) << r.dump(2);
+      EXPECT_EQ(r["wrong_answers"].get<uint64_t>(), 0u) << r.dump(2);
+      EXPECT_GT(r["batches"].get<uint64_t>(), 0u) << r.dump(2);
+      EXPECT_GT(r["checked_answers"].get<uint64_t>(), 0u) << r.dump(2);
+      EXPECT_EQ(r["keys"].get<uint64_t>(),
+                r["batches"].get<uint64_t>() * r["batch_rows"].get<uint64_t>());
+    }
+  }
+
+  std::unique_ptr<ServerProcess> server_;
+};
+
+TEST_F(LoadtestAgainstServer, LookupWithEchoCeiling) {
+  const auto doc = RunJson({"--rpc", "lookup", "--build-keys", "20000", "--batch-rows", "1K,16K",
+                            "--concurrency", "1,3", "--channels", "2", "--in-flight", "2",
+                            "--duration", "0.3", "--warmup", "0.1", "--verify-every", "1",
+                            "--echo"});
+  ExpectClean(doc, 8);
+  EXPECT_EQ(doc["header"]["backend"], "cpu");
+  int with_fraction = 0;
+  for (const auto& r : doc["results"]) {
+    if (r["target"] == "server") {
+      ASSERT_TRUE(r.contains("fraction_of_echo")) << r.dump(2);
+      EXPECT_GT(r["fraction_of_echo"].get<double>(), 0.0);
+      ++with_fraction;
+    }
+  }
+  EXPECT_EQ(with_fraction, 4);
+}
+
+TEST_F(LoadtestAgainstServer, JoinWithMisses) {
+  const auto doc = RunJson({"--rpc", "join", "--build-keys", "10000", "--hit-ratio", "0.6",
+                            "--batch-rows", "4K", "--concurrency", "2", "--duration", "0.3",
+                            "--warmup", "0.1", "--verify-every", "1"});
+  ExpectClean(doc, 1);
+  EXPECT_EQ(doc["results"][0]["rpc"], "join");
+}
+
+TEST_F(LoadtestAgainstServer, AggregateByRequestCount) {
+  const auto doc = RunJson({"--rpc", "aggregate", "--agg-op", "sum", "--groups", "100",
+                            "--batch-rows", "2K", "--concurrency", "2", "--requests", "20",
+                            "--duration", "30", "--warmup", "0"});
+  ExpectClean(doc, 1);
+  EXPECT_EQ(doc["results"][0]["batches"].get<uint64_t>(), 20u);
+}
+
+TEST_F(LoadtestAgainstServer, MissingIndexIsAStartupError) {
+  const RunOutput out = RunToCompletion(
+      {Env("GPUJOIN_LOADTEST"), "--server", server_->address(), "--index", "no_such_index",
+       "--duration", "0.1", "--warmup", "0"},
+      std::chrono::seconds(60));
+  EXPECT_EQ(out.exit_code, 2) << out.err;
+  EXPECT_NE(out.err.find("no_such_index"), std::string::npos) << out.err;
+}
+
+}  // namespace
+}  // namespace gpujoin::loadtest::testing
