@@ -646,3 +646,45 @@ TEST_F(CliEndToEnd, UsageErrorsExitTwo) {
 }
 
 }  // namespace
+
+// TLS: a throw-away self-signed certificate (made with the openssl tool) for
+// localhost / 127.0.0.1; the CLI trusts it through --tls-ca.
+TEST(CliTls, ConnectsWithTheServersCaAndRejectsPlaintext) {
+  const fs::path dir = fs::temp_directory_path() / ("gpujoin_cli_tls_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::string cert = (dir / "cert.pem").string(), key = (dir / "key.pem").string();
+  RunResult gen = RunProcess({"/usr/bin/openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                              "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out",
+                              cert, "-days", "2", "-subj", "/CN=localhost", "-addext",
+                              "subjectAltName=DNS:localhost,IP:127.0.0.1"},
+                             dir);
+  if (gen.code != 0) {
+    fs::remove_all(dir);
+    GTEST_SKIP() << "cannot make a test certificate with /usr/bin/openssl: " << gen.err;
+  }
+  {
+    ServerProcess server(kServer, dir, "", {"--tls-cert=" + cert, "--tls-key=" + key});
+    ASSERT_FALSE(server.address().empty()) << server.log();
+    RunResult ok = RunProcess({kCli, "--server", server.address(), "--tls-ca", cert, "--timeout",
+                               "20", "health"},
+                              dir);
+    EXPECT_EQ(ok.code, 0) << ok.err;
+    EXPECT_EQ(ok.out, "SERVING\n");
+    RunResult named = RunProcess({kCli, "--server", server.address(), "--tls-ca", cert,
+                                  "--tls-server-name", "localhost", "--json", "info"},
+                                 dir);
+    EXPECT_EQ(named.code, 0) << named.err;
+    EXPECT_FALSE(Json::parse(named.out, nullptr, false).is_discarded()) << named.out;
+    // A plaintext client cannot talk to a TLS server.
+    RunResult plain = RunProcess({kCli, "--server", server.address(), "--timeout", "5", "info"}, dir);
+    EXPECT_EQ(plain.code, 1) << plain.err;
+    EXPECT_EQ(LineCount(plain.err), 1u) << plain.err;
+    // A CA file that does not exist is a usage error.
+    RunResult missing = RunProcess({kCli, "--server", server.address(), "--tls-ca",
+                                    (dir / "nope.pem").string(), "info"},
+                                   dir);
+    EXPECT_EQ(missing.code, 2) << missing.err;
+    EXPECT_NE(missing.err.find("nope.pem"), std::string::npos) << missing.err;
+  }
+  fs::remove_all(dir);
+}

@@ -86,11 +86,12 @@ inline int FreePort() {
 /// A gpujoind child process on 127.0.0.1:<free port>, CPU backend, metrics off.
 class ServerProcess {
  public:
-  /// Starts `binary`; with a non-empty `token` the server requires it. Waits up
+  /// Starts `binary` (plus `extra_args`); with a non-empty `token` the server
+  /// requires it. Waits up
   /// to 15 s for the "ready: grpc=HOST:PORT" log line; address() is empty when
   /// the server did not come up (log() says why).
   ServerProcess(const std::string& binary, const std::filesystem::path& dir,
-                const std::string& token = "") {
+                const std::string& token = "", const std::vector<std::string>& extra_args = {}) {
     const auto log = dir / "gpujoind.log";
     std::vector<std::string> argv = {binary, "--listen=127.0.0.1:0", "--metrics-listen=none",
                                      "--backend=cpu", "--cpu-threads=2"};
@@ -98,6 +99,7 @@ class ServerProcess {
       std::ofstream(dir / "server_token") << token << "\n";
       argv.push_back("--auth-token-file=" + (dir / "server_token").string());
     }
+    argv.insert(argv.end(), extra_args.begin(), extra_args.end());
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
