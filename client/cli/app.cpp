@@ -68,7 +68,11 @@ T InputOrDie(absl::StatusOr<T> v) {
 
 std::atomic<bool> g_interrupted{false};
 
-extern "C" void OnSigint(int) { g_interrupted.store(true); }
+// The first Ctrl-C asks running streams to stop (so an ad-hoc join still drops
+// its temporary index); a second one exits at once.
+extern "C" void OnSigint(int) {
+  if (g_interrupted.exchange(true)) _exit(130);
+}
 
 // ---------------------------------------------------------------- options
 
@@ -938,6 +942,10 @@ int RunCli(int argc, char** argv) {
     return run();
   } catch (const CliError& e) {
     std::cout.flush();
+    if (g_interrupted.load()) {
+      std::cerr << "gpujoin: interrupted\n";
+      return 130;
+    }
     std::cerr << "gpujoin: " << e.message << '\n';
     return e.code;
   }

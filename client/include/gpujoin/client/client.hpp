@@ -25,7 +25,8 @@
 //
 // Threading: a `Client` is thread-safe; any number of calls, including
 // streams, may run on it concurrently (they share one HTTP/2 connection; make
-// several clients to spread load over several connections). Sources are
+// several clients with ConnectOptions::own_connection to spread load over
+// several connections). Sources are
 // called on an internal writer thread, sinks and progress callbacks on the
 // calling thread; each is never called concurrently with itself.
 //
