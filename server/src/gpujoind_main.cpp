@@ -72,5 +72,7 @@ int main(int argc, char** argv) {
     (*server)->Poll();
   }
   (*server)->Shutdown();
+  server->reset();
+  LogDebug("exiting");
   return 0;
 }

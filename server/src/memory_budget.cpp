@@ -36,6 +36,13 @@ void MemoryBudget::Reservation::Release() {
   bytes_ = 0;
 }
 
+void MemoryBudget::Reservation::ShrinkTo(uint64_t bytes) {
+  if (state_ == nullptr || bytes >= bytes_) return;
+  std::lock_guard<std::mutex> lock(state_->mu);
+  state_->used -= bytes_ - bytes;
+  bytes_ = bytes;
+}
+
 absl::StatusOr<MemoryBudget::Reservation> MemoryBudget::Reserve(uint64_t bytes,
                                                                 std::string_view what) {
   std::lock_guard<std::mutex> lock(state_->mu);

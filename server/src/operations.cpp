@@ -722,6 +722,7 @@ absl::StatusOr<std::shared_ptr<const IndexVersion>> BuildSession::Finish(
                                    std::chrono::system_clock::now().time_since_epoch())
                                    .count();
   version->reservation = std::move(reservation_);
+  version->reservation.ShrinkTo(version->index->memory_bytes());
   std::shared_ptr<const IndexVersion> installed = version;
   GPUJOIN_ASSIGN_OR_RETURN(auto previous, ops_->state_.registry->Install(version, spec_.replace()));
   ops_->state_.metrics->SetIndex(*installed);

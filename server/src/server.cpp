@@ -73,7 +73,14 @@ struct Server::Impl {
 
 Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-Server::~Server() { Shutdown(); }
+Server::~Server() {
+  Shutdown();
+  // Stop the listeners explicitly, in this order, so that teardown is observable.
+  impl_->exposer.reset();
+  LogDebug("metrics exporter stopped");
+  impl_->grpc_server.reset();
+  LogDebug("gRPC server destroyed");
+}
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   auto impl = std::make_unique<Impl>();
@@ -206,8 +213,10 @@ void Server::Shutdown() {
       std::chrono::system_clock::now() +
       std::chrono::milliseconds(static_cast<int64_t>(s.config.drain_timeout_seconds * 1000));
   s.grpc_server->Shutdown(deadline);
+  LogDebug("gRPC server shut down");
   s.grpc_server->Wait();
   s.executor->Shutdown();
+  LogDebug("executor stopped");
   LogInfo("drained; stopped");
 }
 

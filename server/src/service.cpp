@@ -175,6 +175,7 @@ class StreamReactor final
   }
 
   void OnDone() override {
+    LogDebug(absl::StrCat(std::string(Traits::kRpc), " stream done"));
     service_->Unregister(this);
     delete this;
   }
@@ -283,6 +284,9 @@ class StreamReactor final
       if (act.read != nullptr) this->StartRead(act.read);
       if (act.write != nullptr) this->StartWrite(act.write);
       if (act.finish) {
+        LogDebug(absl::StrCat(std::string(Traits::kRpc), " stream finishing: code ",
+                              static_cast<int>(act.finish->error_code()), " ",
+                              act.finish->error_message()));
         this->Finish(*act.finish);
         return;
       }
@@ -553,6 +557,7 @@ void GpuJoinService::Unregister(DrainableStream* stream) {
 void GpuJoinService::BeginDrain() {
   draining_.store(true);
   std::lock_guard<std::mutex> lock(streams_mu_);
+  LogDebug(absl::StrCat("draining ", streams_.size(), " open streams"));
   for (DrainableStream* s : streams_) s->Drain();
 }
 

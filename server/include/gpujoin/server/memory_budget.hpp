@@ -32,6 +32,9 @@ class MemoryBudget {
     uint64_t bytes() const { return bytes_; }
     /// Gives the bytes back to the budget now.
     void Release();
+    /// Gives back all but `bytes` (no-op when `bytes` >= bytes()): a build reserves
+    /// its peak (table plus build scratch) and keeps what the finished index holds.
+    void ShrinkTo(uint64_t bytes);
 
    private:
     friend class MemoryBudget;

@@ -1,0 +1,87 @@
+#include "gpujoin/server/config.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+namespace gpujoin::server {
+namespace {
+
+using ::testing::HasSubstr;
+
+absl::StatusOr<std::optional<ServerConfig>> Parse(std::vector<const char*> args,
+                                                  std::string* out = nullptr) {
+  args.insert(args.begin(), "gpujoind");
+  std::ostringstream os;
+  auto r = ParseServerFlags(static_cast<int>(args.size()), args.data(), os);
+  if (out != nullptr) *out = os.str();
+  return r;
+}
+
+TEST(ByteSize, SuffixesAreBinaryMultiples) {
+  EXPECT_EQ(*ParseByteSize("123", "f"), 123u);
+  EXPECT_EQ(*ParseByteSize("4K", "f"), 4096u);
+  EXPECT_EQ(*ParseByteSize("512m", "f"), 512ull << 20);
+  EXPECT_EQ(*ParseByteSize("2G", "f"), 2ull << 30);
+  EXPECT_EQ(*ParseByteSize("1TiB", "f"), 1ull << 40);
+  EXPECT_EQ(*ParseByteSize("3KB", "f"), 3072u);
+}
+
+TEST(ByteSize, MalformedValuesNameTheFlag) {
+  for (const char* bad : {"", "G", "12X", "1.5G", "-1", "99999999999999999999", "17179869184G"}) {
+    auto r = ParseByteSize(bad, "--device-memory-limit");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_THAT(r.status().message(), HasSubstr("--device-memory-limit")) << bad;
+  }
+}
+
+TEST(ServerFlags, Defaults) {
+  auto r = Parse({});
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(r->has_value());
+  const ServerConfig& c = **r;
+  EXPECT_EQ(c.listen, "127.0.0.1:50051");
+  EXPECT_EQ(c.metrics_listen, "127.0.0.1:9464");
+  EXPECT_EQ(c.backend, engine::BackendKind::kAuto);
+  EXPECT_EQ(c.device_memory_limit, 0u);
+  EXPECT_GT(c.max_message_bytes, 4u << 20);  // well above gRPC's default 4 MiB
+}
+
+TEST(ServerFlags, AllFlagsParse) {
+  auto r = Parse({"--listen=0.0.0.0:1", "--metrics-listen=none", "--backend=cpu",
+                  "--device-memory-limit=1G", "--max-message-bytes=64M", "--log-level=debug",
+                  "--auth-token-file=/t", "--tls-cert=/c", "--tls-key=/k",
+                  "--max-inflight-per-stream=3", "--max-inflight-batches=9"});
+  ASSERT_TRUE(r.ok()) << r.status();
+  const ServerConfig& c = **r;
+  EXPECT_EQ(c.listen, "0.0.0.0:1");
+  EXPECT_EQ(c.metrics_listen, "");
+  EXPECT_EQ(c.backend, engine::BackendKind::kCpu);
+  EXPECT_EQ(c.device_memory_limit, 1ull << 30);
+  EXPECT_EQ(c.max_message_bytes, 64ull << 20);
+  EXPECT_EQ(c.log_level, LogLevel::kDebug);
+  EXPECT_EQ(c.auth_token_file, "/t");
+  EXPECT_EQ(c.max_inflight_per_stream, 3u);
+  EXPECT_EQ(c.max_inflight_batches, 9u);
+}
+
+TEST(ServerFlags, BadValuesAreRejectedPrecisely) {
+  EXPECT_THAT(Parse({"--backend=tpu"}).status().message(), HasSubstr("backend"));
+  EXPECT_THAT(Parse({"--log-level=loud"}).status().message(), HasSubstr("log-level"));
+  EXPECT_THAT(Parse({"--tls-cert=/c"}).status().message(), HasSubstr("--tls-key"));
+  EXPECT_THAT(Parse({"--max-message-bytes=3G"}).status().message(), HasSubstr("--max-message-bytes"));
+  EXPECT_THAT(Parse({"--max-inflight-per-stream=0"}).status().message(), HasSubstr("at least 1"));
+  EXPECT_FALSE(Parse({"--no-such-flag"}).ok());
+}
+
+TEST(ServerFlags, HelpPrintsAndReturnsNoConfig) {
+  std::string out;
+  auto r = Parse({"--help"}, &out);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->has_value());
+  EXPECT_THAT(out, HasSubstr("--device-memory-limit"));
+}
+
+}  // namespace
+}  // namespace gpujoin::server

@@ -1,0 +1,1025 @@
+// Integration tests: the real gpujoind binary (CPU backend) on a free loopback
+// port, driven through the generated C++ stub. Expected results come from running
+// the same engine directly in the test process.
+#include <signal.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <future>
+#include <random>
+#include <thread>
+
+#include "gpujoin/engine/backend.hpp"
+#include "gpujoin/engine/graph.hpp"
+#include "gpujoin/server/column_codec.hpp"
+#include "gpujoin/v1/gpujoin.grpc.pb.h"
+#include "grpcpp/generic/generic_stub.h"
+#include "grpcpp/grpcpp.h"
+#include "server_process.hpp"
+#include "test_util.hpp"
+
+namespace gpujoin::server {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::HttpGet;
+using testing::MetricValue;
+using testing::ServerProcess;
+
+std::unique_ptr<v1::GpuJoin::Stub> Connect(const std::string& address) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(256 << 20);
+  args.SetMaxSendMessageSize(256 << 20);
+  return v1::GpuJoin::NewStub(
+      grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+}
+
+v1::BuildIndexRequest SpecMsg(const std::string& name, uint32_t capacity, uint32_t first_value = 0,
+                              bool replace = false, uint32_t max_probes = 0) {
+  v1::BuildIndexRequest r;
+  auto* s = r.mutable_spec();
+  s->set_name(name);
+  s->set_capacity(capacity);
+  s->set_first_value(first_value);
+  s->set_replace(replace);
+  s->set_max_probe_count(max_probes);
+  return r;
+}
+
+v1::BuildIndexRequest ChunkMsg(const std::vector<uint32_t>& keys) {
+  v1::BuildIndexRequest r;
+  *r.mutable_chunk()->mutable_keys()->mutable_packed() = PackColumn<uint32_t>(keys);
+  return r;
+}
+
+grpc::Status Build(v1::GpuJoin::Stub& stub, const std::vector<v1::BuildIndexRequest>& messages,
+                   v1::BuildIndexResponse* response, const std::string& token = "") {
+  grpc::ClientContext ctx;
+  if (!token.empty()) ctx.AddMetadata("authorization", "Bearer " + token);
+  auto writer = stub.BuildIndex(&ctx, response);
+  for (const auto& m : messages) {
+    if (!writer->Write(m)) break;
+  }
+  writer->WritesDone();
+  return writer->Finish();
+}
+
+v1::LookupRequest LookupMsg(const std::string& index, const std::vector<uint32_t>& keys,
+                            uint64_t batch_id = 0) {
+  v1::LookupRequest r;
+  r.set_index(index);
+  *r.mutable_keys()->mutable_packed() = PackColumn<uint32_t>(keys);
+  r.set_batch_id(batch_id);
+  return r;
+}
+
+// Writes all requests from one thread while reading responses on this one, so that
+// neither side's flow control can deadlock the test; returns the responses and
+// the final status.
+template <typename Request, typename Response, typename StreamFn>
+std::pair<std::vector<Response>, grpc::Status> RunStream(StreamFn open,
+                                                         const std::vector<Request>& requests,
+                                                         grpc::ClientContext* ctx) {
+  auto stream = open(ctx);
+  std::thread writer([&] {
+    for (const auto& r : requests) {
+      if (!stream->Write(r)) break;
+    }
+    stream->WritesDone();
+  });
+  std::vector<Response> responses;
+  Response resp;
+  while (stream->Read(&resp)) responses.push_back(resp);
+  writer.join();
+  return {responses, stream->Finish()};
+}
+
+std::pair<std::vector<v1::LookupResponse>, grpc::Status> Lookups(
+    v1::GpuJoin::Stub& stub, const std::vector<v1::LookupRequest>& reqs) {
+  grpc::ClientContext ctx;
+  return RunStream<v1::LookupRequest, v1::LookupResponse>(
+      [&](grpc::ClientContext* c) { return stub.Lookup(c); }, reqs, &ctx);
+}
+
+// grpc.health.v1.Health/Check through the generic stub (no generated health
+// stubs ship with Debian): request {service}, response {status} (1 = SERVING).
+int HealthStatus(const std::string& address, const std::string& service = "") {
+  auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  grpc::GenericStub stub(channel);
+  std::string req;
+  if (!service.empty()) {
+    req.push_back(0x0a);
+    req.push_back(static_cast<char>(service.size()));
+    req += service;
+  }
+  grpc::Slice slice(req);
+  grpc::ByteBuffer request(&slice, 1), response;
+  grpc::ClientContext ctx;
+  std::promise<grpc::Status> done;
+  stub.UnaryCall(&ctx, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
+                 [&](grpc::Status s) { done.set_value(s); });
+  grpc::Status s = done.get_future().get();
+  if (!s.ok()) return -static_cast<int>(s.error_code());
+  std::vector<grpc::Slice> slices;
+  response.Dump(&slices);
+  std::string bytes;
+  for (auto& sl : slices) bytes.append(reinterpret_cast<const char*>(sl.begin()), sl.size());
+  if (bytes.size() == 2 && bytes[0] == 0x08) return bytes[1];
+  return 0;  // UNKNOWN (status field absent)
+}
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_ = std::make_unique<ServerProcess>(Args());
+    ASSERT_TRUE(server_->ready());
+    stub_ = Connect(server_->grpc_address());
+    backend_ = testing::CpuBackend();
+  }
+  virtual std::vector<std::string> Args() { return {}; }
+
+  std::string Metrics() { return HttpGet(server_->metrics_address(), "/metrics"); }
+
+  void ExpectServing() {
+    grpc::ClientContext ctx;
+    v1::GetServerInfoRequest req;
+    v1::GetServerInfoResponse resp;
+    ASSERT_TRUE(stub_->GetServerInfo(&ctx, req, &resp).ok());
+    EXPECT_TRUE(resp.serving());
+  }
+
+  // The engine, run directly: an index built from `chunks`.
+  std::unique_ptr<engine::HashIndex> DirectIndex(uint32_t capacity, uint32_t max_probes,
+                                                 const std::vector<std::vector<uint32_t>>& chunks,
+                                                 uint32_t first_value,
+                                                 engine::BuildStatistics* stats) {
+    auto index = backend_->CreateIndex(engine::HashIndexSpec{capacity, max_probes});
+    EXPECT_TRUE(index.ok());
+    engine::CommandGraph g;
+    engine::BuildIndexNode node;
+    node.index = index->get();
+    for (const auto& c : chunks) node.keys.push_back(c);
+    node.first_value = first_value;
+    node.statistics = stats;
+    g.Add(std::move(node));
+    EXPECT_TRUE(backend_->Run(g).ok());
+    return std::move(*index);
+  }
+
+  std::unique_ptr<ServerProcess> server_;
+  std::unique_ptr<v1::GpuJoin::Stub> stub_;
+  std::unique_ptr<engine::Backend> backend_;
+};
+
+TEST_F(ServerTest, ServerInfoHealthAndStartupLog) {
+  grpc::ClientContext ctx;
+  v1::GetServerInfoResponse info;
+  ASSERT_TRUE(stub_->GetServerInfo(&ctx, v1::GetServerInfoRequest(), &info).ok());
+  EXPECT_EQ(info.backend(), "cpu");
+  EXPECT_FALSE(info.device_name().empty());
+  EXPECT_GT(info.device_memory_budget_bytes(), 0u);
+  EXPECT_GT(info.max_message_bytes(), 4u << 20);
+  EXPECT_TRUE(info.serving());
+  EXPECT_FALSE(info.version().empty());
+  EXPECT_EQ(HealthStatus(server_->grpc_address()), 1);
+  EXPECT_EQ(HealthStatus(server_->grpc_address(), "gpujoin.v1.GpuJoin"), 1);
+  EXPECT_THAT(server_->log(), HasSubstr("backend=cpu device="));
+}
+
+TEST_F(ServerTest, BuildWithDuplicatesInvalidAndOverflowMatchesTheEngine) {
+  // 24 keys into 16 slots with a probe bound of 2: duplicates across chunks,
+  // reserved keys, and overflow.
+  std::vector<std::vector<uint32_t>> chunks = {{1, 2, 3, 0xffffffffu, 2, 5},
+                                               {7, 1, 9, 11, 13, 15, 17, 19},
+                                               {},
+                                               {21, 23, 25, 27, 29, 31, 33, 0xffffffffu, 35, 37}};
+  std::vector<v1::BuildIndexRequest> msgs = {SpecMsg("dims", 16, 500, false, 2)};
+  for (const auto& c : chunks) msgs.push_back(ChunkMsg(c));
+  v1::BuildIndexResponse resp;
+  grpc::Status s = Build(*stub_, msgs, &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+
+  engine::BuildStatistics expected;
+  auto direct = DirectIndex(16, 2, chunks, 500, &expected);
+  const auto& st = resp.index().statistics();
+  EXPECT_EQ(st.unique_keys(), expected.unique_keys);
+  EXPECT_EQ(st.duplicate_rows(), expected.duplicate_rows);
+  EXPECT_EQ(st.overflow_rows(), expected.overflow_rows);
+  EXPECT_EQ(st.invalid_rows(), expected.invalid_rows);
+  EXPECT_EQ(st.total_probes(), expected.total_probes);
+  EXPECT_EQ(st.max_probes(), expected.max_probes);
+  EXPECT_EQ(expected.invalid_rows, 2u);
+  EXPECT_GT(expected.duplicate_rows, 0u);
+  EXPECT_GT(expected.overflow_rows, 0u);
+  EXPECT_EQ(resp.index().capacity(), 16u);
+  EXPECT_EQ(resp.index().max_probe_count(), 2u);
+  EXPECT_EQ(resp.index().rows(), 24u);
+  EXPECT_EQ(resp.index().version(), 1u);
+  EXPECT_EQ(resp.index().backend(), "cpu");
+  EXPECT_DOUBLE_EQ(resp.index().load_factor(), expected.unique_keys / 16.0);
+  EXPECT_GT(resp.index().device_bytes(), 0u);
+}
+
+TEST_F(ServerTest, LookupJoinAggregateHashMatchTheEngine) {
+  std::mt19937 rng(7);
+  std::vector<uint32_t> keys(3000);
+  for (auto& k : keys) k = rng() % 5000;
+  v1::BuildIndexResponse built;
+  ASSERT_TRUE(Build(*stub_, {SpecMsg("t", 8192, 10), ChunkMsg(keys)}, &built).ok());
+  engine::BuildStatistics bs;
+  auto direct = DirectIndex(8192, 0, {keys}, 10, &bs);
+
+  // Lookup: several batches in one stream, answered in order.
+  std::vector<v1::LookupRequest> reqs;
+  std::vector<std::vector<uint32_t>> queries;
+  for (int b = 0; b < 6; ++b) {
+    std::vector<uint32_t> q(500 + b);
+    for (auto& k : q) k = rng() % 6000;
+    q[0] = 0xffffffffu;
+    queries.push_back(q);
+    reqs.push_back(LookupMsg("t", q, 100 + b));
+    reqs.back().set_want_probes(b % 2 == 0);
+  }
+  auto [lookups, status] = Lookups(*stub_, reqs);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(lookups.size(), reqs.size());
+  for (size_t b = 0; b < reqs.size(); ++b) {
+    const auto& r = lookups[b];
+    ASSERT_FALSE(r.has_error()) << r.error().message();
+    EXPECT_EQ(r.batch_id(), 100 + b);
+    EXPECT_EQ(r.index_version(), 1u);
+    const size_t n = queries[b].size();
+    std::vector<uint32_t> values(n), probes(n);
+    std::vector<uint8_t> found(n);
+    engine::QueryStatistics qs;
+    engine::CommandGraph g;
+    engine::LookupNode node;
+    node.index = direct.get();
+    node.keys = {queries[b]};
+    node.values = values;
+    node.found = found;
+    node.probes = probes;
+    node.statistics = &qs;
+    g.Add(std::move(node));
+    ASSERT_TRUE(backend_->Run(g).ok());
+    EXPECT_EQ(UnpackColumn<uint32_t>(r.values()), values);
+    EXPECT_EQ(UnpackColumn<uint8_t>(r.found()), found);
+    if (b % 2 == 0) {
+      EXPECT_EQ(UnpackColumn<uint32_t>(r.probes()), probes);
+    } else {
+      EXPECT_TRUE(r.probes().empty());
+    }
+    EXPECT_EQ(r.statistics().found(), qs.found);
+    EXPECT_EQ(r.statistics().missing(), qs.missing);
+    EXPECT_EQ(r.statistics().total_probes(), qs.total_probes);
+    EXPECT_EQ(r.statistics().max_probes(), qs.max_probes);
+  }
+
+  // Join: a batch join with two left batches, one truncated.
+  v1::JoinRequest jr;
+  jr.set_index("t");
+  jr.set_batch_id(9);
+  for (int b = 0; b < 2; ++b) {
+    auto* lb = jr.add_batches();
+    *lb->mutable_keys()->mutable_packed() = PackColumn<uint32_t>(queries[b]);
+    lb->set_first_left_row(1000 * b);
+    if (b == 1) lb->set_capacity(10);
+    lb->set_want_found(true);
+  }
+  grpc::ClientContext jctx;
+  auto [joins, jstatus] = RunStream<v1::JoinRequest, v1::JoinResponse>(
+      [&](grpc::ClientContext* c) { return stub_->Join(c); }, {jr}, &jctx);
+  ASSERT_TRUE(jstatus.ok());
+  ASSERT_EQ(joins.size(), 1u);
+  ASSERT_EQ(joins[0].results_size(), 2);
+  EXPECT_EQ(joins[0].batch_id(), 9u);
+  for (int b = 0; b < 2; ++b) {
+    const uint64_t cap = b == 1 ? 10 : queries[b].size();
+    std::vector<uint32_t> left(cap), right(cap);
+    std::vector<uint8_t> found(queries[b].size());
+    engine::JoinResult res;
+    engine::CommandGraph g;
+    engine::JoinNode node;
+    node.index = direct.get();
+    engine::JoinBatch batch;
+    batch.keys = {queries[b]};
+    batch.first_left_row = 1000 * b;
+    batch.out_left_rows = left;
+    batch.out_right_rows = right;
+    batch.result = &res;
+    batch.found = found;
+    node.batches.push_back(batch);
+    g.Add(std::move(node));
+    ASSERT_TRUE(backend_->Run(g).ok());
+    const auto& jb = joins[0].results(b);
+    const size_t kept = std::min<uint64_t>(res.count, cap);
+    left.resize(kept);
+    right.resize(kept);
+    EXPECT_EQ(UnpackColumn<uint32_t>(jb.left_rows()), left);
+    EXPECT_EQ(UnpackColumn<uint32_t>(jb.right_rows()), right);
+    EXPECT_EQ(UnpackColumn<uint8_t>(jb.found()), found);
+    EXPECT_EQ(jb.count(), res.count);
+    EXPECT_EQ(jb.capacity(), cap);
+    EXPECT_EQ(jb.overflow(), res.overflow);
+    EXPECT_EQ(jb.statistics().found(), res.statistics.found);
+  }
+  EXPECT_TRUE(joins[0].results(1).overflow());
+
+  // Aggregate: three batches of one stream; the accumulation equals one engine run
+  // over all rows (integer-valued floats: the sums are exact in any order).
+  for (v1::AggregateOp op : {v1::AGGREGATE_OP_COUNT, v1::AGGREGATE_OP_SUM, v1::AGGREGATE_OP_MIN,
+                             v1::AGGREGATE_OP_MAX}) {
+    std::vector<uint32_t> all_keys, all_mask;
+    std::vector<float> all_values;
+    std::vector<v1::AggregateRequest> areqs;
+    for (int b = 0; b < 3; ++b) {
+      std::vector<uint32_t> k(200), m(200);
+      std::vector<float> v(200);
+      for (int i = 0; i < 200; ++i) {
+        k[i] = rng() % 40;  // some out of range (groups = 32)
+        v[i] = static_cast<float>(static_cast<int>(rng() % 200) - 100);
+        m[i] = rng() % 4;
+      }
+      v1::AggregateRequest ar;
+      ar.set_op(op);
+      ar.set_groups(32);
+      ar.set_batch_id(b);
+      *ar.mutable_keys()->mutable_packed() = PackColumn<uint32_t>(k);
+      *ar.mutable_mask()->mutable_packed() = PackColumn<uint32_t>(m);
+      if (op != v1::AGGREGATE_OP_COUNT) *ar.mutable_values()->mutable_packed() = PackColumn<float>(v);
+      ar.set_accumulate_only(b == 1);
+      areqs.push_back(ar);
+      all_keys.insert(all_keys.end(), k.begin(), k.end());
+      all_values.insert(all_values.end(), v.begin(), v.end());
+      all_mask.insert(all_mask.end(), m.begin(), m.end());
+    }
+    grpc::ClientContext actx;
+    auto [aggs, astatus] = RunStream<v1::AggregateRequest, v1::AggregateResponse>(
+        [&](grpc::ClientContext* c) { return stub_->Aggregate(c); }, areqs, &actx);
+    ASSERT_TRUE(astatus.ok());
+    ASSERT_EQ(aggs.size(), 3u);
+    for (const auto& a : aggs) ASSERT_FALSE(a.has_error()) << a.error().message();
+    EXPECT_TRUE(aggs[1].counts().empty() && aggs[1].values().empty());  // accumulate_only
+
+    std::vector<uint32_t> counts(32);
+    std::vector<float> values(32);
+    engine::CommandGraph g;
+    engine::AggregateNode node;
+    node.keys = {all_keys};
+    node.mask = engine::ChunkedU32{all_mask};
+    if (op == v1::AGGREGATE_OP_COUNT) {
+      node.op = engine::AggregateOp::kCount;
+      node.count_output = counts;
+    } else {
+      node.op = op == v1::AGGREGATE_OP_SUM   ? engine::AggregateOp::kSum
+                : op == v1::AGGREGATE_OP_MIN ? engine::AggregateOp::kMin
+                                             : engine::AggregateOp::kMax;
+      node.values = {all_values};
+      node.value_output = values;
+    }
+    g.Add(std::move(node));
+    ASSERT_TRUE(backend_->Run(g).ok());
+    if (op == v1::AGGREGATE_OP_COUNT) {
+      EXPECT_EQ(UnpackColumn<uint32_t>(aggs[2].total_counts()), counts);
+    } else {
+      const auto totals = UnpackColumn<float>(aggs[2].total_values());
+      ASSERT_EQ(totals.size(), 32u);
+      for (int i = 0; i < 32; ++i) {
+        if (std::isnan(values[i])) {
+          EXPECT_TRUE(std::isnan(totals[i])) << i;
+        } else {
+          EXPECT_EQ(totals[i], values[i]) << "group " << i << " op " << op;
+        }
+      }
+    }
+  }
+
+  // Hash: a uint32 column and a binary column with nulls, 64 bits.
+  v1::HashRequest hr;
+  std::vector<uint32_t> hv = {1, 2, 3, 4, 5};
+  auto* c0 = hr.add_columns();
+  c0->set_type(v1::COLUMN_TYPE_UINT32);
+  c0->set_data(PackColumn<uint32_t>(hv));
+  c0->set_length(5);
+  auto* c1 = hr.add_columns();
+  c1->set_type(v1::COLUMN_TYPE_BINARY);
+  c1->set_data("abcdefgh");
+  const std::vector<int32_t> offsets = {0, 1, 3, 3, 6, 8};
+  c1->set_offsets(PackColumn<int32_t>(offsets));
+  c1->set_validity(std::string(1, '\x1b'));  // rows 2 null
+  c1->set_length(5);
+  hr.set_bits(64);
+  grpc::ClientContext hctx;
+  auto [hashes, hstatus] = RunStream<v1::HashRequest, v1::HashResponse>(
+      [&](grpc::ClientContext* c) { return stub_->Hash(c); }, {hr}, &hctx);
+  ASSERT_TRUE(hstatus.ok());
+  ASSERT_EQ(hashes.size(), 1u);
+  ASSERT_FALSE(hashes[0].has_error()) << hashes[0].error().message();
+  {
+    std::vector<uint64_t> out(5);
+    std::vector<uint8_t> validity(1);
+    engine::HashNode node;
+    const std::string d0 = PackColumn<uint32_t>(hv);
+    engine::HashColumn e0;
+    e0.type = engine::ColumnType::kUint32;
+    e0.data = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(d0.data()), d0.size());
+    e0.length = 5;
+    engine::HashColumn e1;
+    e1.type = engine::ColumnType::kBinary;
+    const std::string d1 = "abcdefgh";
+    e1.data = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(d1.data()), d1.size());
+    e1.offsets = offsets;
+    const uint8_t bitmap = 0x1b;
+    e1.validity = std::span<const uint8_t>(&bitmap, 1);
+    e1.length = 5;
+    node.columns = {e0, e1};
+    node.out64 = out;
+    node.out_validity = validity;
+    engine::CommandGraph g;
+    g.Add(std::move(node));
+    ASSERT_TRUE(backend_->Run(g).ok());
+    EXPECT_EQ(UnpackColumn<uint64_t>(hashes[0].hashes()), out);
+    EXPECT_EQ(UnpackColumn<uint8_t>(hashes[0].validity()), validity);
+    EXPECT_EQ(hashes[0].null_count(), 1u);
+  }
+}
+
+TEST_F(ServerTest, ListDescribeDrop) {
+  v1::BuildIndexResponse b1, b2;
+  ASSERT_TRUE(Build(*stub_, {SpecMsg("b", 64), ChunkMsg({1, 2, 3})}, &b1).ok());
+  ASSERT_TRUE(Build(*stub_, {SpecMsg("a", 32), ChunkMsg({4})}, &b2).ok());
+  {
+    grpc::ClientContext ctx;
+    v1::ListIndexesResponse list;
+    ASSERT_TRUE(stub_->ListIndexes(&ctx, v1::ListIndexesRequest(), &list).ok());
+    ASSERT_EQ(list.indexes_size(), 2);
+    EXPECT_EQ(list.indexes(0).name(), "a");
+    EXPECT_EQ(list.indexes(1).name(), "b");
+    EXPECT_EQ(list.indexes(1).statistics().unique_keys(), 3u);
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::DescribeIndexRequest req;
+    req.set_name("b");
+    v1::DescribeIndexResponse d;
+    ASSERT_TRUE(stub_->DescribeIndex(&ctx, req, &d).ok());
+    EXPECT_EQ(d.index().capacity(), 64u);
+    EXPECT_EQ(d.index().rows(), 3u);
+    EXPECT_GT(d.index().built_unix_millis(), 0);
+    EXPECT_EQ(d.index().backend(), "cpu");
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::DropIndexRequest req;
+    req.set_name("b");
+    v1::DropIndexResponse d;
+    ASSERT_TRUE(stub_->DropIndex(&ctx, req, &d).ok());
+    EXPECT_EQ(d.dropped_version(), 1u);
+    EXPECT_EQ(d.freed_bytes(), b1.index().device_bytes());
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::DescribeIndexRequest req;
+    req.set_name("b");
+    v1::DescribeIndexResponse d;
+    EXPECT_EQ(stub_->DescribeIndex(&ctx, req, &d).error_code(), grpc::StatusCode::NOT_FOUND);
+  }
+  grpc::ClientContext ctx;
+  v1::GetServerInfoResponse info;
+  ASSERT_TRUE(stub_->GetServerInfo(&ctx, v1::GetServerInfoRequest(), &info).ok());
+  EXPECT_EQ(info.index_count(), 1u);
+  EXPECT_EQ(info.device_memory_used_bytes(), b2.index().device_bytes());
+}
+
+TEST_F(ServerTest, RebuildDuringConcurrentLookupStreamsNeverMixesVersions) {
+  // Version v maps key k to v * 1,000,000 + row(k): any mixed-version batch shows.
+  std::vector<uint32_t> keys(2000);
+  for (uint32_t i = 0; i < keys.size(); ++i) keys[i] = i * 7 + 1;
+  v1::BuildIndexResponse resp;
+  ASSERT_TRUE(Build(*stub_, {SpecMsg("hot", 4096, 1000000), ChunkMsg(keys)}, &resp).ok());
+
+  std::atomic<bool> stop{false};
+  std::atomic<int> failures{0}, batches{0};
+  std::atomic<uint64_t> max_version_seen{0};
+  std::vector<std::thread> streams;
+  for (int s = 0; s < 3; ++s) {
+    streams.emplace_back([&, s] {
+      grpc::ClientContext ctx;
+      auto stream = stub_->Lookup(&ctx);
+      uint64_t id = 0;
+      while (!stop.load()) {
+        if (!stream->Write(LookupMsg("hot", keys, id++))) break;
+        v1::LookupResponse r;
+        if (!stream->Read(&r)) break;
+        batches.fetch_add(1);
+        if (r.has_error()) {
+          failures.fetch_add(1);
+          continue;
+        }
+        const auto values = UnpackColumn<uint32_t>(r.values());
+        const uint64_t v = r.index_version();
+        uint64_t seen = max_version_seen.load();
+        while (v > seen && !max_version_seen.compare_exchange_weak(seen, v)) {
+        }
+        for (uint32_t i = 0; i < values.size(); ++i) {
+          if (values[i] != v * 1000000 + i) {
+            failures.fetch_add(1);
+            break;
+          }
+        }
+      }
+      stream->WritesDone();
+      if (!stream->Finish().ok()) failures.fetch_add(1);
+    });
+  }
+  for (uint32_t v = 2; v <= 6; ++v) {
+    v1::BuildIndexResponse r;
+    grpc::Status s = Build(*stub_, {SpecMsg("hot", 4096, v * 1000000, true), ChunkMsg(keys)}, &r);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    EXPECT_EQ(r.index().version(), v);
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  }
+  stop.store(true);
+  for (auto& t : streams) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_GT(batches.load(), 3);
+  EXPECT_GE(max_version_seen.load(), 2u);
+}
+
+TEST_F(ServerTest, DropWhileStreamingAnswersNotFoundInBandAndTheStreamGoesOn) {
+  v1::BuildIndexResponse resp;
+  ASSERT_TRUE(Build(*stub_, {SpecMsg("gone", 64, 0), ChunkMsg({1, 2, 3})}, &resp).ok());
+  grpc::ClientContext ctx;
+  auto stream = stub_->Lookup(&ctx);
+  v1::LookupResponse r;
+  ASSERT_TRUE(stream->Write(LookupMsg("gone", {1, 2}, 1)));
+  ASSERT_TRUE(stream->Read(&r));
+  EXPECT_FALSE(r.has_error());
+  {
+    grpc::ClientContext dctx;
+    v1::DropIndexRequest d;
+    d.set_name("gone");
+    v1::DropIndexResponse dr;
+    ASSERT_TRUE(stub_->DropIndex(&dctx, d, &dr).ok());
+  }
+  ASSERT_TRUE(stream->Write(LookupMsg("gone", {1, 2}, 2)));
+  ASSERT_TRUE(stream->Read(&r));
+  ASSERT_TRUE(r.has_error());
+  EXPECT_EQ(r.error().code(), static_cast<int>(grpc::StatusCode::NOT_FOUND));
+  EXPECT_EQ(r.batch_id(), 2u);
+  ASSERT_TRUE(Build(*stub_, {SpecMsg("gone", 64, 50), ChunkMsg({1, 2, 3})}, &resp).ok());
+  ASSERT_TRUE(stream->Write(LookupMsg("gone", {2}, 3)));
+  ASSERT_TRUE(stream->Read(&r));
+  EXPECT_FALSE(r.has_error());
+  EXPECT_EQ(r.index_version(), 2u);  // versions keep increasing across drops
+  EXPECT_EQ(UnpackColumn<uint32_t>(r.values()), std::vector<uint32_t>{51});
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
+// Every bad input gets its code (in-band for stream batches) and the server keeps serving.
+TEST_F(ServerTest, BadInputsGetPreciseCodesAndTheServerStaysServing) {
+  v1::BuildIndexResponse resp;
+  ASSERT_TRUE(Build(*stub_, {SpecMsg("ok", 16), ChunkMsg({1, 2})}, &resp).ok());
+
+  struct BuildCase {
+    std::vector<v1::BuildIndexRequest> msgs;
+    grpc::StatusCode code;
+    std::string text;
+  };
+  v1::BuildIndexRequest both = ChunkMsg({1});
+  both.mutable_chunk()->mutable_keys()->mutable_values()->add_v(1);
+  v1::BuildIndexRequest odd;
+  odd.mutable_chunk()->mutable_keys()->set_packed(std::string(6, 'x'));
+  v1::BuildIndexRequest batch_spec = SpecMsg("bm", 16);
+  batch_spec.mutable_spec()->set_batch_mode(true);
+  v1::BuildIndexRequest no_keys;
+  no_keys.mutable_chunk()->set_row_base(5);
+  std::vector<BuildCase> builds = {
+      {{SpecMsg("bad name", 16)}, grpc::StatusCode::INVALID_ARGUMENT, "spec.name"},
+      {{SpecMsg(std::string(129, 'n'), 16)}, grpc::StatusCode::INVALID_ARGUMENT, "129 characters"},
+      {{SpecMsg("x", 12)}, grpc::StatusCode::INVALID_ARGUMENT, "capacity"},
+      {{SpecMsg("x", 16, 0, false, 32)}, grpc::StatusCode::INVALID_ARGUMENT, "max_probe_count"},
+      {{SpecMsg("ok", 16)}, grpc::StatusCode::ALREADY_EXISTS, "already exists"},
+      {{ChunkMsg({1})}, grpc::StatusCode::INVALID_ARGUMENT, "before the spec"},
+      {{}, grpc::StatusCode::INVALID_ARGUMENT, "spec: missing"},
+      {{SpecMsg("x", 16), both}, grpc::StatusCode::INVALID_ARGUMENT, "chunks[0].keys: both"},
+      {{SpecMsg("x", 16), odd},
+       grpc::StatusCode::INVALID_ARGUMENT,
+       "chunks[0].keys.packed: byte length 6 is not a multiple of 4"},
+      {{batch_spec, no_keys}, grpc::StatusCode::INVALID_ARGUMENT, "chunks[0].keys: neither"},
+      {{SpecMsg("x", 1u << 31, 0, false)}, grpc::StatusCode::RESOURCE_EXHAUSTED, "budget"},
+  };
+  for (size_t i = 0; i < builds.size(); ++i) {
+    v1::BuildIndexResponse r;
+    grpc::Status s = Build(*stub_, builds[i].msgs, &r);
+    EXPECT_EQ(s.error_code(), builds[i].code) << "build case " << i << ": " << s.error_message();
+    EXPECT_THAT(s.error_message(), HasSubstr(builds[i].text)) << "build case " << i;
+  }
+
+  // Lookup: every bad batch answered in-band, in order, between good ones.
+  std::vector<v1::LookupRequest> reqs;
+  std::vector<std::pair<grpc::StatusCode, std::string>> expect;
+  auto add = [&](v1::LookupRequest r, grpc::StatusCode c, std::string text) {
+    r.set_batch_id(reqs.size());
+    reqs.push_back(std::move(r));
+    expect.emplace_back(c, std::move(text));
+  };
+  add(LookupMsg("ok", {1}), grpc::StatusCode::OK, "");
+  add(LookupMsg("missing", {1}), grpc::StatusCode::NOT_FOUND, "index \"missing\" not found");
+  add(LookupMsg("bad/name", {1}), grpc::StatusCode::INVALID_ARGUMENT, "index: index name");
+  {
+    v1::LookupRequest r = LookupMsg("ok", {1});
+    r.mutable_keys()->mutable_values()->add_v(2);
+    add(r, grpc::StatusCode::INVALID_ARGUMENT, "keys: both keys.packed (4 bytes) and keys.values (1 values)");
+  }
+  {
+    v1::LookupRequest r;
+    r.set_index("ok");
+    add(r, grpc::StatusCode::INVALID_ARGUMENT, "keys: neither keys.packed nor keys.values");
+  }
+  {
+    v1::LookupRequest r;
+    r.set_index("ok");
+    r.mutable_keys()->set_packed(std::string(10, 'x'));
+    add(r, grpc::StatusCode::INVALID_ARGUMENT, "keys.packed: byte length 10 is not a multiple of 4");
+  }
+  {
+    v1::LookupRequest r = LookupMsg("ok", {1});
+    r.set_max_probe_count(17);
+    add(r, grpc::StatusCode::INVALID_ARGUMENT, "max_probe_count: 17 exceeds the capacity 16");
+  }
+  add(LookupMsg("ok", {2}), grpc::StatusCode::OK, "");
+  auto [lookups, status] = Lookups(*stub_, reqs);
+  ASSERT_TRUE(status.ok());
+  ASSERT_EQ(lookups.size(), reqs.size());
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    EXPECT_EQ(lookups[i].batch_id(), i);
+    if (expect[i].first == grpc::StatusCode::OK) {
+      EXPECT_FALSE(lookups[i].has_error()) << i << ": " << lookups[i].error().message();
+    } else {
+      EXPECT_EQ(lookups[i].error().code(), static_cast<int>(expect[i].first)) << i;
+      EXPECT_THAT(lookups[i].error().message(), HasSubstr(expect[i].second)) << i;
+    }
+  }
+
+  // Join.
+  std::vector<v1::JoinRequest> joins(3);
+  joins[0].set_index("ok");
+  joins[1].set_index("ok");
+  auto* lb = joins[1].add_batches();
+  lb->mutable_keys()->mutable_values()->add_v(1);
+  lb->mutable_left_rows()->mutable_values()->add_v(1);
+  lb->mutable_left_rows()->mutable_values()->add_v(2);
+  joins[2].set_index("ok");
+  joins[2].add_batches()->mutable_keys()->set_packed(std::string(7, 'x'));
+  grpc::ClientContext jctx;
+  auto [jr, js] = RunStream<v1::JoinRequest, v1::JoinResponse>(
+      [&](grpc::ClientContext* c) { return stub_->Join(c); }, joins, &jctx);
+  ASSERT_TRUE(js.ok());
+  ASSERT_EQ(jr.size(), 3u);
+  EXPECT_THAT(jr[0].error().message(), HasSubstr("batches: at least one"));
+  EXPECT_THAT(jr[1].error().message(), HasSubstr("batches[0].left_rows: 2 rows but batches[0].keys has 1"));
+  EXPECT_THAT(jr[2].error().message(), HasSubstr("batches[0].keys.packed: byte length 7"));
+  for (const auto& r : jr) EXPECT_EQ(r.error().code(), static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
+
+  // Aggregate.
+  auto agg = [](v1::AggregateOp op, uint32_t groups, int keys, int values, int mask) {
+    v1::AggregateRequest r;
+    r.set_op(op);
+    r.set_groups(groups);
+    for (int i = 0; i < keys; ++i) r.mutable_keys()->mutable_values()->add_v(i);
+    for (int i = 0; i < values; ++i) r.mutable_values()->mutable_values()->add_v(1.0f);
+    for (int i = 0; i < mask; ++i) r.mutable_mask()->mutable_values()->add_v(1);
+    return r;
+  };
+  std::vector<v1::AggregateRequest> aggs = {
+      agg(v1::AGGREGATE_OP_UNSPECIFIED, 4, 2, 0, 0), agg(v1::AGGREGATE_OP_SUM, 0, 2, 2, 0),
+      agg(v1::AGGREGATE_OP_SUM, 4, 2, 0, 0),         agg(v1::AGGREGATE_OP_SUM, 4, 2, 3, 0),
+      agg(v1::AGGREGATE_OP_SUM, 4, 2, 2, 1),         agg(v1::AGGREGATE_OP_COUNT, 4, 2, 0, 0),
+      agg(v1::AGGREGATE_OP_SUM, 4, 2, 2, 0),  // fixed: sum over 4 groups
+      agg(v1::AGGREGATE_OP_COUNT, 4, 2, 0, 0),
+  };
+  // Batches 0 and 1 fail admission (bad op, zero groups) and fix nothing; batch 2
+  // has a valid op and group count, so it fixes the stream to SUM over 4 groups
+  // (and then fails on its own missing values); the COUNT batches 5 and 7 differ.
+  grpc::ClientContext actx;
+  auto [ar, as] = RunStream<v1::AggregateRequest, v1::AggregateResponse>(
+      [&](grpc::ClientContext* c) { return stub_->Aggregate(c); }, aggs, &actx);
+  ASSERT_TRUE(as.ok());
+  ASSERT_EQ(ar.size(), aggs.size());
+  EXPECT_THAT(ar[0].error().message(), HasSubstr("op: 0 is not an operation"));
+  EXPECT_THAT(ar[1].error().message(), HasSubstr("groups: must be at least 1"));
+  EXPECT_THAT(ar[2].error().message(), HasSubstr("values: required for AGGREGATE_OP_SUM"));
+  EXPECT_THAT(ar[3].error().message(), HasSubstr("values: 3 rows but keys has 2"));
+  EXPECT_THAT(ar[4].error().message(), HasSubstr("mask: 1 rows but keys has 2"));
+  EXPECT_THAT(ar[5].error().message(), HasSubstr("must stay the same within a stream"));
+  EXPECT_FALSE(ar[6].has_error()) << ar[6].error().message();
+  EXPECT_THAT(ar[7].error().message(), HasSubstr("must stay the same within a stream"));
+
+  // Hash.
+  std::vector<v1::HashRequest> hashes(4);
+  auto* hc = hashes[1].add_columns();
+  hc->set_type(v1::COLUMN_TYPE_UINT64);
+  hc->set_data(std::string(12, 'x'));
+  hc->set_length(2);
+  *hashes[2].add_columns() = *hc;
+  hashes[2].mutable_columns(0)->set_data(std::string(16, 'x'));
+  hashes[2].set_bits(16);
+  hashes[3].add_columns()->set_length(1);
+  grpc::ClientContext hctx;
+  auto [hr, hs] = RunStream<v1::HashRequest, v1::HashResponse>(
+      [&](grpc::ClientContext* c) { return stub_->Hash(c); }, hashes, &hctx);
+  ASSERT_TRUE(hs.ok());
+  ASSERT_EQ(hr.size(), 4u);
+  EXPECT_THAT(hr[0].error().message(), HasSubstr("columns: at least one column"));
+  EXPECT_THAT(hr[1].error().message(), HasSubstr("columns[0].data: 12 bytes, need (offset 0 + length 2) * 8 = 16"));
+  EXPECT_THAT(hr[2].error().message(), HasSubstr("bits: 16 is not 32 or 64"));
+  EXPECT_THAT(hr[3].error().message(), HasSubstr("columns[0].type"));
+
+  // Unary.
+  {
+    grpc::ClientContext ctx;
+    v1::DropIndexRequest d;
+    d.set_name("missing");
+    v1::DropIndexResponse dr;
+    EXPECT_EQ(stub_->DropIndex(&ctx, d, &dr).error_code(), grpc::StatusCode::NOT_FOUND);
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::DescribeIndexRequest d;
+    d.set_name("");
+    v1::DescribeIndexResponse dr;
+    grpc::Status s = stub_->DescribeIndex(&ctx, d, &dr);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(s.error_message(), HasSubstr("name: index name is empty"));
+  }
+  ExpectServing();
+  auto [after, after_status] = Lookups(*stub_, {LookupMsg("ok", {2})});
+  ASSERT_TRUE(after_status.ok());
+  EXPECT_EQ(UnpackColumn<uint32_t>(after[0].values()), std::vector<uint32_t>{1});
+  EXPECT_EQ(HealthStatus(server_->grpc_address()), 1);
+}
+
+TEST_F(ServerTest, MessagesAboveFourMebibytesWork) {
+  std::vector<uint32_t> keys(3'000'000);  // 12 MB of packed keys
+  for (uint32_t i = 0; i < keys.size(); ++i) keys[i] = i;
+  v1::BuildIndexResponse resp;
+  ASSERT_TRUE(Build(*stub_, {SpecMsg("big", 1u << 23), ChunkMsg(keys)}, &resp).ok());
+  EXPECT_EQ(resp.index().statistics().unique_keys(), keys.size());
+  auto [r, s] = Lookups(*stub_, {LookupMsg("big", keys)});
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].statistics().found(), keys.size());
+}
+
+TEST_F(ServerTest, CancelMidStream) {
+  v1::BuildIndexResponse resp;
+  ASSERT_TRUE(Build(*stub_, {SpecMsg("c", 16), ChunkMsg({1})}, &resp).ok());
+  grpc::ClientContext ctx;
+  auto stream = stub_->Lookup(&ctx);
+  v1::LookupResponse r;
+  ASSERT_TRUE(stream->Write(LookupMsg("c", {1})));
+  ASSERT_TRUE(stream->Read(&r));
+  ctx.TryCancel();
+  while (stream->Read(&r)) {
+  }
+  EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  // A cancelled build leaves nothing behind either.
+  {
+    grpc::ClientContext bctx;
+    v1::BuildIndexResponse br;
+    auto writer = stub_->BuildIndex(&bctx, &br);
+    ASSERT_TRUE(writer->Write(SpecMsg("c", 16, 7, true)));
+    writer->Write(ChunkMsg({1}));
+    bctx.TryCancel();
+    EXPECT_EQ(writer->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  }
+  auto [after, s] = Lookups(*stub_, {LookupMsg("c", {1})});
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(after[0].index_version(), 1u);
+  ExpectServing();
+}
+
+TEST_F(ServerTest, DeadlineMidStream) {
+  v1::BuildIndexResponse resp;
+  ASSERT_TRUE(Build(*stub_, {SpecMsg("d", 16), ChunkMsg({1})}, &resp).ok());
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+  auto stream = stub_->Lookup(&ctx);
+  v1::LookupResponse r;
+  ASSERT_TRUE(stream->Write(LookupMsg("d", {1})));
+  ASSERT_TRUE(stream->Read(&r));
+  EXPECT_FALSE(r.has_error());
+  // Keep the stream open past its deadline.
+  while (stream->Read(&r)) {
+  }
+  EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  ExpectServing();
+}
+
+TEST_F(ServerTest, MetricsMatchWhatTheTestDid) {
+  std::vector<uint32_t> keys = {1, 2, 3, 3, 0xffffffffu, 4};
+  v1::BuildIndexResponse resp;
+  ASSERT_TRUE(Build(*stub_, {SpecMsg("m", 16), ChunkMsg(keys)}, &resp).ok());
+  v1::BuildIndexResponse refused;
+  ASSERT_EQ(Build(*stub_, {SpecMsg("m", 16)}, &refused).error_code(),
+            grpc::StatusCode::ALREADY_EXISTS);
+  auto [lookups, s] =
+      Lookups(*stub_, {LookupMsg("m", {1, 2, 9}), LookupMsg("m", {4, 8}), LookupMsg("zz", {1})});
+  ASSERT_TRUE(s.ok());
+  v1::JoinRequest jr;
+  jr.set_index("m");
+  auto* lb = jr.add_batches();
+  *lb->mutable_keys()->mutable_packed() = PackColumn<uint32_t>(std::vector<uint32_t>{3, 3, 5});
+  lb->set_capacity(1);
+  grpc::ClientContext jctx;
+  auto [joins, js] = RunStream<v1::JoinRequest, v1::JoinResponse>(
+      [&](grpc::ClientContext* c) { return stub_->Join(c); }, {jr}, &jctx);
+  ASSERT_TRUE(js.ok());
+
+  const std::string m = Metrics();
+  ASSERT_FALSE(m.empty());
+  const auto& st = resp.index().statistics();
+  EXPECT_EQ(MetricValue(m, "gpujoin_index_capacity_slots{index=\"m\"}"), 16);
+  EXPECT_EQ(MetricValue(m, "gpujoin_index_unique_keys{index=\"m\"}"), st.unique_keys());
+  EXPECT_EQ(MetricValue(m, "gpujoin_index_duplicate_rows{index=\"m\"}"), 1);
+  EXPECT_EQ(MetricValue(m, "gpujoin_index_invalid_rows{index=\"m\"}"), 1);
+  EXPECT_EQ(MetricValue(m, "gpujoin_index_overflow_rows{index=\"m\"}"), 0);
+  EXPECT_EQ(MetricValue(m, "gpujoin_index_build_probes{index=\"m\"}"), st.total_probes());
+  EXPECT_EQ(MetricValue(m, "gpujoin_index_build_max_probes{index=\"m\"}"), st.max_probes());
+  EXPECT_EQ(MetricValue(m, "gpujoin_index_max_probe_count{index=\"m\"}"), 16);
+  EXPECT_DOUBLE_EQ(MetricValue(m, "gpujoin_index_load_factor{index=\"m\"}"), 4.0 / 16);
+  EXPECT_EQ(MetricValue(m, "gpujoin_index_device_bytes{index=\"m\"}"), resp.index().device_bytes());
+  EXPECT_EQ(MetricValue(m, "gpujoin_index_version{index=\"m\"}"), 1);
+  EXPECT_EQ(MetricValue(m, "gpujoin_index_builds_total{index=\"m\",result=\"ok\"}"), 1);
+  EXPECT_EQ(MetricValue(m, "gpujoin_index_builds_total{index=\"m\",result=\"already_exists\"}"), 1);
+  EXPECT_EQ(MetricValue(m, "gpujoin_query_rows_total{index=\"m\",op=\"lookup\"}"), 5);
+  EXPECT_EQ(MetricValue(m, "gpujoin_query_found_total{index=\"m\",op=\"lookup\"}"), 3);
+  EXPECT_EQ(MetricValue(m, "gpujoin_query_missing_total{index=\"m\",op=\"lookup\"}"), 2);
+  EXPECT_EQ(MetricValue(m, "gpujoin_query_probes_total{index=\"m\",op=\"lookup\"}"),
+            lookups[0].statistics().total_probes() + lookups[1].statistics().total_probes());
+  EXPECT_EQ(MetricValue(m, "gpujoin_query_max_probes{index=\"m\",op=\"lookup\"}"),
+            lookups[1].statistics().max_probes());
+  EXPECT_EQ(MetricValue(m, "gpujoin_query_rows_total{index=\"m\",op=\"join\"}"), 3);
+  EXPECT_EQ(MetricValue(m, "gpujoin_query_found_total{index=\"m\",op=\"join\"}"), 2);
+  EXPECT_EQ(MetricValue(m, "gpujoin_join_pairs_total{index=\"m\"}"), 2);
+  EXPECT_EQ(MetricValue(m, "gpujoin_join_overflow_batches_total{index=\"m\"}"), 1);
+  EXPECT_EQ(MetricValue(m, "gpujoin_rpc_batches_total{rpc=\"Lookup\"}"), 3);
+  EXPECT_EQ(MetricValue(m, "gpujoin_rpc_rows_total{rpc=\"Lookup\"}"), 6);
+  EXPECT_EQ(MetricValue(m, "gpujoin_rpc_duration_seconds_count{rpc=\"Lookup\"}"), 3);
+  EXPECT_EQ(MetricValue(m, "gpujoin_rpc_errors_total{code=\"NOT_FOUND\",rpc=\"Lookup\"}"), 1);
+  EXPECT_EQ(MetricValue(m, "gpujoin_rpc_errors_total{code=\"ALREADY_EXISTS\",rpc=\"BuildIndex\"}"), 1);
+  EXPECT_EQ(MetricValue(m, "gpujoin_indexes"), 1);
+  EXPECT_EQ(MetricValue(m, "gpujoin_serving"), 1);
+  EXPECT_EQ(MetricValue(m, "gpujoin_inflight_batches"), 0);
+  EXPECT_EQ(MetricValue(m, "gpujoin_device_memory_used_bytes"), resp.index().device_bytes());
+  EXPECT_GT(MetricValue(m, "gpujoin_device_memory_budget_bytes"), 0);
+  EXPECT_GT(MetricValue(m, "gpujoin_device_memory_total_bytes"), 0);
+  EXPECT_THAT(m, HasSubstr("gpujoin_backend_info{backend=\"cpu\",device="));
+
+  grpc::ClientContext ctx;
+  v1::DropIndexRequest d;
+  d.set_name("m");
+  v1::DropIndexResponse dr;
+  ASSERT_TRUE(stub_->DropIndex(&ctx, d, &dr).ok());
+  const std::string after = Metrics();
+  EXPECT_THAT(after, ::testing::Not(HasSubstr("index=\"m\"")));
+  EXPECT_EQ(MetricValue(after, "gpujoin_indexes"), 0);
+  EXPECT_EQ(MetricValue(after, "gpujoin_device_memory_used_bytes"), 0);
+}
+
+class DrainTest : public ServerTest {
+ protected:
+  std::vector<std::string> Args() override { return {"--log-level=debug"}; }
+};
+
+TEST_F(DrainTest, SigtermDrainsAndExitsZero) {
+  v1::BuildIndexResponse resp;
+  ASSERT_TRUE(Build(*stub_, {SpecMsg("s", 16), ChunkMsg({1})}, &resp).ok());
+  grpc::ClientContext ctx;
+  auto stream = stub_->Lookup(&ctx);
+  v1::LookupResponse r;
+  ASSERT_TRUE(stream->Write(LookupMsg("s", {1})));
+  ASSERT_TRUE(stream->Read(&r));
+  EXPECT_FALSE(r.has_error());
+  // The open, idle stream is ended by the drain with UNAVAILABLE; the process exits 0.
+  std::thread stopper([&] { EXPECT_EQ(server_->StopWith(SIGTERM), 0); });
+  while (stream->Read(&r)) {
+  }
+  grpc::Status s = stream->Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+  stopper.join();
+  EXPECT_THAT(server_->log(), HasSubstr("received SIGTERM"));
+  EXPECT_THAT(server_->log(), HasSubstr("drained; stopped")) << server_->log();
+}
+
+class BudgetTest : public ServerTest {
+ protected:
+  std::vector<std::string> Args() override {
+    // Room for a 1024-slot table (12 bytes per slot on the CPU backend is typical)
+    // but not for a 2^16-slot one.
+    return {"--device-memory-limit=64K"};
+  }
+};
+
+TEST_F(BudgetTest, RefusalKeepsTheOldIndexServing) {
+  v1::BuildIndexResponse first;
+  ASSERT_TRUE(Build(*stub_, {SpecMsg("k", 1024, 5), ChunkMsg({1, 2, 3})}, &first).ok());
+  v1::BuildIndexResponse refused;
+  grpc::Status s = Build(*stub_, {SpecMsg("k", 1u << 16, 9, true), ChunkMsg({1})}, &refused);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(s.error_message(), HasSubstr("device memory budget"));
+  EXPECT_THAT(s.error_message(), HasSubstr("index \"k\""));
+  // Sized from rows (no capacity in the spec): refused at the end, same outcome.
+  v1::BuildIndexRequest spec;
+  spec.mutable_spec()->set_name("k2");
+  std::vector<uint32_t> many(40000);
+  for (uint32_t i = 0; i < many.size(); ++i) many[i] = i;
+  EXPECT_EQ(Build(*stub_, {spec, ChunkMsg(many)}, &refused).error_code(),
+            grpc::StatusCode::RESOURCE_EXHAUSTED);
+
+  auto [r, ls] = Lookups(*stub_, {LookupMsg("k", {2})});
+  ASSERT_TRUE(ls.ok());
+  EXPECT_EQ(r[0].index_version(), 1u);
+  EXPECT_EQ(UnpackColumn<uint32_t>(r[0].values()), std::vector<uint32_t>{6});
+  const std::string m = Metrics();
+  EXPECT_EQ(MetricValue(m, "gpujoin_index_builds_total{index=\"k\",result=\"resource_exhausted\"}"), 1);
+  EXPECT_EQ(MetricValue(m, "gpujoin_device_memory_used_bytes"), first.index().device_bytes());
+  EXPECT_EQ(MetricValue(m, "gpujoin_device_memory_budget_bytes"), 65536);
+  EXPECT_EQ(MetricValue(m, "gpujoin_indexes"), 1);
+}
+
+class AuthTest : public ServerTest {
+ protected:
+  std::vector<std::string> Args() override {
+    token_path_ = ::testing::TempDir() + "gpujoin_auth_token_" + std::to_string(getpid());
+    std::ofstream(token_path_) << "t0ken\n";
+    return {"--auth-token-file=" + token_path_};
+  }
+  void TearDown() override { std::remove(token_path_.c_str()); }
+  std::string token_path_;
+};
+
+TEST_F(AuthTest, CallsNeedTheBearerToken) {
+  {
+    grpc::ClientContext ctx;
+    v1::GetServerInfoResponse info;
+    grpc::Status s = stub_->GetServerInfo(&ctx, v1::GetServerInfoRequest(), &info);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+    EXPECT_THAT(s.error_message(), HasSubstr("missing"));
+  }
+  {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer wrong");
+    v1::GetServerInfoResponse info;
+    EXPECT_EQ(stub_->GetServerInfo(&ctx, v1::GetServerInfoRequest(), &info).error_code(),
+              grpc::StatusCode::UNAUTHENTICATED);
+  }
+  v1::BuildIndexResponse resp;
+  EXPECT_EQ(Build(*stub_, {SpecMsg("a", 16), ChunkMsg({1})}, &resp).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  ASSERT_TRUE(Build(*stub_, {SpecMsg("a", 16), ChunkMsg({1})}, &resp, "t0ken").ok());
+  {
+    grpc::ClientContext ctx;
+    auto [r, s] = RunStream<v1::LookupRequest, v1::LookupResponse>(
+        [&](grpc::ClientContext* c) { return stub_->Lookup(c); }, {LookupMsg("a", {1})}, &ctx);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+    EXPECT_TRUE(r.empty());
+  }
+  {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer t0ken");
+    auto [r, s] = RunStream<v1::LookupRequest, v1::LookupResponse>(
+        [&](grpc::ClientContext* c) { return stub_->Lookup(c); }, {LookupMsg("a", {1})}, &ctx);
+    ASSERT_TRUE(s.ok());
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].statistics().found(), 1u);
+  }
+  // Health checks stay open (orchestrator probes carry no token).
+  EXPECT_EQ(HealthStatus(server_->grpc_address()), 1);
+  EXPECT_EQ(MetricValue(Metrics(), "gpujoin_rpc_errors_total{code=\"UNAUTHENTICATED\",rpc=\"Lookup\"}"), 1);
+}
+
+TEST(ServerStartup, BadFlagsAndUnusableFilesFailClearly) {
+  // Exec directly: a bad flag exits 2 with a message naming it.
+  const char* binary = std::getenv("GPUJOIND");
+  ASSERT_NE(binary, nullptr);
+  const std::string cmd = std::string(binary) + " --device-memory-limit=12Q 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char buf[512] = {0};
+  const size_t n = fread(buf, 1, sizeof buf - 1, p);
+  const int status = pclose(p);
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  EXPECT_THAT(std::string(buf, n), HasSubstr("--device-memory-limit"));
+}
+
+}  // namespace
+}  // namespace gpujoin::server

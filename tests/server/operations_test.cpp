@@ -1,0 +1,229 @@
+// Operations (decode -> engine graph -> encode) on the CPU backend, without gRPC.
+// Results are compared with running the same engine directly.
+#include "gpujoin/server/operations.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "gpujoin/engine/graph.hpp"
+#include "test_util.hpp"
+
+namespace gpujoin::server {
+namespace {
+
+using ::testing::HasSubstr;
+
+class OperationsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    backend_ = testing::CpuBackend();
+    budget_ = std::make_unique<MemoryBudget>(1 << 20);
+    ServiceState s;
+    s.backend = backend_.get();
+    s.backend_info = backend_->Info();
+    s.registry = &registry_;
+    s.budget = budget_.get();
+    s.metrics = &metrics_;
+    ops_ = std::make_unique<Operations>(std::move(s));
+  }
+
+  v1::BuildIndexRequest Spec(const std::string& name, uint32_t capacity, bool replace = false,
+                             uint32_t max_probes = 0) {
+    v1::BuildIndexRequest r;
+    r.mutable_spec()->set_name(name);
+    r.mutable_spec()->set_capacity(capacity);
+    r.mutable_spec()->set_replace(replace);
+    r.mutable_spec()->set_max_probe_count(max_probes);
+    r.mutable_spec()->set_first_value(100);
+    return r;
+  }
+  static v1::BuildIndexRequest Chunk(const std::vector<uint32_t>& keys) {
+    v1::BuildIndexRequest r;
+    *r.mutable_chunk()->mutable_keys()->mutable_packed() = PackColumn<uint32_t>(keys);
+    return r;
+  }
+
+  absl::StatusOr<std::shared_ptr<const IndexVersion>> Build(
+      std::vector<v1::BuildIndexRequest> messages) {
+    BuildSession session(ops_.get());
+    for (auto& m : messages) {
+      absl::Status s = session.Add(std::move(m));
+      if (!s.ok()) return s;
+    }
+    std::atomic<bool> cancelled{false};
+    return session.Finish(cancelled);
+  }
+
+  std::unique_ptr<engine::Backend> backend_;
+  IndexRegistry registry_;
+  std::unique_ptr<MemoryBudget> budget_;
+  Metrics metrics_;
+  std::unique_ptr<Operations> ops_;
+};
+
+TEST_F(OperationsTest, BuildStatisticsMatchTheEngine) {
+  // Duplicates across chunks, the reserved key, and overflow (probe bound 1 in 4 slots).
+  const std::vector<uint32_t> a = {1, 2, 0xffffffffu, 2}, b = {5, 1, 9, 13, 17};
+  auto built = Build({Spec("x", 4, false, 1), Chunk(a), Chunk(b)});
+  ASSERT_TRUE(built.ok()) << built.status();
+
+  engine::HashIndexSpec spec{4, 1};
+  auto direct = backend_->CreateIndex(spec);
+  ASSERT_TRUE(direct.ok());
+  engine::CommandGraph g;
+  engine::BuildStatistics expected;
+  engine::BuildIndexNode node;
+  node.index = direct->get();
+  node.keys = {a, b};
+  node.first_value = 100;
+  node.statistics = &expected;
+  g.Add(std::move(node));
+  ASSERT_TRUE(backend_->Run(g).ok());
+  EXPECT_EQ((*built)->index->build_statistics(), expected);
+  EXPECT_GT(expected.duplicate_rows, 0u);
+  EXPECT_EQ(expected.invalid_rows, 1u);
+  EXPECT_GT(expected.overflow_rows, 0u);
+  EXPECT_EQ((*built)->version, 1u);
+  EXPECT_EQ(budget_->used_bytes(), (*built)->index->memory_bytes());  // peak reserved, then shrunk
+}
+
+TEST_F(OperationsTest, LookupMatchesTheEngine) {
+  ASSERT_TRUE(Build({Spec("x", 16), Chunk({10, 20, 30, 20})}).ok());
+  v1::LookupRequest req;
+  req.set_index("x");
+  req.set_want_probes(true);
+  for (uint32_t k : {20u, 11u, 10u, 0xffffffffu, 30u}) req.mutable_keys()->mutable_values()->add_v(k);
+  v1::LookupResponse resp;
+  ASSERT_TRUE(ops_->Lookup(req, &resp).ok());
+  EXPECT_EQ(UnpackColumn<uint32_t>(resp.values()),
+            (std::vector<uint32_t>{101, 0xffffffffu, 100, 0xffffffffu, 102}));
+  EXPECT_EQ(resp.found(), std::string("\1\0\1\0\1", 5));
+  EXPECT_EQ(resp.statistics().found(), 3u);
+  EXPECT_EQ(resp.statistics().missing(), 2u);
+  EXPECT_EQ(UnpackColumn<uint32_t>(resp.probes()).size(), 5u);
+  EXPECT_EQ(resp.index_version(), 1u);
+}
+
+TEST_F(OperationsTest, JoinMatchesTheEngine) {
+  ASSERT_TRUE(Build({Spec("x", 16), Chunk({10, 20, 30})}).ok());
+  v1::JoinRequest req;
+  req.set_index("x");
+  auto* b0 = req.add_batches();
+  for (uint32_t k : {30u, 5u, 10u, 30u}) b0->mutable_keys()->mutable_values()->add_v(k);
+  b0->set_first_left_row(7);
+  auto* b1 = req.add_batches();
+  for (uint32_t k : {20u, 20u, 20u}) b1->mutable_keys()->mutable_values()->add_v(k);
+  b1->set_capacity(2);
+  v1::JoinResponse resp;
+  ASSERT_TRUE(ops_->Join(req, &resp).ok());
+  ASSERT_EQ(resp.results_size(), 2);
+  EXPECT_EQ(UnpackColumn<uint32_t>(resp.results(0).left_rows()), (std::vector<uint32_t>{7, 9, 10}));
+  EXPECT_EQ(UnpackColumn<uint32_t>(resp.results(0).right_rows()),
+            (std::vector<uint32_t>{102, 100, 102}));
+  EXPECT_EQ(resp.results(0).count(), 3u);
+  EXPECT_FALSE(resp.results(0).overflow());
+  EXPECT_EQ(resp.results(1).count(), 3u);
+  EXPECT_EQ(resp.results(1).capacity(), 2u);
+  EXPECT_TRUE(resp.results(1).overflow());
+  EXPECT_EQ(UnpackColumn<uint32_t>(resp.results(1).left_rows()), (std::vector<uint32_t>{0, 1}));
+}
+
+TEST_F(OperationsTest, AggregateAccumulatesAcrossBatchesInOrder) {
+  AggregateStream stream;
+  auto batch = [](std::vector<uint32_t> keys, std::vector<float> values) {
+    v1::AggregateRequest r;
+    r.set_op(v1::AGGREGATE_OP_MEAN);
+    r.set_groups(3);
+    *r.mutable_keys()->mutable_packed() = PackColumn<uint32_t>(keys);
+    *r.mutable_values()->mutable_packed() = PackColumn<float>(values);
+    return r;
+  };
+  v1::AggregateRequest r1 = batch({0, 1, 1, 7}, {1.0f, 2.0f, 4.0f, 100.0f});
+  v1::AggregateRequest r2 = batch({1, 0}, {6.0f, NAN});
+  for (auto* r : {&r1, &r2}) ASSERT_TRUE(stream.Admit(*r, 1 << 20).ok());
+  v1::AggregateResponse o1, o2;
+  AggregatePartial p1, p2;
+  ASSERT_TRUE(ops_->Aggregate(r1, &o1, &p1).ok());
+  ASSERT_TRUE(ops_->Aggregate(r2, &o2, &p2).ok());
+  stream.Complete(r1, &o1, p1);
+  stream.Complete(r2, &o2, p2);
+  const auto batch1 = UnpackColumn<float>(o1.values());
+  EXPECT_EQ(batch1[0], 1.0f);
+  EXPECT_EQ(batch1[1], 3.0f);
+  EXPECT_TRUE(std::isnan(batch1[2]));
+  const auto totals = UnpackColumn<float>(o2.total_values());
+  EXPECT_EQ(totals[0], 1.0f);  // NaN ignored
+  EXPECT_EQ(totals[1], 4.0f);  // (2 + 4 + 6) / 3
+  EXPECT_TRUE(std::isnan(totals[2]));
+  EXPECT_EQ(UnpackColumn<uint32_t>(o1.contributing_rows()), (std::vector<uint32_t>{1, 2, 0}));
+
+  v1::AggregateRequest other = r1;
+  other.set_groups(4);
+  EXPECT_THAT(stream.Admit(other, 1 << 20).message(), HasSubstr("must stay the same"));
+}
+
+TEST_F(OperationsTest, BudgetRefusalKeepsTheOldVersion) {
+  ASSERT_TRUE(Build({Spec("x", 16), Chunk({1, 2, 3})}).ok());
+  const uint64_t used = budget_->used_bytes();
+  auto refused = Build({Spec("x", 1u << 20, true), Chunk({4})});
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(refused.status().message(), HasSubstr("index \"x\""));
+  EXPECT_EQ(registry_.Get("x")->version, 1u);
+  EXPECT_EQ(registry_.Get("x")->index->spec().capacity, 16u);
+  EXPECT_EQ(budget_->used_bytes(), used);
+}
+
+TEST_F(OperationsTest, CancelledBuildInstallsNothing) {
+  ASSERT_TRUE(Build({Spec("x", 16), Chunk({1})}).ok());
+  BuildSession session(ops_.get());
+  ASSERT_TRUE(session.Add(Spec("x", 16, true)).ok());
+  ASSERT_TRUE(session.Add(Chunk({5, 6})).ok());
+  std::atomic<bool> cancelled{true};
+  EXPECT_EQ(session.Finish(cancelled).status().code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(registry_.Get("x")->version, 1u);
+}
+
+TEST_F(OperationsTest, SizedFromRowsWhenNoCapacityGiven) {
+  v1::BuildIndexRequest spec;
+  spec.mutable_spec()->set_name("auto");
+  auto built = Build({spec, Chunk({1, 2, 3, 4, 5})});
+  ASSERT_TRUE(built.ok()) << built.status();
+  EXPECT_EQ((*built)->index->spec().capacity, 16u);  // 5 rows at load factor 0.5
+}
+
+TEST_F(OperationsTest, BuildInputErrorsNameTheField) {
+  auto dup_spec = Build({Spec("x", 16), Spec("x", 16)});
+  EXPECT_THAT(dup_spec.status().message(), HasSubstr("spec: sent twice"));
+  auto no_spec = Build({Chunk({1})});
+  EXPECT_THAT(no_spec.status().message(), HasSubstr("chunks[0]: arrived before the spec"));
+  auto bad_cap = Build({Spec("x", 12)});
+  EXPECT_EQ(bad_cap.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad_cap.status().message(), HasSubstr("capacity"));
+  v1::BuildIndexRequest values_unasked = Chunk({1});
+  values_unasked.mutable_chunk()->mutable_values()->mutable_values()->add_v(3);
+  EXPECT_THAT(Build({Spec("x", 16), values_unasked}).status().message(),
+              HasSubstr("chunks[0].values: 1 values sent but spec.explicit_values is false"));
+  v1::BuildIndexRequest ev = Spec("x", 16);
+  ev.mutable_spec()->set_explicit_values(true);
+  v1::BuildIndexRequest c = Chunk({1, 2});
+  c.mutable_chunk()->mutable_values()->mutable_values()->add_v(3);
+  EXPECT_THAT(Build({ev, c}).status().message(), HasSubstr("values: 1 rows in total but keys has 2"));
+  EXPECT_EQ(registry_.size(), 0u);
+}
+
+TEST_F(OperationsTest, UnknownIndexIsNotFound) {
+  v1::LookupRequest req;
+  req.set_index("nope");
+  req.mutable_keys()->mutable_values();
+  v1::LookupResponse resp;
+  EXPECT_EQ(ops_->Lookup(req, &resp).code(), absl::StatusCode::kNotFound);
+  v1::DropIndexRequest drop;
+  drop.set_name("nope");
+  v1::DropIndexResponse dr;
+  EXPECT_EQ(ops_->DropIndex(drop, &dr).code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace gpujoin::server
