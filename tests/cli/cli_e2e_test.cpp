@@ -688,3 +688,57 @@ TEST(CliTls, ConnectsWithTheServersCaAndRejectsPlaintext) {
   }
   fs::remove_all(dir);
 }
+
+namespace {
+
+// The same lookup from JSON Lines (numbers as JSON numbers) and from TSV read
+// from stdin gives the same answers as from CSV.
+TEST_F(CliEndToEnd, JsonLinesAndTsvInputsGiveTheSameLookup) {
+  const auto sensors = ReadCsv(Ex("sensors.csv"));
+  const auto events = ReadCsv(Ex("events.csv"));
+  const auto pos = SensorRows(sensors);
+  ASSERT_FALSE(BuildSensors().is_discarded());
+  std::ofstream jl(Tmp("events.jsonl"));
+  std::ofstream tsv(Tmp("events.tsv"));
+  for (size_t c = 0; c < events[0].size(); ++c) tsv << (c ? "\t" : "") << *events[0][c];
+  tsv << "\n";
+  for (size_t i = 1; i < events.size(); ++i) {
+    Json o = Json::object();
+    for (size_t c = 0; c < events[0].size(); ++c) {
+      tsv << (c ? "\t" : "") << events[i][c].value_or("");
+      if (!events[i][c]) {
+        o[*events[0][c]] = nullptr;
+      } else if (*events[0][c] == "sensor_id") {
+        o[*events[0][c]] = std::stoul(*events[i][c]);
+      } else {
+        o[*events[0][c]] = *events[i][c];
+      }
+    }
+    jl << o.dump() << "\n";
+    tsv << "\n";
+  }
+  jl.close();
+  tsv.close();
+  RunResult a = Cli({"--json", "lookup", "sensors", "--from", Tmp("events.jsonl").string(),
+                     "--key", "sensor_id"});
+  ASSERT_EQ(a.code, 0) << a.err;
+  RunResult b = Cli({"--json", "--format", "tsv", "lookup", "sensors", "--from", "-", "--key",
+                     "sensor_id"},
+                    Tmp("events.tsv").string());
+  ASSERT_EQ(b.code, 0) << b.err;
+  for (const RunResult* r : {&a, &b}) {
+    Json j = Json::parse(r->out, nullptr, false);
+    ASSERT_FALSE(j.is_discarded());
+    ASSERT_EQ(j["rows"].size(), events.size() - 1);
+    const size_t key = Col(events[0], "sensor_id");
+    for (size_t i = 1; i < events.size(); ++i) {
+      const auto it = pos.find(static_cast<uint32_t>(std::stoul(*events[i][key])));
+      const Json& row = j["rows"][i - 1];
+      EXPECT_EQ(row["event_id"], *events[i][0]);
+      ASSERT_EQ(row["found"], it != pos.end()) << i;
+      if (it != pos.end()) EXPECT_EQ(row["value"], it->second);
+    }
+  }
+}
+
+}  // namespace
