@@ -459,6 +459,52 @@ def lint_compose(config_path, src):
     prom_cmd = " ".join(services["prometheus"].get("command", []))
     if "--config.file=/etc/prometheus/prometheus.yml" not in prom_cmd:
         fails.add("compose: prometheus must read /etc/prometheus/prometheus.yml")
+
+    # The pieces must point at each other: Prometheus scrapes the alias and
+    # metrics port gpujoind listens on; Grafana's provisioning reads the
+    # folders compose mounts, and its datasource is the prometheus service.
+    mounts = {}
+    for svc_name in ("prometheus", "grafana"):
+        for v in services[svc_name].get("volumes", []):
+            source = v.get("source") if isinstance(v, dict) else v.split(":")[0]
+            target = v.get("target") if isinstance(v, dict) else v.split(":")[1]
+            mounts[(svc_name, target)] = source
+    with open(os.path.join(src, "deploy", "prometheus", "prometheus.yml")) as f:
+        prom = yaml.safe_load(f)
+    jobs = {j["job_name"]: j for j in prom.get("scrape_configs", [])}
+    targets = [t for sc in jobs.get("gpujoind", {}).get("static_configs", []) for t in sc.get("targets", [])]
+    metrics_flag = [c for c in (gpu.get("command") or []) if str(c).startswith("--metrics-listen=")]
+    port = metrics_flag[0].rsplit(":", 1)[-1] if metrics_flag else None
+    if targets != [f"gpujoind:{port}"]:
+        fails.add(f"prometheus.yml: job gpujoind scrapes {targets}, gpujoind serves metrics on gpujoind:{port}")
+    if mounts.get(("prometheus", "/etc/prometheus/prometheus.yml")) != \
+            os.path.join(src, "deploy", "prometheus", "prometheus.yml"):
+        fails.add("compose: prometheus must mount deploy/prometheus/prometheus.yml at /etc/prometheus/prometheus.yml")
+    for rule_file in prom.get("rule_files", []):
+        if not any(svc == "prometheus" and os.path.join("/etc/prometheus", rule_file).startswith(t + "/")
+                   for (svc, t) in mounts):
+            fails.add(f"compose: rule file {rule_file} (relative to /etc/prometheus) is not mounted")
+    prov = os.path.join(src, "deploy", "grafana", "provisioning")
+    if mounts.get(("grafana", "/etc/grafana/provisioning")) != prov:
+        fails.add("compose: grafana must mount deploy/grafana/provisioning at /etc/grafana/provisioning")
+    with open(os.path.join(prov, "dashboards", "gpujoin.yml")) as f:
+        providers = yaml.safe_load(f).get("providers", [])
+    for pvd in providers:
+        path = pvd.get("options", {}).get("path")
+        if mounts.get(("grafana", path)) != os.path.join(src, "deploy", "grafana", "dashboards"):
+            fails.add(f"grafana provider {pvd.get('name')} reads {path}, where compose does not mount "
+                      "deploy/grafana/dashboards")
+    home = services["grafana"].get("environment", {}).get("GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH")
+    if home:
+        folder, name = os.path.split(home)
+        if not os.path.exists(os.path.join(mounts.get(("grafana", folder), "/nonexistent"), name)):
+            fails.add(f"compose: Grafana home dashboard {home} is not a mounted dashboard file")
+    with open(os.path.join(prov, "datasources", "prometheus.yml")) as f:
+        sources = yaml.safe_load(f).get("datasources", [])
+    prom_port = "9090"
+    if not any(d.get("type") == "prometheus" and d.get("url") == f"http://prometheus:{prom_port}" for d in sources):
+        fails.add(f"grafana datasources: none of type prometheus at http://prometheus:{prom_port} "
+                  f"(the compose service): {sources}")
     return fails.report("compose lint")
 
 

@@ -133,16 +133,62 @@ def wait_until(what, fn, timeout_s, procs, interval=0.25):
                          + (f" (last error: {last_err})" if last_err else ""))
 
 
+def deployed_flags(args):
+    """gpujoind's flags as deployed: the Dockerfile's CMD (metrics mode) or the
+    compose file's gpujoind-cpu command (scrape mode), ${VAR:-default} expanded."""
+    if args.mode == "metrics":
+        with open(os.path.join(args.source_dir, "Dockerfile")) as f:
+            m = re.search(r"^CMD (\[.*\])\s*$", f.read(), re.M)
+        if not m:
+            raise AssertionError("Dockerfile: no exec-form CMD [...] line")
+        return "Dockerfile CMD", json.loads(m.group(1))
+    with open(os.path.join(args.source_dir, "deploy", "docker-compose.yml")) as f:
+        compose = yaml.safe_load(f)
+    cmd = compose["services"]["gpujoind-cpu"]["command"]
+    return "docker-compose gpujoind-cpu command", [re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", c) for c in cmd]
+
+
 def start_server(args, procs, workdir):
+    """Starts gpujoind with the deployed flags, listen addresses moved to free
+    loopback ports and the CPU backend; returns (grpc address, metrics port, URL)."""
     grpc_port, metrics_port = free_port(), free_port()
-    procs.start("gpujoind", [args.gpujoind, "--backend=cpu", f"--listen=127.0.0.1:{grpc_port}",
-                             f"--metrics-listen=127.0.0.1:{metrics_port}", "--device-memory-limit=256M",
-                             "--cpu-threads=2", "--executor-threads=2", "--log-level=info"])
+    origin, flags = deployed_flags(args)
+    argv = [args.gpujoind]
+    for flag in flags:
+        name = flag.split("=", 1)[0]
+        if name == "--listen":
+            flag = f"--listen=127.0.0.1:{grpc_port}"
+        elif name == "--metrics-listen":
+            flag = f"--metrics-listen=127.0.0.1:{metrics_port}"
+        elif name == "--backend":
+            flag = "--backend=cpu"
+        argv.append(flag)
+    if not any(a.startswith("--listen=") for a in argv) or not any(a.startswith("--metrics-listen=") for a in argv):
+        raise AssertionError(f"{origin} {flags} must set --listen and --metrics-listen")
+    # Gentle on a 2-core CI machine.
+    argv += ["--cpu-threads=2", "--executor-threads=2"]
+    log(f"gpujoind flags from the {origin}: {' '.join(flags)}")
+    procs.start("gpujoind", argv)
     metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
     serving = re.compile(r"^gpujoin_serving(\{[^}]*\})? 1(\.0*)?(e\+0+)?\s*$", re.M)
     wait_until("gpujoind /metrics with gpujoin_serving 1",
                lambda: serving.search(http_get(metrics_url)), 20, procs)
     return f"127.0.0.1:{grpc_port}", metrics_port, metrics_url
+
+
+def check_healthcheck(args, address, fails):
+    """Runs the Dockerfile's HEALTHCHECK command (gpujoin ... health) against the test server."""
+    with open(os.path.join(args.source_dir, "Dockerfile")) as f:
+        m = re.search(r"^\s*CMD (\[.*\])\s*$", f.read().split("HEALTHCHECK", 1)[-1], re.M)
+    if not m:
+        fails.add("Dockerfile: HEALTHCHECK has no exec-form CMD [...]")
+        return
+    cmd = [args.gpujoin if i == 0 else a.replace("127.0.0.1:50051", address)
+           for i, a in enumerate(json.loads(m.group(1)))]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
+    log(f"HEALTHCHECK {' '.join(cmd)}: exit {r.returncode}, {r.stdout.strip()}")
+    if r.returncode != 0 or "SERVING" not in r.stdout:
+        fails.add(f"HEALTHCHECK command {cmd} exited {r.returncode}: {r.stdout}{r.stderr}")
 
 
 def run_workload(args, address, workdir):
@@ -308,12 +354,13 @@ def main():
     ap.add_argument("--gpujoind", required=True)
     ap.add_argument("--prometheus")
     ap.add_argument("--promtool")
+    ap.add_argument("--gpujoin", help="the CLI, to run the Dockerfile's HEALTHCHECK command")
     ap.add_argument("--source-dir", required=True)
     ap.add_argument("--timeout", type=float, default=50, help="seconds for the whole check")
     args = ap.parse_args()
     args.source_dir = os.path.abspath(args.source_dir)
     # Processes run with their temp dir as working directory.
-    for attr in ("gpujoind", "prometheus", "promtool"):
+    for attr in ("gpujoind", "prometheus", "promtool", "gpujoin"):
         if getattr(args, attr):
             setattr(args, attr, os.path.abspath(getattr(args, attr)))
     for what, path in (("gpujoind", args.gpujoind), ("prometheus", args.prometheus)):
@@ -340,6 +387,8 @@ def main():
         run_workload(args, address, workdir)
         text = http_get(metrics_url)
         fails = check_metrics(args, text)
+        if args.gpujoin:
+            check_healthcheck(args, address, fails)
         if args.mode == "scrape":
             scrape_checks(args, prom, procs, fails)
         procs.check_alive()
