@@ -114,9 +114,12 @@ void Operations::FillIndexInfo(const IndexVersion& v, v1::IndexInfo* info) {
 // ------------------------------------------------------------------ lookup
 
 absl::Status Operations::Lookup(const v1::LookupRequest& request, v1::LookupResponse* response) {
-  GPUJOIN_ASSIGN_OR_RETURN(auto version, FindIndex(request.index(), "index"));
+  // The request's own fields first, so a malformed batch is INVALID_ARGUMENT
+  // whatever the registry holds.
+  GPUJOIN_RETURN_IF_ERROR(ValidateIndexName(request.index(), "index"));
   GPUJOIN_ASSIGN_OR_RETURN(auto keys, DecodeU32Column(request.has_keys(), request.keys(), "keys",
                                                       Presence::kRequired));
+  GPUJOIN_ASSIGN_OR_RETURN(auto version, FindIndex(request.index(), "index"));
   const size_t rows = keys.size();
   const uint32_t capacity = version->index->spec().capacity;
   if (request.max_probe_count() > capacity) {

@@ -91,6 +91,8 @@ TEST(IndexRegistry, ConcurrentSwapsAndReadsSeeWholeVersions) {
       reads.fetch_add(1);
     }
   });
+  // Start swapping only once the reader runs, so that the two really overlap.
+  while (reads.load() == 0) std::this_thread::yield();
   for (int i = 0; i < 50; ++i) ASSERT_TRUE(reg.Install(MakeVersion(*backend, "a", 8), true).ok());
   stop.store(true);
   reader.join();
