@@ -1,17 +1,21 @@
 #!/usr/bin/env python3
 """Live deployment checks against a real gpujoind (CPU backend) and Prometheus.
 
-  live_stack.py metrics --gpujoind BIN --source-dir DIR
-      Starts gpujoind on free loopback ports, runs tests/deploy's workload over
-      gRPC, fetches /metrics and checks that every metric used by the Grafana
-      dashboards and the alert rules is in it.
-  live_stack.py scrape --gpujoind BIN --prometheus BIN --source-dir DIR
-      The same, plus a real Prometheus with a test copy of
-      deploy/prometheus/prometheus.yml (target rewritten to the test's
-      metrics port, 1 s intervals, temp storage). Queries the HTTP API until a
-      gpujoin_ series of the workload's index appears, checks that every alert
-      rule evaluates without error, and runs every dashboard query (Grafana
-      variables expanded) against Prometheus.
+  live_stack.py metrics --gpujoind BIN [--gpujoin CLI] --source-dir DIR
+      Starts gpujoind with the Dockerfile's CMD flags (listen addresses moved
+      to free loopback ports, CPU backend), runs gpujoin_workload.py over gRPC,
+      fetches /metrics and checks that every metric used by the Grafana
+      dashboards and the alert rules is in it; with --gpujoin, also runs the
+      Dockerfile's HEALTHCHECK command against the server.
+  live_stack.py scrape --gpujoind BIN --prometheus BIN [--promtool BIN] ...
+      The same with the compose file's gpujoind-cpu flags, plus a real
+      Prometheus with a test copy of deploy/prometheus/prometheus.yml (target
+      rewritten to the test's metrics port, 1 s intervals, temp storage).
+      Queries the HTTP API until a gpujoin_ series of the workload's index
+      appears, checks that every alert rule loads and evaluates without error,
+      that the overflow alert goes pending for the index the workload
+      overflowed, and that every dashboard query (Grafana variables expanded)
+      runs and returns data.
 
 Every process runs in a temp dir with its own log, is bounded by --timeout and
 is stopped in a `finally`, also when a check fails or the test is interrupted.
@@ -102,9 +106,9 @@ class Processes:
                 except ProcessLookupError:
                     pass
                 try:
-                    p.wait(timeout=10)
+                    p.wait(timeout=5)
                 except subprocess.TimeoutExpired:
-                    log(f"{name} ignored SIGTERM for 10 s; killing it")
+                    log(f"{name} ignored SIGTERM for 5 s; killing it")
                     try:
                         os.killpg(p.pid, signal.SIGKILL)
                     except ProcessLookupError:
@@ -165,8 +169,8 @@ def start_server(args, procs, workdir):
         argv.append(flag)
     if not any(a.startswith("--listen=") for a in argv) or not any(a.startswith("--metrics-listen=") for a in argv):
         raise AssertionError(f"{origin} {flags} must set --listen and --metrics-listen")
-    # Gentle on a 2-core CI machine.
-    argv += ["--cpu-threads=2", "--executor-threads=2"]
+    # Gentle on a 2-core CI machine; a short drain keeps the shutdown quick.
+    argv += ["--cpu-threads=2", "--executor-threads=2", "--drain-timeout=2"]
     log(f"gpujoind flags from the {origin}: {' '.join(flags)}")
     procs.start("gpujoind", argv)
     metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
@@ -179,7 +183,9 @@ def start_server(args, procs, workdir):
 def check_healthcheck(args, address, fails):
     """Runs the Dockerfile's HEALTHCHECK command (gpujoin ... health) against the test server."""
     with open(os.path.join(args.source_dir, "Dockerfile")) as f:
-        m = re.search(r"^\s*CMD (\[.*\])\s*$", f.read().split("HEALTHCHECK", 1)[-1], re.M)
+        lines = [line for line in f.read().splitlines() if not line.lstrip().startswith("#")]
+    logical = re.sub(r"\\\n", " ", "\n".join(lines))
+    m = re.search(r"^HEALTHCHECK .*\bCMD (\[.*\])\s*$", logical, re.M)
     if not m:
         fails.add("Dockerfile: HEALTHCHECK has no exec-form CMD [...]")
         return
@@ -187,7 +193,7 @@ def check_healthcheck(args, address, fails):
            for i, a in enumerate(json.loads(m.group(1)))]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
     log(f"HEALTHCHECK {' '.join(cmd)}: exit {r.returncode}, {r.stdout.strip()}")
-    if r.returncode != 0 or "SERVING" not in r.stdout:
+    if r.returncode != 0 or r.stdout.strip() != "SERVING":
         fails.add(f"HEALTHCHECK command {cmd} exited {r.returncode}: {r.stdout}{r.stderr}")
 
 
