@@ -9,7 +9,10 @@
 //
 // Exit status: 0 = every answer right and no errors; 1 = wrong answers or
 // errors; 2 = bad options or the run could not start.
+#include <unistd.h>
+
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -79,6 +82,7 @@ int Main(int argc, char** argv) {
   std::string agg_op = "sum";
   int verify_every = 4;
   bool echo = false, echo_only = false, json = false;
+  std::string json_file;
   int max_message_bytes = 256 << 20;
 
   app.add_option("--server", server, "gpujoind address (host:port or unix:/path)")
@@ -136,6 +140,7 @@ int Main(int argc, char** argv) {
   app.add_flag("--echo", echo, "also measure every setting against the in-process echo service");
   app.add_flag("--echo-only", echo_only, "measure only the echo service (no server needed)");
   app.add_flag("--json", json, "print JSON instead of the table");
+  app.add_option("--json-file", json_file, "also write the JSON document to this file");
   app.add_option("--max-message-bytes", max_message_bytes, "largest gRPC message either way")
       ->check(CLI::Range(1 << 20, 1 << 30))
       ->capture_default_str();
@@ -290,6 +295,11 @@ int Main(int argc, char** argv) {
     if (!d.ok()) std::cerr << "warning: could not drop index '" << index << "': " << d.status() << "\n";
   }
 
+  if (!json_file.empty()) {
+    std::ofstream f(json_file);
+    f << FormatJson(header, results);
+    if (!f) std::cerr << "warning: could not write --json-file '" << json_file << "'\n";
+  }
   std::cout << (json ? FormatJson(header, results) : FormatTable(header, results));
   std::cout.flush();
   for (const SettingResult& r : results) {

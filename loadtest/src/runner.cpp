@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <condition_variable>
+#include <cstring>
 #include <mutex>
 #include <thread>
 
@@ -91,6 +92,34 @@ std::string CheckEchoSize(size_t got, size_t want, const char* what) {
   return absl::StrCat("echo answered ", got, " ", what, ", expected ", want);
 }
 
+// The echo answers with the request's keys as values (and as pairs). Sampled echo
+// answers are compared with memcmp just like sampled server answers, so that the
+// client spends the same effort per answer on both targets.
+std::string CheckEchoLookup(const PoolBatch& b, const client::LookupResult& r, bool full) {
+  std::string s = CheckEchoSize(r.values.size(), b.keys.size(), "values");
+  if (!s.empty() || !full) return s;
+  if (std::memcmp(r.values.data(), b.keys.data(), 4 * b.keys.size()) != 0 ||
+      std::count(r.found.begin(), r.found.end(), uint8_t{1}) !=
+          static_cast<std::ptrdiff_t>(b.keys.size())) {
+    return "echo answer differs from the request";
+  }
+  return "";
+}
+
+std::string CheckEchoJoin(const BatchPool& pool, const PoolBatch& b, const client::JoinResult& r,
+                          bool full) {
+  if (r.results.size() != 1) return "echo answered no join result";
+  const auto& p = r.results[0];
+  const size_t want = pool.known_mapping && b.hits ? b.hits : b.keys.size();
+  std::string s = CheckEchoSize(p.left_rows.size(), want, "pairs");
+  if (!s.empty() || !full || want == 0) return s;
+  if (std::memcmp(p.left_rows.data(), b.keys.data(), 4 * want) != 0 ||
+      std::memcmp(p.right_rows.data(), b.keys.data(), 4 * want) != 0) {
+    return "echo answer differs from the request";
+  }
+  return "";
+}
+
 // Runs stream `s` until the window closes, restarting it after an RPC failure.
 void RunStream(Target target, client::Client* c, const BatchPool& pool, const RunConfig& cfg,
                int s, Shared& sh, StreamStats& st) {
@@ -120,8 +149,7 @@ void RunStream(Target target, client::Client* c, const BatchPool& pool, const Ru
           const PoolBatch& b = batch_of(r.batch_id);
           const uint64_t resp = 4 * r.values.size() + r.found.size() + 4 * r.probes.size();
           OnAnswer(cfg, sh, st, r, b.keys.size(), req_bytes, resp, [&](bool full) {
-            return echo ? CheckEchoSize(r.values.size(), b.keys.size(), "values")
-                        : CheckLookup(pool, b, r, full);
+            return echo ? CheckEchoLookup(b, r, full) : CheckLookup(pool, b, r, full);
           });
           return absl::OkStatus();
         };
@@ -146,11 +174,7 @@ void RunStream(Target target, client::Client* c, const BatchPool& pool, const Ru
           uint64_t resp = 0;
           for (const auto& p : r.results) resp += 4 * (p.left_rows.size() + p.right_rows.size());
           OnAnswer(cfg, sh, st, r, b.keys.size(), req_bytes, resp, [&](bool full) {
-            if (!echo) return CheckJoin(pool, b, r, full);
-            const size_t want = pool.known_mapping && b.hits ? b.hits : b.keys.size();
-            return r.results.size() != 1 ? std::string("echo answered no join result")
-                                         : CheckEchoSize(r.results[0].left_rows.size(), want,
-                                                         "pairs");
+            return echo ? CheckEchoJoin(pool, b, r, full) : CheckJoin(pool, b, r, full);
           });
           return absl::OkStatus();
         };

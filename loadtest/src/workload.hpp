@@ -97,13 +97,17 @@ size_t PoolSizeFor(size_t batch_rows, size_t budget_bytes = size_t{96} << 20);
 /// Generates `count` batches of `batch_rows` rows with the expected answers.
 BatchPool MakeBatchPool(const WorkloadSpec& spec, size_t batch_rows, size_t count);
 
-/// Checks a Lookup answer to `batch`. Always checks the structure (sizes, found
-/// mask vs sentinel, statistics); with `full` and a known mapping also every value.
+/// Checks a Lookup answer to `batch`. Every answer: sizes and statistics (and the
+/// hit count when the mapping is known), O(1). With `full`: every row, against the
+/// expected values and found flags (known mapping) or for structure (found flags
+/// 0/1, missing rows carry 0xffffffff, statistics match the mask).
 /// Returns a description of the first difference, or "" when the answer is right.
 std::string CheckLookup(const BatchPool& pool, const PoolBatch& batch,
                         const client::LookupResult& result, bool full);
 
-/// Checks a Join answer (one left batch, left rows numbered from 0).
+/// Checks a Join answer (one left batch, left rows numbered from 0): counts,
+/// overflow and statistics always; with `full` every pair (expected pairs with a
+/// known mapping, else left rows strictly increasing and in range).
 std::string CheckJoin(const BatchPool& pool, const PoolBatch& batch,
                       const client::JoinResult& result, bool full);
 

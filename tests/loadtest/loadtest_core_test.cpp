@@ -145,7 +145,28 @@ TEST(CheckLookup, AcceptsTheRightAnswerAndCatchesWrongOnes) {
       break;
     }
   }
-  EXPECT_NE(CheckLookup(pool, b, r, false), "");
+  EXPECT_NE(CheckLookup(pool, b, r, true), "");
+}
+
+// With an unknown mapping (an existing index) only the structure can be checked.
+TEST(CheckLookup, ChecksStructureWithoutAMapping) {
+  WorkloadSpec spec;
+  spec.keyspace = 1000;
+  const BatchPool pool = MakeBatchPool(spec, 50, 1);
+  ASSERT_FALSE(pool.known_mapping);
+  const PoolBatch& b = pool.batches[0];
+  client::LookupResult r;
+  r.values.assign(50, kMissing);
+  r.found.assign(50, 0);
+  r.values[3] = 99;
+  r.found[3] = 1;
+  r.statistics.found = 1;
+  r.statistics.missing = 49;
+  EXPECT_EQ(CheckLookup(pool, b, r, true), "");
+  r.found[3] = 2;
+  EXPECT_NE(CheckLookup(pool, b, r, true).find("row 3"), std::string::npos);
+  r.found[3] = 0;  // missing, yet a value
+  EXPECT_NE(CheckLookup(pool, b, r, true).find("row 3"), std::string::npos);
 }
 
 TEST(CheckJoin, AcceptsTheRightAnswerAndCatchesWrongOnes) {
@@ -169,7 +190,8 @@ TEST(CheckJoin, AcceptsTheRightAnswerAndCatchesWrongOnes) {
   EXPECT_NE(CheckJoin(pool, b, wrong, true).find("pair 3"), std::string::npos);
   wrong = r;
   std::swap(wrong.results[0].left_rows[0], wrong.results[0].left_rows[1]);
-  EXPECT_NE(CheckJoin(pool, b, wrong, false), "");
+  EXPECT_EQ(CheckJoin(pool, b, wrong, false), "");  // only sampled answers are compared pairwise
+  EXPECT_NE(CheckJoin(pool, b, wrong, true).find("pair 0"), std::string::npos);
   wrong = r;
   wrong.results[0].overflow = true;
   EXPECT_NE(CheckJoin(pool, b, wrong, false), "");
