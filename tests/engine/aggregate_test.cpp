@@ -122,9 +122,11 @@ TEST_P(AggregateTest, SumMinMaxMeanWithMask) {
   EXPECT_THAT(RunValues(AggregateOp::kSum, keys, values, 3, &mask, &contributing),
               ElementsAre(5.0f, 6.0f, -1.0f));
   EXPECT_THAT(contributing, ElementsAre(2, 2, 1));
-  EXPECT_THAT(RunValues(AggregateOp::kMin, keys, values, 3, &mask), ElementsAre(1.0f, -2.0f, -1.0f));
+  EXPECT_THAT(RunValues(AggregateOp::kMin, keys, values, 3, &mask),
+              ElementsAre(1.0f, -2.0f, -1.0f));
   EXPECT_THAT(RunValues(AggregateOp::kMax, keys, values, 3, &mask), ElementsAre(4.0f, 8.0f, -1.0f));
-  EXPECT_THAT(RunValues(AggregateOp::kMean, keys, values, 3, &mask), ElementsAre(2.5f, 3.0f, -1.0f));
+  EXPECT_THAT(RunValues(AggregateOp::kMean, keys, values, 3, &mask),
+              ElementsAre(2.5f, 3.0f, -1.0f));
 }
 
 TEST_P(AggregateTest, MeanIsFloatSumOverFloatCount) {
@@ -196,8 +198,7 @@ TEST(AggregateCpuDeterminism, SumsAreIdenticalForEveryThreadCount) {
   EXPECT_EQ(results[0], results[2]);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, AggregateTest, ::testing::ValuesIn(AllBackends()),
-                         BackendName);
+INSTANTIATE_TEST_SUITE_P(Backends, AggregateTest, ::testing::ValuesIn(AllBackends()), BackendName);
 
 }  // namespace
 }  // namespace gpujoin::engine::testing

@@ -56,8 +56,8 @@ TEST_P(BuildLookupTest, EmptyBuildClearsAPreviousTableAndStatistics) {
   EXPECT_EQ(index->build_statistics(), BuildStatistics{});
   auto snap = index->Snapshot();
   ASSERT_TRUE(snap.ok());
-  EXPECT_TRUE(std::all_of(snap->keys.begin(), snap->keys.end(),
-                          [](uint32_t k) { return k == kEmptyKey; }));
+  EXPECT_TRUE(
+      std::all_of(snap->keys.begin(), snap->keys.end(), [](uint32_t k) { return k == kEmptyKey; }));
   const auto out = Lookup(*index, One(keys));
   EXPECT_THAT(out.found, ElementsAre(0, 0, 0));
 }
@@ -96,8 +96,7 @@ TEST_P(BuildLookupTest, DuplicatesAcrossChunksWithDifferentKeyAndValueBoundaries
   const std::vector<uint32_t> keys = {3, 1, 4, 1, 5, 9, 3, 4};
   const std::vector<uint32_t> values = {100, 101, 102, 103, 104, 105, 106, 107};
   // Keys cut after rows 2, 2 (an empty chunk) and 5; values after 1, 6 and 6.
-  const BuildStatistics stats =
-      Build(*index, Cut(keys, {2, 2, 5}), Cut(values, {1, 6, 6}));
+  const BuildStatistics stats = Build(*index, Cut(keys, {2, 2, 5}), Cut(values, {1, 6, 6}));
   EXPECT_EQ(stats.unique_keys, 5u);
   EXPECT_EQ(stats.duplicate_rows, 3u);
   EXPECT_EQ(index->built_rows(), 8u);
@@ -156,7 +155,8 @@ TEST_P(BuildLookupTest, OverflowAtTheProbeBound) {
   EXPECT_EQ(out.statistics.max_probes, 2u);
   for (size_t i = 0; i < keys.size(); ++i) {
     EXPECT_LE(out.probes[i], 2u);
-    if (!out.found[i]) EXPECT_EQ(out.probes[i], 2u) << "a miss in a full probe window uses the bound";
+    if (!out.found[i])
+      EXPECT_EQ(out.probes[i], 2u) << "a miss in a full probe window uses the bound";
   }
   if (IsCpu()) EXPECT_THAT(out.found, ElementsAre(1, 1, 0, 0));
 }

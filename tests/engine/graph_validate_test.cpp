@@ -78,7 +78,8 @@ TEST_F(GraphValidateTest, UnbuiltIndexIsAFailedPrecondition) {
   g.Add(n);
   const absl::Status status = g.Validate();
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
-  EXPECT_THAT(std::string(status.message()), HasSubstr("node 0 (lookup): index has not been built"));
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("node 0 (lookup): index has not been built"));
   // A build earlier in the same graph satisfies the precondition.
   CommandGraph g2;
   g2.Add(BuildIndexNode{unbuilt_.get(), One(right_), std::nullopt, 0, nullptr});
@@ -140,7 +141,8 @@ TEST_F(GraphValidateTest, JoinShapeErrors) {
     join.index = index_.get();
     join.batches.push_back(JoinBatch{One(keys), {}, 0, l, r, &result, {}, {}});
     g.Add(join);
-    ExpectInvalid(g, {"node 0 (join) batch 0", "out_left_rows has 4 rows but out_right_rows has 3"});
+    ExpectInvalid(g,
+                  {"node 0 (join) batch 0", "out_left_rows has 4 rows but out_right_rows has 3"});
   }
   {
     CommandGraph g;

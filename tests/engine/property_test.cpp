@@ -19,8 +19,8 @@
 namespace gpujoin::engine::testing {
 namespace {
 
-constexpr uint32_t kSeeds[] = {1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610, 987,
-                               1597, 2584, 4181, 6765, 10946};
+constexpr uint32_t kSeeds[] = {1,   2,   3,   5,   8,   13,   21,   34,   55,   89,
+                               144, 233, 377, 610, 987, 1597, 2584, 4181, 6765, 10946};
 
 class PropertyTest : public BackendTest {};
 
@@ -259,8 +259,13 @@ TEST_P(PropertyTest, JoinMatchesTheModel) {
       out_l[b].assign(cap, 0);
       out_r[b].assign(cap, 0);
       join.batches.push_back(JoinBatch{Cut(left[b], RandomCuts(rng, left[b].size(), 4)),
-                                       left_rows[b], first[b], out_l[b], out_r[b], &results[b],
-                                       {}, {}});
+                                       left_rows[b],
+                                       first[b],
+                                       out_l[b],
+                                       out_r[b],
+                                       &results[b],
+                                       {},
+                                       {}});
     }
     CommandGraph g;
     g.Add(join);
@@ -271,8 +276,8 @@ TEST_P(PropertyTest, JoinMatchesTheModel) {
       for (size_t i = 0; i < left[b].size(); ++i) {
         const auto it = model.find(left[b][i]);
         if (it == model.end()) continue;
-        const uint32_t lr = left_rows[b].empty() ? first[b] + static_cast<uint32_t>(i)
-                                                 : left_rows[b][i];
+        const uint32_t lr =
+            left_rows[b].empty() ? first[b] + static_cast<uint32_t>(i) : left_rows[b][i];
         pairs.emplace_back(lr, it->second);
       }
       EXPECT_EQ(results[b].count, pairs.size());

@@ -45,8 +45,7 @@ class BackendTest : public ::testing::TestWithParam<BackendParam> {
 
   /// Builds `index` from chunked keys (and optional chunked values).
   BuildStatistics Build(HashIndex& index, const ChunkedU32& keys,
-                        std::optional<ChunkedU32> values = std::nullopt,
-                        uint32_t first_value = 0);
+                        std::optional<ChunkedU32> values = std::nullopt, uint32_t first_value = 0);
 
   struct LookupOut {
     std::vector<uint32_t> values;

@@ -35,19 +35,19 @@ absl::Status AggregationAccumulator::Merge(std::span<const uint32_t> counts,
                                            std::span<const float> values) {
   const std::string_view name = AggregateOpName(op_);
   if (counts.size() != groups_) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(std::string(name), " partial: counts has ", counts.size(),
-                     " groups but the accumulator has ", groups_));
+    return absl::InvalidArgumentError(absl::StrCat(std::string(name), " partial: counts has ",
+                                                   counts.size(),
+                                                   " groups but the accumulator has ", groups_));
   }
   if (op_ == AggregateOp::kCount) {
     if (!values.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "count partial: values must be empty, got ", values.size(), " entries"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("count partial: values must be empty, got ", values.size(), " entries"));
     }
   } else if (values.size() != groups_) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(std::string(name), " partial: values has ", values.size(),
-                     " groups but the accumulator has ", groups_));
+    return absl::InvalidArgumentError(absl::StrCat(std::string(name), " partial: values has ",
+                                                   values.size(),
+                                                   " groups but the accumulator has ", groups_));
   }
   for (uint32_t g = 0; g < groups_; ++g) counts_[g] += counts[g];  // wraps mod 2^32
   switch (op_) {

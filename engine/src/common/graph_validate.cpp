@@ -100,8 +100,9 @@ absl::Status CheckReadableIndex(const std::string& where, const HashIndex* index
   if (index == nullptr) return Invalid(where, "index is null");
   if (!index->built() && !built_earlier.count(index)) {
     return absl::FailedPreconditionError(
-        absl::StrCat(where, ": index has not been built (no build ran on it, in this graph or "
-                            "before)"));
+        absl::StrCat(where,
+                     ": index has not been built (no build ran on it, in this graph or "
+                     "before)"));
   }
   if (max_probe_count > index->spec().capacity) {
     return Invalid(where, absl::StrCat("max_probe_count ", max_probe_count,
@@ -117,8 +118,8 @@ class Validator {
     if (n.index == nullptr) return Invalid(where, "index is null");
     const size_t rows = TotalRows(n.keys);
     if (n.values.has_value() && TotalRows(*n.values) != rows) {
-      return Invalid(where, absl::StrCat("values have ", TotalRows(*n.values),
-                                         " rows but keys have ", rows));
+      return Invalid(
+          where, absl::StrCat("values have ", TotalRows(*n.values), " rows but keys have ", rows));
     }
     if (rows > kMaxRows) return TooManyRows(where, "keys", rows);
     ranges_.ReadChunks(n.keys, absl::StrCat(where, " keys"));
@@ -181,10 +182,10 @@ class Validator {
                                         " rows but keys have ", rows));
       }
       if (batch.out_left_rows.size() != batch.out_right_rows.size()) {
-        return Invalid(bw, absl::StrCat("out_left_rows has ", batch.out_left_rows.size(),
-                                        " rows but out_right_rows has ",
-                                        batch.out_right_rows.size(),
-                                        " (both are the pair capacity)"));
+        return Invalid(bw,
+                       absl::StrCat("out_left_rows has ", batch.out_left_rows.size(),
+                                    " rows but out_right_rows has ", batch.out_right_rows.size(),
+                                    " (both are the pair capacity)"));
       }
       if (batch.result == nullptr) return Invalid(bw, "result is null (it is required)");
       GPUJOIN_RETURN_IF_ERROR(CheckOptionalAligned(bw, "found", batch.found, rows, "keys"));
@@ -209,8 +210,8 @@ class Validator {
     size_t groups = 0;
     if (n.op == AggregateOp::kCount) {
       if (value_rows != 0) {
-        return Invalid(where, absl::StrCat("values must be empty for count, got ", value_rows,
-                                           " rows"));
+        return Invalid(where,
+                       absl::StrCat("values must be empty for count, got ", value_rows, " rows"));
       }
       if (!n.value_output.empty()) {
         return Invalid(where, absl::StrCat("value_output must be empty for count (use "
@@ -223,13 +224,13 @@ class Validator {
       groups = n.count_output.size();
     } else {
       if (value_rows != rows) {
-        return Invalid(where, absl::StrCat("values have ", value_rows, " rows but keys have ",
-                                           rows, " (", op, " needs one value per key)"));
+        return Invalid(where, absl::StrCat("values have ", value_rows, " rows but keys have ", rows,
+                                           " (", op, " needs one value per key)"));
       }
       if (!n.count_output.empty()) {
-        return Invalid(where, absl::StrCat("count_output must be empty for ", op,
-                                           " (use value_output), got ", n.count_output.size(),
-                                           " rows"));
+        return Invalid(
+            where, absl::StrCat("count_output must be empty for ", op, " (use value_output), got ",
+                                n.count_output.size(), " rows"));
       }
       if (n.value_output.empty()) {
         return Invalid(where, "value_output is empty: it must hold at least one group");
@@ -240,8 +241,8 @@ class Validator {
       return Invalid(where, absl::StrCat("output has ", groups, " groups; at most 2^32 allowed"));
     }
     if (n.mask.has_value() && TotalRows(*n.mask) != rows) {
-      return Invalid(where, absl::StrCat("mask has ", TotalRows(*n.mask), " rows but keys have ",
-                                         rows));
+      return Invalid(where,
+                     absl::StrCat("mask has ", TotalRows(*n.mask), " rows but keys have ", rows));
     }
     GPUJOIN_RETURN_IF_ERROR(
         CheckOptionalAligned(where, "contributing_rows", n.contributing_rows, groups, "outputs"));
@@ -296,8 +297,8 @@ class Validator {
 absl::Status CommandGraph::Validate() const {
   Validator v;
   for (size_t i = 0; i < nodes_.size(); ++i) {
-    GPUJOIN_RETURN_IF_ERROR(std::visit([&](const auto& node) { return v.Visit(i, node); },
-                                       nodes_[i]));
+    GPUJOIN_RETURN_IF_ERROR(
+        std::visit([&](const auto& node) { return v.Visit(i, node); }, nodes_[i]));
   }
   return v.CheckAliasing();
 }

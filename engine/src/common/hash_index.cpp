@@ -32,14 +32,14 @@ uint64_t HashIndexSpec::TableBytes() const {
 
 absl::StatusOr<uint32_t> CapacityForRows(uint64_t expected_rows, double target_load_factor) {
   if (!(target_load_factor > 0.0 && target_load_factor <= 1.0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "target_load_factor must be in (0, 1], got ", target_load_factor));
+    return absl::InvalidArgumentError(
+        absl::StrCat("target_load_factor must be in (0, 1], got ", target_load_factor));
   }
   const double needed = std::ceil(static_cast<double>(expected_rows) / target_load_factor);
   if (needed > static_cast<double>(kMaxCapacity)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "expected_rows ", expected_rows, " at load factor ", target_load_factor,
-        " needs more than the maximum capacity 2^31"));
+    return absl::InvalidArgumentError(absl::StrCat("expected_rows ", expected_rows,
+                                                   " at load factor ", target_load_factor,
+                                                   " needs more than the maximum capacity 2^31"));
   }
   const uint64_t slots = std::max<uint64_t>(1, static_cast<uint64_t>(needed));
   return static_cast<uint32_t>(std::bit_ceil(slots));

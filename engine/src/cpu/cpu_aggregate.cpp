@@ -110,9 +110,8 @@ void RunStriped(const AggregateNode& node, size_t rows, size_t groups, ThreadPoo
   const std::vector<size_t> bounds = SplitRows(rows, stripes, 1);
   const size_t parts = bounds.size() - 1;
   std::vector<Partial> partial(parts, Partial(node.op, groups));
-  pool.ParallelFor(parts, [&](size_t s) {
-    Accumulate(node, bounds[s], bounds[s + 1], 0, groups, partial[s]);
-  });
+  pool.ParallelFor(
+      parts, [&](size_t s) { Accumulate(node, bounds[s], bounds[s + 1], 0, groups, partial[s]); });
   Partial& total = partial[0];
   for (size_t s = 1; s < parts; ++s) {
     for (size_t g = 0; g < groups; ++g) {

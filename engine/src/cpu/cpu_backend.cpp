@@ -48,9 +48,9 @@ absl::StatusOr<Index*> AsCpuIndex(Index* index, size_t node, std::string_view ki
   using Target = std::conditional_t<std::is_const_v<Index>, const CpuHashIndex, CpuHashIndex>;
   auto* cpu = dynamic_cast<Target*>(index);
   if (cpu == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "node ", node, " (", std::string(kind), "): index belongs to the ",
-        std::string(BackendKindName(index->backend())), " backend, not cpu"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("node ", node, " (", std::string(kind), "): index belongs to the ",
+                     std::string(BackendKindName(index->backend())), " backend, not cpu"));
   }
   return cpu;
 }
@@ -74,16 +74,14 @@ class CpuBackend final : public Backend {
     const uint64_t bytes = uint64_t{spec.capacity} * 2 * sizeof(uint32_t);
     const uint64_t total = PhysicalMemoryBytes(_SC_PHYS_PAGES);
     if (total != 0 && bytes > total) {
-      return absl::ResourceExhaustedError(absl::StrCat("index of capacity ", spec.capacity,
-                                                       " needs ", bytes,
-                                                       " bytes; the host has ", total));
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "index of capacity ", spec.capacity, " needs ", bytes, " bytes; the host has ", total));
     }
     try {
       return std::unique_ptr<HashIndex>(std::make_unique<CpuHashIndex>(spec));
     } catch (const std::bad_alloc&) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("index of capacity ", spec.capacity, ": host allocation of ", bytes,
-                       " bytes failed"));
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "index of capacity ", spec.capacity, ": host allocation of ", bytes, " bytes failed"));
     }
   }
 

@@ -19,16 +19,21 @@ void InsertRow(CpuHashIndex& index, uint32_t key, uint32_t value, uint32_t bound
                BuildStatistics& s) {
   uint32_t probes = 0;
   switch (index.Insert(key, value, bound, probes)) {
-    case InsertOutcome::kUnique: ++s.unique_keys; break;
-    case InsertOutcome::kDuplicate: ++s.duplicate_rows; break;
-    case InsertOutcome::kOverflow: ++s.overflow_rows; break;
+    case InsertOutcome::kUnique:
+      ++s.unique_keys;
+      break;
+    case InsertOutcome::kDuplicate:
+      ++s.duplicate_rows;
+      break;
+    case InsertOutcome::kOverflow:
+      ++s.overflow_rows;
+      break;
   }
   s.total_probes += probes;
   s.max_probes = std::max<uint64_t>(s.max_probes, probes);
 }
 
-void Finish(CpuHashIndex& index, const BuildStatistics& s, uint64_t rows,
-            BuildStatistics* out) {
+void Finish(CpuHashIndex& index, const BuildStatistics& s, uint64_t rows, BuildStatistics* out) {
   index.RecordBuild(s, rows);
   if (out != nullptr) *out = s;
 }
