@@ -13,6 +13,7 @@
 #include <fstream>
 #include <future>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "gpujoin/engine/backend.hpp"
@@ -1007,18 +1008,150 @@ TEST_F(AuthTest, CallsNeedTheBearerToken) {
   EXPECT_EQ(MetricValue(Metrics(), "gpujoin_rpc_errors_total{code=\"UNAUTHENTICATED\",rpc=\"Lookup\"}"), 1);
 }
 
-TEST(ServerStartup, BadFlagsAndUnusableFilesFailClearly) {
-  // Exec directly: a bad flag exits 2 with a message naming it.
+TEST_F(ServerTest, BatchModeAndExplicitValuesBuildsMatchTheEngine) {
+  // Batch mode: chunks with their own row bases and validity masks.
+  const std::vector<uint32_t> k0 = {5, 6, 7, 5}, k1 = {7, 8, 9}, m1 = {1, 0, 1};
+  v1::BuildIndexRequest spec = SpecMsg("batch", 32);
+  spec.mutable_spec()->set_batch_mode(true);
+  v1::BuildIndexRequest c0 = ChunkMsg(k0);
+  c0.mutable_chunk()->set_row_base(1000);
+  v1::BuildIndexRequest c1 = ChunkMsg(k1);
+  c1.mutable_chunk()->set_row_base(2000);
+  *c1.mutable_chunk()->mutable_validity()->mutable_packed() = PackColumn<uint32_t>(m1);
+  v1::BuildIndexResponse resp;
+  grpc::Status s = Build(*stub_, {spec, c0, c1}, &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_TRUE(resp.index().batch_mode());
+
+  auto direct = backend_->CreateIndex(engine::HashIndexSpec{32, 0});
+  ASSERT_TRUE(direct.ok());
+  engine::BuildStatistics expected;
+  {
+    engine::CommandGraph g;
+    engine::BuildBatchIndexNode node;
+    node.index = direct->get();
+    node.chunks = {engine::BatchChunk{k0, 1000, {}}, engine::BatchChunk{k1, 2000, m1}};
+    node.statistics = &expected;
+    g.Add(std::move(node));
+    ASSERT_TRUE(backend_->Run(g).ok());
+  }
+  EXPECT_EQ(resp.index().statistics().unique_keys(), expected.unique_keys);
+  EXPECT_EQ(resp.index().statistics().duplicate_rows(), expected.duplicate_rows);
+  EXPECT_EQ(resp.index().statistics().invalid_rows(), expected.invalid_rows);
+  EXPECT_EQ(expected.invalid_rows, 1u);
+  const std::vector<uint32_t> q = {5, 6, 7, 8, 9};
+  auto [r, ls] = Lookups(*stub_, {LookupMsg("batch", q)});
+  ASSERT_TRUE(ls.ok());
+  std::vector<uint32_t> values(q.size());
+  {
+    engine::CommandGraph g;
+    engine::LookupNode node;
+    node.index = direct->get();
+    node.keys = {q};
+    node.values = values;
+    g.Add(std::move(node));
+    ASSERT_TRUE(backend_->Run(g).ok());
+  }
+  EXPECT_EQ(UnpackColumn<uint32_t>(r[0].values()), values);
+  EXPECT_EQ(values[0], 1000u);  // earliest row wins
+  EXPECT_EQ(values[3], 0xffffffffu);  // masked out
+
+  // Explicit values whose chunk boundaries differ from the keys'.
+  v1::BuildIndexRequest ev = SpecMsg("explicit", 16);
+  ev.mutable_spec()->set_explicit_values(true);
+  v1::BuildIndexRequest a = ChunkMsg({1, 2, 3});
+  a.mutable_chunk()->mutable_values()->mutable_values()->add_v(11);
+  v1::BuildIndexRequest b;
+  b.mutable_chunk()->mutable_values()->mutable_values()->add_v(22);
+  b.mutable_chunk()->mutable_values()->mutable_values()->add_v(33);
+  v1::BuildIndexRequest c = ChunkMsg({2, 4});
+  *c.mutable_chunk()->mutable_values()->mutable_packed() = PackColumn<uint32_t>(std::vector<uint32_t>{44, 55});
+  ASSERT_TRUE(Build(*stub_, {ev, a, b, c}, &resp).ok());
+  EXPECT_EQ(resp.index().statistics().duplicate_rows(), 1u);
+  auto [e, es] = Lookups(*stub_, {LookupMsg("explicit", {1, 2, 3, 4})});
+  ASSERT_TRUE(es.ok());
+  EXPECT_EQ(UnpackColumn<uint32_t>(e[0].values()), (std::vector<uint32_t>{11, 22, 33, 55}));
+}
+
+class FlowControlTest : public ServerTest {
+ protected:
+  std::vector<std::string> Args() override { return {"--max-inflight-per-stream=2"}; }
+};
+
+TEST_F(FlowControlTest, ManyBatchesThroughASmallWindowAllAnswerInOrder) {
+  v1::BuildIndexResponse resp;
+  ASSERT_TRUE(Build(*stub_, {SpecMsg("w", 64, 7), ChunkMsg({1, 2, 3})}, &resp).ok());
+  std::vector<v1::LookupRequest> reqs;
+  for (uint64_t i = 0; i < 300; ++i) reqs.push_back(LookupMsg(i % 7 == 3 ? "nope" : "w", {2}, i));
+  auto [r, s] = Lookups(*stub_, reqs);
+  ASSERT_TRUE(s.ok());
+  ASSERT_EQ(r.size(), reqs.size());
+  for (uint64_t i = 0; i < r.size(); ++i) {
+    EXPECT_EQ(r[i].batch_id(), i);
+    EXPECT_EQ(r[i].has_error(), i % 7 == 3) << i;
+  }
+  grpc::ClientContext ctx;
+  v1::GetServerInfoResponse info;
+  ASSERT_TRUE(stub_->GetServerInfo(&ctx, v1::GetServerInfoRequest(), &info).ok());
+  EXPECT_EQ(info.max_inflight_batches_per_stream(), 2u);
+}
+
+class TlsTest : public ServerTest {
+ protected:
+  std::vector<std::string> Args() override {
+    return {std::string("--tls-cert=") + GPUJOIN_SERVER_TESTDATA + "/server.pem",
+            std::string("--tls-key=") + GPUJOIN_SERVER_TESTDATA + "/server.key"};
+  }
+};
+
+TEST_F(TlsTest, ServesTlsOnly) {
+  std::ifstream in(std::string(GPUJOIN_SERVER_TESTDATA) + "/server.pem");
+  std::stringstream pem;
+  pem << in.rdbuf();
+  grpc::SslCredentialsOptions options;
+  options.pem_root_certs = pem.str();
+  auto tls = v1::GpuJoin::NewStub(
+      grpc::CreateChannel(server_->grpc_address(), grpc::SslCredentials(options)));
+  {
+    grpc::ClientContext ctx;
+    v1::GetServerInfoResponse info;
+    grpc::Status s = tls->GetServerInfo(&ctx, v1::GetServerInfoRequest(), &info);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    EXPECT_TRUE(info.serving());
+  }
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  v1::GetServerInfoResponse info;
+  EXPECT_EQ(stub_->GetServerInfo(&ctx, v1::GetServerInfoRequest(), &info).error_code(),
+            grpc::StatusCode::UNAVAILABLE);  // plaintext client against a TLS server
+}
+
+// Runs gpujoind with `args` to completion; returns its exit code and output.
+std::pair<int, std::string> RunGpujoind(const std::string& args) {
   const char* binary = std::getenv("GPUJOIND");
-  ASSERT_NE(binary, nullptr);
-  const std::string cmd = std::string(binary) + " --device-memory-limit=12Q 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  char buf[512] = {0};
-  const size_t n = fread(buf, 1, sizeof buf - 1, p);
+  if (binary == nullptr) return {-1, "GPUJOIND not set"};
+  FILE* p = popen((std::string(binary) + " " + args + " 2>&1").c_str(), "r");
+  if (p == nullptr) return {-1, "popen failed"};
+  std::string out;
+  char buf[512];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
   const int status = pclose(p);
-  EXPECT_EQ(WEXITSTATUS(status), 2);
-  EXPECT_THAT(std::string(buf, n), HasSubstr("--device-memory-limit"));
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+TEST(ServerStartup, BadFlagsAndUnusableFilesFailClearly) {
+  auto [code, out] = RunGpujoind("--device-memory-limit=12Q");
+  EXPECT_EQ(code, 2);
+  EXPECT_THAT(out, HasSubstr("--device-memory-limit"));
+  std::tie(code, out) = RunGpujoind(
+      "--listen=127.0.0.1:0 --metrics-listen=none --backend=cpu "
+      "--auth-token-file=/nonexistent/gpujoin-token");
+  EXPECT_EQ(code, 1);
+  EXPECT_THAT(out, HasSubstr("--auth-token-file: cannot read \"/nonexistent/gpujoin-token\""));
+  std::tie(code, out) = RunGpujoind("--help");
+  EXPECT_EQ(code, 0);
+  EXPECT_THAT(out, HasSubstr("--max-message-bytes"));
 }
 
 }  // namespace
