@@ -116,6 +116,9 @@ size_t Col(const CsvRow& header, const std::string& name) {
 class CliEndToEnd : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
+    // The CLI reads these; the tests pass everything explicitly.
+    unsetenv("GPUJOIN_SERVER");
+    unsetenv("GPUJOIN_TOKEN");
     dir_ = fs::temp_directory_path() / ("gpujoin_cli_e2e_" + std::to_string(getpid()));
     fs::create_directories(dir_);
     server_ = new ServerProcess(kServer, dir_, kToken);
@@ -650,6 +653,7 @@ TEST_F(CliEndToEnd, UsageErrorsExitTwo) {
 // TLS: a throw-away self-signed certificate (made with the openssl tool) for
 // localhost / 127.0.0.1; the CLI trusts it through --tls-ca.
 TEST(CliTls, ConnectsWithTheServersCaAndRejectsPlaintext) {
+  unsetenv("GPUJOIN_TOKEN");
   const fs::path dir = fs::temp_directory_path() / ("gpujoin_cli_tls_" + std::to_string(getpid()));
   fs::create_directories(dir);
   const std::string cert = (dir / "cert.pem").string(), key = (dir / "key.pem").string();

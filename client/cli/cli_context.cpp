@@ -1,0 +1,141 @@
+#include "cli_context.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "progress.hpp"
+
+namespace gpujoin::cli {
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+extern "C" void OnSigint(int) {
+  if (g_interrupted.exchange(true)) _exit(130);
+}
+
+std::string TrimLine(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  while (!s.empty() && s.front() == ' ') s.erase(s.begin());
+  return s;
+}
+
+}  // namespace
+
+void UsageFail(std::string message) { throw CliError{kExitUsage, std::move(message)}; }
+
+void RpcFail(const absl::Status& s, std::string_view what) {
+  throw CliError{kExitRpc, absl::StrCat(std::string(what), ": ", absl::StatusCodeToString(s.code()),
+                                        ": ", std::string(s.message()))};
+}
+
+void InstallSigintHandler() { std::signal(SIGINT, OnSigint); }
+bool Interrupted() { return g_interrupted.load(); }
+
+std::unique_ptr<client::Client> Connect(const Globals& g) {
+  client::ConnectOptions o;
+  o.address = g.server;
+  o.token = g.token;
+  if (!g.token_file.empty()) {
+    std::ifstream in(g.token_file);
+    if (!in) UsageFail(absl::StrCat(g.token_file, ": cannot read the token file"));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    o.token = TrimLine(ss.str());
+    if (o.token.empty()) UsageFail(absl::StrCat(g.token_file, ": the token file is empty"));
+  }
+  o.tls_ca_file = g.tls_ca;
+  o.tls_server_name = g.tls_server_name;
+  if (g.timeout_s < 0) UsageFail("--timeout must not be negative");
+  o.deadline = std::chrono::milliseconds(static_cast<int64_t>(g.timeout_s * 1000));
+  auto c = client::Client::Connect(o);
+  if (!c.ok()) UsageFail(std::string(c.status().message()));
+  return *std::move(c);
+}
+
+client::StreamOptions Streaming(const Globals& g) {
+  client::StreamOptions s;
+  s.max_in_flight = g.in_flight;
+  s.cancelled = [] { return Interrupted(); };
+  return s;
+}
+
+Table Load(const Globals& g, const std::string& path) {
+  InputFormat f = InputOrDie(ParseInputFormat(g.input_format));
+  return InputOrDie(ReadTable(path, f));
+}
+
+bool ProgressEnabled(const Globals& g) { return !g.quiet && !g.json && StderrIsTerminal(); }
+
+void Note(const Globals& g, const std::string& line) {
+  if (!g.quiet && !g.json) std::cerr << line << '\n';
+}
+
+std::string Fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*f", digits, v);
+  return buf;
+}
+
+std::string Percent(uint64_t part, uint64_t whole) {
+  return whole ? Fixed(100.0 * static_cast<double>(part) / static_cast<double>(whole), 2) + "%"
+               : "n/a";
+}
+
+void EmitRows(const Globals& g, Json summary, const ResultTable& rows, const std::string& out) {
+  std::string error;
+  if (!out.empty()) {
+    if (!WriteResultFile(out, rows, &error)) UsageFail(error);
+  }
+  if (g.json) {
+    if (out.empty()) {
+      summary["columns"] = rows.columns;
+      summary["rows"] = RowsToJson(rows);
+    } else {
+      summary["out"] = out;
+      summary["rows_written"] = rows.rows.size();
+    }
+    std::cout << summary.dump(2) << '\n';
+    return;
+  }
+  if (out.empty()) {
+    if (StdoutIsTerminal() && rows.rows.size() <= 200) {
+      WriteAligned(std::cout, rows);
+    } else {
+      WriteDelimited(std::cout, rows, ',');
+    }
+    std::cout.flush();
+    if (!std::cout) UsageFail("<stdout>: write failed");
+  }
+}
+
+ResultTable StartFrom(const Table& t) {
+  ResultTable r;
+  for (const auto& h : t.header) r.AddColumn(h, ColumnKind::kString);
+  return r;
+}
+
+Json StatsJson(const client::QueryStatistics& s) {
+  return Json{{"found", s.found},
+              {"missing", s.missing},
+              {"total_probes", s.total_probes},
+              {"max_probes", s.max_probes}};
+}
+
+std::string StatsLine(const client::QueryStatistics& s) {
+  const uint64_t n = s.found + s.missing;
+  return absl::StrCat(s.found, " of ", n, " keys found (", Percent(s.found, n), "), avg probes ",
+                      n ? Fixed(static_cast<double>(s.total_probes) / static_cast<double>(n), 2)
+                        : std::string("0"),
+                      ", max ", s.max_probes);
+}
+
+}  // namespace gpujoin::cli

@@ -1,0 +1,237 @@
+// gpujoin index build|ls|describe|drop, with the build health verdict.
+#include "commands.hpp"
+
+#include <algorithm>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "columns.hpp"
+#include "progress.hpp"
+
+namespace gpujoin::cli {
+namespace {
+
+Json IndexJson(const client::IndexInfo& i) {
+  const auto& s = i.statistics;
+  return Json{{"name", i.name},
+              {"version", i.version},
+              {"rows", i.rows},
+              {"capacity", i.capacity},
+              {"max_probe_count", i.max_probe_count},
+              {"first_value", i.first_value},
+              {"explicit_values", i.explicit_values},
+              {"batch_mode", i.batch_mode},
+              {"statistics",
+               Json{{"unique_keys", s.unique_keys},
+                    {"duplicate_rows", s.duplicate_rows},
+                    {"overflow_rows", s.overflow_rows},
+                    {"invalid_rows", s.invalid_rows},
+                    {"total_probes", s.total_probes},
+                    {"max_probes", s.max_probes}}},
+              {"load_factor", i.load_factor},
+              {"device_bytes", i.device_bytes},
+              {"build_seconds", i.build_seconds},
+              {"backend", i.backend},
+              {"built_unix_millis", i.built_unix_millis}};
+}
+
+// The health verdict of a build: warnings for lost keys and slow probing,
+// notes for expected-but-noteworthy facts.
+struct Verdict {
+  std::string level = "ok";  // ok | note | warning
+  std::vector<std::string> messages;
+};
+
+double AverageProbes(const client::IndexInfo& i) {
+  const auto& s = i.statistics;
+  const uint64_t probed = i.rows - std::min(i.rows, s.invalid_rows);
+  return probed ? static_cast<double>(s.total_probes) / static_cast<double>(probed) : 0.0;
+}
+
+Verdict Judge(const client::IndexInfo& i) {
+  Verdict v;
+  const auto& s = i.statistics;
+  auto warn = [&](std::string m) {
+    v.level = "warning";
+    v.messages.push_back(std::move(m));
+  };
+  auto note = [&](std::string m) {
+    if (v.level == "ok") v.level = "note";
+    v.messages.push_back(std::move(m));
+  };
+  if (s.overflow_rows > 0) {
+    warn(absl::StrCat(s.overflow_rows,
+                      " rows overflowed: their keys found no slot within the probe bound and are "
+                      "NOT in the index; rebuild with a larger --capacity or --max-probes"));
+  }
+  const double avg = AverageProbes(i);
+  if (avg > 4.0) {
+    warn(absl::StrCat("high average probe count ", Fixed(avg, 2),
+                      " per row; a lower load factor (larger --capacity) makes lookups faster"));
+  }
+  if (i.load_factor > 0.9) {
+    warn(absl::StrCat("load factor ", Fixed(i.load_factor, 2), " is above 0.9"));
+  }
+  if (s.duplicate_rows > 0) {
+    note(absl::StrCat(s.duplicate_rows,
+                      " duplicate-key rows: for each key the lowest source row's value wins"));
+  }
+  if (s.invalid_rows > 0) {
+    note(absl::StrCat(s.invalid_rows,
+                      " rows hold the reserved key 4294967295 (0xffffffff) and were skipped"));
+  }
+  return v;
+}
+
+void PrintIndex(std::ostream& os, const client::IndexInfo& i) {
+  const auto& s = i.statistics;
+  os << "index        " << i.name << " (version " << i.version << ", " << i.backend << ")\n";
+  os << "rows         " << i.rows << "\n";
+  os << "unique keys  " << s.unique_keys << "\n";
+  os << "duplicates   " << s.duplicate_rows << "\n";
+  os << "overflow     " << s.overflow_rows << "\n";
+  os << "invalid      " << s.invalid_rows << "\n";
+  os << "capacity     " << i.capacity << " slots, load factor " << Fixed(i.load_factor, 3)
+     << "\n";
+  os << "probes       avg " << Fixed(AverageProbes(i), 2) << ", max " << s.max_probes
+     << " (bound " << i.max_probe_count << ")\n";
+  os << "values       "
+     << (i.explicit_values ? std::string("explicit")
+                           : absl::StrCat("row IDs from ", i.first_value))
+     << "\n";
+  os << "memory       " << FormatBytes(static_cast<double>(i.device_bytes)) << "\n";
+  os << "build time   " << Fixed(i.build_seconds * 1000, 3) << " ms\n";
+}
+
+}  // namespace
+
+int CmdIndexBuild(const Globals& g, const BuildArgs& a) {
+  if (!a.value.empty() && a.row_ids) UsageFail("index build: --value and --row-ids exclude each other");
+  if (a.first_row != 0 && !a.value.empty()) UsageFail("index build: --first-row needs --row-ids");
+  if (a.capacity != 0 && a.load_factor != 0) {
+    UsageFail("index build: --capacity and --load-factor exclude each other");
+  }
+  if (a.capacity != 0 && (a.capacity & (a.capacity - 1)) != 0) {
+    UsageFail(absl::StrCat("index build: --capacity must be a power of two, got ", a.capacity));
+  }
+  if (a.load_factor < 0 || a.load_factor > 1) {
+    UsageFail(absl::StrCat("index build: --load-factor must be in (0, 1], got ",
+                           Fixed(a.load_factor, 3)));
+  }
+  Table t = Load(g, a.from);
+  std::vector<uint32_t> keys = InputOrDie(KeyColumn(t, a.key));
+  std::vector<uint32_t> values;
+  if (!a.value.empty()) values = InputOrDie(KeyColumn(t, a.value));
+
+  auto c = Connect(g);
+  client::IndexSpec spec;
+  spec.name = a.name;
+  spec.capacity = a.capacity;
+  if (a.capacity == 0) {
+    spec.expected_rows = keys.size();
+    spec.target_load_factor = a.load_factor;
+  }
+  spec.max_probe_count = a.max_probes;
+  spec.first_value = a.first_row;
+  spec.explicit_values = !a.value.empty();
+  spec.replace = a.replace;
+  ProgressBar bar("upload " + a.name, ProgressEnabled(g));
+  client::IndexInfo info = RpcOrDie(
+      c->BuildIndexFromColumns(spec, keys, values, g.batch_rows,
+                               [&](const client::Progress& p) {
+                                 bar.Update(p.rows_sent, p.total_rows, p.bytes_sent);
+                               }),
+      absl::StrCat("index build ", a.name));
+  bar.Done();
+  Verdict v = Judge(info);
+  if (g.json) {
+    std::cout << Json{{"index", IndexJson(info)},
+                      {"source", t.source},
+                      {"health", Json{{"verdict", v.level}, {"messages", v.messages}}}}
+                     .dump(2)
+              << '\n';
+    return kExitOk;
+  }
+  if (!g.quiet) {
+    std::cout << "built from " << t.source << " (key " << a.key << ", values "
+              << (a.value.empty() ? absl::StrCat("row IDs from ", a.first_row)
+                                  : absl::StrCat("column ", a.value))
+              << ")\n";
+    PrintIndex(std::cout, info);
+    std::cout << "health       " << v.level << "\n";
+    for (const auto& m : v.messages) std::cout << "  " << v.level << ": " << m << "\n";
+  } else if (v.level == "warning") {
+    for (const auto& m : v.messages) std::cerr << "gpujoin: warning: " << m << "\n";
+  }
+  return kExitOk;
+}
+
+int CmdIndexLs(const Globals& g) {
+  auto c = Connect(g);
+  std::vector<client::IndexInfo> list = RpcOrDie(c->ListIndexes(), "index ls");
+  std::sort(list.begin(), list.end(),
+            [](const auto& x, const auto& y) { return x.name < y.name; });
+  if (g.json) {
+    Json a = Json::array();
+    for (const auto& i : list) a.push_back(IndexJson(i));
+    std::cout << Json{{"indexes", a}}.dump(2) << '\n';
+    return kExitOk;
+  }
+  ResultTable t;
+  t.AddColumn("name", ColumnKind::kString);
+  t.AddColumn("version", ColumnKind::kNumber);
+  t.AddColumn("rows", ColumnKind::kNumber);
+  t.AddColumn("unique_keys", ColumnKind::kNumber);
+  t.AddColumn("capacity", ColumnKind::kNumber);
+  t.AddColumn("load_factor", ColumnKind::kNumber);
+  t.AddColumn("overflow_rows", ColumnKind::kNumber);
+  t.AddColumn("max_probes", ColumnKind::kNumber);
+  t.AddColumn("device_bytes", ColumnKind::kNumber);
+  t.AddColumn("backend", ColumnKind::kString);
+  for (const auto& i : list) {
+    t.rows.push_back({i.name, std::to_string(i.version), std::to_string(i.rows),
+                      std::to_string(i.statistics.unique_keys), std::to_string(i.capacity),
+                      Fixed(i.load_factor, 3), std::to_string(i.statistics.overflow_rows),
+                      std::to_string(i.statistics.max_probes), std::to_string(i.device_bytes),
+                      i.backend});
+  }
+  EmitRows(g, Json::object(), t, "");
+  return kExitOk;
+}
+
+int CmdIndexDescribe(const Globals& g, const std::string& name) {
+  auto c = Connect(g);
+  client::IndexInfo info = RpcOrDie(c->DescribeIndex(name), absl::StrCat("index describe ", name));
+  Verdict v = Judge(info);
+  if (g.json) {
+    std::cout << Json{{"index", IndexJson(info)},
+                      {"health", Json{{"verdict", v.level}, {"messages", v.messages}}}}
+                     .dump(2)
+              << '\n';
+    return kExitOk;
+  }
+  PrintIndex(std::cout, info);
+  std::cout << "health       " << v.level << "\n";
+  for (const auto& m : v.messages) std::cout << "  " << v.level << ": " << m << "\n";
+  return kExitOk;
+}
+
+int CmdIndexDrop(const Globals& g, const std::string& name) {
+  auto c = Connect(g);
+  client::DropResult r = RpcOrDie(c->DropIndex(name), absl::StrCat("index drop ", name));
+  if (g.json) {
+    std::cout << Json{{"dropped", name},
+                      {"dropped_version", r.dropped_version},
+                      {"freed_bytes", r.freed_bytes}}
+                     .dump(2)
+              << '\n';
+  } else if (!g.quiet) {
+    std::cout << "dropped index " << name << " (version " << r.dropped_version << ", freed "
+              << FormatBytes(static_cast<double>(r.freed_bytes)) << ")\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace gpujoin::cli

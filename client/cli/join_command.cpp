@@ -1,0 +1,190 @@
+// gpujoin join: ad hoc (temporary index from the right file) or against a resident index.
+#include "commands.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "columns.hpp"
+#include "progress.hpp"
+
+namespace gpujoin::cli {
+namespace {
+
+// Drops a temporary index when the ad-hoc join ends, whatever happens.
+class TempIndex {
+ public:
+  TempIndex(client::Client* c, std::string name) : c_(c), name_(std::move(name)) {}
+  ~TempIndex() {
+    if (armed_) (void)c_->DropIndex(name_);
+  }
+  void Arm() { armed_ = true; }
+  const std::string& name() const { return name_; }
+
+ private:
+  client::Client* c_;
+  std::string name_;
+  bool armed_ = false;
+};
+
+}  // namespace
+
+int CmdJoin(const Globals& g, const JoinArgs& a) {
+  std::string left_col = a.on, right_col = a.on;
+  if (const size_t eq = a.on.find('='); eq != std::string::npos) {
+    left_col = a.on.substr(0, eq);
+    right_col = a.on.substr(eq + 1);
+    if (left_col.empty() || right_col.empty()) {
+      UsageFail(absl::StrCat("join: --on '", a.on, "' must be COL or LEFTCOL=RIGHTCOL"));
+    }
+    if (!a.name.empty()) {
+      UsageFail("join: --on LEFTCOL=RIGHTCOL is for ad-hoc joins; a resident index already has "
+                "its keys (use --on LEFTCOL)");
+    }
+  }
+  if (a.name.empty() && a.right.empty()) {
+    UsageFail("join: give --right FILE (ad-hoc join) or an index NAME (resident join)");
+  }
+  Table left = Load(g, a.left);
+  std::vector<uint32_t> left_keys = InputOrDie(KeyColumn(left, left_col));
+  std::optional<Table> right;
+  std::vector<uint32_t> right_keys;
+  if (!a.right.empty()) {
+    right = Load(g, a.right);
+    if (a.name.empty()) right_keys = InputOrDie(KeyColumn(*right, right_col));
+  }
+  if (left_keys.size() > std::numeric_limits<uint32_t>::max()) {
+    UsageFail(absl::StrCat(left.source, ": too many rows for uint32 row IDs"));
+  }
+
+  auto c = Connect(g);
+  std::string index = a.name;
+  std::optional<TempIndex> temp;
+  uint64_t right_duplicates = 0;
+  if (a.name.empty()) {
+    // Ad-hoc: a temporary index from the right file's keys to its row numbers.
+    index = absl::StrCat("gpujoin-cli-tmp-", getpid(), "-",
+                         std::chrono::steady_clock::now().time_since_epoch().count());
+    temp.emplace(c.get(), index);
+    client::IndexSpec spec;
+    spec.name = index;
+    spec.expected_rows = right_keys.size();
+    ProgressBar bar("upload " + right->source, ProgressEnabled(g));
+    temp->Arm();
+    client::IndexInfo info = RpcOrDie(
+        c->BuildIndexFromColumns(spec, right_keys, {}, g.batch_rows,
+                                 [&](const client::Progress& p) {
+                                   bar.Update(p.rows_sent, p.total_rows, p.bytes_sent);
+                                 }),
+        "join: building the temporary index");
+    bar.Done();
+    if (info.statistics.overflow_rows > 0) {
+      RpcFail(absl::InternalError(absl::StrCat(info.statistics.overflow_rows,
+                                               " right keys overflowed the temporary index")),
+              "join");
+    }
+    right_duplicates = info.statistics.duplicate_rows;
+  }
+
+  // Pairs in left order; --capacity bounds the total.
+  const uint64_t cap_total = a.capacity;
+  uint64_t required = 0;
+  bool overflow = false;
+  client::QueryStatistics stats;
+  uint64_t version = 0;
+  std::vector<uint32_t> left_rows, right_rows;
+  size_t pos = 0;
+  bool sent_any = false;  // an empty left file still runs one (empty) batch
+  ProgressBar bar("join " + left.source, ProgressEnabled(g));
+  uint64_t answered = 0;
+  absl::Status st = c->Join(
+      index,
+      [&]() -> std::optional<client::JoinBatch> {
+        if (pos >= left_keys.size() && sent_any) return std::nullopt;
+        sent_any = true;
+        const size_t n = std::min(g.batch_rows, left_keys.size() - pos);
+        client::JoinBatch b;
+        client::JoinLeft l;
+        l.keys = std::span<const uint32_t>(left_keys).subspan(pos, n);
+        l.first_left_row = static_cast<uint32_t>(pos);
+        l.capacity = cap_total ? std::min<uint64_t>(cap_total, n) : 0;
+        b.lefts.push_back(l);
+        pos += n;
+        return b;
+      },
+      [&](client::JoinResult&& r) -> absl::Status {
+        if (!r.error.ok()) return r.error;
+        version = r.index_version;
+        for (auto& jp : r.results) {
+          required += jp.count;
+          overflow = overflow || jp.overflow;
+          stats.Merge(jp.statistics);
+          for (size_t k = 0; k < jp.left_rows.size(); ++k) {
+            if (cap_total && left_rows.size() >= cap_total) break;
+            left_rows.push_back(jp.left_rows[k]);
+            right_rows.push_back(jp.right_rows[k]);
+          }
+          answered += jp.statistics.found + jp.statistics.missing;
+        }
+        bar.Update(answered, left_keys.size(), answered * 4);
+        return absl::OkStatus();
+      },
+      Streaming(g));
+  bar.Done();
+  if (!st.ok()) RpcFail(st, absl::StrCat("join ", a.name.empty() ? left.source : a.name));
+  if (cap_total && required > cap_total) overflow = true;
+
+  ResultTable out;
+  if (right) {
+    out = StartFrom(left);
+    for (const auto& h : right->header) out.AddColumn(h, ColumnKind::kString);
+    out.rows.reserve(left_rows.size());
+    for (size_t k = 0; k < left_rows.size(); ++k) {
+      if (right_rows[k] >= right->rows.size()) {
+        UsageFail(absl::StrCat("join: index ", a.name, " returned value ", right_rows[k],
+                               ", which is not a row of ", right->source, " (",
+                               right->rows.size(), " rows)"));
+      }
+      std::vector<Cell> row = left.rows[left_rows[k]].cells;
+      const auto& rc = right->rows[right_rows[k]].cells;
+      row.insert(row.end(), rc.begin(), rc.end());
+      out.rows.push_back(std::move(row));
+    }
+  } else {
+    out.AddColumn("left_row", ColumnKind::kNumber);
+    out.AddColumn("right_row", ColumnKind::kNumber);
+    for (size_t k = 0; k < left_rows.size(); ++k) {
+      out.rows.push_back({std::to_string(left_rows[k]), std::to_string(right_rows[k])});
+    }
+  }
+  Note(g, absl::StrCat("join: ", left_rows.size(), " rows written, required ", required,
+                       cap_total ? absl::StrCat(", capacity ", cap_total) : std::string(),
+                       ", overflow ", overflow ? "YES (output truncated)" : "no", "; ",
+                       StatsLine(stats)));
+  if (right_duplicates > 0) {
+    Note(g, absl::StrCat("join: note: ", right->source, " has ", right_duplicates,
+                         " rows with a repeated key; each left row joins the first right row "
+                         "with its key"));
+  }
+  Json summary{{"required", required},
+               {"written", left_rows.size()},
+               {"overflow", overflow},
+               {"statistics", StatsJson(stats)},
+               {"right_duplicate_rows", right_duplicates}};
+  if (cap_total) summary["capacity"] = cap_total;
+  if (!a.name.empty()) {
+    summary["index"] = a.name;
+    summary["index_version"] = version;
+  }
+  EmitRows(g, std::move(summary), out, a.out);
+  return kExitOk;
+}
+
+}  // namespace gpujoin::cli
