@@ -168,6 +168,34 @@ TEST_P(AggregateTest, ManyGroupsAndRowsAgreeWithASequentialModel) {
   }
 }
 
+TEST_P(AggregateTest, ManyGroupSumsEqualTheSequentialRowOrderSumOnCpu) {
+  // Above 4096 groups the CPU backend accumulates each group in source row order,
+  // so even order-sensitive float sums equal a plain sequential loop bit for bit.
+  if (!IsCpu()) GTEST_SKIP() << "float sum order is only specified for the CPU backend";
+  std::mt19937 rng(77);
+  const size_t groups = 6000, rows = 150000;
+  std::vector<uint32_t> keys(rows);
+  std::vector<float> values(rows);
+  for (size_t r = 0; r < rows; ++r) {
+    keys[r] = rng() % (groups + 50);
+    values[r] = std::uniform_real_distribution<float>(-1e4f, 1e4f)(rng);
+  }
+  std::vector<float> sum(groups, 0.0f);
+  std::vector<uint32_t> count(groups, 0);
+  for (size_t r = 0; r < rows; ++r) {
+    if (keys[r] >= groups) continue;
+    sum[keys[r]] += values[r];
+    ++count[keys[r]];
+  }
+  const auto got = RunValues(AggregateOp::kSum, keys, values, groups);
+  const auto mean = RunValues(AggregateOp::kMean, keys, values, groups);
+  for (size_t g = 0; g < groups; ++g) {
+    ASSERT_TRUE(SameBits(got[g], sum[g])) << "group " << g;
+    const float expect_mean = count[g] == 0 ? kNaN : sum[g] / static_cast<float>(count[g]);
+    ASSERT_TRUE(SameBits(mean[g], expect_mean)) << "group " << g;
+  }
+}
+
 TEST(AggregateCpuDeterminism, SumsAreIdenticalForEveryThreadCount) {
   // Non-integer values make float sums order dependent; the CPU backend's split
   // depends only on the input shape, so every thread count gives the same bits.

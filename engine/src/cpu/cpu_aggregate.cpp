@@ -7,9 +7,9 @@
 //  - groups <= kStripedMaxGroups: rows are cut into a fixed number of stripes
 //    (a function of the row count), each accumulated in row order into private
 //    partials, then the partials are combined in stripe order;
-//  - more groups: the group range is split between tasks, and every task scans
-//    all rows but accumulates only its own groups, so each group sees its rows in
-//    source order (exactly the sequential result).
+//  - more groups: selected rows are routed (stably, in row order) to buckets of
+//    consecutive groups, then each bucket is accumulated on its own, so every
+//    group sees its rows in source order (exactly the sequential result).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -60,10 +60,12 @@ inline void Fold(AggregateOp op, float& cur, float v) {
   }
 }
 
-// Accumulates rows [begin, end) whose key lies in [group_lo, group_hi) into `p`
-// (indexed by key - group_lo).
-void Accumulate(const AggregateNode& node, size_t begin, size_t end, size_t group_lo,
-                size_t group_hi, Partial& p) {
+// Calls fn(key, value) for every row of [begin, end), in row order, that
+// contributes: mask nonzero (or no mask), key < groups and, for value ops, a
+// finite value (value is 0 for count).
+template <typename Fn>
+void ForEachContributing(const AggregateNode& node, size_t begin, size_t end, size_t groups,
+                         Fn&& fn) {
   ChunkCursor<uint32_t> keys(node.keys, begin);
   std::optional<ChunkCursor<uint32_t>> mask;
   if (node.mask.has_value()) mask.emplace(*node.mask, begin);
@@ -73,12 +75,17 @@ void Accumulate(const AggregateNode& node, size_t begin, size_t end, size_t grou
     const uint32_t key = keys.Next();
     const bool selected = !mask || mask->Next() != 0;
     const float v = values ? values->Next() : 0.0f;
-    if (!selected || key < group_lo || key >= group_hi) continue;
+    if (!selected || key >= groups) continue;
     if (values && !std::isfinite(v)) continue;
-    const size_t g = key - group_lo;
-    ++p.counts[g];  // wraps mod 2^32
-    if (values) Fold(node.op, p.values[g], v);
+    fn(key, v);
   }
+}
+
+// Folds one contributing row into `p`, whose slot 0 is group `group_lo`.
+inline void AddRow(AggregateOp op, Partial& p, size_t group_lo, uint32_t key, float v) {
+  const size_t g = key - group_lo;
+  ++p.counts[g];  // wraps mod 2^32
+  if (op != AggregateOp::kCount) Fold(op, p.values[g], v);
 }
 
 // Writes the final outputs for groups [lo, lo + p.counts.size()).
@@ -110,8 +117,10 @@ void RunStriped(const AggregateNode& node, size_t rows, size_t groups, ThreadPoo
   const std::vector<size_t> bounds = SplitRows(rows, stripes, 1);
   const size_t parts = bounds.size() - 1;
   std::vector<Partial> partial(parts, Partial(node.op, groups));
-  pool.ParallelFor(
-      parts, [&](size_t s) { Accumulate(node, bounds[s], bounds[s + 1], 0, groups, partial[s]); });
+  pool.ParallelFor(parts, [&](size_t s) {
+    ForEachContributing(node, bounds[s], bounds[s + 1], groups,
+                        [&](uint32_t key, float v) { AddRow(node.op, partial[s], 0, key, v); });
+  });
   Partial& total = partial[0];
   for (size_t s = 1; s < parts; ++s) {
     for (size_t g = 0; g < groups; ++g) {
@@ -126,12 +135,59 @@ void RunStriped(const AggregateNode& node, size_t rows, size_t groups, ThreadPoo
   Emit(node, 0, total);
 }
 
-void RunByGroupRange(const AggregateNode& node, size_t rows, size_t groups, ThreadPool& pool) {
-  const std::vector<size_t> bounds = SplitRows(groups, pool.size(), kMinGroupsPerTask);
-  pool.ParallelFor(bounds.size() - 1, [&](size_t t) {
-    Partial p(node.op, bounds[t + 1] - bounds[t]);
-    Accumulate(node, 0, rows, bounds[t], bounds[t + 1], p);
-    Emit(node, bounds[t], p);
+// A contributing row routed to its bucket.
+struct Entry {
+  uint32_t key;
+  float value;
+};
+
+void RunBucketed(const AggregateNode& node, size_t rows, size_t groups, ThreadPool& pool) {
+  const size_t buckets = std::min<size_t>(size_t{pool.size()} * 4,
+                                          (groups + kMinGroupsPerTask - 1) / kMinGroupsPerTask);
+  const size_t per_bucket = (groups + buckets - 1) / buckets;
+  const std::vector<size_t> stripes = SplitRows(rows, size_t{pool.size()} * 4, kRowsPerStripe);
+  const size_t n_stripes = stripes.size() - 1;
+
+  // Pass 1: contributing rows per (stripe, bucket).
+  std::vector<uint64_t> next(n_stripes * buckets, 0);
+  pool.ParallelFor(n_stripes, [&](size_t s) {
+    uint64_t* count = &next[s * buckets];
+    ForEachContributing(node, stripes[s], stripes[s + 1], groups,
+                        [&](uint32_t key, float) { ++count[key / per_bucket]; });
+  });
+  // Exclusive scan, bucket-major then stripe order, so each bucket's entries end
+  // up in row order.
+  std::vector<uint64_t> bucket_begin(buckets + 1, 0);
+  uint64_t total = 0;
+  for (size_t b = 0; b < buckets; ++b) {
+    bucket_begin[b] = total;
+    for (size_t s = 0; s < n_stripes; ++s) {
+      const uint64_t n = next[s * buckets + b];
+      next[s * buckets + b] = total;
+      total += n;
+    }
+  }
+  bucket_begin[buckets] = total;
+
+  // Pass 2: scatter (key, value) into the buckets.
+  std::vector<Entry> entries(total);
+  pool.ParallelFor(n_stripes, [&](size_t s) {
+    uint64_t* out = &next[s * buckets];
+    ForEachContributing(node, stripes[s], stripes[s + 1], groups, [&](uint32_t key, float v) {
+      entries[out[key / per_bucket]++] = Entry{key, v};
+    });
+  });
+
+  // Pass 3: each bucket accumulates its own groups in row order.
+  pool.ParallelFor(buckets, [&](size_t b) {
+    const size_t lo = b * per_bucket;
+    const size_t hi = std::min(groups, lo + per_bucket);
+    if (lo >= hi) return;
+    Partial p(node.op, hi - lo);
+    for (uint64_t i = bucket_begin[b]; i < bucket_begin[b + 1]; ++i) {
+      AddRow(node.op, p, lo, entries[i].key, entries[i].value);
+    }
+    Emit(node, lo, p);
   });
 }
 
@@ -144,7 +200,7 @@ void RunAggregate(const AggregateNode& node, ThreadPool& pool) {
   if (groups <= kStripedMaxGroups) {
     RunStriped(node, rows, groups, pool);
   } else {
-    RunByGroupRange(node, rows, groups, pool);
+    RunBucketed(node, rows, groups, pool);
   }
 }
 
