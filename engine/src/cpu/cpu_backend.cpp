@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <new>
 #include <string>
@@ -25,6 +26,18 @@ uint64_t PhysicalMemoryBytes(int pages_name) {
   const long page_size = sysconf(_SC_PAGESIZE);
   if (pages <= 0 || page_size <= 0) return 0;
   return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size);
+}
+
+// MemAvailable from /proc/meminfo (memory usable without swapping, including
+// reclaimable caches), else the free physical pages.
+uint64_t AvailableMemoryBytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    unsigned long long kib = 0;
+    if (std::sscanf(line.c_str(), "MemAvailable: %llu kB", &kib) == 1) return kib * 1024;
+  }
+  return PhysicalMemoryBytes(_SC_AVPHYS_PAGES);
 }
 
 // The "model name" line of /proc/cpuinfo, or "host" when it is unavailable.
@@ -64,7 +77,7 @@ class CpuBackend final : public Backend {
     info.kind = BackendKind::kCpu;
     info.device_name = model_;
     info.memory_total_bytes = PhysicalMemoryBytes(_SC_PHYS_PAGES);
-    info.memory_free_bytes = PhysicalMemoryBytes(_SC_AVPHYS_PAGES);
+    info.memory_free_bytes = std::min(AvailableMemoryBytes(), info.memory_total_bytes);
     info.parallelism = pool_.size();
     return info;
   }
