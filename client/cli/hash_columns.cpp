@@ -203,7 +203,7 @@ absl::StatusOr<HashInput> BuildHashInput(const Table& table, std::string_view sp
     } else if (!AppendValue(in.type, *c, &in.data)) {
       std::string shown = c->size() > 40 ? c->substr(0, 37) + "..." : *c;
       return absl::InvalidArgumentError(absl::StrCat(table.Where(r), ": column '", in.name, "' (",
-                                                     *col + 1, "): '", shown, "' is not a ",
+                                                     *col + 1, "): '", shown, "' is not a valid ",
                                                      std::string(HashTypeName(in.type))));
     }
   }

@@ -746,3 +746,43 @@ TEST_F(CliEndToEnd, JsonLinesAndTsvInputsGiveTheSameLookup) {
 }
 
 }  // namespace
+
+namespace {
+
+// Regression guard for the documented many-to-one rule: when the right file
+// repeats a key, each left row joins the first right row with that key, and a
+// note says how many right rows were shadowed.
+TEST_F(CliEndToEnd, AdHocJoinWithRepeatedRightKeysUsesTheFirstRightRow) {
+  std::ofstream(Tmp("right_dups.csv")) << "id,label\n7,first\n9,nine\n7,second\n7,third\n";
+  std::ofstream(Tmp("left_dups.csv")) << "id,n\n7,a\n8,b\n9,c\n7,d\n";
+  RunResult r = Cli({"join", "--left", Tmp("left_dups.csv").string(), "--right",
+                     Tmp("right_dups.csv").string(), "--on", "id"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "id,n,id_2,label\n7,a,7,first\n9,c,9,nine\n7,d,7,first\n");
+  EXPECT_NE(r.err.find("has 2 rows with a repeated key"), std::string::npos) << r.err;
+}
+
+TEST_F(CliEndToEnd, MoreInputErrorsNameThePosition) {
+  std::ofstream(Tmp("mask.csv")) << "g,m\n1,1\n2,maybe\n";
+  ExpectOneLineError(Cli({"agg", "--from", Tmp("mask.csv").string(), "--group", "g", "--op",
+                          "count", "--where-mask", "m"}),
+                     2, "mask.csv:3: column 'm' (2): 'maybe' is not a mask");
+  std::ofstream(Tmp("vals.csv")) << "g,v\n1,1.5\n2,fast\n";
+  ExpectOneLineError(Cli({"agg", "--from", Tmp("vals.csv").string(), "--group", "g", "--op",
+                          "sum", "--value", "v"}),
+                     2, "vals.csv:3: column 'v' (2): 'fast' is not a number");
+  ExpectOneLineError(Cli({"hash", "--from", Tmp("vals.csv").string(), "--cols", "g", "--bits",
+                          "16"}),
+                     2, "--bits must be 32 or 64");
+  ExpectOneLineError(Cli({"hash", "--from", Tmp("vals.csv").string(), "--cols", "v:int64"}), 2,
+                     "vals.csv:2: column 'v' (2): '1.5' is not a valid int64");
+  std::ofstream(Tmp("bad.jsonl")) << "{\"k\": 1}\n{\"k\": 2,}\n";
+  ExpectOneLineError(
+      Cli({"lookup", "sensors", "--from", Tmp("bad.jsonl").string(), "--key", "k"}), 2,
+      "bad.jsonl:2: not valid JSON");
+  std::ofstream(Tmp("odd.u32")) << "abcde";
+  ExpectOneLineError(Cli({"lookup", "sensors", "--from", Tmp("odd.u32").string(), "--key", "key"}),
+                     2, "odd.u32: size 5 bytes is not a multiple of 4");
+}
+
+}  // namespace

@@ -71,7 +71,7 @@ TEST(BuildHashInput, ExplicitTypesAndErrors) {
   EXPECT_EQ(first, -5);
   auto bad = BuildHashInput(t, "b:uint64");
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.status().message(), "h.csv:3: column 'b' (2): 'x' is not a uint64");
+  EXPECT_EQ(bad.status().message(), "h.csv:3: column 'b' (2): 'x' is not a valid uint64");
   auto badtype = BuildHashInput(t, "a:int128");
   ASSERT_FALSE(badtype.ok());
   EXPECT_NE(badtype.status().message().find("unknown column type 'int128'"), std::string::npos);
