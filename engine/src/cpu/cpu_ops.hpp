@@ -23,8 +23,7 @@ void RunJoin(const JoinNode& node, const CpuHashIndex& index, ThreadPool& pool);
 /// Grouped aggregation. Counts, min and max equal a sequential pass. Sums (and
 /// means) depend only on the input shape, never on the thread count: with at most
 /// kStripedMaxGroups groups, rows are cut into a fixed number of stripes summed in
-/// order; above it every group is summed in row order (rows are first routed to
-/// buckets of consecutive groups, which costs 8 bytes per contributing row).
+/// order; above it every group is summed in row order (see cpu_aggregate.cpp).
 void RunAggregate(const AggregateNode& node, ThreadPool& pool);
 
 /// Largest group count aggregated with per-stripe partials.
