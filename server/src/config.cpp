@@ -55,6 +55,8 @@ absl::StatusOr<std::optional<ServerConfig>> ParseServerFlags(int argc, const cha
   CLI::App app{"gpujoind: GPU-resident hash indexes served over gRPC", "gpujoind"};
   std::string backend = "auto", memory_limit, max_message, log_level = "info";
   bool version = false;
+  // A repeated flag takes its last value (wrappers can append overrides).
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("--listen", config.listen, "gRPC listen address (port 0 = any free port)")
       ->capture_default_str();
   app.add_option("--metrics-listen", config.metrics_listen,

@@ -66,6 +66,12 @@ TEST(ServerFlags, AllFlagsParse) {
   EXPECT_EQ(c.max_inflight_batches, 9u);
 }
 
+TEST(ServerFlags, RepeatedFlagTakesTheLastValue) {
+  auto r = Parse({"--executor-threads=2", "--executor-threads=1"});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ((*r)->executor_threads, 1u);
+}
+
 TEST(ServerFlags, BadValuesAreRejectedPrecisely) {
   EXPECT_THAT(Parse({"--backend=tpu"}).status().message(), HasSubstr("backend"));
   EXPECT_THAT(Parse({"--log-level=loud"}).status().message(), HasSubstr("log-level"));

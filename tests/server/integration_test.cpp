@@ -1096,6 +1096,57 @@ TEST_F(FlowControlTest, ManyBatchesThroughASmallWindowAllAnswerInOrder) {
   EXPECT_EQ(info.max_inflight_batches_per_stream(), 2u);
 }
 
+class OverloadTest : public ServerTest {
+ protected:
+  std::vector<std::string> Args() override {
+    return {"--max-inflight-batches=1", "--executor-threads=1"};
+  }
+};
+
+// While one large batch holds the only global slot, batches of another stream
+// are refused in-band with RESOURCE_EXHAUSTED naming the global limit, and that
+// stream carries on.
+TEST_F(OverloadTest, GlobalBoundRefusesInBandNamingTheLimit) {
+  std::vector<uint32_t> keys(1 << 21);
+  for (uint32_t i = 0; i < keys.size(); ++i) keys[i] = i;
+  v1::BuildIndexResponse resp;
+  ASSERT_TRUE(Build(*stub_, {SpecMsg("o", 1u << 22), ChunkMsg(keys)}, &resp).ok());
+  bool refused = false;
+  // Each attempt races a small-batch stream against one large batch; the large
+  // batch takes far longer than a small round trip, so the first attempt
+  // practically always overlaps. Retry a few times rather than assert timing.
+  for (int attempt = 0; attempt < 5 && !refused; ++attempt) {
+    std::atomic<bool> big_done{false};
+    std::thread big([&] {
+      auto [r, s] = Lookups(*stub_, {LookupMsg("o", keys)});
+      EXPECT_TRUE(s.ok());
+      big_done.store(true);
+    });
+    grpc::ClientContext ctx;
+    auto stream = stub_->Lookup(&ctx);
+    uint64_t id = 0;
+    while (!big_done.load() && !refused) {
+      ASSERT_TRUE(stream->Write(LookupMsg("o", {1}, id++)));
+      v1::LookupResponse r;
+      ASSERT_TRUE(stream->Read(&r));
+      if (r.has_error()) {
+        EXPECT_EQ(r.error().code(), static_cast<int>(grpc::StatusCode::RESOURCE_EXHAUSTED));
+        EXPECT_THAT(r.error().message(), HasSubstr("--max-inflight-batches"));
+        refused = true;
+      }
+    }
+    big.join();
+    // The same stream goes on once the slot is free.
+    ASSERT_TRUE(stream->Write(LookupMsg("o", {1}, id++)));
+    v1::LookupResponse r;
+    ASSERT_TRUE(stream->Read(&r));
+    EXPECT_FALSE(r.has_error()) << r.error().message();
+    stream->WritesDone();
+    EXPECT_TRUE(stream->Finish().ok());
+  }
+  EXPECT_TRUE(refused);
+}
+
 class TlsTest : public ServerTest {
  protected:
   std::vector<std::string> Args() override {

@@ -225,5 +225,48 @@ TEST_F(OperationsTest, UnknownIndexIsNotFound) {
   EXPECT_EQ(ops_->DropIndex(drop, &dr).code(), absl::StatusCode::kNotFound);
 }
 
+// A backend whose device "dies" on the first Run: the operations must report the
+// fatal error (health turns NOT_SERVING) and fail only that request.
+class DyingBackend : public engine::Backend {
+ public:
+  engine::BackendInfo Info() const override { return {}; }
+  absl::StatusOr<std::unique_ptr<engine::HashIndex>> CreateIndex(
+      const engine::HashIndexSpec&) override {
+    return absl::UnimplementedError("not needed");
+  }
+  absl::Status Run(const engine::CommandGraph&) override {
+    healthy_ = false;
+    return absl::InternalError("device lost");
+  }
+  bool Healthy() const override { return healthy_; }
+
+ private:
+  bool healthy_ = true;
+};
+
+TEST(OperationsFatal, FatalBackendErrorIsReportedOnce) {
+  DyingBackend backend;
+  IndexRegistry registry;
+  MemoryBudget budget(1 << 20);
+  Metrics metrics;
+  int fatal_calls = 0;
+  ServiceState s;
+  s.backend = &backend;
+  s.registry = &registry;
+  s.budget = &budget;
+  s.metrics = &metrics;
+  s.on_backend_fatal = [&] { ++fatal_calls; };
+  Operations ops(std::move(s));
+  v1::AggregateRequest req;
+  req.set_op(v1::AGGREGATE_OP_COUNT);
+  req.set_groups(2);
+  req.mutable_keys()->mutable_values()->add_v(1);
+  v1::AggregateResponse resp;
+  AggregatePartial partial;
+  absl::Status st = ops.Aggregate(req, &resp, &partial);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(fatal_calls, 1);
+}
+
 }  // namespace
 }  // namespace gpujoin::server
