@@ -133,8 +133,11 @@ __device__ __forceinline__ ProbeResult Probe(const uint64_t* __restrict__ slots,
   uint32_t pos = HomeSlot(key, capacity);
   uint32_t p = 0;
   if (capacity >= 4) {
-    // First step: the sector holding the home slot (most hits end here).
-    {
+    // One loop, one sector per step, for the first and every later step. Variants
+    // measured slower on an H200 (50% misses at load 0.8): two sectors per later
+    // step 16.3 vs 16.8 Gkeys/s; the first sector peeled out of the loop 12.6;
+    // four keys per thread slower everywhere (see docs/PERFORMANCE.md).
+    while (true) {
       const uint32_t base = pos & ~3u;
       const ulonglong2* sector = reinterpret_cast<const ulonglong2*>(slots + base);
       const ulonglong2 a = __ldg(sector);
@@ -150,24 +153,6 @@ __device__ __forceinline__ ProbeResult Probe(const uint64_t* __restrict__ slots,
         if (s[j] == kEmptySlot) return {kEmptyKey, p, false};
       }
       pos = (base + 4u) & mask;
-    }
-    // Longer runs (misses at high load): one sector per step. Two sectors per step
-    // (both requested before either is examined) measured no faster on an H200
-    // (16.3 vs 16.8 Gkeys/s, 50% misses at load 0.8), and four keys per thread
-    // measured slower (see docs/PERFORMANCE.md).
-    while (true) {
-      const ulonglong2* sector = reinterpret_cast<const ulonglong2*>(slots + pos);
-      const ulonglong2 a = __ldg(sector);
-      const ulonglong2 b = __ldg(sector + 1);
-      const uint64_t s[4] = {a.x, a.y, b.x, b.y};
-#pragma unroll
-      for (uint32_t j = 0; j < 4; ++j) {
-        if (p >= bound) return {kEmptyKey, bound, false};
-        ++p;
-        if (SlotKey(s[j]) == key) return {SlotLow(s[j]), p, true};
-        if (s[j] == kEmptySlot) return {kEmptyKey, p, false};
-      }
-      pos = (pos + 4u) & mask;
     }
   }
   while (p < bound) {
