@@ -101,13 +101,13 @@ void EmitRows(const Globals& g, Json summary, const ResultTable& rows, const std
       summary["rows"] = RowsToJson(rows);
     } else {
       summary["out"] = out;
-      summary["rows_written"] = rows.rows.size();
+      summary["rows_written"] = rows.RowCount();
     }
     std::cout << summary.dump(2) << '\n';
     return;
   }
   if (out.empty()) {
-    if (StdoutIsTerminal() && rows.rows.size() <= 200) {
+    if (StdoutIsTerminal() && rows.RowCount() <= 200) {
       WriteAligned(std::cout, rows);
     } else {
       WriteDelimited(std::cout, rows, ',');

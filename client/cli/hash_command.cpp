@@ -32,11 +32,10 @@ int CmdHash(const Globals& g, const HashArgs& a) {
   bar.Done();
   ResultTable out = StartFrom(t);
   out.AddColumn("hash", ColumnKind::kNumber);
-  for (size_t i = 0; i < t.rows.size(); ++i) {
-    std::vector<Cell> row = t.rows[i].cells;
-    row.emplace_back(r.Valid(i) ? Cell(std::to_string(r.hashes[i])) : std::nullopt);
-    out.rows.push_back(std::move(row));
-  }
+  out.SetGenerator(t.rows.size(), [&](size_t i, std::vector<Cell>* row) {
+    *row = t.rows[i].cells;
+    row->emplace_back(r.Valid(i) ? Cell(std::to_string(r.hashes[i])) : std::nullopt);
+  });
   Json types = Json::object();
   for (const auto& in : inputs) types[in.name] = std::string(HashTypeName(in.type));
   Note(g, absl::StrCat("hash: ", t.rows.size(), " rows, ", r.null_count, " null, ", a.bits,

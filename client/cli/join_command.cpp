@@ -145,24 +145,26 @@ int CmdJoin(const Globals& g, const JoinArgs& a) {
   if (right) {
     out = StartFrom(left);
     for (const auto& h : right->header) out.AddColumn(h, ColumnKind::kString);
-    out.rows.reserve(left_rows.size());
+    // Check before writing anything: a resident index's values must be rows of --right.
     for (size_t k = 0; k < left_rows.size(); ++k) {
       if (right_rows[k] >= right->rows.size()) {
         UsageFail(absl::StrCat("join: index ", a.name, " returned value ", right_rows[k],
                                ", which is not a row of ", right->source, " (",
                                right->rows.size(), " rows)"));
       }
-      std::vector<Cell> row = left.rows[left_rows[k]].cells;
-      const auto& rc = right->rows[right_rows[k]].cells;
-      row.insert(row.end(), rc.begin(), rc.end());
-      out.rows.push_back(std::move(row));
     }
+    out.SetGenerator(left_rows.size(), [&](size_t k, std::vector<Cell>* row) {
+      *row = left.rows[left_rows[k]].cells;
+      const auto& rc = right->rows[right_rows[k]].cells;
+      row->insert(row->end(), rc.begin(), rc.end());
+    });
   } else {
     out.AddColumn("left_row", ColumnKind::kNumber);
     out.AddColumn("right_row", ColumnKind::kNumber);
-    for (size_t k = 0; k < left_rows.size(); ++k) {
-      out.rows.push_back({std::to_string(left_rows[k]), std::to_string(right_rows[k])});
-    }
+    out.SetGenerator(left_rows.size(), [&](size_t k, std::vector<Cell>* row) {
+      row->emplace_back(std::to_string(left_rows[k]));
+      row->emplace_back(std::to_string(right_rows[k]));
+    });
   }
   Note(g, absl::StrCat("join: ", left_rows.size(), " rows written, required ", required,
                        cap_total ? absl::StrCat(", capacity ", cap_total) : std::string(),

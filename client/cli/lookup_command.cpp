@@ -25,14 +25,12 @@ int CmdLookup(const Globals& g, const LookupArgs& a) {
   ResultTable out = StartFrom(t);
   out.AddColumn("value", ColumnKind::kNumber);
   out.AddColumn("found", ColumnKind::kBool);
-  out.rows.reserve(t.rows.size());
-  for (size_t i = 0; i < t.rows.size(); ++i) {
-    std::vector<Cell> row = t.rows[i].cells;
+  out.SetGenerator(t.rows.size(), [&](size_t i, std::vector<Cell>* row) {
+    *row = t.rows[i].cells;
     const bool found = r.found[i] != 0;
-    row.emplace_back(found ? Cell(std::to_string(r.values[i])) : std::nullopt);
-    row.emplace_back(found ? "true" : "false");
-    out.rows.push_back(std::move(row));
-  }
+    row->emplace_back(found ? Cell(std::to_string(r.values[i])) : std::nullopt);
+    row->emplace_back(found ? "true" : "false");
+  });
   Note(g, absl::StrCat("lookup ", a.name, " (version ", r.index_version, "): ",
                        StatsLine(r.statistics)));
   EmitRows(g,

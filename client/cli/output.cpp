@@ -85,39 +85,60 @@ std::string ResultTable::AddColumn(std::string name, ColumnKind kind) {
   return candidate;
 }
 
+void ResultTable::SetGenerator(size_t count, Generator generator) {
+  rows.clear();
+  generated_rows_ = count;
+  generator_ = std::move(generator);
+}
+
+size_t ResultTable::RowCount() const { return generator_ ? generated_rows_ : rows.size(); }
+
+void ResultTable::ForEachRow(const std::function<void(const std::vector<Cell>&)>& fn) const {
+  if (!generator_) {
+    for (const auto& row : rows) fn(row);
+    return;
+  }
+  std::vector<Cell> row;
+  for (size_t r = 0; r < generated_rows_; ++r) {
+    row.clear();
+    generator_(r, &row);
+    fn(row);
+  }
+}
+
 void WriteDelimited(std::ostream& out, const ResultTable& t, char delimiter) {
   for (size_t c = 0; c < t.columns.size(); ++c) {
     if (c) out << delimiter;
     WriteField(out, t.columns[c], delimiter);
   }
   out << '\n';
-  for (const auto& row : t.rows) {
+  t.ForEachRow([&](const std::vector<Cell>& row) {
     for (size_t c = 0; c < row.size(); ++c) {
       if (c) out << delimiter;
       WriteField(out, row[c], delimiter);
     }
     out << '\n';
-  }
+  });
 }
 
 void WriteJsonLines(std::ostream& out, const ResultTable& t) {
-  for (const auto& row : t.rows) out << RowToJson(t, row).dump() << '\n';
+  t.ForEachRow([&](const std::vector<Cell>& row) { out << RowToJson(t, row).dump() << '\n'; });
 }
 
 nlohmann::ordered_json RowsToJson(const ResultTable& t) {
   nlohmann::ordered_json a = nlohmann::ordered_json::array();
-  for (const auto& row : t.rows) a.push_back(RowToJson(t, row));
+  t.ForEachRow([&](const std::vector<Cell>& row) { a.push_back(RowToJson(t, row)); });
   return a;
 }
 
 void WriteAligned(std::ostream& out, const ResultTable& t) {
   std::vector<size_t> width(t.columns.size());
   for (size_t c = 0; c < t.columns.size(); ++c) width[c] = DisplayWidth(t.columns[c]);
-  for (const auto& row : t.rows) {
+  t.ForEachRow([&](const std::vector<Cell>& row) {
     for (size_t c = 0; c < row.size(); ++c) {
       if (row[c]) width[c] = std::max(width[c], DisplayWidth(*row[c]));
     }
-  }
+  });
   auto cell = [&](const std::string& s, size_t c) {
     const size_t pad = width[c] - DisplayWidth(s);
     if (t.kinds[c] == ColumnKind::kNumber) {
@@ -136,13 +157,13 @@ void WriteAligned(std::ostream& out, const ResultTable& t) {
     out << std::string(width[c], '-');
   }
   out << '\n';
-  for (const auto& row : t.rows) {
+  t.ForEachRow([&](const std::vector<Cell>& row) {
     for (size_t c = 0; c < row.size(); ++c) {
       if (c) out << "  ";
       cell(row[c].value_or(""), c);
     }
     out << '\n';
-  }
+  });
 }
 
 bool WriteResultFile(const std::string& path, const ResultTable& t, std::string* error) {

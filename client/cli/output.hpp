@@ -3,6 +3,8 @@
 // small results on a terminal.
 #pragma once
 
+#include <cstddef>
+#include <functional>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -18,15 +20,33 @@ namespace gpujoin::cli {
 /// kBool cells ("true"/"false") become booleans. Null cells are JSON null.
 enum class ColumnKind { kString, kNumber, kBool };
 
-/// A materialised result: a header and rows of cells.
+/// A result: a header and rows of cells. Rows are either stored in `rows`, or
+/// produced on demand by a generator (SetGenerator) so that large results are
+/// written without a second copy of the input in memory.
 struct ResultTable {
+  /// Fills `out` (cleared by the caller) with the cells of row `r`.
+  using Generator = std::function<void(size_t r, std::vector<Cell>* out)>;
+
   std::vector<std::string> columns;
-  std::vector<ColumnKind> kinds;       ///< one per column
-  std::vector<std::vector<Cell>> rows;  ///< each as long as `columns`
+  std::vector<ColumnKind> kinds;        ///< one per column
+  std::vector<std::vector<Cell>> rows;  ///< each as long as `columns`; unused with a generator
 
   /// Appends a column name that does not clash with the existing ones:
   /// `name`, else `name_2`, `name_3`, ...; returns the name used.
   std::string AddColumn(std::string name, ColumnKind kind);
+
+  /// Makes the table produce `count` rows through `generator` instead of `rows`.
+  void SetGenerator(size_t count, Generator generator);
+
+  /// Number of rows (stored or generated).
+  size_t RowCount() const;
+
+  /// Calls `fn` with every row in order (a generated row is valid only during the call).
+  void ForEachRow(const std::function<void(const std::vector<Cell>&)>& fn) const;
+
+ private:
+  size_t generated_rows_ = 0;
+  Generator generator_;
 };
 
 /// Writes RFC 4180 CSV (or TSV with '\t'): fields holding the delimiter, a

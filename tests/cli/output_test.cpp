@@ -120,3 +120,28 @@ TEST(ProgressBar, RenderShowsRowsBytesRateAndEta) {
 
 }  // namespace
 }  // namespace gpujoin::cli
+
+namespace gpujoin::cli {
+namespace {
+
+TEST(ResultTable, GeneratedRowsRenderLikeStoredRows) {
+  ResultTable stored = Sample();
+  ResultTable generated;
+  generated.columns = stored.columns;
+  generated.kinds = stored.kinds;
+  generated.SetGenerator(stored.rows.size(), [&](size_t r, std::vector<Cell>* out) {
+    *out = stored.rows[r];
+  });
+  EXPECT_EQ(generated.RowCount(), 3u);
+  std::ostringstream a, b, c, d;
+  WriteDelimited(a, stored);
+  WriteDelimited(b, generated);
+  EXPECT_EQ(a.str(), b.str());
+  WriteAligned(c, stored);
+  WriteAligned(d, generated);
+  EXPECT_EQ(c.str(), d.str());
+  EXPECT_EQ(RowsToJson(stored), RowsToJson(generated));
+}
+
+}  // namespace
+}  // namespace gpujoin::cli
