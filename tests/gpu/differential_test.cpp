@@ -9,10 +9,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <ostream>
 #include <limits>
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -188,6 +190,12 @@ struct BuildCase {
   bool explicit_values;
   double empty_key_fraction;  // rows holding kEmptyKey
 };
+
+void PrintTo(const BuildCase& c, std::ostream* os) {
+  *os << "{rows " << c.rows << ", capacity " << c.capacity << ", duplicates "
+      << c.duplicate_fraction << ", " << (c.explicit_values ? "explicit values" : "generated values")
+      << ", reserved keys " << c.empty_key_fraction << "}";
+}
 
 class BuildLookupDifferential : public Differential,
                                 public ::testing::WithParamInterface<BuildCase> {};
@@ -407,6 +415,12 @@ struct JoinCase {
   int batches;
 };
 
+void PrintTo(const JoinCase& c, std::ostream* os) {
+  *os << "{left rows " << c.left_rows << ", pair capacity " << c.capacity << ", "
+      << (c.explicit_left_rows ? "explicit" : "generated") << " left rows, batches " << c.batches
+      << "}";
+}
+
 class JoinDifferential : public Differential, public ::testing::WithParamInterface<JoinCase> {};
 
 TEST_P(JoinDifferential, PairsOrderCountsAndOverflowMatchCpu) {
@@ -510,6 +524,11 @@ std::string ShapeName(KeyShape s) {
     case KeyShape::kOutOfRange: return "outofrange";
   }
   return "unknown";
+}
+
+void PrintTo(const AggCase& c, std::ostream* os) {
+  *os << "{rows " << c.rows << ", groups " << c.groups << ", keys " << ShapeName(c.shape)
+      << (c.mask ? ", masked" : "") << "}";
 }
 
 class AggregateDifferential : public Differential,
@@ -630,6 +649,61 @@ INSTANTIATE_TEST_SUITE_P(
              std::to_string(info.param.groups) + "_" + ShapeName(info.param.shape) +
              (info.param.mask ? "_masked" : "");
     });
+
+TEST_F(Differential, ConcurrentRunsOnSeparateStreamsMatchCpu) {
+  // Several threads look up and aggregate at once against one shared, built index:
+  // each Run gets its own stream context; results must equal the CPU's.
+  const std::vector<uint32_t> keys = DistinctKeys(50000);
+  auto cpu_index = NewIndex(*cpu_, 1u << 17);
+  auto gpu_index = NewIndex(*cuda_, 1u << 17);
+  for (auto [b, idx] : {std::pair{cpu_.get(), cpu_index.get()}, std::pair{cuda_.get(), gpu_index.get()}}) {
+    BuildIndexNode node;
+    node.index = idx;
+    node.keys = ChunkedU32{std::span(keys)};
+    node.first_value = 5;
+    CommandGraph g;
+    g.Add(node);
+    RunOk(*b, g);
+  }
+  constexpr int kThreads = 4;
+  constexpr int kRounds = 6;
+  std::vector<std::vector<uint32_t>> queries(kThreads * kRounds);
+  for (auto& q : queries) {
+    q.resize(7000 + rng_() % 5000);
+    for (auto& x : q) x = rng_() % 2 ? keys[rng_() % keys.size()] : uint32_t(rng_());
+  }
+  std::vector<LookupOut> expected;
+  for (const auto& q : queries) expected.push_back(Lookup(*cpu_, *cpu_index, ChunkedU32{std::span(q)}, true));
+  std::vector<LookupOut> got(queries.size());
+  std::vector<absl::Status> status(queries.size());
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < kRounds; ++r) {
+        const size_t k = size_t(t * kRounds + r);
+        LookupOut& out = got[k];
+        out.values.assign(queries[k].size(), kPoison32);
+        out.found.assign(queries[k].size(), kPoison8);
+        out.probes.assign(queries[k].size(), kPoison32);
+        LookupNode node;
+        node.index = gpu_index.get();
+        node.keys = ChunkedU32{std::span(queries[k])};
+        node.values = out.values;
+        node.found = out.found;
+        node.probes = out.probes;
+        node.statistics = &out.stats;
+        CommandGraph g;
+        g.Add(node);
+        status[k] = cuda_->Run(g);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (size_t k = 0; k < queries.size(); ++k) {
+    ASSERT_TRUE(status[k].ok()) << "run " << k << ": " << status[k];
+    ExpectSameLookup(expected[k], got[k], true);
+  }
+}
 
 TEST_F(Differential, IndexFromOtherBackendIsRejected) {
   auto cpu_index = NewIndex(*cpu_, 16);

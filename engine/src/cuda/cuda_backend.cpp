@@ -375,7 +375,13 @@ class CudaBackend final : public Backend {
   absl::Status RunNode(StreamContext& ctx, size_t i, const AggregateNode& n) {
     const uint64_t rows = TotalRows(n.keys);
     const bool count_op = n.op == AggregateOp::kCount;
-    const uint32_t groups = uint32_t(count_op ? n.count_output.size() : n.value_output.size());
+    const size_t group_rows = count_op ? n.count_output.size() : n.value_output.size();
+    if (group_rows > 0xffffffffu) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "node ", i, " (aggregate): output has ", group_rows,
+          " groups; the cuda backend supports at most 2^32 - 1"));
+    }
+    const uint32_t groups = uint32_t(group_rows);
     const bool need_counts = count_op || n.op == AggregateOp::kMean || !n.contributing_rows.empty();
     GPUJOIN_ASSIGN_OR_RETURN(auto keys, Alloc<uint32_t>(rows, ctx, "aggregate keys"));
     GPUJOIN_RETURN_IF_ERROR(ctx.Upload(keys.data(), RangesOf(n.keys), "aggregate keys"));
