@@ -746,5 +746,17 @@ TEST_F(Differential, OversizedIndexIsResourceExhaustedAndBackendStaysHealthy) {
   EXPECT_NE(small, nullptr);
 }
 
+// Without a usable device (CI), asking for the CUDA backend must fail cleanly with
+// FAILED_PRECONDITION (never crash), and "auto" must fall back to the CPU.
+TEST(CudaBackendWithoutDevice, CreateFailsCleanlyAndAutoPicksCpu) {
+  if (CudaDeviceAvailable()) GTEST_SKIP() << "a CUDA device is present; this checks the no-device path";
+  auto cuda = CreateBackend(BackendKind::kCuda);
+  ASSERT_FALSE(cuda.ok());
+  EXPECT_EQ(cuda.status().code(), absl::StatusCode::kFailedPrecondition) << cuda.status();
+  auto chosen = CreateBackend(BackendKind::kAuto);
+  ASSERT_TRUE(chosen.ok()) << chosen.status();
+  EXPECT_EQ((*chosen)->Info().kind, BackendKind::kCpu);
+}
+
 }  // namespace
 }  // namespace gpujoin::engine
