@@ -22,9 +22,9 @@ int RunCli(int argc, char** argv) {
   app.add_option("--server", g.server, "server address host:port")
       ->envname("GPUJOIN_SERVER")
       ->capture_default_str();
-  auto* tok = app.add_option("--token", g.token, "bearer token")->envname("GPUJOIN_TOKEN");
-  app.add_option("--token-file", g.token_file, "file holding the bearer token")
-      ->excludes(tok);
+  app.add_option("--token", g.token, "bearer token")->envname("GPUJOIN_TOKEN");
+  app.add_option("--token-file", g.token_file,
+                 "file holding the bearer token (takes precedence over --token)");
   app.add_option("--tls-ca", g.tls_ca, "PEM file of the CA that signs the server certificate (enables TLS)");
   app.add_option("--tls-server-name", g.tls_server_name,
                  "name to check against the server certificate (default: from --server)");

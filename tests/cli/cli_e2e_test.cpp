@@ -629,6 +629,16 @@ TEST_F(CliEndToEnd, WrongTokenIsAnRpcError) {
   ExpectOneLineError(f, 1, "info: UNAUTHENTICATED: ");
   RunResult none = RunProcess({kCli, "--server", address_, "index", "ls"}, dir_);
   ExpectOneLineError(none, 1, "UNAUTHENTICATED");
+  // $GPUJOIN_TOKEN and $GPUJOIN_SERVER stand in for the options; --token-file wins over them.
+  setenv("GPUJOIN_TOKEN", kToken.c_str(), 1);
+  setenv("GPUJOIN_SERVER", address_.c_str(), 1);
+  RunResult env = RunProcess({kCli, "index", "ls"}, dir_);
+  EXPECT_EQ(env.code, 0) << env.err;
+  RunResult file_wins =
+      RunProcess({kCli, "--token-file", Tmp("wrong_token").string(), "index", "ls"}, dir_);
+  unsetenv("GPUJOIN_TOKEN");
+  unsetenv("GPUJOIN_SERVER");
+  ExpectOneLineError(file_wins, 1, "UNAUTHENTICATED");
 }
 
 TEST_F(CliEndToEnd, UsageErrorsExitTwo) {
