@@ -30,14 +30,13 @@ namespace gd = gpujoin::engine::detail;
 
 namespace {
 
-#define CHECK_CUDA(call)                                                               \
-  do {                                                                                 \
-    cudaError_t e_ = (call);                                                           \
-    if (e_ != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,              \
-                   cudaGetErrorString(e_));                                            \
-      std::exit(2);                                                                    \
-    }                                                                                  \
+#define CHECK_CUDA(call)                                                                          \
+  do {                                                                                            \
+    cudaError_t e_ = (call);                                                                      \
+    if (e_ != cudaSuccess) {                                                                      \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+      std::exit(2);                                                                               \
+    }                                                                                             \
   } while (0)
 
 int g_reps = 7;
@@ -131,9 +130,9 @@ struct Row {
   double n;
   double ms;
   double bytes;
-  std::string target;  // "" or e.g. ">= 32 Gkeys/s"
-  double target_value; // rate (keys/s) or fraction of copy, per target_kind
-  int target_kind;     // 0 none, 1 rate, 2 fraction of copy, 3 fraction of a reference row's rate
+  std::string target;   // "" or e.g. ">= 32 Gkeys/s"
+  double target_value;  // rate (keys/s) or fraction of copy, per target_kind
+  int target_kind;      // 0 none, 1 rate, 2 fraction of copy, 3 fraction of a reference row's rate
   double reference_rate = 0;
 };
 
@@ -161,15 +160,19 @@ T Fetch(const T* d) {
   return h;
 }
 
-void Grid(uint64_t n, unsigned& blocks) { blocks = unsigned(std::min<uint64_t>((n + 255) / 256, 65535u * 16)); }
+void Grid(uint64_t n, unsigned& blocks) {
+  blocks = unsigned(std::min<uint64_t>((n + 255) / 256, 65535u * 16));
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   bool quick = false;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--quick") == 0) quick = true;
-    else if (std::strncmp(argv[i], "--reps=", 7) == 0) g_reps = std::max(5, std::atoi(argv[i] + 7));
+    if (std::strcmp(argv[i], "--quick") == 0)
+      quick = true;
+    else if (std::strncmp(argv[i], "--reps=", 7) == 0)
+      g_reps = std::max(5, std::atoi(argv[i] + 7));
     else {
       std::printf("usage: gpujoin-bench [--reps=N (>=5, default 7)] [--quick (1/16 sizes)]\n");
       return 2;
@@ -190,9 +193,11 @@ int main(int argc, char** argv) {
     CHECK_CUDA(cudaMalloc(&a, bytes));
     CHECK_CUDA(cudaMalloc(&b, bytes));
     CHECK_CUDA(cudaMemsetAsync(a, 1, bytes, s));
-    const double ms = MedianMs(s, [&] { CHECK_CUDA(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s)); });
+    const double ms =
+        MedianMs(s, [&] { CHECK_CUDA(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s)); });
     g_copy_bps = 2.0 * double(bytes) / (ms * 1e-3);
-    g_rows.push_back({"copy d2d (read+write)", double(bytes) / 4, ms, 2.0 * double(bytes), "", 0, 0});
+    g_rows.push_back(
+        {"copy d2d (read+write)", double(bytes) / 4, ms, 2.0 * double(bytes), "", 0, 0});
     CHECK_CUDA(cudaFree(a));
     CHECK_CUDA(cudaFree(b));
   }
@@ -238,9 +243,10 @@ int main(int argc, char** argv) {
       Check(st.unique_keys == n && st.duplicate_rows == 0 && st.overflow_rows == 0 &&
                 st.invalid_rows == 0,
             "build statistics (explicit values), load " + lf);
-      g_rows.push_back({"build " + how + ", explicit values, load " + lf, double(n), ms,
-                        double(n) * 40 + double(capacity) * 8 + double(capacity) * 16 + double(n) * 32,
-                        load == 0.5 ? ">= 13.6 Gkeys/s" : "", 13.6e9, load == 0.5 ? 1 : 0});
+      g_rows.push_back(
+          {"build " + how + ", explicit values, load " + lf, double(n), ms,
+           double(n) * 40 + double(capacity) * 8 + double(capacity) * 16 + double(n) * 32,
+           load == 0.5 ? ">= 13.6 Gkeys/s" : "", 13.6e9, load == 0.5 ? 1 : 0});
       // Generated row IDs (first_value + row): the key -> row index; no finalisation.
       src.values = nullptr;
       src.first_value = 0;
@@ -248,8 +254,8 @@ int main(int argc, char** argv) {
       st = Fetch(bstats);
       Check(st.unique_keys == n && st.overflow_rows == 0, "build statistics (row ids), load " + lf);
       g_rows.push_back({"build " + how + ", generated row ids, load " + lf, double(n), ms,
-                        double(n) * 36 + double(capacity) * 8,
-                        load == 0.5 ? ">= 13.6 Gkeys/s" : "", 13.6e9, load == 0.5 ? 1 : 0});
+                        double(n) * 36 + double(capacity) * 8, load == 0.5 ? ">= 13.6 Gkeys/s" : "",
+                        13.6e9, load == 0.5 ? 1 : 0});
     }
     src.load_before_cas = true;
     // Clear alone, to show how much of the build it is.
@@ -265,14 +271,16 @@ int main(int argc, char** argv) {
       CHECK_CUDA(cudaGetLastError());
       auto lookup = [&] {
         CHECK_CUDA(cudaMemsetAsync(qstats, 0, sizeof(gd::DeviceQueryStats), s));
-        CHECK_CUDA(gd::LookupKeys(table, queries, n, capacity, out_values, found, nullptr, qstats, s));
+        CHECK_CUDA(
+            gd::LookupKeys(table, queries, n, capacity, out_values, found, nullptr, qstats, s));
       };
       ms = MedianMs(s, lookup);
       CHECK_CUDA(cudaStreamSynchronize(s));
       const gd::DeviceQueryStats q = Fetch(qstats);
       const uint64_t expect_found = half_miss ? (n + 1) / 2 : n;
       Check(q.found == expect_found, "lookup found count, load " + lf);
-      // Spot-check values: row i hits build row (i * 2654435761) % n whose value is 12345 + 3 * row.
+      // Spot-check values: row i hits build row (i * 2654435761) % n whose value is 12345 + 3 *
+      // row.
       std::vector<uint32_t> sample(1024);
       CHECK_CUDA(cudaMemcpy(sample.data(), out_values, sample.size() * 4, cudaMemcpyDeviceToHost));
       bool values_ok = true;
@@ -284,10 +292,20 @@ int main(int argc, char** argv) {
       Check(values_ok, "lookup values sample, load " + lf);
       std::string target;
       double tv = 0;
-      if (!half_miss && load == 0.5) { target = ">= 32 Gkeys/s"; tv = 32e9; }
-      if (!half_miss && load == 0.8) { target = ">= 27 Gkeys/s"; tv = 27e9; }
-      if (half_miss && load == 0.8) { target = ">= 20 Gkeys/s"; tv = 20e9; }
-      const std::string name = std::string("lookup+found+stats, ") + (half_miss ? "50% miss" : "all hits") + ", load " + lf;
+      if (!half_miss && load == 0.5) {
+        target = ">= 32 Gkeys/s";
+        tv = 32e9;
+      }
+      if (!half_miss && load == 0.8) {
+        target = ">= 27 Gkeys/s";
+        tv = 27e9;
+      }
+      if (half_miss && load == 0.8) {
+        target = ">= 20 Gkeys/s";
+        tv = 20e9;
+      }
+      const std::string name = std::string("lookup+found+stats, ") +
+                               (half_miss ? "50% miss" : "all hits") + ", load " + lf;
       g_rows.push_back({name, double(n), ms, double(n) * 41, target, tv, tv > 0 ? 1 : 0});
       const double lookup_rate = double(n) / (ms * 1e-3);
 
@@ -318,8 +336,10 @@ int main(int argc, char** argv) {
           pairs_ok = pairs_ok && l[k] == i && r[k] == 12345u + row * 3u;
         }
         Check(pairs_ok, "join pairs sample (stable order)");
-        const std::string jname = std::string("join (pairs), ") + (half_miss ? "50% miss" : "all hits") + ", load 0.5";
-        Row jr{jname, double(n), ms, double(n) * 47 + double(matches) * 8, ">= 0.6 x lookup", 0.6, 3};
+        const std::string jname =
+            std::string("join (pairs), ") + (half_miss ? "50% miss" : "all hits") + ", load 0.5";
+        Row jr{jname, double(n), ms, double(n) * 47 + double(matches) * 8, ">= 0.6 x lookup",
+               0.6,   3};
         jr.reference_rate = lookup_rate;
         g_rows.push_back(jr);
         CHECK_CUDA(cudaFree(scratch));
@@ -382,15 +402,22 @@ int main(int argc, char** argv) {
             CHECK_CUDA(cudaMemcpy(ho.data(), out, groups * 4, cudaMemcpyDeviceToHost));
             bool in_range = true;
             for (uint32_t g = 0; g < groups; ++g)
-              in_range = in_range && (hc[g] == 0 ? ho[g] != ho[g] : (ho[g] >= -8192.f && ho[g] <= 8192.f));
+              in_range =
+                  in_range && (hc[g] == 0 ? ho[g] != ho[g] : (ho[g] >= -8192.f && ho[g] <= 8192.f));
             Check(in_range, "group mean within the value range, groups " + std::to_string(groups));
           }
           const bool is_count = op == gj::AggregateOp::kCount;
           const double bytes = double(n) * (4 + (masked ? 4 : 0) + (is_count ? 0 : 4));
           std::string target;
           double tv = 0;
-          if (groups <= 256 && is_count) { target = ">= 90% copy"; tv = 0.90; }
-          if (groups <= 256 && !is_count && masked) { target = ">= 75% copy"; tv = 0.75; }
+          if (groups <= 256 && is_count) {
+            target = ">= 90% copy";
+            tv = 0.90;
+          }
+          if (groups <= 256 && !is_count && masked) {
+            target = ">= 75% copy";
+            tv = 0.75;
+          }
           if (groups == 16) {
             // The __match_any_sync warp-combining path, for comparison.
             a.force_path = 0;
@@ -400,14 +427,18 @@ int main(int argc, char** argv) {
             CHECK_CUDA(cudaMemcpy(hc0.data(), counts, groups * 4, cudaMemcpyDeviceToHost));
             Check(hc0 == hc, "match_any path counts equal the default path's");
             a.force_path = -1;
-            g_rows.push_back({std::string("group ") + (op == gj::AggregateOp::kCount ? "count" : "mean") +
-                                  ", 16 groups" + (masked ? ", masked" : "") + " [match_any]",
-                              double(n), ms0,
-                              double(n) * (4 + (masked ? 4 : 0) + (op == gj::AggregateOp::kCount ? 0 : 4)),
-                              "", 0, 0});
+            g_rows.push_back(
+                {std::string("group ") + (op == gj::AggregateOp::kCount ? "count" : "mean") +
+                     ", 16 groups" + (masked ? ", masked" : "") + " [match_any]",
+                 double(n), ms0,
+                 double(n) * (4 + (masked ? 4 : 0) + (op == gj::AggregateOp::kCount ? 0 : 4)), "",
+                 0, 0});
           }
           const int path = gd::AggregatePath(groups);
-          const char* path_name = path == 0 ? "match_any" : path == 1 ? "shared" : path == 2 ? "global" : "lane-private";
+          const char* path_name = path == 0   ? "match_any"
+                                  : path == 1 ? "shared"
+                                  : path == 2 ? "global"
+                                              : "lane-private";
           g_rows.push_back({std::string("group ") + (is_count ? "count" : "mean") + ", " +
                                 std::to_string(groups) + " groups" + (masked ? ", masked" : "") +
                                 " [" + path_name + "]",

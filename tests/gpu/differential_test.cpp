@@ -9,9 +9,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <ostream>
 #include <limits>
 #include <memory>
+#include <ostream>
 #include <random>
 #include <string>
 #include <thread>
@@ -193,8 +193,9 @@ struct BuildCase {
 
 void PrintTo(const BuildCase& c, std::ostream* os) {
   *os << "{rows " << c.rows << ", capacity " << c.capacity << ", duplicates "
-      << c.duplicate_fraction << ", " << (c.explicit_values ? "explicit values" : "generated values")
-      << ", reserved keys " << c.empty_key_fraction << "}";
+      << c.duplicate_fraction << ", "
+      << (c.explicit_values ? "explicit values" : "generated values") << ", reserved keys "
+      << c.empty_key_fraction << "}";
 }
 
 class BuildLookupDifferential : public Differential,
@@ -207,8 +208,10 @@ TEST_P(BuildLookupDifferential, TableStatisticsAndLookupsMatchCpu) {
   std::vector<uint32_t> keys = DistinctKeys(c.rows);
   for (size_t i = 0; i < c.rows; ++i) {
     const double u = double(rng_() % 1000000) / 1e6;
-    if (u < c.duplicate_fraction && c.rows > 1) keys[i] = keys[rng_() % c.rows];
-    else if (u < c.duplicate_fraction + c.empty_key_fraction) keys[i] = kEmptyKey;
+    if (u < c.duplicate_fraction && c.rows > 1)
+      keys[i] = keys[rng_() % c.rows];
+    else if (u < c.duplicate_fraction + c.empty_key_fraction)
+      keys[i] = kEmptyKey;
   }
   const std::vector<uint32_t> values = RandomU32(c.rows);
   const uint32_t first_value = uint32_t(rng_());  // may wrap: exercises finalisation
@@ -257,13 +260,13 @@ TEST_P(BuildLookupDifferential, TableStatisticsAndLookupsMatchCpu) {
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, BuildLookupDifferential,
-    ::testing::Values(BuildCase{0, 16, 0.0, true, 0.0},            // empty build
-                      BuildCase{1, 1, 0.0, false, 0.0},            // one row, one slot
-                      BuildCase{1, 8, 0.0, true, 0.0},             // one row
-                      BuildCase{1000, 2048, 0.3, true, 0.02},      // not a block multiple
-                      BuildCase{1000, 1024, 0.0, false, 0.0},      // load ~0.98 (no bound)
+    ::testing::Values(BuildCase{0, 16, 0.0, true, 0.0},        // empty build
+                      BuildCase{1, 1, 0.0, false, 0.0},        // one row, one slot
+                      BuildCase{1, 8, 0.0, true, 0.0},         // one row
+                      BuildCase{1000, 2048, 0.3, true, 0.02},  // not a block multiple
+                      BuildCase{1000, 1024, 0.0, false, 0.0},  // load ~0.98 (no bound)
                       BuildCase{300007, 1u << 19, 0.25, true, 0.01},
-                      BuildCase{943718, 1u << 20, 0.0, true, 0.0},  // load 0.9
+                      BuildCase{943718, 1u << 20, 0.0, true, 0.0},             // load 0.9
                       BuildCase{(1u << 24) + 3, 1u << 25, 0.1, false, 0.001},  // > 2^24 rows
                       BuildCase{(1u << 24) + 5, 1u << 25, 0.05, true, 0.0}),
     [](const ::testing::TestParamInfo<BuildCase>& info) {
@@ -359,7 +362,8 @@ TEST_F(Differential, LookupWithProbeBoundOverrideMatchesCpu) {
   const std::vector<uint32_t> keys = DistinctKeys(size_t(capacity * 0.85));
   auto cpu_index = NewIndex(*cpu_, capacity);
   auto gpu_index = NewIndex(*cuda_, capacity);
-  for (auto [b, idx] : {std::pair{cpu_.get(), cpu_index.get()}, std::pair{cuda_.get(), gpu_index.get()}}) {
+  for (auto [b, idx] :
+       {std::pair{cpu_.get(), cpu_index.get()}, std::pair{cuda_.get(), gpu_index.get()}}) {
     BuildIndexNode node;
     node.index = idx;
     node.keys = ChunkedU32{std::span(keys)};
@@ -384,7 +388,8 @@ TEST_F(Differential, RepeatedLookupShapeReplaysCapturedGraphCorrectly) {
   auto cpu_index = NewIndex(*cpu_, capacity);
   auto gpu_index = NewIndex(*cuda_, capacity);
   auto build = [&](const std::vector<uint32_t>& k, uint32_t first) {
-    for (auto [b, idx] : {std::pair{cpu_.get(), cpu_index.get()}, std::pair{cuda_.get(), gpu_index.get()}}) {
+    for (auto [b, idx] :
+         {std::pair{cpu_.get(), cpu_index.get()}, std::pair{cuda_.get(), gpu_index.get()}}) {
       BuildIndexNode node;
       node.index = idx;
       node.keys = ChunkedU32{std::span(k)};
@@ -428,7 +433,8 @@ TEST_P(JoinDifferential, PairsOrderCountsAndOverflowMatchCpu) {
   const std::vector<uint32_t> right = DistinctKeys(20000);
   auto cpu_index = NewIndex(*cpu_, 1u << 16);
   auto gpu_index = NewIndex(*cuda_, 1u << 16);
-  for (auto [b, idx] : {std::pair{cpu_.get(), cpu_index.get()}, std::pair{cuda_.get(), gpu_index.get()}}) {
+  for (auto [b, idx] :
+       {std::pair{cpu_.get(), cpu_index.get()}, std::pair{cuda_.get(), gpu_index.get()}}) {
     BuildIndexNode node;
     node.index = idx;
     node.keys = ChunkedU32{std::span(right)};
@@ -497,14 +503,14 @@ TEST_P(JoinDifferential, PairsOrderCountsAndOverflowMatchCpu) {
 INSTANTIATE_TEST_SUITE_P(
     Shapes, JoinDifferential,
     ::testing::Values(JoinCase{0, 4, false, 1}, JoinCase{1, 1, false, 1},
-                      JoinCase{1000, 2000, false, 1},     // room for all pairs
-                      JoinCase{5000, 100, true, 1},       // truncated: stable prefix
-                      JoinCase{70001, 70001, true, 3},    // several tiles, batches
-                      JoinCase{70001, 0, false, 2}),      // zero capacity: count only
+                      JoinCase{1000, 2000, false, 1},   // room for all pairs
+                      JoinCase{5000, 100, true, 1},     // truncated: stable prefix
+                      JoinCase{70001, 70001, true, 3},  // several tiles, batches
+                      JoinCase{70001, 0, false, 2}),    // zero capacity: count only
     [](const ::testing::TestParamInfo<JoinCase>& info) {
       return "left" + std::to_string(info.param.left_rows) + "_cap" +
-             std::to_string(info.param.capacity) + "_batches" +
-             std::to_string(info.param.batches) + (info.param.explicit_left_rows ? "_ids" : "");
+             std::to_string(info.param.capacity) + "_batches" + std::to_string(info.param.batches) +
+             (info.param.explicit_left_rows ? "_ids" : "");
     });
 
 enum class KeyShape { kUniform, kSkewed, kOneGroup, kOutOfRange };
@@ -518,10 +524,14 @@ struct AggCase {
 
 std::string ShapeName(KeyShape s) {
   switch (s) {
-    case KeyShape::kUniform: return "uniform";
-    case KeyShape::kSkewed: return "skewed";
-    case KeyShape::kOneGroup: return "onegroup";
-    case KeyShape::kOutOfRange: return "outofrange";
+    case KeyShape::kUniform:
+      return "uniform";
+    case KeyShape::kSkewed:
+      return "skewed";
+    case KeyShape::kOneGroup:
+      return "onegroup";
+    case KeyShape::kOutOfRange:
+      return "outofrange";
   }
   return "unknown";
 }
@@ -531,25 +541,30 @@ void PrintTo(const AggCase& c, std::ostream* os) {
       << (c.mask ? ", masked" : "") << "}";
 }
 
-class AggregateDifferential : public Differential,
-                              public ::testing::WithParamInterface<AggCase> {};
+class AggregateDifferential : public Differential, public ::testing::WithParamInterface<AggCase> {};
 
 TEST_P(AggregateDifferential, AllOpsMatchCpu) {
   const AggCase c = GetParam();
   std::vector<uint32_t> keys(c.rows), mask;
   for (auto& k : keys) {
     switch (c.shape) {
-      case KeyShape::kUniform: k = uint32_t(rng_() % c.groups); break;
+      case KeyShape::kUniform:
+        k = uint32_t(rng_() % c.groups);
+        break;
       case KeyShape::kSkewed: {
         // Most rows in a few hot groups, a tail spread over all of them.
         const uint32_t r = uint32_t(rng_() % 100);
-        k = r < 70 ? uint32_t(rng_() % std::min<uint32_t>(3, c.groups)) : uint32_t(rng_() % c.groups);
+        k = r < 70 ? uint32_t(rng_() % std::min<uint32_t>(3, c.groups))
+                   : uint32_t(rng_() % c.groups);
         break;
       }
-      case KeyShape::kOneGroup: k = c.groups - 1; break;
+      case KeyShape::kOneGroup:
+        k = c.groups - 1;
+        break;
       case KeyShape::kOutOfRange: {
         const uint32_t r = uint32_t(rng_() % 4);
-        k = r == 0 ? c.groups + uint32_t(rng_() % 1000) : (r == 1 ? kEmptyKey : uint32_t(rng_() % c.groups));
+        k = r == 0 ? c.groups + uint32_t(rng_() % 1000)
+                   : (r == 1 ? kEmptyKey : uint32_t(rng_() % c.groups));
         break;
       }
     }
@@ -563,13 +578,20 @@ TEST_P(AggregateDifferential, AllOpsMatchCpu) {
   std::vector<float> values(c.rows);
   for (auto& v : values) {
     const uint32_t r = uint32_t(rng_() % 100);
-    if (r == 0) v = std::numeric_limits<float>::quiet_NaN();
-    else if (r == 1) v = std::numeric_limits<float>::infinity();
-    else if (r == 2) v = -std::numeric_limits<float>::infinity();
-    else if (r < 6) v = -0.0f;
-    else if (r < 9) v = 0.0f;
-    else if (r < 50) v = float(int(rng_() % 2001) - 1000);
-    else v = float(std::ldexp(double(int64_t(rng_() % 2000001) - 1000000), -10));
+    if (r == 0)
+      v = std::numeric_limits<float>::quiet_NaN();
+    else if (r == 1)
+      v = std::numeric_limits<float>::infinity();
+    else if (r == 2)
+      v = -std::numeric_limits<float>::infinity();
+    else if (r < 6)
+      v = -0.0f;
+    else if (r < 9)
+      v = 0.0f;
+    else if (r < 50)
+      v = float(int(rng_() % 2001) - 1000);
+    else
+      v = float(std::ldexp(double(int64_t(rng_() % 2000001) - 1000000), -10));
   }
   const ChunkedU32 key_chunks = RandomChunks(keys);
   const ChunkedF32 value_chunks = RandomChunks(values);
@@ -633,15 +655,15 @@ TEST_P(AggregateDifferential, AllOpsMatchCpu) {
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, AggregateDifferential,
-    ::testing::Values(AggCase{0, 5, KeyShape::kUniform, false},       // empty: +0 / NaN
+    ::testing::Values(AggCase{0, 5, KeyShape::kUniform, false},  // empty: +0 / NaN
                       AggCase{1, 1, KeyShape::kUniform, true},
-                      AggCase{1000, 16, KeyShape::kUniform, true},    // warp path
+                      AggCase{1000, 16, KeyShape::kUniform, true},  // warp path
                       AggCase{100003, 16, KeyShape::kOneGroup, false},
                       AggCase{100003, 7, KeyShape::kSkewed, true},
                       AggCase{100003, 17, KeyShape::kOutOfRange, true},  // shared path
                       AggCase{100003, 256, KeyShape::kSkewed, false},
                       AggCase{100003, 256, KeyShape::kOneGroup, true},
-                      AggCase{100003, 257, KeyShape::kUniform, true},    // global path
+                      AggCase{100003, 257, KeyShape::kUniform, true},  // global path
                       AggCase{300007, 65536, KeyShape::kOutOfRange, false},
                       AggCase{(1u << 24) + 7, 256, KeyShape::kUniform, true}),  // > 2^24
     [](const ::testing::TestParamInfo<AggCase>& info) {
@@ -656,7 +678,8 @@ TEST_F(Differential, ConcurrentRunsOnSeparateStreamsMatchCpu) {
   const std::vector<uint32_t> keys = DistinctKeys(50000);
   auto cpu_index = NewIndex(*cpu_, 1u << 17);
   auto gpu_index = NewIndex(*cuda_, 1u << 17);
-  for (auto [b, idx] : {std::pair{cpu_.get(), cpu_index.get()}, std::pair{cuda_.get(), gpu_index.get()}}) {
+  for (auto [b, idx] :
+       {std::pair{cpu_.get(), cpu_index.get()}, std::pair{cuda_.get(), gpu_index.get()}}) {
     BuildIndexNode node;
     node.index = idx;
     node.keys = ChunkedU32{std::span(keys)};
@@ -673,7 +696,8 @@ TEST_F(Differential, ConcurrentRunsOnSeparateStreamsMatchCpu) {
     for (auto& x : q) x = rng_() % 2 ? keys[rng_() % keys.size()] : uint32_t(rng_());
   }
   std::vector<LookupOut> expected;
-  for (const auto& q : queries) expected.push_back(Lookup(*cpu_, *cpu_index, ChunkedU32{std::span(q)}, true));
+  for (const auto& q : queries)
+    expected.push_back(Lookup(*cpu_, *cpu_index, ChunkedU32{std::span(q)}, true));
   std::vector<LookupOut> got(queries.size());
   std::vector<absl::Status> status(queries.size());
   std::vector<std::thread> threads;
@@ -749,7 +773,8 @@ TEST_F(Differential, OversizedIndexIsResourceExhaustedAndBackendStaysHealthy) {
 // Without a usable device (CI), asking for the CUDA backend must fail cleanly with
 // FAILED_PRECONDITION (never crash), and "auto" must fall back to the CPU.
 TEST(CudaBackendWithoutDevice, CreateFailsCleanlyAndAutoPicksCpu) {
-  if (CudaDeviceAvailable()) GTEST_SKIP() << "a CUDA device is present; this checks the no-device path";
+  if (CudaDeviceAvailable())
+    GTEST_SKIP() << "a CUDA device is present; this checks the no-device path";
   auto cuda = CreateBackend(BackendKind::kCuda);
   ASSERT_FALSE(cuda.ok());
   EXPECT_EQ(cuda.status().code(), absl::StatusCode::kFailedPrecondition) << cuda.status();

@@ -92,14 +92,16 @@ __global__ void __launch_bounds__(kBlockThreads)
   if constexpr (kPath == 3) {
     for (uint32_t i = threadIdx.x; i < kLaneSlots; i += blockDim.x) {
       s_lcount[i] = 0;
-      if constexpr (kValues) s_lacc[i] = kAcc == Acc::kMin ? kMinEmpty : (kAcc == Acc::kMax ? kMaxEmpty : 0u);
+      if constexpr (kValues)
+        s_lacc[i] = kAcc == Acc::kMin ? kMinEmpty : (kAcc == Acc::kMax ? kMaxEmpty : 0u);
     }
     __syncthreads();
   }
   if constexpr (kPath < 2) {
     for (uint32_t g = threadIdx.x; g < groups; g += blockDim.x) {
       s_count[g] = 0;
-      if constexpr (kValues) s_acc[g] = kAcc == Acc::kMin ? kMinEmpty : (kAcc == Acc::kMax ? kMaxEmpty : 0u);
+      if constexpr (kValues)
+        s_acc[g] = kAcc == Acc::kMin ? kMinEmpty : (kAcc == Acc::kMax ? kMaxEmpty : 0u);
     }
     __syncthreads();
   }
@@ -156,14 +158,23 @@ __global__ void __launch_bounds__(kBlockThreads)
     bool in[4] = {false, false, false, false};
     if (aligned && r0 + 3 < rows) {
       const uint4 kk = __ldcs(reinterpret_cast<const uint4*>(keys + r0));
-      k[0] = kk.x; k[1] = kk.y; k[2] = kk.z; k[3] = kk.w;
+      k[0] = kk.x;
+      k[1] = kk.y;
+      k[2] = kk.z;
+      k[3] = kk.w;
       if constexpr (kMask) {
         const uint4 mm = __ldcs(reinterpret_cast<const uint4*>(mask + r0));
-        m[0] = mm.x; m[1] = mm.y; m[2] = mm.z; m[3] = mm.w;
+        m[0] = mm.x;
+        m[1] = mm.y;
+        m[2] = mm.z;
+        m[3] = mm.w;
       }
       if constexpr (kValues) {
         const float4 vv = __ldcs(reinterpret_cast<const float4*>(values + r0));
-        v[0] = vv.x; v[1] = vv.y; v[2] = vv.z; v[3] = vv.w;
+        v[0] = vv.x;
+        v[1] = vv.y;
+        v[2] = vv.z;
+        v[3] = vv.w;
       }
 #pragma unroll
       for (int j = 0; j < 4; ++j) in[j] = true;
@@ -203,10 +214,13 @@ __global__ void __launch_bounds__(kBlockThreads)
       if (lane == 0) {
         if (want_counts && c != 0) atomicAdd(&counts[g], c);
         if constexpr (kAcc == Acc::kSum) {
-          if (__uint_as_float(a) != 0.f) atomicAdd(reinterpret_cast<float*>(acc_out) + g, __uint_as_float(a));
+          if (__uint_as_float(a) != 0.f)
+            atomicAdd(reinterpret_cast<float*>(acc_out) + g, __uint_as_float(a));
         }
-        if constexpr (kAcc == Acc::kMin) if (a != kMinEmpty) atomicMin(acc_out + g, a);
-        if constexpr (kAcc == Acc::kMax) if (a != kMaxEmpty) atomicMax(acc_out + g, a);
+        if constexpr (kAcc == Acc::kMin)
+          if (a != kMinEmpty) atomicMin(acc_out + g, a);
+        if constexpr (kAcc == Acc::kMax)
+          if (a != kMaxEmpty) atomicMax(acc_out + g, a);
       }
     }
   }
@@ -219,8 +233,10 @@ __global__ void __launch_bounds__(kBlockThreads)
         const float s = __uint_as_float(s_acc[g]);
         if (s != 0.f) atomicAdd(reinterpret_cast<float*>(acc_out) + g, s);
       }
-      if constexpr (kAcc == Acc::kMin) if (s_acc[g] != kMinEmpty) atomicMin(acc_out + g, s_acc[g]);
-      if constexpr (kAcc == Acc::kMax) if (s_acc[g] != kMaxEmpty) atomicMax(acc_out + g, s_acc[g]);
+      if constexpr (kAcc == Acc::kMin)
+        if (s_acc[g] != kMinEmpty) atomicMin(acc_out + g, s_acc[g]);
+      if constexpr (kAcc == Acc::kMax)
+        if (s_acc[g] != kMaxEmpty) atomicMax(acc_out + g, s_acc[g]);
     }
   }
 }
@@ -246,9 +262,10 @@ template <Acc kAcc, int kPath, bool kMask>
 cudaError_t LaunchAccumulate(const AggregateArgs& a, uint32_t* counts, uint32_t* acc,
                              cudaStream_t stream) {
   static std::atomic<int> resident{0};
-  const unsigned grid = GridFor((a.rows + 3) / 4, CachedResident(AccumulateKernel<kAcc, kPath, kMask>, resident));
-  AccumulateKernel<kAcc, kPath, kMask><<<grid, kBlockThreads, 0, stream>>>(
-      a.keys, a.values, a.mask, a.rows, a.groups, counts, acc);
+  const unsigned grid =
+      GridFor((a.rows + 3) / 4, CachedResident(AccumulateKernel<kAcc, kPath, kMask>, resident));
+  AccumulateKernel<kAcc, kPath, kMask>
+      <<<grid, kBlockThreads, 0, stream>>>(a.keys, a.values, a.mask, a.rows, a.groups, counts, acc);
   return cudaGetLastError();
 }
 
@@ -268,10 +285,14 @@ cudaError_t DispatchPath(const AggregateArgs& a, uint32_t* counts, uint32_t* acc
   if (a.force_path == 1 && a.groups <= kSharedGroups) path = 1;
   if (a.force_path == 2) path = 2;
   switch (path) {
-    case 0: return DispatchMask<kAcc, 0>(a, counts, acc, stream);
-    case 1: return DispatchMask<kAcc, 1>(a, counts, acc, stream);
-    case 3: return DispatchMask<kAcc, 3>(a, counts, acc, stream);
-    default: return DispatchMask<kAcc, 2>(a, counts, acc, stream);
+    case 0:
+      return DispatchMask<kAcc, 0>(a, counts, acc, stream);
+    case 1:
+      return DispatchMask<kAcc, 1>(a, counts, acc, stream);
+    case 3:
+      return DispatchMask<kAcc, 3>(a, counts, acc, stream);
+    default:
+      return DispatchMask<kAcc, 2>(a, counts, acc, stream);
   }
 }
 
@@ -300,18 +321,27 @@ cudaError_t Aggregate(const AggregateArgs& a, cudaStream_t stream) {
   cudaError_t e = cudaSuccess;
   if (a.rows > 0) {
     switch (a.op) {
-      case AggregateOp::kCount: e = DispatchPath<Acc::kCount>(a, a.counts, nullptr, stream); break;
+      case AggregateOp::kCount:
+        e = DispatchPath<Acc::kCount>(a, a.counts, nullptr, stream);
+        break;
       case AggregateOp::kSum:
-      case AggregateOp::kMean: e = DispatchPath<Acc::kSum>(a, a.counts, acc, stream); break;
-      case AggregateOp::kMin: e = DispatchPath<Acc::kMin>(a, a.counts, acc, stream); break;
-      case AggregateOp::kMax: e = DispatchPath<Acc::kMax>(a, a.counts, acc, stream); break;
+      case AggregateOp::kMean:
+        e = DispatchPath<Acc::kSum>(a, a.counts, acc, stream);
+        break;
+      case AggregateOp::kMin:
+        e = DispatchPath<Acc::kMin>(a, a.counts, acc, stream);
+        break;
+      case AggregateOp::kMax:
+        e = DispatchPath<Acc::kMax>(a, a.counts, acc, stream);
+        break;
     }
     if (e != cudaSuccess) return e;
   }
   if (a.op == AggregateOp::kMin || a.op == AggregateOp::kMax || a.op == AggregateOp::kMean) {
-    const unsigned grid = unsigned((a.groups + kBlockThreads - 1) / kBlockThreads);
-    FinalizeAggregateKernel<<<grid < 4096 ? grid : 4096, kBlockThreads, 0, stream>>>(
-        a.op, a.groups, a.counts, a.output);
+    const unsigned needed = unsigned((a.groups + kBlockThreads - 1) / kBlockThreads);
+    const unsigned grid = needed < 4096u ? needed : 4096u;
+    FinalizeAggregateKernel<<<grid, kBlockThreads, 0, stream>>>(a.op, a.groups, a.counts,
+                                                                 a.output);
     e = cudaGetLastError();
   }
   return e;

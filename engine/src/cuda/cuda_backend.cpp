@@ -84,8 +84,8 @@ class CudaBackend final : public Backend {
     }
     absl::Status status;
     for (size_t i = 0; i < graph.nodes().size() && status.ok(); ++i) {
-      status = std::visit([&](const auto& node) { return RunNode(**ctx, i, node); },
-                          graph.nodes()[i]);
+      status =
+          std::visit([&](const auto& node) { return RunNode(**ctx, i, node); }, graph.nodes()[i]);
     }
     if (!status.ok()) {
       // Let queued work that still reads staging or scratch finish before reuse.
@@ -102,8 +102,8 @@ class CudaBackend final : public Backend {
   absl::Status CheckHealthy() const {
     if (healthy_.load()) return absl::OkStatus();
     std::lock_guard<std::mutex> lock(mu_);
-    return absl::InternalError(absl::StrCat(
-        "cuda backend is not serving after a fatal device error: ", fatal_message_));
+    return absl::InternalError(
+        absl::StrCat("cuda backend is not serving after a fatal device error: ", fatal_message_));
   }
 
   // After a failure: a sticky error is reported by every later call, so the
@@ -139,9 +139,9 @@ class CudaBackend final : public Backend {
   static absl::StatusOr<CudaHashIndex*> WritableIndex(HashIndex* index, const std::string& where) {
     auto* cuda = dynamic_cast<CudaHashIndex*>(index);
     if (cuda == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, ": index was created by the ", std::string(BackendKindName(index->backend())),
-                       " backend, not by this cuda backend"));
+      return absl::InvalidArgumentError(absl::StrCat(where, ": index was created by the ",
+                                                     std::string(BackendKindName(index->backend())),
+                                                     " backend, not by this cuda backend"));
     }
     return cuda;
   }
@@ -149,18 +149,18 @@ class CudaBackend final : public Backend {
                                                             const std::string& where) {
     auto* cuda = dynamic_cast<const CudaHashIndex*>(index);
     if (cuda == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, ": index was created by the ", std::string(BackendKindName(index->backend())),
-                       " backend, not by this cuda backend"));
+      return absl::InvalidArgumentError(absl::StrCat(where, ": index was created by the ",
+                                                     std::string(BackendKindName(index->backend())),
+                                                     " backend, not by this cuda backend"));
     }
     return cuda;
   }
 
   absl::StatusOr<BuildStatistics> DownloadBuildStats(StreamContext& ctx) {
-    GPUJOIN_CUDA_RETURN(cudaMemcpyAsync(ctx.host_stats(), ctx.device_stats(),
-                                        sizeof(DeviceBuildStats), cudaMemcpyDeviceToHost,
-                                        ctx.stream()),
-                        "download build statistics");
+    GPUJOIN_CUDA_RETURN(
+        cudaMemcpyAsync(ctx.host_stats(), ctx.device_stats(), sizeof(DeviceBuildStats),
+                        cudaMemcpyDeviceToHost, ctx.stream()),
+        "download build statistics");
     GPUJOIN_RETURN_IF_ERROR(ctx.Synchronize("build"));
     DeviceBuildStats d;
     std::memcpy(&d, ctx.host_stats(), sizeof(d));
@@ -195,9 +195,9 @@ class CudaBackend final : public Backend {
       src.rows = rows;
       src.values = n.values.has_value() ? values.data() : nullptr;
       src.first_value = n.first_value;
-      GPUJOIN_CUDA_RETURN(BuildTable(index->table(), src, index->spec().probe_bound(), stats,
-                                     ctx.stream()),
-                          "build index");
+      GPUJOIN_CUDA_RETURN(
+          BuildTable(index->table(), src, index->spec().probe_bound(), stats, ctx.stream()),
+          "build index");
       return FinishBuild(ctx, *index, rows, n.statistics);
     }
     return FinishBuild(ctx, *index, rows, n.statistics);
@@ -270,7 +270,7 @@ class CudaBackend final : public Backend {
       return absl::OkStatus();
     }
     const LookupShape shape{index->table().slots, index->spec().capacity, rows, bound,
-                            !n.found.empty(), !n.probes.empty()};
+                            !n.found.empty(),     !n.probes.empty()};
     GPUJOIN_ASSIGN_OR_RETURN(LookupGraph * graph, ctx.graphs().Get(shape, ctx.stream()));
     if (graph != nullptr) {
       uint8_t* in = reinterpret_cast<uint8_t*>(graph->keys());
@@ -336,7 +336,8 @@ class CudaBackend final : public Backend {
       }
       GPUJOIN_ASSIGN_OR_RETURN(auto out_left, Alloc<uint32_t>(device_capacity, ctx, "join pairs"));
       GPUJOIN_ASSIGN_OR_RETURN(auto out_right, Alloc<uint32_t>(device_capacity, ctx, "join pairs"));
-      GPUJOIN_ASSIGN_OR_RETURN(auto scratch, Alloc<uint8_t>(JoinScratchBytes(rows), ctx, "join scratch"));
+      GPUJOIN_ASSIGN_OR_RETURN(auto scratch,
+                               Alloc<uint8_t>(JoinScratchBytes(rows), ctx, "join scratch"));
       DeviceBuffer<uint8_t> found;
       DeviceBuffer<uint32_t> probes;
       if (!b.found.empty()) {
@@ -366,8 +367,8 @@ class CudaBackend final : public Backend {
       GPUJOIN_RETURN_IF_ERROR(ctx.Download(b.found.data(), found.data(), b.found.size(), "found"));
       GPUJOIN_RETURN_IF_ERROR(
           ctx.Download(b.probes.data(), probes.data(), b.probes.size_bytes(), "probes"));
-      *b.result = JoinResult{matches, matches > capacity || build_overflow,
-                             ToQueryStatistics(d, rows)};
+      *b.result =
+          JoinResult{matches, matches > capacity || build_overflow, ToQueryStatistics(d, rows)};
     }
     return absl::OkStatus();
   }
@@ -377,9 +378,9 @@ class CudaBackend final : public Backend {
     const bool count_op = n.op == AggregateOp::kCount;
     const size_t group_rows = count_op ? n.count_output.size() : n.value_output.size();
     if (group_rows > 0xffffffffu) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "node ", i, " (aggregate): output has ", group_rows,
-          " groups; the cuda backend supports at most 2^32 - 1"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("node ", i, " (aggregate): output has ", group_rows,
+                       " groups; the cuda backend supports at most 2^32 - 1"));
     }
     const uint32_t groups = uint32_t(group_rows);
     const bool need_counts = count_op || n.op == AggregateOp::kMean || !n.contributing_rows.empty();
@@ -412,11 +413,12 @@ class CudaBackend final : public Backend {
     a.groups = groups;
     a.counts = counts.data();
     a.output = output.data();
-    GPUJOIN_CUDA_RETURN(Aggregate(a, ctx.stream()),
-                        absl::StrCat("node ", i, " (aggregate ", std::string(AggregateOpName(n.op)), ")"));
+    GPUJOIN_CUDA_RETURN(
+        Aggregate(a, ctx.stream()),
+        absl::StrCat("node ", i, " (aggregate ", std::string(AggregateOpName(n.op)), ")"));
     if (count_op) {
-      GPUJOIN_RETURN_IF_ERROR(
-          ctx.Download(n.count_output.data(), counts.data(), n.count_output.size_bytes(), "counts"));
+      GPUJOIN_RETURN_IF_ERROR(ctx.Download(n.count_output.data(), counts.data(),
+                                           n.count_output.size_bytes(), "counts"));
       // For count every in-range, unmasked row contributes: the same numbers.
       GPUJOIN_RETURN_IF_ERROR(ctx.Download(n.contributing_rows.data(), counts.data(),
                                            n.contributing_rows.size_bytes(), "contributing rows"));
@@ -436,7 +438,7 @@ class CudaBackend final : public Backend {
   const int device_;
   std::atomic<bool> healthy_{true};
   mutable std::mutex mu_;
-  std::string fatal_message_;                        // guarded by mu_
+  std::string fatal_message_;                         // guarded by mu_
   std::vector<std::unique_ptr<StreamContext>> idle_;  // guarded by mu_
 };
 

@@ -32,9 +32,9 @@ absl::Status CudaStatus(cudaError_t error, std::string_view what) {
   // Clear a non-sticky error so the calling thread's next request starts clean;
   // sticky errors cannot be cleared and are reported by every later call.
   if (!IsStickyCudaError(error)) (void)cudaGetLastError();
-  const std::string message = absl::StrCat("cuda: ", std::string(what), ": ",
-                                           cudaGetErrorName(error), " (",
-                                           cudaGetErrorString(error), ")");
+  const std::string message =
+      absl::StrCat("cuda: ", std::string(what), ": ", cudaGetErrorName(error), " (",
+                   cudaGetErrorString(error), ")");
   if (error == cudaErrorMemoryAllocation) return absl::ResourceExhaustedError(message);
   if (IsStickyCudaError(error)) return absl::InternalError(absl::StrCat("fatal ", message));
   return absl::InternalError(message);

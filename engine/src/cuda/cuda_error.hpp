@@ -30,9 +30,9 @@ absl::Status CudaLaunchStatus(std::string_view what);
 
 /// Evaluates a CUDA runtime call and returns a classified status from the
 /// enclosing function when it fails. `what` names the operation for the message.
-#define GPUJOIN_CUDA_RETURN(call, what)                                            \
-  do {                                                                             \
-    cudaError_t gpujoin_cuda_error_ = (call);                                      \
-    if (gpujoin_cuda_error_ != cudaSuccess)                                        \
-      return ::gpujoin::engine::detail::CudaStatus(gpujoin_cuda_error_, (what));   \
+#define GPUJOIN_CUDA_RETURN(call, what)                                          \
+  do {                                                                           \
+    cudaError_t gpujoin_cuda_error_ = (call);                                    \
+    if (gpujoin_cuda_error_ != cudaSuccess)                                      \
+      return ::gpujoin::engine::detail::CudaStatus(gpujoin_cuda_error_, (what)); \
   } while (0)

@@ -28,9 +28,9 @@ absl::StatusOr<std::unique_ptr<CudaHashIndex>> CudaHashIndex::Create(const HashI
 absl::StatusOr<TableSnapshot> CudaHashIndex::Snapshot() const {
   GPUJOIN_CUDA_RETURN(cudaSetDevice(device_), "select device");
   std::vector<uint64_t> raw(spec().capacity);
-  GPUJOIN_CUDA_RETURN(cudaMemcpy(raw.data(), slots_.data(), raw.size() * sizeof(uint64_t),
-                                 cudaMemcpyDeviceToHost),
-                      "snapshot index table");
+  GPUJOIN_CUDA_RETURN(
+      cudaMemcpy(raw.data(), slots_.data(), raw.size() * sizeof(uint64_t), cudaMemcpyDeviceToHost),
+      "snapshot index table");
   TableSnapshot snap;
   snap.keys.resize(raw.size());
   snap.values.resize(raw.size());

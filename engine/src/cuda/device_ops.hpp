@@ -77,8 +77,8 @@ cudaError_t BuildTable(DeviceTable table, const BuildSource& source, uint32_t bo
 /// Looks up `rows` keys. Writes values[i] (kEmptyKey when missing); found[i]
 /// (1/0) and probes[i] when non-null. Adds to `stats` (zero it first).
 cudaError_t LookupKeys(DeviceTable table, const uint32_t* keys, uint64_t rows, uint32_t bound,
-                       uint32_t* values, uint8_t* found, uint32_t* probes,
-                       DeviceQueryStats* stats, cudaStream_t stream);
+                       uint32_t* values, uint8_t* found, uint32_t* probes, DeviceQueryStats* stats,
+                       cudaStream_t stream);
 
 /// Scratch device memory a join of `rows` left rows needs (bytes).
 size_t JoinScratchBytes(uint64_t rows);
@@ -99,7 +99,7 @@ cudaError_t JoinKeys(DeviceTable table, const uint32_t* keys, uint64_t rows, uin
 struct AggregateArgs {
   AggregateOp op = AggregateOp::kCount;
   const uint32_t* keys = nullptr;
-  const float* values = nullptr;  ///< required unless op == kCount
+  const float* values = nullptr;   ///< required unless op == kCount
   const uint32_t* mask = nullptr;  ///< optional
   uint64_t rows = 0;
   uint32_t groups = 0;  ///< at least 1

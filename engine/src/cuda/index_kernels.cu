@@ -81,7 +81,10 @@ __device__ __forceinline__ uint32_t FinalValue(uint32_t row, const uint32_t* __r
     uint32_t lo = 0, hi = chunk_count;
     while (hi - lo > 1) {
       const uint32_t mid = (lo + hi) / 2;
-      if (chunk_starts[mid] <= row) lo = mid; else hi = mid;
+      if (chunk_starts[mid] <= row)
+        lo = mid;
+      else
+        hi = mid;
     }
     return chunk_bases[lo] + uint32_t(row - chunk_starts[lo]);
   }
@@ -176,7 +179,8 @@ __global__ void __launch_bounds__(kBlockThreads)
   for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < rows; i += stride) {
     const ProbeResult r = Probe(table.slots, table.capacity, __ldcs(keys + i), bound);
     __stcs(values + i, r.value);
-    if (kFound) __stcs(reinterpret_cast<signed char*>(found + i), static_cast<signed char>(r.found));
+    if (kFound)
+      __stcs(reinterpret_cast<signed char*>(found + i), static_cast<signed char>(r.found));
     if (kProbes) __stcs(probes + i, r.probes);
     sums[0] += r.found ? 1u : 0u;
     sums[1] += r.probes;
@@ -184,7 +188,6 @@ __global__ void __launch_bounds__(kBlockThreads)
   }
   BlockFlushStats<2>(sums, max_probes, &stats->found, &stats->max_probes);
 }
-
 
 }  // namespace
 
@@ -205,7 +208,8 @@ cudaError_t BuildTable(DeviceTable table, const BuildSource& source, uint32_t bo
   const uint32_t tag_offset = direct ? source.first_value : 0u;
   static std::atomic<int> resident_insert[4];
   const uint64_t rows = source.rows;
-  const unsigned grid = GridFor(rows, CachedResident(InsertKernel<false, true>, resident_insert[0]));
+  const unsigned grid =
+      GridFor(rows, CachedResident(InsertKernel<false, true>, resident_insert[0]));
   if (source.validity != nullptr) {
     if (source.load_before_cas)
       InsertKernel<true, true><<<grid, kBlockThreads, 0, stream>>>(
@@ -215,8 +219,8 @@ cudaError_t BuildTable(DeviceTable table, const BuildSource& source, uint32_t bo
           table, source.keys, source.validity, rows, bound, tag_offset, stats);
   } else {
     if (source.load_before_cas)
-      InsertKernel<false, true><<<grid, kBlockThreads, 0, stream>>>(
-          table, source.keys, nullptr, rows, bound, tag_offset, stats);
+      InsertKernel<false, true><<<grid, kBlockThreads, 0, stream>>>(table, source.keys, nullptr,
+                                                                    rows, bound, tag_offset, stats);
     else
       InsertKernel<false, false><<<grid, kBlockThreads, 0, stream>>>(
           table, source.keys, nullptr, rows, bound, tag_offset, stats);
@@ -233,8 +237,8 @@ cudaError_t BuildTable(DeviceTable table, const BuildSource& source, uint32_t bo
 }
 
 cudaError_t LookupKeys(DeviceTable table, const uint32_t* keys, uint64_t rows, uint32_t bound,
-                       uint32_t* values, uint8_t* found, uint32_t* probes,
-                       DeviceQueryStats* stats, cudaStream_t stream) {
+                       uint32_t* values, uint8_t* found, uint32_t* probes, DeviceQueryStats* stats,
+                       cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
   static std::atomic<int> resident[4];
   const int variant = (found != nullptr ? 1 : 0) | (probes != nullptr ? 2 : 0);
@@ -259,8 +263,8 @@ cudaError_t LookupKeys(DeviceTable table, const uint32_t* keys, uint64_t rows, u
     }
     default: {
       const unsigned grid = GridFor(rows, CachedResident(LookupKernel<true, true>, resident[3]));
-      LookupKernel<true, true><<<grid, kBlockThreads, 0, stream>>>(table, keys, rows, bound,
-                                                                   values, found, probes, stats);
+      LookupKernel<true, true><<<grid, kBlockThreads, 0, stream>>>(table, keys, rows, bound, values,
+                                                                   found, probes, stats);
       break;
     }
   }

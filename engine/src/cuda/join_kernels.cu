@@ -20,10 +20,10 @@ constexpr uint64_t kTileRows = uint64_t(kBlockThreads) * kItemsPerThread;
 size_t AlignUp(size_t v) { return (v + 255) & ~size_t(255); }
 
 struct JoinScratch {
-  uint32_t* values = nullptr;       // matched right value per left row
-  uint8_t* flags = nullptr;         // found flag per left row
-  uint32_t* tile_counts = nullptr;  // matches per tile, plus a trailing 0
-  uint32_t* tile_offsets = nullptr; // exclusive scan of tile_counts
+  uint32_t* values = nullptr;        // matched right value per left row
+  uint8_t* flags = nullptr;          // found flag per left row
+  uint32_t* tile_counts = nullptr;   // matches per tile, plus a trailing 0
+  uint32_t* tile_offsets = nullptr;  // exclusive scan of tile_counts
   void* scan_temp = nullptr;
   size_t scan_temp_bytes = 0;
   size_t total_bytes = 0;
@@ -139,8 +139,8 @@ cudaError_t JoinKeys(DeviceTable table, const uint32_t* keys, uint64_t rows, uin
                                     static_cast<int64_t>(tiles + 1), stream);
   if (e != cudaSuccess) return e;
   ScatterKernel<<<unsigned(tiles), kBlockThreads, 0, stream>>>(
-      flags, s.values, rows, s.tile_offsets, tiles, left_rows, first_left_row, out_left,
-      out_right, capacity, count);
+      flags, s.values, rows, s.tile_offsets, tiles, left_rows, first_left_row, out_left, out_right,
+      capacity, count);
   return cudaGetLastError();
 }
 

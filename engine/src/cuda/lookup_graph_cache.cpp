@@ -47,7 +47,8 @@ absl::StatusOr<std::unique_ptr<LookupGraph>> LookupGraph::Capture(const LookupSh
                       "begin lookup graph capture");
   cudaError_t e = cudaMemcpyAsync(g->keys_d_.data(), g->in_.data(), n * sizeof(uint32_t),
                                   cudaMemcpyHostToDevice, stream);
-  if (e == cudaSuccess) e = cudaMemsetAsync(g->stats_d_.data(), 0, sizeof(DeviceQueryStats), stream);
+  if (e == cudaSuccess)
+    e = cudaMemsetAsync(g->stats_d_.data(), 0, sizeof(DeviceQueryStats), stream);
   if (e == cudaSuccess)
     e = LookupKeys(table, g->keys_d_.data(), n, shape.bound, g->values_d_.data(),
                    g->found_d_.data(), g->probes_d_.data(), g->stats_d_.data(), stream);
@@ -72,8 +73,7 @@ absl::StatusOr<std::unique_ptr<LookupGraph>> LookupGraph::Capture(const LookupSh
   return g;
 }
 
-absl::StatusOr<LookupGraph*> LookupGraphCache::Get(const LookupShape& shape,
-                                                   cudaStream_t stream) {
+absl::StatusOr<LookupGraph*> LookupGraphCache::Get(const LookupShape& shape, cudaStream_t stream) {
   if (shape.rows == 0 || shape.rows > kMaxRows) return nullptr;
   for (auto it = entries_.begin(); it != entries_.end(); ++it) {
     if ((*it)->shape() == shape) {

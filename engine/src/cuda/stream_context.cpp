@@ -38,8 +38,7 @@ StreamContext::~StreamContext() {
   if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
 }
 
-absl::Status StreamContext::Upload(void* dst, std::span<const HostRange> ranges,
-                                   const char* what) {
+absl::Status StreamContext::Upload(void* dst, std::span<const HostRange> ranges, const char* what) {
   auto* out = static_cast<uint8_t*>(dst);
   int b = 0;
   for (const HostRange& r : ranges) {
@@ -71,8 +70,8 @@ absl::Status StreamContext::Download(void* dst, const void* src, size_t bytes, c
   auto piece_bytes = [&](size_t k) { return std::min(kStagingBytes, bytes - k * kStagingBytes); };
   auto queue = [&](size_t k) -> absl::Status {
     const int b = int(k & 1);
-    GPUJOIN_CUDA_RETURN(cudaMemcpyAsync(staging_[b].data(), in + k * kStagingBytes,
-                                        piece_bytes(k), cudaMemcpyDeviceToHost, stream_),
+    GPUJOIN_CUDA_RETURN(cudaMemcpyAsync(staging_[b].data(), in + k * kStagingBytes, piece_bytes(k),
+                                        cudaMemcpyDeviceToHost, stream_),
                         absl::StrCat("download ", what));
     GPUJOIN_CUDA_RETURN(cudaEventRecord(staged_[b], stream_), absl::StrCat("download ", what));
     return absl::OkStatus();
