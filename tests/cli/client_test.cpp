@@ -412,4 +412,13 @@ TEST_F(ClientTest, HashBatchErrorIsInBandAndTheStreamContinues) {
   EXPECT_EQ(got[2].hashes[0] >> 32, 0u);
 }
 
+// examples/client_example.cpp, the library's documented usage, runs cleanly.
+TEST_F(ClientTest, ExampleProgramRuns) {
+  gpujoin::testing::RunResult r =
+      gpujoin::testing::RunProcess({GPUJOIN_CLIENT_EXAMPLE_BIN, server_->address(), kToken}, dir_);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("index client_example v"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("found 50000, missing 50000"), std::string::npos) << r.out;
+}
+
 }  // namespace
