@@ -1,10 +1,10 @@
 #include "echo_service.hpp"
 
+#include <grpcpp/grpcpp.h>
+
 #include <algorithm>
 #include <deque>
 #include <mutex>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
 #include "gpujoin/v1/gpujoin.grpc.pb.h"

@@ -11,14 +11,13 @@
 // errors; 2 = bad options or the run could not start.
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -113,8 +112,9 @@ int Main(int argc, char** argv) {
   app.add_option("--in-flight", in_flight, "batches outstanding per stream")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
-  app.add_option("--duration", duration, "seconds measured per setting (an upper bound with "
-                                         "--requests)")
+  app.add_option("--duration", duration,
+                 "seconds measured per setting (an upper bound with "
+                 "--requests)")
       ->check(CLI::Range(0.01, 3600.0))
       ->capture_default_str();
   app.add_option("--requests", requests, "measured batches per setting (0 = by --duration)")
@@ -148,8 +148,9 @@ int Main(int argc, char** argv) {
 
   RunConfig cfg;
   WorkloadSpec& w = cfg.workload;
-  w.rpc = rpc_name == "join" ? Rpc::kJoin : rpc_name == "aggregate" ? Rpc::kAggregate
-                                                                    : Rpc::kLookup;
+  w.rpc = rpc_name == "join"        ? Rpc::kJoin
+          : rpc_name == "aggregate" ? Rpc::kAggregate
+                                    : Rpc::kLookup;
   if (!build_keys_text.empty()) {
     auto n = ParseCount(build_keys_text, "--build-keys");
     if (!n.ok()) return Fail(n.status());
@@ -224,9 +225,9 @@ int Main(int argc, char** argv) {
     client::Client& c0 = *server_clients[0];
     auto info = c0.GetServerInfo();
     if (!info.ok()) {
-      return Fail(absl::Status(info.status().code(),
-                               absl::StrCat("cannot reach gpujoind at ", server, ": ",
-                                            info.status().message())));
+      return Fail(absl::Status(
+          info.status().code(),
+          absl::StrCat("cannot reach gpujoind at ", server, ": ", info.status().message())));
     }
     header.server = server;
     header.backend = info->backend;
@@ -292,7 +293,8 @@ int Main(int argc, char** argv) {
 
   if (built && !keep_index) {
     auto d = server_clients[0]->DropIndex(index);
-    if (!d.ok()) std::cerr << "warning: could not drop index '" << index << "': " << d.status() << "\n";
+    if (!d.ok())
+      std::cerr << "warning: could not drop index '" << index << "': " << d.status() << "\n";
   }
 
   if (!json_file.empty()) {

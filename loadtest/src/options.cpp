@@ -16,10 +16,20 @@ absl::StatusOr<uint64_t> ParseCount(std::string_view text, std::string_view opti
   if (text.empty()) return bad("empty");
   uint64_t multiplier = 1;
   switch (text.back()) {
-    case 'k': case 'K': multiplier = uint64_t{1} << 10; break;
-    case 'm': case 'M': multiplier = uint64_t{1} << 20; break;
-    case 'g': case 'G': multiplier = uint64_t{1} << 30; break;
-    default: break;
+    case 'k':
+    case 'K':
+      multiplier = uint64_t{1} << 10;
+      break;
+    case 'm':
+    case 'M':
+      multiplier = uint64_t{1} << 20;
+      break;
+    case 'g':
+    case 'G':
+      multiplier = uint64_t{1} << 30;
+      break;
+    default:
+      break;
   }
   std::string_view digits = multiplier == 1 ? text : text.substr(0, text.size() - 1);
   uint64_t value = 0;
@@ -58,15 +68,15 @@ absl::StatusOr<std::vector<uint64_t>> ParseRange(std::string_view text, std::str
   const uint64_t end = parts.size() > 1 ? parts[1] : start;
   const uint64_t step = parts.size() > 2 ? parts[2] : 1;
   if (end < start) {
-    return absl::InvalidArgumentError(absl::StrCat(std::string(option), ": end ", end,
-                                                   " is below start ", start));
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(option), ": end ", end, " is below start ", start));
   }
   std::vector<uint64_t> out;
   for (uint64_t v = start; v <= end; v += step) {
     out.push_back(v);
     if (out.size() > 1024) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(std::string(option), ": more than 1024 settings in '", std::string(text), "'"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          std::string(option), ": more than 1024 settings in '", std::string(text), "'"));
     }
   }
   return out;

@@ -1,7 +1,6 @@
 #include "report.hpp"
 
 #include <cstdio>
-
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
@@ -30,7 +29,8 @@ std::string Rows(uint64_t n) {
 std::string Errors(const SettingResult& r) {
   if (r.errors.empty()) return "0";
   std::string out;
-  for (const auto& [code, n] : r.errors) absl::StrAppend(&out, out.empty() ? "" : ",", code, ":", n);
+  for (const auto& [code, n] : r.errors)
+    absl::StrAppend(&out, out.empty() ? "" : ",", code, ":", n);
   return out;
 }
 
@@ -65,8 +65,9 @@ std::string FormatTable(const RunHeader& h, const std::vector<SettingResult>& re
                     "  hit ratio ", h.hit_ratio, "  seed ", h.seed, "\n");
   }
   if (!h.aggregate.empty()) absl::StrAppend(&out, "# aggregate ", h.aggregate, "\n");
-  absl::StrAppend(&out, "# MB/s = 1e6 payload bytes (packed columns) per second; latency from a "
-                        "batch's write to its answer\n");
+  absl::StrAppend(&out,
+                  "# MB/s = 1e6 payload bytes (packed columns) per second; latency from a "
+                  "batch's write to its answer\n");
   absl::StrAppend(&out, absl::StrFormat("%-9s %-6s %5s %4s %3s %3s %9s %8s %8s %8s %8s %8s %8s "
                                         "%8s %7s %5s %6s\n",
                                         "rpc", "target", "rows", "conc", "ch", "inf", "batches/s",
@@ -75,14 +76,14 @@ std::string FormatTable(const RunHeader& h, const std::vector<SettingResult>& re
   for (const SettingResult& r : results) {
     const auto frac = EchoFraction(r, results);
     absl::StrAppend(
-        &out, absl::StrFormat("%-9s %-6s %5s %4d %3d %3d %9s %8s %8.1f %8.1f %8.3f %8.3f %8.3f "
-                              "%8.3f %7s %5d %6s\n",
-                              RpcName(r.rpc), TargetName(r.target), Rows(r.batch_rows),
-                              r.concurrency, r.channels, r.in_flight, Si(r.BatchesPerSecond()),
-                              Si(r.KeysPerSecond()), r.RequestMBps(), r.ResponseMBps(),
-                              r.latency.p50_ms, r.latency.p90_ms, r.latency.p99_ms,
-                              r.latency.max_ms, Errors(r), r.wrong_answers,
-                              frac ? absl::StrFormat("%.0f%%", 100 * *frac) : std::string("-")));
+        &out,
+        absl::StrFormat("%-9s %-6s %5s %4d %3d %3d %9s %8s %8.1f %8.1f %8.3f %8.3f %8.3f "
+                        "%8.3f %7s %5d %6s\n",
+                        RpcName(r.rpc), TargetName(r.target), Rows(r.batch_rows), r.concurrency,
+                        r.channels, r.in_flight, Si(r.BatchesPerSecond()), Si(r.KeysPerSecond()),
+                        r.RequestMBps(), r.ResponseMBps(), r.latency.p50_ms, r.latency.p90_ms,
+                        r.latency.p99_ms, r.latency.max_ms, Errors(r), r.wrong_answers,
+                        frac ? absl::StrFormat("%.0f%%", 100 * *frac) : std::string("-")));
   }
   for (const SettingResult& r : results) {
     if (!r.first_wrong.empty()) {
@@ -99,9 +100,9 @@ std::string FormatTable(const RunHeader& h, const std::vector<SettingResult>& re
 
 std::string FormatJson(const RunHeader& h, const std::vector<SettingResult>& results) {
   nlohmann::json header = {
-      {"server", h.server},         {"backend", h.backend},     {"device", h.device},
-      {"index", h.index},           {"index_rows", h.index_rows}, {"hit_ratio", h.hit_ratio},
-      {"seed", h.seed},             {"aggregate", h.aggregate}, {"command", h.command_line},
+      {"server", h.server}, {"backend", h.backend},       {"device", h.device},
+      {"index", h.index},   {"index_rows", h.index_rows}, {"hit_ratio", h.hit_ratio},
+      {"seed", h.seed},     {"aggregate", h.aggregate},   {"command", h.command_line},
   };
   nlohmann::json rows = nlohmann::json::array();
   uint64_t errors = 0, wrong = 0;

@@ -13,14 +13,14 @@ namespace gpujoin::loadtest {
 
 /// Facts about the run printed above the table / stored at the top of the JSON.
 struct RunHeader {
-  std::string server;         ///< address, or "" for an echo-only run
-  std::string backend;        ///< the server's backend ("cpu", "cuda"), "" when unknown
-  std::string device;         ///< the server's device name, "" when unknown
-  std::string index;          ///< index used (lookup, join)
-  uint64_t index_rows = 0;    ///< rows of the index the load tester built (0 = existing)
+  std::string server;       ///< address, or "" for an echo-only run
+  std::string backend;      ///< the server's backend ("cpu", "cuda"), "" when unknown
+  std::string device;       ///< the server's device name, "" when unknown
+  std::string index;        ///< index used (lookup, join)
+  uint64_t index_rows = 0;  ///< rows of the index the load tester built (0 = existing)
   double hit_ratio = 0;
   uint32_t seed = 0;
-  std::string aggregate;      ///< "sum over 1024 groups" for aggregate runs
+  std::string aggregate;  ///< "sum over 1024 groups" for aggregate runs
   std::string command_line;
 };
 

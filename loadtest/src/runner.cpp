@@ -38,8 +38,10 @@ struct StreamStats {
     ++errors[absl::StatusCodeToString(s.code())];
     if (first_error.empty()) first_error = s.ToString();
   }
+  // A wrong answer is an error too (code WRONG_ANSWER), not only a statistic.
   void Wrong(std::string what) {
     ++wrong;
+    ++errors["WRONG_ANSWER"];
     if (first_wrong.empty()) first_wrong = std::move(what);
   }
 };
@@ -121,15 +123,15 @@ std::string CheckEchoJoin(const BatchPool& pool, const PoolBatch& b, const clien
 }
 
 // Runs stream `s` until the window closes, restarting it after an RPC failure.
-void RunStream(Target target, client::Client* c, const BatchPool& pool, const RunConfig& cfg,
-               int s, Shared& sh, StreamStats& st) {
+void RunStream(Target target, client::Client* c, const BatchPool& pool, const RunConfig& cfg, int s,
+               Shared& sh, StreamStats& st) {
   const size_t pool_size = pool.batches.size();
   const uint64_t req_bytes = pool.RequestBytes(cfg.workload);
   const bool echo = target == Target::kEcho;
   client::StreamOptions opts;
   opts.max_in_flight = cfg.in_flight;
-  opts.deadline = std::chrono::milliseconds(static_cast<int64_t>(
-      1000 * (cfg.warmup_seconds + cfg.duration_seconds + cfg.drain_seconds)));
+  opts.deadline = std::chrono::milliseconds(
+      static_cast<int64_t>(1000 * (cfg.warmup_seconds + cfg.duration_seconds + cfg.drain_seconds)));
 
   for (uint64_t call = 0; !sh.stop.load(); ++call) {
     // Streams start at different pool positions so they do not send identical batches.
@@ -194,9 +196,9 @@ void RunStream(Target target, client::Client* c, const BatchPool& pool, const Ru
         };
         auto sink = [&](client::AggregateResult&& r) -> absl::Status {
           const PoolBatch& b = batch_of(r.batch_id);
-          const uint64_t resp = 4 * (r.counts.size() + r.values.size() +
-                                     r.contributing_rows.size() + r.total_counts.size() +
-                                     r.total_values.size());
+          const uint64_t resp =
+              4 * (r.counts.size() + r.values.size() + r.contributing_rows.size() +
+                   r.total_counts.size() + r.total_values.size());
           OnAnswer(cfg, sh, st, r, b.keys.size(), req_bytes, resp, [&](bool full) {
             if (!echo) return CheckAggregate(cfg.workload, pool, b, r, full);
             return CheckEchoSize(count ? r.counts.size() : r.values.size(), cfg.workload.groups,

@@ -26,13 +26,13 @@ const char* TargetName(Target target);
 /// How each setting runs.
 struct RunConfig {
   WorkloadSpec workload;
-  std::string index;               ///< index name (lookup and join)
-  int in_flight = 2;               ///< batches outstanding per stream (>= 1)
-  double warmup_seconds = 1.0;     ///< answers in this phase are checked, not counted
-  double duration_seconds = 5.0;   ///< measurement window (an upper bound with `requests`)
-  uint64_t requests = 0;           ///< > 0: stop after this many measured answers
-  int verify_every = 4;            ///< full value check of every n-th batch per stream (>= 1)
-  double drain_seconds = 30.0;     ///< extra deadline for streams after the window
+  std::string index;              ///< index name (lookup and join)
+  int in_flight = 2;              ///< batches outstanding per stream (>= 1)
+  double warmup_seconds = 1.0;    ///< answers in this phase are checked, not counted
+  double duration_seconds = 5.0;  ///< measurement window (an upper bound with `requests`)
+  uint64_t requests = 0;          ///< > 0: stop after this many measured answers
+  int verify_every = 4;           ///< full value check of every n-th batch per stream (>= 1)
+  double drain_seconds = 30.0;    ///< extra deadline for streams after the window
 };
 
 /// Latency percentiles of the measured batches, in milliseconds.
@@ -53,17 +53,19 @@ struct SettingResult {
   int concurrency = 0;
   int channels = 0;
   int in_flight = 0;
-  double seconds = 0;         ///< measurement window actually used
-  uint64_t batches = 0;       ///< answered successfully within the window
-  uint64_t keys = 0;          ///< rows of those batches
+  double seconds = 0;           ///< measurement window actually used
+  uint64_t batches = 0;         ///< answered successfully within the window
+  uint64_t keys = 0;            ///< rows of those batches
   uint64_t request_bytes = 0;   ///< payload bytes sent (columns) for those batches
   uint64_t response_bytes = 0;  ///< payload bytes received (columns)
   LatencySummary latency;
-  std::map<std::string, uint64_t> errors;  ///< by gRPC code name, whole run incl. warm-up
-  uint64_t wrong_answers = 0;              ///< answers that failed a check (whole run)
-  uint64_t checked = 0;                    ///< answers checked value by value
-  std::string first_wrong;                 ///< description of the first wrong answer
-  std::string first_error;                 ///< message of the first error
+  /// By gRPC code name (WRONG_ANSWER for answers that failed a check), whole run
+  /// including the warm-up.
+  std::map<std::string, uint64_t> errors;
+  uint64_t wrong_answers = 0;  ///< answers that failed a check (whole run)
+  uint64_t checked = 0;        ///< answers checked value by value
+  std::string first_wrong;     ///< description of the first wrong answer
+  std::string first_error;     ///< message of the first error
 
   double BatchesPerSecond() const { return seconds > 0 ? batches / seconds : 0; }
   double KeysPerSecond() const { return seconds > 0 ? keys / seconds : 0; }

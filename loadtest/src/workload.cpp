@@ -41,9 +41,12 @@ uint32_t Mix(uint32_t x, uint32_t seed) {
 
 const char* RpcName(Rpc rpc) {
   switch (rpc) {
-    case Rpc::kLookup: return "lookup";
-    case Rpc::kJoin: return "join";
-    case Rpc::kAggregate: return "aggregate";
+    case Rpc::kLookup:
+      return "lookup";
+    case Rpc::kJoin:
+      return "join";
+    case Rpc::kAggregate:
+      return "aggregate";
   }
   return "?";
 }
@@ -141,13 +144,20 @@ BatchPool MakeBatchPool(const WorkloadSpec& spec, size_t batch_rows, size_t coun
           const uint32_t n = b.expected_counts[g];
           float out = 0.0f;
           switch (spec.aggregate_op) {
-            case client::AggregateOp::kSum: out = static_cast<float>(sum[g]); break;
-            case client::AggregateOp::kMin: out = n ? mn[g] : NAN; break;
-            case client::AggregateOp::kMax: out = n ? mx[g] : NAN; break;
+            case client::AggregateOp::kSum:
+              out = static_cast<float>(sum[g]);
+              break;
+            case client::AggregateOp::kMin:
+              out = n ? mn[g] : NAN;
+              break;
+            case client::AggregateOp::kMax:
+              out = n ? mx[g] : NAN;
+              break;
             case client::AggregateOp::kMean:
               out = n ? static_cast<float>(sum[g]) / static_cast<float>(n) : NAN;
               break;
-            case client::AggregateOp::kCount: break;
+            case client::AggregateOp::kCount:
+              break;
           }
           b.expected_agg[g] = out;
         }
@@ -166,8 +176,8 @@ BatchPool MakeBatchPool(const WorkloadSpec& spec, size_t batch_rows, size_t coun
     std::fill(is_hit.begin(), is_hit.begin() + static_cast<ptrdiff_t>(hits), 1);
     std::shuffle(is_hit.begin(), is_hit.end(), rng);
     std::uniform_int_distribution<uint64_t> hit_row(0, spec.build_keys - 1);
-    std::uniform_int_distribution<uint64_t> miss_row(
-        std::min(spec.build_keys, spec.keyspace - 1), spec.keyspace - 1);
+    std::uniform_int_distribution<uint64_t> miss_row(std::min(spec.build_keys, spec.keyspace - 1),
+                                                     spec.keyspace - 1);
     b.expected_values.resize(batch_rows);
     b.expected_found.resize(batch_rows);
     b.hits = hits;
@@ -222,8 +232,8 @@ std::string CheckLookup(const BatchPool& pool, const PoolBatch& batch,
     for (size_t r = 0; r < n; ++r) {
       if (result.found[r] != batch.expected_found[r] ||
           result.values[r] != batch.expected_values[r]) {
-        return absl::StrCat("row ", r, " key ", batch.keys[r], ": got found=",
-                            int{result.found[r]}, " value=", result.values[r],
+        return absl::StrCat("row ", r, " key ", batch.keys[r], ": got found=", int{result.found[r]},
+                            " value=", result.values[r],
                             ", expected found=", int{batch.expected_found[r]},
                             " value=", batch.expected_values[r]);
       }
@@ -254,12 +264,11 @@ std::string CheckJoin(const BatchPool& pool, const PoolBatch& batch,
   }
   const client::JoinPairs& p = result.results[0];
   if (p.left_rows.size() != p.right_rows.size()) {
-    return absl::StrCat(p.left_rows.size(), " left rows but ", p.right_rows.size(),
-                        " right rows");
+    return absl::StrCat(p.left_rows.size(), " left rows but ", p.right_rows.size(), " right rows");
   }
   if (p.overflow || p.count != p.left_rows.size()) {
-    return absl::StrCat("count ", p.count, " capacity ", p.capacity,
-                        " overflow=", p.overflow, " with ", p.left_rows.size(), " pairs");
+    return absl::StrCat("count ", p.count, " capacity ", p.capacity, " overflow=", p.overflow,
+                        " with ", p.left_rows.size(), " pairs");
   }
   if (p.statistics.found != p.count || p.statistics.found + p.statistics.missing != n) {
     return absl::StrCat("statistics say found ", p.statistics.found, " missing ",
@@ -284,16 +293,15 @@ std::string CheckJoin(const BatchPool& pool, const PoolBatch& batch,
     if (pool.known_mapping &&
         (p.left_rows[k] != batch.expected_left[k] || p.right_rows[k] != batch.expected_right[k])) {
       return absl::StrCat("pair ", k, ": got [", p.left_rows[k], ", ", p.right_rows[k],
-                          "], expected [", batch.expected_left[k], ", ",
-                          batch.expected_right[k], "]");
+                          "], expected [", batch.expected_left[k], ", ", batch.expected_right[k],
+                          "]");
     }
   }
   return "";
 }
 
-std::string CheckAggregate(const WorkloadSpec& spec, const BatchPool& pool,
-                           const PoolBatch& batch, const client::AggregateResult& result,
-                           bool full) {
+std::string CheckAggregate(const WorkloadSpec& spec, const BatchPool& pool, const PoolBatch& batch,
+                           const client::AggregateResult& result, bool full) {
   (void)pool;
   const uint32_t g = spec.groups;
   if (result.rows != batch.keys.size()) {
@@ -309,8 +317,8 @@ std::string CheckAggregate(const WorkloadSpec& spec, const BatchPool& pool,
       return absl::StrCat("answer has ", result.values.size(), " values for ", g, " groups");
     }
     if (!result.contributing_rows.empty() && result.contributing_rows.size() != g) {
-      return absl::StrCat("answer has ", result.contributing_rows.size(),
-                          " contributing_rows for ", g, " groups");
+      return absl::StrCat("answer has ", result.contributing_rows.size(), " contributing_rows for ",
+                          g, " groups");
     }
   }
   if (!full) return "";
@@ -325,8 +333,9 @@ std::string CheckAggregate(const WorkloadSpec& spec, const BatchPool& pool,
     const bool approximate = spec.aggregate_op == client::AggregateOp::kMean;
     for (uint32_t k = 0; k < g; ++k) {
       if (!SameFloat(result.values[k], batch.expected_agg[k], approximate)) {
-        return absl::StrCat("group ", k, ": ", std::string(client::AggregateOpName(spec.aggregate_op)),
-                            " ", result.values[k], ", expected ", batch.expected_agg[k]);
+        return absl::StrCat("group ", k, ": ",
+                            std::string(client::AggregateOpName(spec.aggregate_op)), " ",
+                            result.values[k], ", expected ", batch.expected_agg[k]);
       }
     }
   }

@@ -112,8 +112,7 @@ std::string CheckJoin(const BatchPool& pool, const PoolBatch& batch,
                       const client::JoinResult& result, bool full);
 
 /// Checks an Aggregate answer (per-batch results, not accumulate_only).
-std::string CheckAggregate(const WorkloadSpec& spec, const BatchPool& pool,
-                           const PoolBatch& batch, const client::AggregateResult& result,
-                           bool full);
+std::string CheckAggregate(const WorkloadSpec& spec, const BatchPool& pool, const PoolBatch& batch,
+                           const client::AggregateResult& result, bool full);
 
 }  // namespace gpujoin::loadtest

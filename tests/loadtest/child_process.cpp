@@ -36,8 +36,8 @@ int ExitCode(int status) {
 }  // namespace
 
 ServerProcess::ServerProcess(const std::string& binary, std::vector<std::string> extra_args) {
-  std::vector<std::string> args = {binary, "--listen=127.0.0.1:0", "--metrics-listen=none",
-                                   "--backend=cpu", "--cpu-threads=2", "--executor-threads=2"};
+  std::vector<std::string> args = {binary,          "--listen=127.0.0.1:0", "--metrics-listen=none",
+                                   "--backend=cpu", "--cpu-threads=2",      "--executor-threads=2"};
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return;

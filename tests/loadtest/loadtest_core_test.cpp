@@ -2,12 +2,12 @@
 // and its expected answers, the answer checks (a wrong answer must be caught),
 // latency percentiles, the report formats, and whole settings run against the
 // in-process echo service (no gpujoind needed).
+#include <gtest/gtest.h>
+
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <unordered_map>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "echo_service.hpp"
 #include "options.hpp"
@@ -316,6 +316,37 @@ TEST_P(EchoRun, StopsAfterTheRequestedBatches) {
   EXPECT_EQ(r.ErrorCount(), 0u) << r.first_error;
   EXPECT_LT(r.seconds, 60.0);
 }
+
+// Regression guard for "a wrong answer is an error": the echo answers with the keys
+// as values, so checking its answers as if they came from the real server must
+// report every sampled answer as wrong, under WRONG_ANSWER in the errors.
+TEST(RunSetting, CountsWrongAnswersAsErrors) {
+  auto echo = EchoServer::Start("127.0.0.1:0", 64 << 20);
+  ASSERT_TRUE(echo.ok()) << echo.status();
+  client::ConnectOptions o;
+  o.address = (*echo)->address();
+  auto c = client::Client::Connect(o);
+  ASSERT_TRUE(c.ok());
+  std::vector<client::Client*> raw = {c->get()};
+  RunConfig cfg;
+  cfg.workload = LookupSpec();
+  cfg.index = "echo";
+  cfg.warmup_seconds = 0;
+  cfg.duration_seconds = 0.2;  // wrong answers never count as measured batches
+  const BatchPool pool = MakeBatchPool(cfg.workload, 256, 2);
+  const SettingResult r = RunSetting(Target::kServer, raw, pool, 1, cfg);
+  EXPECT_GT(r.wrong_answers, 0u);
+  EXPECT_EQ(r.errors.count("WRONG_ANSWER"), 1u);
+  EXPECT_EQ(r.ErrorCount(), r.wrong_answers);
+  EXPECT_FALSE(r.first_wrong.empty());
+}
+
+}  // namespace
+
+// Readable parameter values in test output.
+void PrintTo(Rpc rpc, std::ostream* os) { *os << RpcName(rpc); }
+
+namespace {
 
 INSTANTIATE_TEST_SUITE_P(Rpcs, EchoRun,
                          ::testing::Values(Rpc::kLookup, Rpc::kJoin, Rpc::kAggregate),

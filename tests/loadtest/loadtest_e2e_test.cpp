@@ -2,9 +2,9 @@
 // backend, free loopback port). Every run must finish by itself with exit code 0,
 // print JSON that parses, and report zero errors and zero wrong answers; the
 // answers it checked are the proof that the service path returns the right rows.
-#include <cstdlib>
-
 #include <gtest/gtest.h>
+
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "child_process.hpp"
@@ -31,8 +31,10 @@ class LoadtestAgainstServer : public ::testing::Test {
     args.insert(args.begin(), {Env("GPUJOIN_LOADTEST"), "--server", server_->address(), "--json"});
     const RunOutput out = RunToCompletion(args, std::chrono::seconds(120));
     EXPECT_FALSE(out.timed_out) << "the load tester did not stop by itself";
-    EXPECT_EQ(out.exit_code, 0) << "stderr:\n" << out.err << "\nstdout:\n" << out.out
-                                << "\nserver log:\n" << server_->log();
+    EXPECT_EQ(out.exit_code, 0) << "stderr:\n"
+                                << out.err << "\nstdout:\n"
+                                << out.out << "\nserver log:\n"
+                                << server_->log();
     nlohmann::json doc = nlohmann::json::parse(out.out, nullptr, /*allow_exceptions=*/false);
     EXPECT_FALSE(doc.is_discarded()) << "--json output does not parse:\n" << out.out;
     return doc;
@@ -58,10 +60,10 @@ class LoadtestAgainstServer : public ::testing::Test {
 };
 
 TEST_F(LoadtestAgainstServer, LookupWithEchoCeiling) {
-  const auto doc = RunJson({"--rpc", "lookup", "--build-keys", "20000", "--batch-rows", "1K,16K",
-                            "--concurrency", "1,3", "--channels", "2", "--in-flight", "2",
-                            "--duration", "0.3", "--warmup", "0.1", "--verify-every", "1",
-                            "--echo"});
+  const auto doc =
+      RunJson({"--rpc", "lookup", "--build-keys", "20000", "--batch-rows", "1K,16K",
+               "--concurrency", "1,3", "--channels", "2", "--in-flight", "2", "--duration", "0.3",
+               "--warmup", "0.1", "--verify-every", "1", "--echo"});
   ExpectClean(doc, 8);
   EXPECT_EQ(doc["header"]["backend"], "cpu");
   int with_fraction = 0;
@@ -84,18 +86,18 @@ TEST_F(LoadtestAgainstServer, JoinWithMisses) {
 }
 
 TEST_F(LoadtestAgainstServer, AggregateByRequestCount) {
-  const auto doc = RunJson({"--rpc", "aggregate", "--agg-op", "sum", "--groups", "100",
-                            "--batch-rows", "2K", "--concurrency", "2", "--requests", "20",
-                            "--duration", "30", "--warmup", "0"});
+  const auto doc =
+      RunJson({"--rpc", "aggregate", "--agg-op", "sum", "--groups", "100", "--batch-rows", "2K",
+               "--concurrency", "2", "--requests", "20", "--duration", "30", "--warmup", "0"});
   ExpectClean(doc, 1);
   EXPECT_EQ(doc["results"][0]["batches"].get<uint64_t>(), 20u);
 }
 
 TEST_F(LoadtestAgainstServer, MissingIndexIsAStartupError) {
-  const RunOutput out = RunToCompletion(
-      {Env("GPUJOIN_LOADTEST"), "--server", server_->address(), "--index", "no_such_index",
-       "--duration", "0.1", "--warmup", "0"},
-      std::chrono::seconds(60));
+  const RunOutput out =
+      RunToCompletion({Env("GPUJOIN_LOADTEST"), "--server", server_->address(), "--index",
+                       "no_such_index", "--duration", "0.1", "--warmup", "0"},
+                      std::chrono::seconds(60));
   EXPECT_EQ(out.exit_code, 2) << out.err;
   EXPECT_NE(out.err.find("no_such_index"), std::string::npos) << out.err;
 }
