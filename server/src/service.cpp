@@ -147,7 +147,8 @@ class StreamReactor final
           submit = std::move(item);
         } else {
           SetError(*item, admitted);
-          ready_.emplace(item->seq, std::move(item));
+          const uint64_t seq = item->seq;
+          ready_.emplace(seq, std::move(item));
         }
       }
     }
@@ -561,7 +562,7 @@ void GpuJoinService::BeginDrain() {
   for (DrainableStream* s : streams_) s->Drain();
 }
 
-template <typename Request, typename Response, typename Fn>
+template <typename Fn>
 grpc::ServerUnaryReactor* GpuJoinService::Unary(grpc::CallbackServerContext* context,
                                                 std::string_view rpc, Fn fn) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
@@ -588,7 +589,7 @@ grpc::ServerReadReactor<v1::BuildIndexRequest>* GpuJoinService::BuildIndex(
 grpc::ServerUnaryReactor* GpuJoinService::DropIndex(grpc::CallbackServerContext* context,
                                                     const v1::DropIndexRequest* request,
                                                     v1::DropIndexResponse* response) {
-  return Unary<v1::DropIndexRequest, v1::DropIndexResponse>(context, "DropIndex", [=, this] {
+  return Unary(context, "DropIndex", [=, this] {
     absl::Status s = ops_->DropIndex(*request, response);
     if (s.ok()) LogInfo(absl::StrCat("dropped index \"", request->name(), "\""));
     return s;
@@ -598,21 +599,21 @@ grpc::ServerUnaryReactor* GpuJoinService::DropIndex(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* GpuJoinService::ListIndexes(grpc::CallbackServerContext* context,
                                                       const v1::ListIndexesRequest*,
                                                       v1::ListIndexesResponse* response) {
-  return Unary<v1::ListIndexesRequest, v1::ListIndexesResponse>(
+  return Unary(
       context, "ListIndexes", [=, this] { return ops_->ListIndexes(response); });
 }
 
 grpc::ServerUnaryReactor* GpuJoinService::DescribeIndex(grpc::CallbackServerContext* context,
                                                         const v1::DescribeIndexRequest* request,
                                                         v1::DescribeIndexResponse* response) {
-  return Unary<v1::DescribeIndexRequest, v1::DescribeIndexResponse>(
+  return Unary(
       context, "DescribeIndex", [=, this] { return ops_->DescribeIndex(*request, response); });
 }
 
 grpc::ServerUnaryReactor* GpuJoinService::GetServerInfo(grpc::CallbackServerContext* context,
                                                         const v1::GetServerInfoRequest*,
                                                         v1::GetServerInfoResponse* response) {
-  return Unary<v1::GetServerInfoRequest, v1::GetServerInfoResponse>(
+  return Unary(
       context, "GetServerInfo", [=, this] { return ops_->GetServerInfo(serving(), response); });
 }
 

@@ -86,7 +86,9 @@ class GpuJoinService final : public v1::GpuJoin::CallbackService {
   Metrics* metrics() const { return ops_->state().metrics; }
 
  private:
-  template <typename Request, typename Response, typename Fn>
+  /// Auth/drain check, then `fn` (returning absl::Status) on the executor, then
+  /// Finish with its status; metrics for the call.
+  template <typename Fn>
   grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* context, std::string_view rpc,
                                   Fn fn);
 
