@@ -5,7 +5,7 @@
 namespace gpujoin::server {
 
 template <typename T>
-absl::StatusOr<DecodedColumn<T>> DecodePackedBytes(const std::string& bytes, std::string_view field) {
+absl::StatusOr<DecodedColumn<T>> DecodePackedBytes(std::string_view bytes, std::string_view field) {
   if (bytes.size() % sizeof(T) != 0) {
     return absl::InvalidArgumentError(absl::StrCat(std::string(field), ": byte length ",
                                                    bytes.size(), " is not a multiple of ",
@@ -21,11 +21,11 @@ absl::StatusOr<DecodedColumn<T>> DecodePackedBytes(const std::string& bytes, std
   return DecodedColumn<T>::Own(std::move(copy));
 }
 
-template absl::StatusOr<DecodedColumn<uint32_t>> DecodePackedBytes<uint32_t>(const std::string&,
+template absl::StatusOr<DecodedColumn<uint32_t>> DecodePackedBytes<uint32_t>(std::string_view,
                                                                             std::string_view);
-template absl::StatusOr<DecodedColumn<int32_t>> DecodePackedBytes<int32_t>(const std::string&,
+template absl::StatusOr<DecodedColumn<int32_t>> DecodePackedBytes<int32_t>(std::string_view,
                                                                           std::string_view);
-template absl::StatusOr<DecodedColumn<float>> DecodePackedBytes<float>(const std::string&,
+template absl::StatusOr<DecodedColumn<float>> DecodePackedBytes<float>(std::string_view,
                                                                       std::string_view);
 
 namespace {

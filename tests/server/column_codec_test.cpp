@@ -73,14 +73,20 @@ TEST(ColumnCodec, PackedLengthNotMultipleOfFourIsRejected) {
 }
 
 TEST(ColumnCodec, UnalignedBytesAreCopied) {
-  // A string whose data starts one byte into a buffer: the decoder must copy.
-  std::string backing(1 + 8, '\0');
+  // Bytes starting one byte into an aligned buffer: the decoder must copy them.
+  alignas(8) char backing[1 + 8] = {};
   const uint32_t v[2] = {5, 6};
-  std::memcpy(backing.data() + 1, v, 8);
-  std::string unaligned = backing.substr(1);  // usually aligned again; test the helper directly
+  std::memcpy(backing + 1, v, 8);
+  const std::string_view unaligned(backing + 1, 8);
   auto d = DecodePackedBytes<uint32_t>(unaligned, "x");
   ASSERT_TRUE(d.ok());
+  EXPECT_NE(reinterpret_cast<const char*>(d->span().data()), backing + 1);  // a copy
   EXPECT_THAT(std::vector<uint32_t>(d->span().begin(), d->span().end()), ElementsAre(5u, 6u));
+  // Aligned bytes are borrowed, not copied.
+  const std::string_view aligned(backing, 8);
+  auto b = DecodePackedBytes<uint32_t>(aligned, "x");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(reinterpret_cast<const char*>(b->span().data()), backing);
 }
 
 TEST(ColumnCodec, DecodedColumnSurvivesMove) {

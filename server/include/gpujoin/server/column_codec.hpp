@@ -78,7 +78,7 @@ absl::StatusOr<DecodedColumn<float>> DecodeF32Column(bool has_column, const v1::
 /// Borrows or copies `bytes` as an array of T (little-endian). INVALID_ARGUMENT naming
 /// `field` when the length is not a multiple of sizeof(T).
 template <typename T>
-absl::StatusOr<DecodedColumn<T>> DecodePackedBytes(const std::string& bytes, std::string_view field);
+absl::StatusOr<DecodedColumn<T>> DecodePackedBytes(std::string_view bytes, std::string_view field);
 
 /// Output column written in place into a response `bytes` field: resizes `dest` to
 /// rows * sizeof(T) and exposes it as a span of T (through a scratch vector when the
