@@ -193,6 +193,23 @@ TEST_F(OperationsTest, SizedFromRowsWhenNoCapacityGiven) {
   EXPECT_EQ((*built)->index->spec().capacity, 16u);  // 5 rows at load factor 0.5
 }
 
+TEST_F(OperationsTest, SizedFromExpectedRowsAndLoadFactor) {
+  v1::BuildIndexRequest spec;
+  spec.mutable_spec()->set_name("sized");
+  spec.mutable_spec()->set_expected_rows(100);
+  spec.mutable_spec()->set_target_load_factor(0.25);
+  auto built = Build({spec, Chunk({1, 2})});
+  ASSERT_TRUE(built.ok()) << built.status();
+  EXPECT_EQ((*built)->index->spec().capacity, 512u);  // bit_ceil(100 / 0.25)
+
+  spec.mutable_spec()->set_target_load_factor(1.5);
+  EXPECT_THAT(Build({spec}).status().message(),
+              HasSubstr("spec.target_load_factor: 1.5 is outside (0, 1]"));
+  spec.mutable_spec()->set_target_load_factor(0.5);
+  spec.mutable_spec()->set_capacity(64);
+  EXPECT_THAT(Build({spec}).status().message(), HasSubstr("are both set"));
+}
+
 TEST_F(OperationsTest, BuildInputErrorsNameTheField) {
   auto dup_spec = Build({Spec("x", 16), Spec("x", 16)});
   EXPECT_THAT(dup_spec.status().message(), HasSubstr("spec: sent twice"));
