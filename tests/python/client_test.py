@@ -148,6 +148,18 @@ class PythonClientTest(unittest.TestCase):
         self.assertEqual(unpack_f32(out[0].values), [1.0, 5.0])
         self.assertEqual(unpack_f32(out[2].total_values), [3.0, 15.0])
 
+    def test_reflection_and_health(self):
+        # Raw protobuf bytes through generic stubs (no reflection/health stubs needed):
+        # ServerReflectionRequest{list_services: ""} is field 7 (tag 0x3a), empty.
+        reflect = self.channel.stream_stream(
+            "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo")
+        (answer,) = list(reflect(iter([b"\x3a\x00"]), timeout=10))
+        self.assertIn(b"gpujoin.v1.GpuJoin", answer)
+        self.assertIn(b"grpc.health.v1.Health", answer)
+        # HealthCheckRequest{} -> HealthCheckResponse{status: SERVING (1)}.
+        check = self.channel.unary_unary("/grpc.health.v1.Health/Check")
+        self.assertEqual(check(b"", timeout=10), b"\x08\x01")
+
     def test_errors_and_info(self):
         pb = self.pb
         with self.assertRaises(self.grpc.RpcError) as ctx:
