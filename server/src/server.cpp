@@ -93,6 +93,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerConfig& config
   if (!backend.ok()) return backend.status();
   s.backend = std::move(*backend);
   s.info = s.backend->Info();
+  if (config.backend == engine::BackendKind::kAuto && s.info.kind == engine::BackendKind::kCpu) {
+    // Operators must see at a glance that no GPU is serving (also in gpujoin_backend_info).
+    LogWarning("no usable CUDA device found (or this build has no CUDA backend): "
+               "serving on the CPU backend");
+  }
 
   uint64_t limit = config.device_memory_limit;
   if (limit == 0) limit = s.info.memory_free_bytes / 5 * 4;  // 80% of free memory
