@@ -10,8 +10,7 @@
 // Byte model (what "fraction of copy" counts):
 //  - lookup: key read 4 B + one 32-byte table sector + value written 4 B + found 1 B
 //  - build:  key 4 B (+ value 4 B) read + one 32-byte sector, plus clearing the table
-//            (8 B/slot) and, for explicit values, finalisation (16 B/slot + 32 B/key
-//            gather); packed builds with row ids add their layout pass (16 B/slot)
+//            (8 B/slot) and, for explicit values, finalisation (16 B/slot + 32 B/key gather)
 //  - join:   its lookup + flags re-read twice (2 B) + values read 4 B + pairs written 8 B/match
 //  - group:  bytes read (keys 4 B, mask 4 B, values 4 B), the issue's definition.
 #include <cuda_runtime.h>
@@ -185,12 +184,6 @@ int main(int argc, char** argv) {
   CHECK_CUDA(cudaGetDeviceProperties(&prop, device));
   cudaStream_t s;
   CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  {  // The backend's pool setting: region builds recycle their scratch.
-    cudaMemPool_t pool = nullptr;
-    CHECK_CUDA(cudaDeviceGetDefaultMemPool(&pool, device));
-    uint64_t threshold = gd::kPoolReleaseThresholdBytes;
-    CHECK_CUDA(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
-  }
   const int shift = quick ? 4 : 0;
 
   // 1. Copy ceiling: 2 GiB device-to-device, bytes read + written.
@@ -239,32 +232,9 @@ int main(int argc, char** argv) {
     };
     double ms = 0;
     gd::DeviceBuildStats st{};
-    // Each strategy's table is checked after its timed builds: every build key
-    // must be found with its expected value (sample) by the lookup kernel.
-    auto check_table = [&](bool explicit_values, const std::string& what) {
-      CHECK_CUDA(cudaMemsetAsync(qstats, 0, sizeof(gd::DeviceQueryStats), s));
-      CHECK_CUDA(gd::LookupKeys(table, keys, n, capacity, out_values, found, nullptr, qstats, s));
-      CHECK_CUDA(cudaStreamSynchronize(s));
-      const gd::DeviceQueryStats q = Fetch(qstats);
-      std::vector<uint32_t> sample(4096);
-      CHECK_CUDA(cudaMemcpy(sample.data(), out_values, sample.size() * 4, cudaMemcpyDeviceToHost));
-      bool ok = q.found == n;
-      for (uint32_t i = 0; i < sample.size(); ++i)
-        ok = ok && sample[i] == (explicit_values ? 12345u + 3u * i : i);
-      Check(ok, "lookup of every build key after " + what);
-    };
-    struct Strategy {
-      gd::InsertStrategy strategy;
-      bool load_first;
-      const char* name;
-    };
-    for (const Strategy& how : {Strategy{gd::InsertStrategy::kRegions, true, "regions"},
-                                Strategy{gd::InsertStrategy::kSplit, true, "split load+CAS"},
-                                Strategy{gd::InsertStrategy::kSplit, false, "split CAS-first"},
-                                Strategy{gd::InsertStrategy::kPacked, true, "packed load+CAS"}}) {
-      src.strategy = how.strategy;
-      src.load_before_cas = how.load_first;
-      const std::string name = how.name;
+    for (bool load_first : {true, false}) {
+      src.load_before_cas = load_first;
+      const std::string how = load_first ? "load+CAS" : "CAS-first";
       // Explicit values: claim + atomic-min of the row, then finalisation gather.
       src.values = values;
       ms = MedianMs(s, build);
@@ -272,28 +242,21 @@ int main(int argc, char** argv) {
       st = Fetch(bstats);
       Check(st.unique_keys == n && st.duplicate_rows == 0 && st.overflow_rows == 0 &&
                 st.invalid_rows == 0,
-            "build statistics (explicit values), " + name + ", load " + lf);
-      check_table(true, "build " + name + " (explicit values), load " + lf);
+            "build statistics (explicit values), load " + lf);
       g_rows.push_back(
-          {"build " + name + ", explicit values, load " + lf, double(n), ms,
+          {"build " + how + ", explicit values, load " + lf, double(n), ms,
            double(n) * 40 + double(capacity) * 8 + double(capacity) * 16 + double(n) * 32,
            load == 0.5 ? ">= 13.6 Gkeys/s" : "", 13.6e9, load == 0.5 ? 1 : 0});
-      // Generated row IDs (first_value + row): the key -> row index; split inserts
-      // need no pass after the insert, packed ones a layout pass (16 B/slot).
+      // Generated row IDs (first_value + row): the key -> row index; no finalisation.
       src.values = nullptr;
       src.first_value = 0;
       ms = MedianMs(s, build);
       st = Fetch(bstats);
-      Check(st.unique_keys == n && st.overflow_rows == 0,
-            "build statistics (row ids), " + name + ", load " + lf);
-      check_table(false, "build " + name + " (row ids), load " + lf);
-      g_rows.push_back({"build " + name + ", generated row ids, load " + lf, double(n), ms,
-                        double(n) * 36 + double(capacity) * 8 +
-                            (how.strategy == gd::InsertStrategy::kPacked ? double(capacity) * 16
-                                                                         : 0.0),
-                        load == 0.5 ? ">= 13.6 Gkeys/s" : "", 13.6e9, load == 0.5 ? 1 : 0});
+      Check(st.unique_keys == n && st.overflow_rows == 0, "build statistics (row ids), load " + lf);
+      g_rows.push_back({"build " + how + ", generated row ids, load " + lf, double(n), ms,
+                        double(n) * 36 + double(capacity) * 8, load == 0.5 ? ">= 13.6 Gkeys/s" : "",
+                        13.6e9, load == 0.5 ? 1 : 0});
     }
-    src.strategy = gd::BuildSource{}.strategy;
     src.load_before_cas = true;
     // Clear alone, to show how much of the build it is.
     ms = MedianMs(s, [&] { CHECK_CUDA(gd::ClearTable(table, bstats, s)); });

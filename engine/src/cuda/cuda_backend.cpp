@@ -6,7 +6,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <atomic>
 #include <cstring>
 #include <memory>
@@ -27,22 +26,6 @@
 
 namespace gpujoin::engine::detail {
 namespace {
-
-// Build insert strategy: BuildSource's default, or the environment variable
-// GPUJOIN_CUDA_BUILD_STRATEGY = regions | split | packed (read once; other
-// values keep the default). A diagnostics knob: every strategy gives the same
-// contents and statistics (docs/PERFORMANCE.md compares their speed).
-InsertStrategy BuildStrategy() {
-  static const InsertStrategy strategy = [] {
-    const char* v = std::getenv("GPUJOIN_CUDA_BUILD_STRATEGY");
-    const std::string s = v == nullptr ? "" : v;
-    if (s == "regions") return InsertStrategy::kRegions;
-    if (s == "split") return InsertStrategy::kSplit;
-    if (s == "packed") return InsertStrategy::kPacked;
-    return BuildSource{}.strategy;
-  }();
-  return strategy;
-}
 
 template <typename T>
 absl::StatusOr<DeviceBuffer<T>> Alloc(size_t n, StreamContext& ctx, const char* what) {
@@ -212,7 +195,6 @@ class CudaBackend final : public Backend {
       src.rows = rows;
       src.values = n.values.has_value() ? values.data() : nullptr;
       src.first_value = n.first_value;
-      src.strategy = BuildStrategy();
       GPUJOIN_CUDA_RETURN(
           BuildTable(index->table(), src, index->spec().probe_bound(), stats, ctx.stream()),
           "build index");
@@ -272,7 +254,6 @@ class CudaBackend final : public Backend {
     src.chunk_starts = starts_d.data();
     src.chunk_bases = bases_d.data();
     src.chunk_count = uint32_t(starts.size());
-    src.strategy = BuildStrategy();
     GPUJOIN_CUDA_RETURN(
         BuildTable(index->table(), src, index->spec().probe_bound(), stats, ctx.stream()),
         "build batch index");
@@ -486,12 +467,11 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(const BackendOptions&
                                                       count, " device(s) visible)"));
   }
   GPUJOIN_CUDA_RETURN(cudaSetDevice(options.cuda_device), "select device");
-  // Keep freed stream-ordered memory (up to kPoolReleaseThresholdBytes) in the
-  // pool so request scratch is recycled instead of going back to the driver on
-  // every sync. Index allocation trims the pool when cudaMalloc runs short.
+  // Keep up to 1 GiB of freed stream-ordered memory in the pool so request
+  // scratch is recycled instead of going back to the driver on every sync.
   cudaMemPool_t pool = nullptr;
   GPUJOIN_CUDA_RETURN(cudaDeviceGetDefaultMemPool(&pool, options.cuda_device), "memory pool");
-  uint64_t threshold = kPoolReleaseThresholdBytes;
+  uint64_t threshold = uint64_t{1} << 30;
   GPUJOIN_CUDA_RETURN(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold),
                       "memory pool");
   return std::unique_ptr<Backend>(new CudaBackend(options.cuda_device));

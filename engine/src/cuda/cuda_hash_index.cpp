@@ -27,18 +27,17 @@ absl::StatusOr<std::unique_ptr<CudaHashIndex>> CudaHashIndex::Create(const HashI
 
 absl::StatusOr<TableSnapshot> CudaHashIndex::Snapshot() const {
   GPUJOIN_CUDA_RETURN(cudaSetDevice(device_), "select device");
-  // Whole 64-byte blocks (tiny tables are padded to one block), decoded per slot.
-  std::vector<uint32_t> raw(TableAllocationSlots(spec().capacity) * 2);
+  std::vector<uint64_t> raw(spec().capacity);
   GPUJOIN_CUDA_RETURN(
-      cudaMemcpy(raw.data(), slots_.data(), raw.size() * sizeof(uint32_t), cudaMemcpyDeviceToHost),
+      cudaMemcpy(raw.data(), slots_.data(), raw.size() * sizeof(uint64_t), cudaMemcpyDeviceToHost),
       "snapshot index table");
   TableSnapshot snap;
-  snap.keys.resize(spec().capacity);
-  snap.values.resize(spec().capacity);
-  for (uint32_t i = 0; i < spec().capacity; ++i) {
-    const uint32_t key = raw[KeyWord(i)];
+  snap.keys.resize(raw.size());
+  snap.values.resize(raw.size());
+  for (size_t i = 0; i < raw.size(); ++i) {
+    const uint32_t key = uint32_t(raw[i] >> 32);
     snap.keys[i] = key;
-    snap.values[i] = key == kEmptyKey ? 0u : raw[ValueWord(i)];
+    snap.values[i] = key == kEmptyKey ? 0u : uint32_t(raw[i]);
   }
   return snap;
 }

@@ -1,5 +1,5 @@
-// Internal (CUDA builds only): the CUDA backend's hash index, a table of 64-byte
-// blocks of eight keys then eight values in device memory (see device_ops.hpp).
+// Internal (CUDA builds only): the CUDA backend's hash index, a table of packed
+// key:value slots in device memory (see device_ops.hpp for the layout).
 #pragma once
 
 #include <memory>

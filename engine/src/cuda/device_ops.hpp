@@ -3,12 +3,10 @@
 // without synchronising. The backend lowers command-graph nodes onto these; the
 // kernel benchmark (bench/) calls them directly on device-resident data.
 //
-// Table layout (blocked key/value): slots are grouped eight at a time into
-// 64-byte blocks. Block b holds the keys of slots 8b..8b+7 in its first 32-byte
-// sector and their values in its second, so one sector read tests eight keys
-// and the value sector (same 64 bytes) is read only on a hit. An empty slot has
-// key kEmptyKey. Builds keep, per key, the lowest tag (source row, or the final
-// value when generated values grow with the row); see InsertStrategy.
+// Table layout: one uint64 per slot, key in the high 32 bits and the value (or,
+// during a build, the winning source row) in the low 32 bits. An empty slot is
+// all ones (its key is kEmptyKey). A 32-byte sector holds four slots, so one
+// sector read tests four keys; the build needs one 64-bit atomic per insert.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -22,32 +20,15 @@ namespace gpujoin::engine::detail {
 
 inline constexpr uint64_t kEmptySlot = ~uint64_t{0};
 
-/// A table in device memory. `slots` is the allocation: max(capacity, 8) 8-byte
-/// units (the pad keeps 64-byte block accesses in bounds for tiny tables), read
-/// as 32-bit words through KeyWord/ValueWord.
+/// A table in device memory. `slots` holds max(capacity, 4) entries (the pad
+/// keeps 4-slot sector reads in bounds for tiny tables).
 struct DeviceTable {
   uint64_t* slots = nullptr;
   uint32_t capacity = 0;
-  /// The allocation as 32-bit words.
-  __host__ __device__ uint32_t* words() const { return reinterpret_cast<uint32_t*>(slots); }
 };
 
 /// Number of uint64 entries to allocate for a table of `capacity` slots.
-inline size_t TableAllocationSlots(uint32_t capacity) { return capacity < 8 ? 8 : capacity; }
-
-/// Index (in 32-bit words) of slot `slot`'s key in the blocked layout.
-__host__ __device__ inline uint64_t KeyWord(uint32_t slot) {
-  return uint64_t(slot >> 3) * 16u + (slot & 7u);
-}
-
-/// Index (in 32-bit words) of slot `slot`'s value in the blocked layout.
-__host__ __device__ inline uint64_t ValueWord(uint32_t slot) { return KeyWord(slot) + 8u; }
-
-/// Freed stream-ordered memory the device's default pool keeps instead of giving
-/// it back to the driver at each synchronisation (the backend sets it; the
-/// benchmark does the same). Region builds take about 12-16 bytes of scratch per
-/// row, so this covers builds of ~2^28 rows without re-mapping memory.
-inline constexpr uint64_t kPoolReleaseThresholdBytes = uint64_t{4} << 30;
+inline size_t TableAllocationSlots(uint32_t capacity) { return capacity < 4 ? 4 : capacity; }
 
 /// Build statistics accumulated on the device (same order as BuildStatistics).
 struct DeviceBuildStats {
@@ -67,22 +48,6 @@ struct DeviceQueryStats {
   unsigned long long reserved;  // keeps the struct 32 bytes
 };
 
-/// How BuildTable inserts.
-enum class InsertStrategy {
-  /// Partition the rows by table region (8192 slots) with two passes, insert each
-  /// region in shared memory and write it out whole; rows whose probe run leaves
-  /// their region finish with global atomics. Needs scratch memory (about 12-16
-  /// bytes per row, from the stream-ordered pool) and 2^14 <= capacity <= 2^28,
-  /// rows < 2^32; otherwise (or when the scratch allocation fails) kSplit is used.
-  kRegions,
-  /// 32-bit CAS on the key word + 32-bit atomicMin on the value word, directly in
-  /// the blocked layout.
-  kSplit,
-  /// One 64-bit CAS on packed key:tag words, then an in-place pass into the
-  /// blocked layout (fused with finalisation).
-  kPacked,
-};
-
 /// Where the value of each retained key comes from.
 struct BuildSource {
   const uint32_t* keys = nullptr;      ///< `rows` keys (global rows 0..rows-1)
@@ -98,9 +63,6 @@ struct BuildSource {
   /// Insert strategy: read a slot before trying to claim it with a CAS (true), or
   /// CAS straight away (false). The benchmark measures both.
   bool load_before_cas = true;
-  /// Insert strategy (all give the same contents and statistics; the benchmark
-  /// measures each).
-  InsertStrategy strategy = InsertStrategy::kRegions;
 };
 
 /// Clears the table (every slot empty) and zeroes `stats`.
