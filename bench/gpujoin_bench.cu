@@ -232,17 +232,32 @@ int main(int argc, char** argv) {
     };
     double ms = 0;
     gd::DeviceBuildStats st{};
-    for (bool load_first : {true, false}) {
-      src.load_before_cas = load_first;
-      const std::string how = load_first ? "load+CAS" : "CAS-first";
-      // Explicit values: claim + atomic-min of the row, then finalisation gather.
+    struct Variant {
+      const char* name;
+      gd::BuildPath path;
+      bool load_first;
+      uint32_t region_bits;
+    };
+    // direct = one thread per row into the table; partitioned = rows grouped by
+    // table region first (2^20 slots = 8 MiB, 2^22 = 32 MiB of table per region).
+    const Variant variants[] = {{"load+CAS", gd::BuildPath::kDirect, true, 0},
+                                {"CAS-first", gd::BuildPath::kDirect, false, 0},
+                                {"partitioned 8MiB", gd::BuildPath::kPartitioned, true, 20},
+                                {"part. 8MiB CAS-first", gd::BuildPath::kPartitioned, false, 20},
+                                {"partitioned 32MiB", gd::BuildPath::kPartitioned, true, 22}};
+    for (const Variant& v : variants) {
+      src.load_before_cas = v.load_first;
+      src.path = v.path;
+      src.region_bits = v.region_bits;
+      const std::string how = v.name;
+      // Explicit values: claim + atomic-min of the row, then finalisation.
       src.values = values;
       ms = MedianMs(s, build);
       CHECK_CUDA(cudaStreamSynchronize(s));
       st = Fetch(bstats);
       Check(st.unique_keys == n && st.duplicate_rows == 0 && st.overflow_rows == 0 &&
                 st.invalid_rows == 0,
-            "build statistics (explicit values), load " + lf);
+            "build statistics (explicit values, " + how + "), load " + lf);
       g_rows.push_back(
           {"build " + how + ", explicit values, load " + lf, double(n), ms,
            double(n) * 40 + double(capacity) * 8 + double(capacity) * 16 + double(n) * 32,
@@ -252,7 +267,8 @@ int main(int argc, char** argv) {
       src.first_value = 0;
       ms = MedianMs(s, build);
       st = Fetch(bstats);
-      Check(st.unique_keys == n && st.overflow_rows == 0, "build statistics (row ids), load " + lf);
+      Check(st.unique_keys == n && st.overflow_rows == 0,
+            "build statistics (row ids, " + how + "), load " + lf);
       g_rows.push_back({"build " + how + ", generated row ids, load " + lf, double(n), ms,
                         double(n) * 36 + double(capacity) * 8, load == 0.5 ? ">= 13.6 Gkeys/s" : "",
                         13.6e9, load == 0.5 ? 1 : 0});
@@ -262,7 +278,10 @@ int main(int argc, char** argv) {
     ms = MedianMs(s, [&] { CHECK_CUDA(gd::ClearTable(table, bstats, s)); });
     g_rows.push_back({"  (of which: clear table), load " + lf, double(capacity), ms,
                       double(capacity) * 8, "", 0, 0});
-    // Leave a table with explicit values for lookups.
+    // Leave a table with explicit values for lookups (partitioned path: the
+    // lookup value samples below check its finalisation).
+    src.path = gd::BuildPath::kPartitioned;
+    src.region_bits = 0;
     src.values = values;
     build();
 

@@ -48,6 +48,27 @@ struct DeviceQueryStats {
   unsigned long long reserved;  // keeps the struct 32 bytes
 };
 
+/// How BuildTable inserts (the result is the same; see docs/PERFORMANCE.md).
+enum class BuildPath : int {
+  /// UsePartitionedBuild's default (the GPUJOIN_CUDA_BUILD_PATH environment
+  /// variable, "direct" or "partitioned", overrides it; tests and the bench use it).
+  kAuto = -1,
+  /// One thread per row, 64-bit CAS straight into the table, finalisation by one
+  /// pass over the table gathering the winners' values.
+  kDirect = 0,
+  /// Rows grouped by table region into a transient buffer (8 B per row, + 4 B
+  /// with explicit values, allocated stream-ordered), inserted region by region
+  /// so that the atomics hit L2; finalisation re-probes the buffer in region order.
+  kPartitioned = 1,
+};
+
+/// Whether the partitioned path is the auto choice: tables of at least this many bytes...
+inline constexpr uint64_t kPartitionMinTableBytes = uint64_t{128} << 20;
+/// ... and builds of at least this many rows ...
+inline constexpr uint64_t kPartitionMinRows = uint64_t{1} << 22;
+/// ... when enabled at all (decided by measurement, docs/PERFORMANCE.md).
+inline constexpr bool kPartitionedBuildByDefault = false;
+
 /// Where the value of each retained key comes from.
 struct BuildSource {
   const uint32_t* keys = nullptr;      ///< `rows` keys (global rows 0..rows-1)
@@ -63,7 +84,17 @@ struct BuildSource {
   /// Insert strategy: read a slot before trying to claim it with a CAS (true), or
   /// CAS straight away (false). The benchmark measures both.
   bool load_before_cas = true;
+  /// Insert path (kAuto: UsePartitionedBuild decides).
+  BuildPath path = BuildPath::kAuto;
+  /// Partitioned path: log2 of the slots per region (0 = automatic: 2^20 slots,
+  /// 8 MiB of table, for large tables; 128 regions for small ones). Raised so
+  /// that there are at most 2048 regions.
+  uint32_t region_bits = 0;
 };
+
+/// Whether BuildTable takes the partitioned path for this table, row count and
+/// requested path (kAuto: environment override, else large tables and builds).
+bool UsePartitionedBuild(uint32_t capacity, uint64_t rows, BuildPath path);
 
 /// Clears the table (every slot empty) and zeroes `stats`.
 cudaError_t ClearTable(DeviceTable table, DeviceBuildStats* stats, cudaStream_t stream);

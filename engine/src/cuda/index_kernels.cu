@@ -2,7 +2,10 @@
 // table layout and the contracts.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 #include "cuda/device_ops.hpp"
 #include "cuda/kernel_utils.cuh"
@@ -14,11 +17,51 @@ namespace {
 __device__ __forceinline__ uint32_t SlotKey(uint64_t slot) { return uint32_t(slot >> 32); }
 __device__ __forceinline__ uint32_t SlotLow(uint64_t slot) { return uint32_t(slot); }
 
-// Inserts rows [0, rows). A row's packed word is key:tag, where tag is either the
-// final value (direct mode: generated values that grow with the row, so the
-// lowest row has the lowest tag) or the global source row (finalised later). Both
-// make "keep the lowest row" a 64-bit minimum among words of the same key, so the
-// outcome does not depend on thread order.
+// Inserts one packed word key:tag. A row's tag is either the final value
+// (direct mode: generated values that grow with the row, so the lowest row has
+// the lowest tag) or the global source row (finalised later). Both make "keep
+// the lowest row" a 64-bit minimum among words of the same key, so the outcome
+// does not depend on thread order. Adds the row's outcome to `sums` (unique,
+// duplicate, overflow, invalid, probes) and `max_probes`.
+template <bool kLoadFirst>
+__device__ __forceinline__ void InsertWord(DeviceTable table, uint32_t key, uint64_t desired,
+                                           uint32_t bound, unsigned long long (&sums)[5],
+                                           unsigned long long& max_probes) {
+  const uint32_t mask = table.capacity - 1u;
+  uint32_t pos = HomeSlot(key, table.capacity);
+  uint32_t p = 0;
+  int outcome = 2;  // overflow unless a slot is found
+  for (; p < bound; ++p) {
+    unsigned long long* slot = reinterpret_cast<unsigned long long*>(table.slots + pos);
+    // kLoadFirst: a plain (L2) read first; slots never change key once claimed,
+    // so a stale "occupied by another key" is still true and skipping it saves
+    // an atomic. Otherwise the CAS itself is the read (one round trip when the
+    // slot is empty, the common case at moderate load).
+    unsigned long long cur = kLoadFirst ? __ldcg(slot) : kEmptySlot;
+    if (cur == kEmptySlot) {
+      cur = atomicCAS(slot, kEmptySlot, desired);
+      if (cur == kEmptySlot) {
+        outcome = 0;
+        break;
+      }
+    }
+    if (SlotKey(cur) == key) {
+      if (cur > desired) atomicMin(slot, static_cast<unsigned long long>(desired));
+      outcome = 1;
+      break;
+    }
+    pos = (pos + 1u) & mask;
+  }
+  // Constant indices only: a run-time index would move `sums` to local memory.
+  sums[0] += outcome == 0;
+  sums[1] += outcome == 1;
+  sums[2] += outcome == 2;
+  const uint32_t examined = outcome == 2 ? bound : p + 1u;
+  sums[4] += examined;
+  if (examined > max_probes) max_probes = examined;
+}
+
+// Direct path: inserts rows [0, rows) in row order (one thread per row).
 template <bool kHasValidity, bool kLoadFirst>
 __global__ void __launch_bounds__(kBlockThreads)
     InsertKernel(DeviceTable table, const uint32_t* __restrict__ keys,
@@ -26,7 +69,6 @@ __global__ void __launch_bounds__(kBlockThreads)
                  uint32_t tag_offset, DeviceBuildStats* stats) {
   unsigned long long sums[5] = {0, 0, 0, 0, 0};  // unique, duplicate, overflow, invalid, probes
   unsigned long long max_probes = 0;
-  const uint32_t mask = table.capacity - 1u;
   const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
   for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < rows; i += stride) {
     const uint32_t key = keys[i];
@@ -35,37 +77,120 @@ __global__ void __launch_bounds__(kBlockThreads)
       continue;
     }
     const uint64_t desired = (uint64_t(key) << 32) | uint32_t(tag_offset + uint32_t(i));
-    uint32_t pos = HomeSlot(key, table.capacity);
-    uint32_t p = 0;
-    int outcome = 2;  // overflow unless a slot is found
-    for (; p < bound; ++p) {
-      unsigned long long* slot = reinterpret_cast<unsigned long long*>(table.slots + pos);
-      // kLoadFirst: a plain (L2) read first; slots never change key once claimed,
-      // so a stale "occupied by another key" is still true and skipping it saves
-      // an atomic. Otherwise the CAS itself is the read (one round trip when the
-      // slot is empty, the common case at moderate load).
-      unsigned long long cur = kLoadFirst ? __ldcg(slot) : kEmptySlot;
-      if (cur == kEmptySlot) {
-        cur = atomicCAS(slot, kEmptySlot, desired);
-        if (cur == kEmptySlot) {
-          outcome = 0;
-          break;
+    InsertWord<kLoadFirst>(table, key, desired, bound, sums, max_probes);
+  }
+  BlockFlushStats<5>(sums, max_probes, &stats->unique_keys, &stats->max_probes);
+}
+
+// ---- Partitioned path -------------------------------------------------------
+// The direct insert is bound by random 64-bit atomics into a table that does not
+// fit in L2. The partitioned path first groups the valid rows by table region
+// (home slot >> region_bits) into a transient buffer of packed key:tag words
+// (and their explicit values), then inserts the buffer in region order with the
+// same InsertWord, so the part of the table being written stays L2-resident.
+// Finalisation re-probes the buffer in region order instead of gathering values
+// at random.
+
+constexpr uint32_t kMaxRegions = 2048;
+constexpr int kScatterItems = 8;
+
+// Counts valid rows per region (counts[regions], zeroed) and invalid rows.
+template <bool kHasValidity>
+__global__ void __launch_bounds__(kBlockThreads)
+    RegionHistogramKernel(const uint32_t* __restrict__ keys, const uint32_t* __restrict__ validity,
+                          uint64_t rows, uint32_t capacity, uint32_t region_bits, uint32_t regions,
+                          unsigned long long* counts, DeviceBuildStats* stats) {
+  __shared__ unsigned int hist[kMaxRegions];
+  for (uint32_t r = threadIdx.x; r < regions; r += blockDim.x) hist[r] = 0;
+  __syncthreads();
+  unsigned long long invalid[1] = {0};
+  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
+  for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < rows; i += stride) {
+    const uint32_t key = keys[i];
+    if (key == kEmptyKey || (kHasValidity && validity[i] == 0)) {
+      ++invalid[0];
+      continue;
+    }
+    atomicAdd(&hist[HomeSlot(key, capacity) >> region_bits], 1u);
+  }
+  __syncthreads();
+  for (uint32_t r = threadIdx.x; r < regions; r += blockDim.x)
+    if (hist[r] != 0) atomicAdd(&counts[r], static_cast<unsigned long long>(hist[r]));
+  BlockFlushStats<1>(invalid, 0, &stats->invalid_rows, nullptr);
+}
+
+// counts[r] -> exclusive prefix (the write cursor of region r); counts[regions]
+// receives the total. Tiny: one thread.
+__global__ void RegionScanKernel(unsigned long long* counts, uint32_t regions) {
+  unsigned long long sum = 0;
+  for (uint32_t r = 0; r < regions; ++r) {
+    const unsigned long long c = counts[r];
+    counts[r] = sum;
+    sum += c;
+  }
+  counts[regions] = sum;
+}
+
+// Block-staged scatter: per tile of kScatterItems x kBlockThreads rows, a
+// shared histogram gives every row its offset inside the block's run of its
+// region, and one global atomic per region and tile reserves that run. The
+// order inside a run is arbitrary (the insert keeps the lowest tag anyway).
+template <bool kHasValidity, bool kValues>
+__global__ void __launch_bounds__(kBlockThreads)
+    RegionScatterKernel(const uint32_t* __restrict__ keys, const uint32_t* __restrict__ validity,
+                        const uint32_t* __restrict__ values, uint64_t rows, uint32_t capacity,
+                        uint32_t region_bits, uint32_t regions, uint32_t tag_offset,
+                        unsigned long long* cursor, uint64_t* __restrict__ out_words,
+                        uint32_t* __restrict__ out_values) {
+  __shared__ unsigned int local[kMaxRegions];
+  __shared__ unsigned long long base[kMaxRegions];
+  constexpr uint64_t kTile = uint64_t(kBlockThreads) * kScatterItems;
+  for (uint64_t t0 = uint64_t(blockIdx.x) * kTile; t0 < rows; t0 += uint64_t(gridDim.x) * kTile) {
+    for (uint32_t r = threadIdx.x; r < regions; r += blockDim.x) local[r] = 0;
+    __syncthreads();
+    uint32_t key[kScatterItems], region[kScatterItems], offset[kScatterItems];
+#pragma unroll
+    for (int j = 0; j < kScatterItems; ++j) {
+      const uint64_t i = t0 + uint64_t(j) * kBlockThreads + threadIdx.x;
+      region[j] = kEmptyKey;
+      if (i < rows) {
+        key[j] = __ldcs(keys + i);
+        if (key[j] != kEmptyKey && (!kHasValidity || validity[i] != 0)) {
+          region[j] = HomeSlot(key[j], capacity) >> region_bits;
+          offset[j] = atomicAdd(&local[region[j]], 1u);
         }
       }
-      if (SlotKey(cur) == key) {
-        if (cur > desired) atomicMin(slot, static_cast<unsigned long long>(desired));
-        outcome = 1;
-        break;
-      }
-      pos = (pos + 1u) & mask;
     }
-    // Constant indices only: a run-time index would move `sums` to local memory.
-    sums[0] += outcome == 0;
-    sums[1] += outcome == 1;
-    sums[2] += outcome == 2;
-    const uint32_t examined = outcome == 2 ? bound : p + 1u;
-    sums[4] += examined;
-    if (examined > max_probes) max_probes = examined;
+    __syncthreads();
+    for (uint32_t r = threadIdx.x; r < regions; r += blockDim.x)
+      if (local[r] != 0) base[r] = atomicAdd(&cursor[r], static_cast<unsigned long long>(local[r]));
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < kScatterItems; ++j) {
+      if (region[j] == kEmptyKey) continue;
+      const uint64_t i = t0 + uint64_t(j) * kBlockThreads + threadIdx.x;
+      const unsigned long long at = base[region[j]] + offset[j];
+      out_words[at] = (uint64_t(key[j]) << 32) | uint32_t(tag_offset + uint32_t(i));
+      if (kValues) out_values[at] = __ldcs(values + i);
+    }
+    __syncthreads();  // `local` and `base` are reused by the next tile
+  }
+}
+
+// Inserts the partitioned words in buffer order: consecutive blocks take
+// consecutive words, so the table region being written stays in L2.
+template <bool kLoadFirst>
+__global__ void __launch_bounds__(kBlockThreads)
+    InsertPartitionedKernel(DeviceTable table, const uint64_t* __restrict__ words,
+                            const unsigned long long* total, uint32_t bound,
+                            DeviceBuildStats* stats) {
+  unsigned long long sums[5] = {0, 0, 0, 0, 0};
+  unsigned long long max_probes = 0;
+  const uint64_t count = *total;
+  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
+  for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
+    const uint64_t w = __ldcs(reinterpret_cast<const unsigned long long*>(words + i));
+    InsertWord<kLoadFirst>(table, SlotKey(w), w, bound, sums, max_probes);
   }
   BlockFlushStats<5>(sums, max_probes, &stats->unique_keys, &stats->max_probes);
 }
@@ -117,6 +242,57 @@ __global__ void __launch_bounds__(kBlockThreads)
     }
     p[0] = make_ulonglong2(s[0], s[1]);
     p[1] = make_ulonglong2(s[2], s[3]);
+  }
+}
+
+// Partitioned finalisation, pass 1 (the table is read only): every word
+// re-probes for its key (an L2 hit, in region order); the word that is still in
+// the slot (key and row) won. Its buffer entry becomes slot:value, every other
+// entry kEmptySlot (no slot index reaches 2^32 - 1). Two passes because a
+// winner overwriting its row with its value could make a later duplicate whose
+// row equals that value look like the winner.
+__global__ void __launch_bounds__(kBlockThreads)
+    MarkWinnersKernel(DeviceTable table, uint64_t* __restrict__ words,
+                      const uint32_t* __restrict__ part_values, const unsigned long long* total,
+                      uint32_t bound, uint32_t first_value,
+                      const uint64_t* __restrict__ chunk_starts,
+                      const uint32_t* __restrict__ chunk_bases, uint32_t chunk_count) {
+  const uint64_t count = *total;
+  const uint32_t mask = table.capacity - 1u;
+  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
+  for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
+    const uint64_t w = words[i];
+    const uint32_t key = SlotKey(w);
+    uint32_t pos = HomeSlot(key, table.capacity);
+    uint64_t result = kEmptySlot;
+    for (uint32_t p = 0; p < bound; ++p) {
+      const uint64_t s = __ldcg(reinterpret_cast<const unsigned long long*>(table.slots + pos));
+      if (s == w) {
+        const uint32_t value = part_values != nullptr
+                                   ? part_values[i]
+                                   : FinalValue(SlotLow(w), nullptr, first_value, chunk_starts,
+                                                chunk_bases, chunk_count);
+        result = (uint64_t(pos) << 32) | value;
+        break;
+      }
+      if (SlotKey(s) == key || s == kEmptySlot) break;  // lost, or overflowed
+      pos = (pos + 1u) & mask;
+    }
+    words[i] = result;
+  }
+}
+
+// Partitioned finalisation, pass 2: winners store their value into the low
+// word of their slot (little-endian: the first 4 bytes).
+__global__ void __launch_bounds__(kBlockThreads)
+    WriteWinnersKernel(DeviceTable table, const uint64_t* __restrict__ words,
+                       const unsigned long long* total) {
+  const uint64_t count = *total;
+  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
+  for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
+    const uint64_t w = __ldcs(reinterpret_cast<const unsigned long long*>(words + i));
+    if (w == kEmptySlot) continue;
+    reinterpret_cast<uint32_t*>(table.slots + (w >> 32))[0] = uint32_t(w);
   }
 }
 
@@ -198,18 +374,15 @@ cudaError_t ClearTable(DeviceTable table, DeviceBuildStats* stats, cudaStream_t 
   return cudaMemsetAsync(stats, 0, sizeof(DeviceBuildStats), stream);
 }
 
-cudaError_t BuildTable(DeviceTable table, const BuildSource& source, uint32_t bound,
-                       DeviceBuildStats* stats, cudaStream_t stream) {
-  if (source.rows == 0) return cudaSuccess;
-  // Generated values that do not wrap grow with the row: store them directly and
-  // skip finalisation.
-  const bool direct = source.values == nullptr && source.chunk_starts == nullptr &&
-                      uint64_t(source.first_value) + source.rows - 1 <= 0xffffffffull;
-  const uint32_t tag_offset = direct ? source.first_value : 0u;
-  static std::atomic<int> resident_insert[4];
+namespace {
+
+uint32_t Log2Pow2(uint32_t pow2) { return 31u - uint32_t(__builtin_clz(pow2)); }
+
+cudaError_t BuildDirect(DeviceTable table, const BuildSource& source, uint32_t bound,
+                        uint32_t tag_offset, DeviceBuildStats* stats, cudaStream_t stream) {
+  static std::atomic<int> resident_insert{0};
   const uint64_t rows = source.rows;
-  const unsigned grid =
-      GridFor(rows, CachedResident(InsertKernel<false, true>, resident_insert[0]));
+  const unsigned grid = GridFor(rows, CachedResident(InsertKernel<false, true>, resident_insert));
   if (source.validity != nullptr) {
     if (source.load_before_cas)
       InsertKernel<true, true><<<grid, kBlockThreads, 0, stream>>>(
@@ -225,8 +398,10 @@ cudaError_t BuildTable(DeviceTable table, const BuildSource& source, uint32_t bo
       InsertKernel<false, false><<<grid, kBlockThreads, 0, stream>>>(
           table, source.keys, nullptr, rows, bound, tag_offset, stats);
   }
-  cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess || direct) return e;
+  return cudaGetLastError();
+}
+
+cudaError_t FinalizeDirect(DeviceTable table, const BuildSource& source, cudaStream_t stream) {
   static std::atomic<int> resident_finalize{0};
   const uint64_t quads = TableAllocationSlots(table.capacity) / 4;
   const unsigned fgrid = GridFor(quads, CachedResident(FinalizeKernel, resident_finalize));
@@ -234,6 +409,126 @@ cudaError_t BuildTable(DeviceTable table, const BuildSource& source, uint32_t bo
                                                       source.first_value, source.chunk_starts,
                                                       source.chunk_bases, source.chunk_count);
   return cudaGetLastError();
+}
+
+// The kernels after the allocation; the caller frees the buffer whatever this returns.
+cudaError_t RunPartitioned(DeviceTable table, const BuildSource& source, uint32_t bound,
+                           uint32_t tag_offset, bool finalize, uint32_t region_bits,
+                           uint32_t regions, uint64_t* words, unsigned long long* counts,
+                           uint32_t* part_values, DeviceBuildStats* stats, cudaStream_t stream) {
+  const uint64_t rows = source.rows;
+  const bool validity = source.validity != nullptr;
+  cudaError_t e = cudaMemsetAsync(counts, 0, (regions + 1) * sizeof(unsigned long long), stream);
+  if (e != cudaSuccess) return e;
+  static std::atomic<int> resident_hist{0}, resident_scatter{0}, resident_insert{0},
+      resident_mark{0}, resident_write{0};
+  const unsigned hgrid = GridFor(rows, CachedResident(RegionHistogramKernel<true>, resident_hist));
+  if (validity)
+    RegionHistogramKernel<true><<<hgrid, kBlockThreads, 0, stream>>>(
+        source.keys, source.validity, rows, table.capacity, region_bits, regions, counts, stats);
+  else
+    RegionHistogramKernel<false><<<hgrid, kBlockThreads, 0, stream>>>(
+        source.keys, nullptr, rows, table.capacity, region_bits, regions, counts, stats);
+  RegionScanKernel<<<1, 1, 0, stream>>>(counts, regions);
+  const uint64_t tiles =
+      (rows + kBlockThreads * kScatterItems - 1) / (kBlockThreads * kScatterItems);
+  const unsigned sgrid = GridFor(tiles * kBlockThreads,
+                                 CachedResident(RegionScatterKernel<true, true>, resident_scatter));
+  const bool values = part_values != nullptr;
+  if (validity && values)
+    RegionScatterKernel<true, true><<<sgrid, kBlockThreads, 0, stream>>>(
+        source.keys, source.validity, source.values, rows, table.capacity, region_bits, regions,
+        tag_offset, counts, words, part_values);
+  else if (validity)
+    RegionScatterKernel<true, false><<<sgrid, kBlockThreads, 0, stream>>>(
+        source.keys, source.validity, nullptr, rows, table.capacity, region_bits, regions,
+        tag_offset, counts, words, nullptr);
+  else if (values)
+    RegionScatterKernel<false, true><<<sgrid, kBlockThreads, 0, stream>>>(
+        source.keys, nullptr, source.values, rows, table.capacity, region_bits, regions, tag_offset,
+        counts, words, part_values);
+  else
+    RegionScatterKernel<false, false><<<sgrid, kBlockThreads, 0, stream>>>(
+        source.keys, nullptr, nullptr, rows, table.capacity, region_bits, regions, tag_offset,
+        counts, words, nullptr);
+  // After the scatter, counts[r] is the end of region r; counts[regions] is the total.
+  const unsigned long long* total = counts + regions;
+  const unsigned igrid =
+      GridFor(rows, CachedResident(InsertPartitionedKernel<true>, resident_insert));
+  if (source.load_before_cas)
+    InsertPartitionedKernel<true>
+        <<<igrid, kBlockThreads, 0, stream>>>(table, words, total, bound, stats);
+  else
+    InsertPartitionedKernel<false>
+        <<<igrid, kBlockThreads, 0, stream>>>(table, words, total, bound, stats);
+  e = cudaGetLastError();
+  if (e != cudaSuccess || !finalize) return e;
+  const unsigned mgrid = GridFor(rows, CachedResident(MarkWinnersKernel, resident_mark));
+  MarkWinnersKernel<<<mgrid, kBlockThreads, 0, stream>>>(table, words, part_values, total, bound,
+                                                         source.first_value, source.chunk_starts,
+                                                         source.chunk_bases, source.chunk_count);
+  const unsigned wgrid = GridFor(rows, CachedResident(WriteWinnersKernel, resident_write));
+  WriteWinnersKernel<<<wgrid, kBlockThreads, 0, stream>>>(table, words, total);
+  return cudaGetLastError();
+}
+
+cudaError_t BuildPartitioned(DeviceTable table, const BuildSource& source, uint32_t bound,
+                             uint32_t tag_offset, bool finalize, DeviceBuildStats* stats,
+                             cudaStream_t stream) {
+  const uint32_t log2cap = Log2Pow2(table.capacity);
+  uint32_t bits = source.region_bits != 0 ? std::min(source.region_bits, log2cap)
+                                          : (log2cap > 20 ? std::max(20u, log2cap - 11u)
+                                                          : (log2cap > 7 ? log2cap - 7u : 0u));
+  if (log2cap > 11 && bits < log2cap - 11) bits = log2cap - 11;  // at most kMaxRegions
+  const uint32_t regions = table.capacity >> bits;
+  const uint64_t rows = source.rows;
+  const size_t words_bytes = rows * sizeof(uint64_t);
+  const size_t counts_bytes = (size_t(regions) + 1) * sizeof(unsigned long long);
+  const size_t values_bytes = source.values != nullptr ? rows * sizeof(uint32_t) : 0;
+  void* buffer = nullptr;
+  cudaError_t e = cudaMallocAsync(&buffer, words_bytes + counts_bytes + values_bytes, stream);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();  // not sticky; the caller reports it
+    return e;
+  }
+  auto* bytes = static_cast<unsigned char*>(buffer);
+  auto* words = reinterpret_cast<uint64_t*>(bytes);
+  auto* counts = reinterpret_cast<unsigned long long*>(bytes + words_bytes);
+  auto* part_values =
+      values_bytes != 0 ? reinterpret_cast<uint32_t*>(bytes + words_bytes + counts_bytes) : nullptr;
+  e = RunPartitioned(table, source, bound, tag_offset, finalize, bits, regions, words, counts,
+                     part_values, stats, stream);
+  const cudaError_t f = cudaFreeAsync(buffer, stream);
+  return e != cudaSuccess ? e : f;
+}
+
+}  // namespace
+
+bool UsePartitionedBuild(uint32_t capacity, uint64_t rows, BuildPath path) {
+  if (path == BuildPath::kDirect) return false;
+  if (path == BuildPath::kPartitioned) return true;
+  if (const char* env = std::getenv("GPUJOIN_CUDA_BUILD_PATH")) {
+    if (std::strcmp(env, "direct") == 0) return false;
+    if (std::strcmp(env, "partitioned") == 0) return true;
+  }
+  return kPartitionedBuildByDefault &&
+         uint64_t(TableAllocationSlots(capacity)) * sizeof(uint64_t) >= kPartitionMinTableBytes &&
+         rows >= kPartitionMinRows;
+}
+
+cudaError_t BuildTable(DeviceTable table, const BuildSource& source, uint32_t bound,
+                       DeviceBuildStats* stats, cudaStream_t stream) {
+  if (source.rows == 0) return cudaSuccess;
+  // Generated values that do not wrap grow with the row: store them directly and
+  // skip finalisation.
+  const bool direct = source.values == nullptr && source.chunk_starts == nullptr &&
+                      uint64_t(source.first_value) + source.rows - 1 <= 0xffffffffull;
+  const uint32_t tag_offset = direct ? source.first_value : 0u;
+  if (UsePartitionedBuild(table.capacity, source.rows, source.path))
+    return BuildPartitioned(table, source, bound, tag_offset, !direct, stats, stream);
+  cudaError_t e = BuildDirect(table, source, bound, tag_offset, stats, stream);
+  if (e != cudaSuccess || direct) return e;
+  return FinalizeDirect(table, source, stream);
 }
 
 cudaError_t LookupKeys(DeviceTable table, const uint32_t* keys, uint64_t rows, uint32_t bound,
