@@ -8,16 +8,18 @@
 #
 # BACKEND is cpu or cuda. Environment overrides: KEYS (index rows, 1M), ROWS
 # (batch rows, 1K,64K,1M), CONC (streams, 1,4,16), CHANNELS (4), DURATION (s, 2),
-# WARMUP (s, 0.5). Writes OUT_DIR/{gpujoind.log,lookup.txt,lookup.json,join.txt,
+# WARMUP (s, 0.5), GPUJOIND_ARGS (extra gpujoind flags, split on spaces, e.g.
+# "--executor-threads=16"). Writes OUT_DIR/{gpujoind.log,lookup.txt,lookup.json,join.txt,
 # join.json,metrics.txt}. Exit status 1 when any run reported errors or wrong answers.
 set -uo pipefail
-[ $# -ge 4 ] || { sed -n '2,13p' "$0"; exit 2; }
+[ $# -ge 4 ] || { sed -n '2,14p' "$0"; exit 2; }
 gpujoind=$1 loadtest=$2 out=$3 backend=$4
 shift 4
 mkdir -p "$out"
 
+read -r -a extra_args <<<"${GPUJOIND_ARGS:-}"
 "$gpujoind" --listen=127.0.0.1:0 --metrics-listen=127.0.0.1:0 --backend="$backend" \
-  >"$out/gpujoind.log" 2>&1 &
+  "${extra_args[@]}" >"$out/gpujoind.log" 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null' EXIT
 for _ in $(seq 1 600); do
@@ -29,6 +31,7 @@ ready=$(grep -m1 "gpujoind ready" "$out/gpujoind.log") || { echo "gpujoind not r
 addr=$(sed -n 's/.*grpc=\([^ ]*\).*/\1/p' <<<"$ready")
 metrics=$(sed -n 's/.*metrics=\([^ ]*\).*/\1/p' <<<"$ready")
 echo "$ready"
+grep -m1 "executor:" "$out/gpujoind.log"
 
 status=0
 for rpc in lookup join; do

@@ -1,5 +1,6 @@
 #include "gpujoin/server/config.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <limits>
 #include <string>
@@ -49,6 +50,19 @@ absl::StatusOr<uint64_t> ParseByteSize(std::string_view text, std::string_view f
   return value << shift;
 }
 
+uint32_t ResolveExecutorThreads(const ServerConfig& config, engine::BackendKind backend,
+                                uint32_t cores) {
+  if (config.executor_threads != 0) return config.executor_threads;
+  if (backend == engine::BackendKind::kCuda) return std::max(16u, 2 * cores);
+  return std::max(2u, cores);
+}
+
+uint32_t ResolveInlineBatchRows(const ServerConfig& config, engine::BackendKind backend) {
+  if (backend == engine::BackendKind::kCuda) return 0;
+  if (config.inline_batch_rows >= 0) return static_cast<uint32_t>(config.inline_batch_rows);
+  return 4096;
+}
+
 absl::StatusOr<std::optional<ServerConfig>> ParseServerFlags(int argc, const char* const* argv,
                                                              std::ostream& out) {
   ServerConfig config;
@@ -79,7 +93,13 @@ absl::StatusOr<std::optional<ServerConfig>> ParseServerFlags(int argc, const cha
                  "Batches processed at once over all streams (beyond: RESOURCE_EXHAUSTED)")
       ->capture_default_str();
   app.add_option("--executor-threads", config.executor_threads,
-                 "Threads running engine work; 0 = hardware concurrency")
+                 "Threads running engine work; 0 = cores (at least 2) for the CPU backend, "
+                 "2 x cores (at least 16) for the CUDA backend")
+      ->capture_default_str();
+  app.add_option("--inline-batch-rows", config.inline_batch_rows,
+                 "Lookup/Join batches of at most this many rows run on the gRPC thread that "
+                 "read them (no executor hand-off); -1 = 4096 for the CPU backend, 0 (off) "
+                 "for CUDA, which ignores positive values")
       ->capture_default_str();
   app.add_option("--cpu-threads", config.cpu_threads, "CPU backend threads; 0 = hardware concurrency")
       ->capture_default_str();
@@ -130,6 +150,11 @@ absl::StatusOr<std::optional<ServerConfig>> ParseServerFlags(int argc, const cha
   }
   if (config.max_inflight_batches == 0) {
     return absl::InvalidArgumentError("--max-inflight-batches: must be at least 1");
+  }
+  if (config.inline_batch_rows < -1 || config.inline_batch_rows > kMaxInlineBatchRows) {
+    return absl::InvalidArgumentError(absl::StrCat("--inline-batch-rows: ",
+                                                   config.inline_batch_rows, " is outside [-1, ",
+                                                   kMaxInlineBatchRows, "]"));
   }
   if (!(config.drain_timeout_seconds >= 0)) {
     return absl::InvalidArgumentError("--drain-timeout: must be >= 0 seconds");

@@ -114,10 +114,15 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerConfig& config
   }
 
   const uint32_t threads =
-      config.executor_threads != 0
-          ? config.executor_threads
-          : std::max(2u, std::thread::hardware_concurrency());
+      ResolveExecutorThreads(config, s.info.kind, std::thread::hardware_concurrency());
+  const uint32_t inline_rows = ResolveInlineBatchRows(config, s.info.kind);
+  if (s.info.kind == engine::BackendKind::kCuda && config.inline_batch_rows > 0) {
+    LogWarning(absl::StrCat("--inline-batch-rows ", config.inline_batch_rows,
+                            " ignored: the cuda backend never runs batches on gRPC threads"));
+  }
   s.executor = std::make_unique<Executor>(threads);
+  LogInfo(absl::StrCat("executor: ", threads, " threads; Lookup/Join batches of at most ",
+                       inline_rows, " rows run on the gRPC thread"));
   s.limiter = std::make_unique<InflightLimiter>(config.max_inflight_batches);
 
   ServiceState state;
@@ -127,6 +132,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerConfig& config
   state.budget = s.budget.get();
   state.metrics = &s.metrics;
   state.config = config;
+  state.config.executor_threads = threads;
+  state.config.inline_batch_rows = inline_rows;
   Impl* raw = impl.get();
   state.on_backend_fatal = [raw] {
     if (!raw->fatal.exchange(true)) {

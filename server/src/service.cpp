@@ -1,5 +1,6 @@
 #include "gpujoin/server/service.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <variant>
@@ -37,6 +38,9 @@ struct LookupTraits {
   }
   void Complete(const Request&, Response*, Partial&) {}
   static uint64_t Rows(const Request& r) { return U32Rows(r.has_keys(), r.keys()); }
+  /// Work bound for running on the gRPC thread: rows probed and written.
+  static constexpr bool kMayInline = true;
+  static uint64_t InlineCost(const Request& r) { return Rows(r); }
 };
 
 struct JoinTraits {
@@ -55,6 +59,16 @@ struct JoinTraits {
     for (const auto& b : r.batches()) rows += U32Rows(b.has_keys(), b.keys());
     return rows;
   }
+  static constexpr bool kMayInline = true;
+  /// Rows probed plus pair capacity (the response is sized, and zero-filled, to it).
+  static uint64_t InlineCost(const Request& r) {
+    uint64_t cost = 0;
+    for (const auto& b : r.batches()) {
+      const uint64_t rows = U32Rows(b.has_keys(), b.keys());
+      cost += std::max<uint64_t>(rows, b.capacity());
+    }
+    return cost;
+  }
 };
 
 struct AggregateTraits {
@@ -69,6 +83,9 @@ struct AggregateTraits {
   }
   void Complete(const Request& r, Response* out, Partial& p) { stream.Complete(r, out, p); }
   static uint64_t Rows(const Request& r) { return U32Rows(r.has_keys(), r.keys()); }
+  // Work depends on the group count, not the rows: always on the executor.
+  static constexpr bool kMayInline = false;
+  static uint64_t InlineCost(const Request&) { return 0; }
 
   uint64_t max_message_bytes;
   AggregateStream stream;
@@ -88,6 +105,8 @@ struct HashTraits {
   static uint64_t Rows(const Request& r) {
     return r.columns_size() == 0 ? 0 : r.columns(0).length();
   }
+  static constexpr bool kMayInline = false;
+  static uint64_t InlineCost(const Request&) { return 0; }
 };
 
 // ---------------------------------------------------------------- stream reactor
@@ -119,7 +138,11 @@ class StreamReactor final
   StreamReactor(GpuJoinService* service, grpc::CallbackServerContext* context)
       : service_(service),
         traits_(service->ops()->state()),
-        max_per_stream_(service->ops()->state().config.max_inflight_per_stream) {
+        max_per_stream_(service->ops()->state().config.max_inflight_per_stream),
+        inline_rows_(Traits::kMayInline
+                         ? static_cast<uint64_t>(
+                               std::max<int64_t>(0, service->ops()->state().config.inline_batch_rows))
+                         : 0) {
     service_->Register(this);
     absl::Status admitted = service_->Admit(context, Traits::kRpc);
     if (!admitted.ok()) {
@@ -153,8 +176,13 @@ class StreamReactor final
       }
     }
     if (submit) {
-      service_->executor()->Submit(
-          [this, item = std::move(submit)]() mutable { Process(std::move(item)); });
+      if (inline_rows_ != 0 && Traits::InlineCost(submit->request) <= inline_rows_) {
+        // Small CPU-backend batch: a thread wake-up would cost more than the work.
+        Process(std::move(submit));
+      } else {
+        service_->executor()->Submit(
+            [this, item = std::move(submit)]() mutable { Process(std::move(item)); });
+      }
     }
     Drive();
   }
@@ -227,7 +255,7 @@ class StreamReactor final
                                     Traits::Rows(item.request));
   }
 
-  // Executor thread.
+  // Executor thread, or the gRPC thread for small batches (see inline_rows_).
   void Process(std::unique_ptr<Item> item) {
     absl::Status s;
     if (cancelled_.load()) {
@@ -346,6 +374,9 @@ class StreamReactor final
   GpuJoinService* service_;
   Traits traits_;
   const uint32_t max_per_stream_;
+  // Batches with InlineCost <= this run in OnReadDone (0 = never; always 0 for
+  // the CUDA backend and for RPCs that may not run inline).
+  const uint64_t inline_rows_;
 
   std::mutex mu_;
   std::unique_ptr<Item> reading_;  // target of the read in flight

@@ -81,6 +81,43 @@ TEST(ServerFlags, BadValuesAreRejectedPrecisely) {
   EXPECT_FALSE(Parse({"--no-such-flag"}).ok());
 }
 
+TEST(ServerFlags, InlineBatchRowsRange) {
+  auto r = Parse({"--inline-batch-rows=0"});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ((*r)->inline_batch_rows, 0);
+  EXPECT_EQ((*Parse({}))->inline_batch_rows, -1);  // per-backend default
+  for (const char* bad : {"--inline-batch-rows=-2", "--inline-batch-rows=65537"}) {
+    auto bad_r = Parse({bad});
+    ASSERT_FALSE(bad_r.ok()) << bad;
+    EXPECT_THAT(bad_r.status().message(), HasSubstr("--inline-batch-rows")) << bad;
+    EXPECT_THAT(bad_r.status().message(), HasSubstr("[-1, 65536]")) << bad;
+  }
+}
+
+TEST(ServerFlags, ExecutorThreadsDefaultPerBackend) {
+  ServerConfig c;
+  EXPECT_EQ(ResolveExecutorThreads(c, engine::BackendKind::kCpu, 1), 2u);
+  EXPECT_EQ(ResolveExecutorThreads(c, engine::BackendKind::kCpu, 16), 16u);
+  // CUDA workers mostly wait on the GPU: twice the cores, at least 16.
+  EXPECT_EQ(ResolveExecutorThreads(c, engine::BackendKind::kCuda, 2), 16u);
+  EXPECT_EQ(ResolveExecutorThreads(c, engine::BackendKind::kCuda, 16), 32u);
+  c.executor_threads = 5;
+  EXPECT_EQ(ResolveExecutorThreads(c, engine::BackendKind::kCpu, 16), 5u);
+  EXPECT_EQ(ResolveExecutorThreads(c, engine::BackendKind::kCuda, 16), 5u);
+}
+
+TEST(ServerFlags, InlineBatchRowsDefaultPerBackend) {
+  ServerConfig c;
+  EXPECT_EQ(ResolveInlineBatchRows(c, engine::BackendKind::kCpu), 4096u);
+  EXPECT_EQ(ResolveInlineBatchRows(c, engine::BackendKind::kCuda), 0u);
+  c.inline_batch_rows = 100;
+  EXPECT_EQ(ResolveInlineBatchRows(c, engine::BackendKind::kCpu), 100u);
+  // GPU work never runs on a gRPC thread, whatever the flag says.
+  EXPECT_EQ(ResolveInlineBatchRows(c, engine::BackendKind::kCuda), 0u);
+  c.inline_batch_rows = 0;
+  EXPECT_EQ(ResolveInlineBatchRows(c, engine::BackendKind::kCpu), 0u);
+}
+
 TEST(ServerFlags, HelpPrintsAndReturnsNoConfig) {
   std::string out;
   auto r = Parse({"--help"}, &out);

@@ -1096,6 +1096,102 @@ TEST_F(FlowControlTest, ManyBatchesThroughASmallWindowAllAnswerInOrder) {
   EXPECT_EQ(info.max_inflight_batches_per_stream(), 2u);
 }
 
+// Lookups and joins of mixed sizes in one stream: with the CPU backend's default
+// (--inline-batch-rows 4096) the small batches run on the gRPC thread and the
+// large ones on the executor; with --inline-batch-rows=0 all go to the executor.
+// Either way every answer is right and answers come back in request order.
+class MixedBatchTest : public ServerTest, public ::testing::WithParamInterface<bool> {
+ protected:
+  std::vector<std::string> Args() override {
+    if (GetParam()) return {};
+    return {"--inline-batch-rows=0"};
+  }
+};
+
+TEST_P(MixedBatchTest, SmallAndLargeBatchesAnswerInOrderAndRight) {
+  EXPECT_THAT(server_->log(),
+              HasSubstr(GetParam() ? "batches of at most 4096 rows run on the gRPC thread"
+                                   : "batches of at most 0 rows run on the gRPC thread"));
+  // Key 3j+1 has value 500 + j; keys = 2 (mod 3) miss.
+  std::vector<uint32_t> keys(20000);
+  for (uint32_t j = 0; j < keys.size(); ++j) keys[j] = 3 * j + 1;
+  v1::BuildIndexResponse resp;
+  ASSERT_TRUE(Build(*stub_, {SpecMsg("mix", 1u << 16, 500), ChunkMsg(keys)}, &resp).ok());
+
+  // Batch i asks for rows [i, i + n_i) of `keys` with every third key made a miss;
+  // n_i alternates 8000 (executor) and 1..3 (inline when enabled).
+  auto query = [&](uint64_t i, std::vector<uint32_t>* values, std::vector<uint8_t>* found) {
+    const size_t n = i % 3 == 0 ? 8000 : 1 + i % 3;
+    std::vector<uint32_t> q(n);
+    values->assign(n, 0xffffffffu);
+    found->assign(n, 0);
+    for (size_t k = 0; k < n; ++k) {
+      const uint32_t j = static_cast<uint32_t>(i + k);
+      if (k % 3 == 2) {
+        q[k] = 3 * j + 2;
+      } else {
+        q[k] = keys[j];
+        (*values)[k] = 500 + j;
+        (*found)[k] = 1;
+      }
+    }
+    return q;
+  };
+  constexpr uint64_t kBatches = 60;
+  std::vector<v1::LookupRequest> lookups;
+  std::vector<v1::JoinRequest> joins;
+  for (uint64_t i = 0; i < kBatches; ++i) {
+    std::vector<uint32_t> values;
+    std::vector<uint8_t> found;
+    const std::vector<uint32_t> q = query(i, &values, &found);
+    lookups.push_back(LookupMsg("mix", q, i));
+    v1::JoinRequest jr;
+    jr.set_index("mix");
+    jr.set_batch_id(i);
+    auto* lb = jr.add_batches();
+    *lb->mutable_keys()->mutable_packed() = PackColumn<uint32_t>(q);
+    lb->set_first_left_row(10 * i);
+    joins.push_back(std::move(jr));
+  }
+  auto [lr, ls] = Lookups(*stub_, lookups);
+  ASSERT_TRUE(ls.ok()) << ls.error_message();
+  ASSERT_EQ(lr.size(), kBatches);
+  grpc::ClientContext jctx;
+  auto [jr, js] = RunStream<v1::JoinRequest, v1::JoinResponse>(
+      [&](grpc::ClientContext* c) { return stub_->Join(c); }, joins, &jctx);
+  ASSERT_TRUE(js.ok()) << js.error_message();
+  ASSERT_EQ(jr.size(), kBatches);
+  for (uint64_t i = 0; i < kBatches; ++i) {
+    std::vector<uint32_t> values;
+    std::vector<uint8_t> found;
+    query(i, &values, &found);
+    ASSERT_EQ(lr[i].batch_id(), i);
+    ASSERT_FALSE(lr[i].has_error()) << lr[i].error().message();
+    EXPECT_EQ(UnpackColumn<uint32_t>(lr[i].values()), values) << i;
+    EXPECT_EQ(UnpackColumn<uint8_t>(lr[i].found()), found) << i;
+
+    ASSERT_EQ(jr[i].batch_id(), i);
+    ASSERT_FALSE(jr[i].has_error()) << jr[i].error().message();
+    ASSERT_EQ(jr[i].results_size(), 1);
+    std::vector<uint32_t> left, right;
+    for (size_t k = 0; k < found.size(); ++k) {
+      if (found[k] != 0) {
+        left.push_back(static_cast<uint32_t>(10 * i + k));
+        right.push_back(values[k]);
+      }
+    }
+    EXPECT_EQ(jr[i].results(0).count(), left.size()) << i;
+    EXPECT_EQ(UnpackColumn<uint32_t>(jr[i].results(0).left_rows()), left) << i;
+    EXPECT_EQ(UnpackColumn<uint32_t>(jr[i].results(0).right_rows()), right) << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(InlineOnOff, MixedBatchTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& p) {
+                           return p.param ? std::string("InlineSmallBatches")
+                                          : std::string("AllOnTheExecutor");
+                         });
+
 class OverloadTest : public ServerTest {
  protected:
   std::vector<std::string> Args() override {

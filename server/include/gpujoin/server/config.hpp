@@ -13,6 +13,10 @@
 
 namespace gpujoin::server {
 
+/// Largest accepted --inline-batch-rows: bigger batches would hold a gRPC thread
+/// for milliseconds.
+inline constexpr int64_t kMaxInlineBatchRows = int64_t{1} << 16;
+
 /// Everything gpujoind can be told on its command line.
 struct ServerConfig {
   std::string listen = "127.0.0.1:50051";        ///< gRPC address; port 0 picks a free port
@@ -31,13 +35,32 @@ struct ServerConfig {
   /// Batches being processed at once over all streams; beyond it a batch gets an
   /// in-band RESOURCE_EXHAUSTED error.
   uint32_t max_inflight_batches = 256;
-  /// Executor threads running engine work; 0 = hardware concurrency (at least 2).
+  /// Executor threads running engine work; 0 = a default per backend: the core
+  /// count (at least 2) for the CPU backend, twice the core count (at least 16)
+  /// for the CUDA backend, whose workers mostly wait on the GPU.
   uint32_t executor_threads = 0;
+  /// Lookup/Join batches whose rows (and join pair capacity) are at most this
+  /// many run on the gRPC thread that read them instead of being handed to an
+  /// executor thread (saves a thread wake-up per small batch). -1 = a default per
+  /// backend: 4096 for the CPU backend, 0 (never) for the CUDA backend, which
+  /// never runs GPU work on a gRPC thread and so ignores positive values.
+  int64_t inline_batch_rows = -1;
   /// CPU backend worker threads; 0 = hardware concurrency.
   uint32_t cpu_threads = 0;
   /// Longest graceful drain on SIGTERM/SIGINT before remaining calls are cancelled.
   double drain_timeout_seconds = 30;
 };
+
+/// The executor size for `backend` (kCpu or kCuda, as resolved from kAuto) on a
+/// host with `cores` hardware threads: `config.executor_threads` when set, else
+/// max(2, cores) for the CPU backend and max(16, 2 x cores) for the CUDA backend.
+uint32_t ResolveExecutorThreads(const ServerConfig& config, engine::BackendKind backend,
+                                uint32_t cores);
+
+/// The inline threshold for `backend` (resolved): `config.inline_batch_rows` when
+/// >= 0, else 4096 for the CPU backend; always 0 for the CUDA backend (GPU work
+/// never runs on a gRPC thread).
+uint32_t ResolveInlineBatchRows(const ServerConfig& config, engine::BackendKind backend);
 
 /// Parses a byte count: digits with an optional binary suffix K, M, G or T (also
 /// KB/KiB, ...; case-insensitive), e.g. "512M" = 512 * 2^20. INVALID_ARGUMENT naming
