@@ -433,7 +433,7 @@ TEST_F(Differential, OverflowKeepsLowestRowPerRetainedKeyAndPropagatesToJoin) { 
 TEST_F(Differential, LookupWithProbeBoundOverrideMatchesCpu) { BoundOverrideCompare(); }
 
 // The partitioned build path (rows grouped by table region, then inserted region
-// by region; the CUDA backend's default for large tables) forced on small inputs,
+// by region; selectable, not the default) forced on small inputs,
 // against the CPU: duplicates across chunks, explicit values, generated values
 // with and without wrap-around, reserved keys, a full table, batch builds with
 // masks, overflow, and lookups with a bound override.
