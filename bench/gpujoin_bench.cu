@@ -125,6 +125,49 @@ double MedianMs(cudaStream_t s, const std::function<void()>& fn) {
   return ms[ms.size() / 2];
 }
 
+// One build timed per phase: events before the build, between its phases
+// (BuildSource::phase_events) and after it. Medians over g_reps runs after two
+// warm-ups: total and each of the three phases.
+struct PhaseTimes {
+  std::string name;
+  double total = 0;
+  double phase[3] = {0, 0, 0};
+};
+
+PhaseTimes MedianBuildMs(cudaStream_t s, gd::BuildSource& src, const std::function<void()>& fn) {
+  cudaEvent_t ev[5];
+  for (cudaEvent_t& e : ev) CHECK_CUDA(cudaEventCreate(&e));
+  src.phase_events = ev + 1;
+  for (int w = 0; w < 2; ++w) fn();
+  CHECK_CUDA(cudaStreamSynchronize(s));
+  std::vector<float> total, ph[3];
+  for (int r = 0; r < g_reps; ++r) {
+    CHECK_CUDA(cudaEventRecord(ev[0], s));
+    fn();
+    CHECK_CUDA(cudaEventRecord(ev[4], s));
+    CHECK_CUDA(cudaEventSynchronize(ev[4]));
+    float x = 0;
+    CHECK_CUDA(cudaEventElapsedTime(&x, ev[0], ev[4]));
+    total.push_back(x);
+    for (int k = 0; k < 3; ++k) {
+      CHECK_CUDA(cudaEventElapsedTime(&x, ev[k], ev[k + 1]));
+      ph[k].push_back(x);
+    }
+  }
+  src.phase_events = nullptr;
+  for (cudaEvent_t& e : ev) cudaEventDestroy(e);
+  auto median = [](std::vector<float>& v) {
+    std::sort(v.begin(), v.end());
+    return double(v[v.size() / 2]);
+  };
+  PhaseTimes t;
+  t.total = median(total);
+  for (int k = 0; k < 3; ++k) t.phase[k] = median(ph[k]);
+  return t;
+}
+
+std::vector<PhaseTimes> g_phases;
+
 struct Row {
   std::string name;
   double n;
@@ -226,10 +269,7 @@ int main(int argc, char** argv) {
     gd::BuildSource src;
     src.keys = keys;
     src.rows = n;
-    auto build = [&] {
-      CHECK_CUDA(gd::ClearTable(table, bstats, s));
-      CHECK_CUDA(gd::BuildTable(table, src, capacity, bstats, s));
-    };
+    auto build = [&] { CHECK_CUDA(gd::ClearAndBuildTable(table, src, capacity, bstats, s)); };
     double ms = 0;
     gd::DeviceBuildStats st{};
     struct Variant {
@@ -239,12 +279,16 @@ int main(int argc, char** argv) {
       uint32_t region_bits;
     };
     // direct = one thread per row into the table; partitioned = rows grouped by
-    // table region first (2^20 slots = 8 MiB, 2^22 = 32 MiB of table per region).
+    // table region first (2^20 slots = 8 MiB, 2^21 = 16 MiB, 2^22 = 32 MiB of
+    // table per region), then inserted in one pass after a full clear; waves =
+    // the same buffer, cleared / inserted / finalised region by region.
     const Variant variants[] = {{"load+CAS", gd::BuildPath::kDirect, true, 0},
                                 {"CAS-first", gd::BuildPath::kDirect, false, 0},
-                                {"partitioned 8MiB", gd::BuildPath::kPartitioned, true, 20},
-                                {"part. 8MiB CAS-first", gd::BuildPath::kPartitioned, false, 20},
-                                {"partitioned 32MiB", gd::BuildPath::kPartitioned, true, 22}};
+                                {"partitioned 32MiB", gd::BuildPath::kPartitioned, true, 22},
+                                {"waves 8MiB", gd::BuildPath::kWaves, true, 20},
+                                {"waves 16MiB", gd::BuildPath::kWaves, true, 21},
+                                {"waves 32MiB", gd::BuildPath::kWaves, true, 22},
+                                {"waves 16MiB CAS-first", gd::BuildPath::kWaves, false, 21}};
     for (const Variant& v : variants) {
       src.load_before_cas = v.load_first;
       src.path = v.path;
@@ -252,7 +296,10 @@ int main(int argc, char** argv) {
       const std::string how = v.name;
       // Explicit values: claim + atomic-min of the row, then finalisation.
       src.values = values;
-      ms = MedianMs(s, build);
+      PhaseTimes pt = MedianBuildMs(s, src, build);
+      pt.name = how + ", explicit values, load " + lf;
+      g_phases.push_back(pt);
+      ms = pt.total;
       CHECK_CUDA(cudaStreamSynchronize(s));
       st = Fetch(bstats);
       Check(st.unique_keys == n && st.duplicate_rows == 0 && st.overflow_rows == 0 &&
@@ -265,7 +312,10 @@ int main(int argc, char** argv) {
       // Generated row IDs (first_value + row): the key -> row index; no finalisation.
       src.values = nullptr;
       src.first_value = 0;
-      ms = MedianMs(s, build);
+      pt = MedianBuildMs(s, src, build);
+      pt.name = how + ", generated row ids, load " + lf;
+      g_phases.push_back(pt);
+      ms = pt.total;
       st = Fetch(bstats);
       Check(st.unique_keys == n && st.overflow_rows == 0,
             "build statistics (row ids, " + how + "), load " + lf);
@@ -279,13 +329,17 @@ int main(int argc, char** argv) {
     g_rows.push_back({"  (of which: clear table), load " + lf, double(capacity), ms,
                       double(capacity) * 8, "", 0, 0});
     // Lookups into a table with explicit values: first from the default build
-    // path (the target rows), then from the partitioned build. The contents are
-    // the same; the placement inside runs differs (the partitioned build inserts
-    // roughly in home-slot order), and so may the lookup time. The value samples
-    // also check each path's finalisation at full size.
-    for (const gd::BuildPath table_path : {gd::BuildPath::kAuto, gd::BuildPath::kPartitioned}) {
-      const bool partitioned_table = table_path == gd::BuildPath::kPartitioned;
-      const std::string table_note = partitioned_table ? " [table: partitioned build]" : "";
+    // path (the target rows), then from the partitioned and the wave builds. The
+    // contents are the same; the placement inside runs differs (the partitioned
+    // builds insert roughly in home-slot order), and so may the lookup time. The
+    // value samples also check each path's finalisation at full size.
+    for (const gd::BuildPath table_path :
+         {gd::BuildPath::kAuto, gd::BuildPath::kPartitioned, gd::BuildPath::kWaves}) {
+      const bool partitioned_table = table_path != gd::BuildPath::kAuto;
+      const std::string table_note = table_path == gd::BuildPath::kPartitioned
+                                         ? " [table: partitioned build]"
+                                     : table_path == gd::BuildPath::kWaves ? " [table: wave build]"
+                                                                           : "";
       src.path = table_path;
       src.region_bits = 0;
       src.values = values;
@@ -507,6 +561,14 @@ int main(int argc, char** argv) {
     std::printf("%-52s %12.0f %10.3f %12.2f %9.0f %7.0f%%  %-18s %s\n", r.name.c_str(), r.n, r.ms,
                 rate / 1e9, bps / 1e9, frac * 100, r.target.c_str(), verdict.c_str());
   }
+  std::printf("\nbuild phases, ms (median of %d; direct: clear | insert | finalise; partitioned: "
+              "partition | insert | finalise; waves: partition | wave steps incl. finalise | "
+              "fallback launches, idle unless a row spilled)\n",
+              g_reps);
+  std::printf("%-44s %9s %9s %9s %9s\n", "build", "phase 1", "phase 2", "phase 3", "total");
+  for (const PhaseTimes& p : g_phases)
+    std::printf("%-44s %9.3f %9.3f %9.3f %9.3f\n", p.name.c_str(), p.phase[0], p.phase[1],
+                p.phase[2], p.total);
   std::printf("targets met: %d, missed: %d; output checks failed: %d\n", met, missed, g_failures);
   CHECK_CUDA(cudaStreamDestroy(s));
   return g_failures == 0 ? 0 : 1;

@@ -45,7 +45,7 @@ void PrintTo(const BuildCase& c, std::ostream* os) {
       << c.empty_key_fraction << "}";
 }
 
-// Sets GPUJOIN_CUDA_BUILD_PATH ("direct" or "partitioned": which insert path the
+// Sets GPUJOIN_CUDA_BUILD_PATH ("direct", "partitioned" or "waves": which insert path the
 // CUDA backend's builds take) for one scope and restores the previous value.
 class ScopedBuildPath {
  public:
@@ -432,29 +432,36 @@ TEST_F(Differential, OverflowKeepsLowestRowPerRetainedKeyAndPropagatesToJoin) { 
 
 TEST_F(Differential, LookupWithProbeBoundOverrideMatchesCpu) { BoundOverrideCompare(); }
 
-// The partitioned build path (rows grouped by table region, then inserted region
-// by region; selectable, not the default) forced on small inputs,
-// against the CPU: duplicates across chunks, explicit values, generated values
-// with and without wrap-around, reserved keys, a full table, batch builds with
-// masks, overflow, and lookups with a bound override.
-TEST_F(Differential, PartitionedBuildMatchesCpu) {
-  ScopedBuildPath path("partitioned");
+// The partitioned build paths forced on small inputs, against the CPU:
+// "partitioned" (rows grouped by table region, then inserted region by region
+// after a full clear) and "waves" (the same, but cleared, inserted and finalised
+// region by region in wave steps; a row whose run would reach a region not
+// cleared yet makes the build fall back to the direct path, which the full and
+// nearly full tables here exercise). Neither is the default. Cases: duplicates
+// across chunks, explicit values, generated values with and without
+// wrap-around, reserved keys, a full table, batch builds with masks, overflow,
+// and lookups with a bound override.
+class ForcedPathDifferential : public Differential,
+                               public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(ForcedPathDifferential, BuildMatchesCpu) {
+  ScopedBuildPath path(GetParam());
   for (const BuildCase& c :
        {BuildCase{1, 1, 0.0, false, 0.0}, BuildCase{1, 8, 0.0, true, 0.0},
         BuildCase{1000, 2048, 0.3, true, 0.02}, BuildCase{1000, 2048, 0.3, false, 0.02},
         BuildCase{1000, 1024, 0.0, false, 0.0}, BuildCase{100003, 1u << 17, 0.4, true, 0.01},
         BuildCase{100003, 1u << 17, 0.4, false, 0.01},
-        BuildCase{943718, 1u << 20, 0.0, true, 0.0}}) {
+        BuildCase{943718, 1u << 20, 0.0, true, 0.0}, BuildCase{300000, 1u << 20, 0.2, true, 0.0}}) {
     SCOPED_TRACE(::testing::PrintToString(c));
     BuildAndCompare(c);
     if (HasFatalFailure()) return;
   }
 }
 
-TEST_F(Differential, PartitionedGeneratedRowIdsMatchCpu) {
-  // first_value 0: generated values grow with the row, so the partitioned path
-  // stores them directly (no finalisation).
-  ScopedBuildPath path("partitioned");
+TEST_P(ForcedPathDifferential, GeneratedRowIdsMatchCpu) {
+  // first_value 0: generated values grow with the row, so the partitioned paths
+  // store them directly (no finalisation).
+  ScopedBuildPath path(GetParam());
   std::vector<uint32_t> keys = DistinctKeys(50000);
   for (size_t i = 0; i < keys.size(); i += 3) keys[i] = keys[rng_() % keys.size()];
   auto cpu_index = NewIndex(*cpu_, 1u << 17);
@@ -477,20 +484,25 @@ TEST_F(Differential, PartitionedGeneratedRowIdsMatchCpu) {
   EXPECT_EQ(Contents(*gpu_index), Contents(*cpu_index)) << Seed();
 }
 
-TEST_F(Differential, PartitionedBatchBuildMatchesCpu) {
-  ScopedBuildPath path("partitioned");
+TEST_P(ForcedPathDifferential, BatchBuildMatchesCpu) {
+  ScopedBuildPath path(GetParam());
   BatchBuildCompare();
 }
 
-TEST_F(Differential, PartitionedOverflowKeepsLowestRow) {
-  ScopedBuildPath path("partitioned");
+TEST_P(ForcedPathDifferential, OverflowKeepsLowestRow) {
+  ScopedBuildPath path(GetParam());
   OverflowCheck();
 }
 
-TEST_F(Differential, PartitionedLookupWithProbeBoundOverride) {
-  ScopedBuildPath path("partitioned");
+TEST_P(ForcedPathDifferential, LookupWithProbeBoundOverride) {
+  ScopedBuildPath path(GetParam());
   BoundOverrideCompare();
 }
+
+INSTANTIATE_TEST_SUITE_P(Paths, ForcedPathDifferential, ::testing::Values("partitioned", "waves"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           return std::string(info.param);
+                         });
 
 TEST_F(Differential, DirectBuildMatchesCpu) {
   ScopedBuildPath path("direct");

@@ -181,7 +181,8 @@ class CudaBackend final : public Backend {
     GPUJOIN_ASSIGN_OR_RETURN(CudaHashIndex * index, WritableIndex(n.index, where));
     const uint64_t rows = TotalRows(n.keys);
     auto* stats = reinterpret_cast<DeviceBuildStats*>(ctx.device_stats());
-    GPUJOIN_CUDA_RETURN(ClearTable(index->table(), stats, ctx.stream()), "clear index table");
+    if (rows == 0)
+      GPUJOIN_CUDA_RETURN(ClearTable(index->table(), stats, ctx.stream()), "clear index table");
     if (rows > 0) {
       GPUJOIN_ASSIGN_OR_RETURN(auto keys, Alloc<uint32_t>(rows, ctx, "build keys"));
       GPUJOIN_RETURN_IF_ERROR(ctx.Upload(keys.data(), RangesOf(n.keys), "build keys"));
@@ -195,8 +196,9 @@ class CudaBackend final : public Backend {
       src.rows = rows;
       src.values = n.values.has_value() ? values.data() : nullptr;
       src.first_value = n.first_value;
+      // Clears the table too (the wave path region by region).
       GPUJOIN_CUDA_RETURN(
-          BuildTable(index->table(), src, index->spec().probe_bound(), stats, ctx.stream()),
+          ClearAndBuildTable(index->table(), src, index->spec().probe_bound(), stats, ctx.stream()),
           "build index");
       return FinishBuild(ctx, *index, rows, n.statistics);
     }
@@ -220,8 +222,10 @@ class CudaBackend final : public Backend {
       rows += c.keys.size();
     }
     auto* stats = reinterpret_cast<DeviceBuildStats*>(ctx.device_stats());
-    GPUJOIN_CUDA_RETURN(ClearTable(index->table(), stats, ctx.stream()), "clear index table");
-    if (rows == 0) return FinishBuild(ctx, *index, 0, n.statistics);
+    if (rows == 0) {
+      GPUJOIN_CUDA_RETURN(ClearTable(index->table(), stats, ctx.stream()), "clear index table");
+      return FinishBuild(ctx, *index, 0, n.statistics);
+    }
     GPUJOIN_ASSIGN_OR_RETURN(auto keys, Alloc<uint32_t>(rows, ctx, "batch keys"));
     GPUJOIN_RETURN_IF_ERROR(ctx.Upload(keys.data(), key_ranges, "batch keys"));
     DeviceBuffer<uint32_t> validity;
@@ -255,7 +259,7 @@ class CudaBackend final : public Backend {
     src.chunk_bases = bases_d.data();
     src.chunk_count = uint32_t(starts.size());
     GPUJOIN_CUDA_RETURN(
-        BuildTable(index->table(), src, index->spec().probe_bound(), stats, ctx.stream()),
+        ClearAndBuildTable(index->table(), src, index->spec().probe_bound(), stats, ctx.stream()),
         "build batch index");
     return FinishBuild(ctx, *index, rows, n.statistics);
   }

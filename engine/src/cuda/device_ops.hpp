@@ -60,6 +60,12 @@ enum class BuildPath : int {
   /// with explicit values, allocated stream-ordered), inserted region by region
   /// so that the atomics hit L2; finalisation re-probes the buffer in region order.
   kPartitioned = 1,
+  /// The partitioned buffer, inserted and finalised in region waves so that the
+  /// table crosses DRAM once: each wave step clears a region two ahead, inserts
+  /// one region, marks the previous one's winners and writes the one before
+  /// (ClearAndBuildTable skips the full-table clear). A row whose run would reach
+  /// a region not cleared yet makes the build redo itself on the direct path.
+  kWaves = 2,
 };
 
 /// Whether the partitioned path is the auto choice: tables of at least this many bytes...
@@ -70,6 +76,13 @@ inline constexpr uint64_t kPartitionMinRows = uint64_t{1} << 22;
 /// (2^26 keys, capacity 2^27: 6.3-7.0 vs 5.4 ms with row ids, 13.6-14.6 vs 7.4 ms
 /// with explicit values; docs/PERFORMANCE.md, "Third round").
 inline constexpr bool kPartitionedBuildByDefault = false;
+/// The path kAuto takes for large builds (above): kDirect until a partitioned
+/// path is measured faster (docs/PERFORMANCE.md, "Fourth round").
+inline constexpr BuildPath kLargeBuildPath =
+    kPartitionedBuildByDefault ? BuildPath::kPartitioned : BuildPath::kDirect;
+/// Wave path: log2 of the slots per region for tables of >= 2^25 slots (2^21 =
+/// 16 MiB of table; see RegionBits in index_kernels.cu for smaller tables).
+inline constexpr uint32_t kWaveRegionBits = 21;
 
 /// Where the value of each retained key comes from.
 struct BuildSource {
@@ -92,10 +105,19 @@ struct BuildSource {
   /// 8 MiB of table, for large tables; 128 regions for small ones). Raised so
   /// that there are at most 2048 regions.
   uint32_t region_bits = 0;
+  /// Benchmarks only: three events recorded on the stream between the phases of
+  /// the build (direct: after the clear, the insert, the finalisation;
+  /// partitioned and waves: after the partition, the insert (waves: the wave
+  /// steps, finalisation included), the rest). Null: none.
+  cudaEvent_t* phase_events = nullptr;
 };
 
-/// Whether BuildTable takes the partitioned path for this table, row count and
-/// requested path (kAuto: environment override, else large tables and builds).
+/// The path BuildTable takes for this table, row count and requested path
+/// (kAuto: the environment override "direct", "partitioned" or "waves", else
+/// kLargeBuildPath for large tables and builds, kDirect otherwise).
+BuildPath ChooseBuildPath(uint32_t capacity, uint64_t rows, BuildPath path);
+
+/// Whether ChooseBuildPath picks a partitioned path (kPartitioned or kWaves).
 bool UsePartitionedBuild(uint32_t capacity, uint64_t rows, BuildPath path);
 
 /// Clears the table (every slot empty) and zeroes `stats`.
@@ -106,6 +128,11 @@ cudaError_t ClearTable(DeviceTable table, DeviceBuildStats* stats, cudaStream_t 
 /// must have been cleared. Statistics are added to `stats`.
 cudaError_t BuildTable(DeviceTable table, const BuildSource& source, uint32_t bound,
                        DeviceBuildStats* stats, cudaStream_t stream);
+
+/// ClearTable followed by BuildTable, except that the wave path clears the
+/// table region by region inside the build instead of in a pass of its own.
+cudaError_t ClearAndBuildTable(DeviceTable table, const BuildSource& source, uint32_t bound,
+                               DeviceBuildStats* stats, cudaStream_t stream);
 
 /// Looks up `rows` keys. Writes values[i] (kEmptyKey when missing); found[i]
 /// (1/0) and probes[i] when non-null. Adds to `stats` (zero it first).

@@ -23,15 +23,21 @@ __device__ __forceinline__ uint32_t SlotLow(uint64_t slot) { return uint32_t(slo
 // the lowest row" a 64-bit minimum among words of the same key, so the outcome
 // does not depend on thread order. Adds the row's outcome to `sums` (unique,
 // duplicate, overflow, invalid, probes) and `max_probes`.
-template <bool kLoadFirst>
-__device__ __forceinline__ void InsertWord(DeviceTable table, uint32_t key, uint64_t desired,
+//
+// kFrontier (wave path): `frontier` is the first slot not cleared yet; a row
+// whose probe reaches it stops there, adds nothing and returns false (the
+// caller then makes the build fall back; see BuildWaves). Otherwise returns true.
+template <bool kLoadFirst, bool kFrontier = false>
+__device__ __forceinline__ bool InsertWord(DeviceTable table, uint32_t key, uint64_t desired,
                                            uint32_t bound, unsigned long long (&sums)[5],
-                                           unsigned long long& max_probes) {
+                                           unsigned long long& max_probes,
+                                           uint32_t frontier = kEmptyKey) {
   const uint32_t mask = table.capacity - 1u;
   uint32_t pos = HomeSlot(key, table.capacity);
   uint32_t p = 0;
   int outcome = 2;  // overflow unless a slot is found
   for (; p < bound; ++p) {
+    if (kFrontier && pos == frontier) return false;
     unsigned long long* slot = reinterpret_cast<unsigned long long*>(table.slots + pos);
     // kLoadFirst: a plain (L2) read first; slots never change key once claimed,
     // so a stale "occupied by another key" is still true and skipping it saves
@@ -59,6 +65,7 @@ __device__ __forceinline__ void InsertWord(DeviceTable table, uint32_t key, uint
   const uint32_t examined = outcome == 2 ? bound : p + 1u;
   sums[4] += examined;
   if (examined > max_probes) max_probes = examined;
+  return true;
 }
 
 // Direct path: inserts rows [0, rows) in row order (one thread per row).
@@ -66,7 +73,11 @@ template <bool kHasValidity, bool kLoadFirst>
 __global__ void __launch_bounds__(kBlockThreads)
     InsertKernel(DeviceTable table, const uint32_t* __restrict__ keys,
                  const uint32_t* __restrict__ validity, uint64_t rows, uint32_t bound,
-                 uint32_t tag_offset, DeviceBuildStats* stats) {
+                 uint32_t tag_offset, DeviceBuildStats* stats,
+                 const unsigned int* only_if = nullptr) {
+  // only_if: the wave path's fallback runs only when its flag is set (the flag
+  // does not change while this kernel runs, so the whole block returns).
+  if (only_if != nullptr && *only_if == 0) return;
   unsigned long long sums[5] = {0, 0, 0, 0, 0};  // unique, duplicate, overflow, invalid, probes
   unsigned long long max_probes = 0;
   const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
@@ -222,7 +233,9 @@ __device__ __forceinline__ uint32_t FinalValue(uint32_t row, const uint32_t* __r
 __global__ void __launch_bounds__(kBlockThreads)
     FinalizeKernel(DeviceTable table, uint64_t groups_of_four, const uint32_t* __restrict__ values,
                    uint32_t first_value, const uint64_t* __restrict__ chunk_starts,
-                   const uint32_t* __restrict__ chunk_bases, uint32_t chunk_count) {
+                   const uint32_t* __restrict__ chunk_bases, uint32_t chunk_count,
+                   const unsigned int* only_if = nullptr) {
+  if (only_if != nullptr && *only_if == 0) return;  // see InsertKernel
   const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
   for (uint64_t q = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; q < groups_of_four;
        q += stride) {
@@ -245,6 +258,34 @@ __global__ void __launch_bounds__(kBlockThreads)
   }
 }
 
+// One entry of MarkWinnersKernel (below), shared with the wave path.
+__device__ __forceinline__ void MarkWord(DeviceTable table, uint64_t* __restrict__ words,
+                                         const uint32_t* __restrict__ part_values, uint64_t i,
+                                         uint32_t bound, uint32_t first_value,
+                                         const uint64_t* __restrict__ chunk_starts,
+                                         const uint32_t* __restrict__ chunk_bases,
+                                         uint32_t chunk_count) {
+  const uint32_t mask = table.capacity - 1u;
+  const uint64_t w = words[i];
+  const uint32_t key = SlotKey(w);
+  uint32_t pos = HomeSlot(key, table.capacity);
+  uint64_t result = kEmptySlot;
+  for (uint32_t p = 0; p < bound; ++p) {
+    const uint64_t s = __ldcg(reinterpret_cast<const unsigned long long*>(table.slots + pos));
+    if (s == w) {
+      const uint32_t value = part_values != nullptr
+                                 ? part_values[i]
+                                 : FinalValue(SlotLow(w), nullptr, first_value, chunk_starts,
+                                              chunk_bases, chunk_count);
+      result = (uint64_t(pos) << 32) | value;
+      break;
+    }
+    if (SlotKey(s) == key || s == kEmptySlot) break;  // lost, or overflowed
+    pos = (pos + 1u) & mask;
+  }
+  words[i] = result;
+}
+
 // Partitioned finalisation, pass 1 (the table is read only): every word
 // re-probes for its key (an L2 hit, in region order); the word that is still in
 // the slot (key and row) won. Its buffer entry becomes slot:value, every other
@@ -258,28 +299,10 @@ __global__ void __launch_bounds__(kBlockThreads)
                       const uint64_t* __restrict__ chunk_starts,
                       const uint32_t* __restrict__ chunk_bases, uint32_t chunk_count) {
   const uint64_t count = *total;
-  const uint32_t mask = table.capacity - 1u;
   const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
-  for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
-    const uint64_t w = words[i];
-    const uint32_t key = SlotKey(w);
-    uint32_t pos = HomeSlot(key, table.capacity);
-    uint64_t result = kEmptySlot;
-    for (uint32_t p = 0; p < bound; ++p) {
-      const uint64_t s = __ldcg(reinterpret_cast<const unsigned long long*>(table.slots + pos));
-      if (s == w) {
-        const uint32_t value = part_values != nullptr
-                                   ? part_values[i]
-                                   : FinalValue(SlotLow(w), nullptr, first_value, chunk_starts,
-                                                chunk_bases, chunk_count);
-        result = (uint64_t(pos) << 32) | value;
-        break;
-      }
-      if (SlotKey(s) == key || s == kEmptySlot) break;  // lost, or overflowed
-      pos = (pos + 1u) & mask;
-    }
-    words[i] = result;
-  }
+  for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride)
+    MarkWord(table, words, part_values, i, bound, first_value, chunk_starts, chunk_bases,
+             chunk_count);
 }
 
 // Partitioned finalisation, pass 2: winners store their value into the low
@@ -294,6 +317,157 @@ __global__ void __launch_bounds__(kBlockThreads)
     if (w == kEmptySlot) continue;
     reinterpret_cast<uint32_t*>(table.slots + (w >> 32))[0] = uint32_t(w);
   }
+}
+
+// ---- Wave path ----------------------------------------------------------------
+// The partitioned buffer as above, but the table crosses DRAM once: it is never
+// cleared as a whole. Step s of the wave sequence (one launch each, in stream
+// order) does, at once:
+//   insert the words of region s      (regions s and s + 1 are clean),
+//   mark   the words of region s - 1  (its inserts finished in step s - 1),
+//   write  the winners of region s - 2 (marked in step s - 1),
+//   clear  region s + 2               (inserted in step s + 2).
+// The parts touch disjoint data: the words of different regions differ; an
+// insert only claims empty slots or lowers a slot of its own key (all rows of a
+// key share its home region, hence its wave), while mark and write only read or
+// rewrite slots of their own wave's keys, whose probe paths were fully occupied
+// when those keys were inserted (slots never become empty again). A key of
+// region s probes at most into region s + 1 before reaching the first slot not
+// cleared yet (the start of region s + 2, while s + 2 < regions; later waves
+// wrap into region 0 and beyond, all cleared by then). A row that reaches that
+// frontier sets `spilled` (it needs a run longer than a whole region: only in
+// nearly full or tiny tables); every later step then returns at once and the
+// build is redone by the direct path (clear all, insert, finalise), launched
+// unconditionally after the waves and returning at once when `spilled` is 0.
+// Blocks take tiles of the four parts from one counter per step.
+struct WaveArgs {
+  uint64_t* words;                  // key:tag per valid row, grouped by region
+  const uint32_t* part_values;      // explicit values beside the words, or null
+  const unsigned long long* ends;   // ends[r]: end of region r's words
+  unsigned int* tile_counters;      // one per step, zeroed
+  unsigned int* spilled;            // zeroed; set by a row that reached the frontier
+  uint32_t region_bits;
+  uint32_t regions;
+  uint32_t bound;
+  bool finalize;
+  uint32_t first_value;
+  const uint64_t* chunk_starts;
+  const uint32_t* chunk_bases;
+  uint32_t chunk_count;
+};
+
+constexpr int kWaveItems = 4;                                  // words per thread and tile
+constexpr uint32_t kWaveTile = kBlockThreads * kWaveItems;     // words per tile
+constexpr int kClearVectors = 8;                               // 16-byte stores per thread and tile
+constexpr uint32_t kClearTile = kBlockThreads * kClearVectors * 2;  // slots per clear tile
+
+template <bool kLoadFirst>
+__global__ void __launch_bounds__(kBlockThreads)
+    WaveStepKernel(DeviceTable table, WaveArgs a, uint32_t step, DeviceBuildStats* stats) {
+  __shared__ unsigned int s_flag, s_tile;
+  if (threadIdx.x == 0) s_flag = *reinterpret_cast<volatile unsigned int*>(a.spilled);
+  __syncthreads();
+  if (s_flag != 0) return;  // the whole block: the fallback redoes the build
+  auto begin_of = [&](uint32_t r) -> uint64_t { return r == 0 ? 0 : a.ends[r - 1]; };
+  // Work of this step, in tiles: insert, mark, write, clear.
+  uint64_t ins_begin = 0, ins_end = 0, mark_begin = 0, mark_end = 0, write_begin = 0,
+           write_end = 0;
+  if (step < a.regions) {
+    ins_begin = begin_of(step);
+    ins_end = a.ends[step];
+  }
+  if (a.finalize && step >= 1 && step - 1 < a.regions) {
+    mark_begin = begin_of(step - 1);
+    mark_end = a.ends[step - 1];
+  }
+  if (a.finalize && step >= 2 && step - 2 < a.regions) {
+    write_begin = begin_of(step - 2);
+    write_end = a.ends[step - 2];
+  }
+  const uint32_t region_slots = 1u << a.region_bits;
+  const bool clear = step + 2 < a.regions;
+  const uint32_t ins_tiles = uint32_t((ins_end - ins_begin + kWaveTile - 1) / kWaveTile);
+  const uint32_t mark_tiles = uint32_t((mark_end - mark_begin + kWaveTile - 1) / kWaveTile);
+  const uint32_t write_tiles = uint32_t((write_end - write_begin + kWaveTile - 1) / kWaveTile);
+  const uint32_t clear_tiles = clear ? (region_slots + kClearTile - 1) / kClearTile : 0;
+  const uint32_t frontier = step + 2 < a.regions ? (step + 2) << a.region_bits : kEmptyKey;
+
+  unsigned long long sums[5] = {0, 0, 0, 0, 0};
+  unsigned long long max_probes = 0;
+  bool spilled = false;
+  while (true) {
+    if (threadIdx.x == 0) s_tile = atomicAdd(&a.tile_counters[step], 1u);
+    __syncthreads();
+    uint32_t t = s_tile;
+    __syncthreads();  // s_tile is rewritten by the next iteration
+    if (t < ins_tiles) {
+      const uint64_t base = ins_begin + uint64_t(t) * kWaveTile + threadIdx.x;
+#pragma unroll
+      for (int j = 0; j < kWaveItems; ++j) {
+        const uint64_t i = base + uint64_t(j) * kBlockThreads;
+        if (i >= ins_end) break;
+        const uint64_t w = __ldcs(reinterpret_cast<const unsigned long long*>(a.words + i));
+        if (!InsertWord<kLoadFirst, true>(table, SlotKey(w), w, a.bound, sums, max_probes,
+                                          frontier))
+          spilled = true;
+      }
+      continue;
+    }
+    t -= ins_tiles;
+    if (t < mark_tiles) {
+      const uint64_t base = mark_begin + uint64_t(t) * kWaveTile + threadIdx.x;
+#pragma unroll
+      for (int j = 0; j < kWaveItems; ++j) {
+        const uint64_t i = base + uint64_t(j) * kBlockThreads;
+        if (i >= mark_end) break;
+        MarkWord(table, a.words, a.part_values, i, a.bound, a.first_value, a.chunk_starts,
+                 a.chunk_bases, a.chunk_count);
+      }
+      continue;
+    }
+    t -= mark_tiles;
+    if (t < write_tiles) {
+      const uint64_t base = write_begin + uint64_t(t) * kWaveTile + threadIdx.x;
+#pragma unroll
+      for (int j = 0; j < kWaveItems; ++j) {
+        const uint64_t i = base + uint64_t(j) * kBlockThreads;
+        if (i >= write_end) break;
+        const uint64_t w = __ldcs(reinterpret_cast<const unsigned long long*>(a.words + i));
+        if (w != kEmptySlot) reinterpret_cast<uint32_t*>(table.slots + (w >> 32))[0] = uint32_t(w);
+      }
+      continue;
+    }
+    t -= write_tiles;
+    if (t < clear_tiles) {
+      // Region step + 2 with 16-byte stores (wave regions hold >= 4 slots, RegionBits).
+      ulonglong2* p = reinterpret_cast<ulonglong2*>(table.slots + (uint64_t(step + 2)
+                                                                     << a.region_bits));
+      const uint32_t vectors = region_slots / 2;
+      const uint32_t base = t * (kClearTile / 2) + threadIdx.x;
+#pragma unroll
+      for (int j = 0; j < kClearVectors; ++j) {
+        const uint32_t v = base + uint32_t(j) * kBlockThreads;
+        if (v < vectors) p[v] = make_ulonglong2(kEmptySlot, kEmptySlot);
+      }
+      continue;
+    }
+    break;
+  }
+  if (spilled) atomicExch(a.spilled, 1u);
+  BlockFlushStats<5>(sums, max_probes, &stats->unique_keys, &stats->max_probes);
+}
+
+// Wave path fallback, first kernel: when `spilled` is set, clears the whole
+// table and zeroes the statistics (the direct insert then recounts everything).
+__global__ void __launch_bounds__(kBlockThreads)
+    RedoClearKernel(DeviceTable table, uint64_t vectors, DeviceBuildStats* stats,
+                    const unsigned int* spilled) {
+  if (*spilled == 0) return;
+  ulonglong2* p = reinterpret_cast<ulonglong2*>(table.slots);
+  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
+  for (uint64_t v = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; v < vectors; v += stride)
+    p[v] = make_ulonglong2(kEmptySlot, kEmptySlot);
+  if (blockIdx.x == 0 && threadIdx.x == 0) *stats = DeviceBuildStats{};
 }
 
 struct ProbeResult {
@@ -411,17 +585,22 @@ cudaError_t FinalizeDirect(DeviceTable table, const BuildSource& source, cudaStr
   return cudaGetLastError();
 }
 
-// The kernels after the allocation; the caller frees the buffer whatever this returns.
-cudaError_t RunPartitioned(DeviceTable table, const BuildSource& source, uint32_t bound,
-                           uint32_t tag_offset, bool finalize, uint32_t region_bits,
-                           uint32_t regions, uint64_t* words, unsigned long long* counts,
-                           uint32_t* part_values, DeviceBuildStats* stats, cudaStream_t stream) {
+// Records phase event k of a build when the caller asked for them (bench only).
+cudaError_t MarkPhase(const BuildSource& source, int k, cudaStream_t stream) {
+  if (source.phase_events == nullptr) return cudaSuccess;
+  return cudaEventRecord(source.phase_events[k], stream);
+}
+
+// Histogram, scan and scatter of the valid rows by region into `words` (and
+// `part_values`). After it, counts[r] is the end of region r's words and
+// counts[regions] the total. `counts` must be zero.
+cudaError_t Partition(DeviceTable table, const BuildSource& source, uint32_t tag_offset,
+                      uint32_t region_bits, uint32_t regions, uint64_t* words,
+                      unsigned long long* counts, uint32_t* part_values, DeviceBuildStats* stats,
+                      cudaStream_t stream) {
   const uint64_t rows = source.rows;
   const bool validity = source.validity != nullptr;
-  cudaError_t e = cudaMemsetAsync(counts, 0, (regions + 1) * sizeof(unsigned long long), stream);
-  if (e != cudaSuccess) return e;
-  static std::atomic<int> resident_hist{0}, resident_scatter{0}, resident_insert{0},
-      resident_mark{0}, resident_write{0};
+  static std::atomic<int> resident_hist{0}, resident_scatter{0};
   const unsigned hgrid = GridFor(rows, CachedResident(RegionHistogramKernel<true>, resident_hist));
   if (validity)
     RegionHistogramKernel<true><<<hgrid, kBlockThreads, 0, stream>>>(
@@ -451,7 +630,18 @@ cudaError_t RunPartitioned(DeviceTable table, const BuildSource& source, uint32_
     RegionScatterKernel<false, false><<<sgrid, kBlockThreads, 0, stream>>>(
         source.keys, nullptr, nullptr, rows, table.capacity, region_bits, regions, tag_offset,
         counts, words, nullptr);
-  // After the scatter, counts[r] is the end of region r; counts[regions] is the total.
+  return cudaGetLastError();
+}
+
+// Partitioned path after the partition: insert the whole buffer, then the two
+// finalisation passes.
+cudaError_t InsertAndFinalizePartitioned(DeviceTable table, const BuildSource& source,
+                                         uint32_t bound, bool finalize, uint32_t regions,
+                                         uint64_t* words, const unsigned long long* counts,
+                                         const uint32_t* part_values, DeviceBuildStats* stats,
+                                         cudaStream_t stream) {
+  const uint64_t rows = source.rows;
+  static std::atomic<int> resident_insert{0}, resident_mark{0}, resident_write{0};
   const unsigned long long* total = counts + regions;
   const unsigned igrid =
       GridFor(rows, CachedResident(InsertPartitionedKernel<true>, resident_insert));
@@ -461,7 +651,8 @@ cudaError_t RunPartitioned(DeviceTable table, const BuildSource& source, uint32_
   else
     InsertPartitionedKernel<false>
         <<<igrid, kBlockThreads, 0, stream>>>(table, words, total, bound, stats);
-  e = cudaGetLastError();
+  cudaError_t e = cudaGetLastError();
+  if (e == cudaSuccess) e = MarkPhase(source, 1, stream);
   if (e != cudaSuccess || !finalize) return e;
   const unsigned mgrid = GridFor(rows, CachedResident(MarkWinnersKernel, resident_mark));
   MarkWinnersKernel<<<mgrid, kBlockThreads, 0, stream>>>(table, words, part_values, total, bound,
@@ -472,21 +663,102 @@ cudaError_t RunPartitioned(DeviceTable table, const BuildSource& source, uint32_
   return cudaGetLastError();
 }
 
-cudaError_t BuildPartitioned(DeviceTable table, const BuildSource& source, uint32_t bound,
-                             uint32_t tag_offset, bool finalize, DeviceBuildStats* stats,
-                             cudaStream_t stream) {
-  const uint32_t log2cap = Log2Pow2(table.capacity);
-  uint32_t bits = source.region_bits != 0 ? std::min(source.region_bits, log2cap)
-                                          : (log2cap > 20 ? std::max(20u, log2cap - 11u)
-                                                          : (log2cap > 7 ? log2cap - 7u : 0u));
+// Wave path after the partition: the wave steps (see WaveStepKernel), then the
+// fallback launches, which return at once unless a row reached the frontier.
+// Regions 0 and 1 (the whole allocation with at most two regions) are cleared
+// first; the steps clear the rest.
+cudaError_t RunWaves(DeviceTable table, const BuildSource& source, uint32_t bound,
+                     uint32_t tag_offset, bool finalize, uint32_t region_bits, uint32_t regions,
+                     uint64_t* words, const unsigned long long* counts,
+                     const uint32_t* part_values, unsigned int* tile_counters,
+                     unsigned int* spilled, DeviceBuildStats* stats, cudaStream_t stream) {
+  const size_t first_slots = regions <= 2 ? TableAllocationSlots(table.capacity)
+                                          : size_t(2) << region_bits;
+  cudaError_t e = cudaMemsetAsync(table.slots, 0xff, first_slots * sizeof(uint64_t), stream);
+  if (e != cudaSuccess) return e;
+  WaveArgs a{};
+  a.words = words;
+  a.part_values = part_values;
+  a.ends = counts;
+  a.tile_counters = tile_counters;
+  a.spilled = spilled;
+  a.region_bits = region_bits;
+  a.regions = regions;
+  a.bound = bound;
+  a.finalize = finalize;
+  a.first_value = source.first_value;
+  a.chunk_starts = source.chunk_starts;
+  a.chunk_bases = source.chunk_bases;
+  a.chunk_count = source.chunk_count;
+  static std::atomic<int> resident_wave{0};
+  // Persistent blocks: as many as fit (the steps are small; tiles balance them).
+  const unsigned grid = unsigned(std::max(1, CachedResident(WaveStepKernel<true>, resident_wave)));
+  const uint32_t steps = finalize ? regions + 2 : regions;
+  for (uint32_t step = 0; step < steps; ++step) {
+    if (source.load_before_cas)
+      WaveStepKernel<true><<<grid, kBlockThreads, 0, stream>>>(table, a, step, stats);
+    else
+      WaveStepKernel<false><<<grid, kBlockThreads, 0, stream>>>(table, a, step, stats);
+  }
+  e = cudaGetLastError();
+  if (e == cudaSuccess) e = MarkPhase(source, 1, stream);
+  if (e != cudaSuccess) return e;
+  // Fallback: the direct path, only when `spilled` is set.
+  static std::atomic<int> resident_redo{0}, resident_insert{0}, resident_finalize{0};
+  const uint64_t vectors = TableAllocationSlots(table.capacity) / 2;
+  RedoClearKernel<<<GridFor(vectors, CachedResident(RedoClearKernel, resident_redo)),
+                    kBlockThreads, 0, stream>>>(table, vectors, stats, spilled);
+  const uint64_t rows = source.rows;
+  const unsigned igrid = GridFor(rows, CachedResident(InsertKernel<false, true>, resident_insert));
+  if (source.validity != nullptr)
+    InsertKernel<true, true><<<igrid, kBlockThreads, 0, stream>>>(
+        table, source.keys, source.validity, rows, bound, tag_offset, stats, spilled);
+  else
+    InsertKernel<false, true><<<igrid, kBlockThreads, 0, stream>>>(
+        table, source.keys, nullptr, rows, bound, tag_offset, stats, spilled);
+  if (finalize) {
+    const uint64_t quads = TableAllocationSlots(table.capacity) / 4;
+    FinalizeKernel<<<GridFor(quads, CachedResident(FinalizeKernel, resident_finalize)),
+                     kBlockThreads, 0, stream>>>(table, quads, source.values, source.first_value,
+                                                 source.chunk_starts, source.chunk_bases,
+                                                 source.chunk_count, spilled);
+  }
+  return cudaGetLastError();
+}
+
+// log2 of the slots per region. Partitioned: 2^20 slots (8 MiB) for large
+// tables, 128 regions for small ones. Waves: 2^21 slots (16 MiB) for large
+// tables, 16 regions for small ones, at least 4 slots per region (16-byte
+// clears) and one region below 64 slots. Both: at most kMaxRegions.
+uint32_t RegionBits(uint32_t capacity, const BuildSource& source, bool waves) {
+  const uint32_t log2cap = Log2Pow2(capacity);
+  uint32_t bits;
+  if (source.region_bits != 0)
+    bits = std::min(source.region_bits, log2cap);
+  else if (waves)
+    bits = log2cap >= 25 ? kWaveRegionBits : (log2cap > 4 ? log2cap - 4 : log2cap);
+  else
+    bits = log2cap > 20 ? std::max(20u, log2cap - 11u) : (log2cap > 7 ? log2cap - 7u : 0u);
+  if (waves) bits = log2cap < 6 ? log2cap : std::max(bits, 2u);
   if (log2cap > 11 && bits < log2cap - 11) bits = log2cap - 11;  // at most kMaxRegions
+  return bits;
+}
+
+cudaError_t BuildPartitioned(DeviceTable table, const BuildSource& source, uint32_t bound,
+                             uint32_t tag_offset, bool finalize, bool waves,
+                             DeviceBuildStats* stats, cudaStream_t stream) {
+  const uint32_t bits = RegionBits(table.capacity, source, waves);
   const uint32_t regions = table.capacity >> bits;
   const uint64_t rows = source.rows;
+  // Layout: words | counts (regions + 1) | tile counters (regions + 2) + spilled
+  // flag | values. Counts, tile counters and flag are zeroed by one memset.
   const size_t words_bytes = rows * sizeof(uint64_t);
   const size_t counts_bytes = (size_t(regions) + 1) * sizeof(unsigned long long);
+  const size_t control_bytes = ((size_t(regions) + 3) * sizeof(unsigned int) + 7) & ~size_t{7};
   const size_t values_bytes = source.values != nullptr ? rows * sizeof(uint32_t) : 0;
   void* buffer = nullptr;
-  cudaError_t e = cudaMallocAsync(&buffer, words_bytes + counts_bytes + values_bytes, stream);
+  cudaError_t e =
+      cudaMallocAsync(&buffer, words_bytes + counts_bytes + control_bytes + values_bytes, stream);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();  // not sticky; the caller reports it
     return e;
@@ -494,41 +766,85 @@ cudaError_t BuildPartitioned(DeviceTable table, const BuildSource& source, uint3
   auto* bytes = static_cast<unsigned char*>(buffer);
   auto* words = reinterpret_cast<uint64_t*>(bytes);
   auto* counts = reinterpret_cast<unsigned long long*>(bytes + words_bytes);
+  auto* tile_counters = reinterpret_cast<unsigned int*>(bytes + words_bytes + counts_bytes);
+  unsigned int* spilled = tile_counters + regions + 2;
   auto* part_values =
-      values_bytes != 0 ? reinterpret_cast<uint32_t*>(bytes + words_bytes + counts_bytes) : nullptr;
-  e = RunPartitioned(table, source, bound, tag_offset, finalize, bits, regions, words, counts,
-                     part_values, stats, stream);
+      values_bytes != 0
+          ? reinterpret_cast<uint32_t*>(bytes + words_bytes + counts_bytes + control_bytes)
+          : nullptr;
+  e = cudaMemsetAsync(counts, 0, counts_bytes + control_bytes, stream);
+  if (e == cudaSuccess)
+    e = Partition(table, source, tag_offset, bits, regions, words, counts, part_values, stats,
+                  stream);
+  if (e == cudaSuccess) e = MarkPhase(source, 0, stream);
+  if (e == cudaSuccess)
+    e = waves ? RunWaves(table, source, bound, tag_offset, finalize, bits, regions, words, counts,
+                         part_values, tile_counters, spilled, stats, stream)
+              : InsertAndFinalizePartitioned(table, source, bound, finalize, regions, words,
+                                             counts, part_values, stats, stream);
   const cudaError_t f = cudaFreeAsync(buffer, stream);
+  if (e == cudaSuccess) e = MarkPhase(source, 2, stream);
   return e != cudaSuccess ? e : f;
 }
 
-}  // namespace
-
-bool UsePartitionedBuild(uint32_t capacity, uint64_t rows, BuildPath path) {
-  if (path == BuildPath::kDirect) return false;
-  if (path == BuildPath::kPartitioned) return true;
-  if (const char* env = std::getenv("GPUJOIN_CUDA_BUILD_PATH")) {
-    if (std::strcmp(env, "direct") == 0) return false;
-    if (std::strcmp(env, "partitioned") == 0) return true;
+// Shared by BuildTable and ClearAndBuildTable; `cleared`: the caller cleared
+// the table and statistics already.
+cudaError_t Build(DeviceTable table, const BuildSource& source, uint32_t bound,
+                  DeviceBuildStats* stats, bool cleared, cudaStream_t stream) {
+  const BuildPath path = ChooseBuildPath(table.capacity, source.rows, source.path);
+  cudaError_t e = cudaSuccess;
+  if (!cleared) {
+    // The wave path clears the table itself, region by region.
+    e = path == BuildPath::kWaves && source.rows != 0
+            ? cudaMemsetAsync(stats, 0, sizeof(DeviceBuildStats), stream)
+            : ClearTable(table, stats, stream);
+    if (e != cudaSuccess) return e;
   }
-  return kPartitionedBuildByDefault &&
-         uint64_t(TableAllocationSlots(capacity)) * sizeof(uint64_t) >= kPartitionMinTableBytes &&
-         rows >= kPartitionMinRows;
-}
-
-cudaError_t BuildTable(DeviceTable table, const BuildSource& source, uint32_t bound,
-                       DeviceBuildStats* stats, cudaStream_t stream) {
   if (source.rows == 0) return cudaSuccess;
   // Generated values that do not wrap grow with the row: store them directly and
   // skip finalisation.
   const bool direct = source.values == nullptr && source.chunk_starts == nullptr &&
                       uint64_t(source.first_value) + source.rows - 1 <= 0xffffffffull;
   const uint32_t tag_offset = direct ? source.first_value : 0u;
-  if (UsePartitionedBuild(table.capacity, source.rows, source.path))
-    return BuildPartitioned(table, source, bound, tag_offset, !direct, stats, stream);
-  cudaError_t e = BuildDirect(table, source, bound, tag_offset, stats, stream);
-  if (e != cudaSuccess || direct) return e;
-  return FinalizeDirect(table, source, stream);
+  if (path != BuildPath::kDirect)
+    return BuildPartitioned(table, source, bound, tag_offset, !direct, path == BuildPath::kWaves,
+                            stats, stream);
+  e = MarkPhase(source, 0, stream);
+  if (e == cudaSuccess) e = BuildDirect(table, source, bound, tag_offset, stats, stream);
+  if (e == cudaSuccess) e = MarkPhase(source, 1, stream);
+  if (e != cudaSuccess || direct) return e == cudaSuccess ? MarkPhase(source, 2, stream) : e;
+  e = FinalizeDirect(table, source, stream);
+  if (e == cudaSuccess) e = MarkPhase(source, 2, stream);
+  return e;
+}
+
+}  // namespace
+
+BuildPath ChooseBuildPath(uint32_t capacity, uint64_t rows, BuildPath path) {
+  if (path != BuildPath::kAuto) return path;
+  if (const char* env = std::getenv("GPUJOIN_CUDA_BUILD_PATH")) {
+    if (std::strcmp(env, "direct") == 0) return BuildPath::kDirect;
+    if (std::strcmp(env, "partitioned") == 0) return BuildPath::kPartitioned;
+    if (std::strcmp(env, "waves") == 0) return BuildPath::kWaves;
+  }
+  const bool large =
+      uint64_t(TableAllocationSlots(capacity)) * sizeof(uint64_t) >= kPartitionMinTableBytes &&
+      rows >= kPartitionMinRows;
+  return large ? kLargeBuildPath : BuildPath::kDirect;
+}
+
+bool UsePartitionedBuild(uint32_t capacity, uint64_t rows, BuildPath path) {
+  return ChooseBuildPath(capacity, rows, path) != BuildPath::kDirect;
+}
+
+cudaError_t BuildTable(DeviceTable table, const BuildSource& source, uint32_t bound,
+                       DeviceBuildStats* stats, cudaStream_t stream) {
+  return Build(table, source, bound, stats, /*cleared=*/true, stream);
+}
+
+cudaError_t ClearAndBuildTable(DeviceTable table, const BuildSource& source, uint32_t bound,
+                               DeviceBuildStats* stats, cudaStream_t stream) {
+  return Build(table, source, bound, stats, /*cleared=*/false, stream);
 }
 
 cudaError_t LookupKeys(DeviceTable table, const uint32_t* keys, uint64_t rows, uint32_t bound,
