@@ -4,6 +4,7 @@
 // small CSV reader (not the CLI's), and expected hashes with the engine's host
 // hasher, so a bug in the CLI's readers or formatting cannot hide itself.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
@@ -21,7 +22,9 @@
 
 #include "gpujoin/engine/hashing.hpp"
 #include "hashing/hash_host.hpp"
-#include "test_server.hpp"
+#include "gpujoin/testing/loopback.hpp"
+#include "gpujoin/testing/server_process.hpp"
+#include "gpujoin/testing/subprocess.hpp"
 
 namespace {
 
@@ -29,7 +32,6 @@ namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
 const std::string kCli = GPUJOIN_CLI_BIN;
-const std::string kServer = GPUJOIND_BIN;
 const std::string kExamples = GPUJOIN_EXAMPLES_DIR;
 const std::string kToken = "s3cret-token";
 
@@ -37,7 +39,14 @@ using gpujoin::testing::FreePort;
 using gpujoin::testing::RunProcess;
 using gpujoin::testing::RunResult;
 using gpujoin::testing::ServerProcess;
-using gpujoin::testing::Slurp;
+
+// The whole file at `p` ("" when it cannot be read).
+std::string Slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
 
 size_t LineCount(const std::string& s) {
   size_t n = 0;
@@ -121,8 +130,8 @@ class CliEndToEnd : public ::testing::Test {
     unsetenv("GPUJOIN_TOKEN");
     dir_ = fs::temp_directory_path() / ("gpujoin_cli_e2e_" + std::to_string(getpid()));
     fs::create_directories(dir_);
-    server_ = new ServerProcess(kServer, dir_, kToken);
-    address_ = server_->address();
+    server_ = new ServerProcess({.token = kToken});
+    address_ = server_->grpc_address();
   }
 
   static void TearDownTestSuite() {
@@ -141,7 +150,7 @@ class CliEndToEnd : public ::testing::Test {
     std::vector<std::string> argv = {kCli, "--server", address_, "--token", kToken,
                                      "--timeout", "60"};
     argv.insert(argv.end(), args.begin(), args.end());
-    return RunProcess(argv, dir_, stdin_file);
+    return RunProcess(argv, {.stdin_path = stdin_file});
   }
 
   // Builds the "sensors" index (idempotent thanks to --replace).
@@ -613,37 +622,36 @@ TEST_F(CliEndToEnd, UnknownIndexIsAnRpcError) {
 
 TEST_F(CliEndToEnd, ServerDownIsAnRpcError) {
   const std::string dead = "127.0.0.1:" + std::to_string(FreePort());
-  RunResult r = RunProcess({kCli, "--server", dead, "--timeout", "10", "index", "ls"}, dir_);
+  RunResult r = RunProcess({kCli, "--server", dead, "--timeout", "10", "index", "ls"});
   ExpectOneLineError(r, 1, "index ls: UNAVAILABLE: ");
-  RunResult h = RunProcess({kCli, "--server", dead, "health"}, dir_);
+  RunResult h = RunProcess({kCli, "--server", dead, "health"});
   ExpectOneLineError(h, 1, "health: UNAVAILABLE: ");
 }
 
 TEST_F(CliEndToEnd, WrongTokenIsAnRpcError) {
-  RunResult r = RunProcess({kCli, "--server", address_, "--token", "wrong", "index", "ls"}, dir_);
+  RunResult r = RunProcess({kCli, "--server", address_, "--token", "wrong", "index", "ls"});
   ExpectOneLineError(r, 1, "index ls: UNAUTHENTICATED: ");
   std::ofstream(Tmp("wrong_token")) << "wrong\n";
-  RunResult f = RunProcess({kCli, "--server", address_, "--token-file", Tmp("wrong_token").string(),
-                     "info"},
-                    dir_);
+  RunResult f =
+      RunProcess({kCli, "--server", address_, "--token-file", Tmp("wrong_token").string(), "info"});
   ExpectOneLineError(f, 1, "info: UNAUTHENTICATED: ");
-  RunResult none = RunProcess({kCli, "--server", address_, "index", "ls"}, dir_);
+  RunResult none = RunProcess({kCli, "--server", address_, "index", "ls"});
   ExpectOneLineError(none, 1, "UNAUTHENTICATED");
   // $GPUJOIN_TOKEN and $GPUJOIN_SERVER stand in for the options; --token-file wins over them.
   setenv("GPUJOIN_TOKEN", kToken.c_str(), 1);
   setenv("GPUJOIN_SERVER", address_.c_str(), 1);
-  RunResult env = RunProcess({kCli, "index", "ls"}, dir_);
+  RunResult env = RunProcess({kCli, "index", "ls"});
   EXPECT_EQ(env.code, 0) << env.err;
   RunResult file_wins =
-      RunProcess({kCli, "--token-file", Tmp("wrong_token").string(), "index", "ls"}, dir_);
+      RunProcess({kCli, "--token-file", Tmp("wrong_token").string(), "index", "ls"});
   unsetenv("GPUJOIN_TOKEN");
   unsetenv("GPUJOIN_SERVER");
   ExpectOneLineError(file_wins, 1, "UNAUTHENTICATED");
 }
 
 TEST_F(CliEndToEnd, UsageErrorsExitTwo) {
-  ExpectOneLineError(RunProcess({kCli, "lookup", "sensors", "--key", "k"}, dir_), 2, "--from");
-  ExpectOneLineError(RunProcess({kCli, "frobnicate"}, dir_), 2, "frobnicate");
+  ExpectOneLineError(RunProcess({kCli, "lookup", "sensors", "--key", "k"}), 2, "--from");
+  ExpectOneLineError(RunProcess({kCli, "frobnicate"}), 2, "frobnicate");
   ExpectOneLineError(Cli({"agg", "--from", Ex("events.csv"), "--group", "ok", "--op", "median"}),
                      2, "unknown aggregate op 'median'");
   ExpectOneLineError(Cli({"agg", "--from", Ex("events.csv"), "--group", "ok", "--op", "mean"}), 2,
@@ -670,33 +678,30 @@ TEST(CliTls, ConnectsWithTheServersCaAndRejectsPlaintext) {
   RunResult gen = RunProcess({"/usr/bin/openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
                               "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out",
                               cert, "-days", "2", "-subj", "/CN=localhost", "-addext",
-                              "subjectAltName=DNS:localhost,IP:127.0.0.1"},
-                             dir);
+                              "subjectAltName=DNS:localhost,IP:127.0.0.1"});
   if (gen.code != 0) {
     fs::remove_all(dir);
     GTEST_SKIP() << "cannot make a test certificate with /usr/bin/openssl: " << gen.err;
   }
   {
-    ServerProcess server(kServer, dir, "", {"--tls-cert=" + cert, "--tls-key=" + key});
-    ASSERT_FALSE(server.address().empty()) << server.log();
-    RunResult ok = RunProcess({kCli, "--server", server.address(), "--tls-ca", cert, "--timeout",
-                               "20", "health"},
-                              dir);
+    ServerProcess server({.extra_args = {"--tls-cert=" + cert, "--tls-key=" + key}});
+    ASSERT_FALSE(server.grpc_address().empty()) << server.log();
+    RunResult ok = RunProcess(
+        {kCli, "--server", server.grpc_address(), "--tls-ca", cert, "--timeout", "20", "health"});
     EXPECT_EQ(ok.code, 0) << ok.err;
     EXPECT_EQ(ok.out, "SERVING\n");
-    RunResult named = RunProcess({kCli, "--server", server.address(), "--tls-ca", cert,
-                                  "--tls-server-name", "localhost", "--json", "info"},
-                                 dir);
+    RunResult named = RunProcess({kCli, "--server", server.grpc_address(), "--tls-ca", cert,
+                                  "--tls-server-name", "localhost", "--json", "info"});
     EXPECT_EQ(named.code, 0) << named.err;
     EXPECT_FALSE(Json::parse(named.out, nullptr, false).is_discarded()) << named.out;
     // A plaintext client cannot talk to a TLS server.
-    RunResult plain = RunProcess({kCli, "--server", server.address(), "--timeout", "5", "info"}, dir);
+    RunResult plain =
+        RunProcess({kCli, "--server", server.grpc_address(), "--timeout", "5", "info"});
     EXPECT_EQ(plain.code, 1) << plain.err;
     EXPECT_EQ(LineCount(plain.err), 1u) << plain.err;
     // A CA file that does not exist is a usage error.
-    RunResult missing = RunProcess({kCli, "--server", server.address(), "--tls-ca",
-                                    (dir / "nope.pem").string(), "info"},
-                                   dir);
+    RunResult missing = RunProcess({kCli, "--server", server.grpc_address(), "--tls-ca",
+                                    (dir / "nope.pem").string(), "info"});
     EXPECT_EQ(missing.code, 2) << missing.err;
     EXPECT_NE(missing.err.find("nope.pem"), std::string::npos) << missing.err;
   }

@@ -13,7 +13,8 @@
 #include <thread>
 #include <unordered_map>
 
-#include "test_server.hpp"
+#include "gpujoin/testing/server_process.hpp"
+#include "gpujoin/testing/subprocess.hpp"
 
 namespace {
 
@@ -26,26 +27,20 @@ const std::string kToken = "client-test-token";
 
 class ClientTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = fs::temp_directory_path() / ("gpujoin_client_test_" + std::to_string(getpid()));
-    fs::create_directories(dir_);
-    server_ = new ServerProcess(GPUJOIND_BIN, dir_, kToken);
-  }
+  static void SetUpTestSuite() { server_ = new ServerProcess({.token = kToken}); }
   static void TearDownTestSuite() {
     delete server_;
     server_ = nullptr;
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
   }
   void SetUp() override {
-    ASSERT_FALSE(server_->address().empty()) << "gpujoind did not start:\n" << server_->log();
+    ASSERT_FALSE(server_->grpc_address().empty()) << "gpujoind did not start:\n" << server_->log();
     client_ = MakeClient(kToken);
     ASSERT_NE(client_, nullptr);
   }
 
   static std::unique_ptr<Client> MakeClient(const std::string& token) {
     gc::ConnectOptions o;
-    o.address = server_->address();
+    o.address = server_->grpc_address();
     o.token = token;
     o.deadline = std::chrono::seconds(60);
     auto c = Client::Connect(o);
@@ -63,7 +58,6 @@ class ClientTest : public ::testing::Test {
     ASSERT_TRUE(info.ok()) << info.status();
   }
 
-  static inline fs::path dir_;
   static inline ServerProcess* server_ = nullptr;
   std::unique_ptr<Client> client_;
 };
@@ -415,7 +409,7 @@ TEST_F(ClientTest, HashBatchErrorIsInBandAndTheStreamContinues) {
 // examples/client_example.cpp, the library's documented usage, runs cleanly.
 TEST_F(ClientTest, ExampleProgramRuns) {
   gpujoin::testing::RunResult r =
-      gpujoin::testing::RunProcess({GPUJOIN_CLIENT_EXAMPLE_BIN, server_->address(), kToken}, dir_);
+      gpujoin::testing::RunProcess({GPUJOIN_CLIENT_EXAMPLE_BIN, server_->grpc_address(), kToken});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("index client_example v"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("found 50000, missing 50000"), std::string::npos) << r.out;

@@ -7,34 +7,40 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
-#include "child_process.hpp"
+#include "gpujoin/testing/server_process.hpp"
+#include "gpujoin/testing/subprocess.hpp"
 
 namespace gpujoin::loadtest::testing {
 namespace {
 
-// The binary named by environment variable `name`, else the path compiled in.
-std::string Env(const char* name) {
-  const char* v = std::getenv(name);
+using gpujoin::testing::RunProcess;
+using gpujoin::testing::RunResult;
+using gpujoin::testing::ServerProcess;
+
+// The load tester binary: $GPUJOIN_LOADTEST, else the path compiled in.
+std::string LoadtestBinary() {
+  const char* v = std::getenv("GPUJOIN_LOADTEST");
   if (v != nullptr && *v != '\0') return v;
-  return std::string(name) == "GPUJOIND" ? GPUJOIN_GPUJOIND_PATH : GPUJOIN_LOADTEST_PATH;
+  return GPUJOIN_LOADTEST_PATH;
 }
 
 class LoadtestAgainstServer : public ::testing::Test {
  protected:
   void SetUp() override {
-    server_ = std::make_unique<ServerProcess>(Env("GPUJOIND"));
+    // gpujoind: $GPUJOIND, else this build's binary.
+    server_ = std::make_unique<ServerProcess>();
     ASSERT_TRUE(server_->ready()) << "gpujoind did not start; log:\n" << server_->log();
   }
 
   // Runs the load tester with `args` (plus --server and --json) and returns its JSON.
   nlohmann::json RunJson(std::vector<std::string> args) {
-    args.insert(args.begin(), {Env("GPUJOIN_LOADTEST"), "--server", server_->address(), "--json"});
-    const RunOutput out = RunToCompletion(args, std::chrono::seconds(120));
+    args.insert(args.begin(), {LoadtestBinary(), "--server", server_->grpc_address(), "--json"});
+    const RunResult out = RunProcess(args, {.timeout = std::chrono::seconds(120)});
     EXPECT_FALSE(out.timed_out) << "the load tester did not stop by itself";
-    EXPECT_EQ(out.exit_code, 0) << "stderr:\n"
-                                << out.err << "\nstdout:\n"
-                                << out.out << "\nserver log:\n"
-                                << server_->log();
+    EXPECT_EQ(out.code, 0) << "stderr:\n"
+                           << out.err << "\nstdout:\n"
+                           << out.out << "\nserver log:\n"
+                           << server_->log();
     nlohmann::json doc = nlohmann::json::parse(out.out, nullptr, /*allow_exceptions=*/false);
     EXPECT_FALSE(doc.is_discarded()) << "--json output does not parse:\n" << out.out;
     return doc;
@@ -94,11 +100,11 @@ TEST_F(LoadtestAgainstServer, AggregateByRequestCount) {
 }
 
 TEST_F(LoadtestAgainstServer, MissingIndexIsAStartupError) {
-  const RunOutput out =
-      RunToCompletion({Env("GPUJOIN_LOADTEST"), "--server", server_->address(), "--index",
-                       "no_such_index", "--duration", "0.1", "--warmup", "0"},
-                      std::chrono::seconds(60));
-  EXPECT_EQ(out.exit_code, 2) << out.err;
+  const RunResult out =
+      RunProcess({LoadtestBinary(), "--server", server_->grpc_address(), "--index", "no_such_index",
+                  "--duration", "0.1", "--warmup", "0"},
+                 {.timeout = std::chrono::seconds(60)});
+  EXPECT_EQ(out.code, 2) << out.err;
   EXPECT_NE(out.err.find("no_such_index"), std::string::npos) << out.err;
 }
 

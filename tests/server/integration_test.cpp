@@ -19,19 +19,22 @@
 #include "gpujoin/engine/backend.hpp"
 #include "gpujoin/engine/graph.hpp"
 #include "gpujoin/server/column_codec.hpp"
+#include "gpujoin/testing/loopback.hpp"
+#include "gpujoin/testing/prometheus_text.hpp"
+#include "gpujoin/testing/server_process.hpp"
+#include "gpujoin/testing/subprocess.hpp"
 #include "gpujoin/v1/gpujoin.grpc.pb.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
-#include "server_process.hpp"
 #include "test_util.hpp"
 
 namespace gpujoin::server {
 namespace {
 
 using ::testing::HasSubstr;
-using testing::HttpGet;
-using testing::MetricValue;
-using testing::ServerProcess;
+using gpujoin::testing::HttpGet;
+using gpujoin::testing::MetricValue;
+using gpujoin::testing::ServerProcess;
 
 std::unique_ptr<v1::GpuJoin::Stub> Connect(const std::string& address) {
   grpc::ChannelArguments args;
@@ -138,8 +141,9 @@ int HealthStatus(const std::string& address, const std::string& service = "") {
 class ServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    server_ = std::make_unique<ServerProcess>(Args());
-    ASSERT_TRUE(server_->ready());
+    server_ = std::make_unique<ServerProcess>(
+        gpujoin::testing::ServerOptions{.extra_args = Args(), .metrics = true});
+    ASSERT_TRUE(server_->ready()) << "gpujoind did not become ready; log:\n" << server_->log();
     stub_ = Connect(server_->grpc_address());
     backend_ = testing::CpuBackend();
   }
@@ -1273,30 +1277,24 @@ TEST_F(TlsTest, ServesTlsOnly) {
             grpc::StatusCode::UNAVAILABLE);  // plaintext client against a TLS server
 }
 
-// Runs gpujoind with `args` to completion; returns its exit code and output.
-std::pair<int, std::string> RunGpujoind(const std::string& args) {
-  const char* binary = std::getenv("GPUJOIND");
-  if (binary == nullptr) return {-1, "GPUJOIND not set"};
-  FILE* p = popen((std::string(binary) + " " + args + " 2>&1").c_str(), "r");
-  if (p == nullptr) return {-1, "popen failed"};
-  std::string out;
-  char buf[512];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+// Runs gpujoind with `args` to completion; returns its exit code and output
+// (stdout, then stderr).
+std::pair<int, std::string> RunGpujoind(std::vector<std::string> args) {
+  args.insert(args.begin(), gpujoin::testing::GpujoindBinary());
+  const gpujoin::testing::RunResult r = gpujoin::testing::RunProcess(args);
+  return {r.code, r.out + r.err};
 }
 
 TEST(ServerStartup, BadFlagsAndUnusableFilesFailClearly) {
-  auto [code, out] = RunGpujoind("--device-memory-limit=12Q");
+  auto [code, out] = RunGpujoind({"--device-memory-limit=12Q"});
   EXPECT_EQ(code, 2);
   EXPECT_THAT(out, HasSubstr("--device-memory-limit"));
-  std::tie(code, out) = RunGpujoind(
-      "--listen=127.0.0.1:0 --metrics-listen=none --backend=cpu "
-      "--auth-token-file=/nonexistent/gpujoin-token");
+  std::tie(code, out) =
+      RunGpujoind({"--listen=127.0.0.1:0", "--metrics-listen=none", "--backend=cpu",
+                   "--auth-token-file=/nonexistent/gpujoin-token"});
   EXPECT_EQ(code, 1);
   EXPECT_THAT(out, HasSubstr("--auth-token-file: cannot read \"/nonexistent/gpujoin-token\""));
-  std::tie(code, out) = RunGpujoind("--help");
+  std::tie(code, out) = RunGpujoind({"--help"});
   EXPECT_EQ(code, 0);
   EXPECT_THAT(out, HasSubstr("--max-message-bytes"));
 }
