@@ -29,6 +29,28 @@ std::string Position(const Table& t, size_t row, size_t col) {
   return absl::StrCat(t.Where(row), ": column '", t.header[col], "' (", col + 1, ")");
 }
 
+// Converts every cell of column `name` with `convert` (Cell -> std::optional<T>).
+// The first cell it rejects is an INVALID_ARGUMENT naming the row, the column and
+// the cell, followed by `what` ("is not a number").
+template <typename T, typename Convert>
+absl::StatusOr<std::vector<T>> ConvertColumn(const Table& table, std::string_view name,
+                                             Convert convert, const char* what) {
+  auto col = table.Column(name);
+  if (!col.ok()) return col.status();
+  std::vector<T> out;
+  out.reserve(table.rows.size());
+  for (size_t r = 0; r < table.rows.size(); ++r) {
+    const Cell& c = table.rows[r].cells[*col];
+    std::optional<T> v = convert(c);
+    if (!v) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Position(table, r, *col), ": ", Shown(c), " ", what));
+    }
+    out.push_back(*v);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::optional<uint32_t> ParseU32Text(std::string_view s) {
@@ -61,67 +83,33 @@ std::optional<float> ParseF32Text(std::string_view s) {
 }
 
 absl::StatusOr<std::vector<uint32_t>> KeyColumn(const Table& table, std::string_view name) {
-  auto col = table.Column(name);
-  if (!col.ok()) return col.status();
-  std::vector<uint32_t> out;
-  out.reserve(table.rows.size());
-  for (size_t r = 0; r < table.rows.size(); ++r) {
-    const Cell& c = table.rows[r].cells[*col];
-    std::optional<uint32_t> v = c ? ParseU32Text(*c) : std::nullopt;
-    if (!v) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(Position(table, r, *col), ": ", Shown(c), " is not a uint32 key"));
-    }
-    out.push_back(*v);
-  }
-  return out;
+  return ConvertColumn<uint32_t>(
+      table, name, [](const Cell& c) { return c ? ParseU32Text(*c) : std::nullopt; },
+      "is not a uint32 key");
 }
 
 absl::StatusOr<std::vector<float>> ValueColumn(const Table& table, std::string_view name) {
-  auto col = table.Column(name);
-  if (!col.ok()) return col.status();
-  std::vector<float> out;
-  out.reserve(table.rows.size());
-  for (size_t r = 0; r < table.rows.size(); ++r) {
-    const Cell& c = table.rows[r].cells[*col];
-    if (!c || Trim(*c).empty()) {
-      out.push_back(std::numeric_limits<float>::quiet_NaN());
-      continue;
-    }
-    std::optional<float> v = ParseF32Text(*c);
-    if (!v) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(Position(table, r, *col), ": ", Shown(c), " is not a number"));
-    }
-    out.push_back(*v);
-  }
-  return out;
+  return ConvertColumn<float>(
+      table, name,
+      [](const Cell& c) -> std::optional<float> {
+        if (!c || Trim(*c).empty()) return std::numeric_limits<float>::quiet_NaN();
+        return ParseF32Text(*c);
+      },
+      "is not a number");
 }
 
 absl::StatusOr<std::vector<uint32_t>> MaskColumn(const Table& table, std::string_view name) {
-  auto col = table.Column(name);
-  if (!col.ok()) return col.status();
-  std::vector<uint32_t> out;
-  out.reserve(table.rows.size());
-  for (size_t r = 0; r < table.rows.size(); ++r) {
-    const Cell& c = table.rows[r].cells[*col];
-    if (!c) {
-      out.push_back(0);
-      continue;
-    }
-    const std::string_view t = Trim(*c);
-    if (t == "true") {
-      out.push_back(1);
-    } else if (t == "false") {
-      out.push_back(0);
-    } else if (auto v = ParseU32Text(t)) {
-      out.push_back(*v != 0 ? 1 : 0);
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          Position(table, r, *col), ": ", Shown(c), " is not a mask (uint32, true or false)"));
-    }
-  }
-  return out;
+  return ConvertColumn<uint32_t>(
+      table, name,
+      [](const Cell& c) -> std::optional<uint32_t> {
+        if (!c) return 0;
+        const std::string_view t = Trim(*c);
+        if (t == "true") return 1;
+        if (t == "false") return 0;
+        if (auto v = ParseU32Text(t)) return *v != 0 ? 1 : 0;
+        return std::nullopt;
+      },
+      "is not a mask (uint32, true or false)");
 }
 
 absl::StatusOr<GroupEncoding> EncodeGroups(const Table& table, std::string_view name,
