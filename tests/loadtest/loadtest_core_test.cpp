@@ -260,19 +260,34 @@ TEST(Report, JsonCarriesTheEchoFraction) {
 // report no errors (the echo answers every RPC with the right sizes).
 class EchoRun : public ::testing::TestWithParam<Rpc> {};
 
-TEST_P(EchoRun, MeasuresWithoutErrors) {
+// The in-process echo service with clients connected to it.
+struct EchoWithClients {
+  std::unique_ptr<EchoServer> server;
+  std::vector<std::unique_ptr<client::Client>> clients;
+  std::vector<client::Client*> raw;  ///< the clients, as RunSetting takes them
+};
+
+// Starts the echo on a free loopback port and connects `n` clients (each on its
+// own connection when `own_connection`); fails the test when either step fails.
+void StartEcho(int n, bool own_connection, EchoWithClients* e) {
   auto echo = EchoServer::Start("127.0.0.1:0", 64 << 20);
   ASSERT_TRUE(echo.ok()) << echo.status();
-  std::vector<std::unique_ptr<client::Client>> clients;
-  for (int i = 0; i < 2; ++i) {
+  e->server = std::move(*echo);
+  for (int i = 0; i < n; ++i) {
     client::ConnectOptions o;
-    o.address = (*echo)->address();
-    o.own_connection = true;
+    o.address = e->server->address();
+    o.own_connection = own_connection;
     auto c = client::Client::Connect(o);
     ASSERT_TRUE(c.ok()) << c.status();
-    clients.push_back(std::move(*c));
+    e->raw.push_back(c->get());
+    e->clients.push_back(std::move(*c));
   }
-  std::vector<client::Client*> raw = {clients[0].get(), clients[1].get()};
+}
+
+TEST_P(EchoRun, MeasuresWithoutErrors) {
+  EchoWithClients echo;
+  ASSERT_NO_FATAL_FAILURE(StartEcho(2, /*own_connection=*/true, &echo));
+  const std::vector<client::Client*>& raw = echo.raw;
 
   RunConfig cfg;
   cfg.workload = LookupSpec();
@@ -295,13 +310,9 @@ TEST_P(EchoRun, MeasuresWithoutErrors) {
 }
 
 TEST_P(EchoRun, StopsAfterTheRequestedBatches) {
-  auto echo = EchoServer::Start("127.0.0.1:0", 64 << 20);
-  ASSERT_TRUE(echo.ok()) << echo.status();
-  client::ConnectOptions o;
-  o.address = (*echo)->address();
-  auto c = client::Client::Connect(o);
-  ASSERT_TRUE(c.ok());
-  std::vector<client::Client*> raw = {c->get()};
+  EchoWithClients echo;
+  ASSERT_NO_FATAL_FAILURE(StartEcho(1, /*own_connection=*/false, &echo));
+  const std::vector<client::Client*>& raw = echo.raw;
   RunConfig cfg;
   cfg.workload = LookupSpec();
   cfg.workload.rpc = GetParam();
@@ -321,13 +332,9 @@ TEST_P(EchoRun, StopsAfterTheRequestedBatches) {
 // as values, so checking its answers as if they came from the real server must
 // report every sampled answer as wrong, under WRONG_ANSWER in the errors.
 TEST(RunSetting, CountsWrongAnswersAsErrors) {
-  auto echo = EchoServer::Start("127.0.0.1:0", 64 << 20);
-  ASSERT_TRUE(echo.ok()) << echo.status();
-  client::ConnectOptions o;
-  o.address = (*echo)->address();
-  auto c = client::Client::Connect(o);
-  ASSERT_TRUE(c.ok());
-  std::vector<client::Client*> raw = {c->get()};
+  EchoWithClients echo;
+  ASSERT_NO_FATAL_FAILURE(StartEcho(1, /*own_connection=*/false, &echo));
+  const std::vector<client::Client*>& raw = echo.raw;
   RunConfig cfg;
   cfg.workload = LookupSpec();
   cfg.index = "echo";
