@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "expect_known_answers.hpp"
 #include "gpujoin/engine/backend.hpp"
 #include "gpujoin/engine/graph.hpp"
 #include "hash_test_util.hpp"
@@ -57,20 +58,8 @@ class HashBackendTest : public ::testing::TestWithParam<BackendKind> {
 };
 
 TEST_P(HashBackendTest, KnownAnswers) {
-  for (const auto& ka : testing::KnownAnswerCases()) {
-    for (HashBits bits : {HashBits::k32, HashBits::k64}) {
-      SCOPED_TRACE(ka.name + (bits == HashBits::k32 ? " hash32" : " hash64"));
-      auto out = Run(Views(ka.columns), bits);
-      ASSERT_TRUE(out.ok()) << out.status();
-      std::vector<std::optional<uint64_t>> expected(ka.expected64);
-      if (bits == HashBits::k32) expected.assign(ka.expected32.begin(), ka.expected32.end());
-      ASSERT_EQ(out->rows, expected.size());
-      for (size_t r = 0; r < expected.size(); ++r) {
-        EXPECT_EQ(out->Valid(r), expected[r].has_value()) << r;
-        EXPECT_EQ(out->hashes[r], expected[r].value_or(0)) << r;
-      }
-    }
-  }
+  testing::ExpectKnownAnswers(
+      [this](const std::vector<HashColumn>& columns, HashBits bits) { return Run(columns, bits); });
 }
 
 TEST_P(HashBackendTest, RandomCompositeMatchesHostReference) {
