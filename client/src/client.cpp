@@ -82,6 +82,16 @@ absl::Status FromBatchError(const pb::BatchError& e) {
   return absl::Status(static_cast<absl::StatusCode>(e.code()), e.message());
 }
 
+// Copies the batch ID of streamed response `r` into `out`, and its in-band error
+// when it has one; true then: the batch failed and there is nothing else to decode.
+template <typename Response, typename Result>
+bool DecodeBatchHeader(const Response& r, Result* out) {
+  out->batch_id = r.batch_id();
+  if (!r.has_error()) return false;
+  out->error = FromBatchError(r.error());
+  return true;
+}
+
 template <typename T>
 void SetPacked(std::span<const T> v, std::string* out) {
   out->assign(reinterpret_cast<const char*>(v.data()), v.size_bytes());
@@ -525,12 +535,8 @@ absl::Status Client::Lookup(const std::string& index, const BatchSource<LookupBa
     return absl::OkStatus();
   };
   auto decode = [](pb::LookupResponse& r, LookupResult* out) -> absl::Status {
-    out->batch_id = r.batch_id();
     out->index_version = r.index_version();
-    if (r.has_error()) {
-      out->error = FromBatchError(r.error());
-      return absl::OkStatus();
-    }
+    if (DecodeBatchHeader(r, out)) return absl::OkStatus();
     GPUJOIN_RETURN_IF_ERROR(Unpack(r.values(), "values", &out->values));
     out->found.assign(r.found().begin(), r.found().end());
     GPUJOIN_RETURN_IF_ERROR(Unpack(r.probes(), "probes", &out->probes));
@@ -576,12 +582,8 @@ absl::Status Client::Join(const std::string& index, const BatchSource<JoinBatch>
     return absl::OkStatus();
   };
   auto decode = [](pb::JoinResponse& r, JoinResult* out) -> absl::Status {
-    out->batch_id = r.batch_id();
     out->index_version = r.index_version();
-    if (r.has_error()) {
-      out->error = FromBatchError(r.error());
-      return absl::OkStatus();
-    }
+    if (DecodeBatchHeader(r, out)) return absl::OkStatus();
     out->results.resize(r.results_size());
     for (int i = 0; i < r.results_size(); ++i) {
       const auto& pr = r.results(i);
@@ -636,11 +638,7 @@ absl::Status Client::Aggregate(const AggregateSpec& spec,
     return absl::OkStatus();
   };
   auto decode = [](pb::AggregateResponse& r, AggregateResult* out) -> absl::Status {
-    out->batch_id = r.batch_id();
-    if (r.has_error()) {
-      out->error = FromBatchError(r.error());
-      return absl::OkStatus();
-    }
+    if (DecodeBatchHeader(r, out)) return absl::OkStatus();
     GPUJOIN_RETURN_IF_ERROR(Unpack(r.counts(), "counts", &out->counts));
     GPUJOIN_RETURN_IF_ERROR(Unpack(r.values(), "values", &out->values));
     GPUJOIN_RETURN_IF_ERROR(
@@ -694,11 +692,7 @@ absl::Status Client::Hash(const BatchSource<HashBatch>& source, const ResultSink
         bits_in_flight.pop_front();
       }
     }
-    out->batch_id = r.batch_id();
-    if (r.has_error()) {
-      out->error = FromBatchError(r.error());
-      return absl::OkStatus();
-    }
+    if (DecodeBatchHeader(r, out)) return absl::OkStatus();
     if (out->bits == 32) {
       std::vector<uint32_t> h;
       GPUJOIN_RETURN_IF_ERROR(Unpack(r.hashes(), "hashes", &h));
