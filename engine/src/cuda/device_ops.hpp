@@ -76,13 +76,16 @@ inline constexpr uint64_t kPartitionMinRows = uint64_t{1} << 22;
 /// (2^26 keys, capacity 2^27: 6.3-7.0 vs 5.4 ms with row ids, 13.6-14.6 vs 7.4 ms
 /// with explicit values; docs/PERFORMANCE.md, "Third round").
 inline constexpr bool kPartitionedBuildByDefault = false;
-/// The path kAuto takes for large builds (above): kDirect until a partitioned
-/// path is measured faster (docs/PERFORMANCE.md, "Fourth round").
+/// The path kAuto takes for large builds (above): kDirect. The wave path measured
+/// on an H200 (2^26 keys, capacity 2^27, 32 MiB regions): 5.43 vs 5.44-5.50 ms
+/// with row ids, 10.97 vs 7.52-7.65 ms with explicit values (docs/PERFORMANCE.md,
+/// "Fourth round").
 inline constexpr BuildPath kLargeBuildPath =
     kPartitionedBuildByDefault ? BuildPath::kPartitioned : BuildPath::kDirect;
-/// Wave path: log2 of the slots per region for tables of >= 2^25 slots (2^21 =
-/// 16 MiB of table; see RegionBits in index_kernels.cu for smaller tables).
-inline constexpr uint32_t kWaveRegionBits = 21;
+/// Wave path: log2 of the slots per region for tables of >= 2^25 slots (2^22 =
+/// 32 MiB of table, the fastest of 8/16/32 MiB measured; see RegionBits in
+/// index_kernels.cu for smaller tables).
+inline constexpr uint32_t kWaveRegionBits = 22;
 
 /// Where the value of each retained key comes from.
 struct BuildSource {

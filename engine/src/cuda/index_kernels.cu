@@ -727,7 +727,7 @@ cudaError_t RunWaves(DeviceTable table, const BuildSource& source, uint32_t boun
 }
 
 // log2 of the slots per region. Partitioned: 2^20 slots (8 MiB) for large
-// tables, 128 regions for small ones. Waves: 2^21 slots (16 MiB) for large
+// tables, 128 regions for small ones. Waves: kWaveRegionBits (32 MiB) for large
 // tables, 16 regions for small ones, at least 4 slots per region (16-byte
 // clears) and one region below 64 slots. Both: at most kMaxRegions.
 uint32_t RegionBits(uint32_t capacity, const BuildSource& source, bool waves) {
