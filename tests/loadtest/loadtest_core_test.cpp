@@ -284,22 +284,27 @@ void StartEcho(int n, bool own_connection, EchoWithClients* e) {
   }
 }
 
+// A run of `rpc` against the echo's index with the LookupSpec() workload (an
+// aggregate builds no index).
+RunConfig EchoConfig(Rpc rpc) {
+  RunConfig cfg;
+  cfg.workload = LookupSpec();
+  cfg.workload.rpc = rpc;
+  if (rpc == Rpc::kAggregate) cfg.workload.build_keys = 0;
+  cfg.index = "echo";
+  return cfg;
+}
+
 TEST_P(EchoRun, MeasuresWithoutErrors) {
   EchoWithClients echo;
   ASSERT_NO_FATAL_FAILURE(StartEcho(2, /*own_connection=*/true, &echo));
-  const std::vector<client::Client*>& raw = echo.raw;
-
-  RunConfig cfg;
-  cfg.workload = LookupSpec();
-  cfg.workload.rpc = GetParam();
-  if (GetParam() == Rpc::kAggregate) cfg.workload.build_keys = 0;
-  cfg.index = "echo";
+  RunConfig cfg = EchoConfig(GetParam());
   cfg.in_flight = 3;
   cfg.warmup_seconds = 0.05;
   cfg.duration_seconds = 0.3;
   cfg.verify_every = 1;
   const BatchPool pool = MakeBatchPool(cfg.workload, 512, 4);
-  const SettingResult r = RunSetting(Target::kEcho, raw, pool, 3, cfg);
+  const SettingResult r = RunSetting(Target::kEcho, echo.raw, pool, 3, cfg);
   EXPECT_EQ(r.ErrorCount(), 0u) << r.first_error;
   EXPECT_EQ(r.wrong_answers, 0u) << r.first_wrong;
   EXPECT_GT(r.batches, 0u);
@@ -312,17 +317,12 @@ TEST_P(EchoRun, MeasuresWithoutErrors) {
 TEST_P(EchoRun, StopsAfterTheRequestedBatches) {
   EchoWithClients echo;
   ASSERT_NO_FATAL_FAILURE(StartEcho(1, /*own_connection=*/false, &echo));
-  const std::vector<client::Client*>& raw = echo.raw;
-  RunConfig cfg;
-  cfg.workload = LookupSpec();
-  cfg.workload.rpc = GetParam();
-  if (GetParam() == Rpc::kAggregate) cfg.workload.build_keys = 0;
-  cfg.index = "echo";
+  RunConfig cfg = EchoConfig(GetParam());
   cfg.warmup_seconds = 0;
   cfg.duration_seconds = 60;  // the request bound must end the run long before this
   cfg.requests = 25;
   const BatchPool pool = MakeBatchPool(cfg.workload, 64, 2);
-  const SettingResult r = RunSetting(Target::kEcho, raw, pool, 2, cfg);
+  const SettingResult r = RunSetting(Target::kEcho, echo.raw, pool, 2, cfg);
   EXPECT_EQ(r.batches, 25u);
   EXPECT_EQ(r.ErrorCount(), 0u) << r.first_error;
   EXPECT_LT(r.seconds, 60.0);
@@ -334,14 +334,11 @@ TEST_P(EchoRun, StopsAfterTheRequestedBatches) {
 TEST(RunSetting, CountsWrongAnswersAsErrors) {
   EchoWithClients echo;
   ASSERT_NO_FATAL_FAILURE(StartEcho(1, /*own_connection=*/false, &echo));
-  const std::vector<client::Client*>& raw = echo.raw;
-  RunConfig cfg;
-  cfg.workload = LookupSpec();
-  cfg.index = "echo";
+  RunConfig cfg = EchoConfig(Rpc::kLookup);
   cfg.warmup_seconds = 0;
   cfg.duration_seconds = 0.2;  // wrong answers never count as measured batches
   const BatchPool pool = MakeBatchPool(cfg.workload, 256, 2);
-  const SettingResult r = RunSetting(Target::kServer, raw, pool, 1, cfg);
+  const SettingResult r = RunSetting(Target::kServer, echo.raw, pool, 1, cfg);
   EXPECT_GT(r.wrong_answers, 0u);
   EXPECT_EQ(r.errors.count("WRONG_ANSWER"), 1u);
   EXPECT_EQ(r.ErrorCount(), r.wrong_answers);
