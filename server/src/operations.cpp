@@ -660,6 +660,11 @@ absl::Status BuildSession::Add(v1::BuildIndexRequest&& message) {
 
 absl::StatusOr<std::shared_ptr<const IndexVersion>> BuildSession::Finish(
     const std::atomic<bool>& cancelled) {
+  return Finish([&cancelled] { return cancelled.load(); });
+}
+
+absl::StatusOr<std::shared_ptr<const IndexVersion>> BuildSession::Finish(
+    const std::function<bool()>& cancelled) {
   if (!have_spec_) {
     return absl::InvalidArgumentError("spec: missing; the first message must carry spec");
   }
@@ -709,7 +714,7 @@ absl::StatusOr<std::shared_ptr<const IndexVersion>> BuildSession::Finish(
   GPUJOIN_RETURN_IF_ERROR(ops_->RunGraph(graph));
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (cancelled.load()) {
+  if (cancelled()) {
     return absl::CancelledError(absl::StrCat("build of index \"", name_,
                                              "\" cancelled; the previous version (if any) keeps serving"));
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <map>
 #include <variant>
 
@@ -418,7 +419,11 @@ class BuildReactor final : public grpc::ServerReadReactor<v1::BuildIndexRequest>
  public:
   BuildReactor(GpuJoinService* service, grpc::CallbackServerContext* context,
                v1::BuildIndexResponse* response)
-      : service_(service), response_(response), session_(service->ops()), start_(Clock::now()) {
+      : service_(service),
+        context_(context),
+        response_(response),
+        session_(service->ops()),
+        start_(Clock::now()) {
     absl::Status admitted = service_->Admit(context, "BuildIndex");
     if (!admitted.ok()) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -434,6 +439,8 @@ class BuildReactor final : public grpc::ServerReadReactor<v1::BuildIndexRequest>
       read_in_flight_ = false;
       if (!ok) {
         input_done_ = true;
+        input_end_ = Clock::now();
+        if (context_->IsCancelled()) cancelled_.store(true);
       } else if (!result_) {
         // Validation and decoding only (no copies of aligned packed bytes): cheap
         // enough for the reactor thread.
@@ -446,13 +453,23 @@ class BuildReactor final : public grpc::ServerReadReactor<v1::BuildIndexRequest>
   }
 
   void OnCancel() override {
-    cancelled_.store(true);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cancelled_.store(true);
+    }
+    cancel_cv_.notify_all();
     Drive();
   }
 
   void OnDone() override { delete this; }
 
  private:
+  // A client's cancellation reaches the reactor twice, unordered: as a failed read
+  // (which ends the input and starts the build) and as OnCancel. So that a cancelled
+  // call never installs its index, the install waits for a cancellation until this
+  // long after the end of input; a build that took longer has already waited it out.
+  static constexpr std::chrono::milliseconds kCancelGrace{20};
+
   struct Actions {
     bool read = false;
     bool build = false;
@@ -515,7 +532,12 @@ class BuildReactor final : public grpc::ServerReadReactor<v1::BuildIndexRequest>
 
   // Executor thread: the engine build, then the atomic install.
   void Build() {
-    absl::StatusOr<std::shared_ptr<const IndexVersion>> built = session_.Finish(cancelled_);
+    absl::StatusOr<std::shared_ptr<const IndexVersion>> built = session_.Finish([this] {
+      std::unique_lock<std::mutex> lock(mu_);
+      auto seen = [this] { return cancelled_.load() || context_->IsCancelled(); };
+      cancel_cv_.wait_until(lock, input_end_ + kCancelGrace, seen);
+      return seen();
+    });
     {
       std::lock_guard<std::mutex> lock(mu_);
       building_ = false;
@@ -539,6 +561,7 @@ class BuildReactor final : public grpc::ServerReadReactor<v1::BuildIndexRequest>
   }
 
   GpuJoinService* service_;
+  grpc::CallbackServerContext* context_;
   v1::BuildIndexResponse* response_;
   BuildSession session_;
   v1::BuildIndexRequest message_;
@@ -553,6 +576,8 @@ class BuildReactor final : public grpc::ServerReadReactor<v1::BuildIndexRequest>
   bool driving_ = false;
   bool redrive_ = false;
   std::atomic<bool> cancelled_{false};
+  std::condition_variable cancel_cv_;   // signalled by OnCancel
+  Clock::time_point input_end_;         // guarded by mu_
 };
 
 }  // namespace

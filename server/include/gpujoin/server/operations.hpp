@@ -79,6 +79,12 @@ class BuildSession {
   /// (CANCELLED). The old version, if any, stays live on every error.
   absl::StatusOr<std::shared_ptr<const IndexVersion>> Finish(const std::atomic<bool>& cancelled);
 
+  /// As above; `cancelled()` is asked once, after the engine build and right before
+  /// the install, and may block briefly (the reactor uses it to let a cancellation
+  /// that races the end of input arrive).
+  absl::StatusOr<std::shared_ptr<const IndexVersion>> Finish(
+      const std::function<bool()>& cancelled);
+
   /// The spec's name once a valid spec was added ("" before).
   const std::string& name() const { return name_; }
   uint64_t rows() const { return key_rows_; }
