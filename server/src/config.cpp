@@ -53,7 +53,11 @@ absl::StatusOr<uint64_t> ParseByteSize(std::string_view text, std::string_view f
 uint32_t ResolveExecutorThreads(const ServerConfig& config, engine::BackendKind backend,
                                 uint32_t cores) {
   if (config.executor_threads != 0) return config.executor_threads;
-  if (backend == engine::BackendKind::kCuda) return std::max(16u, 2 * cores);
+  // CUDA: the workers' stream synchronisations spin (default scheduling), and the
+  // backend keeps at most 16 idle stream contexts, so no more threads than cores
+  // and 16: on the H200 host 32 or 64 threads cut 1K-row lookups at 16 streams
+  // from 77.7 K to 5-6 K batches/s (docs/PERFORMANCE.md).
+  if (backend == engine::BackendKind::kCuda) return std::clamp(cores, 2u, 16u);
   return std::max(2u, cores);
 }
 
@@ -94,7 +98,7 @@ absl::StatusOr<std::optional<ServerConfig>> ParseServerFlags(int argc, const cha
       ->capture_default_str();
   app.add_option("--executor-threads", config.executor_threads,
                  "Threads running engine work; 0 = cores (at least 2) for the CPU backend, "
-                 "2 x cores (at least 16) for the CUDA backend")
+                 "cores clamped to [2, 16] for the CUDA backend")
       ->capture_default_str();
   app.add_option("--inline-batch-rows", config.inline_batch_rows,
                  "Lookup/Join batches of at most this many rows run on the gRPC thread that "

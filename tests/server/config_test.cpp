@@ -98,9 +98,11 @@ TEST(ServerFlags, ExecutorThreadsDefaultPerBackend) {
   ServerConfig c;
   EXPECT_EQ(ResolveExecutorThreads(c, engine::BackendKind::kCpu, 1), 2u);
   EXPECT_EQ(ResolveExecutorThreads(c, engine::BackendKind::kCpu, 16), 16u);
-  // CUDA workers mostly wait on the GPU: twice the cores, at least 16.
-  EXPECT_EQ(ResolveExecutorThreads(c, engine::BackendKind::kCuda, 2), 16u);
-  EXPECT_EQ(ResolveExecutorThreads(c, engine::BackendKind::kCuda, 16), 32u);
+  // CUDA: cores, but within [2, 16] (spinning waits, 16 pooled stream contexts).
+  EXPECT_EQ(ResolveExecutorThreads(c, engine::BackendKind::kCuda, 1), 2u);
+  EXPECT_EQ(ResolveExecutorThreads(c, engine::BackendKind::kCuda, 8), 8u);
+  EXPECT_EQ(ResolveExecutorThreads(c, engine::BackendKind::kCuda, 16), 16u);
+  EXPECT_EQ(ResolveExecutorThreads(c, engine::BackendKind::kCuda, 64), 16u);
   c.executor_threads = 5;
   EXPECT_EQ(ResolveExecutorThreads(c, engine::BackendKind::kCpu, 16), 5u);
   EXPECT_EQ(ResolveExecutorThreads(c, engine::BackendKind::kCuda, 16), 5u);

@@ -36,8 +36,9 @@ struct ServerConfig {
   /// in-band RESOURCE_EXHAUSTED error.
   uint32_t max_inflight_batches = 256;
   /// Executor threads running engine work; 0 = a default per backend: the core
-  /// count (at least 2) for the CPU backend, twice the core count (at least 16)
-  /// for the CUDA backend, whose workers mostly wait on the GPU.
+  /// count (at least 2) for the CPU backend, the core count clamped to [2, 16] for
+  /// the CUDA backend (its workers spin while waiting on the GPU, and it keeps at
+  /// most 16 idle stream contexts; more threads measured far slower).
   uint32_t executor_threads = 0;
   /// Lookup/Join batches whose rows (and join pair capacity) are at most this
   /// many run on the gRPC thread that read them instead of being handed to an
@@ -53,7 +54,8 @@ struct ServerConfig {
 
 /// The executor size for `backend` (kCpu or kCuda, as resolved from kAuto) on a
 /// host with `cores` hardware threads: `config.executor_threads` when set, else
-/// max(2, cores) for the CPU backend and max(16, 2 x cores) for the CUDA backend.
+/// max(2, cores) for the CPU backend and cores clamped to [2, 16] for the CUDA
+/// backend.
 uint32_t ResolveExecutorThreads(const ServerConfig& config, engine::BackendKind backend,
                                 uint32_t cores);
 
