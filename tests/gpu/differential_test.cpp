@@ -450,8 +450,8 @@ TEST_P(ForcedPathDifferential, BuildMatchesCpu) {
        {BuildCase{1, 1, 0.0, false, 0.0}, BuildCase{1, 8, 0.0, true, 0.0},
         BuildCase{1000, 2048, 0.3, true, 0.02}, BuildCase{1000, 2048, 0.3, false, 0.02},
         BuildCase{1000, 1024, 0.0, false, 0.0}, BuildCase{100003, 1u << 17, 0.4, true, 0.01},
-        BuildCase{100003, 1u << 17, 0.4, false, 0.01},
-        BuildCase{943718, 1u << 20, 0.0, true, 0.0}, BuildCase{300000, 1u << 20, 0.2, true, 0.0}}) {
+        BuildCase{100003, 1u << 17, 0.4, false, 0.01}, BuildCase{943718, 1u << 20, 0.0, true, 0.0},
+        BuildCase{300000, 1u << 20, 0.2, true, 0.0}}) {
     SCOPED_TRACE(::testing::PrintToString(c));
     BuildAndCompare(c);
     if (HasFatalFailure()) return;
@@ -575,12 +575,13 @@ struct JoinCase {
   size_t capacity;  // pair capacity
   bool explicit_left_rows;
   int batches;
+  bool without_found_probes = false;  // join without the optional found/probes outputs
 };
 
 void PrintTo(const JoinCase& c, std::ostream* os) {
   *os << "{left rows " << c.left_rows << ", pair capacity " << c.capacity << ", "
       << (c.explicit_left_rows ? "explicit" : "generated") << " left rows, batches " << c.batches
-      << "}";
+      << (c.without_found_probes ? ", no found/probes" : "") << "}";
 }
 
 class JoinDifferential : public Differential, public ::testing::WithParamInterface<JoinCase> {};
@@ -629,8 +630,8 @@ TEST_P(JoinDifferential, PairsOrderCountsAndOverflowMatchCpu) {
       Batch& bt = (*bs)[size_t(k)];
       bt.out_l.assign(c.capacity, kPoison32);
       bt.out_r.assign(c.capacity, kPoison32);
-      bt.found.assign(c.left_rows, kPoison8);
-      bt.probes.assign(c.left_rows, kPoison32);
+      bt.found.assign(c.without_found_probes ? 0 : c.left_rows, kPoison8);
+      bt.probes.assign(c.without_found_probes ? 0 : c.left_rows, kPoison32);
       bt.result = JoinResult{999, true, QueryStatistics{1, 2, 3, 4}};
       node.batches.push_back(JoinBatch{RandomChunks(left_keys[size_t(k)]), left_ids[size_t(k)],
                                        first_left, bt.out_l, bt.out_r, &bt.result, bt.found,
@@ -651,7 +652,7 @@ TEST_P(JoinDifferential, PairsOrderCountsAndOverflowMatchCpu) {
     // Pairs: the stable prefix, exactly; slots past the written prefix untouched.
     EXPECT_EQ(y.out_l, x.out_l) << "batch " << k << " " << Seed();
     EXPECT_EQ(y.out_r, x.out_r) << "batch " << k << " " << Seed();
-    for (size_t i = 0; i < c.left_rows; ++i) {
+    for (size_t i = 0; i < x.found.size(); ++i) {
       if (!x.found[i]) ASSERT_EQ(y.probes[i], x.probes[i]) << "miss probes, row " << i;
     }
   }
@@ -660,14 +661,20 @@ TEST_P(JoinDifferential, PairsOrderCountsAndOverflowMatchCpu) {
 INSTANTIATE_TEST_SUITE_P(
     Shapes, JoinDifferential,
     ::testing::Values(JoinCase{0, 4, false, 1}, JoinCase{1, 1, false, 1},
-                      JoinCase{1000, 2000, false, 1},   // room for all pairs
-                      JoinCase{5000, 100, true, 1},     // truncated: stable prefix
-                      JoinCase{70001, 70001, true, 3},  // several tiles, batches
-                      JoinCase{70001, 0, false, 2}),    // zero capacity: count only
+                      JoinCase{1000, 2000, false, 1},       // room for all pairs
+                      JoinCase{5000, 100, true, 1},         // truncated: stable prefix
+                      JoinCase{70001, 70001, true, 3},      // several tiles, batches
+                      JoinCase{70001, 0, false, 2},         // zero capacity: count only
+                      JoinCase{3000, 3000, true, 2, true},  // pairs only (gathered download)
+                      // Results larger than one staging buffer: count first, then pairs.
+                      JoinCase{700001, 700001, true, 1},
+                      JoinCase{1500000, 200000, false, 1},  // ... truncated
+                      JoinCase{1200000, 1200000, true, 1, true}),
     [](const ::testing::TestParamInfo<JoinCase>& info) {
       return "left" + std::to_string(info.param.left_rows) + "_cap" +
              std::to_string(info.param.capacity) + "_batches" + std::to_string(info.param.batches) +
-             (info.param.explicit_left_rows ? "_ids" : "");
+             (info.param.explicit_left_rows ? "_ids" : "") +
+             (info.param.without_found_probes ? "_pairs_only" : "");
     });
 
 enum class KeyShape { kUniform, kSkewed, kOneGroup, kOutOfRange };
@@ -883,6 +890,75 @@ TEST_F(Differential, ConcurrentRunsOnSeparateStreamsMatchCpu) {
   for (size_t k = 0; k < queries.size(); ++k) {
     ASSERT_TRUE(status[k].ok()) << "run " << k << ": " << status[k];
     ExpectSameLookup(expected[k], got[k], true);
+  }
+}
+
+TEST_F(Differential, ManyConcurrentSmallJoinsMatchCpu) {
+  // More concurrent Runs than the old 16-context pool and than most hosts' cores:
+  // each small join takes the one-wait gathered download on its own stream, with
+  // blocking waits; pairs, counts and statistics must equal the CPU's.
+  const std::vector<uint32_t> right = DistinctKeys(30000);
+  auto cpu_index = NewIndex(*cpu_, 1u << 16);
+  auto gpu_index = NewIndex(*cuda_, 1u << 16);
+  for (auto [b, idx] :
+       {std::pair{cpu_.get(), cpu_index.get()}, std::pair{cuda_.get(), gpu_index.get()}}) {
+    BuildIndexNode node;
+    node.index = idx;
+    node.keys = ChunkedU32{std::span(right)};
+    node.first_value = 77;
+    CommandGraph g;
+    g.Add(node);
+    RunOk(*b, g);
+  }
+  constexpr int kThreads = 40;
+  constexpr int kRounds = 5;
+  struct Out {
+    std::vector<uint32_t> left, right;
+    JoinResult result{999, true, QueryStatistics{1, 2, 3, 4}};
+  };
+  std::vector<std::vector<uint32_t>> queries(kThreads * kRounds);
+  std::vector<size_t> capacity(queries.size());
+  for (size_t k = 0; k < queries.size(); ++k) {
+    queries[k].resize(1000 + rng_() % 200);
+    for (auto& x : queries[k]) x = rng_() % 2 ? right[rng_() % right.size()] : uint32_t(rng_());
+    capacity[k] = k % 3 == 0 ? 300 : queries[k].size();  // some truncated
+  }
+  auto join = [&](Backend& b, const HashIndex& index, size_t k, Out& out) {
+    out.left.assign(capacity[k], kPoison32);
+    out.right.assign(capacity[k], kPoison32);
+    JoinNode node;
+    node.index = &index;
+    node.batches.push_back(JoinBatch{ChunkedU32{std::span(queries[k])},
+                                     {},
+                                     uint32_t(k) << 12,
+                                     out.left,
+                                     out.right,
+                                     &out.result});
+    CommandGraph g;
+    g.Add(node);
+    return b.Run(g);
+  };
+  std::vector<Out> expected(queries.size()), got(queries.size());
+  for (size_t k = 0; k < queries.size(); ++k)
+    ASSERT_TRUE(join(*cpu_, *cpu_index, k, expected[k]).ok());
+  std::vector<absl::Status> status(queries.size());
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < kRounds; ++r) {
+        const size_t k = size_t(t * kRounds + r);
+        status[k] = join(*cuda_, *gpu_index, k, got[k]);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (size_t k = 0; k < queries.size(); ++k) {
+    ASSERT_TRUE(status[k].ok()) << "run " << k << ": " << status[k];
+    EXPECT_EQ(got[k].result.count, expected[k].result.count) << "run " << k;
+    EXPECT_EQ(got[k].result.overflow, expected[k].result.overflow) << "run " << k;
+    EXPECT_EQ(got[k].result.statistics.found, expected[k].result.statistics.found) << "run " << k;
+    EXPECT_EQ(got[k].left, expected[k].left) << "run " << k;
+    EXPECT_EQ(got[k].right, expected[k].right) << "run " << k;
   }
 }
 

@@ -36,6 +36,12 @@ QueryStatistics ToQueryStatistics(const DeviceQueryStats& d, uint64_t rows) {
   return QueryStatistics{d.found, rows - d.found, d.total_probes, d.max_probes};
 }
 
+/// Idle StreamContexts kept for reuse (each holds a stream and 16 MiB of pinned
+/// staging). Sized above any executor the server runs (its CUDA default is at most
+/// 16 threads, each with several batches in flight), so that concurrent Runs reuse
+/// contexts instead of creating and destroying streams per Run.
+constexpr size_t kMaxIdleContexts = 64;
+
 class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(int device) : device_(device) {}
@@ -133,7 +139,7 @@ class CudaBackend final : public Backend {
   void Release(std::unique_ptr<StreamContext> ctx) {
     std::lock_guard<std::mutex> lock(mu_);
     // Keep a bounded pool: more contexts than this only exist under a burst.
-    if (idle_.size() < 16) idle_.push_back(std::move(ctx));
+    if (idle_.size() < kMaxIdleContexts) idle_.push_back(std::move(ctx));
   }
 
   static absl::StatusOr<CudaHashIndex*> WritableIndex(HashIndex* index, const std::string& where) {
@@ -323,57 +329,96 @@ class CudaBackend final : public Backend {
     const bool build_overflow = index->build_statistics().overflow_rows > 0;
     for (const JoinBatch& b : n.batches) {
       const uint64_t rows = TotalRows(b.keys);
-      const uint64_t capacity = b.out_left_rows.size();
       if (rows == 0) {
         *b.result = JoinResult{0, build_overflow, QueryStatistics{}};
         continue;
       }
-      // Matches never exceed the left rows, so device outputs need no more.
-      const uint64_t device_capacity = std::min(capacity, rows);
-      GPUJOIN_ASSIGN_OR_RETURN(auto keys, Alloc<uint32_t>(rows, ctx, "join keys"));
-      GPUJOIN_RETURN_IF_ERROR(ctx.Upload(keys.data(), RangesOf(b.keys), "join keys"));
-      DeviceBuffer<uint32_t> left_rows;
-      if (!b.left_rows.empty()) {
-        GPUJOIN_ASSIGN_OR_RETURN(left_rows, Alloc<uint32_t>(rows, ctx, "join left_rows"));
-        const HostRange r{b.left_rows.data(), b.left_rows.size_bytes()};
-        GPUJOIN_RETURN_IF_ERROR(ctx.Upload(left_rows.data(), std::span(&r, 1), "join left_rows"));
-      }
-      GPUJOIN_ASSIGN_OR_RETURN(auto out_left, Alloc<uint32_t>(device_capacity, ctx, "join pairs"));
-      GPUJOIN_ASSIGN_OR_RETURN(auto out_right, Alloc<uint32_t>(device_capacity, ctx, "join pairs"));
-      GPUJOIN_ASSIGN_OR_RETURN(auto scratch,
-                               Alloc<uint8_t>(JoinScratchBytes(rows), ctx, "join scratch"));
-      DeviceBuffer<uint8_t> found;
-      DeviceBuffer<uint32_t> probes;
-      if (!b.found.empty()) {
-        GPUJOIN_ASSIGN_OR_RETURN(found, Alloc<uint8_t>(rows, ctx, "join found"));
-      }
-      if (!b.probes.empty()) {
-        GPUJOIN_ASSIGN_OR_RETURN(probes, Alloc<uint32_t>(rows, ctx, "join probes"));
-      }
-      auto* stats = reinterpret_cast<DeviceQueryStats*>(ctx.device_stats());
-      auto* count = reinterpret_cast<unsigned long long*>(ctx.device_stats() + 64);
-      GPUJOIN_CUDA_RETURN(cudaMemsetAsync(stats, 0, sizeof(*stats), ctx.stream()), "join");
-      GPUJOIN_CUDA_RETURN(
-          JoinKeys(index->table(), keys.data(), rows, bound, left_rows.data(), b.first_left_row,
-                   out_left.data(), out_right.data(), device_capacity, count, found.data(),
-                   probes.data(), stats, scratch.data(), ctx.stream()),
-          "join");
-      // Count and statistics first: they say how many pairs to bring back.
-      DeviceQueryStats d;
-      GPUJOIN_RETURN_IF_ERROR(ctx.Download(&d, stats, sizeof(d), "join statistics"));
-      unsigned long long matches = 0;
-      GPUJOIN_RETURN_IF_ERROR(ctx.Download(&matches, count, sizeof(matches), "join count"));
+      GPUJOIN_RETURN_IF_ERROR(JoinBatchOnDevice(ctx, *index, bound, build_overflow, rows, b));
+    }
+    return absl::OkStatus();
+  }
+
+  // One join batch: one stream-ordered allocation, one upload (keys and left rows
+  // are adjacent on the device), the kernels, and then either one gathered
+  // download of statistics, count and the whole device capacity of pairs (plus
+  // found/probes) with a single wait, when that fits one staging buffer, or
+  // statistics and count first and then only the pairs that were written.
+  absl::Status JoinBatchOnDevice(StreamContext& ctx, const CudaHashIndex& index, uint32_t bound,
+                                 bool build_overflow, uint64_t rows, const JoinBatch& b) {
+    const uint64_t capacity = b.out_left_rows.size();
+    // Matches never exceed the left rows, so device outputs need no more.
+    const uint64_t device_capacity = std::min(capacity, rows);
+    const bool has_left_rows = !b.left_rows.empty();
+    const bool want_found = !b.found.empty();
+    const bool want_probes = !b.probes.empty();
+    // Arena layout, each region 256-byte aligned: [keys | left_rows] [out_left |
+    // out_right] [probes] [found] [scratch].
+    auto align = [](uint64_t v) { return (v + 255) & ~uint64_t{255}; };
+    const uint64_t inputs_at = 0;
+    const uint64_t pairs_at = align(inputs_at + rows * 4 * (has_left_rows ? 2 : 1));
+    const uint64_t probes_at = align(pairs_at + device_capacity * 8);
+    const uint64_t found_at = align(probes_at + (want_probes ? rows * 4 : 0));
+    const uint64_t scratch_at = align(found_at + (want_found ? rows : 0));
+    const uint64_t arena_bytes = scratch_at + JoinScratchBytes(rows);
+    GPUJOIN_ASSIGN_OR_RETURN(auto arena, Alloc<uint8_t>(arena_bytes, ctx, "join buffers"));
+    uint8_t* base = arena.data();
+    auto* keys = reinterpret_cast<uint32_t*>(base + inputs_at);
+    uint32_t* left_rows = has_left_rows ? keys + rows : nullptr;
+    auto* out_left = reinterpret_cast<uint32_t*>(base + pairs_at);
+    uint32_t* out_right = out_left + device_capacity;
+    uint32_t* probes = want_probes ? reinterpret_cast<uint32_t*>(base + probes_at) : nullptr;
+    uint8_t* found = want_found ? base + found_at : nullptr;
+
+    std::vector<HostRange> inputs = RangesOf(b.keys);
+    if (has_left_rows) inputs.push_back({b.left_rows.data(), b.left_rows.size_bytes()});
+    GPUJOIN_RETURN_IF_ERROR(ctx.Upload(keys, inputs, "join keys and left_rows"));
+
+    auto* stats = reinterpret_cast<DeviceQueryStats*>(ctx.device_stats());
+    constexpr size_t kCountOffset = 64;  // the count sits after the statistics
+    auto* count = reinterpret_cast<unsigned long long*>(ctx.device_stats() + kCountOffset);
+    GPUJOIN_CUDA_RETURN(cudaMemsetAsync(stats, 0, sizeof(*stats), ctx.stream()), "join");
+    GPUJOIN_CUDA_RETURN(
+        JoinKeys(index.table(), keys, rows, bound, left_rows, b.first_left_row, out_left, out_right,
+                 device_capacity, count, found, probes, stats, base + scratch_at, ctx.stream()),
+        "join");
+
+    DeviceQueryStats d;
+    unsigned long long matches = 0;
+    const DeviceRange pieces[4] = {{ctx.device_stats(), kCountOffset + sizeof(matches)},
+                                   {out_left, device_capacity * 8},
+                                   {probes, want_probes ? rows * 4 : 0},
+                                   {found, want_found ? rows : 0}};
+    if (StreamContext::GatheredBytes(pieces) <= StreamContext::kStagingBytes) {
+      // Small batch: bringing back unused capacity (at most 8 bytes per left row)
+      // costs less than a second round trip.
+      const uint8_t* host[4] = {};
+      GPUJOIN_RETURN_IF_ERROR(ctx.DownloadGathered(pieces, host, "join results"));
+      std::memcpy(&d, host[0], sizeof(d));
+      std::memcpy(&matches, host[0] + kCountOffset, sizeof(matches));
+      const uint64_t written = std::min<uint64_t>(matches, capacity);
+      std::memcpy(b.out_left_rows.data(), host[1], written * 4);
+      std::memcpy(b.out_right_rows.data(), host[1] + device_capacity * 4, written * 4);
+      if (want_probes) std::memcpy(b.probes.data(), host[2], b.probes.size_bytes());
+      if (want_found) std::memcpy(b.found.data(), host[3], b.found.size());
+    } else {
+      // Large batch: statistics and count (adjacent) first, one wait; they say how
+      // many pairs to bring back.
+      const DeviceRange head[1] = {pieces[0]};
+      const uint8_t* host[1] = {};
+      GPUJOIN_RETURN_IF_ERROR(ctx.DownloadGathered(head, host, "join statistics and count"));
+      std::memcpy(&d, host[0], sizeof(d));
+      std::memcpy(&matches, host[0] + kCountOffset, sizeof(matches));
       const uint64_t written = std::min<uint64_t>(matches, capacity);
       GPUJOIN_RETURN_IF_ERROR(
-          ctx.Download(b.out_left_rows.data(), out_left.data(), written * 4, "join left rows"));
+          ctx.Download(b.out_left_rows.data(), out_left, written * 4, "join left rows"));
       GPUJOIN_RETURN_IF_ERROR(
-          ctx.Download(b.out_right_rows.data(), out_right.data(), written * 4, "join right rows"));
-      GPUJOIN_RETURN_IF_ERROR(ctx.Download(b.found.data(), found.data(), b.found.size(), "found"));
+          ctx.Download(b.out_right_rows.data(), out_right, written * 4, "join right rows"));
+      GPUJOIN_RETURN_IF_ERROR(ctx.Download(b.found.data(), found, b.found.size(), "found"));
       GPUJOIN_RETURN_IF_ERROR(
-          ctx.Download(b.probes.data(), probes.data(), b.probes.size_bytes(), "probes"));
-      *b.result =
-          JoinResult{matches, matches > capacity || build_overflow, ToQueryStatistics(d, rows)};
+          ctx.Download(b.probes.data(), probes, b.probes.size_bytes(), "probes"));
     }
+    *b.result =
+        JoinResult{matches, matches > capacity || build_overflow, ToQueryStatistics(d, rows)};
     return absl::OkStatus();
   }
 

@@ -1,6 +1,7 @@
 #include "cuda/stream_context.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -8,17 +9,36 @@
 
 namespace gpujoin::engine::detail {
 
+namespace {
+
+size_t Align16(size_t v) { return (v + 15) & ~size_t(15); }
+
+}  // namespace
+
+bool CudaWaitsBlock() {
+  static const bool block = [] {
+    const char* v = std::getenv("GPUJOIN_CUDA_SPIN_WAIT");
+    return v == nullptr || v[0] == '\0' || v[0] == '0';
+  }();
+  return block;
+}
+
 absl::StatusOr<std::unique_ptr<StreamContext>> StreamContext::Create() {
   std::unique_ptr<StreamContext> ctx(new StreamContext());
   GPUJOIN_CUDA_RETURN(cudaStreamCreateWithFlags(&ctx->stream_, cudaStreamNonBlocking),
                       "create stream");
+  // Blocking-sync events put a waiting thread to sleep instead of spinning a core,
+  // so more Runs than cores can wait on the GPU at once.
+  const unsigned event_flags =
+      cudaEventDisableTiming | (CudaWaitsBlock() ? cudaEventBlockingSync : 0u);
   for (int b = 0; b < 2; ++b) {
     auto staging = PinnedBuffer::Allocate(kStagingBytes, "staging buffer");
     if (!staging.ok()) return staging.status();
     ctx->staging_[b] = std::move(*staging);
-    GPUJOIN_CUDA_RETURN(cudaEventCreateWithFlags(&ctx->staged_[b], cudaEventDisableTiming),
+    GPUJOIN_CUDA_RETURN(cudaEventCreateWithFlags(&ctx->staged_[b], event_flags),
                         "create staging event");
   }
+  GPUJOIN_CUDA_RETURN(cudaEventCreateWithFlags(&ctx->done_, event_flags), "create stream event");
   auto host_stats = PinnedBuffer::Allocate(256, "statistics");
   if (!host_stats.ok()) return host_stats.status();
   ctx->host_stats_ = std::move(*host_stats);
@@ -35,6 +55,7 @@ StreamContext::~StreamContext() {
   for (cudaEvent_t e : staged_) {
     if (e != nullptr) (void)cudaEventDestroy(e);
   }
+  if (done_ != nullptr) (void)cudaEventDestroy(done_);
   if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
 }
 
@@ -89,8 +110,41 @@ absl::Status StreamContext::Download(void* dst, const void* src, size_t bytes, c
   return absl::OkStatus();
 }
 
+size_t StreamContext::GatheredBytes(std::span<const DeviceRange> pieces) {
+  size_t total = 0;
+  for (const DeviceRange& p : pieces) total += Align16(p.bytes);
+  return total;
+}
+
+absl::Status StreamContext::DownloadGathered(std::span<const DeviceRange> pieces,
+                                             std::span<const uint8_t*> out, const char* what) {
+  const size_t total = GatheredBytes(pieces);
+  if (total > kStagingBytes || out.size() < pieces.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("download ", what, ": ", pieces.size(), " pieces of ", total, " bytes for ",
+                     out.size(), " outputs and ", kStagingBytes, " bytes of staging"));
+  }
+  uint8_t* base = staging_[0].data();
+  size_t off = 0;
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    out[k] = base + off;
+    if (pieces[k].bytes > 0) {
+      // Stream order puts these copies after any upload still reading staging.
+      GPUJOIN_CUDA_RETURN(cudaMemcpyAsync(base + off, pieces[k].data, pieces[k].bytes,
+                                          cudaMemcpyDeviceToHost, stream_),
+                          absl::StrCat("download ", what));
+    }
+    off += Align16(pieces[k].bytes);
+  }
+  // Uploads wait on this event before they write the buffer again.
+  GPUJOIN_CUDA_RETURN(cudaEventRecord(staged_[0], stream_), absl::StrCat("download ", what));
+  GPUJOIN_CUDA_RETURN(cudaEventSynchronize(staged_[0]), absl::StrCat("download ", what));
+  return absl::OkStatus();
+}
+
 absl::Status StreamContext::Synchronize(const char* what) {
-  GPUJOIN_CUDA_RETURN(cudaStreamSynchronize(stream_), what);
+  GPUJOIN_CUDA_RETURN(cudaEventRecord(done_, stream_), what);
+  GPUJOIN_CUDA_RETURN(cudaEventSynchronize(done_), what);
   return absl::OkStatus();
 }
 

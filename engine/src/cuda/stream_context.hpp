@@ -25,6 +25,17 @@ struct HostRange {
   size_t bytes;
 };
 
+/// A device byte range to download.
+struct DeviceRange {
+  const void* data;
+  size_t bytes;
+};
+
+/// Whether host waits on the GPU block the thread (events created with
+/// cudaEventBlockingSync; the default) or spin a core. GPUJOIN_CUDA_SPIN_WAIT=1 in
+/// the environment selects spinning (read once per process; for measurements).
+bool CudaWaitsBlock();
+
 class StreamContext {
  public:
   /// Bytes of each of the two pinned staging buffers.
@@ -53,7 +64,20 @@ class StreamContext {
   /// returns when `dst` is written (synchronises with the stream).
   absl::Status Download(void* dst, const void* src, size_t bytes, const char* what);
 
-  /// Waits for everything queued on the stream.
+  /// Bytes DownloadGathered needs in staging for pieces of these sizes (each piece
+  /// starts 16-byte aligned).
+  static size_t GatheredBytes(std::span<const DeviceRange> pieces);
+
+  /// Queues device-to-host copies of every piece into one pinned staging buffer,
+  /// back to back, then waits for the stream once. `out[k]` receives the host
+  /// address of piece k, valid until the next Upload, Download or
+  /// DownloadGathered. GatheredBytes(pieces) must be at most kStagingBytes
+  /// (INVALID_ARGUMENT otherwise); `out` must hold pieces.size() entries.
+  absl::Status DownloadGathered(std::span<const DeviceRange> pieces, std::span<const uint8_t*> out,
+                                const char* what);
+
+  /// Waits for everything queued on the stream (one event; blocking unless
+  /// CudaWaitsBlock() is false).
   absl::Status Synchronize(const char* what);
 
  private:
@@ -62,6 +86,7 @@ class StreamContext {
   cudaStream_t stream_ = nullptr;
   PinnedBuffer staging_[2];
   cudaEvent_t staged_[2] = {nullptr, nullptr};
+  cudaEvent_t done_ = nullptr;  // recorded and waited on by Synchronize
   PinnedBuffer host_stats_;
   DeviceBuffer<uint8_t> device_stats_;
   LookupGraphCache graphs_;

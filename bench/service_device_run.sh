@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# One device session for the CUDA backend's per-batch service overhead (issues 3
+# and 7): the GPU differential tests, the CUDA instances of the engine tests, the
+# hashing device and backend tests, then gpujoind (CUDA) with gpujoin-loadtest:
+# the service table (lookup and join, 1K and 1M rows, 1/4/16 streams, with the
+# echo ceiling) and, for 1K batches at 16 streams with in-flight 4, the executor
+# size (16 and 32 threads) with blocking waits and 16 threads with spinning waits
+# (GPUJOIN_CUDA_SPIN_WAIT=1). Expects a bundle made by ../shared/tools/bundle-for-device
+# in $GPU_BUNDLE (default .gpu-join) holding gpu_differential_tests, engine_tests,
+# hashing_device_test, hashing_backend_test, gpujoind and gpujoin-loadtest. Logs go
+# to $OUT (or /tmp/gpujoin-service-device), packed into logs.tar.gz. Prints the
+# test summary, the executor comparison and the table last.
+set -uo pipefail
+bundle=${GPU_BUNDLE:-.gpu-join}
+source "$bundle/env.sh"
+out=${OUT:-/tmp/gpujoin-service-device}
+mkdir -p "$out/logs"
+logs=$out/logs
+summary=()
+step() {  # step NAME TIMEOUT CMD...
+  local name=$1 limit=$2; shift 2
+  local t0=$(date +%s)
+  timeout "$limit" "$@" >"$logs/$name.log" 2>&1
+  local rc=$?
+  summary+=("$(printf '%-16s rc=%-3s %4ss  %s' "$name" "$rc" "$(($(date +%s) - t0))" "$(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$logs/$name.log" | tr '\n' ' ' | cut -c1-90)")")
+}
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >"$logs/gpu.log" 2>&1
+step gpu_tests 120 "$bundle/bin/gpu_differential_tests"
+step engine_cuda 60 "$bundle/bin/engine_tests" --gtest_filter='*cuda*:*Cuda*'
+step hash_device 30 "$bundle/bin/hashing_device_test"
+step hash_backend 30 "$bundle/bin/hashing_backend_test"
+
+table=loadtest/run-service-table.sh
+d=${DURATION:-1} w=${WARMUP:-0.3}
+exec_rows=()
+executor() {  # executor LABEL THREADS [env...]
+  local label=$1 threads=$2; shift 2
+  env "$@" ROWS=1K CONC=16 DURATION=$d WARMUP=$w GPUJOIND_ARGS=--executor-threads=$threads \
+    timeout 60 bash $table "$bundle/bin/gpujoind" "$bundle/bin/gpujoin-loadtest" "$logs/exec-$label" \
+    cuda --in-flight 4 >"$logs/exec-$label.log" 2>&1
+  local rc=$?
+  local l j
+  l=$(awk '$1=="lookup" && $2=="server" {print $7, $13, $NF, "err=" $15 "+" $16}' "$logs/exec-$label/lookup.txt" 2>/dev/null)
+  j=$(awk '$1=="join" && $2=="server" {print $7, $13, $NF, "err=" $15 "+" $16}' "$logs/exec-$label/join.txt" 2>/dev/null)
+  exec_rows+=("$(printf '%-14s rc=%-2s lookup %-22s join %s' "$label" "$rc" "$l" "$j")")
+}
+executor block-16 16
+executor block-32 32
+executor spin-16 16 GPUJOIN_CUDA_SPIN_WAIT=1
+ROWS=1K,1M DURATION=$d WARMUP=$w timeout 120 bash $table "$bundle/bin/gpujoind" \
+  "$bundle/bin/gpujoin-loadtest" "$logs/table" cuda >"$logs/table.log" 2>&1
+table_rc=$?
+tar -C "$out" -czf "$out/logs.tar.gz" logs 2>/dev/null
+echo "== failures (first lines)"
+grep -hE '^\[  FAILED|Failure' "$logs"/*.log | head -20
+echo "== tests"
+cat "$logs/gpu.log"
+printf '%s\n' "${summary[@]}"
+echo "== executor, 1K rows, 16 streams, in-flight 4 (batches/s p99ms %echo errors+wrong)"
+printf '%s\n' "${exec_rows[@]}"
+echo "== table rc=$table_rc"
+tail -n 30 "$logs/table.log"
