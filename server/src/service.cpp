@@ -112,6 +112,46 @@ struct HashTraits {
 
 // ---------------------------------------------------------------- stream reactor
 
+
+// The drive loop shared by the reactors. gRPC may run reactions inline inside
+// StartRead/StartWrite, and Finish may lead to OnDone (delete this), so only one
+// thread drives at a time: another caller leaves a note and the driver loops once
+// more. `next()` runs with `mu` held and returns the operations to start (an
+// empty Actions when there is nothing to do); `start(actions)` runs without the
+// lock and returns false once it called Finish, after which nothing may touch the
+// reactor (or this driver, which lives in it).
+class SingleDriver {
+ public:
+  template <typename Next, typename Start>
+  void Drive(std::mutex& mu, Next next, Start start) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (driving_) {
+        redrive_ = true;
+        return;
+      }
+      driving_ = true;
+    }
+    for (;;) {
+      decltype(next()) act;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        act = next();
+        if (act.empty() && !redrive_) {
+          driving_ = false;
+          return;
+        }
+        redrive_ = false;
+      }
+      if (!start(act)) return;
+    }
+  }
+
+ private:
+  bool driving_ = false;  // guarded by the caller's mutex
+  bool redrive_ = false;  // guarded by the caller's mutex
+};
+
 template <typename Traits>
 class StreamReactor final
     : public grpc::ServerBidiReactor<typename Traits::Request, typename Traits::Response>,
@@ -133,6 +173,7 @@ class StreamReactor final
     Request* read = nullptr;
     Response* write = nullptr;
     std::optional<grpc::Status> finish;
+    bool empty() const { return read == nullptr && write == nullptr && !finish; }
   };
 
  public:
@@ -283,44 +324,21 @@ class StreamReactor final
     Drive();
   }
 
-  // Starts whatever gRPC operations the state calls for. gRPC may run reactions
-  // inline inside StartRead/StartWrite, and Finish may lead to OnDone (delete
-  // this), so: only one thread drives at a time (others leave a note and the
-  // driver loops), operations start outside the lock, and after Finish nothing
-  // touches the reactor. Finish is only decided when no executor task and no
-  // write is pending.
+  // Starts whatever gRPC operations the state calls for (see SingleDriver). Finish
+  // is only decided when no executor task and no write is pending.
   void Drive() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (driving_) {
-        redrive_ = true;
-        return;
-      }
-      driving_ = true;
-    }
-    for (;;) {
-      Actions act;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        act = NextActionsLocked();
-        if (!act.read && !act.write && !act.finish) {
-          if (!redrive_) {
-            driving_ = false;
-            return;
-          }
-        }
-        redrive_ = false;
-      }
-      if (act.read != nullptr) this->StartRead(act.read);
-      if (act.write != nullptr) this->StartWrite(act.write);
-      if (act.finish) {
-        LogDebug(absl::StrCat(std::string(Traits::kRpc), " stream finishing: code ",
-                              static_cast<int>(act.finish->error_code()), " ",
-                              act.finish->error_message()));
-        this->Finish(*act.finish);
-        return;
-      }
-    }
+    driver_.Drive(
+        mu_, [this] { return NextActionsLocked(); },
+        [this](const Actions& act) {
+          if (act.read != nullptr) this->StartRead(act.read);
+          if (act.write != nullptr) this->StartWrite(act.write);
+          if (!act.finish) return true;
+          LogDebug(absl::StrCat(std::string(Traits::kRpc), " stream finishing: code ",
+                                static_cast<int>(act.finish->error_code()), " ",
+                                act.finish->error_message()));
+          this->Finish(*act.finish);
+          return false;
+        });
   }
 
   Actions NextActionsLocked() {
@@ -393,8 +411,7 @@ class StreamReactor final
   bool write_failed_ = false;
   bool draining_ = false;
   bool finished_ = false;
-  bool driving_ = false;
-  bool redrive_ = false;
+  SingleDriver driver_;
   std::optional<grpc::Status> rejected_;  // auth or drain refusal at the start
   std::atomic<bool> cancelled_{false};
 };
@@ -474,6 +491,7 @@ class BuildReactor final : public grpc::ServerReadReactor<v1::BuildIndexRequest>
     bool read = false;
     bool build = false;
     std::optional<absl::Status> finish;
+    bool empty() const { return !read && !build && !finish; }
   };
 
   Actions NextActionsLocked() {
@@ -497,37 +515,18 @@ class BuildReactor final : public grpc::ServerReadReactor<v1::BuildIndexRequest>
     return act;
   }
 
-  // Single-driver loop; see StreamReactor::Drive.
+  // Starts whatever the state calls for (see SingleDriver).
   void Drive() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (driving_) {
-        redrive_ = true;
-        return;
-      }
-      driving_ = true;
-    }
-    for (;;) {
-      Actions act;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        act = NextActionsLocked();
-        if (!act.read && !act.build && !act.finish) {
-          if (!redrive_) {
-            driving_ = false;
-            return;
-          }
-        }
-        redrive_ = false;
-      }
-      if (act.read) StartRead(&message_);
-      if (act.build) service_->executor()->Submit([this] { Build(); });
-      if (act.finish) {
-        if (!rejected_) Account(*act.finish);
-        Finish(ToGrpcStatus(*act.finish));
-        return;
-      }
-    }
+    driver_.Drive(
+        mu_, [this] { return NextActionsLocked(); },
+        [this](const Actions& act) {
+          if (act.read) StartRead(&message_);
+          if (act.build) service_->executor()->Submit([this] { Build(); });
+          if (!act.finish) return true;
+          if (!rejected_) Account(*act.finish);
+          Finish(ToGrpcStatus(*act.finish));
+          return false;
+        });
   }
 
   // Executor thread: the engine build, then the atomic install.
@@ -573,8 +572,7 @@ class BuildReactor final : public grpc::ServerReadReactor<v1::BuildIndexRequest>
   bool input_done_ = false;
   bool building_ = false;
   bool finished_ = false;
-  bool driving_ = false;
-  bool redrive_ = false;
+  SingleDriver driver_;
   std::atomic<bool> cancelled_{false};
   std::condition_variable cancel_cv_;   // signalled by OnCancel
   Clock::time_point input_end_;         // guarded by mu_
