@@ -2,14 +2,17 @@
 # One device session for the CUDA backend's per-batch service overhead (issues 3
 # and 7): the GPU differential tests, the CUDA instances of the engine tests, the
 # hashing device and backend tests, then gpujoind (CUDA) with gpujoin-loadtest:
+# for 1K batches at 16 streams with in-flight 4, the executor size (16 and 32
+# threads) under the three GPU wait modes -- blocking (GPUJOIN_CUDA_WAIT_POLL_US=0),
+# spinning (GPUJOIN_CUDA_SPIN_WAIT=1) and hybrid (GPUJOIN_CUDA_WAIT_POLL_US=$POLL_US,
+# default 30) -- then 1-stream 1K lookup/join latency per mode, and with TABLE=1
 # the service table (lookup and join, 1K and 1M rows, 1/4/16 streams, with the
-# echo ceiling) and, for 1K batches at 16 streams with in-flight 4, the executor
-# size (16 and 32 threads) with blocking waits and 16 threads with spinning waits
-# (GPUJOIN_CUDA_SPIN_WAIT=1). Expects a bundle made by ../shared/tools/bundle-for-device
-# in $GPU_BUNDLE (default .gpu-join) holding gpu_differential_tests, engine_tests,
-# hashing_device_test, hashing_backend_test, gpujoind and gpujoin-loadtest. Logs go
-# to $OUT (or /tmp/gpujoin-service-device), packed into logs.tar.gz. Prints the
-# test summary, the executor comparison and the table last.
+# echo ceiling). Expects a bundle made by ../shared/tools/bundle-for-device in
+# $GPU_BUNDLE (default .gpu-join) holding gpu_differential_tests, engine_tests,
+# gpujoind and gpujoin-loadtest (hashing_device_test and hashing_backend_test run
+# when present). Logs go to $OUT (or /tmp/gpujoin-service-device), packed into
+# logs.tar.gz. Prints the test summary, the executor comparison, the latency rows
+# and (TABLE=1) the table last.
 set -uo pipefail
 bundle=${GPU_BUNDLE:-.gpu-join}
 source "$bundle/env.sh"
@@ -27,8 +30,8 @@ step() {  # step NAME TIMEOUT CMD...
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >"$logs/gpu.log" 2>&1
 step gpu_tests 120 "$bundle/bin/gpu_differential_tests"
 step engine_cuda 60 "$bundle/bin/engine_tests" --gtest_filter='*cuda*:*Cuda*'
-step hash_device 30 "$bundle/bin/hashing_device_test"
-step hash_backend 30 "$bundle/bin/hashing_backend_test"
+[ -x "$bundle/bin/hashing_device_test" ] && step hash_device 30 "$bundle/bin/hashing_device_test"
+[ -x "$bundle/bin/hashing_backend_test" ] && step hash_backend 30 "$bundle/bin/hashing_backend_test"
 
 table=loadtest/run-service-table.sh
 d=${DURATION:-1} w=${WARMUP:-0.3}
@@ -44,12 +47,34 @@ executor() {  # executor LABEL THREADS [env...]
   j=$(awk '$1=="join" && $2=="server" {print $7, $13, $NF, "err=" $15 "+" $16}' "$logs/exec-$label/join.txt" 2>/dev/null)
   exec_rows+=("$(printf '%-14s rc=%-2s lookup %-22s join %s' "$label" "$rc" "$l" "$j")")
 }
-executor block-16 16
-executor block-32 32
+poll=${POLL_US:-30}
+executor block-16 16 GPUJOIN_CUDA_WAIT_POLL_US=0
 executor spin-16 16 GPUJOIN_CUDA_SPIN_WAIT=1
-ROWS=1K,1M DURATION=$d WARMUP=$w timeout 120 bash $table "$bundle/bin/gpujoind" \
-  "$bundle/bin/gpujoin-loadtest" "$logs/table" cuda >"$logs/table.log" 2>&1
-table_rc=$?
+executor hybrid-16 16 GPUJOIN_CUDA_WAIT_POLL_US=$poll
+executor block-32 32 GPUJOIN_CUDA_WAIT_POLL_US=0
+executor spin-32 32 GPUJOIN_CUDA_SPIN_WAIT=1
+executor hybrid-32 32 GPUJOIN_CUDA_WAIT_POLL_US=$poll
+lat_rows=()
+latency() {  # latency LABEL [env...]: 1 stream, 1K rows, default executor and in-flight
+  local label=$1; shift
+  env "$@" ROWS=1K CONC=1 DURATION=$d WARMUP=$w timeout 60 bash $table "$bundle/bin/gpujoind" \
+    "$bundle/bin/gpujoin-loadtest" "$logs/lat-$label" cuda >"$logs/lat-$label.log" 2>&1
+  local rc=$? rpc r
+  for rpc in lookup join; do
+    r=$(awk -v rpc=$rpc '$1==rpc && $2=="server" {print $7, "p50=" $11, "p99=" $13, $NF, "err=" $15 "+" $16}' \
+      "$logs/lat-$label/$rpc.txt" 2>/dev/null)
+    lat_rows+=("$(printf '%-8s rc=%-2s %-6s %s' "$label" "$rc" "$rpc" "$r")")
+  done
+}
+latency block GPUJOIN_CUDA_WAIT_POLL_US=0
+latency spin GPUJOIN_CUDA_SPIN_WAIT=1
+latency hybrid GPUJOIN_CUDA_WAIT_POLL_US=$poll
+table_rc=skipped
+if [ "${TABLE:-0}" = 1 ]; then
+  ROWS=1K,1M DURATION=$d WARMUP=$w timeout 120 bash $table "$bundle/bin/gpujoind" \
+    "$bundle/bin/gpujoin-loadtest" "$logs/table" cuda >"$logs/table.log" 2>&1
+  table_rc=$?
+fi
 tar -C "$out" -czf "$out/logs.tar.gz" logs 2>/dev/null
 echo "== failures (first lines)"
 grep -hE '^\[  FAILED|Failure' "$logs"/*.log | head -20
@@ -58,5 +83,7 @@ cat "$logs/gpu.log"
 printf '%s\n' "${summary[@]}"
 echo "== executor, 1K rows, 16 streams, in-flight 4 (batches/s p99ms %echo errors+wrong)"
 printf '%s\n' "${exec_rows[@]}"
+echo "== latency, 1K rows, 1 stream (batches/s p50/p99 ms %echo errors+wrong)"
+printf '%s\n' "${lat_rows[@]}"
 echo "== table rc=$table_rc"
-tail -n 30 "$logs/table.log"
+[ -f "$logs/table.log" ] && tail -n 30 "$logs/table.log"

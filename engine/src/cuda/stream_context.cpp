@@ -1,8 +1,14 @@
 #include "cuda/stream_context.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 #include "absl/strings/str_cat.h"
 #include "cuda/cuda_error.hpp"
@@ -15,12 +21,48 @@ size_t Align16(size_t v) { return (v + 15) & ~size_t(15); }
 
 }  // namespace
 
-bool CudaWaitsBlock() {
-  static const bool block = [] {
-    const char* v = std::getenv("GPUJOIN_CUDA_SPIN_WAIT");
-    return v == nullptr || v[0] == '\0' || v[0] == '0';
+const CudaWaitMode& CudaWaits() {
+  static const CudaWaitMode mode = [] {
+    CudaWaitMode m;
+    m.poll_us = kDefaultWaitPollUs;
+    if (const char* v = std::getenv("GPUJOIN_CUDA_WAIT_POLL_US"); v != nullptr && v[0] != '\0') {
+      char* end = nullptr;
+      const unsigned long us = std::strtoul(v, &end, 10);
+      // Malformed values keep the default; cap at one second.
+      if (end != v && *end == '\0') m.poll_us = uint32_t(std::min<unsigned long>(us, 1000000));
+    }
+    if (const char* v = std::getenv("GPUJOIN_CUDA_SPIN_WAIT");
+        v != nullptr && v[0] != '\0' && v[0] != '0') {
+      m.blocking_events = false;
+      m.poll_us = 0;
+    }
+    return m;
   }();
-  return block;
+  return mode;
+}
+
+bool CudaWaitsBlock() { return CudaWaits().blocking_events; }
+
+cudaError_t WaitForEvent(cudaEvent_t event) {
+  const CudaWaitMode& mode = CudaWaits();
+  if (mode.poll_us > 0) {
+    // Most small batches finish within tens of microseconds: catching them by
+    // polling avoids the ~50 us sleep/wake-up of a blocking-sync wait, and the
+    // bound keeps threads beyond the core count from spinning for long.
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::microseconds(mode.poll_us);
+    for (;;) {
+      const cudaError_t e = cudaEventQuery(event);
+      if (e != cudaErrorNotReady) return e;
+      if (std::chrono::steady_clock::now() >= deadline) break;
+#if defined(__x86_64__) || defined(__i386__)
+      _mm_pause();
+#endif
+      std::this_thread::yield();
+    }
+  }
+  // Sleeps on cudaEventBlockingSync events; spins under GPUJOIN_CUDA_SPIN_WAIT=1.
+  return cudaEventSynchronize(event);
 }
 
 absl::StatusOr<std::unique_ptr<StreamContext>> StreamContext::Create() {
@@ -68,7 +110,7 @@ absl::Status StreamContext::Upload(void* dst, std::span<const HostRange> ranges,
     while (left > 0) {
       const size_t piece = std::min(left, kStagingBytes);
       // The buffer is free once the copy queued from it last time has run.
-      GPUJOIN_CUDA_RETURN(cudaEventSynchronize(staged_[b]), absl::StrCat("upload ", what));
+      GPUJOIN_CUDA_RETURN(WaitForEvent(staged_[b]), absl::StrCat("upload ", what));
       std::memcpy(staging_[b].data(), src, piece);
       GPUJOIN_CUDA_RETURN(
           cudaMemcpyAsync(out, staging_[b].data(), piece, cudaMemcpyHostToDevice, stream_),
@@ -104,7 +146,7 @@ absl::Status StreamContext::Download(void* dst, const void* src, size_t bytes, c
     if (k + 1 < pieces) {
       if (auto s = queue(k + 1); !s.ok()) return s;
     }
-    GPUJOIN_CUDA_RETURN(cudaEventSynchronize(staged_[k & 1]), absl::StrCat("download ", what));
+    GPUJOIN_CUDA_RETURN(WaitForEvent(staged_[k & 1]), absl::StrCat("download ", what));
     std::memcpy(out + k * kStagingBytes, staging_[k & 1].data(), piece_bytes(k));
   }
   return absl::OkStatus();
@@ -138,13 +180,13 @@ absl::Status StreamContext::DownloadGathered(std::span<const DeviceRange> pieces
   }
   // Uploads wait on this event before they write the buffer again.
   GPUJOIN_CUDA_RETURN(cudaEventRecord(staged_[0], stream_), absl::StrCat("download ", what));
-  GPUJOIN_CUDA_RETURN(cudaEventSynchronize(staged_[0]), absl::StrCat("download ", what));
+  GPUJOIN_CUDA_RETURN(WaitForEvent(staged_[0]), absl::StrCat("download ", what));
   return absl::OkStatus();
 }
 
 absl::Status StreamContext::Synchronize(const char* what) {
   GPUJOIN_CUDA_RETURN(cudaEventRecord(done_, stream_), what);
-  GPUJOIN_CUDA_RETURN(cudaEventSynchronize(done_), what);
+  GPUJOIN_CUDA_RETURN(WaitForEvent(done_), what);
   return absl::OkStatus();
 }
 

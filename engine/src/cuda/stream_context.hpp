@@ -31,10 +31,37 @@ struct DeviceRange {
   size_t bytes;
 };
 
-/// Whether host waits on the GPU block the thread (events created with
-/// cudaEventBlockingSync; the default) or spin a core. GPUJOIN_CUDA_SPIN_WAIT=1 in
-/// the environment selects spinning (read once per process; for measurements).
+/// How host threads wait for the GPU, read once per process from the environment
+/// (for measurements; docs/PERFORMANCE.md "Hybrid GPU waits"):
+///   GPUJOIN_CUDA_SPIN_WAIT=1      pure spinning: events without
+///                                 cudaEventBlockingSync, cudaEventSynchronize spins
+///                                 a core (fastest while executor threads <= cores,
+///                                 collapses beyond).
+///   GPUJOIN_CUDA_WAIT_POLL_US=<n> hybrid: poll cudaEventQuery for up to n
+///                                 microseconds (pause/yield between polls), then
+///                                 sleep in cudaEventSynchronize on a
+///                                 cudaEventBlockingSync event; 0 = pure blocking.
+///                                 Unset: kDefaultWaitPollUs.
+/// SPIN_WAIT=1 wins over WAIT_POLL_US.
+struct CudaWaitMode {
+  /// Events are created with cudaEventBlockingSync (false only for pure spinning).
+  bool blocking_events = true;
+  /// Microseconds to poll cudaEventQuery before blocking (0 = block at once).
+  uint32_t poll_us = 0;
+};
+
+/// Poll time used when GPUJOIN_CUDA_WAIT_POLL_US is not set.
+inline constexpr uint32_t kDefaultWaitPollUs = 30;
+
+/// The process-wide wait mode (environment read on first call).
+const CudaWaitMode& CudaWaits();
+
+/// Whether host waits may sleep (events created with cudaEventBlockingSync):
+/// false only under GPUJOIN_CUDA_SPIN_WAIT=1.
 bool CudaWaitsBlock();
+
+/// Waits until `event` has completed using the process-wide CudaWaits() mode.
+cudaError_t WaitForEvent(cudaEvent_t event);
 
 class StreamContext {
  public:
@@ -76,8 +103,8 @@ class StreamContext {
   absl::Status DownloadGathered(std::span<const DeviceRange> pieces, std::span<const uint8_t*> out,
                                 const char* what);
 
-  /// Waits for everything queued on the stream (one event; blocking unless
-  /// CudaWaitsBlock() is false).
+  /// Waits for everything queued on the stream (one event, waited on with
+  /// WaitForEvent).
   absl::Status Synchronize(const char* what);
 
  private:
