@@ -50,8 +50,11 @@ struct CudaWaitMode {
   uint32_t poll_us = 0;
 };
 
-/// Poll time used when GPUJOIN_CUDA_WAIT_POLL_US is not set.
-inline constexpr uint32_t kDefaultWaitPollUs = 30;
+/// Poll time used when GPUJOIN_CUDA_WAIT_POLL_US is not set: 0, pure blocking. On the
+/// H200 (docs/PERFORMANCE.md "Hybrid GPU waits") a 30 us poll matched blocking for
+/// 1K lookups at 16 streams and spinning for joins, but not spinning for lookups,
+/// so it is not the default.
+inline constexpr uint32_t kDefaultWaitPollUs = 0;
 
 /// The process-wide wait mode (environment read on first call).
 const CudaWaitMode& CudaWaits();
