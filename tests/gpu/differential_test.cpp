@@ -22,6 +22,7 @@
 
 #include "gpujoin/engine/backend.hpp"
 #include "gpujoin/engine/graph.hpp"
+#include "test_backends.hpp"  // tests/engine: Cut
 
 namespace gpujoin::engine {
 namespace {
@@ -121,14 +122,7 @@ class Differential : public ::testing::Test {
     std::vector<size_t> cuts;
     for (int c = 1; c < chunks; ++c) cuts.push_back(v.empty() ? 0 : rng_() % (v.size() + 1));
     std::sort(cuts.begin(), cuts.end());
-    Chunked<T> out;
-    size_t begin = 0;
-    for (size_t c : cuts) {
-      out.push_back(std::span<const T>(v.data() + begin, c - begin));
-      begin = c;
-    }
-    out.push_back(std::span<const T>(v.data() + begin, v.size() - begin));
-    return out;
+    return testing::Cut(v, cuts);
   }
 
   std::unique_ptr<HashIndex> NewIndex(Backend& b, uint32_t capacity, uint32_t max_probe = 0) {
