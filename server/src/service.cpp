@@ -27,34 +27,38 @@ uint64_t U32Rows(bool has, const v1::U32Column& c) {
 // (on the executor), cheap in-order admission (on the reactor) and the in-order
 // completion step before a response is written.
 
-struct LookupTraits {
-  using Request = v1::LookupRequest;
-  using Response = v1::LookupResponse;
+// Defaults for RPCs whose batches are independent: no per-stream state, nothing to
+// admit or complete in order, never run on the gRPC thread.
+template <typename RequestT, typename ResponseT>
+struct StatelessTraits {
+  using Request = RequestT;
+  using Response = ResponseT;
   using Partial = std::monostate;
-  static constexpr std::string_view kRpc = "Lookup";
-  explicit LookupTraits(const ServiceState&) {}
+  explicit StatelessTraits(const ServiceState&) {}
   absl::Status Admit(const Request&) { return absl::OkStatus(); }
+  void Complete(const Request&, Response*, Partial&) {}
+  static constexpr bool kMayInline = false;
+  static uint64_t InlineCost(const Request&) { return 0; }
+};
+
+struct LookupTraits : StatelessTraits<v1::LookupRequest, v1::LookupResponse> {
+  using StatelessTraits::StatelessTraits;
+  static constexpr std::string_view kRpc = "Lookup";
   static absl::Status Process(Operations& ops, const Request& r, Response* out, Partial*) {
     return ops.Lookup(r, out);
   }
-  void Complete(const Request&, Response*, Partial&) {}
   static uint64_t Rows(const Request& r) { return U32Rows(r.has_keys(), r.keys()); }
   /// Work bound for running on the gRPC thread: rows probed and written.
   static constexpr bool kMayInline = true;
   static uint64_t InlineCost(const Request& r) { return Rows(r); }
 };
 
-struct JoinTraits {
-  using Request = v1::JoinRequest;
-  using Response = v1::JoinResponse;
-  using Partial = std::monostate;
+struct JoinTraits : StatelessTraits<v1::JoinRequest, v1::JoinResponse> {
+  using StatelessTraits::StatelessTraits;
   static constexpr std::string_view kRpc = "Join";
-  explicit JoinTraits(const ServiceState&) {}
-  absl::Status Admit(const Request&) { return absl::OkStatus(); }
   static absl::Status Process(Operations& ops, const Request& r, Response* out, Partial*) {
     return ops.Join(r, out);
   }
-  void Complete(const Request&, Response*, Partial&) {}
   static uint64_t Rows(const Request& r) {
     uint64_t rows = 0;
     for (const auto& b : r.batches()) rows += U32Rows(b.has_keys(), b.keys());
@@ -92,22 +96,15 @@ struct AggregateTraits {
   AggregateStream stream;
 };
 
-struct HashTraits {
-  using Request = v1::HashRequest;
-  using Response = v1::HashResponse;
-  using Partial = std::monostate;
+struct HashTraits : StatelessTraits<v1::HashRequest, v1::HashResponse> {
+  using StatelessTraits::StatelessTraits;
   static constexpr std::string_view kRpc = "Hash";
-  explicit HashTraits(const ServiceState&) {}
-  absl::Status Admit(const Request&) { return absl::OkStatus(); }
   static absl::Status Process(Operations& ops, const Request& r, Response* out, Partial*) {
     return ops.Hash(r, out);
   }
-  void Complete(const Request&, Response*, Partial&) {}
   static uint64_t Rows(const Request& r) {
     return r.columns_size() == 0 ? 0 : r.columns(0).length();
   }
-  static constexpr bool kMayInline = false;
-  static uint64_t InlineCost(const Request&) { return 0; }
 };
 
 // ---------------------------------------------------------------- stream reactor
