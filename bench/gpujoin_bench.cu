@@ -21,6 +21,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cuda/device_ops.hpp"
@@ -277,22 +278,25 @@ int main(int argc, char** argv) {
       gd::BuildPath path;
       bool load_first;
       uint32_t region_bits;
+      bool sort_partition = false;
     };
     // direct = one thread per row into the table; partitioned = rows grouped by
-    // table region first (2^20 slots = 8 MiB, 2^21 = 16 MiB, 2^22 = 32 MiB of
-    // table per region), then inserted in one pass after a full clear; waves =
-    // the same buffer, cleared / inserted / finalised region by region.
+    // table region first (2^21 slots = 16 MiB, 2^22 = 32 MiB of table per region;
+    // by the block-staged histogram scatter, or "sort" = a radix sort on the
+    // region), then inserted in one pass after a full clear; waves = the same
+    // buffer, cleared / inserted / finalised region by region.
     const Variant variants[] = {{"load+CAS", gd::BuildPath::kDirect, true, 0},
                                 {"CAS-first", gd::BuildPath::kDirect, false, 0},
                                 {"partitioned 32MiB", gd::BuildPath::kPartitioned, true, 22},
-                                {"waves 8MiB", gd::BuildPath::kWaves, true, 20},
                                 {"waves 16MiB", gd::BuildPath::kWaves, true, 21},
                                 {"waves 32MiB", gd::BuildPath::kWaves, true, 22},
-                                {"waves 16MiB CAS-first", gd::BuildPath::kWaves, false, 21}};
+                                {"waves 32MiB CAS-first", gd::BuildPath::kWaves, false, 22},
+                                {"waves 32MiB sort", gd::BuildPath::kWaves, true, 22, true}};
     for (const Variant& v : variants) {
       src.load_before_cas = v.load_first;
       src.path = v.path;
       src.region_bits = v.region_bits;
+      src.sort_partition = v.sort_partition;
       const std::string how = v.name;
       // Explicit values: claim + atomic-min of the row, then finalisation.
       src.values = values;
@@ -324,6 +328,7 @@ int main(int argc, char** argv) {
                         13.6e9, load == 0.5 ? 1 : 0});
     }
     src.load_before_cas = true;
+    src.sort_partition = false;
     // Clear alone, to show how much of the build it is.
     ms = MedianMs(s, [&] { CHECK_CUDA(gd::ClearTable(table, bstats, s)); });
     g_rows.push_back({"  (of which: clear table), load " + lf, double(capacity), ms,
@@ -333,8 +338,7 @@ int main(int argc, char** argv) {
     // contents are the same; the placement inside runs differs (the partitioned
     // builds insert roughly in home-slot order), and so may the lookup time. The
     // value samples also check each path's finalisation at full size.
-    for (const gd::BuildPath table_path :
-         {gd::BuildPath::kAuto, gd::BuildPath::kPartitioned, gd::BuildPath::kWaves}) {
+    for (const gd::BuildPath table_path : {gd::BuildPath::kAuto, gd::BuildPath::kWaves}) {
       const bool partitioned_table = table_path != gd::BuildPath::kAuto;
       const std::string table_note = table_path == gd::BuildPath::kPartitioned
                                          ? " [table: partitioned build]"
@@ -394,6 +398,36 @@ int main(int argc, char** argv) {
                                  (half_miss ? "50% miss" : "all hits") + ", load " + lf;
         g_rows.push_back({name, double(n), ms, double(n) * 41, target, tv, tv > 0 ? 1 : 0});
         const double lookup_rate = double(n) / (ms * 1e-3);
+        // The same lookup with each L2 prefetch size (gd::ProbeFetch), checked the same way.
+        const std::pair<gd::ProbeFetch, const char*> fetches[] = {
+            {gd::ProbeFetch::kPlain, "plain"},
+            {gd::ProbeFetch::kL2_64B, "L2::64B"},
+            {gd::ProbeFetch::kL2_128B, "L2::128B"},
+            {gd::ProbeFetch::kL2_256B, "L2::256B"},
+            {gd::ProbeFetch::kPlainThen128B, "plain then L2::128B"},
+            {gd::ProbeFetch::k64BThen128B, "L2::64B then L2::128B"}};
+        for (const auto& [fetch, fetch_name] : fetches) {
+          CHECK_CUDA(cudaMemsetAsync(out_values, 0xab, n * 4, s));
+          const double fms = MedianMs(s, [&] {
+            CHECK_CUDA(cudaMemsetAsync(qstats, 0, sizeof(gd::DeviceQueryStats), s));
+            CHECK_CUDA(gd::LookupKeys(table, queries, n, capacity, out_values, found, nullptr,
+                                      qstats, s, fetch));
+          });
+          CHECK_CUDA(cudaStreamSynchronize(s));
+          Check(Fetch(qstats).found == expect_found,
+                std::string("lookup found count, fetch ") + fetch_name);
+          CHECK_CUDA(
+              cudaMemcpy(sample.data(), out_values, sample.size() * 4, cudaMemcpyDeviceToHost));
+          bool fetch_ok = true;
+          for (uint64_t i = 0; i < sample.size(); ++i) {
+            const uint32_t row = uint32_t((i * 2654435761ull) % n);
+            fetch_ok = fetch_ok &&
+                       sample[i] == ((half_miss && (i & 1)) ? gj::kEmptyKey : 12345u + row * 3u);
+          }
+          Check(fetch_ok, std::string("lookup values sample, fetch ") + fetch_name);
+          g_rows.push_back({"  " + name + " [" + fetch_name + "]", double(n), fms,
+                            double(n) * 41, "", 0, 0});
+        }
 
         if (load == 0.5) {
           // Inner join of the same left keys: lookup + stable compaction.

@@ -108,6 +108,11 @@ struct BuildSource {
   /// 8 MiB of table, for large tables; 128 regions for small ones). Raised so
   /// that there are at most 2048 regions.
   uint32_t region_bits = 0;
+  /// Partitioned and wave paths: how the rows are grouped by region. true: a
+  /// stable CUB radix sort of (region, key:tag) pairs on the region bits only
+  /// (one digit pass); false: the block-staged histogram scatter of the third
+  /// round (the default: the sort measured 2.41 vs 1.45 ms for 2^26 rows on an H200).
+  bool sort_partition = false;
   /// Benchmarks only: three events recorded on the stream between the phases of
   /// the build (direct: after the clear, the insert, the finalisation;
   /// partitioned and waves: after the partition, the insert (waves: the wave
@@ -137,11 +142,27 @@ cudaError_t BuildTable(DeviceTable table, const BuildSource& source, uint32_t bo
 cudaError_t ClearAndBuildTable(DeviceTable table, const BuildSource& source, uint32_t bound,
                                DeviceBuildStats* stats, cudaStream_t stream);
 
+/// How a lookup reads the table: every probe step reads one 32-byte sector;
+/// the first and the later steps may ask L2 to fetch more bytes around it from
+/// DRAM (PTX load prefetch size `.L2::64B/128B/256B`), so that the next sectors
+/// of a long run are L2 hits. The results are the same; only the speed differs.
+enum class ProbeFetch : int {
+  kDefault = -1,      ///< kDefaultProbeFetch
+  kPlain = 0,         ///< no prefetch hint
+  kL2_64B = 1,        ///< every step 64 B
+  kL2_128B = 2,       ///< every step 128 B
+  kL2_256B = 3,       ///< every step 256 B
+  kPlainThen128B = 4, ///< first step no hint, later steps 128 B
+  k64BThen128B = 5,   ///< first step 64 B, later steps 128 B
+};
+/// What kDefault means (chosen from the H200 measurements in docs/PERFORMANCE.md).
+inline constexpr ProbeFetch kDefaultProbeFetch = ProbeFetch::kPlain;
+
 /// Looks up `rows` keys. Writes values[i] (kEmptyKey when missing); found[i]
 /// (1/0) and probes[i] when non-null. Adds to `stats` (zero it first).
 cudaError_t LookupKeys(DeviceTable table, const uint32_t* keys, uint64_t rows, uint32_t bound,
                        uint32_t* values, uint8_t* found, uint32_t* probes, DeviceQueryStats* stats,
-                       cudaStream_t stream);
+                       cudaStream_t stream, ProbeFetch fetch = ProbeFetch::kDefault);
 
 /// Scratch device memory a join of `rows` left rows needs (bytes).
 size_t JoinScratchBytes(uint64_t rows);

@@ -2,6 +2,8 @@
 // table layout and the contracts.
 #include <cuda_runtime.h>
 
+#include <cub/device/device_radix_sort.cuh>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -185,6 +187,48 @@ __global__ void __launch_bounds__(kBlockThreads)
       if (kValues) out_values[at] = __ldcs(values + i);
     }
     __syncthreads();  // `local` and `base` are reused by the next tile
+  }
+}
+
+// Sort partition, pass 1: the region of every row as a 16-bit sort key (invalid
+// rows get `regions`, which sorts after every region) beside its key:tag word.
+// Counts invalid rows.
+template <bool kHasValidity>
+__global__ void __launch_bounds__(kBlockThreads)
+    RegionKeysKernel(const uint32_t* __restrict__ keys, const uint32_t* __restrict__ validity,
+                     uint64_t rows, uint32_t capacity, uint32_t region_bits, uint32_t regions,
+                     uint32_t tag_offset, uint16_t* __restrict__ region_out,
+                     uint64_t* __restrict__ words_out, DeviceBuildStats* stats) {
+  unsigned long long invalid[1] = {0};
+  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
+  for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < rows; i += stride) {
+    const uint32_t key = __ldcs(keys + i);
+    const bool valid = key != kEmptyKey && (!kHasValidity || validity[i] != 0);
+    invalid[0] += valid ? 0u : 1u;
+    __stcs(reinterpret_cast<unsigned short*>(region_out + i),
+           static_cast<unsigned short>(valid ? HomeSlot(key, capacity) >> region_bits : regions));
+    __stcs(reinterpret_cast<unsigned long long*>(words_out + i),
+           static_cast<unsigned long long>((uint64_t(key) << 32) | uint32_t(tag_offset + uint32_t(i))));
+  }
+  BlockFlushStats<1>(invalid, 0, &stats->invalid_rows, nullptr);
+}
+
+// Sort partition, pass 3: region ends from the sorted region keys. ends[r] = the
+// number of entries whose region is <= r (the first entry of a later region),
+// for r < regions; ends[regions] = ends[regions - 1] = the valid rows. Boundary
+// i (between entries i - 1 and i) owns the regions in [key[i - 1], key[i]), so
+// every region is written exactly once.
+__global__ void __launch_bounds__(kBlockThreads)
+    RegionEndsKernel(const uint16_t* __restrict__ sorted, uint64_t rows, uint32_t regions,
+                     unsigned long long* __restrict__ ends) {
+  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
+  for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i <= rows; i += stride) {
+    const uint32_t lo = i == 0 ? 0u : sorted[i - 1];
+    const uint32_t hi = i == rows ? regions : min(uint32_t(sorted[i]), regions);
+    for (uint32_t r = lo; r < hi; ++r) {
+      ends[r] = i;
+      if (r + 1 == regions) ends[regions] = i;
+    }
   }
 }
 
@@ -476,9 +520,35 @@ struct ProbeResult {
   bool found;
 };
 
+// Reads the 32-byte sector at `p` (four slots) with two 16-byte read-only loads.
+// kPrefetch (ProbeFetch's sizes: 0, 64, 128 or 256) asks L2 to fetch that many
+// bytes around the first load from DRAM (PTX `.L2::<n>B`), so that the sectors a
+// long run reads next are L2 hits.
+template <int kPrefetch>
+__device__ __forceinline__ void LoadSector(const uint64_t* p, uint64_t (&s)[4]) {
+  const ulonglong2* v = reinterpret_cast<const ulonglong2*>(p);
+  if constexpr (kPrefetch == 64) {
+    asm("ld.global.nc.L2::64B.v2.u64 {%0, %1}, [%2];" : "=l"(s[0]), "=l"(s[1]) : "l"(v));
+  } else if constexpr (kPrefetch == 128) {
+    asm("ld.global.nc.L2::128B.v2.u64 {%0, %1}, [%2];" : "=l"(s[0]), "=l"(s[1]) : "l"(v));
+  } else if constexpr (kPrefetch == 256) {
+    asm("ld.global.nc.L2::256B.v2.u64 {%0, %1}, [%2];" : "=l"(s[0]), "=l"(s[1]) : "l"(v));
+  } else {
+    const ulonglong2 a = __ldg(v);
+    s[0] = a.x;
+    s[1] = a.y;
+  }
+  const ulonglong2 b = __ldg(v + 1);
+  s[2] = b.x;
+  s[3] = b.y;
+}
+
 // Linear probing from the key's home slot, reading one 32-byte sector (four
-// slots) per step. Probe counts are those of the slot-at-a-time definition: the
-// number of slots examined up to and including the deciding one, at most `bound`.
+// slots) per step; the first sector with prefetch size kFirst, later ones with
+// kLater (see LoadSector). Probe counts are those of the slot-at-a-time
+// definition: the number of slots examined up to and including the deciding one,
+// at most `bound`.
+template <int kFirst = 0, int kLater = 0>
 __device__ __forceinline__ ProbeResult Probe(const uint64_t* __restrict__ slots, uint32_t capacity,
                                              uint32_t key, uint32_t bound) {
   if (key == kEmptyKey) return {kEmptyKey, 0u, false};
@@ -490,12 +560,15 @@ __device__ __forceinline__ ProbeResult Probe(const uint64_t* __restrict__ slots,
     // measured slower on an H200 (50% misses at load 0.8): two sectors per later
     // step 16.3 vs 16.8 Gkeys/s; the first sector peeled out of the loop 12.6;
     // four keys per thread slower everywhere (see docs/PERFORMANCE.md).
+    bool first_step = true;
     while (true) {
       const uint32_t base = pos & ~3u;
-      const ulonglong2* sector = reinterpret_cast<const ulonglong2*>(slots + base);
-      const ulonglong2 a = __ldg(sector);
-      const ulonglong2 b = __ldg(sector + 1);
-      const uint64_t s[4] = {a.x, a.y, b.x, b.y};
+      uint64_t s[4];
+      if (kFirst == kLater || !first_step)
+        LoadSector<kLater>(slots + base, s);
+      else
+        LoadSector<kFirst>(slots + base, s);
+      first_step = false;
       const uint32_t first = pos & 3u;
 #pragma unroll
       for (uint32_t j = 0; j < 4; ++j) {
@@ -518,7 +591,7 @@ __device__ __forceinline__ ProbeResult Probe(const uint64_t* __restrict__ slots,
   return {kEmptyKey, bound, false};
 }
 
-template <bool kFound, bool kProbes>
+template <bool kFound, bool kProbes, int kFirst = 0, int kLater = 0>
 __global__ void __launch_bounds__(kBlockThreads)
     LookupKernel(DeviceTable table, const uint32_t* __restrict__ keys, uint64_t rows,
                  uint32_t bound, uint32_t* __restrict__ values, uint8_t* __restrict__ found,
@@ -527,7 +600,8 @@ __global__ void __launch_bounds__(kBlockThreads)
   unsigned long long max_probes = 0;
   const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
   for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < rows; i += stride) {
-    const ProbeResult r = Probe(table.slots, table.capacity, __ldcs(keys + i), bound);
+    const ProbeResult r =
+        Probe<kFirst, kLater>(table.slots, table.capacity, __ldcs(keys + i), bound);
     __stcs(values + i, r.value);
     if (kFound)
       __stcs(reinterpret_cast<signed char*>(found + i), static_cast<signed char>(r.found));
@@ -537,6 +611,35 @@ __global__ void __launch_bounds__(kBlockThreads)
     if (r.probes > max_probes) max_probes = r.probes;
   }
   BlockFlushStats<2>(sums, max_probes, &stats->found, &stats->max_probes);
+}
+
+// Launches LookupKernel<kFound, kProbes, kFirst, kLater> on a grid sized by its occupancy.
+template <bool kFound, bool kProbes, int kFirst, int kLater>
+cudaError_t LaunchLookup(DeviceTable table, const uint32_t* keys, uint64_t rows, uint32_t bound,
+                         uint32_t* values, uint8_t* found, uint32_t* probes,
+                         DeviceQueryStats* stats, cudaStream_t stream) {
+  static std::atomic<int> resident{0};
+  const auto kernel = LookupKernel<kFound, kProbes, kFirst, kLater>;
+  kernel<<<GridFor(rows, CachedResident(kernel, resident)), kBlockThreads, 0, stream>>>(
+      table, keys, rows, bound, values, found, probes, stats);
+  return cudaGetLastError();
+}
+
+template <int kFirst, int kLater>
+cudaError_t LookupWithFetch(DeviceTable table, const uint32_t* keys, uint64_t rows,
+                            uint32_t bound, uint32_t* values, uint8_t* found, uint32_t* probes,
+                            DeviceQueryStats* stats, cudaStream_t stream) {
+  if (found != nullptr && probes != nullptr)
+    return LaunchLookup<true, true, kFirst, kLater>(table, keys, rows, bound, values, found,
+                                                    probes, stats, stream);
+  if (found != nullptr)
+    return LaunchLookup<true, false, kFirst, kLater>(table, keys, rows, bound, values, found,
+                                                     probes, stats, stream);
+  if (probes != nullptr)
+    return LaunchLookup<false, true, kFirst, kLater>(table, keys, rows, bound, values, found,
+                                                     probes, stats, stream);
+  return LaunchLookup<false, false, kFirst, kLater>(table, keys, rows, bound, values, found,
+                                                    probes, stats, stream);
 }
 
 }  // namespace
@@ -744,38 +847,129 @@ uint32_t RegionBits(uint32_t capacity, const BuildSource& source, bool waves) {
   return bits;
 }
 
+// Bits of the sort partition's region keys: regions + 1 values (the invalid
+// rows' key is `regions`).
+int RegionKeyBits(uint32_t regions) { return 32 - __builtin_clz(regions); }
+
+// cub::DeviceRadixSort::SortPairs with 32-bit item counts where they fit (CUB
+// picks its offset type from the count's type; 32-bit offsets are the fast ones).
+template <typename V>
+cudaError_t SortByRegion(void* temp, size_t& bytes, const uint16_t* keys_in, uint16_t* keys_out,
+                         const V* values_in, V* values_out, uint64_t rows, int end_bit,
+                         cudaStream_t stream) {
+  if (rows <= 0x7fffffffull)
+    return cub::DeviceRadixSort::SortPairs(temp, bytes, keys_in, keys_out, values_in, values_out,
+                                           int(rows), 0, end_bit, stream);
+  return cub::DeviceRadixSort::SortPairs(temp, bytes, keys_in, keys_out, values_in, values_out,
+                                         rows, 0, end_bit, stream);
+}
+
+// Carves aligned pieces out of one stream-ordered allocation.
+struct Carver {
+  size_t offset = 0;
+  size_t Take(size_t bytes) {
+    const size_t at = offset;
+    offset = (offset + bytes + 255) & ~size_t{255};
+    return at;
+  }
+};
+
+// Sort partition: region keys and key:tag words (RegionKeysKernel), a stable
+// radix sort of the pairs on the region bits (and, with explicit values, a second
+// sort of the same keys carrying the values: a stable LSD sort of equal keys
+// moves them the same way), then the region ends. After it, `words` holds the
+// valid rows grouped by region (row order inside a region), ends[r] the end of
+// region r's words and ends[regions] the total, exactly as Partition leaves them.
+cudaError_t PartitionBySort(DeviceTable table, const BuildSource& source, uint32_t tag_offset,
+                            uint32_t region_bits, uint32_t regions, uint16_t* region_in,
+                            uint16_t* region_out, uint64_t* words_in, uint64_t* words,
+                            uint32_t* part_values, unsigned long long* ends, void* temp,
+                            size_t temp_bytes, DeviceBuildStats* stats, cudaStream_t stream) {
+  const uint64_t rows = source.rows;
+  static std::atomic<int> resident_keys{0}, resident_ends{0};
+  const unsigned grid = GridFor(rows, CachedResident(RegionKeysKernel<true>, resident_keys));
+  if (source.validity != nullptr)
+    RegionKeysKernel<true><<<grid, kBlockThreads, 0, stream>>>(
+        source.keys, source.validity, rows, table.capacity, region_bits, regions, tag_offset,
+        region_in, words_in, stats);
+  else
+    RegionKeysKernel<false><<<grid, kBlockThreads, 0, stream>>>(
+        source.keys, nullptr, rows, table.capacity, region_bits, regions, tag_offset, region_in,
+        words_in, stats);
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) return e;
+  const int end_bit = RegionKeyBits(regions);
+  size_t bytes = temp_bytes;
+  e = SortByRegion(temp, bytes, region_in, region_out, static_cast<const uint64_t*>(words_in),
+                   words, rows, end_bit, stream);
+  if (e == cudaSuccess && part_values != nullptr) {
+    bytes = temp_bytes;
+    e = SortByRegion(temp, bytes, region_in, region_out, source.values, part_values, rows,
+                     end_bit, stream);
+  }
+  if (e != cudaSuccess) return e;
+  RegionEndsKernel<<<GridFor(rows + 1, CachedResident(RegionEndsKernel, resident_ends)),
+                     kBlockThreads, 0, stream>>>(region_out, rows, regions, ends);
+  return cudaGetLastError();
+}
+
 cudaError_t BuildPartitioned(DeviceTable table, const BuildSource& source, uint32_t bound,
                              uint32_t tag_offset, bool finalize, bool waves,
                              DeviceBuildStats* stats, cudaStream_t stream) {
   const uint32_t bits = RegionBits(table.capacity, source, waves);
   const uint32_t regions = table.capacity >> bits;
   const uint64_t rows = source.rows;
-  // Layout: words | counts (regions + 1) | tile counters (regions + 2) + spilled
-  // flag | values. Counts, tile counters and flag are zeroed by one memset.
-  const size_t words_bytes = rows * sizeof(uint64_t);
+  const bool sort = source.sort_partition;
+  const bool values = source.values != nullptr;
+  // One allocation: words | counts (regions + 1) | tile counters (regions + 2) +
+  // spilled flag | values; the sort partition adds unsorted words, region keys
+  // (in and out) and CUB's temporary storage. Counts, tile counters and flag are
+  // zeroed by one memset (they are adjacent).
+  size_t temp_bytes = 0;
+  if (sort) {
+    size_t b = 0;
+    cudaError_t q = SortByRegion<uint64_t>(nullptr, b, nullptr, nullptr, nullptr, nullptr, rows,
+                                           RegionKeyBits(regions), stream);
+    if (q != cudaSuccess) return q;
+    temp_bytes = b;
+    if (values) {
+      q = SortByRegion<uint32_t>(nullptr, b, nullptr, nullptr, nullptr, nullptr, rows,
+                                 RegionKeyBits(regions), stream);
+      if (q != cudaSuccess) return q;
+      temp_bytes = std::max(temp_bytes, b);
+    }
+  }
   const size_t counts_bytes = (size_t(regions) + 1) * sizeof(unsigned long long);
   const size_t control_bytes = ((size_t(regions) + 3) * sizeof(unsigned int) + 7) & ~size_t{7};
-  const size_t values_bytes = source.values != nullptr ? rows * sizeof(uint32_t) : 0;
+  Carver c;
+  const size_t at_words = c.Take(rows * sizeof(uint64_t));
+  const size_t at_counts = c.Take(counts_bytes + control_bytes);
+  const size_t at_values = c.Take(values ? rows * sizeof(uint32_t) : 0);
+  const size_t at_words_in = c.Take(sort ? rows * sizeof(uint64_t) : 0);
+  const size_t at_region_in = c.Take(sort ? rows * sizeof(uint16_t) : 0);
+  const size_t at_region_out = c.Take(sort ? rows * sizeof(uint16_t) : 0);
+  const size_t at_temp = c.Take(temp_bytes);
   void* buffer = nullptr;
-  cudaError_t e =
-      cudaMallocAsync(&buffer, words_bytes + counts_bytes + control_bytes + values_bytes, stream);
+  cudaError_t e = cudaMallocAsync(&buffer, c.offset, stream);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();  // not sticky; the caller reports it
     return e;
   }
   auto* bytes = static_cast<unsigned char*>(buffer);
-  auto* words = reinterpret_cast<uint64_t*>(bytes);
-  auto* counts = reinterpret_cast<unsigned long long*>(bytes + words_bytes);
-  auto* tile_counters = reinterpret_cast<unsigned int*>(bytes + words_bytes + counts_bytes);
+  auto* words = reinterpret_cast<uint64_t*>(bytes + at_words);
+  auto* counts = reinterpret_cast<unsigned long long*>(bytes + at_counts);
+  auto* tile_counters = reinterpret_cast<unsigned int*>(bytes + at_counts + counts_bytes);
   unsigned int* spilled = tile_counters + regions + 2;
-  auto* part_values =
-      values_bytes != 0
-          ? reinterpret_cast<uint32_t*>(bytes + words_bytes + counts_bytes + control_bytes)
-          : nullptr;
+  auto* part_values = values ? reinterpret_cast<uint32_t*>(bytes + at_values) : nullptr;
   e = cudaMemsetAsync(counts, 0, counts_bytes + control_bytes, stream);
   if (e == cudaSuccess)
-    e = Partition(table, source, tag_offset, bits, regions, words, counts, part_values, stats,
-                  stream);
+    e = sort ? PartitionBySort(table, source, tag_offset, bits, regions,
+                               reinterpret_cast<uint16_t*>(bytes + at_region_in),
+                               reinterpret_cast<uint16_t*>(bytes + at_region_out),
+                               reinterpret_cast<uint64_t*>(bytes + at_words_in), words,
+                               part_values, counts, bytes + at_temp, temp_bytes, stats, stream)
+             : Partition(table, source, tag_offset, bits, regions, words, counts, part_values,
+                         stats, stream);
   if (e == cudaSuccess) e = MarkPhase(source, 0, stream);
   if (e == cudaSuccess)
     e = waves ? RunWaves(table, source, bound, tag_offset, finalize, bits, regions, words, counts,
@@ -849,37 +1043,28 @@ cudaError_t ClearAndBuildTable(DeviceTable table, const BuildSource& source, uin
 
 cudaError_t LookupKeys(DeviceTable table, const uint32_t* keys, uint64_t rows, uint32_t bound,
                        uint32_t* values, uint8_t* found, uint32_t* probes, DeviceQueryStats* stats,
-                       cudaStream_t stream) {
+                       cudaStream_t stream, ProbeFetch fetch) {
   if (rows == 0) return cudaSuccess;
-  static std::atomic<int> resident[4];
-  const int variant = (found != nullptr ? 1 : 0) | (probes != nullptr ? 2 : 0);
-  switch (variant) {
-    case 0: {
-      const unsigned grid = GridFor(rows, CachedResident(LookupKernel<false, false>, resident[0]));
-      LookupKernel<false, false><<<grid, kBlockThreads, 0, stream>>>(table, keys, rows, bound,
-                                                                     values, found, probes, stats);
-      break;
-    }
-    case 1: {
-      const unsigned grid = GridFor(rows, CachedResident(LookupKernel<true, false>, resident[1]));
-      LookupKernel<true, false><<<grid, kBlockThreads, 0, stream>>>(table, keys, rows, bound,
-                                                                    values, found, probes, stats);
-      break;
-    }
-    case 2: {
-      const unsigned grid = GridFor(rows, CachedResident(LookupKernel<false, true>, resident[2]));
-      LookupKernel<false, true><<<grid, kBlockThreads, 0, stream>>>(table, keys, rows, bound,
-                                                                    values, found, probes, stats);
-      break;
-    }
-    default: {
-      const unsigned grid = GridFor(rows, CachedResident(LookupKernel<true, true>, resident[3]));
-      LookupKernel<true, true><<<grid, kBlockThreads, 0, stream>>>(table, keys, rows, bound, values,
-                                                                   found, probes, stats);
-      break;
-    }
+  switch (fetch == ProbeFetch::kDefault ? kDefaultProbeFetch : fetch) {
+    case ProbeFetch::kL2_64B:
+      return LookupWithFetch<64, 64>(table, keys, rows, bound, values, found, probes, stats,
+                                     stream);
+    case ProbeFetch::kL2_128B:
+      return LookupWithFetch<128, 128>(table, keys, rows, bound, values, found, probes, stats,
+                                       stream);
+    case ProbeFetch::kL2_256B:
+      return LookupWithFetch<256, 256>(table, keys, rows, bound, values, found, probes, stats,
+                                       stream);
+    case ProbeFetch::kPlainThen128B:
+      return LookupWithFetch<0, 128>(table, keys, rows, bound, values, found, probes, stats,
+                                     stream);
+    case ProbeFetch::k64BThen128B:
+      return LookupWithFetch<64, 128>(table, keys, rows, bound, values, found, probes, stats,
+                                      stream);
+    default:
+      return LookupWithFetch<0, 0>(table, keys, rows, bound, values, found, probes, stats,
+                                   stream);
   }
-  return cudaGetLastError();
 }
 
 }  // namespace gpujoin::engine::detail
