@@ -119,8 +119,50 @@ absl::Status Operations::Lookup(const v1::LookupRequest& request, v1::LookupResp
   GPUJOIN_RETURN_IF_ERROR(ValidateIndexName(request.index(), "index"));
   GPUJOIN_ASSIGN_OR_RETURN(auto keys, DecodeU32Column(request.has_keys(), request.keys(), "keys",
                                                       Presence::kRequired));
-  GPUJOIN_ASSIGN_OR_RETURN(auto version, FindIndex(request.index(), "index"));
   const size_t rows = keys.size();
+  GPUJOIN_ASSIGN_OR_RETURN(auto version, PrepareLookup(request, rows));
+
+  PackedOutput<uint32_t> values(response->mutable_values(), rows);
+  PackedOutput<uint8_t> found(response->mutable_found(), rows);
+  std::optional<PackedOutput<uint32_t>> probes;
+  if (request.want_probes()) probes.emplace(response->mutable_probes(), rows);
+  engine::QueryStatistics stats;
+  GPUJOIN_RETURN_IF_ERROR(RunLookup(*version, request, keys.span(), values.span(), found.span(),
+                                    probes ? probes->span() : std::span<uint32_t>(), &stats));
+  values.Finish();
+  found.Finish();
+  if (probes) probes->Finish();
+  response->set_index_version(version->version);
+  FillQueryStatistics(stats, response->mutable_statistics());
+  return absl::OkStatus();
+}
+
+absl::Status Operations::LookupPacked(const v1::LookupRequest& fields, uint64_t rows,
+                                      const std::function<void(uint8_t*)>& copy_keys,
+                                      PackedLookupResult* result) {
+  // The same checks in the same order as Lookup (packed keys of whole rows
+  // always decode).
+  GPUJOIN_RETURN_IF_ERROR(ValidateIndexName(fields.index(), "index"));
+  GPUJOIN_ASSIGN_OR_RETURN(auto version, PrepareLookup(fields, rows));
+
+  GPUJOIN_ASSIGN_OR_RETURN(engine::HostBuffer keys, state_.backend->AllocateHostBuffer(rows * 4));
+  copy_keys(keys.data());
+  result->rows = rows;
+  result->probes = fields.want_probes();
+  GPUJOIN_ASSIGN_OR_RETURN(result->outputs, state_.backend->AllocateHostBuffer(result->bytes()));
+  const engine::HostBuffer& out = result->outputs;
+  GPUJOIN_RETURN_IF_ERROR(RunLookup(
+      *version, fields, keys.Span<const uint32_t>(0, rows),
+      out.Span<uint32_t>(result->values_offset(), rows), out.Span<uint8_t>(result->found_offset(), rows),
+      result->probes ? out.Span<uint32_t>(result->probes_offset(), rows) : std::span<uint32_t>(),
+      &result->statistics));
+  result->index_version = version->version;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<const IndexVersion>> Operations::PrepareLookup(
+    const v1::LookupRequest& request, uint64_t rows) {
+  GPUJOIN_ASSIGN_OR_RETURN(auto version, FindIndex(request.index(), "index"));
   const uint32_t capacity = version->index->spec().capacity;
   if (request.max_probe_count() > capacity) {
     return absl::InvalidArgumentError(absl::StrCat("max_probe_count: ", request.max_probe_count(),
@@ -128,33 +170,27 @@ absl::Status Operations::Lookup(const v1::LookupRequest& request, v1::LookupResp
                                                    " of index \"", version->name, "\""));
   }
   GPUJOIN_RETURN_IF_ERROR(
-      CheckResponseSize(uint64_t(rows) * (request.want_probes() ? 9 : 5),
+      CheckResponseSize(rows * (request.want_probes() ? 9 : 5),
                         absl::StrCat("keys: ", rows, " rows")));
+  return version;
+}
 
-  PackedOutput<uint32_t> values(response->mutable_values(), rows);
-  PackedOutput<uint8_t> found(response->mutable_found(), rows);
-  std::optional<PackedOutput<uint32_t>> probes;
-  if (request.want_probes()) probes.emplace(response->mutable_probes(), rows);
-  engine::QueryStatistics stats;
-
+absl::Status Operations::RunLookup(const IndexVersion& version, const v1::LookupRequest& request,
+                                   std::span<const uint32_t> keys, std::span<uint32_t> values,
+                                   std::span<uint8_t> found, std::span<uint32_t> probes,
+                                   engine::QueryStatistics* stats) {
   engine::CommandGraph graph;
   engine::LookupNode node;
-  node.index = version->index.get();
-  node.keys = {keys.span()};
-  node.values = values.span();
-  node.found = found.span();
-  if (probes) node.probes = probes->span();
-  node.statistics = &stats;
+  node.index = version.index.get();
+  node.keys = {keys};
+  node.values = values;
+  node.found = found;
+  node.probes = probes;
+  node.statistics = stats;
   node.max_probe_count = request.max_probe_count();
   graph.Add(std::move(node));
   GPUJOIN_RETURN_IF_ERROR(RunGraph(graph));
-
-  values.Finish();
-  found.Finish();
-  if (probes) probes->Finish();
-  response->set_index_version(version->version);
-  FillQueryStatistics(stats, response->mutable_statistics());
-  state_.metrics->RecordQuery(version->name, QueryOp::kLookup, rows, stats);
+  state_.metrics->RecordQuery(version.name, QueryOp::kLookup, keys.size(), *stats);
   return absl::OkStatus();
 }
 

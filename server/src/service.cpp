@@ -7,7 +7,9 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
+#include "gpujoin/engine/status_macros.hpp"
 #include "gpujoin/server/logging.hpp"
+#include "gpujoin/server/lookup_wire.hpp"
 
 namespace gpujoin::server {
 namespace {
@@ -27,10 +29,33 @@ uint64_t U32Rows(bool has, const v1::U32Column& c) {
 // (on the executor), cheap in-order admission (on the reactor) and the in-order
 // completion step before a response is written.
 
+// How an RPC's messages meet the wire, for RPCs served with generated protobuf
+// messages: gRPC parses into and serialises from the Item's own messages.
+template <typename RequestT, typename ResponseT>
+struct ProtoWire {
+  using ReadMessage = RequestT;
+  using WriteMessage = ResponseT;
+  static ReadMessage* ReadTarget(RequestT& r) { return &r; }
+  /// After a successful read: false makes it count as a failed read (as gRPC
+  /// does for a message it cannot parse).
+  static bool Decode(RequestT&) { return true; }
+  /// Replaces the response with an in-band error.
+  static void SetBatchError(ResponseT* out, const absl::Status& status) {
+    out->Clear();
+    out->mutable_error()->set_code(static_cast<int>(status.code()));
+    out->mutable_error()->set_message(std::string(status.message()));
+  }
+  /// Stamps the batch ID; returns what to write.
+  static WriteMessage* Seal(const RequestT& r, ResponseT* out) {
+    out->set_batch_id(r.batch_id());
+    return out;
+  }
+};
+
 // Defaults for RPCs whose batches are independent: no per-stream state, nothing to
 // admit or complete in order, never run on the gRPC thread.
 template <typename RequestT, typename ResponseT>
-struct StatelessTraits {
+struct StatelessTraits : ProtoWire<RequestT, ResponseT> {
   using Request = RequestT;
   using Response = ResponseT;
   using Partial = std::monostate;
@@ -41,13 +66,79 @@ struct StatelessTraits {
   static uint64_t InlineCost(const Request&) { return 0; }
 };
 
-struct LookupTraits : StatelessTraits<v1::LookupRequest, v1::LookupResponse> {
+// Lookup travels as raw byte buffers (lookup_wire.hpp): packed keys are copied
+// once from the received slices into a backend host buffer, and the outputs are
+// written back as slices referencing the engine's output buffer. Requests the
+// scan does not accept are parsed by protobuf and served by Operations::Lookup,
+// exactly as before.
+struct LookupWireRequest {
+  grpc::ByteBuffer buffer;          // as received
+  std::optional<LookupWire> fast;   // the scanned fast-path view, when accepted
+  v1::LookupRequest message;        // the whole request otherwise
+  const v1::LookupRequest& fields() const { return fast ? fast->fields : message; }
+};
+
+struct LookupWireResponse {
+  std::optional<PackedLookupResult> packed;  // fast-path result
+  v1::LookupResponse message;                // protobuf-path result, or an error
+  grpc::ByteBuffer buffer;                   // what is written
+  bool sealed = false;                       // `buffer` holds the final bytes
+};
+
+struct LookupTraits : StatelessTraits<LookupWireRequest, LookupWireResponse> {
   using StatelessTraits::StatelessTraits;
+  using ReadMessage = grpc::ByteBuffer;
+  using WriteMessage = grpc::ByteBuffer;
   static constexpr std::string_view kRpc = "Lookup";
-  static absl::Status Process(Operations& ops, const Request& r, Response* out, Partial*) {
-    return ops.Lookup(r, out);
+
+  static ReadMessage* ReadTarget(Request& r) { return &r.buffer; }
+  // On the gRPC thread, where gRPC parsed the message before: a scan that copies
+  // nothing large, or the protobuf parse gRPC would have done.
+  static bool Decode(Request& r) {
+    r.fast = ScanLookupRequest(r.buffer);
+    if (r.fast) return true;
+    return grpc::SerializationTraits<v1::LookupRequest>::Deserialize(&r.buffer, &r.message).ok();
   }
-  static uint64_t Rows(const Request& r) { return U32Rows(r.has_keys(), r.keys()); }
+  static absl::Status Process(Operations& ops, const Request& r, Response* out, Partial*) {
+    if (r.fast) {
+      const LookupWire& wire = *r.fast;
+      PackedLookupResult result;
+      GPUJOIN_RETURN_IF_ERROR(ops.LookupPacked(
+          wire.fields, wire.rows(), [&wire](uint8_t* dst) { wire.CopyKeys(dst); }, &result));
+      out->packed = std::move(result);
+    } else {
+      GPUJOIN_RETURN_IF_ERROR(ops.Lookup(r.message, &out->message));
+    }
+    // Serialise here, on the executor, rather than under the stream's lock.
+    Seal(r, out);
+    return absl::OkStatus();
+  }
+  static void SetBatchError(Response* out, const absl::Status& status) {
+    out->packed.reset();
+    out->sealed = false;
+    out->buffer.Clear();
+    ProtoWire<v1::LookupRequest, v1::LookupResponse>::SetBatchError(&out->message, status);
+  }
+  static WriteMessage* Seal(const Request& r, Response* out) {
+    if (out->sealed) return &out->buffer;
+    const uint64_t batch_id = r.fields().batch_id();
+    if (out->packed) {
+      out->buffer = SerializeLookupResponse(batch_id, std::move(*out->packed));
+      out->packed.reset();
+    } else {
+      out->message.set_batch_id(batch_id);
+      bool own = false;
+      // Serialising a protobuf message into a ByteBuffer cannot fail short of
+      // running out of memory, which gRPC would not survive either.
+      (void)grpc::SerializationTraits<v1::LookupResponse>::Serialize(out->message, &out->buffer,
+                                                                     &own);
+    }
+    out->sealed = true;
+    return &out->buffer;
+  }
+  static uint64_t Rows(const Request& r) {
+    return r.fast ? r.fast->rows() : U32Rows(r.message.has_keys(), r.message.keys());
+  }
   /// Work bound for running on the gRPC thread: rows probed and written.
   static constexpr bool kMayInline = true;
   static uint64_t InlineCost(const Request& r) { return Rows(r); }
@@ -76,7 +167,7 @@ struct JoinTraits : StatelessTraits<v1::JoinRequest, v1::JoinResponse> {
   }
 };
 
-struct AggregateTraits {
+struct AggregateTraits : ProtoWire<v1::AggregateRequest, v1::AggregateResponse> {
   using Request = v1::AggregateRequest;
   using Response = v1::AggregateResponse;
   using Partial = AggregatePartial;
@@ -151,7 +242,7 @@ class SingleDriver {
 
 template <typename Traits>
 class StreamReactor final
-    : public grpc::ServerBidiReactor<typename Traits::Request, typename Traits::Response>,
+    : public grpc::ServerBidiReactor<typename Traits::ReadMessage, typename Traits::WriteMessage>,
       public DrainableStream {
   using Request = typename Traits::Request;
   using Response = typename Traits::Response;
@@ -167,8 +258,8 @@ class StreamReactor final
 
   // gRPC operations decided under the lock and started after releasing it.
   struct Actions {
-    Request* read = nullptr;
-    Response* write = nullptr;
+    typename Traits::ReadMessage* read = nullptr;
+    typename Traits::WriteMessage* write = nullptr;
     std::optional<grpc::Status> finish;
     bool empty() const { return read == nullptr && write == nullptr && !finish; }
   };
@@ -192,6 +283,9 @@ class StreamReactor final
   }
 
   void OnReadDone(bool ok) override {
+    // Outside the lock: nothing else touches reading_ while its read is in flight.
+    // A message that does not parse counts as a failed read, as gRPC reports it.
+    if (ok && !Traits::Decode(reading_->request)) ok = false;
     std::unique_ptr<Item> submit;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -286,9 +380,7 @@ class StreamReactor final
 
   void SetError(Item& item, const absl::Status& status) {
     item.ok = false;
-    item.response.Clear();
-    item.response.mutable_error()->set_code(static_cast<int>(status.code()));
-    item.response.mutable_error()->set_message(std::string(status.message()));
+    Traits::SetBatchError(&item.response, status);
     service_->metrics()->CountRpcError(Traits::kRpc, StatusCodeName(status.code()));
     service_->metrics()->ObserveRpc(Traits::kRpc, SecondsSince(item.start),
                                     Traits::Rows(item.request));
@@ -354,9 +446,8 @@ class StreamReactor final
         ready_.erase(it);
         ++next_write_seq_;
         if (writing_->ok) traits_.Complete(writing_->request, &writing_->response, writing_->partial);
-        writing_->response.set_batch_id(writing_->request.batch_id());
         write_in_flight_ = true;
-        act.write = &writing_->response;
+        act.write = Traits::Seal(writing_->request, &writing_->response);
       }
     }
     if (tasks_ == 0 && !write_in_flight_) {
@@ -382,7 +473,7 @@ class StreamReactor final
         unanswered_ < max_per_stream_) {
       reading_ = std::make_unique<Item>();
       read_in_flight_ = true;
-      act.read = &reading_->request;
+      act.read = Traits::ReadTarget(reading_->request);
     }
     return act;
   }
@@ -668,7 +759,7 @@ grpc::ServerUnaryReactor* GpuJoinService::GetServerInfo(grpc::CallbackServerCont
       context, "GetServerInfo", [=, this] { return ops_->GetServerInfo(serving(), response); });
 }
 
-grpc::ServerBidiReactor<v1::LookupRequest, v1::LookupResponse>* GpuJoinService::Lookup(
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* GpuJoinService::Lookup(
     grpc::CallbackServerContext* context) {
   return new StreamReactor<LookupTraits>(this, context);
 }

@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/backend_registry.hpp"
+#include "common/host_pool.hpp"
 #include "cuda/cuda_error.hpp"
 #include "cuda/cuda_hash_index.hpp"
 #include "cuda/device_buffer.hpp"
@@ -41,6 +42,23 @@ QueryStatistics ToQueryStatistics(const DeviceQueryStats& d, uint64_t rows) {
 /// 16 threads, each with several batches in flight), so that concurrent Runs reuse
 /// contexts instead of creating and destroying streams per Run.
 constexpr size_t kMaxIdleContexts = 64;
+
+/// Freed page-locked host buffers kept for reuse (AllocateHostBuffer): enough for
+/// the 1M-row lookups of 16 streams with two batches in flight each (keys 4 MiB,
+/// outputs 8 MiB per batch, rounded to powers of two).
+constexpr size_t kMaxIdlePinnedBytes = size_t{512} << 20;
+
+// Page-locked, portable (usable from every context) host memory; nullptr when the
+// driver refuses (the pool then hands out ordinary memory).
+void* AllocatePinnedHost(size_t bytes) {
+  void* p = nullptr;
+  if (cudaHostAlloc(&p, bytes, cudaHostAllocPortable) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  return p;
+}
+void FreePinnedHost(void* p) { (void)cudaFreeHost(p); }
 
 class CudaBackend final : public Backend {
  public:
@@ -103,6 +121,10 @@ class CudaBackend final : public Backend {
   }
 
   bool Healthy() const override { return healthy_.load(); }
+
+  absl::StatusOr<HostBuffer> AllocateHostBuffer(size_t bytes) override {
+    return host_pool_->Get(bytes);
+  }
 
  private:
   absl::Status CheckHealthy() const {
@@ -281,20 +303,16 @@ class CudaBackend final : public Backend {
     }
     const LookupShape shape{index->table().slots, index->spec().capacity, rows, bound,
                             !n.found.empty(),     !n.probes.empty()};
+    // Columns already in page-locked backend host buffers are copied to/from the
+    // device directly; the others go through staging (or the graph's buffers).
+    const uint32_t* keys_pinned = PinnedKeys(n.keys);
+    uint32_t* values_pinned = Pinned(n.values);
+    uint8_t* found_pinned = Pinned(n.found);
+    uint32_t* probes_pinned = Pinned(n.probes);
     GPUJOIN_ASSIGN_OR_RETURN(LookupGraph * graph, ctx.graphs().Get(shape, ctx.stream()));
     if (graph != nullptr) {
-      uint8_t* in = reinterpret_cast<uint8_t*>(graph->keys());
-      for (const auto& c : n.keys) {
-        std::memcpy(in, c.data(), c.size_bytes());
-        in += c.size_bytes();
-      }
-      GPUJOIN_CUDA_RETURN(graph->Replay(ctx.stream()), "replay lookup graph");
-      GPUJOIN_RETURN_IF_ERROR(ctx.Synchronize("lookup"));
-      std::memcpy(n.values.data(), graph->values(), rows * sizeof(uint32_t));
-      if (!n.found.empty()) std::memcpy(n.found.data(), graph->found(), rows);
-      if (!n.probes.empty()) std::memcpy(n.probes.data(), graph->probes(), rows * sizeof(uint32_t));
-      if (n.statistics != nullptr) *n.statistics = ToQueryStatistics(*graph->stats(), rows);
-      return absl::OkStatus();
+      return ReplayLookupGraph(ctx, *graph, n, rows,
+                               {keys_pinned, values_pinned, found_pinned, probes_pinned});
     }
     GPUJOIN_ASSIGN_OR_RETURN(auto keys, Alloc<uint32_t>(rows, ctx, "lookup keys"));
     GPUJOIN_ASSIGN_OR_RETURN(auto values, Alloc<uint32_t>(rows, ctx, "lookup values"));
@@ -306,19 +324,103 @@ class CudaBackend final : public Backend {
     if (!n.probes.empty()) {
       GPUJOIN_ASSIGN_OR_RETURN(probes, Alloc<uint32_t>(rows, ctx, "lookup probes"));
     }
-    GPUJOIN_RETURN_IF_ERROR(ctx.Upload(keys.data(), RangesOf(n.keys), "lookup keys"));
+    if (keys_pinned != nullptr) {
+      GPUJOIN_CUDA_RETURN(cudaMemcpyAsync(keys.data(), keys_pinned, rows * 4,
+                                          cudaMemcpyHostToDevice, ctx.stream()),
+                          "upload lookup keys");
+    } else {
+      GPUJOIN_RETURN_IF_ERROR(ctx.Upload(keys.data(), RangesOf(n.keys), "lookup keys"));
+    }
     auto* stats = reinterpret_cast<DeviceQueryStats*>(ctx.device_stats());
     GPUJOIN_CUDA_RETURN(cudaMemsetAsync(stats, 0, sizeof(*stats), ctx.stream()), "lookup");
     GPUJOIN_CUDA_RETURN(LookupKeys(index->table(), keys.data(), rows, bound, values.data(),
                                    found.data(), probes.data(), stats, ctx.stream()),
                         "lookup");
-    GPUJOIN_RETURN_IF_ERROR(ctx.Download(n.values.data(), values.data(), rows * 4, "values"));
-    GPUJOIN_RETURN_IF_ERROR(ctx.Download(n.found.data(), found.data(), n.found.size(), "found"));
-    GPUJOIN_RETURN_IF_ERROR(
-        ctx.Download(n.probes.data(), probes.data(), n.probes.size_bytes(), "probes"));
+    // Direct copies into pinned outputs and the statistics first, one wait; then
+    // the outputs that go through staging.
+    auto direct = [&](void* dst, const void* src, size_t bytes, const char* what) -> absl::Status {
+      GPUJOIN_CUDA_RETURN(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, ctx.stream()),
+                          absl::StrCat("download ", what));
+      return absl::OkStatus();
+    };
+    if (values_pinned != nullptr) {
+      GPUJOIN_RETURN_IF_ERROR(direct(values_pinned, values.data(), rows * 4, "values"));
+    }
+    if (found_pinned != nullptr) {
+      GPUJOIN_RETURN_IF_ERROR(direct(found_pinned, found.data(), rows, "found"));
+    }
+    if (probes_pinned != nullptr) {
+      GPUJOIN_RETURN_IF_ERROR(direct(probes_pinned, probes.data(), rows * 4, "probes"));
+    }
+    GPUJOIN_RETURN_IF_ERROR(direct(ctx.host_stats(), stats, sizeof(DeviceQueryStats),
+                                   "lookup statistics"));
+    GPUJOIN_RETURN_IF_ERROR(ctx.Synchronize("lookup"));
     DeviceQueryStats d;
-    GPUJOIN_RETURN_IF_ERROR(ctx.Download(&d, stats, sizeof(d), "lookup statistics"));
+    std::memcpy(&d, ctx.host_stats(), sizeof(d));
+    if (values_pinned == nullptr) {
+      GPUJOIN_RETURN_IF_ERROR(ctx.Download(n.values.data(), values.data(), rows * 4, "values"));
+    }
+    if (found_pinned == nullptr) {
+      GPUJOIN_RETURN_IF_ERROR(ctx.Download(n.found.data(), found.data(), n.found.size(), "found"));
+    }
+    if (probes_pinned == nullptr) {
+      GPUJOIN_RETURN_IF_ERROR(
+          ctx.Download(n.probes.data(), probes.data(), n.probes.size_bytes(), "probes"));
+    }
     if (n.statistics != nullptr) *n.statistics = ToQueryStatistics(d, rows);
+    return absl::OkStatus();
+  }
+
+  // The keys as one page-locked range of this backend's host buffers, or nullptr
+  // (several non-empty chunks, or ordinary memory).
+  const uint32_t* PinnedKeys(const ChunkedU32& keys) const {
+    const uint32_t* only = nullptr;
+    size_t bytes = 0;
+    for (const auto& c : keys) {
+      if (c.empty()) continue;
+      if (only != nullptr) return nullptr;
+      only = c.data();
+      bytes = c.size_bytes();
+    }
+    return host_pool_->ContainsPinned(only, bytes) ? only : nullptr;
+  }
+  // `out` when it is non-empty and lies in a page-locked host buffer of this
+  // backend, else nullptr.
+  template <typename T>
+  T* Pinned(std::span<T> out) const {
+    return host_pool_->ContainsPinned(out.data(), out.size_bytes()) ? out.data() : nullptr;
+  }
+
+  // A captured lookup: caller endpoints in pinned host buffers are bound into the
+  // graph's copy nodes; the others are copied through the graph's own buffers.
+  absl::Status ReplayLookupGraph(StreamContext& ctx, LookupGraph& graph, const LookupNode& n,
+                                 uint64_t rows, LookupGraph::Endpoints ends) {
+    if (!graph.external_endpoints()) ends = {};
+    auto copy_keys_in = [&] {
+      uint8_t* in = reinterpret_cast<uint8_t*>(graph.keys());
+      for (const auto& c : n.keys) {
+        std::memcpy(in, c.data(), c.size_bytes());
+        in += c.size_bytes();
+      }
+    };
+    if (ends.keys == nullptr) copy_keys_in();
+    cudaError_t replayed = graph.Replay(ctx.stream(), ends);
+    if (replayed == cudaErrorNotSupported) {
+      // The graph refused caller memory (now for good): use its own buffers.
+      if (ends.keys != nullptr) copy_keys_in();
+      ends = {};
+      replayed = graph.Replay(ctx.stream(), ends);
+    }
+    GPUJOIN_CUDA_RETURN(replayed, "replay lookup graph");
+    GPUJOIN_RETURN_IF_ERROR(ctx.Synchronize("lookup"));
+    if (ends.values == nullptr) std::memcpy(n.values.data(), graph.values(), rows * 4);
+    if (!n.found.empty() && ends.found == nullptr) {
+      std::memcpy(n.found.data(), graph.found(), rows);
+    }
+    if (!n.probes.empty() && ends.probes == nullptr) {
+      std::memcpy(n.probes.data(), graph.probes(), rows * 4);
+    }
+    if (n.statistics != nullptr) *n.statistics = ToQueryStatistics(*graph.stats(), rows);
     return absl::OkStatus();
   }
 
@@ -485,6 +587,10 @@ class CudaBackend final : public Backend {
   }
 
   const int device_;
+  // Page-locked host buffers handed out by AllocateHostBuffer (shared with them:
+  // a buffer may outlive the backend).
+  const std::shared_ptr<HostPool> host_pool_ =
+      HostPool::Pinned(&AllocatePinnedHost, &FreePinnedHost, kMaxIdlePinnedBytes);
   std::atomic<bool> healthy_{true};
   mutable std::mutex mu_;
   std::string fatal_message_;                         // guarded by mu_

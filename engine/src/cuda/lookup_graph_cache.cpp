@@ -1,6 +1,7 @@
 #include "cuda/lookup_graph_cache.hpp"
 
 #include <algorithm>
+#include <vector>
 
 #include "cuda/cuda_error.hpp"
 
@@ -8,6 +9,73 @@ namespace gpujoin::engine::detail {
 
 LookupGraph::~LookupGraph() {
   if (exec_ != nullptr) (void)cudaGraphExecDestroy(exec_);
+  if (graph_ != nullptr) (void)cudaGraphDestroy(graph_);
+}
+
+void LookupGraph::FindCopyNodes() {
+  const uint64_t n = shape_.rows;
+  keys_end_ = {nullptr, in_.data(), in_.data(), keys_d_.data(), n * 4, true};
+  values_end_ = {nullptr, out_.data(), out_.data(), values_d_.data(), n * 4, false};
+  probes_end_ = {nullptr, out_.data() + 4 * n, out_.data() + 4 * n, probes_d_.data(), n * 4, false};
+  uint8_t* found_own = out_.data() + 8 * n + sizeof(DeviceQueryStats);
+  found_end_ = {nullptr, found_own, found_own, found_d_.data(), n, false};
+  size_t count = 0;
+  if (cudaGraphGetNodes(graph_, nullptr, &count) != cudaSuccess) return;
+  std::vector<cudaGraphNode_t> nodes(count);
+  if (cudaGraphGetNodes(graph_, nodes.data(), &count) != cudaSuccess) return;
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type;
+    if (cudaGraphNodeGetType(node, &type) != cudaSuccess || type != cudaGraphNodeTypeMemcpy) {
+      continue;
+    }
+    cudaMemcpy3DParms p{};
+    if (cudaGraphMemcpyNodeGetParams(node, &p) != cudaSuccess) continue;
+    if (p.srcPtr.ptr == keys_end_.own) keys_end_.node = node;
+    if (p.dstPtr.ptr == values_end_.own) values_end_.node = node;
+    if (shape_.probes && p.dstPtr.ptr == probes_end_.own) probes_end_.node = node;
+    if (shape_.found && p.dstPtr.ptr == found_end_.own) found_end_.node = node;
+  }
+  external_ok_ = keys_end_.node != nullptr && values_end_.node != nullptr &&
+                 (!shape_.probes || probes_end_.node != nullptr) &&
+                 (!shape_.found || found_end_.node != nullptr);
+}
+
+cudaError_t LookupGraph::Bind(HostEnd& end, void* want) {
+  void* target = want != nullptr ? want : end.own;
+  if (target == end.current) return cudaSuccess;
+  const cudaError_t e =
+      end.to_device
+          ? cudaGraphExecMemcpyNodeSetParams1D(exec_, end.node, end.device, target, end.bytes,
+                                               cudaMemcpyHostToDevice)
+          : cudaGraphExecMemcpyNodeSetParams1D(exec_, end.node, target, end.device, end.bytes,
+                                               cudaMemcpyDeviceToHost);
+  if (e == cudaSuccess) end.current = target;
+  return e;
+}
+
+cudaError_t LookupGraph::Replay(cudaStream_t stream, const Endpoints& endpoints) {
+  const bool external = endpoints.keys != nullptr || endpoints.values != nullptr ||
+                        endpoints.found != nullptr || endpoints.probes != nullptr;
+  if (external && !external_ok_) return cudaErrorNotSupported;
+  if (external_ok_) {
+    HostEnd* ends[4] = {&keys_end_, &values_end_, &found_end_, &probes_end_};
+    void* wants[4] = {const_cast<uint32_t*>(endpoints.keys), endpoints.values, endpoints.found,
+                      endpoints.probes};
+    for (int k = 0; k < 4; ++k) {
+      if (ends[k]->node == nullptr) continue;  // output not part of this shape
+      if (Bind(*ends[k], wants[k]) == cudaSuccess) continue;
+      // Refused (a non-sticky error): clear it, go back to the own buffers for good.
+      (void)cudaGetLastError();
+      external_ok_ = false;
+      for (HostEnd* end : ends) {
+        if (end->node == nullptr) continue;
+        const cudaError_t restored = Bind(*end, nullptr);
+        if (restored != cudaSuccess) return restored;
+      }
+      return cudaErrorNotSupported;
+    }
+  }
+  return cudaGraphLaunch(exec_, stream);
 }
 
 absl::StatusOr<std::unique_ptr<LookupGraph>> LookupGraph::Capture(const LookupShape& shape,
@@ -64,12 +132,11 @@ absl::StatusOr<std::unique_ptr<LookupGraph>> LookupGraph::Capture(const LookupSh
   if (e == cudaSuccess && shape.found)
     e = cudaMemcpyAsync(g->out_.data() + 8 * n + sizeof(DeviceQueryStats), g->found_d_.data(), n,
                         cudaMemcpyDeviceToHost, stream);
-  cudaGraph_t graph = nullptr;
-  const cudaError_t end = cudaStreamEndCapture(stream, &graph);
+  const cudaError_t end = cudaStreamEndCapture(stream, &g->graph_);
   if (e == cudaSuccess) e = end;
-  if (e == cudaSuccess) e = cudaGraphInstantiate(&g->exec_, graph, 0);
-  if (graph != nullptr) (void)cudaGraphDestroy(graph);
+  if (e == cudaSuccess) e = cudaGraphInstantiate(&g->exec_, g->graph_, 0);
   GPUJOIN_CUDA_RETURN(e, "capture lookup graph");
+  g->FindCopyNodes();
   return g;
 }
 

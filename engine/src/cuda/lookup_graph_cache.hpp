@@ -5,7 +5,10 @@
 // context it is captured once into a graph whose buffers are owned by the cache
 // entry, and later requests of that shape only fill the pinned input, replay the
 // graph and read the pinned output. One launch replaces five API calls, which is
-// what matters for the many small lookups a service sees.
+// what matters for the many small lookups a service sees. When the caller's keys
+// and outputs already lie in page-locked backend host buffers, the graph's copy
+// nodes are pointed at them instead (cudaGraphExecMemcpyNodeSetParams1D), so
+// neither side needs a host copy.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -54,11 +57,44 @@ class LookupGraph {
   }
   const uint8_t* found() const { return out_.data() + 8 * shape_.rows + sizeof(DeviceQueryStats); }
 
-  /// Launches the graph on `stream`.
-  cudaError_t Replay(cudaStream_t stream) const { return cudaGraphLaunch(exec_, stream); }
+  /// Host endpoints of one replay: nullptr means the graph's own pinned buffer
+  /// (keys() / values() / found() / probes()); otherwise page-locked memory of the
+  /// caller (a backend host buffer) of the shape's size, copied from/to directly.
+  struct Endpoints {
+    const uint32_t* keys = nullptr;
+    uint32_t* values = nullptr;
+    uint8_t* found = nullptr;
+    uint32_t* probes = nullptr;
+  };
+
+  /// Whether Replay can take caller endpoints (the memcpy nodes were found at
+  /// capture and no parameter update has failed).
+  bool external_endpoints() const { return external_ok_; }
+
+  /// Points the graph's copy nodes at `endpoints` (only the ones that change) and
+  /// launches it on `stream`. When an update is refused the graph goes back to
+  /// its own buffers for good (external_endpoints() false) and the call returns
+  /// cudaErrorNotSupported without launching; the caller then copies through
+  /// keys()/values()/... and replays with no caller endpoints.
+  cudaError_t Replay(cudaStream_t stream, const Endpoints& endpoints);
 
  private:
   LookupGraph() = default;
+
+  // One host endpoint of a copy node: its node, its own pinned address and where
+  // it points now.
+  struct HostEnd {
+    cudaGraphNode_t node = nullptr;
+    void* own = nullptr;
+    void* current = nullptr;
+    void* device = nullptr;
+    size_t bytes = 0;
+    bool to_device = false;
+  };
+  // Points `end` at `want` (nullptr: its own buffer).
+  cudaError_t Bind(HostEnd& end, void* want);
+  // Finds the memcpy nodes of the captured graph by their host addresses.
+  void FindCopyNodes();
 
   LookupShape shape_;
   cudaStream_t stream_ = nullptr;
@@ -66,7 +102,10 @@ class LookupGraph {
   DeviceBuffer<uint8_t> found_d_;
   DeviceBuffer<DeviceQueryStats> stats_d_;
   PinnedBuffer in_, out_;
+  cudaGraph_t graph_ = nullptr;  // kept: its nodes name the copies to update
   cudaGraphExec_t exec_ = nullptr;
+  HostEnd keys_end_, values_end_, found_end_, probes_end_;
+  bool external_ok_ = false;
 };
 
 /// Per-stream-context cache of captured lookups (small, least recently used out).

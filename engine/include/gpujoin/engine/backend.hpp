@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "gpujoin/engine/graph.hpp"
 #include "gpujoin/engine/hash_index.hpp"
+#include "gpujoin/engine/host_buffer.hpp"
 
 namespace gpujoin::engine {
 
@@ -48,6 +49,16 @@ class Backend {
 
   /// False after a fatal (sticky) device error.
   virtual bool Healthy() const { return true; }
+
+  /// A host buffer of `bytes` usable bytes (64-byte aligned) for columns the caller
+  /// fills before a Run (lookup keys) or reads after it (lookup outputs). The CUDA
+  /// backend hands out page-locked memory from a per-backend cache and copies
+  /// LookupNode keys/values/found/probes that lie in such a buffer straight to and
+  /// from the device (no staging copy); when page-locked memory is short it hands
+  /// out ordinary memory (pinned() false), which still works through staging. The
+  /// default (CPU backend) is ordinary memory from a process-wide cache. Zero bytes
+  /// give an empty buffer. Thread-safe.
+  virtual absl::StatusOr<HostBuffer> AllocateHostBuffer(size_t bytes);
 };
 
 /// Creates a backend. kAuto picks CUDA when this build has it and a device is

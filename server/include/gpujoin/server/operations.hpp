@@ -21,6 +21,7 @@
 #include "gpujoin/server/column_codec.hpp"
 #include "gpujoin/server/config.hpp"
 #include "gpujoin/server/index_registry.hpp"
+#include "gpujoin/server/lookup_wire.hpp"
 #include "gpujoin/server/memory_budget.hpp"
 #include "gpujoin/server/metrics.hpp"
 #include "gpujoin/v1/gpujoin.pb.h"
@@ -115,6 +116,15 @@ class Operations {
 
   /// One Lookup batch; fills `response` (except batch_id).
   absl::Status Lookup(const v1::LookupRequest& request, v1::LookupResponse* response);
+  /// One Lookup batch whose keys are `rows` (> 0) packed uint32 that `copy_keys`
+  /// writes to the address it is given (rows x 4 bytes of a backend host buffer:
+  /// the only host copy of the keys); `fields` holds the request's other fields
+  /// (its keys field is ignored). Same checks, errors and metrics as Lookup; the
+  /// outputs are left in `result->outputs` (a backend host buffer) instead of a
+  /// response message.
+  absl::Status LookupPacked(const v1::LookupRequest& fields, uint64_t rows,
+                            const std::function<void(uint8_t*)>& copy_keys,
+                            PackedLookupResult* result);
   /// One Join request (one or several left batches).
   absl::Status Join(const v1::JoinRequest& request, v1::JoinResponse* response);
   /// One Aggregate batch: this batch's result into `response` and `partial`
@@ -147,6 +157,16 @@ class Operations {
                                                                 std::string_view field);
   /// INVALID_ARGUMENT when a response of `bytes` would exceed --max-message-bytes.
   absl::Status CheckResponseSize(uint64_t bytes, std::string_view what) const;
+  /// The checks of a lookup of `rows` keys after its keys decoded: the index, the
+  /// probe bound, the response size. Returns the index version to run on.
+  absl::StatusOr<std::shared_ptr<const IndexVersion>> PrepareLookup(
+      const v1::LookupRequest& request, uint64_t rows);
+  /// Runs a prepared lookup into the given outputs (`probes` empty unless asked)
+  /// and records its metrics.
+  absl::Status RunLookup(const IndexVersion& version, const v1::LookupRequest& request,
+                         std::span<const uint32_t> keys, std::span<uint32_t> values,
+                         std::span<uint8_t> found, std::span<uint32_t> probes,
+                         engine::QueryStatistics* stats);
 
   ServiceState state_;
 };

@@ -36,7 +36,17 @@ class DrainableStream {
   virtual void Drain() = 0;
 };
 
-class GpuJoinService final : public v1::GpuJoin::CallbackService {
+/// The callback service with Lookup on the raw (byte buffer) API; every other
+/// method uses the generated messages. Reflection still describes Lookup with
+/// its message types.
+using GpuJoinServiceBase = v1::GpuJoin::WithCallbackMethod_BuildIndex<
+    v1::GpuJoin::WithCallbackMethod_DropIndex<v1::GpuJoin::WithCallbackMethod_ListIndexes<
+        v1::GpuJoin::WithCallbackMethod_DescribeIndex<v1::GpuJoin::WithRawCallbackMethod_Lookup<
+            v1::GpuJoin::WithCallbackMethod_Join<v1::GpuJoin::WithCallbackMethod_Aggregate<
+                v1::GpuJoin::WithCallbackMethod_Hash<
+                    v1::GpuJoin::WithCallbackMethod_GetServerInfo<v1::GpuJoin::Service>>>>>>>>>;
+
+class GpuJoinService final : public GpuJoinServiceBase {
  public:
   /// `auth` may be null (no authentication). None of the pointers is owned; all
   /// must outlive the gRPC server.
@@ -54,7 +64,9 @@ class GpuJoinService final : public v1::GpuJoin::CallbackService {
   grpc::ServerUnaryReactor* DescribeIndex(grpc::CallbackServerContext* context,
                                           const v1::DescribeIndexRequest* request,
                                           v1::DescribeIndexResponse* response) override;
-  grpc::ServerBidiReactor<v1::LookupRequest, v1::LookupResponse>* Lookup(
+  /// Lookup on the raw API: serialized LookupRequest in, LookupResponse out
+  /// (see lookup_wire.hpp for the copy-free bytes path).
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Lookup(
       grpc::CallbackServerContext* context) override;
   grpc::ServerBidiReactor<v1::JoinRequest, v1::JoinResponse>* Join(
       grpc::CallbackServerContext* context) override;

@@ -1,0 +1,79 @@
+// The Lookup RPC's bytes path without protobuf copies (issue 7). The service
+// receives Lookup requests as raw gRPC byte buffers and scans their wire format:
+// when the keys come as one `keys.packed` field (the usual case), the packed bytes
+// are copied once, straight from the received slices into a backend host buffer
+// (page-locked on the CUDA backend), and every other field is parsed by protobuf
+// from the few bytes around them. The response is assembled from the engine's
+// output host buffer as gRPC slices that reference it (no copy), byte-identical to
+// protobuf's serialisation of the same LookupResponse. Anything unusual (keys as a
+// `values` list, the keys field repeated, unknown fields inside keys, malformed
+// input) is left to the ordinary protobuf parse, so behaviour and errors are those
+// of the protobuf path.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "gpujoin/engine/host_buffer.hpp"
+#include "gpujoin/engine/types.hpp"
+#include "gpujoin/v1/gpujoin.pb.h"
+#include "grpcpp/support/byte_buffer.h"
+#include "grpcpp/support/slice.h"
+
+namespace gpujoin::server {
+
+/// A serialized LookupRequest accepted for the fast path.
+struct LookupWire {
+  /// The request's slices (references into the received buffer; no copy).
+  std::vector<grpc::Slice> slices;
+  /// Every field of the request except `keys` (index, want_probes,
+  /// max_probe_count, batch_id, unknown fields), parsed by protobuf.
+  v1::LookupRequest fields;
+  /// Where the packed key bytes lie in the concatenation of `slices`.
+  size_t keys_offset = 0;
+  size_t keys_bytes = 0;
+
+  /// Number of keys (keys_bytes is a non-zero multiple of 4).
+  uint64_t rows() const { return keys_bytes / 4; }
+  /// Copies the packed key bytes (keys_bytes of them) to `dst`.
+  void CopyKeys(uint8_t* dst) const;
+};
+
+/// Scans serialized LookupRequest bytes given as slices. Returns the fast-path
+/// view when the top-level message is well formed, its field 2 (`keys`) occurs
+/// exactly once as a length-delimited field whose payload is exactly one `packed`
+/// field (field 1) of a non-zero multiple of 4 bytes, and the remaining bytes parse
+/// as a LookupRequest; std::nullopt otherwise (the caller then parses the whole
+/// message with protobuf, which gives the request the usual checks and errors).
+std::optional<LookupWire> ScanLookupRequest(std::vector<grpc::Slice> slices);
+
+/// Same, for a received buffer (its slices are referenced, not copied).
+std::optional<LookupWire> ScanLookupRequest(const grpc::ByteBuffer& buffer);
+
+/// The result of a lookup whose outputs live in one backend host buffer.
+struct PackedLookupResult {
+  /// values (rows x 4 bytes), then probes (rows x 4, when `probes`), then found
+  /// (rows bytes).
+  engine::HostBuffer outputs;
+  uint64_t rows = 0;
+  bool probes = false;
+  uint64_t index_version = 0;
+  engine::QueryStatistics statistics;
+
+  /// Byte offsets of the three outputs in `outputs`.
+  size_t values_offset() const { return 0; }
+  size_t probes_offset() const { return rows * 4; }
+  size_t found_offset() const { return rows * (probes ? 8 : 4); }
+  /// Bytes `outputs` must hold.
+  size_t bytes() const { return rows * (probes ? 9 : 5); }
+};
+
+/// Serialises the LookupResponse {batch_id, index_version, values, found, probes,
+/// statistics} of `result` into a byte buffer whose column slices reference the
+/// output host buffer (kept alive by the slices until gRPC releases them). The
+/// bytes equal protobuf's serialisation of the same message.
+grpc::ByteBuffer SerializeLookupResponse(uint64_t batch_id, PackedLookupResult result);
+
+}  // namespace gpujoin::server
