@@ -1,0 +1,323 @@
+// The Lookup bytes path (lookup_wire.hpp) against protobuf: randomly generated
+// LookupRequests (fields in any order, unknown fields, every way of giving or
+// mis-giving keys, truncations), split into slices of random sizes. The scan must
+// accept exactly the plain packed-keys requests and then agree with protobuf's
+// parse field by field; Operations::LookupPacked must then give the same status
+// (code and text) and, serialised, the same response bytes as Operations::Lookup
+// on the protobuf message.
+#include "gpujoin/server/lookup_wire.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gpujoin/server/operations.hpp"
+#include "test_util.hpp"
+
+namespace gpujoin::server {
+namespace {
+
+std::string Flatten(const std::vector<grpc::Slice>& slices) {
+  std::string out;
+  for (const grpc::Slice& s : slices) out.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  return out;
+}
+
+std::string Flatten(const grpc::ByteBuffer& buffer) {
+  std::vector<grpc::Slice> slices;
+  EXPECT_TRUE(buffer.Dump(&slices).ok());
+  return Flatten(slices);
+}
+
+// `bytes` cut into slices of random sizes (empty slices included).
+std::vector<grpc::Slice> RandomSlices(const std::string& bytes, std::mt19937_64& rng) {
+  std::vector<grpc::Slice> slices;
+  size_t at = 0;
+  while (at < bytes.size()) {
+    const size_t kind = rng() % 8;
+    size_t n = kind == 0 ? 0 : kind < 4 ? 1 + rng() % 7 : 1 + rng() % 300;
+    n = std::min(n, bytes.size() - at);
+    slices.emplace_back(bytes.data() + at, n);
+    at += n;
+  }
+  if (rng() % 2 == 0) slices.emplace_back(std::string());
+  return slices;
+}
+
+void AppendVarint(uint64_t v, std::string* out) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+
+std::string LengthDelimited(uint32_t field, const std::string& payload) {
+  std::string out;
+  AppendVarint((uint64_t{field} << 3) | 2, &out);
+  AppendVarint(payload.size(), &out);
+  return out + payload;
+}
+
+// One generated request and what the scan should say about it.
+struct Generated {
+  std::string bytes;
+  bool expect_fast = false;
+  bool malformed = false;  // truncated: only consistency is checked
+};
+
+class LookupWireTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    backend_ = testing::CpuBackend();
+    budget_ = std::make_unique<MemoryBudget>(1 << 20);
+    ServiceState s;
+    s.backend = backend_.get();
+    s.backend_info = backend_->Info();
+    s.registry = &registry_;
+    s.budget = budget_.get();
+    s.metrics = &metrics_;
+    // Small, so that large batches hit the response-size check.
+    s.config.max_message_bytes = 8 << 10;
+    ops_ = std::make_unique<Operations>(std::move(s));
+
+    BuildSession session(ops_.get());
+    v1::BuildIndexRequest spec;
+    spec.mutable_spec()->set_name("x");
+    spec.mutable_spec()->set_capacity(256);
+    spec.mutable_spec()->set_first_value(7);
+    ASSERT_TRUE(session.Add(std::move(spec)).ok());
+    v1::BuildIndexRequest chunk;
+    for (uint32_t i = 0; i < 100; ++i) index_keys_.push_back(i * 2654435761u);
+    *chunk.mutable_chunk()->mutable_keys()->mutable_packed() = PackColumn<uint32_t>(index_keys_);
+    ASSERT_TRUE(session.Add(std::move(chunk)).ok());
+    std::atomic<bool> cancelled{false};
+    ASSERT_TRUE(session.Finish(cancelled).ok());
+  }
+
+  std::vector<uint32_t> RandomKeys(size_t rows, std::mt19937_64& rng) {
+    std::vector<uint32_t> keys(rows);
+    for (auto& k : keys) {
+      const uint64_t r = rng() % 10;
+      k = r < 6 ? index_keys_[rng() % index_keys_.size()] : r < 7 ? 0xffffffffu : uint32_t(rng());
+    }
+    return keys;
+  }
+
+  Generated Generate(std::mt19937_64& rng) {
+    Generated g;
+    std::vector<std::string> pieces;
+    auto field = [&](auto set) {
+      v1::LookupRequest m;
+      set(m);
+      const std::string s = m.SerializeAsString();
+      if (!s.empty()) pieces.push_back(s);
+    };
+    static const char* kNames[] = {"x", "x", "x", "missing", "bad name!", ""};
+    if (rng() % 8 != 0) field([&](auto& m) { m.set_index(kNames[rng() % 6]); });
+    if (rng() % 2) field([&](auto& m) { m.set_want_probes(true); });
+    if (rng() % 3 == 0) {
+      static const uint32_t kBounds[] = {1, 3, 256, 257, 100000};
+      const uint32_t bound = kBounds[rng() % 5];
+      field([&](auto& m) { m.set_max_probe_count(bound); });
+    }
+    if (rng() % 2) {
+      const uint64_t id = rng();
+      field([&](auto& m) { m.set_batch_id(id); });
+    }
+    // Rows: mostly small, sometimes past the 8 KiB response limit.
+    const size_t rows = rng() % 5 == 0 ? 1500 + rng() % 2000 : 1 + rng() % 200;
+    const std::string packed = PackColumn<uint32_t>(RandomKeys(rows, rng));
+    auto keys_values = [&](size_t n) {
+      v1::U32Column c;
+      for (uint32_t k : RandomKeys(n, rng)) c.mutable_values()->add_v(k);
+      return c.SerializeAsString();
+    };
+    switch (rng() % 10) {
+      case 0:
+      case 1:
+      case 2:
+      case 3:  // the fast path: one keys field holding one packed field
+        pieces.push_back(LengthDelimited(2, LengthDelimited(1, packed)));
+        g.expect_fast = true;
+        break;
+      case 4:  // packed of a length that is not whole rows
+        pieces.push_back(LengthDelimited(2, LengthDelimited(1, packed.substr(0, 4 * rows - 1 - rng() % 3))));
+        break;
+      case 5:  // keys as a values list (possibly empty: zero rows)
+        pieces.push_back(LengthDelimited(2, keys_values(rng() % 3 == 0 ? 0 : 1 + rng() % 50)));
+        break;
+      case 6:  // both packed and values
+        pieces.push_back(LengthDelimited(2, LengthDelimited(1, packed) + keys_values(3)));
+        break;
+      case 7:  // keys field repeated (protobuf merges; the scan leaves it to protobuf)
+        pieces.push_back(LengthDelimited(2, LengthDelimited(1, packed)));
+        pieces.push_back(LengthDelimited(2, LengthDelimited(1, packed.substr(0, 8))));
+        break;
+      case 8:  // empty keys message, or an explicitly empty packed field
+        pieces.push_back(LengthDelimited(2, rng() % 2 ? std::string() : LengthDelimited(1, "")));
+        break;
+      case 9: {  // an unknown field inside keys
+        std::string inner = LengthDelimited(1, packed);
+        inner += '\x18';  // field 3, varint
+        inner += '\x05';
+        pieces.push_back(LengthDelimited(2, inner));
+        break;
+      }
+    }
+    // Unknown top-level fields of every wire type.
+    for (uint64_t u = rng() % 4; u > 0; --u) {
+      std::string f;
+      switch (rng() % 4) {
+        case 0: AppendVarint((9 << 3) | 0, &f); AppendVarint(rng(), &f); break;
+        case 1: f = LengthDelimited(10, std::string(rng() % 20, 'u')); break;
+        case 2: AppendVarint((11 << 3) | 5, &f); f += std::string(4, '\x11'); break;
+        case 3: AppendVarint((123456 << 3) | 1, &f); f += std::string(8, '\x22'); break;
+      }
+      pieces.push_back(f);
+    }
+    std::shuffle(pieces.begin(), pieces.end(), rng);
+    for (const auto& p : pieces) g.bytes += p;
+    if (rng() % 12 == 0 && !g.bytes.empty()) {
+      g.bytes.resize(rng() % g.bytes.size());
+      g.malformed = true;
+    } else if (rng() % 40 == 0) {
+      g.bytes += '\x07';  // field 0, wire type 7: never valid
+      g.malformed = true;
+      g.expect_fast = false;
+    }
+    return g;
+  }
+
+  std::unique_ptr<engine::Backend> backend_;
+  IndexRegistry registry_;
+  std::unique_ptr<MemoryBudget> budget_;
+  Metrics metrics_;
+  std::unique_ptr<Operations> ops_;
+  std::vector<uint32_t> index_keys_;
+};
+
+TEST_F(LookupWireTest, AgreesWithProtobufOnRandomRequests) {
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE(::testing::Message() << "seed " << seed);
+  std::mt19937_64 rng(seed);
+  int fast = 0, fast_ok = 0, fast_errors = 0, protobuf_path = 0;
+  for (int i = 0; i < 1500; ++i) {
+    SCOPED_TRACE(::testing::Message() << "request " << i);
+    const Generated g = Generate(rng);
+    const auto slices = RandomSlices(g.bytes, rng);
+    ASSERT_EQ(Flatten(slices), g.bytes);
+    v1::LookupRequest full;
+    const bool parsed = full.ParseFromString(g.bytes);
+    const std::optional<LookupWire> wire = ScanLookupRequest(slices);
+    if (!g.malformed) {
+      ASSERT_TRUE(parsed);
+      ASSERT_EQ(wire.has_value(), g.expect_fast);
+    }
+    if (!wire) {
+      ++protobuf_path;
+      continue;
+    }
+    ++fast;
+    ASSERT_TRUE(parsed) << "the scan accepted bytes protobuf rejects";
+    // Every other field as protobuf parsed it (unknown fields included, in order).
+    v1::LookupRequest others = full;
+    others.clear_keys();
+    EXPECT_EQ(wire->fields.SerializeAsString(), others.SerializeAsString());
+    ASSERT_EQ(wire->rows() * 4, full.keys().packed().size());
+    std::string copied(wire->keys_bytes, '\0');
+    wire->CopyKeys(reinterpret_cast<uint8_t*>(copied.data()));
+    EXPECT_EQ(copied, full.keys().packed());
+
+    // Same outcome as the protobuf path, byte for byte.
+    v1::LookupResponse expected;
+    const absl::Status want = ops_->Lookup(full, &expected);
+    PackedLookupResult result;
+    const absl::Status got = ops_->LookupPacked(
+        wire->fields, wire->rows(), [&](uint8_t* dst) { wire->CopyKeys(dst); }, &result);
+    ASSERT_EQ(got.code(), want.code()) << got << " vs " << want;
+    EXPECT_EQ(got.message(), want.message());
+    if (!want.ok()) {
+      ++fast_errors;
+      continue;
+    }
+    ++fast_ok;
+    expected.set_batch_id(full.batch_id());
+    EXPECT_EQ(Flatten(SerializeLookupResponse(full.batch_id(), std::move(result))),
+              expected.SerializeAsString());
+  }
+  // The generator covers both paths and both outcomes.
+  EXPECT_GT(fast_ok, 50);
+  EXPECT_GT(fast_errors, 50);
+  EXPECT_GT(protobuf_path, 300);
+  EXPECT_EQ(fast, fast_ok + fast_errors);
+}
+
+TEST_F(LookupWireTest, ResponseBuffersStayAliveUntilTheLastSliceIsReleased) {
+  v1::LookupRequest req;
+  req.set_index("x");
+  req.set_batch_id(42);
+  req.set_want_probes(true);
+  const std::vector<uint32_t> keys = {index_keys_[3], 5, index_keys_[9]};
+  *req.mutable_keys()->mutable_packed() = PackColumn<uint32_t>(keys);
+  const std::string bytes = req.SerializeAsString();
+  const grpc::Slice one(bytes.data(), bytes.size());
+  const grpc::ByteBuffer received(&one, 1);
+  const auto wire = ScanLookupRequest(received);
+  ASSERT_TRUE(wire.has_value());
+  EXPECT_EQ(wire->rows(), 3u);
+  EXPECT_EQ(wire->fields.batch_id(), 42u);
+  PackedLookupResult result;
+  ASSERT_TRUE(ops_->LookupPacked(wire->fields, wire->rows(),
+                                 [&](uint8_t* dst) { wire->CopyKeys(dst); }, &result)
+                  .ok());
+  std::string expected;
+  {
+    v1::LookupResponse r;
+    ASSERT_TRUE(ops_->Lookup(req, &r).ok());
+    r.set_batch_id(42);
+    expected = r.SerializeAsString();
+  }
+  grpc::ByteBuffer copy;
+  {
+    grpc::ByteBuffer response = SerializeLookupResponse(42, std::move(result));
+    copy = response;  // a second reference to the same slices
+  }
+  // The first buffer is gone; the slices of the copy still read the outputs.
+  EXPECT_EQ(Flatten(copy), expected);
+  v1::LookupResponse decoded;
+  ASSERT_TRUE(decoded.ParseFromString(Flatten(copy)));
+  EXPECT_EQ(UnpackColumn<uint32_t>(decoded.values()), (std::vector<uint32_t>{10, 0xffffffffu, 16}));
+  EXPECT_EQ(decoded.found(), std::string("\1\0\1", 3));
+}
+
+TEST(HostBufferTest, DefaultBackendBuffersAreAlignedAndRecycled) {
+  auto backend = testing::CpuBackend();
+  auto empty = backend->AllocateHostBuffer(0);
+  ASSERT_TRUE(empty.ok());
+  EXPECT_TRUE(empty->empty());
+  EXPECT_EQ(empty->data(), nullptr);
+  auto a = backend->AllocateHostBuffer(1000);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->size(), 1000u);
+  EXPECT_FALSE(a->pinned());
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a->data()) % 64, 0u);
+  std::fill_n(a->data(), 1000, uint8_t{7});
+  const uint8_t* first = a->data();
+  a->Reset();
+  EXPECT_TRUE(a->empty());
+  // A freed block of the same size class comes back.
+  auto b = backend->AllocateHostBuffer(3000);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->data(), first);
+  engine::HostBuffer moved = std::move(*b);
+  EXPECT_EQ(moved.size(), 3000u);
+  EXPECT_TRUE(b->empty());
+}
+
+}  // namespace
+}  // namespace gpujoin::server
