@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# One device session for issue 3: the GPU-labelled differential tests with each
-# build path forced (waves, direct, partitioned), gpujoin-bench (build phases,
+# One device session for issue 3: the GPU-labelled differential tests with the
+# default build paths and with each path forced (waves, direct, partitioned), gpujoin-bench (build phases,
 # lookups on tables from every path) right after the first two, the hashing
 # device tests, the CUDA instances of the engine tests (wave path forced) and
 # hashing backend tests, compute-sanitizer memcheck and racecheck on small
@@ -21,6 +21,7 @@ step() {  # step NAME TIMEOUT CMD...
   summary+=("$(printf '%-18s rc=%-3s %4ss  %s' "$name" "$rc" "$(( $(date +%s) - t0 ))" "$(grep -E '^\[  (PASSED|FAILED|SKIPPED) |ERROR SUMMARY|RACECHECK SUMMARY|targets met' "$out/$name.log" | tr '\n' ' ' | cut -c1-90)")")
 }
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv > "$out/gpu.log" 2>&1
+step gpu_tests 45 $bundle/bin/gpu_differential_tests
 step gpu_tests_waves 45 env GPUJOIN_CUDA_BUILD_PATH=waves $bundle/bin/gpu_differential_tests
 step gpu_tests_direct 40 env GPUJOIN_CUDA_BUILD_PATH=direct $bundle/bin/gpu_differential_tests
 step bench 75 $bundle/bin/gpujoin-bench
@@ -34,7 +35,7 @@ step racecheck 30 compute-sanitizer --tool racecheck --error-exitcode 9 $bundle/
 echo "== failures (first lines)"
 grep -hE '^\[  FAILED|Failure|CHECK FAILED|ERROR SUMMARY|RACECHECK SUMMARY' "$out"/*.log | head -30
 echo "== bench (build rows, phases, lookups, targets)"
-grep -E '^operation|^copy|build|phase|lookup\+found\+stats|targets met' "$out/bench.log"
+grep -E '^operation|^copy|build|phase|lookup\+found\+stats|waves|targets met' "$out/bench.log"
 echo "== summary"
 cat "$out/gpu.log"
 printf '%s\n' "${summary[@]}"

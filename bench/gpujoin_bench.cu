@@ -42,6 +42,9 @@ namespace {
 
 int g_reps = 7;
 int g_failures = 0;
+// --profile: one timed repetition of a few rows (for Nsight Compute); MedianMs then
+// runs each operation three times (two warm-ups).
+bool g_profile = false;
 
 // A bijection on uint32 unrelated to the slot hash: distinct inputs give
 // distinct keys, so keys [0, n) are distinct and keys [n, 2n) are all misses.
@@ -215,13 +218,19 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0)
       quick = true;
+    else if (std::strcmp(argv[i], "--profile") == 0)
+      g_profile = true;
     else if (std::strncmp(argv[i], "--reps=", 7) == 0)
       g_reps = std::max(5, std::atoi(argv[i] + 7));
     else {
-      std::printf("usage: gpujoin-bench [--reps=N (>=5, default 7)] [--quick (1/16 sizes)]\n");
+      std::printf(
+          "usage: gpujoin-bench [--reps=N (>=5, default 7)] [--quick (1/16 sizes)] [--profile]\n"
+          "  --profile: for Nsight Compute; one repetition, only the direct and 32 MiB wave\n"
+          "  builds and the default and plain lookups, no joins or aggregation\n");
       return 2;
     }
   }
+  if (g_profile) g_reps = 1;
   int device = 0;
   CHECK_CUDA(cudaSetDevice(device));
   cudaDeviceProp prop{};
@@ -229,6 +238,15 @@ int main(int argc, char** argv) {
   cudaStream_t s;
   CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   const int shift = quick ? 4 : 0;
+  // Keep up to 1 GiB of freed stream-ordered memory in the pool, as the CUDA
+  // backend does (cuda_backend.cpp): a build's transient partition buffer is then
+  // recycled instead of being mapped again on every repetition.
+  {
+    cudaMemPool_t pool = nullptr;
+    CHECK_CUDA(cudaDeviceGetDefaultMemPool(&pool, device));
+    uint64_t threshold = uint64_t{1} << 30;
+    CHECK_CUDA(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+  }
 
   // 1. Copy ceiling: 2 GiB device-to-device, bytes read + written.
   {
@@ -278,25 +296,31 @@ int main(int argc, char** argv) {
       gd::BuildPath path;
       bool load_first;
       uint32_t region_bits;
-      bool sort_partition = false;
+      int partition = 0;  // 0 warp multisplit, 1 shared-atomic histogram scatter
     };
     // direct = one thread per row into the table; partitioned = rows grouped by
     // table region first (2^21 slots = 16 MiB, 2^22 = 32 MiB of table per region;
-    // by the block-staged histogram scatter, or "sort" = a radix sort on the
-    // region), then inserted in one pass after a full clear; waves = the same
-    // buffer, cleared / inserted / finalised region by region.
-    const Variant variants[] = {{"load+CAS", gd::BuildPath::kDirect, true, 0},
+    // by the warp-multisplit scatter, "atomic" = the shared-atomic histogram
+    // scatter), then inserted in one pass
+    // after a full clear; waves = the same buffer, cleared / inserted / finalised
+    // region by region.
+    const Variant variants[] = {{"default", gd::BuildPath::kAuto, true, 0},
+                                {"load+CAS", gd::BuildPath::kDirect, true, 0},
                                 {"CAS-first", gd::BuildPath::kDirect, false, 0},
                                 {"partitioned 32MiB", gd::BuildPath::kPartitioned, true, 22},
                                 {"waves 16MiB", gd::BuildPath::kWaves, true, 21},
                                 {"waves 32MiB", gd::BuildPath::kWaves, true, 22},
                                 {"waves 32MiB CAS-first", gd::BuildPath::kWaves, false, 22},
-                                {"waves 32MiB sort", gd::BuildPath::kWaves, true, 22, true}};
+                                {"waves 32MiB atomic", gd::BuildPath::kWaves, true, 22, 1}};
     for (const Variant& v : variants) {
+      if (g_profile && std::strcmp(v.name, "load+CAS") != 0 && std::strcmp(v.name, "waves 32MiB") != 0)
+        continue;
+      // The targets apply to what the backend runs: the default path (kAuto).
+      const bool target_row = load == 0.5 && v.path == gd::BuildPath::kAuto;
       src.load_before_cas = v.load_first;
       src.path = v.path;
       src.region_bits = v.region_bits;
-      src.sort_partition = v.sort_partition;
+      src.multisplit_partition = v.partition == 0;
       const std::string how = v.name;
       // Explicit values: claim + atomic-min of the row, then finalisation.
       src.values = values;
@@ -312,7 +336,7 @@ int main(int argc, char** argv) {
       g_rows.push_back(
           {"build " + how + ", explicit values, load " + lf, double(n), ms,
            double(n) * 40 + double(capacity) * 8 + double(capacity) * 16 + double(n) * 32,
-           load == 0.5 ? ">= 13.6 Gkeys/s" : "", 13.6e9, load == 0.5 ? 1 : 0});
+           target_row ? ">= 13.6 Gkeys/s" : "", 13.6e9, target_row ? 1 : 0});
       // Generated row IDs (first_value + row): the key -> row index; no finalisation.
       src.values = nullptr;
       src.first_value = 0;
@@ -324,11 +348,11 @@ int main(int argc, char** argv) {
       Check(st.unique_keys == n && st.overflow_rows == 0,
             "build statistics (row ids, " + how + "), load " + lf);
       g_rows.push_back({"build " + how + ", generated row ids, load " + lf, double(n), ms,
-                        double(n) * 36 + double(capacity) * 8, load == 0.5 ? ">= 13.6 Gkeys/s" : "",
-                        13.6e9, load == 0.5 ? 1 : 0});
+                        double(n) * 36 + double(capacity) * 8, target_row ? ">= 13.6 Gkeys/s" : "",
+                        13.6e9, target_row ? 1 : 0});
     }
     src.load_before_cas = true;
-    src.sort_partition = false;
+    src.multisplit_partition = true;
     // Clear alone, to show how much of the build it is.
     ms = MedianMs(s, [&] { CHECK_CUDA(gd::ClearTable(table, bstats, s)); });
     g_rows.push_back({"  (of which: clear table), load " + lf, double(capacity), ms,
@@ -339,6 +363,7 @@ int main(int argc, char** argv) {
     // builds insert roughly in home-slot order), and so may the lookup time. The
     // value samples also check each path's finalisation at full size.
     for (const gd::BuildPath table_path : {gd::BuildPath::kAuto, gd::BuildPath::kWaves}) {
+      if (g_profile && table_path != gd::BuildPath::kAuto) continue;
       const bool partitioned_table = table_path != gd::BuildPath::kAuto;
       const std::string table_note = table_path == gd::BuildPath::kPartitioned
                                          ? " [table: partitioned build]"
@@ -403,10 +428,10 @@ int main(int argc, char** argv) {
             {gd::ProbeFetch::kPlain, "plain"},
             {gd::ProbeFetch::kL2_64B, "L2::64B"},
             {gd::ProbeFetch::kL2_128B, "L2::128B"},
-            {gd::ProbeFetch::kL2_256B, "L2::256B"},
             {gd::ProbeFetch::kPlainThen128B, "plain then L2::128B"},
             {gd::ProbeFetch::k64BThen128B, "L2::64B then L2::128B"}};
         for (const auto& [fetch, fetch_name] : fetches) {
+          if (g_profile && fetch != gd::ProbeFetch::kPlain) continue;  // the default runs above
           CHECK_CUDA(cudaMemsetAsync(out_values, 0xab, n * 4, s));
           const double fms = MedianMs(s, [&] {
             CHECK_CUDA(cudaMemsetAsync(qstats, 0, sizeof(gd::DeviceQueryStats), s));
@@ -429,7 +454,7 @@ int main(int argc, char** argv) {
                             double(n) * 41, "", 0, 0});
         }
 
-        if (load == 0.5) {
+        if (load == 0.5 && !g_profile) {
           // Inner join of the same left keys: lookup + stable compaction.
           const size_t scratch_bytes = gd::JoinScratchBytes(n);
           void* scratch = nullptr;
@@ -478,7 +503,7 @@ int main(int argc, char** argv) {
   CHECK_CUDA(cudaFree(found));
 
   // Grouped aggregation over 2^28 rows.
-  {
+  if (!g_profile) {
     const uint64_t n = (uint64_t{1} << 28) >> shift;
     uint32_t* gkeys = DeviceAlloc<uint32_t>(n);
     uint32_t* gmask = DeviceAlloc<uint32_t>(n);

@@ -50,7 +50,7 @@ struct DeviceQueryStats {
 
 /// How BuildTable inserts (the result is the same; see docs/PERFORMANCE.md).
 enum class BuildPath : int {
-  /// UsePartitionedBuild's default (the GPUJOIN_CUDA_BUILD_PATH environment
+  /// ChooseBuildPath decides (the GPUJOIN_CUDA_BUILD_PATH environment
   /// variable, "direct" or "partitioned", overrides it; tests and the bench use it).
   kAuto = -1,
   /// One thread per row, 64-bit CAS straight into the table, finalisation by one
@@ -68,20 +68,21 @@ enum class BuildPath : int {
   kWaves = 2,
 };
 
-/// Whether the partitioned path is the auto choice: tables of at least this many bytes...
+/// kAuto takes a partitioned path only for tables of at least this many bytes...
 inline constexpr uint64_t kPartitionMinTableBytes = uint64_t{128} << 20;
-/// ... and builds of at least this many rows ...
+/// ... and builds of at least this many rows; smaller builds take kDirect.
 inline constexpr uint64_t kPartitionMinRows = uint64_t{1} << 22;
-/// ... when enabled at all. Off: measured slower than the direct path on an H200
-/// (2^26 keys, capacity 2^27: 6.3-7.0 vs 5.4 ms with row ids, 13.6-14.6 vs 7.4 ms
-/// with explicit values; docs/PERFORMANCE.md, "Third round").
-inline constexpr bool kPartitionedBuildByDefault = false;
-/// The path kAuto takes for large builds (above): kDirect. The wave path measured
-/// on an H200 (2^26 keys, capacity 2^27, 32 MiB regions): 5.43 vs 5.44-5.50 ms
-/// with row ids, 10.97 vs 7.52-7.65 ms with explicit values (docs/PERFORMANCE.md,
-/// "Fourth round").
-inline constexpr BuildPath kLargeBuildPath =
-    kPartitionedBuildByDefault ? BuildPath::kPartitioned : BuildPath::kDirect;
+/// The path kAuto takes for large builds that store their values as they insert
+/// (generated values that do not wrap: no finalisation): kWaves. Measured on an
+/// H200 (2^26 keys, capacity 2^27, 32 MiB regions, warp-multisplit partition, the
+/// transient buffer recycled by the memory pool as in the backend): 4.61 vs 5.46 ms
+/// at load 0.5 and 10.73 vs 12.15 ms at 0.8 (docs/PERFORMANCE.md, "Fifth round").
+/// When the partition buffer cannot be allocated the build takes kDirect instead.
+inline constexpr BuildPath kLargeBuildPath = BuildPath::kWaves;
+/// The path kAuto takes for large builds that need finalisation (explicit values,
+/// batch builds, wrapping generated values): kDirect, measured faster (7.54 vs
+/// 8.78 ms for the wave path; the wave path's winner marking re-probes every row).
+inline constexpr BuildPath kLargeFinalizedBuildPath = BuildPath::kDirect;
 /// Wave path: log2 of the slots per region for tables of >= 2^25 slots (2^22 =
 /// 32 MiB of table, the fastest of 8/16/32 MiB measured; see RegionBits in
 /// index_kernels.cu for smaller tables).
@@ -102,17 +103,19 @@ struct BuildSource {
   /// Insert strategy: read a slot before trying to claim it with a CAS (true), or
   /// CAS straight away (false). The benchmark measures both.
   bool load_before_cas = true;
-  /// Insert path (kAuto: UsePartitionedBuild decides).
+  /// Insert path (kAuto: ChooseBuildPath decides).
   BuildPath path = BuildPath::kAuto;
   /// Partitioned path: log2 of the slots per region (0 = automatic: 2^20 slots,
   /// 8 MiB of table, for large tables; 128 regions for small ones). Raised so
   /// that there are at most 2048 regions.
   uint32_t region_bits = 0;
-  /// Partitioned and wave paths: how the rows are grouped by region. true: a
-  /// stable CUB radix sort of (region, key:tag) pairs on the region bits only
-  /// (one digit pass); false: the block-staged histogram scatter of the third
-  /// round (the default: the sort measured 2.41 vs 1.45 ms for 2^26 rows on an H200).
-  bool sort_partition = false;
+  /// Partitioned and wave paths with at most 32 regions: group the rows by region
+  /// with the warp-multisplit kernels (true: lane-private counts, ballot ranks,
+  /// each region's run written from a shared-memory staging tile), or with one
+  /// shared atomic per row and scattered stores (false; always used above 32
+  /// regions). A CUB radix sort on the region was measured too and was slower
+  /// (docs/PERFORMANCE.md, "Fifth round").
+  bool multisplit_partition = true;
   /// Benchmarks only: three events recorded on the stream between the phases of
   /// the build (direct: after the clear, the insert, the finalisation;
   /// partitioned and waves: after the partition, the insert (waves: the wave
@@ -120,13 +123,11 @@ struct BuildSource {
   cudaEvent_t* phase_events = nullptr;
 };
 
-/// The path BuildTable takes for this table, row count and requested path
-/// (kAuto: the environment override "direct", "partitioned" or "waves", else
-/// kLargeBuildPath for large tables and builds, kDirect otherwise).
-BuildPath ChooseBuildPath(uint32_t capacity, uint64_t rows, BuildPath path);
-
-/// Whether ChooseBuildPath picks a partitioned path (kPartitioned or kWaves).
-bool UsePartitionedBuild(uint32_t capacity, uint64_t rows, BuildPath path);
+/// The path BuildTable takes for this table, row count, requested path and
+/// whether the build needs finalisation (kAuto: the environment override
+/// GPUJOIN_CUDA_BUILD_PATH = "direct", "partitioned" or "waves", else for large
+/// tables and builds kLargeBuildPath or kLargeFinalizedBuildPath, else kDirect).
+BuildPath ChooseBuildPath(uint32_t capacity, uint64_t rows, BuildPath path, bool finalize);
 
 /// Clears the table (every slot empty) and zeroes `stats`.
 cudaError_t ClearTable(DeviceTable table, DeviceBuildStats* stats, cudaStream_t stream);
@@ -151,12 +152,16 @@ enum class ProbeFetch : int {
   kPlain = 0,         ///< no prefetch hint
   kL2_64B = 1,        ///< every step 64 B
   kL2_128B = 2,       ///< every step 128 B
-  kL2_256B = 3,       ///< every step 256 B
   kPlainThen128B = 4, ///< first step no hint, later steps 128 B
   k64BThen128B = 5,   ///< first step 64 B, later steps 128 B
 };
-/// What kDefault means (chosen from the H200 measurements in docs/PERFORMANCE.md).
-inline constexpr ProbeFetch kDefaultProbeFetch = ProbeFetch::kPlain;
+/// What kDefault means: 64 B for the first sector, 128 B for later ones. On an
+/// H200 (docs/PERFORMANCE.md, "Fifth round"; three runs) it lifted all-hit lookups
+/// at load 0.8 from 26.7-26.8 to 27.4 Gkeys/s, left load 0.5 unchanged and cost
+/// 2 % on half-miss lookups at 0.8 (16.5 vs 16.8); 128 B on every step helps
+/// those (17.3) but costs 4-11 % on hits; 256 B was slower everywhere (removed).
+inline constexpr ProbeFetch kDefaultProbeFetch = ProbeFetch::k64BThen128B;
+
 
 /// Looks up `rows` keys. Writes values[i] (kEmptyKey when missing); found[i]
 /// (1/0) and probes[i] when non-null. Adds to `stats` (zero it first).

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Nsight Compute profile of the build and lookup kernels that gpujoin-bench runs
+# (one launch each at full size), when `ncu` exists on the device host. Expects a
+# bundle made by ../shared/tools/bundle-for-device in $GPU_BUNDLE (default .gpu);
+# writes $OUT/ncu.txt (or /tmp/gpujoin-device/ncu.txt) and prints a short summary.
+set -uo pipefail
+bundle=${GPU_BUNDLE:-.gpu}
+source "$bundle/env.sh"
+out=${OUT:-/tmp/gpujoin-device}
+mkdir -p "$out"
+ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+if [ -z "$ncu" ]; then echo "ncu: not found on this host"; exit 0; fi
+echo "ncu: $ncu"
+# Two passes over `gpujoin-bench --profile` (each operation runs three times:
+# two warm-ups and one timed): the build kernels (direct insert, multisplit
+# partition, the first wave steps), then the lookup kernels (default and plain
+# prefetch, all hits and 50 % misses, load 0.5 then 0.8).
+sections="--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats --section LaunchStats"
+timeout "${NCU_TIMEOUT:-200}" "$ncu" --kernel-name 'regex:InsertKernel|RegionCountKernel|RegionMultisplitKernel|WaveStepKernel' \
+  --launch-count 20 $sections "$bundle/bin/gpujoin-bench" --profile > "$out/ncu_build.txt" 2>&1
+echo "ncu build rc=$?"
+timeout "${NCU_TIMEOUT:-200}" "$ncu" --kernel-name 'regex:LookupKernel' \
+  --launch-count 36 $sections "$bundle/bin/gpujoin-bench" --profile > "$out/ncu_lookup.txt" 2>&1
+echo "ncu lookup rc=$?"
+for f in "$out/ncu_build.txt" "$out/ncu_lookup.txt"; do
+  grep -E '^  [A-Za-z_].*\(|Duration|DRAM Throughput|L2 Hit Rate|Achieved Occupancy|Compute \(SM\) Throughput|Registers Per' "$f" |
+    sed -E 's/\(gpujoin::engine::detail::DeviceTable.*//; s/^ +//' | cut -c1-110
+done
