@@ -772,6 +772,88 @@ TEST_F(ServerTest, BadInputsGetPreciseCodesAndTheServerStaysServing) {
   EXPECT_EQ(HealthStatus(server_->grpc_address()), 1);
 }
 
+// Lookup's bytes path (packed keys copied straight from the gRPC slices, responses
+// referencing the engine's output buffer) answers exactly what the protobuf path
+// does: every request goes twice through one stream, once with packed keys and
+// once as a values list (which takes the protobuf path), with unknown fields in
+// both; the responses must be byte-identical apart from the batch ID.
+TEST_F(ServerTest, PackedAndListKeysGiveIdenticalLookupResponses) {
+  std::mt19937 rng(11);
+  std::vector<uint32_t> keys(5000);
+  for (auto& k : keys) k = rng();
+  v1::BuildIndexResponse built;
+  ASSERT_TRUE(Build(*stub_, {SpecMsg("w", 16384, 1), ChunkMsg(keys)}, &built).ok());
+  std::vector<v1::LookupRequest> reqs;
+  for (size_t rows : {1u, 7u, 1000u, 70000u, 250000u}) {
+    for (int probes = 0; probes < 2; ++probes) {
+      std::vector<uint32_t> q(rows);
+      for (auto& k : q) k = rng() % 3 == 0 ? rng() : keys[rng() % keys.size()];
+      v1::LookupRequest packed = LookupMsg("w", q, reqs.size());
+      packed.set_want_probes(probes == 1);
+      packed.GetReflection()->MutableUnknownFields(&packed)->AddVarint(99, rows);
+      v1::LookupRequest list = packed;
+      list.set_batch_id(reqs.size() + 1);
+      list.mutable_keys()->clear_packed();
+      for (uint32_t k : q) list.mutable_keys()->mutable_values()->add_v(k);
+      reqs.push_back(packed);
+      reqs.push_back(list);
+    }
+  }
+  auto [lookups, status] = Lookups(*stub_, reqs);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(lookups.size(), reqs.size());
+  for (size_t i = 0; i < reqs.size(); i += 2) {
+    SCOPED_TRACE(::testing::Message() << "pair " << i / 2);
+    ASSERT_FALSE(lookups[i].has_error()) << lookups[i].error().message();
+    EXPECT_EQ(lookups[i].batch_id(), i);
+    EXPECT_EQ(lookups[i + 1].batch_id(), i + 1);
+    v1::LookupResponse a = lookups[i], b = lookups[i + 1];
+    a.clear_batch_id();
+    b.clear_batch_id();
+    EXPECT_EQ(a.SerializeAsString(), b.SerializeAsString());
+    EXPECT_EQ(a.values().size(), reqs[i].keys().packed().size());
+    EXPECT_EQ(a.probes().size(), reqs[i].want_probes() ? a.values().size() : 0u);
+  }
+}
+
+// A Lookup message that is not a LookupRequest at all ends the stream's reads, as
+// gRPC's own parse failure does: the batches before it are answered and the call
+// ends with OK.
+TEST_F(ServerTest, UnparseableLookupMessageEndsTheReads) {
+  std::vector<uint32_t> keys = {1, 2, 3};
+  v1::BuildIndexResponse built;
+  ASSERT_TRUE(Build(*stub_, {SpecMsg("u", 16, 1), ChunkMsg(keys)}, &built).ok());
+  auto channel = grpc::CreateChannel(server_->grpc_address(), grpc::InsecureChannelCredentials());
+  const grpc::internal::RpcMethod method("/gpujoin.v1.GpuJoin/Lookup",
+                                         grpc::internal::RpcMethod::BIDI_STREAMING);
+  grpc::ClientContext ctx;
+  std::unique_ptr<grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>> stream(
+      grpc::internal::ClientReaderWriterFactory<grpc::ByteBuffer, grpc::ByteBuffer>::Create(
+          channel.get(), method, &ctx));
+  auto send = [&](const std::string& bytes) {
+    grpc::Slice slice(bytes);
+    return stream->Write(grpc::ByteBuffer(&slice, 1));
+  };
+  ASSERT_TRUE(send(LookupMsg("u", {2, 9}, 5).SerializeAsString()));
+  grpc::ByteBuffer answer;
+  ASSERT_TRUE(stream->Read(&answer));
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(answer.Dump(&slices).ok());
+  std::string bytes;
+  for (const auto& sl : slices) bytes.append(reinterpret_cast<const char*>(sl.begin()), sl.size());
+  v1::LookupResponse first;
+  ASSERT_TRUE(first.ParseFromString(bytes));
+  EXPECT_EQ(first.batch_id(), 5u);
+  EXPECT_EQ(UnpackColumn<uint32_t>(first.values()), (std::vector<uint32_t>{2, 0xffffffffu}));
+  // Field 2 (keys) announcing 100 bytes of which only 2 follow.
+  (void)send(std::string("\x12\x64\x0a\x04", 4));
+  EXPECT_FALSE(stream->Read(&answer));
+  stream->WritesDone();
+  const grpc::Status end = stream->Finish();
+  EXPECT_TRUE(end.ok()) << end.error_code() << " " << end.error_message();
+  ExpectServing();
+}
+
 TEST_F(ServerTest, MessagesAboveFourMebibytesWork) {
   std::vector<uint32_t> keys(3'000'000);  // 12 MB of packed keys
   for (uint32_t i = 0; i < keys.size(); ++i) keys[i] = i;
