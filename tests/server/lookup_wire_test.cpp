@@ -4,7 +4,7 @@
 // accept exactly the plain packed-keys requests and then agree with protobuf's
 // parse field by field; Operations::LookupPacked must then give the same status
 // (code and text) and, serialised, the same response bytes as Operations::Lookup
-// on the protobuf message.
+// on the protobuf message. (The host buffers themselves: tests/engine/host_buffer_test.cpp.)
 #include "gpujoin/server/lookup_wire.hpp"
 
 #include <gtest/gtest.h>
@@ -293,30 +293,6 @@ TEST_F(LookupWireTest, ResponseBuffersStayAliveUntilTheLastSliceIsReleased) {
   ASSERT_TRUE(decoded.ParseFromString(Flatten(copy)));
   EXPECT_EQ(UnpackColumn<uint32_t>(decoded.values()), (std::vector<uint32_t>{10, 0xffffffffu, 16}));
   EXPECT_EQ(decoded.found(), std::string("\1\0\1", 3));
-}
-
-TEST(HostBufferTest, DefaultBackendBuffersAreAlignedAndRecycled) {
-  auto backend = testing::CpuBackend();
-  auto empty = backend->AllocateHostBuffer(0);
-  ASSERT_TRUE(empty.ok());
-  EXPECT_TRUE(empty->empty());
-  EXPECT_EQ(empty->data(), nullptr);
-  auto a = backend->AllocateHostBuffer(1000);
-  ASSERT_TRUE(a.ok());
-  EXPECT_EQ(a->size(), 1000u);
-  EXPECT_FALSE(a->pinned());
-  EXPECT_EQ(reinterpret_cast<uintptr_t>(a->data()) % 64, 0u);
-  std::fill_n(a->data(), 1000, uint8_t{7});
-  const uint8_t* first = a->data();
-  a->Reset();
-  EXPECT_TRUE(a->empty());
-  // A freed block of the same size class comes back.
-  auto b = backend->AllocateHostBuffer(3000);
-  ASSERT_TRUE(b.ok());
-  EXPECT_EQ(b->data(), first);
-  engine::HostBuffer moved = std::move(*b);
-  EXPECT_EQ(moved.size(), 3000u);
-  EXPECT_TRUE(b->empty());
 }
 
 }  // namespace
