@@ -320,7 +320,7 @@ int main(int argc, char** argv) {
       src.load_before_cas = v.load_first;
       src.path = v.path;
       src.region_bits = v.region_bits;
-      src.multisplit_partition = v.partition == 0;
+      src.multisplit_partition = v.partition != 1;
       const std::string how = v.name;
       // Explicit values: claim + atomic-min of the row, then finalisation.
       src.values = values;
@@ -621,8 +621,8 @@ int main(int argc, char** argv) {
                 rate / 1e9, bps / 1e9, frac * 100, r.target.c_str(), verdict.c_str());
   }
   std::printf("\nbuild phases, ms (median of %d; direct: clear | insert | finalise; partitioned: "
-              "partition | insert | finalise; waves: partition | wave steps incl. finalise | "
-              "fallback launches, idle unless a row spilled)\n",
+              "partition | insert | finalise; waves: partition | wave steps | "
+              "fallback launches (idle unless a row spilled) + the finalisation pass over the table)\n",
               g_reps);
   std::printf("%-44s %9s %9s %9s %9s\n", "build", "phase 1", "phase 2", "phase 3", "total");
   for (const PhaseTimes& p : g_phases)

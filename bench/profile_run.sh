@@ -19,8 +19,11 @@ sections="--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occu
 timeout "${NCU_TIMEOUT:-200}" "$ncu" --kernel-name 'regex:InsertKernel|RegionCountKernel|RegionMultisplitKernel|WaveStepKernel' \
   --launch-count 20 $sections "$bundle/bin/gpujoin-bench" --profile > "$out/ncu_build.txt" 2>&1
 echo "ncu build rc=$?"
-timeout "${NCU_TIMEOUT:-200}" "$ncu" --kernel-name 'regex:LookupKernel' \
-  --launch-count 36 $sections "$bundle/bin/gpujoin-bench" --profile > "$out/ncu_lookup.txt" 2>&1
+# Load 0.8 only (skip load 0.5's 18 launches: three variants, hits and misses,
+# three runs each).
+timeout "${NCU_TIMEOUT:-200}" "$ncu" --kernel-name 'regex:LookupKernel' --launch-skip 18 \
+  --launch-count 18 $sections --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum \
+  "$bundle/bin/gpujoin-bench" --profile > "$out/ncu_lookup.txt" 2>&1
 echo "ncu lookup rc=$?"
 for f in "$out/ncu_build.txt" "$out/ncu_lookup.txt"; do
   grep -E '^  [A-Za-z_].*\(|Duration|DRAM Throughput|L2 Hit Rate|Achieved Occupancy|Compute \(SM\) Throughput|Registers Per' "$f" |

@@ -383,9 +383,7 @@ __device__ __forceinline__ uint32_t FinalValue(uint32_t row, const uint32_t* __r
 __global__ void __launch_bounds__(kBlockThreads)
     FinalizeKernel(DeviceTable table, uint64_t groups_of_four, const uint32_t* __restrict__ values,
                    uint32_t first_value, const uint64_t* __restrict__ chunk_starts,
-                   const uint32_t* __restrict__ chunk_bases, uint32_t chunk_count,
-                   const unsigned int* only_if = nullptr) {
-  if (only_if != nullptr && *only_if == 0) return;  // see InsertKernel
+                   const uint32_t* __restrict__ chunk_bases, uint32_t chunk_count) {
   const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
   for (uint64_t q = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; q < groups_of_four;
        q += stride) {
@@ -408,7 +406,7 @@ __global__ void __launch_bounds__(kBlockThreads)
   }
 }
 
-// One entry of MarkWinnersKernel (below), shared with the wave path.
+// One entry of MarkWinnersKernel (below).
 __device__ __forceinline__ void MarkWord(DeviceTable table, uint64_t* __restrict__ words,
                                          const uint32_t* __restrict__ part_values, uint64_t i,
                                          uint32_t bound, uint32_t first_value,
@@ -474,36 +472,28 @@ __global__ void __launch_bounds__(kBlockThreads)
 // cleared as a whole. Step s of the wave sequence (one launch each, in stream
 // order) does, at once:
 //   insert the words of region s      (regions s and s + 1 are clean),
-//   mark   the words of region s - 1  (its inserts finished in step s - 1),
-//   write  the winners of region s - 2 (marked in step s - 1),
 //   clear  region s + 2               (inserted in step s + 2).
-// The parts touch disjoint data: the words of different regions differ; an
-// insert only claims empty slots or lowers a slot of its own key (all rows of a
-// key share its home region, hence its wave), while mark and write only read or
-// rewrite slots of their own wave's keys, whose probe paths were fully occupied
-// when those keys were inserted (slots never become empty again). A key of
-// region s probes at most into region s + 1 before reaching the first slot not
-// cleared yet (the start of region s + 2, while s + 2 < regions; later waves
-// wrap into region 0 and beyond, all cleared by then). A row that reaches that
-// frontier sets `spilled` (it needs a run longer than a whole region: only in
-// nearly full or tiny tables); every later step then returns at once and the
-// build is redone by the direct path (clear all, insert, finalise), launched
-// unconditionally after the waves and returning at once when `spilled` is 0.
-// Blocks take tiles of the four parts from one counter per step.
+// The parts touch disjoint data. A key of region s probes at most into region
+// s + 1 before reaching the first slot not cleared yet (the start of region s + 2,
+// while s + 2 < regions; later waves wrap into region 0 and beyond, all cleared
+// by then). A row that reaches that frontier sets `spilled` (it needs a run
+// longer than a whole region: only in nearly full or tiny tables); every later
+// step then returns at once and the build is redone by the direct path (clear
+// all, insert), launched unconditionally after the waves and returning at once
+// when `spilled` is 0. Builds that need finalisation then take one pass over the
+// table (FinalizeKernel), whichever way the rows were inserted. (Marking and
+// writing each region's winners inside the wave steps instead, while the region
+// is still hot, measured slower on an H200: 8.9 vs 6.6 ms for 2^26 rows with
+// explicit values; docs/PERFORMANCE.md, "Fifth round".) Blocks take tiles of
+// both parts from one counter per step.
 struct WaveArgs {
-  uint64_t* words;                  // key:tag per valid row, grouped by region
-  const uint32_t* part_values;      // explicit values beside the words, or null
+  const uint64_t* words;            // key:tag per valid row, grouped by region
   const unsigned long long* ends;   // ends[r]: end of region r's words
   unsigned int* tile_counters;      // one per step, zeroed
   unsigned int* spilled;            // zeroed; set by a row that reached the frontier
   uint32_t region_bits;
   uint32_t regions;
   uint32_t bound;
-  bool finalize;
-  uint32_t first_value;
-  const uint64_t* chunk_starts;
-  const uint32_t* chunk_bases;
-  uint32_t chunk_count;
 };
 
 constexpr int kWaveItems = 4;                                  // words per thread and tile
@@ -518,27 +508,12 @@ __global__ void __launch_bounds__(kBlockThreads)
   if (threadIdx.x == 0) s_flag = *reinterpret_cast<volatile unsigned int*>(a.spilled);
   __syncthreads();
   if (s_flag != 0) return;  // the whole block: the fallback redoes the build
-  auto begin_of = [&](uint32_t r) -> uint64_t { return r == 0 ? 0 : a.ends[r - 1]; };
-  // Work of this step, in tiles: insert, mark, write, clear.
-  uint64_t ins_begin = 0, ins_end = 0, mark_begin = 0, mark_end = 0, write_begin = 0,
-           write_end = 0;
-  if (step < a.regions) {
-    ins_begin = begin_of(step);
-    ins_end = a.ends[step];
-  }
-  if (a.finalize && step >= 1 && step - 1 < a.regions) {
-    mark_begin = begin_of(step - 1);
-    mark_end = a.ends[step - 1];
-  }
-  if (a.finalize && step >= 2 && step - 2 < a.regions) {
-    write_begin = begin_of(step - 2);
-    write_end = a.ends[step - 2];
-  }
+  // Work of this step, in tiles: insert, then clear.
+  const uint64_t ins_begin = step == 0 ? 0 : a.ends[step - 1];
+  const uint64_t ins_end = a.ends[step];
   const uint32_t region_slots = 1u << a.region_bits;
   const bool clear = step + 2 < a.regions;
   const uint32_t ins_tiles = uint32_t((ins_end - ins_begin + kWaveTile - 1) / kWaveTile);
-  const uint32_t mark_tiles = uint32_t((mark_end - mark_begin + kWaveTile - 1) / kWaveTile);
-  const uint32_t write_tiles = uint32_t((write_end - write_begin + kWaveTile - 1) / kWaveTile);
   const uint32_t clear_tiles = clear ? (region_slots + kClearTile - 1) / kClearTile : 0;
   const uint32_t frontier = step + 2 < a.regions ? (step + 2) << a.region_bits : kEmptyKey;
 
@@ -564,30 +539,6 @@ __global__ void __launch_bounds__(kBlockThreads)
       continue;
     }
     t -= ins_tiles;
-    if (t < mark_tiles) {
-      const uint64_t base = mark_begin + uint64_t(t) * kWaveTile + threadIdx.x;
-#pragma unroll
-      for (int j = 0; j < kWaveItems; ++j) {
-        const uint64_t i = base + uint64_t(j) * kBlockThreads;
-        if (i >= mark_end) break;
-        MarkWord(table, a.words, a.part_values, i, a.bound, a.first_value, a.chunk_starts,
-                 a.chunk_bases, a.chunk_count);
-      }
-      continue;
-    }
-    t -= mark_tiles;
-    if (t < write_tiles) {
-      const uint64_t base = write_begin + uint64_t(t) * kWaveTile + threadIdx.x;
-#pragma unroll
-      for (int j = 0; j < kWaveItems; ++j) {
-        const uint64_t i = base + uint64_t(j) * kBlockThreads;
-        if (i >= write_end) break;
-        const uint64_t w = __ldcs(reinterpret_cast<const unsigned long long*>(a.words + i));
-        if (w != kEmptySlot) reinterpret_cast<uint32_t*>(table.slots + (w >> 32))[0] = uint32_t(w);
-      }
-      continue;
-    }
-    t -= write_tiles;
     if (t < clear_tiles) {
       // Region step + 2 with 16-byte stores (wave regions hold >= 4 slots, RegionBits).
       ulonglong2* p = reinterpret_cast<ulonglong2*>(table.slots + (uint64_t(step + 2)
@@ -698,7 +649,7 @@ __device__ __forceinline__ ProbeResult Probe(const uint64_t* __restrict__ slots,
 }
 
 template <bool kFound, bool kProbes, int kFirst = 0, int kLater = 0>
-__global__ void __launch_bounds__(kBlockThreads)
+__global__ void __launch_bounds__(kBlockThreads, 2048 / kBlockThreads)  // full occupancy
     LookupKernel(DeviceTable table, const uint32_t* __restrict__ keys, uint64_t rows,
                  uint32_t bound, uint32_t* __restrict__ values, uint8_t* __restrict__ found,
                  uint32_t* __restrict__ probes, DeviceQueryStats* stats) {
@@ -919,33 +870,26 @@ cudaError_t InsertAndFinalizePartitioned(DeviceTable table, const BuildSource& s
 // Regions 0 and 1 (the whole allocation with at most two regions) are cleared
 // first; the steps clear the rest.
 cudaError_t RunWaves(DeviceTable table, const BuildSource& source, uint32_t bound,
-                     uint32_t tag_offset, bool finalize, uint32_t region_bits, uint32_t regions,
-                     uint64_t* words, const unsigned long long* counts,
-                     const uint32_t* part_values, unsigned int* tile_counters,
-                     unsigned int* spilled, DeviceBuildStats* stats, cudaStream_t stream) {
+                     uint32_t tag_offset, uint32_t region_bits, uint32_t regions,
+                     const uint64_t* words, const unsigned long long* counts,
+                     unsigned int* tile_counters, unsigned int* spilled, DeviceBuildStats* stats,
+                     cudaStream_t stream) {
   const size_t first_slots = regions <= 2 ? TableAllocationSlots(table.capacity)
                                           : size_t(2) << region_bits;
   cudaError_t e = cudaMemsetAsync(table.slots, 0xff, first_slots * sizeof(uint64_t), stream);
   if (e != cudaSuccess) return e;
   WaveArgs a{};
   a.words = words;
-  a.part_values = part_values;
   a.ends = counts;
   a.tile_counters = tile_counters;
   a.spilled = spilled;
   a.region_bits = region_bits;
   a.regions = regions;
   a.bound = bound;
-  a.finalize = finalize;
-  a.first_value = source.first_value;
-  a.chunk_starts = source.chunk_starts;
-  a.chunk_bases = source.chunk_bases;
-  a.chunk_count = source.chunk_count;
   static std::atomic<int> resident_wave{0};
   // Persistent blocks: as many as fit (the steps are small; tiles balance them).
   const unsigned grid = unsigned(std::max(1, CachedResident(WaveStepKernel<true>, resident_wave)));
-  const uint32_t steps = finalize ? regions + 2 : regions;
-  for (uint32_t step = 0; step < steps; ++step) {
+  for (uint32_t step = 0; step < regions; ++step) {
     if (source.load_before_cas)
       WaveStepKernel<true><<<grid, kBlockThreads, 0, stream>>>(table, a, step, stats);
     else
@@ -954,8 +898,8 @@ cudaError_t RunWaves(DeviceTable table, const BuildSource& source, uint32_t boun
   e = cudaGetLastError();
   if (e == cudaSuccess) e = MarkPhase(source, 1, stream);
   if (e != cudaSuccess) return e;
-  // Fallback: the direct path, only when `spilled` is set.
-  static std::atomic<int> resident_redo{0}, resident_insert{0}, resident_finalize{0};
+  // Fallback: the direct insert, only when `spilled` is set.
+  static std::atomic<int> resident_redo{0}, resident_insert{0};
   const uint64_t vectors = TableAllocationSlots(table.capacity) / 2;
   RedoClearKernel<<<GridFor(vectors, CachedResident(RedoClearKernel, resident_redo)),
                     kBlockThreads, 0, stream>>>(table, vectors, stats, spilled);
@@ -967,13 +911,6 @@ cudaError_t RunWaves(DeviceTable table, const BuildSource& source, uint32_t boun
   else
     InsertKernel<false, true><<<igrid, kBlockThreads, 0, stream>>>(
         table, source.keys, nullptr, rows, bound, tag_offset, stats, spilled);
-  if (finalize) {
-    const uint64_t quads = TableAllocationSlots(table.capacity) / 4;
-    FinalizeKernel<<<GridFor(quads, CachedResident(FinalizeKernel, resident_finalize)),
-                     kBlockThreads, 0, stream>>>(table, quads, source.values, source.first_value,
-                                                 source.chunk_starts, source.chunk_bases,
-                                                 source.chunk_count, spilled);
-  }
   return cudaGetLastError();
 }
 
@@ -1011,7 +948,9 @@ cudaError_t BuildPartitioned(DeviceTable table, const BuildSource& source, uint3
   const uint32_t bits = RegionBits(table.capacity, source, waves);
   const uint32_t regions = table.capacity >> bits;
   const uint64_t rows = source.rows;
-  const bool values = source.values != nullptr;
+  // Wave builds finalise with one pass over the table afterwards, so only the
+  // partitioned path carries explicit values through the partition.
+  const bool values = source.values != nullptr && !waves;
   // One allocation: words | counts (regions + 1) | tile counters (regions + 2) +
   // spilled flag | values. Counts, tile counters and flag are zeroed by one
   // memset (they are adjacent).
@@ -1039,11 +978,14 @@ cudaError_t BuildPartitioned(DeviceTable table, const BuildSource& source, uint3
                   stream);
   if (e == cudaSuccess) e = MarkPhase(source, 0, stream);
   if (e == cudaSuccess)
-    e = waves ? RunWaves(table, source, bound, tag_offset, finalize, bits, regions, words, counts,
-                         part_values, tile_counters, spilled, stats, stream)
+    e = waves ? RunWaves(table, source, bound, tag_offset, bits, regions, words, counts,
+                         tile_counters, spilled, stats, stream)
               : InsertAndFinalizePartitioned(table, source, bound, finalize, regions, words,
                                              counts, part_values, stats, stream);
   const cudaError_t f = cudaFreeAsync(buffer, stream);
+  // The wave path finalises with a pass over the table (also right after the
+  // fallback's direct insert).
+  if (e == cudaSuccess && waves && finalize) e = FinalizeDirect(table, source, stream);
   if (e == cudaSuccess) e = MarkPhase(source, 2, stream);
   return e != cudaSuccess ? e : f;
 }
