@@ -46,30 +46,36 @@ void PrintTo(const BuildCase& c, std::ostream* os) {
       << c.empty_key_fraction << "}";
 }
 
-// Sets GPUJOIN_CUDA_BUILD_PATH ("direct", "partitioned" or "waves": which insert path the
-// CUDA backend's builds take) for one scope and restores the previous value.
-class ScopedBuildPath {
+// Sets an environment variable for one scope and restores its previous value.
+class ScopedEnv {
  public:
-  explicit ScopedBuildPath(const char* path) {
-    if (const char* old = std::getenv(kVar)) {
+  ScopedEnv(const char* var, const char* value) : var_(var) {
+    if (const char* old = std::getenv(var_)) {
       had_old_ = true;
       old_ = old;
     }
-    setenv(kVar, path, 1);
+    setenv(var_, value, 1);
   }
-  ~ScopedBuildPath() {
+  ~ScopedEnv() {
     if (had_old_)
-      setenv(kVar, old_.c_str(), 1);
+      setenv(var_, old_.c_str(), 1);
     else
-      unsetenv(kVar);
+      unsetenv(var_);
   }
-  ScopedBuildPath(const ScopedBuildPath&) = delete;
-  ScopedBuildPath& operator=(const ScopedBuildPath&) = delete;
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
 
  private:
-  static constexpr const char* kVar = "GPUJOIN_CUDA_BUILD_PATH";
+  const char* var_;
   bool had_old_ = false;
   std::string old_;
+};
+
+// Sets GPUJOIN_CUDA_BUILD_PATH ("direct", "partitioned" or "waves": which insert path the
+// CUDA backend's builds take) for one scope.
+class ScopedBuildPath : public ScopedEnv {
+ public:
+  explicit ScopedBuildPath(const char* path) : ScopedEnv("GPUJOIN_CUDA_BUILD_PATH", path) {}
 };
 
 class Differential : public ::testing::Test {
@@ -428,10 +434,12 @@ TEST_F(Differential, LookupWithProbeBoundOverrideMatchesCpu) { BoundOverrideComp
 
 // The partitioned build paths forced on small inputs, against the CPU:
 // "partitioned" (rows grouped by table region, then inserted region by region
-// after a full clear) and "waves" (the same, but cleared, inserted and finalised
-// region by region in wave steps; a row whose run would reach a region not
-// cleared yet makes the build fall back to the direct path, which the full and
-// nearly full tables here exercise). Neither is the default. Cases: duplicates
+// after a full clear) and "waves" (the same, but cleared and inserted region by
+// region in wave steps, then finalised by one pass over the table; a row whose
+// run would reach a region not cleared yet makes the build fall back to the
+// direct insert, which the full and nearly full tables here exercise). The wave
+// path is the default only for large builds (tables >= 128 MiB, >= 2^22 rows),
+// so these small cases force it. Cases: duplicates
 // across chunks, explicit values, generated values with and without
 // wrap-around, reserved keys, a full table, batch builds with masks, overflow,
 // and lookups with a bound override.
@@ -497,6 +505,21 @@ INSTANTIATE_TEST_SUITE_P(Paths, ForcedPathDifferential, ::testing::Values("parti
                          [](const ::testing::TestParamInfo<const char*>& info) {
                            return std::string(info.param);
                          });
+
+// A partitioned build whose transient buffer cannot be had (here: over
+// GPUJOIN_CUDA_PARTITION_MAX_BYTES, which takes the same branch as a failed
+// allocation) clears the table and takes the direct path: same results.
+TEST_P(ForcedPathDifferential, BufferOverLimitFallsBackToDirect) {
+  ScopedBuildPath path(GetParam());
+  ScopedEnv limit("GPUJOIN_CUDA_PARTITION_MAX_BYTES", "1");
+  for (const BuildCase& c :
+       {BuildCase{1000, 2048, 0.3, true, 0.02}, BuildCase{100003, 1u << 17, 0.4, false, 0.01}}) {
+    SCOPED_TRACE(::testing::PrintToString(c));
+    BuildAndCompare(c);
+    if (HasFatalFailure()) return;
+  }
+  BatchBuildCompare();
+}
 
 TEST_F(Differential, DirectBuildMatchesCpu) {
   ScopedBuildPath path("direct");

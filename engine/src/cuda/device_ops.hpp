@@ -78,7 +78,9 @@ inline constexpr uint64_t kPartitionMinRows = uint64_t{1} << 22;
 /// H200 (2^26 keys, capacity 2^27, 32 MiB regions, warp-multisplit partition, the
 /// transient buffer recycled by the memory pool as in the backend): 4.61 vs 5.46 ms
 /// at load 0.5 and 10.73 vs 12.15 ms at 0.8 (docs/PERFORMANCE.md, "Fifth round").
-/// When the partition buffer cannot be allocated the build takes kDirect instead.
+/// When the partition buffer cannot be allocated, or would exceed
+/// GPUJOIN_CUDA_PARTITION_MAX_BYTES (bytes, when set), the build takes kDirect
+/// instead (same results, no transient memory).
 inline constexpr BuildPath kLargeBuildPath = BuildPath::kWaves;
 /// The path kAuto takes for large builds that need finalisation (explicit values,
 /// batch builds, wrapping generated values): kWaves too, then one finalisation

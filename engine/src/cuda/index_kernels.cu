@@ -960,6 +960,14 @@ cudaError_t BuildPartitioned(DeviceTable table, const BuildSource& source, uint3
   const size_t at_words = c.Take(rows * sizeof(uint64_t));
   const size_t at_counts = c.Take(counts_bytes + control_bytes);
   const size_t at_values = c.Take(values ? rows * sizeof(uint32_t) : 0);
+  // GPUJOIN_CUDA_PARTITION_MAX_BYTES caps the transient buffer: a build that
+  // would need more is treated as one whose buffer cannot be allocated (the
+  // caller then takes the direct path).
+  if (const char* cap = std::getenv("GPUJOIN_CUDA_PARTITION_MAX_BYTES")) {
+    char* end = nullptr;
+    const unsigned long long max_bytes = std::strtoull(cap, &end, 10);
+    if (end != cap && *end == '\0' && c.offset > max_bytes) return cudaErrorMemoryAllocation;
+  }
   void* buffer = nullptr;
   cudaError_t e = cudaMallocAsync(&buffer, c.offset, stream);
   if (e != cudaSuccess) {
