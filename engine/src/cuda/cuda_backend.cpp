@@ -100,7 +100,10 @@ class CudaBackend final : public Backend {
   absl::Status Run(const CommandGraph& graph) override {
     GPUJOIN_RETURN_IF_ERROR(graph.Validate());
     GPUJOIN_RETURN_IF_ERROR(CheckHealthy());
-    GPUJOIN_CUDA_RETURN(cudaSetDevice(device_), "select device");
+    if (const cudaError_t e = cudaSetDevice(device_); e != cudaSuccess) {
+      NoteError(e);  // a sticky error can surface here first
+      return CudaStatus(e, "select device");
+    }
     auto ctx = Acquire();
     if (!ctx.ok()) {
       NoteError(cudaSuccess);
