@@ -20,6 +20,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "backends.hpp"
 #include "gpujoin/engine/backend.hpp"
 #include "gpujoin/engine/graph.hpp"
 #include "test_backends.hpp"  // tests/engine: Cut
@@ -81,16 +82,8 @@ class ScopedBuildPath : public ScopedEnv {
 class Differential : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!CudaDeviceAvailable()) {
-      GTEST_SKIP() << "no CUDA device (or no CUDA backend in this build): CUDA-vs-CPU "
-                      "differential tests skipped";
-    }
-    auto cuda = CreateBackend(BackendKind::kCuda);
-    ASSERT_TRUE(cuda.ok()) << cuda.status();
-    cuda_ = std::move(*cuda);
-    auto cpu = CreateBackend(BackendKind::kCpu);
-    ASSERT_TRUE(cpu.ok()) << cpu.status();
-    cpu_ = std::move(*cpu);
+    CreateCudaAndCpuBackends(cuda_, cpu_, "CUDA-vs-CPU differential tests skipped");
+    if (IsSkipped() || HasFatalFailure()) return;
     seed_ = std::random_device{}();
     rng_.seed(seed_);
   }
@@ -280,6 +273,19 @@ class Differential : public ::testing::Test {
 
   // Batch build with validity masks, row bases and duplicates across chunks (the
   // earliest row across chunks must win) on both backends.
+  // Explicit values with duplicates and reserved keys, generated values with
+  // duplicates, then a batch build: the cases a path that is forced (or falls back)
+  // must still get right.
+  void MixedBuildsCompare() {
+    for (const BuildCase& c : {BuildCase{1000, 2048, 0.3, true, 0.02},
+                               BuildCase{100003, 1u << 17, 0.4, false, 0.01}}) {
+      SCOPED_TRACE(::testing::PrintToString(c));
+      BuildAndCompare(c);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+    BatchBuildCompare();
+  }
+
   void BatchBuildCompare() {
     // Chunks with their own row bases, some with validity masks; duplicates across
     // chunks so the earliest row across chunks must win.
@@ -512,24 +518,12 @@ INSTANTIATE_TEST_SUITE_P(Paths, ForcedPathDifferential, ::testing::Values("parti
 TEST_P(ForcedPathDifferential, BufferOverLimitFallsBackToDirect) {
   ScopedBuildPath path(GetParam());
   ScopedEnv limit("GPUJOIN_CUDA_PARTITION_MAX_BYTES", "1");
-  for (const BuildCase& c :
-       {BuildCase{1000, 2048, 0.3, true, 0.02}, BuildCase{100003, 1u << 17, 0.4, false, 0.01}}) {
-    SCOPED_TRACE(::testing::PrintToString(c));
-    BuildAndCompare(c);
-    if (HasFatalFailure()) return;
-  }
-  BatchBuildCompare();
+  MixedBuildsCompare();
 }
 
 TEST_F(Differential, DirectBuildMatchesCpu) {
   ScopedBuildPath path("direct");
-  for (const BuildCase& c :
-       {BuildCase{1000, 2048, 0.3, true, 0.02}, BuildCase{100003, 1u << 17, 0.4, false, 0.01}}) {
-    SCOPED_TRACE(::testing::PrintToString(c));
-    BuildAndCompare(c);
-    if (HasFatalFailure()) return;
-  }
-  BatchBuildCompare();
+  MixedBuildsCompare();
 }
 
 class BuildLookupDifferential : public Differential,

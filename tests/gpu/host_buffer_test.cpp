@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "backends.hpp"
 #include "gpujoin/engine/backend.hpp"
 #include "gpujoin/engine/graph.hpp"
 
@@ -35,16 +36,9 @@ struct Placement {
 class HostBufferLookupTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!CudaDeviceAvailable()) {
-      GTEST_SKIP() << "no CUDA device (or no CUDA backend in this build): lookups from "
-                      "backend host buffers need the CUDA backend; run on a GPU host";
-    }
-    auto cuda = CreateBackend(BackendKind::kCuda);
-    ASSERT_TRUE(cuda.ok()) << cuda.status();
-    cuda_ = std::move(*cuda);
-    auto cpu = CreateBackend(BackendKind::kCpu);
-    ASSERT_TRUE(cpu.ok()) << cpu.status();
-    cpu_ = std::move(*cpu);
+    CreateCudaAndCpuBackends(cuda_, cpu_,
+                             "lookups from backend host buffers need the CUDA backend; run on "
+                             "a GPU host");
   }
 
   // Builds the same index of `rows` random keys on both backends.

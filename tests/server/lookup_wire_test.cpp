@@ -70,20 +70,13 @@ struct Generated {
   bool malformed = false;  // truncated: only consistency is checked
 };
 
-class LookupWireTest : public ::testing::Test {
+class LookupWireTest : public testing::OperationsFixture {
  protected:
   void SetUp() override {
-    backend_ = testing::CpuBackend();
-    budget_ = std::make_unique<MemoryBudget>(1 << 20);
-    ServiceState s;
-    s.backend = backend_.get();
-    s.backend_info = backend_->Info();
-    s.registry = &registry_;
-    s.budget = budget_.get();
-    s.metrics = &metrics_;
+    ServerConfig config;
     // Small, so that large batches hit the response-size check.
-    s.config.max_message_bytes = 8 << 10;
-    ops_ = std::make_unique<Operations>(std::move(s));
+    config.max_message_bytes = 8 << 10;
+    MakeOperations(std::move(config));
 
     BuildSession session(ops_.get());
     v1::BuildIndexRequest spec;
@@ -193,11 +186,6 @@ class LookupWireTest : public ::testing::Test {
     return g;
   }
 
-  std::unique_ptr<engine::Backend> backend_;
-  IndexRegistry registry_;
-  std::unique_ptr<MemoryBudget> budget_;
-  Metrics metrics_;
-  std::unique_ptr<Operations> ops_;
   std::vector<uint32_t> index_keys_;
 };
 

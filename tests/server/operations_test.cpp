@@ -15,19 +15,9 @@ namespace {
 
 using ::testing::HasSubstr;
 
-class OperationsTest : public ::testing::Test {
+class OperationsTest : public testing::OperationsFixture {
  protected:
-  void SetUp() override {
-    backend_ = testing::CpuBackend();
-    budget_ = std::make_unique<MemoryBudget>(1 << 20);
-    ServiceState s;
-    s.backend = backend_.get();
-    s.backend_info = backend_->Info();
-    s.registry = &registry_;
-    s.budget = budget_.get();
-    s.metrics = &metrics_;
-    ops_ = std::make_unique<Operations>(std::move(s));
-  }
+  void SetUp() override { MakeOperations(); }
 
   v1::BuildIndexRequest Spec(const std::string& name, uint32_t capacity, bool replace = false,
                              uint32_t max_probes = 0) {
@@ -56,11 +46,6 @@ class OperationsTest : public ::testing::Test {
     return session.Finish(cancelled);
   }
 
-  std::unique_ptr<engine::Backend> backend_;
-  IndexRegistry registry_;
-  std::unique_ptr<MemoryBudget> budget_;
-  Metrics metrics_;
-  std::unique_ptr<Operations> ops_;
 };
 
 TEST_F(OperationsTest, BuildStatisticsMatchTheEngine) {

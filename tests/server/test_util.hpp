@@ -5,8 +5,13 @@
 #include <sstream>
 #include <string>
 
+#include <gtest/gtest.h>
+
 #include "gpujoin/engine/backend.hpp"
 #include "gpujoin/server/index_registry.hpp"
+#include "gpujoin/server/memory_budget.hpp"
+#include "gpujoin/server/metrics.hpp"
+#include "gpujoin/server/operations.hpp"
 #include "prometheus/registry.h"
 #include "prometheus/text_serializer.h"
 
@@ -33,6 +38,31 @@ inline std::shared_ptr<IndexVersion> MakeVersion(engine::Backend& backend, const
   v->index = std::move(*index);
   return v;
 }
+
+/// A fixture holding Operations over a two-thread CPU backend, a fresh registry
+/// and metrics, and a 1 MiB memory budget. Call MakeOperations from SetUp (with a
+/// config to adjust, e.g. a small max_message_bytes).
+class OperationsFixture : public ::testing::Test {
+ protected:
+  void MakeOperations(ServerConfig config = {}) {
+    backend_ = CpuBackend();
+    budget_ = std::make_unique<MemoryBudget>(1 << 20);
+    ServiceState s;
+    s.backend = backend_.get();
+    s.backend_info = backend_->Info();
+    s.registry = &registry_;
+    s.budget = budget_.get();
+    s.metrics = &metrics_;
+    s.config = std::move(config);
+    ops_ = std::make_unique<Operations>(std::move(s));
+  }
+
+  std::unique_ptr<engine::Backend> backend_;
+  IndexRegistry registry_;
+  std::unique_ptr<MemoryBudget> budget_;
+  Metrics metrics_;
+  std::unique_ptr<Operations> ops_;
+};
 
 /// The registry rendered in the Prometheus text format.
 inline std::string Render(const prometheus::Registry& registry) {
