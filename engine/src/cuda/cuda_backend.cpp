@@ -1,6 +1,7 @@
 // The CUDA backend: lowers a validated command graph onto one stream per
 // concurrent Run (uploads through pinned staging, kernels from device_ops.hpp,
-// downloads), replays captured graphs for repeated lookup shapes, and classifies
+// downloads), replays captured graphs for repeated lookup shapes and small join
+// batches (GPUJOIN_CUDA_JOIN_GRAPHS=0 turns the latter off), and classifies
 // CUDA errors (allocation failure -> RESOURCE_EXHAUSTED for that request; sticky
 // error -> INTERNAL and Healthy() false for good).
 #include <cuda_runtime.h>
@@ -456,6 +457,24 @@ class CudaBackend final : public Backend {
     const bool has_left_rows = !b.left_rows.empty();
     const bool want_found = !b.found.empty();
     const bool want_probes = !b.probes.empty();
+    constexpr size_t kCountOffset = 64;  // the count sits after the statistics
+    // Small batches (the whole result fits one staging buffer) of a shape seen
+    // before on this context replay a captured graph.
+    const DeviceRange sizes[4] = {{nullptr, kCountOffset + sizeof(unsigned long long)},
+                                  {nullptr, device_capacity * 8},
+                                  {nullptr, want_probes ? rows * 4 : 0},
+                                  {nullptr, want_found ? rows : 0}};
+    if (StreamContext::GatheredBytes(sizes) <= StreamContext::kStagingBytes) {
+      const JoinShape shape{index.table().slots, index.spec().capacity, rows, device_capacity,
+                            bound, has_left_rows, want_found, want_probes};
+      auto graph = ctx.join_graphs().Get(shape, ctx.stream());
+      if (graph.ok() && *graph != nullptr) {
+        return ReplayJoinGraph(ctx, **graph, build_overflow, rows, b);
+      }
+      // Otherwise (first sight, or a failed capture: that shape is not captured
+      // again on this context) the batch runs uncaptured; a device that is gone
+      // for good fails there and is noted by Run.
+    }
     // Arena layout, each region 256-byte aligned: [keys | left_rows] [out_left |
     // out_right] [probes] [found] [scratch].
     auto align = [](uint64_t v) { return (v + 255) & ~uint64_t{255}; };
@@ -479,7 +498,6 @@ class CudaBackend final : public Backend {
     GPUJOIN_RETURN_IF_ERROR(ctx.Upload(keys, inputs, "join keys and left_rows"));
 
     auto* stats = reinterpret_cast<DeviceQueryStats*>(ctx.device_stats());
-    constexpr size_t kCountOffset = 64;  // the count sits after the statistics
     auto* count = reinterpret_cast<unsigned long long*>(ctx.device_stats() + kCountOffset);
     GPUJOIN_CUDA_RETURN(cudaMemsetAsync(stats, 0, sizeof(*stats), ctx.stream()), "join");
     GPUJOIN_CUDA_RETURN(
@@ -522,6 +540,35 @@ class CudaBackend final : public Backend {
       GPUJOIN_RETURN_IF_ERROR(
           ctx.Download(b.probes.data(), probes, b.probes.size_bytes(), "probes"));
     }
+    *b.result =
+        JoinResult{matches, matches > capacity || build_overflow, ToQueryStatistics(d, rows)};
+    return absl::OkStatus();
+  }
+
+  // A captured join batch: inputs into the graph's pinned buffer, one launch, one
+  // wait, results out of its pinned output (same truncation as the plain path).
+  absl::Status ReplayJoinGraph(StreamContext& ctx, JoinGraph& graph, bool build_overflow,
+                               uint64_t rows, const JoinBatch& b) {
+    auto* in = reinterpret_cast<uint8_t*>(graph.keys());
+    for (const auto& c : b.keys) {
+      std::memcpy(in, c.data(), c.size_bytes());
+      in += c.size_bytes();
+    }
+    if (graph.shape().left_rows) {
+      std::memcpy(graph.left_rows(), b.left_rows.data(), rows * 4);
+    } else {
+      *graph.first_left_row() = b.first_left_row;
+    }
+    GPUJOIN_CUDA_RETURN(graph.Launch(ctx.stream()), "replay join graph");
+    GPUJOIN_RETURN_IF_ERROR(ctx.Synchronize("join"));
+    const DeviceQueryStats d = *graph.stats();
+    const unsigned long long matches = graph.count();
+    const uint64_t capacity = b.out_left_rows.size();
+    const uint64_t written = std::min<uint64_t>(matches, capacity);
+    std::memcpy(b.out_left_rows.data(), graph.out_left(), written * 4);
+    std::memcpy(b.out_right_rows.data(), graph.out_right(), written * 4);
+    if (!b.probes.empty()) std::memcpy(b.probes.data(), graph.probes(), b.probes.size_bytes());
+    if (!b.found.empty()) std::memcpy(b.found.data(), graph.found(), b.found.size());
     *b.result =
         JoinResult{matches, matches > capacity || build_overflow, ToQueryStatistics(d, rows)};
     return absl::OkStatus();

@@ -9,6 +9,7 @@
 #include <cub/device/device_scan.cuh>
 
 #include "cuda/device_ops.hpp"
+#include "cuda/join_ops.hpp"
 #include "cuda/kernel_utils.cuh"
 
 namespace gpujoin::engine::detail {
@@ -87,6 +88,7 @@ __global__ void __launch_bounds__(kBlockThreads)
     ScatterKernel(const uint8_t* __restrict__ flags, const uint32_t* __restrict__ values,
                   uint64_t rows, const uint32_t* __restrict__ tile_offsets, uint64_t tiles,
                   const uint32_t* __restrict__ left_rows, uint32_t first_left_row,
+                  const uint32_t* __restrict__ first_left_row_device,
                   uint32_t* __restrict__ out_left, uint32_t* __restrict__ out_right,
                   uint64_t capacity, unsigned long long* count) {
   using Scan = cub::BlockScan<uint32_t, kBlockThreads>;
@@ -100,6 +102,7 @@ __global__ void __launch_bounds__(kBlockThreads)
   uint32_t prefix = 0;
   Scan(temp).ExclusiveSum(n, prefix);
   uint64_t pos = uint64_t(tile_offsets[blockIdx.x]) + prefix;
+  if (first_left_row_device != nullptr) first_left_row = *first_left_row_device;
   if (pos < capacity) {
 #pragma unroll
     for (int j = 0; j < kItemsPerThread; ++j) {
@@ -115,15 +118,14 @@ __global__ void __launch_bounds__(kBlockThreads)
   if (blockIdx.x == 0 && threadIdx.x == 0) *count = tile_offsets[tiles];
 }
 
-}  // namespace
-
-size_t JoinScratchBytes(uint64_t rows) { return CarveScratch(rows, nullptr).total_bytes; }
-
-cudaError_t JoinKeys(DeviceTable table, const uint32_t* keys, uint64_t rows, uint32_t bound,
-                     const uint32_t* left_rows, uint32_t first_left_row, uint32_t* out_left,
-                     uint32_t* out_right, uint64_t capacity, unsigned long long* count,
-                     uint8_t* found, uint32_t* probes, DeviceQueryStats* stats, void* scratch,
-                     cudaStream_t stream) {
+// JoinKeys and JoinKeysGraphable: the left row base is `first_left_row`, or read
+// on the device from `first_left_row_device` when that is non-null.
+cudaError_t JoinKeysImpl(DeviceTable table, const uint32_t* keys, uint64_t rows, uint32_t bound,
+                         const uint32_t* left_rows, uint32_t first_left_row,
+                         const uint32_t* first_left_row_device, uint32_t* out_left,
+                         uint32_t* out_right, uint64_t capacity, unsigned long long* count,
+                         uint8_t* found, uint32_t* probes, DeviceQueryStats* stats, void* scratch,
+                         cudaStream_t stream) {
   if (rows == 0) return cudaMemsetAsync(count, 0, sizeof(*count), stream);
   JoinScratch s = CarveScratch(rows, scratch);
   uint8_t* flags = found != nullptr ? found : s.flags;
@@ -139,9 +141,33 @@ cudaError_t JoinKeys(DeviceTable table, const uint32_t* keys, uint64_t rows, uin
                                     static_cast<int64_t>(tiles + 1), stream);
   if (e != cudaSuccess) return e;
   ScatterKernel<<<unsigned(tiles), kBlockThreads, 0, stream>>>(
-      flags, s.values, rows, s.tile_offsets, tiles, left_rows, first_left_row, out_left, out_right,
-      capacity, count);
+      flags, s.values, rows, s.tile_offsets, tiles, left_rows, first_left_row,
+      first_left_row_device, out_left, out_right, capacity, count);
   return cudaGetLastError();
+}
+
+}  // namespace
+
+size_t JoinScratchBytes(uint64_t rows) { return CarveScratch(rows, nullptr).total_bytes; }
+
+cudaError_t JoinKeys(DeviceTable table, const uint32_t* keys, uint64_t rows, uint32_t bound,
+                     const uint32_t* left_rows, uint32_t first_left_row, uint32_t* out_left,
+                     uint32_t* out_right, uint64_t capacity, unsigned long long* count,
+                     uint8_t* found, uint32_t* probes, DeviceQueryStats* stats, void* scratch,
+                     cudaStream_t stream) {
+  return JoinKeysImpl(table, keys, rows, bound, left_rows, first_left_row, nullptr, out_left,
+                      out_right, capacity, count, found, probes, stats, scratch, stream);
+}
+
+cudaError_t JoinKeysGraphable(DeviceTable table, const uint32_t* keys, uint64_t rows,
+                              uint32_t bound, const uint32_t* left_rows,
+                              const uint32_t* first_left_row_device, uint32_t* out_left,
+                              uint32_t* out_right, uint64_t capacity, unsigned long long* count,
+                              uint8_t* found, uint32_t* probes, DeviceQueryStats* stats,
+                              void* scratch, cudaStream_t stream) {
+  return JoinKeysImpl(table, keys, rows, bound, left_rows, 0,
+                      left_rows != nullptr ? nullptr : first_left_row_device, out_left, out_right,
+                      capacity, count, found, probes, stats, scratch, stream);
 }
 
 }  // namespace gpujoin::engine::detail

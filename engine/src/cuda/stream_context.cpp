@@ -94,6 +94,7 @@ StreamContext::~StreamContext() {
   // Nothing may still read the staging buffers or the graphs' memory.
   if (stream_ != nullptr) (void)cudaStreamSynchronize(stream_);
   graphs_.Clear();
+  join_graphs_.Clear();
   for (cudaEvent_t e : staged_) {
     if (e != nullptr) (void)cudaEventDestroy(e);
   }

@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "cuda/device_buffer.hpp"
+#include "cuda/join_graph_cache.hpp"
 #include "cuda/lookup_graph_cache.hpp"
 
 namespace gpujoin::engine::detail {
@@ -84,6 +85,8 @@ class StreamContext {
   /// 256 bytes of pinned host memory, for downloading statistics.
   uint8_t* host_stats() const { return host_stats_.data(); }
   LookupGraphCache& graphs() { return graphs_; }
+  /// Captured small join batches of this context (join_graph_cache.hpp).
+  JoinGraphCache& join_graphs() { return join_graphs_; }
 
   /// Copies the host ranges, in order, into contiguous device memory at `dst`
   /// through the pinned staging buffers (host copy of one piece overlaps the
@@ -120,6 +123,7 @@ class StreamContext {
   PinnedBuffer host_stats_;
   DeviceBuffer<uint8_t> device_stats_;
   LookupGraphCache graphs_;
+  JoinGraphCache join_graphs_;
 };
 
 /// Gathers the ranges of a chunked column.

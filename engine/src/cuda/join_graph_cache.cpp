@@ -1,0 +1,154 @@
+#include "cuda/join_graph_cache.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+#include "cuda/cuda_error.hpp"
+#include "cuda/join_ops.hpp"
+
+namespace gpujoin::engine::detail {
+namespace {
+
+std::atomic<uint64_t> g_captures{0};
+std::atomic<uint64_t> g_replays{0};
+std::atomic<uint64_t> g_capture_failures{0};
+
+size_t Align256(size_t v) { return (v + 255) & ~size_t{255}; }
+
+// Byte offsets of probes and found in the output, and its total size.
+struct OutputLayout {
+  size_t probes_at, found_at, bytes;
+};
+OutputLayout LayoutOf(const JoinShape& s) {
+  OutputLayout l;
+  l.probes_at = Align256(JoinGraph::kPairsOffset + s.pair_capacity * 8);
+  l.found_at = Align256(l.probes_at + (s.probes ? s.rows * 4 : 0));
+  l.bytes = l.found_at + (s.found ? s.rows : 0);
+  return l;
+}
+
+}  // namespace
+
+JoinGraphTotals JoinGraphCounters() {
+  return JoinGraphTotals{g_captures.load(), g_replays.load(), g_capture_failures.load()};
+}
+
+bool JoinGraphsEnabled() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("GPUJOIN_CUDA_JOIN_GRAPHS");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  return enabled;
+}
+
+size_t JoinGraph::OutputBytes(const JoinShape& shape) { return LayoutOf(shape).bytes; }
+
+JoinGraph::~JoinGraph() {
+  if (exec_ != nullptr) (void)cudaGraphExecDestroy(exec_);
+  if (graph_ != nullptr) (void)cudaGraphDestroy(graph_);
+}
+
+absl::StatusOr<std::unique_ptr<JoinGraph>> JoinGraph::Capture(const JoinShape& shape,
+                                                              cudaStream_t stream) {
+  std::unique_ptr<JoinGraph> g(new JoinGraph());
+  g->shape_ = shape;
+  const uint64_t n = shape.rows;
+  const OutputLayout layout = LayoutOf(shape);
+  g->probes_at_ = layout.probes_at;
+  g->found_at_ = layout.found_at;
+  g->out_bytes_ = layout.bytes;
+  g->in_bytes_ = n * 4 * (shape.left_rows ? 2 : 1) + sizeof(uint32_t);
+  auto in_d = DeviceBuffer<uint8_t>::Async(g->in_bytes_, stream, "join graph inputs");
+  if (!in_d.ok()) return in_d.status();
+  g->in_d_ = std::move(*in_d);
+  auto out_d = DeviceBuffer<uint8_t>::Async(g->out_bytes_, stream, "join graph outputs");
+  if (!out_d.ok()) return out_d.status();
+  g->out_d_ = std::move(*out_d);
+  auto scratch = DeviceBuffer<uint8_t>::Async(JoinScratchBytes(n), stream, "join graph scratch");
+  if (!scratch.ok()) return scratch.status();
+  g->scratch_d_ = std::move(*scratch);
+  auto in = PinnedBuffer::Allocate(g->in_bytes_, "join graph inputs");
+  if (!in.ok()) return in.status();
+  g->in_ = std::move(*in);
+  auto out = PinnedBuffer::Allocate(g->out_bytes_, "join graph outputs");
+  if (!out.ok()) return out.status();
+  g->out_ = std::move(*out);
+  std::memset(g->in_.data(), 0, g->in_bytes_);
+
+  uint8_t* in_dev = g->in_d_.data();
+  uint8_t* out_dev = g->out_d_.data();
+  const auto* keys = reinterpret_cast<const uint32_t*>(in_dev);
+  const uint32_t* left_rows = shape.left_rows ? keys + n : nullptr;
+  const uint32_t* first_left_row = keys + n * (shape.left_rows ? 2 : 1);
+  auto* out_left = reinterpret_cast<uint32_t*>(out_dev + kPairsOffset);
+  uint32_t* out_right = out_left + shape.pair_capacity;
+  auto* count = reinterpret_cast<unsigned long long*>(out_dev + kCountOffset);
+  uint8_t* found = shape.found ? out_dev + layout.found_at : nullptr;
+  auto* probes = shape.probes ? reinterpret_cast<uint32_t*>(out_dev + layout.probes_at) : nullptr;
+  auto* stats = reinterpret_cast<DeviceQueryStats*>(out_dev);
+  const DeviceTable table{const_cast<uint64_t*>(shape.slots), shape.table_capacity};
+
+  cudaError_t e = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
+  if (e == cudaSuccess) {
+    e = cudaMemcpyAsync(in_dev, g->in_.data(), g->in_bytes_, cudaMemcpyHostToDevice, stream);
+    // Statistics, count and padding: the header the output copy starts with.
+    if (e == cudaSuccess) e = cudaMemsetAsync(out_dev, 0, kPairsOffset, stream);
+    if (e == cudaSuccess)
+      e = JoinKeysGraphable(table, keys, n, shape.bound, left_rows, first_left_row, out_left,
+                            out_right, shape.pair_capacity, count, found, probes, stats,
+                            g->scratch_d_.data(), stream);
+    if (e == cudaSuccess)
+      e = cudaMemcpyAsync(g->out_.data(), out_dev, g->out_bytes_, cudaMemcpyDeviceToHost, stream);
+    // Always leave capture mode, whatever failed, so the stream stays usable.
+    const cudaError_t end = cudaStreamEndCapture(stream, &g->graph_);
+    if (e == cudaSuccess) e = end;
+  }
+  if (e == cudaSuccess) e = cudaGraphInstantiate(&g->exec_, g->graph_, 0);
+  if (e != cudaSuccess) {
+    // A refused capture leaves a (non-sticky) error in the last-error slot; the
+    // uncaptured path that follows must not see it. A sticky one stays anyway.
+    (void)cudaGetLastError();
+    return CudaStatus(e, "capture join graph");
+  }
+  return g;
+}
+
+absl::StatusOr<JoinGraph*> JoinGraphCache::Get(const JoinShape& shape, cudaStream_t stream) {
+  if (!JoinGraphsEnabled()) return nullptr;
+  if (shape.rows == 0 || shape.rows > kMaxRows || shape.pair_capacity > shape.rows ||
+      JoinGraph::OutputBytes(shape) > kMaxOutputBytes) {
+    return nullptr;
+  }
+  for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+    if ((*it)->shape() == shape) {
+      entries_.splice(entries_.begin(), entries_, it);
+      ++hits_;
+      g_replays.fetch_add(1, std::memory_order_relaxed);
+      return entries_.front().get();
+    }
+  }
+  if (std::find(refused_.begin(), refused_.end(), shape) != refused_.end()) return nullptr;
+  auto seen = std::find(seen_.begin(), seen_.end(), shape);
+  if (seen == seen_.end()) {
+    if (seen_.size() >= kMaxSeen) seen_.erase(seen_.begin());
+    seen_.push_back(shape);
+    return nullptr;
+  }
+  seen_.erase(seen);
+  auto graph = JoinGraph::Capture(shape, stream);
+  if (!graph.ok()) {
+    g_capture_failures.fetch_add(1, std::memory_order_relaxed);
+    if (refused_.size() >= kMaxSeen) refused_.erase(refused_.begin());
+    refused_.push_back(shape);
+    return graph.status();
+  }
+  ++captures_;
+  g_captures.fetch_add(1, std::memory_order_relaxed);
+  if (entries_.size() >= kMaxEntries) entries_.pop_back();
+  entries_.push_front(std::move(*graph));
+  return entries_.front().get();
+}
+
+}  // namespace gpujoin::engine::detail
