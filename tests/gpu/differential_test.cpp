@@ -25,6 +25,10 @@
 #include "gpujoin/engine/graph.hpp"
 #include "test_backends.hpp"  // tests/engine: Cut
 
+#if defined(GPUJOIN_HAVE_CUDA)
+#include "cuda/join_graph_cache.hpp"  // engine/src: JoinGraphCounters
+#endif
+
 namespace gpujoin::engine {
 namespace {
 
@@ -687,6 +691,146 @@ INSTANTIATE_TEST_SUITE_P(
              (info.param.explicit_left_rows ? "_ids" : "") +
              (info.param.without_found_probes ? "_pairs_only" : "");
     });
+
+// Repeated small join shapes: the CUDA backend captures each shape on its second
+// sight on a stream context and replays the graph afterwards. Inputs change on
+// every run (keys, explicit left rows, the generated left row base), four shapes
+// alternate so the cache holds several graphs, outputs are truncated or overflow,
+// found/probes are on or off; then the same shape runs against a second index of
+// the same capacity (another table: must not replay the first one's graph) and
+// against the first index rebuilt in place. Every result equals the CPU backend.
+TEST_F(Differential, RepeatedJoinShapesReplayCapturedGraphsLikeCpu) {
+  constexpr uint32_t kCapacity = 1u << 16;
+  std::vector<uint32_t> right_a = DistinctKeys(20000);
+  const std::vector<uint32_t> right_b = DistinctKeys(15000);
+  auto cpu_a = NewIndex(*cpu_, kCapacity), gpu_a = NewIndex(*cuda_, kCapacity);
+  auto cpu_b = NewIndex(*cpu_, kCapacity), gpu_b = NewIndex(*cuda_, kCapacity);
+  ASSERT_TRUE(cpu_a && gpu_a && cpu_b && gpu_b);
+  auto build = [&](HashIndex& cpu_index, HashIndex& gpu_index, const std::vector<uint32_t>& keys,
+                   uint32_t first_value) {
+    for (auto [b, idx] : {std::pair{cpu_.get(), &cpu_index}, std::pair{cuda_.get(), &gpu_index}}) {
+      BuildIndexNode node;
+      node.index = idx;
+      node.keys = ChunkedU32{std::span(keys)};
+      node.first_value = first_value;
+      CommandGraph g;
+      g.Add(node);
+      RunOk(*b, g);
+    }
+  };
+  build(*cpu_a, *gpu_a, right_a, 1000);
+  build(*cpu_b, *gpu_b, right_b, 5);
+
+  struct Shape {
+    size_t rows;
+    size_t capacity;  // pair capacity
+    bool explicit_left_rows;
+    bool found_probes;
+    int batches;
+  };
+  const Shape shapes[] = {
+      {1000, 2000, false, true, 1},  // room for all pairs, generated left rows
+      {1000, 100, true, false, 1},   // truncated (overflow), explicit left rows
+      {3000, 3000, true, true, 2},   // two batches of one shape in one node
+      {2500, 0, false, false, 1},    // zero capacity: count only
+  };
+  struct Out {
+    std::vector<uint32_t> left, right, probes;
+    std::vector<uint8_t> found;
+    JoinResult result{999, true, QueryStatistics{1, 2, 3, 4}};
+  };
+  // One join node of `shape` on both backends with fresh inputs; results compared.
+  auto join_and_compare = [&](const Shape& shape, const HashIndex& cpu_index,
+                              const HashIndex& gpu_index, const std::vector<uint32_t>& right,
+                              const std::string& what) {
+    const size_t nb = size_t(shape.batches);
+    std::vector<std::vector<uint32_t>> keys(nb), ids(nb);
+    for (size_t k = 0; k < nb; ++k) {
+      keys[k].resize(shape.rows);
+      for (auto& x : keys[k]) {
+        const uint32_t r = uint32_t(rng_() % 10);
+        x = r < 6 ? right[rng_() % right.size()] : (r < 9 ? uint32_t(rng_()) : kEmptyKey);
+      }
+      ids[k] = RandomU32(shape.explicit_left_rows ? shape.rows : 0);
+    }
+    const uint32_t first_left = uint32_t(rng_());
+    std::vector<Out> cpu_out(nb), gpu_out(nb);
+    for (auto [b, idx, outs] : {std::tuple{cpu_.get(), &cpu_index, &cpu_out},
+                                std::tuple{cuda_.get(), &gpu_index, &gpu_out}}) {
+      JoinNode node;
+      node.index = idx;
+      for (size_t k = 0; k < nb; ++k) {
+        Out& o = (*outs)[k];
+        o.left.assign(shape.capacity, kPoison32);
+        o.right.assign(shape.capacity, kPoison32);
+        o.found.assign(shape.found_probes ? shape.rows : 0, kPoison8);
+        o.probes.assign(shape.found_probes ? shape.rows : 0, kPoison32);
+        node.batches.push_back(JoinBatch{RandomChunks(keys[k]), ids[k],
+                                         first_left + uint32_t(k) * 7919u, o.left, o.right,
+                                         &o.result, o.found, o.probes});
+      }
+      CommandGraph g;
+      g.Add(node);
+      RunOk(*b, g);
+    }
+    for (size_t k = 0; k < nb; ++k) {
+      const Out& x = cpu_out[k];
+      const Out& y = gpu_out[k];
+      const std::string where = what + ", batch " + std::to_string(k) + ", " + Seed();
+      EXPECT_EQ(y.result.count, x.result.count) << where;
+      EXPECT_EQ(y.result.overflow, x.result.overflow) << where;
+      EXPECT_EQ(y.result.statistics.found, x.result.statistics.found) << where;
+      EXPECT_EQ(y.result.statistics.missing, x.result.statistics.missing) << where;
+      EXPECT_EQ(y.left, x.left) << where;  // the stable prefix; the rest untouched
+      EXPECT_EQ(y.right, x.right) << where;
+      EXPECT_EQ(y.found, x.found) << where;
+      for (size_t i = 0; i < x.found.size(); ++i) {
+        // Hit probe counts depend on the parallel build's placement; misses do not.
+        if (!x.found[i]) ASSERT_EQ(y.probes[i], x.probes[i]) << where << ", miss row " << i;
+      }
+    }
+  };
+
+#if defined(GPUJOIN_HAVE_CUDA)
+  const detail::JoinGraphTotals before = detail::JoinGraphCounters();
+#endif
+  constexpr int kRounds = 6;
+  for (int round = 0; round < kRounds; ++round) {
+    for (size_t s = 0; s < std::size(shapes); ++s) {
+      join_and_compare(shapes[s], *cpu_a, *gpu_a, right_a,
+                       "round " + std::to_string(round) + ", shape " + std::to_string(s));
+    }
+  }
+#if defined(GPUJOIN_HAVE_CUDA)
+  const detail::JoinGraphTotals after = detail::JoinGraphCounters();
+  EXPECT_EQ(after.capture_failures, before.capture_failures) << "a join graph capture failed";
+  if (detail::JoinGraphsEnabled()) {
+    // Sequential Runs reuse one stream context: each shape is seen in round 0,
+    // captured in round 1 (its second batch in a node already replays) and
+    // replayed from round 2 on.
+    EXPECT_GE(after.captures - before.captures, std::size(shapes));
+    EXPECT_GE(after.replays - before.replays, std::size(shapes) * (kRounds - 2));
+  } else {
+    EXPECT_EQ(after.captures, before.captures) << "GPUJOIN_CUDA_JOIN_GRAPHS=0 captured a graph";
+  }
+#endif
+  // Another index of the same capacity (a different table), alternating with the
+  // first: each join must read its own table.
+  for (int round = 0; round < 3; ++round) {
+    join_and_compare(shapes[0], *cpu_b, *gpu_b, right_b, "index b, round " + std::to_string(round));
+    join_and_compare(shapes[0], *cpu_a, *gpu_a, right_a, "index a, round " + std::to_string(round));
+  }
+  // The first index rebuilt in place (same table memory, new contents): replays
+  // see the new contents.
+  right_a = DistinctKeys(18000);
+  build(*cpu_a, *gpu_a, right_a, 31);
+  for (int round = 0; round < 2; ++round) {
+    for (const Shape& shape : shapes) {
+      join_and_compare(shape, *cpu_a, *gpu_a, right_a,
+                       "rebuilt index a, round " + std::to_string(round));
+    }
+  }
+}
 
 enum class KeyShape { kUniform, kSkewed, kOneGroup, kOutOfRange };
 
