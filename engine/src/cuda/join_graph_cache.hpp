@@ -121,8 +121,10 @@ bool JoinGraphsEnabled();
 /// out). Not thread-safe: a context serves one Run at a time.
 class JoinGraphCache {
  public:
-  /// Batches with more left rows than this are not captured.
-  static constexpr uint64_t kMaxRows = uint64_t{1} << 20;
+  /// Batches with more left rows than this are not captured (launch overhead no
+  /// longer matters, and each entry holds its inputs and outputs pinned: at most
+  /// about 5 MiB at this size).
+  static constexpr uint64_t kMaxRows = uint64_t{1} << 18;
   /// Larger outputs are not captured (the pinned copy per entry stays small).
   static constexpr size_t kMaxOutputBytes = size_t{8} << 20;
   static constexpr size_t kMaxEntries = 4;
