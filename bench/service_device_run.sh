@@ -12,7 +12,8 @@
 # gpujoind and gpujoin-loadtest (hashing_device_test and hashing_backend_test run
 # when present). Logs go to $OUT (or /tmp/gpujoin-service-device), packed into
 # logs.tar.gz. Prints the test summary, the executor comparison, the latency rows
-# and (TABLE=1) the table last.
+# and (TABLE=1) the table last. The rows labelled nograph repeat the blocking ones
+# with join CUDA Graphs off (GPUJOIN_CUDA_JOIN_GRAPHS=0), for a before/after.
 set -uo pipefail
 bundle=${GPU_BUNDLE:-.gpu-join}
 source "$bundle/env.sh"
@@ -54,6 +55,8 @@ executor hybrid-16 16 GPUJOIN_CUDA_WAIT_POLL_US=$poll
 executor block-32 32 GPUJOIN_CUDA_WAIT_POLL_US=0
 executor spin-32 32 GPUJOIN_CUDA_SPIN_WAIT=1
 executor hybrid-32 32 GPUJOIN_CUDA_WAIT_POLL_US=$poll
+# Join CUDA Graphs off (GPUJOIN_CUDA_JOIN_GRAPHS=0): the same blocking row without replay.
+executor nograph-16 16 GPUJOIN_CUDA_WAIT_POLL_US=0 GPUJOIN_CUDA_JOIN_GRAPHS=0
 lat_rows=()
 latency() {  # latency LABEL [env...]: 1 stream, 1K rows, default executor and in-flight
   local label=$1; shift
@@ -69,6 +72,7 @@ latency() {  # latency LABEL [env...]: 1 stream, 1K rows, default executor and i
 latency block GPUJOIN_CUDA_WAIT_POLL_US=0
 latency spin GPUJOIN_CUDA_SPIN_WAIT=1
 latency hybrid GPUJOIN_CUDA_WAIT_POLL_US=$poll
+latency nograph GPUJOIN_CUDA_WAIT_POLL_US=0 GPUJOIN_CUDA_JOIN_GRAPHS=0
 table_rc=skipped
 if [ "${TABLE:-0}" = 1 ]; then
   ROWS=1K,1M DURATION=$d WARMUP=$w timeout 120 bash $table "$bundle/bin/gpujoind" \
