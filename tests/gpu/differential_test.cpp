@@ -1117,6 +1117,79 @@ TEST_F(Differential, ManyConcurrentSmallJoinsMatchCpu) {
   }
 }
 
+TEST_F(Differential, ConcurrentRepeatedJoinShapesCaptureAndReplayLikeCpu) {
+  // Several threads join batches of two fixed shapes (generated and explicit left
+  // rows) at once: each stream context captures its graphs while others launch,
+  // replay or capture theirs. Every result equals the CPU's; no capture fails.
+  const std::vector<uint32_t> right = DistinctKeys(30000);
+  auto cpu_index = NewIndex(*cpu_, 1u << 16);
+  auto gpu_index = NewIndex(*cuda_, 1u << 16);
+  for (auto [b, idx] :
+       {std::pair{cpu_.get(), cpu_index.get()}, std::pair{cuda_.get(), gpu_index.get()}}) {
+    BuildIndexNode node;
+    node.index = idx;
+    node.keys = ChunkedU32{std::span(right)};
+    node.first_value = 3;
+    CommandGraph g;
+    g.Add(node);
+    RunOk(*b, g);
+  }
+  constexpr int kThreads = 8;
+  constexpr int kRounds = 12;
+  constexpr size_t kRows = 1024;
+  struct Out {
+    std::vector<uint32_t> left, right;
+    JoinResult result{999, true, QueryStatistics{1, 2, 3, 4}};
+  };
+  const size_t runs = size_t(kThreads) * kRounds;
+  std::vector<std::vector<uint32_t>> keys(runs), ids(runs);
+  for (size_t k = 0; k < runs; ++k) {
+    keys[k].resize(kRows);
+    for (auto& x : keys[k]) x = rng_() % 2 ? right[rng_() % right.size()] : uint32_t(rng_());
+    if (k % 2 == 1) ids[k] = RandomU32(kRows);  // odd runs: explicit left rows
+  }
+  auto join = [&](Backend& b, const HashIndex& index, size_t k, Out& out) {
+    const size_t capacity = k % 2 == 1 ? 200 : kRows;  // explicit ones truncated
+    out.left.assign(capacity, kPoison32);
+    out.right.assign(capacity, kPoison32);
+    JoinNode node;
+    node.index = &index;
+    node.batches.push_back(JoinBatch{ChunkedU32{std::span(keys[k])}, ids[k], uint32_t(k) * 100003u,
+                                     out.left, out.right, &out.result});
+    CommandGraph g;
+    g.Add(node);
+    return b.Run(g);
+  };
+  std::vector<Out> expected(runs), got(runs);
+  for (size_t k = 0; k < runs; ++k) ASSERT_TRUE(join(*cpu_, *cpu_index, k, expected[k]).ok());
+#if defined(GPUJOIN_HAVE_CUDA)
+  const detail::JoinGraphTotals before = detail::JoinGraphCounters();
+#endif
+  std::vector<absl::Status> status(runs);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < kRounds; ++r) {
+        const size_t k = size_t(t * kRounds + r);
+        status[k] = join(*cuda_, *gpu_index, k, got[k]);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+#if defined(GPUJOIN_HAVE_CUDA)
+  EXPECT_EQ(detail::JoinGraphCounters().capture_failures, before.capture_failures)
+      << "a join graph capture failed";
+#endif
+  for (size_t k = 0; k < runs; ++k) {
+    ASSERT_TRUE(status[k].ok()) << "run " << k << ": " << status[k];
+    EXPECT_EQ(got[k].result.count, expected[k].result.count) << "run " << k << " " << Seed();
+    EXPECT_EQ(got[k].result.overflow, expected[k].result.overflow) << "run " << k;
+    EXPECT_EQ(got[k].result.statistics.found, expected[k].result.statistics.found) << "run " << k;
+    EXPECT_EQ(got[k].left, expected[k].left) << "run " << k << " " << Seed();
+    EXPECT_EQ(got[k].right, expected[k].right) << "run " << k << " " << Seed();
+  }
+}
+
 TEST_F(Differential, IndexFromOtherBackendIsRejected) {
   auto cpu_index = NewIndex(*cpu_, 16);
   const std::vector<uint32_t> keys = {1, 2, 3};
