@@ -139,6 +139,21 @@ class Differential : public ::testing::Test {
     ASSERT_TRUE(s.ok()) << BackendKindName(b.Info().kind) << ": " << s;
   }
 
+  // Builds `keys` as one chunk (value = first_value + row) into the CPU index and
+  // into the CUDA index.
+  void BuildBoth(HashIndex& cpu_index, HashIndex& gpu_index, std::span<const uint32_t> keys,
+                 uint32_t first_value = 0) {
+    for (auto [b, idx] : {std::pair{cpu_.get(), &cpu_index}, std::pair{cuda_.get(), &gpu_index}}) {
+      BuildIndexNode node;
+      node.index = idx;
+      node.keys = ChunkedU32{keys};
+      node.first_value = first_value;
+      CommandGraph g;
+      g.Add(node);
+      RunOk(*b, g);
+    }
+  }
+
   struct LookupOut {
     std::vector<uint32_t> values;
     std::vector<uint8_t> found;
@@ -386,15 +401,7 @@ class Differential : public ::testing::Test {
     const std::vector<uint32_t> keys = DistinctKeys(size_t(capacity * 0.85));
     auto cpu_index = NewIndex(*cpu_, capacity);
     auto gpu_index = NewIndex(*cuda_, capacity);
-    for (auto [b, idx] :
-         {std::pair{cpu_.get(), cpu_index.get()}, std::pair{cuda_.get(), gpu_index.get()}}) {
-      BuildIndexNode node;
-      node.index = idx;
-      node.keys = ChunkedU32{std::span(keys)};
-      CommandGraph g;
-      g.Add(node);
-      RunOk(*b, g);
-    }
+    BuildBoth(*cpu_index, *gpu_index, keys);
     const std::unordered_set<uint32_t> present(keys.begin(), keys.end());
     std::vector<uint32_t> misses;
     while (misses.size() < 50000) {
@@ -559,23 +566,11 @@ TEST_F(Differential, RepeatedLookupShapeReplaysCapturedGraphCorrectly) {
   std::vector<uint32_t> keys = DistinctKeys(3000);
   auto cpu_index = NewIndex(*cpu_, capacity);
   auto gpu_index = NewIndex(*cuda_, capacity);
-  auto build = [&](const std::vector<uint32_t>& k, uint32_t first) {
-    for (auto [b, idx] :
-         {std::pair{cpu_.get(), cpu_index.get()}, std::pair{cuda_.get(), gpu_index.get()}}) {
-      BuildIndexNode node;
-      node.index = idx;
-      node.keys = ChunkedU32{std::span(k)};
-      node.first_value = first;
-      CommandGraph g;
-      g.Add(node);
-      RunOk(*b, g);
-    }
-  };
-  build(keys, 100);
+  BuildBoth(*cpu_index, *gpu_index, keys, 100);
   for (int round = 0; round < 5; ++round) {
     if (round == 3) {
       keys = DistinctKeys(3000);
-      build(keys, 7);
+      BuildBoth(*cpu_index, *gpu_index, keys, 7);
     }
     std::vector<uint32_t> q(2000);
     for (auto& x : q) x = rng_() % 2 ? keys[rng_() % keys.size()] : uint32_t(rng_());
@@ -606,16 +601,7 @@ TEST_P(JoinDifferential, PairsOrderCountsAndOverflowMatchCpu) {
   const std::vector<uint32_t> right = DistinctKeys(20000);
   auto cpu_index = NewIndex(*cpu_, 1u << 16);
   auto gpu_index = NewIndex(*cuda_, 1u << 16);
-  for (auto [b, idx] :
-       {std::pair{cpu_.get(), cpu_index.get()}, std::pair{cuda_.get(), gpu_index.get()}}) {
-    BuildIndexNode node;
-    node.index = idx;
-    node.keys = ChunkedU32{std::span(right)};
-    node.first_value = 1000;
-    CommandGraph g;
-    g.Add(node);
-    RunOk(*b, g);
-  }
+  BuildBoth(*cpu_index, *gpu_index, right, 1000);
   struct Batch {
     std::vector<uint32_t> keys, left_rows, out_l, out_r, probes;
     std::vector<uint8_t> found;
@@ -706,20 +692,8 @@ TEST_F(Differential, RepeatedJoinShapesReplayCapturedGraphsLikeCpu) {
   auto cpu_a = NewIndex(*cpu_, kCapacity), gpu_a = NewIndex(*cuda_, kCapacity);
   auto cpu_b = NewIndex(*cpu_, kCapacity), gpu_b = NewIndex(*cuda_, kCapacity);
   ASSERT_TRUE(cpu_a && gpu_a && cpu_b && gpu_b);
-  auto build = [&](HashIndex& cpu_index, HashIndex& gpu_index, const std::vector<uint32_t>& keys,
-                   uint32_t first_value) {
-    for (auto [b, idx] : {std::pair{cpu_.get(), &cpu_index}, std::pair{cuda_.get(), &gpu_index}}) {
-      BuildIndexNode node;
-      node.index = idx;
-      node.keys = ChunkedU32{std::span(keys)};
-      node.first_value = first_value;
-      CommandGraph g;
-      g.Add(node);
-      RunOk(*b, g);
-    }
-  };
-  build(*cpu_a, *gpu_a, right_a, 1000);
-  build(*cpu_b, *gpu_b, right_b, 5);
+  BuildBoth(*cpu_a, *gpu_a, right_a, 1000);
+  BuildBoth(*cpu_b, *gpu_b, right_b, 5);
 
   struct Shape {
     size_t rows;
@@ -823,7 +797,7 @@ TEST_F(Differential, RepeatedJoinShapesReplayCapturedGraphsLikeCpu) {
   // The first index rebuilt in place (same table memory, new contents): replays
   // see the new contents.
   right_a = DistinctKeys(18000);
-  build(*cpu_a, *gpu_a, right_a, 31);
+  BuildBoth(*cpu_a, *gpu_a, right_a, 31);
   for (int round = 0; round < 2; ++round) {
     for (const Shape& shape : shapes) {
       join_and_compare(shape, *cpu_a, *gpu_a, right_a,
@@ -997,16 +971,7 @@ TEST_F(Differential, ConcurrentRunsOnSeparateStreamsMatchCpu) {
   const std::vector<uint32_t> keys = DistinctKeys(50000);
   auto cpu_index = NewIndex(*cpu_, 1u << 17);
   auto gpu_index = NewIndex(*cuda_, 1u << 17);
-  for (auto [b, idx] :
-       {std::pair{cpu_.get(), cpu_index.get()}, std::pair{cuda_.get(), gpu_index.get()}}) {
-    BuildIndexNode node;
-    node.index = idx;
-    node.keys = ChunkedU32{std::span(keys)};
-    node.first_value = 5;
-    CommandGraph g;
-    g.Add(node);
-    RunOk(*b, g);
-  }
+  BuildBoth(*cpu_index, *gpu_index, keys, 5);
   constexpr int kThreads = 4;
   constexpr int kRounds = 6;
   std::vector<std::vector<uint32_t>> queries(kThreads * kRounds);
@@ -1055,16 +1020,7 @@ TEST_F(Differential, ManyConcurrentSmallJoinsMatchCpu) {
   const std::vector<uint32_t> right = DistinctKeys(30000);
   auto cpu_index = NewIndex(*cpu_, 1u << 16);
   auto gpu_index = NewIndex(*cuda_, 1u << 16);
-  for (auto [b, idx] :
-       {std::pair{cpu_.get(), cpu_index.get()}, std::pair{cuda_.get(), gpu_index.get()}}) {
-    BuildIndexNode node;
-    node.index = idx;
-    node.keys = ChunkedU32{std::span(right)};
-    node.first_value = 77;
-    CommandGraph g;
-    g.Add(node);
-    RunOk(*b, g);
-  }
+  BuildBoth(*cpu_index, *gpu_index, right, 77);
   constexpr int kThreads = 40;
   constexpr int kRounds = 5;
   struct Out {
@@ -1124,16 +1080,7 @@ TEST_F(Differential, ConcurrentRepeatedJoinShapesCaptureAndReplayLikeCpu) {
   const std::vector<uint32_t> right = DistinctKeys(30000);
   auto cpu_index = NewIndex(*cpu_, 1u << 16);
   auto gpu_index = NewIndex(*cuda_, 1u << 16);
-  for (auto [b, idx] :
-       {std::pair{cpu_.get(), cpu_index.get()}, std::pair{cuda_.get(), gpu_index.get()}}) {
-    BuildIndexNode node;
-    node.index = idx;
-    node.keys = ChunkedU32{std::span(right)};
-    node.first_value = 3;
-    CommandGraph g;
-    g.Add(node);
-    RunOk(*b, g);
-  }
+  BuildBoth(*cpu_index, *gpu_index, right, 3);
   constexpr int kThreads = 8;
   constexpr int kRounds = 12;
   constexpr size_t kRows = 1024;
