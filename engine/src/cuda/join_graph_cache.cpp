@@ -1,6 +1,5 @@
 #include "cuda/join_graph_cache.hpp"
 
-#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -121,34 +120,14 @@ absl::StatusOr<JoinGraph*> JoinGraphCache::Get(const JoinShape& shape, cudaStrea
       JoinGraph::OutputBytes(shape) > kMaxOutputBytes) {
     return nullptr;
   }
-  for (auto it = entries_.begin(); it != entries_.end(); ++it) {
-    if ((*it)->shape() == shape) {
-      entries_.splice(entries_.begin(), entries_, it);
-      ++hits_;
-      g_replays.fetch_add(1, std::memory_order_relaxed);
-      return entries_.front().get();
-    }
-  }
-  if (std::find(refused_.begin(), refused_.end(), shape) != refused_.end()) return nullptr;
-  auto seen = std::find(seen_.begin(), seen_.end(), shape);
-  if (seen == seen_.end()) {
-    if (seen_.size() >= kMaxSeen) seen_.erase(seen_.begin());
-    seen_.push_back(shape);
-    return nullptr;
-  }
-  seen_.erase(seen);
-  auto graph = JoinGraph::Capture(shape, stream);
-  if (!graph.ok()) {
+  const uint64_t hits = cache_.hits();
+  absl::StatusOr<JoinGraph*> graph =
+      cache_.Get(shape, [&] { return JoinGraph::Capture(shape, stream); });
+  if (!graph.ok())
     g_capture_failures.fetch_add(1, std::memory_order_relaxed);
-    if (refused_.size() >= kMaxSeen) refused_.erase(refused_.begin());
-    refused_.push_back(shape);
-    return graph.status();
-  }
-  ++captures_;
-  g_captures.fetch_add(1, std::memory_order_relaxed);
-  if (entries_.size() >= kMaxEntries) entries_.pop_back();
-  entries_.push_front(std::move(*graph));
-  return entries_.front().get();
+  else if (*graph != nullptr)
+    (cache_.hits() != hits ? g_replays : g_captures).fetch_add(1, std::memory_order_relaxed);
+  return graph;
 }
 
 }  // namespace gpujoin::engine::detail

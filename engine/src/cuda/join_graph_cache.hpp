@@ -16,12 +16,12 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <list>
 #include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "cuda/device_buffer.hpp"
+#include "common/shape_cache.hpp"
 #include "cuda/device_ops.hpp"
 
 namespace gpujoin::engine::detail {
@@ -139,22 +139,14 @@ class JoinGraphCache {
   absl::StatusOr<JoinGraph*> Get(const JoinShape& shape, cudaStream_t stream);
 
   /// Graphs captured / batches replayed by this cache.
-  uint64_t captures() const { return captures_; }
-  uint64_t hits() const { return hits_; }
+  uint64_t captures() const { return cache_.captures(); }
+  uint64_t hits() const { return cache_.hits(); }
 
   /// Drops every graph (their device memory is freed on the capture stream).
-  void Clear() {
-    entries_.clear();
-    seen_.clear();
-    refused_.clear();
-  }
+  void Clear() { cache_.Clear(); }
 
  private:
-  std::list<std::unique_ptr<JoinGraph>> entries_;  // most recently used first
-  std::vector<JoinShape> seen_;                    // shapes seen once
-  std::vector<JoinShape> refused_;                 // shapes whose capture failed
-  uint64_t captures_ = 0;
-  uint64_t hits_ = 0;
+  ShapeCache<JoinShape, JoinGraph> cache_{kMaxEntries, kMaxSeen};
 };
 
 }  // namespace gpujoin::engine::detail

@@ -1,6 +1,5 @@
 #include "cuda/lookup_graph_cache.hpp"
 
-#include <algorithm>
 #include <vector>
 
 #include "cuda/cuda_error.hpp"
@@ -142,26 +141,7 @@ absl::StatusOr<std::unique_ptr<LookupGraph>> LookupGraph::Capture(const LookupSh
 
 absl::StatusOr<LookupGraph*> LookupGraphCache::Get(const LookupShape& shape, cudaStream_t stream) {
   if (shape.rows == 0 || shape.rows > kMaxRows) return nullptr;
-  for (auto it = entries_.begin(); it != entries_.end(); ++it) {
-    if ((*it)->shape() == shape) {
-      entries_.splice(entries_.begin(), entries_, it);
-      ++hits_;
-      return entries_.front().get();
-    }
-  }
-  auto seen = std::find(seen_.begin(), seen_.end(), shape);
-  if (seen == seen_.end()) {
-    if (seen_.size() >= 16) seen_.erase(seen_.begin());
-    seen_.push_back(shape);
-    return nullptr;
-  }
-  seen_.erase(seen);
-  auto graph = LookupGraph::Capture(shape, stream);
-  if (!graph.ok()) return graph.status();
-  ++captures_;
-  if (entries_.size() >= kMaxEntries) entries_.pop_back();
-  entries_.push_front(std::move(*graph));
-  return entries_.front().get();
+  return cache_.Get(shape, [&] { return LookupGraph::Capture(shape, stream); });
 }
 
 }  // namespace gpujoin::engine::detail

@@ -14,12 +14,12 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <list>
 #include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "cuda/device_buffer.hpp"
+#include "common/shape_cache.hpp"
 #include "cuda/device_ops.hpp"
 
 namespace gpujoin::engine::detail {
@@ -108,33 +108,31 @@ class LookupGraph {
   bool external_ok_ = false;
 };
 
-/// Per-stream-context cache of captured lookups (small, least recently used out).
+/// Per-stream-context cache of captured lookups (small, least recently used out;
+/// the policy is ShapeCache's: capture on the second sight, never retry a shape
+/// whose capture failed).
 class LookupGraphCache {
  public:
   /// Lookups larger than this are not captured (their pinned copies would be large
   /// and launch overhead does not matter at that size).
   static constexpr uint64_t kMaxRows = uint64_t{1} << 22;
   static constexpr size_t kMaxEntries = 4;
+  /// Shapes remembered as seen once (oldest forgotten first).
+  static constexpr size_t kMaxSeen = 16;
 
   /// The captured graph for `shape`, capturing it now if the shape has been seen
   /// before on this context; nullptr when the caller should run the plain path.
   absl::StatusOr<LookupGraph*> Get(const LookupShape& shape, cudaStream_t stream);
 
   /// Number of graphs captured so far (for tests and metrics).
-  uint64_t captures() const { return captures_; }
+  uint64_t captures() const { return cache_.captures(); }
   /// Number of replays served from the cache.
-  uint64_t hits() const { return hits_; }
+  uint64_t hits() const { return cache_.hits(); }
 
-  void Clear() {
-    entries_.clear();
-    seen_.clear();
-  }
+  void Clear() { cache_.Clear(); }
 
  private:
-  std::list<std::unique_ptr<LookupGraph>> entries_;  // most recently used first
-  std::vector<LookupShape> seen_;                    // shapes seen once
-  uint64_t captures_ = 0;
-  uint64_t hits_ = 0;
+  ShapeCache<LookupShape, LookupGraph> cache_{kMaxEntries, kMaxSeen};
 };
 
 }  // namespace gpujoin::engine::detail
