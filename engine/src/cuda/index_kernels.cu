@@ -951,11 +951,11 @@ cudaError_t BuildPartitioned(DeviceTable table, const BuildSource& source, uint3
   // Wave builds finalise with one pass over the table afterwards, so only the
   // partitioned path carries explicit values through the partition.
   const bool values = source.values != nullptr && !waves;
-  // One allocation: words | counts (regions + 1) | tile counters (one per wave step) +
+  // One allocation: words | counts (regions + 1) | tile counters (regions + 2) +
   // spilled flag | values. Counts, tile counters and flag are zeroed by one
   // memset (they are adjacent).
   const size_t counts_bytes = (size_t(regions) + 1) * sizeof(unsigned long long);
-  const size_t control_bytes = ((size_t(regions) + 1) * sizeof(unsigned int) + 7) & ~size_t{7};
+  const size_t control_bytes = ((size_t(regions) + 3) * sizeof(unsigned int) + 7) & ~size_t{7};
   Carver c;
   const size_t at_words = c.Take(rows * sizeof(uint64_t));
   const size_t at_counts = c.Take(counts_bytes + control_bytes);
@@ -978,7 +978,7 @@ cudaError_t BuildPartitioned(DeviceTable table, const BuildSource& source, uint3
   auto* words = reinterpret_cast<uint64_t*>(bytes + at_words);
   auto* counts = reinterpret_cast<unsigned long long*>(bytes + at_counts);
   auto* tile_counters = reinterpret_cast<unsigned int*>(bytes + at_counts + counts_bytes);
-  unsigned int* spilled = tile_counters + regions;
+  unsigned int* spilled = tile_counters + regions + 2;
   auto* part_values = values ? reinterpret_cast<uint32_t*>(bytes + at_values) : nullptr;
   e = cudaMemsetAsync(counts, 0, counts_bytes + control_bytes, stream);
   if (e == cudaSuccess)
