@@ -259,20 +259,79 @@ TEST_P(BuildLookupTest, BuildAndLookupInOneGraph) {
   EXPECT_EQ(query_stats.found, 1u);
 }
 
-TEST_P(BuildLookupTest, SnapshotMatchesSequentialLinearProbingOnCpu) {
-  if (!IsCpu()) GTEST_SKIP() << "physical layout is only specified for the sequential CPU build";
+TEST_P(BuildLookupTest, SnapshotIsTheRobinHoodLayoutOnEveryBackend) {
   const uint32_t capacity = 8;
   auto index = NewIndex(capacity);
-  const std::vector<uint32_t> keys = KeysWithHome(capacity, 7, 3);  // wraps around to 0 and 1
+  // Three keys of home 7 (the run wraps around to 0 and 1), inserted in
+  // descending key order: the layout sorts keys of one home by key anyway.
+  std::vector<uint32_t> keys = KeysWithHome(capacity, 7, 3);
+  std::reverse(keys.begin(), keys.end());
   const BuildStatistics stats = Build(*index, One(keys));
+  // Each key adds its final displacement + 1, however often it moved: 1 + 2 + 3.
   EXPECT_EQ(stats.total_probes, 6u);
   EXPECT_EQ(stats.max_probes, 3u);
   auto snap = index->Snapshot();
   ASSERT_TRUE(snap.ok());
-  EXPECT_EQ(snap->keys[7], keys[0]);
+  EXPECT_EQ(snap->keys[7], keys[2]);
   EXPECT_EQ(snap->keys[0], keys[1]);
-  EXPECT_EQ(snap->keys[1], keys[2]);
-  EXPECT_THAT(snap->values, ElementsAreArray({1u, 2u, 0u, 0u, 0u, 0u, 0u, 0u}));
+  EXPECT_EQ(snap->keys[1], keys[0]);
+  // Generated values: the rows of keys[2], keys[1], keys[0] are 2, 1, 0.
+  EXPECT_THAT(snap->values, ElementsAreArray({1u, 0u, 0u, 0u, 0u, 0u, 0u, 2u}));
+}
+
+TEST_P(BuildLookupTest, RunsAreSortedByHomeThenKeyAndMissesStopAtTheFirstLaterKey) {
+  const uint32_t capacity = 16;
+  auto index = NewIndex(capacity);
+  const std::vector<uint32_t> home5 = KeysWithHome(capacity, 5, 4);  // ascending
+  const std::vector<uint32_t> home6 = KeysWithHome(capacity, 6, 1);
+  // Build home5[1], home5[2] and home6[0], with the home-6 key first: the two
+  // home-5 keys displace it to slot 7.
+  const std::vector<uint32_t> keys = {home6[0], home5[2], home5[1]};
+  const BuildStatistics stats = Build(*index, One(keys));
+  EXPECT_EQ(stats.unique_keys, 3u);
+  // Each key adds its final displacement + 1: home5[1] 1, home5[2] 2, home6[0] 2.
+  EXPECT_EQ(stats.total_probes, 5u);
+  EXPECT_EQ(stats.max_probes, 2u);
+  auto snap = index->Snapshot();
+  ASSERT_TRUE(snap.ok());
+  EXPECT_EQ(snap->keys[5], home5[1]);
+  EXPECT_EQ(snap->keys[6], home5[2]);
+  EXPECT_EQ(snap->keys[7], home6[0]);
+  EXPECT_EQ(snap->keys[8], kEmptyKey);
+  // home5[0] < home5[1]: it would sit in slot 5, so the miss stops there (1 probe).
+  // home5[3] > home5[2]: it would sit in slot 7, where a home-6 key is (3 probes),
+  // not at the empty slot 8 as plain linear probing would.
+  const std::vector<uint32_t> q = {home5[0], home5[3], home5[2], home6[0]};
+  const auto out = Lookup(*index, One(q));
+  EXPECT_THAT(out.found, ElementsAre(0, 0, 1, 1));
+  EXPECT_THAT(out.probes, ElementsAre(1, 3, 2, 2));
+  EXPECT_THAT(out.values, ElementsAre(kEmptyKey, kEmptyKey, 1, 0));
+}
+
+TEST_P(BuildLookupTest, AKeyDisplacedPastTheBoundBecomesTheOverflowRow) {
+  const uint32_t capacity = 16;
+  auto index = NewIndex(capacity, /*max_probe_count=*/2);
+  const std::vector<uint32_t> home3 = KeysWithHome(capacity, 3, 3);  // ascending
+  // The largest key first: each smaller key then takes its place and carries it
+  // on, until it is pushed past the bound. The two smallest keys are retained.
+  const std::vector<uint32_t> keys = {home3[2], home3[1], home3[0], home3[2]};
+  const BuildStatistics stats = Build(*index, One(keys));
+  EXPECT_EQ(stats.unique_keys, 2u);
+  if (IsCpu()) {
+    // In source order: the row that stored home3[2] becomes an overflow row when
+    // home3[2] is dropped, and its repeat finds no slot either.
+    EXPECT_EQ(stats.overflow_rows, 2u);
+    EXPECT_EQ(stats.duplicate_rows, 0u);
+  } else {
+    // In parallel the repeat may merge into home3[2] (a duplicate) before the drop.
+    EXPECT_EQ(stats.overflow_rows + stats.duplicate_rows, 2u);
+    EXPECT_GE(stats.overflow_rows, 1u);
+  }
+  EXPECT_EQ(stats.max_probes, 2u);
+  const auto out = Lookup(*index, One(home3));
+  EXPECT_THAT(out.found, ElementsAre(1, 1, 0));
+  EXPECT_THAT(out.values, ElementsAre(2, 1, kEmptyKey));
+  EXPECT_THAT(out.probes, ElementsAre(1, 2, 2));
 }
 
 TEST_P(BuildLookupTest, IndexReportsItsBackendAndMemory) {

@@ -49,7 +49,7 @@ Outputs RunAll(uint32_t threads, uint32_t seed) {
   Outputs out;
   auto backend = *CreateBackend(BackendKind::kCpu, BackendOptions{threads});
   // A tight probe bound makes overflow and bound-limited misses part of the picture.
-  auto index = *backend->CreateIndex(HashIndexSpec{1u << 16, 24});
+  auto index = *backend->CreateIndex(HashIndexSpec{1u << 16, 8});
   out.values.resize(rows);
   out.probes.resize(rows);
   out.found.resize(rows);

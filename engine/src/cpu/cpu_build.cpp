@@ -1,7 +1,8 @@
 // Index builds on the CPU. Builds run sequentially in global source order: the
-// first row of each key claims its slot, which is exactly the lowest-row winner
-// that the contract requires (the CUDA backend reaches the same winner with an
-// atomic minimum over source rows).
+// first row of each key stores it, which is exactly the lowest-row winner that
+// the contract requires (the CUDA backend reaches the same winner with an atomic
+// minimum over source rows). Keys are kept in Robin Hood order
+// (CpuHashIndex::Insert), so without overflow the layout equals the CUDA one.
 #include <algorithm>
 #include <optional>
 
@@ -17,8 +18,8 @@ constexpr size_t kPrefetchBlock = 16;
 // Folds one valid row into the statistics.
 void InsertRow(CpuHashIndex& index, uint32_t key, uint32_t value, uint32_t bound,
                BuildStatistics& s) {
-  uint32_t probes = 0;
-  switch (index.Insert(key, value, bound, probes)) {
+  const InsertResult r = index.Insert(key, value, bound);
+  switch (r.outcome) {
     case InsertOutcome::kUnique:
       ++s.unique_keys;
       break;
@@ -29,8 +30,12 @@ void InsertRow(CpuHashIndex& index, uint32_t key, uint32_t value, uint32_t bound
       ++s.overflow_rows;
       break;
   }
-  s.total_probes += probes;
-  s.max_probes = std::max<uint64_t>(s.max_probes, probes);
+  if (r.dropped) {  // a key stored earlier was pushed past the bound: its row overflows now
+    --s.unique_keys;
+    ++s.overflow_rows;
+  }
+  s.total_probes += r.probes;
+  s.max_probes = std::max<uint64_t>(s.max_probes, r.max_probes);
 }
 
 void Finish(CpuHashIndex& index, const BuildStatistics& s, uint64_t rows, BuildStatistics* out) {

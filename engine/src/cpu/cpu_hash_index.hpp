@@ -1,12 +1,15 @@
 // The CPU backend's hash index: one host array of (key, value) slots and the
 // reference implementation of build and probe. The CUDA backend must reproduce
-// these semantics exactly (see docs/engine.md):
+// these semantics exactly (see docs/engine.md, "Slots and probing"):
 //  - a key's home slot is detail::HomeSlot(key, capacity); probing is linear,
 //    slot (home + i) & (capacity - 1) for i = 0 .. bound - 1;
-//  - probes = slots examined; a build row stops at its own key (duplicate) or at
-//    an empty slot it claims (unique); otherwise it overflows with probes = bound;
-//  - a query row stops at its key (found) or an empty slot (missing), else it is
-//    missing with probes = bound; kEmptyKey rows examine no slot.
+//  - slots are kept in Robin Hood order (detail::ResidentComesFirst): an
+//    insertion takes the first slot whose resident comes after its key and
+//    carries that resident on, so every run is sorted by home, then key, and the
+//    layout depends only on the set of keys (unless the build overflowed);
+//  - probes = slots examined; a query row stops at its key (found), an empty
+//    slot or a resident that comes after it (missing), else it is missing with
+//    probes = bound; kEmptyKey rows examine no slot.
 // Keys and values share one slot so that a probe costs one cache miss, not two.
 #pragma once
 
@@ -22,6 +25,19 @@ namespace gpujoin::engine::cpu {
 
 /// Outcome of inserting one build row.
 enum class InsertOutcome { kUnique, kDuplicate, kOverflow };
+
+/// What one insertion did (see CpuHashIndex::Insert).
+struct InsertResult {
+  InsertOutcome outcome = InsertOutcome::kOverflow;
+  /// Slots examined, by the row's key and by the keys it displaced.
+  uint32_t probes = 0;
+  /// Largest (displacement + 1) at which a key was stored or found; `bound`
+  /// when a key overflowed.
+  uint32_t max_probes = 0;
+  /// A key stored earlier was displaced past the bound and dropped: it counts
+  /// as an overflow row instead of a unique key from now on.
+  bool dropped = false;
+};
 
 class CpuHashIndex final : public HashIndex {
  public:
@@ -42,28 +58,10 @@ class CpuHashIndex final : public HashIndex {
   /// Hints the cache that `key`'s home slot will be read soon.
   void Prefetch(uint32_t key) const { __builtin_prefetch(&slots_[Home(key)]); }
 
-  /// Inserts `key` (not kEmptyKey) with `value`, examining at most `bound` slots.
-  /// Rows must be inserted in global source order so that the first (lowest) row
-  /// of a key claims its slot and keeps its value. `probes` receives the slots examined.
-  InsertOutcome Insert(uint32_t key, uint32_t value, uint32_t bound, uint32_t& probes) {
-    const uint32_t mask = spec().capacity - 1u;
-    const uint32_t home = Home(key);
-    for (uint32_t i = 0; i < bound; ++i) {
-      Slot& s = slots_[(home + i) & mask];
-      if (s.key == key) {
-        probes = i + 1;
-        return InsertOutcome::kDuplicate;
-      }
-      if (s.key == kEmptyKey) {
-        s.key = key;
-        s.value = value;
-        probes = i + 1;
-        return InsertOutcome::kUnique;
-      }
-    }
-    probes = bound;
-    return InsertOutcome::kOverflow;
-  }
+  /// Inserts `key` (not kEmptyKey) with `value` in Robin Hood order, each key
+  /// examining at most `bound` slots from its home. Rows must be inserted in
+  /// global source order so that the first (lowest) row of a key keeps its value.
+  InsertResult Insert(uint32_t key, uint32_t value, uint32_t bound);
 
   /// Looks `key` up examining at most `bound` slots. Returns true and sets `value`
   /// when found; `probes` receives the slots examined (0 for kEmptyKey).
@@ -81,7 +79,8 @@ class CpuHashIndex final : public HashIndex {
         probes = i + 1;
         return true;
       }
-      if (s.key == kEmptyKey) {
+      if (s.key == kEmptyKey ||
+          !detail::ResidentComesFirst(s.key, key, i, (home + i) & mask, spec().capacity)) {
         probes = i + 1;
         return false;
       }
@@ -97,5 +96,45 @@ class CpuHashIndex final : public HashIndex {
   };
   std::vector<Slot> slots_;
 };
+
+inline InsertResult CpuHashIndex::Insert(uint32_t key, uint32_t value, uint32_t bound) {
+  const uint32_t capacity = spec().capacity;
+  const uint32_t mask = capacity - 1u;
+  InsertResult r;
+  Slot carried{key, value};  // the key being placed: the row's, then a displaced one
+  bool own = true;           // whether `carried` is still the row's own key
+  uint32_t pos = Home(key);
+  for (uint32_t d = 0;; ++d, pos = (pos + 1u) & mask) {  // d: displacement of `carried`
+    if (d >= bound) {
+      r.max_probes = std::max(r.max_probes, bound);
+      if (own) {
+        r.outcome = InsertOutcome::kOverflow;
+      } else {
+        r.dropped = true;
+      }
+      return r;
+    }
+    Slot& s = slots_[pos];
+    ++r.probes;
+    if (s.key == carried.key) {  // rows arrive in order: only the row's own key repeats
+      r.outcome = InsertOutcome::kDuplicate;
+      r.max_probes = std::max(r.max_probes, d + 1);
+      return r;
+    }
+    if (s.key == kEmptyKey) {
+      s = carried;
+      r.max_probes = std::max(r.max_probes, d + 1);
+      if (own) r.outcome = InsertOutcome::kUnique;
+      return r;
+    }
+    if (detail::ResidentComesFirst(s.key, carried.key, d, pos, capacity)) continue;
+    // `carried` belongs here: store it and carry the resident on from the next slot.
+    r.max_probes = std::max(r.max_probes, d + 1);
+    if (own) r.outcome = InsertOutcome::kUnique;
+    own = false;
+    std::swap(s, carried);
+    d = (pos - Home(carried.key)) & mask;
+  }
+}
 
 }  // namespace gpujoin::engine::cpu

@@ -17,55 +17,128 @@ namespace {
 __device__ __forceinline__ uint32_t SlotKey(uint64_t slot) { return uint32_t(slot >> 32); }
 __device__ __forceinline__ uint32_t SlotLow(uint64_t slot) { return uint32_t(slot); }
 
-// Inserts one packed word key:tag. A row's tag is either the final value
+// Inserts one packed word key:tag in Robin Hood order (detail::ResidentComesFirst,
+// docs/engine.md "Slots and probing"). A row's tag is either the final value
 // (direct mode: generated values that grow with the row, so the lowest row has
 // the lowest tag) or the global source row (finalised later). Both make "keep
 // the lowest row" a 64-bit minimum among words of the same key, so the outcome
-// does not depend on thread order. Adds the row's outcome to `sums` (unique,
-// duplicate, overflow, invalid, probes) and `max_probes`.
+// does not depend on thread order.
 //
-// kFrontier (wave path): `frontier` is the first slot not cleared yet; a row
-// whose probe reaches it stops there, adds nothing and returns false (the
-// caller then makes the build fall back; see BuildWaves). Otherwise returns true.
-template <bool kLoadFirst, bool kFrontier = false>
-__device__ __forceinline__ bool InsertWord(DeviceTable table, uint32_t key, uint64_t desired,
-                                           uint32_t bound, unsigned long long (&sums)[5],
-                                           unsigned long long& max_probes,
-                                           uint32_t frontier = kEmptyKey) {
-  const uint32_t mask = table.capacity - 1u;
-  uint32_t pos = HomeSlot(key, table.capacity);
-  uint32_t p = 0;
-  int outcome = 2;  // overflow unless a slot is found
-  for (; p < bound; ++p) {
-    if (kFrontier && pos == frontier) return false;
-    unsigned long long* slot = reinterpret_cast<unsigned long long*>(table.slots + pos);
-    // kLoadFirst: a plain (L2) read first; slots never change key once claimed,
-    // so a stale "occupied by another key" is still true and skipping it saves
-    // an atomic. Otherwise the CAS itself is the read (one round trip when the
-    // slot is empty, the common case at moderate load).
-    unsigned long long cur = kLoadFirst ? __ldcg(slot) : kEmptySlot;
-    if (cur == kEmptySlot) {
-      cur = atomicCAS(slot, kEmptySlot, desired);
-      if (cur == kEmptySlot) {
-        outcome = 0;
-        break;
-      }
-    }
-    if (SlotKey(cur) == key) {
-      if (cur > desired) atomicMin(slot, static_cast<unsigned long long>(desired));
-      outcome = 1;
-      break;
-    }
-    pos = (pos + 1u) & mask;
+// The word walks from its key's home. At each slot: an empty slot is claimed
+// (CAS); a word of the same key keeps the smaller of the two (CAS); a resident
+// that comes first is passed; otherwise the word takes the slot (CAS) and the
+// thread carries the resident on from the next slot. A failed CAS re-examines the
+// slot with the value it returned. A slot never empties once claimed and its
+// resident only ever changes to one that comes first there (or to the same key
+// with a lower tag), so every stored key keeps "all slots from my home to me hold
+// keys that come first", and the final layout is the sorted one whatever the
+// thread order. Two copies of one key may briefly coexist (one being carried);
+// the later one to arrive meets the other and the minimum is kept.
+//
+// Statistics (`sums`: unique, duplicate, overflow, invalid, probes; `max_probes`):
+// each word adds the slots it examines (so a key adds its final displacement + 1
+// over its moves), the row's key counts once as unique / duplicate / overflow, a
+// carried key that merges into its other copy moves one count from unique to
+// duplicate, and one carried past the bound moves one from unique to overflow
+// (unsigned wrap-around: the block and grid sums are exact). `max_probes` takes
+// displacement + 1 wherever a word is stored or merged, and the bound on overflow.
+//
+// The insertion is written as a sequence of steps, one slot each (InsertStep),
+// so that the wave path can refill a lane with its next word as soon as the
+// lane's word is settled instead of waiting for the warp's longest chain.
+struct InsertState {
+  uint64_t word;      // the word being placed: the row's, then carried ones
+  uint32_t word_key;  // SlotKey(word)
+  uint32_t pos;       // the slot to examine next
+  uint32_t d;         // displacement of `word` at `pos`
+  bool own;           // `word` is still the row's own
+};
+
+__device__ __forceinline__ InsertState StartInsert(DeviceTable table, uint32_t key,
+                                                   uint64_t desired) {
+  return InsertState{desired, key, HomeSlot(key, table.capacity), 0u, true};
+}
+
+enum class StepResult { kContinue, kSettled, kFrontier };
+
+// Examines slot st.pos for st.word (see above). kFrontier (wave path):
+// `frontier` is the first slot not cleared yet; a word that reaches it stops
+// there and adds nothing more (the caller then makes the build fall back; see
+// RunWaves).
+template <bool kLoadFirst, bool kFrontier>
+__device__ __forceinline__ StepResult InsertStep(DeviceTable table, InsertState& st,
+                                                 uint32_t bound, unsigned long long (&sums)[5],
+                                                 unsigned long long& max_probes,
+                                                 uint32_t frontier) {
+  constexpr unsigned long long kMinusOne = ~0ull;
+  if (st.d >= bound) {
+    sums[2] += 1;
+    if (!st.own) sums[0] += kMinusOne;
+    if (bound > max_probes) max_probes = bound;
+    return StepResult::kSettled;
   }
-  // Constant indices only: a run-time index would move `sums` to local memory.
-  sums[0] += outcome == 0;
-  sums[1] += outcome == 1;
-  sums[2] += outcome == 2;
-  const uint32_t examined = outcome == 2 ? bound : p + 1u;
-  sums[4] += examined;
-  if (examined > max_probes) max_probes = examined;
-  return true;
+  if (kFrontier && st.pos == frontier) return StepResult::kFrontier;
+  unsigned long long* slot = reinterpret_cast<unsigned long long*>(table.slots + st.pos);
+  // kLoadFirst: a plain (L2) read first; a stale value is safe (residents only
+  // move towards "comes first", and a CAS against a stale value fails and
+  // re-examines). Otherwise the CAS itself is the read (one round trip when the
+  // slot is empty, the common case at moderate load).
+  unsigned long long cur = kLoadFirst ? __ldcg(slot) : kEmptySlot;
+  ++sums[4];
+  while (true) {
+    if (cur == kEmptySlot) {
+      const unsigned long long prev = atomicCAS(slot, kEmptySlot, st.word);
+      if (prev == kEmptySlot) {
+        if (st.own) sums[0] += 1;
+        if (st.d + 1u > max_probes) max_probes = st.d + 1u;
+        return StepResult::kSettled;
+      }
+      cur = prev;
+      continue;
+    }
+    const uint32_t resident = SlotKey(cur);
+    if (resident == st.word_key) {
+      if (cur > st.word) {
+        const unsigned long long prev = atomicCAS(slot, cur, st.word);
+        if (prev != cur) {
+          cur = prev;
+          continue;
+        }
+      }
+      sums[1] += 1;
+      if (!st.own) sums[0] += kMinusOne;
+      if (st.d + 1u > max_probes) max_probes = st.d + 1u;
+      return StepResult::kSettled;
+    }
+    if (ResidentComesFirst(resident, st.word_key, st.d, st.pos, table.capacity)) break;
+    const unsigned long long prev = atomicCAS(slot, cur, st.word);
+    if (prev != cur) {
+      cur = prev;
+      continue;
+    }
+    // `word` is stored here; carry the resident on from the next slot.
+    if (st.own) sums[0] += 1;
+    st.own = false;
+    if (st.d + 1u > max_probes) max_probes = st.d + 1u;
+    st.word = cur;
+    st.word_key = resident;
+    st.d = (st.pos - HomeSlot(resident, table.capacity)) & (table.capacity - 1u);
+    break;
+  }
+  st.pos = (st.pos + 1u) & (table.capacity - 1u);
+  ++st.d;
+  return StepResult::kContinue;
+}
+
+// The whole insertion of one word (the direct path).
+template <bool kLoadFirst>
+__device__ __forceinline__ void InsertWord(DeviceTable table, uint32_t key, uint64_t desired,
+                                           uint32_t bound, unsigned long long (&sums)[5],
+                                           unsigned long long& max_probes) {
+  InsertState st = StartInsert(table, key, desired);
+  while (InsertStep<kLoadFirst, false>(table, st, bound, sums, max_probes, kEmptyKey) ==
+         StepResult::kContinue) {
+  }
 }
 
 // Direct path: inserts rows [0, rows) in row order (one thread per row).
@@ -484,7 +557,7 @@ __global__ void __launch_bounds__(kBlockThreads)
 // table (FinalizeKernel), whichever way the rows were inserted. (Marking and
 // writing each region's winners inside the wave steps instead, while the region
 // is still hot, measured slower on an H200: 8.9 vs 6.6 ms for 2^26 rows with
-// explicit values; docs/PERFORMANCE.md, "Fifth round".) Blocks take tiles of
+// explicit values; docs/PERFORMANCE.md, "Fifth round".) Warps take chunks of
 // both parts from one counter per step.
 struct WaveArgs {
   const uint64_t* words;            // key:tag per valid row, grouped by region
@@ -496,63 +569,99 @@ struct WaveArgs {
   uint32_t bound;
 };
 
-constexpr int kWaveItems = 4;                                  // words per thread and tile
-constexpr uint32_t kWaveTile = kBlockThreads * kWaveItems;     // words per tile
-constexpr int kClearVectors = 8;                               // 16-byte stores per thread and tile
-constexpr uint32_t kClearTile = kBlockThreads * kClearVectors * 2;  // slots per clear tile
+// Work of a wave step is claimed by warps, in chunks, from the step's counter:
+// chunks [0, insert chunks) insert words, the rest clear region step + 2.
+constexpr uint32_t kWaveChunk = 256;                        // words per insert chunk
+constexpr int kClearVectors = 8;                            // 16-byte stores per lane and chunk
+constexpr uint32_t kClearChunk = 32 * kClearVectors * 2;    // slots per clear chunk
 
+// Clears chunk `c` of region `region` (warp-wide, 16-byte stores; wave regions
+// hold >= 4 slots, see RegionBits).
+__device__ __forceinline__ void ClearChunk(DeviceTable table, const WaveArgs& a, uint32_t region,
+                                           uint32_t c, uint32_t lane) {
+  ulonglong2* p = reinterpret_cast<ulonglong2*>(table.slots + (uint64_t(region) << a.region_bits));
+  const uint32_t vectors = (1u << a.region_bits) / 2;
+  const uint32_t base = c * (kClearChunk / 2) + lane;
+#pragma unroll
+  for (int j = 0; j < kClearVectors; ++j) {
+    const uint32_t v = base + uint32_t(j) * 32;
+    if (v < vectors) p[v] = make_ulonglong2(kEmptySlot, kEmptySlot);
+  }
+}
+
+// Each warp keeps all 32 lanes busy: a lane whose word is settled (or that has
+// none) takes the next word of the warp's chunk at once, and the warp claims a
+// new chunk when its chunk is used up, so a warp's time is about its lanes'
+// average chain, not the sum of the longest chain of each round.
 template <bool kLoadFirst>
 __global__ void __launch_bounds__(kBlockThreads)
     WaveStepKernel(DeviceTable table, WaveArgs a, uint32_t step, DeviceBuildStats* stats) {
-  __shared__ unsigned int s_flag, s_tile;
+  __shared__ unsigned int s_flag;
   if (threadIdx.x == 0) s_flag = *reinterpret_cast<volatile unsigned int*>(a.spilled);
   __syncthreads();
   if (s_flag != 0) return;  // the whole block: the fallback redoes the build
-  // Work of this step, in tiles: insert, then clear.
   const uint64_t ins_begin = step == 0 ? 0 : a.ends[step - 1];
   const uint64_t ins_end = a.ends[step];
   const uint32_t region_slots = 1u << a.region_bits;
   const bool clear = step + 2 < a.regions;
-  const uint32_t ins_tiles = uint32_t((ins_end - ins_begin + kWaveTile - 1) / kWaveTile);
-  const uint32_t clear_tiles = clear ? (region_slots + kClearTile - 1) / kClearTile : 0;
-  const uint32_t frontier = step + 2 < a.regions ? (step + 2) << a.region_bits : kEmptyKey;
+  const uint32_t ins_chunks = uint32_t((ins_end - ins_begin + kWaveChunk - 1) / kWaveChunk);
+  const uint32_t clear_chunks = clear ? (region_slots + kClearChunk - 1) / kClearChunk : 0;
+  const uint32_t frontier = clear ? (step + 2) << a.region_bits : kEmptyKey;
+  const uint32_t lane = threadIdx.x & 31u;
+  const unsigned lower = (1u << lane) - 1u;
 
   unsigned long long sums[5] = {0, 0, 0, 0, 0};
   unsigned long long max_probes = 0;
   bool spilled = false;
+  // Claims the warp's next chunk; clear chunks are done on the spot. Returns the
+  // insert chunk, or ~0u when no insert work is left.
+  auto claim_insert_chunk = [&]() -> uint32_t {
+    while (true) {
+      uint32_t t = 0;
+      if (lane == 0) t = atomicAdd(&a.tile_counters[step], 1u);
+      t = __shfl_sync(0xffffffffu, t, 0);
+      if (t < ins_chunks) return t;
+      t -= ins_chunks;
+      if (t >= clear_chunks) return ~0u;
+      ClearChunk(table, a, step + 2, t, lane);
+    }
+  };
+
+  InsertState st{};
+  bool busy = false;
+  uint64_t chunk_next = 0, chunk_end = 0;  // warp-uniform: words of the current chunk not taken yet
+  bool more = true;                        // warp-uniform: insert chunks may remain
   while (true) {
-    if (threadIdx.x == 0) s_tile = atomicAdd(&a.tile_counters[step], 1u);
-    __syncthreads();
-    uint32_t t = s_tile;
-    __syncthreads();  // s_tile is rewritten by the next iteration
-    if (t < ins_tiles) {
-      const uint64_t base = ins_begin + uint64_t(t) * kWaveTile + threadIdx.x;
-#pragma unroll
-      for (int j = 0; j < kWaveItems; ++j) {
-        const uint64_t i = base + uint64_t(j) * kBlockThreads;
-        if (i >= ins_end) break;
-        const uint64_t w = __ldcs(reinterpret_cast<const unsigned long long*>(a.words + i));
-        if (!InsertWord<kLoadFirst, true>(table, SlotKey(w), w, a.bound, sums, max_probes,
-                                          frontier))
-          spilled = true;
+    // Hand the chunk's next words to the idle lanes, claiming chunks as needed.
+    unsigned idle = __ballot_sync(0xffffffffu, !busy);
+    while (idle != 0 && more) {
+      if (chunk_next == chunk_end) {
+        const uint32_t t = claim_insert_chunk();
+        if (t == ~0u) {
+          more = false;
+          break;
+        }
+        chunk_next = ins_begin + uint64_t(t) * kWaveChunk;
+        chunk_end = min(chunk_next + kWaveChunk, ins_end);
       }
-      continue;
-    }
-    t -= ins_tiles;
-    if (t < clear_tiles) {
-      // Region step + 2 with 16-byte stores (wave regions hold >= 4 slots, RegionBits).
-      ulonglong2* p = reinterpret_cast<ulonglong2*>(table.slots + (uint64_t(step + 2)
-                                                                     << a.region_bits));
-      const uint32_t vectors = region_slots / 2;
-      const uint32_t base = t * (kClearTile / 2) + threadIdx.x;
-#pragma unroll
-      for (int j = 0; j < kClearVectors; ++j) {
-        const uint32_t v = base + uint32_t(j) * kBlockThreads;
-        if (v < vectors) p[v] = make_ulonglong2(kEmptySlot, kEmptySlot);
+      const uint32_t take = uint32_t(min(uint64_t(__popc(idle)), chunk_end - chunk_next));
+      const uint32_t rank = __popc(idle & lower);
+      if (!busy && rank < take) {
+        const uint64_t w =
+            __ldcs(reinterpret_cast<const unsigned long long*>(a.words + chunk_next + rank));
+        st = StartInsert(table, SlotKey(w), w);
+        busy = true;
       }
-      continue;
+      chunk_next += take;
+      idle = __ballot_sync(0xffffffffu, !busy);
     }
-    break;
+    if (__ballot_sync(0xffffffffu, busy) == 0) break;
+    if (busy) {
+      const StepResult r =
+          InsertStep<kLoadFirst, true>(table, st, a.bound, sums, max_probes, frontier);
+      if (r != StepResult::kContinue) busy = false;
+      if (r == StepResult::kFrontier) spilled = true;
+    }
   }
   if (spilled) atomicExch(a.spilled, 1u);
   BlockFlushStats<5>(sums, max_probes, &stats->unique_keys, &stats->max_probes);
@@ -600,9 +709,10 @@ __device__ __forceinline__ void LoadSector(const uint64_t* p, uint64_t (&s)[4]) 
 
 // Linear probing from the key's home slot, reading one 32-byte sector (four
 // slots) per step; the first sector with prefetch size kFirst, later ones with
-// kLater (see LoadSector). Probe counts are those of the slot-at-a-time
-// definition: the number of slots examined up to and including the deciding one,
-// at most `bound`. (Deciding a sector with match/empty bit masks and __ffs
+// kLater (see LoadSector). A miss stops at an empty slot or at the first resident
+// that comes after the key in the table's Robin Hood order (ResidentComesFirst).
+// Probe counts are those of the slot-at-a-time definition: the number of slots
+// examined up to and including the deciding one, at most `bound`. (Deciding a sector with match/empty bit masks and __ffs
 // instead of the slot loop measured no faster on an H200: 16.4-16.7 vs 16.8
 // Gkeys/s for half misses at load 0.8.)
 template <int kFirst = 0, int kLater = 0>
@@ -633,7 +743,9 @@ __device__ __forceinline__ ProbeResult Probe(const uint64_t* __restrict__ slots,
         if (p >= bound) return {kEmptyKey, bound, false};
         ++p;
         if (SlotKey(s[j]) == key) return {SlotLow(s[j]), p, true};
-        if (s[j] == kEmptySlot) return {kEmptyKey, p, false};
+        if (s[j] == kEmptySlot ||
+            !ResidentComesFirst(SlotKey(s[j]), key, p - 1u, base + j, capacity))
+          return {kEmptyKey, p, false};
       }
       pos = (base + 4u) & mask;
     }
@@ -642,7 +754,8 @@ __device__ __forceinline__ ProbeResult Probe(const uint64_t* __restrict__ slots,
     const uint64_t s = __ldg(reinterpret_cast<const unsigned long long*>(slots + pos));
     ++p;
     if (SlotKey(s) == key) return {SlotLow(s), p, true};
-    if (s == kEmptySlot) return {kEmptyKey, p, false};
+    if (s == kEmptySlot || !ResidentComesFirst(SlotKey(s), key, p - 1u, pos, capacity))
+      return {kEmptyKey, p, false};
     pos = (pos + 1u) & mask;
   }
   return {kEmptyKey, bound, false};

@@ -53,11 +53,16 @@ struct TableSnapshot {
 ///  - a key's home slot is detail::HomeSlot(key, capacity); linear probing examines
 ///    slot (home + i) & (capacity - 1) for i = 0 .. bound - 1, bound =
 ///    spec().probe_bound() (or a query's nonzero max_probe_count);
+///  - slots are kept in Robin Hood order (detail::ResidentComesFirst): every run
+///    of occupied slots is sorted by home, then key, so without overflow the layout
+///    depends only on the set of keys;
 ///  - probe count = slots examined. A build row stops at a slot holding its key
-///    (duplicate) or at an empty slot it claims (unique); after `bound` slots with
-///    neither it is an overflow row with probes = bound. A query row stops at its
-///    key (found) or an empty slot (missing), else it is missing with probes = bound.
-///    kEmptyKey rows (and masked-out batch rows) examine 0 slots;
+///    (duplicate) or at the first slot that is empty or whose resident comes after
+///    its key (unique; the resident moves on by the same rule, and is dropped as an
+///    overflow if it would pass `bound`); after `bound` slots with neither it is an
+///    overflow row with probes = bound. A query row stops at its key (found), an
+///    empty slot or a resident that comes after it (missing), else it is missing
+///    with probes = bound. kEmptyKey rows (and masked-out batch rows) examine 0 slots;
 ///  - the value of the lowest global source row of each key is retained (batch
 ///    builds: earliest chunk, then position, regardless of row_base). Its table lives in the backend's
 /// memory (device memory for CUDA). A build node (re)writes it; lookup and join

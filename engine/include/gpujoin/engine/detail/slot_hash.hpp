@@ -28,4 +28,20 @@ GPUJOIN_HOST_DEVICE uint32_t HomeSlot(uint32_t key, uint32_t capacity) {
   return SlotHash(key) & (capacity - 1u);
 }
 
+/// The slot order of every table (Robin Hood order, docs/engine.md "Slots and
+/// probing"): along a run of occupied slots, keys are sorted by home slot (in
+/// probing order) and keys of one home by ascending key. At slot `pos`, a key
+/// displaced further from its home comes first. Returns true when `resident`
+/// (a key stored at `pos`, not kEmptyKey) comes before `key`, whose displacement
+/// at `pos` is `displacement` (slots from its home to `pos`): a probe for `key`
+/// goes on past `pos`. When it returns false (and `resident` != `key`), `key`
+/// belongs at `pos` or before it: an insertion takes the slot and carries the
+/// resident on; a lookup stops, `key` is absent.
+GPUJOIN_HOST_DEVICE bool ResidentComesFirst(uint32_t resident, uint32_t key, uint32_t displacement,
+                                            uint32_t pos, uint32_t capacity) {
+  const uint32_t resident_displacement = (pos - HomeSlot(resident, capacity)) & (capacity - 1u);
+  return resident_displacement > displacement ||
+         (resident_displacement == displacement && resident < key);
+}
+
 }  // namespace gpujoin::engine::detail
