@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # One device session for issue 3: the GPU-labelled differential tests with the
-# default build paths and with each path forced (waves, direct, partitioned), gpujoin-bench (build phases,
+# default build paths and with each path forced (waves, direct), gpujoin-bench (build phases,
 # lookups on tables from every path) right after the first two, the hashing
 # device tests, the CUDA instances of the engine tests (wave path forced) and
 # hashing backend tests, compute-sanitizer memcheck and racecheck on small
-# filters that include both partitioned paths. Expects a bundle made by
+# filters that include the forced wave path. Expects a bundle made by
 # ../shared/tools/bundle-for-device in $GPU_BUNDLE, default .gpu (see docs/PERFORMANCE.md); logs go to
 # $OUT (or /tmp/gpujoin-device). Prints a short table last.
 set -uo pipefail
@@ -25,7 +25,6 @@ step gpu_tests 45 $bundle/bin/gpu_differential_tests
 step gpu_tests_waves 45 env GPUJOIN_CUDA_BUILD_PATH=waves $bundle/bin/gpu_differential_tests
 step gpu_tests_direct 40 env GPUJOIN_CUDA_BUILD_PATH=direct $bundle/bin/gpu_differential_tests
 step bench 75 $bundle/bin/gpujoin-bench
-step gpu_tests_part 45 env GPUJOIN_CUDA_BUILD_PATH=partitioned $bundle/bin/gpu_differential_tests
 step hash_device 20 $bundle/bin/hashing_device_test
 step hash_backend 20 $bundle/bin/hashing_backend_test
 step engine_cuda 30 env GPUJOIN_CUDA_BUILD_PATH=waves $bundle/bin/engine_tests --gtest_filter='*cuda*:*Cuda*'

@@ -298,16 +298,14 @@ int main(int argc, char** argv) {
       uint32_t region_bits;
       int partition = 0;  // 0 warp multisplit, 1 shared-atomic histogram scatter
     };
-    // direct = one thread per row into the table; partitioned = rows grouped by
-    // table region first (2^21 slots = 16 MiB, 2^22 = 32 MiB of table per region;
-    // by the warp-multisplit scatter, "atomic" = the shared-atomic histogram
-    // scatter), then inserted in one pass
-    // after a full clear; waves = the same buffer, cleared / inserted / finalised
-    // region by region.
+    // direct = one thread per row into the table; waves = rows grouped by table
+    // region first (2^21 slots = 16 MiB, 2^22 = 32 MiB of table per region; by the
+    // warp-multisplit scatter, "atomic" = the shared-atomic histogram scatter),
+    // then cleared / inserted region by region in wave steps and finalised by one
+    // pass over the table.
     const Variant variants[] = {{"default", gd::BuildPath::kAuto, true, 0},
                                 {"load+CAS", gd::BuildPath::kDirect, true, 0},
                                 {"CAS-first", gd::BuildPath::kDirect, false, 0},
-                                {"partitioned 32MiB", gd::BuildPath::kPartitioned, true, 22},
                                 {"waves 16MiB", gd::BuildPath::kWaves, true, 21},
                                 {"waves 32MiB", gd::BuildPath::kWaves, true, 22},
                                 {"waves 32MiB CAS-first", gd::BuildPath::kWaves, false, 22},
@@ -358,17 +356,14 @@ int main(int argc, char** argv) {
     g_rows.push_back({"  (of which: clear table), load " + lf, double(capacity), ms,
                       double(capacity) * 8, "", 0, 0});
     // Lookups into a table with explicit values: first from the default build
-    // path (the target rows), then from the partitioned and the wave builds. The
-    // contents are the same; the placement inside runs differs (the partitioned
-    // builds insert roughly in home-slot order), and so may the lookup time. The
+    // path (the target rows), then from a forced wave build. The contents are
+    // the same; the placement inside runs may differ (the wave build inserts
+    // roughly in home-slot order), and so may the lookup time. The
     // value samples also check each path's finalisation at full size.
     for (const gd::BuildPath table_path : {gd::BuildPath::kAuto, gd::BuildPath::kWaves}) {
       if (g_profile && table_path != gd::BuildPath::kAuto) continue;
-      const bool partitioned_table = table_path != gd::BuildPath::kAuto;
-      const std::string table_note = table_path == gd::BuildPath::kPartitioned
-                                         ? " [table: partitioned build]"
-                                     : table_path == gd::BuildPath::kWaves ? " [table: wave build]"
-                                                                           : "";
+      const bool forced_table = table_path != gd::BuildPath::kAuto;
+      const std::string table_note = forced_table ? " [table: wave build]" : "";
       src.path = table_path;
       src.region_bits = 0;
       src.values = values;
@@ -401,7 +396,7 @@ int main(int argc, char** argv) {
         Check(values_ok, "lookup values sample, load " + lf + table_note);
         std::string target;
         double tv = 0;
-        if (partitioned_table) {
+        if (forced_table) {
           g_rows.push_back({std::string("lookup+found+stats, ") +
                                 (half_miss ? "50% miss" : "all hits") + ", load " + lf + table_note,
                             double(n), ms, double(n) * 41, "", 0, 0});
@@ -620,8 +615,8 @@ int main(int argc, char** argv) {
     std::printf("%-52s %12.0f %10.3f %12.2f %9.0f %7.0f%%  %-18s %s\n", r.name.c_str(), r.n, r.ms,
                 rate / 1e9, bps / 1e9, frac * 100, r.target.c_str(), verdict.c_str());
   }
-  std::printf("\nbuild phases, ms (median of %d; direct: clear | insert | finalise; partitioned: "
-              "partition | insert | finalise; waves: partition | wave steps | "
+  std::printf("\nbuild phases, ms (median of %d; direct: clear | insert | finalise; "
+              "waves: partition | wave steps | "
               "fallback launches (idle unless a row spilled) + the finalisation pass over the table)\n",
               g_reps);
   std::printf("%-44s %9s %9s %9s %9s\n", "build", "phase 1", "phase 2", "phase 3", "total");

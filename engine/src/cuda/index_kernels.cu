@@ -93,14 +93,12 @@ __global__ void __launch_bounds__(kBlockThreads)
   BlockFlushStats<5>(sums, max_probes, &stats->unique_keys, &stats->max_probes);
 }
 
-// ---- Partitioned path -------------------------------------------------------
+// ---- Region partition (wave path) ---------------------------------------------
 // The direct insert is bound by random 64-bit atomics into a table that does not
-// fit in L2. The partitioned path first groups the valid rows by table region
-// (home slot >> region_bits) into a transient buffer of packed key:tag words
-// (and their explicit values), then inserts the buffer in region order with the
-// same InsertWord, so the part of the table being written stays L2-resident.
-// Finalisation re-probes the buffer in region order instead of gathering values
-// at random.
+// fit in L2. The wave path first groups the valid rows by table region
+// (home slot >> region_bits) into a transient buffer of packed key:tag words,
+// then inserts the buffer in region order with the same InsertWord, so the part
+// of the table being written stays L2-resident (see "Wave path" below).
 
 constexpr uint32_t kMaxRegions = 2048;
 constexpr int kScatterItems = 8;
@@ -338,24 +336,6 @@ __global__ void __launch_bounds__(kBlockThreads)
   }
 }
 
-// Inserts the partitioned words in buffer order: consecutive blocks take
-// consecutive words, so the table region being written stays in L2.
-template <bool kLoadFirst>
-__global__ void __launch_bounds__(kBlockThreads)
-    InsertPartitionedKernel(DeviceTable table, const uint64_t* __restrict__ words,
-                            const unsigned long long* total, uint32_t bound,
-                            DeviceBuildStats* stats) {
-  unsigned long long sums[5] = {0, 0, 0, 0, 0};
-  unsigned long long max_probes = 0;
-  const uint64_t count = *total;
-  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
-  for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
-    const uint64_t w = __ldcs(reinterpret_cast<const unsigned long long*>(words + i));
-    InsertWord<kLoadFirst>(table, SlotKey(w), w, bound, sums, max_probes);
-  }
-  BlockFlushStats<5>(sums, max_probes, &stats->unique_keys, &stats->max_probes);
-}
-
 __device__ __forceinline__ uint32_t FinalValue(uint32_t row, const uint32_t* __restrict__ values,
                                                uint32_t first_value,
                                                const uint64_t* __restrict__ chunk_starts,
@@ -406,69 +386,8 @@ __global__ void __launch_bounds__(kBlockThreads)
   }
 }
 
-// One entry of MarkWinnersKernel (below).
-__device__ __forceinline__ void MarkWord(DeviceTable table, uint64_t* __restrict__ words,
-                                         const uint32_t* __restrict__ part_values, uint64_t i,
-                                         uint32_t bound, uint32_t first_value,
-                                         const uint64_t* __restrict__ chunk_starts,
-                                         const uint32_t* __restrict__ chunk_bases,
-                                         uint32_t chunk_count) {
-  const uint32_t mask = table.capacity - 1u;
-  const uint64_t w = words[i];
-  const uint32_t key = SlotKey(w);
-  uint32_t pos = HomeSlot(key, table.capacity);
-  uint64_t result = kEmptySlot;
-  for (uint32_t p = 0; p < bound; ++p) {
-    const uint64_t s = __ldcg(reinterpret_cast<const unsigned long long*>(table.slots + pos));
-    if (s == w) {
-      const uint32_t value = part_values != nullptr
-                                 ? part_values[i]
-                                 : FinalValue(SlotLow(w), nullptr, first_value, chunk_starts,
-                                              chunk_bases, chunk_count);
-      result = (uint64_t(pos) << 32) | value;
-      break;
-    }
-    if (SlotKey(s) == key || s == kEmptySlot) break;  // lost, or overflowed
-    pos = (pos + 1u) & mask;
-  }
-  words[i] = result;
-}
-
-// Partitioned finalisation, pass 1 (the table is read only): every word
-// re-probes for its key (an L2 hit, in region order); the word that is still in
-// the slot (key and row) won. Its buffer entry becomes slot:value, every other
-// entry kEmptySlot (no slot index reaches 2^32 - 1). Two passes because a
-// winner overwriting its row with its value could make a later duplicate whose
-// row equals that value look like the winner.
-__global__ void __launch_bounds__(kBlockThreads)
-    MarkWinnersKernel(DeviceTable table, uint64_t* __restrict__ words,
-                      const uint32_t* __restrict__ part_values, const unsigned long long* total,
-                      uint32_t bound, uint32_t first_value,
-                      const uint64_t* __restrict__ chunk_starts,
-                      const uint32_t* __restrict__ chunk_bases, uint32_t chunk_count) {
-  const uint64_t count = *total;
-  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
-  for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride)
-    MarkWord(table, words, part_values, i, bound, first_value, chunk_starts, chunk_bases,
-             chunk_count);
-}
-
-// Partitioned finalisation, pass 2: winners store their value into the low
-// word of their slot (little-endian: the first 4 bytes).
-__global__ void __launch_bounds__(kBlockThreads)
-    WriteWinnersKernel(DeviceTable table, const uint64_t* __restrict__ words,
-                       const unsigned long long* total) {
-  const uint64_t count = *total;
-  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
-  for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
-    const uint64_t w = __ldcs(reinterpret_cast<const unsigned long long*>(words + i));
-    if (w == kEmptySlot) continue;
-    reinterpret_cast<uint32_t*>(table.slots + (w >> 32))[0] = uint32_t(w);
-  }
-}
-
 // ---- Wave path ----------------------------------------------------------------
-// The partitioned buffer as above, but the table crosses DRAM once: it is never
+// The region-partitioned buffer above, inserted so that the table crosses DRAM once: it is never
 // cleared as a whole. Step s of the wave sequence (one launch each, in stream
 // order) does, at once:
 //   insert the words of region s      (regions s and s + 1 are clean),
@@ -835,36 +754,6 @@ cudaError_t Partition(DeviceTable table, const BuildSource& source, uint32_t tag
   return cudaGetLastError();
 }
 
-// Partitioned path after the partition: insert the whole buffer, then the two
-// finalisation passes.
-cudaError_t InsertAndFinalizePartitioned(DeviceTable table, const BuildSource& source,
-                                         uint32_t bound, bool finalize, uint32_t regions,
-                                         uint64_t* words, const unsigned long long* counts,
-                                         const uint32_t* part_values, DeviceBuildStats* stats,
-                                         cudaStream_t stream) {
-  const uint64_t rows = source.rows;
-  static std::atomic<int> resident_insert{0}, resident_mark{0}, resident_write{0};
-  const unsigned long long* total = counts + regions;
-  const unsigned igrid =
-      GridFor(rows, CachedResident(InsertPartitionedKernel<true>, resident_insert));
-  if (source.load_before_cas)
-    InsertPartitionedKernel<true>
-        <<<igrid, kBlockThreads, 0, stream>>>(table, words, total, bound, stats);
-  else
-    InsertPartitionedKernel<false>
-        <<<igrid, kBlockThreads, 0, stream>>>(table, words, total, bound, stats);
-  cudaError_t e = cudaGetLastError();
-  if (e == cudaSuccess) e = MarkPhase(source, 1, stream);
-  if (e != cudaSuccess || !finalize) return e;
-  const unsigned mgrid = GridFor(rows, CachedResident(MarkWinnersKernel, resident_mark));
-  MarkWinnersKernel<<<mgrid, kBlockThreads, 0, stream>>>(table, words, part_values, total, bound,
-                                                         source.first_value, source.chunk_starts,
-                                                         source.chunk_bases, source.chunk_count);
-  const unsigned wgrid = GridFor(rows, CachedResident(WriteWinnersKernel, resident_write));
-  WriteWinnersKernel<<<wgrid, kBlockThreads, 0, stream>>>(table, words, total);
-  return cudaGetLastError();
-}
-
 // Wave path after the partition: the wave steps (see WaveStepKernel), then the
 // fallback launches, which return at once unless a row reached the frontier.
 // Regions 0 and 1 (the whole allocation with at most two regions) are cleared
@@ -914,20 +803,17 @@ cudaError_t RunWaves(DeviceTable table, const BuildSource& source, uint32_t boun
   return cudaGetLastError();
 }
 
-// log2 of the slots per region. Partitioned: 2^20 slots (8 MiB) for large
-// tables, 128 regions for small ones. Waves: kWaveRegionBits (32 MiB) for large
-// tables, 16 regions for small ones, at least 4 slots per region (16-byte
-// clears) and one region below 64 slots. Both: at most kMaxRegions.
-uint32_t RegionBits(uint32_t capacity, const BuildSource& source, bool waves) {
+// log2 of the slots per region of the wave path: kWaveRegionBits (32 MiB) for
+// large tables, 16 regions for small ones, at least 4 slots per region (16-byte
+// clears), one region below 64 slots, at most kMaxRegions.
+uint32_t RegionBits(uint32_t capacity, const BuildSource& source) {
   const uint32_t log2cap = Log2Pow2(capacity);
   uint32_t bits;
   if (source.region_bits != 0)
     bits = std::min(source.region_bits, log2cap);
-  else if (waves)
-    bits = log2cap >= 25 ? kWaveRegionBits : (log2cap > 4 ? log2cap - 4 : log2cap);
   else
-    bits = log2cap > 20 ? std::max(20u, log2cap - 11u) : (log2cap > 7 ? log2cap - 7u : 0u);
-  if (waves) bits = log2cap < 6 ? log2cap : std::max(bits, 2u);
+    bits = log2cap >= 25 ? kWaveRegionBits : (log2cap > 4 ? log2cap - 4 : log2cap);
+  bits = log2cap < 6 ? log2cap : std::max(bits, 2u);
   if (log2cap > 11 && bits < log2cap - 11) bits = log2cap - 11;  // at most kMaxRegions
   return bits;
 }
@@ -942,15 +828,15 @@ struct Carver {
   }
 };
 
-cudaError_t BuildPartitioned(DeviceTable table, const BuildSource& source, uint32_t bound,
-                             uint32_t tag_offset, bool finalize, bool waves,
-                             DeviceBuildStats* stats, cudaStream_t stream) {
-  const uint32_t bits = RegionBits(table.capacity, source, waves);
+// The wave path: partition, wave steps (with the fallback launches), then the
+// finalisation pass over the table when `finalize`.
+cudaError_t BuildWaves(DeviceTable table, const BuildSource& source, uint32_t bound,
+                       uint32_t tag_offset, bool finalize, DeviceBuildStats* stats,
+                       cudaStream_t stream) {
+  const uint32_t bits = RegionBits(table.capacity, source);
   const uint32_t regions = table.capacity >> bits;
   const uint64_t rows = source.rows;
-  // Wave builds finalise with one pass over the table afterwards, so only the
-  // partitioned path carries explicit values through the partition.
-  const bool values = source.values != nullptr && !waves;
+  const bool values = false;
   // One allocation: words | counts (regions + 1) | tile counters (regions + 2) +
   // spilled flag | values. Counts, tile counters and flag are zeroed by one
   // memset (they are adjacent).
@@ -986,14 +872,12 @@ cudaError_t BuildPartitioned(DeviceTable table, const BuildSource& source, uint3
                   stream);
   if (e == cudaSuccess) e = MarkPhase(source, 0, stream);
   if (e == cudaSuccess)
-    e = waves ? RunWaves(table, source, bound, tag_offset, bits, regions, words, counts,
-                         tile_counters, spilled, stats, stream)
-              : InsertAndFinalizePartitioned(table, source, bound, finalize, regions, words,
-                                             counts, part_values, stats, stream);
+    e = RunWaves(table, source, bound, tag_offset, bits, regions, words, counts, tile_counters,
+                 spilled, stats, stream);
   const cudaError_t f = cudaFreeAsync(buffer, stream);
-  // The wave path finalises with a pass over the table (also right after the
-  // fallback's direct insert).
-  if (e == cudaSuccess && waves && finalize) e = FinalizeDirect(table, source, stream);
+  // One finalisation pass over the table (also right after the fallback's
+  // direct insert).
+  if (e == cudaSuccess && finalize) e = FinalizeDirect(table, source, stream);
   if (e == cudaSuccess) e = MarkPhase(source, 2, stream);
   return e != cudaSuccess ? e : f;
 }
@@ -1034,8 +918,7 @@ cudaError_t Build(DeviceTable table, const BuildSource& source, uint32_t bound,
   }
   const uint32_t tag_offset = direct ? source.first_value : 0u;
   if (path != BuildPath::kDirect) {
-    e = BuildPartitioned(table, source, bound, tag_offset, !direct, path == BuildPath::kWaves,
-                         stats, stream);
+    e = BuildWaves(table, source, bound, tag_offset, !direct, stats, stream);
     // No memory for the transient partition buffer (nothing was enqueued after
     // the statistics reset): the direct path needs none.
     if (e != cudaErrorMemoryAllocation) return e;
@@ -1051,7 +934,6 @@ BuildPath ChooseBuildPath(uint32_t capacity, uint64_t rows, BuildPath path, bool
   if (path != BuildPath::kAuto) return path;
   if (const char* env = std::getenv("GPUJOIN_CUDA_BUILD_PATH")) {
     if (std::strcmp(env, "direct") == 0) return BuildPath::kDirect;
-    if (std::strcmp(env, "partitioned") == 0) return BuildPath::kPartitioned;
     if (std::strcmp(env, "waves") == 0) return BuildPath::kWaves;
   }
   const bool large =
