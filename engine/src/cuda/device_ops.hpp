@@ -56,13 +56,14 @@ enum class BuildPath : int {
   /// One thread per row, 64-bit CAS straight into the table, finalisation by one
   /// pass over the table gathering the winners' values.
   kDirect = 0,
-  /// Rows grouped by table region into a transient buffer (8 B per row,
-  /// allocated stream-ordered), inserted in region waves so that the table crosses
-  /// DRAM once: each wave step clears a region two ahead and inserts one region
-  /// (ClearAndBuildTable skips the full-table clear); builds that need
-  /// finalisation then take the direct path's pass over the table. A row whose
-  /// run would reach a region not cleared yet makes the build redo its insert on
-  /// the direct path.
+  /// Rows grouped by table region into a transient buffer (8 B per row, + 4 B
+  /// with explicit values; allocated stream-ordered), inserted in region waves so
+  /// that the table crosses DRAM once: each wave step clears a region two ahead
+  /// and inserts one region (ClearAndBuildTable skips the full-table clear);
+  /// builds that need finalisation then take one pass over the table (with
+  /// explicit values and the stable partition it reads the values carried in the
+  /// buffer, in region order). A row whose run would reach a region not cleared
+  /// yet makes the build redo its insert on the direct path.
   kWaves = 2,
 };
 
@@ -111,9 +112,12 @@ struct BuildSource {
   /// 2048 regions and at least 4 slots per region.
   uint32_t region_bits = 0;
   /// Wave path with at most 32 regions: group the rows by region
-  /// with the warp-multisplit kernels (true: lane-private counts, ballot ranks,
-  /// each region's run written from a shared-memory staging tile), or with one
-  /// shared atomic per row and scattered stores (false; always used above 32
+  /// with the stable warp-multisplit kernels (true: per-(region, segment) counts
+  /// and their scan, ballot ranks, each region's run written in row order from a
+  /// shared-memory staging tile; with explicit values the words are tagged with
+  /// their buffer position and the values carried along, so that finalisation
+  /// reads them in region order), or with one shared atomic per row and
+  /// scattered stores (false; unstable, row tags; always used above 32
   /// regions). A CUB radix sort on the region was measured too and was slower
   /// (docs/PERFORMANCE.md, "Fifth round").
   bool multisplit_partition = true;

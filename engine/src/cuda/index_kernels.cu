@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <cub/device/device_scan.cuh>
+
 #include "cuda/device_ops.hpp"
 #include "cuda/kernel_utils.cuh"
 #include "gpujoin/engine/detail/slot_hash.hpp"
@@ -143,14 +145,14 @@ __global__ void RegionScanKernel(unsigned long long* counts, uint32_t regions) {
 // Block-staged scatter: per tile of kScatterItems x kBlockThreads rows, a
 // shared histogram gives every row its offset inside the block's run of its
 // region, and one global atomic per region and tile reserves that run. The
-// order inside a run is arbitrary (the insert keeps the lowest tag anyway).
-template <bool kHasValidity, bool kValues>
+// order inside a run is arbitrary (the words carry row tags and the insert keeps
+// the lowest tag anyway).
+template <bool kHasValidity>
 __global__ void __launch_bounds__(kBlockThreads)
     RegionScatterKernel(const uint32_t* __restrict__ keys, const uint32_t* __restrict__ validity,
-                        const uint32_t* __restrict__ values, uint64_t rows, uint32_t capacity,
-                        uint32_t region_bits, uint32_t regions, uint32_t tag_offset,
-                        unsigned long long* cursor, uint64_t* __restrict__ out_words,
-                        uint32_t* __restrict__ out_values) {
+                        uint64_t rows, uint32_t capacity, uint32_t region_bits, uint32_t regions,
+                        uint32_t tag_offset, unsigned long long* cursor,
+                        uint64_t* __restrict__ out_words) {
   __shared__ unsigned int local[kMaxRegions];
   __shared__ unsigned long long base[kMaxRegions];
   constexpr uint64_t kTile = uint64_t(kBlockThreads) * kScatterItems;
@@ -180,13 +182,12 @@ __global__ void __launch_bounds__(kBlockThreads)
       const uint64_t i = t0 + uint64_t(j) * kBlockThreads + threadIdx.x;
       const unsigned long long at = base[region[j]] + offset[j];
       out_words[at] = (uint64_t(key[j]) << 32) | uint32_t(tag_offset + uint32_t(i));
-      if (kValues) out_values[at] = __ldcs(values + i);
     }
     __syncthreads();  // `local` and `base` are reused by the next tile
   }
 }
 
-// ---- Warp-multisplit partition (at most 32 regions) ---------------------------
+// ---- Warp-multisplit partition (at most 32 regions), stable ---------------------
 // The histogram scatter above does one shared-memory atomic per row on few
 // addresses (heavy same-address contention with 32 regions) and scatters 8-byte
 // words to up to 32 write fronts per warp store. Here a warp classifies 32 rows
@@ -195,11 +196,26 @@ __global__ void __launch_bounds__(kBlockThreads)
 // among the warp's rows of its region is the popcount of its own match mask below
 // its lane. The scatter stages each tile sorted by region in shared memory and
 // writes every region's run with consecutive threads.
+//
+// The partition is stable: inside each region's run of the buffer the words are
+// in ascending source row order. The rows are cut into segments of
+// kSegmentTiles tiles; SegmentCountKernel counts every (region, segment) pair,
+// region-major, one exclusive scan over those counts gives each pair its first
+// output position, and the scatter handles each segment's tiles in order with
+// one block, each warp taking contiguous rows of the tile (warp prefix, then
+// item, then lane is row order). So a word's position grows with its row among
+// the words of its region; with explicit values the words are tagged with their
+// position and the values carried along (see BuildWaves).
 
 constexpr uint32_t kMultisplitMaxRegions = 32;
 constexpr int kSplitItems = 8;  // rows per thread and tile
 constexpr uint32_t kSplitTile = kBlockThreads * kSplitItems;
 constexpr int kWarpsPerBlock = kBlockThreads / 32;
+constexpr uint32_t kWarpTileRows = 32 * kSplitItems;  // contiguous rows per warp and tile
+/// Tiles per segment: the unit of the per-region counts and of one scatter block's
+/// sequential work (16384 rows).
+constexpr uint32_t kSegmentTiles = 8;
+constexpr uint64_t kSegmentRows = uint64_t(kSplitTile) * kSegmentTiles;
 
 // Lanes (in `valid`) whose region equals `target`, from the bit ballots.
 __device__ __forceinline__ unsigned MatchRegion(const unsigned (&ballots)[5], int bits,
@@ -211,128 +227,157 @@ __device__ __forceinline__ unsigned MatchRegion(const unsigned (&ballots)[5], in
   return m;
 }
 
-// Valid rows per region (counts[regions], zeroed) and invalid rows; regions <= 32.
-// Lane-private counters in shared memory, region-major (thread t's counter of
-// region r at [r][t]: every lane of a warp in its own bank whatever the regions),
-// so counting a row is a shared load, add and store with no atomic; the block
-// adds its columns once at the end. (A ballot-per-region-bit count measured
-// compute-bound on an H200: 78 % SM throughput, 396 us for 2^26 rows under ncu.)
-template <bool kHasValidity>
+// Valid rows of every (region, segment): counts[r * segments + seg]; also
+// counts[regions * segments] = 0 (the scan's last input, so that its output is
+// the total) and the invalid rows. regions <= 32. Lane-private counters in shared
+// memory, region-major (thread t's counter of region r at [r][t]: every lane of a
+// warp in its own bank whatever the regions), so counting a row is a shared load,
+// add and store with no atomic; the block adds the columns once per segment.
+// (A ballot-per-region-bit count measured compute-bound on an H200: 78 % SM
+// throughput, 396 us for 2^26 rows under ncu.)
+template <bool kHasValidity, typename CountT>
 __global__ void __launch_bounds__(kBlockThreads)
-    RegionCountKernel(const uint32_t* __restrict__ keys, const uint32_t* __restrict__ validity,
-                      uint64_t rows, uint32_t capacity, uint32_t region_bits, uint32_t regions,
-                      unsigned long long* counts, DeviceBuildStats* stats) {
+    SegmentCountKernel(const uint32_t* __restrict__ keys, const uint32_t* __restrict__ validity,
+                       uint64_t rows, uint32_t capacity, uint32_t region_bits, uint32_t regions,
+                       uint64_t segments, CountT* __restrict__ counts, DeviceBuildStats* stats) {
   __shared__ uint32_t lane_counts[kMultisplitMaxRegions][kBlockThreads];
-#pragma unroll
-  for (uint32_t r = 0; r < kMultisplitMaxRegions; ++r) lane_counts[r][threadIdx.x] = 0;
-  unsigned long long invalid[1] = {0};
-  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
-  for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < rows; i += stride) {
-    const uint32_t key = __ldcs(keys + i);
-    if (key == kEmptyKey || (kHasValidity && validity[i] == 0)) {
-      ++invalid[0];
-      continue;
-    }
-    ++lane_counts[HomeSlot(key, capacity) >> region_bits][threadIdx.x];
-  }
-  __syncthreads();
   const uint32_t lane = threadIdx.x & 31u;
-  for (uint32_t r = threadIdx.x / 32; r < regions; r += kWarpsPerBlock) {
-    uint32_t sum = 0;
+  const uint32_t warp = threadIdx.x / 32;
+  if (blockIdx.x == 0 && threadIdx.x == 0) counts[uint64_t(regions) * segments] = 0;
+  unsigned long long invalid[1] = {0};
+  for (uint64_t seg = blockIdx.x; seg < segments; seg += gridDim.x) {
+    for (uint32_t r = 0; r < regions; ++r) lane_counts[r][threadIdx.x] = 0;  // own column
+    const uint64_t end = (seg + 1) * kSegmentRows < rows ? (seg + 1) * kSegmentRows : rows;
+    for (uint64_t i = seg * kSegmentRows + threadIdx.x; i < end; i += kBlockThreads) {
+      const uint32_t key = __ldcs(keys + i);
+      if (key == kEmptyKey || (kHasValidity && validity[i] == 0)) {
+        ++invalid[0];
+        continue;
+      }
+      ++lane_counts[HomeSlot(key, capacity) >> region_bits][threadIdx.x];
+    }
+    __syncthreads();
+    for (uint32_t r = warp; r < regions; r += kWarpsPerBlock) {
+      uint32_t sum = 0;
 #pragma unroll
-    for (uint32_t k = 0; k < kBlockThreads / 32; ++k) sum += lane_counts[r][lane + 32 * k];
+      for (uint32_t k = 0; k < kBlockThreads / 32; ++k) sum += lane_counts[r][lane + 32 * k];
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) sum += __shfl_down_sync(0xffffffffu, sum, o);
-    if (lane == 0 && sum != 0) atomicAdd(&counts[r], static_cast<unsigned long long>(sum));
+      for (int o = 16; o > 0; o >>= 1) sum += __shfl_down_sync(0xffffffffu, sum, o);
+      if (lane == 0) counts[uint64_t(r) * segments + seg] = CountT(sum);
+    }
+    __syncthreads();  // the columns are cleared for the next segment
   }
   BlockFlushStats<1>(invalid, 0, &stats->invalid_rows, nullptr);
 }
 
-// Scatter of the valid rows into their regions' runs; `cursor` holds each
-// region's write cursor (the exclusive prefix of the counts) and ends as its end.
-template <bool kHasValidity, bool kValues>
+// ends[r] = end of region r's words (= the scanned offset of region r + 1's
+// first segment), for r < regions, and ends[regions] = the total. One small block.
+template <typename CountT>
+__global__ void RegionEndsKernel(const CountT* __restrict__ offsets, uint64_t segments,
+                                 uint32_t regions, unsigned long long* ends) {
+  for (uint32_t r = threadIdx.x; r <= regions; r += blockDim.x)
+    ends[r] = offsets[uint64_t(r < regions ? r + 1 : regions) * segments];
+}
+
+// Stable scatter of the valid rows into their regions' runs: segment `seg`'s
+// words of region r start at offsets[r * segments + seg] (the exclusive scan of
+// SegmentCountKernel's counts). One block per segment at a time, its tiles in
+// order; warp w of a tile takes rows t0 + w * 256 + j * 32 + lane (j < 8).
+// kPositions: tag each word with its position in the buffer instead of
+// tag_offset + row, and write the row's explicit value to out_values[position].
+template <bool kHasValidity, bool kPositions, typename CountT>
 __global__ void __launch_bounds__(kBlockThreads)
     RegionMultisplitKernel(const uint32_t* __restrict__ keys, const uint32_t* __restrict__ validity,
                            const uint32_t* __restrict__ values, uint64_t rows, uint32_t capacity,
                            uint32_t region_bits, uint32_t regions, uint32_t tag_offset,
-                           unsigned long long* cursor, uint64_t* __restrict__ out_words,
-                           uint32_t* __restrict__ out_values) {
+                           uint64_t segments, const CountT* __restrict__ offsets,
+                           uint64_t* __restrict__ out_words, uint32_t* __restrict__ out_values) {
   __shared__ uint64_t stage_words[kSplitTile];
-  __shared__ uint32_t stage_values[kValues ? kSplitTile : 1];
+  __shared__ uint32_t stage_values[kPositions ? kSplitTile : 1];
   __shared__ uint8_t stage_region[kSplitTile];
   __shared__ uint32_t warp_counts[kWarpsPerBlock][kMultisplitMaxRegions];
   __shared__ uint32_t tile_start[kMultisplitMaxRegions + 1];
-  __shared__ unsigned long long global_base[kMultisplitMaxRegions];
+  // Output position of staged entry k of region r: tile_base[r] + k (modulo 2^64).
+  __shared__ unsigned long long tile_base[kMultisplitMaxRegions];
   const uint32_t lane = threadIdx.x & 31u;
   const uint32_t warp = threadIdx.x / 32;
   const unsigned lower = (1u << lane) - 1u;
   const int bits = 31 - __clz(regions);
-  for (uint64_t t0 = uint64_t(blockIdx.x) * kSplitTile; t0 < rows;
-       t0 += uint64_t(gridDim.x) * kSplitTile) {
-    uint32_t key[kSplitItems], region[kSplitItems], rank[kSplitItems];
-    uint32_t running = 0;  // this warp's rows of region `lane` so far in the tile
+  for (uint64_t seg = blockIdx.x; seg < segments; seg += gridDim.x) {
+    // Warp 0, lane r: the next output position of region r in this segment.
+    unsigned long long next = 0;
+    if (warp == 0 && lane < regions) next = offsets[uint64_t(lane) * segments + seg];
+    const uint64_t seg_end = (seg + 1) * kSegmentRows < rows ? (seg + 1) * kSegmentRows : rows;
+    for (uint64_t t0 = seg * kSegmentRows; t0 < seg_end; t0 += kSplitTile) {
+      const uint64_t warp_rows = t0 + uint64_t(warp) * kWarpTileRows + lane;
+      uint32_t key[kSplitItems], region[kSplitItems], rank[kSplitItems];
+      uint32_t running = 0;  // this warp's rows of region `lane` so far in the tile
 #pragma unroll
-    for (int j = 0; j < kSplitItems; ++j) {
-      const uint64_t i = t0 + uint64_t(j) * kBlockThreads + threadIdx.x;
-      bool valid = false;
-      region[j] = 0;
-      key[j] = 0;
-      if (i < rows) {
-        key[j] = __ldcs(keys + i);
-        valid = key[j] != kEmptyKey && (!kHasValidity || validity[i] != 0);
-        if (valid) region[j] = HomeSlot(key[j], capacity) >> region_bits;
+      for (int j = 0; j < kSplitItems; ++j) {
+        const uint64_t i = warp_rows + uint64_t(j) * 32;
+        bool valid = false;
+        region[j] = 0;
+        key[j] = 0;
+        if (i < seg_end) {
+          key[j] = __ldcs(keys + i);
+          valid = key[j] != kEmptyKey && (!kHasValidity || validity[i] != 0);
+          if (valid) region[j] = HomeSlot(key[j], capacity) >> region_bits;
+        }
+        unsigned ballots[5];
+#pragma unroll
+        for (int b = 0; b < 5; ++b) ballots[b] = __ballot_sync(0xffffffffu, (region[j] >> b) & 1u);
+        const unsigned valid_lanes = __ballot_sync(0xffffffffu, valid);
+        const unsigned same = MatchRegion(ballots, bits, region[j], valid_lanes);
+        const uint32_t before = __shfl_sync(0xffffffffu, running, region[j]);
+        rank[j] = valid ? before + __popc(same & lower) : ~0u;
+        if (lane < regions) running += __popc(MatchRegion(ballots, bits, lane, valid_lanes));
       }
-      unsigned ballots[5];
+      warp_counts[warp][lane] = lane < regions ? running : 0u;
+      __syncthreads();
+      if (warp == 0) {
+        // Per region (lane): prefix over warps, tile total, then the tile's region
+        // starts (prefix over regions) and where the region's entries go.
+        uint32_t total = 0;
 #pragma unroll
-      for (int b = 0; b < 5; ++b) ballots[b] = __ballot_sync(0xffffffffu, (region[j] >> b) & 1u);
-      const unsigned valid_lanes = __ballot_sync(0xffffffffu, valid);
-      const unsigned same = MatchRegion(ballots, bits, region[j], valid_lanes);
-      const uint32_t before = __shfl_sync(0xffffffffu, running, region[j]);
-      rank[j] = valid ? before + __popc(same & lower) : ~0u;
-      if (lane < regions) running += __popc(MatchRegion(ballots, bits, lane, valid_lanes));
-    }
-    if (lane < kMultisplitMaxRegions) warp_counts[warp][lane] = lane < regions ? running : 0u;
-    __syncthreads();
-    if (warp == 0) {
-      // Per region (lane): prefix over warps, tile total, then the tile's region
-      // starts (prefix over regions) and the run reserved in the output.
-      uint32_t total = 0;
+        for (int w = 0; w < kWarpsPerBlock; ++w) {
+          const uint32_t c = warp_counts[w][lane];
+          warp_counts[w][lane] = total;
+          total += c;
+        }
+        uint32_t scan = total;
 #pragma unroll
-      for (int w = 0; w < kWarpsPerBlock; ++w) {
-        const uint32_t c = warp_counts[w][lane];
-        warp_counts[w][lane] = total;
-        total += c;
+        for (int o = 1; o < 32; o <<= 1) {
+          const uint32_t v = __shfl_up_sync(0xffffffffu, scan, o);
+          if (lane >= uint32_t(o)) scan += v;
+        }
+        tile_start[lane] = scan - total;
+        if (lane == 31) tile_start[32] = scan;
+        tile_base[lane] = next - (scan - total);
+        next += total;
       }
-      uint32_t scan = total;
+      __syncthreads();
 #pragma unroll
-      for (int o = 1; o < 32; o <<= 1) {
-        const uint32_t v = __shfl_up_sync(0xffffffffu, scan, o);
-        if (lane >= uint32_t(o)) scan += v;
+      for (int j = 0; j < kSplitItems; ++j) {
+        if (rank[j] == ~0u) continue;
+        const uint64_t i = warp_rows + uint64_t(j) * 32;
+        const uint32_t at = tile_start[region[j]] + warp_counts[warp][region[j]] + rank[j];
+        stage_words[at] = (uint64_t(key[j]) << 32) | uint32_t(tag_offset + uint32_t(i));
+        stage_region[at] = static_cast<uint8_t>(region[j]);
+        if (kPositions) stage_values[at] = __ldcs(values + i);
       }
-      tile_start[lane] = scan - total;
-      if (lane == 31) tile_start[32] = scan;
-      if (lane < regions && total != 0)
-        global_base[lane] = atomicAdd(&cursor[lane], static_cast<unsigned long long>(total));
+      __syncthreads();
+      const uint32_t staged = tile_start[32];
+      for (uint32_t k = threadIdx.x; k < staged; k += kBlockThreads) {
+        const unsigned long long at = tile_base[stage_region[k]] + k;
+        if (kPositions) {
+          out_words[at] = (stage_words[k] & 0xffffffff00000000ull) | uint32_t(at);
+          out_values[at] = stage_values[k];
+        } else {
+          out_words[at] = stage_words[k];
+        }
+      }
+      __syncthreads();  // shared staging is reused by the next tile
     }
-    __syncthreads();
-#pragma unroll
-    for (int j = 0; j < kSplitItems; ++j) {
-      if (rank[j] == ~0u) continue;
-      const uint64_t i = t0 + uint64_t(j) * kBlockThreads + threadIdx.x;
-      const uint32_t at = tile_start[region[j]] + warp_counts[warp][region[j]] + rank[j];
-      stage_words[at] = (uint64_t(key[j]) << 32) | uint32_t(tag_offset + uint32_t(i));
-      stage_region[at] = static_cast<uint8_t>(region[j]);
-      if (kValues) stage_values[at] = __ldcs(values + i);
-    }
-    __syncthreads();
-    const uint32_t staged = tile_start[32];
-    for (uint32_t k = threadIdx.x; k < staged; k += kBlockThreads) {
-      const uint32_t r = stage_region[k];
-      const unsigned long long at = global_base[r] + (k - tile_start[r]);
-      out_words[at] = stage_words[k];
-      if (kValues) out_values[at] = stage_values[k];
-    }
-    __syncthreads();  // shared staging is reused by the next tile
   }
 }
 
@@ -357,13 +402,19 @@ __device__ __forceinline__ uint32_t FinalValue(uint32_t row, const uint32_t* __r
   return first_value + row;
 }
 
-// Replaces the winning source row of every occupied slot by that row's value.
-// Four slots per thread (the allocation has at least four, padded with empty
-// slots) so that up to four value gathers are in flight at once.
+// Replaces the tag of every occupied slot by the winning row's value. Four
+// slots per thread (the allocation has at least four, padded with empty slots)
+// so that up to four value gathers are in flight at once. The tag is the source
+// row, except after a wave build whose partition carried the values
+// (`part_values` non-null) and did not spill (`*spilled` == 0): there it is the
+// word's position in the partition buffer and the value is part_values[tag]
+// (slots in region order read their region's run: L2 hits, not DRAM).
 __global__ void __launch_bounds__(kBlockThreads)
     FinalizeKernel(DeviceTable table, uint64_t groups_of_four, const uint32_t* __restrict__ values,
                    uint32_t first_value, const uint64_t* __restrict__ chunk_starts,
-                   const uint32_t* __restrict__ chunk_bases, uint32_t chunk_count) {
+                   const uint32_t* __restrict__ chunk_bases, uint32_t chunk_count,
+                   const uint32_t* __restrict__ part_values, const unsigned int* spilled) {
+  if (part_values != nullptr && *spilled != 0) part_values = nullptr;  // row tags (fallback)
   const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
   for (uint64_t q = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; q < groups_of_four;
        q += stride) {
@@ -373,9 +424,10 @@ __global__ void __launch_bounds__(kBlockThreads)
     uint32_t v[4];
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      v[j] = s[j] == kEmptySlot ? 0u
-                                : FinalValue(SlotLow(s[j]), values, first_value, chunk_starts,
-                                             chunk_bases, chunk_count);
+      v[j] = s[j] == kEmptySlot    ? 0u
+             : part_values != nullptr ? part_values[SlotLow(s[j])]
+                                      : FinalValue(SlotLow(s[j]), values, first_value,
+                                                   chunk_starts, chunk_bases, chunk_count);
     }
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
@@ -400,7 +452,11 @@ __global__ void __launch_bounds__(kBlockThreads)
 // step then returns at once and the build is redone by the direct path (clear
 // all, insert), launched unconditionally after the waves and returning at once
 // when `spilled` is 0. Builds that need finalisation then take one pass over the
-// table (FinalizeKernel), whichever way the rows were inserted. (Marking and
+// table (FinalizeKernel), whichever way the rows were inserted: with explicit
+// values and the stable partition the words carry position tags and the pass
+// reads the values carried in the buffer (part_values, in region order), unless
+// the build spilled (the fallback inserted row tags: it reads the source values
+// at random). (Marking and
 // writing each region's winners inside the wave steps instead, while the region
 // is still hot, measured slower on an H200: 8.9 vs 6.6 ms for 2^26 rows with
 // explicit values; docs/PERFORMANCE.md, "Fifth round".) Blocks take tiles of
@@ -654,13 +710,18 @@ cudaError_t BuildDirect(DeviceTable table, const BuildSource& source, uint32_t b
   return cudaGetLastError();
 }
 
-cudaError_t FinalizeDirect(DeviceTable table, const BuildSource& source, cudaStream_t stream) {
+// The finalisation pass over the table (FinalizeKernel; `part_values` and
+// `spilled`: a wave build's position-tagged values, else null).
+cudaError_t FinalizeDirect(DeviceTable table, const BuildSource& source, cudaStream_t stream,
+                           const uint32_t* part_values = nullptr,
+                           const unsigned int* spilled = nullptr) {
   static std::atomic<int> resident_finalize{0};
   const uint64_t quads = TableAllocationSlots(table.capacity) / 4;
   const unsigned fgrid = GridFor(quads, CachedResident(FinalizeKernel, resident_finalize));
   FinalizeKernel<<<fgrid, kBlockThreads, 0, stream>>>(table, quads, source.values,
                                                       source.first_value, source.chunk_starts,
-                                                      source.chunk_bases, source.chunk_count);
+                                                      source.chunk_bases, source.chunk_count,
+                                                      part_values, spilled);
   return cudaGetLastError();
 }
 
@@ -670,57 +731,109 @@ cudaError_t MarkPhase(const BuildSource& source, int k, cudaStream_t stream) {
   return cudaEventRecord(source.phase_events[k], stream);
 }
 
-// Histogram, scan and scatter of the valid rows by region into `words` (and
-// `part_values`). After it, counts[r] is the end of region r's words and
-// counts[regions] the total. `counts` must be zero.
-// Partition with the warp-multisplit kernels (regions <= 32); same results as Partition.
+// Where the partition writes and what it needs besides the table and source.
+struct PartitionBuffers {
+  uint64_t* words = nullptr;           // key:tag per valid row, grouped by region
+  uint32_t* part_values = nullptr;     // positions: the values, by position; else null
+  unsigned long long* ends = nullptr;  // regions + 1, zeroed; ends[r] = end of region r
+  void* offsets = nullptr;             // multisplit: (regions * segments + 1) counts
+  bool wide_offsets = false;           // multisplit: 64-bit counts (else 32-bit)
+  void* scan_temp = nullptr;           // multisplit: CUB scan temporary storage
+  size_t scan_temp_bytes = 0;
+};
+
+// Whether the partition is the stable warp multisplit (else the histogram
+// scatter, unstable).
+bool StablePartition(const BuildSource& source, uint32_t regions) {
+  return regions <= kMultisplitMaxRegions && source.multisplit_partition;
+}
+
+// Segments of the stable partition.
+uint64_t Segments(uint64_t rows) { return (rows + kSegmentRows - 1) / kSegmentRows; }
+
+// CUB scan temporary bytes for `items` counts of type CountT (0 on error: the
+// scan call itself then reports it).
+template <typename CountT>
+size_t ScanTempBytes(uint64_t items) {
+  size_t bytes = 0;
+  if (cub::DeviceScan::ExclusiveSum(nullptr, bytes, static_cast<CountT*>(nullptr),
+                                    int(items)) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return bytes;
+}
+
+// Stable warp-multisplit partition (regions <= 32): per-(region, segment)
+// counts, their exclusive scan, the region ends, the scatter. positions: tag
+// words with their buffer position and carry the explicit values.
+template <typename CountT>
 cudaError_t PartitionMultisplit(DeviceTable table, const BuildSource& source, uint32_t tag_offset,
-                                uint32_t region_bits, uint32_t regions, uint64_t* words,
-                                unsigned long long* counts, uint32_t* part_values,
-                                DeviceBuildStats* stats, cudaStream_t stream) {
+                                uint32_t region_bits, uint32_t regions, bool positions,
+                                const PartitionBuffers& b, DeviceBuildStats* stats,
+                                cudaStream_t stream) {
   const uint64_t rows = source.rows;
+  const uint64_t segments = Segments(rows);
+  auto* offsets = static_cast<CountT*>(b.offsets);
   const bool validity = source.validity != nullptr;
   static std::atomic<int> resident_count{0}, resident_split{0};
-  const unsigned cgrid = GridFor(rows, CachedResident(RegionCountKernel<true>, resident_count));
+  const unsigned cgrid = GridFor(
+      segments * kBlockThreads, CachedResident(SegmentCountKernel<true, CountT>, resident_count));
   if (validity)
-    RegionCountKernel<true><<<cgrid, kBlockThreads, 0, stream>>>(
-        source.keys, source.validity, rows, table.capacity, region_bits, regions, counts, stats);
+    SegmentCountKernel<true, CountT><<<cgrid, kBlockThreads, 0, stream>>>(
+        source.keys, source.validity, rows, table.capacity, region_bits, regions, segments,
+        offsets, stats);
   else
-    RegionCountKernel<false><<<cgrid, kBlockThreads, 0, stream>>>(
-        source.keys, nullptr, rows, table.capacity, region_bits, regions, counts, stats);
-  RegionScanKernel<<<1, 1, 0, stream>>>(counts, regions);
-  const uint64_t tiles = (rows + kSplitTile - 1) / kSplitTile;
-  const unsigned sgrid = GridFor(
-      tiles * kBlockThreads, CachedResident(RegionMultisplitKernel<true, true>, resident_split));
-  const bool values = part_values != nullptr;
-  if (validity && values)
-    RegionMultisplitKernel<true, true><<<sgrid, kBlockThreads, 0, stream>>>(
-        source.keys, source.validity, source.values, rows, table.capacity, region_bits, regions,
-        tag_offset, counts, words, part_values);
+    SegmentCountKernel<false, CountT><<<cgrid, kBlockThreads, 0, stream>>>(
+        source.keys, nullptr, rows, table.capacity, region_bits, regions, segments, offsets,
+        stats);
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) return e;
+  size_t temp_bytes = b.scan_temp_bytes;
+  e = cub::DeviceScan::ExclusiveSum(b.scan_temp, temp_bytes, offsets,
+                                    int(uint64_t(regions) * segments + 1), stream);
+  if (e != cudaSuccess) return e;
+  RegionEndsKernel<CountT><<<1, 64, 0, stream>>>(offsets, segments, regions, b.ends);
+  const unsigned sgrid =
+      GridFor(segments * kBlockThreads,
+              CachedResident(RegionMultisplitKernel<true, true, CountT>, resident_split));
+  const uint32_t* values = positions ? source.values : nullptr;
+  uint32_t* part_values = positions ? b.part_values : nullptr;
+  if (validity && positions)
+    RegionMultisplitKernel<true, true, CountT><<<sgrid, kBlockThreads, 0, stream>>>(
+        source.keys, source.validity, values, rows, table.capacity, region_bits, regions,
+        tag_offset, segments, offsets, b.words, part_values);
   else if (validity)
-    RegionMultisplitKernel<true, false><<<sgrid, kBlockThreads, 0, stream>>>(
+    RegionMultisplitKernel<true, false, CountT><<<sgrid, kBlockThreads, 0, stream>>>(
         source.keys, source.validity, nullptr, rows, table.capacity, region_bits, regions,
-        tag_offset, counts, words, nullptr);
-  else if (values)
-    RegionMultisplitKernel<false, true><<<sgrid, kBlockThreads, 0, stream>>>(
-        source.keys, nullptr, source.values, rows, table.capacity, region_bits, regions,
-        tag_offset, counts, words, part_values);
+        tag_offset, segments, offsets, b.words, nullptr);
+  else if (positions)
+    RegionMultisplitKernel<false, true, CountT><<<sgrid, kBlockThreads, 0, stream>>>(
+        source.keys, nullptr, values, rows, table.capacity, region_bits, regions, tag_offset,
+        segments, offsets, b.words, part_values);
   else
-    RegionMultisplitKernel<false, false><<<sgrid, kBlockThreads, 0, stream>>>(
+    RegionMultisplitKernel<false, false, CountT><<<sgrid, kBlockThreads, 0, stream>>>(
         source.keys, nullptr, nullptr, rows, table.capacity, region_bits, regions, tag_offset,
-        counts, words, nullptr);
+        segments, offsets, b.words, nullptr);
   return cudaGetLastError();
 }
 
+// Groups the valid rows by region into b.words; afterwards b.ends[r] is the end
+// of region r's words and b.ends[regions] the total. Stable partitions (see
+// StablePartition) write positions tags and values when `positions`; the
+// histogram scatter (more than 32 regions) writes row tags in arbitrary order.
 cudaError_t Partition(DeviceTable table, const BuildSource& source, uint32_t tag_offset,
-                      uint32_t region_bits, uint32_t regions, uint64_t* words,
-                      unsigned long long* counts, uint32_t* part_values, DeviceBuildStats* stats,
-                      cudaStream_t stream) {
-  if (regions <= kMultisplitMaxRegions && source.multisplit_partition)
-    return PartitionMultisplit(table, source, tag_offset, region_bits, regions, words, counts,
-                               part_values, stats, stream);
+                      uint32_t region_bits, uint32_t regions, bool positions,
+                      const PartitionBuffers& b, DeviceBuildStats* stats, cudaStream_t stream) {
+  if (StablePartition(source, regions))
+    return b.wide_offsets
+               ? PartitionMultisplit<unsigned long long>(table, source, tag_offset, region_bits,
+                                                         regions, positions, b, stats, stream)
+               : PartitionMultisplit<uint32_t>(table, source, tag_offset, region_bits, regions,
+                                               positions, b, stats, stream);
   const uint64_t rows = source.rows;
   const bool validity = source.validity != nullptr;
+  unsigned long long* counts = b.ends;
   static std::atomic<int> resident_hist{0}, resident_scatter{0};
   const unsigned hgrid = GridFor(rows, CachedResident(RegionHistogramKernel<true>, resident_hist));
   if (validity)
@@ -733,24 +846,15 @@ cudaError_t Partition(DeviceTable table, const BuildSource& source, uint32_t tag
   const uint64_t tiles =
       (rows + kBlockThreads * kScatterItems - 1) / (kBlockThreads * kScatterItems);
   const unsigned sgrid = GridFor(tiles * kBlockThreads,
-                                 CachedResident(RegionScatterKernel<true, true>, resident_scatter));
-  const bool values = part_values != nullptr;
-  if (validity && values)
-    RegionScatterKernel<true, true><<<sgrid, kBlockThreads, 0, stream>>>(
-        source.keys, source.validity, source.values, rows, table.capacity, region_bits, regions,
-        tag_offset, counts, words, part_values);
-  else if (validity)
-    RegionScatterKernel<true, false><<<sgrid, kBlockThreads, 0, stream>>>(
-        source.keys, source.validity, nullptr, rows, table.capacity, region_bits, regions,
-        tag_offset, counts, words, nullptr);
-  else if (values)
-    RegionScatterKernel<false, true><<<sgrid, kBlockThreads, 0, stream>>>(
-        source.keys, nullptr, source.values, rows, table.capacity, region_bits, regions, tag_offset,
-        counts, words, part_values);
+                                 CachedResident(RegionScatterKernel<true>, resident_scatter));
+  if (validity)
+    RegionScatterKernel<true><<<sgrid, kBlockThreads, 0, stream>>>(
+        source.keys, source.validity, rows, table.capacity, region_bits, regions, tag_offset,
+        counts, b.words);
   else
-    RegionScatterKernel<false, false><<<sgrid, kBlockThreads, 0, stream>>>(
-        source.keys, nullptr, nullptr, rows, table.capacity, region_bits, regions, tag_offset,
-        counts, words, nullptr);
+    RegionScatterKernel<false><<<sgrid, kBlockThreads, 0, stream>>>(
+        source.keys, nullptr, rows, table.capacity, region_bits, regions, tag_offset, counts,
+        b.words);
   return cudaGetLastError();
 }
 
@@ -836,16 +940,31 @@ cudaError_t BuildWaves(DeviceTable table, const BuildSource& source, uint32_t bo
   const uint32_t bits = RegionBits(table.capacity, source);
   const uint32_t regions = table.capacity >> bits;
   const uint64_t rows = source.rows;
-  const bool values = false;
-  // One allocation: words | counts (regions + 1) | tile counters (regions + 2) +
-  // spilled flag | values. Counts, tile counters and flag are zeroed by one
-  // memset (they are adjacent).
-  const size_t counts_bytes = (size_t(regions) + 1) * sizeof(unsigned long long);
+  // Position tags: with explicit values and the stable partition, a word's tag
+  // is its position in the buffer. A key's words all lie in its region's run, in
+  // row order, so the lowest tag is still the lowest row; the values travel with
+  // the words (part_values) and the finalisation reads them in region order.
+  const bool stable = StablePartition(source, regions);
+  const bool positions = stable && source.values != nullptr;
+  // 64-bit counts only when a position could reach 2^32.
+  const bool wide = rows > 0xffffffffull;
+  const uint64_t offset_items = stable ? uint64_t(regions) * Segments(rows) + 1 : 0;
+  const size_t offset_bytes = offset_items * (wide ? 8 : 4);
+  const size_t scan_bytes =
+      !stable ? 0
+      : wide  ? ScanTempBytes<unsigned long long>(offset_items)
+              : ScanTempBytes<uint32_t>(offset_items);
+  // One allocation: words | values | ends (regions + 1) + tile counters
+  // (regions + 2) + spilled flag | offsets | scan storage. Ends, tile counters and
+  // flag are zeroed by one memset (they are adjacent).
+  const size_t ends_bytes = (size_t(regions) + 1) * sizeof(unsigned long long);
   const size_t control_bytes = ((size_t(regions) + 3) * sizeof(unsigned int) + 7) & ~size_t{7};
   Carver c;
   const size_t at_words = c.Take(rows * sizeof(uint64_t));
-  const size_t at_counts = c.Take(counts_bytes + control_bytes);
-  const size_t at_values = c.Take(values ? rows * sizeof(uint32_t) : 0);
+  const size_t at_values = c.Take(positions ? rows * sizeof(uint32_t) : 0);
+  const size_t at_ends = c.Take(ends_bytes + control_bytes);
+  const size_t at_offsets = c.Take(offset_bytes);
+  const size_t at_scan = c.Take(scan_bytes);
   // GPUJOIN_CUDA_PARTITION_MAX_BYTES caps the transient buffer: a build that
   // would need more is treated as one whose buffer cannot be allocated (the
   // caller then takes the direct path).
@@ -861,23 +980,28 @@ cudaError_t BuildWaves(DeviceTable table, const BuildSource& source, uint32_t bo
     return e;
   }
   auto* bytes = static_cast<unsigned char*>(buffer);
-  auto* words = reinterpret_cast<uint64_t*>(bytes + at_words);
-  auto* counts = reinterpret_cast<unsigned long long*>(bytes + at_counts);
-  auto* tile_counters = reinterpret_cast<unsigned int*>(bytes + at_counts + counts_bytes);
+  PartitionBuffers b;
+  b.words = reinterpret_cast<uint64_t*>(bytes + at_words);
+  b.part_values = positions ? reinterpret_cast<uint32_t*>(bytes + at_values) : nullptr;
+  b.ends = reinterpret_cast<unsigned long long*>(bytes + at_ends);
+  b.offsets = stable ? bytes + at_offsets : nullptr;
+  b.wide_offsets = wide;
+  b.scan_temp = stable ? bytes + at_scan : nullptr;
+  b.scan_temp_bytes = scan_bytes;
+  auto* tile_counters = reinterpret_cast<unsigned int*>(bytes + at_ends + ends_bytes);
   unsigned int* spilled = tile_counters + regions + 2;
-  auto* part_values = values ? reinterpret_cast<uint32_t*>(bytes + at_values) : nullptr;
-  e = cudaMemsetAsync(counts, 0, counts_bytes + control_bytes, stream);
+  e = cudaMemsetAsync(b.ends, 0, ends_bytes + control_bytes, stream);
   if (e == cudaSuccess)
-    e = Partition(table, source, tag_offset, bits, regions, words, counts, part_values, stats,
-                  stream);
+    e = Partition(table, source, tag_offset, bits, regions, positions, b, stats, stream);
   if (e == cudaSuccess) e = MarkPhase(source, 0, stream);
   if (e == cudaSuccess)
-    e = RunWaves(table, source, bound, tag_offset, bits, regions, words, counts, tile_counters,
+    e = RunWaves(table, source, bound, tag_offset, bits, regions, b.words, b.ends, tile_counters,
                  spilled, stats, stream);
+  // One finalisation pass over the table (also right after the fallback's direct
+  // insert, which used row tags: FinalizeKernel reads `spilled`).
+  if (e == cudaSuccess && finalize)
+    e = FinalizeDirect(table, source, stream, b.part_values, spilled);
   const cudaError_t f = cudaFreeAsync(buffer, stream);
-  // One finalisation pass over the table (also right after the fallback's
-  // direct insert).
-  if (e == cudaSuccess && finalize) e = FinalizeDirect(table, source, stream);
   if (e == cudaSuccess) e = MarkPhase(source, 2, stream);
   return e != cudaSuccess ? e : f;
 }
