@@ -297,17 +297,21 @@ int main(int argc, char** argv) {
       bool load_first;
       uint32_t region_bits;
       int partition = 0;  // 0 warp multisplit, 1 shared-atomic histogram scatter
+      bool position_tags = true;  // explicit values: position tags (false: row tags)
     };
     // direct = one thread per row into the table; waves = rows grouped by table
     // region first (2^21 slots = 16 MiB, 2^22 = 32 MiB of table per region; by the
     // warp-multisplit scatter, "atomic" = the shared-atomic histogram scatter),
     // then cleared / inserted region by region in wave steps and finalised by one
-    // pass over the table.
+    // pass over the table ("row tags": with explicit values, the multisplit words
+    // tagged by source row and the values gathered from the source array when
+    // finalising, instead of position tags and values carried in the buffer).
     const Variant variants[] = {{"default", gd::BuildPath::kAuto, true, 0},
                                 {"load+CAS", gd::BuildPath::kDirect, true, 0},
                                 {"CAS-first", gd::BuildPath::kDirect, false, 0},
                                 {"waves 16MiB", gd::BuildPath::kWaves, true, 21},
                                 {"waves 32MiB", gd::BuildPath::kWaves, true, 22},
+                                {"waves 32MiB row tags", gd::BuildPath::kWaves, true, 22, 0, false},
                                 {"waves 32MiB CAS-first", gd::BuildPath::kWaves, false, 22},
                                 {"waves 32MiB atomic", gd::BuildPath::kWaves, true, 22, 1}};
     for (const Variant& v : variants) {
@@ -319,6 +323,7 @@ int main(int argc, char** argv) {
       src.path = v.path;
       src.region_bits = v.region_bits;
       src.multisplit_partition = v.partition != 1;
+      src.position_tags = v.position_tags;
       const std::string how = v.name;
       // Explicit values: claim + atomic-min of the row, then finalisation.
       src.values = values;
@@ -351,6 +356,7 @@ int main(int argc, char** argv) {
     }
     src.load_before_cas = true;
     src.multisplit_partition = true;
+    src.position_tags = true;
     // Clear alone, to show how much of the build it is.
     ms = MedianMs(s, [&] { CHECK_CUDA(gd::ClearTable(table, bstats, s)); });
     g_rows.push_back({"  (of which: clear table), load " + lf, double(capacity), ms,

@@ -73,11 +73,13 @@ struct WaveOptions {
   uint32_t region_bits = 0;  // 0 = the automatic size (16 regions for these tables)
   bool multisplit = true;    // false: the histogram partition even for <= 32 regions
   bool clear_first = false;  // ClearTable + BuildTable instead of ClearAndBuildTable
+  bool position_tags = true; // false: row tags on the multisplit partition too
 };
 
 void PrintTo(const WaveOptions& o, std::ostream* os) {
   *os << "{region_bits " << o.region_bits << (o.multisplit ? ", multisplit" : ", histogram")
-      << (o.clear_first ? ", ClearTable + BuildTable" : ", ClearAndBuildTable") << "}";
+      << (o.clear_first ? ", ClearTable + BuildTable" : ", ClearAndBuildTable")
+      << (o.position_tags ? "" : ", row tags") << "}";
 }
 
 struct BuildOutput {
@@ -159,6 +161,7 @@ class WaveBuildDifferential : public ::testing::Test {
     src.path = gd::BuildPath::kWaves;
     src.region_bits = o.region_bits;
     src.multisplit_partition = o.multisplit;
+    src.position_tags = o.position_tags;
     const gd::DeviceTable table{slots_d.get(), capacity};
     cudaError_t e = cudaSuccess;
     if (o.clear_first) {
@@ -217,14 +220,16 @@ class WaveBuildDifferential : public ::testing::Test {
 
 // 2^20 slots; 2^19 + 12345 rows = 33 segments of 16384 rows (the last one
 // partial): 32, 16 (automatic), 4, 2 and 1 regions on the stable multisplit
-// partition with position tags, and 32 regions on the histogram partition.
+// partition with position tags, and 32 regions on the histogram partition and on
+// the multisplit partition with row tags.
 TEST_F(WaveBuildDifferential, HotDuplicatesAcrossSegmentsKeepTheLowestRowsValue) {
   const uint32_t capacity = 1u << 20;
   const size_t rows = (size_t(1) << 19) + 12345;
   const std::vector<uint32_t> keys = KeysWithHotDuplicates(rows, 64);
   const std::vector<uint32_t> values = DistinctValues(rows);
   for (const WaveOptions o : {WaveOptions{15}, WaveOptions{0}, WaveOptions{18}, WaveOptions{19},
-                              WaveOptions{20}, WaveOptions{15, false}, WaveOptions{0, true, true}}) {
+                              WaveOptions{20}, WaveOptions{15, false}, WaveOptions{0, true, true},
+                              WaveOptions{15, true, false, false}}) {
     Compare(capacity, keys, values, {}, o);
     if (HasFatalFailure()) return;
   }

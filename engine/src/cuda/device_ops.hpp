@@ -121,6 +121,12 @@ struct BuildSource {
   /// regions). A CUB radix sort on the region was measured too and was slower
   /// (docs/PERFORMANCE.md, "Fifth round").
   bool multisplit_partition = true;
+  /// Wave path with the stable (multisplit) partition and explicit values: tag
+  /// the words with their buffer position and carry the values through the
+  /// partition, so that finalisation reads them in region order (true), or tag
+  /// them with the source row and gather values[row] at random when finalising
+  /// (false; the benchmark compares both). Same results.
+  bool position_tags = true;
   /// Benchmarks only: three events recorded on the stream between the phases of
   /// the build (direct: after the clear, the insert, the finalisation;
   /// waves: after the partition, the wave steps, the rest: fallback launches and

@@ -945,7 +945,7 @@ cudaError_t BuildWaves(DeviceTable table, const BuildSource& source, uint32_t bo
   // row order, so the lowest tag is still the lowest row; the values travel with
   // the words (part_values) and the finalisation reads them in region order.
   const bool stable = StablePartition(source, regions);
-  const bool positions = stable && source.values != nullptr;
+  const bool positions = stable && source.values != nullptr && source.position_tags;
   // 64-bit counts only when a position could reach 2^32.
   const bool wide = rows > 0xffffffffull;
   const uint64_t offset_items = stable ? uint64_t(regions) * Segments(rows) + 1 : 0;
