@@ -298,6 +298,7 @@ int main(int argc, char** argv) {
       uint32_t region_bits;
       int partition = 0;  // 0 warp multisplit, 1 shared-atomic histogram scatter
       bool position_tags = true;  // explicit values: position tags (false: row tags)
+      uint32_t finalize_lag = 0;  // explicit values: step s finalises region s - lag (0: off)
     };
     // direct = one thread per row into the table; waves = rows grouped by table
     // region first (2^21 slots = 16 MiB, 2^22 = 32 MiB of table per region; by the
@@ -305,13 +306,19 @@ int main(int argc, char** argv) {
     // then cleared / inserted region by region in wave steps and finalised by one
     // pass over the table ("row tags": with explicit values, the multisplit words
     // tagged by source row and the values gathered from the source array when
-    // finalising, instead of position tags and values carried in the buffer).
+    // finalising, instead of position tags and values carried in the buffer;
+    // "finalise in steps, lag L": wave step s also finalises region s - L, the
+    // rest in a small pass afterwards; experimental, BuildSource::finalize_lag).
     const Variant variants[] = {{"default", gd::BuildPath::kAuto, true, 0},
                                 {"load+CAS", gd::BuildPath::kDirect, true, 0},
                                 {"CAS-first", gd::BuildPath::kDirect, false, 0},
                                 {"waves 16MiB", gd::BuildPath::kWaves, true, 21},
                                 {"waves 32MiB", gd::BuildPath::kWaves, true, 22},
                                 {"waves 32MiB row tags", gd::BuildPath::kWaves, true, 22, 0, false},
+                                {"waves 32MiB finalise in steps, lag 1", gd::BuildPath::kWaves,
+                                 true, 22, 0, true, 1},
+                                {"waves 32MiB finalise in steps, lag 2", gd::BuildPath::kWaves,
+                                 true, 22, 0, true, 2},
                                 {"waves 32MiB CAS-first", gd::BuildPath::kWaves, false, 22},
                                 {"waves 32MiB atomic", gd::BuildPath::kWaves, true, 22, 1}};
     for (const Variant& v : variants) {
@@ -324,6 +331,7 @@ int main(int argc, char** argv) {
       src.region_bits = v.region_bits;
       src.multisplit_partition = v.partition != 1;
       src.position_tags = v.position_tags;
+      src.finalize_lag = v.finalize_lag;
       const std::string how = v.name;
       // Explicit values: claim + atomic-min of the row, then finalisation.
       src.values = values;
@@ -357,6 +365,7 @@ int main(int argc, char** argv) {
     src.load_before_cas = true;
     src.multisplit_partition = true;
     src.position_tags = true;
+    src.finalize_lag = 0;
     // Clear alone, to show how much of the build it is.
     ms = MedianMs(s, [&] { CHECK_CUDA(gd::ClearTable(table, bstats, s)); });
     g_rows.push_back({"  (of which: clear table), load " + lf, double(capacity), ms,

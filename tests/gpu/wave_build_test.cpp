@@ -7,8 +7,9 @@
 // regions), the histogram partition with row tags (more than 32 regions, or
 // multisplit switched off), the fallback after a spill (which re-inserts with row
 // tags, so the finalisation must gather from the source values again), validity
-// masks and reserved keys, and duplicates of one key spread over many tiles,
-// segments and blocks with distinct values (the lowest row's value must win).
+// masks and reserved keys, duplicates of one key spread over many tiles,
+// segments and blocks with distinct values (the lowest row's value must win), and
+// the experimental in-step finalisation (BuildSource::finalize_lag).
 // The table contents (key, value pairs) and build statistics must equal the CPU
 // backend's exactly; the CPU reference builds the same rows with masked-out rows
 // replaced by kEmptyKey (both count those as invalid). Skips with a message when
@@ -74,12 +75,13 @@ struct WaveOptions {
   bool multisplit = true;    // false: the histogram partition even for <= 32 regions
   bool clear_first = false;  // ClearTable + BuildTable instead of ClearAndBuildTable
   bool position_tags = true; // false: row tags on the multisplit partition too
+  uint32_t finalize_lag = 0; // > 0: in-step finalisation (BuildSource::finalize_lag)
 };
 
 void PrintTo(const WaveOptions& o, std::ostream* os) {
   *os << "{region_bits " << o.region_bits << (o.multisplit ? ", multisplit" : ", histogram")
       << (o.clear_first ? ", ClearTable + BuildTable" : ", ClearAndBuildTable")
-      << (o.position_tags ? "" : ", row tags") << "}";
+      << (o.position_tags ? "" : ", row tags") << ", finalize_lag " << o.finalize_lag << "}";
 }
 
 struct BuildOutput {
@@ -162,6 +164,7 @@ class WaveBuildDifferential : public ::testing::Test {
     src.region_bits = o.region_bits;
     src.multisplit_partition = o.multisplit;
     src.position_tags = o.position_tags;
+    src.finalize_lag = o.finalize_lag;
     const gd::DeviceTable table{slots_d.get(), capacity};
     cudaError_t e = cudaSuccess;
     if (o.clear_first) {
@@ -221,7 +224,8 @@ class WaveBuildDifferential : public ::testing::Test {
 // 2^20 slots; 2^19 + 12345 rows = 33 segments of 16384 rows (the last one
 // partial): 32, 16 (automatic), 4, 2 and 1 regions on the stable multisplit
 // partition with position tags, and 32 regions on the histogram partition and on
-// the multisplit partition with row tags.
+// the multisplit partition with row tags; in-step finalisation with lags 1 and 2
+// on 32, 16 and 8 regions, and lag 3 on 4 regions (too few: ignored).
 TEST_F(WaveBuildDifferential, HotDuplicatesAcrossSegmentsKeepTheLowestRowsValue) {
   const uint32_t capacity = 1u << 20;
   const size_t rows = (size_t(1) << 19) + 12345;
@@ -229,7 +233,12 @@ TEST_F(WaveBuildDifferential, HotDuplicatesAcrossSegmentsKeepTheLowestRowsValue)
   const std::vector<uint32_t> values = DistinctValues(rows);
   for (const WaveOptions o : {WaveOptions{15}, WaveOptions{0}, WaveOptions{18}, WaveOptions{19},
                               WaveOptions{20}, WaveOptions{15, false}, WaveOptions{0, true, true},
-                              WaveOptions{15, true, false, false}}) {
+                              WaveOptions{15, true, false, false},
+                              WaveOptions{15, true, false, true, 1},
+                              WaveOptions{15, true, false, true, 2},
+                              WaveOptions{0, true, true, true, 1},
+                              WaveOptions{17, true, false, true, 2},
+                              WaveOptions{18, true, false, true, 3}}) {
     Compare(capacity, keys, values, {}, o);
     if (HasFatalFailure()) return;
   }
@@ -261,7 +270,8 @@ TEST_F(WaveBuildDifferential, ValidityMaskAndReservedKeysWithValues) {
   for (auto& v : validity) v = rng_() % 5 == 0 ? 0u : uint32_t(rng_() | 1u);
   const std::vector<uint32_t> values = DistinctValues(rows);
   for (const WaveOptions o : {WaveOptions{13}, WaveOptions{0}, WaveOptions{13, false},
-                              WaveOptions{8} /* 1024 regions: histogram */}) {
+                              WaveOptions{8} /* 1024 regions: histogram */,
+                              WaveOptions{13, true, false, true, 1}}) {
     Compare(capacity, keys, values, validity, o);
     if (HasFatalFailure()) return;
   }
@@ -280,35 +290,44 @@ TEST_F(WaveBuildDifferential, ManyRegionsHistogramPartitionWithValues) {
   }
 }
 
-// Builds that spill by construction: 3 * region_slots distinct keys whose home
+// Builds that spill by construction: 4 * region_slots distinct keys whose home
 // slots lie in region 0 form one run longer than two regions, so a row of wave
 // step 0 reaches the first slot not cleared yet (region 2) and the build is redone
 // by the direct insert with row tags; the finalisation must then gather the
-// source values, not the partition's. Duplicates (with other values) and other
-// keys around them; stable multisplit (32 regions), histogram (64 regions) and,
-// with a validity mask, both again.
+// source values, not the partition's. The same crowd in the last region wraps
+// through regions 0 and 1 into region 2: with in-step finalisation that spills
+// too (the last steps' frontier), without it the run just wraps. Duplicates (with
+// other values) and other keys around them; stable multisplit (32 regions, also
+// with in-step finalisation, lags 1 and 2), histogram (64 regions; 32 with the
+// multisplit switched off), each without and with a validity mask.
 TEST_F(WaveBuildDifferential, SpilledBuildFallsBackWithValues) {
   const uint32_t capacity = 1u << 12;
-  for (const WaveOptions o : {WaveOptions{7}, WaveOptions{6}, WaveOptions{7, false}}) {
+  for (const WaveOptions o : {WaveOptions{7}, WaveOptions{6}, WaveOptions{7, false},
+                              WaveOptions{7, true, false, true, 1},
+                              WaveOptions{7, true, false, true, 2}}) {
     const uint32_t region_slots = 1u << o.region_bits;
-    std::vector<uint32_t> crowd;  // keys homed in region 0
-    for (const uint32_t k : DistinctKeys(capacity * 64)) {
-      if (gd::HomeSlot(k, capacity) < region_slots) crowd.push_back(k);
-      if (crowd.size() == 3 * size_t(region_slots)) break;
+    const uint32_t last_region = (capacity >> o.region_bits) - 1;
+    for (const uint32_t crowd_region : {0u, last_region}) {
+      SCOPED_TRACE("keys crowded into region " + std::to_string(crowd_region));
+      std::vector<uint32_t> crowd;
+      for (const uint32_t k : DistinctKeys(capacity * 128)) {
+        if (gd::HomeSlot(k, capacity) >> o.region_bits == crowd_region) crowd.push_back(k);
+        if (crowd.size() == 4 * size_t(region_slots)) break;
+      }
+      ASSERT_EQ(crowd.size(), 4 * size_t(region_slots));
+      // Keys of the crowd may repeat keys of the first part: fine (duplicates too).
+      std::vector<uint32_t> keys = DistinctKeys(capacity / 4);
+      keys.insert(keys.end(), crowd.begin(), crowd.end());
+      for (size_t i = 0; i < crowd.size(); i += 3) keys.push_back(crowd[i]);  // duplicates
+      std::shuffle(keys.begin(), keys.end(), rng_);
+      const std::vector<uint32_t> values = DistinctValues(keys.size());
+      Compare(capacity, keys, values, {}, o);
+      if (HasFatalFailure()) return;
+      std::vector<uint32_t> validity(keys.size());
+      for (auto& v : validity) v = rng_() % 7 == 0 ? 0u : 1u;
+      Compare(capacity, keys, values, validity, o);
+      if (HasFatalFailure()) return;
     }
-    ASSERT_EQ(crowd.size(), 3 * size_t(region_slots));
-    std::vector<uint32_t> keys = DistinctKeys(capacity / 4);
-    keys.insert(keys.end(), crowd.begin(), crowd.end());
-    for (size_t i = 0; i < crowd.size(); i += 3) keys.push_back(crowd[i]);  // duplicates
-    // Keys of the crowd may repeat keys of the first part: fine (duplicates too).
-    std::shuffle(keys.begin(), keys.end(), rng_);
-    const std::vector<uint32_t> values = DistinctValues(keys.size());
-    Compare(capacity, keys, values, {}, o);
-    if (HasFatalFailure()) return;
-    std::vector<uint32_t> validity(keys.size());
-    for (auto& v : validity) v = rng_() % 7 == 0 ? 0u : 1u;
-    Compare(capacity, keys, values, validity, o);
-    if (HasFatalFailure()) return;
   }
 }
 

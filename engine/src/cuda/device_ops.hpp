@@ -127,6 +127,13 @@ struct BuildSource {
   /// them with the source row and gather values[row] at random when finalising
   /// (false; the benchmark compares both). Same results.
   bool position_tags = true;
+  /// Experimental, not the default (0): with position tags and at least 5 wave
+  /// regions, wave step s also finalises region s - finalize_lag (when that is
+  /// >= 2) while it may still be in L2, and one small pass finalises regions 0, 1
+  /// and the last finalize_lag afterwards (the whole table after a spill). The
+  /// last two steps then make rows whose run wraps past region 1 spill. 0: one
+  /// finalisation pass over the table after the steps. Same results.
+  uint32_t finalize_lag = 0;
   /// Benchmarks only: three events recorded on the stream between the phases of
   /// the build (direct: after the clear, the insert, the finalisation;
   /// waves: after the partition, the wave steps, the rest: fallback launches and

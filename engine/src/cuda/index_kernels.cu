@@ -438,6 +438,60 @@ __global__ void __launch_bounds__(kBlockThreads)
   }
 }
 
+// Finalises the four slots at `slots` (16-byte aligned): each occupied slot's
+// tag is replaced by value_of(tag).
+template <typename ValueOf>
+__device__ __forceinline__ void FinalizeQuad(uint64_t* slots, ValueOf value_of) {
+  ulonglong2* p = reinterpret_cast<ulonglong2*>(slots);
+  const ulonglong2 a = p[0], b = p[1];
+  uint64_t s[4] = {a.x, a.y, b.x, b.y};
+  uint32_t v[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) v[j] = s[j] == kEmptySlot ? 0u : value_of(SlotLow(s[j]));
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+    if (s[j] != kEmptySlot) s[j] = (s[j] & 0xffffffff00000000ull) | v[j];
+  p[0] = make_ulonglong2(s[0], s[1]);
+  p[1] = make_ulonglong2(s[2], s[3]);
+}
+
+// In-step finalisation (BuildSource::finalize_lag = L > 0; position tags, at
+// least kMinRegionsForStepFinalize regions): step s also finalises region s - L
+// when s - L >= 2. That region is final by then: only steps s - L - 1 and s - L
+// write it (a key of region r probes at most to the start of region r + 2), and
+// the last two steps, which have no frontier of their own, get one at the start
+// of region 2 instead, so that wrapped runs touch only regions 0 and 1 (a row
+// that would go further spills). Regions 0, 1 and the last L (never reached by a
+// step) are finalised afterwards by FinalizeRestKernel.
+constexpr uint32_t kMinRegionsForStepFinalize = 5;
+constexpr int kFinalizeQuads = 4;  // four-slot groups per thread and finalisation tile
+constexpr uint32_t kFinalizeTileSlots = kBlockThreads * kFinalizeQuads * 4;
+
+// After in-step finalisation: finalises regions 0, 1 and [first_rest, regions)
+// from part_values, or, when the build spilled (the fallback cleared the table
+// and re-inserted with row tags), the whole table (`all_quads` four-slot groups)
+// from values[row].
+__global__ void __launch_bounds__(kBlockThreads)
+    FinalizeRestKernel(DeviceTable table, uint64_t all_quads, uint32_t region_bits,
+                       uint32_t first_rest,
+                       const uint32_t* __restrict__ part_values,
+                       const uint32_t* __restrict__ values, const unsigned int* spilled) {
+  const bool rows = *spilled != 0;
+  const uint64_t head = uint64_t(2) << region_bits;  // regions 0 and 1
+  const uint64_t tail_begin = uint64_t(first_rest) << region_bits;
+  const uint64_t quads = rows ? all_quads
+                              : (head + (uint64_t(table.capacity) - tail_begin)) / 4;
+  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
+  for (uint64_t q = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; q < quads; q += stride) {
+    if (rows) {
+      FinalizeQuad(table.slots + 4 * q, [&](uint32_t row) { return values[row]; });
+    } else {
+      const uint64_t slot = 4 * q < head ? 4 * q : tail_begin + (4 * q - head);
+      FinalizeQuad(table.slots + slot, [&](uint32_t pos) { return part_values[pos]; });
+    }
+  }
+}
+
 // ---- Wave path ----------------------------------------------------------------
 // The region-partitioned buffer above, inserted so that the table crosses DRAM once: it is never
 // cleared as a whole. Step s of the wave sequence (one launch each, in stream
@@ -469,6 +523,8 @@ struct WaveArgs {
   uint32_t region_bits;
   uint32_t regions;
   uint32_t bound;
+  const uint32_t* part_values;      // kFinalize: values by buffer position
+  uint32_t finalize_lag;            // kFinalize: step s finalises region s - lag (>= 2)
 };
 
 constexpr int kWaveItems = 4;                                  // words per thread and tile
@@ -476,7 +532,9 @@ constexpr uint32_t kWaveTile = kBlockThreads * kWaveItems;     // words per tile
 constexpr int kClearVectors = 8;                               // 16-byte stores per thread and tile
 constexpr uint32_t kClearTile = kBlockThreads * kClearVectors * 2;  // slots per clear tile
 
-template <bool kLoadFirst>
+// kFinalize: in-step finalisation (see kMinRegionsForStepFinalize); its tiles
+// come after the insert tiles and before the clear tiles.
+template <bool kLoadFirst, bool kFinalize = false>
 __global__ void __launch_bounds__(kBlockThreads)
     WaveStepKernel(DeviceTable table, WaveArgs a, uint32_t step, DeviceBuildStats* stats) {
   __shared__ unsigned int s_flag, s_tile;
@@ -490,7 +548,16 @@ __global__ void __launch_bounds__(kBlockThreads)
   const bool clear = step + 2 < a.regions;
   const uint32_t ins_tiles = uint32_t((ins_end - ins_begin + kWaveTile - 1) / kWaveTile);
   const uint32_t clear_tiles = clear ? (region_slots + kClearTile - 1) / kClearTile : 0;
-  const uint32_t frontier = step + 2 < a.regions ? (step + 2) << a.region_bits : kEmptyKey;
+  uint32_t frontier = step + 2 < a.regions ? (step + 2) << a.region_bits : kEmptyKey;
+  uint32_t fin_tiles = 0;
+  uint32_t fin_region = 0;
+  if (kFinalize) {
+    if (frontier == kEmptyKey) frontier = 2u << a.region_bits;  // wrapped runs stop at region 2
+    if (step >= a.finalize_lag + 2) {
+      fin_region = step - a.finalize_lag;
+      fin_tiles = (region_slots + kFinalizeTileSlots - 1) / kFinalizeTileSlots;
+    }
+  }
 
   unsigned long long sums[5] = {0, 0, 0, 0, 0};
   unsigned long long max_probes = 0;
@@ -514,6 +581,20 @@ __global__ void __launch_bounds__(kBlockThreads)
       continue;
     }
     t -= ins_tiles;
+    if (kFinalize && t < fin_tiles) {
+      uint64_t* region = table.slots + (uint64_t(fin_region) << a.region_bits);
+      const uint32_t quads = region_slots / 4;
+      const uint32_t base = t * (kFinalizeTileSlots / 4) + threadIdx.x;
+      const uint32_t* __restrict__ part_values = a.part_values;
+#pragma unroll
+      for (int j = 0; j < kFinalizeQuads; ++j) {
+        const uint32_t q = base + uint32_t(j) * kBlockThreads;
+        if (q < quads)
+          FinalizeQuad(region + 4 * uint64_t(q), [&](uint32_t pos) { return part_values[pos]; });
+      }
+      continue;
+    }
+    if (kFinalize) t -= fin_tiles;
     if (t < clear_tiles) {
       // Region step + 2 with 16-byte stores (wave regions hold >= 4 slots, RegionBits).
       ulonglong2* p = reinterpret_cast<ulonglong2*>(table.slots + (uint64_t(step + 2)
@@ -866,7 +947,8 @@ cudaError_t RunWaves(DeviceTable table, const BuildSource& source, uint32_t boun
                      uint32_t tag_offset, uint32_t region_bits, uint32_t regions,
                      const uint64_t* words, const unsigned long long* counts,
                      unsigned int* tile_counters, unsigned int* spilled, DeviceBuildStats* stats,
-                     cudaStream_t stream) {
+                     cudaStream_t stream, const uint32_t* part_values = nullptr,
+                     uint32_t finalize_lag = 0) {
   const size_t first_slots = regions <= 2 ? TableAllocationSlots(table.capacity)
                                           : size_t(2) << region_bits;
   cudaError_t e = cudaMemsetAsync(table.slots, 0xff, first_slots * sizeof(uint64_t), stream);
@@ -879,14 +961,22 @@ cudaError_t RunWaves(DeviceTable table, const BuildSource& source, uint32_t boun
   a.region_bits = region_bits;
   a.regions = regions;
   a.bound = bound;
+  a.part_values = part_values;
+  a.finalize_lag = finalize_lag;
   static std::atomic<int> resident_wave{0};
   // Persistent blocks: as many as fit (the steps are small; tiles balance them).
   const unsigned grid = unsigned(std::max(1, CachedResident(WaveStepKernel<true>, resident_wave)));
   for (uint32_t step = 0; step < regions; ++step) {
-    if (source.load_before_cas)
+    if (finalize_lag != 0) {
+      if (source.load_before_cas)
+        WaveStepKernel<true, true><<<grid, kBlockThreads, 0, stream>>>(table, a, step, stats);
+      else
+        WaveStepKernel<false, true><<<grid, kBlockThreads, 0, stream>>>(table, a, step, stats);
+    } else if (source.load_before_cas) {
       WaveStepKernel<true><<<grid, kBlockThreads, 0, stream>>>(table, a, step, stats);
-    else
+    } else {
       WaveStepKernel<false><<<grid, kBlockThreads, 0, stream>>>(table, a, step, stats);
+    }
   }
   e = cudaGetLastError();
   if (e == cudaSuccess) e = MarkPhase(source, 1, stream);
@@ -994,13 +1084,27 @@ cudaError_t BuildWaves(DeviceTable table, const BuildSource& source, uint32_t bo
   if (e == cudaSuccess)
     e = Partition(table, source, tag_offset, bits, regions, positions, b, stats, stream);
   if (e == cudaSuccess) e = MarkPhase(source, 0, stream);
+  // In-step finalisation (experimental, BuildSource::finalize_lag): position tags only.
+  const uint32_t lag = positions && finalize && regions >= kMinRegionsForStepFinalize
+                           ? std::min(source.finalize_lag, regions)
+                           : 0u;
   if (e == cudaSuccess)
     e = RunWaves(table, source, bound, tag_offset, bits, regions, b.words, b.ends, tile_counters,
-                 spilled, stats, stream);
-  // One finalisation pass over the table (also right after the fallback's direct
-  // insert, which used row tags: FinalizeKernel reads `spilled`).
-  if (e == cudaSuccess && finalize)
+                 spilled, stats, stream, b.part_values, lag);
+  if (e == cudaSuccess && finalize && lag != 0) {
+    // The regions the steps did not finalise (or all after a spill).
+    static std::atomic<int> resident_rest{0};
+    const uint32_t first_rest = std::max(2u, regions - lag);
+    const uint64_t quads = TableAllocationSlots(table.capacity) / 4;
+    FinalizeRestKernel<<<GridFor(quads, CachedResident(FinalizeRestKernel, resident_rest)),
+                         kBlockThreads, 0, stream>>>(table, quads, bits, first_rest,
+                                                     b.part_values, source.values, spilled);
+    e = cudaGetLastError();
+  } else if (e == cudaSuccess && finalize) {
+    // One finalisation pass over the table (also right after the fallback's
+    // direct insert, which used row tags: FinalizeKernel reads `spilled`).
     e = FinalizeDirect(table, source, stream, b.part_values, spilled);
+  }
   const cudaError_t f = cudaFreeAsync(buffer, stream);
   if (e == cudaSuccess) e = MarkPhase(source, 2, stream);
   return e != cudaSuccess ? e : f;
