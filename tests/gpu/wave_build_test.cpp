@@ -188,12 +188,12 @@ class WaveBuildDifferential : public ::testing::Test {
     return out;
   }
 
-  // Builds on both and compares contents and the order-independent statistics.
+  // Builds on the device and compares contents and the order-independent
+  // statistics with `cpu` (CpuBuild of the same input).
   void Compare(uint32_t capacity, const std::vector<uint32_t>& keys,
                const std::vector<uint32_t>& values, const std::vector<uint32_t>& validity,
-               const WaveOptions& o) {
+               const WaveOptions& o, const BuildOutput& cpu) {
     SCOPED_TRACE(::testing::PrintToString(o));
-    const BuildOutput cpu = CpuBuild(capacity, keys, values, validity);
     const BuildOutput gpu = WaveBuild(capacity, keys, values, validity, o);
     ASSERT_EQ(cpu.stats.overflow_rows, 0u) << "test case must not overflow";
     EXPECT_EQ(gpu.stats.unique_keys, cpu.stats.unique_keys) << Seed();
@@ -231,6 +231,7 @@ TEST_F(WaveBuildDifferential, HotDuplicatesAcrossSegmentsKeepTheLowestRowsValue)
   const size_t rows = (size_t(1) << 19) + 12345;
   const std::vector<uint32_t> keys = KeysWithHotDuplicates(rows, 64);
   const std::vector<uint32_t> values = DistinctValues(rows);
+  const BuildOutput cpu = CpuBuild(capacity, keys, values, {});
   for (const WaveOptions o : {WaveOptions{15}, WaveOptions{0}, WaveOptions{18}, WaveOptions{19},
                               WaveOptions{20}, WaveOptions{15, false}, WaveOptions{0, true, true},
                               WaveOptions{15, true, false, false},
@@ -239,7 +240,7 @@ TEST_F(WaveBuildDifferential, HotDuplicatesAcrossSegmentsKeepTheLowestRowsValue)
                               WaveOptions{0, true, true, true, 1},
                               WaveOptions{17, true, false, true, 2},
                               WaveOptions{18, true, false, true, 3}}) {
-    Compare(capacity, keys, values, {}, o);
+    Compare(capacity, keys, values, {}, o, cpu);
     if (HasFatalFailure()) return;
   }
 }
@@ -253,8 +254,9 @@ TEST_F(WaveBuildDifferential, OneKeyOnAlmostEveryRow) {
   std::vector<uint32_t> keys(rows, distinct[5]);
   for (size_t i = 0; i < 5; ++i) keys[i * 7 + 1] = distinct[i];  // row 0 holds the hot key
   const std::vector<uint32_t> values = DistinctValues(rows);
+  const BuildOutput cpu = CpuBuild(capacity, keys, values, {});
   for (const WaveOptions o : {WaveOptions{11}, WaveOptions{0}, WaveOptions{11, false}}) {
-    Compare(capacity, keys, values, {}, o);
+    Compare(capacity, keys, values, {}, o, cpu);
     if (HasFatalFailure()) return;
   }
 }
@@ -269,10 +271,11 @@ TEST_F(WaveBuildDifferential, ValidityMaskAndReservedKeysWithValues) {
   std::vector<uint32_t> validity(rows);
   for (auto& v : validity) v = rng_() % 5 == 0 ? 0u : uint32_t(rng_() | 1u);
   const std::vector<uint32_t> values = DistinctValues(rows);
+  const BuildOutput cpu = CpuBuild(capacity, keys, values, validity);
   for (const WaveOptions o : {WaveOptions{13}, WaveOptions{0}, WaveOptions{13, false},
                               WaveOptions{8} /* 1024 regions: histogram */,
                               WaveOptions{13, true, false, true, 1}}) {
-    Compare(capacity, keys, values, validity, o);
+    Compare(capacity, keys, values, validity, o, cpu);
     if (HasFatalFailure()) return;
   }
 }
@@ -284,8 +287,9 @@ TEST_F(WaveBuildDifferential, ManyRegionsHistogramPartitionWithValues) {
   const size_t rows = 40000;
   const std::vector<uint32_t> keys = KeysWithHotDuplicates(rows, 300);
   const std::vector<uint32_t> values = DistinctValues(rows);
+  const BuildOutput cpu = CpuBuild(capacity, keys, values, {});
   for (const WaveOptions o : {WaveOptions{10}, WaveOptions{7}, WaveOptions{5}}) {
-    Compare(capacity, keys, values, {}, o);
+    Compare(capacity, keys, values, {}, o, cpu);
     if (HasFatalFailure()) return;
   }
 }
@@ -321,11 +325,11 @@ TEST_F(WaveBuildDifferential, SpilledBuildFallsBackWithValues) {
       for (size_t i = 0; i < crowd.size(); i += 3) keys.push_back(crowd[i]);  // duplicates
       std::shuffle(keys.begin(), keys.end(), rng_);
       const std::vector<uint32_t> values = DistinctValues(keys.size());
-      Compare(capacity, keys, values, {}, o);
+      Compare(capacity, keys, values, {}, o, CpuBuild(capacity, keys, values, {}));
       if (HasFatalFailure()) return;
       std::vector<uint32_t> validity(keys.size());
       for (auto& v : validity) v = rng_() % 7 == 0 ? 0u : 1u;
-      Compare(capacity, keys, values, validity, o);
+      Compare(capacity, keys, values, validity, o, CpuBuild(capacity, keys, values, validity));
       if (HasFatalFailure()) return;
     }
   }
