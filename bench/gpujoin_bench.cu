@@ -289,6 +289,21 @@ int main(int argc, char** argv) {
     src.keys = keys;
     src.rows = n;
     auto build = [&] { CHECK_CUDA(gd::ClearAndBuildTable(table, src, capacity, bstats, s)); };
+    // Looks up the keys of a sample of build rows in the table just built and
+    // checks their values (12345 + 3 * row): every variant's finalisation at full size.
+    auto values_sample_ok = [&] {
+      const uint64_t m = n < 4096 ? n : 4096;
+      MakeQueries<<<blocks, 256, 0, s>>>(queries, m, n, false);
+      CHECK_CUDA(cudaGetLastError());
+      CHECK_CUDA(cudaMemsetAsync(qstats, 0, sizeof(gd::DeviceQueryStats), s));
+      CHECK_CUDA(gd::LookupKeys(table, queries, m, capacity, out_values, nullptr, nullptr, qstats, s));
+      std::vector<uint32_t> got(m);
+      CHECK_CUDA(cudaMemcpyAsync(got.data(), out_values, m * 4, cudaMemcpyDeviceToHost, s));
+      CHECK_CUDA(cudaStreamSynchronize(s));
+      for (uint64_t i = 0; i < m; ++i)
+        if (got[i] != 12345u + uint32_t((i * 2654435761ull) % n) * 3u) return false;
+      return true;
+    };
     double ms = 0;
     gd::DeviceBuildStats st{};
     struct Variant {
@@ -344,6 +359,7 @@ int main(int argc, char** argv) {
       Check(st.unique_keys == n && st.duplicate_rows == 0 && st.overflow_rows == 0 &&
                 st.invalid_rows == 0,
             "build statistics (explicit values, " + how + "), load " + lf);
+      Check(values_sample_ok(), "build values sample (explicit values, " + how + "), load " + lf);
       g_rows.push_back(
           {"build " + how + ", explicit values, load " + lf, double(n), ms,
            double(n) * 40 + double(capacity) * 8 + double(capacity) * 16 + double(n) * 32,
