@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # One device session for issue 3: the GPU-labelled differential tests with the
-# default build paths and with each path forced (waves, direct, partitioned), gpujoin-bench (build phases,
+# default build paths and with each path forced (waves, direct), the device-level wave
+# build tests (gpu_wave_build_tests: explicit values, position tags), gpujoin-bench (build phases,
 # lookups on tables from every path) right after the first two, the hashing
 # device tests, the CUDA instances of the engine tests (wave path forced) and
 # hashing backend tests, compute-sanitizer memcheck and racecheck on small
-# filters that include both partitioned paths. Expects a bundle made by
+# filters that include the forced wave path. Expects a bundle made by
 # ../shared/tools/bundle-for-device in $GPU_BUNDLE, default .gpu (see docs/PERFORMANCE.md); logs go to
 # $OUT (or /tmp/gpujoin-device). Prints a short table last.
 set -uo pipefail
@@ -24,14 +25,16 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --f
 step gpu_tests 45 $bundle/bin/gpu_differential_tests
 step gpu_tests_waves 45 env GPUJOIN_CUDA_BUILD_PATH=waves $bundle/bin/gpu_differential_tests
 step gpu_tests_direct 40 env GPUJOIN_CUDA_BUILD_PATH=direct $bundle/bin/gpu_differential_tests
+step wave_build 30 $bundle/bin/gpu_wave_build_tests
 step bench 75 $bundle/bin/gpujoin-bench
-step gpu_tests_part 45 env GPUJOIN_CUDA_BUILD_PATH=partitioned $bundle/bin/gpu_differential_tests
 step hash_device 20 $bundle/bin/hashing_device_test
 step hash_backend 20 $bundle/bin/hashing_backend_test
 step engine_cuda 30 env GPUJOIN_CUDA_BUILD_PATH=waves $bundle/bin/engine_tests --gtest_filter='*cuda*:*Cuda*'
 small='Shapes/BuildLookupDifferential.*/rows1000_*:Shapes/JoinDifferential.*/left1000_*:Paths/ForcedPathDifferential.*:Differential.BatchBuild*:Differential.RepeatedLookupShape*'
 step memcheck 60 compute-sanitizer --tool memcheck --error-exitcode 9 $bundle/bin/gpu_differential_tests --gtest_filter="$small"
+step memcheck_wave 60 compute-sanitizer --tool memcheck --error-exitcode 9 $bundle/bin/gpu_wave_build_tests --gtest_filter='*OneKey*:*Validity*:*ManyRegions*:*Spilled*'
 step racecheck 30 compute-sanitizer --tool racecheck --error-exitcode 9 $bundle/bin/gpu_differential_tests --gtest_filter='Paths/ForcedPathDifferential.BatchBuildMatchesCpu/*:Paths/ForcedPathDifferential.OverflowKeepsLowestRow/*'
+step racecheck_wave 40 compute-sanitizer --tool racecheck --error-exitcode 9 $bundle/bin/gpu_wave_build_tests --gtest_filter='*OneKey*:*Spilled*'
 echo "== failures (first lines)"
 grep -hE '^\[  FAILED|Failure|CHECK FAILED|ERROR SUMMARY|RACECHECK SUMMARY' "$out"/*.log | head -30
 echo "== bench (build rows, phases, lookups, targets)"

@@ -289,6 +289,21 @@ int main(int argc, char** argv) {
     src.keys = keys;
     src.rows = n;
     auto build = [&] { CHECK_CUDA(gd::ClearAndBuildTable(table, src, capacity, bstats, s)); };
+    // Looks up the keys of a sample of build rows in the table just built and
+    // checks their values (12345 + 3 * row): every variant's finalisation at full size.
+    auto values_sample_ok = [&] {
+      const uint64_t m = n < 4096 ? n : 4096;
+      MakeQueries<<<blocks, 256, 0, s>>>(queries, m, n, false);
+      CHECK_CUDA(cudaGetLastError());
+      CHECK_CUDA(cudaMemsetAsync(qstats, 0, sizeof(gd::DeviceQueryStats), s));
+      CHECK_CUDA(gd::LookupKeys(table, queries, m, capacity, out_values, nullptr, nullptr, qstats, s));
+      std::vector<uint32_t> got(m);
+      CHECK_CUDA(cudaMemcpyAsync(got.data(), out_values, m * 4, cudaMemcpyDeviceToHost, s));
+      CHECK_CUDA(cudaStreamSynchronize(s));
+      for (uint64_t i = 0; i < m; ++i)
+        if (got[i] != 12345u + uint32_t((i * 2654435761ull) % n) * 3u) return false;
+      return true;
+    };
     double ms = 0;
     gd::DeviceBuildStats st{};
     struct Variant {
@@ -297,19 +312,28 @@ int main(int argc, char** argv) {
       bool load_first;
       uint32_t region_bits;
       int partition = 0;  // 0 warp multisplit, 1 shared-atomic histogram scatter
+      bool position_tags = true;  // explicit values: position tags (false: row tags)
+      uint32_t finalize_lag = 0;  // explicit values: step s finalises region s - lag (0: off)
     };
-    // direct = one thread per row into the table; partitioned = rows grouped by
-    // table region first (2^21 slots = 16 MiB, 2^22 = 32 MiB of table per region;
-    // by the warp-multisplit scatter, "atomic" = the shared-atomic histogram
-    // scatter), then inserted in one pass
-    // after a full clear; waves = the same buffer, cleared / inserted / finalised
-    // region by region.
+    // direct = one thread per row into the table; waves = rows grouped by table
+    // region first (2^21 slots = 16 MiB, 2^22 = 32 MiB of table per region; by the
+    // warp-multisplit scatter, "atomic" = the shared-atomic histogram scatter),
+    // then cleared / inserted region by region in wave steps and finalised by one
+    // pass over the table ("row tags": with explicit values, the multisplit words
+    // tagged by source row and the values gathered from the source array when
+    // finalising, instead of position tags and values carried in the buffer;
+    // "finalise in steps, lag L": wave step s also finalises region s - L, the
+    // rest in a small pass afterwards; experimental, BuildSource::finalize_lag).
     const Variant variants[] = {{"default", gd::BuildPath::kAuto, true, 0},
                                 {"load+CAS", gd::BuildPath::kDirect, true, 0},
                                 {"CAS-first", gd::BuildPath::kDirect, false, 0},
-                                {"partitioned 32MiB", gd::BuildPath::kPartitioned, true, 22},
                                 {"waves 16MiB", gd::BuildPath::kWaves, true, 21},
                                 {"waves 32MiB", gd::BuildPath::kWaves, true, 22},
+                                {"waves 32MiB row tags", gd::BuildPath::kWaves, true, 22, 0, false},
+                                {"waves 32MiB finalise in steps, lag 1", gd::BuildPath::kWaves,
+                                 true, 22, 0, true, 1},
+                                {"waves 32MiB finalise in steps, lag 2", gd::BuildPath::kWaves,
+                                 true, 22, 0, true, 2},
                                 {"waves 32MiB CAS-first", gd::BuildPath::kWaves, false, 22},
                                 {"waves 32MiB atomic", gd::BuildPath::kWaves, true, 22, 1}};
     for (const Variant& v : variants) {
@@ -321,6 +345,8 @@ int main(int argc, char** argv) {
       src.path = v.path;
       src.region_bits = v.region_bits;
       src.multisplit_partition = v.partition != 1;
+      src.position_tags = v.position_tags;
+      src.finalize_lag = v.finalize_lag;
       const std::string how = v.name;
       // Explicit values: claim + atomic-min of the row, then finalisation.
       src.values = values;
@@ -333,6 +359,7 @@ int main(int argc, char** argv) {
       Check(st.unique_keys == n && st.duplicate_rows == 0 && st.overflow_rows == 0 &&
                 st.invalid_rows == 0,
             "build statistics (explicit values, " + how + "), load " + lf);
+      Check(values_sample_ok(), "build values sample (explicit values, " + how + "), load " + lf);
       g_rows.push_back(
           {"build " + how + ", explicit values, load " + lf, double(n), ms,
            double(n) * 40 + double(capacity) * 8 + double(capacity) * 16 + double(n) * 32,
@@ -353,22 +380,21 @@ int main(int argc, char** argv) {
     }
     src.load_before_cas = true;
     src.multisplit_partition = true;
+    src.position_tags = true;
+    src.finalize_lag = 0;
     // Clear alone, to show how much of the build it is.
     ms = MedianMs(s, [&] { CHECK_CUDA(gd::ClearTable(table, bstats, s)); });
     g_rows.push_back({"  (of which: clear table), load " + lf, double(capacity), ms,
                       double(capacity) * 8, "", 0, 0});
     // Lookups into a table with explicit values: first from the default build
-    // path (the target rows), then from the partitioned and the wave builds. The
-    // contents are the same; the placement inside runs differs (the partitioned
-    // builds insert roughly in home-slot order), and so may the lookup time. The
+    // path (the target rows), then from a forced wave build. The contents are
+    // the same; the placement inside runs may differ (the wave build inserts
+    // roughly in home-slot order), and so may the lookup time. The
     // value samples also check each path's finalisation at full size.
     for (const gd::BuildPath table_path : {gd::BuildPath::kAuto, gd::BuildPath::kWaves}) {
       if (g_profile && table_path != gd::BuildPath::kAuto) continue;
-      const bool partitioned_table = table_path != gd::BuildPath::kAuto;
-      const std::string table_note = table_path == gd::BuildPath::kPartitioned
-                                         ? " [table: partitioned build]"
-                                     : table_path == gd::BuildPath::kWaves ? " [table: wave build]"
-                                                                           : "";
+      const bool forced_table = table_path != gd::BuildPath::kAuto;
+      const std::string table_note = forced_table ? " [table: wave build]" : "";
       src.path = table_path;
       src.region_bits = 0;
       src.values = values;
@@ -401,7 +427,7 @@ int main(int argc, char** argv) {
         Check(values_ok, "lookup values sample, load " + lf + table_note);
         std::string target;
         double tv = 0;
-        if (partitioned_table) {
+        if (forced_table) {
           g_rows.push_back({std::string("lookup+found+stats, ") +
                                 (half_miss ? "50% miss" : "all hits") + ", load " + lf + table_note,
                             double(n), ms, double(n) * 41, "", 0, 0});
@@ -620,8 +646,8 @@ int main(int argc, char** argv) {
     std::printf("%-52s %12.0f %10.3f %12.2f %9.0f %7.0f%%  %-18s %s\n", r.name.c_str(), r.n, r.ms,
                 rate / 1e9, bps / 1e9, frac * 100, r.target.c_str(), verdict.c_str());
   }
-  std::printf("\nbuild phases, ms (median of %d; direct: clear | insert | finalise; partitioned: "
-              "partition | insert | finalise; waves: partition | wave steps | "
+  std::printf("\nbuild phases, ms (median of %d; direct: clear | insert | finalise; "
+              "waves: partition | wave steps | "
               "fallback launches (idle unless a row spilled) + the finalisation pass over the table)\n",
               g_reps);
   std::printf("%-44s %9s %9s %9s %9s\n", "build", "phase 1", "phase 2", "phase 3", "total");

@@ -11,21 +11,27 @@ mkdir -p "$out"
 ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 if [ -z "$ncu" ]; then echo "ncu: not found on this host"; exit 0; fi
 echo "ncu: $ncu"
-# Two passes over `gpujoin-bench --profile` (each operation runs three times:
+# Three passes over `gpujoin-bench --profile` (each operation runs three times:
 # two warm-ups and one timed): the build kernels (direct insert, multisplit
-# partition, the first wave steps), then the lookup kernels (default and plain
+# partition, the first wave steps), the finalisation pass, then the lookup kernels (default and plain
 # prefetch, all hits and 50 % misses, load 0.5 then 0.8).
 sections="--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats --section LaunchStats"
-timeout "${NCU_TIMEOUT:-200}" "$ncu" --kernel-name 'regex:InsertKernel|RegionCountKernel|RegionMultisplitKernel|WaveStepKernel' \
+timeout "${NCU_TIMEOUT:-200}" "$ncu" --kernel-name 'regex:InsertKernel|SegmentCountKernel|RegionMultisplitKernel|WaveStepKernel' \
   --launch-count 20 $sections "$bundle/bin/gpujoin-bench" --profile > "$out/ncu_build.txt" 2>&1
 echo "ncu build rc=$?"
+# The finalisation pass: three launches of the direct build (values[row] gathered
+# at random), then three of the wave build (position tags: part_values in region order).
+timeout "${NCU_TIMEOUT:-200}" "$ncu" --kernel-name 'regex:FinalizeKernel' --launch-count 6 $sections \
+  --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct \
+  "$bundle/bin/gpujoin-bench" --profile > "$out/ncu_finalize.txt" 2>&1
+echo "ncu finalize rc=$?"
 # Load 0.8 only (skip load 0.5's 18 launches: three variants, hits and misses,
 # three runs each).
 timeout "${NCU_TIMEOUT:-200}" "$ncu" --kernel-name 'regex:LookupKernel' --launch-skip 18 \
   --launch-count 18 $sections --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum \
   "$bundle/bin/gpujoin-bench" --profile > "$out/ncu_lookup.txt" 2>&1
 echo "ncu lookup rc=$?"
-for f in "$out/ncu_build.txt" "$out/ncu_lookup.txt"; do
+for f in "$out/ncu_build.txt" "$out/ncu_finalize.txt" "$out/ncu_lookup.txt"; do
   grep -E '^  [A-Za-z_].*\(|Duration|DRAM Throughput|L2 Hit Rate|Achieved Occupancy|Compute \(SM\) Throughput|Registers Per' "$f" |
     sed -E 's/\(gpujoin::engine::detail::DeviceTable.*//; s/^ +//' | cut -c1-110
 done

@@ -77,7 +77,7 @@ class ScopedEnv {
   std::string old_;
 };
 
-// Sets GPUJOIN_CUDA_BUILD_PATH ("direct", "partitioned" or "waves": which insert path the
+// Sets GPUJOIN_CUDA_BUILD_PATH ("direct" or "waves": which insert path the
 // CUDA backend's builds take) for one scope.
 class ScopedBuildPath : public ScopedEnv {
  public:
@@ -455,15 +455,13 @@ TEST_F(Differential, OverflowKeepsLowestRowPerRetainedKeyAndPropagatesToJoin) { 
 
 TEST_F(Differential, LookupWithProbeBoundOverrideMatchesCpu) { BoundOverrideCompare(); }
 
-// The partitioned build paths forced on small inputs, against the CPU:
-// "partitioned" (rows grouped by table region, then inserted region by region
-// after a full clear) and "waves" (the same, but cleared and inserted region by
-// region in wave steps, then finalised by one pass over the table; a row whose
-// run would reach a region not cleared yet makes the build fall back to the
-// direct insert, which the full and nearly full tables here exercise). The wave
-// path is the default only for large builds (tables >= 128 MiB, >= 2^22 rows),
-// so these small cases force it. Cases: duplicates
-// across chunks, explicit values, generated values with and without
+// The wave build path forced on small inputs, against the CPU: rows grouped by
+// table region, the table cleared and inserted region by region in wave steps,
+// then finalised by one pass over the table (a row whose run would reach a region
+// not cleared yet makes the build fall back to the direct insert, which the full
+// and nearly full tables here exercise). The wave path is the default only for
+// large builds (tables >= 128 MiB, >= 2^22 rows), so these small cases force it.
+// Cases: duplicates across chunks, explicit values, generated values with and without
 // wrap-around, reserved keys, a full table, batch builds with masks, overflow,
 // and lookups with a bound override.
 class ForcedPathDifferential : public Differential,
@@ -484,8 +482,8 @@ TEST_P(ForcedPathDifferential, BuildMatchesCpu) {
 }
 
 TEST_P(ForcedPathDifferential, GeneratedRowIdsMatchCpu) {
-  // first_value 0: generated values grow with the row, so the partitioned paths
-  // store them directly (no finalisation).
+  // first_value 0: generated values grow with the row, so the wave path stores
+  // them directly (no finalisation).
   ScopedBuildPath path(GetParam());
   std::vector<uint32_t> keys = DistinctKeys(50000);
   for (size_t i = 0; i < keys.size(); i += 3) keys[i] = keys[rng_() % keys.size()];
@@ -524,12 +522,12 @@ TEST_P(ForcedPathDifferential, LookupWithProbeBoundOverride) {
   BoundOverrideCompare();
 }
 
-INSTANTIATE_TEST_SUITE_P(Paths, ForcedPathDifferential, ::testing::Values("partitioned", "waves"),
+INSTANTIATE_TEST_SUITE_P(Paths, ForcedPathDifferential, ::testing::Values("waves"),
                          [](const ::testing::TestParamInfo<const char*>& info) {
                            return std::string(info.param);
                          });
 
-// A partitioned build whose transient buffer cannot be had (here: over
+// A wave build whose transient buffer cannot be had (here: over
 // GPUJOIN_CUDA_PARTITION_MAX_BYTES, which takes the same branch as a failed
 // allocation) clears the table and takes the direct path: same results.
 TEST_P(ForcedPathDifferential, BufferOverLimitFallsBackToDirect) {

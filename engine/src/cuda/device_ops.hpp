@@ -51,25 +51,23 @@ struct DeviceQueryStats {
 /// How BuildTable inserts (the result is the same; see docs/PERFORMANCE.md).
 enum class BuildPath : int {
   /// ChooseBuildPath decides (the GPUJOIN_CUDA_BUILD_PATH environment
-  /// variable, "direct" or "partitioned", overrides it; tests and the bench use it).
+  /// variable, "direct" or "waves", overrides it; tests and the bench use it).
   kAuto = -1,
   /// One thread per row, 64-bit CAS straight into the table, finalisation by one
   /// pass over the table gathering the winners' values.
   kDirect = 0,
   /// Rows grouped by table region into a transient buffer (8 B per row, + 4 B
-  /// with explicit values, allocated stream-ordered), inserted region by region
-  /// so that the atomics hit L2; finalisation re-probes the buffer in region order.
-  kPartitioned = 1,
-  /// The partitioned buffer, inserted in region waves so that the table crosses
-  /// DRAM once: each wave step clears a region two ahead and inserts one region
-  /// (ClearAndBuildTable skips the full-table clear); builds that need
-  /// finalisation then take the direct path's pass over the table. A row whose
-  /// run would reach a region not cleared yet makes the build redo its insert on
-  /// the direct path.
+  /// with explicit values; allocated stream-ordered), inserted in region waves so
+  /// that the table crosses DRAM once: each wave step clears a region two ahead
+  /// and inserts one region (ClearAndBuildTable skips the full-table clear);
+  /// builds that need finalisation then take one pass over the table (with
+  /// explicit values and the stable partition it reads the values carried in the
+  /// buffer, in region order). A row whose run would reach a region not cleared
+  /// yet makes the build redo its insert on the direct path.
   kWaves = 2,
 };
 
-/// kAuto takes a partitioned path only for tables of at least this many bytes...
+/// kAuto takes the wave path only for tables of at least this many bytes...
 inline constexpr uint64_t kPartitionMinTableBytes = uint64_t{128} << 20;
 /// ... and builds of at least this many rows; smaller builds take kDirect.
 inline constexpr uint64_t kPartitionMinRows = uint64_t{1} << 22;
@@ -109,27 +107,43 @@ struct BuildSource {
   bool load_before_cas = true;
   /// Insert path (kAuto: ChooseBuildPath decides).
   BuildPath path = BuildPath::kAuto;
-  /// Partitioned path: log2 of the slots per region (0 = automatic: 2^20 slots,
-  /// 8 MiB of table, for large tables; 128 regions for small ones). Raised so
-  /// that there are at most 2048 regions.
+  /// Wave path: log2 of the slots per region (0 = automatic: kWaveRegionBits for
+  /// large tables, 16 regions for small ones). Raised so that there are at most
+  /// 2048 regions and at least 4 slots per region.
   uint32_t region_bits = 0;
-  /// Partitioned and wave paths with at most 32 regions: group the rows by region
-  /// with the warp-multisplit kernels (true: lane-private counts, ballot ranks,
-  /// each region's run written from a shared-memory staging tile), or with one
-  /// shared atomic per row and scattered stores (false; always used above 32
+  /// Wave path with at most 32 regions: group the rows by region
+  /// with the stable warp-multisplit kernels (true: per-(region, segment) counts
+  /// and their scan, ballot ranks, each region's run written in row order from a
+  /// shared-memory staging tile; with explicit values the words are tagged with
+  /// their buffer position and the values carried along, so that finalisation
+  /// reads them in region order), or with one shared atomic per row and
+  /// scattered stores (false; unstable, row tags; always used above 32
   /// regions). A CUB radix sort on the region was measured too and was slower
   /// (docs/PERFORMANCE.md, "Fifth round").
   bool multisplit_partition = true;
+  /// Wave path with the stable (multisplit) partition and explicit values: tag
+  /// the words with their buffer position and carry the values through the
+  /// partition, so that finalisation reads them in region order (true), or tag
+  /// them with the source row and gather values[row] at random when finalising
+  /// (false; the benchmark compares both). Same results.
+  bool position_tags = true;
+  /// Experimental, not the default (0): with position tags and at least 5 wave
+  /// regions, wave step s also finalises region s - finalize_lag (when that is
+  /// >= 2) while it may still be in L2, and one small pass finalises regions 0, 1
+  /// and the last finalize_lag afterwards (the whole table after a spill). The
+  /// last two steps then make rows whose run wraps past region 1 spill. 0: one
+  /// finalisation pass over the table after the steps. Same results.
+  uint32_t finalize_lag = 0;
   /// Benchmarks only: three events recorded on the stream between the phases of
   /// the build (direct: after the clear, the insert, the finalisation;
-  /// partitioned and waves: after the partition, the insert (waves: the wave
-  /// steps, finalisation included), the rest). Null: none.
+  /// waves: after the partition, the wave steps, the rest: fallback launches and
+  /// finalisation). Null: none.
   cudaEvent_t* phase_events = nullptr;
 };
 
 /// The path BuildTable takes for this table, row count, requested path and
 /// whether the build needs finalisation (kAuto: the environment override
-/// GPUJOIN_CUDA_BUILD_PATH = "direct", "partitioned" or "waves", else for large
+/// GPUJOIN_CUDA_BUILD_PATH = "direct" or "waves", else for large
 /// tables and builds kLargeBuildPath or kLargeFinalizedBuildPath, else kDirect).
 BuildPath ChooseBuildPath(uint32_t capacity, uint64_t rows, BuildPath path, bool finalize);
 

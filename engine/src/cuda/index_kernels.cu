@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <cub/device/device_scan.cuh>
 
 #include "cuda/device_ops.hpp"
 #include "cuda/kernel_utils.cuh"
@@ -18,11 +19,12 @@ __device__ __forceinline__ uint32_t SlotKey(uint64_t slot) { return uint32_t(slo
 __device__ __forceinline__ uint32_t SlotLow(uint64_t slot) { return uint32_t(slot); }
 
 // Inserts one packed word key:tag in Robin Hood order (detail::ResidentComesFirst,
-// docs/engine.md "Slots and probing"). A row's tag is either the final value
-// (direct mode: generated values that grow with the row, so the lowest row has
-// the lowest tag) or the global source row (finalised later). Both make "keep
-// the lowest row" a 64-bit minimum among words of the same key, so the outcome
-// does not depend on thread order.
+// docs/engine.md "Slots and probing"). A row's tag is the final value (direct
+// mode: generated values that grow with the row, so the lowest row has the
+// lowest tag), the global source row, or the row's position in the wave path's
+// stable partition buffer (both finalised later). All three make "keep the lowest
+// row" a 64-bit minimum among words of the same key, so the outcome does not
+// depend on thread order.
 //
 // The word walks from its key's home. At each slot: an empty slot is claimed
 // (CAS); a word of the same key keeps the smaller of the two (CAS); a resident
@@ -66,8 +68,8 @@ enum class StepResult { kContinue, kSettled, kFrontier };
 // there and adds nothing more (the caller then makes the build fall back; see
 // RunWaves).
 template <bool kLoadFirst, bool kFrontier>
-__device__ __forceinline__ StepResult InsertStep(DeviceTable table, InsertState& st,
-                                                 uint32_t bound, unsigned long long (&sums)[5],
+__device__ __forceinline__ StepResult InsertStep(DeviceTable table, InsertState& st, uint32_t bound,
+                                                 unsigned long long (&sums)[5],
                                                  unsigned long long& max_probes,
                                                  uint32_t frontier) {
   constexpr unsigned long long kMinusOne = ~0ull;
@@ -166,14 +168,12 @@ __global__ void __launch_bounds__(kBlockThreads)
   BlockFlushStats<5>(sums, max_probes, &stats->unique_keys, &stats->max_probes);
 }
 
-// ---- Partitioned path -------------------------------------------------------
+// ---- Region partition (wave path) ---------------------------------------------
 // The direct insert is bound by random 64-bit atomics into a table that does not
-// fit in L2. The partitioned path first groups the valid rows by table region
-// (home slot >> region_bits) into a transient buffer of packed key:tag words
-// (and their explicit values), then inserts the buffer in region order with the
-// same InsertWord, so the part of the table being written stays L2-resident.
-// Finalisation re-probes the buffer in region order instead of gathering values
-// at random.
+// fit in L2. The wave path first groups the valid rows by table region
+// (home slot >> region_bits) into a transient buffer of packed key:tag words,
+// then inserts the buffer in region order with the same InsertWord, so the part
+// of the table being written stays L2-resident (see "Wave path" below).
 
 constexpr uint32_t kMaxRegions = 2048;
 constexpr int kScatterItems = 8;
@@ -218,14 +218,14 @@ __global__ void RegionScanKernel(unsigned long long* counts, uint32_t regions) {
 // Block-staged scatter: per tile of kScatterItems x kBlockThreads rows, a
 // shared histogram gives every row its offset inside the block's run of its
 // region, and one global atomic per region and tile reserves that run. The
-// order inside a run is arbitrary (the insert keeps the lowest tag anyway).
-template <bool kHasValidity, bool kValues>
+// order inside a run is arbitrary (the words carry row tags and the insert keeps
+// the lowest tag anyway).
+template <bool kHasValidity>
 __global__ void __launch_bounds__(kBlockThreads)
     RegionScatterKernel(const uint32_t* __restrict__ keys, const uint32_t* __restrict__ validity,
-                        const uint32_t* __restrict__ values, uint64_t rows, uint32_t capacity,
-                        uint32_t region_bits, uint32_t regions, uint32_t tag_offset,
-                        unsigned long long* cursor, uint64_t* __restrict__ out_words,
-                        uint32_t* __restrict__ out_values) {
+                        uint64_t rows, uint32_t capacity, uint32_t region_bits, uint32_t regions,
+                        uint32_t tag_offset, unsigned long long* cursor,
+                        uint64_t* __restrict__ out_words) {
   __shared__ unsigned int local[kMaxRegions];
   __shared__ unsigned long long base[kMaxRegions];
   constexpr uint64_t kTile = uint64_t(kBlockThreads) * kScatterItems;
@@ -255,13 +255,12 @@ __global__ void __launch_bounds__(kBlockThreads)
       const uint64_t i = t0 + uint64_t(j) * kBlockThreads + threadIdx.x;
       const unsigned long long at = base[region[j]] + offset[j];
       out_words[at] = (uint64_t(key[j]) << 32) | uint32_t(tag_offset + uint32_t(i));
-      if (kValues) out_values[at] = __ldcs(values + i);
     }
     __syncthreads();  // `local` and `base` are reused by the next tile
   }
 }
 
-// ---- Warp-multisplit partition (at most 32 regions) ---------------------------
+// ---- Warp-multisplit partition (at most 32 regions), stable ---------------------
 // The histogram scatter above does one shared-memory atomic per row on few
 // addresses (heavy same-address contention with 32 regions) and scatters 8-byte
 // words to up to 32 write fronts per warp store. Here a warp classifies 32 rows
@@ -270,11 +269,26 @@ __global__ void __launch_bounds__(kBlockThreads)
 // among the warp's rows of its region is the popcount of its own match mask below
 // its lane. The scatter stages each tile sorted by region in shared memory and
 // writes every region's run with consecutive threads.
+//
+// The partition is stable: inside each region's run of the buffer the words are
+// in ascending source row order. The rows are cut into segments of
+// kSegmentTiles tiles; SegmentCountKernel counts every (region, segment) pair,
+// region-major, one exclusive scan over those counts gives each pair its first
+// output position, and the scatter handles each segment's tiles in order with
+// one block, each warp taking contiguous rows of the tile (warp prefix, then
+// item, then lane is row order). So a word's position grows with its row among
+// the words of its region; with explicit values the words are tagged with their
+// position and the values carried along (see BuildWaves).
 
 constexpr uint32_t kMultisplitMaxRegions = 32;
 constexpr int kSplitItems = 8;  // rows per thread and tile
 constexpr uint32_t kSplitTile = kBlockThreads * kSplitItems;
 constexpr int kWarpsPerBlock = kBlockThreads / 32;
+constexpr uint32_t kWarpTileRows = 32 * kSplitItems;  // contiguous rows per warp and tile
+/// Tiles per segment: the unit of the per-region counts and of one scatter block's
+/// sequential work (16384 rows).
+constexpr uint32_t kSegmentTiles = 8;
+constexpr uint64_t kSegmentRows = uint64_t(kSplitTile) * kSegmentTiles;
 
 // Lanes (in `valid`) whose region equals `target`, from the bit ballots.
 __device__ __forceinline__ unsigned MatchRegion(const unsigned (&ballots)[5], int bits,
@@ -286,147 +300,158 @@ __device__ __forceinline__ unsigned MatchRegion(const unsigned (&ballots)[5], in
   return m;
 }
 
-// Valid rows per region (counts[regions], zeroed) and invalid rows; regions <= 32.
-// Lane-private counters in shared memory, region-major (thread t's counter of
-// region r at [r][t]: every lane of a warp in its own bank whatever the regions),
-// so counting a row is a shared load, add and store with no atomic; the block
-// adds its columns once at the end. (A ballot-per-region-bit count measured
-// compute-bound on an H200: 78 % SM throughput, 396 us for 2^26 rows under ncu.)
-template <bool kHasValidity>
+// Valid rows of every (region, segment): counts[r * segments + seg]; also
+// counts[regions * segments] = 0 (the scan's last input, so that its output is
+// the total) and the invalid rows. regions <= 32. Lane-private counters in shared
+// memory, region-major (thread t's counter of region r at [r][t]: every lane of a
+// warp in its own bank whatever the regions), so counting a row is a shared load,
+// add and store with no atomic; the block adds the columns once per segment.
+// (A ballot-per-region-bit count measured compute-bound on an H200: 78 % SM
+// throughput, 396 us for 2^26 rows under ncu.)
+template <bool kHasValidity, typename CountT>
 __global__ void __launch_bounds__(kBlockThreads)
-    RegionCountKernel(const uint32_t* __restrict__ keys, const uint32_t* __restrict__ validity,
-                      uint64_t rows, uint32_t capacity, uint32_t region_bits, uint32_t regions,
-                      unsigned long long* counts, DeviceBuildStats* stats) {
+    SegmentCountKernel(const uint32_t* __restrict__ keys, const uint32_t* __restrict__ validity,
+                       uint64_t rows, uint32_t capacity, uint32_t region_bits, uint32_t regions,
+                       uint64_t segments, CountT* __restrict__ counts, DeviceBuildStats* stats) {
   __shared__ uint32_t lane_counts[kMultisplitMaxRegions][kBlockThreads];
-#pragma unroll
-  for (uint32_t r = 0; r < kMultisplitMaxRegions; ++r) lane_counts[r][threadIdx.x] = 0;
-  unsigned long long invalid[1] = {0};
-  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
-  for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < rows; i += stride) {
-    const uint32_t key = __ldcs(keys + i);
-    if (key == kEmptyKey || (kHasValidity && validity[i] == 0)) {
-      ++invalid[0];
-      continue;
-    }
-    ++lane_counts[HomeSlot(key, capacity) >> region_bits][threadIdx.x];
-  }
-  __syncthreads();
   const uint32_t lane = threadIdx.x & 31u;
-  for (uint32_t r = threadIdx.x / 32; r < regions; r += kWarpsPerBlock) {
-    uint32_t sum = 0;
+  const uint32_t warp = threadIdx.x / 32;
+  if (blockIdx.x == 0 && threadIdx.x == 0) counts[uint64_t(regions) * segments] = 0;
+  unsigned long long invalid[1] = {0};
+  for (uint64_t seg = blockIdx.x; seg < segments; seg += gridDim.x) {
+    for (uint32_t r = 0; r < regions; ++r) lane_counts[r][threadIdx.x] = 0;  // own column
+    const uint64_t end = (seg + 1) * kSegmentRows < rows ? (seg + 1) * kSegmentRows : rows;
+    for (uint64_t i = seg * kSegmentRows + threadIdx.x; i < end; i += kBlockThreads) {
+      const uint32_t key = __ldcs(keys + i);
+      if (key == kEmptyKey || (kHasValidity && validity[i] == 0)) {
+        ++invalid[0];
+        continue;
+      }
+      ++lane_counts[HomeSlot(key, capacity) >> region_bits][threadIdx.x];
+    }
+    __syncthreads();
+    for (uint32_t r = warp; r < regions; r += kWarpsPerBlock) {
+      uint32_t sum = 0;
 #pragma unroll
-    for (uint32_t k = 0; k < kBlockThreads / 32; ++k) sum += lane_counts[r][lane + 32 * k];
+      for (uint32_t k = 0; k < kBlockThreads / 32; ++k) sum += lane_counts[r][lane + 32 * k];
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) sum += __shfl_down_sync(0xffffffffu, sum, o);
-    if (lane == 0 && sum != 0) atomicAdd(&counts[r], static_cast<unsigned long long>(sum));
+      for (int o = 16; o > 0; o >>= 1) sum += __shfl_down_sync(0xffffffffu, sum, o);
+      if (lane == 0) counts[uint64_t(r) * segments + seg] = CountT(sum);
+    }
+    __syncthreads();  // the columns are cleared for the next segment
   }
   BlockFlushStats<1>(invalid, 0, &stats->invalid_rows, nullptr);
 }
 
-// Scatter of the valid rows into their regions' runs; `cursor` holds each
-// region's write cursor (the exclusive prefix of the counts) and ends as its end.
-template <bool kHasValidity, bool kValues>
+// ends[r] = end of region r's words (= the scanned offset of region r + 1's
+// first segment), for r < regions, and ends[regions] = the total. One small block.
+template <typename CountT>
+__global__ void RegionEndsKernel(const CountT* __restrict__ offsets, uint64_t segments,
+                                 uint32_t regions, unsigned long long* ends) {
+  for (uint32_t r = threadIdx.x; r <= regions; r += blockDim.x)
+    ends[r] = offsets[uint64_t(r < regions ? r + 1 : regions) * segments];
+}
+
+// Stable scatter of the valid rows into their regions' runs: segment `seg`'s
+// words of region r start at offsets[r * segments + seg] (the exclusive scan of
+// SegmentCountKernel's counts). One block per segment at a time, its tiles in
+// order; warp w of a tile takes rows t0 + w * 256 + j * 32 + lane (j < 8).
+// kPositions: tag each word with its position in the buffer instead of
+// tag_offset + row, and write the row's explicit value to out_values[position].
+template <bool kHasValidity, bool kPositions, typename CountT>
 __global__ void __launch_bounds__(kBlockThreads)
     RegionMultisplitKernel(const uint32_t* __restrict__ keys, const uint32_t* __restrict__ validity,
                            const uint32_t* __restrict__ values, uint64_t rows, uint32_t capacity,
                            uint32_t region_bits, uint32_t regions, uint32_t tag_offset,
-                           unsigned long long* cursor, uint64_t* __restrict__ out_words,
-                           uint32_t* __restrict__ out_values) {
+                           uint64_t segments, const CountT* __restrict__ offsets,
+                           uint64_t* __restrict__ out_words, uint32_t* __restrict__ out_values) {
   __shared__ uint64_t stage_words[kSplitTile];
-  __shared__ uint32_t stage_values[kValues ? kSplitTile : 1];
+  __shared__ uint32_t stage_values[kPositions ? kSplitTile : 1];
   __shared__ uint8_t stage_region[kSplitTile];
   __shared__ uint32_t warp_counts[kWarpsPerBlock][kMultisplitMaxRegions];
   __shared__ uint32_t tile_start[kMultisplitMaxRegions + 1];
-  __shared__ unsigned long long global_base[kMultisplitMaxRegions];
+  // Output position of staged entry k of region r: tile_base[r] + k (modulo 2^64).
+  __shared__ unsigned long long tile_base[kMultisplitMaxRegions];
   const uint32_t lane = threadIdx.x & 31u;
   const uint32_t warp = threadIdx.x / 32;
   const unsigned lower = (1u << lane) - 1u;
   const int bits = 31 - __clz(regions);
-  for (uint64_t t0 = uint64_t(blockIdx.x) * kSplitTile; t0 < rows;
-       t0 += uint64_t(gridDim.x) * kSplitTile) {
-    uint32_t key[kSplitItems], region[kSplitItems], rank[kSplitItems];
-    uint32_t running = 0;  // this warp's rows of region `lane` so far in the tile
+  for (uint64_t seg = blockIdx.x; seg < segments; seg += gridDim.x) {
+    // Warp 0, lane r: the next output position of region r in this segment.
+    unsigned long long next = 0;
+    if (warp == 0 && lane < regions) next = offsets[uint64_t(lane) * segments + seg];
+    const uint64_t seg_end = (seg + 1) * kSegmentRows < rows ? (seg + 1) * kSegmentRows : rows;
+    for (uint64_t t0 = seg * kSegmentRows; t0 < seg_end; t0 += kSplitTile) {
+      const uint64_t warp_rows = t0 + uint64_t(warp) * kWarpTileRows + lane;
+      uint32_t key[kSplitItems], region[kSplitItems], rank[kSplitItems];
+      uint32_t running = 0;  // this warp's rows of region `lane` so far in the tile
 #pragma unroll
-    for (int j = 0; j < kSplitItems; ++j) {
-      const uint64_t i = t0 + uint64_t(j) * kBlockThreads + threadIdx.x;
-      bool valid = false;
-      region[j] = 0;
-      key[j] = 0;
-      if (i < rows) {
-        key[j] = __ldcs(keys + i);
-        valid = key[j] != kEmptyKey && (!kHasValidity || validity[i] != 0);
-        if (valid) region[j] = HomeSlot(key[j], capacity) >> region_bits;
+      for (int j = 0; j < kSplitItems; ++j) {
+        const uint64_t i = warp_rows + uint64_t(j) * 32;
+        bool valid = false;
+        region[j] = 0;
+        key[j] = 0;
+        if (i < seg_end) {
+          key[j] = __ldcs(keys + i);
+          valid = key[j] != kEmptyKey && (!kHasValidity || validity[i] != 0);
+          if (valid) region[j] = HomeSlot(key[j], capacity) >> region_bits;
+        }
+        unsigned ballots[5];
+#pragma unroll
+        for (int b = 0; b < 5; ++b) ballots[b] = __ballot_sync(0xffffffffu, (region[j] >> b) & 1u);
+        const unsigned valid_lanes = __ballot_sync(0xffffffffu, valid);
+        const unsigned same = MatchRegion(ballots, bits, region[j], valid_lanes);
+        const uint32_t before = __shfl_sync(0xffffffffu, running, region[j]);
+        rank[j] = valid ? before + __popc(same & lower) : ~0u;
+        if (lane < regions) running += __popc(MatchRegion(ballots, bits, lane, valid_lanes));
       }
-      unsigned ballots[5];
+      warp_counts[warp][lane] = lane < regions ? running : 0u;
+      __syncthreads();
+      if (warp == 0) {
+        // Per region (lane): prefix over warps, tile total, then the tile's region
+        // starts (prefix over regions) and where the region's entries go.
+        uint32_t total = 0;
 #pragma unroll
-      for (int b = 0; b < 5; ++b) ballots[b] = __ballot_sync(0xffffffffu, (region[j] >> b) & 1u);
-      const unsigned valid_lanes = __ballot_sync(0xffffffffu, valid);
-      const unsigned same = MatchRegion(ballots, bits, region[j], valid_lanes);
-      const uint32_t before = __shfl_sync(0xffffffffu, running, region[j]);
-      rank[j] = valid ? before + __popc(same & lower) : ~0u;
-      if (lane < regions) running += __popc(MatchRegion(ballots, bits, lane, valid_lanes));
-    }
-    if (lane < kMultisplitMaxRegions) warp_counts[warp][lane] = lane < regions ? running : 0u;
-    __syncthreads();
-    if (warp == 0) {
-      // Per region (lane): prefix over warps, tile total, then the tile's region
-      // starts (prefix over regions) and the run reserved in the output.
-      uint32_t total = 0;
+        for (int w = 0; w < kWarpsPerBlock; ++w) {
+          const uint32_t c = warp_counts[w][lane];
+          warp_counts[w][lane] = total;
+          total += c;
+        }
+        uint32_t scan = total;
 #pragma unroll
-      for (int w = 0; w < kWarpsPerBlock; ++w) {
-        const uint32_t c = warp_counts[w][lane];
-        warp_counts[w][lane] = total;
-        total += c;
+        for (int o = 1; o < 32; o <<= 1) {
+          const uint32_t v = __shfl_up_sync(0xffffffffu, scan, o);
+          if (lane >= uint32_t(o)) scan += v;
+        }
+        tile_start[lane] = scan - total;
+        if (lane == 31) tile_start[32] = scan;
+        tile_base[lane] = next - (scan - total);
+        next += total;
       }
-      uint32_t scan = total;
+      __syncthreads();
 #pragma unroll
-      for (int o = 1; o < 32; o <<= 1) {
-        const uint32_t v = __shfl_up_sync(0xffffffffu, scan, o);
-        if (lane >= uint32_t(o)) scan += v;
+      for (int j = 0; j < kSplitItems; ++j) {
+        if (rank[j] == ~0u) continue;
+        const uint64_t i = warp_rows + uint64_t(j) * 32;
+        const uint32_t at = tile_start[region[j]] + warp_counts[warp][region[j]] + rank[j];
+        stage_words[at] = (uint64_t(key[j]) << 32) | uint32_t(tag_offset + uint32_t(i));
+        stage_region[at] = static_cast<uint8_t>(region[j]);
+        if (kPositions) stage_values[at] = __ldcs(values + i);
       }
-      tile_start[lane] = scan - total;
-      if (lane == 31) tile_start[32] = scan;
-      if (lane < regions && total != 0)
-        global_base[lane] = atomicAdd(&cursor[lane], static_cast<unsigned long long>(total));
+      __syncthreads();
+      const uint32_t staged = tile_start[32];
+      for (uint32_t k = threadIdx.x; k < staged; k += kBlockThreads) {
+        const unsigned long long at = tile_base[stage_region[k]] + k;
+        if (kPositions) {
+          out_words[at] = (stage_words[k] & 0xffffffff00000000ull) | uint32_t(at);
+          out_values[at] = stage_values[k];
+        } else {
+          out_words[at] = stage_words[k];
+        }
+      }
+      __syncthreads();  // shared staging is reused by the next tile
     }
-    __syncthreads();
-#pragma unroll
-    for (int j = 0; j < kSplitItems; ++j) {
-      if (rank[j] == ~0u) continue;
-      const uint64_t i = t0 + uint64_t(j) * kBlockThreads + threadIdx.x;
-      const uint32_t at = tile_start[region[j]] + warp_counts[warp][region[j]] + rank[j];
-      stage_words[at] = (uint64_t(key[j]) << 32) | uint32_t(tag_offset + uint32_t(i));
-      stage_region[at] = static_cast<uint8_t>(region[j]);
-      if (kValues) stage_values[at] = __ldcs(values + i);
-    }
-    __syncthreads();
-    const uint32_t staged = tile_start[32];
-    for (uint32_t k = threadIdx.x; k < staged; k += kBlockThreads) {
-      const uint32_t r = stage_region[k];
-      const unsigned long long at = global_base[r] + (k - tile_start[r]);
-      out_words[at] = stage_words[k];
-      if (kValues) out_values[at] = stage_values[k];
-    }
-    __syncthreads();  // shared staging is reused by the next tile
   }
-}
-
-// Inserts the partitioned words in buffer order: consecutive blocks take
-// consecutive words, so the table region being written stays in L2.
-template <bool kLoadFirst>
-__global__ void __launch_bounds__(kBlockThreads)
-    InsertPartitionedKernel(DeviceTable table, const uint64_t* __restrict__ words,
-                            const unsigned long long* total, uint32_t bound,
-                            DeviceBuildStats* stats) {
-  unsigned long long sums[5] = {0, 0, 0, 0, 0};
-  unsigned long long max_probes = 0;
-  const uint64_t count = *total;
-  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
-  for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
-    const uint64_t w = __ldcs(reinterpret_cast<const unsigned long long*>(words + i));
-    InsertWord<kLoadFirst>(table, SlotKey(w), w, bound, sums, max_probes);
-  }
-  BlockFlushStats<5>(sums, max_probes, &stats->unique_keys, &stats->max_probes);
 }
 
 __device__ __forceinline__ uint32_t FinalValue(uint32_t row, const uint32_t* __restrict__ values,
@@ -450,13 +475,19 @@ __device__ __forceinline__ uint32_t FinalValue(uint32_t row, const uint32_t* __r
   return first_value + row;
 }
 
-// Replaces the winning source row of every occupied slot by that row's value.
-// Four slots per thread (the allocation has at least four, padded with empty
-// slots) so that up to four value gathers are in flight at once.
+// Replaces the tag of every occupied slot by the winning row's value. Four
+// slots per thread (the allocation has at least four, padded with empty slots)
+// so that up to four value gathers are in flight at once. The tag is the source
+// row, except after a wave build whose partition carried the values
+// (`part_values` non-null) and did not spill (`*spilled` == 0): there it is the
+// word's position in the partition buffer and the value is part_values[tag]
+// (slots in region order read their region's run: L2 hits, not DRAM).
 __global__ void __launch_bounds__(kBlockThreads)
     FinalizeKernel(DeviceTable table, uint64_t groups_of_four, const uint32_t* __restrict__ values,
                    uint32_t first_value, const uint64_t* __restrict__ chunk_starts,
-                   const uint32_t* __restrict__ chunk_bases, uint32_t chunk_count) {
+                   const uint32_t* __restrict__ chunk_bases, uint32_t chunk_count,
+                   const uint32_t* __restrict__ part_values, const unsigned int* spilled) {
+  if (part_values != nullptr && *spilled != 0) part_values = nullptr;  // row tags (fallback)
   const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
   for (uint64_t q = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; q < groups_of_four;
        q += stride) {
@@ -466,9 +497,10 @@ __global__ void __launch_bounds__(kBlockThreads)
     uint32_t v[4];
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      v[j] = s[j] == kEmptySlot ? 0u
-                                : FinalValue(SlotLow(s[j]), values, first_value, chunk_starts,
-                                             chunk_bases, chunk_count);
+      v[j] = s[j] == kEmptySlot       ? 0u
+             : part_values != nullptr ? part_values[SlotLow(s[j])]
+                                      : FinalValue(SlotLow(s[j]), values, first_value, chunk_starts,
+                                                   chunk_bases, chunk_count);
     }
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
@@ -479,69 +511,59 @@ __global__ void __launch_bounds__(kBlockThreads)
   }
 }
 
-// One entry of MarkWinnersKernel (below).
-__device__ __forceinline__ void MarkWord(DeviceTable table, uint64_t* __restrict__ words,
-                                         const uint32_t* __restrict__ part_values, uint64_t i,
-                                         uint32_t bound, uint32_t first_value,
-                                         const uint64_t* __restrict__ chunk_starts,
-                                         const uint32_t* __restrict__ chunk_bases,
-                                         uint32_t chunk_count) {
-  const uint32_t mask = table.capacity - 1u;
-  const uint64_t w = words[i];
-  const uint32_t key = SlotKey(w);
-  uint32_t pos = HomeSlot(key, table.capacity);
-  uint64_t result = kEmptySlot;
-  for (uint32_t p = 0; p < bound; ++p) {
-    const uint64_t s = __ldcg(reinterpret_cast<const unsigned long long*>(table.slots + pos));
-    if (s == w) {
-      const uint32_t value = part_values != nullptr
-                                 ? part_values[i]
-                                 : FinalValue(SlotLow(w), nullptr, first_value, chunk_starts,
-                                              chunk_bases, chunk_count);
-      result = (uint64_t(pos) << 32) | value;
-      break;
+// Finalises the four slots at `slots` (16-byte aligned): each occupied slot's
+// tag is replaced by value_of(tag).
+template <typename ValueOf>
+__device__ __forceinline__ void FinalizeQuad(uint64_t* slots, ValueOf value_of) {
+  ulonglong2* p = reinterpret_cast<ulonglong2*>(slots);
+  const ulonglong2 a = p[0], b = p[1];
+  uint64_t s[4] = {a.x, a.y, b.x, b.y};
+  uint32_t v[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) v[j] = s[j] == kEmptySlot ? 0u : value_of(SlotLow(s[j]));
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+    if (s[j] != kEmptySlot) s[j] = (s[j] & 0xffffffff00000000ull) | v[j];
+  p[0] = make_ulonglong2(s[0], s[1]);
+  p[1] = make_ulonglong2(s[2], s[3]);
+}
+
+// In-step finalisation (BuildSource::finalize_lag = L > 0; position tags, at
+// least kMinRegionsForStepFinalize regions): step s also finalises region s - L
+// when s - L >= 2. That region is final by then: only steps s - L - 1 and s - L
+// write it (a key of region r probes at most to the start of region r + 2), and
+// the last two steps, which have no frontier of their own, get one at the start
+// of region 2 instead, so that wrapped runs touch only regions 0 and 1 (a row
+// that would go further spills). Regions 0, 1 and the last L (never reached by a
+// step) are finalised afterwards by FinalizeRestKernel.
+constexpr uint32_t kMinRegionsForStepFinalize = 5;
+constexpr int kFinalizeQuads = 4;  // four-slot groups per thread and finalisation tile
+
+// After in-step finalisation: finalises regions 0, 1 and [first_rest, regions)
+// from part_values, or, when the build spilled (the fallback cleared the table
+// and re-inserted with row tags), the whole table (`all_quads` four-slot groups)
+// from values[row].
+__global__ void __launch_bounds__(kBlockThreads)
+    FinalizeRestKernel(DeviceTable table, uint64_t all_quads, uint32_t region_bits,
+                       uint32_t first_rest, const uint32_t* __restrict__ part_values,
+                       const uint32_t* __restrict__ values, const unsigned int* spilled) {
+  const bool rows = *spilled != 0;
+  const uint64_t head = uint64_t(2) << region_bits;  // regions 0 and 1
+  const uint64_t tail_begin = uint64_t(first_rest) << region_bits;
+  const uint64_t quads = rows ? all_quads : (head + (uint64_t(table.capacity) - tail_begin)) / 4;
+  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
+  for (uint64_t q = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; q < quads; q += stride) {
+    if (rows) {
+      FinalizeQuad(table.slots + 4 * q, [&](uint32_t row) { return values[row]; });
+    } else {
+      const uint64_t slot = 4 * q < head ? 4 * q : tail_begin + (4 * q - head);
+      FinalizeQuad(table.slots + slot, [&](uint32_t pos) { return part_values[pos]; });
     }
-    if (SlotKey(s) == key || s == kEmptySlot) break;  // lost, or overflowed
-    pos = (pos + 1u) & mask;
-  }
-  words[i] = result;
-}
-
-// Partitioned finalisation, pass 1 (the table is read only): every word
-// re-probes for its key (an L2 hit, in region order); the word that is still in
-// the slot (key and row) won. Its buffer entry becomes slot:value, every other
-// entry kEmptySlot (no slot index reaches 2^32 - 1). Two passes because a
-// winner overwriting its row with its value could make a later duplicate whose
-// row equals that value look like the winner.
-__global__ void __launch_bounds__(kBlockThreads)
-    MarkWinnersKernel(DeviceTable table, uint64_t* __restrict__ words,
-                      const uint32_t* __restrict__ part_values, const unsigned long long* total,
-                      uint32_t bound, uint32_t first_value,
-                      const uint64_t* __restrict__ chunk_starts,
-                      const uint32_t* __restrict__ chunk_bases, uint32_t chunk_count) {
-  const uint64_t count = *total;
-  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
-  for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride)
-    MarkWord(table, words, part_values, i, bound, first_value, chunk_starts, chunk_bases,
-             chunk_count);
-}
-
-// Partitioned finalisation, pass 2: winners store their value into the low
-// word of their slot (little-endian: the first 4 bytes).
-__global__ void __launch_bounds__(kBlockThreads)
-    WriteWinnersKernel(DeviceTable table, const uint64_t* __restrict__ words,
-                       const unsigned long long* total) {
-  const uint64_t count = *total;
-  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
-  for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
-    const uint64_t w = __ldcs(reinterpret_cast<const unsigned long long*>(words + i));
-    if (w == kEmptySlot) continue;
-    reinterpret_cast<uint32_t*>(table.slots + (w >> 32))[0] = uint32_t(w);
   }
 }
 
 // ---- Wave path ----------------------------------------------------------------
-// The partitioned buffer as above, but the table crosses DRAM once: it is never
+// The region-partitioned buffer above, inserted so that the table crosses DRAM once: it is never
 // cleared as a whole. Step s of the wave sequence (one launch each, in stream
 // order) does, at once:
 //   insert the words of region s      (regions s and s + 1 are clean),
@@ -554,26 +576,32 @@ __global__ void __launch_bounds__(kBlockThreads)
 // step then returns at once and the build is redone by the direct path (clear
 // all, insert), launched unconditionally after the waves and returning at once
 // when `spilled` is 0. Builds that need finalisation then take one pass over the
-// table (FinalizeKernel), whichever way the rows were inserted. (Marking and
+// table (FinalizeKernel), whichever way the rows were inserted: with explicit
+// values and the stable partition the words carry position tags and the pass
+// reads the values carried in the buffer (part_values, in region order), unless
+// the build spilled (the fallback inserted row tags: it reads the source values
+// at random). (Marking and
 // writing each region's winners inside the wave steps instead, while the region
 // is still hot, measured slower on an H200: 8.9 vs 6.6 ms for 2^26 rows with
 // explicit values; docs/PERFORMANCE.md, "Fifth round".) Warps take chunks of
 // both parts from one counter per step.
 struct WaveArgs {
-  const uint64_t* words;            // key:tag per valid row, grouped by region
-  const unsigned long long* ends;   // ends[r]: end of region r's words
-  unsigned int* tile_counters;      // one per step, zeroed
-  unsigned int* spilled;            // zeroed; set by a row that reached the frontier
+  const uint64_t* words;           // key:tag per valid row, grouped by region
+  const unsigned long long* ends;  // ends[r]: end of region r's words
+  unsigned int* tile_counters;     // one per step, zeroed
+  unsigned int* spilled;           // zeroed; set by a row that reached the frontier
   uint32_t region_bits;
   uint32_t regions;
   uint32_t bound;
+  const uint32_t* part_values;  // kFinalize: values by buffer position
+  uint32_t finalize_lag;        // kFinalize: step s finalises region s - lag (>= 2)
 };
 
 // Work of a wave step is claimed by warps, in chunks, from the step's counter:
 // chunks [0, insert chunks) insert words, the rest clear region step + 2.
-constexpr uint32_t kWaveChunk = 256;                        // words per insert chunk
-constexpr int kClearVectors = 8;                            // 16-byte stores per lane and chunk
-constexpr uint32_t kClearChunk = 32 * kClearVectors * 2;    // slots per clear chunk
+constexpr uint32_t kWaveChunk = 256;                      // words per insert chunk
+constexpr int kClearVectors = 8;                          // 16-byte stores per lane and chunk
+constexpr uint32_t kClearChunk = 32 * kClearVectors * 2;  // slots per clear chunk
 
 // Clears chunk `c` of region `region` (warp-wide, 16-byte stores; wave regions
 // hold >= 4 slots, see RegionBits).
@@ -589,11 +617,29 @@ __device__ __forceinline__ void ClearChunk(DeviceTable table, const WaveArgs& a,
   }
 }
 
+// Finalises chunk `c` (kFinalizeChunk slots) of region `region` (warp-wide).
+constexpr uint32_t kFinalizeChunk = 32 * kFinalizeQuads * 4;
+__device__ __forceinline__ void FinalizeChunk(DeviceTable table, const WaveArgs& a, uint32_t region,
+                                              uint32_t c, uint32_t lane) {
+  uint64_t* slots = table.slots + (uint64_t(region) << a.region_bits);
+  const uint32_t quads = (1u << a.region_bits) / 4;
+  const uint32_t base = c * (kFinalizeChunk / 4) + lane;
+  const uint32_t* __restrict__ part_values = a.part_values;
+#pragma unroll
+  for (int j = 0; j < kFinalizeQuads; ++j) {
+    const uint32_t q = base + uint32_t(j) * 32;
+    if (q < quads)
+      FinalizeQuad(slots + 4 * uint64_t(q), [&](uint32_t pos) { return part_values[pos]; });
+  }
+}
+
 // Each warp keeps all 32 lanes busy: a lane whose word is settled (or that has
 // none) takes the next word of the warp's chunk at once, and the warp claims a
 // new chunk when its chunk is used up, so a warp's time is about its lanes'
 // average chain, not the sum of the longest chain of each round.
-template <bool kLoadFirst>
+// kFinalize: in-step finalisation (see kMinRegionsForStepFinalize); its chunks
+// come after the insert chunks and before the clear chunks.
+template <bool kLoadFirst, bool kFinalize = false>
 __global__ void __launch_bounds__(kBlockThreads)
     WaveStepKernel(DeviceTable table, WaveArgs a, uint32_t step, DeviceBuildStats* stats) {
   __shared__ unsigned int s_flag;
@@ -606,15 +652,24 @@ __global__ void __launch_bounds__(kBlockThreads)
   const bool clear = step + 2 < a.regions;
   const uint32_t ins_chunks = uint32_t((ins_end - ins_begin + kWaveChunk - 1) / kWaveChunk);
   const uint32_t clear_chunks = clear ? (region_slots + kClearChunk - 1) / kClearChunk : 0;
-  const uint32_t frontier = clear ? (step + 2) << a.region_bits : kEmptyKey;
+  uint32_t frontier = clear ? (step + 2) << a.region_bits : kEmptyKey;
+  uint32_t fin_chunks = 0;
+  uint32_t fin_region = 0;
+  if (kFinalize) {
+    if (frontier == kEmptyKey) frontier = 2u << a.region_bits;  // wrapped runs stop at region 2
+    if (step >= a.finalize_lag + 2) {
+      fin_region = step - a.finalize_lag;
+      fin_chunks = (region_slots + kFinalizeChunk - 1) / kFinalizeChunk;
+    }
+  }
   const uint32_t lane = threadIdx.x & 31u;
   const unsigned lower = (1u << lane) - 1u;
 
   unsigned long long sums[5] = {0, 0, 0, 0, 0};
   unsigned long long max_probes = 0;
   bool spilled = false;
-  // Claims the warp's next chunk; clear chunks are done on the spot. Returns the
-  // insert chunk, or ~0u when no insert work is left.
+  // Claims the warp's next chunk; finalisation and clear chunks are done on the
+  // spot. Returns the insert chunk, or ~0u when no insert work is left.
   auto claim_insert_chunk = [&]() -> uint32_t {
     while (true) {
       uint32_t t = 0;
@@ -622,6 +677,11 @@ __global__ void __launch_bounds__(kBlockThreads)
       t = __shfl_sync(0xffffffffu, t, 0);
       if (t < ins_chunks) return t;
       t -= ins_chunks;
+      if (kFinalize && t < fin_chunks) {
+        FinalizeChunk(table, a, fin_region, t, lane);
+        continue;
+      }
+      if (kFinalize) t -= fin_chunks;
       if (t >= clear_chunks) return ~0u;
       ClearChunk(table, a, step + 2, t, lane);
     }
@@ -712,9 +772,9 @@ __device__ __forceinline__ void LoadSector(const uint64_t* p, uint64_t (&s)[4]) 
 // kLater (see LoadSector). A miss stops at an empty slot or at the first resident
 // that comes after the key in the table's Robin Hood order (ResidentComesFirst).
 // Probe counts are those of the slot-at-a-time definition: the number of slots
-// examined up to and including the deciding one, at most `bound`. (Deciding a sector with match/empty bit masks and __ffs
-// instead of the slot loop measured no faster on an H200: 16.4-16.7 vs 16.8
-// Gkeys/s for half misses at load 0.8.)
+// examined up to and including the deciding one, at most `bound`. (Deciding a sector with
+// match/empty bit masks and __ffs instead of the slot loop measured no faster on an H200: 16.4-16.7
+// vs 16.8 Gkeys/s for half misses at load 0.8.)
 template <int kFirst = 0, int kLater = 0>
 __device__ __forceinline__ ProbeResult Probe(const uint64_t* __restrict__ slots, uint32_t capacity,
                                              uint32_t key, uint32_t bound) {
@@ -796,20 +856,20 @@ cudaError_t LaunchLookup(DeviceTable table, const uint32_t* keys, uint64_t rows,
 }
 
 template <int kFirst, int kLater>
-cudaError_t LookupWithFetch(DeviceTable table, const uint32_t* keys, uint64_t rows,
-                            uint32_t bound, uint32_t* values, uint8_t* found, uint32_t* probes,
+cudaError_t LookupWithFetch(DeviceTable table, const uint32_t* keys, uint64_t rows, uint32_t bound,
+                            uint32_t* values, uint8_t* found, uint32_t* probes,
                             DeviceQueryStats* stats, cudaStream_t stream) {
   if (found != nullptr && probes != nullptr)
-    return LaunchLookup<true, true, kFirst, kLater>(table, keys, rows, bound, values, found,
-                                                    probes, stats, stream);
+    return LaunchLookup<true, true, kFirst, kLater>(table, keys, rows, bound, values, found, probes,
+                                                    stats, stream);
   if (found != nullptr)
     return LaunchLookup<true, false, kFirst, kLater>(table, keys, rows, bound, values, found,
                                                      probes, stats, stream);
   if (probes != nullptr)
     return LaunchLookup<false, true, kFirst, kLater>(table, keys, rows, bound, values, found,
                                                      probes, stats, stream);
-  return LaunchLookup<false, false, kFirst, kLater>(table, keys, rows, bound, values, found,
-                                                    probes, stats, stream);
+  return LaunchLookup<false, false, kFirst, kLater>(table, keys, rows, bound, values, found, probes,
+                                                    stats, stream);
 }
 
 }  // namespace
@@ -848,13 +908,17 @@ cudaError_t BuildDirect(DeviceTable table, const BuildSource& source, uint32_t b
   return cudaGetLastError();
 }
 
-cudaError_t FinalizeDirect(DeviceTable table, const BuildSource& source, cudaStream_t stream) {
+// The finalisation pass over the table (FinalizeKernel; `part_values` and
+// `spilled`: a wave build's position-tagged values, else null).
+cudaError_t FinalizeDirect(DeviceTable table, const BuildSource& source, cudaStream_t stream,
+                           const uint32_t* part_values = nullptr,
+                           const unsigned int* spilled = nullptr) {
   static std::atomic<int> resident_finalize{0};
   const uint64_t quads = TableAllocationSlots(table.capacity) / 4;
   const unsigned fgrid = GridFor(quads, CachedResident(FinalizeKernel, resident_finalize));
-  FinalizeKernel<<<fgrid, kBlockThreads, 0, stream>>>(table, quads, source.values,
-                                                      source.first_value, source.chunk_starts,
-                                                      source.chunk_bases, source.chunk_count);
+  FinalizeKernel<<<fgrid, kBlockThreads, 0, stream>>>(
+      table, quads, source.values, source.first_value, source.chunk_starts, source.chunk_bases,
+      source.chunk_count, part_values, spilled);
   return cudaGetLastError();
 }
 
@@ -864,57 +928,108 @@ cudaError_t MarkPhase(const BuildSource& source, int k, cudaStream_t stream) {
   return cudaEventRecord(source.phase_events[k], stream);
 }
 
-// Histogram, scan and scatter of the valid rows by region into `words` (and
-// `part_values`). After it, counts[r] is the end of region r's words and
-// counts[regions] the total. `counts` must be zero.
-// Partition with the warp-multisplit kernels (regions <= 32); same results as Partition.
+// Where the partition writes and what it needs besides the table and source.
+struct PartitionBuffers {
+  uint64_t* words = nullptr;           // key:tag per valid row, grouped by region
+  uint32_t* part_values = nullptr;     // positions: the values, by position; else null
+  unsigned long long* ends = nullptr;  // regions + 1, zeroed; ends[r] = end of region r
+  void* offsets = nullptr;             // multisplit: (regions * segments + 1) counts
+  bool wide_offsets = false;           // multisplit: 64-bit counts (else 32-bit)
+  void* scan_temp = nullptr;           // multisplit: CUB scan temporary storage
+  size_t scan_temp_bytes = 0;
+};
+
+// Whether the partition is the stable warp multisplit (else the histogram
+// scatter, unstable).
+bool StablePartition(const BuildSource& source, uint32_t regions) {
+  return regions <= kMultisplitMaxRegions && source.multisplit_partition;
+}
+
+// Segments of the stable partition.
+uint64_t Segments(uint64_t rows) { return (rows + kSegmentRows - 1) / kSegmentRows; }
+
+// CUB scan temporary bytes for `items` counts of type CountT (0 on error: the
+// scan call itself then reports it).
+template <typename CountT>
+size_t ScanTempBytes(uint64_t items) {
+  size_t bytes = 0;
+  if (cub::DeviceScan::ExclusiveSum(nullptr, bytes, static_cast<CountT*>(nullptr), int(items)) !=
+      cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return bytes;
+}
+
+// Stable warp-multisplit partition (regions <= 32): per-(region, segment)
+// counts, their exclusive scan, the region ends, the scatter. positions: tag
+// words with their buffer position and carry the explicit values.
+template <typename CountT>
 cudaError_t PartitionMultisplit(DeviceTable table, const BuildSource& source, uint32_t tag_offset,
-                                uint32_t region_bits, uint32_t regions, uint64_t* words,
-                                unsigned long long* counts, uint32_t* part_values,
-                                DeviceBuildStats* stats, cudaStream_t stream) {
+                                uint32_t region_bits, uint32_t regions, bool positions,
+                                const PartitionBuffers& b, DeviceBuildStats* stats,
+                                cudaStream_t stream) {
   const uint64_t rows = source.rows;
+  const uint64_t segments = Segments(rows);
+  auto* offsets = static_cast<CountT*>(b.offsets);
   const bool validity = source.validity != nullptr;
   static std::atomic<int> resident_count{0}, resident_split{0};
-  const unsigned cgrid = GridFor(rows, CachedResident(RegionCountKernel<true>, resident_count));
+  const unsigned cgrid = GridFor(segments * kBlockThreads,
+                                 CachedResident(SegmentCountKernel<true, CountT>, resident_count));
   if (validity)
-    RegionCountKernel<true><<<cgrid, kBlockThreads, 0, stream>>>(
-        source.keys, source.validity, rows, table.capacity, region_bits, regions, counts, stats);
+    SegmentCountKernel<true, CountT>
+        <<<cgrid, kBlockThreads, 0, stream>>>(source.keys, source.validity, rows, table.capacity,
+                                              region_bits, regions, segments, offsets, stats);
   else
-    RegionCountKernel<false><<<cgrid, kBlockThreads, 0, stream>>>(
-        source.keys, nullptr, rows, table.capacity, region_bits, regions, counts, stats);
-  RegionScanKernel<<<1, 1, 0, stream>>>(counts, regions);
-  const uint64_t tiles = (rows + kSplitTile - 1) / kSplitTile;
-  const unsigned sgrid = GridFor(
-      tiles * kBlockThreads, CachedResident(RegionMultisplitKernel<true, true>, resident_split));
-  const bool values = part_values != nullptr;
-  if (validity && values)
-    RegionMultisplitKernel<true, true><<<sgrid, kBlockThreads, 0, stream>>>(
-        source.keys, source.validity, source.values, rows, table.capacity, region_bits, regions,
-        tag_offset, counts, words, part_values);
+    SegmentCountKernel<false, CountT><<<cgrid, kBlockThreads, 0, stream>>>(
+        source.keys, nullptr, rows, table.capacity, region_bits, regions, segments, offsets, stats);
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) return e;
+  size_t temp_bytes = b.scan_temp_bytes;
+  e = cub::DeviceScan::ExclusiveSum(b.scan_temp, temp_bytes, offsets,
+                                    int(uint64_t(regions) * segments + 1), stream);
+  if (e != cudaSuccess) return e;
+  RegionEndsKernel<CountT><<<1, 64, 0, stream>>>(offsets, segments, regions, b.ends);
+  const unsigned sgrid =
+      GridFor(segments * kBlockThreads,
+              CachedResident(RegionMultisplitKernel<true, true, CountT>, resident_split));
+  const uint32_t* values = positions ? source.values : nullptr;
+  uint32_t* part_values = positions ? b.part_values : nullptr;
+  if (validity && positions)
+    RegionMultisplitKernel<true, true, CountT><<<sgrid, kBlockThreads, 0, stream>>>(
+        source.keys, source.validity, values, rows, table.capacity, region_bits, regions,
+        tag_offset, segments, offsets, b.words, part_values);
   else if (validity)
-    RegionMultisplitKernel<true, false><<<sgrid, kBlockThreads, 0, stream>>>(
+    RegionMultisplitKernel<true, false, CountT><<<sgrid, kBlockThreads, 0, stream>>>(
         source.keys, source.validity, nullptr, rows, table.capacity, region_bits, regions,
-        tag_offset, counts, words, nullptr);
-  else if (values)
-    RegionMultisplitKernel<false, true><<<sgrid, kBlockThreads, 0, stream>>>(
-        source.keys, nullptr, source.values, rows, table.capacity, region_bits, regions,
-        tag_offset, counts, words, part_values);
+        tag_offset, segments, offsets, b.words, nullptr);
+  else if (positions)
+    RegionMultisplitKernel<false, true, CountT><<<sgrid, kBlockThreads, 0, stream>>>(
+        source.keys, nullptr, values, rows, table.capacity, region_bits, regions, tag_offset,
+        segments, offsets, b.words, part_values);
   else
-    RegionMultisplitKernel<false, false><<<sgrid, kBlockThreads, 0, stream>>>(
+    RegionMultisplitKernel<false, false, CountT><<<sgrid, kBlockThreads, 0, stream>>>(
         source.keys, nullptr, nullptr, rows, table.capacity, region_bits, regions, tag_offset,
-        counts, words, nullptr);
+        segments, offsets, b.words, nullptr);
   return cudaGetLastError();
 }
 
+// Groups the valid rows by region into b.words; afterwards b.ends[r] is the end
+// of region r's words and b.ends[regions] the total. Stable partitions (see
+// StablePartition) write positions tags and values when `positions`; the
+// histogram scatter (more than 32 regions) writes row tags in arbitrary order.
 cudaError_t Partition(DeviceTable table, const BuildSource& source, uint32_t tag_offset,
-                      uint32_t region_bits, uint32_t regions, uint64_t* words,
-                      unsigned long long* counts, uint32_t* part_values, DeviceBuildStats* stats,
-                      cudaStream_t stream) {
-  if (regions <= kMultisplitMaxRegions && source.multisplit_partition)
-    return PartitionMultisplit(table, source, tag_offset, region_bits, regions, words, counts,
-                               part_values, stats, stream);
+                      uint32_t region_bits, uint32_t regions, bool positions,
+                      const PartitionBuffers& b, DeviceBuildStats* stats, cudaStream_t stream) {
+  if (StablePartition(source, regions))
+    return b.wide_offsets
+               ? PartitionMultisplit<unsigned long long>(table, source, tag_offset, region_bits,
+                                                         regions, positions, b, stats, stream)
+               : PartitionMultisplit<uint32_t>(table, source, tag_offset, region_bits, regions,
+                                               positions, b, stats, stream);
   const uint64_t rows = source.rows;
   const bool validity = source.validity != nullptr;
+  unsigned long long* counts = b.ends;
   static std::atomic<int> resident_hist{0}, resident_scatter{0};
   const unsigned hgrid = GridFor(rows, CachedResident(RegionHistogramKernel<true>, resident_hist));
   if (validity)
@@ -926,55 +1041,16 @@ cudaError_t Partition(DeviceTable table, const BuildSource& source, uint32_t tag
   RegionScanKernel<<<1, 1, 0, stream>>>(counts, regions);
   const uint64_t tiles =
       (rows + kBlockThreads * kScatterItems - 1) / (kBlockThreads * kScatterItems);
-  const unsigned sgrid = GridFor(tiles * kBlockThreads,
-                                 CachedResident(RegionScatterKernel<true, true>, resident_scatter));
-  const bool values = part_values != nullptr;
-  if (validity && values)
-    RegionScatterKernel<true, true><<<sgrid, kBlockThreads, 0, stream>>>(
-        source.keys, source.validity, source.values, rows, table.capacity, region_bits, regions,
-        tag_offset, counts, words, part_values);
-  else if (validity)
-    RegionScatterKernel<true, false><<<sgrid, kBlockThreads, 0, stream>>>(
-        source.keys, source.validity, nullptr, rows, table.capacity, region_bits, regions,
-        tag_offset, counts, words, nullptr);
-  else if (values)
-    RegionScatterKernel<false, true><<<sgrid, kBlockThreads, 0, stream>>>(
-        source.keys, nullptr, source.values, rows, table.capacity, region_bits, regions, tag_offset,
-        counts, words, part_values);
+  const unsigned sgrid =
+      GridFor(tiles * kBlockThreads, CachedResident(RegionScatterKernel<true>, resident_scatter));
+  if (validity)
+    RegionScatterKernel<true>
+        <<<sgrid, kBlockThreads, 0, stream>>>(source.keys, source.validity, rows, table.capacity,
+                                              region_bits, regions, tag_offset, counts, b.words);
   else
-    RegionScatterKernel<false, false><<<sgrid, kBlockThreads, 0, stream>>>(
-        source.keys, nullptr, nullptr, rows, table.capacity, region_bits, regions, tag_offset,
-        counts, words, nullptr);
-  return cudaGetLastError();
-}
-
-// Partitioned path after the partition: insert the whole buffer, then the two
-// finalisation passes.
-cudaError_t InsertAndFinalizePartitioned(DeviceTable table, const BuildSource& source,
-                                         uint32_t bound, bool finalize, uint32_t regions,
-                                         uint64_t* words, const unsigned long long* counts,
-                                         const uint32_t* part_values, DeviceBuildStats* stats,
-                                         cudaStream_t stream) {
-  const uint64_t rows = source.rows;
-  static std::atomic<int> resident_insert{0}, resident_mark{0}, resident_write{0};
-  const unsigned long long* total = counts + regions;
-  const unsigned igrid =
-      GridFor(rows, CachedResident(InsertPartitionedKernel<true>, resident_insert));
-  if (source.load_before_cas)
-    InsertPartitionedKernel<true>
-        <<<igrid, kBlockThreads, 0, stream>>>(table, words, total, bound, stats);
-  else
-    InsertPartitionedKernel<false>
-        <<<igrid, kBlockThreads, 0, stream>>>(table, words, total, bound, stats);
-  cudaError_t e = cudaGetLastError();
-  if (e == cudaSuccess) e = MarkPhase(source, 1, stream);
-  if (e != cudaSuccess || !finalize) return e;
-  const unsigned mgrid = GridFor(rows, CachedResident(MarkWinnersKernel, resident_mark));
-  MarkWinnersKernel<<<mgrid, kBlockThreads, 0, stream>>>(table, words, part_values, total, bound,
-                                                         source.first_value, source.chunk_starts,
-                                                         source.chunk_bases, source.chunk_count);
-  const unsigned wgrid = GridFor(rows, CachedResident(WriteWinnersKernel, resident_write));
-  WriteWinnersKernel<<<wgrid, kBlockThreads, 0, stream>>>(table, words, total);
+    RegionScatterKernel<false>
+        <<<sgrid, kBlockThreads, 0, stream>>>(source.keys, nullptr, rows, table.capacity,
+                                              region_bits, regions, tag_offset, counts, b.words);
   return cudaGetLastError();
 }
 
@@ -986,9 +1062,10 @@ cudaError_t RunWaves(DeviceTable table, const BuildSource& source, uint32_t boun
                      uint32_t tag_offset, uint32_t region_bits, uint32_t regions,
                      const uint64_t* words, const unsigned long long* counts,
                      unsigned int* tile_counters, unsigned int* spilled, DeviceBuildStats* stats,
-                     cudaStream_t stream) {
-  const size_t first_slots = regions <= 2 ? TableAllocationSlots(table.capacity)
-                                          : size_t(2) << region_bits;
+                     cudaStream_t stream, const uint32_t* part_values = nullptr,
+                     uint32_t finalize_lag = 0) {
+  const size_t first_slots =
+      regions <= 2 ? TableAllocationSlots(table.capacity) : size_t(2) << region_bits;
   cudaError_t e = cudaMemsetAsync(table.slots, 0xff, first_slots * sizeof(uint64_t), stream);
   if (e != cudaSuccess) return e;
   WaveArgs a{};
@@ -999,14 +1076,22 @@ cudaError_t RunWaves(DeviceTable table, const BuildSource& source, uint32_t boun
   a.region_bits = region_bits;
   a.regions = regions;
   a.bound = bound;
+  a.part_values = part_values;
+  a.finalize_lag = finalize_lag;
   static std::atomic<int> resident_wave{0};
   // Persistent blocks: as many as fit (the steps are small; tiles balance them).
   const unsigned grid = unsigned(std::max(1, CachedResident(WaveStepKernel<true>, resident_wave)));
   for (uint32_t step = 0; step < regions; ++step) {
-    if (source.load_before_cas)
+    if (finalize_lag != 0) {
+      if (source.load_before_cas)
+        WaveStepKernel<true, true><<<grid, kBlockThreads, 0, stream>>>(table, a, step, stats);
+      else
+        WaveStepKernel<false, true><<<grid, kBlockThreads, 0, stream>>>(table, a, step, stats);
+    } else if (source.load_before_cas) {
       WaveStepKernel<true><<<grid, kBlockThreads, 0, stream>>>(table, a, step, stats);
-    else
+    } else {
       WaveStepKernel<false><<<grid, kBlockThreads, 0, stream>>>(table, a, step, stats);
+    }
   }
   e = cudaGetLastError();
   if (e == cudaSuccess) e = MarkPhase(source, 1, stream);
@@ -1014,8 +1099,8 @@ cudaError_t RunWaves(DeviceTable table, const BuildSource& source, uint32_t boun
   // Fallback: the direct insert, only when `spilled` is set.
   static std::atomic<int> resident_redo{0}, resident_insert{0};
   const uint64_t vectors = TableAllocationSlots(table.capacity) / 2;
-  RedoClearKernel<<<GridFor(vectors, CachedResident(RedoClearKernel, resident_redo)),
-                    kBlockThreads, 0, stream>>>(table, vectors, stats, spilled);
+  RedoClearKernel<<<GridFor(vectors, CachedResident(RedoClearKernel, resident_redo)), kBlockThreads,
+                    0, stream>>>(table, vectors, stats, spilled);
   const uint64_t rows = source.rows;
   const unsigned igrid = GridFor(rows, CachedResident(InsertKernel<false, true>, resident_insert));
   if (source.validity != nullptr)
@@ -1027,20 +1112,17 @@ cudaError_t RunWaves(DeviceTable table, const BuildSource& source, uint32_t boun
   return cudaGetLastError();
 }
 
-// log2 of the slots per region. Partitioned: 2^20 slots (8 MiB) for large
-// tables, 128 regions for small ones. Waves: kWaveRegionBits (32 MiB) for large
-// tables, 16 regions for small ones, at least 4 slots per region (16-byte
-// clears) and one region below 64 slots. Both: at most kMaxRegions.
-uint32_t RegionBits(uint32_t capacity, const BuildSource& source, bool waves) {
+// log2 of the slots per region of the wave path: kWaveRegionBits (32 MiB) for
+// large tables, 16 regions for small ones, at least 4 slots per region (16-byte
+// clears), one region below 64 slots, at most kMaxRegions.
+uint32_t RegionBits(uint32_t capacity, const BuildSource& source) {
   const uint32_t log2cap = Log2Pow2(capacity);
   uint32_t bits;
   if (source.region_bits != 0)
     bits = std::min(source.region_bits, log2cap);
-  else if (waves)
-    bits = log2cap >= 25 ? kWaveRegionBits : (log2cap > 4 ? log2cap - 4 : log2cap);
   else
-    bits = log2cap > 20 ? std::max(20u, log2cap - 11u) : (log2cap > 7 ? log2cap - 7u : 0u);
-  if (waves) bits = log2cap < 6 ? log2cap : std::max(bits, 2u);
+    bits = log2cap >= 25 ? kWaveRegionBits : (log2cap > 4 ? log2cap - 4 : log2cap);
+  bits = log2cap < 6 ? log2cap : std::max(bits, 2u);
   if (log2cap > 11 && bits < log2cap - 11) bits = log2cap - 11;  // at most kMaxRegions
   return bits;
 }
@@ -1055,24 +1137,38 @@ struct Carver {
   }
 };
 
-cudaError_t BuildPartitioned(DeviceTable table, const BuildSource& source, uint32_t bound,
-                             uint32_t tag_offset, bool finalize, bool waves,
-                             DeviceBuildStats* stats, cudaStream_t stream) {
-  const uint32_t bits = RegionBits(table.capacity, source, waves);
+// The wave path: partition, wave steps (with the fallback launches), then the
+// finalisation pass over the table when `finalize`.
+cudaError_t BuildWaves(DeviceTable table, const BuildSource& source, uint32_t bound,
+                       uint32_t tag_offset, bool finalize, DeviceBuildStats* stats,
+                       cudaStream_t stream) {
+  const uint32_t bits = RegionBits(table.capacity, source);
   const uint32_t regions = table.capacity >> bits;
   const uint64_t rows = source.rows;
-  // Wave builds finalise with one pass over the table afterwards, so only the
-  // partitioned path carries explicit values through the partition.
-  const bool values = source.values != nullptr && !waves;
-  // One allocation: words | counts (regions + 1) | tile counters (regions + 2) +
-  // spilled flag | values. Counts, tile counters and flag are zeroed by one
-  // memset (they are adjacent).
-  const size_t counts_bytes = (size_t(regions) + 1) * sizeof(unsigned long long);
+  // Position tags: with explicit values and the stable partition, a word's tag
+  // is its position in the buffer. A key's words all lie in its region's run, in
+  // row order, so the lowest tag is still the lowest row; the values travel with
+  // the words (part_values) and the finalisation reads them in region order.
+  const bool stable = StablePartition(source, regions);
+  const bool positions = stable && source.values != nullptr && source.position_tags;
+  // 64-bit counts only when a position could reach 2^32.
+  const bool wide = rows > 0xffffffffull;
+  const uint64_t offset_items = stable ? uint64_t(regions) * Segments(rows) + 1 : 0;
+  const size_t offset_bytes = offset_items * (wide ? 8 : 4);
+  const size_t scan_bytes = !stable ? 0
+                            : wide  ? ScanTempBytes<unsigned long long>(offset_items)
+                                    : ScanTempBytes<uint32_t>(offset_items);
+  // One allocation: words | values | ends (regions + 1) + tile counters
+  // (regions + 2) + spilled flag | offsets | scan storage. Ends, tile counters and
+  // flag are zeroed by one memset (they are adjacent).
+  const size_t ends_bytes = (size_t(regions) + 1) * sizeof(unsigned long long);
   const size_t control_bytes = ((size_t(regions) + 3) * sizeof(unsigned int) + 7) & ~size_t{7};
   Carver c;
   const size_t at_words = c.Take(rows * sizeof(uint64_t));
-  const size_t at_counts = c.Take(counts_bytes + control_bytes);
-  const size_t at_values = c.Take(values ? rows * sizeof(uint32_t) : 0);
+  const size_t at_values = c.Take(positions ? rows * sizeof(uint32_t) : 0);
+  const size_t at_ends = c.Take(ends_bytes + control_bytes);
+  const size_t at_offsets = c.Take(offset_bytes);
+  const size_t at_scan = c.Take(scan_bytes);
   // GPUJOIN_CUDA_PARTITION_MAX_BYTES caps the transient buffer: a build that
   // would need more is treated as one whose buffer cannot be allocated (the
   // caller then takes the direct path).
@@ -1088,25 +1184,42 @@ cudaError_t BuildPartitioned(DeviceTable table, const BuildSource& source, uint3
     return e;
   }
   auto* bytes = static_cast<unsigned char*>(buffer);
-  auto* words = reinterpret_cast<uint64_t*>(bytes + at_words);
-  auto* counts = reinterpret_cast<unsigned long long*>(bytes + at_counts);
-  auto* tile_counters = reinterpret_cast<unsigned int*>(bytes + at_counts + counts_bytes);
+  PartitionBuffers b;
+  b.words = reinterpret_cast<uint64_t*>(bytes + at_words);
+  b.part_values = positions ? reinterpret_cast<uint32_t*>(bytes + at_values) : nullptr;
+  b.ends = reinterpret_cast<unsigned long long*>(bytes + at_ends);
+  b.offsets = stable ? bytes + at_offsets : nullptr;
+  b.wide_offsets = wide;
+  b.scan_temp = stable ? bytes + at_scan : nullptr;
+  b.scan_temp_bytes = scan_bytes;
+  auto* tile_counters = reinterpret_cast<unsigned int*>(bytes + at_ends + ends_bytes);
   unsigned int* spilled = tile_counters + regions + 2;
-  auto* part_values = values ? reinterpret_cast<uint32_t*>(bytes + at_values) : nullptr;
-  e = cudaMemsetAsync(counts, 0, counts_bytes + control_bytes, stream);
+  e = cudaMemsetAsync(b.ends, 0, ends_bytes + control_bytes, stream);
   if (e == cudaSuccess)
-    e = Partition(table, source, tag_offset, bits, regions, words, counts, part_values, stats,
-                  stream);
+    e = Partition(table, source, tag_offset, bits, regions, positions, b, stats, stream);
   if (e == cudaSuccess) e = MarkPhase(source, 0, stream);
+  // In-step finalisation (experimental, BuildSource::finalize_lag): position tags only.
+  const uint32_t lag = positions && finalize && regions >= kMinRegionsForStepFinalize
+                           ? std::min(source.finalize_lag, regions)
+                           : 0u;
   if (e == cudaSuccess)
-    e = waves ? RunWaves(table, source, bound, tag_offset, bits, regions, words, counts,
-                         tile_counters, spilled, stats, stream)
-              : InsertAndFinalizePartitioned(table, source, bound, finalize, regions, words,
-                                             counts, part_values, stats, stream);
+    e = RunWaves(table, source, bound, tag_offset, bits, regions, b.words, b.ends, tile_counters,
+                 spilled, stats, stream, b.part_values, lag);
+  if (e == cudaSuccess && finalize && lag != 0) {
+    // The regions the steps did not finalise (or all after a spill).
+    static std::atomic<int> resident_rest{0};
+    const uint32_t first_rest = std::max(2u, regions - lag);
+    const uint64_t quads = TableAllocationSlots(table.capacity) / 4;
+    FinalizeRestKernel<<<GridFor(quads, CachedResident(FinalizeRestKernel, resident_rest)),
+                         kBlockThreads, 0, stream>>>(table, quads, bits, first_rest, b.part_values,
+                                                     source.values, spilled);
+    e = cudaGetLastError();
+  } else if (e == cudaSuccess && finalize) {
+    // One finalisation pass over the table (also right after the fallback's
+    // direct insert, which used row tags: FinalizeKernel reads `spilled`).
+    e = FinalizeDirect(table, source, stream, b.part_values, spilled);
+  }
   const cudaError_t f = cudaFreeAsync(buffer, stream);
-  // The wave path finalises with a pass over the table (also right after the
-  // fallback's direct insert).
-  if (e == cudaSuccess && waves && finalize) e = FinalizeDirect(table, source, stream);
   if (e == cudaSuccess) e = MarkPhase(source, 2, stream);
   return e != cudaSuccess ? e : f;
 }
@@ -1147,8 +1260,7 @@ cudaError_t Build(DeviceTable table, const BuildSource& source, uint32_t bound,
   }
   const uint32_t tag_offset = direct ? source.first_value : 0u;
   if (path != BuildPath::kDirect) {
-    e = BuildPartitioned(table, source, bound, tag_offset, !direct, path == BuildPath::kWaves,
-                         stats, stream);
+    e = BuildWaves(table, source, bound, tag_offset, !direct, stats, stream);
     // No memory for the transient partition buffer (nothing was enqueued after
     // the statistics reset): the direct path needs none.
     if (e != cudaErrorMemoryAllocation) return e;
@@ -1164,7 +1276,6 @@ BuildPath ChooseBuildPath(uint32_t capacity, uint64_t rows, BuildPath path, bool
   if (path != BuildPath::kAuto) return path;
   if (const char* env = std::getenv("GPUJOIN_CUDA_BUILD_PATH")) {
     if (std::strcmp(env, "direct") == 0) return BuildPath::kDirect;
-    if (std::strcmp(env, "partitioned") == 0) return BuildPath::kPartitioned;
     if (std::strcmp(env, "waves") == 0) return BuildPath::kWaves;
   }
   const bool large =
@@ -1202,8 +1313,7 @@ cudaError_t LookupKeys(DeviceTable table, const uint32_t* keys, uint64_t rows, u
       return LookupWithFetch<64, 128>(table, keys, rows, bound, values, found, probes, stats,
                                       stream);
     default:
-      return LookupWithFetch<0, 0>(table, keys, rows, bound, values, found, probes, stats,
-                                   stream);
+      return LookupWithFetch<0, 0>(table, keys, rows, bound, values, found, probes, stats, stream);
   }
 }
 
