@@ -296,7 +296,8 @@ int main(int argc, char** argv) {
       MakeQueries<<<blocks, 256, 0, s>>>(queries, m, n, false);
       CHECK_CUDA(cudaGetLastError());
       CHECK_CUDA(cudaMemsetAsync(qstats, 0, sizeof(gd::DeviceQueryStats), s));
-      CHECK_CUDA(gd::LookupKeys(table, queries, m, capacity, out_values, nullptr, nullptr, qstats, s));
+      CHECK_CUDA(
+          gd::LookupKeys(table, queries, m, capacity, out_values, nullptr, nullptr, qstats, s));
       std::vector<uint32_t> got(m);
       CHECK_CUDA(cudaMemcpyAsync(got.data(), out_values, m * 4, cudaMemcpyDeviceToHost, s));
       CHECK_CUDA(cudaStreamSynchronize(s));
@@ -311,9 +312,8 @@ int main(int argc, char** argv) {
       gd::BuildPath path;
       bool load_first;
       uint32_t region_bits;
-      int partition = 0;  // 0 warp multisplit, 1 shared-atomic histogram scatter
+      int partition = 0;          // 0 warp multisplit, 1 shared-atomic histogram scatter
       bool position_tags = true;  // explicit values: position tags (false: row tags)
-      uint32_t finalize_lag = 0;  // explicit values: step s finalises region s - lag (0: off)
     };
     // direct = one thread per row into the table; waves = rows grouped by table
     // region first (2^21 slots = 16 MiB, 2^22 = 32 MiB of table per region; by the
@@ -321,23 +321,18 @@ int main(int argc, char** argv) {
     // then cleared / inserted region by region in wave steps and finalised by one
     // pass over the table ("row tags": with explicit values, the multisplit words
     // tagged by source row and the values gathered from the source array when
-    // finalising, instead of position tags and values carried in the buffer;
-    // "finalise in steps, lag L": wave step s also finalises region s - L, the
-    // rest in a small pass afterwards; experimental, BuildSource::finalize_lag).
+    // finalising, instead of position tags and values carried in the buffer).
     const Variant variants[] = {{"default", gd::BuildPath::kAuto, true, 0},
                                 {"load+CAS", gd::BuildPath::kDirect, true, 0},
                                 {"CAS-first", gd::BuildPath::kDirect, false, 0},
                                 {"waves 16MiB", gd::BuildPath::kWaves, true, 21},
                                 {"waves 32MiB", gd::BuildPath::kWaves, true, 22},
                                 {"waves 32MiB row tags", gd::BuildPath::kWaves, true, 22, 0, false},
-                                {"waves 32MiB finalise in steps, lag 1", gd::BuildPath::kWaves,
-                                 true, 22, 0, true, 1},
-                                {"waves 32MiB finalise in steps, lag 2", gd::BuildPath::kWaves,
-                                 true, 22, 0, true, 2},
                                 {"waves 32MiB CAS-first", gd::BuildPath::kWaves, false, 22},
                                 {"waves 32MiB atomic", gd::BuildPath::kWaves, true, 22, 1}};
     for (const Variant& v : variants) {
-      if (g_profile && std::strcmp(v.name, "load+CAS") != 0 && std::strcmp(v.name, "waves 32MiB") != 0)
+      if (g_profile && std::strcmp(v.name, "load+CAS") != 0 &&
+          std::strcmp(v.name, "waves 32MiB") != 0)
         continue;
       // The targets apply to what the backend runs: the default path (kAuto).
       const bool target_row = load == 0.5 && v.path == gd::BuildPath::kAuto;
@@ -346,7 +341,6 @@ int main(int argc, char** argv) {
       src.region_bits = v.region_bits;
       src.multisplit_partition = v.partition != 1;
       src.position_tags = v.position_tags;
-      src.finalize_lag = v.finalize_lag;
       const std::string how = v.name;
       // Explicit values: claim + atomic-min of the row, then finalisation.
       src.values = values;
@@ -381,7 +375,6 @@ int main(int argc, char** argv) {
     src.load_before_cas = true;
     src.multisplit_partition = true;
     src.position_tags = true;
-    src.finalize_lag = 0;
     // Clear alone, to show how much of the build it is.
     ms = MedianMs(s, [&] { CHECK_CUDA(gd::ClearTable(table, bstats, s)); });
     g_rows.push_back({"  (of which: clear table), load " + lf, double(capacity), ms,
@@ -476,8 +469,8 @@ int main(int argc, char** argv) {
                        sample[i] == ((half_miss && (i & 1)) ? gj::kEmptyKey : 12345u + row * 3u);
           }
           Check(fetch_ok, std::string("lookup values sample, fetch ") + fetch_name);
-          g_rows.push_back({"  " + name + " [" + fetch_name + "]", double(n), fms,
-                            double(n) * 41, "", 0, 0});
+          g_rows.push_back(
+              {"  " + name + " [" + fetch_name + "]", double(n), fms, double(n) * 41, "", 0, 0});
         }
 
         if (load == 0.5 && !g_profile) {
@@ -646,10 +639,11 @@ int main(int argc, char** argv) {
     std::printf("%-52s %12.0f %10.3f %12.2f %9.0f %7.0f%%  %-18s %s\n", r.name.c_str(), r.n, r.ms,
                 rate / 1e9, bps / 1e9, frac * 100, r.target.c_str(), verdict.c_str());
   }
-  std::printf("\nbuild phases, ms (median of %d; direct: clear | insert | finalise; "
-              "waves: partition | wave steps | "
-              "fallback launches (idle unless a row spilled) + the finalisation pass over the table)\n",
-              g_reps);
+  std::printf(
+      "\nbuild phases, ms (median of %d; direct: clear | insert | finalise; "
+      "waves: partition | wave steps | "
+      "fallback launches (idle unless a row spilled) + the finalisation pass over the table)\n",
+      g_reps);
   std::printf("%-44s %9s %9s %9s %9s\n", "build", "phase 1", "phase 2", "phase 3", "total");
   for (const PhaseTimes& p : g_phases)
     std::printf("%-44s %9.3f %9.3f %9.3f %9.3f\n", p.name.c_str(), p.phase[0], p.phase[1],

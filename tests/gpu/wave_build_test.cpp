@@ -8,8 +8,7 @@
 // multisplit switched off), the fallback after a spill (which re-inserts with row
 // tags, so the finalisation must gather from the source values again), validity
 // masks and reserved keys, duplicates of one key spread over many tiles,
-// segments and blocks with distinct values (the lowest row's value must win), and
-// the experimental in-step finalisation (BuildSource::finalize_lag).
+// segments and blocks with distinct values (the lowest row's value must win).
 // The table contents (key, value pairs) and build statistics must equal the CPU
 // backend's exactly; the CPU reference builds the same rows with masked-out rows
 // replaced by kEmptyKey (both count those as invalid). Skips with a message when
@@ -71,17 +70,16 @@ class DeviceArray {
 
 // How the device build is forced.
 struct WaveOptions {
-  uint32_t region_bits = 0;  // 0 = the automatic size (16 regions for these tables)
-  bool multisplit = true;    // false: the histogram partition even for <= 32 regions
-  bool clear_first = false;  // ClearTable + BuildTable instead of ClearAndBuildTable
-  bool position_tags = true; // false: row tags on the multisplit partition too
-  uint32_t finalize_lag = 0; // > 0: in-step finalisation (BuildSource::finalize_lag)
+  uint32_t region_bits = 0;   // 0 = the automatic size (16 regions for these tables)
+  bool multisplit = true;     // false: the histogram partition even for <= 32 regions
+  bool clear_first = false;   // ClearTable + BuildTable instead of ClearAndBuildTable
+  bool position_tags = true;  // false: row tags on the multisplit partition too
 };
 
 void PrintTo(const WaveOptions& o, std::ostream* os) {
   *os << "{region_bits " << o.region_bits << (o.multisplit ? ", multisplit" : ", histogram")
       << (o.clear_first ? ", ClearTable + BuildTable" : ", ClearAndBuildTable")
-      << (o.position_tags ? "" : ", row tags") << ", finalize_lag " << o.finalize_lag << "}";
+      << (o.position_tags ? "" : ", row tags") << "}";
 }
 
 struct BuildOutput {
@@ -164,7 +162,6 @@ class WaveBuildDifferential : public ::testing::Test {
     src.region_bits = o.region_bits;
     src.multisplit_partition = o.multisplit;
     src.position_tags = o.position_tags;
-    src.finalize_lag = o.finalize_lag;
     const gd::DeviceTable table{slots_d.get(), capacity};
     cudaError_t e = cudaSuccess;
     if (o.clear_first) {
@@ -224,22 +221,16 @@ class WaveBuildDifferential : public ::testing::Test {
 // 2^20 slots; 2^19 + 12345 rows = 33 segments of 16384 rows (the last one
 // partial): 32, 16 (automatic), 4, 2 and 1 regions on the stable multisplit
 // partition with position tags, and 32 regions on the histogram partition and on
-// the multisplit partition with row tags; in-step finalisation with lags 1 and 2
-// on 32, 16 and 8 regions, and lag 3 on 4 regions (too few: ignored).
+// the multisplit partition with row tags.
 TEST_F(WaveBuildDifferential, HotDuplicatesAcrossSegmentsKeepTheLowestRowsValue) {
   const uint32_t capacity = 1u << 20;
   const size_t rows = (size_t(1) << 19) + 12345;
   const std::vector<uint32_t> keys = KeysWithHotDuplicates(rows, 64);
   const std::vector<uint32_t> values = DistinctValues(rows);
   const BuildOutput cpu = CpuBuild(capacity, keys, values, {});
-  for (const WaveOptions o : {WaveOptions{15}, WaveOptions{0}, WaveOptions{18}, WaveOptions{19},
-                              WaveOptions{20}, WaveOptions{15, false}, WaveOptions{0, true, true},
-                              WaveOptions{15, true, false, false},
-                              WaveOptions{15, true, false, true, 1},
-                              WaveOptions{15, true, false, true, 2},
-                              WaveOptions{0, true, true, true, 1},
-                              WaveOptions{17, true, false, true, 2},
-                              WaveOptions{18, true, false, true, 3}}) {
+  for (const WaveOptions o :
+       {WaveOptions{15}, WaveOptions{0}, WaveOptions{18}, WaveOptions{19}, WaveOptions{20},
+        WaveOptions{15, false}, WaveOptions{0, true, true}, WaveOptions{15, true, false, false}}) {
     Compare(capacity, keys, values, {}, o, cpu);
     if (HasFatalFailure()) return;
   }
@@ -273,8 +264,7 @@ TEST_F(WaveBuildDifferential, ValidityMaskAndReservedKeysWithValues) {
   const std::vector<uint32_t> values = DistinctValues(rows);
   const BuildOutput cpu = CpuBuild(capacity, keys, values, validity);
   for (const WaveOptions o : {WaveOptions{13}, WaveOptions{0}, WaveOptions{13, false},
-                              WaveOptions{8} /* 1024 regions: histogram */,
-                              WaveOptions{13, true, false, true, 1}}) {
+                              WaveOptions{8} /* 1024 regions: histogram */}) {
     Compare(capacity, keys, values, validity, o, cpu);
     if (HasFatalFailure()) return;
   }
@@ -299,16 +289,12 @@ TEST_F(WaveBuildDifferential, ManyRegionsHistogramPartitionWithValues) {
 // step 0 reaches the first slot not cleared yet (region 2) and the build is redone
 // by the direct insert with row tags; the finalisation must then gather the
 // source values, not the partition's. The same crowd in the last region wraps
-// through regions 0 and 1 into region 2: with in-step finalisation that spills
-// too (the last steps' frontier), without it the run just wraps. Duplicates (with
-// other values) and other keys around them; stable multisplit (32 regions, also
-// with in-step finalisation, lags 1 and 2), histogram (64 regions; 32 with the
-// multisplit switched off), each without and with a validity mask.
+// through regions 0 and 1 into region 2. Duplicates (with other values) and other
+// keys around them; stable multisplit (32 regions), histogram (64 regions; 32
+// with the multisplit switched off), each without and with a validity mask.
 TEST_F(WaveBuildDifferential, SpilledBuildFallsBackWithValues) {
   const uint32_t capacity = 1u << 12;
-  for (const WaveOptions o : {WaveOptions{7}, WaveOptions{6}, WaveOptions{7, false},
-                              WaveOptions{7, true, false, true, 1},
-                              WaveOptions{7, true, false, true, 2}}) {
+  for (const WaveOptions o : {WaveOptions{7}, WaveOptions{6}, WaveOptions{7, false}}) {
     const uint32_t region_slots = 1u << o.region_bits;
     const uint32_t last_region = (capacity >> o.region_bits) - 1;
     for (const uint32_t crowd_region : {0u, last_region}) {

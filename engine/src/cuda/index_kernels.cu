@@ -67,7 +67,7 @@ enum class StepResult { kContinue, kSettled, kFrontier };
 // `frontier` is the first slot not cleared yet; a word that reaches it stops
 // there and adds nothing more (the caller then makes the build fall back; see
 // RunWaves).
-template <bool kLoadFirst, bool kFrontier>
+template <bool kLoadFirst, bool kFrontier, bool kRobinHood = true>
 __device__ __forceinline__ StepResult InsertStep(DeviceTable table, InsertState& st, uint32_t bound,
                                                  unsigned long long (&sums)[5],
                                                  unsigned long long& max_probes,
@@ -112,7 +112,8 @@ __device__ __forceinline__ StepResult InsertStep(DeviceTable table, InsertState&
       if (st.d + 1u > max_probes) max_probes = st.d + 1u;
       return StepResult::kSettled;
     }
-    if (ResidentComesFirst(resident, st.word_key, st.d, st.pos, table.capacity)) break;
+    if (!kRobinHood || ResidentComesFirst(resident, st.word_key, st.d, st.pos, table.capacity))
+      break;
     const unsigned long long prev = atomicCAS(slot, cur, st.word);
     if (prev != cur) {
       cur = prev;
@@ -528,40 +529,6 @@ __device__ __forceinline__ void FinalizeQuad(uint64_t* slots, ValueOf value_of) 
   p[1] = make_ulonglong2(s[2], s[3]);
 }
 
-// In-step finalisation (BuildSource::finalize_lag = L > 0; position tags, at
-// least kMinRegionsForStepFinalize regions): step s also finalises region s - L
-// when s - L >= 2. That region is final by then: only steps s - L - 1 and s - L
-// write it (a key of region r probes at most to the start of region r + 2), and
-// the last two steps, which have no frontier of their own, get one at the start
-// of region 2 instead, so that wrapped runs touch only regions 0 and 1 (a row
-// that would go further spills). Regions 0, 1 and the last L (never reached by a
-// step) are finalised afterwards by FinalizeRestKernel.
-constexpr uint32_t kMinRegionsForStepFinalize = 5;
-constexpr int kFinalizeQuads = 4;  // four-slot groups per thread and finalisation tile
-
-// After in-step finalisation: finalises regions 0, 1 and [first_rest, regions)
-// from part_values, or, when the build spilled (the fallback cleared the table
-// and re-inserted with row tags), the whole table (`all_quads` four-slot groups)
-// from values[row].
-__global__ void __launch_bounds__(kBlockThreads)
-    FinalizeRestKernel(DeviceTable table, uint64_t all_quads, uint32_t region_bits,
-                       uint32_t first_rest, const uint32_t* __restrict__ part_values,
-                       const uint32_t* __restrict__ values, const unsigned int* spilled) {
-  const bool rows = *spilled != 0;
-  const uint64_t head = uint64_t(2) << region_bits;  // regions 0 and 1
-  const uint64_t tail_begin = uint64_t(first_rest) << region_bits;
-  const uint64_t quads = rows ? all_quads : (head + (uint64_t(table.capacity) - tail_begin)) / 4;
-  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
-  for (uint64_t q = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; q < quads; q += stride) {
-    if (rows) {
-      FinalizeQuad(table.slots + 4 * q, [&](uint32_t row) { return values[row]; });
-    } else {
-      const uint64_t slot = 4 * q < head ? 4 * q : tail_begin + (4 * q - head);
-      FinalizeQuad(table.slots + slot, [&](uint32_t pos) { return part_values[pos]; });
-    }
-  }
-}
-
 // ---- Wave path ----------------------------------------------------------------
 // The region-partitioned buffer above, inserted so that the table crosses DRAM once: it is never
 // cleared as a whole. Step s of the wave sequence (one launch each, in stream
@@ -593,135 +560,73 @@ struct WaveArgs {
   uint32_t region_bits;
   uint32_t regions;
   uint32_t bound;
-  const uint32_t* part_values;  // kFinalize: values by buffer position
-  uint32_t finalize_lag;        // kFinalize: step s finalises region s - lag (>= 2)
 };
 
-// Work of a wave step is claimed by warps, in chunks, from the step's counter:
-// chunks [0, insert chunks) insert words, the rest clear region step + 2.
-constexpr uint32_t kWaveChunk = 256;                      // words per insert chunk
-constexpr int kClearVectors = 8;                          // 16-byte stores per lane and chunk
-constexpr uint32_t kClearChunk = 32 * kClearVectors * 2;  // slots per clear chunk
+constexpr int kWaveItems = 4;                               // words per thread and tile
+constexpr uint32_t kWaveTile = kBlockThreads * kWaveItems;  // words per tile
+constexpr int kClearVectors = 8;                            // 16-byte stores per thread and tile
+constexpr uint32_t kClearTile = kBlockThreads * kClearVectors * 2;  // slots per clear tile
 
-// Clears chunk `c` of region `region` (warp-wide, 16-byte stores; wave regions
-// hold >= 4 slots, see RegionBits).
-__device__ __forceinline__ void ClearChunk(DeviceTable table, const WaveArgs& a, uint32_t region,
-                                           uint32_t c, uint32_t lane) {
-  ulonglong2* p = reinterpret_cast<ulonglong2*>(table.slots + (uint64_t(region) << a.region_bits));
-  const uint32_t vectors = (1u << a.region_bits) / 2;
-  const uint32_t base = c * (kClearChunk / 2) + lane;
-#pragma unroll
-  for (int j = 0; j < kClearVectors; ++j) {
-    const uint32_t v = base + uint32_t(j) * 32;
-    if (v < vectors) p[v] = make_ulonglong2(kEmptySlot, kEmptySlot);
-  }
-}
-
-// Finalises chunk `c` (kFinalizeChunk slots) of region `region` (warp-wide).
-constexpr uint32_t kFinalizeChunk = 32 * kFinalizeQuads * 4;
-__device__ __forceinline__ void FinalizeChunk(DeviceTable table, const WaveArgs& a, uint32_t region,
-                                              uint32_t c, uint32_t lane) {
-  uint64_t* slots = table.slots + (uint64_t(region) << a.region_bits);
-  const uint32_t quads = (1u << a.region_bits) / 4;
-  const uint32_t base = c * (kFinalizeChunk / 4) + lane;
-  const uint32_t* __restrict__ part_values = a.part_values;
-#pragma unroll
-  for (int j = 0; j < kFinalizeQuads; ++j) {
-    const uint32_t q = base + uint32_t(j) * 32;
-    if (q < quads)
-      FinalizeQuad(slots + 4 * uint64_t(q), [&](uint32_t pos) { return part_values[pos]; });
-  }
-}
-
-// Each warp keeps all 32 lanes busy: a lane whose word is settled (or that has
-// none) takes the next word of the warp's chunk at once, and the warp claims a
-// new chunk when its chunk is used up, so a warp's time is about its lanes'
-// average chain, not the sum of the longest chain of each round.
-// kFinalize: in-step finalisation (see kMinRegionsForStepFinalize); its chunks
-// come after the insert chunks and before the clear chunks.
-template <bool kLoadFirst, bool kFinalize = false>
+// The steps insert first come first served (InsertStep<..., kRobinHood = false>):
+// in a region held in L2, a Robin Hood insert's chains of dependent CAS swaps
+// measured 1.5x slower on an H200 (5.0 vs 3.35 ms of steps for 2^26 rows with
+// lanes refilled as their words settled, 6.0 ms without). The runs are put into
+// Robin Hood order afterwards (SortRunsKernel, LongRunsKernel).
+template <bool kLoadFirst>
 __global__ void __launch_bounds__(kBlockThreads)
     WaveStepKernel(DeviceTable table, WaveArgs a, uint32_t step, DeviceBuildStats* stats) {
-  __shared__ unsigned int s_flag;
+  __shared__ unsigned int s_flag, s_tile;
   if (threadIdx.x == 0) s_flag = *reinterpret_cast<volatile unsigned int*>(a.spilled);
   __syncthreads();
   if (s_flag != 0) return;  // the whole block: the fallback redoes the build
+  // Work of this step, in tiles: insert, then clear.
   const uint64_t ins_begin = step == 0 ? 0 : a.ends[step - 1];
   const uint64_t ins_end = a.ends[step];
   const uint32_t region_slots = 1u << a.region_bits;
   const bool clear = step + 2 < a.regions;
-  const uint32_t ins_chunks = uint32_t((ins_end - ins_begin + kWaveChunk - 1) / kWaveChunk);
-  const uint32_t clear_chunks = clear ? (region_slots + kClearChunk - 1) / kClearChunk : 0;
-  uint32_t frontier = clear ? (step + 2) << a.region_bits : kEmptyKey;
-  uint32_t fin_chunks = 0;
-  uint32_t fin_region = 0;
-  if (kFinalize) {
-    if (frontier == kEmptyKey) frontier = 2u << a.region_bits;  // wrapped runs stop at region 2
-    if (step >= a.finalize_lag + 2) {
-      fin_region = step - a.finalize_lag;
-      fin_chunks = (region_slots + kFinalizeChunk - 1) / kFinalizeChunk;
-    }
-  }
-  const uint32_t lane = threadIdx.x & 31u;
-  const unsigned lower = (1u << lane) - 1u;
+  const uint32_t ins_tiles = uint32_t((ins_end - ins_begin + kWaveTile - 1) / kWaveTile);
+  const uint32_t clear_tiles = clear ? (region_slots + kClearTile - 1) / kClearTile : 0;
+  const uint32_t frontier = clear ? (step + 2) << a.region_bits : kEmptyKey;
 
   unsigned long long sums[5] = {0, 0, 0, 0, 0};
   unsigned long long max_probes = 0;
   bool spilled = false;
-  // Claims the warp's next chunk; finalisation and clear chunks are done on the
-  // spot. Returns the insert chunk, or ~0u when no insert work is left.
-  auto claim_insert_chunk = [&]() -> uint32_t {
-    while (true) {
-      uint32_t t = 0;
-      if (lane == 0) t = atomicAdd(&a.tile_counters[step], 1u);
-      t = __shfl_sync(0xffffffffu, t, 0);
-      if (t < ins_chunks) return t;
-      t -= ins_chunks;
-      if (kFinalize && t < fin_chunks) {
-        FinalizeChunk(table, a, fin_region, t, lane);
-        continue;
-      }
-      if (kFinalize) t -= fin_chunks;
-      if (t >= clear_chunks) return ~0u;
-      ClearChunk(table, a, step + 2, t, lane);
-    }
-  };
-
-  InsertState st{};
-  bool busy = false;
-  uint64_t chunk_next = 0, chunk_end = 0;  // warp-uniform: words of the current chunk not taken yet
-  bool more = true;                        // warp-uniform: insert chunks may remain
   while (true) {
-    // Hand the chunk's next words to the idle lanes, claiming chunks as needed.
-    unsigned idle = __ballot_sync(0xffffffffu, !busy);
-    while (idle != 0 && more) {
-      if (chunk_next == chunk_end) {
-        const uint32_t t = claim_insert_chunk();
-        if (t == ~0u) {
-          more = false;
-          break;
-        }
-        chunk_next = ins_begin + uint64_t(t) * kWaveChunk;
-        chunk_end = min(chunk_next + kWaveChunk, ins_end);
+    if (threadIdx.x == 0) s_tile = atomicAdd(&a.tile_counters[step], 1u);
+    __syncthreads();
+    uint32_t t = s_tile;
+    __syncthreads();  // s_tile is rewritten by the next iteration
+    if (t < ins_tiles) {
+      const uint64_t base = ins_begin + uint64_t(t) * kWaveTile + threadIdx.x;
+#pragma unroll
+      for (int j = 0; j < kWaveItems; ++j) {
+        const uint64_t i = base + uint64_t(j) * kBlockThreads;
+        if (i >= ins_end) break;
+        const uint64_t w = __ldcs(reinterpret_cast<const unsigned long long*>(a.words + i));
+        InsertState st = StartInsert(table, SlotKey(w), w);
+        StepResult r;
+        do {
+          r = InsertStep<kLoadFirst, true, false>(table, st, a.bound, sums, max_probes, frontier);
+        } while (r == StepResult::kContinue);
+        if (r == StepResult::kFrontier) spilled = true;
       }
-      const uint32_t take = uint32_t(min(uint64_t(__popc(idle)), chunk_end - chunk_next));
-      const uint32_t rank = __popc(idle & lower);
-      if (!busy && rank < take) {
-        const uint64_t w =
-            __ldcs(reinterpret_cast<const unsigned long long*>(a.words + chunk_next + rank));
-        st = StartInsert(table, SlotKey(w), w);
-        busy = true;
+      continue;
+    }
+    t -= ins_tiles;
+    if (t < clear_tiles) {
+      // Region step + 2 with 16-byte stores (wave regions hold >= 4 slots, RegionBits).
+      ulonglong2* p =
+          reinterpret_cast<ulonglong2*>(table.slots + (uint64_t(step + 2) << a.region_bits));
+      const uint32_t vectors = region_slots / 2;
+      const uint32_t base = t * (kClearTile / 2) + threadIdx.x;
+#pragma unroll
+      for (int j = 0; j < kClearVectors; ++j) {
+        const uint32_t v = base + uint32_t(j) * kBlockThreads;
+        if (v < vectors) p[v] = make_ulonglong2(kEmptySlot, kEmptySlot);
       }
-      chunk_next += take;
-      idle = __ballot_sync(0xffffffffu, !busy);
+      continue;
     }
-    if (__ballot_sync(0xffffffffu, busy) == 0) break;
-    if (busy) {
-      const StepResult r =
-          InsertStep<kLoadFirst, true>(table, st, a.bound, sums, max_probes, frontier);
-      if (r != StepResult::kContinue) busy = false;
-      if (r == StepResult::kFrontier) spilled = true;
-    }
+    break;
   }
   if (spilled) atomicExch(a.spilled, 1u);
   BlockFlushStats<5>(sums, max_probes, &stats->unique_keys, &stats->max_probes);
@@ -738,6 +643,187 @@ __global__ void __launch_bounds__(kBlockThreads)
   for (uint64_t v = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; v < vectors; v += stride)
     p[v] = make_ulonglong2(kEmptySlot, kEmptySlot);
   if (blockIdx.x == 0 && threadIdx.x == 0) *stats = DeviceBuildStats{};
+}
+
+// ---- Robin Hood order after a first-come insert -------------------------------
+// A first-come-first-served insert leaves every run (maximal sequence of
+// occupied slots) holding the right keys in the wrong order. These kernels sort
+// each run by (home, key), home counted from the run's first slot; the sorted
+// run is a valid linear-probing placement (the k-th smallest home sits at or
+// after it) and is exactly the Robin Hood layout. They also recompute the
+// build's maximum probes as the largest displacement + 1 of the sorted layout (or
+// `bound` when something overflowed). Runs of up to kLocalRun keys are sorted by
+// the thread that finds their first slot; longer ones go to a list sorted by
+// whole blocks in shared memory (LongRunsKernel, up to kSharedRun keys). A run
+// longer than that, a full list, or a full table (no run has a first slot) sets
+// `resort`: the build is then redone by the Robin Hood direct insert.
+struct RunSortArgs {
+  const unsigned int* spilled;  // set: the fallback's Robin Hood insert ran; nothing to do
+  unsigned int* list_count;     // zeroed: long runs found
+  uint32_t* list;               // their first slots
+  uint32_t list_capacity;
+  unsigned int* resort;  // zeroed; set when the runs cannot be sorted here
+};
+
+constexpr uint32_t kLocalRun = 48;
+constexpr uint32_t kSharedRun = 2048;
+constexpr uint32_t kLongRunThreads = 256;
+
+// (home - start, key): the order of a run that starts at `start`.
+__device__ __forceinline__ uint64_t RunOrder(uint64_t word, uint32_t start, uint32_t capacity) {
+  const uint32_t key = SlotKey(word);
+  return (uint64_t((HomeSlot(key, capacity) - start) & (capacity - 1u)) << 32) | key;
+}
+
+// Before sorting: the maximum probes of the first-come layout are replaced by
+// the sorted layout's (the bound when something overflowed).
+__global__ void ResetMaxProbesKernel(DeviceBuildStats* stats, uint32_t bound,
+                                     const unsigned int* spilled) {
+  if (*spilled != 0) return;
+  stats->max_probes = stats->overflow_rows != 0 ? bound : 0;
+}
+
+__global__ void __launch_bounds__(kBlockThreads)
+    SortRunsKernel(DeviceTable table, RunSortArgs a, DeviceBuildStats* stats) {
+  if (*a.spilled != 0) return;
+  const uint32_t capacity = table.capacity;
+  const uint32_t mask = capacity - 1u;
+  if (stats->unique_keys >= capacity) {  // full: one circular run with no first slot
+    if (blockIdx.x == 0 && threadIdx.x == 0) atomicExch(a.resort, 1u);
+    return;
+  }
+  unsigned long long max_probes = 0;
+  uint64_t word[kLocalRun];
+  uint64_t order[kLocalRun];
+  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
+  for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < capacity; i += stride) {
+    const uint32_t start = uint32_t(i);
+    if (__ldcs(table.slots + start) == kEmptySlot ||
+        __ldcs(table.slots + ((start - 1u) & mask)) != kEmptySlot)
+      continue;
+    uint32_t n = 0;
+    bool is_long = false;
+    for (uint32_t pos = start;; pos = (pos + 1u) & mask) {
+      const uint64_t w = table.slots[pos];
+      if (w == kEmptySlot) break;
+      if (n == kLocalRun) {
+        is_long = true;
+        break;
+      }
+      word[n] = w;
+      order[n] = RunOrder(w, start, capacity);
+      ++n;
+    }
+    if (is_long) {
+      const unsigned k = atomicAdd(a.list_count, 1u);
+      if (k < a.list_capacity)
+        a.list[k] = start;
+      else
+        atomicExch(a.resort, 1u);
+      continue;
+    }
+    bool moved = false;
+    for (uint32_t j = 1; j < n; ++j) {  // insertion sort: runs are short
+      const uint64_t w = word[j], o = order[j];
+      uint32_t k = j;
+      for (; k > 0 && order[k - 1] > o; --k) {
+        word[k] = word[k - 1];
+        order[k] = order[k - 1];
+      }
+      if (k != j) {
+        word[k] = w;
+        order[k] = o;
+        moved = true;
+      }
+    }
+    for (uint32_t j = 0; j < n; ++j) {
+      if (moved) table.slots[(start + j) & mask] = word[j];
+      const unsigned long long probes = j - uint32_t(order[j] >> 32) + 1u;
+      if (probes > max_probes) max_probes = probes;
+    }
+  }
+  const unsigned long long m = WarpMax(max_probes);
+  if ((threadIdx.x & 31) == 0 && m != 0) atomicMax(&stats->max_probes, m);
+}
+
+// One block per long run: the run is loaded into shared memory, bitonic-sorted
+// by RunOrder and written back.
+__global__ void __launch_bounds__(kLongRunThreads)
+    LongRunsKernel(DeviceTable table, RunSortArgs a, DeviceBuildStats* stats) {
+  __shared__ uint64_t s_order[kSharedRun];
+  __shared__ uint64_t s_word[kSharedRun];
+  __shared__ unsigned int s_len;
+  __shared__ unsigned long long s_max;
+  if (*a.spilled != 0) return;
+  const uint32_t capacity = table.capacity;
+  const uint32_t mask = capacity - 1u;
+  const uint32_t count = min(*a.list_count, a.list_capacity);
+  if (threadIdx.x == 0) s_max = 0;
+  for (uint32_t r = blockIdx.x; r < count; r += gridDim.x) {
+    const uint32_t start = a.list[r];
+    // Run length: the first empty slot, found kLongRunThreads slots at a time.
+    if (threadIdx.x == 0) s_len = ~0u;
+    __syncthreads();
+    for (uint32_t base = 0; base <= kSharedRun; base += kLongRunThreads) {
+      const uint32_t k = base + threadIdx.x;
+      if (k <= kSharedRun && table.slots[(start + k) & mask] == kEmptySlot) atomicMin(&s_len, k);
+      __syncthreads();
+      if (s_len != ~0u) break;
+    }
+    const uint32_t n = s_len;
+    if (n > kSharedRun) {  // not even kSharedRun + 1 slots end it
+      if (threadIdx.x == 0) atomicExch(a.resort, 1u);
+      __syncthreads();
+      continue;
+    }
+    uint32_t padded = 1;
+    while (padded < n) padded <<= 1;
+    for (uint32_t k = threadIdx.x; k < padded; k += kLongRunThreads) {
+      if (k < n) {
+        const uint64_t w = table.slots[(start + k) & mask];
+        s_word[k] = w;
+        s_order[k] = RunOrder(w, start, capacity);
+      } else {
+        s_order[k] = ~0ull;
+      }
+    }
+    __syncthreads();
+    for (uint32_t size = 2; size <= padded; size <<= 1) {
+      for (uint32_t stride = size / 2; stride > 0; stride >>= 1) {
+        for (uint32_t k = threadIdx.x; k < padded / 2; k += kLongRunThreads) {
+          const uint32_t lo = 2 * k - (k & (stride - 1));
+          const uint32_t hi = lo + stride;
+          const bool ascending = (lo & size) == 0;
+          if ((s_order[lo] > s_order[hi]) == ascending) {
+            const uint64_t o = s_order[lo];
+            s_order[lo] = s_order[hi];
+            s_order[hi] = o;
+            const uint64_t w = s_word[lo];
+            s_word[lo] = s_word[hi];
+            s_word[hi] = w;
+          }
+        }
+        __syncthreads();
+      }
+    }
+    unsigned long long max_probes = 0;
+    for (uint32_t k = threadIdx.x; k < n; k += kLongRunThreads) {
+      table.slots[(start + k) & mask] = s_word[k];
+      const unsigned long long probes = k - uint32_t(s_order[k] >> 32) + 1u;
+      if (probes > max_probes) max_probes = probes;
+    }
+    const unsigned long long m = WarpMax(max_probes);
+    if ((threadIdx.x & 31) == 0 && m != 0) atomicMax(&s_max, m);
+    __syncthreads();  // the shared arrays and s_len are reused by the next run
+  }
+  __syncthreads();
+  if (threadIdx.x == 0 && s_max != 0) atomicMax(&stats->max_probes, s_max);
+}
+
+// After a `resort` redo (clear and the Robin Hood direct insert, which use row
+// tags): marks the build as spilled, so that finalisation reads values[row].
+__global__ void MarkResortedKernel(const unsigned int* resort, unsigned int* spilled) {
+  if (*resort != 0) *spilled = 1;
 }
 
 struct ProbeResult {
@@ -1061,9 +1147,8 @@ cudaError_t Partition(DeviceTable table, const BuildSource& source, uint32_t tag
 cudaError_t RunWaves(DeviceTable table, const BuildSource& source, uint32_t bound,
                      uint32_t tag_offset, uint32_t region_bits, uint32_t regions,
                      const uint64_t* words, const unsigned long long* counts,
-                     unsigned int* tile_counters, unsigned int* spilled, DeviceBuildStats* stats,
-                     cudaStream_t stream, const uint32_t* part_values = nullptr,
-                     uint32_t finalize_lag = 0) {
+                     unsigned int* tile_counters, unsigned int* spilled, RunSortArgs sort,
+                     DeviceBuildStats* stats, cudaStream_t stream) {
   const size_t first_slots =
       regions <= 2 ? TableAllocationSlots(table.capacity) : size_t(2) << region_bits;
   cudaError_t e = cudaMemsetAsync(table.slots, 0xff, first_slots * sizeof(uint64_t), stream);
@@ -1076,18 +1161,11 @@ cudaError_t RunWaves(DeviceTable table, const BuildSource& source, uint32_t boun
   a.region_bits = region_bits;
   a.regions = regions;
   a.bound = bound;
-  a.part_values = part_values;
-  a.finalize_lag = finalize_lag;
   static std::atomic<int> resident_wave{0};
   // Persistent blocks: as many as fit (the steps are small; tiles balance them).
   const unsigned grid = unsigned(std::max(1, CachedResident(WaveStepKernel<true>, resident_wave)));
   for (uint32_t step = 0; step < regions; ++step) {
-    if (finalize_lag != 0) {
-      if (source.load_before_cas)
-        WaveStepKernel<true, true><<<grid, kBlockThreads, 0, stream>>>(table, a, step, stats);
-      else
-        WaveStepKernel<false, true><<<grid, kBlockThreads, 0, stream>>>(table, a, step, stats);
-    } else if (source.load_before_cas) {
+    if (source.load_before_cas) {
       WaveStepKernel<true><<<grid, kBlockThreads, 0, stream>>>(table, a, step, stats);
     } else {
       WaveStepKernel<false><<<grid, kBlockThreads, 0, stream>>>(table, a, step, stats);
@@ -1103,12 +1181,29 @@ cudaError_t RunWaves(DeviceTable table, const BuildSource& source, uint32_t boun
                     0, stream>>>(table, vectors, stats, spilled);
   const uint64_t rows = source.rows;
   const unsigned igrid = GridFor(rows, CachedResident(InsertKernel<false, true>, resident_insert));
-  if (source.validity != nullptr)
-    InsertKernel<true, true><<<igrid, kBlockThreads, 0, stream>>>(
-        table, source.keys, source.validity, rows, bound, tag_offset, stats, spilled);
-  else
-    InsertKernel<false, true><<<igrid, kBlockThreads, 0, stream>>>(
-        table, source.keys, nullptr, rows, bound, tag_offset, stats, spilled);
+  auto redo_insert = [&](const unsigned int* only_if) {
+    if (source.validity != nullptr)
+      InsertKernel<true, true><<<igrid, kBlockThreads, 0, stream>>>(
+          table, source.keys, source.validity, rows, bound, tag_offset, stats, only_if);
+    else
+      InsertKernel<false, true><<<igrid, kBlockThreads, 0, stream>>>(
+          table, source.keys, nullptr, rows, bound, tag_offset, stats, only_if);
+  };
+  redo_insert(spilled);
+  // Robin Hood order for the first-come runs of the steps (see SortRunsKernel);
+  // when that is not possible (`resort`), the same redo as a spill, then marked
+  // as one so that finalisation reads values by row.
+  static std::atomic<int> resident_sort{0}, resident_long{0};
+  sort.spilled = spilled;
+  ResetMaxProbesKernel<<<1, 1, 0, stream>>>(stats, bound, spilled);
+  SortRunsKernel<<<GridFor(table.capacity, CachedResident(SortRunsKernel, resident_sort)),
+                   kBlockThreads, 0, stream>>>(table, sort, stats);
+  LongRunsKernel<<<unsigned(std::max(1, CachedResident(LongRunsKernel, resident_long))),
+                   kLongRunThreads, 0, stream>>>(table, sort, stats);
+  RedoClearKernel<<<GridFor(vectors, CachedResident(RedoClearKernel, resident_redo)), kBlockThreads,
+                    0, stream>>>(table, vectors, stats, sort.resort);
+  redo_insert(sort.resort);
+  MarkResortedKernel<<<1, 1, 0, stream>>>(sort.resort, spilled);
   return cudaGetLastError();
 }
 
@@ -1159,16 +1254,21 @@ cudaError_t BuildWaves(DeviceTable table, const BuildSource& source, uint32_t bo
                             : wide  ? ScanTempBytes<unsigned long long>(offset_items)
                                     : ScanTempBytes<uint32_t>(offset_items);
   // One allocation: words | values | ends (regions + 1) + tile counters
-  // (regions + 2) + spilled flag | offsets | scan storage. Ends, tile counters and
-  // flag are zeroed by one memset (they are adjacent).
+  // (regions + 2) + spilled flag + long-run count + resort flag | offsets | scan
+  // storage | long-run list. Ends, counters and flags are zeroed by one memset
+  // (they are adjacent).
   const size_t ends_bytes = (size_t(regions) + 1) * sizeof(unsigned long long);
-  const size_t control_bytes = ((size_t(regions) + 3) * sizeof(unsigned int) + 7) & ~size_t{7};
+  // Tile counters (regions + 2), spilled, long-run count, resort.
+  const size_t control_bytes = ((size_t(regions) + 5) * sizeof(unsigned int) + 7) & ~size_t{7};
+  // First slots of the runs too long for one thread to sort (SortRunsKernel).
+  const uint32_t list_capacity = std::max(1024u, table.capacity / 64);
   Carver c;
   const size_t at_words = c.Take(rows * sizeof(uint64_t));
   const size_t at_values = c.Take(positions ? rows * sizeof(uint32_t) : 0);
   const size_t at_ends = c.Take(ends_bytes + control_bytes);
   const size_t at_offsets = c.Take(offset_bytes);
   const size_t at_scan = c.Take(scan_bytes);
+  const size_t at_list = c.Take(size_t(list_capacity) * sizeof(uint32_t));
   // GPUJOIN_CUDA_PARTITION_MAX_BYTES caps the transient buffer: a build that
   // would need more is treated as one whose buffer cannot be allocated (the
   // caller then takes the direct path).
@@ -1194,27 +1294,19 @@ cudaError_t BuildWaves(DeviceTable table, const BuildSource& source, uint32_t bo
   b.scan_temp_bytes = scan_bytes;
   auto* tile_counters = reinterpret_cast<unsigned int*>(bytes + at_ends + ends_bytes);
   unsigned int* spilled = tile_counters + regions + 2;
+  RunSortArgs sort{};
+  sort.list_count = tile_counters + regions + 3;
+  sort.resort = tile_counters + regions + 4;
+  sort.list = reinterpret_cast<uint32_t*>(bytes + at_list);
+  sort.list_capacity = list_capacity;
   e = cudaMemsetAsync(b.ends, 0, ends_bytes + control_bytes, stream);
   if (e == cudaSuccess)
     e = Partition(table, source, tag_offset, bits, regions, positions, b, stats, stream);
   if (e == cudaSuccess) e = MarkPhase(source, 0, stream);
-  // In-step finalisation (experimental, BuildSource::finalize_lag): position tags only.
-  const uint32_t lag = positions && finalize && regions >= kMinRegionsForStepFinalize
-                           ? std::min(source.finalize_lag, regions)
-                           : 0u;
   if (e == cudaSuccess)
     e = RunWaves(table, source, bound, tag_offset, bits, regions, b.words, b.ends, tile_counters,
-                 spilled, stats, stream, b.part_values, lag);
-  if (e == cudaSuccess && finalize && lag != 0) {
-    // The regions the steps did not finalise (or all after a spill).
-    static std::atomic<int> resident_rest{0};
-    const uint32_t first_rest = std::max(2u, regions - lag);
-    const uint64_t quads = TableAllocationSlots(table.capacity) / 4;
-    FinalizeRestKernel<<<GridFor(quads, CachedResident(FinalizeRestKernel, resident_rest)),
-                         kBlockThreads, 0, stream>>>(table, quads, bits, first_rest, b.part_values,
-                                                     source.values, spilled);
-    e = cudaGetLastError();
-  } else if (e == cudaSuccess && finalize) {
+                 spilled, sort, stats, stream);
+  if (e == cudaSuccess && finalize) {
     // One finalisation pass over the table (also right after the fallback's
     // direct insert, which used row tags: FinalizeKernel reads `spilled`).
     e = FinalizeDirect(table, source, stream, b.part_values, spilled);
