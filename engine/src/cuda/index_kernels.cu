@@ -133,6 +133,46 @@ __device__ __forceinline__ StepResult InsertStep(DeviceTable table, InsertState&
   return StepResult::kContinue;
 }
 
+// First come, first served (the wave steps; the runs are sorted afterwards,
+// SortRunsKernel): the word takes the first empty slot from its home; a word of
+// the same key keeps the smaller one (keys never move here, so an atomic minimum
+// is enough). Returns false when the word reaches `frontier` (see RunWaves).
+template <bool kLoadFirst>
+__device__ __forceinline__ bool InsertFirstCome(DeviceTable table, uint32_t key, uint64_t desired,
+                                                uint32_t bound, unsigned long long (&sums)[5],
+                                                unsigned long long& max_probes, uint32_t frontier) {
+  const uint32_t mask = table.capacity - 1u;
+  uint32_t pos = HomeSlot(key, table.capacity);
+  uint32_t p = 0;
+  int outcome = 2;  // overflow unless a slot is found
+  for (; p < bound; ++p) {
+    if (pos == frontier) return false;
+    unsigned long long* slot = reinterpret_cast<unsigned long long*>(table.slots + pos);
+    unsigned long long cur = kLoadFirst ? __ldcg(slot) : kEmptySlot;
+    if (cur == kEmptySlot) {
+      cur = atomicCAS(slot, kEmptySlot, desired);
+      if (cur == kEmptySlot) {
+        outcome = 0;
+        break;
+      }
+    }
+    if (SlotKey(cur) == key) {
+      if (cur > desired) atomicMin(slot, static_cast<unsigned long long>(desired));
+      outcome = 1;
+      break;
+    }
+    pos = (pos + 1u) & mask;
+  }
+  // Constant indices only: a run-time index would move `sums` to local memory.
+  sums[0] += outcome == 0;
+  sums[1] += outcome == 1;
+  sums[2] += outcome == 2;
+  const uint32_t examined = outcome == 2 ? bound : p + 1u;
+  sums[4] += examined;
+  if (examined > max_probes) max_probes = examined;
+  return true;
+}
+
 // The whole insertion of one word (the direct path).
 template <bool kLoadFirst>
 __device__ __forceinline__ void InsertWord(DeviceTable table, uint32_t key, uint64_t desired,
@@ -567,11 +607,11 @@ constexpr uint32_t kWaveTile = kBlockThreads * kWaveItems;  // words per tile
 constexpr int kClearVectors = 8;                            // 16-byte stores per thread and tile
 constexpr uint32_t kClearTile = kBlockThreads * kClearVectors * 2;  // slots per clear tile
 
-// The steps insert first come first served (InsertStep<..., kRobinHood = false>):
+// The steps insert first come first served (InsertFirstCome):
 // in a region held in L2, a Robin Hood insert's chains of dependent CAS swaps
 // measured 1.5x slower on an H200 (5.0 vs 3.35 ms of steps for 2^26 rows with
 // lanes refilled as their words settled, 6.0 ms without). The runs are put into
-// Robin Hood order afterwards (SortRunsKernel, LongRunsKernel).
+// Robin Hood order afterwards (SortRunsKernel, WarpRunsKernel, LongRunsKernel).
 template <bool kLoadFirst>
 __global__ void __launch_bounds__(kBlockThreads)
     WaveStepKernel(DeviceTable table, WaveArgs a, uint32_t step, DeviceBuildStats* stats) {
@@ -603,12 +643,8 @@ __global__ void __launch_bounds__(kBlockThreads)
         const uint64_t i = base + uint64_t(j) * kBlockThreads;
         if (i >= ins_end) break;
         const uint64_t w = __ldcs(reinterpret_cast<const unsigned long long*>(a.words + i));
-        InsertState st = StartInsert(table, SlotKey(w), w);
-        StepResult r;
-        do {
-          r = InsertStep<kLoadFirst, true, false>(table, st, a.bound, sums, max_probes, frontier);
-        } while (r == StepResult::kContinue);
-        if (r == StepResult::kFrontier) spilled = true;
+        if (!InsertFirstCome<kLoadFirst>(table, SlotKey(w), w, a.bound, sums, max_probes, frontier))
+          spilled = true;
       }
       continue;
     }
@@ -652,20 +688,24 @@ __global__ void __launch_bounds__(kBlockThreads)
 // run is a valid linear-probing placement (the k-th smallest home sits at or
 // after it) and is exactly the Robin Hood layout. They also recompute the
 // build's maximum probes as the largest displacement + 1 of the sorted layout (or
-// `bound` when something overflowed). Runs of up to kLocalRun keys are sorted by
-// the thread that finds their first slot; longer ones go to a list sorted by
-// whole blocks in shared memory (LongRunsKernel, up to kSharedRun keys). A run
-// longer than that, a full list, or a full table (no run has a first slot) sets
-// `resort`: the build is then redone by the Robin Hood direct insert.
+// `bound` when something overflowed). The thread that finds a run's first slot
+// sorts runs of up to kThreadRun keys in registers; a warp sorts each longer run
+// of up to 32 keys (WarpRunsKernel), a block each longer one of up to kSharedRun
+// keys in shared memory (LongRunsKernel). A longer run, a full list, or a full
+// table (no run has a first slot) sets `resort`: the build is then redone by the
+// Robin Hood direct insert.
 struct RunSortArgs {
   const unsigned int* spilled;  // set: the fallback's Robin Hood insert ran; nothing to do
-  unsigned int* list_count;     // zeroed: long runs found
-  uint32_t* list;               // their first slots
-  uint32_t list_capacity;
+  unsigned int* warp_count;     // zeroed: runs for WarpRunsKernel
+  uint32_t* warp_list;          // their first slots
+  uint32_t warp_capacity;
+  unsigned int* block_count;  // zeroed: runs for LongRunsKernel
+  uint32_t* block_list;
+  uint32_t block_capacity;
   unsigned int* resort;  // zeroed; set when the runs cannot be sorted here
 };
 
-constexpr uint32_t kLocalRun = 48;
+constexpr int kThreadRun = 8;
 constexpr uint32_t kSharedRun = 2048;
 constexpr uint32_t kLongRunThreads = 256;
 
@@ -673,6 +713,15 @@ constexpr uint32_t kLongRunThreads = 256;
 __device__ __forceinline__ uint64_t RunOrder(uint64_t word, uint32_t start, uint32_t capacity) {
   const uint32_t key = SlotKey(word);
   return (uint64_t((HomeSlot(key, capacity) - start) & (capacity - 1u)) << 32) | key;
+}
+
+__device__ __forceinline__ void PushRun(unsigned int* count, uint32_t* list, uint32_t capacity,
+                                        uint32_t start, unsigned int* resort) {
+  const unsigned k = atomicAdd(count, 1u);
+  if (k < capacity)
+    list[k] = start;
+  else
+    atomicExch(resort, 1u);
 }
 
 // Before sorting: the maximum probes of the first-come layout are replaced by
@@ -683,6 +732,9 @@ __global__ void ResetMaxProbesKernel(DeviceBuildStats* stats, uint32_t bound,
   stats->max_probes = stats->overflow_rows != 0 ? bound : 0;
 }
 
+// One thread per slot; the thread of a run's first slot reads kThreadRun + 1
+// slots at once and, when the run ends within them, sorts it with an odd-even
+// transposition network in registers (constant indices only).
 __global__ void __launch_bounds__(kBlockThreads)
     SortRunsKernel(DeviceTable table, RunSortArgs a, DeviceBuildStats* stats) {
   if (*a.spilled != 0) return;
@@ -693,52 +745,54 @@ __global__ void __launch_bounds__(kBlockThreads)
     return;
   }
   unsigned long long max_probes = 0;
-  uint64_t word[kLocalRun];
-  uint64_t order[kLocalRun];
   const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
   for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < capacity; i += stride) {
     const uint32_t start = uint32_t(i);
-    if (__ldcs(table.slots + start) == kEmptySlot ||
-        __ldcs(table.slots + ((start - 1u) & mask)) != kEmptySlot)
+    uint64_t w[kThreadRun + 1];
+    w[0] = __ldcs(reinterpret_cast<const unsigned long long*>(table.slots + start));
+    if (w[0] == kEmptySlot || __ldcs(reinterpret_cast<const unsigned long long*>(
+                                  table.slots + ((start - 1u) & mask))) != kEmptySlot)
       continue;
-    uint32_t n = 0;
-    bool is_long = false;
-    for (uint32_t pos = start;; pos = (pos + 1u) & mask) {
-      const uint64_t w = table.slots[pos];
-      if (w == kEmptySlot) break;
-      if (n == kLocalRun) {
-        is_long = true;
-        break;
-      }
-      word[n] = w;
-      order[n] = RunOrder(w, start, capacity);
-      ++n;
-    }
-    if (is_long) {
-      const unsigned k = atomicAdd(a.list_count, 1u);
-      if (k < a.list_capacity)
-        a.list[k] = start;
-      else
-        atomicExch(a.resort, 1u);
+#pragma unroll
+    for (int j = 1; j <= kThreadRun; ++j)
+      w[j] = __ldcg(reinterpret_cast<const unsigned long long*>(table.slots +
+                                                                ((start + uint32_t(j)) & mask)));
+    uint32_t n = kThreadRun + 1;  // run length, if it ends within the slots read
+#pragma unroll
+    for (int j = kThreadRun; j >= 1; --j)
+      if (w[j] == kEmptySlot) n = uint32_t(j);
+    if (n > uint32_t(kThreadRun)) {
+      PushRun(a.warp_count, a.warp_list, a.warp_capacity, start, a.resort);
       continue;
     }
+    if (n == 1) {  // alone: already in place, displacement 0
+      if (1u > max_probes) max_probes = 1;
+      continue;
+    }
+    uint64_t o[kThreadRun];
+#pragma unroll
+    for (int j = 0; j < kThreadRun; ++j)
+      o[j] = uint32_t(j) < n ? RunOrder(w[j], start, capacity) : ~0ull;
     bool moved = false;
-    for (uint32_t j = 1; j < n; ++j) {  // insertion sort: runs are short
-      const uint64_t w = word[j], o = order[j];
-      uint32_t k = j;
-      for (; k > 0 && order[k - 1] > o; --k) {
-        word[k] = word[k - 1];
-        order[k] = order[k - 1];
-      }
-      if (k != j) {
-        word[k] = w;
-        order[k] = o;
-        moved = true;
+#pragma unroll
+    for (int round = 0; round < kThreadRun; ++round) {
+#pragma unroll
+      for (int j = round & 1; j + 1 < kThreadRun; j += 2) {
+        if (o[j] > o[j + 1]) {
+          const uint64_t to = o[j], tw = w[j];
+          o[j] = o[j + 1];
+          w[j] = w[j + 1];
+          o[j + 1] = to;
+          w[j + 1] = tw;
+          moved = true;
+        }
       }
     }
-    for (uint32_t j = 0; j < n; ++j) {
-      if (moved) table.slots[(start + j) & mask] = word[j];
-      const unsigned long long probes = j - uint32_t(order[j] >> 32) + 1u;
+#pragma unroll
+    for (int j = 0; j < kThreadRun; ++j) {
+      if (uint32_t(j) >= n) break;
+      if (moved) table.slots[(start + uint32_t(j)) & mask] = w[j];
+      const unsigned long long probes = uint32_t(j) - uint32_t(o[j] >> 32) + 1u;
       if (probes > max_probes) max_probes = probes;
     }
   }
@@ -746,8 +800,57 @@ __global__ void __launch_bounds__(kBlockThreads)
   if ((threadIdx.x & 31) == 0 && m != 0) atomicMax(&stats->max_probes, m);
 }
 
-// One block per long run: the run is loaded into shared memory, bitonic-sorted
-// by RunOrder and written back.
+// One warp per listed run: lane j holds slot start + j; runs of up to 32 keys
+// are bitonic-sorted across the lanes, longer ones go to LongRunsKernel's list.
+__global__ void __launch_bounds__(kBlockThreads)
+    WarpRunsKernel(DeviceTable table, RunSortArgs a, DeviceBuildStats* stats) {
+  if (*a.spilled != 0) return;
+  const uint32_t capacity = table.capacity;
+  const uint32_t mask = capacity - 1u;
+  const uint32_t lane = threadIdx.x & 31u;
+  const uint32_t count = min(*a.warp_count, a.warp_capacity);
+  const uint32_t warps = gridDim.x * (blockDim.x / 32);
+  unsigned long long max_probes = 0;
+  for (uint32_t r = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; r < count; r += warps) {
+    const uint32_t start = a.warp_list[r];
+    uint64_t w =
+        __ldcg(reinterpret_cast<const unsigned long long*>(table.slots + ((start + lane) & mask)));
+    const unsigned empty = __ballot_sync(0xffffffffu, w == kEmptySlot);
+    uint32_t n = empty != 0 ? uint32_t(__ffs(empty) - 1) : 32u;
+    if (n == 32u && table.slots[(start + 32u) & mask] != kEmptySlot) n = 33u;
+    if (n > 32u) {
+      if (lane == 0) PushRun(a.block_count, a.block_list, a.block_capacity, start, a.resort);
+      continue;
+    }
+    uint64_t o = lane < n ? RunOrder(w, start, capacity) : ~0ull;
+#pragma unroll
+    for (uint32_t size = 2; size <= 32; size <<= 1) {
+#pragma unroll
+      for (uint32_t j = size / 2; j > 0; j >>= 1) {
+        const uint64_t po = __shfl_xor_sync(0xffffffffu, o, j);
+        const uint64_t pw = __shfl_xor_sync(0xffffffffu, w, j);
+        const bool ascending = (lane & size) == 0;
+        const bool lower = (lane & j) == 0;
+        // The lower lane of a pair keeps the smaller order when ascending.
+        const bool take = lower == ascending ? po < o : po > o;
+        if (take) {
+          o = po;
+          w = pw;
+        }
+      }
+    }
+    if (lane < n) {
+      table.slots[(start + lane) & mask] = w;
+      const unsigned long long probes = lane - uint32_t(o >> 32) + 1u;
+      if (probes > max_probes) max_probes = probes;
+    }
+  }
+  const unsigned long long m = WarpMax(max_probes);
+  if (lane == 0 && m != 0) atomicMax(&stats->max_probes, m);
+}
+
+// One block per run listed by WarpRunsKernel: the run is loaded into shared
+// memory, bitonic-sorted by RunOrder and written back.
 __global__ void __launch_bounds__(kLongRunThreads)
     LongRunsKernel(DeviceTable table, RunSortArgs a, DeviceBuildStats* stats) {
   __shared__ uint64_t s_order[kSharedRun];
@@ -757,10 +860,10 @@ __global__ void __launch_bounds__(kLongRunThreads)
   if (*a.spilled != 0) return;
   const uint32_t capacity = table.capacity;
   const uint32_t mask = capacity - 1u;
-  const uint32_t count = min(*a.list_count, a.list_capacity);
+  const uint32_t count = min(*a.block_count, a.block_capacity);
   if (threadIdx.x == 0) s_max = 0;
   for (uint32_t r = blockIdx.x; r < count; r += gridDim.x) {
-    const uint32_t start = a.list[r];
+    const uint32_t start = a.block_list[r];
     // Run length: the first empty slot, found kLongRunThreads slots at a time.
     if (threadIdx.x == 0) s_len = ~0u;
     __syncthreads();
@@ -1198,6 +1301,9 @@ cudaError_t RunWaves(DeviceTable table, const BuildSource& source, uint32_t boun
   ResetMaxProbesKernel<<<1, 1, 0, stream>>>(stats, bound, spilled);
   SortRunsKernel<<<GridFor(table.capacity, CachedResident(SortRunsKernel, resident_sort)),
                    kBlockThreads, 0, stream>>>(table, sort, stats);
+  static std::atomic<int> resident_warp{0};
+  WarpRunsKernel<<<unsigned(std::max(1, CachedResident(WarpRunsKernel, resident_warp))),
+                   kBlockThreads, 0, stream>>>(table, sort, stats);
   LongRunsKernel<<<unsigned(std::max(1, CachedResident(LongRunsKernel, resident_long))),
                    kLongRunThreads, 0, stream>>>(table, sort, stats);
   RedoClearKernel<<<GridFor(vectors, CachedResident(RedoClearKernel, resident_redo)), kBlockThreads,
@@ -1254,21 +1360,24 @@ cudaError_t BuildWaves(DeviceTable table, const BuildSource& source, uint32_t bo
                             : wide  ? ScanTempBytes<unsigned long long>(offset_items)
                                     : ScanTempBytes<uint32_t>(offset_items);
   // One allocation: words | values | ends (regions + 1) + tile counters
-  // (regions + 2) + spilled flag + long-run count + resort flag | offsets | scan
-  // storage | long-run list. Ends, counters and flags are zeroed by one memset
+  // (regions + 2) + spilled flag + two run counts + resort flag | offsets | scan
+  // storage | run lists. Ends, counters and flags are zeroed by one memset
   // (they are adjacent).
   const size_t ends_bytes = (size_t(regions) + 1) * sizeof(unsigned long long);
-  // Tile counters (regions + 2), spilled, long-run count, resort.
-  const size_t control_bytes = ((size_t(regions) + 5) * sizeof(unsigned int) + 7) & ~size_t{7};
-  // First slots of the runs too long for one thread to sort (SortRunsKernel).
-  const uint32_t list_capacity = std::max(1024u, table.capacity / 64);
+  // Tile counters (regions + 2), spilled, warp-run count, block-run count, resort.
+  const size_t control_bytes = ((size_t(regions) + 6) * sizeof(unsigned int) + 7) & ~size_t{7};
+  // First slots of the runs too long for one thread to sort (SortRunsKernel) and
+  // of those too long for one warp (WarpRunsKernel).
+  const uint32_t warp_capacity = std::max(1024u, table.capacity / 16);
+  const uint32_t block_capacity = std::max(1024u, table.capacity / 256);
   Carver c;
   const size_t at_words = c.Take(rows * sizeof(uint64_t));
   const size_t at_values = c.Take(positions ? rows * sizeof(uint32_t) : 0);
   const size_t at_ends = c.Take(ends_bytes + control_bytes);
   const size_t at_offsets = c.Take(offset_bytes);
   const size_t at_scan = c.Take(scan_bytes);
-  const size_t at_list = c.Take(size_t(list_capacity) * sizeof(uint32_t));
+  const size_t at_warp_list = c.Take(size_t(warp_capacity) * sizeof(uint32_t));
+  const size_t at_block_list = c.Take(size_t(block_capacity) * sizeof(uint32_t));
   // GPUJOIN_CUDA_PARTITION_MAX_BYTES caps the transient buffer: a build that
   // would need more is treated as one whose buffer cannot be allocated (the
   // caller then takes the direct path).
@@ -1295,10 +1404,13 @@ cudaError_t BuildWaves(DeviceTable table, const BuildSource& source, uint32_t bo
   auto* tile_counters = reinterpret_cast<unsigned int*>(bytes + at_ends + ends_bytes);
   unsigned int* spilled = tile_counters + regions + 2;
   RunSortArgs sort{};
-  sort.list_count = tile_counters + regions + 3;
-  sort.resort = tile_counters + regions + 4;
-  sort.list = reinterpret_cast<uint32_t*>(bytes + at_list);
-  sort.list_capacity = list_capacity;
+  sort.warp_count = tile_counters + regions + 3;
+  sort.block_count = tile_counters + regions + 4;
+  sort.resort = tile_counters + regions + 5;
+  sort.warp_list = reinterpret_cast<uint32_t*>(bytes + at_warp_list);
+  sort.warp_capacity = warp_capacity;
+  sort.block_list = reinterpret_cast<uint32_t*>(bytes + at_block_list);
+  sort.block_capacity = block_capacity;
   e = cudaMemsetAsync(b.ends, 0, ends_bytes + control_bytes, stream);
   if (e == cudaSuccess)
     e = Partition(table, source, tag_offset, bits, regions, positions, b, stats, stream);
