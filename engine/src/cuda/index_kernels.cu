@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <cub/device/device_scan.cuh>
+#include <type_traits>
 
 #include "cuda/device_ops.hpp"
 #include "cuda/kernel_utils.cuh"
@@ -735,7 +736,8 @@ __global__ void ResetMaxProbesKernel(DeviceBuildStats* stats, uint32_t bound,
 // One thread per slot; the thread of a run's first slot reads kThreadRun + 1
 // slots at once and, when the run ends within them, sorts it with an odd-even
 // transposition network in registers (constant indices only).
-__global__ void __launch_bounds__(kBlockThreads)
+__global__ void __launch_bounds__(kBlockThreads,
+                                  6)  // <= 40 registers: most threads only test a slot
     SortRunsKernel(DeviceTable table, RunSortArgs a, DeviceBuildStats* stats) {
   if (*a.spilled != 0) return;
   const uint32_t capacity = table.capacity;
@@ -753,47 +755,72 @@ __global__ void __launch_bounds__(kBlockThreads)
     if (w[0] == kEmptySlot || __ldcs(reinterpret_cast<const unsigned long long*>(
                                   table.slots + ((start - 1u) & mask))) != kEmptySlot)
       continue;
+      // The next four slots; four more only when the run goes on.
 #pragma unroll
-    for (int j = 1; j <= kThreadRun; ++j)
+    for (int j = 1; j <= kThreadRun / 2; ++j)
       w[j] = __ldcg(reinterpret_cast<const unsigned long long*>(table.slots +
                                                                 ((start + uint32_t(j)) & mask)));
-    uint32_t n = kThreadRun + 1;  // run length, if it ends within the slots read
+    uint32_t n = kThreadRun / 2 + 1;  // run length, if it ends within the slots read
 #pragma unroll
-    for (int j = kThreadRun; j >= 1; --j)
+    for (int j = kThreadRun / 2; j >= 1; --j)
       if (w[j] == kEmptySlot) n = uint32_t(j);
+    if (n > uint32_t(kThreadRun / 2)) {
+#pragma unroll
+      for (int j = kThreadRun / 2 + 1; j <= kThreadRun; ++j)
+        w[j] = __ldcg(reinterpret_cast<const unsigned long long*>(table.slots +
+                                                                  ((start + uint32_t(j)) & mask)));
+      n = kThreadRun + 1;
+#pragma unroll
+      for (int j = kThreadRun; j > kThreadRun / 2; --j)
+        if (w[j] == kEmptySlot) n = uint32_t(j);
+    }
     if (n > uint32_t(kThreadRun)) {
       PushRun(a.warp_count, a.warp_list, a.warp_capacity, start, a.resort);
       continue;
     }
-    if (n == 1) {  // alone: already in place, displacement 0
-      if (1u > max_probes) max_probes = 1;
-      continue;
-    }
     uint64_t o[kThreadRun];
+    bool sorted = true;
 #pragma unroll
-    for (int j = 0; j < kThreadRun; ++j)
-      o[j] = uint32_t(j) < n ? RunOrder(w[j], start, capacity) : ~0ull;
-    bool moved = false;
-#pragma unroll
-    for (int round = 0; round < kThreadRun; ++round) {
-#pragma unroll
-      for (int j = round & 1; j + 1 < kThreadRun; j += 2) {
-        if (o[j] > o[j + 1]) {
-          const uint64_t to = o[j], tw = w[j];
-          o[j] = o[j + 1];
-          w[j] = w[j + 1];
-          o[j + 1] = to;
-          w[j + 1] = tw;
-          moved = true;
-        }
+    for (int j = 0; j < kThreadRun; ++j) {
+      o[j] = ~0ull;
+      if (uint32_t(j) < n) {
+        o[j] = RunOrder(w[j], start, capacity);
+        if (j > 0 && o[j - 1] > o[j]) sorted = false;
       }
+    }
+    if (!sorted) {
+      // Odd-even transposition: k rounds sort k entries (4 for the common short
+      // runs, 8 otherwise); the padding (order ~0) stays at the end.
+      auto sort_rounds = [&](auto k_tag) {
+        constexpr int k = decltype(k_tag)::value;
+#pragma unroll
+        for (int round = 0; round < k; ++round) {
+#pragma unroll
+          for (int j = round & 1; j + 1 < k; j += 2) {
+            if (o[j] > o[j + 1]) {
+              const uint64_t to = o[j], tw = w[j];
+              o[j] = o[j + 1];
+              w[j] = w[j + 1];
+              o[j + 1] = to;
+              w[j + 1] = tw;
+            }
+          }
+        }
+      };
+      if (n <= uint32_t(kThreadRun / 2))
+        sort_rounds(std::integral_constant<int, kThreadRun / 2>{});
+      else
+        sort_rounds(std::integral_constant<int, kThreadRun>{});
+#pragma unroll
+      for (int j = 0; j < kThreadRun; ++j)
+        if (uint32_t(j) < n) table.slots[(start + uint32_t(j)) & mask] = w[j];
     }
 #pragma unroll
     for (int j = 0; j < kThreadRun; ++j) {
-      if (uint32_t(j) >= n) break;
-      if (moved) table.slots[(start + uint32_t(j)) & mask] = w[j];
-      const unsigned long long probes = uint32_t(j) - uint32_t(o[j] >> 32) + 1u;
-      if (probes > max_probes) max_probes = probes;
+      if (uint32_t(j) < n) {
+        const unsigned long long probes = uint32_t(j) - uint32_t(o[j] >> 32) + 1u;
+        if (probes > max_probes) max_probes = probes;
+      }
     }
   }
   const unsigned long long m = WarpMax(max_probes);
