@@ -67,7 +67,8 @@ AggInputs RandomInputs(const AggShape& s, std::mt19937_64& rng) {
   in.keys.resize(s.rows);
   for (auto& k : in.keys) {
     const uint32_t r = uint32_t(rng() % 10);
-    k = r == 0 ? s.groups + uint32_t(rng() % 100) : (r == 1 ? kEmptyKey : uint32_t(rng() % s.groups));
+    k = r == 0 ? s.groups + uint32_t(rng() % 100)
+               : (r == 1 ? kEmptyKey : uint32_t(rng() % s.groups));
   }
   if (s.mask) {
     in.mask.resize(s.rows);
@@ -297,9 +298,9 @@ TEST_F(AggregateGraphs, AlternatingShapesBeyondTheCacheStayCorrect) {
 // (repeated, still equal to the CPU), and nodes with no rows.
 TEST_F(AggregateGraphs, LargeAndEmptyNodesAreNotCaptured) {
   const AggShape shapes[] = {
-      {AggregateOp::kSum, (size_t{1} << 18) + 1, 64, true, true, true},   // rows over the bound
-      {AggregateOp::kCount, 1000, (1u << 18) + 1, false, true, true},     // groups over it
-      {AggregateOp::kMax, 0, 9, false, true, true},                       // no rows
+      {AggregateOp::kSum, (size_t{1} << 18) + 1, 64, true, true, true},  // rows over the bound
+      {AggregateOp::kCount, 1000, (1u << 18) + 1, false, true, true},    // groups over it
+      {AggregateOp::kMax, 0, 9, false, true, true},                      // no rows
   };
   const Totals before = Counters();
   for (int round = 0; round < 3; ++round) {
@@ -362,6 +363,50 @@ TEST_F(AggregateGraphs, ConcurrentRepeatedShapesCaptureAndReplayLikeCpu) {
                      "run " + std::to_string(k) + ", " + Describe(shape_of(k)) + ", " + Seed());
   }
 }
+
+#if defined(GPUJOIN_HAVE_CUDA)
+// Host-only parts of the cache (no device needed): the pinned input and output
+// layouts (parts 256-byte aligned, absent parts take no room) and the shapes the
+// cache turns away before touching a stream.
+TEST(AggregateGraphHost, LayoutsHoldEachPartAligned) {
+  using detail::AggregateGraph;
+  using detail::AggregateShape;
+  // Count, unmasked: keys only in; counts only out.
+  EXPECT_EQ(AggregateGraph::InputBytes(AggregateShape{AggregateOp::kCount, 1000, 7, false, true}),
+            4000u);
+  EXPECT_EQ(AggregateGraph::OutputBytes(AggregateShape{AggregateOp::kCount, 1000, 7, false, true}),
+            28u);
+  // Sum, masked: keys, values at 4096, mask at 8192; no counts: values only out.
+  const AggregateShape sum{AggregateOp::kSum, 1000, 5, true, false};
+  EXPECT_EQ(AggregateGraph::InputBytes(sum), 8192u + 4000u);
+  EXPECT_EQ(AggregateGraph::OutputBytes(sum), 20u);
+  // Mean: counts, then the values 256-byte aligned.
+  const AggregateShape mean{AggregateOp::kMean, 10, 1000, false, true};
+  EXPECT_EQ(AggregateGraph::InputBytes(mean), 256u + 40u);
+  EXPECT_EQ(AggregateGraph::OutputBytes(mean), 4096u + 4000u);
+}
+
+TEST(AggregateGraphHost, EmptyAndOversizedShapesAreNeverCaptured) {
+  using Cache = detail::AggregateGraphCache;
+  Cache cache;
+  const detail::AggregateShape refused[] = {
+      {AggregateOp::kSum, 0, 5, false, false},                         // no rows
+      {AggregateOp::kSum, Cache::kMaxRows + 1, 5, false, false},       // too many rows
+      {AggregateOp::kCount, 100, 0, false, true},                      // no groups
+      {AggregateOp::kCount, 100, Cache::kMaxGroups + 1, false, true},  // too many groups
+  };
+  // Seen three times each: still no graph, and the (null) stream is never used.
+  for (int round = 0; round < 3; ++round) {
+    for (const auto& shape : refused) {
+      auto graph = cache.Get(shape, nullptr);
+      ASSERT_TRUE(graph.ok()) << graph.status();
+      EXPECT_EQ(*graph, nullptr);
+    }
+  }
+  EXPECT_EQ(cache.captures(), 0u);
+  EXPECT_EQ(cache.hits(), 0u);
+}
+#endif
 
 }  // namespace
 }  // namespace gpujoin::engine

@@ -74,8 +74,8 @@ AggregateGraph::~AggregateGraph() {
   if (graph_ != nullptr) (void)cudaGraphDestroy(graph_);
 }
 
-absl::StatusOr<std::unique_ptr<AggregateGraph>> AggregateGraph::Capture(
-    const AggregateShape& shape, cudaStream_t stream) {
+absl::StatusOr<std::unique_ptr<AggregateGraph>> AggregateGraph::Capture(const AggregateShape& shape,
+                                                                        cudaStream_t stream) {
   std::unique_ptr<AggregateGraph> g(new AggregateGraph());
   g->shape_ = shape;
   const Layout layout = LayoutOf(shape);
@@ -104,14 +104,15 @@ absl::StatusOr<std::unique_ptr<AggregateGraph>> AggregateGraph::Capture(
   AggregateArgs a;
   a.op = shape.op;
   a.keys = reinterpret_cast<const uint32_t*>(in_dev);
-  a.values = layout.values_at == kNoPart ? nullptr
-                                         : reinterpret_cast<const float*>(in_dev + layout.values_at);
-  a.mask =
-      layout.mask_at == kNoPart ? nullptr : reinterpret_cast<const uint32_t*>(in_dev + layout.mask_at);
+  a.values = layout.values_at == kNoPart
+                 ? nullptr
+                 : reinterpret_cast<const float*>(in_dev + layout.values_at);
+  a.mask = layout.mask_at == kNoPart ? nullptr
+                                     : reinterpret_cast<const uint32_t*>(in_dev + layout.mask_at);
   a.rows = shape.rows;
   a.groups = shape.groups;
-  a.counts =
-      layout.counts_at == kNoPart ? nullptr : reinterpret_cast<uint32_t*>(out_dev + layout.counts_at);
+  a.counts = layout.counts_at == kNoPart ? nullptr
+                                         : reinterpret_cast<uint32_t*>(out_dev + layout.counts_at);
   a.output =
       layout.output_at == kNoPart ? nullptr : reinterpret_cast<float*>(out_dev + layout.output_at);
 
@@ -138,8 +139,7 @@ absl::StatusOr<std::unique_ptr<AggregateGraph>> AggregateGraph::Capture(
 absl::StatusOr<AggregateGraph*> AggregateGraphCache::Get(const AggregateShape& shape,
                                                          cudaStream_t stream) {
   if (!AggregateGraphsEnabled()) return nullptr;
-  if (shape.rows == 0 || shape.rows > kMaxRows || shape.groups == 0 ||
-      shape.groups > kMaxGroups) {
+  if (shape.rows == 0 || shape.rows > kMaxRows || shape.groups == 0 || shape.groups > kMaxGroups) {
     return nullptr;
   }
   const uint64_t hits = cache_.hits();

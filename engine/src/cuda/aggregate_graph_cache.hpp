@@ -77,8 +77,7 @@ class AggregateGraph {
   /// Pinned output values (shape.groups; value ops only, else null), valid after
   /// Launch and a wait on the stream.
   const float* output() const {
-    return output_at_ == kNone ? nullptr
-                               : reinterpret_cast<const float*>(out_.data() + output_at_);
+    return output_at_ == kNone ? nullptr : reinterpret_cast<const float*>(out_.data() + output_at_);
   }
 
   /// Launches the graph on `stream` (the stream it was captured on).
