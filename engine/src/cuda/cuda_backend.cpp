@@ -647,6 +647,7 @@ class CudaBackend final : public Backend {
     auto gather = [](const auto& chunks, void* dst) {
       auto* out = static_cast<uint8_t*>(dst);
       for (const auto& c : chunks) {
+        if (c.empty()) continue;  // an empty chunk may have no data pointer
         std::memcpy(out, c.data(), c.size_bytes());
         out += c.size_bytes();
       }
