@@ -10,9 +10,7 @@
 namespace gpujoin::engine::detail {
 namespace {
 
-std::atomic<uint64_t> g_captures{0};
-std::atomic<uint64_t> g_replays{0};
-std::atomic<uint64_t> g_capture_failures{0};
+GraphCounters g_counters;
 
 constexpr size_t kNoPart = ~size_t{0};
 
@@ -52,26 +50,16 @@ Layout LayoutOf(const AggregateShape& s) {
 
 }  // namespace
 
-AggregateGraphTotals AggregateGraphCounters() {
-  return AggregateGraphTotals{g_captures.load(), g_replays.load(), g_capture_failures.load()};
-}
+GraphTotals AggregateGraphCounters() { return g_counters.Totals(); }
 
 bool AggregateGraphsEnabled() {
-  static const bool enabled = [] {
-    const char* v = std::getenv("GPUJOIN_CUDA_AGGREGATE_GRAPHS");
-    return v == nullptr || std::strcmp(v, "0") != 0;
-  }();
+  static const bool enabled = EnvSwitchOn("GPUJOIN_CUDA_AGGREGATE_GRAPHS");
   return enabled;
 }
 
 size_t AggregateGraph::InputBytes(const AggregateShape& shape) { return LayoutOf(shape).in_bytes; }
 size_t AggregateGraph::OutputBytes(const AggregateShape& shape) {
   return LayoutOf(shape).out_bytes;
-}
-
-AggregateGraph::~AggregateGraph() {
-  if (exec_ != nullptr) (void)cudaGraphExecDestroy(exec_);
-  if (graph_ != nullptr) (void)cudaGraphDestroy(graph_);
 }
 
 absl::StatusOr<std::unique_ptr<AggregateGraph>> AggregateGraph::Capture(const AggregateShape& shape,
@@ -116,23 +104,15 @@ absl::StatusOr<std::unique_ptr<AggregateGraph>> AggregateGraph::Capture(const Ag
   a.output =
       layout.output_at == kNoPart ? nullptr : reinterpret_cast<float*>(out_dev + layout.output_at);
 
-  cudaError_t e = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
-  if (e == cudaSuccess) {
-    e = cudaMemcpyAsync(in_dev, g->in_.data(), g->in_bytes_, cudaMemcpyHostToDevice, stream);
+  const absl::Status captured = g->graph_.Capture(stream, "capture aggregate graph", [&] {
+    cudaError_t e =
+        cudaMemcpyAsync(in_dev, g->in_.data(), g->in_bytes_, cudaMemcpyHostToDevice, stream);
     if (e == cudaSuccess) e = Aggregate(a, stream);
     if (e == cudaSuccess)
       e = cudaMemcpyAsync(g->out_.data(), out_dev, g->out_bytes_, cudaMemcpyDeviceToHost, stream);
-    // Always leave capture mode, whatever failed, so the stream stays usable.
-    const cudaError_t end = cudaStreamEndCapture(stream, &g->graph_);
-    if (e == cudaSuccess) e = end;
-  }
-  if (e == cudaSuccess) e = cudaGraphInstantiate(&g->exec_, g->graph_, 0);
-  if (e != cudaSuccess) {
-    // A refused capture leaves a (non-sticky) error in the last-error slot; the
-    // uncaptured path that follows must not see it. A sticky one stays anyway.
-    (void)cudaGetLastError();
-    return CudaStatus(e, "capture aggregate graph");
-  }
+    return e;
+  });
+  if (!captured.ok()) return captured;
   return g;
 }
 
@@ -145,10 +125,7 @@ absl::StatusOr<AggregateGraph*> AggregateGraphCache::Get(const AggregateShape& s
   const uint64_t hits = cache_.hits();
   absl::StatusOr<AggregateGraph*> graph =
       cache_.Get(shape, [&] { return AggregateGraph::Capture(shape, stream); });
-  if (!graph.ok())
-    g_capture_failures.fetch_add(1, std::memory_order_relaxed);
-  else if (*graph != nullptr)
-    (cache_.hits() != hits ? g_replays : g_captures).fetch_add(1, std::memory_order_relaxed);
+  g_counters.Count(graph, cache_.hits() != hits);
   return graph;
 }
 

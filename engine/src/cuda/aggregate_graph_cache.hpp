@@ -21,6 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/shape_cache.hpp"
+#include "cuda/captured_graph.hpp"
 #include "cuda/device_buffer.hpp"
 #include "gpujoin/engine/types.hpp"
 
@@ -47,7 +48,6 @@ struct AggregateShape {
 /// 256-byte aligned.
 class AggregateGraph {
  public:
-  ~AggregateGraph();
   AggregateGraph(const AggregateGraph&) = delete;
   AggregateGraph& operator=(const AggregateGraph&) = delete;
 
@@ -81,7 +81,7 @@ class AggregateGraph {
   }
 
   /// Launches the graph on `stream` (the stream it was captured on).
-  cudaError_t Launch(cudaStream_t stream) { return cudaGraphLaunch(exec_, stream); }
+  cudaError_t Launch(cudaStream_t stream) { return graph_.Launch(stream); }
 
   /// Pinned input bytes / output bytes the shape needs.
   static size_t InputBytes(const AggregateShape& shape);
@@ -96,19 +96,13 @@ class AggregateGraph {
   size_t counts_at_ = kNone, output_at_ = kNone, out_bytes_ = 0;
   DeviceBuffer<uint8_t> in_d_, out_d_;
   PinnedBuffer in_, out_;
-  cudaGraph_t graph_ = nullptr;
-  cudaGraphExec_t exec_ = nullptr;
+  CapturedGraph graph_;
 };
 
-/// Process-wide totals over every context's aggregate graph cache (tests and
-/// diagnostics read them; they only grow).
-struct AggregateGraphTotals {
-  uint64_t captures = 0;          ///< graphs captured
-  uint64_t replays = 0;           ///< nodes served by an existing graph
-  uint64_t capture_failures = 0;  ///< captures that failed (the node ran uncaptured)
-};
+/// Process-wide totals over every context's aggregate graph cache.
+using AggregateGraphTotals = GraphTotals;
 /// A snapshot of the totals.
-AggregateGraphTotals AggregateGraphCounters();
+GraphTotals AggregateGraphCounters();
 
 /// Whether aggregate graphs are enabled: false when GPUJOIN_CUDA_AGGREGATE_GRAPHS
 /// is "0" (read once per process).
