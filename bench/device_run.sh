@@ -26,7 +26,7 @@ step gpu_tests 45 $bundle/bin/gpu_differential_tests
 step gpu_tests_waves 45 env GPUJOIN_CUDA_BUILD_PATH=waves $bundle/bin/gpu_differential_tests
 step gpu_tests_direct 40 env GPUJOIN_CUDA_BUILD_PATH=direct $bundle/bin/gpu_differential_tests
 step wave_build 30 $bundle/bin/gpu_wave_build_tests
-step bench 75 $bundle/bin/gpujoin-bench
+step bench 120 $bundle/bin/gpujoin-bench
 step hash_device 20 $bundle/bin/hashing_device_test
 step hash_backend 20 $bundle/bin/hashing_backend_test
 step engine_cuda 30 env GPUJOIN_CUDA_BUILD_PATH=waves $bundle/bin/engine_tests --gtest_filter='*cuda*:*Cuda*'

@@ -95,23 +95,8 @@ class Differential : public ::testing::Test {
 
   std::string Seed() const { return "seed " + std::to_string(seed_); }
 
-  // Distinct keys != kEmptyKey, random-looking: a random bijection of uint32
-  // (odd multipliers and xor-shifts) applied to consecutive integers from a
-  // random start, so no set is needed to keep them distinct.
-  std::vector<uint32_t> DistinctKeys(size_t n) {
-    const uint32_t start = uint32_t(rng_());
-    const uint32_t m1 = uint32_t(rng_()) | 1u, m2 = uint32_t(rng_()) | 1u;
-    std::vector<uint32_t> keys;
-    keys.reserve(n);
-    for (uint32_t i = 0; keys.size() < n; ++i) {
-      uint32_t x = (start + i) * m1;
-      x ^= x >> 16;
-      x *= m2;
-      x ^= x >> 13;
-      if (x != kEmptyKey) keys.push_back(x);
-    }
-    return keys;
-  }
+  // Distinct keys != kEmptyKey (see gpujoin::engine::DistinctKeys).
+  std::vector<uint32_t> DistinctKeys(size_t n) { return engine::DistinctKeys(rng_, n); }
 
   std::vector<uint32_t> RandomU32(size_t n) {
     std::vector<uint32_t> v(n);

@@ -98,21 +98,8 @@ class WaveBuildDifferential : public ::testing::Test {
 
   std::string Seed() const { return "seed " + std::to_string(seed_); }
 
-  // Distinct keys != kEmptyKey (a random bijection of consecutive integers).
-  std::vector<uint32_t> DistinctKeys(size_t n) {
-    const uint32_t start = uint32_t(rng_());
-    const uint32_t m1 = uint32_t(rng_()) | 1u, m2 = uint32_t(rng_()) | 1u;
-    std::vector<uint32_t> keys;
-    keys.reserve(n);
-    for (uint32_t i = 0; keys.size() < n; ++i) {
-      uint32_t x = (start + i) * m1;
-      x ^= x >> 16;
-      x *= m2;
-      x ^= x >> 13;
-      if (x != kEmptyKey) keys.push_back(x);
-    }
-    return keys;
-  }
+  // Distinct keys != kEmptyKey (see gpujoin::engine::DistinctKeys).
+  std::vector<uint32_t> DistinctKeys(size_t n) { return engine::DistinctKeys(rng_, n); }
 
   // Distinct random values (so that a wrong winner shows as a wrong value).
   std::vector<uint32_t> DistinctValues(size_t n) { return DistinctKeys(n); }

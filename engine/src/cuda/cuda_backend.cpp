@@ -1,7 +1,8 @@
 // The CUDA backend: lowers a validated command graph onto one stream per
 // concurrent Run (uploads through pinned staging, kernels from device_ops.hpp,
-// downloads), replays captured graphs for repeated lookup shapes and small join
-// batches (GPUJOIN_CUDA_JOIN_GRAPHS=0 turns the latter off), and classifies
+// downloads), replays captured graphs for repeated lookup shapes, small join
+// batches and small aggregations (GPUJOIN_CUDA_JOIN_GRAPHS=0 and
+// GPUJOIN_CUDA_AGGREGATE_GRAPHS=0 turn the latter two off), and classifies
 // CUDA errors (allocation failure -> RESOURCE_EXHAUSTED for that request; sticky
 // error -> INTERNAL and Healthy() false for good).
 #include <cuda_runtime.h>
@@ -585,6 +586,13 @@ class CudaBackend final : public Backend {
     }
     const uint32_t groups = uint32_t(group_rows);
     const bool need_counts = count_op || n.op == AggregateOp::kMean || !n.contributing_rows.empty();
+    // Small nodes of a shape seen before on this context replay a captured graph.
+    const AggregateShape shape{n.op, rows, groups, n.mask.has_value(), need_counts};
+    auto graph = ctx.aggregate_graphs().Get(shape, ctx.stream());
+    if (graph.ok() && *graph != nullptr) return ReplayAggregateGraph(ctx, **graph, i, n);
+    // Otherwise (first sight, too large, or a failed capture: that shape is not
+    // captured again on this context) the node runs uncaptured; a device that is
+    // gone for good fails there and is noted by Run.
     GPUJOIN_ASSIGN_OR_RETURN(auto keys, Alloc<uint32_t>(rows, ctx, "aggregate keys"));
     GPUJOIN_RETURN_IF_ERROR(ctx.Upload(keys.data(), RangesOf(n.keys), "aggregate keys"));
     DeviceBuffer<float> values;
@@ -628,6 +636,37 @@ class CudaBackend final : public Backend {
                                            n.value_output.size_bytes(), "aggregate output"));
       GPUJOIN_RETURN_IF_ERROR(ctx.Download(n.contributing_rows.data(), counts.data(),
                                            n.contributing_rows.size_bytes(), "contributing rows"));
+    }
+    return absl::OkStatus();
+  }
+
+  // A captured aggregation: inputs gathered into the graph's pinned buffer, one
+  // launch, one wait, results out of its pinned output.
+  absl::Status ReplayAggregateGraph(StreamContext& ctx, AggregateGraph& graph, size_t i,
+                                    const AggregateNode& n) {
+    auto gather = [](const auto& chunks, void* dst) {
+      auto* out = static_cast<uint8_t*>(dst);
+      for (const auto& c : chunks) {
+        if (c.empty()) continue;  // an empty chunk may have no data pointer
+        std::memcpy(out, c.data(), c.size_bytes());
+        out += c.size_bytes();
+      }
+    };
+    gather(n.keys, graph.keys());
+    if (graph.values() != nullptr) gather(n.values, graph.values());
+    if (graph.mask() != nullptr) gather(*n.mask, graph.mask());
+    GPUJOIN_CUDA_RETURN(graph.Launch(ctx.stream()),
+                        absl::StrCat("node ", i, " (aggregate ", std::string(AggregateOpName(n.op)),
+                                     "): replay aggregate graph"));
+    GPUJOIN_RETURN_IF_ERROR(ctx.Synchronize("aggregate"));
+    if (n.op == AggregateOp::kCount) {
+      std::memcpy(n.count_output.data(), graph.counts(), n.count_output.size_bytes());
+    } else {
+      std::memcpy(n.value_output.data(), graph.output(), n.value_output.size_bytes());
+    }
+    // For count every in-range, unmasked row contributes: the same numbers.
+    if (!n.contributing_rows.empty()) {
+      std::memcpy(n.contributing_rows.data(), graph.counts(), n.contributing_rows.size_bytes());
     }
     return absl::OkStatus();
   }

@@ -10,9 +10,7 @@
 namespace gpujoin::engine::detail {
 namespace {
 
-std::atomic<uint64_t> g_captures{0};
-std::atomic<uint64_t> g_replays{0};
-std::atomic<uint64_t> g_capture_failures{0};
+GraphCounters g_counters;
 
 size_t Align256(size_t v) { return (v + 255) & ~size_t{255}; }
 
@@ -30,24 +28,14 @@ OutputLayout LayoutOf(const JoinShape& s) {
 
 }  // namespace
 
-JoinGraphTotals JoinGraphCounters() {
-  return JoinGraphTotals{g_captures.load(), g_replays.load(), g_capture_failures.load()};
-}
+GraphTotals JoinGraphCounters() { return g_counters.Totals(); }
 
 bool JoinGraphsEnabled() {
-  static const bool enabled = [] {
-    const char* v = std::getenv("GPUJOIN_CUDA_JOIN_GRAPHS");
-    return v == nullptr || std::strcmp(v, "0") != 0;
-  }();
+  static const bool enabled = EnvSwitchOn("GPUJOIN_CUDA_JOIN_GRAPHS");
   return enabled;
 }
 
 size_t JoinGraph::OutputBytes(const JoinShape& shape) { return LayoutOf(shape).bytes; }
-
-JoinGraph::~JoinGraph() {
-  if (exec_ != nullptr) (void)cudaGraphExecDestroy(exec_);
-  if (graph_ != nullptr) (void)cudaGraphDestroy(graph_);
-}
 
 absl::StatusOr<std::unique_ptr<JoinGraph>> JoinGraph::Capture(const JoinShape& shape,
                                                               cudaStream_t stream) {
@@ -89,9 +77,9 @@ absl::StatusOr<std::unique_ptr<JoinGraph>> JoinGraph::Capture(const JoinShape& s
   auto* stats = reinterpret_cast<DeviceQueryStats*>(out_dev);
   const DeviceTable table{const_cast<uint64_t*>(shape.slots), shape.table_capacity};
 
-  cudaError_t e = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
-  if (e == cudaSuccess) {
-    e = cudaMemcpyAsync(in_dev, g->in_.data(), g->in_bytes_, cudaMemcpyHostToDevice, stream);
+  const absl::Status captured = g->graph_.Capture(stream, "capture join graph", [&] {
+    cudaError_t e =
+        cudaMemcpyAsync(in_dev, g->in_.data(), g->in_bytes_, cudaMemcpyHostToDevice, stream);
     // Statistics, count and padding: the header the output copy starts with.
     if (e == cudaSuccess) e = cudaMemsetAsync(out_dev, 0, kPairsOffset, stream);
     if (e == cudaSuccess)
@@ -100,17 +88,9 @@ absl::StatusOr<std::unique_ptr<JoinGraph>> JoinGraph::Capture(const JoinShape& s
                             g->scratch_d_.data(), stream);
     if (e == cudaSuccess)
       e = cudaMemcpyAsync(g->out_.data(), out_dev, g->out_bytes_, cudaMemcpyDeviceToHost, stream);
-    // Always leave capture mode, whatever failed, so the stream stays usable.
-    const cudaError_t end = cudaStreamEndCapture(stream, &g->graph_);
-    if (e == cudaSuccess) e = end;
-  }
-  if (e == cudaSuccess) e = cudaGraphInstantiate(&g->exec_, g->graph_, 0);
-  if (e != cudaSuccess) {
-    // A refused capture leaves a (non-sticky) error in the last-error slot; the
-    // uncaptured path that follows must not see it. A sticky one stays anyway.
-    (void)cudaGetLastError();
-    return CudaStatus(e, "capture join graph");
-  }
+    return e;
+  });
+  if (!captured.ok()) return captured;
   return g;
 }
 
@@ -123,10 +103,7 @@ absl::StatusOr<JoinGraph*> JoinGraphCache::Get(const JoinShape& shape, cudaStrea
   const uint64_t hits = cache_.hits();
   absl::StatusOr<JoinGraph*> graph =
       cache_.Get(shape, [&] { return JoinGraph::Capture(shape, stream); });
-  if (!graph.ok())
-    g_capture_failures.fetch_add(1, std::memory_order_relaxed);
-  else if (*graph != nullptr)
-    (cache_.hits() != hits ? g_replays : g_captures).fetch_add(1, std::memory_order_relaxed);
+  g_counters.Count(graph, cache_.hits() != hits);
   return graph;
 }
 

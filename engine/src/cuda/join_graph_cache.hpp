@@ -20,8 +20,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "cuda/device_buffer.hpp"
 #include "common/shape_cache.hpp"
+#include "cuda/captured_graph.hpp"
+#include "cuda/device_buffer.hpp"
 #include "cuda/device_ops.hpp"
 
 namespace gpujoin::engine::detail {
@@ -51,7 +52,6 @@ class JoinGraph {
   static constexpr size_t kCountOffset = 64;
   static constexpr size_t kPairsOffset = 256;
 
-  ~JoinGraph();
   JoinGraph(const JoinGraph&) = delete;
   JoinGraph& operator=(const JoinGraph&) = delete;
 
@@ -87,7 +87,7 @@ class JoinGraph {
   const uint8_t* found() const { return out_.data() + found_at_; }
 
   /// Launches the graph on `stream` (the stream it was captured on).
-  cudaError_t Launch(cudaStream_t stream) { return cudaGraphLaunch(exec_, stream); }
+  cudaError_t Launch(cudaStream_t stream) { return graph_.Launch(stream); }
 
   /// Output bytes the shape needs (statistics, count, pairs, probes, found).
   static size_t OutputBytes(const JoinShape& shape);
@@ -99,19 +99,13 @@ class JoinGraph {
   size_t probes_at_ = 0, found_at_ = 0, out_bytes_ = 0, in_bytes_ = 0;
   DeviceBuffer<uint8_t> in_d_, out_d_, scratch_d_;
   PinnedBuffer in_, out_;
-  cudaGraph_t graph_ = nullptr;
-  cudaGraphExec_t exec_ = nullptr;
+  CapturedGraph graph_;
 };
 
-/// Process-wide totals over every context's join graph cache (tests and
-/// diagnostics read them; they only grow).
-struct JoinGraphTotals {
-  uint64_t captures = 0;          ///< graphs captured
-  uint64_t replays = 0;           ///< batches served by an existing graph
-  uint64_t capture_failures = 0;  ///< captures that failed (the batch ran uncaptured)
-};
+/// Process-wide totals over every context's join graph cache.
+using JoinGraphTotals = GraphTotals;
 /// A snapshot of the totals.
-JoinGraphTotals JoinGraphCounters();
+GraphTotals JoinGraphCounters();
 
 /// Whether join graphs are enabled: false when GPUJOIN_CUDA_JOIN_GRAPHS is "0"
 /// (read once per process).

@@ -6,11 +6,6 @@
 
 namespace gpujoin::engine::detail {
 
-LookupGraph::~LookupGraph() {
-  if (exec_ != nullptr) (void)cudaGraphExecDestroy(exec_);
-  if (graph_ != nullptr) (void)cudaGraphDestroy(graph_);
-}
-
 void LookupGraph::FindCopyNodes() {
   const uint64_t n = shape_.rows;
   keys_end_ = {nullptr, in_.data(), in_.data(), keys_d_.data(), n * 4, true};
@@ -19,9 +14,9 @@ void LookupGraph::FindCopyNodes() {
   uint8_t* found_own = out_.data() + 8 * n + sizeof(DeviceQueryStats);
   found_end_ = {nullptr, found_own, found_own, found_d_.data(), n, false};
   size_t count = 0;
-  if (cudaGraphGetNodes(graph_, nullptr, &count) != cudaSuccess) return;
+  if (cudaGraphGetNodes(graph_.graph(), nullptr, &count) != cudaSuccess) return;
   std::vector<cudaGraphNode_t> nodes(count);
-  if (cudaGraphGetNodes(graph_, nodes.data(), &count) != cudaSuccess) return;
+  if (cudaGraphGetNodes(graph_.graph(), nodes.data(), &count) != cudaSuccess) return;
   for (cudaGraphNode_t node : nodes) {
     cudaGraphNodeType type;
     if (cudaGraphNodeGetType(node, &type) != cudaSuccess || type != cudaGraphNodeTypeMemcpy) {
@@ -44,10 +39,10 @@ cudaError_t LookupGraph::Bind(HostEnd& end, void* want) {
   if (target == end.current) return cudaSuccess;
   const cudaError_t e =
       end.to_device
-          ? cudaGraphExecMemcpyNodeSetParams1D(exec_, end.node, end.device, target, end.bytes,
-                                               cudaMemcpyHostToDevice)
-          : cudaGraphExecMemcpyNodeSetParams1D(exec_, end.node, target, end.device, end.bytes,
-                                               cudaMemcpyDeviceToHost);
+          ? cudaGraphExecMemcpyNodeSetParams1D(graph_.exec(), end.node, end.device, target,
+                                               end.bytes, cudaMemcpyHostToDevice)
+          : cudaGraphExecMemcpyNodeSetParams1D(graph_.exec(), end.node, target, end.device,
+                                               end.bytes, cudaMemcpyDeviceToHost);
   if (e == cudaSuccess) end.current = target;
   return e;
 }
@@ -74,7 +69,7 @@ cudaError_t LookupGraph::Replay(cudaStream_t stream, const Endpoints& endpoints)
       return cudaErrorNotSupported;
     }
   }
-  return cudaGraphLaunch(exec_, stream);
+  return graph_.Launch(stream);
 }
 
 absl::StatusOr<std::unique_ptr<LookupGraph>> LookupGraph::Capture(const LookupShape& shape,
@@ -110,31 +105,29 @@ absl::StatusOr<std::unique_ptr<LookupGraph>> LookupGraph::Capture(const LookupSh
   g->out_ = std::move(*out);
 
   const DeviceTable table{const_cast<uint64_t*>(shape.slots), shape.capacity};
-  GPUJOIN_CUDA_RETURN(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
-                      "begin lookup graph capture");
-  cudaError_t e = cudaMemcpyAsync(g->keys_d_.data(), g->in_.data(), n * sizeof(uint32_t),
-                                  cudaMemcpyHostToDevice, stream);
-  if (e == cudaSuccess)
-    e = cudaMemsetAsync(g->stats_d_.data(), 0, sizeof(DeviceQueryStats), stream);
-  if (e == cudaSuccess)
-    e = LookupKeys(table, g->keys_d_.data(), n, shape.bound, g->values_d_.data(),
-                   g->found_d_.data(), g->probes_d_.data(), g->stats_d_.data(), stream);
-  if (e == cudaSuccess)
-    e = cudaMemcpyAsync(g->out_.data(), g->values_d_.data(), n * sizeof(uint32_t),
-                        cudaMemcpyDeviceToHost, stream);
-  if (e == cudaSuccess && shape.probes)
-    e = cudaMemcpyAsync(g->out_.data() + 4 * n, g->probes_d_.data(), n * sizeof(uint32_t),
-                        cudaMemcpyDeviceToHost, stream);
-  if (e == cudaSuccess)
-    e = cudaMemcpyAsync(g->out_.data() + 8 * n, g->stats_d_.data(), sizeof(DeviceQueryStats),
-                        cudaMemcpyDeviceToHost, stream);
-  if (e == cudaSuccess && shape.found)
-    e = cudaMemcpyAsync(g->out_.data() + 8 * n + sizeof(DeviceQueryStats), g->found_d_.data(), n,
-                        cudaMemcpyDeviceToHost, stream);
-  const cudaError_t end = cudaStreamEndCapture(stream, &g->graph_);
-  if (e == cudaSuccess) e = end;
-  if (e == cudaSuccess) e = cudaGraphInstantiate(&g->exec_, g->graph_, 0);
-  GPUJOIN_CUDA_RETURN(e, "capture lookup graph");
+  const absl::Status captured = g->graph_.Capture(stream, "capture lookup graph", [&] {
+    cudaError_t e = cudaMemcpyAsync(g->keys_d_.data(), g->in_.data(), n * sizeof(uint32_t),
+                                    cudaMemcpyHostToDevice, stream);
+    if (e == cudaSuccess)
+      e = cudaMemsetAsync(g->stats_d_.data(), 0, sizeof(DeviceQueryStats), stream);
+    if (e == cudaSuccess)
+      e = LookupKeys(table, g->keys_d_.data(), n, shape.bound, g->values_d_.data(),
+                     g->found_d_.data(), g->probes_d_.data(), g->stats_d_.data(), stream);
+    if (e == cudaSuccess)
+      e = cudaMemcpyAsync(g->out_.data(), g->values_d_.data(), n * sizeof(uint32_t),
+                          cudaMemcpyDeviceToHost, stream);
+    if (e == cudaSuccess && shape.probes)
+      e = cudaMemcpyAsync(g->out_.data() + 4 * n, g->probes_d_.data(), n * sizeof(uint32_t),
+                          cudaMemcpyDeviceToHost, stream);
+    if (e == cudaSuccess)
+      e = cudaMemcpyAsync(g->out_.data() + 8 * n, g->stats_d_.data(), sizeof(DeviceQueryStats),
+                          cudaMemcpyDeviceToHost, stream);
+    if (e == cudaSuccess && shape.found)
+      e = cudaMemcpyAsync(g->out_.data() + 8 * n + sizeof(DeviceQueryStats), g->found_d_.data(), n,
+                          cudaMemcpyDeviceToHost, stream);
+    return e;
+  });
+  if (!captured.ok()) return captured;
   g->FindCopyNodes();
   return g;
 }

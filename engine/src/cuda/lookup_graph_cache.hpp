@@ -18,8 +18,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "cuda/device_buffer.hpp"
 #include "common/shape_cache.hpp"
+#include "cuda/captured_graph.hpp"
+#include "cuda/device_buffer.hpp"
 #include "cuda/device_ops.hpp"
 
 namespace gpujoin::engine::detail {
@@ -38,7 +39,6 @@ struct LookupShape {
 /// A captured lookup: pinned input keys, pinned outputs, and the graph.
 class LookupGraph {
  public:
-  ~LookupGraph();
   LookupGraph(const LookupGraph&) = delete;
   LookupGraph& operator=(const LookupGraph&) = delete;
 
@@ -102,8 +102,7 @@ class LookupGraph {
   DeviceBuffer<uint8_t> found_d_;
   DeviceBuffer<DeviceQueryStats> stats_d_;
   PinnedBuffer in_, out_;
-  cudaGraph_t graph_ = nullptr;  // kept: its nodes name the copies to update
-  cudaGraphExec_t exec_ = nullptr;
+  CapturedGraph graph_;  // its graph's nodes name the copies to update
   HostEnd keys_end_, values_end_, found_end_, probes_end_;
   bool external_ok_ = false;
 };

@@ -95,6 +95,7 @@ StreamContext::~StreamContext() {
   if (stream_ != nullptr) (void)cudaStreamSynchronize(stream_);
   graphs_.Clear();
   join_graphs_.Clear();
+  aggregate_graphs_.Clear();
   for (cudaEvent_t e : staged_) {
     if (e != nullptr) (void)cudaEventDestroy(e);
   }

@@ -1,7 +1,8 @@
 // Internal (CUDA builds only): the per-request execution context of the CUDA
 // backend. Each concurrent Run holds one context: its own stream, double-buffered
 // pinned staging for host<->device copies, a small pinned area for statistics,
-// device statistics scratch and a cache of captured CUDA Graphs.
+// device statistics scratch and caches of captured CUDA Graphs (lookups, joins,
+// aggregations).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -14,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "cuda/aggregate_graph_cache.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/join_graph_cache.hpp"
 #include "cuda/lookup_graph_cache.hpp"
@@ -87,6 +89,8 @@ class StreamContext {
   LookupGraphCache& graphs() { return graphs_; }
   /// Captured small join batches of this context (join_graph_cache.hpp).
   JoinGraphCache& join_graphs() { return join_graphs_; }
+  /// Captured small aggregate nodes of this context (aggregate_graph_cache.hpp).
+  AggregateGraphCache& aggregate_graphs() { return aggregate_graphs_; }
 
   /// Copies the host ranges, in order, into contiguous device memory at `dst`
   /// through the pinned staging buffers (host copy of one piece overlaps the
@@ -124,6 +128,7 @@ class StreamContext {
   DeviceBuffer<uint8_t> device_stats_;
   LookupGraphCache graphs_;
   JoinGraphCache join_graphs_;
+  AggregateGraphCache aggregate_graphs_;
 };
 
 /// Gathers the ranges of a chunked column.

@@ -1,0 +1,144 @@
+// Internal (CUDA builds only): CUDA Graph capture and replay of repeated small
+// aggregate nodes. An aggregation of the same op, row count, group count, masked
+// or not and with or without per-group counts is a fixed sequence (upload keys,
+// values and mask; clear the accumulators; accumulate; finalise; download counts
+// and values): the same Aggregate call (device_ops.hpp) with the same kernel
+// variant, grid and sizes every time. The second time such a shape is seen on a
+// stream context it is captured once into a graph whose device and pinned
+// buffers are owned by the cache entry; later nodes of that shape copy their
+// inputs into the pinned input, launch the graph (one call instead of one per
+// copy, memset and kernel) and read the pinned output after one wait. The
+// captured kernels are the uncaptured path's, in the same order, on inputs with
+// the same (256-byte) alignment, so a replay computes what the uncaptured path
+// would. GPUJOIN_CUDA_AGGREGATE_GRAPHS=0 in the environment turns capture off
+// (read once).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "common/shape_cache.hpp"
+#include "cuda/captured_graph.hpp"
+#include "cuda/device_buffer.hpp"
+#include "gpujoin/engine/types.hpp"
+
+namespace gpujoin::engine::detail {
+
+/// What a captured aggregation bakes in; equal shapes replay the same graph.
+struct AggregateShape {
+  AggregateOp op = AggregateOp::kCount;
+  uint64_t rows = 0;    ///< input rows, > 0
+  uint32_t groups = 0;  ///< output groups, > 0
+  bool mask = false;    ///< a mask column is read
+  /// Per-group counts are computed and downloaded (always for kCount and kMean;
+  /// for sum/min/max only when contributing rows are wanted).
+  bool counts = false;
+  friend bool operator==(const AggregateShape&, const AggregateShape&) = default;
+};
+
+/// A captured aggregation: pinned input, pinned output and the graph.
+///
+/// Input (pinned, copied to the device in one piece): rows keys, then (value
+/// ops) rows float values, then (when shape.mask) rows mask words, each part
+/// starting 256-byte aligned. Output (pinned, copied back in one piece): groups
+/// uint32 counts (when shape.counts), then (value ops) groups floats, each part
+/// 256-byte aligned.
+class AggregateGraph {
+ public:
+  AggregateGraph(const AggregateGraph&) = delete;
+  AggregateGraph& operator=(const AggregateGraph&) = delete;
+
+  /// Captures the aggregation for `shape` on `stream` (not launched yet). On
+  /// failure the stream is out of capture mode and a non-sticky error has been
+  /// cleared from the thread's last-error slot.
+  static absl::StatusOr<std::unique_ptr<AggregateGraph>> Capture(const AggregateShape& shape,
+                                                                 cudaStream_t stream);
+
+  const AggregateShape& shape() const { return shape_; }
+  /// Pinned input keys (shape.rows).
+  uint32_t* keys() const { return reinterpret_cast<uint32_t*>(in_.data()); }
+  /// Pinned input values (shape.rows; value ops only, else null).
+  float* values() const {
+    return values_at_ == kNone ? nullptr : reinterpret_cast<float*>(in_.data() + values_at_);
+  }
+  /// Pinned input mask (shape.rows; only when shape.mask, else null).
+  uint32_t* mask() const {
+    return mask_at_ == kNone ? nullptr : reinterpret_cast<uint32_t*>(in_.data() + mask_at_);
+  }
+  /// Pinned output counts (shape.groups; only when shape.counts, else null),
+  /// valid after Launch and a wait on the stream.
+  const uint32_t* counts() const {
+    return counts_at_ == kNone ? nullptr
+                               : reinterpret_cast<const uint32_t*>(out_.data() + counts_at_);
+  }
+  /// Pinned output values (shape.groups; value ops only, else null), valid after
+  /// Launch and a wait on the stream.
+  const float* output() const {
+    return output_at_ == kNone ? nullptr : reinterpret_cast<const float*>(out_.data() + output_at_);
+  }
+
+  /// Launches the graph on `stream` (the stream it was captured on).
+  cudaError_t Launch(cudaStream_t stream) { return graph_.Launch(stream); }
+
+  /// Pinned input bytes / output bytes the shape needs.
+  static size_t InputBytes(const AggregateShape& shape);
+  static size_t OutputBytes(const AggregateShape& shape);
+
+ private:
+  static constexpr size_t kNone = ~size_t{0};
+  AggregateGraph() = default;
+
+  AggregateShape shape_;
+  size_t values_at_ = kNone, mask_at_ = kNone, in_bytes_ = 0;
+  size_t counts_at_ = kNone, output_at_ = kNone, out_bytes_ = 0;
+  DeviceBuffer<uint8_t> in_d_, out_d_;
+  PinnedBuffer in_, out_;
+  CapturedGraph graph_;
+};
+
+/// Process-wide totals over every context's aggregate graph cache.
+using AggregateGraphTotals = GraphTotals;
+/// A snapshot of the totals.
+GraphTotals AggregateGraphCounters();
+
+/// Whether aggregate graphs are enabled: false when GPUJOIN_CUDA_AGGREGATE_GRAPHS
+/// is "0" (read once per process).
+bool AggregateGraphsEnabled();
+
+/// Per-stream-context cache of captured aggregations (small, least recently
+/// used out). Not thread-safe: a context serves one Run at a time.
+class AggregateGraphCache {
+ public:
+  /// Nodes with more rows than this are not captured (launch overhead no longer
+  /// matters; each entry holds its inputs pinned and on the device: at most
+  /// 3 MiB of each at this size).
+  static constexpr uint64_t kMaxRows = uint64_t{1} << 18;
+  /// Nodes with more groups than this are not captured (each entry holds its
+  /// outputs pinned and on the device: at most 2 MiB of each at this size).
+  static constexpr uint32_t kMaxGroups = uint32_t{1} << 18;
+  static constexpr size_t kMaxEntries = 4;
+  /// Shapes remembered as seen once (oldest forgotten first).
+  static constexpr size_t kMaxSeen = 16;
+
+  /// The captured graph for `shape`: an existing one, or one captured now when
+  /// the shape has been seen before on this context; nullptr when the caller
+  /// should run the uncaptured path (first sight, empty or too large, disabled,
+  /// or a shape whose capture failed before). A capture failure is returned as
+  /// its status (the shape is then never captured again on this context).
+  absl::StatusOr<AggregateGraph*> Get(const AggregateShape& shape, cudaStream_t stream);
+
+  /// Graphs captured / nodes replayed by this cache.
+  uint64_t captures() const { return cache_.captures(); }
+  uint64_t hits() const { return cache_.hits(); }
+
+  /// Drops every graph (their device memory is freed on the capture stream).
+  void Clear() { cache_.Clear(); }
+
+ private:
+  ShapeCache<AggregateShape, AggregateGraph> cache_{kMaxEntries, kMaxSeen};
+};
+
+}  // namespace gpujoin::engine::detail

@@ -1,0 +1,94 @@
+// What the lookup, join and aggregate graph caches share: a captured CUDA Graph
+// with its executable, the process-wide capture/replay/failure totals of a cache
+// kind, and the environment switch that turns a kind off.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "cuda/cuda_error.hpp"
+
+namespace gpujoin::engine::detail {
+
+/// A CUDA Graph captured from a stream and its executable, destroyed together.
+class CapturedGraph {
+ public:
+  CapturedGraph() = default;
+  CapturedGraph(const CapturedGraph&) = delete;
+  CapturedGraph& operator=(const CapturedGraph&) = delete;
+  ~CapturedGraph() {
+    if (exec_ != nullptr) (void)cudaGraphExecDestroy(exec_);
+    if (graph_ != nullptr) (void)cudaGraphDestroy(graph_);
+  }
+
+  /// Captures what `enqueue()` (returning cudaError_t) puts on `stream`, in
+  /// thread-local capture mode, and instantiates it. Capture mode is always left,
+  /// whatever failed, so the stream stays usable; on failure the thread's
+  /// (non-sticky) last error is cleared, so that the uncaptured path that follows
+  /// does not see it, and the status names `what`.
+  template <typename Enqueue>
+  absl::Status Capture(cudaStream_t stream, const char* what, Enqueue&& enqueue) {
+    cudaError_t e = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
+    if (e == cudaSuccess) {
+      e = enqueue();
+      const cudaError_t end = cudaStreamEndCapture(stream, &graph_);
+      if (e == cudaSuccess) e = end;
+    }
+    if (e == cudaSuccess) e = cudaGraphInstantiate(&exec_, graph_, 0);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      return CudaStatus(e, what);
+    }
+    return absl::OkStatus();
+  }
+
+  /// Launches the executable on `stream` (the stream it was captured on).
+  cudaError_t Launch(cudaStream_t stream) const { return cudaGraphLaunch(exec_, stream); }
+  cudaGraph_t graph() const { return graph_; }
+  cudaGraphExec_t exec() const { return exec_; }
+
+ private:
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+};
+
+/// Process-wide totals of one kind of graph cache, over every stream context
+/// (tests and diagnostics read them; they only grow).
+struct GraphTotals {
+  uint64_t captures = 0;          ///< graphs captured
+  uint64_t replays = 0;           ///< requests served by an existing graph
+  uint64_t capture_failures = 0;  ///< captures that failed (the request ran uncaptured)
+};
+
+class GraphCounters {
+ public:
+  /// Counts one cache lookup: a failure, a capture or a replay (`hit`); nothing
+  /// when the cache answered "run uncaptured" (nullptr).
+  template <typename Graph>
+  void Count(const absl::StatusOr<Graph*>& got, bool hit) {
+    if (!got.ok())
+      capture_failures_.fetch_add(1, std::memory_order_relaxed);
+    else if (*got != nullptr)
+      (hit ? replays_ : captures_).fetch_add(1, std::memory_order_relaxed);
+  }
+  GraphTotals Totals() const {
+    return GraphTotals{captures_.load(), replays_.load(), capture_failures_.load()};
+  }
+
+ private:
+  std::atomic<uint64_t> captures_{0}, replays_{0}, capture_failures_{0};
+};
+
+/// Whether the switch `name` is on: anything but "0" (unset included).
+inline bool EnvSwitchOn(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr || std::strcmp(v, "0") != 0;
+}
+
+}  // namespace gpujoin::engine::detail

@@ -1,0 +1,412 @@
+// CUDA Graph capture and replay of small repeated aggregate nodes
+// (engine/src/cuda/aggregate_graph_cache.hpp) against the CPU backend. Every run
+// draws fresh inputs (the seed is printed on failure): keys partly out of range or
+// kEmptyKey, optional masks, values with NaN, +-inf, -0 and +0. With "exact"
+// inputs (integers of small magnitude, so every float sum is exact in any order)
+// every op must be bit-identical to the CPU backend and to an uncaptured run of a
+// fresh CUDA backend; with fractional values sum and mean are compared to the
+// tolerance of the aggregate differential tests. Skipped without a CUDA device.
+// ctest also runs this suite under GPUJOIN_CUDA_AGGREGATE_GRAPHS=0 (nothing may
+// be captured, results unchanged).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backends.hpp"
+#include "gpujoin/engine/backend.hpp"
+#include "gpujoin/engine/graph.hpp"
+
+#if defined(GPUJOIN_HAVE_CUDA)
+#include "cuda/aggregate_graph_cache.hpp"  // engine/src: AggregateGraphCounters
+#endif
+
+namespace gpujoin::engine {
+namespace {
+
+constexpr uint32_t kPoison32 = 0xdeadbeefu;
+constexpr float kPoisonF = -12345.0f;
+
+// One aggregate node's shape (what a captured graph bakes in) and its inputs' kind.
+struct AggShape {
+  AggregateOp op;
+  size_t rows;
+  uint32_t groups;
+  bool mask;
+  bool contributing;  // contributing_rows requested
+  bool exact;         // integer values: sums exact in any order
+};
+
+std::string Describe(const AggShape& s) {
+  return std::string(AggregateOpName(s.op)) + " rows " + std::to_string(s.rows) + " groups " +
+         std::to_string(s.groups) + (s.mask ? " masked" : "") +
+         (s.contributing ? " contributing" : "") + (s.exact ? " exact" : " fractional");
+}
+
+struct AggInputs {
+  std::vector<uint32_t> keys, mask;
+  std::vector<float> values;  // empty for count
+};
+
+struct AggOut {
+  std::vector<uint32_t> counts;        // count output
+  std::vector<float> values;           // value output
+  std::vector<uint32_t> contributing;  // when requested
+};
+
+AggInputs RandomInputs(const AggShape& s, std::mt19937_64& rng) {
+  AggInputs in;
+  in.keys.resize(s.rows);
+  for (auto& k : in.keys) {
+    const uint32_t r = uint32_t(rng() % 10);
+    k = r == 0 ? s.groups + uint32_t(rng() % 100)
+               : (r == 1 ? kEmptyKey : uint32_t(rng() % s.groups));
+  }
+  if (s.mask) {
+    in.mask.resize(s.rows);
+    for (auto& m : in.mask) m = rng() % 3 == 0 ? 0u : uint32_t(rng() | 1u);
+  }
+  if (s.op != AggregateOp::kCount) {
+    in.values.resize(s.rows);
+    for (auto& v : in.values) {
+      const uint32_t r = uint32_t(rng() % 100);
+      if (r == 0)
+        v = std::numeric_limits<float>::quiet_NaN();
+      else if (r == 1)
+        v = std::numeric_limits<float>::infinity();
+      else if (r == 2)
+        v = -std::numeric_limits<float>::infinity();
+      else if (r < 6)
+        v = -0.0f;
+      else if (r < 9)
+        v = 0.0f;
+      else if (s.exact || r < 50)
+        v = float(int(rng() % 201) - 100);
+      else
+        v = float(std::ldexp(double(int64_t(rng() % 2000001) - 1000000), -10));
+    }
+  }
+  return in;
+}
+
+// `v` cut into up to `max_chunks` chunks (some possibly empty); one chunk when
+// `rng` is null.
+template <typename T>
+Chunked<T> Chunks(const std::vector<T>& v, std::mt19937_64* rng, int max_chunks = 4) {
+  Chunked<T> out;
+  if (rng == nullptr) {
+    out.push_back(std::span<const T>(v));
+    return out;
+  }
+  const int chunks = 1 + int((*rng)() % uint64_t(max_chunks));
+  std::vector<size_t> cuts{0};
+  for (int c = 1; c < chunks; ++c) cuts.push_back(size_t((*rng)() % (v.size() + 1)));
+  cuts.push_back(v.size());
+  std::sort(cuts.begin(), cuts.end());
+  for (size_t c = 0; c + 1 < cuts.size(); ++c)
+    out.push_back(std::span<const T>(v.data() + cuts[c], cuts[c + 1] - cuts[c]));
+  return out;
+}
+
+// Runs one aggregate node of shape `s` on `b` (outputs poisoned first).
+absl::Status RunAggregate(Backend& b, const AggShape& s, const AggInputs& in, AggOut& out,
+                          std::mt19937_64* chunk_rng) {
+  AggregateNode node;
+  node.op = s.op;
+  node.keys = Chunks(in.keys, chunk_rng);
+  if (s.mask) node.mask = Chunks(in.mask, chunk_rng);
+  out.contributing.assign(s.contributing ? s.groups : 0, kPoison32);
+  node.contributing_rows = out.contributing;
+  if (s.op == AggregateOp::kCount) {
+    out.counts.assign(s.groups, kPoison32);
+    node.count_output = out.counts;
+  } else {
+    node.values = Chunks(in.values, chunk_rng);
+    out.values.assign(s.groups, kPoisonF);
+    node.value_output = out.values;
+  }
+  CommandGraph g;
+  g.Add(node);
+  return b.Run(g);
+}
+
+// Bitwise equality of two float vectors; reports the first differing group.
+void ExpectSameBits(const std::vector<float>& want, const std::vector<float>& got,
+                    const std::string& where) {
+  ASSERT_EQ(got.size(), want.size()) << where;
+  for (size_t g = 0; g < want.size(); ++g) {
+    if (std::memcmp(&want[g], &got[g], sizeof(float)) != 0) {
+      ADD_FAILURE() << where << ": group " << g << " expected " << want[g] << " got " << got[g];
+      return;
+    }
+  }
+}
+
+// `got` (CUDA) against `want` (CPU): counts, contributing rows, min and max
+// exactly; sum and mean exactly for exact inputs, else to the aggregate
+// differential tests' tolerance.
+void ExpectMatchesCpu(const AggShape& s, const AggOut& want, const AggOut& got,
+                      const std::string& where) {
+  EXPECT_EQ(got.counts, want.counts) << where;
+  EXPECT_EQ(got.contributing, want.contributing) << where;
+  const bool float_sum = s.op == AggregateOp::kSum || s.op == AggregateOp::kMean;
+  if (!float_sum || s.exact) {
+    ExpectSameBits(want.values, got.values, where);
+    return;
+  }
+  ASSERT_EQ(got.values.size(), want.values.size()) << where;
+  size_t bad = 0;
+  for (size_t g = 0; g < want.values.size(); ++g) {
+    const float x = want.values[g], y = got.values[g];
+    if (std::isnan(x) || std::isnan(y)) {
+      bad += !(std::isnan(x) && std::isnan(y));
+      continue;
+    }
+    const double tol = 1e-4 * std::max(1.0, std::fabs(double(x))) + 1e-6 * double(s.rows) * 1000.0;
+    if (std::fabs(double(x) - double(y)) > tol) {
+      if (++bad < 4) ADD_FAILURE() << where << ": group " << g << " cpu " << x << " cuda " << y;
+    }
+  }
+  EXPECT_EQ(bad, 0u) << where;
+}
+
+#if defined(GPUJOIN_HAVE_CUDA)
+using Totals = detail::AggregateGraphTotals;
+Totals Counters() { return detail::AggregateGraphCounters(); }
+bool GraphsEnabled() { return detail::AggregateGraphsEnabled(); }
+#else
+struct Totals {
+  uint64_t captures = 0, replays = 0, capture_failures = 0;
+};
+Totals Counters() { return {}; }
+bool GraphsEnabled() { return false; }
+#endif
+
+class AggregateGraphs : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    CreateCudaAndCpuBackends(cuda_, cpu_, "aggregate graph tests skipped");
+    if (IsSkipped() || HasFatalFailure()) return;
+    seed_ = std::random_device{}();
+    rng_.seed(seed_);
+  }
+
+  std::string Seed() const { return "seed " + std::to_string(seed_); }
+
+  // Fresh inputs of shape `s`, run on both backends (each with its own random
+  // chunking) and compared; with exact inputs and `check_uncaptured`, also
+  // bit-compared with a fresh CUDA backend's first (so uncaptured) run.
+  void RunAndCompare(const AggShape& s, const std::string& what, bool check_uncaptured = false) {
+    const std::string where = what + ", " + Describe(s) + ", " + Seed();
+    const AggInputs in = RandomInputs(s, rng_);
+    AggOut want, got;
+    ASSERT_TRUE(RunAggregate(*cpu_, s, in, want, &rng_).ok()) << where;
+    const absl::Status st = RunAggregate(*cuda_, s, in, got, &rng_);
+    ASSERT_TRUE(st.ok()) << where << ": " << st;
+    ExpectMatchesCpu(s, want, got, where);
+    if (check_uncaptured && s.exact) {
+      auto fresh = CreateBackend(BackendKind::kCuda);
+      ASSERT_TRUE(fresh.ok()) << fresh.status();
+      AggOut plain;
+      ASSERT_TRUE(RunAggregate(**fresh, s, in, plain, &rng_).ok()) << where;
+      EXPECT_EQ(got.counts, plain.counts) << where << " (vs uncaptured)";
+      EXPECT_EQ(got.contributing, plain.contributing) << where << " (vs uncaptured)";
+      ExpectSameBits(plain.values, got.values, where + " (vs uncaptured)");
+    }
+  }
+
+  std::unique_ptr<Backend> cuda_, cpu_;
+  uint32_t seed_ = 0;
+  std::mt19937_64 rng_;
+};
+
+// Four shapes (as many as a stream context's cache holds) alternate for six
+// rounds of sequential Runs (which reuse one stream context): each is seen in
+// round 0, captured in round 1 and replayed from round 2 on, with fresh inputs
+// every time. Covers the three accumulation paths (<= 16, <= 256 and more groups),
+// masks on and off, contributing rows on and off.
+TEST_F(AggregateGraphs, RepeatedShapesCaptureOnceAndReplayLikeCpu) {
+  const AggShape shapes[] = {
+      {AggregateOp::kSum, 1000, 16, true, true, true},
+      {AggregateOp::kMin, 3001, 200, false, true, true},
+      {AggregateOp::kMean, 5000, 1000, true, false, false},
+      {AggregateOp::kCount, 2048, 7, true, true, true},
+  };
+  const Totals before = Counters();
+  constexpr int kRounds = 6;
+  for (int round = 0; round < kRounds; ++round) {
+    for (const AggShape& s : shapes) {
+      RunAndCompare(s, "round " + std::to_string(round), /*check_uncaptured=*/round >= 2);
+      if (HasFatalFailure()) return;
+    }
+  }
+  const Totals after = Counters();
+  EXPECT_EQ(after.capture_failures, before.capture_failures) << "an aggregate graph capture failed";
+  if (GraphsEnabled()) {
+    EXPECT_EQ(after.captures - before.captures, std::size(shapes));
+    EXPECT_EQ(after.replays - before.replays, std::size(shapes) * (kRounds - 2));
+  } else {
+    EXPECT_EQ(after.captures, before.captures)
+        << "GPUJOIN_CUDA_AGGREGATE_GRAPHS=0 captured a graph";
+    EXPECT_EQ(after.replays, before.replays);
+  }
+}
+
+// Every op (count, sum, min, max, mean), masked and unmasked, exact and
+// fractional values, in seven shapes that alternate: more than the cache holds,
+// so graphs are evicted, shapes seen again and captured again while others
+// replay. Every result equals the CPU's and no capture fails.
+TEST_F(AggregateGraphs, AlternatingShapesBeyondTheCacheStayCorrect) {
+  const AggShape shapes[] = {
+      {AggregateOp::kMax, 1500, 16, false, true, true},
+      {AggregateOp::kMax, 700, 300, true, false, false},
+      {AggregateOp::kCount, 4096, 256, false, true, true},
+      {AggregateOp::kSum, 2500, 17, false, false, false},
+      {AggregateOp::kMin, 800, 3, true, false, true},
+      {AggregateOp::kMean, 1200, 5, false, true, true},
+      {AggregateOp::kSum, 10000, 5000, true, true, true},
+  };
+  const Totals before = Counters();
+  constexpr int kRounds = 5;
+  for (int round = 0; round < kRounds; ++round) {
+    for (const AggShape& s : shapes) {
+      RunAndCompare(s, "round " + std::to_string(round));
+      if (HasFatalFailure()) return;
+    }
+  }
+  const Totals after = Counters();
+  EXPECT_EQ(after.capture_failures, before.capture_failures) << "an aggregate graph capture failed";
+  if (GraphsEnabled()) {
+    // Round 1 captures all seven (the last four stay); round 2 replays those.
+    EXPECT_GE(after.captures - before.captures, std::size(shapes));
+    EXPECT_GE(after.replays - before.replays, 4u);
+  } else {
+    EXPECT_EQ(after.captures, before.captures)
+        << "GPUJOIN_CUDA_AGGREGATE_GRAPHS=0 captured a graph";
+  }
+}
+
+// Shapes the cache never captures: more rows or more groups than its bounds
+// (repeated, still equal to the CPU), and nodes with no rows.
+TEST_F(AggregateGraphs, LargeAndEmptyNodesAreNotCaptured) {
+  const AggShape shapes[] = {
+      {AggregateOp::kSum, (size_t{1} << 18) + 1, 64, true, true, true},  // rows over the bound
+      {AggregateOp::kCount, 1000, (1u << 18) + 1, false, true, true},    // groups over it
+      {AggregateOp::kMax, 0, 9, false, true, true},                      // no rows
+  };
+  const Totals before = Counters();
+  for (int round = 0; round < 3; ++round) {
+    for (const AggShape& s : shapes) {
+      RunAndCompare(s, "round " + std::to_string(round));
+      if (HasFatalFailure()) return;
+    }
+  }
+  const Totals after = Counters();
+  EXPECT_EQ(after.captures, before.captures);
+  EXPECT_EQ(after.replays, before.replays);
+  EXPECT_EQ(after.capture_failures, before.capture_failures);
+}
+
+// Eight threads aggregate at once, each alternating three shapes (masked sum
+// with contributing rows, unmasked count, masked max): stream contexts capture
+// while others launch or replay. Every result is bit-identical to the CPU's
+// (exact inputs); no capture fails; some graphs are captured and replayed.
+TEST_F(AggregateGraphs, ConcurrentRepeatedShapesCaptureAndReplayLikeCpu) {
+  const AggShape shapes[] = {
+      {AggregateOp::kSum, 1024, 16, true, true, true},
+      {AggregateOp::kCount, 3000, 100, false, true, true},
+      {AggregateOp::kMax, 512, 700, true, false, true},
+  };
+  constexpr int kThreads = 8;
+  constexpr int kRounds = 12;
+  const size_t runs = size_t(kThreads) * kRounds;
+  auto shape_of = [&](size_t k) -> const AggShape& { return shapes[k % std::size(shapes)]; };
+  std::vector<AggInputs> inputs(runs);
+  std::vector<AggOut> want(runs), got(runs);
+  for (size_t k = 0; k < runs; ++k) {
+    inputs[k] = RandomInputs(shape_of(k), rng_);
+    ASSERT_TRUE(RunAggregate(*cpu_, shape_of(k), inputs[k], want[k], nullptr).ok());
+  }
+  const Totals before = Counters();
+  std::vector<absl::Status> status(runs);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < kRounds; ++r) {
+        const size_t k = size_t(t * kRounds + r);
+        status[k] = RunAggregate(*cuda_, shape_of(k), inputs[k], got[k], nullptr);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  const Totals after = Counters();
+  EXPECT_EQ(after.capture_failures, before.capture_failures) << "an aggregate graph capture failed";
+  if (GraphsEnabled()) {
+    // At most eight contexts serve 96 Runs, so some context sees a shape at
+    // least four times: captured on the second, replayed after.
+    EXPECT_GT(after.captures, before.captures);
+    EXPECT_GT(after.replays, before.replays);
+  } else {
+    EXPECT_EQ(after.captures, before.captures);
+  }
+  for (size_t k = 0; k < runs; ++k) {
+    ASSERT_TRUE(status[k].ok()) << "run " << k << ": " << status[k];
+    ExpectMatchesCpu(shape_of(k), want[k], got[k],
+                     "run " + std::to_string(k) + ", " + Describe(shape_of(k)) + ", " + Seed());
+  }
+}
+
+#if defined(GPUJOIN_HAVE_CUDA)
+// Host-only parts of the cache (no device needed): the pinned input and output
+// layouts (parts 256-byte aligned, absent parts take no room) and the shapes the
+// cache turns away before touching a stream.
+TEST(AggregateGraphHost, LayoutsHoldEachPartAligned) {
+  using detail::AggregateGraph;
+  using detail::AggregateShape;
+  // Count, unmasked: keys only in; counts only out.
+  EXPECT_EQ(AggregateGraph::InputBytes(AggregateShape{AggregateOp::kCount, 1000, 7, false, true}),
+            4000u);
+  EXPECT_EQ(AggregateGraph::OutputBytes(AggregateShape{AggregateOp::kCount, 1000, 7, false, true}),
+            28u);
+  // Sum, masked: keys, values at 4096, mask at 8192; no counts: values only out.
+  const AggregateShape sum{AggregateOp::kSum, 1000, 5, true, false};
+  EXPECT_EQ(AggregateGraph::InputBytes(sum), 8192u + 4000u);
+  EXPECT_EQ(AggregateGraph::OutputBytes(sum), 20u);
+  // Mean: counts, then the values 256-byte aligned.
+  const AggregateShape mean{AggregateOp::kMean, 10, 1000, false, true};
+  EXPECT_EQ(AggregateGraph::InputBytes(mean), 256u + 40u);
+  EXPECT_EQ(AggregateGraph::OutputBytes(mean), 4096u + 4000u);
+}
+
+TEST(AggregateGraphHost, EmptyAndOversizedShapesAreNeverCaptured) {
+  using Cache = detail::AggregateGraphCache;
+  Cache cache;
+  const detail::AggregateShape refused[] = {
+      {AggregateOp::kSum, 0, 5, false, false},                         // no rows
+      {AggregateOp::kSum, Cache::kMaxRows + 1, 5, false, false},       // too many rows
+      {AggregateOp::kCount, 100, 0, false, true},                      // no groups
+      {AggregateOp::kCount, 100, Cache::kMaxGroups + 1, false, true},  // too many groups
+  };
+  // Seen three times each: still no graph, and the (null) stream is never used.
+  for (int round = 0; round < 3; ++round) {
+    for (const auto& shape : refused) {
+      auto graph = cache.Get(shape, nullptr);
+      ASSERT_TRUE(graph.ok()) << graph.status();
+      EXPECT_EQ(*graph, nullptr);
+    }
+  }
+  EXPECT_EQ(cache.captures(), 0u);
+  EXPECT_EQ(cache.hits(), 0u);
+}
+#endif
+
+}  // namespace
+}  // namespace gpujoin::engine
