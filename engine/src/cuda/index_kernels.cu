@@ -135,7 +135,7 @@ __device__ __forceinline__ StepResult InsertStep(DeviceTable table, InsertState&
 }
 
 // First come, first served (the wave steps; the runs are sorted afterwards,
-// SortRunsKernel): the word takes the first empty slot from its home; a word of
+// SortTilesKernel): the word takes the first empty slot from its home; a word of
 // the same key keeps the smaller one (keys never move here, so an atomic minimum
 // is enough). Returns false when the word reaches `frontier` (see RunWaves).
 template <bool kLoadFirst>
@@ -528,7 +528,9 @@ __global__ void __launch_bounds__(kBlockThreads)
     FinalizeKernel(DeviceTable table, uint64_t groups_of_four, const uint32_t* __restrict__ values,
                    uint32_t first_value, const uint64_t* __restrict__ chunk_starts,
                    const uint32_t* __restrict__ chunk_bases, uint32_t chunk_count,
-                   const uint32_t* __restrict__ part_values, const unsigned int* spilled) {
+                   const uint32_t* __restrict__ part_values, const unsigned int* spilled,
+                   bool only_after_fallback) {
+  if (spilled != nullptr && *spilled == 0 && only_after_fallback) return;  // sorted and finalised
   if (part_values != nullptr && *spilled != 0) part_values = nullptr;  // row tags (fallback)
   const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
   for (uint64_t q = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; q < groups_of_four;
@@ -551,23 +553,6 @@ __global__ void __launch_bounds__(kBlockThreads)
     p[0] = make_ulonglong2(s[0], s[1]);
     p[1] = make_ulonglong2(s[2], s[3]);
   }
-}
-
-// Finalises the four slots at `slots` (16-byte aligned): each occupied slot's
-// tag is replaced by value_of(tag).
-template <typename ValueOf>
-__device__ __forceinline__ void FinalizeQuad(uint64_t* slots, ValueOf value_of) {
-  ulonglong2* p = reinterpret_cast<ulonglong2*>(slots);
-  const ulonglong2 a = p[0], b = p[1];
-  uint64_t s[4] = {a.x, a.y, b.x, b.y};
-  uint32_t v[4];
-#pragma unroll
-  for (int j = 0; j < 4; ++j) v[j] = s[j] == kEmptySlot ? 0u : value_of(SlotLow(s[j]));
-#pragma unroll
-  for (int j = 0; j < 4; ++j)
-    if (s[j] != kEmptySlot) s[j] = (s[j] & 0xffffffff00000000ull) | v[j];
-  p[0] = make_ulonglong2(s[0], s[1]);
-  p[1] = make_ulonglong2(s[2], s[3]);
 }
 
 // ---- Wave path ----------------------------------------------------------------
@@ -612,7 +597,7 @@ constexpr uint32_t kClearTile = kBlockThreads * kClearVectors * 2;  // slots per
 // in a region held in L2, a Robin Hood insert's chains of dependent CAS swaps
 // measured 1.5x slower on an H200 (5.0 vs 3.35 ms of steps for 2^26 rows with
 // lanes refilled as their words settled, 6.0 ms without). The runs are put into
-// Robin Hood order afterwards (SortRunsKernel, WarpRunsKernel, LongRunsKernel).
+// Robin Hood order afterwards (SortTilesKernel).
 template <bool kLoadFirst>
 __global__ void __launch_bounds__(kBlockThreads)
     WaveStepKernel(DeviceTable table, WaveArgs a, uint32_t step, DeviceBuildStats* stats) {
@@ -683,269 +668,184 @@ __global__ void __launch_bounds__(kBlockThreads)
 }
 
 // ---- Robin Hood order after a first-come insert -------------------------------
-// A first-come-first-served insert leaves every run (maximal sequence of
-// occupied slots) holding the right keys in the wrong order. These kernels sort
-// each run by (home, key), home counted from the run's first slot; the sorted
-// run is a valid linear-probing placement (the k-th smallest home sits at or
-// after it) and is exactly the Robin Hood layout. They also recompute the
-// build's maximum probes as the largest displacement + 1 of the sorted layout (or
-// `bound` when something overflowed). The thread that finds a run's first slot
-// sorts runs of up to kThreadRun keys in registers; a warp sorts each longer run
-// of up to 32 keys (WarpRunsKernel), a block each longer one of up to kSharedRun
-// keys in shared memory (LongRunsKernel). A longer run, a full list, or a full
-// table (no run has a first slot) sets `resort`: the build is then redone by the
+// A first-come-first-served insert leaves the same slots occupied as the Robin
+// Hood insert (with linear probing the occupied set depends only on the keys),
+// and every run (maximal sequence of occupied slots) holds the right keys in
+// the wrong order. SortTilesKernel puts each run into Robin Hood order: sorted
+// by (home, key), home counted from a point before the run's first slot. It also
+// recomputes the build's maximum probes as the largest displacement + 1 of the
+// sorted layout; the total probes need no change (a run's displacements sum to
+// the same total in any order). A build that overflowed (the first-come overflow
+// rows are not the Robin Hood ones), a full table (no run has a first slot), a
+// run reaching more than kSortExtension slots past its tile or a sorted
+// displacement past the bound sets `resort`: the build is then redone by the
 // Robin Hood direct insert.
-struct RunSortArgs {
-  const unsigned int* spilled;  // set: the fallback's Robin Hood insert ran; nothing to do
-  unsigned int* warp_count;     // zeroed: runs for WarpRunsKernel
-  uint32_t* warp_list;          // their first slots
-  uint32_t warp_capacity;
-  unsigned int* block_count;  // zeroed: runs for LongRunsKernel
-  uint32_t* block_list;
-  uint32_t block_capacity;
-  unsigned int* resort;  // zeroed; set when the runs cannot be sorted here
+// What the finalisation needs besides the table (see FinalizeKernel).
+struct FinalizeArgs {
+  const uint32_t* values;
+  uint32_t first_value;
+  const uint64_t* chunk_starts;
+  const uint32_t* chunk_bases;
+  uint32_t chunk_count;
+  const uint32_t* part_values;
 };
 
-constexpr int kThreadRun = 8;
-constexpr uint32_t kSharedRun = 2048;
-constexpr uint32_t kLongRunThreads = 256;
+struct RunSortArgs {
+  const unsigned int* spilled;  // set: the fallback's Robin Hood insert ran; nothing to do
+  unsigned int* resort;         // zeroed; set when the runs cannot be sorted here
+  uint32_t bound;
+};
 
-// (home - start, key): the order of a run that starts at `start`.
-__device__ __forceinline__ uint64_t RunOrder(uint64_t word, uint32_t start, uint32_t capacity) {
-  const uint32_t key = SlotKey(word);
-  return (uint64_t((HomeSlot(key, capacity) - start) & (capacity - 1u)) << 32) | key;
-}
+constexpr uint32_t kSortTile = 2048;       // slots per block
+constexpr uint32_t kSortExtension = 1024;  // slots past its tile a run may reach
+constexpr uint32_t kSortThreads = 256;
+constexpr uint32_t kNoHome = 0xffffffffu;  // s_home of an empty slot
 
-__device__ __forceinline__ void PushRun(unsigned int* count, uint32_t* list, uint32_t capacity,
-                                        uint32_t start, unsigned int* resort) {
-  const unsigned k = atomicAdd(count, 1u);
-  if (k < capacity)
-    list[k] = start;
-  else
-    atomicExch(resort, 1u);
+// The home of the word at tile index k (slot `slot`), counted from the tile's
+// first slot: k minus the word's displacement. This also holds past the end of
+// the table, where a run wraps to slot 0 (and, in a table of one tile, into the
+// tile's own first slots). kNoHome for an empty slot.
+__device__ __forceinline__ uint32_t RelativeHome(uint64_t w, uint32_t k, uint32_t slot,
+                                                 uint32_t capacity) {
+  if (w == kEmptySlot) return kNoHome;
+  return k - ((slot - HomeSlot(SlotKey(w), capacity)) & (capacity - 1u));
 }
 
 // Before sorting: the maximum probes of the first-come layout are replaced by
-// the sorted layout's (the bound when something overflowed).
-__global__ void ResetMaxProbesKernel(DeviceBuildStats* stats, uint32_t bound,
-                                     const unsigned int* spilled) {
+// the sorted layout's.
+__global__ void ResetMaxProbesKernel(DeviceBuildStats* stats, const unsigned int* spilled) {
   if (*spilled != 0) return;
-  stats->max_probes = stats->overflow_rows != 0 ? bound : 0;
+  stats->max_probes = 0;
 }
 
-// One thread per slot; the thread of a run's first slot reads kThreadRun + 1
-// slots at once and, when the run ends within them, sorts it with an odd-even
-// transposition network in registers (constant indices only).
-__global__ void __launch_bounds__(kBlockThreads,
-                                  6)  // <= 40 registers: most threads only test a slot
-    SortRunsKernel(DeviceTable table, RunSortArgs a, DeviceBuildStats* stats) {
-  if (*a.spilled != 0) return;
-  const uint32_t capacity = table.capacity;
-  const uint32_t mask = capacity - 1u;
-  if (stats->unique_keys >= capacity) {  // full: one circular run with no first slot
-    if (blockIdx.x == 0 && threadIdx.x == 0) atomicExch(a.resort, 1u);
-    return;
-  }
-  unsigned long long max_probes = 0;
-  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
-  for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < capacity; i += stride) {
-    const uint32_t start = uint32_t(i);
-    uint64_t w[kThreadRun + 1];
-    w[0] = __ldcs(reinterpret_cast<const unsigned long long*>(table.slots + start));
-    if (w[0] == kEmptySlot || __ldcs(reinterpret_cast<const unsigned long long*>(
-                                  table.slots + ((start - 1u) & mask))) != kEmptySlot)
-      continue;
-      // The next four slots; four more only when the run goes on.
-#pragma unroll
-    for (int j = 1; j <= kThreadRun / 2; ++j)
-      w[j] = __ldcg(reinterpret_cast<const unsigned long long*>(table.slots +
-                                                                ((start + uint32_t(j)) & mask)));
-    uint32_t n = kThreadRun / 2 + 1;  // run length, if it ends within the slots read
-#pragma unroll
-    for (int j = kThreadRun / 2; j >= 1; --j)
-      if (w[j] == kEmptySlot) n = uint32_t(j);
-    if (n > uint32_t(kThreadRun / 2)) {
-#pragma unroll
-      for (int j = kThreadRun / 2 + 1; j <= kThreadRun; ++j)
-        w[j] = __ldcg(reinterpret_cast<const unsigned long long*>(table.slots +
-                                                                  ((start + uint32_t(j)) & mask)));
-      n = kThreadRun + 1;
-#pragma unroll
-      for (int j = kThreadRun; j > kThreadRun / 2; --j)
-        if (w[j] == kEmptySlot) n = uint32_t(j);
-    }
-    if (n > uint32_t(kThreadRun)) {
-      PushRun(a.warp_count, a.warp_list, a.warp_capacity, start, a.resort);
-      continue;
-    }
-    uint64_t o[kThreadRun];
-    bool sorted = true;
-#pragma unroll
-    for (int j = 0; j < kThreadRun; ++j) {
-      o[j] = ~0ull;
-      if (uint32_t(j) < n) {
-        o[j] = RunOrder(w[j], start, capacity);
-        if (j > 0 && o[j - 1] > o[j]) sorted = false;
-      }
-    }
-    if (!sorted) {
-      // Odd-even transposition: k rounds sort k entries (4 for the common short
-      // runs, 8 otherwise); the padding (order ~0) stays at the end.
-      auto sort_rounds = [&](auto k_tag) {
-        constexpr int k = decltype(k_tag)::value;
-#pragma unroll
-        for (int round = 0; round < k; ++round) {
-#pragma unroll
-          for (int j = round & 1; j + 1 < k; j += 2) {
-            if (o[j] > o[j + 1]) {
-              const uint64_t to = o[j], tw = w[j];
-              o[j] = o[j + 1];
-              w[j] = w[j + 1];
-              o[j + 1] = to;
-              w[j + 1] = tw;
-            }
-          }
-        }
-      };
-      if (n <= uint32_t(kThreadRun / 2))
-        sort_rounds(std::integral_constant<int, kThreadRun / 2>{});
-      else
-        sort_rounds(std::integral_constant<int, kThreadRun>{});
-#pragma unroll
-      for (int j = 0; j < kThreadRun; ++j)
-        if (uint32_t(j) < n) table.slots[(start + uint32_t(j)) & mask] = w[j];
-    }
-#pragma unroll
-    for (int j = 0; j < kThreadRun; ++j) {
-      if (uint32_t(j) < n) {
-        const unsigned long long probes = uint32_t(j) - uint32_t(o[j] >> 32) + 1u;
-        if (probes > max_probes) max_probes = probes;
-      }
-    }
-  }
-  const unsigned long long m = WarpMax(max_probes);
-  if ((threadIdx.x & 31) == 0 && m != 0) atomicMax(&stats->max_probes, m);
-}
-
-// One warp per listed run: lane j holds slot start + j; runs of up to 32 keys
-// are bitonic-sorted across the lanes, longer ones go to LongRunsKernel's list.
-__global__ void __launch_bounds__(kBlockThreads)
-    WarpRunsKernel(DeviceTable table, RunSortArgs a, DeviceBuildStats* stats) {
-  if (*a.spilled != 0) return;
-  const uint32_t capacity = table.capacity;
-  const uint32_t mask = capacity - 1u;
-  const uint32_t lane = threadIdx.x & 31u;
-  const uint32_t count = min(*a.warp_count, a.warp_capacity);
-  const uint32_t warps = gridDim.x * (blockDim.x / 32);
-  unsigned long long max_probes = 0;
-  for (uint32_t r = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; r < count; r += warps) {
-    const uint32_t start = a.warp_list[r];
-    uint64_t w =
-        __ldcg(reinterpret_cast<const unsigned long long*>(table.slots + ((start + lane) & mask)));
-    const unsigned empty = __ballot_sync(0xffffffffu, w == kEmptySlot);
-    uint32_t n = empty != 0 ? uint32_t(__ffs(empty) - 1) : 32u;
-    if (n == 32u && table.slots[(start + 32u) & mask] != kEmptySlot) n = 33u;
-    if (n > 32u) {
-      if (lane == 0) PushRun(a.block_count, a.block_list, a.block_capacity, start, a.resort);
-      continue;
-    }
-    uint64_t o = lane < n ? RunOrder(w, start, capacity) : ~0ull;
-#pragma unroll
-    for (uint32_t size = 2; size <= 32; size <<= 1) {
-#pragma unroll
-      for (uint32_t j = size / 2; j > 0; j >>= 1) {
-        const uint64_t po = __shfl_xor_sync(0xffffffffu, o, j);
-        const uint64_t pw = __shfl_xor_sync(0xffffffffu, w, j);
-        const bool ascending = (lane & size) == 0;
-        const bool lower = (lane & j) == 0;
-        // The lower lane of a pair keeps the smaller order when ascending.
-        const bool take = lower == ascending ? po < o : po > o;
-        if (take) {
-          o = po;
-          w = pw;
-        }
-      }
-    }
-    if (lane < n) {
-      table.slots[(start + lane) & mask] = w;
-      const unsigned long long probes = lane - uint32_t(o >> 32) + 1u;
-      if (probes > max_probes) max_probes = probes;
-    }
-  }
-  const unsigned long long m = WarpMax(max_probes);
-  if (lane == 0 && m != 0) atomicMax(&stats->max_probes, m);
-}
-
-// One block per run listed by WarpRunsKernel: the run is loaded into shared
-// memory, bitonic-sorted by RunOrder and written back.
-__global__ void __launch_bounds__(kLongRunThreads)
-    LongRunsKernel(DeviceTable table, RunSortArgs a, DeviceBuildStats* stats) {
-  __shared__ uint64_t s_order[kSharedRun];
-  __shared__ uint64_t s_word[kSharedRun];
-  __shared__ unsigned int s_len;
+// One block per tile of min(capacity, kSortTile) slots. A block owns the runs
+// whose first slot lies in its tile (a run that begins before the tile belongs
+// to the block before, which reads past its own tile's end for it). The tile and
+// the end of its last run go into shared memory with each slot's home relative
+// to the tile's first slot; every key of an owned run then counts the keys of
+// its run that belong before it, which is its place: rank = index - (earlier
+// keys that sort after it) + (later keys that sort before it). Only keys whose
+// place changes are written, or with kFinalize every owned key, its tag
+// replaced by its value (the finalisation pass folded in: `fin`). No other block
+// reads or writes an owned slot (it only tests whether the slot before its tile
+// is empty, which sorting does not change), so the writes need no ordering
+// against other blocks.
+template <bool kFinalize>
+__global__ void __launch_bounds__(kSortThreads)
+    SortTilesKernel(DeviceTable table, RunSortArgs a, FinalizeArgs fin, DeviceBuildStats* stats) {
+  __shared__ uint64_t s_word[kSortTile + kSortExtension];
+  __shared__ uint32_t s_home[kSortTile + kSortExtension];
+  __shared__ unsigned int s_first, s_end;
   __shared__ unsigned long long s_max;
   if (*a.spilled != 0) return;
   const uint32_t capacity = table.capacity;
   const uint32_t mask = capacity - 1u;
-  const uint32_t count = min(*a.block_count, a.block_capacity);
-  if (threadIdx.x == 0) s_max = 0;
-  for (uint32_t r = blockIdx.x; r < count; r += gridDim.x) {
-    const uint32_t start = a.block_list[r];
-    // Run length: the first empty slot, found kLongRunThreads slots at a time.
-    if (threadIdx.x == 0) s_len = ~0u;
-    __syncthreads();
-    for (uint32_t base = 0; base <= kSharedRun; base += kLongRunThreads) {
-      const uint32_t k = base + threadIdx.x;
-      if (k <= kSharedRun && table.slots[(start + k) & mask] == kEmptySlot) atomicMin(&s_len, k);
-      __syncthreads();
-      if (s_len != ~0u) break;
-    }
-    const uint32_t n = s_len;
-    if (n > kSharedRun) {  // not even kSharedRun + 1 slots end it
-      if (threadIdx.x == 0) atomicExch(a.resort, 1u);
-      __syncthreads();
-      continue;
-    }
-    uint32_t padded = 1;
-    while (padded < n) padded <<= 1;
-    for (uint32_t k = threadIdx.x; k < padded; k += kLongRunThreads) {
-      if (k < n) {
-        const uint64_t w = table.slots[(start + k) & mask];
-        s_word[k] = w;
-        s_order[k] = RunOrder(w, start, capacity);
-      } else {
-        s_order[k] = ~0ull;
-      }
-    }
-    __syncthreads();
-    for (uint32_t size = 2; size <= padded; size <<= 1) {
-      for (uint32_t stride = size / 2; stride > 0; stride >>= 1) {
-        for (uint32_t k = threadIdx.x; k < padded / 2; k += kLongRunThreads) {
-          const uint32_t lo = 2 * k - (k & (stride - 1));
-          const uint32_t hi = lo + stride;
-          const bool ascending = (lo & size) == 0;
-          if ((s_order[lo] > s_order[hi]) == ascending) {
-            const uint64_t o = s_order[lo];
-            s_order[lo] = s_order[hi];
-            s_order[hi] = o;
-            const uint64_t w = s_word[lo];
-            s_word[lo] = s_word[hi];
-            s_word[hi] = w;
-          }
-        }
-        __syncthreads();
-      }
-    }
-    unsigned long long max_probes = 0;
-    for (uint32_t k = threadIdx.x; k < n; k += kLongRunThreads) {
-      table.slots[(start + k) & mask] = s_word[k];
-      const unsigned long long probes = k - uint32_t(s_order[k] >> 32) + 1u;
-      if (probes > max_probes) max_probes = probes;
-    }
-    const unsigned long long m = WarpMax(max_probes);
-    if ((threadIdx.x & 31) == 0 && m != 0) atomicMax(&s_max, m);
-    __syncthreads();  // the shared arrays and s_len are reused by the next run
+  if (stats->overflow_rows != 0 || stats->unique_keys >= capacity) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) atomicExch(a.resort, 1u);
+    return;
   }
+  const uint32_t lane = threadIdx.x & 31u;
+  const uint32_t tile = min(capacity, kSortTile);
+  const uint32_t extension = min(capacity, kSortExtension);
+  const uint32_t tile_start = blockIdx.x * tile;
+  const unsigned long long* slots = reinterpret_cast<const unsigned long long*>(table.slots);
+  // A run that enters the tile from the one before is not ours: we start after
+  // the tile's first empty slot.
+  const bool enters = slots[(tile_start - 1u) & mask] != kEmptySlot;
+  if (threadIdx.x == 0) {
+    s_first = enters ? tile : 0u;
+    s_end = tile;  // one past the last owned slot
+    s_max = 0;
+  }
+  uint32_t first_empty = ~0u;
+  if (tile == kSortTile) {
+    // Two slots per 16-byte load, all loads of the thread issued first.
+    constexpr int kLoads = int(kSortTile / (2 * kSortThreads));
+    ulonglong2 v[kLoads];
+    const ulonglong2* p = reinterpret_cast<const ulonglong2*>(slots + tile_start);
+#pragma unroll
+    for (int c = 0; c < kLoads; ++c) v[c] = __ldcs(p + c * kSortThreads + threadIdx.x);
+#pragma unroll
+    for (int c = 0; c < kLoads; ++c) {
+      const uint32_t k = 2u * (uint32_t(c) * kSortThreads + threadIdx.x);
+      s_word[k] = v[c].x;
+      s_word[k + 1] = v[c].y;
+      s_home[k] = RelativeHome(v[c].x, k, tile_start + k, capacity);
+      s_home[k + 1] = RelativeHome(v[c].y, k + 1, tile_start + k + 1, capacity);
+      if (v[c].y == kEmptySlot) first_empty = min(first_empty, k + 1);
+      if (v[c].x == kEmptySlot) first_empty = min(first_empty, k);
+    }
+  } else {
+    for (uint32_t k = threadIdx.x; k < tile; k += kSortThreads) {
+      const uint64_t w = slots[tile_start + k];
+      s_word[k] = w;
+      s_home[k] = RelativeHome(w, k, tile_start + k, capacity);
+      if (w == kEmptySlot) first_empty = min(first_empty, k);
+    }
+  }
+  __syncthreads();  // s_first is set before the minimum below
+  if (enters) {
+    first_empty = __reduce_min_sync(0xffffffffu, first_empty);
+    if (lane == 0 && first_empty != ~0u) atomicMin(&s_first, first_empty);
+  }
+  __syncthreads();
+  const uint32_t first = s_first;
+  if (first >= tile) return;  // the whole tile belongs to a run from before
+  // The last run goes past the tile: read on to its first empty slot.
+  if (s_home[tile - 1] != kNoHome) {
+    if (threadIdx.x == 0) s_end = kNoHome;
+    __syncthreads();
+    for (uint32_t base = 0; base < extension; base += kSortThreads) {
+      const uint32_t k = tile + base + threadIdx.x;
+      uint32_t empty = ~0u;
+      if (k < tile + extension) {
+        const uint64_t w = __ldcg(slots + ((tile_start + k) & mask));
+        s_word[k] = w;
+        s_home[k] = RelativeHome(w, k, tile_start + k, capacity);
+        if (w == kEmptySlot) empty = k;
+      }
+      empty = __reduce_min_sync(0xffffffffu, empty);
+      if (lane == 0 && empty != ~0u) atomicMin(&s_end, empty);
+      __syncthreads();
+      const bool found = s_end != kNoHome;
+      __syncthreads();  // s_end is read before the next chunk may lower it
+      if (found) break;
+    }
+    if (s_end == kNoHome) {  // the run reaches past the extension
+      if (threadIdx.x == 0) atomicExch(a.resort, 1u);
+      return;
+    }
+  }
+  const uint32_t end = s_end;
+  unsigned long long max_probes = 0;
+  bool too_far = false;
+#pragma unroll 1
+  for (uint32_t i = first + threadIdx.x; i < end; i += kSortThreads) {
+    const uint32_t home = s_home[i];
+    if (home == kNoHome) continue;
+    const uint64_t word = s_word[i];
+    const uint64_t order = (uint64_t(home) << 32) | SlotKey(word);
+    uint32_t place = i;
+    for (uint32_t j = i; j-- > 0 && s_home[j] != kNoHome;)
+      place -= ((uint64_t(s_home[j]) << 32) | SlotKey(s_word[j])) > order;
+    for (uint32_t j = i + 1; j < end && s_home[j] != kNoHome; ++j)
+      place += ((uint64_t(s_home[j]) << 32) | SlotKey(s_word[j])) < order;
+    if (kFinalize) {
+      const uint32_t value = fin.part_values != nullptr
+                                 ? fin.part_values[SlotLow(word)]
+                                 : FinalValue(SlotLow(word), fin.values, fin.first_value,
+                                              fin.chunk_starts, fin.chunk_bases, fin.chunk_count);
+      table.slots[(tile_start + place) & mask] = (word & 0xffffffff00000000ull) | value;
+    } else if (place != i) {
+      table.slots[(tile_start + place) & mask] = word;
+    }
+    const uint32_t probes = place - home + 1u;
+    too_far |= probes > a.bound;
+    if (probes > max_probes) max_probes = probes;
+  }
+  if (__syncthreads_or(too_far) && threadIdx.x == 0) atomicExch(a.resort, 1u);
+  const unsigned long long m = WarpMax(max_probes);
+  if (lane == 0 && m != 0) atomicMax(&s_max, m);
   __syncthreads();
   if (threadIdx.x == 0 && s_max != 0) atomicMax(&stats->max_probes, s_max);
 }
@@ -1128,13 +1028,14 @@ cudaError_t BuildDirect(DeviceTable table, const BuildSource& source, uint32_t b
 // `spilled`: a wave build's position-tagged values, else null).
 cudaError_t FinalizeDirect(DeviceTable table, const BuildSource& source, cudaStream_t stream,
                            const uint32_t* part_values = nullptr,
-                           const unsigned int* spilled = nullptr) {
+                           const unsigned int* spilled = nullptr,
+                           bool only_after_fallback = false) {
   static std::atomic<int> resident_finalize{0};
   const uint64_t quads = TableAllocationSlots(table.capacity) / 4;
   const unsigned fgrid = GridFor(quads, CachedResident(FinalizeKernel, resident_finalize));
   FinalizeKernel<<<fgrid, kBlockThreads, 0, stream>>>(
       table, quads, source.values, source.first_value, source.chunk_starts, source.chunk_bases,
-      source.chunk_count, part_values, spilled);
+      source.chunk_count, part_values, spilled, only_after_fallback);
   return cudaGetLastError();
 }
 
@@ -1278,7 +1179,7 @@ cudaError_t RunWaves(DeviceTable table, const BuildSource& source, uint32_t boun
                      uint32_t tag_offset, uint32_t region_bits, uint32_t regions,
                      const uint64_t* words, const unsigned long long* counts,
                      unsigned int* tile_counters, unsigned int* spilled, RunSortArgs sort,
-                     DeviceBuildStats* stats, cudaStream_t stream) {
+                     const FinalizeArgs* fin, DeviceBuildStats* stats, cudaStream_t stream) {
   const size_t first_slots =
       regions <= 2 ? TableAllocationSlots(table.capacity) : size_t(2) << region_bits;
   cudaError_t e = cudaMemsetAsync(table.slots, 0xff, first_slots * sizeof(uint64_t), stream);
@@ -1320,19 +1221,17 @@ cudaError_t RunWaves(DeviceTable table, const BuildSource& source, uint32_t boun
           table, source.keys, nullptr, rows, bound, tag_offset, stats, only_if);
   };
   redo_insert(spilled);
-  // Robin Hood order for the first-come runs of the steps (see SortRunsKernel);
+  // Robin Hood order for the first-come runs of the steps (see SortTilesKernel);
   // when that is not possible (`resort`), the same redo as a spill, then marked
   // as one so that finalisation reads values by row.
-  static std::atomic<int> resident_sort{0}, resident_long{0};
   sort.spilled = spilled;
-  ResetMaxProbesKernel<<<1, 1, 0, stream>>>(stats, bound, spilled);
-  SortRunsKernel<<<GridFor(table.capacity, CachedResident(SortRunsKernel, resident_sort)),
-                   kBlockThreads, 0, stream>>>(table, sort, stats);
-  static std::atomic<int> resident_warp{0};
-  WarpRunsKernel<<<unsigned(std::max(1, CachedResident(WarpRunsKernel, resident_warp))),
-                   kBlockThreads, 0, stream>>>(table, sort, stats);
-  LongRunsKernel<<<unsigned(std::max(1, CachedResident(LongRunsKernel, resident_long))),
-                   kLongRunThreads, 0, stream>>>(table, sort, stats);
+  sort.bound = bound;
+  ResetMaxProbesKernel<<<1, 1, 0, stream>>>(stats, spilled);
+  const uint32_t tiles = table.capacity > kSortTile ? table.capacity / kSortTile : 1u;
+  if (fin != nullptr)
+    SortTilesKernel<true><<<tiles, kSortThreads, 0, stream>>>(table, sort, *fin, stats);
+  else
+    SortTilesKernel<false><<<tiles, kSortThreads, 0, stream>>>(table, sort, FinalizeArgs{}, stats);
   RedoClearKernel<<<GridFor(vectors, CachedResident(RedoClearKernel, resident_redo)), kBlockThreads,
                     0, stream>>>(table, vectors, stats, sort.resort);
   redo_insert(sort.resort);
@@ -1387,24 +1286,17 @@ cudaError_t BuildWaves(DeviceTable table, const BuildSource& source, uint32_t bo
                             : wide  ? ScanTempBytes<unsigned long long>(offset_items)
                                     : ScanTempBytes<uint32_t>(offset_items);
   // One allocation: words | values | ends (regions + 1) + tile counters
-  // (regions + 2) + spilled flag + two run counts + resort flag | offsets | scan
-  // storage | run lists. Ends, counters and flags are zeroed by one memset
-  // (they are adjacent).
+  // (regions + 2) + spilled flag + resort flag | offsets | scan storage. Ends,
+  // counters and flags are zeroed by one memset (they are adjacent).
   const size_t ends_bytes = (size_t(regions) + 1) * sizeof(unsigned long long);
-  // Tile counters (regions + 2), spilled, warp-run count, block-run count, resort.
-  const size_t control_bytes = ((size_t(regions) + 6) * sizeof(unsigned int) + 7) & ~size_t{7};
-  // First slots of the runs too long for one thread to sort (SortRunsKernel) and
-  // of those too long for one warp (WarpRunsKernel).
-  const uint32_t warp_capacity = std::max(1024u, table.capacity / 16);
-  const uint32_t block_capacity = std::max(1024u, table.capacity / 256);
+  // Tile counters (regions + 2), spilled, resort.
+  const size_t control_bytes = ((size_t(regions) + 4) * sizeof(unsigned int) + 7) & ~size_t{7};
   Carver c;
   const size_t at_words = c.Take(rows * sizeof(uint64_t));
   const size_t at_values = c.Take(positions ? rows * sizeof(uint32_t) : 0);
   const size_t at_ends = c.Take(ends_bytes + control_bytes);
   const size_t at_offsets = c.Take(offset_bytes);
   const size_t at_scan = c.Take(scan_bytes);
-  const size_t at_warp_list = c.Take(size_t(warp_capacity) * sizeof(uint32_t));
-  const size_t at_block_list = c.Take(size_t(block_capacity) * sizeof(uint32_t));
   // GPUJOIN_CUDA_PARTITION_MAX_BYTES caps the transient buffer: a build that
   // would need more is treated as one whose buffer cannot be allocated (the
   // caller then takes the direct path).
@@ -1431,24 +1323,20 @@ cudaError_t BuildWaves(DeviceTable table, const BuildSource& source, uint32_t bo
   auto* tile_counters = reinterpret_cast<unsigned int*>(bytes + at_ends + ends_bytes);
   unsigned int* spilled = tile_counters + regions + 2;
   RunSortArgs sort{};
-  sort.warp_count = tile_counters + regions + 3;
-  sort.block_count = tile_counters + regions + 4;
-  sort.resort = tile_counters + regions + 5;
-  sort.warp_list = reinterpret_cast<uint32_t*>(bytes + at_warp_list);
-  sort.warp_capacity = warp_capacity;
-  sort.block_list = reinterpret_cast<uint32_t*>(bytes + at_block_list);
-  sort.block_capacity = block_capacity;
+  sort.resort = tile_counters + regions + 3;
   e = cudaMemsetAsync(b.ends, 0, ends_bytes + control_bytes, stream);
   if (e == cudaSuccess)
     e = Partition(table, source, tag_offset, bits, regions, positions, b, stats, stream);
   if (e == cudaSuccess) e = MarkPhase(source, 0, stream);
+  const FinalizeArgs fin{source.values,       source.first_value, source.chunk_starts,
+                         source.chunk_bases,  source.chunk_count, b.part_values};
   if (e == cudaSuccess)
     e = RunWaves(table, source, bound, tag_offset, bits, regions, b.words, b.ends, tile_counters,
-                 spilled, sort, stats, stream);
+                 spilled, sort, finalize ? &fin : nullptr, stats, stream);
   if (e == cudaSuccess && finalize) {
-    // One finalisation pass over the table (also right after the fallback's
-    // direct insert, which used row tags: FinalizeKernel reads `spilled`).
-    e = FinalizeDirect(table, source, stream, b.part_values, spilled);
+    // The sort finalised the table, unless the build fell back to the direct
+    // insert (row tags): then one finalisation pass (FinalizeKernel reads `spilled`).
+    e = FinalizeDirect(table, source, stream, b.part_values, spilled, true);
   }
   const cudaError_t f = cudaFreeAsync(buffer, stream);
   if (e == cudaSuccess) e = MarkPhase(source, 2, stream);
