@@ -555,6 +555,253 @@ __global__ void __launch_bounds__(kBlockThreads)
   }
 }
 
+// ---- Robin Hood order after a first-come insert -------------------------------
+// A first-come-first-served insert leaves the same slots occupied as the Robin
+// Hood insert (with linear probing the occupied set depends only on the keys),
+// and every run (maximal sequence of occupied slots) holds the right keys in
+// the wrong order. SortTile puts the runs of one tile into Robin Hood order:
+// sorted by (home, key), home counted from a point before the run's first slot.
+// The build's maximum probes become the largest displacement + 1 of the sorted
+// layout; the total probes need no change (a run's displacements sum to the
+// same total in any order). SortTilesKernel runs it on every tile after the
+// wave steps. (Sorting region s - 2 inside wave step s instead measured slower
+// on an H200: the steps grew by what the sort pass took, 4.69 against 3.35 +
+// 1.29 ms; docs/PERFORMANCE.md, "Eighth round".) A build that
+// overflowed (the first-come overflow rows are not the Robin Hood ones), a full
+// table (no run has a first slot), a run reaching more than kSortExtension slots
+// past its tile or a sorted displacement past the bound sets `resort`: the build
+// is then redone by the Robin Hood direct insert.
+
+// What the finalisation needs besides the table (see FinalizeKernel).
+struct FinalizeArgs {
+  const uint32_t* values;
+  uint32_t first_value;
+  const uint64_t* chunk_starts;
+  const uint32_t* chunk_bases;
+  uint32_t chunk_count;
+  const uint32_t* part_values;
+};
+
+struct RunSortArgs {
+  const unsigned int* spilled;  // set: the fallback's Robin Hood insert ran; nothing to do
+  unsigned int* resort;         // zeroed; set when the runs cannot be sorted here
+  uint32_t bound;
+};
+
+constexpr uint32_t kSortTile = 2048;       // slots per tile
+constexpr uint32_t kSortExtension = 1024;  // slots past its tile a run may reach
+constexpr uint32_t kSortSlots = kSortTile + kSortExtension;
+constexpr uint32_t kSortMaskWords = kSortSlots / 32 + 1;  // + one past the last slot
+constexpr uint32_t kNoEnd = 0xffffffffu;
+constexpr uint64_t kNoOrder = ~0ull;  // the order of an empty slot
+static_assert(kBlockThreads == 256, "SortTile loads a tile in 4 rounds of 16-byte loads");
+
+// The order of the word at tile index k (slot `slot`): its home counted from the
+// tile's first slot (k minus its displacement, which also holds past the end of
+// the table, where a run wraps to slot 0, and in a table of one tile), then
+// its key.
+__device__ __forceinline__ uint64_t SlotOrder(uint64_t w, uint32_t k, uint32_t slot,
+                                              uint32_t capacity) {
+  if (w == kEmptySlot) return kNoOrder;
+  const uint32_t home = k - ((slot - HomeSlot(SlotKey(w), capacity)) & (capacity - 1u));
+  return (uint64_t(home) << 32) | SlotKey(w);
+}
+
+struct SortShared {
+  uint64_t order[kSortSlots];
+  uint32_t tag[kSortSlots];
+  uint32_t occupied[kSortMaskWords], inverted[kSortMaskWords];
+  unsigned int first, end;
+};
+
+// Before sorting: the maximum probes are those of the sorted layout (the steps
+// do not count them; the fallback counts its own).
+__global__ void ResetMaxProbesKernel(DeviceBuildStats* stats, const unsigned int* spilled) {
+  if (*spilled == 0) stats->max_probes = 0;
+}
+
+// Sorts the runs of the tile of min(capacity, kSortTile) slots at tile_start;
+// called by a whole block of kBlockThreads. The block owns the runs whose first
+// slot lies in the tile (a run that begins before the tile belongs to the tile
+// before, which reads past its own end for it). The tile and the end of its last
+// run go into shared memory as each slot's order and tag, with bit masks of the
+// occupied slots and of the slots whose order is below the slot before (an
+// inversion). A key whose run has no inversion stays; in a run with one, every
+// key counts the keys of its run that sort before it, which gives its place.
+// Only keys whose place changes are written, or with kFinalize every owned key,
+// its tag replaced by its value (the finalisation pass folded in: `fin`). No
+// other tile reads or writes an owned slot (it only tests whether the slot
+// before it is empty, which sorting does not change), so the writes need no
+// ordering against other blocks.
+template <bool kFinalize>
+__device__ __forceinline__ void SortTile(DeviceTable table, const RunSortArgs& a,
+                                         const FinalizeArgs& fin, uint32_t tile_start,
+                                         SortShared& s, unsigned long long& max_probes,
+                                         bool& too_far) {
+  const uint32_t capacity = table.capacity;
+  const uint32_t mask = capacity - 1u;
+  const uint32_t lane = threadIdx.x & 31u;
+  const uint32_t tile = min(capacity, kSortTile);
+  const uint32_t extension = min(capacity, kSortExtension);
+  const unsigned long long* slots = reinterpret_cast<const unsigned long long*>(table.slots);
+  // A run that enters the tile from the one before is not ours: we start after
+  // the tile's first empty slot.
+  const bool enters = slots[(tile_start - 1u) & mask] != kEmptySlot;
+  __syncthreads();  // the previous tile is done with `s`
+  if (threadIdx.x == 0) {
+    s.first = enters ? tile : 0u;
+    s.end = tile;  // one past the last owned slot
+  }
+  uint32_t first_empty = ~0u;
+  if (tile == kSortTile) {
+    // Two slots per 16-byte load, all loads of the thread issued first.
+    constexpr int kLoads = int(kSortTile / (2 * kBlockThreads));
+    ulonglong2 v[kLoads];
+    const ulonglong2* p = reinterpret_cast<const ulonglong2*>(slots + tile_start);
+#pragma unroll
+    for (int c = 0; c < kLoads; ++c) v[c] = __ldcs(p + c * kBlockThreads + threadIdx.x);
+#pragma unroll
+    for (int c = 0; c < kLoads; ++c) {
+      const uint32_t k = 2u * (uint32_t(c) * kBlockThreads + threadIdx.x);
+      s.order[k] = SlotOrder(v[c].x, k, tile_start + k, capacity);
+      s.order[k + 1] = SlotOrder(v[c].y, k + 1, tile_start + k + 1, capacity);
+      s.tag[k] = SlotLow(v[c].x);
+      s.tag[k + 1] = SlotLow(v[c].y);
+      if (v[c].y == kEmptySlot) first_empty = min(first_empty, k + 1);
+      if (v[c].x == kEmptySlot) first_empty = min(first_empty, k);
+    }
+  } else {
+    for (uint32_t k = threadIdx.x; k < tile; k += kBlockThreads) {
+      const uint64_t w = slots[tile_start + k];
+      s.order[k] = SlotOrder(w, k, tile_start + k, capacity);
+      s.tag[k] = SlotLow(w);
+      if (w == kEmptySlot) first_empty = min(first_empty, k);
+    }
+  }
+  __syncthreads();  // s.first is set before the minimum below
+  if (enters) {
+    first_empty = __reduce_min_sync(0xffffffffu, first_empty);
+    if (lane == 0 && first_empty != ~0u) atomicMin(&s.first, first_empty);
+  }
+  __syncthreads();
+  const uint32_t first = s.first;
+  if (first >= tile) return;  // the whole tile belongs to a run from before
+  // The last run goes past the tile: read on to its first empty slot.
+  if (s.order[tile - 1] != kNoOrder) {
+    __syncthreads();  // everyone has read s.first and s.order[tile - 1]
+    if (threadIdx.x == 0) s.end = kNoEnd;
+    __syncthreads();
+    for (uint32_t base = 0; base < extension; base += kBlockThreads) {
+      const uint32_t k = tile + base + threadIdx.x;
+      uint32_t empty = ~0u;
+      if (k < tile + extension) {
+        const uint64_t w = __ldcg(slots + ((tile_start + k) & mask));
+        s.order[k] = SlotOrder(w, k, tile_start + k, capacity);
+        s.tag[k] = SlotLow(w);
+        if (w == kEmptySlot) empty = k;
+      }
+      empty = __reduce_min_sync(0xffffffffu, empty);
+      if (lane == 0 && empty != ~0u) atomicMin(&s.end, empty);
+      __syncthreads();
+      const bool found = s.end != kNoEnd;
+      __syncthreads();  // s.end is read before the next chunk may lower it
+      if (found) break;
+    }
+    if (s.end == kNoEnd) {  // the run reaches past the extension
+      if (threadIdx.x == 0) atomicExch(a.resort, 1u);
+      return;
+    }
+  }
+  const uint32_t end = s.end;
+  // Bit masks over [first, end), up to and including the word of `end` (so
+  // that every run's end is found within the masks).
+  const uint32_t warp = threadIdx.x / 32u;
+  for (uint32_t w = warp; w <= end / 32u; w += kBlockThreads / 32u) {
+    const uint32_t k = w * 32u + lane;
+    const bool owned = k >= first && k < end;
+    const uint64_t order = owned ? s.order[k] : kNoOrder;
+    uint64_t before = __shfl_up_sync(0xffffffffu, order, 1);
+    if (lane == 0) before = k > first && k - 1u < end ? s.order[k - 1u] : kNoOrder;
+    const bool occupied = order != kNoOrder;
+    const unsigned occ = __ballot_sync(0xffffffffu, occupied);
+    const unsigned inv = __ballot_sync(0xffffffffu, occupied && before != kNoOrder && before > order);
+    if (lane == 0) {
+      s.occupied[w] = occ;
+      s.inverted[w] = inv;
+    }
+  }
+  __syncthreads();
+#pragma unroll 1
+  for (uint32_t i = first + threadIdx.x; i < end; i += kBlockThreads) {
+    const uint64_t order = s.order[i];
+    if (order == kNoOrder) continue;
+    const uint32_t home = uint32_t(order >> 32);
+    // The run around i: [start, stop).
+    uint32_t w = i / 32u;
+    const uint32_t b = i % 32u;
+    uint32_t gaps = ~s.occupied[w] & ((1u << b) - 1u);
+    while (gaps == 0 && w > 0) gaps = ~s.occupied[--w];
+    const uint32_t start = gaps == 0 ? 0u : w * 32u + (32u - __clz(gaps));
+    w = i / 32u;
+    gaps = b == 31u ? 0u : ~s.occupied[w] & ~((2u << b) - 1u);
+    while (gaps == 0) gaps = ~s.occupied[++w];
+    const uint32_t stop = w * 32u + uint32_t(__ffs(gaps)) - 1u;
+    // Inversions at start + 1 .. stop - 1?
+    bool inverted = false;
+    for (uint32_t x = (start + 1u) / 32u; x <= (stop - 1u) / 32u && !inverted; ++x) {
+      uint32_t bits = s.inverted[x];
+      if (x == (start + 1u) / 32u) bits &= ~((1u << ((start + 1u) % 32u)) - 1u);
+      if (x == (stop - 1u) / 32u && (stop - 1u) % 32u != 31u)
+        bits &= (2u << ((stop - 1u) % 32u)) - 1u;
+      inverted = bits != 0;
+    }
+    uint32_t place = i;
+    if (inverted) {
+      place = start;
+      for (uint32_t j = start; j < stop; ++j) place += s.order[j] < order;
+    }
+    const uint32_t key = uint32_t(order);
+    if (kFinalize) {
+      const uint32_t tag = s.tag[i];
+      const uint32_t value = fin.part_values != nullptr
+                                 ? fin.part_values[tag]
+                                 : FinalValue(tag, fin.values, fin.first_value, fin.chunk_starts,
+                                              fin.chunk_bases, fin.chunk_count);
+      table.slots[(tile_start + place) & mask] = (uint64_t(key) << 32) | value;
+    } else if (place != i) {
+      table.slots[(tile_start + place) & mask] = (uint64_t(key) << 32) | s.tag[i];
+    }
+    const uint32_t probes = place - home + 1u;
+    too_far |= probes > a.bound;
+    if (probes > max_probes) max_probes = probes;
+  }
+}
+
+// After the wave steps: every tile (one block each), unless the build already
+// fell back. Also decides the fallback for an overflow or a full table.
+template <bool kFinalize>
+__global__ void __launch_bounds__(kBlockThreads)
+    SortTilesKernel(DeviceTable table, RunSortArgs a, FinalizeArgs fin, DeviceBuildStats* stats) {
+  __shared__ SortShared s;
+  __shared__ unsigned long long s_max;
+  if (*a.spilled != 0) return;
+  if (stats->overflow_rows != 0 || stats->unique_keys >= table.capacity) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) atomicExch(a.resort, 1u);
+    return;
+  }
+  const uint32_t tile = min(table.capacity, kSortTile);
+  const uint32_t tile_start = blockIdx.x * tile;
+  if (threadIdx.x == 0) s_max = 0;
+  unsigned long long max_probes = 0;
+  bool too_far = false;
+  SortTile<kFinalize>(table, a, fin, tile_start, s, max_probes, too_far);
+  if (__syncthreads_or(too_far) && threadIdx.x == 0) atomicExch(a.resort, 1u);
+  const unsigned long long m = WarpMax(max_probes);
+  if ((threadIdx.x & 31u) == 0 && m != 0) atomicMax(&s_max, m);
+  __syncthreads();
+  if (threadIdx.x == 0 && s_max != 0) atomicMax(&stats->max_probes, s_max);
+}
+
 // ---- Wave path ----------------------------------------------------------------
 // The region-partitioned buffer above, inserted so that the table crosses DRAM once: it is never
 // cleared as a whole. Step s of the wave sequence (one launch each, in stream
@@ -615,7 +862,7 @@ __global__ void __launch_bounds__(kBlockThreads)
   const uint32_t frontier = clear ? (step + 2) << a.region_bits : kEmptyKey;
 
   unsigned long long sums[5] = {0, 0, 0, 0, 0};
-  unsigned long long max_probes = 0;
+  unsigned long long unused_max = 0;  // first-come probes: not the final layout's (SortTile)
   bool spilled = false;
   while (true) {
     if (threadIdx.x == 0) s_tile = atomicAdd(&a.tile_counters[step], 1u);
@@ -629,7 +876,8 @@ __global__ void __launch_bounds__(kBlockThreads)
         const uint64_t i = base + uint64_t(j) * kBlockThreads;
         if (i >= ins_end) break;
         const uint64_t w = __ldcs(reinterpret_cast<const unsigned long long*>(a.words + i));
-        if (!InsertFirstCome<kLoadFirst>(table, SlotKey(w), w, a.bound, sums, max_probes, frontier))
+        if (!InsertFirstCome<kLoadFirst>(table, SlotKey(w), w, a.bound, sums, unused_max,
+                                         frontier))
           spilled = true;
       }
       continue;
@@ -651,7 +899,7 @@ __global__ void __launch_bounds__(kBlockThreads)
     break;
   }
   if (spilled) atomicExch(a.spilled, 1u);
-  BlockFlushStats<5>(sums, max_probes, &stats->unique_keys, &stats->max_probes);
+  BlockFlushStats<5>(sums, 0, &stats->unique_keys, nullptr);
 }
 
 // Wave path fallback, first kernel: when `spilled` is set, clears the whole
@@ -665,189 +913,6 @@ __global__ void __launch_bounds__(kBlockThreads)
   for (uint64_t v = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; v < vectors; v += stride)
     p[v] = make_ulonglong2(kEmptySlot, kEmptySlot);
   if (blockIdx.x == 0 && threadIdx.x == 0) *stats = DeviceBuildStats{};
-}
-
-// ---- Robin Hood order after a first-come insert -------------------------------
-// A first-come-first-served insert leaves the same slots occupied as the Robin
-// Hood insert (with linear probing the occupied set depends only on the keys),
-// and every run (maximal sequence of occupied slots) holds the right keys in
-// the wrong order. SortTilesKernel puts each run into Robin Hood order: sorted
-// by (home, key), home counted from a point before the run's first slot. It also
-// recomputes the build's maximum probes as the largest displacement + 1 of the
-// sorted layout; the total probes need no change (a run's displacements sum to
-// the same total in any order). A build that overflowed (the first-come overflow
-// rows are not the Robin Hood ones), a full table (no run has a first slot), a
-// run reaching more than kSortExtension slots past its tile or a sorted
-// displacement past the bound sets `resort`: the build is then redone by the
-// Robin Hood direct insert.
-// What the finalisation needs besides the table (see FinalizeKernel).
-struct FinalizeArgs {
-  const uint32_t* values;
-  uint32_t first_value;
-  const uint64_t* chunk_starts;
-  const uint32_t* chunk_bases;
-  uint32_t chunk_count;
-  const uint32_t* part_values;
-};
-
-struct RunSortArgs {
-  const unsigned int* spilled;  // set: the fallback's Robin Hood insert ran; nothing to do
-  unsigned int* resort;         // zeroed; set when the runs cannot be sorted here
-  uint32_t bound;
-};
-
-constexpr uint32_t kSortTile = 2048;       // slots per block
-constexpr uint32_t kSortExtension = 1024;  // slots past its tile a run may reach
-constexpr uint32_t kSortThreads = 256;
-constexpr uint32_t kNoHome = 0xffffffffu;  // s_home of an empty slot
-
-// The home of the word at tile index k (slot `slot`), counted from the tile's
-// first slot: k minus the word's displacement. This also holds past the end of
-// the table, where a run wraps to slot 0 (and, in a table of one tile, into the
-// tile's own first slots). kNoHome for an empty slot.
-__device__ __forceinline__ uint32_t RelativeHome(uint64_t w, uint32_t k, uint32_t slot,
-                                                 uint32_t capacity) {
-  if (w == kEmptySlot) return kNoHome;
-  return k - ((slot - HomeSlot(SlotKey(w), capacity)) & (capacity - 1u));
-}
-
-// Before sorting: the maximum probes of the first-come layout are replaced by
-// the sorted layout's.
-__global__ void ResetMaxProbesKernel(DeviceBuildStats* stats, const unsigned int* spilled) {
-  if (*spilled != 0) return;
-  stats->max_probes = 0;
-}
-
-// One block per tile of min(capacity, kSortTile) slots. A block owns the runs
-// whose first slot lies in its tile (a run that begins before the tile belongs
-// to the block before, which reads past its own tile's end for it). The tile and
-// the end of its last run go into shared memory with each slot's home relative
-// to the tile's first slot; every key of an owned run then counts the keys of
-// its run that belong before it, which is its place: rank = index - (earlier
-// keys that sort after it) + (later keys that sort before it). Only keys whose
-// place changes are written, or with kFinalize every owned key, its tag
-// replaced by its value (the finalisation pass folded in: `fin`). No other block
-// reads or writes an owned slot (it only tests whether the slot before its tile
-// is empty, which sorting does not change), so the writes need no ordering
-// against other blocks.
-template <bool kFinalize>
-__global__ void __launch_bounds__(kSortThreads)
-    SortTilesKernel(DeviceTable table, RunSortArgs a, FinalizeArgs fin, DeviceBuildStats* stats) {
-  __shared__ uint64_t s_word[kSortTile + kSortExtension];
-  __shared__ uint32_t s_home[kSortTile + kSortExtension];
-  __shared__ unsigned int s_first, s_end;
-  __shared__ unsigned long long s_max;
-  if (*a.spilled != 0) return;
-  const uint32_t capacity = table.capacity;
-  const uint32_t mask = capacity - 1u;
-  if (stats->overflow_rows != 0 || stats->unique_keys >= capacity) {
-    if (blockIdx.x == 0 && threadIdx.x == 0) atomicExch(a.resort, 1u);
-    return;
-  }
-  const uint32_t lane = threadIdx.x & 31u;
-  const uint32_t tile = min(capacity, kSortTile);
-  const uint32_t extension = min(capacity, kSortExtension);
-  const uint32_t tile_start = blockIdx.x * tile;
-  const unsigned long long* slots = reinterpret_cast<const unsigned long long*>(table.slots);
-  // A run that enters the tile from the one before is not ours: we start after
-  // the tile's first empty slot.
-  const bool enters = slots[(tile_start - 1u) & mask] != kEmptySlot;
-  if (threadIdx.x == 0) {
-    s_first = enters ? tile : 0u;
-    s_end = tile;  // one past the last owned slot
-    s_max = 0;
-  }
-  uint32_t first_empty = ~0u;
-  if (tile == kSortTile) {
-    // Two slots per 16-byte load, all loads of the thread issued first.
-    constexpr int kLoads = int(kSortTile / (2 * kSortThreads));
-    ulonglong2 v[kLoads];
-    const ulonglong2* p = reinterpret_cast<const ulonglong2*>(slots + tile_start);
-#pragma unroll
-    for (int c = 0; c < kLoads; ++c) v[c] = __ldcs(p + c * kSortThreads + threadIdx.x);
-#pragma unroll
-    for (int c = 0; c < kLoads; ++c) {
-      const uint32_t k = 2u * (uint32_t(c) * kSortThreads + threadIdx.x);
-      s_word[k] = v[c].x;
-      s_word[k + 1] = v[c].y;
-      s_home[k] = RelativeHome(v[c].x, k, tile_start + k, capacity);
-      s_home[k + 1] = RelativeHome(v[c].y, k + 1, tile_start + k + 1, capacity);
-      if (v[c].y == kEmptySlot) first_empty = min(first_empty, k + 1);
-      if (v[c].x == kEmptySlot) first_empty = min(first_empty, k);
-    }
-  } else {
-    for (uint32_t k = threadIdx.x; k < tile; k += kSortThreads) {
-      const uint64_t w = slots[tile_start + k];
-      s_word[k] = w;
-      s_home[k] = RelativeHome(w, k, tile_start + k, capacity);
-      if (w == kEmptySlot) first_empty = min(first_empty, k);
-    }
-  }
-  __syncthreads();  // s_first is set before the minimum below
-  if (enters) {
-    first_empty = __reduce_min_sync(0xffffffffu, first_empty);
-    if (lane == 0 && first_empty != ~0u) atomicMin(&s_first, first_empty);
-  }
-  __syncthreads();
-  const uint32_t first = s_first;
-  if (first >= tile) return;  // the whole tile belongs to a run from before
-  // The last run goes past the tile: read on to its first empty slot.
-  if (s_home[tile - 1] != kNoHome) {
-    if (threadIdx.x == 0) s_end = kNoHome;
-    __syncthreads();
-    for (uint32_t base = 0; base < extension; base += kSortThreads) {
-      const uint32_t k = tile + base + threadIdx.x;
-      uint32_t empty = ~0u;
-      if (k < tile + extension) {
-        const uint64_t w = __ldcg(slots + ((tile_start + k) & mask));
-        s_word[k] = w;
-        s_home[k] = RelativeHome(w, k, tile_start + k, capacity);
-        if (w == kEmptySlot) empty = k;
-      }
-      empty = __reduce_min_sync(0xffffffffu, empty);
-      if (lane == 0 && empty != ~0u) atomicMin(&s_end, empty);
-      __syncthreads();
-      const bool found = s_end != kNoHome;
-      __syncthreads();  // s_end is read before the next chunk may lower it
-      if (found) break;
-    }
-    if (s_end == kNoHome) {  // the run reaches past the extension
-      if (threadIdx.x == 0) atomicExch(a.resort, 1u);
-      return;
-    }
-  }
-  const uint32_t end = s_end;
-  unsigned long long max_probes = 0;
-  bool too_far = false;
-#pragma unroll 1
-  for (uint32_t i = first + threadIdx.x; i < end; i += kSortThreads) {
-    const uint32_t home = s_home[i];
-    if (home == kNoHome) continue;
-    const uint64_t word = s_word[i];
-    const uint64_t order = (uint64_t(home) << 32) | SlotKey(word);
-    uint32_t place = i;
-    for (uint32_t j = i; j-- > 0 && s_home[j] != kNoHome;)
-      place -= ((uint64_t(s_home[j]) << 32) | SlotKey(s_word[j])) > order;
-    for (uint32_t j = i + 1; j < end && s_home[j] != kNoHome; ++j)
-      place += ((uint64_t(s_home[j]) << 32) | SlotKey(s_word[j])) < order;
-    if (kFinalize) {
-      const uint32_t value = fin.part_values != nullptr
-                                 ? fin.part_values[SlotLow(word)]
-                                 : FinalValue(SlotLow(word), fin.values, fin.first_value,
-                                              fin.chunk_starts, fin.chunk_bases, fin.chunk_count);
-      table.slots[(tile_start + place) & mask] = (word & 0xffffffff00000000ull) | value;
-    } else if (place != i) {
-      table.slots[(tile_start + place) & mask] = word;
-    }
-    const uint32_t probes = place - home + 1u;
-    too_far |= probes > a.bound;
-    if (probes > max_probes) max_probes = probes;
-  }
-  if (__syncthreads_or(too_far) && threadIdx.x == 0) atomicExch(a.resort, 1u);
-  const unsigned long long m = WarpMax(max_probes);
-  if (lane == 0 && m != 0) atomicMax(&s_max, m);
-  __syncthreads();
-  if (threadIdx.x == 0 && s_max != 0) atomicMax(&stats->max_probes, s_max);
 }
 
 // After a `resort` redo (clear and the Robin Hood direct insert, which use row
@@ -1221,17 +1286,17 @@ cudaError_t RunWaves(DeviceTable table, const BuildSource& source, uint32_t boun
           table, source.keys, nullptr, rows, bound, tag_offset, stats, only_if);
   };
   redo_insert(spilled);
-  // Robin Hood order for the first-come runs of the steps (see SortTilesKernel);
-  // when that is not possible (`resort`), the same redo as a spill, then marked
-  // as one so that finalisation reads values by row.
+  // Robin Hood order for the first-come runs of the steps (see SortTile); when
+  // that is not possible (`resort`), the same redo as a spill, then marked as
+  // one so that finalisation reads values by row.
   sort.spilled = spilled;
   sort.bound = bound;
   ResetMaxProbesKernel<<<1, 1, 0, stream>>>(stats, spilled);
   const uint32_t tiles = table.capacity > kSortTile ? table.capacity / kSortTile : 1u;
   if (fin != nullptr)
-    SortTilesKernel<true><<<tiles, kSortThreads, 0, stream>>>(table, sort, *fin, stats);
+    SortTilesKernel<true><<<tiles, kBlockThreads, 0, stream>>>(table, sort, *fin, stats);
   else
-    SortTilesKernel<false><<<tiles, kSortThreads, 0, stream>>>(table, sort, FinalizeArgs{}, stats);
+    SortTilesKernel<false><<<tiles, kBlockThreads, 0, stream>>>(table, sort, FinalizeArgs{}, stats);
   RedoClearKernel<<<GridFor(vectors, CachedResident(RedoClearKernel, resident_redo)), kBlockThreads,
                     0, stream>>>(table, vectors, stats, sort.resort);
   redo_insert(sort.resort);
