@@ -269,6 +269,7 @@ int main(int argc, char** argv) {
   const gd::DeviceTable table{slots, capacity};
   auto* bstats = DeviceAlloc<gd::DeviceBuildStats>(1);
   auto* qstats = DeviceAlloc<gd::DeviceQueryStats>(1);
+  auto* fell_back = DeviceAlloc<unsigned int>(1);
   const uint64_t max_n = uint64_t(0.8 * capacity);
   uint32_t* keys = DeviceAlloc<uint32_t>(max_n);
   uint32_t* values = DeviceAlloc<uint32_t>(max_n);
@@ -288,6 +289,7 @@ int main(int argc, char** argv) {
     gd::BuildSource src;
     src.keys = keys;
     src.rows = n;
+    src.fell_back = fell_back;  // wave builds: set when they fell back to the direct insert
     auto build = [&] { CHECK_CUDA(gd::ClearAndBuildTable(table, src, capacity, bstats, s)); };
     // Looks up the keys of a sample of build rows in the table just built and
     // checks their values (12345 + 3 * row): every variant's finalisation at full size.
@@ -344,6 +346,7 @@ int main(int argc, char** argv) {
       const std::string how = v.name;
       // Explicit values: claim + atomic-min of the row, then finalisation.
       src.values = values;
+      CHECK_CUDA(cudaMemsetAsync(fell_back, 0, sizeof(unsigned int), s));
       PhaseTimes pt = MedianBuildMs(s, src, build);
       pt.name = how + ", explicit values, load " + lf;
       g_phases.push_back(pt);
@@ -354,6 +357,7 @@ int main(int argc, char** argv) {
                 st.invalid_rows == 0,
             "build statistics (explicit values, " + how + "), load " + lf);
       Check(values_sample_ok(), "build values sample (explicit values, " + how + "), load " + lf);
+      Check(Fetch(fell_back) == 0, "no fallback (explicit values, " + how + "), load " + lf);
       g_rows.push_back(
           {"build " + how + ", explicit values, load " + lf, double(n), ms,
            double(n) * 40 + double(capacity) * 8 + double(capacity) * 16 + double(n) * 32,
@@ -368,6 +372,7 @@ int main(int argc, char** argv) {
       st = Fetch(bstats);
       Check(st.unique_keys == n && st.overflow_rows == 0,
             "build statistics (row ids, " + how + "), load " + lf);
+      Check(Fetch(fell_back) == 0, "no fallback (row ids, " + how + "), load " + lf);
       g_rows.push_back({"build " + how + ", generated row ids, load " + lf, double(n), ms,
                         double(n) * 36 + double(capacity) * 8, target_row ? ">= 13.6 Gkeys/s" : "",
                         13.6e9, target_row ? 1 : 0});

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <random>
 #include <string>
@@ -85,6 +86,8 @@ void PrintTo(const WaveOptions& o, std::ostream* os) {
 struct BuildOutput {
   Contents contents;
   BuildStatistics stats;
+  std::vector<std::pair<uint32_t, uint32_t>> layout;  // (key, value) per slot
+  bool fell_back = false;  // device builds: the wave path fell back to the direct insert
 };
 
 class WaveBuildDifferential : public ::testing::Test {
@@ -125,8 +128,10 @@ class WaveBuildDifferential : public ::testing::Test {
     auto snap = (*index)->Snapshot();
     EXPECT_TRUE(snap.ok()) << snap.status();
     if (!snap.ok()) return out;
-    for (size_t i = 0; i < snap->keys.size(); ++i)
+    for (size_t i = 0; i < snap->keys.size(); ++i) {
+      out.layout.emplace_back(snap->keys[i], snap->keys[i] == kEmptyKey ? 0u : snap->values[i]);
       if (snap->keys[i] != kEmptyKey) out.contents.emplace_back(snap->keys[i], snap->values[i]);
+    }
     std::sort(out.contents.begin(), out.contents.end());
     return out;
   }
@@ -139,7 +144,9 @@ class WaveBuildDifferential : public ::testing::Test {
     DeviceArray<uint32_t> keys_d(keys), values_d(values), validity_d(validity);
     DeviceArray<uint64_t> slots_d(gd::TableAllocationSlots(capacity));
     DeviceArray<gd::DeviceBuildStats> stats_d(1);
-    EXPECT_TRUE(keys_d.ok() && values_d.ok() && validity_d.ok() && slots_d.ok() && stats_d.ok());
+    DeviceArray<unsigned int> fell_back_d(std::vector<unsigned int>{7u});
+    EXPECT_TRUE(keys_d.ok() && values_d.ok() && validity_d.ok() && slots_d.ok() && stats_d.ok() &&
+                fell_back_d.ok());
     gd::BuildSource src;
     src.keys = keys_d.get();
     src.rows = keys.size();
@@ -149,6 +156,7 @@ class WaveBuildDifferential : public ::testing::Test {
     src.region_bits = o.region_bits;
     src.multisplit_partition = o.multisplit;
     src.position_tags = o.position_tags;
+    src.fell_back = fell_back_d.get();
     const gd::DeviceTable table{slots_d.get(), capacity};
     cudaError_t e = cudaSuccess;
     if (o.clear_first) {
@@ -164,21 +172,36 @@ class WaveBuildDifferential : public ::testing::Test {
     EXPECT_EQ(cudaMemcpy(slots.data(), slots_d.get(), slots.size() * 8, cudaMemcpyDeviceToHost),
               cudaSuccess);
     EXPECT_EQ(cudaMemcpy(&st, stats_d.get(), sizeof(st), cudaMemcpyDeviceToHost), cudaSuccess);
-    for (const uint64_t s : slots)
+    unsigned int fell_back = 7u;
+    EXPECT_EQ(cudaMemcpy(&fell_back, fell_back_d.get(), sizeof(fell_back), cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    EXPECT_LE(fell_back, 1u) << "the fallback flag was not reported";
+    out.fell_back = fell_back == 1u;
+    for (size_t i = 0; i < capacity; ++i) {
+      const uint64_t s = slots[i];
+      out.layout.emplace_back(s == gd::kEmptySlot ? kEmptyKey : uint32_t(s >> 32),
+                              s == gd::kEmptySlot ? 0u : uint32_t(s));
       if (s != gd::kEmptySlot) out.contents.emplace_back(uint32_t(s >> 32), uint32_t(s));
+    }
     std::sort(out.contents.begin(), out.contents.end());
     out.stats = {st.unique_keys,  st.duplicate_rows, st.overflow_rows,
                  st.invalid_rows, st.total_probes,   st.max_probes};
     return out;
   }
 
-  // Builds on the device and compares contents and the order-independent
-  // statistics with `cpu` (CpuBuild of the same input).
+  // Builds on the device and compares contents, the slot layout (Robin Hood
+  // order: the same on both backends without overflow) and the statistics that
+  // do not depend on thread order with `cpu` (CpuBuild of the same input).
+  // `fallback_expected`: whether the wave path should have fallen back to the
+  // direct insert (unset: either is fine); an ordinary build must not, or the
+  // first-come steps and the run sort would go untested and slow.
   void Compare(uint32_t capacity, const std::vector<uint32_t>& keys,
                const std::vector<uint32_t>& values, const std::vector<uint32_t>& validity,
-               const WaveOptions& o, const BuildOutput& cpu) {
+               const WaveOptions& o, const BuildOutput& cpu,
+               std::optional<bool> fallback_expected = false) {
     SCOPED_TRACE(::testing::PrintToString(o));
     const BuildOutput gpu = WaveBuild(capacity, keys, values, validity, o);
+    if (fallback_expected) EXPECT_EQ(gpu.fell_back, *fallback_expected) << Seed();
     ASSERT_EQ(cpu.stats.overflow_rows, 0u) << "test case must not overflow";
     EXPECT_EQ(gpu.stats.unique_keys, cpu.stats.unique_keys) << Seed();
     EXPECT_EQ(gpu.stats.duplicate_rows, cpu.stats.duplicate_rows) << Seed();
@@ -189,6 +212,10 @@ class WaveBuildDifferential : public ::testing::Test {
     for (size_t i = 0; i < std::min(gpu.contents.size(), cpu.contents.size()); ++i)
       mismatched += gpu.contents[i] != cpu.contents[i];
     EXPECT_EQ(mismatched, 0u) << "of " << cpu.contents.size() << " keys; " << Seed();
+    ASSERT_EQ(gpu.layout.size(), cpu.layout.size());
+    size_t misplaced = 0;
+    for (size_t i = 0; i < cpu.layout.size(); ++i) misplaced += gpu.layout[i] != cpu.layout[i];
+    EXPECT_EQ(misplaced, 0u) << "slots differ from the CPU layout; " << Seed();
   }
 
   // `rows` rows: a quarter are copies of `hot` keys spread over the whole input
@@ -298,14 +325,61 @@ TEST_F(WaveBuildDifferential, SpilledBuildFallsBackWithValues) {
       for (size_t i = 0; i < crowd.size(); i += 3) keys.push_back(crowd[i]);  // duplicates
       std::shuffle(keys.begin(), keys.end(), rng_);
       const std::vector<uint32_t> values = DistinctValues(keys.size());
-      Compare(capacity, keys, values, {}, o, CpuBuild(capacity, keys, values, {}));
+      // Region 0's crowd reaches the first slot not cleared yet: a fallback.
+      const std::optional<bool> fallback =
+          crowd_region == 0 ? std::optional<bool>(true) : std::nullopt;
+      Compare(capacity, keys, values, {}, o, CpuBuild(capacity, keys, values, {}), fallback);
       if (HasFatalFailure()) return;
       std::vector<uint32_t> validity(keys.size());
       for (auto& v : validity) v = rng_() % 7 == 0 ? 0u : 1u;
-      Compare(capacity, keys, values, validity, o, CpuBuild(capacity, keys, values, validity));
+      Compare(capacity, keys, values, validity, o, CpuBuild(capacity, keys, values, validity),
+              fallback);
       if (HasFatalFailure()) return;
     }
   }
+}
+
+// The first-come steps leave every run's keys in arrival order; the run sort
+// (SortTile) must give exactly the CPU's Robin Hood layout: loads 0.5, 0.8 and
+// 0.9, runs that wrap past the end of the table, tables of one sort tile (64 and
+// 1024 slots, where a wrapped run comes back into the same tile) and of many.
+// Ordinary loads of the larger table must not fall back to the direct insert.
+TEST_F(WaveBuildDifferential, RunSortGivesTheRobinHoodLayout) {
+  for (const uint32_t capacity : {64u, 1024u, 1u << 16}) {
+    for (const double load : {0.5, 0.8, 0.9}) {
+      SCOPED_TRACE("capacity " + std::to_string(capacity) + ", load " + std::to_string(load));
+      const size_t rows = size_t(load * capacity);
+      std::vector<uint32_t> keys = DistinctKeys(rows);
+      for (size_t i = 0; i < rows / 8; ++i) keys.push_back(keys[rng_() % rows]);  // duplicates
+      const std::vector<uint32_t> values = DistinctValues(keys.size());
+      const std::optional<bool> fallback =
+          capacity == (1u << 16) && load < 0.85 ? std::optional<bool>(false) : std::nullopt;
+      Compare(capacity, keys, values, {}, WaveOptions{}, CpuBuild(capacity, keys, values, {}),
+              fallback);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+// A run reaching more than the sort's extension (1024 slots) past the end of its
+// 2048-slot tile cannot be sorted there: 2200 keys homed in slots [1000, 1100)
+// of a 2^16-slot table (16 regions of 4096 slots, so no row reaches a wave's
+// frontier) make one run from about slot 1000 to 3200. The build must fall back
+// to the direct insert and still give the CPU's layout.
+TEST_F(WaveBuildDifferential, LongRunPastTheSortExtensionFallsBack) {
+  const uint32_t capacity = 1u << 16;
+  std::vector<uint32_t> keys;
+  for (const uint32_t k : DistinctKeys(size_t(4) << 20)) {
+    const uint32_t home = gd::HomeSlot(k, capacity);
+    if (home >= 1000 && home < 1100) keys.push_back(k);
+    if (keys.size() == 2200) break;
+  }
+  ASSERT_EQ(keys.size(), 2200u);
+  const std::vector<uint32_t> others = DistinctKeys(capacity / 8);
+  keys.insert(keys.end(), others.begin(), others.end());
+  std::shuffle(keys.begin(), keys.end(), rng_);
+  const std::vector<uint32_t> values = DistinctValues(keys.size());
+  Compare(capacity, keys, values, {}, WaveOptions{}, CpuBuild(capacity, keys, values, {}), true);
 }
 
 #else

@@ -127,6 +127,11 @@ struct BuildSource {
   /// them with the source row and gather values[row] at random when finalising
   /// (false; the benchmark compares both). Same results.
   bool position_tags = true;
+  /// Tests and benchmarks: device word set by a wave build to 1 when it fell
+  /// back to the direct insert (a row spilled past its wave, or the runs could
+  /// not be sorted into Robin Hood order), else 0. Untouched by the direct path.
+  /// Null: not reported.
+  unsigned int* fell_back = nullptr;
   /// Benchmarks only: three events recorded on the stream between the phases of
   /// the build (direct: after the clear, the insert, the finalisation;
   /// waves: after the partition, the wave steps, the rest: fallback launches and
