@@ -1403,6 +1403,9 @@ cudaError_t BuildWaves(DeviceTable table, const BuildSource& source, uint32_t bo
     // insert (row tags): then one finalisation pass (FinalizeKernel reads `spilled`).
     e = FinalizeDirect(table, source, stream, b.part_values, spilled, true);
   }
+  if (e == cudaSuccess && source.fell_back != nullptr)
+    e = cudaMemcpyAsync(source.fell_back, spilled, sizeof(unsigned int), cudaMemcpyDeviceToDevice,
+                        stream);
   const cudaError_t f = cudaFreeAsync(buffer, stream);
   if (e == cudaSuccess) e = MarkPhase(source, 2, stream);
   return e != cudaSuccess ? e : f;
