@@ -46,9 +46,7 @@ __device__ __forceinline__ uint32_t SlotLow(uint64_t slot) { return uint32_t(slo
 // (unsigned wrap-around: the block and grid sums are exact). `max_probes` takes
 // displacement + 1 wherever a word is stored or merged, and the bound on overflow.
 //
-// The insertion is written as a sequence of steps, one slot each (InsertStep),
-// so that the wave path can refill a lane with its next word as soon as the
-// lane's word is settled instead of waiting for the warp's longest chain.
+// The insertion is written as a sequence of steps, one slot each (InsertStep).
 struct InsertState {
   uint64_t word;      // the word being placed: the row's, then carried ones
   uint32_t word_key;  // SlotKey(word)
@@ -62,17 +60,13 @@ __device__ __forceinline__ InsertState StartInsert(DeviceTable table, uint32_t k
   return InsertState{desired, key, HomeSlot(key, table.capacity), 0u, true};
 }
 
-enum class StepResult { kContinue, kSettled, kFrontier };
+enum class StepResult { kContinue, kSettled };
 
-// Examines slot st.pos for st.word (see above). kFrontier (wave path):
-// `frontier` is the first slot not cleared yet; a word that reaches it stops
-// there and adds nothing more (the caller then makes the build fall back; see
-// RunWaves).
-template <bool kLoadFirst, bool kFrontier, bool kRobinHood = true>
+// Examines slot st.pos for st.word (see above).
+template <bool kLoadFirst>
 __device__ __forceinline__ StepResult InsertStep(DeviceTable table, InsertState& st, uint32_t bound,
                                                  unsigned long long (&sums)[5],
-                                                 unsigned long long& max_probes,
-                                                 uint32_t frontier) {
+                                                 unsigned long long& max_probes) {
   constexpr unsigned long long kMinusOne = ~0ull;
   if (st.d >= bound) {
     sums[2] += 1;
@@ -80,7 +74,6 @@ __device__ __forceinline__ StepResult InsertStep(DeviceTable table, InsertState&
     if (bound > max_probes) max_probes = bound;
     return StepResult::kSettled;
   }
-  if (kFrontier && st.pos == frontier) return StepResult::kFrontier;
   unsigned long long* slot = reinterpret_cast<unsigned long long*>(table.slots + st.pos);
   // kLoadFirst: a plain (L2) read first; a stale value is safe (residents only
   // move towards "comes first", and a CAS against a stale value fails and
@@ -113,7 +106,7 @@ __device__ __forceinline__ StepResult InsertStep(DeviceTable table, InsertState&
       if (st.d + 1u > max_probes) max_probes = st.d + 1u;
       return StepResult::kSettled;
     }
-    if (!kRobinHood || ResidentComesFirst(resident, st.word_key, st.d, st.pos, table.capacity))
+    if (ResidentComesFirst(resident, st.word_key, st.d, st.pos, table.capacity))
       break;
     const unsigned long long prev = atomicCAS(slot, cur, st.word);
     if (prev != cur) {
@@ -180,8 +173,7 @@ __device__ __forceinline__ void InsertWord(DeviceTable table, uint32_t key, uint
                                            uint32_t bound, unsigned long long (&sums)[5],
                                            unsigned long long& max_probes) {
   InsertState st = StartInsert(table, key, desired);
-  while (InsertStep<kLoadFirst, false>(table, st, bound, sums, max_probes, kEmptyKey) ==
-         StepResult::kContinue) {
+  while (InsertStep<kLoadFirst>(table, st, bound, sums, max_probes) == StepResult::kContinue) {
   }
 }
 
@@ -815,16 +807,15 @@ __global__ void __launch_bounds__(kBlockThreads)
 // longer than a whole region: only in nearly full or tiny tables); every later
 // step then returns at once and the build is redone by the direct path (clear
 // all, insert), launched unconditionally after the waves and returning at once
-// when `spilled` is 0. Builds that need finalisation then take one pass over the
-// table (FinalizeKernel), whichever way the rows were inserted: with explicit
-// values and the stable partition the words carry position tags and the pass
-// reads the values carried in the buffer (part_values, in region order), unless
-// the build spilled (the fallback inserted row tags: it reads the source values
-// at random). (Marking and
-// writing each region's winners inside the wave steps instead, while the region
-// is still hot, measured slower on an H200: 8.9 vs 6.6 ms for 2^26 rows with
-// explicit values; docs/PERFORMANCE.md, "Fifth round".) Warps take chunks of
-// both parts from one counter per step.
+// when `spilled` is 0. Otherwise SortTilesKernel then puts the runs into Robin
+// Hood order and, for builds that need finalisation, writes the values in the
+// same pass: with explicit values and the stable partition the words carry
+// position tags and the values come from the buffer (part_values, in region
+// order). After a fallback (row tags) one FinalizeKernel pass reads the source
+// values instead. (Marking and writing each region's winners inside the wave
+// steps, while the region is still hot, measured slower on an H200: 8.9 vs 6.6
+// ms for 2^26 rows with explicit values; docs/PERFORMANCE.md, "Fifth round".)
+// Blocks take tiles of both parts from one counter per step.
 struct WaveArgs {
   const uint64_t* words;           // key:tag per valid row, grouped by region
   const unsigned long long* ends;  // ends[r]: end of region r's words
@@ -844,7 +835,9 @@ constexpr uint32_t kClearTile = kBlockThreads * kClearVectors * 2;  // slots per
 // in a region held in L2, a Robin Hood insert's chains of dependent CAS swaps
 // measured 1.5x slower on an H200 (5.0 vs 3.35 ms of steps for 2^26 rows with
 // lanes refilled as their words settled, 6.0 ms without). The runs are put into
-// Robin Hood order afterwards (SortTilesKernel).
+// Robin Hood order afterwards (SortTilesKernel). (Trying the home slots of a
+// thread's four words with four CAS in flight before walking on measured no
+// faster: 3.47 ms.)
 template <bool kLoadFirst>
 __global__ void __launch_bounds__(kBlockThreads)
     WaveStepKernel(DeviceTable table, WaveArgs a, uint32_t step, DeviceBuildStats* stats) {
