@@ -106,8 +106,7 @@ __device__ __forceinline__ StepResult InsertStep(DeviceTable table, InsertState&
       if (st.d + 1u > max_probes) max_probes = st.d + 1u;
       return StepResult::kSettled;
     }
-    if (ResidentComesFirst(resident, st.word_key, st.d, st.pos, table.capacity))
-      break;
+    if (ResidentComesFirst(resident, st.word_key, st.d, st.pos, table.capacity)) break;
     const unsigned long long prev = atomicCAS(slot, cur, st.word);
     if (prev != cur) {
       cur = prev;
@@ -523,7 +522,7 @@ __global__ void __launch_bounds__(kBlockThreads)
                    const uint32_t* __restrict__ part_values, const unsigned int* spilled,
                    bool only_after_fallback) {
   if (spilled != nullptr && *spilled == 0 && only_after_fallback) return;  // sorted and finalised
-  if (part_values != nullptr && *spilled != 0) part_values = nullptr;  // row tags (fallback)
+  if (part_values != nullptr && *spilled != 0) part_values = nullptr;      // row tags (fallback)
   const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
   for (uint64_t q = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; q < groups_of_four;
        q += stride) {
@@ -716,7 +715,8 @@ __device__ __forceinline__ void SortTile(DeviceTable table, const RunSortArgs& a
     if (lane == 0) before = k > first && k - 1u < end ? s.order[k - 1u] : kNoOrder;
     const bool occupied = order != kNoOrder;
     const unsigned occ = __ballot_sync(0xffffffffu, occupied);
-    const unsigned inv = __ballot_sync(0xffffffffu, occupied && before != kNoOrder && before > order);
+    const unsigned inv =
+        __ballot_sync(0xffffffffu, occupied && before != kNoOrder && before > order);
     if (lane == 0) {
       s.occupied[w] = occ;
       s.inverted[w] = inv;
@@ -869,8 +869,7 @@ __global__ void __launch_bounds__(kBlockThreads)
         const uint64_t i = base + uint64_t(j) * kBlockThreads;
         if (i >= ins_end) break;
         const uint64_t w = __ldcs(reinterpret_cast<const unsigned long long*>(a.words + i));
-        if (!InsertFirstCome<kLoadFirst>(table, SlotKey(w), w, a.bound, sums, unused_max,
-                                         frontier))
+        if (!InsertFirstCome<kLoadFirst>(table, SlotKey(w), w, a.bound, sums, unused_max, frontier))
           spilled = true;
       }
       continue;
@@ -1386,8 +1385,8 @@ cudaError_t BuildWaves(DeviceTable table, const BuildSource& source, uint32_t bo
   if (e == cudaSuccess)
     e = Partition(table, source, tag_offset, bits, regions, positions, b, stats, stream);
   if (e == cudaSuccess) e = MarkPhase(source, 0, stream);
-  const FinalizeArgs fin{source.values,       source.first_value, source.chunk_starts,
-                         source.chunk_bases,  source.chunk_count, b.part_values};
+  const FinalizeArgs fin{source.values,      source.first_value, source.chunk_starts,
+                         source.chunk_bases, source.chunk_count, b.part_values};
   if (e == cudaSuccess)
     e = RunWaves(table, source, bound, tag_offset, bits, regions, b.words, b.ends, tile_counters,
                  spilled, sort, finalize ? &fin : nullptr, stats, stream);
