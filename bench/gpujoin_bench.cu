@@ -269,6 +269,7 @@ int main(int argc, char** argv) {
   const gd::DeviceTable table{slots, capacity};
   auto* bstats = DeviceAlloc<gd::DeviceBuildStats>(1);
   auto* qstats = DeviceAlloc<gd::DeviceQueryStats>(1);
+  auto* fell_back = DeviceAlloc<unsigned int>(1);
   const uint64_t max_n = uint64_t(0.8 * capacity);
   uint32_t* keys = DeviceAlloc<uint32_t>(max_n);
   uint32_t* values = DeviceAlloc<uint32_t>(max_n);
@@ -288,6 +289,7 @@ int main(int argc, char** argv) {
     gd::BuildSource src;
     src.keys = keys;
     src.rows = n;
+    src.fell_back = fell_back;  // wave builds: set when they fell back to the direct insert
     auto build = [&] { CHECK_CUDA(gd::ClearAndBuildTable(table, src, capacity, bstats, s)); };
     // Looks up the keys of a sample of build rows in the table just built and
     // checks their values (12345 + 3 * row): every variant's finalisation at full size.
@@ -296,7 +298,8 @@ int main(int argc, char** argv) {
       MakeQueries<<<blocks, 256, 0, s>>>(queries, m, n, false);
       CHECK_CUDA(cudaGetLastError());
       CHECK_CUDA(cudaMemsetAsync(qstats, 0, sizeof(gd::DeviceQueryStats), s));
-      CHECK_CUDA(gd::LookupKeys(table, queries, m, capacity, out_values, nullptr, nullptr, qstats, s));
+      CHECK_CUDA(
+          gd::LookupKeys(table, queries, m, capacity, out_values, nullptr, nullptr, qstats, s));
       std::vector<uint32_t> got(m);
       CHECK_CUDA(cudaMemcpyAsync(got.data(), out_values, m * 4, cudaMemcpyDeviceToHost, s));
       CHECK_CUDA(cudaStreamSynchronize(s));
@@ -311,9 +314,8 @@ int main(int argc, char** argv) {
       gd::BuildPath path;
       bool load_first;
       uint32_t region_bits;
-      int partition = 0;  // 0 warp multisplit, 1 shared-atomic histogram scatter
+      int partition = 0;          // 0 warp multisplit, 1 shared-atomic histogram scatter
       bool position_tags = true;  // explicit values: position tags (false: row tags)
-      uint32_t finalize_lag = 0;  // explicit values: step s finalises region s - lag (0: off)
     };
     // direct = one thread per row into the table; waves = rows grouped by table
     // region first (2^21 slots = 16 MiB, 2^22 = 32 MiB of table per region; by the
@@ -321,23 +323,18 @@ int main(int argc, char** argv) {
     // then cleared / inserted region by region in wave steps and finalised by one
     // pass over the table ("row tags": with explicit values, the multisplit words
     // tagged by source row and the values gathered from the source array when
-    // finalising, instead of position tags and values carried in the buffer;
-    // "finalise in steps, lag L": wave step s also finalises region s - L, the
-    // rest in a small pass afterwards; experimental, BuildSource::finalize_lag).
+    // finalising, instead of position tags and values carried in the buffer).
     const Variant variants[] = {{"default", gd::BuildPath::kAuto, true, 0},
                                 {"load+CAS", gd::BuildPath::kDirect, true, 0},
                                 {"CAS-first", gd::BuildPath::kDirect, false, 0},
                                 {"waves 16MiB", gd::BuildPath::kWaves, true, 21},
                                 {"waves 32MiB", gd::BuildPath::kWaves, true, 22},
                                 {"waves 32MiB row tags", gd::BuildPath::kWaves, true, 22, 0, false},
-                                {"waves 32MiB finalise in steps, lag 1", gd::BuildPath::kWaves,
-                                 true, 22, 0, true, 1},
-                                {"waves 32MiB finalise in steps, lag 2", gd::BuildPath::kWaves,
-                                 true, 22, 0, true, 2},
                                 {"waves 32MiB CAS-first", gd::BuildPath::kWaves, false, 22},
                                 {"waves 32MiB atomic", gd::BuildPath::kWaves, true, 22, 1}};
     for (const Variant& v : variants) {
-      if (g_profile && std::strcmp(v.name, "load+CAS") != 0 && std::strcmp(v.name, "waves 32MiB") != 0)
+      if (g_profile && std::strcmp(v.name, "load+CAS") != 0 &&
+          std::strcmp(v.name, "waves 32MiB") != 0)
         continue;
       // The targets apply to what the backend runs: the default path (kAuto).
       const bool target_row = load == 0.5 && v.path == gd::BuildPath::kAuto;
@@ -346,10 +343,10 @@ int main(int argc, char** argv) {
       src.region_bits = v.region_bits;
       src.multisplit_partition = v.partition != 1;
       src.position_tags = v.position_tags;
-      src.finalize_lag = v.finalize_lag;
       const std::string how = v.name;
       // Explicit values: claim + atomic-min of the row, then finalisation.
       src.values = values;
+      CHECK_CUDA(cudaMemsetAsync(fell_back, 0, sizeof(unsigned int), s));
       PhaseTimes pt = MedianBuildMs(s, src, build);
       pt.name = how + ", explicit values, load " + lf;
       g_phases.push_back(pt);
@@ -360,6 +357,7 @@ int main(int argc, char** argv) {
                 st.invalid_rows == 0,
             "build statistics (explicit values, " + how + "), load " + lf);
       Check(values_sample_ok(), "build values sample (explicit values, " + how + "), load " + lf);
+      Check(Fetch(fell_back) == 0, "no fallback (explicit values, " + how + "), load " + lf);
       g_rows.push_back(
           {"build " + how + ", explicit values, load " + lf, double(n), ms,
            double(n) * 40 + double(capacity) * 8 + double(capacity) * 16 + double(n) * 32,
@@ -374,6 +372,7 @@ int main(int argc, char** argv) {
       st = Fetch(bstats);
       Check(st.unique_keys == n && st.overflow_rows == 0,
             "build statistics (row ids, " + how + "), load " + lf);
+      Check(Fetch(fell_back) == 0, "no fallback (row ids, " + how + "), load " + lf);
       g_rows.push_back({"build " + how + ", generated row ids, load " + lf, double(n), ms,
                         double(n) * 36 + double(capacity) * 8, target_row ? ">= 13.6 Gkeys/s" : "",
                         13.6e9, target_row ? 1 : 0});
@@ -381,7 +380,6 @@ int main(int argc, char** argv) {
     src.load_before_cas = true;
     src.multisplit_partition = true;
     src.position_tags = true;
-    src.finalize_lag = 0;
     // Clear alone, to show how much of the build it is.
     ms = MedianMs(s, [&] { CHECK_CUDA(gd::ClearTable(table, bstats, s)); });
     g_rows.push_back({"  (of which: clear table), load " + lf, double(capacity), ms,
@@ -476,8 +474,8 @@ int main(int argc, char** argv) {
                        sample[i] == ((half_miss && (i & 1)) ? gj::kEmptyKey : 12345u + row * 3u);
           }
           Check(fetch_ok, std::string("lookup values sample, fetch ") + fetch_name);
-          g_rows.push_back({"  " + name + " [" + fetch_name + "]", double(n), fms,
-                            double(n) * 41, "", 0, 0});
+          g_rows.push_back(
+              {"  " + name + " [" + fetch_name + "]", double(n), fms, double(n) * 41, "", 0, 0});
         }
 
         if (load == 0.5 && !g_profile) {
@@ -646,10 +644,11 @@ int main(int argc, char** argv) {
     std::printf("%-52s %12.0f %10.3f %12.2f %9.0f %7.0f%%  %-18s %s\n", r.name.c_str(), r.n, r.ms,
                 rate / 1e9, bps / 1e9, frac * 100, r.target.c_str(), verdict.c_str());
   }
-  std::printf("\nbuild phases, ms (median of %d; direct: clear | insert | finalise; "
-              "waves: partition | wave steps | "
-              "fallback launches (idle unless a row spilled) + the finalisation pass over the table)\n",
-              g_reps);
+  std::printf(
+      "\nbuild phases, ms (median of %d; direct: clear | insert | finalise; "
+      "waves: partition | wave steps | "
+      "fallback launches (idle unless a row spilled) + the finalisation pass over the table)\n",
+      g_reps);
   std::printf("%-44s %9s %9s %9s %9s\n", "build", "phase 1", "phase 2", "phase 3", "total");
   for (const PhaseTimes& p : g_phases)
     std::printf("%-44s %9.3f %9.3f %9.3f %9.3f\n", p.name.c_str(), p.phase[0], p.phase[1],

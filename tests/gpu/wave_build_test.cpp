@@ -8,8 +8,7 @@
 // multisplit switched off), the fallback after a spill (which re-inserts with row
 // tags, so the finalisation must gather from the source values again), validity
 // masks and reserved keys, duplicates of one key spread over many tiles,
-// segments and blocks with distinct values (the lowest row's value must win), and
-// the experimental in-step finalisation (BuildSource::finalize_lag).
+// segments and blocks with distinct values (the lowest row's value must win).
 // The table contents (key, value pairs) and build statistics must equal the CPU
 // backend's exactly; the CPU reference builds the same rows with masked-out rows
 // replaced by kEmptyKey (both count those as invalid). Skips with a message when
@@ -19,6 +18,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <random>
 #include <string>
@@ -71,22 +71,23 @@ class DeviceArray {
 
 // How the device build is forced.
 struct WaveOptions {
-  uint32_t region_bits = 0;  // 0 = the automatic size (16 regions for these tables)
-  bool multisplit = true;    // false: the histogram partition even for <= 32 regions
-  bool clear_first = false;  // ClearTable + BuildTable instead of ClearAndBuildTable
-  bool position_tags = true; // false: row tags on the multisplit partition too
-  uint32_t finalize_lag = 0; // > 0: in-step finalisation (BuildSource::finalize_lag)
+  uint32_t region_bits = 0;   // 0 = the automatic size (16 regions for these tables)
+  bool multisplit = true;     // false: the histogram partition even for <= 32 regions
+  bool clear_first = false;   // ClearTable + BuildTable instead of ClearAndBuildTable
+  bool position_tags = true;  // false: row tags on the multisplit partition too
 };
 
 void PrintTo(const WaveOptions& o, std::ostream* os) {
   *os << "{region_bits " << o.region_bits << (o.multisplit ? ", multisplit" : ", histogram")
       << (o.clear_first ? ", ClearTable + BuildTable" : ", ClearAndBuildTable")
-      << (o.position_tags ? "" : ", row tags") << ", finalize_lag " << o.finalize_lag << "}";
+      << (o.position_tags ? "" : ", row tags") << "}";
 }
 
 struct BuildOutput {
   Contents contents;
   BuildStatistics stats;
+  std::vector<std::pair<uint32_t, uint32_t>> layout;  // (key, value) per slot
+  bool fell_back = false;  // device builds: the wave path fell back to the direct insert
 };
 
 class WaveBuildDifferential : public ::testing::Test {
@@ -127,8 +128,10 @@ class WaveBuildDifferential : public ::testing::Test {
     auto snap = (*index)->Snapshot();
     EXPECT_TRUE(snap.ok()) << snap.status();
     if (!snap.ok()) return out;
-    for (size_t i = 0; i < snap->keys.size(); ++i)
+    for (size_t i = 0; i < snap->keys.size(); ++i) {
+      out.layout.emplace_back(snap->keys[i], snap->keys[i] == kEmptyKey ? 0u : snap->values[i]);
       if (snap->keys[i] != kEmptyKey) out.contents.emplace_back(snap->keys[i], snap->values[i]);
+    }
     std::sort(out.contents.begin(), out.contents.end());
     return out;
   }
@@ -141,7 +144,9 @@ class WaveBuildDifferential : public ::testing::Test {
     DeviceArray<uint32_t> keys_d(keys), values_d(values), validity_d(validity);
     DeviceArray<uint64_t> slots_d(gd::TableAllocationSlots(capacity));
     DeviceArray<gd::DeviceBuildStats> stats_d(1);
-    EXPECT_TRUE(keys_d.ok() && values_d.ok() && validity_d.ok() && slots_d.ok() && stats_d.ok());
+    DeviceArray<unsigned int> fell_back_d(std::vector<unsigned int>{7u});
+    EXPECT_TRUE(keys_d.ok() && values_d.ok() && validity_d.ok() && slots_d.ok() && stats_d.ok() &&
+                fell_back_d.ok());
     gd::BuildSource src;
     src.keys = keys_d.get();
     src.rows = keys.size();
@@ -151,7 +156,7 @@ class WaveBuildDifferential : public ::testing::Test {
     src.region_bits = o.region_bits;
     src.multisplit_partition = o.multisplit;
     src.position_tags = o.position_tags;
-    src.finalize_lag = o.finalize_lag;
+    src.fell_back = fell_back_d.get();
     const gd::DeviceTable table{slots_d.get(), capacity};
     cudaError_t e = cudaSuccess;
     if (o.clear_first) {
@@ -167,21 +172,36 @@ class WaveBuildDifferential : public ::testing::Test {
     EXPECT_EQ(cudaMemcpy(slots.data(), slots_d.get(), slots.size() * 8, cudaMemcpyDeviceToHost),
               cudaSuccess);
     EXPECT_EQ(cudaMemcpy(&st, stats_d.get(), sizeof(st), cudaMemcpyDeviceToHost), cudaSuccess);
-    for (const uint64_t s : slots)
+    unsigned int fell_back = 7u;
+    EXPECT_EQ(cudaMemcpy(&fell_back, fell_back_d.get(), sizeof(fell_back), cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    EXPECT_LE(fell_back, 1u) << "the fallback flag was not reported";
+    out.fell_back = fell_back == 1u;
+    for (size_t i = 0; i < capacity; ++i) {
+      const uint64_t s = slots[i];
+      out.layout.emplace_back(s == gd::kEmptySlot ? kEmptyKey : uint32_t(s >> 32),
+                              s == gd::kEmptySlot ? 0u : uint32_t(s));
       if (s != gd::kEmptySlot) out.contents.emplace_back(uint32_t(s >> 32), uint32_t(s));
+    }
     std::sort(out.contents.begin(), out.contents.end());
     out.stats = {st.unique_keys,  st.duplicate_rows, st.overflow_rows,
                  st.invalid_rows, st.total_probes,   st.max_probes};
     return out;
   }
 
-  // Builds on the device and compares contents and the order-independent
-  // statistics with `cpu` (CpuBuild of the same input).
+  // Builds on the device and compares contents, the slot layout (Robin Hood
+  // order: the same on both backends without overflow) and the statistics that
+  // do not depend on thread order with `cpu` (CpuBuild of the same input).
+  // `fallback_expected`: whether the wave path should have fallen back to the
+  // direct insert (unset: either is fine); an ordinary build must not, or the
+  // first-come steps and the run sort would go untested and slow.
   void Compare(uint32_t capacity, const std::vector<uint32_t>& keys,
                const std::vector<uint32_t>& values, const std::vector<uint32_t>& validity,
-               const WaveOptions& o, const BuildOutput& cpu) {
+               const WaveOptions& o, const BuildOutput& cpu,
+               std::optional<bool> fallback_expected = false) {
     SCOPED_TRACE(::testing::PrintToString(o));
     const BuildOutput gpu = WaveBuild(capacity, keys, values, validity, o);
+    if (fallback_expected) EXPECT_EQ(gpu.fell_back, *fallback_expected) << Seed();
     ASSERT_EQ(cpu.stats.overflow_rows, 0u) << "test case must not overflow";
     EXPECT_EQ(gpu.stats.unique_keys, cpu.stats.unique_keys) << Seed();
     EXPECT_EQ(gpu.stats.duplicate_rows, cpu.stats.duplicate_rows) << Seed();
@@ -192,6 +212,10 @@ class WaveBuildDifferential : public ::testing::Test {
     for (size_t i = 0; i < std::min(gpu.contents.size(), cpu.contents.size()); ++i)
       mismatched += gpu.contents[i] != cpu.contents[i];
     EXPECT_EQ(mismatched, 0u) << "of " << cpu.contents.size() << " keys; " << Seed();
+    ASSERT_EQ(gpu.layout.size(), cpu.layout.size());
+    size_t misplaced = 0;
+    for (size_t i = 0; i < cpu.layout.size(); ++i) misplaced += gpu.layout[i] != cpu.layout[i];
+    EXPECT_EQ(misplaced, 0u) << "slots differ from the CPU layout; " << Seed();
   }
 
   // `rows` rows: a quarter are copies of `hot` keys spread over the whole input
@@ -211,22 +235,16 @@ class WaveBuildDifferential : public ::testing::Test {
 // 2^20 slots; 2^19 + 12345 rows = 33 segments of 16384 rows (the last one
 // partial): 32, 16 (automatic), 4, 2 and 1 regions on the stable multisplit
 // partition with position tags, and 32 regions on the histogram partition and on
-// the multisplit partition with row tags; in-step finalisation with lags 1 and 2
-// on 32, 16 and 8 regions, and lag 3 on 4 regions (too few: ignored).
+// the multisplit partition with row tags.
 TEST_F(WaveBuildDifferential, HotDuplicatesAcrossSegmentsKeepTheLowestRowsValue) {
   const uint32_t capacity = 1u << 20;
   const size_t rows = (size_t(1) << 19) + 12345;
   const std::vector<uint32_t> keys = KeysWithHotDuplicates(rows, 64);
   const std::vector<uint32_t> values = DistinctValues(rows);
   const BuildOutput cpu = CpuBuild(capacity, keys, values, {});
-  for (const WaveOptions o : {WaveOptions{15}, WaveOptions{0}, WaveOptions{18}, WaveOptions{19},
-                              WaveOptions{20}, WaveOptions{15, false}, WaveOptions{0, true, true},
-                              WaveOptions{15, true, false, false},
-                              WaveOptions{15, true, false, true, 1},
-                              WaveOptions{15, true, false, true, 2},
-                              WaveOptions{0, true, true, true, 1},
-                              WaveOptions{17, true, false, true, 2},
-                              WaveOptions{18, true, false, true, 3}}) {
+  for (const WaveOptions o :
+       {WaveOptions{15}, WaveOptions{0}, WaveOptions{18}, WaveOptions{19}, WaveOptions{20},
+        WaveOptions{15, false}, WaveOptions{0, true, true}, WaveOptions{15, true, false, false}}) {
     Compare(capacity, keys, values, {}, o, cpu);
     if (HasFatalFailure()) return;
   }
@@ -260,8 +278,7 @@ TEST_F(WaveBuildDifferential, ValidityMaskAndReservedKeysWithValues) {
   const std::vector<uint32_t> values = DistinctValues(rows);
   const BuildOutput cpu = CpuBuild(capacity, keys, values, validity);
   for (const WaveOptions o : {WaveOptions{13}, WaveOptions{0}, WaveOptions{13, false},
-                              WaveOptions{8} /* 1024 regions: histogram */,
-                              WaveOptions{13, true, false, true, 1}}) {
+                              WaveOptions{8} /* 1024 regions: histogram */}) {
     Compare(capacity, keys, values, validity, o, cpu);
     if (HasFatalFailure()) return;
   }
@@ -286,16 +303,12 @@ TEST_F(WaveBuildDifferential, ManyRegionsHistogramPartitionWithValues) {
 // step 0 reaches the first slot not cleared yet (region 2) and the build is redone
 // by the direct insert with row tags; the finalisation must then gather the
 // source values, not the partition's. The same crowd in the last region wraps
-// through regions 0 and 1 into region 2: with in-step finalisation that spills
-// too (the last steps' frontier), without it the run just wraps. Duplicates (with
-// other values) and other keys around them; stable multisplit (32 regions, also
-// with in-step finalisation, lags 1 and 2), histogram (64 regions; 32 with the
-// multisplit switched off), each without and with a validity mask.
+// through regions 0 and 1 into region 2. Duplicates (with other values) and other
+// keys around them; stable multisplit (32 regions), histogram (64 regions; 32
+// with the multisplit switched off), each without and with a validity mask.
 TEST_F(WaveBuildDifferential, SpilledBuildFallsBackWithValues) {
   const uint32_t capacity = 1u << 12;
-  for (const WaveOptions o : {WaveOptions{7}, WaveOptions{6}, WaveOptions{7, false},
-                              WaveOptions{7, true, false, true, 1},
-                              WaveOptions{7, true, false, true, 2}}) {
+  for (const WaveOptions o : {WaveOptions{7}, WaveOptions{6}, WaveOptions{7, false}}) {
     const uint32_t region_slots = 1u << o.region_bits;
     const uint32_t last_region = (capacity >> o.region_bits) - 1;
     for (const uint32_t crowd_region : {0u, last_region}) {
@@ -312,14 +325,61 @@ TEST_F(WaveBuildDifferential, SpilledBuildFallsBackWithValues) {
       for (size_t i = 0; i < crowd.size(); i += 3) keys.push_back(crowd[i]);  // duplicates
       std::shuffle(keys.begin(), keys.end(), rng_);
       const std::vector<uint32_t> values = DistinctValues(keys.size());
-      Compare(capacity, keys, values, {}, o, CpuBuild(capacity, keys, values, {}));
+      // Region 0's crowd reaches the first slot not cleared yet: a fallback.
+      const std::optional<bool> fallback =
+          crowd_region == 0 ? std::optional<bool>(true) : std::nullopt;
+      Compare(capacity, keys, values, {}, o, CpuBuild(capacity, keys, values, {}), fallback);
       if (HasFatalFailure()) return;
       std::vector<uint32_t> validity(keys.size());
       for (auto& v : validity) v = rng_() % 7 == 0 ? 0u : 1u;
-      Compare(capacity, keys, values, validity, o, CpuBuild(capacity, keys, values, validity));
+      Compare(capacity, keys, values, validity, o, CpuBuild(capacity, keys, values, validity),
+              fallback);
       if (HasFatalFailure()) return;
     }
   }
+}
+
+// The first-come steps leave every run's keys in arrival order; the run sort
+// (SortTile) must give exactly the CPU's Robin Hood layout: loads 0.5, 0.8 and
+// 0.9, runs that wrap past the end of the table, tables of one sort tile (64 and
+// 1024 slots, where a wrapped run comes back into the same tile) and of many.
+// Ordinary loads of the larger table must not fall back to the direct insert.
+TEST_F(WaveBuildDifferential, RunSortGivesTheRobinHoodLayout) {
+  for (const uint32_t capacity : {64u, 1024u, 1u << 16}) {
+    for (const double load : {0.5, 0.8, 0.9}) {
+      SCOPED_TRACE("capacity " + std::to_string(capacity) + ", load " + std::to_string(load));
+      const size_t rows = size_t(load * capacity);
+      std::vector<uint32_t> keys = DistinctKeys(rows);
+      for (size_t i = 0; i < rows / 8; ++i) keys.push_back(keys[rng_() % rows]);  // duplicates
+      const std::vector<uint32_t> values = DistinctValues(keys.size());
+      const std::optional<bool> fallback =
+          capacity == (1u << 16) && load < 0.85 ? std::optional<bool>(false) : std::nullopt;
+      Compare(capacity, keys, values, {}, WaveOptions{}, CpuBuild(capacity, keys, values, {}),
+              fallback);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+// A run reaching more than the sort's extension (1024 slots) past the end of its
+// 2048-slot tile cannot be sorted there: 2200 keys homed in slots [1000, 1100)
+// of a 2^16-slot table (16 regions of 4096 slots, so no row reaches a wave's
+// frontier) make one run from about slot 1000 to 3200. The build must fall back
+// to the direct insert and still give the CPU's layout.
+TEST_F(WaveBuildDifferential, LongRunPastTheSortExtensionFallsBack) {
+  const uint32_t capacity = 1u << 16;
+  std::vector<uint32_t> keys;
+  for (const uint32_t k : DistinctKeys(size_t(4) << 20)) {
+    const uint32_t home = gd::HomeSlot(k, capacity);
+    if (home >= 1000 && home < 1100) keys.push_back(k);
+    if (keys.size() == 2200) break;
+  }
+  ASSERT_EQ(keys.size(), 2200u);
+  const std::vector<uint32_t> others = DistinctKeys(capacity / 8);
+  keys.insert(keys.end(), others.begin(), others.end());
+  std::shuffle(keys.begin(), keys.end(), rng_);
+  const std::vector<uint32_t> values = DistinctValues(keys.size());
+  Compare(capacity, keys, values, {}, WaveOptions{}, CpuBuild(capacity, keys, values, {}), true);
 }
 
 #else

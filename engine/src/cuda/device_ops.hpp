@@ -127,13 +127,11 @@ struct BuildSource {
   /// them with the source row and gather values[row] at random when finalising
   /// (false; the benchmark compares both). Same results.
   bool position_tags = true;
-  /// Experimental, not the default (0): with position tags and at least 5 wave
-  /// regions, wave step s also finalises region s - finalize_lag (when that is
-  /// >= 2) while it may still be in L2, and one small pass finalises regions 0, 1
-  /// and the last finalize_lag afterwards (the whole table after a spill). The
-  /// last two steps then make rows whose run wraps past region 1 spill. 0: one
-  /// finalisation pass over the table after the steps. Same results.
-  uint32_t finalize_lag = 0;
+  /// Tests and benchmarks: device word set by a wave build to 1 when it fell
+  /// back to the direct insert (a row spilled past its wave, or the runs could
+  /// not be sorted into Robin Hood order), else 0. Untouched by the direct path.
+  /// Null: not reported.
+  unsigned int* fell_back = nullptr;
   /// Benchmarks only: three events recorded on the stream between the phases of
   /// the build (direct: after the clear, the insert, the finalisation;
   /// waves: after the partition, the wave steps, the rest: fallback launches and
@@ -166,12 +164,12 @@ cudaError_t ClearAndBuildTable(DeviceTable table, const BuildSource& source, uin
 /// DRAM (PTX load prefetch size `.L2::64B/128B/256B`), so that the next sectors
 /// of a long run are L2 hits. The results are the same; only the speed differs.
 enum class ProbeFetch : int {
-  kDefault = -1,      ///< kDefaultProbeFetch
-  kPlain = 0,         ///< no prefetch hint
-  kL2_64B = 1,        ///< every step 64 B
-  kL2_128B = 2,       ///< every step 128 B
-  kPlainThen128B = 4, ///< first step no hint, later steps 128 B
-  k64BThen128B = 5,   ///< first step 64 B, later steps 128 B
+  kDefault = -1,       ///< kDefaultProbeFetch
+  kPlain = 0,          ///< no prefetch hint
+  kL2_64B = 1,         ///< every step 64 B
+  kL2_128B = 2,        ///< every step 128 B
+  kPlainThen128B = 4,  ///< first step no hint, later steps 128 B
+  k64BThen128B = 5,    ///< first step 64 B, later steps 128 B
 };
 /// What kDefault means: 64 B for the first sector, 128 B for later ones. On an
 /// H200 (docs/PERFORMANCE.md, "Fifth round"; three runs) it lifted all-hit lookups
@@ -179,7 +177,6 @@ enum class ProbeFetch : int {
 /// 2 % on half-miss lookups at 0.8 (16.5 vs 16.8); 128 B on every step helps
 /// those (17.3) but costs 4-11 % on hits; 256 B was slower everywhere (removed).
 inline constexpr ProbeFetch kDefaultProbeFetch = ProbeFetch::k64BThen128B;
-
 
 /// Looks up `rows` keys. Writes values[i] (kEmptyKey when missing); found[i]
 /// (1/0) and probes[i] when non-null. Adds to `stats` (zero it first).

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <cub/device/device_scan.cuh>
+#include <type_traits>
 
 #include "cuda/device_ops.hpp"
 #include "cuda/kernel_utils.cuh"
@@ -45,9 +46,7 @@ __device__ __forceinline__ uint32_t SlotLow(uint64_t slot) { return uint32_t(slo
 // (unsigned wrap-around: the block and grid sums are exact). `max_probes` takes
 // displacement + 1 wherever a word is stored or merged, and the bound on overflow.
 //
-// The insertion is written as a sequence of steps, one slot each (InsertStep),
-// so that the wave path can refill a lane with its next word as soon as the
-// lane's word is settled instead of waiting for the warp's longest chain.
+// The insertion is written as a sequence of steps, one slot each (InsertStep).
 struct InsertState {
   uint64_t word;      // the word being placed: the row's, then carried ones
   uint32_t word_key;  // SlotKey(word)
@@ -61,17 +60,13 @@ __device__ __forceinline__ InsertState StartInsert(DeviceTable table, uint32_t k
   return InsertState{desired, key, HomeSlot(key, table.capacity), 0u, true};
 }
 
-enum class StepResult { kContinue, kSettled, kFrontier };
+enum class StepResult { kContinue, kSettled };
 
-// Examines slot st.pos for st.word (see above). kFrontier (wave path):
-// `frontier` is the first slot not cleared yet; a word that reaches it stops
-// there and adds nothing more (the caller then makes the build fall back; see
-// RunWaves).
-template <bool kLoadFirst, bool kFrontier>
+// Examines slot st.pos for st.word (see above).
+template <bool kLoadFirst>
 __device__ __forceinline__ StepResult InsertStep(DeviceTable table, InsertState& st, uint32_t bound,
                                                  unsigned long long (&sums)[5],
-                                                 unsigned long long& max_probes,
-                                                 uint32_t frontier) {
+                                                 unsigned long long& max_probes) {
   constexpr unsigned long long kMinusOne = ~0ull;
   if (st.d >= bound) {
     sums[2] += 1;
@@ -79,7 +74,6 @@ __device__ __forceinline__ StepResult InsertStep(DeviceTable table, InsertState&
     if (bound > max_probes) max_probes = bound;
     return StepResult::kSettled;
   }
-  if (kFrontier && st.pos == frontier) return StepResult::kFrontier;
   unsigned long long* slot = reinterpret_cast<unsigned long long*>(table.slots + st.pos);
   // kLoadFirst: a plain (L2) read first; a stale value is safe (residents only
   // move towards "comes first", and a CAS against a stale value fails and
@@ -132,14 +126,53 @@ __device__ __forceinline__ StepResult InsertStep(DeviceTable table, InsertState&
   return StepResult::kContinue;
 }
 
+// First come, first served (the wave steps; the runs are sorted afterwards,
+// SortTilesKernel): the word takes the first empty slot from its home; a word of
+// the same key keeps the smaller one (keys never move here, so an atomic minimum
+// is enough). Returns false when the word reaches `frontier` (see RunWaves).
+template <bool kLoadFirst>
+__device__ __forceinline__ bool InsertFirstCome(DeviceTable table, uint32_t key, uint64_t desired,
+                                                uint32_t bound, unsigned long long (&sums)[5],
+                                                unsigned long long& max_probes, uint32_t frontier) {
+  const uint32_t mask = table.capacity - 1u;
+  uint32_t pos = HomeSlot(key, table.capacity);
+  uint32_t p = 0;
+  int outcome = 2;  // overflow unless a slot is found
+  for (; p < bound; ++p) {
+    if (pos == frontier) return false;
+    unsigned long long* slot = reinterpret_cast<unsigned long long*>(table.slots + pos);
+    unsigned long long cur = kLoadFirst ? __ldcg(slot) : kEmptySlot;
+    if (cur == kEmptySlot) {
+      cur = atomicCAS(slot, kEmptySlot, desired);
+      if (cur == kEmptySlot) {
+        outcome = 0;
+        break;
+      }
+    }
+    if (SlotKey(cur) == key) {
+      if (cur > desired) atomicMin(slot, static_cast<unsigned long long>(desired));
+      outcome = 1;
+      break;
+    }
+    pos = (pos + 1u) & mask;
+  }
+  // Constant indices only: a run-time index would move `sums` to local memory.
+  sums[0] += outcome == 0;
+  sums[1] += outcome == 1;
+  sums[2] += outcome == 2;
+  const uint32_t examined = outcome == 2 ? bound : p + 1u;
+  sums[4] += examined;
+  if (examined > max_probes) max_probes = examined;
+  return true;
+}
+
 // The whole insertion of one word (the direct path).
 template <bool kLoadFirst>
 __device__ __forceinline__ void InsertWord(DeviceTable table, uint32_t key, uint64_t desired,
                                            uint32_t bound, unsigned long long (&sums)[5],
                                            unsigned long long& max_probes) {
   InsertState st = StartInsert(table, key, desired);
-  while (InsertStep<kLoadFirst, false>(table, st, bound, sums, max_probes, kEmptyKey) ==
-         StepResult::kContinue) {
+  while (InsertStep<kLoadFirst>(table, st, bound, sums, max_probes) == StepResult::kContinue) {
   }
 }
 
@@ -486,8 +519,10 @@ __global__ void __launch_bounds__(kBlockThreads)
     FinalizeKernel(DeviceTable table, uint64_t groups_of_four, const uint32_t* __restrict__ values,
                    uint32_t first_value, const uint64_t* __restrict__ chunk_starts,
                    const uint32_t* __restrict__ chunk_bases, uint32_t chunk_count,
-                   const uint32_t* __restrict__ part_values, const unsigned int* spilled) {
-  if (part_values != nullptr && *spilled != 0) part_values = nullptr;  // row tags (fallback)
+                   const uint32_t* __restrict__ part_values, const unsigned int* spilled,
+                   bool only_after_fallback) {
+  if (spilled != nullptr && *spilled == 0 && only_after_fallback) return;  // sorted and finalised
+  if (part_values != nullptr && *spilled != 0) part_values = nullptr;      // row tags (fallback)
   const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
   for (uint64_t q = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; q < groups_of_four;
        q += stride) {
@@ -511,55 +546,252 @@ __global__ void __launch_bounds__(kBlockThreads)
   }
 }
 
-// Finalises the four slots at `slots` (16-byte aligned): each occupied slot's
-// tag is replaced by value_of(tag).
-template <typename ValueOf>
-__device__ __forceinline__ void FinalizeQuad(uint64_t* slots, ValueOf value_of) {
-  ulonglong2* p = reinterpret_cast<ulonglong2*>(slots);
-  const ulonglong2 a = p[0], b = p[1];
-  uint64_t s[4] = {a.x, a.y, b.x, b.y};
-  uint32_t v[4];
-#pragma unroll
-  for (int j = 0; j < 4; ++j) v[j] = s[j] == kEmptySlot ? 0u : value_of(SlotLow(s[j]));
-#pragma unroll
-  for (int j = 0; j < 4; ++j)
-    if (s[j] != kEmptySlot) s[j] = (s[j] & 0xffffffff00000000ull) | v[j];
-  p[0] = make_ulonglong2(s[0], s[1]);
-  p[1] = make_ulonglong2(s[2], s[3]);
+// ---- Robin Hood order after a first-come insert -------------------------------
+// A first-come-first-served insert leaves the same slots occupied as the Robin
+// Hood insert (with linear probing the occupied set depends only on the keys),
+// and every run (maximal sequence of occupied slots) holds the right keys in
+// the wrong order. SortTile puts the runs of one tile into Robin Hood order:
+// sorted by (home, key), home counted from a point before the run's first slot.
+// The build's maximum probes become the largest displacement + 1 of the sorted
+// layout; the total probes need no change (a run's displacements sum to the
+// same total in any order). SortTilesKernel runs it on every tile after the
+// wave steps. (Sorting region s - 2 inside wave step s instead measured slower
+// on an H200: the steps grew by what the sort pass took, 4.69 against 3.35 +
+// 1.29 ms; docs/PERFORMANCE.md, "Eighth round".) A build that
+// overflowed (the first-come overflow rows are not the Robin Hood ones), a full
+// table (no run has a first slot), a run reaching more than kSortExtension slots
+// past its tile or a sorted displacement past the bound sets `resort`: the build
+// is then redone by the Robin Hood direct insert.
+
+// What the finalisation needs besides the table (see FinalizeKernel).
+struct FinalizeArgs {
+  const uint32_t* values;
+  uint32_t first_value;
+  const uint64_t* chunk_starts;
+  const uint32_t* chunk_bases;
+  uint32_t chunk_count;
+  const uint32_t* part_values;
+};
+
+struct RunSortArgs {
+  const unsigned int* spilled;  // set: the fallback's Robin Hood insert ran; nothing to do
+  unsigned int* resort;         // zeroed; set when the runs cannot be sorted here
+  uint32_t bound;
+};
+
+constexpr uint32_t kSortTile = 2048;       // slots per tile
+constexpr uint32_t kSortExtension = 1024;  // slots past its tile a run may reach
+constexpr uint32_t kSortSlots = kSortTile + kSortExtension;
+constexpr uint32_t kSortMaskWords = kSortSlots / 32 + 1;  // + one past the last slot
+constexpr uint32_t kNoEnd = 0xffffffffu;
+constexpr uint64_t kNoOrder = ~0ull;  // the order of an empty slot
+static_assert(kBlockThreads == 256, "SortTile loads a tile in 4 rounds of 16-byte loads");
+
+// The order of the word at tile index k (slot `slot`): its home counted from the
+// tile's first slot (k minus its displacement, which also holds past the end of
+// the table, where a run wraps to slot 0, and in a table of one tile), then
+// its key.
+__device__ __forceinline__ uint64_t SlotOrder(uint64_t w, uint32_t k, uint32_t slot,
+                                              uint32_t capacity) {
+  if (w == kEmptySlot) return kNoOrder;
+  const uint32_t home = k - ((slot - HomeSlot(SlotKey(w), capacity)) & (capacity - 1u));
+  return (uint64_t(home) << 32) | SlotKey(w);
 }
 
-// In-step finalisation (BuildSource::finalize_lag = L > 0; position tags, at
-// least kMinRegionsForStepFinalize regions): step s also finalises region s - L
-// when s - L >= 2. That region is final by then: only steps s - L - 1 and s - L
-// write it (a key of region r probes at most to the start of region r + 2), and
-// the last two steps, which have no frontier of their own, get one at the start
-// of region 2 instead, so that wrapped runs touch only regions 0 and 1 (a row
-// that would go further spills). Regions 0, 1 and the last L (never reached by a
-// step) are finalised afterwards by FinalizeRestKernel.
-constexpr uint32_t kMinRegionsForStepFinalize = 5;
-constexpr int kFinalizeQuads = 4;  // four-slot groups per thread and finalisation tile
+struct SortShared {
+  uint64_t order[kSortSlots];
+  uint32_t tag[kSortSlots];
+  uint32_t occupied[kSortMaskWords], inverted[kSortMaskWords];
+  unsigned int first, end;
+};
 
-// After in-step finalisation: finalises regions 0, 1 and [first_rest, regions)
-// from part_values, or, when the build spilled (the fallback cleared the table
-// and re-inserted with row tags), the whole table (`all_quads` four-slot groups)
-// from values[row].
-__global__ void __launch_bounds__(kBlockThreads)
-    FinalizeRestKernel(DeviceTable table, uint64_t all_quads, uint32_t region_bits,
-                       uint32_t first_rest, const uint32_t* __restrict__ part_values,
-                       const uint32_t* __restrict__ values, const unsigned int* spilled) {
-  const bool rows = *spilled != 0;
-  const uint64_t head = uint64_t(2) << region_bits;  // regions 0 and 1
-  const uint64_t tail_begin = uint64_t(first_rest) << region_bits;
-  const uint64_t quads = rows ? all_quads : (head + (uint64_t(table.capacity) - tail_begin)) / 4;
-  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
-  for (uint64_t q = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; q < quads; q += stride) {
-    if (rows) {
-      FinalizeQuad(table.slots + 4 * q, [&](uint32_t row) { return values[row]; });
-    } else {
-      const uint64_t slot = 4 * q < head ? 4 * q : tail_begin + (4 * q - head);
-      FinalizeQuad(table.slots + slot, [&](uint32_t pos) { return part_values[pos]; });
+// Before sorting: the maximum probes are those of the sorted layout (the steps
+// do not count them; the fallback counts its own).
+__global__ void ResetMaxProbesKernel(DeviceBuildStats* stats, const unsigned int* spilled) {
+  if (*spilled == 0) stats->max_probes = 0;
+}
+
+// Sorts the runs of the tile of min(capacity, kSortTile) slots at tile_start;
+// called by a whole block of kBlockThreads. The block owns the runs whose first
+// slot lies in the tile (a run that begins before the tile belongs to the tile
+// before, which reads past its own end for it). The tile and the end of its last
+// run go into shared memory as each slot's order and tag, with bit masks of the
+// occupied slots and of the slots whose order is below the slot before (an
+// inversion). A key whose run has no inversion stays; in a run with one, every
+// key counts the keys of its run that sort before it, which gives its place.
+// Only keys whose place changes are written, or with kFinalize every owned key,
+// its tag replaced by its value (the finalisation pass folded in: `fin`). No
+// other tile reads or writes an owned slot (it only tests whether the slot
+// before it is empty, which sorting does not change), so the writes need no
+// ordering against other blocks.
+template <bool kFinalize>
+__device__ __forceinline__ void SortTile(DeviceTable table, const RunSortArgs& a,
+                                         const FinalizeArgs& fin, uint32_t tile_start,
+                                         SortShared& s, unsigned long long& max_probes,
+                                         bool& too_far) {
+  const uint32_t capacity = table.capacity;
+  const uint32_t mask = capacity - 1u;
+  const uint32_t lane = threadIdx.x & 31u;
+  const uint32_t tile = min(capacity, kSortTile);
+  const uint32_t extension = min(capacity, kSortExtension);
+  const unsigned long long* slots = reinterpret_cast<const unsigned long long*>(table.slots);
+  // A run that enters the tile from the one before is not ours: we start after
+  // the tile's first empty slot.
+  const bool enters = slots[(tile_start - 1u) & mask] != kEmptySlot;
+  __syncthreads();  // the previous tile is done with `s`
+  if (threadIdx.x == 0) {
+    s.first = enters ? tile : 0u;
+    s.end = tile;  // one past the last owned slot
+  }
+  uint32_t first_empty = ~0u;
+  if (tile == kSortTile) {
+    // Two slots per 16-byte load, all loads of the thread issued first.
+    constexpr int kLoads = int(kSortTile / (2 * kBlockThreads));
+    ulonglong2 v[kLoads];
+    const ulonglong2* p = reinterpret_cast<const ulonglong2*>(slots + tile_start);
+#pragma unroll
+    for (int c = 0; c < kLoads; ++c) v[c] = __ldcs(p + c * kBlockThreads + threadIdx.x);
+#pragma unroll
+    for (int c = 0; c < kLoads; ++c) {
+      const uint32_t k = 2u * (uint32_t(c) * kBlockThreads + threadIdx.x);
+      s.order[k] = SlotOrder(v[c].x, k, tile_start + k, capacity);
+      s.order[k + 1] = SlotOrder(v[c].y, k + 1, tile_start + k + 1, capacity);
+      s.tag[k] = SlotLow(v[c].x);
+      s.tag[k + 1] = SlotLow(v[c].y);
+      if (v[c].y == kEmptySlot) first_empty = min(first_empty, k + 1);
+      if (v[c].x == kEmptySlot) first_empty = min(first_empty, k);
+    }
+  } else {
+    for (uint32_t k = threadIdx.x; k < tile; k += kBlockThreads) {
+      const uint64_t w = slots[tile_start + k];
+      s.order[k] = SlotOrder(w, k, tile_start + k, capacity);
+      s.tag[k] = SlotLow(w);
+      if (w == kEmptySlot) first_empty = min(first_empty, k);
     }
   }
+  __syncthreads();  // s.first is set before the minimum below
+  if (enters) {
+    first_empty = __reduce_min_sync(0xffffffffu, first_empty);
+    if (lane == 0 && first_empty != ~0u) atomicMin(&s.first, first_empty);
+  }
+  __syncthreads();
+  const uint32_t first = s.first;
+  if (first >= tile) return;  // the whole tile belongs to a run from before
+  // The last run goes past the tile: read on to its first empty slot.
+  if (s.order[tile - 1] != kNoOrder) {
+    __syncthreads();  // everyone has read s.first and s.order[tile - 1]
+    if (threadIdx.x == 0) s.end = kNoEnd;
+    __syncthreads();
+    for (uint32_t base = 0; base < extension; base += kBlockThreads) {
+      const uint32_t k = tile + base + threadIdx.x;
+      uint32_t empty = ~0u;
+      if (k < tile + extension) {
+        const uint64_t w = __ldcg(slots + ((tile_start + k) & mask));
+        s.order[k] = SlotOrder(w, k, tile_start + k, capacity);
+        s.tag[k] = SlotLow(w);
+        if (w == kEmptySlot) empty = k;
+      }
+      empty = __reduce_min_sync(0xffffffffu, empty);
+      if (lane == 0 && empty != ~0u) atomicMin(&s.end, empty);
+      __syncthreads();
+      const bool found = s.end != kNoEnd;
+      __syncthreads();  // s.end is read before the next chunk may lower it
+      if (found) break;
+    }
+    if (s.end == kNoEnd) {  // the run reaches past the extension
+      if (threadIdx.x == 0) atomicExch(a.resort, 1u);
+      return;
+    }
+  }
+  const uint32_t end = s.end;
+  // Bit masks over [first, end), up to and including the word of `end` (so
+  // that every run's end is found within the masks).
+  const uint32_t warp = threadIdx.x / 32u;
+  for (uint32_t w = warp; w <= end / 32u; w += kBlockThreads / 32u) {
+    const uint32_t k = w * 32u + lane;
+    const bool owned = k >= first && k < end;
+    const uint64_t order = owned ? s.order[k] : kNoOrder;
+    uint64_t before = __shfl_up_sync(0xffffffffu, order, 1);
+    if (lane == 0) before = k > first && k - 1u < end ? s.order[k - 1u] : kNoOrder;
+    const bool occupied = order != kNoOrder;
+    const unsigned occ = __ballot_sync(0xffffffffu, occupied);
+    const unsigned inv =
+        __ballot_sync(0xffffffffu, occupied && before != kNoOrder && before > order);
+    if (lane == 0) {
+      s.occupied[w] = occ;
+      s.inverted[w] = inv;
+    }
+  }
+  __syncthreads();
+#pragma unroll 1
+  for (uint32_t i = first + threadIdx.x; i < end; i += kBlockThreads) {
+    const uint64_t order = s.order[i];
+    if (order == kNoOrder) continue;
+    const uint32_t home = uint32_t(order >> 32);
+    // The run around i: [start, stop).
+    uint32_t w = i / 32u;
+    const uint32_t b = i % 32u;
+    uint32_t gaps = ~s.occupied[w] & ((1u << b) - 1u);
+    while (gaps == 0 && w > 0) gaps = ~s.occupied[--w];
+    const uint32_t start = gaps == 0 ? 0u : w * 32u + (32u - __clz(gaps));
+    w = i / 32u;
+    gaps = b == 31u ? 0u : ~s.occupied[w] & ~((2u << b) - 1u);
+    while (gaps == 0) gaps = ~s.occupied[++w];
+    const uint32_t stop = w * 32u + uint32_t(__ffs(gaps)) - 1u;
+    // Inversions at start + 1 .. stop - 1?
+    bool inverted = false;
+    for (uint32_t x = (start + 1u) / 32u; x <= (stop - 1u) / 32u && !inverted; ++x) {
+      uint32_t bits = s.inverted[x];
+      if (x == (start + 1u) / 32u) bits &= ~((1u << ((start + 1u) % 32u)) - 1u);
+      if (x == (stop - 1u) / 32u && (stop - 1u) % 32u != 31u)
+        bits &= (2u << ((stop - 1u) % 32u)) - 1u;
+      inverted = bits != 0;
+    }
+    uint32_t place = i;
+    if (inverted) {
+      place = start;
+      for (uint32_t j = start; j < stop; ++j) place += s.order[j] < order;
+    }
+    const uint32_t key = uint32_t(order);
+    if (kFinalize) {
+      const uint32_t tag = s.tag[i];
+      const uint32_t value = fin.part_values != nullptr
+                                 ? fin.part_values[tag]
+                                 : FinalValue(tag, fin.values, fin.first_value, fin.chunk_starts,
+                                              fin.chunk_bases, fin.chunk_count);
+      table.slots[(tile_start + place) & mask] = (uint64_t(key) << 32) | value;
+    } else if (place != i) {
+      table.slots[(tile_start + place) & mask] = (uint64_t(key) << 32) | s.tag[i];
+    }
+    const uint32_t probes = place - home + 1u;
+    too_far |= probes > a.bound;
+    if (probes > max_probes) max_probes = probes;
+  }
+}
+
+// After the wave steps: every tile (one block each), unless the build already
+// fell back. Also decides the fallback for an overflow or a full table.
+template <bool kFinalize>
+__global__ void __launch_bounds__(kBlockThreads)
+    SortTilesKernel(DeviceTable table, RunSortArgs a, FinalizeArgs fin, DeviceBuildStats* stats) {
+  __shared__ SortShared s;
+  __shared__ unsigned long long s_max;
+  if (*a.spilled != 0) return;
+  if (stats->overflow_rows != 0 || stats->unique_keys >= table.capacity) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) atomicExch(a.resort, 1u);
+    return;
+  }
+  const uint32_t tile = min(table.capacity, kSortTile);
+  const uint32_t tile_start = blockIdx.x * tile;
+  if (threadIdx.x == 0) s_max = 0;
+  unsigned long long max_probes = 0;
+  bool too_far = false;
+  SortTile<kFinalize>(table, a, fin, tile_start, s, max_probes, too_far);
+  if (__syncthreads_or(too_far) && threadIdx.x == 0) atomicExch(a.resort, 1u);
+  const unsigned long long m = WarpMax(max_probes);
+  if ((threadIdx.x & 31u) == 0 && m != 0) atomicMax(&s_max, m);
+  __syncthreads();
+  if (threadIdx.x == 0 && s_max != 0) atomicMax(&stats->max_probes, s_max);
 }
 
 // ---- Wave path ----------------------------------------------------------------
@@ -575,16 +807,15 @@ __global__ void __launch_bounds__(kBlockThreads)
 // longer than a whole region: only in nearly full or tiny tables); every later
 // step then returns at once and the build is redone by the direct path (clear
 // all, insert), launched unconditionally after the waves and returning at once
-// when `spilled` is 0. Builds that need finalisation then take one pass over the
-// table (FinalizeKernel), whichever way the rows were inserted: with explicit
-// values and the stable partition the words carry position tags and the pass
-// reads the values carried in the buffer (part_values, in region order), unless
-// the build spilled (the fallback inserted row tags: it reads the source values
-// at random). (Marking and
-// writing each region's winners inside the wave steps instead, while the region
-// is still hot, measured slower on an H200: 8.9 vs 6.6 ms for 2^26 rows with
-// explicit values; docs/PERFORMANCE.md, "Fifth round".) Warps take chunks of
-// both parts from one counter per step.
+// when `spilled` is 0. Otherwise SortTilesKernel then puts the runs into Robin
+// Hood order and, for builds that need finalisation, writes the values in the
+// same pass: with explicit values and the stable partition the words carry
+// position tags and the values come from the buffer (part_values, in region
+// order). After a fallback (row tags) one FinalizeKernel pass reads the source
+// values instead. (Marking and writing each region's winners inside the wave
+// steps, while the region is still hot, measured slower on an H200: 8.9 vs 6.6
+// ms for 2^26 rows with explicit values; docs/PERFORMANCE.md, "Fifth round".)
+// Blocks take tiles of both parts from one counter per step.
 struct WaveArgs {
   const uint64_t* words;           // key:tag per valid row, grouped by region
   const unsigned long long* ends;  // ends[r]: end of region r's words
@@ -593,138 +824,74 @@ struct WaveArgs {
   uint32_t region_bits;
   uint32_t regions;
   uint32_t bound;
-  const uint32_t* part_values;  // kFinalize: values by buffer position
-  uint32_t finalize_lag;        // kFinalize: step s finalises region s - lag (>= 2)
 };
 
-// Work of a wave step is claimed by warps, in chunks, from the step's counter:
-// chunks [0, insert chunks) insert words, the rest clear region step + 2.
-constexpr uint32_t kWaveChunk = 256;                      // words per insert chunk
-constexpr int kClearVectors = 8;                          // 16-byte stores per lane and chunk
-constexpr uint32_t kClearChunk = 32 * kClearVectors * 2;  // slots per clear chunk
+constexpr int kWaveItems = 4;                               // words per thread and tile
+constexpr uint32_t kWaveTile = kBlockThreads * kWaveItems;  // words per tile
+constexpr int kClearVectors = 8;                            // 16-byte stores per thread and tile
+constexpr uint32_t kClearTile = kBlockThreads * kClearVectors * 2;  // slots per clear tile
 
-// Clears chunk `c` of region `region` (warp-wide, 16-byte stores; wave regions
-// hold >= 4 slots, see RegionBits).
-__device__ __forceinline__ void ClearChunk(DeviceTable table, const WaveArgs& a, uint32_t region,
-                                           uint32_t c, uint32_t lane) {
-  ulonglong2* p = reinterpret_cast<ulonglong2*>(table.slots + (uint64_t(region) << a.region_bits));
-  const uint32_t vectors = (1u << a.region_bits) / 2;
-  const uint32_t base = c * (kClearChunk / 2) + lane;
-#pragma unroll
-  for (int j = 0; j < kClearVectors; ++j) {
-    const uint32_t v = base + uint32_t(j) * 32;
-    if (v < vectors) p[v] = make_ulonglong2(kEmptySlot, kEmptySlot);
-  }
-}
-
-// Finalises chunk `c` (kFinalizeChunk slots) of region `region` (warp-wide).
-constexpr uint32_t kFinalizeChunk = 32 * kFinalizeQuads * 4;
-__device__ __forceinline__ void FinalizeChunk(DeviceTable table, const WaveArgs& a, uint32_t region,
-                                              uint32_t c, uint32_t lane) {
-  uint64_t* slots = table.slots + (uint64_t(region) << a.region_bits);
-  const uint32_t quads = (1u << a.region_bits) / 4;
-  const uint32_t base = c * (kFinalizeChunk / 4) + lane;
-  const uint32_t* __restrict__ part_values = a.part_values;
-#pragma unroll
-  for (int j = 0; j < kFinalizeQuads; ++j) {
-    const uint32_t q = base + uint32_t(j) * 32;
-    if (q < quads)
-      FinalizeQuad(slots + 4 * uint64_t(q), [&](uint32_t pos) { return part_values[pos]; });
-  }
-}
-
-// Each warp keeps all 32 lanes busy: a lane whose word is settled (or that has
-// none) takes the next word of the warp's chunk at once, and the warp claims a
-// new chunk when its chunk is used up, so a warp's time is about its lanes'
-// average chain, not the sum of the longest chain of each round.
-// kFinalize: in-step finalisation (see kMinRegionsForStepFinalize); its chunks
-// come after the insert chunks and before the clear chunks.
-template <bool kLoadFirst, bool kFinalize = false>
+// The steps insert first come first served (InsertFirstCome):
+// in a region held in L2, a Robin Hood insert's chains of dependent CAS swaps
+// measured 1.5x slower on an H200 (5.0 vs 3.35 ms of steps for 2^26 rows with
+// lanes refilled as their words settled, 6.0 ms without). The runs are put into
+// Robin Hood order afterwards (SortTilesKernel). (Trying the home slots of a
+// thread's four words with four CAS in flight before walking on measured no
+// faster: 3.47 ms.)
+template <bool kLoadFirst>
 __global__ void __launch_bounds__(kBlockThreads)
     WaveStepKernel(DeviceTable table, WaveArgs a, uint32_t step, DeviceBuildStats* stats) {
-  __shared__ unsigned int s_flag;
+  __shared__ unsigned int s_flag, s_tile;
   if (threadIdx.x == 0) s_flag = *reinterpret_cast<volatile unsigned int*>(a.spilled);
   __syncthreads();
   if (s_flag != 0) return;  // the whole block: the fallback redoes the build
+  // Work of this step, in tiles: insert, then clear.
   const uint64_t ins_begin = step == 0 ? 0 : a.ends[step - 1];
   const uint64_t ins_end = a.ends[step];
   const uint32_t region_slots = 1u << a.region_bits;
   const bool clear = step + 2 < a.regions;
-  const uint32_t ins_chunks = uint32_t((ins_end - ins_begin + kWaveChunk - 1) / kWaveChunk);
-  const uint32_t clear_chunks = clear ? (region_slots + kClearChunk - 1) / kClearChunk : 0;
-  uint32_t frontier = clear ? (step + 2) << a.region_bits : kEmptyKey;
-  uint32_t fin_chunks = 0;
-  uint32_t fin_region = 0;
-  if (kFinalize) {
-    if (frontier == kEmptyKey) frontier = 2u << a.region_bits;  // wrapped runs stop at region 2
-    if (step >= a.finalize_lag + 2) {
-      fin_region = step - a.finalize_lag;
-      fin_chunks = (region_slots + kFinalizeChunk - 1) / kFinalizeChunk;
-    }
-  }
-  const uint32_t lane = threadIdx.x & 31u;
-  const unsigned lower = (1u << lane) - 1u;
+  const uint32_t ins_tiles = uint32_t((ins_end - ins_begin + kWaveTile - 1) / kWaveTile);
+  const uint32_t clear_tiles = clear ? (region_slots + kClearTile - 1) / kClearTile : 0;
+  const uint32_t frontier = clear ? (step + 2) << a.region_bits : kEmptyKey;
 
   unsigned long long sums[5] = {0, 0, 0, 0, 0};
-  unsigned long long max_probes = 0;
+  unsigned long long unused_max = 0;  // first-come probes: not the final layout's (SortTile)
   bool spilled = false;
-  // Claims the warp's next chunk; finalisation and clear chunks are done on the
-  // spot. Returns the insert chunk, or ~0u when no insert work is left.
-  auto claim_insert_chunk = [&]() -> uint32_t {
-    while (true) {
-      uint32_t t = 0;
-      if (lane == 0) t = atomicAdd(&a.tile_counters[step], 1u);
-      t = __shfl_sync(0xffffffffu, t, 0);
-      if (t < ins_chunks) return t;
-      t -= ins_chunks;
-      if (kFinalize && t < fin_chunks) {
-        FinalizeChunk(table, a, fin_region, t, lane);
-        continue;
-      }
-      if (kFinalize) t -= fin_chunks;
-      if (t >= clear_chunks) return ~0u;
-      ClearChunk(table, a, step + 2, t, lane);
-    }
-  };
-
-  InsertState st{};
-  bool busy = false;
-  uint64_t chunk_next = 0, chunk_end = 0;  // warp-uniform: words of the current chunk not taken yet
-  bool more = true;                        // warp-uniform: insert chunks may remain
   while (true) {
-    // Hand the chunk's next words to the idle lanes, claiming chunks as needed.
-    unsigned idle = __ballot_sync(0xffffffffu, !busy);
-    while (idle != 0 && more) {
-      if (chunk_next == chunk_end) {
-        const uint32_t t = claim_insert_chunk();
-        if (t == ~0u) {
-          more = false;
-          break;
-        }
-        chunk_next = ins_begin + uint64_t(t) * kWaveChunk;
-        chunk_end = min(chunk_next + kWaveChunk, ins_end);
+    if (threadIdx.x == 0) s_tile = atomicAdd(&a.tile_counters[step], 1u);
+    __syncthreads();
+    uint32_t t = s_tile;
+    __syncthreads();  // s_tile is rewritten by the next iteration
+    if (t < ins_tiles) {
+      const uint64_t base = ins_begin + uint64_t(t) * kWaveTile + threadIdx.x;
+#pragma unroll
+      for (int j = 0; j < kWaveItems; ++j) {
+        const uint64_t i = base + uint64_t(j) * kBlockThreads;
+        if (i >= ins_end) break;
+        const uint64_t w = __ldcs(reinterpret_cast<const unsigned long long*>(a.words + i));
+        if (!InsertFirstCome<kLoadFirst>(table, SlotKey(w), w, a.bound, sums, unused_max, frontier))
+          spilled = true;
       }
-      const uint32_t take = uint32_t(min(uint64_t(__popc(idle)), chunk_end - chunk_next));
-      const uint32_t rank = __popc(idle & lower);
-      if (!busy && rank < take) {
-        const uint64_t w =
-            __ldcs(reinterpret_cast<const unsigned long long*>(a.words + chunk_next + rank));
-        st = StartInsert(table, SlotKey(w), w);
-        busy = true;
+      continue;
+    }
+    t -= ins_tiles;
+    if (t < clear_tiles) {
+      // Region step + 2 with 16-byte stores (wave regions hold >= 4 slots, RegionBits).
+      ulonglong2* p =
+          reinterpret_cast<ulonglong2*>(table.slots + (uint64_t(step + 2) << a.region_bits));
+      const uint32_t vectors = region_slots / 2;
+      const uint32_t base = t * (kClearTile / 2) + threadIdx.x;
+#pragma unroll
+      for (int j = 0; j < kClearVectors; ++j) {
+        const uint32_t v = base + uint32_t(j) * kBlockThreads;
+        if (v < vectors) p[v] = make_ulonglong2(kEmptySlot, kEmptySlot);
       }
-      chunk_next += take;
-      idle = __ballot_sync(0xffffffffu, !busy);
+      continue;
     }
-    if (__ballot_sync(0xffffffffu, busy) == 0) break;
-    if (busy) {
-      const StepResult r =
-          InsertStep<kLoadFirst, true>(table, st, a.bound, sums, max_probes, frontier);
-      if (r != StepResult::kContinue) busy = false;
-      if (r == StepResult::kFrontier) spilled = true;
-    }
+    break;
   }
   if (spilled) atomicExch(a.spilled, 1u);
-  BlockFlushStats<5>(sums, max_probes, &stats->unique_keys, &stats->max_probes);
+  BlockFlushStats<5>(sums, 0, &stats->unique_keys, nullptr);
 }
 
 // Wave path fallback, first kernel: when `spilled` is set, clears the whole
@@ -738,6 +905,12 @@ __global__ void __launch_bounds__(kBlockThreads)
   for (uint64_t v = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; v < vectors; v += stride)
     p[v] = make_ulonglong2(kEmptySlot, kEmptySlot);
   if (blockIdx.x == 0 && threadIdx.x == 0) *stats = DeviceBuildStats{};
+}
+
+// After a `resort` redo (clear and the Robin Hood direct insert, which use row
+// tags): marks the build as spilled, so that finalisation reads values[row].
+__global__ void MarkResortedKernel(const unsigned int* resort, unsigned int* spilled) {
+  if (*resort != 0) *spilled = 1;
 }
 
 struct ProbeResult {
@@ -912,13 +1085,14 @@ cudaError_t BuildDirect(DeviceTable table, const BuildSource& source, uint32_t b
 // `spilled`: a wave build's position-tagged values, else null).
 cudaError_t FinalizeDirect(DeviceTable table, const BuildSource& source, cudaStream_t stream,
                            const uint32_t* part_values = nullptr,
-                           const unsigned int* spilled = nullptr) {
+                           const unsigned int* spilled = nullptr,
+                           bool only_after_fallback = false) {
   static std::atomic<int> resident_finalize{0};
   const uint64_t quads = TableAllocationSlots(table.capacity) / 4;
   const unsigned fgrid = GridFor(quads, CachedResident(FinalizeKernel, resident_finalize));
   FinalizeKernel<<<fgrid, kBlockThreads, 0, stream>>>(
       table, quads, source.values, source.first_value, source.chunk_starts, source.chunk_bases,
-      source.chunk_count, part_values, spilled);
+      source.chunk_count, part_values, spilled, only_after_fallback);
   return cudaGetLastError();
 }
 
@@ -1061,9 +1235,8 @@ cudaError_t Partition(DeviceTable table, const BuildSource& source, uint32_t tag
 cudaError_t RunWaves(DeviceTable table, const BuildSource& source, uint32_t bound,
                      uint32_t tag_offset, uint32_t region_bits, uint32_t regions,
                      const uint64_t* words, const unsigned long long* counts,
-                     unsigned int* tile_counters, unsigned int* spilled, DeviceBuildStats* stats,
-                     cudaStream_t stream, const uint32_t* part_values = nullptr,
-                     uint32_t finalize_lag = 0) {
+                     unsigned int* tile_counters, unsigned int* spilled, RunSortArgs sort,
+                     const FinalizeArgs* fin, DeviceBuildStats* stats, cudaStream_t stream) {
   const size_t first_slots =
       regions <= 2 ? TableAllocationSlots(table.capacity) : size_t(2) << region_bits;
   cudaError_t e = cudaMemsetAsync(table.slots, 0xff, first_slots * sizeof(uint64_t), stream);
@@ -1076,18 +1249,11 @@ cudaError_t RunWaves(DeviceTable table, const BuildSource& source, uint32_t boun
   a.region_bits = region_bits;
   a.regions = regions;
   a.bound = bound;
-  a.part_values = part_values;
-  a.finalize_lag = finalize_lag;
   static std::atomic<int> resident_wave{0};
   // Persistent blocks: as many as fit (the steps are small; tiles balance them).
   const unsigned grid = unsigned(std::max(1, CachedResident(WaveStepKernel<true>, resident_wave)));
   for (uint32_t step = 0; step < regions; ++step) {
-    if (finalize_lag != 0) {
-      if (source.load_before_cas)
-        WaveStepKernel<true, true><<<grid, kBlockThreads, 0, stream>>>(table, a, step, stats);
-      else
-        WaveStepKernel<false, true><<<grid, kBlockThreads, 0, stream>>>(table, a, step, stats);
-    } else if (source.load_before_cas) {
+    if (source.load_before_cas) {
       WaveStepKernel<true><<<grid, kBlockThreads, 0, stream>>>(table, a, step, stats);
     } else {
       WaveStepKernel<false><<<grid, kBlockThreads, 0, stream>>>(table, a, step, stats);
@@ -1103,12 +1269,30 @@ cudaError_t RunWaves(DeviceTable table, const BuildSource& source, uint32_t boun
                     0, stream>>>(table, vectors, stats, spilled);
   const uint64_t rows = source.rows;
   const unsigned igrid = GridFor(rows, CachedResident(InsertKernel<false, true>, resident_insert));
-  if (source.validity != nullptr)
-    InsertKernel<true, true><<<igrid, kBlockThreads, 0, stream>>>(
-        table, source.keys, source.validity, rows, bound, tag_offset, stats, spilled);
+  auto redo_insert = [&](const unsigned int* only_if) {
+    if (source.validity != nullptr)
+      InsertKernel<true, true><<<igrid, kBlockThreads, 0, stream>>>(
+          table, source.keys, source.validity, rows, bound, tag_offset, stats, only_if);
+    else
+      InsertKernel<false, true><<<igrid, kBlockThreads, 0, stream>>>(
+          table, source.keys, nullptr, rows, bound, tag_offset, stats, only_if);
+  };
+  redo_insert(spilled);
+  // Robin Hood order for the first-come runs of the steps (see SortTile); when
+  // that is not possible (`resort`), the same redo as a spill, then marked as
+  // one so that finalisation reads values by row.
+  sort.spilled = spilled;
+  sort.bound = bound;
+  ResetMaxProbesKernel<<<1, 1, 0, stream>>>(stats, spilled);
+  const uint32_t tiles = table.capacity > kSortTile ? table.capacity / kSortTile : 1u;
+  if (fin != nullptr)
+    SortTilesKernel<true><<<tiles, kBlockThreads, 0, stream>>>(table, sort, *fin, stats);
   else
-    InsertKernel<false, true><<<igrid, kBlockThreads, 0, stream>>>(
-        table, source.keys, nullptr, rows, bound, tag_offset, stats, spilled);
+    SortTilesKernel<false><<<tiles, kBlockThreads, 0, stream>>>(table, sort, FinalizeArgs{}, stats);
+  RedoClearKernel<<<GridFor(vectors, CachedResident(RedoClearKernel, resident_redo)), kBlockThreads,
+                    0, stream>>>(table, vectors, stats, sort.resort);
+  redo_insert(sort.resort);
+  MarkResortedKernel<<<1, 1, 0, stream>>>(sort.resort, spilled);
   return cudaGetLastError();
 }
 
@@ -1159,10 +1343,11 @@ cudaError_t BuildWaves(DeviceTable table, const BuildSource& source, uint32_t bo
                             : wide  ? ScanTempBytes<unsigned long long>(offset_items)
                                     : ScanTempBytes<uint32_t>(offset_items);
   // One allocation: words | values | ends (regions + 1) + tile counters
-  // (regions + 2) + spilled flag | offsets | scan storage. Ends, tile counters and
-  // flag are zeroed by one memset (they are adjacent).
+  // (regions + 2) + spilled flag + resort flag | offsets | scan storage. Ends,
+  // counters and flags are zeroed by one memset (they are adjacent).
   const size_t ends_bytes = (size_t(regions) + 1) * sizeof(unsigned long long);
-  const size_t control_bytes = ((size_t(regions) + 3) * sizeof(unsigned int) + 7) & ~size_t{7};
+  // Tile counters (regions + 2), spilled, resort.
+  const size_t control_bytes = ((size_t(regions) + 4) * sizeof(unsigned int) + 7) & ~size_t{7};
   Carver c;
   const size_t at_words = c.Take(rows * sizeof(uint64_t));
   const size_t at_values = c.Take(positions ? rows * sizeof(uint32_t) : 0);
@@ -1194,31 +1379,25 @@ cudaError_t BuildWaves(DeviceTable table, const BuildSource& source, uint32_t bo
   b.scan_temp_bytes = scan_bytes;
   auto* tile_counters = reinterpret_cast<unsigned int*>(bytes + at_ends + ends_bytes);
   unsigned int* spilled = tile_counters + regions + 2;
+  RunSortArgs sort{};
+  sort.resort = tile_counters + regions + 3;
   e = cudaMemsetAsync(b.ends, 0, ends_bytes + control_bytes, stream);
   if (e == cudaSuccess)
     e = Partition(table, source, tag_offset, bits, regions, positions, b, stats, stream);
   if (e == cudaSuccess) e = MarkPhase(source, 0, stream);
-  // In-step finalisation (experimental, BuildSource::finalize_lag): position tags only.
-  const uint32_t lag = positions && finalize && regions >= kMinRegionsForStepFinalize
-                           ? std::min(source.finalize_lag, regions)
-                           : 0u;
+  const FinalizeArgs fin{source.values,      source.first_value, source.chunk_starts,
+                         source.chunk_bases, source.chunk_count, b.part_values};
   if (e == cudaSuccess)
     e = RunWaves(table, source, bound, tag_offset, bits, regions, b.words, b.ends, tile_counters,
-                 spilled, stats, stream, b.part_values, lag);
-  if (e == cudaSuccess && finalize && lag != 0) {
-    // The regions the steps did not finalise (or all after a spill).
-    static std::atomic<int> resident_rest{0};
-    const uint32_t first_rest = std::max(2u, regions - lag);
-    const uint64_t quads = TableAllocationSlots(table.capacity) / 4;
-    FinalizeRestKernel<<<GridFor(quads, CachedResident(FinalizeRestKernel, resident_rest)),
-                         kBlockThreads, 0, stream>>>(table, quads, bits, first_rest, b.part_values,
-                                                     source.values, spilled);
-    e = cudaGetLastError();
-  } else if (e == cudaSuccess && finalize) {
-    // One finalisation pass over the table (also right after the fallback's
-    // direct insert, which used row tags: FinalizeKernel reads `spilled`).
-    e = FinalizeDirect(table, source, stream, b.part_values, spilled);
+                 spilled, sort, finalize ? &fin : nullptr, stats, stream);
+  if (e == cudaSuccess && finalize) {
+    // The sort finalised the table, unless the build fell back to the direct
+    // insert (row tags): then one finalisation pass (FinalizeKernel reads `spilled`).
+    e = FinalizeDirect(table, source, stream, b.part_values, spilled, true);
   }
+  if (e == cudaSuccess && source.fell_back != nullptr)
+    e = cudaMemcpyAsync(source.fell_back, spilled, sizeof(unsigned int), cudaMemcpyDeviceToDevice,
+                        stream);
   const cudaError_t f = cudaFreeAsync(buffer, stream);
   if (e == cudaSuccess) e = MarkPhase(source, 2, stream);
   return e != cudaSuccess ? e : f;
