@@ -13,14 +13,8 @@ bundle=${GPU_BUNDLE:-.gpu}  # the bundle directory (bundle-for-device)
 source "$bundle/env.sh"
 out=${OUT:-/tmp/gpujoin-device}
 mkdir -p "$out"
-summary=()
-step() {  # step NAME TIMEOUT CMD...
-  local name=$1 limit=$2; shift 2
-  local t0=$(date +%s)
-  timeout "$limit" "$@" > "$out/$name.log" 2>&1
-  local rc=$?
-  summary+=("$(printf '%-18s rc=%-3s %4ss  %s' "$name" "$rc" "$(( $(date +%s) - t0 ))" "$(grep -E '^\[  (PASSED|FAILED|SKIPPED) |ERROR SUMMARY|RACECHECK SUMMARY|targets met' "$out/$name.log" | tr '\n' ' ' | cut -c1-90)")")
-}
+STEP_LOGS=$out
+source "$(dirname "$0")/device_steps.sh"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv > "$out/gpu.log" 2>&1
 step gpu_tests 45 $bundle/bin/gpu_differential_tests
 step gpu_tests_waves 45 env GPUJOIN_CUDA_BUILD_PATH=waves $bundle/bin/gpu_differential_tests

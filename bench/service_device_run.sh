@@ -20,14 +20,8 @@ source "$bundle/env.sh"
 out=${OUT:-/tmp/gpujoin-service-device}
 mkdir -p "$out/logs"
 logs=$out/logs
-summary=()
-step() {  # step NAME TIMEOUT CMD...
-  local name=$1 limit=$2; shift 2
-  local t0=$(date +%s)
-  timeout "$limit" "$@" >"$logs/$name.log" 2>&1
-  local rc=$?
-  summary+=("$(printf '%-16s rc=%-3s %4ss  %s' "$name" "$rc" "$(($(date +%s) - t0))" "$(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$logs/$name.log" | tr '\n' ' ' | cut -c1-90)")")
-}
+STEP_LOGS=$logs
+source "$(dirname "$0")/device_steps.sh"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >"$logs/gpu.log" 2>&1
 step gpu_tests 120 "$bundle/bin/gpu_differential_tests"
 step engine_cuda 60 "$bundle/bin/engine_tests" --gtest_filter='*cuda*:*Cuda*'
