@@ -932,10 +932,16 @@ __global__ void __launch_bounds__(kBlockThreads)
 // placed past the probe bound makes the build fall back to the direct insert.
 constexpr uint32_t kTileSlots = 2048;
 constexpr uint32_t kTileBits = 11;
-constexpr uint32_t kTileMaxRows = 2560;  // 10 per thread
-constexpr int kTileItems = int(kTileMaxRows / kBlockThreads);
-static_assert(kTileItems * kBlockThreads == kTileMaxRows, "whole items per thread");
-constexpr int kTileCountItems = int(kTileSlots / kBlockThreads);
+constexpr uint32_t kTileMaxRows = 2560;
+constexpr uint32_t kTileThreads = 512;  // the tile kernels' blocks
+constexpr int kTileItems = int(kTileMaxRows / kTileThreads);
+static_assert(kTileItems * kTileThreads == kTileMaxRows, "whole items per thread");
+constexpr int kTileCountItems = int(kTileSlots / kTileThreads);
+
+// A word's home slot within its tile.
+__device__ __forceinline__ uint32_t TileHome(uint64_t w, uint32_t capacity) {
+  return HomeSlot(SlotKey(w), capacity) & (kTileSlots - 1u);
+}
 
 // Row i -> (tile number, word). Invalid rows become kEmptySlot, spread over the
 // tiles by row (TileSortKernel counts and drops them).
@@ -985,14 +991,13 @@ struct TileArgs {
   uint32_t bound;
 };
 
-__global__ void __launch_bounds__(kBlockThreads) TileSortKernel(DeviceTable table, TileArgs a) {
-  using Scan = cub::BlockScan<uint32_t, kBlockThreads>;
-  __shared__ uint64_t s_word[kTileMaxRows];
-  __shared__ uint16_t s_by_home[kTileMaxRows];  // word indices grouped by home
-  __shared__ uint16_t s_sorted[kTileMaxRows];   // word indices in (home, key, row) order
-  __shared__ uint16_t s_rows[kTileMaxRows];     // rows of the key (kept words), sorted order
-  __shared__ uint8_t s_keep[kTileMaxRows];      // sorted order: the key's first row
+__global__ void __launch_bounds__(kTileThreads) TileSortKernel(DeviceTable table, TileArgs a) {
+  using Scan = cub::BlockScan<uint32_t, kTileThreads>;
   __shared__ uint32_t s_first[kTileSlots + 1];  // counts, then first index of each home
+  __shared__ uint32_t s_key[kTileMaxRows];      // by word index
+  __shared__ uint16_t s_by_home[kTileMaxRows];  // word indices grouped by home
+  __shared__ uint16_t s_rank[kTileMaxRows];     // (home, key, row) order -> rank among kept
+  __shared__ uint8_t s_keep[kTileMaxRows];      // (home, key, row) order: the key's first row
   __shared__ typename Scan::TempStorage s_scan;
   __shared__ int s_max;
   const uint32_t t = blockIdx.x;
@@ -1002,20 +1007,25 @@ __global__ void __launch_bounds__(kBlockThreads) TileSortKernel(DeviceTable tabl
     if (threadIdx.x == 0) atomicExch(a.fall_back, 1u);
     return;
   }
-  for (uint32_t k = threadIdx.x; k <= kTileSlots; k += kBlockThreads) s_first[k] = 0;
+  for (uint32_t k = threadIdx.x; k <= kTileSlots; k += kTileThreads) s_first[k] = 0;
   if (threadIdx.x == 0) s_max = INT_MIN;
-  __syncthreads();
-  // Count the words of each home; a word's rank among its home's is arbitrary.
-  uint32_t rank[kTileItems];
+  // The thread's words (striped) stay in registers; count each home's words (a
+  // word's rank among its home's is arbitrary here).
+  uint64_t w[kTileItems];
+  uint32_t at[kTileItems];  // rank in its home, then place in (home, key, row) order
 #pragma unroll
   for (int j = 0; j < kTileItems; ++j) {
-    const uint32_t i = uint32_t(j) * kBlockThreads + threadIdx.x;
-    rank[j] = 0;
-    if (i < n) {
-      const uint64_t w = a.words[base + i];
-      s_word[i] = w;
-      if (w != kEmptySlot)
-        rank[j] = atomicAdd(&s_first[HomeSlot(SlotKey(w), table.capacity) & (kTileSlots - 1u)], 1u);
+    const uint32_t i = uint32_t(j) * kTileThreads + threadIdx.x;
+    w[j] = i < n ? a.words[base + i] : kEmptySlot;
+    at[j] = 0;
+  }
+  __syncthreads();  // s_first zeroed
+#pragma unroll
+  for (int j = 0; j < kTileItems; ++j) {
+    const uint32_t i = uint32_t(j) * kTileThreads + threadIdx.x;
+    if (w[j] != kEmptySlot) {
+      s_key[i] = SlotKey(w[j]);
+      at[j] = atomicAdd(&s_first[TileHome(w[j], table.capacity)], 1u);
     }
   }
   __syncthreads();
@@ -1024,45 +1034,47 @@ __global__ void __launch_bounds__(kBlockThreads) TileSortKernel(DeviceTable tabl
   for (int q = 0; q < kTileCountItems; ++q) counts[q] = s_first[threadIdx.x * kTileCountItems + q];
   uint32_t valid = 0;
   Scan(s_scan).ExclusiveSum(counts, counts, valid);
+  __syncthreads();  // every thread has read its counts
 #pragma unroll
   for (int q = 0; q < kTileCountItems; ++q) s_first[threadIdx.x * kTileCountItems + q] = counts[q];
   if (threadIdx.x == 0) s_first[kTileSlots] = valid;
   __syncthreads();
 #pragma unroll
   for (int j = 0; j < kTileItems; ++j) {
-    const uint32_t i = uint32_t(j) * kBlockThreads + threadIdx.x;
-    if (i < n && s_word[i] != kEmptySlot) {
-      const uint32_t h = HomeSlot(SlotKey(s_word[i]), table.capacity) & (kTileSlots - 1u);
-      s_by_home[s_first[h] + rank[j]] = uint16_t(i);
-    }
+    const uint32_t i = uint32_t(j) * kTileThreads + threadIdx.x;
+    if (w[j] != kEmptySlot)
+      s_by_home[s_first[TileHome(w[j], table.capacity)] + at[j]] = uint16_t(i);
   }
   __syncthreads();
-  // Each word's place among its home's: by key, then row (bucket order is row order).
+  // Each word's place among its home's words: by key, then row (a tile's words
+  // are in row order after the stable sort).
+  uint32_t rows_of_key[kTileItems];
 #pragma unroll
   for (int j = 0; j < kTileItems; ++j) {
-    const uint32_t i = uint32_t(j) * kBlockThreads + threadIdx.x;
-    if (i < n && s_word[i] != kEmptySlot) {
-      const uint32_t key = SlotKey(s_word[i]);
-      const uint32_t h = HomeSlot(key, table.capacity) & (kTileSlots - 1u);
+    const uint32_t i = uint32_t(j) * kTileThreads + threadIdx.x;
+    rows_of_key[j] = 0;
+    if (w[j] != kEmptySlot) {
+      const uint32_t key = SlotKey(w[j]);
+      const uint32_t h = TileHome(w[j], table.capacity);
       const uint32_t g0 = s_first[h], g1 = s_first[h + 1];
-      uint32_t before = 0, rows_of_key = 0;
+      uint32_t before = 0, same = 0;
       bool keep = true;
       for (uint32_t g = g0; g < g1; ++g) {
         const uint32_t other = s_by_home[g];
-        const uint32_t other_key = SlotKey(s_word[other]);
+        const uint32_t other_key = s_key[other];
         before += other_key < key || (other_key == key && other < i);
         if (other_key == key) {
-          ++rows_of_key;
+          ++same;
           keep = keep && other >= i;
         }
       }
-      s_sorted[g0 + before] = uint16_t(i);
-      s_keep[g0 + before] = keep ? 1 : 0;
-      s_rows[g0 + before] = uint16_t(rows_of_key);
+      at[j] = g0 + before;
+      s_keep[at[j]] = keep ? 1 : 0;
+      rows_of_key[j] = keep ? same : 0u;
     }
   }
   __syncthreads();
-  // Kept words in sorted order get consecutive ranks: the tile's keys.
+  // Kept words in (home, key, row) order get consecutive ranks: the tile's keys.
   uint32_t keep[kTileItems];
 #pragma unroll
   for (int q = 0; q < kTileItems; ++q) {
@@ -1070,18 +1082,22 @@ __global__ void __launch_bounds__(kBlockThreads) TileSortKernel(DeviceTable tabl
     keep[q] = p < valid ? s_keep[p] : 0u;
   }
   uint32_t keys_in_tile = 0;
-  uint32_t r[kTileItems];
-  Scan(s_scan).ExclusiveSum(keep, r, keys_in_tile);
-  int m = INT_MIN;
+  uint32_t rank[kTileItems];
+  Scan(s_scan).ExclusiveSum(keep, rank, keys_in_tile);
 #pragma unroll
   for (int q = 0; q < kTileItems; ++q) {
     const uint32_t p = threadIdx.x * kTileItems + q;
-    if (keep[q] != 0) {
-      const uint64_t w = s_word[s_sorted[p]];
-      a.words[base + r[q]] = w;
-      a.multiplicity[base + r[q]] = s_rows[p];
-      const int h = int(HomeSlot(SlotKey(w), table.capacity) & (kTileSlots - 1u));
-      m = max(m, h - int(r[q]));
+    if (p < valid) s_rank[p] = uint16_t(rank[q]);
+  }
+  __syncthreads();
+  int m = INT_MIN;
+#pragma unroll
+  for (int j = 0; j < kTileItems; ++j) {
+    if (rows_of_key[j] != 0) {  // a kept word
+      const uint32_t r = s_rank[at[j]];
+      a.words[base + r] = w[j];
+      a.multiplicity[base + r] = rows_of_key[j];
+      m = max(m, int(TileHome(w[j], table.capacity)) - int(r));
     }
   }
   m = __reduce_max_sync(0xffffffffu, m);
@@ -1152,8 +1168,8 @@ __global__ void __launch_bounds__(kCarryThreads)
   }
 }
 
-__global__ void __launch_bounds__(kBlockThreads) TilePlaceKernel(DeviceTable table, TileArgs a) {
-  using MaxScan = cub::BlockScan<int, kBlockThreads>;
+__global__ void __launch_bounds__(kTileThreads) TilePlaceKernel(DeviceTable table, TileArgs a) {
+  using MaxScan = cub::BlockScan<int, kTileThreads>;
   __shared__ typename MaxScan::TempStorage s_scan;
   __shared__ uint32_t s_taken[kTileSlots / 32];
   __shared__ unsigned long long s_probes;
@@ -1165,7 +1181,7 @@ __global__ void __launch_bounds__(kBlockThreads) TilePlaceKernel(DeviceTable tab
   const uint32_t c = a.carry[t];
   const uint32_t tile_start = t * kTileSlots;
   const uint32_t mask = table.capacity - 1u;
-  for (uint32_t k = threadIdx.x; k < kTileSlots / 32; k += kBlockThreads) s_taken[k] = 0;
+  for (uint32_t k = threadIdx.x; k < kTileSlots / 32; k += kTileThreads) s_taken[k] = 0;
   if (threadIdx.x == 0) {
     s_probes = 0;
     s_max = 0;
@@ -1176,8 +1192,7 @@ __global__ void __launch_bounds__(kBlockThreads) TilePlaceKernel(DeviceTable tab
   for (int j = 0; j < kTileItems; ++j) {
     const int r = int(threadIdx.x) * kTileItems + j;
     w[j] = r < keys ? a.words[base + r] : kEmptySlot;
-    q[j] =
-        r < keys ? int(HomeSlot(SlotKey(w[j]), table.capacity) & (kTileSlots - 1u)) - r : INT_MIN;
+    q[j] = r < keys ? int(TileHome(w[j], table.capacity)) - r : INT_MIN;
   }
   MaxScan(s_scan).InclusiveScan(q, q, ::cuda::maximum<>{});
   __syncthreads();  // s_taken zeroed
@@ -1189,7 +1204,7 @@ __global__ void __launch_bounds__(kBlockThreads) TilePlaceKernel(DeviceTable tab
     const int r = int(threadIdx.x) * kTileItems + j;
     if (r < keys) {
       const long long place = (long long)r + max((long long)c, (long long)q[j]);
-      const uint32_t home = HomeSlot(SlotKey(w[j]), table.capacity) & (kTileSlots - 1u);
+      const uint32_t home = TileHome(w[j], table.capacity);
       const uint32_t p = uint32_t(place - home + 1);
       table.slots[(tile_start + uint32_t(place)) & mask] = w[j];
       if (place < kTileSlots) atomicOr(&s_taken[place / 32], 1u << (place % 32));
@@ -1206,7 +1221,7 @@ __global__ void __launch_bounds__(kBlockThreads) TilePlaceKernel(DeviceTable tab
     atomicMax(&s_max, max_probes);
   }
   __syncthreads();
-  for (uint32_t k = min(c, kTileSlots) + threadIdx.x; k < kTileSlots; k += kBlockThreads)
+  for (uint32_t k = min(c, kTileSlots) + threadIdx.x; k < kTileSlots; k += kTileThreads)
     if ((s_taken[k / 32] & (1u << (k % 32))) == 0) table.slots[tile_start + k] = kEmptySlot;
   if (threadIdx.x == 0) {
     a.probes[t] = s_probes;
@@ -1800,9 +1815,9 @@ cudaError_t BuildTiles(DeviceTable table, const BuildSource& source, uint32_t bo
     TileStartsKernel<<<GridFor(rows + 1, CachedResident(TileStartsKernel, resident_starts)),
                        kBlockThreads, 0, stream>>>(tile_out, rows, tiles,
                                                    const_cast<uint32_t*>(ta.starts));
-    TileSortKernel<<<tiles, kBlockThreads, 0, stream>>>(table, ta);
+    TileSortKernel<<<tiles, kTileThreads, 0, stream>>>(table, ta);
     TileCarryKernel<<<1, kCarryThreads, 0, stream>>>(ta, table.capacity, stats);
-    TilePlaceKernel<<<tiles, kBlockThreads, 0, stream>>>(table, ta);
+    TilePlaceKernel<<<tiles, kTileThreads, 0, stream>>>(table, ta);
     TileProbesKernel<<<1, kCarryThreads, 0, stream>>>(ta, stats);
     e = cudaGetLastError();
   }
