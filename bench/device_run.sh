@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device session for issue 3: the GPU-labelled differential tests with the
-# default build paths and with each path forced (waves, direct), the device-level wave
+# default build paths and with each path forced (waves, direct, tiles), the device-level wave
 # build tests (gpu_wave_build_tests: explicit values, position tags), gpujoin-bench (build phases,
 # lookups on tables from every path) right after the first two, the hashing
 # device tests, the CUDA instances of the engine tests (wave path forced) and
@@ -19,6 +19,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --f
 step gpu_tests 45 $bundle/bin/gpu_differential_tests
 step gpu_tests_waves 45 env GPUJOIN_CUDA_BUILD_PATH=waves $bundle/bin/gpu_differential_tests
 step gpu_tests_direct 40 env GPUJOIN_CUDA_BUILD_PATH=direct $bundle/bin/gpu_differential_tests
+step gpu_tests_tiles 40 env GPUJOIN_CUDA_BUILD_PATH=tiles $bundle/bin/gpu_differential_tests
 step wave_build 30 $bundle/bin/gpu_wave_build_tests
 step bench 120 $bundle/bin/gpujoin-bench
 step hash_device 20 $bundle/bin/hashing_device_test

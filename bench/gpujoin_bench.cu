@@ -331,9 +331,10 @@ int main(int argc, char** argv) {
                                 {"waves 32MiB", gd::BuildPath::kWaves, true, 22},
                                 {"waves 32MiB row tags", gd::BuildPath::kWaves, true, 22, 0, false},
                                 {"waves 32MiB CAS-first", gd::BuildPath::kWaves, false, 22},
-                                {"waves 32MiB atomic", gd::BuildPath::kWaves, true, 22, 1}};
+                                {"waves 32MiB atomic", gd::BuildPath::kWaves, true, 22, 1},
+                                {"tiles", gd::BuildPath::kTiles, true, 0}};
     for (const Variant& v : variants) {
-      if (g_profile && std::strcmp(v.name, "load+CAS") != 0 &&
+      if (g_profile && std::strcmp(v.name, "load+CAS") != 0 && std::strcmp(v.name, "tiles") != 0 &&
           std::strcmp(v.name, "waves 32MiB") != 0)
         continue;
       // The targets apply to what the backend runs: the default path (kAuto).

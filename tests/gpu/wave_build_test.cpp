@@ -75,12 +75,25 @@ struct WaveOptions {
   bool multisplit = true;     // false: the histogram partition even for <= 32 regions
   bool clear_first = false;   // ClearTable + BuildTable instead of ClearAndBuildTable
   bool position_tags = true;  // false: row tags on the multisplit partition too
+  gd::BuildPath path = gd::BuildPath::kWaves;  // or kTiles (the other options do not apply)
 };
+
+// Tile path runs whose tiles may exceed 2560 rows (hot keys) may fall back.
+std::optional<bool> NoFallbackUnlessTiles(const WaveOptions& o) {
+  return o.path == gd::BuildPath::kTiles ? std::nullopt : std::optional<bool>(false);
+}
+
+WaveOptions Tiles() {
+  WaveOptions o;
+  o.path = gd::BuildPath::kTiles;
+  return o;
+}
 
 void PrintTo(const WaveOptions& o, std::ostream* os) {
   *os << "{region_bits " << o.region_bits << (o.multisplit ? ", multisplit" : ", histogram")
       << (o.clear_first ? ", ClearTable + BuildTable" : ", ClearAndBuildTable")
-      << (o.position_tags ? "" : ", row tags") << "}";
+      << (o.position_tags ? "" : ", row tags")
+      << (o.path == gd::BuildPath::kTiles ? ", tile path" : "") << "}";
 }
 
 struct BuildOutput {
@@ -152,7 +165,7 @@ class WaveBuildDifferential : public ::testing::Test {
     src.rows = keys.size();
     src.values = values_d.get();
     src.validity = validity.empty() ? nullptr : validity_d.get();
-    src.path = gd::BuildPath::kWaves;
+    src.path = o.path;
     src.region_bits = o.region_bits;
     src.multisplit_partition = o.multisplit;
     src.position_tags = o.position_tags;
@@ -242,10 +255,10 @@ TEST_F(WaveBuildDifferential, HotDuplicatesAcrossSegmentsKeepTheLowestRowsValue)
   const std::vector<uint32_t> keys = KeysWithHotDuplicates(rows, 64);
   const std::vector<uint32_t> values = DistinctValues(rows);
   const BuildOutput cpu = CpuBuild(capacity, keys, values, {});
-  for (const WaveOptions o :
-       {WaveOptions{15}, WaveOptions{0}, WaveOptions{18}, WaveOptions{19}, WaveOptions{20},
-        WaveOptions{15, false}, WaveOptions{0, true, true}, WaveOptions{15, true, false, false}}) {
-    Compare(capacity, keys, values, {}, o, cpu);
+  for (const WaveOptions o : {WaveOptions{15}, WaveOptions{0}, WaveOptions{18}, WaveOptions{19},
+                              WaveOptions{20}, WaveOptions{15, false}, WaveOptions{0, true, true},
+                              WaveOptions{15, true, false, false}, Tiles()}) {
+    Compare(capacity, keys, values, {}, o, cpu, NoFallbackUnlessTiles(o));
     if (HasFatalFailure()) return;
   }
 }
@@ -260,8 +273,11 @@ TEST_F(WaveBuildDifferential, OneKeyOnAlmostEveryRow) {
   for (size_t i = 0; i < 5; ++i) keys[i * 7 + 1] = distinct[i];  // row 0 holds the hot key
   const std::vector<uint32_t> values = DistinctValues(rows);
   const BuildOutput cpu = CpuBuild(capacity, keys, values, {});
-  for (const WaveOptions o : {WaveOptions{11}, WaveOptions{0}, WaveOptions{11, false}}) {
-    Compare(capacity, keys, values, {}, o, cpu);
+  for (const WaveOptions o : {WaveOptions{11}, WaveOptions{0}, WaveOptions{11, false}, Tiles()}) {
+    // The tile path: the hot key's tile holds too many rows, a fallback.
+    Compare(
+        capacity, keys, values, {}, o, cpu,
+        o.path == gd::BuildPath::kTiles ? std::optional<bool>(true) : std::optional<bool>(false));
     if (HasFatalFailure()) return;
   }
 }
@@ -278,8 +294,8 @@ TEST_F(WaveBuildDifferential, ValidityMaskAndReservedKeysWithValues) {
   const std::vector<uint32_t> values = DistinctValues(rows);
   const BuildOutput cpu = CpuBuild(capacity, keys, values, validity);
   for (const WaveOptions o : {WaveOptions{13}, WaveOptions{0}, WaveOptions{13, false},
-                              WaveOptions{8} /* 1024 regions: histogram */}) {
-    Compare(capacity, keys, values, validity, o, cpu);
+                              WaveOptions{8} /* 1024 regions: histogram */, Tiles()}) {
+    Compare(capacity, keys, values, validity, o, cpu, NoFallbackUnlessTiles(o));
     if (HasFatalFailure()) return;
   }
 }
@@ -292,8 +308,8 @@ TEST_F(WaveBuildDifferential, ManyRegionsHistogramPartitionWithValues) {
   const std::vector<uint32_t> keys = KeysWithHotDuplicates(rows, 300);
   const std::vector<uint32_t> values = DistinctValues(rows);
   const BuildOutput cpu = CpuBuild(capacity, keys, values, {});
-  for (const WaveOptions o : {WaveOptions{10}, WaveOptions{7}, WaveOptions{5}}) {
-    Compare(capacity, keys, values, {}, o, cpu);
+  for (const WaveOptions o : {WaveOptions{10}, WaveOptions{7}, WaveOptions{5}, Tiles()}) {
+    Compare(capacity, keys, values, {}, o, cpu, NoFallbackUnlessTiles(o));
     if (HasFatalFailure()) return;
   }
 }
@@ -354,8 +370,10 @@ TEST_F(WaveBuildDifferential, RunSortGivesTheRobinHoodLayout) {
       const std::vector<uint32_t> values = DistinctValues(keys.size());
       const std::optional<bool> fallback =
           capacity == (1u << 16) && load < 0.85 ? std::optional<bool>(false) : std::nullopt;
-      Compare(capacity, keys, values, {}, WaveOptions{}, CpuBuild(capacity, keys, values, {}),
-              fallback);
+      const BuildOutput cpu = CpuBuild(capacity, keys, values, {});
+      Compare(capacity, keys, values, {}, WaveOptions{}, cpu, fallback);
+      if (HasFatalFailure()) return;
+      Compare(capacity, keys, values, {}, Tiles(), cpu, fallback);
       if (HasFatalFailure()) return;
     }
   }
@@ -379,7 +397,10 @@ TEST_F(WaveBuildDifferential, LongRunPastTheSortExtensionFallsBack) {
   keys.insert(keys.end(), others.begin(), others.end());
   std::shuffle(keys.begin(), keys.end(), rng_);
   const std::vector<uint32_t> values = DistinctValues(keys.size());
-  Compare(capacity, keys, values, {}, WaveOptions{}, CpuBuild(capacity, keys, values, {}), true);
+  const BuildOutput cpu = CpuBuild(capacity, keys, values, {});
+  Compare(capacity, keys, values, {}, WaveOptions{}, cpu, true);
+  // The tile path has no such limit (the tile holds about 2450 rows).
+  Compare(capacity, keys, values, {}, Tiles(), cpu, false);
 }
 
 #else

@@ -51,7 +51,8 @@ struct DeviceQueryStats {
 /// How BuildTable inserts (the result is the same; see docs/PERFORMANCE.md).
 enum class BuildPath : int {
   /// ChooseBuildPath decides (the GPUJOIN_CUDA_BUILD_PATH environment
-  /// variable, "direct" or "waves", overrides it; tests and the bench use it).
+  /// variable, "direct", "waves" or "tiles", overrides it; tests and the bench
+  /// use it).
   kAuto = -1,
   /// One thread per row, 64-bit CAS straight into the table, finalisation by one
   /// pass over the table gathering the winners' values.
@@ -65,6 +66,14 @@ enum class BuildPath : int {
   /// buffer, in region order). A row whose run would reach a region not cleared
   /// yet makes the build redo its insert on the direct path.
   kWaves = 2,
+  /// Rows turned into key:value words, stably sorted by 2048-slot home tile
+  /// (CUB radix sort; about 24 B per row of transient memory), each tile's keys
+  /// ordered and placed in shared memory, the runs that cross tiles carried by a
+  /// scan over the tiles: no per-row atomics and no finalisation pass. A tile of
+  /// more than 2560 rows, a full table or a key past the probe bound makes the
+  /// build redo its insert on the direct path. Needs a table of at least 4096
+  /// slots and fewer than 2^31 rows (else kWaves).
+  kTiles = 3,
 };
 
 /// kAuto takes the wave path only for tables of at least this many bytes...

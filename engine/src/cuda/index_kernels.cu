@@ -3,10 +3,15 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+#include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
+#include <cuda/functional>
 #include <type_traits>
 
 #include "cuda/device_ops.hpp"
@@ -907,6 +912,343 @@ __global__ void __launch_bounds__(kBlockThreads)
   if (blockIdx.x == 0 && threadIdx.x == 0) *stats = DeviceBuildStats{};
 }
 
+// ---- Tile path ----------------------------------------------------------------
+// Builds the Robin Hood layout without per-row atomics. Every valid row becomes
+// a word key:value (the final value: no finalisation pass) with the number of
+// its key's 2048-slot home tile; a stable CUB radix sort on the tile number
+// groups the words by tile in row order. TileSortKernel then, per tile, orders
+// its words by (home, key, row) in shared memory, keeps the first word of each
+// key (the lowest row) and records the tile's number of keys n and
+// M = max(home - rank) over them. With keys in (home, key) order, linear
+// probing puts the key of rank r at r + max(c, max over u <= r of (home_u - u)),
+// where c (the tile's carry) counts the tile's first slots taken by runs from
+// the tiles before; that is the Robin Hood layout. A tile passes on the carry
+// max(0, n - 2048 + max(c, M)), a map c -> max(a, b + c); TileCarryKernel
+// composes these maps along the table, and around it for runs that wrap past
+// its end, to give every tile its carry. TilePlaceKernel writes each tile's keys
+// at their places and empty slots in the rest of its own 2048 slots, so every
+// slot of the table is written exactly once (no clear needed). A tile of more
+// than kTileMaxRows words (a hot key or an extreme load), a full table, or a key
+// placed past the probe bound makes the build fall back to the direct insert.
+constexpr uint32_t kTileSlots = 2048;
+constexpr uint32_t kTileBits = 11;
+constexpr uint32_t kTileMaxRows = 2560;
+constexpr uint32_t kTileThreads = 512;  // the tile kernels' blocks
+constexpr int kTileItems = int(kTileMaxRows / kTileThreads);
+static_assert(kTileItems * kTileThreads == kTileMaxRows, "whole items per thread");
+constexpr int kTileCountItems = int(kTileSlots / kTileThreads);
+
+// A word's home slot within its tile.
+__device__ __forceinline__ uint32_t TileHome(uint64_t w, uint32_t capacity) {
+  return HomeSlot(SlotKey(w), capacity) & (kTileSlots - 1u);
+}
+
+// Row i -> (tile number, word). Invalid rows become kEmptySlot, spread over the
+// tiles by row (TileSortKernel counts and drops them).
+__global__ void __launch_bounds__(kBlockThreads)
+    TileWordsKernel(const uint32_t* __restrict__ keys, const uint32_t* __restrict__ validity,
+                    uint64_t rows, uint32_t capacity, bool stores_values, FinalizeArgs fin,
+                    uint32_t* __restrict__ tile_of, uint64_t* __restrict__ words) {
+  const uint32_t tiles = capacity / kTileSlots;
+  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
+  for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < rows; i += stride) {
+    const uint32_t key = keys[i];
+    const bool valid = key != kEmptyKey && (validity == nullptr || validity[i] != 0);
+    const uint32_t row = uint32_t(i);
+    uint32_t value = 0;
+    if (valid) {
+      value = stores_values ? fin.first_value + row
+                            : FinalValue(row, fin.values, fin.first_value, fin.chunk_starts,
+                                         fin.chunk_bases, fin.chunk_count);
+    }
+    tile_of[i] = valid ? HomeSlot(key, capacity) >> kTileBits : row & (tiles - 1u);
+    words[i] = valid ? (uint64_t(key) << 32) | value : kEmptySlot;
+  }
+}
+
+// starts[t] = first position of tile t in the sorted tile numbers (starts[tiles] = rows).
+__global__ void __launch_bounds__(kBlockThreads)
+    TileStartsKernel(const uint32_t* __restrict__ tile_of, uint64_t rows, uint32_t tiles,
+                     uint32_t* __restrict__ starts) {
+  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
+  for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i <= rows; i += stride) {
+    const uint32_t from = i == 0 ? 0u : tile_of[i - 1] + 1u;  // tiles that start at i
+    const uint32_t to = i == rows ? tiles : tile_of[i];
+    for (uint32_t t = from; t <= to; ++t) starts[t] = uint32_t(i);
+  }
+}
+
+struct TileArgs {
+  uint64_t* words;             // sorted by tile; TileSortKernel puts each tile's keys first
+  uint32_t* multiplicity;      // TileSortKernel: rows of each kept key (same positions)
+  const uint32_t* starts;      // tiles + 1
+  int4* shape;                 // per tile: keys, M, valid rows, rows
+  uint32_t* carry;             // per tile
+  unsigned long long* probes;  // per tile: total probes
+  uint32_t* max_probes;        // per tile
+  unsigned int* fall_back;     // zeroed; set when the build must take the direct path
+  uint32_t tiles;
+  uint32_t bound;
+};
+
+__global__ void __launch_bounds__(kTileThreads) TileSortKernel(DeviceTable table, TileArgs a) {
+  using Scan = cub::BlockScan<uint32_t, kTileThreads>;
+  __shared__ uint32_t s_first[kTileSlots + 1];  // counts, then first index of each home
+  __shared__ uint32_t s_key[kTileMaxRows];      // by word index
+  __shared__ uint16_t s_by_home[kTileMaxRows];  // word indices grouped by home
+  __shared__ uint16_t s_rank[kTileMaxRows];     // (home, key, row) order -> rank among kept
+  __shared__ uint8_t s_keep[kTileMaxRows];      // (home, key, row) order: the key's first row
+  __shared__ typename Scan::TempStorage s_scan;
+  __shared__ int s_max;
+  const uint32_t t = blockIdx.x;
+  const uint32_t base = a.starts[t];
+  const uint32_t n = a.starts[t + 1] - base;
+  if (n > kTileMaxRows) {
+    if (threadIdx.x == 0) atomicExch(a.fall_back, 1u);
+    return;
+  }
+  for (uint32_t k = threadIdx.x; k <= kTileSlots; k += kTileThreads) s_first[k] = 0;
+  if (threadIdx.x == 0) s_max = INT_MIN;
+  // The thread's words (striped) stay in registers; count each home's words (a
+  // word's rank among its home's is arbitrary here).
+  uint64_t w[kTileItems];
+  uint32_t at[kTileItems];  // rank in its home, then place in (home, key, row) order
+#pragma unroll
+  for (int j = 0; j < kTileItems; ++j) {
+    const uint32_t i = uint32_t(j) * kTileThreads + threadIdx.x;
+    w[j] = i < n ? a.words[base + i] : kEmptySlot;
+    at[j] = 0;
+  }
+  __syncthreads();  // s_first zeroed
+#pragma unroll
+  for (int j = 0; j < kTileItems; ++j) {
+    const uint32_t i = uint32_t(j) * kTileThreads + threadIdx.x;
+    if (w[j] != kEmptySlot) {
+      s_key[i] = SlotKey(w[j]);
+      at[j] = atomicAdd(&s_first[TileHome(w[j], table.capacity)], 1u);
+    }
+  }
+  __syncthreads();
+  uint32_t counts[kTileCountItems];
+#pragma unroll
+  for (int q = 0; q < kTileCountItems; ++q) counts[q] = s_first[threadIdx.x * kTileCountItems + q];
+  uint32_t valid = 0;
+  Scan(s_scan).ExclusiveSum(counts, counts, valid);
+  __syncthreads();  // every thread has read its counts
+#pragma unroll
+  for (int q = 0; q < kTileCountItems; ++q) s_first[threadIdx.x * kTileCountItems + q] = counts[q];
+  if (threadIdx.x == 0) s_first[kTileSlots] = valid;
+  __syncthreads();
+#pragma unroll
+  for (int j = 0; j < kTileItems; ++j) {
+    const uint32_t i = uint32_t(j) * kTileThreads + threadIdx.x;
+    if (w[j] != kEmptySlot)
+      s_by_home[s_first[TileHome(w[j], table.capacity)] + at[j]] = uint16_t(i);
+  }
+  __syncthreads();
+  // Each word's place among its home's words: by key, then row (a tile's words
+  // are in row order after the stable sort).
+  uint32_t rows_of_key[kTileItems];
+#pragma unroll
+  for (int j = 0; j < kTileItems; ++j) {
+    const uint32_t i = uint32_t(j) * kTileThreads + threadIdx.x;
+    rows_of_key[j] = 0;
+    if (w[j] != kEmptySlot) {
+      const uint32_t key = SlotKey(w[j]);
+      const uint32_t h = TileHome(w[j], table.capacity);
+      const uint32_t g0 = s_first[h], g1 = s_first[h + 1];
+      uint32_t before = 0, same = 0;
+      bool keep = true;
+      for (uint32_t g = g0; g < g1; ++g) {
+        const uint32_t other = s_by_home[g];
+        const uint32_t other_key = s_key[other];
+        before += other_key < key || (other_key == key && other < i);
+        if (other_key == key) {
+          ++same;
+          keep = keep && other >= i;
+        }
+      }
+      at[j] = g0 + before;
+      s_keep[at[j]] = keep ? 1 : 0;
+      rows_of_key[j] = keep ? same : 0u;
+    }
+  }
+  __syncthreads();
+  // Kept words in (home, key, row) order get consecutive ranks: the tile's keys.
+  uint32_t keep[kTileItems];
+#pragma unroll
+  for (int q = 0; q < kTileItems; ++q) {
+    const uint32_t p = threadIdx.x * kTileItems + q;
+    keep[q] = p < valid ? s_keep[p] : 0u;
+  }
+  uint32_t keys_in_tile = 0;
+  uint32_t rank[kTileItems];
+  Scan(s_scan).ExclusiveSum(keep, rank, keys_in_tile);
+#pragma unroll
+  for (int q = 0; q < kTileItems; ++q) {
+    const uint32_t p = threadIdx.x * kTileItems + q;
+    if (p < valid) s_rank[p] = uint16_t(rank[q]);
+  }
+  __syncthreads();
+  int m = INT_MIN;
+#pragma unroll
+  for (int j = 0; j < kTileItems; ++j) {
+    if (rows_of_key[j] != 0) {  // a kept word
+      const uint32_t r = s_rank[at[j]];
+      a.words[base + r] = w[j];
+      a.multiplicity[base + r] = rows_of_key[j];
+      m = max(m, int(TileHome(w[j], table.capacity)) - int(r));
+    }
+  }
+  m = __reduce_max_sync(0xffffffffu, m);
+  if ((threadIdx.x & 31u) == 0) atomicMax(&s_max, m);
+  __syncthreads();
+  if (threadIdx.x == 0) a.shape[t] = make_int4(int(keys_in_tile), s_max, int(valid), int(n));
+}
+
+// c -> max(a, b + c): the carry a run of tiles passes on, given the one it gets.
+struct CarryMap {
+  long long a, b;
+};
+struct ThenMap {  // (f then g)
+  __device__ CarryMap operator()(const CarryMap& f, const CarryMap& g) const {
+    return CarryMap{max(g.a, g.b + f.a), f.b + g.b};
+  }
+};
+constexpr long long kNoCarry = LLONG_MIN / 4;  // the identity map's a
+
+// One block: every tile's carry, and the build's key, duplicate and invalid counts.
+constexpr int kCarryThreads = 1024;
+__global__ void __launch_bounds__(kCarryThreads)
+    TileCarryKernel(TileArgs a, uint32_t capacity, DeviceBuildStats* stats) {
+  using MapScan = cub::BlockScan<CarryMap, kCarryThreads>;
+  using Sum = cub::BlockReduce<unsigned long long, kCarryThreads>;
+  __shared__ typename MapScan::TempStorage s_scan;
+  __shared__ typename Sum::TempStorage s_sum;
+  if (*a.fall_back != 0) return;
+  const uint32_t per = (a.tiles + kCarryThreads - 1) / kCarryThreads;
+  const uint32_t begin = min(a.tiles, threadIdx.x * per), end = min(a.tiles, begin + per);
+  auto map_of = [&](uint32_t t) {
+    const int4 s = a.shape[t];
+    const long long b = (long long)s.x - kTileSlots;
+    const long long m = s.x == 0 ? kNoCarry : (long long)s.y;
+    return CarryMap{max(0ll, b + m), b};
+  };
+  CarryMap mine{kNoCarry, 0};
+  unsigned long long keys = 0, valid = 0, rows = 0;
+  for (uint32_t t = begin; t < end; ++t) {
+    mine = ThenMap()(mine, map_of(t));
+    const int4 s = a.shape[t];
+    keys += uint32_t(s.x);
+    valid += uint32_t(s.z);
+    rows += uint32_t(s.w);
+  }
+  CarryMap before, all;
+  MapScan(s_scan).ExclusiveScan(mine, before, CarryMap{kNoCarry, 0}, ThenMap(), all);
+  // Runs that wrap past the end of the table: the carry into tile 0 is the
+  // fixed point of the whole table's map, all.a (all.b < 0 unless it is full).
+  const long long c0 = all.a;
+  const bool full = all.b >= 0 || c0 >= (long long)capacity;
+  long long c = max(before.a, before.b + c0);
+  for (uint32_t t = begin; t < end; ++t) {
+    a.carry[t] = uint32_t(c);
+    const CarryMap f = map_of(t);
+    c = max(f.a, f.b + c);
+  }
+  keys = Sum(s_sum).Sum(keys);
+  __syncthreads();
+  valid = Sum(s_sum).Sum(valid);
+  __syncthreads();
+  rows = Sum(s_sum).Sum(rows);
+  if (threadIdx.x == 0) {
+    if (full) atomicExch(a.fall_back, 1u);
+    atomicAdd(&stats->unique_keys, keys);
+    atomicAdd(&stats->duplicate_rows, valid - keys);
+    atomicAdd(&stats->invalid_rows, rows - valid);
+  }
+}
+
+__global__ void __launch_bounds__(kTileThreads) TilePlaceKernel(DeviceTable table, TileArgs a) {
+  using MaxScan = cub::BlockScan<int, kTileThreads>;
+  __shared__ typename MaxScan::TempStorage s_scan;
+  __shared__ uint32_t s_taken[kTileSlots / 32];
+  __shared__ unsigned long long s_probes;
+  __shared__ uint32_t s_max;
+  if (*a.fall_back != 0) return;
+  const uint32_t t = blockIdx.x;
+  const uint32_t base = a.starts[t];
+  const int keys = a.shape[t].x;
+  const uint32_t c = a.carry[t];
+  const uint32_t tile_start = t * kTileSlots;
+  const uint32_t mask = table.capacity - 1u;
+  for (uint32_t k = threadIdx.x; k < kTileSlots / 32; k += kTileThreads) s_taken[k] = 0;
+  if (threadIdx.x == 0) {
+    s_probes = 0;
+    s_max = 0;
+  }
+  int q[kTileItems];
+  uint64_t w[kTileItems];
+#pragma unroll
+  for (int j = 0; j < kTileItems; ++j) {
+    const int r = int(threadIdx.x) * kTileItems + j;
+    w[j] = r < keys ? a.words[base + r] : kEmptySlot;
+    q[j] = r < keys ? int(TileHome(w[j], table.capacity)) - r : INT_MIN;
+  }
+  MaxScan(s_scan).InclusiveScan(q, q, ::cuda::maximum<>{});
+  __syncthreads();  // s_taken zeroed
+  unsigned long long probes = 0;
+  uint32_t max_probes = 0;
+  bool too_far = false;
+#pragma unroll
+  for (int j = 0; j < kTileItems; ++j) {
+    const int r = int(threadIdx.x) * kTileItems + j;
+    if (r < keys) {
+      const long long place = (long long)r + max((long long)c, (long long)q[j]);
+      const uint32_t home = TileHome(w[j], table.capacity);
+      const uint32_t p = uint32_t(place - home + 1);
+      table.slots[(tile_start + uint32_t(place)) & mask] = w[j];
+      if (place < kTileSlots) atomicOr(&s_taken[place / 32], 1u << (place % 32));
+      too_far |= p > a.bound;
+      probes += (unsigned long long)p * a.multiplicity[base + r];
+      max_probes = max(max_probes, p);
+    }
+  }
+  if (too_far) atomicExch(a.fall_back, 1u);
+  probes = WarpSum(probes);
+  max_probes = __reduce_max_sync(0xffffffffu, max_probes);
+  if ((threadIdx.x & 31u) == 0) {
+    atomicAdd(&s_probes, probes);
+    atomicMax(&s_max, max_probes);
+  }
+  __syncthreads();
+  for (uint32_t k = min(c, kTileSlots) + threadIdx.x; k < kTileSlots; k += kTileThreads)
+    if ((s_taken[k / 32] & (1u << (k % 32))) == 0) table.slots[tile_start + k] = kEmptySlot;
+  if (threadIdx.x == 0) {
+    a.probes[t] = s_probes;
+    a.max_probes[t] = s_max;
+  }
+}
+
+// One block: the build's total and maximum probes.
+__global__ void __launch_bounds__(kCarryThreads)
+    TileProbesKernel(TileArgs a, DeviceBuildStats* stats) {
+  using Sum = cub::BlockReduce<unsigned long long, kCarryThreads>;
+  __shared__ typename Sum::TempStorage s_sum;
+  if (*a.fall_back != 0) return;
+  unsigned long long total = 0, most = 0;
+  for (uint32_t t = threadIdx.x; t < a.tiles; t += kCarryThreads) {
+    total += a.probes[t];
+    most = max(most, (unsigned long long)a.max_probes[t]);
+  }
+  total = Sum(s_sum).Sum(total);
+  __syncthreads();
+  most = Sum(s_sum).Reduce(most, ::cuda::maximum<>{});
+  if (threadIdx.x == 0) {
+    atomicAdd(&stats->total_probes, total);
+    atomicMax(&stats->max_probes, most);
+  }
+}
+
 // After a `resort` redo (clear and the Robin Hood direct insert, which use row
 // tags): marks the build as spilled, so that finalisation reads values[row].
 __global__ void MarkResortedKernel(const unsigned int* resort, unsigned int* spilled) {
@@ -1403,6 +1745,109 @@ cudaError_t BuildWaves(DeviceTable table, const BuildSource& source, uint32_t bo
   return e != cudaSuccess ? e : f;
 }
 
+// The tile path (see TileSortKernel): the words, their stable sort by tile,
+// the tile kernels, then the direct insert when `fall_back` was set.
+cudaError_t BuildTiles(DeviceTable table, const BuildSource& source, uint32_t bound,
+                       uint32_t tag_offset, bool finalize, DeviceBuildStats* stats,
+                       cudaStream_t stream) {
+  const uint32_t tiles = table.capacity / kTileSlots;
+  const uint64_t rows = source.rows;
+  const int bits = int(Log2Pow2(tiles));
+  const int items = int(rows);
+  size_t sort_bytes = 0;
+  cudaError_t e = cub::DeviceRadixSort::SortPairs(
+      nullptr, sort_bytes, static_cast<const uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr),
+      static_cast<const uint64_t*>(nullptr), static_cast<uint64_t*>(nullptr), items, 0, bits,
+      stream);
+  if (e != cudaSuccess) return e;
+  Carver c;
+  const size_t at_tile_in = c.Take(rows * sizeof(uint32_t));
+  const size_t at_tile_out = c.Take(rows * sizeof(uint32_t));
+  const size_t at_words_in = c.Take(rows * sizeof(uint64_t));
+  const size_t at_words_out = c.Take(rows * sizeof(uint64_t));
+  const size_t at_starts = c.Take((size_t(tiles) + 1) * sizeof(uint32_t));
+  const size_t at_shape = c.Take(size_t(tiles) * sizeof(int4));
+  const size_t at_carry = c.Take(size_t(tiles) * sizeof(uint32_t));
+  const size_t at_probes = c.Take(size_t(tiles) * sizeof(unsigned long long));
+  const size_t at_max = c.Take(size_t(tiles) * sizeof(uint32_t));
+  const size_t at_flag = c.Take(sizeof(unsigned int));
+  const size_t at_sort = c.Take(sort_bytes);
+  if (const char* cap = std::getenv("GPUJOIN_CUDA_PARTITION_MAX_BYTES")) {
+    char* end = nullptr;
+    const unsigned long long max_bytes = std::strtoull(cap, &end, 10);
+    if (end != cap && *end == '\0' && c.offset > max_bytes) return cudaErrorMemoryAllocation;
+  }
+  void* buffer = nullptr;
+  e = cudaMallocAsync(&buffer, c.offset, stream);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();  // not sticky; the caller reports it
+    return e;
+  }
+  auto* bytes = static_cast<unsigned char*>(buffer);
+  auto* tile_in = reinterpret_cast<uint32_t*>(bytes + at_tile_in);
+  auto* tile_out = reinterpret_cast<uint32_t*>(bytes + at_tile_out);
+  auto* words_in = reinterpret_cast<uint64_t*>(bytes + at_words_in);
+  auto* words_out = reinterpret_cast<uint64_t*>(bytes + at_words_out);
+  TileArgs ta{};
+  ta.words = words_out;
+  ta.multiplicity = tile_out;  // the sorted tile numbers are not needed after the starts
+  ta.starts = reinterpret_cast<uint32_t*>(bytes + at_starts);
+  ta.shape = reinterpret_cast<int4*>(bytes + at_shape);
+  ta.carry = reinterpret_cast<uint32_t*>(bytes + at_carry);
+  ta.probes = reinterpret_cast<unsigned long long*>(bytes + at_probes);
+  ta.max_probes = reinterpret_cast<uint32_t*>(bytes + at_max);
+  ta.fall_back = reinterpret_cast<unsigned int*>(bytes + at_flag);
+  ta.tiles = tiles;
+  ta.bound = bound;
+  const FinalizeArgs fin{source.values,      source.first_value, source.chunk_starts,
+                         source.chunk_bases, source.chunk_count, nullptr};
+  static std::atomic<int> resident_words{0}, resident_starts{0};
+  e = cudaMemsetAsync(ta.fall_back, 0, sizeof(unsigned int), stream);
+  if (e == cudaSuccess) {
+    TileWordsKernel<<<GridFor(rows, CachedResident(TileWordsKernel, resident_words)), kBlockThreads,
+                      0, stream>>>(source.keys, source.validity, rows, table.capacity, !finalize,
+                                   fin, tile_in, words_in);
+    e = cub::DeviceRadixSort::SortPairs(bytes + at_sort, sort_bytes, tile_in, tile_out, words_in,
+                                        words_out, items, 0, bits, stream);
+  }
+  if (e == cudaSuccess) e = MarkPhase(source, 0, stream);
+  if (e == cudaSuccess) {
+    TileStartsKernel<<<GridFor(rows + 1, CachedResident(TileStartsKernel, resident_starts)),
+                       kBlockThreads, 0, stream>>>(tile_out, rows, tiles,
+                                                   const_cast<uint32_t*>(ta.starts));
+    TileSortKernel<<<tiles, kTileThreads, 0, stream>>>(table, ta);
+    TileCarryKernel<<<1, kCarryThreads, 0, stream>>>(ta, table.capacity, stats);
+    TilePlaceKernel<<<tiles, kTileThreads, 0, stream>>>(table, ta);
+    TileProbesKernel<<<1, kCarryThreads, 0, stream>>>(ta, stats);
+    e = cudaGetLastError();
+  }
+  if (e == cudaSuccess) e = MarkPhase(source, 1, stream);
+  if (e == cudaSuccess) {
+    // Fallback: clear, the direct insert and its finalisation, only when set.
+    static std::atomic<int> resident_redo{0}, resident_insert{0};
+    const uint64_t vectors = TableAllocationSlots(table.capacity) / 2;
+    RedoClearKernel<<<GridFor(vectors, CachedResident(RedoClearKernel, resident_redo)),
+                      kBlockThreads, 0, stream>>>(table, vectors, stats, ta.fall_back);
+    const unsigned igrid =
+        GridFor(rows, CachedResident(InsertKernel<false, true>, resident_insert));
+    if (source.validity != nullptr)
+      InsertKernel<true, true><<<igrid, kBlockThreads, 0, stream>>>(
+          table, source.keys, source.validity, rows, bound, tag_offset, stats, ta.fall_back);
+    else
+      InsertKernel<false, true><<<igrid, kBlockThreads, 0, stream>>>(
+          table, source.keys, nullptr, rows, bound, tag_offset, stats, ta.fall_back);
+    e = cudaGetLastError();
+    if (e == cudaSuccess && finalize)
+      e = FinalizeDirect(table, source, stream, nullptr, ta.fall_back, true);
+  }
+  if (e == cudaSuccess && source.fell_back != nullptr)
+    e = cudaMemcpyAsync(source.fell_back, ta.fall_back, sizeof(unsigned int),
+                        cudaMemcpyDeviceToDevice, stream);
+  const cudaError_t f = cudaFreeAsync(buffer, stream);
+  if (e == cudaSuccess) e = MarkPhase(source, 2, stream);
+  return e != cudaSuccess ? e : f;
+}
+
 // Whether a build stores generated values directly and skips finalisation:
 // generated values that do not wrap grow with the row.
 bool StoresFinalValues(const BuildSource& source) {
@@ -1433,13 +1878,18 @@ cudaError_t Build(DeviceTable table, const BuildSource& source, uint32_t bound,
   cudaError_t e = cudaSuccess;
   if (!cleared) {
     // The wave path clears the table itself, region by region.
-    e = path == BuildPath::kWaves ? cudaMemsetAsync(stats, 0, sizeof(DeviceBuildStats), stream)
-                                  : ClearTable(table, stats, stream);
+    // The wave and tile paths write every slot themselves.
+    e = path != BuildPath::kDirect ? cudaMemsetAsync(stats, 0, sizeof(DeviceBuildStats), stream)
+                                   : ClearTable(table, stats, stream);
     if (e != cudaSuccess) return e;
   }
   const uint32_t tag_offset = direct ? source.first_value : 0u;
   if (path != BuildPath::kDirect) {
-    e = BuildWaves(table, source, bound, tag_offset, !direct, stats, stream);
+    // The tile path needs two tiles and a CUB item count (int); else waves.
+    const bool tiles_fit = table.capacity >= 2 * kTileSlots && source.rows < (uint64_t{1} << 31);
+    e = path == BuildPath::kTiles && tiles_fit
+            ? BuildTiles(table, source, bound, tag_offset, !direct, stats, stream)
+            : BuildWaves(table, source, bound, tag_offset, !direct, stats, stream);
     // No memory for the transient partition buffer (nothing was enqueued after
     // the statistics reset): the direct path needs none.
     if (e != cudaErrorMemoryAllocation) return e;
@@ -1456,6 +1906,7 @@ BuildPath ChooseBuildPath(uint32_t capacity, uint64_t rows, BuildPath path, bool
   if (const char* env = std::getenv("GPUJOIN_CUDA_BUILD_PATH")) {
     if (std::strcmp(env, "direct") == 0) return BuildPath::kDirect;
     if (std::strcmp(env, "waves") == 0) return BuildPath::kWaves;
+    if (std::strcmp(env, "tiles") == 0) return BuildPath::kTiles;
   }
   const bool large =
       uint64_t(TableAllocationSlots(capacity)) * sizeof(uint64_t) >= kPartitionMinTableBytes &&
