@@ -1653,6 +1653,21 @@ uint32_t RegionBits(uint32_t capacity, const BuildSource& source) {
   return bits;
 }
 
+// The transient buffer of the wave and tile paths, stream-ordered.
+// GPUJOIN_CUDA_PARTITION_MAX_BYTES caps it: a build that would need more is
+// treated as one whose buffer cannot be allocated (the caller then takes the
+// direct path). An allocation failure is not sticky; the caller reports it.
+cudaError_t AllocateTransient(size_t bytes, void** buffer, cudaStream_t stream) {
+  if (const char* cap = std::getenv("GPUJOIN_CUDA_PARTITION_MAX_BYTES")) {
+    char* end = nullptr;
+    const unsigned long long max_bytes = std::strtoull(cap, &end, 10);
+    if (end != cap && *end == '\0' && bytes > max_bytes) return cudaErrorMemoryAllocation;
+  }
+  const cudaError_t e = cudaMallocAsync(buffer, bytes, stream);
+  if (e != cudaSuccess) (void)cudaGetLastError();
+  return e;
+}
+
 // Carves aligned pieces out of one stream-ordered allocation.
 struct Carver {
   size_t offset = 0;
@@ -1696,20 +1711,9 @@ cudaError_t BuildWaves(DeviceTable table, const BuildSource& source, uint32_t bo
   const size_t at_ends = c.Take(ends_bytes + control_bytes);
   const size_t at_offsets = c.Take(offset_bytes);
   const size_t at_scan = c.Take(scan_bytes);
-  // GPUJOIN_CUDA_PARTITION_MAX_BYTES caps the transient buffer: a build that
-  // would need more is treated as one whose buffer cannot be allocated (the
-  // caller then takes the direct path).
-  if (const char* cap = std::getenv("GPUJOIN_CUDA_PARTITION_MAX_BYTES")) {
-    char* end = nullptr;
-    const unsigned long long max_bytes = std::strtoull(cap, &end, 10);
-    if (end != cap && *end == '\0' && c.offset > max_bytes) return cudaErrorMemoryAllocation;
-  }
   void* buffer = nullptr;
-  cudaError_t e = cudaMallocAsync(&buffer, c.offset, stream);
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();  // not sticky; the caller reports it
-    return e;
-  }
+  cudaError_t e = AllocateTransient(c.offset, &buffer, stream);
+  if (e != cudaSuccess) return e;
   auto* bytes = static_cast<unsigned char*>(buffer);
   PartitionBuffers b;
   b.words = reinterpret_cast<uint64_t*>(bytes + at_words);
@@ -1772,17 +1776,9 @@ cudaError_t BuildTiles(DeviceTable table, const BuildSource& source, uint32_t bo
   const size_t at_max = c.Take(size_t(tiles) * sizeof(uint32_t));
   const size_t at_flag = c.Take(sizeof(unsigned int));
   const size_t at_sort = c.Take(sort_bytes);
-  if (const char* cap = std::getenv("GPUJOIN_CUDA_PARTITION_MAX_BYTES")) {
-    char* end = nullptr;
-    const unsigned long long max_bytes = std::strtoull(cap, &end, 10);
-    if (end != cap && *end == '\0' && c.offset > max_bytes) return cudaErrorMemoryAllocation;
-  }
   void* buffer = nullptr;
-  e = cudaMallocAsync(&buffer, c.offset, stream);
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();  // not sticky; the caller reports it
-    return e;
-  }
+  e = AllocateTransient(c.offset, &buffer, stream);
+  if (e != cudaSuccess) return e;
   auto* bytes = static_cast<unsigned char*>(buffer);
   auto* tile_in = reinterpret_cast<uint32_t*>(bytes + at_tile_in);
   auto* tile_out = reinterpret_cast<uint32_t*>(bytes + at_tile_out);
