@@ -60,11 +60,13 @@ enum class BuildPath : int {
   /// Rows grouped by table region into a transient buffer (8 B per row, + 4 B
   /// with explicit values; allocated stream-ordered), inserted in region waves so
   /// that the table crosses DRAM once: each wave step clears a region two ahead
-  /// and inserts one region (ClearAndBuildTable skips the full-table clear);
-  /// builds that need finalisation then take one pass over the table (with
-  /// explicit values and the stable partition it reads the values carried in the
+  /// and inserts one region first come first served (ClearAndBuildTable skips
+  /// the full-table clear); one pass over the table then sorts every run into
+  /// Robin Hood order and, for builds that need finalisation, writes the values
+  /// (with explicit values and the stable partition, those carried in the
   /// buffer, in region order). A row whose run would reach a region not cleared
-  /// yet makes the build redo its insert on the direct path.
+  /// yet, an overflow, or a run too long to sort (over 1024 slots past its
+  /// 2048-slot tile) makes the build redo its insert on the direct path.
   kWaves = 2,
   /// Rows turned into key:value words, stably sorted by 2048-slot home tile
   /// (CUB radix sort; about 24 B per row of transient memory), each tile's keys
@@ -83,16 +85,17 @@ inline constexpr uint64_t kPartitionMinRows = uint64_t{1} << 22;
 /// The path kAuto takes for large builds that store their values as they insert
 /// (generated values that do not wrap: no finalisation): kWaves. Measured on an
 /// H200 (2^26 keys, capacity 2^27, 32 MiB regions, warp-multisplit partition, the
-/// transient buffer recycled by the memory pool as in the backend): 4.61 vs 5.46 ms
-/// at load 0.5 and 10.73 vs 12.15 ms at 0.8 (docs/PERFORMANCE.md, "Fifth round").
+/// transient buffer recycled by the memory pool as in the backend), against the
+/// direct path: 5.43 vs 6.10 ms at load 0.5 and 12.88 vs 17.35 ms at 0.8
+/// (docs/PERFORMANCE.md, "Results (current code)"; kTiles: 5.95 and 9.31 ms).
 /// When the partition buffer cannot be allocated, or would exceed
 /// GPUJOIN_CUDA_PARTITION_MAX_BYTES (bytes, when set), the build takes kDirect
 /// instead (same results, no transient memory).
 inline constexpr BuildPath kLargeBuildPath = BuildPath::kWaves;
 /// The path kAuto takes for large builds that need finalisation (explicit values,
-/// batch builds, wrapping generated values): kWaves too, then one finalisation
-/// pass over the table. Measured on an H200 (same sizes): 6.62 vs 7.31 ms at load
-/// 0.5, 13.61 vs 15.00 ms at load 0.8 for the direct path.
+/// batch builds, wrapping generated values): kWaves too, finalised by its run
+/// sort. Measured on an H200 (same sizes): 6.00 vs 8.20 ms at load 0.5, 13.88 vs
+/// 20.34 ms at load 0.8 for the direct path (kTiles: 6.08 and 9.53 ms).
 inline constexpr BuildPath kLargeFinalizedBuildPath = BuildPath::kWaves;
 /// Wave path: log2 of the slots per region for tables of >= 2^25 slots (2^22 =
 /// 32 MiB of table, the fastest of 8/16/32 MiB measured; see RegionBits in
