@@ -16,6 +16,7 @@
 
 #include "cuda/device_ops.hpp"
 #include "cuda/kernel_utils.cuh"
+#include "cuda/tile_layout.hpp"
 #include "gpujoin/engine/detail/slot_hash.hpp"
 
 namespace gpujoin::engine::detail {
@@ -930,8 +931,6 @@ __global__ void __launch_bounds__(kBlockThreads)
 // slot of the table is written exactly once (no clear needed). A tile of more
 // than kTileMaxRows words (a hot key or an extreme load), a full table, or a key
 // placed past the probe bound makes the build fall back to the direct insert.
-constexpr uint32_t kTileSlots = 2048;
-constexpr uint32_t kTileBits = 11;
 constexpr uint32_t kTileMaxRows = 2560;
 constexpr uint32_t kTileThreads = 512;  // the tile kernels' blocks
 constexpr int kTileItems = int(kTileMaxRows / kTileThreads);
@@ -1106,16 +1105,12 @@ __global__ void __launch_bounds__(kTileThreads) TileSortKernel(DeviceTable table
   if (threadIdx.x == 0) a.shape[t] = make_int4(int(keys_in_tile), s_max, int(valid), int(n));
 }
 
-// c -> max(a, b + c): the carry a run of tiles passes on, given the one it gets.
-struct CarryMap {
-  long long a, b;
-};
-struct ThenMap {  // (f then g)
+// ThenCarry for CUB's scan (tile_layout.hpp).
+struct ThenMap {
   __device__ CarryMap operator()(const CarryMap& f, const CarryMap& g) const {
-    return CarryMap{max(g.a, g.b + f.a), f.b + g.b};
+    return ThenCarry(f, g);
   }
 };
-constexpr long long kNoCarry = LLONG_MIN / 4;  // the identity map's a
 
 // One block: every tile's carry, and the build's key, duplicate and invalid counts.
 constexpr int kCarryThreads = 1024;
@@ -1130,9 +1125,7 @@ __global__ void __launch_bounds__(kCarryThreads)
   const uint32_t begin = min(a.tiles, threadIdx.x * per), end = min(a.tiles, begin + per);
   auto map_of = [&](uint32_t t) {
     const int4 s = a.shape[t];
-    const long long b = (long long)s.x - kTileSlots;
-    const long long m = s.x == 0 ? kNoCarry : (long long)s.y;
-    return CarryMap{max(0ll, b + m), b};
+    return TileCarryMap(uint32_t(s.x), s.y);
   };
   CarryMap mine{kNoCarry, 0};
   unsigned long long keys = 0, valid = 0, rows = 0;
@@ -1149,11 +1142,10 @@ __global__ void __launch_bounds__(kCarryThreads)
   // fixed point of the whole table's map, all.a (all.b < 0 unless it is full).
   const long long c0 = all.a;
   const bool full = all.b >= 0 || c0 >= (long long)capacity;
-  long long c = max(before.a, before.b + c0);
+  long long c = ApplyCarry(before, c0);
   for (uint32_t t = begin; t < end; ++t) {
     a.carry[t] = uint32_t(c);
-    const CarryMap f = map_of(t);
-    c = max(f.a, f.b + c);
+    c = ApplyCarry(map_of(t), c);
   }
   keys = Sum(s_sum).Sum(keys);
   __syncthreads();
@@ -1203,7 +1195,7 @@ __global__ void __launch_bounds__(kTileThreads) TilePlaceKernel(DeviceTable tabl
   for (int j = 0; j < kTileItems; ++j) {
     const int r = int(threadIdx.x) * kTileItems + j;
     if (r < keys) {
-      const long long place = (long long)r + max((long long)c, (long long)q[j]);
+      const long long place = TilePlace(uint32_t(r), c, q[j]);
       const uint32_t home = TileHome(w[j], table.capacity);
       const uint32_t p = uint32_t(place - home + 1);
       table.slots[(tile_start + uint32_t(place)) & mask] = w[j];
