@@ -139,7 +139,7 @@ __device__ __forceinline__ StepResult InsertStep(DeviceTable table, InsertState&
 template <bool kLoadFirst>
 __device__ __forceinline__ bool InsertFirstCome(DeviceTable table, uint32_t key, uint64_t desired,
                                                 uint32_t bound, unsigned long long (&sums)[5],
-                                                unsigned long long& max_probes, uint32_t frontier) {
+                                                uint32_t frontier) {
   const uint32_t mask = table.capacity - 1u;
   uint32_t pos = HomeSlot(key, table.capacity);
   uint32_t p = 0;
@@ -166,9 +166,7 @@ __device__ __forceinline__ bool InsertFirstCome(DeviceTable table, uint32_t key,
   sums[0] += outcome == 0;
   sums[1] += outcome == 1;
   sums[2] += outcome == 2;
-  const uint32_t examined = outcome == 2 ? bound : p + 1u;
-  sums[4] += examined;
-  if (examined > max_probes) max_probes = examined;
+  sums[4] += outcome == 2 ? bound : p + 1u;
   return true;
 }
 
@@ -861,7 +859,6 @@ __global__ void __launch_bounds__(kBlockThreads)
   const uint32_t frontier = clear ? (step + 2) << a.region_bits : kEmptyKey;
 
   unsigned long long sums[5] = {0, 0, 0, 0, 0};
-  unsigned long long unused_max = 0;  // first-come probes: not the final layout's (SortTile)
   bool spilled = false;
   while (true) {
     if (threadIdx.x == 0) s_tile = atomicAdd(&a.tile_counters[step], 1u);
@@ -875,7 +872,7 @@ __global__ void __launch_bounds__(kBlockThreads)
         const uint64_t i = base + uint64_t(j) * kBlockThreads;
         if (i >= ins_end) break;
         const uint64_t w = __ldcs(reinterpret_cast<const unsigned long long*>(a.words + i));
-        if (!InsertFirstCome<kLoadFirst>(table, SlotKey(w), w, a.bound, sums, unused_max, frontier))
+        if (!InsertFirstCome<kLoadFirst>(table, SlotKey(w), w, a.bound, sums, frontier))
           spilled = true;
       }
       continue;
