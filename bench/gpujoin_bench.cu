@@ -11,7 +11,8 @@
 //  - lookup: key read 4 B + one 32-byte table sector + value written 4 B + found 1 B
 //  - build:  key 4 B (+ value 4 B) read + one 32-byte sector, plus clearing the table
 //            (8 B/slot) and, for explicit values, finalisation (16 B/slot + 32 B/key gather)
-//  - join:   its lookup + flags re-read twice (2 B) + values read 4 B + pairs written 8 B/match
+//  - join:   its lookup without the found byte (40 B) + values re-read 4 B and pairs
+//            written 8 B per match (the per-32-row masks and offsets, < 1 B/row, left out)
 //  - group:  bytes read (keys 4 B, mask 4 B, values 4 B), the issue's definition.
 #include <cuda_runtime.h>
 
@@ -78,6 +79,17 @@ __global__ void MakeQueries(uint32_t* q, uint64_t n, uint64_t build_n, bool half
     uint32_t k = (half_miss && (i & 1)) ? KeyOf(uint32_t(build_n + i)) : KeyOf(hit_row);
     if (k == gj::kEmptyKey) k = KeyOf(0xffffffffu);
     q[i] = k;
+  }
+}
+
+// Build keys with hot duplicates: every fourth row holds one of 16 hot keys
+// (KeyOf(n + h), outside the other rows' keys), the others KeyOf(row).
+__global__ void MakeHotKeys(uint32_t* keys, uint64_t n) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n;
+       i += uint64_t(gridDim.x) * blockDim.x) {
+    uint32_t k = (i & 3) == 3 ? KeyOf(uint32_t(n + ((i >> 2) & 15))) : KeyOf(uint32_t(i));
+    if (k == gj::kEmptyKey) k = KeyOf(0xffffffffu);
+    keys[i] = k;
   }
 }
 
@@ -225,7 +237,7 @@ int main(int argc, char** argv) {
     else {
       std::printf(
           "usage: gpujoin-bench [--reps=N (>=5, default 7)] [--quick (1/16 sizes)] [--profile]\n"
-          "  --profile: for Nsight Compute; one repetition, only the direct and 32 MiB wave\n"
+          "  --profile: for Nsight Compute; one repetition, only the direct, 32 MiB wave and tile\n"
           "  builds and the default and plain lookups, no joins or aggregation\n");
       return 2;
     }
@@ -238,15 +250,10 @@ int main(int argc, char** argv) {
   cudaStream_t s;
   CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   const int shift = quick ? 4 : 0;
-  // Keep up to 1 GiB of freed stream-ordered memory in the pool, as the CUDA
-  // backend does (cuda_backend.cpp): a build's transient partition buffer is then
-  // recycled instead of being mapped again on every repetition.
-  {
-    cudaMemPool_t pool = nullptr;
-    CHECK_CUDA(cudaDeviceGetDefaultMemPool(&pool, device));
-    uint64_t threshold = uint64_t{1} << 30;
-    CHECK_CUDA(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
-  }
+  // The memory pool keeps freed transient buffers as in the CUDA backend
+  // (cuda_backend.cpp): a build's buffer is recycled instead of being mapped
+  // again on every repetition.
+  CHECK_CUDA(gd::KeepTransientMemory(device));
 
   // 1. Copy ceiling: 2 GiB device-to-device, bytes read + written.
   {
@@ -317,13 +324,17 @@ int main(int argc, char** argv) {
       int partition = 0;          // 0 warp multisplit, 1 shared-atomic histogram scatter
       bool position_tags = true;  // explicit values: position tags (false: row tags)
     };
-    // direct = one thread per row into the table; waves = rows grouped by table
-    // region first (2^21 slots = 16 MiB, 2^22 = 32 MiB of table per region; by the
-    // warp-multisplit scatter, "atomic" = the shared-atomic histogram scatter),
-    // then cleared / inserted region by region in wave steps and finalised by one
-    // pass over the table ("row tags": with explicit values, the multisplit words
-    // tagged by source row and the values gathered from the source array when
-    // finalising, instead of position tags and values carried in the buffer).
+    // default = what the backend runs (the tile path for these sizes: words
+    // sorted by 2048-slot home tile, each tile placed in shared memory; also
+    // forced as "tiles"); direct = one thread per row into the table; waves =
+    // rows grouped by table region first (2^21 slots = 16 MiB, 2^22 = 32 MiB of
+    // table per region; by the warp-multisplit scatter, "atomic" = the
+    // shared-atomic histogram scatter), then cleared / inserted region by region
+    // in wave steps, first come first served, and put into Robin Hood order by
+    // one pass over the table that also writes explicit values ("row tags": with
+    // explicit values, the multisplit words tagged by source row and the values
+    // gathered from the source array when finalising, instead of position tags
+    // and values carried in the buffer).
     const Variant variants[] = {{"default", gd::BuildPath::kAuto, true, 0},
                                 {"load+CAS", gd::BuildPath::kDirect, true, 0},
                                 {"CAS-first", gd::BuildPath::kDirect, false, 0},
@@ -381,15 +392,44 @@ int main(int argc, char** argv) {
     src.load_before_cas = true;
     src.multisplit_partition = true;
     src.position_tags = true;
+    // Hot keys: a quarter of the rows on 16 keys (tiles of about a million rows,
+    // reduced to one word per key on the tile path; atomic minimum on one slot in
+    // the wave steps). Explicit values.
+    if (load == 0.5 && !g_profile) {
+      MakeHotKeys<<<blocks, 256, 0, s>>>(keys, n);
+      CHECK_CUDA(cudaGetLastError());
+      const uint64_t hot_unique = n - n / 4 + 16;
+      for (const gd::BuildPath path : {gd::BuildPath::kAuto, gd::BuildPath::kWaves}) {
+        const std::string how = path == gd::BuildPath::kAuto ? "default" : "waves 32MiB";
+        src.path = path;
+        src.region_bits = 0;
+        src.values = values;
+        CHECK_CUDA(cudaMemsetAsync(fell_back, 0, sizeof(unsigned int), s));
+        PhaseTimes pt = MedianBuildMs(s, src, build);
+        pt.name = how + ", hot keys, explicit values, load " + lf;
+        g_phases.push_back(pt);
+        st = Fetch(bstats);
+        Check(st.unique_keys == hot_unique && st.duplicate_rows == n - hot_unique &&
+                  st.overflow_rows == 0,
+              "build statistics (hot keys, " + how + ")");
+        Check(Fetch(fell_back) == 0, "no fallback (hot keys, " + how + ")");
+        g_rows.push_back(
+            {"build " + how + ", 1/4 of rows on 16 hot keys, explicit values, load " + lf,
+             double(n), pt.total,
+             double(n) * 40 + double(capacity) * 8 + double(capacity) * 16 + double(n) * 32, "", 0,
+             0});
+      }
+      MakeKeys<<<blocks, 256, 0, s>>>(keys, n, 0);
+      CHECK_CUDA(cudaGetLastError());
+    }
     // Clear alone, to show how much of the build it is.
     ms = MedianMs(s, [&] { CHECK_CUDA(gd::ClearTable(table, bstats, s)); });
     g_rows.push_back({"  (of which: clear table), load " + lf, double(capacity), ms,
                       double(capacity) * 8, "", 0, 0});
     // Lookups into a table with explicit values: first from the default build
-    // path (the target rows), then from a forced wave build. The contents are
-    // the same; the placement inside runs may differ (the wave build inserts
-    // roughly in home-slot order), and so may the lookup time. The
-    // value samples also check each path's finalisation at full size.
+    // path (the target rows), then from a forced wave build. Both give the same
+    // Robin Hood layout, so the lookup times should agree. The value samples
+    // also check each path's values at full size.
     for (const gd::BuildPath table_path : {gd::BuildPath::kAuto, gd::BuildPath::kWaves}) {
       if (g_profile && table_path != gd::BuildPath::kAuto) continue;
       const bool forced_table = table_path != gd::BuildPath::kAuto;
@@ -508,7 +548,7 @@ int main(int argc, char** argv) {
           Check(pairs_ok, "join pairs sample (stable order)");
           const std::string jname =
               std::string("join (pairs), ") + (half_miss ? "50% miss" : "all hits") + ", load 0.5";
-          Row jr{jname, double(n), ms, double(n) * 47 + double(matches) * 8, ">= 0.6 x lookup",
+          Row jr{jname, double(n), ms, double(n) * 40 + double(matches) * 12, ">= 0.6 x lookup",
                  0.6,   3};
           jr.reference_rate = lookup_rate;
           g_rows.push_back(jr);
@@ -647,8 +687,9 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "\nbuild phases, ms (median of %d; direct: clear | insert | finalise; "
-      "waves: partition | wave steps | "
-      "fallback launches (idle unless a row spilled) + the finalisation pass over the table)\n",
+      "waves: partition | wave steps | fallback launches (idle unless a row spilled) + the "
+      "run sort, which writes explicit values; tiles: words and their sort by tile | "
+      "starts, reduction of large tiles, tile sort, carries, placement | fallback launches)\n",
       g_reps);
   std::printf("%-44s %9s %9s %9s %9s\n", "build", "phase 1", "phase 2", "phase 3", "total");
   for (const PhaseTimes& p : g_phases)

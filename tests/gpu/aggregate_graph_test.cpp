@@ -17,8 +17,8 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <span>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "backends.hpp"
@@ -76,23 +76,7 @@ AggInputs RandomInputs(const AggShape& s, std::mt19937_64& rng) {
   }
   if (s.op != AggregateOp::kCount) {
     in.values.resize(s.rows);
-    for (auto& v : in.values) {
-      const uint32_t r = uint32_t(rng() % 100);
-      if (r == 0)
-        v = std::numeric_limits<float>::quiet_NaN();
-      else if (r == 1)
-        v = std::numeric_limits<float>::infinity();
-      else if (r == 2)
-        v = -std::numeric_limits<float>::infinity();
-      else if (r < 6)
-        v = -0.0f;
-      else if (r < 9)
-        v = 0.0f;
-      else if (s.exact || r < 50)
-        v = float(int(rng() % 201) - 100);
-      else
-        v = float(std::ldexp(double(int64_t(rng() % 2000001) - 1000000), -10));
-    }
+    for (auto& v : in.values) v = EdgeCaseValue(rng, 100, s.exact);
   }
   return in;
 }
@@ -190,16 +174,9 @@ Totals Counters() { return {}; }
 bool GraphsEnabled() { return false; }
 #endif
 
-class AggregateGraphs : public ::testing::Test {
+class AggregateGraphs : public CudaVsCpuTest {
  protected:
-  void SetUp() override {
-    CreateCudaAndCpuBackends(cuda_, cpu_, "aggregate graph tests skipped");
-    if (IsSkipped() || HasFatalFailure()) return;
-    seed_ = std::random_device{}();
-    rng_.seed(seed_);
-  }
-
-  std::string Seed() const { return "seed " + std::to_string(seed_); }
+  AggregateGraphs() : CudaVsCpuTest("aggregate graph tests skipped") {}
 
   // Fresh inputs of shape `s`, run on both backends (each with its own random
   // chunking) and compared; with exact inputs and `check_uncaptured`, also
@@ -223,9 +200,18 @@ class AggregateGraphs : public ::testing::Test {
     }
   }
 
-  std::unique_ptr<Backend> cuda_, cpu_;
-  uint32_t seed_ = 0;
-  std::mt19937_64 rng_;
+  // `rounds` rounds over `shapes`, each run with fresh inputs and compared
+  // (RunAndCompare); from round `check_uncaptured_from` on also with an
+  // uncaptured run.
+  void RunRounds(std::span<const AggShape> shapes, int rounds,
+                 int check_uncaptured_from = std::numeric_limits<int>::max()) {
+    for (int round = 0; round < rounds; ++round) {
+      for (const AggShape& s : shapes) {
+        RunAndCompare(s, "round " + std::to_string(round), round >= check_uncaptured_from);
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
 };
 
 // Four shapes (as many as a stream context's cache holds) alternate for six
@@ -242,12 +228,8 @@ TEST_F(AggregateGraphs, RepeatedShapesCaptureOnceAndReplayLikeCpu) {
   };
   const Totals before = Counters();
   constexpr int kRounds = 6;
-  for (int round = 0; round < kRounds; ++round) {
-    for (const AggShape& s : shapes) {
-      RunAndCompare(s, "round " + std::to_string(round), /*check_uncaptured=*/round >= 2);
-      if (HasFatalFailure()) return;
-    }
-  }
+  RunRounds(shapes, kRounds, /*check_uncaptured_from=*/2);
+  if (HasFatalFailure()) return;
   const Totals after = Counters();
   EXPECT_EQ(after.capture_failures, before.capture_failures) << "an aggregate graph capture failed";
   if (GraphsEnabled()) {
@@ -275,13 +257,8 @@ TEST_F(AggregateGraphs, AlternatingShapesBeyondTheCacheStayCorrect) {
       {AggregateOp::kSum, 10000, 5000, true, true, true},
   };
   const Totals before = Counters();
-  constexpr int kRounds = 5;
-  for (int round = 0; round < kRounds; ++round) {
-    for (const AggShape& s : shapes) {
-      RunAndCompare(s, "round " + std::to_string(round));
-      if (HasFatalFailure()) return;
-    }
-  }
+  RunRounds(shapes, 5);
+  if (HasFatalFailure()) return;
   const Totals after = Counters();
   EXPECT_EQ(after.capture_failures, before.capture_failures) << "an aggregate graph capture failed";
   if (GraphsEnabled()) {
@@ -303,12 +280,8 @@ TEST_F(AggregateGraphs, LargeAndEmptyNodesAreNotCaptured) {
       {AggregateOp::kMax, 0, 9, false, true, true},                      // no rows
   };
   const Totals before = Counters();
-  for (int round = 0; round < 3; ++round) {
-    for (const AggShape& s : shapes) {
-      RunAndCompare(s, "round " + std::to_string(round));
-      if (HasFatalFailure()) return;
-    }
-  }
+  RunRounds(shapes, 3);
+  if (HasFatalFailure()) return;
   const Totals after = Counters();
   EXPECT_EQ(after.captures, before.captures);
   EXPECT_EQ(after.replays, before.replays);
@@ -337,16 +310,9 @@ TEST_F(AggregateGraphs, ConcurrentRepeatedShapesCaptureAndReplayLikeCpu) {
   }
   const Totals before = Counters();
   std::vector<absl::Status> status(runs);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      for (int r = 0; r < kRounds; ++r) {
-        const size_t k = size_t(t * kRounds + r);
-        status[k] = RunAggregate(*cuda_, shape_of(k), inputs[k], got[k], nullptr);
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
+  OnThreads(kThreads, kRounds, [&](size_t k) {
+    status[k] = RunAggregate(*cuda_, shape_of(k), inputs[k], got[k], nullptr);
+  });
   const Totals after = Counters();
   EXPECT_EQ(after.capture_failures, before.capture_failures) << "an aggregate graph capture failed";
   if (GraphsEnabled()) {

@@ -3,10 +3,16 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "gpujoin/engine/backend.hpp"
@@ -29,6 +35,31 @@ inline void CreateCudaAndCpuBackends(std::unique_ptr<Backend>& cuda,
   cpu = std::move(*p);
 }
 
+/// Sets an environment variable for one scope and restores its previous value.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* var, const char* value) : var_(var) {
+    if (const char* old = std::getenv(var_)) {
+      had_old_ = true;
+      old_ = old;
+    }
+    setenv(var_, value, 1);
+  }
+  ~ScopedEnv() {
+    if (had_old_)
+      setenv(var_, old_.c_str(), 1);
+    else
+      unsetenv(var_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* var_;
+  bool had_old_ = false;
+  std::string old_;
+};
+
 /// `n` distinct keys != kEmptyKey, random-looking: a random bijection of uint32
 /// (odd multipliers and xor-shifts) applied to consecutive integers from a random
 /// start, so no set is needed to keep them distinct.
@@ -45,6 +76,59 @@ inline std::vector<uint32_t> DistinctKeys(std::mt19937_64& rng, size_t n) {
     if (x != kEmptyKey) keys.push_back(x);
   }
   return keys;
+}
+
+/// Base of the CUDA-vs-CPU fixtures: both backends (or a visible skip, which
+/// names `skip_why`) and a freshly seeded generator, whose seed failure messages
+/// name (Seed()).
+class CudaVsCpuTest : public ::testing::Test {
+ protected:
+  explicit CudaVsCpuTest(std::string skip_why) : skip_why_(std::move(skip_why)) {}
+
+  void SetUp() override {
+    CreateCudaAndCpuBackends(cuda_, cpu_, skip_why_);
+    if (IsSkipped() || HasFatalFailure()) return;
+    seed_ = std::random_device{}();
+    rng_.seed(seed_);
+  }
+
+  std::string Seed() const { return "seed " + std::to_string(seed_); }
+
+  /// Distinct keys != kEmptyKey (see DistinctKeys above).
+  std::vector<uint32_t> DistinctKeys(size_t n) { return engine::DistinctKeys(rng_, n); }
+
+  std::unique_ptr<Backend> cuda_, cpu_;
+  uint64_t seed_ = 0;
+  std::mt19937_64 rng_;
+
+ private:
+  std::string skip_why_;
+};
+
+/// Calls run(t * rounds + r) for the rounds r of `threads` threads at once.
+inline void OnThreads(int threads, int rounds, const std::function<void(size_t)>& run) {
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&run, t, rounds] {
+      for (int r = 0; r < rounds; ++r) run(size_t(t) * size_t(rounds) + size_t(r));
+    });
+  }
+  for (auto& th : pool) th.join();
+}
+
+/// An aggregation value with the contract's edge cases: NaN (1 %), +inf and -inf
+/// (1 % each), -0 (3 %), +0 (3 %), small integers in [-range, range] (41 %, or
+/// all the rest when `exact`, so that sums are exact) and random floats with 10
+/// fraction bits (50 %).
+inline float EdgeCaseValue(std::mt19937_64& rng, int range, bool exact) {
+  const uint32_t r = uint32_t(rng() % 100);
+  if (r == 0) return std::numeric_limits<float>::quiet_NaN();
+  if (r == 1) return std::numeric_limits<float>::infinity();
+  if (r == 2) return -std::numeric_limits<float>::infinity();
+  if (r < 6) return -0.0f;
+  if (r < 9) return 0.0f;
+  if (exact || r < 50) return float(int(rng() % uint64_t(2 * range + 1)) - range);
+  return float(std::ldexp(double(int64_t(rng() % 2000001) - 1000000), -10));
 }
 
 }  // namespace gpujoin::engine

@@ -16,7 +16,6 @@
 #include <ostream>
 #include <random>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -52,56 +51,29 @@ void PrintTo(const BuildCase& c, std::ostream* os) {
       << c.empty_key_fraction << "}";
 }
 
-// Sets an environment variable for one scope and restores its previous value.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* var, const char* value) : var_(var) {
-    if (const char* old = std::getenv(var_)) {
-      had_old_ = true;
-      old_ = old;
-    }
-    setenv(var_, value, 1);
-  }
-  ~ScopedEnv() {
-    if (had_old_)
-      setenv(var_, old_.c_str(), 1);
-    else
-      unsetenv(var_);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* var_;
-  bool had_old_ = false;
-  std::string old_;
-};
-
-// Sets GPUJOIN_CUDA_BUILD_PATH ("direct" or "waves": which insert path the
-// CUDA backend's builds take) for one scope.
+// Sets GPUJOIN_CUDA_BUILD_PATH ("direct", "waves" or "tiles": which insert path
+// the CUDA backend's builds take) for one scope.
 class ScopedBuildPath : public ScopedEnv {
  public:
   explicit ScopedBuildPath(const char* path) : ScopedEnv("GPUJOIN_CUDA_BUILD_PATH", path) {}
 };
 
-class Differential : public ::testing::Test {
+class Differential : public CudaVsCpuTest {
  protected:
-  void SetUp() override {
-    CreateCudaAndCpuBackends(cuda_, cpu_, "CUDA-vs-CPU differential tests skipped");
-    if (IsSkipped() || HasFatalFailure()) return;
-    seed_ = std::random_device{}();
-    rng_.seed(seed_);
-  }
-
-  std::string Seed() const { return "seed " + std::to_string(seed_); }
-
-  // Distinct keys != kEmptyKey (see gpujoin::engine::DistinctKeys).
-  std::vector<uint32_t> DistinctKeys(size_t n) { return engine::DistinctKeys(rng_, n); }
+  Differential() : CudaVsCpuTest("CUDA-vs-CPU differential tests skipped") {}
 
   std::vector<uint32_t> RandomU32(size_t n) {
     std::vector<uint32_t> v(n);
     for (auto& x : v) x = uint32_t(rng_());
     return v;
+  }
+
+  // `n` query keys, each a random one of `keys` (a hit) or a random uint32
+  // (almost always a miss), with even odds.
+  std::vector<uint32_t> HalfHits(const std::vector<uint32_t>& keys, size_t n) {
+    std::vector<uint32_t> q(n);
+    for (auto& x : q) x = rng_() % 2 ? keys[rng_() % keys.size()] : uint32_t(rng_());
+    return q;
   }
 
   // Random chunk boundaries (some empty chunks) over a vector.
@@ -147,15 +119,13 @@ class Differential : public ::testing::Test {
     QueryStatistics stats{111, 222, 333, 444};
   };
 
-  LookupOut Lookup(Backend& b, const HashIndex& index, const ChunkedU32& keys, bool optional,
-                   uint32_t max_probe = 0) {
+  // One lookup node into `out` (poisoned first); the Run's status.
+  absl::Status TryLookup(Backend& b, const HashIndex& index, const ChunkedU32& keys,
+                         bool optional, LookupOut& out, uint32_t max_probe = 0) {
     const size_t n = TotalRows(keys);
-    LookupOut out;
     out.values.assign(n, kPoison32);
-    if (optional) {
-      out.found.assign(n, kPoison8);
-      out.probes.assign(n, kPoison32);
-    }
+    out.found.assign(optional ? n : 0, kPoison8);
+    out.probes.assign(optional ? n : 0, kPoison32);
     LookupNode node;
     node.index = &index;
     node.keys = keys;
@@ -166,7 +136,14 @@ class Differential : public ::testing::Test {
     node.max_probe_count = max_probe;
     CommandGraph g;
     g.Add(node);
-    RunOk(b, g);
+    return b.Run(g);
+  }
+
+  LookupOut Lookup(Backend& b, const HashIndex& index, const ChunkedU32& keys, bool optional,
+                   uint32_t max_probe = 0) {
+    LookupOut out;
+    const absl::Status s = TryLookup(b, index, keys, optional, out, max_probe);
+    EXPECT_TRUE(s.ok()) << BackendKindName(b.Info().kind) << ": " << s;
     return out;
   }
 
@@ -218,6 +195,53 @@ class Differential : public ::testing::Test {
       }
       EXPECT_EQ(gpu.stats.total_probes, total) << "probe statistics vs per-row probes";
       EXPECT_EQ(gpu.stats.max_probes, max);
+    }
+  }
+
+  // One join batch's outputs.
+  struct JoinOut {
+    std::vector<uint32_t> left, right, probes;
+    std::vector<uint8_t> found;
+    JoinResult result{999, true, QueryStatistics{1, 2, 3, 4}};
+    // Poisoned outputs for `capacity` pairs and, when wanted, `rows` found
+    // flags and probe counts.
+    void Reset(size_t capacity, size_t rows = 0) {
+      left.assign(capacity, kPoison32);
+      right.assign(capacity, kPoison32);
+      found.assign(rows, kPoison8);
+      probes.assign(rows, kPoison32);
+    }
+  };
+
+  // One join node of one batch into `out` (poisoned first); the Run's status.
+  static absl::Status TryJoin(Backend& b, const HashIndex& index, const ChunkedU32& keys,
+                              std::span<const uint32_t> left_rows, uint32_t first_left,
+                              size_t capacity, JoinOut& out) {
+    out.Reset(capacity);
+    JoinNode node;
+    node.index = &index;
+    node.batches.push_back(
+        JoinBatch{keys, left_rows, first_left, out.left, out.right, &out.result});
+    CommandGraph g;
+    g.Add(node);
+    return b.Run(g);
+  }
+
+  // Compares one join batch on both backends: count, overflow, statistics, the
+  // pairs (the stable prefix; the rest untouched), found flags and the probes of
+  // missed rows.
+  void ExpectSameJoin(const JoinOut& cpu, const JoinOut& gpu, const std::string& what) {
+    const std::string where = what + ", " + Seed();
+    EXPECT_EQ(gpu.result.count, cpu.result.count) << where;
+    EXPECT_EQ(gpu.result.overflow, cpu.result.overflow) << where;
+    EXPECT_EQ(gpu.result.statistics.found, cpu.result.statistics.found) << where;
+    EXPECT_EQ(gpu.result.statistics.missing, cpu.result.statistics.missing) << where;
+    EXPECT_EQ(gpu.left, cpu.left) << where;
+    EXPECT_EQ(gpu.right, cpu.right) << where;
+    EXPECT_EQ(gpu.found, cpu.found) << where;
+    ASSERT_EQ(gpu.probes.size(), cpu.probes.size()) << where;
+    for (size_t i = 0; i < cpu.found.size(); ++i) {
+      if (!cpu.found[i]) ASSERT_EQ(gpu.probes[i], cpu.probes[i]) << where << ", miss row " << i;
     }
   }
 
@@ -428,10 +452,6 @@ class Differential : public ::testing::Test {
       if (bound == 17u) EXPECT_GT(found, hits.size() / 2) << Seed();  // most runs are short
     }
   }
-
-  uint64_t seed_ = 0;
-  std::mt19937_64 rng_;
-  std::unique_ptr<Backend> cuda_, cpu_;
 };
 
 TEST_F(Differential, BatchBuildWithMasksAndRowBasesMatchesCpu) { BatchBuildCompare(); }
@@ -507,12 +527,12 @@ TEST_P(ForcedPathDifferential, LookupWithProbeBoundOverride) {
   BoundOverrideCompare();
 }
 
-INSTANTIATE_TEST_SUITE_P(Paths, ForcedPathDifferential, ::testing::Values("waves"),
+INSTANTIATE_TEST_SUITE_P(Paths, ForcedPathDifferential, ::testing::Values("waves", "tiles"),
                          [](const ::testing::TestParamInfo<const char*>& info) {
                            return std::string(info.param);
                          });
 
-// A wave build whose transient buffer cannot be had (here: over
+// A wave or tile build whose transient buffer cannot be had (here: over
 // GPUJOIN_CUDA_PARTITION_MAX_BYTES, which takes the same branch as a failed
 // allocation) clears the table and takes the direct path: same results.
 TEST_P(ForcedPathDifferential, BufferOverLimitFallsBackToDirect) {
@@ -561,8 +581,7 @@ TEST_F(Differential, RepeatedLookupShapeReplaysCapturedGraphCorrectly) {
       keys = DistinctKeys(3000);
       BuildBoth(*cpu_index, *gpu_index, keys, 7);
     }
-    std::vector<uint32_t> q(2000);
-    for (auto& x : q) x = rng_() % 2 ? keys[rng_() % keys.size()] : uint32_t(rng_());
+    const std::vector<uint32_t> q = HalfHits(keys, 2000);
     const LookupOut cpu_out = Lookup(*cpu_, *cpu_index, ChunkedU32{std::span(q)}, true);
     const LookupOut gpu_out = Lookup(*cuda_, *gpu_index, RandomChunks(q), true);
     ExpectSameLookup(cpu_out, gpu_out, true);
@@ -659,7 +678,12 @@ INSTANTIATE_TEST_SUITE_P(
                       // Results larger than one staging buffer: count first, then pairs.
                       JoinCase{700001, 700001, true, 1},
                       JoinCase{1500000, 200000, false, 1},  // ... truncated
-                      JoinCase{1200000, 1200000, true, 1, true}),
+                      JoinCase{1200000, 1200000, true, 1, true},
+                      // The compaction works on 32-row groups, 128 rows per warp:
+                      // whole warps, one row past a group, truncation inside one.
+                      JoinCase{4096, 4096, false, 2}, JoinCase{33, 7, true, 1},
+                      JoinCase{129, 40, false, 1, true},
+                      JoinCase{(size_t{1} << 24) + 77, size_t{1} << 23, false, 1, true}),
     [](const ::testing::TestParamInfo<JoinCase>& info) {
       return "left" + std::to_string(info.param.left_rows) + "_cap" +
              std::to_string(info.param.capacity) + "_batches" + std::to_string(info.param.batches) +
@@ -697,11 +721,6 @@ TEST_F(Differential, RepeatedJoinShapesReplayCapturedGraphsLikeCpu) {
       {3000, 3000, true, true, 2},   // two batches of one shape in one node
       {2500, 0, false, false, 1},    // zero capacity: count only
   };
-  struct Out {
-    std::vector<uint32_t> left, right, probes;
-    std::vector<uint8_t> found;
-    JoinResult result{999, true, QueryStatistics{1, 2, 3, 4}};
-  };
   // One join node of `shape` on both backends with fresh inputs; results compared.
   auto join_and_compare = [&](const Shape& shape, const HashIndex& cpu_index,
                               const HashIndex& gpu_index, const std::vector<uint32_t>& right,
@@ -717,17 +736,14 @@ TEST_F(Differential, RepeatedJoinShapesReplayCapturedGraphsLikeCpu) {
       ids[k] = RandomU32(shape.explicit_left_rows ? shape.rows : 0);
     }
     const uint32_t first_left = uint32_t(rng_());
-    std::vector<Out> cpu_out(nb), gpu_out(nb);
+    std::vector<JoinOut> cpu_out(nb), gpu_out(nb);
     for (auto [b, idx, outs] : {std::tuple{cpu_.get(), &cpu_index, &cpu_out},
                                 std::tuple{cuda_.get(), &gpu_index, &gpu_out}}) {
       JoinNode node;
       node.index = idx;
       for (size_t k = 0; k < nb; ++k) {
-        Out& o = (*outs)[k];
-        o.left.assign(shape.capacity, kPoison32);
-        o.right.assign(shape.capacity, kPoison32);
-        o.found.assign(shape.found_probes ? shape.rows : 0, kPoison8);
-        o.probes.assign(shape.found_probes ? shape.rows : 0, kPoison32);
+        JoinOut& o = (*outs)[k];
+        o.Reset(shape.capacity, shape.found_probes ? shape.rows : 0);
         node.batches.push_back(JoinBatch{RandomChunks(keys[k]), ids[k],
                                          first_left + uint32_t(k) * 7919u, o.left, o.right,
                                          &o.result, o.found, o.probes});
@@ -736,22 +752,8 @@ TEST_F(Differential, RepeatedJoinShapesReplayCapturedGraphsLikeCpu) {
       g.Add(node);
       RunOk(*b, g);
     }
-    for (size_t k = 0; k < nb; ++k) {
-      const Out& x = cpu_out[k];
-      const Out& y = gpu_out[k];
-      const std::string where = what + ", batch " + std::to_string(k) + ", " + Seed();
-      EXPECT_EQ(y.result.count, x.result.count) << where;
-      EXPECT_EQ(y.result.overflow, x.result.overflow) << where;
-      EXPECT_EQ(y.result.statistics.found, x.result.statistics.found) << where;
-      EXPECT_EQ(y.result.statistics.missing, x.result.statistics.missing) << where;
-      EXPECT_EQ(y.left, x.left) << where;  // the stable prefix; the rest untouched
-      EXPECT_EQ(y.right, x.right) << where;
-      EXPECT_EQ(y.found, x.found) << where;
-      for (size_t i = 0; i < x.found.size(); ++i) {
-        // Hit probe counts depend on the parallel build's placement; misses do not.
-        if (!x.found[i]) ASSERT_EQ(y.probes[i], x.probes[i]) << where << ", miss row " << i;
-      }
-    }
+    for (size_t k = 0; k < nb; ++k)
+      ExpectSameJoin(cpu_out[k], gpu_out[k], what + ", batch " + std::to_string(k));
   };
 
 #if defined(GPUJOIN_HAVE_CUDA)
@@ -858,23 +860,7 @@ TEST_P(AggregateDifferential, AllOpsMatchCpu) {
   // Values with the edge cases: NaN, +-inf (ignored), -0 and +0, small integers
   // (so sums are mostly exact), random floats.
   std::vector<float> values(c.rows);
-  for (auto& v : values) {
-    const uint32_t r = uint32_t(rng_() % 100);
-    if (r == 0)
-      v = std::numeric_limits<float>::quiet_NaN();
-    else if (r == 1)
-      v = std::numeric_limits<float>::infinity();
-    else if (r == 2)
-      v = -std::numeric_limits<float>::infinity();
-    else if (r < 6)
-      v = -0.0f;
-    else if (r < 9)
-      v = 0.0f;
-    else if (r < 50)
-      v = float(int(rng_() % 2001) - 1000);
-    else
-      v = float(std::ldexp(double(int64_t(rng_() % 2000001) - 1000000), -10));
-  }
+  for (auto& v : values) v = EdgeCaseValue(rng_, 1000, false);
   const ChunkedU32 key_chunks = RandomChunks(keys);
   const ChunkedF32 value_chunks = RandomChunks(values);
   const std::optional<ChunkedU32> mask_chunks =
@@ -964,38 +950,15 @@ TEST_F(Differential, ConcurrentRunsOnSeparateStreamsMatchCpu) {
   constexpr int kThreads = 4;
   constexpr int kRounds = 6;
   std::vector<std::vector<uint32_t>> queries(kThreads * kRounds);
-  for (auto& q : queries) {
-    q.resize(7000 + rng_() % 5000);
-    for (auto& x : q) x = rng_() % 2 ? keys[rng_() % keys.size()] : uint32_t(rng_());
-  }
+  for (auto& q : queries) q = HalfHits(keys, 7000 + rng_() % 5000);
   std::vector<LookupOut> expected;
   for (const auto& q : queries)
     expected.push_back(Lookup(*cpu_, *cpu_index, ChunkedU32{std::span(q)}, true));
   std::vector<LookupOut> got(queries.size());
   std::vector<absl::Status> status(queries.size());
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      for (int r = 0; r < kRounds; ++r) {
-        const size_t k = size_t(t * kRounds + r);
-        LookupOut& out = got[k];
-        out.values.assign(queries[k].size(), kPoison32);
-        out.found.assign(queries[k].size(), kPoison8);
-        out.probes.assign(queries[k].size(), kPoison32);
-        LookupNode node;
-        node.index = gpu_index.get();
-        node.keys = ChunkedU32{std::span(queries[k])};
-        node.values = out.values;
-        node.found = out.found;
-        node.probes = out.probes;
-        node.statistics = &out.stats;
-        CommandGraph g;
-        g.Add(node);
-        status[k] = cuda_->Run(g);
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
+  OnThreads(kThreads, kRounds, [&](size_t k) {
+    status[k] = TryLookup(*cuda_, *gpu_index, ChunkedU32{std::span(queries[k])}, true, got[k]);
+  });
   for (size_t k = 0; k < queries.size(); ++k) {
     ASSERT_TRUE(status[k].ok()) << "run " << k << ": " << status[k];
     ExpectSameLookup(expected[k], got[k], true);
@@ -1012,53 +975,24 @@ TEST_F(Differential, ManyConcurrentSmallJoinsMatchCpu) {
   BuildBoth(*cpu_index, *gpu_index, right, 77);
   constexpr int kThreads = 40;
   constexpr int kRounds = 5;
-  struct Out {
-    std::vector<uint32_t> left, right;
-    JoinResult result{999, true, QueryStatistics{1, 2, 3, 4}};
-  };
   std::vector<std::vector<uint32_t>> queries(kThreads * kRounds);
   std::vector<size_t> capacity(queries.size());
   for (size_t k = 0; k < queries.size(); ++k) {
-    queries[k].resize(1000 + rng_() % 200);
-    for (auto& x : queries[k]) x = rng_() % 2 ? right[rng_() % right.size()] : uint32_t(rng_());
+    queries[k] = HalfHits(right, 1000 + rng_() % 200);
     capacity[k] = k % 3 == 0 ? 300 : queries[k].size();  // some truncated
   }
-  auto join = [&](Backend& b, const HashIndex& index, size_t k, Out& out) {
-    out.left.assign(capacity[k], kPoison32);
-    out.right.assign(capacity[k], kPoison32);
-    JoinNode node;
-    node.index = &index;
-    node.batches.push_back(JoinBatch{ChunkedU32{std::span(queries[k])},
-                                     {},
-                                     uint32_t(k) << 12,
-                                     out.left,
-                                     out.right,
-                                     &out.result});
-    CommandGraph g;
-    g.Add(node);
-    return b.Run(g);
+  auto join = [&](Backend& b, const HashIndex& index, size_t k, JoinOut& out) {
+    return TryJoin(b, index, ChunkedU32{std::span(queries[k])}, {}, uint32_t(k) << 12,
+                   capacity[k], out);
   };
-  std::vector<Out> expected(queries.size()), got(queries.size());
+  std::vector<JoinOut> expected(queries.size()), got(queries.size());
   for (size_t k = 0; k < queries.size(); ++k)
     ASSERT_TRUE(join(*cpu_, *cpu_index, k, expected[k]).ok());
   std::vector<absl::Status> status(queries.size());
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      for (int r = 0; r < kRounds; ++r) {
-        const size_t k = size_t(t * kRounds + r);
-        status[k] = join(*cuda_, *gpu_index, k, got[k]);
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
+  OnThreads(kThreads, kRounds, [&](size_t k) { status[k] = join(*cuda_, *gpu_index, k, got[k]); });
   for (size_t k = 0; k < queries.size(); ++k) {
     ASSERT_TRUE(status[k].ok()) << "run " << k << ": " << status[k];
-    EXPECT_EQ(got[k].result.count, expected[k].result.count) << "run " << k;
-    EXPECT_EQ(got[k].result.overflow, expected[k].result.overflow) << "run " << k;
-    EXPECT_EQ(got[k].result.statistics.found, expected[k].result.statistics.found) << "run " << k;
-    EXPECT_EQ(got[k].left, expected[k].left) << "run " << k;
-    EXPECT_EQ(got[k].right, expected[k].right) << "run " << k;
+    ExpectSameJoin(expected[k], got[k], "run " + std::to_string(k));
   }
 }
 
@@ -1073,56 +1007,31 @@ TEST_F(Differential, ConcurrentRepeatedJoinShapesCaptureAndReplayLikeCpu) {
   constexpr int kThreads = 8;
   constexpr int kRounds = 12;
   constexpr size_t kRows = 1024;
-  struct Out {
-    std::vector<uint32_t> left, right;
-    JoinResult result{999, true, QueryStatistics{1, 2, 3, 4}};
-  };
   const size_t runs = size_t(kThreads) * kRounds;
   std::vector<std::vector<uint32_t>> keys(runs), ids(runs);
   for (size_t k = 0; k < runs; ++k) {
-    keys[k].resize(kRows);
-    for (auto& x : keys[k]) x = rng_() % 2 ? right[rng_() % right.size()] : uint32_t(rng_());
+    keys[k] = HalfHits(right, kRows);
     if (k % 2 == 1) ids[k] = RandomU32(kRows);  // odd runs: explicit left rows
   }
-  auto join = [&](Backend& b, const HashIndex& index, size_t k, Out& out) {
+  auto join = [&](Backend& b, const HashIndex& index, size_t k, JoinOut& out) {
     const size_t capacity = k % 2 == 1 ? 200 : kRows;  // explicit ones truncated
-    out.left.assign(capacity, kPoison32);
-    out.right.assign(capacity, kPoison32);
-    JoinNode node;
-    node.index = &index;
-    node.batches.push_back(JoinBatch{ChunkedU32{std::span(keys[k])}, ids[k], uint32_t(k) * 100003u,
-                                     out.left, out.right, &out.result});
-    CommandGraph g;
-    g.Add(node);
-    return b.Run(g);
+    return TryJoin(b, index, ChunkedU32{std::span(keys[k])}, ids[k], uint32_t(k) * 100003u,
+                   capacity, out);
   };
-  std::vector<Out> expected(runs), got(runs);
+  std::vector<JoinOut> expected(runs), got(runs);
   for (size_t k = 0; k < runs; ++k) ASSERT_TRUE(join(*cpu_, *cpu_index, k, expected[k]).ok());
 #if defined(GPUJOIN_HAVE_CUDA)
   const detail::JoinGraphTotals before = detail::JoinGraphCounters();
 #endif
   std::vector<absl::Status> status(runs);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      for (int r = 0; r < kRounds; ++r) {
-        const size_t k = size_t(t * kRounds + r);
-        status[k] = join(*cuda_, *gpu_index, k, got[k]);
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
+  OnThreads(kThreads, kRounds, [&](size_t k) { status[k] = join(*cuda_, *gpu_index, k, got[k]); });
 #if defined(GPUJOIN_HAVE_CUDA)
   EXPECT_EQ(detail::JoinGraphCounters().capture_failures, before.capture_failures)
       << "a join graph capture failed";
 #endif
   for (size_t k = 0; k < runs; ++k) {
     ASSERT_TRUE(status[k].ok()) << "run " << k << ": " << status[k];
-    EXPECT_EQ(got[k].result.count, expected[k].result.count) << "run " << k << " " << Seed();
-    EXPECT_EQ(got[k].result.overflow, expected[k].result.overflow) << "run " << k;
-    EXPECT_EQ(got[k].result.statistics.found, expected[k].result.statistics.found) << "run " << k;
-    EXPECT_EQ(got[k].left, expected[k].left) << "run " << k << " " << Seed();
-    EXPECT_EQ(got[k].right, expected[k].right) << "run " << k << " " << Seed();
+    ExpectSameJoin(expected[k], got[k], "run " + std::to_string(k));
   }
 }
 

@@ -76,16 +76,15 @@ struct WaveOptions {
   bool clear_first = false;   // ClearTable + BuildTable instead of ClearAndBuildTable
   bool position_tags = true;  // false: row tags on the multisplit partition too
   gd::BuildPath path = gd::BuildPath::kWaves;  // or kTiles (the other options do not apply)
+  bool wide_tile_numbers = false;              // kTiles: sort 32-bit tile numbers
 };
 
-// Tile path runs whose tiles may exceed 2560 rows (hot keys) may fall back.
-std::optional<bool> NoFallbackUnlessTiles(const WaveOptions& o) {
-  return o.path == gd::BuildPath::kTiles ? std::nullopt : std::optional<bool>(false);
-}
-
-WaveOptions Tiles() {
+// The tile path; `wide`: with the 32-bit tile numbers that tables of more than
+// 2^16 tiles sort (these tables would sort 16-bit ones).
+WaveOptions Tiles(bool wide = false) {
   WaveOptions o;
   o.path = gd::BuildPath::kTiles;
+  o.wide_tile_numbers = wide;
   return o;
 }
 
@@ -93,7 +92,8 @@ void PrintTo(const WaveOptions& o, std::ostream* os) {
   *os << "{region_bits " << o.region_bits << (o.multisplit ? ", multisplit" : ", histogram")
       << (o.clear_first ? ", ClearTable + BuildTable" : ", ClearAndBuildTable")
       << (o.position_tags ? "" : ", row tags")
-      << (o.path == gd::BuildPath::kTiles ? ", tile path" : "") << "}";
+      << (o.path == gd::BuildPath::kTiles ? ", tile path" : "")
+      << (o.wide_tile_numbers ? ", 32-bit tile numbers" : "") << "}";
 }
 
 struct BuildOutput {
@@ -103,19 +103,9 @@ struct BuildOutput {
   bool fell_back = false;  // device builds: the wave path fell back to the direct insert
 };
 
-class WaveBuildDifferential : public ::testing::Test {
+class WaveBuildDifferential : public CudaVsCpuTest {
  protected:
-  void SetUp() override {
-    CreateCudaAndCpuBackends(cuda_, cpu_, "wave build tests skipped");
-    if (IsSkipped() || HasFatalFailure()) return;
-    seed_ = std::random_device{}();
-    rng_.seed(seed_);
-  }
-
-  std::string Seed() const { return "seed " + std::to_string(seed_); }
-
-  // Distinct keys != kEmptyKey (see gpujoin::engine::DistinctKeys).
-  std::vector<uint32_t> DistinctKeys(size_t n) { return engine::DistinctKeys(rng_, n); }
+  WaveBuildDifferential() : CudaVsCpuTest("wave build tests skipped") {}
 
   // Distinct random values (so that a wrong winner shows as a wrong value).
   std::vector<uint32_t> DistinctValues(size_t n) { return DistinctKeys(n); }
@@ -169,6 +159,7 @@ class WaveBuildDifferential : public ::testing::Test {
     src.region_bits = o.region_bits;
     src.multisplit_partition = o.multisplit;
     src.position_tags = o.position_tags;
+    src.wide_tile_numbers = o.wide_tile_numbers;
     src.fell_back = fell_back_d.get();
     const gd::DeviceTable table{slots_d.get(), capacity};
     cudaError_t e = cudaSuccess;
@@ -239,10 +230,6 @@ class WaveBuildDifferential : public ::testing::Test {
       if (rng_() % 4 == 0) keys[i] = keys[rng_() % hot];
     return keys;
   }
-
-  uint64_t seed_ = 0;
-  std::mt19937_64 rng_;
-  std::unique_ptr<Backend> cuda_, cpu_;
 };
 
 // 2^20 slots; 2^19 + 12345 rows = 33 segments of 16384 rows (the last one
@@ -257,8 +244,8 @@ TEST_F(WaveBuildDifferential, HotDuplicatesAcrossSegmentsKeepTheLowestRowsValue)
   const BuildOutput cpu = CpuBuild(capacity, keys, values, {});
   for (const WaveOptions o : {WaveOptions{15}, WaveOptions{0}, WaveOptions{18}, WaveOptions{19},
                               WaveOptions{20}, WaveOptions{15, false}, WaveOptions{0, true, true},
-                              WaveOptions{15, true, false, false}, Tiles()}) {
-    Compare(capacity, keys, values, {}, o, cpu, NoFallbackUnlessTiles(o));
+                              WaveOptions{15, true, false, false}, Tiles(), Tiles(true)}) {
+    Compare(capacity, keys, values, {}, o, cpu);
     if (HasFatalFailure()) return;
   }
 }
@@ -273,11 +260,51 @@ TEST_F(WaveBuildDifferential, OneKeyOnAlmostEveryRow) {
   for (size_t i = 0; i < 5; ++i) keys[i * 7 + 1] = distinct[i];  // row 0 holds the hot key
   const std::vector<uint32_t> values = DistinctValues(rows);
   const BuildOutput cpu = CpuBuild(capacity, keys, values, {});
-  for (const WaveOptions o : {WaveOptions{11}, WaveOptions{0}, WaveOptions{11, false}, Tiles()}) {
-    // The tile path: the hot key's tile holds too many rows, a fallback.
-    Compare(
-        capacity, keys, values, {}, o, cpu,
-        o.path == gd::BuildPath::kTiles ? std::optional<bool>(true) : std::optional<bool>(false));
+  // The tile path: the hot key's tile holds far more than 2560 rows and is
+  // reduced to one word per key first (TileDedupKernel), with no fallback.
+  for (const WaveOptions o :
+       {WaveOptions{11}, WaveOptions{0}, WaveOptions{11, false}, Tiles(), Tiles(true)}) {
+    Compare(capacity, keys, values, {}, o, cpu);
+    if (HasFatalFailure()) return;
+  }
+}
+
+// A tile of more rows than the tile kernels hold: reduced to one word per key
+// when it has at most 2560 keys (rows of hot keys, invalid rows and reserved keys
+// among them), else the build falls back to the direct insert. Tile 0 of a
+// 2^16-slot table gets 4 rows of each of 1900 keys homed there (each key's first
+// row valid, the others a fifth invalid or reserved; with the other keys homed
+// there about 2400 keys): reduced. Then 2700 such keys: a fallback.
+TEST_F(WaveBuildDifferential, TileOfManyRowsIsReducedOrFallsBack) {
+  const uint32_t capacity = 1u << 16;
+  std::vector<uint32_t> homed;  // keys homed in tile 0
+  for (const uint32_t k : DistinctKeys(size_t(1) << 22)) {
+    if (gd::HomeSlot(k, capacity) < 2048) homed.push_back(k);
+    if (homed.size() == 2700) break;
+  }
+  ASSERT_EQ(homed.size(), 2700u);
+  const std::vector<uint32_t> others = DistinctKeys(capacity / 4);
+  for (const size_t tile_keys : {size_t(1900), size_t(2700)}) {
+    SCOPED_TRACE(std::to_string(tile_keys) + " keys in tile 0");
+    // (key, kept valid): the homed keys' first rows stay valid.
+    std::vector<std::pair<uint32_t, bool>> rows;
+    for (const uint32_t k : others) rows.emplace_back(k, false);
+    for (size_t i = 0; i < 4 * tile_keys; ++i)
+      rows.emplace_back(homed[i < tile_keys ? i : rng_() % tile_keys], i < tile_keys);
+    std::shuffle(rows.begin(), rows.end(), rng_);
+    std::vector<uint32_t> keys(rows.size()), validity(rows.size());
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const bool kept = rows[i].second;
+      keys[i] = !kept && i % 101 == 0 ? kEmptyKey : rows[i].first;
+      validity[i] = !kept && rng_() % 5 == 0 ? 0u : 1u;
+    }
+    const std::vector<uint32_t> values = DistinctValues(keys.size());
+    const BuildOutput cpu = CpuBuild(capacity, keys, values, validity);
+    if (cpu.stats.overflow_rows != 0) GTEST_SKIP() << "input overflows; " << Seed();
+    const bool fallback = tile_keys > 2560;
+    Compare(capacity, keys, values, validity, Tiles(), cpu, fallback);
+    if (HasFatalFailure()) return;
+    Compare(capacity, keys, values, validity, Tiles(true), cpu, fallback);
     if (HasFatalFailure()) return;
   }
 }
@@ -294,8 +321,9 @@ TEST_F(WaveBuildDifferential, ValidityMaskAndReservedKeysWithValues) {
   const std::vector<uint32_t> values = DistinctValues(rows);
   const BuildOutput cpu = CpuBuild(capacity, keys, values, validity);
   for (const WaveOptions o : {WaveOptions{13}, WaveOptions{0}, WaveOptions{13, false},
-                              WaveOptions{8} /* 1024 regions: histogram */, Tiles()}) {
-    Compare(capacity, keys, values, validity, o, cpu, NoFallbackUnlessTiles(o));
+                              WaveOptions{8} /* 1024 regions: histogram */, Tiles(),
+                              Tiles(true)}) {
+    Compare(capacity, keys, values, validity, o, cpu);
     if (HasFatalFailure()) return;
   }
 }
@@ -309,7 +337,7 @@ TEST_F(WaveBuildDifferential, ManyRegionsHistogramPartitionWithValues) {
   const std::vector<uint32_t> values = DistinctValues(rows);
   const BuildOutput cpu = CpuBuild(capacity, keys, values, {});
   for (const WaveOptions o : {WaveOptions{10}, WaveOptions{7}, WaveOptions{5}, Tiles()}) {
-    Compare(capacity, keys, values, {}, o, cpu, NoFallbackUnlessTiles(o));
+    Compare(capacity, keys, values, {}, o, cpu);
     if (HasFatalFailure()) return;
   }
 }
@@ -375,6 +403,8 @@ TEST_F(WaveBuildDifferential, RunSortGivesTheRobinHoodLayout) {
       if (HasFatalFailure()) return;
       Compare(capacity, keys, values, {}, Tiles(), cpu, fallback);
       if (HasFatalFailure()) return;
+      Compare(capacity, keys, values, {}, Tiles(true), cpu, fallback);
+      if (HasFatalFailure()) return;
     }
   }
 }
@@ -400,6 +430,21 @@ TEST_F(WaveBuildDifferential, LongRunPastTheSortExtensionFallsBack) {
   const BuildOutput cpu = CpuBuild(capacity, keys, values, {});
   Compare(capacity, keys, values, {}, WaveOptions{}, cpu, true);
   // The tile path has no such limit (the tile holds about 2450 rows).
+  Compare(capacity, keys, values, {}, Tiles(), cpu, false);
+}
+
+// A tile build whose transient buffer cannot be had (here: over
+// GPUJOIN_CUDA_PARTITION_MAX_BYTES, which takes the branch of a failed
+// allocation) takes the wave path, which needs less: about 12 bytes per row with
+// explicit values against 20. The cap lies between the two, and the fallback
+// flag is reported, which the direct path would not do.
+TEST_F(WaveBuildDifferential, TileBufferOverTheLimitTakesTheWavePath) {
+  const uint32_t capacity = 1u << 16;
+  const size_t rows = 30000;
+  const std::vector<uint32_t> keys = KeysWithHotDuplicates(rows, 100);
+  const std::vector<uint32_t> values = DistinctValues(rows);
+  const BuildOutput cpu = CpuBuild(capacity, keys, values, {});
+  const ScopedEnv cap("GPUJOIN_CUDA_PARTITION_MAX_BYTES", std::to_string(16 * rows).c_str());
   Compare(capacity, keys, values, {}, Tiles(), cpu, false);
 }
 

@@ -229,7 +229,7 @@ class CudaBackend final : public Backend {
       src.rows = rows;
       src.values = n.values.has_value() ? values.data() : nullptr;
       src.first_value = n.first_value;
-      // Clears the table too (the wave path region by region).
+      // Clears the table too (the large-build paths write every slot instead).
       GPUJOIN_CUDA_RETURN(
           ClearAndBuildTable(index->table(), src, index->spec().probe_bound(), stats, ctx.stream()),
           "build index");
@@ -711,13 +711,9 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(const BackendOptions&
                                                       count, " device(s) visible)"));
   }
   GPUJOIN_CUDA_RETURN(cudaSetDevice(options.cuda_device), "select device");
-  // Keep up to 1 GiB of freed stream-ordered memory in the pool so request
-  // scratch is recycled instead of going back to the driver on every sync.
-  cudaMemPool_t pool = nullptr;
-  GPUJOIN_CUDA_RETURN(cudaDeviceGetDefaultMemPool(&pool, options.cuda_device), "memory pool");
-  uint64_t threshold = uint64_t{1} << 30;
-  GPUJOIN_CUDA_RETURN(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold),
-                      "memory pool");
+  // Request scratch and build buffers are recycled by the stream-ordered pool
+  // instead of going back to the driver on every sync.
+  GPUJOIN_CUDA_RETURN(KeepTransientMemory(options.cuda_device), "memory pool");
   return std::unique_ptr<Backend>(new CudaBackend(options.cuda_device));
 }
 

@@ -69,34 +69,37 @@ enum class BuildPath : int {
   /// 2048-slot tile) makes the build redo its insert on the direct path.
   kWaves = 2,
   /// Rows turned into key:value words, stably sorted by 2048-slot home tile
-  /// (CUB radix sort; about 24 B per row of transient memory), each tile's keys
-  /// ordered and placed in shared memory, the runs that cross tiles carried by a
-  /// scan over the tiles: no per-row atomics and no finalisation pass. A tile of
-  /// more than 2560 rows, a full table or a key past the probe bound makes the
-  /// build redo its insert on the direct path. Needs a table of at least 4096
-  /// slots and fewer than 2^31 rows (else kWaves).
+  /// (CUB radix sort of 16-bit tile numbers, 32-bit past 2^16 tiles; about 20 B
+  /// per row of transient memory), each tile's keys ordered and placed in shared
+  /// memory, the runs that cross tiles carried by a scan over the tiles: no
+  /// per-row atomics and no finalisation pass. A tile of more than 2560 rows (hot
+  /// keys) is first reduced to one word per key. A tile of more than 2560 keys,
+  /// a full table or a key past the probe bound makes the build redo its insert
+  /// on the direct path. Needs a table of at least 4096 slots and fewer than
+  /// 2^31 rows (else kWaves).
   kTiles = 3,
 };
 
-/// kAuto takes the wave path only for tables of at least this many bytes...
+/// kAuto takes a large-build path (kTiles, or kWaves where tiles do not fit) only
+/// for tables of at least this many bytes...
 inline constexpr uint64_t kPartitionMinTableBytes = uint64_t{128} << 20;
 /// ... and builds of at least this many rows; smaller builds take kDirect.
 inline constexpr uint64_t kPartitionMinRows = uint64_t{1} << 22;
 /// The path kAuto takes for large builds that store their values as they insert
-/// (generated values that do not wrap: no finalisation): kWaves. Measured on an
-/// H200 (2^26 keys, capacity 2^27, 32 MiB regions, warp-multisplit partition, the
-/// transient buffer recycled by the memory pool as in the backend), against the
-/// direct path: 5.43 vs 6.10 ms at load 0.5 and 12.88 vs 17.35 ms at 0.8
-/// (docs/PERFORMANCE.md, "Results (current code)"; kTiles: 5.95 and 9.31 ms).
-/// When the partition buffer cannot be allocated, or would exceed
-/// GPUJOIN_CUDA_PARTITION_MAX_BYTES (bytes, when set), the build takes kDirect
-/// instead (same results, no transient memory).
-inline constexpr BuildPath kLargeBuildPath = BuildPath::kWaves;
+/// (generated values that do not wrap: no finalisation): kTiles. Measured on an
+/// H200 (2^26 keys, capacity 2^27, the transient buffer recycled by the memory
+/// pool as in the backend): 4.16 ms at load 0.5 and 5.74 ms at 0.8, against
+/// 5.41 and 12.87 for kWaves and 6.10 and 17.35 for kDirect (docs/PERFORMANCE.md,
+/// "Results (current code)"). When the transient buffer cannot be allocated, or
+/// would exceed GPUJOIN_CUDA_PARTITION_MAX_BYTES (bytes, when set), the build
+/// takes kWaves instead (less transient memory), and if that fails too kDirect
+/// (none); the results are the same.
+inline constexpr BuildPath kLargeBuildPath = BuildPath::kTiles;
 /// The path kAuto takes for large builds that need finalisation (explicit values,
-/// batch builds, wrapping generated values): kWaves too, finalised by its run
-/// sort. Measured on an H200 (same sizes): 6.00 vs 8.20 ms at load 0.5, 13.88 vs
-/// 20.34 ms at load 0.8 for the direct path (kTiles: 6.08 and 9.53 ms).
-inline constexpr BuildPath kLargeFinalizedBuildPath = BuildPath::kWaves;
+/// batch builds, wrapping generated values): kTiles too (the words carry the
+/// final values). Measured on an H200 (same sizes): 4.25 ms at load 0.5 and
+/// 5.90 ms at 0.8, against 6.00 and 13.72 for kWaves and 8.17 and 20.34 for kDirect.
+inline constexpr BuildPath kLargeFinalizedBuildPath = BuildPath::kTiles;
 /// Wave path: log2 of the slots per region for tables of >= 2^25 slots (2^22 =
 /// 32 MiB of table, the fastest of 8/16/32 MiB measured; see RegionBits in
 /// index_kernels.cu for smaller tables).
@@ -139,9 +142,15 @@ struct BuildSource {
   /// them with the source row and gather values[row] at random when finalising
   /// (false; the benchmark compares both). Same results.
   bool position_tags = true;
-  /// Tests and benchmarks: device word set by a wave build to 1 when it fell
-  /// back to the direct insert (a row spilled past its wave, or the runs could
-  /// not be sorted into Robin Hood order), else 0. Untouched by the direct path.
+  /// Tile path, tests only: sort 32-bit tile numbers even where 16 bits hold
+  /// them (tables of at most 2^16 tiles, 2^27 slots, sort 16-bit numbers; larger
+  /// ones need 32).
+  bool wide_tile_numbers = false;
+  /// Tests and benchmarks: device word set by a wave or tile build to 1 when it
+  /// fell back to the direct insert (waves: a row spilled past its wave, or the
+  /// runs could not be sorted into Robin Hood order; tiles: a tile of more than
+  /// 2560 keys, a full table or a key past the bound), else 0. Untouched by the
+  /// direct path.
   /// Null: not reported.
   unsigned int* fell_back = nullptr;
   /// Benchmarks only: three events recorded on the stream between the phases of
@@ -157,6 +166,15 @@ struct BuildSource {
 /// tables and builds kLargeBuildPath or kLargeFinalizedBuildPath, else kDirect).
 BuildPath ChooseBuildPath(uint32_t capacity, uint64_t rows, BuildPath path, bool finalize);
 
+/// Makes `device`'s default stream-ordered memory pool keep freed memory up to a
+/// quarter of the device memory (at least 1 GiB) instead of returning it to the
+/// driver at every synchronisation: large builds take a transient buffer of up to
+/// 20 bytes per row, and mapping it afresh for each build costs about as much as
+/// a build phase. Memory kept by the pool is given back when an index
+/// allocation (cudaMalloc) fails (CudaHashIndex::Create). The CUDA backend and
+/// the benchmark both call this.
+cudaError_t KeepTransientMemory(int device);
+
 /// Clears the table (every slot empty) and zeroes `stats`.
 cudaError_t ClearTable(DeviceTable table, DeviceBuildStats* stats, cudaStream_t stream);
 
@@ -166,8 +184,9 @@ cudaError_t ClearTable(DeviceTable table, DeviceBuildStats* stats, cudaStream_t 
 cudaError_t BuildTable(DeviceTable table, const BuildSource& source, uint32_t bound,
                        DeviceBuildStats* stats, cudaStream_t stream);
 
-/// ClearTable followed by BuildTable, except that the wave path clears the
-/// table region by region inside the build instead of in a pass of its own.
+/// ClearTable followed by BuildTable, except that the large-build paths need no
+/// clearing pass of their own (the tile path writes every slot; the wave path
+/// clears region by region inside the build).
 cudaError_t ClearAndBuildTable(DeviceTable table, const BuildSource& source, uint32_t bound,
                                DeviceBuildStats* stats, cudaStream_t stream);
 

@@ -1,12 +1,13 @@
-// Inner join on the device: lookup, then stable compaction of the matches in left
-// order with a tile-count / scan / scatter scheme (count -> offsets -> fill), so
-// capacity truncation keeps exactly the stable prefix.
+// Inner join on the device in three steps: a lookup that also writes each warp's
+// found rows as a 32-bit mask (LookupKeysMasked), an exclusive scan of the masks'
+// bit counts (the matches before each 32-row group), and a scatter in which the
+// lanes of a group write its pairs to consecutive positions. Pairs come out in
+// left order, so capacity truncation keeps exactly the stable prefix.
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <cub/block/block_reduce.cuh>
-#include <cub/block/block_scan.cuh>
 #include <cub/device/device_scan.cuh>
+#include <thrust/iterator/transform_iterator.h>
 
 #include "cuda/device_ops.hpp"
 #include "cuda/join_ops.hpp"
@@ -15,16 +16,36 @@
 namespace gpujoin::engine::detail {
 namespace {
 
-constexpr int kItemsPerThread = 8;
-constexpr uint64_t kTileRows = uint64_t(kBlockThreads) * kItemsPerThread;
+constexpr uint32_t kGroupRows = 32;     // rows per mask word (one warp's step)
+constexpr uint32_t kGroupsPerWarp = 4;  // groups one warp scatters: 128 rows
+constexpr uint32_t kScatterGroups = kGroupsPerWarp * (kBlockThreads / 32);  // per block
 
 size_t AlignUp(size_t v) { return (v + 255) & ~size_t(255); }
 
+struct BitCount {
+  __host__ __device__ uint32_t operator()(uint32_t bits) const {
+#ifdef __CUDA_ARCH__
+    return uint32_t(__popc(bits));
+#else
+    return uint32_t(__builtin_popcount(bits));
+#endif
+  }
+};
+
+using MatchCounts = thrust::transform_iterator<BitCount, const uint32_t*>;
+
+// Mask words the scratch holds: one per 32-row group, then zero words up to a
+// multiple of kGroupsPerWarp with at least one, so the scan's last entry is the
+// total and the scatter can read a warp's words as one uint4.
+uint64_t MaskWords(uint64_t rows) {
+  const uint64_t groups = (rows + kGroupRows - 1) / kGroupRows;
+  return (groups + kGroupsPerWarp) / kGroupsPerWarp * kGroupsPerWarp;
+}
+
 struct JoinScratch {
-  uint32_t* values = nullptr;        // matched right value per left row
-  uint8_t* flags = nullptr;          // found flag per left row
-  uint32_t* tile_counts = nullptr;   // matches per tile, plus a trailing 0
-  uint32_t* tile_offsets = nullptr;  // exclusive scan of tile_counts
+  uint32_t* values = nullptr;   // matched right value per left row
+  uint32_t* masks = nullptr;    // found bits per 32-row group (MaskWords)
+  uint32_t* offsets = nullptr;  // exclusive scan of the masks' bit counts
   void* scan_temp = nullptr;
   size_t scan_temp_bytes = 0;
   size_t total_bytes = 0;
@@ -32,10 +53,10 @@ struct JoinScratch {
 
 JoinScratch CarveScratch(uint64_t rows, void* base) {
   JoinScratch s;
-  const uint64_t tiles = (rows + kTileRows - 1) / kTileRows;
+  const uint64_t words = MaskWords(rows);
   size_t temp = 0;
-  cub::DeviceScan::ExclusiveSum(nullptr, temp, static_cast<uint32_t*>(nullptr),
-                                static_cast<uint32_t*>(nullptr), static_cast<int64_t>(tiles + 1));
+  cub::DeviceScan::ExclusiveSum(nullptr, temp, MatchCounts(nullptr, BitCount{}),
+                                static_cast<uint32_t*>(nullptr), static_cast<int64_t>(words));
   s.scan_temp_bytes = temp;
   auto* p = static_cast<uint8_t*>(base);
   size_t off = 0;
@@ -45,77 +66,48 @@ JoinScratch CarveScratch(uint64_t rows, void* base) {
     return q;
   };
   s.values = reinterpret_cast<uint32_t*>(take(rows * sizeof(uint32_t)));
-  s.flags = take(rows);
-  s.tile_counts = reinterpret_cast<uint32_t*>(take((tiles + 1) * sizeof(uint32_t)));
-  s.tile_offsets = reinterpret_cast<uint32_t*>(take((tiles + 1) * sizeof(uint32_t)));
+  s.masks = reinterpret_cast<uint32_t*>(take(words * sizeof(uint32_t)));
+  s.offsets = reinterpret_cast<uint32_t*>(take(words * sizeof(uint32_t)));
   s.scan_temp = take(temp == 0 ? 1 : temp);
   s.total_bytes = off;
   return s;
 }
 
-// Loads this thread's kItemsPerThread consecutive flags of the tile (blocked
-// arrangement, so thread order is row order).
-__device__ __forceinline__ void LoadFlags(const uint8_t* flags, uint64_t rows, uint64_t first,
-                                          uint8_t (&f)[kItemsPerThread]) {
-  if (first + kItemsPerThread <= rows && (reinterpret_cast<uintptr_t>(flags + first) & 7u) == 0) {
-    const uint2 v = *reinterpret_cast<const uint2*>(flags + first);
-#pragma unroll
-    for (int j = 0; j < 4; ++j) f[j] = uint8_t(v.x >> (8 * j));
-#pragma unroll
-    for (int j = 0; j < 4; ++j) f[4 + j] = uint8_t(v.y >> (8 * j));
-  } else {
-#pragma unroll
-    for (int j = 0; j < kItemsPerThread; ++j) f[j] = first + j < rows ? flags[first + j] : 0;
-  }
-}
-
+// Each warp takes kGroupsPerWarp consecutive groups; a lane whose row was found
+// writes its pair at the group's offset plus the found rows before it in the
+// group, so a warp's stores land on consecutive addresses. Positions at or past
+// `capacity` are dropped; `*count` gets the total.
 __global__ void __launch_bounds__(kBlockThreads)
-    TileCountKernel(const uint8_t* __restrict__ flags, uint64_t rows,
-                    uint32_t* __restrict__ tile_counts) {
-  using Reduce = cub::BlockReduce<uint32_t, kBlockThreads>;
-  __shared__ typename Reduce::TempStorage temp;
-  const uint64_t first = blockIdx.x * kTileRows + uint64_t(threadIdx.x) * kItemsPerThread;
-  uint8_t f[kItemsPerThread];
-  LoadFlags(flags, rows, first, f);
-  uint32_t n = 0;
-#pragma unroll
-  for (int j = 0; j < kItemsPerThread; ++j) n += f[j] != 0;
-  const uint32_t total = Reduce(temp).Sum(n);
-  if (threadIdx.x == 0) tile_counts[blockIdx.x] = total;
-}
-
-__global__ void __launch_bounds__(kBlockThreads)
-    ScatterKernel(const uint8_t* __restrict__ flags, const uint32_t* __restrict__ values,
-                  uint64_t rows, const uint32_t* __restrict__ tile_offsets, uint64_t tiles,
+    ScatterKernel(const uint32_t* __restrict__ masks, const uint32_t* __restrict__ values,
+                  const uint32_t* __restrict__ offsets, uint64_t groups,
                   const uint32_t* __restrict__ left_rows, uint32_t first_left_row,
                   const uint32_t* __restrict__ first_left_row_device,
                   uint32_t* __restrict__ out_left, uint32_t* __restrict__ out_right,
                   uint64_t capacity, unsigned long long* count) {
-  using Scan = cub::BlockScan<uint32_t, kBlockThreads>;
-  __shared__ typename Scan::TempStorage temp;
-  const uint64_t first = blockIdx.x * kTileRows + uint64_t(threadIdx.x) * kItemsPerThread;
-  uint8_t f[kItemsPerThread];
-  LoadFlags(flags, rows, first, f);
-  uint32_t n = 0;
-#pragma unroll
-  for (int j = 0; j < kItemsPerThread; ++j) n += f[j] != 0;
-  uint32_t prefix = 0;
-  Scan(temp).ExclusiveSum(n, prefix);
-  uint64_t pos = uint64_t(tile_offsets[blockIdx.x]) + prefix;
+  if (blockIdx.x == 0 && threadIdx.x == 0) *count = offsets[groups];
+  const uint32_t lane = threadIdx.x & 31u;
+  const uint64_t g0 =
+      (uint64_t(blockIdx.x) * (kBlockThreads / 32) + threadIdx.x / 32) * kGroupsPerWarp;
+  if (g0 >= groups) return;
   if (first_left_row_device != nullptr) first_left_row = *first_left_row_device;
-  if (pos < capacity) {
+  const uint4 m4 = __ldg(reinterpret_cast<const uint4*>(masks + g0));
+  const uint4 o4 = __ldg(reinterpret_cast<const uint4*>(offsets + g0));
+  const uint32_t m[kGroupsPerWarp] = {m4.x, m4.y, m4.z, m4.w};
+  const uint32_t o[kGroupsPerWarp] = {o4.x, o4.y, o4.z, o4.w};
+  const uint32_t below = (1u << lane) - 1u;  // lanes before this one
+  uint32_t v[kGroupsPerWarp];
 #pragma unroll
-    for (int j = 0; j < kItemsPerThread; ++j) {
-      if (f[j] == 0) continue;
-      if (pos < capacity) {
-        const uint64_t i = first + j;
-        out_left[pos] = left_rows != nullptr ? left_rows[i] : first_left_row + uint32_t(i);
-        out_right[pos] = values[i];
-      }
-      ++pos;
-    }
+  for (uint32_t k = 0; k < kGroupsPerWarp; ++k)  // a found row is always < rows
+    v[k] = (m[k] >> lane) & 1u ? __ldcs(values + (g0 + k) * kGroupRows + lane) : 0u;
+#pragma unroll
+  for (uint32_t k = 0; k < kGroupsPerWarp; ++k) {
+    if (((m[k] >> lane) & 1u) == 0) continue;
+    const uint64_t pos = uint64_t(o[k]) + uint32_t(__popc(m[k] & below));
+    if (pos >= capacity) continue;
+    const uint64_t i = (g0 + k) * kGroupRows + lane;
+    out_left[pos] = left_rows != nullptr ? left_rows[i] : first_left_row + uint32_t(i);
+    out_right[pos] = v[k];
   }
-  if (blockIdx.x == 0 && threadIdx.x == 0) *count = tile_offsets[tiles];
 }
 
 // JoinKeys and JoinKeysGraphable: the left row base is `first_left_row`, or read
@@ -128,21 +120,21 @@ cudaError_t JoinKeysImpl(DeviceTable table, const uint32_t* keys, uint64_t rows,
                          cudaStream_t stream) {
   if (rows == 0) return cudaMemsetAsync(count, 0, sizeof(*count), stream);
   JoinScratch s = CarveScratch(rows, scratch);
-  uint8_t* flags = found != nullptr ? found : s.flags;
-  cudaError_t e = LookupKeys(table, keys, rows, bound, s.values, flags, probes, stats, stream);
+  const uint64_t groups = (rows + kGroupRows - 1) / kGroupRows;
+  const uint64_t words = MaskWords(rows);
+  cudaError_t e =
+      cudaMemsetAsync(s.masks + groups, 0, (words - groups) * sizeof(uint32_t), stream);
   if (e != cudaSuccess) return e;
-  const uint64_t tiles = (rows + kTileRows - 1) / kTileRows;
-  e = cudaMemsetAsync(s.tile_counts + tiles, 0, sizeof(uint32_t), stream);
+  e = LookupKeysMasked(table, keys, rows, bound, s.values, found, probes, s.masks, stats, stream);
   if (e != cudaSuccess) return e;
-  TileCountKernel<<<unsigned(tiles), kBlockThreads, 0, stream>>>(flags, rows, s.tile_counts);
-  e = cudaGetLastError();
+  e = cub::DeviceScan::ExclusiveSum(s.scan_temp, s.scan_temp_bytes,
+                                    MatchCounts(s.masks, BitCount{}), s.offsets,
+                                    static_cast<int64_t>(words), stream);
   if (e != cudaSuccess) return e;
-  e = cub::DeviceScan::ExclusiveSum(s.scan_temp, s.scan_temp_bytes, s.tile_counts, s.tile_offsets,
-                                    static_cast<int64_t>(tiles + 1), stream);
-  if (e != cudaSuccess) return e;
-  ScatterKernel<<<unsigned(tiles), kBlockThreads, 0, stream>>>(
-      flags, s.values, rows, s.tile_offsets, tiles, left_rows, first_left_row,
-      first_left_row_device, out_left, out_right, capacity, count);
+  const uint64_t blocks = (groups + kScatterGroups - 1) / kScatterGroups;
+  ScatterKernel<<<unsigned(blocks), kBlockThreads, 0, stream>>>(
+      s.masks, s.values, s.offsets, groups, left_rows, first_left_row, first_left_row_device,
+      out_left, out_right, capacity, count);
   return cudaGetLastError();
 }
 
