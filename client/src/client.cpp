@@ -16,7 +16,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
-#include "gpujoin/engine/status_macros.hpp"
+#include "gpujoin/common/status_macros.hpp"
 #include "gpujoin/v1/gpujoin.grpc.pb.h"
 #include "stream_runner.hpp"
 

@@ -7,8 +7,8 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "gpujoin/common/status_macros.hpp"
 #include "gpujoin/engine/graph.hpp"
-#include "gpujoin/engine/status_macros.hpp"
 #include "gpujoin/server/names.hpp"
 
 namespace gpujoin::server {

@@ -7,7 +7,7 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
-#include "gpujoin/engine/status_macros.hpp"
+#include "gpujoin/common/status_macros.hpp"
 #include "gpujoin/server/logging.hpp"
 #include "gpujoin/server/lookup_wire.hpp"
 

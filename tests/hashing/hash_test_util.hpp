@@ -12,7 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "gpujoin/engine/hashing.hpp"
-#include "gpujoin/engine/status_macros.hpp"
+#include "gpujoin/common/status_macros.hpp"
 #include "hashing/hash_host.hpp"
 #include "hashing/row_hash.hpp"
 

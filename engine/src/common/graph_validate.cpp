@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gpujoin/engine/graph.hpp"
-#include "gpujoin/engine/status_macros.hpp"
+#include "gpujoin/common/status_macros.hpp"
 #include "hashing/hash_host.hpp"
 
 namespace gpujoin::engine {

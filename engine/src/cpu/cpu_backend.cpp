@@ -14,7 +14,7 @@
 #include "cpu/cpu_hash_index.hpp"
 #include "cpu/cpu_ops.hpp"
 #include "cpu/thread_pool.hpp"
-#include "gpujoin/engine/status_macros.hpp"
+#include "gpujoin/common/status_macros.hpp"
 #include "hashing/hash_host.hpp"
 
 namespace gpujoin::engine {

@@ -25,7 +25,7 @@
 #include "cuda/hash_device.hpp"
 #include "cuda/stream_context.hpp"
 #include "gpujoin/engine/backend.hpp"
-#include "gpujoin/engine/status_macros.hpp"
+#include "gpujoin/common/status_macros.hpp"
 
 namespace gpujoin::engine::detail {
 namespace {

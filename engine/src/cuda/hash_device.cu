@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cuda/hash_device.hpp"
-#include "gpujoin/engine/status_macros.hpp"
+#include "gpujoin/common/status_macros.hpp"
 #include "hashing/row_hash.hpp"
 
 namespace gpujoin::engine::detail {

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "gpujoin/engine/status_macros.hpp"
+#include "gpujoin/common/status_macros.hpp"
 #include "hashing/row_hash.hpp"
 
 namespace gpujoin::engine::detail {

@@ -1,5 +1,7 @@
 // Small status helpers. Abseil 20220623 (Debian 12) has no ABSL_ASSIGN_OR_RETURN,
-// so the engine, server and client share these two macros.
+// so the engine, server and client share these two macros. They live in the
+// header-only `gpujoin_common` library (Abseil status only), so that the client
+// needs no engine headers.
 #pragma once
 
 #include "absl/status/status.h"
