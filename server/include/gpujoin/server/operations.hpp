@@ -1,7 +1,7 @@
 // The request operations of the GpuJoin service, independent of gRPC transport:
 // decode and validate a request, turn it into an engine command graph, run it on
 // the backend and encode the response. Called on executor threads by the reactors
-// in service.cpp; every method is thread-safe.
+// in stream_reactor.cpp and build_reactor.cpp; every method is thread-safe.
 //
 // Errors are absl::Status values whose codes map one-to-one onto gRPC codes; their
 // messages name the request field and the sizes involved.

@@ -8,6 +8,10 @@
 // yet answered (further reads wait: flow control); at most --max-inflight-batches
 // are processed at once over all streams (beyond that a batch gets an in-band
 // RESOURCE_EXHAUSTED naming that limit).
+//
+// The reactors are internal to the server library: server/src/stream_reactor.cpp
+// serves the four streams, each described by its traits (rpc_traits.hpp), and
+// server/src/build_reactor.cpp serves BuildIndex; this file's service creates them.
 #pragma once
 
 #include <atomic>

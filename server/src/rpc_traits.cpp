@@ -1,0 +1,92 @@
+#include "rpc_traits.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "gpujoin/common/status_macros.hpp"
+
+namespace gpujoin::server::detail {
+
+uint64_t U32Rows(bool has, const v1::U32Column& c) {
+  return has ? c.packed().size() / 4 + static_cast<uint64_t>(c.values().v_size()) : 0;
+}
+
+bool LookupTraits::Decode(Request& r) {
+  r.fast = ScanLookupRequest(r.buffer);
+  if (r.fast) return true;
+  return grpc::SerializationTraits<v1::LookupRequest>::Deserialize(&r.buffer, &r.message).ok();
+}
+
+absl::Status LookupTraits::Process(Operations& ops, const Request& r, Response* out, Partial*) {
+  if (r.fast) {
+    const LookupWire& wire = *r.fast;
+    PackedLookupResult result;
+    GPUJOIN_RETURN_IF_ERROR(ops.LookupPacked(
+        wire.fields, wire.rows(), [&wire](uint8_t* dst) { wire.CopyKeys(dst); }, &result));
+    out->packed = std::move(result);
+  } else {
+    GPUJOIN_RETURN_IF_ERROR(ops.Lookup(r.message, &out->message));
+  }
+  // Serialise here, on the executor, rather than under the stream's lock.
+  Seal(r, out);
+  return absl::OkStatus();
+}
+
+void LookupTraits::SetBatchError(Response* out, const absl::Status& status) {
+  out->packed.reset();
+  out->sealed = false;
+  out->buffer.Clear();
+  ProtoWire<v1::LookupRequest, v1::LookupResponse>::SetBatchError(&out->message, status);
+}
+
+LookupTraits::WriteMessage* LookupTraits::Seal(const Request& r, Response* out) {
+  if (out->sealed) return &out->buffer;
+  const uint64_t batch_id = r.fields().batch_id();
+  if (out->packed) {
+    out->buffer = SerializeLookupResponse(batch_id, std::move(*out->packed));
+    out->packed.reset();
+  } else {
+    out->message.set_batch_id(batch_id);
+    bool own = false;
+    // Serialising a protobuf message into a ByteBuffer cannot fail short of
+    // running out of memory, which gRPC would not survive either.
+    (void)grpc::SerializationTraits<v1::LookupResponse>::Serialize(out->message, &out->buffer,
+                                                                   &own);
+  }
+  out->sealed = true;
+  return &out->buffer;
+}
+
+uint64_t LookupTraits::Rows(const Request& r) {
+  return r.fast ? r.fast->rows() : U32Rows(r.message.has_keys(), r.message.keys());
+}
+
+absl::Status JoinTraits::Process(Operations& ops, const Request& r, Response* out, Partial*) {
+  return ops.Join(r, out);
+}
+
+uint64_t JoinTraits::Rows(const Request& r) {
+  uint64_t rows = 0;
+  for (const auto& b : r.batches()) rows += U32Rows(b.has_keys(), b.keys());
+  return rows;
+}
+
+uint64_t JoinTraits::InlineCost(const Request& r) {
+  uint64_t cost = 0;
+  for (const auto& b : r.batches()) {
+    const uint64_t rows = U32Rows(b.has_keys(), b.keys());
+    cost += std::max<uint64_t>(rows, b.capacity());
+  }
+  return cost;
+}
+
+absl::Status AggregateTraits::Process(Operations& ops, const Request& r, Response* out,
+                                      Partial* p) {
+  return ops.Aggregate(r, out, p);
+}
+
+absl::Status HashTraits::Process(Operations& ops, const Request& r, Response* out, Partial*) {
+  return ops.Hash(r, out);
+}
+
+}  // namespace gpujoin::server::detail

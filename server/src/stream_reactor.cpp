@@ -1,0 +1,301 @@
+#include "stream_reactor.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gpujoin/server/logging.hpp"
+#include "rpc_clock.hpp"
+#include "single_driver.hpp"
+
+namespace gpujoin::server::detail {
+namespace {
+
+template <typename Traits>
+class StreamReactor final
+    : public grpc::ServerBidiReactor<typename Traits::ReadMessage, typename Traits::WriteMessage>,
+      public DrainableStream {
+  using Request = typename Traits::Request;
+  using Response = typename Traits::Response;
+
+  struct Item {
+    uint64_t seq = 0;
+    Request request;
+    Response response;
+    typename Traits::Partial partial;
+    bool ok = false;
+    Clock::time_point start;
+  };
+
+  // gRPC operations decided under the lock and started after releasing it.
+  struct Actions {
+    typename Traits::ReadMessage* read = nullptr;
+    typename Traits::WriteMessage* write = nullptr;
+    std::optional<grpc::Status> finish;
+    bool empty() const { return read == nullptr && write == nullptr && !finish; }
+  };
+
+ public:
+  StreamReactor(GpuJoinService* service, grpc::CallbackServerContext* context)
+      : service_(service),
+        traits_(service->ops()->state()),
+        max_per_stream_(service->ops()->state().config.max_inflight_per_stream),
+        inline_rows_(Traits::kMayInline ? static_cast<uint64_t>(std::max<int64_t>(
+                                              0, service->ops()->state().config.inline_batch_rows))
+                                        : 0) {
+    service_->Register(this);
+    absl::Status admitted = service_->Admit(context, Traits::kRpc);
+    if (!admitted.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      rejected_ = ToGrpcStatus(admitted);
+    }
+    Drive();
+  }
+
+  void OnReadDone(bool ok) override {
+    // Outside the lock: nothing else touches reading_ while its read is in flight.
+    // A message that does not parse counts as a failed read, as gRPC reports it.
+    if (ok && !Traits::Decode(reading_->request)) ok = false;
+    std::unique_ptr<Item> submit;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      read_in_flight_ = false;
+      std::unique_ptr<Item> item = std::move(reading_);
+      if (!ok) {
+        reads_done_ = true;
+      } else if (!finished_ && !cancelled_.load() && !draining_) {
+        item->seq = next_read_seq_++;
+        item->start = Clock::now();
+        ++unanswered_;
+        absl::Status admitted = Admission(*item);
+        if (admitted.ok()) {
+          ++tasks_;
+          submit = std::move(item);
+        } else {
+          SetError(*item, admitted);
+          const uint64_t seq = item->seq;
+          ready_.emplace(seq, std::move(item));
+        }
+      }
+    }
+    if (submit) {
+      if (inline_rows_ != 0 && Traits::InlineCost(submit->request) <= inline_rows_) {
+        // Small CPU-backend batch: a thread wake-up would cost more than the work.
+        Process(std::move(submit));
+      } else {
+        service_->executor()->Submit(
+            [this, item = std::move(submit)]() mutable { Process(std::move(item)); });
+      }
+    }
+    Drive();
+  }
+
+  void OnWriteDone(bool ok) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      write_in_flight_ = false;
+      writing_.reset();
+      --unanswered_;
+      if (!ok) write_failed_ = true;
+    }
+    Drive();
+  }
+
+  void OnCancel() override {
+    cancelled_.store(true);
+    Drive();
+  }
+
+  void OnDone() override {
+    LogDebug(absl::StrCat(std::string(Traits::kRpc), " stream done"));
+    service_->Unregister(this);
+    delete this;
+  }
+
+  void Drain() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (finished_) return;
+      draining_ = true;
+      ++tasks_;  // keeps the reactor alive until the poke below has run
+    }
+    // Continue on an executor thread, never on the drainer's (which holds the
+    // service's stream lock that OnDone needs).
+    service_->executor()->Submit([this] {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        --tasks_;
+      }
+      Drive();
+    });
+  }
+
+ private:
+  // Global bound first, then the RPC's own in-order checks.
+  absl::Status Admission(Item& item) {
+    InflightLimiter* limiter = service_->limiter();
+    if (!limiter->TryAcquire()) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "server overloaded: ", limiter->max(),
+          " batches are in flight over all streams (--max-inflight-batches); retry later"));
+    }
+    service_->metrics()->SetInflightBatches(limiter->current());
+    absl::Status s = traits_.Admit(item.request);
+    if (!s.ok()) {
+      limiter->Release();
+      service_->metrics()->SetInflightBatches(limiter->current());
+    }
+    return s;
+  }
+
+  void SetError(Item& item, const absl::Status& status) {
+    item.ok = false;
+    Traits::SetBatchError(&item.response, status);
+    service_->metrics()->CountRpcError(Traits::kRpc, StatusCodeName(status.code()));
+    service_->metrics()->ObserveRpc(Traits::kRpc, SecondsSince(item.start),
+                                    Traits::Rows(item.request));
+  }
+
+  // Executor thread, or the gRPC thread for small batches (see inline_rows_).
+  void Process(std::unique_ptr<Item> item) {
+    absl::Status s;
+    if (cancelled_.load()) {
+      s = absl::CancelledError("stream cancelled");
+    } else {
+      s = Traits::Process(*service_->ops(), item->request, &item->response, &item->partial);
+    }
+    InflightLimiter* limiter = service_->limiter();
+    limiter->Release();
+    service_->metrics()->SetInflightBatches(limiter->current());
+    if (s.ok()) {
+      item->ok = true;
+      service_->metrics()->ObserveRpc(Traits::kRpc, SecondsSince(item->start),
+                                      Traits::Rows(item->request));
+    } else {
+      SetError(*item, s);
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      --tasks_;
+      const uint64_t seq = item->seq;
+      ready_.emplace(seq, std::move(item));
+    }
+    Drive();
+  }
+
+  // Starts whatever gRPC operations the state calls for (see SingleDriver). Finish
+  // is only decided when no executor task and no write is pending.
+  void Drive() {
+    driver_.Drive(
+        mu_, [this] { return NextActionsLocked(); },
+        [this](const Actions& act) {
+          if (act.read != nullptr) this->StartRead(act.read);
+          if (act.write != nullptr) this->StartWrite(act.write);
+          if (!act.finish) return true;
+          LogDebug(absl::StrCat(std::string(Traits::kRpc), " stream finishing: code ",
+                                static_cast<int>(act.finish->error_code()), " ",
+                                act.finish->error_message()));
+          this->Finish(*act.finish);
+          return false;
+        });
+  }
+
+  Actions NextActionsLocked() {
+    Actions act;
+    if (finished_) return act;
+    if (rejected_) {
+      finished_ = true;
+      act.finish = *rejected_;
+      return act;
+    }
+    const bool stopped = cancelled_.load() || write_failed_;
+    if (!stopped && !write_in_flight_) {
+      auto it = ready_.find(next_write_seq_);
+      if (it != ready_.end()) {
+        writing_ = std::move(it->second);
+        ready_.erase(it);
+        ++next_write_seq_;
+        if (writing_->ok)
+          traits_.Complete(writing_->request, &writing_->response, writing_->partial);
+        write_in_flight_ = true;
+        act.write = Traits::Seal(writing_->request, &writing_->response);
+      }
+    }
+    if (tasks_ == 0 && !write_in_flight_) {
+      if (stopped) {
+        act.finish = grpc::Status(grpc::StatusCode::CANCELLED,
+                                  write_failed_ ? "client stopped receiving" : "stream cancelled");
+      } else if ((reads_done_ || draining_) && ready_.empty()) {
+        act.finish = reads_done_ ? grpc::Status::OK
+                                 : grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                                "server is shutting down; reconnect and resend "
+                                                "unanswered batches");
+      }
+      if (act.finish) {
+        finished_ = true;
+        if (!act.finish->ok()) {
+          service_->metrics()->CountRpcError(
+              Traits::kRpc,
+              StatusCodeName(static_cast<absl::StatusCode>(act.finish->error_code())));
+        }
+        return act;
+      }
+    }
+    if (!stopped && !draining_ && !reads_done_ && !read_in_flight_ &&
+        unanswered_ < max_per_stream_) {
+      reading_ = std::make_unique<Item>();
+      read_in_flight_ = true;
+      act.read = Traits::ReadTarget(reading_->request);
+    }
+    return act;
+  }
+
+  GpuJoinService* service_;
+  Traits traits_;
+  const uint32_t max_per_stream_;
+  // Batches with InlineCost <= this run in OnReadDone (0 = never; always 0 for
+  // the CUDA backend and for RPCs that may not run inline).
+  const uint64_t inline_rows_;
+
+  std::mutex mu_;
+  std::unique_ptr<Item> reading_;                    // target of the read in flight
+  std::unique_ptr<Item> writing_;                    // source of the write in flight
+  std::map<uint64_t, std::unique_ptr<Item>> ready_;  // answered, waiting for their turn
+  uint64_t next_read_seq_ = 0;
+  uint64_t next_write_seq_ = 0;
+  uint32_t unanswered_ = 0;  // read and not yet written: the per-stream flow-control window
+  int tasks_ = 0;            // executor tasks that still reference this reactor
+  bool read_in_flight_ = false;
+  bool write_in_flight_ = false;
+  bool reads_done_ = false;
+  bool write_failed_ = false;
+  bool draining_ = false;
+  bool finished_ = false;
+  SingleDriver driver_;
+  std::optional<grpc::Status> rejected_;  // auth or drain refusal at the start
+  std::atomic<bool> cancelled_{false};
+};
+
+}  // namespace
+
+template <typename Traits>
+grpc::ServerBidiReactor<typename Traits::ReadMessage, typename Traits::WriteMessage>*
+NewStreamReactor(GpuJoinService* service, grpc::CallbackServerContext* context) {
+  return new StreamReactor<Traits>(service, context);
+}
+
+template grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
+NewStreamReactor<LookupTraits>(GpuJoinService*, grpc::CallbackServerContext*);
+template grpc::ServerBidiReactor<v1::JoinRequest, v1::JoinResponse>* NewStreamReactor<JoinTraits>(
+    GpuJoinService*, grpc::CallbackServerContext*);
+template grpc::ServerBidiReactor<v1::AggregateRequest, v1::AggregateResponse>*
+NewStreamReactor<AggregateTraits>(GpuJoinService*, grpc::CallbackServerContext*);
+template grpc::ServerBidiReactor<v1::HashRequest, v1::HashResponse>* NewStreamReactor<HashTraits>(
+    GpuJoinService*, grpc::CallbackServerContext*);
+
+}  // namespace gpujoin::server::detail

@@ -1,0 +1,31 @@
+// The bidi stream reactor shared by Lookup, Join, Aggregate and Hash: one
+// response per batch, in request order, in-band batch errors, per-stream flow
+// control (--max-inflight-per-stream), the global in-flight bound
+// (--max-inflight-batches) and graceful drain. What differs between the RPCs is
+// in their traits (rpc_traits.hpp).
+#pragma once
+
+#include "gpujoin/server/service.hpp"
+#include "grpcpp/grpcpp.h"
+#include "rpc_traits.hpp"
+
+namespace gpujoin::server::detail {
+
+/// A new reactor for one call of the stream RPC that `Traits` describes. It
+/// admits the call (auth, drain) through `service`, registers itself for drain,
+/// and deletes itself in OnDone; gRPC owns it until then. Instantiated in
+/// stream_reactor.cpp for the four traits below.
+template <typename Traits>
+grpc::ServerBidiReactor<typename Traits::ReadMessage, typename Traits::WriteMessage>*
+NewStreamReactor(GpuJoinService* service, grpc::CallbackServerContext* context);
+
+extern template grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
+NewStreamReactor<LookupTraits>(GpuJoinService*, grpc::CallbackServerContext*);
+extern template grpc::ServerBidiReactor<v1::JoinRequest, v1::JoinResponse>*
+NewStreamReactor<JoinTraits>(GpuJoinService*, grpc::CallbackServerContext*);
+extern template grpc::ServerBidiReactor<v1::AggregateRequest, v1::AggregateResponse>*
+NewStreamReactor<AggregateTraits>(GpuJoinService*, grpc::CallbackServerContext*);
+extern template grpc::ServerBidiReactor<v1::HashRequest, v1::HashResponse>*
+NewStreamReactor<HashTraits>(GpuJoinService*, grpc::CallbackServerContext*);
+
+}  // namespace gpujoin::server::detail
