@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "cuda/cuda_error.hpp"
-#include "cuda/device_ops.hpp"
+#include "cuda/aggregate_ops.hpp"
 
 namespace gpujoin::engine::detail {
 namespace {

@@ -2,7 +2,7 @@
 // aggregate nodes. An aggregation of the same op, row count, group count, masked
 // or not and with or without per-group counts is a fixed sequence (upload keys,
 // values and mask; clear the accumulators; accumulate; finalise; download counts
-// and values): the same Aggregate call (device_ops.hpp) with the same kernel
+// and values): the same Aggregate call (aggregate_ops.hpp) with the same kernel
 // variant, grid and sizes every time. The second time such a shape is seen on a
 // stream context it is captured once into a graph whose device and pinned
 // buffers are owned by the cache entry; later nodes of that shape copy their

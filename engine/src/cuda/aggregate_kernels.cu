@@ -1,28 +1,41 @@
-// Grouped aggregation on the device. Accumulation paths by group count:
-//  - <= 16 groups: lane-private shared-memory accumulators (group-major, one
-//    32-bank row per warp, so a lane only ever touches its own bank: no atomics and
-//    no conflicts), combined across lanes and warps once per block. The
-//    __match_any_sync warp-combining variant (kPath 0: peers found per step, one
-//    shared atomic per distinct group) is kept selectable for the benchmark: on an
-//    H200 it read only 24% of the copy bandwidth for a 16-group count because the
-//    match instruction itself is the bottleneck; the lane-private path has no
-//    per-row warp collective at all;
-//  - <= 256 groups: block-private shared-memory accumulators, flushed with one
-//    global atomic per group per block;
-//  - more: global atomics directly.
+// Grouped aggregation on the device. Accumulation paths (AggregatePath), chosen
+// by ChosenAggregatePath:
+//  - kLanePrivate (<= 16 groups): lane-private shared-memory accumulators
+//    (group-major, one 32-bank row per warp, so a lane only ever touches its own
+//    bank: no atomics and no conflicts), combined across lanes and warps once per
+//    block;
+//  - kBlockShared (<= 256 groups): block-private shared-memory accumulators,
+//    flushed with one global atomic per group per block;
+//  - kSharedRange / kClusterRange (more groups, up to what 4 passes or a cluster
+//    of 8 blocks hold): a copy of the groups privatised in dynamic shared memory
+//    (up to 227 KiB per block on an H200). Counts are 16-bit halves of 32-bit
+//    words, so 65,536 counts take 128 KiB: the thread whose atomicAdd takes a half
+//    from 0x7fff to 0x8000 adds 0x8000 to the global count and subtracts it from
+//    the word. Counts stay exact modulo 2^32: for a half to wrap, 2^15 further
+//    increments of that one half would have to land between that thread's add and
+//    its subtract (two dependent instructions), while same-address shared atomics
+//    complete about one per clock. Groups beyond one block's shared memory go
+//    either to several passes over the rows (one group range each) or to a
+//    thread-block cluster whose blocks each hold every csize-th group (remote
+//    atomics over distributed shared memory);
+//  - kGlobal: global atomics directly.
 // Min/max use an order-preserving uint32 encoding of float (so -0 < +0 and
 // atomicMin/atomicMax on integers apply); empty groups keep the encoding's
 // sentinel and are decoded to NaN. Mean is a sum plus a count, divided at the end.
+#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 
-#include "cuda/device_ops.hpp"
+#include "cuda/aggregate_ops.hpp"
 #include "cuda/kernel_utils.cuh"
 
 namespace gpujoin::engine::detail {
 namespace {
+
+namespace cg = cooperative_groups;
 
 constexpr uint32_t kWarpGroups = 16;
 constexpr uint32_t kBlockWarps = kBlockThreads / 32;
@@ -30,8 +43,22 @@ constexpr uint32_t kSharedGroups = 256;
 constexpr uint32_t kMinEmpty = 0xffffffffu;  // encoded min of an empty group
 constexpr uint32_t kMaxEmpty = 0u;           // encoded max of an empty group
 
+// Range paths: one block per SM at the largest ranges, so a full-size block keeps
+// enough loads in flight; at most this many passes or blocks per cluster.
+constexpr int kRangeThreads = 1024;
+constexpr uint32_t kMaxPasses = 4;
+constexpr uint32_t kMaxCluster = 8;
+// A packed 16-bit count is moved to global memory when it reaches this.
+constexpr uint32_t kHalfFlush = 0x8000u;
+constexpr int kMaxDevices = 64;
+
 // Accumulation kinds: mean accumulates exactly like sum (plus counts).
 enum class Acc { kCount, kSum, kMin, kMax };
+
+template <Acc kAcc>
+__host__ __device__ constexpr uint32_t Identity() {
+  return kAcc == Acc::kMin ? kMinEmpty : (kAcc == Acc::kMax ? kMaxEmpty : 0u);
+}
 
 __device__ __forceinline__ uint32_t EncodeOrdered(float f) {
   const uint32_t b = __float_as_uint(f);
@@ -49,59 +76,54 @@ __device__ __forceinline__ uint32_t Combine(uint32_t a, uint32_t b) {
   return a > b ? a : b;
 }
 
-// Reduces `x` over the lanes of `peers` (all lanes of the warp call it, each with
-// its own peer mask); the result is valid in the lowest lane of each peer group.
-// A tree over peer ranks: at step s, rank r (r % 2s == 0) takes rank r + s.
+// Folds `enc` (the value's bits for sum, its ordered encoding for min/max) into
+// acc[g], in shared or global memory.
 template <Acc kAcc>
-__device__ __forceinline__ uint32_t PeerReduce(uint32_t peers, uint32_t x) {
-  const uint32_t lane = threadIdx.x & 31u;
-  const uint32_t rank = __popc(peers & ((1u << lane) - 1u));
-  const uint32_t size = __popc(peers);
-  // Uniform trip count: the largest peer group decides it.
-  const uint32_t steps = 32u - __clz(__reduce_max_sync(0xffffffffu, size - 1u));
-  for (uint32_t k = 0; k < steps; ++k) {
-    const uint32_t s = 1u << k;
-    const uint32_t src = __fns(peers, lane, int(s + 1));
-    const uint32_t y = __shfl_sync(0xffffffffu, x, src < 32u ? src : lane);
-    if ((rank & (2u * s - 1u)) == 0 && src < 32u) x = Combine<kAcc>(x, y);
+__device__ __forceinline__ void AtomicAccumulate(uint32_t* acc, uint32_t g, uint32_t enc) {
+  if constexpr (kAcc == Acc::kSum)
+    atomicAdd(reinterpret_cast<float*>(acc) + g, __uint_as_float(enc));
+  if constexpr (kAcc == Acc::kMin) atomicMin(acc + g, enc);
+  if constexpr (kAcc == Acc::kMax) atomicMax(acc + g, enc);
+}
+
+// Folds a block's partial `a` of group g into the global output unless it is the
+// identity (a partial sum is never -0: it starts at +0 and x + -x is +0).
+template <Acc kAcc>
+__device__ __forceinline__ void FlushValue(uint32_t* acc_out, uint32_t g, uint32_t a) {
+  if constexpr (kAcc == Acc::kSum) {
+    if (__uint_as_float(a) != 0.f) AtomicAccumulate<kAcc>(acc_out, g, a);
+  } else if constexpr (kAcc != Acc::kCount) {
+    if (a != Identity<kAcc>()) AtomicAccumulate<kAcc>(acc_out, g, a);
   }
-  return x;
 }
 
-template <Acc kAcc>
-__device__ __forceinline__ void SharedAccumulate(uint32_t* acc, uint32_t g, uint32_t v) {
-  if constexpr (kAcc == Acc::kSum) atomicAdd(reinterpret_cast<float*>(acc) + g, __uint_as_float(v));
-  if constexpr (kAcc == Acc::kMin) atomicMin(acc + g, v);
-  if constexpr (kAcc == Acc::kMax) atomicMax(acc + g, v);
-}
-
-template <Acc kAcc, int kPath, bool kMask>
+template <Acc kAcc, AggregatePath kPath, bool kMask>
 __global__ void __launch_bounds__(kBlockThreads)
     AccumulateKernel(const uint32_t* __restrict__ keys, const float* __restrict__ values,
                      const uint32_t* __restrict__ mask, uint64_t rows, uint32_t groups,
                      uint32_t* __restrict__ counts, uint32_t* __restrict__ acc_out) {
   constexpr bool kValues = kAcc != Acc::kCount;
-  __shared__ uint32_t s_count[kPath < 2 ? kSharedGroups : 1];
-  __shared__ uint32_t s_acc[kPath < 2 && kValues ? kSharedGroups : 1];
+  constexpr bool kShared = kPath == AggregatePath::kBlockShared;
+  constexpr bool kLane = kPath == AggregatePath::kLanePrivate;
+  __shared__ uint32_t s_count[kShared ? kSharedGroups : 1];
+  __shared__ uint32_t s_acc[kShared && kValues ? kSharedGroups : 1];
   // Lane-private path: entry (group * kBlockWarps + warp) * 32 + lane.
   constexpr uint32_t kLaneSlots = kWarpGroups * kBlockWarps * 32;
-  __shared__ uint32_t s_lcount[kPath == 3 ? kLaneSlots : 1];
-  __shared__ uint32_t s_lacc[kPath == 3 && kValues ? kLaneSlots : 1];
+  __shared__ uint32_t s_lcount[kLane ? kLaneSlots : 1];
+  __shared__ uint32_t s_lacc[kLane && kValues ? kLaneSlots : 1];
   const bool want_counts = counts != nullptr;
   const uint32_t warp_in_block = threadIdx.x / 32u;
-  if constexpr (kPath == 3) {
+  if constexpr (kLane) {
     for (uint32_t i = threadIdx.x; i < kLaneSlots; i += blockDim.x) {
       s_lcount[i] = 0;
-      if constexpr (kValues)
-        s_lacc[i] = kAcc == Acc::kMin ? kMinEmpty : (kAcc == Acc::kMax ? kMaxEmpty : 0u);
+      if constexpr (kValues) s_lacc[i] = Identity<kAcc>();
     }
     __syncthreads();
   }
-  if constexpr (kPath < 2) {
+  if constexpr (kShared) {
     for (uint32_t g = threadIdx.x; g < groups; g += blockDim.x) {
       s_count[g] = 0;
-      if constexpr (kValues)
-        s_acc[g] = kAcc == Acc::kMin ? kMinEmpty : (kAcc == Acc::kMax ? kMaxEmpty : 0u);
+      if constexpr (kValues) s_acc[g] = Identity<kAcc>();
     }
     __syncthreads();
   }
@@ -109,40 +131,22 @@ __global__ void __launch_bounds__(kBlockThreads)
 
   auto process = [&](uint32_t key, float value, bool include) {
     include = include && key < groups && (!kValues || isfinite(value));
+    if (!include) return;
     const uint32_t enc = kAcc == Acc::kSum ? __float_as_uint(value) : EncodeOrdered(value);
-    if constexpr (kPath == 0) {
-      // Warp combining: every lane takes part (uniform control flow).
-      const uint32_t peers = __match_any_sync(0xffffffffu, include ? key : 0xffffffffu);
-      uint32_t reduced = 0;
-      if constexpr (kValues) reduced = PeerReduce<kAcc>(peers, enc);
-      const bool leader = lane == uint32_t(__ffs(peers) - 1);
-      if (include && leader) {
-        if (want_counts) atomicAdd(&s_count[key], uint32_t(__popc(peers)));
-        if constexpr (kValues) SharedAccumulate<kAcc>(s_acc, key, reduced);
-      }
-    } else if constexpr (kPath == 3) {
-      if (include) {
-        const uint32_t slot = (key * kBlockWarps + warp_in_block) * 32u + lane;
-        if (want_counts) s_lcount[slot] += 1u;
-        if constexpr (kValues) s_lacc[slot] = Combine<kAcc>(s_lacc[slot], enc);
-      }
-    } else if constexpr (kPath == 1) {
-      if (include) {
-        if (want_counts) atomicAdd(&s_count[key], 1u);
-        if constexpr (kValues) SharedAccumulate<kAcc>(s_acc, key, enc);
-      }
+    if constexpr (kLane) {
+      const uint32_t slot = (key * kBlockWarps + warp_in_block) * 32u + lane;
+      if (want_counts) s_lcount[slot] += 1u;
+      if constexpr (kValues) s_lacc[slot] = Combine<kAcc>(s_lacc[slot], enc);
+    } else if constexpr (kShared) {
+      if (want_counts) atomicAdd(&s_count[key], 1u);
+      if constexpr (kValues) AtomicAccumulate<kAcc>(s_acc, key, enc);
     } else {
-      if (include) {
-        if (want_counts) atomicAdd(&counts[key], 1u);
-        if constexpr (kAcc == Acc::kSum) atomicAdd(reinterpret_cast<float*>(acc_out) + key, value);
-        if constexpr (kAcc == Acc::kMin) atomicMin(acc_out + key, enc);
-        if constexpr (kAcc == Acc::kMax) atomicMax(acc_out + key, enc);
-      }
+      if (want_counts) atomicAdd(&counts[key], 1u);
+      if constexpr (kValues) AtomicAccumulate<kAcc>(acc_out, key, enc);
     }
   };
 
-  // Four rows per lane per step (16-byte loads when aligned); the loop is
-  // warp-uniform so the warp path can use full-mask intrinsics.
+  // Four rows per lane per step (16-byte loads when aligned).
   const uint64_t units = (rows + 3) / 4;
   const bool aligned = (reinterpret_cast<uintptr_t>(keys) & 15u) == 0 &&
                        (!kMask || (reinterpret_cast<uintptr_t>(mask) & 15u) == 0) &&
@@ -193,13 +197,13 @@ __global__ void __launch_bounds__(kBlockThreads)
     for (int j = 0; j < 4; ++j) process(k[j], v[j], in[j] && m[j] != 0);
   }
 
-  if constexpr (kPath == 3) {
+  if constexpr (kLane) {
     // Warp w folds groups w, w + kBlockWarps, ...: each lane combines its column
     // over the block's warps, then the warp reduces the 32 columns.
     __syncthreads();
     for (uint32_t g = warp_in_block; g < groups; g += kBlockWarps) {
       uint32_t c = 0;
-      uint32_t a = kAcc == Acc::kMin ? kMinEmpty : (kAcc == Acc::kMax ? kMaxEmpty : 0u);
+      uint32_t a = Identity<kAcc>();
 #pragma unroll
       for (uint32_t w = 0; w < kBlockWarps; ++w) {
         const uint32_t slot = (g * kBlockWarps + w) * 32u + lane;
@@ -213,31 +217,133 @@ __global__ void __launch_bounds__(kBlockThreads)
       }
       if (lane == 0) {
         if (want_counts && c != 0) atomicAdd(&counts[g], c);
-        if constexpr (kAcc == Acc::kSum) {
-          if (__uint_as_float(a) != 0.f)
-            atomicAdd(reinterpret_cast<float*>(acc_out) + g, __uint_as_float(a));
-        }
-        if constexpr (kAcc == Acc::kMin)
-          if (a != kMinEmpty) atomicMin(acc_out + g, a);
-        if constexpr (kAcc == Acc::kMax)
-          if (a != kMaxEmpty) atomicMax(acc_out + g, a);
+        FlushValue<kAcc>(acc_out, g, a);
       }
     }
   }
 
-  if constexpr (kPath < 2) {
+  if constexpr (kShared) {
     __syncthreads();
     for (uint32_t g = threadIdx.x; g < groups; g += blockDim.x) {
       if (want_counts && s_count[g] != 0) atomicAdd(&counts[g], s_count[g]);
-      if constexpr (kAcc == Acc::kSum) {
-        const float s = __uint_as_float(s_acc[g]);
-        if (s != 0.f) atomicAdd(reinterpret_cast<float*>(acc_out) + g, s);
-      }
-      if constexpr (kAcc == Acc::kMin)
-        if (s_acc[g] != kMinEmpty) atomicMin(acc_out + g, s_acc[g]);
-      if constexpr (kAcc == Acc::kMax)
-        if (s_acc[g] != kMaxEmpty) atomicMax(acc_out + g, s_acc[g]);
+      if constexpr (kValues) FlushValue<kAcc>(acc_out, g, s_acc[g]);
     }
+  }
+}
+
+// One contributing row of group `key` into a range copy: `words` holds the packed
+// counts (used when want_counts), `acc` the value accumulators; both are this
+// block's shared memory or a cluster peer's. `local` is the group's index there.
+template <Acc kAcc>
+__device__ __forceinline__ void RangeAdd(bool want_counts, uint32_t* words, uint32_t* acc,
+                                         uint32_t local, uint32_t key, uint32_t enc,
+                                         uint32_t* counts) {
+  if (want_counts) {
+    const uint32_t shift = (local & 1u) * 16u;
+    const uint32_t old = atomicAdd(words + (local >> 1), 1u << shift);
+    if (((old >> shift) & 0xffffu) == kHalfFlush - 1u) {
+      // This add took the half to 0x8000: move 0x8000 to the global count.
+      atomicAdd(counts + key, kHalfFlush);
+      atomicSub(words + (local >> 1), kHalfFlush << shift);
+    }
+  }
+  if constexpr (kAcc != Acc::kCount) AtomicAccumulate<kAcc>(acc, local, enc);
+}
+
+// The range paths. The block (or cluster) privatises groups [lo, lo + span), span
+// = per_rank << cluster_log2: rank r of the cluster holds the groups lo + i * csize
+// + r (i < per_rank) at index i. Dynamic shared memory: (per_rank + 1) / 2 packed
+// count words when counts are wanted, then per_rank accumulators for value ops.
+// Rows of other groups are skipped (a later pass takes them).
+template <Acc kAcc, bool kMask>
+__global__ void __launch_bounds__(kRangeThreads)
+    RangeKernel(const uint32_t* __restrict__ keys, const float* __restrict__ values,
+                const uint32_t* __restrict__ mask, uint64_t rows, uint32_t groups, uint32_t lo,
+                uint32_t per_rank, uint32_t cluster_log2, uint32_t* __restrict__ counts,
+                uint32_t* __restrict__ acc_out) {
+  constexpr bool kValues = kAcc != Acc::kCount;
+  extern __shared__ uint32_t s_mem[];
+  const bool want_counts = counts != nullptr;
+  const uint32_t count_words = want_counts ? (per_rank + 1) / 2 : 0;
+  uint32_t* const s_acc = s_mem + count_words;
+  const uint32_t csize = 1u << cluster_log2;
+  const uint32_t span = per_rank << cluster_log2;
+  cg::cluster_group cluster = cg::this_cluster();
+  const uint32_t rank = csize > 1 ? cluster.block_rank() : 0u;
+  const uint32_t words = count_words + (kValues ? per_rank : 0u);
+  for (uint32_t i = threadIdx.x; i < words; i += blockDim.x)
+    s_mem[i] = i < count_words ? 0u : Identity<kAcc>();
+  // Peers must not add into this block's copy before it is cleared.
+  if (csize > 1)
+    cluster.sync();
+  else
+    __syncthreads();
+
+  auto process = [&](uint32_t key, float value, bool include) {
+    include = include && key < groups && (!kValues || isfinite(value));
+    const uint32_t d = key - lo;  // wraps for key < lo: skipped like d >= span
+    if (!include || d >= span) return;
+    const uint32_t enc = kAcc == Acc::kSum ? __float_as_uint(value) : EncodeOrdered(value);
+    const uint32_t owner = d & (csize - 1u);
+    const uint32_t local = d >> cluster_log2;
+    // The local copy through its shared address (shared-memory atomics), a peer's
+    // through distributed shared memory.
+    if (owner == rank) {
+      RangeAdd<kAcc>(want_counts, s_mem, s_acc, local, key, enc, counts);
+    } else {
+      RangeAdd<kAcc>(want_counts, cluster.map_shared_rank(s_mem, owner),
+                     cluster.map_shared_rank(s_acc, owner), local, key, enc, counts);
+    }
+  };
+
+  // Each warp step covers 256 rows: two coalesced 512-byte loads per column, so
+  // every lane has 32 bytes of each column in flight. The tail (and every row when
+  // a column is not 16-byte aligned) goes one row per thread.
+  const bool aligned = (reinterpret_cast<uintptr_t>(keys) & 15u) == 0 &&
+                       (!kMask || (reinterpret_cast<uintptr_t>(mask) & 15u) == 0) &&
+                       (!kValues || (reinterpret_cast<uintptr_t>(values) & 15u) == 0);
+  const uint32_t lane = threadIdx.x & 31u;
+  const uint64_t thread = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const uint64_t threads = uint64_t(gridDim.x) * blockDim.x;
+  const uint64_t steps = aligned ? rows / 256u : 0u;
+  for (uint64_t s = thread / 32u; s < steps; s += threads / 32u) {
+    const uint64_t q = s * 64u + lane;  // 16-byte unit of the first load
+    uint4 k[2], m[2];
+    float4 v[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      k[h] = __ldcs(reinterpret_cast<const uint4*>(keys) + q + 32u * h);
+      if constexpr (kMask) m[h] = __ldcs(reinterpret_cast<const uint4*>(mask) + q + 32u * h);
+      if constexpr (kValues) v[h] = __ldcs(reinterpret_cast<const float4*>(values) + q + 32u * h);
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      if constexpr (!kMask) m[h] = make_uint4(1u, 1u, 1u, 1u);
+      if constexpr (!kValues) v[h] = make_float4(0.f, 0.f, 0.f, 0.f);
+      process(k[h].x, v[h].x, m[h].x != 0);
+      process(k[h].y, v[h].y, m[h].y != 0);
+      process(k[h].z, v[h].z, m[h].z != 0);
+      process(k[h].w, v[h].w, m[h].w != 0);
+    }
+  }
+  for (uint64_t r = steps * 256u + thread; r < rows; r += threads) {
+    process(keys[r], kValues ? values[r] : 0.f, !kMask || mask[r] != 0);
+  }
+
+  // Every peer's adds into this block's copy are done after the cluster barrier;
+  // no block touches a peer's shared memory after it, so blocks may exit freely.
+  if (csize > 1)
+    cluster.sync();
+  else
+    __syncthreads();
+  for (uint32_t i = threadIdx.x; i < per_rank; i += blockDim.x) {
+    const uint32_t g = lo + (i << cluster_log2) + rank;
+    if (g >= groups) break;
+    if (want_counts) {
+      const uint32_t c = (s_mem[i >> 1] >> ((i & 1u) * 16u)) & 0xffffu;
+      if (c != 0) atomicAdd(&counts[g], c);
+    }
+    if constexpr (kValues) FlushValue<kAcc>(acc_out, g, s_acc[i]);
   }
 }
 
@@ -258,7 +364,132 @@ __global__ void __launch_bounds__(kBlockThreads)
   }
 }
 
-template <Acc kAcc, int kPath, bool kMask>
+// Device properties the range paths size themselves by, queried once per device.
+struct DeviceLimits {
+  int sms = 0;
+  int shared_optin = 0;  // dynamic shared memory one block may opt in to (bytes)
+};
+
+cudaError_t CurrentLimits(DeviceLimits& out) {
+  static std::atomic<int> sms[kMaxDevices], optin[kMaxDevices];
+  int device = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e != cudaSuccess) return e;
+  if (device < 0 || device >= kMaxDevices) return cudaErrorInvalidDevice;
+  out.sms = sms[device].load(std::memory_order_relaxed);
+  out.shared_optin = optin[device].load(std::memory_order_relaxed);
+  if (out.sms > 0) return cudaSuccess;
+  e = cudaDeviceGetAttribute(&out.shared_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+  if (e == cudaSuccess)
+    e = cudaDeviceGetAttribute(&out.sms, cudaDevAttrMultiProcessorCount, device);
+  if (e != cudaSuccess) return e;
+  optin[device].store(out.shared_optin, std::memory_order_relaxed);
+  sms[device].store(out.sms, std::memory_order_relaxed);
+  return cudaSuccess;
+}
+
+// Shape of a range launch: `passes` launches of `cluster`-block clusters, each
+// block holding `per_rank` groups in `shared_bytes` of dynamic shared memory.
+struct RangePlan {
+  uint32_t cluster_log2 = 0;
+  uint32_t per_rank = 0;
+  uint32_t passes = 0;
+  size_t shared_bytes = 0;
+};
+
+size_t RangeSharedBytes(uint32_t per_rank, bool counts, bool values) {
+  return (counts ? size_t(per_rank + 1) / 2 * 4 : 0) + (values ? size_t(per_rank) * 4 : 0);
+}
+
+// The plan of `path` (kSharedRange or kClusterRange) for `a`; passes == 0 when the
+// path cannot hold the groups.
+RangePlan PlanRange(const AggregateArgs& a, AggregatePath path, const DeviceLimits& limits) {
+  RangePlan p;
+  const bool values = a.op != AggregateOp::kCount;
+  const bool counts = a.counts != nullptr;
+  const uint32_t bytes_per_group = (counts ? 2u : 0u) + (values ? 4u : 0u);
+  if (bytes_per_group == 0 || a.groups == 0) return p;
+  // Even, so that the packed count words of a rank never straddle the values.
+  const uint32_t max_per_rank = (uint32_t(limits.shared_optin) / bytes_per_group) & ~1u;
+  if (max_per_rank == 0) return p;
+  const uint64_t ranks = (uint64_t(a.groups) + max_per_rank - 1) / max_per_rank;
+  if (path == AggregatePath::kSharedRange) {
+    if (ranks > kMaxPasses) return p;
+    p.passes = uint32_t(ranks);
+    p.per_rank = uint32_t((a.groups + ranks - 1) / ranks);
+  } else {
+    uint32_t log2 = 1;
+    while ((1u << log2) < ranks) ++log2;
+    if ((1u << log2) > kMaxCluster) return p;
+    p.passes = 1;
+    p.cluster_log2 = log2;
+    p.per_rank = uint32_t((uint64_t(a.groups) + (1u << log2) - 1) >> log2);
+  }
+  p.per_rank = (p.per_rank + 1u) & ~1u;
+  p.shared_bytes = RangeSharedBytes(p.per_rank, counts, values);
+  return p;
+}
+
+template <Acc kAcc, bool kMask>
+cudaError_t LaunchRange(const AggregateArgs& a, const RangePlan& p, uint32_t* counts, uint32_t* acc,
+                        cudaStream_t stream) {
+  auto* kernel = RangeKernel<kAcc, kMask>;
+  static std::atomic<uint64_t> opted_in{0};  // devices (bits) with the attribute set
+  int device = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e != cudaSuccess) return e;
+  DeviceLimits limits;
+  e = CurrentLimits(limits);
+  if (e != cudaSuccess) return e;
+  const uint64_t bit = uint64_t{1} << device;
+  if ((opted_in.load(std::memory_order_relaxed) & bit) == 0) {
+    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             limits.shared_optin);
+    if (e != cudaSuccess) return e;
+    opted_in.fetch_or(bit, std::memory_order_relaxed);
+  }
+  const uint32_t csize = 1u << p.cluster_log2;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = csize;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.blockDim = dim3(kRangeThreads);
+  cfg.dynamicSmemBytes = p.shared_bytes;
+  cfg.stream = stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = csize > 1 ? 1 : 0;
+  int resident = 0;
+  if (csize > 1) {
+    cfg.gridDim = dim3(csize * uint32_t(limits.sms));
+    e = cudaOccupancyMaxActiveClusters(&resident, kernel, &cfg);
+    resident *= int(csize);
+  } else {
+    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, kRangeThreads,
+                                                      p.shared_bytes);
+    resident *= limits.sms;
+  }
+  if (e != cudaSuccess) return e;
+  if (resident < int(csize)) return cudaErrorInvalidConfiguration;
+  // Each block clears and flushes its copy once: give it at least two rows per
+  // privatised group so that this stays a small part of the work.
+  const uint64_t span = uint64_t(p.per_rank) << p.cluster_log2;
+  const uint64_t wanted = a.rows / (2 * span);
+  uint64_t blocks = wanted < uint64_t(resident) ? wanted : uint64_t(resident);
+  blocks = blocks / csize * csize;
+  if (blocks < csize) blocks = csize;
+  cfg.gridDim = dim3(unsigned(blocks));
+  for (uint32_t pass = 0; pass < p.passes; ++pass) {
+    const uint32_t lo = uint32_t(uint64_t(pass) * span);
+    e = cudaLaunchKernelEx(&cfg, kernel, a.keys, a.values, a.mask, a.rows, a.groups, lo, p.per_rank,
+                           p.cluster_log2, counts, acc);
+    if (e != cudaSuccess) return e;
+  }
+  return cudaGetLastError();
+}
+
+template <Acc kAcc, AggregatePath kPath, bool kMask>
 cudaError_t LaunchAccumulate(const AggregateArgs& a, uint32_t* counts, uint32_t* acc,
                              cudaStream_t stream) {
   static std::atomic<int> resident{0};
@@ -269,7 +500,7 @@ cudaError_t LaunchAccumulate(const AggregateArgs& a, uint32_t* counts, uint32_t*
   return cudaGetLastError();
 }
 
-template <Acc kAcc, int kPath>
+template <Acc kAcc, AggregatePath kPath>
 cudaError_t DispatchMask(const AggregateArgs& a, uint32_t* counts, uint32_t* acc,
                          cudaStream_t stream) {
   return a.mask != nullptr ? LaunchAccumulate<kAcc, kPath, true>(a, counts, acc, stream)
@@ -277,35 +508,86 @@ cudaError_t DispatchMask(const AggregateArgs& a, uint32_t* counts, uint32_t* acc
 }
 
 template <Acc kAcc>
-cudaError_t DispatchPath(const AggregateArgs& a, uint32_t* counts, uint32_t* acc,
-                         cudaStream_t stream) {
-  int path = AggregatePath(a.groups);
-  // A forced path must still be able to hold the groups.
-  if (a.force_path == 0 && a.groups <= kWarpGroups) path = 0;
-  if (a.force_path == 1 && a.groups <= kSharedGroups) path = 1;
-  if (a.force_path == 2) path = 2;
+cudaError_t DispatchPath(const AggregateArgs& a, AggregatePath path, uint32_t* counts,
+                         uint32_t* acc, cudaStream_t stream) {
   switch (path) {
-    case 0:
-      return DispatchMask<kAcc, 0>(a, counts, acc, stream);
-    case 1:
-      return DispatchMask<kAcc, 1>(a, counts, acc, stream);
-    case 3:
-      return DispatchMask<kAcc, 3>(a, counts, acc, stream);
-    default:
-      return DispatchMask<kAcc, 2>(a, counts, acc, stream);
+    case AggregatePath::kLanePrivate:
+      return DispatchMask<kAcc, AggregatePath::kLanePrivate>(a, counts, acc, stream);
+    case AggregatePath::kBlockShared:
+      return DispatchMask<kAcc, AggregatePath::kBlockShared>(a, counts, acc, stream);
+    case AggregatePath::kSharedRange:
+    case AggregatePath::kClusterRange: {
+      DeviceLimits limits;
+      const cudaError_t e = CurrentLimits(limits);
+      if (e != cudaSuccess) return e;
+      const RangePlan p = PlanRange(a, path, limits);
+      if (p.passes == 0) return cudaErrorInvalidValue;
+      return a.mask != nullptr ? LaunchRange<kAcc, true>(a, p, counts, acc, stream)
+                               : LaunchRange<kAcc, false>(a, p, counts, acc, stream);
+    }
+    case AggregatePath::kGlobal:
+      break;
   }
+  return DispatchMask<kAcc, AggregatePath::kGlobal>(a, counts, acc, stream);
 }
 
 }  // namespace
 
-int AggregatePath(uint32_t groups) {
-  if (groups <= kWarpGroups) return 3;
-  if (groups <= kSharedGroups) return 1;
-  return 2;
+std::string_view AggregatePathName(AggregatePath path) {
+  switch (path) {
+    case AggregatePath::kLanePrivate:
+      return "lane-private";
+    case AggregatePath::kBlockShared:
+      return "block-shared";
+    case AggregatePath::kSharedRange:
+      return "shared-range";
+    case AggregatePath::kClusterRange:
+      return "cluster-range";
+    case AggregatePath::kGlobal:
+      return "global";
+  }
+  return "unknown";
+}
+
+bool AggregatePathFits(const AggregateArgs& a, AggregatePath path) {
+  switch (path) {
+    case AggregatePath::kLanePrivate:
+      return a.groups <= kWarpGroups;
+    case AggregatePath::kBlockShared:
+      return a.groups <= kSharedGroups;
+    case AggregatePath::kSharedRange:
+    case AggregatePath::kClusterRange: {
+      DeviceLimits limits;
+      if (CurrentLimits(limits) != cudaSuccess) return false;
+      return PlanRange(a, path, limits).passes != 0;
+    }
+    case AggregatePath::kGlobal:
+      return true;
+  }
+  return false;
+}
+
+AggregatePath ChosenAggregatePath(const AggregateArgs& a) {
+  if (a.force_path.has_value()) return *a.force_path;
+  if (a.groups <= kWarpGroups) return AggregatePath::kLanePrivate;
+  if (a.groups <= kSharedGroups) return AggregatePath::kBlockShared;
+  // With fewer than two rows per group, clearing and flushing a privatised copy
+  // costs more than the rows' own global atomics.
+  if (a.rows < 2 * uint64_t(a.groups)) return AggregatePath::kGlobal;
+  DeviceLimits limits;
+  if (CurrentLimits(limits) != cudaSuccess) return AggregatePath::kGlobal;
+  const RangePlan shared = PlanRange(a, AggregatePath::kSharedRange, limits);
+  if (shared.passes == 1) return AggregatePath::kSharedRange;
+  if (PlanRange(a, AggregatePath::kClusterRange, limits).passes != 0)
+    return AggregatePath::kClusterRange;
+  if (shared.passes != 0) return AggregatePath::kSharedRange;
+  return AggregatePath::kGlobal;
 }
 
 cudaError_t Aggregate(const AggregateArgs& a, cudaStream_t stream) {
   if (a.groups == 0) return cudaSuccess;
+  const AggregatePath path = ChosenAggregatePath(a);
+  if (a.force_path.has_value() && !AggregatePathFits(a, path)) return cudaErrorInvalidValue;
   const bool value_op = a.op != AggregateOp::kCount;
   if (a.counts != nullptr) {
     cudaError_t e = cudaMemsetAsync(a.counts, 0, size_t(a.groups) * sizeof(uint32_t), stream);
@@ -322,17 +604,17 @@ cudaError_t Aggregate(const AggregateArgs& a, cudaStream_t stream) {
   if (a.rows > 0) {
     switch (a.op) {
       case AggregateOp::kCount:
-        e = DispatchPath<Acc::kCount>(a, a.counts, nullptr, stream);
+        e = DispatchPath<Acc::kCount>(a, path, a.counts, nullptr, stream);
         break;
       case AggregateOp::kSum:
       case AggregateOp::kMean:
-        e = DispatchPath<Acc::kSum>(a, a.counts, acc, stream);
+        e = DispatchPath<Acc::kSum>(a, path, a.counts, acc, stream);
         break;
       case AggregateOp::kMin:
-        e = DispatchPath<Acc::kMin>(a, a.counts, acc, stream);
+        e = DispatchPath<Acc::kMin>(a, path, a.counts, acc, stream);
         break;
       case AggregateOp::kMax:
-        e = DispatchPath<Acc::kMax>(a, a.counts, acc, stream);
+        e = DispatchPath<Acc::kMax>(a, path, a.counts, acc, stream);
         break;
     }
     if (e != cudaSuccess) return e;
@@ -340,8 +622,7 @@ cudaError_t Aggregate(const AggregateArgs& a, cudaStream_t stream) {
   if (a.op == AggregateOp::kMin || a.op == AggregateOp::kMax || a.op == AggregateOp::kMean) {
     const unsigned needed = unsigned((a.groups + kBlockThreads - 1) / kBlockThreads);
     const unsigned grid = needed < 4096u ? needed : 4096u;
-    FinalizeAggregateKernel<<<grid, kBlockThreads, 0, stream>>>(a.op, a.groups, a.counts,
-                                                                 a.output);
+    FinalizeAggregateKernel<<<grid, kBlockThreads, 0, stream>>>(a.op, a.groups, a.counts, a.output);
     e = cudaGetLastError();
   }
   return e;

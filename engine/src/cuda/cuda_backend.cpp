@@ -21,6 +21,7 @@
 #include "cuda/cuda_error.hpp"
 #include "cuda/cuda_hash_index.hpp"
 #include "cuda/device_buffer.hpp"
+#include "cuda/aggregate_ops.hpp"
 #include "cuda/device_ops.hpp"
 #include "cuda/hash_device.hpp"
 #include "cuda/stream_context.hpp"

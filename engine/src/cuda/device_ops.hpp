@@ -230,31 +230,4 @@ cudaError_t JoinKeys(DeviceTable table, const uint32_t* keys, uint64_t rows, uin
                      uint8_t* found, uint32_t* probes, DeviceQueryStats* stats, void* scratch,
                      cudaStream_t stream);
 
-/// Device inputs/outputs of one grouped aggregation.
-struct AggregateArgs {
-  AggregateOp op = AggregateOp::kCount;
-  const uint32_t* keys = nullptr;
-  const float* values = nullptr;   ///< required unless op == kCount
-  const uint32_t* mask = nullptr;  ///< optional
-  uint64_t rows = 0;
-  uint32_t groups = 0;  ///< at least 1
-  /// kCount: the output. Other ops: contributing rows per group (required for
-  /// kMean; may be null for sum/min/max when not requested).
-  uint32_t* counts = nullptr;
-  float* output = nullptr;  ///< value ops: the output (groups floats)
-  /// Benchmarks only: -1 = choose by group count; else the path of AggregatePath's
-  /// numbering to use when it can hold the groups.
-  int force_path = -1;
-};
-
-/// Initialises the outputs, accumulates all rows and finalises (min/max decoding,
-/// mean division, NaN for empty groups), all on `stream`.
-cudaError_t Aggregate(const AggregateArgs& args, cudaStream_t stream);
-
-/// Which kernel path Aggregate takes for `groups` groups (for tests and the bench):
-/// 3 = lane-private shared accumulators (<= 16 groups), 1 = block-private shared
-/// accumulators (<= 256), 2 = global atomics; 0 = __match_any_sync warp combining
-/// (<= 16 groups, only when forced).
-int AggregatePath(uint32_t groups);
-
 }  // namespace gpujoin::engine::detail

@@ -1,0 +1,75 @@
+// Internal (CUDA builds only): the device-level API of grouped aggregation. The
+// call takes device pointers, enqueues work on the given stream and returns
+// without synchronising. The backend lowers aggregate nodes onto it; the kernel
+// benchmark (bench/) and the device-level tests call it directly.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "gpujoin/engine/types.hpp"
+
+namespace gpujoin::engine::detail {
+
+/// How Aggregate accumulates rows into groups. Every path gives the same counts,
+/// minima and maxima; float sums differ only by accumulation order.
+enum class AggregatePath {
+  /// At most 16 groups: lane-private shared-memory accumulators (one bank per
+  /// lane, no atomics), combined once per block.
+  kLanePrivate,
+  /// At most 256 groups: one block-private copy of the groups in static shared
+  /// memory (shared atomics), flushed with one global atomic per group per block.
+  kBlockShared,
+  /// One block-private copy of a range of groups in dynamic shared memory (counts
+  /// as 16-bit halves of 32-bit words with an exact flush to global memory at
+  /// 2^15); more groups than one block holds take several passes over the rows,
+  /// one per group range.
+  kSharedRange,
+  /// The groups spread over the shared memory of a thread-block cluster of 2-8
+  /// blocks (distributed shared memory, remote atomics), one pass over the rows.
+  kClusterRange,
+  /// Global atomics on the outputs directly.
+  kGlobal,
+};
+
+/// "lane-private", "block-shared", "shared-range", "cluster-range" or "global".
+std::string_view AggregatePathName(AggregatePath path);
+
+/// Device inputs/outputs of one grouped aggregation.
+struct AggregateArgs {
+  AggregateOp op = AggregateOp::kCount;
+  const uint32_t* keys = nullptr;
+  const float* values = nullptr;   ///< required unless op == kCount
+  const uint32_t* mask = nullptr;  ///< optional
+  uint64_t rows = 0;
+  uint32_t groups = 0;  ///< at least 1
+  /// kCount: the output. Other ops: contributing rows per group (required for
+  /// kMean; may be null for sum/min/max when not requested).
+  uint32_t* counts = nullptr;
+  float* output = nullptr;  ///< value ops: the output (groups floats)
+  /// Tests and benchmarks only: take this path instead of the one chosen by group
+  /// count. Aggregate returns cudaErrorInvalidValue when it cannot hold the groups
+  /// (AggregatePathFits).
+  std::optional<AggregatePath> force_path;
+};
+
+/// Initialises the outputs, accumulates all rows and finalises (min/max decoding,
+/// mean division, NaN for empty groups), all on `stream`. Returns the first CUDA
+/// error of a call or launch; cudaErrorInvalidValue for a forced path that cannot
+/// hold the groups.
+cudaError_t Aggregate(const AggregateArgs& args, cudaStream_t stream);
+
+/// Whether `path` can hold args.groups groups for args.op (and counts or not) on
+/// the current device: lane-private <= 16, block-shared <= 256, shared-range at
+/// most 4 passes of what one block's shared memory holds, cluster-range what 8
+/// blocks hold; global always. False when the device cannot be queried.
+bool AggregatePathFits(const AggregateArgs& args, AggregatePath path);
+
+/// The path Aggregate takes for `args` on the current device: force_path when
+/// set, else the path chosen by group count, rows and bytes per group.
+AggregatePath ChosenAggregatePath(const AggregateArgs& args);
+
+}  // namespace gpujoin::engine::detail
