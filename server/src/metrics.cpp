@@ -15,11 +15,14 @@ constexpr std::pair<const char*, const char*> kIndexGauges[] = {
     {"gpujoin_index_load_factor", "unique_keys / capacity of the live index (0..1)."},
     {"gpujoin_index_unique_keys", "Distinct keys retained by the live build."},
     {"gpujoin_index_duplicate_rows", "Duplicate source rows of the live build."},
-    {"gpujoin_index_overflow_rows", "Rows of the live build whose key found no slot within the probe bound."},
-    {"gpujoin_index_invalid_rows", "Rows of the live build holding the reserved key or masked out."},
+    {"gpujoin_index_overflow_rows",
+     "Rows of the live build whose key found no slot within the probe bound."},
+    {"gpujoin_index_invalid_rows",
+     "Rows of the live build holding the reserved key or masked out."},
     {"gpujoin_index_build_probes", "Total slots examined by the live build."},
     {"gpujoin_index_build_max_probes", "Most slots examined by one row of the live build."},
-    {"gpujoin_index_max_probe_count", "Configured probe bound of the live index."},
+    {"gpujoin_index_probe_bound",
+     "Configured probe bound (max_probe_count; capacity when 0) of the live index."},
     {"gpujoin_index_device_bytes", "Device (or host, CPU backend) bytes held by the live index."},
     {"gpujoin_index_version", "Version number of the live index."},
     {"gpujoin_index_source_rows", "Source rows of the live build."},
@@ -32,12 +35,18 @@ const char* OpLabel(QueryOp op) { return op == QueryOp::kLookup ? "lookup" : "jo
 
 std::string_view BuildResultName(BuildResult result) {
   switch (result) {
-    case BuildResult::kOk: return "ok";
-    case BuildResult::kInvalidArgument: return "invalid_argument";
-    case BuildResult::kResourceExhausted: return "resource_exhausted";
-    case BuildResult::kAlreadyExists: return "already_exists";
-    case BuildResult::kCancelled: return "cancelled";
-    case BuildResult::kError: return "error";
+    case BuildResult::kOk:
+      return "ok";
+    case BuildResult::kInvalidArgument:
+      return "invalid_argument";
+    case BuildResult::kResourceExhausted:
+      return "resource_exhausted";
+    case BuildResult::kAlreadyExists:
+      return "already_exists";
+    case BuildResult::kCancelled:
+      return "cancelled";
+    case BuildResult::kError:
+      return "error";
   }
   return "error";
 }
@@ -49,24 +58,59 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
   }
   builds_ = &BuildCounter()
                  .Name("gpujoin_index_builds_total")
-                 .Help("Index builds by result (ok, invalid_argument, resource_exhausted, "
-                       "already_exists, cancelled, error).")
+                 .Help(
+                     "Index builds by result (ok, invalid_argument, resource_exhausted, "
+                     "already_exists, cancelled, error).")
                  .Register(r);
-  query_rows_ = &BuildCounter().Name("gpujoin_query_rows_total").Help("Query rows by index and operation.").Register(r);
-  query_found_ = &BuildCounter().Name("gpujoin_query_found_total").Help("Query rows whose key was found.").Register(r);
-  query_missing_ = &BuildCounter().Name("gpujoin_query_missing_total").Help("Query rows whose key was missing.").Register(r);
-  query_probes_ = &BuildCounter().Name("gpujoin_query_probes_total").Help("Slots examined by query rows.").Register(r);
-  query_max_probes_ = &BuildGauge().Name("gpujoin_query_max_probes").Help("Most slots examined by one row of the most recent batch.").Register(r);
-  join_pairs_ = &BuildCounter().Name("gpujoin_join_pairs_total").Help("Matching join pairs (before truncation to the batch capacity).").Register(r);
-  join_overflow_ = &BuildCounter().Name("gpujoin_join_overflow_batches_total").Help("Join batches whose pairs exceeded the capacity or whose index build overflowed.").Register(r);
+  query_rows_ = &BuildCounter()
+                     .Name("gpujoin_query_rows_total")
+                     .Help("Query rows by index and operation.")
+                     .Register(r);
+  query_found_ = &BuildCounter()
+                      .Name("gpujoin_query_found_total")
+                      .Help("Query rows whose key was found.")
+                      .Register(r);
+  query_missing_ = &BuildCounter()
+                        .Name("gpujoin_query_missing_total")
+                        .Help("Query rows whose key was missing.")
+                        .Register(r);
+  query_probes_ = &BuildCounter()
+                       .Name("gpujoin_query_probes_total")
+                       .Help("Slots examined by query rows.")
+                       .Register(r);
+  query_max_probes_ = &BuildGauge()
+                           .Name("gpujoin_query_max_probes")
+                           .Help("Most slots examined by one row of the most recent batch.")
+                           .Register(r);
+  join_pairs_ = &BuildCounter()
+                     .Name("gpujoin_join_pairs_total")
+                     .Help("Matching join pairs (before truncation to the batch capacity).")
+                     .Register(r);
+  join_overflow_ =
+      &BuildCounter()
+           .Name("gpujoin_join_overflow_batches_total")
+           .Help("Join batches whose pairs exceeded the capacity or whose index build overflowed.")
+           .Register(r);
 
-  rpc_duration_ = &BuildHistogram().Name("gpujoin_rpc_duration_seconds").Help("Duration of a unary call, or of one stream batch from receipt to response, in seconds.").Register(r);
-  rpc_batches_ = &BuildCounter().Name("gpujoin_rpc_batches_total").Help("Unary calls, stream batches and build chunks by RPC.").Register(r);
-  rpc_rows_ = &BuildCounter().Name("gpujoin_rpc_rows_total").Help("Rows received by RPC.").Register(r);
-  rpc_errors_ = &BuildCounter().Name("gpujoin_rpc_errors_total").Help("Failed calls and in-band batch errors by RPC and gRPC code.").Register(r);
+  rpc_duration_ = &BuildHistogram()
+                       .Name("gpujoin_rpc_duration_seconds")
+                       .Help(
+                           "Duration of a unary call, or of one stream batch from receipt to "
+                           "response, in seconds.")
+                       .Register(r);
+  rpc_batches_ = &BuildCounter()
+                      .Name("gpujoin_rpc_batches_total")
+                      .Help("Unary calls, stream batches and build chunks by RPC.")
+                      .Register(r);
+  rpc_rows_ =
+      &BuildCounter().Name("gpujoin_rpc_rows_total").Help("Rows received by RPC.").Register(r);
+  rpc_errors_ = &BuildCounter()
+                     .Name("gpujoin_rpc_errors_total")
+                     .Help("Failed calls and in-band batch errors by RPC and gRPC code.")
+                     .Register(r);
   const prometheus::Histogram::BucketBoundaries buckets = {
-      0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
-      0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,     10,   30};
+      0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+      0.1,    0.25,    0.5,    1,     2.5,    5,     10,   30};
   for (std::string_view rpc : kRpcNames) {
     const std::string name(rpc);
     RpcSeries s;
@@ -74,20 +118,65 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
     s.batches = &rpc_batches_->Add({{"rpc", name}});
     s.rows = &rpc_rows_->Add({{"rpc", name}});
     rpcs_.emplace(name, s);
+    for (std::string_view code : kRpcErrorCodes) {
+      const std::string code_name(code);
+      rpc_errors_by_code_[{name, code_name}] =
+          &rpc_errors_->Add({{"rpc", name}, {"code", code_name}});
+    }
   }
 
-  memory_used_ = &BuildGauge().Name("gpujoin_device_memory_used_bytes").Help("Device memory reserved by gpujoin's indexes, in bytes.").Register(r).Add({});
-  memory_budget_ = &BuildGauge().Name("gpujoin_device_memory_budget_bytes").Help("Device memory budget for indexes (--device-memory-limit), in bytes.").Register(r).Add({});
-  memory_total_ = &BuildGauge().Name("gpujoin_device_memory_total_bytes").Help("Total memory of the device (physical memory on the CPU backend), in bytes.").Register(r).Add({});
-  backend_info_ = &BuildGauge().Name("gpujoin_backend_info").Help("Always 1; labels name the engine backend and device.").Register(r);
-  serving_ = &BuildGauge().Name("gpujoin_serving").Help("1 while serving; 0 after a fatal device error or while draining.").Register(r).Add({});
-  inflight_ = &BuildGauge().Name("gpujoin_inflight_batches").Help("Stream batches admitted and not yet answered.").Register(r).Add({});
-  index_count_ = &BuildGauge().Name("gpujoin_indexes").Help("Number of live indexes.").Register(r).Add({});
+  memory_used_ = &BuildGauge()
+                      .Name("gpujoin_device_memory_used_bytes")
+                      .Help("Device memory reserved by gpujoin's indexes, in bytes.")
+                      .Register(r)
+                      .Add({});
+  memory_budget_ = &BuildGauge()
+                        .Name("gpujoin_device_memory_budget_bytes")
+                        .Help("Device memory budget for indexes (--device-memory-limit), in bytes.")
+                        .Register(r)
+                        .Add({});
+  memory_total_ =
+      &BuildGauge()
+           .Name("gpujoin_device_memory_total_bytes")
+           .Help("Total memory of the device (physical memory on the CPU backend), in bytes.")
+           .Register(r)
+           .Add({});
+  backend_info_ = &BuildGauge()
+                       .Name("gpujoin_backend_info")
+                       .Help("Always 1; labels name the engine backend and device.")
+                       .Register(r);
+  build_info_ =
+      &BuildGauge()
+           .Name("gpujoin_build_info")
+           .Help("Always 1; labels name the gpujoind version, the engine backend and the device.")
+           .Register(r);
+  serving_ = &BuildGauge()
+                  .Name("gpujoin_serving")
+                  .Help("1 while serving; 0 after a fatal device error or while draining.")
+                  .Register(r)
+                  .Add({});
+  inflight_ = &BuildGauge()
+                   .Name("gpujoin_inflight_batches")
+                   .Help("Stream batches admitted and not yet answered.")
+                   .Register(r)
+                   .Add({});
+  index_count_ =
+      &BuildGauge().Name("gpujoin_indexes").Help("Number of live indexes.").Register(r).Add({});
 }
 
 void Metrics::SetBackendInfo(std::string_view backend, std::string_view device) {
   std::lock_guard<std::mutex> lock(mu_);
   backend_info_->Add({{"backend", std::string(backend)}, {"device", std::string(device)}}).Set(1);
+}
+
+void Metrics::SetBuildInfo(std::string_view version, std::string_view backend,
+                           std::string_view device) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (build_info_series_ != nullptr) build_info_->Remove(build_info_series_);
+  build_info_series_ = &build_info_->Add({{"version", std::string(version)},
+                                          {"backend", std::string(backend)},
+                                          {"device", std::string(device)}});
+  build_info_series_->Set(1);
 }
 
 void Metrics::SetDeviceMemory(uint64_t used, uint64_t budget, uint64_t total) {
@@ -121,9 +210,20 @@ void Metrics::RemoveQuerySeries(QuerySeries& q) {
   q = QuerySeries{};
 }
 
+Metrics::IndexSeries& Metrics::IndexSeriesLocked(const std::string& name) {
+  auto [it, inserted] = indexes_.try_emplace(name);
+  if (inserted) {
+    for (BuildResult result : kBuildResults) {
+      it->second.builds[result] =
+          &builds_->Add({{"index", name}, {"result", std::string(BuildResultName(result))}});
+    }
+  }
+  return it->second;
+}
+
 void Metrics::SetIndex(const IndexVersion& v) {
   std::lock_guard<std::mutex> lock(mu_);
-  IndexSeries& s = indexes_[v.name];
+  IndexSeries& s = IndexSeriesLocked(v.name);
   const prometheus::Labels labels = {{"index", v.name}};
   if (!s.live) {
     s.live = true;
@@ -144,7 +244,7 @@ void Metrics::SetIndex(const IndexVersion& v) {
   set("gpujoin_index_invalid_rows", static_cast<double>(st.invalid_rows));
   set("gpujoin_index_build_probes", static_cast<double>(st.total_probes));
   set("gpujoin_index_build_max_probes", static_cast<double>(st.max_probes));
-  set("gpujoin_index_max_probe_count", index.spec().probe_bound());
+  set("gpujoin_index_probe_bound", index.spec().probe_bound());
   set("gpujoin_index_device_bytes", static_cast<double>(index.memory_bytes()));
   set("gpujoin_index_version", static_cast<double>(v.version));
   set("gpujoin_index_source_rows", static_cast<double>(index.built_rows()));
@@ -167,12 +267,7 @@ void Metrics::RemoveIndex(const std::string& name) {
 
 void Metrics::CountBuild(const std::string& name, BuildResult result) {
   std::lock_guard<std::mutex> lock(mu_);
-  IndexSeries& s = indexes_[name];
-  prometheus::Counter*& c = s.builds[result];
-  if (c == nullptr) {
-    c = &builds_->Add({{"index", name}, {"result", std::string(BuildResultName(result))}});
-  }
-  c->Increment();
+  IndexSeriesLocked(name).builds.at(result)->Increment();
 }
 
 void Metrics::RecordQuery(const std::string& name, QueryOp op, uint64_t rows,

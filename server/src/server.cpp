@@ -146,6 +146,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerConfig& config
                                                s.auth.get());
 
   s.metrics.SetBackendInfo(engine::BackendKindName(s.info.kind), s.info.device_name);
+  s.metrics.SetBuildInfo(GPUJOIN_VERSION, engine::BackendKindName(s.info.kind), s.info.device_name);
   s.metrics.SetServing(true);
   s.ops->UpdateServiceGauges();
   if (!config.metrics_listen.empty()) {

@@ -199,14 +199,14 @@ def check_metrics_exist(src, known, fails, what):
 REQUIRED = {
     "gpujoin-probe-health.json": [
         "gpujoin_index_load_factor", "gpujoin_query_probes_total", "gpujoin_query_rows_total",
-        "gpujoin_query_max_probes", "gpujoin_index_max_probe_count", "gpujoin_index_overflow_rows",
+        "gpujoin_query_max_probes", "gpujoin_index_probe_bound", "gpujoin_index_overflow_rows",
         "gpujoin_index_duplicate_rows", "gpujoin_index_invalid_rows", "gpujoin_query_found_total",
         "gpujoin_index_builds_total",
     ],
     "gpujoin-service.json": [
         "gpujoin_rpc_batches_total", "gpujoin_rpc_rows_total", "gpujoin_rpc_duration_seconds_bucket",
         "gpujoin_rpc_errors_total", "gpujoin_inflight_batches", "gpujoin_device_memory_used_bytes",
-        "gpujoin_device_memory_budget_bytes", "gpujoin_device_memory_total_bytes", "gpujoin_backend_info",
+        "gpujoin_device_memory_budget_bytes", "gpujoin_device_memory_total_bytes", "gpujoin_build_info",
     ],
 }
 

@@ -1,13 +1,19 @@
 #!/usr/bin/env python3
 """Live deployment checks against a real gpujoind (CPU backend) and Prometheus.
 
-  live_stack.py metrics --gpujoind BIN [--gpujoin CLI] --source-dir DIR
+  live_stack.py metrics --gpujoind BIN --promtool BIN [--gpujoin CLI] --source-dir DIR
       Starts gpujoind with the Dockerfile's CMD flags (listen addresses moved
-      to free loopback ports, CPU backend), runs gpujoin_workload.py over gRPC,
-      fetches /metrics and checks that every metric used by the Grafana
-      dashboards and the alert rules is in it; with --gpujoin, also runs the
-      Dockerfile's HEALTHCHECK command against the server.
-  live_stack.py scrape --gpujoind BIN --prometheus BIN [--promtool BIN] ...
+      to free loopback ports, CPU backend) and scrapes /metrics before any
+      request: every dashboard and alert metric without an `index` label must
+      be there already, the per-RPC families with a zero-valued series for
+      every RPC of the proto's service, and gpujoin_build_info must name the
+      binary's version. Then runs gpujoin_workload.py over gRPC, fetches
+      /metrics again and checks that every metric used by the Grafana
+      dashboards and the alert rules is in it. `promtool check metrics` (the
+      exposition linter: names, suffixes, help, types) must pass on both
+      scrapes. With --gpujoin, also runs the Dockerfile's HEALTHCHECK command
+      against the server.
+  live_stack.py scrape --gpujoind BIN --prometheus BIN --promtool BIN ...
       The same with the compose file's gpujoind-cpu flags, plus a real
       Prometheus with a test copy of deploy/prometheus/prometheus.yml (target
       rewritten to the test's metrics port, 1 s intervals, temp storage).
@@ -208,6 +214,90 @@ def run_workload(args, address, workdir):
         w.close()
 
 
+def parse_exposition(text):
+    """[(sample name, {label: value}, value)] of a Prometheus text exposition."""
+    out = []
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = re.match(r"([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)", line)
+        if m:
+            labels = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(2) or ""))
+            out.append((m.group(1), labels, float(m.group(3))))
+    return out
+
+
+def proto_rpcs(src):
+    """The RPC names of the GpuJoin service in proto/gpujoin/v1/gpujoin.proto."""
+    with open(os.path.join(src, "proto", "gpujoin", "v1", "gpujoin.proto")) as f:
+        return re.findall(r"^\s*rpc\s+(\w+)\s*\(", f.read(), re.M)
+
+
+# Families with an `rpc` label whose series exist for every RPC from start-up.
+PER_RPC_FAMILIES = ("gpujoin_rpc_batches_total", "gpujoin_rpc_rows_total",
+                    "gpujoin_rpc_duration_seconds_count", "gpujoin_rpc_errors_total")
+
+
+def check_startup_metrics(args, metrics_text, fails):
+    """The scrape before any request: no dashboard panel or alert may find "No data"
+    for a metric that has no per-index label, and counters start at 0."""
+    known = deploy_lint.exposition_names(metrics_text)
+    checked = 0
+    for where, expr in deploy_lint.dashboard_expressions(args.source_dir) + \
+            deploy_lint.alert_expressions(args.source_dir):
+        for n in deploy_lint.metric_names(expr):
+            if n in deploy_lint.SCRAPE_SERIES or n.startswith(deploy_lint.PER_INDEX_PREFIXES):
+                continue
+            checked += 1
+            if n not in known and re.sub(r"_(bucket|sum|count)$", "", n) not in known:
+                fails.add(f"{where}: {n} is not in /metrics at start-up (the panel or alert sees no data)")
+    samples = parse_exposition(metrics_text)
+    rpcs = proto_rpcs(args.source_dir)
+    for family in PER_RPC_FAMILIES:
+        values = {}
+        for name, labels, value in samples:
+            if name == family:
+                values.setdefault(labels.get("rpc"), []).append(value)
+        for rpc in rpcs:
+            if rpc not in values:
+                fails.add(f'/metrics at start-up has no {family}{{rpc="{rpc}"}} series')
+            elif any(v != 0 for v in values[rpc]):
+                fails.add(f'{family}{{rpc="{rpc}"}} is {values[rpc]} before any request, want 0')
+    log(f"start-up scrape: {checked} dashboard/alert references and {len(PER_RPC_FAMILIES)} "
+        f"per-RPC families x {len(rpcs)} RPCs checked")
+
+
+def check_build_info(args, metrics_text, fails):
+    """gpujoin_build_info: one series, value 1, version of `gpujoind --version`, backend cpu,
+    device as in gpujoin_backend_info."""
+    r = subprocess.run([args.gpujoind, "--version"], capture_output=True, text=True, timeout=10)
+    m = re.match(r"gpujoind (\S+)", r.stdout)
+    if r.returncode != 0 or not m:
+        fails.add(f"gpujoind --version printed {r.stdout!r} (exit {r.returncode})")
+        return
+    samples = parse_exposition(metrics_text)
+    info = [(labels, v) for name, labels, v in samples if name == "gpujoin_build_info"]
+    backend = [labels for name, labels, v in samples if name == "gpujoin_backend_info"]
+    want = {"version": m.group(1), "backend": "cpu",
+            "device": backend[0].get("device") if backend else "(no gpujoin_backend_info)"}
+    if len(info) != 1 or info[0][0] != want or info[0][1] != 1:
+        fails.add(f"gpujoin_build_info is {info}, want one series {want} = 1")
+    else:
+        log(f"gpujoin_build_info{want} = 1")
+
+
+def promtool_check_metrics(args, metrics_text, when, fails):
+    """`promtool check metrics`: Prometheus' own lint of an exposition (for example a
+    gauge ending in `_count`, a counter without `_total`, a family without help)."""
+    r = subprocess.run([args.promtool, "check", "metrics"], input=metrics_text,
+                       capture_output=True, text=True, timeout=20)
+    out = (r.stdout + r.stderr).strip()
+    if r.returncode != 0 or out:
+        fails.add(f"promtool check metrics on the {when} scrape: exit {r.returncode}: {out}")
+    else:
+        log(f"promtool check metrics: the {when} scrape passes ({len(metrics_text.splitlines())} lines)")
+
+
 def check_metrics(args, metrics_text):
     known = deploy_lint.exposition_names(metrics_text)
     gpujoin_names = sorted(n for n in known if n.startswith("gpujoin_"))
@@ -219,6 +309,13 @@ def check_metrics(args, metrics_text):
     want = f'gpujoin_index_load_factor{{index="{gpujoin_workload.SENSORS}"}}'
     if f'index="{gpujoin_workload.SENSORS}"' not in metrics_text:
         fails.add(f"/metrics has no series for the workload's index ({want})")
+    # Its builds counter has a series for every result from its first build.
+    results = {labels.get("result") for name, labels, _ in parse_exposition(metrics_text)
+               if name == "gpujoin_index_builds_total" and labels.get("index") == gpujoin_workload.SENSORS}
+    want_results = {"ok", "invalid_argument", "resource_exhausted", "already_exists", "cancelled", "error"}
+    if results != want_results:
+        fails.add(f"gpujoin_index_builds_total{{index=\"{gpujoin_workload.SENSORS}\"}} has results "
+                  f"{sorted(results)}, want {sorted(want_results)}")
     if f'index="{gpujoin_workload.DROPPED}"' in metrics_text:
         fails.add(f"/metrics still has series of the dropped index {gpujoin_workload.DROPPED}")
     # Not a failure: metrics the server exports that the operations guide does not describe.
@@ -269,9 +366,8 @@ def start_prometheus(args, metrics_port, procs, workdir):
     """Starts Prometheus on the test copy of the config; returns its base URL."""
     prom_port = free_port()
     config = prometheus_config(args, metrics_port, prom_port, workdir)
-    check = subprocess.run([args.promtool, "check", "config", config], capture_output=True, text=True) \
-        if args.promtool else None
-    if check is not None and check.returncode != 0:
+    check = subprocess.run([args.promtool, "check", "config", config], capture_output=True, text=True)
+    if check.returncode != 0:
         raise AssertionError(f"promtool rejects the test config:\n{check.stdout}{check.stderr}")
     procs.start("prometheus", [args.prometheus, f"--config.file={config}",
                                f"--storage.tsdb.path={os.path.join(workdir, 'tsdb')}",
@@ -359,7 +455,7 @@ def main():
     ap.add_argument("mode", choices=["metrics", "scrape"])
     ap.add_argument("--gpujoind", required=True)
     ap.add_argument("--prometheus")
-    ap.add_argument("--promtool")
+    ap.add_argument("--promtool", required=True)
     ap.add_argument("--gpujoin", help="the CLI, to run the Dockerfile's HEALTHCHECK command")
     ap.add_argument("--source-dir", required=True)
     ap.add_argument("--timeout", type=float, default=50, help="seconds for the whole check")
@@ -369,8 +465,9 @@ def main():
     for attr in ("gpujoind", "prometheus", "promtool", "gpujoin"):
         if getattr(args, attr):
             setattr(args, attr, os.path.abspath(getattr(args, attr)))
-    for what, path in (("gpujoind", args.gpujoind), ("prometheus", args.prometheus)):
-        if (what == "gpujoind" or args.mode == "scrape") and not (path and os.access(path, os.X_OK)):
+    for what, path in (("gpujoind", args.gpujoind), ("promtool", args.promtool),
+                       ("prometheus", args.prometheus)):
+        if (what != "prometheus" or args.mode == "scrape") and not (path and os.access(path, os.X_OK)):
             log(f"FAIL: {what} binary {path!r} is not an executable file")
             return 1
 
@@ -388,11 +485,16 @@ def main():
     ok = False
     try:
         address, metrics_port, metrics_url = start_server(args, procs, workdir)
+        startup_text = http_get(metrics_url)
         # Every process starts before the workload opens a gRPC channel (see _die_with_parent).
         prom = start_prometheus(args, metrics_port, procs, workdir) if args.mode == "scrape" else None
         run_workload(args, address, workdir)
         text = http_get(metrics_url)
         fails = check_metrics(args, text)
+        check_startup_metrics(args, startup_text, fails)
+        check_build_info(args, startup_text, fails)
+        promtool_check_metrics(args, startup_text, "start-up", fails)
+        promtool_check_metrics(args, text, "after-workload", fails)
         if args.gpujoin:
             check_healthcheck(args, address, fails)
         if args.mode == "scrape":

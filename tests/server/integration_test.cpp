@@ -941,7 +941,7 @@ TEST_F(ServerTest, MetricsMatchWhatTheTestDid) {
   EXPECT_EQ(MetricValue(m, "gpujoin_index_overflow_rows{index=\"m\"}"), 0);
   EXPECT_EQ(MetricValue(m, "gpujoin_index_build_probes{index=\"m\"}"), st.total_probes());
   EXPECT_EQ(MetricValue(m, "gpujoin_index_build_max_probes{index=\"m\"}"), st.max_probes());
-  EXPECT_EQ(MetricValue(m, "gpujoin_index_max_probe_count{index=\"m\"}"), 16);
+  EXPECT_EQ(MetricValue(m, "gpujoin_index_probe_bound{index=\"m\"}"), 16);
   EXPECT_DOUBLE_EQ(MetricValue(m, "gpujoin_index_load_factor{index=\"m\"}"), 4.0 / 16);
   EXPECT_EQ(MetricValue(m, "gpujoin_index_device_bytes{index=\"m\"}"), resp.index().device_bytes());
   EXPECT_EQ(MetricValue(m, "gpujoin_index_version{index=\"m\"}"), 1);

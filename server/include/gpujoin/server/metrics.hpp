@@ -1,9 +1,16 @@
 // Prometheus metrics of gpujoind (names agreed with deploy/ dashboards and
-// alerts; documented in docs/metrics.md). Metrics may be added, never renamed.
+// alerts; documented in docs/metrics.md). Metrics may be added; a rename changes
+// the dashboards, alert rules, their tests and the docs in the same commit and is
+// listed under "Renamed metrics" in docs/metrics.md.
 //
-// Per-index series (label `index`) exist while the index is live and are removed
-// when it is dropped; updates for a name that is not live (an in-flight batch that
-// outlived a drop) are ignored so that a drop really removes the series.
+// Every family exists from construction. Children whose label values are known
+// in advance exist from then on with value 0 (per RPC: the RPC, and for errors
+// every code in kRpcErrorCodes), so that dashboards show 0 rather than "No data"
+// and rate() sees the first increment. Per-index series (label `index`) exist
+// while the index is live, all of them from its first build (every build result
+// at 0), and are removed when it is dropped; updates for a name that is not live
+// (an in-flight batch that outlived a drop) are ignored so that a drop really
+// removes the series.
 #pragma once
 
 #include <cstdint>
@@ -27,15 +34,40 @@ namespace gpujoin::server {
 enum class QueryOp { kLookup, kJoin };
 
 /// Build outcome label values of gpujoin_index_builds_total.
-enum class BuildResult { kOk, kInvalidArgument, kResourceExhausted, kAlreadyExists, kCancelled, kError };
+enum class BuildResult {
+  kOk,
+  kInvalidArgument,
+  kResourceExhausted,
+  kAlreadyExists,
+  kCancelled,
+  kError
+};
 
 /// "ok", "invalid_argument", ...
 std::string_view BuildResultName(BuildResult result);
 
 /// The RPC names used as the `rpc` label.
-inline constexpr std::string_view kRpcNames[] = {"BuildIndex", "DropIndex",  "ListIndexes",
-                                                 "DescribeIndex", "Lookup", "Join",
-                                                 "Aggregate", "Hash", "GetServerInfo"};
+inline constexpr std::string_view kRpcNames[] = {"BuildIndex",    "DropIndex", "ListIndexes",
+                                                 "DescribeIndex", "Lookup",    "Join",
+                                                 "Aggregate",     "Hash",      "GetServerInfo"};
+
+/// The gRPC code names (`code` label of gpujoin_rpc_errors_total) whose series
+/// exist from start-up for every RPC: the codes gpujoind returns (request
+/// validation, the registry and budget, the engine, auth, drain and
+/// cancellation). Another code, should one occur, gets its series on first use.
+inline constexpr std::string_view kRpcErrorCodes[] = {"CANCELLED",           "UNKNOWN",
+                                                      "INVALID_ARGUMENT",    "NOT_FOUND",
+                                                      "ALREADY_EXISTS",      "RESOURCE_EXHAUSTED",
+                                                      "FAILED_PRECONDITION", "INTERNAL",
+                                                      "UNAVAILABLE",         "UNAUTHENTICATED"};
+
+/// Every BuildResult, in label order of docs/metrics.md.
+inline constexpr BuildResult kBuildResults[] = {BuildResult::kOk,
+                                                BuildResult::kInvalidArgument,
+                                                BuildResult::kResourceExhausted,
+                                                BuildResult::kAlreadyExists,
+                                                BuildResult::kCancelled,
+                                                BuildResult::kError};
 
 class Metrics {
  public:
@@ -48,6 +80,10 @@ class Metrics {
 
   /// gpujoin_backend_info{backend,device} = 1.
   void SetBackendInfo(std::string_view backend, std::string_view device);
+  /// gpujoin_build_info{version,backend,device} = 1: the gpujoind version, the
+  /// engine backend ("cpu" or "cuda") and the device name of its BackendInfo.
+  /// A second call replaces the series (one build_info series per process).
+  void SetBuildInfo(std::string_view version, std::string_view backend, std::string_view device);
   /// gpujoin_device_memory_{used,budget,total}_bytes.
   void SetDeviceMemory(uint64_t used, uint64_t budget, uint64_t total);
   /// gpujoin_serving (1/0).
@@ -99,6 +135,9 @@ class Metrics {
 
   QuerySeries MakeQuerySeries(const std::string& name, std::string_view op);
   void RemoveQuerySeries(QuerySeries& q);
+  /// The IndexSeries of `name`, created with its build counters (every result at
+  /// 0) on first use. Requires mu_.
+  IndexSeries& IndexSeriesLocked(const std::string& name);
 
   std::shared_ptr<prometheus::Registry> registry_;
   std::mutex mu_;
@@ -128,6 +167,8 @@ class Metrics {
   prometheus::Gauge* memory_budget_;
   prometheus::Gauge* memory_total_;
   prometheus::Family<prometheus::Gauge>* backend_info_;
+  prometheus::Family<prometheus::Gauge>* build_info_;
+  prometheus::Gauge* build_info_series_ = nullptr;  // guarded by mu_
   prometheus::Gauge* serving_;
   prometheus::Gauge* inflight_;
   prometheus::Gauge* index_count_;
