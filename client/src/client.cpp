@@ -1,6 +1,9 @@
 // Implementation of gpujoin::client::Client over the generated gpujoin.v1 stubs.
 #include "gpujoin/client/client.hpp"
 
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+
 #include <algorithm>
 #include <bit>
 #include <condition_variable>
@@ -11,9 +14,6 @@
 #include <sstream>
 #include <thread>
 #include <utility>
-
-#include <grpcpp/generic/generic_stub.h>
-#include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
 #include "gpujoin/common/status_macros.hpp"
@@ -32,21 +32,30 @@ using Clock = std::chrono::steady_clock;
 
 std::string_view HealthStateName(HealthState state) {
   switch (state) {
-    case HealthState::kServing: return "SERVING";
-    case HealthState::kNotServing: return "NOT_SERVING";
-    case HealthState::kServiceUnknown: return "SERVICE_UNKNOWN";
-    case HealthState::kUnknown: break;
+    case HealthState::kServing:
+      return "SERVING";
+    case HealthState::kNotServing:
+      return "NOT_SERVING";
+    case HealthState::kServiceUnknown:
+      return "SERVICE_UNKNOWN";
+    case HealthState::kUnknown:
+      break;
   }
   return "UNKNOWN";
 }
 
 std::string_view AggregateOpName(AggregateOp op) {
   switch (op) {
-    case AggregateOp::kCount: return "count";
-    case AggregateOp::kSum: return "sum";
-    case AggregateOp::kMin: return "min";
-    case AggregateOp::kMax: return "max";
-    case AggregateOp::kMean: return "mean";
+    case AggregateOp::kCount:
+      return "count";
+    case AggregateOp::kSum:
+      return "sum";
+    case AggregateOp::kMin:
+      return "min";
+    case AggregateOp::kMax:
+      return "max";
+    case AggregateOp::kMean:
+      return "mean";
   }
   return "?";
 }
@@ -56,8 +65,8 @@ absl::StatusOr<AggregateOp> ParseAggregateOp(std::string_view name) {
                          AggregateOp::kMax, AggregateOp::kMean}) {
     if (AggregateOpName(op) == name) return op;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown aggregate op '", std::string(name), "' (expected count, sum, min, max or mean)"));
+  return absl::InvalidArgumentError(absl::StrCat("unknown aggregate op '", std::string(name),
+                                                 "' (expected count, sum, min, max or mean)"));
 }
 
 void QueryStatistics::Merge(const QueryStatistics& other) {
@@ -119,8 +128,7 @@ template <typename T>
 absl::Status Unpack(const std::string& bytes, std::string_view field, std::vector<T>* out) {
   if (bytes.size() % sizeof(T) != 0) {
     return absl::InternalError(absl::StrCat("server sent ", std::string(field), " of ",
-                                            bytes.size(), " bytes, not a multiple of ",
-                                            sizeof(T)));
+                                            bytes.size(), " bytes, not a multiple of ", sizeof(T)));
   }
   out->resize(bytes.size() / sizeof(T));
   if (!bytes.empty()) std::memcpy(out->data(), bytes.data(), bytes.size());
@@ -128,8 +136,8 @@ absl::Status Unpack(const std::string& bytes, std::string_view field, std::vecto
 }
 
 BuildStatistics ToBuildStatistics(const pb::BuildStatistics& s) {
-  return BuildStatistics{s.unique_keys(),    s.duplicate_rows(), s.overflow_rows(),
-                         s.invalid_rows(),   s.total_probes(),   s.max_probes()};
+  return BuildStatistics{s.unique_keys(),  s.duplicate_rows(), s.overflow_rows(),
+                         s.invalid_rows(), s.total_probes(),   s.max_probes()};
 }
 
 QueryStatistics ToQueryStatistics(const pb::QueryStatistics& s) {
@@ -157,24 +165,36 @@ IndexInfo ToIndexInfo(const pb::IndexInfo& p) {
 
 pb::AggregateOp ToProtoOp(AggregateOp op) {
   switch (op) {
-    case AggregateOp::kCount: return pb::AGGREGATE_OP_COUNT;
-    case AggregateOp::kSum: return pb::AGGREGATE_OP_SUM;
-    case AggregateOp::kMin: return pb::AGGREGATE_OP_MIN;
-    case AggregateOp::kMax: return pb::AGGREGATE_OP_MAX;
-    case AggregateOp::kMean: return pb::AGGREGATE_OP_MEAN;
+    case AggregateOp::kCount:
+      return pb::AGGREGATE_OP_COUNT;
+    case AggregateOp::kSum:
+      return pb::AGGREGATE_OP_SUM;
+    case AggregateOp::kMin:
+      return pb::AGGREGATE_OP_MIN;
+    case AggregateOp::kMax:
+      return pb::AGGREGATE_OP_MAX;
+    case AggregateOp::kMean:
+      return pb::AGGREGATE_OP_MEAN;
   }
   return pb::AGGREGATE_OP_UNSPECIFIED;
 }
 
 pb::ColumnType ToProtoType(ColumnType t) {
   switch (t) {
-    case ColumnType::kUint32: return pb::COLUMN_TYPE_UINT32;
-    case ColumnType::kInt32: return pb::COLUMN_TYPE_INT32;
-    case ColumnType::kUint64: return pb::COLUMN_TYPE_UINT64;
-    case ColumnType::kInt64: return pb::COLUMN_TYPE_INT64;
-    case ColumnType::kFloat32: return pb::COLUMN_TYPE_FLOAT32;
-    case ColumnType::kFloat64: return pb::COLUMN_TYPE_FLOAT64;
-    case ColumnType::kBinary: return pb::COLUMN_TYPE_BINARY;
+    case ColumnType::kUint32:
+      return pb::COLUMN_TYPE_UINT32;
+    case ColumnType::kInt32:
+      return pb::COLUMN_TYPE_INT32;
+    case ColumnType::kUint64:
+      return pb::COLUMN_TYPE_UINT64;
+    case ColumnType::kInt64:
+      return pb::COLUMN_TYPE_INT64;
+    case ColumnType::kFloat32:
+      return pb::COLUMN_TYPE_FLOAT32;
+    case ColumnType::kFloat64:
+      return pb::COLUMN_TYPE_FLOAT64;
+    case ColumnType::kBinary:
+      return pb::COLUMN_TYPE_BINARY;
   }
   return pb::COLUMN_TYPE_UNSPECIFIED;
 }
@@ -183,11 +203,14 @@ size_t TypeWidth(ColumnType t) {
   switch (t) {
     case ColumnType::kUint32:
     case ColumnType::kInt32:
-    case ColumnType::kFloat32: return 4;
+    case ColumnType::kFloat32:
+      return 4;
     case ColumnType::kUint64:
     case ColumnType::kInt64:
-    case ColumnType::kFloat64: return 8;
-    case ColumnType::kBinary: return 0;
+    case ColumnType::kFloat64:
+      return 8;
+    case ColumnType::kBinary:
+      return 0;
   }
   return 0;
 }
@@ -334,8 +357,8 @@ absl::StatusOr<HealthState> Client::Health(const std::string& service) {
   std::condition_variable cv;
   bool done = false;
   grpc::Status status;
-  generic.UnaryCall(&ctx, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request,
-                    &response, [&](grpc::Status s) {
+  generic.UnaryCall(&ctx, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
+                    [&](grpc::Status s) {
                       std::lock_guard<std::mutex> lock(mu);
                       status = std::move(s);
                       done = true;
@@ -353,10 +376,14 @@ absl::StatusOr<HealthState> Client::Health(const std::string& service) {
   for (const auto& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
   GPUJOIN_ASSIGN_OR_RETURN(int code, DecodeHealthResponse(bytes));
   switch (code) {
-    case 1: return HealthState::kServing;
-    case 2: return HealthState::kNotServing;
-    case 3: return HealthState::kServiceUnknown;
-    default: return HealthState::kUnknown;
+    case 1:
+      return HealthState::kServing;
+    case 2:
+      return HealthState::kNotServing;
+    case 3:
+      return HealthState::kServiceUnknown;
+    default:
+      return HealthState::kUnknown;
   }
 }
 
@@ -385,8 +412,7 @@ absl::StatusOr<std::vector<IndexInfo>> Client::ListIndexes() {
   grpc::ClientContext ctx;
   impl_->Prepare(&ctx);
   pb::ListIndexesResponse r;
-  GPUJOIN_RETURN_IF_ERROR(
-      FromGrpc(impl_->stub_->ListIndexes(&ctx, pb::ListIndexesRequest(), &r)));
+  GPUJOIN_RETURN_IF_ERROR(FromGrpc(impl_->stub_->ListIndexes(&ctx, pb::ListIndexesRequest(), &r)));
   std::vector<IndexInfo> out;
   out.reserve(r.indexes_size());
   for (const auto& i : r.indexes()) out.push_back(ToIndexInfo(i));
@@ -416,8 +442,7 @@ absl::StatusOr<DropResult> Client::DropIndex(const std::string& name) {
 // ---------------------------------------------------------------- build
 
 absl::StatusOr<IndexInfo> Client::BuildIndex(const IndexSpec& spec, const ChunkSource& next_chunk,
-                                             const ProgressCallback& progress,
-                                             uint64_t total_rows,
+                                             const ProgressCallback& progress, uint64_t total_rows,
                                              std::optional<std::chrono::milliseconds> deadline) {
   if (spec.name.empty()) return absl::InvalidArgumentError("index name is empty");
   grpc::ClientContext ctx;
@@ -446,9 +471,9 @@ absl::StatusOr<IndexInfo> Client::BuildIndex(const IndexSpec& spec, const ChunkS
     std::optional<BuildChunk> chunk = next_chunk();
     if (!chunk) break;
     if (!spec.explicit_values && !chunk->values.empty()) {
-      local = absl::InvalidArgumentError(absl::StrCat(
-          "build chunk ", chunk_index, " carries ", chunk->values.size(),
-          " values but the index was not declared with explicit values"));
+      local = absl::InvalidArgumentError(
+          absl::StrCat("build chunk ", chunk_index, " carries ", chunk->values.size(),
+                       " values but the index was not declared with explicit values"));
       break;
     }
     if (!spec.batch_mode && (chunk->row_base != 0 || !chunk->validity.empty())) {
@@ -457,9 +482,9 @@ absl::StatusOr<IndexInfo> Client::BuildIndex(const IndexSpec& spec, const ChunkS
       break;
     }
     if (!chunk->validity.empty() && chunk->validity.size() != chunk->keys.size()) {
-      local = absl::InvalidArgumentError(
-          absl::StrCat("build chunk ", chunk_index, ": validity has ", chunk->validity.size(),
-                       " rows but keys have ", chunk->keys.size()));
+      local = absl::InvalidArgumentError(absl::StrCat("build chunk ", chunk_index,
+                                                      ": validity has ", chunk->validity.size(),
+                                                      " rows but keys have ", chunk->keys.size()));
       break;
     }
     req.Clear();
@@ -495,8 +520,8 @@ absl::StatusOr<IndexInfo> Client::BuildIndexFromColumns(const IndexSpec& spec,
                                                         size_t chunk_rows,
                                                         const ProgressCallback& progress) {
   if (spec.explicit_values && values.size() != keys.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "values has ", values.size(), " rows but keys has ", keys.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("values has ", values.size(), " rows but keys has ", keys.size()));
   }
   if (!spec.explicit_values && !values.empty()) {
     return absl::InvalidArgumentError(
@@ -541,8 +566,8 @@ absl::Status Client::Lookup(const std::string& index, const BatchSource<LookupBa
     out->found.assign(r.found().begin(), r.found().end());
     GPUJOIN_RETURN_IF_ERROR(Unpack(r.probes(), "probes", &out->probes));
     if (out->found.size() != out->values.size()) {
-      return absl::InternalError(absl::StrCat("server sent ", out->values.size(),
-                                              " values but ", out->found.size(), " found flags"));
+      return absl::InternalError(absl::StrCat("server sent ", out->values.size(), " values but ",
+                                              out->found.size(), " found flags"));
     }
     out->statistics = ToQueryStatistics(r.statistics());
     return absl::OkStatus();
@@ -567,9 +592,9 @@ absl::Status Client::Join(const std::string& index, const BatchSource<JoinBatch>
     for (size_t i = 0; i < b.lefts.size(); ++i) {
       const JoinLeft& l = b.lefts[i];
       if (!l.left_rows.empty() && l.left_rows.size() != l.keys.size()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("join batch ", id, " left ", i, ": left_rows has ", l.left_rows.size(),
-                         " rows but keys has ", l.keys.size()));
+        return absl::InvalidArgumentError(absl::StrCat("join batch ", id, " left ", i,
+                                                       ": left_rows has ", l.left_rows.size(),
+                                                       " rows but keys has ", l.keys.size()));
       }
       auto* lb = r->add_batches();
       SetColumn(l.keys, lb->mutable_keys());
@@ -608,8 +633,7 @@ absl::Status Client::Join(const std::string& index, const BatchSource<JoinBatch>
       &ctx, stream.get(), source, encode, decode, sink, options);
 }
 
-absl::Status Client::Aggregate(const AggregateSpec& spec,
-                               const BatchSource<AggregateBatch>& source,
+absl::Status Client::Aggregate(const AggregateSpec& spec, const BatchSource<AggregateBatch>& source,
                                const ResultSink<AggregateResult>& sink,
                                const StreamOptions& options) {
   grpc::ClientContext ctx;
@@ -618,10 +642,9 @@ absl::Status Client::Aggregate(const AggregateSpec& spec,
   auto encode = [&spec](const AggregateBatch& b, uint64_t id,
                         pb::AggregateRequest* r) -> absl::Status {
     if (spec.op != AggregateOp::kCount && b.values.size() != b.keys.size()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("aggregate batch ", id, ": values has ", b.values.size(),
-                       " rows but keys has ", b.keys.size(), " (", std::string(AggregateOpName(spec.op)),
-                       " needs one value per key)"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "aggregate batch ", id, ": values has ", b.values.size(), " rows but keys has ",
+          b.keys.size(), " (", std::string(AggregateOpName(spec.op)), " needs one value per key)"));
     }
     if (!b.mask.empty() && b.mask.size() != b.keys.size()) {
       return absl::InvalidArgumentError(absl::StrCat("aggregate batch ", id, ": mask has ",
@@ -716,8 +739,8 @@ absl::Status Client::Hash(const BatchSource<HashBatch>& source, const ResultSink
 // ---------------------------------------------------------------- ...All helpers
 
 absl::StatusOr<LookupResult> Client::LookupAll(const std::string& index,
-                                               std::span<const uint32_t> keys,
-                                               size_t batch_rows, const StreamOptions& options,
+                                               std::span<const uint32_t> keys, size_t batch_rows,
+                                               const StreamOptions& options,
                                                const ProgressCallback& progress) {
   if (batch_rows == 0) return absl::InvalidArgumentError("batch_rows must be positive");
   LookupResult all;
@@ -751,15 +774,15 @@ absl::StatusOr<LookupResult> Client::LookupAll(const std::string& index,
       },
       options));
   if (all.values.size() != keys.size()) {
-    return absl::InternalError(absl::StrCat("lookup answered ", all.values.size(), " of ",
-                                            keys.size(), " rows"));
+    return absl::InternalError(
+        absl::StrCat("lookup answered ", all.values.size(), " of ", keys.size(), " rows"));
   }
   return all;
 }
 
-absl::StatusOr<JoinPairs> Client::JoinAll(const std::string& index,
-                                          std::span<const uint32_t> keys, size_t batch_rows,
-                                          uint64_t capacity, const StreamOptions& options,
+absl::StatusOr<JoinPairs> Client::JoinAll(const std::string& index, std::span<const uint32_t> keys,
+                                          size_t batch_rows, uint64_t capacity,
+                                          const StreamOptions& options,
                                           const ProgressCallback& progress) {
   if (batch_rows == 0) return absl::InvalidArgumentError("batch_rows must be positive");
   if (keys.size() > std::numeric_limits<uint32_t>::max()) {
@@ -806,17 +829,14 @@ absl::StatusOr<JoinPairs> Client::JoinAll(const std::string& index,
   return all;
 }
 
-absl::StatusOr<AggregateResult> Client::AggregateAll(const AggregateSpec& spec,
-                                                     std::span<const uint32_t> keys,
-                                                     std::span<const float> values,
-                                                     std::span<const uint32_t> mask,
-                                                     size_t batch_rows,
-                                                     const StreamOptions& options,
-                                                     const ProgressCallback& progress) {
+absl::StatusOr<AggregateResult> Client::AggregateAll(
+    const AggregateSpec& spec, std::span<const uint32_t> keys, std::span<const float> values,
+    std::span<const uint32_t> mask, size_t batch_rows, const StreamOptions& options,
+    const ProgressCallback& progress) {
   if (batch_rows == 0) return absl::InvalidArgumentError("batch_rows must be positive");
   if (spec.op != AggregateOp::kCount && values.size() != keys.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("values has ", values.size(),
-                                                   " rows but keys has ", keys.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("values has ", values.size(), " rows but keys has ", keys.size()));
   }
   if (!mask.empty() && mask.size() != keys.size()) {
     return absl::InvalidArgumentError(
@@ -866,15 +886,14 @@ absl::StatusOr<HashResult> Client::HashAll(const std::vector<HashColumn>& column
   for (size_t i = 0; i < columns.size(); ++i) {
     const HashColumn& c = columns[i];
     if (c.length != rows) {
-      return absl::InvalidArgumentError(absl::StrCat("hash column ", i, " has ", c.length,
-                                                     " rows but column 0 has ", rows));
+      return absl::InvalidArgumentError(
+          absl::StrCat("hash column ", i, " has ", c.length, " rows but column 0 has ", rows));
     }
     const uint64_t end = c.offset + c.length;
     if (c.type == ColumnType::kBinary) {
       if (c.offsets.size() < end + 1) {
-        return absl::InvalidArgumentError(absl::StrCat("hash column ", i, ": offsets has ",
-                                                       c.offsets.size(), " entries, needs ",
-                                                       end + 1));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "hash column ", i, ": offsets has ", c.offsets.size(), " entries, needs ", end + 1));
       }
     } else if (c.data.size() < end * TypeWidth(c.type)) {
       return absl::InvalidArgumentError(absl::StrCat("hash column ", i, ": data has ",
