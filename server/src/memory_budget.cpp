@@ -12,6 +12,18 @@ struct MemoryBudget::Reservation::State {
   uint64_t used = 0;
 };
 
+namespace {
+
+// `needed` for `what` does not fit beside `used` bytes of other reservations.
+absl::Status Exceeded(std::string_view what, uint64_t needed, uint64_t used, uint64_t limit) {
+  return absl::ResourceExhaustedError(
+      absl::StrCat("device memory budget exceeded: ", std::string(what), " needs ", needed,
+                   " bytes but ", used, " of the ", limit, " byte budget are in use (",
+                   limit - used, " available; see --device-memory-limit)"));
+}
+
+}  // namespace
+
 MemoryBudget::MemoryBudget(uint64_t limit_bytes)
     : state_(std::make_shared<Reservation::State>()) {
   state_->limit = limit_bytes;
@@ -43,15 +55,26 @@ void MemoryBudget::Reservation::ShrinkTo(uint64_t bytes) {
   bytes_ = bytes;
 }
 
+absl::Status MemoryBudget::Reservation::Resize(uint64_t bytes, std::string_view what) {
+  if (state_ == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("memory budget: resizing the reservation of ",
+                                                      std::string(what), ", which holds none"));
+  }
+  std::lock_guard<std::mutex> lock(state_->mu);
+  const uint64_t others = state_->used - bytes_;
+  if (bytes > bytes_ && bytes > state_->limit - others) {
+    return Exceeded(what, bytes, others, state_->limit);
+  }
+  state_->used = others + bytes;
+  bytes_ = bytes;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<MemoryBudget::Reservation> MemoryBudget::Reserve(uint64_t bytes,
                                                                 std::string_view what) {
   std::lock_guard<std::mutex> lock(state_->mu);
-  const uint64_t available = state_->limit - state_->used;
-  if (bytes > available) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "device memory budget exceeded: ", std::string(what), " needs ", bytes, " bytes but ",
-        state_->used, " of the ", state_->limit, " byte budget are in use (", available,
-        " available; see --device-memory-limit)"));
+  if (bytes > state_->limit - state_->used) {
+    return Exceeded(what, bytes, state_->used, state_->limit);
   }
   state_->used += bytes;
   Reservation r;

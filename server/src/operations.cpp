@@ -583,15 +583,28 @@ absl::Status Operations::GetServerInfo(bool serving, v1::GetServerInfoResponse* 
 
 // ------------------------------------------------------------------ build
 
-absl::Status BuildSession::ReserveFor(uint32_t capacity) {
+absl::Status BuildSession::ReserveFor(uint32_t capacity, const engine::BuildShape* shape) {
   engine::HashIndexSpec spec;
   spec.capacity = capacity;
   spec.max_probe_count = spec_.max_probe_count();
   GPUJOIN_RETURN_IF_ERROR(Prefixed(spec.Validate(), "spec: "));
-  GPUJOIN_ASSIGN_OR_RETURN(
-      reservation_,
-      ops_->state_.budget->Reserve(spec.TableBytes(),
-                                   absl::StrCat("index \"", name_, "\" (capacity ", capacity, ")")));
+  const engine::Backend& backend = *ops_->state_.backend;
+  const uint64_t table = backend.IndexBytes(spec);
+  const uint64_t transient = shape == nullptr ? 0 : backend.BuildTransientBytes(spec, *shape);
+  const std::string what =
+      shape == nullptr
+          ? absl::StrCat("index \"", name_, "\" (capacity ", capacity, ": ", table,
+                         " table bytes; the build's transient bytes are reserved once its rows "
+                         "are known)")
+          : absl::StrCat("index \"", name_, "\" (capacity ", capacity, ": ", table,
+                         " table bytes + ", transient, " transient bytes for the build of ",
+                         shape->rows, " rows)");
+  if (capacity_) {
+    // Already sized: the table is reserved; grow (or shrink) to this build's peak.
+    GPUJOIN_RETURN_IF_ERROR(reservation_.Resize(table + transient, what));
+  } else {
+    GPUJOIN_ASSIGN_OR_RETURN(reservation_, ops_->state_.budget->Reserve(table + transient, what));
+  }
   capacity_ = capacity;
   return absl::OkStatus();
 }
@@ -622,11 +635,17 @@ absl::Status BuildSession::AddSpec(const v1::IndexSpec& spec) {
     return absl::AlreadyExistsError(absl::StrCat("index \"", name_,
                                                  "\" already exists; set spec.replace to rebuild it"));
   }
-  if (spec.capacity() != 0) return ReserveFor(spec.capacity());
+  if (spec.capacity() != 0) return ReserveFor(spec.capacity(), nullptr);
   if (spec.expected_rows() != 0) {
     auto capacity = engine::CapacityForRows(spec.expected_rows(), lf == 0 ? 0.5 : lf);
     if (!capacity.ok()) return Prefixed(capacity.status(), "spec.expected_rows: ");
-    return ReserveFor(*capacity);
+    // The expected shape (one chunk, no masks); Finish reserves for the real one.
+    engine::BuildShape expected;
+    expected.rows = spec.expected_rows();
+    expected.explicit_values = spec.explicit_values();
+    expected.batch = spec.batch_mode();
+    expected.batch_chunks = spec.batch_mode() ? 1 : 0;
+    return ReserveFor(*capacity, &expected);
   }
   return absl::OkStatus();  // sized from the rows received, in Finish()
 }
@@ -708,43 +727,57 @@ absl::StatusOr<std::shared_ptr<const IndexVersion>> BuildSession::Finish(
     return absl::InvalidArgumentError(absl::StrCat("values: ", value_rows_,
                                                    " rows in total but keys has ", key_rows_));
   }
-  if (!capacity_) {
-    const double lf = spec_.target_load_factor() == 0 ? 0.5 : spec_.target_load_factor();
-    auto capacity = engine::CapacityForRows(std::max<uint64_t>(key_rows_, 1), lf);
-    if (!capacity.ok()) return Prefixed(capacity.status(), "chunks: ");
-    GPUJOIN_RETURN_IF_ERROR(ReserveFor(*capacity));
+  // The build node first: its shape sizes the reservation (table plus the build's
+  // transient memory) before the backend allocates anything.
+  engine::BuildStatistics stats;
+  std::optional<engine::BuildBatchIndexNode> batch_node;
+  std::optional<engine::BuildIndexNode> plain_node;
+  if (spec_.batch_mode()) {
+    batch_node.emplace();
+    batch_node->statistics = &stats;
+    for (size_t i = 0; i < keys_.size(); ++i) {
+      batch_node->chunks.push_back(
+          engine::BatchChunk{keys_[i].span(), row_bases_[i], validity_[i].span()});
+    }
+  } else {
+    plain_node.emplace();
+    plain_node->statistics = &stats;
+    plain_node->first_value = spec_.first_value();
+    for (const auto& k : keys_) {
+      if (k.size() != 0) plain_node->keys.push_back(k.span());
+    }
+    if (spec_.explicit_values()) {
+      plain_node->values.emplace();
+      for (const auto& v : values_) {
+        if (v.size() != 0) plain_node->values->push_back(v.span());
+      }
+    }
   }
+  const engine::BuildShape shape =
+      batch_node ? engine::BuildShapeOf(*batch_node) : engine::BuildShapeOf(*plain_node);
+  uint32_t capacity = 0;
+  if (capacity_) {
+    capacity = *capacity_;
+  } else {
+    const double lf = spec_.target_load_factor() == 0 ? 0.5 : spec_.target_load_factor();
+    auto sized = engine::CapacityForRows(std::max<uint64_t>(key_rows_, 1), lf);
+    if (!sized.ok()) return Prefixed(sized.status(), "chunks: ");
+    capacity = *sized;
+  }
+  GPUJOIN_RETURN_IF_ERROR(ReserveFor(capacity, &shape));
   engine::HashIndexSpec spec;
-  spec.capacity = *capacity_;
+  spec.capacity = capacity;
   spec.max_probe_count = spec_.max_probe_count();
   GPUJOIN_ASSIGN_OR_RETURN(std::unique_ptr<engine::HashIndex> index,
                            ops_->state_.backend->CreateIndex(spec));
 
   engine::CommandGraph graph;
-  engine::BuildStatistics stats;
-  if (spec_.batch_mode()) {
-    engine::BuildBatchIndexNode node;
-    node.index = index.get();
-    node.statistics = &stats;
-    for (size_t i = 0; i < keys_.size(); ++i) {
-      node.chunks.push_back(engine::BatchChunk{keys_[i].span(), row_bases_[i], validity_[i].span()});
-    }
-    graph.Add(std::move(node));
+  if (batch_node) {
+    batch_node->index = index.get();
+    graph.Add(std::move(*batch_node));
   } else {
-    engine::BuildIndexNode node;
-    node.index = index.get();
-    node.statistics = &stats;
-    node.first_value = spec_.first_value();
-    for (const auto& k : keys_) {
-      if (k.size() != 0) node.keys.push_back(k.span());
-    }
-    if (spec_.explicit_values()) {
-      node.values.emplace();
-      for (const auto& v : values_) {
-        if (v.size() != 0) node.values->push_back(v.span());
-      }
-    }
-    graph.Add(std::move(node));
+    plain_node->index = index.get();
+    graph.Add(std::move(*plain_node));
   }
   const auto start = std::chrono::steady_clock::now();
   GPUJOIN_RETURN_IF_ERROR(ops_->RunGraph(graph));
@@ -765,6 +798,7 @@ absl::StatusOr<std::shared_ptr<const IndexVersion>> BuildSession::Finish(
   version->built_unix_millis = std::chrono::duration_cast<std::chrono::milliseconds>(
                                    std::chrono::system_clock::now().time_since_epoch())
                                    .count();
+  // The build's transient memory is free again: keep what the table holds.
   version->reservation = std::move(reservation_);
   version->reservation.ShrinkTo(version->index->memory_bytes());
   std::shared_ptr<const IndexVersion> installed = version;

@@ -1,4 +1,4 @@
-// HashIndexSpec validation, table sizing and CapacityForRows.
+// HashIndexSpec validation and CapacityForRows (the bytes of a table: index_memory_test).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -29,11 +29,6 @@ TEST(HashIndexSpecTest, ProbeBound) {
   const absl::Status s = HashIndexSpec{64, 65}.Validate();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), HasSubstr("max_probe_count 65 exceeds capacity 64"));
-}
-
-TEST(HashIndexSpecTest, TableBytesCountsKeysValuesAndSourceRows) {
-  EXPECT_EQ((HashIndexSpec{1024, 0}).TableBytes(), 1024u * 12u);
-  EXPECT_EQ((HashIndexSpec{0x80000000u, 0}).TableBytes(), uint64_t{0x80000000u} * 12u);
 }
 
 TEST(HashIndexSpecTest, CapacityForRows) {

@@ -1,7 +1,21 @@
+// MemoryBudget (reservations, shrink, resize) and the accounting of builds
+// through it (BuildSession on the CPU backend): the table bytes come from
+// Backend::IndexBytes, the build's transient bytes from BuildTransientBytes
+// (here from a CPU backend wrapped to report some, since the CPU build needs
+// none), reserved for the build's duration and given back when it is done.
 #include "gpujoin/server/memory_budget.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gpujoin/server/column_codec.hpp"
+#include "gpujoin/server/operations.hpp"
+#include "test_util.hpp"
 
 namespace gpujoin::server {
 namespace {
@@ -58,6 +72,48 @@ TEST(MemoryBudget, ShrinkGivesBackTheDifferenceOnly) {
   EXPECT_EQ(budget.used_bytes(), 0u);
 }
 
+TEST(MemoryBudget, ResizeGrowsWhenItFitsAndShrinksAlways) {
+  MemoryBudget budget(1000);
+  auto other = budget.Reserve(300, "index \"other\"");
+  ASSERT_TRUE(other.ok());
+  auto r = budget.Reserve(100, "index \"a\"");
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(r->Resize(700, "index \"a\"").ok());  // exactly fits beside the other 300
+  EXPECT_EQ(r->bytes(), 700u);
+  EXPECT_EQ(budget.used_bytes(), 1000u);
+  ASSERT_TRUE(r->Resize(50, "index \"a\"").ok());
+  EXPECT_EQ(r->bytes(), 50u);
+  EXPECT_EQ(budget.used_bytes(), 350u);
+  r->Release();
+  EXPECT_EQ(budget.used_bytes(), 300u);
+}
+
+TEST(MemoryBudget, ResizeRefusalNamesNeededUsedAndBudgetAndChangesNothing) {
+  MemoryBudget budget(1000);
+  auto other = budget.Reserve(300, "index \"other\"");
+  ASSERT_TRUE(other.ok());
+  auto r = budget.Reserve(100, "index \"a\"");
+  ASSERT_TRUE(r.ok());
+  const absl::Status s = r->Resize(701, "index \"a\" (build)");
+  ASSERT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  // Needed: the whole new size; used: what the other reservations hold.
+  EXPECT_THAT(s.message(), HasSubstr("index \"a\" (build) needs 701 bytes"));
+  EXPECT_THAT(s.message(), HasSubstr("300 of the 1000 byte budget are in use (700 available"));
+  EXPECT_EQ(r->bytes(), 100u);
+  EXPECT_EQ(budget.used_bytes(), 400u);
+}
+
+TEST(MemoryBudget, ResizeOfAnEmptyReservationIsAPreconditionError) {
+  MemoryBudget::Reservation r;
+  EXPECT_EQ(r.Resize(10, "x").code(), absl::StatusCode::kFailedPrecondition);
+  MemoryBudget budget(100);
+  auto held = budget.Reserve(10, "x");
+  ASSERT_TRUE(held.ok());
+  held->Release();
+  EXPECT_EQ(held->Resize(10, "x").code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(budget.used_bytes(), 0u);
+}
+
 TEST(MemoryBudget, ReservationMayOutliveTheBudgetObject) {
   MemoryBudget::Reservation r;
   {
@@ -66,6 +122,221 @@ TEST(MemoryBudget, ReservationMayOutliveTheBudgetObject) {
   }
   r.Release();  // the shared state is still alive: no crash
   EXPECT_EQ(r.bytes(), 0u);
+}
+
+// The CPU backend, reporting `fixed + per_row x rows` transient bytes for every
+// build (the CPU build itself needs none) and recording the budget's use while
+// each build runs.
+class TransientReportingBackend : public engine::Backend {
+ public:
+  TransientReportingBackend(uint64_t fixed, uint64_t per_row)
+      : inner_(testing::CpuBackend()), fixed_(fixed), per_row_(per_row) {}
+
+  void Watch(const MemoryBudget* budget) { budget_ = budget; }
+  /// budget.used_bytes() seen inside each Run, in order.
+  const std::vector<uint64_t>& used_during_runs() const { return used_during_runs_; }
+
+  engine::BackendInfo Info() const override { return inner_->Info(); }
+  absl::StatusOr<std::unique_ptr<engine::HashIndex>> CreateIndex(
+      const engine::HashIndexSpec& spec) override {
+    return inner_->CreateIndex(spec);
+  }
+  uint64_t IndexBytes(const engine::HashIndexSpec& spec) const override {
+    return inner_->IndexBytes(spec);
+  }
+  uint64_t BuildTransientBytes(const engine::HashIndexSpec& spec,
+                               const engine::BuildShape& shape) const override {
+    EXPECT_EQ(inner_->BuildTransientBytes(spec, shape), 0u);
+    return shape.rows == 0 ? 0 : fixed_ + per_row_ * shape.rows;
+  }
+  absl::Status Run(const engine::CommandGraph& graph) override {
+    if (budget_ != nullptr) used_during_runs_.push_back(budget_->used_bytes());
+    return inner_->Run(graph);
+  }
+
+ private:
+  std::unique_ptr<engine::Backend> inner_;
+  uint64_t fixed_, per_row_;
+  const MemoryBudget* budget_ = nullptr;
+  std::vector<uint64_t> used_during_runs_;
+};
+
+v1::BuildIndexRequest SpecMsg(const std::string& name, uint32_t capacity, bool replace = false) {
+  v1::BuildIndexRequest r;
+  r.mutable_spec()->set_name(name);
+  r.mutable_spec()->set_capacity(capacity);
+  r.mutable_spec()->set_replace(replace);
+  return r;
+}
+
+v1::BuildIndexRequest ChunkMsg(const std::vector<uint32_t>& keys) {
+  v1::BuildIndexRequest r;
+  *r.mutable_chunk()->mutable_keys()->mutable_packed() = PackColumn<uint32_t>(keys);
+  return r;
+}
+
+std::vector<uint32_t> Iota(uint32_t n, uint32_t first = 1) {
+  std::vector<uint32_t> v(n);
+  for (uint32_t i = 0; i < n; ++i) v[i] = first + i;
+  return v;
+}
+
+// Operations over a TransientReportingBackend (100 + 20 bytes per row) and a
+// budget of `limit` bytes.
+class BuildBudgetTest : public ::testing::Test {
+ protected:
+  void Start(uint64_t limit, uint64_t fixed = 100, uint64_t per_row = 20) {
+    backend_ = std::make_unique<TransientReportingBackend>(fixed, per_row);
+    budget_ = std::make_unique<MemoryBudget>(limit);
+    backend_->Watch(budget_.get());
+    ServiceState s;
+    s.backend = backend_.get();
+    s.backend_info = backend_->Info();
+    s.registry = &registry_;
+    s.budget = budget_.get();
+    s.metrics = &metrics_;
+    ops_ = std::make_unique<Operations>(std::move(s));
+  }
+
+  absl::StatusOr<std::shared_ptr<const IndexVersion>> Build(
+      std::vector<v1::BuildIndexRequest> messages) {
+    BuildSession session(ops_.get());
+    for (auto& m : messages) {
+      absl::Status s = session.Add(std::move(m));
+      if (!s.ok()) return s;
+    }
+    std::atomic<bool> cancelled{false};
+    return session.Finish(cancelled);
+  }
+
+  // The value `key` maps to in index `name` (kEmptyKey when missing).
+  uint32_t LookupOne(const std::string& name, uint32_t key) {
+    v1::LookupRequest req;
+    req.set_index(name);
+    *req.mutable_keys()->mutable_packed() = PackColumn<uint32_t>(std::vector<uint32_t>{key});
+    v1::LookupResponse resp;
+    const absl::Status s = ops_->Lookup(req, &resp);
+    EXPECT_TRUE(s.ok()) << s;
+    const auto values = UnpackColumn<uint32_t>(resp.values());
+    return values.size() == 1 ? values[0] : 0xdeadbeefu;
+  }
+
+  std::unique_ptr<TransientReportingBackend> backend_;
+  IndexRegistry registry_;
+  std::unique_ptr<MemoryBudget> budget_;
+  Metrics metrics_;
+  std::unique_ptr<Operations> ops_;
+};
+
+TEST_F(BuildBudgetTest, ExactTableBytesPerSpecOnTheCpuBackend) {
+  Start(1 << 24, 0, 0);
+  uint64_t expected = 0;
+  for (uint32_t capacity : {1u, 16u, 1024u, 1u << 16}) {
+    const std::string name = "c" + std::to_string(capacity);
+    auto built = Build({SpecMsg(name, capacity), ChunkMsg({1})});
+    ASSERT_TRUE(built.ok()) << built.status();
+    expected += uint64_t{capacity} * 8;  // one 8-byte key:value slot each
+    EXPECT_EQ((*built)->index->memory_bytes(), uint64_t{capacity} * 8);
+    EXPECT_EQ((*built)->reservation.bytes(), uint64_t{capacity} * 8);
+    EXPECT_EQ(budget_->used_bytes(), expected) << name;
+  }
+}
+
+TEST_F(BuildBudgetTest, BuildReservesTableAndTransientThenKeepsTheTable) {
+  Start(1 << 20);
+  BuildSession session(ops_.get());
+  ASSERT_TRUE(session.Add(SpecMsg("t", 1024)).ok());
+  // Sized by the spec: the table is reserved before any rows arrive.
+  EXPECT_EQ(budget_->used_bytes(), 1024u * 8);
+  ASSERT_TRUE(session.Add(ChunkMsg(Iota(300))).ok());
+  ASSERT_TRUE(session.Add(ChunkMsg(Iota(200, 1000))).ok());
+  std::atomic<bool> cancelled{false};
+  auto built = session.Finish(cancelled);
+  ASSERT_TRUE(built.ok()) << built.status();
+  ASSERT_EQ(backend_->used_during_runs().size(), 1u);
+  EXPECT_EQ(backend_->used_during_runs()[0], 1024u * 8 + 100 + 20 * 500);
+  EXPECT_EQ(budget_->used_bytes(), 1024u * 8);
+  EXPECT_EQ((*built)->reservation.bytes(), 1024u * 8);
+}
+
+TEST_F(BuildBudgetTest, AutoSizedBuildReservesOnceTheRowsAreKnown) {
+  Start(1 << 20);
+  BuildSession session(ops_.get());
+  v1::BuildIndexRequest spec;
+  spec.mutable_spec()->set_name("auto");
+  ASSERT_TRUE(session.Add(std::move(spec)).ok());
+  EXPECT_EQ(budget_->used_bytes(), 0u);  // nothing known yet
+  ASSERT_TRUE(session.Add(ChunkMsg(Iota(100))).ok());
+  std::atomic<bool> cancelled{false};
+  auto built = session.Finish(cancelled);
+  ASSERT_TRUE(built.ok()) << built.status();
+  EXPECT_EQ((*built)->index->spec().capacity, 256u);  // 100 rows at load 0.5
+  EXPECT_EQ(backend_->used_during_runs().at(0), 256u * 8 + 100 + 20 * 100);
+  EXPECT_EQ(budget_->used_bytes(), 256u * 8);
+}
+
+TEST_F(BuildBudgetTest, ExpectedRowsReserveTheExpectedBuildUpFront) {
+  Start(1 << 20);
+  BuildSession session(ops_.get());
+  v1::BuildIndexRequest spec;
+  spec.mutable_spec()->set_name("sized");
+  spec.mutable_spec()->set_expected_rows(1000);
+  ASSERT_TRUE(session.Add(std::move(spec)).ok());
+  EXPECT_EQ(budget_->used_bytes(), 2048u * 8 + 100 + 20 * 1000);
+  ASSERT_TRUE(session.Add(ChunkMsg(Iota(10))).ok());
+  std::atomic<bool> cancelled{false};
+  ASSERT_TRUE(session.Finish(cancelled).ok());
+  // The build that ran had 10 rows: the reservation followed the real shape.
+  EXPECT_EQ(backend_->used_during_runs().at(0), 2048u * 8 + 100 + 20 * 10);
+  EXPECT_EQ(budget_->used_bytes(), 2048u * 8);
+}
+
+TEST_F(BuildBudgetTest, ExpectedRowsThatDoNotFitAreRefusedBeforeAnyData) {
+  Start(20000);
+  v1::BuildIndexRequest spec;
+  spec.mutable_spec()->set_name("big");
+  spec.mutable_spec()->set_expected_rows(1000);  // 16384 table + 20100 transient
+  BuildSession session(ops_.get());
+  const absl::Status s = session.Add(std::move(spec));
+  ASSERT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(s.message(), HasSubstr("index \"big\" (capacity 2048: 16384 table bytes + 20100 "
+                                     "transient bytes for the build of 1000 rows) needs 36484 "
+                                     "bytes but 0 of the 20000 byte budget are in use"));
+  EXPECT_EQ(budget_->used_bytes(), 0u);
+}
+
+// Regression for the budget that counted only a guessed table size: a rebuild
+// whose table fits but whose build's transient memory does not is refused before
+// anything is allocated, naming needed, used and budget bytes, and the old
+// version keeps serving with the budget unchanged.
+TEST_F(BuildBudgetTest, RebuildWhoseTransientMemoryDoesNotFitKeepsTheOldVersion) {
+  // Old 1024-slot table (8192) + new one (8192) fit in 20000; + 100 + 20 x 500 does not.
+  Start(20000);
+  auto first = Build({SpecMsg("k", 1024), ChunkMsg({7, 8, 9})});
+  ASSERT_TRUE(first.ok()) << first.status();
+  first->reset();
+  ASSERT_EQ(budget_->used_bytes(), 8192u);
+
+  auto refused = Build({SpecMsg("k", 1024, true), ChunkMsg(Iota(500, 100))});
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("device memory budget exceeded: index \"k\" (capacity 1024: 8192 table "
+                        "bytes + 10100 transient bytes for the build of 500 rows) needs 18292 "
+                        "bytes but 8192 of the 20000 byte budget are in use (11808 available"));
+  EXPECT_EQ(backend_->used_during_runs().size(), 1u);  // the refused build never ran
+  EXPECT_EQ(registry_.Get("k")->version, 1u);
+  EXPECT_EQ(LookupOne("k", 8), 1u);  // generated value: row 1
+  EXPECT_EQ(budget_->used_bytes(), 8192u);
+
+  // With fewer rows the same rebuild fits (8192 + 8192 + 100 + 20 x 100 <= 20000),
+  // and afterwards only the new table is held.
+  auto rebuilt = Build({SpecMsg("k", 1024, true), ChunkMsg(Iota(100, 100))});
+  ASSERT_TRUE(rebuilt.ok()) << rebuilt.status();
+  EXPECT_EQ(backend_->used_during_runs().back(), 8192u + 8192u + 100 + 2000);
+  rebuilt->reset();
+  EXPECT_EQ(registry_.Get("k")->version, 2u);
+  EXPECT_EQ(LookupOne("k", 150), 50u);
+  EXPECT_EQ(budget_->used_bytes(), 8192u);
 }
 
 }  // namespace

@@ -236,6 +236,13 @@ class DyingBackend : public engine::Backend {
       const engine::HashIndexSpec&) override {
     return absl::UnimplementedError("not needed");
   }
+  uint64_t IndexBytes(const engine::HashIndexSpec& spec) const override {
+    return uint64_t{spec.capacity} * 8;
+  }
+  uint64_t BuildTransientBytes(const engine::HashIndexSpec&,
+                               const engine::BuildShape&) const override {
+    return 0;
+  }
   absl::Status Run(const engine::CommandGraph&) override {
     healthy_ = false;
     return absl::InternalError("device lost");

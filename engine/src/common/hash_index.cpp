@@ -25,11 +25,6 @@ absl::Status HashIndexSpec::Validate() const {
   return absl::OkStatus();
 }
 
-uint64_t HashIndexSpec::TableBytes() const {
-  // Table keys, table values and the per-slot winning source row, 4 bytes each.
-  return uint64_t{capacity} * 3 * sizeof(uint32_t);
-}
-
 absl::StatusOr<uint32_t> CapacityForRows(uint64_t expected_rows, double target_load_factor) {
   if (!(target_load_factor > 0.0 && target_load_factor <= 1.0)) {
     return absl::InvalidArgumentError(

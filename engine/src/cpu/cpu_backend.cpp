@@ -84,7 +84,7 @@ class CpuBackend final : public Backend {
 
   absl::StatusOr<std::unique_ptr<HashIndex>> CreateIndex(const HashIndexSpec& spec) override {
     GPUJOIN_RETURN_IF_ERROR(spec.Validate());
-    const uint64_t bytes = uint64_t{spec.capacity} * 2 * sizeof(uint32_t);
+    const uint64_t bytes = CpuHashIndex::TableBytes(spec);
     const uint64_t total = PhysicalMemoryBytes(_SC_PHYS_PAGES);
     if (total != 0 && bytes > total) {
       return absl::ResourceExhaustedError(absl::StrCat(
@@ -97,6 +97,14 @@ class CpuBackend final : public Backend {
           "index of capacity ", spec.capacity, ": host allocation of ", bytes, " bytes failed"));
     }
   }
+
+  uint64_t IndexBytes(const HashIndexSpec& spec) const override {
+    return CpuHashIndex::TableBytes(spec);
+  }
+
+  // Builds insert straight from the caller's chunks into the table (RunBuild,
+  // RunBatchBuild): no scratch.
+  uint64_t BuildTransientBytes(const HashIndexSpec&, const BuildShape&) const override { return 0; }
 
   absl::Status Run(const CommandGraph& graph) override {
     GPUJOIN_RETURN_IF_ERROR(graph.Validate());

@@ -45,6 +45,12 @@ class CpuHashIndex final : public HashIndex {
   explicit CpuHashIndex(const HashIndexSpec& spec)
       : HashIndex(spec), slots_(spec.capacity, Slot{kEmptyKey, 0}) {}
 
+  /// Bytes of the table an index of `spec` allocates: capacity slots of 8 bytes
+  /// (key and value), nothing else (Backend::IndexBytes).
+  static uint64_t TableBytes(const HashIndexSpec& spec) {
+    return uint64_t{spec.capacity} * sizeof(Slot);
+  }
+
   BackendKind backend() const override { return BackendKind::kCpu; }
   uint64_t memory_bytes() const override { return slots_.capacity() * sizeof(Slot); }
   absl::StatusOr<TableSnapshot> Snapshot() const override;

@@ -29,6 +29,25 @@ struct BackendOptions {
   int cuda_device = 0;
 };
 
+/// What a build is given, as far as its memory is concerned: the input of
+/// Backend::BuildTransientBytes. BuildShapeOf derives it from the node to be run.
+struct BuildShape {
+  /// Key rows of all chunks together.
+  uint64_t rows = 0;
+  /// A BuildIndexNode with `values` set.
+  bool explicit_values = false;
+  /// A BuildBatchIndexNode ...
+  bool batch = false;
+  /// ... with this many non-empty chunks ...
+  uint32_t batch_chunks = 0;
+  /// ... at least one of which carries a validity mask.
+  bool batch_validity = false;
+};
+
+/// The shape of a build node (its rows, values, chunks and masks).
+BuildShape BuildShapeOf(const BuildIndexNode& node);
+BuildShape BuildShapeOf(const BuildBatchIndexNode& node);
+
 /// Runs command graphs. Thread-safe: several graphs may run concurrently (the CUDA
 /// backend gives each its own stream). Errors: INVALID_ARGUMENT from validation;
 /// RESOURCE_EXHAUSTED when memory for this request could not be allocated (the
@@ -43,6 +62,19 @@ class Backend {
   /// Allocates an empty index of `spec` (INVALID_ARGUMENT for a bad spec,
   /// RESOURCE_EXHAUSTED when the table does not fit).
   virtual absl::StatusOr<std::unique_ptr<HashIndex>> CreateIndex(const HashIndexSpec& spec) = 0;
+
+  /// Bytes of backend memory an index of `spec` (valid) occupies once created: the
+  /// same number its HashIndex::memory_bytes() reports, computed from the sizes
+  /// CreateIndex allocates. The server reserves it against its memory budget
+  /// before creating the index.
+  virtual uint64_t IndexBytes(const HashIndexSpec& spec) const = 0;
+
+  /// Peak bytes of backend memory that a build of `shape` into an index of `spec`
+  /// (valid) takes for its duration on top of the index's own table: uploaded
+  /// inputs, partition and sort buffers (CUDA: each allocation rounded up to the
+  /// memory pool's 2 MiB pages). 0 for a backend that builds in place.
+  virtual uint64_t BuildTransientBytes(const HashIndexSpec& spec,
+                                       const BuildShape& shape) const = 0;
 
   /// Validates and runs `graph`; returns when all its outputs are written.
   virtual absl::Status Run(const CommandGraph& graph) = 0;

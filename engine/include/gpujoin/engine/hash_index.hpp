@@ -30,10 +30,8 @@ struct HashIndexSpec {
 
   /// OK, or INVALID_ARGUMENT naming `capacity` / `max_probe_count` and their values.
   absl::Status Validate() const;
-
-  /// Bytes of table storage an index of this spec occupies on its backend
-  /// (keys, values and the build's source-row scratch), used for memory budgets.
-  uint64_t TableBytes() const;
+  // The bytes an index of this spec occupies depend on the backend:
+  // Backend::IndexBytes.
 };
 
 /// Smallest valid capacity (a power of two) holding `expected_rows` at no more

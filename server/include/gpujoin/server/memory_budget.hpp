@@ -1,8 +1,10 @@
 // Device-memory budget accounting for resident indexes. A build reserves the
-// bytes of its table (HashIndexSpec::TableBytes) before the engine allocates it;
-// the reservation lives inside the index version and is released when the last
-// reference to that version goes away (so memory still read by in-flight batches
-// stays counted).
+// bytes of its table (Backend::IndexBytes) before the engine allocates it, and
+// for the build's duration also its transient memory (Backend::
+// BuildTransientBytes); when the build is done the reservation shrinks to the
+// table, moves into the index version and is released when the last reference
+// to that version goes away (so memory still read by in-flight batches stays
+// counted).
 #pragma once
 
 #include <cstdint>
@@ -35,6 +37,13 @@ class MemoryBudget {
     /// Gives back all but `bytes` (no-op when `bytes` >= bytes()): a build reserves
     /// its peak (table plus build scratch) and keeps what the finished index holds.
     void ShrinkTo(uint64_t bytes);
+    /// Makes this reservation hold exactly `bytes` for `what`. Growing fails with
+    /// RESOURCE_EXHAUSTED, as Reserve does, when `bytes` do not fit beside every
+    /// other reservation (the message names `bytes` as needed, the bytes the
+    /// others hold as used, and the limit); the reservation is unchanged then.
+    /// FAILED_PRECONDITION on a reservation that holds no budget (moved from,
+    /// released, or default-constructed).
+    absl::Status Resize(uint64_t bytes, std::string_view what);
 
    private:
     friend class MemoryBudget;

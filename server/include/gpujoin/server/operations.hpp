@@ -71,12 +71,16 @@ class BuildSession {
   explicit BuildSession(Operations* ops) : ops_(ops) {}
 
   /// Takes the next message: the spec first, then chunks. Validates it (names and
-  /// sizes), and for a spec whose capacity is known reserves the budget already,
+  /// sizes), and for a spec whose capacity is known reserves the budget already
+  /// (the table; with expected_rows also the build's expected transient memory),
   /// so oversized or create-only conflicts fail before any data is sent.
   absl::Status Add(v1::BuildIndexRequest&& message);
 
   /// Builds the index from everything added and installs it atomically under its
-  /// name. When `cancelled` is true after the build, nothing is installed
+  /// name. Before the build the reservation grows to the table plus the build's
+  /// transient memory (Backend::BuildTransientBytes; RESOURCE_EXHAUSTED naming
+  /// needed, used and budget bytes when that does not fit), and shrinks to the
+  /// table once the build is done. When `cancelled` is true after the build, nothing is installed
   /// (CANCELLED). The old version, if any, stays live on every error.
   absl::StatusOr<std::shared_ptr<const IndexVersion>> Finish(const std::atomic<bool>& cancelled);
 
@@ -93,7 +97,10 @@ class BuildSession {
  private:
   absl::Status AddSpec(const v1::IndexSpec& spec);
   absl::Status AddChunk(std::unique_ptr<v1::BuildChunk> chunk);
-  absl::Status ReserveFor(uint32_t capacity);
+  /// Sizes the index at `capacity` slots and reserves (or resizes the reservation
+  /// to) its table bytes plus, when `shape` is given, the transient bytes of a
+  /// build of that shape. RESOURCE_EXHAUSTED naming needed, used and budget bytes.
+  absl::Status ReserveFor(uint32_t capacity, const engine::BuildShape* shape);
 
   Operations* ops_;
   bool have_spec_ = false;
