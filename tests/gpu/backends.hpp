@@ -16,16 +16,21 @@
 #include <vector>
 
 #include "gpujoin/engine/backend.hpp"
+#include "gpujoin/testing/require_gpu.hpp"
 
 namespace gpujoin::engine {
 
 /// For a fixture's SetUp: creates the CUDA and the CPU backend, or skips the test
 /// with "no CUDA device (or no CUDA backend in this build): <why>" when no CUDA
-/// device is usable. The caller returns when IsSkipped() or HasFatalFailure().
-inline void CreateCudaAndCpuBackends(std::unique_ptr<Backend>& cuda,
-                                     std::unique_ptr<Backend>& cpu, const std::string& why) {
+/// device is usable; with GPUJOIN_REQUIRE_GPU set (a GPU host) that is a fatal
+/// failure instead (gpujoin/testing/require_gpu.hpp). The caller returns when
+/// IsSkipped() or HasFatalFailure().
+inline void CreateCudaAndCpuBackends(std::unique_ptr<Backend>& cuda, std::unique_ptr<Backend>& cpu,
+                                     const std::string& why) {
   if (!CudaDeviceAvailable()) {
-    GTEST_SKIP() << "no CUDA device (or no CUDA backend in this build): " << why;
+    return ::gpujoin::testing::SkipOrFailWithoutGpu(
+        "no CUDA device (or no CUDA backend in this build; " +
+        CreateBackend(BackendKind::kCuda).status().ToString() + "): " + why);
   }
   auto c = CreateBackend(BackendKind::kCuda);
   ASSERT_TRUE(c.ok()) << c.status();

@@ -179,8 +179,9 @@ TEST_F(HostBufferLookupTest, BufferPlacementsMatchPlainSpansAndTheCpuBackend) {
 
 TEST(HostBufferTest, CudaBuffersArePinnedAlignedAndRecycled) {
   if (!CudaDeviceAvailable()) {
-    GTEST_SKIP() << "no CUDA device (or no CUDA backend in this build): page-locked host "
-                    "buffers need the CUDA backend; run on a GPU host";
+    return ::gpujoin::testing::SkipOrFailWithoutGpu(
+        "no CUDA device (or no CUDA backend in this build): page-locked host buffers need the "
+        "CUDA backend; run on a GPU host");
   }
   auto cuda = CreateBackend(BackendKind::kCuda);
   ASSERT_TRUE(cuda.ok()) << cuda.status();

@@ -16,6 +16,7 @@
 
 #include "gpujoin/engine/backend.hpp"
 #include "gpujoin/engine/graph.hpp"
+#include "gpujoin/testing/require_gpu.hpp"
 
 #if defined(GPUJOIN_HAVE_CUDA)
 #include <cuda_runtime.h>
@@ -105,7 +106,8 @@ int StickyErrorScenario() {
 
 TEST(StickyCudaError, MarksTheBackendUnhealthyAndRefusesLaterCalls) {
   if (!CudaDeviceAvailable()) {
-    GTEST_SKIP() << "no CUDA device: the sticky-error scenario needs a GPU; run on a GPU host";
+    return ::gpujoin::testing::SkipOrFailWithoutGpu(
+        "no CUDA device: the sticky-error scenario needs a GPU; run on a GPU host");
   }
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(std::exit(StickyErrorScenario()), ::testing::ExitedWithCode(0),
@@ -115,7 +117,8 @@ TEST(StickyCudaError, MarksTheBackendUnhealthyAndRefusesLaterCalls) {
 #else
 
 TEST(StickyCudaError, MarksTheBackendUnhealthyAndRefusesLaterCalls) {
-  GTEST_SKIP() << "built without the CUDA backend: no sticky CUDA errors to test";
+  ::gpujoin::testing::SkipOrFailWithoutGpu(
+      "built without the CUDA backend: no sticky CUDA errors to test");
 }
 
 #endif

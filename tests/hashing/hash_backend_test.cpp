@@ -14,6 +14,7 @@
 #include "expect_known_answers.hpp"
 #include "gpujoin/engine/backend.hpp"
 #include "gpujoin/engine/graph.hpp"
+#include "gpujoin/testing/require_gpu.hpp"
 #include "hash_test_util.hpp"
 #include "known_answers.hpp"
 
@@ -37,7 +38,8 @@ class HashBackendTest : public ::testing::TestWithParam<BackendKind> {
  protected:
   void SetUp() override {
     if (GetParam() == BackendKind::kCuda && !CudaDeviceAvailable()) {
-      GTEST_SKIP() << "no CUDA device is visible (or this build has no CUDA backend)";
+      return ::gpujoin::testing::SkipOrFailWithoutGpu(
+          "no CUDA device is visible (or this build has no CUDA backend)");
     }
     BackendOptions options;
     options.cpu_threads = 2;

@@ -11,6 +11,7 @@
 
 #include "expect_known_answers.hpp"
 #include "gpujoin/engine/backend.hpp"
+#include "gpujoin/testing/require_gpu.hpp"
 #include "hash_test_util.hpp"
 #include "known_answers.hpp"
 
@@ -35,9 +36,12 @@ class HashDeviceTest : public ::testing::Test {
  protected:
   void SetUp() override {
 #if !defined(GPUJOIN_HAVE_CUDA)
-    GTEST_SKIP() << "this build has no CUDA backend (configured without nvcc)";
+    return ::gpujoin::testing::SkipOrFailWithoutGpu(
+        "this build has no CUDA backend (configured without nvcc)");
 #else
-    if (!CudaDeviceAvailable()) GTEST_SKIP() << "no CUDA device is visible";
+    if (!CudaDeviceAvailable()) {
+      return ::gpujoin::testing::SkipOrFailWithoutGpu("no CUDA device is visible");
+    }
     ASSERT_EQ(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), cudaSuccess);
 #endif
   }
