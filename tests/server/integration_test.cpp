@@ -1010,7 +1010,7 @@ TEST_F(DrainTest, SigtermDrainsAndExitsZero) {
 class BudgetTest : public ServerTest {
  protected:
   std::vector<std::string> Args() override {
-    // Room for a 1024-slot table (12 bytes per slot on the CPU backend is typical)
+    // Room for a 1024-slot table (8 bytes per slot on the CPU backend: 8 KiB)
     // but not for a 2^16-slot one.
     return {"--device-memory-limit=64K"};
   }
