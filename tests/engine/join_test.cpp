@@ -4,6 +4,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
+
 #include "test_backends.hpp"
 
 namespace gpujoin::engine::testing {
@@ -11,11 +14,15 @@ namespace {
 
 using ::testing::ElementsAre;
 
+// Fills outputs before a join so that an output it never writes shows.
+constexpr uint32_t kPoison = 0xdeadbeefu;
+
 class JoinTest : public BackendTest {
  protected:
   void SetUp() override {
     BackendTest::SetUp();
-    if (IsSkipped()) return;
+    // No backend: skipped, or failed where GPUJOIN_REQUIRE_GPU is set.
+    if (IsSkipped() || HasFatalFailure()) return;
     index_ = NewIndex(64);
     // Right side: key -> right row (generated, first_value 0); 30 appears twice (row 1 wins).
     right_keys_ = {10, 30, 20, 30, 40};
@@ -29,8 +36,9 @@ class JoinTest : public BackendTest {
 TEST_P(JoinTest, PairsInLeftOrderWithGeneratedLeftRows) {
   const std::vector<uint32_t> left = {40, 99, 30, 10, 30, kEmptyKey, 20};
   std::vector<uint32_t> out_left(10, 777), out_right(10, 777);
-  std::vector<uint8_t> found(left.size());
-  std::vector<uint32_t> probes(left.size());
+  // Poisoned, so that a join that never writes them (or writes only some rows) fails.
+  std::vector<uint8_t> found(left.size(), 0xab);
+  std::vector<uint32_t> probes(left.size(), kPoison);
   JoinResult result;
   CommandGraph graph;
   JoinNode join;
@@ -50,7 +58,156 @@ TEST_P(JoinTest, PairsInLeftOrderWithGeneratedLeftRows) {
   // Slots beyond count are left untouched.
   EXPECT_EQ(out_left[5], 777u);
   EXPECT_THAT(found, ElementsAre(1, 0, 1, 1, 1, 0, 1));
-  EXPECT_EQ(probes[5], 0u);
+  // Every row's probes, exactly: the contract's count on this table, and the
+  // lookup's on the same index (reproduces a join that never wrote `probes`).
+  const TableSnapshot table = SnapshotOf(*index_);
+  const auto lookup = Lookup(*index_, One(left));
+  QueryStatistics expect_stats{5, 2, 0, 0};
+  for (size_t i = 0; i < left.size(); ++i) {
+    const ContractRow row = ContractLookup(table, left[i], 64);
+    EXPECT_EQ(probes[i], row.probes) << "row " << i;
+    EXPECT_EQ(probes[i], lookup.probes[i]) << "row " << i;
+    expect_stats.total_probes += row.probes;
+    expect_stats.max_probes = std::max<uint64_t>(expect_stats.max_probes, row.probes);
+  }
+  EXPECT_EQ(probes[5], 0u) << "the reserved key examines no slot";
+  EXPECT_EQ(result.statistics, expect_stats);
+  EXPECT_EQ(result.statistics, lookup.statistics);
+}
+
+// Outputs of one join batch.
+struct BoundedJoin {
+  std::vector<uint32_t> out_left, out_right, probes;
+  std::vector<uint8_t> found;
+  JoinResult result;
+};
+
+TEST_P(JoinTest, TheJoinsProbeBoundLimitsWhatItFinds) {
+  // Reproduces a join that ignores JoinNode::max_probe_count (the query's bound).
+  // Four keys of home 5 fill slots 5..8 (sorted by key); a key of home 6 is
+  // pushed behind them to slot 9. With a bound of 2 only the first two home-5
+  // keys are reachable; every other key stops after 2 slots.
+  const uint32_t capacity = 16;
+  auto index = NewIndex(capacity);
+  const std::vector<uint32_t> h = KeysWithHome(capacity, 5, 5);  // ascending; h[4] stays absent
+  const uint32_t g = KeysWithHome(capacity, 6, 1)[0];
+  // Generated values (first_value 0) = build row: g 0, h[2] 1, h[0] 2, h[3] 3, h[1] 4.
+  const std::vector<uint32_t> right = {g, h[2], h[0], h[3], h[1]};
+  Build(*index, One(right));
+  const TableSnapshot table = SnapshotOf(*index);
+  ASSERT_EQ(table.keys.size(), capacity);
+  EXPECT_THAT(std::vector<uint32_t>(table.keys.begin() + 5, table.keys.begin() + 10),
+              ElementsAre(h[0], h[1], h[2], h[3], g));
+
+  //                                    row: 100   101 102   103   104        105   106   107
+  const std::vector<uint32_t> left = {h[3], g, h[0], h[4], kEmptyKey, h[1], h[2], h[0]};
+  auto run = [&](uint32_t max_probe_count) {
+    BoundedJoin out;
+    out.out_left.assign(left.size(), kPoison);
+    out.out_right.assign(left.size(), kPoison);
+    out.probes.assign(left.size(), kPoison);
+    out.found.assign(left.size(), 0xab);
+    out.result = JoinResult{99, true, {9, 9, 9, 9}};
+    CommandGraph graph;
+    JoinNode join;
+    join.index = index.get();
+    join.max_probe_count = max_probe_count;
+    join.batches.push_back(JoinBatch{
+        Cut(left, {3}), {}, 100, out.out_left, out.out_right, &out.result, out.found, out.probes});
+    graph.Add(join);
+    RunOk(graph);
+    return out;
+  };
+
+  const BoundedJoin bounded = run(2);
+  EXPECT_THAT(bounded.found, ElementsAre(0, 0, 1, 0, 0, 1, 0, 1));
+  EXPECT_THAT(bounded.probes, ElementsAre(2, 2, 1, 2, 0, 2, 2, 1));
+  EXPECT_EQ(bounded.result.count, 3u);
+  EXPECT_FALSE(bounded.result.overflow);
+  EXPECT_EQ(bounded.result.statistics, (QueryStatistics{3, 5, 12, 2}));
+  EXPECT_THAT(std::vector<uint32_t>(bounded.out_left.begin(), bounded.out_left.begin() + 3),
+              ElementsAre(102, 105, 107));
+  EXPECT_THAT(std::vector<uint32_t>(bounded.out_right.begin(), bounded.out_right.begin() + 3),
+              ElementsAre(2, 4, 2));
+  EXPECT_EQ(bounded.out_left[3], kPoison) << "pairs past the count are left untouched";
+
+  // The index's own bound (capacity) when the join gives none: every stored key is found.
+  const BoundedJoin unbounded = run(0);
+  EXPECT_THAT(unbounded.found, ElementsAre(1, 1, 1, 0, 0, 1, 1, 1));
+  // h[4] (absent, after h[3] in slot 8) stops at slot 9, where g comes after it.
+  EXPECT_THAT(unbounded.probes, ElementsAre(4, 4, 1, 5, 0, 2, 3, 1));
+  EXPECT_EQ(unbounded.result.count, 6u);
+  EXPECT_EQ(unbounded.result.statistics, (QueryStatistics{6, 2, 20, 5}));
+  EXPECT_THAT(std::vector<uint32_t>(unbounded.out_left.begin(), unbounded.out_left.begin() + 6),
+              ElementsAre(100, 101, 102, 105, 106, 107));
+  EXPECT_THAT(std::vector<uint32_t>(unbounded.out_right.begin(), unbounded.out_right.begin() + 6),
+              ElementsAre(3, 0, 2, 4, 1, 2));
+
+  // Both agree with the lookup under the same bounds.
+  for (uint32_t b : {2u, 0u}) {
+    SCOPED_TRACE(::testing::Message() << "max_probe_count " << b);
+    const auto lookup = Lookup(*index, One(left), b);
+    const BoundedJoin& join = b == 2 ? bounded : unbounded;
+    EXPECT_EQ(join.found, lookup.found);
+    EXPECT_EQ(join.probes, lookup.probes);
+    EXPECT_EQ(join.result.statistics, lookup.statistics);
+  }
+}
+
+TEST_P(JoinTest, ABoundedJoinOverManyRowsMatchesTheBoundedContract) {
+  // Reproduces a join that ignores its probe bound on the parallel paths (CPU
+  // parts across threads, CUDA found masks per 32 rows): a table at load 0.85,
+  // where many keys sit 2 or more slots from home, joined with a bound of 2.
+  // Per row the contract gives min(probes, 2) slots and a match only within them.
+  const uint32_t capacity = 1u << 12;
+  const uint32_t bound = 2;
+  auto index = NewIndex(capacity);
+  std::vector<uint32_t> right(3482);  // 0.85 x 4096
+  for (uint32_t i = 0; i < right.size(); ++i) right[i] = i * 7 + 1;
+  Build(*index, One(right));
+  const TableSnapshot table = SnapshotOf(*index);
+  std::mt19937 rng(17);
+  std::vector<uint32_t> left(150000);
+  for (auto& k : left) {
+    const uint32_t r = rng() % 16;
+    k = r == 0 ? kEmptyKey : (r < 12 ? right[rng() % right.size()] : rng());
+  }
+  std::vector<uint32_t> out_left(left.size(), kPoison), out_right(left.size(), kPoison);
+  std::vector<uint32_t> probes(left.size(), kPoison);
+  std::vector<uint8_t> found(left.size(), 0xab);
+  JoinResult result;
+  CommandGraph graph;
+  JoinNode join;
+  join.index = index.get();
+  join.max_probe_count = bound;
+  join.batches.push_back(
+      JoinBatch{Cut(left, {4097, 70001}), {}, 0, out_left, out_right, &result, found, probes});
+  graph.Add(join);
+  RunOk(graph);
+
+  QueryStatistics expect_stats;
+  uint64_t pairs = 0, cut_off = 0;  // cut_off: stored keys the bound hides
+  for (uint32_t i = 0; i < left.size(); ++i) {
+    const ContractRow row = ContractLookup(table, left[i], bound);
+    cut_off += !row.found && ContractLookup(table, left[i], capacity).found;
+    ASSERT_EQ(found[i], row.found ? 1 : 0) << "row " << i;
+    ASSERT_EQ(probes[i], row.probes) << "row " << i;
+    expect_stats.total_probes += row.probes;
+    expect_stats.max_probes = std::max<uint64_t>(expect_stats.max_probes, row.probes);
+    if (!row.found) {
+      ++expect_stats.missing;
+      continue;
+    }
+    ++expect_stats.found;
+    ASSERT_EQ(out_left[pairs], i) << "pair " << pairs;
+    ASSERT_EQ(out_right[pairs], row.value) << "pair " << pairs;
+    ++pairs;
+  }
+  EXPECT_GT(cut_off, left.size() / 10) << "the bound must hide many stored keys";
+  EXPECT_EQ(result.count, pairs);
+  EXPECT_FALSE(result.overflow);
+  EXPECT_EQ(result.statistics, expect_stats);
+  EXPECT_EQ(out_left[pairs], kPoison);
 }
 
 TEST_P(JoinTest, ExplicitLeftRowsAndCapacityTruncationKeepTheStablePrefix) {

@@ -1,5 +1,10 @@
 #include "test_backends.hpp"
 
+#include <algorithm>
+
+#include "gpujoin/engine/detail/slot_hash.hpp"
+#include "gpujoin/testing/require_gpu.hpp"
+
 namespace gpujoin::engine::testing {
 
 std::vector<BackendParam> AllBackends() {
@@ -15,11 +20,64 @@ std::string BackendName(const ::testing::TestParamInfo<BackendParam>& info) {
   return info.param.name;
 }
 
+std::vector<uint32_t> KeysWithHome(uint32_t capacity, uint32_t home, size_t n) {
+  std::vector<uint32_t> keys;
+  for (uint32_t k = 1; keys.size() < n; ++k) {
+    if (detail::HomeSlot(k, capacity) == home) keys.push_back(k);
+  }
+  return keys;
+}
+
+TableSnapshot SnapshotOf(const HashIndex& index) {
+  auto snap = index.Snapshot();
+  EXPECT_TRUE(snap.ok()) << snap.status();
+  return snap.ok() ? std::move(*snap) : TableSnapshot{};
+}
+
+ContractRow ContractLookup(const TableSnapshot& table, uint32_t key, uint32_t bound) {
+  ContractRow row;
+  if (key == kEmptyKey) return row;
+  const uint32_t capacity = static_cast<uint32_t>(table.keys.size());
+  const uint32_t home = detail::HomeSlot(key, capacity);
+  for (uint32_t i = 0; i < bound; ++i) {
+    const uint32_t slot = (home + i) & (capacity - 1u);
+    const uint32_t resident = table.keys[slot];
+    row.probes = i + 1;
+    if (resident == key) {
+      row.found = true;
+      row.value = table.values[slot];
+      return row;
+    }
+    if (resident == kEmptyKey || !detail::ResidentComesFirst(resident, key, i, slot, capacity)) {
+      return row;
+    }
+  }
+  row.probes = bound;
+  return row;
+}
+
+StoredKeyProbes StoredProbes(const TableSnapshot& table) {
+  StoredKeyProbes out;
+  const uint32_t capacity = static_cast<uint32_t>(table.keys.size());
+  for (uint32_t slot = 0; slot < capacity; ++slot) {
+    const uint32_t key = table.keys[slot];
+    if (key == kEmptyKey) continue;
+    const uint64_t probes = ((slot - detail::HomeSlot(key, capacity)) & (capacity - 1u)) + 1u;
+    ++out.keys;
+    out.total += probes;
+    out.max = std::max(out.max, probes);
+  }
+  return out;
+}
+
 void BackendTest::SetUp() {
   const BackendParam& p = GetParam();
   if (p.kind == BackendKind::kCuda && !CudaDeviceAvailable()) {
-    GTEST_SKIP() << "CUDA backend not available in this build or no CUDA device visible; "
-                    "this case runs only on a GPU machine";
+    // A skip in CI; a failure on a GPU host that sets GPUJOIN_REQUIRE_GPU.
+    return ::gpujoin::testing::SkipOrFailWithoutGpu(
+        "CUDA backend not available in this build or no CUDA device visible (" +
+        CreateBackend(BackendKind::kCuda).status().ToString() +
+        "); this case runs only on a GPU machine");
   }
   BackendOptions options;
   options.cpu_threads = p.cpu_threads;

@@ -62,6 +62,39 @@ class BackendTest : public ::testing::TestWithParam<BackendParam> {
   std::unique_ptr<Backend> backend_;
 };
 
+/// The first `n` keys (from 1 upward) whose home slot in a table of `capacity` is
+/// `home` (detail::HomeSlot): keys that collide, so they need many probes.
+std::vector<uint32_t> KeysWithHome(uint32_t capacity, uint32_t home, size_t n);
+
+/// A copy of `index`'s table, or a test failure (and an empty snapshot).
+TableSnapshot SnapshotOf(const HashIndex& index);
+
+/// What the contract (docs/engine.md, "Lookup") answers for one query row against
+/// a table, computed on the host from a snapshot of it.
+struct ContractRow {
+  bool found = false;
+  uint32_t value = kEmptyKey;
+  uint32_t probes = 0;  ///< slots examined
+};
+
+/// Probes `table` for `key` the way the contract says, examining at most `bound`
+/// slots: stops at its key (found), at an empty slot or a resident that comes
+/// after it in Robin Hood order (missing; that slot counts), else missing after
+/// `bound` slots; kEmptyKey examines none.
+ContractRow ContractLookup(const TableSnapshot& table, uint32_t key, uint32_t bound);
+
+/// Over the keys stored in a table: how many, the sum and the largest of their
+/// displacement + 1 (displacement = slots from the key's home to its slot). Each
+/// key adds exactly that to a build's total probes (docs/engine.md, "Build"), so
+/// for a build of distinct keys without overflow `total` is its total_probes, and
+/// `max` is its max_probes whenever nothing overflowed.
+struct StoredKeyProbes {
+  uint64_t keys = 0;
+  uint64_t total = 0;
+  uint64_t max = 0;
+};
+StoredKeyProbes StoredProbes(const TableSnapshot& table);
+
 /// One chunk view over a vector.
 inline ChunkedU32 One(const std::vector<uint32_t>& v) { return ChunkedU32{std::span(v)}; }
 

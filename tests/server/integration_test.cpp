@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "gpujoin/engine/backend.hpp"
+#include "gpujoin/engine/detail/slot_hash.hpp"
 #include "gpujoin/engine/graph.hpp"
 #include "gpujoin/server/column_codec.hpp"
 #include "gpujoin/testing/loopback.hpp"
@@ -452,6 +453,145 @@ TEST_F(ServerTest, LookupJoinAggregateHashMatchTheEngine) {
     EXPECT_EQ(UnpackColumn<uint64_t>(hashes[0].hashes()), out);
     EXPECT_EQ(UnpackColumn<uint8_t>(hashes[0].validity()), validity);
     EXPECT_EQ(hashes[0].null_count(), 1u);
+  }
+}
+
+// Reproduces a server that drops LookupRequest.max_probe_count or
+// JoinRequest.max_probe_count (the query's probe bound) on the way to the engine,
+// on either key encoding (packed bytes: the Lookup wire path; typed list).
+// Six keys of one home in a 64-slot table sit 0..5 slots from it (sorted by key);
+// with a bound of 2 only the two smallest are found and every other row stops
+// after 2 slots. Results are checked exactly, and against the engine run directly.
+TEST_F(ServerTest, LookupAndJoinHonourTheRequestsProbeBound) {
+  constexpr uint32_t kCapacity = 64, kHome = 9, kFirstValue = 1000;
+  std::vector<uint32_t> home;  // ascending keys of home slot kHome
+  for (uint32_t k = 1; home.size() < 7; ++k) {
+    if (engine::detail::HomeSlot(k, kCapacity) == kHome) home.push_back(k);
+  }
+  // Built largest first: home[j] gets value kFirstValue + 5 - j. home[6] stays absent.
+  const std::vector<uint32_t> keys = {home[5], home[4], home[3], home[2], home[1], home[0]};
+  v1::BuildIndexResponse built;
+  ASSERT_TRUE(
+      Build(*stub_, {SpecMsg("bound", kCapacity, kFirstValue), ChunkMsg(keys)}, &built).ok());
+  ASSERT_EQ(built.index().statistics().unique_keys(), 6u);
+  ASSERT_EQ(built.index().statistics().max_probes(), 6u) << "the six keys fill slots 9..14";
+  engine::BuildStatistics bs;
+  auto direct = DirectIndex(kCapacity, 0, {keys}, kFirstValue, &bs);
+
+  const std::vector<uint32_t> q = {home[5], home[0], home[6], 0xffffffffu, home[1], home[3]};
+  // The values of home[0], home[1], home[3] and home[5].
+  const uint32_t val0 = kFirstValue + 5, val1 = kFirstValue + 4, val3 = kFirstValue + 2,
+                 val5 = kFirstValue;
+  struct Expected {
+    uint32_t bound;
+    std::vector<uint32_t> values, probes;
+    std::vector<uint8_t> found;
+    engine::QueryStatistics stats;
+  };
+  const Expected cases[] = {
+      {2,
+       {0xffffffffu, val0, 0xffffffffu, 0xffffffffu, val1, 0xffffffffu},
+       {2, 1, 2, 0, 2, 2},
+       {0, 1, 0, 0, 1, 0},
+       {2, 4, 9, 2}},
+      // No bound in the request: the index's (its capacity). home[6] stops at the
+      // empty slot 15.
+      {0,
+       {val5, val0, 0xffffffffu, 0xffffffffu, val1, val3},
+       {6, 1, 7, 0, 2, 4},
+       {1, 1, 0, 0, 1, 1},
+       {4, 2, 20, 7}},
+  };
+
+  std::vector<v1::LookupRequest> reqs;
+  for (const Expected& c : cases) {
+    v1::LookupRequest packed = LookupMsg("bound", q, reqs.size());
+    packed.set_want_probes(true);
+    packed.set_max_probe_count(c.bound);
+    v1::LookupRequest list = packed;
+    list.set_batch_id(reqs.size() + 1);
+    list.mutable_keys()->clear_packed();
+    for (uint32_t k : q) list.mutable_keys()->mutable_values()->add_v(k);
+    reqs.push_back(packed);
+    reqs.push_back(list);
+  }
+  auto [lookups, status] = Lookups(*stub_, reqs);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(lookups.size(), reqs.size());
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const Expected& c = cases[i / 2];
+    SCOPED_TRACE(::testing::Message() << "lookup max_probe_count " << c.bound
+                                      << (i % 2 ? " (list keys)" : " (packed keys)"));
+    const v1::LookupResponse& r = lookups[i];
+    ASSERT_FALSE(r.has_error()) << r.error().message();
+    EXPECT_EQ(UnpackColumn<uint32_t>(r.values()), c.values);
+    EXPECT_EQ(UnpackColumn<uint8_t>(r.found()), c.found);
+    EXPECT_EQ(UnpackColumn<uint32_t>(r.probes()), c.probes);
+    EXPECT_EQ(r.statistics().found(), c.stats.found);
+    EXPECT_EQ(r.statistics().missing(), c.stats.missing);
+    EXPECT_EQ(r.statistics().total_probes(), c.stats.total_probes);
+    EXPECT_EQ(r.statistics().max_probes(), c.stats.max_probes);
+    // The engine, run directly with the same bound, agrees.
+    std::vector<uint32_t> values(q.size()), probes(q.size());
+    std::vector<uint8_t> found(q.size());
+    engine::QueryStatistics qs;
+    engine::CommandGraph g;
+    engine::LookupNode node;
+    node.index = direct.get();
+    node.keys = {q};
+    node.values = values;
+    node.found = found;
+    node.probes = probes;
+    node.statistics = &qs;
+    node.max_probe_count = c.bound;
+    g.Add(std::move(node));
+    ASSERT_TRUE(backend_->Run(g).ok());
+    EXPECT_EQ(values, c.values);
+    EXPECT_EQ(probes, c.probes);
+    EXPECT_EQ(qs, c.stats);
+  }
+
+  // Join: the same rows as one left batch (left rows 50 + i), per bound.
+  std::vector<v1::JoinRequest> jreqs;
+  for (const Expected& c : cases) {
+    v1::JoinRequest jr;
+    jr.set_index("bound");
+    jr.set_batch_id(jreqs.size());
+    jr.set_max_probe_count(c.bound);
+    auto* lb = jr.add_batches();
+    *lb->mutable_keys()->mutable_packed() = PackColumn<uint32_t>(q);
+    lb->set_first_left_row(50);
+    lb->set_want_found(true);
+    lb->set_want_probes(true);
+    jreqs.push_back(jr);
+  }
+  grpc::ClientContext jctx;
+  auto [joins, jstatus] = RunStream<v1::JoinRequest, v1::JoinResponse>(
+      [&](grpc::ClientContext* c) { return stub_->Join(c); }, jreqs, &jctx);
+  ASSERT_TRUE(jstatus.ok()) << jstatus.error_message();
+  ASSERT_EQ(joins.size(), jreqs.size());
+  for (size_t i = 0; i < jreqs.size(); ++i) {
+    const Expected& c = cases[i];
+    SCOPED_TRACE(::testing::Message() << "join max_probe_count " << c.bound);
+    ASSERT_FALSE(joins[i].has_error()) << joins[i].error().message();
+    ASSERT_EQ(joins[i].results_size(), 1);
+    const v1::JoinBatchResult& jb = joins[i].results(0);
+    std::vector<uint32_t> left, right;
+    for (uint32_t r = 0; r < q.size(); ++r) {
+      if (!c.found[r]) continue;
+      left.push_back(50 + r);
+      right.push_back(c.values[r]);
+    }
+    EXPECT_EQ(UnpackColumn<uint32_t>(jb.left_rows()), left);
+    EXPECT_EQ(UnpackColumn<uint32_t>(jb.right_rows()), right);
+    EXPECT_EQ(jb.count(), left.size());
+    EXPECT_FALSE(jb.overflow());
+    EXPECT_EQ(UnpackColumn<uint8_t>(jb.found()), c.found);
+    EXPECT_EQ(UnpackColumn<uint32_t>(jb.probes()), c.probes);
+    EXPECT_EQ(jb.statistics().found(), c.stats.found);
+    EXPECT_EQ(jb.statistics().missing(), c.stats.missing);
+    EXPECT_EQ(jb.statistics().total_probes(), c.stats.total_probes);
+    EXPECT_EQ(jb.statistics().max_probes(), c.stats.max_probes);
   }
 }
 
