@@ -1,47 +1,49 @@
 #!/usr/bin/env bash
-# One device session for issue 3: the GPU-labelled differential tests with the
-# default build paths (the tile path for large builds) and with each path forced
-# (waves, direct, tiles), the device-level build tests (gpu_wave_build_tests:
-# wave and tile paths, explicit values, position tags, hot keys), gpujoin-bench
-# (build phases, lookups on tables from the default and the wave path) right
-# after them, the hashing device tests, the CUDA instances of the engine tests
-# (default paths, then the wave path forced) and hashing backend tests,
-# compute-sanitizer memcheck and racecheck on small filters that include the
-# forced wave path and the tile path's large-tile reduction. Expects a bundle
-# made by ../shared/tools/bundle-for-device in $GPU_BUNDLE, default .gpu (see
-# docs/PERFORMANCE.md); logs go to $OUT (or /tmp/gpujoin-device). Prints a short
+# One device session: every GPU test binary with GPUJOIN_REQUIRE_GPU=1 (a GPU
+# test that skips is a failure here), gpujoin-bench right after them, the
+# cuCollections reference benchmark when the bundle has it (bin/cuco_bench, built
+# by ../shared/tools/cuco-bench/build.sh), and compute-sanitizer memcheck and
+# racecheck on small filters. Usage:
+#   bash bench/device_run.sh BUNDLE_DIR
+# BUNDLE_DIR was made by ../shared/tools/bundle-for-device (docs/PERFORMANCE.md
+# lists the binaries). Logs go to $OUT (or /tmp/gpujoin-device). Prints a short
 # table last.
 set -uo pipefail
-bundle=${GPU_BUNDLE:-.gpu}  # the bundle directory (bundle-for-device)
+bundle=${1:?usage: device_run.sh BUNDLE_DIR}
 source "$bundle/env.sh"
+export GPUJOIN_REQUIRE_GPU=1
 out=${OUT:-/tmp/gpujoin-device}
 mkdir -p "$out"
 STEP_LOGS=$out
 source "$(dirname "$0")/device_steps.sh"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv > "$out/gpu.log" 2>&1
-step gpu_tests 60 $bundle/bin/gpu_differential_tests
-step gpu_tests_waves 60 env GPUJOIN_CUDA_BUILD_PATH=waves $bundle/bin/gpu_differential_tests
-step gpu_tests_direct 60 env GPUJOIN_CUDA_BUILD_PATH=direct $bundle/bin/gpu_differential_tests
-step gpu_tests_tiles 60 env GPUJOIN_CUDA_BUILD_PATH=tiles $bundle/bin/gpu_differential_tests
-step wave_build 30 $bundle/bin/gpu_wave_build_tests
-step bench 120 $bundle/bin/gpujoin-bench
-step hash_device 20 $bundle/bin/hashing_device_test
-step hash_backend 20 $bundle/bin/hashing_backend_test
-step engine_cuda 30 $bundle/bin/engine_tests --gtest_filter='*cuda*:*Cuda*'
-step engine_cuda_waves 30 env GPUJOIN_CUDA_BUILD_PATH=waves $bundle/bin/engine_tests --gtest_filter='*cuda*:*Cuda*'
+bin=$bundle/bin
+has() { [ -x "$bin/$1" ]; }
+step gpu_tests 120 $bin/gpu_differential_tests
+step tile_build 60 $bin/gpu_tile_build_tests
+has gpu_aggregate_differential_tests && step aggregate 120 $bin/gpu_aggregate_differential_tests
+has gpu_aggregate_graph_tests && step aggregate_graphs 60 $bin/gpu_aggregate_graph_tests
+has gpu_memory_budget_tests && step memory_budget 60 $bin/gpu_memory_budget_tests
+step bench 150 $bin/gpujoin-bench
+has cuco_bench && step cuco 120 $bin/cuco_bench
+step hash_device 30 $bin/hashing_device_test
+step hash_backend 30 $bin/hashing_backend_test
+step engine_cuda 60 $bin/engine_tests --gtest_filter='*cuda*:*Cuda*'
 small='Shapes/BuildLookupDifferential.*/rows1000_*:Shapes/JoinDifferential.*/left1000_*'
 small+=':Shapes/JoinDifferential.*/left33_*:Shapes/JoinDifferential.*/left129_*'
-small+=':Shapes/JoinDifferential.*/left4096_*:Paths/ForcedPathDifferential.*:Differential.BatchBuild*:Differential.RepeatedLookupShape*'
-step memcheck 60 compute-sanitizer --tool memcheck --error-exitcode 9 $bundle/bin/gpu_differential_tests --gtest_filter="$small"
-step memcheck_wave 60 compute-sanitizer --tool memcheck --error-exitcode 9 $bundle/bin/gpu_wave_build_tests --gtest_filter='*OneKey*:*Validity*:*ManyRegions*:*Spilled*:*TileOfMany*:*TileBuffer*'
+small+=':Shapes/JoinDifferential.*/left4096_*:Paths/ForcedPathDifferential.*:Differential.BatchBuild*'
+small+=':Differential.RepeatedLookupShape*:TransientCapDifferential.*'
+step memcheck 120 compute-sanitizer --tool memcheck --error-exitcode 9 $bin/gpu_differential_tests --gtest_filter="$small"
+step memcheck_tile 90 compute-sanitizer --tool memcheck --error-exitcode 9 $bin/gpu_tile_build_tests --gtest_filter='*OneKey*:*Validity*:*TileOfMany*:*LongRun*:*TransientCap*'
 race='Paths/ForcedPathDifferential.BatchBuildMatchesCpu/*'
 race+=':Paths/ForcedPathDifferential.OverflowKeepsLowestRow/*:Shapes/JoinDifferential.*/left4096_*'
-step racecheck 30 compute-sanitizer --tool racecheck --error-exitcode 9 $bundle/bin/gpu_differential_tests --gtest_filter="$race"
-step racecheck_wave 40 compute-sanitizer --tool racecheck --error-exitcode 9 $bundle/bin/gpu_wave_build_tests --gtest_filter='*OneKey*:*Spilled*:*TileOfMany*'
+step racecheck 60 compute-sanitizer --tool racecheck --error-exitcode 9 $bin/gpu_differential_tests --gtest_filter="$race"
+step racecheck_tile 90 compute-sanitizer --tool racecheck --error-exitcode 9 $bin/gpu_tile_build_tests --gtest_filter='*OneKey*:*TileOfMany*'
 echo "== failures (first lines)"
-grep -hE '^\[  FAILED|Failure|CHECK FAILED|ERROR SUMMARY|RACECHECK SUMMARY' "$out"/*.log | head -30
-echo "== bench (build rows, phases, lookups, targets)"
-grep -E '^operation|^copy|build|phase|lookup\+found\+stats|waves|targets met' "$out/bench.log"
+grep -hE '^\[  FAILED|Failure|CHECK FAILED|FAIL:|ERROR SUMMARY: [1-9]|RACECHECK SUMMARY: [1-9]' "$out"/*.log | head -30
+echo "== bench"
+grep -E '^operation|^copy|^build|^lookup|^join|^group|targets met' "$out/bench.log"
+[ -f "$out/cuco.log" ] && { echo "== cuco"; grep -vE '^#' "$out/cuco.log" | head -40; }
 echo "== summary"
 cat "$out/gpu.log"
 printf '%s\n' "${summary[@]}"

@@ -4,13 +4,15 @@
 // written) measured in this run, then build / lookup / join / group aggregation
 // with keys (rows) per second and the fraction of the copy bandwidth their bytes
 // represent. Every figure is the median of --reps repetitions timed with CUDA
-// events after a warm-up, and every result is checked (statistics, counts and a
-// sample of values); a failed check makes the exit status nonzero.
+// events after a warm-up. Every output is poisoned before each timed variant and
+// checked afterwards (statistics, the whole table, every lookup row and join
+// pair, grouped results against a host reference); a failed check prints FAIL in
+// its row and makes the exit status nonzero.
 //
 // Byte model (what "fraction of copy" counts):
 //  - lookup: key read 4 B + one 32-byte table sector + value written 4 B + found 1 B
-//  - build:  key 4 B (+ value 4 B) read + one 32-byte sector, plus clearing the table
-//            (8 B/slot) and, for explicit values, finalisation (16 B/slot + 32 B/key gather)
+//  - build:  key 4 B (+ value 4 B) read + one 32-byte sector + the table written
+//            (8 B/slot); the tile path's sort passes are not counted
 //  - join:   its lookup without the found byte (40 B) + values re-read 4 B and pairs
 //            written 8 B per match (the per-32-row masks and offsets, < 1 B/row, left out)
 //  - group:  bytes read (keys 4 B, mask 4 B, values 4 B), the issue's definition.
@@ -22,7 +24,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
+#include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -50,6 +55,8 @@ int g_failures = 0;
 bool g_profile = false;
 // --only=aggregate: the copy row and the group aggregation rows only.
 bool g_only_aggregate = false;
+// --groups=N: the group aggregation rows of N groups only (0: all group counts).
+uint32_t g_agg_groups = 0;
 
 // A bijection on uint32 unrelated to the slot hash: distinct inputs give
 // distinct keys, so keys [0, n) are distinct and keys [n, 2n) are all misses.
@@ -202,11 +209,13 @@ struct Row {
 std::vector<Row> g_rows;
 double g_copy_bps = 0;
 
-void Check(bool ok, const std::string& what) {
+// Counts and reports a failed output check; returns `ok`.
+bool Check(bool ok, const std::string& what) {
   if (!ok) {
     std::fprintf(stderr, "CHECK FAILED: %s\n", what.c_str());
     ++g_failures;
   }
+  return ok;
 }
 
 template <typename T>
@@ -238,14 +247,18 @@ int main(int argc, char** argv) {
       g_profile = true;
     else if (std::strcmp(argv[i], "--only=aggregate") == 0)
       g_only_aggregate = true;
+    else if (std::strncmp(argv[i], "--groups=", 9) == 0)
+      g_agg_groups = uint32_t(std::strtoul(argv[i] + 9, nullptr, 10));
     else if (std::strncmp(argv[i], "--reps=", 7) == 0)
       g_reps = std::max(5, std::atoi(argv[i] + 7));
     else {
       std::printf(
           "usage: gpujoin-bench [--reps=N (>=5, default 7)] [--quick (1/16 sizes)] [--profile]\n"
           "  [--only=aggregate (the copy and group aggregation rows only)]\n"
-          "  --profile: for Nsight Compute; one repetition, only the direct, 32 MiB wave and tile\n"
-          "  builds and the default and plain lookups, no joins or aggregation\n");
+          "  [--groups=N (group aggregation: only the rows of N groups, one of 16, 256,\n"
+          "  4097, 65536, 200000)]\n"
+          "  --profile: for Nsight Compute; one repetition, only the direct and tile builds\n"
+          "  and the lookups, no joins or aggregation\n");
       return 2;
     }
   }
@@ -278,9 +291,13 @@ int main(int argc, char** argv) {
     CHECK_CUDA(cudaFree(b));
   }
 
+  // Index rows. Every output is poisoned before every timed variant and checked
+  // in full on the host afterwards: the table (every slot written, one word per
+  // key, no poison left), the lookup values and found flags of every row, every
+  // join pair. A failed check adds FAIL to its row.
+  constexpr uint8_t kPoison = 0xab;
   const uint32_t capacity = (1u << 27) >> shift;
   uint64_t* slots = DeviceAlloc<uint64_t>(gd::TableAllocationSlots(capacity));
-  const gd::DeviceTable table{slots, capacity};
   auto* bstats = DeviceAlloc<gd::DeviceBuildStats>(1);
   auto* qstats = DeviceAlloc<gd::DeviceQueryStats>(1);
   auto* fell_back = DeviceAlloc<unsigned int>(1);
@@ -290,11 +307,28 @@ int main(int argc, char** argv) {
   uint32_t* queries = DeviceAlloc<uint32_t>(max_n);
   uint32_t* out_values = DeviceAlloc<uint32_t>(max_n);
   uint8_t* found = DeviceAlloc<uint8_t>(max_n);
+  uint32_t* out_left = DeviceAlloc<uint32_t>(max_n);
+  uint32_t* out_right = DeviceAlloc<uint32_t>(max_n);
+  auto* count = DeviceAlloc<unsigned long long>(1);
+  void* join_scratch = nullptr;
+  CHECK_CUDA(cudaMalloc(&join_scratch, gd::JoinScratchBytes(max_n)));
   unsigned blocks = 0;
 
-  for (double load : g_only_aggregate ? std::vector<double>{} : std::vector<double>{0.5, 0.8}) {
-    const uint64_t n = load == 0.5 ? capacity / 2 : max_n;
-    const std::string lf = load == 0.5 ? "0.5" : "0.8";
+  // Sizes: load 0.5 and 0.8 of a 1 GiB table (the targets), and a 64 MiB table at
+  // load 0.5, below the size where kAuto switches from the direct path to tiles.
+  struct Size {
+    uint32_t capacity;
+    uint64_t rows;
+    std::string load;
+  };
+  std::vector<Size> sizes = {{capacity, capacity / 2, "0.5"}, {capacity, max_n, "0.8"}};
+  if (!g_profile) sizes.push_back({capacity / 16, capacity / 32, "0.5, 64 MiB table"});
+  for (const Size& size : g_only_aggregate ? std::vector<Size>{} : sizes) {
+    const uint64_t n = size.rows;
+    const uint32_t cap = size.capacity;
+    const gd::DeviceTable table{slots, cap};
+    const std::string lf = size.load;
+    const bool full_size = cap == capacity;
     Grid(n, blocks);
     MakeKeys<<<blocks, 256, 0, s>>>(keys, n, 0);
     Iota<<<blocks, 256, 0, s>>>(values, n, 12345);
@@ -303,276 +337,206 @@ int main(int argc, char** argv) {
     gd::BuildSource src;
     src.keys = keys;
     src.rows = n;
-    src.fell_back = fell_back;  // wave builds: set when they fell back to the direct insert
-    auto build = [&] { CHECK_CUDA(gd::ClearAndBuildTable(table, src, capacity, bstats, s)); };
-    // Looks up the keys of a sample of build rows in the table just built and
-    // checks their values (12345 + 3 * row): every variant's finalisation at full size.
-    auto values_sample_ok = [&] {
-      const uint64_t m = n < 4096 ? n : 4096;
-      MakeQueries<<<blocks, 256, 0, s>>>(queries, m, n, false);
-      CHECK_CUDA(cudaGetLastError());
-      CHECK_CUDA(cudaMemsetAsync(qstats, 0, sizeof(gd::DeviceQueryStats), s));
-      CHECK_CUDA(
-          gd::LookupKeys(table, queries, m, capacity, out_values, nullptr, nullptr, qstats, s));
-      std::vector<uint32_t> got(m);
-      CHECK_CUDA(cudaMemcpyAsync(got.data(), out_values, m * 4, cudaMemcpyDeviceToHost, s));
-      CHECK_CUDA(cudaStreamSynchronize(s));
-      for (uint64_t i = 0; i < m; ++i)
-        if (got[i] != 12345u + uint32_t((i * 2654435761ull) % n) * 3u) return false;
-      return true;
+    src.fell_back = fell_back;
+    auto build = [&] { CHECK_CUDA(gd::ClearAndBuildTable(table, src, cap, bstats, s)); };
+    // The table after a build of keys KeyOf(row) (hot: `hot_keys`): every slot
+    // empty or holding a build key, `unique` of them, and the value of each
+    // retained key that of its lowest row (explicit: 12345 + 3 * row, else row).
+    auto table_ok = [&](bool explicit_values, bool hot, uint64_t unique) {
+      std::vector<uint64_t> t(gd::TableAllocationSlots(cap));
+      CHECK_CUDA(cudaMemcpy(t.data(), slots, t.size() * 8, cudaMemcpyDeviceToHost));
+      std::vector<uint32_t> hkeys(n);
+      CHECK_CUDA(cudaMemcpy(hkeys.data(), keys, n * 4, cudaMemcpyDeviceToHost));
+      std::unordered_map<uint32_t, uint32_t> first_row;  // hot keys: their first row
+      if (hot)
+        for (uint64_t r = n; r-- > 0;)
+          if ((r & 3) == 3) first_row[hkeys[r]] = uint32_t(r);
+      // Distinct keys KeyOf(row) are found by inverting nothing: the table's
+      // value says which row it claims, and that row's key must match.
+      uint64_t occupied = 0;
+      for (size_t i = 0; i < cap; ++i) {
+        const uint64_t w = t[i];
+        if (w == gd::kEmptySlot) continue;
+        ++occupied;
+        const uint32_t key = uint32_t(w >> 32), value = uint32_t(w);
+        const uint32_t row = explicit_values ? (value - 12345u) / 3u : value;
+        if (row >= n || hkeys[row] != key) return false;
+        if (explicit_values && value != 12345u + 3u * row) return false;
+        if (hot) {
+          const auto it = first_row.find(key);
+          if (it != first_row.end() && it->second != row) return false;
+        }
+      }
+      return occupied == unique;
     };
-    double ms = 0;
-    gd::DeviceBuildStats st{};
+    // Generated row ids (first_value + row, no finalisation) and explicit values
+    // (12345 + 3 * row, finalised), for each live path: the default (what the
+    // backend runs for this size), each path forced, then hot keys.
     struct Variant {
-      const char* name;
+      std::string name;
       gd::BuildPath path;
-      bool load_first;
-      uint32_t region_bits;
-      int partition = 0;          // 0 warp multisplit, 1 shared-atomic histogram scatter
-      bool position_tags = true;  // explicit values: position tags (false: row tags)
     };
-    // default = what the backend runs (the tile path for these sizes: words
-    // sorted by 2048-slot home tile, each tile placed in shared memory; also
-    // forced as "tiles"); direct = one thread per row into the table; waves =
-    // rows grouped by table region first (2^21 slots = 16 MiB, 2^22 = 32 MiB of
-    // table per region; by the warp-multisplit scatter, "atomic" = the
-    // shared-atomic histogram scatter), then cleared / inserted region by region
-    // in wave steps, first come first served, and put into Robin Hood order by
-    // one pass over the table that also writes explicit values ("row tags": with
-    // explicit values, the multisplit words tagged by source row and the values
-    // gathered from the source array when finalising, instead of position tags
-    // and values carried in the buffer).
-    const Variant variants[] = {{"default", gd::BuildPath::kAuto, true, 0},
-                                {"load+CAS", gd::BuildPath::kDirect, true, 0},
-                                {"CAS-first", gd::BuildPath::kDirect, false, 0},
-                                {"waves 16MiB", gd::BuildPath::kWaves, true, 21},
-                                {"waves 32MiB", gd::BuildPath::kWaves, true, 22},
-                                {"waves 32MiB row tags", gd::BuildPath::kWaves, true, 22, 0, false},
-                                {"waves 32MiB CAS-first", gd::BuildPath::kWaves, false, 22},
-                                {"waves 32MiB atomic", gd::BuildPath::kWaves, true, 22, 1},
-                                {"tiles", gd::BuildPath::kTiles, true, 0}};
+    std::vector<Variant> variants = {{"default", gd::BuildPath::kAuto},
+                                     {"direct", gd::BuildPath::kDirect},
+                                     {"tiles", gd::BuildPath::kTiles}};
+    if (g_profile) variants.erase(variants.begin());
+    std::optional<gd::DeviceBuildStats> reference;  // every path's statistics must agree
     for (const Variant& v : variants) {
-      if (g_profile && std::strcmp(v.name, "load+CAS") != 0 && std::strcmp(v.name, "tiles") != 0 &&
-          std::strcmp(v.name, "waves 32MiB") != 0)
-        continue;
-      // The targets apply to what the backend runs: the default path (kAuto).
-      const bool target_row = load == 0.5 && v.path == gd::BuildPath::kAuto;
-      src.load_before_cas = v.load_first;
-      src.path = v.path;
-      src.region_bits = v.region_bits;
-      src.multisplit_partition = v.partition != 1;
-      src.position_tags = v.position_tags;
-      const std::string how = v.name;
-      // Explicit values: claim + atomic-min of the row, then finalisation.
-      src.values = values;
-      CHECK_CUDA(cudaMemsetAsync(fell_back, 0, sizeof(unsigned int), s));
-      PhaseTimes pt = MedianBuildMs(s, src, build);
-      pt.name = how + ", explicit values, load " + lf;
-      g_phases.push_back(pt);
-      ms = pt.total;
-      CHECK_CUDA(cudaStreamSynchronize(s));
-      st = Fetch(bstats);
-      Check(st.unique_keys == n && st.duplicate_rows == 0 && st.overflow_rows == 0 &&
-                st.invalid_rows == 0,
-            "build statistics (explicit values, " + how + "), load " + lf);
-      Check(values_sample_ok(), "build values sample (explicit values, " + how + "), load " + lf);
-      Check(Fetch(fell_back) == 0, "no fallback (explicit values, " + how + "), load " + lf);
-      g_rows.push_back(
-          {"build " + how + ", explicit values, load " + lf, double(n), ms,
-           double(n) * 40 + double(capacity) * 8 + double(capacity) * 16 + double(n) * 32,
-           target_row ? ">= 13.6 Gkeys/s" : "", 13.6e9, target_row ? 1 : 0});
-      // Generated row IDs (first_value + row): the key -> row index; no finalisation.
-      src.values = nullptr;
-      src.first_value = 0;
-      pt = MedianBuildMs(s, src, build);
-      pt.name = how + ", generated row ids, load " + lf;
-      g_phases.push_back(pt);
-      ms = pt.total;
-      st = Fetch(bstats);
-      Check(st.unique_keys == n && st.overflow_rows == 0,
-            "build statistics (row ids, " + how + "), load " + lf);
-      Check(Fetch(fell_back) == 0, "no fallback (row ids, " + how + "), load " + lf);
-      g_rows.push_back({"build " + how + ", generated row ids, load " + lf, double(n), ms,
-                        double(n) * 36 + double(capacity) * 8, target_row ? ">= 13.6 Gkeys/s" : "",
-                        13.6e9, target_row ? 1 : 0});
+      for (const bool explicit_values : {false, true}) {
+        src.path = v.path;
+        src.values = explicit_values ? values : nullptr;
+        src.first_value = 0;
+        const std::string how =
+            v.name + (explicit_values ? ", explicit values" : ", generated row ids");
+        CHECK_CUDA(cudaMemsetAsync(slots, kPoison, gd::TableAllocationBytes(cap), s));
+        CHECK_CUDA(cudaMemsetAsync(bstats, kPoison, sizeof(gd::DeviceBuildStats), s));
+        CHECK_CUDA(cudaMemsetAsync(fell_back, kPoison, sizeof(unsigned int), s));
+        PhaseTimes pt = MedianBuildMs(s, src, build);
+        pt.name = how + ", load " + lf;
+        g_phases.push_back(pt);
+        CHECK_CUDA(cudaStreamSynchronize(s));
+        const gd::DeviceBuildStats st = Fetch(bstats);
+        const bool tiles = gd::ChooseBuildPath(cap, n, v.path) == gd::BuildPath::kTiles;
+        bool ok = Check(st.unique_keys == n && st.duplicate_rows == 0 && st.overflow_rows == 0 &&
+                            st.invalid_rows == 0 && st.max_probes >= 1,
+                        "build statistics (" + how + "), load " + lf);
+        if (!reference) reference = st;
+        ok &= Check(
+            st.total_probes == reference->total_probes && st.max_probes == reference->max_probes,
+            "build probes equal on every path (" + how + "), load " + lf);
+        ok &= Check(!tiles || Fetch(fell_back) == 0, "no fallback (" + how + "), load " + lf);
+        ok &= Check(table_ok(explicit_values, false, n), "table (" + how + "), load " + lf);
+        std::string target;
+        double tv = 0;
+        if (v.path == gd::BuildPath::kAuto && lf == "0.5") {
+          tv = explicit_values ? 11.1e9 : 12.3e9;
+          target = explicit_values ? ">= 11.1 Gkeys/s" : ">= 12.3 Gkeys/s";
+        }
+        if (v.path == gd::BuildPath::kAuto && lf == "0.8" && !explicit_values) {
+          tv = 11e9;
+          target = ">= 11 Gkeys/s";
+        }
+        // Bytes: key (+ value) read, one sector per key, and the table written.
+        const double bytes = double(n) * (explicit_values ? 40 : 36) + double(cap) * 8;
+        g_rows.push_back({"build " + how + ", load " + lf + (ok ? "" : " FAIL"), double(n),
+                          pt.total, bytes, target, tv, tv > 0 ? 1 : 0});
+      }
     }
-    src.load_before_cas = true;
-    src.multisplit_partition = true;
-    src.position_tags = true;
     // Hot keys: a quarter of the rows on 16 keys (tiles of about a million rows,
-    // reduced to one word per key on the tile path; atomic minimum on one slot in
-    // the wave steps). Explicit values.
-    if (load == 0.5 && !g_profile) {
+    // reduced to one word per key on the tile path). Explicit values.
+    if (full_size && lf == "0.5" && !g_profile) {
       MakeHotKeys<<<blocks, 256, 0, s>>>(keys, n);
       CHECK_CUDA(cudaGetLastError());
       const uint64_t hot_unique = n - n / 4 + 16;
-      for (const gd::BuildPath path : {gd::BuildPath::kAuto, gd::BuildPath::kWaves}) {
-        const std::string how = path == gd::BuildPath::kAuto ? "default" : "waves 32MiB";
-        src.path = path;
-        src.region_bits = 0;
+      for (const Variant& v : variants) {
+        if (v.path == gd::BuildPath::kTiles) continue;  // the default for this size
+        src.path = v.path;
         src.values = values;
-        CHECK_CUDA(cudaMemsetAsync(fell_back, 0, sizeof(unsigned int), s));
+        const std::string how = v.name + ", hot keys, explicit values";
+        CHECK_CUDA(cudaMemsetAsync(slots, kPoison, gd::TableAllocationBytes(cap), s));
+        CHECK_CUDA(cudaMemsetAsync(fell_back, kPoison, sizeof(unsigned int), s));
         PhaseTimes pt = MedianBuildMs(s, src, build);
-        pt.name = how + ", hot keys, explicit values, load " + lf;
+        pt.name = how + ", load " + lf;
         g_phases.push_back(pt);
-        st = Fetch(bstats);
-        Check(st.unique_keys == hot_unique && st.duplicate_rows == n - hot_unique &&
-                  st.overflow_rows == 0,
-              "build statistics (hot keys, " + how + ")");
-        Check(Fetch(fell_back) == 0, "no fallback (hot keys, " + how + ")");
+        const gd::DeviceBuildStats st = Fetch(bstats);
+        bool ok = Check(st.unique_keys == hot_unique && st.duplicate_rows == n - hot_unique &&
+                            st.overflow_rows == 0,
+                        "build statistics (" + how + ")");
+        ok &= Check(v.path != gd::BuildPath::kAuto || Fetch(fell_back) == 0,
+                    "no fallback (" + how + ")");
+        ok &= Check(table_ok(true, true, hot_unique), "table (" + how + ")");
         g_rows.push_back(
-            {"build " + how + ", 1/4 of rows on 16 hot keys, explicit values, load " + lf,
-             double(n), pt.total,
-             double(n) * 40 + double(capacity) * 8 + double(capacity) * 16 + double(n) * 32, "", 0,
-             0});
+            {"build " + how + ", 1/4 of rows on 16 keys, load " + lf + (ok ? "" : " FAIL"),
+             double(n), pt.total, double(n) * 40 + double(cap) * 8, "", 0, 0});
       }
       MakeKeys<<<blocks, 256, 0, s>>>(keys, n, 0);
       CHECK_CUDA(cudaGetLastError());
     }
-    // Clear alone, to show how much of the build it is.
-    ms = MedianMs(s, [&] { CHECK_CUDA(gd::ClearTable(table, bstats, s)); });
-    g_rows.push_back({"  (of which: clear table), load " + lf, double(capacity), ms,
-                      double(capacity) * 8, "", 0, 0});
-    // Lookups into a table with explicit values: first from the default build
-    // path (the target rows), then from a forced wave build. Both give the same
-    // Robin Hood layout, so the lookup times should agree. The value samples
-    // also check each path's values at full size.
-    for (const gd::BuildPath table_path : {gd::BuildPath::kAuto, gd::BuildPath::kWaves}) {
-      if (g_profile && table_path != gd::BuildPath::kAuto) continue;
-      const bool forced_table = table_path != gd::BuildPath::kAuto;
-      const std::string table_note = forced_table ? " [table: wave build]" : "";
-      src.path = table_path;
-      src.region_bits = 0;
-      src.values = values;
-      build();
-
-      for (bool half_miss : {false, true}) {
-        MakeQueries<<<blocks, 256, 0, s>>>(queries, n, n, half_miss);
-        CHECK_CUDA(cudaGetLastError());
-        auto lookup = [&] {
-          CHECK_CUDA(cudaMemsetAsync(qstats, 0, sizeof(gd::DeviceQueryStats), s));
-          CHECK_CUDA(
-              gd::LookupKeys(table, queries, n, capacity, out_values, found, nullptr, qstats, s));
-        };
-        ms = MedianMs(s, lookup);
-        CHECK_CUDA(cudaStreamSynchronize(s));
-        const gd::DeviceQueryStats q = Fetch(qstats);
-        const uint64_t expect_found = half_miss ? (n + 1) / 2 : n;
-        Check(q.found == expect_found, "lookup found count, load " + lf + table_note);
-        // Spot-check values: row i hits build row (i * 2654435761) % n whose value is 12345 + 3 *
-        // row.
-        std::vector<uint32_t> sample(1024);
-        CHECK_CUDA(
-            cudaMemcpy(sample.data(), out_values, sample.size() * 4, cudaMemcpyDeviceToHost));
-        bool values_ok = true;
-        for (uint64_t i = 0; i < sample.size(); ++i) {
-          const uint32_t row = uint32_t((i * 2654435761ull) % n);
-          const uint32_t want = (half_miss && (i & 1)) ? gj::kEmptyKey : 12345u + row * 3u;
-          values_ok = values_ok && sample[i] == want;
-        }
-        Check(values_ok, "lookup values sample, load " + lf + table_note);
-        std::string target;
-        double tv = 0;
-        if (forced_table) {
-          g_rows.push_back({std::string("lookup+found+stats, ") +
-                                (half_miss ? "50% miss" : "all hits") + ", load " + lf + table_note,
-                            double(n), ms, double(n) * 41, "", 0, 0});
-          continue;
-        }
-        if (!half_miss && load == 0.5) {
-          target = ">= 32 Gkeys/s";
-          tv = 32e9;
-        }
-        if (!half_miss && load == 0.8) {
-          target = ">= 27 Gkeys/s";
-          tv = 27e9;
-        }
-        if (half_miss && load == 0.8) {
-          target = ">= 20 Gkeys/s";
-          tv = 20e9;
-        }
-        const std::string name = std::string("lookup+found+stats, ") +
-                                 (half_miss ? "50% miss" : "all hits") + ", load " + lf;
-        g_rows.push_back({name, double(n), ms, double(n) * 41, target, tv, tv > 0 ? 1 : 0});
-        const double lookup_rate = double(n) / (ms * 1e-3);
-        // The same lookup with each L2 prefetch size (gd::ProbeFetch), checked the same way.
-        const std::pair<gd::ProbeFetch, const char*> fetches[] = {
-            {gd::ProbeFetch::kPlain, "plain"},
-            {gd::ProbeFetch::kL2_64B, "L2::64B"},
-            {gd::ProbeFetch::kL2_128B, "L2::128B"},
-            {gd::ProbeFetch::kPlainThen128B, "plain then L2::128B"},
-            {gd::ProbeFetch::k64BThen128B, "L2::64B then L2::128B"}};
-        for (const auto& [fetch, fetch_name] : fetches) {
-          if (g_profile && fetch != gd::ProbeFetch::kPlain) continue;  // the default runs above
-          CHECK_CUDA(cudaMemsetAsync(out_values, 0xab, n * 4, s));
-          const double fms = MedianMs(s, [&] {
-            CHECK_CUDA(cudaMemsetAsync(qstats, 0, sizeof(gd::DeviceQueryStats), s));
-            CHECK_CUDA(gd::LookupKeys(table, queries, n, capacity, out_values, found, nullptr,
-                                      qstats, s, fetch));
-          });
-          CHECK_CUDA(cudaStreamSynchronize(s));
-          Check(Fetch(qstats).found == expect_found,
-                std::string("lookup found count, fetch ") + fetch_name);
-          CHECK_CUDA(
-              cudaMemcpy(sample.data(), out_values, sample.size() * 4, cudaMemcpyDeviceToHost));
-          bool fetch_ok = true;
-          for (uint64_t i = 0; i < sample.size(); ++i) {
-            const uint32_t row = uint32_t((i * 2654435761ull) % n);
-            fetch_ok = fetch_ok &&
-                       sample[i] == ((half_miss && (i & 1)) ? gj::kEmptyKey : 12345u + row * 3u);
-          }
-          Check(fetch_ok, std::string("lookup values sample, fetch ") + fetch_name);
-          g_rows.push_back(
-              {"  " + name + " [" + fetch_name + "]", double(n), fms, double(n) * 41, "", 0, 0});
-        }
-
-        if (load == 0.5 && !g_profile) {
-          // Inner join of the same left keys: lookup + stable compaction.
-          const size_t scratch_bytes = gd::JoinScratchBytes(n);
-          void* scratch = nullptr;
-          CHECK_CUDA(cudaMalloc(&scratch, scratch_bytes));
-          uint32_t* out_left = DeviceAlloc<uint32_t>(n);
-          uint32_t* out_right = DeviceAlloc<uint32_t>(n);
-          auto* count = DeviceAlloc<unsigned long long>(1);
-          auto join = [&] {
-            CHECK_CUDA(cudaMemsetAsync(qstats, 0, sizeof(gd::DeviceQueryStats), s));
-            CHECK_CUDA(gd::JoinKeys(table, queries, n, capacity, nullptr, 0, out_left, out_right, n,
-                                    count, nullptr, nullptr, qstats, scratch, s));
-          };
-          ms = MedianMs(s, join);
-          CHECK_CUDA(cudaStreamSynchronize(s));
-          const unsigned long long matches = Fetch(count);
-          Check(matches == expect_found, "join count");
-          std::vector<uint32_t> l(1024), r(1024);
-          CHECK_CUDA(cudaMemcpy(l.data(), out_left, 4096, cudaMemcpyDeviceToHost));
-          CHECK_CUDA(cudaMemcpy(r.data(), out_right, 4096, cudaMemcpyDeviceToHost));
-          bool pairs_ok = true;
-          for (size_t k = 0; k < l.size(); ++k) {
-            const uint32_t i = half_miss ? uint32_t(2 * k) : uint32_t(k);
-            const uint32_t row = uint32_t((uint64_t(i) * 2654435761ull) % n);
-            pairs_ok = pairs_ok && l[k] == i && r[k] == 12345u + row * 3u;
-          }
-          Check(pairs_ok, "join pairs sample (stable order)");
-          const std::string jname =
-              std::string("join (pairs), ") + (half_miss ? "50% miss" : "all hits") + ", load 0.5";
-          Row jr{jname, double(n), ms, double(n) * 40 + double(matches) * 12, ">= 0.6 x lookup",
-                 0.6,   3};
-          jr.reference_rate = lookup_rate;
-          g_rows.push_back(jr);
-          CHECK_CUDA(cudaFree(scratch));
-          CHECK_CUDA(cudaFree(out_left));
-          CHECK_CUDA(cudaFree(out_right));
-          CHECK_CUDA(cudaFree(count));
-        }
+    if (!full_size) continue;
+    // Lookups and joins into the default build with explicit values.
+    src.path = gd::BuildPath::kAuto;
+    src.values = values;
+    build();
+    for (bool half_miss : {false, true}) {
+      MakeQueries<<<blocks, 256, 0, s>>>(queries, n, n, half_miss);
+      CHECK_CUDA(cudaGetLastError());
+      // Row i hits build row (i * 2654435761) % n (value 12345 + 3 * row), or
+      // misses (odd rows with half_miss).
+      auto expected = [&](uint64_t i) {
+        return (half_miss && (i & 1)) ? gj::kEmptyKey
+                                      : 12345u + uint32_t((i * 2654435761ull) % n) * 3u;
+      };
+      const uint64_t expect_found = half_miss ? (n + 1) / 2 : n;
+      CHECK_CUDA(cudaMemsetAsync(out_values, kPoison, n * 4, s));
+      CHECK_CUDA(cudaMemsetAsync(found, kPoison, n, s));
+      const double ms = MedianMs(s, [&] {
+        CHECK_CUDA(cudaMemsetAsync(qstats, 0, sizeof(gd::DeviceQueryStats), s));
+        CHECK_CUDA(gd::LookupKeys(table, queries, n, cap, out_values, found, nullptr, qstats, s));
+      });
+      CHECK_CUDA(cudaStreamSynchronize(s));
+      const std::string what = std::string(half_miss ? "50% miss" : "all hits") + ", load " + lf;
+      bool ok = Check(Fetch(qstats).found == expect_found, "lookup found count, " + what);
+      {
+        std::vector<uint32_t> got(n);
+        std::vector<uint8_t> got_found(n);
+        CHECK_CUDA(cudaMemcpy(got.data(), out_values, n * 4, cudaMemcpyDeviceToHost));
+        CHECK_CUDA(cudaMemcpy(got_found.data(), found, n, cudaMemcpyDeviceToHost));
+        uint64_t wrong = 0;
+        for (uint64_t i = 0; i < n; ++i)
+          wrong += got[i] != expected(i) || got_found[i] != uint8_t(expected(i) != gj::kEmptyKey);
+        ok &= Check(wrong == 0, "lookup values and found flags of every row, " + what);
       }
+      std::string target;
+      double tv = 0;
+      if (!half_miss) {
+        tv = lf == "0.5" ? 32.2e9 : 27.0e9;
+        target = lf == "0.5" ? ">= 32.2 Gkeys/s" : ">= 27.0 Gkeys/s";
+      } else if (lf == "0.8") {
+        tv = 20e9;
+        target = ">= 20 Gkeys/s";
+      }
+      g_rows.push_back({"lookup+found+stats, " + what + (ok ? "" : " FAIL"), double(n), ms,
+                        double(n) * 41, target, tv, tv > 0 ? 1 : 0});
+      const double lookup_rate = double(n) / (ms * 1e-3);
+      if (lf != "0.5" || g_profile) continue;
+      // Inner join of the same left keys: lookup + stable compaction.
+      CHECK_CUDA(cudaMemsetAsync(out_left, kPoison, n * 4, s));
+      CHECK_CUDA(cudaMemsetAsync(out_right, kPoison, n * 4, s));
+      CHECK_CUDA(cudaMemsetAsync(count, kPoison, sizeof(unsigned long long), s));
+      const double jms = MedianMs(s, [&] {
+        CHECK_CUDA(cudaMemsetAsync(qstats, 0, sizeof(gd::DeviceQueryStats), s));
+        CHECK_CUDA(gd::JoinKeys(table, queries, n, cap, nullptr, 0, out_left, out_right, n, count,
+                                nullptr, nullptr, qstats, join_scratch, s));
+      });
+      CHECK_CUDA(cudaStreamSynchronize(s));
+      const unsigned long long matches = Fetch(count);
+      bool jok = Check(matches == expect_found, "join count, " + what);
+      {
+        std::vector<uint32_t> l(matches), r(matches);
+        CHECK_CUDA(cudaMemcpy(l.data(), out_left, matches * 4, cudaMemcpyDeviceToHost));
+        CHECK_CUDA(cudaMemcpy(r.data(), out_right, matches * 4, cudaMemcpyDeviceToHost));
+        uint64_t wrong = 0;
+        for (uint64_t k = 0; k < matches; ++k) {
+          const uint64_t i = half_miss ? 2 * k : k;  // stable: pairs in left order
+          wrong += l[k] != i || r[k] != expected(i);
+        }
+        jok &= Check(wrong == 0, "join pairs in left order, " + what);
+      }
+      Row jr{"join (pairs), " + what + (jok ? "" : " FAIL"),
+             double(n),
+             jms,
+             double(n) * 40 + double(matches) * 12,
+             ">= 0.6 x lookup",
+             0.6,
+             3};
+      jr.reference_rate = lookup_rate;
+      g_rows.push_back(jr);
     }
   }
-  CHECK_CUDA(cudaFree(slots));
-  CHECK_CUDA(cudaFree(keys));
-  CHECK_CUDA(cudaFree(values));
-  CHECK_CUDA(cudaFree(queries));
-  CHECK_CUDA(cudaFree(out_values));
-  CHECK_CUDA(cudaFree(found));
+  for (void* p :
+       std::initializer_list<void*>{slots, bstats, qstats, fell_back, keys, values, queries,
+                                    out_values, found, out_left, out_right, count, join_scratch})
+    CHECK_CUDA(cudaFree(p));
 
   // Grouped aggregation over 2^28 rows: the default path of each group count and,
   // from 4097 groups, the other paths that hold the groups, for comparison.
@@ -587,6 +551,7 @@ int main(int argc, char** argv) {
     unsigned gblocks = 0;
     Grid(n, gblocks);
     for (uint32_t groups : {16u, 256u, 4097u, 65536u, kMaxGroups}) {
+      if (g_agg_groups != 0 && groups != g_agg_groups) continue;
       MakeGroups<<<gblocks, 256, 0, s>>>(gkeys, gmask, gvalues, n, groups);
       CHECK_CUDA(cudaGetLastError());
       // The host reference: MakeGroups' rows recomputed here give every group's

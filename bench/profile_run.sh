@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Nsight Compute profile of the build and lookup kernels that gpujoin-bench runs
 # (one launch each at full size), when `ncu` exists on the device host. Expects a
-# bundle made by ../shared/tools/bundle-for-device in $GPU_BUNDLE (default .gpu);
+# bundle made by ../shared/tools/bundle-for-device (the first argument);
 # writes $OUT/ncu.txt (or /tmp/gpujoin-device/ncu.txt) and prints a short summary.
 set -uo pipefail
-bundle=${GPU_BUNDLE:-.gpu}
+bundle=${1:?usage: profile_run.sh BUNDLE_DIR}
 source "$bundle/env.sh"
 out=${OUT:-/tmp/gpujoin-device}
 mkdir -p "$out"
@@ -12,23 +12,21 @@ ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*
 if [ -z "$ncu" ]; then echo "ncu: not found on this host"; exit 0; fi
 echo "ncu: $ncu"
 # Three passes over `gpujoin-bench --profile` (each operation runs three times:
-# two warm-ups and one timed): the build kernels (direct insert, multisplit
-# partition, the first wave steps), the finalisation pass, then the lookup kernels (default and plain
-# prefetch, all hits and 50 % misses, load 0.5 then 0.8).
+# two warm-ups and one timed): the build kernels (direct insert, the tile
+# kernels), the finalisation pass, then the lookup kernels (all hits and 50 %
+# misses, load 0.8).
 sections="--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats --section LaunchStats"
-timeout "${NCU_TIMEOUT:-200}" "$ncu" --kernel-name 'regex:InsertKernel|SegmentCountKernel|RegionMultisplitKernel|WaveStepKernel' \
+timeout "${NCU_TIMEOUT:-200}" "$ncu" --kernel-name 'regex:InsertKernel|TileDedupKernel|TileSortKernel|TilePlaceKernel' \
   --launch-count 20 $sections "$bundle/bin/gpujoin-bench" --profile > "$out/ncu_build.txt" 2>&1
 echo "ncu build rc=$?"
-# The finalisation pass: three launches of the direct build (values[row] gathered
-# at random), then three of the wave build (position tags: part_values in region order).
+# The finalisation pass of the direct build (values[row] gathered at random).
 timeout "${NCU_TIMEOUT:-200}" "$ncu" --kernel-name 'regex:FinalizeKernel' --launch-count 6 $sections \
   --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct \
   "$bundle/bin/gpujoin-bench" --profile > "$out/ncu_finalize.txt" 2>&1
 echo "ncu finalize rc=$?"
-# Load 0.8 only (skip load 0.5's 18 launches: three variants, hits and misses,
-# three runs each).
-timeout "${NCU_TIMEOUT:-200}" "$ncu" --kernel-name 'regex:LookupKernel' --launch-skip 18 \
-  --launch-count 18 $sections --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum \
+# Load 0.8 only (skip load 0.5's 6 launches: hits and misses, three runs each).
+timeout "${NCU_TIMEOUT:-200}" "$ncu" --kernel-name 'regex:LookupKernel' --launch-skip 6 \
+  --launch-count 6 $sections --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum \
   "$bundle/bin/gpujoin-bench" --profile > "$out/ncu_lookup.txt" 2>&1
 echo "ncu lookup rc=$?"
 for f in "$out/ncu_build.txt" "$out/ncu_finalize.txt" "$out/ncu_lookup.txt"; do

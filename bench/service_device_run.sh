@@ -3,19 +3,19 @@
 # and 7): the GPU differential tests, the CUDA instances of the engine tests, the
 # hashing device and backend tests, then gpujoind (CUDA) with gpujoin-loadtest:
 # for 1K batches at 16 streams with in-flight 4, the executor size (16 and 32
-# threads) under the three GPU wait modes -- blocking (GPUJOIN_CUDA_WAIT_POLL_US=0),
-# spinning (GPUJOIN_CUDA_SPIN_WAIT=1) and hybrid (GPUJOIN_CUDA_WAIT_POLL_US=$POLL_US,
+# threads) under the three GPU wait modes -- blocking (--cuda-wait-poll-us=0),
+# spinning (--cuda-spin-wait) and hybrid (--cuda-wait-poll-us=$POLL_US,
 # default 30) -- then 1-stream 1K lookup/join latency per mode, and with TABLE=1
 # the service table (lookup and join, 1K and 1M rows, 1/4/16 streams, with the
-# echo ceiling). Expects a bundle made by ../shared/tools/bundle-for-device in
-# $GPU_BUNDLE (default .gpu-join) holding gpu_differential_tests, engine_tests,
+# echo ceiling). Usage: bash bench/service_device_run.sh BUNDLE_DIR, a bundle made
+# by ../shared/tools/bundle-for-device holding gpu_differential_tests, engine_tests,
 # gpujoind and gpujoin-loadtest (hashing_device_test and hashing_backend_test run
 # when present). Logs go to $OUT (or /tmp/gpujoin-service-device), packed into
 # logs.tar.gz. Prints the test summary, the executor comparison, the latency rows
 # and (TABLE=1) the table last. The rows labelled nograph repeat the blocking ones
-# with join CUDA Graphs off (GPUJOIN_CUDA_JOIN_GRAPHS=0), for a before/after.
+# with join CUDA Graphs off (--cuda-join-graphs=false), for a before/after.
 set -uo pipefail
-bundle=${GPU_BUNDLE:-.gpu-join}
+bundle=${1:?usage: service_device_run.sh BUNDLE_DIR}
 source "$bundle/env.sh"
 out=${OUT:-/tmp/gpujoin-service-device}
 mkdir -p "$out/logs"
@@ -31,9 +31,9 @@ step engine_cuda 60 "$bundle/bin/engine_tests" --gtest_filter='*cuda*:*Cuda*'
 table=loadtest/run-service-table.sh
 d=${DURATION:-1} w=${WARMUP:-0.3}
 exec_rows=()
-executor() {  # executor LABEL THREADS [env...]
+executor() {  # executor LABEL THREADS [gpujoind flag...]
   local label=$1 threads=$2; shift 2
-  env "$@" ROWS=1K CONC=16 DURATION=$d WARMUP=$w GPUJOIND_ARGS=--executor-threads=$threads \
+  ROWS=1K CONC=16 DURATION=$d WARMUP=$w GPUJOIND_ARGS="--executor-threads=$threads $*" \
     timeout 60 bash $table "$bundle/bin/gpujoind" "$bundle/bin/gpujoin-loadtest" "$logs/exec-$label" \
     cuda --in-flight 4 >"$logs/exec-$label.log" 2>&1
   local rc=$?
@@ -43,18 +43,18 @@ executor() {  # executor LABEL THREADS [env...]
   exec_rows+=("$(printf '%-14s rc=%-2s lookup %-22s join %s' "$label" "$rc" "$l" "$j")")
 }
 poll=${POLL_US:-30}
-executor block-16 16 GPUJOIN_CUDA_WAIT_POLL_US=0
-executor spin-16 16 GPUJOIN_CUDA_SPIN_WAIT=1
-executor hybrid-16 16 GPUJOIN_CUDA_WAIT_POLL_US=$poll
-executor block-32 32 GPUJOIN_CUDA_WAIT_POLL_US=0
-executor spin-32 32 GPUJOIN_CUDA_SPIN_WAIT=1
-executor hybrid-32 32 GPUJOIN_CUDA_WAIT_POLL_US=$poll
-# Join CUDA Graphs off (GPUJOIN_CUDA_JOIN_GRAPHS=0): the same blocking row without replay.
-executor nograph-16 16 GPUJOIN_CUDA_WAIT_POLL_US=0 GPUJOIN_CUDA_JOIN_GRAPHS=0
+executor block-16 16 --cuda-wait-poll-us=0
+executor spin-16 16 --cuda-spin-wait
+executor hybrid-16 16 --cuda-wait-poll-us=$poll
+executor block-32 32 --cuda-wait-poll-us=0
+executor spin-32 32 --cuda-spin-wait
+executor hybrid-32 32 --cuda-wait-poll-us=$poll
+# Join CUDA Graphs off (--cuda-join-graphs=false): the same blocking row without replay.
+executor nograph-16 16 --cuda-wait-poll-us=0 --cuda-join-graphs=false
 lat_rows=()
-latency() {  # latency LABEL [env...]: 1 stream, 1K rows, default executor and in-flight
+latency() {  # latency LABEL [gpujoind flag...]: 1 stream, 1K rows, default executor and in-flight
   local label=$1; shift
-  env "$@" ROWS=1K CONC=1 DURATION=$d WARMUP=$w timeout 60 bash $table "$bundle/bin/gpujoind" \
+  ROWS=1K CONC=1 DURATION=$d WARMUP=$w GPUJOIND_ARGS="$*" timeout 60 bash $table "$bundle/bin/gpujoind" \
     "$bundle/bin/gpujoin-loadtest" "$logs/lat-$label" cuda >"$logs/lat-$label.log" 2>&1
   local rc=$? rpc r
   for rpc in lookup join; do
@@ -63,10 +63,10 @@ latency() {  # latency LABEL [env...]: 1 stream, 1K rows, default executor and i
     lat_rows+=("$(printf '%-8s rc=%-2s %-6s %s' "$label" "$rc" "$rpc" "$r")")
   done
 }
-latency block GPUJOIN_CUDA_WAIT_POLL_US=0
-latency spin GPUJOIN_CUDA_SPIN_WAIT=1
-latency hybrid GPUJOIN_CUDA_WAIT_POLL_US=$poll
-latency nograph GPUJOIN_CUDA_WAIT_POLL_US=0 GPUJOIN_CUDA_JOIN_GRAPHS=0
+latency block --cuda-wait-poll-us=0
+latency spin --cuda-spin-wait
+latency hybrid --cuda-wait-poll-us=$poll
+latency nograph --cuda-wait-poll-us=0 --cuda-join-graphs=false
 table_rc=skipped
 if [ "${TABLE:-0}" = 1 ]; then
   ROWS=1K,1M DURATION=$d WARMUP=$w timeout 120 bash $table "$bundle/bin/gpujoind" \

@@ -23,7 +23,8 @@ absl::StatusOr<uint64_t> ParseByteSize(std::string_view text, std::string_view f
   uint64_t value = 0;
   while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
     const uint64_t digit = static_cast<uint64_t>(text[i] - '0');
-    if (value > (std::numeric_limits<uint64_t>::max() - digit) / 10) return bad("overflows 64 bits");
+    if (value > (std::numeric_limits<uint64_t>::max() - digit) / 10)
+      return bad("overflows 64 bits");
     value = value * 10 + digit;
     ++i;
   }
@@ -37,11 +38,20 @@ absl::StatusOr<uint64_t> ParseByteSize(std::string_view text, std::string_view f
     const std::string rest = suffix.substr(1);
     if (rest != "" && rest != "B" && rest != "IB") return bad("has an unknown unit suffix");
     switch (unit) {
-      case 'K': shift = 10; break;
-      case 'M': shift = 20; break;
-      case 'G': shift = 30; break;
-      case 'T': shift = 40; break;
-      default: return bad("has an unknown unit suffix");
+      case 'K':
+        shift = 10;
+        break;
+      case 'M':
+        shift = 20;
+        break;
+      case 'G':
+        shift = 30;
+        break;
+      case 'T':
+        shift = 40;
+        break;
+      default:
+        return bad("has an unknown unit suffix");
     }
   }
   if (shift > 0 && value > (std::numeric_limits<uint64_t>::max() >> shift)) {
@@ -72,6 +82,7 @@ absl::StatusOr<std::optional<ServerConfig>> ParseServerFlags(int argc, const cha
   ServerConfig config;
   CLI::App app{"gpujoind: GPU-resident hash indexes served over gRPC", "gpujoind"};
   std::string backend = "auto", memory_limit, max_message, log_level = "info";
+  std::string cuda_build_path = "auto", cuda_transient_max;
   bool version = false;
   // A repeated flag takes its last value (wrappers can append overrides).
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
@@ -81,8 +92,9 @@ absl::StatusOr<std::optional<ServerConfig>> ParseServerFlags(int argc, const cha
                  "Prometheus /metrics address; empty or \"none\" disables it")
       ->capture_default_str();
   app.add_option("--backend", backend, "Engine backend: auto, cuda or cpu")->capture_default_str();
-  app.add_option("--device-memory-limit", memory_limit,
-                 "Index memory budget in bytes (K/M/G/T suffixes); default 80% of free device memory");
+  app.add_option(
+      "--device-memory-limit", memory_limit,
+      "Index memory budget in bytes (K/M/G/T suffixes); default 80% of free device memory");
   app.add_option("--max-message-bytes", max_message,
                  "Largest gRPC message in bytes (K/M/G suffixes); default 256M");
   app.add_option("--tls-cert", config.tls_cert, "PEM certificate chain; with --tls-key serves TLS");
@@ -105,10 +117,29 @@ absl::StatusOr<std::optional<ServerConfig>> ParseServerFlags(int argc, const cha
                  "read them (no executor hand-off); -1 = 4096 for the CPU backend, 0 (off) "
                  "for CUDA, which ignores positive values")
       ->capture_default_str();
-  app.add_option("--cpu-threads", config.cpu_threads, "CPU backend threads; 0 = hardware concurrency")
+  app.add_option("--cpu-threads", config.cpu_threads,
+                 "CPU backend threads; 0 = hardware concurrency")
       ->capture_default_str();
   app.add_option("--drain-timeout", config.drain_timeout_seconds,
                  "Seconds to drain on SIGTERM/SIGINT before cancelling remaining calls")
+      ->capture_default_str();
+  engine::BackendOptions& cuda = config.backend_options;
+  app.add_option("--cuda-build-path", cuda_build_path,
+                 "CUDA build path: auto (by size), direct or tiles (same results)")
+      ->capture_default_str();
+  app.add_option("--cuda-build-transient-max-bytes", cuda_transient_max,
+                 "Most transient device memory one CUDA build may take (e.g. 2GiB; unset = no "
+                 "cap); a tile build that would need more inserts directly");
+  app.add_flag("--cuda-spin-wait", cuda.cuda_spin_wait,
+               "Spin a core per waiting request instead of sleeping on the GPU");
+  app.add_option("--cuda-wait-poll-us", cuda.cuda_wait_poll_us,
+                 "Microseconds to poll for GPU completion before sleeping (0 = sleep at once)")
+      ->capture_default_str();
+  app.add_option("--cuda-join-graphs", cuda.cuda_join_graphs,
+                 "Capture repeated small join batches as CUDA Graphs (true/false)")
+      ->capture_default_str();
+  app.add_option("--cuda-aggregate-graphs", cuda.cuda_aggregate_graphs,
+                 "Capture repeated small aggregations as CUDA Graphs (true/false)")
       ->capture_default_str();
   app.add_flag("--version", version, "Print the version and exit");
 
@@ -145,6 +176,25 @@ absl::StatusOr<std::optional<ServerConfig>> ParseServerFlags(int argc, const cha
     }
     config.max_message_bytes = *bytes;
   }
+  if (cuda_build_path == "auto") {
+    cuda.cuda_build_path = engine::CudaBuildPath::kAuto;
+  } else if (cuda_build_path == "direct") {
+    cuda.cuda_build_path = engine::CudaBuildPath::kDirect;
+  } else if (cuda_build_path == "tiles") {
+    cuda.cuda_build_path = engine::CudaBuildPath::kTiles;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--cuda-build-path: '", cuda_build_path, "' is not auto, direct or tiles"));
+  }
+  if (!cuda_transient_max.empty()) {
+    auto bytes = ParseByteSize(cuda_transient_max, "--cuda-build-transient-max-bytes");
+    if (!bytes.ok()) return bytes.status();
+    cuda.cuda_build_transient_max_bytes = *bytes;
+  }
+  if (cuda.cuda_wait_poll_us > 1000000) {
+    return absl::InvalidArgumentError(absl::StrCat("--cuda-wait-poll-us: ", cuda.cuda_wait_poll_us,
+                                                   " is over 1000000 (one second)"));
+  }
   if (config.metrics_listen == "none") config.metrics_listen.clear();
   if (config.tls_cert.empty() != config.tls_key.empty()) {
     return absl::InvalidArgumentError("--tls-cert and --tls-key must be given together");
@@ -156,9 +206,9 @@ absl::StatusOr<std::optional<ServerConfig>> ParseServerFlags(int argc, const cha
     return absl::InvalidArgumentError("--max-inflight-batches: must be at least 1");
   }
   if (config.inline_batch_rows < -1 || config.inline_batch_rows > kMaxInlineBatchRows) {
-    return absl::InvalidArgumentError(absl::StrCat("--inline-batch-rows: ",
-                                                   config.inline_batch_rows, " is outside [-1, ",
-                                                   kMaxInlineBatchRows, "]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--inline-batch-rows: ", config.inline_batch_rows, " is outside [-1, ",
+                     kMaxInlineBatchRows, "]"));
   }
   if (!(config.drain_timeout_seconds >= 0)) {
     return absl::InvalidArgumentError("--drain-timeout: must be >= 0 seconds");

@@ -87,7 +87,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerConfig& config
   Impl& s = *impl;
   s.config = config;
 
-  engine::BackendOptions options;
+  engine::BackendOptions options = config.backend_options;
   options.cpu_threads = config.cpu_threads;
   auto backend = engine::CreateBackend(config.backend, options);
   if (!backend.ok()) return backend.status();

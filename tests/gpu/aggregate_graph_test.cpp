@@ -226,7 +226,8 @@ void ExpectMatchesCpu(const AggShape& s, const AggInputs& in, const AggOut& want
 #if defined(GPUJOIN_HAVE_CUDA)
 using Totals = detail::AggregateGraphTotals;
 Totals Counters() { return detail::AggregateGraphCounters(); }
-bool GraphsEnabled() { return detail::AggregateGraphsEnabled(); }
+// The backends here are created with the default BackendOptions: capture on.
+bool GraphsEnabled() { return BackendOptions{}.cuda_aggregate_graphs; }
 #else
 struct Totals {
   uint64_t captures = 0, replays = 0, capture_failures = 0;

@@ -26,44 +26,20 @@ namespace gpujoin::engine {
 /// failure instead (gpujoin/testing/require_gpu.hpp). The caller returns when
 /// IsSkipped() or HasFatalFailure().
 inline void CreateCudaAndCpuBackends(std::unique_ptr<Backend>& cuda, std::unique_ptr<Backend>& cpu,
-                                     const std::string& why) {
+                                     const std::string& why,
+                                     const BackendOptions& cuda_options = {}) {
   if (!CudaDeviceAvailable()) {
     return ::gpujoin::testing::SkipOrFailWithoutGpu(
         "no CUDA device (or no CUDA backend in this build; " +
         CreateBackend(BackendKind::kCuda).status().ToString() + "): " + why);
   }
-  auto c = CreateBackend(BackendKind::kCuda);
+  auto c = CreateBackend(BackendKind::kCuda, cuda_options);
   ASSERT_TRUE(c.ok()) << c.status();
   cuda = std::move(*c);
   auto p = CreateBackend(BackendKind::kCpu);
   ASSERT_TRUE(p.ok()) << p.status();
   cpu = std::move(*p);
 }
-
-/// Sets an environment variable for one scope and restores its previous value.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* var, const char* value) : var_(var) {
-    if (const char* old = std::getenv(var_)) {
-      had_old_ = true;
-      old_ = old;
-    }
-    setenv(var_, value, 1);
-  }
-  ~ScopedEnv() {
-    if (had_old_)
-      setenv(var_, old_.c_str(), 1);
-    else
-      unsetenv(var_);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* var_;
-  bool had_old_ = false;
-  std::string old_;
-};
 
 /// `n` distinct keys != kEmptyKey, random-looking: a random bijection of uint32
 /// (odd multipliers and xor-shifts) applied to consecutive integers from a random
@@ -91,7 +67,7 @@ class CudaVsCpuTest : public ::testing::Test {
   explicit CudaVsCpuTest(std::string skip_why) : skip_why_(std::move(skip_why)) {}
 
   void SetUp() override {
-    CreateCudaAndCpuBackends(cuda_, cpu_, skip_why_);
+    CreateCudaAndCpuBackends(cuda_, cpu_, skip_why_, cuda_options_);
     if (IsSkipped() || HasFatalFailure()) return;
     seed_ = std::random_device{}();
     rng_.seed(seed_);
@@ -103,6 +79,8 @@ class CudaVsCpuTest : public ::testing::Test {
   std::vector<uint32_t> DistinctKeys(size_t n) { return engine::DistinctKeys(rng_, n); }
 
   std::unique_ptr<Backend> cuda_, cpu_;
+  /// Options of the CUDA backend SetUp creates (a derived fixture sets them first).
+  BackendOptions cuda_options_;
   uint64_t seed_ = 0;
   std::mt19937_64 rng_;
 

@@ -22,6 +22,7 @@
 
 #include "backends.hpp"
 #include "gpujoin/engine/backend.hpp"
+#include "gpujoin/engine/detail/slot_hash.hpp"
 #include "gpujoin/engine/graph.hpp"
 #include "test_backends.hpp"  // tests/engine: Cut
 
@@ -50,13 +51,6 @@ void PrintTo(const BuildCase& c, std::ostream* os) {
       << (c.explicit_values ? "explicit values" : "generated values") << ", reserved keys "
       << c.empty_key_fraction << "}";
 }
-
-// Sets GPUJOIN_CUDA_BUILD_PATH ("direct", "waves" or "tiles": which insert path
-// the CUDA backend's builds take) for one scope.
-class ScopedBuildPath : public ScopedEnv {
- public:
-  explicit ScopedBuildPath(const char* path) : ScopedEnv("GPUJOIN_CUDA_BUILD_PATH", path) {}
-};
 
 class Differential : public CudaVsCpuTest {
  protected:
@@ -120,8 +114,8 @@ class Differential : public CudaVsCpuTest {
   };
 
   // One lookup node into `out` (poisoned first); the Run's status.
-  absl::Status TryLookup(Backend& b, const HashIndex& index, const ChunkedU32& keys,
-                         bool optional, LookupOut& out, uint32_t max_probe = 0) {
+  absl::Status TryLookup(Backend& b, const HashIndex& index, const ChunkedU32& keys, bool optional,
+                         LookupOut& out, uint32_t max_probe = 0) {
     const size_t n = TotalRows(keys);
     out.values.assign(n, kPoison32);
     out.found.assign(optional ? n : 0, kPoison8);
@@ -239,10 +233,11 @@ class Differential : public CudaVsCpuTest {
     EXPECT_EQ(gpu.left, cpu.left) << where;
     EXPECT_EQ(gpu.right, cpu.right) << where;
     EXPECT_EQ(gpu.found, cpu.found) << where;
-    ASSERT_EQ(gpu.probes.size(), cpu.probes.size()) << where;
-    for (size_t i = 0; i < cpu.found.size(); ++i) {
-      if (!cpu.found[i]) ASSERT_EQ(gpu.probes[i], cpu.probes[i]) << where << ", miss row " << i;
-    }
+    // Both tables have the same layout (no overflow), so every row's probes and
+    // the probe statistics are exact.
+    EXPECT_EQ(gpu.probes, cpu.probes) << where;
+    EXPECT_EQ(gpu.result.statistics.total_probes, cpu.result.statistics.total_probes) << where;
+    EXPECT_EQ(gpu.result.statistics.max_probes, cpu.result.statistics.max_probes) << where;
   }
 
   // Builds the same rows on both backends and compares statistics, contents and
@@ -286,7 +281,31 @@ class Differential : public CudaVsCpuTest {
     EXPECT_EQ(gpu_stats.invalid_rows, cpu_stats.invalid_rows) << Seed();
     EXPECT_EQ(gpu_index->build_statistics(), gpu_stats);
     EXPECT_EQ(gpu_index->built_rows(), c.rows);
-    EXPECT_GE(gpu_stats.total_probes, gpu_stats.unique_keys + gpu_stats.duplicate_rows);
+    // Total probes: every key adds its final displacement + 1 (exact without
+    // duplicates); a duplicate row adds where it met its key, which later keys
+    // may have moved on (the CPU inserts in row order, the GPU in parallel), so
+    // with duplicates the total lies between one probe per duplicate and the
+    // duplicate's key's final place.
+    {
+      const TableSnapshot layout = Layout(*cpu_index);
+      std::unordered_map<uint32_t, uint64_t> place;  // key -> final displacement + 1
+      for (uint32_t i = 0; i < c.capacity; ++i) {
+        const uint32_t k = layout.keys[i];
+        if (k != kEmptyKey)
+          place[k] = ((i - detail::HomeSlot(k, c.capacity)) & (c.capacity - 1u)) + 1;
+      }
+      uint64_t keys_total = 0, rows_total = 0;
+      for (const auto& [k, p] : place) keys_total += p;
+      for (const uint32_t k : keys)
+        if (k != kEmptyKey) rows_total += place.at(k);
+      if (cpu_stats.duplicate_rows == 0) {
+        EXPECT_EQ(gpu_stats.total_probes, keys_total) << Seed();
+        EXPECT_EQ(cpu_stats.total_probes, keys_total) << Seed();
+      } else {
+        EXPECT_GE(gpu_stats.total_probes, keys_total + gpu_stats.duplicate_rows) << Seed();
+        EXPECT_LE(gpu_stats.total_probes, rows_total) << Seed();
+      }
+    }
     // The largest displacement + 1 of a stored key: a property of the layout.
     EXPECT_EQ(gpu_stats.max_probes, cpu_stats.max_probes) << Seed();
     EXPECT_EQ(Contents(*gpu_index), Contents(*cpu_index)) << Seed();
@@ -312,8 +331,8 @@ class Differential : public CudaVsCpuTest {
   // duplicates, then a batch build: the cases a path that is forced (or falls back)
   // must still get right.
   void MixedBuildsCompare() {
-    for (const BuildCase& c : {BuildCase{1000, 2048, 0.3, true, 0.02},
-                               BuildCase{100003, 1u << 17, 0.4, false, 0.01}}) {
+    for (const BuildCase& c :
+         {BuildCase{1000, 2048, 0.3, true, 0.02}, BuildCase{100003, 1u << 17, 0.4, false, 0.01}}) {
       SCOPED_TRACE(::testing::PrintToString(c));
       BuildAndCompare(c);
       if (::testing::Test::HasFatalFailure()) return;
@@ -460,20 +479,25 @@ TEST_F(Differential, OverflowKeepsLowestRowPerRetainedKeyAndPropagatesToJoin) { 
 
 TEST_F(Differential, LookupWithProbeBoundOverrideMatchesCpu) { BoundOverrideCompare(); }
 
-// The wave build path forced on small inputs, against the CPU: rows grouped by
-// table region, the table cleared and inserted region by region in wave steps,
-// then finalised by one pass over the table (a row whose run would reach a region
-// not cleared yet makes the build fall back to the direct insert, which the full
-// and nearly full tables here exercise). The wave path is the default only for
-// large builds (tables >= 128 MiB, >= 2^22 rows), so these small cases force it.
-// Cases: duplicates across chunks, explicit values, generated values with and without
-// wrap-around, reserved keys, a full table, batch builds with masks, overflow,
-// and lookups with a bound override.
+// Each build path forced on small inputs, against the CPU (the tile path is the
+// default only for large builds: tables >= 128 MiB, >= 2^22 rows; the direct
+// path for the rest). The tile path sorts the rows by 2048-slot tile, lays each
+// tile out in shared memory and carries runs across tiles; its fallback to the
+// direct insert (a tile of more than 2560 keys, a full table, a key past the
+// bound) is exercised by the full and nearly full tables and the overflow case.
+// Cases: duplicates across chunks, explicit values, generated values with and
+// without wrap-around, reserved keys, a full table, batch builds with masks,
+// overflow, and lookups with a bound override.
 class ForcedPathDifferential : public Differential,
-                               public ::testing::WithParamInterface<const char*> {};
+                               public ::testing::WithParamInterface<CudaBuildPath> {
+ protected:
+  void SetUp() override {
+    cuda_options_.cuda_build_path = GetParam();
+    Differential::SetUp();
+  }
+};
 
 TEST_P(ForcedPathDifferential, BuildMatchesCpu) {
-  ScopedBuildPath path(GetParam());
   for (const BuildCase& c :
        {BuildCase{1, 1, 0.0, false, 0.0}, BuildCase{1, 8, 0.0, true, 0.0},
         BuildCase{1000, 2048, 0.3, true, 0.02}, BuildCase{1000, 2048, 0.3, false, 0.02},
@@ -489,7 +513,6 @@ TEST_P(ForcedPathDifferential, BuildMatchesCpu) {
 TEST_P(ForcedPathDifferential, GeneratedRowIdsMatchCpu) {
   // first_value 0: generated values grow with the row, so the wave path stores
   // them directly (no finalisation).
-  ScopedBuildPath path(GetParam());
   std::vector<uint32_t> keys = DistinctKeys(50000);
   for (size_t i = 0; i < keys.size(); i += 3) keys[i] = keys[rng_() % keys.size()];
   auto cpu_index = NewIndex(*cpu_, 1u << 17);
@@ -512,39 +535,32 @@ TEST_P(ForcedPathDifferential, GeneratedRowIdsMatchCpu) {
   EXPECT_EQ(Contents(*gpu_index), Contents(*cpu_index)) << Seed();
 }
 
-TEST_P(ForcedPathDifferential, BatchBuildMatchesCpu) {
-  ScopedBuildPath path(GetParam());
-  BatchBuildCompare();
-}
+TEST_P(ForcedPathDifferential, BatchBuildMatchesCpu) { BatchBuildCompare(); }
 
-TEST_P(ForcedPathDifferential, OverflowKeepsLowestRow) {
-  ScopedBuildPath path(GetParam());
-  OverflowCheck();
-}
+TEST_P(ForcedPathDifferential, OverflowKeepsLowestRow) { OverflowCheck(); }
 
-TEST_P(ForcedPathDifferential, LookupWithProbeBoundOverride) {
-  ScopedBuildPath path(GetParam());
-  BoundOverrideCompare();
-}
+TEST_P(ForcedPathDifferential, LookupWithProbeBoundOverride) { BoundOverrideCompare(); }
 
-INSTANTIATE_TEST_SUITE_P(Paths, ForcedPathDifferential, ::testing::Values("waves", "tiles"),
-                         [](const ::testing::TestParamInfo<const char*>& info) {
-                           return std::string(info.param);
+INSTANTIATE_TEST_SUITE_P(Paths, ForcedPathDifferential,
+                         ::testing::Values(CudaBuildPath::kDirect, CudaBuildPath::kTiles),
+                         [](const ::testing::TestParamInfo<CudaBuildPath>& info) {
+                           return std::string(info.param == CudaBuildPath::kTiles ? "tiles"
+                                                                                  : "direct");
                          });
 
-// A wave or tile build whose transient buffer cannot be had (here: over
-// GPUJOIN_CUDA_PARTITION_MAX_BYTES, which takes the same branch as a failed
-// allocation) clears the table and takes the direct path: same results.
-TEST_P(ForcedPathDifferential, BufferOverLimitFallsBackToDirect) {
-  ScopedBuildPath path(GetParam());
-  ScopedEnv limit("GPUJOIN_CUDA_PARTITION_MAX_BYTES", "1");
-  MixedBuildsCompare();
-}
+// A tile build whose transient buffer cannot be had (here: over
+// BackendOptions::cuda_build_transient_max_bytes, which takes the same branch as
+// a failed allocation) clears the table and takes the direct path: same results.
+class TransientCapDifferential : public Differential {
+ protected:
+  void SetUp() override {
+    cuda_options_.cuda_build_path = CudaBuildPath::kTiles;
+    cuda_options_.cuda_build_transient_max_bytes = 1;
+    Differential::SetUp();
+  }
+};
 
-TEST_F(Differential, DirectBuildMatchesCpu) {
-  ScopedBuildPath path("direct");
-  MixedBuildsCompare();
-}
+TEST_F(TransientCapDifferential, BufferOverLimitFallsBackToDirect) { MixedBuildsCompare(); }
 
 class BuildLookupDifferential : public Differential,
                                 public ::testing::WithParamInterface<BuildCase> {};
@@ -661,9 +677,11 @@ TEST_P(JoinDifferential, PairsOrderCountsAndOverflowMatchCpu) {
     // Pairs: the stable prefix, exactly; slots past the written prefix untouched.
     EXPECT_EQ(y.out_l, x.out_l) << "batch " << k << " " << Seed();
     EXPECT_EQ(y.out_r, x.out_r) << "batch " << k << " " << Seed();
-    for (size_t i = 0; i < x.found.size(); ++i) {
-      if (!x.found[i]) ASSERT_EQ(y.probes[i], x.probes[i]) << "miss probes, row " << i;
-    }
+    // Same layout on both backends: every row's probes and the probe statistics
+    // are exact.
+    EXPECT_EQ(y.probes, x.probes) << "batch " << k << " " << Seed();
+    EXPECT_EQ(y.result.statistics.total_probes, x.result.statistics.total_probes) << "batch " << k;
+    EXPECT_EQ(y.result.statistics.max_probes, x.result.statistics.max_probes) << "batch " << k;
   }
 }
 
@@ -769,14 +787,14 @@ TEST_F(Differential, RepeatedJoinShapesReplayCapturedGraphsLikeCpu) {
 #if defined(GPUJOIN_HAVE_CUDA)
   const detail::JoinGraphTotals after = detail::JoinGraphCounters();
   EXPECT_EQ(after.capture_failures, before.capture_failures) << "a join graph capture failed";
-  if (detail::JoinGraphsEnabled()) {
+  if (cuda_options_.cuda_join_graphs) {
     // Sequential Runs reuse one stream context: each shape is seen in round 0,
     // captured in round 1 (its second batch in a node already replays) and
     // replayed from round 2 on.
     EXPECT_GE(after.captures - before.captures, std::size(shapes));
     EXPECT_GE(after.replays - before.replays, std::size(shapes) * (kRounds - 2));
   } else {
-    EXPECT_EQ(after.captures, before.captures) << "GPUJOIN_CUDA_JOIN_GRAPHS=0 captured a graph";
+    EXPECT_EQ(after.captures, before.captures) << "cuda_join_graphs = false captured a graph";
   }
 #endif
   // Another index of the same capacity (a different table), alternating with the
@@ -839,8 +857,8 @@ TEST_F(Differential, ManyConcurrentSmallJoinsMatchCpu) {
     capacity[k] = k % 3 == 0 ? 300 : queries[k].size();  // some truncated
   }
   auto join = [&](Backend& b, const HashIndex& index, size_t k, JoinOut& out) {
-    return TryJoin(b, index, ChunkedU32{std::span(queries[k])}, {}, uint32_t(k) << 12,
-                   capacity[k], out);
+    return TryJoin(b, index, ChunkedU32{std::span(queries[k])}, {}, uint32_t(k) << 12, capacity[k],
+                   out);
   };
   std::vector<JoinOut> expected(queries.size()), got(queries.size());
   for (size_t k = 0; k < queries.size(); ++k)

@@ -52,11 +52,6 @@ Layout LayoutOf(const AggregateShape& s) {
 
 GraphTotals AggregateGraphCounters() { return g_counters.Totals(); }
 
-bool AggregateGraphsEnabled() {
-  static const bool enabled = EnvSwitchOn("GPUJOIN_CUDA_AGGREGATE_GRAPHS");
-  return enabled;
-}
-
 size_t AggregateGraph::InputBytes(const AggregateShape& shape) { return LayoutOf(shape).in_bytes; }
 size_t AggregateGraph::OutputBytes(const AggregateShape& shape) {
   return LayoutOf(shape).out_bytes;
@@ -118,7 +113,7 @@ absl::StatusOr<std::unique_ptr<AggregateGraph>> AggregateGraph::Capture(const Ag
 
 absl::StatusOr<AggregateGraph*> AggregateGraphCache::Get(const AggregateShape& shape,
                                                          cudaStream_t stream) {
-  if (!AggregateGraphsEnabled()) return nullptr;
+  if (!enabled_) return nullptr;
   if (shape.rows == 0 || shape.rows > kMaxRows || shape.groups == 0 || shape.groups > kMaxGroups) {
     return nullptr;
   }

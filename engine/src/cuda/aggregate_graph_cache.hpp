@@ -10,8 +10,8 @@
 // copy, memset and kernel) and read the pinned output after one wait. The
 // captured kernels are the uncaptured path's, in the same order, on inputs with
 // the same (256-byte) alignment, so a replay computes what the uncaptured path
-// would. GPUJOIN_CUDA_AGGREGATE_GRAPHS=0 in the environment turns capture off
-// (read once).
+// would. BackendOptions::cuda_aggregate_graphs = false (gpujoind
+// --cuda-aggregate-graphs=false) turns capture off.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -104,10 +104,6 @@ using AggregateGraphTotals = GraphTotals;
 /// A snapshot of the totals.
 GraphTotals AggregateGraphCounters();
 
-/// Whether aggregate graphs are enabled: false when GPUJOIN_CUDA_AGGREGATE_GRAPHS
-/// is "0" (read once per process).
-bool AggregateGraphsEnabled();
-
 /// Per-stream-context cache of captured aggregations (small, least recently
 /// used out). Not thread-safe: a context serves one Run at a time.
 class AggregateGraphCache {
@@ -137,7 +133,12 @@ class AggregateGraphCache {
   /// Drops every graph (their device memory is freed on the capture stream).
   void Clear() { cache_.Clear(); }
 
+  /// Whether Get may capture (BackendOptions::cuda_aggregate_graphs; default on).
+  void set_enabled(bool enabled) { enabled_ = enabled; }
+  bool enabled() const { return enabled_; }
+
  private:
+  bool enabled_ = true;
   ShapeCache<AggregateShape, AggregateGraph> cache_{kMaxEntries, kMaxSeen};
 };
 

@@ -85,10 +85,4 @@ class GraphCounters {
   std::atomic<uint64_t> captures_{0}, replays_{0}, capture_failures_{0};
 };
 
-/// Whether the switch `name` is on: anything but "0" (unset included).
-inline bool EnvSwitchOn(const char* name) {
-  const char* v = std::getenv(name);
-  return v == nullptr || std::strcmp(v, "0") != 0;
-}
-
 }  // namespace gpujoin::engine::detail

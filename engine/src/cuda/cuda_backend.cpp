@@ -1,8 +1,8 @@
 // The CUDA backend: lowers a validated command graph onto one stream per
 // concurrent Run (uploads through pinned staging, kernels from device_ops.hpp,
 // downloads), replays captured graphs for repeated lookup shapes, small join
-// batches and small aggregations (GPUJOIN_CUDA_JOIN_GRAPHS=0 and
-// GPUJOIN_CUDA_AGGREGATE_GRAPHS=0 turn the latter two off), and classifies
+// batches and small aggregations (BackendOptions::cuda_join_graphs and
+// cuda_aggregate_graphs turn the latter two off), and classifies
 // CUDA errors (allocation failure -> RESOURCE_EXHAUSTED for that request; sticky
 // error -> INTERNAL and Healthy() false for good).
 #include <cuda_runtime.h>
@@ -18,10 +18,11 @@
 #include "absl/strings/str_cat.h"
 #include "common/backend_registry.hpp"
 #include "common/host_pool.hpp"
+#include "cuda/aggregate_ops.hpp"
+#include "cuda/build_memory.hpp"
 #include "cuda/cuda_error.hpp"
 #include "cuda/cuda_hash_index.hpp"
 #include "cuda/device_buffer.hpp"
-#include "cuda/aggregate_ops.hpp"
 #include "cuda/device_ops.hpp"
 #include "cuda/hash_device.hpp"
 #include "cuda/stream_context.hpp"
@@ -65,7 +66,8 @@ void FreePinnedHost(void* p) { (void)cudaFreeHost(p); }
 
 class CudaBackend final : public Backend {
  public:
-  explicit CudaBackend(int device) : device_(device) {}
+  explicit CudaBackend(const BackendOptions& options)
+      : options_(options), device_(options.cuda_device) {}
 
   ~CudaBackend() override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -98,6 +100,18 @@ class CudaBackend final : public Backend {
       return index.status();
     }
     return std::unique_ptr<HashIndex>(std::move(*index));
+  }
+
+  uint64_t IndexBytes(const HashIndexSpec& spec) const override {
+    return TableAllocationBytes(spec.capacity);  // what CudaHashIndex::Create allocates
+  }
+
+  uint64_t BuildTransientBytes(const HashIndexSpec& spec, const BuildShape& shape) const override {
+    BuildSource src;  // the path and cap the build nodes will use
+    SetBuildOptions(src);
+    // CUB sizes the tile path's sort scratch for the current device.
+    (void)cudaSetDevice(device_);
+    return BuildNodeTransientBytes(spec, shape, src.path, src.transient_max_bytes);
   }
 
   absl::Status Run(const CommandGraph& graph) override {
@@ -161,7 +175,7 @@ class CudaBackend final : public Backend {
         return ctx;
       }
     }
-    return StreamContext::Create();
+    return StreamContext::Create(options_);
   }
 
   void Release(std::unique_ptr<StreamContext> ctx) {
@@ -230,6 +244,7 @@ class CudaBackend final : public Backend {
       src.rows = rows;
       src.values = n.values.has_value() ? values.data() : nullptr;
       src.first_value = n.first_value;
+      SetBuildOptions(src);
       // Clears the table too (the large-build paths write every slot instead).
       GPUJOIN_CUDA_RETURN(
           ClearAndBuildTable(index->table(), src, index->spec().probe_bound(), stats, ctx.stream()),
@@ -292,6 +307,7 @@ class CudaBackend final : public Backend {
     src.chunk_starts = starts_d.data();
     src.chunk_bases = bases_d.data();
     src.chunk_count = uint32_t(starts.size());
+    SetBuildOptions(src);
     GPUJOIN_CUDA_RETURN(
         ClearAndBuildTable(index->table(), src, index->spec().probe_bound(), stats, ctx.stream()),
         "build batch index");
@@ -676,6 +692,15 @@ class CudaBackend final : public Backend {
     return HashRowsDevice(n, ctx.stream());
   }
 
+  // The build path and transient cap the options ask for.
+  void SetBuildOptions(BuildSource& src) const {
+    src.path = options_.cuda_build_path == CudaBuildPath::kDirect  ? BuildPath::kDirect
+               : options_.cuda_build_path == CudaBuildPath::kTiles ? BuildPath::kTiles
+                                                                   : BuildPath::kAuto;
+    src.transient_max_bytes = options_.cuda_build_transient_max_bytes;
+  }
+
+  const BackendOptions options_;
   const int device_;
   // Page-locked host buffers handed out by AllocateHostBuffer (shared with them:
   // a buffer may outlive the backend).
@@ -715,7 +740,7 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(const BackendOptions&
   // Request scratch and build buffers are recycled by the stream-ordered pool
   // instead of going back to the driver on every sync.
   GPUJOIN_CUDA_RETURN(KeepTransientMemory(options.cuda_device), "memory pool");
-  return std::unique_ptr<Backend>(new CudaBackend(options.cuda_device));
+  return std::unique_ptr<Backend>(new CudaBackend(options));
 }
 
 }  // namespace gpujoin::engine::detail

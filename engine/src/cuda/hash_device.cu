@@ -2,13 +2,17 @@
 // kernel that evaluates the shared row hash (hashing/row_hash.hpp, the same
 // inline functions the CPU backend runs) and downloads hashes and validity. Every
 // step is stream-ordered on the caller's stream; device memory is stream-ordered
-// (cudaMallocAsync) and released by RAII.
+// (DeviceBuffer::Async) and released by RAII; CUDA errors are classified as
+// everywhere in the backend (cuda_error.hpp: an allocation failure is
+// RESOURCE_EXHAUSTED for this request, a sticky error INTERNAL).
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "cuda/cuda_error.hpp"
+#include "cuda/device_buffer.hpp"
 #include "cuda/hash_device.hpp"
 #include "gpujoin/common/status_macros.hpp"
 #include "hashing/row_hash.hpp"
@@ -20,74 +24,19 @@ namespace {
 constexpr int kBlockSize = 256;  // a multiple of the warp size (the validity ballot needs it)
 constexpr uint64_t kMaxBlocks = 8192;
 
-absl::Status CudaError(cudaError_t err, std::string_view what) {
-  const std::string msg =
-      absl::StrCat("hash (cuda): ", std::string(what), ": ", cudaGetErrorString(err));
-  if (err == cudaErrorMemoryAllocation) return absl::ResourceExhaustedError(msg);
-  return absl::InternalError(msg);
-}
+// Stream-ordered device bytes (cuda/device_buffer.hpp).
+using Bytes = DeviceBuffer<uint8_t>;
 
-#define GPUJOIN_HASH_CUDA_CHECK(expr, what)                                \
-  do {                                                                     \
-    const cudaError_t gpujoin_err_ = (expr);                               \
-    if (gpujoin_err_ != cudaSuccess) return CudaError(gpujoin_err_, what); \
-  } while (0)
-
-// Move-only stream-ordered device allocation; freed on its stream, never throws.
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  DeviceBuffer(DeviceBuffer&& o) noexcept
-      : ptr_(std::exchange(o.ptr_, nullptr)), stream_(o.stream_) {}
-  DeviceBuffer& operator=(DeviceBuffer&&) = delete;
-  ~DeviceBuffer() { Release(); }
-
-  // Allocates `bytes` on `stream`; zero bytes allocates nothing (null pointer).
-  absl::Status Allocate(uint64_t bytes, cudaStream_t stream, std::string_view what) {
-    Release();
-    stream_ = stream;
-    if (bytes == 0) return absl::OkStatus();
-    void* p = nullptr;
-    const cudaError_t err = cudaMallocAsync(&p, bytes, stream);
-    if (err != cudaSuccess) {
-      // An allocation failure is not sticky; clear it so that a later
-      // cudaGetLastError (ours or another request's) does not report it again.
-      (void)cudaGetLastError();
-      return CudaError(err, absl::StrCat("allocating ", bytes, " bytes for ", std::string(what)));
-    }
-    ptr_ = p;
-    return absl::OkStatus();
+// Allocates `bytes` on `stream` and copies them from `src` (host).
+absl::StatusOr<Bytes> Upload(const void* src, uint64_t bytes, cudaStream_t stream,
+                             const std::string& what) {
+  const std::string label = "hash: " + what;
+  GPUJOIN_ASSIGN_OR_RETURN(Bytes buf, Bytes::Async(bytes, stream, label.c_str()));
+  if (bytes != 0) {
+    GPUJOIN_CUDA_RETURN(cudaMemcpyAsync(buf.data(), src, bytes, cudaMemcpyHostToDevice, stream),
+                        "hash: uploading " + what);
   }
-
-  template <typename T>
-  T* get() const {
-    return static_cast<T*>(ptr_);
-  }
-
- private:
-  void Release() noexcept {
-    if (ptr_ != nullptr) {
-      // Errors here can only repeat an earlier (already reported) failure.
-      (void)cudaFreeAsync(ptr_, stream_);
-      ptr_ = nullptr;
-    }
-  }
-
-  void* ptr_ = nullptr;
-  cudaStream_t stream_ = nullptr;
-};
-
-// Allocates `bytes` and copies them from `src` (host) on `stream`.
-absl::Status Upload(DeviceBuffer& buf, const void* src, uint64_t bytes, cudaStream_t stream,
-                    const std::string& what) {
-  GPUJOIN_RETURN_IF_ERROR(buf.Allocate(bytes, stream, what));
-  if (bytes == 0) return absl::OkStatus();
-  GPUJOIN_HASH_CUDA_CHECK(
-      cudaMemcpyAsync(buf.get<void>(), src, bytes, cudaMemcpyHostToDevice, stream),
-      absl::StrCat("uploading ", what));
-  return absl::OkStatus();
+  return buf;
 }
 
 // One warp hashes 32 consecutive rows per step, so that its validity ballot is
@@ -116,9 +65,9 @@ __global__ void __launch_bounds__(kBlockSize)
 
 // Device copies of one column's addressed rows, and the view the kernel reads.
 struct DeviceColumn {
-  DeviceBuffer data;
-  DeviceBuffer offsets;
-  DeviceBuffer validity;
+  Bytes data;
+  Bytes offsets;
+  Bytes validity;
   ColumnView view;
 };
 
@@ -130,28 +79,31 @@ absl::Status UploadColumn(const HashColumn& c, size_t index, cudaStream_t stream
   if (width != 0) {
     // Only the addressed rows travel; the view then starts at row 0 of an aligned
     // buffer, which the kernel's typed loads rely on.
-    GPUJOIN_RETURN_IF_ERROR(Upload(out.data, c.data.data() + c.offset * width, c.length * width,
-                                   stream, name + " data"));
-    out.view.data = out.data.get<uint8_t>();
+    GPUJOIN_ASSIGN_OR_RETURN(out.data, Upload(c.data.data() + c.offset * width, c.length * width,
+                                              stream, name + " data"));
+    out.view.data = out.data.data();
     out.view.value_offset = 0;
   } else {
-    GPUJOIN_RETURN_IF_ERROR(Upload(out.offsets, c.offsets.data() + c.offset,
-                                   (c.length + 1) * sizeof(int32_t), stream, name + " offsets"));
+    GPUJOIN_ASSIGN_OR_RETURN(
+        out.offsets, Upload(c.offsets.data() + c.offset, (c.length + 1) * sizeof(int32_t), stream,
+                            name + " offsets"));
     const int32_t first = c.offsets[c.offset];
     const int32_t last = c.offsets[c.offset + c.length];
-    GPUJOIN_RETURN_IF_ERROR(Upload(out.data, c.data.data() + first,
-                                   static_cast<uint64_t>(last - first), stream, name + " data"));
-    out.view.data = out.data.get<uint8_t>();
-    out.view.offsets = out.offsets.get<int32_t>();
+    GPUJOIN_ASSIGN_OR_RETURN(
+        out.data,
+        Upload(c.data.data() + first, static_cast<uint64_t>(last - first), stream, name + " data"));
+    out.view.data = out.data.data();
+    out.view.offsets = reinterpret_cast<const int32_t*>(out.offsets.data());
     out.view.value_offset = 0;
     out.view.data_base = first;
   }
   if (!c.validity.empty()) {
     const uint64_t first_byte = c.offset / 8;
     const uint64_t end_byte = (c.offset + c.length + 7) / 8;
-    GPUJOIN_RETURN_IF_ERROR(Upload(out.validity, c.validity.data() + first_byte,
-                                   end_byte - first_byte, stream, name + " validity"));
-    out.view.validity = out.validity.get<uint8_t>();
+    GPUJOIN_ASSIGN_OR_RETURN(
+        out.validity,
+        Upload(c.validity.data() + first_byte, end_byte - first_byte, stream, name + " validity"));
+    out.view.validity = out.validity.data();
     out.view.validity_bit_offset = c.offset % 8;
   }
   return absl::OkStatus();
@@ -160,25 +112,26 @@ absl::Status UploadColumn(const HashColumn& c, size_t index, cudaStream_t stream
 // Hashes rows [0, rows) described by `views` (device) into host_out[0, rows) and
 // host_validity[0, ceil(rows / 8)); the copies are enqueued on `stream`.
 template <typename H>
-absl::Status LaunchAndDownload(const DeviceBuffer& views, uint32_t num_columns, uint64_t rows,
-                               H* host_out, uint8_t* host_validity, cudaStream_t stream) {
-  DeviceBuffer out;
-  DeviceBuffer validity;
+absl::Status LaunchAndDownload(const Bytes& views, uint32_t num_columns, uint64_t rows, H* host_out,
+                               uint8_t* host_validity, cudaStream_t stream) {
   const uint64_t validity_bytes = (rows + 7) / 8;
-  GPUJOIN_RETURN_IF_ERROR(out.Allocate(rows * sizeof(H), stream, "hash output"));
-  GPUJOIN_RETURN_IF_ERROR(validity.Allocate(validity_bytes, stream, "validity output"));
+  GPUJOIN_ASSIGN_OR_RETURN(DeviceBuffer<H> out,
+                           DeviceBuffer<H>::Async(rows, stream, "hash output"));
+  GPUJOIN_ASSIGN_OR_RETURN(Bytes validity,
+                           Bytes::Async(validity_bytes, stream, "hash validity output"));
   const uint64_t blocks_needed = (rows + kBlockSize - 1) / kBlockSize;
   const unsigned blocks =
       static_cast<unsigned>(blocks_needed < kMaxBlocks ? blocks_needed : kMaxBlocks);
-  HashRowsKernel<H><<<blocks, kBlockSize, 0, stream>>>(views.get<ColumnView>(), num_columns, rows,
-                                                       out.get<H>(), validity.get<uint8_t>());
-  GPUJOIN_HASH_CUDA_CHECK(cudaGetLastError(), "launching the hash kernel");
-  GPUJOIN_HASH_CUDA_CHECK(
-      cudaMemcpyAsync(host_out, out.get<H>(), rows * sizeof(H), cudaMemcpyDeviceToHost, stream),
-      "downloading hashes");
-  GPUJOIN_HASH_CUDA_CHECK(cudaMemcpyAsync(host_validity, validity.get<uint8_t>(), validity_bytes,
-                                          cudaMemcpyDeviceToHost, stream),
-                          "downloading validity");
+  HashRowsKernel<H>
+      <<<blocks, kBlockSize, 0, stream>>>(reinterpret_cast<const ColumnView*>(views.data()),
+                                          num_columns, rows, out.data(), validity.data());
+  GPUJOIN_RETURN_IF_ERROR(CudaLaunchStatus("hash: launching the hash kernel"));
+  GPUJOIN_CUDA_RETURN(
+      cudaMemcpyAsync(host_out, out.data(), rows * sizeof(H), cudaMemcpyDeviceToHost, stream),
+      "hash: downloading hashes");
+  GPUJOIN_CUDA_RETURN(cudaMemcpyAsync(host_validity, validity.data(), validity_bytes,
+                                      cudaMemcpyDeviceToHost, stream),
+                      "hash: downloading validity");
   return absl::OkStatus();
 }
 
@@ -194,9 +147,9 @@ absl::Status HashPass(const HashNode& node, uint64_t first, uint64_t rows, cudaS
     GPUJOIN_RETURN_IF_ERROR(UploadColumn(slice, i, stream, columns[i]));
     views[i] = columns[i].view;
   }
-  DeviceBuffer device_views;
-  GPUJOIN_RETURN_IF_ERROR(Upload(device_views, views.data(), views.size() * sizeof(ColumnView),
-                                 stream, "column descriptors"));
+  GPUJOIN_ASSIGN_OR_RETURN(
+      Bytes device_views,
+      Upload(views.data(), views.size() * sizeof(ColumnView), stream, "column descriptors"));
   const uint32_t num_columns = static_cast<uint32_t>(views.size());
   // `first` is a multiple of 8, so the pass owns whole output validity bytes.
   uint8_t* validity = node.out_validity.data() + first / 8;
@@ -222,7 +175,7 @@ absl::Status HashRowsDevice(const HashNode& node, cudaStream_t stream, uint64_t 
     // reuses them for the next pass and device memory stays bounded by one pass.
     GPUJOIN_RETURN_IF_ERROR(HashPass(node, first, n, stream));
   }
-  GPUJOIN_HASH_CUDA_CHECK(cudaStreamSynchronize(stream), "running the hash kernel");
+  GPUJOIN_CUDA_RETURN(cudaStreamSynchronize(stream), "hash: running the hash kernel");
   return absl::OkStatus();
 }
 

@@ -30,11 +30,6 @@ OutputLayout LayoutOf(const JoinShape& s) {
 
 GraphTotals JoinGraphCounters() { return g_counters.Totals(); }
 
-bool JoinGraphsEnabled() {
-  static const bool enabled = EnvSwitchOn("GPUJOIN_CUDA_JOIN_GRAPHS");
-  return enabled;
-}
-
 size_t JoinGraph::OutputBytes(const JoinShape& shape) { return LayoutOf(shape).bytes; }
 
 absl::StatusOr<std::unique_ptr<JoinGraph>> JoinGraph::Capture(const JoinShape& shape,
@@ -95,7 +90,7 @@ absl::StatusOr<std::unique_ptr<JoinGraph>> JoinGraph::Capture(const JoinShape& s
 }
 
 absl::StatusOr<JoinGraph*> JoinGraphCache::Get(const JoinShape& shape, cudaStream_t stream) {
-  if (!JoinGraphsEnabled()) return nullptr;
+  if (!enabled_) return nullptr;
   if (shape.rows == 0 || shape.rows > kMaxRows || shape.pair_capacity > shape.rows ||
       JoinGraph::OutputBytes(shape) > kMaxOutputBytes) {
     return nullptr;

@@ -10,7 +10,8 @@
 // base travels in the input copy (JoinKeysGraphable), so it is not part of the
 // shape. Only batches whose whole result fits one staging buffer are captured
 // (the large-batch path downloads only the written pairs and stays uncaptured).
-// GPUJOIN_CUDA_JOIN_GRAPHS=0 in the environment turns capture off (read once).
+// BackendOptions::cuda_join_graphs = false (gpujoind --cuda-join-graphs=false)
+// turns capture off.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -107,10 +108,6 @@ using JoinGraphTotals = GraphTotals;
 /// A snapshot of the totals.
 GraphTotals JoinGraphCounters();
 
-/// Whether join graphs are enabled: false when GPUJOIN_CUDA_JOIN_GRAPHS is "0"
-/// (read once per process).
-bool JoinGraphsEnabled();
-
 /// Per-stream-context cache of captured join batches (small, least recently used
 /// out). Not thread-safe: a context serves one Run at a time.
 class JoinGraphCache {
@@ -139,7 +136,12 @@ class JoinGraphCache {
   /// Drops every graph (their device memory is freed on the capture stream).
   void Clear() { cache_.Clear(); }
 
+  /// Whether Get may capture (BackendOptions::cuda_join_graphs; default on).
+  void set_enabled(bool enabled) { enabled_ = enabled; }
+  bool enabled() const { return enabled_; }
+
  private:
+  bool enabled_ = true;
   ShapeCache<JoinShape, JoinGraph> cache_{kMaxEntries, kMaxSeen};
 };
 

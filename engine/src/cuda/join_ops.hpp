@@ -1,5 +1,5 @@
 // Internal (CUDA builds only): the join entry point that CUDA Graph capture needs
-// beside JoinKeys (device_ops.hpp), and the lookup the join is built on. A captured
+// beside JoinKeys (device_ops.hpp). A captured
 // graph bakes every kernel argument, so the one per-batch scalar of a join, the
 // generated left row base, is read on the device instead, from memory the graph's
 // input copy fills on every replay.
@@ -12,13 +12,6 @@
 #include "cuda/device_ops.hpp"
 
 namespace gpujoin::engine::detail {
-
-/// LookupKeys (default probe fetch) that also writes the found rows as bits:
-/// masks[g] bit j is set when row 32 * g + j was found, for g < ceil(rows / 32)
-/// (bits past `rows` are 0). `masks` is required; found/probes are optional.
-cudaError_t LookupKeysMasked(DeviceTable table, const uint32_t* keys, uint64_t rows,
-                             uint32_t bound, uint32_t* values, uint8_t* found, uint32_t* probes,
-                             uint32_t* masks, DeviceQueryStats* stats, cudaStream_t stream);
 
 /// JoinKeys with the generated left row base read on the device: when `left_rows`
 /// is null, left row i is *first_left_row_device + i (a device uint32 written

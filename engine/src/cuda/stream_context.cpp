@@ -21,30 +21,17 @@ size_t Align16(size_t v) { return (v + 15) & ~size_t(15); }
 
 }  // namespace
 
-const CudaWaitMode& CudaWaits() {
-  static const CudaWaitMode mode = [] {
-    CudaWaitMode m;
-    m.poll_us = kDefaultWaitPollUs;
-    if (const char* v = std::getenv("GPUJOIN_CUDA_WAIT_POLL_US"); v != nullptr && v[0] != '\0') {
-      char* end = nullptr;
-      const unsigned long us = std::strtoul(v, &end, 10);
-      // Malformed values keep the default; cap at one second.
-      if (end != v && *end == '\0') m.poll_us = uint32_t(std::min<unsigned long>(us, 1000000));
-    }
-    if (const char* v = std::getenv("GPUJOIN_CUDA_SPIN_WAIT");
-        v != nullptr && v[0] != '\0' && v[0] != '0') {
-      m.blocking_events = false;
-      m.poll_us = 0;
-    }
-    return m;
-  }();
-  return mode;
+CudaWaitMode WaitModeOf(const BackendOptions& options) {
+  CudaWaitMode m;
+  m.poll_us = std::min<uint32_t>(options.cuda_wait_poll_us, 1000000);
+  if (options.cuda_spin_wait) {
+    m.blocking_events = false;
+    m.poll_us = 0;
+  }
+  return m;
 }
 
-bool CudaWaitsBlock() { return CudaWaits().blocking_events; }
-
-cudaError_t WaitForEvent(cudaEvent_t event) {
-  const CudaWaitMode& mode = CudaWaits();
+cudaError_t WaitForEvent(cudaEvent_t event, const CudaWaitMode& mode) {
   if (mode.poll_us > 0) {
     // Most small batches finish within tens of microseconds: catching them by
     // polling avoids the ~50 us sleep/wake-up of a blocking-sync wait, and the
@@ -61,18 +48,22 @@ cudaError_t WaitForEvent(cudaEvent_t event) {
       std::this_thread::yield();
     }
   }
-  // Sleeps on cudaEventBlockingSync events; spins under GPUJOIN_CUDA_SPIN_WAIT=1.
+  // Sleeps on cudaEventBlockingSync events; spins on the others.
   return cudaEventSynchronize(event);
 }
 
-absl::StatusOr<std::unique_ptr<StreamContext>> StreamContext::Create() {
+absl::StatusOr<std::unique_ptr<StreamContext>> StreamContext::Create(
+    const BackendOptions& options) {
   std::unique_ptr<StreamContext> ctx(new StreamContext());
+  ctx->wait_ = WaitModeOf(options);
+  ctx->join_graphs_.set_enabled(options.cuda_join_graphs);
+  ctx->aggregate_graphs_.set_enabled(options.cuda_aggregate_graphs);
   GPUJOIN_CUDA_RETURN(cudaStreamCreateWithFlags(&ctx->stream_, cudaStreamNonBlocking),
                       "create stream");
   // Blocking-sync events put a waiting thread to sleep instead of spinning a core,
   // so more Runs than cores can wait on the GPU at once.
   const unsigned event_flags =
-      cudaEventDisableTiming | (CudaWaitsBlock() ? cudaEventBlockingSync : 0u);
+      cudaEventDisableTiming | (ctx->wait_.blocking_events ? cudaEventBlockingSync : 0u);
   for (int b = 0; b < 2; ++b) {
     auto staging = PinnedBuffer::Allocate(kStagingBytes, "staging buffer");
     if (!staging.ok()) return staging.status();
@@ -112,7 +103,7 @@ absl::Status StreamContext::Upload(void* dst, std::span<const HostRange> ranges,
     while (left > 0) {
       const size_t piece = std::min(left, kStagingBytes);
       // The buffer is free once the copy queued from it last time has run.
-      GPUJOIN_CUDA_RETURN(WaitForEvent(staged_[b]), absl::StrCat("upload ", what));
+      GPUJOIN_CUDA_RETURN(WaitForEvent(staged_[b], wait_), absl::StrCat("upload ", what));
       std::memcpy(staging_[b].data(), src, piece);
       GPUJOIN_CUDA_RETURN(
           cudaMemcpyAsync(out, staging_[b].data(), piece, cudaMemcpyHostToDevice, stream_),
@@ -148,7 +139,7 @@ absl::Status StreamContext::Download(void* dst, const void* src, size_t bytes, c
     if (k + 1 < pieces) {
       if (auto s = queue(k + 1); !s.ok()) return s;
     }
-    GPUJOIN_CUDA_RETURN(WaitForEvent(staged_[k & 1]), absl::StrCat("download ", what));
+    GPUJOIN_CUDA_RETURN(WaitForEvent(staged_[k & 1], wait_), absl::StrCat("download ", what));
     std::memcpy(out + k * kStagingBytes, staging_[k & 1].data(), piece_bytes(k));
   }
   return absl::OkStatus();
@@ -182,13 +173,13 @@ absl::Status StreamContext::DownloadGathered(std::span<const DeviceRange> pieces
   }
   // Uploads wait on this event before they write the buffer again.
   GPUJOIN_CUDA_RETURN(cudaEventRecord(staged_[0], stream_), absl::StrCat("download ", what));
-  GPUJOIN_CUDA_RETURN(WaitForEvent(staged_[0]), absl::StrCat("download ", what));
+  GPUJOIN_CUDA_RETURN(WaitForEvent(staged_[0], wait_), absl::StrCat("download ", what));
   return absl::OkStatus();
 }
 
 absl::Status StreamContext::Synchronize(const char* what) {
   GPUJOIN_CUDA_RETURN(cudaEventRecord(done_, stream_), what);
-  GPUJOIN_CUDA_RETURN(WaitForEvent(done_), what);
+  GPUJOIN_CUDA_RETURN(WaitForEvent(done_, wait_), what);
   return absl::OkStatus();
 }
 

@@ -19,6 +19,7 @@
 #include "cuda/device_buffer.hpp"
 #include "cuda/join_graph_cache.hpp"
 #include "cuda/lookup_graph_cache.hpp"
+#include "gpujoin/engine/backend.hpp"
 
 namespace gpujoin::engine::detail {
 
@@ -34,18 +35,14 @@ struct DeviceRange {
   size_t bytes;
 };
 
-/// How host threads wait for the GPU, read once per process from the environment
-/// (for measurements; docs/PERFORMANCE.md "Hybrid GPU waits"):
-///   GPUJOIN_CUDA_SPIN_WAIT=1      pure spinning: events without
-///                                 cudaEventBlockingSync, cudaEventSynchronize spins
-///                                 a core (fastest while executor threads <= cores,
-///                                 collapses beyond).
-///   GPUJOIN_CUDA_WAIT_POLL_US=<n> hybrid: poll cudaEventQuery for up to n
-///                                 microseconds (pause/yield between polls), then
-///                                 sleep in cudaEventSynchronize on a
-///                                 cudaEventBlockingSync event; 0 = pure blocking.
-///                                 Unset: kDefaultWaitPollUs.
-/// SPIN_WAIT=1 wins over WAIT_POLL_US.
+/// How host threads wait for the GPU (BackendOptions::cuda_spin_wait and
+/// cuda_wait_poll_us; docs/PERFORMANCE.md "Hybrid GPU waits" has the
+/// measurements): pure spinning (events without cudaEventBlockingSync;
+/// fastest while waiting threads <= cores, collapses beyond), or polling
+/// cudaEventQuery for up to poll_us microseconds before sleeping in
+/// cudaEventSynchronize on a blocking-sync event (0 = sleep at once, the
+/// default: a 30 us poll matched blocking for 1K lookups at 16 streams and
+/// spinning for joins, but not spinning for lookups).
 struct CudaWaitMode {
   /// Events are created with cudaEventBlockingSync (false only for pure spinning).
   bool blocking_events = true;
@@ -53,29 +50,20 @@ struct CudaWaitMode {
   uint32_t poll_us = 0;
 };
 
-/// Poll time used when GPUJOIN_CUDA_WAIT_POLL_US is not set: 0, pure blocking. On the
-/// H200 (docs/PERFORMANCE.md "Hybrid GPU waits") a 30 us poll matched blocking for
-/// 1K lookups at 16 streams and spinning for joins, but not spinning for lookups,
-/// so it is not the default.
-inline constexpr uint32_t kDefaultWaitPollUs = 0;
+/// The wait mode the options ask for (poll time capped at one second).
+CudaWaitMode WaitModeOf(const BackendOptions& options);
 
-/// The process-wide wait mode (environment read on first call).
-const CudaWaitMode& CudaWaits();
-
-/// Whether host waits may sleep (events created with cudaEventBlockingSync):
-/// false only under GPUJOIN_CUDA_SPIN_WAIT=1.
-bool CudaWaitsBlock();
-
-/// Waits until `event` has completed using the process-wide CudaWaits() mode.
-cudaError_t WaitForEvent(cudaEvent_t event);
+/// Waits until `event` has completed, the way `mode` says.
+cudaError_t WaitForEvent(cudaEvent_t event, const CudaWaitMode& mode);
 
 class StreamContext {
  public:
   /// Bytes of each of the two pinned staging buffers.
   static constexpr size_t kStagingBytes = size_t{8} << 20;
 
-  /// Creates the stream (non-blocking) and the buffers on the current device.
-  static absl::StatusOr<std::unique_ptr<StreamContext>> Create();
+  /// Creates the stream (non-blocking) and the buffers on the current device;
+  /// waits the way `options` say and captures graphs where they allow it.
+  static absl::StatusOr<std::unique_ptr<StreamContext>> Create(const BackendOptions& options);
   ~StreamContext();
   StreamContext(const StreamContext&) = delete;
   StreamContext& operator=(const StreamContext&) = delete;
@@ -114,12 +102,13 @@ class StreamContext {
                                 const char* what);
 
   /// Waits for everything queued on the stream (one event, waited on with
-  /// WaitForEvent).
+  /// WaitForEvent in this context's mode).
   absl::Status Synchronize(const char* what);
 
  private:
   StreamContext() = default;
 
+  CudaWaitMode wait_;
   cudaStream_t stream_ = nullptr;
   PinnedBuffer staging_[2];
   cudaEvent_t staged_[2] = {nullptr, nullptr};

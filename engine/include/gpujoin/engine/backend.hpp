@@ -22,11 +22,38 @@ struct BackendInfo {
   uint32_t parallelism = 0;         ///< SMs (CUDA) or worker threads (CPU)
 };
 
+/// How the CUDA backend inserts a build (the table and statistics are the same
+/// either way; docs/operations.md, docs/PERFORMANCE.md).
+enum class CudaBuildPath {
+  kAuto,    ///< by size: the tile path for tables of >= 128 MiB and >= 2^22 rows
+  kDirect,  ///< one thread per row, atomics straight into the table
+  kTiles,   ///< rows sorted by 2048-slot tile, tiles laid out in shared memory
+};
+
+/// Options of a backend, set by gpujoind's flags (docs/operations.md); tests
+/// pass them instead of setting environment variables.
 struct BackendOptions {
   /// CPU backend worker threads; 0 = hardware concurrency.
   uint32_t cpu_threads = 0;
   /// CUDA device ordinal.
   int cuda_device = 0;
+  /// CUDA: the build path of every build (kAuto: chosen by size). A forced tile
+  /// path still builds tables under 4096 slots directly.
+  CudaBuildPath cuda_build_path = CudaBuildPath::kAuto;
+  /// CUDA: most transient device memory one build may take (bytes; 0 = no cap).
+  /// A tile build that would need more inserts directly (same result, slower).
+  uint64_t cuda_build_transient_max_bytes = 0;
+  /// CUDA: how a host thread waits for the GPU. false: sleeps on blocking-sync
+  /// events (after polling for cuda_wait_poll_us); true: spins a core per
+  /// waiting request (lowest latency while waiting requests <= cores).
+  bool cuda_spin_wait = false;
+  /// CUDA: microseconds to poll an event before sleeping (0 = sleep at once;
+  /// at most 1,000,000). Ignored with cuda_spin_wait.
+  uint32_t cuda_wait_poll_us = 0;
+  /// CUDA: capture repeated small join batches as CUDA Graphs and replay them.
+  bool cuda_join_graphs = true;
+  /// CUDA: capture repeated small aggregations as CUDA Graphs and replay them.
+  bool cuda_aggregate_graphs = true;
 };
 
 /// What a build is given, as far as its memory is concerned: the input of

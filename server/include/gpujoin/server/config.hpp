@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "gpujoin/engine/backend.hpp"
 #include "gpujoin/engine/hash_index.hpp"
 #include "gpujoin/server/logging.hpp"
 
@@ -19,7 +20,7 @@ inline constexpr int64_t kMaxInlineBatchRows = int64_t{1} << 16;
 
 /// Everything gpujoind can be told on its command line.
 struct ServerConfig {
-  std::string listen = "127.0.0.1:50051";        ///< gRPC address; port 0 picks a free port
+  std::string listen = "127.0.0.1:50051";         ///< gRPC address; port 0 picks a free port
   std::string metrics_listen = "127.0.0.1:9464";  ///< Prometheus /metrics; "" or "none" = off
   engine::BackendKind backend = engine::BackendKind::kAuto;
   /// Index memory budget in bytes; 0 = 80% of the device's free memory at startup.
@@ -48,6 +49,11 @@ struct ServerConfig {
   int64_t inline_batch_rows = -1;
   /// CPU backend worker threads; 0 = hardware concurrency.
   uint32_t cpu_threads = 0;
+  /// CUDA backend switches (--cuda-build-path, --cuda-build-transient-max-bytes,
+  /// --cuda-spin-wait, --cuda-wait-poll-us, --cuda-join-graphs,
+  /// --cuda-aggregate-graphs; docs/operations.md). cpu_threads and the device
+  /// ordinal are set by Server::Start.
+  engine::BackendOptions backend_options;
   /// Longest graceful drain on SIGTERM/SIGINT before remaining calls are cancelled.
   double drain_timeout_seconds = 30;
 };

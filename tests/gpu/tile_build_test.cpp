@@ -1,18 +1,19 @@
-// The CUDA wave build driven through the device-level API (engine/src/cuda/
-// device_ops.hpp) with explicit values, against the CPU backend. The backend
-// only reaches the wave path for large builds (or with GPUJOIN_CUDA_BUILD_PATH)
-// and never with explicit values together with a validity mask; here every
-// build forces BuildPath::kWaves and picks the region size, so small inputs
-// exercise: the stable warp-multisplit partition with position tags (1 to 32
-// regions), the histogram partition with row tags (more than 32 regions, or
-// multisplit switched off), the fallback after a spill (which re-inserts with row
-// tags, so the finalisation must gather from the source values again), validity
-// masks and reserved keys, duplicates of one key spread over many tiles,
-// segments and blocks with distinct values (the lowest row's value must win).
-// The table contents (key, value pairs) and build statistics must equal the CPU
-// backend's exactly; the CPU reference builds the same rows with masked-out rows
-// replaced by kEmptyKey (both count those as invalid). Skips with a message when
-// no CUDA device is usable.
+// The CUDA tile build (BuildPath::kTiles) driven through the device-level API
+// (engine/src/cuda/index/build.hpp) with explicit values, against the CPU
+// backend. The backend takes the tile path only for large builds (or when
+// BackendOptions force it) and never with explicit values together with a
+// validity mask; here every build forces it, so small inputs exercise: the
+// stable sort by tile (16-bit and 32-bit tile numbers), the reduction of tiles
+// of more than 2560 rows (hot keys), the fallback to the direct insert (a tile
+// of more than 2560 keys; it must still finalise from the source values),
+// validity masks and reserved keys, duplicates of one key spread over many
+// tiles with distinct values (the lowest row's value must win), runs that cross
+// tiles and wrap past the end of the table. The table layout (key, value per
+// slot) and every build statistic, probes included, must equal the CPU
+// backend's exactly (the Robin Hood layout is deterministic without overflow);
+// the CPU reference builds the same rows with masked-out rows replaced by
+// kEmptyKey (both count those as invalid). Skips with a message when no CUDA
+// device is usable.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -22,6 +23,7 @@
 #include <ostream>
 #include <random>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -70,42 +72,30 @@ class DeviceArray {
 };
 
 // How the device build is forced.
-struct WaveOptions {
-  uint32_t region_bits = 0;   // 0 = the automatic size (16 regions for these tables)
-  bool multisplit = true;     // false: the histogram partition even for <= 32 regions
-  bool clear_first = false;   // ClearTable + BuildTable instead of ClearAndBuildTable
-  bool position_tags = true;  // false: row tags on the multisplit partition too
-  gd::BuildPath path = gd::BuildPath::kWaves;  // or kTiles (the other options do not apply)
-  bool wide_tile_numbers = false;              // kTiles: sort 32-bit tile numbers
+struct TileOptions {
+  bool wide_tile_numbers = false;  // sort 32-bit tile numbers (these tables would sort 16-bit)
+  bool clear_first = false;        // ClearTable + BuildTable instead of ClearAndBuildTable
 };
 
-// The tile path; `wide`: with the 32-bit tile numbers that tables of more than
-// 2^16 tiles sort (these tables would sort 16-bit ones).
-WaveOptions Tiles(bool wide = false) {
-  WaveOptions o;
-  o.path = gd::BuildPath::kTiles;
-  o.wide_tile_numbers = wide;
-  return o;
+void PrintTo(const TileOptions& o, std::ostream* os) {
+  *os << "{" << (o.wide_tile_numbers ? "32-bit" : "16-bit") << " tile numbers, "
+      << (o.clear_first ? "ClearTable + BuildTable" : "ClearAndBuildTable") << "}";
 }
 
-void PrintTo(const WaveOptions& o, std::ostream* os) {
-  *os << "{region_bits " << o.region_bits << (o.multisplit ? ", multisplit" : ", histogram")
-      << (o.clear_first ? ", ClearTable + BuildTable" : ", ClearAndBuildTable")
-      << (o.position_tags ? "" : ", row tags")
-      << (o.path == gd::BuildPath::kTiles ? ", tile path" : "")
-      << (o.wide_tile_numbers ? ", 32-bit tile numbers" : "") << "}";
-}
+// Every way of forcing the tile path these tests check.
+constexpr TileOptions kTileVariants[] = {{false, false}, {true, false}, {false, true}};
 
 struct BuildOutput {
   Contents contents;
   BuildStatistics stats;
   std::vector<std::pair<uint32_t, uint32_t>> layout;  // (key, value) per slot
-  bool fell_back = false;  // device builds: the wave path fell back to the direct insert
+  bool fell_back = false;       // device builds: the tile path fell back to the direct insert
+  bool untouched_flag = false;  // device builds: the fallback flag was never written
 };
 
-class WaveBuildDifferential : public CudaVsCpuTest {
+class TileBuildDifferential : public CudaVsCpuTest {
  protected:
-  WaveBuildDifferential() : CudaVsCpuTest("wave build tests skipped") {}
+  TileBuildDifferential() : CudaVsCpuTest("tile build tests skipped") {}
 
   // Distinct random values (so that a wrong winner shows as a wrong value).
   std::vector<uint32_t> DistinctValues(size_t n) { return DistinctKeys(n); }
@@ -139,10 +129,10 @@ class WaveBuildDifferential : public CudaVsCpuTest {
     return out;
   }
 
-  // The device build on the wave path (probe bound = capacity).
-  BuildOutput WaveBuild(uint32_t capacity, const std::vector<uint32_t>& keys,
+  // The device build on the tile path (probe bound = capacity).
+  BuildOutput TileBuild(uint32_t capacity, const std::vector<uint32_t>& keys,
                         const std::vector<uint32_t>& values, const std::vector<uint32_t>& validity,
-                        const WaveOptions& o) {
+                        const TileOptions& o) {
     BuildOutput out;
     DeviceArray<uint32_t> keys_d(keys), values_d(values), validity_d(validity);
     DeviceArray<uint64_t> slots_d(gd::TableAllocationSlots(capacity));
@@ -155,12 +145,10 @@ class WaveBuildDifferential : public CudaVsCpuTest {
     src.rows = keys.size();
     src.values = values_d.get();
     src.validity = validity.empty() ? nullptr : validity_d.get();
-    src.path = o.path;
-    src.region_bits = o.region_bits;
-    src.multisplit_partition = o.multisplit;
-    src.position_tags = o.position_tags;
+    src.path = gd::BuildPath::kTiles;
     src.wide_tile_numbers = o.wide_tile_numbers;
     src.fell_back = fell_back_d.get();
+    src.transient_max_bytes = transient_max_bytes_;
     const gd::DeviceTable table{slots_d.get(), capacity};
     cudaError_t e = cudaSuccess;
     if (o.clear_first) {
@@ -179,7 +167,8 @@ class WaveBuildDifferential : public CudaVsCpuTest {
     unsigned int fell_back = 7u;
     EXPECT_EQ(cudaMemcpy(&fell_back, fell_back_d.get(), sizeof(fell_back), cudaMemcpyDeviceToHost),
               cudaSuccess);
-    EXPECT_LE(fell_back, 1u) << "the fallback flag was not reported";
+    out.untouched_flag = fell_back == 7u;
+    if (transient_max_bytes_ == 0) EXPECT_LE(fell_back, 1u) << "the fallback flag was not reported";
     out.fell_back = fell_back == 1u;
     for (size_t i = 0; i < capacity; ++i) {
       const uint64_t s = slots[i];
@@ -196,21 +185,30 @@ class WaveBuildDifferential : public CudaVsCpuTest {
   // Builds on the device and compares contents, the slot layout (Robin Hood
   // order: the same on both backends without overflow) and the statistics that
   // do not depend on thread order with `cpu` (CpuBuild of the same input).
-  // `fallback_expected`: whether the wave path should have fallen back to the
+  // `fallback_expected`: whether the tile path should have fallen back to the
   // direct insert (unset: either is fine); an ordinary build must not, or the
-  // first-come steps and the run sort would go untested and slow.
+  // tile kernels would go untested and slow.
   void Compare(uint32_t capacity, const std::vector<uint32_t>& keys,
                const std::vector<uint32_t>& values, const std::vector<uint32_t>& validity,
-               const WaveOptions& o, const BuildOutput& cpu,
+               const TileOptions& o, const BuildOutput& cpu,
                std::optional<bool> fallback_expected = false) {
     SCOPED_TRACE(::testing::PrintToString(o));
-    const BuildOutput gpu = WaveBuild(capacity, keys, values, validity, o);
+    const BuildOutput gpu = TileBuild(capacity, keys, values, validity, o);
     if (fallback_expected) EXPECT_EQ(gpu.fell_back, *fallback_expected) << Seed();
     ASSERT_EQ(cpu.stats.overflow_rows, 0u) << "test case must not overflow";
     EXPECT_EQ(gpu.stats.unique_keys, cpu.stats.unique_keys) << Seed();
     EXPECT_EQ(gpu.stats.duplicate_rows, cpu.stats.duplicate_rows) << Seed();
     EXPECT_EQ(gpu.stats.overflow_rows, 0u) << Seed();
     EXPECT_EQ(gpu.stats.invalid_rows, cpu.stats.invalid_rows) << Seed();
+    // The tile path counts every valid row of a key at the key's final place
+    // (the CPU counts a duplicate where it met its key, which later keys may
+    // have moved on): exactly FinalPlaceProbes; the CPU's total is the same
+    // without duplicates.
+    EXPECT_EQ(gpu.stats.total_probes, FinalPlaceProbes(capacity, keys, validity, cpu.layout))
+        << Seed();
+    if (cpu.stats.duplicate_rows == 0)
+      EXPECT_EQ(gpu.stats.total_probes, cpu.stats.total_probes) << Seed();
+    EXPECT_EQ(gpu.stats.max_probes, cpu.stats.max_probes) << Seed();
     EXPECT_EQ(gpu.contents.size(), cpu.contents.size()) << Seed();
     size_t mismatched = 0;
     for (size_t i = 0; i < std::min(gpu.contents.size(), cpu.contents.size()); ++i)
@@ -224,6 +222,28 @@ class WaveBuildDifferential : public CudaVsCpuTest {
 
   // `rows` rows: a quarter are copies of `hot` keys spread over the whole input
   // (every tile, segment and block), the rest distinct.
+  // Sum over the valid rows of their key's displacement + 1 in `layout` (the
+  // CPU's slots, (key, value) per slot).
+  static uint64_t FinalPlaceProbes(uint32_t capacity, const std::vector<uint32_t>& keys,
+                                   const std::vector<uint32_t>& validity,
+                                   const std::vector<std::pair<uint32_t, uint32_t>>& layout) {
+    std::unordered_map<uint32_t, uint64_t> place;  // key -> displacement + 1
+    for (uint32_t i = 0; i < capacity; ++i) {
+      const uint32_t k = layout[i].first;
+      if (k != kEmptyKey) place[k] = ((i - gd::HomeSlot(k, capacity)) & (capacity - 1u)) + 1u;
+    }
+    uint64_t total = 0;
+    for (size_t r = 0; r < keys.size(); ++r) {
+      if (keys[r] == kEmptyKey || (!validity.empty() && validity[r] == 0)) continue;
+      const auto it = place.find(keys[r]);
+      if (it != place.end()) total += it->second;
+    }
+    return total;
+  }
+
+  // BuildSource::transient_max_bytes of the device builds (0: no cap).
+  uint64_t transient_max_bytes_ = 0;
+
   std::vector<uint32_t> KeysWithHotDuplicates(size_t rows, size_t hot) {
     std::vector<uint32_t> keys = DistinctKeys(rows);
     for (size_t i = 0; i < rows; ++i)
@@ -232,27 +252,24 @@ class WaveBuildDifferential : public CudaVsCpuTest {
   }
 };
 
-// 2^20 slots; 2^19 + 12345 rows = 33 segments of 16384 rows (the last one
-// partial): 32, 16 (automatic), 4, 2 and 1 regions on the stable multisplit
-// partition with position tags, and 32 regions on the histogram partition and on
-// the multisplit partition with row tags.
-TEST_F(WaveBuildDifferential, HotDuplicatesAcrossSegmentsKeepTheLowestRowsValue) {
+// 2^20 slots, 2^19 + 12345 rows, a quarter of them copies of 64 hot keys
+// spread over every tile: the lowest row's value must win.
+TEST_F(TileBuildDifferential, HotDuplicatesAcrossTilesKeepTheLowestRowsValue) {
   const uint32_t capacity = 1u << 20;
   const size_t rows = (size_t(1) << 19) + 12345;
   const std::vector<uint32_t> keys = KeysWithHotDuplicates(rows, 64);
   const std::vector<uint32_t> values = DistinctValues(rows);
   const BuildOutput cpu = CpuBuild(capacity, keys, values, {});
-  for (const WaveOptions o : {WaveOptions{15}, WaveOptions{0}, WaveOptions{18}, WaveOptions{19},
-                              WaveOptions{20}, WaveOptions{15, false}, WaveOptions{0, true, true},
-                              WaveOptions{15, true, false, false}, Tiles(), Tiles(true)}) {
+  for (const TileOptions& o : kTileVariants) {
     Compare(capacity, keys, values, {}, o, cpu);
     if (HasFatalFailure()) return;
   }
 }
 
-// One key repeated on every row but the first few (every row of every tile has
-// the same region): the first occurrence's value must win.
-TEST_F(WaveBuildDifferential, OneKeyOnAlmostEveryRow) {
+// One key repeated on every row but the first few: the hot key's tile holds far
+// more than 2560 rows and is reduced to one word per key first
+// (TileDedupKernel), with no fallback; the first occurrence's value must win.
+TEST_F(TileBuildDifferential, OneKeyOnAlmostEveryRow) {
   const uint32_t capacity = 1u << 16;
   const size_t rows = 100003;
   const std::vector<uint32_t> distinct = DistinctKeys(6);
@@ -260,10 +277,7 @@ TEST_F(WaveBuildDifferential, OneKeyOnAlmostEveryRow) {
   for (size_t i = 0; i < 5; ++i) keys[i * 7 + 1] = distinct[i];  // row 0 holds the hot key
   const std::vector<uint32_t> values = DistinctValues(rows);
   const BuildOutput cpu = CpuBuild(capacity, keys, values, {});
-  // The tile path: the hot key's tile holds far more than 2560 rows and is
-  // reduced to one word per key first (TileDedupKernel), with no fallback.
-  for (const WaveOptions o :
-       {WaveOptions{11}, WaveOptions{0}, WaveOptions{11, false}, Tiles(), Tiles(true)}) {
+  for (const TileOptions& o : kTileVariants) {
     Compare(capacity, keys, values, {}, o, cpu);
     if (HasFatalFailure()) return;
   }
@@ -275,7 +289,7 @@ TEST_F(WaveBuildDifferential, OneKeyOnAlmostEveryRow) {
 // 2^16-slot table gets 4 rows of each of 1900 keys homed there (each key's first
 // row valid, the others a fifth invalid or reserved; with the other keys homed
 // there about 2400 keys): reduced. Then 2700 such keys: a fallback.
-TEST_F(WaveBuildDifferential, TileOfManyRowsIsReducedOrFallsBack) {
+TEST_F(TileBuildDifferential, TileOfManyRowsIsReducedOrFallsBack) {
   const uint32_t capacity = 1u << 16;
   std::vector<uint32_t> homed;  // keys homed in tile 0
   for (const uint32_t k : DistinctKeys(size_t(1) << 22)) {
@@ -302,16 +316,16 @@ TEST_F(WaveBuildDifferential, TileOfManyRowsIsReducedOrFallsBack) {
     const BuildOutput cpu = CpuBuild(capacity, keys, values, validity);
     if (cpu.stats.overflow_rows != 0) GTEST_SKIP() << "input overflows; " << Seed();
     const bool fallback = tile_keys > 2560;
-    Compare(capacity, keys, values, validity, Tiles(), cpu, fallback);
+    Compare(capacity, keys, values, validity, TileOptions{}, cpu, fallback);
     if (HasFatalFailure()) return;
-    Compare(capacity, keys, values, validity, Tiles(true), cpu, fallback);
+    Compare(capacity, keys, values, validity, TileOptions{true}, cpu, fallback);
     if (HasFatalFailure()) return;
   }
 }
 
 // Validity masks and reserved keys with explicit values: masked-out and kEmptyKey
 // rows are invalid, and a masked-out earlier copy of a key must not win.
-TEST_F(WaveBuildDifferential, ValidityMaskAndReservedKeysWithValues) {
+TEST_F(TileBuildDifferential, ValidityMaskAndReservedKeysWithValues) {
   const uint32_t capacity = 1u << 18;
   const size_t rows = 150001;
   std::vector<uint32_t> keys = KeysWithHotDuplicates(rows, 1000);
@@ -320,76 +334,18 @@ TEST_F(WaveBuildDifferential, ValidityMaskAndReservedKeysWithValues) {
   for (auto& v : validity) v = rng_() % 5 == 0 ? 0u : uint32_t(rng_() | 1u);
   const std::vector<uint32_t> values = DistinctValues(rows);
   const BuildOutput cpu = CpuBuild(capacity, keys, values, validity);
-  for (const WaveOptions o : {WaveOptions{13}, WaveOptions{0}, WaveOptions{13, false},
-                              WaveOptions{8} /* 1024 regions: histogram */, Tiles(),
-                              Tiles(true)}) {
+  for (const TileOptions& o : kTileVariants) {
     Compare(capacity, keys, values, validity, o, cpu);
     if (HasFatalFailure()) return;
   }
 }
 
-// More than 32 regions (the histogram partition, row tags) with explicit values
-// and duplicates: 64, 512 and 2048 regions (the most).
-TEST_F(WaveBuildDifferential, ManyRegionsHistogramPartitionWithValues) {
-  const uint32_t capacity = 1u << 16;
-  const size_t rows = 40000;
-  const std::vector<uint32_t> keys = KeysWithHotDuplicates(rows, 300);
-  const std::vector<uint32_t> values = DistinctValues(rows);
-  const BuildOutput cpu = CpuBuild(capacity, keys, values, {});
-  for (const WaveOptions o : {WaveOptions{10}, WaveOptions{7}, WaveOptions{5}, Tiles()}) {
-    Compare(capacity, keys, values, {}, o, cpu);
-    if (HasFatalFailure()) return;
-  }
-}
-
-// Builds that spill by construction: 4 * region_slots distinct keys whose home
-// slots lie in region 0 form one run longer than two regions, so a row of wave
-// step 0 reaches the first slot not cleared yet (region 2) and the build is redone
-// by the direct insert with row tags; the finalisation must then gather the
-// source values, not the partition's. The same crowd in the last region wraps
-// through regions 0 and 1 into region 2. Duplicates (with other values) and other
-// keys around them; stable multisplit (32 regions), histogram (64 regions; 32
-// with the multisplit switched off), each without and with a validity mask.
-TEST_F(WaveBuildDifferential, SpilledBuildFallsBackWithValues) {
-  const uint32_t capacity = 1u << 12;
-  for (const WaveOptions o : {WaveOptions{7}, WaveOptions{6}, WaveOptions{7, false}}) {
-    const uint32_t region_slots = 1u << o.region_bits;
-    const uint32_t last_region = (capacity >> o.region_bits) - 1;
-    for (const uint32_t crowd_region : {0u, last_region}) {
-      SCOPED_TRACE("keys crowded into region " + std::to_string(crowd_region));
-      std::vector<uint32_t> crowd;
-      for (const uint32_t k : DistinctKeys(capacity * 128)) {
-        if (gd::HomeSlot(k, capacity) >> o.region_bits == crowd_region) crowd.push_back(k);
-        if (crowd.size() == 4 * size_t(region_slots)) break;
-      }
-      ASSERT_EQ(crowd.size(), 4 * size_t(region_slots));
-      // Keys of the crowd may repeat keys of the first part: fine (duplicates too).
-      std::vector<uint32_t> keys = DistinctKeys(capacity / 4);
-      keys.insert(keys.end(), crowd.begin(), crowd.end());
-      for (size_t i = 0; i < crowd.size(); i += 3) keys.push_back(crowd[i]);  // duplicates
-      std::shuffle(keys.begin(), keys.end(), rng_);
-      const std::vector<uint32_t> values = DistinctValues(keys.size());
-      // Region 0's crowd reaches the first slot not cleared yet: a fallback.
-      const std::optional<bool> fallback =
-          crowd_region == 0 ? std::optional<bool>(true) : std::nullopt;
-      Compare(capacity, keys, values, {}, o, CpuBuild(capacity, keys, values, {}), fallback);
-      if (HasFatalFailure()) return;
-      std::vector<uint32_t> validity(keys.size());
-      for (auto& v : validity) v = rng_() % 7 == 0 ? 0u : 1u;
-      Compare(capacity, keys, values, validity, o, CpuBuild(capacity, keys, values, validity),
-              fallback);
-      if (HasFatalFailure()) return;
-    }
-  }
-}
-
-// The first-come steps leave every run's keys in arrival order; the run sort
-// (SortTile) must give exactly the CPU's Robin Hood layout: loads 0.5, 0.8 and
-// 0.9, runs that wrap past the end of the table, tables of one sort tile (64 and
-// 1024 slots, where a wrapped run comes back into the same tile) and of many.
-// Ordinary loads of the larger table must not fall back to the direct insert.
-TEST_F(WaveBuildDifferential, RunSortGivesTheRobinHoodLayout) {
-  for (const uint32_t capacity : {64u, 1024u, 1u << 16}) {
+// The tile layout must be exactly the CPU's Robin Hood layout: loads 0.5, 0.8
+// and 0.9, runs that cross tiles and wrap past the end of the table, tables of
+// two tiles (the smallest the path takes) and of many. Ordinary loads of the
+// larger table must not fall back to the direct insert.
+TEST_F(TileBuildDifferential, TilesGiveTheRobinHoodLayout) {
+  for (const uint32_t capacity : {4096u, 1u << 16}) {
     for (const double load : {0.5, 0.8, 0.9}) {
       SCOPED_TRACE("capacity " + std::to_string(capacity) + ", load " + std::to_string(load));
       const size_t rows = size_t(load * capacity);
@@ -399,22 +355,18 @@ TEST_F(WaveBuildDifferential, RunSortGivesTheRobinHoodLayout) {
       const std::optional<bool> fallback =
           capacity == (1u << 16) && load < 0.85 ? std::optional<bool>(false) : std::nullopt;
       const BuildOutput cpu = CpuBuild(capacity, keys, values, {});
-      Compare(capacity, keys, values, {}, WaveOptions{}, cpu, fallback);
-      if (HasFatalFailure()) return;
-      Compare(capacity, keys, values, {}, Tiles(), cpu, fallback);
-      if (HasFatalFailure()) return;
-      Compare(capacity, keys, values, {}, Tiles(true), cpu, fallback);
-      if (HasFatalFailure()) return;
+      for (const TileOptions& o : kTileVariants) {
+        Compare(capacity, keys, values, {}, o, cpu, fallback);
+        if (HasFatalFailure()) return;
+      }
     }
   }
 }
 
-// A run reaching more than the sort's extension (1024 slots) past the end of its
-// 2048-slot tile cannot be sorted there: 2200 keys homed in slots [1000, 1100)
-// of a 2^16-slot table (16 regions of 4096 slots, so no row reaches a wave's
-// frontier) make one run from about slot 1000 to 3200. The build must fall back
-// to the direct insert and still give the CPU's layout.
-TEST_F(WaveBuildDifferential, LongRunPastTheSortExtensionFallsBack) {
+// A long run: 2200 keys homed in slots [1000, 1100) of a 2^16-slot table make
+// one run from about slot 1000 to 3200, across a tile boundary (the tile holds
+// about 2450 rows): placed without a fallback.
+TEST_F(TileBuildDifferential, LongRunAcrossTilesIsPlaced) {
   const uint32_t capacity = 1u << 16;
   std::vector<uint32_t> keys;
   for (const uint32_t k : DistinctKeys(size_t(4) << 20)) {
@@ -428,30 +380,37 @@ TEST_F(WaveBuildDifferential, LongRunPastTheSortExtensionFallsBack) {
   std::shuffle(keys.begin(), keys.end(), rng_);
   const std::vector<uint32_t> values = DistinctValues(keys.size());
   const BuildOutput cpu = CpuBuild(capacity, keys, values, {});
-  Compare(capacity, keys, values, {}, WaveOptions{}, cpu, true);
-  // The tile path has no such limit (the tile holds about 2450 rows).
-  Compare(capacity, keys, values, {}, Tiles(), cpu, false);
+  Compare(capacity, keys, values, {}, TileOptions{}, cpu, false);
 }
 
-// A tile build whose transient buffer cannot be had (here: over
-// GPUJOIN_CUDA_PARTITION_MAX_BYTES, which takes the branch of a failed
-// allocation) takes the wave path, which needs less: about 12 bytes per row with
-// explicit values against 20. The cap lies between the two, and the fallback
-// flag is reported, which the direct path would not do.
-TEST_F(WaveBuildDifferential, TileBufferOverTheLimitTakesTheWavePath) {
+// A tile build whose transient buffer would exceed its cap
+// (BuildSource::transient_max_bytes; the same branch as a failed allocation)
+// inserts directly: same layout, and the fallback flag is left untouched (the
+// tile kernels never ran).
+TEST_F(TileBuildDifferential, TransientCapTakesTheDirectPath) {
   const uint32_t capacity = 1u << 16;
   const size_t rows = 30000;
   const std::vector<uint32_t> keys = KeysWithHotDuplicates(rows, 100);
   const std::vector<uint32_t> values = DistinctValues(rows);
   const BuildOutput cpu = CpuBuild(capacity, keys, values, {});
-  const ScopedEnv cap("GPUJOIN_CUDA_PARTITION_MAX_BYTES", std::to_string(16 * rows).c_str());
-  Compare(capacity, keys, values, {}, Tiles(), cpu, false);
+  transient_max_bytes_ = gd::BuildTransientBytes(capacity, rows, gd::BuildPath::kTiles) - 1;
+  ASSERT_GT(transient_max_bytes_, 16 * rows) << "the tile path's buffer is about 20 bytes per row";
+  const BuildOutput gpu = TileBuild(capacity, keys, values, {}, TileOptions{});
+  EXPECT_TRUE(gpu.untouched_flag) << "the tile kernels ran despite the cap";
+  ASSERT_EQ(gpu.layout.size(), cpu.layout.size());
+  size_t misplaced = 0;
+  for (size_t i = 0; i < cpu.layout.size(); ++i) misplaced += gpu.layout[i] != cpu.layout[i];
+  EXPECT_EQ(misplaced, 0u) << "slots differ from the CPU layout; " << Seed();
+  // The direct insert counts a duplicate where it met its key: between the
+  // first-placement and the final-place totals.
+  EXPECT_GE(gpu.stats.total_probes, gpu.stats.unique_keys + gpu.stats.duplicate_rows) << Seed();
+  EXPECT_LE(gpu.stats.total_probes, FinalPlaceProbes(capacity, keys, {}, cpu.layout)) << Seed();
 }
 
 #else
 
-TEST(WaveBuildDifferential, Skipped) {
-  GTEST_SKIP() << "built without the CUDA backend: the device-level wave build tests need it";
+TEST(TileBuildDifferential, Skipped) {
+  GTEST_SKIP() << "built without the CUDA backend: the device-level tile build tests need it";
 }
 
 #endif

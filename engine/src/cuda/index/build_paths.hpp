@@ -1,0 +1,62 @@
+// Internal to engine/src/cuda/index: what the build paths (direct_build.cu,
+// tile_sort.cu, tile_build.cu) and their dispatch (build.cpp) share.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "cuda/index/build.hpp"
+
+namespace gpujoin::engine::detail {
+
+/// Records phase event k of a build when the caller asked for them (bench only).
+inline cudaError_t MarkPhase(const BuildSource& source, int k, cudaStream_t stream) {
+  if (source.phase_events == nullptr) return cudaSuccess;
+  return cudaEventRecord(source.phase_events[k], stream);
+}
+
+/// Carves aligned pieces out of one allocation: Take returns each piece's offset.
+struct Carver {
+  size_t offset = 0;
+  size_t Take(size_t bytes) {
+    const size_t at = offset;
+    offset = (offset + bytes + 255) & ~size_t{255};
+    return at;
+  }
+};
+
+/// A stream-ordered transient buffer of `bytes`; cudaErrorMemoryAllocation (not
+/// sticky, nothing enqueued) when it cannot be had or exceeds `max_bytes` (0: no
+/// cap).
+cudaError_t AllocateTransient(size_t bytes, uint64_t max_bytes, void** buffer, cudaStream_t stream);
+
+/// The direct path (direct_build.cu): Robin Hood insert of every valid row with
+/// tag `tag_offset + row`, then, when `finalize`, the pass that replaces each
+/// slot's source row by its value. The table must be clear.
+cudaError_t BuildDirect(DeviceTable table, const BuildSource& source, uint32_t bound,
+                        uint32_t tag_offset, bool finalize, DeviceBuildStats* stats,
+                        cudaStream_t stream);
+
+/// The fallback of a large-build path (direct_build.cu): when the device word
+/// `*redo` is nonzero once the work before runs, clears the table and the
+/// statistics and runs the direct path; else the enqueued kernels return at once.
+cudaError_t RedoDirectIf(const unsigned int* redo, DeviceTable table, const BuildSource& source,
+                         uint32_t bound, uint32_t tag_offset, bool finalize,
+                         DeviceBuildStats* stats, cudaStream_t stream);
+
+/// The tile path (tile_build.cu). Clears nothing first (it writes every slot);
+/// falls back to the direct insert itself; cudaErrorMemoryAllocation with nothing
+/// enqueued when its transient buffer cannot be had.
+cudaError_t BuildTiles(DeviceTable table, const BuildSource& source, uint32_t bound,
+                       uint32_t tag_offset, bool finalize, DeviceBuildStats* stats,
+                       cudaStream_t stream);
+
+/// Whether the tile path can build this table (two tiles, a CUB item count).
+bool TilesFit(uint32_t capacity, uint64_t rows);
+
+/// The tile path's transient buffer: exact bytes (tile_sort.cu).
+uint64_t TileTransientBytes(uint32_t capacity, uint64_t rows, bool wide_tile_numbers);
+
+}  // namespace gpujoin::engine::detail

@@ -1,0 +1,27 @@
+// Internal (CUDA builds only): looking keys up in a device table. Enqueues on
+// `stream`, never synchronises.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "cuda/index/table.hpp"
+
+namespace gpujoin::engine::detail {
+
+/// Looks up `rows` keys with at most `bound` probes each. Writes values[i]
+/// (kEmptyKey when missing); found[i] (1/0) and probes[i] when non-null. Adds
+/// to `stats` (zero it first).
+cudaError_t LookupKeys(DeviceTable table, const uint32_t* keys, uint64_t rows, uint32_t bound,
+                       uint32_t* values, uint8_t* found, uint32_t* probes, DeviceQueryStats* stats,
+                       cudaStream_t stream);
+
+/// LookupKeys that also writes the found rows as bits: masks[g] bit j is set
+/// when row 32 * g + j was found, for g < ceil(rows / 32) (bits past `rows` are
+/// 0); what the join's compaction scans. `masks` is required.
+cudaError_t LookupKeysMasked(DeviceTable table, const uint32_t* keys, uint64_t rows, uint32_t bound,
+                             uint32_t* values, uint8_t* found, uint32_t* probes, uint32_t* masks,
+                             DeviceQueryStats* stats, cudaStream_t stream);
+
+}  // namespace gpujoin::engine::detail
