@@ -4,8 +4,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "cuda/cuda_error.hpp"
 #include "cuda/aggregate_ops.hpp"
+#include "cuda/cuda_error.hpp"
 
 namespace gpujoin::engine::detail {
 namespace {
@@ -111,17 +111,11 @@ absl::StatusOr<std::unique_ptr<AggregateGraph>> AggregateGraph::Capture(const Ag
   return g;
 }
 
-absl::StatusOr<AggregateGraph*> AggregateGraphCache::Get(const AggregateShape& shape,
-                                                         cudaStream_t stream) {
-  if (!enabled_) return nullptr;
-  if (shape.rows == 0 || shape.rows > kMaxRows || shape.groups == 0 || shape.groups > kMaxGroups) {
-    return nullptr;
-  }
-  const uint64_t hits = cache_.hits();
-  absl::StatusOr<AggregateGraph*> graph =
-      cache_.Get(shape, [&] { return AggregateGraph::Capture(shape, stream); });
-  g_counters.Count(graph, cache_.hits() != hits);
-  return graph;
+bool AggregateGraph::Capturable(const AggregateShape& shape) {
+  return shape.rows != 0 && shape.rows <= Limits::kMaxRows && shape.groups != 0 &&
+         shape.groups <= Limits::kMaxGroups;
 }
+
+GraphCounters& AggregateGraph::Counters() { return g_counters; }
 
 }  // namespace gpujoin::engine::detail

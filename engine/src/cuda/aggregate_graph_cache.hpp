@@ -48,6 +48,24 @@ struct AggregateShape {
 /// 256-byte aligned.
 class AggregateGraph {
  public:
+  using Shape = AggregateShape;
+  struct Limits {
+    /// Nodes with more rows than this are not captured (launch overhead no longer
+    /// matters; each entry holds its inputs pinned and on the device: at most
+    /// 3 MiB of each at this size).
+    static constexpr uint64_t kMaxRows = uint64_t{1} << 18;
+    /// Nodes with more groups than this are not captured (each entry holds its
+    /// outputs pinned and on the device: at most 2 MiB of each at this size).
+    static constexpr uint32_t kMaxGroups = uint32_t{1} << 18;
+    static constexpr size_t kMaxEntries = 4;
+    /// Shapes remembered as seen once (oldest forgotten first).
+    static constexpr size_t kMaxSeen = 16;
+  };
+  /// Whether a node of this shape is captured at all (non-empty, small).
+  static bool Capturable(const AggregateShape& shape);
+  /// Process-wide totals over every context's aggregate graph cache.
+  static GraphCounters& Counters();
+
   AggregateGraph(const AggregateGraph&) = delete;
   AggregateGraph& operator=(const AggregateGraph&) = delete;
 
@@ -104,42 +122,7 @@ using AggregateGraphTotals = GraphTotals;
 /// A snapshot of the totals.
 GraphTotals AggregateGraphCounters();
 
-/// Per-stream-context cache of captured aggregations (small, least recently
-/// used out). Not thread-safe: a context serves one Run at a time.
-class AggregateGraphCache {
- public:
-  /// Nodes with more rows than this are not captured (launch overhead no longer
-  /// matters; each entry holds its inputs pinned and on the device: at most
-  /// 3 MiB of each at this size).
-  static constexpr uint64_t kMaxRows = uint64_t{1} << 18;
-  /// Nodes with more groups than this are not captured (each entry holds its
-  /// outputs pinned and on the device: at most 2 MiB of each at this size).
-  static constexpr uint32_t kMaxGroups = uint32_t{1} << 18;
-  static constexpr size_t kMaxEntries = 4;
-  /// Shapes remembered as seen once (oldest forgotten first).
-  static constexpr size_t kMaxSeen = 16;
-
-  /// The captured graph for `shape`: an existing one, or one captured now when
-  /// the shape has been seen before on this context; nullptr when the caller
-  /// should run the uncaptured path (first sight, empty or too large, disabled,
-  /// or a shape whose capture failed before). A capture failure is returned as
-  /// its status (the shape is then never captured again on this context).
-  absl::StatusOr<AggregateGraph*> Get(const AggregateShape& shape, cudaStream_t stream);
-
-  /// Graphs captured / nodes replayed by this cache.
-  uint64_t captures() const { return cache_.captures(); }
-  uint64_t hits() const { return cache_.hits(); }
-
-  /// Drops every graph (their device memory is freed on the capture stream).
-  void Clear() { cache_.Clear(); }
-
-  /// Whether Get may capture (BackendOptions::cuda_aggregate_graphs; default on).
-  void set_enabled(bool enabled) { enabled_ = enabled; }
-  bool enabled() const { return enabled_; }
-
- private:
-  bool enabled_ = true;
-  ShapeCache<AggregateShape, AggregateGraph> cache_{kMaxEntries, kMaxSeen};
-};
+/// Per-stream-context cache of captured aggregations (captured_graph.hpp).
+using AggregateGraphCache = GraphCache<AggregateGraph>;
 
 }  // namespace gpujoin::engine::detail

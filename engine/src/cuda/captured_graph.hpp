@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/shape_cache.hpp"
 #include "cuda/cuda_error.hpp"
 
 namespace gpujoin::engine::detail {
@@ -83,6 +84,50 @@ class GraphCounters {
 
  private:
   std::atomic<uint64_t> captures_{0}, replays_{0}, capture_failures_{0};
+};
+
+/// The per-stream-context cache of one kind of captured graph (lookups, join
+/// batches, aggregations): small, least recently used out, a shape captured on
+/// its second sight and never again after a failed capture (ShapeCache). Not
+/// thread-safe: a context serves one Run at a time. `Graph` provides:
+///   using Shape = ...;                        // what a graph bakes in (==)
+///   struct Limits { kMaxEntries, kMaxSeen, ... };  // inherited: Cache::kMaxRows
+///   static bool Capturable(const Shape&);     // size limits
+///   static absl::StatusOr<std::unique_ptr<Graph>> Capture(const Shape&, cudaStream_t);
+///   static GraphCounters& Counters();         // process-wide totals
+template <typename Graph>
+class GraphCache : public Graph::Limits {
+ public:
+  using Shape = typename Graph::Shape;
+
+  /// The captured graph for `shape`: an existing one, or one captured now when
+  /// the shape has been seen before on this context; nullptr when the caller
+  /// should run the uncaptured path (first sight, not capturable, disabled, or a
+  /// shape whose capture failed before). A capture failure is returned as its
+  /// status (the shape is then never captured again on this context).
+  absl::StatusOr<Graph*> Get(const Shape& shape, cudaStream_t stream) {
+    if (!enabled_ || !Graph::Capturable(shape)) return nullptr;
+    const uint64_t hits = cache_.hits();
+    absl::StatusOr<Graph*> graph = cache_.Get(shape, [&] { return Graph::Capture(shape, stream); });
+    Graph::Counters().Count(graph, cache_.hits() != hits);
+    return graph;
+  }
+
+  /// Graphs captured / requests replayed by this cache.
+  uint64_t captures() const { return cache_.captures(); }
+  uint64_t hits() const { return cache_.hits(); }
+
+  /// Drops every graph (their device memory is freed on the capture stream).
+  void Clear() { cache_.Clear(); }
+
+  /// Whether Get may capture (BackendOptions: cuda_join_graphs and
+  /// cuda_aggregate_graphs; lookup graphs are always on). Default on.
+  void set_enabled(bool enabled) { enabled_ = enabled; }
+  bool enabled() const { return enabled_; }
+
+ private:
+  bool enabled_ = true;
+  ShapeCache<Shape, Graph> cache_{Graph::Limits::kMaxEntries, Graph::Limits::kMaxSeen};
 };
 
 }  // namespace gpujoin::engine::detail

@@ -89,17 +89,11 @@ absl::StatusOr<std::unique_ptr<JoinGraph>> JoinGraph::Capture(const JoinShape& s
   return g;
 }
 
-absl::StatusOr<JoinGraph*> JoinGraphCache::Get(const JoinShape& shape, cudaStream_t stream) {
-  if (!enabled_) return nullptr;
-  if (shape.rows == 0 || shape.rows > kMaxRows || shape.pair_capacity > shape.rows ||
-      JoinGraph::OutputBytes(shape) > kMaxOutputBytes) {
-    return nullptr;
-  }
-  const uint64_t hits = cache_.hits();
-  absl::StatusOr<JoinGraph*> graph =
-      cache_.Get(shape, [&] { return JoinGraph::Capture(shape, stream); });
-  g_counters.Count(graph, cache_.hits() != hits);
-  return graph;
+bool JoinGraph::Capturable(const JoinShape& shape) {
+  return shape.rows != 0 && shape.rows <= Limits::kMaxRows && shape.pair_capacity <= shape.rows &&
+         OutputBytes(shape) <= Limits::kMaxOutputBytes;
 }
+
+GraphCounters& JoinGraph::Counters() { return g_counters; }
 
 }  // namespace gpujoin::engine::detail

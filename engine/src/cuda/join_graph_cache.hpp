@@ -50,6 +50,23 @@ struct JoinShape {
 /// right rows (pair_capacity each), then probes and found (when in the shape).
 class JoinGraph {
  public:
+  using Shape = JoinShape;
+  struct Limits {
+    /// Batches with more left rows than this are not captured (launch overhead
+    /// no longer matters, and each entry holds its inputs and outputs pinned: at
+    /// most about 5 MiB at this size).
+    static constexpr uint64_t kMaxRows = uint64_t{1} << 18;
+    /// Larger outputs are not captured (the pinned copy per entry stays small).
+    static constexpr size_t kMaxOutputBytes = size_t{8} << 20;
+    static constexpr size_t kMaxEntries = 4;
+    /// Shapes remembered as seen once (oldest forgotten first).
+    static constexpr size_t kMaxSeen = 16;
+  };
+  /// Whether a batch of this shape is captured at all (non-empty, small).
+  static bool Capturable(const JoinShape& shape);
+  /// Process-wide totals over every context's join graph cache.
+  static GraphCounters& Counters();
+
   static constexpr size_t kCountOffset = 64;
   static constexpr size_t kPairsOffset = 256;
 
@@ -108,41 +125,7 @@ using JoinGraphTotals = GraphTotals;
 /// A snapshot of the totals.
 GraphTotals JoinGraphCounters();
 
-/// Per-stream-context cache of captured join batches (small, least recently used
-/// out). Not thread-safe: a context serves one Run at a time.
-class JoinGraphCache {
- public:
-  /// Batches with more left rows than this are not captured (launch overhead no
-  /// longer matters, and each entry holds its inputs and outputs pinned: at most
-  /// about 5 MiB at this size).
-  static constexpr uint64_t kMaxRows = uint64_t{1} << 18;
-  /// Larger outputs are not captured (the pinned copy per entry stays small).
-  static constexpr size_t kMaxOutputBytes = size_t{8} << 20;
-  static constexpr size_t kMaxEntries = 4;
-  /// Shapes remembered as seen once (oldest forgotten first).
-  static constexpr size_t kMaxSeen = 16;
-
-  /// The captured graph for `shape`: an existing one, or one captured now when
-  /// the shape has been seen before on this context; nullptr when the caller
-  /// should run the uncaptured path (first sight, too large, disabled, or a
-  /// shape whose capture failed before). A capture failure is returned as its
-  /// status (the shape is then never captured again on this context).
-  absl::StatusOr<JoinGraph*> Get(const JoinShape& shape, cudaStream_t stream);
-
-  /// Graphs captured / batches replayed by this cache.
-  uint64_t captures() const { return cache_.captures(); }
-  uint64_t hits() const { return cache_.hits(); }
-
-  /// Drops every graph (their device memory is freed on the capture stream).
-  void Clear() { cache_.Clear(); }
-
-  /// Whether Get may capture (BackendOptions::cuda_join_graphs; default on).
-  void set_enabled(bool enabled) { enabled_ = enabled; }
-  bool enabled() const { return enabled_; }
-
- private:
-  bool enabled_ = true;
-  ShapeCache<JoinShape, JoinGraph> cache_{kMaxEntries, kMaxSeen};
-};
+/// Per-stream-context cache of captured join batches (captured_graph.hpp).
+using JoinGraphCache = GraphCache<JoinGraph>;
 
 }  // namespace gpujoin::engine::detail

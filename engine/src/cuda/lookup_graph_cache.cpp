@@ -132,9 +132,11 @@ absl::StatusOr<std::unique_ptr<LookupGraph>> LookupGraph::Capture(const LookupSh
   return g;
 }
 
-absl::StatusOr<LookupGraph*> LookupGraphCache::Get(const LookupShape& shape, cudaStream_t stream) {
-  if (shape.rows == 0 || shape.rows > kMaxRows) return nullptr;
-  return cache_.Get(shape, [&] { return LookupGraph::Capture(shape, stream); });
+GraphCounters& LookupGraph::Counters() {
+  static GraphCounters counters;
+  return counters;
 }
+
+GraphTotals LookupGraphCounters() { return LookupGraph::Counters().Totals(); }
 
 }  // namespace gpujoin::engine::detail

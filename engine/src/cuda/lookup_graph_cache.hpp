@@ -39,6 +39,22 @@ struct LookupShape {
 /// A captured lookup: pinned input keys, pinned outputs, and the graph.
 class LookupGraph {
  public:
+  using Shape = LookupShape;
+  struct Limits {
+    /// Lookups larger than this are not captured (their pinned copies would be
+    /// large and launch overhead does not matter at that size).
+    static constexpr uint64_t kMaxRows = uint64_t{1} << 22;
+    static constexpr size_t kMaxEntries = 4;
+    /// Shapes remembered as seen once (oldest forgotten first).
+    static constexpr size_t kMaxSeen = 16;
+  };
+  /// Whether a lookup of this shape is captured at all (non-empty, small).
+  static bool Capturable(const LookupShape& shape) {
+    return shape.rows != 0 && shape.rows <= Limits::kMaxRows;
+  }
+  /// Process-wide totals over every context's lookup graph cache.
+  static GraphCounters& Counters();
+
   LookupGraph(const LookupGraph&) = delete;
   LookupGraph& operator=(const LookupGraph&) = delete;
 
@@ -107,31 +123,10 @@ class LookupGraph {
   bool external_ok_ = false;
 };
 
-/// Per-stream-context cache of captured lookups (small, least recently used out;
-/// the policy is ShapeCache's: capture on the second sight, never retry a shape
-/// whose capture failed).
-class LookupGraphCache {
- public:
-  /// Lookups larger than this are not captured (their pinned copies would be large
-  /// and launch overhead does not matter at that size).
-  static constexpr uint64_t kMaxRows = uint64_t{1} << 22;
-  static constexpr size_t kMaxEntries = 4;
-  /// Shapes remembered as seen once (oldest forgotten first).
-  static constexpr size_t kMaxSeen = 16;
+/// Per-stream-context cache of captured lookups (captured_graph.hpp).
+using LookupGraphCache = GraphCache<LookupGraph>;
 
-  /// The captured graph for `shape`, capturing it now if the shape has been seen
-  /// before on this context; nullptr when the caller should run the plain path.
-  absl::StatusOr<LookupGraph*> Get(const LookupShape& shape, cudaStream_t stream);
-
-  /// Number of graphs captured so far (for tests and metrics).
-  uint64_t captures() const { return cache_.captures(); }
-  /// Number of replays served from the cache.
-  uint64_t hits() const { return cache_.hits(); }
-
-  void Clear() { cache_.Clear(); }
-
- private:
-  ShapeCache<LookupShape, LookupGraph> cache_{kMaxEntries, kMaxSeen};
-};
+/// Process-wide totals over every context's lookup graph cache.
+GraphTotals LookupGraphCounters();
 
 }  // namespace gpujoin::engine::detail
