@@ -13,9 +13,8 @@
 namespace gpujoin::engine::detail {
 namespace {
 
-// Inserts rows [0, rows) in row order (one thread per row, grid-stride).
-// Direct path: inserts rows [0, rows) in row order (one thread per row).
-template <bool kHasValidity>
+// Inserts rows [0, rows) in row order (one thread per row, grid-stride);
+// `validity` is optional (null: every row with a key other than kEmptyKey).
 __global__ void __launch_bounds__(kBlockThreads)
     InsertKernel(DeviceTable table, const uint32_t* __restrict__ keys,
                  const uint32_t* __restrict__ validity, uint64_t rows, uint32_t bound,
@@ -29,7 +28,7 @@ __global__ void __launch_bounds__(kBlockThreads)
   const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
   for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < rows; i += stride) {
     const uint32_t key = keys[i];
-    if (key == kEmptyKey || (kHasValidity && validity[i] == 0)) {
+    if (key == kEmptyKey || (validity != nullptr && validity[i] == 0)) {
       ++sums[3];
       continue;
     }
@@ -92,13 +91,9 @@ cudaError_t InsertAndFinalize(DeviceTable table, const BuildSource& source, uint
                               const unsigned int* only_if, cudaStream_t stream) {
   static std::atomic<int> resident_insert{0}, resident_finalize{0};
   const uint64_t rows = source.rows;
-  const unsigned grid = GridFor(rows, CachedResident(InsertKernel<false>, resident_insert));
-  if (source.validity != nullptr)
-    InsertKernel<true><<<grid, kBlockThreads, 0, stream>>>(table, source.keys, source.validity,
-                                                           rows, bound, tag_offset, stats, only_if);
-  else
-    InsertKernel<false><<<grid, kBlockThreads, 0, stream>>>(table, source.keys, nullptr, rows,
-                                                            bound, tag_offset, stats, only_if);
+  const unsigned grid = GridFor(rows, CachedResident(InsertKernel, resident_insert));
+  InsertKernel<<<grid, kBlockThreads, 0, stream>>>(table, source.keys, source.validity, rows, bound,
+                                                   tag_offset, stats, only_if);
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
   e = MarkPhase(source, 1, stream);

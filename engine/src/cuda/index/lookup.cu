@@ -11,11 +11,12 @@
 namespace gpujoin::engine::detail {
 namespace {
 
-// One thread per key, grid-stride. With kMasks the loop runs warp by warp (every
-// lane takes each step, those past the end as misses) and lane 0 writes the
-// warp's found bits: masks[i / 32] bit (i % 32) for row i, what the join's
-// compaction scans.
-template <bool kFound, bool kProbes, bool kMasks>
+// One thread per key, grid-stride. `found` and `probes` are optional (null: not
+// written; the test is uniform across the grid). With kMasks the loop runs warp
+// by warp (every lane takes each step, those past the end as misses) and lane 0
+// writes the warp's found bits: masks[i / 32] bit (i % 32) for row i, what the
+// join's compaction scans.
+template <bool kMasks>
 __global__ void __launch_bounds__(kBlockThreads, 2048 / kBlockThreads)  // full occupancy
     LookupKernel(DeviceTable table, const uint32_t* __restrict__ keys, uint64_t rows,
                  uint32_t bound, uint32_t* __restrict__ values, uint8_t* __restrict__ found,
@@ -27,9 +28,9 @@ __global__ void __launch_bounds__(kBlockThreads, 2048 / kBlockThreads)  // full 
   const auto one = [&](uint64_t i) {
     const ProbeResult r = Probe(table.slots, table.capacity, __ldcs(keys + i), bound);
     __stcs(values + i, r.value);
-    if (kFound)
+    if (found != nullptr)
       __stcs(reinterpret_cast<signed char*>(found + i), static_cast<signed char>(r.found));
-    if (kProbes) __stcs(probes + i, r.probes);
+    if (probes != nullptr) __stcs(probes + i, r.probes);
     sums[0] += r.found ? 1u : 0u;
     sums[1] += r.probes;
     if (r.probes > max_probes) max_probes = r.probes;
@@ -50,35 +51,16 @@ __global__ void __launch_bounds__(kBlockThreads, 2048 / kBlockThreads)  // full 
   BlockFlushStats<2>(sums, max_probes, &stats->found, &stats->max_probes);
 }
 
-// Launches LookupKernel<kFound, kProbes, kMasks> on a grid sized
-// by its occupancy.
-template <bool kFound, bool kProbes, bool kMasks>
-cudaError_t LaunchLookup(DeviceTable table, const uint32_t* keys, uint64_t rows, uint32_t bound,
-                         uint32_t* values, uint8_t* found, uint32_t* probes, uint32_t* masks,
-                         DeviceQueryStats* stats, cudaStream_t stream) {
-  static std::atomic<int> resident{0};
-  const auto kernel = LookupKernel<kFound, kProbes, kMasks>;
-  kernel<<<GridFor(rows, CachedResident(kernel, resident)), kBlockThreads, 0, stream>>>(
-      table, keys, rows, bound, values, found, probes, masks, stats);
-  return cudaGetLastError();
-}
-
-// Picks the LookupKernel instance for the optional outputs that are non-null.
+// Launches LookupKernel<kMasks> on a grid sized by its occupancy.
 template <bool kMasks>
 cudaError_t LookupWith(DeviceTable table, const uint32_t* keys, uint64_t rows, uint32_t bound,
                        uint32_t* values, uint8_t* found, uint32_t* probes, uint32_t* masks,
                        DeviceQueryStats* stats, cudaStream_t stream) {
-  if (found != nullptr && probes != nullptr)
-    return LaunchLookup<true, true, kMasks>(table, keys, rows, bound, values, found, probes, masks,
-                                            stats, stream);
-  if (found != nullptr)
-    return LaunchLookup<true, false, kMasks>(table, keys, rows, bound, values, found, probes, masks,
-                                             stats, stream);
-  if (probes != nullptr)
-    return LaunchLookup<false, true, kMasks>(table, keys, rows, bound, values, found, probes, masks,
-                                             stats, stream);
-  return LaunchLookup<false, false, kMasks>(table, keys, rows, bound, values, found, probes, masks,
-                                            stats, stream);
+  static std::atomic<int> resident{0};
+  const auto kernel = LookupKernel<kMasks>;
+  kernel<<<GridFor(rows, CachedResident(kernel, resident)), kBlockThreads, 0, stream>>>(
+      table, keys, rows, bound, values, found, probes, masks, stats);
+  return cudaGetLastError();
 }
 
 }  // namespace
