@@ -590,8 +590,7 @@ int main(int argc, char** argv) {
           std::vector<gd::AggregatePath> paths{chosen};
           if (groups > 256) {
             for (gd::AggregatePath p :
-                 {gd::AggregatePath::kSharedRange, gd::AggregatePath::kClusterRange,
-                  gd::AggregatePath::kGlobal}) {
+                 {gd::AggregatePath::kSharedRange, gd::AggregatePath::kGlobal}) {
               if (p != chosen && gd::AggregatePathFits(a, p)) paths.push_back(p);
             }
           }

@@ -416,15 +416,12 @@ INSTANTIATE_TEST_SUITE_P(
         // 2^21 rows on one group: every block's half passes 0x8000 many times.
         PathCase{gd::AggregatePath::kSharedRange, kBig, 65536, KeyShape::kOneGroup, false, false},
         PathCase{gd::AggregatePath::kSharedRange, kBig, 65536, KeyShape::kHalfOnOne, true, true},
-        // Count takes two passes; mean does not fit in 4 passes (refused).
+        PathCase{gd::AggregatePath::kSharedRange, kBig, 4097, KeyShape::kHalfOnOne, true, false},
+        // Count takes 2 passes, sum/min/max without counts 4; sum or mean with counts
+        // would take 6 (refused).
         PathCase{gd::AggregatePath::kSharedRange, kBig, 200000, KeyShape::kHalfOnOne, false, false},
+        PathCase{gd::AggregatePath::kSharedRange, kBig, 200000, KeyShape::kHalfOnOne, true, true},
         PathCase{gd::AggregatePath::kSharedRange, 1000, 65536, KeyShape::kOutOfRange, true, false},
-        PathCase{gd::AggregatePath::kClusterRange, kBig, 4097, KeyShape::kHalfOnOne, true, false},
-        PathCase{gd::AggregatePath::kClusterRange, kBig, 65536, KeyShape::kOneGroup, false, false},
-        PathCase{gd::AggregatePath::kClusterRange, kBig, 65536, KeyShape::kHalfOnOne, true, false},
-        PathCase{gd::AggregatePath::kClusterRange, kBig, 200000, KeyShape::kHalfOnOne, false, true},
-        PathCase{gd::AggregatePath::kClusterRange, 1000, 200000, KeyShape::kOutOfRange, true,
-                 false},
         PathCase{gd::AggregatePath::kGlobal, 300007, 65536, KeyShape::kHalfOnOne, true, false},
         PathCase{gd::AggregatePath::kGlobal, 1000, 5, KeyShape::kUniform, false, true}),
     [](const ::testing::TestParamInfo<PathCase>& info) {
@@ -448,14 +445,13 @@ TEST_F(AggregatePathLimits, RefusesGroupsItCannotHold) {
   a.keys = keys.get();
   a.rows = 64;
   a.counts = counts.get();
-  // Lane-private holds 16 groups, block-shared 256, the range paths what 4 passes
-  // or 8 blocks of shared memory hold (2^21 16-bit counts need more than 8 x 227
-  // KiB); global holds any number.
+  // Lane-private holds 16 groups, block-shared 256, shared-range what 4 passes of
+  // one block's shared memory hold (2^21 16-bit counts need more than 4 x 227 KiB);
+  // global holds any number.
   const std::pair<gd::AggregatePath, uint32_t> refused[] = {
       {gd::AggregatePath::kLanePrivate, 17},
       {gd::AggregatePath::kBlockShared, 257},
-      {gd::AggregatePath::kSharedRange, 1u << 21},
-      {gd::AggregatePath::kClusterRange, 1u << 21}};
+      {gd::AggregatePath::kSharedRange, 1u << 21}};
   for (const auto& [path, groups] : refused) {
     SCOPED_TRACE(std::string(gd::AggregatePathName(path)) + ", " + std::to_string(groups));
     a.groups = groups;
@@ -464,8 +460,7 @@ TEST_F(AggregatePathLimits, RefusesGroupsItCannotHold) {
     EXPECT_EQ(gd::Aggregate(a, nullptr), cudaErrorInvalidValue);
   }
   for (gd::AggregatePath path : {gd::AggregatePath::kLanePrivate, gd::AggregatePath::kBlockShared,
-                                 gd::AggregatePath::kSharedRange, gd::AggregatePath::kClusterRange,
-                                 gd::AggregatePath::kGlobal}) {
+                                 gd::AggregatePath::kSharedRange, gd::AggregatePath::kGlobal}) {
     a.groups = 16;
     EXPECT_TRUE(gd::AggregatePathFits(a, path)) << gd::AggregatePathName(path);
   }
@@ -486,7 +481,11 @@ TEST_F(AggregatePathLimits, ChoosesThePathByGroupCount) {
   EXPECT_EQ(chosen(AggregateOp::kMean, 16), gd::AggregatePath::kLanePrivate);
   EXPECT_EQ(chosen(AggregateOp::kCount, 256), gd::AggregatePath::kBlockShared);
   EXPECT_EQ(chosen(AggregateOp::kCount, 4097), gd::AggregatePath::kSharedRange);
-  EXPECT_EQ(chosen(AggregateOp::kCount, 65536), gd::AggregatePath::kSharedRange);
+  EXPECT_EQ(chosen(AggregateOp::kCount, 65536), gd::AggregatePath::kSharedRange);   // 1 pass
+  EXPECT_EQ(chosen(AggregateOp::kMean, 65536), gd::AggregatePath::kSharedRange);    // 2 passes
+  EXPECT_EQ(chosen(AggregateOp::kCount, 200000), gd::AggregatePath::kSharedRange);  // 2 passes
+  // Mean of 200,000 groups would take 6 passes, 2^24 counts 145.
+  EXPECT_EQ(chosen(AggregateOp::kMean, 200000), gd::AggregatePath::kGlobal);
   EXPECT_EQ(chosen(AggregateOp::kCount, 1u << 24), gd::AggregatePath::kGlobal);
   // Fewer rows than two per group: no privatised copy.
   a.rows = 1000;

@@ -6,23 +6,22 @@
 //    block;
 //  - kBlockShared (<= 256 groups): block-private shared-memory accumulators,
 //    flushed with one global atomic per group per block;
-//  - kSharedRange / kClusterRange (more groups, up to what 4 passes or a cluster
-//    of 8 blocks hold): a copy of the groups privatised in dynamic shared memory
-//    (up to 227 KiB per block on an H200). Counts are 16-bit halves of 32-bit
-//    words, so 65,536 counts take 128 KiB: the thread whose atomicAdd takes a half
-//    from 0x7fff to 0x8000 adds 0x8000 to the global count and subtracts it from
-//    the word. Counts stay exact modulo 2^32: for a half to wrap, 2^15 further
-//    increments of that one half would have to land between that thread's add and
-//    its subtract (two dependent instructions), while same-address shared atomics
-//    complete about one per clock. Groups beyond one block's shared memory go
-//    either to several passes over the rows (one group range each) or to a
-//    thread-block cluster whose blocks each hold every csize-th group (remote
-//    atomics over distributed shared memory);
+//  - kSharedRange (more groups, up to what 4 passes hold): a block-private copy
+//    of a range of groups in dynamic shared memory (up to 227 KiB per block on an
+//    H200). Counts are 16-bit halves of 32-bit words, so 65,536 counts take 128
+//    KiB: the thread whose atomicAdd takes a half from 0x7fff to 0x8000 adds
+//    0x8000 to the global count and subtracts it from the word. Counts stay exact
+//    modulo 2^32: for a half to wrap, 2^15 further increments of that one half
+//    would have to land between that thread's add and its subtract (two dependent
+//    instructions), while same-address shared atomics complete about one per
+//    clock. More groups than one block holds take one pass over the rows per
+//    range of groups;
 //  - kGlobal: global atomics directly.
+// Float adds to shared memory compile to a compare-and-swap loop on sm_90
+// (ATOMS.CAST.SPIN), which is what bounds sum and mean on the shared paths.
 // Min/max use an order-preserving uint32 encoding of float (so -0 < +0 and
 // atomicMin/atomicMax on integers apply); empty groups keep the encoding's
 // sentinel and are decoded to NaN. Mean is a sum plus a count, divided at the end.
-#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include <atomic>
@@ -35,19 +34,16 @@
 namespace gpujoin::engine::detail {
 namespace {
 
-namespace cg = cooperative_groups;
-
 constexpr uint32_t kWarpGroups = 16;
 constexpr uint32_t kBlockWarps = kBlockThreads / 32;
 constexpr uint32_t kSharedGroups = 256;
 constexpr uint32_t kMinEmpty = 0xffffffffu;  // encoded min of an empty group
 constexpr uint32_t kMaxEmpty = 0u;           // encoded max of an empty group
 
-// Range paths: one block per SM at the largest ranges, so a full-size block keeps
-// enough loads in flight; at most this many passes or blocks per cluster.
+// Range path: one block per SM at the largest ranges, so a full-size block keeps
+// enough loads in flight; at most this many passes over the rows.
 constexpr int kRangeThreads = 1024;
 constexpr uint32_t kMaxPasses = 4;
-constexpr uint32_t kMaxCluster = 8;
 // A packed 16-bit count is moved to global memory when it reaches this.
 constexpr uint32_t kHalfFlush = 0x8000u;
 constexpr int kMaxDevices = 64;
@@ -231,9 +227,9 @@ __global__ void __launch_bounds__(kBlockThreads)
   }
 }
 
-// One contributing row of group `key` into a range copy: `words` holds the packed
-// counts (used when want_counts), `acc` the value accumulators; both are this
-// block's shared memory or a cluster peer's. `local` is the group's index there.
+// One contributing row of group `key` into the block's range copy: `words` holds
+// the packed counts (used when want_counts), `acc` the value accumulators, both in
+// shared memory; `local` is the group's index there.
 template <Acc kAcc>
 __device__ __forceinline__ void RangeAdd(bool want_counts, uint32_t* words, uint32_t* acc,
                                          uint32_t local, uint32_t key, uint32_t enc,
@@ -250,50 +246,31 @@ __device__ __forceinline__ void RangeAdd(bool want_counts, uint32_t* words, uint
   if constexpr (kAcc != Acc::kCount) AtomicAccumulate<kAcc>(acc, local, enc);
 }
 
-// The range paths. The block (or cluster) privatises groups [lo, lo + span), span
-// = per_rank << cluster_log2: rank r of the cluster holds the groups lo + i * csize
-// + r (i < per_rank) at index i. Dynamic shared memory: (per_rank + 1) / 2 packed
-// count words when counts are wanted, then per_rank accumulators for value ops.
-// Rows of other groups are skipped (a later pass takes them).
+// The range path. The block privatises groups [lo, lo + per_rank), group lo + i at
+// index i. Dynamic shared memory: (per_rank + 1) / 2 packed count words when
+// counts are wanted, then per_rank accumulators for value ops. Rows of other
+// groups are skipped (another pass takes them).
 template <Acc kAcc, bool kMask>
 __global__ void __launch_bounds__(kRangeThreads)
     RangeKernel(const uint32_t* __restrict__ keys, const float* __restrict__ values,
                 const uint32_t* __restrict__ mask, uint64_t rows, uint32_t groups, uint32_t lo,
-                uint32_t per_rank, uint32_t cluster_log2, uint32_t* __restrict__ counts,
-                uint32_t* __restrict__ acc_out) {
+                uint32_t per_rank, uint32_t* __restrict__ counts, uint32_t* __restrict__ acc_out) {
   constexpr bool kValues = kAcc != Acc::kCount;
   extern __shared__ uint32_t s_mem[];
   const bool want_counts = counts != nullptr;
   const uint32_t count_words = want_counts ? (per_rank + 1) / 2 : 0;
   uint32_t* const s_acc = s_mem + count_words;
-  const uint32_t csize = 1u << cluster_log2;
-  const uint32_t span = per_rank << cluster_log2;
-  cg::cluster_group cluster = cg::this_cluster();
-  const uint32_t rank = csize > 1 ? cluster.block_rank() : 0u;
   const uint32_t words = count_words + (kValues ? per_rank : 0u);
   for (uint32_t i = threadIdx.x; i < words; i += blockDim.x)
     s_mem[i] = i < count_words ? 0u : Identity<kAcc>();
-  // Peers must not add into this block's copy before it is cleared.
-  if (csize > 1)
-    cluster.sync();
-  else
-    __syncthreads();
+  __syncthreads();
 
   auto process = [&](uint32_t key, float value, bool include) {
     include = include && key < groups && (!kValues || isfinite(value));
-    const uint32_t d = key - lo;  // wraps for key < lo: skipped like d >= span
-    if (!include || d >= span) return;
+    const uint32_t local = key - lo;  // wraps for key < lo: skipped like local >= per_rank
+    if (!include || local >= per_rank) return;
     const uint32_t enc = kAcc == Acc::kSum ? __float_as_uint(value) : EncodeOrdered(value);
-    const uint32_t owner = d & (csize - 1u);
-    const uint32_t local = d >> cluster_log2;
-    // The local copy through its shared address (shared-memory atomics), a peer's
-    // through distributed shared memory.
-    if (owner == rank) {
-      RangeAdd<kAcc>(want_counts, s_mem, s_acc, local, key, enc, counts);
-    } else {
-      RangeAdd<kAcc>(want_counts, cluster.map_shared_rank(s_mem, owner),
-                     cluster.map_shared_rank(s_acc, owner), local, key, enc, counts);
-    }
+    RangeAdd<kAcc>(want_counts, s_mem, s_acc, local, key, enc, counts);
   };
 
   // Each warp step covers 256 rows: two coalesced 512-byte loads per column, so
@@ -330,14 +307,9 @@ __global__ void __launch_bounds__(kRangeThreads)
     process(keys[r], kValues ? values[r] : 0.f, !kMask || mask[r] != 0);
   }
 
-  // Every peer's adds into this block's copy are done after the cluster barrier;
-  // no block touches a peer's shared memory after it, so blocks may exit freely.
-  if (csize > 1)
-    cluster.sync();
-  else
-    __syncthreads();
+  __syncthreads();
   for (uint32_t i = threadIdx.x; i < per_rank; i += blockDim.x) {
-    const uint32_t g = lo + (i << cluster_log2) + rank;
+    const uint32_t g = lo + i;
     if (g >= groups) break;
     if (want_counts) {
       const uint32_t c = (s_mem[i >> 1] >> ((i & 1u) * 16u)) & 0xffffu;
@@ -388,45 +360,29 @@ cudaError_t CurrentLimits(DeviceLimits& out) {
   return cudaSuccess;
 }
 
-// Shape of a range launch: `passes` launches of `cluster`-block clusters, each
-// block holding `per_rank` groups in `shared_bytes` of dynamic shared memory.
+// Shape of a range launch: `passes` launches, each block holding `per_rank`
+// groups in `shared_bytes` of dynamic shared memory.
 struct RangePlan {
-  uint32_t cluster_log2 = 0;
   uint32_t per_rank = 0;
-  uint32_t passes = 0;
+  uint32_t passes = 0;  // 0: the range path cannot hold the groups
   size_t shared_bytes = 0;
 };
 
-size_t RangeSharedBytes(uint32_t per_rank, bool counts, bool values) {
-  return (counts ? size_t(per_rank + 1) / 2 * 4 : 0) + (values ? size_t(per_rank) * 4 : 0);
-}
-
-// The plan of `path` (kSharedRange or kClusterRange) for `a`; passes == 0 when the
-// path cannot hold the groups.
-RangePlan PlanRange(const AggregateArgs& a, AggregatePath path, const DeviceLimits& limits) {
+RangePlan PlanRange(const AggregateArgs& a, const DeviceLimits& limits) {
   RangePlan p;
   const bool values = a.op != AggregateOp::kCount;
   const bool counts = a.counts != nullptr;
   const uint32_t bytes_per_group = (counts ? 2u : 0u) + (values ? 4u : 0u);
   if (bytes_per_group == 0 || a.groups == 0) return p;
-  // Even, so that the packed count words of a rank never straddle the values.
-  const uint32_t max_per_rank = (uint32_t(limits.shared_optin) / bytes_per_group) & ~1u;
-  if (max_per_rank == 0) return p;
-  const uint64_t ranks = (uint64_t(a.groups) + max_per_rank - 1) / max_per_rank;
-  if (path == AggregatePath::kSharedRange) {
-    if (ranks > kMaxPasses) return p;
-    p.passes = uint32_t(ranks);
-    p.per_rank = uint32_t((a.groups + ranks - 1) / ranks);
-  } else {
-    uint32_t log2 = 1;
-    while ((1u << log2) < ranks) ++log2;
-    if ((1u << log2) > kMaxCluster) return p;
-    p.passes = 1;
-    p.cluster_log2 = log2;
-    p.per_rank = uint32_t((uint64_t(a.groups) + (1u << log2) - 1) >> log2);
-  }
-  p.per_rank = (p.per_rank + 1u) & ~1u;
-  p.shared_bytes = RangeSharedBytes(p.per_rank, counts, values);
+  // Even, so that the packed count words of a range never straddle the values.
+  const uint32_t max_per_pass = (uint32_t(limits.shared_optin) / bytes_per_group) & ~1u;
+  if (max_per_pass == 0) return p;
+  const uint64_t passes = (uint64_t(a.groups) + max_per_pass - 1) / max_per_pass;
+  if (passes > kMaxPasses) return p;
+  p.passes = uint32_t(passes);
+  p.per_rank = (uint32_t((a.groups + passes - 1) / passes) + 1u) & ~1u;
+  p.shared_bytes =
+      (counts ? size_t(p.per_rank) / 2 * 4 : 0) + (values ? size_t(p.per_rank) * 4 : 0);
   return p;
 }
 
@@ -448,45 +404,22 @@ cudaError_t LaunchRange(const AggregateArgs& a, const RangePlan& p, uint32_t* co
     if (e != cudaSuccess) return e;
     opted_in.fetch_or(bit, std::memory_order_relaxed);
   }
-  const uint32_t csize = 1u << p.cluster_log2;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = csize;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cudaLaunchConfig_t cfg{};
-  cfg.blockDim = dim3(kRangeThreads);
-  cfg.dynamicSmemBytes = p.shared_bytes;
-  cfg.stream = stream;
-  cfg.attrs = attr;
-  cfg.numAttrs = csize > 1 ? 1 : 0;
-  int resident = 0;
-  if (csize > 1) {
-    cfg.gridDim = dim3(csize * uint32_t(limits.sms));
-    e = cudaOccupancyMaxActiveClusters(&resident, kernel, &cfg);
-    resident *= int(csize);
-  } else {
-    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, kRangeThreads,
-                                                      p.shared_bytes);
-    resident *= limits.sms;
-  }
+  int per_sm = 0;
+  e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kRangeThreads, p.shared_bytes);
   if (e != cudaSuccess) return e;
-  if (resident < int(csize)) return cudaErrorInvalidConfiguration;
+  if (per_sm < 1) return cudaErrorInvalidConfiguration;
   // Each block clears and flushes its copy once: give it at least two rows per
   // privatised group so that this stays a small part of the work.
-  const uint64_t span = uint64_t(p.per_rank) << p.cluster_log2;
-  const uint64_t wanted = a.rows / (2 * span);
-  uint64_t blocks = wanted < uint64_t(resident) ? wanted : uint64_t(resident);
-  blocks = blocks / csize * csize;
-  if (blocks < csize) blocks = csize;
-  cfg.gridDim = dim3(unsigned(blocks));
+  const uint64_t resident = uint64_t(per_sm) * uint64_t(limits.sms);
+  const uint64_t wanted = a.rows / (2 * uint64_t(p.per_rank));
+  const unsigned blocks = unsigned(wanted < 1 ? 1 : (wanted < resident ? wanted : resident));
   for (uint32_t pass = 0; pass < p.passes; ++pass) {
-    const uint32_t lo = uint32_t(uint64_t(pass) * span);
-    e = cudaLaunchKernelEx(&cfg, kernel, a.keys, a.values, a.mask, a.rows, a.groups, lo, p.per_rank,
-                           p.cluster_log2, counts, acc);
+    kernel<<<blocks, kRangeThreads, p.shared_bytes, stream>>>(
+        a.keys, a.values, a.mask, a.rows, a.groups, pass * p.per_rank, p.per_rank, counts, acc);
+    e = cudaGetLastError();
     if (e != cudaSuccess) return e;
   }
-  return cudaGetLastError();
+  return cudaSuccess;
 }
 
 template <Acc kAcc, AggregatePath kPath, bool kMask>
@@ -515,12 +448,11 @@ cudaError_t DispatchPath(const AggregateArgs& a, AggregatePath path, uint32_t* c
       return DispatchMask<kAcc, AggregatePath::kLanePrivate>(a, counts, acc, stream);
     case AggregatePath::kBlockShared:
       return DispatchMask<kAcc, AggregatePath::kBlockShared>(a, counts, acc, stream);
-    case AggregatePath::kSharedRange:
-    case AggregatePath::kClusterRange: {
+    case AggregatePath::kSharedRange: {
       DeviceLimits limits;
       const cudaError_t e = CurrentLimits(limits);
       if (e != cudaSuccess) return e;
-      const RangePlan p = PlanRange(a, path, limits);
+      const RangePlan p = PlanRange(a, limits);
       if (p.passes == 0) return cudaErrorInvalidValue;
       return a.mask != nullptr ? LaunchRange<kAcc, true>(a, p, counts, acc, stream)
                                : LaunchRange<kAcc, false>(a, p, counts, acc, stream);
@@ -541,8 +473,6 @@ std::string_view AggregatePathName(AggregatePath path) {
       return "block-shared";
     case AggregatePath::kSharedRange:
       return "shared-range";
-    case AggregatePath::kClusterRange:
-      return "cluster-range";
     case AggregatePath::kGlobal:
       return "global";
   }
@@ -555,11 +485,10 @@ bool AggregatePathFits(const AggregateArgs& a, AggregatePath path) {
       return a.groups <= kWarpGroups;
     case AggregatePath::kBlockShared:
       return a.groups <= kSharedGroups;
-    case AggregatePath::kSharedRange:
-    case AggregatePath::kClusterRange: {
+    case AggregatePath::kSharedRange: {
       DeviceLimits limits;
       if (CurrentLimits(limits) != cudaSuccess) return false;
-      return PlanRange(a, path, limits).passes != 0;
+      return PlanRange(a, limits).passes != 0;
     }
     case AggregatePath::kGlobal:
       return true;
@@ -576,12 +505,10 @@ AggregatePath ChosenAggregatePath(const AggregateArgs& a) {
   if (a.rows < 2 * uint64_t(a.groups)) return AggregatePath::kGlobal;
   DeviceLimits limits;
   if (CurrentLimits(limits) != cudaSuccess) return AggregatePath::kGlobal;
-  const RangePlan shared = PlanRange(a, AggregatePath::kSharedRange, limits);
-  if (shared.passes == 1) return AggregatePath::kSharedRange;
-  if (PlanRange(a, AggregatePath::kClusterRange, limits).passes != 0)
-    return AggregatePath::kClusterRange;
-  if (shared.passes != 0) return AggregatePath::kSharedRange;
-  return AggregatePath::kGlobal;
+  // H200, 2^28 rows: 65,536 groups count 646 Gkeys/s in 1 pass, mean 159 in 2 (global
+  // atomics: 80 and 43); 200,000 groups count 306 in 2 passes (global 89). 3-4: unmeasured.
+  const uint32_t passes = PlanRange(a, limits).passes;
+  return passes != 0 && passes <= 2 ? AggregatePath::kSharedRange : AggregatePath::kGlobal;
 }
 
 cudaError_t Aggregate(const AggregateArgs& a, cudaStream_t stream) {

@@ -25,17 +25,14 @@ enum class AggregatePath {
   kBlockShared,
   /// One block-private copy of a range of groups in dynamic shared memory (counts
   /// as 16-bit halves of 32-bit words with an exact flush to global memory at
-  /// 2^15); more groups than one block holds take several passes over the rows,
-  /// one per group range.
+  /// 2^15); more groups than one block holds take several passes over the rows
+  /// (at most 4), one per group range.
   kSharedRange,
-  /// The groups spread over the shared memory of a thread-block cluster of 2-8
-  /// blocks (distributed shared memory, remote atomics), one pass over the rows.
-  kClusterRange,
   /// Global atomics on the outputs directly.
   kGlobal,
 };
 
-/// "lane-private", "block-shared", "shared-range", "cluster-range" or "global".
+/// "lane-private", "block-shared", "shared-range" or "global".
 std::string_view AggregatePathName(AggregatePath path);
 
 /// Device inputs/outputs of one grouped aggregation.
@@ -64,12 +61,13 @@ cudaError_t Aggregate(const AggregateArgs& args, cudaStream_t stream);
 
 /// Whether `path` can hold args.groups groups for args.op (and counts or not) on
 /// the current device: lane-private <= 16, block-shared <= 256, shared-range at
-/// most 4 passes of what one block's shared memory holds, cluster-range what 8
-/// blocks hold; global always. False when the device cannot be queried.
+/// most 4 passes of what one block's shared memory holds (2 bytes per group for
+/// counts, 4 for values); global always. False when the device cannot be queried.
 bool AggregatePathFits(const AggregateArgs& args, AggregatePath path);
 
 /// The path Aggregate takes for `args` on the current device: force_path when
-/// set, else the path chosen by group count, rows and bytes per group.
+/// set, else the path chosen by group count, rows and bytes per group (the
+/// shared-range path for up to 2 passes, global atomics beyond).
 AggregatePath ChosenAggregatePath(const AggregateArgs& args);
 
 }  // namespace gpujoin::engine::detail
