@@ -20,8 +20,10 @@
 // Float adds to shared memory compile to a compare-and-swap loop on sm_90
 // (ATOMS.CAST.SPIN), which is what bounds sum and mean on the shared paths.
 // Min/max use an order-preserving uint32 encoding of float (so -0 < +0 and
-// atomicMin/atomicMax on integers apply); empty groups keep the encoding's
-// sentinel and are decoded to NaN. Mean is a sum plus a count, divided at the end.
+// atomicMin on integers applies); max is the minimum of the complemented
+// encodings (one kernel for both: `flip` is 0 for min, all ones for max), and
+// empty groups keep the sentinel all ones, decoded to NaN. Mean is a sum plus a
+// count, divided at the end. The mask is a run-time option of every kernel.
 #include <cuda_runtime.h>
 
 #include <atomic>
@@ -37,8 +39,7 @@ namespace {
 constexpr uint32_t kWarpGroups = 16;
 constexpr uint32_t kBlockWarps = kBlockThreads / 32;
 constexpr uint32_t kSharedGroups = 256;
-constexpr uint32_t kMinEmpty = 0xffffffffu;  // encoded min of an empty group
-constexpr uint32_t kMaxEmpty = 0u;           // encoded max of an empty group
+constexpr uint32_t kMinEmpty = 0xffffffffu;  // accumulated min/max of an empty group
 
 // Range path: one block per SM at the largest ranges, so a full-size block keeps
 // enough loads in flight; at most this many passes over the rows.
@@ -48,12 +49,13 @@ constexpr uint32_t kMaxPasses = 4;
 constexpr uint32_t kHalfFlush = 0x8000u;
 constexpr int kMaxDevices = 64;
 
-// Accumulation kinds: mean accumulates exactly like sum (plus counts).
-enum class Acc { kCount, kSum, kMin, kMax };
+// Accumulation kinds: mean accumulates exactly like sum (plus counts); max
+// like min, on complemented encodings.
+enum class Acc { kCount, kSum, kMin };
 
 template <Acc kAcc>
 __host__ __device__ constexpr uint32_t Identity() {
-  return kAcc == Acc::kMin ? kMinEmpty : (kAcc == Acc::kMax ? kMaxEmpty : 0u);
+  return kAcc == Acc::kMin ? kMinEmpty : 0u;
 }
 
 __device__ __forceinline__ uint32_t EncodeOrdered(float f) {
@@ -68,18 +70,16 @@ __device__ __forceinline__ float DecodeOrdered(uint32_t e) {
 template <Acc kAcc>
 __device__ __forceinline__ uint32_t Combine(uint32_t a, uint32_t b) {
   if constexpr (kAcc == Acc::kSum) return __float_as_uint(__uint_as_float(a) + __uint_as_float(b));
-  if constexpr (kAcc == Acc::kMin) return a < b ? a : b;
-  return a > b ? a : b;
+  return a < b ? a : b;
 }
 
-// Folds `enc` (the value's bits for sum, its ordered encoding for min/max) into
-// acc[g], in shared or global memory.
+// Folds `enc` (the value's bits for sum, its flipped ordered encoding for
+// min/max) into acc[g], in shared or global memory.
 template <Acc kAcc>
 __device__ __forceinline__ void AtomicAccumulate(uint32_t* acc, uint32_t g, uint32_t enc) {
   if constexpr (kAcc == Acc::kSum)
     atomicAdd(reinterpret_cast<float*>(acc) + g, __uint_as_float(enc));
   if constexpr (kAcc == Acc::kMin) atomicMin(acc + g, enc);
-  if constexpr (kAcc == Acc::kMax) atomicMax(acc + g, enc);
 }
 
 // Folds a block's partial `a` of group g into the global output unless it is the
@@ -93,12 +93,13 @@ __device__ __forceinline__ void FlushValue(uint32_t* acc_out, uint32_t g, uint32
   }
 }
 
-template <Acc kAcc, AggregatePath kPath, bool kMask>
+template <Acc kAcc, AggregatePath kPath>
 __global__ void __launch_bounds__(kBlockThreads)
     AccumulateKernel(const uint32_t* __restrict__ keys, const float* __restrict__ values,
                      const uint32_t* __restrict__ mask, uint64_t rows, uint32_t groups,
-                     uint32_t* __restrict__ counts, uint32_t* __restrict__ acc_out) {
+                     uint32_t flip, uint32_t* __restrict__ counts, uint32_t* __restrict__ acc_out) {
   constexpr bool kValues = kAcc != Acc::kCount;
+  const bool masked = mask != nullptr;
   constexpr bool kShared = kPath == AggregatePath::kBlockShared;
   constexpr bool kLane = kPath == AggregatePath::kLanePrivate;
   __shared__ uint32_t s_count[kShared ? kSharedGroups : 1];
@@ -128,7 +129,7 @@ __global__ void __launch_bounds__(kBlockThreads)
   auto process = [&](uint32_t key, float value, bool include) {
     include = include && key < groups && (!kValues || isfinite(value));
     if (!include) return;
-    const uint32_t enc = kAcc == Acc::kSum ? __float_as_uint(value) : EncodeOrdered(value);
+    const uint32_t enc = kAcc == Acc::kSum ? __float_as_uint(value) : EncodeOrdered(value) ^ flip;
     if constexpr (kLane) {
       const uint32_t slot = (key * kBlockWarps + warp_in_block) * 32u + lane;
       if (want_counts) s_lcount[slot] += 1u;
@@ -145,7 +146,7 @@ __global__ void __launch_bounds__(kBlockThreads)
   // Four rows per lane per step (16-byte loads when aligned).
   const uint64_t units = (rows + 3) / 4;
   const bool aligned = (reinterpret_cast<uintptr_t>(keys) & 15u) == 0 &&
-                       (!kMask || (reinterpret_cast<uintptr_t>(mask) & 15u) == 0) &&
+                       (!masked || (reinterpret_cast<uintptr_t>(mask) & 15u) == 0) &&
                        (!kValues || (reinterpret_cast<uintptr_t>(values) & 15u) == 0);
   const uint64_t warp = (uint64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32u;
   const uint64_t warps = uint64_t(gridDim.x) * blockDim.x / 32u;
@@ -162,7 +163,7 @@ __global__ void __launch_bounds__(kBlockThreads)
       k[1] = kk.y;
       k[2] = kk.z;
       k[3] = kk.w;
-      if constexpr (kMask) {
+      if (masked) {
         const uint4 mm = __ldcs(reinterpret_cast<const uint4*>(mask + r0));
         m[0] = mm.x;
         m[1] = mm.y;
@@ -184,7 +185,7 @@ __global__ void __launch_bounds__(kBlockThreads)
         if (r0 + j < rows) {
           in[j] = true;
           k[j] = keys[r0 + j];
-          if constexpr (kMask) m[j] = mask[r0 + j];
+          if (masked) m[j] = mask[r0 + j];
           if constexpr (kValues) v[j] = values[r0 + j];
         }
       }
@@ -250,12 +251,14 @@ __device__ __forceinline__ void RangeAdd(bool want_counts, uint32_t* words, uint
 // index i. Dynamic shared memory: (per_rank + 1) / 2 packed count words when
 // counts are wanted, then per_rank accumulators for value ops. Rows of other
 // groups are skipped (another pass takes them).
-template <Acc kAcc, bool kMask>
+template <Acc kAcc>
 __global__ void __launch_bounds__(kRangeThreads)
     RangeKernel(const uint32_t* __restrict__ keys, const float* __restrict__ values,
                 const uint32_t* __restrict__ mask, uint64_t rows, uint32_t groups, uint32_t lo,
-                uint32_t per_rank, uint32_t* __restrict__ counts, uint32_t* __restrict__ acc_out) {
+                uint32_t per_rank, uint32_t flip, uint32_t* __restrict__ counts,
+                uint32_t* __restrict__ acc_out) {
   constexpr bool kValues = kAcc != Acc::kCount;
+  const bool masked = mask != nullptr;
   extern __shared__ uint32_t s_mem[];
   const bool want_counts = counts != nullptr;
   const uint32_t count_words = want_counts ? (per_rank + 1) / 2 : 0;
@@ -269,7 +272,7 @@ __global__ void __launch_bounds__(kRangeThreads)
     include = include && key < groups && (!kValues || isfinite(value));
     const uint32_t local = key - lo;  // wraps for key < lo: skipped like local >= per_rank
     if (!include || local >= per_rank) return;
-    const uint32_t enc = kAcc == Acc::kSum ? __float_as_uint(value) : EncodeOrdered(value);
+    const uint32_t enc = kAcc == Acc::kSum ? __float_as_uint(value) : EncodeOrdered(value) ^ flip;
     RangeAdd<kAcc>(want_counts, s_mem, s_acc, local, key, enc, counts);
   };
 
@@ -277,7 +280,7 @@ __global__ void __launch_bounds__(kRangeThreads)
   // every lane has 32 bytes of each column in flight. The tail (and every row when
   // a column is not 16-byte aligned) goes one row per thread.
   const bool aligned = (reinterpret_cast<uintptr_t>(keys) & 15u) == 0 &&
-                       (!kMask || (reinterpret_cast<uintptr_t>(mask) & 15u) == 0) &&
+                       (!masked || (reinterpret_cast<uintptr_t>(mask) & 15u) == 0) &&
                        (!kValues || (reinterpret_cast<uintptr_t>(values) & 15u) == 0);
   const uint32_t lane = threadIdx.x & 31u;
   const uint64_t thread = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -290,12 +293,12 @@ __global__ void __launch_bounds__(kRangeThreads)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       k[h] = __ldcs(reinterpret_cast<const uint4*>(keys) + q + 32u * h);
-      if constexpr (kMask) m[h] = __ldcs(reinterpret_cast<const uint4*>(mask) + q + 32u * h);
+      if (masked) m[h] = __ldcs(reinterpret_cast<const uint4*>(mask) + q + 32u * h);
       if constexpr (kValues) v[h] = __ldcs(reinterpret_cast<const float4*>(values) + q + 32u * h);
     }
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      if constexpr (!kMask) m[h] = make_uint4(1u, 1u, 1u, 1u);
+      if (!masked) m[h] = make_uint4(1u, 1u, 1u, 1u);
       if constexpr (!kValues) v[h] = make_float4(0.f, 0.f, 0.f, 0.f);
       process(k[h].x, v[h].x, m[h].x != 0);
       process(k[h].y, v[h].y, m[h].y != 0);
@@ -304,7 +307,7 @@ __global__ void __launch_bounds__(kRangeThreads)
     }
   }
   for (uint64_t r = steps * 256u + thread; r < rows; r += threads) {
-    process(keys[r], kValues ? values[r] : 0.f, !kMask || mask[r] != 0);
+    process(keys[r], kValues ? values[r] : 0.f, !masked || mask[r] != 0);
   }
 
   __syncthreads();
@@ -330,7 +333,7 @@ __global__ void __launch_bounds__(kBlockThreads)
     // The canonical quiet NaN, bit-identical to the CPU backend's.
     const float nan = __uint_as_float(0x7fc00000u);
     if (op == AggregateOp::kMin) r = bits == kMinEmpty ? nan : DecodeOrdered(bits);
-    if (op == AggregateOp::kMax) r = bits == kMaxEmpty ? nan : DecodeOrdered(bits);
+    if (op == AggregateOp::kMax) r = bits == kMinEmpty ? nan : DecodeOrdered(~bits);
     if (op == AggregateOp::kMean) r = counts[g] == 0 ? nan : r / float(counts[g]);
     output[g] = r;
   }
@@ -386,10 +389,10 @@ RangePlan PlanRange(const AggregateArgs& a, const DeviceLimits& limits) {
   return p;
 }
 
-template <Acc kAcc, bool kMask>
-cudaError_t LaunchRange(const AggregateArgs& a, const RangePlan& p, uint32_t* counts, uint32_t* acc,
-                        cudaStream_t stream) {
-  auto* kernel = RangeKernel<kAcc, kMask>;
+template <Acc kAcc>
+cudaError_t LaunchRange(const AggregateArgs& a, const RangePlan& p, uint32_t flip, uint32_t* counts,
+                        uint32_t* acc, cudaStream_t stream) {
+  auto* kernel = RangeKernel<kAcc>;
   static std::atomic<uint64_t> opted_in{0};  // devices (bits) with the attribute set
   int device = 0;
   cudaError_t e = cudaGetDevice(&device);
@@ -414,53 +417,46 @@ cudaError_t LaunchRange(const AggregateArgs& a, const RangePlan& p, uint32_t* co
   const uint64_t wanted = a.rows / (2 * uint64_t(p.per_rank));
   const unsigned blocks = unsigned(wanted < 1 ? 1 : (wanted < resident ? wanted : resident));
   for (uint32_t pass = 0; pass < p.passes; ++pass) {
-    kernel<<<blocks, kRangeThreads, p.shared_bytes, stream>>>(
-        a.keys, a.values, a.mask, a.rows, a.groups, pass * p.per_rank, p.per_rank, counts, acc);
+    kernel<<<blocks, kRangeThreads, p.shared_bytes, stream>>>(a.keys, a.values, a.mask, a.rows,
+                                                              a.groups, pass * p.per_rank,
+                                                              p.per_rank, flip, counts, acc);
     e = cudaGetLastError();
     if (e != cudaSuccess) return e;
   }
   return cudaSuccess;
 }
 
-template <Acc kAcc, AggregatePath kPath, bool kMask>
-cudaError_t LaunchAccumulate(const AggregateArgs& a, uint32_t* counts, uint32_t* acc,
+template <Acc kAcc, AggregatePath kPath>
+cudaError_t LaunchAccumulate(const AggregateArgs& a, uint32_t flip, uint32_t* counts, uint32_t* acc,
                              cudaStream_t stream) {
   static std::atomic<int> resident{0};
   const unsigned grid =
-      GridFor((a.rows + 3) / 4, CachedResident(AccumulateKernel<kAcc, kPath, kMask>, resident));
-  AccumulateKernel<kAcc, kPath, kMask>
-      <<<grid, kBlockThreads, 0, stream>>>(a.keys, a.values, a.mask, a.rows, a.groups, counts, acc);
+      GridFor((a.rows + 3) / 4, CachedResident(AccumulateKernel<kAcc, kPath>, resident));
+  AccumulateKernel<kAcc, kPath><<<grid, kBlockThreads, 0, stream>>>(
+      a.keys, a.values, a.mask, a.rows, a.groups, flip, counts, acc);
   return cudaGetLastError();
 }
 
-template <Acc kAcc, AggregatePath kPath>
-cudaError_t DispatchMask(const AggregateArgs& a, uint32_t* counts, uint32_t* acc,
-                         cudaStream_t stream) {
-  return a.mask != nullptr ? LaunchAccumulate<kAcc, kPath, true>(a, counts, acc, stream)
-                           : LaunchAccumulate<kAcc, kPath, false>(a, counts, acc, stream);
-}
-
 template <Acc kAcc>
-cudaError_t DispatchPath(const AggregateArgs& a, AggregatePath path, uint32_t* counts,
-                         uint32_t* acc, cudaStream_t stream) {
+cudaError_t DispatchPath(const AggregateArgs& a, AggregatePath path, uint32_t flip,
+                         uint32_t* counts, uint32_t* acc, cudaStream_t stream) {
   switch (path) {
     case AggregatePath::kLanePrivate:
-      return DispatchMask<kAcc, AggregatePath::kLanePrivate>(a, counts, acc, stream);
+      return LaunchAccumulate<kAcc, AggregatePath::kLanePrivate>(a, flip, counts, acc, stream);
     case AggregatePath::kBlockShared:
-      return DispatchMask<kAcc, AggregatePath::kBlockShared>(a, counts, acc, stream);
+      return LaunchAccumulate<kAcc, AggregatePath::kBlockShared>(a, flip, counts, acc, stream);
     case AggregatePath::kSharedRange: {
       DeviceLimits limits;
       const cudaError_t e = CurrentLimits(limits);
       if (e != cudaSuccess) return e;
       const RangePlan p = PlanRange(a, limits);
       if (p.passes == 0) return cudaErrorInvalidValue;
-      return a.mask != nullptr ? LaunchRange<kAcc, true>(a, p, counts, acc, stream)
-                               : LaunchRange<kAcc, false>(a, p, counts, acc, stream);
+      return LaunchRange<kAcc>(a, p, flip, counts, acc, stream);
     }
     case AggregatePath::kGlobal:
       break;
   }
-  return DispatchMask<kAcc, AggregatePath::kGlobal>(a, counts, acc, stream);
+  return LaunchAccumulate<kAcc, AggregatePath::kGlobal>(a, flip, counts, acc, stream);
 }
 
 }  // namespace
@@ -522,8 +518,8 @@ cudaError_t Aggregate(const AggregateArgs& a, cudaStream_t stream) {
   }
   uint32_t* acc = reinterpret_cast<uint32_t*>(a.output);
   if (value_op) {
-    // +0.0f and the encoded max sentinel are all-zero bits; the min sentinel is all ones.
-    const int fill = a.op == AggregateOp::kMin ? 0xff : 0;
+    // +0.0f is all-zero bits; the min/max sentinel is all ones.
+    const int fill = a.op == AggregateOp::kMin || a.op == AggregateOp::kMax ? 0xff : 0;
     cudaError_t e = cudaMemsetAsync(acc, fill, size_t(a.groups) * sizeof(float), stream);
     if (e != cudaSuccess) return e;
   }
@@ -531,17 +527,17 @@ cudaError_t Aggregate(const AggregateArgs& a, cudaStream_t stream) {
   if (a.rows > 0) {
     switch (a.op) {
       case AggregateOp::kCount:
-        e = DispatchPath<Acc::kCount>(a, path, a.counts, nullptr, stream);
+        e = DispatchPath<Acc::kCount>(a, path, 0u, a.counts, nullptr, stream);
         break;
       case AggregateOp::kSum:
       case AggregateOp::kMean:
-        e = DispatchPath<Acc::kSum>(a, path, a.counts, acc, stream);
+        e = DispatchPath<Acc::kSum>(a, path, 0u, a.counts, acc, stream);
         break;
       case AggregateOp::kMin:
-        e = DispatchPath<Acc::kMin>(a, path, a.counts, acc, stream);
+        e = DispatchPath<Acc::kMin>(a, path, 0u, a.counts, acc, stream);
         break;
       case AggregateOp::kMax:
-        e = DispatchPath<Acc::kMax>(a, path, a.counts, acc, stream);
+        e = DispatchPath<Acc::kMin>(a, path, ~0u, a.counts, acc, stream);
         break;
     }
     if (e != cudaSuccess) return e;

@@ -1,0 +1,132 @@
+// Build nodes on the CUDA backend (cuda_lowering.hpp).
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstring>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "cuda/cuda_error.hpp"
+#include "cuda/cuda_lowering.hpp"
+#include "gpujoin/common/status_macros.hpp"
+
+namespace gpujoin::engine::detail {
+namespace {
+
+absl::StatusOr<BuildStatistics> DownloadBuildStats(StreamContext& ctx) {
+  GPUJOIN_CUDA_RETURN(
+      cudaMemcpyAsync(ctx.host_stats(), ctx.device_stats(), sizeof(DeviceBuildStats),
+                      cudaMemcpyDeviceToHost, ctx.stream()),
+      "download build statistics");
+  GPUJOIN_RETURN_IF_ERROR(ctx.Synchronize("build"));
+  DeviceBuildStats d;
+  std::memcpy(&d, ctx.host_stats(), sizeof(d));
+  return BuildStatistics{d.unique_keys,  d.duplicate_rows, d.overflow_rows,
+                         d.invalid_rows, d.total_probes,   d.max_probes};
+}
+
+absl::Status FinishBuild(StreamContext& ctx, CudaHashIndex& index, uint64_t rows,
+                         BuildStatistics* out) {
+  GPUJOIN_ASSIGN_OR_RETURN(BuildStatistics stats, DownloadBuildStats(ctx));
+  index.RecordBuild(stats, rows);
+  if (out != nullptr) *out = stats;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
+                     const BuildIndexNode& n) {
+  const std::string where = absl::StrCat("node ", i, " (build)");
+  GPUJOIN_ASSIGN_OR_RETURN(CudaHashIndex * index, WritableIndex(n.index, where));
+  const uint64_t rows = TotalRows(n.keys);
+  auto* stats = reinterpret_cast<DeviceBuildStats*>(ctx.device_stats());
+  if (rows == 0)
+    GPUJOIN_CUDA_RETURN(ClearTable(index->table(), stats, ctx.stream()), "clear index table");
+  if (rows > 0) {
+    GPUJOIN_ASSIGN_OR_RETURN(auto keys, Alloc<uint32_t>(rows, ctx, "build keys"));
+    GPUJOIN_RETURN_IF_ERROR(ctx.Upload(keys.data(), RangesOf(n.keys), "build keys"));
+    DeviceBuffer<uint32_t> values;
+    if (n.values.has_value()) {
+      GPUJOIN_ASSIGN_OR_RETURN(values, Alloc<uint32_t>(rows, ctx, "build values"));
+      GPUJOIN_RETURN_IF_ERROR(ctx.Upload(values.data(), RangesOf(*n.values), "build values"));
+    }
+    BuildSource src;
+    src.keys = keys.data();
+    src.rows = rows;
+    src.values = n.values.has_value() ? values.data() : nullptr;
+    src.first_value = n.first_value;
+    SetBuildOptions(env.options, src);
+    // Clears the table too (the large-build paths write every slot instead).
+    GPUJOIN_CUDA_RETURN(
+        ClearAndBuildTable(index->table(), src, index->spec().probe_bound(), stats, ctx.stream()),
+        "build index");
+    return FinishBuild(ctx, *index, rows, n.statistics);
+  }
+  return FinishBuild(ctx, *index, rows, n.statistics);
+}
+
+absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
+                     const BuildBatchIndexNode& n) {
+  const std::string where = absl::StrCat("node ", i, " (batch build)");
+  GPUJOIN_ASSIGN_OR_RETURN(CudaHashIndex * index, WritableIndex(n.index, where));
+  uint64_t rows = 0;
+  bool any_validity = false;
+  std::vector<uint64_t> starts;
+  std::vector<uint32_t> bases;
+  std::vector<HostRange> key_ranges;
+  for (const BatchChunk& c : n.chunks) {
+    if (c.keys.empty()) continue;
+    starts.push_back(rows);
+    bases.push_back(c.row_base);
+    key_ranges.push_back({c.keys.data(), c.keys.size_bytes()});
+    any_validity = any_validity || !c.validity.empty();
+    rows += c.keys.size();
+  }
+  auto* stats = reinterpret_cast<DeviceBuildStats*>(ctx.device_stats());
+  if (rows == 0) {
+    GPUJOIN_CUDA_RETURN(ClearTable(index->table(), stats, ctx.stream()), "clear index table");
+    return FinishBuild(ctx, *index, 0, n.statistics);
+  }
+  GPUJOIN_ASSIGN_OR_RETURN(auto keys, Alloc<uint32_t>(rows, ctx, "batch keys"));
+  GPUJOIN_RETURN_IF_ERROR(ctx.Upload(keys.data(), key_ranges, "batch keys"));
+  DeviceBuffer<uint32_t> validity;
+  if (any_validity) {
+    GPUJOIN_ASSIGN_OR_RETURN(validity, Alloc<uint32_t>(rows, ctx, "batch validity"));
+    size_t k = 0;
+    for (const BatchChunk& c : n.chunks) {
+      if (c.keys.empty()) continue;
+      uint32_t* dst = validity.data() + starts[k++];
+      if (c.validity.empty()) {
+        // Byte pattern 0x01 makes every uint32 nonzero, i.e. valid.
+        GPUJOIN_CUDA_RETURN(cudaMemsetAsync(dst, 1, c.keys.size_bytes(), ctx.stream()),
+                            "fill batch validity");
+      } else {
+        const HostRange r{c.validity.data(), c.validity.size_bytes()};
+        GPUJOIN_RETURN_IF_ERROR(ctx.Upload(dst, std::span(&r, 1), "batch validity"));
+      }
+    }
+  }
+  GPUJOIN_ASSIGN_OR_RETURN(auto starts_d, Alloc<uint64_t>(starts.size(), ctx, "chunk starts"));
+  GPUJOIN_ASSIGN_OR_RETURN(auto bases_d, Alloc<uint32_t>(bases.size(), ctx, "chunk bases"));
+  const HostRange sr{starts.data(), starts.size() * sizeof(uint64_t)};
+  const HostRange br{bases.data(), bases.size() * sizeof(uint32_t)};
+  GPUJOIN_RETURN_IF_ERROR(ctx.Upload(starts_d.data(), std::span(&sr, 1), "chunk starts"));
+  GPUJOIN_RETURN_IF_ERROR(ctx.Upload(bases_d.data(), std::span(&br, 1), "chunk bases"));
+  BuildSource src;
+  src.keys = keys.data();
+  src.rows = rows;
+  src.validity = any_validity ? validity.data() : nullptr;
+  src.chunk_starts = starts_d.data();
+  src.chunk_bases = bases_d.data();
+  src.chunk_count = uint32_t(starts.size());
+  SetBuildOptions(env.options, src);
+  GPUJOIN_CUDA_RETURN(
+      ClearAndBuildTable(index->table(), src, index->spec().probe_bound(), stats, ctx.stream()),
+      "build batch index");
+  return FinishBuild(ctx, *index, rows, n.statistics);
+}
+
+}  // namespace gpujoin::engine::detail

@@ -1,0 +1,303 @@
+// Lookup and join nodes on the CUDA backend (cuda_lowering.hpp).
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstring>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "cuda/cuda_error.hpp"
+#include "cuda/cuda_lowering.hpp"
+#include "cuda/join_ops.hpp"
+#include "gpujoin/common/status_macros.hpp"
+
+namespace gpujoin::engine::detail {
+namespace {
+
+// The keys as one page-locked range of this backend's host buffers, or nullptr
+// (several non-empty chunks, or ordinary memory).
+const uint32_t* PinnedKeys(const LoweringEnv& env, const ChunkedU32& keys) {
+  const uint32_t* only = nullptr;
+  size_t bytes = 0;
+  for (const auto& c : keys) {
+    if (c.empty()) continue;
+    if (only != nullptr) return nullptr;
+    only = c.data();
+    bytes = c.size_bytes();
+  }
+  return env.host_pool.ContainsPinned(only, bytes) ? only : nullptr;
+}
+// `out` when it is non-empty and lies in a page-locked host buffer of this
+// backend, else nullptr.
+template <typename T>
+T* Pinned(const LoweringEnv& env, std::span<T> out) {
+  return env.host_pool.ContainsPinned(out.data(), out.size_bytes()) ? out.data() : nullptr;
+}
+
+// A captured lookup: caller endpoints in pinned host buffers are bound into the
+// graph's copy nodes; the others are copied through the graph's own buffers.
+absl::Status ReplayLookupGraph(StreamContext& ctx, LookupGraph& graph, const LookupNode& n,
+                               uint64_t rows, LookupGraph::Endpoints ends) {
+  if (!graph.external_endpoints()) ends = {};
+  auto copy_keys_in = [&] {
+    uint8_t* in = reinterpret_cast<uint8_t*>(graph.keys());
+    for (const auto& c : n.keys) {
+      std::memcpy(in, c.data(), c.size_bytes());
+      in += c.size_bytes();
+    }
+  };
+  if (ends.keys == nullptr) copy_keys_in();
+  cudaError_t replayed = graph.Replay(ctx.stream(), ends);
+  if (replayed == cudaErrorNotSupported) {
+    // The graph refused caller memory (now for good): use its own buffers.
+    if (ends.keys != nullptr) copy_keys_in();
+    ends = {};
+    replayed = graph.Replay(ctx.stream(), ends);
+  }
+  GPUJOIN_CUDA_RETURN(replayed, "replay lookup graph");
+  GPUJOIN_RETURN_IF_ERROR(ctx.Synchronize("lookup"));
+  if (ends.values == nullptr) std::memcpy(n.values.data(), graph.values(), rows * 4);
+  if (!n.found.empty() && ends.found == nullptr) {
+    std::memcpy(n.found.data(), graph.found(), rows);
+  }
+  if (!n.probes.empty() && ends.probes == nullptr) {
+    std::memcpy(n.probes.data(), graph.probes(), rows * 4);
+  }
+  if (n.statistics != nullptr) *n.statistics = ToQueryStatistics(*graph.stats(), rows);
+  return absl::OkStatus();
+}
+
+// A captured join batch: inputs into the graph's pinned buffer, one launch, one
+// wait, results out of its pinned output (same truncation as the plain path).
+absl::Status ReplayJoinGraph(StreamContext& ctx, JoinGraph& graph, bool build_overflow,
+                             uint64_t rows, const JoinBatch& b) {
+  auto* in = reinterpret_cast<uint8_t*>(graph.keys());
+  for (const auto& c : b.keys) {
+    std::memcpy(in, c.data(), c.size_bytes());
+    in += c.size_bytes();
+  }
+  if (graph.shape().left_rows) {
+    std::memcpy(graph.left_rows(), b.left_rows.data(), rows * 4);
+  } else {
+    *graph.first_left_row() = b.first_left_row;
+  }
+  GPUJOIN_CUDA_RETURN(graph.Launch(ctx.stream()), "replay join graph");
+  GPUJOIN_RETURN_IF_ERROR(ctx.Synchronize("join"));
+  const DeviceQueryStats d = *graph.stats();
+  const unsigned long long matches = graph.count();
+  const uint64_t capacity = b.out_left_rows.size();
+  const uint64_t written = std::min<uint64_t>(matches, capacity);
+  std::memcpy(b.out_left_rows.data(), graph.out_left(), written * 4);
+  std::memcpy(b.out_right_rows.data(), graph.out_right(), written * 4);
+  if (!b.probes.empty()) std::memcpy(b.probes.data(), graph.probes(), b.probes.size_bytes());
+  if (!b.found.empty()) std::memcpy(b.found.data(), graph.found(), b.found.size());
+  *b.result = JoinResult{matches, matches > capacity || build_overflow, ToQueryStatistics(d, rows)};
+  return absl::OkStatus();
+}
+
+// One join batch: one stream-ordered allocation, one upload (keys and left rows
+// are adjacent on the device), the kernels, and then either one gathered
+// download of statistics, count and the whole device capacity of pairs (plus
+// found/probes) with a single wait, when that fits one staging buffer, or
+// statistics and count first and then only the pairs that were written.
+absl::Status JoinBatchOnDevice(StreamContext& ctx, const CudaHashIndex& index, uint32_t bound,
+                               bool build_overflow, uint64_t rows, const JoinBatch& b) {
+  const uint64_t capacity = b.out_left_rows.size();
+  // Matches never exceed the left rows, so device outputs need no more.
+  const uint64_t device_capacity = std::min(capacity, rows);
+  const bool has_left_rows = !b.left_rows.empty();
+  const bool want_found = !b.found.empty();
+  const bool want_probes = !b.probes.empty();
+  constexpr size_t kCountOffset = 64;  // the count sits after the statistics
+  // Small batches (the whole result fits one staging buffer) of a shape seen
+  // before on this context replay a captured graph.
+  const DeviceRange sizes[4] = {{nullptr, kCountOffset + sizeof(unsigned long long)},
+                                {nullptr, device_capacity * 8},
+                                {nullptr, want_probes ? rows * 4 : 0},
+                                {nullptr, want_found ? rows : 0}};
+  if (StreamContext::GatheredBytes(sizes) <= StreamContext::kStagingBytes) {
+    const JoinShape shape{index.table().slots,
+                          index.spec().capacity,
+                          rows,
+                          device_capacity,
+                          bound,
+                          has_left_rows,
+                          want_found,
+                          want_probes};
+    auto graph = ctx.join_graphs().Get(shape, ctx.stream());
+    if (graph.ok() && *graph != nullptr) {
+      return ReplayJoinGraph(ctx, **graph, build_overflow, rows, b);
+    }
+    // Otherwise (first sight, or a failed capture: that shape is not captured
+    // again on this context) the batch runs uncaptured; a device that is gone
+    // for good fails there and is noted by Run.
+  }
+  // Arena layout, each region 256-byte aligned: [keys | left_rows] [out_left |
+  // out_right] [probes] [found] [scratch].
+  auto align = [](uint64_t v) { return (v + 255) & ~uint64_t{255}; };
+  const uint64_t inputs_at = 0;
+  const uint64_t pairs_at = align(inputs_at + rows * 4 * (has_left_rows ? 2 : 1));
+  const uint64_t probes_at = align(pairs_at + device_capacity * 8);
+  const uint64_t found_at = align(probes_at + (want_probes ? rows * 4 : 0));
+  const uint64_t scratch_at = align(found_at + (want_found ? rows : 0));
+  const uint64_t arena_bytes = scratch_at + JoinScratchBytes(rows);
+  GPUJOIN_ASSIGN_OR_RETURN(auto arena, Alloc<uint8_t>(arena_bytes, ctx, "join buffers"));
+  uint8_t* base = arena.data();
+  auto* keys = reinterpret_cast<uint32_t*>(base + inputs_at);
+  uint32_t* left_rows = has_left_rows ? keys + rows : nullptr;
+  auto* out_left = reinterpret_cast<uint32_t*>(base + pairs_at);
+  uint32_t* out_right = out_left + device_capacity;
+  uint32_t* probes = want_probes ? reinterpret_cast<uint32_t*>(base + probes_at) : nullptr;
+  uint8_t* found = want_found ? base + found_at : nullptr;
+
+  std::vector<HostRange> inputs = RangesOf(b.keys);
+  if (has_left_rows) inputs.push_back({b.left_rows.data(), b.left_rows.size_bytes()});
+  GPUJOIN_RETURN_IF_ERROR(ctx.Upload(keys, inputs, "join keys and left_rows"));
+
+  auto* stats = reinterpret_cast<DeviceQueryStats*>(ctx.device_stats());
+  auto* count = reinterpret_cast<unsigned long long*>(ctx.device_stats() + kCountOffset);
+  GPUJOIN_CUDA_RETURN(cudaMemsetAsync(stats, 0, sizeof(*stats), ctx.stream()), "join");
+  GPUJOIN_CUDA_RETURN(
+      JoinKeys(index.table(), keys, rows, bound, left_rows, b.first_left_row, out_left, out_right,
+               device_capacity, count, found, probes, stats, base + scratch_at, ctx.stream()),
+      "join");
+
+  DeviceQueryStats d;
+  unsigned long long matches = 0;
+  const DeviceRange pieces[4] = {{ctx.device_stats(), kCountOffset + sizeof(matches)},
+                                 {out_left, device_capacity * 8},
+                                 {probes, want_probes ? rows * 4 : 0},
+                                 {found, want_found ? rows : 0}};
+  if (StreamContext::GatheredBytes(pieces) <= StreamContext::kStagingBytes) {
+    // Small batch: bringing back unused capacity (at most 8 bytes per left row)
+    // costs less than a second round trip.
+    const uint8_t* host[4] = {};
+    GPUJOIN_RETURN_IF_ERROR(ctx.DownloadGathered(pieces, host, "join results"));
+    std::memcpy(&d, host[0], sizeof(d));
+    std::memcpy(&matches, host[0] + kCountOffset, sizeof(matches));
+    const uint64_t written = std::min<uint64_t>(matches, capacity);
+    std::memcpy(b.out_left_rows.data(), host[1], written * 4);
+    std::memcpy(b.out_right_rows.data(), host[1] + device_capacity * 4, written * 4);
+    if (want_probes) std::memcpy(b.probes.data(), host[2], b.probes.size_bytes());
+    if (want_found) std::memcpy(b.found.data(), host[3], b.found.size());
+  } else {
+    // Large batch: statistics and count (adjacent) first, one wait; they say how
+    // many pairs to bring back.
+    const DeviceRange head[1] = {pieces[0]};
+    const uint8_t* host[1] = {};
+    GPUJOIN_RETURN_IF_ERROR(ctx.DownloadGathered(head, host, "join statistics and count"));
+    std::memcpy(&d, host[0], sizeof(d));
+    std::memcpy(&matches, host[0] + kCountOffset, sizeof(matches));
+    const uint64_t written = std::min<uint64_t>(matches, capacity);
+    GPUJOIN_RETURN_IF_ERROR(
+        ctx.Download(b.out_left_rows.data(), out_left, written * 4, "join left rows"));
+    GPUJOIN_RETURN_IF_ERROR(
+        ctx.Download(b.out_right_rows.data(), out_right, written * 4, "join right rows"));
+    GPUJOIN_RETURN_IF_ERROR(ctx.Download(b.found.data(), found, b.found.size(), "found"));
+    GPUJOIN_RETURN_IF_ERROR(ctx.Download(b.probes.data(), probes, b.probes.size_bytes(), "probes"));
+  }
+  *b.result = JoinResult{matches, matches > capacity || build_overflow, ToQueryStatistics(d, rows)};
+  return absl::OkStatus();
+}
+
+
+}  // namespace
+
+absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const LookupNode& n) {
+  const std::string where = absl::StrCat("node ", i, " (lookup)");
+  GPUJOIN_ASSIGN_OR_RETURN(const CudaHashIndex* index, ReadableIndex(n.index, where));
+  const uint64_t rows = TotalRows(n.keys);
+  const uint32_t bound = n.max_probe_count != 0 ? n.max_probe_count : index->spec().probe_bound();
+  if (rows == 0) {
+    if (n.statistics != nullptr) *n.statistics = QueryStatistics{};
+    return absl::OkStatus();
+  }
+  const LookupShape shape{index->table().slots, index->spec().capacity, rows, bound,
+                          !n.found.empty(),     !n.probes.empty()};
+  // Columns already in page-locked backend host buffers are copied to/from the
+  // device directly; the others go through staging (or the graph's buffers).
+  const uint32_t* keys_pinned = PinnedKeys(env, n.keys);
+  uint32_t* values_pinned = Pinned(env, n.values);
+  uint8_t* found_pinned = Pinned(env, n.found);
+  uint32_t* probes_pinned = Pinned(env, n.probes);
+  GPUJOIN_ASSIGN_OR_RETURN(LookupGraph * graph, ctx.graphs().Get(shape, ctx.stream()));
+  if (graph != nullptr) {
+    return ReplayLookupGraph(ctx, *graph, n, rows,
+                             {keys_pinned, values_pinned, found_pinned, probes_pinned});
+  }
+  GPUJOIN_ASSIGN_OR_RETURN(auto keys, Alloc<uint32_t>(rows, ctx, "lookup keys"));
+  GPUJOIN_ASSIGN_OR_RETURN(auto values, Alloc<uint32_t>(rows, ctx, "lookup values"));
+  DeviceBuffer<uint8_t> found;
+  DeviceBuffer<uint32_t> probes;
+  if (!n.found.empty()) {
+    GPUJOIN_ASSIGN_OR_RETURN(found, Alloc<uint8_t>(rows, ctx, "lookup found"));
+  }
+  if (!n.probes.empty()) {
+    GPUJOIN_ASSIGN_OR_RETURN(probes, Alloc<uint32_t>(rows, ctx, "lookup probes"));
+  }
+  if (keys_pinned != nullptr) {
+    GPUJOIN_CUDA_RETURN(
+        cudaMemcpyAsync(keys.data(), keys_pinned, rows * 4, cudaMemcpyHostToDevice, ctx.stream()),
+        "upload lookup keys");
+  } else {
+    GPUJOIN_RETURN_IF_ERROR(ctx.Upload(keys.data(), RangesOf(n.keys), "lookup keys"));
+  }
+  auto* stats = reinterpret_cast<DeviceQueryStats*>(ctx.device_stats());
+  GPUJOIN_CUDA_RETURN(cudaMemsetAsync(stats, 0, sizeof(*stats), ctx.stream()), "lookup");
+  GPUJOIN_CUDA_RETURN(LookupKeys(index->table(), keys.data(), rows, bound, values.data(),
+                                 found.data(), probes.data(), stats, ctx.stream()),
+                      "lookup");
+  // Direct copies into pinned outputs and the statistics first, one wait; then
+  // the outputs that go through staging.
+  auto direct = [&](void* dst, const void* src, size_t bytes, const char* what) -> absl::Status {
+    GPUJOIN_CUDA_RETURN(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, ctx.stream()),
+                        absl::StrCat("download ", what));
+    return absl::OkStatus();
+  };
+  if (values_pinned != nullptr) {
+    GPUJOIN_RETURN_IF_ERROR(direct(values_pinned, values.data(), rows * 4, "values"));
+  }
+  if (found_pinned != nullptr) {
+    GPUJOIN_RETURN_IF_ERROR(direct(found_pinned, found.data(), rows, "found"));
+  }
+  if (probes_pinned != nullptr) {
+    GPUJOIN_RETURN_IF_ERROR(direct(probes_pinned, probes.data(), rows * 4, "probes"));
+  }
+  GPUJOIN_RETURN_IF_ERROR(
+      direct(ctx.host_stats(), stats, sizeof(DeviceQueryStats), "lookup statistics"));
+  GPUJOIN_RETURN_IF_ERROR(ctx.Synchronize("lookup"));
+  DeviceQueryStats d;
+  std::memcpy(&d, ctx.host_stats(), sizeof(d));
+  if (values_pinned == nullptr) {
+    GPUJOIN_RETURN_IF_ERROR(ctx.Download(n.values.data(), values.data(), rows * 4, "values"));
+  }
+  if (found_pinned == nullptr) {
+    GPUJOIN_RETURN_IF_ERROR(ctx.Download(n.found.data(), found.data(), n.found.size(), "found"));
+  }
+  if (probes_pinned == nullptr) {
+    GPUJOIN_RETURN_IF_ERROR(
+        ctx.Download(n.probes.data(), probes.data(), n.probes.size_bytes(), "probes"));
+  }
+  if (n.statistics != nullptr) *n.statistics = ToQueryStatistics(d, rows);
+  return absl::OkStatus();
+}
+
+absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const JoinNode& n) {
+  const std::string where = absl::StrCat("node ", i, " (join)");
+  GPUJOIN_ASSIGN_OR_RETURN(const CudaHashIndex* index, ReadableIndex(n.index, where));
+  const uint32_t bound = n.max_probe_count != 0 ? n.max_probe_count : index->spec().probe_bound();
+  const bool build_overflow = index->build_statistics().overflow_rows > 0;
+  for (const JoinBatch& b : n.batches) {
+    const uint64_t rows = TotalRows(b.keys);
+    if (rows == 0) {
+      *b.result = JoinResult{0, build_overflow, QueryStatistics{}};
+      continue;
+    }
+    GPUJOIN_RETURN_IF_ERROR(JoinBatchOnDevice(ctx, *index, bound, build_overflow, rows, b));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gpujoin::engine::detail

@@ -1,0 +1,86 @@
+// Internal (CUDA builds only): lowering one command-graph node onto a stream
+// context (uploads through pinned staging, the device-level API of
+// device_ops.hpp / aggregate_ops.hpp, downloads). CudaBackend::Run calls
+// RunNode for each node in order; node i is named in error messages. Each
+// lowering returns a classified status (cuda_error.hpp) and leaves the stream
+// with nothing of the node's still reading caller memory, except where a
+// replayed graph says otherwise. Files: cuda_lower_build.cpp (builds),
+// cuda_lower_query.cpp (lookups, joins), cuda_lower_aggregate.cpp (aggregation,
+// hashing).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "common/host_pool.hpp"
+#include "cuda/cuda_hash_index.hpp"
+#include "cuda/device_buffer.hpp"
+#include "cuda/device_ops.hpp"
+#include "cuda/stream_context.hpp"
+#include "gpujoin/engine/backend.hpp"
+#include "gpujoin/engine/graph.hpp"
+
+namespace gpujoin::engine::detail {
+
+/// What the lowerings need from the backend besides the stream context.
+struct LoweringEnv {
+  const BackendOptions& options;
+  /// The backend's page-locked host buffers (AllocateHostBuffer): columns that
+  /// lie in them are copied directly instead of through staging.
+  const HostPool& host_pool;
+};
+
+/// Stream-ordered device memory of `n` elements on the context's stream.
+template <typename T>
+absl::StatusOr<DeviceBuffer<T>> Alloc(size_t n, StreamContext& ctx, const char* what) {
+  return DeviceBuffer<T>::Async(n, ctx.stream(), what);
+}
+
+inline QueryStatistics ToQueryStatistics(const DeviceQueryStats& d, uint64_t rows) {
+  return QueryStatistics{d.found, rows - d.found, d.total_probes, d.max_probes};
+}
+
+/// The build path and transient cap `options` ask for, set in `src`.
+inline void SetBuildOptions(const BackendOptions& options, BuildSource& src) {
+  src.path = options.cuda_build_path == CudaBuildPath::kDirect  ? BuildPath::kDirect
+             : options.cuda_build_path == CudaBuildPath::kTiles ? BuildPath::kTiles
+                                                                : BuildPath::kAuto;
+  src.transient_max_bytes = options.cuda_build_transient_max_bytes;
+}
+
+/// The index as this backend's (INVALID_ARGUMENT naming `where` when another
+/// backend created it).
+inline absl::StatusOr<CudaHashIndex*> WritableIndex(HashIndex* index, const std::string& where) {
+  auto* cuda = dynamic_cast<CudaHashIndex*>(index);
+  if (cuda == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": index was created by the ",
+                                                   std::string(BackendKindName(index->backend())),
+                                                   " backend, not by this cuda backend"));
+  }
+  return cuda;
+}
+inline absl::StatusOr<const CudaHashIndex*> ReadableIndex(const HashIndex* index,
+                                                          const std::string& where) {
+  auto* cuda = dynamic_cast<const CudaHashIndex*>(index);
+  if (cuda == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": index was created by the ",
+                                                   std::string(BackendKindName(index->backend())),
+                                                   " backend, not by this cuda backend"));
+  }
+  return cuda;
+}
+
+absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const BuildIndexNode& n);
+absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
+                     const BuildBatchIndexNode& n);
+absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const LookupNode& n);
+absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const JoinNode& n);
+absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const AggregateNode& n);
+absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const HashNode& n);
+
+}  // namespace gpujoin::engine::detail
