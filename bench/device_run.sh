@@ -42,7 +42,7 @@ step racecheck_tile 90 compute-sanitizer --tool racecheck --error-exitcode 9 $bi
 echo "== failures (first lines)"
 grep -hE '^\[  FAILED|Failure|CHECK FAILED|FAIL:|ERROR SUMMARY: [1-9]|RACECHECK SUMMARY: [1-9]' "$out"/*.log | head -30
 echo "== bench"
-grep -E '^operation|^copy|^build|^lookup|^join|^group|targets met' "$out/bench.log"
+grep -E "^operation|^copy|^build|^lookup|^join|^group|targets met" "$out/bench.log" | grep -v "^build  "
 [ -f "$out/cuco.log" ] && { echo "== cuco"; grep -vE '^#' "$out/cuco.log" | head -40; }
 echo "== summary"
 cat "$out/gpu.log"
