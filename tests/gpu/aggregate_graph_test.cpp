@@ -8,11 +8,9 @@
 // backends and for the uncaptured run, with the exact per-group sums to the
 // error bound of float32 summation in any order (rows x 2^-24 x sum of |value|,
 // see ReferenceSums), tight enough that a row counted in the wrong group shows.
-// Skipped without a CUDA device (a failure with GPUJOIN_REQUIRE_GPU set). Run
-// under GPUJOIN_CUDA_AGGREGATE_GRAPHS=0 by hand, the capture counters must not
-// move (GraphsEnabled()); ctest does not, since that switch is leaving the
-// environment for BackendOptions: "results unchanged without capture" is the
-// uncaptured comparison above.
+// Every suite runs twice, with BackendOptions::cuda_aggregate_graphs on
+// (".../on") and off (".../off": nothing may be captured, results the same).
+// Skipped without a CUDA device (a failure with GPUJOIN_REQUIRE_GPU set).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -226,19 +224,21 @@ void ExpectMatchesCpu(const AggShape& s, const AggInputs& in, const AggOut& want
 #if defined(GPUJOIN_HAVE_CUDA)
 using Totals = detail::AggregateGraphTotals;
 Totals Counters() { return detail::AggregateGraphCounters(); }
-// The backends here are created with the default BackendOptions: capture on.
-bool GraphsEnabled() { return BackendOptions{}.cuda_aggregate_graphs; }
 #else
 struct Totals {
   uint64_t captures = 0, replays = 0, capture_failures = 0;
 };
 Totals Counters() { return {}; }
-bool GraphsEnabled() { return false; }
 #endif
 
-class AggregateGraphs : public CudaVsCpuTest {
+// Parameter: BackendOptions::cuda_aggregate_graphs of the CUDA backend under test.
+class AggregateGraphs : public CudaVsCpuTest, public ::testing::WithParamInterface<bool> {
  protected:
-  AggregateGraphs() : CudaVsCpuTest("aggregate graph tests skipped") {}
+  AggregateGraphs() : CudaVsCpuTest("aggregate graph tests skipped") {
+    cuda_options_.cuda_aggregate_graphs = GetParam();
+  }
+
+  bool GraphsEnabled() const { return GetParam(); }
 
   // Fresh inputs of shape `s`, run on both backends (each with its own random
   // chunking) and compared; with `check_uncaptured`, a fresh CUDA backend's first
@@ -253,7 +253,7 @@ class AggregateGraphs : public CudaVsCpuTest {
     ASSERT_TRUE(st.ok()) << where << ": " << st;
     ExpectMatchesCpu(s, in, want, got, where);
     if (!check_uncaptured) return;
-    auto fresh = CreateBackend(BackendKind::kCuda);
+    auto fresh = CreateBackend(BackendKind::kCuda, cuda_options_);
     ASSERT_TRUE(fresh.ok()) << fresh.status();
     AggOut plain;
     ASSERT_TRUE(RunAggregate(**fresh, s, in, plain, &rng_).ok()) << where;
@@ -285,7 +285,7 @@ class AggregateGraphs : public CudaVsCpuTest {
 // round 0, captured in round 1 and replayed from round 2 on, with fresh inputs
 // every time. Covers the three accumulation paths (<= 16, <= 256 and more groups),
 // masks on and off, contributing rows on and off.
-TEST_F(AggregateGraphs, RepeatedShapesCaptureOnceAndReplayLikeCpu) {
+TEST_P(AggregateGraphs, RepeatedShapesCaptureOnceAndReplayLikeCpu) {
   const AggShape shapes[] = {
       {AggregateOp::kSum, 1000, 16, true, true, true},
       {AggregateOp::kMin, 3001, 200, false, true, true},
@@ -303,7 +303,7 @@ TEST_F(AggregateGraphs, RepeatedShapesCaptureOnceAndReplayLikeCpu) {
     EXPECT_EQ(after.replays - before.replays, std::size(shapes) * (kRounds - 2));
   } else {
     EXPECT_EQ(after.captures, before.captures)
-        << "GPUJOIN_CUDA_AGGREGATE_GRAPHS=0 captured a graph";
+        << "cuda_aggregate_graphs = false, yet a graph was captured";
     EXPECT_EQ(after.replays, before.replays);
   }
 }
@@ -312,7 +312,7 @@ TEST_F(AggregateGraphs, RepeatedShapesCaptureOnceAndReplayLikeCpu) {
 // fractional values, in seven shapes that alternate: more than the cache holds,
 // so graphs are evicted, shapes seen again and captured again while others
 // replay. Every result equals the CPU's and no capture fails.
-TEST_F(AggregateGraphs, AlternatingShapesBeyondTheCacheStayCorrect) {
+TEST_P(AggregateGraphs, AlternatingShapesBeyondTheCacheStayCorrect) {
   const AggShape shapes[] = {
       {AggregateOp::kMax, 1500, 16, false, true, true},
       {AggregateOp::kMax, 700, 300, true, false, false},
@@ -335,13 +335,14 @@ TEST_F(AggregateGraphs, AlternatingShapesBeyondTheCacheStayCorrect) {
     EXPECT_GE(after.replays - before.replays, 4u);
   } else {
     EXPECT_EQ(after.captures, before.captures)
-        << "GPUJOIN_CUDA_AGGREGATE_GRAPHS=0 captured a graph";
+        << "cuda_aggregate_graphs = false, yet a graph was captured";
+    EXPECT_EQ(after.replays, before.replays);
   }
 }
 
 // Shapes the cache never captures: more rows or more groups than its bounds
 // (repeated, still equal to the CPU), and nodes with no rows.
-TEST_F(AggregateGraphs, LargeAndEmptyNodesAreNotCaptured) {
+TEST_P(AggregateGraphs, LargeAndEmptyNodesAreNotCaptured) {
   const AggShape shapes[] = {
       {AggregateOp::kSum, (size_t{1} << 18) + 1, 64, true, true, true},  // rows over the bound
       {AggregateOp::kCount, 1000, (1u << 18) + 1, false, true, true},    // groups over it
@@ -360,7 +361,7 @@ TEST_F(AggregateGraphs, LargeAndEmptyNodesAreNotCaptured) {
 // with contributing rows, unmasked count, masked max): stream contexts capture
 // while others launch or replay. Every result is bit-identical to the CPU's
 // (exact inputs); no capture fails; some graphs are captured and replayed.
-TEST_F(AggregateGraphs, ConcurrentRepeatedShapesCaptureAndReplayLikeCpu) {
+TEST_P(AggregateGraphs, ConcurrentRepeatedShapesCaptureAndReplayLikeCpu) {
   const AggShape shapes[] = {
       {AggregateOp::kSum, 1024, 16, true, true, true},
       {AggregateOp::kCount, 3000, 100, false, true, true},
@@ -397,6 +398,11 @@ TEST_F(AggregateGraphs, ConcurrentRepeatedShapesCaptureAndReplayLikeCpu) {
                      "run " + std::to_string(k) + ", " + Describe(shape_of(k)) + ", " + Seed());
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Capture, AggregateGraphs, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return std::string(info.param ? "on" : "off");
+                         });
 
 #if defined(GPUJOIN_HAVE_CUDA)
 // Host-only parts of the cache (no device needed): the pinned input and output
