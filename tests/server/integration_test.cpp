@@ -759,7 +759,9 @@ TEST_F(ServerTest, BadInputsGetPreciseCodesAndTheServerStaysServing) {
        grpc::StatusCode::INVALID_ARGUMENT,
        "chunks[0].keys.packed: byte length 6 is not a multiple of 4"},
       {{batch_spec, no_keys}, grpc::StatusCode::INVALID_ARGUMENT, "chunks[0].keys: neither"},
-      {{SpecMsg("x", 1u << 31, 0, false)}, grpc::StatusCode::RESOURCE_EXHAUSTED, "budget"},
+      // No budget refusal here: the default budget is 80 % of free memory, which a
+      // 2^31-slot CPU table (16 GiB) may fit, and the test would then allocate it.
+      // BudgetTest refuses against a fixed --device-memory-limit instead.
   };
   for (size_t i = 0; i < builds.size(); ++i) {
     v1::BuildIndexResponse r;
