@@ -24,6 +24,8 @@ step tile_build 60 $bin/gpu_tile_build_tests
 has gpu_aggregate_differential_tests && step aggregate 120 $bin/gpu_aggregate_differential_tests
 has gpu_aggregate_graph_tests && step aggregate_graphs 60 $bin/gpu_aggregate_graph_tests
 has gpu_memory_budget_tests && step memory_budget 60 $bin/gpu_memory_budget_tests
+has gpu_sticky_error_tests && step sticky_error 60 $bin/gpu_sticky_error_tests
+has gpu_host_buffer_tests && step host_buffer 60 $bin/gpu_host_buffer_tests
 step bench 150 $bin/gpujoin-bench
 has cuco_bench && step cuco 120 $bin/cuco_bench
 step hash_device 30 $bin/hashing_device_test

@@ -375,18 +375,15 @@ int main(int argc, char** argv) {
     struct Variant {
       std::string name;
       gd::BuildPath path;
-      bool wide_tile_numbers = false;  // tiles: sort 32-bit tile numbers (else 16-bit)
     };
     std::vector<Variant> variants = {{"default", gd::BuildPath::kAuto},
                                      {"direct", gd::BuildPath::kDirect},
-                                     {"tiles", gd::BuildPath::kTiles},
-                                     {"tiles 32-bit tile numbers", gd::BuildPath::kTiles, true}};
+                                     {"tiles", gd::BuildPath::kTiles}};
     if (g_profile) variants.erase(variants.begin());
     std::optional<gd::DeviceBuildStats> reference;  // every path's statistics must agree
     for (const Variant& v : variants) {
       for (const bool explicit_values : {false, true}) {
         src.path = v.path;
-        src.wide_tile_numbers = v.wide_tile_numbers;
         src.values = explicit_values ? values : nullptr;
         src.first_value = 0;
         const std::string how =
@@ -433,7 +430,6 @@ int main(int argc, char** argv) {
       const uint64_t hot_unique = n - n / 4 + 16;
       for (const Variant& v : variants) {
         if (v.path == gd::BuildPath::kTiles) continue;  // the default for this size
-        src.wide_tile_numbers = false;
         src.path = v.path;
         src.values = values;
         const std::string how = v.name + ", hot keys, explicit values";
@@ -459,7 +455,6 @@ int main(int argc, char** argv) {
     if (!full_size) continue;
     // Lookups and joins into the default build with explicit values.
     src.path = gd::BuildPath::kAuto;
-    src.wide_tile_numbers = false;
     src.values = values;
     build();
     for (bool half_miss : {false, true}) {

@@ -93,6 +93,107 @@ __device__ __forceinline__ void FlushValue(uint32_t* acc_out, uint32_t g, uint32
   }
 }
 
+// Calls process(key, value, included) for every row, four rows per lane per step
+// (16-byte loads when the columns are aligned), warp-strided over the grid.
+// kMask: the mask column is read (else every row is included).
+template <bool kMask, bool kValues, typename Process>
+__device__ __forceinline__ void ForEachRowByFour(const uint32_t* __restrict__ keys,
+                                                 const float* __restrict__ values,
+                                                 const uint32_t* __restrict__ mask, uint64_t rows,
+                                                 Process& process) {
+  const uint64_t units = (rows + 3) / 4;
+  const bool aligned = (reinterpret_cast<uintptr_t>(keys) & 15u) == 0 &&
+                       (!kMask || (reinterpret_cast<uintptr_t>(mask) & 15u) == 0) &&
+                       (!kValues || (reinterpret_cast<uintptr_t>(values) & 15u) == 0);
+  const uint32_t lane = threadIdx.x & 31u;
+  const uint64_t warp = (uint64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32u;
+  const uint64_t warps = uint64_t(gridDim.x) * blockDim.x / 32u;
+  for (uint64_t u0 = warp * 32u; u0 < units; u0 += warps * 32u) {
+    const uint64_t u = u0 + lane;
+    const uint64_t r0 = u * 4u;
+    uint32_t k[4] = {0, 0, 0, 0};
+    uint32_t m[4] = {1, 1, 1, 1};
+    float v[4] = {0.f, 0.f, 0.f, 0.f};
+    bool in[4] = {false, false, false, false};
+    if (aligned && r0 + 3 < rows) {
+      const uint4 kk = __ldcs(reinterpret_cast<const uint4*>(keys + r0));
+      k[0] = kk.x;
+      k[1] = kk.y;
+      k[2] = kk.z;
+      k[3] = kk.w;
+      if constexpr (kMask) {
+        const uint4 mm = __ldcs(reinterpret_cast<const uint4*>(mask + r0));
+        m[0] = mm.x;
+        m[1] = mm.y;
+        m[2] = mm.z;
+        m[3] = mm.w;
+      }
+      if constexpr (kValues) {
+        const float4 vv = __ldcs(reinterpret_cast<const float4*>(values + r0));
+        v[0] = vv.x;
+        v[1] = vv.y;
+        v[2] = vv.z;
+        v[3] = vv.w;
+      }
+#pragma unroll
+      for (int j = 0; j < 4; ++j) in[j] = true;
+    } else {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        if (r0 + j < rows) {
+          in[j] = true;
+          k[j] = keys[r0 + j];
+          if constexpr (kMask) m[j] = mask[r0 + j];
+          if constexpr (kValues) v[j] = values[r0 + j];
+        }
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j) process(k[j], v[j], in[j] && m[j] != 0);
+  }
+}
+
+// Calls process(key, value, included) for every row: each warp step covers 256
+// rows, two coalesced 512-byte loads per column, so every lane has 32 bytes of
+// each column in flight; the tail (and every row when a column is not 16-byte
+// aligned) goes one row per thread. kMask: the mask column is read.
+template <bool kMask, bool kValues, typename Process>
+__device__ __forceinline__ void ForEachRowBy256(const uint32_t* __restrict__ keys,
+                                                const float* __restrict__ values,
+                                                const uint32_t* __restrict__ mask, uint64_t rows,
+                                                Process& process) {
+  const bool aligned = (reinterpret_cast<uintptr_t>(keys) & 15u) == 0 &&
+                       (!kMask || (reinterpret_cast<uintptr_t>(mask) & 15u) == 0) &&
+                       (!kValues || (reinterpret_cast<uintptr_t>(values) & 15u) == 0);
+  const uint32_t lane = threadIdx.x & 31u;
+  const uint64_t thread = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const uint64_t threads = uint64_t(gridDim.x) * blockDim.x;
+  const uint64_t steps = aligned ? rows / 256u : 0u;
+  for (uint64_t s = thread / 32u; s < steps; s += threads / 32u) {
+    const uint64_t q = s * 64u + lane;  // 16-byte unit of the first load
+    uint4 k[2], m[2];
+    float4 v[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      k[h] = __ldcs(reinterpret_cast<const uint4*>(keys) + q + 32u * h);
+      if constexpr (kMask) m[h] = __ldcs(reinterpret_cast<const uint4*>(mask) + q + 32u * h);
+      if constexpr (kValues) v[h] = __ldcs(reinterpret_cast<const float4*>(values) + q + 32u * h);
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      if constexpr (!kMask) m[h] = make_uint4(1u, 1u, 1u, 1u);
+      if constexpr (!kValues) v[h] = make_float4(0.f, 0.f, 0.f, 0.f);
+      process(k[h].x, v[h].x, m[h].x != 0);
+      process(k[h].y, v[h].y, m[h].y != 0);
+      process(k[h].z, v[h].z, m[h].z != 0);
+      process(k[h].w, v[h].w, m[h].w != 0);
+    }
+  }
+  for (uint64_t r = steps * 256u + thread; r < rows; r += threads) {
+    process(keys[r], kValues ? values[r] : 0.f, !kMask || mask[r] != 0);
+  }
+}
+
 template <Acc kAcc, AggregatePath kPath>
 __global__ void __launch_bounds__(kBlockThreads)
     AccumulateKernel(const uint32_t* __restrict__ keys, const float* __restrict__ values,
@@ -143,56 +244,11 @@ __global__ void __launch_bounds__(kBlockThreads)
     }
   };
 
-  // Four rows per lane per step (16-byte loads when aligned).
-  const uint64_t units = (rows + 3) / 4;
-  const bool aligned = (reinterpret_cast<uintptr_t>(keys) & 15u) == 0 &&
-                       (!masked || (reinterpret_cast<uintptr_t>(mask) & 15u) == 0) &&
-                       (!kValues || (reinterpret_cast<uintptr_t>(values) & 15u) == 0);
-  const uint64_t warp = (uint64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32u;
-  const uint64_t warps = uint64_t(gridDim.x) * blockDim.x / 32u;
-  for (uint64_t u0 = warp * 32u; u0 < units; u0 += warps * 32u) {
-    const uint64_t u = u0 + lane;
-    const uint64_t r0 = u * 4u;
-    uint32_t k[4] = {0, 0, 0, 0};
-    uint32_t m[4] = {1, 1, 1, 1};
-    float v[4] = {0.f, 0.f, 0.f, 0.f};
-    bool in[4] = {false, false, false, false};
-    if (aligned && r0 + 3 < rows) {
-      const uint4 kk = __ldcs(reinterpret_cast<const uint4*>(keys + r0));
-      k[0] = kk.x;
-      k[1] = kk.y;
-      k[2] = kk.z;
-      k[3] = kk.w;
-      if (masked) {
-        const uint4 mm = __ldcs(reinterpret_cast<const uint4*>(mask + r0));
-        m[0] = mm.x;
-        m[1] = mm.y;
-        m[2] = mm.z;
-        m[3] = mm.w;
-      }
-      if constexpr (kValues) {
-        const float4 vv = __ldcs(reinterpret_cast<const float4*>(values + r0));
-        v[0] = vv.x;
-        v[1] = vv.y;
-        v[2] = vv.z;
-        v[3] = vv.w;
-      }
-#pragma unroll
-      for (int j = 0; j < 4; ++j) in[j] = true;
-    } else {
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        if (r0 + j < rows) {
-          in[j] = true;
-          k[j] = keys[r0 + j];
-          if (masked) m[j] = mask[r0 + j];
-          if constexpr (kValues) v[j] = values[r0 + j];
-        }
-      }
-    }
-#pragma unroll
-    for (int j = 0; j < 4; ++j) process(k[j], v[j], in[j] && m[j] != 0);
-  }
+  // The row loop, specialised for the mask (one kernel, two bodies).
+  if (masked)
+    ForEachRowByFour<true, kValues>(keys, values, mask, rows, process);
+  else
+    ForEachRowByFour<false, kValues>(keys, values, mask, rows, process);
 
   if constexpr (kLane) {
     // Warp w folds groups w, w + kBlockWarps, ...: each lane combines its column
@@ -276,39 +332,10 @@ __global__ void __launch_bounds__(kRangeThreads)
     RangeAdd<kAcc>(want_counts, s_mem, s_acc, local, key, enc, counts);
   };
 
-  // Each warp step covers 256 rows: two coalesced 512-byte loads per column, so
-  // every lane has 32 bytes of each column in flight. The tail (and every row when
-  // a column is not 16-byte aligned) goes one row per thread.
-  const bool aligned = (reinterpret_cast<uintptr_t>(keys) & 15u) == 0 &&
-                       (!masked || (reinterpret_cast<uintptr_t>(mask) & 15u) == 0) &&
-                       (!kValues || (reinterpret_cast<uintptr_t>(values) & 15u) == 0);
-  const uint32_t lane = threadIdx.x & 31u;
-  const uint64_t thread = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  const uint64_t threads = uint64_t(gridDim.x) * blockDim.x;
-  const uint64_t steps = aligned ? rows / 256u : 0u;
-  for (uint64_t s = thread / 32u; s < steps; s += threads / 32u) {
-    const uint64_t q = s * 64u + lane;  // 16-byte unit of the first load
-    uint4 k[2], m[2];
-    float4 v[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      k[h] = __ldcs(reinterpret_cast<const uint4*>(keys) + q + 32u * h);
-      if (masked) m[h] = __ldcs(reinterpret_cast<const uint4*>(mask) + q + 32u * h);
-      if constexpr (kValues) v[h] = __ldcs(reinterpret_cast<const float4*>(values) + q + 32u * h);
-    }
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      if (!masked) m[h] = make_uint4(1u, 1u, 1u, 1u);
-      if constexpr (!kValues) v[h] = make_float4(0.f, 0.f, 0.f, 0.f);
-      process(k[h].x, v[h].x, m[h].x != 0);
-      process(k[h].y, v[h].y, m[h].y != 0);
-      process(k[h].z, v[h].z, m[h].z != 0);
-      process(k[h].w, v[h].w, m[h].w != 0);
-    }
-  }
-  for (uint64_t r = steps * 256u + thread; r < rows; r += threads) {
-    process(keys[r], kValues ? values[r] : 0.f, !masked || mask[r] != 0);
-  }
+  if (masked)
+    ForEachRowBy256<true, kValues>(keys, values, mask, rows, process);
+  else
+    ForEachRowBy256<false, kValues>(keys, values, mask, rows, process);
 
   __syncthreads();
   for (uint32_t i = threadIdx.x; i < per_rank; i += blockDim.x) {

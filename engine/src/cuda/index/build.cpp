@@ -52,7 +52,7 @@ BuildPath ChooseBuildPath(uint32_t capacity, uint64_t rows, BuildPath path) {
 
 uint64_t BuildTransientBytes(uint32_t capacity, uint64_t rows, BuildPath path) {
   if (ChooseBuildPath(capacity, rows, path) != BuildPath::kTiles) return 0;
-  return TileTransientBytes(capacity, rows, /*wide_tile_numbers=*/false);
+  return TileTransientBytes(capacity, rows);
 }
 
 cudaError_t AllocateTransient(size_t bytes, uint64_t max_bytes, void** buffer,

@@ -54,10 +54,6 @@ struct BuildSource {
   /// Most bytes of transient device memory the build may take (0: no cap). A
   /// tile build that would need more takes the direct path instead.
   uint64_t transient_max_bytes = 0;
-  /// Tile path, tests only: sort 32-bit tile numbers even where 16 bits hold
-  /// them (tables of at most 2^16 tiles, 2^27 slots, sort 16-bit numbers; larger
-  /// ones need 32).
-  bool wide_tile_numbers = false;
   /// Tests and benchmarks: device word set by a tile build to 1 when it fell
   /// back to the direct insert (a tile of more than 2560 keys, a full table or a
   /// key past the bound), else 0. Untouched by the direct path. Null: not

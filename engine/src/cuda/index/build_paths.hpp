@@ -57,6 +57,6 @@ cudaError_t BuildTiles(DeviceTable table, const BuildSource& source, uint32_t bo
 bool TilesFit(uint32_t capacity, uint64_t rows);
 
 /// The tile path's transient buffer: exact bytes (tile_sort.cu).
-uint64_t TileTransientBytes(uint32_t capacity, uint64_t rows, bool wide_tile_numbers);
+uint64_t TileTransientBytes(uint32_t capacity, uint64_t rows);
 
 }  // namespace gpujoin::engine::detail

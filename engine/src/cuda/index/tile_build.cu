@@ -181,7 +181,7 @@ cudaError_t BuildTiles(DeviceTable table, const BuildSource& source, uint32_t bo
                        uint32_t tag_offset, bool finalize, DeviceBuildStats* stats,
                        cudaStream_t stream) {
   TileLayout layout;
-  cudaError_t e = MakeTileLayout(table.capacity, source.rows, source.wide_tile_numbers, &layout);
+  cudaError_t e = MakeTileLayout(table.capacity, source.rows, &layout);
   if (e != cudaSuccess) return e;
   void* buffer = nullptr;
   e = AllocateTransient(layout.bytes, source.transient_max_bytes, &buffer, stream);

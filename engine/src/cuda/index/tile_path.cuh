@@ -3,8 +3,8 @@
 //
 // Builds the Robin Hood layout without per-row atomics. Every valid row becomes
 // a word key:value (the final value: no finalisation pass) with the number of
-// its key's 2048-slot home tile (16 bits while the table has at most 2^16
-// tiles); a stable CUB radix sort on the tile number, on double buffers (no
+// its key's 2048-slot home tile; a stable CUB radix sort on the tile number
+// (only its log2(tiles) bits), on double buffers (no
 // copies of its own), groups the words by tile in row order. A tile of more
 // than kTileMaxRows words (hot keys) is reduced to one word per key first
 // (TileDedupKernel). TileSortKernel then, per tile, orders
@@ -65,7 +65,6 @@ struct TileArgs {
 struct TileLayout {
   uint32_t tiles = 0;
   int bits = 0;           // bits of a tile number
-  bool narrow = false;    // 16-bit tile numbers (else 32-bit)
   size_t sort_bytes = 0;  // CUB radix sort temporary storage
   size_t tile_a = 0, tile_b = 0, words_a = 0, words_b = 0;
   size_t starts = 0, shape = 0, carry = 0, probes = 0, max_probes = 0, deduped = 0, flag = 0;
@@ -75,8 +74,7 @@ struct TileLayout {
 
 /// The layout for this table and build (tile_sort.cu); cudaErrorInvalidValue
 /// when CUB cannot size its sort.
-cudaError_t MakeTileLayout(uint32_t capacity, uint64_t rows, bool wide_tile_numbers,
-                           TileLayout* layout);
+cudaError_t MakeTileLayout(uint32_t capacity, uint64_t rows, TileLayout* layout);
 
 /// Phase 0 and the per-tile ordering (tile_sort.cu): the words and their stable
 /// sort by tile, the tile starts, the reduction of large tiles and the tile
