@@ -36,8 +36,7 @@ struct DeviceRange {
 };
 
 /// How host threads wait for the GPU (BackendOptions::cuda_spin_wait and
-/// cuda_wait_poll_us; docs/PERFORMANCE.md "Hybrid GPU waits" has the
-/// measurements): pure spinning (events without cudaEventBlockingSync;
+/// cuda_wait_poll_us; docs/PERFORMANCE.md, "Service"): pure spinning (events without cudaEventBlockingSync;
 /// fastest while waiting threads <= cores, collapses beyond), or polling
 /// cudaEventQuery for up to poll_us microseconds before sleeping in
 /// cudaEventSynchronize on a blocking-sync event (0 = sleep at once, the

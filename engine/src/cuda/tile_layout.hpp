@@ -1,5 +1,6 @@
 // The arithmetic of the CUDA backend's tile build path (BuildPath::kTiles,
-// index_kernels.cu), shared with its host test (tests/engine/tile_layout_test.cpp).
+// cuda/index/tile_path.cuh), shared with its host test
+// (tests/engine/tile_layout_test.cpp).
 //
 // The table is cut into tiles of kTileSlots slots. Within a tile, keys are
 // ranked in (home, key) order; the key of rank r goes to slot

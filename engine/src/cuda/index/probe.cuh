@@ -44,10 +44,9 @@ __device__ __forceinline__ ProbeResult Probe(const uint64_t* __restrict__ slots,
   uint32_t pos = HomeSlot(key, capacity);
   uint32_t p = 0;
   if (capacity >= 4) {
-    // One loop, one sector per step, for the first and every later step. Variants
-    // measured slower on an H200 (50% misses at load 0.8): two sectors per later
-    // step 16.3 vs 16.8 Gkeys/s; the first sector peeled out of the loop 12.6;
-    // four keys per thread slower everywhere (see docs/PERFORMANCE.md).
+    // One loop, one sector per step, for the first and every later step (two
+    // sectors per later step, a peeled first sector and four keys per thread all
+    // measured slower on an H200).
     while (true) {
       const uint32_t base = pos & ~3u;
       uint64_t s[4];
