@@ -12,19 +12,18 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "gpujoin/engine/hashing.hpp"
-#include "hashing/hash_host.hpp"
 #include "gpujoin/testing/loopback.hpp"
 #include "gpujoin/testing/server_process.hpp"
 #include "gpujoin/testing/subprocess.hpp"
+#include "hashing/hash_host.hpp"
 
 namespace {
 
@@ -36,6 +35,7 @@ const std::string kExamples = GPUJOIN_EXAMPLES_DIR;
 const std::string kToken = "s3cret-token";
 
 using gpujoin::testing::FreePort;
+using gpujoin::testing::RunOptions;
 using gpujoin::testing::RunProcess;
 using gpujoin::testing::RunResult;
 using gpujoin::testing::ServerProcess;
@@ -122,12 +122,18 @@ size_t Col(const CsvRow& header, const std::string& name) {
 
 // ---------------------------------------------------------------- fixture
 
+// Runs `argv` without the CLI's environment variables GPUJOIN_SERVER and
+// GPUJOIN_TOKEN (the tests pass everything explicitly, or through
+// options.set_env), never changing this process's environment.
+RunResult RunCli(const std::vector<std::string>& argv, RunOptions options = {}) {
+  options.unset_env.push_back("GPUJOIN_SERVER");
+  options.unset_env.push_back("GPUJOIN_TOKEN");
+  return RunProcess(argv, options);
+}
+
 class CliEndToEnd : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    // The CLI reads these; the tests pass everything explicitly.
-    unsetenv("GPUJOIN_SERVER");
-    unsetenv("GPUJOIN_TOKEN");
     dir_ = fs::temp_directory_path() / ("gpujoin_cli_e2e_" + std::to_string(getpid()));
     fs::create_directories(dir_);
     server_ = new ServerProcess({.token = kToken});
@@ -147,16 +153,16 @@ class CliEndToEnd : public ::testing::Test {
 
   // Runs the CLI against the test server with the right token.
   static RunResult Cli(std::vector<std::string> args, const std::string& stdin_file = "/dev/null") {
-    std::vector<std::string> argv = {kCli, "--server", address_, "--token", kToken,
-                                     "--timeout", "60"};
+    std::vector<std::string> argv = {kCli,   "--server",  address_, "--token",
+                                     kToken, "--timeout", "60"};
     argv.insert(argv.end(), args.begin(), args.end());
-    return RunProcess(argv, {.stdin_path = stdin_file});
+    return RunCli(argv, {.stdin_path = stdin_file});
   }
 
   // Builds the "sensors" index (idempotent thanks to --replace).
   static Json BuildSensors() {
-    RunResult r = Cli({"--json", "index", "build", "sensors", "--from", Ex("sensors.csv"),
-                       "--key", "sensor_id", "--replace"});
+    RunResult r = Cli({"--json", "index", "build", "sensors", "--from", Ex("sensors.csv"), "--key",
+                       "sensor_id", "--replace"});
     EXPECT_EQ(r.code, 0) << r.err;
     return Json::parse(r.out, nullptr, false);
   }
@@ -348,8 +354,7 @@ TEST_F(CliEndToEnd, AdHocJoinWritesJoinedRowsInLeftOrder) {
   const auto got = ReadCsvText(r.out);
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(got[i], want[i]) << "row " << i;
-  EXPECT_NE(r.err.find("required " + std::to_string(want.size() - 1)), std::string::npos)
-      << r.err;
+  EXPECT_NE(r.err.find("required " + std::to_string(want.size() - 1)), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("overflow no"), std::string::npos) << r.err;
 
   // The temporary index is gone afterwards.
@@ -374,8 +379,8 @@ TEST_F(CliEndToEnd, ResidentJoinWritesRowPairsOrJoinedRows) {
   const auto events = ReadCsv(Ex("events.csv"));
   const auto pos = SensorRows(sensors);
   ASSERT_FALSE(BuildSensors().is_discarded());
-  RunResult r = Cli({"--json", "--batch-rows", "700", "join", "sensors", "--left",
-                     Ex("events.csv"), "--on", "sensor_id"});
+  RunResult r = Cli({"--json", "--batch-rows", "700", "join", "sensors", "--left", Ex("events.csv"),
+                     "--on", "sensor_id"});
   ASSERT_EQ(r.code, 0) << r.err;
   Json j = Json::parse(r.out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << r.out;
@@ -427,13 +432,12 @@ TEST_F(CliEndToEnd, AggregateMeanLatencyBySensorTypeViaStdin) {
     a.max = std::max(a.max, v);
   }
   // The README pipeline: join to stdout, aggregate from stdin.
-  std::ofstream(Tmp("joined_stdin.csv"))
-      << Cli({"join", "--left", Ex("events.csv"), "--right", Ex("sensors.csv"), "--on",
-              "sensor_id"})
-             .out;
-  RunResult mean = Cli({"--json", "agg", "--from", "-", "--group", "type", "--op", "mean",
-                        "--value", "latency_ms"},
-                       Tmp("joined_stdin.csv").string());
+  std::ofstream(Tmp("joined_stdin.csv")) << Cli({"join", "--left", Ex("events.csv"), "--right",
+                                                 Ex("sensors.csv"), "--on", "sensor_id"})
+                                                .out;
+  RunResult mean = Cli(
+      {"--json", "agg", "--from", "-", "--group", "type", "--op", "mean", "--value", "latency_ms"},
+      Tmp("joined_stdin.csv").string());
   ASSERT_EQ(mean.code, 0) << mean.err;
   Json j = Json::parse(mean.out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << mean.out;
@@ -448,8 +452,8 @@ TEST_F(CliEndToEnd, AggregateMeanLatencyBySensorTypeViaStdin) {
   }
 
   for (const std::string op : {"count", "min", "max"}) {
-    std::vector<std::string> args = {"--json", "agg", "--from", Tmp("joined_stdin.csv").string(),
-                                     "--group", "type", "--op", op};
+    std::vector<std::string> args = {"--json",  "agg",  "--from", Tmp("joined_stdin.csv").string(),
+                                     "--group", "type", "--op",   op};
     if (op != "count") args.insert(args.end(), {"--value", "latency_ms"});
     RunResult r = Cli(args);
     ASSERT_EQ(r.code, 0) << r.err;
@@ -490,8 +494,8 @@ TEST_F(CliEndToEnd, AggregateDenseNumericGroupsDirectly) {
 }
 
 // Expected hashes from the engine's host hasher over columns encoded here.
-std::vector<std::optional<uint64_t>> ExpectedHashes(const std::vector<CsvRow>& rows,
-                                                    size_t id_col, size_t type_col,
+std::vector<std::optional<uint64_t>> ExpectedHashes(const std::vector<CsvRow>& rows, size_t id_col,
+                                                    size_t type_col,
                                                     gpujoin::engine::HashBits bits) {
   const size_t n = rows.size() - 1;
   std::vector<uint32_t> ids(n, 0);
@@ -622,48 +626,45 @@ TEST_F(CliEndToEnd, UnknownIndexIsAnRpcError) {
 
 TEST_F(CliEndToEnd, ServerDownIsAnRpcError) {
   const std::string dead = "127.0.0.1:" + std::to_string(FreePort());
-  RunResult r = RunProcess({kCli, "--server", dead, "--timeout", "10", "index", "ls"});
+  RunResult r = RunCli({kCli, "--server", dead, "--timeout", "10", "index", "ls"});
   ExpectOneLineError(r, 1, "index ls: UNAVAILABLE: ");
-  RunResult h = RunProcess({kCli, "--server", dead, "health"});
+  RunResult h = RunCli({kCli, "--server", dead, "health"});
   ExpectOneLineError(h, 1, "health: UNAVAILABLE: ");
 }
 
 TEST_F(CliEndToEnd, WrongTokenIsAnRpcError) {
-  RunResult r = RunProcess({kCli, "--server", address_, "--token", "wrong", "index", "ls"});
+  RunResult r = RunCli({kCli, "--server", address_, "--token", "wrong", "index", "ls"});
   ExpectOneLineError(r, 1, "index ls: UNAUTHENTICATED: ");
   std::ofstream(Tmp("wrong_token")) << "wrong\n";
   RunResult f =
-      RunProcess({kCli, "--server", address_, "--token-file", Tmp("wrong_token").string(), "info"});
+      RunCli({kCli, "--server", address_, "--token-file", Tmp("wrong_token").string(), "info"});
   ExpectOneLineError(f, 1, "info: UNAUTHENTICATED: ");
-  RunResult none = RunProcess({kCli, "--server", address_, "index", "ls"});
+  RunResult none = RunCli({kCli, "--server", address_, "index", "ls"});
   ExpectOneLineError(none, 1, "UNAUTHENTICATED");
   // $GPUJOIN_TOKEN and $GPUJOIN_SERVER stand in for the options; --token-file wins over them.
-  setenv("GPUJOIN_TOKEN", kToken.c_str(), 1);
-  setenv("GPUJOIN_SERVER", address_.c_str(), 1);
-  RunResult env = RunProcess({kCli, "index", "ls"});
+  const RunOptions with_env{.set_env = {"GPUJOIN_TOKEN=" + kToken, "GPUJOIN_SERVER=" + address_}};
+  RunResult env = RunCli({kCli, "index", "ls"}, with_env);
   EXPECT_EQ(env.code, 0) << env.err;
   RunResult file_wins =
-      RunProcess({kCli, "--token-file", Tmp("wrong_token").string(), "index", "ls"});
-  unsetenv("GPUJOIN_TOKEN");
-  unsetenv("GPUJOIN_SERVER");
+      RunCli({kCli, "--token-file", Tmp("wrong_token").string(), "index", "ls"}, with_env);
   ExpectOneLineError(file_wins, 1, "UNAUTHENTICATED");
 }
 
 TEST_F(CliEndToEnd, UsageErrorsExitTwo) {
-  ExpectOneLineError(RunProcess({kCli, "lookup", "sensors", "--key", "k"}), 2, "--from");
-  ExpectOneLineError(RunProcess({kCli, "frobnicate"}), 2, "frobnicate");
-  ExpectOneLineError(Cli({"agg", "--from", Ex("events.csv"), "--group", "ok", "--op", "median"}),
-                     2, "unknown aggregate op 'median'");
+  ExpectOneLineError(RunCli({kCli, "lookup", "sensors", "--key", "k"}), 2, "--from");
+  ExpectOneLineError(RunCli({kCli, "frobnicate"}), 2, "frobnicate");
+  ExpectOneLineError(Cli({"agg", "--from", Ex("events.csv"), "--group", "ok", "--op", "median"}), 2,
+                     "unknown aggregate op 'median'");
   ExpectOneLineError(Cli({"agg", "--from", Ex("events.csv"), "--group", "ok", "--op", "mean"}), 2,
                      "--op mean needs --value COL");
-  ExpectOneLineError(Cli({"index", "build", "x", "--from", Ex("sensors.csv"), "--key",
-                          "sensor_id", "--capacity", "1000"}),
+  ExpectOneLineError(Cli({"index", "build", "x", "--from", Ex("sensors.csv"), "--key", "sensor_id",
+                          "--capacity", "1000"}),
                      2, "power of two");
   ExpectOneLineError(Cli({"join", "--left", Ex("events.csv"), "--on", "sensor_id"}), 2,
                      "give --right FILE");
-  ExpectOneLineError(Cli({"lookup", "sensors", "--from", Tmp("does_not_exist.csv").string(),
-                          "--key", "k"}),
-                     2, "does_not_exist.csv: cannot open");
+  ExpectOneLineError(
+      Cli({"lookup", "sensors", "--from", Tmp("does_not_exist.csv").string(), "--key", "k"}), 2,
+      "does_not_exist.csv: cannot open");
 }
 
 }  // namespace
@@ -671,14 +672,13 @@ TEST_F(CliEndToEnd, UsageErrorsExitTwo) {
 // TLS: a throw-away self-signed certificate (made with the openssl tool) for
 // localhost / 127.0.0.1; the CLI trusts it through --tls-ca.
 TEST(CliTls, ConnectsWithTheServersCaAndRejectsPlaintext) {
-  unsetenv("GPUJOIN_TOKEN");
   const fs::path dir = fs::temp_directory_path() / ("gpujoin_cli_tls_" + std::to_string(getpid()));
   fs::create_directories(dir);
   const std::string cert = (dir / "cert.pem").string(), key = (dir / "key.pem").string();
-  RunResult gen = RunProcess({"/usr/bin/openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
-                              "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out",
-                              cert, "-days", "2", "-subj", "/CN=localhost", "-addext",
-                              "subjectAltName=DNS:localhost,IP:127.0.0.1"});
+  RunResult gen =
+      RunCli({"/usr/bin/openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+              "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", cert, "-days", "2",
+              "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"});
   if (gen.code != 0) {
     fs::remove_all(dir);
     GTEST_SKIP() << "cannot make a test certificate with /usr/bin/openssl: " << gen.err;
@@ -686,22 +686,21 @@ TEST(CliTls, ConnectsWithTheServersCaAndRejectsPlaintext) {
   {
     ServerProcess server({.extra_args = {"--tls-cert=" + cert, "--tls-key=" + key}});
     ASSERT_FALSE(server.grpc_address().empty()) << server.log();
-    RunResult ok = RunProcess(
+    RunResult ok = RunCli(
         {kCli, "--server", server.grpc_address(), "--tls-ca", cert, "--timeout", "20", "health"});
     EXPECT_EQ(ok.code, 0) << ok.err;
     EXPECT_EQ(ok.out, "SERVING\n");
-    RunResult named = RunProcess({kCli, "--server", server.grpc_address(), "--tls-ca", cert,
-                                  "--tls-server-name", "localhost", "--json", "info"});
+    RunResult named = RunCli({kCli, "--server", server.grpc_address(), "--tls-ca", cert,
+                              "--tls-server-name", "localhost", "--json", "info"});
     EXPECT_EQ(named.code, 0) << named.err;
     EXPECT_FALSE(Json::parse(named.out, nullptr, false).is_discarded()) << named.out;
     // A plaintext client cannot talk to a TLS server.
-    RunResult plain =
-        RunProcess({kCli, "--server", server.grpc_address(), "--timeout", "5", "info"});
+    RunResult plain = RunCli({kCli, "--server", server.grpc_address(), "--timeout", "5", "info"});
     EXPECT_EQ(plain.code, 1) << plain.err;
     EXPECT_EQ(LineCount(plain.err), 1u) << plain.err;
     // A CA file that does not exist is a usage error.
-    RunResult missing = RunProcess({kCli, "--server", server.grpc_address(), "--tls-ca",
-                                    (dir / "nope.pem").string(), "info"});
+    RunResult missing = RunCli(
+        {kCli, "--server", server.grpc_address(), "--tls-ca", (dir / "nope.pem").string(), "info"});
     EXPECT_EQ(missing.code, 2) << missing.err;
     EXPECT_NE(missing.err.find("nope.pem"), std::string::npos) << missing.err;
   }
@@ -738,12 +737,12 @@ TEST_F(CliEndToEnd, JsonLinesAndTsvInputsGiveTheSameLookup) {
   }
   jl.close();
   tsv.close();
-  RunResult a = Cli({"--json", "lookup", "sensors", "--from", Tmp("events.jsonl").string(),
-                     "--key", "sensor_id"});
+  RunResult a = Cli({"--json", "lookup", "sensors", "--from", Tmp("events.jsonl").string(), "--key",
+                     "sensor_id"});
   ASSERT_EQ(a.code, 0) << a.err;
-  RunResult b = Cli({"--json", "--format", "tsv", "lookup", "sensors", "--from", "-", "--key",
-                     "sensor_id"},
-                    Tmp("events.tsv").string());
+  RunResult b =
+      Cli({"--json", "--format", "tsv", "lookup", "sensors", "--from", "-", "--key", "sensor_id"},
+          Tmp("events.tsv").string());
   ASSERT_EQ(b.code, 0) << b.err;
   for (const RunResult* r : {&a, &b}) {
     Json j = Json::parse(r->out, nullptr, false);
@@ -783,18 +782,17 @@ TEST_F(CliEndToEnd, MoreInputErrorsNameThePosition) {
                           "count", "--where-mask", "m"}),
                      2, "mask.csv:3: column 'm' (2): 'maybe' is not a mask");
   std::ofstream(Tmp("vals.csv")) << "g,v\n1,1.5\n2,fast\n";
-  ExpectOneLineError(Cli({"agg", "--from", Tmp("vals.csv").string(), "--group", "g", "--op",
-                          "sum", "--value", "v"}),
+  ExpectOneLineError(Cli({"agg", "--from", Tmp("vals.csv").string(), "--group", "g", "--op", "sum",
+                          "--value", "v"}),
                      2, "vals.csv:3: column 'v' (2): 'fast' is not a number");
-  ExpectOneLineError(Cli({"hash", "--from", Tmp("vals.csv").string(), "--cols", "g", "--bits",
-                          "16"}),
-                     2, "--bits must be 32 or 64");
+  ExpectOneLineError(
+      Cli({"hash", "--from", Tmp("vals.csv").string(), "--cols", "g", "--bits", "16"}), 2,
+      "--bits must be 32 or 64");
   ExpectOneLineError(Cli({"hash", "--from", Tmp("vals.csv").string(), "--cols", "v:int64"}), 2,
                      "vals.csv:2: column 'v' (2): '1.5' is not a valid int64");
   std::ofstream(Tmp("bad.jsonl")) << "{\"k\": 1}\n{\"k\": 2,}\n";
-  ExpectOneLineError(
-      Cli({"lookup", "sensors", "--from", Tmp("bad.jsonl").string(), "--key", "k"}), 2,
-      "bad.jsonl:2: not valid JSON");
+  ExpectOneLineError(Cli({"lookup", "sensors", "--from", Tmp("bad.jsonl").string(), "--key", "k"}),
+                     2, "bad.jsonl:2: not valid JSON");
   std::ofstream(Tmp("odd.u32")) << "abcde";
   ExpectOneLineError(Cli({"lookup", "sensors", "--from", Tmp("odd.u32").string(), "--key", "key"}),
                      2, "odd.u32: size 5 bytes is not a multiple of 4");

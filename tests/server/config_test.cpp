@@ -76,9 +76,45 @@ TEST(ServerFlags, BadValuesAreRejectedPrecisely) {
   EXPECT_THAT(Parse({"--backend=tpu"}).status().message(), HasSubstr("backend"));
   EXPECT_THAT(Parse({"--log-level=loud"}).status().message(), HasSubstr("log-level"));
   EXPECT_THAT(Parse({"--tls-cert=/c"}).status().message(), HasSubstr("--tls-key"));
-  EXPECT_THAT(Parse({"--max-message-bytes=3G"}).status().message(), HasSubstr("--max-message-bytes"));
+  EXPECT_THAT(Parse({"--max-message-bytes=3G"}).status().message(),
+              HasSubstr("--max-message-bytes"));
   EXPECT_THAT(Parse({"--max-inflight-per-stream=0"}).status().message(), HasSubstr("at least 1"));
   EXPECT_FALSE(Parse({"--no-such-flag"}).ok());
+}
+
+// The CUDA backend's switches are flags that land in the engine's BackendOptions
+// (the engine reads no environment variables).
+TEST(ServerFlags, CudaBackendOptions) {
+  const engine::BackendOptions defaults = (*Parse({}))->backend_options;
+  EXPECT_EQ(defaults.cuda_build_path, engine::CudaBuildPath::kAuto);
+  EXPECT_EQ(defaults.cuda_build_transient_max_bytes, 0u);
+  EXPECT_FALSE(defaults.cuda_spin_wait);
+  EXPECT_EQ(defaults.cuda_wait_poll_us, 0u);
+  EXPECT_TRUE(defaults.cuda_join_graphs);
+  EXPECT_TRUE(defaults.cuda_aggregate_graphs);
+  auto r = Parse({"--cuda-build-path=tiles", "--cuda-build-transient-max-bytes=2G",
+                  "--cuda-spin-wait", "--cuda-wait-poll-us=30", "--cuda-join-graphs=false",
+                  "--cuda-aggregate-graphs=false"});
+  ASSERT_TRUE(r.ok()) << r.status();
+  const engine::BackendOptions& o = (*r)->backend_options;
+  EXPECT_EQ(o.cuda_build_path, engine::CudaBuildPath::kTiles);
+  EXPECT_EQ(o.cuda_build_transient_max_bytes, 2ull << 30);
+  EXPECT_TRUE(o.cuda_spin_wait);
+  EXPECT_EQ(o.cuda_wait_poll_us, 30u);
+  EXPECT_FALSE(o.cuda_join_graphs);
+  EXPECT_FALSE(o.cuda_aggregate_graphs);
+  EXPECT_EQ((*Parse({"--cuda-build-path=direct"}))->backend_options.cuda_build_path,
+            engine::CudaBuildPath::kDirect);
+}
+
+TEST(ServerFlags, BadCudaOptionsAreRejectedPrecisely) {
+  EXPECT_THAT(Parse({"--cuda-build-path=waves"}).status().message(),
+              HasSubstr("--cuda-build-path: 'waves' is not auto, direct or tiles"));
+  EXPECT_THAT(Parse({"--cuda-build-transient-max-bytes=lots"}).status().message(),
+              HasSubstr("--cuda-build-transient-max-bytes"));
+  EXPECT_THAT(Parse({"--cuda-wait-poll-us=2000000"}).status().message(),
+              HasSubstr("--cuda-wait-poll-us: 2000000 is over 1000000"));
+  EXPECT_FALSE(Parse({"--cuda-join-graphs=maybe"}).ok());
 }
 
 TEST(ServerFlags, InlineBatchRowsRange) {

@@ -15,7 +15,7 @@ extern char** environ;
 namespace gpujoin::testing {
 
 pid_t Spawn(const std::vector<std::string>& argv, int stdin_fd, int stdout_fd, int stderr_fd,
-            std::string* error) {
+            std::string* error, const std::vector<std::string>* env) {
   if (argv.empty()) {
     *error = "spawn failed: empty argv";
     return -1;
@@ -31,7 +31,13 @@ pid_t Spawn(const std::vector<std::string>& argv, int stdin_fd, int stdout_fd, i
   pid_t pid = -1;
   // posix_spawn (not fork) so that it is safe from a multi-threaded test process;
   // glibc reports a failed exec here rather than as exit status 127.
-  const int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+  std::vector<char*> envp;
+  if (env != nullptr) {
+    for (const auto& e : *env) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+  }
+  const int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(),
+                             env != nullptr ? envp.data() : environ);
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) {
     *error = "spawn failed: " + argv[0] + ": " + std::strerror(rc);
@@ -62,6 +68,30 @@ int StopProcess(pid_t pid, int sig, std::chrono::milliseconds grace) {
   return ExitCode(status);
 }
 
+namespace {
+
+// The current environment with options.unset_env removed and options.set_env
+// added (an entry of set_env replaces one of the same name).
+std::vector<std::string> ChildEnvironment(const RunOptions& options) {
+  auto name_of = [](const std::string& entry) { return entry.substr(0, entry.find('=')); };
+  auto dropped = [&](const std::string& name) {
+    for (const auto& u : options.unset_env)
+      if (u == name) return true;
+    for (const auto& e : options.set_env)
+      if (name_of(e) == name) return true;
+    return false;
+  };
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry(*e);
+    if (!dropped(name_of(entry))) env.push_back(entry);
+  }
+  env.insert(env.end(), options.set_env.begin(), options.set_env.end());
+  return env;
+}
+
+}  // namespace
+
 RunResult RunProcess(const std::vector<std::string>& argv, const RunOptions& options) {
   RunResult r;
   const int in = open(options.stdin_path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -82,7 +112,8 @@ RunResult RunProcess(const std::vector<std::string>& argv, const RunOptions& opt
     r.err = "pipe failed";
     return r;
   }
-  const pid_t pid = Spawn(argv, in, out[1], err[1], &r.err);
+  const std::vector<std::string> env = ChildEnvironment(options);
+  const pid_t pid = Spawn(argv, in, out[1], err[1], &r.err, &env);
   close(in);
   close(out[1]);
   close(err[1]);
