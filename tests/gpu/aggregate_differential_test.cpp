@@ -29,7 +29,6 @@
 #include "backends.hpp"
 #include "gpujoin/engine/backend.hpp"
 #include "gpujoin/engine/graph.hpp"
-#include "test_backends.hpp"  // tests/engine: Cut
 
 #if defined(GPUJOIN_HAVE_CUDA)
 #include <cuda_runtime.h>
@@ -40,8 +39,6 @@
 namespace gpujoin::engine {
 namespace {
 
-constexpr uint32_t kPoison32 = 0xdeadbeefu;
-constexpr float kPoisonF = -12345.0f;
 // Per-group sums of integer magnitudes below this are exact in float in any order.
 constexpr uint64_t kExactSumLimit = uint64_t{1} << 24;
 
@@ -191,16 +188,6 @@ void PrintTo(const AggCase& c, std::ostream* os) {
 class AggregateDifferential : public CudaVsCpuTest, public ::testing::WithParamInterface<AggCase> {
  protected:
   AggregateDifferential() : CudaVsCpuTest("CUDA-vs-CPU aggregation tests skipped") {}
-
-  // Random chunk boundaries (some empty chunks) over a vector.
-  template <typename T>
-  Chunked<T> RandomChunks(const std::vector<T>& v, int max_chunks = 5) {
-    const int chunks = 1 + int(rng_() % uint64_t(max_chunks));
-    std::vector<size_t> cuts;
-    for (int c = 1; c < chunks; ++c) cuts.push_back(v.empty() ? 0 : rng_() % (v.size() + 1));
-    std::sort(cuts.begin(), cuts.end());
-    return testing::Cut(v, cuts);
-  }
 };
 
 TEST_P(AggregateDifferential, AllOpsMatchCpu) {

@@ -36,9 +36,6 @@
 namespace gpujoin::engine {
 namespace {
 
-constexpr uint32_t kPoison32 = 0xdeadbeefu;
-constexpr float kPoisonF = -12345.0f;
-
 // One aggregate node's shape (what a captured graph bakes in) and its inputs' kind.
 struct AggShape {
   AggregateOp op;

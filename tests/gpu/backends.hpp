@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -17,6 +18,7 @@
 
 #include "gpujoin/engine/backend.hpp"
 #include "gpujoin/testing/require_gpu.hpp"
+#include "test_backends.hpp"  // tests/engine: Cut
 
 namespace gpujoin::engine {
 
@@ -59,6 +61,12 @@ inline std::vector<uint32_t> DistinctKeys(std::mt19937_64& rng, size_t n) {
   return keys;
 }
 
+/// Values outputs are filled with before a run, so that an output a backend
+/// never writes shows.
+inline constexpr uint32_t kPoison32 = 0xdeadbeefu;
+inline constexpr uint8_t kPoison8 = 0xa5;
+inline constexpr float kPoisonF = -12345.0f;
+
 /// Base of the CUDA-vs-CPU fixtures: both backends (or a visible skip, which
 /// names `skip_why`) and a freshly seeded generator, whose seed failure messages
 /// name (Seed()).
@@ -77,6 +85,17 @@ class CudaVsCpuTest : public ::testing::Test {
 
   /// Distinct keys != kEmptyKey (see DistinctKeys above).
   std::vector<uint32_t> DistinctKeys(size_t n) { return engine::DistinctKeys(rng_, n); }
+
+  /// `v` cut at random boundaries into 1 to max_chunks chunks (some may be
+  /// empty), to exercise chunked inputs.
+  template <typename T>
+  Chunked<T> RandomChunks(const std::vector<T>& v, int max_chunks = 5) {
+    const int chunks = 1 + int(rng_() % uint64_t(max_chunks));
+    std::vector<size_t> cuts;
+    for (int c = 1; c < chunks; ++c) cuts.push_back(v.empty() ? 0 : rng_() % (v.size() + 1));
+    std::sort(cuts.begin(), cuts.end());
+    return testing::Cut(v, cuts);
+  }
 
   std::unique_ptr<Backend> cuda_, cpu_;
   /// Options of the CUDA backend SetUp creates (a derived fixture sets them first).

@@ -24,7 +24,6 @@
 #include "gpujoin/engine/backend.hpp"
 #include "gpujoin/engine/detail/slot_hash.hpp"
 #include "gpujoin/engine/graph.hpp"
-#include "test_backends.hpp"  // tests/engine: Cut
 
 #if defined(GPUJOIN_HAVE_CUDA)
 #include "cuda/join_graph_cache.hpp"  // engine/src: JoinGraphCounters
@@ -32,9 +31,6 @@
 
 namespace gpujoin::engine {
 namespace {
-
-constexpr uint32_t kPoison32 = 0xdeadbeefu;
-constexpr uint8_t kPoison8 = 0xa5;
 
 // One index build + lookup scenario on both backends.
 struct BuildCase {
@@ -68,16 +64,6 @@ class Differential : public CudaVsCpuTest {
     std::vector<uint32_t> q(n);
     for (auto& x : q) x = rng_() % 2 ? keys[rng_() % keys.size()] : uint32_t(rng_());
     return q;
-  }
-
-  // Random chunk boundaries (some empty chunks) over a vector.
-  template <typename T>
-  Chunked<T> RandomChunks(const std::vector<T>& v, int max_chunks = 5) {
-    const int chunks = 1 + int(rng_() % uint64_t(max_chunks));
-    std::vector<size_t> cuts;
-    for (int c = 1; c < chunks; ++c) cuts.push_back(v.empty() ? 0 : rng_() % (v.size() + 1));
-    std::sort(cuts.begin(), cuts.end());
-    return testing::Cut(v, cuts);
   }
 
   std::unique_ptr<HashIndex> NewIndex(Backend& b, uint32_t capacity, uint32_t max_probe = 0) {

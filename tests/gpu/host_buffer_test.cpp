@@ -1,10 +1,10 @@
 // Lookups whose keys and outputs live in backend host buffers (page-locked on the
 // CUDA backend: copied to/from the device directly, and bound into captured
 // lookup graphs) give exactly the results of the same lookup on plain host
-// vectors, and the CPU backend's values, found flags and counts. Each shape runs several times so that the
-// plain path, the graph capture and graph replays are all exercised, with the
-// placements alternating so that a graph is re-pointed both ways. Skips with a
-// message when no CUDA device is usable.
+// vectors, and the CPU backend's values, found flags and counts. Each shape runs several times so
+// that the plain path, the graph capture and graph replays are all exercised, with the placements
+// alternating so that a graph is re-pointed both ways. Skips with a message when no CUDA device is
+// usable.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -162,13 +162,15 @@ TEST_F(HostBufferLookupTest, BufferPlacementsMatchPlainSpansAndTheCpuBackend) {
         const LookupOutputs plain =
             Lookup(*cuda_, *cuda_index_, keys, want_found, want_probes, {false, false});
         const Placement where = placements[(round + outputs) % 4];
-        const LookupOutputs got = Lookup(*cuda_, *cuda_index_, keys, want_found, want_probes, where);
-        const std::string what =
-            ::testing::PrintToString(rows) + " rows, found " + ::testing::PrintToString(want_found) +
-            ", probes " + ::testing::PrintToString(want_probes) + ", keys in buffer " +
-            ::testing::PrintToString(where.keys_in_buffer) + ", outputs in buffer " +
-            ::testing::PrintToString(where.outputs_in_buffer) + ", round " +
-            ::testing::PrintToString(round);
+        const LookupOutputs got =
+            Lookup(*cuda_, *cuda_index_, keys, want_found, want_probes, where);
+        const std::string what = ::testing::PrintToString(rows) + " rows, found " +
+                                 ::testing::PrintToString(want_found) + ", probes " +
+                                 ::testing::PrintToString(want_probes) + ", keys in buffer " +
+                                 ::testing::PrintToString(where.keys_in_buffer) +
+                                 ", outputs in buffer " +
+                                 ::testing::PrintToString(where.outputs_in_buffer) + ", round " +
+                                 ::testing::PrintToString(round);
         ExpectSame(got, plain, what + " (vs plain spans)");
         ExpectSameAsCpu(got, cpu, what + " (vs the CPU backend)");
         if (HasFailure()) return;
