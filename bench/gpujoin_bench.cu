@@ -434,6 +434,7 @@ int main(int argc, char** argv) {
         src.values = values;
         const std::string how = v.name + ", hot keys, explicit values";
         CHECK_CUDA(cudaMemsetAsync(slots, kPoison, gd::TableAllocationBytes(cap), s));
+        CHECK_CUDA(cudaMemsetAsync(bstats, kPoison, sizeof(gd::DeviceBuildStats), s));
         CHECK_CUDA(cudaMemsetAsync(fell_back, kPoison, sizeof(unsigned int), s));
         PhaseTimes pt = MedianBuildMs(s, src, build);
         pt.name = how + ", load " + lf;

@@ -17,6 +17,7 @@
 set -uo pipefail
 bundle=${1:?usage: service_device_run.sh BUNDLE_DIR}
 source "$bundle/env.sh"
+export GPUJOIN_REQUIRE_GPU=1  # a GPU test that finds no device fails here
 out=${OUT:-/tmp/gpujoin-service-device}
 mkdir -p "$out/logs"
 logs=$out/logs

@@ -5,7 +5,7 @@
 // places from TilePlace. The layout must be the CPU backend's Robin Hood layout
 // slot for slot, values included: loads 0.5 to 0.95, duplicates, runs that
 // cross tiles and runs that wrap past the end of the table. (The device kernels
-// themselves are compared with the CPU backend by gpu_wave_build_tests.)
+// themselves are compared with the CPU backend by gpu_tile_build_tests.)
 #include "cuda/tile_layout.hpp"
 
 #include <gtest/gtest.h>

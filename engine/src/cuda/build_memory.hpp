@@ -2,7 +2,7 @@
 // backend's build nodes, for the server's memory budget
 // (Backend::BuildTransientBytes). Plain C++: arithmetic over the sizes the
 // allocating code uses. It mirrors CudaBackend's RunNode for BuildIndexNode and
-// BuildBatchIndexNode (cuda_backend.cpp: the uploads) and takes the build's own
+// BuildBatchIndexNode (cuda_lower_build.cpp: the uploads) and takes the build's own
 // buffer from BuildTransientBytes (cuda/index/build.hpp, the tile path's layout
 // itself); keep it in step with both.
 #pragma once

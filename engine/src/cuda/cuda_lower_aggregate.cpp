@@ -48,8 +48,6 @@ absl::Status ReplayAggregateGraph(StreamContext& ctx, AggregateGraph& graph, siz
   return absl::OkStatus();
 }
 
-// The build path and transient cap the options ask for.
-
 }  // namespace
 
 absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const AggregateNode& n) {

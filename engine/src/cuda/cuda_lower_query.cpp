@@ -222,11 +222,14 @@ absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const
   uint32_t* values_pinned = Pinned(env, n.values);
   uint8_t* found_pinned = Pinned(env, n.found);
   uint32_t* probes_pinned = Pinned(env, n.probes);
-  GPUJOIN_ASSIGN_OR_RETURN(LookupGraph * graph, ctx.graphs().Get(shape, ctx.stream()));
-  if (graph != nullptr) {
-    return ReplayLookupGraph(ctx, *graph, n, rows,
+  const absl::StatusOr<LookupGraph*> graph = ctx.graphs().Get(shape, ctx.stream());
+  if (graph.ok() && *graph != nullptr) {
+    return ReplayLookupGraph(ctx, **graph, n, rows,
                              {keys_pinned, values_pinned, found_pinned, probes_pinned});
   }
+  // Otherwise (first sight, or a failed capture: that shape is not captured again
+  // on this context) the lookup runs uncaptured, as joins and aggregations do; a
+  // device that is gone for good fails there and is noted by Run.
   GPUJOIN_ASSIGN_OR_RETURN(auto keys, Alloc<uint32_t>(rows, ctx, "lookup keys"));
   GPUJOIN_ASSIGN_OR_RETURN(auto values, Alloc<uint32_t>(rows, ctx, "lookup values"));
   DeviceBuffer<uint8_t> found;

@@ -23,7 +23,8 @@ struct BackendInfo {
 };
 
 /// How the CUDA backend inserts a build (the table and statistics are the same
-/// either way; docs/operations.md, docs/PERFORMANCE.md).
+/// either way, except total_probes when keys repeat: docs/engine.md;
+/// docs/operations.md, docs/PERFORMANCE.md).
 enum class CudaBuildPath {
   kAuto,    ///< by size: the tile path for tables of >= 128 MiB and >= 2^22 rows
   kDirect,  ///< one thread per row, atomics straight into the table
@@ -98,7 +99,7 @@ class Backend {
 
   /// Peak bytes of backend memory that a build of `shape` into an index of `spec`
   /// (valid) takes for its duration on top of the index's own table: uploaded
-  /// inputs, partition and sort buffers (CUDA: each allocation rounded up to the
+  /// inputs and the CUDA tile path's sort buffer (CUDA: each allocation rounded up to the
   /// memory pool's 2 MiB pages). 0 for a backend that builds in place.
   virtual uint64_t BuildTransientBytes(const HashIndexSpec& spec,
                                        const BuildShape& shape) const = 0;

@@ -27,10 +27,12 @@ cudaError_t Build(DeviceTable table, const BuildSource& source, uint32_t bound,
   if (ChooseBuildPath(table.capacity, source.rows, source.path) == BuildPath::kTiles) {
     // The tile path writes every slot: only the statistics need zeroing.
     cudaError_t e = cleared ? cudaSuccess : cudaMemsetAsync(stats, 0, sizeof(*stats), stream);
-    if (e == cudaSuccess) e = BuildTiles(table, source, bound, tag_offset, !direct, stats, stream);
-    // No transient buffer (nothing was enqueued after the statistics reset):
-    // the direct path needs none.
-    if (e != cudaErrorMemoryAllocation) return e;
+    bool no_buffer = false;
+    if (e == cudaSuccess)
+      e = BuildTiles(table, source, bound, tag_offset, !direct, stats, &no_buffer, stream);
+    // Only a missing transient buffer (nothing enqueued after the statistics
+    // reset) sends the build to the direct path, which needs none.
+    if (!no_buffer) return e;
   }
   if (!cleared) {
     const cudaError_t e = ClearTable(table, stats, stream);

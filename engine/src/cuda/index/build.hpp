@@ -12,7 +12,9 @@
 
 namespace gpujoin::engine::detail {
 
-/// How a build inserts. Both paths give the same table and statistics.
+/// How a build inserts. Both paths give the same table and statistics, except
+/// total_probes with duplicate keys: the tile path counts a duplicate row at its
+/// key's final place, the direct insert where the row met its key (docs/engine.md).
 enum class BuildPath : int {
   /// ChooseBuildPath decides by size.
   kAuto = -1,
@@ -78,7 +80,7 @@ uint64_t BuildTransientBytes(uint32_t capacity, uint64_t rows, BuildPath path);
 /// Makes `device`'s default stream-ordered memory pool keep freed memory up to a
 /// quarter of the device memory (at least 1 GiB) instead of returning it to the
 /// driver at every synchronisation: tile builds take a transient buffer of about
-/// 20 bytes per row, and mapping it afresh for each build costs about as much as
+/// 24 bytes per row, and mapping it afresh for each build costs about as much as
 /// a build phase. Memory kept by the pool is given back when an index
 /// allocation (cudaMalloc) fails (CudaHashIndex::Create). The CUDA backend and
 /// the benchmark both call this.

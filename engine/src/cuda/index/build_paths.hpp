@@ -47,11 +47,12 @@ cudaError_t RedoDirectIf(const unsigned int* redo, DeviceTable table, const Buil
                          DeviceBuildStats* stats, cudaStream_t stream);
 
 /// The tile path (tile_build.cu). Clears nothing first (it writes every slot);
-/// falls back to the direct insert itself; cudaErrorMemoryAllocation with nothing
-/// enqueued when its transient buffer cannot be had.
+/// falls back to the direct insert itself. *no_buffer is set (and nothing is
+/// enqueued) when its transient buffer cannot be had: the caller then inserts
+/// directly; any other error is the build's.
 cudaError_t BuildTiles(DeviceTable table, const BuildSource& source, uint32_t bound,
                        uint32_t tag_offset, bool finalize, DeviceBuildStats* stats,
-                       cudaStream_t stream);
+                       bool* no_buffer, cudaStream_t stream);
 
 /// Whether the tile path can build this table (two tiles, a CUB item count).
 bool TilesFit(uint32_t capacity, uint64_t rows);

@@ -179,13 +179,17 @@ bool TilesFit(uint32_t capacity, uint64_t rows) {
 
 cudaError_t BuildTiles(DeviceTable table, const BuildSource& source, uint32_t bound,
                        uint32_t tag_offset, bool finalize, DeviceBuildStats* stats,
-                       cudaStream_t stream) {
+                       bool* no_buffer, cudaStream_t stream) {
+  *no_buffer = false;
   TileLayout layout;
   cudaError_t e = MakeTileLayout(table.capacity, source.rows, &layout);
   if (e != cudaSuccess) return e;
   void* buffer = nullptr;
   e = AllocateTransient(layout.bytes, source.transient_max_bytes, &buffer, stream);
-  if (e != cudaSuccess) return e;
+  if (e != cudaSuccess) {
+    *no_buffer = e == cudaErrorMemoryAllocation;
+    return e;
+  }
   TileArgs ta{};
   e = SortAndOrderTiles(table, source, finalize, layout, static_cast<unsigned char*>(buffer), bound,
                         &ta, stream);
