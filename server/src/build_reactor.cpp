@@ -11,6 +11,7 @@
 #include "gpujoin/server/logging.hpp"
 #include "gpujoin/server/metrics.hpp"
 #include "rpc_clock.hpp"
+#include "rpc_traits.hpp"
 #include "single_driver.hpp"
 
 namespace gpujoin::server::detail {
@@ -36,13 +37,13 @@ BuildResult BuildResultFor(absl::StatusCode code) {
   }
 }
 
-class BuildReactor final : public grpc::ServerReadReactor<v1::BuildIndexRequest> {
+class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
  public:
   BuildReactor(GpuJoinService* service, grpc::CallbackServerContext* context,
-               v1::BuildIndexResponse* response)
+               grpc::ByteBuffer* response)
       : service_(service),
         context_(context),
-        response_(response),
+        response_wire_(response),
         session_(service->ops()),
         start_(Clock::now()) {
     absl::Status admitted = service_->Admit(context, "BuildIndex");
@@ -54,6 +55,11 @@ class BuildReactor final : public grpc::ServerReadReactor<v1::BuildIndexRequest>
     Drive();
   }
 
+  // The stream is read as raw bytes and parsed here, for the reason given in
+  // StreamReactor::OnReadDone: gRPC's typed API reports a message it cannot parse
+  // as the end of input, and the build would install the chunks before it. Here
+  // an unparseable message fails the build like any invalid one: nothing is
+  // installed and the old version keeps serving.
   void OnReadDone(bool ok) override {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -63,12 +69,21 @@ class BuildReactor final : public grpc::ServerReadReactor<v1::BuildIndexRequest>
         input_end_ = Clock::now();
         if (context_->IsCancelled()) cancelled_.store(true);
       } else if (!result_) {
-        // Validation and decoding only (no copies of aligned packed bytes): cheap
-        // enough for the reactor thread.
-        absl::Status s = session_.Add(std::move(message_));
-        if (!s.ok()) result_ = s;
+        ++messages_read_;
+        const size_t bytes = received_.Length();
+        v1::BuildIndexRequest message;
+        if (!grpc::SerializationTraits<v1::BuildIndexRequest>::Deserialize(&received_, &message)
+                 .ok()) {
+          result_ = UnparseableMessageError("gpujoin.v1.BuildIndexRequest", messages_read_, bytes,
+                                            "nothing was built and the index is unchanged");
+        } else {
+          // Validation and decoding only (no copies of aligned packed bytes): cheap
+          // enough for the reactor thread.
+          absl::Status s = session_.Add(std::move(message));
+          if (!s.ok()) result_ = s;
+        }
       }
-      message_.Clear();
+      received_.Clear();
     }
     Drive();
   }
@@ -86,9 +101,12 @@ class BuildReactor final : public grpc::ServerReadReactor<v1::BuildIndexRequest>
 
  private:
   // A client's cancellation reaches the reactor twice, unordered: as a failed read
-  // (which ends the input and starts the build) and as OnCancel. So that a cancelled
-  // call never installs its index, the install waits for a cancellation until this
-  // long after the end of input; a build that took longer has already waited it out.
+  // (which ends the input and starts the build) and as OnCancel. The callback API
+  // has no way to tell a failed read from a half-close, so that a cancelled call
+  // never installs its index, the install waits for a cancellation until this long
+  // after the end of input; a build that took longer has already waited it out. A
+  // call whose deadline has passed counts as cancelled whether or not gRPC has said
+  // so yet.
   static constexpr std::chrono::milliseconds kCancelGrace{20};
 
   struct Actions {
@@ -124,11 +142,13 @@ class BuildReactor final : public grpc::ServerReadReactor<v1::BuildIndexRequest>
     driver_.Drive(
         mu_, [this] { return NextActionsLocked(); },
         [this](const Actions& act) {
-          if (act.read) StartRead(&message_);
+          if (act.read) StartRead(&received_);
           if (act.build) service_->executor()->Submit([this] { Build(); });
           if (!act.finish) return true;
-          if (!rejected_) Account(*act.finish);
-          Finish(ToGrpcStatus(*act.finish));
+          absl::Status status = *act.finish;
+          if (status.ok()) status = SerializeResponse();
+          if (!rejected_) Account(status);
+          Finish(ToGrpcStatus(status));
           return false;
         });
   }
@@ -137,17 +157,32 @@ class BuildReactor final : public grpc::ServerReadReactor<v1::BuildIndexRequest>
   void Build() {
     absl::StatusOr<std::shared_ptr<const IndexVersion>> built = session_.Finish([this] {
       std::unique_lock<std::mutex> lock(mu_);
-      auto seen = [this] { return cancelled_.load() || context_->IsCancelled(); };
+      auto seen = [this] {
+        return cancelled_.load() || context_->IsCancelled() ||
+               std::chrono::system_clock::now() >= context_->deadline();
+      };
       cancel_cv_.wait_until(lock, input_end_ + kCancelGrace, seen);
       return seen();
     });
     {
       std::lock_guard<std::mutex> lock(mu_);
       building_ = false;
-      if (built.ok()) Operations::FillIndexInfo(**built, response_->mutable_index());
+      if (built.ok()) Operations::FillIndexInfo(**built, response_.mutable_index());
       result_ = built.status();
     }
     Drive();
+  }
+
+  // The response into gRPC's buffer, before an OK Finish.
+  absl::Status SerializeResponse() {
+    bool own = false;
+    const grpc::Status s = grpc::SerializationTraits<v1::BuildIndexResponse>::Serialize(
+        response_, response_wire_, &own);
+    if (s.ok()) return absl::OkStatus();
+    return absl::InternalError(
+        absl::StrCat("the index was built and installed, but its "
+                     "BuildIndexResponse could not be serialised: ",
+                     s.error_message()));
   }
 
   void Account(const absl::Status& s) {
@@ -165,9 +200,11 @@ class BuildReactor final : public grpc::ServerReadReactor<v1::BuildIndexRequest>
 
   GpuJoinService* service_;
   grpc::CallbackServerContext* context_;
-  v1::BuildIndexResponse* response_;
+  grpc::ByteBuffer* response_wire_;  // owned by gRPC
+  v1::BuildIndexResponse response_;
   BuildSession session_;
-  v1::BuildIndexRequest message_;
+  grpc::ByteBuffer received_;   // target of the read in flight
+  uint64_t messages_read_ = 0;  // guarded by mu_; the position of a bad message
   Clock::time_point start_;
   std::mutex mu_;
   std::optional<absl::Status> result_;  // the call's outcome once known
@@ -184,9 +221,9 @@ class BuildReactor final : public grpc::ServerReadReactor<v1::BuildIndexRequest>
 
 }  // namespace
 
-grpc::ServerReadReactor<v1::BuildIndexRequest>* NewBuildReactor(
-    GpuJoinService* service, grpc::CallbackServerContext* context,
-    v1::BuildIndexResponse* response) {
+grpc::ServerReadReactor<grpc::ByteBuffer>* NewBuildReactor(GpuJoinService* service,
+                                                           grpc::CallbackServerContext* context,
+                                                           grpc::ByteBuffer* response) {
   return new BuildReactor(service, context, response);
 }
 

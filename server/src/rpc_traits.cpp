@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "gpujoin/common/status_macros.hpp"
 
 namespace gpujoin::server::detail {
@@ -11,10 +12,18 @@ uint64_t U32Rows(bool has, const v1::U32Column& c) {
   return has ? c.packed().size() / 4 + static_cast<uint64_t>(c.values().v_size()) : 0;
 }
 
-bool LookupTraits::Decode(Request& r) {
-  r.fast = ScanLookupRequest(r.buffer);
-  if (r.fast) return true;
-  return grpc::SerializationTraits<v1::LookupRequest>::Deserialize(&r.buffer, &r.message).ok();
+absl::Status UnparseableMessageError(std::string_view message_type, uint64_t position, size_t bytes,
+                                     std::string_view consequence) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "message ", position, " could not be parsed as a ", std::string(message_type), " (", bytes,
+      " bytes: corrupted, or a string field that is not valid UTF-8); ", std::string(consequence)));
+}
+
+bool LookupTraits::Decode(grpc::ByteBuffer* wire, Request* r) {
+  r->buffer.Swap(wire);
+  r->fast = ScanLookupRequest(r->buffer);
+  if (r->fast) return true;
+  return grpc::SerializationTraits<v1::LookupRequest>::Deserialize(&r->buffer, &r->message).ok();
 }
 
 absl::Status LookupTraits::Process(Operations& ops, const Request& r, Response* out, Partial*) {
@@ -27,8 +36,8 @@ absl::Status LookupTraits::Process(Operations& ops, const Request& r, Response* 
   } else {
     GPUJOIN_RETURN_IF_ERROR(ops.Lookup(r.message, &out->message));
   }
-  // Serialise here, on the executor, rather than under the stream's lock.
-  Seal(r, out);
+  // Serialise here, on the executor, rather than on the stream's driver.
+  Seal(r, out, nullptr);
   return absl::OkStatus();
 }
 
@@ -39,7 +48,7 @@ void LookupTraits::SetBatchError(Response* out, const absl::Status& status) {
   ProtoWire<v1::LookupRequest, v1::LookupResponse>::SetBatchError(&out->message, status);
 }
 
-LookupTraits::WriteMessage* LookupTraits::Seal(const Request& r, Response* out) {
+grpc::ByteBuffer* LookupTraits::Seal(const Request& r, Response* out, grpc::ByteBuffer*) {
   if (out->sealed) return &out->buffer;
   const uint64_t batch_id = r.fields().batch_id();
   if (out->packed) {

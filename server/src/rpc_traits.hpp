@@ -7,14 +7,19 @@
 // uses these members of T:
 //   Request, Response, Partial      the Item's types (Partial: per-batch state
 //                                   handed from Process to Complete)
-//   ReadMessage, WriteMessage       what gRPC reads into and writes from
 //   kRpc                            the `rpc` label and log name
 //   T(const ServiceState&)          one per stream, constructed with the reactor
 //   Admit(request)                  in read order, on the reactor thread
 //   Complete(request, out, partial) in write order, before the write
-//   static ReadTarget, Decode, Process, SetBatchError, Seal, Rows
+//   static Decode(wire, request)    parses a received message; false: unparseable
+//   static Seal(request, out, wire) stamps and serialises a response for writing
+//   static Process, SetBatchError, Rows
 //   static kMayInline, InlineCost   whether and up to which work bound a batch
 //                                   may run on the gRPC thread (CPU backend)
+//
+// Every stream is served on gRPC's raw (byte buffer) API and parsed by Decode, so
+// that a message that does not parse is told apart from the client's half-close
+// (see StreamReactor::OnReadDone and UnparseableMessageError).
 #pragma once
 
 #include <cstdint>
@@ -24,6 +29,7 @@
 #include <variant>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "gpujoin/server/lookup_wire.hpp"
 #include "gpujoin/server/operations.hpp"
 #include "gpujoin/v1/gpujoin.grpc.pb.h"
@@ -34,26 +40,42 @@ namespace gpujoin::server::detail {
 /// Rows of a U32Column (packed bytes / 4 plus typed values); 0 when absent.
 uint64_t U32Rows(bool has, const v1::U32Column& c);
 
+/// The error that ends a stream at its `position`-th message (1-based), of
+/// `bytes` bytes, which did not parse as a `message_type` (e.g.
+/// "gpujoin.v1.LookupRequest"); `consequence` says what became of the stream.
+absl::Status UnparseableMessageError(std::string_view message_type, uint64_t position, size_t bytes,
+                                     std::string_view consequence);
+
 /// How an RPC's messages meet the wire, for RPCs served with generated protobuf
-/// messages: gRPC parses into and serialises from the Item's own messages.
+/// messages: parsed from and serialised into gRPC byte buffers with the same
+/// codec gRPC's typed API uses.
 template <typename RequestT, typename ResponseT>
 struct ProtoWire {
-  using ReadMessage = RequestT;
-  using WriteMessage = ResponseT;
-  static ReadMessage* ReadTarget(RequestT& r) { return &r; }
-  /// After a successful read: false makes it count as a failed read (as gRPC
-  /// does for a message it cannot parse).
-  static bool Decode(RequestT&) { return true; }
+  /// Parses a received message (consuming `wire`); false when it does not parse.
+  static bool Decode(grpc::ByteBuffer* wire, RequestT* r) {
+    return grpc::SerializationTraits<RequestT>::Deserialize(wire, r).ok();
+  }
   /// Replaces the response with an in-band error.
   static void SetBatchError(ResponseT* out, const absl::Status& status) {
     out->Clear();
     out->mutable_error()->set_code(static_cast<int>(status.code()));
     out->mutable_error()->set_message(std::string(status.message()));
   }
-  /// Stamps the batch ID; returns what to write.
-  static WriteMessage* Seal(const RequestT& r, ResponseT* out) {
+  /// Stamps the batch ID and serialises the response into `wire`; returns what to
+  /// write. A response protobuf cannot serialise (over 2 GiB, beyond any
+  /// --max-message-bytes) is answered with an in-band INTERNAL error instead.
+  static grpc::ByteBuffer* Seal(const RequestT& r, ResponseT* out, grpc::ByteBuffer* wire) {
     out->set_batch_id(r.batch_id());
-    return out;
+    bool own = false;
+    const grpc::Status s = grpc::SerializationTraits<ResponseT>::Serialize(*out, wire, &own);
+    if (!s.ok()) {
+      SetBatchError(out, absl::InternalError(absl::StrCat("the response could not be serialised (",
+                                                          out->ByteSizeLong(),
+                                                          " bytes): ", s.error_message())));
+      out->set_batch_id(r.batch_id());
+      (void)grpc::SerializationTraits<ResponseT>::Serialize(*out, wire, &own);
+    }
+    return wire;
   }
 };
 
@@ -92,19 +114,18 @@ struct LookupWireResponse {
 
 struct LookupTraits : StatelessTraits<LookupWireRequest, LookupWireResponse> {
   using StatelessTraits::StatelessTraits;
-  using ReadMessage = grpc::ByteBuffer;
-  using WriteMessage = grpc::ByteBuffer;
   static constexpr std::string_view kRpc = "Lookup";
 
-  static ReadMessage* ReadTarget(Request& r) { return &r.buffer; }
-  /// On the gRPC thread, where gRPC parsed the message before: a scan that copies
-  /// nothing large, or the protobuf parse gRPC would have done.
-  static bool Decode(Request& r);
+  /// On the gRPC thread, where gRPC parsed the message before: takes `wire` into
+  /// the request, then a scan that copies nothing large, or the protobuf parse
+  /// gRPC would have done. False when neither accepts it.
+  static bool Decode(grpc::ByteBuffer* wire, Request* r);
   /// Runs the lookup and serialises the response (on the executor, rather than
   /// under the stream's lock).
   static absl::Status Process(Operations& ops, const Request& r, Response* out, Partial*);
   static void SetBatchError(Response* out, const absl::Status& status);
-  static WriteMessage* Seal(const Request& r, Response* out);
+  /// Serialises into the response's own buffer (once; `wire` is unused).
+  static grpc::ByteBuffer* Seal(const Request& r, Response* out, grpc::ByteBuffer* wire);
   static uint64_t Rows(const Request& r);
   /// Work bound for running on the gRPC thread: rows probed and written.
   static constexpr bool kMayInline = true;

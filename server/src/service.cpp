@@ -70,8 +70,8 @@ grpc::ServerUnaryReactor* GpuJoinService::Unary(grpc::CallbackServerContext* con
   return reactor;
 }
 
-grpc::ServerReadReactor<v1::BuildIndexRequest>* GpuJoinService::BuildIndex(
-    grpc::CallbackServerContext* context, v1::BuildIndexResponse* response) {
+grpc::ServerReadReactor<grpc::ByteBuffer>* GpuJoinService::BuildIndex(
+    grpc::CallbackServerContext* context, grpc::ByteBuffer* response) {
   return detail::NewBuildReactor(this, context, response);
 }
 
@@ -110,17 +110,17 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* GpuJoinService::Loo
   return detail::NewStreamReactor<detail::LookupTraits>(this, context);
 }
 
-grpc::ServerBidiReactor<v1::JoinRequest, v1::JoinResponse>* GpuJoinService::Join(
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* GpuJoinService::Join(
     grpc::CallbackServerContext* context) {
   return detail::NewStreamReactor<detail::JoinTraits>(this, context);
 }
 
-grpc::ServerBidiReactor<v1::AggregateRequest, v1::AggregateResponse>* GpuJoinService::Aggregate(
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* GpuJoinService::Aggregate(
     grpc::CallbackServerContext* context) {
   return detail::NewStreamReactor<detail::AggregateTraits>(this, context);
 }
 
-grpc::ServerBidiReactor<v1::HashRequest, v1::HashResponse>* GpuJoinService::Hash(
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* GpuJoinService::Hash(
     grpc::CallbackServerContext* context) {
   return detail::NewStreamReactor<detail::HashTraits>(this, context);
 }

@@ -17,14 +17,15 @@ namespace gpujoin::server::detail {
 namespace {
 
 template <typename Traits>
-class StreamReactor final
-    : public grpc::ServerBidiReactor<typename Traits::ReadMessage, typename Traits::WriteMessage>,
-      public DrainableStream {
+class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
+                            public DrainableStream {
   using Request = typename Traits::Request;
   using Response = typename Traits::Response;
 
   struct Item {
     uint64_t seq = 0;
+    grpc::ByteBuffer received;  // the message as read, until Decode takes it
+    grpc::ByteBuffer sent;      // the serialised response (ProtoWire::Seal)
     Request request;
     Response response;
     typename Traits::Partial partial;
@@ -34,8 +35,8 @@ class StreamReactor final
 
   // gRPC operations decided under the lock and started after releasing it.
   struct Actions {
-    typename Traits::ReadMessage* read = nullptr;
-    typename Traits::WriteMessage* write = nullptr;
+    grpc::ByteBuffer* read = nullptr;
+    Item* write = nullptr;  // sealed and written by the driver, outside the lock
     std::optional<grpc::Status> finish;
     bool empty() const { return read == nullptr && write == nullptr && !finish; }
   };
@@ -58,16 +59,35 @@ class StreamReactor final
   }
 
   void OnReadDone(bool ok) override {
-    // Outside the lock: nothing else touches reading_ while its read is in flight.
-    // A message that does not parse counts as a failed read, as gRPC reports it.
-    if (ok && !Traits::Decode(reading_->request)) ok = false;
+    // Every stream is read as raw bytes and parsed here, never by gRPC: with the
+    // typed callback API a message that fails to parse completes its read with
+    // ok == false, exactly like the client's half-close, and the stream would end
+    // OK with the rest of its batches silently dropped. Here `ok` is false only at
+    // the end of input (half-close, cancel, a broken call), and an unparseable
+    // message ends the stream with INVALID_ARGUMENT naming its position once the
+    // batches before it are answered.
+    // Outside the lock: nothing else touches reading_ or messages_read_ while the
+    // read is in flight.
+    std::optional<absl::Status> unparseable;
+    if (ok) {
+      ++messages_read_;
+      const size_t bytes = reading_->received.Length();
+      if (!Traits::Decode(&reading_->received, &reading_->request)) {
+        unparseable = UnparseableMessageError(
+            absl::StrCat("gpujoin.v1.", std::string(Traits::kRpc), "Request"), messages_read_,
+            bytes,
+            absl::StrCat("the stream ends here, after the responses to the ", messages_read_ - 1,
+                         " messages before it"));
+      }
+    }
     std::unique_ptr<Item> submit;
     {
       std::lock_guard<std::mutex> lock(mu_);
       read_in_flight_ = false;
       std::unique_ptr<Item> item = std::move(reading_);
-      if (!ok) {
+      if (!ok || unparseable) {
         reads_done_ = true;
+        if (unparseable) unparseable_ = ToGrpcStatus(*unparseable);
       } else if (!finished_ && !cancelled_.load() && !draining_) {
         item->seq = next_read_seq_++;
         item->start = Clock::now();
@@ -195,7 +215,11 @@ class StreamReactor final
         mu_, [this] { return NextActionsLocked(); },
         [this](const Actions& act) {
           if (act.read != nullptr) this->StartRead(act.read);
-          if (act.write != nullptr) this->StartWrite(act.write);
+          if (act.write != nullptr) {
+            // Serialising outside the lock, as gRPC's typed API would in StartWrite.
+            this->StartWrite(
+                Traits::Seal(act.write->request, &act.write->response, &act.write->sent));
+          }
           if (!act.finish) return true;
           LogDebug(absl::StrCat(std::string(Traits::kRpc), " stream finishing: code ",
                                 static_cast<int>(act.finish->error_code()), " ",
@@ -223,7 +247,8 @@ class StreamReactor final
         if (writing_->ok)
           traits_.Complete(writing_->request, &writing_->response, writing_->partial);
         write_in_flight_ = true;
-        act.write = Traits::Seal(writing_->request, &writing_->response);
+        // Only OnWriteDone touches writing_ again, after the driver started its write.
+        act.write = writing_.get();
       }
     }
     if (tasks_ == 0 && !write_in_flight_) {
@@ -231,10 +256,15 @@ class StreamReactor final
         act.finish = grpc::Status(grpc::StatusCode::CANCELLED,
                                   write_failed_ ? "client stopped receiving" : "stream cancelled");
       } else if ((reads_done_ || draining_) && ready_.empty()) {
-        act.finish = reads_done_ ? grpc::Status::OK
-                                 : grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                                                "server is shutting down; reconnect and resend "
-                                                "unanswered batches");
+        if (unparseable_) {
+          act.finish = *unparseable_;
+        } else if (reads_done_) {
+          act.finish = grpc::Status::OK;
+        } else {
+          act.finish = grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                    "server is shutting down; reconnect and resend "
+                                    "unanswered batches");
+        }
       }
       if (act.finish) {
         finished_ = true;
@@ -250,7 +280,7 @@ class StreamReactor final
         unanswered_ < max_per_stream_) {
       reading_ = std::make_unique<Item>();
       read_in_flight_ = true;
-      act.read = Traits::ReadTarget(reading_->request);
+      act.read = &reading_->received;
     }
     return act;
   }
@@ -266,6 +296,7 @@ class StreamReactor final
   std::unique_ptr<Item> reading_;                    // target of the read in flight
   std::unique_ptr<Item> writing_;                    // source of the write in flight
   std::map<uint64_t, std::unique_ptr<Item>> ready_;  // answered, waiting for their turn
+  uint64_t messages_read_ = 0;  // every message read, for the position in errors
   uint64_t next_read_seq_ = 0;
   uint64_t next_write_seq_ = 0;
   uint32_t unanswered_ = 0;  // read and not yet written: the per-stream flow-control window
@@ -277,25 +308,26 @@ class StreamReactor final
   bool draining_ = false;
   bool finished_ = false;
   SingleDriver driver_;
-  std::optional<grpc::Status> rejected_;  // auth or drain refusal at the start
+  std::optional<grpc::Status> rejected_;     // auth or drain refusal at the start
+  std::optional<grpc::Status> unparseable_;  // the status when a message did not parse
   std::atomic<bool> cancelled_{false};
 };
 
 }  // namespace
 
 template <typename Traits>
-grpc::ServerBidiReactor<typename Traits::ReadMessage, typename Traits::WriteMessage>*
-NewStreamReactor(GpuJoinService* service, grpc::CallbackServerContext* context) {
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NewStreamReactor(
+    GpuJoinService* service, grpc::CallbackServerContext* context) {
   return new StreamReactor<Traits>(service, context);
 }
 
 template grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
 NewStreamReactor<LookupTraits>(GpuJoinService*, grpc::CallbackServerContext*);
-template grpc::ServerBidiReactor<v1::JoinRequest, v1::JoinResponse>* NewStreamReactor<JoinTraits>(
+template grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NewStreamReactor<JoinTraits>(
     GpuJoinService*, grpc::CallbackServerContext*);
-template grpc::ServerBidiReactor<v1::AggregateRequest, v1::AggregateResponse>*
+template grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
 NewStreamReactor<AggregateTraits>(GpuJoinService*, grpc::CallbackServerContext*);
-template grpc::ServerBidiReactor<v1::HashRequest, v1::HashResponse>* NewStreamReactor<HashTraits>(
+template grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NewStreamReactor<HashTraits>(
     GpuJoinService*, grpc::CallbackServerContext*);
 
 }  // namespace gpujoin::server::detail

@@ -958,10 +958,10 @@ TEST_F(ServerTest, PackedAndListKeysGiveIdenticalLookupResponses) {
   }
 }
 
-// A Lookup message that is not a LookupRequest at all ends the stream's reads, as
-// gRPC's own parse failure does: the batches before it are answered and the call
-// ends with OK.
-TEST_F(ServerTest, UnparseableLookupMessageEndsTheReads) {
+// A Lookup message that is not a LookupRequest at all ends the stream: the batches
+// before it are answered and the call ends with INVALID_ARGUMENT naming the
+// message (never OK; stream_integrity_test.cpp covers every stream RPC).
+TEST_F(ServerTest, UnparseableLookupMessageEndsTheStream) {
   std::vector<uint32_t> keys = {1, 2, 3};
   v1::BuildIndexResponse built;
   ASSERT_TRUE(Build(*stub_, {SpecMsg("u", 16, 1), ChunkMsg(keys)}, &built).ok());
@@ -992,7 +992,8 @@ TEST_F(ServerTest, UnparseableLookupMessageEndsTheReads) {
   EXPECT_FALSE(stream->Read(&answer));
   stream->WritesDone();
   const grpc::Status end = stream->Finish();
-  EXPECT_TRUE(end.ok()) << end.error_code() << " " << end.error_message();
+  EXPECT_EQ(end.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << end.error_message();
+  EXPECT_THAT(end.error_message(), HasSubstr("message 2 could not be parsed"));
   ExpectServing();
 }
 

@@ -40,14 +40,17 @@ class DrainableStream {
   virtual void Drain() = 0;
 };
 
-/// The callback service with Lookup on the raw (byte buffer) API; every other
-/// method uses the generated messages. Reflection still describes Lookup with
-/// its message types.
-using GpuJoinServiceBase = v1::GpuJoin::WithCallbackMethod_BuildIndex<
+/// The callback service with the streaming methods (BuildIndex, Lookup, Join,
+/// Aggregate, Hash) on the raw (byte buffer) API: their reactors parse each
+/// message themselves, so that one that does not parse ends the stream with
+/// INVALID_ARGUMENT instead of looking like the client's half-close (gRPC's
+/// typed API reports both as a failed read). The unary methods use the generated
+/// messages. Reflection still describes every method with its message types.
+using GpuJoinServiceBase = v1::GpuJoin::WithRawCallbackMethod_BuildIndex<
     v1::GpuJoin::WithCallbackMethod_DropIndex<v1::GpuJoin::WithCallbackMethod_ListIndexes<
         v1::GpuJoin::WithCallbackMethod_DescribeIndex<v1::GpuJoin::WithRawCallbackMethod_Lookup<
-            v1::GpuJoin::WithCallbackMethod_Join<v1::GpuJoin::WithCallbackMethod_Aggregate<
-                v1::GpuJoin::WithCallbackMethod_Hash<
+            v1::GpuJoin::WithRawCallbackMethod_Join<v1::GpuJoin::WithRawCallbackMethod_Aggregate<
+                v1::GpuJoin::WithRawCallbackMethod_Hash<
                     v1::GpuJoin::WithCallbackMethod_GetServerInfo<v1::GpuJoin::Service>>>>>>>>>;
 
 class GpuJoinService final : public GpuJoinServiceBase {
@@ -57,8 +60,10 @@ class GpuJoinService final : public GpuJoinServiceBase {
   GpuJoinService(Operations* ops, Executor* executor, InflightLimiter* limiter,
                  const TokenAuthenticator* auth);
 
-  grpc::ServerReadReactor<v1::BuildIndexRequest>* BuildIndex(
-      grpc::CallbackServerContext* context, v1::BuildIndexResponse* response) override;
+  /// BuildIndex on the raw API: serialized BuildIndexRequests in, a
+  /// BuildIndexResponse out.
+  grpc::ServerReadReactor<grpc::ByteBuffer>* BuildIndex(grpc::CallbackServerContext* context,
+                                                        grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* DropIndex(grpc::CallbackServerContext* context,
                                       const v1::DropIndexRequest* request,
                                       v1::DropIndexResponse* response) override;
@@ -72,11 +77,13 @@ class GpuJoinService final : public GpuJoinServiceBase {
   /// (see lookup_wire.hpp for the copy-free bytes path).
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Lookup(
       grpc::CallbackServerContext* context) override;
-  grpc::ServerBidiReactor<v1::JoinRequest, v1::JoinResponse>* Join(
+  /// Join, Aggregate and Hash on the raw API: their serialized requests in,
+  /// responses out.
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Join(
       grpc::CallbackServerContext* context) override;
-  grpc::ServerBidiReactor<v1::AggregateRequest, v1::AggregateResponse>* Aggregate(
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Aggregate(
       grpc::CallbackServerContext* context) override;
-  grpc::ServerBidiReactor<v1::HashRequest, v1::HashResponse>* Hash(
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Hash(
       grpc::CallbackServerContext* context) override;
   grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* context,
                                           const v1::GetServerInfoRequest* request,
