@@ -389,11 +389,14 @@ TEST_F(StreamIntegrityTest, BuildCancelledMidwayInstallsNothing) {
 TEST_F(StreamIntegrityTest, BuildPastItsDeadlineInstallsNothing) {
   const auto messages = Rebuild();
   grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(300));
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
   v1::BuildIndexResponse built;
   auto writer = stub_->BuildIndex(&ctx, &built);
-  for (size_t i = 0; i < 6; ++i) ASSERT_TRUE(writer->Write(messages[i]));
-  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  // On a loaded machine the deadline may pass while writing: that is the same case.
+  for (size_t i = 0; i < 6; ++i) {
+    if (!writer->Write(messages[i])) break;
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
   const grpc::Status s = writer->Finish();
   EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << s.error_message();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
