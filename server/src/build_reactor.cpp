@@ -189,7 +189,7 @@ class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
     Metrics* metrics = service_->metrics();
     if (!session_.name().empty()) metrics->CountBuild(session_.name(), BuildResultFor(s.code()));
     if (!s.ok()) metrics->CountRpcError("BuildIndex", StatusCodeName(s.code()));
-    metrics->ObserveRpc("BuildIndex", SecondsSince(start_), session_.rows());
+    metrics->ObserveRpc("BuildIndex", SecondsSince(start_), s.ok() ? session_.rows() : 0);
     if (s.ok()) {
       LogInfo(absl::StrCat("built index \"", session_.name(), "\": ", session_.rows(), " rows in ",
                            SecondsSince(start_), " s"));

@@ -267,7 +267,12 @@ void Metrics::RemoveIndex(const std::string& name) {
 
 void Metrics::CountBuild(const std::string& name, BuildResult result) {
   std::lock_guard<std::mutex> lock(mu_);
-  IndexSeriesLocked(name).builds.at(result)->Increment();
+  // A name that is not live gets no series: a failed first build (or any number
+  // of failed builds with new names) must not leave a series no drop can remove.
+  // Those failures are counted in gpujoin_rpc_errors_total{rpc="BuildIndex"}.
+  auto it = indexes_.find(name);
+  if (it == indexes_.end() || !it->second.live) return;
+  it->second.builds.at(result)->Increment();
 }
 
 void Metrics::RecordQuery(const std::string& name, QueryOp op, uint64_t rows,

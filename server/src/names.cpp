@@ -17,6 +17,15 @@ absl::Status ValidateIndexName(std::string_view name, std::string_view field) {
                                                    name.size(), " characters, at most ",
                                                    kMaxIndexNameLength, " are allowed"));
   }
+  // "." and ".." match the alphabet but name the current and parent directory in
+  // paths, URLs and file-based tooling that may carry an index name.
+  if (name == "." || name == "..") {
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(field), ": index name \"", std::string(name),
+                     "\" is reserved (names may not be \".\" or \"..\")"));
+  }
+  // Bytes outside the ASCII alphabet (every byte of a multi-byte UTF-8 sequence
+  // and every byte of invalid UTF-8) are rejected here, at the first one.
   for (size_t i = 0; i < name.size(); ++i) {
     const unsigned char c = static_cast<unsigned char>(name[i]);
     const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||

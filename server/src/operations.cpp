@@ -19,6 +19,33 @@ using engine::AggregateOp;
 // Most rows one build may have: generated row IDs and source rows are uint32.
 constexpr uint64_t kMaxBuildRows = std::numeric_limits<uint32_t>::max();
 
+// Largest generated value (first_value + row, row_base + position): 0xffffffff is
+// the missing marker of Lookup and Join, so a found key must never return it.
+constexpr uint64_t kMaxGeneratedValue = 0xfffffffeu;
+
+// The proto carries 32-bit engine integers as uint64 so that a wider value reaches
+// the server (a uint32 field would be truncated by the parser): refuse it here.
+absl::Status CheckFitsU32(uint64_t value, std::string_view field) {
+  if (value <= std::numeric_limits<uint32_t>::max()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(std::string(field), ": ", value,
+                                                 " does not fit in 32 bits (at most ",
+                                                 std::numeric_limits<uint32_t>::max(), ")"));
+}
+
+// Generated values base, base + 1, ..., base + rows - 1 must all stay at most
+// kMaxGeneratedValue (no 0xffffffff, no wrap past 2^32). `what` describes the
+// rows for the message.
+absl::Status CheckGeneratedValues(uint64_t base, uint64_t rows, std::string_view field,
+                                  std::string_view what) {
+  if (rows == 0 || base + rows - 1 <= kMaxGeneratedValue) return absl::OkStatus();
+  const uint64_t fit = base > kMaxGeneratedValue ? 0 : kMaxGeneratedValue - base + 1;
+  return absl::InvalidArgumentError(absl::StrCat(
+      std::string(field), ": ", base, " + ", rows, " rows - 1 = ", base + rows - 1, " (",
+      std::string(what), ") exceeds ", kMaxGeneratedValue,
+      " (0xfffffffe), the largest generated value (0xffffffff is the missing marker); at most ",
+      fit, " rows fit from this value"));
+}
+
 absl::Status Prefixed(const absl::Status& s, std::string_view prefix) {
   if (s.ok()) return s;
   return absl::Status(s.code(), absl::StrCat(std::string(prefix), s.message()));
@@ -187,7 +214,8 @@ absl::Status Operations::RunLookup(const IndexVersion& version, const v1::Lookup
   node.found = found;
   node.probes = probes;
   node.statistics = stats;
-  node.max_probe_count = request.max_probe_count();
+  // PrepareLookup checked max_probe_count <= capacity, so it fits.
+  node.max_probe_count = static_cast<uint32_t>(request.max_probe_count());
   graph.Add(std::move(node));
   GPUJOIN_RETURN_IF_ERROR(RunGraph(graph));
   state_.metrics->RecordQuery(version.name, QueryOp::kLookup, keys.size(), *stats);
@@ -238,6 +266,7 @@ absl::Status Operations::Join(const v1::JoinRequest& request, v1::JoinResponse* 
             ".left_rows; set one of them"));
       }
     }
+    GPUJOIN_RETURN_IF_ERROR(CheckFitsU32(b.first_left_row(), field + ".first_left_row"));
     buf.capacity = b.capacity() == 0 ? buf.keys.size() : b.capacity();
     response_bytes += buf.capacity * 8 + buf.keys.size() * ((b.want_found() ? 1 : 0) +
                                                             (b.want_probes() ? 4 : 0));
@@ -252,7 +281,7 @@ absl::Status Operations::Join(const v1::JoinRequest& request, v1::JoinResponse* 
   engine::CommandGraph graph;
   engine::JoinNode node;
   node.index = version->index.get();
-  node.max_probe_count = request.max_probe_count();
+  node.max_probe_count = static_cast<uint32_t>(request.max_probe_count());  // <= capacity
   for (int i = 0; i < request.batches_size(); ++i) {
     const v1::LeftBatch& b = request.batches(i);
     BatchBuffers& buf = buffers[i];
@@ -262,7 +291,7 @@ absl::Status Operations::Join(const v1::JoinRequest& request, v1::JoinResponse* 
     engine::JoinBatch jb;
     jb.keys = {buf.keys.span()};
     jb.left_rows = buf.left_rows.span();
-    jb.first_left_row = b.first_left_row();
+    jb.first_left_row = static_cast<uint32_t>(b.first_left_row());  // checked above
     jb.out_left_rows = buf.out_left->span();
     jb.out_right_rows = buf.out_right->span();
     jb.result = &buf.result;
@@ -305,6 +334,7 @@ absl::Status AggregateStream::Admit(const v1::AggregateRequest& request,
                                     uint64_t max_message_bytes) {
   GPUJOIN_ASSIGN_OR_RETURN(AggregateOp op, ToEngineOp(request.op()));
   if (request.groups() == 0) return absl::InvalidArgumentError("groups: must be at least 1");
+  GPUJOIN_RETURN_IF_ERROR(CheckFitsU32(request.groups(), "groups"));
   const uint64_t limit = max_message_bytes / kAggregateBytesPerGroup;
   if (request.groups() > limit) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -320,7 +350,7 @@ absl::Status AggregateStream::Admit(const v1::AggregateRequest& request,
           " (both must stay the same within a stream)"));
     }
   } else {
-    accumulator_.emplace(op, request.groups());
+    accumulator_.emplace(op, static_cast<uint32_t>(request.groups()));
   }
   return absl::OkStatus();
 }
@@ -352,7 +382,7 @@ void AggregateStream::Complete(const v1::AggregateRequest& request,
 absl::Status Operations::Aggregate(const v1::AggregateRequest& request,
                                    v1::AggregateResponse* response, AggregatePartial* partial) {
   GPUJOIN_ASSIGN_OR_RETURN(AggregateOp op, ToEngineOp(request.op()));
-  const uint32_t groups = request.groups();
+  const uint32_t groups = static_cast<uint32_t>(request.groups());  // Admit checked it
   GPUJOIN_ASSIGN_OR_RETURN(auto keys, DecodeU32Column(request.has_keys(), request.keys(), "keys",
                                                       Presence::kRequired));
   GPUJOIN_ASSIGN_OR_RETURN(auto values, DecodeF32Column(request.has_values(), request.values(),
@@ -586,7 +616,7 @@ absl::Status Operations::GetServerInfo(bool serving, v1::GetServerInfoResponse* 
 absl::Status BuildSession::ReserveFor(uint32_t capacity, const engine::BuildShape* shape) {
   engine::HashIndexSpec spec;
   spec.capacity = capacity;
-  spec.max_probe_count = spec_.max_probe_count();
+  spec.max_probe_count = static_cast<uint32_t>(spec_.max_probe_count());  // AddSpec checked it
   GPUJOIN_RETURN_IF_ERROR(Prefixed(spec.Validate(), "spec: "));
   const engine::Backend& backend = *ops_->state_.backend;
   const uint64_t table = backend.IndexBytes(spec);
@@ -617,6 +647,9 @@ absl::Status BuildSession::AddSpec(const v1::IndexSpec& spec) {
   spec_ = spec;
   name_ = spec.name();
   have_spec_ = true;
+  GPUJOIN_RETURN_IF_ERROR(CheckFitsU32(spec.capacity(), "spec.capacity"));
+  GPUJOIN_RETURN_IF_ERROR(CheckFitsU32(spec.max_probe_count(), "spec.max_probe_count"));
+  GPUJOIN_RETURN_IF_ERROR(CheckFitsU32(spec.first_value(), "spec.first_value"));
   if (spec.explicit_values() && spec.batch_mode()) {
     return absl::InvalidArgumentError(
         "spec.explicit_values: cannot be combined with spec.batch_mode (batch values are row IDs)");
@@ -635,7 +668,7 @@ absl::Status BuildSession::AddSpec(const v1::IndexSpec& spec) {
     return absl::AlreadyExistsError(absl::StrCat("index \"", name_,
                                                  "\" already exists; set spec.replace to rebuild it"));
   }
-  if (spec.capacity() != 0) return ReserveFor(spec.capacity(), nullptr);
+  if (spec.capacity() != 0) return ReserveFor(static_cast<uint32_t>(spec.capacity()), nullptr);
   if (spec.expected_rows() != 0) {
     auto capacity = engine::CapacityForRows(spec.expected_rows(), lf == 0 ? 0.5 : lf);
     if (!capacity.ok()) return Prefixed(capacity.status(), "spec.expected_rows: ");
@@ -687,12 +720,22 @@ absl::Status BuildSession::AddChunk(std::unique_ptr<v1::BuildChunk> chunk) {
     return absl::InvalidArgumentError(
         absl::StrCat(field, ": the build exceeds ", kMaxBuildRows, " rows"));
   }
+  // Refuse at the chunk that would generate 0xffffffff (or wrap), before staging it.
+  if (batch) {
+    GPUJOIN_RETURN_IF_ERROR(CheckFitsU32(chunk->row_base(), field + ".row_base"));
+    GPUJOIN_RETURN_IF_ERROR(CheckGeneratedValues(
+        chunk->row_base(), keys.size(), field + ".row_base", "the value of the chunk's last row"));
+  } else if (!spec_.explicit_values()) {
+    GPUJOIN_RETURN_IF_ERROR(CheckGeneratedValues(
+        spec_.first_value(), key_rows_ + keys.size(), "spec.first_value",
+        absl::StrCat("the value of global row ", key_rows_ + keys.size() - 1, ", in ", field)));
+  }
   key_rows_ += keys.size();
   value_rows_ += values.size();
   keys_.push_back(std::move(keys));
   values_.push_back(std::move(values));
   validity_.push_back(std::move(validity));
-  row_bases_.push_back(chunk->row_base());
+  row_bases_.push_back(static_cast<uint32_t>(chunk->row_base()));  // checked above
   chunks_.push_back(std::move(chunk));  // owns the bytes the views borrow
   return absl::OkStatus();
 }
@@ -742,7 +785,7 @@ absl::StatusOr<std::shared_ptr<const IndexVersion>> BuildSession::Finish(
   } else {
     plain_node.emplace();
     plain_node->statistics = &stats;
-    plain_node->first_value = spec_.first_value();
+    plain_node->first_value = static_cast<uint32_t>(spec_.first_value());  // AddSpec checked it
     for (const auto& k : keys_) {
       if (k.size() != 0) plain_node->keys.push_back(k.span());
     }
@@ -767,7 +810,7 @@ absl::StatusOr<std::shared_ptr<const IndexVersion>> BuildSession::Finish(
   GPUJOIN_RETURN_IF_ERROR(ReserveFor(capacity, &shape));
   engine::HashIndexSpec spec;
   spec.capacity = capacity;
-  spec.max_probe_count = spec_.max_probe_count();
+  spec.max_probe_count = static_cast<uint32_t>(spec_.max_probe_count());  // AddSpec checked it
   GPUJOIN_ASSIGN_OR_RETURN(std::unique_ptr<engine::HashIndex> index,
                            ops_->state_.backend->CreateIndex(spec));
 
@@ -791,7 +834,7 @@ absl::StatusOr<std::shared_ptr<const IndexVersion>> BuildSession::Finish(
   auto version = std::make_shared<IndexVersion>();
   version->name = name_;
   version->index = std::move(index);
-  version->first_value = spec_.first_value();
+  version->first_value = static_cast<uint32_t>(spec_.first_value());
   version->explicit_values = spec_.explicit_values();
   version->batch_mode = spec_.batch_mode();
   version->build_seconds = seconds;

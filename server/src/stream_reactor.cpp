@@ -177,8 +177,8 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     item.ok = false;
     Traits::SetBatchError(&item.response, status);
     service_->metrics()->CountRpcError(Traits::kRpc, StatusCodeName(status.code()));
-    service_->metrics()->ObserveRpc(Traits::kRpc, SecondsSince(item.start),
-                                    Traits::Rows(item.request));
+    // A rejected batch adds no rows: its claimed size is unchecked input.
+    service_->metrics()->ObserveRpc(Traits::kRpc, SecondsSince(item.start), 0);
   }
 
   // Executor thread, or the gRPC thread for small batches (see inline_rows_).

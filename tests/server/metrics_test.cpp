@@ -276,14 +276,39 @@ TEST(Metrics, RpcSeriesExistFromTheStartAndErrorsCountByCode) {
               HasSubstr("gpujoin_rpc_errors_total{code=\"INVALID_ARGUMENT\",rpc=\"Lookup\"} 2"));
 }
 
-TEST(Metrics, FailedFirstBuildCountIsRemovedByDrop) {
+// Regression (issue 18, finding 5): every failed build with a new name created a
+// permanent gpujoin_index_builds_total{index=...} series (no drop can remove a
+// name that was never live), so /metrics grew without bound.
+TEST(Metrics, FailedBuildsOfNamesThatAreNotLiveCreateNoSeries) {
   Metrics m;
+  const std::string before = Render(*m.registry());
+  for (int i = 0; i < 1000; ++i) {
+    m.CountBuild("never" + std::to_string(i), BuildResult::kInvalidArgument);
+    m.CountBuild("never" + std::to_string(i), BuildResult::kResourceExhausted);
+  }
+  // A family without series is not collected at all.
+  const auto families = Families(m);
+  const auto builds = families.find("gpujoin_index_builds_total");
+  EXPECT_TRUE(builds == families.end() || builds->second.metric.empty());
+  const std::string after = Render(*m.registry());
+  EXPECT_THAT(after, Not(HasSubstr("index=\"")));
+  EXPECT_EQ(after.size(), before.size());
+}
+
+TEST(Metrics, FailedRebuildOfALiveIndexIsCountedAndRemovedByDrop) {
+  auto backend = CpuBackend();
+  Metrics m;
+  m.SetIndex(*MakeVersion(*backend, "x", 16));
+  m.CountBuild("x", BuildResult::kOk);
   m.CountBuild("x", BuildResult::kResourceExhausted);
-  EXPECT_THAT(Render(*m.registry()),
+  std::string text = Render(*m.registry());
+  EXPECT_THAT(text, HasSubstr("gpujoin_index_builds_total{index=\"x\",result=\"ok\"} 1"));
+  EXPECT_THAT(text,
               HasSubstr("gpujoin_index_builds_total{index=\"x\",result=\"resource_exhausted\"} 1"));
-  EXPECT_THAT(Render(*m.registry()),
-              HasSubstr("gpujoin_index_builds_total{index=\"x\",result=\"ok\"} 0"));
   m.RemoveIndex("x");
+  EXPECT_THAT(Render(*m.registry()), Not(HasSubstr("index=\"x\"")));
+  // A build of the dropped name that fails afterwards does not bring them back.
+  m.CountBuild("x", BuildResult::kInvalidArgument);
   EXPECT_THAT(Render(*m.registry()), Not(HasSubstr("index=\"x\"")));
 }
 

@@ -45,7 +45,6 @@ class OperationsTest : public testing::OperationsFixture {
     std::atomic<bool> cancelled{false};
     return session.Finish(cancelled);
   }
-
 };
 
 TEST_F(OperationsTest, BuildStatisticsMatchTheEngine) {
@@ -79,7 +78,8 @@ TEST_F(OperationsTest, LookupMatchesTheEngine) {
   v1::LookupRequest req;
   req.set_index("x");
   req.set_want_probes(true);
-  for (uint32_t k : {20u, 11u, 10u, 0xffffffffu, 30u}) req.mutable_keys()->mutable_values()->add_v(k);
+  for (uint32_t k : {20u, 11u, 10u, 0xffffffffu, 30u})
+    req.mutable_keys()->mutable_values()->add_v(k);
   v1::LookupResponse resp;
   ASSERT_TRUE(ops_->Lookup(req, &resp).ok());
   EXPECT_EQ(UnpackColumn<uint32_t>(resp.values()),
@@ -211,7 +211,8 @@ TEST_F(OperationsTest, BuildInputErrorsNameTheField) {
   ev.mutable_spec()->set_explicit_values(true);
   v1::BuildIndexRequest c = Chunk({1, 2});
   c.mutable_chunk()->mutable_values()->mutable_values()->add_v(3);
-  EXPECT_THAT(Build({ev, c}).status().message(), HasSubstr("values: 1 rows in total but keys has 2"));
+  EXPECT_THAT(Build({ev, c}).status().message(),
+              HasSubstr("values: 1 rows in total but keys has 2"));
   EXPECT_EQ(registry_.size(), 0u);
 }
 
@@ -225,6 +226,159 @@ TEST_F(OperationsTest, UnknownIndexIsNotFound) {
   drop.set_name("nope");
   v1::DropIndexResponse dr;
   EXPECT_EQ(ops_->DropIndex(drop, &dr).code(), absl::StatusCode::kNotFound);
+}
+
+// ------------------------------------------------ range checks (issue 18, finding 6)
+
+// Spec with generated values starting at `first_value` (no fixed capacity: sized
+// from the rows).
+v1::BuildIndexRequest FirstValueSpec(const std::string& name, uint64_t first_value) {
+  v1::BuildIndexRequest r;
+  r.mutable_spec()->set_name(name);
+  r.mutable_spec()->set_first_value(first_value);
+  return r;
+}
+
+// Regression: generated values first_value + row that reached 0xffffffff (or
+// wrapped past 2^32) were accepted, so a found key returned the missing marker.
+TEST_F(OperationsTest, FirstValueWhoseLastRowReachesTheMissingMarkerIsRejected) {
+  // 0xfffffffb + 5 rows - 1 = 0xffffffff; refused at the chunk that gets there.
+  auto built = Build({FirstValueSpec("x", 0xfffffffbu), Chunk({1, 2, 3}), Chunk({4, 5})});
+  ASSERT_EQ(built.status().code(), absl::StatusCode::kInvalidArgument) << built.status();
+  EXPECT_THAT(built.status().message(),
+              HasSubstr("spec.first_value: 4294967291 + 5 rows - 1 = 4294967295"));
+  EXPECT_THAT(built.status().message(), HasSubstr("in chunks[1]"));
+  EXPECT_THAT(built.status().message(), HasSubstr("exceeds 4294967294"));
+  EXPECT_THAT(built.status().message(), HasSubstr("at most 4 rows fit"));
+  // Past 2^32 (the values would wrap to 0, 1, ...).
+  auto wrapped = Build({FirstValueSpec("x", 0xfffffff0u), Chunk(std::vector<uint32_t>(40, 7))});
+  ASSERT_EQ(wrapped.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(wrapped.status().message(),
+              HasSubstr("spec.first_value: 4294967280 + 40 rows - 1 = 4294967319"));
+  EXPECT_EQ(registry_.size(), 0u);
+}
+
+TEST_F(OperationsTest, FirstValueUpToTheLimitBuildsAndLooksUp) {
+  ASSERT_TRUE(Build({FirstValueSpec("x", 0xfffffffbu), Chunk({1, 2, 3, 4})}).ok());
+  v1::LookupRequest req;
+  req.set_index("x");
+  *req.mutable_keys()->mutable_packed() = PackColumn<uint32_t>(std::vector<uint32_t>{4, 1, 9});
+  v1::LookupResponse resp;
+  ASSERT_TRUE(ops_->Lookup(req, &resp).ok());
+  EXPECT_EQ(UnpackColumn<uint32_t>(resp.values()),
+            (std::vector<uint32_t>{0xfffffffeu, 0xfffffffbu, 0xffffffffu}));
+  EXPECT_EQ(resp.found(), std::string("\x01\x01\x00", 3));
+  // Explicit values are the caller's: first_value does not limit them.
+  v1::BuildIndexRequest ev = FirstValueSpec("y", 0xffffffffu);
+  ev.mutable_spec()->set_explicit_values(true);
+  v1::BuildIndexRequest c = Chunk({1, 2});
+  *c.mutable_chunk()->mutable_values()->mutable_packed() =
+      PackColumn<uint32_t>(std::vector<uint32_t>{5, 6});
+  EXPECT_TRUE(Build({ev, c}).ok());
+}
+
+TEST_F(OperationsTest, BatchRowBaseWhoseLastRowReachesTheMissingMarkerIsRejected) {
+  v1::BuildIndexRequest spec = FirstValueSpec("x", 0);
+  spec.mutable_spec()->set_batch_mode(true);
+  auto chunk = [](uint64_t row_base, std::vector<uint32_t> keys) {
+    v1::BuildIndexRequest r = Chunk(keys);
+    r.mutable_chunk()->set_row_base(row_base);
+    return r;
+  };
+  EXPECT_TRUE(Build({spec, chunk(0xfffffffcu, {1, 2, 3})}).ok());  // last value 0xfffffffe
+  spec.mutable_spec()->set_replace(true);
+  auto s = Build({spec, chunk(0, {1}), chunk(0xfffffffdu, {2, 3, 4})}).status();
+  ASSERT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("chunks[1].row_base: 4294967293 + 3 rows - 1 = 4294967295"));
+  EXPECT_THAT(s.message(), HasSubstr("at most 2 rows fit"));
+}
+
+// `message` serialised, then `field` = `value` appended as a raw varint (the last
+// occurrence of a scalar wins), parsed back: what a client with a wider field
+// type, or a hand-made message, sends.
+template <typename Message>
+Message WithVarint(const Message& message, int field, uint64_t value) {
+  std::string bytes = message.SerializeAsString();
+  for (uint64_t v : {uint64_t(field) << 3, value}) {
+    while (v >= 0x80) {
+      bytes.push_back(static_cast<char>((v & 0x7f) | 0x80));
+      v >>= 7;
+    }
+    bytes.push_back(static_cast<char>(v));
+  }
+  Message out;
+  EXPECT_TRUE(out.ParseFromString(bytes));
+  return out;
+}
+
+constexpr uint64_t k2To32 = uint64_t{1} << 32;
+
+// Regression: request integers above 2^32-1 were truncated to their low 32 bits
+// (capacity 2^32 + 16 built a table of 16 slots); they are INVALID_ARGUMENT
+// naming the field and the value.
+TEST_F(OperationsTest, BuildIntegersWiderThan32BitsAreRejectedNotTruncated) {
+  struct Case {
+    int field;
+    uint64_t value;
+    const char* message;
+  };
+  for (const Case& c : {Case{2, k2To32 + 16, "spec.capacity: 4294967312 does not fit in 32 bits"},
+                        Case{5, k2To32 + 1, "spec.max_probe_count: 4294967297 does not fit"},
+                        Case{6, k2To32 + 5, "spec.first_value: 4294967301 does not fit"}}) {
+    v1::BuildIndexRequest spec = Spec("x", 16);
+    *spec.mutable_spec() = WithVarint(spec.spec(), c.field, c.value);
+    auto built = Build({spec, Chunk({1, 2})});
+    EXPECT_EQ(built.status().code(), absl::StatusCode::kInvalidArgument) << c.message;
+    EXPECT_THAT(built.status().message(), HasSubstr(c.message));
+  }
+  v1::BuildIndexRequest spec = FirstValueSpec("x", 0);
+  spec.mutable_spec()->set_batch_mode(true);
+  v1::BuildIndexRequest chunk = Chunk({1});
+  *chunk.mutable_chunk() = WithVarint(chunk.chunk(), 3, k2To32 + 2);
+  EXPECT_THAT(Build({spec, chunk}).status().message(),
+              HasSubstr("chunks[0].row_base: 4294967298 does not fit in 32 bits"));
+  EXPECT_EQ(registry_.size(), 0u);
+}
+
+TEST_F(OperationsTest, QueryIntegersWiderThan32BitsAreRejectedNotTruncated) {
+  ASSERT_TRUE(Build({Spec("x", 16), Chunk({10, 20})}).ok());
+  v1::LookupRequest lookup;
+  lookup.set_index("x");
+  *lookup.mutable_keys()->mutable_packed() = PackColumn<uint32_t>(std::vector<uint32_t>{10});
+  v1::LookupResponse lookup_resp;
+  auto s = ops_->Lookup(WithVarint(lookup, 4, k2To32 + 1), &lookup_resp);  // max_probe_count
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("max_probe_count: 4294967297 exceeds the capacity 16"));
+
+  v1::JoinRequest join;
+  join.set_index("x");
+  *join.add_batches()->mutable_keys()->mutable_packed() =
+      PackColumn<uint32_t>(std::vector<uint32_t>{10});
+  v1::JoinResponse join_resp;
+  s = ops_->Join(WithVarint(join, 3, k2To32 + 2), &join_resp);  // max_probe_count
+  EXPECT_THAT(s.message(), HasSubstr("max_probe_count: 4294967298 exceeds the capacity 16"));
+  *join.mutable_batches(0) = WithVarint(join.batches(0), 3, k2To32 + 7);  // first_left_row
+  s = ops_->Join(join, &join_resp);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("batches[0].first_left_row: 4294967303 does not fit"));
+
+  v1::AggregateRequest agg;
+  agg.set_op(v1::AGGREGATE_OP_COUNT);
+  *agg.mutable_keys()->mutable_packed() = PackColumn<uint32_t>(std::vector<uint32_t>{0});
+  AggregateStream stream;
+  s = stream.Admit(WithVarint(agg, 2, k2To32 + 3), uint64_t{1} << 62);  // groups
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("groups: 4294967299 does not fit in 32 bits"));
+
+  v1::HashRequest hash;
+  auto* col = hash.add_columns();
+  col->set_type(v1::COLUMN_TYPE_UINT32);
+  col->set_data(PackColumn<uint32_t>(std::vector<uint32_t>{1}));
+  col->set_length(1);
+  v1::HashResponse hash_resp;
+  s = ops_->Hash(WithVarint(hash, 2, k2To32 + 32), &hash_resp);  // bits
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("bits: 4294967328 is not 32 or 64"));
 }
 
 // A backend whose device "dies" on the first Run: the operations must report the

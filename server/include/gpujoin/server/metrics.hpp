@@ -7,10 +7,10 @@
 // in advance exist from then on with value 0 (per RPC: the RPC, and for errors
 // every code in kRpcErrorCodes), so that dashboards show 0 rather than "No data"
 // and rate() sees the first increment. Per-index series (label `index`) exist
-// while the index is live, all of them from its first build (every build result
+// while the index is live, all of them from its installation (every build result
 // at 0), and are removed when it is dropped; updates for a name that is not live
-// (an in-flight batch that outlived a drop) are ignored so that a drop really
-// removes the series.
+// (a failed first build, an in-flight batch that outlived a drop) are ignored so
+// that a failed build creates no series and a drop really removes them.
 #pragma once
 
 #include <cstdint>
@@ -97,8 +97,10 @@ class Metrics {
   void SetIndex(const IndexVersion& v);
   /// Removes every series labelled with `name` (gauges, counters, builds).
   void RemoveIndex(const std::string& name);
-  /// gpujoin_index_builds_total{index,result} += 1. Counted also for names that are
-  /// not live (a failed first build); such series are removed by a later drop.
+  /// gpujoin_index_builds_total{index,result} += 1 for a live index (call it after
+  /// SetIndex for a successful build). Ignored for a name that is not live (a
+  /// failed first build, a build racing a drop): per-index series exist only for
+  /// live indexes, so the label stays bounded by the indexes installed.
   void CountBuild(const std::string& name, BuildResult result);
   /// One query batch of `rows` rows on live index `name`.
   void RecordQuery(const std::string& name, QueryOp op, uint64_t rows,
@@ -107,6 +109,8 @@ class Metrics {
   void RecordJoinBatch(const std::string& name, uint64_t pairs, bool overflow);
 
   /// gpujoin_rpc_duration_seconds / batches / rows for one unary call or one batch.
+  /// `rows` are the rows accepted: 0 for a rejected call or batch (never the rows
+  /// a request claims before it is validated).
   void ObserveRpc(std::string_view rpc, double seconds, uint64_t rows);
   /// gpujoin_rpc_errors_total{rpc,code}; `code` is the gRPC code name.
   void CountRpcError(std::string_view rpc, std::string_view code);

@@ -1,0 +1,272 @@
+// Bounded metrics, index names and values that wrap (issue 18, findings 5 and 6)
+// through the real gpujoind (CPU backend) over loopback gRPC: failed builds with
+// new names add no per-index series, a drop removes an index's series, rejected
+// batches and builds add no rows to gpujoin_rpc_rows_total, "." and ".." are not
+// index names, generated values never reach the missing marker 0xffffffff, and
+// request integers wider than 32 bits are rejected rather than truncated.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gpujoin/server/column_codec.hpp"
+#include "gpujoin/testing/loopback.hpp"
+#include "gpujoin/testing/prometheus_text.hpp"
+#include "gpujoin/testing/server_process.hpp"
+#include "gpujoin/v1/gpujoin.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+
+namespace gpujoin::server {
+namespace {
+
+using gpujoin::testing::HttpGet;
+using gpujoin::testing::MetricValue;
+using gpujoin::testing::ServerProcess;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr uint64_t k2To32 = uint64_t{1} << 32;
+
+v1::BuildIndexRequest SpecMsg(const std::string& name, uint64_t capacity,
+                              uint64_t first_value = 0) {
+  v1::BuildIndexRequest r;
+  r.mutable_spec()->set_name(name);
+  r.mutable_spec()->set_capacity(capacity);
+  r.mutable_spec()->set_first_value(first_value);
+  return r;
+}
+
+v1::BuildIndexRequest ChunkMsg(const std::vector<uint32_t>& keys) {
+  v1::BuildIndexRequest r;
+  *r.mutable_chunk()->mutable_keys()->mutable_packed() = PackColumn<uint32_t>(keys);
+  return r;
+}
+
+// `message` with `field` = `value` appended as a raw varint (the last occurrence
+// of a scalar wins): what a hand-made message, or a client with a wider field
+// type, puts on the wire.
+template <typename Message>
+Message WithVarint(const Message& message, int field, uint64_t value) {
+  std::string bytes = message.SerializeAsString();
+  for (uint64_t v : {uint64_t(field) << 3, value}) {
+    while (v >= 0x80) {
+      bytes.push_back(static_cast<char>((v & 0x7f) | 0x80));
+      v >>= 7;
+    }
+    bytes.push_back(static_cast<char>(v));
+  }
+  Message out;
+  EXPECT_TRUE(out.ParseFromString(bytes));
+  return out;
+}
+
+class LimitsIntegrationTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_ = std::make_unique<ServerProcess>(gpujoin::testing::ServerOptions{.metrics = true});
+    ASSERT_TRUE(server_->ready()) << "gpujoind did not become ready; log:\n" << server_->log();
+    stub_ = v1::GpuJoin::NewStub(
+        grpc::CreateChannel(server_->grpc_address(), grpc::InsecureChannelCredentials()));
+  }
+
+  grpc::Status Build(const std::vector<v1::BuildIndexRequest>& messages,
+                     v1::BuildIndexResponse* response = nullptr) {
+    v1::BuildIndexResponse ignored;
+    grpc::ClientContext ctx;
+    auto writer = stub_->BuildIndex(&ctx, response == nullptr ? &ignored : response);
+    for (const auto& m : messages) {
+      if (!writer->Write(m)) break;
+    }
+    writer->WritesDone();
+    return writer->Finish();
+  }
+
+  // One batch on a Lookup stream; the stream itself must end OK.
+  v1::LookupResponse LookupOne(const v1::LookupRequest& request) {
+    grpc::ClientContext ctx;
+    auto stream = stub_->Lookup(&ctx);
+    EXPECT_TRUE(stream->Write(request));
+    stream->WritesDone();
+    v1::LookupResponse response;
+    EXPECT_TRUE(stream->Read(&response));
+    EXPECT_TRUE(stream->Finish().ok());
+    return response;
+  }
+
+  v1::HashResponse HashOne(const v1::HashRequest& request) {
+    grpc::ClientContext ctx;
+    auto stream = stub_->Hash(&ctx);
+    EXPECT_TRUE(stream->Write(request));
+    stream->WritesDone();
+    v1::HashResponse response;
+    EXPECT_TRUE(stream->Read(&response));
+    EXPECT_TRUE(stream->Finish().ok());
+    return response;
+  }
+
+  // /metrics once the counters of the calls just finished are in: the server
+  // counts a call after it sent the status, so wait for `series` to reach `want`.
+  std::string MetricsWhen(const std::string& series, double want) {
+    std::string text;
+    for (int i = 0; i < 200; ++i) {
+      text = HttpGet(server_->metrics_address(), "/metrics");
+      if (MetricValue(text, series) == want) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return text;
+  }
+
+  std::unique_ptr<ServerProcess> server_;
+  std::unique_ptr<v1::GpuJoin::Stub> stub_;
+};
+
+// Regression: each failed build with a new name created a permanent
+// gpujoin_index_builds_total{index=...} series (5,000 names grew /metrics from
+// 14 KB to 390 KB).
+TEST_F(LimitsIntegrationTest, FailedBuildsWithNewNamesAddNoSeries) {
+  constexpr int kFailed = 100;
+  for (int i = 0; i < kFailed; ++i) {
+    // Capacity 12 is not a power of two: INVALID_ARGUMENT at the spec.
+    grpc::Status s = Build({SpecMsg("failed" + std::to_string(i), 12), ChunkMsg({1})});
+    ASSERT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  }
+  const std::string text = MetricsWhen(
+      "gpujoin_rpc_errors_total{code=\"INVALID_ARGUMENT\",rpc=\"BuildIndex\"}", kFailed);
+  EXPECT_EQ(
+      MetricValue(text, "gpujoin_rpc_errors_total{code=\"INVALID_ARGUMENT\",rpc=\"BuildIndex\"}"),
+      kFailed);
+  EXPECT_THAT(text, Not(HasSubstr("index=\"failed")));
+  EXPECT_THAT(text, Not(HasSubstr("gpujoin_index_builds_total{")));
+}
+
+TEST_F(LimitsIntegrationTest, ALiveIndexHasSeriesUntilItIsDropped) {
+  ASSERT_TRUE(Build({SpecMsg("live", 16), ChunkMsg({1, 2, 3})}).ok());
+  // A failed rebuild of the live name is counted on its series.
+  ASSERT_EQ(Build({SpecMsg("live", 16), ChunkMsg({1})}).error_code(),
+            grpc::StatusCode::ALREADY_EXISTS);
+  std::string text =
+      MetricsWhen("gpujoin_index_builds_total{index=\"live\",result=\"already_exists\"}", 1);
+  EXPECT_EQ(MetricValue(text, "gpujoin_index_builds_total{index=\"live\",result=\"ok\"}"), 1);
+  EXPECT_EQ(
+      MetricValue(text, "gpujoin_index_builds_total{index=\"live\",result=\"already_exists\"}"), 1);
+  EXPECT_EQ(MetricValue(text, "gpujoin_index_capacity_slots{index=\"live\"}"), 16);
+
+  grpc::ClientContext ctx;
+  v1::DropIndexRequest drop;
+  drop.set_name("live");
+  v1::DropIndexResponse dropped;
+  ASSERT_TRUE(stub_->DropIndex(&ctx, drop, &dropped).ok());
+  text = MetricsWhen("gpujoin_indexes", 0);
+  EXPECT_THAT(text, Not(HasSubstr("index=\"live\"")));
+  // A failed build of the dropped name does not bring them back.
+  ASSERT_EQ(Build({SpecMsg("live", 12)}).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  text = MetricsWhen("gpujoin_rpc_errors_total{code=\"INVALID_ARGUMENT\",rpc=\"BuildIndex\"}", 1);
+  EXPECT_THAT(text, Not(HasSubstr("index=\"live\"")));
+}
+
+// Regression: rejected requests added the rows they claimed to
+// gpujoin_rpc_rows_total (a Hash batch claiming 1.8e19 rows took it to 1.8e19).
+TEST_F(LimitsIntegrationTest, RowCountersCountAcceptedRowsOnly) {
+  v1::HashRequest hash;
+  auto* col = hash.add_columns();
+  col->set_type(v1::COLUMN_TYPE_UINT32);
+  col->set_data(PackColumn<uint32_t>(std::vector<uint32_t>{1, 2}));
+  col->set_length(18000000000000000000ull);  // claims 1.8e19 rows; has 2
+  v1::HashResponse bad = HashOne(hash);
+  EXPECT_EQ(bad.error().code(), static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
+  col->set_length(2);
+  v1::HashResponse good = HashOne(hash);
+  EXPECT_EQ(good.error().code(), 0) << good.error().message();
+
+  v1::LookupRequest lookup;
+  lookup.set_index("absent");
+  *lookup.mutable_keys()->mutable_packed() = PackColumn<uint32_t>(std::vector<uint32_t>(1000, 5));
+  EXPECT_EQ(LookupOne(lookup).error().code(), static_cast<int>(grpc::StatusCode::NOT_FOUND));
+
+  // A build that fails after its rows arrived (duplicate spec) adds none of them.
+  ASSERT_EQ(Build({SpecMsg("r", 16), ChunkMsg({1, 2, 3, 4, 5}), SpecMsg("r", 16)}).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  ASSERT_TRUE(Build({SpecMsg("r", 16), ChunkMsg({1, 2, 3})}).ok());
+
+  const std::string text = MetricsWhen("gpujoin_rpc_batches_total{rpc=\"BuildIndex\"}", 2);
+  EXPECT_EQ(MetricValue(text, "gpujoin_rpc_batches_total{rpc=\"Hash\"}"), 2);
+  EXPECT_EQ(MetricValue(text, "gpujoin_rpc_rows_total{rpc=\"Hash\"}"), 2);
+  EXPECT_EQ(MetricValue(text, "gpujoin_rpc_batches_total{rpc=\"Lookup\"}"), 1);
+  EXPECT_EQ(MetricValue(text, "gpujoin_rpc_rows_total{rpc=\"Lookup\"}"), 0);
+  EXPECT_EQ(MetricValue(text, "gpujoin_rpc_rows_total{rpc=\"BuildIndex\"}"), 3);
+}
+
+// Regression: "." and ".." were accepted as index names.
+TEST_F(LimitsIntegrationTest, DotAndDotDotAreNotIndexNames) {
+  for (const char* name : {".", ".."}) {
+    grpc::Status s = Build({SpecMsg(name, 16), ChunkMsg({1})});
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << name;
+    EXPECT_THAT(s.error_message(), HasSubstr("spec.name"));
+    EXPECT_THAT(s.error_message(), HasSubstr("reserved"));
+    grpc::ClientContext ctx;
+    v1::DescribeIndexRequest describe;
+    describe.set_name(name);
+    v1::DescribeIndexResponse described;
+    s = stub_->DescribeIndex(&ctx, describe, &described);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << name;
+    EXPECT_THAT(s.error_message(), HasSubstr("name: index name \""));
+  }
+  ASSERT_TRUE(Build({SpecMsg("...", 16), ChunkMsg({1})}).ok());
+  grpc::ClientContext ctx;
+  v1::ListIndexesResponse list;
+  ASSERT_TRUE(stub_->ListIndexes(&ctx, v1::ListIndexesRequest(), &list).ok());
+  ASSERT_EQ(list.indexes_size(), 1);
+  EXPECT_EQ(list.indexes(0).name(), "...");
+}
+
+// Regression: first_value + row past 0xfffffffe was accepted, and a found key
+// returned the missing marker 0xffffffff (or a wrapped small value).
+TEST_F(LimitsIntegrationTest, GeneratedValuesNeverReachTheMissingMarker) {
+  grpc::Status s = Build({SpecMsg("w", 16, 0xfffffffcu), ChunkMsg({1, 2}), ChunkMsg({3, 4})});
+  ASSERT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_THAT(s.error_message(),
+              HasSubstr("spec.first_value: 4294967292 + 4 rows - 1 = 4294967295"));
+  EXPECT_THAT(s.error_message(), HasSubstr("exceeds 4294967294"));
+  EXPECT_THAT(s.error_message(), HasSubstr("at most 3 rows fit"));
+
+  ASSERT_TRUE(Build({SpecMsg("w", 16, 0xfffffffcu), ChunkMsg({1, 2}), ChunkMsg({3})}).ok());
+  v1::LookupRequest lookup;
+  lookup.set_index("w");
+  *lookup.mutable_keys()->mutable_packed() = PackColumn<uint32_t>(std::vector<uint32_t>{3, 1, 4});
+  v1::LookupResponse r = LookupOne(lookup);
+  ASSERT_EQ(r.error().code(), 0) << r.error().message();
+  EXPECT_EQ(UnpackColumn<uint32_t>(r.values()),
+            (std::vector<uint32_t>{0xfffffffeu, 0xfffffffcu, 0xffffffffu}));
+  EXPECT_EQ(r.found(), std::string("\x01\x01\x00", 3));
+}
+
+// Regression: a capacity sent as a varint above 2^32 was truncated to its low
+// bits (2^32 + 16 built a 16-slot table).
+TEST_F(LimitsIntegrationTest, WideCapacityIsRejectedNotTruncated) {
+  v1::BuildIndexRequest spec = SpecMsg("c", 0);
+  *spec.mutable_spec() = WithVarint(spec.spec(), 2, k2To32 + 16);
+  grpc::Status s = Build({spec, ChunkMsg({1, 2})});
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("spec.capacity: 4294967312 does not fit in 32 bits"));
+  grpc::ClientContext ctx;
+  v1::ListIndexesResponse list;
+  ASSERT_TRUE(stub_->ListIndexes(&ctx, v1::ListIndexesRequest(), &list).ok());
+  EXPECT_EQ(list.indexes_size(), 0);
+
+  // Lookup's max_probe_count above 2^32 (truncated to 1 before).
+  ASSERT_TRUE(Build({SpecMsg("c", 16), ChunkMsg({1, 2})}).ok());
+  v1::LookupRequest lookup;
+  lookup.set_index("c");
+  *lookup.mutable_keys()->mutable_packed() = PackColumn<uint32_t>(std::vector<uint32_t>{1});
+  v1::LookupResponse r = LookupOne(WithVarint(lookup, 4, k2To32 + 1));
+  EXPECT_EQ(r.error().code(), static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
+  EXPECT_THAT(r.error().message(),
+              HasSubstr("max_probe_count: 4294967297 exceeds the capacity 16"));
+}
+
+}  // namespace
+}  // namespace gpujoin::server
