@@ -40,6 +40,8 @@ std::string HostOf(const std::string& address) {
 }
 
 constexpr const char* kServiceName = "gpujoin.v1.GpuJoin";
+// Threads of the control executor (unary calls: cheap registry and info work).
+constexpr size_t kControlThreads = 2;
 
 }  // namespace
 
@@ -52,6 +54,7 @@ struct Server::Impl {
   Metrics metrics;
   std::unique_ptr<prometheus::Exposer> exposer;
   std::unique_ptr<Executor> executor;
+  std::unique_ptr<Executor> control;  // unary (control) calls
   std::unique_ptr<InflightLimiter> limiter;
   std::unique_ptr<TokenAuthenticator> auth;
   std::unique_ptr<Operations> ops;
@@ -95,12 +98,18 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerConfig& config
   s.info = s.backend->Info();
   if (config.backend == engine::BackendKind::kAuto && s.info.kind == engine::BackendKind::kCpu) {
     // Operators must see at a glance that no GPU is serving (also in gpujoin_backend_info).
-    LogWarning("no usable CUDA device found (or this build has no CUDA backend): "
-               "serving on the CPU backend");
+    LogWarning(
+        "no usable CUDA device found (or this build has no CUDA backend): "
+        "serving on the CPU backend");
   }
 
   uint64_t limit = config.device_memory_limit;
-  if (limit == 0) limit = s.info.memory_free_bytes / 5 * 4;  // 80% of free memory
+  if (limit == 0) {
+    // CUDA: 80% of the free device memory. CPU: half of the free host memory, so
+    // that the process itself (request buffers, staging, gRPC) keeps room.
+    limit = s.info.kind == engine::BackendKind::kCpu ? s.info.memory_free_bytes / 2
+                                                     : s.info.memory_free_bytes / 5 * 4;
+  }
   if (s.info.memory_total_bytes != 0 && limit > s.info.memory_total_bytes) {
     LogWarning(absl::StrCat("--device-memory-limit ", limit, " exceeds the device's ",
                             s.info.memory_total_bytes, " bytes"));
@@ -121,6 +130,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerConfig& config
                             " ignored: the cuda backend never runs batches on gRPC threads"));
   }
   s.executor = std::make_unique<Executor>(threads);
+  s.control = std::make_unique<Executor>(kControlThreads);
   LogInfo(absl::StrCat("executor: ", threads, " threads; Lookup/Join batches of at most ",
                        inline_rows, " rows run on the gRPC thread"));
   s.limiter = std::make_unique<InflightLimiter>(config.max_inflight_batches);
@@ -142,8 +152,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerConfig& config
     }
   };
   s.ops = std::make_unique<Operations>(std::move(state));
-  s.service = std::make_unique<GpuJoinService>(s.ops.get(), s.executor.get(), s.limiter.get(),
-                                               s.auth.get());
+  s.service = std::make_unique<GpuJoinService>(s.ops.get(), s.executor.get(), s.control.get(),
+                                               s.limiter.get(), s.auth.get());
 
   s.metrics.SetBackendInfo(engine::BackendKindName(s.info.kind), s.info.device_name);
   s.metrics.SetBuildInfo(GPUJOIN_VERSION, engine::BackendKindName(s.info.kind), s.info.device_name);
@@ -158,8 +168,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerConfig& config
     }
     s.exposer->RegisterCollectable(s.metrics.registry());
     const auto ports = s.exposer->GetListeningPorts();
-    s.metrics_address = absl::StrCat(HostOf(config.metrics_listen), ":",
-                                     ports.empty() ? 0 : ports.front());
+    s.metrics_address =
+        absl::StrCat(HostOf(config.metrics_listen), ":", ports.empty() ? 0 : ports.front());
   }
 
   std::shared_ptr<grpc::ServerCredentials> credentials;
@@ -202,8 +212,8 @@ std::string Server::metrics_address() const { return impl_->metrics_address; }
 
 std::string Server::backend_description() const {
   const auto& i = impl_->info;
-  return absl::StrCat("backend=", std::string(engine::BackendKindName(i.kind)), " device=\"", i.device_name,
-                      "\" memory_total_bytes=", i.memory_total_bytes,
+  return absl::StrCat("backend=", std::string(engine::BackendKindName(i.kind)), " device=\"",
+                      i.device_name, "\" memory_total_bytes=", i.memory_total_bytes,
                       " budget_bytes=", impl_->budget->limit_bytes(),
                       " parallelism=", i.parallelism);
 }
@@ -222,6 +232,14 @@ void Server::Shutdown() {
   s.SetServing(false);
   s.grpc_server->GetHealthCheckService()->SetServingStatus(kServiceName, false);
   s.service->BeginDrain();
+  // Keep listening, NOT_SERVING, for the grace period: a load balancer's health
+  // probe sees it and stops sending new work before the listener closes.
+  if (s.config.drain_grace_seconds > 0) {
+    LogInfo(absl::StrCat("NOT_SERVING for ", s.config.drain_grace_seconds,
+                         " s before the listener closes"));
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(static_cast<int64_t>(s.config.drain_grace_seconds * 1000)));
+  }
   const auto deadline =
       std::chrono::system_clock::now() +
       std::chrono::milliseconds(static_cast<int64_t>(s.config.drain_timeout_seconds * 1000));
@@ -229,7 +247,8 @@ void Server::Shutdown() {
   LogDebug("gRPC server shut down");
   s.grpc_server->Wait();
   s.executor->Shutdown();
-  LogDebug("executor stopped");
+  s.control->Shutdown();
+  LogDebug("executors stopped");
   LogInfo("drained; stopped");
 }
 

@@ -20,9 +20,9 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
-GpuJoinService::GpuJoinService(Operations* ops, Executor* executor, InflightLimiter* limiter,
-                               const TokenAuthenticator* auth)
-    : ops_(ops), executor_(executor), limiter_(limiter), auth_(auth) {}
+GpuJoinService::GpuJoinService(Operations* ops, Executor* executor, Executor* control,
+                               InflightLimiter* limiter, const TokenAuthenticator* auth)
+    : ops_(ops), executor_(executor), control_(control), limiter_(limiter), auth_(auth) {}
 
 absl::Status GpuJoinService::Admit(grpc::CallbackServerContext* context, std::string_view rpc) {
   absl::Status s;
@@ -61,7 +61,9 @@ grpc::ServerUnaryReactor* GpuJoinService::Unary(grpc::CallbackServerContext* con
     return reactor;
   }
   const auto start = Clock::now();
-  executor_->Submit([this, reactor, rpc, start, fn = std::move(fn)]() mutable {
+  // Unary calls are control calls (list, describe, drop, info): their own small
+  // executor keeps them from queueing behind batch work.
+  control_->Submit([this, reactor, rpc, start, fn = std::move(fn)]() mutable {
     absl::Status s = fn();
     metrics()->ObserveRpc(rpc, SecondsSince(start), 0);
     if (!s.ok()) metrics()->CountRpcError(rpc, StatusCodeName(s.code()));

@@ -107,6 +107,13 @@ TEST(ServerFlags, CudaBackendOptions) {
             engine::CudaBuildPath::kDirect);
 }
 
+TEST(ServerFlags, DrainGrace) {
+  EXPECT_EQ((*Parse({}))->drain_grace_seconds, 1.0);
+  EXPECT_EQ((*Parse({"--drain-grace=0"}))->drain_grace_seconds, 0.0);
+  EXPECT_THAT(Parse({"--drain-grace=-1"}).status().message(), HasSubstr("--drain-grace"));
+  EXPECT_THAT(Parse({"--drain-grace=301"}).status().message(), HasSubstr("[0, 300]"));
+}
+
 TEST(ServerFlags, BadCudaOptionsAreRejectedPrecisely) {
   EXPECT_THAT(Parse({"--cuda-build-path=waves"}).status().message(),
               HasSubstr("--cuda-build-path: 'waves' is not auto, direct or tiles"));

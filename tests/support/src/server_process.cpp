@@ -29,7 +29,8 @@ ServerProcess::ServerProcess(ServerOptions options) {
       "--backend=cpu",
       "--cpu-threads=2",
       "--executor-threads=2",
-      "--drain-timeout=10"};
+      "--drain-timeout=10",
+      "--drain-grace=0"};
   if (!options.token.empty()) {
     static std::atomic<int> counter{0};
     token_file_ = (std::filesystem::temp_directory_path() /

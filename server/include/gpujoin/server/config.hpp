@@ -56,6 +56,10 @@ struct ServerConfig {
   engine::BackendOptions backend_options;
   /// Longest graceful drain on SIGTERM/SIGINT before remaining calls are cancelled.
   double drain_timeout_seconds = 30;
+  /// On SIGTERM/SIGINT, seconds the server keeps listening with health
+  /// NOT_SERVING (so that load balancers see it) before the listener closes and
+  /// the drain begins counting.
+  double drain_grace_seconds = 1;
 };
 
 /// The executor size for `backend` (kCpu or kCuda, as resolved from kAuto) on a

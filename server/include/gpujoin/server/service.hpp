@@ -57,7 +57,9 @@ class GpuJoinService final : public GpuJoinServiceBase {
  public:
   /// `auth` may be null (no authentication). None of the pointers is owned; all
   /// must outlive the gRPC server.
-  GpuJoinService(Operations* ops, Executor* executor, InflightLimiter* limiter,
+  /// `executor` runs batch work (streams); `control` runs the unary calls
+  /// (health aside: gRPC's own service), so that they never queue behind batches.
+  GpuJoinService(Operations* ops, Executor* executor, Executor* control, InflightLimiter* limiter,
                  const TokenAuthenticator* auth);
 
   /// BuildIndex on the raw API: serialized BuildIndexRequests in, a
@@ -117,6 +119,7 @@ class GpuJoinService final : public GpuJoinServiceBase {
 
   Operations* ops_;
   Executor* executor_;
+  Executor* control_;
   InflightLimiter* limiter_;
   const TokenAuthenticator* auth_;
   std::atomic<bool> serving_{true};

@@ -21,7 +21,8 @@ struct ServerOptions {
   /// Path of the binary; empty means GpujoindBinary().
   std::string binary;
   /// Added after the fixed arguments (`--listen=127.0.0.1:0 --backend=cpu
-  /// --cpu-threads=2 --executor-threads=2 --drain-timeout=10` and the metrics listener).
+  /// --cpu-threads=2 --executor-threads=2 --drain-timeout=10 --drain-grace=0` and the
+  /// metrics listener; a later repeat of a flag wins).
   std::vector<std::string> extra_args;
   /// Serve Prometheus metrics on 127.0.0.1:<free port> (else `--metrics-listen=none`).
   bool metrics = false;
