@@ -37,7 +37,8 @@ BuildResult BuildResultFor(absl::StatusCode code) {
   }
 }
 
-class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
+class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer>,
+                           public DrainableStream {
  public:
   BuildReactor(GpuJoinService* service, grpc::CallbackServerContext* context,
                grpc::ByteBuffer* response)
@@ -52,7 +53,33 @@ class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
       rejected_ = true;
       result_ = admitted;
     }
+    service_->Register(this);
     Drive();
+  }
+
+  // A drain ends a build stream that is still receiving its input (an idle one
+  // would otherwise hold the shutdown for the whole drain timeout): UNAVAILABLE,
+  // nothing installed. A build already running on the executor finishes (the
+  // drain timeout bounds it).
+  void Drain() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (finished_ || building_ || result_) return;
+      result_ = absl::UnavailableError(
+          "the server is shutting down; this build was not installed (retry on another server "
+          "or after the restart)");
+      draining_ = true;
+      ++tasks_;  // keeps the reactor alive until the poke below has run
+    }
+    // Continue on an executor thread, never on the drainer's (which holds the
+    // service's stream lock that OnDone needs).
+    service_->executor()->Submit([this] {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        --tasks_;
+      }
+      Drive();
+    });
   }
 
   // The stream is read as raw bytes and parsed here, for the reason given in
@@ -97,7 +124,10 @@ class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
     Drive();
   }
 
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    service_->Unregister(this);
+    delete this;
+  }
 
  private:
   // A client's cancellation reaches the reactor twice, unordered: as a failed read
@@ -113,18 +143,23 @@ class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
     bool read = false;
     bool build = false;
     std::optional<absl::Status> finish;
+    // After the finish: cancel the read still waiting for the client, so that
+    // the call completes now and does not hold the server's shutdown (a drain).
+    bool cancel_read = false;
     bool empty() const { return !read && !build && !finish; }
   };
 
   Actions NextActionsLocked() {
     Actions act;
-    if (finished_ || building_) return act;  // a running build reports back itself
+    // A running build reports back itself; a pending drain poke drives again.
+    if (finished_ || building_ || tasks_ > 0) return act;
     if (!result_ && cancelled_.load()) {
       result_ = absl::CancelledError("build cancelled by the client; nothing was changed");
     }
     if (result_) {
       finished_ = true;
       act.finish = *result_;
+      act.cancel_read = draining_ && read_in_flight_;
       return act;
     }
     if (input_done_) {
@@ -149,6 +184,7 @@ class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
           if (status.ok()) status = SerializeResponse();
           if (!rejected_) Account(status);
           Finish(ToGrpcStatus(status));
+          if (act.cancel_read) context_->TryCancel();
           return false;
         });
   }
@@ -213,6 +249,8 @@ class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
   bool input_done_ = false;
   bool building_ = false;
   bool finished_ = false;
+  int tasks_ = 0;          // drain pokes queued on the executor (guarded by mu_)
+  bool draining_ = false;  // ended by the server's drain (guarded by mu_)
   SingleDriver driver_;
   std::atomic<bool> cancelled_{false};
   std::condition_variable cancel_cv_;  // signalled by OnCancel

@@ -159,6 +159,52 @@ TEST(DrainGrace, HealthIsNotServingWhileTheListenerStaysOpen) {
   EXPECT_THAT(server.log(), ::testing::HasSubstr("NOT_SERVING for 3 s"));
 }
 
+// An idle BuildIndex stream (a spec sent, no more chunks, no half-close) is ended
+// by the drain with UNAVAILABLE and installs nothing, instead of holding the
+// shutdown for the whole --drain-timeout (10 s here; before: 31 s with the
+// default 30).
+TEST(DrainGrace, IdleBuildStreamIsEndedByTheDrain) {
+  ServerProcess server;
+  ASSERT_TRUE(server.ready()) << server.log();
+  std::thread stopper;
+  const auto start = Clock::now();
+  grpc::Status s;
+  {
+    auto stub = v1::GpuJoin::NewStub(
+        grpc::CreateChannel(server.grpc_address(), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext ctx;
+    v1::BuildIndexResponse resp;
+    auto writer = stub->BuildIndex(&ctx, &resp);
+    v1::BuildIndexRequest spec;
+    spec.mutable_spec()->set_name("idle");
+    spec.mutable_spec()->set_capacity(64);
+    ASSERT_TRUE(writer->Write(spec));
+    v1::BuildIndexRequest chunk;
+    *chunk.mutable_chunk()->mutable_keys()->mutable_packed() = PackColumn<uint32_t>(Keys(10, 1));
+    ASSERT_TRUE(writer->Write(chunk));
+    stopper = std::thread([&] { EXPECT_EQ(server.StopWith(SIGTERM), 0); });
+    s = writer->Finish();  // without WritesDone: the stream stays open until the drain
+  }                        // the client drops the call, as one that got an error does
+  stopper.join();
+  // The drain ends the call with UNAVAILABLE ("... not installed"); a call that
+  // reached the server only after the drain began is refused at admission
+  // ("shutting down"). The client may also see its stream reset (CANCELLED) when
+  // the process exits before it reads the trailers. In every case the build
+  // failed and never reached its install.
+  EXPECT_TRUE(s.error_code() == grpc::StatusCode::UNAVAILABLE ||
+              s.error_code() == grpc::StatusCode::CANCELLED)
+      << s.error_code() << ": " << s.error_message() << "\n"
+      << server.log();
+  if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    EXPECT_THAT(s.error_message(), ::testing::AnyOf(::testing::HasSubstr("not installed"),
+                                                    ::testing::HasSubstr("shutting down")));
+  }
+  // Not the whole --drain-timeout (10 s here).
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 5.0)
+      << "the idle build stream held the shutdown\n"
+      << server.log();
+}
+
 TEST(DrainGrace, ZeroGraceStopsAtOnce) {
   ServerProcess server(gpujoin::testing::ServerOptions{.extra_args = {"--drain-grace=0"}});
   ASSERT_TRUE(server.ready()) << server.log();
