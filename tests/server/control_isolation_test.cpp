@@ -97,14 +97,22 @@ TEST(ControlIsolation, ControlCallsAreAnsweredWhileHeavyBatchesRun) {
       auto channel = grpc::CreateChannel(server.grpc_address(), grpc::InsecureChannelCredentials());
       auto s = v1::GpuJoin::NewStub(channel);
       grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));  // never hang
       auto stream = s->Lookup(&ctx);
-      for (int b = 0; b < kBatches; ++b) stream->Write(batch);
-      stream->WritesDone();
+      // Write on a thread of its own while this one reads: the server reads only
+      // --max-inflight-per-stream batches ahead of the answers consumed, so a
+      // client that wrote everything before reading could block on flow control.
+      std::thread writer([&] {
+        for (int b = 0; b < kBatches; ++b)
+          if (!stream->Write(batch)) break;
+        stream->WritesDone();
+      });
       v1::LookupResponse r;
       while (stream->Read(&r)) {
         EXPECT_FALSE(r.has_error()) << r.error().message();
         answered.fetch_add(1);
       }
+      writer.join();
       const grpc::Status st = stream->Finish();
       EXPECT_TRUE(st.ok()) << st.error_code() << ": " << st.error_message();
     });
