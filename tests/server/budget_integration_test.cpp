@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "build_messages.hpp"
 #include "gpujoin/server/column_codec.hpp"
 #include "gpujoin/testing/loopback.hpp"
 #include "gpujoin/testing/prometheus_text.hpp"
@@ -21,6 +22,9 @@
 
 namespace gpujoin::server {
 namespace {
+
+using gpujoin::server::testing::ChunkMsg;
+using gpujoin::server::testing::Iota;
 
 using gpujoin::testing::HttpGet;
 using gpujoin::testing::MetricValue;
@@ -35,18 +39,6 @@ v1::BuildIndexRequest SpecMsg(const std::string& name, uint32_t capacity, bool r
   r.mutable_spec()->set_capacity(capacity);
   r.mutable_spec()->set_replace(replace);
   return r;
-}
-
-v1::BuildIndexRequest ChunkMsg(const std::vector<uint32_t>& keys) {
-  v1::BuildIndexRequest r;
-  *r.mutable_chunk()->mutable_keys()->mutable_packed() = PackColumn<uint32_t>(keys);
-  return r;
-}
-
-std::vector<uint32_t> Iota(uint32_t n, uint32_t first) {
-  std::vector<uint32_t> v(n);
-  for (uint32_t i = 0; i < n; ++i) v[i] = first + i;
-  return v;
 }
 
 class BudgetIntegrationTest : public ::testing::Test {

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "build_messages.hpp"
 #include "gpujoin/server/column_codec.hpp"
 #include "gpujoin/testing/loopback.hpp"
 #include "gpujoin/testing/prometheus_text.hpp"
@@ -22,6 +23,8 @@
 
 namespace gpujoin::server {
 namespace {
+
+using gpujoin::server::testing::ChunkMsg;
 
 using gpujoin::testing::HttpGet;
 using gpujoin::testing::MetricValue;
@@ -36,12 +39,6 @@ v1::BuildIndexRequest SpecMsg(const std::string& name, uint64_t capacity,
   r.mutable_spec()->set_name(name);
   r.mutable_spec()->set_capacity(capacity);
   r.mutable_spec()->set_first_value(first_value);
-  return r;
-}
-
-v1::BuildIndexRequest ChunkMsg(const std::vector<uint32_t>& keys) {
-  v1::BuildIndexRequest r;
-  *r.mutable_chunk()->mutable_keys()->mutable_packed() = PackColumn<uint32_t>(keys);
   return r;
 }
 

@@ -13,12 +13,16 @@
 #include <string>
 #include <vector>
 
+#include "build_messages.hpp"
 #include "gpujoin/server/column_codec.hpp"
 #include "gpujoin/server/operations.hpp"
 #include "test_util.hpp"
 
 namespace gpujoin::server {
 namespace {
+
+using gpujoin::server::testing::ChunkMsg;
+using gpujoin::server::testing::Iota;
 
 using ::testing::HasSubstr;
 
@@ -167,18 +171,6 @@ v1::BuildIndexRequest SpecMsg(const std::string& name, uint32_t capacity, bool r
   r.mutable_spec()->set_capacity(capacity);
   r.mutable_spec()->set_replace(replace);
   return r;
-}
-
-v1::BuildIndexRequest ChunkMsg(const std::vector<uint32_t>& keys) {
-  v1::BuildIndexRequest r;
-  *r.mutable_chunk()->mutable_keys()->mutable_packed() = PackColumn<uint32_t>(keys);
-  return r;
-}
-
-std::vector<uint32_t> Iota(uint32_t n, uint32_t first = 1) {
-  std::vector<uint32_t> v(n);
-  for (uint32_t i = 0; i < n; ++i) v[i] = first + i;
-  return v;
 }
 
 // Operations over a TransientReportingBackend (100 + 20 bytes per row) and a

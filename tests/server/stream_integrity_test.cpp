@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "build_messages.hpp"
 #include "gpujoin/server/column_codec.hpp"
 #include "gpujoin/testing/server_process.hpp"
 #include "gpujoin/v1/gpujoin.grpc.pb.h"
@@ -29,28 +30,19 @@
 namespace gpujoin::server {
 namespace {
 
+using gpujoin::server::testing::ChunkMsg;
+using gpujoin::server::testing::Iota;
+
 using gpujoin::testing::ServerProcess;
 using ::testing::HasSubstr;
 
 constexpr uint32_t kMissing = 0xffffffffu;
-
-std::vector<uint32_t> Iota(uint32_t n, uint32_t first) {
-  std::vector<uint32_t> v(n);
-  for (uint32_t i = 0; i < n; ++i) v[i] = first + i;
-  return v;
-}
 
 v1::BuildIndexRequest SpecMsg(const std::string& name, uint32_t capacity, bool replace) {
   v1::BuildIndexRequest r;
   r.mutable_spec()->set_name(name);
   r.mutable_spec()->set_capacity(capacity);
   r.mutable_spec()->set_replace(replace);
-  return r;
-}
-
-v1::BuildIndexRequest ChunkMsg(const std::vector<uint32_t>& keys) {
-  v1::BuildIndexRequest r;
-  *r.mutable_chunk()->mutable_keys()->mutable_packed() = PackColumn<uint32_t>(keys);
   return r;
 }
 
