@@ -141,6 +141,9 @@ absl::StatusOr<std::optional<ServerConfig>> ParseServerFlags(int argc, const cha
   app.add_option("--cuda-aggregate-graphs", cuda.cuda_aggregate_graphs,
                  "Capture repeated small aggregations as CUDA Graphs (true/false)")
       ->capture_default_str();
+  app.add_option("--max-aggregate-groups", config.max_aggregate_groups,
+                 "Most groups one Aggregate stream may ask for; above it RESOURCE_EXHAUSTED")
+      ->capture_default_str();
   app.add_option("--drain-grace", config.drain_grace_seconds,
                  "Seconds to stay listening with health NOT_SERVING on SIGTERM/SIGINT before "
                  "the listener closes (so load balancers see it)")
@@ -216,6 +219,10 @@ absl::StatusOr<std::optional<ServerConfig>> ParseServerFlags(int argc, const cha
   }
   if (!(config.drain_timeout_seconds >= 0)) {
     return absl::InvalidArgumentError("--drain-timeout: must be >= 0 seconds");
+  }
+  if (config.max_aggregate_groups == 0 || config.max_aggregate_groups > 0xffffffffull) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max-aggregate-groups: ", config.max_aggregate_groups, " is outside [1, 4294967295]"));
   }
   if (!(config.drain_grace_seconds >= 0 && config.drain_grace_seconds <= 300)) {
     return absl::InvalidArgumentError("--drain-grace: must be within [0, 300] seconds");

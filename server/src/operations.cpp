@@ -60,15 +60,20 @@ void FillQueryStatistics(const engine::QueryStatistics& s, v1::QueryStatistics* 
 
 absl::StatusOr<AggregateOp> ToEngineOp(v1::AggregateOp op) {
   switch (op) {
-    case v1::AGGREGATE_OP_COUNT: return AggregateOp::kCount;
-    case v1::AGGREGATE_OP_SUM: return AggregateOp::kSum;
-    case v1::AGGREGATE_OP_MIN: return AggregateOp::kMin;
-    case v1::AGGREGATE_OP_MAX: return AggregateOp::kMax;
-    case v1::AGGREGATE_OP_MEAN: return AggregateOp::kMean;
+    case v1::AGGREGATE_OP_COUNT:
+      return AggregateOp::kCount;
+    case v1::AGGREGATE_OP_SUM:
+      return AggregateOp::kSum;
+    case v1::AGGREGATE_OP_MIN:
+      return AggregateOp::kMin;
+    case v1::AGGREGATE_OP_MAX:
+      return AggregateOp::kMax;
+    case v1::AGGREGATE_OP_MEAN:
+      return AggregateOp::kMean;
     default:
-      return absl::InvalidArgumentError(absl::StrCat(
-          "op: ", static_cast<int>(op),
-          " is not an operation; set AGGREGATE_OP_COUNT, _SUM, _MIN, _MAX or _MEAN"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("op: ", static_cast<int>(op),
+                       " is not an operation; set AGGREGATE_OP_COUNT, _SUM, _MIN, _MAX or _MEAN"));
   }
 }
 
@@ -97,7 +102,8 @@ absl::StatusOr<std::shared_ptr<const IndexVersion>> Operations::FindIndex(const 
 
 absl::Status Operations::CheckResponseSize(uint64_t bytes, std::string_view what) const {
   // Leave room for the response's other fields and framing.
-  const uint64_t limit = state_.config.max_message_bytes - std::min<uint64_t>(4096, state_.config.max_message_bytes / 2);
+  const uint64_t limit = state_.config.max_message_bytes -
+                         std::min<uint64_t>(4096, state_.config.max_message_bytes / 2);
   if (bytes > limit) {
     return absl::InvalidArgumentError(absl::StrCat(
         std::string(what), " would need a ", bytes, " byte response, more than the ", limit,
@@ -144,8 +150,8 @@ absl::Status Operations::Lookup(const v1::LookupRequest& request, v1::LookupResp
   // The request's own fields first, so a malformed batch is INVALID_ARGUMENT
   // whatever the registry holds.
   GPUJOIN_RETURN_IF_ERROR(ValidateIndexName(request.index(), "index"));
-  GPUJOIN_ASSIGN_OR_RETURN(auto keys, DecodeU32Column(request.has_keys(), request.keys(), "keys",
-                                                      Presence::kRequired));
+  GPUJOIN_ASSIGN_OR_RETURN(
+      auto keys, DecodeU32Column(request.has_keys(), request.keys(), "keys", Presence::kRequired));
   const size_t rows = keys.size();
   GPUJOIN_ASSIGN_OR_RETURN(auto version, PrepareLookup(request, rows));
 
@@ -180,7 +186,8 @@ absl::Status Operations::LookupPacked(const v1::LookupRequest& fields, uint64_t 
   const engine::HostBuffer& out = result->outputs;
   GPUJOIN_RETURN_IF_ERROR(RunLookup(
       *version, fields, keys.Span<const uint32_t>(0, rows),
-      out.Span<uint32_t>(result->values_offset(), rows), out.Span<uint8_t>(result->found_offset(), rows),
+      out.Span<uint32_t>(result->values_offset(), rows),
+      out.Span<uint8_t>(result->found_offset(), rows),
       result->probes ? out.Span<uint32_t>(result->probes_offset(), rows) : std::span<uint32_t>(),
       &result->statistics));
   result->index_version = version->version;
@@ -196,9 +203,8 @@ absl::StatusOr<std::shared_ptr<const IndexVersion>> Operations::PrepareLookup(
                                                    " exceeds the capacity ", capacity,
                                                    " of index \"", version->name, "\""));
   }
-  GPUJOIN_RETURN_IF_ERROR(
-      CheckResponseSize(rows * (request.want_probes() ? 9 : 5),
-                        absl::StrCat("keys: ", rows, " rows")));
+  GPUJOIN_RETURN_IF_ERROR(CheckResponseSize(rows * (request.want_probes() ? 9 : 5),
+                                            absl::StrCat("keys: ", rows, " rows")));
   return version;
 }
 
@@ -238,7 +244,8 @@ absl::Status Operations::Join(const v1::JoinRequest& request, v1::JoinResponse* 
 
   struct BatchBuffers {
     DecodedColumn<uint32_t> keys, left_rows;
-    uint64_t capacity = 0;
+    uint64_t capacity = 0;   // requested (reported back, the truncation point)
+    uint64_t allocated = 0;  // pairs allocated: min(capacity, rows)
     engine::JoinResult result;
     std::optional<PackedOutput<uint32_t>> out_left, out_right, probes;
     std::optional<PackedOutput<uint8_t>> found;
@@ -249,11 +256,11 @@ absl::Status Operations::Join(const v1::JoinRequest& request, v1::JoinResponse* 
     const v1::LeftBatch& b = request.batches(i);
     const std::string field = absl::StrCat("batches[", i, "]");
     BatchBuffers& buf = buffers[i];
-    GPUJOIN_ASSIGN_OR_RETURN(buf.keys, DecodeU32Column(b.has_keys(), b.keys(), field + ".keys",
-                                                       Presence::kRequired));
+    GPUJOIN_ASSIGN_OR_RETURN(
+        buf.keys, DecodeU32Column(b.has_keys(), b.keys(), field + ".keys", Presence::kRequired));
     GPUJOIN_ASSIGN_OR_RETURN(buf.left_rows,
-                             DecodeU32Column(b.has_left_rows(), b.left_rows(),
-                                             field + ".left_rows", Presence::kOptional));
+                             DecodeU32Column(b.has_left_rows(), b.left_rows(), field + ".left_rows",
+                                             Presence::kOptional));
     if (buf.left_rows.present()) {
       if (buf.left_rows.size() != buf.keys.size()) {
         return absl::InvalidArgumentError(absl::StrCat(field, ".left_rows: ", buf.left_rows.size(),
@@ -261,22 +268,26 @@ absl::Status Operations::Join(const v1::JoinRequest& request, v1::JoinResponse* 
                                                        buf.keys.size()));
       }
       if (b.first_left_row() != 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            field, ".first_left_row: ", b.first_left_row(), " is set together with ", field,
-            ".left_rows; set one of them"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(field, ".first_left_row: ", b.first_left_row(), " is set together with ",
+                         field, ".left_rows; set one of them"));
       }
     }
     GPUJOIN_RETURN_IF_ERROR(CheckFitsU32(b.first_left_row(), field + ".first_left_row"));
     buf.capacity = b.capacity() == 0 ? buf.keys.size() : b.capacity();
-    response_bytes += buf.capacity * 8 + buf.keys.size() * ((b.want_found() ? 1 : 0) +
-                                                            (b.want_probes() ? 4 : 0));
+    // Each left row matches at most once (many-to-one), so no more pairs than
+    // rows are ever written: a large capacity costs nothing beyond them.
+    buf.allocated = std::min<uint64_t>(buf.capacity, buf.keys.size());
+    response_bytes += buf.allocated * 8 +
+                      buf.keys.size() * ((b.want_found() ? 1 : 0) + (b.want_probes() ? 4 : 0));
     if (buf.capacity > (uint64_t{1} << 31)) {
-      return absl::InvalidArgumentError(absl::StrCat(field, ".capacity: ", buf.capacity,
-                                                     " pairs is more than 2^31"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".capacity: ", buf.capacity, " pairs is more than 2^31"));
     }
   }
   GPUJOIN_RETURN_IF_ERROR(CheckResponseSize(
-      response_bytes, absl::StrCat("batches: ", request.batches_size(), " batches (pair capacities)")));
+      response_bytes,
+      absl::StrCat("batches: ", request.batches_size(), " batches (pair capacities)")));
 
   engine::CommandGraph graph;
   engine::JoinNode node;
@@ -286,8 +297,8 @@ absl::Status Operations::Join(const v1::JoinRequest& request, v1::JoinResponse* 
     const v1::LeftBatch& b = request.batches(i);
     BatchBuffers& buf = buffers[i];
     v1::JoinBatchResult* r = response->add_results();
-    buf.out_left.emplace(r->mutable_left_rows(), buf.capacity);
-    buf.out_right.emplace(r->mutable_right_rows(), buf.capacity);
+    buf.out_left.emplace(r->mutable_left_rows(), buf.allocated);
+    buf.out_right.emplace(r->mutable_right_rows(), buf.allocated);
     engine::JoinBatch jb;
     jb.keys = {buf.keys.span()};
     jb.left_rows = buf.left_rows.span();
@@ -312,7 +323,7 @@ absl::Status Operations::Join(const v1::JoinRequest& request, v1::JoinResponse* 
   for (int i = 0; i < request.batches_size(); ++i) {
     BatchBuffers& buf = buffers[i];
     v1::JoinBatchResult* r = response->mutable_results(i);
-    const uint64_t kept = std::min(buf.result.count, buf.capacity);
+    const uint64_t kept = std::min(buf.result.count, buf.allocated);
     buf.out_left->Finish(kept);
     buf.out_right->Finish(kept);
     if (buf.found) buf.found->Finish();
@@ -330,24 +341,32 @@ absl::Status Operations::Join(const v1::JoinRequest& request, v1::JoinResponse* 
 
 // ------------------------------------------------------------------ aggregate
 
-absl::Status AggregateStream::Admit(const v1::AggregateRequest& request,
-                                    uint64_t max_message_bytes) {
+absl::Status AggregateStream::Admit(const v1::AggregateRequest& request, uint64_t max_message_bytes,
+                                    uint64_t max_groups) {
   GPUJOIN_ASSIGN_OR_RETURN(AggregateOp op, ToEngineOp(request.op()));
   if (request.groups() == 0) return absl::InvalidArgumentError("groups: must be at least 1");
   GPUJOIN_RETURN_IF_ERROR(CheckFitsU32(request.groups(), "groups"));
+  // Output, accumulators and work grow with the group count, whatever the rows:
+  // a few bytes of request must not buy gigabytes.
+  if (request.groups() > max_groups) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("groups: ", request.groups(),
+                     " groups is over the limit --max-aggregate-groups=", max_groups));
+  }
   const uint64_t limit = max_message_bytes / kAggregateBytesPerGroup;
   if (request.groups() > limit) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "groups: ", request.groups(), " groups need more than --max-message-bytes=",
-        max_message_bytes, " per response (at most ", limit, " groups)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("groups: ", request.groups(), " groups need more than --max-message-bytes=",
+                     max_message_bytes, " per response (at most ", limit, " groups)"));
   }
   if (accumulator_.has_value()) {
     if (accumulator_->op() != op || accumulator_->groups() != request.groups()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "op/groups: this stream aggregates ", std::string(engine::AggregateOpName(accumulator_->op())),
-          " over ", accumulator_->groups(), " groups; a batch asked for ",
-          std::string(engine::AggregateOpName(op)), " over ", request.groups(),
-          " (both must stay the same within a stream)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("op/groups: this stream aggregates ",
+                       std::string(engine::AggregateOpName(accumulator_->op())), " over ",
+                       accumulator_->groups(), " groups; a batch asked for ",
+                       std::string(engine::AggregateOpName(op)), " over ", request.groups(),
+                       " (both must stay the same within a stream)"));
     }
   } else {
     accumulator_.emplace(op, static_cast<uint32_t>(request.groups()));
@@ -355,8 +374,8 @@ absl::Status AggregateStream::Admit(const v1::AggregateRequest& request,
   return absl::OkStatus();
 }
 
-void AggregateStream::Complete(const v1::AggregateRequest& request,
-                               v1::AggregateResponse* response, AggregatePartial& partial) {
+void AggregateStream::Complete(const v1::AggregateRequest& request, v1::AggregateResponse* response,
+                               AggregatePartial& partial) {
   // Admit() ran before this batch was processed, so the accumulator exists and the
   // partial has its shape.
   absl::Status merged = accumulator_->Merge(partial.counts, partial.values);
@@ -383,23 +402,24 @@ absl::Status Operations::Aggregate(const v1::AggregateRequest& request,
                                    v1::AggregateResponse* response, AggregatePartial* partial) {
   GPUJOIN_ASSIGN_OR_RETURN(AggregateOp op, ToEngineOp(request.op()));
   const uint32_t groups = static_cast<uint32_t>(request.groups());  // Admit checked it
-  GPUJOIN_ASSIGN_OR_RETURN(auto keys, DecodeU32Column(request.has_keys(), request.keys(), "keys",
-                                                      Presence::kRequired));
+  GPUJOIN_ASSIGN_OR_RETURN(
+      auto keys, DecodeU32Column(request.has_keys(), request.keys(), "keys", Presence::kRequired));
   GPUJOIN_ASSIGN_OR_RETURN(auto values, DecodeF32Column(request.has_values(), request.values(),
                                                         "values", Presence::kOptional));
-  GPUJOIN_ASSIGN_OR_RETURN(auto mask, DecodeU32Column(request.has_mask(), request.mask(), "mask",
-                                                      Presence::kOptional));
+  GPUJOIN_ASSIGN_OR_RETURN(
+      auto mask, DecodeU32Column(request.has_mask(), request.mask(), "mask", Presence::kOptional));
   if (op == AggregateOp::kCount && values.present()) {
     return absl::InvalidArgumentError("values: must not be set for AGGREGATE_OP_COUNT");
   }
   if (op != AggregateOp::kCount) {
     if (!values.present()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "values: required for AGGREGATE_OP_", absl::AsciiStrToUpper(std::string(engine::AggregateOpName(op)))));
+      return absl::InvalidArgumentError(
+          absl::StrCat("values: required for AGGREGATE_OP_",
+                       absl::AsciiStrToUpper(std::string(engine::AggregateOpName(op)))));
     }
     if (values.size() != keys.size()) {
-      return absl::InvalidArgumentError(absl::StrCat("values: ", values.size(),
-                                                     " rows but keys has ", keys.size()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("values: ", values.size(), " rows but keys has ", keys.size()));
     }
   }
   if (mask.present() && mask.size() != keys.size()) {
@@ -451,8 +471,12 @@ absl::Status Operations::Hash(const v1::HashRequest& request, v1::HashResponse* 
   engine::HashBits bits;
   switch (request.bits()) {
     case 0:
-    case 64: bits = engine::HashBits::k64; break;
-    case 32: bits = engine::HashBits::k32; break;
+    case 64:
+      bits = engine::HashBits::k64;
+      break;
+    case 32:
+      bits = engine::HashBits::k32;
+      break;
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("bits: ", request.bits(), " is not 32 or 64 (0 means 64)"));
@@ -467,8 +491,8 @@ absl::Status Operations::Hash(const v1::HashRequest& request, v1::HashResponse* 
     const v1::HashColumn& c = request.columns(i);
     const std::string field = absl::StrCat("columns[", i, "]");
     if (c.length() != rows) {
-      return absl::InvalidArgumentError(absl::StrCat(field, ".length: ", c.length(),
-                                                     " differs from columns[0].length ", rows));
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".length: ", c.length(), " differs from columns[0].length ", rows));
     }
     if (c.offset() > kMaxRows || c.length() > kMaxRows) {
       return absl::InvalidArgumentError(absl::StrCat(field, ": offset ", c.offset(), " + length ",
@@ -482,49 +506,68 @@ absl::Status Operations::Hash(const v1::HashRequest& request, v1::HashResponse* 
                                        c.data().size());
     uint64_t width = 0;
     switch (c.type()) {
-      case v1::COLUMN_TYPE_UINT32: hc.type = engine::ColumnType::kUint32; width = 4; break;
-      case v1::COLUMN_TYPE_INT32: hc.type = engine::ColumnType::kInt32; width = 4; break;
-      case v1::COLUMN_TYPE_UINT64: hc.type = engine::ColumnType::kUint64; width = 8; break;
-      case v1::COLUMN_TYPE_INT64: hc.type = engine::ColumnType::kInt64; width = 8; break;
-      case v1::COLUMN_TYPE_FLOAT32: hc.type = engine::ColumnType::kFloat32; width = 4; break;
-      case v1::COLUMN_TYPE_FLOAT64: hc.type = engine::ColumnType::kFloat64; width = 8; break;
-      case v1::COLUMN_TYPE_BINARY: hc.type = engine::ColumnType::kBinary; break;
+      case v1::COLUMN_TYPE_UINT32:
+        hc.type = engine::ColumnType::kUint32;
+        width = 4;
+        break;
+      case v1::COLUMN_TYPE_INT32:
+        hc.type = engine::ColumnType::kInt32;
+        width = 4;
+        break;
+      case v1::COLUMN_TYPE_UINT64:
+        hc.type = engine::ColumnType::kUint64;
+        width = 8;
+        break;
+      case v1::COLUMN_TYPE_INT64:
+        hc.type = engine::ColumnType::kInt64;
+        width = 8;
+        break;
+      case v1::COLUMN_TYPE_FLOAT32:
+        hc.type = engine::ColumnType::kFloat32;
+        width = 4;
+        break;
+      case v1::COLUMN_TYPE_FLOAT64:
+        hc.type = engine::ColumnType::kFloat64;
+        width = 8;
+        break;
+      case v1::COLUMN_TYPE_BINARY:
+        hc.type = engine::ColumnType::kBinary;
+        break;
       default:
-        return absl::InvalidArgumentError(absl::StrCat(
-            field, ".type: ", static_cast<int>(c.type()), " is not a column type"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(field, ".type: ", static_cast<int>(c.type()), " is not a column type"));
     }
     if (width != 0) {
       if (!c.offsets().empty()) {
-        return absl::InvalidArgumentError(absl::StrCat(field, ".offsets: set (",
-                                                       c.offsets().size(),
+        return absl::InvalidArgumentError(absl::StrCat(field, ".offsets: set (", c.offsets().size(),
                                                        " bytes) for a fixed-width column"));
       }
       if (c.data().size() < end * width) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            field, ".data: ", c.data().size(), " bytes, need (offset ", c.offset(), " + length ",
-            c.length(), ") * ", width, " = ", end * width));
+        return absl::InvalidArgumentError(
+            absl::StrCat(field, ".data: ", c.data().size(), " bytes, need (offset ", c.offset(),
+                         " + length ", c.length(), ") * ", width, " = ", end * width));
       }
     } else {
       GPUJOIN_ASSIGN_OR_RETURN(offsets[i],
                                DecodePackedBytes<int32_t>(c.offsets(), field + ".offsets"));
       if (offsets[i].size() < end + 1) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            field, ".offsets: ", offsets[i].size(), " offsets, need offset ", c.offset(),
-            " + length ", c.length(), " + 1 = ", end + 1));
+        return absl::InvalidArgumentError(
+            absl::StrCat(field, ".offsets: ", offsets[i].size(), " offsets, need offset ",
+                         c.offset(), " + length ", c.length(), " + 1 = ", end + 1));
       }
       hc.offsets = offsets[i].span();
       // Offsets must be non-decreasing and inside `data` for the rows hashed.
       int32_t prev = hc.offsets[c.offset()];
       if (prev < 0) {
-        return absl::InvalidArgumentError(absl::StrCat(field, ".offsets[", c.offset(), "]: ",
-                                                       prev, " is negative"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(field, ".offsets[", c.offset(), "]: ", prev, " is negative"));
       }
       for (uint64_t r = c.offset() + 1; r <= end; ++r) {
         const int32_t o = hc.offsets[r];
         if (o < prev || static_cast<uint64_t>(o) > c.data().size()) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              field, ".offsets[", r, "]: ", o, " is below the previous offset ", prev,
-              " or beyond ", field, ".data (", c.data().size(), " bytes)"));
+          return absl::InvalidArgumentError(
+              absl::StrCat(field, ".offsets[", r, "]: ", o, " is below the previous offset ", prev,
+                           " or beyond ", field, ".data (", c.data().size(), " bytes)"));
         }
         prev = o;
       }
@@ -532,12 +575,12 @@ absl::Status Operations::Hash(const v1::HashRequest& request, v1::HashResponse* 
     if (!c.validity().empty()) {
       const uint64_t need = (end + 7) / 8;
       if (c.validity().size() < need) {
-        return absl::InvalidArgumentError(absl::StrCat(field, ".validity: ", c.validity().size(),
-                                                       " bytes, need ceil((offset ", c.offset(),
-                                                       " + length ", c.length(), ") / 8) = ", need));
+        return absl::InvalidArgumentError(
+            absl::StrCat(field, ".validity: ", c.validity().size(), " bytes, need ceil((offset ",
+                         c.offset(), " + length ", c.length(), ") / 8) = ", need));
       }
-      hc.validity = std::span<const uint8_t>(
-          reinterpret_cast<const uint8_t*>(c.validity().data()), c.validity().size());
+      hc.validity = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(c.validity().data()),
+                                             c.validity().size());
     }
     node.columns.push_back(hc);
   }
@@ -564,7 +607,8 @@ absl::Status Operations::Hash(const v1::HashRequest& request, v1::HashResponse* 
   validity.Finish();
   uint64_t valid = 0;
   const std::string& bitmap = response->validity();
-  for (uint64_t r = 0; r < rows; ++r) valid += (static_cast<uint8_t>(bitmap[r / 8]) >> (r % 8)) & 1u;
+  for (uint64_t r = 0; r < rows; ++r)
+    valid += (static_cast<uint8_t>(bitmap[r / 8]) >> (r % 8)) & 1u;
   response->set_null_count(rows - valid);
   return absl::OkStatus();
 }
@@ -660,13 +704,13 @@ absl::Status BuildSession::AddSpec(const v1::IndexSpec& spec) {
         absl::StrCat("spec.target_load_factor: ", lf, " is outside (0, 1]"));
   }
   if (spec.capacity() != 0 && spec.expected_rows() != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "spec.capacity (", spec.capacity(), ") and spec.expected_rows (", spec.expected_rows(),
-        ") are both set; set one of them"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec.capacity (", spec.capacity(), ") and spec.expected_rows (",
+                     spec.expected_rows(), ") are both set; set one of them"));
   }
   if (!spec.replace() && ops_->state_.registry->Contains(name_)) {
-    return absl::AlreadyExistsError(absl::StrCat("index \"", name_,
-                                                 "\" already exists; set spec.replace to rebuild it"));
+    return absl::AlreadyExistsError(
+        absl::StrCat("index \"", name_, "\" already exists; set spec.replace to rebuild it"));
   }
   if (spec.capacity() != 0) return ReserveFor(static_cast<uint32_t>(spec.capacity()), nullptr);
   if (spec.expected_rows() != 0) {
@@ -691,21 +735,21 @@ absl::Status BuildSession::AddChunk(std::unique_ptr<v1::BuildChunk> chunk) {
         absl::StrCat(field, ": arrived before the spec; the first message must carry spec"));
   }
   const bool batch = spec_.batch_mode();
-  GPUJOIN_ASSIGN_OR_RETURN(
-      auto keys, DecodeU32Column(chunk->has_keys(), chunk->keys(), field + ".keys",
-                                 batch ? Presence::kRequired : Presence::kOptional));
+  GPUJOIN_ASSIGN_OR_RETURN(auto keys,
+                           DecodeU32Column(chunk->has_keys(), chunk->keys(), field + ".keys",
+                                           batch ? Presence::kRequired : Presence::kOptional));
   GPUJOIN_ASSIGN_OR_RETURN(auto values, DecodeU32Column(chunk->has_values(), chunk->values(),
                                                         field + ".values", Presence::kOptional));
-  GPUJOIN_ASSIGN_OR_RETURN(auto validity,
-                           DecodeU32Column(chunk->has_validity(), chunk->validity(),
-                                           field + ".validity", Presence::kOptional));
+  GPUJOIN_ASSIGN_OR_RETURN(
+      auto validity, DecodeU32Column(chunk->has_validity(), chunk->validity(), field + ".validity",
+                                     Presence::kOptional));
   if (values.present() && !spec_.explicit_values()) {
     return absl::InvalidArgumentError(absl::StrCat(
         field, ".values: ", values.size(), " values sent but spec.explicit_values is false"));
   }
   if (!batch && chunk->row_base() != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ".row_base: ", chunk->row_base(), " is set but spec.batch_mode is false"));
+    return absl::InvalidArgumentError(absl::StrCat(field, ".row_base: ", chunk->row_base(),
+                                                   " is set but spec.batch_mode is false"));
   }
   if (!batch && validity.present()) {
     return absl::InvalidArgumentError(
@@ -713,8 +757,7 @@ absl::Status BuildSession::AddChunk(std::unique_ptr<v1::BuildChunk> chunk) {
   }
   if (validity.present() && validity.size() != keys.size()) {
     return absl::InvalidArgumentError(absl::StrCat(field, ".validity: ", validity.size(),
-                                                   " rows but ", field, ".keys has ",
-                                                   keys.size()));
+                                                   " rows but ", field, ".keys has ", keys.size()));
   }
   if (key_rows_ + keys.size() > kMaxBuildRows || value_rows_ + values.size() > kMaxBuildRows) {
     return absl::InvalidArgumentError(
@@ -750,9 +793,8 @@ absl::Status BuildSession::Add(v1::BuildIndexRequest&& message) {
       return AddChunk(std::move(chunk));
     }
     default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("message ", chunks_.size() + (have_spec_ ? 1 : 0),
-                       ": neither spec nor chunk is set"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "message ", chunks_.size() + (have_spec_ ? 1 : 0), ": neither spec nor chunk is set"));
   }
 }
 
@@ -767,8 +809,8 @@ absl::StatusOr<std::shared_ptr<const IndexVersion>> BuildSession::Finish(
     return absl::InvalidArgumentError("spec: missing; the first message must carry spec");
   }
   if (spec_.explicit_values() && value_rows_ != key_rows_) {
-    return absl::InvalidArgumentError(absl::StrCat("values: ", value_rows_,
-                                                   " rows in total but keys has ", key_rows_));
+    return absl::InvalidArgumentError(
+        absl::StrCat("values: ", value_rows_, " rows in total but keys has ", key_rows_));
   }
   // The build node first: its shape sizes the reservation (table plus the build's
   // transient memory) before the backend allocates anything.
@@ -827,8 +869,8 @@ absl::StatusOr<std::shared_ptr<const IndexVersion>> BuildSession::Finish(
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (cancelled()) {
-    return absl::CancelledError(absl::StrCat("build of index \"", name_,
-                                             "\" cancelled; the previous version (if any) keeps serving"));
+    return absl::CancelledError(absl::StrCat(
+        "build of index \"", name_, "\" cancelled; the previous version (if any) keeps serving"));
   }
 
   auto version = std::make_shared<IndexVersion>();

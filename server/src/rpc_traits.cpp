@@ -84,7 +84,7 @@ uint64_t JoinTraits::InlineCost(const Request& r) {
   uint64_t cost = 0;
   for (const auto& b : r.batches()) {
     const uint64_t rows = U32Rows(b.has_keys(), b.keys());
-    cost += std::max<uint64_t>(rows, b.capacity());
+    cost += rows;  // pairs are allocated for at most the rows (Operations::Join)
   }
   return cost;
 }

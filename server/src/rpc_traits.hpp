@@ -138,7 +138,7 @@ struct JoinTraits : StatelessTraits<v1::JoinRequest, v1::JoinResponse> {
   static absl::Status Process(Operations& ops, const Request& r, Response* out, Partial*);
   static uint64_t Rows(const Request& r);
   static constexpr bool kMayInline = true;
-  /// Rows probed plus pair capacity (the response is sized, and zero-filled, to it).
+  /// Rows probed (the pairs allocated never exceed them).
   static uint64_t InlineCost(const Request& r);
 };
 
@@ -147,8 +147,9 @@ struct AggregateTraits : ProtoWire<v1::AggregateRequest, v1::AggregateResponse> 
   using Response = v1::AggregateResponse;
   using Partial = AggregatePartial;
   static constexpr std::string_view kRpc = "Aggregate";
-  explicit AggregateTraits(const ServiceState& s) : max_message_bytes(s.config.max_message_bytes) {}
-  absl::Status Admit(const Request& r) { return stream.Admit(r, max_message_bytes); }
+  explicit AggregateTraits(const ServiceState& s)
+      : max_message_bytes(s.config.max_message_bytes), max_groups(s.config.max_aggregate_groups) {}
+  absl::Status Admit(const Request& r) { return stream.Admit(r, max_message_bytes, max_groups); }
   static absl::Status Process(Operations& ops, const Request& r, Response* out, Partial* p);
   void Complete(const Request& r, Response* out, Partial& p) { stream.Complete(r, out, p); }
   static uint64_t Rows(const Request& r) { return U32Rows(r.has_keys(), r.keys()); }
@@ -157,6 +158,7 @@ struct AggregateTraits : ProtoWire<v1::AggregateRequest, v1::AggregateResponse> 
   static uint64_t InlineCost(const Request&) { return 0; }
 
   uint64_t max_message_bytes;
+  uint64_t max_groups;  // --max-aggregate-groups
   AggregateStream stream;
 };
 

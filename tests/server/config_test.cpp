@@ -107,6 +107,13 @@ TEST(ServerFlags, CudaBackendOptions) {
             engine::CudaBuildPath::kDirect);
 }
 
+TEST(ServerFlags, MaxAggregateGroups) {
+  EXPECT_EQ((*Parse({}))->max_aggregate_groups, uint64_t{1} << 22);
+  EXPECT_EQ((*Parse({"--max-aggregate-groups=100"}))->max_aggregate_groups, 100u);
+  EXPECT_THAT(Parse({"--max-aggregate-groups=0"}).status().message(),
+              HasSubstr("--max-aggregate-groups: 0 is outside [1, 4294967295]"));
+}
+
 TEST(ServerFlags, DrainGrace) {
   EXPECT_EQ((*Parse({}))->drain_grace_seconds, 1.0);
   EXPECT_EQ((*Parse({"--drain-grace=0"}))->drain_grace_seconds, 0.0);

@@ -115,6 +115,42 @@ TEST_F(OperationsTest, JoinMatchesTheEngine) {
   EXPECT_EQ(UnpackColumn<uint32_t>(resp.results(1).left_rows()), (std::vector<uint32_t>{0, 1}));
 }
 
+// A few request bytes must not buy a large allocation (issue 18, finding 2): a
+// group count over --max-aggregate-groups is RESOURCE_EXHAUSTED naming the flag,
+// and a join's pair capacity far above its rows allocates only the rows.
+TEST_F(OperationsTest, AggregateGroupsOverTheLimitAreRefused) {
+  v1::AggregateRequest r;
+  r.set_op(v1::AGGREGATE_OP_COUNT);
+  r.set_groups(22'000'000);
+  *r.mutable_keys()->mutable_packed() = PackColumn<uint32_t>(std::vector<uint32_t>{0});
+  AggregateStream stream;
+  const absl::Status s = stream.Admit(r, uint64_t{1} << 40, uint64_t{1} << 22);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(
+      s.message(),
+      HasSubstr("groups: 22000000 groups is over the limit --max-aggregate-groups=4194304"));
+  r.set_groups(uint64_t{1} << 22);
+  EXPECT_TRUE(AggregateStream().Admit(r, uint64_t{1} << 40, uint64_t{1} << 22).ok());
+}
+
+TEST_F(OperationsTest, JoinCapacityFarAboveTheRowsAllocatesOnlyTheRows) {
+  ASSERT_TRUE(Build({Spec("x", 16), Chunk({10, 20, 30})}).ok());
+  v1::JoinRequest req;
+  req.set_index("x");
+  auto* b = req.add_batches();
+  for (uint32_t k : {30u, 5u, 10u}) b->mutable_keys()->mutable_values()->add_v(k);
+  b->set_capacity(uint64_t{1} << 31);  // 16 GiB of pairs if it were allocated
+  v1::JoinResponse resp;
+  ASSERT_TRUE(ops_->Join(req, &resp).ok());
+  ASSERT_EQ(resp.results_size(), 1);
+  EXPECT_EQ(resp.results(0).count(), 2u);
+  EXPECT_EQ(resp.results(0).capacity(), uint64_t{1} << 31);
+  EXPECT_FALSE(resp.results(0).overflow());
+  EXPECT_EQ(UnpackColumn<uint32_t>(resp.results(0).left_rows()), (std::vector<uint32_t>{0, 2}));
+  // The response holds the pairs written, not the capacity.
+  EXPECT_LT(resp.ByteSizeLong(), 200u);
+}
+
 TEST_F(OperationsTest, AggregateAccumulatesAcrossBatchesInOrder) {
   AggregateStream stream;
   auto batch = [](std::vector<uint32_t> keys, std::vector<float> values) {
@@ -127,7 +163,7 @@ TEST_F(OperationsTest, AggregateAccumulatesAcrossBatchesInOrder) {
   };
   v1::AggregateRequest r1 = batch({0, 1, 1, 7}, {1.0f, 2.0f, 4.0f, 100.0f});
   v1::AggregateRequest r2 = batch({1, 0}, {6.0f, NAN});
-  for (auto* r : {&r1, &r2}) ASSERT_TRUE(stream.Admit(*r, 1 << 20).ok());
+  for (auto* r : {&r1, &r2}) ASSERT_TRUE(stream.Admit(*r, 1 << 20, 1 << 22).ok());
   v1::AggregateResponse o1, o2;
   AggregatePartial p1, p2;
   ASSERT_TRUE(ops_->Aggregate(r1, &o1, &p1).ok());
@@ -146,7 +182,7 @@ TEST_F(OperationsTest, AggregateAccumulatesAcrossBatchesInOrder) {
 
   v1::AggregateRequest other = r1;
   other.set_groups(4);
-  EXPECT_THAT(stream.Admit(other, 1 << 20).message(), HasSubstr("must stay the same"));
+  EXPECT_THAT(stream.Admit(other, 1 << 20, 1 << 22).message(), HasSubstr("must stay the same"));
 }
 
 TEST_F(OperationsTest, BudgetRefusalKeepsTheOldVersion) {
@@ -366,7 +402,7 @@ TEST_F(OperationsTest, QueryIntegersWiderThan32BitsAreRejectedNotTruncated) {
   agg.set_op(v1::AGGREGATE_OP_COUNT);
   *agg.mutable_keys()->mutable_packed() = PackColumn<uint32_t>(std::vector<uint32_t>{0});
   AggregateStream stream;
-  s = stream.Admit(WithVarint(agg, 2, k2To32 + 3), uint64_t{1} << 62);  // groups
+  s = stream.Admit(WithVarint(agg, 2, k2To32 + 3), uint64_t{1} << 62, uint64_t{1} << 40);  // groups
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("groups: 4294967299 does not fit in 32 bits"));
 

@@ -49,6 +49,8 @@ struct ServerConfig {
   int64_t inline_batch_rows = -1;
   /// CPU backend worker threads; 0 = hardware concurrency.
   uint32_t cpu_threads = 0;
+  /// Most groups one Aggregate stream may ask for (RESOURCE_EXHAUSTED above).
+  uint64_t max_aggregate_groups = uint64_t{1} << 22;
   /// CUDA backend switches (--cuda-build-path, --cuda-build-transient-max-bytes,
   /// --cuda-spin-wait, --cuda-wait-poll-us, --cuda-join-graphs,
   /// --cuda-aggregate-graphs; docs/operations.md). cpu_threads and the device

@@ -55,7 +55,9 @@ class AggregateStream {
  public:
   /// Cheap checks run in arrival order: op set, groups in range and equal to the
   /// stream's. The first admitted batch fixes op and groups for the stream.
-  absl::Status Admit(const v1::AggregateRequest& request, uint64_t max_message_bytes);
+  /// `max_groups`: --max-aggregate-groups (RESOURCE_EXHAUSTED above it).
+  absl::Status Admit(const v1::AggregateRequest& request, uint64_t max_message_bytes,
+                     uint64_t max_groups);
   /// Merges a successful batch's partial (in stream order) and writes the totals
   /// into `response` (dropping per-batch results when accumulate_only).
   void Complete(const v1::AggregateRequest& request, v1::AggregateResponse* response,
