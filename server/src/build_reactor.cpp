@@ -48,6 +48,10 @@ class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer>,
         session_(service->ops()),
         start_(Clock::now()) {
     absl::Status admitted = service_->Admit(context, "BuildIndex");
+    if (admitted.ok()) {
+      admitted = service_->AcquireBuildSlot();
+      holds_slot_ = admitted.ok();
+    }
     if (!admitted.ok()) {
       std::lock_guard<std::mutex> lock(mu_);
       rejected_ = true;
@@ -126,6 +130,7 @@ class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer>,
 
   void OnDone() override {
     service_->Unregister(this);
+    if (holds_slot_) service_->ReleaseBuildSlot();
     delete this;
   }
 
@@ -245,6 +250,7 @@ class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer>,
   std::mutex mu_;
   std::optional<absl::Status> result_;  // the call's outcome once known
   bool rejected_ = false;
+  bool holds_slot_ = false;  // one of --max-concurrent-builds, given back in OnDone
   bool read_in_flight_ = false;
   bool input_done_ = false;
   bool building_ = false;

@@ -141,6 +141,10 @@ absl::StatusOr<std::optional<ServerConfig>> ParseServerFlags(int argc, const cha
   app.add_option("--cuda-aggregate-graphs", cuda.cuda_aggregate_graphs,
                  "Capture repeated small aggregations as CUDA Graphs (true/false)")
       ->capture_default_str();
+  app.add_option("--max-concurrent-builds", config.max_concurrent_builds,
+                 "Most BuildIndex streams open at once (each holds its staged input); beyond "
+                 "it RESOURCE_EXHAUSTED")
+      ->capture_default_str();
   app.add_option("--max-aggregate-groups", config.max_aggregate_groups,
                  "Most groups one Aggregate stream may ask for; above it RESOURCE_EXHAUSTED")
       ->capture_default_str();
@@ -219,6 +223,9 @@ absl::StatusOr<std::optional<ServerConfig>> ParseServerFlags(int argc, const cha
   }
   if (!(config.drain_timeout_seconds >= 0)) {
     return absl::InvalidArgumentError("--drain-timeout: must be >= 0 seconds");
+  }
+  if (config.max_concurrent_builds == 0) {
+    return absl::InvalidArgumentError("--max-concurrent-builds: must be at least 1");
   }
   if (config.max_aggregate_groups == 0 || config.max_aggregate_groups > 0xffffffffull) {
     return absl::InvalidArgumentError(absl::StrCat(

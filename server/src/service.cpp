@@ -34,6 +34,22 @@ absl::Status GpuJoinService::Admit(grpc::CallbackServerContext* context, std::st
   return s;
 }
 
+absl::Status GpuJoinService::AcquireBuildSlot() {
+  const uint32_t max = ops_->state().config.max_concurrent_builds;
+  uint32_t open = open_builds_.load();
+  do {
+    if (open >= max) {
+      metrics()->CountRpcError("BuildIndex", StatusCodeName(absl::StatusCode::kResourceExhausted));
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "BuildIndex: ", open, " builds are open, the limit --max-concurrent-builds=", max,
+          "; retry when one has finished"));
+    }
+  } while (!open_builds_.compare_exchange_weak(open, open + 1));
+  return absl::OkStatus();
+}
+
+void GpuJoinService::ReleaseBuildSlot() { open_builds_.fetch_sub(1); }
+
 void GpuJoinService::Register(DrainableStream* stream) {
   std::lock_guard<std::mutex> lock(streams_mu_);
   streams_.insert(stream);

@@ -107,6 +107,13 @@ TEST(ServerFlags, CudaBackendOptions) {
             engine::CudaBuildPath::kDirect);
 }
 
+TEST(ServerFlags, MaxConcurrentBuilds) {
+  EXPECT_EQ((*Parse({}))->max_concurrent_builds, 16u);
+  EXPECT_EQ((*Parse({"--max-concurrent-builds=3"}))->max_concurrent_builds, 3u);
+  EXPECT_THAT(Parse({"--max-concurrent-builds=0"}).status().message(),
+              HasSubstr("--max-concurrent-builds: must be at least 1"));
+}
+
 TEST(ServerFlags, MaxAggregateGroups) {
   EXPECT_EQ((*Parse({}))->max_aggregate_groups, uint64_t{1} << 22);
   EXPECT_EQ((*Parse({"--max-aggregate-groups=100"}))->max_aggregate_groups, 100u);

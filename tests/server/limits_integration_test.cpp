@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -277,6 +278,62 @@ TEST_F(LimitsIntegrationTest, WideCapacityIsRejectedNotTruncated) {
   EXPECT_EQ(r.error().code(), static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
   EXPECT_THAT(r.error().message(),
               HasSubstr("max_probe_count: 4294967297 exceeds the capacity 16"));
+}
+
+}  // namespace
+}  // namespace gpujoin::server
+
+namespace gpujoin::server {
+namespace {
+
+// Open BuildIndex streams hold their staged input until they finish, so their
+// number is bounded (issue 18, finding 2: 24 unfinished builds held 874 MiB):
+// with --max-concurrent-builds=2 a third open build is RESOURCE_EXHAUSTED naming
+// the flag, and once one finishes a new build is admitted again.
+TEST(ConcurrentBuilds, BuildsOverTheLimitAreRefusedUntilOneFinishes) {
+  ServerProcess server(
+      gpujoin::testing::ServerOptions{.extra_args = {"--max-concurrent-builds=2"}});
+  ASSERT_TRUE(server.ready()) << server.log();
+  auto channel = grpc::CreateChannel(server.grpc_address(), grpc::InsecureChannelCredentials());
+  auto stub = v1::GpuJoin::NewStub(channel);
+  struct Open {
+    grpc::ClientContext ctx;
+    v1::BuildIndexResponse resp;
+    std::unique_ptr<grpc::ClientWriter<v1::BuildIndexRequest>> writer;
+  };
+  Open a, b;
+  a.writer = stub->BuildIndex(&a.ctx, &a.resp);
+  b.writer = stub->BuildIndex(&b.ctx, &b.resp);
+  ASSERT_TRUE(a.writer->Write(SpecMsg("a", 16)));
+  ASSERT_TRUE(b.writer->Write(SpecMsg("b", 16)));
+  // Both calls reach the server before the third (one connection, in order).
+  {
+    grpc::ClientContext ctx;
+    v1::ListIndexesResponse list;
+    ASSERT_TRUE(stub->ListIndexes(&ctx, v1::ListIndexesRequest(), &list).ok());
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto third = [&](const std::string& name) {
+    grpc::ClientContext ctx;
+    v1::BuildIndexResponse resp;
+    auto writer = stub->BuildIndex(&ctx, &resp);
+    writer->Write(SpecMsg(name, 16));
+    writer->Write(ChunkMsg({1, 2, 3}));
+    writer->WritesDone();
+    return writer->Finish();
+  };
+  const grpc::Status refused = third("c");
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.error_message();
+  EXPECT_THAT(refused.error_message(), HasSubstr("--max-concurrent-builds=2"));
+  // Finish one of the open builds: the next build is admitted.
+  ASSERT_TRUE(a.writer->Write(ChunkMsg({7})));
+  a.writer->WritesDone();
+  ASSERT_TRUE(a.writer->Finish().ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the slot is given back in OnDone
+  const grpc::Status admitted = third("d");
+  EXPECT_TRUE(admitted.ok()) << admitted.error_message();
+  b.writer->WritesDone();
+  EXPECT_TRUE(b.writer->Finish().ok());
 }
 
 }  // namespace

@@ -49,6 +49,8 @@ struct ServerConfig {
   int64_t inline_batch_rows = -1;
   /// CPU backend worker threads; 0 = hardware concurrency.
   uint32_t cpu_threads = 0;
+  /// Most BuildIndex streams open at once (RESOURCE_EXHAUSTED beyond).
+  uint32_t max_concurrent_builds = 16;
   /// Most groups one Aggregate stream may ask for (RESOURCE_EXHAUSTED above).
   uint64_t max_aggregate_groups = uint64_t{1} << 22;
   /// CUDA backend switches (--cuda-build-path, --cuda-build-transient-max-bytes,

@@ -105,6 +105,12 @@ class GpuJoinService final : public GpuJoinServiceBase {
   absl::Status Admit(grpc::CallbackServerContext* context, std::string_view rpc);
   void Register(DrainableStream* stream);
   void Unregister(DrainableStream* stream);
+  /// Takes one of the --max-concurrent-builds slots for a BuildIndex stream, or
+  /// RESOURCE_EXHAUSTED naming the flag when all are taken (an open build holds
+  /// its staged input, so the number of them bounds that memory).
+  absl::Status AcquireBuildSlot();
+  /// Gives back a slot taken by AcquireBuildSlot.
+  void ReleaseBuildSlot();
   Operations* ops() const { return ops_; }
   Executor* executor() const { return executor_; }
   InflightLimiter* limiter() const { return limiter_; }
@@ -126,6 +132,7 @@ class GpuJoinService final : public GpuJoinServiceBase {
   std::atomic<bool> draining_{false};
   std::mutex streams_mu_;
   std::set<DrainableStream*> streams_;
+  std::atomic<uint32_t> open_builds_{0};
 };
 
 }  // namespace gpujoin::server
