@@ -650,6 +650,8 @@ absl::Status Operations::GetServerInfo(bool serving, v1::GetServerInfoResponse* 
   response->set_max_message_bytes(state_.config.max_message_bytes);
   response->set_max_inflight_batches_per_stream(state_.config.max_inflight_per_stream);
   response->set_max_inflight_batches(state_.config.max_inflight_batches);
+  response->set_max_concurrent_builds(state_.config.max_concurrent_builds);
+  response->set_max_aggregate_groups(state_.config.max_aggregate_groups);
   response->set_index_count(static_cast<uint32_t>(state_.registry->size()));
   response->set_serving(serving);
   return absl::OkStatus();

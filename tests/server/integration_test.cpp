@@ -191,6 +191,9 @@ TEST_F(ServerTest, ServerInfoHealthAndStartupLog) {
   EXPECT_FALSE(info.device_name().empty());
   EXPECT_GT(info.device_memory_budget_bytes(), 0u);
   EXPECT_GT(info.max_message_bytes(), 4u << 20);
+  // The admission limits, as configured (defaults here).
+  EXPECT_EQ(info.max_concurrent_builds(), 16u);
+  EXPECT_EQ(info.max_aggregate_groups(), uint64_t{1} << 22);
   EXPECT_TRUE(info.serving());
   EXPECT_FALSE(info.version().empty());
   EXPECT_EQ(HealthStatus(server_->grpc_address()), 1);
