@@ -53,13 +53,7 @@ class BudgetIntegrationTest : public ::testing::Test {
 
   grpc::Status Build(const std::vector<v1::BuildIndexRequest>& messages,
                      v1::BuildIndexResponse* response) {
-    grpc::ClientContext ctx;
-    auto writer = stub_->BuildIndex(&ctx, response);
-    for (const auto& m : messages) {
-      if (!writer->Write(m)) break;
-    }
-    writer->WritesDone();
-    return writer->Finish();
+    return gpujoin::server::testing::Build(*stub_, messages, response);
   }
 
   // The index's value for `key` and the version that answered (kEmptyKey when missing).

@@ -1,11 +1,16 @@
-// BuildIndex request messages for the server tests.
+// Request messages and a BuildIndex call for the server tests.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "gpujoin/server/column_codec.hpp"
+#include "gpujoin/v1/gpujoin.grpc.pb.h"
 #include "gpujoin/v1/gpujoin.pb.h"
+#include "grpcpp/grpcpp.h"
 
 namespace gpujoin::server::testing {
 
@@ -21,6 +26,39 @@ inline std::vector<uint32_t> Iota(uint32_t n, uint32_t first = 1) {
   std::vector<uint32_t> v(n);
   for (uint32_t i = 0; i < n; ++i) v[i] = first + i;
   return v;
+}
+
+/// `message` serialised, then `field` = `value` appended as a raw varint (the
+/// last occurrence of a scalar wins), parsed back: what a client with a wider
+/// field type, or a hand-made message, sends.
+template <typename Message>
+Message WithVarint(const Message& message, int field, uint64_t value) {
+  std::string bytes = message.SerializeAsString();
+  for (uint64_t v : {uint64_t(field) << 3, value}) {
+    while (v >= 0x80) {
+      bytes.push_back(static_cast<char>((v & 0x7f) | 0x80));
+      v >>= 7;
+    }
+    bytes.push_back(static_cast<char>(v));
+  }
+  Message out;
+  EXPECT_TRUE(out.ParseFromString(bytes));
+  return out;
+}
+
+/// One BuildIndex call: `messages` in order (stopping at the first failed
+/// write), then the half-close; the call's status (the response in `response`).
+inline grpc::Status Build(v1::GpuJoin::Stub& stub,
+                          const std::vector<v1::BuildIndexRequest>& messages,
+                          v1::BuildIndexResponse* response, const std::string& token = "") {
+  grpc::ClientContext ctx;
+  if (!token.empty()) ctx.AddMetadata("authorization", "Bearer " + token);
+  auto writer = stub.BuildIndex(&ctx, response);
+  for (const auto& m : messages) {
+    if (!writer->Write(m)) break;
+  }
+  writer->WritesDone();
+  return writer->Finish();
 }
 
 }  // namespace gpujoin::server::testing

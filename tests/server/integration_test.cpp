@@ -6,6 +6,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "build_messages.hpp"
+
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -31,6 +33,8 @@
 
 namespace gpujoin::server {
 namespace {
+
+using gpujoin::server::testing::Build;
 
 using ::testing::HasSubstr;
 using gpujoin::testing::HttpGet;
@@ -61,18 +65,6 @@ v1::BuildIndexRequest ChunkMsg(const std::vector<uint32_t>& keys) {
   v1::BuildIndexRequest r;
   *r.mutable_chunk()->mutable_keys()->mutable_packed() = PackColumn<uint32_t>(keys);
   return r;
-}
-
-grpc::Status Build(v1::GpuJoin::Stub& stub, const std::vector<v1::BuildIndexRequest>& messages,
-                   v1::BuildIndexResponse* response, const std::string& token = "") {
-  grpc::ClientContext ctx;
-  if (!token.empty()) ctx.AddMetadata("authorization", "Bearer " + token);
-  auto writer = stub.BuildIndex(&ctx, response);
-  for (const auto& m : messages) {
-    if (!writer->Write(m)) break;
-  }
-  writer->WritesDone();
-  return writer->Finish();
 }
 
 v1::LookupRequest LookupMsg(const std::string& index, const std::vector<uint32_t>& keys,

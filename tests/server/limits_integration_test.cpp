@@ -25,6 +25,8 @@
 namespace gpujoin::server {
 namespace {
 
+using gpujoin::server::testing::WithVarint;
+
 using gpujoin::server::testing::ChunkMsg;
 
 using gpujoin::testing::HttpGet;
@@ -41,24 +43,6 @@ v1::BuildIndexRequest SpecMsg(const std::string& name, uint64_t capacity,
   r.mutable_spec()->set_capacity(capacity);
   r.mutable_spec()->set_first_value(first_value);
   return r;
-}
-
-// `message` with `field` = `value` appended as a raw varint (the last occurrence
-// of a scalar wins): what a hand-made message, or a client with a wider field
-// type, puts on the wire.
-template <typename Message>
-Message WithVarint(const Message& message, int field, uint64_t value) {
-  std::string bytes = message.SerializeAsString();
-  for (uint64_t v : {uint64_t(field) << 3, value}) {
-    while (v >= 0x80) {
-      bytes.push_back(static_cast<char>((v & 0x7f) | 0x80));
-      v >>= 7;
-    }
-    bytes.push_back(static_cast<char>(v));
-  }
-  Message out;
-  EXPECT_TRUE(out.ParseFromString(bytes));
-  return out;
 }
 
 // Sample lines of a Prometheus exposition that contain `needle` (a count keeps a

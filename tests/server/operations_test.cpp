@@ -7,11 +7,14 @@
 
 #include <cmath>
 
+#include "build_messages.hpp"
 #include "gpujoin/engine/graph.hpp"
 #include "test_util.hpp"
 
 namespace gpujoin::server {
 namespace {
+
+using gpujoin::server::testing::WithVarint;
 
 using ::testing::HasSubstr;
 
@@ -327,24 +330,6 @@ TEST_F(OperationsTest, BatchRowBaseWhoseLastRowReachesTheMissingMarkerIsRejected
   ASSERT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
   EXPECT_THAT(s.message(), HasSubstr("chunks[1].row_base: 4294967293 + 3 rows - 1 = 4294967295"));
   EXPECT_THAT(s.message(), HasSubstr("at most 2 rows fit"));
-}
-
-// `message` serialised, then `field` = `value` appended as a raw varint (the last
-// occurrence of a scalar wins), parsed back: what a client with a wider field
-// type, or a hand-made message, sends.
-template <typename Message>
-Message WithVarint(const Message& message, int field, uint64_t value) {
-  std::string bytes = message.SerializeAsString();
-  for (uint64_t v : {uint64_t(field) << 3, value}) {
-    while (v >= 0x80) {
-      bytes.push_back(static_cast<char>((v & 0x7f) | 0x80));
-      v >>= 7;
-    }
-    bytes.push_back(static_cast<char>(v));
-  }
-  Message out;
-  EXPECT_TRUE(out.ParseFromString(bytes));
-  return out;
 }
 
 constexpr uint64_t k2To32 = uint64_t{1} << 32;
