@@ -22,6 +22,9 @@ constexpr uint32_t kResponseValues = 3;
 constexpr uint32_t kResponseFound = 4;
 constexpr uint32_t kResponseProbes = 5;
 
+// Longest length-delimited field protobuf parses (2 GiB less its 16 slop bytes).
+constexpr uint64_t kMaxLength = (uint64_t{1} << 31) - 16;
+
 // Reads a byte sequence spread over slices.
 class SliceCursor {
  public:
@@ -41,10 +44,10 @@ class SliceCursor {
     return true;
   }
 
-  // A base-128 varint of at most 10 bytes.
-  bool ReadVarint(uint64_t* out) {
+  // A base-128 varint of at most `max_bytes` bytes (10: any uint64).
+  bool ReadVarint(uint64_t* out, int max_bytes = 10) {
     uint64_t value = 0;
-    for (int shift = 0; shift < 70; shift += 7) {
+    for (int shift = 0; shift < 7 * max_bytes; shift += 7) {
       uint8_t b = 0;
       if (!ReadByte(&b)) return false;
       if (shift == 63 && b > 1) return false;  // more than 64 bits
@@ -56,6 +59,12 @@ class SliceCursor {
     }
     return false;
   }
+
+  // A tag or a length as protobuf reads them: at most 5 bytes, and a length below
+  // 2^31 - 16 (protobuf's parser fails on a longer encoding, even of a small value,
+  // so the scan must not accept one either).
+  bool ReadTag(uint64_t* out) { return ReadVarint(out, 5); }
+  bool ReadLength(uint64_t* out) { return ReadVarint(out, 5) && *out < kMaxLength; }
 
   bool Skip(size_t n) {
     if (n > remaining()) return false;
@@ -153,7 +162,7 @@ std::optional<LookupWire> ScanLookupRequest(std::vector<grpc::Slice> slices) {
   while (!in.at_end()) {
     SliceCursor field_start = in;  // to copy the field from, once it is measured
     uint64_t tag = 0;
-    if (!in.ReadVarint(&tag)) return std::nullopt;
+    if (!in.ReadTag(&tag)) return std::nullopt;
     const uint64_t field = tag >> 3;
     const uint32_t type = static_cast<uint32_t>(tag & 7);
     if (field == 0 || field > 0x1fffffff) return std::nullopt;
@@ -162,11 +171,11 @@ std::optional<LookupWire> ScanLookupRequest(std::vector<grpc::Slice> slices) {
       if (type != kLengthDelimited || seen_keys) return std::nullopt;
       seen_keys = true;
       uint64_t length = 0;
-      if (!in.ReadVarint(&length) || length > in.remaining()) return std::nullopt;
+      if (!in.ReadLength(&length) || length > in.remaining()) return std::nullopt;
       const size_t end = in.position() + length;
       uint64_t inner_tag = 0, inner_length = 0;
-      if (!in.ReadVarint(&inner_tag) || inner_tag != ((kColumnPacked << 3) | kLengthDelimited) ||
-          !in.ReadVarint(&inner_length) || in.position() > end ||
+      if (!in.ReadTag(&inner_tag) || inner_tag != ((kColumnPacked << 3) | kLengthDelimited) ||
+          !in.ReadLength(&inner_length) || in.position() > end ||
           inner_length != end - in.position() || inner_length == 0 || inner_length % 4 != 0) {
         return std::nullopt;
       }
@@ -186,7 +195,7 @@ std::optional<LookupWire> ScanLookupRequest(std::vector<grpc::Slice> slices) {
       case kFixed32: ok = in.Skip(4); break;
       case kLengthDelimited: {
         uint64_t length = 0;
-        ok = in.ReadVarint(&length) && in.Skip(length);
+        ok = in.ReadLength(&length) && in.Skip(length);
         break;
       }
       default: ok = false;  // groups and invalid wire types: leave to protobuf

@@ -283,5 +283,47 @@ TEST_F(LookupWireTest, ResponseBuffersStayAliveUntilTheLastSliceIsReleased) {
   EXPECT_EQ(decoded.found(), std::string("\1\0\1", 3));
 }
 
+// Found by fuzz_lookup_wire: protobuf reads a tag or a length as a varint of at
+// most 5 bytes and fails on a longer encoding, even of a small value; the scan
+// read up to 10 and so accepted, as a fast-path lookup, requests that protobuf
+// (and so the service's ordinary path) rejects as unparseable.
+TEST_F(LookupWireTest, TagsAndLengthsLongerThanProtobufReadsAreLeftToProtobuf) {
+  const std::string keys = PackColumn<uint32_t>(std::vector<uint32_t>{index_keys_[0]});
+  const std::string packed = "\x0a\x04" + keys;  // U32Column.packed, 4 bytes
+  const std::string index = "\x0a\x01x";         // LookupRequest.index = "x"
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"keys tag in 6 bytes", index + std::string("\x92\x80\x80\x80\x80\x00\x06", 7) + packed},
+      {"keys length in 6 bytes", index + std::string("\x12\x86\x80\x80\x80\x80\x00", 7) + packed},
+      {"packed tag in 6 bytes",
+       index + std::string("\x12\x0a\x8a\x80\x80\x80\x80\x00\x04", 9) + keys},
+      {"packed length in 6 bytes",
+       index + std::string("\x12\x0a\x0a\x84\x80\x80\x80\x80\x00", 9) + keys},
+      {"index length in 6 bytes",
+       std::string("\x0a\x81\x80\x80\x80\x80\x00x\x12\x06", 10) + packed},
+  };
+  for (const auto& [what, bytes] : cases) {
+    SCOPED_TRACE(what);
+    v1::LookupRequest parsed;
+    EXPECT_FALSE(parsed.ParseFromString(bytes)) << "protobuf parses it; the case is wrong";
+    const grpc::Slice one(bytes.data(), bytes.size());
+    EXPECT_FALSE(ScanLookupRequest(std::vector<grpc::Slice>{one}).has_value());
+  }
+  // The same request with minimal encodings, and with every tag and length in
+  // 5 bytes (which protobuf reads), takes the fast path.
+  const std::string five("\x80\x80\x80\x00", 4);  // continues a varint to 5 bytes
+  const std::string plain = index + "\x12\x06" + packed;
+  const std::string longest =
+      index + "\x92" + five + "\x8e" + five + "\x8a" + five + "\x84" + five + keys;
+  for (const std::string& bytes : {plain, longest}) {
+    v1::LookupRequest parsed;
+    ASSERT_TRUE(parsed.ParseFromString(bytes));
+    const grpc::Slice one(bytes.data(), bytes.size());
+    const auto wire = ScanLookupRequest(std::vector<grpc::Slice>{one});
+    ASSERT_TRUE(wire.has_value());
+    EXPECT_EQ(wire->rows(), 1u);
+    EXPECT_EQ(wire->fields.index(), "x");
+  }
+}
+
 }  // namespace
 }  // namespace gpujoin::server
