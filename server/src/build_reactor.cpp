@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "gpujoin/server/logging.hpp"
@@ -48,6 +49,10 @@ class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer>,
         session_(service->ops()),
         start_(Clock::now()) {
     absl::Status admitted = service_->Admit(context, "BuildIndex");
+    if (admitted.ok()) {
+      admitted = service_->AcquireStream(context, "BuildIndex", &peer_);
+      counted_ = admitted.ok();
+    }
     if (admitted.ok()) {
       admitted = service_->AcquireBuildSlot();
       holds_slot_ = admitted.ok();
@@ -131,6 +136,7 @@ class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer>,
   void OnDone() override {
     service_->Unregister(this);
     if (holds_slot_) service_->ReleaseBuildSlot();
+    if (counted_) service_->ReleaseStream(peer_);
     delete this;
   }
 
@@ -251,6 +257,8 @@ class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer>,
   std::optional<absl::Status> result_;  // the call's outcome once known
   bool rejected_ = false;
   bool holds_slot_ = false;  // one of --max-concurrent-builds, given back in OnDone
+  bool counted_ = false;     // one of --max-streams-per-connection on peer_, given back in OnDone
+  std::string peer_;
   bool read_in_flight_ = false;
   bool input_done_ = false;
   bool building_ = false;

@@ -83,6 +83,7 @@ absl::StatusOr<std::optional<ServerConfig>> ParseServerFlags(int argc, const cha
   CLI::App app{"gpujoind: GPU-resident hash indexes served over gRPC", "gpujoind"};
   std::string backend = "auto", memory_limit, max_message, log_level = "info";
   std::string cuda_build_path = "auto", cuda_transient_max;
+  std::string staged, build_staged;
   bool version = false;
   // A repeated flag takes its last value (wrappers can append overrides).
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
@@ -148,6 +149,16 @@ absl::StatusOr<std::optional<ServerConfig>> ParseServerFlags(int argc, const cha
   app.add_option("--max-aggregate-groups", config.max_aggregate_groups,
                  "Most groups one Aggregate stream may ask for; above it RESOURCE_EXHAUSTED")
       ->capture_default_str();
+  app.add_option("--max-staged-bytes", staged,
+                 "Build input all open builds may hold in host memory (K/M/G/T suffixes); "
+                 "default a quarter of physical memory; beyond it RESOURCE_EXHAUSTED");
+  app.add_option("--max-build-staged-bytes", build_staged,
+                 "Build input one build may hold (K/M/G/T suffixes); default "
+                 "--max-staged-bytes");
+  app.add_option("--max-streams-per-connection", config.max_streams_per_connection,
+                 "Streaming calls open at once on one client connection; beyond it "
+                 "RESOURCE_EXHAUSTED")
+      ->capture_default_str();
   app.add_option("--drain-grace", config.drain_grace_seconds,
                  "Seconds to stay listening with health NOT_SERVING on SIGTERM/SIGINT before "
                  "the listener closes (so load balancers see it)")
@@ -177,6 +188,20 @@ absl::StatusOr<std::optional<ServerConfig>> ParseServerFlags(int argc, const cha
     auto bytes = ParseByteSize(memory_limit, "--device-memory-limit");
     if (!bytes.ok()) return bytes.status();
     config.device_memory_limit = *bytes;
+  }
+  if (!staged.empty()) {
+    auto bytes = ParseByteSize(staged, "--max-staged-bytes");
+    if (!bytes.ok()) return bytes.status();
+    if (*bytes == 0) return absl::InvalidArgumentError("--max-staged-bytes: must be at least 1");
+    config.max_staged_bytes = *bytes;
+  }
+  if (!build_staged.empty()) {
+    auto bytes = ParseByteSize(build_staged, "--max-build-staged-bytes");
+    if (!bytes.ok()) return bytes.status();
+    if (*bytes == 0) {
+      return absl::InvalidArgumentError("--max-build-staged-bytes: must be at least 1");
+    }
+    config.max_build_staged_bytes = *bytes;
   }
   if (!max_message.empty()) {
     auto bytes = ParseByteSize(max_message, "--max-message-bytes");
@@ -230,6 +255,9 @@ absl::StatusOr<std::optional<ServerConfig>> ParseServerFlags(int argc, const cha
   if (config.max_aggregate_groups == 0 || config.max_aggregate_groups > 0xffffffffull) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--max-aggregate-groups: ", config.max_aggregate_groups, " is outside [1, 4294967295]"));
+  }
+  if (config.max_streams_per_connection == 0) {
+    return absl::InvalidArgumentError("--max-streams-per-connection: must be at least 1");
   }
   if (!(config.drain_grace_seconds >= 0 && config.drain_grace_seconds <= 300)) {
     return absl::InvalidArgumentError("--drain-grace: must be within [0, 300] seconds");

@@ -10,23 +10,28 @@ struct MemoryBudget::Reservation::State {
   std::mutex mu;
   uint64_t limit = 0;
   uint64_t used = 0;
+  std::string name;
+  std::string flag;
 };
 
 namespace {
 
 // `needed` for `what` does not fit beside `used` bytes of other reservations.
-absl::Status Exceeded(std::string_view what, uint64_t needed, uint64_t used, uint64_t limit) {
-  return absl::ResourceExhaustedError(
-      absl::StrCat("device memory budget exceeded: ", std::string(what), " needs ", needed,
-                   " bytes but ", used, " of the ", limit, " byte budget are in use (",
-                   limit - used, " available; see --device-memory-limit)"));
+absl::Status Exceeded(const MemoryBudget::Reservation::State& budget, std::string_view what,
+                      uint64_t needed, uint64_t used) {
+  return absl::ResourceExhaustedError(absl::StrCat(
+      budget.name, " exceeded: ", std::string(what), " needs ", needed, " bytes but ", used,
+      " of the ", budget.limit, " byte budget are in use (", budget.limit - used,
+      " available; see ", budget.flag, ")"));
 }
 
 }  // namespace
 
-MemoryBudget::MemoryBudget(uint64_t limit_bytes)
+MemoryBudget::MemoryBudget(uint64_t limit_bytes, std::string name, std::string flag)
     : state_(std::make_shared<Reservation::State>()) {
   state_->limit = limit_bytes;
+  state_->name = std::move(name);
+  state_->flag = std::move(flag);
 }
 
 MemoryBudget::Reservation& MemoryBudget::Reservation::operator=(Reservation&& other) noexcept {
@@ -63,7 +68,7 @@ absl::Status MemoryBudget::Reservation::Resize(uint64_t bytes, std::string_view 
   std::lock_guard<std::mutex> lock(state_->mu);
   const uint64_t others = state_->used - bytes_;
   if (bytes > bytes_ && bytes > state_->limit - others) {
-    return Exceeded(what, bytes, others, state_->limit);
+    return Exceeded(*state_, what, bytes, others);
   }
   state_->used = others + bytes;
   bytes_ = bytes;
@@ -74,7 +79,7 @@ absl::StatusOr<MemoryBudget::Reservation> MemoryBudget::Reserve(uint64_t bytes,
                                                                 std::string_view what) {
   std::lock_guard<std::mutex> lock(state_->mu);
   if (bytes > state_->limit - state_->used) {
-    return Exceeded(what, bytes, state_->used, state_->limit);
+    return Exceeded(*state_, what, bytes, state_->used);
   }
   state_->used += bytes;
   Reservation r;

@@ -652,6 +652,10 @@ absl::Status Operations::GetServerInfo(bool serving, v1::GetServerInfoResponse* 
   response->set_max_inflight_batches(state_.config.max_inflight_batches);
   response->set_max_concurrent_builds(state_.config.max_concurrent_builds);
   response->set_max_aggregate_groups(state_.config.max_aggregate_groups);
+  response->set_max_staged_bytes(state_.config.max_staged_bytes);
+  response->set_max_build_staged_bytes(state_.config.max_build_staged_bytes);
+  response->set_staged_bytes(state_.staging == nullptr ? 0 : state_.staging->used_bytes());
+  response->set_max_streams_per_connection(state_.config.max_streams_per_connection);
   response->set_index_count(static_cast<uint32_t>(state_.registry->size()));
   response->set_serving(serving);
   return absl::OkStatus();
@@ -659,7 +663,14 @@ absl::Status Operations::GetServerInfo(bool serving, v1::GetServerInfoResponse* 
 
 // ------------------------------------------------------------------ build
 
-absl::Status BuildSession::ReserveFor(uint32_t capacity, const engine::BuildShape* shape) {
+absl::StatusOr<uint32_t> BuildSession::CapacityFor(uint64_t rows) const {
+  if (capacity_) return *capacity_;
+  const double lf = spec_.target_load_factor() == 0 ? 0.5 : spec_.target_load_factor();
+  return engine::CapacityForRows(std::max<uint64_t>(rows, 1), lf);
+}
+
+absl::Status BuildSession::ReserveFor(uint32_t capacity, const engine::BuildShape* shape,
+                                      bool grow_only) {
   engine::HashIndexSpec spec;
   spec.capacity = capacity;
   spec.max_probe_count = static_cast<uint32_t>(spec_.max_probe_count());  // AddSpec checked it
@@ -667,6 +678,8 @@ absl::Status BuildSession::ReserveFor(uint32_t capacity, const engine::BuildShap
   const engine::Backend& backend = *ops_->state_.backend;
   const uint64_t table = backend.IndexBytes(spec);
   const uint64_t transient = shape == nullptr ? 0 : backend.BuildTransientBytes(spec, *shape);
+  const uint64_t need = table + transient + staged_bytes_;
+  if (reserved_ && grow_only && need <= reservation_.bytes()) return absl::OkStatus();
   const std::string what =
       shape == nullptr
           ? absl::StrCat("index \"", name_, "\" (capacity ", capacity, ": ", table,
@@ -674,15 +687,47 @@ absl::Status BuildSession::ReserveFor(uint32_t capacity, const engine::BuildShap
                          "are known)")
           : absl::StrCat("index \"", name_, "\" (capacity ", capacity, ": ", table,
                          " table bytes + ", transient, " transient bytes for the build of ",
-                         shape->rows, " rows)");
-  if (capacity_) {
-    // Already sized: the table is reserved; grow (or shrink) to this build's peak.
-    GPUJOIN_RETURN_IF_ERROR(reservation_.Resize(table + transient, what));
+                         shape->rows, " rows + ", staged_bytes_, " bytes of staged input)");
+  if (reserved_) {
+    GPUJOIN_RETURN_IF_ERROR(reservation_.Resize(need, what));
   } else {
-    GPUJOIN_ASSIGN_OR_RETURN(reservation_, ops_->state_.budget->Reserve(table + transient, what));
+    GPUJOIN_ASSIGN_OR_RETURN(reservation_, ops_->state_.budget->Reserve(need, what));
+    reserved_ = true;
   }
-  capacity_ = capacity;
   return absl::OkStatus();
+}
+
+absl::Status BuildSession::Stage(uint64_t bytes, uint64_t rows, bool validity,
+                                 const std::string& field) {
+  const ServerConfig& config = ops_->state_.config;
+  const uint64_t staged = staged_bytes_ + bytes;
+  if (config.max_build_staged_bytes != 0 && staged > config.max_build_staged_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        field, ": the build of index \"", name_, "\" would hold ", staged,
+        " bytes of staged input, above --max-build-staged-bytes=", config.max_build_staged_bytes,
+        "; split the input into several indexes or raise the limit"));
+  }
+  const std::string what =
+      absl::StrCat(field, " of the build of index \"", name_, "\" (", staged, " bytes staged)");
+  if (ops_->state_.staging == nullptr) {
+    // No host staging budget (unit tests that set up Operations themselves).
+  } else if (staged_bytes_ == 0) {
+    GPUJOIN_ASSIGN_OR_RETURN(staging_, ops_->state_.staging->Reserve(staged, what));
+  } else {
+    GPUJOIN_RETURN_IF_ERROR(staging_.Resize(staged, what));
+  }
+  staged_bytes_ = staged;
+  // The index budget: the table for these rows, the transient memory of their
+  // build and the staged bytes, so a build that cannot fit stops here.
+  auto capacity = CapacityFor(rows);
+  if (!capacity.ok()) return Prefixed(capacity.status(), field + ": ");
+  engine::BuildShape shape;
+  shape.rows = rows;
+  shape.explicit_values = spec_.explicit_values();
+  shape.batch = spec_.batch_mode();
+  shape.batch_chunks = shape.batch ? nonempty_chunks_ : 0;
+  shape.batch_validity = shape.batch && validity;
+  return Prefixed(ReserveFor(*capacity, &shape, /*grow_only=*/true), field + ": ");
 }
 
 absl::Status BuildSession::AddSpec(const v1::IndexSpec& spec) {
@@ -714,7 +759,10 @@ absl::Status BuildSession::AddSpec(const v1::IndexSpec& spec) {
     return absl::AlreadyExistsError(
         absl::StrCat("index \"", name_, "\" already exists; set spec.replace to rebuild it"));
   }
-  if (spec.capacity() != 0) return ReserveFor(static_cast<uint32_t>(spec.capacity()), nullptr);
+  if (spec.capacity() != 0) {
+    capacity_ = static_cast<uint32_t>(spec.capacity());
+    return ReserveFor(*capacity_, nullptr, /*grow_only=*/false);
+  }
   if (spec.expected_rows() != 0) {
     auto capacity = engine::CapacityForRows(spec.expected_rows(), lf == 0 ? 0.5 : lf);
     if (!capacity.ok()) return Prefixed(capacity.status(), "spec.expected_rows: ");
@@ -724,9 +772,10 @@ absl::Status BuildSession::AddSpec(const v1::IndexSpec& spec) {
     expected.explicit_values = spec.explicit_values();
     expected.batch = spec.batch_mode();
     expected.batch_chunks = spec.batch_mode() ? 1 : 0;
-    return ReserveFor(*capacity, &expected);
+    capacity_ = *capacity;
+    return ReserveFor(*capacity, &expected, /*grow_only=*/false);
   }
-  return absl::OkStatus();  // sized from the rows received, in Finish()
+  return absl::OkStatus();  // sized from the rows received, chunk by chunk
 }
 
 absl::Status BuildSession::AddChunk(std::unique_ptr<v1::BuildChunk> chunk) {
@@ -775,6 +824,11 @@ absl::Status BuildSession::AddChunk(std::unique_ptr<v1::BuildChunk> chunk) {
         spec_.first_value(), key_rows_ + keys.size(), "spec.first_value",
         absl::StrCat("the value of global row ", key_rows_ + keys.size() - 1, ", in ", field)));
   }
+  const uint64_t bytes = chunk->SpaceUsedLong() + keys.owned_bytes() + values.owned_bytes() +
+                         validity.owned_bytes();
+  if (keys.size() != 0) ++nonempty_chunks_;
+  any_validity_ = any_validity_ || validity.present();
+  GPUJOIN_RETURN_IF_ERROR(Stage(bytes, key_rows_ + keys.size(), any_validity_, field));
   key_rows_ += keys.size();
   value_rows_ += values.size();
   keys_.push_back(std::move(keys));
@@ -842,16 +896,10 @@ absl::StatusOr<std::shared_ptr<const IndexVersion>> BuildSession::Finish(
   }
   const engine::BuildShape shape =
       batch_node ? engine::BuildShapeOf(*batch_node) : engine::BuildShapeOf(*plain_node);
-  uint32_t capacity = 0;
-  if (capacity_) {
-    capacity = *capacity_;
-  } else {
-    const double lf = spec_.target_load_factor() == 0 ? 0.5 : spec_.target_load_factor();
-    auto sized = engine::CapacityForRows(std::max<uint64_t>(key_rows_, 1), lf);
-    if (!sized.ok()) return Prefixed(sized.status(), "chunks: ");
-    capacity = *sized;
-  }
-  GPUJOIN_RETURN_IF_ERROR(ReserveFor(capacity, &shape));
+  auto sized = CapacityFor(key_rows_);
+  if (!sized.ok()) return Prefixed(sized.status(), "chunks: ");
+  const uint32_t capacity = *sized;
+  GPUJOIN_RETURN_IF_ERROR(ReserveFor(capacity, &shape, /*grow_only=*/false));
   engine::HashIndexSpec spec;
   spec.capacity = capacity;
   spec.max_probe_count = static_cast<uint32_t>(spec_.max_probe_count());  // AddSpec checked it
@@ -898,6 +946,8 @@ absl::StatusOr<std::shared_ptr<const IndexVersion>> BuildSession::Finish(
   values_.clear();
   validity_.clear();
   chunks_.clear();
+  staging_.Release();
+  staged_bytes_ = 0;
   return installed;
 }
 

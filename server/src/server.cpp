@@ -6,6 +6,8 @@
 #include <sstream>
 #include <thread>
 
+#include <unistd.h>
+
 #include "absl/strings/str_cat.h"
 #include "gpujoin/engine/backend.hpp"
 #include "gpujoin/server/auth.hpp"
@@ -22,6 +24,13 @@
 
 namespace gpujoin::server {
 namespace {
+
+// The host's physical memory (the default staging budget is a quarter of it).
+uint64_t PhysicalMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : uint64_t{1} << 32;
+}
 
 absl::StatusOr<std::string> ReadFile(const std::string& path, std::string_view flag) {
   std::ifstream in(path, std::ios::binary);
@@ -51,6 +60,7 @@ struct Server::Impl {
   engine::BackendInfo info;
   IndexRegistry registry;
   std::unique_ptr<MemoryBudget> budget;
+  std::unique_ptr<MemoryBudget> staging;
   Metrics metrics;
   std::unique_ptr<prometheus::Exposer> exposer;
   std::unique_ptr<Executor> executor;
@@ -115,6 +125,17 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerConfig& config
                             s.info.memory_total_bytes, " bytes"));
   }
   s.budget = std::make_unique<MemoryBudget>(limit);
+  ServerConfig resolved = config;
+  if (resolved.max_staged_bytes == 0) resolved.max_staged_bytes = PhysicalMemoryBytes() / 4;
+  if (resolved.max_build_staged_bytes == 0 ||
+      resolved.max_build_staged_bytes > resolved.max_staged_bytes) {
+    resolved.max_build_staged_bytes = resolved.max_staged_bytes;
+  }
+  s.staging = std::make_unique<MemoryBudget>(resolved.max_staged_bytes, "build staging budget",
+                                             "--max-staged-bytes");
+  LogInfo(absl::StrCat("memory budget ", limit, " bytes; build input staged in host memory: ",
+                       resolved.max_staged_bytes, " bytes in all, ",
+                       resolved.max_build_staged_bytes, " per build"));
 
   if (!config.auth_token_file.empty()) {
     auto token = ReadTokenFile(config.auth_token_file);
@@ -140,8 +161,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerConfig& config
   state.backend_info = s.info;
   state.registry = &s.registry;
   state.budget = s.budget.get();
+  state.staging = s.staging.get();
   state.metrics = &s.metrics;
-  state.config = config;
+  state.config = resolved;
   state.config.executor_threads = threads;
   state.config.inline_batch_rows = inline_rows;
   Impl* raw = impl.get();

@@ -51,6 +51,10 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
                                         : 0) {
     service_->Register(this);
     absl::Status admitted = service_->Admit(context, Traits::kRpc);
+    if (admitted.ok()) {
+      admitted = service_->AcquireStream(context, Traits::kRpc, &peer_);
+      counted_ = admitted.ok();
+    }
     if (!admitted.ok()) {
       std::lock_guard<std::mutex> lock(mu_);
       rejected_ = ToGrpcStatus(admitted);
@@ -134,6 +138,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   void OnDone() override {
     LogDebug(absl::StrCat(std::string(Traits::kRpc), " stream done"));
     service_->Unregister(this);
+    if (counted_) service_->ReleaseStream(peer_);
     delete this;
   }
 
@@ -308,7 +313,9 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   bool draining_ = false;
   bool finished_ = false;
   SingleDriver driver_;
-  std::optional<grpc::Status> rejected_;     // auth or drain refusal at the start
+  std::optional<grpc::Status> rejected_;     // auth, drain or admission refusal at the start
+  bool counted_ = false;  // one of --max-streams-per-connection on peer_, given back in OnDone
+  std::string peer_;
   std::optional<grpc::Status> unparseable_;  // the status when a message did not parse
   std::atomic<bool> cancelled_{false};
 };

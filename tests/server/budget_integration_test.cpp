@@ -138,15 +138,18 @@ TEST_F(BudgetIntegrationTest, RebuildThatDoesNotFitIsRefusedAndTheOldVersionServ
   EXPECT_EQ(LookupOne("b", 15), std::make_pair(0u, uint64_t{2}));
   EXPECT_EQ(UsedBytes(), 8192u + 8192u);
 
-  // Sized from its rows (3000 at load 0.5: 8192 slots), known only at the end.
+  // Sized from its rows (3000 at load 0.5: 8192 slots) at the chunk that brings
+  // them, with the chunk's staged bytes (12 KB of packed keys and the message).
   v1::BuildIndexRequest spec;
   spec.mutable_spec()->set_name("c");
   const grpc::Status auto_sized = Build({spec, ChunkMsg(Iota(3000, 1))}, &refused);
   ASSERT_EQ(auto_sized.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_THAT(auto_sized.error_message(),
-              HasSubstr("index \"c\" (capacity 8192: 65536 table bytes + 0 transient bytes for "
-                        "the build of 3000 rows) needs 65536 bytes but 16384 of the 40000 byte "
-                        "budget are in use"));
+              HasSubstr("chunks[0]: device memory budget exceeded: index \"c\" (capacity 8192: "
+                        "65536 table bytes + 0 transient bytes for the build of 3000 rows + "));
+  EXPECT_THAT(auto_sized.error_message(),
+              HasSubstr("bytes of staged input) needs 7"));  // 65536 + at least 12000
+  EXPECT_THAT(auto_sized.error_message(), HasSubstr("but 16384 of the 40000 byte budget are in use"));
   EXPECT_EQ(UsedBytes(), 8192u + 8192u);
   const std::string m = HttpGet(server_->metrics_address(), "/metrics");
   EXPECT_EQ(MetricValue(m, "gpujoin_index_builds_total{index=\"b\",result=\"resource_exhausted\"}"),

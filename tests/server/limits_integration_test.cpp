@@ -28,6 +28,7 @@ namespace {
 using gpujoin::server::testing::WithVarint;
 
 using gpujoin::server::testing::ChunkMsg;
+using gpujoin::server::testing::Iota;
 
 using gpujoin::testing::HttpGet;
 using gpujoin::testing::MetricValue;
@@ -318,6 +319,165 @@ TEST(ConcurrentBuilds, BuildsOverTheLimitAreRefusedUntilOneFinishes) {
   EXPECT_TRUE(admitted.ok()) << admitted.error_message();
   b.writer->WritesDone();
   EXPECT_TRUE(b.writer->Finish().ok());
+}
+
+v1::GetServerInfoResponse Info(v1::GpuJoin::Stub& stub) {
+  grpc::ClientContext ctx;
+  v1::GetServerInfoResponse info;
+  EXPECT_TRUE(stub.GetServerInfo(&ctx, v1::GetServerInfoRequest(), &info).ok());
+  return info;
+}
+
+// A channel with its own connection (gRPC shares one between channels to the same
+// target and arguments otherwise).
+std::shared_ptr<grpc::Channel> OwnConnection(const std::string& address) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
+// An open BuildIndex stream: the spec, and chunks written as the test goes.
+struct OpenBuild {
+  OpenBuild(v1::GpuJoin::Stub& stub, const std::string& name) {
+    writer = stub.BuildIndex(&ctx, &resp);
+    v1::BuildIndexRequest spec;
+    spec.mutable_spec()->set_name(name);
+    writer->Write(spec);
+  }
+  grpc::Status Finish() {
+    writer->WritesDone();
+    return writer->Finish();
+  }
+  grpc::ClientContext ctx;
+  v1::BuildIndexResponse resp;
+  std::unique_ptr<grpc::ClientWriter<v1::BuildIndexRequest>> writer;
+};
+
+// Issue 18, finding 2 (512 MiB staged against a 12 KiB table was accepted): the
+// input of open builds counts from its first chunk, per build
+// (--max-build-staged-bytes) and over all builds (--max-staged-bytes); the
+// chunk that crosses a limit fails its build with RESOURCE_EXHAUSTED naming the
+// flag, the other builds go on, and a finished build gives its bytes back.
+TEST(StagingLimits, StagedInputIsBoundedPerBuildAndInAll) {
+  ServerProcess server(gpujoin::testing::ServerOptions{
+      .extra_args = {"--max-staged-bytes=1M", "--max-build-staged-bytes=700K"}});
+  ASSERT_TRUE(server.ready()) << server.log();
+  auto stub = v1::GpuJoin::NewStub(
+      grpc::CreateChannel(server.grpc_address(), grpc::InsecureChannelCredentials()));
+  const v1::GetServerInfoResponse limits = Info(*stub);
+  EXPECT_EQ(limits.max_staged_bytes(), 1u << 20);
+  EXPECT_EQ(limits.max_build_staged_bytes(), 700u << 10);
+  EXPECT_EQ(limits.staged_bytes(), 0u);
+
+  OpenBuild a(*stub, "a");
+  ASSERT_TRUE(a.writer->Write(ChunkMsg(Iota(120000, 1))));  // 480 KB of keys
+  uint64_t staged = 0;
+  for (int i = 0; i < 500 && staged == 0; ++i) {
+    staged = Info(*stub).staged_bytes();
+    if (staged == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_GE(staged, 480000u);
+  EXPECT_LT(staged, 600000u);
+
+  // One build over its own limit.
+  OpenBuild b(*stub, "b");
+  b.writer->Write(ChunkMsg(Iota(100000, 1)));
+  b.writer->Write(ChunkMsg(Iota(80000, 200001)));  // 720 KB in all
+  const grpc::Status per_build = b.Finish();
+  EXPECT_EQ(per_build.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(per_build.error_message(), HasSubstr("chunks[1]: the build of index \"b\" would "
+                                                   "hold "));
+  EXPECT_THAT(per_build.error_message(), HasSubstr("--max-build-staged-bytes=716800"));
+
+  // Within its own limit, but not beside a's 480 KB.
+  OpenBuild c(*stub, "c");
+  c.writer->Write(ChunkMsg(Iota(100000, 1)));
+  c.writer->Write(ChunkMsg(Iota(50000, 300001)));  // 600 KB + a's 480 KB > 1 MiB
+  const grpc::Status in_all = c.Finish();
+  EXPECT_EQ(in_all.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(in_all.error_message(),
+              HasSubstr("build staging budget exceeded: chunks[1] of the build of index \"c\""));
+  EXPECT_THAT(in_all.error_message(), HasSubstr("of the 1048576 byte budget are in use"));
+  EXPECT_THAT(in_all.error_message(), HasSubstr("see --max-staged-bytes"));
+
+  // a was not disturbed; once it finishes nothing is staged.
+  const grpc::Status built = a.Finish();
+  ASSERT_TRUE(built.ok()) << built.error_message();
+  EXPECT_EQ(a.resp.index().rows(), 120000u);
+  EXPECT_EQ(Info(*stub).staged_bytes(), 0u);
+  grpc::ClientContext ctx;
+  v1::ListIndexesResponse list;
+  ASSERT_TRUE(stub->ListIndexes(&ctx, v1::ListIndexesRequest(), &list).ok());
+  ASSERT_EQ(list.indexes_size(), 1);
+  EXPECT_EQ(list.indexes(0).name(), "a");
+}
+
+// --max-streams-per-connection bounds the streaming calls open on one client
+// connection: the next is RESOURCE_EXHAUSTED naming the flag, another connection
+// is unaffected, and a finished stream frees its place.
+TEST(StreamLimits, StreamsPerConnectionAreBounded) {
+  ServerProcess server(
+      gpujoin::testing::ServerOptions{.extra_args = {"--max-streams-per-connection=3"}});
+  ASSERT_TRUE(server.ready()) << server.log();
+  auto channel = OwnConnection(server.grpc_address());
+  auto stub = v1::GpuJoin::NewStub(channel);
+  EXPECT_EQ(Info(*stub).max_streams_per_connection(), 3u);
+  {
+    grpc::ClientContext ctx;
+    v1::BuildIndexResponse resp;
+    auto writer = stub->BuildIndex(&ctx, &resp);
+    writer->Write(SpecMsg("s", 64));
+    writer->Write(ChunkMsg({10, 20, 30}));
+    writer->WritesDone();
+    ASSERT_TRUE(writer->Finish().ok());
+  }
+  v1::LookupRequest request;
+  request.set_index("s");
+  *request.mutable_keys()->mutable_packed() = PackColumn<uint32_t>(std::vector<uint32_t>{20});
+  struct Stream {
+    grpc::ClientContext ctx;
+    std::unique_ptr<grpc::ClientReaderWriter<v1::LookupRequest, v1::LookupResponse>> rw;
+  };
+  // Each stream answers a batch, so it is open on the server.
+  auto open = [&](v1::GpuJoin::Stub& on, Stream& s) {
+    s.rw = on.Lookup(&s.ctx);
+    v1::LookupResponse response;
+    return s.rw->Write(request) && s.rw->Read(&response);
+  };
+  Stream s[3];
+  for (Stream& one : s) ASSERT_TRUE(open(*stub, one));
+  Stream fourth;
+  EXPECT_FALSE(open(*stub, fourth));
+  const grpc::Status refused = fourth.rw->Finish();
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(refused.error_message(),
+              HasSubstr("Lookup: 3 streams are open on this connection"));
+  EXPECT_THAT(refused.error_message(), HasSubstr("--max-streams-per-connection=3"));
+  // Unary calls are not streams: still answered.
+  EXPECT_EQ(Info(*stub).index_count(), 1u);
+
+  auto other = v1::GpuJoin::NewStub(OwnConnection(server.grpc_address()));
+  Stream elsewhere;
+  EXPECT_TRUE(open(*other, elsewhere));
+  elsewhere.rw->WritesDone();
+  EXPECT_TRUE(elsewhere.rw->Finish().ok());
+
+  s[0].rw->WritesDone();
+  ASSERT_TRUE(s[0].rw->Finish().ok());
+  // The place is given back when the server is done with the call.
+  bool admitted = false;
+  for (int i = 0; i < 100 && !admitted; ++i) {
+    Stream again;
+    admitted = open(*stub, again);
+    again.rw->WritesDone();
+    again.rw->Finish();
+    if (!admitted) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(admitted);
+  for (int i = 1; i < 3; ++i) {
+    s[i].rw->WritesDone();
+    EXPECT_TRUE(s[i].rw->Finish().ok());
+  }
 }
 
 }  // namespace

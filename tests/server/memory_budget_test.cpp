@@ -177,16 +177,21 @@ v1::BuildIndexRequest SpecMsg(const std::string& name, uint32_t capacity, bool r
 // budget of `limit` bytes.
 class BuildBudgetTest : public ::testing::Test {
  protected:
-  void Start(uint64_t limit, uint64_t fixed = 100, uint64_t per_row = 20) {
+  void Start(uint64_t limit, uint64_t fixed = 100, uint64_t per_row = 20,
+             ServerConfig config = {}, uint64_t staging_limit = 1 << 30) {
     backend_ = std::make_unique<TransientReportingBackend>(fixed, per_row);
     budget_ = std::make_unique<MemoryBudget>(limit);
+    staging_ = std::make_unique<MemoryBudget>(staging_limit, "build staging budget",
+                                              "--max-staged-bytes");
     backend_->Watch(budget_.get());
     ServiceState s;
     s.backend = backend_.get();
     s.backend_info = backend_->Info();
     s.registry = &registry_;
     s.budget = budget_.get();
+    s.staging = staging_.get();
     s.metrics = &metrics_;
+    s.config = std::move(config);
     ops_ = std::make_unique<Operations>(std::move(s));
   }
 
@@ -195,6 +200,7 @@ class BuildBudgetTest : public ::testing::Test {
     BuildSession session(ops_.get());
     for (auto& m : messages) {
       absl::Status s = session.Add(std::move(m));
+      last_staged_ = session.staged_bytes();
       if (!s.ok()) return s;
     }
     std::atomic<bool> cancelled{false};
@@ -216,8 +222,10 @@ class BuildBudgetTest : public ::testing::Test {
   std::unique_ptr<TransientReportingBackend> backend_;
   IndexRegistry registry_;
   std::unique_ptr<MemoryBudget> budget_;
+  std::unique_ptr<MemoryBudget> staging_;
   Metrics metrics_;
   std::unique_ptr<Operations> ops_;
+  uint64_t last_staged_ = 0;  // session.staged_bytes() after Build's last Add
 };
 
 TEST_F(BuildBudgetTest, ExactTableBytesPerSpecOnTheCpuBackend) {
@@ -241,14 +249,25 @@ TEST_F(BuildBudgetTest, BuildReservesTableAndTransientThenKeepsTheTable) {
   // Sized by the spec: the table is reserved before any rows arrive.
   EXPECT_EQ(budget_->used_bytes(), 1024u * 8);
   ASSERT_TRUE(session.Add(ChunkMsg(Iota(300))).ok());
+  // From the first chunk: the transient memory of a build of the rows so far and
+  // the staged input (here: the packed keys) count too.
+  const uint64_t staged1 = session.staged_bytes();
+  EXPECT_GE(staged1, 300u * 4);
+  EXPECT_EQ(budget_->used_bytes(), 1024u * 8 + 100 + 20 * 300 + staged1);
+  EXPECT_EQ(staging_->used_bytes(), staged1);
   ASSERT_TRUE(session.Add(ChunkMsg(Iota(200, 1000))).ok());
+  const uint64_t staged = session.staged_bytes();
+  EXPECT_GE(staged, staged1 + 200 * 4);
+  EXPECT_EQ(budget_->used_bytes(), 1024u * 8 + 100 + 20 * 500 + staged);
   std::atomic<bool> cancelled{false};
   auto built = session.Finish(cancelled);
   ASSERT_TRUE(built.ok()) << built.status();
   ASSERT_EQ(backend_->used_during_runs().size(), 1u);
-  EXPECT_EQ(backend_->used_during_runs()[0], 1024u * 8 + 100 + 20 * 500);
+  EXPECT_EQ(backend_->used_during_runs()[0], 1024u * 8 + 100 + 20 * 500 + staged);
   EXPECT_EQ(budget_->used_bytes(), 1024u * 8);
   EXPECT_EQ((*built)->reservation.bytes(), 1024u * 8);
+  EXPECT_EQ(session.staged_bytes(), 0u);
+  EXPECT_EQ(staging_->used_bytes(), 0u);
 }
 
 TEST_F(BuildBudgetTest, AutoSizedBuildReservesOnceTheRowsAreKnown) {
@@ -259,11 +278,14 @@ TEST_F(BuildBudgetTest, AutoSizedBuildReservesOnceTheRowsAreKnown) {
   ASSERT_TRUE(session.Add(std::move(spec)).ok());
   EXPECT_EQ(budget_->used_bytes(), 0u);  // nothing known yet
   ASSERT_TRUE(session.Add(ChunkMsg(Iota(100))).ok());
+  const uint64_t staged = session.staged_bytes();
+  // Sized from the rows so far: 100 rows at load 0.5 take 256 slots.
+  EXPECT_EQ(budget_->used_bytes(), 256u * 8 + 100 + 20 * 100 + staged);
   std::atomic<bool> cancelled{false};
   auto built = session.Finish(cancelled);
   ASSERT_TRUE(built.ok()) << built.status();
   EXPECT_EQ((*built)->index->spec().capacity, 256u);  // 100 rows at load 0.5
-  EXPECT_EQ(backend_->used_during_runs().at(0), 256u * 8 + 100 + 20 * 100);
+  EXPECT_EQ(backend_->used_during_runs().at(0), 256u * 8 + 100 + 20 * 100 + staged);
   EXPECT_EQ(budget_->used_bytes(), 256u * 8);
 }
 
@@ -276,10 +298,13 @@ TEST_F(BuildBudgetTest, ExpectedRowsReserveTheExpectedBuildUpFront) {
   ASSERT_TRUE(session.Add(std::move(spec)).ok());
   EXPECT_EQ(budget_->used_bytes(), 2048u * 8 + 100 + 20 * 1000);
   ASSERT_TRUE(session.Add(ChunkMsg(Iota(10))).ok());
+  // A chunk within the expected build keeps the reservation made for it.
+  EXPECT_EQ(budget_->used_bytes(), 2048u * 8 + 100 + 20 * 1000);
+  const uint64_t staged = session.staged_bytes();
   std::atomic<bool> cancelled{false};
   ASSERT_TRUE(session.Finish(cancelled).ok());
   // The build that ran had 10 rows: the reservation followed the real shape.
-  EXPECT_EQ(backend_->used_during_runs().at(0), 2048u * 8 + 100 + 20 * 10);
+  EXPECT_EQ(backend_->used_during_runs().at(0), 2048u * 8 + 100 + 20 * 10 + staged);
   EXPECT_EQ(budget_->used_bytes(), 2048u * 8);
 }
 
@@ -292,8 +317,9 @@ TEST_F(BuildBudgetTest, ExpectedRowsThatDoNotFitAreRefusedBeforeAnyData) {
   const absl::Status s = session.Add(std::move(spec));
   ASSERT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(s.message(), HasSubstr("index \"big\" (capacity 2048: 16384 table bytes + 20100 "
-                                     "transient bytes for the build of 1000 rows) needs 36484 "
-                                     "bytes but 0 of the 20000 byte budget are in use"));
+                                     "transient bytes for the build of 1000 rows + 0 bytes of "
+                                     "staged input) needs 36484 bytes but 0 of the 20000 byte "
+                                     "budget are in use"));
   EXPECT_EQ(budget_->used_bytes(), 0u);
 }
 
@@ -309,12 +335,15 @@ TEST_F(BuildBudgetTest, RebuildWhoseTransientMemoryDoesNotFitKeepsTheOldVersion)
   first->reset();
   ASSERT_EQ(budget_->used_bytes(), 8192u);
 
+  // Refused at the chunk, before Finish: its staged bytes count as well.
   auto refused = Build({SpecMsg("k", 1024, true), ChunkMsg(Iota(500, 100))});
   ASSERT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(refused.status().message(),
-              HasSubstr("device memory budget exceeded: index \"k\" (capacity 1024: 8192 table "
-                        "bytes + 10100 transient bytes for the build of 500 rows) needs 18292 "
-                        "bytes but 8192 of the 20000 byte budget are in use (11808 available"));
+              HasSubstr(absl::StrCat(
+                  "chunks[0]: device memory budget exceeded: index \"k\" (capacity 1024: 8192 "
+                  "table bytes + 10100 transient bytes for the build of 500 rows + ",
+                  last_staged_, " bytes of staged input) needs ", 18292 + last_staged_,
+                  " bytes but 8192 of the 20000 byte budget are in use (11808 available")));
   EXPECT_EQ(backend_->used_during_runs().size(), 1u);  // the refused build never ran
   EXPECT_EQ(registry_.Get("k")->version, 1u);
   EXPECT_EQ(LookupOne("k", 8), 1u);  // generated value: row 1
@@ -324,11 +353,82 @@ TEST_F(BuildBudgetTest, RebuildWhoseTransientMemoryDoesNotFitKeepsTheOldVersion)
   // and afterwards only the new table is held.
   auto rebuilt = Build({SpecMsg("k", 1024, true), ChunkMsg(Iota(100, 100))});
   ASSERT_TRUE(rebuilt.ok()) << rebuilt.status();
-  EXPECT_EQ(backend_->used_during_runs().back(), 8192u + 8192u + 100 + 2000);
+  EXPECT_EQ(backend_->used_during_runs().back(), 8192u + 8192u + 100 + 2000 + last_staged_);
   rebuilt->reset();
   EXPECT_EQ(registry_.Get("k")->version, 2u);
   EXPECT_EQ(LookupOne("k", 150), 50u);
   EXPECT_EQ(budget_->used_bytes(), 8192u);
+}
+
+// Issue 18: an auto-sized build is refused at the first chunk whose rows no
+// longer fit (table for the rows so far + transient + staged), not after every
+// chunk has been staged; nothing stays reserved afterwards.
+TEST_F(BuildBudgetTest, AutoSizedBuildIsRefusedAtTheChunkThatNoLongerFits) {
+  Start(38000, 0, 0);
+  BuildSession session(ops_.get());
+  v1::BuildIndexRequest spec;
+  spec.mutable_spec()->set_name("grows");
+  ASSERT_TRUE(session.Add(std::move(spec)).ok());
+  absl::Status s;
+  int chunk = 0;
+  for (; chunk < 100 && s.ok(); ++chunk) s = session.Add(ChunkMsg(Iota(500, 1 + 500 * chunk)));
+  ASSERT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  // 1000 rows take 2048 slots (16 KiB) + ~4 KiB staged; 1500 take 4096 (32 KiB),
+  // which with the staged keys exceeds 38000 bytes: the third chunk is refused.
+  EXPECT_EQ(chunk, 3);
+  EXPECT_THAT(s.message(), HasSubstr("chunks[2]: device memory budget exceeded: index \"grows\" "
+                                     "(capacity 4096: 32768 table bytes"));
+  EXPECT_EQ(backend_->used_during_runs().size(), 0u);  // no build ran
+  EXPECT_LE(budget_->used_bytes(), 38000u);
+  session = BuildSession(ops_.get());
+  EXPECT_EQ(budget_->used_bytes(), 0u);
+  EXPECT_EQ(staging_->used_bytes(), 0u);
+}
+
+// --max-build-staged-bytes bounds one build's input; the chunk that would cross
+// it is refused naming the flag and the numbers.
+TEST_F(BuildBudgetTest, OneBuildsStagedInputIsBoundedByItsFlag) {
+  ServerConfig config;
+  config.max_build_staged_bytes = 6000;
+  Start(1 << 24, 0, 0, config);
+  BuildSession session(ops_.get());
+  ASSERT_TRUE(session.Add(SpecMsg("p", 1 << 12)).ok());
+  ASSERT_TRUE(session.Add(ChunkMsg(Iota(1000))).ok());  // ~4 KiB
+  const uint64_t first = session.staged_bytes();
+  const absl::Status s = session.Add(ChunkMsg(Iota(1000, 5000)));
+  ASSERT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(s.message(), HasSubstr("chunks[1]: the build of index \"p\" would hold "));
+  EXPECT_THAT(s.message(), HasSubstr("above --max-build-staged-bytes=6000"));
+  EXPECT_EQ(session.staged_bytes(), first);  // the refused chunk was not kept
+  EXPECT_EQ(staging_->used_bytes(), first);
+}
+
+// The host staging budget (--max-staged-bytes) is shared by every open build: a
+// second build that would cross it is refused, and the bytes come back when a
+// build finishes or is abandoned.
+TEST_F(BuildBudgetTest, StagedInputOfAllOpenBuildsSharesTheStagingBudget) {
+  Start(1 << 24, 0, 0, {}, 10000);
+  auto a = std::make_unique<BuildSession>(ops_.get());
+  BuildSession b(ops_.get());
+  ASSERT_TRUE(a->Add(SpecMsg("a", 1 << 12)).ok());
+  ASSERT_TRUE(b.Add(SpecMsg("b", 1 << 12)).ok());
+  ASSERT_TRUE(a->Add(ChunkMsg(Iota(1500))).ok());  // ~6 KiB
+  const absl::Status s = b.Add(ChunkMsg(Iota(1500)));
+  ASSERT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(s.message(), HasSubstr("build staging budget exceeded: chunks[0] of the build of "
+                                     "index \"b\""));
+  EXPECT_THAT(s.message(), HasSubstr("of the 10000 byte budget are in use"));
+  EXPECT_THAT(s.message(), HasSubstr("see --max-staged-bytes"));
+  EXPECT_EQ(staging_->used_bytes(), a->staged_bytes());
+  a.reset();  // an abandoned build gives its staged bytes back
+  EXPECT_EQ(staging_->used_bytes(), 0u);
+  BuildSession c(ops_.get());
+  ASSERT_TRUE(c.Add(SpecMsg("c", 1 << 12)).ok());
+  ASSERT_TRUE(c.Add(ChunkMsg(Iota(1500))).ok());
+  std::atomic<bool> cancelled{false};
+  ASSERT_TRUE(c.Finish(cancelled).ok());
+  EXPECT_EQ(staging_->used_bytes(), 0u);
+  EXPECT_EQ(budget_->used_bytes(), 2 * (1u << 12) * 8);  // c's table, and b's reserved one
 }
 
 }  // namespace

@@ -52,6 +52,8 @@ class DecodedColumn {
   bool present() const { return present_; }
   std::span<const T> span() const { return view_; }
   size_t size() const { return view_.size(); }
+  /// Bytes of the copy this column owns (0 when it borrows the message's memory).
+  size_t owned_bytes() const { return storage_.capacity() * sizeof(T); }
 
  private:
   std::span<const T> view_;

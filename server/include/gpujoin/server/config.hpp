@@ -53,6 +53,14 @@ struct ServerConfig {
   uint32_t max_concurrent_builds = 16;
   /// Most groups one Aggregate stream may ask for (RESOURCE_EXHAUSTED above).
   uint64_t max_aggregate_groups = uint64_t{1} << 22;
+  /// Build input (received chunks) all open builds may hold at once, in host
+  /// memory; 0 = a quarter of the host's physical memory (resolved by Server::Start).
+  uint64_t max_staged_bytes = 0;
+  /// Build input one build may hold; 0 = max_staged_bytes.
+  uint64_t max_build_staged_bytes = 0;
+  /// Streaming calls (BuildIndex, Lookup, Join, Aggregate, Hash) open at once on
+  /// one client connection (RESOURCE_EXHAUSTED beyond).
+  uint32_t max_streams_per_connection = 64;
   /// CUDA backend switches (--cuda-build-path, --cuda-build-transient-max-bytes,
   /// --cuda-spin-wait, --cuda-wait-poll-us, --cuda-join-graphs,
   /// --cuda-aggregate-graphs; docs/operations.md). cpu_threads and the device

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <string_view>
 
 #include "absl/status/statusor.h"
@@ -18,8 +19,10 @@ namespace gpujoin::server {
 
 class MemoryBudget {
  public:
-  /// `limit_bytes`: the most bytes all reservations together may hold.
-  explicit MemoryBudget(uint64_t limit_bytes);
+  /// `limit_bytes`: the most bytes all reservations together may hold. `name` and
+  /// `flag` name the budget and the flag that sets it in RESOURCE_EXHAUSTED messages.
+  explicit MemoryBudget(uint64_t limit_bytes, std::string name = "device memory budget",
+                        std::string flag = "--device-memory-limit");
 
   /// RAII share of the budget. Move-only; releasing is idempotent and never fails.
   class Reservation {
@@ -45,9 +48,10 @@ class MemoryBudget {
     /// released, or default-constructed).
     absl::Status Resize(uint64_t bytes, std::string_view what);
 
+    struct State;  // shared by the budget and its reservations (memory_budget.cpp)
+
    private:
     friend class MemoryBudget;
-    struct State;
     std::shared_ptr<State> state_;
     uint64_t bytes_ = 0;
   };

@@ -34,6 +34,9 @@ struct ServiceState {
   engine::BackendInfo backend_info;
   IndexRegistry* registry = nullptr;
   MemoryBudget* budget = nullptr;
+  /// Host memory for build input held by open builds (--max-staged-bytes); the
+  /// same bytes also count against `budget` while they are held.
+  MemoryBudget* staging = nullptr;
   Metrics* metrics = nullptr;
   ServerConfig config;
   /// Called (possibly repeatedly, from any thread) when a backend call failed and
@@ -75,7 +78,12 @@ class BuildSession {
   /// Takes the next message: the spec first, then chunks. Validates it (names and
   /// sizes), and for a spec whose capacity is known reserves the budget already
   /// (the table; with expected_rows also the build's expected transient memory),
-  /// so oversized or create-only conflicts fail before any data is sent.
+  /// so oversized or create-only conflicts fail before any data is sent. Each
+  /// chunk is counted from its arrival: its bytes against --max-build-staged-bytes
+  /// and the host staging budget (--max-staged-bytes), and the reservation in the
+  /// memory budget grows to the table for the rows so far (an auto-sized build is
+  /// sized from them), the transient memory of a build of those rows, and the
+  /// staged bytes; RESOURCE_EXHAUSTED at the first chunk that does not fit.
   absl::Status Add(v1::BuildIndexRequest&& message);
 
   /// Builds the index from everything added and installs it atomically under its
@@ -95,21 +103,37 @@ class BuildSession {
   /// The spec's name once a valid spec was added ("" before).
   const std::string& name() const { return name_; }
   uint64_t rows() const { return key_rows_; }
+  /// Bytes of build input held (chunk messages and decoded copies), as counted
+  /// against the budgets; 0 again once Finish has installed the index.
+  uint64_t staged_bytes() const { return staged_bytes_; }
 
  private:
   absl::Status AddSpec(const v1::IndexSpec& spec);
   absl::Status AddChunk(std::unique_ptr<v1::BuildChunk> chunk);
-  /// Sizes the index at `capacity` slots and reserves (or resizes the reservation
-  /// to) its table bytes plus, when `shape` is given, the transient bytes of a
-  /// build of that shape. RESOURCE_EXHAUSTED naming needed, used and budget bytes.
-  absl::Status ReserveFor(uint32_t capacity, const engine::BuildShape* shape);
+  /// Reserves (or resizes the reservation to) the table bytes of an index of
+  /// `capacity` slots, plus, when `shape` is given, the transient bytes of a build
+  /// of that shape, plus the staged input bytes. `grow_only`: keep a larger
+  /// reservation (one made for spec.expected_rows). RESOURCE_EXHAUSTED naming
+  /// needed, used and budget bytes.
+  absl::Status ReserveFor(uint32_t capacity, const engine::BuildShape* shape, bool grow_only);
+  /// Counts a chunk of `bytes` in memory (`field` names it) that brings the build to
+  /// `rows` key rows, before it is kept.
+  absl::Status Stage(uint64_t bytes, uint64_t rows, bool validity, const std::string& field);
+  /// The capacity the index gets for `rows` key rows: the spec's, or sized from
+  /// spec.expected_rows, or from `rows` at the target load factor.
+  absl::StatusOr<uint32_t> CapacityFor(uint64_t rows) const;
 
   Operations* ops_;
   bool have_spec_ = false;
   v1::IndexSpec spec_;
   std::string name_;
-  std::optional<uint32_t> capacity_;  // known once sized
+  std::optional<uint32_t> capacity_;  // from spec.capacity or spec.expected_rows
+  bool reserved_ = false;             // reservation_ holds part of the budget
   MemoryBudget::Reservation reservation_;
+  MemoryBudget::Reservation staging_;  // in the host staging budget
+  uint64_t staged_bytes_ = 0;          // chunk messages and decoded copies held
+  uint32_t nonempty_chunks_ = 0;
+  bool any_validity_ = false;
   std::vector<std::unique_ptr<v1::BuildChunk>> chunks_;
   std::vector<DecodedColumn<uint32_t>> keys_, values_, validity_;
   std::vector<uint32_t> row_bases_;

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <map>
 #include <set>
 #include <string_view>
 
@@ -111,6 +112,13 @@ class GpuJoinService final : public GpuJoinServiceBase {
   absl::Status AcquireBuildSlot();
   /// Gives back a slot taken by AcquireBuildSlot.
   void ReleaseBuildSlot();
+  /// Counts a streaming call on its client connection (context->peer()), or
+  /// RESOURCE_EXHAUSTED naming --max-streams-per-connection when that many are
+  /// open there already. On OK `*peer` is the key ReleaseStream takes.
+  absl::Status AcquireStream(grpc::CallbackServerContext* context, std::string_view rpc,
+                             std::string* peer);
+  /// Gives back a stream counted by AcquireStream.
+  void ReleaseStream(const std::string& peer);
   Operations* ops() const { return ops_; }
   Executor* executor() const { return executor_; }
   InflightLimiter* limiter() const { return limiter_; }
@@ -133,6 +141,8 @@ class GpuJoinService final : public GpuJoinServiceBase {
   std::mutex streams_mu_;
   std::set<DrainableStream*> streams_;
   std::atomic<uint32_t> open_builds_{0};
+  std::mutex peers_mu_;
+  std::map<std::string, uint32_t> open_streams_;  // per connection (guarded by peers_mu_)
 };
 
 }  // namespace gpujoin::server
