@@ -50,10 +50,12 @@ Message WithVarint(const Message& message, int field, uint64_t value) {
 /// write), then the half-close; the call's status (the response in `response`).
 inline grpc::Status Build(v1::GpuJoin::Stub& stub,
                           const std::vector<v1::BuildIndexRequest>& messages,
-                          v1::BuildIndexResponse* response, const std::string& token = "") {
+                          v1::BuildIndexResponse* response = nullptr,
+                          const std::string& token = "") {
   grpc::ClientContext ctx;
   if (!token.empty()) ctx.AddMetadata("authorization", "Bearer " + token);
-  auto writer = stub.BuildIndex(&ctx, response);
+  v1::BuildIndexResponse ignored;
+  auto writer = stub.BuildIndex(&ctx, response == nullptr ? &ignored : response);
   for (const auto& m : messages) {
     if (!writer->Write(m)) break;
   }

@@ -637,61 +637,6 @@ TEST_F(ServerTest, ListDescribeDrop) {
   EXPECT_EQ(info.device_memory_used_bytes(), b2.index().device_bytes());
 }
 
-TEST_F(ServerTest, RebuildDuringConcurrentLookupStreamsNeverMixesVersions) {
-  // Version v maps key k to v * 1,000,000 + row(k): any mixed-version batch shows.
-  std::vector<uint32_t> keys(2000);
-  for (uint32_t i = 0; i < keys.size(); ++i) keys[i] = i * 7 + 1;
-  v1::BuildIndexResponse resp;
-  ASSERT_TRUE(Build(*stub_, {SpecMsg("hot", 4096, 1000000), ChunkMsg(keys)}, &resp).ok());
-
-  std::atomic<bool> stop{false};
-  std::atomic<int> failures{0}, batches{0};
-  std::atomic<uint64_t> max_version_seen{0};
-  std::vector<std::thread> streams;
-  for (int s = 0; s < 3; ++s) {
-    streams.emplace_back([&, s] {
-      grpc::ClientContext ctx;
-      auto stream = stub_->Lookup(&ctx);
-      uint64_t id = 0;
-      while (!stop.load()) {
-        if (!stream->Write(LookupMsg("hot", keys, id++))) break;
-        v1::LookupResponse r;
-        if (!stream->Read(&r)) break;
-        batches.fetch_add(1);
-        if (r.has_error()) {
-          failures.fetch_add(1);
-          continue;
-        }
-        const auto values = UnpackColumn<uint32_t>(r.values());
-        const uint64_t v = r.index_version();
-        uint64_t seen = max_version_seen.load();
-        while (v > seen && !max_version_seen.compare_exchange_weak(seen, v)) {
-        }
-        for (uint32_t i = 0; i < values.size(); ++i) {
-          if (values[i] != v * 1000000 + i) {
-            failures.fetch_add(1);
-            break;
-          }
-        }
-      }
-      stream->WritesDone();
-      if (!stream->Finish().ok()) failures.fetch_add(1);
-    });
-  }
-  for (uint32_t v = 2; v <= 6; ++v) {
-    v1::BuildIndexResponse r;
-    grpc::Status s = Build(*stub_, {SpecMsg("hot", 4096, v * 1000000, true), ChunkMsg(keys)}, &r);
-    ASSERT_TRUE(s.ok()) << s.error_message();
-    EXPECT_EQ(r.index().version(), v);
-    std::this_thread::sleep_for(std::chrono::milliseconds(30));
-  }
-  stop.store(true);
-  for (auto& t : streams) t.join();
-  EXPECT_EQ(failures.load(), 0);
-  EXPECT_GT(batches.load(), 3);
-  EXPECT_GE(max_version_seen.load(), 2u);
-}
-
 TEST_F(ServerTest, DropWhileStreamingAnswersNotFoundInBandAndTheStreamGoesOn) {
   v1::BuildIndexResponse resp;
   ASSERT_TRUE(Build(*stub_, {SpecMsg("gone", 64, 0), ChunkMsg({1, 2, 3})}, &resp).ok());
