@@ -26,6 +26,11 @@ has gpu_aggregate_graph_tests && step aggregate_graphs 60 $bin/gpu_aggregate_gra
 has gpu_memory_budget_tests && step memory_budget 60 $bin/gpu_memory_budget_tests
 has gpu_sticky_error_tests && step sticky_error 60 $bin/gpu_sticky_error_tests
 has gpu_host_buffer_tests && step host_buffer 60 $bin/gpu_host_buffer_tests
+# Service faults on the CUDA backend: budget exhaustion by staging, rebuilds
+# under eight checking streams, a client killed mid-stream (gpujoind and
+# gpujoin_vanishing_client from the bundle).
+has server_fault_tests && step faults 120 env GPUJOIN_TEST_BACKEND=cuda GPUJOIND=$bin/gpujoind \
+  $bin/server_fault_tests
 step bench 150 $bin/gpujoin-bench
 has cuco_bench && step cuco 120 $bin/cuco_bench
 step hash_device 30 $bin/hashing_device_test
