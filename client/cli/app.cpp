@@ -28,6 +28,10 @@ int RunCli(int argc, char** argv) {
   app.add_option("--tls-ca", g.tls_ca, "PEM file of the CA that signs the server certificate (enables TLS)");
   app.add_option("--tls-server-name", g.tls_server_name,
                  "name to check against the server certificate (default: from --server)");
+  app.add_option("--tls-client-cert", g.tls_client_cert,
+                 "PEM certificate chain to present to a server that requires client "
+                 "certificates (mutual TLS); with --tls-client-key and --tls-ca");
+  app.add_option("--tls-client-key", g.tls_client_key, "PEM private key of --tls-client-cert");
   app.add_option("--timeout", g.timeout_s, "deadline of each call in seconds (0 = none)")
       ->capture_default_str();
   app.add_flag("--json", g.json, "machine-readable JSON output on stdout");

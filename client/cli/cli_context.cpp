@@ -54,6 +54,8 @@ std::unique_ptr<client::Client> Connect(const Globals& g) {
   }
   o.tls_ca_file = g.tls_ca;
   o.tls_server_name = g.tls_server_name;
+  o.tls_client_cert_file = g.tls_client_cert;
+  o.tls_client_key_file = g.tls_client_key;
   if (g.timeout_s < 0) UsageFail("--timeout must not be negative");
   o.deadline = std::chrono::milliseconds(static_cast<int64_t>(g.timeout_s * 1000));
   auto c = client::Client::Connect(o);

@@ -60,6 +60,8 @@ struct Globals {
   std::string token_file;
   std::string tls_ca;
   std::string tls_server_name;
+  std::string tls_client_cert;
+  std::string tls_client_key;
   double timeout_s = 0;
   bool json = false;
   bool quiet = false;

@@ -215,15 +215,17 @@ size_t TypeWidth(ColumnType t) {
   return 0;
 }
 
-std::string ReadWholeFile(const std::string& path, absl::Status* status) {
+// The content of the PEM file `path`; `what` names it in errors ("TLS CA file").
+absl::StatusOr<std::string> ReadPemFile(const std::string& path, std::string_view what) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    *status = absl::NotFoundError(absl::StrCat("cannot read TLS CA file '", path, "'"));
-    return {};
+    return absl::NotFoundError(absl::StrCat("cannot read ", std::string(what), " '", path, "'"));
   }
   std::ostringstream ss;
   ss << in.rdbuf();
-  *status = absl::OkStatus();
+  if (ss.str().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(std::string(what), " '", path, "' is empty"));
+  }
   return ss.str();
 }
 
@@ -319,16 +321,28 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const ConnectOptions& op
   args.SetMaxReceiveMessageSize(options.max_message_bytes);
   args.SetMaxSendMessageSize(options.max_message_bytes);
   if (options.own_connection) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  if (options.tls_client_cert_file.empty() != options.tls_client_key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "a TLS client certificate and its private key must be given together");
+  }
+  if (!options.tls_client_cert_file.empty() && options.tls_ca_file.empty()) {
+    return absl::InvalidArgumentError(
+        "a TLS client certificate needs TLS: give the CA file of the server certificate too");
+  }
   if (options.tls_ca_file.empty()) {
     creds = grpc::InsecureChannelCredentials();
   } else {
-    absl::Status st;
     grpc::SslCredentialsOptions ssl;
-    ssl.pem_root_certs = ReadWholeFile(options.tls_ca_file, &st);
-    if (!st.ok()) return st;
-    if (ssl.pem_root_certs.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("TLS CA file '", options.tls_ca_file, "' is empty"));
+    auto roots = ReadPemFile(options.tls_ca_file, "TLS CA file");
+    if (!roots.ok()) return roots.status();
+    ssl.pem_root_certs = *std::move(roots);
+    if (!options.tls_client_cert_file.empty()) {
+      auto cert = ReadPemFile(options.tls_client_cert_file, "TLS client certificate file");
+      if (!cert.ok()) return cert.status();
+      auto key = ReadPemFile(options.tls_client_key_file, "TLS client key file");
+      if (!key.ok()) return key.status();
+      ssl.pem_cert_chain = *std::move(cert);
+      ssl.pem_private_key = *std::move(key);
     }
     creds = grpc::SslCredentials(ssl);
     if (!options.tls_server_name.empty()) {

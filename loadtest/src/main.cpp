@@ -61,7 +61,7 @@ int Main(int argc, char** argv) {
       "gpujoin-loadtest: bounded load against gpujoind (lookup, join, aggregate) with answer "
       "checks, latency percentiles and an in-process echo transport ceiling"};
   std::string server = "127.0.0.1:50051";
-  std::string token, tls_ca, tls_name;
+  std::string token, tls_ca, tls_name, tls_client_cert, tls_client_key;
   std::string rpc_name = "lookup";
   std::string index = "loadtest";
   std::string build_keys_text;
@@ -89,6 +89,10 @@ int Main(int argc, char** argv) {
   app.add_option("--token", token, "bearer token sent with every call");
   app.add_option("--tls-ca", tls_ca, "PEM roots for a TLS server (empty = plaintext)");
   app.add_option("--tls-server-name", tls_name, "name checked against the TLS certificate");
+  app.add_option("--tls-client-cert", tls_client_cert,
+                 "PEM certificate chain presented to a server that requires client "
+                 "certificates (gpujoind --tls-client-ca); with --tls-client-key");
+  app.add_option("--tls-client-key", tls_client_key, "PEM private key of --tls-client-cert");
   app.add_option("--rpc", rpc_name, "lookup | join | aggregate")
       ->check(CLI::IsMember({"lookup", "join", "aggregate"}))
       ->capture_default_str();
@@ -203,6 +207,8 @@ int Main(int argc, char** argv) {
   base.token = token;
   base.tls_ca_file = tls_ca;
   base.tls_server_name = tls_name;
+  base.tls_client_cert_file = tls_client_cert;
+  base.tls_client_key_file = tls_client_key;
   base.max_message_bytes = max_message_bytes;
 
   RunHeader header;

@@ -39,18 +39,23 @@ absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
 absl::Status TokenAuthenticator::Check(
     const std::multimap<grpc::string_ref, grpc::string_ref>& metadata) const {
   auto it = metadata.find("authorization");
-  if (it == metadata.end()) {
+  if (it == metadata.end()) return CheckAuthorization(std::nullopt);
+  return CheckAuthorization(std::string_view(it->second.data(), it->second.size()));
+}
+
+absl::Status TokenAuthenticator::CheckAuthorization(std::optional<std::string_view> value) const {
+  if (!value.has_value()) {
     return absl::UnauthenticatedError(
         "missing \"authorization\" metadata (expected \"Bearer <token>\")");
   }
-  const std::string_view value(it->second.data(), it->second.size());
   constexpr std::string_view kScheme = "bearer ";
-  if (value.size() < kScheme.size() ||
-      !absl::EqualsIgnoreCase(std::string(value.substr(0, kScheme.size())), std::string(kScheme))) {
+  if (value->size() < kScheme.size() ||
+      !absl::EqualsIgnoreCase(absl::string_view(value->data(), kScheme.size()),
+                              absl::string_view(kScheme.data(), kScheme.size()))) {
     return absl::UnauthenticatedError(
         "\"authorization\" metadata is not a bearer token (expected \"Bearer <token>\")");
   }
-  if (!ConstantTimeEquals(value.substr(kScheme.size()), token_)) {
+  if (!ConstantTimeEquals(value->substr(kScheme.size()), token_)) {
     return absl::UnauthenticatedError("invalid bearer token");
   }
   return absl::OkStatus();

@@ -82,6 +82,7 @@ absl::StatusOr<std::optional<ServerConfig>> ParseServerFlags(int argc, const cha
   ServerConfig config;
   CLI::App app{"gpujoind: GPU-resident hash indexes served over gRPC", "gpujoind"};
   std::string backend = "auto", memory_limit, max_message, log_level = "info";
+  std::string auth_scope = "rpc";
   std::string cuda_build_path = "auto", cuda_transient_max;
   std::string staged, build_staged;
   bool version = false;
@@ -100,8 +101,15 @@ absl::StatusOr<std::optional<ServerConfig>> ParseServerFlags(int argc, const cha
                  "Largest gRPC message in bytes (K/M/G suffixes); default 256M");
   app.add_option("--tls-cert", config.tls_cert, "PEM certificate chain; with --tls-key serves TLS");
   app.add_option("--tls-key", config.tls_key, "PEM private key for --tls-cert");
+  app.add_option("--tls-client-ca", config.tls_client_ca,
+                 "PEM CA certificate(s): clients must present a certificate signed by one "
+                 "(mutual TLS; needs --tls-cert)");
   app.add_option("--auth-token-file", config.auth_token_file,
                  "File holding a bearer token that every GpuJoin call must present");
+  app.add_option("--auth-scope", auth_scope,
+                 "What --auth-token-file protects: rpc (the GpuJoin calls) or all (also "
+                 "reflection and /metrics); health stays open")
+      ->capture_default_str();
   app.add_option("--log-level", log_level, "debug, info, warning or error")->capture_default_str();
   app.add_option("--max-inflight-per-stream", config.max_inflight_per_stream,
                  "Batches of one stream processed at once (further reads wait)")
@@ -234,6 +242,22 @@ absl::StatusOr<std::optional<ServerConfig>> ParseServerFlags(int argc, const cha
   if (config.metrics_listen == "none") config.metrics_listen.clear();
   if (config.tls_cert.empty() != config.tls_key.empty()) {
     return absl::InvalidArgumentError("--tls-cert and --tls-key must be given together");
+  }
+  if (!config.tls_client_ca.empty() && config.tls_cert.empty()) {
+    return absl::InvalidArgumentError(
+        "--tls-client-ca requires --tls-cert and --tls-key (client certificates are checked in "
+        "the TLS handshake)");
+  }
+  if (auth_scope == "rpc") {
+    config.auth_scope = AuthScope::kRpc;
+  } else if (auth_scope == "all") {
+    config.auth_scope = AuthScope::kAll;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--auth-scope: '", auth_scope, "' is not rpc or all"));
+  }
+  if (config.auth_scope == AuthScope::kAll && config.auth_token_file.empty()) {
+    return absl::InvalidArgumentError("--auth-scope=all requires --auth-token-file");
   }
   if (config.max_inflight_per_stream == 0) {
     return absl::InvalidArgumentError("--max-inflight-per-stream: must be at least 1");

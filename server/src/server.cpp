@@ -20,7 +20,9 @@
 #include "gpujoin/server/service.hpp"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "metrics_exposer.hpp"
 #include "prometheus/exposer.h"
+#include "reflection_guard.hpp"
 
 namespace gpujoin::server {
 namespace {
@@ -69,6 +71,8 @@ struct Server::Impl {
   std::unique_ptr<TokenAuthenticator> auth;
   std::unique_ptr<Operations> ops;
   std::unique_ptr<GpuJoinService> service;
+  // Reflection behind the token (--auth-scope=all); outlives grpc_server.
+  std::unique_ptr<ReflectionGuard> reflection_guard;
   std::unique_ptr<grpc::Server> grpc_server;
   std::string grpc_address;
   std::string metrics_address;
@@ -142,6 +146,15 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerConfig& config
     if (!token.ok()) return token.status();
     s.auth = std::make_unique<TokenAuthenticator>(*token);
   }
+  const bool auth_all = s.auth != nullptr && config.auth_scope == AuthScope::kAll;
+  if (s.auth == nullptr) {
+    LogInfo("auth: none (no --auth-token-file): every call is accepted");
+  } else {
+    LogInfo(auth_all ? "auth: bearer token required on gpujoin.v1.GpuJoin calls, reflection and "
+                       "/metrics (--auth-scope=all); grpc.health.v1 stays open"
+                     : "auth: bearer token required on gpujoin.v1.GpuJoin calls "
+                       "(--auth-scope=rpc); grpc.health.v1, reflection and /metrics stay open");
+  }
 
   const uint32_t threads =
       ResolveExecutorThreads(config, s.info.kind, std::thread::hardware_concurrency());
@@ -182,12 +195,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerConfig& config
   s.metrics.SetServing(true);
   s.ops->UpdateServiceGauges();
   if (!config.metrics_listen.empty()) {
-    try {
-      s.exposer = std::make_unique<prometheus::Exposer>(config.metrics_listen);
-    } catch (const std::exception& e) {
-      return absl::UnavailableError(absl::StrCat("--metrics-listen: cannot listen on ",
-                                                 config.metrics_listen, ": ", e.what()));
-    }
+    auto exposer = StartMetricsExposer(config.metrics_listen, auth_all ? s.auth.get() : nullptr);
+    if (!exposer.ok()) return exposer.status();
+    s.exposer = *std::move(exposer);
     s.exposer->RegisterCollectable(s.metrics.registry());
     const auto ports = s.exposer->GetListeningPorts();
     s.metrics_address =
@@ -202,8 +212,25 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerConfig& config
     if (!key.ok()) return key.status();
     grpc::SslServerCredentialsOptions tls;
     tls.pem_key_cert_pairs.push_back({*key, *cert});
+    if (config.tls_client_ca.empty()) {
+      LogInfo("TLS: on (--tls-cert); clients are not asked for certificates");
+    } else {
+      auto ca = ReadFile(config.tls_client_ca, "--tls-client-ca");
+      if (!ca.ok()) return ca.status();
+      if (ca->find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "--tls-client-ca: \"", config.tls_client_ca, "\" holds no PEM certificate"));
+      }
+      // The handshake fails for a client without a certificate or with one that
+      // does not chain to these roots: no call of it reaches any service.
+      tls.pem_root_certs = *std::move(ca);
+      tls.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+      LogInfo(absl::StrCat("TLS: mutual (--tls-client-ca): clients must present a ",
+                           "certificate signed by \"", config.tls_client_ca, "\""));
+    }
     credentials = grpc::SslServerCredentials(tls);
   } else {
+    LogInfo("TLS: off (plaintext)");
     credentials = grpc::InsecureServerCredentials();
     if (s.auth != nullptr) {
       LogWarning("--auth-token-file without TLS: bearer tokens travel in cleartext");
@@ -213,6 +240,14 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerConfig& config
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  if (auth_all) {
+    std::vector<std::unique_ptr<grpc::Service>> described;
+    described.push_back(std::make_unique<v1::GpuJoin::CallbackService>());
+    auto guard = ReflectionGuard::Start(s.auth.get(), std::move(described));
+    if (!guard.ok()) return guard.status();
+    s.reflection_guard = *std::move(guard);
+    s.reflection_guard->AddTo(&builder);
+  }
   int port = 0;
   builder.AddListeningPort(config.listen, credentials, &port);
   builder.SetMaxReceiveMessageSize(static_cast<int>(config.max_message_bytes));

@@ -34,6 +34,22 @@ TEST(TokenAuthenticator, RejectsMissingMalformedAndWrong) {
   EXPECT_EQ(auth.Check(longer).code(), absl::StatusCode::kUnauthenticated);
 }
 
+// The same check on a bare header value, as /metrics and guarded reflection use it.
+TEST(TokenAuthenticator, ChecksAnAuthorizationValue) {
+  TokenAuthenticator auth("s3cret");
+  EXPECT_TRUE(auth.CheckAuthorization("Bearer s3cret").ok());
+  EXPECT_TRUE(auth.CheckAuthorization("BEARER s3cret").ok());
+  const absl::Status missing = auth.CheckAuthorization(std::nullopt);
+  EXPECT_EQ(missing.code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_THAT(missing.message(), HasSubstr("missing"));
+  for (const char* bad : {"", "Bearer", "Bearer ", "Basic czNjcmV0", "Bearer s3cres",
+                          "Bearer s3cret ", "Bearers3cret"}) {
+    const absl::Status s = auth.CheckAuthorization(bad);
+    EXPECT_EQ(s.code(), absl::StatusCode::kUnauthenticated) << bad;
+    EXPECT_THAT(s.message(), ::testing::Not(HasSubstr("s3cre"))) << bad;
+  }
+}
+
 TEST(ReadTokenFile, TrimsWhitespaceAndRejectsEmpty) {
   char path[] = "/tmp/gpujoin_token_XXXXXX";
   int fd = mkstemp(path);

@@ -46,6 +46,8 @@ TEST(ServerFlags, Defaults) {
   EXPECT_EQ(c.backend, engine::BackendKind::kAuto);
   EXPECT_EQ(c.device_memory_limit, 0u);
   EXPECT_GT(c.max_message_bytes, 4u << 20);  // well above gRPC's default 4 MiB
+  EXPECT_EQ(c.tls_client_ca, "");
+  EXPECT_EQ(c.auth_scope, AuthScope::kRpc);  // health, reflection and /metrics open
 }
 
 TEST(ServerFlags, AllFlagsParse) {
@@ -64,6 +66,33 @@ TEST(ServerFlags, AllFlagsParse) {
   EXPECT_EQ(c.auth_token_file, "/t");
   EXPECT_EQ(c.max_inflight_per_stream, 3u);
   EXPECT_EQ(c.max_inflight_batches, 9u);
+}
+
+TEST(ServerFlags, MutualTlsAndAuthScope) {
+  auto r = Parse({"--tls-cert=/c", "--tls-key=/k", "--tls-client-ca=/ca", "--auth-token-file=/t",
+                  "--auth-scope=all"});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ((*r)->tls_client_ca, "/ca");
+  EXPECT_EQ((*r)->auth_scope, AuthScope::kAll);
+  r = Parse({"--auth-token-file=/t", "--auth-scope=rpc"});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ((*r)->auth_scope, AuthScope::kRpc);
+}
+
+TEST(ServerFlags, MutualTlsAndAuthScopeErrorsNameTheFlag) {
+  auto r = Parse({"--tls-client-ca=/ca"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("--tls-client-ca requires --tls-cert"));
+  // --tls-key alone is the older error; the client CA needs both.
+  EXPECT_THAT(Parse({"--tls-key=/k", "--tls-client-ca=/ca"}).status().message(),
+              HasSubstr("--tls-key"));
+  r = Parse({"--auth-token-file=/t", "--auth-scope=everything"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("--auth-scope: 'everything' is not rpc or all"));
+  r = Parse({"--auth-scope=all"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("--auth-scope=all requires --auth-token-file"));
 }
 
 TEST(ServerFlags, RepeatedFlagTakesTheLastValue) {

@@ -64,6 +64,11 @@ struct ConnectOptions {
   /// Overrides the name checked against the server certificate (the SNI /
   /// authority), e.g. when connecting to an IP address. Empty = from `address`.
   std::string tls_server_name;
+  /// PEM certificate chain and private key that this client presents to a server
+  /// requiring client certificates (mutual TLS, gpujoind --tls-client-ca). Both
+  /// or neither; they need tls_ca_file (TLS). Empty = no client certificate.
+  std::string tls_client_cert_file;
+  std::string tls_client_key_file;
   /// Bearer token sent with every call as metadata `authorization: Bearer <token>`.
   /// Empty = no authorization header.
   std::string token;
@@ -339,8 +344,10 @@ using ResultSink = std::function<absl::Status(Result&&)>;
 /// A connection to one gpujoind server. Create with Connect(); thread-safe.
 class Client {
  public:
-  /// Opens a channel. Fails with INVALID_ARGUMENT for an empty address and
-  /// with the file's error when the TLS CA file cannot be read. Does not
+  /// Opens a channel. Fails with INVALID_ARGUMENT for an empty address, a client
+  /// certificate without its key (or the other way round) or without
+  /// tls_ca_file, and with NOT_FOUND naming the file when a TLS file cannot be
+  /// read (INVALID_ARGUMENT when it is empty). Does not
   /// contact the server (the first call does); use Health() to check it.
   static absl::StatusOr<std::unique_ptr<Client>> Connect(const ConnectOptions& options);
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -24,6 +25,11 @@ class TokenAuthenticator {
   /// OK, or UNAUTHENTICATED saying whether the metadata was missing, malformed or
   /// carried a wrong token (never echoing the token).
   absl::Status Check(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata) const;
+
+  /// The same check on the value of an `authorization` metadata entry or HTTP
+  /// `Authorization` header (std::nullopt: there was none), for callers outside
+  /// the GpuJoin service: guarded reflection and /metrics (--auth-scope=all).
+  absl::Status CheckAuthorization(std::optional<std::string_view> value) const;
 
  private:
   std::string token_;

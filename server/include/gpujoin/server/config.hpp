@@ -18,6 +18,12 @@ namespace gpujoin::server {
 /// for milliseconds.
 inline constexpr int64_t kMaxInlineBatchRows = int64_t{1} << 16;
 
+/// Which calls --auth-token-file protects (--auth-scope).
+enum class AuthScope {
+  kRpc,  ///< the gpujoin.v1.GpuJoin calls; health, reflection and /metrics stay open
+  kAll,  ///< also reflection and /metrics; health stays open for load balancers
+};
+
 /// Everything gpujoind can be told on its command line.
 struct ServerConfig {
   std::string listen = "127.0.0.1:50051";         ///< gRPC address; port 0 picks a free port
@@ -29,7 +35,11 @@ struct ServerConfig {
   uint64_t max_message_bytes = 256ull << 20;
   std::string tls_cert;         ///< PEM certificate chain file (with tls_key: serve TLS)
   std::string tls_key;          ///< PEM private key file
+  /// PEM CA certificate(s); with tls_cert, clients must present a certificate
+  /// they signed (mutual TLS). Empty = clients are not asked for one.
+  std::string tls_client_ca;
   std::string auth_token_file;  ///< file holding the bearer token; empty = no auth
+  AuthScope auth_scope = AuthScope::kRpc;  ///< what the token protects (with auth_token_file)
   LogLevel log_level = LogLevel::kInfo;
   /// Batches of one stream being processed at once; further reads wait (flow control).
   uint32_t max_inflight_per_stream = 8;
