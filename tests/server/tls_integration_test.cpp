@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -489,6 +490,61 @@ TEST_F(StrictAuthTest, ReflectionNeedsTheToken) {
   EXPECT_THAT(good.responses[1], HasSubstr("gpujoin/v1/gpujoin.proto"));
   EXPECT_THAT(good.responses[1], HasSubstr("LookupRequest"));
   EXPECT_THAT(server_->log(), HasSubstr("--auth-scope=all"));
+}
+
+TEST_F(StrictAuthTest, ManyReflectionRequestsOnOneStreamAreAllAnsweredInOrder) {
+  std::vector<std::string> requests;
+  for (int i = 0; i < 100; ++i) requests.push_back(i % 2 == 0 ? kListServices : kFileOfGpuJoin);
+  StreamResult r = Reflect(Plain(), requests, kToken);
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  ASSERT_EQ(r.responses.size(), requests.size());
+  for (size_t i = 0; i < r.responses.size(); ++i) {
+    EXPECT_THAT(r.responses[i],
+                HasSubstr(i % 2 == 0 ? "grpc.health.v1.Health" : "gpujoin/v1/gpujoin.proto"))
+        << i;
+  }
+}
+
+// A caller that goes away mid-stream (its deadline passes while the stream is
+// open) ends the relayed call; the guard keeps serving.
+TEST_F(StrictAuthTest, AbandonedReflectionStreamDoesNotHurtTheNextOne) {
+  for (int i = 0; i < 5; ++i) {
+    auto channel = Plain();
+    grpc::GenericStub stub(channel);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
+    ctx.AddMetadata("authorization", std::string("Bearer ") + kToken);
+    grpc::CompletionQueue cq;
+    auto call = stub.PrepareCall(&ctx,
+                                 "/grpc.reflection.v1alpha.ServerReflection/"
+                                 "ServerReflectionInfo",
+                                 &cq);
+    void* tag = nullptr;
+    bool ok = false;
+    call->StartCall(reinterpret_cast<void*>(1));
+    ASSERT_TRUE(cq.Next(&tag, &ok));
+    grpc::Slice slice(kListServices);
+    grpc::ByteBuffer request(&slice, 1), response;
+    call->Write(request, reinterpret_cast<void*>(2));
+    ASSERT_TRUE(cq.Next(&tag, &ok));
+    call->Read(&response, reinterpret_cast<void*>(3));
+    ASSERT_TRUE(cq.Next(&tag, &ok));
+    EXPECT_TRUE(ok);  // one answer, then the stream is left open until the deadline
+    grpc::Status status;
+    call->Finish(&status, reinterpret_cast<void*>(4));
+    ASSERT_TRUE(cq.Next(&tag, &ok));
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+    cq.Shutdown();
+    while (cq.Next(&tag, &ok)) {
+    }
+  }
+  StreamResult good = Reflect(Plain(), {kListServices}, kToken);
+  ASSERT_TRUE(good.status.ok()) << good.status.error_message();
+  EXPECT_EQ(good.responses.size(), 1u);
+  // No relayed call is left behind: SIGTERM drains at once (--drain-timeout is 10 s).
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(server_->StopWith(SIGTERM), 0) << server_->log();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
 }
 
 TEST_F(StrictAuthTest, ReflectionStreamWithoutRequestsEndsOk) {
