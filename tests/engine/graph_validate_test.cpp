@@ -338,6 +338,9 @@ TEST_F(GraphValidateTest, ForeignIndexIsRejectedByTheCpuBackend) {
     BackendKind backend() const override { return BackendKind::kCuda; }
     uint64_t memory_bytes() const override { return 0; }
     absl::StatusOr<TableSnapshot> Snapshot() const override { return TableSnapshot{}; }
+    absl::StatusOr<TableSnapshot64> Snapshot64() const override {
+      return SnapshotKeyTypeMismatch(KeyType::kU32, KeyType::kU64);
+    }
   } other;
   const std::vector<uint32_t> keys = {1};
   std::vector<uint32_t> out(1);

@@ -20,35 +20,40 @@ std::string BackendName(const ::testing::TestParamInfo<BackendParam>& info) {
   return info.param.name;
 }
 
-std::vector<uint32_t> KeysWithHome(uint32_t capacity, uint32_t home, size_t n) {
-  std::vector<uint32_t> keys;
-  for (uint32_t k = 1; keys.size() < n; ++k) {
+template <KeyWord K>
+std::vector<K> KeysWithHomeOf(uint32_t capacity, uint32_t home, size_t n) {
+  std::vector<K> keys;
+  const K first = std::is_same_v<K, uint32_t> ? K{1} : K((uint64_t{1} << 32) + 1);
+  for (K k = first; keys.size() < n; ++k) {
     if (detail::HomeSlot(k, capacity) == home) keys.push_back(k);
   }
   return keys;
 }
 
-TableSnapshot SnapshotOf(const HashIndex& index) {
-  auto snap = index.Snapshot();
+template <KeyWord K>
+TableSnapshotOf<K> SnapshotAs(const HashIndex& index) {
+  auto snap = index.SnapshotAs<K>();
   EXPECT_TRUE(snap.ok()) << snap.status();
-  return snap.ok() ? std::move(*snap) : TableSnapshot{};
+  return snap.ok() ? std::move(*snap) : TableSnapshotOf<K>{};
 }
 
-ContractRow ContractLookup(const TableSnapshot& table, uint32_t key, uint32_t bound) {
+template <KeyWord K>
+ContractRow ContractLookup(const TableSnapshotOf<K>& table, K key, uint32_t bound) {
   ContractRow row;
-  if (key == kEmptyKey) return row;
+  if (key == kEmptyKeyOf<K>) return row;
   const uint32_t capacity = static_cast<uint32_t>(table.keys.size());
   const uint32_t home = detail::HomeSlot(key, capacity);
   for (uint32_t i = 0; i < bound; ++i) {
     const uint32_t slot = (home + i) & (capacity - 1u);
-    const uint32_t resident = table.keys[slot];
+    const K resident = table.keys[slot];
     row.probes = i + 1;
     if (resident == key) {
       row.found = true;
       row.value = table.values[slot];
       return row;
     }
-    if (resident == kEmptyKey || !detail::ResidentComesFirst(resident, key, i, slot, capacity)) {
+    if (resident == kEmptyKeyOf<K> ||
+        !detail::ResidentComesFirst(resident, key, i, slot, capacity)) {
       return row;
     }
   }
@@ -56,12 +61,13 @@ ContractRow ContractLookup(const TableSnapshot& table, uint32_t key, uint32_t bo
   return row;
 }
 
-StoredKeyProbes StoredProbes(const TableSnapshot& table) {
+template <KeyWord K>
+StoredKeyProbes StoredProbes(const TableSnapshotOf<K>& table) {
   StoredKeyProbes out;
   const uint32_t capacity = static_cast<uint32_t>(table.keys.size());
   for (uint32_t slot = 0; slot < capacity; ++slot) {
-    const uint32_t key = table.keys[slot];
-    if (key == kEmptyKey) continue;
+    const K key = table.keys[slot];
+    if (key == kEmptyKeyOf<K>) continue;
     const uint64_t probes = ((slot - detail::HomeSlot(key, capacity)) & (capacity - 1u)) + 1u;
     ++out.keys;
     out.total += probes;
@@ -70,8 +76,17 @@ StoredKeyProbes StoredProbes(const TableSnapshot& table) {
   return out;
 }
 
-void BackendTest::SetUp() {
-  const BackendParam& p = GetParam();
+template std::vector<uint32_t> KeysWithHomeOf<uint32_t>(uint32_t, uint32_t, size_t);
+template std::vector<uint64_t> KeysWithHomeOf<uint64_t>(uint32_t, uint32_t, size_t);
+template TableSnapshotOf<uint32_t> SnapshotAs<uint32_t>(const HashIndex&);
+template TableSnapshotOf<uint64_t> SnapshotAs<uint64_t>(const HashIndex&);
+template ContractRow ContractLookup(const TableSnapshotOf<uint32_t>&, uint32_t, uint32_t);
+template ContractRow ContractLookup(const TableSnapshotOf<uint64_t>&, uint64_t, uint32_t);
+template StoredKeyProbes StoredProbes(const TableSnapshotOf<uint32_t>&);
+template StoredKeyProbes StoredProbes(const TableSnapshotOf<uint64_t>&);
+
+void BackendFixture::SetUpBackend(const BackendParam& p) {
+  param_ = p;
   if (p.kind == BackendKind::kCuda && !CudaDeviceAvailable()) {
     // A skip in CI; a failure on a GPU host that sets GPUJOIN_REQUIRE_GPU.
     return ::gpujoin::testing::SkipOrFailWithoutGpu(
@@ -86,43 +101,14 @@ void BackendTest::SetUp() {
   backend_ = std::move(*backend);
 }
 
-std::unique_ptr<HashIndex> BackendTest::NewIndex(uint32_t capacity, uint32_t max_probe_count) {
-  auto index = backend_->CreateIndex(HashIndexSpec{capacity, max_probe_count});
+std::unique_ptr<HashIndex> BackendFixture::NewIndexOf(KeyType key_type, uint32_t capacity,
+                                                      uint32_t max_probe_count) {
+  auto index = backend_->CreateIndex(HashIndexSpec{capacity, max_probe_count, key_type});
   EXPECT_TRUE(index.ok()) << index.status();
   return index.ok() ? std::move(*index) : nullptr;
 }
 
-BuildStatistics BackendTest::Build(HashIndex& index, const ChunkedU32& keys,
-                                   std::optional<ChunkedU32> values, uint32_t first_value) {
-  BuildStatistics stats;
-  CommandGraph graph;
-  graph.Add(BuildIndexNode{&index, keys, std::move(values), first_value, &stats});
-  RunOk(graph);
-  return stats;
-}
-
-BackendTest::LookupOut BackendTest::Lookup(const HashIndex& index, const ChunkedU32& keys,
-                                           uint32_t max_probe_count) {
-  LookupOut out;
-  const size_t rows = TotalRows(keys);
-  out.values.assign(rows, 12345);
-  out.found.assign(rows, 7);
-  out.probes.assign(rows, 999);
-  CommandGraph graph;
-  LookupNode node;
-  node.index = &index;
-  node.keys = keys;
-  node.values = out.values;
-  node.found = out.found;
-  node.probes = out.probes;
-  node.statistics = &out.statistics;
-  node.max_probe_count = max_probe_count;
-  graph.Add(node);
-  RunOk(graph);
-  return out;
-}
-
-void BackendTest::RunOk(const CommandGraph& graph) {
+void BackendFixture::RunOk(const CommandGraph& graph) {
   const absl::Status status = backend_->Run(graph);
   ASSERT_TRUE(status.ok()) << status;
 }

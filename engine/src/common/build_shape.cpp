@@ -3,17 +3,21 @@
 
 namespace gpujoin::engine {
 
-BuildShape BuildShapeOf(const BuildIndexNode& node) {
+template <KeyWord K>
+BuildShape BuildShapeOf(const BuildIndexNodeT<K>& node) {
   BuildShape shape;
+  shape.key_type = KeyTypeOf<K>();
   for (const auto& chunk : node.keys) shape.rows += chunk.size();
   shape.explicit_values = node.values.has_value();
   return shape;
 }
 
-BuildShape BuildShapeOf(const BuildBatchIndexNode& node) {
+template <KeyWord K>
+BuildShape BuildShapeOf(const BuildBatchIndexNodeT<K>& node) {
   BuildShape shape;
+  shape.key_type = KeyTypeOf<K>();
   shape.batch = true;
-  for (const BatchChunk& chunk : node.chunks) {
+  for (const BatchChunkT<K>& chunk : node.chunks) {
     // Backends skip empty chunks (and their masks) entirely.
     if (chunk.keys.empty()) continue;
     shape.rows += chunk.keys.size();
@@ -22,5 +26,10 @@ BuildShape BuildShapeOf(const BuildBatchIndexNode& node) {
   }
   return shape;
 }
+
+template BuildShape BuildShapeOf(const BuildIndexNodeT<uint32_t>&);
+template BuildShape BuildShapeOf(const BuildIndexNodeT<uint64_t>&);
+template BuildShape BuildShapeOf(const BuildBatchIndexNodeT<uint32_t>&);
+template BuildShape BuildShapeOf(const BuildBatchIndexNodeT<uint64_t>&);
 
 }  // namespace gpujoin::engine

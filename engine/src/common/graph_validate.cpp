@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "gpujoin/engine/graph.hpp"
 #include "gpujoin/common/status_macros.hpp"
+#include "gpujoin/engine/graph.hpp"
 #include "hashing/hash_host.hpp"
 
 namespace gpujoin::engine {
@@ -111,11 +111,22 @@ absl::Status CheckReadableIndex(const std::string& where, const HashIndex* index
   return absl::OkStatus();
 }
 
+// A node's key word must be its index's key type.
+template <KeyWord K>
+absl::Status CheckKeyType(const std::string& where, const HashIndex& index) {
+  if (index.key_type() == KeyTypeOf<K>()) return absl::OkStatus();
+  return Invalid(
+      where, absl::StrCat("keys are ", std::string(KeyTypeName(KeyTypeOf<K>())), " but index has ",
+                          std::string(KeyTypeName(index.key_type())), " keys"));
+}
+
 class Validator {
  public:
-  absl::Status Visit(size_t i, const BuildIndexNode& n) {
+  template <KeyWord K>
+  absl::Status Visit(size_t i, const BuildIndexNodeT<K>& n) {
     const std::string where = absl::StrCat("node ", i, " (build)");
     if (n.index == nullptr) return Invalid(where, "index is null");
+    GPUJOIN_RETURN_IF_ERROR(CheckKeyType<K>(where, *n.index));
     const size_t rows = TotalRows(n.keys);
     if (n.values.has_value() && TotalRows(*n.values) != rows) {
       return Invalid(
@@ -129,12 +140,14 @@ class Validator {
     return absl::OkStatus();
   }
 
-  absl::Status Visit(size_t i, const BuildBatchIndexNode& n) {
+  template <KeyWord K>
+  absl::Status Visit(size_t i, const BuildBatchIndexNodeT<K>& n) {
     const std::string where = absl::StrCat("node ", i, " (batch build)");
     if (n.index == nullptr) return Invalid(where, "index is null");
+    GPUJOIN_RETURN_IF_ERROR(CheckKeyType<K>(where, *n.index));
     size_t rows = 0;
     for (size_t c = 0; c < n.chunks.size(); ++c) {
-      const BatchChunk& chunk = n.chunks[c];
+      const BatchChunkT<K>& chunk = n.chunks[c];
       if (!chunk.validity.empty() && chunk.validity.size() != chunk.keys.size()) {
         return Invalid(where, absl::StrCat("chunk ", c, " validity has ", chunk.validity.size(),
                                            " rows but its keys have ", chunk.keys.size()));
@@ -149,8 +162,11 @@ class Validator {
     return absl::OkStatus();
   }
 
-  absl::Status Visit(size_t i, const LookupNode& n) {
+  template <KeyWord K>
+  absl::Status Visit(size_t i, const LookupNodeT<K>& n) {
     const std::string where = absl::StrCat("node ", i, " (lookup)");
+    if (n.index == nullptr) return Invalid(where, "index is null");
+    GPUJOIN_RETURN_IF_ERROR(CheckKeyType<K>(where, *n.index));
     GPUJOIN_RETURN_IF_ERROR(CheckReadableIndex(where, n.index, built_, n.max_probe_count));
     const size_t rows = TotalRows(n.keys);
     if (rows > kMaxRows) return TooManyRows(where, "keys", rows);
@@ -168,12 +184,15 @@ class Validator {
     return absl::OkStatus();
   }
 
-  absl::Status Visit(size_t i, const JoinNode& n) {
+  template <KeyWord K>
+  absl::Status Visit(size_t i, const JoinNodeT<K>& n) {
     const std::string where = absl::StrCat("node ", i, " (join)");
+    if (n.index == nullptr) return Invalid(where, "index is null");
+    GPUJOIN_RETURN_IF_ERROR(CheckKeyType<K>(where, *n.index));
     GPUJOIN_RETURN_IF_ERROR(CheckReadableIndex(where, n.index, built_, n.max_probe_count));
     if (n.batches.empty()) return Invalid(where, "batches is empty (a join needs at least one)");
     for (size_t b = 0; b < n.batches.size(); ++b) {
-      const JoinBatch& batch = n.batches[b];
+      const JoinBatchT<K>& batch = n.batches[b];
       const std::string bw = absl::StrCat(where, " batch ", b);
       const size_t rows = TotalRows(batch.keys);
       if (rows > kMaxRows) return TooManyRows(bw, "keys", rows);

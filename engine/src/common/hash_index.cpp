@@ -12,6 +12,23 @@ namespace {
 constexpr uint64_t kMaxCapacity = uint64_t{1} << 31;
 }  // namespace
 
+std::string_view KeyTypeName(KeyType type) {
+  switch (type) {
+    case KeyType::kU32:
+      return "uint32";
+    case KeyType::kU64:
+      return "uint64";
+  }
+  return "unknown";
+}
+
+absl::Status SnapshotKeyTypeMismatch(KeyType held, KeyType asked) {
+  return absl::FailedPreconditionError(
+      absl::StrCat("snapshot of ", std::string(KeyTypeName(asked)), " keys asked of an index with ",
+                   std::string(KeyTypeName(held)), " keys (use ",
+                   held == KeyType::kU64 ? "Snapshot64" : "Snapshot", ")"));
+}
+
 absl::Status HashIndexSpec::Validate() const {
   if (capacity == 0 || !std::has_single_bit(capacity) || capacity > kMaxCapacity) {
     return absl::InvalidArgumentError(
@@ -21,6 +38,10 @@ absl::Status HashIndexSpec::Validate() const {
     return absl::InvalidArgumentError(absl::StrCat("max_probe_count ", max_probe_count,
                                                    " exceeds capacity ", capacity,
                                                    " (0 means capacity)"));
+  }
+  if (key_type != KeyType::kU32 && key_type != KeyType::kU64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("key_type ", static_cast<int>(key_type), " is neither uint32 nor uint64"));
   }
   return absl::OkStatus();
 }

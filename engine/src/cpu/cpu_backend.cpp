@@ -55,18 +55,42 @@ std::string CpuModelName() {
   return "host";
 }
 
-// Resolves a graph's index pointer to this backend's index type.
-template <typename Index>
-absl::StatusOr<Index*> AsCpuIndex(Index* index, size_t node, std::string_view kind) {
-  using Target = std::conditional_t<std::is_const_v<Index>, const CpuHashIndex, CpuHashIndex>;
-  auto* cpu = dynamic_cast<Target*>(index);
-  if (cpu == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("node ", node, " (", std::string(kind), "): index belongs to the ",
-                     std::string(BackendKindName(index->backend())), " backend, not cpu"));
-  }
-  return cpu;
+// Resolves a graph's index pointer to this backend's index of key word K
+// (Validate has checked that K is the index's key type, so a failed cast means
+// another backend's index).
+template <KeyWord K>
+absl::Status CheckCpuIndex(const HashIndex* index, size_t node, std::string_view kind) {
+  if (dynamic_cast<const CpuHashIndex<K>*>(index) != nullptr) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("node ", node, " (", std::string(kind), "): index belongs to the ",
+                   std::string(BackendKindName(index->backend())), " backend, not cpu"));
 }
+
+// The kind named in messages, for the nodes that carry an index.
+template <KeyWord K>
+std::string_view KindOf(const BuildIndexNodeT<K>&) {
+  return "build";
+}
+template <KeyWord K>
+std::string_view KindOf(const BuildBatchIndexNodeT<K>&) {
+  return "batch build";
+}
+template <KeyWord K>
+std::string_view KindOf(const LookupNodeT<K>&) {
+  return "lookup";
+}
+template <KeyWord K>
+std::string_view KindOf(const JoinNodeT<K>&) {
+  return "join";
+}
+
+// The key word of a node that carries an index.
+template <class Node>
+struct NodeKeyWord;
+template <template <KeyWord> class N, KeyWord K>
+struct NodeKeyWord<N<K>> {
+  using type = K;
+};
 
 class CpuBackend final : public Backend {
  public:
@@ -84,23 +108,24 @@ class CpuBackend final : public Backend {
 
   absl::StatusOr<std::unique_ptr<HashIndex>> CreateIndex(const HashIndexSpec& spec) override {
     GPUJOIN_RETURN_IF_ERROR(spec.Validate());
-    const uint64_t bytes = CpuHashIndex::TableBytes(spec);
+    const uint64_t bytes = CpuTableBytes(spec);
     const uint64_t total = PhysicalMemoryBytes(_SC_PHYS_PAGES);
     if (total != 0 && bytes > total) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "index of capacity ", spec.capacity, " needs ", bytes, " bytes; the host has ", total));
     }
     try {
-      return std::unique_ptr<HashIndex>(std::make_unique<CpuHashIndex>(spec));
+      if (spec.key_type == KeyType::kU64) {
+        return std::unique_ptr<HashIndex>(std::make_unique<CpuHashIndex<uint64_t>>(spec));
+      }
+      return std::unique_ptr<HashIndex>(std::make_unique<CpuHashIndex<uint32_t>>(spec));
     } catch (const std::bad_alloc&) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "index of capacity ", spec.capacity, ": host allocation of ", bytes, " bytes failed"));
     }
   }
 
-  uint64_t IndexBytes(const HashIndexSpec& spec) const override {
-    return CpuHashIndex::TableBytes(spec);
-  }
+  uint64_t IndexBytes(const HashIndexSpec& spec) const override { return CpuTableBytes(spec); }
 
   // Builds insert straight from the caller's chunks into the table (RunBuild,
   // RunBatchBuild): no scratch.
@@ -111,18 +136,16 @@ class CpuBackend final : public Backend {
     // Resolve every index before running anything, so a foreign index fails the
     // graph without partial effects.
     for (size_t i = 0; i < graph.nodes().size(); ++i) {
-      const Node& node = graph.nodes()[i];
-      absl::Status status;
-      if (auto* n = std::get_if<BuildIndexNode>(&node)) {
-        status = AsCpuIndex(n->index, i, "build").status();
-      } else if (auto* n = std::get_if<BuildBatchIndexNode>(&node)) {
-        status = AsCpuIndex(n->index, i, "batch build").status();
-      } else if (auto* n = std::get_if<LookupNode>(&node)) {
-        status = AsCpuIndex(n->index, i, "lookup").status();
-      } else if (auto* n = std::get_if<JoinNode>(&node)) {
-        status = AsCpuIndex(n->index, i, "join").status();
-      }
-      GPUJOIN_RETURN_IF_ERROR(status);
+      GPUJOIN_RETURN_IF_ERROR(std::visit(
+          [i](const auto& n) -> absl::Status {
+            using T = std::decay_t<decltype(n)>;
+            if constexpr (requires { n.index; }) {
+              return CheckCpuIndex<typename NodeKeyWord<T>::type>(n.index, i, KindOf(n));
+            } else {
+              return absl::OkStatus();
+            }
+          },
+          graph.nodes()[i]));
     }
     try {
       for (const Node& node : graph.nodes()) Execute(node);
@@ -134,26 +157,26 @@ class CpuBackend final : public Backend {
 
  private:
   void Execute(const Node& node) {
-    std::visit(
-        [this](const auto& n) {
-          using T = std::decay_t<decltype(n)>;
-          if constexpr (std::is_same_v<T, BuildIndexNode>) {
-            RunBuild(n, static_cast<CpuHashIndex&>(*n.index));
-          } else if constexpr (std::is_same_v<T, BuildBatchIndexNode>) {
-            RunBatchBuild(n, static_cast<CpuHashIndex&>(*n.index));
-          } else if constexpr (std::is_same_v<T, LookupNode>) {
-            RunLookup(n, static_cast<const CpuHashIndex&>(*n.index), pool_);
-          } else if constexpr (std::is_same_v<T, JoinNode>) {
-            RunJoin(n, static_cast<const CpuHashIndex&>(*n.index), pool_);
-          } else if constexpr (std::is_same_v<T, AggregateNode>) {
-            RunAggregate(n, pool_);
-          } else {
-            static_assert(std::is_same_v<T, HashNode>);
-            RunHash(n);
-          }
-        },
-        node);
+    std::visit([this](const auto& n) { ExecuteNode(n); }, node);
   }
+  template <KeyWord K>
+  void ExecuteNode(const BuildIndexNodeT<K>& n) {
+    RunBuild(n, static_cast<CpuHashIndex<K>&>(*n.index));
+  }
+  template <KeyWord K>
+  void ExecuteNode(const BuildBatchIndexNodeT<K>& n) {
+    RunBatchBuild(n, static_cast<CpuHashIndex<K>&>(*n.index));
+  }
+  template <KeyWord K>
+  void ExecuteNode(const LookupNodeT<K>& n) {
+    RunLookup(n, static_cast<const CpuHashIndex<K>&>(*n.index), pool_);
+  }
+  template <KeyWord K>
+  void ExecuteNode(const JoinNodeT<K>& n) {
+    RunJoin(n, static_cast<const CpuHashIndex<K>&>(*n.index), pool_);
+  }
+  void ExecuteNode(const AggregateNode& n) { RunAggregate(n, pool_); }
+  void ExecuteNode(const HashNode& n) { RunHash(n); }
 
   // Hashes disjoint row ranges on the pool. Range starts are multiples of 8 so
   // each range owns whole output validity bytes; every row's hash depends only on

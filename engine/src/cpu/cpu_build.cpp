@@ -16,8 +16,8 @@ namespace {
 constexpr size_t kPrefetchBlock = 16;
 
 // Folds one valid row into the statistics.
-void InsertRow(CpuHashIndex& index, uint32_t key, uint32_t value, uint32_t bound,
-               BuildStatistics& s) {
+template <KeyWord K>
+void InsertRow(CpuHashIndex<K>& index, K key, uint32_t value, uint32_t bound, BuildStatistics& s) {
   const InsertResult r = index.Insert(key, value, bound);
   switch (r.outcome) {
     case InsertOutcome::kUnique:
@@ -38,24 +38,25 @@ void InsertRow(CpuHashIndex& index, uint32_t key, uint32_t value, uint32_t bound
   s.max_probes = std::max<uint64_t>(s.max_probes, r.max_probes);
 }
 
-void Finish(CpuHashIndex& index, const BuildStatistics& s, uint64_t rows, BuildStatistics* out) {
+void Finish(HashIndex& index, const BuildStatistics& s, uint64_t rows, BuildStatistics* out) {
   index.RecordBuild(s, rows);
   if (out != nullptr) *out = s;
 }
 
 }  // namespace
 
-void RunBuild(const BuildIndexNode& node, CpuHashIndex& index) {
+template <KeyWord K>
+void RunBuild(const BuildIndexNodeT<K>& node, CpuHashIndex<K>& index) {
   index.Clear();
   const uint32_t bound = index.spec().probe_bound();
   const size_t rows = TotalRows(node.keys);
   BuildStatistics s;
-  ChunkCursor<uint32_t> keys(node.keys, 0);
+  ChunkCursor<K> keys(node.keys, 0);
   std::optional<ChunkCursor<uint32_t>> values;
   if (node.values.has_value()) values.emplace(*node.values, 0);
   // Rows stay in source order; reading a small block ahead only lets the block's
   // home-slot cache misses overlap (prefetch), it does not reorder insertion.
-  uint32_t block_keys[kPrefetchBlock];
+  K block_keys[kPrefetchBlock];
   uint32_t block_values[kPrefetchBlock];
   for (size_t first = 0; first < rows; first += kPrefetchBlock) {
     const size_t n = std::min(kPrefetchBlock, rows - first);
@@ -67,7 +68,7 @@ void RunBuild(const BuildIndexNode& node, CpuHashIndex& index) {
       index.Prefetch(block_keys[i]);
     }
     for (size_t i = 0; i < n; ++i) {
-      if (block_keys[i] == kEmptyKey) {
+      if (block_keys[i] == kEmptyKeyOf<K>) {
         ++s.invalid_rows;
         continue;
       }
@@ -77,16 +78,17 @@ void RunBuild(const BuildIndexNode& node, CpuHashIndex& index) {
   Finish(index, s, rows, node.statistics);
 }
 
-void RunBatchBuild(const BuildBatchIndexNode& node, CpuHashIndex& index) {
+template <KeyWord K>
+void RunBatchBuild(const BuildBatchIndexNodeT<K>& node, CpuHashIndex<K>& index) {
   index.Clear();
   const uint32_t bound = index.spec().probe_bound();
   BuildStatistics s;
   uint64_t rows = 0;
-  for (const BatchChunk& chunk : node.chunks) {
+  for (const BatchChunkT<K>& chunk : node.chunks) {
     const bool masked = !chunk.validity.empty();
     for (size_t i = 0; i < chunk.keys.size(); ++i) {
-      const uint32_t key = chunk.keys[i];
-      if (key == kEmptyKey || (masked && chunk.validity[i] == 0)) {
+      const K key = chunk.keys[i];
+      if (key == kEmptyKeyOf<K> || (masked && chunk.validity[i] == 0)) {
         ++s.invalid_rows;
         continue;
       }
@@ -96,5 +98,10 @@ void RunBatchBuild(const BuildBatchIndexNode& node, CpuHashIndex& index) {
   }
   Finish(index, s, rows, node.statistics);
 }
+
+template void RunBuild(const BuildIndexNodeT<uint32_t>&, CpuHashIndex<uint32_t>&);
+template void RunBuild(const BuildIndexNodeT<uint64_t>&, CpuHashIndex<uint64_t>&);
+template void RunBatchBuild(const BuildBatchIndexNodeT<uint32_t>&, CpuHashIndex<uint32_t>&);
+template void RunBatchBuild(const BuildBatchIndexNodeT<uint64_t>&, CpuHashIndex<uint64_t>&);
 
 }  // namespace gpujoin::engine::cpu

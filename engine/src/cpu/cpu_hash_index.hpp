@@ -1,5 +1,6 @@
 // The CPU backend's hash index: one host array of (key, value) slots and the
-// reference implementation of build and probe. The CUDA backend must reproduce
+// reference implementation of build and probe, for either key word K (uint32_t
+// or uint64_t; one template, the index's spec().key_type picks it). The CUDA backend must reproduce
 // these semantics exactly (see docs/engine.md, "Slots and probing"):
 //  - a key's home slot is detail::HomeSlot(key, capacity); probing is linear,
 //    slot (home + i) & (capacity - 1) for i = 0 .. bound - 1;
@@ -9,12 +10,15 @@
 //    layout depends only on the set of keys (unless the build overflowed);
 //  - probes = slots examined; a query row stops at its key (found), an empty
 //    slot or a resident that comes after it (missing), else it is missing with
-//    probes = bound; kEmptyKey rows examine no slot.
-// Keys and values share one slot so that a probe costs one cache miss, not two.
+//    probes = bound; reserved-key rows (kEmptyKeyOf<K>) examine no slot.
+// Keys and values share one slot so that a probe costs one cache miss, not two:
+// 8 bytes for uint32 keys, 16 for uint64 keys (8 key + 4 value + 4 padding; the
+// simple layout: split key/value arrays would cost a second miss per hit).
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "gpujoin/engine/detail/slot_hash.hpp"
@@ -39,40 +43,43 @@ struct InsertResult {
   bool dropped = false;
 };
 
+/// Bytes of one CPU slot of `type`'s key word and a uint32 value.
+inline constexpr uint64_t CpuSlotBytes(KeyType type) { return type == KeyType::kU64 ? 16 : 8; }
+
+template <KeyWord K>
 class CpuHashIndex final : public HashIndex {
  public:
-  /// Allocates an empty table of spec.capacity slots (spec must be valid).
-  explicit CpuHashIndex(const HashIndexSpec& spec)
-      : HashIndex(spec), slots_(spec.capacity, Slot{kEmptyKey, 0}) {}
+  /// The reserved key of this key word.
+  static constexpr K kEmpty = kEmptyKeyOf<K>;
 
-  /// Bytes of the table an index of `spec` allocates: capacity slots of 8 bytes
-  /// (key and value), nothing else (Backend::IndexBytes).
-  static uint64_t TableBytes(const HashIndexSpec& spec) {
-    return uint64_t{spec.capacity} * sizeof(Slot);
-  }
+  /// Allocates an empty table of spec.capacity slots (spec must be valid and
+  /// spec.key_type must be K's).
+  explicit CpuHashIndex(const HashIndexSpec& spec)
+      : HashIndex(spec), slots_(spec.capacity, Slot{kEmpty, 0}) {}
 
   BackendKind backend() const override { return BackendKind::kCpu; }
   uint64_t memory_bytes() const override { return slots_.capacity() * sizeof(Slot); }
-  absl::StatusOr<TableSnapshot> Snapshot() const override;
+  absl::StatusOr<TableSnapshot> Snapshot() const override { return SnapshotOf<uint32_t>(); }
+  absl::StatusOr<TableSnapshot64> Snapshot64() const override { return SnapshotOf<uint64_t>(); }
 
   /// Empties every slot.
-  void Clear() { std::fill(slots_.begin(), slots_.end(), Slot{kEmptyKey, 0}); }
+  void Clear() { std::fill(slots_.begin(), slots_.end(), Slot{kEmpty, 0}); }
 
   /// Home slot of `key`.
-  uint32_t Home(uint32_t key) const { return detail::HomeSlot(key, spec().capacity); }
+  uint32_t Home(K key) const { return detail::HomeSlot(key, spec().capacity); }
 
   /// Hints the cache that `key`'s home slot will be read soon.
-  void Prefetch(uint32_t key) const { __builtin_prefetch(&slots_[Home(key)]); }
+  void Prefetch(K key) const { __builtin_prefetch(&slots_[Home(key)]); }
 
-  /// Inserts `key` (not kEmptyKey) with `value` in Robin Hood order, each key
+  /// Inserts `key` (not kEmpty) with `value` in Robin Hood order, each key
   /// examining at most `bound` slots from its home. Rows must be inserted in
   /// global source order so that the first (lowest) row of a key keeps its value.
-  InsertResult Insert(uint32_t key, uint32_t value, uint32_t bound);
+  InsertResult Insert(K key, uint32_t value, uint32_t bound);
 
   /// Looks `key` up examining at most `bound` slots. Returns true and sets `value`
-  /// when found; `probes` receives the slots examined (0 for kEmptyKey).
-  bool Find(uint32_t key, uint32_t bound, uint32_t& value, uint32_t& probes) const {
-    if (key == kEmptyKey) {
+  /// when found; `probes` receives the slots examined (0 for kEmpty).
+  bool Find(K key, uint32_t bound, uint32_t& value, uint32_t& probes) const {
+    if (key == kEmpty) {
       probes = 0;
       return false;
     }
@@ -85,7 +92,7 @@ class CpuHashIndex final : public HashIndex {
         probes = i + 1;
         return true;
       }
-      if (s.key == kEmptyKey ||
+      if (s.key == kEmpty ||
           !detail::ResidentComesFirst(s.key, key, i, (home + i) & mask, spec().capacity)) {
         probes = i + 1;
         return false;
@@ -97,13 +104,39 @@ class CpuHashIndex final : public HashIndex {
 
  private:
   struct Slot {
-    uint32_t key;
+    K key;
     uint32_t value;
   };
+  static_assert(sizeof(Slot) == CpuSlotBytes(KeyTypeOf<K>()));
+
+  // The table as a snapshot of key word K2: FAILED_PRECONDITION unless K2 is K.
+  template <class K2>
+  absl::StatusOr<TableSnapshotOf<K2>> SnapshotOf() const {
+    if constexpr (!std::is_same_v<K, K2>) {
+      return SnapshotKeyTypeMismatch(KeyTypeOf<K>(), KeyTypeOf<K2>());
+    } else {
+      TableSnapshotOf<K> snap;
+      snap.keys.resize(slots_.size());
+      snap.values.resize(slots_.size());
+      for (size_t i = 0; i < slots_.size(); ++i) {
+        snap.keys[i] = slots_[i].key;
+        snap.values[i] = slots_[i].value;
+      }
+      return snap;
+    }
+  }
+
   std::vector<Slot> slots_;
 };
 
-inline InsertResult CpuHashIndex::Insert(uint32_t key, uint32_t value, uint32_t bound) {
+/// Bytes of the table an index of `spec` allocates: capacity slots of
+/// CpuSlotBytes(spec.key_type) (key and value), nothing else (Backend::IndexBytes).
+inline uint64_t CpuTableBytes(const HashIndexSpec& spec) {
+  return uint64_t{spec.capacity} * CpuSlotBytes(spec.key_type);
+}
+
+template <KeyWord K>
+InsertResult CpuHashIndex<K>::Insert(K key, uint32_t value, uint32_t bound) {
   const uint32_t capacity = spec().capacity;
   const uint32_t mask = capacity - 1u;
   InsertResult r;
@@ -127,7 +160,7 @@ inline InsertResult CpuHashIndex::Insert(uint32_t key, uint32_t value, uint32_t 
       r.max_probes = std::max(r.max_probes, d + 1);
       return r;
     }
-    if (s.key == kEmptyKey) {
+    if (s.key == kEmpty) {
       s = carried;
       r.max_probes = std::max(r.max_probes, d + 1);
       if (own) r.outcome = InsertOutcome::kUnique;

@@ -8,17 +8,24 @@
 
 namespace gpujoin::engine::cpu {
 
+// The key-carrying nodes are templates on the key word K, instantiated for
+// uint32_t and uint64_t in cpu_build.cpp and cpu_query.cpp.
+
 /// Rebuilds `index` from the node's rows, sequentially in global row order.
-void RunBuild(const BuildIndexNode& node, CpuHashIndex& index);
+template <KeyWord K>
+void RunBuild(const BuildIndexNodeT<K>& node, CpuHashIndex<K>& index);
 
 /// Rebuilds `index` from ordered batch chunks.
-void RunBatchBuild(const BuildBatchIndexNode& node, CpuHashIndex& index);
+template <KeyWord K>
+void RunBatchBuild(const BuildBatchIndexNodeT<K>& node, CpuHashIndex<K>& index);
 
 /// Aligned lookup, parallel over query rows.
-void RunLookup(const LookupNode& node, const CpuHashIndex& index, ThreadPool& pool);
+template <KeyWord K>
+void RunLookup(const LookupNodeT<K>& node, const CpuHashIndex<K>& index, ThreadPool& pool);
 
 /// Inner join of each batch, parallel over left rows (count, scan, scatter).
-void RunJoin(const JoinNode& node, const CpuHashIndex& index, ThreadPool& pool);
+template <KeyWord K>
+void RunJoin(const JoinNodeT<K>& node, const CpuHashIndex<K>& index, ThreadPool& pool);
 
 /// Grouped aggregation. Counts, min and max equal a sequential pass. Sums (and
 /// means) depend only on the input shape, never on the thread count: with at most

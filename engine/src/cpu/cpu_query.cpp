@@ -22,20 +22,21 @@ void Merge(QueryStatistics& into, const QueryStatistics& part) {
   into.max_probes = std::max(into.max_probes, part.max_probes);
 }
 
-uint32_t QueryBound(const CpuHashIndex& index, uint32_t override_bound) {
+uint32_t QueryBound(const HashIndex& index, uint32_t override_bound) {
   return override_bound != 0 ? override_bound : index.spec().probe_bound();
 }
 
 // Probes rows [begin, end) of `keys`, writing values (kEmptyKey when missing),
 // optional found flags and probe counts at the rows' positions.
-QueryStatistics ProbeRange(const CpuHashIndex& index, uint32_t bound, const ChunkedU32& keys,
+template <KeyWord K>
+QueryStatistics ProbeRange(const CpuHashIndex<K>& index, uint32_t bound, const Chunked<K>& keys,
                            size_t begin, size_t end, uint32_t* values, uint8_t* found,
                            uint32_t* probes) {
   QueryStatistics s;
-  ChunkCursor<uint32_t> cursor(keys, begin);
+  ChunkCursor<K> cursor(keys, begin);
   // Rows go in small blocks: prefetching a block's home slots first lets their
   // cache misses overlap instead of paying them one after another.
-  uint32_t block[kPrefetchBlock];
+  K block[kPrefetchBlock];
   for (size_t first = begin; first < end; first += kPrefetchBlock) {
     const size_t n = std::min(kPrefetchBlock, end - first);
     for (size_t i = 0; i < n; ++i) {
@@ -65,7 +66,8 @@ QueryStatistics ProbeRange(const CpuHashIndex& index, uint32_t bound, const Chun
 
 }  // namespace
 
-void RunLookup(const LookupNode& node, const CpuHashIndex& index, ThreadPool& pool) {
+template <KeyWord K>
+void RunLookup(const LookupNodeT<K>& node, const CpuHashIndex<K>& index, ThreadPool& pool) {
   const uint32_t bound = QueryBound(index, node.max_probe_count);
   const size_t rows = TotalRows(node.keys);
   const std::vector<size_t> bounds = SplitRows(rows, size_t{pool.size()} * 4, kMinRowsPerTask);
@@ -84,12 +86,13 @@ void RunLookup(const LookupNode& node, const CpuHashIndex& index, ThreadPool& po
   }
 }
 
-void RunJoin(const JoinNode& node, const CpuHashIndex& index, ThreadPool& pool) {
+template <KeyWord K>
+void RunJoin(const JoinNodeT<K>& node, const CpuHashIndex<K>& index, ThreadPool& pool) {
   const uint32_t bound = QueryBound(index, node.max_probe_count);
   const bool build_overflowed = index.build_statistics().overflow_rows > 0;
   std::vector<uint32_t> right;
   std::vector<uint8_t> own_found;
-  for (const JoinBatch& batch : node.batches) {
+  for (const JoinBatchT<K>& batch : node.batches) {
     const size_t rows = TotalRows(batch.keys);
     const size_t capacity = batch.out_left_rows.size();
     right.resize(rows);
@@ -136,5 +139,10 @@ void RunJoin(const JoinNode& node, const CpuHashIndex& index, ThreadPool& pool) 
     batch.result->statistics = total;
   }
 }
+
+template void RunLookup(const LookupNodeT<uint32_t>&, const CpuHashIndex<uint32_t>&, ThreadPool&);
+template void RunLookup(const LookupNodeT<uint64_t>&, const CpuHashIndex<uint64_t>&, ThreadPool&);
+template void RunJoin(const JoinNodeT<uint32_t>&, const CpuHashIndex<uint32_t>&, ThreadPool&);
+template void RunJoin(const JoinNodeT<uint64_t>&, const CpuHashIndex<uint64_t>&, ThreadPool&);
 
 }  // namespace gpujoin::engine::cpu

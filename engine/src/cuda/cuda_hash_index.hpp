@@ -22,6 +22,9 @@ class CudaHashIndex final : public HashIndex {
   uint64_t memory_bytes() const override { return slots_.bytes(); }
   /// Synchronous device-to-host copy; empty slots report value 0 like the CPU table.
   absl::StatusOr<TableSnapshot> Snapshot() const override;
+  absl::StatusOr<TableSnapshot64> Snapshot64() const override {
+    return SnapshotKeyTypeMismatch(key_type(), KeyType::kU64);
+  }
 
   DeviceTable table() const { return DeviceTable{slots_.data(), spec().capacity}; }
   int device() const { return device_; }

@@ -62,6 +62,9 @@ struct BackendOptions {
 struct BuildShape {
   /// Key rows of all chunks together.
   uint64_t rows = 0;
+  /// The key word of the rows (4 or 8 bytes each: the uploads and the tile
+  /// path's words grow with it).
+  KeyType key_type = KeyType::kU32;
   /// A BuildIndexNode with `values` set.
   bool explicit_values = false;
   /// A BuildBatchIndexNode ...
@@ -72,9 +75,11 @@ struct BuildShape {
   bool batch_validity = false;
 };
 
-/// The shape of a build node (its rows, values, chunks and masks).
-BuildShape BuildShapeOf(const BuildIndexNode& node);
-BuildShape BuildShapeOf(const BuildBatchIndexNode& node);
+/// The shape of a build node (its key type, rows, values, chunks and masks).
+template <KeyWord K>
+BuildShape BuildShapeOf(const BuildIndexNodeT<K>& node);
+template <KeyWord K>
+BuildShape BuildShapeOf(const BuildBatchIndexNodeT<K>& node);
 
 /// Runs command graphs. Thread-safe: several graphs may run concurrently (the CUDA
 /// backend gives each its own stream). Errors: INVALID_ARGUMENT from validation;
@@ -93,8 +98,8 @@ class Backend {
 
   /// Bytes of backend memory an index of `spec` (valid) occupies once created: the
   /// same number its HashIndex::memory_bytes() reports, computed from the sizes
-  /// CreateIndex allocates. The server reserves it against its memory budget
-  /// before creating the index.
+  /// CreateIndex allocates (it depends on spec.key_type: docs/engine.md). The
+  /// server reserves it against its memory budget before creating the index.
   virtual uint64_t IndexBytes(const HashIndexSpec& spec) const = 0;
 
   /// Peak bytes of backend memory that a build of `shape` into an index of `spec`

@@ -22,13 +22,19 @@
 
 namespace gpujoin::engine {
 
+// The key-carrying nodes are templates on the key word K (uint32_t or
+// uint64_t), which must match the index's key type (CommandGraph::Validate);
+// the plain names are the uint32 nodes, the ...64 names the uint64 ones. Values,
+// row IDs and join outputs are uint32 for both.
+
 /// Builds an index from one logical sequence of keys, with explicit values or
 /// generated values `first_value + global row`. Keys and values may be chunked
 /// with different boundaries. Duplicate keys keep the value of the lowest global
 /// row. An empty build clears the table and its statistics.
-struct BuildIndexNode {
+template <KeyWord K>
+struct BuildIndexNodeT {
   HashIndex* index = nullptr;        ///< written: rebuilt from scratch
-  ChunkedU32 keys;                   ///< read
+  Chunked<K> keys;                   ///< read
   std::optional<ChunkedU32> values;  ///< read; when set, total rows must equal the keys'
   uint32_t first_value = 0;          ///< generated values when `values` is unset (wraps mod 2^32)
   BuildStatistics* statistics = nullptr;  ///< optional host output
@@ -37,58 +43,77 @@ struct BuildIndexNode {
 /// One chunk of a batch build: its keys, the row ID of its first row and an
 /// optional validity mask (one uint32 per row; nonzero = valid). A row's value is
 /// `row_base + position in chunk`. Masked-out rows are counted invalid.
-struct BatchChunk {
-  std::span<const uint32_t> keys;
+template <KeyWord K>
+struct BatchChunkT {
+  std::span<const K> keys;
   uint32_t row_base = 0;
   std::span<const uint32_t> validity;  ///< empty = all rows valid; else same length as keys
 };
 
 /// Builds an index from ordered batch chunks. The duplicate winner is the earliest
 /// row across chunks (chunk order, then position), whatever the row bases.
-struct BuildBatchIndexNode {
+template <KeyWord K>
+struct BuildBatchIndexNodeT {
   HashIndex* index = nullptr;  ///< written: rebuilt from scratch
-  std::vector<BatchChunk> chunks;
+  std::vector<BatchChunkT<K>> chunks;
   BuildStatistics* statistics = nullptr;  ///< optional host output
 };
 
-/// Aligned left join: for every query row, the matched value or kEmptyKey.
-struct LookupNode {
+/// Aligned left join: for every query row, the matched value or kEmptyKey (the
+/// uint32 missing value, for either key type).
+template <KeyWord K>
+struct LookupNodeT {
   const HashIndex* index = nullptr;
-  ChunkedU32 keys;                       ///< read
-  std::span<uint32_t> values;            ///< written, required: one per query row
-  std::span<uint8_t> found;              ///< optional: 1 found / 0 missing per query row
-  std::span<uint32_t> probes;            ///< optional: slots examined per query row
+  Chunked<K> keys;                        ///< read
+  std::span<uint32_t> values;             ///< written, required: one per query row
+  std::span<uint8_t> found;               ///< optional: 1 found / 0 missing per query row
+  std::span<uint32_t> probes;             ///< optional: slots examined per query row
   QueryStatistics* statistics = nullptr;  ///< optional host output
   uint32_t max_probe_count = 0;  ///< 0 = the index's bound; else at most the index's capacity
 };
 
 /// Result block of one join batch.
 struct JoinResult {
-  uint64_t count = 0;      ///< matching pairs before truncation (the required capacity)
-  bool overflow = false;   ///< count > capacity, or the index build had overflow rows
+  uint64_t count = 0;     ///< matching pairs before truncation (the required capacity)
+  bool overflow = false;  ///< count > capacity, or the index build had overflow rows
   QueryStatistics statistics;
 };
 
 /// One left batch of an inner join.
-struct JoinBatch {
-  ChunkedU32 keys;                       ///< read: left keys
-  std::span<const uint32_t> left_rows;   ///< optional explicit left row IDs, aligned with keys
-  uint32_t first_left_row = 0;           ///< left row ID = first_left_row + row when left_rows is empty
-  std::span<uint32_t> out_left_rows;     ///< written; its size is the pair capacity
-  std::span<uint32_t> out_right_rows;    ///< written; same size as out_left_rows
-  JoinResult* result = nullptr;          ///< required host output
-  std::span<uint8_t> found;              ///< optional aligned found mask
-  std::span<uint32_t> probes;            ///< optional aligned probe counts
+template <KeyWord K>
+struct JoinBatchT {
+  Chunked<K> keys;                      ///< read: left keys
+  std::span<const uint32_t> left_rows;  ///< optional explicit left row IDs, aligned with keys
+  uint32_t first_left_row = 0;  ///< left row ID = first_left_row + row when left_rows is empty
+  std::span<uint32_t> out_left_rows;   ///< written; its size is the pair capacity
+  std::span<uint32_t> out_right_rows;  ///< written; same size as out_left_rows
+  JoinResult* result = nullptr;        ///< required host output
+  std::span<uint8_t> found;            ///< optional aligned found mask
+  std::span<uint32_t> probes;          ///< optional aligned probe counts
 };
 
 /// Inner join of one or more left batches against an index: each batch gets its
 /// own [left row, right row] pairs in left source order (stable), truncated to its
 /// capacity (the stable prefix), with its required count and overflow flag.
-struct JoinNode {
+template <KeyWord K>
+struct JoinNodeT {
   const HashIndex* index = nullptr;
-  std::vector<JoinBatch> batches;
+  std::vector<JoinBatchT<K>> batches;
   uint32_t max_probe_count = 0;  ///< 0 = the index's bound
 };
+
+using BuildIndexNode = BuildIndexNodeT<uint32_t>;
+using BuildIndexNode64 = BuildIndexNodeT<uint64_t>;
+using BatchChunk = BatchChunkT<uint32_t>;
+using BatchChunk64 = BatchChunkT<uint64_t>;
+using BuildBatchIndexNode = BuildBatchIndexNodeT<uint32_t>;
+using BuildBatchIndexNode64 = BuildBatchIndexNodeT<uint64_t>;
+using LookupNode = LookupNodeT<uint32_t>;
+using LookupNode64 = LookupNodeT<uint64_t>;
+using JoinBatch = JoinBatchT<uint32_t>;
+using JoinBatch64 = JoinBatchT<uint64_t>;
+using JoinNode = JoinNodeT<uint32_t>;
+using JoinNode64 = JoinNodeT<uint64_t>;
 
 /// Grouped aggregation by dense uint32 group key. Keys, values and mask are one
 /// logical sequence each, chunked independently. Group key k contributes to output
@@ -109,7 +134,8 @@ struct AggregateNode {
 };
 
 using Node =
-    std::variant<BuildIndexNode, BuildBatchIndexNode, LookupNode, JoinNode, AggregateNode, HashNode>;
+    std::variant<BuildIndexNode, BuildIndexNode64, BuildBatchIndexNode, BuildBatchIndexNode64,
+                 LookupNode, LookupNode64, JoinNode, JoinNode64, AggregateNode, HashNode>;
 
 /// A list of nodes executed in order. Validation checks every node and that no
 /// written range overlaps another written range or any read range of the graph.
@@ -123,8 +149,9 @@ class CommandGraph {
   const std::vector<Node>& nodes() const { return nodes_; }
   bool empty() const { return nodes_.empty(); }
 
-  /// OK, or INVALID_ARGUMENT naming the node, the field and the sizes involved.
-  /// Backends call this at the start of Run; callers may call it earlier.
+  /// OK, or INVALID_ARGUMENT naming the node, the field and the sizes involved
+  /// (also when a node's key word is not its index's key type). Backends call
+  /// this at the start of Run; callers may call it earlier.
   absl::Status Validate() const;
 
  private:

@@ -1,9 +1,11 @@
-// A fixed-capacity uint32 -> uint32 open-addressing hash index owned by a backend.
+// A fixed-capacity open-addressing hash index (uint32 or uint64 keys -> uint32
+// values) owned by a backend.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -24,6 +26,9 @@ struct HashIndexSpec {
   /// Most slots one row may examine (build and query). 0 means `capacity`.
   /// Must not exceed `capacity`.
   uint32_t max_probe_count = 0;
+  /// The key word (KeyType::kU32 unless set). The reserved key is the all-ones
+  /// word of this width; every other part of the contract is the same for both.
+  KeyType key_type = KeyType::kU32;
 
   /// The effective probe bound: max_probe_count, or capacity when it is 0.
   uint32_t probe_bound() const { return max_probe_count == 0 ? capacity : max_probe_count; }
@@ -38,16 +43,25 @@ struct HashIndexSpec {
 /// than `target_load_factor` (0 < f <= 1). INVALID_ARGUMENT when it exceeds 2^31.
 absl::StatusOr<uint32_t> CapacityForRows(uint64_t expected_rows, double target_load_factor);
 
-/// Host copy of a table, for tests and diagnostics: keys[i] is kEmptyKey for an
-/// empty slot, values[i] is the value retained for keys[i].
-struct TableSnapshot {
-  std::vector<uint32_t> keys;
+/// Host copy of a table of key word K, for tests and diagnostics: keys[i] is
+/// kEmptyKeyOf<K> for an empty slot (values[i] is then 0), values[i] is the value
+/// retained for keys[i].
+template <class K>
+struct TableSnapshotOf {
+  std::vector<K> keys;
   std::vector<uint32_t> values;
 };
+using TableSnapshot = TableSnapshotOf<uint32_t>;
+using TableSnapshot64 = TableSnapshotOf<uint64_t>;
+
+/// FAILED_PRECONDITION for a snapshot of key word `asked` taken of an index of
+/// key type `held` (names both and the call that fits).
+absl::Status SnapshotKeyTypeMismatch(KeyType held, KeyType asked);
 
 /// A hash index created by Backend::CreateIndex.
 ///
 /// Exact semantics shared by every backend (docs/engine.md has the full text):
+///  - keys are spec().key_type words (uint32 or uint64), values uint32;
 ///  - a key's home slot is detail::HomeSlot(key, capacity); linear probing examines
 ///    slot (home + i) & (capacity - 1) for i = 0 .. bound - 1, bound =
 ///    spec().probe_bound() (or a query's nonzero max_probe_count);
@@ -60,9 +74,11 @@ struct TableSnapshot {
 ///    overflow if it would pass `bound`); after `bound` slots with neither it is an
 ///    overflow row with probes = bound. A query row stops at its key (found), an
 ///    empty slot or a resident that comes after it (missing), else it is missing
-///    with probes = bound. kEmptyKey rows (and masked-out batch rows) examine 0 slots;
+///    with probes = bound. Reserved-key rows (kEmptyKeyOf<K>) and masked-out
+///    batch rows examine 0 slots;
 ///  - the value of the lowest global source row of each key is retained (batch
-///    builds: earliest chunk, then position, regardless of row_base). Its table lives in the backend's
+///    builds: earliest chunk, then position, regardless of row_base). Its table lives in the
+///    backend's
 /// memory (device memory for CUDA). A build node (re)writes it; lookup and join
 /// nodes read it. A built index may be read by many concurrent graphs; building
 /// into an index while another graph reads it is not allowed (the service builds a
@@ -74,6 +90,8 @@ class HashIndex {
   HashIndex& operator=(const HashIndex&) = delete;
 
   const HashIndexSpec& spec() const { return spec_; }
+  /// The key word of this index (spec().key_type).
+  KeyType key_type() const { return spec_.key_type; }
   /// Statistics of the last build (all zero before the first build and after an empty one).
   const BuildStatistics& build_statistics() const { return statistics_; }
   /// True once a build node has run on this index.
@@ -89,8 +107,22 @@ class HashIndex {
   virtual BackendKind backend() const = 0;
   /// Bytes held by this index in its backend's memory.
   virtual uint64_t memory_bytes() const = 0;
-  /// Copies the table to the host (synchronous; not for request paths).
+  /// Copies the table of a uint32 index to the host (synchronous; not for
+  /// request paths). FAILED_PRECONDITION for a uint64 index (use Snapshot64).
   virtual absl::StatusOr<TableSnapshot> Snapshot() const = 0;
+  /// Copies the table of a uint64 index to the host (synchronous; not for
+  /// request paths). FAILED_PRECONDITION for a uint32 index (use Snapshot).
+  virtual absl::StatusOr<TableSnapshot64> Snapshot64() const = 0;
+  /// Snapshot() or Snapshot64() by key word.
+  template <class K>
+  absl::StatusOr<TableSnapshotOf<K>> SnapshotAs() const {
+    static_assert(KeyWord<K>);
+    if constexpr (std::is_same_v<K, uint32_t>) {
+      return Snapshot();
+    } else {
+      return Snapshot64();
+    }
+  }
 
   /// Called by backends when a build finishes.
   void RecordBuild(const BuildStatistics& statistics, uint64_t rows) {

@@ -1,8 +1,9 @@
-// Common value types of the gpujoin engine: the reserved key, statistics blocks,
-// chunked column views and aggregation operations. Plain C++; no CUDA, gRPC or
+// Common value types of the gpujoin engine: key types and their reserved keys,
+// statistics blocks, chunked column views and aggregation operations. Plain C++; no CUDA, gRPC or
 // protobuf headers may be included from the engine's public API.
 #pragma once
 
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -11,10 +12,41 @@
 
 namespace gpujoin::engine {
 
-/// The reserved empty-slot key. Build rows holding it are counted invalid and
-/// never inserted; query rows holding it are reported missing without probing.
-/// Lookup writes it as the value of every missing row.
-inline constexpr uint32_t kEmptyKey = 0xffffffffu;
+/// The key word of an index (HashIndexSpec::key_type): uint32 (the reference
+/// contract, the default) or uint64 (int64 keys travel as their two's-complement
+/// bit pattern). Values stay uint32 for both.
+enum class KeyType : uint8_t { kU32, kU64 };
+
+/// "uint32" or "uint64".
+std::string_view KeyTypeName(KeyType type);
+
+/// The key words an index can hold: the template parameter of the key-carrying
+/// nodes and of both backends' implementations.
+template <class K>
+concept KeyWord = std::same_as<K, uint32_t> || std::same_as<K, uint64_t>;
+
+/// The reserved empty-slot key of key word K: all ones. Build rows holding it are
+/// counted invalid and never inserted; query rows holding it are reported missing
+/// without probing.
+template <class K>
+inline constexpr K kEmptyKeyOf = ~K{0};
+
+/// The reserved key of a uint32 index (0xffffffff). Lookup also writes it as the
+/// value of every missing row, whatever the key type (values are uint32).
+inline constexpr uint32_t kEmptyKey = kEmptyKeyOf<uint32_t>;
+/// The reserved key of a uint64 index (0xffffffffffffffff). 0xffffffff is an
+/// ordinary key there.
+inline constexpr uint64_t kEmptyKey64 = kEmptyKeyOf<uint64_t>;
+
+/// The KeyType of key word K.
+template <class K>
+constexpr KeyType KeyTypeOf() {
+  static_assert(KeyWord<K>, "keys are uint32_t or uint64_t");
+  return std::same_as<K, uint32_t> ? KeyType::kU32 : KeyType::kU64;
+}
+
+/// Bytes of one key of `type`.
+constexpr size_t KeyBytes(KeyType type) { return type == KeyType::kU64 ? 8 : 4; }
 
 /// One logical column stored as ordered chunks. Chunk boundaries carry no
 /// meaning: row r of the logical column is found by walking the chunks in order.
@@ -23,6 +55,7 @@ inline constexpr uint32_t kEmptyKey = 0xffffffffu;
 template <typename T>
 using Chunked = std::vector<std::span<const T>>;
 using ChunkedU32 = Chunked<uint32_t>;
+using ChunkedU64 = Chunked<uint64_t>;
 using ChunkedF32 = Chunked<float>;
 
 /// Total number of logical rows in a chunked column.
@@ -40,9 +73,10 @@ struct BuildStatistics {
   uint64_t unique_keys = 0;     ///< distinct keys retained in the table (occupied slots)
   uint64_t duplicate_rows = 0;  ///< valid rows whose key was already retained
   uint64_t overflow_rows = 0;   ///< valid rows whose key found no slot within the probe bound
-  uint64_t invalid_rows = 0;    ///< rows holding kEmptyKey, or masked out by a batch validity mask
-  uint64_t total_probes = 0;    ///< slots examined by all rows (invalid rows examine none)
-  uint64_t max_probes = 0;      ///< most slots examined by one row
+  uint64_t invalid_rows =
+      0;  ///< rows holding the reserved key, or masked out by a batch validity mask
+  uint64_t total_probes = 0;  ///< slots examined by all rows (invalid rows examine none)
+  uint64_t max_probes = 0;    ///< most slots examined by one row
 
   friend bool operator==(const BuildStatistics&, const BuildStatistics&) = default;
 };
@@ -51,7 +85,7 @@ struct BuildStatistics {
 /// [found keys, missing keys, total probes, max probes].
 struct QueryStatistics {
   uint64_t found = 0;         ///< query rows whose key is in the table
-  uint64_t missing = 0;       ///< query rows whose key is not (including kEmptyKey rows)
+  uint64_t missing = 0;       ///< query rows whose key is not (including reserved-key rows)
   uint64_t total_probes = 0;  ///< slots examined by all query rows
   uint64_t max_probes = 0;    ///< most slots examined by one query row
 

@@ -23,9 +23,25 @@ GPUJOIN_HOST_DEVICE uint32_t SlotHash(uint32_t key) {
   return key;
 }
 
+/// MurmurHash3's 64-bit finaliser (fmix64): a bijection on uint64 with full
+/// avalanche, so keys that differ only in their high 32 bits land far apart.
+GPUJOIN_HOST_DEVICE uint64_t SlotHash(uint64_t key) {
+  key ^= key >> 33;
+  key *= 0xff51afd7ed558ccdull;
+  key ^= key >> 33;
+  key *= 0xc4ceb9fe1a85ec53ull;
+  key ^= key >> 33;
+  return key;
+}
+
 /// Initial slot of `key` in a table of `capacity` slots (a power of two).
 GPUJOIN_HOST_DEVICE uint32_t HomeSlot(uint32_t key, uint32_t capacity) {
   return SlotHash(key) & (capacity - 1u);
+}
+
+/// Initial slot of a 64-bit `key`: the low bits of its 64-bit hash.
+GPUJOIN_HOST_DEVICE uint32_t HomeSlot(uint64_t key, uint32_t capacity) {
+  return uint32_t(SlotHash(key)) & (capacity - 1u);
 }
 
 /// The slot order of every table (Robin Hood order, docs/engine.md "Slots and
@@ -36,9 +52,11 @@ GPUJOIN_HOST_DEVICE uint32_t HomeSlot(uint32_t key, uint32_t capacity) {
 /// at `pos` is `displacement` (slots from its home to `pos`): a probe for `key`
 /// goes on past `pos`. When it returns false (and `resident` != `key`), `key`
 /// belongs at `pos` or before it: an insertion takes the slot and carries the
-/// resident on; a lookup stops, `key` is absent.
-GPUJOIN_HOST_DEVICE bool ResidentComesFirst(uint32_t resident, uint32_t key, uint32_t displacement,
-                                            uint32_t pos, uint32_t capacity) {
+/// resident on; a lookup stops, `key` is absent. K is uint32_t or uint64_t
+/// (keys of one home compare as K).
+template <class K>
+GPUJOIN_HOST_DEVICE bool ResidentComesFirst(K resident, K key, uint32_t displacement, uint32_t pos,
+                                            uint32_t capacity) {
   const uint32_t resident_displacement = (pos - HomeSlot(resident, capacity)) & (capacity - 1u);
   return resident_displacement > displacement ||
          (resident_displacement == displacement && resident < key);
