@@ -194,6 +194,7 @@ class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer>,
           absl::Status status = *act.finish;
           if (status.ok()) status = SerializeResponse();
           if (!rejected_) Account(status);
+          if (!status.ok()) session_.Release();  // a failed build's memory goes now
           Finish(ToGrpcStatus(status));
           if (act.cancel_read) context_->TryCancel();
           return false;

@@ -839,6 +839,17 @@ absl::Status BuildSession::AddChunk(std::unique_ptr<v1::BuildChunk> chunk) {
   return absl::OkStatus();
 }
 
+void BuildSession::Release() {
+  keys_.clear();
+  values_.clear();
+  validity_.clear();
+  chunks_.clear();
+  staging_.Release();
+  staged_bytes_ = 0;
+  reservation_.Release();
+  reserved_ = false;
+}
+
 absl::Status BuildSession::Add(v1::BuildIndexRequest&& message) {
   switch (message.kind_case()) {
     case v1::BuildIndexRequest::kSpec:

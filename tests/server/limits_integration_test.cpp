@@ -388,6 +388,8 @@ TEST(StagingLimits, StagedInputIsBoundedPerBuildAndInAll) {
   EXPECT_THAT(per_build.error_message(), HasSubstr("chunks[1]: the build of index \"b\" would "
                                                    "hold "));
   EXPECT_THAT(per_build.error_message(), HasSubstr("--max-build-staged-bytes=716800"));
+  // A refused build's input is given back when its error is sent: only a's is held.
+  EXPECT_EQ(Info(*stub).staged_bytes(), staged);
 
   // Within its own limit, but not beside a's 480 KB.
   OpenBuild c(*stub, "c");

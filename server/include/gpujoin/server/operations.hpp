@@ -100,6 +100,11 @@ class BuildSession {
   absl::StatusOr<std::shared_ptr<const IndexVersion>> Finish(
       const std::function<bool()>& cancelled);
 
+  /// Gives back everything the session holds (staged input, its reservations) once
+  /// the build has failed, so that a refused build frees its memory when its error
+  /// is sent rather than when gRPC is done with the call.
+  void Release();
+
   /// The spec's name once a valid spec was added ("" before).
   const std::string& name() const { return name_; }
   uint64_t rows() const { return key_rows_; }
