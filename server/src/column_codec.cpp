@@ -22,33 +22,40 @@ absl::StatusOr<DecodedColumn<T>> DecodePackedBytes(std::string_view bytes, std::
 }
 
 template absl::StatusOr<DecodedColumn<uint32_t>> DecodePackedBytes<uint32_t>(std::string_view,
-                                                                            std::string_view);
+                                                                             std::string_view);
+template absl::StatusOr<DecodedColumn<uint64_t>> DecodePackedBytes<uint64_t>(std::string_view,
+                                                                             std::string_view);
 template absl::StatusOr<DecodedColumn<int32_t>> DecodePackedBytes<int32_t>(std::string_view,
-                                                                          std::string_view);
+                                                                           std::string_view);
 template absl::StatusOr<DecodedColumn<float>> DecodePackedBytes<float>(std::string_view,
-                                                                      std::string_view);
+                                                                       std::string_view);
 
 namespace {
 
-// Shared by the uint32 and float32 columns, which have the same shape.
+absl::Status MissingColumnError(std::string_view field) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(std::string(field), ": neither ", std::string(field), ".packed nor ",
+                   std::string(field), ".values is set (send zero rows as an empty values list)"));
+}
+
+// Shared by the uint32, uint64 and float32 columns, which have the same shape.
 template <typename T, typename Column>
 absl::StatusOr<DecodedColumn<T>> DecodeColumn(bool has_column, const Column& column,
                                               std::string_view field, Presence presence) {
   const bool has_packed = has_column && !column.packed().empty();
   const bool has_values = has_column && column.has_values();
   if (has_packed && has_values) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        std::string(field), ": both ", std::string(field), ".packed (", column.packed().size(),
-        " bytes) and ", std::string(field), ".values (", column.values().v_size(),
-        " values) are set; set exactly one"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(field), ": both ", std::string(field), ".packed (",
+                     column.packed().size(), " bytes) and ", std::string(field), ".values (",
+                     column.values().v_size(), " values) are set; set exactly one"));
   }
   if (!has_packed && !has_values) {
     if (presence == Presence::kOptional) return DecodedColumn<T>();
-    return absl::InvalidArgumentError(absl::StrCat(
-        std::string(field), ": neither ", std::string(field), ".packed nor ", std::string(field),
-        ".values is set (send zero rows as an empty values list)"));
+    return MissingColumnError(field);
   }
-  if (has_packed) return DecodePackedBytes<T>(column.packed(), absl::StrCat(std::string(field), ".packed"));
+  if (has_packed)
+    return DecodePackedBytes<T>(column.packed(), absl::StrCat(std::string(field), ".packed"));
   const auto& v = column.values().v();
   return DecodedColumn<T>::Borrow(std::span<const T>(v.data(), static_cast<size_t>(v.size())));
 }
@@ -57,14 +64,78 @@ absl::StatusOr<DecodedColumn<T>> DecodeColumn(bool has_column, const Column& col
 
 absl::StatusOr<DecodedColumn<uint32_t>> DecodeU32Column(bool has_column,
                                                         const v1::U32Column& column,
-                                                        std::string_view field,
-                                                        Presence presence) {
+                                                        std::string_view field, Presence presence) {
   return DecodeColumn<uint32_t>(has_column, column, field, presence);
+}
+
+absl::StatusOr<DecodedColumn<uint64_t>> DecodeU64Column(bool has_column,
+                                                        const v1::U64Column& column,
+                                                        std::string_view field, Presence presence) {
+  return DecodeColumn<uint64_t>(has_column, column, field, presence);
 }
 
 absl::StatusOr<DecodedColumn<float>> DecodeF32Column(bool has_column, const v1::F32Column& column,
                                                      std::string_view field, Presence presence) {
   return DecodeColumn<float>(has_column, column, field, presence);
+}
+
+absl::Status CheckKeyWidth(engine::KeyType index_type, bool has_keys, uint64_t keys_bytes,
+                           bool has_keys64, uint64_t keys64_bytes, std::string_view prefix,
+                           std::string_view index) {
+  const bool wide = index_type == engine::KeyType::kU64;
+  // The column of the other width: its name, the right one's, and what it holds.
+  const bool wrong = wide ? has_keys : has_keys64;
+  if (!wrong) return absl::OkStatus();
+  const std::string p(prefix);
+  const std::string sent = p + (wide ? "keys" : "keys64");
+  const std::string want = p + (wide ? "keys64" : "keys");
+  return absl::InvalidArgumentError(absl::StrCat(
+      sent, ": index \"", std::string(index), "\" has ",
+      std::string(engine::KeyTypeName(index_type)), " keys; send them in ", want, " (got ",
+      wide ? keys_bytes : keys64_bytes, " bytes of ", wide ? "uint32" : "uint64", " keys)"));
+}
+
+template <typename Key>
+absl::StatusOr<DecodedColumn<Key>> TakeKeys(KeyColumns& columns, std::string_view prefix,
+                                            std::string_view index, Presence presence) {
+  const absl::Status width = CheckKeyWidth(
+      engine::KeyTypeOf<Key>(), columns.keys.present(), uint64_t{4} * columns.keys.size(),
+      columns.keys64.present(), uint64_t{8} * columns.keys64.size(), prefix, index);
+  if (!width.ok()) return width;
+  DecodedColumn<Key>* column;
+  if constexpr (sizeof(Key) == 8) {
+    column = &columns.keys64;
+  } else {
+    column = &columns.keys;
+  }
+  if (!column->present() && presence == Presence::kRequired) {
+    return MissingColumnError(
+        absl::StrCat(std::string(prefix), sizeof(Key) == 8 ? "keys64" : "keys"));
+  }
+  return std::move(*column);
+}
+
+template absl::StatusOr<DecodedColumn<uint32_t>> TakeKeys<uint32_t>(KeyColumns&, std::string_view,
+                                                                    std::string_view, Presence);
+template absl::StatusOr<DecodedColumn<uint64_t>> TakeKeys<uint64_t>(KeyColumns&, std::string_view,
+                                                                    std::string_view, Presence);
+
+v1::KeyType ToWireKeyType(engine::KeyType type) {
+  return type == engine::KeyType::kU64 ? v1::KEY_TYPE_UINT64 : v1::KEY_TYPE_UINT32;
+}
+
+absl::StatusOr<engine::KeyType> FromWireKeyType(int type, std::string_view field) {
+  switch (type) {
+    case v1::KEY_TYPE_UNSPECIFIED:
+    case v1::KEY_TYPE_UINT32:
+      return engine::KeyType::kU32;
+    case v1::KEY_TYPE_UINT64:
+      return engine::KeyType::kU64;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat(std::string(field), ": ", type,
+                       " is not a key type; set KEY_TYPE_UINT32 (the default) or KEY_TYPE_UINT64"));
+  }
 }
 
 }  // namespace gpujoin::server

@@ -15,8 +15,9 @@ constexpr uint32_t kFixed64 = 1;
 constexpr uint32_t kLengthDelimited = 2;
 constexpr uint32_t kFixed32 = 5;
 
-// Field numbers of LookupRequest / U32Column / LookupResponse used here.
+// Field numbers of LookupRequest / U32Column and U64Column / LookupResponse used here.
 constexpr uint64_t kRequestKeys = 2;
+constexpr uint64_t kRequestKeys64 = 6;
 constexpr uint64_t kColumnPacked = 1;
 constexpr uint32_t kResponseValues = 3;
 constexpr uint32_t kResponseFound = 4;
@@ -130,8 +131,7 @@ using SharedOutputs = std::shared_ptr<engine::HostBuffer>;
 void ReleaseOutputs(void* holder) { delete static_cast<SharedOutputs*>(holder); }
 
 grpc::Slice ColumnSlice(const SharedOutputs& outputs, size_t offset, size_t bytes) {
-  return grpc::Slice(outputs->data() + offset, bytes, &ReleaseOutputs,
-                     new SharedOutputs(outputs));
+  return grpc::Slice(outputs->data() + offset, bytes, &ReleaseOutputs, new SharedOutputs(outputs));
 }
 
 }  // namespace
@@ -166,17 +166,20 @@ std::optional<LookupWire> ScanLookupRequest(std::vector<grpc::Slice> slices) {
     const uint64_t field = tag >> 3;
     const uint32_t type = static_cast<uint32_t>(tag & 7);
     if (field == 0 || field > 0x1fffffff) return std::nullopt;
-    if (field == kRequestKeys) {
-      // Exactly one keys field holding exactly one non-empty packed field.
+    if (field == kRequestKeys || field == kRequestKeys64) {
+      // Exactly one keys field (of either width) holding exactly one non-empty
+      // packed field of whole keys.
       if (type != kLengthDelimited || seen_keys) return std::nullopt;
       seen_keys = true;
+      wire.key_type = field == kRequestKeys64 ? engine::KeyType::kU64 : engine::KeyType::kU32;
       uint64_t length = 0;
       if (!in.ReadLength(&length) || length > in.remaining()) return std::nullopt;
       const size_t end = in.position() + length;
       uint64_t inner_tag = 0, inner_length = 0;
       if (!in.ReadTag(&inner_tag) || inner_tag != ((kColumnPacked << 3) | kLengthDelimited) ||
           !in.ReadLength(&inner_length) || in.position() > end ||
-          inner_length != end - in.position() || inner_length == 0 || inner_length % 4 != 0) {
+          inner_length != end - in.position() || inner_length == 0 ||
+          inner_length % wire.key_bytes() != 0) {
         return std::nullopt;
       }
       wire.keys_offset = in.position();
@@ -191,14 +194,19 @@ std::optional<LookupWire> ScanLookupRequest(std::vector<grpc::Slice> slices) {
         ok = in.ReadVarint(&ignored);
         break;
       }
-      case kFixed64: ok = in.Skip(8); break;
-      case kFixed32: ok = in.Skip(4); break;
+      case kFixed64:
+        ok = in.Skip(8);
+        break;
+      case kFixed32:
+        ok = in.Skip(4);
+        break;
       case kLengthDelimited: {
         uint64_t length = 0;
         ok = in.ReadLength(&length) && in.Skip(length);
         break;
       }
-      default: ok = false;  // groups and invalid wire types: leave to protobuf
+      default:
+        ok = false;  // groups and invalid wire types: leave to protobuf
     }
     if (!ok) return std::nullopt;
     // Copy the whole field (tag included) for protobuf; these fields are small.

@@ -86,6 +86,10 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                      .Name("gpujoin_join_pairs_total")
                      .Help("Matching join pairs (before truncation to the batch capacity).")
                      .Register(r);
+  index_info_ = &BuildGauge()
+                     .Name("gpujoin_index_info")
+                     .Help("Always 1 for a live index; label key_type is uint32 or uint64.")
+                     .Register(r);
   join_overflow_ =
       &BuildCounter()
            .Name("gpujoin_join_overflow_batches_total")
@@ -234,6 +238,11 @@ void Metrics::SetIndex(const IndexVersion& v) {
     s.join_overflow = &join_overflow_->Add(labels);
   }
   const engine::HashIndex& index = *v.index;
+  // Replaced rather than updated: the key type is a label (a rebuild may change it).
+  if (s.info != nullptr) index_info_->Remove(s.info);
+  s.info = &index_info_->Add(
+      {{"index", v.name}, {"key_type", std::string(engine::KeyTypeName(index.key_type()))}});
+  s.info->Set(1);
   const engine::BuildStatistics& st = index.build_statistics();
   auto set = [&](const char* family, double value) { s.gauges[family]->Set(value); };
   set("gpujoin_index_capacity_slots", index.spec().capacity);
@@ -261,6 +270,7 @@ void Metrics::RemoveIndex(const std::string& name) {
   RemoveQuerySeries(s.join);
   if (s.join_pairs != nullptr) join_pairs_->Remove(s.join_pairs);
   if (s.join_overflow != nullptr) join_overflow_->Remove(s.join_overflow);
+  if (s.info != nullptr) index_info_->Remove(s.info);
   for (auto& [result, counter] : s.builds) builds_->Remove(counter);
   indexes_.erase(it);
 }

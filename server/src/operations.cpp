@@ -80,6 +80,12 @@ absl::StatusOr<AggregateOp> ToEngineOp(v1::AggregateOp op) {
 // Per-group output bytes of an aggregate response (batch + totals + contributing rows).
 constexpr uint64_t kAggregateBytesPerGroup = 4 * 3;
 
+// The request field that carries keys of the key word Key.
+template <typename Key>
+constexpr const char* KeysField() {
+  return sizeof(Key) == 8 ? "keys64" : "keys";
+}
+
 }  // namespace
 
 std::string StatusCodeName(absl::StatusCode code) { return absl::StatusCodeToString(code); }
@@ -142,85 +148,110 @@ void Operations::FillIndexInfo(const IndexVersion& v, v1::IndexInfo* info) {
   info->set_build_seconds(v.build_seconds);
   info->set_backend(std::string(engine::BackendKindName(index.backend())));
   info->set_built_unix_millis(v.built_unix_millis);
+  info->set_key_type(ToWireKeyType(index.key_type()));
 }
 
 // ------------------------------------------------------------------ lookup
 
 absl::Status Operations::Lookup(const v1::LookupRequest& request, v1::LookupResponse* response) {
   // The request's own fields first, so a malformed batch is INVALID_ARGUMENT
-  // whatever the registry holds.
+  // whatever the registry holds; which key column it must use depends on the index.
   GPUJOIN_RETURN_IF_ERROR(ValidateIndexName(request.index(), "index"));
-  GPUJOIN_ASSIGN_OR_RETURN(
-      auto keys, DecodeU32Column(request.has_keys(), request.keys(), "keys", Presence::kRequired));
-  const size_t rows = keys.size();
-  GPUJOIN_ASSIGN_OR_RETURN(auto version, PrepareLookup(request, rows));
-
-  PackedOutput<uint32_t> values(response->mutable_values(), rows);
-  PackedOutput<uint8_t> found(response->mutable_found(), rows);
-  std::optional<PackedOutput<uint32_t>> probes;
-  if (request.want_probes()) probes.emplace(response->mutable_probes(), rows);
-  engine::QueryStatistics stats;
-  GPUJOIN_RETURN_IF_ERROR(RunLookup(*version, request, keys.span(), values.span(), found.span(),
-                                    probes ? probes->span() : std::span<uint32_t>(), &stats));
-  values.Finish();
-  found.Finish();
-  if (probes) probes->Finish();
-  response->set_index_version(version->version);
-  FillQueryStatistics(stats, response->mutable_statistics());
-  return absl::OkStatus();
+  GPUJOIN_ASSIGN_OR_RETURN(KeyColumns columns, DecodeKeyColumns(request, ""));
+  if (!columns.keys.present() && !columns.keys64.present()) {
+    // No keys: name the column of the index's width (uint32 when it is unknown).
+    const auto live = state_.registry->Get(request.index());
+    return WithKeyWord(live ? live->index->key_type() : engine::KeyType::kU32, [&](auto word) {
+      using Key = typename decltype(word)::type;
+      return TakeKeys<Key>(columns, "", request.index(), Presence::kRequired).status();
+    });
+  }
+  GPUJOIN_ASSIGN_OR_RETURN(auto version, FindIndex(request.index(), "index"));
+  return WithKeyWord(version->index->key_type(), [&](auto word) -> absl::Status {
+    using Key = typename decltype(word)::type;
+    GPUJOIN_ASSIGN_OR_RETURN(DecodedColumn<Key> keys,
+                             TakeKeys<Key>(columns, "", version->name, Presence::kRequired));
+    const size_t rows = keys.size();
+    GPUJOIN_RETURN_IF_ERROR(CheckLookup(*version, request, rows));
+    PackedOutput<uint32_t> values(response->mutable_values(), rows);
+    PackedOutput<uint8_t> found(response->mutable_found(), rows);
+    std::optional<PackedOutput<uint32_t>> probes;
+    if (request.want_probes()) probes.emplace(response->mutable_probes(), rows);
+    engine::QueryStatistics stats;
+    GPUJOIN_RETURN_IF_ERROR(
+        RunLookup<Key>(*version, request, keys.span(), values.span(), found.span(),
+                       probes ? probes->span() : std::span<uint32_t>(), &stats));
+    values.Finish();
+    found.Finish();
+    if (probes) probes->Finish();
+    response->set_index_version(version->version);
+    FillQueryStatistics(stats, response->mutable_statistics());
+    return absl::OkStatus();
+  });
 }
 
-absl::Status Operations::LookupPacked(const v1::LookupRequest& fields, uint64_t rows,
-                                      const std::function<void(uint8_t*)>& copy_keys,
+absl::Status Operations::LookupPacked(const v1::LookupRequest& fields, engine::KeyType key_type,
+                                      uint64_t rows, const std::function<void(uint8_t*)>& copy_keys,
                                       PackedLookupResult* result) {
   // The same checks in the same order as Lookup (packed keys of whole rows
-  // always decode).
+  // always decode; the request's other key column, if any, was parsed into
+  // `fields`).
   GPUJOIN_RETURN_IF_ERROR(ValidateIndexName(fields.index(), "index"));
-  GPUJOIN_ASSIGN_OR_RETURN(auto version, PrepareLookup(fields, rows));
-
-  GPUJOIN_ASSIGN_OR_RETURN(engine::HostBuffer keys, state_.backend->AllocateHostBuffer(rows * 4));
-  copy_keys(keys.data());
-  result->rows = rows;
-  result->probes = fields.want_probes();
-  GPUJOIN_ASSIGN_OR_RETURN(result->outputs, state_.backend->AllocateHostBuffer(result->bytes()));
-  const engine::HostBuffer& out = result->outputs;
-  GPUJOIN_RETURN_IF_ERROR(RunLookup(
-      *version, fields, keys.Span<const uint32_t>(0, rows),
-      out.Span<uint32_t>(result->values_offset(), rows),
-      out.Span<uint8_t>(result->found_offset(), rows),
-      result->probes ? out.Span<uint32_t>(result->probes_offset(), rows) : std::span<uint32_t>(),
-      &result->statistics));
-  result->index_version = version->version;
-  return absl::OkStatus();
+  const bool wide = key_type == engine::KeyType::kU64;
+  GPUJOIN_ASSIGN_OR_RETURN(KeyColumns columns, DecodeKeyColumns(fields, ""));
+  GPUJOIN_ASSIGN_OR_RETURN(auto version, FindIndex(fields.index(), "index"));
+  GPUJOIN_RETURN_IF_ERROR(
+      CheckKeyWidth(version->index->key_type(), !wide || columns.keys.present(),
+                    wide ? 4 * columns.keys.size() : 4 * rows, wide || columns.keys64.present(),
+                    wide ? 8 * rows : 8 * columns.keys64.size(), "", version->name));
+  GPUJOIN_RETURN_IF_ERROR(CheckLookup(*version, fields, rows));
+  return WithKeyWord(key_type, [&](auto word) -> absl::Status {
+    using Key = typename decltype(word)::type;
+    GPUJOIN_ASSIGN_OR_RETURN(engine::HostBuffer keys,
+                             state_.backend->AllocateHostBuffer(rows * sizeof(Key)));
+    copy_keys(keys.data());
+    result->rows = rows;
+    result->probes = fields.want_probes();
+    GPUJOIN_ASSIGN_OR_RETURN(result->outputs, state_.backend->AllocateHostBuffer(result->bytes()));
+    const engine::HostBuffer& out = result->outputs;
+    GPUJOIN_RETURN_IF_ERROR(RunLookup<Key>(
+        *version, fields, keys.Span<const Key>(0, rows),
+        out.Span<uint32_t>(result->values_offset(), rows),
+        out.Span<uint8_t>(result->found_offset(), rows),
+        result->probes ? out.Span<uint32_t>(result->probes_offset(), rows) : std::span<uint32_t>(),
+        &result->statistics));
+    result->index_version = version->version;
+    return absl::OkStatus();
+  });
 }
 
-absl::StatusOr<std::shared_ptr<const IndexVersion>> Operations::PrepareLookup(
-    const v1::LookupRequest& request, uint64_t rows) {
-  GPUJOIN_ASSIGN_OR_RETURN(auto version, FindIndex(request.index(), "index"));
-  const uint32_t capacity = version->index->spec().capacity;
+absl::Status Operations::CheckLookup(const IndexVersion& version, const v1::LookupRequest& request,
+                                     uint64_t rows) const {
+  const uint32_t capacity = version.index->spec().capacity;
   if (request.max_probe_count() > capacity) {
     return absl::InvalidArgumentError(absl::StrCat("max_probe_count: ", request.max_probe_count(),
                                                    " exceeds the capacity ", capacity,
-                                                   " of index \"", version->name, "\""));
+                                                   " of index \"", version.name, "\""));
   }
-  GPUJOIN_RETURN_IF_ERROR(CheckResponseSize(rows * (request.want_probes() ? 9 : 5),
-                                            absl::StrCat("keys: ", rows, " rows")));
-  return version;
+  const bool wide = version.index->key_type() == engine::KeyType::kU64;
+  return CheckResponseSize(rows * (request.want_probes() ? 9 : 5),
+                           absl::StrCat(wide ? "keys64" : "keys", ": ", rows, " rows"));
 }
 
+template <typename Key>
 absl::Status Operations::RunLookup(const IndexVersion& version, const v1::LookupRequest& request,
-                                   std::span<const uint32_t> keys, std::span<uint32_t> values,
+                                   std::span<const Key> keys, std::span<uint32_t> values,
                                    std::span<uint8_t> found, std::span<uint32_t> probes,
                                    engine::QueryStatistics* stats) {
   engine::CommandGraph graph;
-  engine::LookupNode node;
+  engine::LookupNodeT<Key> node;
   node.index = version.index.get();
   node.keys = {keys};
   node.values = values;
   node.found = found;
   node.probes = probes;
   node.statistics = stats;
-  // PrepareLookup checked max_probe_count <= capacity, so it fits.
+  // CheckLookup checked max_probe_count <= capacity, so it fits.
   node.max_probe_count = static_cast<uint32_t>(request.max_probe_count());
   graph.Add(std::move(node));
   GPUJOIN_RETURN_IF_ERROR(RunGraph(graph));
@@ -241,9 +272,17 @@ absl::Status Operations::Join(const v1::JoinRequest& request, v1::JoinResponse* 
                                                    " exceeds the capacity ", capacity,
                                                    " of index \"", version->name, "\""));
   }
+  return WithKeyWord(version->index->key_type(), [&](auto word) {
+    return JoinOf<typename decltype(word)::type>(*version, request, response);
+  });
+}
 
+template <typename Key>
+absl::Status Operations::JoinOf(const IndexVersion& version, const v1::JoinRequest& request,
+                                v1::JoinResponse* response) {
   struct BatchBuffers {
-    DecodedColumn<uint32_t> keys, left_rows;
+    DecodedColumn<Key> keys;
+    DecodedColumn<uint32_t> left_rows;
     uint64_t capacity = 0;   // requested (reported back, the truncation point)
     uint64_t allocated = 0;  // pairs allocated: min(capacity, rows)
     engine::JoinResult result;
@@ -256,16 +295,17 @@ absl::Status Operations::Join(const v1::JoinRequest& request, v1::JoinResponse* 
     const v1::LeftBatch& b = request.batches(i);
     const std::string field = absl::StrCat("batches[", i, "]");
     BatchBuffers& buf = buffers[i];
+    GPUJOIN_ASSIGN_OR_RETURN(KeyColumns columns, DecodeKeyColumns(b, field + "."));
     GPUJOIN_ASSIGN_OR_RETURN(
-        buf.keys, DecodeU32Column(b.has_keys(), b.keys(), field + ".keys", Presence::kRequired));
+        buf.keys, TakeKeys<Key>(columns, field + ".", version.name, Presence::kRequired));
     GPUJOIN_ASSIGN_OR_RETURN(buf.left_rows,
                              DecodeU32Column(b.has_left_rows(), b.left_rows(), field + ".left_rows",
                                              Presence::kOptional));
     if (buf.left_rows.present()) {
       if (buf.left_rows.size() != buf.keys.size()) {
         return absl::InvalidArgumentError(absl::StrCat(field, ".left_rows: ", buf.left_rows.size(),
-                                                       " rows but ", field, ".keys has ",
-                                                       buf.keys.size()));
+                                                       " rows but ", field, ".", KeysField<Key>(),
+                                                       " has ", buf.keys.size()));
       }
       if (b.first_left_row() != 0) {
         return absl::InvalidArgumentError(
@@ -290,8 +330,8 @@ absl::Status Operations::Join(const v1::JoinRequest& request, v1::JoinResponse* 
       absl::StrCat("batches: ", request.batches_size(), " batches (pair capacities)")));
 
   engine::CommandGraph graph;
-  engine::JoinNode node;
-  node.index = version->index.get();
+  engine::JoinNodeT<Key> node;
+  node.index = version.index.get();
   node.max_probe_count = static_cast<uint32_t>(request.max_probe_count());  // <= capacity
   for (int i = 0; i < request.batches_size(); ++i) {
     const v1::LeftBatch& b = request.batches(i);
@@ -299,7 +339,7 @@ absl::Status Operations::Join(const v1::JoinRequest& request, v1::JoinResponse* 
     v1::JoinBatchResult* r = response->add_results();
     buf.out_left.emplace(r->mutable_left_rows(), buf.allocated);
     buf.out_right.emplace(r->mutable_right_rows(), buf.allocated);
-    engine::JoinBatch jb;
+    engine::JoinBatchT<Key> jb;
     jb.keys = {buf.keys.span()};
     jb.left_rows = buf.left_rows.span();
     jb.first_left_row = static_cast<uint32_t>(b.first_left_row());  // checked above
@@ -319,7 +359,7 @@ absl::Status Operations::Join(const v1::JoinRequest& request, v1::JoinResponse* 
   graph.Add(std::move(node));
   GPUJOIN_RETURN_IF_ERROR(RunGraph(graph));
 
-  response->set_index_version(version->version);
+  response->set_index_version(version.version);
   for (int i = 0; i < request.batches_size(); ++i) {
     BatchBuffers& buf = buffers[i];
     v1::JoinBatchResult* r = response->mutable_results(i);
@@ -332,9 +372,9 @@ absl::Status Operations::Join(const v1::JoinRequest& request, v1::JoinResponse* 
     r->set_capacity(buf.capacity);
     r->set_overflow(buf.result.overflow);
     FillQueryStatistics(buf.result.statistics, r->mutable_statistics());
-    state_.metrics->RecordQuery(version->name, QueryOp::kJoin, buf.keys.size(),
+    state_.metrics->RecordQuery(version.name, QueryOp::kJoin, buf.keys.size(),
                                 buf.result.statistics);
-    state_.metrics->RecordJoinBatch(version->name, buf.result.count, buf.result.overflow);
+    state_.metrics->RecordJoinBatch(version.name, buf.result.count, buf.result.overflow);
   }
   return absl::OkStatus();
 }
@@ -669,11 +709,17 @@ absl::StatusOr<uint32_t> BuildSession::CapacityFor(uint64_t rows) const {
   return engine::CapacityForRows(std::max<uint64_t>(rows, 1), lf);
 }
 
-absl::Status BuildSession::ReserveFor(uint32_t capacity, const engine::BuildShape* shape,
-                                      bool grow_only) {
+engine::HashIndexSpec BuildSession::EngineSpec(uint32_t capacity) const {
   engine::HashIndexSpec spec;
   spec.capacity = capacity;
   spec.max_probe_count = static_cast<uint32_t>(spec_.max_probe_count());  // AddSpec checked it
+  spec.key_type = key_type_;
+  return spec;
+}
+
+absl::Status BuildSession::ReserveFor(uint32_t capacity, const engine::BuildShape* shape,
+                                      bool grow_only) {
+  const engine::HashIndexSpec spec = EngineSpec(capacity);
   GPUJOIN_RETURN_IF_ERROR(Prefixed(spec.Validate(), "spec: "));
   const engine::Backend& backend = *ops_->state_.backend;
   const uint64_t table = backend.IndexBytes(spec);
@@ -722,6 +768,7 @@ absl::Status BuildSession::Stage(uint64_t bytes, uint64_t rows, bool validity,
   auto capacity = CapacityFor(rows);
   if (!capacity.ok()) return Prefixed(capacity.status(), field + ": ");
   engine::BuildShape shape;
+  shape.key_type = key_type_;
   shape.rows = rows;
   shape.explicit_values = spec_.explicit_values();
   shape.batch = spec_.batch_mode();
@@ -741,6 +788,9 @@ absl::Status BuildSession::AddSpec(const v1::IndexSpec& spec) {
   GPUJOIN_RETURN_IF_ERROR(CheckFitsU32(spec.capacity(), "spec.capacity"));
   GPUJOIN_RETURN_IF_ERROR(CheckFitsU32(spec.max_probe_count(), "spec.max_probe_count"));
   GPUJOIN_RETURN_IF_ERROR(CheckFitsU32(spec.first_value(), "spec.first_value"));
+  GPUJOIN_ASSIGN_OR_RETURN(key_type_, FromWireKeyType(spec.key_type(), "spec.key_type"));
+  WithKeyWord(key_type_,
+              [this](auto word) { keys_.emplace<KeyChunks<typename decltype(word)::type>>(); });
   if (spec.explicit_values() && spec.batch_mode()) {
     return absl::InvalidArgumentError(
         "spec.explicit_values: cannot be combined with spec.batch_mode (batch values are row IDs)");
@@ -768,6 +818,7 @@ absl::Status BuildSession::AddSpec(const v1::IndexSpec& spec) {
     if (!capacity.ok()) return Prefixed(capacity.status(), "spec.expected_rows: ");
     // The expected shape (one chunk, no masks); Finish reserves for the real one.
     engine::BuildShape expected;
+    expected.key_type = key_type_;
     expected.rows = spec.expected_rows();
     expected.explicit_values = spec.explicit_values();
     expected.batch = spec.batch_mode();
@@ -779,16 +830,25 @@ absl::Status BuildSession::AddSpec(const v1::IndexSpec& spec) {
 }
 
 absl::Status BuildSession::AddChunk(std::unique_ptr<v1::BuildChunk> chunk) {
-  const size_t i = chunks_.size();
-  const std::string field = absl::StrCat("chunks[", i, "]");
+  const std::string field = absl::StrCat("chunks[", chunks_.size(), "]");
   if (!have_spec_) {
     return absl::InvalidArgumentError(
         absl::StrCat(field, ": arrived before the spec; the first message must carry spec"));
   }
+  GPUJOIN_ASSIGN_OR_RETURN(KeyColumns key_columns, DecodeKeyColumns(*chunk, field + "."));
+  return WithKeyWord(key_type_, [&](auto word) {
+    return AddChunkOf<typename decltype(word)::type>(std::move(chunk), key_columns);
+  });
+}
+
+template <typename Key>
+absl::Status BuildSession::AddChunkOf(std::unique_ptr<v1::BuildChunk> chunk,
+                                      KeyColumns& key_columns) {
+  const std::string field = absl::StrCat("chunks[", chunks_.size(), "]");
   const bool batch = spec_.batch_mode();
-  GPUJOIN_ASSIGN_OR_RETURN(auto keys,
-                           DecodeU32Column(chunk->has_keys(), chunk->keys(), field + ".keys",
-                                           batch ? Presence::kRequired : Presence::kOptional));
+  GPUJOIN_ASSIGN_OR_RETURN(DecodedColumn<Key> keys,
+                           TakeKeys<Key>(key_columns, field + ".", name_,
+                                         batch ? Presence::kRequired : Presence::kOptional));
   GPUJOIN_ASSIGN_OR_RETURN(auto values, DecodeU32Column(chunk->has_values(), chunk->values(),
                                                         field + ".values", Presence::kOptional));
   GPUJOIN_ASSIGN_OR_RETURN(
@@ -808,7 +868,8 @@ absl::Status BuildSession::AddChunk(std::unique_ptr<v1::BuildChunk> chunk) {
   }
   if (validity.present() && validity.size() != keys.size()) {
     return absl::InvalidArgumentError(absl::StrCat(field, ".validity: ", validity.size(),
-                                                   " rows but ", field, ".keys has ", keys.size()));
+                                                   " rows but ", field, ".", KeysField<Key>(),
+                                                   " has ", keys.size()));
   }
   if (key_rows_ + keys.size() > kMaxBuildRows || value_rows_ + values.size() > kMaxBuildRows) {
     return absl::InvalidArgumentError(
@@ -824,14 +885,14 @@ absl::Status BuildSession::AddChunk(std::unique_ptr<v1::BuildChunk> chunk) {
         spec_.first_value(), key_rows_ + keys.size(), "spec.first_value",
         absl::StrCat("the value of global row ", key_rows_ + keys.size() - 1, ", in ", field)));
   }
-  const uint64_t bytes = chunk->SpaceUsedLong() + keys.owned_bytes() + values.owned_bytes() +
-                         validity.owned_bytes();
+  const uint64_t bytes =
+      chunk->SpaceUsedLong() + keys.owned_bytes() + values.owned_bytes() + validity.owned_bytes();
   if (keys.size() != 0) ++nonempty_chunks_;
   any_validity_ = any_validity_ || validity.present();
   GPUJOIN_RETURN_IF_ERROR(Stage(bytes, key_rows_ + keys.size(), any_validity_, field));
   key_rows_ += keys.size();
   value_rows_ += values.size();
-  keys_.push_back(std::move(keys));
+  std::get<KeyChunks<Key>>(keys_).push_back(std::move(keys));
   values_.push_back(std::move(values));
   validity_.push_back(std::move(validity));
   row_bases_.push_back(static_cast<uint32_t>(chunk->row_base()));  // checked above
@@ -840,7 +901,7 @@ absl::Status BuildSession::AddChunk(std::unique_ptr<v1::BuildChunk> chunk) {
 }
 
 void BuildSession::Release() {
-  keys_.clear();
+  std::visit([](auto& chunks) { chunks.clear(); }, keys_);
   values_.clear();
   validity_.clear();
   chunks_.clear();
@@ -879,56 +940,11 @@ absl::StatusOr<std::shared_ptr<const IndexVersion>> BuildSession::Finish(
     return absl::InvalidArgumentError(
         absl::StrCat("values: ", value_rows_, " rows in total but keys has ", key_rows_));
   }
-  // The build node first: its shape sizes the reservation (table plus the build's
-  // transient memory) before the backend allocates anything.
-  engine::BuildStatistics stats;
-  std::optional<engine::BuildBatchIndexNode> batch_node;
-  std::optional<engine::BuildIndexNode> plain_node;
-  if (spec_.batch_mode()) {
-    batch_node.emplace();
-    batch_node->statistics = &stats;
-    for (size_t i = 0; i < keys_.size(); ++i) {
-      batch_node->chunks.push_back(
-          engine::BatchChunk{keys_[i].span(), row_bases_[i], validity_[i].span()});
-    }
-  } else {
-    plain_node.emplace();
-    plain_node->statistics = &stats;
-    plain_node->first_value = static_cast<uint32_t>(spec_.first_value());  // AddSpec checked it
-    for (const auto& k : keys_) {
-      if (k.size() != 0) plain_node->keys.push_back(k.span());
-    }
-    if (spec_.explicit_values()) {
-      plain_node->values.emplace();
-      for (const auto& v : values_) {
-        if (v.size() != 0) plain_node->values->push_back(v.span());
-      }
-    }
-  }
-  const engine::BuildShape shape =
-      batch_node ? engine::BuildShapeOf(*batch_node) : engine::BuildShapeOf(*plain_node);
-  auto sized = CapacityFor(key_rows_);
-  if (!sized.ok()) return Prefixed(sized.status(), "chunks: ");
-  const uint32_t capacity = *sized;
-  GPUJOIN_RETURN_IF_ERROR(ReserveFor(capacity, &shape, /*grow_only=*/false));
-  engine::HashIndexSpec spec;
-  spec.capacity = capacity;
-  spec.max_probe_count = static_cast<uint32_t>(spec_.max_probe_count());  // AddSpec checked it
+  double seconds = 0;
   GPUJOIN_ASSIGN_OR_RETURN(std::unique_ptr<engine::HashIndex> index,
-                           ops_->state_.backend->CreateIndex(spec));
-
-  engine::CommandGraph graph;
-  if (batch_node) {
-    batch_node->index = index.get();
-    graph.Add(std::move(*batch_node));
-  } else {
-    plain_node->index = index.get();
-    graph.Add(std::move(*plain_node));
-  }
-  const auto start = std::chrono::steady_clock::now();
-  GPUJOIN_RETURN_IF_ERROR(ops_->RunGraph(graph));
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+                           WithKeyWord(key_type_, [&](auto word) {
+                             return BuildOf<typename decltype(word)::type>(&seconds);
+                           }));
   if (cancelled()) {
     return absl::CancelledError(absl::StrCat(
         "build of index \"", name_, "\" cancelled; the previous version (if any) keeps serving"));
@@ -953,13 +969,65 @@ absl::StatusOr<std::shared_ptr<const IndexVersion>> BuildSession::Finish(
   previous.reset();  // frees the old table once in-flight readers finish
   ops_->UpdateServiceGauges();
   // Drop the host copies of the input now rather than with the reactor.
-  keys_.clear();
+  std::visit([](auto& chunks) { chunks.clear(); }, keys_);
   values_.clear();
   validity_.clear();
   chunks_.clear();
   staging_.Release();
   staged_bytes_ = 0;
   return installed;
+}
+
+template <typename Key>
+absl::StatusOr<std::unique_ptr<engine::HashIndex>> BuildSession::BuildOf(double* seconds) {
+  // The build node first: its shape sizes the reservation (table plus the build's
+  // transient memory) before the backend allocates anything.
+  const KeyChunks<Key>& keys = std::get<KeyChunks<Key>>(keys_);
+  engine::BuildStatistics stats;
+  std::optional<engine::BuildBatchIndexNodeT<Key>> batch_node;
+  std::optional<engine::BuildIndexNodeT<Key>> plain_node;
+  if (spec_.batch_mode()) {
+    batch_node.emplace();
+    batch_node->statistics = &stats;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      batch_node->chunks.push_back(
+          engine::BatchChunkT<Key>{keys[i].span(), row_bases_[i], validity_[i].span()});
+    }
+  } else {
+    plain_node.emplace();
+    plain_node->statistics = &stats;
+    plain_node->first_value = static_cast<uint32_t>(spec_.first_value());  // AddSpec checked it
+    for (const auto& k : keys) {
+      if (k.size() != 0) plain_node->keys.push_back(k.span());
+    }
+    if (spec_.explicit_values()) {
+      plain_node->values.emplace();
+      for (const auto& v : values_) {
+        if (v.size() != 0) plain_node->values->push_back(v.span());
+      }
+    }
+  }
+  const engine::BuildShape shape =
+      batch_node ? engine::BuildShapeOf(*batch_node) : engine::BuildShapeOf(*plain_node);
+  auto sized = CapacityFor(key_rows_);
+  if (!sized.ok()) return Prefixed(sized.status(), "chunks: ");
+  const uint32_t capacity = *sized;
+  GPUJOIN_RETURN_IF_ERROR(ReserveFor(capacity, &shape, /*grow_only=*/false));
+  GPUJOIN_ASSIGN_OR_RETURN(std::unique_ptr<engine::HashIndex> index,
+                           ops_->state_.backend->CreateIndex(EngineSpec(capacity)));
+
+  engine::CommandGraph graph;
+  if (batch_node) {
+    batch_node->index = index.get();
+    graph.Add(std::move(*batch_node));
+  } else {
+    plain_node->index = index.get();
+    graph.Add(std::move(*plain_node));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  GPUJOIN_RETURN_IF_ERROR(ops_->RunGraph(graph));
+  *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return index;
 }
 
 }  // namespace gpujoin::server

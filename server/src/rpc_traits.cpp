@@ -12,6 +12,10 @@ uint64_t U32Rows(bool has, const v1::U32Column& c) {
   return has ? c.packed().size() / 4 + static_cast<uint64_t>(c.values().v_size()) : 0;
 }
 
+uint64_t U64Rows(bool has, const v1::U64Column& c) {
+  return has ? c.packed().size() / 8 + static_cast<uint64_t>(c.values().v_size()) : 0;
+}
+
 absl::Status UnparseableMessageError(std::string_view message_type, uint64_t position, size_t bytes,
                                      std::string_view consequence) {
   return absl::InvalidArgumentError(absl::StrCat(
@@ -31,7 +35,8 @@ absl::Status LookupTraits::Process(Operations& ops, const Request& r, Response* 
     const LookupWire& wire = *r.fast;
     PackedLookupResult result;
     GPUJOIN_RETURN_IF_ERROR(ops.LookupPacked(
-        wire.fields, wire.rows(), [&wire](uint8_t* dst) { wire.CopyKeys(dst); }, &result));
+        wire.fields, wire.key_type, wire.rows(), [&wire](uint8_t* dst) { wire.CopyKeys(dst); },
+        &result));
     out->packed = std::move(result);
   } else {
     GPUJOIN_RETURN_IF_ERROR(ops.Lookup(r.message, &out->message));
@@ -67,7 +72,7 @@ grpc::ByteBuffer* LookupTraits::Seal(const Request& r, Response* out, grpc::Byte
 }
 
 uint64_t LookupTraits::Rows(const Request& r) {
-  return r.fast ? r.fast->rows() : U32Rows(r.message.has_keys(), r.message.keys());
+  return r.fast ? r.fast->rows() : KeyRows(r.message);
 }
 
 absl::Status JoinTraits::Process(Operations& ops, const Request& r, Response* out, Partial*) {
@@ -76,15 +81,14 @@ absl::Status JoinTraits::Process(Operations& ops, const Request& r, Response* ou
 
 uint64_t JoinTraits::Rows(const Request& r) {
   uint64_t rows = 0;
-  for (const auto& b : r.batches()) rows += U32Rows(b.has_keys(), b.keys());
+  for (const auto& b : r.batches()) rows += KeyRows(b);
   return rows;
 }
 
 uint64_t JoinTraits::InlineCost(const Request& r) {
   uint64_t cost = 0;
   for (const auto& b : r.batches()) {
-    const uint64_t rows = U32Rows(b.has_keys(), b.keys());
-    cost += rows;  // pairs are allocated for at most the rows (Operations::Join)
+    cost += KeyRows(b);  // pairs are allocated for at most the rows (Operations::Join)
   }
   return cost;
 }

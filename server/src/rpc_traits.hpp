@@ -39,6 +39,13 @@ namespace gpujoin::server::detail {
 
 /// Rows of a U32Column (packed bytes / 4 plus typed values); 0 when absent.
 uint64_t U32Rows(bool has, const v1::U32Column& c);
+/// Rows of a U64Column (packed bytes / 8 plus typed values); 0 when absent.
+uint64_t U64Rows(bool has, const v1::U64Column& c);
+/// Key rows of a message that carries keys in `keys` or `keys64`.
+template <typename Message>
+uint64_t KeyRows(const Message& m) {
+  return U32Rows(m.has_keys(), m.keys()) + U64Rows(m.has_keys64(), m.keys64());
+}
 
 /// The error that ends a stream at its `position`-th message (1-based), of
 /// `bytes` bytes, which did not parse as a `message_type` (e.g.

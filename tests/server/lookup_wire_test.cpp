@@ -1,6 +1,7 @@
 // The Lookup bytes path (lookup_wire.hpp) against protobuf: randomly generated
 // LookupRequests (fields in any order, unknown fields, every way of giving or
-// mis-giving keys, truncations), split into slices of random sizes. The scan must
+// mis-giving keys of either width to a uint32 and a uint64 index, truncations),
+// split into slices of random sizes. The scan must
 // accept exactly the plain packed-keys requests and then agree with protobuf's
 // parse field by field; Operations::LookupPacked must then give the same status
 // (code and text) and, serialised, the same response bytes as Operations::Lookup
@@ -23,7 +24,8 @@ namespace {
 
 std::string Flatten(const std::vector<grpc::Slice>& slices) {
   std::string out;
-  for (const grpc::Slice& s : slices) out.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  for (const grpc::Slice& s : slices)
+    out.append(reinterpret_cast<const char*>(s.begin()), s.size());
   return out;
 }
 
@@ -90,6 +92,32 @@ class LookupWireTest : public testing::OperationsFixture {
     ASSERT_TRUE(session.Add(std::move(chunk)).ok());
     std::atomic<bool> cancelled{false};
     ASSERT_TRUE(session.Finish(cancelled).ok());
+
+    // "x64": a uint64 index whose keys differ from each other only above bit 31.
+    BuildSession wide(ops_.get());
+    v1::BuildIndexRequest wide_spec;
+    wide_spec.mutable_spec()->set_name("x64");
+    wide_spec.mutable_spec()->set_capacity(256);
+    wide_spec.mutable_spec()->set_key_type(v1::KEY_TYPE_UINT64);
+    ASSERT_TRUE(wide.Add(std::move(wide_spec)).ok());
+    for (uint64_t i = 0; i < 100; ++i) index_keys64_.push_back((i << 33) | 12345);
+    v1::BuildIndexRequest wide_chunk;
+    *wide_chunk.mutable_chunk()->mutable_keys64()->mutable_packed() =
+        PackColumn<uint64_t>(index_keys64_);
+    ASSERT_TRUE(wide.Add(std::move(wide_chunk)).ok());
+    ASSERT_TRUE(wide.Finish(cancelled).ok());
+  }
+
+  std::vector<uint64_t> RandomKeys64(size_t rows, std::mt19937_64& rng) {
+    std::vector<uint64_t> keys(rows);
+    for (auto& k : keys) {
+      const uint64_t r = rng() % 10;
+      k = r < 6   ? index_keys64_[rng() % index_keys64_.size()]
+          : r < 7 ? ~uint64_t{0}
+          : r < 8 ? index_keys64_[rng() % index_keys64_.size()] & 0xffffffffu  // low word only
+                  : rng();
+    }
+    return keys;
   }
 
   std::vector<uint32_t> RandomKeys(size_t rows, std::mt19937_64& rng) {
@@ -110,8 +138,8 @@ class LookupWireTest : public testing::OperationsFixture {
       const std::string s = m.SerializeAsString();
       if (!s.empty()) pieces.push_back(s);
     };
-    static const char* kNames[] = {"x", "x", "x", "missing", "bad name!", ""};
-    if (rng() % 8 != 0) field([&](auto& m) { m.set_index(kNames[rng() % 6]); });
+    static const char* kNames[] = {"x", "x", "x64", "x64", "missing", "bad name!", ""};
+    if (rng() % 8 != 0) field([&](auto& m) { m.set_index(kNames[rng() % 7]); });
     if (rng() % 2) field([&](auto& m) { m.set_want_probes(true); });
     if (rng() % 3 == 0) {
       static const uint32_t kBounds[] = {1, 3, 256, 257, 100000};
@@ -130,7 +158,13 @@ class LookupWireTest : public testing::OperationsFixture {
       for (uint32_t k : RandomKeys(n, rng)) c.mutable_values()->add_v(k);
       return c.SerializeAsString();
     };
-    switch (rng() % 10) {
+    const std::string packed64 = PackColumn<uint64_t>(RandomKeys64(rows, rng));
+    auto keys64_values = [&](size_t n) {
+      v1::U64Column c;
+      for (uint64_t k : RandomKeys64(n, rng)) c.mutable_values()->add_v(k);
+      return c.SerializeAsString();
+    };
+    switch (rng() % 15) {
       case 0:
       case 1:
       case 2:
@@ -139,7 +173,8 @@ class LookupWireTest : public testing::OperationsFixture {
         g.expect_fast = true;
         break;
       case 4:  // packed of a length that is not whole rows
-        pieces.push_back(LengthDelimited(2, LengthDelimited(1, packed.substr(0, 4 * rows - 1 - rng() % 3))));
+        pieces.push_back(
+            LengthDelimited(2, LengthDelimited(1, packed.substr(0, 4 * rows - 1 - rng() % 3))));
         break;
       case 5:  // keys as a values list (possibly empty: zero rows)
         pieces.push_back(LengthDelimited(2, keys_values(rng() % 3 == 0 ? 0 : 1 + rng() % 50)));
@@ -161,15 +196,42 @@ class LookupWireTest : public testing::OperationsFixture {
         pieces.push_back(LengthDelimited(2, inner));
         break;
       }
+      case 10:
+      case 11:  // the fast path with 64-bit keys: one keys64 field holding one packed field
+        pieces.push_back(LengthDelimited(6, LengthDelimited(1, packed64)));
+        g.expect_fast = true;
+        break;
+      case 12:  // keys64 packed of a length that is not whole 8-byte rows
+        pieces.push_back(
+            LengthDelimited(6, LengthDelimited(1, packed64.substr(0, 8 * rows - 1 - rng() % 7))));
+        break;
+      case 13:  // keys64 as a values list (possibly empty)
+        pieces.push_back(LengthDelimited(6, keys64_values(rng() % 3 == 0 ? 0 : 1 + rng() % 50)));
+        break;
+      case 14:  // both keys and keys64 (the wrong width for one of the indexes)
+        pieces.push_back(LengthDelimited(2, LengthDelimited(1, packed)));
+        pieces.push_back(LengthDelimited(6, LengthDelimited(1, packed64)));
+        break;
     }
     // Unknown top-level fields of every wire type.
     for (uint64_t u = rng() % 4; u > 0; --u) {
       std::string f;
       switch (rng() % 4) {
-        case 0: AppendVarint((9 << 3) | 0, &f); AppendVarint(rng(), &f); break;
-        case 1: f = LengthDelimited(10, std::string(rng() % 20, 'u')); break;
-        case 2: AppendVarint((11 << 3) | 5, &f); f += std::string(4, '\x11'); break;
-        case 3: AppendVarint((123456 << 3) | 1, &f); f += std::string(8, '\x22'); break;
+        case 0:
+          AppendVarint((9 << 3) | 0, &f);
+          AppendVarint(rng(), &f);
+          break;
+        case 1:
+          f = LengthDelimited(10, std::string(rng() % 20, 'u'));
+          break;
+        case 2:
+          AppendVarint((11 << 3) | 5, &f);
+          f += std::string(4, '\x11');
+          break;
+        case 3:
+          AppendVarint((123456 << 3) | 1, &f);
+          f += std::string(8, '\x22');
+          break;
       }
       pieces.push_back(f);
     }
@@ -187,13 +249,14 @@ class LookupWireTest : public testing::OperationsFixture {
   }
 
   std::vector<uint32_t> index_keys_;
+  std::vector<uint64_t> index_keys64_;
 };
 
 TEST_F(LookupWireTest, AgreesWithProtobufOnRandomRequests) {
   const uint64_t seed = std::random_device{}();
   SCOPED_TRACE(::testing::Message() << "seed " << seed);
   std::mt19937_64 rng(seed);
-  int fast = 0, fast_ok = 0, fast_errors = 0, protobuf_path = 0;
+  int fast = 0, fast_ok = 0, fast_wide_ok = 0, fast_errors = 0, protobuf_path = 0;
   for (int i = 0; i < 1500; ++i) {
     SCOPED_TRACE(::testing::Message() << "request " << i);
     const Generated g = Generate(rng);
@@ -213,20 +276,27 @@ TEST_F(LookupWireTest, AgreesWithProtobufOnRandomRequests) {
     ++fast;
     ASSERT_TRUE(parsed) << "the scan accepted bytes protobuf rejects";
     // Every other field as protobuf parsed it (unknown fields included, in order).
+    const bool wide = wire->key_type == engine::KeyType::kU64;
+    const std::string& sent = wide ? full.keys64().packed() : full.keys().packed();
     v1::LookupRequest others = full;
-    others.clear_keys();
+    if (wide) {
+      others.clear_keys64();
+    } else {
+      others.clear_keys();
+    }
     EXPECT_EQ(wire->fields.SerializeAsString(), others.SerializeAsString());
-    ASSERT_EQ(wire->rows() * 4, full.keys().packed().size());
+    ASSERT_EQ(wire->rows() * (wide ? 8 : 4), sent.size());
     std::string copied(wire->keys_bytes, '\0');
     wire->CopyKeys(reinterpret_cast<uint8_t*>(copied.data()));
-    EXPECT_EQ(copied, full.keys().packed());
+    EXPECT_EQ(copied, sent);
 
     // Same outcome as the protobuf path, byte for byte.
     v1::LookupResponse expected;
     const absl::Status want = ops_->Lookup(full, &expected);
     PackedLookupResult result;
     const absl::Status got = ops_->LookupPacked(
-        wire->fields, wire->rows(), [&](uint8_t* dst) { wire->CopyKeys(dst); }, &result);
+        wire->fields, wire->key_type, wire->rows(), [&](uint8_t* dst) { wire->CopyKeys(dst); },
+        &result);
     ASSERT_EQ(got.code(), want.code()) << got << " vs " << want;
     EXPECT_EQ(got.message(), want.message());
     if (!want.ok()) {
@@ -234,12 +304,14 @@ TEST_F(LookupWireTest, AgreesWithProtobufOnRandomRequests) {
       continue;
     }
     ++fast_ok;
+    if (wide) ++fast_wide_ok;
     expected.set_batch_id(full.batch_id());
     EXPECT_EQ(Flatten(SerializeLookupResponse(full.batch_id(), std::move(result))),
               expected.SerializeAsString());
   }
-  // The generator covers both paths and both outcomes.
+  // The generator covers both paths, both widths and both outcomes.
   EXPECT_GT(fast_ok, 50);
+  EXPECT_GT(fast_wide_ok, 20);
   EXPECT_GT(fast_errors, 50);
   EXPECT_GT(protobuf_path, 300);
   EXPECT_EQ(fast, fast_ok + fast_errors);
@@ -260,8 +332,9 @@ TEST_F(LookupWireTest, ResponseBuffersStayAliveUntilTheLastSliceIsReleased) {
   EXPECT_EQ(wire->rows(), 3u);
   EXPECT_EQ(wire->fields.batch_id(), 42u);
   PackedLookupResult result;
-  ASSERT_TRUE(ops_->LookupPacked(wire->fields, wire->rows(),
-                                 [&](uint8_t* dst) { wire->CopyKeys(dst); }, &result)
+  ASSERT_TRUE(ops_->LookupPacked(
+                      wire->fields, wire->key_type, wire->rows(),
+                      [&](uint8_t* dst) { wire->CopyKeys(dst); }, &result)
                   .ok());
   std::string expected;
   {

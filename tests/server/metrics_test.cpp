@@ -64,6 +64,7 @@ const FamilySpec kFamilies[] = {
     {"gpujoin_query_max_probes", prometheus::MetricType::Gauge, true},
     {"gpujoin_join_pairs_total", prometheus::MetricType::Counter, true},
     {"gpujoin_join_overflow_batches_total", prometheus::MetricType::Counter, true},
+    {"gpujoin_index_info", prometheus::MetricType::Gauge, true},
     {"gpujoin_rpc_duration_seconds", prometheus::MetricType::Histogram, false},
     {"gpujoin_rpc_batches_total", prometheus::MetricType::Counter, false},
     {"gpujoin_rpc_rows_total", prometheus::MetricType::Counter, false},

@@ -12,9 +12,11 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "gpujoin/engine/types.hpp"
 #include "gpujoin/v1/gpujoin.pb.h"
 
 namespace gpujoin::server {
@@ -70,12 +72,76 @@ enum class Presence { kRequired, kOptional };
 /// or when `packed` has a byte length that is not a multiple of 4.
 absl::StatusOr<DecodedColumn<uint32_t>> DecodeU32Column(bool has_column,
                                                         const v1::U32Column& column,
-                                                        std::string_view field,
-                                                        Presence presence);
+                                                        std::string_view field, Presence presence);
+
+/// Same for uint64 columns (`packed` a multiple of 8 bytes).
+absl::StatusOr<DecodedColumn<uint64_t>> DecodeU64Column(bool has_column,
+                                                        const v1::U64Column& column,
+                                                        std::string_view field, Presence presence);
 
 /// Same for float32 columns.
 absl::StatusOr<DecodedColumn<float>> DecodeF32Column(bool has_column, const v1::F32Column& column,
                                                      std::string_view field, Presence presence);
+
+/// The two key columns of a message that carries keys (BuildChunk, LookupRequest,
+/// LeftBatch): `keys` (uint32) and `keys64` (uint64), each decoded as optional.
+/// Which one the request must use depends on the index's key type (TakeKeys).
+struct KeyColumns {
+  DecodedColumn<uint32_t> keys;
+  DecodedColumn<uint64_t> keys64;
+};
+
+/// Decodes `message.keys` and `message.keys64` as optional columns (the checks of
+/// DecodeU32Column / DecodeU64Column, fields named `prefix` + "keys" / "keys64",
+/// e.g. prefix "chunks[3]."), so a malformed column is INVALID_ARGUMENT before the
+/// index is looked up.
+template <typename Message>
+absl::StatusOr<KeyColumns> DecodeKeyColumns(const Message& message, std::string_view prefix);
+
+/// The column of the index's key word `Key` (uint32_t: `keys`, uint64_t:
+/// `keys64`), moved out of `columns`. INVALID_ARGUMENT when the column of the
+/// other width is set, naming that field, the index's key type and its byte
+/// length: `chunks[0].keys: index "ids" has uint64 keys; send them in
+/// chunks[0].keys64 (got 12 bytes of uint32 keys)`. A required column that is not
+/// set is INVALID_ARGUMENT as in DecodeU32Column; an optional one comes back not
+/// present.
+template <typename Key>
+absl::StatusOr<DecodedColumn<Key>> TakeKeys(KeyColumns& columns, std::string_view prefix,
+                                            std::string_view index, Presence presence);
+
+/// The width check of TakeKeys alone, for a request whose key columns are given
+/// by presence and byte length (the Lookup bytes path).
+absl::Status CheckKeyWidth(engine::KeyType index_type, bool has_keys, uint64_t keys_bytes,
+                           bool has_keys64, uint64_t keys64_bytes, std::string_view prefix,
+                           std::string_view index);
+
+/// Calls `f(std::type_identity<Key>{})` with the key word of `type` (uint32_t or
+/// uint64_t) and returns its result: the one dispatch from a key type to the
+/// code templated on the key word.
+template <typename F>
+decltype(auto) WithKeyWord(engine::KeyType type, F&& f) {
+  if (type == engine::KeyType::kU64) return f(std::type_identity<uint64_t>{});
+  return f(std::type_identity<uint32_t>{});
+}
+
+/// The wire enum of an engine key type, and back (KEY_TYPE_UNSPECIFIED is uint32;
+/// INVALID_ARGUMENT naming `field` for a value that is not a key type).
+v1::KeyType ToWireKeyType(engine::KeyType type);
+absl::StatusOr<engine::KeyType> FromWireKeyType(int type, std::string_view field);
+
+template <typename Message>
+absl::StatusOr<KeyColumns> DecodeKeyColumns(const Message& message, std::string_view prefix) {
+  KeyColumns c;
+  auto keys = DecodeU32Column(message.has_keys(), message.keys(), std::string(prefix) + "keys",
+                              Presence::kOptional);
+  if (!keys.ok()) return keys.status();
+  c.keys = *std::move(keys);
+  auto keys64 = DecodeU64Column(message.has_keys64(), message.keys64(),
+                                std::string(prefix) + "keys64", Presence::kOptional);
+  if (!keys64.ok()) return keys64.status();
+  c.keys64 = *std::move(keys64);
+  return c;
+}
 
 /// Borrows or copies `bytes` as an array of T (little-endian). INVALID_ARGUMENT naming
 /// `field` when the length is not a multiple of sizeof(T).

@@ -1,14 +1,15 @@
 // The Lookup RPC's bytes path without protobuf copies (issue 7). The service
 // receives Lookup requests as raw gRPC byte buffers and scans their wire format:
-// when the keys come as one `keys.packed` field (the usual case), the packed bytes
+// when the keys come as one `keys.packed` or one `keys64.packed` field (the usual
+// case, for uint32 and uint64 indexes), the packed bytes
 // are copied once, straight from the received slices into a backend host buffer
 // (page-locked on the CUDA backend), and every other field is parsed by protobuf
 // from the few bytes around them. The response is assembled from the engine's
 // output host buffer as gRPC slices that reference it (no copy), byte-identical to
 // protobuf's serialisation of the same LookupResponse. Anything unusual (keys as a
-// `values` list, the keys field repeated, unknown fields inside keys, malformed
-// input) is left to the ordinary protobuf parse, so behaviour and errors are those
-// of the protobuf path.
+// `values` list, a keys field repeated, both `keys` and `keys64`, unknown fields
+// inside keys, malformed input) is left to the ordinary protobuf parse, so
+// behaviour and errors are those of the protobuf path.
 #pragma once
 
 #include <cstddef>
@@ -28,24 +29,29 @@ namespace gpujoin::server {
 struct LookupWire {
   /// The request's slices (references into the received buffer; no copy).
   std::vector<grpc::Slice> slices;
-  /// Every field of the request except `keys` (index, want_probes,
+  /// Every field of the request except the keys (index, want_probes,
   /// max_probe_count, batch_id, unknown fields), parsed by protobuf.
   v1::LookupRequest fields;
+  /// The width of the keys: kU32 from `keys`, kU64 from `keys64`.
+  engine::KeyType key_type = engine::KeyType::kU32;
   /// Where the packed key bytes lie in the concatenation of `slices`.
   size_t keys_offset = 0;
   size_t keys_bytes = 0;
 
-  /// Number of keys (keys_bytes is a non-zero multiple of 4).
-  uint64_t rows() const { return keys_bytes / 4; }
+  /// Bytes per key: 4 or 8.
+  size_t key_bytes() const { return key_type == engine::KeyType::kU64 ? 8 : 4; }
+  /// Number of keys (keys_bytes is a non-zero multiple of key_bytes()).
+  uint64_t rows() const { return keys_bytes / key_bytes(); }
   /// Copies the packed key bytes (keys_bytes of them) to `dst`.
   void CopyKeys(uint8_t* dst) const;
 };
 
 /// Scans serialized LookupRequest bytes given as slices. Returns the fast-path
-/// view when the top-level message is well formed, its field 2 (`keys`) occurs
-/// exactly once as a length-delimited field whose payload is exactly one `packed`
-/// field (field 1) of a non-zero multiple of 4 bytes, and the remaining bytes parse
-/// as a LookupRequest; std::nullopt otherwise (the caller then parses the whole
+/// view when the top-level message is well formed, exactly one of its fields 2
+/// (`keys`) and 6 (`keys64`) occurs, exactly once, as a length-delimited field
+/// whose payload is exactly one `packed` field (field 1) of a non-zero multiple of
+/// 4 (`keys`) or 8 (`keys64`) bytes, and the remaining bytes parse as a
+/// LookupRequest; std::nullopt otherwise (the caller then parses the whole
 /// message with protobuf, which gives the request the usual checks and errors).
 std::optional<LookupWire> ScanLookupRequest(std::vector<grpc::Slice> slices);
 

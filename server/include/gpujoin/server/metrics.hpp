@@ -93,7 +93,9 @@ class Metrics {
   /// gpujoin_indexes.
   void SetIndexCount(size_t count);
 
-  /// Marks `v`'s name live and sets all its per-index gauges from `v`.
+  /// Marks `v`'s name live and sets all its per-index gauges from `v`, including
+  /// gpujoin_index_info{index,key_type} = 1 ("uint32" or "uint64"; a rebuild with
+  /// another key type replaces the series).
   void SetIndex(const IndexVersion& v);
   /// Removes every series labelled with `name` (gauges, counters, builds).
   void RemoveIndex(const std::string& name);
@@ -130,6 +132,7 @@ class Metrics {
     prometheus::Counter* join_pairs = nullptr;
     prometheus::Counter* join_overflow = nullptr;
     std::map<BuildResult, prometheus::Counter*> builds;
+    prometheus::Gauge* info = nullptr;  // gpujoin_index_info{index,key_type}
   };
   struct RpcSeries {
     prometheus::Histogram* duration = nullptr;
@@ -156,6 +159,7 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>* query_max_probes_;
   prometheus::Family<prometheus::Counter>* join_pairs_;
   prometheus::Family<prometheus::Counter>* join_overflow_;
+  prometheus::Family<prometheus::Gauge>* index_info_;
   std::map<std::string, IndexSeries> indexes_;
 
   // Per RPC.

@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -113,8 +114,18 @@ class BuildSession {
   uint64_t staged_bytes() const { return staged_bytes_; }
 
  private:
+  /// Stored key chunks of a build whose key word is Key.
+  template <typename Key>
+  using KeyChunks = std::vector<DecodedColumn<Key>>;
+
   absl::Status AddSpec(const v1::IndexSpec& spec);
   absl::Status AddChunk(std::unique_ptr<v1::BuildChunk> chunk);
+  /// AddChunk once the key columns decoded, for the spec's key word Key.
+  template <typename Key>
+  absl::Status AddChunkOf(std::unique_ptr<v1::BuildChunk> chunk, KeyColumns& key_columns);
+  /// Finish for the spec's key word Key: the build node, the reservation, the build.
+  template <typename Key>
+  absl::StatusOr<std::unique_ptr<engine::HashIndex>> BuildOf(double* seconds);
   /// Reserves (or resizes the reservation to) the table bytes of an index of
   /// `capacity` slots, plus, when `shape` is given, the transient bytes of a build
   /// of that shape, plus the staged input bytes. `grow_only`: keep a larger
@@ -127,20 +138,24 @@ class BuildSession {
   /// The capacity the index gets for `rows` key rows: the spec's, or sized from
   /// spec.expected_rows, or from `rows` at the target load factor.
   absl::StatusOr<uint32_t> CapacityFor(uint64_t rows) const;
+  /// The engine spec of the index (key type, probe bound) at `capacity` slots.
+  engine::HashIndexSpec EngineSpec(uint32_t capacity) const;
 
   Operations* ops_;
   bool have_spec_ = false;
   v1::IndexSpec spec_;
   std::string name_;
-  std::optional<uint32_t> capacity_;  // from spec.capacity or spec.expected_rows
-  bool reserved_ = false;             // reservation_ holds part of the budget
+  engine::KeyType key_type_ = engine::KeyType::kU32;  // from spec.key_type
+  std::optional<uint32_t> capacity_;                  // from spec.capacity or spec.expected_rows
+  bool reserved_ = false;                             // reservation_ holds part of the budget
   MemoryBudget::Reservation reservation_;
   MemoryBudget::Reservation staging_;  // in the host staging budget
   uint64_t staged_bytes_ = 0;          // chunk messages and decoded copies held
   uint32_t nonempty_chunks_ = 0;
   bool any_validity_ = false;
   std::vector<std::unique_ptr<v1::BuildChunk>> chunks_;
-  std::vector<DecodedColumn<uint32_t>> keys_, values_, validity_;
+  std::variant<KeyChunks<uint32_t>, KeyChunks<uint64_t>> keys_;  // the spec's key word
+  std::vector<DecodedColumn<uint32_t>> values_, validity_;
   std::vector<uint32_t> row_bases_;
   uint64_t key_rows_ = 0;
   uint64_t value_rows_ = 0;
@@ -154,14 +169,15 @@ class Operations {
 
   /// One Lookup batch; fills `response` (except batch_id).
   absl::Status Lookup(const v1::LookupRequest& request, v1::LookupResponse* response);
-  /// One Lookup batch whose keys are `rows` (> 0) packed uint32 that `copy_keys`
-  /// writes to the address it is given (rows x 4 bytes of a backend host buffer:
-  /// the only host copy of the keys); `fields` holds the request's other fields
-  /// (its keys field is ignored). Same checks, errors and metrics as Lookup; the
+  /// One Lookup batch whose keys are `rows` (> 0) packed keys of `key_type` (sent
+  /// in `keys` for uint32, `keys64` for uint64) that `copy_keys` writes to the
+  /// address it is given (rows x 4 or 8 bytes of a backend host buffer: the only
+  /// host copy of the keys); `fields` holds the request's other fields (the field
+  /// of those keys is ignored). Same checks, errors and metrics as Lookup; the
   /// outputs are left in `result->outputs` (a backend host buffer) instead of a
   /// response message.
-  absl::Status LookupPacked(const v1::LookupRequest& fields, uint64_t rows,
-                            const std::function<void(uint8_t*)>& copy_keys,
+  absl::Status LookupPacked(const v1::LookupRequest& fields, engine::KeyType key_type,
+                            uint64_t rows, const std::function<void(uint8_t*)>& copy_keys,
                             PackedLookupResult* result);
   /// One Join request (one or several left batches).
   absl::Status Join(const v1::JoinRequest& request, v1::JoinResponse* response);
@@ -195,16 +211,21 @@ class Operations {
                                                                 std::string_view field);
   /// INVALID_ARGUMENT when a response of `bytes` would exceed --max-message-bytes.
   absl::Status CheckResponseSize(uint64_t bytes, std::string_view what) const;
-  /// The checks of a lookup of `rows` keys after its keys decoded: the index, the
-  /// probe bound, the response size. Returns the index version to run on.
-  absl::StatusOr<std::shared_ptr<const IndexVersion>> PrepareLookup(
-      const v1::LookupRequest& request, uint64_t rows);
-  /// Runs a prepared lookup into the given outputs (`probes` empty unless asked)
-  /// and records its metrics.
+  /// The checks of a lookup of `rows` keys on `version` after its keys decoded:
+  /// the probe bound, the response size.
+  absl::Status CheckLookup(const IndexVersion& version, const v1::LookupRequest& request,
+                           uint64_t rows) const;
+  /// Runs a prepared lookup of keys of the index's key word Key into the given
+  /// outputs (`probes` empty unless asked) and records its metrics.
+  template <typename Key>
   absl::Status RunLookup(const IndexVersion& version, const v1::LookupRequest& request,
-                         std::span<const uint32_t> keys, std::span<uint32_t> values,
+                         std::span<const Key> keys, std::span<uint32_t> values,
                          std::span<uint8_t> found, std::span<uint32_t> probes,
                          engine::QueryStatistics* stats);
+  /// Join for an index whose key word is Key.
+  template <typename Key>
+  absl::Status JoinOf(const IndexVersion& version, const v1::JoinRequest& request,
+                      v1::JoinResponse* response);
 
   ServiceState state_;
 };
