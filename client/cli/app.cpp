@@ -25,7 +25,8 @@ int RunCli(int argc, char** argv) {
   app.add_option("--token", g.token, "bearer token")->envname("GPUJOIN_TOKEN");
   app.add_option("--token-file", g.token_file,
                  "file holding the bearer token (takes precedence over --token)");
-  app.add_option("--tls-ca", g.tls_ca, "PEM file of the CA that signs the server certificate (enables TLS)");
+  app.add_option("--tls-ca", g.tls_ca,
+                 "PEM file of the CA that signs the server certificate (enables TLS)");
   app.add_option("--tls-server-name", g.tls_server_name,
                  "name to check against the server certificate (default: from --server)");
   app.add_option("--tls-client-cert", g.tls_client_cert,
@@ -36,7 +37,7 @@ int RunCli(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--json", g.json, "machine-readable JSON output on stdout");
   app.add_flag("-q,--quiet", g.quiet, "no progress bars or notes");
-  app.add_option("--format", g.input_format, "input format: auto, csv, tsv, jsonl, u32")
+  app.add_option("--format", g.input_format, "input format: auto, csv, tsv, jsonl, u32, u64, i64")
       ->capture_default_str();
   app.add_option("--batch-rows", g.batch_rows, "rows per request in streams and uploads")
       ->check(CLI::Range(size_t{1}, size_t{1} << 22))
@@ -46,6 +47,14 @@ int RunCli(int argc, char** argv) {
       ->capture_default_str();
 
   std::function<int()> run;
+  // --key-type of the commands that read keys (docs/cli.md, "Key types").
+  auto add_key_type = [](CLI::App* cmd, std::string& value) {
+    cmd->add_option("--key-type", value,
+                    "auto (from the data: negative -> i64, above 2^32-1 -> u64, else u32), u32, "
+                    "u64 or i64")
+        ->check(CLI::IsMember({"auto", "u32", "u64", "i64"}))
+        ->capture_default_str();
+  };
 
   auto* health = app.add_subcommand("health", "check the server's grpc.health.v1 status");
   std::string health_service;
@@ -61,14 +70,17 @@ int RunCli(int argc, char** argv) {
   BuildArgs ba;
   auto* build = index->add_subcommand("build", "build (or --replace) an index from a file");
   build->add_option("NAME", ba.name, "index name")->required();
-  build->add_option("--from", ba.from, "input file (CSV/TSV/JSONL/.u32, - = stdin)")->required();
-  build->add_option("--key", ba.key, "key column (uint32)")->required();
+  build->add_option("--from", ba.from, "input file (CSV/TSV/JSONL/.u32/.u64/.i64, - = stdin)")
+      ->required();
+  build->add_option("--key", ba.key, "key column (integers; see --key-type)")->required();
+  add_key_type(build, ba.key_type);
   auto* val = build->add_option("--value", ba.value, "value column (uint32)");
   build->add_flag("--row-ids", ba.row_ids, "values are row numbers (the default)")->excludes(val);
   build->add_option("--first-row", ba.first_row, "value of the first row with --row-ids");
   auto* cap = build->add_option("--capacity", ba.capacity, "table slots, a power of two");
-  build->add_option("--load-factor", ba.load_factor,
-                    "target load factor when the server picks the capacity (default 0.5)")
+  build
+      ->add_option("--load-factor", ba.load_factor,
+                   "target load factor when the server picks the capacity (default 0.5)")
       ->excludes(cap);
   build->add_option("--max-probes", ba.max_probes, "probe bound per key (0 = capacity)");
   build->add_flag("--replace", ba.replace, "atomically replace a live index of that name");
@@ -90,7 +102,8 @@ int RunCli(int argc, char** argv) {
   auto* lookup = app.add_subcommand("lookup", "append each row's matched value and a found flag");
   lookup->add_option("NAME", la.name, "index name")->required();
   lookup->add_option("--from", la.from, "input file")->required();
-  lookup->add_option("--key", la.key, "key column (uint32)")->required();
+  lookup->add_option("--key", la.key, "key column (integers; see --key-type)")->required();
+  add_key_type(lookup, la.key_type);
   lookup->add_option("--out", la.out, "output file (.csv, .tsv, .jsonl; default stdout)");
   lookup->callback([&] { run = [&] { return CmdLookup(g, la); }; });
 
@@ -100,7 +113,8 @@ int RunCli(int argc, char** argv) {
   join->add_option("NAME", ja.name, "resident index (omit for an ad-hoc join)");
   join->add_option("--left", ja.left, "left (probe) file")->required();
   join->add_option("--right", ja.right, "right (build) file");
-  join->add_option("--on", ja.on, "join column: COL or LEFTCOL=RIGHTCOL (uint32)")->required();
+  join->add_option("--on", ja.on, "join column: COL or LEFTCOL=RIGHTCOL (integers)")->required();
+  add_key_type(join, ja.key_type);
   join->add_option("--out", ja.out, "output file (.csv, .tsv, .jsonl; default stdout)");
   join->add_option("--capacity", ja.capacity, "most output rows (0 = no bound)");
   join->callback([&] { run = [&] { return CmdJoin(g, ja); }; });
@@ -111,15 +125,17 @@ int RunCli(int argc, char** argv) {
   agg->add_option("--group", aa.group, "group column (dense uint32, or any labels)")->required();
   agg->add_option("--op", aa.op, "count, sum, min, max or mean")->required();
   agg->add_option("--value", aa.value, "value column (float) for sum/min/max/mean");
-  agg->add_option("--where-mask", aa.where_mask, "include only rows where this column is nonzero/true");
+  agg->add_option("--where-mask", aa.where_mask,
+                  "include only rows where this column is nonzero/true");
   agg->add_option("--out", aa.out, "output file (.csv, .tsv, .jsonl; default stdout)");
   agg->callback([&] { run = [&] { return CmdAgg(g, aa); }; });
 
   HashArgs ha;
   auto* hash = app.add_subcommand("hash", "append a row hash of one or more columns");
   hash->add_option("--from", ha.from, "input file")->required();
-  hash->add_option("--cols", ha.cols, "columns a,b[:type] (types: uint32 int32 uint64 int64 "
-                                     "float32 float64 string)")
+  hash->add_option("--cols", ha.cols,
+                   "columns a,b[:type] (types: uint32 int32 uint64 int64 "
+                   "float32 float64 string)")
       ->required();
   hash->add_option("--bits", ha.bits, "32 or 64")->capture_default_str();
   hash->add_option("--out", ha.out, "output file (.csv, .tsv, .jsonl; default stdout)");

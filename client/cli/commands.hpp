@@ -17,6 +17,7 @@ int CmdInfo(const Globals& g);
 /// Arguments of `gpujoin index build`.
 struct BuildArgs {
   std::string name, from, key, value;
+  std::string key_type = "auto";  ///< --key-type: auto, u32, u64, i64
   bool row_ids = false;
   uint32_t first_row = 0;
   uint32_t capacity = 0;
@@ -33,12 +34,14 @@ int CmdIndexDrop(const Globals& g, const std::string& name);
 /// Arguments of `gpujoin lookup`.
 struct LookupArgs {
   std::string name, from, key, out;
+  std::string key_type = "auto";  ///< --key-type: auto, u32, u64, i64
 };
 int CmdLookup(const Globals& g, const LookupArgs& a);
 
 /// Arguments of `gpujoin join` (ad hoc when `name` is empty).
 struct JoinArgs {
   std::string name, left, right, on, out;
+  std::string key_type = "auto";  ///< --key-type: auto, u32, u64, i64 (both sides)
   uint64_t capacity = 0;
 };
 int CmdJoin(const Globals& g, const JoinArgs& a);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,18 +24,27 @@ Json IndexJson(const client::IndexInfo& i) {
               {"first_value", i.first_value},
               {"explicit_values", i.explicit_values},
               {"batch_mode", i.batch_mode},
-              {"statistics",
-               Json{{"unique_keys", s.unique_keys},
-                    {"duplicate_rows", s.duplicate_rows},
-                    {"overflow_rows", s.overflow_rows},
-                    {"invalid_rows", s.invalid_rows},
-                    {"total_probes", s.total_probes},
-                    {"max_probes", s.max_probes}}},
+              {"statistics", Json{{"unique_keys", s.unique_keys},
+                                  {"duplicate_rows", s.duplicate_rows},
+                                  {"overflow_rows", s.overflow_rows},
+                                  {"invalid_rows", s.invalid_rows},
+                                  {"total_probes", s.total_probes},
+                                  {"max_probes", s.max_probes}}},
               {"load_factor", i.load_factor},
               {"device_bytes", i.device_bytes},
               {"build_seconds", i.build_seconds},
               {"backend", i.backend},
-              {"built_unix_millis", i.built_unix_millis}};
+              {"built_unix_millis", i.built_unix_millis},
+              {"key_type", std::string(client::KeyTypeName(i.key_type))}};
+}
+
+// The reserved key of an index of `type`, spelled for people; `kind`, when known
+// (a build from this CLI), says whether 64-bit keys are signed.
+std::string ReservedKey(client::KeyType type, std::optional<KeyKind> kind) {
+  if (type == client::KeyType::kUint32) return "4294967295 (0xffffffff)";
+  if (kind == KeyKind::kI64) return "-1 (0xffffffffffffffff)";
+  if (kind == KeyKind::kU64) return "18446744073709551615 (0xffffffffffffffff)";
+  return "18446744073709551615 (0xffffffffffffffff, -1 as int64)";
 }
 
 // The health verdict of a build: warnings for lost keys and slow probing,
@@ -50,7 +60,7 @@ double AverageProbes(const client::IndexInfo& i) {
   return probed ? static_cast<double>(s.total_probes) / static_cast<double>(probed) : 0.0;
 }
 
-Verdict Judge(const client::IndexInfo& i) {
+Verdict Judge(const client::IndexInfo& i, std::optional<KeyKind> kind = std::nullopt) {
   Verdict v;
   const auto& s = i.statistics;
   auto warn = [&](std::string m) {
@@ -79,8 +89,8 @@ Verdict Judge(const client::IndexInfo& i) {
                       " duplicate-key rows: for each key the lowest source row's value wins"));
   }
   if (s.invalid_rows > 0) {
-    note(absl::StrCat(s.invalid_rows,
-                      " rows hold the reserved key 4294967295 (0xffffffff) and were skipped"));
+    note(absl::StrCat(s.invalid_rows, " rows hold the reserved key ", ReservedKey(i.key_type, kind),
+                      " and were skipped"));
   }
   return v;
 }
@@ -89,17 +99,16 @@ void PrintIndex(std::ostream& os, const client::IndexInfo& i) {
   const auto& s = i.statistics;
   os << "index        " << i.name << " (version " << i.version << ", " << i.backend << ")\n";
   os << "rows         " << i.rows << "\n";
+  os << "keys         " << client::KeyTypeName(i.key_type) << "\n";
   os << "unique keys  " << s.unique_keys << "\n";
   os << "duplicates   " << s.duplicate_rows << "\n";
   os << "overflow     " << s.overflow_rows << "\n";
   os << "invalid      " << s.invalid_rows << "\n";
-  os << "capacity     " << i.capacity << " slots, load factor " << Fixed(i.load_factor, 3)
-     << "\n";
-  os << "probes       avg " << Fixed(AverageProbes(i), 2) << ", max " << s.max_probes
-     << " (bound " << i.max_probe_count << ")\n";
+  os << "capacity     " << i.capacity << " slots, load factor " << Fixed(i.load_factor, 3) << "\n";
+  os << "probes       avg " << Fixed(AverageProbes(i), 2) << ", max " << s.max_probes << " (bound "
+     << i.max_probe_count << ")\n";
   os << "values       "
-     << (i.explicit_values ? std::string("explicit")
-                           : absl::StrCat("row IDs from ", i.first_value))
+     << (i.explicit_values ? std::string("explicit") : absl::StrCat("row IDs from ", i.first_value))
      << "\n";
   os << "memory       " << FormatBytes(static_cast<double>(i.device_bytes)) << "\n";
   os << "build time   " << Fixed(i.build_seconds * 1000, 3) << " ms\n";
@@ -108,7 +117,8 @@ void PrintIndex(std::ostream& os, const client::IndexInfo& i) {
 }  // namespace
 
 int CmdIndexBuild(const Globals& g, const BuildArgs& a) {
-  if (!a.value.empty() && a.row_ids) UsageFail("index build: --value and --row-ids exclude each other");
+  if (!a.value.empty() && a.row_ids)
+    UsageFail("index build: --value and --row-ids exclude each other");
   if (a.first_row != 0 && !a.value.empty()) UsageFail("index build: --first-row needs --row-ids");
   if (a.capacity != 0 && a.load_factor != 0) {
     UsageFail("index build: --capacity and --load-factor exclude each other");
@@ -120,10 +130,11 @@ int CmdIndexBuild(const Globals& g, const BuildArgs& a) {
     UsageFail(absl::StrCat("index build: --load-factor must be in (0, 1], got ",
                            Fixed(a.load_factor, 3)));
   }
+  const KeyKind flag = InputOrDie(ParseKeyKind(a.key_type));
   Table t = Load(g, a.from);
-  std::vector<uint32_t> keys = InputOrDie(KeyColumn(t, a.key));
+  const KeyVector keys = InputOrDie(KeyColumn(t, a.key, flag));
   std::vector<uint32_t> values;
-  if (!a.value.empty()) values = InputOrDie(KeyColumn(t, a.value));
+  if (!a.value.empty()) values = InputOrDie(U32ValueColumn(t, a.value));
 
   auto c = Connect(g);
   client::IndexSpec spec;
@@ -137,25 +148,27 @@ int CmdIndexBuild(const Globals& g, const BuildArgs& a) {
   spec.first_value = a.first_row;
   spec.explicit_values = !a.value.empty();
   spec.replace = a.replace;
+  spec.key_type = WireKeyType(keys.kind);
   ProgressBar bar("upload " + a.name, ProgressEnabled(g));
   client::IndexInfo info = RpcOrDie(
-      c->BuildIndexFromColumns(spec, keys, values, g.batch_rows,
-                               [&](const client::Progress& p) {
-                                 bar.Update(p.rows_sent, p.total_rows, p.bytes_sent);
-                               }),
+      c->BuildIndexFromColumns(
+          spec, keys.keys(), values, g.batch_rows,
+          [&](const client::Progress& p) { bar.Update(p.rows_sent, p.total_rows, p.bytes_sent); }),
       absl::StrCat("index build ", a.name));
   bar.Done();
-  Verdict v = Judge(info);
+  Verdict v = Judge(info, keys.kind);
   if (g.json) {
     std::cout << Json{{"index", IndexJson(info)},
                       {"source", t.source},
+                      {"key_kind", std::string(KeyKindName(keys.kind))},
                       {"health", Json{{"verdict", v.level}, {"messages", v.messages}}}}
                      .dump(2)
               << '\n';
     return kExitOk;
   }
   if (!g.quiet) {
-    std::cout << "built from " << t.source << " (key " << a.key << ", values "
+    std::cout << "built from " << t.source << " (key " << a.key << " as "
+              << KeyKindTypeName(keys.kind) << ", values "
               << (a.value.empty() ? absl::StrCat("row IDs from ", a.first_row)
                                   : absl::StrCat("column ", a.value))
               << ")\n";
@@ -171,8 +184,7 @@ int CmdIndexBuild(const Globals& g, const BuildArgs& a) {
 int CmdIndexLs(const Globals& g) {
   auto c = Connect(g);
   std::vector<client::IndexInfo> list = RpcOrDie(c->ListIndexes(), "index ls");
-  std::sort(list.begin(), list.end(),
-            [](const auto& x, const auto& y) { return x.name < y.name; });
+  std::sort(list.begin(), list.end(), [](const auto& x, const auto& y) { return x.name < y.name; });
   if (g.json) {
     Json a = Json::array();
     for (const auto& i : list) a.push_back(IndexJson(i));
@@ -190,12 +202,13 @@ int CmdIndexLs(const Globals& g) {
   t.AddColumn("max_probes", ColumnKind::kNumber);
   t.AddColumn("device_bytes", ColumnKind::kNumber);
   t.AddColumn("backend", ColumnKind::kString);
+  t.AddColumn("key_type", ColumnKind::kString);
   for (const auto& i : list) {
     t.rows.push_back({i.name, std::to_string(i.version), std::to_string(i.rows),
                       std::to_string(i.statistics.unique_keys), std::to_string(i.capacity),
                       Fixed(i.load_factor, 3), std::to_string(i.statistics.overflow_rows),
                       std::to_string(i.statistics.max_probes), std::to_string(i.device_bytes),
-                      i.backend});
+                      i.backend, std::string(client::KeyTypeName(i.key_type))});
   }
   EmitRows(g, Json::object(), t, "");
   return kExitOk;

@@ -45,26 +45,54 @@ int CmdJoin(const Globals& g, const JoinArgs& a) {
       UsageFail(absl::StrCat("join: --on '", a.on, "' must be COL or LEFTCOL=RIGHTCOL"));
     }
     if (!a.name.empty()) {
-      UsageFail("join: --on LEFTCOL=RIGHTCOL is for ad-hoc joins; a resident index already has "
-                "its keys (use --on LEFTCOL)");
+      UsageFail(
+          "join: --on LEFTCOL=RIGHTCOL is for ad-hoc joins; a resident index already has "
+          "its keys (use --on LEFTCOL)");
     }
   }
   if (a.name.empty() && a.right.empty()) {
     UsageFail("join: give --right FILE (ad-hoc join) or an index NAME (resident join)");
   }
+  const KeyKind flag = InputOrDie(ParseKeyKind(a.key_type));
   Table left = Load(g, a.left);
-  std::vector<uint32_t> left_keys = InputOrDie(KeyColumn(left, left_col));
+  // Each side's own type first, so that a bad cell is an input error before any call.
+  const KeyKind left_kind =
+      flag == KeyKind::kAuto ? InputOrDie(InferKeyKind(left, left_col)) : flag;
   std::optional<Table> right;
-  std::vector<uint32_t> right_keys;
+  KeyKind right_kind = flag;
   if (!a.right.empty()) {
     right = Load(g, a.right);
-    if (a.name.empty()) right_keys = InputOrDie(KeyColumn(*right, right_col));
+    if (a.name.empty() && flag == KeyKind::kAuto) {
+      right_kind = InputOrDie(InferKeyKind(*right, right_col));
+    }
   }
-  if (left_keys.size() > std::numeric_limits<uint32_t>::max()) {
+  if (left.rows.size() > std::numeric_limits<uint32_t>::max()) {
     UsageFail(absl::StrCat(left.source, ": too many rows for uint32 row IDs"));
   }
 
   auto c = Connect(g);
+  KeyVector left_keys, right_keys;
+  if (a.name.empty()) {
+    // Ad hoc: both sides as the wider of their types.
+    const KeyKind kind = flag == KeyKind::kAuto ? WiderKeyKind(left_kind, right_kind) : flag;
+    const std::string why =
+        flag == KeyKind::kAuto && left_kind != right_kind
+            ? absl::StrCat(" (the join's key type is ", std::string(KeyKindTypeName(kind)),
+                           ", the wider of both sides)")
+            : std::string();
+    auto with_why = [&](absl::StatusOr<KeyVector> k) -> absl::StatusOr<KeyVector> {
+      if (k.ok() || why.empty()) return k;
+      return absl::Status(k.status().code(), absl::StrCat(k.status().message(), why));
+    };
+    left_keys = InputOrDie(with_why(KeyColumn(left, left_col, kind)));
+    right_keys = InputOrDie(with_why(KeyColumn(*right, right_col, kind)));
+  } else {
+    const client::IndexInfo info =
+        RpcOrDie(c->DescribeIndex(a.name), absl::StrCat("join ", a.name));
+    const KeyKind kind = InputOrDie(KindForIndex(flag, left_kind, info.key_type, a.name));
+    left_keys = InputOrDie(ForIndex(KeyColumn(left, left_col, kind), info));
+  }
+  const client::Keys left_column = left_keys.keys();
   std::string index = a.name;
   std::optional<TempIndex> temp;
   uint64_t right_duplicates = 0;
@@ -76,14 +104,15 @@ int CmdJoin(const Globals& g, const JoinArgs& a) {
     client::IndexSpec spec;
     spec.name = index;
     spec.expected_rows = right_keys.size();
+    spec.key_type = WireKeyType(right_keys.kind);
     ProgressBar bar("upload " + right->source, ProgressEnabled(g));
     temp->Arm();
-    client::IndexInfo info = RpcOrDie(
-        c->BuildIndexFromColumns(spec, right_keys, {}, g.batch_rows,
-                                 [&](const client::Progress& p) {
-                                   bar.Update(p.rows_sent, p.total_rows, p.bytes_sent);
-                                 }),
-        "join: building the temporary index");
+    client::IndexInfo info =
+        RpcOrDie(c->BuildIndexFromColumns(spec, right_keys.keys(), {}, g.batch_rows,
+                                          [&](const client::Progress& p) {
+                                            bar.Update(p.rows_sent, p.total_rows, p.bytes_sent);
+                                          }),
+                 "join: building the temporary index");
     bar.Done();
     if (info.statistics.overflow_rows > 0) {
       RpcFail(absl::InternalError(absl::StrCat(info.statistics.overflow_rows,
@@ -107,12 +136,12 @@ int CmdJoin(const Globals& g, const JoinArgs& a) {
   absl::Status st = c->Join(
       index,
       [&]() -> std::optional<client::JoinBatch> {
-        if (pos >= left_keys.size() && sent_any) return std::nullopt;
+        if (pos >= left_column.size() && sent_any) return std::nullopt;
         sent_any = true;
-        const size_t n = std::min(g.batch_rows, left_keys.size() - pos);
+        const size_t n = std::min(g.batch_rows, left_column.size() - pos);
         client::JoinBatch b;
         client::JoinLeft l;
-        l.keys = std::span<const uint32_t>(left_keys).subspan(pos, n);
+        l.keys = left_column.subspan(pos, n);
         l.first_left_row = static_cast<uint32_t>(pos);
         l.capacity = cap_total ? std::min<uint64_t>(cap_total, n) : 0;
         b.lefts.push_back(l);
@@ -133,7 +162,7 @@ int CmdJoin(const Globals& g, const JoinArgs& a) {
           }
           answered += jp.statistics.found + jp.statistics.missing;
         }
-        bar.Update(answered, left_keys.size(), answered * 4);
+        bar.Update(answered, left_column.size(), answered * left_column.key_bytes());
         return absl::OkStatus();
       },
       Streaming(g));
@@ -149,8 +178,8 @@ int CmdJoin(const Globals& g, const JoinArgs& a) {
     for (size_t k = 0; k < left_rows.size(); ++k) {
       if (right_rows[k] >= right->rows.size()) {
         UsageFail(absl::StrCat("join: index ", a.name, " returned value ", right_rows[k],
-                               ", which is not a row of ", right->source, " (",
-                               right->rows.size(), " rows)"));
+                               ", which is not a row of ", right->source, " (", right->rows.size(),
+                               " rows)"));
       }
     }
     out.SetGenerator(left_rows.size(), [&](size_t k, std::vector<Cell>* row) {

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <iterator>
 #include <sstream>
+#include <type_traits>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
@@ -42,10 +43,9 @@ absl::Status CheckHeader(const std::vector<std::string>& header, const std::stri
     }
     auto [it, inserted] = seen.emplace(header[i], i);
     if (!inserted) {
-      return absl::InvalidArgumentError(absl::StrCat(source, ":1: header column ", i + 1, " ",
-                                                     Quoted(header[i]),
-                                                     " repeats the name of column ",
-                                                     it->second + 1));
+      return absl::InvalidArgumentError(
+          absl::StrCat(source, ":1: header column ", i + 1, " ", Quoted(header[i]),
+                       " repeats the name of column ", it->second + 1));
     }
   }
   return absl::OkStatus();
@@ -59,8 +59,10 @@ absl::StatusOr<InputFormat> ParseInputFormat(std::string_view name) {
   if (name == "tsv") return InputFormat::kTsv;
   if (name == "jsonl" || name == "ndjson") return InputFormat::kJsonLines;
   if (name == "u32") return InputFormat::kU32;
-  return absl::InvalidArgumentError(absl::StrCat("unknown input format ", Quoted(name),
-                                                 " (expected auto, csv, tsv, jsonl or u32)"));
+  if (name == "u64") return InputFormat::kU64;
+  if (name == "i64") return InputFormat::kI64;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown input format ", Quoted(name), " (expected auto, csv, tsv, jsonl, u32, u64 or i64)"));
 }
 
 absl::StatusOr<size_t> Table::Column(std::string_view name) const {
@@ -68,8 +70,7 @@ absl::StatusOr<size_t> Table::Column(std::string_view name) const {
     if (header[i] == name) return i;
   }
   return absl::InvalidArgumentError(absl::StrCat(source, ": no column ", Quoted(name),
-                                                 " (columns: ", absl::StrJoin(header, ", "),
-                                                 ")"));
+                                                 " (columns: ", absl::StrJoin(header, ", "), ")"));
 }
 
 std::string Table::Where(size_t r) const {
@@ -147,8 +148,8 @@ absl::StatusOr<Table> ParseDelimited(std::string_view text, char delimiter, std:
           ++i;
         }
         if (i < n && text[i] == '\r' && !(i + 1 >= n || text[i + 1] == '\n')) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              t.source, ":", line, ": field ", field_number, ": bare carriage return"));
+          return absl::InvalidArgumentError(absl::StrCat(t.source, ":", line, ": field ",
+                                                         field_number, ": bare carriage return"));
         }
         if (i == start) {
           fields.emplace_back(std::nullopt);
@@ -203,10 +204,10 @@ absl::StatusOr<Table> ParseJsonLines(std::string_view text, std::string source) 
     ++line;
     if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
     if (l.find_first_not_of(" \t") == std::string_view::npos) continue;
-    nlohmann::ordered_json j = nlohmann::ordered_json::parse(l.begin(), l.end(), nullptr, /*allow_exceptions=*/false);
+    nlohmann::ordered_json j =
+        nlohmann::ordered_json::parse(l.begin(), l.end(), nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(t.source, ":", line, ": not valid JSON"));
+      return absl::InvalidArgumentError(absl::StrCat(t.source, ":", line, ": not valid JSON"));
     }
     if (!j.is_object()) {
       return absl::InvalidArgumentError(
@@ -236,26 +237,51 @@ absl::StatusOr<Table> ParseJsonLines(std::string_view text, std::string source) 
   return t;
 }
 
-absl::StatusOr<Table> ParseU32(std::string_view bytes, std::string source) {
+namespace {
+
+// The format and file extension of a binary column of T.
+template <typename T>
+constexpr InputFormat kBinaryFormat = std::is_same_v<T, uint32_t>   ? InputFormat::kU32
+                                      : std::is_same_v<T, uint64_t> ? InputFormat::kU64
+                                                                    : InputFormat::kI64;
+template <typename T>
+constexpr const char* kBinaryName = std::is_same_v<T, uint32_t>   ? "u32"
+                                    : std::is_same_v<T, uint64_t> ? "u64"
+                                                                  : "i64";
+template <typename T>
+constexpr const char* kBinaryType = std::is_same_v<T, uint32_t>   ? "uint32"
+                                    : std::is_same_v<T, uint64_t> ? "uint64"
+                                                                  : "int64";
+
+}  // namespace
+
+template <typename T>
+absl::StatusOr<Table> ParseBinaryColumn(std::string_view bytes, std::string source) {
+  static_assert(std::is_same_v<T, uint32_t> || std::is_same_v<T, uint64_t> ||
+                std::is_same_v<T, int64_t>);
   Table t;
   t.source = std::move(source);
-  t.format = InputFormat::kU32;
+  t.format = kBinaryFormat<T>;
   t.binary_rows = true;
-  if (bytes.size() % 4 != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(t.source, ": size ", bytes.size(),
-                                                   " bytes is not a multiple of 4 (.u32 files "
-                                                   "hold little-endian uint32 values)"));
+  if (bytes.size() % sizeof(T) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        t.source, ": size ", bytes.size(), " bytes is not a multiple of ", sizeof(T), " (.",
+        kBinaryName<T>, " files hold little-endian ", kBinaryType<T>, " values)"));
   }
   t.header = {"key"};
-  t.rows.reserve(bytes.size() / 4);
-  for (size_t r = 0; r < bytes.size() / 4; ++r) {
-    const auto* p = reinterpret_cast<const unsigned char*>(bytes.data()) + 4 * r;
-    const uint32_t v = static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
-                       static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
-    t.rows.push_back(Row{r + 1, {std::to_string(v)}});
+  t.rows.reserve(bytes.size() / sizeof(T));
+  for (size_t r = 0; r < bytes.size() / sizeof(T); ++r) {
+    const auto* p = reinterpret_cast<const unsigned char*>(bytes.data()) + sizeof(T) * r;
+    uint64_t bits = 0;
+    for (size_t b = 0; b < sizeof(T); ++b) bits |= static_cast<uint64_t>(p[b]) << (8 * b);
+    t.rows.push_back(Row{r + 1, {std::to_string(static_cast<T>(bits))}});
   }
   return t;
 }
+
+template absl::StatusOr<Table> ParseBinaryColumn<uint32_t>(std::string_view, std::string);
+template absl::StatusOr<Table> ParseBinaryColumn<uint64_t>(std::string_view, std::string);
+template absl::StatusOr<Table> ParseBinaryColumn<int64_t>(std::string_view, std::string);
 
 absl::StatusOr<Table> ReadTable(const std::string& path, InputFormat format) {
   std::string data;
@@ -278,6 +304,10 @@ absl::StatusOr<Table> ReadTable(const std::string& path, InputFormat format) {
   if (format == InputFormat::kAuto) {
     if (EndsWith(path, ".u32")) {
       format = InputFormat::kU32;
+    } else if (EndsWith(path, ".u64")) {
+      format = InputFormat::kU64;
+    } else if (EndsWith(path, ".i64")) {
+      format = InputFormat::kI64;
     } else if (EndsWith(path, ".jsonl") || EndsWith(path, ".ndjson")) {
       format = InputFormat::kJsonLines;
     } else if (EndsWith(path, ".tsv") || EndsWith(path, ".tab")) {
@@ -301,11 +331,19 @@ absl::StatusOr<Table> ReadTable(const std::string& path, InputFormat format) {
     }
   }
   switch (format) {
-    case InputFormat::kU32: return ParseU32(data, std::move(source));
-    case InputFormat::kJsonLines: return ParseJsonLines(data, std::move(source));
-    case InputFormat::kTsv: return ParseDelimited(data, '\t', std::move(source));
+    case InputFormat::kU32:
+      return ParseBinaryColumn<uint32_t>(data, std::move(source));
+    case InputFormat::kU64:
+      return ParseBinaryColumn<uint64_t>(data, std::move(source));
+    case InputFormat::kI64:
+      return ParseBinaryColumn<int64_t>(data, std::move(source));
+    case InputFormat::kJsonLines:
+      return ParseJsonLines(data, std::move(source));
+    case InputFormat::kTsv:
+      return ParseDelimited(data, '\t', std::move(source));
     case InputFormat::kCsv:
-    case InputFormat::kAuto: break;
+    case InputFormat::kAuto:
+      break;
   }
   return ParseDelimited(data, ',', std::move(source));
 }

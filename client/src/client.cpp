@@ -69,6 +69,10 @@ absl::StatusOr<AggregateOp> ParseAggregateOp(std::string_view name) {
                                                  "' (expected count, sum, min, max or mean)"));
 }
 
+std::string_view KeyTypeName(KeyType type) {
+  return type == KeyType::kUint64 ? "uint64" : "uint32";
+}
+
 void QueryStatistics::Merge(const QueryStatistics& other) {
   found += other.found;
   missing += other.missing;
@@ -108,19 +112,28 @@ void SetPacked(std::span<const T> v, std::string* out) {
 
 // Sets a required column: packed bytes, or an empty typed list for zero rows
 // (an empty `packed` would read as "not set").
-void SetColumn(std::span<const uint32_t> v, pb::U32Column* col) {
+template <typename T, typename Column>
+void SetColumn(std::span<const T> v, Column* col) {
   if (v.empty()) {
     col->mutable_values();
   } else {
     SetPacked(v, col->mutable_packed());
   }
 }
-void SetColumn(std::span<const float> v, pb::F32Column* col) {
-  if (v.empty()) {
-    col->mutable_values();
+
+// Sets the keys of a message that carries them (BuildChunk, LookupRequest,
+// LeftBatch) in the field of their width: `keys` (uint32) or `keys64` (uint64).
+template <typename Message>
+void SetKeys(const Keys& k, KeyType type, Message* m) {
+  if (type == KeyType::kUint64) {
+    SetColumn(k.u64(), m->mutable_keys64());
   } else {
-    SetPacked(v, col->mutable_packed());
+    SetColumn(k.u32(), m->mutable_keys());
   }
+}
+
+pb::KeyType ToProtoKeyType(KeyType t) {
+  return t == KeyType::kUint64 ? pb::KEY_TYPE_UINT64 : pb::KEY_TYPE_UINT32;
 }
 
 // Decodes a packed little-endian column sent by the server.
@@ -160,6 +173,7 @@ IndexInfo ToIndexInfo(const pb::IndexInfo& p) {
   i.build_seconds = p.build_seconds();
   i.backend = p.backend();
   i.built_unix_millis = p.built_unix_millis();
+  i.key_type = p.key_type() == pb::KEY_TYPE_UINT64 ? KeyType::kUint64 : KeyType::kUint32;
   return i;
 }
 
@@ -475,6 +489,7 @@ absl::StatusOr<IndexInfo> Client::BuildIndex(const IndexSpec& spec, const ChunkS
   s->set_explicit_values(spec.explicit_values);
   s->set_batch_mode(spec.batch_mode);
   s->set_replace(spec.replace);
+  s->set_key_type(ToProtoKeyType(spec.key_type));
 
   Progress p;
   p.total_rows = total_rows;
@@ -495,6 +510,13 @@ absl::StatusOr<IndexInfo> Client::BuildIndex(const IndexSpec& spec, const ChunkS
           "build chunk ", chunk_index, " carries a row base or validity but batch_mode is off"));
       break;
     }
+    if (!chunk->keys.empty() && chunk->keys.type() != spec.key_type) {
+      local = absl::InvalidArgumentError(absl::StrCat(
+          "build chunk ", chunk_index, " has ", std::string(KeyTypeName(chunk->keys.type())),
+          " keys but the index is declared with ", std::string(KeyTypeName(spec.key_type)),
+          " keys (IndexSpec::key_type)"));
+      break;
+    }
     if (!chunk->validity.empty() && chunk->validity.size() != chunk->keys.size()) {
       local = absl::InvalidArgumentError(absl::StrCat("build chunk ", chunk_index,
                                                       ": validity has ", chunk->validity.size(),
@@ -503,7 +525,8 @@ absl::StatusOr<IndexInfo> Client::BuildIndex(const IndexSpec& spec, const ChunkS
     }
     req.Clear();
     auto* c = req.mutable_chunk();
-    SetColumn(chunk->keys, c->mutable_keys());
+    // An empty chunk goes in the spec's width whatever its (default) type.
+    SetKeys(chunk->keys, spec.key_type, c);
     if (spec.explicit_values) SetColumn(chunk->values, c->mutable_values());
     if (spec.batch_mode) {
       c->set_row_base(chunk->row_base);
@@ -528,8 +551,7 @@ absl::StatusOr<IndexInfo> Client::BuildIndex(const IndexSpec& spec, const ChunkS
   return ToIndexInfo(response.index());
 }
 
-absl::StatusOr<IndexInfo> Client::BuildIndexFromColumns(const IndexSpec& spec,
-                                                        std::span<const uint32_t> keys,
+absl::StatusOr<IndexInfo> Client::BuildIndexFromColumns(const IndexSpec& spec, Keys keys,
                                                         std::span<const uint32_t> values,
                                                         size_t chunk_rows,
                                                         const ProgressCallback& progress) {
@@ -567,7 +589,7 @@ absl::Status Client::Lookup(const std::string& index, const BatchSource<LookupBa
   auto stream = impl_->stub_->Lookup(&ctx);
   auto encode = [&index](const LookupBatch& b, uint64_t id, pb::LookupRequest* r) {
     r->set_index(index);
-    SetColumn(b.keys, r->mutable_keys());
+    SetKeys(b.keys, b.keys.type(), r);
     r->set_want_probes(b.want_probes);
     r->set_max_probe_count(b.max_probe_count);
     r->set_batch_id(id);
@@ -611,7 +633,7 @@ absl::Status Client::Join(const std::string& index, const BatchSource<JoinBatch>
                                                        " rows but keys has ", l.keys.size()));
       }
       auto* lb = r->add_batches();
-      SetColumn(l.keys, lb->mutable_keys());
+      SetKeys(l.keys, l.keys.type(), lb);
       if (!l.left_rows.empty()) SetPacked(l.left_rows, lb->mutable_left_rows()->mutable_packed());
       lb->set_first_left_row(l.first_left_row);
       lb->set_capacity(l.capacity);
@@ -752,9 +774,8 @@ absl::Status Client::Hash(const BatchSource<HashBatch>& source, const ResultSink
 
 // ---------------------------------------------------------------- ...All helpers
 
-absl::StatusOr<LookupResult> Client::LookupAll(const std::string& index,
-                                               std::span<const uint32_t> keys, size_t batch_rows,
-                                               const StreamOptions& options,
+absl::StatusOr<LookupResult> Client::LookupAll(const std::string& index, Keys keys,
+                                               size_t batch_rows, const StreamOptions& options,
                                                const ProgressCallback& progress) {
   if (batch_rows == 0) return absl::InvalidArgumentError("batch_rows must be positive");
   LookupResult all;
@@ -782,7 +803,7 @@ absl::StatusOr<LookupResult> Client::LookupAll(const std::string& index,
         all.index_version = r.index_version;
         all.latency = r.latency;
         p.rows_sent += r.values.size();
-        p.bytes_sent += r.values.size() * sizeof(uint32_t);
+        p.bytes_sent += r.values.size() * keys.key_bytes();
         if (progress) progress(p);
         return absl::OkStatus();
       },
@@ -794,9 +815,8 @@ absl::StatusOr<LookupResult> Client::LookupAll(const std::string& index,
   return all;
 }
 
-absl::StatusOr<JoinPairs> Client::JoinAll(const std::string& index, std::span<const uint32_t> keys,
-                                          size_t batch_rows, uint64_t capacity,
-                                          const StreamOptions& options,
+absl::StatusOr<JoinPairs> Client::JoinAll(const std::string& index, Keys keys, size_t batch_rows,
+                                          uint64_t capacity, const StreamOptions& options,
                                           const ProgressCallback& progress) {
   if (batch_rows == 0) return absl::InvalidArgumentError("batch_rows must be positive");
   if (keys.size() > std::numeric_limits<uint32_t>::max()) {

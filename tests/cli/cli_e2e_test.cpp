@@ -16,6 +16,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -609,7 +610,14 @@ TEST_F(CliEndToEnd, NonNumericKeyNamesFileLineAndColumn) {
   std::ofstream(Tmp("nonnum.csv")) << "event_id,sensor_id\n1,17\n2,abc\n";
   ExpectOneLineError(
       Cli({"lookup", "sensors", "--from", Tmp("nonnum.csv").string(), "--key", "sensor_id"}), 2,
-      "nonnum.csv:3: column 'sensor_id' (2): 'abc' is not a uint32 key");
+      "nonnum.csv:3: column 'sensor_id' (2): 'abc' is not an integer key; string keys: see "
+      "docs/cli.md");
+  // With an explicit key type too, and for a build.
+  ExpectOneLineError(Cli({"index", "build", "x", "--from", Tmp("nonnum.csv").string(), "--key",
+                          "sensor_id", "--key-type", "i64"}),
+                     2,
+                     "nonnum.csv:3: column 'sensor_id' (2): 'abc' is not an integer key; string "
+                     "keys: see docs/cli.md");
 }
 
 TEST_F(CliEndToEnd, MissingColumnIsAnInputError) {
@@ -774,6 +782,185 @@ TEST_F(CliEndToEnd, AdHocJoinWithRepeatedRightKeysUsesTheFirstRightRow) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, "id,n,id_2,label\n7,a,7,first\n9,c,9,nine\n7,d,7,first\n");
   EXPECT_NE(r.err.find("has 2 rows with a repeated key"), std::string::npos) << r.err;
+}
+
+// ---------------------------------------------------------------- 64-bit keys (issue 19)
+
+// The rows of a --json lookup, as {key text: value or null}.
+std::map<std::string, Json> LookupValues(const Json& doc, const std::string& key) {
+  std::map<std::string, Json> out;
+  for (const auto& row : doc["rows"]) out[row[key].get<std::string>()] = row["value"];
+  return out;
+}
+
+// Regression for the issue's first finding: the CLI refused the first table with
+// database IDs ("'5000000000' is not a uint32 key"). --key-type auto reads the
+// data: uint32 for small non-negative keys, uint64 above 2^32-1, int64 with a
+// negative key; the index gets the key type and the CLI says which it chose.
+TEST_F(CliEndToEnd, AutoKeyTypeInfersUint32Uint64AndInt64) {
+  std::ofstream(Tmp("small.csv")) << "id\n1\n4294967294\n0x10\n";
+  std::ofstream(Tmp("wide.csv")) << "id\n5000000000\n7\n18446744073709551614\n";
+  std::ofstream(Tmp("signed.csv")) << "id\n5000000000\n-7\n0\n";
+  const std::vector<std::tuple<std::string, std::string, std::string>> cases = {
+      {"small.csv", "u32", "uint32"},
+      {"wide.csv", "u64", "uint64"},
+      {"signed.csv", "i64", "uint64"}};
+  for (const auto& [file, kind, key_type] : cases) {
+    SCOPED_TRACE(file);
+    RunResult r = Cli({"--json", "index", "build", "auto_" + kind, "--from", Tmp(file).string(),
+                       "--key", "id", "--replace"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    Json j = Json::parse(r.out, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << r.out;
+    EXPECT_EQ(j["key_kind"], kind);
+    EXPECT_EQ(j["index"]["key_type"], key_type);
+    EXPECT_EQ(j["index"]["statistics"]["unique_keys"], 3);
+  }
+  RunResult human = Cli({"index", "build", "auto_small_h", "--from", Tmp("small.csv").string(),
+                         "--key", "id", "--replace"});
+  ASSERT_EQ(human.code, 0) << human.err;
+  EXPECT_NE(human.out.find("(key id as uint32"), std::string::npos) << human.out;
+  // The ls table and describe carry the key type.
+  RunResult ls = Cli({"index", "ls"});
+  ASSERT_EQ(ls.code, 0) << ls.err;
+  EXPECT_NE(ls.out.find(",key_type\n"), std::string::npos) << ls.out;
+  EXPECT_NE(ls.out.find("auto_i64,"), std::string::npos) << ls.out;
+  RunResult d = Cli({"index", "describe", "auto_u64"});
+  EXPECT_NE(d.out.find("keys         uint64"), std::string::npos) << d.out;
+
+  // An explicit narrower type names the cell and why it does not fit.
+  ExpectOneLineError(Cli({"index", "build", "x", "--from", Tmp("wide.csv").string(), "--key", "id",
+                          "--key-type", "u32"}),
+                     2,
+                     "wide.csv:2: column 'id' (1): '5000000000' is not a uint32 key (it is "
+                     "above 4294967295)");
+  ExpectOneLineError(Cli({"index", "build", "x", "--from", Tmp("signed.csv").string(), "--key",
+                          "id", "--key-type", "u64"}),
+                     2, "signed.csv:3: column 'id' (1): '-7' is not a uint64 key (it is negative)");
+  // Keys that fit no type.
+  std::ofstream(Tmp("nofit.csv")) << "id\n-1\n18446744073709551615\n";
+  ExpectOneLineError(
+      Cli({"index", "build", "x", "--from", Tmp("nofit.csv").string(), "--key", "id"}), 2,
+      "nofit.csv:3: column 'id' (1): '18446744073709551615' fits no key type: it is "
+      "above 9223372036854775807 (uint64 only) but line 2 holds '-1', a negative "
+      "key");
+  std::ofstream(Tmp("huge.csv")) << "id\n123456789012345678901234567890\n";
+  ExpectOneLineError(
+      Cli({"index", "build", "x", "--from", Tmp("huge.csv").string(), "--key", "id"}), 2,
+      "'123456789012345678901234567890' fits no key type (it needs more than 64 "
+      "bits)");
+}
+
+// int64 IDs round trip: negative keys (INT64_MIN included) are built, looked up
+// and printed back exactly as they were written, from CSV and from .i64 files;
+// keys equal in their low 32 bits stay distinct.
+TEST_F(CliEndToEnd, Int64KeysRoundTripFromCsvAndBinaryFiles) {
+  std::ofstream(Tmp("accounts.csv")) << "account_id,name\n-5,a\n-9223372036854775808,b\n"
+                                        "9223372036854775807,c\n4294967303,d\n7,e\n";
+  RunResult b = Cli({"--json", "index", "build", "accounts", "--from", Tmp("accounts.csv").string(),
+                     "--key", "account_id", "--replace"});
+  ASSERT_EQ(b.code, 0) << b.err;
+  EXPECT_EQ(Json::parse(b.out)["key_kind"], "i64");
+
+  std::ofstream(Tmp("probe.csv")) << "account_id\n7\n-5\n9223372036854775807\n-6\n"
+                                     "-9223372036854775808\n4294967303\n";
+  RunResult l =
+      Cli({"lookup", "accounts", "--from", Tmp("probe.csv").string(), "--key", "account_id"});
+  ASSERT_EQ(l.code, 0) << l.err;
+  EXPECT_EQ(l.out,
+            "account_id,value,found\n7,4,true\n-5,0,true\n9223372036854775807,2,true\n-6,,false\n"
+            "-9223372036854775808,1,true\n4294967303,3,true\n");
+
+  // The same probe as a raw .i64 file: rows print back signed.
+  const std::vector<int64_t> ids = {-5, -6, INT64_MIN, 4294967303};
+  {
+    std::ofstream f(Tmp("probe.i64"), std::ios::binary);
+    f.write(reinterpret_cast<const char*>(ids.data()), ids.size() * 8);
+  }
+  RunResult bin =
+      Cli({"--json", "lookup", "accounts", "--from", Tmp("probe.i64").string(), "--key", "key"});
+  ASSERT_EQ(bin.code, 0) << bin.err;
+  auto v = LookupValues(Json::parse(bin.out), "key");
+  ASSERT_EQ(v.size(), 4u) << bin.out;
+  EXPECT_EQ(v["-5"], 0);
+  EXPECT_TRUE(v["-6"].is_null());
+  EXPECT_EQ(v["-9223372036854775808"], 1);
+  EXPECT_EQ(v["4294967303"], 3);
+
+  // A .u64 build file makes a uint64 index whatever its values; 7 and 2^32 + 7
+  // differ only in their high 32 bits.
+  const std::vector<uint64_t> wide = {7, (uint64_t{1} << 32) | 7, (uint64_t{2} << 32) | 7};
+  {
+    std::ofstream f(Tmp("ids.u64"), std::ios::binary);
+    f.write(reinterpret_cast<const char*>(wide.data()), wide.size() * 8);
+  }
+  RunResult w = Cli({"--json", "index", "build", "wide_ids", "--from", Tmp("ids.u64").string(),
+                     "--key", "key", "--replace"});
+  ASSERT_EQ(w.code, 0) << w.err;
+  Json wj = Json::parse(w.out);
+  EXPECT_EQ(wj["key_kind"], "u64");
+  EXPECT_EQ(wj["index"]["statistics"]["unique_keys"], 3);
+  std::ofstream(Tmp("wide_probe.csv")) << "k\n8589934599\n7\n12884901895\n4294967303\n";
+  RunResult wl =
+      Cli({"--json", "lookup", "wide_ids", "--from", Tmp("wide_probe.csv").string(), "--key", "k"});
+  ASSERT_EQ(wl.code, 0) << wl.err;
+  auto wv = LookupValues(Json::parse(wl.out), "k");
+  EXPECT_EQ(wv["8589934599"], 2);
+  EXPECT_EQ(wv["7"], 0);  // small keys are sent as uint64 to a uint64 index
+  EXPECT_TRUE(wv["12884901895"].is_null());
+  EXPECT_EQ(wv["4294967303"], 1);
+
+  // A wrong explicit type for a resident index, and 64-bit keys for a uint32 one.
+  ExpectOneLineError(Cli({"lookup", "accounts", "--from", Tmp("probe.csv").string(), "--key",
+                          "account_id", "--key-type", "u32"}),
+                     2,
+                     "--key-type u32: index 'accounts' has uint64 keys; use --key-type u64 or "
+                     "i64 (or auto)");
+  ASSERT_FALSE(BuildSensors().is_discarded());
+  ExpectOneLineError(
+      Cli({"lookup", "sensors", "--from", Tmp("probe.csv").string(), "--key", "account_id"}), 2,
+      "probe.csv:3: column 'account_id' (1): '-5' is not a uint32 key (it is "
+      "negative); index 'sensors' has uint32 keys");
+}
+
+// A join takes the wider key type of both sides: uint32 with uint64 is uint64,
+// uint32 with int64 is int64; a resident join uses the index's type.
+TEST_F(CliEndToEnd, JoinOfMixedWidthsTakesTheWiderKeyType) {
+  std::ofstream(Tmp("left_small.csv")) << "id,l\n7,a\n8,b\n5,c\n";
+  std::ofstream(Tmp("right_wide.csv")) << "id,r\n4294967303,x\n7,y\n5,z\n";
+  RunResult u = Cli({"join", "--left", Tmp("left_small.csv").string(), "--right",
+                     Tmp("right_wide.csv").string(), "--on", "id"});
+  ASSERT_EQ(u.code, 0) << u.err;
+  EXPECT_EQ(u.out, "id,l,id_2,r\n7,a,7,y\n5,c,5,z\n");
+
+  std::ofstream(Tmp("right_signed.csv")) << "key,r\n-1,neg\n8,eight\n";
+  RunResult i = Cli({"join", "--left", Tmp("left_small.csv").string(), "--right",
+                     Tmp("right_signed.csv").string(), "--on", "id=key"});
+  ASSERT_EQ(i.code, 0) << i.err;
+  EXPECT_EQ(i.out, "id,l,key,r\n8,b,8,eight\n");
+
+  // int64 with a uint64 key above 2^63-1 fits neither.
+  std::ofstream(Tmp("left_huge.csv")) << "id\n18446744073709551614\n";
+  ExpectOneLineError(Cli({"join", "--left", Tmp("left_huge.csv").string(), "--right",
+                          Tmp("right_signed.csv").string(), "--on", "id=key"}),
+                     2,
+                     "left_huge.csv:2: column 'id' (1): '18446744073709551614' is not an int64 "
+                     "key (it is above 9223372036854775807) (the join's key type is int64, "
+                     "the wider of both sides)");
+
+  // Resident: small left keys against a uint64 index.
+  std::ofstream(Tmp("right_index.csv")) << "id\n4294967303\n5\n";
+  ASSERT_EQ(Cli({"index", "build", "wide_join", "--from", Tmp("right_index.csv").string(), "--key",
+                 "id", "--replace"})
+                .code,
+            0);
+  RunResult r =
+      Cli({"--json", "join", "wide_join", "--left", Tmp("left_small.csv").string(), "--on", "id"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  Json j = Json::parse(r.out, nullptr, false);
+  ASSERT_EQ(j["rows"].size(), 1u) << r.out;
+  EXPECT_EQ(j["rows"][0]["left_row"], 2);
+  EXPECT_EQ(j["rows"][0]["right_row"], 1);
 }
 
 TEST_F(CliEndToEnd, MoreInputErrorsNameThePosition) {

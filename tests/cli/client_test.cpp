@@ -109,6 +109,68 @@ TEST_F(ClientTest, ServerErrorsKeepTheirCodeAndMessage) {
   EXPECT_EQ(l.status().code(), absl::StatusCode::kUnauthenticated) << l.status();
 }
 
+// 64-bit keys through the client (issue 19): a uint64 index built from int64 IDs
+// (their bit patterns) answers lookups and joins on uint64 and int64 columns;
+// keys that differ only in their high 32 bits stay distinct; a chunk of the
+// wrong width is refused before it is sent, and a lookup of the wrong width by
+// the server, naming the field and the key type.
+TEST_F(ClientTest, SixtyFourBitKeysBuildLookupAndJoin) {
+  const std::vector<int64_t> ids = {-1, INT64_MIN, INT64_MAX, (int64_t{1} << 32) | 7, 7, -7};
+  gc::IndexSpec spec;
+  spec.name = "client_wide";
+  spec.expected_rows = ids.size();
+  spec.replace = true;
+  spec.key_type = gc::KeyType::kUint64;
+  auto info = client_->BuildIndexFromColumns(spec, ids, {}, 4);  // chunks of 4 and 2 rows
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->key_type, gc::KeyType::kUint64);
+  // -1 is an ordinary int64 ID, but its bit pattern is the reserved key of a
+  // uint64 index: counted invalid (and never found).
+  EXPECT_EQ(info->statistics.unique_keys, ids.size() - 1);
+  EXPECT_EQ(info->statistics.invalid_rows, 1u);
+  auto described = client_->DescribeIndex("client_wide");
+  ASSERT_TRUE(described.ok());
+  EXPECT_EQ(described->key_type, gc::KeyType::kUint64);
+  EXPECT_EQ(gc::KeyTypeName(described->key_type), "uint64");
+
+  // int64 queries; the same keys as uint64 bit patterns, in batches of 2.
+  const std::vector<int64_t> q = {7,  (int64_t{2} << 32) | 7, INT64_MIN,
+                                  -7, (int64_t{1} << 32) | 7, -1};
+  auto l = client_->LookupAll("client_wide", q, 2);
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_EQ(l->values, (std::vector<uint32_t>{4, 0xffffffffu, 1, 5, 3, 0xffffffffu}));
+  std::vector<uint64_t> bits(q.begin(), q.end());
+  auto lb = client_->LookupAll("client_wide", bits, 3);
+  ASSERT_TRUE(lb.ok()) << lb.status();
+  EXPECT_EQ(lb->values, l->values);
+  auto j = client_->JoinAll("client_wide", q, 2);
+  ASSERT_TRUE(j.ok()) << j.status();
+  EXPECT_EQ(j->left_rows, (std::vector<uint32_t>{0, 2, 3, 4}));
+  EXPECT_EQ(j->right_rows, (std::vector<uint32_t>{4, 1, 5, 3}));
+
+  // A uint32 chunk for a uint64 spec: refused before anything is sent.
+  const std::vector<uint32_t> narrow = {1, 2, 3};
+  auto wrong = client_->BuildIndexFromColumns(spec, narrow);
+  EXPECT_EQ(wrong.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(wrong.status().message(),
+            "build chunk 0 has uint32 keys but the index is declared with uint64 keys "
+            "(IndexSpec::key_type)");
+  // A uint32 lookup of the uint64 index: the server's error, naming field and bytes.
+  auto bad = client_->LookupAll("client_wide", narrow);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().message(),
+            "keys: index \"client_wide\" has uint64 keys; send them in keys64 (got 12 bytes of "
+            "uint32 keys)");
+  // Keys views: size, bytes and subspans keep the type.
+  const gc::Keys k(ids);
+  EXPECT_EQ(k.type(), gc::KeyType::kUint64);
+  EXPECT_EQ(k.size_bytes(), 48u);
+  EXPECT_EQ(k.subspan(4).size(), 2u);
+  EXPECT_EQ(k.subspan(4).u64()[1], static_cast<uint64_t>(int64_t{-7}));
+  EXPECT_TRUE(k.u32().empty());
+  EXPECT_EQ(gc::Keys(narrow).type(), gc::KeyType::kUint32);
+}
+
 TEST_F(ClientTest, ChunkedBuildWithExplicitValuesAndDifferentBoundaries) {
   // Keys arrive as [3 rows][4 rows]; values as [5 rows][2 rows]; key 7 repeats
   // (row 1 and row 5): the lowest source row's value wins.

@@ -39,13 +39,97 @@ TEST(KeyColumn, ParsesAndNamesTheBadCell) {
   Table t = Csv("id,k\na,1\nb,0x10\nc,x7\n");
   auto bad = KeyColumn(t, "k");
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.status().message(), "t.csv:4: column 'k' (2): 'x7' is not a uint32 key");
+  EXPECT_EQ(bad.status().message(),
+            "t.csv:4: column 'k' (2): 'x7' is not an integer key; string keys: see docs/cli.md");
   Table good = Csv("k\n1\n0x10\n");
   EXPECT_EQ(*KeyColumn(good, "k"), (std::vector<uint32_t>{1, 16}));
   Table null_key = Csv("a,k\n1,\n");
   EXPECT_EQ(KeyColumn(null_key, "k").status().message(),
             "t.csv:2: column 'k' (2): an empty (null) cell is not a uint32 key");
   EXPECT_EQ(KeyColumn(good, "zz").status().message(), "t.csv: no column 'zz' (columns: k)");
+}
+
+TEST(ParseKeyText, EveryKeyTypeWithItsRangeAndHexBits) {
+  EXPECT_EQ(ParseKeyText<uint64_t>("18446744073709551615"), ~uint64_t{0});
+  EXPECT_FALSE(ParseKeyText<uint64_t>("18446744073709551616"));
+  EXPECT_FALSE(ParseKeyText<uint64_t>("-1"));
+  EXPECT_EQ(ParseKeyText<uint64_t>(" 0x100000005 "), 0x100000005ull);
+  EXPECT_EQ(ParseKeyText<int64_t>("-9223372036854775808"), INT64_MIN);
+  EXPECT_EQ(ParseKeyText<int64_t>("9223372036854775807"), INT64_MAX);
+  EXPECT_FALSE(ParseKeyText<int64_t>("9223372036854775808"));
+  EXPECT_EQ(ParseKeyText<int64_t>("0xffffffffffffffff"), -1);  // hex spells the bits
+  EXPECT_FALSE(ParseKeyText<int64_t>("0x-1"));
+  EXPECT_FALSE(ParseKeyText<int64_t>("--1"));
+  EXPECT_FALSE(ParseKeyText<uint32_t>("4294967296"));
+}
+
+TEST(InferKeyKind, NegativeIsInt64AboveUint32IsUint64ElseUint32) {
+  EXPECT_EQ(*InferKeyKind(Csv("k\n1\n4294967295\n0xff\n"), "k"), KeyKind::kU32);
+  EXPECT_EQ(*InferKeyKind(Csv("k\n1\n4294967296\n"), "k"), KeyKind::kU64);
+  EXPECT_EQ(*InferKeyKind(Csv("k\n18446744073709551615\n"), "k"), KeyKind::kU64);
+  EXPECT_EQ(*InferKeyKind(Csv("k\n5000000000\n-1\n"), "k"), KeyKind::kI64);
+  EXPECT_EQ(InferKeyKind(Csv("k\n1\nabc\n"), "k").status().message(),
+            "t.csv:3: column 'k' (1): 'abc' is not an integer key; string keys: see docs/cli.md");
+  EXPECT_EQ(InferKeyKind(Csv("a,k\n1,\n"), "k").status().message(),
+            "t.csv:2: column 'k' (2): an empty (null) cell is not an integer key");
+  EXPECT_EQ(InferKeyKind(Csv("k\n-3\n1\n9223372036854775808\n"), "k").status().message(),
+            "t.csv:4: column 'k' (1): '9223372036854775808' fits no key type: it is above "
+            "9223372036854775807 (uint64 only) but line 2 holds '-3', a negative key");
+  EXPECT_EQ(InferKeyKind(Csv("k\n9223372036854775808\n-3\n"), "k").status().message(),
+            "t.csv:3: column 'k' (1): '-3' fits no key type: it is negative (int64) but line 2 "
+            "holds '9223372036854775808', above 9223372036854775807");
+  EXPECT_NE(InferKeyKind(Csv("k\n99999999999999999999\n"), "k")
+                .status()
+                .message()
+                .find("fits no key type (it needs more than 64 bits)"),
+            std::string::npos);
+  // A binary file says what it holds, whatever its values.
+  const uint64_t one = 1;
+  auto u64 = ParseBinaryColumn<uint64_t>(std::string_view(reinterpret_cast<const char*>(&one), 8),
+                                         "k.u64");
+  EXPECT_EQ(*InferKeyKind(*u64, "key"), KeyKind::kU64);
+}
+
+TEST(KeyColumn, ReadsEachKindAndNamesWhyACellDoesNotFit) {
+  Table t = Csv("k\n-1\n0x10\n9223372036854775807\n");
+  auto i = KeyColumn(t, "k", KeyKind::kI64);
+  ASSERT_TRUE(i.ok()) << i.status();
+  EXPECT_EQ(i->kind, KeyKind::kI64);
+  EXPECT_EQ(i->u64, (std::vector<uint64_t>{~uint64_t{0}, 16, 0x7fffffffffffffffull}));
+  EXPECT_EQ(i->keys().type(), client::KeyType::kUint64);
+  auto a = KeyColumn(t, "k", KeyKind::kAuto);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->kind, KeyKind::kI64);
+  EXPECT_EQ(KeyColumn(t, "k", KeyKind::kU64).status().message(),
+            "t.csv:2: column 'k' (1): '-1' is not a uint64 key (it is negative)");
+  EXPECT_EQ(KeyColumn(Csv("k\n5000000000\n"), "k", KeyKind::kU32).status().message(),
+            "t.csv:2: column 'k' (1): '5000000000' is not a uint32 key (it is above 4294967295)");
+  EXPECT_EQ(KeyColumn(Csv("k\n18446744073709551615\n"), "k", KeyKind::kI64).status().message(),
+            "t.csv:2: column 'k' (1): '18446744073709551615' is not an int64 key (it is above "
+            "9223372036854775807)");
+  auto u = KeyColumn(Csv("k\n7\n"), "k", KeyKind::kU32);
+  ASSERT_TRUE(u.ok());
+  EXPECT_EQ(u->u32, (std::vector<uint32_t>{7}));
+  EXPECT_EQ(u->keys().type(), client::KeyType::kUint32);
+  EXPECT_EQ(U32ValueColumn(Csv("v\nx\n"), "v").status().message(),
+            "t.csv:2: column 'v' (1): 'x' is not a uint32 value");
+}
+
+TEST(KeyKinds, WiderOfTwoAndTheKindForAResidentIndex) {
+  EXPECT_EQ(WiderKeyKind(KeyKind::kU32, KeyKind::kU64), KeyKind::kU64);
+  EXPECT_EQ(WiderKeyKind(KeyKind::kU64, KeyKind::kU32), KeyKind::kU64);
+  EXPECT_EQ(WiderKeyKind(KeyKind::kU32, KeyKind::kI64), KeyKind::kI64);
+  EXPECT_EQ(WiderKeyKind(KeyKind::kU64, KeyKind::kI64), KeyKind::kI64);
+  EXPECT_EQ(WiderKeyKind(KeyKind::kU32, KeyKind::kU32), KeyKind::kU32);
+  using client::KeyType;
+  EXPECT_EQ(*KindForIndex(KeyKind::kAuto, KeyKind::kU32, KeyType::kUint64, "x"), KeyKind::kU64);
+  EXPECT_EQ(*KindForIndex(KeyKind::kAuto, KeyKind::kI64, KeyType::kUint64, "x"), KeyKind::kI64);
+  EXPECT_EQ(*KindForIndex(KeyKind::kAuto, KeyKind::kU64, KeyType::kUint32, "x"), KeyKind::kU32);
+  EXPECT_EQ(*KindForIndex(KeyKind::kI64, KeyKind::kI64, KeyType::kUint64, "x"), KeyKind::kI64);
+  EXPECT_EQ(KindForIndex(KeyKind::kU64, KeyKind::kU64, KeyType::kUint32, "x").status().message(),
+            "--key-type u64: index 'x' has uint32 keys; use --key-type u32 (or auto)");
+  EXPECT_EQ(*ParseKeyKind("i64"), KeyKind::kI64);
+  EXPECT_FALSE(ParseKeyKind("int64").ok());
 }
 
 TEST(ValueColumn, NullIsNaNJunkIsAnError) {

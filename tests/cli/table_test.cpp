@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 namespace gpujoin::cli {
 namespace {
@@ -60,7 +61,8 @@ TEST(ParseDelimited, TabSeparatedAndByteOrderMark) {
 
 TEST(ParseDelimited, ErrorsNameFileLineAndField) {
   EXPECT_EQ(ErrorOf("a,b\n1,2\n3\n"), "in.csv:3: 1 fields, but the header has 2");
-  EXPECT_EQ(ErrorOf("a,b\n1,\"open\n"), "in.csv:2: field 2: unterminated quoted field (no closing '\"')");
+  EXPECT_EQ(ErrorOf("a,b\n1,\"open\n"),
+            "in.csv:2: field 2: unterminated quoted field (no closing '\"')");
   EXPECT_NE(ErrorOf("a,b\n1,x\"y\n").find("in.csv:2: field 2: a quote inside an unquoted field"),
             std::string::npos);
   EXPECT_EQ(ErrorOf("a,b\n\"q\"z,1\n"),
@@ -119,18 +121,51 @@ TEST(ParseU32, LittleEndianRowsAndSizeCheck) {
   EXPECT_EQ(t->Where(2), "k.u32:row 3");
   auto odd = ParseU32(std::string_view("abcde"), "k.u32");
   ASSERT_FALSE(odd.ok());
-  EXPECT_NE(odd.status().message().find("size 5 bytes is not a multiple of 4"),
-            std::string::npos);
+  EXPECT_NE(odd.status().message().find("size 5 bytes is not a multiple of 4"), std::string::npos);
+}
+
+// .u64 and .i64 files (issue 19): one reader templated on the element type;
+// int64 values are written back signed, uint64 ones unsigned.
+TEST(ParseBinaryColumn, Uint64AndInt64RowsAndSizeCheck) {
+  const std::vector<uint64_t> words = {5000000000ull, ~uint64_t{0}, uint64_t{1} << 63};
+  const std::string_view bytes(reinterpret_cast<const char*>(words.data()), words.size() * 8);
+  auto u = ParseBinaryColumn<uint64_t>(bytes, "k.u64");
+  ASSERT_TRUE(u.ok()) << u.status();
+  EXPECT_EQ(u->format, InputFormat::kU64);
+  EXPECT_EQ(*u->rows[0].cells[0], "5000000000");
+  EXPECT_EQ(*u->rows[1].cells[0], "18446744073709551615");
+  EXPECT_EQ(*u->rows[2].cells[0], "9223372036854775808");
+  auto i = ParseBinaryColumn<int64_t>(bytes, "k.i64");
+  ASSERT_TRUE(i.ok()) << i.status();
+  EXPECT_EQ(i->format, InputFormat::kI64);
+  EXPECT_EQ(*i->rows[0].cells[0], "5000000000");
+  EXPECT_EQ(*i->rows[1].cells[0], "-1");
+  EXPECT_EQ(*i->rows[2].cells[0], "-9223372036854775808");
+  EXPECT_EQ(i->Where(1), "k.i64:row 2");
+  auto odd = ParseBinaryColumn<int64_t>(bytes.substr(0, 12), "k.i64");
+  ASSERT_FALSE(odd.ok());
+  EXPECT_EQ(odd.status().message(),
+            "k.i64: size 12 bytes is not a multiple of 8 (.i64 files hold little-endian int64 "
+            "values)");
+  EXPECT_EQ(*ParseInputFormat("u64"), InputFormat::kU64);
+  EXPECT_EQ(*ParseInputFormat("i64"), InputFormat::kI64);
 }
 
 TEST(ReadTable, DetectsFormatByExtensionAndContent) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("gpujoin_table_test_" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("gpujoin_table_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   auto write = [&](const std::string& name, const std::string& text) {
     std::ofstream(dir / name, std::ios::binary) << text;
     return (dir / name).string();
   };
+  auto u64 = ReadTable(write("a.u64", std::string(16, '\x01')));
+  ASSERT_TRUE(u64.ok());
+  EXPECT_EQ(u64->format, InputFormat::kU64);
+  auto i64 = ReadTable(write("a.i64", std::string(8, '\xff')));
+  ASSERT_TRUE(i64.ok());
+  EXPECT_EQ(i64->format, InputFormat::kI64);
+  EXPECT_EQ(*i64->rows[0].cells[0], "-1");
   auto jl = ReadTable(write("a.jsonl", "{\"k\":1}\n"));
   ASSERT_TRUE(jl.ok());
   EXPECT_EQ(jl->format, InputFormat::kJsonLines);

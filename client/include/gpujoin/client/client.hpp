@@ -14,6 +14,9 @@
 //    server answers in order; `batch_id` is checked) and are handed to a sink.
 //  - `...All` helpers split one in-memory column into batches and concatenate
 //    the results, for callers that do not need streaming.
+//  - Keys are `Keys`: a borrowed column of uint32 keys (a uint32 index, the
+//    default) or uint64 keys (a uint64 index; int64 keys as their bit pattern),
+//    made implicitly from a span or vector of uint32_t, uint64_t or int64_t.
 //
 // Errors: every function returns an `absl::Status` whose code is the gRPC code
 // the server sent (the codes are the same google.rpc.Code values) and whose
@@ -36,15 +39,19 @@
 // the same source (or until the streaming call returns).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <ranges>
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -89,6 +96,80 @@ enum class HealthState { kUnknown, kServing, kNotServing, kServiceUnknown };
 /// "UNKNOWN", "SERVING", "NOT_SERVING", "SERVICE_UNKNOWN".
 std::string_view HealthStateName(HealthState state);
 
+// ---------------------------------------------------------------- keys
+
+/// The key word of an index (IndexSpec::key_type): uint32 (the default) or
+/// uint64. int64 keys travel as their two's-complement bit pattern in a uint64
+/// index.
+enum class KeyType { kUint32, kUint64 };
+
+/// "uint32" or "uint64".
+std::string_view KeyTypeName(KeyType type);
+
+/// The element types a Keys column is made from.
+template <typename T>
+concept KeyElement =
+    std::same_as<T, uint32_t> || std::same_as<T, uint64_t> || std::same_as<T, int64_t>;
+
+/// A borrowed column of keys of one width (see "Borrowed memory" above): uint32
+/// keys for a uint32 index, uint64 keys for a uint64 index. Made implicitly from a
+/// span, vector or array of uint32_t, uint64_t or int64_t (int64 keys are sent as
+/// their bit pattern, a uint64 column). Sending keys of the wrong width for the
+/// index is INVALID_ARGUMENT from the server (a build checks IndexSpec::key_type
+/// before anything is sent).
+class Keys {
+ public:
+  /// An empty uint32 column.
+  Keys() = default;
+  Keys(std::span<const uint32_t> keys)  // NOLINT: implicit by design
+      : type_(KeyType::kUint32), data_(keys.data()), size_(keys.size()) {}
+  Keys(std::span<const uint64_t> keys)  // NOLINT
+      : type_(KeyType::kUint64), data_(keys.data()), size_(keys.size()) {}
+  /// int64 keys: their bit patterns (the memory is read as uint64, which the
+  /// language allows for the unsigned type of the same width).
+  Keys(std::span<const int64_t> keys)  // NOLINT
+      : type_(KeyType::kUint64), data_(keys.data()), size_(keys.size()) {}
+  /// Any contiguous container of a key element type (std::vector, std::array, ...).
+  template <typename Range>
+  requires(std::ranges::contiguous_range<const Range&>&& std::ranges::sized_range<const Range&>&&
+               KeyElement<std::ranges::range_value_t<Range>> &&
+           !std::is_same_v<std::remove_cvref_t<Range>, Keys>) Keys(const Range& keys)  // NOLINT
+      : Keys(std::span<const std::ranges::range_value_t<Range>>(std::ranges::data(keys),
+                                                                std::ranges::size(keys))) {}
+
+  KeyType type() const { return type_; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  /// 4 or 8 bytes per key.
+  size_t key_bytes() const { return type_ == KeyType::kUint64 ? 8 : 4; }
+  size_t size_bytes() const { return size_ * key_bytes(); }
+  /// Rows [offset, offset + count) (clamped to the column), of the same type.
+  Keys subspan(size_t offset, size_t count = SIZE_MAX) const {
+    Keys k = *this;
+    offset = std::min(offset, size_);
+    k.size_ = std::min(count, size_ - offset);
+    k.data_ = static_cast<const char*>(data_) + offset * key_bytes();
+    return k;
+  }
+  /// The keys of a uint32 column; empty for a uint64 one.
+  std::span<const uint32_t> u32() const {
+    if (type_ != KeyType::kUint32) return {};
+    return {static_cast<const uint32_t*>(data_), size_};
+  }
+  /// The keys (bit patterns) of a uint64 column; empty for a uint32 one.
+  std::span<const uint64_t> u64() const {
+    if (type_ != KeyType::kUint64) return {};
+    return {static_cast<const uint64_t*>(data_), size_};
+  }
+  /// The packed little-endian bytes of the column.
+  std::string_view bytes() const { return {static_cast<const char*>(data_), size_bytes()}; }
+
+ private:
+  KeyType type_ = KeyType::kUint32;
+  const void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
 // ---------------------------------------------------------------- typed results
 
 /// Build statistics [unique keys, duplicate rows, overflow rows, invalid rows,
@@ -122,13 +203,14 @@ struct IndexInfo {
   uint32_t first_value = 0;      ///< generated values: first_value + global source row
   bool explicit_values = false;
   bool batch_mode = false;
-  uint64_t rows = 0;             ///< source rows of the build
+  uint64_t rows = 0;  ///< source rows of the build
   BuildStatistics statistics;
-  double load_factor = 0;        ///< unique_keys / capacity
+  double load_factor = 0;  ///< unique_keys / capacity
   uint64_t device_bytes = 0;
   double build_seconds = 0;
-  std::string backend;           ///< "cuda" or "cpu"
+  std::string backend;  ///< "cuda" or "cpu"
   int64_t built_unix_millis = 0;
+  KeyType key_type = KeyType::kUint32;
 };
 
 /// Server identity and memory (GetServerInfoResponse).
@@ -158,22 +240,25 @@ struct DropResult {
 /// or leave it 0 and give `expected_rows` and `target_load_factor` (0 < f <= 1;
 /// 0 = the server's default 0.5) to let the server choose.
 struct IndexSpec {
-  std::string name;                ///< [A-Za-z0-9_.-]{1,128}
+  std::string name;  ///< [A-Za-z0-9_.-]{1,128}
   uint32_t capacity = 0;
   uint64_t expected_rows = 0;
   double target_load_factor = 0;
-  uint32_t max_probe_count = 0;    ///< 0 = capacity
-  uint32_t first_value = 0;        ///< generated values: first_value + global row
-  bool explicit_values = false;    ///< chunks carry `values`; else values are generated
-  bool batch_mode = false;         ///< chunks carry a row base and optional validity
-  bool replace = false;            ///< rebuild a live name instead of ALREADY_EXISTS
+  uint32_t max_probe_count = 0;  ///< 0 = capacity
+  uint32_t first_value = 0;      ///< generated values: first_value + global row
+  bool explicit_values = false;  ///< chunks carry `values`; else values are generated
+  bool batch_mode = false;       ///< chunks carry a row base and optional validity
+  bool replace = false;          ///< rebuild a live name instead of ALREADY_EXISTS
+  /// The key word; every chunk's keys must have it (INVALID_ARGUMENT otherwise,
+  /// before the chunk is sent).
+  KeyType key_type = KeyType::kUint32;
 };
 
 /// One build chunk (borrowed; see "Borrowed memory" above). With
 /// `explicit_values`, values belong to the same logical sequence as the keys;
 /// their chunk boundaries may differ but the totals must match at the end.
 struct BuildChunk {
-  std::span<const uint32_t> keys;
+  Keys keys;                           ///< of IndexSpec::key_type
   std::span<const uint32_t> values;    ///< only with IndexSpec::explicit_values
   uint32_t row_base = 0;               ///< only with IndexSpec::batch_mode
   std::span<const uint32_t> validity;  ///< only with batch_mode; empty = all valid
@@ -208,26 +293,26 @@ struct StreamOptions {
 
 /// One Lookup batch (borrowed).
 struct LookupBatch {
-  std::span<const uint32_t> keys;
-  bool want_probes = false;        ///< return per-row probe counts
-  uint32_t max_probe_count = 0;    ///< 0 = the index's bound
+  Keys keys;                     ///< of the index's key type
+  bool want_probes = false;      ///< return per-row probe counts
+  uint32_t max_probe_count = 0;  ///< 0 = the index's bound
 };
 
 /// The answer to one Lookup batch.
 struct LookupResult {
-  uint64_t batch_id = 0;             ///< 0-based position of the batch in the stream
-  uint64_t index_version = 0;        ///< the index version this batch ran on
-  std::vector<uint32_t> values;      ///< per row; 0xffffffff where missing
-  std::vector<uint8_t> found;        ///< per row: 1 found, 0 missing
-  std::vector<uint32_t> probes;      ///< per row, when asked
+  uint64_t batch_id = 0;         ///< 0-based position of the batch in the stream
+  uint64_t index_version = 0;    ///< the index version this batch ran on
+  std::vector<uint32_t> values;  ///< per row; 0xffffffff where missing
+  std::vector<uint8_t> found;    ///< per row: 1 found, 0 missing
+  std::vector<uint32_t> probes;  ///< per row, when asked
   QueryStatistics statistics;
-  absl::Status error;                ///< in-band error for this batch; results empty then
+  absl::Status error;                   ///< in-band error for this batch; results empty then
   std::chrono::nanoseconds latency{0};  ///< from the batch's write to its answer's arrival
 };
 
 /// One left batch of a Join request (borrowed).
 struct JoinLeft {
-  std::span<const uint32_t> keys;
+  Keys keys;                            ///< of the index's key type
   std::span<const uint32_t> left_rows;  ///< optional explicit left row IDs (same length as keys)
   uint32_t first_left_row = 0;          ///< else left row = first_left_row + row
   uint64_t capacity = 0;                ///< pair capacity; 0 = number of left rows
@@ -248,17 +333,17 @@ struct JoinPairs {
   std::vector<uint32_t> right_rows;  ///< the index values of the matched keys
   uint64_t count = 0;                ///< pairs before truncation
   uint64_t capacity = 0;
-  bool overflow = false;             ///< count > capacity, or the index build overflowed
+  bool overflow = false;  ///< count > capacity, or the index build overflowed
   QueryStatistics statistics;
-  std::vector<uint8_t> found;        ///< when asked
-  std::vector<uint32_t> probes;      ///< when asked
+  std::vector<uint8_t> found;    ///< when asked
+  std::vector<uint32_t> probes;  ///< when asked
 };
 
 /// The answer to one Join request.
 struct JoinResult {
   uint64_t batch_id = 0;
   uint64_t index_version = 0;
-  std::vector<JoinPairs> results;    ///< one per JoinBatch::lefts entry
+  std::vector<JoinPairs> results;  ///< one per JoinBatch::lefts entry
   absl::Status error;
   std::chrono::nanoseconds latency{0};
 };
@@ -279,10 +364,10 @@ struct AggregateSpec {
 
 /// One Aggregate batch (borrowed).
 struct AggregateBatch {
-  std::span<const uint32_t> keys;    ///< dense group keys
-  std::span<const float> values;     ///< required except for kCount; same length as keys
-  std::span<const uint32_t> mask;    ///< optional; nonzero includes the row
-  bool accumulate_only = false;      ///< answer only with the stream's running totals
+  std::span<const uint32_t> keys;  ///< dense group keys
+  std::span<const float> values;   ///< required except for kCount; same length as keys
+  std::span<const uint32_t> mask;  ///< optional; nonzero includes the row
+  bool accumulate_only = false;    ///< answer only with the stream's running totals
 };
 
 /// The answer to one Aggregate batch.
@@ -379,8 +464,7 @@ class Client {
   /// Convenience: builds from whole in-memory columns sent in chunks of
   /// `chunk_rows` rows. `values` must be empty unless spec.explicit_values, and
   /// then as long as `keys`.
-  absl::StatusOr<IndexInfo> BuildIndexFromColumns(const IndexSpec& spec,
-                                                  std::span<const uint32_t> keys,
+  absl::StatusOr<IndexInfo> BuildIndexFromColumns(const IndexSpec& spec, Keys keys,
                                                   std::span<const uint32_t> values = {},
                                                   size_t chunk_rows = 1 << 20,
                                                   const ProgressCallback& progress = {});
@@ -407,8 +491,7 @@ class Client {
   /// one concatenated result (statistics merged, batch_id/latency of the last
   /// batch). The first in-band batch error is returned as the status.
   /// `progress` (may be empty) is called as batches are answered.
-  absl::StatusOr<LookupResult> LookupAll(const std::string& index,
-                                         std::span<const uint32_t> keys,
+  absl::StatusOr<LookupResult> LookupAll(const std::string& index, Keys keys,
                                          size_t batch_rows = 1 << 20,
                                          const StreamOptions& options = {},
                                          const ProgressCallback& progress = {});
@@ -417,7 +500,7 @@ class Client {
   /// batches of `batch_rows`; the pairs of all batches are concatenated in
   /// left order. `capacity` bounds the pairs of each batch (0 = batch rows).
   /// count/overflow/statistics are summed over batches.
-  absl::StatusOr<JoinPairs> JoinAll(const std::string& index, std::span<const uint32_t> keys,
+  absl::StatusOr<JoinPairs> JoinAll(const std::string& index, Keys keys,
                                     size_t batch_rows = 1 << 20, uint64_t capacity = 0,
                                     const StreamOptions& options = {},
                                     const ProgressCallback& progress = {});
@@ -425,20 +508,16 @@ class Client {
   /// Convenience: aggregates whole columns in batches with accumulate_only and
   /// returns the final totals (in `total_counts` / `total_values`; `rows` is
   /// the total row count). `values` may be empty for kCount, `mask` empty.
-  absl::StatusOr<AggregateResult> AggregateAll(const AggregateSpec& spec,
-                                               std::span<const uint32_t> keys,
-                                               std::span<const float> values = {},
-                                               std::span<const uint32_t> mask = {},
-                                               size_t batch_rows = 1 << 20,
-                                               const StreamOptions& options = {},
-                                               const ProgressCallback& progress = {});
+  absl::StatusOr<AggregateResult> AggregateAll(
+      const AggregateSpec& spec, std::span<const uint32_t> keys, std::span<const float> values = {},
+      std::span<const uint32_t> mask = {}, size_t batch_rows = 1 << 20,
+      const StreamOptions& options = {}, const ProgressCallback& progress = {});
 
   /// Convenience: hashes whole columns (all of the same length, offset 0)
   /// in batches of `batch_rows` rows, re-slicing each column by offset, and
   /// returns the concatenated hashes and validity.
   absl::StatusOr<HashResult> HashAll(const std::vector<HashColumn>& columns, uint32_t bits,
-                                     size_t batch_rows = 1 << 20,
-                                     const StreamOptions& options = {},
+                                     size_t batch_rows = 1 << 20, const StreamOptions& options = {},
                                      const ProgressCallback& progress = {});
 
   class Impl;
