@@ -3,6 +3,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <cstring>
 #include <deque>
 #include <mutex>
 
@@ -29,11 +30,42 @@ size_t RowsOf(const pb::U32Column& c) {
   return c.packed().empty() ? static_cast<size_t>(c.values().v_size()) : c.packed().size() / 4;
 }
 
+size_t RowsOf(const pb::U64Column& c) {
+  return c.packed().empty() ? static_cast<size_t>(c.values().v_size()) : c.packed().size() / 8;
+}
+
+// Rows of a message's keys, of either width.
+template <typename Message>
+size_t KeyRows(const Message& m) {
+  return RowsOf(m.keys()) + RowsOf(m.keys64());
+}
+
+// What the echo answers for a message's keys: the packed uint32 keys, or the low
+// 32 bits of each uint64 key (values stay uint32).
+template <typename Message>
+std::string EchoedKeys(const Message& m) {
+  if (!m.has_keys64()) return PackedU32(m.keys());
+  const pb::U64Column& c = m.keys64();
+  const size_t n = RowsOf(c);
+  std::string out(4 * n, '\0');
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t k = 0;
+    if (c.packed().empty()) {
+      k = c.values().v(static_cast<int>(i));
+    } else {
+      std::memcpy(&k, c.packed().data() + 8 * i, 8);
+    }
+    const auto low = static_cast<uint32_t>(k);
+    std::memcpy(out.data() + 4 * i, &low, 4);
+  }
+  return out;
+}
+
 void FillLookup(const pb::LookupRequest& q, pb::LookupResponse* r) {
-  const size_t n = RowsOf(q.keys());
+  const size_t n = KeyRows(q);
   r->set_batch_id(q.batch_id());
   r->set_index_version(1);
-  *r->mutable_values() = PackedU32(q.keys());
+  *r->mutable_values() = EchoedKeys(q);
   r->mutable_found()->assign(n, '\1');
   if (q.want_probes()) r->mutable_probes()->assign(4 * n, '\0');
   auto* s = r->mutable_statistics();
@@ -46,10 +78,10 @@ void FillJoin(const pb::JoinRequest& q, pb::JoinResponse* r) {
   r->set_batch_id(q.batch_id());
   r->set_index_version(1);
   for (const pb::LeftBatch& b : q.batches()) {
-    const size_t n = RowsOf(b.keys());
+    const size_t n = KeyRows(b);
     const uint64_t capacity = b.capacity() ? b.capacity() : n;
     const size_t pairs = static_cast<size_t>(std::min<uint64_t>(capacity, n));
-    const std::string keys = PackedU32(b.keys());
+    const std::string keys = EchoedKeys(b);
     auto* out = r->add_results();
     out->set_left_rows(keys.data(), 4 * pairs);
     out->set_right_rows(keys.data(), 4 * pairs);

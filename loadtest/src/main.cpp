@@ -79,6 +79,7 @@ int Main(int argc, char** argv) {
   uint32_t seed = 1;
   uint32_t groups = 1024;
   std::string agg_op = "sum";
+  std::string key_type = "u32";
   int verify_every = 4;
   bool echo = false, echo_only = false, json = false;
   std::string json_file;
@@ -132,6 +133,11 @@ int Main(int argc, char** argv) {
                  "keys are drawn below this bound (default 2^32; misses from [build-keys, "
                  "keyspace))");
   app.add_option("--seed", seed, "seed of keys, values and batches")->capture_default_str();
+  app.add_option("--key-type", key_type,
+                 "key word of the index and the query keys (lookup, join): u32, or u64 with "
+                 "keys drawn over the full 64-bit range")
+      ->check(CLI::IsMember({"u32", "u64"}))
+      ->capture_default_str();
   app.add_option("--groups", groups, "aggregate: number of groups")->capture_default_str();
   app.add_option("--agg-op", agg_op, "aggregate: count | sum | min | max | mean")
       ->check(CLI::IsMember({"count", "sum", "min", "max", "mean"}))
@@ -167,6 +173,7 @@ int Main(int argc, char** argv) {
   }
   w.hit_ratio = hit_ratio;
   w.seed = seed;
+  w.key_type = key_type == "u64" ? client::KeyType::kUint64 : client::KeyType::kUint32;
   w.groups = groups;
   auto op = client::ParseAggregateOp(agg_op);
   if (!op.ok()) return Fail(op.status());
@@ -189,7 +196,8 @@ int Main(int argc, char** argv) {
     }
   }
   for (uint64_t r : *batch_rows) {
-    // keys + the largest answer (lookup: 5 bytes per row) must fit one message.
+    // keys + the largest answer (lookup: 5 bytes per row) must fit one message;
+    // 8 bytes per row also bounds a request of uint64 keys.
     if (r * 8 + 4096 > static_cast<uint64_t>(max_message_bytes)) {
       return Fail(absl::InvalidArgumentError(
           absl::StrCat("--batch-rows: ", r, " rows need messages of about ", r * 8,
@@ -220,6 +228,7 @@ int Main(int argc, char** argv) {
   } else {
     header.index = index;
     header.index_rows = w.build_keys;
+    header.key_type = std::string(client::KeyTypeName(w.key_type));
   }
 
   std::vector<std::unique_ptr<client::Client>> server_clients;
@@ -247,8 +256,9 @@ int Main(int argc, char** argv) {
         spec.target_load_factor = load_factor;
         spec.explicit_values = true;
         spec.replace = true;
+        spec.key_type = w.key_type;
         std::cerr << "building index '" << index << "' with " << w.build_keys << " keys...\n";
-        auto built_info = c0.BuildIndexFromColumns(spec, data.keys, data.values);
+        auto built_info = c0.BuildIndexFromColumns(spec, data.Keys(), data.values);
         if (!built_info.ok()) return Fail(built_info.status());
         built = true;
         std::cerr << "built in " << built_info->build_seconds << " s (capacity "
@@ -257,6 +267,11 @@ int Main(int argc, char** argv) {
       } else {
         auto d = c0.DescribeIndex(index);
         if (!d.ok()) return Fail(d.status());
+        if (d->key_type != w.key_type) {
+          return Fail(absl::InvalidArgumentError(absl::StrCat(
+              "index '", index, "' has ", std::string(client::KeyTypeName(d->key_type)),
+              " keys; give --key-type ", d->key_type == client::KeyType::kUint64 ? "u64" : "u32")));
+        }
       }
     }
   }

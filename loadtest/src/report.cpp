@@ -62,6 +62,7 @@ std::string FormatTable(const RunHeader& h, const std::vector<SettingResult>& re
     absl::StrAppend(&out, "# index ", h.index,
                     h.index_rows ? absl::StrCat(" (", h.index_rows, " rows, mapping known)")
                                  : std::string(" (existing)"),
+                    h.key_type.empty() ? "" : absl::StrCat("  ", h.key_type, " keys"),
                     "  hit ratio ", h.hit_ratio, "  seed ", h.seed, "\n");
   }
   if (!h.aggregate.empty()) absl::StrAppend(&out, "# aggregate ", h.aggregate, "\n");
@@ -100,9 +101,10 @@ std::string FormatTable(const RunHeader& h, const std::vector<SettingResult>& re
 
 std::string FormatJson(const RunHeader& h, const std::vector<SettingResult>& results) {
   nlohmann::json header = {
-      {"server", h.server}, {"backend", h.backend},       {"device", h.device},
-      {"index", h.index},   {"index_rows", h.index_rows}, {"hit_ratio", h.hit_ratio},
-      {"seed", h.seed},     {"aggregate", h.aggregate},   {"command", h.command_line},
+      {"server", h.server},     {"backend", h.backend},       {"device", h.device},
+      {"index", h.index},       {"index_rows", h.index_rows}, {"hit_ratio", h.hit_ratio},
+      {"seed", h.seed},         {"aggregate", h.aggregate},   {"command", h.command_line},
+      {"key_type", h.key_type},
   };
   nlohmann::json rows = nlohmann::json::array();
   uint64_t errors = 0, wrong = 0;

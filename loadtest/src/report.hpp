@@ -18,6 +18,7 @@ struct RunHeader {
   std::string device;       ///< the server's device name, "" when unknown
   std::string index;        ///< index used (lookup, join)
   uint64_t index_rows = 0;  ///< rows of the index the load tester built (0 = existing)
+  std::string key_type;     ///< "uint32" or "uint64" (lookup, join)
   double hit_ratio = 0;
   uint32_t seed = 0;
   std::string aggregate;  ///< "sum over 1024 groups" for aggregate runs

@@ -97,12 +97,21 @@ std::string CheckEchoSize(size_t got, size_t want, const char* what) {
 // The echo answers with the request's keys as values (and as pairs). Sampled echo
 // answers are compared with memcmp just like sampled server answers, so that the
 // client spends the same effort per answer on both targets.
+// For uint64 keys the echo answers their low 32 bits.
+bool EchoesKeys(const PoolBatch& b, const uint32_t* words, size_t n) {
+  if (b.keys64.empty()) return std::memcmp(words, b.keys.data(), 4 * n) == 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (words[i] != static_cast<uint32_t>(b.keys64[i])) return false;
+  }
+  return true;
+}
+
 std::string CheckEchoLookup(const PoolBatch& b, const client::LookupResult& r, bool full) {
-  std::string s = CheckEchoSize(r.values.size(), b.keys.size(), "values");
+  std::string s = CheckEchoSize(r.values.size(), b.rows(), "values");
   if (!s.empty() || !full) return s;
-  if (std::memcmp(r.values.data(), b.keys.data(), 4 * b.keys.size()) != 0 ||
+  if (!EchoesKeys(b, r.values.data(), b.rows()) ||
       std::count(r.found.begin(), r.found.end(), uint8_t{1}) !=
-          static_cast<std::ptrdiff_t>(b.keys.size())) {
+          static_cast<std::ptrdiff_t>(b.rows())) {
     return "echo answer differs from the request";
   }
   return "";
@@ -112,11 +121,10 @@ std::string CheckEchoJoin(const BatchPool& pool, const PoolBatch& b, const clien
                           bool full) {
   if (r.results.size() != 1) return "echo answered no join result";
   const auto& p = r.results[0];
-  const size_t want = pool.known_mapping && b.hits ? b.hits : b.keys.size();
+  const size_t want = pool.known_mapping && b.hits ? b.hits : b.rows();
   std::string s = CheckEchoSize(p.left_rows.size(), want, "pairs");
   if (!s.empty() || !full || want == 0) return s;
-  if (std::memcmp(p.left_rows.data(), b.keys.data(), 4 * want) != 0 ||
-      std::memcmp(p.right_rows.data(), b.keys.data(), 4 * want) != 0) {
+  if (!EchoesKeys(b, p.left_rows.data(), want) || !EchoesKeys(b, p.right_rows.data(), want)) {
     return "echo answer differs from the request";
   }
   return "";
@@ -145,12 +153,12 @@ void RunStream(Target target, client::Client* c, const BatchPool& pool, const Ru
       case Rpc::kLookup: {
         auto source = [&]() -> std::optional<client::LookupBatch> {
           if (sh.stop.load(std::memory_order_relaxed)) return std::nullopt;
-          return client::LookupBatch{batch_of(issued++).keys};
+          return client::LookupBatch{batch_of(issued++).QueryKeys()};
         };
         auto sink = [&](client::LookupResult&& r) -> absl::Status {
           const PoolBatch& b = batch_of(r.batch_id);
           const uint64_t resp = 4 * r.values.size() + r.found.size() + 4 * r.probes.size();
-          OnAnswer(cfg, sh, st, r, b.keys.size(), req_bytes, resp, [&](bool full) {
+          OnAnswer(cfg, sh, st, r, b.rows(), req_bytes, resp, [&](bool full) {
             return echo ? CheckEchoLookup(b, r, full) : CheckLookup(pool, b, r, full);
           });
           return absl::OkStatus();
@@ -163,7 +171,7 @@ void RunStream(Target target, client::Client* c, const BatchPool& pool, const Ru
           if (sh.stop.load(std::memory_order_relaxed)) return std::nullopt;
           const PoolBatch& b = batch_of(issued++);
           client::JoinLeft left;
-          left.keys = b.keys;
+          left.keys = b.QueryKeys();
           // A known hit count makes the capacity exact: no truncation, and the echo
           // answers as many pairs as the server.
           left.capacity = pool.known_mapping ? b.hits : 0;
@@ -175,7 +183,7 @@ void RunStream(Target target, client::Client* c, const BatchPool& pool, const Ru
           const PoolBatch& b = batch_of(r.batch_id);
           uint64_t resp = 0;
           for (const auto& p : r.results) resp += 4 * (p.left_rows.size() + p.right_rows.size());
-          OnAnswer(cfg, sh, st, r, b.keys.size(), req_bytes, resp, [&](bool full) {
+          OnAnswer(cfg, sh, st, r, b.rows(), req_bytes, resp, [&](bool full) {
             return echo ? CheckEchoJoin(pool, b, r, full) : CheckJoin(pool, b, r, full);
           });
           return absl::OkStatus();

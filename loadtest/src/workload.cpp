@@ -39,6 +39,16 @@ uint32_t Mix(uint32_t x, uint32_t seed) {
   return x;
 }
 
+uint64_t Mix64(uint64_t x, uint64_t seed) {
+  x ^= seed * 0x9e3779b97f4a7c15ull;
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  return x;
+}
+
 const char* RpcName(Rpc rpc) {
   switch (rpc) {
     case Rpc::kLookup:
@@ -75,25 +85,45 @@ absl::Status ValidateWorkloadSpec(const WorkloadSpec& spec) {
                        spec.build_keys, ") to draw misses at --hit-ratio ", spec.hit_ratio));
     }
   }
+  if (spec.rpc == Rpc::kAggregate && spec.key_type == client::KeyType::kUint64) {
+    return absl::InvalidArgumentError(
+        "--key-type u64 does not apply to --rpc aggregate (group keys are dense uint32)");
+  }
   if (spec.rpc == Rpc::kAggregate && spec.groups == 0) {
     return absl::InvalidArgumentError("--groups must be positive for --rpc aggregate");
   }
   return absl::OkStatus();
 }
 
+namespace {
+
+bool Wide(const WorkloadSpec& spec) {
+  return spec.key_type == client::KeyType::kUint64 && spec.rpc != Rpc::kAggregate;
+}
+
+}  // namespace
+
 BuildData MakeBuildData(const WorkloadSpec& spec) {
   BuildData d;
-  d.keys.resize(spec.build_keys);
+  if (Wide(spec)) {
+    d.keys64.resize(spec.build_keys);
+  } else {
+    d.keys.resize(spec.build_keys);
+  }
   d.values.resize(spec.build_keys);
   for (uint64_t i = 0; i < spec.build_keys; ++i) {
-    d.keys[i] = Mix(static_cast<uint32_t>(i), spec.seed);
+    if (Wide(spec)) {
+      d.keys64[i] = Mix64(i, spec.seed);
+    } else {
+      d.keys[i] = Mix(static_cast<uint32_t>(i), spec.seed);
+    }
     d.values[i] = Mix(static_cast<uint32_t>(i), spec.seed ^ kValueSalt);
   }
   return d;
 }
 
 uint64_t BatchPool::RequestBytes(const WorkloadSpec& spec) const {
-  uint64_t bytes = uint64_t{4} * batch_rows;
+  uint64_t bytes = uint64_t{Wide(spec) ? 8u : 4u} * batch_rows;
   if (spec.rpc == Rpc::kAggregate && spec.aggregate_op != client::AggregateOp::kCount) {
     bytes += uint64_t{4} * batch_rows;
   }
@@ -115,8 +145,13 @@ BatchPool MakeBatchPool(const WorkloadSpec& spec, size_t batch_rows, size_t coun
   const uint64_t hits = HitsFor(spec, batch_rows);
   std::vector<uint8_t> is_hit(batch_rows);
 
+  const bool wide = Wide(spec);
   for (PoolBatch& b : pool.batches) {
-    b.keys.resize(batch_rows);
+    if (wide) {
+      b.keys64.resize(batch_rows);
+    } else {
+      b.keys.resize(batch_rows);
+    }
     if (spec.rpc == Rpc::kAggregate) {
       std::uniform_int_distribution<uint32_t> group(0, spec.groups - 1);
       std::uniform_int_distribution<int> small(0, 15);
@@ -168,6 +203,7 @@ BatchPool MakeBatchPool(const WorkloadSpec& spec, size_t batch_rows, size_t coun
     if (!pool.known_mapping) {
       std::uniform_int_distribution<uint64_t> any(0, spec.keyspace - 1);
       for (auto& k : b.keys) k = static_cast<uint32_t>(any(rng));
+      for (auto& k : b.keys64) k = Mix64(any(rng), spec.seed);  // over the full 64-bit range
       continue;
     }
 
@@ -185,18 +221,29 @@ BatchPool MakeBatchPool(const WorkloadSpec& spec, size_t batch_rows, size_t coun
     b.expected_right.reserve(hits);
     for (size_t r = 0; r < batch_rows; ++r) {
       if (is_hit[r]) {
-        uint32_t i, key;
+        uint32_t i;
+        bool reserved;
         do {  // the one row whose key is the reserved empty key was never inserted
           i = static_cast<uint32_t>(hit_row(rng));
-          key = Mix(i, spec.seed);
-        } while (key == kMissing);
-        b.keys[r] = key;
+          if (wide) {
+            b.keys64[r] = Mix64(i, spec.seed);
+            reserved = b.keys64[r] == kMissing64;
+          } else {
+            b.keys[r] = Mix(i, spec.seed);
+            reserved = b.keys[r] == kMissing;
+          }
+        } while (reserved);
         b.expected_values[r] = Mix(i, spec.seed ^ kValueSalt);
         b.expected_found[r] = 1;
         b.expected_left.push_back(static_cast<uint32_t>(r));
         b.expected_right.push_back(b.expected_values[r]);
       } else {
-        b.keys[r] = Mix(static_cast<uint32_t>(miss_row(rng)), spec.seed);
+        const uint64_t j = miss_row(rng);
+        if (wide) {
+          b.keys64[r] = Mix64(j, spec.seed);
+        } else {
+          b.keys[r] = Mix(static_cast<uint32_t>(j), spec.seed);
+        }
         b.expected_values[r] = kMissing;
         b.expected_found[r] = 0;
       }
@@ -210,7 +257,7 @@ std::string CheckLookup(const BatchPool& pool, const PoolBatch& batch,
   // Every answer: sizes and statistics (O(1)). Sampled answers: every row, with
   // memcmp against the expected columns when the mapping is known (cheap enough
   // not to slow the client), else row by row for structure.
-  const size_t n = batch.keys.size();
+  const size_t n = batch.rows();
   if (result.values.size() != n || result.found.size() != n) {
     return absl::StrCat("lookup answer has ", result.values.size(), " values and ",
                         result.found.size(), " found flags for ", n, " keys");
@@ -232,8 +279,8 @@ std::string CheckLookup(const BatchPool& pool, const PoolBatch& batch,
     for (size_t r = 0; r < n; ++r) {
       if (result.found[r] != batch.expected_found[r] ||
           result.values[r] != batch.expected_values[r]) {
-        return absl::StrCat("row ", r, " key ", batch.keys[r], ": got found=", int{result.found[r]},
-                            " value=", result.values[r],
+        return absl::StrCat("row ", r, " key ", batch.KeyAt(r),
+                            ": got found=", int{result.found[r]}, " value=", result.values[r],
                             ", expected found=", int{batch.expected_found[r]},
                             " value=", batch.expected_values[r]);
       }
@@ -258,7 +305,7 @@ std::string CheckLookup(const BatchPool& pool, const PoolBatch& batch,
 
 std::string CheckJoin(const BatchPool& pool, const PoolBatch& batch,
                       const client::JoinResult& result, bool full) {
-  const size_t n = batch.keys.size();
+  const size_t n = batch.rows();
   if (result.results.size() != 1) {
     return absl::StrCat("join answer has ", result.results.size(), " results for 1 left batch");
   }

@@ -7,7 +7,9 @@
 // Mix(i, seed ^ kValueSalt). Mix is a bijection of uint32, so every j >= build_keys
 // gives a key that is certainly not in the index: a miss is drawn as Mix(j, seed)
 // with build_keys <= j < keyspace. Each batch has exactly round(hit_ratio * rows)
-// hits at shuffled positions, so a join's pair count is known in advance.
+// hits at shuffled positions, so a join's pair count is known in advance. With
+// uint64 keys (--key-type u64) the key of row i is Mix64(i, seed), a bijection of
+// uint64, so keys spread over the whole 64-bit range by the same scheme.
 #pragma once
 
 #include <cstddef>
@@ -25,6 +27,13 @@ inline constexpr uint32_t kMissing = 0xffffffffu;
 
 /// A seeded bijection of uint32 (xor, then the murmur3 finaliser, every step invertible).
 uint32_t Mix(uint32_t x, uint32_t seed);
+
+/// The reserved (empty) key of a uint64 index.
+inline constexpr uint64_t kMissing64 = ~uint64_t{0};
+
+/// A seeded bijection of uint64 (xor, then the splitmix64 finaliser, every step
+/// invertible): the keys of a uint64 workload, spread over the full 64-bit range.
+uint64_t Mix64(uint64_t x, uint64_t seed);
 
 /// Which RPC the load tester drives.
 enum class Rpc { kLookup, kJoin, kAggregate };
@@ -44,6 +53,8 @@ struct WorkloadSpec {
   /// Upper bound (exclusive) of the key draw: misses come from [build_keys, keyspace).
   uint64_t keyspace = uint64_t{1} << 32;
   uint32_t seed = 1;
+  /// Key word of the index and the query keys (lookup, join).
+  client::KeyType key_type = client::KeyType::kUint32;
   /// Aggregate: group count, and the operation.
   uint32_t groups = 1024;
   client::AggregateOp aggregate_op = client::AggregateOp::kSum;
@@ -52,10 +63,15 @@ struct WorkloadSpec {
 /// INVALID_ARGUMENT naming the option when the spec cannot generate batches.
 absl::Status ValidateWorkloadSpec(const WorkloadSpec& spec);
 
-/// The index the load tester builds: keys and explicit values, row i = Mix(i, ...).
+/// The index the load tester builds: keys and explicit values, row i = Mix(i, ...)
+/// (uint64 keys: Mix64).
 struct BuildData {
-  std::vector<uint32_t> keys;
+  std::vector<uint32_t> keys;    ///< uint32 workloads
+  std::vector<uint64_t> keys64;  ///< uint64 workloads
   std::vector<uint32_t> values;
+
+  /// The keys as the client sends them.
+  client::Keys Keys() const { return keys64.empty() ? client::Keys(keys) : client::Keys(keys64); }
 };
 
 /// Generates the build columns of `spec` (spec.build_keys rows).
@@ -63,7 +79,8 @@ BuildData MakeBuildData(const WorkloadSpec& spec);
 
 /// One pre-generated request batch and, when the mapping is known, its answer.
 struct PoolBatch {
-  std::vector<uint32_t> keys;
+  std::vector<uint32_t> keys;    ///< uint32 query keys (also the aggregate's group keys)
+  std::vector<uint64_t> keys64;  ///< uint64 query keys (lookup, join with uint64 keys)
   /// Lookup: expected value per row (kMissing where missing); known mapping only.
   std::vector<uint32_t> expected_values;
   /// Lookup: expected found flag per row (1/0); known mapping only.
@@ -78,6 +95,15 @@ struct PoolBatch {
   std::vector<float> agg_values;
   std::vector<uint32_t> expected_counts;  ///< rows per group (count, or contributing rows)
   std::vector<float> expected_agg;        ///< sum/min/max/mean per group (not for count)
+
+  /// Rows of the batch.
+  size_t rows() const { return keys.size() + keys64.size(); }
+  /// The query keys as the client sends them.
+  client::Keys QueryKeys() const {
+    return keys64.empty() ? client::Keys(keys) : client::Keys(keys64);
+  }
+  /// Key of row r, widened (for messages).
+  uint64_t KeyAt(size_t r) const { return keys64.empty() ? keys[r] : keys64[r]; }
 };
 
 /// A read-only set of batches shared by all streams of one setting.
@@ -86,7 +112,7 @@ struct BatchPool {
   bool known_mapping = false;
   std::vector<PoolBatch> batches;
 
-  /// Request payload bytes of one batch (keys, plus values for aggregate).
+  /// Request payload bytes of one batch (keys of 4 or 8 bytes, plus values for aggregate).
   uint64_t RequestBytes(const WorkloadSpec& spec) const;
 };
 

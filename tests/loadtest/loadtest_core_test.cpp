@@ -108,6 +108,59 @@ TEST(BatchPool, HasExactHitCountAndConsistentExpectations) {
   EXPECT_NE(pool.batches[0].keys, pool.batches[1].keys);
 }
 
+TEST(Mix64, IsInjectiveOnASampleAndSpansTheHighWord) {
+  std::set<uint64_t> seen;
+  uint64_t high = 0;
+  for (uint64_t i = 0; i < 100000; ++i) {
+    const uint64_t k = Mix64(i, 7);
+    seen.insert(k);
+    high += k >> 32 != 0;
+  }
+  EXPECT_EQ(seen.size(), 100000u);
+  EXPECT_GT(high, 99000u);  // keys over the full 64-bit range, not below 2^32
+  EXPECT_NE(Mix64(5, 1), Mix64(5, 2));
+}
+
+// --key-type u64 (issue 19): the built index and the query batches carry uint64
+// keys from Mix64, with the same exact hits and expected answers.
+TEST(BatchPool, Uint64KeysHaveExactHitsAndExpectations) {
+  WorkloadSpec spec = LookupSpec();
+  spec.key_type = client::KeyType::kUint64;
+  ASSERT_TRUE(ValidateWorkloadSpec(spec).ok());
+  const BuildData data = MakeBuildData(spec);
+  EXPECT_TRUE(data.keys.empty());
+  ASSERT_EQ(data.keys64.size(), spec.build_keys);
+  EXPECT_EQ(data.Keys().type(), client::KeyType::kUint64);
+  std::unordered_map<uint64_t, uint32_t> index;
+  for (size_t i = 0; i < data.keys64.size(); ++i) index.emplace(data.keys64[i], data.values[i]);
+  ASSERT_EQ(index.size(), data.keys64.size());
+  const BatchPool pool = MakeBatchPool(spec, 1000, 2);
+  EXPECT_EQ(pool.RequestBytes(spec), 8000u);
+  for (const PoolBatch& b : pool.batches) {
+    ASSERT_EQ(b.rows(), 1000u);
+    EXPECT_TRUE(b.keys.empty());
+    EXPECT_EQ(b.QueryKeys().type(), client::KeyType::kUint64);
+    uint64_t found = 0;
+    for (size_t r = 0; r < b.rows(); ++r) {
+      auto it = index.find(b.keys64[r]);
+      const bool hit = it != index.end();
+      EXPECT_EQ(b.expected_values[r], hit ? it->second : kMissing) << "row " << r;
+      found += hit;
+    }
+    EXPECT_EQ(found, b.hits);
+    EXPECT_EQ(b.hits, 750u);
+  }
+  // Without a known mapping the keys are drawn over the full range too.
+  spec.build_keys = 0;
+  const BatchPool unknown = MakeBatchPool(spec, 1000, 1);
+  uint64_t high = 0;
+  for (uint64_t k : unknown.batches[0].keys64) high += k >> 32 != 0;
+  EXPECT_GT(high, 990u);
+  // Aggregates keep dense uint32 group keys.
+  spec.rpc = Rpc::kAggregate;
+  EXPECT_FALSE(ValidateWorkloadSpec(spec).ok());
+}
+
 client::LookupResult RightLookup(const PoolBatch& b) {
   client::LookupResult r;
   r.values = b.expected_values;
@@ -351,6 +404,23 @@ TEST(RunSetting, CountsWrongAnswersAsErrors) {
 void PrintTo(Rpc rpc, std::ostream* os) { *os << RpcName(rpc); }
 
 namespace {
+
+TEST(EchoRun, Uint64KeysEchoTheirLowWords) {
+  EchoWithClients echo;
+  ASSERT_NO_FATAL_FAILURE(StartEcho(1, /*own_connection=*/false, &echo));
+  for (Rpc rpc : {Rpc::kLookup, Rpc::kJoin}) {
+    RunConfig cfg = EchoConfig(rpc);
+    cfg.workload.key_type = client::KeyType::kUint64;
+    cfg.warmup_seconds = 0;
+    cfg.requests = 10;
+    cfg.verify_every = 1;
+    const BatchPool pool = MakeBatchPool(cfg.workload, 256, 2);
+    const SettingResult r = RunSetting(Target::kEcho, echo.raw, pool, 1, cfg);
+    EXPECT_EQ(r.batches, 10u) << RpcName(rpc);
+    EXPECT_EQ(r.ErrorCount(), 0u) << RpcName(rpc) << ": " << r.first_error;
+    EXPECT_EQ(r.wrong_answers, 0u) << RpcName(rpc) << ": " << r.first_wrong;
+  }
+}
 
 INSTANTIATE_TEST_SUITE_P(Rpcs, EchoRun,
                          ::testing::Values(Rpc::kLookup, Rpc::kJoin, Rpc::kAggregate),

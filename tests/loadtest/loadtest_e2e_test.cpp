@@ -99,6 +99,31 @@ TEST_F(LoadtestAgainstServer, AggregateByRequestCount) {
   EXPECT_EQ(doc["results"][0]["batches"].get<uint64_t>(), 20u);
 }
 
+// --key-type u64 (issue 19): a uint64 index with keys over the full 64-bit range,
+// every sampled lookup and join answer checked value by value.
+TEST_F(LoadtestAgainstServer, Uint64KeysLookupAndJoin) {
+  for (const char* rpc : {"lookup", "join"}) {
+    SCOPED_TRACE(rpc);
+    const auto doc = RunJson({"--rpc", rpc, "--key-type", "u64", "--build-keys", "20000",
+                              "--hit-ratio", "0.7", "--batch-rows", "4K", "--concurrency", "2",
+                              "--duration", "0.3", "--warmup", "0.1", "--verify-every", "1"});
+    ExpectClean(doc, 1);
+    EXPECT_EQ(doc["header"]["key_type"], "uint64");
+  }
+}
+
+TEST_F(LoadtestAgainstServer, KeyTypeOfAnExistingIndexMustMatch) {
+  // Leave a uint64 index behind, then query it as uint32.
+  RunJson({"--rpc", "lookup", "--key-type", "u64", "--build-keys", "1000", "--keep-index",
+           "--index", "wide", "--batch-rows", "1K", "--requests", "2", "--warmup", "0"});
+  const RunResult out = RunProcess({LoadtestBinary(), "--server", server_->grpc_address(),
+                                    "--index", "wide", "--duration", "0.1", "--warmup", "0"},
+                                   {.timeout = std::chrono::seconds(60)});
+  EXPECT_EQ(out.code, 2) << out.err;
+  EXPECT_NE(out.err.find("index 'wide' has uint64 keys; give --key-type u64"), std::string::npos)
+      << out.err;
+}
+
 TEST_F(LoadtestAgainstServer, MissingIndexIsAStartupError) {
   const RunResult out =
       RunProcess({LoadtestBinary(), "--server", server_->grpc_address(), "--index", "no_such_index",
