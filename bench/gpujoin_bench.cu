@@ -11,6 +11,7 @@
 //
 // Byte model (what "fraction of copy" counts):
 //  - lookup: key read 4 B + one 32-byte table sector + value written 4 B + found 1 B
+//            (uint64 keys: key 8 B, the same sector, value and found: 45 B)
 //  - build:  key 4 B (+ value 4 B) read + one 32-byte sector + the table written
 //            (8 B/slot); the tile path's sort passes are not counted
 //  - join:   its lookup without the found byte (40 B) + values re-read 4 B and pairs
@@ -101,6 +102,37 @@ __global__ void MakeHotKeys(uint32_t* keys, uint64_t n) {
     uint32_t k = (i & 3) == 3 ? KeyOf(uint32_t(n + ((i >> 2) & 15))) : KeyOf(uint32_t(i));
     if (k == gj::kEmptyKey) k = KeyOf(0xffffffffu);
     keys[i] = k;
+  }
+}
+
+// 64-bit keys: a bijection on uint64 unrelated to the slot hash (odd multiplies
+// and xor-shifts), so keys [0, n) are distinct and keys [n, 2n) all misses; the
+// one i that maps to the reserved key takes Key64Of(~0) instead. Every key lies
+// far above 2^32.
+__host__ __device__ uint64_t Mix64(uint64_t i) {
+  uint64_t x = i * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull;
+  x ^= x >> 31;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 29;
+  return x;
+}
+__host__ __device__ uint64_t Key64Of(uint64_t i) {
+  const uint64_t x = Mix64(i);
+  return x == gj::kEmptyKey64 ? Mix64(~0ull) : x;
+}
+
+// Build keys Key64Of(i); queries as MakeQueries (hits of scattered rows, odd
+// rows missing when `half_miss`).
+__global__ void MakeKeys64(uint64_t* keys, uint64_t n) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n;
+       i += uint64_t(gridDim.x) * blockDim.x)
+    keys[i] = Key64Of(i);
+}
+__global__ void MakeQueries64(uint64_t* q, uint64_t n, uint64_t build_n, bool half_miss) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n;
+       i += uint64_t(gridDim.x) * blockDim.x) {
+    const uint64_t hit_row = (i * 2654435761ull) % build_n;
+    q[i] = (half_miss && (i & 1)) ? Key64Of(build_n + i) : Key64Of(hit_row);
   }
 }
 
@@ -538,6 +570,89 @@ int main(int argc, char** argv) {
        std::initializer_list<void*>{slots, bstats, qstats, fell_back, keys, values, queries,
                                     out_values, found, out_left, out_right, count, join_scratch})
     CHECK_CUDA(cudaFree(p));
+
+  // 64-bit keys (issue 19): the same 2^27 slots, 16 bytes each (a 2 GiB table).
+  // Builds with generated ids (value = row) at loads 0.5 and 0.8 on the default
+  // path; lookups with found flags and statistics, all hits at 0.5 and half
+  // misses at 0.8. Byte model: build key 8 B + a 32-byte sector + 16 B/slot
+  // written; lookup key 8 B + a sector + value 4 B + found 1 B.
+  if (!g_only_aggregate) {
+    const uint32_t cap = (1u << 27) >> shift;
+    const uint64_t max_n = uint64_t(0.8 * cap);
+    auto* slots64 = DeviceAlloc<gd::Slot64>(gd::TableAllocationSlots(cap));
+    auto* keys64 = DeviceAlloc<uint64_t>(max_n);
+    auto* queries64 = DeviceAlloc<uint64_t>(max_n);
+    auto* values64 = DeviceAlloc<uint32_t>(max_n);
+    auto* found64 = DeviceAlloc<uint8_t>(max_n);
+    auto* bstats64 = DeviceAlloc<gd::DeviceBuildStats>(1);
+    auto* qstats64 = DeviceAlloc<gd::DeviceQueryStats>(1);
+    const gd::DeviceTable64 table{slots64, cap};
+    for (const double load : {0.5, 0.8}) {
+      const uint64_t n = uint64_t(load * cap);
+      const std::string lf = load == 0.5 ? "0.5" : "0.8";
+      Grid(n, blocks);
+      MakeKeys64<<<blocks, 256, 0, s>>>(keys64, n);
+      CHECK_CUDA(cudaGetLastError());
+      gd::BuildSource64 src;
+      src.keys = keys64;
+      src.rows = n;
+      const double bms =
+          MedianMs(s, [&] { CHECK_CUDA(gd::ClearAndBuildTable(table, src, cap, bstats64, s)); });
+      const gd::DeviceBuildStats st = Fetch(bstats64);
+      bool ok = Check(st.unique_keys == n && st.duplicate_rows == 0 && st.overflow_rows == 0 &&
+                          st.invalid_rows == 0,
+                      "64-bit build statistics, load " + lf);
+      {
+        // Every occupied slot holds the key of the row its value names.
+        std::vector<gd::Slot64> t(gd::TableAllocationSlots(cap));
+        CHECK_CUDA(cudaMemcpy(t.data(), slots64, t.size() * 16, cudaMemcpyDeviceToHost));
+        uint64_t occupied = 0, wrong = 0;
+        for (const gd::Slot64& w : t) {
+          if (w.key == gj::kEmptyKey64) continue;
+          ++occupied;
+          wrong += w.tag >= n || Key64Of(w.tag) != w.key;
+        }
+        ok &= Check(occupied == n && wrong == 0, "64-bit table, load " + lf);
+      }
+      const bool gen = load == 0.5;
+      g_rows.push_back({"build u64 generated ids, load " + lf + (ok ? "" : " FAIL"), double(n), bms,
+                        double(n) * 40 + double(cap) * 16, gen ? ">= 11 Gkeys/s" : "",
+                        gen ? 11e9 : 0, gen ? 1 : 0});
+      const bool half_miss = load == 0.8;
+      MakeQueries64<<<blocks, 256, 0, s>>>(queries64, n, n, half_miss);
+      CHECK_CUDA(cudaGetLastError());
+      CHECK_CUDA(cudaMemsetAsync(values64, kPoison, n * 4, s));
+      CHECK_CUDA(cudaMemsetAsync(found64, kPoison, n, s));
+      const double ms = MedianMs(s, [&] {
+        CHECK_CUDA(cudaMemsetAsync(qstats64, 0, sizeof(gd::DeviceQueryStats), s));
+        CHECK_CUDA(
+            gd::LookupKeys(table, queries64, n, cap, values64, found64, nullptr, qstats64, s));
+      });
+      CHECK_CUDA(cudaStreamSynchronize(s));
+      const std::string what = std::string(half_miss ? "50% miss" : "all hits") + ", load " + lf;
+      const uint64_t expect_found = half_miss ? (n + 1) / 2 : n;
+      bool lok = Check(Fetch(qstats64).found == expect_found, "64-bit lookup found count, " + what);
+      {
+        std::vector<uint32_t> got(n);
+        std::vector<uint8_t> got_found(n);
+        CHECK_CUDA(cudaMemcpy(got.data(), values64, n * 4, cudaMemcpyDeviceToHost));
+        CHECK_CUDA(cudaMemcpy(got_found.data(), found64, n, cudaMemcpyDeviceToHost));
+        uint64_t wrong = 0;
+        for (uint64_t i = 0; i < n; ++i) {
+          const bool miss = half_miss && (i & 1);
+          const uint32_t expect = miss ? gj::kEmptyKey : uint32_t((i * 2654435761ull) % n);
+          wrong += got[i] != expect || got_found[i] != uint8_t(!miss);
+        }
+        lok &= Check(wrong == 0, "64-bit lookup values and found flags of every row, " + what);
+      }
+      const double tv = half_miss ? 20e9 : 25e9;
+      g_rows.push_back({"lookup u64+found+stats, " + what + (lok ? "" : " FAIL"), double(n), ms,
+                        double(n) * 45, half_miss ? ">= 20 Gkeys/s" : ">= 25 Gkeys/s", tv, 1});
+    }
+    for (void* p : std::initializer_list<void*>{slots64, keys64, queries64, values64, found64,
+                                                bstats64, qstats64})
+      CHECK_CUDA(cudaFree(p));
+  }
 
   // Grouped aggregation over 2^28 rows: the default path of each group count and,
   // from 4097 groups, the other paths that hold the groups, for comparison.

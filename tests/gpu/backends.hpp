@@ -13,6 +13,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -61,6 +62,59 @@ inline std::vector<uint32_t> DistinctKeys(std::mt19937_64& rng, size_t n) {
   return keys;
 }
 
+/// `n` distinct uint64 keys != kEmptyKey64, random-looking, in pairs that
+/// differ only in their high 32 bits (keys 2j and 2j + 1 share their low half,
+/// so a backend that truncated keys would merge them): key i is H(i) << 32 |
+/// L(i / 2) with H a random bijection of uint32 (distinct high halves make the
+/// keys distinct) and L random. One key is 0xffffffff (the uint32 reserved
+/// value, an ordinary 64-bit key).
+inline std::vector<uint64_t> DistinctKeys64(std::mt19937_64& rng, size_t n) {
+  const uint32_t start = uint32_t(rng());
+  const uint32_t m1 = uint32_t(rng()) | 1u, m2 = uint32_t(rng()) | 1u;
+  const uint64_t low_seed = rng() | 1u;
+  std::vector<uint64_t> keys(n);
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t h = (start + uint32_t(i)) * m1;
+    h ^= h >> 16;
+    h *= m2;
+    h ^= h >> 13;
+    uint64_t l = (uint64_t(i / 2) + 1) * low_seed;
+    l ^= l >> 29;
+    const uint32_t low = uint32_t(l) == 0xffffffffu ? 0u : uint32_t(l);  // never all ones
+    keys[i] = uint64_t(h) << 32 | low;
+  }
+  // The key whose high half is 0 (if any, else the first) becomes 0xffffffff.
+  size_t zero = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (keys[i] >> 32 == 0) zero = i;
+  }
+  if (n > 0) keys[zero] = 0xffffffffull;
+  return keys;
+}
+
+/// DistinctKeys of key word K.
+template <KeyWord K>
+std::vector<K> DistinctKeysOf(std::mt19937_64& rng, size_t n) {
+  if constexpr (std::is_same_v<K, uint64_t>) {
+    return DistinctKeys64(rng, n);
+  } else {
+    return DistinctKeys(rng, n);
+  }
+}
+
+/// Calls f.template operator()<K>() with the key word of `type`.
+template <class F>
+void ForKeyType(KeyType type, F&& f) {
+  if (type == KeyType::kU64) {
+    f.template operator()<uint64_t>();
+  } else {
+    f.template operator()<uint32_t>();
+  }
+}
+
+/// "u32" / "u64", for test names.
+inline std::string KeyTypeTag(KeyType type) { return type == KeyType::kU64 ? "u64" : "u32"; }
+
 /// Values outputs are filled with before a run, so that an output a backend
 /// never writes shows.
 inline constexpr uint32_t kPoison32 = 0xdeadbeefu;
@@ -85,6 +139,11 @@ class CudaVsCpuTest : public ::testing::Test {
 
   /// Distinct keys != kEmptyKey (see DistinctKeys above).
   std::vector<uint32_t> DistinctKeys(size_t n) { return engine::DistinctKeys(rng_, n); }
+  /// Distinct keys of key word K (DistinctKeysOf above).
+  template <KeyWord K>
+  std::vector<K> DistinctKeysOf(size_t n) {
+    return engine::DistinctKeysOf<K>(rng_, n);
+  }
 
   /// `v` cut at random boundaries into 1 to max_chunks chunks (some may be
   /// empty), to exercise chunked inputs.

@@ -1,6 +1,8 @@
 // CUDA vs CPU differential tests. Every test draws fresh random inputs (the seed
 // is printed on failure), poisons the outputs of both backends, runs the same
-// graph on each and compares: exactly wherever the contract is deterministic
+// graph on each and compares (the index and join suites for both key words:
+// uint32, and uint64 with keys above 2^32, pairs that differ only in their high
+// 32 bits and 0xffffffff as an ordinary key): exactly wherever the contract is deterministic
 // (values, found, pairs and their order, counts, unique/duplicate/invalid
 // statistics without overflow, the table layout and every lookup probe count
 // without overflow, count/min/max aggregation) and to float tolerance for sum and
@@ -52,24 +54,47 @@ class Differential : public CudaVsCpuTest {
  protected:
   Differential() : CudaVsCpuTest("CUDA-vs-CPU differential tests skipped") {}
 
-  std::vector<uint32_t> RandomU32(size_t n) {
-    std::vector<uint32_t> v(n);
-    for (auto& x : v) x = uint32_t(rng_());
+  std::vector<uint32_t> RandomU32(size_t n) { return RandomKeys<uint32_t>(n); }
+
+  // `n` random keys of key word K (the reserved key included, rarely).
+  template <KeyWord K>
+  std::vector<K> RandomKeys(size_t n) {
+    std::vector<K> v(n);
+    for (auto& x : v) x = K(rng_());
     return v;
   }
 
-  // `n` query keys, each a random one of `keys` (a hit) or a random uint32
+  // A key that is almost always absent: random, or for uint64 keys, half the
+  // time `near` with other high 32 bits (the low half of a present key).
+  template <KeyWord K>
+  K MissNear(K near) {
+    if constexpr (std::is_same_v<K, uint64_t>) {
+      if (rng_() % 2) return near ^ ((rng_() | 1u) << 32);
+    }
+    return K(rng_());
+  }
+
+  // `n` query keys, each a random one of `keys` (a hit) or MissNear a random one
   // (almost always a miss), with even odds.
-  std::vector<uint32_t> HalfHits(const std::vector<uint32_t>& keys, size_t n) {
-    std::vector<uint32_t> q(n);
-    for (auto& x : q) x = rng_() % 2 ? keys[rng_() % keys.size()] : uint32_t(rng_());
+  template <KeyWord K>
+  std::vector<K> HalfHits(const std::vector<K>& keys, size_t n) {
+    std::vector<K> q(n);
+    for (auto& x : q) {
+      const K k = keys[rng_() % keys.size()];
+      x = rng_() % 2 ? k : MissNear(k);
+    }
     return q;
   }
 
-  std::unique_ptr<HashIndex> NewIndex(Backend& b, uint32_t capacity, uint32_t max_probe = 0) {
-    auto index = b.CreateIndex(HashIndexSpec{capacity, max_probe});
+  std::unique_ptr<HashIndex> NewIndex(Backend& b, uint32_t capacity, uint32_t max_probe = 0,
+                                      KeyType key_type = KeyType::kU32) {
+    auto index = b.CreateIndex(HashIndexSpec{capacity, max_probe, key_type});
     EXPECT_TRUE(index.ok()) << index.status();
     return index.ok() ? std::move(*index) : nullptr;
+  }
+  template <KeyWord K>
+  std::unique_ptr<HashIndex> NewIndexOf(Backend& b, uint32_t capacity, uint32_t max_probe = 0) {
+    return NewIndex(b, capacity, max_probe, KeyTypeOf<K>());
   }
 
   void RunOk(Backend& b, const CommandGraph& g) {
@@ -79,12 +104,13 @@ class Differential : public CudaVsCpuTest {
 
   // Builds `keys` as one chunk (value = first_value + row) into the CPU index and
   // into the CUDA index.
-  void BuildBoth(HashIndex& cpu_index, HashIndex& gpu_index, std::span<const uint32_t> keys,
+  template <KeyWord K>
+  void BuildBoth(HashIndex& cpu_index, HashIndex& gpu_index, const std::vector<K>& keys,
                  uint32_t first_value = 0) {
     for (auto [b, idx] : {std::pair{cpu_.get(), &cpu_index}, std::pair{cuda_.get(), &gpu_index}}) {
-      BuildIndexNode node;
+      BuildIndexNodeT<K> node;
       node.index = idx;
-      node.keys = ChunkedU32{keys};
+      node.keys = Chunked<K>{std::span<const K>(keys)};
       node.first_value = first_value;
       CommandGraph g;
       g.Add(node);
@@ -100,13 +126,14 @@ class Differential : public CudaVsCpuTest {
   };
 
   // One lookup node into `out` (poisoned first); the Run's status.
-  absl::Status TryLookup(Backend& b, const HashIndex& index, const ChunkedU32& keys, bool optional,
+  template <KeyWord K>
+  absl::Status TryLookup(Backend& b, const HashIndex& index, const Chunked<K>& keys, bool optional,
                          LookupOut& out, uint32_t max_probe = 0) {
     const size_t n = TotalRows(keys);
     out.values.assign(n, kPoison32);
     out.found.assign(optional ? n : 0, kPoison8);
     out.probes.assign(optional ? n : 0, kPoison32);
-    LookupNode node;
+    LookupNodeT<K> node;
     node.index = &index;
     node.keys = keys;
     node.values = out.values;
@@ -119,7 +146,8 @@ class Differential : public CudaVsCpuTest {
     return b.Run(g);
   }
 
-  LookupOut Lookup(Backend& b, const HashIndex& index, const ChunkedU32& keys, bool optional,
+  template <KeyWord K>
+  LookupOut Lookup(Backend& b, const HashIndex& index, const Chunked<K>& keys, bool optional,
                    uint32_t max_probe = 0) {
     LookupOut out;
     const absl::Status s = TryLookup(b, index, keys, optional, out, max_probe);
@@ -127,14 +155,15 @@ class Differential : public CudaVsCpuTest {
     return out;
   }
 
-  // (key, value) pairs of a built table, sorted by key.
-  static std::vector<std::pair<uint32_t, uint32_t>> Contents(const HashIndex& index) {
-    auto snap = index.Snapshot();
+  // (key, value) pairs of a built table of key word K, sorted by key.
+  template <KeyWord K = uint32_t>
+  static std::vector<std::pair<K, uint32_t>> Contents(const HashIndex& index) {
+    auto snap = index.SnapshotAs<K>();
     EXPECT_TRUE(snap.ok()) << snap.status();
-    std::vector<std::pair<uint32_t, uint32_t>> m;
+    std::vector<std::pair<K, uint32_t>> m;
     if (!snap.ok()) return m;
     for (size_t i = 0; i < snap->keys.size(); ++i) {
-      if (snap->keys[i] != kEmptyKey) m.emplace_back(snap->keys[i], snap->values[i]);
+      if (snap->keys[i] != kEmptyKeyOf<K>) m.emplace_back(snap->keys[i], snap->values[i]);
     }
     std::sort(m.begin(), m.end());
     return m;
@@ -142,13 +171,15 @@ class Differential : public CudaVsCpuTest {
 
   // The raw table (keys and values slot by slot): without overflow both backends
   // store the same Robin Hood layout, whatever the insertion order.
-  static TableSnapshot Layout(const HashIndex& index) {
-    auto snap = index.Snapshot();
+  template <KeyWord K = uint32_t>
+  static TableSnapshotOf<K> Layout(const HashIndex& index) {
+    auto snap = index.SnapshotAs<K>();
     EXPECT_TRUE(snap.ok()) << snap.status();
-    return snap.ok() ? *snap : TableSnapshot{};
+    return snap.ok() ? *snap : TableSnapshotOf<K>{};
   }
+  template <KeyWord K = uint32_t>
   static bool SameLayout(const HashIndex& a, const HashIndex& b) {
-    const TableSnapshot x = Layout(a), y = Layout(b);
+    const TableSnapshotOf<K> x = Layout<K>(a), y = Layout<K>(b);
     return x.keys == y.keys && x.values == y.values;
   }
 
@@ -194,18 +225,23 @@ class Differential : public CudaVsCpuTest {
   };
 
   // One join node of one batch into `out` (poisoned first); the Run's status.
-  static absl::Status TryJoin(Backend& b, const HashIndex& index, const ChunkedU32& keys,
+  template <KeyWord K>
+  static absl::Status TryJoin(Backend& b, const HashIndex& index, const Chunked<K>& keys,
                               std::span<const uint32_t> left_rows, uint32_t first_left,
                               size_t capacity, JoinOut& out) {
     out.Reset(capacity);
-    JoinNode node;
+    JoinNodeT<K> node;
     node.index = &index;
     node.batches.push_back(
-        JoinBatch{keys, left_rows, first_left, out.left, out.right, &out.result});
+        JoinBatchT<K>{keys, left_rows, first_left, out.left, out.right, &out.result});
     CommandGraph g;
     g.Add(node);
     return b.Run(g);
   }
+
+  // Repeated small join shapes replayed from captured graphs (defined below).
+  template <KeyWord K>
+  void RepeatedJoinShapes();
 
   // Compares one join batch on both backends: count, overflow, statistics, the
   // pairs (the stable prefix; the rest untouched), found flags and the probes of
@@ -228,29 +264,30 @@ class Differential : public CudaVsCpuTest {
 
   // Builds the same rows on both backends and compares statistics, contents and
   // lookups of every build key, fresh keys and the reserved key.
+  template <KeyWord K>
   void BuildAndCompare(const BuildCase& c) {
     // Keys: distinct base keys, some rows repeat an earlier (or later) key so that
     // duplicates straddle chunk boundaries; some rows hold the reserved key.
-    std::vector<uint32_t> keys = DistinctKeys(c.rows);
+    std::vector<K> keys = DistinctKeysOf<K>(c.rows);
     for (size_t i = 0; i < c.rows; ++i) {
       const double u = double(rng_() % 1000000) / 1e6;
       if (u < c.duplicate_fraction && c.rows > 1)
         keys[i] = keys[rng_() % c.rows];
       else if (u < c.duplicate_fraction + c.empty_key_fraction)
-        keys[i] = kEmptyKey;
+        keys[i] = kEmptyKeyOf<K>;
     }
     const std::vector<uint32_t> values = RandomU32(c.rows);
     const uint32_t first_value = uint32_t(rng_());  // may wrap: exercises finalisation
-    const ChunkedU32 key_chunks = RandomChunks(keys);
+    const Chunked<K> key_chunks = RandomChunks(keys);
     const ChunkedU32 value_chunks = RandomChunks(values);
 
-    auto cpu_index = NewIndex(*cpu_, c.capacity);
-    auto gpu_index = NewIndex(*cuda_, c.capacity);
+    auto cpu_index = NewIndexOf<K>(*cpu_, c.capacity);
+    auto gpu_index = NewIndexOf<K>(*cuda_, c.capacity);
     ASSERT_TRUE(cpu_index && gpu_index);
     BuildStatistics cpu_stats, gpu_stats{7, 7, 7, 7, 7, 7};
     for (auto [b, idx, st] : {std::tuple{cpu_.get(), cpu_index.get(), &cpu_stats},
                               std::tuple{cuda_.get(), gpu_index.get(), &gpu_stats}}) {
-      BuildIndexNode node;
+      BuildIndexNodeT<K> node;
       node.index = idx;
       node.keys = key_chunks;
       if (c.explicit_values) node.values = value_chunks;
@@ -273,17 +310,17 @@ class Differential : public CudaVsCpuTest {
     // with duplicates the total lies between one probe per duplicate and the
     // duplicate's key's final place.
     {
-      const TableSnapshot layout = Layout(*cpu_index);
-      std::unordered_map<uint32_t, uint64_t> place;  // key -> final displacement + 1
+      const TableSnapshotOf<K> layout = Layout<K>(*cpu_index);
+      std::unordered_map<K, uint64_t> place;  // key -> final displacement + 1
       for (uint32_t i = 0; i < c.capacity; ++i) {
-        const uint32_t k = layout.keys[i];
-        if (k != kEmptyKey)
+        const K k = layout.keys[i];
+        if (k != kEmptyKeyOf<K>)
           place[k] = ((i - detail::HomeSlot(k, c.capacity)) & (c.capacity - 1u)) + 1;
       }
       uint64_t keys_total = 0, rows_total = 0;
       for (const auto& [k, p] : place) keys_total += p;
-      for (const uint32_t k : keys)
-        if (k != kEmptyKey) rows_total += place.at(k);
+      for (const K k : keys)
+        if (k != kEmptyKeyOf<K>) rows_total += place.at(k);
       if (cpu_stats.duplicate_rows == 0) {
         EXPECT_EQ(gpu_stats.total_probes, keys_total) << Seed();
         EXPECT_EQ(cpu_stats.total_probes, keys_total) << Seed();
@@ -294,16 +331,17 @@ class Differential : public CudaVsCpuTest {
     }
     // The largest displacement + 1 of a stored key: a property of the layout.
     EXPECT_EQ(gpu_stats.max_probes, cpu_stats.max_probes) << Seed();
-    EXPECT_EQ(Contents(*gpu_index), Contents(*cpu_index)) << Seed();
-    EXPECT_TRUE(SameLayout(*gpu_index, *cpu_index)) << Seed();
+    EXPECT_EQ(Contents<K>(*gpu_index), Contents<K>(*cpu_index)) << Seed();
+    EXPECT_TRUE(SameLayout<K>(*gpu_index, *cpu_index)) << Seed();
 
-    // Queries: every build key (hits), fresh keys (mostly misses), reserved keys.
-    std::vector<uint32_t> queries = keys;
-    const std::vector<uint32_t> fresh = RandomU32(c.rows / 2 + 3);
-    queries.insert(queries.end(), fresh.begin(), fresh.end());
-    queries.push_back(kEmptyKey);
+    // Queries: every build key (hits), fresh keys (mostly misses; for uint64
+    // keys half of them a build key with other high bits), reserved keys.
+    std::vector<K> queries = keys;
+    for (size_t i = 0; i < c.rows / 2 + 3; ++i)
+      queries.push_back(MissNear<K>(c.rows == 0 ? K(1) : keys[rng_() % c.rows]));
+    queries.push_back(kEmptyKeyOf<K>);
     std::shuffle(queries.begin(), queries.end(), rng_);
-    const ChunkedU32 query_chunks = RandomChunks(queries);
+    const Chunked<K> query_chunks = RandomChunks(queries);
     for (bool optional : {true, false}) {
       const LookupOut cpu_out = Lookup(*cpu_, *cpu_index, query_chunks, optional);
       const LookupOut gpu_out = Lookup(*cuda_, *gpu_index, query_chunks, optional);
@@ -316,26 +354,30 @@ class Differential : public CudaVsCpuTest {
   // Explicit values with duplicates and reserved keys, generated values with
   // duplicates, then a batch build: the cases a path that is forced (or falls back)
   // must still get right.
+  template <KeyWord K>
   void MixedBuildsCompare() {
     for (const BuildCase& c :
          {BuildCase{1000, 2048, 0.3, true, 0.02}, BuildCase{100003, 1u << 17, 0.4, false, 0.01}}) {
       SCOPED_TRACE(::testing::PrintToString(c));
-      BuildAndCompare(c);
+      BuildAndCompare<K>(c);
       if (::testing::Test::HasFatalFailure()) return;
     }
-    BatchBuildCompare();
+    BatchBuildCompare<K>();
   }
 
+  template <KeyWord K>
   void BatchBuildCompare() {
     // Chunks with their own row bases, some with validity masks; duplicates across
     // chunks so the earliest row across chunks must win.
-    std::vector<std::vector<uint32_t>> chunk_keys, chunk_masks;
-    std::vector<uint32_t> pool = DistinctKeys(4000);
+    std::vector<std::vector<K>> chunk_keys;
+    std::vector<std::vector<uint32_t>> chunk_masks;
+    std::vector<K> pool = DistinctKeysOf<K>(4000);
     const int chunks = 6;
     for (int c = 0; c < chunks; ++c) {
       const size_t n = c == 2 ? 0 : 500 + rng_() % 1500;  // chunk 2 is empty
-      std::vector<uint32_t> k(n), m;
-      for (auto& x : k) x = (rng_() % 50 == 0) ? kEmptyKey : pool[rng_() % pool.size()];
+      std::vector<K> k(n);
+      std::vector<uint32_t> m;
+      for (auto& x : k) x = (rng_() % 50 == 0) ? kEmptyKeyOf<K> : pool[rng_() % pool.size()];
       if (c % 2 == 1) {
         m.resize(n);
         for (auto& x : m) x = (rng_() % 4 == 0) ? 0u : uint32_t(rng_() | 1u);
@@ -343,16 +385,16 @@ class Differential : public CudaVsCpuTest {
       chunk_keys.push_back(std::move(k));
       chunk_masks.push_back(std::move(m));
     }
-    std::vector<BatchChunk> batch;
+    std::vector<BatchChunkT<K>> batch;
     for (int c = 0; c < chunks; ++c) {
-      batch.push_back(BatchChunk{chunk_keys[c], uint32_t(rng_()), chunk_masks[c]});
+      batch.push_back(BatchChunkT<K>{chunk_keys[c], uint32_t(rng_()), chunk_masks[c]});
     }
-    auto cpu_index = NewIndex(*cpu_, 1u << 14);
-    auto gpu_index = NewIndex(*cuda_, 1u << 14);
+    auto cpu_index = NewIndexOf<K>(*cpu_, 1u << 14);
+    auto gpu_index = NewIndexOf<K>(*cuda_, 1u << 14);
     BuildStatistics cpu_stats, gpu_stats;
     for (auto [b, idx, st] : {std::tuple{cpu_.get(), cpu_index.get(), &cpu_stats},
                               std::tuple{cuda_.get(), gpu_index.get(), &gpu_stats}}) {
-      BuildBatchIndexNode node;
+      BuildBatchIndexNodeT<K> node;
       node.index = idx;
       node.chunks = batch;
       node.statistics = st;
@@ -364,24 +406,25 @@ class Differential : public CudaVsCpuTest {
     EXPECT_EQ(gpu_stats.duplicate_rows, cpu_stats.duplicate_rows) << Seed();
     EXPECT_EQ(gpu_stats.invalid_rows, cpu_stats.invalid_rows) << Seed();
     EXPECT_EQ(gpu_stats.overflow_rows, 0u);
-    EXPECT_EQ(Contents(*gpu_index), Contents(*cpu_index)) << Seed();
-    EXPECT_TRUE(SameLayout(*gpu_index, *cpu_index)) << Seed();
+    EXPECT_EQ(Contents<K>(*gpu_index), Contents<K>(*cpu_index)) << Seed();
+    EXPECT_TRUE(SameLayout<K>(*gpu_index, *cpu_index)) << Seed();
   }
 
   // A small bound and a nearly full table force overflow. The retained subset may
   // differ from the CPU's, but counts add up, and every retained key holds the value
   // of its lowest source row; a join against the index reports overflow.
+  template <KeyWord K>
   void OverflowCheck() {
     // A small bound and a nearly full table force overflow. The retained subset may
     // differ from the CPU's, but counts add up, and every retained key holds the value
     // of its lowest source row.
     const uint32_t capacity = 1u << 12;
-    std::vector<uint32_t> keys = DistinctKeys(6000);
+    std::vector<K> keys = DistinctKeysOf<K>(6000);
     for (size_t i = 0; i < keys.size(); i += 7) keys[i] = keys[(i * 13) % keys.size()];
     const std::vector<uint32_t> values = RandomU32(keys.size());
-    auto gpu_index = NewIndex(*cuda_, capacity, 8);
+    auto gpu_index = NewIndexOf<K>(*cuda_, capacity, 8);
     BuildStatistics stats;
-    BuildIndexNode node;
+    BuildIndexNodeT<K> node;
     node.index = gpu_index.get();
     node.keys = RandomChunks(keys);
     node.values = RandomChunks(values);
@@ -393,19 +436,20 @@ class Differential : public CudaVsCpuTest {
     EXPECT_EQ(stats.unique_keys + stats.duplicate_rows + stats.overflow_rows + stats.invalid_rows,
               keys.size());
     EXPECT_LE(stats.max_probes, 8u);
-    std::unordered_map<uint32_t, uint32_t> lowest;
+    std::unordered_map<K, uint32_t> lowest;
     for (size_t i = 0; i < keys.size(); ++i) lowest.emplace(keys[i], values[i]);
-    const auto contents = Contents(*gpu_index);
+    const auto contents = Contents<K>(*gpu_index);
     EXPECT_EQ(contents.size(), stats.unique_keys);
     for (const auto& [k, v] : contents) EXPECT_EQ(v, lowest.at(k)) << "key " << k << " " << Seed();
 
     // A join against an overflowed index reports overflow even when the pairs fit.
-    const std::vector<uint32_t> left = {keys[1], keys[2]};
+    const std::vector<K> left = {keys[1], keys[2]};
     std::vector<uint32_t> out_l(8, kPoison32), out_r(8, kPoison32);
     JoinResult result;
-    JoinNode join;
+    JoinNodeT<K> join;
     join.index = gpu_index.get();
-    join.batches.push_back(JoinBatch{ChunkedU32{std::span(left)}, {}, 0, out_l, out_r, &result});
+    join.batches.push_back(
+        JoinBatchT<K>{Chunked<K>{std::span(left)}, {}, 0, out_l, out_r, &result});
     CommandGraph jg;
     jg.Add(join);
     RunOk(*cuda_, jg);
@@ -415,21 +459,22 @@ class Differential : public CudaVsCpuTest {
   // A lookup bound below the build's: both backends hold the same layout, so
   // misses and hits (a key placed further from home than the bound is cut off)
   // compare exactly with the CPU; hits are also checked against the rows built.
+  template <KeyWord K>
   void BoundOverrideCompare() {
     const uint32_t capacity = 1u << 16;
-    const std::vector<uint32_t> keys = DistinctKeys(size_t(capacity * 0.85));
-    auto cpu_index = NewIndex(*cpu_, capacity);
-    auto gpu_index = NewIndex(*cuda_, capacity);
+    const std::vector<K> keys = DistinctKeysOf<K>(size_t(capacity * 0.85));
+    auto cpu_index = NewIndexOf<K>(*cpu_, capacity);
+    auto gpu_index = NewIndexOf<K>(*cuda_, capacity);
     BuildBoth(*cpu_index, *gpu_index, keys);
-    const std::unordered_set<uint32_t> present(keys.begin(), keys.end());
-    std::vector<uint32_t> misses;
+    const std::unordered_set<K> present(keys.begin(), keys.end());
+    std::vector<K> misses;
     while (misses.size() < 50000) {
-      const uint32_t k = uint32_t(rng_());
-      if (!present.count(k)) misses.push_back(k);  // kEmptyKey included: also a miss
+      const K k = MissNear<K>(keys[rng_() % keys.size()]);
+      if (!present.count(k)) misses.push_back(k);  // the reserved key included: also a miss
     }
-    std::unordered_map<uint32_t, uint32_t> row_of;
+    std::unordered_map<K, uint32_t> row_of;
     for (size_t i = 0; i < keys.size(); ++i) row_of.emplace(keys[i], uint32_t(i));
-    std::vector<uint32_t> hits(20000);
+    std::vector<K> hits(20000);
     for (auto& k : hits) k = keys[rng_() % keys.size()];
     for (uint32_t bound : {1u, 3u, 17u}) {
       const LookupOut cpu_out = Lookup(*cpu_, *cpu_index, RandomChunks(misses), true, bound);
@@ -459,11 +504,26 @@ class Differential : public CudaVsCpuTest {
   }
 };
 
-TEST_F(Differential, BatchBuildWithMasksAndRowBasesMatchesCpu) { BatchBuildCompare(); }
+// The suites below that take a KeyType run for both key words.
+class KeyedDifferential : public Differential, public ::testing::WithParamInterface<KeyType> {};
 
-TEST_F(Differential, OverflowKeepsLowestRowPerRetainedKeyAndPropagatesToJoin) { OverflowCheck(); }
+TEST_P(KeyedDifferential, BatchBuildWithMasksAndRowBasesMatchesCpu) {
+  ForKeyType(GetParam(), [&]<KeyWord K>() { BatchBuildCompare<K>(); });
+}
 
-TEST_F(Differential, LookupWithProbeBoundOverrideMatchesCpu) { BoundOverrideCompare(); }
+TEST_P(KeyedDifferential, OverflowKeepsLowestRowPerRetainedKeyAndPropagatesToJoin) {
+  ForKeyType(GetParam(), [&]<KeyWord K>() { OverflowCheck<K>(); });
+}
+
+TEST_P(KeyedDifferential, LookupWithProbeBoundOverrideMatchesCpu) {
+  ForKeyType(GetParam(), [&]<KeyWord K>() { BoundOverrideCompare<K>(); });
+}
+
+INSTANTIATE_TEST_SUITE_P(KeyTypes, KeyedDifferential,
+                         ::testing::Values(KeyType::kU32, KeyType::kU64),
+                         [](const ::testing::TestParamInfo<KeyType>& info) {
+                           return KeyTypeTag(info.param);
+                         });
 
 // Each build path forced on small inputs, against the CPU (the tile path is the
 // default only for large builds: tables >= 128 MiB, >= 2^22 rows; the direct
@@ -474,65 +534,87 @@ TEST_F(Differential, LookupWithProbeBoundOverrideMatchesCpu) { BoundOverrideComp
 // Cases: duplicates across chunks, explicit values, generated values with and
 // without wrap-around, reserved keys, a full table, batch builds with masks,
 // overflow, and lookups with a bound override.
-class ForcedPathDifferential : public Differential,
-                               public ::testing::WithParamInterface<CudaBuildPath> {
+class ForcedPathDifferential
+    : public Differential,
+      public ::testing::WithParamInterface<std::tuple<CudaBuildPath, KeyType>> {
  protected:
   void SetUp() override {
-    cuda_options_.cuda_build_path = GetParam();
+    cuda_options_.cuda_build_path = std::get<0>(GetParam());
     Differential::SetUp();
+  }
+  KeyType key_type() const { return std::get<1>(GetParam()); }
+
+  template <KeyWord K>
+  void ForcedBuilds() {
+    for (const BuildCase& c :
+         {BuildCase{1, 1, 0.0, false, 0.0}, BuildCase{1, 8, 0.0, true, 0.0},
+          BuildCase{1000, 2048, 0.3, true, 0.02}, BuildCase{1000, 2048, 0.3, false, 0.02},
+          BuildCase{1000, 1024, 0.0, false, 0.0}, BuildCase{100003, 1u << 17, 0.4, true, 0.01},
+          BuildCase{100003, 1u << 17, 0.4, false, 0.01},
+          BuildCase{943718, 1u << 20, 0.0, true, 0.0},
+          BuildCase{300000, 1u << 20, 0.2, true, 0.0}}) {
+      SCOPED_TRACE(::testing::PrintToString(c));
+      BuildAndCompare<K>(c);
+      if (HasFatalFailure()) return;
+    }
+  }
+
+  // first_value 0: generated values grow with the row, so the tile and direct
+  // paths store them directly (no finalisation).
+  template <KeyWord K>
+  void GeneratedRowIds() {
+    std::vector<K> keys = DistinctKeysOf<K>(50000);
+    for (size_t i = 0; i < keys.size(); i += 3) keys[i] = keys[rng_() % keys.size()];
+    auto cpu_index = NewIndexOf<K>(*cpu_, 1u << 17);
+    auto gpu_index = NewIndexOf<K>(*cuda_, 1u << 17);
+    BuildStatistics cpu_stats, gpu_stats;
+    for (auto [b, idx, st] : {std::tuple{cpu_.get(), cpu_index.get(), &cpu_stats},
+                              std::tuple{cuda_.get(), gpu_index.get(), &gpu_stats}}) {
+      BuildIndexNodeT<K> node;
+      node.index = idx;
+      node.keys = RandomChunks(keys);
+      node.first_value = 0;
+      node.statistics = st;
+      CommandGraph g;
+      g.Add(node);
+      RunOk(*b, g);
+    }
+    EXPECT_EQ(gpu_stats.unique_keys, cpu_stats.unique_keys) << Seed();
+    EXPECT_EQ(gpu_stats.duplicate_rows, cpu_stats.duplicate_rows) << Seed();
+    EXPECT_EQ(gpu_stats.invalid_rows, cpu_stats.invalid_rows) << Seed();
+    EXPECT_EQ(Contents<K>(*gpu_index), Contents<K>(*cpu_index)) << Seed();
+    EXPECT_TRUE(SameLayout<K>(*gpu_index, *cpu_index)) << Seed();
   }
 };
 
 TEST_P(ForcedPathDifferential, BuildMatchesCpu) {
-  for (const BuildCase& c :
-       {BuildCase{1, 1, 0.0, false, 0.0}, BuildCase{1, 8, 0.0, true, 0.0},
-        BuildCase{1000, 2048, 0.3, true, 0.02}, BuildCase{1000, 2048, 0.3, false, 0.02},
-        BuildCase{1000, 1024, 0.0, false, 0.0}, BuildCase{100003, 1u << 17, 0.4, true, 0.01},
-        BuildCase{100003, 1u << 17, 0.4, false, 0.01}, BuildCase{943718, 1u << 20, 0.0, true, 0.0},
-        BuildCase{300000, 1u << 20, 0.2, true, 0.0}}) {
-    SCOPED_TRACE(::testing::PrintToString(c));
-    BuildAndCompare(c);
-    if (HasFatalFailure()) return;
-  }
+  ForKeyType(key_type(), [&]<KeyWord K>() { ForcedBuilds<K>(); });
 }
 
 TEST_P(ForcedPathDifferential, GeneratedRowIdsMatchCpu) {
-  // first_value 0: generated values grow with the row, so the tile and direct paths store
-  // them directly (no finalisation).
-  std::vector<uint32_t> keys = DistinctKeys(50000);
-  for (size_t i = 0; i < keys.size(); i += 3) keys[i] = keys[rng_() % keys.size()];
-  auto cpu_index = NewIndex(*cpu_, 1u << 17);
-  auto gpu_index = NewIndex(*cuda_, 1u << 17);
-  BuildStatistics cpu_stats, gpu_stats;
-  for (auto [b, idx, st] : {std::tuple{cpu_.get(), cpu_index.get(), &cpu_stats},
-                            std::tuple{cuda_.get(), gpu_index.get(), &gpu_stats}}) {
-    BuildIndexNode node;
-    node.index = idx;
-    node.keys = RandomChunks(keys);
-    node.first_value = 0;
-    node.statistics = st;
-    CommandGraph g;
-    g.Add(node);
-    RunOk(*b, g);
-  }
-  EXPECT_EQ(gpu_stats.unique_keys, cpu_stats.unique_keys) << Seed();
-  EXPECT_EQ(gpu_stats.duplicate_rows, cpu_stats.duplicate_rows) << Seed();
-  EXPECT_EQ(gpu_stats.invalid_rows, cpu_stats.invalid_rows) << Seed();
-  EXPECT_EQ(Contents(*gpu_index), Contents(*cpu_index)) << Seed();
+  ForKeyType(key_type(), [&]<KeyWord K>() { GeneratedRowIds<K>(); });
 }
 
-TEST_P(ForcedPathDifferential, BatchBuildMatchesCpu) { BatchBuildCompare(); }
+TEST_P(ForcedPathDifferential, BatchBuildMatchesCpu) {
+  ForKeyType(key_type(), [&]<KeyWord K>() { BatchBuildCompare<K>(); });
+}
 
-TEST_P(ForcedPathDifferential, OverflowKeepsLowestRow) { OverflowCheck(); }
+TEST_P(ForcedPathDifferential, OverflowKeepsLowestRow) {
+  ForKeyType(key_type(), [&]<KeyWord K>() { OverflowCheck<K>(); });
+}
 
-TEST_P(ForcedPathDifferential, LookupWithProbeBoundOverride) { BoundOverrideCompare(); }
+TEST_P(ForcedPathDifferential, LookupWithProbeBoundOverride) {
+  ForKeyType(key_type(), [&]<KeyWord K>() { BoundOverrideCompare<K>(); });
+}
 
-INSTANTIATE_TEST_SUITE_P(Paths, ForcedPathDifferential,
-                         ::testing::Values(CudaBuildPath::kDirect, CudaBuildPath::kTiles),
-                         [](const ::testing::TestParamInfo<CudaBuildPath>& info) {
-                           return std::string(info.param == CudaBuildPath::kTiles ? "tiles"
-                                                                                  : "direct");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Paths, ForcedPathDifferential,
+    ::testing::Combine(::testing::Values(CudaBuildPath::kDirect, CudaBuildPath::kTiles),
+                       ::testing::Values(KeyType::kU32, KeyType::kU64)),
+    [](const ::testing::TestParamInfo<std::tuple<CudaBuildPath, KeyType>>& info) {
+      return std::string(std::get<0>(info.param) == CudaBuildPath::kTiles ? "tiles" : "direct") +
+             "_" + KeyTypeTag(std::get<1>(info.param));
+    });
 
 // A tile build whose transient buffer cannot be had (here: over
 // BackendOptions::cuda_build_transient_max_bytes, which takes the same branch as
@@ -546,48 +628,60 @@ class TransientCapDifferential : public Differential {
   }
 };
 
-TEST_F(TransientCapDifferential, BufferOverLimitFallsBackToDirect) { MixedBuildsCompare(); }
+TEST_F(TransientCapDifferential, BufferOverLimitFallsBackToDirect) {
+  MixedBuildsCompare<uint32_t>();
+  if (HasFatalFailure()) return;
+  MixedBuildsCompare<uint64_t>();
+}
 
-class BuildLookupDifferential : public Differential,
-                                public ::testing::WithParamInterface<BuildCase> {};
+class BuildLookupDifferential
+    : public Differential,
+      public ::testing::WithParamInterface<std::tuple<KeyType, BuildCase>> {};
 
-TEST_P(BuildLookupDifferential, TableStatisticsAndLookupsMatchCpu) { BuildAndCompare(GetParam()); }
+TEST_P(BuildLookupDifferential, TableStatisticsAndLookupsMatchCpu) {
+  ForKeyType(std::get<0>(GetParam()),
+             [&]<KeyWord K>() { BuildAndCompare<K>(std::get<1>(GetParam())); });
+}
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, BuildLookupDifferential,
-    ::testing::Values(BuildCase{0, 16, 0.0, true, 0.0},        // empty build
-                      BuildCase{1, 1, 0.0, false, 0.0},        // one row, one slot
-                      BuildCase{1, 8, 0.0, true, 0.0},         // one row
-                      BuildCase{1000, 2048, 0.3, true, 0.02},  // not a block multiple
-                      BuildCase{1000, 1024, 0.0, false, 0.0},  // load ~0.98 (no bound)
-                      BuildCase{300007, 1u << 19, 0.25, true, 0.01},
-                      BuildCase{943718, 1u << 20, 0.0, true, 0.0},             // load 0.9
-                      BuildCase{(1u << 24) + 3, 1u << 25, 0.1, false, 0.001},  // > 2^24 rows
-                      BuildCase{(1u << 24) + 5, 1u << 25, 0.05, true, 0.0}),
-    [](const ::testing::TestParamInfo<BuildCase>& info) {
-      const BuildCase& c = info.param;
-      return "rows" + std::to_string(c.rows) + "_cap" + std::to_string(c.capacity) +
-             (c.explicit_values ? "_values" : "_generated");
+    ::testing::Combine(
+        ::testing::Values(KeyType::kU32, KeyType::kU64),
+        ::testing::Values(BuildCase{0, 16, 0.0, true, 0.0},        // empty build
+                          BuildCase{1, 1, 0.0, false, 0.0},        // one row, one slot
+                          BuildCase{1, 8, 0.0, true, 0.0},         // one row
+                          BuildCase{1000, 2048, 0.3, true, 0.02},  // not a block multiple
+                          BuildCase{1000, 1024, 0.0, false, 0.0},  // load ~0.98 (no bound)
+                          BuildCase{300007, 1u << 19, 0.25, true, 0.01},
+                          BuildCase{943718, 1u << 20, 0.0, true, 0.0},             // load 0.9
+                          BuildCase{(1u << 24) + 3, 1u << 25, 0.1, false, 0.001},  // > 2^24 rows
+                          BuildCase{(1u << 24) + 5, 1u << 25, 0.05, true, 0.0})),
+    [](const ::testing::TestParamInfo<std::tuple<KeyType, BuildCase>>& info) {
+      const BuildCase& c = std::get<1>(info.param);
+      return KeyTypeTag(std::get<0>(info.param)) + "_rows" + std::to_string(c.rows) + "_cap" +
+             std::to_string(c.capacity) + (c.explicit_values ? "_values" : "_generated");
     });
 
-TEST_F(Differential, RepeatedLookupShapeReplaysCapturedGraphCorrectly) {
+TEST_P(KeyedDifferential, RepeatedLookupShapeReplaysCapturedGraphCorrectly) {
   // The same shape three times (capture on the second, replay on the third) with
   // fresh keys each time; then a rebuild of the same index is seen by a replay.
-  const uint32_t capacity = 1u << 12;
-  std::vector<uint32_t> keys = DistinctKeys(3000);
-  auto cpu_index = NewIndex(*cpu_, capacity);
-  auto gpu_index = NewIndex(*cuda_, capacity);
-  BuildBoth(*cpu_index, *gpu_index, keys, 100);
-  for (int round = 0; round < 5; ++round) {
-    if (round == 3) {
-      keys = DistinctKeys(3000);
-      BuildBoth(*cpu_index, *gpu_index, keys, 7);
+  ForKeyType(GetParam(), [&]<KeyWord K>() {
+    const uint32_t capacity = 1u << 12;
+    std::vector<K> keys = DistinctKeysOf<K>(3000);
+    auto cpu_index = NewIndexOf<K>(*cpu_, capacity);
+    auto gpu_index = NewIndexOf<K>(*cuda_, capacity);
+    BuildBoth(*cpu_index, *gpu_index, keys, 100);
+    for (int round = 0; round < 5; ++round) {
+      if (round == 3) {
+        keys = DistinctKeysOf<K>(3000);
+        BuildBoth(*cpu_index, *gpu_index, keys, 7);
+      }
+      const std::vector<K> q = HalfHits(keys, 2000);
+      const LookupOut cpu_out = Lookup(*cpu_, *cpu_index, Chunked<K>{std::span(q)}, true);
+      const LookupOut gpu_out = Lookup(*cuda_, *gpu_index, RandomChunks(q), true);
+      ExpectSameLookup(cpu_out, gpu_out, true);
     }
-    const std::vector<uint32_t> q = HalfHits(keys, 2000);
-    const LookupOut cpu_out = Lookup(*cpu_, *cpu_index, ChunkedU32{std::span(q)}, true);
-    const LookupOut gpu_out = Lookup(*cuda_, *gpu_index, RandomChunks(q), true);
-    ExpectSameLookup(cpu_out, gpu_out, true);
-  }
+  });
 }
 
 struct JoinCase {
@@ -604,16 +698,26 @@ void PrintTo(const JoinCase& c, std::ostream* os) {
       << (c.without_found_probes ? ", no found/probes" : "") << "}";
 }
 
-class JoinDifferential : public Differential, public ::testing::WithParamInterface<JoinCase> {};
+class JoinDifferential : public Differential,
+                         public ::testing::WithParamInterface<std::tuple<KeyType, JoinCase>> {
+ protected:
+  template <KeyWord K>
+  void PairsOrderCountsAndOverflow(const JoinCase& c);
+};
 
 TEST_P(JoinDifferential, PairsOrderCountsAndOverflowMatchCpu) {
-  const JoinCase c = GetParam();
-  const std::vector<uint32_t> right = DistinctKeys(20000);
-  auto cpu_index = NewIndex(*cpu_, 1u << 16);
-  auto gpu_index = NewIndex(*cuda_, 1u << 16);
+  ForKeyType(std::get<0>(GetParam()),
+             [&]<KeyWord K>() { PairsOrderCountsAndOverflow<K>(std::get<1>(GetParam())); });
+}
+
+template <KeyWord K>
+void JoinDifferential::PairsOrderCountsAndOverflow(const JoinCase& c) {
+  const std::vector<K> right = DistinctKeysOf<K>(20000);
+  auto cpu_index = NewIndexOf<K>(*cpu_, 1u << 16);
+  auto gpu_index = NewIndexOf<K>(*cuda_, 1u << 16);
   BuildBoth(*cpu_index, *gpu_index, right, 1000);
   struct Batch {
-    std::vector<uint32_t> keys, left_rows, out_l, out_r, probes;
+    std::vector<uint32_t> left_rows, out_l, out_r, probes;
     std::vector<uint8_t> found;
     JoinResult result;
   };
@@ -622,20 +726,22 @@ TEST_P(JoinDifferential, PairsOrderCountsAndOverflowMatchCpu) {
     return bs;
   };
   std::vector<Batch> cpu_b = make_batches(), gpu_b = make_batches();
-  std::vector<std::vector<uint32_t>> left_keys(size_t(c.batches)), left_ids(size_t(c.batches));
+  std::vector<std::vector<K>> left_keys(size_t(c.batches));
+  std::vector<std::vector<uint32_t>> left_ids(size_t(c.batches));
   for (int k = 0; k < c.batches; ++k) {
     auto& lk = left_keys[size_t(k)];
     lk.resize(c.left_rows);
     for (auto& x : lk) {
       const uint32_t r = uint32_t(rng_() % 10);
-      x = r < 5 ? right[rng_() % right.size()] : (r < 9 ? uint32_t(rng_()) : kEmptyKey);
+      const K hit = right[rng_() % right.size()];
+      x = r < 5 ? hit : (r < 9 ? MissNear<K>(hit) : kEmptyKeyOf<K>);
     }
     left_ids[size_t(k)] = RandomU32(c.explicit_left_rows ? c.left_rows : 0);
   }
   const uint32_t first_left = uint32_t(rng_());
   for (auto [b, idx, bs] : {std::tuple{cpu_.get(), cpu_index.get(), &cpu_b},
                             std::tuple{cuda_.get(), gpu_index.get(), &gpu_b}}) {
-    JoinNode node;
+    JoinNodeT<K> node;
     node.index = idx;
     for (int k = 0; k < c.batches; ++k) {
       Batch& bt = (*bs)[size_t(k)];
@@ -644,9 +750,9 @@ TEST_P(JoinDifferential, PairsOrderCountsAndOverflowMatchCpu) {
       bt.found.assign(c.without_found_probes ? 0 : c.left_rows, kPoison8);
       bt.probes.assign(c.without_found_probes ? 0 : c.left_rows, kPoison32);
       bt.result = JoinResult{999, true, QueryStatistics{1, 2, 3, 4}};
-      node.batches.push_back(JoinBatch{RandomChunks(left_keys[size_t(k)]), left_ids[size_t(k)],
-                                       first_left, bt.out_l, bt.out_r, &bt.result, bt.found,
-                                       bt.probes});
+      node.batches.push_back(JoinBatchT<K>{RandomChunks(left_keys[size_t(k)]), left_ids[size_t(k)],
+                                           first_left, bt.out_l, bt.out_r, &bt.result, bt.found,
+                                           bt.probes});
     }
     CommandGraph g;
     g.Add(node);
@@ -673,26 +779,28 @@ TEST_P(JoinDifferential, PairsOrderCountsAndOverflowMatchCpu) {
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, JoinDifferential,
-    ::testing::Values(JoinCase{0, 4, false, 1}, JoinCase{1, 1, false, 1},
-                      JoinCase{1000, 2000, false, 1},       // room for all pairs
-                      JoinCase{5000, 100, true, 1},         // truncated: stable prefix
-                      JoinCase{70001, 70001, true, 3},      // several tiles, batches
-                      JoinCase{70001, 0, false, 2},         // zero capacity: count only
-                      JoinCase{3000, 3000, true, 2, true},  // pairs only (gathered download)
-                      // Results larger than one staging buffer: count first, then pairs.
-                      JoinCase{700001, 700001, true, 1},
-                      JoinCase{1500000, 200000, false, 1},  // ... truncated
-                      JoinCase{1200000, 1200000, true, 1, true},
-                      // The compaction works on 32-row groups, 128 rows per warp:
-                      // whole warps, one row past a group, truncation inside one.
-                      JoinCase{4096, 4096, false, 2}, JoinCase{33, 7, true, 1},
-                      JoinCase{129, 40, false, 1, true},
-                      JoinCase{(size_t{1} << 24) + 77, size_t{1} << 23, false, 1, true}),
-    [](const ::testing::TestParamInfo<JoinCase>& info) {
-      return "left" + std::to_string(info.param.left_rows) + "_cap" +
-             std::to_string(info.param.capacity) + "_batches" + std::to_string(info.param.batches) +
-             (info.param.explicit_left_rows ? "_ids" : "") +
-             (info.param.without_found_probes ? "_pairs_only" : "");
+    ::testing::Combine(
+        ::testing::Values(KeyType::kU32, KeyType::kU64),
+        ::testing::Values(JoinCase{0, 4, false, 1}, JoinCase{1, 1, false, 1},
+                          JoinCase{1000, 2000, false, 1},       // room for all pairs
+                          JoinCase{5000, 100, true, 1},         // truncated: stable prefix
+                          JoinCase{70001, 70001, true, 3},      // several tiles, batches
+                          JoinCase{70001, 0, false, 2},         // zero capacity: count only
+                          JoinCase{3000, 3000, true, 2, true},  // pairs only (gathered download)
+                          // Results larger than one staging buffer: count first, then pairs.
+                          JoinCase{700001, 700001, true, 1},
+                          JoinCase{1500000, 200000, false, 1},  // ... truncated
+                          JoinCase{1200000, 1200000, true, 1, true},
+                          // The compaction works on 32-row groups, 128 rows per warp:
+                          // whole warps, one row past a group, truncation inside one.
+                          JoinCase{4096, 4096, false, 2}, JoinCase{33, 7, true, 1},
+                          JoinCase{129, 40, false, 1, true},
+                          JoinCase{(size_t{1} << 24) + 77, size_t{1} << 23, false, 1, true})),
+    [](const ::testing::TestParamInfo<std::tuple<KeyType, JoinCase>>& info) {
+      const JoinCase& c = std::get<1>(info.param);
+      return KeyTypeTag(std::get<0>(info.param)) + "_left" + std::to_string(c.left_rows) + "_cap" +
+             std::to_string(c.capacity) + "_batches" + std::to_string(c.batches) +
+             (c.explicit_left_rows ? "_ids" : "") + (c.without_found_probes ? "_pairs_only" : "");
     });
 
 // Repeated small join shapes: the CUDA backend captures each shape on its second
@@ -702,12 +810,17 @@ INSTANTIATE_TEST_SUITE_P(
 // found/probes are on or off; then the same shape runs against a second index of
 // the same capacity (another table: must not replay the first one's graph) and
 // against the first index rebuilt in place. Every result equals the CPU backend.
-TEST_F(Differential, RepeatedJoinShapesReplayCapturedGraphsLikeCpu) {
+TEST_P(KeyedDifferential, RepeatedJoinShapesReplayCapturedGraphsLikeCpu) {
+  ForKeyType(GetParam(), [&]<KeyWord K>() { RepeatedJoinShapes<K>(); });
+}
+
+template <KeyWord K>
+void Differential::RepeatedJoinShapes() {
   constexpr uint32_t kCapacity = 1u << 16;
-  std::vector<uint32_t> right_a = DistinctKeys(20000);
-  const std::vector<uint32_t> right_b = DistinctKeys(15000);
-  auto cpu_a = NewIndex(*cpu_, kCapacity), gpu_a = NewIndex(*cuda_, kCapacity);
-  auto cpu_b = NewIndex(*cpu_, kCapacity), gpu_b = NewIndex(*cuda_, kCapacity);
+  std::vector<K> right_a = DistinctKeysOf<K>(20000);
+  const std::vector<K> right_b = DistinctKeysOf<K>(15000);
+  auto cpu_a = NewIndexOf<K>(*cpu_, kCapacity), gpu_a = NewIndexOf<K>(*cuda_, kCapacity);
+  auto cpu_b = NewIndexOf<K>(*cpu_, kCapacity), gpu_b = NewIndexOf<K>(*cuda_, kCapacity);
   ASSERT_TRUE(cpu_a && gpu_a && cpu_b && gpu_b);
   BuildBoth(*cpu_a, *gpu_a, right_a, 1000);
   BuildBoth(*cpu_b, *gpu_b, right_b, 5);
@@ -727,15 +840,17 @@ TEST_F(Differential, RepeatedJoinShapesReplayCapturedGraphsLikeCpu) {
   };
   // One join node of `shape` on both backends with fresh inputs; results compared.
   auto join_and_compare = [&](const Shape& shape, const HashIndex& cpu_index,
-                              const HashIndex& gpu_index, const std::vector<uint32_t>& right,
+                              const HashIndex& gpu_index, const std::vector<K>& right,
                               const std::string& what) {
     const size_t nb = size_t(shape.batches);
-    std::vector<std::vector<uint32_t>> keys(nb), ids(nb);
+    std::vector<std::vector<K>> keys(nb);
+    std::vector<std::vector<uint32_t>> ids(nb);
     for (size_t k = 0; k < nb; ++k) {
       keys[k].resize(shape.rows);
       for (auto& x : keys[k]) {
         const uint32_t r = uint32_t(rng_() % 10);
-        x = r < 6 ? right[rng_() % right.size()] : (r < 9 ? uint32_t(rng_()) : kEmptyKey);
+        const K hit = right[rng_() % right.size()];
+        x = r < 6 ? hit : (r < 9 ? MissNear<K>(hit) : kEmptyKeyOf<K>);
       }
       ids[k] = RandomU32(shape.explicit_left_rows ? shape.rows : 0);
     }
@@ -743,14 +858,14 @@ TEST_F(Differential, RepeatedJoinShapesReplayCapturedGraphsLikeCpu) {
     std::vector<JoinOut> cpu_out(nb), gpu_out(nb);
     for (auto [b, idx, outs] : {std::tuple{cpu_.get(), &cpu_index, &cpu_out},
                                 std::tuple{cuda_.get(), &gpu_index, &gpu_out}}) {
-      JoinNode node;
+      JoinNodeT<K> node;
       node.index = idx;
       for (size_t k = 0; k < nb; ++k) {
         JoinOut& o = (*outs)[k];
         o.Reset(shape.capacity, shape.found_probes ? shape.rows : 0);
-        node.batches.push_back(JoinBatch{RandomChunks(keys[k]), ids[k],
-                                         first_left + uint32_t(k) * 7919u, o.left, o.right,
-                                         &o.result, o.found, o.probes});
+        node.batches.push_back(JoinBatchT<K>{RandomChunks(keys[k]), ids[k],
+                                             first_left + uint32_t(k) * 7919u, o.left, o.right,
+                                             &o.result, o.found, o.probes});
       }
       CommandGraph g;
       g.Add(node);
@@ -791,7 +906,7 @@ TEST_F(Differential, RepeatedJoinShapesReplayCapturedGraphsLikeCpu) {
   }
   // The first index rebuilt in place (same table memory, new contents): replays
   // see the new contents.
-  right_a = DistinctKeys(18000);
+  right_a = DistinctKeysOf<K>(18000);
   BuildBoth(*cpu_a, *gpu_a, right_a, 31);
   for (int round = 0; round < 2; ++round) {
     for (const Shape& shape : shapes) {

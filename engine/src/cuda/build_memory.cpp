@@ -10,11 +10,11 @@ uint64_t PoolBytes(uint64_t bytes) {
 
 }  // namespace
 
-uint64_t BuildNodeTransientBytes(const HashIndexSpec& spec, const BuildShape& shape,
-                                 BuildPath path, uint64_t transient_max_bytes) {
+uint64_t BuildNodeTransientBytes(const HashIndexSpec& spec, const BuildShape& shape, BuildPath path,
+                                 uint64_t transient_max_bytes) {
   const uint64_t rows = shape.rows;
   if (rows == 0) return 0;
-  uint64_t uploads = PoolBytes(rows * sizeof(uint32_t));  // keys
+  uint64_t uploads = PoolBytes(rows * KeyBytes(shape.key_type));  // keys
   if (shape.batch) {
     if (shape.batch_validity) uploads += PoolBytes(rows * sizeof(uint32_t));
     uploads += PoolBytes(uint64_t{shape.batch_chunks} * sizeof(uint64_t));  // chunk starts
@@ -22,7 +22,7 @@ uint64_t BuildNodeTransientBytes(const HashIndexSpec& spec, const BuildShape& sh
   } else if (shape.explicit_values) {
     uploads += PoolBytes(rows * sizeof(uint32_t));
   }
-  const uint64_t buffer = BuildTransientBytes(spec.capacity, rows, path);
+  const uint64_t buffer = BuildTransientBytes(spec.capacity, rows, path, shape.key_type);
   // A buffer over the cap is never allocated: the build inserts directly.
   const bool allocated = buffer != 0 && (transient_max_bytes == 0 || buffer <= transient_max_bytes);
   return uploads + (allocated ? PoolBytes(buffer) : 0);

@@ -85,9 +85,6 @@ class CudaBackend final : public Backend {
 
   absl::StatusOr<std::unique_ptr<HashIndex>> CreateIndex(const HashIndexSpec& spec) override {
     GPUJOIN_RETURN_IF_ERROR(spec.Validate());
-    if (spec.key_type != KeyType::kU32) {
-      return absl::UnimplementedError("cuda backend: uint64 keys are not supported yet");
-    }
     GPUJOIN_RETURN_IF_ERROR(CheckHealthy());
     auto index = CudaHashIndex::Create(spec, device_);
     if (!index.ok()) {
@@ -98,7 +95,9 @@ class CudaBackend final : public Backend {
   }
 
   uint64_t IndexBytes(const HashIndexSpec& spec) const override {
-    return TableAllocationBytes(spec.capacity);  // what CudaHashIndex::Create allocates
+    // What CudaHashIndex::Create allocates: 8 bytes a slot for uint32 keys, 16
+    // for uint64 keys.
+    return TableAllocationBytes(spec.capacity, spec.key_type);
   }
 
   uint64_t BuildTransientBytes(const HashIndexSpec& spec, const BuildShape& shape) const override {
@@ -124,18 +123,8 @@ class CudaBackend final : public Backend {
     const LoweringEnv env{options_, *host_pool_};
     absl::Status status;
     for (size_t i = 0; i < graph.nodes().size() && status.ok(); ++i) {
-      status = std::visit(
-          [&](const auto& node) -> absl::Status {
-            using T = std::decay_t<decltype(node)>;
-            if constexpr (std::is_same_v<T, BuildIndexNode64> ||
-                          std::is_same_v<T, BuildBatchIndexNode64> ||
-                          std::is_same_v<T, LookupNode64> || std::is_same_v<T, JoinNode64>) {
-              return absl::UnimplementedError("cuda backend: uint64 keys are not supported yet");
-            } else {
-              return RunNode(env, **ctx, i, node);
-            }
-          },
-          graph.nodes()[i]);
+      status = std::visit([&](const auto& node) { return RunNode(env, **ctx, i, node); },
+                          graph.nodes()[i]);
     }
     if (!status.ok()) {
       // Let queued work that still reads staging or scratch finish before reuse.

@@ -1,5 +1,6 @@
 #include "cuda/cuda_hash_index.hpp"
 
+#include <cstring>
 #include <vector>
 
 #include "cuda/cuda_error.hpp"
@@ -9,8 +10,8 @@ namespace gpujoin::engine::detail {
 absl::StatusOr<std::unique_ptr<CudaHashIndex>> CudaHashIndex::Create(const HashIndexSpec& spec,
                                                                      int device) {
   GPUJOIN_CUDA_RETURN(cudaSetDevice(device), "select device");
-  const size_t slots = TableAllocationSlots(spec.capacity);
-  auto buffer = DeviceBuffer<uint64_t>::Persistent(slots, "index table");
+  const size_t words = TableAllocationBytes(spec.capacity, spec.key_type) / sizeof(uint64_t);
+  auto buffer = DeviceBuffer<uint64_t>::Persistent(words, "index table");
   if (!buffer.ok() && absl::IsResourceExhausted(buffer.status())) {
     // Memory cached by the stream-ordered pool is not visible to cudaMalloc:
     // give it back and try once more before refusing.
@@ -18,28 +19,41 @@ absl::StatusOr<std::unique_ptr<CudaHashIndex>> CudaHashIndex::Create(const HashI
     if (cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess) {
       (void)cudaMemPoolTrimTo(pool, 0);
     }
-    buffer = DeviceBuffer<uint64_t>::Persistent(slots, "index table");
+    buffer = DeviceBuffer<uint64_t>::Persistent(words, "index table");
   }
   if (!buffer.ok()) return buffer.status();
   GPUJOIN_CUDA_RETURN(cudaMemset(buffer->data(), 0xff, buffer->bytes()), "clear index table");
   return std::unique_ptr<CudaHashIndex>(new CudaHashIndex(spec, device, std::move(*buffer)));
 }
 
-absl::StatusOr<TableSnapshot> CudaHashIndex::Snapshot() const {
+template <KeyWord K>
+absl::StatusOr<TableSnapshotOf<K>> CudaHashIndex::SnapshotOf() const {
+  if (key_type() != KeyTypeOf<K>()) return SnapshotKeyTypeMismatch(key_type(), KeyTypeOf<K>());
   GPUJOIN_CUDA_RETURN(cudaSetDevice(device_), "select device");
-  std::vector<uint64_t> raw(spec().capacity);
-  GPUJOIN_CUDA_RETURN(
-      cudaMemcpy(raw.data(), slots_.data(), raw.size() * sizeof(uint64_t), cudaMemcpyDeviceToHost),
-      "snapshot index table");
-  TableSnapshot snap;
+  std::vector<SlotWord<K>> raw(spec().capacity);
+  GPUJOIN_CUDA_RETURN(cudaMemcpy(raw.data(), slots_.data(), raw.size() * sizeof(SlotWord<K>),
+                                 cudaMemcpyDeviceToHost),
+                      "snapshot index table");
+  TableSnapshotOf<K> snap;
   snap.keys.resize(raw.size());
   snap.values.resize(raw.size());
   for (size_t i = 0; i < raw.size(); ++i) {
-    const uint32_t key = uint32_t(raw[i] >> 32);
+    K key;
+    uint32_t value;
+    if constexpr (std::is_same_v<K, uint32_t>) {
+      key = uint32_t(raw[i] >> 32);
+      value = uint32_t(raw[i]);
+    } else {
+      key = raw[i].key;
+      value = uint32_t(raw[i].tag);
+    }
     snap.keys[i] = key;
-    snap.values[i] = key == kEmptyKey ? 0u : uint32_t(raw[i]);
+    snap.values[i] = key == kEmptyKeyOf<K> ? 0u : value;
   }
   return snap;
 }
+
+template absl::StatusOr<TableSnapshotOf<uint32_t>> CudaHashIndex::SnapshotOf<uint32_t>() const;
+template absl::StatusOr<TableSnapshotOf<uint64_t>> CudaHashIndex::SnapshotOf<uint64_t>() const;
 
 }  // namespace gpujoin::engine::detail

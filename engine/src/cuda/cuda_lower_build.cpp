@@ -37,39 +37,41 @@ absl::Status FinishBuild(StreamContext& ctx, CudaHashIndex& index, uint64_t rows
 
 }  // namespace
 
+template <KeyWord K>
 absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
-                     const BuildIndexNode& n) {
+                     const BuildIndexNodeT<K>& n) {
   const std::string where = absl::StrCat("node ", i, " (build)");
   GPUJOIN_ASSIGN_OR_RETURN(CudaHashIndex * index, WritableIndex(n.index, where));
   const uint64_t rows = TotalRows(n.keys);
   auto* stats = reinterpret_cast<DeviceBuildStats*>(ctx.device_stats());
   if (rows == 0)
-    GPUJOIN_CUDA_RETURN(ClearTable(index->table(), stats, ctx.stream()), "clear index table");
+    GPUJOIN_CUDA_RETURN(ClearTable(index->table<K>(), stats, ctx.stream()), "clear index table");
   if (rows > 0) {
-    GPUJOIN_ASSIGN_OR_RETURN(auto keys, Alloc<uint32_t>(rows, ctx, "build keys"));
+    GPUJOIN_ASSIGN_OR_RETURN(auto keys, Alloc<K>(rows, ctx, "build keys"));
     GPUJOIN_RETURN_IF_ERROR(ctx.Upload(keys.data(), RangesOf(n.keys), "build keys"));
     DeviceBuffer<uint32_t> values;
     if (n.values.has_value()) {
       GPUJOIN_ASSIGN_OR_RETURN(values, Alloc<uint32_t>(rows, ctx, "build values"));
       GPUJOIN_RETURN_IF_ERROR(ctx.Upload(values.data(), RangesOf(*n.values), "build values"));
     }
-    BuildSource src;
+    BuildSourceT<K> src;
     src.keys = keys.data();
     src.rows = rows;
     src.values = n.values.has_value() ? values.data() : nullptr;
     src.first_value = n.first_value;
     SetBuildOptions(env.options, src);
     // Clears the table too (the large-build paths write every slot instead).
-    GPUJOIN_CUDA_RETURN(
-        ClearAndBuildTable(index->table(), src, index->spec().probe_bound(), stats, ctx.stream()),
-        "build index");
+    GPUJOIN_CUDA_RETURN(ClearAndBuildTable(index->table<K>(), src, index->spec().probe_bound(),
+                                           stats, ctx.stream()),
+                        "build index");
     return FinishBuild(ctx, *index, rows, n.statistics);
   }
   return FinishBuild(ctx, *index, rows, n.statistics);
 }
 
+template <KeyWord K>
 absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
-                     const BuildBatchIndexNode& n) {
+                     const BuildBatchIndexNodeT<K>& n) {
   const std::string where = absl::StrCat("node ", i, " (batch build)");
   GPUJOIN_ASSIGN_OR_RETURN(CudaHashIndex * index, WritableIndex(n.index, where));
   uint64_t rows = 0;
@@ -77,7 +79,7 @@ absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
   std::vector<uint64_t> starts;
   std::vector<uint32_t> bases;
   std::vector<HostRange> key_ranges;
-  for (const BatchChunk& c : n.chunks) {
+  for (const BatchChunkT<K>& c : n.chunks) {
     if (c.keys.empty()) continue;
     starts.push_back(rows);
     bases.push_back(c.row_base);
@@ -87,21 +89,21 @@ absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
   }
   auto* stats = reinterpret_cast<DeviceBuildStats*>(ctx.device_stats());
   if (rows == 0) {
-    GPUJOIN_CUDA_RETURN(ClearTable(index->table(), stats, ctx.stream()), "clear index table");
+    GPUJOIN_CUDA_RETURN(ClearTable(index->table<K>(), stats, ctx.stream()), "clear index table");
     return FinishBuild(ctx, *index, 0, n.statistics);
   }
-  GPUJOIN_ASSIGN_OR_RETURN(auto keys, Alloc<uint32_t>(rows, ctx, "batch keys"));
+  GPUJOIN_ASSIGN_OR_RETURN(auto keys, Alloc<K>(rows, ctx, "batch keys"));
   GPUJOIN_RETURN_IF_ERROR(ctx.Upload(keys.data(), key_ranges, "batch keys"));
   DeviceBuffer<uint32_t> validity;
   if (any_validity) {
     GPUJOIN_ASSIGN_OR_RETURN(validity, Alloc<uint32_t>(rows, ctx, "batch validity"));
     size_t k = 0;
-    for (const BatchChunk& c : n.chunks) {
+    for (const BatchChunkT<K>& c : n.chunks) {
       if (c.keys.empty()) continue;
       uint32_t* dst = validity.data() + starts[k++];
       if (c.validity.empty()) {
         // Byte pattern 0x01 makes every uint32 nonzero, i.e. valid.
-        GPUJOIN_CUDA_RETURN(cudaMemsetAsync(dst, 1, c.keys.size_bytes(), ctx.stream()),
+        GPUJOIN_CUDA_RETURN(cudaMemsetAsync(dst, 1, c.keys.size() * sizeof(uint32_t), ctx.stream()),
                             "fill batch validity");
       } else {
         const HostRange r{c.validity.data(), c.validity.size_bytes()};
@@ -115,7 +117,7 @@ absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
   const HostRange br{bases.data(), bases.size() * sizeof(uint32_t)};
   GPUJOIN_RETURN_IF_ERROR(ctx.Upload(starts_d.data(), std::span(&sr, 1), "chunk starts"));
   GPUJOIN_RETURN_IF_ERROR(ctx.Upload(bases_d.data(), std::span(&br, 1), "chunk bases"));
-  BuildSource src;
+  BuildSourceT<K> src;
   src.keys = keys.data();
   src.rows = rows;
   src.validity = any_validity ? validity.data() : nullptr;
@@ -124,9 +126,18 @@ absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
   src.chunk_count = uint32_t(starts.size());
   SetBuildOptions(env.options, src);
   GPUJOIN_CUDA_RETURN(
-      ClearAndBuildTable(index->table(), src, index->spec().probe_bound(), stats, ctx.stream()),
+      ClearAndBuildTable(index->table<K>(), src, index->spec().probe_bound(), stats, ctx.stream()),
       "build batch index");
   return FinishBuild(ctx, *index, rows, n.statistics);
 }
+
+template absl::Status RunNode(const LoweringEnv&, StreamContext&, size_t,
+                              const BuildIndexNodeT<uint32_t>&);
+template absl::Status RunNode(const LoweringEnv&, StreamContext&, size_t,
+                              const BuildIndexNodeT<uint64_t>&);
+template absl::Status RunNode(const LoweringEnv&, StreamContext&, size_t,
+                              const BuildBatchIndexNodeT<uint32_t>&);
+template absl::Status RunNode(const LoweringEnv&, StreamContext&, size_t,
+                              const BuildBatchIndexNodeT<uint64_t>&);
 
 }  // namespace gpujoin::engine::detail

@@ -18,8 +18,9 @@ namespace {
 
 // The keys as one page-locked range of this backend's host buffers, or nullptr
 // (several non-empty chunks, or ordinary memory).
-const uint32_t* PinnedKeys(const LoweringEnv& env, const ChunkedU32& keys) {
-  const uint32_t* only = nullptr;
+template <KeyWord K>
+const K* PinnedKeys(const LoweringEnv& env, const Chunked<K>& keys) {
+  const K* only = nullptr;
   size_t bytes = 0;
   for (const auto& c : keys) {
     if (c.empty()) continue;
@@ -38,7 +39,8 @@ T* Pinned(const LoweringEnv& env, std::span<T> out) {
 
 // A captured lookup: caller endpoints in pinned host buffers are bound into the
 // graph's copy nodes; the others are copied through the graph's own buffers.
-absl::Status ReplayLookupGraph(StreamContext& ctx, LookupGraph& graph, const LookupNode& n,
+template <KeyWord K>
+absl::Status ReplayLookupGraph(StreamContext& ctx, LookupGraph& graph, const LookupNodeT<K>& n,
                                uint64_t rows, LookupGraph::Endpoints ends) {
   if (!graph.external_endpoints()) ends = {};
   auto copy_keys_in = [&] {
@@ -71,8 +73,9 @@ absl::Status ReplayLookupGraph(StreamContext& ctx, LookupGraph& graph, const Loo
 
 // A captured join batch: inputs into the graph's pinned buffer, one launch, one
 // wait, results out of its pinned output (same truncation as the plain path).
+template <KeyWord K>
 absl::Status ReplayJoinGraph(StreamContext& ctx, JoinGraph& graph, bool build_overflow,
-                             uint64_t rows, const JoinBatch& b) {
+                             uint64_t rows, const JoinBatchT<K>& b) {
   auto* in = reinterpret_cast<uint8_t*>(graph.keys());
   for (const auto& c : b.keys) {
     std::memcpy(in, c.data(), c.size_bytes());
@@ -102,8 +105,9 @@ absl::Status ReplayJoinGraph(StreamContext& ctx, JoinGraph& graph, bool build_ov
 // download of statistics, count and the whole device capacity of pairs (plus
 // found/probes) with a single wait, when that fits one staging buffer, or
 // statistics and count first and then only the pairs that were written.
+template <KeyWord K>
 absl::Status JoinBatchOnDevice(StreamContext& ctx, const CudaHashIndex& index, uint32_t bound,
-                               bool build_overflow, uint64_t rows, const JoinBatch& b) {
+                               bool build_overflow, uint64_t rows, const JoinBatchT<K>& b) {
   const uint64_t capacity = b.out_left_rows.size();
   // Matches never exceed the left rows, so device outputs need no more.
   const uint64_t device_capacity = std::min(capacity, rows);
@@ -118,8 +122,9 @@ absl::Status JoinBatchOnDevice(StreamContext& ctx, const CudaHashIndex& index, u
                                 {nullptr, want_probes ? rows * 4 : 0},
                                 {nullptr, want_found ? rows : 0}};
   if (StreamContext::GatheredBytes(sizes) <= StreamContext::kStagingBytes) {
-    const JoinShape shape{index.table().slots,
+    const JoinShape shape{index.table<K>().slots,
                           index.spec().capacity,
+                          KeyTypeOf<K>(),
                           rows,
                           device_capacity,
                           bound,
@@ -138,15 +143,16 @@ absl::Status JoinBatchOnDevice(StreamContext& ctx, const CudaHashIndex& index, u
   // out_right] [probes] [found] [scratch].
   auto align = [](uint64_t v) { return (v + 255) & ~uint64_t{255}; };
   const uint64_t inputs_at = 0;
-  const uint64_t pairs_at = align(inputs_at + rows * 4 * (has_left_rows ? 2 : 1));
+  const uint64_t left_rows_at = inputs_at + rows * sizeof(K);
+  const uint64_t pairs_at = align(left_rows_at + (has_left_rows ? rows * 4 : 0));
   const uint64_t probes_at = align(pairs_at + device_capacity * 8);
   const uint64_t found_at = align(probes_at + (want_probes ? rows * 4 : 0));
   const uint64_t scratch_at = align(found_at + (want_found ? rows : 0));
   const uint64_t arena_bytes = scratch_at + JoinScratchBytes(rows);
   GPUJOIN_ASSIGN_OR_RETURN(auto arena, Alloc<uint8_t>(arena_bytes, ctx, "join buffers"));
   uint8_t* base = arena.data();
-  auto* keys = reinterpret_cast<uint32_t*>(base + inputs_at);
-  uint32_t* left_rows = has_left_rows ? keys + rows : nullptr;
+  auto* keys = reinterpret_cast<K*>(base + inputs_at);
+  uint32_t* left_rows = has_left_rows ? reinterpret_cast<uint32_t*>(base + left_rows_at) : nullptr;
   auto* out_left = reinterpret_cast<uint32_t*>(base + pairs_at);
   uint32_t* out_right = out_left + device_capacity;
   uint32_t* probes = want_probes ? reinterpret_cast<uint32_t*>(base + probes_at) : nullptr;
@@ -159,10 +165,10 @@ absl::Status JoinBatchOnDevice(StreamContext& ctx, const CudaHashIndex& index, u
   auto* stats = reinterpret_cast<DeviceQueryStats*>(ctx.device_stats());
   auto* count = reinterpret_cast<unsigned long long*>(ctx.device_stats() + kCountOffset);
   GPUJOIN_CUDA_RETURN(cudaMemsetAsync(stats, 0, sizeof(*stats), ctx.stream()), "join");
-  GPUJOIN_CUDA_RETURN(
-      JoinKeys(index.table(), keys, rows, bound, left_rows, b.first_left_row, out_left, out_right,
-               device_capacity, count, found, probes, stats, base + scratch_at, ctx.stream()),
-      "join");
+  GPUJOIN_CUDA_RETURN(JoinKeys(index.table<K>(), keys, rows, bound, left_rows, b.first_left_row,
+                               out_left, out_right, device_capacity, count, found, probes, stats,
+                               base + scratch_at, ctx.stream()),
+                      "join");
 
   DeviceQueryStats d;
   unsigned long long matches = 0;
@@ -202,10 +208,11 @@ absl::Status JoinBatchOnDevice(StreamContext& ctx, const CudaHashIndex& index, u
   return absl::OkStatus();
 }
 
-
 }  // namespace
 
-absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const LookupNode& n) {
+template <KeyWord K>
+absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
+                     const LookupNodeT<K>& n) {
   const std::string where = absl::StrCat("node ", i, " (lookup)");
   GPUJOIN_ASSIGN_OR_RETURN(const CudaHashIndex* index, ReadableIndex(n.index, where));
   const uint64_t rows = TotalRows(n.keys);
@@ -214,11 +221,12 @@ absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const
     if (n.statistics != nullptr) *n.statistics = QueryStatistics{};
     return absl::OkStatus();
   }
-  const LookupShape shape{index->table().slots, index->spec().capacity, rows, bound,
-                          !n.found.empty(),     !n.probes.empty()};
+  const LookupShape shape{
+      index->table<K>().slots, index->spec().capacity, KeyTypeOf<K>(), rows, bound,
+      !n.found.empty(),        !n.probes.empty()};
   // Columns already in page-locked backend host buffers are copied to/from the
   // device directly; the others go through staging (or the graph's buffers).
-  const uint32_t* keys_pinned = PinnedKeys(env, n.keys);
+  const K* keys_pinned = PinnedKeys(env, n.keys);
   uint32_t* values_pinned = Pinned(env, n.values);
   uint8_t* found_pinned = Pinned(env, n.found);
   uint32_t* probes_pinned = Pinned(env, n.probes);
@@ -230,7 +238,7 @@ absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const
   // Otherwise (first sight, or a failed capture: that shape is not captured again
   // on this context) the lookup runs uncaptured, as joins and aggregations do; a
   // device that is gone for good fails there and is noted by Run.
-  GPUJOIN_ASSIGN_OR_RETURN(auto keys, Alloc<uint32_t>(rows, ctx, "lookup keys"));
+  GPUJOIN_ASSIGN_OR_RETURN(auto keys, Alloc<K>(rows, ctx, "lookup keys"));
   GPUJOIN_ASSIGN_OR_RETURN(auto values, Alloc<uint32_t>(rows, ctx, "lookup values"));
   DeviceBuffer<uint8_t> found;
   DeviceBuffer<uint32_t> probes;
@@ -241,15 +249,15 @@ absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const
     GPUJOIN_ASSIGN_OR_RETURN(probes, Alloc<uint32_t>(rows, ctx, "lookup probes"));
   }
   if (keys_pinned != nullptr) {
-    GPUJOIN_CUDA_RETURN(
-        cudaMemcpyAsync(keys.data(), keys_pinned, rows * 4, cudaMemcpyHostToDevice, ctx.stream()),
-        "upload lookup keys");
+    GPUJOIN_CUDA_RETURN(cudaMemcpyAsync(keys.data(), keys_pinned, rows * sizeof(K),
+                                        cudaMemcpyHostToDevice, ctx.stream()),
+                        "upload lookup keys");
   } else {
     GPUJOIN_RETURN_IF_ERROR(ctx.Upload(keys.data(), RangesOf(n.keys), "lookup keys"));
   }
   auto* stats = reinterpret_cast<DeviceQueryStats*>(ctx.device_stats());
   GPUJOIN_CUDA_RETURN(cudaMemsetAsync(stats, 0, sizeof(*stats), ctx.stream()), "lookup");
-  GPUJOIN_CUDA_RETURN(LookupKeys(index->table(), keys.data(), rows, bound, values.data(),
+  GPUJOIN_CUDA_RETURN(LookupKeys(index->table<K>(), keys.data(), rows, bound, values.data(),
                                  found.data(), probes.data(), stats, ctx.stream()),
                       "lookup");
   // Direct copies into pinned outputs and the statistics first, one wait; then
@@ -287,12 +295,13 @@ absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const
   return absl::OkStatus();
 }
 
-absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const JoinNode& n) {
+template <KeyWord K>
+absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const JoinNodeT<K>& n) {
   const std::string where = absl::StrCat("node ", i, " (join)");
   GPUJOIN_ASSIGN_OR_RETURN(const CudaHashIndex* index, ReadableIndex(n.index, where));
   const uint32_t bound = n.max_probe_count != 0 ? n.max_probe_count : index->spec().probe_bound();
   const bool build_overflow = index->build_statistics().overflow_rows > 0;
-  for (const JoinBatch& b : n.batches) {
+  for (const JoinBatchT<K>& b : n.batches) {
     const uint64_t rows = TotalRows(b.keys);
     if (rows == 0) {
       *b.result = JoinResult{0, build_overflow, QueryStatistics{}};
@@ -302,5 +311,14 @@ absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const
   }
   return absl::OkStatus();
 }
+
+template absl::Status RunNode(const LoweringEnv&, StreamContext&, size_t,
+                              const LookupNodeT<uint32_t>&);
+template absl::Status RunNode(const LoweringEnv&, StreamContext&, size_t,
+                              const LookupNodeT<uint64_t>&);
+template absl::Status RunNode(const LoweringEnv&, StreamContext&, size_t,
+                              const JoinNodeT<uint32_t>&);
+template absl::Status RunNode(const LoweringEnv&, StreamContext&, size_t,
+                              const JoinNodeT<uint64_t>&);
 
 }  // namespace gpujoin::engine::detail

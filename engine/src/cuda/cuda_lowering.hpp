@@ -46,7 +46,8 @@ inline QueryStatistics ToQueryStatistics(const DeviceQueryStats& d, uint64_t row
 }
 
 /// The build path and transient cap `options` ask for, set in `src`.
-inline void SetBuildOptions(const BackendOptions& options, BuildSource& src) {
+template <KeyWord K>
+void SetBuildOptions(const BackendOptions& options, BuildSourceT<K>& src) {
   src.path = options.cuda_build_path == CudaBuildPath::kDirect  ? BuildPath::kDirect
              : options.cuda_build_path == CudaBuildPath::kTiles ? BuildPath::kTiles
                                                                 : BuildPath::kAuto;
@@ -75,11 +76,18 @@ inline absl::StatusOr<const CudaHashIndex*> ReadableIndex(const HashIndex* index
   return cuda;
 }
 
-absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const BuildIndexNode& n);
+// The key-carrying nodes: templates on the key word K, instantiated for
+// uint32_t and uint64_t in cuda_lower_build.cpp and cuda_lower_query.cpp.
+template <KeyWord K>
 absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
-                     const BuildBatchIndexNode& n);
-absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const LookupNode& n);
-absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const JoinNode& n);
+                     const BuildIndexNodeT<K>& n);
+template <KeyWord K>
+absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
+                     const BuildBatchIndexNodeT<K>& n);
+template <KeyWord K>
+absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const LookupNodeT<K>& n);
+template <KeyWord K>
+absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const JoinNodeT<K>& n);
 absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const AggregateNode& n);
 absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const HashNode& n);
 

@@ -24,8 +24,10 @@ size_t JoinScratchBytes(uint64_t rows);
 /// only the first `capacity` pairs are written. The left row is left_rows[i] when
 /// non-null, else first_left_row + i. `*count` receives the number of matches
 /// (before truncation). found/probes are optional aligned outputs. `scratch` holds
-/// JoinScratchBytes(rows) bytes.
-cudaError_t JoinKeys(DeviceTable table, const uint32_t* keys, uint64_t rows, uint32_t bound,
+/// JoinScratchBytes(rows) bytes. K is the key word (uint32_t or uint64_t,
+/// instantiated in join_kernels.cu).
+template <KeyWord K>
+cudaError_t JoinKeys(DeviceTableT<K> table, const K* keys, uint64_t rows, uint32_t bound,
                      const uint32_t* left_rows, uint32_t first_left_row, uint32_t* out_left,
                      uint32_t* out_right, uint64_t capacity, unsigned long long* count,
                      uint8_t* found, uint32_t* probes, DeviceQueryStats* stats, void* scratch,

@@ -41,7 +41,8 @@ absl::StatusOr<std::unique_ptr<JoinGraph>> JoinGraph::Capture(const JoinShape& s
   g->probes_at_ = layout.probes_at;
   g->found_at_ = layout.found_at;
   g->out_bytes_ = layout.bytes;
-  g->in_bytes_ = n * 4 * (shape.left_rows ? 2 : 1) + sizeof(uint32_t);
+  const size_t key_bytes = n * KeyBytes(shape.key_type);
+  g->in_bytes_ = key_bytes + (shape.left_rows ? n * 4 : 0) + sizeof(uint32_t);
   auto in_d = DeviceBuffer<uint8_t>::Async(g->in_bytes_, stream, "join graph inputs");
   if (!in_d.ok()) return in_d.status();
   g->in_d_ = std::move(*in_d);
@@ -61,16 +62,23 @@ absl::StatusOr<std::unique_ptr<JoinGraph>> JoinGraph::Capture(const JoinShape& s
 
   uint8_t* in_dev = g->in_d_.data();
   uint8_t* out_dev = g->out_d_.data();
-  const auto* keys = reinterpret_cast<const uint32_t*>(in_dev);
-  const uint32_t* left_rows = shape.left_rows ? keys + n : nullptr;
-  const uint32_t* first_left_row = keys + n * (shape.left_rows ? 2 : 1);
+  const auto* rows_dev = reinterpret_cast<const uint32_t*>(in_dev + key_bytes);
+  const uint32_t* left_rows = shape.left_rows ? rows_dev : nullptr;
+  const uint32_t* first_left_row = rows_dev + (shape.left_rows ? n : 0);
   auto* out_left = reinterpret_cast<uint32_t*>(out_dev + kPairsOffset);
   uint32_t* out_right = out_left + shape.pair_capacity;
   auto* count = reinterpret_cast<unsigned long long*>(out_dev + kCountOffset);
   uint8_t* found = shape.found ? out_dev + layout.found_at : nullptr;
   auto* probes = shape.probes ? reinterpret_cast<uint32_t*>(out_dev + layout.probes_at) : nullptr;
   auto* stats = reinterpret_cast<DeviceQueryStats*>(out_dev);
-  const DeviceTable table{const_cast<uint64_t*>(shape.slots), shape.table_capacity};
+  // The join of the shape's key word.
+  auto join = [&]<KeyWord K>(K*) {
+    const DeviceTableT<K> table{static_cast<SlotWord<K>*>(const_cast<void*>(shape.slots)),
+                                shape.table_capacity};
+    return JoinKeysGraphable(table, reinterpret_cast<const K*>(in_dev), n, shape.bound, left_rows,
+                             first_left_row, out_left, out_right, shape.pair_capacity, count, found,
+                             probes, stats, g->scratch_d_.data(), stream);
+  };
 
   const absl::Status captured = g->graph_.Capture(stream, "capture join graph", [&] {
     cudaError_t e =
@@ -78,9 +86,8 @@ absl::StatusOr<std::unique_ptr<JoinGraph>> JoinGraph::Capture(const JoinShape& s
     // Statistics, count and padding: the header the output copy starts with.
     if (e == cudaSuccess) e = cudaMemsetAsync(out_dev, 0, kPairsOffset, stream);
     if (e == cudaSuccess)
-      e = JoinKeysGraphable(table, keys, n, shape.bound, left_rows, first_left_row, out_left,
-                            out_right, shape.pair_capacity, count, found, probes, stats,
-                            g->scratch_d_.data(), stream);
+      e = shape.key_type == KeyType::kU64 ? join(static_cast<uint64_t*>(nullptr))
+                                          : join(static_cast<uint32_t*>(nullptr));
     if (e == cudaSuccess)
       e = cudaMemcpyAsync(g->out_.data(), out_dev, g->out_bytes_, cudaMemcpyDeviceToHost, stream);
     return e;

@@ -30,12 +30,13 @@ namespace gpujoin::engine::detail {
 
 /// What a captured join batch bakes in; equal shapes replay the same graph.
 struct JoinShape {
-  const uint64_t* slots = nullptr;  ///< the table (a rebuilt index elsewhere differs)
+  const void* slots = nullptr;  ///< the table (a rebuilt index elsewhere differs)
   uint32_t table_capacity = 0;
-  uint64_t rows = 0;           ///< left rows, > 0
-  uint64_t pair_capacity = 0;  ///< device pair capacity: min(output capacity, rows)
-  uint32_t bound = 0;          ///< probe bound
-  bool left_rows = false;      ///< explicit left row IDs (else generated)
+  KeyType key_type = KeyType::kU32;  ///< the key word of the table and the left keys
+  uint64_t rows = 0;                 ///< left rows, > 0
+  uint64_t pair_capacity = 0;        ///< device pair capacity: min(output capacity, rows)
+  uint32_t bound = 0;                ///< probe bound
+  bool left_rows = false;            ///< explicit left row IDs (else generated)
   bool found = false;
   bool probes = false;
   friend bool operator==(const JoinShape&, const JoinShape&) = default;
@@ -43,8 +44,9 @@ struct JoinShape {
 
 /// A captured join batch: pinned input, pinned output and the graph.
 ///
-/// Input (pinned, copied to the device in one piece): rows keys, then rows left
-/// row IDs when shape.left_rows, then the uint32 generated left row base.
+/// Input (pinned, copied to the device in one piece): rows keys (of
+/// shape.key_type), then rows left row IDs when shape.left_rows, then the uint32
+/// generated left row base.
 /// Output (pinned, copied back in one piece): DeviceQueryStats at 0, the
 /// uint64 match count at kCountOffset, left rows at kPairsOffset followed by
 /// right rows (pair_capacity each), then probes and found (when in the shape).
@@ -80,14 +82,14 @@ class JoinGraph {
                                                             cudaStream_t stream);
 
   const JoinShape& shape() const { return shape_; }
-  /// Pinned input keys (shape.rows).
-  uint32_t* keys() const { return in_.as<uint32_t>(); }
+  /// Pinned input keys (shape.rows of shape.key_type).
+  void* keys() const { return in_.data(); }
   /// Pinned input left row IDs (shape.rows; only when shape.left_rows).
-  uint32_t* left_rows() const { return in_.as<uint32_t>() + shape_.rows; }
-  /// Pinned input: the generated left row base (used when !shape.left_rows).
-  uint32_t* first_left_row() const {
-    return in_.as<uint32_t>() + shape_.rows * (shape_.left_rows ? 2 : 1);
+  uint32_t* left_rows() const {
+    return reinterpret_cast<uint32_t*>(in_.data() + shape_.rows * KeyBytes(shape_.key_type));
   }
+  /// Pinned input: the generated left row base (used when !shape.left_rows).
+  uint32_t* first_left_row() const { return left_rows() + (shape_.left_rows ? shape_.rows : 0); }
   /// Pinned outputs, valid after Launch and a wait on the stream.
   const DeviceQueryStats* stats() const {
     return reinterpret_cast<const DeviceQueryStats*>(out_.data());

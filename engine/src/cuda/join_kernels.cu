@@ -4,10 +4,10 @@
 // lanes of a group write its pairs to consecutive positions. Pairs come out in
 // left order, so capacity truncation keeps exactly the stable prefix.
 #include <cuda_runtime.h>
+#include <thrust/iterator/transform_iterator.h>
 
 #include <cstdint>
 #include <cub/device/device_scan.cuh>
-#include <thrust/iterator/transform_iterator.h>
 
 #include "cuda/device_ops.hpp"
 #include "cuda/join_ops.hpp"
@@ -112,7 +112,8 @@ __global__ void __launch_bounds__(kBlockThreads)
 
 // JoinKeys and JoinKeysGraphable: the left row base is `first_left_row`, or read
 // on the device from `first_left_row_device` when that is non-null.
-cudaError_t JoinKeysImpl(DeviceTable table, const uint32_t* keys, uint64_t rows, uint32_t bound,
+template <KeyWord K>
+cudaError_t JoinKeysImpl(DeviceTableT<K> table, const K* keys, uint64_t rows, uint32_t bound,
                          const uint32_t* left_rows, uint32_t first_left_row,
                          const uint32_t* first_left_row_device, uint32_t* out_left,
                          uint32_t* out_right, uint64_t capacity, unsigned long long* count,
@@ -122,8 +123,7 @@ cudaError_t JoinKeysImpl(DeviceTable table, const uint32_t* keys, uint64_t rows,
   JoinScratch s = CarveScratch(rows, scratch);
   const uint64_t groups = (rows + kGroupRows - 1) / kGroupRows;
   const uint64_t words = MaskWords(rows);
-  cudaError_t e =
-      cudaMemsetAsync(s.masks + groups, 0, (words - groups) * sizeof(uint32_t), stream);
+  cudaError_t e = cudaMemsetAsync(s.masks + groups, 0, (words - groups) * sizeof(uint32_t), stream);
   if (e != cudaSuccess) return e;
   e = LookupKeysMasked(table, keys, rows, bound, s.values, found, probes, s.masks, stats, stream);
   if (e != cudaSuccess) return e;
@@ -142,7 +142,8 @@ cudaError_t JoinKeysImpl(DeviceTable table, const uint32_t* keys, uint64_t rows,
 
 size_t JoinScratchBytes(uint64_t rows) { return CarveScratch(rows, nullptr).total_bytes; }
 
-cudaError_t JoinKeys(DeviceTable table, const uint32_t* keys, uint64_t rows, uint32_t bound,
+template <KeyWord K>
+cudaError_t JoinKeys(DeviceTableT<K> table, const K* keys, uint64_t rows, uint32_t bound,
                      const uint32_t* left_rows, uint32_t first_left_row, uint32_t* out_left,
                      uint32_t* out_right, uint64_t capacity, unsigned long long* count,
                      uint8_t* found, uint32_t* probes, DeviceQueryStats* stats, void* scratch,
@@ -151,15 +152,27 @@ cudaError_t JoinKeys(DeviceTable table, const uint32_t* keys, uint64_t rows, uin
                       out_right, capacity, count, found, probes, stats, scratch, stream);
 }
 
-cudaError_t JoinKeysGraphable(DeviceTable table, const uint32_t* keys, uint64_t rows,
-                              uint32_t bound, const uint32_t* left_rows,
-                              const uint32_t* first_left_row_device, uint32_t* out_left,
-                              uint32_t* out_right, uint64_t capacity, unsigned long long* count,
-                              uint8_t* found, uint32_t* probes, DeviceQueryStats* stats,
-                              void* scratch, cudaStream_t stream) {
+template <KeyWord K>
+cudaError_t JoinKeysGraphable(DeviceTableT<K> table, const K* keys, uint64_t rows, uint32_t bound,
+                              const uint32_t* left_rows, const uint32_t* first_left_row_device,
+                              uint32_t* out_left, uint32_t* out_right, uint64_t capacity,
+                              unsigned long long* count, uint8_t* found, uint32_t* probes,
+                              DeviceQueryStats* stats, void* scratch, cudaStream_t stream) {
   return JoinKeysImpl(table, keys, rows, bound, left_rows, 0,
                       left_rows != nullptr ? nullptr : first_left_row_device, out_left, out_right,
                       capacity, count, found, probes, stats, scratch, stream);
 }
+
+#define GPUJOIN_INSTANTIATE_JOIN(K)                                                              \
+  template cudaError_t JoinKeys(DeviceTableT<K>, const K*, uint64_t, uint32_t, const uint32_t*,  \
+                                uint32_t, uint32_t*, uint32_t*, uint64_t, unsigned long long*,   \
+                                uint8_t*, uint32_t*, DeviceQueryStats*, void*, cudaStream_t);    \
+  template cudaError_t JoinKeysGraphable(DeviceTableT<K>, const K*, uint64_t, uint32_t,          \
+                                         const uint32_t*, const uint32_t*, uint32_t*, uint32_t*, \
+                                         uint64_t, unsigned long long*, uint8_t*, uint32_t*,     \
+                                         DeviceQueryStats*, void*, cudaStream_t);
+GPUJOIN_INSTANTIATE_JOIN(uint32_t)
+GPUJOIN_INSTANTIATE_JOIN(uint64_t)
+#undef GPUJOIN_INSTANTIATE_JOIN
 
 }  // namespace gpujoin::engine::detail

@@ -19,11 +19,11 @@ namespace gpujoin::engine::detail {
 /// and may be null. Everything else (outputs, truncation, count, statistics,
 /// scratch of JoinScratchBytes(rows)) is exactly JoinKeys. Enqueues only
 /// stream-ordered work with caller-provided memory, so it can be captured.
-cudaError_t JoinKeysGraphable(DeviceTable table, const uint32_t* keys, uint64_t rows,
-                              uint32_t bound, const uint32_t* left_rows,
-                              const uint32_t* first_left_row_device, uint32_t* out_left,
-                              uint32_t* out_right, uint64_t capacity, unsigned long long* count,
-                              uint8_t* found, uint32_t* probes, DeviceQueryStats* stats,
-                              void* scratch, cudaStream_t stream);
+template <KeyWord K>
+cudaError_t JoinKeysGraphable(DeviceTableT<K> table, const K* keys, uint64_t rows, uint32_t bound,
+                              const uint32_t* left_rows, const uint32_t* first_left_row_device,
+                              uint32_t* out_left, uint32_t* out_right, uint64_t capacity,
+                              unsigned long long* count, uint8_t* found, uint32_t* probes,
+                              DeviceQueryStats* stats, void* scratch, cudaStream_t stream);
 
 }  // namespace gpujoin::engine::detail

@@ -8,7 +8,8 @@ namespace gpujoin::engine::detail {
 
 void LookupGraph::FindCopyNodes() {
   const uint64_t n = shape_.rows;
-  keys_end_ = {nullptr, in_.data(), in_.data(), keys_d_.data(), n * 4, true};
+  keys_end_ = {nullptr, in_.data(), in_.data(), keys_d_.data(), n * KeyBytes(shape_.key_type),
+               true};
   values_end_ = {nullptr, out_.data(), out_.data(), values_d_.data(), n * 4, false};
   probes_end_ = {nullptr, out_.data() + 4 * n, out_.data() + 4 * n, probes_d_.data(), n * 4, false};
   uint8_t* found_own = out_.data() + 8 * n + sizeof(DeviceQueryStats);
@@ -53,7 +54,7 @@ cudaError_t LookupGraph::Replay(cudaStream_t stream, const Endpoints& endpoints)
   if (external && !external_ok_) return cudaErrorNotSupported;
   if (external_ok_) {
     HostEnd* ends[4] = {&keys_end_, &values_end_, &found_end_, &probes_end_};
-    void* wants[4] = {const_cast<uint32_t*>(endpoints.keys), endpoints.values, endpoints.found,
+    void* wants[4] = {const_cast<void*>(endpoints.keys), endpoints.values, endpoints.found,
                       endpoints.probes};
     for (int k = 0; k < 4; ++k) {
       if (ends[k]->node == nullptr) continue;  // output not part of this shape
@@ -78,7 +79,8 @@ absl::StatusOr<std::unique_ptr<LookupGraph>> LookupGraph::Capture(const LookupSh
   g->shape_ = shape;
   g->stream_ = stream;
   const uint64_t n = shape.rows;
-  auto keys = DeviceBuffer<uint32_t>::Async(n, stream, "graph keys");
+  const size_t key_bytes = n * KeyBytes(shape.key_type);
+  auto keys = DeviceBuffer<uint8_t>::Async(key_bytes, stream, "graph keys");
   if (!keys.ok()) return keys.status();
   g->keys_d_ = std::move(*keys);
   auto values = DeviceBuffer<uint32_t>::Async(n, stream, "graph values");
@@ -97,22 +99,29 @@ absl::StatusOr<std::unique_ptr<LookupGraph>> LookupGraph::Capture(const LookupSh
   auto stats = DeviceBuffer<DeviceQueryStats>::Async(1, stream, "graph statistics");
   if (!stats.ok()) return stats.status();
   g->stats_d_ = std::move(*stats);
-  auto in = PinnedBuffer::Allocate(n * sizeof(uint32_t), "graph keys");
+  auto in = PinnedBuffer::Allocate(key_bytes, "graph keys");
   if (!in.ok()) return in.status();
   g->in_ = std::move(*in);
   auto out = PinnedBuffer::Allocate(8 * n + sizeof(DeviceQueryStats) + n, "graph outputs");
   if (!out.ok()) return out.status();
   g->out_ = std::move(*out);
 
-  const DeviceTable table{const_cast<uint64_t*>(shape.slots), shape.capacity};
+  // The lookup kernel of the shape's key word.
+  auto lookup = [&]<KeyWord K>(K*) {
+    const DeviceTableT<K> table{static_cast<SlotWord<K>*>(const_cast<void*>(shape.slots)),
+                                shape.capacity};
+    return LookupKeys(table, reinterpret_cast<const K*>(g->keys_d_.data()), n, shape.bound,
+                      g->values_d_.data(), g->found_d_.data(), g->probes_d_.data(),
+                      g->stats_d_.data(), stream);
+  };
   const absl::Status captured = g->graph_.Capture(stream, "capture lookup graph", [&] {
-    cudaError_t e = cudaMemcpyAsync(g->keys_d_.data(), g->in_.data(), n * sizeof(uint32_t),
+    cudaError_t e = cudaMemcpyAsync(g->keys_d_.data(), g->in_.data(), key_bytes,
                                     cudaMemcpyHostToDevice, stream);
     if (e == cudaSuccess)
       e = cudaMemsetAsync(g->stats_d_.data(), 0, sizeof(DeviceQueryStats), stream);
     if (e == cudaSuccess)
-      e = LookupKeys(table, g->keys_d_.data(), n, shape.bound, g->values_d_.data(),
-                     g->found_d_.data(), g->probes_d_.data(), g->stats_d_.data(), stream);
+      e = shape.key_type == KeyType::kU64 ? lookup(static_cast<uint64_t*>(nullptr))
+                                          : lookup(static_cast<uint32_t*>(nullptr));
     if (e == cudaSuccess)
       e = cudaMemcpyAsync(g->out_.data(), g->values_d_.data(), n * sizeof(uint32_t),
                           cudaMemcpyDeviceToHost, stream);

@@ -27,8 +27,9 @@ namespace gpujoin::engine::detail {
 
 /// What identifies a replayable lookup.
 struct LookupShape {
-  const uint64_t* slots = nullptr;
+  const void* slots = nullptr;  ///< the table (DeviceTableT<K>::slots)
   uint32_t capacity = 0;
+  KeyType key_type = KeyType::kU32;  ///< the key word of the table and the keys
   uint64_t rows = 0;
   uint32_t bound = 0;
   bool found = false;
@@ -63,8 +64,8 @@ class LookupGraph {
                                                               cudaStream_t stream);
 
   const LookupShape& shape() const { return shape_; }
-  /// Pinned input: shape.rows keys.
-  uint32_t* keys() const { return in_.as<uint32_t>(); }
+  /// Pinned input: shape.rows keys of shape.key_type.
+  void* keys() const { return in_.data(); }
   /// Pinned outputs, valid after Replay + stream synchronisation.
   const uint32_t* values() const { return out_.as<uint32_t>(); }
   const uint32_t* probes() const { return out_.as<uint32_t>() + shape_.rows; }
@@ -77,7 +78,7 @@ class LookupGraph {
   /// (keys() / values() / found() / probes()); otherwise page-locked memory of the
   /// caller (a backend host buffer) of the shape's size, copied from/to directly.
   struct Endpoints {
-    const uint32_t* keys = nullptr;
+    const void* keys = nullptr;  ///< shape.rows keys of shape.key_type
     uint32_t* values = nullptr;
     uint8_t* found = nullptr;
     uint32_t* probes = nullptr;
@@ -114,7 +115,8 @@ class LookupGraph {
 
   LookupShape shape_;
   cudaStream_t stream_ = nullptr;
-  DeviceBuffer<uint32_t> keys_d_, values_d_, probes_d_;
+  DeviceBuffer<uint8_t> keys_d_;  // rows keys of shape.key_type
+  DeviceBuffer<uint32_t> values_d_, probes_d_;
   DeviceBuffer<uint8_t> found_d_;
   DeviceBuffer<DeviceQueryStats> stats_d_;
   PinnedBuffer in_, out_;

@@ -39,9 +39,11 @@ enum class BuildPath : int {
 inline constexpr uint64_t kTilesMinTableBytes = uint64_t{128} << 20;
 inline constexpr uint64_t kTilesMinRows = uint64_t{1} << 22;
 
-/// Where the keys and the value of each retained key come from, and how to build.
-struct BuildSource {
-  const uint32_t* keys = nullptr;      ///< `rows` keys (global rows 0..rows-1)
+/// Where the keys (of key word K) and the value of each retained key come from,
+/// and how to build.
+template <KeyWord K>
+struct BuildSourceT {
+  const K* keys = nullptr;             ///< `rows` keys (global rows 0..rows-1)
   uint64_t rows = 0;                   ///< at most 2^32
   const uint32_t* values = nullptr;    ///< explicit values (rows), or null
   uint32_t first_value = 0;            ///< generated value = first_value + row when values is null
@@ -67,15 +69,20 @@ struct BuildSource {
   /// Null: none.
   cudaEvent_t* phase_events = nullptr;
 };
+using BuildSource = BuildSourceT<uint32_t>;
+using BuildSource64 = BuildSourceT<uint64_t>;
 
-/// The path a build of `rows` rows into a table of `capacity` slots takes for
-/// the requested `path` (kAuto: by size, see kTilesMinTableBytes).
-BuildPath ChooseBuildPath(uint32_t capacity, uint64_t rows, BuildPath path);
+/// The path a build of `rows` rows into a table of `capacity` slots of
+/// `key_type` takes for the requested `path` (kAuto: by size, see
+/// kTilesMinTableBytes).
+BuildPath ChooseBuildPath(uint32_t capacity, uint64_t rows, BuildPath path,
+                          KeyType key_type = KeyType::kU32);
 
 /// Peak transient device memory (bytes) of a build of `rows` rows into a table
-/// of `capacity` slots on `path` (0 for the direct path). The tile path
-/// allocates exactly this.
-uint64_t BuildTransientBytes(uint32_t capacity, uint64_t rows, BuildPath path);
+/// of `capacity` slots of `key_type` on `path` (0 for the direct path). The
+/// tile path allocates exactly this.
+uint64_t BuildTransientBytes(uint32_t capacity, uint64_t rows, BuildPath path,
+                             KeyType key_type = KeyType::kU32);
 
 /// Makes `device`'s default stream-ordered memory pool keep freed memory up to a
 /// quarter of the device memory (at least 1 GiB) instead of returning it to the
@@ -86,18 +93,24 @@ uint64_t BuildTransientBytes(uint32_t capacity, uint64_t rows, BuildPath path);
 /// the benchmark both call this.
 cudaError_t KeepTransientMemory(int device);
 
+// The entry points below are templates on the key word K (uint32_t or
+// uint64_t, instantiated in build.cpp).
+
 /// Clears the table (every slot empty) and zeroes `stats`.
-cudaError_t ClearTable(DeviceTable table, DeviceBuildStats* stats, cudaStream_t stream);
+template <KeyWord K>
+cudaError_t ClearTable(DeviceTableT<K> table, DeviceBuildStats* stats, cudaStream_t stream);
 
 /// Inserts every valid row, keeping the lowest source row per key, and writes
 /// the retained values. `bound` = most slots examined per row. The table must
 /// have been cleared (ClearTable). Statistics are added to `stats`.
-cudaError_t BuildTable(DeviceTable table, const BuildSource& source, uint32_t bound,
+template <KeyWord K>
+cudaError_t BuildTable(DeviceTableT<K> table, const BuildSourceT<K>& source, uint32_t bound,
                        DeviceBuildStats* stats, cudaStream_t stream);
 
 /// ClearTable followed by BuildTable, except that the tile path needs no
 /// clearing pass (it writes every slot).
-cudaError_t ClearAndBuildTable(DeviceTable table, const BuildSource& source, uint32_t bound,
+template <KeyWord K>
+cudaError_t ClearAndBuildTable(DeviceTableT<K> table, const BuildSourceT<K>& source, uint32_t bound,
                                DeviceBuildStats* stats, cudaStream_t stream);
 
 }  // namespace gpujoin::engine::detail

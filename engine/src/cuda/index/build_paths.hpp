@@ -12,7 +12,8 @@
 namespace gpujoin::engine::detail {
 
 /// Records phase event k of a build when the caller asked for them (bench only).
-inline cudaError_t MarkPhase(const BuildSource& source, int k, cudaStream_t stream) {
+template <KeyWord K>
+cudaError_t MarkPhase(const BuildSourceT<K>& source, int k, cudaStream_t stream) {
   if (source.phase_events == nullptr) return cudaSuccess;
   return cudaEventRecord(source.phase_events[k], stream);
 }
@@ -32,32 +33,39 @@ struct Carver {
 /// cap).
 cudaError_t AllocateTransient(size_t bytes, uint64_t max_bytes, void** buffer, cudaStream_t stream);
 
+// The paths are templates on the key word K, instantiated for uint32_t and
+// uint64_t in their .cu files.
+
 /// The direct path (direct_build.cu): Robin Hood insert of every valid row with
 /// tag `tag_offset + row`, then, when `finalize`, the pass that replaces each
 /// slot's source row by its value. The table must be clear.
-cudaError_t BuildDirect(DeviceTable table, const BuildSource& source, uint32_t bound,
+template <KeyWord K>
+cudaError_t BuildDirect(DeviceTableT<K> table, const BuildSourceT<K>& source, uint32_t bound,
                         uint32_t tag_offset, bool finalize, DeviceBuildStats* stats,
                         cudaStream_t stream);
 
 /// The fallback of a large-build path (direct_build.cu): when the device word
 /// `*redo` is nonzero once the work before runs, clears the table and the
 /// statistics and runs the direct path; else the enqueued kernels return at once.
-cudaError_t RedoDirectIf(const unsigned int* redo, DeviceTable table, const BuildSource& source,
-                         uint32_t bound, uint32_t tag_offset, bool finalize,
-                         DeviceBuildStats* stats, cudaStream_t stream);
+template <KeyWord K>
+cudaError_t RedoDirectIf(const unsigned int* redo, DeviceTableT<K> table,
+                         const BuildSourceT<K>& source, uint32_t bound, uint32_t tag_offset,
+                         bool finalize, DeviceBuildStats* stats, cudaStream_t stream);
 
 /// The tile path (tile_build.cu). Clears nothing first (it writes every slot);
 /// falls back to the direct insert itself. *no_buffer is set (and nothing is
 /// enqueued) when its transient buffer cannot be had: the caller then inserts
 /// directly; any other error is the build's.
-cudaError_t BuildTiles(DeviceTable table, const BuildSource& source, uint32_t bound,
-                       uint32_t tag_offset, bool finalize, DeviceBuildStats* stats,
-                       bool* no_buffer, cudaStream_t stream);
+template <KeyWord K>
+cudaError_t BuildTiles(DeviceTableT<K> table, const BuildSourceT<K>& source, uint32_t bound,
+                       uint32_t tag_offset, bool finalize, DeviceBuildStats* stats, bool* no_buffer,
+                       cudaStream_t stream);
 
 /// Whether the tile path can build this table (two tiles, a CUB item count).
 bool TilesFit(uint32_t capacity, uint64_t rows);
 
-/// The tile path's transient buffer: exact bytes (tile_sort.cu).
-uint64_t TileTransientBytes(uint32_t capacity, uint64_t rows);
+/// The tile path's transient buffer for key word `key_type`: exact bytes
+/// (tile_sort.cu).
+uint64_t TileTransientBytes(uint32_t capacity, uint64_t rows, KeyType key_type);
 
 }  // namespace gpujoin::engine::detail

@@ -11,22 +11,28 @@
 namespace gpujoin::engine::detail {
 namespace {
 
+// A key read once (streaming: evict first).
+__device__ __forceinline__ uint32_t LoadStreaming(const uint32_t* p) { return __ldcs(p); }
+__device__ __forceinline__ uint64_t LoadStreaming(const uint64_t* p) {
+  return __ldcs(reinterpret_cast<const unsigned long long*>(p));
+}
+
 // One thread per key, grid-stride. `found` and `probes` are optional (null: not
 // written; the test is uniform across the grid). With kMasks the loop runs warp
 // by warp (every lane takes each step, those past the end as misses) and lane 0
 // writes the warp's found bits: masks[i / 32] bit (i % 32) for row i, what the
 // join's compaction scans.
-template <bool kMasks>
+template <KeyWord K, bool kMasks>
 __global__ void __launch_bounds__(kBlockThreads, 2048 / kBlockThreads)  // full occupancy
-    LookupKernel(DeviceTable table, const uint32_t* __restrict__ keys, uint64_t rows,
-                 uint32_t bound, uint32_t* __restrict__ values, uint8_t* __restrict__ found,
+    LookupKernel(DeviceTableT<K> table, const K* __restrict__ keys, uint64_t rows, uint32_t bound,
+                 uint32_t* __restrict__ values, uint8_t* __restrict__ found,
                  uint32_t* __restrict__ probes, uint32_t* __restrict__ masks,
                  DeviceQueryStats* stats) {
   unsigned long long sums[2] = {0, 0};  // found, probes
   unsigned long long max_probes = 0;
   const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
   const auto one = [&](uint64_t i) {
-    const ProbeResult r = Probe(table.slots, table.capacity, __ldcs(keys + i), bound);
+    const ProbeResult r = Probe<K>(table.slots, table.capacity, LoadStreaming(keys + i), bound);
     __stcs(values + i, r.value);
     if (found != nullptr)
       __stcs(reinterpret_cast<signed char*>(found + i), static_cast<signed char>(r.found));
@@ -51,13 +57,13 @@ __global__ void __launch_bounds__(kBlockThreads, 2048 / kBlockThreads)  // full 
   BlockFlushStats<2>(sums, max_probes, &stats->found, &stats->max_probes);
 }
 
-// Launches LookupKernel<kMasks> on a grid sized by its occupancy.
-template <bool kMasks>
-cudaError_t LookupWith(DeviceTable table, const uint32_t* keys, uint64_t rows, uint32_t bound,
+// Launches LookupKernel<K, kMasks> on a grid sized by its occupancy.
+template <KeyWord K, bool kMasks>
+cudaError_t LookupWith(DeviceTableT<K> table, const K* keys, uint64_t rows, uint32_t bound,
                        uint32_t* values, uint8_t* found, uint32_t* probes, uint32_t* masks,
                        DeviceQueryStats* stats, cudaStream_t stream) {
   static std::atomic<int> resident{0};
-  const auto kernel = LookupKernel<kMasks>;
+  const auto kernel = LookupKernel<K, kMasks>;
   kernel<<<GridFor(rows, CachedResident(kernel, resident)), kBlockThreads, 0, stream>>>(
       table, keys, rows, bound, values, found, probes, masks, stats);
   return cudaGetLastError();
@@ -65,18 +71,31 @@ cudaError_t LookupWith(DeviceTable table, const uint32_t* keys, uint64_t rows, u
 
 }  // namespace
 
-cudaError_t LookupKeys(DeviceTable table, const uint32_t* keys, uint64_t rows, uint32_t bound,
+template <KeyWord K>
+cudaError_t LookupKeys(DeviceTableT<K> table, const K* keys, uint64_t rows, uint32_t bound,
                        uint32_t* values, uint8_t* found, uint32_t* probes, DeviceQueryStats* stats,
                        cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
-  return LookupWith<false>(table, keys, rows, bound, values, found, probes, nullptr, stats, stream);
+  return LookupWith<K, false>(table, keys, rows, bound, values, found, probes, nullptr, stats,
+                              stream);
 }
 
-cudaError_t LookupKeysMasked(DeviceTable table, const uint32_t* keys, uint64_t rows, uint32_t bound,
+template <KeyWord K>
+cudaError_t LookupKeysMasked(DeviceTableT<K> table, const K* keys, uint64_t rows, uint32_t bound,
                              uint32_t* values, uint8_t* found, uint32_t* probes, uint32_t* masks,
                              DeviceQueryStats* stats, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
-  return LookupWith<true>(table, keys, rows, bound, values, found, probes, masks, stats, stream);
+  return LookupWith<K, true>(table, keys, rows, bound, values, found, probes, masks, stats, stream);
 }
+
+#define GPUJOIN_INSTANTIATE_LOOKUP(K)                                                             \
+  template cudaError_t LookupKeys(DeviceTableT<K>, const K*, uint64_t, uint32_t, uint32_t*,       \
+                                  uint8_t*, uint32_t*, DeviceQueryStats*, cudaStream_t);          \
+  template cudaError_t LookupKeysMasked(DeviceTableT<K>, const K*, uint64_t, uint32_t, uint32_t*, \
+                                        uint8_t*, uint32_t*, uint32_t*, DeviceQueryStats*,        \
+                                        cudaStream_t);
+GPUJOIN_INSTANTIATE_LOOKUP(uint32_t)
+GPUJOIN_INSTANTIATE_LOOKUP(uint64_t)
+#undef GPUJOIN_INSTANTIATE_LOOKUP
 
 }  // namespace gpujoin::engine::detail

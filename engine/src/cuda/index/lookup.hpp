@@ -10,17 +10,20 @@
 
 namespace gpujoin::engine::detail {
 
-/// Looks up `rows` keys with at most `bound` probes each. Writes values[i]
-/// (kEmptyKey when missing); found[i] (1/0) and probes[i] when non-null. Adds
-/// to `stats` (zero it first).
-cudaError_t LookupKeys(DeviceTable table, const uint32_t* keys, uint64_t rows, uint32_t bound,
+/// Looks up `rows` keys of key word K (uint32_t or uint64_t, instantiated in
+/// lookup.cu) with at most `bound` probes each. Writes values[i] (kEmptyKey
+/// when missing); found[i] (1/0) and probes[i] when non-null. Adds to `stats`
+/// (zero it first).
+template <KeyWord K>
+cudaError_t LookupKeys(DeviceTableT<K> table, const K* keys, uint64_t rows, uint32_t bound,
                        uint32_t* values, uint8_t* found, uint32_t* probes, DeviceQueryStats* stats,
                        cudaStream_t stream);
 
 /// LookupKeys that also writes the found rows as bits: masks[g] bit j is set
 /// when row 32 * g + j was found, for g < ceil(rows / 32) (bits past `rows` are
 /// 0); what the join's compaction scans. `masks` is required.
-cudaError_t LookupKeysMasked(DeviceTable table, const uint32_t* keys, uint64_t rows, uint32_t bound,
+template <KeyWord K>
+cudaError_t LookupKeysMasked(DeviceTableT<K> table, const K* keys, uint64_t rows, uint32_t bound,
                              uint32_t* values, uint8_t* found, uint32_t* probes, uint32_t* masks,
                              DeviceQueryStats* stats, cudaStream_t stream);
 

@@ -2,11 +2,18 @@
 // statistics its kernels accumulate. Plain C++: launchers and the backend include
 // it without nvcc.
 //
-// Table layout: one uint64 per slot, key in the high 32 bits and the value (or,
-// during a build, the winning source row) in the low 32 bits. An empty slot is
-// all ones (its key is kEmptyKey). A 32-byte sector holds four slots, so one
-// sector read tests four keys; an insert needs one 64-bit atomic per slot it
-// changes.
+// Table layout, one word per slot (SlotWord<K>), the key and the value (or,
+// during a build, the winning source row) side by side:
+//  - uint32 keys: one uint64, key in the high 32 bits, value in the low 32 bits.
+//    A 32-byte sector holds four slots, so one sector read tests four keys; an
+//    insert needs one 64-bit atomic per slot it changes.
+//  - uint64 keys: 16 bytes, the key, then the value in the low 32 bits of a
+//    second uint64 (its high 32 bits 0), so a sector holds two slots and an
+//    insert takes one 16-byte atomicCAS (sm_90) per slot it changes; "keep the
+//    lowest row" is then the minimum of the second word among words of one key.
+//    (Split key and value arrays would read a second sector for every hit and
+//    need a second atomic per claim; they have not been measured against this.)
+// An empty slot is all ones (its key is kEmptyKeyOf<K>).
 #pragma once
 
 #include <cstddef>
@@ -18,19 +25,45 @@ namespace gpujoin::engine::detail {
 
 inline constexpr uint64_t kEmptySlot = ~uint64_t{0};
 
-/// A table in device memory. `slots` holds TableAllocationSlots(capacity)
-/// entries (the pad keeps 4-slot sector reads in bounds for tiny tables).
-struct DeviceTable {
-  uint64_t* slots = nullptr;
-  uint32_t capacity = 0;
+/// The slot of a uint64-key table: key, then tag (the value or source row in
+/// its low 32 bits). All ones when empty.
+struct alignas(16) Slot64 {
+  uint64_t key;
+  uint64_t tag;
 };
 
-/// Number of uint64 entries to allocate for a table of `capacity` slots.
+/// The slot word of key word K.
+template <KeyWord K>
+struct SlotWordOf {
+  using type = uint64_t;
+};
+template <>
+struct SlotWordOf<uint64_t> {
+  using type = Slot64;
+};
+template <KeyWord K>
+using SlotWord = typename SlotWordOf<K>::type;
+
+/// Bytes of one slot of `type`.
+inline constexpr uint64_t SlotBytes(KeyType type) { return type == KeyType::kU64 ? 16 : 8; }
+
+/// A table in device memory. `slots` holds TableAllocationSlots(capacity)
+/// entries (the pad keeps sector reads in bounds for tiny tables).
+template <KeyWord K>
+struct DeviceTableT {
+  SlotWord<K>* slots = nullptr;
+  uint32_t capacity = 0;
+};
+using DeviceTable = DeviceTableT<uint32_t>;
+using DeviceTable64 = DeviceTableT<uint64_t>;
+
+/// Number of slots to allocate for a table of `capacity` slots.
 inline size_t TableAllocationSlots(uint32_t capacity) { return capacity < 4 ? 4 : capacity; }
 
-/// Device bytes of a table of `capacity` slots (what CudaHashIndex allocates).
-inline uint64_t TableAllocationBytes(uint32_t capacity) {
-  return uint64_t(TableAllocationSlots(capacity)) * sizeof(uint64_t);
+/// Device bytes of a table of `capacity` slots of `type` (what CudaHashIndex
+/// allocates).
+inline uint64_t TableAllocationBytes(uint32_t capacity, KeyType type = KeyType::kU32) {
+  return uint64_t(TableAllocationSlots(capacity)) * SlotBytes(type);
 }
 
 /// Build statistics accumulated on the device (same order as BuildStatistics).

@@ -23,8 +23,9 @@ struct ThenMap {
 
 // One block: every tile's carry, and the build's key, duplicate and invalid counts.
 constexpr int kCarryThreads = 1024;
+template <KeyWord K>
 __global__ void __launch_bounds__(kCarryThreads)
-    TileCarryKernel(TileArgs a, uint32_t capacity, DeviceBuildStats* stats) {
+    TileCarryKernel(TileArgs<K> a, uint32_t capacity, DeviceBuildStats* stats) {
   using MapScan = cub::BlockScan<CarryMap, kCarryThreads>;
   using Sum = cub::BlockReduce<unsigned long long, kCarryThreads>;
   __shared__ typename MapScan::TempStorage s_scan;
@@ -75,10 +76,13 @@ __global__ void __launch_bounds__(kCarryThreads)
 // tiles, whose carry counts it) is written directly. The rank-order loads and
 // the multiplicities are read striped (coalesced); the running maximum of home
 // minus rank is scanned blocked through shared memory.
-__global__ void __launch_bounds__(kTileThreads) TilePlaceKernel(DeviceTable table, TileArgs a) {
+template <KeyWord K>
+__global__ void __launch_bounds__(kTileThreads)
+    TilePlaceKernel(DeviceTableT<K> table, TileArgs<K> a) {
+  using S = Slots<K>;
   using MaxScan = cub::BlockScan<int, kTileThreads>;
   __shared__ typename MaxScan::TempStorage s_scan;
-  __shared__ uint64_t s_tile[kTileSlots];
+  __shared__ SlotWord<K> s_tile[kTileSlots];
   __shared__ int s_q[kTileMaxRows];  // home - rank, then its running maximum
   __shared__ unsigned long long s_probes;
   __shared__ uint32_t s_max;
@@ -89,18 +93,18 @@ __global__ void __launch_bounds__(kTileThreads) TilePlaceKernel(DeviceTable tabl
   const uint32_t c = a.carry[t];
   const uint32_t tile_start = t * kTileSlots;
   const uint32_t mask = table.capacity - 1u;
-  for (uint32_t k = threadIdx.x; k < kTileSlots; k += kTileThreads) s_tile[k] = kEmptySlot;
+  for (uint32_t k = threadIdx.x; k < kTileSlots; k += kTileThreads) s_tile[k] = S::Empty();
   if (threadIdx.x == 0) {
     s_probes = 0;
     s_max = 0;
   }
-  uint64_t w[kTileItems];
+  SlotWord<K> w[kTileItems];
   uint32_t home[kTileItems];
 #pragma unroll
   for (int j = 0; j < kTileItems; ++j) {
     const int r = j * int(kTileThreads) + int(threadIdx.x);
-    w[j] = r < keys ? a.words[base + r] : kEmptySlot;
-    home[j] = r < keys ? TileHome(w[j], table.capacity) : 0u;
+    w[j] = r < keys ? a.words[base + r] : S::Empty();
+    home[j] = r < keys ? TileHome<K>(w[j], table.capacity) : 0u;
     if (r < keys) s_q[r] = int(home[j]) - r;
   }
   __syncthreads();
@@ -152,8 +156,9 @@ __global__ void __launch_bounds__(kTileThreads) TilePlaceKernel(DeviceTable tabl
 }
 
 // One block: the build's total and maximum probes.
+template <KeyWord K>
 __global__ void __launch_bounds__(kCarryThreads)
-    TileProbesKernel(TileArgs a, DeviceBuildStats* stats) {
+    TileProbesKernel(TileArgs<K> a, DeviceBuildStats* stats) {
   using Sum = cub::BlockReduce<unsigned long long, kCarryThreads>;
   __shared__ typename Sum::TempStorage s_sum;
   if (*a.fall_back != 0) return;
@@ -177,12 +182,13 @@ bool TilesFit(uint32_t capacity, uint64_t rows) {
   return capacity >= 2 * kTileSlots && rows < (uint64_t{1} << 31);
 }
 
-cudaError_t BuildTiles(DeviceTable table, const BuildSource& source, uint32_t bound,
-                       uint32_t tag_offset, bool finalize, DeviceBuildStats* stats,
-                       bool* no_buffer, cudaStream_t stream) {
+template <KeyWord K>
+cudaError_t BuildTiles(DeviceTableT<K> table, const BuildSourceT<K>& source, uint32_t bound,
+                       uint32_t tag_offset, bool finalize, DeviceBuildStats* stats, bool* no_buffer,
+                       cudaStream_t stream) {
   *no_buffer = false;
   TileLayout layout;
-  cudaError_t e = MakeTileLayout(table.capacity, source.rows, &layout);
+  cudaError_t e = MakeTileLayout<K>(table.capacity, source.rows, &layout);
   if (e != cudaSuccess) return e;
   void* buffer = nullptr;
   e = AllocateTransient(layout.bytes, source.transient_max_bytes, &buffer, stream);
@@ -190,13 +196,13 @@ cudaError_t BuildTiles(DeviceTable table, const BuildSource& source, uint32_t bo
     *no_buffer = e == cudaErrorMemoryAllocation;
     return e;
   }
-  TileArgs ta{};
+  TileArgs<K> ta{};
   e = SortAndOrderTiles(table, source, finalize, layout, static_cast<unsigned char*>(buffer), bound,
                         &ta, stream);
   if (e == cudaSuccess) {
-    TileCarryKernel<<<1, kCarryThreads, 0, stream>>>(ta, table.capacity, stats);
-    TilePlaceKernel<<<layout.tiles, kTileThreads, 0, stream>>>(table, ta);
-    TileProbesKernel<<<1, kCarryThreads, 0, stream>>>(ta, stats);
+    TileCarryKernel<K><<<1, kCarryThreads, 0, stream>>>(ta, table.capacity, stats);
+    TilePlaceKernel<K><<<layout.tiles, kTileThreads, 0, stream>>>(table, ta);
+    TileProbesKernel<K><<<1, kCarryThreads, 0, stream>>>(ta, stats);
     e = cudaGetLastError();
   }
   if (e == cudaSuccess) e = MarkPhase(source, 1, stream);
@@ -211,5 +217,10 @@ cudaError_t BuildTiles(DeviceTable table, const BuildSource& source, uint32_t bo
   if (e == cudaSuccess) e = MarkPhase(source, 2, stream);
   return e != cudaSuccess ? e : f;
 }
+
+template cudaError_t BuildTiles(DeviceTableT<uint32_t>, const BuildSourceT<uint32_t>&, uint32_t,
+                                uint32_t, bool, DeviceBuildStats*, bool*, cudaStream_t);
+template cudaError_t BuildTiles(DeviceTableT<uint64_t>, const BuildSourceT<uint64_t>&, uint32_t,
+                                uint32_t, bool, DeviceBuildStats*, bool*, cudaStream_t);
 
 }  // namespace gpujoin::engine::detail

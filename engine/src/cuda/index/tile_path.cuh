@@ -1,7 +1,8 @@
 // The tile build path (BuildPath::kTiles), shared by tile_sort.cu (phase 0 and
 // the per-tile ordering) and tile_build.cu (carries, placement, fallback).
 //
-// Builds the Robin Hood layout without per-row atomics. Every valid row becomes
+// Builds the Robin Hood layout without per-row atomics, for either key word K
+// (the words are K's slot words, table.hpp). Every valid row becomes
 // a word key:value (the final value: no finalisation pass) with the number of
 // its key's 2048-slot home tile; a stable CUB radix sort on the tile number
 // (only its log2(tiles) bits), on double buffers (no
@@ -42,13 +43,16 @@ static_assert(kTileItems * kTileThreads == kTileMaxRows, "whole items per thread
 constexpr int kTileCountItems = int(kTileSlots / kTileThreads);
 
 // A word's home slot within its tile.
-__device__ __forceinline__ uint32_t TileHome(uint64_t w, uint32_t capacity) {
-  return HomeSlot(SlotKey(w), capacity) & (kTileSlots - 1u);
+template <KeyWord K>
+__device__ __forceinline__ uint32_t TileHome(SlotWord<K> w, uint32_t capacity) {
+  return HomeSlot(Slots<K>::Key(w), capacity) & (kTileSlots - 1u);
 }
 
-// The per-tile arrays of the transient buffer (TileLayout), as the kernels see them.
+// The per-tile arrays of the transient buffer (TileLayout), as the kernels see
+// them; the words are slot words of key word K.
+template <KeyWord K>
 struct TileArgs {
-  uint64_t* words;             // sorted by tile; TileSortKernel puts each tile's keys first
+  SlotWord<K>* words;          // sorted by tile; TileSortKernel puts each tile's keys first
   uint32_t* multiplicity;      // TileSortKernel: rows of each kept key (same positions)
   const uint32_t* starts;      // tiles + 1
   int4* shape;                 // per tile: keys, M, valid rows, rows
@@ -72,16 +76,18 @@ struct TileLayout {
   size_t bytes = 0;  // the whole buffer
 };
 
-/// The layout for this table and build (tile_sort.cu); cudaErrorInvalidValue
-/// when CUB cannot size its sort.
+/// The layout for this table and build of key word K (tile_sort.cu);
+/// cudaErrorInvalidValue when CUB cannot size its sort.
+template <KeyWord K>
 cudaError_t MakeTileLayout(uint32_t capacity, uint64_t rows, TileLayout* layout);
 
 /// Phase 0 and the per-tile ordering (tile_sort.cu): the words and their stable
 /// sort by tile, the tile starts, the reduction of large tiles and the tile
 /// sort, in `buffer` (layout.bytes). Fills `ta` (every pointer into `buffer`)
 /// for the kernels after it; *ta.fall_back is zeroed first.
-cudaError_t SortAndOrderTiles(DeviceTable table, const BuildSource& source, bool finalize,
+template <KeyWord K>
+cudaError_t SortAndOrderTiles(DeviceTableT<K> table, const BuildSourceT<K>& source, bool finalize,
                               const TileLayout& layout, unsigned char* buffer, uint32_t bound,
-                              TileArgs* ta, cudaStream_t stream);
+                              TileArgs<K>* ta, cudaStream_t stream);
 
 }  // namespace gpujoin::engine::detail
