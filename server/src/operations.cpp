@@ -259,6 +259,20 @@ absl::Status Operations::RunLookup(const IndexVersion& version, const v1::Lookup
   return absl::OkStatus();
 }
 
+// Lookup and LookupPacked use RunLookup above its definition, from generic
+// lambdas; clang (the fuzz build) emits no implicit instantiation for those uses
+// and the link fails, so both key words are instantiated here explicitly.
+template absl::Status Operations::RunLookup<uint32_t>(const IndexVersion&, const v1::LookupRequest&,
+                                                      std::span<const uint32_t>,
+                                                      std::span<uint32_t>, std::span<uint8_t>,
+                                                      std::span<uint32_t>,
+                                                      engine::QueryStatistics*);
+template absl::Status Operations::RunLookup<uint64_t>(const IndexVersion&, const v1::LookupRequest&,
+                                                      std::span<const uint64_t>,
+                                                      std::span<uint32_t>, std::span<uint8_t>,
+                                                      std::span<uint32_t>,
+                                                      engine::QueryStatistics*);
+
 // ------------------------------------------------------------------ join
 
 absl::Status Operations::Join(const v1::JoinRequest& request, v1::JoinResponse* response) {
