@@ -1,0 +1,267 @@
+// Fuzz target: one BuildIndex stream, as the service runs it: BuildSession::Add
+// for each message, then BuildSession::Finish (server/src/operations.cpp), on the
+// CPU backend with a 64 KiB memory budget (8192 slots at most) and staging limits
+// of 2 and 3 KiB (--max-staged-bytes and --max-build-staged-bytes, in either order
+// by the input's length being odd or even). Before each input
+// the registry holds one index, "old" (version 1), so that replace and
+// create-only builds meet a live name; after a successful build the harness
+// starts over.
+//
+// Input: a sequence of frames (fuzz_support.hpp SplitFrames), each the bytes of
+// one BuildIndexRequest; a frame that does not parse ends the stream with an
+// error, as in the service (nothing is installed). Checked:
+//  - the stream's status is OK, INVALID_ARGUMENT, RESOURCE_EXHAUSTED or
+//    ALREADY_EXISTS, and the documented errors are never OK (a chunk before the
+//    spec, two specs, a bad name or key type, keys of the other width than the
+//    spec's, explicit values with batch mode, values without explicit_values, a
+//    row base or validity without batch mode, generated values reaching
+//    0xffffffff, a live name without replace);
+//  - a failed build installs nothing: "old" keeps version 1, no other name
+//    appears, and the budgets hold only what "old" holds once the session is gone;
+//  - a successful build is installed under its name (version 2 when it replaced
+//    "old"), with the spec's capacity and probe bound, statistics that add up to
+//    its rows (invalid rows = reserved keys and masked rows), a table in the
+//    layout every backend keeps, and, when no row overflowed, exactly the distinct
+//    valid keys, each with the value of its first row (first_value + row, the
+//    explicit value, or row_base + position); the budget then holds the live
+//    tables and the staging budget nothing.
+#include <atomic>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "fuzz_support.hpp"
+#include "gpujoin/server/column_codec.hpp"
+
+namespace gpujoin::fuzz {
+namespace {
+
+template <typename T, typename Column>
+std::vector<T> Values(const Column& c) {
+  if (!c.packed().empty()) return server::UnpackColumn<T>(c.packed());
+  return std::vector<T>(c.values().v().begin(), c.values().v().end());
+}
+
+template <typename Column>
+bool Present(bool has, const Column& c) {
+  return has && (!c.packed().empty() || c.has_values());
+}
+
+// Staging limits small enough for inputs of a few KiB: the host staging budget
+// below the per-build limit, or the other way round, so that each refusal is met.
+server::ServerConfig BuildConfig(bool staging_first) {
+  server::ServerConfig config;
+  config.max_staged_bytes = staging_first ? 2048 : 3072;
+  config.max_build_staged_bytes = staging_first ? 3072 : 2048;
+  return config;
+}
+
+// What the messages of a stream say, as far as the checks need it.
+struct Stream {
+  bool have_spec = false;
+  v1::IndexSpec spec;
+  bool must_fail = false;  // a documented error was sent
+  std::string why;         // which
+  bool wide = false;       // spec.key_type is uint64
+  // The rows of the chunks, in order: key (of the spec's width, as uint64_t),
+  // value (for explicit values), generated value and validity.
+  std::vector<uint64_t> keys;
+  std::vector<uint32_t> values, row_values;
+  std::vector<bool> valid;
+
+  void Error(std::string reason) {
+    if (!must_fail) why = std::move(reason);
+    must_fail = true;
+  }
+
+  // Records `m` (which Add accepted or rejected) and the documented errors in it.
+  void Take(const v1::BuildIndexRequest& m) {
+    if (m.has_spec()) {
+      if (have_spec) return Error("a second spec");
+      have_spec = true;
+      spec = m.spec();
+      if (!ValidIndexName(spec.name())) Error("an invalid name");
+      if (spec.explicit_values() && spec.batch_mode()) Error("explicit_values with batch_mode");
+      if (spec.name() == "old" && !spec.replace()) Error("a live name without replace");
+      if (spec.key_type() != v1::KEY_TYPE_UNSPECIFIED && spec.key_type() != v1::KEY_TYPE_UINT32 &&
+          spec.key_type() != v1::KEY_TYPE_UINT64) {
+        Error("a key type that is none");
+      }
+      wide = spec.key_type() == v1::KEY_TYPE_UINT64;
+      return;
+    }
+    if (!m.has_chunk()) return Error("a message with neither spec nor chunk");
+    if (!have_spec) return Error("a chunk before the spec");
+    const v1::BuildChunk& c = m.chunk();
+    std::vector<uint64_t> k;
+    if (wide) {
+      k = Values<uint64_t>(c.keys64());
+    } else {
+      for (uint32_t key : Values<uint32_t>(c.keys())) k.push_back(key);
+    }
+    const std::vector<uint32_t> v = Values<uint32_t>(c.values());
+    const std::vector<uint32_t> mask = Values<uint32_t>(c.validity());
+    if (wide ? Present(c.has_keys(), c.keys()) : Present(c.has_keys64(), c.keys64())) {
+      Error("keys of the other width");
+    }
+    if (Present(c.has_values(), c.values()) && !spec.explicit_values()) {
+      Error("values without explicit_values");
+    }
+    if (!spec.batch_mode() && c.row_base() != 0) Error("a row base without batch_mode");
+    if (!spec.batch_mode() && Present(c.has_validity(), c.validity())) {
+      Error("validity without batch_mode");
+    }
+    if (spec.batch_mode() && !k.empty() && c.row_base() + k.size() - 1 > 0xfffffffeu) {
+      Error("a row base whose last row reaches 0xffffffff");
+    }
+    if (!spec.batch_mode() && !spec.explicit_values() && !k.empty() &&
+        spec.first_value() + keys.size() + k.size() - 1 > 0xfffffffeu) {
+      Error("a first value whose last row reaches 0xffffffff");
+    }
+    for (size_t r = 0; r < k.size(); ++r) {
+      keys.push_back(k[r]);
+      valid.push_back(mask.empty() || r >= mask.size() || mask[r] != 0);
+      row_values.push_back(spec.batch_mode()
+                               ? static_cast<uint32_t>(c.row_base() + r)
+                               : static_cast<uint32_t>(spec.first_value() + keys.size() - 1));
+    }
+    values.insert(values.end(), v.begin(), v.end());
+  }
+};
+
+void CheckInstalled(Harness& h, const Stream& s, const server::IndexVersion& v,
+                    uint64_t old_bytes) {
+  const std::string what = absl::StrCat("build of \"", s.spec.name(), "\"");
+  FUZZ_CHECK(v.name == s.spec.name() && h.registry().Get(v.name).get() == &v,
+             what + ": not the live version of its name");
+  FUZZ_CHECK(v.version == (s.spec.name() == "old" ? 2u : 1u),
+             absl::StrCat(what, ": version ", v.version));
+  const engine::HashIndex& index = *v.index;
+  if (s.spec.capacity() != 0) {
+    FUZZ_CHECK(index.spec().capacity == s.spec.capacity(),
+               absl::StrCat(what, ": capacity ", index.spec().capacity));
+  }
+  FUZZ_CHECK(index.key_type() == (s.wide ? engine::KeyType::kU64 : engine::KeyType::kU32),
+             what + ": the index has the wrong key type");
+  FUZZ_CHECK(index.spec().max_probe_count == s.spec.max_probe_count(),
+             absl::StrCat(what, ": max_probe_count ", index.spec().max_probe_count));
+  const uint64_t rows = s.keys.size();
+  FUZZ_CHECK(index.built() && index.built_rows() == rows,
+             absl::StrCat(what, ": built_rows ", index.built_rows(), " for ", rows, " rows"));
+  if (s.spec.explicit_values()) {
+    FUZZ_CHECK(s.values.size() == rows,
+               absl::StrCat(what, ": ", s.values.size(), " values accepted for ", rows, " keys"));
+  }
+  // The reference: each distinct valid key and the value of its first row.
+  std::map<uint64_t, uint32_t> first;
+  uint64_t invalid = 0;
+  for (size_t r = 0; r < rows; ++r) {
+    if (s.keys[r] == (s.wide ? engine::kEmptyKey64 : engine::kEmptyKey) || !s.valid[r]) {
+      ++invalid;
+      continue;
+    }
+    first.emplace(s.keys[r], s.spec.explicit_values() ? s.values[r] : s.row_values[r]);
+  }
+  const engine::BuildStatistics& st = index.build_statistics();
+  FUZZ_CHECK(st.unique_keys + st.duplicate_rows + st.overflow_rows + st.invalid_rows == rows &&
+                 st.invalid_rows == invalid,
+             absl::StrCat(what, ": statistics unique ", st.unique_keys, " duplicate ",
+                          st.duplicate_rows, " overflow ", st.overflow_rows, " invalid ",
+                          st.invalid_rows, " for ", rows, " rows (", invalid, " invalid)"));
+  const ReferenceIndex ref = ReadReference(index);
+  for (const auto& [key, entry] : ref.entries) {
+    FUZZ_CHECK(first.count(key) == 1, absl::StrCat(what, ": key ", key, " was never sent"));
+    if (!s.spec.explicit_values()) {
+      FUZZ_CHECK(entry.value != engine::kEmptyKey,
+                 absl::StrCat(what, ": key ", key, " has the generated value 0xffffffff"));
+    }
+  }
+  if (st.overflow_rows == 0) {
+    FUZZ_CHECK(ref.entries.size() == first.size() && st.unique_keys == first.size() &&
+                   st.duplicate_rows == rows - invalid - first.size(),
+               absl::StrCat(what, ": ", ref.entries.size(), " keys in the table, ", first.size(),
+                            " distinct valid keys sent"));
+    for (const auto& [key, value] : first) {
+      FUZZ_CHECK(ref.entries.at(key).value == value,
+                 absl::StrCat(what, ": key ", key, " has value ", ref.entries.at(key).value,
+                              "; its first row's is ", value));
+    }
+  }
+  FUZZ_CHECK(
+      h.budget().used_bytes() == old_bytes + index.memory_bytes() && h.staging().used_bytes() == 0,
+      absl::StrCat(what, ": budget holds ", h.budget().used_bytes(), " bytes (tables ", old_bytes,
+                   " + ", index.memory_bytes(), "), staging ", h.staging().used_bytes()));
+}
+
+}  // namespace
+}  // namespace gpujoin::fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace gpujoin;
+  using namespace gpujoin::fuzz;
+  // Inputs of odd length run with the staging budget as the first limit.
+  static Harness* harnesses[2] = {new Harness(64 << 10, BuildConfig(false)),
+                                  new Harness(64 << 10, BuildConfig(true))};
+  static std::shared_ptr<const server::IndexVersion> olds[2];
+  Harness& h = *harnesses[size % 2];
+  std::shared_ptr<const server::IndexVersion>& old = olds[size % 2];
+  // A failed build leaves the state as it was (checked below), so only an input
+  // that installed an index makes the next one start over.
+  if (old == nullptr) {
+    h.Reset();
+    old = h.Build<uint32_t>("old", 16, 0, 0, {1, 2, 3, 4});
+  }
+  const uint64_t old_bytes = old->index->memory_bytes();
+
+  Stream stream;
+  absl::Status status;
+  std::shared_ptr<const server::IndexVersion> installed;
+  {
+    server::BuildSession session(&h.ops());
+    for (std::string_view frame : SplitFrames(AsView(data, size), 64)) {
+      v1::BuildIndexRequest message;
+      if (!message.ParseFromArray(frame.data(), static_cast<int>(frame.size()))) {
+        status = absl::InvalidArgumentError("message could not be parsed");
+        break;
+      }
+      stream.Take(message);
+      status = session.Add(std::move(message));
+      if (!status.ok()) break;
+    }
+    if (status.ok()) {
+      std::atomic<bool> cancelled{false};
+      auto built = session.Finish(cancelled);
+      status = built.status();
+      if (built.ok()) installed = *built;
+    }
+  }
+  using absl::StatusCode;
+  FUZZ_CHECK(status.ok() || status.code() == StatusCode::kInvalidArgument ||
+                 status.code() == StatusCode::kResourceExhausted ||
+                 status.code() == StatusCode::kAlreadyExists,
+             "the build returned " + Describe(status));
+  FUZZ_CHECK(!(status.ok() && stream.must_fail), "the build succeeded despite " + stream.why);
+  if (status.code() == StatusCode::kAlreadyExists) {
+    FUZZ_CHECK(stream.spec.name() == "old" && !stream.spec.replace(),
+               "ALREADY_EXISTS for \"" + stream.spec.name() + "\": " + Describe(status));
+  }
+  if (status.ok()) {
+    FUZZ_CHECK(installed != nullptr, "an OK build returned no version");
+    // `old` is still held here, so its table stays counted even when replaced.
+    CheckInstalled(h, stream, *installed, old_bytes);
+    FUZZ_CHECK(h.registry().size() == (stream.spec.name() == "old" ? 1u : 2u),
+               absl::StrCat(h.registry().size(), " live indexes after one build"));
+    installed.reset();
+    old.reset();  // the next input starts over
+  } else {
+    const auto live = h.registry().Get("old");
+    FUZZ_CHECK(live == old && live->version == 1 && h.registry().size() == 1,
+               "a failed build changed the registry: " + Describe(status));
+    FUZZ_CHECK(h.budget().used_bytes() == old_bytes && h.staging().used_bytes() == 0,
+               absl::StrCat("a failed build left ", h.budget().used_bytes() - old_bytes,
+                            " budget bytes and ", h.staging().used_bytes(), " staging bytes held (",
+                            Describe(status), ")"));
+  }
+  return 0;
+}

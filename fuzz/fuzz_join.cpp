@@ -1,0 +1,169 @@
+// Fuzz target: Operations::Join (server/src/operations.cpp) on the CPU backend,
+// against three installed indexes of both key widths (QueryFixture).
+//
+// Input: the bytes of one JoinRequest message. Checked:
+//  - the status is the one the documented checks give (index name and index,
+//    batches, max_probe_count, each batch's keys and keys64 columns and the
+//    index's width, left_rows, first_left_row and capacity, the response size);
+//  - an OK response has one result per batch whose pairs are exactly the
+//    reference model's matches in left order (left row = left_rows[r] or
+//    first_left_row + r), truncated to the pair capacity, with the required
+//    count, the overflow flag, statistics, and found / probes when asked.
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "fuzz_support.hpp"
+#include "gpujoin/server/column_codec.hpp"
+
+namespace gpujoin::fuzz {
+namespace {
+
+template <typename Column>
+bool Present(bool has, const Column& c) {
+  return has && (!c.packed().empty() || c.has_values());
+}
+
+// Whether an optional column decodes: not both set, packed a multiple of `width`.
+template <typename Column>
+bool Decodes(bool has, const Column& c, size_t width) {
+  if (!has) return true;
+  if (!c.packed().empty() && c.has_values()) return false;
+  return c.packed().size() % width == 0;
+}
+
+template <typename T, typename Column>
+std::vector<uint64_t> Values(const Column& c) {
+  std::vector<uint64_t> out;
+  if (!c.packed().empty()) {
+    for (T v : server::UnpackColumn<T>(c.packed())) out.push_back(v);
+  } else {
+    out.assign(c.values().v().begin(), c.values().v().end());
+  }
+  return out;
+}
+
+// The batch's keys of the index's width, as uint64_t.
+std::vector<uint64_t> Keys(const v1::LeftBatch& b, engine::KeyType type) {
+  return type == engine::KeyType::kU64 ? Values<uint64_t>(b.keys64()) : Values<uint32_t>(b.keys());
+}
+
+// The status code the documented checks give `request`, in their order: the
+// index, batches, max_probe_count, then per batch its key columns (decoding, the
+// index's width, presence), left_rows, first_left_row and capacity, then the
+// response size.
+absl::StatusCode ExpectedCode(const QueryFixture& fixture, const v1::JoinRequest& request) {
+  using absl::StatusCode;
+  if (!ValidIndexName(request.index())) return StatusCode::kInvalidArgument;
+  const auto [version, ref] = fixture.Find(request.index());
+  if (version == nullptr) return StatusCode::kNotFound;
+  if (request.batches_size() == 0) return StatusCode::kInvalidArgument;
+  if (request.max_probe_count() > ref->capacity) return StatusCode::kInvalidArgument;
+  const bool index_wide = ref->key_type == engine::KeyType::kU64;
+  uint64_t response_bytes = 0;
+  for (const v1::LeftBatch& b : request.batches()) {
+    if (!Decodes(b.has_keys(), b.keys(), 4) || !Decodes(b.has_keys64(), b.keys64(), 8)) {
+      return StatusCode::kInvalidArgument;
+    }
+    const bool narrow = Present(b.has_keys(), b.keys());
+    const bool wide = Present(b.has_keys64(), b.keys64());
+    if (index_wide ? (narrow || !wide) : (wide || !narrow)) return StatusCode::kInvalidArgument;
+    if (!Decodes(b.has_left_rows(), b.left_rows(), 4)) return StatusCode::kInvalidArgument;
+    const uint64_t rows = Keys(b, ref->key_type).size();
+    if (Present(b.has_left_rows(), b.left_rows()) &&
+        (Values<uint32_t>(b.left_rows()).size() != rows || b.first_left_row() != 0)) {
+      return StatusCode::kInvalidArgument;
+    }
+    if (b.first_left_row() > 0xffffffffu) return StatusCode::kInvalidArgument;
+    const uint64_t capacity = b.capacity() == 0 ? rows : b.capacity();
+    if (capacity > (uint64_t{1} << 31)) return StatusCode::kInvalidArgument;
+    response_bytes += std::min(capacity, rows) * 8 +
+                      rows * ((b.want_found() ? 1 : 0) + (b.want_probes() ? 4 : 0));
+  }
+  if (response_bytes > fixture.response_limit()) return StatusCode::kInvalidArgument;
+  return StatusCode::kOk;
+}
+
+void CheckResponse(const QueryFixture& fixture, const v1::JoinRequest& request,
+                   const v1::JoinResponse& response) {
+  const auto [version, ref] = fixture.Find(request.index());
+  FUZZ_CHECK(
+      response.results_size() == request.batches_size(),
+      absl::StrCat(response.results_size(), " results for ", request.batches_size(), " batches"));
+  FUZZ_CHECK(response.index_version() == version->version,
+             absl::StrCat("index_version ", response.index_version()));
+  for (int i = 0; i < request.batches_size(); ++i) {
+    const v1::LeftBatch& b = request.batches(i);
+    const v1::JoinBatchResult& result = response.results(i);
+    const std::vector<uint64_t> keys = Keys(b, ref->key_type);
+    const std::vector<uint64_t> left_rows = Values<uint32_t>(b.left_rows());
+    const uint64_t rows = keys.size();
+    const uint64_t capacity = b.capacity() == 0 ? rows : b.capacity();
+    const std::string what =
+        absl::StrCat("join batch ", i, " (", rows, " keys, capacity ", capacity, ", index \"",
+                     request.index(), "\", max_probe_count ", request.max_probe_count(), ")");
+    std::vector<uint32_t> want_left, want_right;
+    uint64_t total_probes = 0, max_probes = 0;
+    std::string want_found;
+    std::vector<uint32_t> want_probe_counts;
+    for (uint64_t r = 0; r < rows; ++r) {
+      const ReferenceIndex::Entry* e = ref->Find(keys[r], request.max_probe_count());
+      if (e != nullptr) {
+        // Left row IDs are uint32: first_left_row + r as the engine computes it.
+        want_left.push_back(left_rows.empty() ? static_cast<uint32_t>(b.first_left_row() + r)
+                                              : static_cast<uint32_t>(left_rows[r]));
+        want_right.push_back(e->value);
+      }
+      want_found.push_back(e != nullptr ? 1 : 0);
+      const uint32_t p = ref->Probes(keys[r], request.max_probe_count());
+      want_probe_counts.push_back(p);
+      total_probes += p;
+      max_probes = std::max<uint64_t>(max_probes, p);
+    }
+    const uint64_t count = want_left.size();
+    const uint64_t kept = std::min(count, capacity);
+    want_left.resize(kept);
+    want_right.resize(kept);
+    FUZZ_CHECK(result.count() == count && result.capacity() == capacity,
+               absl::StrCat(what, ": count ", result.count(), " capacity ", result.capacity(),
+                            "; expected count ", count));
+    FUZZ_CHECK(result.overflow() == (count > capacity || ref->build_overflowed),
+               absl::StrCat(what, ": overflow ", result.overflow(), " with count ", count));
+    FUZZ_CHECK(
+        server::UnpackColumn<uint32_t>(result.left_rows()) == want_left &&
+            server::UnpackColumn<uint32_t>(result.right_rows()) == want_right &&
+            result.left_rows().size() == kept * 4 && result.right_rows().size() == kept * 4,
+        absl::StrCat(what, ": pairs differ from the reference (", result.left_rows().size(),
+                     " and ", result.right_rows().size(), " bytes, expected ", kept, " pairs)"));
+    const v1::QueryStatistics& s = result.statistics();
+    FUZZ_CHECK(s.found() == count && s.missing() == rows - count &&
+                   s.total_probes() == total_probes && s.max_probes() == max_probes,
+               absl::StrCat(what, ": statistics ", s.ShortDebugString()));
+    FUZZ_CHECK(result.found() == (b.want_found() ? want_found : std::string()),
+               what + ": found column differs");
+    FUZZ_CHECK(server::UnpackColumn<uint32_t>(result.probes()) ==
+                       (b.want_probes() ? want_probe_counts : std::vector<uint32_t>()) &&
+                   result.probes().size() == (b.want_probes() ? rows * 4 : 0),
+               what + ": probes column differs");
+  }
+}
+
+}  // namespace
+}  // namespace gpujoin::fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace gpujoin;
+  using namespace gpujoin::fuzz;
+  static QueryFixture* fixture = new QueryFixture();
+  v1::JoinRequest request;
+  if (!request.ParseFromArray(data, static_cast<int>(size))) return 0;
+  v1::JoinResponse response;
+  const absl::Status status = fixture->ops().Join(request, &response);
+  const absl::StatusCode expected = ExpectedCode(*fixture, request);
+  FUZZ_CHECK(status.code() == expected,
+             absl::StrCat("Join returned ", Describe(status), "; expected ",
+                          absl::StatusCodeToString(expected), " for ",
+                          request.ShortDebugString().substr(0, 300)));
+  if (status.ok()) CheckResponse(*fixture, request, response);
+  return 0;
+}

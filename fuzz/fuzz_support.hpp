@@ -1,0 +1,132 @@
+// Helpers shared by the fuzz targets of the server (fuzz/*.cpp; docs/operations.md,
+// "Fuzzing"): Operations over a small one-thread CPU backend, a reference model
+// of a built index read from its table, and the query targets' fixture.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "fuzz_check.hpp"
+#include "gpujoin/engine/backend.hpp"
+#include "gpujoin/server/config.hpp"
+#include "gpujoin/server/index_registry.hpp"
+#include "gpujoin/server/memory_budget.hpp"
+#include "gpujoin/server/metrics.hpp"
+#include "gpujoin/server/operations.hpp"
+
+namespace gpujoin::fuzz {
+
+/// Operations over a CPU backend with one thread (the fuzz input runs on the
+/// calling thread: deterministic and without hand-offs), a registry, a memory
+/// budget of `budget_bytes`, a staging budget of `config.max_staged_bytes` (0: the
+/// same bytes) and metrics. Reset() replaces the registry and budgets, so a target that
+/// installs indexes per input keeps no state (and no memory) from earlier inputs.
+class Harness {
+ public:
+  Harness(uint64_t budget_bytes, server::ServerConfig config);
+
+  server::Operations& ops() { return *ops_; }
+  engine::Backend& backend() { return *backend_; }
+  server::IndexRegistry& registry() { return *registry_; }
+  server::MemoryBudget& budget() { return *budget_; }
+  /// The host staging budget of build input (--max-staged-bytes).
+  server::MemoryBudget& staging() { return *staging_; }
+  const server::ServerConfig& config() const { return config_; }
+
+  /// Drops every live index (removing its metric series), then starts over with
+  /// an empty registry and an unused budget.
+  void Reset();
+
+  /// Builds and installs index `name` through BuildSession from one chunk of
+  /// `keys` (uint32 or uint64: the index's key type) with generated values
+  /// first_value + row; aborts on failure (setup).
+  template <typename Key>
+  std::shared_ptr<const server::IndexVersion> Build(const std::string& name, uint32_t capacity,
+                                                    uint32_t max_probe_count, uint32_t first_value,
+                                                    const std::vector<Key>& keys);
+
+ private:
+  uint64_t budget_bytes_;
+  server::ServerConfig config_;
+  std::unique_ptr<engine::Backend> backend_;
+  engine::BackendInfo backend_info_;
+  server::Metrics metrics_;
+  std::unique_ptr<server::IndexRegistry> registry_;
+  std::unique_ptr<server::MemoryBudget> budget_;
+  std::unique_ptr<server::MemoryBudget> staging_;
+  std::unique_ptr<server::Operations> ops_;
+};
+
+/// Whether `name` is an index name the service accepts: [A-Za-z0-9_.-]{1,128},
+/// neither "." nor ".." (docs/api.md; the reference for server/src/names.cpp).
+bool ValidIndexName(std::string_view name);
+
+/// What a built index holds, read from its table (HashIndex::Snapshot or
+/// Snapshot64), and so what every lookup and join against it must return. Keys
+/// of either word are held as uint64_t.
+struct ReferenceIndex {
+  struct Entry {
+    uint32_t value = 0;
+    uint32_t probes = 0;  ///< slots a query for the key examines: displacement + 1
+  };
+  engine::KeyType key_type = engine::KeyType::kU32;
+  uint32_t capacity = 0;
+  uint32_t probe_bound = 0;  ///< the index's own bound
+  bool build_overflowed = false;
+  std::unordered_map<uint64_t, Entry> entries;
+  std::vector<uint64_t> slots;  ///< the table's keys by slot (the empty key = empty)
+
+  /// The reserved (empty) key of the index's word.
+  uint64_t empty_key() const;
+  /// The entry a query with `max_probe_count` (0 = the index's bound) finds, or
+  /// nullptr when it reports the key missing.
+  const Entry* Find(uint64_t key, uint64_t max_probe_count) const;
+  /// Slots that query examines, by the documented rule: it stops at its key, at
+  /// an empty slot or at a resident that comes after it, else after the bound;
+  /// the reserved key examines none.
+  uint32_t Probes(uint64_t key, uint64_t max_probe_count) const;
+};
+
+/// Reads `index`'s table. Aborts when the table breaks the layout every backend
+/// keeps (docs/engine.md "Slots and probing"): a key further from its home than
+/// the probe bound, or a run of occupied slots out of Robin Hood order.
+ReferenceIndex ReadReference(const engine::HashIndex& index);
+
+/// The keys of the query fixture's uint32 index "x" (also used by make_corpus):
+/// 0..31, 1000..1007, a duplicate of 5 and the largest non-reserved keys.
+std::vector<uint32_t> QueryFixtureKeys();
+/// The keys of its uint64 index "x64": small keys, keys that differ only in their
+/// high 32 bits, 0xffffffff (an ordinary key at this width), the largest
+/// non-reserved key and a duplicate.
+std::vector<uint64_t> QueryFixtureKeys64();
+
+/// Operations with three installed indexes, for the query targets (fuzz_lookup,
+/// fuzz_join): "x" (uint32, 64 slots, QueryFixtureKeys(), values 100 + row, no
+/// overflow), "tight" (uint32, 16 slots, probe bound 2, 16 keys, values 7 + row, so
+/// that some rows overflowed) and "x64" (uint64, 64 slots, QueryFixtureKeys64(),
+/// values 500 + row), with max_message_bytes = 8 KiB so that the response-size
+/// check is reachable with small inputs.
+class QueryFixture {
+ public:
+  QueryFixture();
+
+  Harness& harness() { return harness_; }
+  server::Operations& ops() { return harness_.ops(); }
+  /// The installed version of `name` and its reference, or {nullptr, nullptr}.
+  std::pair<const server::IndexVersion*, const ReferenceIndex*> Find(const std::string& name) const;
+  /// The largest response a request may need (Operations' response-size check).
+  uint64_t response_limit() const;
+
+ private:
+  Harness harness_;
+  std::shared_ptr<const server::IndexVersion> x_, tight_, x64_;
+  ReferenceIndex x_ref_, tight_ref_, x64_ref_;
+};
+
+}  // namespace gpujoin::fuzz
