@@ -31,6 +31,8 @@ has gpu_host_buffer_tests && step host_buffer 60 $bin/gpu_host_buffer_tests
 # gpujoin_vanishing_client from the bundle).
 has server_fault_tests && step faults 120 env GPUJOIN_TEST_BACKEND=cuda GPUJOIND=$bin/gpujoind \
   $bin/server_fault_tests
+has server_key_type_integration_tests && step key_types 120 env GPUJOIN_TEST_BACKEND=cuda \
+  GPUJOIND=$bin/gpujoind $bin/server_key_type_integration_tests
 step bench 150 $bin/gpujoin-bench
 has cuco_bench && step cuco 120 $bin/cuco_bench
 step hash_device 30 $bin/hashing_device_test

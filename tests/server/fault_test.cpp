@@ -44,13 +44,8 @@ using gpujoin::testing::ServerOptions;
 using gpujoin::testing::ServerProcess;
 using ::testing::HasSubstr;
 
-std::string Backend() {
-  const char* b = std::getenv("GPUJOIN_TEST_BACKEND");
-  return b != nullptr && *b != '\0' ? b : "cpu";
-}
-
+// The backend is TestBackend(): $GPUJOIN_TEST_BACKEND or cpu.
 ServerOptions On(std::vector<std::string> extra = {}) {
-  extra.insert(extra.begin(), "--backend=" + Backend());
   return ServerOptions{.extra_args = std::move(extra), .metrics = true};
 }
 

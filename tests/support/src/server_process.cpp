@@ -21,12 +21,19 @@ std::string GpujoindBinary() {
   return GPUJOIN_GPUJOIND_PATH;
 }
 
+std::string TestBackend() {
+  const char* v = std::getenv("GPUJOIN_TEST_BACKEND");
+  return v != nullptr && *v != '\0' ? v : "cpu";
+}
+
 ServerProcess::ServerProcess(ServerOptions options) {
   std::vector<std::string> args = {
       options.binary.empty() ? GpujoindBinary() : options.binary,
       "--listen=127.0.0.1:0",
       options.metrics ? "--metrics-listen=127.0.0.1:0" : "--metrics-listen=none",
-      "--backend=cpu",
+      // $GPUJOIN_TEST_BACKEND (e.g. "cuda" in bench/device_run.sh) replaces the CPU
+      // backend for every test that does not pass --backend itself.
+      "--backend=" + TestBackend(),
       "--cpu-threads=2",
       "--executor-threads=2",
       "--drain-timeout=10",

@@ -17,10 +17,13 @@ namespace gpujoin::testing {
 std::string GpujoindBinary();
 
 /// How to start gpujoind.
+/// The backend test servers run on: $GPUJOIN_TEST_BACKEND, or "cpu" when unset.
+std::string TestBackend();
+
 struct ServerOptions {
   /// Path of the binary; empty means GpujoindBinary().
   std::string binary;
-  /// Added after the fixed arguments (`--listen=127.0.0.1:0 --backend=cpu
+  /// Added after the fixed arguments (`--listen=127.0.0.1:0 --backend=TestBackend()
   /// --cpu-threads=2 --executor-threads=2 --drain-timeout=10 --drain-grace=0` and the
   /// metrics listener; a later repeat of a flag wins).
   std::vector<std::string> extra_args;
