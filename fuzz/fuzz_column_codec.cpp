@@ -86,7 +86,7 @@ void CheckPacked(std::string_view bytes) {
 template <typename T, typename Column, typename Decode>
 void CheckColumn(const Column& column, bool has_column, Presence presence, Decode decode) {
   const std::string what =
-      absl::StrCat("Decode", TypeName<T>(), "Column(has=", has_column,
+      absl::StrCat("Decode<", TypeName<T>(), ">Column(has=", has_column,
                    presence == Presence::kRequired ? ", required" : ", optional", ", packed ",
                    column.packed().size(), " bytes, values ",
                    column.has_values() ? absl::StrCat(column.values().v_size()) : "unset", ")");

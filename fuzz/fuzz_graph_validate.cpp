@@ -4,10 +4,10 @@
 //
 // Input: consumed with libFuzzer's FuzzedDataProvider: the contents of a 2 KiB
 // arena, two fresh indexes (capacity, probe bound, uint32 or uint64 keys, built
-// or not), then up to six nodes of any kind and key word, mostly well formed (consistent lengths,
-// valid binary offsets) with deviations, whose spans lie anywhere in the arena (or, rarely, are
-// spans of 2^32 and more rows that must be refused) and whose statistics and results may lie in the
-// arena too. Checked:
+// or not), then up to four nodes of any kind and key word, mostly well formed
+// (consistent lengths, valid binary offsets) with deviations, whose spans lie
+// anywhere in the arena (or, rarely, are spans of 2^32 and more rows that must be
+// refused) and whose statistics and results may lie in the arena too. Checked:
 //  - a graph in which a written range overlaps any other range (found by brute
 //    force over every pair) is refused, and an overlap the validator reports is
 //    one that exists; a graph with an oversized span is refused;
@@ -38,11 +38,22 @@ using namespace gpujoin::engine;
 constexpr size_t kArenaBytes = 2048;
 constexpr size_t kHugeRows = (size_t{1} << 32) + 3;
 
-// One byte range of the graph, as the documentation of each node declares it.
+// One byte range of the graph, as the documentation of each node declares it,
+// and where it comes from (node, field and up to two part numbers: a chunk, a
+// batch or a column); its name is only formed for a failure message.
 struct Range {
   uintptr_t begin = 0, end = 0;
   bool written = false;
-  std::string name;
+  size_t node = 0;
+  const char* field = "";
+  int part = -1, subpart = -1;
+
+  std::string Name() const {
+    std::string name = absl::StrCat("node ", node, " ", field);
+    if (part >= 0) absl::StrAppend(&name, " ", part);
+    if (subpart >= 0) absl::StrAppend(&name, " chunk ", subpart);
+    return name;
+  }
 };
 
 class GraphMaker {
@@ -169,74 +180,78 @@ class GraphMaker {
 class RangeList {
  public:
   template <typename T>
-  void Add(std::span<T> s, bool written, std::string name) {
+  void Add(std::span<T> s, bool written, size_t node, const char* field, int part = -1,
+           int subpart = -1) {
     if (s.empty() || s.data() == nullptr) return;
     const auto begin = reinterpret_cast<uintptr_t>(s.data());
-    ranges_.push_back(Range{begin, begin + s.size_bytes(), written, std::move(name)});
+    ranges_.push_back(Range{begin, begin + s.size_bytes(), written, node, field, part, subpart});
   }
   template <typename T>
-  void Chunks(const Chunked<T>& c, const std::string& name) {
-    for (size_t i = 0; i < c.size(); ++i) Add(c[i], false, absl::StrCat(name, " chunk ", i));
+  void Chunks(const Chunked<T>& c, size_t node, const char* field, int part = -1) {
+    for (size_t i = 0; i < c.size(); ++i) {
+      Add(c[i], false, node, field, part, static_cast<int>(i));
+    }
   }
   template <typename T>
-  void Object(T* p, const std::string& name) {
-    if (p != nullptr) Add(std::span<T>(p, 1), true, name);
+  void Object(T* p, size_t node, const char* field, int part = -1) {
+    if (p != nullptr) Add(std::span<T>(p, 1), true, node, field, part);
   }
 
   template <KeyWord K>
   void Node(size_t i, const BuildIndexNodeT<K>& n) {
-    Chunks(n.keys, absl::StrCat(i, " keys"));
-    if (n.values) Chunks(*n.values, absl::StrCat(i, " values"));
-    Object(n.statistics, absl::StrCat(i, " statistics"));
+    Chunks(n.keys, i, "keys");
+    if (n.values) Chunks(*n.values, i, "values");
+    Object(n.statistics, i, "statistics");
   }
   template <KeyWord K>
   void Node(size_t i, const BuildBatchIndexNodeT<K>& n) {
     for (size_t c = 0; c < n.chunks.size(); ++c) {
-      Add(n.chunks[c].keys, false, absl::StrCat(i, " chunk ", c, " keys"));
-      Add(n.chunks[c].validity, false, absl::StrCat(i, " chunk ", c, " validity"));
+      Add(n.chunks[c].keys, false, i, "keys of chunk", static_cast<int>(c));
+      Add(n.chunks[c].validity, false, i, "validity of chunk", static_cast<int>(c));
     }
-    Object(n.statistics, absl::StrCat(i, " statistics"));
+    Object(n.statistics, i, "statistics");
   }
   template <KeyWord K>
   void Node(size_t i, const LookupNodeT<K>& n) {
-    Chunks(n.keys, absl::StrCat(i, " keys"));
-    Add(n.values, true, absl::StrCat(i, " values"));
-    Add(n.found, true, absl::StrCat(i, " found"));
-    Add(n.probes, true, absl::StrCat(i, " probes"));
-    Object(n.statistics, absl::StrCat(i, " statistics"));
+    Chunks(n.keys, i, "keys");
+    Add(n.values, true, i, "values");
+    Add(n.found, true, i, "found");
+    Add(n.probes, true, i, "probes");
+    Object(n.statistics, i, "statistics");
   }
   template <KeyWord K>
   void Node(size_t i, const JoinNodeT<K>& n) {
     for (size_t b = 0; b < n.batches.size(); ++b) {
       const JoinBatchT<K>& jb = n.batches[b];
-      const std::string w = absl::StrCat(i, " batch ", b);
-      Chunks(jb.keys, w + " keys");
-      Add(jb.left_rows, false, w + " left_rows");
-      Add(jb.out_left_rows, true, w + " out_left_rows");
-      Add(jb.out_right_rows, true, w + " out_right_rows");
-      Add(jb.found, true, w + " found");
-      Add(jb.probes, true, w + " probes");
-      Object(jb.result, w + " result");
+      const int part = static_cast<int>(b);
+      Chunks(jb.keys, i, "keys of batch", part);
+      Add(jb.left_rows, false, i, "left_rows of batch", part);
+      Add(jb.out_left_rows, true, i, "out_left_rows of batch", part);
+      Add(jb.out_right_rows, true, i, "out_right_rows of batch", part);
+      Add(jb.found, true, i, "found of batch", part);
+      Add(jb.probes, true, i, "probes of batch", part);
+      Object(jb.result, i, "result of batch", part);
     }
   }
   void Node(size_t i, const AggregateNode& n) {
-    Chunks(n.keys, absl::StrCat(i, " keys"));
-    Chunks(n.values, absl::StrCat(i, " values"));
-    if (n.mask) Chunks(*n.mask, absl::StrCat(i, " mask"));
-    Add(n.count_output, true, absl::StrCat(i, " count_output"));
-    Add(n.value_output, true, absl::StrCat(i, " value_output"));
-    Add(n.contributing_rows, true, absl::StrCat(i, " contributing_rows"));
+    Chunks(n.keys, i, "keys");
+    Chunks(n.values, i, "values");
+    if (n.mask) Chunks(*n.mask, i, "mask");
+    Add(n.count_output, true, i, "count_output");
+    Add(n.value_output, true, i, "value_output");
+    Add(n.contributing_rows, true, i, "contributing_rows");
   }
   void Node(size_t i, const HashNode& n) {
     for (size_t c = 0; c < n.columns.size(); ++c) {
-      Add(n.columns[c].data, false, absl::StrCat(i, " column ", c, " data"));
-      Add(n.columns[c].offsets, false, absl::StrCat(i, " column ", c, " offsets"));
-      Add(n.columns[c].validity, false, absl::StrCat(i, " column ", c, " validity"));
+      const int part = static_cast<int>(c);
+      Add(n.columns[c].data, false, i, "data of column", part);
+      Add(n.columns[c].offsets, false, i, "offsets of column", part);
+      Add(n.columns[c].validity, false, i, "validity of column", part);
     }
     // Only the output that `bits` selects is written (graph.hpp).
-    if (n.bits == HashBits::k32) Add(n.out32, true, absl::StrCat(i, " out32"));
-    if (n.bits == HashBits::k64) Add(n.out64, true, absl::StrCat(i, " out64"));
-    Add(n.out_validity, true, absl::StrCat(i, " out_validity"));
+    if (n.bits == HashBits::k32) Add(n.out32, true, i, "out32");
+    if (n.bits == HashBits::k64) Add(n.out64, true, i, "out64");
+    Add(n.out_validity, true, i, "out_validity");
   }
 
   // The first pair of ranges, one of them written, that share a byte.
@@ -246,7 +261,7 @@ class RangeList {
         const Range& x = ranges_[a];
         const Range& y = ranges_[b];
         if ((x.written || y.written) && x.begin < y.end && y.begin < x.end) {
-          return "node " + x.name + " and node " + y.name;
+          return x.Name() + " and " + y.Name();
         }
       }
     }
@@ -525,7 +540,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   GraphMaker maker(in, arena);
   Objects objects;
   CommandGraph graph;
-  const int nodes = in.ConsumeIntegralInRange<int>(0, 6);
+  const int nodes = in.ConsumeIntegralInRange<int>(0, 4);
   for (int i = 0; i < nodes; ++i) graph.Add(MakeNode(maker, indexes, objects));
 
   RangeList ranges;
@@ -539,7 +554,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(!(valid.ok() && maker.huge()), "accepted a span of 2^32 and more rows");
   FUZZ_CHECK(valid.ok() || !MessageHas(valid, "overlaps") || overlap,
              "reported an overlap that does not exist: " + Describe(valid));
-  FUZZ_CHECK(graph.Validate() == valid, "Validate is not deterministic");
 
   const std::vector<uint8_t> before(arena, arena + kArenaBytes);
   std::vector<bool> built;
