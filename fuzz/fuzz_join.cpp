@@ -75,6 +75,11 @@ absl::StatusCode ExpectedCode(const QueryFixture& fixture, const v1::JoinRequest
       return StatusCode::kInvalidArgument;
     }
     if (b.first_left_row() > 0xffffffffu) return StatusCode::kInvalidArgument;
+    // Generated left row IDs stay below 0xffffffff (no wrap past 2^32).
+    if (!Present(b.has_left_rows(), b.left_rows()) && rows != 0 &&
+        b.first_left_row() + rows - 1 > 0xfffffffeu) {
+      return StatusCode::kInvalidArgument;
+    }
     const uint64_t capacity = b.capacity() == 0 ? rows : b.capacity();
     if (capacity > (uint64_t{1} << 31)) return StatusCode::kInvalidArgument;
     response_bytes += std::min(capacity, rows) * 8 +

@@ -328,6 +328,12 @@ absl::Status Operations::JoinOf(const IndexVersion& version, const v1::JoinReque
       }
     }
     GPUJOIN_RETURN_IF_ERROR(CheckFitsU32(b.first_left_row(), field + ".first_left_row"));
+    if (!buf.left_rows.present()) {
+      // Generated left row IDs never wrap past 2^32 (nor reach 0xffffffff).
+      GPUJOIN_RETURN_IF_ERROR(CheckGeneratedValues(
+          b.first_left_row(), buf.keys.size(), field + ".first_left_row",
+          absl::StrCat("the left row ID of the last row of ", field)));
+    }
     buf.capacity = b.capacity() == 0 ? buf.keys.size() : b.capacity();
     // Each left row matches at most once (many-to-one), so no more pairs than
     // rows are ever written: a large capacity costs nothing beyond them.

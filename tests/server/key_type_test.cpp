@@ -145,6 +145,26 @@ TEST_F(KeyTypeTest, WideKeysStayDistinctThroughBuildLookupAndJoin) {
   EXPECT_EQ(jr.results(1).statistics().missing(), 1u);
 }
 
+// Generated left row IDs that would wrap past 2^32 (or reach 0xffffffff) are
+// refused naming the field, as generated build values are (issue 18, finding 6).
+TEST_F(KeyTypeTest, GeneratedLeftRowIdsNeverWrap) {
+  ASSERT_TRUE(Build({Spec("w", v1::KEY_TYPE_UINT64), Chunk64({5, 6})}).ok());
+  v1::JoinRequest join;
+  join.set_index("w");
+  auto* b = join.add_batches();
+  *b->mutable_keys64()->mutable_packed() = PackColumn<uint64_t>(std::vector<uint64_t>{5, 6});
+  b->set_first_left_row(0xfffffffdull);  // rows 0xfffffffd and 0xfffffffe: fine
+  v1::JoinResponse ok;
+  ASSERT_TRUE(ops_->Join(join, &ok).ok());
+  EXPECT_EQ(UnpackColumn<uint32_t>(ok.results(0).left_rows()),
+            (std::vector<uint32_t>{0xfffffffdu, 0xfffffffeu}));
+  b->set_first_left_row(0xfffffffeull);  // the second row would be 0xffffffff
+  v1::JoinResponse refused;
+  const absl::Status s = ops_->Join(join, &refused);
+  ASSERT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("batches[0].first_left_row: "));
+}
+
 TEST_F(KeyTypeTest, TheReserved64BitKeyIsInvalidAnd0xffffffffIsAnOrdinaryKey) {
   auto built =
       Build({Spec("r", v1::KEY_TYPE_UINT64), Chunk64({kEmpty64, 0xffffffffull, kEmpty64, 7})});
