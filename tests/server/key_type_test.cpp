@@ -57,17 +57,6 @@ class KeyTypeTest : public testing::OperationsFixture {
     return r;
   }
 
-  absl::StatusOr<std::shared_ptr<const IndexVersion>> Build(
-      std::vector<v1::BuildIndexRequest> messages) {
-    BuildSession session(ops_.get());
-    for (auto& m : messages) {
-      absl::Status s = session.Add(std::move(m));
-      if (!s.ok()) return s;
-    }
-    std::atomic<bool> cancelled{false};
-    return session.Finish(cancelled);
-  }
-
   static v1::LookupRequest Lookup64(const std::string& index, const std::vector<uint64_t>& keys) {
     v1::LookupRequest r;
     r.set_index(index);

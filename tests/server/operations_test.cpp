@@ -37,17 +37,6 @@ class OperationsTest : public testing::OperationsFixture {
     *r.mutable_chunk()->mutable_keys()->mutable_packed() = PackColumn<uint32_t>(keys);
     return r;
   }
-
-  absl::StatusOr<std::shared_ptr<const IndexVersion>> Build(
-      std::vector<v1::BuildIndexRequest> messages) {
-    BuildSession session(ops_.get());
-    for (auto& m : messages) {
-      absl::Status s = session.Add(std::move(m));
-      if (!s.ok()) return s;
-    }
-    std::atomic<bool> cancelled{false};
-    return session.Finish(cancelled);
-  }
 };
 
 TEST_F(OperationsTest, BuildStatisticsMatchTheEngine) {

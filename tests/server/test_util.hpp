@@ -1,9 +1,11 @@
 // Helpers shared by the server tests.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -55,6 +57,19 @@ class OperationsFixture : public ::testing::Test {
     s.metrics = &metrics_;
     s.config = std::move(config);
     ops_ = std::make_unique<Operations>(std::move(s));
+  }
+
+  /// One BuildIndex call's messages through a BuildSession: the first error, or
+  /// the installed version.
+  absl::StatusOr<std::shared_ptr<const IndexVersion>> Build(
+      std::vector<v1::BuildIndexRequest> messages) {
+    BuildSession session(ops_.get());
+    for (auto& m : messages) {
+      absl::Status s = session.Add(std::move(m));
+      if (!s.ok()) return s;
+    }
+    std::atomic<bool> cancelled{false};
+    return session.Finish(cancelled);
   }
 
   std::unique_ptr<engine::Backend> backend_;
