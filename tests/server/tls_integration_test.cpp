@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "gpujoin/client/client.hpp"
+#include "gpujoin/testing/loopback.hpp"
 #include "gpujoin/testing/server_process.hpp"
 #include "gpujoin/testing/subprocess.hpp"
 #include "gpujoin/v1/gpujoin.grpc.pb.h"
@@ -274,44 +275,12 @@ int HealthStatus(const std::shared_ptr<grpc::Channel>& channel) {
   return bytes.size() == 2 && bytes[0] == 0x08 ? bytes[1] : 0;
 }
 
-struct HttpResponse {
-  int status = 0;  // 0: no parseable response
-  std::string head, body;
-};
+using gpujoin::testing::HttpResponse;
 
-// GET http://<address><path> over HTTP/1.0 with an optional Authorization header.
+// GET with an optional Authorization header (gpujoin::testing::HttpRequest).
 HttpResponse HttpGet(const std::string& address, const std::string& path,
                      const std::string& authorization = "") {
-  HttpResponse out;
-  const size_t colon = address.rfind(':');
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(std::stoi(address.substr(colon + 1))));
-  if (inet_pton(AF_INET, address.substr(0, colon).c_str(), &addr.sin_addr) != 1) return out;
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return out;
-  std::string response;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
-    std::string request = "GET " + path + " HTTP/1.0\r\nHost: " + address + "\r\n";
-    if (!authorization.empty()) request += "Authorization: " + authorization + "\r\n";
-    request += "\r\n";
-    if (write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
-      char buf[8192];
-      pollfd p = {fd, POLLIN, 0};
-      while (poll(&p, 1, 10000) > 0) {
-        const ssize_t n = read(fd, buf, sizeof buf);
-        if (n <= 0) break;
-        response.append(buf, static_cast<size_t>(n));
-      }
-    }
-  }
-  close(fd);
-  const size_t end = response.find("\r\n\r\n");
-  if (end == std::string::npos || response.compare(0, 9, "HTTP/1.1 ") != 0) return out;
-  out.status = std::atoi(response.c_str() + 9);
-  out.head = response.substr(0, end);
-  out.body = response.substr(end + 4);
-  return out;
+  return gpujoin::testing::HttpRequest(address, path, authorization);
 }
 
 // ---------------------------------------------------------------- fixtures
