@@ -153,6 +153,10 @@ class TransientReportingBackend : public engine::Backend {
     EXPECT_EQ(inner_->BuildTransientBytes(spec, shape), 0u);
     return shape.rows == 0 ? 0 : fixed_ + per_row_ * shape.rows;
   }
+  uint64_t PayloadBytes(const engine::HashIndexSpec& spec,
+                        std::span<const engine::PayloadShape> payload) const override {
+    return inner_->PayloadBytes(spec, payload);
+  }
   absl::Status Run(const engine::CommandGraph& graph) override {
     if (budget_ != nullptr) used_during_runs_.push_back(budget_->used_bytes());
     return inner_->Run(graph);

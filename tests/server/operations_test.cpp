@@ -407,6 +407,10 @@ class DyingBackend : public engine::Backend {
                                const engine::BuildShape&) const override {
     return 0;
   }
+  uint64_t PayloadBytes(const engine::HashIndexSpec&,
+                        std::span<const engine::PayloadShape>) const override {
+    return 0;
+  }
   absl::Status Run(const engine::CommandGraph&) override {
     healthy_ = false;
     return absl::InternalError("device lost");

@@ -131,6 +131,13 @@ class CpuBackend final : public Backend {
   // RunBatchBuild): no scratch.
   uint64_t BuildTransientBytes(const HashIndexSpec&, const BuildShape&) const override { return 0; }
 
+  uint64_t PayloadBytes(const HashIndexSpec& spec,
+                        std::span<const PayloadShape> payload) const override {
+    uint64_t bytes = 0;
+    for (const PayloadShape& shape : payload) bytes += PayloadStorageBytes(spec.capacity, shape);
+    return bytes;
+  }
+
   absl::Status Run(const CommandGraph& graph) override {
     GPUJOIN_RETURN_IF_ERROR(graph.Validate());
     // Resolve every index before running anything, so a foreign index fails the

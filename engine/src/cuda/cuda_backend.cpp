@@ -100,6 +100,16 @@ class CudaBackend final : public Backend {
     return TableAllocationBytes(spec.capacity, spec.key_type);
   }
 
+  uint64_t PayloadBytes(const HashIndexSpec& spec,
+                        std::span<const PayloadShape> payload) const override {
+    // Payload is stored per slot of the allocated table (TableAllocationSlots).
+    uint64_t bytes = 0;
+    for (const PayloadShape& shape : payload) {
+      bytes += PayloadStorageBytes(TableAllocationSlots(spec.capacity), shape);
+    }
+    return bytes;
+  }
+
   uint64_t BuildTransientBytes(const HashIndexSpec& spec, const BuildShape& shape) const override {
     BuildSource src;  // the path and cap the build nodes will use
     SetBuildOptions(options_, src);

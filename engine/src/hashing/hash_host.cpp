@@ -17,9 +17,6 @@ std::string ColumnName(const HashNode& node, size_t i, std::string_view where) {
                       std::string(ColumnTypeName(node.columns[i].type)), ")");
 }
 
-// Bytes needed to hold `bits` bits.
-uint64_t BitmapBytes(uint64_t bits) { return bits / 8 + (bits % 8 != 0 ? 1 : 0); }
-
 // True when a + b overflows or exceeds `limit`.
 bool RangeExceeds(uint64_t a, uint64_t b, uint64_t limit) { return a > limit || b > limit - a; }
 
@@ -126,26 +123,6 @@ void HashRowRange(const std::vector<ColumnView>& views, uint64_t first, uint64_t
 }
 
 }  // namespace
-
-std::string_view ColumnTypeName(ColumnType type) {
-  switch (type) {
-    case ColumnType::kUint32:
-      return "uint32";
-    case ColumnType::kInt32:
-      return "int32";
-    case ColumnType::kUint64:
-      return "uint64";
-    case ColumnType::kInt64:
-      return "int64";
-    case ColumnType::kFloat32:
-      return "float32";
-    case ColumnType::kFloat64:
-      return "float64";
-    case ColumnType::kBinary:
-      return "binary";
-  }
-  return "unknown";
-}
 
 absl::Status ValidateHashNode(const HashNode& node, std::string_view where) {
   if (node.columns.empty()) {

@@ -30,7 +30,4 @@ void HashRowsHost(const HashNode& node);
 /// lie within the node's rows. The results equal HashRowsHost's for those rows.
 void HashRowsHost(const HashNode& node, uint64_t first_row, uint64_t rows);
 
-/// "uint32", "int32", "uint64", "int64", "float32", "float64", "binary".
-std::string_view ColumnTypeName(ColumnType type);
-
 }  // namespace gpujoin::engine::detail

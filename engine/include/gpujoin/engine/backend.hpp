@@ -3,7 +3,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -73,6 +75,9 @@ struct BuildShape {
   uint32_t batch_chunks = 0;
   /// ... at least one of which carries a validity mask.
   bool batch_validity = false;
+  /// The build's payload columns (their upload and reordering are part of the
+  /// build's transient memory).
+  std::vector<PayloadShape> payload;
 };
 
 /// The shape of a build node (its key type, rows, values, chunks and masks).
@@ -108,6 +113,14 @@ class Backend {
   /// memory pool's 2 MiB pages). 0 for a backend that builds in place.
   virtual uint64_t BuildTransientBytes(const HashIndexSpec& spec,
                                        const BuildShape& shape) const = 0;
+
+  /// Most bytes of backend memory the payload columns `payload` of a build into an
+  /// index of `spec` (valid) occupy once built (an upper bound: strings count
+  /// all their bytes, of which only the winners' are kept). HashIndex::memory_bytes()
+  /// then reports IndexBytes(spec) plus what the payload really takes. The
+  /// server reserves it with IndexBytes before the build.
+  virtual uint64_t PayloadBytes(const HashIndexSpec& spec,
+                                std::span<const PayloadShape> payload) const = 0;
 
   /// Validates and runs `graph`; returns when all its outputs are written.
   virtual absl::Status Run(const CommandGraph& graph) = 0;

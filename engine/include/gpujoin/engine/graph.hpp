@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "gpujoin/engine/column.hpp"
 #include "gpujoin/engine/hash_index.hpp"
 #include "gpujoin/engine/hashing.hpp"
 #include "gpujoin/engine/types.hpp"
@@ -38,6 +39,10 @@ struct BuildIndexNodeT {
   std::optional<ChunkedU32> values;  ///< read; when set, total rows must equal the keys'
   uint32_t first_value = 0;          ///< generated values when `values` is unset (wraps mod 2^32)
   BuildStatistics* statistics = nullptr;  ///< optional host output
+  /// Read: payload columns stored beside the table, each with the keys' total rows.
+  /// The index keeps, for every retained key, the payload row of its duplicate
+  /// winner (docs/engine.md, "Payload"); a build without payload drops any earlier payload.
+  std::vector<ColumnView> payload;
 };
 
 /// One chunk of a batch build: its keys, the row ID of its first row and an
@@ -57,6 +62,9 @@ struct BuildBatchIndexNodeT {
   HashIndex* index = nullptr;  ///< written: rebuilt from scratch
   std::vector<BatchChunkT<K>> chunks;
   BuildStatistics* statistics = nullptr;  ///< optional host output
+  /// Read: payload columns aligned with the chunks' rows in order (every row,
+  /// masked-out ones included), as in BuildIndexNodeT.
+  std::vector<ColumnView> payload;
 };
 
 /// Aligned left join: for every query row, the matched value or kEmptyKey (the
@@ -70,6 +78,8 @@ struct LookupNodeT {
   std::span<uint32_t> probes;             ///< optional: slots examined per query row
   QueryStatistics* statistics = nullptr;  ///< optional host output
   uint32_t max_probe_count = 0;  ///< 0 = the index's bound; else at most the index's capacity
+  /// Payload columns gathered per query row (null where missing).
+  std::vector<GatherOutput> gather;
 };
 
 /// Result block of one join batch.
@@ -90,6 +100,8 @@ struct JoinBatchT {
   JoinResult* result = nullptr;        ///< required host output
   std::span<uint8_t> found;            ///< optional aligned found mask
   std::span<uint32_t> probes;          ///< optional aligned probe counts
+  /// Payload columns gathered per pair (out_left_rows.size() positions each).
+  std::vector<GatherOutput> gather;
 };
 
 /// Inner join of one or more left batches against an index: each batch gets its

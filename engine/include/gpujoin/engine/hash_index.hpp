@@ -6,10 +6,12 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "gpujoin/engine/column.hpp"
 #include "gpujoin/engine/types.hpp"
 
 namespace gpujoin::engine {
@@ -103,9 +105,13 @@ class HashIndex {
     return spec_.capacity == 0 ? 0.0 : double(statistics_.unique_keys) / spec_.capacity;
   }
 
+  /// The payload columns of the last build, in the build node's order (empty
+  /// before the first build and after a build without payload).
+  const std::vector<PayloadColumnInfo>& payload() const { return payload_; }
+
   /// Which backend owns the table.
   virtual BackendKind backend() const = 0;
-  /// Bytes held by this index in its backend's memory.
+  /// Bytes held by this index in its backend's memory (table and payload).
   virtual uint64_t memory_bytes() const = 0;
   /// Copies the table of a uint32 index to the host (synchronous; not for
   /// request paths). FAILED_PRECONDITION for a uint64 index (use Snapshot64).
@@ -125,10 +131,12 @@ class HashIndex {
   }
 
   /// Called by backends when a build finishes.
-  void RecordBuild(const BuildStatistics& statistics, uint64_t rows) {
+  void RecordBuild(const BuildStatistics& statistics, uint64_t rows,
+                   std::vector<PayloadColumnInfo> payload = {}) {
     statistics_ = statistics;
     built_rows_ = rows;
     built_ = true;
+    payload_ = std::move(payload);
   }
 
  protected:
@@ -139,6 +147,7 @@ class HashIndex {
   BuildStatistics statistics_;
   uint64_t built_rows_ = 0;
   bool built_ = false;
+  std::vector<PayloadColumnInfo> payload_;
 };
 
 }  // namespace gpujoin::engine

@@ -8,14 +8,14 @@
 #include <span>
 #include <vector>
 
-namespace gpujoin::engine {
+#include "gpujoin/engine/column.hpp"
 
-/// Physical type of a hashed column.
-enum class ColumnType { kUint32, kInt32, kUint64, kInt64, kFloat32, kFloat64, kBinary };
+namespace gpujoin::engine {
 
 /// One input column in Arrow layout. Row r of the column is physical row
 /// `offset + r` of the buffers, so a slice hashes without copying.
 struct HashColumn {
+  /// kUint32 .. kBinary (kBool and kString are not hashed yet).
   ColumnType type = ColumnType::kUint32;
   /// Fixed-width types: the value buffer (at least (offset + length) * width bytes).
   /// kBinary: the concatenated value bytes.
