@@ -9,6 +9,7 @@ BuildShape BuildShapeOf(const BuildIndexNodeT<K>& node) {
   shape.key_type = KeyTypeOf<K>();
   for (const auto& chunk : node.keys) shape.rows += chunk.size();
   shape.explicit_values = node.values.has_value();
+  for (const ColumnView& column : node.payload) shape.payload.push_back(PayloadShapeOf(column));
   return shape;
 }
 
@@ -24,6 +25,7 @@ BuildShape BuildShapeOf(const BuildBatchIndexNodeT<K>& node) {
     ++shape.batch_chunks;
     shape.batch_validity = shape.batch_validity || !chunk.validity.empty();
   }
+  for (const ColumnView& column : node.payload) shape.payload.push_back(PayloadShapeOf(column));
   return shape;
 }
 

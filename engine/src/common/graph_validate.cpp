@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
-#include <unordered_set>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -95,10 +95,9 @@ absl::Status CheckOptionalAligned(const std::string& where, std::string_view fie
 }
 
 absl::Status CheckReadableIndex(const std::string& where, const HashIndex* index,
-                                const std::unordered_set<const HashIndex*>& built_earlier,
-                                uint32_t max_probe_count) {
+                                bool built_earlier, uint32_t max_probe_count) {
   if (index == nullptr) return Invalid(where, "index is null");
-  if (!index->built() && !built_earlier.count(index)) {
+  if (!index->built() && !built_earlier) {
     return absl::FailedPreconditionError(
         absl::StrCat(where,
                      ": index has not been built (no build ran on it, in this graph or "
@@ -120,6 +119,116 @@ absl::Status CheckKeyType(const std::string& where, const HashIndex& index) {
                           std::string(KeyTypeName(index.key_type())), " keys"));
 }
 
+// "payload[2] (int64)": a build's payload column in messages.
+std::string PayloadName(size_t c, ColumnType type) {
+  return absl::StrCat("payload[", c, "] (", std::string(ColumnTypeName(type)), ")");
+}
+
+bool KnownType(ColumnType type) {
+  return static_cast<uint8_t>(type) <= uint8_t(ColumnType::kString);
+}
+
+// A payload column of a build with `rows` key rows (ColumnView's layout rules).
+absl::Status CheckPayloadColumn(const std::string& where, size_t c, const ColumnView& col,
+                                uint64_t rows) {
+  if (!KnownType(col.type)) {
+    return Invalid(where, absl::StrCat("payload[", c, "] has an unknown column type ",
+                                       static_cast<int>(col.type)));
+  }
+  const std::string name = PayloadName(c, col.type);
+  if (col.rows != rows) {
+    return Invalid(where, absl::StrCat(name, " has ", col.rows, " rows but keys have ", rows));
+  }
+  if (!col.validity.empty() && col.validity.size() < BitmapBytes(rows)) {
+    return Invalid(where, absl::StrCat(name, " validity has ", col.validity.size(),
+                                       " bytes; a bitmap of ", rows, " rows needs at least ",
+                                       BitmapBytes(rows), " (or none: no nulls)"));
+  }
+  if (IsVariableWidth(col.type)) {
+    if (col.offsets.size() != rows + 1) {
+      return Invalid(where, absl::StrCat(name, " offsets has ", col.offsets.size(), " entries; ",
+                                         rows, " rows need ", rows + 1));
+    }
+    for (uint64_t r = 0; r < rows; ++r) {
+      if (col.offsets[r + 1] < col.offsets[r]) {
+        return Invalid(where, absl::StrCat(name, " offsets decrease at row ", r, " (",
+                                           col.offsets[r], " then ", col.offsets[r + 1], ")"));
+      }
+    }
+    if (col.offsets[rows] > col.data.size()) {
+      return Invalid(where, absl::StrCat(name, " offsets end at ", col.offsets[rows],
+                                         " but data has ", col.data.size(), " bytes"));
+    }
+    return absl::OkStatus();
+  }
+  if (!col.offsets.empty()) {
+    return Invalid(where, absl::StrCat(name, " has ", col.offsets.size(),
+                                       " offsets; only binary and string columns take offsets"));
+  }
+  if (col.type == ColumnType::kBool) {
+    if (col.data.size() < BitmapBytes(rows)) {
+      return Invalid(where,
+                     absl::StrCat(name, " data has ", col.data.size(), " bytes; a bitmap of ", rows,
+                                  " rows needs at least ", BitmapBytes(rows)));
+    }
+  } else if (col.data.size() != rows * ColumnWidth(col.type)) {
+    return Invalid(
+        where, absl::StrCat(name, " data has ", col.data.size(), " bytes; ", rows, " rows of ",
+                            ColumnWidth(col.type), " bytes need ", rows * ColumnWidth(col.type)));
+  }
+  return absl::OkStatus();
+}
+
+// Where a lookup or join writes gathered column `g`: `rows` positions (the
+// query rows, or a join batch's pair capacity), from an index whose payload
+// columns have `types`.
+absl::Status CheckGatherOutput(const std::string& where, size_t g, const GatherOutput& out,
+                               uint64_t rows, std::string_view rows_of,
+                               const std::vector<ColumnType>& types) {
+  if (out.column >= types.size()) {
+    return Invalid(where, absl::StrCat("gather[", g, "] asks for payload column ", out.column,
+                                       " but the index has ", types.size(), " payload column",
+                                       types.size() == 1 ? "" : "s"));
+  }
+  const ColumnType type = types[out.column];
+  const std::string name = absl::StrCat("gather[", g, "] (column ", out.column, ", ",
+                                        std::string(ColumnTypeName(type)), ")");
+  if (out.validity.size() != BitmapBytes(rows)) {
+    return Invalid(where, absl::StrCat(name, " validity has ", out.validity.size(),
+                                       " bytes; a bitmap of ", rows, " ", std::string(rows_of),
+                                       " needs ", BitmapBytes(rows), " (it is required)"));
+  }
+  if (IsVariableWidth(type)) {
+    if (!out.data.empty()) {
+      return Invalid(where, absl::StrCat(name, " data has ", out.data.size(),
+                                         " bytes; it must be empty (the value bytes go to "
+                                         "string_bytes)"));
+    }
+    if (out.offsets.size() != rows + 1) {
+      return Invalid(where, absl::StrCat(name, " offsets has ", out.offsets.size(), " entries; ",
+                                         rows, " ", std::string(rows_of), " need ", rows + 1));
+    }
+    if (out.string_bytes == nullptr) {
+      return Invalid(where, absl::StrCat(name, " string_bytes is null (it is required)"));
+    }
+    if (out.max_string_bytes > 0x7fffffffu) {
+      return Invalid(where, absl::StrCat(name, " max_string_bytes is ", out.max_string_bytes,
+                                         "; at most 2^31 - 1 (int32 offsets)"));
+    }
+    return absl::OkStatus();
+  }
+  if (!out.offsets.empty()) {
+    return Invalid(where, absl::StrCat(name, " has ", out.offsets.size(),
+                                       " offsets; only binary and string columns take offsets"));
+  }
+  const uint64_t need = type == ColumnType::kBool ? BitmapBytes(rows) : rows * ColumnWidth(type);
+  if (out.data.size() != need) {
+    return Invalid(where, absl::StrCat(name, " data has ", out.data.size(), " bytes; ", rows, " ",
+                                       std::string(rows_of), " need ", need));
+  }
+  return absl::OkStatus();
+}
+
 class Validator {
  public:
   template <KeyWord K>
@@ -133,10 +242,11 @@ class Validator {
           where, absl::StrCat("values have ", TotalRows(*n.values), " rows but keys have ", rows));
     }
     if (rows > kMaxRows) return TooManyRows(where, "keys", rows);
+    GPUJOIN_RETURN_IF_ERROR(CheckPayload(where, n.payload, rows));
     ranges_.ReadChunks(n.keys, absl::StrCat(where, " keys"));
     if (n.values.has_value()) ranges_.ReadChunks(*n.values, absl::StrCat(where, " values"));
     ranges_.WriteObject(n.statistics, absl::StrCat(where, " statistics"));
-    built_.insert(n.index);
+    Built(n.index, n.payload);
     return absl::OkStatus();
   }
 
@@ -157,8 +267,9 @@ class Validator {
       ranges_.Read(chunk.validity, absl::StrCat(where, " chunk ", c, " validity"));
     }
     if (rows > kMaxRows) return TooManyRows(where, "chunks", rows);
+    GPUJOIN_RETURN_IF_ERROR(CheckPayload(where, n.payload, rows));
     ranges_.WriteObject(n.statistics, absl::StrCat(where, " statistics"));
-    built_.insert(n.index);
+    Built(n.index, n.payload);
     return absl::OkStatus();
   }
 
@@ -167,7 +278,8 @@ class Validator {
     const std::string where = absl::StrCat("node ", i, " (lookup)");
     if (n.index == nullptr) return Invalid(where, "index is null");
     GPUJOIN_RETURN_IF_ERROR(CheckKeyType<K>(where, *n.index));
-    GPUJOIN_RETURN_IF_ERROR(CheckReadableIndex(where, n.index, built_, n.max_probe_count));
+    GPUJOIN_RETURN_IF_ERROR(
+        CheckReadableIndex(where, n.index, built_.count(n.index) != 0, n.max_probe_count));
     const size_t rows = TotalRows(n.keys);
     if (rows > kMaxRows) return TooManyRows(where, "keys", rows);
     if (n.values.size() != rows) {
@@ -181,6 +293,7 @@ class Validator {
     ranges_.Write(n.found, absl::StrCat(where, " found"));
     ranges_.Write(n.probes, absl::StrCat(where, " probes"));
     ranges_.WriteObject(n.statistics, absl::StrCat(where, " statistics"));
+    GPUJOIN_RETURN_IF_ERROR(CheckGather(where, n.gather, rows, "query rows", *n.index));
     return absl::OkStatus();
   }
 
@@ -189,7 +302,8 @@ class Validator {
     const std::string where = absl::StrCat("node ", i, " (join)");
     if (n.index == nullptr) return Invalid(where, "index is null");
     GPUJOIN_RETURN_IF_ERROR(CheckKeyType<K>(where, *n.index));
-    GPUJOIN_RETURN_IF_ERROR(CheckReadableIndex(where, n.index, built_, n.max_probe_count));
+    GPUJOIN_RETURN_IF_ERROR(
+        CheckReadableIndex(where, n.index, built_.count(n.index) != 0, n.max_probe_count));
     if (n.batches.empty()) return Invalid(where, "batches is empty (a join needs at least one)");
     for (size_t b = 0; b < n.batches.size(); ++b) {
       const JoinBatchT<K>& batch = n.batches[b];
@@ -216,6 +330,8 @@ class Validator {
       ranges_.Write(batch.found, absl::StrCat(bw, " found"));
       ranges_.Write(batch.probes, absl::StrCat(bw, " probes"));
       ranges_.WriteObject(batch.result, absl::StrCat(bw, " result"));
+      GPUJOIN_RETURN_IF_ERROR(
+          CheckGather(bw, batch.gather, batch.out_left_rows.size(), "pairs", *n.index));
     }
     return absl::OkStatus();
   }
@@ -307,8 +423,59 @@ class Validator {
                                        " rows; at most 2^32 - 1 are allowed"));
   }
 
+  // A build's payload columns, each with the build's `rows` key rows; their
+  // buffers are read ranges.
+  absl::Status CheckPayload(const std::string& where, const std::vector<ColumnView>& payload,
+                            uint64_t rows) {
+    for (size_t c = 0; c < payload.size(); ++c) {
+      const ColumnView& col = payload[c];
+      GPUJOIN_RETURN_IF_ERROR(CheckPayloadColumn(where, c, col, rows));
+      const std::string cw = absl::StrCat(where, " payload[", c, "]");
+      ranges_.Read(col.data, absl::StrCat(cw, " data"));
+      ranges_.Read(col.offsets, absl::StrCat(cw, " offsets"));
+      ranges_.Read(col.validity, absl::StrCat(cw, " validity"));
+    }
+    return absl::OkStatus();
+  }
+
+  // An index built by this node: later nodes see its payload types.
+  void Built(const HashIndex* index, const std::vector<ColumnView>& payload) {
+    std::vector<ColumnType>& types = built_[index];
+    types.clear();
+    for (const ColumnView& col : payload) types.push_back(col.type);
+  }
+
+  // The payload column types a reader of `index` finds: those of an earlier build
+  // node of this graph, else of the index's last build.
+  std::vector<ColumnType> PayloadTypes(const HashIndex& index) const {
+    if (auto it = built_.find(&index); it != built_.end()) return it->second;
+    std::vector<ColumnType> types;
+    for (const PayloadColumnInfo& info : index.payload()) types.push_back(info.type);
+    return types;
+  }
+
+  // Gathered outputs of `rows` positions each; their buffers (and the string
+  // and null count they point to) are written ranges.
+  absl::Status CheckGather(const std::string& where, const std::vector<GatherOutput>& gather,
+                           uint64_t rows, std::string_view rows_of, const HashIndex& index) {
+    if (gather.empty()) return absl::OkStatus();
+    const std::vector<ColumnType> types = PayloadTypes(index);
+    for (size_t g = 0; g < gather.size(); ++g) {
+      const GatherOutput& out = gather[g];
+      GPUJOIN_RETURN_IF_ERROR(CheckGatherOutput(where, g, out, rows, rows_of, types));
+      const std::string gw = absl::StrCat(where, " gather[", g, "]");
+      ranges_.Write(out.data, absl::StrCat(gw, " data"));
+      ranges_.Write(out.validity, absl::StrCat(gw, " validity"));
+      ranges_.Write(out.offsets, absl::StrCat(gw, " offsets"));
+      ranges_.WriteObject(out.string_bytes, absl::StrCat(gw, " string_bytes"));
+      ranges_.WriteObject(out.null_count, absl::StrCat(gw, " null_count"));
+    }
+    return absl::OkStatus();
+  }
+
   RangeCollector ranges_;
-  std::unordered_set<const HashIndex*> built_;  // indexes written by earlier nodes
+  // Indexes written by earlier nodes, with the payload column types they will have.
+  std::unordered_map<const HashIndex*, std::vector<ColumnType>> built_;
 };
 
 }  // namespace

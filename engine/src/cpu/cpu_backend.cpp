@@ -128,8 +128,11 @@ class CpuBackend final : public Backend {
   uint64_t IndexBytes(const HashIndexSpec& spec) const override { return CpuTableBytes(spec); }
 
   // Builds insert straight from the caller's chunks into the table (RunBuild,
-  // RunBatchBuild): no scratch.
-  uint64_t BuildTransientBytes(const HashIndexSpec&, const BuildShape&) const override { return 0; }
+  // RunBatchBuild): no scratch. Storing payload takes the winner row of every
+  // slot (4 bytes each) while the columns are gathered.
+  uint64_t BuildTransientBytes(const HashIndexSpec& spec, const BuildShape& shape) const override {
+    return shape.payload.empty() ? 0 : uint64_t{spec.capacity} * sizeof(uint32_t);
+  }
 
   uint64_t PayloadBytes(const HashIndexSpec& spec,
                         std::span<const PayloadShape> payload) const override {
@@ -155,7 +158,9 @@ class CpuBackend final : public Backend {
           graph.nodes()[i]));
     }
     try {
-      for (const Node& node : graph.nodes()) Execute(node);
+      for (size_t i = 0; i < graph.nodes().size(); ++i) {
+        GPUJOIN_RETURN_IF_ERROR(Execute(graph.nodes()[i], i));
+      }
     } catch (const std::bad_alloc&) {
       return absl::ResourceExhaustedError("cpu backend: host memory allocation failed");
     }
@@ -163,27 +168,36 @@ class CpuBackend final : public Backend {
   }
 
  private:
-  void Execute(const Node& node) {
-    std::visit([this](const auto& n) { ExecuteNode(n); }, node);
+  // Runs node `i` of a graph.
+  absl::Status Execute(const Node& node, size_t i) {
+    return std::visit([this, i](const auto& n) { return ExecuteNode(n, i); }, node);
   }
   template <KeyWord K>
-  void ExecuteNode(const BuildIndexNodeT<K>& n) {
-    RunBuild(n, static_cast<CpuHashIndex<K>&>(*n.index));
+  absl::Status ExecuteNode(const BuildIndexNodeT<K>& n, size_t) {
+    RunBuild(n, static_cast<CpuHashIndex<K>&>(*n.index), pool_);
+    return absl::OkStatus();
   }
   template <KeyWord K>
-  void ExecuteNode(const BuildBatchIndexNodeT<K>& n) {
-    RunBatchBuild(n, static_cast<CpuHashIndex<K>&>(*n.index));
+  absl::Status ExecuteNode(const BuildBatchIndexNodeT<K>& n, size_t) {
+    RunBatchBuild(n, static_cast<CpuHashIndex<K>&>(*n.index), pool_);
+    return absl::OkStatus();
   }
   template <KeyWord K>
-  void ExecuteNode(const LookupNodeT<K>& n) {
-    RunLookup(n, static_cast<const CpuHashIndex<K>&>(*n.index), pool_);
+  absl::Status ExecuteNode(const LookupNodeT<K>& n, size_t i) {
+    return RunLookup(n, static_cast<const CpuHashIndex<K>&>(*n.index), pool_, i);
   }
   template <KeyWord K>
-  void ExecuteNode(const JoinNodeT<K>& n) {
-    RunJoin(n, static_cast<const CpuHashIndex<K>&>(*n.index), pool_);
+  absl::Status ExecuteNode(const JoinNodeT<K>& n, size_t i) {
+    return RunJoin(n, static_cast<const CpuHashIndex<K>&>(*n.index), pool_, i);
   }
-  void ExecuteNode(const AggregateNode& n) { RunAggregate(n, pool_); }
-  void ExecuteNode(const HashNode& n) { RunHash(n); }
+  absl::Status ExecuteNode(const AggregateNode& n, size_t) {
+    RunAggregate(n, pool_);
+    return absl::OkStatus();
+  }
+  absl::Status ExecuteNode(const HashNode& n, size_t) {
+    RunHash(n);
+    return absl::OkStatus();
+  }
 
   // Hashes disjoint row ranges on the pool. Range starts are multiples of 8 so
   // each range owns whole output validity bytes; every row's hash depends only on

@@ -3,11 +3,18 @@
 // the contract requires (the CUDA backend reaches the same winner with an atomic
 // minimum over source rows). Keys are kept in Robin Hood order
 // (CpuHashIndex::Insert), so without overflow the layout equals the CUDA one.
+// Payload columns are stored after the table is complete: every slot's winner
+// row is found by probing the rows again (FindWinners), then each column is
+// gathered into slot order (cpu_payload.hpp).
 #include <algorithm>
+#include <atomic>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "cpu/chunk_cursor.hpp"
 #include "cpu/cpu_ops.hpp"
+#include "cpu/cpu_payload.hpp"
 
 namespace gpujoin::engine::cpu {
 namespace {
@@ -38,18 +45,10 @@ void InsertRow(CpuHashIndex<K>& index, K key, uint32_t value, uint32_t bound, Bu
   s.max_probes = std::max<uint64_t>(s.max_probes, r.max_probes);
 }
 
-void Finish(HashIndex& index, const BuildStatistics& s, uint64_t rows, BuildStatistics* out) {
-  index.RecordBuild(s, rows);
-  if (out != nullptr) *out = s;
-}
-
-}  // namespace
-
+// Inserts a plain build's rows into the cleared table, in global row order.
 template <KeyWord K>
-void RunBuild(const BuildIndexNodeT<K>& node, CpuHashIndex<K>& index) {
-  index.Clear();
+BuildStatistics InsertRows(const BuildIndexNodeT<K>& node, CpuHashIndex<K>& index, size_t rows) {
   const uint32_t bound = index.spec().probe_bound();
-  const size_t rows = TotalRows(node.keys);
   BuildStatistics s;
   ChunkCursor<K> keys(node.keys, 0);
   std::optional<ChunkCursor<uint32_t>> values;
@@ -75,15 +74,14 @@ void RunBuild(const BuildIndexNodeT<K>& node, CpuHashIndex<K>& index) {
       InsertRow(index, block_keys[i], block_values[i], bound, s);
     }
   }
-  Finish(index, s, rows, node.statistics);
+  return s;
 }
 
+// Inserts a batch build's rows into the cleared table, chunk by chunk.
 template <KeyWord K>
-void RunBatchBuild(const BuildBatchIndexNodeT<K>& node, CpuHashIndex<K>& index) {
-  index.Clear();
+BuildStatistics InsertRows(const BuildBatchIndexNodeT<K>& node, CpuHashIndex<K>& index) {
   const uint32_t bound = index.spec().probe_bound();
   BuildStatistics s;
-  uint64_t rows = 0;
   for (const BatchChunkT<K>& chunk : node.chunks) {
     const bool masked = !chunk.validity.empty();
     for (size_t i = 0; i < chunk.keys.size(); ++i) {
@@ -94,14 +92,139 @@ void RunBatchBuild(const BuildBatchIndexNodeT<K>& node, CpuHashIndex<K>& index) 
       }
       InsertRow(index, key, chunk.row_base + static_cast<uint32_t>(i), bound, s);
     }
-    rows += chunk.keys.size();
   }
-  Finish(index, s, rows, node.statistics);
+  return s;
 }
 
-template void RunBuild(const BuildIndexNodeT<uint32_t>&, CpuHashIndex<uint32_t>&);
-template void RunBuild(const BuildIndexNodeT<uint64_t>&, CpuHashIndex<uint64_t>&);
-template void RunBatchBuild(const BuildBatchIndexNodeT<uint32_t>&, CpuHashIndex<uint32_t>&);
-template void RunBatchBuild(const BuildBatchIndexNodeT<uint64_t>&, CpuHashIndex<uint64_t>&);
+// Rows per task of the winner search below which splitting further costs more
+// than it saves.
+constexpr size_t kMinRowsPerTask = 16384;
+
+// The valid rows of a build node in global order, as (global row, key, value):
+// for_each(begin, end, fn) calls fn for the valid rows among [begin, end).
+template <KeyWord K>
+struct PlainRows {
+  const BuildIndexNodeT<K>& node;
+  template <class Fn>
+  void operator()(size_t begin, size_t end, Fn&& fn) const {
+    ChunkCursor<K> keys(node.keys, begin);
+    std::optional<ChunkCursor<uint32_t>> values;
+    if (node.values.has_value()) values.emplace(*node.values, begin);
+    for (size_t r = begin; r < end; ++r) {
+      const K key = keys.Next();
+      const uint32_t value = values ? values->Next() : node.first_value + static_cast<uint32_t>(r);
+      if (key != kEmptyKeyOf<K>) fn(r, key, value);
+    }
+  }
+};
+
+template <KeyWord K>
+struct BatchRows {
+  const BuildBatchIndexNodeT<K>& node;
+  template <class Fn>
+  void operator()(size_t begin, size_t end, Fn&& fn) const {
+    size_t first = 0;  // global row of the chunk's first row
+    for (const BatchChunkT<K>& chunk : node.chunks) {
+      if (first >= end) break;
+      const size_t from = std::max(begin, first), to = std::min(end, first + chunk.keys.size());
+      for (size_t r = from; r < to; ++r) {
+        const size_t i = r - first;
+        const K key = chunk.keys[i];
+        if (key == kEmptyKeyOf<K> || (!chunk.validity.empty() && chunk.validity[i] == 0)) continue;
+        fn(r, key, chunk.row_base + static_cast<uint32_t>(i));
+      }
+      first += chunk.keys.size();
+    }
+  }
+};
+
+// winners[s] = the lowest valid row whose key and value are slot s's (the row
+// whose payload the slot keeps: docs/engine.md "Payload"), kNoRow for an empty
+// slot. Without overflow that is the key's first row; the value test keeps
+// payload and table consistent when the bound dropped a key that came back
+// later with another row. Parallel over rows; a minimum, so independent of the split.
+template <KeyWord K, class Rows>
+void FindWinners(const CpuHashIndex<K>& index, size_t rows, const Rows& for_each,
+                 std::span<uint32_t> winners, ThreadPool& pool) {
+  std::fill(winners.begin(), winners.end(), kNoRow);
+  const uint32_t bound = index.spec().probe_bound();  // every stored key lies within it
+  const std::vector<size_t> bounds = SplitRows(rows, size_t{pool.size()} * 4, kMinRowsPerTask);
+  pool.ParallelFor(bounds.size() - 1, [&](size_t p) {
+    for_each(bounds[p], bounds[p + 1], [&](size_t r, K key, uint32_t value) {
+      uint32_t probes = 0;
+      const uint32_t slot = index.FindSlot(key, bound, probes);
+      if (slot == CpuHashIndex<K>::kNoSlot || index.ValueAt(slot) != value) return;
+      std::atomic_ref<uint32_t> winner(winners[slot]);
+      uint32_t current = winner.load(std::memory_order_relaxed);
+      const auto row = static_cast<uint32_t>(r);  // Validate: rows < 2^32 - 1
+      while (row < current &&
+             !winner.compare_exchange_weak(current, row, std::memory_order_relaxed)) {
+      }
+    });
+  });
+}
+
+// Rebuilds `index`: `insert` (run on the cleared table) inserts the rows and
+// returns the statistics, then `payload` is stored beside the table.
+template <KeyWord K, class Rows, class Insert>
+void Rebuild(CpuHashIndex<K>& index, const std::vector<ColumnView>& payload, uint64_t rows,
+             const Rows& for_each, Insert&& insert, BuildStatistics* out, ThreadPool& pool) {
+  // Everything whose size the node fixes, before the table is touched.
+  const uint64_t slots = index.spec().capacity;
+  HostArray<uint32_t> winners;
+  std::vector<StoredColumn> stored;
+  if (!payload.empty()) {
+    winners = HostArray<uint32_t>(slots);
+    stored.reserve(payload.size());
+    for (const ColumnView& column : payload) stored.push_back(AllocateStored(column, slots));
+  }
+  index.Clear();
+  const BuildStatistics s = insert();
+  std::vector<PayloadColumnInfo> infos;
+  try {
+    if (!payload.empty()) {
+      FindWinners(index, rows, for_each, winners.span(), pool);
+      for (size_t c = 0; c < payload.size(); ++c) {
+        StoreColumn(payload[c], winners.span(), stored[c], pool);
+        infos.push_back(stored[c].Info());
+      }
+    }
+  } catch (...) {
+    // The table is new, its payload could not be stored: leave no half build.
+    index.Clear();
+    index.SetPayload({});
+    index.RecordBuild(BuildStatistics{}, 0);
+    throw;
+  }
+  index.SetPayload(std::move(stored));
+  index.RecordBuild(s, rows, std::move(infos));
+  if (out != nullptr) *out = s;
+}
+
+}  // namespace
+
+template <KeyWord K>
+void RunBuild(const BuildIndexNodeT<K>& node, CpuHashIndex<K>& index, ThreadPool& pool) {
+  const size_t rows = TotalRows(node.keys);
+  Rebuild(
+      index, node.payload, rows, PlainRows<K>{node}, [&] { return InsertRows(node, index, rows); },
+      node.statistics, pool);
+}
+
+template <KeyWord K>
+void RunBatchBuild(const BuildBatchIndexNodeT<K>& node, CpuHashIndex<K>& index, ThreadPool& pool) {
+  uint64_t rows = 0;
+  for (const BatchChunkT<K>& chunk : node.chunks) rows += chunk.keys.size();
+  Rebuild(
+      index, node.payload, rows, BatchRows<K>{node}, [&] { return InsertRows(node, index); },
+      node.statistics, pool);
+}
+
+template void RunBuild(const BuildIndexNodeT<uint32_t>&, CpuHashIndex<uint32_t>&, ThreadPool&);
+template void RunBuild(const BuildIndexNodeT<uint64_t>&, CpuHashIndex<uint64_t>&, ThreadPool&);
+template void RunBatchBuild(const BuildBatchIndexNodeT<uint32_t>&, CpuHashIndex<uint32_t>&,
+                            ThreadPool&);
+template void RunBatchBuild(const BuildBatchIndexNodeT<uint64_t>&, CpuHashIndex<uint64_t>&,
+                            ThreadPool&);
 
 }  // namespace gpujoin::engine::cpu

@@ -14,13 +14,16 @@
 // Keys and values share one slot so that a probe costs one cache miss, not two:
 // 8 bytes for uint32 keys, 16 for uint64 keys (8 key + 4 value + 4 padding; the
 // simple layout: split key/value arrays would cost a second miss per hit).
+// Payload columns live beside the table in slot order (cpu_payload.hpp).
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "cpu/cpu_payload.hpp"
 #include "gpujoin/engine/detail/slot_hash.hpp"
 #include "gpujoin/engine/hash_index.hpp"
 #include "gpujoin/engine/types.hpp"
@@ -51,6 +54,8 @@ class CpuHashIndex final : public HashIndex {
  public:
   /// The reserved key of this key word.
   static constexpr K kEmpty = kEmptyKeyOf<K>;
+  /// FindSlot's answer for a key that is not stored (capacities are at most 2^31).
+  static constexpr uint32_t kNoSlot = kNoRow;
 
   /// Allocates an empty table of spec.capacity slots (spec must be valid and
   /// spec.key_type must be K's).
@@ -58,7 +63,11 @@ class CpuHashIndex final : public HashIndex {
       : HashIndex(spec), slots_(spec.capacity, Slot{kEmpty, 0}) {}
 
   BackendKind backend() const override { return BackendKind::kCpu; }
-  uint64_t memory_bytes() const override { return slots_.capacity() * sizeof(Slot); }
+  uint64_t memory_bytes() const override {
+    uint64_t bytes = slots_.capacity() * sizeof(Slot);
+    for (const StoredColumn& column : payload_columns_) bytes += column.bytes();
+    return bytes;
+  }
   absl::StatusOr<TableSnapshot> Snapshot() const override { return SnapshotOf<uint32_t>(); }
   absl::StatusOr<TableSnapshot64> Snapshot64() const override { return SnapshotOf<uint64_t>(); }
 
@@ -76,31 +85,38 @@ class CpuHashIndex final : public HashIndex {
   /// global source order so that the first (lowest) row of a key keeps its value.
   InsertResult Insert(K key, uint32_t value, uint32_t bound);
 
-  /// Looks `key` up examining at most `bound` slots. Returns true and sets `value`
-  /// when found; `probes` receives the slots examined (0 for kEmpty).
-  bool Find(K key, uint32_t bound, uint32_t& value, uint32_t& probes) const {
+  /// Looks `key` up examining at most `bound` slots. Returns the slot holding it,
+  /// or kNoSlot; `probes` receives the slots examined (0 for kEmpty).
+  uint32_t FindSlot(K key, uint32_t bound, uint32_t& probes) const {
     if (key == kEmpty) {
       probes = 0;
-      return false;
+      return kNoSlot;
     }
     const uint32_t mask = spec().capacity - 1u;
     const uint32_t home = Home(key);
     for (uint32_t i = 0; i < bound; ++i) {
-      const Slot& s = slots_[(home + i) & mask];
+      const uint32_t pos = (home + i) & mask;
+      const Slot& s = slots_[pos];
       if (s.key == key) {
-        value = s.value;
         probes = i + 1;
-        return true;
+        return pos;
       }
-      if (s.key == kEmpty ||
-          !detail::ResidentComesFirst(s.key, key, i, (home + i) & mask, spec().capacity)) {
+      if (s.key == kEmpty || !detail::ResidentComesFirst(s.key, key, i, pos, spec().capacity)) {
         probes = i + 1;
-        return false;
+        return kNoSlot;
       }
     }
     probes = bound;
-    return false;
+    return kNoSlot;
   }
+
+  /// The value stored in `slot` (a slot FindSlot returned).
+  uint32_t ValueAt(uint32_t slot) const { return slots_[slot].value; }
+
+  /// The payload columns of the last build, in slot order.
+  const std::vector<StoredColumn>& stored_payload() const { return payload_columns_; }
+  /// Replaces the payload columns (a build's last step, before RecordBuild).
+  void SetPayload(std::vector<StoredColumn> columns) { payload_columns_ = std::move(columns); }
 
  private:
   struct Slot {
@@ -127,6 +143,7 @@ class CpuHashIndex final : public HashIndex {
   }
 
   std::vector<Slot> slots_;
+  std::vector<StoredColumn> payload_columns_;
 };
 
 /// Bytes of the table an index of `spec` allocates: capacity slots of

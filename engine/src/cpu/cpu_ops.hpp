@@ -2,6 +2,9 @@
 // a node that CommandGraph::Validate accepted.
 #pragma once
 
+#include <cstddef>
+
+#include "absl/status/status.h"
 #include "cpu/cpu_hash_index.hpp"
 #include "cpu/thread_pool.hpp"
 #include "gpujoin/engine/graph.hpp"
@@ -11,21 +14,31 @@ namespace gpujoin::engine::cpu {
 // The key-carrying nodes are templates on the key word K, instantiated for
 // uint32_t and uint64_t in cpu_build.cpp and cpu_query.cpp.
 
+// Builds insert sequentially in global row order; their payload columns are
+// stored on the pool. Host allocation failure throws std::bad_alloc: before the
+// table is touched (everything but the variable-width bytes is allocated first)
+// the index is left as it was, after it the index is left empty, as an empty
+// build leaves it (no payload).
+
 /// Rebuilds `index` from the node's rows, sequentially in global row order.
 template <KeyWord K>
-void RunBuild(const BuildIndexNodeT<K>& node, CpuHashIndex<K>& index);
+void RunBuild(const BuildIndexNodeT<K>& node, CpuHashIndex<K>& index, ThreadPool& pool);
 
 /// Rebuilds `index` from ordered batch chunks.
 template <KeyWord K>
-void RunBatchBuild(const BuildBatchIndexNodeT<K>& node, CpuHashIndex<K>& index);
+void RunBatchBuild(const BuildBatchIndexNodeT<K>& node, CpuHashIndex<K>& index, ThreadPool& pool);
 
-/// Aligned lookup, parallel over query rows.
+/// Aligned lookup, parallel over query rows, then its gathers. Errors
+/// (RESOURCE_EXHAUSTED from a gather's max_string_bytes) name node `node_index`.
 template <KeyWord K>
-void RunLookup(const LookupNodeT<K>& node, const CpuHashIndex<K>& index, ThreadPool& pool);
+absl::Status RunLookup(const LookupNodeT<K>& node, const CpuHashIndex<K>& index, ThreadPool& pool,
+                       size_t node_index);
 
-/// Inner join of each batch, parallel over left rows (count, scan, scatter).
+/// Inner join of each batch, parallel over left rows (count, scan, scatter),
+/// then each batch's gathers over its written pairs.
 template <KeyWord K>
-void RunJoin(const JoinNodeT<K>& node, const CpuHashIndex<K>& index, ThreadPool& pool);
+absl::Status RunJoin(const JoinNodeT<K>& node, const CpuHashIndex<K>& index, ThreadPool& pool,
+                     size_t node_index);
 
 /// Grouped aggregation. Counts, min and max equal a sequential pass. Sums (and
 /// means) depend only on the input shape, never on the thread count: with at most
