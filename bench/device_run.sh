@@ -21,6 +21,7 @@ bin=$bundle/bin
 has() { [ -x "$bin/$1" ]; }
 step gpu_tests 120 $bin/gpu_differential_tests
 step tile_build 60 $bin/gpu_tile_build_tests
+has gpu_payload_differential_tests && step payload 120 $bin/gpu_payload_differential_tests
 has gpu_aggregate_differential_tests && step aggregate 120 $bin/gpu_aggregate_differential_tests
 has gpu_aggregate_graph_tests && step aggregate_graphs 60 $bin/gpu_aggregate_graph_tests
 has gpu_memory_budget_tests && step memory_budget 60 $bin/gpu_memory_budget_tests
@@ -33,7 +34,7 @@ has server_fault_tests && step faults 120 env GPUJOIN_TEST_BACKEND=cuda GPUJOIND
   $bin/server_fault_tests
 has server_key_type_integration_tests && step key_types 120 env GPUJOIN_TEST_BACKEND=cuda \
   GPUJOIND=$bin/gpujoind $bin/server_key_type_integration_tests
-step bench 150 $bin/gpujoin-bench
+step bench 180 $bin/gpujoin-bench
 has cuco_bench && step cuco 120 $bin/cuco_bench
 step hash_device 30 $bin/hashing_device_test
 step hash_backend 30 $bin/hashing_backend_test
@@ -47,6 +48,12 @@ step memcheck_tile 90 compute-sanitizer --tool memcheck --error-exitcode 9 $bin/
 race='Paths/ForcedPathDifferential.BatchBuildMatchesCpu/*'
 race+=':Paths/ForcedPathDifferential.OverflowKeepsLowestRow/*:Shapes/JoinDifferential.*/*_left4096_*'
 step racecheck 60 compute-sanitizer --tool racecheck --error-exitcode 9 $bin/gpu_differential_tests --gtest_filter="$race"
+has gpu_payload_differential_tests && step memcheck_payload 240 compute-sanitizer --tool memcheck \
+  --error-exitcode 9 $bin/gpu_payload_differential_tests --gtest_filter='Paths/PayloadDifferential.*'
+pay_race='Paths/PayloadDifferential.JoinGathersPerPairLikeCpu/direct_*'
+pay_race+=':Paths/PayloadDifferential.BatchBuildWithMasksLikeCpu/tiles_*'
+has gpu_payload_differential_tests && step racecheck_payload 120 compute-sanitizer --tool racecheck \
+  --error-exitcode 9 $bin/gpu_payload_differential_tests --gtest_filter="$pay_race"
 step racecheck_tile 90 compute-sanitizer --tool racecheck --error-exitcode 9 $bin/gpu_tile_build_tests --gtest_filter='*OneKey*:*TileOfMany*'
 echo "== failures (first lines)"
 grep -hE '^\[  FAILED|Failure|CHECK FAILED|FAIL:|ERROR SUMMARY: [1-9]|RACECHECK SUMMARY: [1-9]' "$out"/*.log | head -30

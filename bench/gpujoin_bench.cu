@@ -17,6 +17,12 @@
 //  - join:   its lookup without the found byte (40 B) + values re-read 4 B and pairs
 //            written 8 B per match (the per-32-row masks and offsets, < 1 B/row, left out)
 //  - group:  bytes read (keys 4 B, mask 4 B, values 4 B), the issue's definition.
+//  - payload (issue 20), gathering an int64 and a float32 column stored in slot
+//            order: lookup: the plain lookup's 41 B + the slot written 4 B, and per
+//            column the slot read 4 B, one 32-byte sector of the column, the value
+//            written (8 / 4 B) and its validity bit (129.25 B); join: the plain
+//            join's bytes + the slots written by the lookup 4 B per row, and per
+//            pair the slot read and written 8 B plus the two columns' 88.25 B.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -34,6 +40,7 @@
 
 #include "cuda/aggregate_ops.hpp"
 #include "cuda/device_ops.hpp"
+#include "cuda/payload/payload_ops.hpp"
 
 namespace gj = gpujoin::engine;
 namespace gd = gpujoin::engine::detail;
@@ -140,6 +147,17 @@ __global__ void Iota(uint32_t* v, uint64_t n, uint32_t base) {
   for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n;
        i += uint64_t(gridDim.x) * blockDim.x)
     v[i] = base + uint32_t(i) * 3u;
+}
+
+// The payload columns of the payload rows: row i holds Mix64(i) (int64) and
+// i / 2 (float32).
+__host__ __device__ float PayloadF32(uint64_t i) { return float(i) * 0.5f; }
+__global__ void MakePayload(uint64_t* i64, float* f32, uint64_t n) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n;
+       i += uint64_t(gridDim.x) * blockDim.x) {
+    i64[i] = Mix64(i);
+    f32[i] = PayloadF32(i);
+  }
 }
 
 __global__ void MakeGroups(uint32_t* keys, uint32_t* mask, float* values, uint64_t n,
@@ -345,6 +363,23 @@ int main(int argc, char** argv) {
   void* join_scratch = nullptr;
   CHECK_CUDA(cudaMalloc(&join_scratch, gd::JoinScratchBytes(max_n)));
   unsigned blocks = 0;
+  // Payload rows (issue 20), at load 0.5 of the full table only: the two
+  // columns in source order and stored in slot order, the winners, the slots the
+  // probe writes, the gathered outputs and null counts, the join's scratch.
+  struct PayloadBuffers {
+    uint64_t* src64 = nullptr;
+    float* src32 = nullptr;
+    uint32_t* winners = nullptr;
+    uint64_t* stored64 = nullptr;
+    float* stored32 = nullptr;
+    uint32_t* slot_of = nullptr;  // per query row, then per pair
+    uint64_t* out64 = nullptr;
+    float* out32 = nullptr;
+    uint8_t* valid64 = nullptr;
+    uint8_t* valid32 = nullptr;
+    unsigned long long* nulls = nullptr;  // [store, store, gather64, gather32]
+    void* join_scratch = nullptr;
+  } pay;
 
   // Sizes: load 0.5 and 0.8 of a 1 GiB table (the targets), and a 64 MiB table at
   // load 0.5, below the size where kAuto switches from the direct path to tiles.
@@ -490,6 +525,59 @@ int main(int argc, char** argv) {
     src.path = gd::BuildPath::kAuto;
     src.values = values;
     build();
+    const bool payload_rows = lf == "0.5" && !g_profile;
+    const uint64_t pslots = gd::TableAllocationSlots(cap);
+    if (payload_rows) {
+      // Both columns stored beside the table as a build stores them.
+      pay.src64 = DeviceAlloc<uint64_t>(n);
+      pay.src32 = DeviceAlloc<float>(n);
+      pay.winners = DeviceAlloc<uint32_t>(pslots);
+      pay.stored64 = DeviceAlloc<uint64_t>(pslots);
+      pay.stored32 = DeviceAlloc<float>(pslots);
+      pay.slot_of = DeviceAlloc<uint32_t>(n);
+      pay.out64 = DeviceAlloc<uint64_t>(n);
+      pay.out32 = DeviceAlloc<float>(n);
+      pay.valid64 = DeviceAlloc<uint8_t>(n / 8 + 1);
+      pay.valid32 = DeviceAlloc<uint8_t>(n / 8 + 1);
+      pay.nulls = DeviceAlloc<unsigned long long>(4);
+      CHECK_CUDA(cudaMalloc(&pay.join_scratch, gd::JoinScratchBytesWithSlots(n)));
+      MakePayload<<<blocks, 256, 0, s>>>(pay.src64, pay.src32, n);
+      CHECK_CUDA(cudaGetLastError());
+      CHECK_CUDA(cudaMemsetAsync(pay.nulls, 0, 4 * sizeof(unsigned long long), s));
+      CHECK_CUDA(gd::FindPayloadWinners(table, src, cap, pay.winners, s));
+      gd::SourceColumn c64{gj::ColumnType::kInt64, pay.src64, nullptr, nullptr};
+      gd::SourceColumn c32{gj::ColumnType::kFloat32, pay.src32, nullptr, nullptr};
+      CHECK_CUDA(gd::PermuteColumn(c64, pay.winners, pslots, pay.stored64, nullptr, pay.nulls, s));
+      CHECK_CUDA(gd::PermuteColumn(c32, pay.winners, pslots, pay.stored32, nullptr, pay.nulls, s));
+      CHECK_CUDA(cudaStreamSynchronize(s));
+    }
+    const gd::StoredColumn stored64{gj::ColumnType::kInt64, pay.stored64, nullptr, nullptr};
+    const gd::StoredColumn stored32{gj::ColumnType::kFloat32, pay.stored32, nullptr, nullptr};
+    // Checks the gathered outputs of `rows` output rows, where output row k
+    // holds build row row_of(k) (or none: null), and the null counts.
+    auto gathered_ok = [&](uint64_t rows, const std::function<int64_t(uint64_t)>& row_of) {
+      std::vector<uint64_t> g64(rows);
+      std::vector<float> g32(rows);
+      std::vector<uint8_t> v64(gj::BitmapBytes(rows)), v32(gj::BitmapBytes(rows));
+      unsigned long long nulls[4];
+      CHECK_CUDA(cudaMemcpy(g64.data(), pay.out64, rows * 8, cudaMemcpyDeviceToHost));
+      CHECK_CUDA(cudaMemcpy(g32.data(), pay.out32, rows * 4, cudaMemcpyDeviceToHost));
+      CHECK_CUDA(cudaMemcpy(v64.data(), pay.valid64, v64.size(), cudaMemcpyDeviceToHost));
+      CHECK_CUDA(cudaMemcpy(v32.data(), pay.valid32, v32.size(), cudaMemcpyDeviceToHost));
+      CHECK_CUDA(cudaMemcpy(nulls, pay.nulls, sizeof(nulls), cudaMemcpyDeviceToHost));
+      uint64_t wrong = 0, missing = 0;
+      for (uint64_t k = 0; k < rows; ++k) {
+        const int64_t r = row_of(k);
+        const bool a = gj::BitAt(v64, k), b = gj::BitAt(v32, k);
+        if (r < 0) {
+          ++missing;
+          wrong += a || b || g64[k] != 0 || g32[k] != 0.0f;
+        } else {
+          wrong += !a || !b || g64[k] != Mix64(uint64_t(r)) || g32[k] != PayloadF32(uint64_t(r));
+        }
+      }
+      return wrong == 0 && nulls[0] == 0 && nulls[2] == missing && nulls[3] == missing;
+    };
     for (bool half_miss : {false, true}) {
       MakeQueries<<<blocks, 256, 0, s>>>(queries, n, n, half_miss);
       CHECK_CUDA(cudaGetLastError());
@@ -531,6 +619,46 @@ int main(int argc, char** argv) {
       g_rows.push_back({"lookup+found+stats, " + what + (ok ? "" : " FAIL"), double(n), ms,
                         double(n) * 41, target, tv, tv > 0 ? 1 : 0});
       const double lookup_rate = double(n) / (ms * 1e-3);
+      if (payload_rows) {
+        // The same lookup gathering both columns: the probe writes each row's
+        // slot, one gather kernel per column reads it (what a LookupNode with
+        // `gather` runs, without the transfers).
+        const gd::GatherRows rows{pay.slot_of, n, nullptr};
+        CHECK_CUDA(cudaMemsetAsync(pay.out64, kPoison, n * 8, s));
+        CHECK_CUDA(cudaMemsetAsync(pay.out32, kPoison, n * 4, s));
+        CHECK_CUDA(cudaMemsetAsync(pay.valid64, kPoison, n / 8 + 1, s));
+        CHECK_CUDA(cudaMemsetAsync(pay.valid32, kPoison, n / 8 + 1, s));
+        const double pms = MedianMs(s, [&] {
+          CHECK_CUDA(cudaMemsetAsync(qstats, 0, sizeof(gd::DeviceQueryStats), s));
+          CHECK_CUDA(cudaMemsetAsync(pay.nulls + 2, 0, 2 * sizeof(unsigned long long), s));
+          CHECK_CUDA(gd::LookupKeysSlots(table, queries, n, cap, out_values, found, nullptr,
+                                         pay.slot_of, qstats, s));
+          CHECK_CUDA(gd::GatherColumn(stored64, rows, pay.out64, pay.valid64, pay.nulls + 2, s));
+          CHECK_CUDA(gd::GatherColumn(stored32, rows, pay.out32, pay.valid32, pay.nulls + 3, s));
+        });
+        CHECK_CUDA(cudaStreamSynchronize(s));
+        bool pok =
+            Check(Fetch(qstats).found == expect_found, "payload lookup found count, " + what);
+        pok &= Check(gathered_ok(n,
+                                 [&](uint64_t i) -> int64_t {
+                                   if (half_miss && (i & 1)) return -1;
+                                   return int64_t((i * 2654435761ull) % n);
+                                 }),
+                     "payload lookup: both gathered columns of every row, " + what);
+        const double ratio = (double(n) / (pms * 1e-3)) / lookup_rate;
+        char name[160];
+        std::snprintf(name, sizeof(name), "lookup+found+stats+gather i64,f32 (%.2f x plain), %s%s",
+                      ratio, what.c_str(), pok ? "" : " FAIL");
+        Row pr{name,
+               double(n),
+               pms,
+               double(n) * 129.25,
+               half_miss ? "" : ">= 0.6 x lookup",
+               half_miss ? 0.0 : 0.6,
+               half_miss ? 0 : 3};
+        pr.reference_rate = lookup_rate;
+        g_rows.push_back(pr);
+      }
       if (lf != "0.5" || g_profile) continue;
       // Inner join of the same left keys: lookup + stable compaction.
       CHECK_CUDA(cudaMemsetAsync(out_left, kPoison, n * 4, s));
@@ -564,11 +692,67 @@ int main(int argc, char** argv) {
              3};
       jr.reference_rate = lookup_rate;
       g_rows.push_back(jr);
+      if (payload_rows) {
+        // The same join gathering both columns per pair: the scatter writes each
+        // pair's slot, the gathers read the first min(count, capacity) of them.
+        const double join_rate = double(n) / (jms * 1e-3);
+        const gd::GatherRows rows{pay.slot_of, n, count};
+        CHECK_CUDA(cudaMemsetAsync(out_left, kPoison, n * 4, s));
+        CHECK_CUDA(cudaMemsetAsync(out_right, kPoison, n * 4, s));
+        CHECK_CUDA(cudaMemsetAsync(pay.out64, kPoison, n * 8, s));
+        CHECK_CUDA(cudaMemsetAsync(pay.out32, kPoison, n * 4, s));
+        const double pjms = MedianMs(s, [&] {
+          CHECK_CUDA(cudaMemsetAsync(qstats, 0, sizeof(gd::DeviceQueryStats), s));
+          CHECK_CUDA(cudaMemsetAsync(pay.nulls + 2, 0, 2 * sizeof(unsigned long long), s));
+          CHECK_CUDA(gd::JoinKeysWithSlots(table, queries, n, cap, nullptr, 0, out_left, out_right,
+                                           pay.slot_of, n, count, nullptr, nullptr, qstats,
+                                           pay.join_scratch, s));
+          CHECK_CUDA(gd::GatherColumn(stored64, rows, pay.out64, pay.valid64, pay.nulls + 2, s));
+          CHECK_CUDA(gd::GatherColumn(stored32, rows, pay.out32, pay.valid32, pay.nulls + 3, s));
+        });
+        CHECK_CUDA(cudaStreamSynchronize(s));
+        const unsigned long long pmatches = Fetch(count);
+        bool pok = Check(pmatches == expect_found, "payload join count, " + what);
+        {
+          std::vector<uint32_t> l(pmatches), r(pmatches);
+          CHECK_CUDA(cudaMemcpy(l.data(), out_left, pmatches * 4, cudaMemcpyDeviceToHost));
+          CHECK_CUDA(cudaMemcpy(r.data(), out_right, pmatches * 4, cudaMemcpyDeviceToHost));
+          uint64_t wrong = 0;
+          for (uint64_t k = 0; k < pmatches; ++k) {
+            const uint64_t i = half_miss ? 2 * k : k;
+            wrong += l[k] != i || r[k] != expected(i);
+          }
+          pok &= Check(wrong == 0, "payload join pairs in left order, " + what);
+        }
+        pok &= Check(gathered_ok(pmatches,
+                                 [&](uint64_t k) -> int64_t {
+                                   const uint64_t i = half_miss ? 2 * k : k;
+                                   return int64_t((i * 2654435761ull) % n);
+                                 }),
+                     "payload join: both gathered columns of every pair, " + what);
+        const double ratio = (double(n) / (pjms * 1e-3)) / join_rate;
+        char name[160];
+        std::snprintf(name, sizeof(name), "join+gather i64,f32 (%.2f x plain join), %s%s", ratio,
+                      what.c_str(), pok ? "" : " FAIL");
+        Row pr{name,
+               double(n),
+               pjms,
+               double(n) * 44 + double(pmatches) * (12 + 8 + 88.25),
+               half_miss ? "" : ">= 0.6 x join",
+               half_miss ? 0.0 : 0.6,
+               half_miss ? 0 : 3};
+        pr.reference_rate = join_rate;
+        g_rows.push_back(pr);
+      }
     }
   }
   for (void* p :
        std::initializer_list<void*>{slots, bstats, qstats, fell_back, keys, values, queries,
                                     out_values, found, out_left, out_right, count, join_scratch})
+    CHECK_CUDA(cudaFree(p));
+  for (void* p : std::initializer_list<void*>{
+           pay.src64, pay.src32, pay.winners, pay.stored64, pay.stored32, pay.slot_of, pay.out64,
+           pay.out32, pay.valid64, pay.valid32, pay.nulls, pay.join_scratch})
     CHECK_CUDA(cudaFree(p));
 
   // 64-bit keys (issue 19): the same 2^27 slots, 16 bytes each (a 2 GiB table).

@@ -4,7 +4,8 @@
 // goes); BuildTransientBytes against the high-water mark of the stream-ordered
 // pool (cudaMemPoolAttrUsedMemHigh) during builds that take the tile path
 // (2^22 and more rows into a 2^25-slot table: plain, explicit values, batch
-// with validity; a capped buffer) and during a small direct build. The
+// with validity; a capped buffer), during a small direct build and during
+// builds that store payload columns. The
 // estimate must cover what was used and exceed it by no more than the
 // per-allocation rounding it adds. And the server's accounting (Operations,
 // BuildSession) on the CUDA backend against a real near-full budget. Skips with
@@ -222,6 +223,59 @@ TEST_F(CudaMemoryBudgetTest, DirectBuildsCountOnlyTheirUploads) {
   EXPECT_EQ(estimate, RoundUpToPage(keys.size() * 4));
   EXPECT_GE(estimate, peak);
   EXPECT_GE(peak, keys.size() * 4);
+}
+
+// Builds with payload columns (issue 20): the uploads, winners and string
+// scans stay within BuildTransientBytes (the stored columns are cudaMalloc'd
+// index memory, outside the pool), and memory_bytes is the table plus exactly
+// what the columns take, at most what PayloadBytes reserves. A direct build and
+// a tile build, each with a fixed-width, a nullable bool and a nullable string
+// column.
+TEST_F(CudaMemoryBudgetTest, PayloadBuildsStayWithinBuildTransientBytes) {
+  for (const auto& [capacity, rows] :
+       {std::pair{1u << 19, uint64_t{200000}}, std::pair{1u << 25, (uint64_t{1} << 22) + 99}}) {
+    SCOPED_TRACE("capacity " + std::to_string(capacity));
+    const HashIndexSpec spec{capacity, 0};
+    const std::vector<uint32_t> keys = Keys(rows, 6);
+    std::mt19937_64 rng(7);
+    std::vector<std::byte> i64(rows * 8), bits((rows + 7) / 8), text;
+    std::vector<uint8_t> valid((rows + 7) / 8);
+    std::vector<uint64_t> offsets{0};
+    for (auto& b : i64) b = std::byte(rng());
+    for (auto& b : bits) b = std::byte(rng());
+    for (auto& b : valid) b = uint8_t(rng());
+    for (uint64_t r = 0; r < rows; ++r) {
+      for (uint64_t k = rng() % 16; k > 0; --k) text.push_back(std::byte('a' + rng() % 26));
+      offsets.push_back(text.size());
+    }
+    BuildIndexNode node;
+    node.keys = {std::span<const uint32_t>(keys)};
+    node.payload = {ColumnView{ColumnType::kInt64, rows, i64, {}, {}},
+                    ColumnView{ColumnType::kBool, rows, bits, {}, valid},
+                    ColumnView{ColumnType::kString, rows, text, offsets, valid}};
+    auto index = backend_->CreateIndex(spec);
+    ASSERT_TRUE(index.ok()) << index.status();
+    node.index = index->get();
+    const BuildShape shape = BuildShapeOf(node);
+    BuildShape plain = shape;
+    plain.payload.clear();
+    const uint64_t estimate = backend_->BuildTransientBytes(spec, shape);
+    EXPECT_GT(estimate, backend_->BuildTransientBytes(spec, plain) + rows * 8 + text.size());
+    CommandGraph graph;
+    graph.Add(node);
+    PoolWatch watch;
+    const absl::Status s = backend_->Run(graph);
+    ASSERT_TRUE(s.ok()) << s;
+    const uint64_t peak = watch.PeakAboveStart();
+    std::cout << "capacity " << capacity << " with payload: pool peak " << peak
+              << " bytes, estimate " << estimate << "\n";
+    EXPECT_GE(estimate, peak);
+    uint64_t payload_bytes = 0;
+    for (const PayloadColumnInfo& info : (*index)->payload()) payload_bytes += info.bytes;
+    EXPECT_EQ((*index)->memory_bytes(), backend_->IndexBytes(spec) + payload_bytes);
+    EXPECT_LE(payload_bytes, backend_->PayloadBytes(spec, shape.payload));
+    EXPECT_EQ((*index)->payload()[0].bytes, uint64_t{capacity} * 8);
+  }
 }
 
 TEST_F(CudaMemoryBudgetTest, CappedTransientMemoryIsChargedItsUploadsOnly) {

@@ -1,5 +1,7 @@
 #include "cuda/build_memory.hpp"
 
+#include "cuda/payload/payload_ops.hpp"
+
 namespace gpujoin::engine::detail {
 namespace {
 
@@ -8,12 +10,39 @@ uint64_t PoolBytes(uint64_t bytes) {
   return (bytes + kPoolGranularityBytes - 1) / kPoolGranularityBytes * kPoolGranularityBytes;
 }
 
+// What storing `shape.payload` takes (StorePayload, cuda_lower_payload.cpp): the
+// winners and null counts for the whole store, and per column its upload (values
+// or string bytes and offsets, validity) and the string scan's scratch. Columns
+// are stored one after the other, each freeing its upload first, but the pool
+// need not reuse a freed block for an allocation of another size, so every
+// column is counted.
+uint64_t PayloadTransientBytes(const HashIndexSpec& spec, const BuildShape& shape) {
+  if (shape.payload.empty()) return 0;
+  const uint64_t rows = shape.rows;
+  const uint64_t slots = TableAllocationSlots(spec.capacity);
+  uint64_t bytes = PoolBytes(slots * sizeof(uint32_t)) +
+                   PoolBytes(shape.payload.size() * sizeof(unsigned long long));
+  for (const PayloadShape& column : shape.payload) {
+    if (IsVariableWidth(column.type)) {
+      bytes += PoolBytes(column.string_bytes) + PoolBytes((rows + 1) * sizeof(uint64_t)) +
+               PoolBytes(StoredStringScanBytes(slots));
+    } else if (column.type == ColumnType::kBool) {
+      bytes += PoolBytes(BitmapBytes(rows));
+    } else {
+      bytes += PoolBytes(rows * ColumnWidth(column.type));
+    }
+    if (column.nullable) bytes += PoolBytes(BitmapBytes(rows));
+  }
+  return bytes;
+}
+
 }  // namespace
 
 uint64_t BuildNodeTransientBytes(const HashIndexSpec& spec, const BuildShape& shape, BuildPath path,
                                  uint64_t transient_max_bytes) {
   const uint64_t rows = shape.rows;
-  if (rows == 0) return 0;
+  const uint64_t payload = PayloadTransientBytes(spec, shape);
+  if (rows == 0) return payload;
   uint64_t uploads = PoolBytes(rows * KeyBytes(shape.key_type));  // keys
   if (shape.batch) {
     if (shape.batch_validity) uploads += PoolBytes(rows * sizeof(uint32_t));
@@ -25,7 +54,9 @@ uint64_t BuildNodeTransientBytes(const HashIndexSpec& spec, const BuildShape& sh
   const uint64_t buffer = BuildTransientBytes(spec.capacity, rows, path, shape.key_type);
   // A buffer over the cap is never allocated: the build inserts directly.
   const bool allocated = buffer != 0 && (transient_max_bytes == 0 || buffer <= transient_max_bytes);
-  return uploads + (allocated ? PoolBytes(buffer) : 0);
+  // The tile buffer is freed before the payload is stored; both are counted
+  // for the same reason as the columns.
+  return uploads + (allocated ? PoolBytes(buffer) : 0) + payload;
 }
 
 }  // namespace gpujoin::engine::detail

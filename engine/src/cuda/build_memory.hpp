@@ -26,7 +26,10 @@ inline constexpr uint64_t kPoolGranularityBytes = uint64_t{2} << 20;
 /// all alive while the build runs, plus the tile path's buffer
 /// (BuildTransientBytes) unless the build inserts directly (small builds, the
 /// direct path forced, or a buffer over the cap). Each allocation is rounded up
-/// to kPoolGranularityBytes. 0 for an empty build (it only clears the table).
+/// to kPoolGranularityBytes. With payload columns (shape.payload), what storing
+/// them takes as well (their uploads, each slot's winner, the string scans:
+/// cuda_lower_payload.cpp). 0 for an empty build without payload (it only
+/// clears the table).
 uint64_t BuildNodeTransientBytes(const HashIndexSpec& spec, const BuildShape& shape,
                                  BuildPath path, uint64_t transient_max_bytes);
 

@@ -7,11 +7,12 @@
 
 namespace gpujoin::engine::detail {
 
-absl::StatusOr<std::unique_ptr<CudaHashIndex>> CudaHashIndex::Create(const HashIndexSpec& spec,
-                                                                     int device) {
-  GPUJOIN_CUDA_RETURN(cudaSetDevice(device), "select device");
-  const size_t words = TableAllocationBytes(spec.capacity, spec.key_type) / sizeof(uint64_t);
-  auto buffer = DeviceBuffer<uint64_t>::Persistent(words, "index table");
+namespace {
+
+// cudaMalloc of `count` elements, once more after trimming the pool on failure.
+template <typename T>
+absl::StatusOr<DeviceBuffer<T>> PersistentWithTrim(size_t count, int device, const char* what) {
+  auto buffer = DeviceBuffer<T>::Persistent(count, what);
   if (!buffer.ok() && absl::IsResourceExhausted(buffer.status())) {
     // Memory cached by the stream-ordered pool is not visible to cudaMalloc:
     // give it back and try once more before refusing.
@@ -19,11 +20,45 @@ absl::StatusOr<std::unique_ptr<CudaHashIndex>> CudaHashIndex::Create(const HashI
     if (cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess) {
       (void)cudaMemPoolTrimTo(pool, 0);
     }
-    buffer = DeviceBuffer<uint64_t>::Persistent(words, "index table");
+    buffer = DeviceBuffer<T>::Persistent(count, what);
   }
+  return buffer;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CudaHashIndex>> CudaHashIndex::Create(const HashIndexSpec& spec,
+                                                                     int device) {
+  GPUJOIN_CUDA_RETURN(cudaSetDevice(device), "select device");
+  const size_t words = TableAllocationBytes(spec.capacity, spec.key_type) / sizeof(uint64_t);
+  auto buffer = PersistentWithTrim<uint64_t>(words, device, "index table");
   if (!buffer.ok()) return buffer.status();
   GPUJOIN_CUDA_RETURN(cudaMemset(buffer->data(), 0xff, buffer->bytes()), "clear index table");
   return std::unique_ptr<CudaHashIndex>(new CudaHashIndex(spec, device, std::move(*buffer)));
+}
+
+template <typename T>
+absl::StatusOr<DeviceBuffer<T>> CudaHashIndex::AllocatePayload(size_t count, int device,
+                                                               const char* what) {
+  return PersistentWithTrim<T>(count, device, what);
+}
+template absl::StatusOr<DeviceBuffer<uint8_t>> CudaHashIndex::AllocatePayload(size_t, int,
+                                                                              const char*);
+template absl::StatusOr<DeviceBuffer<uint64_t>> CudaHashIndex::AllocatePayload(size_t, int,
+                                                                               const char*);
+
+void CudaHashIndex::DropPayload() {
+  // cudaFree waits for the work that may still read the columns.
+  payload_columns_.clear();
+  payload_bytes_.store(0, std::memory_order_relaxed);
+  if (!payload().empty()) RecordBuild(build_statistics(), built_rows(), {});
+}
+
+void CudaHashIndex::SetPayload(std::vector<CudaPayloadColumn> columns) {
+  payload_columns_ = std::move(columns);
+  uint64_t bytes = 0;
+  for (const CudaPayloadColumn& c : payload_columns_) bytes += c.bytes();
+  payload_bytes_.store(bytes, std::memory_order_relaxed);
 }
 
 template <KeyWord K>

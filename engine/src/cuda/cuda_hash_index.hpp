@@ -1,16 +1,42 @@
 // Internal (CUDA builds only): the CUDA backend's hash index, a table of
 // key:value slot words in device memory (see cuda/index/table.hpp for the
-// layout of each key type).
+// layout of each key type), and the payload columns of its last build, stored
+// in slot order beside it (cuda/payload/payload_ops.hpp).
 #pragma once
 
+#include <atomic>
+#include <cstddef>
 #include <memory>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "cuda/device_buffer.hpp"
 #include "cuda/device_ops.hpp"
+#include "cuda/payload/payload_ops.hpp"
 #include "gpujoin/engine/hash_index.hpp"
 
 namespace gpujoin::engine::detail {
+
+/// One payload column of a CUDA index in device memory (cudaMalloc), in slot
+/// order for TableAllocationSlots(capacity) slots: exactly
+/// PayloadStorageBytes(slots, its shape with the retained string bytes).
+struct CudaPayloadColumn {
+  ColumnType type = ColumnType::kInt32;
+  /// Fixed width: slots * width bytes; kBool: BitmapBytes(slots); variable
+  /// width: the retained bytes.
+  DeviceBuffer<uint8_t> data;
+  /// Variable width: slots + 1 offsets into data; else empty.
+  DeviceBuffer<uint64_t> offsets;
+  /// BitmapBytes(slots) when the build's column had a validity bitmap, else empty.
+  DeviceBuffer<uint8_t> validity;
+
+  uint64_t bytes() const { return data.bytes() + offsets.bytes() + validity.bytes(); }
+  /// The column as the gather kernels read it.
+  StoredColumn view() const {
+    return StoredColumn{type, data.data(), offsets.data(),
+                        validity.size() == 0 ? nullptr : validity.data()};
+  }
+};
 
 class CudaHashIndex final : public HashIndex {
  public:
@@ -21,7 +47,9 @@ class CudaHashIndex final : public HashIndex {
                                                                int device);
 
   BackendKind backend() const override { return BackendKind::kCuda; }
-  uint64_t memory_bytes() const override { return slots_.bytes(); }
+  uint64_t memory_bytes() const override {
+    return slots_.bytes() + payload_bytes_.load(std::memory_order_relaxed);
+  }
   /// Synchronous device-to-host copies; empty slots report value 0 like the CPU
   /// table. FAILED_PRECONDITION for the other key type's call.
   absl::StatusOr<TableSnapshot> Snapshot() const override { return SnapshotOf<uint32_t>(); }
@@ -35,6 +63,25 @@ class CudaHashIndex final : public HashIndex {
   }
   int device() const { return device_; }
 
+  /// Device memory of `count` elements of T for the payload of this index
+  /// (cudaMalloc, synchronous; builds only). When the device is short it gives
+  /// the stream-ordered pool's cached memory back and tries once more;
+  /// RESOURCE_EXHAUSTED naming `what` if that fails too.
+  template <typename T>
+  static absl::StatusOr<DeviceBuffer<T>> AllocatePayload(size_t count, int device,
+                                                         const char* what);
+
+  /// Frees the payload of the last build and forgets its columns (payload()
+  /// becomes empty; the build statistics stay): a build calls it first, so a
+  /// failed build leaves no payload behind.
+  void DropPayload();
+  /// Installs the columns of a finished build (infos go to RecordBuild).
+  void SetPayload(std::vector<CudaPayloadColumn> columns);
+  /// Stored column `c` of the last build, or nullptr when there is none.
+  const CudaPayloadColumn* payload_column(size_t c) const {
+    return c < payload_columns_.size() ? &payload_columns_[c] : nullptr;
+  }
+
  private:
   CudaHashIndex(const HashIndexSpec& spec, int device, DeviceBuffer<uint64_t> slots)
       : HashIndex(spec), device_(device), slots_(std::move(slots)) {}
@@ -44,6 +91,9 @@ class CudaHashIndex final : public HashIndex {
 
   int device_;
   DeviceBuffer<uint64_t> slots_;  // TableAllocationBytes(capacity, key type) bytes
+  std::vector<CudaPayloadColumn> payload_columns_;
+  // Sum of payload_columns_' bytes, readable while another thread reads memory_bytes().
+  std::atomic<uint64_t> payload_bytes_{0};
 };
 
 }  // namespace gpujoin::engine::detail

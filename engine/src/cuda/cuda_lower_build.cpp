@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cuda/cuda_error.hpp"
+#include "cuda/cuda_lower_payload.hpp"
 #include "cuda/cuda_lowering.hpp"
 #include "gpujoin/common/status_macros.hpp"
 
@@ -28,11 +29,23 @@ absl::StatusOr<BuildStatistics> DownloadBuildStats(StreamContext& ctx) {
 }
 
 absl::Status FinishBuild(StreamContext& ctx, CudaHashIndex& index, uint64_t rows,
-                         BuildStatistics* out) {
+                         BuildStatistics* out, std::vector<PayloadColumnInfo> payload = {}) {
   GPUJOIN_ASSIGN_OR_RETURN(BuildStatistics stats, DownloadBuildStats(ctx));
-  index.RecordBuild(stats, rows);
+  index.RecordBuild(stats, rows, std::move(payload));
   if (out != nullptr) *out = stats;
   return absl::OkStatus();
+}
+
+// The payload of a build whose table is built from `src` (its device inputs
+// alive), then the statistics.
+template <KeyWord K>
+absl::Status FinishBuildWithPayload(StreamContext& ctx, CudaHashIndex& index,
+                                    const BuildSourceT<K>& src, uint64_t rows,
+                                    const std::vector<ColumnView>& payload, BuildStatistics* out) {
+  GPUJOIN_ASSIGN_OR_RETURN(
+      std::vector<PayloadColumnInfo> infos,
+      StorePayload(ctx, index, src, index.spec().probe_bound(), rows, payload));
+  return FinishBuild(ctx, index, rows, out, std::move(infos));
 }
 
 }  // namespace
@@ -42,6 +55,8 @@ absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
                      const BuildIndexNodeT<K>& n) {
   const std::string where = absl::StrCat("node ", i, " (build)");
   GPUJOIN_ASSIGN_OR_RETURN(CudaHashIndex * index, WritableIndex(n.index, where));
+  // A build replaces the payload too; a failed one leaves none.
+  index->DropPayload();
   const uint64_t rows = TotalRows(n.keys);
   auto* stats = reinterpret_cast<DeviceBuildStats*>(ctx.device_stats());
   if (rows == 0)
@@ -64,9 +79,10 @@ absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
     GPUJOIN_CUDA_RETURN(ClearAndBuildTable(index->table<K>(), src, index->spec().probe_bound(),
                                            stats, ctx.stream()),
                         "build index");
-    return FinishBuild(ctx, *index, rows, n.statistics);
+    return FinishBuildWithPayload(ctx, *index, src, rows, n.payload, n.statistics);
   }
-  return FinishBuild(ctx, *index, rows, n.statistics);
+  // Empty: the payload columns are stored for empty slots only.
+  return FinishBuildWithPayload(ctx, *index, BuildSourceT<K>{}, 0, n.payload, n.statistics);
 }
 
 template <KeyWord K>
@@ -74,6 +90,7 @@ absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
                      const BuildBatchIndexNodeT<K>& n) {
   const std::string where = absl::StrCat("node ", i, " (batch build)");
   GPUJOIN_ASSIGN_OR_RETURN(CudaHashIndex * index, WritableIndex(n.index, where));
+  index->DropPayload();
   uint64_t rows = 0;
   bool any_validity = false;
   std::vector<uint64_t> starts;
@@ -90,7 +107,7 @@ absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
   auto* stats = reinterpret_cast<DeviceBuildStats*>(ctx.device_stats());
   if (rows == 0) {
     GPUJOIN_CUDA_RETURN(ClearTable(index->table<K>(), stats, ctx.stream()), "clear index table");
-    return FinishBuild(ctx, *index, 0, n.statistics);
+    return FinishBuildWithPayload(ctx, *index, BuildSourceT<K>{}, 0, n.payload, n.statistics);
   }
   GPUJOIN_ASSIGN_OR_RETURN(auto keys, Alloc<K>(rows, ctx, "batch keys"));
   GPUJOIN_RETURN_IF_ERROR(ctx.Upload(keys.data(), key_ranges, "batch keys"));
@@ -128,7 +145,7 @@ absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
   GPUJOIN_CUDA_RETURN(
       ClearAndBuildTable(index->table<K>(), src, index->spec().probe_bound(), stats, ctx.stream()),
       "build batch index");
-  return FinishBuild(ctx, *index, rows, n.statistics);
+  return FinishBuildWithPayload(ctx, *index, src, rows, n.payload, n.statistics);
 }
 
 template absl::Status RunNode(const LoweringEnv&, StreamContext&, size_t,

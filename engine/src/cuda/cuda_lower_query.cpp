@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cuda/cuda_error.hpp"
+#include "cuda/cuda_lower_payload.hpp"
 #include "cuda/cuda_lowering.hpp"
 #include "cuda/join_ops.hpp"
 #include "gpujoin/common/status_macros.hpp"
@@ -208,6 +209,132 @@ absl::Status JoinBatchOnDevice(StreamContext& ctx, const CudaHashIndex& index, u
   return absl::OkStatus();
 }
 
+// A lookup that gathers payload (never captured: the plain lookup's graphs
+// stay as they are). The probe writes every row's slot; the gathers read it;
+// one wait brings the statistics and the string totals, which are checked
+// before any gather output is written; then the strings are copied and every
+// output downloaded.
+template <KeyWord K>
+absl::Status LookupWithGather(StreamContext& ctx, const CudaHashIndex& index,
+                              const LookupNodeT<K>& n, uint64_t rows, uint32_t bound,
+                              const std::string& where) {
+  GPUJOIN_ASSIGN_OR_RETURN(auto keys, Alloc<K>(rows, ctx, "lookup keys"));
+  GPUJOIN_ASSIGN_OR_RETURN(auto values, Alloc<uint32_t>(rows, ctx, "lookup values"));
+  GPUJOIN_ASSIGN_OR_RETURN(auto slots, Alloc<uint32_t>(rows, ctx, "lookup slots"));
+  DeviceBuffer<uint8_t> found;
+  DeviceBuffer<uint32_t> probes;
+  if (!n.found.empty()) {
+    GPUJOIN_ASSIGN_OR_RETURN(found, Alloc<uint8_t>(rows, ctx, "lookup found"));
+  }
+  if (!n.probes.empty()) {
+    GPUJOIN_ASSIGN_OR_RETURN(probes, Alloc<uint32_t>(rows, ctx, "lookup probes"));
+  }
+  GPUJOIN_RETURN_IF_ERROR(ctx.Upload(keys.data(), RangesOf(n.keys), "lookup keys"));
+  auto* stats = reinterpret_cast<DeviceQueryStats*>(ctx.device_stats());
+  GPUJOIN_CUDA_RETURN(cudaMemsetAsync(stats, 0, sizeof(*stats), ctx.stream()), "lookup");
+  GPUJOIN_CUDA_RETURN(
+      LookupKeysSlots(index.table<K>(), keys.data(), rows, bound, values.data(), found.data(),
+                      probes.data(), slots.data(), stats, ctx.stream()),
+      "lookup");
+  GPUJOIN_ASSIGN_OR_RETURN(
+      DeviceGathers gathers,
+      DeviceGathers::Start(ctx, index, n.gather, GatherRows{slots.data(), rows, nullptr}, where));
+  std::vector<DeviceRange> pieces{{stats, sizeof(DeviceQueryStats)}};
+  for (const DeviceRange& r : gathers.TotalRanges()) pieces.push_back(r);
+  std::vector<const uint8_t*> host(pieces.size());
+  GPUJOIN_RETURN_IF_ERROR(ctx.DownloadGathered(pieces, host, "lookup statistics"));
+  DeviceQueryStats d;
+  std::memcpy(&d, host[0], sizeof(d));
+  std::vector<uint64_t> totals(pieces.size() - 1);
+  for (size_t k = 0; k < totals.size(); ++k) std::memcpy(&totals[k], host[k + 1], 8);
+  // The lookup's own outputs are written whatever the gathers' limits say (as on
+  // the CPU backend: what a limit refuses is the gather).
+  GPUJOIN_RETURN_IF_ERROR(ctx.Download(n.values.data(), values.data(), rows * 4, "values"));
+  GPUJOIN_RETURN_IF_ERROR(ctx.Download(n.found.data(), found.data(), n.found.size(), "found"));
+  GPUJOIN_RETURN_IF_ERROR(
+      ctx.Download(n.probes.data(), probes.data(), n.probes.size_bytes(), "probes"));
+  if (n.statistics != nullptr) *n.statistics = ToQueryStatistics(d, rows);
+  GPUJOIN_RETURN_IF_ERROR(gathers.Finish(ctx, totals));
+  return gathers.Download(ctx, rows);
+}
+
+// A join batch that gathers payload (capacity > 0; never captured): the join
+// writes each pair's slot, the gathers read the first min(count, capacity) of
+// them; one wait brings the statistics, count and string totals (checked
+// before any gather output is written), then the strings are copied and the
+// written prefix downloaded.
+template <KeyWord K>
+absl::Status JoinBatchWithGather(StreamContext& ctx, const CudaHashIndex& index, uint32_t bound,
+                                 bool build_overflow, uint64_t rows, const JoinBatchT<K>& b,
+                                 const std::string& where) {
+  const uint64_t capacity = b.out_left_rows.size();
+  const uint64_t device_capacity = std::min(capacity, rows);
+  const bool has_left_rows = !b.left_rows.empty();
+  const bool want_found = !b.found.empty();
+  const bool want_probes = !b.probes.empty();
+  // Arena, each region 256-byte aligned: [keys | left_rows] [out_left | out_right |
+  // out_slots] [probes] [found] [scratch].
+  auto align = [](uint64_t v) { return (v + 255) & ~uint64_t{255}; };
+  const uint64_t left_rows_at = rows * sizeof(K);
+  const uint64_t pairs_at = align(left_rows_at + (has_left_rows ? rows * 4 : 0));
+  const uint64_t probes_at = align(pairs_at + device_capacity * 12);
+  const uint64_t found_at = align(probes_at + (want_probes ? rows * 4 : 0));
+  const uint64_t scratch_at = align(found_at + (want_found ? rows : 0));
+  const uint64_t arena_bytes = scratch_at + JoinScratchBytesWithSlots(rows);
+  GPUJOIN_ASSIGN_OR_RETURN(auto arena, Alloc<uint8_t>(arena_bytes, ctx, "join buffers"));
+  uint8_t* base = arena.data();
+  auto* keys = reinterpret_cast<K*>(base);
+  uint32_t* left_rows = has_left_rows ? reinterpret_cast<uint32_t*>(base + left_rows_at) : nullptr;
+  auto* out_left = reinterpret_cast<uint32_t*>(base + pairs_at);
+  uint32_t* out_right = out_left + device_capacity;
+  uint32_t* out_slots = out_right + device_capacity;
+  uint32_t* probes = want_probes ? reinterpret_cast<uint32_t*>(base + probes_at) : nullptr;
+  uint8_t* found = want_found ? base + found_at : nullptr;
+
+  std::vector<HostRange> inputs = RangesOf(b.keys);
+  if (has_left_rows) inputs.push_back({b.left_rows.data(), b.left_rows.size_bytes()});
+  GPUJOIN_RETURN_IF_ERROR(ctx.Upload(keys, inputs, "join keys and left_rows"));
+  constexpr size_t kCountOffset = 64;  // the count sits after the statistics
+  auto* stats = reinterpret_cast<DeviceQueryStats*>(ctx.device_stats());
+  auto* count = reinterpret_cast<unsigned long long*>(ctx.device_stats() + kCountOffset);
+  GPUJOIN_CUDA_RETURN(cudaMemsetAsync(stats, 0, sizeof(*stats), ctx.stream()), "join");
+  GPUJOIN_CUDA_RETURN(
+      JoinKeysWithSlots(index.table<K>(), keys, rows, bound, left_rows, b.first_left_row, out_left,
+                        out_right, out_slots, device_capacity, count, found, probes, stats,
+                        base + scratch_at, ctx.stream()),
+      "join");
+  GPUJOIN_ASSIGN_OR_RETURN(
+      DeviceGathers gathers,
+      DeviceGathers::Start(ctx, index, b.gather, GatherRows{out_slots, device_capacity, count},
+                           where));
+  std::vector<DeviceRange> pieces{{ctx.device_stats(), kCountOffset + sizeof(unsigned long long)}};
+  for (const DeviceRange& r : gathers.TotalRanges()) pieces.push_back(r);
+  std::vector<const uint8_t*> host(pieces.size());
+  GPUJOIN_RETURN_IF_ERROR(ctx.DownloadGathered(pieces, host, "join statistics and count"));
+  DeviceQueryStats d;
+  unsigned long long matches = 0;
+  std::memcpy(&d, host[0], sizeof(d));
+  std::memcpy(&matches, host[0] + kCountOffset, sizeof(matches));
+  std::vector<uint64_t> totals(pieces.size() - 1);
+  for (size_t k = 0; k < totals.size(); ++k) std::memcpy(&totals[k], host[k + 1], 8);
+  // The pairs and the result are written whatever the gathers' limits say (as
+  // on the CPU backend: what a limit refuses is the gather).
+  const uint64_t written = std::min<uint64_t>(matches, capacity);
+  GPUJOIN_RETURN_IF_ERROR(
+      ctx.Download(b.out_left_rows.data(), out_left, written * 4, "join left rows"));
+  GPUJOIN_RETURN_IF_ERROR(
+      ctx.Download(b.out_right_rows.data(), out_right, written * 4, "join right rows"));
+  GPUJOIN_RETURN_IF_ERROR(ctx.Download(b.found.data(), found, b.found.size(), "found"));
+  GPUJOIN_RETURN_IF_ERROR(ctx.Download(b.probes.data(), probes, b.probes.size_bytes(), "probes"));
+  *b.result = JoinResult{matches, matches > capacity || build_overflow, ToQueryStatistics(d, rows)};
+  GPUJOIN_RETURN_IF_ERROR(gathers.Finish(ctx, totals));
+  if (written == 0) {
+    WriteEmptyGathers(b.gather);
+    return absl::OkStatus();
+  }
+  return gathers.Download(ctx, written);
+}
+
 }  // namespace
 
 template <KeyWord K>
@@ -219,8 +346,10 @@ absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
   const uint32_t bound = n.max_probe_count != 0 ? n.max_probe_count : index->spec().probe_bound();
   if (rows == 0) {
     if (n.statistics != nullptr) *n.statistics = QueryStatistics{};
+    WriteEmptyGathers(n.gather);
     return absl::OkStatus();
   }
+  if (!n.gather.empty()) return LookupWithGather(ctx, *index, n, rows, bound, where);
   const LookupShape shape{
       index->table<K>().slots, index->spec().capacity, KeyTypeOf<K>(), rows, bound,
       !n.found.empty(),        !n.probes.empty()};
@@ -301,10 +430,19 @@ absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const
   GPUJOIN_ASSIGN_OR_RETURN(const CudaHashIndex* index, ReadableIndex(n.index, where));
   const uint32_t bound = n.max_probe_count != 0 ? n.max_probe_count : index->spec().probe_bound();
   const bool build_overflow = index->build_statistics().overflow_rows > 0;
-  for (const JoinBatchT<K>& b : n.batches) {
+  for (size_t k = 0; k < n.batches.size(); ++k) {
+    const JoinBatchT<K>& b = n.batches[k];
     const uint64_t rows = TotalRows(b.keys);
+    // Count-only batches (capacity 0) gather nothing.
+    const bool gather = !b.gather.empty() && !b.out_left_rows.empty();
     if (rows == 0) {
       *b.result = JoinResult{0, build_overflow, QueryStatistics{}};
+      if (gather) WriteEmptyGathers(b.gather);
+      continue;
+    }
+    if (gather) {
+      GPUJOIN_RETURN_IF_ERROR(JoinBatchWithGather(ctx, *index, bound, build_overflow, rows, b,
+                                                  absl::StrCat(where, " batch ", k)));
       continue;
     }
     GPUJOIN_RETURN_IF_ERROR(JoinBatchOnDevice(ctx, *index, bound, build_overflow, rows, b));

@@ -33,4 +33,19 @@ cudaError_t JoinKeys(DeviceTableT<K> table, const K* keys, uint64_t rows, uint32
                      uint8_t* found, uint32_t* probes, DeviceQueryStats* stats, void* scratch,
                      cudaStream_t stream);
 
+/// Scratch device memory JoinKeysWithSlots needs for `rows` left rows (bytes).
+size_t JoinScratchBytesWithSlots(uint64_t rows);
+
+/// JoinKeys that also writes each written pair's slot (the slot of the right
+/// key in the table, what the payload gathers read): out_slots[k] for the
+/// first min(count, capacity) pairs. `scratch` holds JoinScratchBytesWithSlots(rows)
+/// bytes.
+template <KeyWord K>
+cudaError_t JoinKeysWithSlots(DeviceTableT<K> table, const K* keys, uint64_t rows, uint32_t bound,
+                              const uint32_t* left_rows, uint32_t first_left_row,
+                              uint32_t* out_left, uint32_t* out_right, uint32_t* out_slots,
+                              uint64_t capacity, unsigned long long* count, uint8_t* found,
+                              uint32_t* probes, DeviceQueryStats* stats, void* scratch,
+                              cudaStream_t stream);
+
 }  // namespace gpujoin::engine::detail

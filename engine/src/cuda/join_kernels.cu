@@ -44,6 +44,7 @@ uint64_t MaskWords(uint64_t rows) {
 
 struct JoinScratch {
   uint32_t* values = nullptr;   // matched right value per left row
+  uint32_t* slots = nullptr;    // with pair slots: the matched slot per left row
   uint32_t* masks = nullptr;    // found bits per 32-row group (MaskWords)
   uint32_t* offsets = nullptr;  // exclusive scan of the masks' bit counts
   void* scan_temp = nullptr;
@@ -51,7 +52,9 @@ struct JoinScratch {
   size_t total_bytes = 0;
 };
 
-JoinScratch CarveScratch(uint64_t rows, void* base) {
+// `slots`: with the per-row slots region (JoinKeysWithSlots), carved last so
+// the plain join's layout does not change.
+JoinScratch CarveScratch(uint64_t rows, void* base, bool slots = false) {
   JoinScratch s;
   const uint64_t words = MaskWords(rows);
   size_t temp = 0;
@@ -69,6 +72,7 @@ JoinScratch CarveScratch(uint64_t rows, void* base) {
   s.masks = reinterpret_cast<uint32_t*>(take(words * sizeof(uint32_t)));
   s.offsets = reinterpret_cast<uint32_t*>(take(words * sizeof(uint32_t)));
   s.scan_temp = take(temp == 0 ? 1 : temp);
+  if (slots) s.slots = reinterpret_cast<uint32_t*>(take(rows * sizeof(uint32_t)));
   s.total_bytes = off;
   return s;
 }
@@ -76,14 +80,17 @@ JoinScratch CarveScratch(uint64_t rows, void* base) {
 // Each warp takes kGroupsPerWarp consecutive groups; a lane whose row was found
 // writes its pair at the group's offset plus the found rows before it in the
 // group, so a warp's stores land on consecutive addresses. Positions at or past
-// `capacity` are dropped; `*count` gets the total.
+// `capacity` are dropped; `*count` gets the total. With kSlots each pair's slot
+// (slots[row]) goes to out_slots[pos] as well; without it both are unused.
+template <bool kSlots>
 __global__ void __launch_bounds__(kBlockThreads)
     ScatterKernel(const uint32_t* __restrict__ masks, const uint32_t* __restrict__ values,
                   const uint32_t* __restrict__ offsets, uint64_t groups,
                   const uint32_t* __restrict__ left_rows, uint32_t first_left_row,
                   const uint32_t* __restrict__ first_left_row_device,
                   uint32_t* __restrict__ out_left, uint32_t* __restrict__ out_right,
-                  uint64_t capacity, unsigned long long* count) {
+                  uint64_t capacity, unsigned long long* count, const uint32_t* __restrict__ slots,
+                  uint32_t* __restrict__ out_slots) {
   if (blockIdx.x == 0 && threadIdx.x == 0) *count = offsets[groups];
   const uint32_t lane = threadIdx.x & 31u;
   const uint64_t g0 =
@@ -107,34 +114,42 @@ __global__ void __launch_bounds__(kBlockThreads)
     const uint64_t i = (g0 + k) * kGroupRows + lane;
     out_left[pos] = left_rows != nullptr ? left_rows[i] : first_left_row + uint32_t(i);
     out_right[pos] = v[k];
+    if constexpr (kSlots) out_slots[pos] = __ldcs(slots + i);
   }
 }
 
-// JoinKeys and JoinKeysGraphable: the left row base is `first_left_row`, or read
-// on the device from `first_left_row_device` when that is non-null.
-template <KeyWord K>
+// JoinKeys, JoinKeysGraphable and JoinKeysWithSlots: the left row base is
+// `first_left_row`, or read on the device from `first_left_row_device` when that
+// is non-null; with kSlots the pairs' slots go to `out_slots` (scratch carved
+// with the slots region).
+template <KeyWord K, bool kSlots>
 cudaError_t JoinKeysImpl(DeviceTableT<K> table, const K* keys, uint64_t rows, uint32_t bound,
                          const uint32_t* left_rows, uint32_t first_left_row,
                          const uint32_t* first_left_row_device, uint32_t* out_left,
                          uint32_t* out_right, uint64_t capacity, unsigned long long* count,
                          uint8_t* found, uint32_t* probes, DeviceQueryStats* stats, void* scratch,
-                         cudaStream_t stream) {
+                         uint32_t* out_slots, cudaStream_t stream) {
   if (rows == 0) return cudaMemsetAsync(count, 0, sizeof(*count), stream);
-  JoinScratch s = CarveScratch(rows, scratch);
+  JoinScratch s = CarveScratch(rows, scratch, kSlots);
   const uint64_t groups = (rows + kGroupRows - 1) / kGroupRows;
   const uint64_t words = MaskWords(rows);
   cudaError_t e = cudaMemsetAsync(s.masks + groups, 0, (words - groups) * sizeof(uint32_t), stream);
   if (e != cudaSuccess) return e;
-  e = LookupKeysMasked(table, keys, rows, bound, s.values, found, probes, s.masks, stats, stream);
+  if constexpr (kSlots) {
+    e = LookupKeysMaskedSlots(table, keys, rows, bound, s.values, found, probes, s.masks, s.slots,
+                              stats, stream);
+  } else {
+    e = LookupKeysMasked(table, keys, rows, bound, s.values, found, probes, s.masks, stats, stream);
+  }
   if (e != cudaSuccess) return e;
   e = cub::DeviceScan::ExclusiveSum(s.scan_temp, s.scan_temp_bytes,
                                     MatchCounts(s.masks, BitCount{}), s.offsets,
                                     static_cast<int64_t>(words), stream);
   if (e != cudaSuccess) return e;
   const uint64_t blocks = (groups + kScatterGroups - 1) / kScatterGroups;
-  ScatterKernel<<<unsigned(blocks), kBlockThreads, 0, stream>>>(
+  ScatterKernel<kSlots><<<unsigned(blocks), kBlockThreads, 0, stream>>>(
       s.masks, s.values, s.offsets, groups, left_rows, first_left_row, first_left_row_device,
-      out_left, out_right, capacity, count);
+      out_left, out_right, capacity, count, s.slots, out_slots);
   return cudaGetLastError();
 }
 
@@ -142,14 +157,31 @@ cudaError_t JoinKeysImpl(DeviceTableT<K> table, const K* keys, uint64_t rows, ui
 
 size_t JoinScratchBytes(uint64_t rows) { return CarveScratch(rows, nullptr).total_bytes; }
 
+size_t JoinScratchBytesWithSlots(uint64_t rows) {
+  return CarveScratch(rows, nullptr, true).total_bytes;
+}
+
 template <KeyWord K>
 cudaError_t JoinKeys(DeviceTableT<K> table, const K* keys, uint64_t rows, uint32_t bound,
                      const uint32_t* left_rows, uint32_t first_left_row, uint32_t* out_left,
                      uint32_t* out_right, uint64_t capacity, unsigned long long* count,
                      uint8_t* found, uint32_t* probes, DeviceQueryStats* stats, void* scratch,
                      cudaStream_t stream) {
-  return JoinKeysImpl(table, keys, rows, bound, left_rows, first_left_row, nullptr, out_left,
-                      out_right, capacity, count, found, probes, stats, scratch, stream);
+  return JoinKeysImpl<K, false>(table, keys, rows, bound, left_rows, first_left_row, nullptr,
+                                out_left, out_right, capacity, count, found, probes, stats, scratch,
+                                nullptr, stream);
+}
+
+template <KeyWord K>
+cudaError_t JoinKeysWithSlots(DeviceTableT<K> table, const K* keys, uint64_t rows, uint32_t bound,
+                              const uint32_t* left_rows, uint32_t first_left_row,
+                              uint32_t* out_left, uint32_t* out_right, uint32_t* out_slots,
+                              uint64_t capacity, unsigned long long* count, uint8_t* found,
+                              uint32_t* probes, DeviceQueryStats* stats, void* scratch,
+                              cudaStream_t stream) {
+  return JoinKeysImpl<K, true>(table, keys, rows, bound, left_rows, first_left_row, nullptr,
+                               out_left, out_right, capacity, count, found, probes, stats, scratch,
+                               out_slots, stream);
 }
 
 template <KeyWord K>
@@ -158,9 +190,10 @@ cudaError_t JoinKeysGraphable(DeviceTableT<K> table, const K* keys, uint64_t row
                               uint32_t* out_left, uint32_t* out_right, uint64_t capacity,
                               unsigned long long* count, uint8_t* found, uint32_t* probes,
                               DeviceQueryStats* stats, void* scratch, cudaStream_t stream) {
-  return JoinKeysImpl(table, keys, rows, bound, left_rows, 0,
-                      left_rows != nullptr ? nullptr : first_left_row_device, out_left, out_right,
-                      capacity, count, found, probes, stats, scratch, stream);
+  return JoinKeysImpl<K, false>(table, keys, rows, bound, left_rows, 0,
+                                left_rows != nullptr ? nullptr : first_left_row_device, out_left,
+                                out_right, capacity, count, found, probes, stats, scratch, nullptr,
+                                stream);
 }
 
 #define GPUJOIN_INSTANTIATE_JOIN(K)                                                              \
@@ -170,7 +203,11 @@ cudaError_t JoinKeysGraphable(DeviceTableT<K> table, const K* keys, uint64_t row
   template cudaError_t JoinKeysGraphable(DeviceTableT<K>, const K*, uint64_t, uint32_t,          \
                                          const uint32_t*, const uint32_t*, uint32_t*, uint32_t*, \
                                          uint64_t, unsigned long long*, uint8_t*, uint32_t*,     \
-                                         DeviceQueryStats*, void*, cudaStream_t);
+                                         DeviceQueryStats*, void*, cudaStream_t);                \
+  template cudaError_t JoinKeysWithSlots(DeviceTableT<K>, const K*, uint64_t, uint32_t,          \
+                                         const uint32_t*, uint32_t, uint32_t*, uint32_t*,        \
+                                         uint32_t*, uint64_t, unsigned long long*, uint8_t*,     \
+                                         uint32_t*, DeviceQueryStats*, void*, cudaStream_t);
 GPUJOIN_INSTANTIATE_JOIN(uint32_t)
 GPUJOIN_INSTANTIATE_JOIN(uint64_t)
 #undef GPUJOIN_INSTANTIATE_JOIN

@@ -21,13 +21,14 @@ __device__ __forceinline__ uint64_t LoadStreaming(const uint64_t* p) {
 // written; the test is uniform across the grid). With kMasks the loop runs warp
 // by warp (every lane takes each step, those past the end as misses) and lane 0
 // writes the warp's found bits: masks[i / 32] bit (i % 32) for row i, what the
-// join's compaction scans.
-template <KeyWord K, bool kMasks>
+// join's compaction scans. With kSlots every row's slot is written too
+// (kNoSlot when missing), for the payload gathers; without it `slots` is unused.
+template <KeyWord K, bool kMasks, bool kSlots>
 __global__ void __launch_bounds__(kBlockThreads, 2048 / kBlockThreads)  // full occupancy
     LookupKernel(DeviceTableT<K> table, const K* __restrict__ keys, uint64_t rows, uint32_t bound,
                  uint32_t* __restrict__ values, uint8_t* __restrict__ found,
                  uint32_t* __restrict__ probes, uint32_t* __restrict__ masks,
-                 DeviceQueryStats* stats) {
+                 uint32_t* __restrict__ slots, DeviceQueryStats* stats) {
   unsigned long long sums[2] = {0, 0};  // found, probes
   unsigned long long max_probes = 0;
   const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
@@ -37,6 +38,7 @@ __global__ void __launch_bounds__(kBlockThreads, 2048 / kBlockThreads)  // full 
     if (found != nullptr)
       __stcs(reinterpret_cast<signed char*>(found + i), static_cast<signed char>(r.found));
     if (probes != nullptr) __stcs(probes + i, r.probes);
+    if constexpr (kSlots) __stcs(slots + i, r.found ? r.slot : kNoSlot);
     sums[0] += r.found ? 1u : 0u;
     sums[1] += r.probes;
     if (r.probes > max_probes) max_probes = r.probes;
@@ -57,15 +59,15 @@ __global__ void __launch_bounds__(kBlockThreads, 2048 / kBlockThreads)  // full 
   BlockFlushStats<2>(sums, max_probes, &stats->found, &stats->max_probes);
 }
 
-// Launches LookupKernel<K, kMasks> on a grid sized by its occupancy.
-template <KeyWord K, bool kMasks>
+// Launches LookupKernel<K, kMasks, kSlots> on a grid sized by its occupancy.
+template <KeyWord K, bool kMasks, bool kSlots>
 cudaError_t LookupWith(DeviceTableT<K> table, const K* keys, uint64_t rows, uint32_t bound,
                        uint32_t* values, uint8_t* found, uint32_t* probes, uint32_t* masks,
-                       DeviceQueryStats* stats, cudaStream_t stream) {
+                       uint32_t* slots, DeviceQueryStats* stats, cudaStream_t stream) {
   static std::atomic<int> resident{0};
-  const auto kernel = LookupKernel<K, kMasks>;
+  const auto kernel = LookupKernel<K, kMasks, kSlots>;
   kernel<<<GridFor(rows, CachedResident(kernel, resident)), kBlockThreads, 0, stream>>>(
-      table, keys, rows, bound, values, found, probes, masks, stats);
+      table, keys, rows, bound, values, found, probes, masks, slots, stats);
   return cudaGetLastError();
 }
 
@@ -76,8 +78,17 @@ cudaError_t LookupKeys(DeviceTableT<K> table, const K* keys, uint64_t rows, uint
                        uint32_t* values, uint8_t* found, uint32_t* probes, DeviceQueryStats* stats,
                        cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
-  return LookupWith<K, false>(table, keys, rows, bound, values, found, probes, nullptr, stats,
-                              stream);
+  return LookupWith<K, false, false>(table, keys, rows, bound, values, found, probes, nullptr,
+                                     nullptr, stats, stream);
+}
+
+template <KeyWord K>
+cudaError_t LookupKeysSlots(DeviceTableT<K> table, const K* keys, uint64_t rows, uint32_t bound,
+                            uint32_t* values, uint8_t* found, uint32_t* probes, uint32_t* slots,
+                            DeviceQueryStats* stats, cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  return LookupWith<K, false, true>(table, keys, rows, bound, values, found, probes, nullptr, slots,
+                                    stats, stream);
 }
 
 template <KeyWord K>
@@ -85,15 +96,32 @@ cudaError_t LookupKeysMasked(DeviceTableT<K> table, const K* keys, uint64_t rows
                              uint32_t* values, uint8_t* found, uint32_t* probes, uint32_t* masks,
                              DeviceQueryStats* stats, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
-  return LookupWith<K, true>(table, keys, rows, bound, values, found, probes, masks, stats, stream);
+  return LookupWith<K, true, false>(table, keys, rows, bound, values, found, probes, masks, nullptr,
+                                    stats, stream);
 }
 
-#define GPUJOIN_INSTANTIATE_LOOKUP(K)                                                             \
-  template cudaError_t LookupKeys(DeviceTableT<K>, const K*, uint64_t, uint32_t, uint32_t*,       \
-                                  uint8_t*, uint32_t*, DeviceQueryStats*, cudaStream_t);          \
-  template cudaError_t LookupKeysMasked(DeviceTableT<K>, const K*, uint64_t, uint32_t, uint32_t*, \
-                                        uint8_t*, uint32_t*, uint32_t*, DeviceQueryStats*,        \
-                                        cudaStream_t);
+template <KeyWord K>
+cudaError_t LookupKeysMaskedSlots(DeviceTableT<K> table, const K* keys, uint64_t rows,
+                                  uint32_t bound, uint32_t* values, uint8_t* found,
+                                  uint32_t* probes, uint32_t* masks, uint32_t* slots,
+                                  DeviceQueryStats* stats, cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  return LookupWith<K, true, true>(table, keys, rows, bound, values, found, probes, masks, slots,
+                                   stats, stream);
+}
+
+#define GPUJOIN_INSTANTIATE_LOOKUP(K)                                                              \
+  template cudaError_t LookupKeys(DeviceTableT<K>, const K*, uint64_t, uint32_t, uint32_t*,        \
+                                  uint8_t*, uint32_t*, DeviceQueryStats*, cudaStream_t);           \
+  template cudaError_t LookupKeysSlots(DeviceTableT<K>, const K*, uint64_t, uint32_t, uint32_t*,   \
+                                       uint8_t*, uint32_t*, uint32_t*, DeviceQueryStats*,          \
+                                       cudaStream_t);                                              \
+  template cudaError_t LookupKeysMasked(DeviceTableT<K>, const K*, uint64_t, uint32_t, uint32_t*,  \
+                                        uint8_t*, uint32_t*, uint32_t*, DeviceQueryStats*,         \
+                                        cudaStream_t);                                             \
+  template cudaError_t LookupKeysMaskedSlots(DeviceTableT<K>, const K*, uint64_t, uint32_t,        \
+                                             uint32_t*, uint8_t*, uint32_t*, uint32_t*, uint32_t*, \
+                                             DeviceQueryStats*, cudaStream_t);
 GPUJOIN_INSTANTIATE_LOOKUP(uint32_t)
 GPUJOIN_INSTANTIATE_LOOKUP(uint64_t)
 #undef GPUJOIN_INSTANTIATE_LOOKUP

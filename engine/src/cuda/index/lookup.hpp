@@ -19,6 +19,18 @@ cudaError_t LookupKeys(DeviceTableT<K> table, const K* keys, uint64_t rows, uint
                        uint32_t* values, uint8_t* found, uint32_t* probes, DeviceQueryStats* stats,
                        cudaStream_t stream);
 
+/// Slot of a missing row in the slot outputs of LookupKeysSlots and the join's
+/// pair slots (capacities are at most 2^31, so no slot has this number).
+inline constexpr uint32_t kNoSlot = 0xffffffffu;
+
+/// LookupKeys that also writes every row's slot: slots[i] is the slot holding
+/// keys[i] when found, else kNoSlot (the payload gathers read it). `slots` is
+/// required.
+template <KeyWord K>
+cudaError_t LookupKeysSlots(DeviceTableT<K> table, const K* keys, uint64_t rows, uint32_t bound,
+                            uint32_t* values, uint8_t* found, uint32_t* probes, uint32_t* slots,
+                            DeviceQueryStats* stats, cudaStream_t stream);
+
 /// LookupKeys that also writes the found rows as bits: masks[g] bit j is set
 /// when row 32 * g + j was found, for g < ceil(rows / 32) (bits past `rows` are
 /// 0); what the join's compaction scans. `masks` is required.
@@ -26,5 +38,12 @@ template <KeyWord K>
 cudaError_t LookupKeysMasked(DeviceTableT<K> table, const K* keys, uint64_t rows, uint32_t bound,
                              uint32_t* values, uint8_t* found, uint32_t* probes, uint32_t* masks,
                              DeviceQueryStats* stats, cudaStream_t stream);
+
+/// LookupKeysMasked that also writes every row's slot as LookupKeysSlots does.
+template <KeyWord K>
+cudaError_t LookupKeysMaskedSlots(DeviceTableT<K> table, const K* keys, uint64_t rows,
+                                  uint32_t bound, uint32_t* values, uint8_t* found,
+                                  uint32_t* probes, uint32_t* masks, uint32_t* slots,
+                                  DeviceQueryStats* stats, cudaStream_t stream);
 
 }  // namespace gpujoin::engine::detail

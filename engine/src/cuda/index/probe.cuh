@@ -14,6 +14,8 @@ struct ProbeResult {
   uint32_t value;
   uint32_t probes;
   bool found;
+  /// The key's slot when found (what payload gathers read); unused otherwise.
+  uint32_t slot;
 };
 
 // Linear probing from the key's home slot, reading one 32-byte sector (four
@@ -29,7 +31,7 @@ __device__ __forceinline__ ProbeResult Probe(const SlotWord<K>* __restrict__ slo
                                              uint32_t capacity, K key, uint32_t bound) {
   using S = Slots<K>;
   constexpr uint32_t kPer = S::kPerSector;
-  if (key == kEmptyKeyOf<K>) return {kEmptyKey, 0u, false};
+  if (key == kEmptyKeyOf<K>) return {kEmptyKey, 0u, false, 0u};
   const uint32_t mask = capacity - 1u;
   uint32_t pos = HomeSlot(key, capacity);
   uint32_t p = 0;
@@ -45,11 +47,11 @@ __device__ __forceinline__ ProbeResult Probe(const SlotWord<K>* __restrict__ slo
 #pragma unroll
       for (uint32_t j = 0; j < kPer; ++j) {
         if (j < first) continue;
-        if (p >= bound) return {kEmptyKey, bound, false};
+        if (p >= bound) return {kEmptyKey, bound, false, 0u};
         ++p;
-        if (S::Key(s[j]) == key) return {S::Low(s[j]), p, true};
+        if (S::Key(s[j]) == key) return {S::Low(s[j]), p, true, base + j};
         if (S::IsEmpty(s[j]) || !ResidentComesFirst(S::Key(s[j]), key, p - 1u, base + j, capacity))
-          return {kEmptyKey, p, false};
+          return {kEmptyKey, p, false, 0u};
       }
       pos = (base + kPer) & mask;
     }
@@ -57,12 +59,12 @@ __device__ __forceinline__ ProbeResult Probe(const SlotWord<K>* __restrict__ slo
   while (p < bound) {
     const SlotWord<K> s = S::LoadRO(slots + pos);
     ++p;
-    if (S::Key(s) == key) return {S::Low(s), p, true};
+    if (S::Key(s) == key) return {S::Low(s), p, true, pos};
     if (S::IsEmpty(s) || !ResidentComesFirst(S::Key(s), key, p - 1u, pos, capacity))
-      return {kEmptyKey, p, false};
+      return {kEmptyKey, p, false, 0u};
     pos = (pos + 1u) & mask;
   }
-  return {kEmptyKey, bound, false};
+  return {kEmptyKey, bound, false, 0u};
 }
 
 }  // namespace gpujoin::engine::detail
