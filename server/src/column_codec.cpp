@@ -1,5 +1,8 @@
 #include "gpujoin/server/column_codec.hpp"
 
+#include <algorithm>
+#include <bit>
+
 #include "absl/strings/str_cat.h"
 
 namespace gpujoin::server {
@@ -136,6 +139,135 @@ absl::StatusOr<engine::KeyType> FromWireKeyType(int type, std::string_view field
           absl::StrCat(std::string(field), ": ", type,
                        " is not a key type; set KEY_TYPE_UINT32 (the default) or KEY_TYPE_UINT64"));
   }
+}
+
+v1::ColumnType ToWireColumnType(engine::ColumnType type) {
+  return static_cast<v1::ColumnType>(static_cast<int>(type) + 1);
+}
+
+absl::StatusOr<engine::ColumnType> FromWireColumnType(int type, std::string_view field) {
+  if (type > v1::COLUMN_TYPE_UNSPECIFIED && type <= v1::COLUMN_TYPE_STRING &&
+      v1::ColumnType_IsValid(type)) {
+    return static_cast<engine::ColumnType>(type - 1);
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      std::string(field), ": ", WireColumnTypeName(type),
+      " is not a column type (expected one of COLUMN_TYPE_UINT32, _INT32, _UINT64, _INT64, "
+      "_FLOAT32, _FLOAT64, _BINARY, _BOOL, _STRING)"));
+}
+
+std::string WireColumnTypeName(int type) {
+  if (v1::ColumnType_IsValid(type)) return v1::ColumnType_Name(static_cast<v1::ColumnType>(type));
+  return absl::StrCat(type);
+}
+
+namespace {
+
+// Bits [bit, bit + count) of `src` (count <= 8) in the low bits of the result.
+uint32_t LoadBits(const uint8_t* src, uint64_t bit, unsigned count) {
+  const uint64_t byte = bit / 8;
+  const unsigned shift = bit % 8;
+  uint32_t v = src[byte] >> shift;
+  if (shift + count > 8) v |= uint32_t{src[byte + 1]} << (8 - shift);
+  return v & ((1u << count) - 1);
+}
+
+// Writes the low `count` (<= 8) bits of `v` to bits [bit, bit + count) of `dst`.
+void StoreBits(uint8_t* dst, uint64_t bit, unsigned count, uint32_t v) {
+  const uint64_t byte = bit / 8;
+  const unsigned shift = bit % 8;
+  const uint32_t mask = ((1u << count) - 1) << shift;  // at most 15 bits wide
+  const uint32_t bits = (v << shift) & mask;
+  dst[byte] = static_cast<uint8_t>((dst[byte] & ~mask) | bits);
+  if (shift + count > 8) {
+    dst[byte + 1] = static_cast<uint8_t>((dst[byte + 1] & ~(mask >> 8)) | (bits >> 8));
+  }
+}
+
+}  // namespace
+
+void CopyBits(const uint8_t* src, uint64_t src_bit, uint8_t* dst, uint64_t dst_bit, uint64_t bits) {
+  if (bits == 0) return;
+  if (src_bit % 8 == 0 && dst_bit % 8 == 0) {
+    // Byte-aligned (the usual case): whole bytes, then the tail bits.
+    const uint64_t whole = bits / 8;
+    if (whole != 0) std::memcpy(dst + dst_bit / 8, src + src_bit / 8, whole);
+    const unsigned tail = bits % 8;
+    if (tail != 0) {
+      StoreBits(dst, dst_bit + whole * 8, tail, LoadBits(src, src_bit + whole * 8, tail));
+    }
+    return;
+  }
+  while (bits > 0) {
+    const unsigned count = static_cast<unsigned>(std::min<uint64_t>(8, bits));
+    StoreBits(dst, dst_bit, count, LoadBits(src, src_bit, count));
+    src_bit += count;
+    dst_bit += count;
+    bits -= count;
+  }
+}
+
+std::string SliceBits(std::string_view bitmap, uint64_t first, uint64_t bits) {
+  std::string out(engine::BitmapBytes(bits), '\0');
+  CopyBits(reinterpret_cast<const uint8_t*>(bitmap.data()), first,
+           reinterpret_cast<uint8_t*>(out.data()), 0, bits);
+  return out;
+}
+
+uint64_t CountZeroBits(const uint8_t* bitmap, uint64_t bits) {
+  uint64_t ones = 0;
+  const uint64_t whole = bits / 8;
+  for (uint64_t i = 0; i < whole; ++i) ones += std::popcount(bitmap[i]);
+  if (bits % 8 != 0) {
+    ones += std::popcount(static_cast<uint8_t>(bitmap[whole] & ((1u << (bits % 8)) - 1)));
+  }
+  return bits - ones;
+}
+
+size_t FindInvalidUtf8(std::string_view text) {
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  size_t i = 0;
+  while (i < n) {
+    // ASCII runs, eight bytes at a time.
+    if (i + 8 <= n) {
+      uint64_t word;
+      std::memcpy(&word, s + i, 8);
+      if ((word & 0x8080808080808080ull) == 0) {
+        i += 8;
+        continue;
+      }
+    }
+    const unsigned char c = s[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    // The length of the sequence and the range of its second byte (RFC 3629, table 3-7
+    // of the Unicode standard), which excludes overlong forms, surrogates and code
+    // points above U+10FFFF.
+    size_t length = 0;
+    unsigned char low = 0x80, high = 0xbf;
+    if (c >= 0xc2 && c <= 0xdf) {
+      length = 2;
+    } else if (c >= 0xe0 && c <= 0xef) {
+      length = 3;
+      if (c == 0xe0) low = 0xa0;
+      if (c == 0xed) high = 0x9f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      length = 4;
+      if (c == 0xf0) low = 0x90;
+      if (c == 0xf4) high = 0x8f;
+    } else {
+      return i;
+    }
+    if (i + length > n || s[i + 1] < low || s[i + 1] > high) return i;
+    for (size_t k = 2; k < length; ++k) {
+      if (s[i + k] < 0x80 || s[i + k] > 0xbf) return i;
+    }
+    i += length;
+  }
+  return std::string_view::npos;
 }
 
 }  // namespace gpujoin::server

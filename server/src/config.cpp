@@ -84,7 +84,7 @@ absl::StatusOr<std::optional<ServerConfig>> ParseServerFlags(int argc, const cha
   std::string backend = "auto", memory_limit, max_message, log_level = "info";
   std::string auth_scope = "rpc";
   std::string cuda_build_path = "auto", cuda_transient_max;
-  std::string staged, build_staged;
+  std::string staged, build_staged, max_result;
   bool version = false;
   // A repeated flag takes its last value (wrappers can append overrides).
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
@@ -163,6 +163,10 @@ absl::StatusOr<std::optional<ServerConfig>> ParseServerFlags(int argc, const cha
   app.add_option("--max-build-staged-bytes", build_staged,
                  "Build input one build may hold (K/M/G/T suffixes); default "
                  "--max-staged-bytes");
+  app.add_option("--max-result-bytes", max_result,
+                 "Host bytes one Lookup batch or Join request may hold as results (pairs, "
+                 "found, probes, gathered payload columns; K/M/G/T suffixes); default the "
+                 "smaller of an eighth of physical memory and 4G; beyond it RESOURCE_EXHAUSTED");
   app.add_option("--max-streams-per-connection", config.max_streams_per_connection,
                  "Streaming calls open at once on one client connection; beyond it "
                  "RESOURCE_EXHAUSTED")
@@ -210,6 +214,12 @@ absl::StatusOr<std::optional<ServerConfig>> ParseServerFlags(int argc, const cha
       return absl::InvalidArgumentError("--max-build-staged-bytes: must be at least 1");
     }
     config.max_build_staged_bytes = *bytes;
+  }
+  if (!max_result.empty()) {
+    auto bytes = ParseByteSize(max_result, "--max-result-bytes");
+    if (!bytes.ok()) return bytes.status();
+    if (*bytes == 0) return absl::InvalidArgumentError("--max-result-bytes: must be at least 1");
+    config.max_result_bytes = *bytes;
   }
   if (!max_message.empty()) {
     auto bytes = ParseByteSize(max_message, "--max-message-bytes");

@@ -22,6 +22,11 @@ constexpr uint64_t kColumnPacked = 1;
 constexpr uint32_t kResponseValues = 3;
 constexpr uint32_t kResponseFound = 4;
 constexpr uint32_t kResponseProbes = 5;
+constexpr uint32_t kResponseColumns = 8;
+// Field numbers of Column.
+constexpr uint32_t kColumnData = 4;
+constexpr uint32_t kColumnOffsets = 5;
+constexpr uint32_t kColumnValidity = 6;
 
 // Longest length-delimited field protobuf parses (2 GiB less its 16 slop bytes).
 constexpr uint64_t kMaxLength = (uint64_t{1} << 31) - 16;
@@ -124,14 +129,42 @@ void AppendBytesHeader(uint32_t field, uint64_t length, std::string* out) {
   AppendVarint(length, out);
 }
 
-// The column slices share one holder of the output buffer; the last one to be
-// released by gRPC gives the buffer back.
-using SharedOutputs = std::shared_ptr<engine::HostBuffer>;
+// The column slices share one holder of what they reference (the output buffer,
+// the gathered columns); the last one to be released by gRPC frees it.
+using SharedOwner = std::shared_ptr<const void>;
 
-void ReleaseOutputs(void* holder) { delete static_cast<SharedOutputs*>(holder); }
+void ReleaseOwner(void* holder) { delete static_cast<SharedOwner*>(holder); }
 
-grpc::Slice ColumnSlice(const SharedOutputs& outputs, size_t offset, size_t bytes) {
-  return grpc::Slice(outputs->data() + offset, bytes, &ReleaseOutputs, new SharedOutputs(outputs));
+grpc::Slice ColumnSlice(const SharedOwner& owner, const void* data, size_t bytes) {
+  return grpc::Slice(const_cast<void*>(data), bytes, &ReleaseOwner, new SharedOwner(owner));
+}
+
+// Appends a gathered column as field `columns` of LookupResponse: its small fields
+// serialised by protobuf, its data, offsets and validity as slices of `owner`'s
+// strings, in protobuf's field order (so the bytes are protobuf's own).
+void AppendColumn(const v1::Column& column, const SharedOwner& owner,
+                  std::vector<grpc::Slice>* slices) {
+  std::string head;
+  AppendBytesHeader(kResponseColumns, column.ByteSizeLong(), &head);
+  v1::Column fields;  // name, type, length: fields 1-3
+  fields.set_name(column.name());
+  fields.set_type(column.type());
+  fields.set_length(column.length());
+  head += fields.SerializeAsString();
+  for (const auto& [field, bytes] :
+       {std::pair<uint32_t, const std::string*>{kColumnData, &column.data()},
+        {kColumnOffsets, &column.offsets()},
+        {kColumnValidity, &column.validity()}}) {
+    if (bytes->empty()) continue;  // proto3 leaves empty bytes fields out
+    AppendBytesHeader(field, bytes->size(), &head);
+    slices->emplace_back(head);
+    head.clear();
+    slices->push_back(ColumnSlice(owner, bytes->data(), bytes->size()));
+  }
+  v1::Column tail;  // null_count: field 7
+  tail.set_null_count(column.null_count());
+  head += tail.SerializeAsString();
+  if (!head.empty()) slices->emplace_back(head);
 }
 
 }  // namespace
@@ -241,21 +274,28 @@ grpc::ByteBuffer SerializeLookupResponse(uint64_t batch_id, PackedLookupResult r
     // Proto3 leaves empty bytes fields out.
     slices.emplace_back(before_values + statistics);
   } else {
-    const SharedOutputs outputs = std::make_shared<engine::HostBuffer>(std::move(result.outputs));
+    const auto outputs = std::make_shared<const engine::HostBuffer>(std::move(result.outputs));
+    const SharedOwner owner = outputs;
     AppendBytesHeader(kResponseValues, rows * 4, &before_values);
     slices.emplace_back(before_values);
-    slices.push_back(ColumnSlice(outputs, result.values_offset(), rows * 4));
+    slices.push_back(ColumnSlice(owner, outputs->data() + result.values_offset(), rows * 4));
     std::string found_header;
     AppendBytesHeader(kResponseFound, rows, &found_header);
     slices.emplace_back(found_header);
-    slices.push_back(ColumnSlice(outputs, result.found_offset(), rows));
+    slices.push_back(ColumnSlice(owner, outputs->data() + result.found_offset(), rows));
     if (result.probes) {
       std::string probes_header;
       AppendBytesHeader(kResponseProbes, rows * 4, &probes_header);
       slices.emplace_back(probes_header);
-      slices.push_back(ColumnSlice(outputs, result.probes_offset(), rows * 4));
+      slices.push_back(ColumnSlice(owner, outputs->data() + result.probes_offset(), rows * 4));
     }
     slices.emplace_back(statistics);
+  }
+  if (!result.columns.empty()) {
+    const auto columns = std::make_shared<const google::protobuf::RepeatedPtrField<v1::Column>>(
+        std::move(result.columns));
+    const SharedOwner owner = columns;
+    for (const v1::Column& c : *columns) AppendColumn(c, owner, &slices);
   }
   return grpc::ByteBuffer(slices.data(), slices.size());
 }

@@ -24,6 +24,8 @@ constexpr std::pair<const char*, const char*> kIndexGauges[] = {
     {"gpujoin_index_probe_bound",
      "Configured probe bound (max_probe_count; capacity when 0) of the live index."},
     {"gpujoin_index_device_bytes", "Device (or host, CPU backend) bytes held by the live index."},
+    {"gpujoin_index_payload_bytes",
+     "Bytes of the live index's payload columns (included in gpujoin_index_device_bytes)."},
     {"gpujoin_index_version", "Version number of the live index."},
     {"gpujoin_index_source_rows", "Source rows of the live build."},
     {"gpujoin_index_build_seconds", "Wall time of the live build, in seconds."},
@@ -95,6 +97,15 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
            .Name("gpujoin_join_overflow_batches_total")
            .Help("Join batches whose pairs exceeded the capacity or whose index build overflowed.")
            .Register(r);
+
+  auto& gathered = BuildCounter()
+                       .Name("gpujoin_gathered_bytes_total")
+                       .Help(
+                           "Payload bytes gathered into Lookup and Join responses (values, "
+                           "bitmaps, string offsets and bytes), by rpc (lookup, join).")
+                       .Register(r);
+  gathered_lookup_ = &gathered.Add({{"rpc", "lookup"}});
+  gathered_join_ = &gathered.Add({{"rpc", "join"}});
 
   rpc_duration_ = &BuildHistogram()
                        .Name("gpujoin_rpc_duration_seconds")
@@ -255,6 +266,9 @@ void Metrics::SetIndex(const IndexVersion& v) {
   set("gpujoin_index_build_max_probes", static_cast<double>(st.max_probes));
   set("gpujoin_index_probe_bound", index.spec().probe_bound());
   set("gpujoin_index_device_bytes", static_cast<double>(index.memory_bytes()));
+  uint64_t payload_bytes = 0;
+  for (const engine::PayloadColumnInfo& p : index.payload()) payload_bytes += p.bytes;
+  set("gpujoin_index_payload_bytes", static_cast<double>(payload_bytes));
   set("gpujoin_index_version", static_cast<double>(v.version));
   set("gpujoin_index_source_rows", static_cast<double>(index.built_rows()));
   set("gpujoin_index_build_seconds", v.build_seconds);
@@ -304,6 +318,11 @@ void Metrics::RecordJoinBatch(const std::string& name, uint64_t pairs, bool over
   if (it == indexes_.end() || !it->second.live) return;
   it->second.join_pairs->Increment(static_cast<double>(pairs));
   if (overflow) it->second.join_overflow->Increment();
+}
+
+void Metrics::RecordGathered(QueryOp op, uint64_t bytes) {
+  (op == QueryOp::kLookup ? gathered_lookup_ : gathered_join_)
+      ->Increment(static_cast<double>(bytes));
 }
 
 void Metrics::ObserveRpc(std::string_view rpc, double seconds, uint64_t rows) {

@@ -1,5 +1,6 @@
 #include "gpujoin/server/operations.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -106,10 +107,19 @@ absl::StatusOr<std::shared_ptr<const IndexVersion>> Operations::FindIndex(const 
   return v;
 }
 
-absl::Status Operations::CheckResponseSize(uint64_t bytes, std::string_view what) const {
+uint64_t Operations::ResponseLimit() const {
   // Leave room for the response's other fields and framing.
-  const uint64_t limit = state_.config.max_message_bytes -
-                         std::min<uint64_t>(4096, state_.config.max_message_bytes / 2);
+  return state_.config.max_message_bytes -
+         std::min<uint64_t>(4096, state_.config.max_message_bytes / 2);
+}
+
+uint64_t Operations::ResultLimit() const {
+  return state_.config.max_result_bytes == 0 ? kDefaultMaxResultBytes
+                                             : state_.config.max_result_bytes;
+}
+
+absl::Status Operations::CheckResponseSize(uint64_t bytes, std::string_view what) const {
+  const uint64_t limit = ResponseLimit();
   if (bytes > limit) {
     return absl::InvalidArgumentError(absl::StrCat(
         std::string(what), " would need a ", bytes, " byte response, more than the ", limit,
@@ -149,6 +159,17 @@ void Operations::FillIndexInfo(const IndexVersion& v, v1::IndexInfo* info) {
   info->set_backend(std::string(engine::BackendKindName(index.backend())));
   info->set_built_unix_millis(v.built_unix_millis);
   info->set_key_type(ToWireKeyType(index.key_type()));
+  uint64_t payload_bytes = 0;
+  const std::vector<engine::PayloadColumnInfo>& payload = index.payload();
+  for (size_t i = 0; i < payload.size(); ++i) {
+    v1::PayloadColumnInfo* p = info->add_payload();
+    p->set_name(i < v.payload_names.size() ? v.payload_names[i] : std::string());
+    p->set_type(ToWireColumnType(payload[i].type));
+    p->set_null_count(payload[i].null_count);
+    p->set_bytes(payload[i].bytes);
+    payload_bytes += payload[i].bytes;
+  }
+  info->set_payload_bytes(payload_bytes);
 }
 
 // ------------------------------------------------------------------ lookup
@@ -172,18 +193,24 @@ absl::Status Operations::Lookup(const v1::LookupRequest& request, v1::LookupResp
     GPUJOIN_ASSIGN_OR_RETURN(DecodedColumn<Key> keys,
                              TakeKeys<Key>(columns, "", version->name, Presence::kRequired));
     const size_t rows = keys.size();
-    GPUJOIN_RETURN_IF_ERROR(CheckLookup(*version, request, rows));
+    GPUJOIN_ASSIGN_OR_RETURN(const std::vector<SelectedColumn> selected,
+                             ResolveSelect(*version, request.select()));
+    GPUJOIN_ASSIGN_OR_RETURN(const uint64_t string_share,
+                             CheckLookup(*version, request, rows, selected));
     PackedOutput<uint32_t> values(response->mutable_values(), rows);
     PackedOutput<uint8_t> found(response->mutable_found(), rows);
     std::optional<PackedOutput<uint32_t>> probes;
     if (request.want_probes()) probes.emplace(response->mutable_probes(), rows);
+    GatherTarget gather(selected, rows, string_share, response->mutable_columns());
     engine::QueryStatistics stats;
     GPUJOIN_RETURN_IF_ERROR(
         RunLookup<Key>(*version, request, keys.span(), values.span(), found.span(),
-                       probes ? probes->span() : std::span<uint32_t>(), &stats));
+                       probes ? probes->span() : std::span<uint32_t>(), gather.Outputs(), &stats));
     values.Finish();
     found.Finish();
     if (probes) probes->Finish();
+    const uint64_t gathered = gather.Finish(rows);
+    if (!selected.empty()) state_.metrics->RecordGathered(QueryOp::kLookup, gathered);
     response->set_index_version(version->version);
     FillQueryStatistics(stats, response->mutable_statistics());
     return absl::OkStatus();
@@ -204,7 +231,10 @@ absl::Status Operations::LookupPacked(const v1::LookupRequest& fields, engine::K
       CheckKeyWidth(version->index->key_type(), !wide || columns.keys.present(),
                     wide ? 4 * columns.keys.size() : 4 * rows, wide || columns.keys64.present(),
                     wide ? 8 * rows : 8 * columns.keys64.size(), "", version->name));
-  GPUJOIN_RETURN_IF_ERROR(CheckLookup(*version, fields, rows));
+  GPUJOIN_ASSIGN_OR_RETURN(const std::vector<SelectedColumn> selected,
+                           ResolveSelect(*version, fields.select()));
+  GPUJOIN_ASSIGN_OR_RETURN(const uint64_t string_share,
+                           CheckLookup(*version, fields, rows, selected));
   return WithKeyWord(key_type, [&](auto word) -> absl::Status {
     using Key = typename decltype(word)::type;
     GPUJOIN_ASSIGN_OR_RETURN(engine::HostBuffer keys,
@@ -214,19 +244,23 @@ absl::Status Operations::LookupPacked(const v1::LookupRequest& fields, engine::K
     result->probes = fields.want_probes();
     GPUJOIN_ASSIGN_OR_RETURN(result->outputs, state_.backend->AllocateHostBuffer(result->bytes()));
     const engine::HostBuffer& out = result->outputs;
+    GatherTarget gather(selected, rows, string_share, &result->columns);
     GPUJOIN_RETURN_IF_ERROR(RunLookup<Key>(
         *version, fields, keys.Span<const Key>(0, rows),
         out.Span<uint32_t>(result->values_offset(), rows),
         out.Span<uint8_t>(result->found_offset(), rows),
         result->probes ? out.Span<uint32_t>(result->probes_offset(), rows) : std::span<uint32_t>(),
-        &result->statistics));
+        gather.Outputs(), &result->statistics));
+    const uint64_t gathered = gather.Finish(rows);
+    if (!selected.empty()) state_.metrics->RecordGathered(QueryOp::kLookup, gathered);
     result->index_version = version->version;
     return absl::OkStatus();
   });
 }
 
-absl::Status Operations::CheckLookup(const IndexVersion& version, const v1::LookupRequest& request,
-                                     uint64_t rows) const {
+absl::StatusOr<uint64_t> Operations::CheckLookup(const IndexVersion& version,
+                                                 const v1::LookupRequest& request, uint64_t rows,
+                                                 std::span<const SelectedColumn> selected) const {
   const uint32_t capacity = version.index->spec().capacity;
   if (request.max_probe_count() > capacity) {
     return absl::InvalidArgumentError(absl::StrCat("max_probe_count: ", request.max_probe_count(),
@@ -234,14 +268,30 @@ absl::Status Operations::CheckLookup(const IndexVersion& version, const v1::Look
                                                    " of index \"", version.name, "\""));
   }
   const bool wide = version.index->key_type() == engine::KeyType::kU64;
-  return CheckResponseSize(rows * (request.want_probes() ? 9 : 5),
-                           absl::StrCat(wide ? "keys64" : "keys", ": ", rows, " rows"));
+  const std::string what = absl::StrCat(wide ? "keys64" : "keys", ": ", rows, " rows");
+  const uint64_t fixed =
+      rows * (request.want_probes() ? 9 : 5) + GatheredFixedBytes(selected, rows);
+  GPUJOIN_RETURN_IF_ERROR(CheckResponseSize(
+      fixed,
+      selected.empty() ? what : absl::StrCat(what, " gathering ", selected.size(), " columns")));
+  const uint64_t result_limit = ResultLimit();
+  if (fixed > result_limit) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        what, " gathering ", selected.size(), " columns need ", fixed,
+        " bytes of results, above --max-result-bytes=", result_limit, "; split the batch"));
+  }
+  const size_t strings = VariableWidthCount(selected);
+  if (strings == 0) return uint64_t{0};
+  // The selected string columns share what is left of the response equally.
+  const uint64_t room = std::min(ResponseLimit(), result_limit) - fixed;
+  return std::min<uint64_t>(0x7fffffff, room / strings);
 }
 
 template <typename Key>
 absl::Status Operations::RunLookup(const IndexVersion& version, const v1::LookupRequest& request,
                                    std::span<const Key> keys, std::span<uint32_t> values,
                                    std::span<uint8_t> found, std::span<uint32_t> probes,
+                                   std::vector<engine::GatherOutput> gather,
                                    engine::QueryStatistics* stats) {
   engine::CommandGraph graph;
   engine::LookupNodeT<Key> node;
@@ -251,10 +301,25 @@ absl::Status Operations::RunLookup(const IndexVersion& version, const v1::Lookup
   node.found = found;
   node.probes = probes;
   node.statistics = stats;
+  const bool strings = std::any_of(gather.begin(), gather.end(), [](const engine::GatherOutput& g) {
+    return g.string_bytes != nullptr;
+  });
+  const uint64_t string_share = strings ? gather.front().max_string_bytes : 0;
+  node.gather = std::move(gather);
   // CheckLookup checked max_probe_count <= capacity, so it fits.
   node.max_probe_count = static_cast<uint32_t>(request.max_probe_count());
   graph.Add(std::move(node));
-  GPUJOIN_RETURN_IF_ERROR(RunGraph(graph));
+  const absl::Status run = RunGraph(graph);
+  if (run.code() == absl::StatusCode::kResourceExhausted && strings) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(run.message(),
+                     " (the selected string columns share what --max-message-bytes and "
+                     "--max-result-bytes leave of the response: ",
+                     string_share,
+                     " bytes each here; split "
+                     "the batch)"));
+  }
+  GPUJOIN_RETURN_IF_ERROR(run);
   state_.metrics->RecordQuery(version.name, QueryOp::kLookup, keys.size(), *stats);
   return absl::OkStatus();
 }
@@ -266,11 +331,13 @@ template absl::Status Operations::RunLookup<uint32_t>(const IndexVersion&, const
                                                       std::span<const uint32_t>,
                                                       std::span<uint32_t>, std::span<uint8_t>,
                                                       std::span<uint32_t>,
+                                                      std::vector<engine::GatherOutput>,
                                                       engine::QueryStatistics*);
 template absl::Status Operations::RunLookup<uint64_t>(const IndexVersion&, const v1::LookupRequest&,
                                                       std::span<const uint64_t>,
                                                       std::span<uint32_t>, std::span<uint8_t>,
                                                       std::span<uint32_t>,
+                                                      std::vector<engine::GatherOutput>,
                                                       engine::QueryStatistics*);
 
 // ------------------------------------------------------------------ join
@@ -297,14 +364,22 @@ absl::Status Operations::JoinOf(const IndexVersion& version, const v1::JoinReque
   struct BatchBuffers {
     DecodedColumn<Key> keys;
     DecodedColumn<uint32_t> left_rows;
+    bool count_only = false;
     uint64_t capacity = 0;   // requested (reported back, the truncation point)
-    uint64_t allocated = 0;  // pairs allocated: min(capacity, rows)
+    uint64_t allocated = 0;  // pairs allocated: min(capacity, rows); 0 when count-only
     engine::JoinResult result;
     std::optional<PackedOutput<uint32_t>> out_left, out_right, probes;
     std::optional<PackedOutput<uint8_t>> found;
+    std::optional<GatherTarget> gather;
   };
+  GPUJOIN_ASSIGN_OR_RETURN(const std::vector<SelectedColumn> selected,
+                           ResolveSelect(version, request.select()));
   std::vector<BatchBuffers> buffers(request.batches_size());
-  uint64_t response_bytes = 0;
+  // Host bytes of the results before any string value bytes, and the string
+  // outputs that share what --max-result-bytes leaves.
+  uint64_t result_bytes = 0;
+  uint64_t string_outputs = 0;
+  const size_t strings = VariableWidthCount(selected);
   for (int i = 0; i < request.batches_size(); ++i) {
     const v1::LeftBatch& b = request.batches(i);
     const std::string field = absl::StrCat("batches[", i, "]");
@@ -330,24 +405,42 @@ absl::Status Operations::JoinOf(const IndexVersion& version, const v1::JoinReque
     GPUJOIN_RETURN_IF_ERROR(CheckFitsU32(b.first_left_row(), field + ".first_left_row"));
     if (!buf.left_rows.present()) {
       // Generated left row IDs never wrap past 2^32 (nor reach 0xffffffff).
-      GPUJOIN_RETURN_IF_ERROR(CheckGeneratedValues(
-          b.first_left_row(), buf.keys.size(), field + ".first_left_row",
-          absl::StrCat("the left row ID of the last row of ", field)));
+      GPUJOIN_RETURN_IF_ERROR(
+          CheckGeneratedValues(b.first_left_row(), buf.keys.size(), field + ".first_left_row",
+                               absl::StrCat("the left row ID of the last row of ", field)));
     }
-    buf.capacity = b.capacity() == 0 ? buf.keys.size() : b.capacity();
-    // Each left row matches at most once (many-to-one), so no more pairs than
-    // rows are ever written: a large capacity costs nothing beyond them.
-    buf.allocated = std::min<uint64_t>(buf.capacity, buf.keys.size());
-    response_bytes += buf.allocated * 8 +
-                      buf.keys.size() * ((b.want_found() ? 1 : 0) + (b.want_probes() ? 4 : 0));
-    if (buf.capacity > (uint64_t{1} << 31)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, ".capacity: ", buf.capacity, " pairs is more than 2^31"));
+    buf.count_only = b.count_only();
+    if (!buf.count_only) {
+      buf.capacity = b.capacity() == 0 ? buf.keys.size() : b.capacity();
+      if (buf.capacity > (uint64_t{1} << 31)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(field, ".capacity: ", buf.capacity, " pairs is more than 2^31"));
+      }
+      // Each left row matches at most once (many-to-one), so no more pairs than
+      // rows are ever written: a large capacity costs nothing beyond them.
+      buf.allocated = std::min<uint64_t>(buf.capacity, buf.keys.size());
     }
+    // Found and probes travel in the batch's first response message, whole.
+    const uint64_t head = buf.keys.size() * ((b.want_found() ? 1 : 0) + (b.want_probes() ? 4 : 0));
+    GPUJOIN_RETURN_IF_ERROR(CheckResponseSize(
+        head, absl::StrCat(field, ": found and probes of ", buf.keys.size(), " rows")));
+    result_bytes += head + buf.allocated * 8 + GatheredFixedBytes(selected, buf.allocated);
+    if (buf.allocated != 0) string_outputs += strings;
   }
-  GPUJOIN_RETURN_IF_ERROR(CheckResponseSize(
-      response_bytes,
-      absl::StrCat("batches: ", request.batches_size(), " batches (pair capacities)")));
+  const uint64_t result_limit = ResultLimit();
+  if (result_bytes > result_limit) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "batches: the results of ", request.batches_size(), " batches (pair capacities",
+        selected.empty() ? "" : absl::StrCat(" and ", selected.size(), " gathered columns"),
+        ") need ", result_bytes, " bytes, above --max-result-bytes=", result_limit,
+        "; lower the capacities (count_only sizes them), select fewer columns or split the "
+        "request"));
+  }
+  // The string outputs share what is left equally.
+  const uint64_t string_share =
+      string_outputs == 0
+          ? 0
+          : std::min<uint64_t>(0x7fffffff, (result_limit - result_bytes) / string_outputs);
 
   engine::CommandGraph graph;
   engine::JoinNodeT<Key> node;
@@ -357,6 +450,7 @@ absl::Status Operations::JoinOf(const IndexVersion& version, const v1::JoinReque
     const v1::LeftBatch& b = request.batches(i);
     BatchBuffers& buf = buffers[i];
     v1::JoinBatchResult* r = response->add_results();
+    r->set_batch(static_cast<uint64_t>(i));
     buf.out_left.emplace(r->mutable_left_rows(), buf.allocated);
     buf.out_right.emplace(r->mutable_right_rows(), buf.allocated);
     engine::JoinBatchT<Key> jb;
@@ -374,12 +468,28 @@ absl::Status Operations::JoinOf(const IndexVersion& version, const v1::JoinReque
       buf.probes.emplace(r->mutable_probes(), buf.keys.size());
       jb.probes = buf.probes->span();
     }
+    if (!buf.count_only && !selected.empty()) {
+      buf.gather.emplace(selected, buf.allocated, string_share, r->mutable_columns());
+      jb.gather = buf.gather->Outputs();
+    }
     node.batches.push_back(std::move(jb));
   }
   graph.Add(std::move(node));
-  GPUJOIN_RETURN_IF_ERROR(RunGraph(graph));
+  const absl::Status run = RunGraph(graph);
+  if (run.code() == absl::StatusCode::kResourceExhausted && string_outputs != 0) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(run.message(),
+                     " (the batches' selected string columns share what --max-result-bytes "
+                     "leaves of the results: ",
+                     string_share,
+                     " bytes each here; lower the capacities or "
+                     "split the request)"));
+  }
+  GPUJOIN_RETURN_IF_ERROR(run);
 
   response->set_index_version(version.version);
+  const bool build_overflowed = version.index->build_statistics().overflow_rows != 0;
+  uint64_t gathered = 0;
   for (int i = 0; i < request.batches_size(); ++i) {
     BatchBuffers& buf = buffers[i];
     v1::JoinBatchResult* r = response->mutable_results(i);
@@ -388,14 +498,18 @@ absl::Status Operations::JoinOf(const IndexVersion& version, const v1::JoinReque
     buf.out_right->Finish(kept);
     if (buf.found) buf.found->Finish();
     if (buf.probes) buf.probes->Finish();
+    if (buf.gather) gathered += buf.gather->Finish(kept);
     r->set_count(buf.result.count);
     r->set_capacity(buf.capacity);
-    r->set_overflow(buf.result.overflow);
+    // Count-only: no pairs were asked for, so only a lossy build makes the count short.
+    const bool overflow = buf.count_only ? build_overflowed : buf.result.overflow;
+    r->set_overflow(overflow);
     FillQueryStatistics(buf.result.statistics, r->mutable_statistics());
     state_.metrics->RecordQuery(version.name, QueryOp::kJoin, buf.keys.size(),
                                 buf.result.statistics);
-    state_.metrics->RecordJoinBatch(version.name, buf.result.count, buf.result.overflow);
+    state_.metrics->RecordJoinBatch(version.name, buf.result.count, overflow);
   }
+  if (!selected.empty()) state_.metrics->RecordGathered(QueryOp::kJoin, gathered);
   return absl::OkStatus();
 }
 
@@ -716,6 +830,7 @@ absl::Status Operations::GetServerInfo(bool serving, v1::GetServerInfoResponse* 
   response->set_max_build_staged_bytes(state_.config.max_build_staged_bytes);
   response->set_staged_bytes(state_.staging == nullptr ? 0 : state_.staging->used_bytes());
   response->set_max_streams_per_connection(state_.config.max_streams_per_connection);
+  response->set_max_result_bytes(ResultLimit());
   response->set_index_count(static_cast<uint32_t>(state_.registry->size()));
   response->set_serving(serving);
   return absl::OkStatus();
@@ -742,17 +857,28 @@ absl::Status BuildSession::ReserveFor(uint32_t capacity, const engine::BuildShap
   const engine::HashIndexSpec spec = EngineSpec(capacity);
   GPUJOIN_RETURN_IF_ERROR(Prefixed(spec.Validate(), "spec: "));
   const engine::Backend& backend = *ops_->state_.backend;
+  const std::vector<engine::PayloadShape> payload_shapes = payload_.Shapes();
   const uint64_t table = backend.IndexBytes(spec);
-  const uint64_t transient = shape == nullptr ? 0 : backend.BuildTransientBytes(spec, *shape);
-  const uint64_t need = table + transient + staged_bytes_;
+  const uint64_t payload = payload_shapes.empty() ? 0 : backend.PayloadBytes(spec, payload_shapes);
+  uint64_t transient = 0;
+  if (shape != nullptr) {
+    engine::BuildShape with_payload = *shape;
+    with_payload.payload = payload_shapes;
+    transient = backend.BuildTransientBytes(spec, with_payload);
+  }
+  const uint64_t need = table + payload + transient + staged_bytes_;
   if (reserved_ && grow_only && need <= reservation_.bytes()) return absl::OkStatus();
+  const std::string payload_part =
+      payload_shapes.empty()
+          ? std::string()
+          : absl::StrCat(" + ", payload, " bytes for ", payload_shapes.size(), " payload columns");
   const std::string what =
       shape == nullptr
-          ? absl::StrCat("index \"", name_, "\" (capacity ", capacity, ": ", table,
-                         " table bytes; the build's transient bytes are reserved once its rows "
-                         "are known)")
-          : absl::StrCat("index \"", name_, "\" (capacity ", capacity, ": ", table,
-                         " table bytes + ", transient, " transient bytes for the build of ",
+          ? absl::StrCat("index \"", name_, "\" (capacity ", capacity, ": ", table, " table bytes",
+                         payload_part,
+                         "; the build's transient bytes are reserved once its rows are known)")
+          : absl::StrCat("index \"", name_, "\" (capacity ", capacity, ": ", table, " table bytes",
+                         payload_part, " + ", transient, " transient bytes for the build of ",
                          shape->rows, " rows + ", staged_bytes_, " bytes of staged input)");
   if (reserved_) {
     GPUJOIN_RETURN_IF_ERROR(reservation_.Resize(need, what));
@@ -763,8 +889,7 @@ absl::Status BuildSession::ReserveFor(uint32_t capacity, const engine::BuildShap
   return absl::OkStatus();
 }
 
-absl::Status BuildSession::Stage(uint64_t bytes, uint64_t rows, bool validity,
-                                 const std::string& field) {
+absl::Status BuildSession::CountStaged(uint64_t bytes, const std::string& field) {
   const ServerConfig& config = ops_->state_.config;
   const uint64_t staged = staged_bytes_ + bytes;
   if (config.max_build_staged_bytes != 0 && staged > config.max_build_staged_bytes) {
@@ -783,8 +908,12 @@ absl::Status BuildSession::Stage(uint64_t bytes, uint64_t rows, bool validity,
     GPUJOIN_RETURN_IF_ERROR(staging_.Resize(staged, what));
   }
   staged_bytes_ = staged;
-  // The index budget: the table for these rows, the transient memory of their
-  // build and the staged bytes, so a build that cannot fit stops here.
+  return absl::OkStatus();
+}
+
+absl::Status BuildSession::ReserveRows(uint64_t rows, bool validity, const std::string& field) {
+  // The index budget: the table and payload for these rows, the transient memory
+  // of their build and the staged bytes, so a build that cannot fit stops here.
   auto capacity = CapacityFor(rows);
   if (!capacity.ok()) return Prefixed(capacity.status(), field + ": ");
   engine::BuildShape shape;
@@ -811,6 +940,7 @@ absl::Status BuildSession::AddSpec(const v1::IndexSpec& spec) {
   GPUJOIN_ASSIGN_OR_RETURN(key_type_, FromWireKeyType(spec.key_type(), "spec.key_type"));
   WithKeyWord(key_type_,
               [this](auto word) { keys_.emplace<KeyChunks<typename decltype(word)::type>>(); });
+  GPUJOIN_RETURN_IF_ERROR(payload_.Declare(spec.payload()));
   if (spec.explicit_values() && spec.batch_mode()) {
     return absl::InvalidArgumentError(
         "spec.explicit_values: cannot be combined with spec.batch_mode (batch values are row IDs)");
@@ -866,9 +996,15 @@ absl::Status BuildSession::AddChunkOf(std::unique_ptr<v1::BuildChunk> chunk,
                                       KeyColumns& key_columns) {
   const std::string field = absl::StrCat("chunks[", chunks_.size(), "]");
   const bool batch = spec_.batch_mode();
-  GPUJOIN_ASSIGN_OR_RETURN(DecodedColumn<Key> keys,
-                           TakeKeys<Key>(key_columns, field + ".", name_,
-                                         batch ? Presence::kRequired : Presence::kOptional));
+  // The payload leaves the message: its rows are copied into the staged columns,
+  // so that the message kept (and counted) holds the keys only.
+  google::protobuf::RepeatedPtrField<v1::Column> payload;
+  payload.Swap(chunk->mutable_payload());
+  // A batch chunk needs keys unless it carries payload only.
+  GPUJOIN_ASSIGN_OR_RETURN(
+      DecodedColumn<Key> keys,
+      TakeKeys<Key>(key_columns, field + ".", name_,
+                    batch && payload.empty() ? Presence::kRequired : Presence::kOptional));
   GPUJOIN_ASSIGN_OR_RETURN(auto values, DecodeU32Column(chunk->has_values(), chunk->values(),
                                                         field + ".values", Presence::kOptional));
   GPUJOIN_ASSIGN_OR_RETURN(
@@ -905,11 +1041,15 @@ absl::Status BuildSession::AddChunkOf(std::unique_ptr<v1::BuildChunk> chunk,
         spec_.first_value(), key_rows_ + keys.size(), "spec.first_value",
         absl::StrCat("the value of global row ", key_rows_ + keys.size() - 1, ", in ", field)));
   }
-  const uint64_t bytes =
-      chunk->SpaceUsedLong() + keys.owned_bytes() + values.owned_bytes() + validity.owned_bytes();
+  GPUJOIN_ASSIGN_OR_RETURN(const PayloadStaging::Chunk payload_parts,
+                           payload_.Validate(payload, field, kMaxBuildRows));
+  const uint64_t bytes = chunk->SpaceUsedLong() + keys.owned_bytes() + values.owned_bytes() +
+                         validity.owned_bytes() + payload_.GrowthBytes(payload_parts);
   if (keys.size() != 0) ++nonempty_chunks_;
   any_validity_ = any_validity_ || validity.present();
-  GPUJOIN_RETURN_IF_ERROR(Stage(bytes, key_rows_ + keys.size(), any_validity_, field));
+  GPUJOIN_RETURN_IF_ERROR(CountStaged(bytes, field));
+  payload_.Append(payload_parts);
+  GPUJOIN_RETURN_IF_ERROR(ReserveRows(key_rows_ + keys.size(), any_validity_, field));
   key_rows_ += keys.size();
   value_rows_ += values.size();
   std::get<KeyChunks<Key>>(keys_).push_back(std::move(keys));
@@ -925,6 +1065,7 @@ void BuildSession::Release() {
   values_.clear();
   validity_.clear();
   chunks_.clear();
+  payload_.Clear();
   staging_.Release();
   staged_bytes_ = 0;
   reservation_.Release();
@@ -960,6 +1101,7 @@ absl::StatusOr<std::shared_ptr<const IndexVersion>> BuildSession::Finish(
     return absl::InvalidArgumentError(
         absl::StrCat("values: ", value_rows_, " rows in total but keys has ", key_rows_));
   }
+  GPUJOIN_RETURN_IF_ERROR(payload_.CheckRows(key_rows_));
   double seconds = 0;
   GPUJOIN_ASSIGN_OR_RETURN(std::unique_ptr<engine::HashIndex> index,
                            WithKeyWord(key_type_, [&](auto word) {
@@ -976,6 +1118,7 @@ absl::StatusOr<std::shared_ptr<const IndexVersion>> BuildSession::Finish(
   version->first_value = static_cast<uint32_t>(spec_.first_value());
   version->explicit_values = spec_.explicit_values();
   version->batch_mode = spec_.batch_mode();
+  version->payload_names = payload_.Names();
   version->build_seconds = seconds;
   version->built_unix_millis = std::chrono::duration_cast<std::chrono::milliseconds>(
                                    std::chrono::system_clock::now().time_since_epoch())
@@ -993,6 +1136,7 @@ absl::StatusOr<std::shared_ptr<const IndexVersion>> BuildSession::Finish(
   values_.clear();
   validity_.clear();
   chunks_.clear();
+  payload_.Clear();
   staging_.Release();
   staged_bytes_ = 0;
   return installed;
@@ -1013,6 +1157,7 @@ absl::StatusOr<std::unique_ptr<engine::HashIndex>> BuildSession::BuildOf(double*
       batch_node->chunks.push_back(
           engine::BatchChunkT<Key>{keys[i].span(), row_bases_[i], validity_[i].span()});
     }
+    batch_node->payload = payload_.Views();
   } else {
     plain_node.emplace();
     plain_node->statistics = &stats;
@@ -1026,6 +1171,7 @@ absl::StatusOr<std::unique_ptr<engine::HashIndex>> BuildSession::BuildOf(double*
         if (v.size() != 0) plain_node->values->push_back(v.span());
       }
     }
+    plain_node->payload = payload_.Views();
   }
   const engine::BuildShape shape =
       batch_node ? engine::BuildShapeOf(*batch_node) : engine::BuildShapeOf(*plain_node);

@@ -76,7 +76,26 @@ uint64_t LookupTraits::Rows(const Request& r) {
 }
 
 absl::Status JoinTraits::Process(Operations& ops, const Request& r, Response* out, Partial*) {
-  return ops.Join(r, out);
+  GPUJOIN_RETURN_IF_ERROR(ops.Join(r, &out->message));
+  GPUJOIN_ASSIGN_OR_RETURN(JoinParts parts, JoinParts::Plan(std::move(out->message),
+                                                            ops.state().config.max_message_bytes));
+  out->parts.emplace(std::move(parts));
+  out->next = 0;
+  return absl::OkStatus();
+}
+
+void JoinTraits::SetBatchError(Response* out, const absl::Status& status) {
+  out->parts.reset();
+  out->next = 0;
+  ProtoWire<v1::JoinRequest, v1::JoinResponse>::SetBatchError(&out->message, status);
+}
+
+grpc::ByteBuffer* JoinTraits::Seal(const Request& r, Response* out, grpc::ByteBuffer* wire) {
+  wire->Clear();
+  if (!out->parts)
+    return ProtoWire<v1::JoinRequest, v1::JoinResponse>::Seal(r, &out->message, wire);
+  v1::JoinResponse message = out->parts->Message(out->next++);
+  return ProtoWire<v1::JoinRequest, v1::JoinResponse>::Seal(r, &message, wire);
 }
 
 uint64_t JoinTraits::Rows(const Request& r) {

@@ -12,7 +12,10 @@
 //   Admit(request)                  in read order, on the reactor thread
 //   Complete(request, out, partial) in write order, before the write
 //   static Decode(wire, request)    parses a received message; false: unparseable
-//   static Seal(request, out, wire) stamps and serialises a response for writing
+//   static Seal(request, out, wire) stamps and serialises the next response message
+//                                   for writing
+//   static More(out)                after Seal: another message of this batch's
+//                                   response follows (Join continuation)
 //   static Process, SetBatchError, Rows
 //   static kMayInline, InlineCost   whether and up to which work bound a batch
 //                                   may run on the gRPC thread (CPU backend)
@@ -30,6 +33,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "gpujoin/server/join_parts.hpp"
 #include "gpujoin/server/lookup_wire.hpp"
 #include "gpujoin/server/operations.hpp"
 #include "gpujoin/v1/gpujoin.grpc.pb.h"
@@ -84,6 +88,8 @@ struct ProtoWire {
     }
     return wire;
   }
+  /// One message per response.
+  static bool More(const ResponseT&) { return false; }
 };
 
 /// Defaults for RPCs whose batches are independent: no per-stream state, nothing
@@ -139,10 +145,23 @@ struct LookupTraits : StatelessTraits<LookupWireRequest, LookupWireResponse> {
   static uint64_t InlineCost(const Request& r) { return Rows(r); }
 };
 
-struct JoinTraits : StatelessTraits<v1::JoinRequest, v1::JoinResponse> {
+/// A Join response: the whole result, then the messages it is sent as
+/// (join_parts.hpp), written one after the other before the next batch's.
+struct JoinWireResponse {
+  v1::JoinResponse message;        // the whole result, or an in-band error
+  std::optional<JoinParts> parts;  // the planned messages, after a successful Process
+  size_t next = 0;                 // the next message of `parts` to seal
+};
+
+struct JoinTraits : StatelessTraits<v1::JoinRequest, JoinWireResponse> {
   using StatelessTraits::StatelessTraits;
   static constexpr std::string_view kRpc = "Join";
+  /// Runs the join and plans its messages (on the executor).
   static absl::Status Process(Operations& ops, const Request& r, Response* out, Partial*);
+  static void SetBatchError(Response* out, const absl::Status& status);
+  /// Serialises the next message of the response into `wire`.
+  static grpc::ByteBuffer* Seal(const Request& r, Response* out, grpc::ByteBuffer* wire);
+  static bool More(const Response& out) { return out.parts && out.next < out.parts->size(); }
   static uint64_t Rows(const Request& r);
   static constexpr bool kMayInline = true;
   /// Rows probed (the pairs allocated never exceed them).

@@ -1,12 +1,12 @@
 #include "gpujoin/server/server.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <sstream>
 #include <thread>
-
-#include <unistd.h>
 
 #include "absl/strings/str_cat.h"
 #include "gpujoin/engine/backend.hpp"
@@ -135,11 +135,16 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerConfig& config
       resolved.max_build_staged_bytes > resolved.max_staged_bytes) {
     resolved.max_build_staged_bytes = resolved.max_staged_bytes;
   }
+  if (resolved.max_result_bytes == 0) {
+    resolved.max_result_bytes = std::min(PhysicalMemoryBytes() / 8, kDefaultMaxResultBytes);
+  }
   s.staging = std::make_unique<MemoryBudget>(resolved.max_staged_bytes, "build staging budget",
                                              "--max-staged-bytes");
-  LogInfo(absl::StrCat("memory budget ", limit, " bytes; build input staged in host memory: ",
-                       resolved.max_staged_bytes, " bytes in all, ",
-                       resolved.max_build_staged_bytes, " per build"));
+  LogInfo(absl::StrCat("memory budget ", limit,
+                       " bytes; build input staged in host memory: ", resolved.max_staged_bytes,
+                       " bytes in all, ", resolved.max_build_staged_bytes,
+                       " per build; results of one request: ", resolved.max_result_bytes,
+                       " bytes"));
 
   if (!config.auth_token_file.empty()) {
     auto token = ReadTokenFile(config.auth_token_file);

@@ -30,6 +30,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     Response response;
     typename Traits::Partial partial;
     bool ok = false;
+    bool more = false;  // the response has a further message after the one being written
     Clock::time_point start;
   };
 
@@ -123,9 +124,15 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     {
       std::lock_guard<std::mutex> lock(mu_);
       write_in_flight_ = false;
-      writing_.reset();
-      --unanswered_;
       if (!ok) write_failed_ = true;
+      if (ok && writing_->more) {
+        // The batch's next message goes out before any other batch's; the batch
+        // stays unanswered (it holds its place in the window) until its last.
+        continue_writing_ = true;
+      } else {
+        writing_.reset();
+        --unanswered_;
+      }
     }
     Drive();
   }
@@ -222,8 +229,11 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
           if (act.read != nullptr) this->StartRead(act.read);
           if (act.write != nullptr) {
             // Serialising outside the lock, as gRPC's typed API would in StartWrite.
-            this->StartWrite(
-                Traits::Seal(act.write->request, &act.write->response, &act.write->sent));
+            grpc::ByteBuffer* wire =
+                Traits::Seal(act.write->request, &act.write->response, &act.write->sent);
+            // Read by OnWriteDone, which gRPC runs after this write completes.
+            act.write->more = Traits::More(act.write->response);
+            this->StartWrite(wire);
           }
           if (!act.finish) return true;
           LogDebug(absl::StrCat(std::string(Traits::kRpc), " stream finishing: code ",
@@ -243,7 +253,11 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
       return act;
     }
     const bool stopped = cancelled_.load() || write_failed_;
-    if (!stopped && !write_in_flight_) {
+    if (!stopped && !write_in_flight_ && continue_writing_) {
+      continue_writing_ = false;
+      write_in_flight_ = true;
+      act.write = writing_.get();
+    } else if (!stopped && !write_in_flight_) {
       auto it = ready_.find(next_write_seq_);
       if (it != ready_.end()) {
         writing_ = std::move(it->second);
@@ -308,12 +322,13 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   int tasks_ = 0;            // executor tasks that still reference this reactor
   bool read_in_flight_ = false;
   bool write_in_flight_ = false;
+  bool continue_writing_ = false;  // writing_'s next message is due (Traits::More)
   bool reads_done_ = false;
   bool write_failed_ = false;
   bool draining_ = false;
   bool finished_ = false;
   SingleDriver driver_;
-  std::optional<grpc::Status> rejected_;     // auth, drain or admission refusal at the start
+  std::optional<grpc::Status> rejected_;  // auth, drain or admission refusal at the start
   bool counted_ = false;  // one of --max-streams-per-connection on peer_, given back in OnDone
   std::string peer_;
   std::optional<grpc::Status> unparseable_;  // the status when a message did not parse

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "gpujoin/engine/column.hpp"
 #include "gpujoin/engine/types.hpp"
 #include "gpujoin/v1/gpujoin.pb.h"
 
@@ -142,6 +143,33 @@ absl::StatusOr<KeyColumns> DecodeKeyColumns(const Message& message, std::string_
   c.keys64 = *std::move(keys64);
   return c;
 }
+
+/// The wire enum of an engine column type (engine type i is wire type i + 1).
+v1::ColumnType ToWireColumnType(engine::ColumnType type);
+
+/// The engine column type of a wire enum value; INVALID_ARGUMENT naming `field`
+/// for COLUMN_TYPE_UNSPECIFIED and values that are not column types.
+absl::StatusOr<engine::ColumnType> FromWireColumnType(int type, std::string_view field);
+
+/// "COLUMN_TYPE_INT64", ... (the number for values outside the enum).
+std::string WireColumnTypeName(int type);
+
+/// Copies bits [src_bit, src_bit + bits) of the LSB-first bitmap `src` to bits
+/// [dst_bit, dst_bit + bits) of `dst`, keeping dst's other bits. Both ranges must
+/// lie inside their buffers' bytes.
+void CopyBits(const uint8_t* src, uint64_t src_bit, uint8_t* dst, uint64_t dst_bit, uint64_t bits);
+
+/// Bits [first, first + bits) of `bitmap` as a bitmap of its own (bit 0 = bit
+/// `first`), BitmapBytes(bits) bytes with the bits past `bits` zero.
+std::string SliceBits(std::string_view bitmap, uint64_t first, uint64_t bits);
+
+/// Number of zero bits among the first `bits` bits of `bitmap` (null rows of a validity bitmap).
+uint64_t CountZeroBits(const uint8_t* bitmap, uint64_t bits);
+
+/// The position of the first byte of `text` where it stops being valid UTF-8
+/// (RFC 3629: no overlong forms, surrogates or code points above U+10FFFF), or
+/// std::string_view::npos when all of it is valid.
+size_t FindInvalidUtf8(std::string_view text);
 
 /// Borrows or copies `bytes` as an array of T (little-endian). INVALID_ARGUMENT naming
 /// `field` when the length is not a multiple of sizeof(T).

@@ -14,6 +14,10 @@
 
 namespace gpujoin::server {
 
+/// The default --max-result-bytes cap (the resolved default is the smaller of
+/// this and an eighth of the host's physical memory).
+inline constexpr uint64_t kDefaultMaxResultBytes = uint64_t{4} << 30;
+
 /// Largest accepted --inline-batch-rows: bigger batches would hold a gRPC thread
 /// for milliseconds.
 inline constexpr int64_t kMaxInlineBatchRows = int64_t{1} << 16;
@@ -33,12 +37,12 @@ struct ServerConfig {
   uint64_t device_memory_limit = 0;
   /// Largest gRPC message accepted or sent, in bytes.
   uint64_t max_message_bytes = 256ull << 20;
-  std::string tls_cert;         ///< PEM certificate chain file (with tls_key: serve TLS)
-  std::string tls_key;          ///< PEM private key file
+  std::string tls_cert;  ///< PEM certificate chain file (with tls_key: serve TLS)
+  std::string tls_key;   ///< PEM private key file
   /// PEM CA certificate(s); with tls_cert, clients must present a certificate
   /// they signed (mutual TLS). Empty = clients are not asked for one.
   std::string tls_client_ca;
-  std::string auth_token_file;  ///< file holding the bearer token; empty = no auth
+  std::string auth_token_file;             ///< file holding the bearer token; empty = no auth
   AuthScope auth_scope = AuthScope::kRpc;  ///< what the token protects (with auth_token_file)
   LogLevel log_level = LogLevel::kInfo;
   /// Batches of one stream being processed at once; further reads wait (flow control).
@@ -68,6 +72,12 @@ struct ServerConfig {
   uint64_t max_staged_bytes = 0;
   /// Build input one build may hold; 0 = max_staged_bytes.
   uint64_t max_build_staged_bytes = 0;
+  /// Host bytes one Lookup batch or Join request may hold as results before they
+  /// are sent (pairs, found, probes and gathered payload columns); above it
+  /// RESOURCE_EXHAUSTED naming --max-result-bytes. 0 = the smaller of an eighth of
+  /// the host's physical memory and 4 GiB (resolved by Server::Start; Operations
+  /// reads an unresolved 0 as 4 GiB).
+  uint64_t max_result_bytes = 0;
   /// Streaming calls (BuildIndex, Lookup, Join, Aggregate, Hash) open at once on
   /// one client connection (RESOURCE_EXHAUSTED beyond).
   uint32_t max_streams_per_connection = 64;

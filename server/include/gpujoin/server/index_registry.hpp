@@ -27,6 +27,8 @@ struct IndexVersion {
   bool batch_mode = false;
   double build_seconds = 0;
   int64_t built_unix_millis = 0;
+  /// The payload column names (IndexSpec.payload), aligned with index->payload().
+  std::vector<std::string> payload_names;
   /// The budget share of the table; released when the version is destroyed.
   MemoryBudget::Reservation reservation;
 };
@@ -50,7 +52,7 @@ class IndexRegistry {
   /// the previous version, which is returned (nullptr when there was none). When
   /// `replace` is false and the name is live: ALREADY_EXISTS and nothing changes.
   absl::StatusOr<std::shared_ptr<const IndexVersion>> Install(std::shared_ptr<IndexVersion> version,
-                                                             bool replace);
+                                                              bool replace);
 
   /// Removes `name` and returns its version (NOT_FOUND when not live).
   absl::StatusOr<std::shared_ptr<const IndexVersion>> Remove(const std::string& name);

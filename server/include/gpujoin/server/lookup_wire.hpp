@@ -67,6 +67,8 @@ struct PackedLookupResult {
   bool probes = false;
   uint64_t index_version = 0;
   engine::QueryStatistics statistics;
+  /// The gathered payload columns (LookupResponse.columns), in select order.
+  google::protobuf::RepeatedPtrField<v1::Column> columns;
 
   /// Byte offsets of the three outputs in `outputs`.
   size_t values_offset() const { return 0; }
@@ -77,9 +79,10 @@ struct PackedLookupResult {
 };
 
 /// Serialises the LookupResponse {batch_id, index_version, values, found, probes,
-/// statistics} of `result` into a byte buffer whose column slices reference the
-/// output host buffer (kept alive by the slices until gRPC releases them). The
-/// bytes equal protobuf's serialisation of the same message.
+/// statistics, columns} of `result` into a byte buffer whose column slices
+/// reference the output host buffer and the gathered columns' bytes (kept alive
+/// by the slices until gRPC releases them). The bytes equal protobuf's
+/// serialisation of the same message.
 grpc::ByteBuffer SerializeLookupResponse(uint64_t batch_id, PackedLookupResult result);
 
 }  // namespace gpujoin::server

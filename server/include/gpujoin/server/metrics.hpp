@@ -109,6 +109,9 @@ class Metrics {
                    const engine::QueryStatistics& stats);
   /// One join batch: `pairs` matching pairs (before truncation), overflow flag.
   void RecordJoinBatch(const std::string& name, uint64_t pairs, bool overflow);
+  /// gpujoin_gathered_bytes_total{rpc="lookup"|"join"} += `bytes`: payload bytes
+  /// (values, bitmaps, string offsets and bytes) gathered into one response.
+  void RecordGathered(QueryOp op, uint64_t bytes);
 
   /// gpujoin_rpc_duration_seconds / batches / rows for one unary call or one batch.
   /// `rows` are the rows accepted: 0 for a rejected call or batch (never the rows
@@ -161,6 +164,8 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* join_overflow_;
   prometheus::Family<prometheus::Gauge>* index_info_;
   std::map<std::string, IndexSeries> indexes_;
+  prometheus::Counter* gathered_lookup_;  // gpujoin_gathered_bytes_total{rpc="lookup"}
+  prometheus::Counter* gathered_join_;    // ... {rpc="join"}
 
   // Per RPC.
   prometheus::Family<prometheus::Histogram>* rpc_duration_;

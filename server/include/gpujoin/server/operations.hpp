@@ -21,10 +21,12 @@
 #include "gpujoin/engine/backend.hpp"
 #include "gpujoin/server/column_codec.hpp"
 #include "gpujoin/server/config.hpp"
+#include "gpujoin/server/gather.hpp"
 #include "gpujoin/server/index_registry.hpp"
 #include "gpujoin/server/lookup_wire.hpp"
 #include "gpujoin/server/memory_budget.hpp"
 #include "gpujoin/server/metrics.hpp"
+#include "gpujoin/server/payload_staging.hpp"
 #include "gpujoin/v1/gpujoin.pb.h"
 
 namespace gpujoin::server {
@@ -77,22 +79,28 @@ class BuildSession {
   explicit BuildSession(Operations* ops) : ops_(ops) {}
 
   /// Takes the next message: the spec first, then chunks. Validates it (names and
-  /// sizes), and for a spec whose capacity is known reserves the budget already
-  /// (the table; with expected_rows also the build's expected transient memory),
-  /// so oversized or create-only conflicts fail before any data is sent. Each
-  /// chunk is counted from its arrival: its bytes against --max-build-staged-bytes
-  /// and the host staging budget (--max-staged-bytes), and the reservation in the
-  /// memory budget grows to the table for the rows so far (an auto-sized build is
-  /// sized from them), the transient memory of a build of those rows, and the
-  /// staged bytes; RESOURCE_EXHAUSTED at the first chunk that does not fit.
+  /// sizes, the payload declaration and every payload chunk: PayloadStaging), and
+  /// for a spec whose capacity is known reserves the budget already (the table
+  /// and its fixed-width payload; with expected_rows also the build's expected
+  /// transient memory), so oversized or create-only conflicts fail before any
+  /// data is sent. Each chunk is counted from its arrival: its bytes (the message
+  /// without its payload, decoded copies, and the growth of the staged payload
+  /// columns its payload is copied into) against --max-build-staged-bytes and the
+  /// host staging budget (--max-staged-bytes), and the reservation in the memory
+  /// budget grows to the table and payload for the rows so far (an auto-sized
+  /// build is sized from them), the transient memory of a build of those rows,
+  /// and the staged bytes; RESOURCE_EXHAUSTED at the first chunk that does not fit.
   absl::Status Add(v1::BuildIndexRequest&& message);
 
   /// Builds the index from everything added and installs it atomically under its
-  /// name. Before the build the reservation grows to the table plus the build's
-  /// transient memory (Backend::BuildTransientBytes; RESOURCE_EXHAUSTED naming
-  /// needed, used and budget bytes when that does not fit), and shrinks to the
-  /// table once the build is done. When `cancelled` is true after the build, nothing is installed
-  /// (CANCELLED). The old version, if any, stays live on every error.
+  /// name (table and payload together). Every payload column must have as many
+  /// rows as the keys (INVALID_ARGUMENT naming the column otherwise). Before the
+  /// build the reservation grows to the table, the payload (Backend::PayloadBytes)
+  /// and the build's transient memory (Backend::BuildTransientBytes, payload
+  /// included; RESOURCE_EXHAUSTED naming needed, used and budget bytes when that
+  /// does not fit), and shrinks to what the index holds once the build is done. When `cancelled` is
+  /// true after the build, nothing is installed (CANCELLED). The old version, if any, stays live on
+  /// every error.
   absl::StatusOr<std::shared_ptr<const IndexVersion>> Finish(const std::atomic<bool>& cancelled);
 
   /// As above; `cancelled()` is asked once, after the engine build and right before
@@ -127,14 +135,17 @@ class BuildSession {
   template <typename Key>
   absl::StatusOr<std::unique_ptr<engine::HashIndex>> BuildOf(double* seconds);
   /// Reserves (or resizes the reservation to) the table bytes of an index of
-  /// `capacity` slots, plus, when `shape` is given, the transient bytes of a build
-  /// of that shape, plus the staged input bytes. `grow_only`: keep a larger
+  /// `capacity` slots and its payload as staged so far, plus, when `shape` is
+  /// given, the transient bytes of a build of that shape (its payload set to the
+  /// staged columns'), plus the staged input bytes. `grow_only`: keep a larger
   /// reservation (one made for spec.expected_rows). RESOURCE_EXHAUSTED naming
   /// needed, used and budget bytes.
   absl::Status ReserveFor(uint32_t capacity, const engine::BuildShape* shape, bool grow_only);
-  /// Counts a chunk of `bytes` in memory (`field` names it) that brings the build to
-  /// `rows` key rows, before it is kept.
-  absl::Status Stage(uint64_t bytes, uint64_t rows, bool validity, const std::string& field);
+  /// Counts `bytes` more of staged input (`field` names the chunk) against
+  /// --max-build-staged-bytes and the host staging budget, before they are kept.
+  absl::Status CountStaged(uint64_t bytes, const std::string& field);
+  /// Grows the memory budget reservation for a build of `rows` key rows (see Add).
+  absl::Status ReserveRows(uint64_t rows, bool validity, const std::string& field);
   /// The capacity the index gets for `rows` key rows: the spec's, or sized from
   /// spec.expected_rows, or from `rows` at the target load factor.
   absl::StatusOr<uint32_t> CapacityFor(uint64_t rows) const;
@@ -159,6 +170,7 @@ class BuildSession {
   std::vector<uint32_t> row_bases_;
   uint64_t key_rows_ = 0;
   uint64_t value_rows_ = 0;
+  PayloadStaging payload_;  // spec.payload and the rows staged for it
 };
 
 class Operations {
@@ -179,7 +191,10 @@ class Operations {
   absl::Status LookupPacked(const v1::LookupRequest& fields, engine::KeyType key_type,
                             uint64_t rows, const std::function<void(uint8_t*)>& copy_keys,
                             PackedLookupResult* result);
-  /// One Join request (one or several left batches).
+  /// One Join request (one or several left batches), its whole result in
+  /// `response` (JoinBatchResult.batch set), which may exceed --max-message-bytes:
+  /// JoinParts cuts it into messages. Its host bytes (pairs, found, probes,
+  /// gathered columns) are bounded by --max-result-bytes (RESOURCE_EXHAUSTED).
   absl::Status Join(const v1::JoinRequest& request, v1::JoinResponse* response);
   /// One Aggregate batch: this batch's result into `response` and `partial`
   /// (accumulation happens in AggregateStream::Complete, in stream order).
@@ -209,19 +224,28 @@ class Operations {
   /// The live version of `name` (validating the name as `field`), or NOT_FOUND.
   absl::StatusOr<std::shared_ptr<const IndexVersion>> FindIndex(const std::string& name,
                                                                 std::string_view field);
-  /// INVALID_ARGUMENT when a response of `bytes` would exceed --max-message-bytes.
+  /// The bytes a response message may carry: --max-message-bytes less room for
+  /// framing (min(4096, half of it)).
+  uint64_t ResponseLimit() const;
+  /// INVALID_ARGUMENT when a response of `bytes` would exceed ResponseLimit().
   absl::Status CheckResponseSize(uint64_t bytes, std::string_view what) const;
-  /// The checks of a lookup of `rows` keys on `version` after its keys decoded:
-  /// the probe bound, the response size.
-  absl::Status CheckLookup(const IndexVersion& version, const v1::LookupRequest& request,
-                           uint64_t rows) const;
+  /// --max-result-bytes (kDefaultMaxResultBytes when unresolved).
+  uint64_t ResultLimit() const;
+  /// The checks of a lookup of `rows` keys on `version` gathering `selected`, after
+  /// its keys decoded: the probe bound, the response size (INVALID_ARGUMENT) and
+  /// --max-result-bytes (RESOURCE_EXHAUSTED). Returns the value bytes each selected
+  /// string column may gather: an equal share of what is left of the smaller limit.
+  absl::StatusOr<uint64_t> CheckLookup(const IndexVersion& version,
+                                       const v1::LookupRequest& request, uint64_t rows,
+                                       std::span<const SelectedColumn> selected) const;
   /// Runs a prepared lookup of keys of the index's key word Key into the given
-  /// outputs (`probes` empty unless asked) and records its metrics.
+  /// outputs (`probes` empty unless asked; `gather` the selected columns' outputs)
+  /// and records its metrics.
   template <typename Key>
   absl::Status RunLookup(const IndexVersion& version, const v1::LookupRequest& request,
                          std::span<const Key> keys, std::span<uint32_t> values,
                          std::span<uint8_t> found, std::span<uint32_t> probes,
-                         engine::QueryStatistics* stats);
+                         std::vector<engine::GatherOutput> gather, engine::QueryStatistics* stats);
   /// Join for an index whose key word is Key.
   template <typename Key>
   absl::Status JoinOf(const IndexVersion& version, const v1::JoinRequest& request,
