@@ -84,6 +84,13 @@ int RunCli(int argc, char** argv) {
       ->excludes(cap);
   build->add_option("--max-probes", ba.max_probes, "probe bound per key (0 = capacity)");
   build->add_flag("--replace", ba.replace, "atomically replace a live index of that name");
+  build->add_option("--columns", ba.columns,
+                    "payload columns stored beside the index (default: every column but the key "
+                    "and --value)");
+  build->add_option("--schema", ba.schema,
+                    "payload types, e.g. a:i64,b:f64,c:str (i32 u32 i64 u64 f32 f64 bool str bin; "
+                    "default: inferred from the data)");
+  build->add_flag("--no-payload", ba.no_payload, "store no payload columns");
   build->callback([&] { run = [&] { return CmdIndexBuild(g, ba); }; });
 
   auto* ls = index->add_subcommand("ls", "list resident indexes");
@@ -99,11 +106,14 @@ int RunCli(int argc, char** argv) {
   drop->callback([&] { run = [&] { return CmdIndexDrop(g, drop_name); }; });
 
   LookupArgs la;
-  auto* lookup = app.add_subcommand("lookup", "append each row's matched value and a found flag");
+  auto* lookup = app.add_subcommand(
+      "lookup", "append each row's matched value, a found flag and --select payload columns");
   lookup->add_option("NAME", la.name, "index name")->required();
   lookup->add_option("--from", la.from, "input file")->required();
   lookup->add_option("--key", la.key, "key column (integers; see --key-type)")->required();
   add_key_type(lookup, la.key_type);
+  lookup->add_option("--select", la.select,
+                     "payload columns of the index to append, e.g. type,site");
   lookup->add_option("--out", la.out, "output file (.csv, .tsv, .jsonl; default stdout)");
   lookup->callback([&] { run = [&] { return CmdLookup(g, la); }; });
 
@@ -112,7 +122,12 @@ int RunCli(int argc, char** argv) {
       "join", "inner join: ad hoc (--left/--right) or against a resident index (NAME --left)");
   join->add_option("NAME", ja.name, "resident index (omit for an ad-hoc join)");
   join->add_option("--left", ja.left, "left (probe) file")->required();
-  join->add_option("--right", ja.right, "right (build) file");
+  join->add_option("--right", ja.right,
+                   "right (build) file, or index:NAME to join a resident index and append its "
+                   "payload columns");
+  join->add_option("--select", ja.select,
+                   "payload columns to append (resident joins; with --right index:NAME default "
+                   "all)");
   join->add_option("--on", ja.on, "join column: COL or LEFTCOL=RIGHTCOL (integers)")->required();
   add_key_type(join, ja.key_type);
   join->add_option("--out", ja.out, "output file (.csv, .tsv, .jsonl; default stdout)");

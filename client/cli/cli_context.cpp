@@ -58,6 +58,9 @@ std::unique_ptr<client::Client> Connect(const Globals& g) {
   o.tls_client_key_file = g.tls_client_key;
   if (g.timeout_s < 0) UsageFail("--timeout must not be negative");
   o.deadline = std::chrono::milliseconds(static_cast<int64_t>(g.timeout_s * 1000));
+  // The server's default message limit: a join answer it splits into messages
+  // (continuation) arrives in parts of up to this size.
+  o.max_message_bytes = 256 << 20;
   auto c = client::Client::Connect(o);
   if (!c.ok()) UsageFail(std::string(c.status().message()));
   return *std::move(c);

@@ -3,7 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "cli_context.hpp"
 
@@ -24,6 +27,10 @@ struct BuildArgs {
   double load_factor = 0;
   uint32_t max_probes = 0;
   bool replace = false;
+  /// --columns: the payload columns (nullopt = every column but the key and value).
+  std::optional<std::string> columns;
+  std::string schema;       ///< --schema a:i64,b:str: types of payload columns
+  bool no_payload = false;  ///< --no-payload
 };
 int CmdIndexBuild(const Globals& g, const BuildArgs& a);
 /// `gpujoin index ls|describe NAME|drop NAME`
@@ -35,14 +42,23 @@ int CmdIndexDrop(const Globals& g, const std::string& name);
 struct LookupArgs {
   std::string name, from, key, out;
   std::string key_type = "auto";  ///< --key-type: auto, u32, u64, i64
+  std::string select;             ///< --select a,b: payload columns to append
 };
 int CmdLookup(const Globals& g, const LookupArgs& a);
 
-/// Arguments of `gpujoin join` (ad hoc when `name` is empty).
+/// The payload columns of --select `flag` (comma separated, may be empty):
+/// each must be a payload column of `info`, at most once; UsageFail naming
+/// `command`, the column and the index's payload otherwise.
+std::vector<std::string> SelectedColumns(const std::string& flag, const client::IndexInfo& info,
+                                         std::string_view command);
+
+/// Arguments of `gpujoin join` (ad hoc when `name` is empty and `right` does
+/// not name an index as "index:NAME").
 struct JoinArgs {
   std::string name, left, right, on, out;
   std::string key_type = "auto";  ///< --key-type: auto, u32, u64, i64 (both sides)
   uint64_t capacity = 0;
+  std::optional<std::string> select;  ///< --select a,b: payload columns (resident joins)
 };
 int CmdJoin(const Globals& g, const JoinArgs& a);
 

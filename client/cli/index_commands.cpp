@@ -1,6 +1,4 @@
 // gpujoin index build|ls|describe|drop, with the build health verdict.
-#include "commands.hpp"
-
 #include <algorithm>
 #include <iostream>
 #include <optional>
@@ -9,6 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "columns.hpp"
+#include "commands.hpp"
+#include "payload.hpp"
 #include "progress.hpp"
 
 namespace gpujoin::cli {
@@ -16,6 +16,13 @@ namespace {
 
 Json IndexJson(const client::IndexInfo& i) {
   const auto& s = i.statistics;
+  Json payload = Json::array();
+  for (const auto& p : i.payload) {
+    payload.push_back(Json{{"name", p.name},
+                           {"type", std::string(client::ColumnTypeName(p.type))},
+                           {"null_count", p.null_count},
+                           {"bytes", p.bytes}});
+  }
   return Json{{"name", i.name},
               {"version", i.version},
               {"rows", i.rows},
@@ -35,7 +42,9 @@ Json IndexJson(const client::IndexInfo& i) {
               {"build_seconds", i.build_seconds},
               {"backend", i.backend},
               {"built_unix_millis", i.built_unix_millis},
-              {"key_type", std::string(client::KeyTypeName(i.key_type))}};
+              {"key_type", std::string(client::KeyTypeName(i.key_type))},
+              {"payload", std::move(payload)},
+              {"payload_bytes", i.payload_bytes}};
 }
 
 // The reserved key of an index of `type`, spelled for people; `kind`, when known
@@ -111,6 +120,20 @@ void PrintIndex(std::ostream& os, const client::IndexInfo& i) {
      << (i.explicit_values ? std::string("explicit") : absl::StrCat("row IDs from ", i.first_value))
      << "\n";
   os << "memory       " << FormatBytes(static_cast<double>(i.device_bytes)) << "\n";
+  if (i.payload.empty()) {
+    os << "payload      none\n";
+  } else {
+    os << "payload      " << i.payload.size()
+       << (i.payload.size() == 1 ? " column, " : " columns, ")
+       << FormatBytes(static_cast<double>(i.payload_bytes)) << "\n";
+    for (const auto& p : i.payload) {
+      // Names under the labels' width line up with the values above.
+      os << "  " << p.name << std::string(p.name.size() < 11 ? 11 - p.name.size() : 1, ' ')
+         << SchemaTypeName(p.type) << ", " << p.null_count
+         << (p.null_count == 1 ? " null, " : " nulls, ")
+         << FormatBytes(static_cast<double>(p.bytes)) << "\n";
+    }
+  }
   os << "build time   " << Fixed(i.build_seconds * 1000, 3) << " ms\n";
 }
 
@@ -135,6 +158,15 @@ int CmdIndexBuild(const Globals& g, const BuildArgs& a) {
   const KeyVector keys = InputOrDie(KeyColumn(t, a.key, flag));
   std::vector<uint32_t> values;
   if (!a.value.empty()) values = InputOrDie(U32ValueColumn(t, a.value));
+  const PayloadPlan plan =
+      InputOrDie(PlanPayload(t, a.key, a.value, a.columns, a.schema, a.no_payload));
+  std::vector<client::Column> payload;
+  std::vector<client::ColumnView> views;
+  for (size_t i = 0; i < plan.columns.size(); ++i) {
+    payload.push_back(
+        InputOrDie(PayloadColumn(t, plan.columns[i], plan.schema[i], plan.from_schema[i])));
+  }
+  for (const auto& p : payload) views.push_back(p.view());
 
   auto c = Connect(g);
   client::IndexSpec spec;
@@ -149,10 +181,11 @@ int CmdIndexBuild(const Globals& g, const BuildArgs& a) {
   spec.explicit_values = !a.value.empty();
   spec.replace = a.replace;
   spec.key_type = WireKeyType(keys.kind);
+  for (const auto& e : plan.schema) spec.payload.push_back({e.name, e.type});
   ProgressBar bar("upload " + a.name, ProgressEnabled(g));
   client::IndexInfo info = RpcOrDie(
       c->BuildIndexFromColumns(
-          spec, keys.keys(), values, g.batch_rows,
+          spec, keys.keys(), values, views, g.batch_rows,
           [&](const client::Progress& p) { bar.Update(p.rows_sent, p.total_rows, p.bytes_sent); }),
       absl::StrCat("index build ", a.name));
   bar.Done();
@@ -161,6 +194,7 @@ int CmdIndexBuild(const Globals& g, const BuildArgs& a) {
     std::cout << Json{{"index", IndexJson(info)},
                       {"source", t.source},
                       {"key_kind", std::string(KeyKindName(keys.kind))},
+                      {"schema", FormatSchema(plan.schema)},
                       {"health", Json{{"verdict", v.level}, {"messages", v.messages}}}}
                      .dump(2)
               << '\n';
@@ -172,6 +206,7 @@ int CmdIndexBuild(const Globals& g, const BuildArgs& a) {
               << (a.value.empty() ? absl::StrCat("row IDs from ", a.first_row)
                                   : absl::StrCat("column ", a.value))
               << ")\n";
+    if (!plan.schema.empty()) std::cout << "schema       " << FormatSchema(plan.schema) << "\n";
     PrintIndex(std::cout, info);
     std::cout << "health       " << v.level << "\n";
     for (const auto& m : v.messages) std::cout << "  " << v.level << ": " << m << "\n";

@@ -1,10 +1,10 @@
-// gpujoin join: ad hoc (temporary index from the right file) or against a resident index.
-#include "commands.hpp"
-
+// gpujoin join: ad hoc (temporary index from the right file) or against a
+// resident index (NAME, or --right index:NAME, which appends its payload columns).
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <span>
@@ -13,10 +13,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "columns.hpp"
+#include "commands.hpp"
+#include "payload.hpp"
 #include "progress.hpp"
 
 namespace gpujoin::cli {
 namespace {
+
+// `--right index:NAME` names a resident index.
+constexpr std::string_view kIndexPrefix = "index:";
 
 // Drops a temporary index when the ad-hoc join ends, whatever happens.
 class TempIndex {
@@ -37,6 +42,23 @@ class TempIndex {
 }  // namespace
 
 int CmdJoin(const Globals& g, const JoinArgs& a) {
+  // --right index:NAME names a resident index instead of a file; the join then
+  // writes the left rows with the index's payload columns (or --select).
+  std::string name = a.name;
+  std::string right_file = a.right;
+  bool payload_join = false;
+  if (a.right.rfind(kIndexPrefix, 0) == 0) {
+    if (!a.name.empty()) {
+      UsageFail("join: give the index as NAME or as --right index:NAME, not both");
+    }
+    name = a.right.substr(kIndexPrefix.size());
+    if (name.empty()) UsageFail("join: --right index: needs an index name (index:NAME)");
+    right_file.clear();
+    payload_join = true;
+  }
+  if (a.select && name.empty()) {
+    UsageFail("join: --select needs a resident index (NAME or --right index:NAME)");
+  }
   std::string left_col = a.on, right_col = a.on;
   if (const size_t eq = a.on.find('='); eq != std::string::npos) {
     left_col = a.on.substr(0, eq);
@@ -44,14 +66,16 @@ int CmdJoin(const Globals& g, const JoinArgs& a) {
     if (left_col.empty() || right_col.empty()) {
       UsageFail(absl::StrCat("join: --on '", a.on, "' must be COL or LEFTCOL=RIGHTCOL"));
     }
-    if (!a.name.empty()) {
+    if (!name.empty()) {
       UsageFail(
           "join: --on LEFTCOL=RIGHTCOL is for ad-hoc joins; a resident index already has "
           "its keys (use --on LEFTCOL)");
     }
   }
-  if (a.name.empty() && a.right.empty()) {
-    UsageFail("join: give --right FILE (ad-hoc join) or an index NAME (resident join)");
+  if (name.empty() && right_file.empty()) {
+    UsageFail(
+        "join: give --right FILE (ad-hoc join), --right index:NAME or an index NAME (resident "
+        "join)");
   }
   const KeyKind flag = InputOrDie(ParseKeyKind(a.key_type));
   Table left = Load(g, a.left);
@@ -60,9 +84,9 @@ int CmdJoin(const Globals& g, const JoinArgs& a) {
       flag == KeyKind::kAuto ? InputOrDie(InferKeyKind(left, left_col)) : flag;
   std::optional<Table> right;
   KeyKind right_kind = flag;
-  if (!a.right.empty()) {
-    right = Load(g, a.right);
-    if (a.name.empty() && flag == KeyKind::kAuto) {
+  if (!right_file.empty()) {
+    right = Load(g, right_file);
+    if (name.empty() && flag == KeyKind::kAuto) {
       right_kind = InputOrDie(InferKeyKind(*right, right_col));
     }
   }
@@ -72,7 +96,8 @@ int CmdJoin(const Globals& g, const JoinArgs& a) {
 
   auto c = Connect(g);
   KeyVector left_keys, right_keys;
-  if (a.name.empty()) {
+  std::vector<std::string> select;
+  if (name.empty()) {
     // Ad hoc: both sides as the wider of their types.
     const KeyKind kind = flag == KeyKind::kAuto ? WiderKeyKind(left_kind, right_kind) : flag;
     const std::string why =
@@ -87,16 +112,20 @@ int CmdJoin(const Globals& g, const JoinArgs& a) {
     left_keys = InputOrDie(with_why(KeyColumn(left, left_col, kind)));
     right_keys = InputOrDie(with_why(KeyColumn(*right, right_col, kind)));
   } else {
-    const client::IndexInfo info =
-        RpcOrDie(c->DescribeIndex(a.name), absl::StrCat("join ", a.name));
-    const KeyKind kind = InputOrDie(KindForIndex(flag, left_kind, info.key_type, a.name));
+    const client::IndexInfo info = RpcOrDie(c->DescribeIndex(name), absl::StrCat("join ", name));
+    const KeyKind kind = InputOrDie(KindForIndex(flag, left_kind, info.key_type, name));
     left_keys = InputOrDie(ForIndex(KeyColumn(left, left_col, kind), info));
+    if (a.select) {
+      select = SelectedColumns(*a.select, info, "join");
+    } else if (payload_join) {
+      for (const auto& p : info.payload) select.push_back(p.name);
+    }
   }
   const client::Keys left_column = left_keys.keys();
-  std::string index = a.name;
+  std::string index = name;
   std::optional<TempIndex> temp;
   uint64_t right_duplicates = 0;
-  if (a.name.empty()) {
+  if (name.empty()) {
     // Ad-hoc: a temporary index from the right file's keys to its row numbers.
     index = absl::StrCat("gpujoin-cli-tmp-", getpid(), "-",
                          std::chrono::steady_clock::now().time_since_epoch().count());
@@ -129,6 +158,7 @@ int CmdJoin(const Globals& g, const JoinArgs& a) {
   client::QueryStatistics stats;
   uint64_t version = 0;
   std::vector<uint32_t> left_rows, right_rows;
+  std::vector<client::Column> gathered;  // the selected columns, aligned with the pairs
   size_t pos = 0;
   bool sent_any = false;  // an empty left file still runs one (empty) batch
   ProgressBar bar("join " + left.source, ProgressEnabled(g));
@@ -145,6 +175,7 @@ int CmdJoin(const Globals& g, const JoinArgs& a) {
         l.first_left_row = static_cast<uint32_t>(pos);
         l.capacity = cap_total ? std::min<uint64_t>(cap_total, n) : 0;
         b.lefts.push_back(l);
+        b.select = select;
         pos += n;
         return b;
       },
@@ -155,10 +186,18 @@ int CmdJoin(const Globals& g, const JoinArgs& a) {
           required += jp.count;
           overflow = overflow || jp.overflow;
           stats.Merge(jp.statistics);
-          for (size_t k = 0; k < jp.left_rows.size(); ++k) {
-            if (cap_total && left_rows.size() >= cap_total) break;
-            left_rows.push_back(jp.left_rows[k]);
-            right_rows.push_back(jp.right_rows[k]);
+          size_t take = jp.left_rows.size();
+          if (cap_total) take = std::min<uint64_t>(take, cap_total - left_rows.size());
+          left_rows.insert(left_rows.end(), jp.left_rows.begin(), jp.left_rows.begin() + take);
+          right_rows.insert(right_rows.end(), jp.right_rows.begin(), jp.right_rows.begin() + take);
+          if (jp.columns.size() != select.size()) {
+            return absl::InternalError(absl::StrCat("the server answered ", jp.columns.size(),
+                                                    " columns for ", select.size(), " selected"));
+          }
+          for (size_t k = 0; k < jp.columns.size(); ++k) {
+            if (gathered.size() <= k) gathered.emplace_back(jp.columns[k].name, jp.columns[k].type);
+            absl::Status appended = gathered[k].AppendRows(jp.columns[k].view().Slice(0, take));
+            if (!appended.ok()) return appended;
           }
           answered += jp.statistics.found + jp.statistics.missing;
         }
@@ -167,34 +206,47 @@ int CmdJoin(const Globals& g, const JoinArgs& a) {
       },
       Streaming(g));
   bar.Done();
-  if (!st.ok()) RpcFail(st, absl::StrCat("join ", a.name.empty() ? left.source : a.name));
+  if (!st.ok()) RpcFail(st, absl::StrCat("join ", name.empty() ? left.source : name));
   if (cap_total && required > cap_total) overflow = true;
 
+  // The output rows: the left row, then the right file's row (resident join
+  // with --right FILE, ad hoc) or the pair's row numbers (resident join
+  // without), then the gathered columns; a payload join has left rows and
+  // gathered columns only.
   ResultTable out;
-  if (right) {
+  std::function<void(size_t, std::vector<Cell>*)> cells_of;
+  if (payload_join) {
+    out = StartFrom(left);
+    cells_of = [&](size_t k, std::vector<Cell>* row) { *row = left.rows[left_rows[k]].cells; };
+  } else if (right) {
     out = StartFrom(left);
     for (const auto& h : right->header) out.AddColumn(h, ColumnKind::kString);
     // Check before writing anything: a resident index's values must be rows of --right.
     for (size_t k = 0; k < left_rows.size(); ++k) {
       if (right_rows[k] >= right->rows.size()) {
-        UsageFail(absl::StrCat("join: index ", a.name, " returned value ", right_rows[k],
+        UsageFail(absl::StrCat("join: index ", name, " returned value ", right_rows[k],
                                ", which is not a row of ", right->source, " (", right->rows.size(),
                                " rows)"));
       }
     }
-    out.SetGenerator(left_rows.size(), [&](size_t k, std::vector<Cell>* row) {
+    cells_of = [&](size_t k, std::vector<Cell>* row) {
       *row = left.rows[left_rows[k]].cells;
       const auto& rc = right->rows[right_rows[k]].cells;
       row->insert(row->end(), rc.begin(), rc.end());
-    });
+    };
   } else {
     out.AddColumn("left_row", ColumnKind::kNumber);
     out.AddColumn("right_row", ColumnKind::kNumber);
-    out.SetGenerator(left_rows.size(), [&](size_t k, std::vector<Cell>* row) {
+    cells_of = [&](size_t k, std::vector<Cell>* row) {
       row->emplace_back(std::to_string(left_rows[k]));
       row->emplace_back(std::to_string(right_rows[k]));
-    });
+    };
   }
+  for (const auto& col : gathered) out.AddColumn(col.name, KindOf(col.type));
+  out.SetGenerator(left_rows.size(), [&](size_t k, std::vector<Cell>* row) {
+    cells_of(k, row);
+    for (const auto& col : gathered) row->push_back(CellOf(col, k));
+  });
   Note(g, absl::StrCat("join: ", left_rows.size(), " rows written, required ", required,
                        cap_total ? absl::StrCat(", capacity ", cap_total) : std::string(),
                        ", overflow ", overflow ? "YES (output truncated)" : "no", "; ",
@@ -210,10 +262,11 @@ int CmdJoin(const Globals& g, const JoinArgs& a) {
                {"statistics", StatsJson(stats)},
                {"right_duplicate_rows", right_duplicates}};
   if (cap_total) summary["capacity"] = cap_total;
-  if (!a.name.empty()) {
-    summary["index"] = a.name;
+  if (!name.empty()) {
+    summary["index"] = name;
     summary["index_version"] = version;
   }
+  if (!select.empty()) summary["select"] = select;
   EmitRows(g, std::move(summary), out, a.out);
   return kExitOk;
 }

@@ -47,10 +47,12 @@ nlohmann::ordered_json CellToJson(const Cell& c, ColumnKind kind) {
       if (*c == "true") return true;
       if (*c == "false") return false;
       return *c;
-    case ColumnKind::kNumber: {
+    case ColumnKind::kNumber:
+    case ColumnKind::kFloat: {
       nlohmann::ordered_json j = nlohmann::ordered_json::parse(*c, nullptr, /*allow_exceptions=*/false);
       if (j.is_number()) return j;
       // NaN, inf and other non-JSON numbers.
+      if (kind == ColumnKind::kFloat) return *c;
       return nullptr;
     }
     case ColumnKind::kString: break;
@@ -141,7 +143,7 @@ void WriteAligned(std::ostream& out, const ResultTable& t) {
   });
   auto cell = [&](const std::string& s, size_t c) {
     const size_t pad = width[c] - DisplayWidth(s);
-    if (t.kinds[c] == ColumnKind::kNumber) {
+    if (t.kinds[c] == ColumnKind::kNumber || t.kinds[c] == ColumnKind::kFloat) {
       out << std::string(pad, ' ') << s;
     } else {
       out << s << std::string(pad, ' ');
@@ -192,13 +194,21 @@ bool WriteResultFile(const std::string& path, const ResultTable& t, std::string*
   return true;
 }
 
-std::string FormatFloat(float v) {
+namespace {
+
+template <typename Float>
+std::string ShortestFloat(Float v) {
   if (std::isnan(v)) return "NaN";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   char buf[64];
   auto [p, ec] = std::to_chars(buf, buf + sizeof(buf), v);
   return std::string(buf, p);
 }
+
+}  // namespace
+
+std::string FormatFloat(float v) { return ShortestFloat(v); }
+std::string FormatDouble(double v) { return ShortestFloat(v); }
 
 std::string FormatBytes(double bytes) {
   static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};

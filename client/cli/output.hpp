@@ -17,8 +17,10 @@ namespace gpujoin::cli {
 
 /// How a result column renders in JSON: kString cells stay strings, kNumber
 /// cells become JSON numbers (when they parse as one; NaN/inf become null),
-/// kBool cells ("true"/"false") become booleans. Null cells are JSON null.
-enum class ColumnKind { kString, kNumber, kBool };
+/// kFloat cells too except that "NaN", "inf" and "-inf" stay strings (so that a
+/// NaN value and a null differ), kBool cells ("true"/"false") become booleans.
+/// Null cells are JSON null.
+enum class ColumnKind { kString, kNumber, kBool, kFloat };
 
 /// A result: a header and rows of cells. Rows are either stored in `rows`, or
 /// produced on demand by a generator (SetGenerator) so that large results are
@@ -71,6 +73,8 @@ bool WriteResultFile(const std::string& path, const ResultTable& t, std::string*
 
 /// Shortest text that reads back as the same float (e.g. "0.1", "NaN", "inf").
 std::string FormatFloat(float v);
+/// The same for a double.
+std::string FormatDouble(double v);
 
 /// Byte counts for people: "512 B", "1.5 KiB", "3.2 GiB".
 std::string FormatBytes(double bytes);

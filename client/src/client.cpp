@@ -13,12 +13,16 @@
 #include <mutex>
 #include <sstream>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "build_chunker.hpp"
 #include "gpujoin/common/status_macros.hpp"
 #include "gpujoin/v1/gpujoin.grpc.pb.h"
+#include "join_assembler.hpp"
 #include "stream_runner.hpp"
+#include "wire.hpp"
 
 namespace gpujoin::client {
 
@@ -82,17 +86,14 @@ void QueryStatistics::Merge(const QueryStatistics& other) {
 
 namespace {
 
+using detail::FromBatchError;
+using detail::ToQueryStatistics;
+using detail::Unpack;
+
 absl::Status FromGrpc(const grpc::Status& s) {
   if (s.ok()) return absl::OkStatus();
   // gRPC and Abseil both use the google.rpc.Code numbering.
   return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
-}
-
-absl::Status FromBatchError(const pb::BatchError& e) {
-  if (e.code() == 0) {
-    return absl::UnknownError(e.message().empty() ? "batch failed" : e.message());
-  }
-  return absl::Status(static_cast<absl::StatusCode>(e.code()), e.message());
 }
 
 // Copies the batch ID of streamed response `r` into `out`, and its in-band error
@@ -136,25 +137,9 @@ pb::KeyType ToProtoKeyType(KeyType t) {
   return t == KeyType::kUint64 ? pb::KEY_TYPE_UINT64 : pb::KEY_TYPE_UINT32;
 }
 
-// Decodes a packed little-endian column sent by the server.
-template <typename T>
-absl::Status Unpack(const std::string& bytes, std::string_view field, std::vector<T>* out) {
-  if (bytes.size() % sizeof(T) != 0) {
-    return absl::InternalError(absl::StrCat("server sent ", std::string(field), " of ",
-                                            bytes.size(), " bytes, not a multiple of ", sizeof(T)));
-  }
-  out->resize(bytes.size() / sizeof(T));
-  if (!bytes.empty()) std::memcpy(out->data(), bytes.data(), bytes.size());
-  return absl::OkStatus();
-}
-
 BuildStatistics ToBuildStatistics(const pb::BuildStatistics& s) {
   return BuildStatistics{s.unique_keys(),  s.duplicate_rows(), s.overflow_rows(),
                          s.invalid_rows(), s.total_probes(),   s.max_probes()};
-}
-
-QueryStatistics ToQueryStatistics(const pb::QueryStatistics& s) {
-  return QueryStatistics{s.found(), s.missing(), s.total_probes(), s.max_probes()};
 }
 
 IndexInfo ToIndexInfo(const pb::IndexInfo& p) {
@@ -174,6 +159,16 @@ IndexInfo ToIndexInfo(const pb::IndexInfo& p) {
   i.backend = p.backend();
   i.built_unix_millis = p.built_unix_millis();
   i.key_type = p.key_type() == pb::KEY_TYPE_UINT64 ? KeyType::kUint64 : KeyType::kUint32;
+  for (const pb::PayloadColumnInfo& c : p.payload()) {
+    PayloadColumnInfo pc;
+    pc.name = c.name();
+    // A type this client does not know reads as binary (opaque bytes).
+    pc.type = detail::FromProtoColumnType(c.type()).value_or(ColumnType::kBinary);
+    pc.null_count = c.null_count();
+    pc.bytes = c.bytes();
+    i.payload.push_back(std::move(pc));
+  }
+  i.payload_bytes = p.payload_bytes();
   return i;
 }
 
@@ -193,40 +188,38 @@ pb::AggregateOp ToProtoOp(AggregateOp op) {
   return pb::AGGREGATE_OP_UNSPECIFIED;
 }
 
-pb::ColumnType ToProtoType(ColumnType t) {
-  switch (t) {
-    case ColumnType::kUint32:
-      return pb::COLUMN_TYPE_UINT32;
-    case ColumnType::kInt32:
-      return pb::COLUMN_TYPE_INT32;
-    case ColumnType::kUint64:
-      return pb::COLUMN_TYPE_UINT64;
-    case ColumnType::kInt64:
-      return pb::COLUMN_TYPE_INT64;
-    case ColumnType::kFloat32:
-      return pb::COLUMN_TYPE_FLOAT32;
-    case ColumnType::kFloat64:
-      return pb::COLUMN_TYPE_FLOAT64;
-    case ColumnType::kBinary:
-      return pb::COLUMN_TYPE_BINARY;
+// Decodes the gathered columns of a lookup answer of `rows` rows.
+absl::Status DecodeColumns(const google::protobuf::RepeatedPtrField<pb::Column>& columns,
+                           uint64_t rows, std::vector<Column>* out) {
+  out->reserve(columns.size());
+  for (int c = 0; c < columns.size(); ++c) {
+    const std::string field = absl::StrCat("columns[", c, "]");
+    GPUJOIN_ASSIGN_OR_RETURN(Column col, detail::DecodeColumn(columns[c], field));
+    if (col.length != rows) {
+      return absl::InternalError(
+          absl::StrCat("server sent ", field, " of ", col.length, " rows for ", rows, " keys"));
+    }
+    out->push_back(std::move(col));
   }
-  return pb::COLUMN_TYPE_UNSPECIFIED;
+  return absl::OkStatus();
 }
 
-size_t TypeWidth(ColumnType t) {
-  switch (t) {
-    case ColumnType::kUint32:
-    case ColumnType::kInt32:
-    case ColumnType::kFloat32:
-      return 4;
-    case ColumnType::kUint64:
-    case ColumnType::kInt64:
-    case ColumnType::kFloat64:
-      return 8;
-    case ColumnType::kBinary:
-      return 0;
+// Appends the columns of one batch's answer to those of the batches before
+// (the first batch's columns are taken as they are).
+absl::Status AppendColumns(std::vector<Column>&& batch, std::vector<Column>* all) {
+  if (all->empty()) {
+    *all = std::move(batch);
+    return absl::OkStatus();
   }
-  return 0;
+  if (batch.size() != all->size()) {
+    return absl::InternalError(absl::StrCat("server sent ", batch.size(), " columns where ",
+                                            all->size(), " were expected"));
+  }
+  for (size_t c = 0; c < batch.size(); ++c) {
+    const absl::Status st = (*all)[c].AppendRows(batch[c].view());
+    if (!st.ok()) return absl::InternalError(st.message());
+  }
+  return absl::OkStatus();
 }
 
 // The content of the PEM file `path`; `what` names it in errors ("TLS CA file").
@@ -490,6 +483,13 @@ absl::StatusOr<IndexInfo> Client::BuildIndex(const IndexSpec& spec, const ChunkS
   s->set_batch_mode(spec.batch_mode);
   s->set_replace(spec.replace);
   s->set_key_type(ToProtoKeyType(spec.key_type));
+  std::unordered_map<std::string_view, ColumnType> declared;
+  for (const PayloadColumnSpec& p : spec.payload) {
+    auto* ps = s->add_payload();
+    ps->set_name(p.name);
+    ps->set_type(detail::ToProtoColumnType(p.type));
+    declared.emplace(p.name, p.type);
+  }
 
   Progress p;
   p.total_rows = total_rows;
@@ -523,6 +523,23 @@ absl::StatusOr<IndexInfo> Client::BuildIndex(const IndexSpec& spec, const ChunkS
                                                       " rows but keys have ", chunk->keys.size()));
       break;
     }
+    for (size_t m = 0; m < chunk->payload.size() && local.ok(); ++m) {
+      const ColumnView& v = chunk->payload[m];
+      const std::string what = absl::StrCat("build chunk ", chunk_index, " payload[", m, "] ('",
+                                            std::string(v.name), "')");
+      auto it = declared.find(v.name);
+      if (it == declared.end()) {
+        local = absl::InvalidArgumentError(
+            absl::StrCat(what, ": no such column in IndexSpec::payload"));
+      } else if (it->second != v.type) {
+        local = absl::InvalidArgumentError(
+            absl::StrCat(what, ": ", std::string(ColumnTypeName(v.type)),
+                         " rows for a column declared ", std::string(ColumnTypeName(it->second))));
+      } else {
+        local = CheckColumnView(v, what);
+      }
+    }
+    if (!local.ok()) break;
     req.Clear();
     auto* c = req.mutable_chunk();
     // An empty chunk goes in the spec's width whatever its (default) type.
@@ -534,11 +551,17 @@ absl::StatusOr<IndexInfo> Client::BuildIndex(const IndexSpec& spec, const ChunkS
         SetPacked(chunk->validity, c->mutable_validity()->mutable_packed());
       }
     }
+    uint64_t payload_bytes = 0;
+    for (const ColumnView& v : chunk->payload) {
+      pb::Column* pc = c->add_payload();
+      detail::EncodeColumn(v, pc);
+      payload_bytes += pc->data().size() + pc->offsets().size() + pc->validity().size();
+    }
     ok = writer->Write(req);
     ++chunk_index;
     p.rows_sent += chunk->keys.size();
-    p.bytes_sent +=
-        chunk->keys.size_bytes() + chunk->values.size_bytes() + chunk->validity.size_bytes();
+    p.bytes_sent += chunk->keys.size_bytes() + chunk->values.size_bytes() +
+                    chunk->validity.size_bytes() + payload_bytes;
     if (ok && progress) progress(p);
   }
   if (!local.ok()) {
@@ -563,20 +586,53 @@ absl::StatusOr<IndexInfo> Client::BuildIndexFromColumns(const IndexSpec& spec, K
     return absl::InvalidArgumentError(
         "values given but the index spec does not declare explicit_values");
   }
-  if (chunk_rows == 0) return absl::InvalidArgumentError("chunk_rows must be positive");
-  size_t pos = 0;
-  bool sent_any = false;
-  ChunkSource source = [&]() -> std::optional<BuildChunk> {
-    // An empty build still sends one (empty) chunk so the server sees the data phase.
-    if (pos >= keys.size() && sent_any) return std::nullopt;
-    sent_any = true;
-    const size_t n = std::min(chunk_rows, keys.size() - pos);
-    BuildChunk c;
-    c.keys = keys.subspan(pos, n);
-    if (spec.explicit_values) c.values = values.subspan(pos, n);
-    pos += n;
-    return c;
-  };
+  return BuildIndexFromColumns(spec, keys, values, {}, chunk_rows, progress);
+}
+
+absl::StatusOr<IndexInfo> Client::BuildIndexFromColumns(const IndexSpec& spec, Keys keys,
+                                                        std::span<const uint32_t> values,
+                                                        std::span<const ColumnView> payload,
+                                                        size_t chunk_rows,
+                                                        const ProgressCallback& progress) {
+  if (spec.explicit_values && values.size() != keys.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("values has ", values.size(), " rows but keys has ", keys.size()));
+  }
+  if (!spec.explicit_values && !values.empty()) {
+    return absl::InvalidArgumentError(
+        "values given but the index spec does not declare explicit_values");
+  }
+  // Exactly one view per declared column, each as long as the keys.
+  for (const PayloadColumnSpec& d : spec.payload) {
+    const auto n = std::count_if(payload.begin(), payload.end(),
+                                 [&](const ColumnView& v) { return v.name == d.name; });
+    if (n != 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("payload column '", d.name, "' is declared in IndexSpec::payload but ",
+                       n == 0 ? "not given" : "given more than once"));
+    }
+  }
+  for (size_t i = 0; i < payload.size(); ++i) {
+    const ColumnView& v = payload[i];
+    const std::string what = absl::StrCat("payload[", i, "] ('", std::string(v.name), "')");
+    if (std::none_of(spec.payload.begin(), spec.payload.end(),
+                     [&](const PayloadColumnSpec& d) { return d.name == v.name; })) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": no such column in IndexSpec::payload"));
+    }
+    if (v.length != keys.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " has ", v.length, " rows but keys has ", keys.size()));
+    }
+    GPUJOIN_RETURN_IF_ERROR(CheckColumnView(v, what));
+  }
+  // 1 KiB below the message limit: room for the request's own framing.
+  const uint64_t max_bytes = static_cast<uint64_t>(options().max_message_bytes);
+  const uint64_t max_chunk_bytes = max_bytes > 2048 ? max_bytes - 1024 : max_bytes / 2;
+  GPUJOIN_ASSIGN_OR_RETURN(
+      detail::BuildChunker chunker,
+      detail::BuildChunker::Make(keys, values, payload, chunk_rows, max_chunk_bytes));
+  ChunkSource source = [&]() -> std::optional<BuildChunk> { return chunker.Next(); };
   return BuildIndex(spec, source, progress, keys.size());
 }
 
@@ -593,6 +649,7 @@ absl::Status Client::Lookup(const std::string& index, const BatchSource<LookupBa
     r->set_want_probes(b.want_probes);
     r->set_max_probe_count(b.max_probe_count);
     r->set_batch_id(id);
+    for (const std::string& name : b.select) r->add_select(name);
     return absl::OkStatus();
   };
   auto decode = [](pb::LookupResponse& r, LookupResult* out) -> absl::Status {
@@ -606,10 +663,10 @@ absl::Status Client::Lookup(const std::string& index, const BatchSource<LookupBa
                                               out->found.size(), " found flags"));
     }
     out->statistics = ToQueryStatistics(r.statistics());
-    return absl::OkStatus();
+    return DecodeColumns(r.columns(), out->values.size(), &out->columns);
   };
   return detail::RunStream<pb::LookupRequest, pb::LookupResponse, LookupBatch, LookupResult>(
-      &ctx, stream.get(), source, encode, decode, sink, options);
+      &ctx, stream.get(), source, encode, decode, detail::kWhole, sink, options);
 }
 
 absl::Status Client::Join(const std::string& index, const BatchSource<JoinBatch>& source,
@@ -625,6 +682,7 @@ absl::Status Client::Join(const std::string& index, const BatchSource<JoinBatch>
     r->set_index(index);
     r->set_max_probe_count(b.max_probe_count);
     r->set_batch_id(id);
+    for (const std::string& name : b.select) r->add_select(name);
     for (size_t i = 0; i < b.lefts.size(); ++i) {
       const JoinLeft& l = b.lefts[i];
       if (!l.left_rows.empty() && l.left_rows.size() != l.keys.size()) {
@@ -639,34 +697,18 @@ absl::Status Client::Join(const std::string& index, const BatchSource<JoinBatch>
       lb->set_capacity(l.capacity);
       lb->set_want_found(l.want_found);
       lb->set_want_probes(l.want_probes);
+      lb->set_count_only(l.count_only);
     }
     return absl::OkStatus();
   };
-  auto decode = [](pb::JoinResponse& r, JoinResult* out) -> absl::Status {
-    out->index_version = r.index_version();
-    if (DecodeBatchHeader(r, out)) return absl::OkStatus();
-    out->results.resize(r.results_size());
-    for (int i = 0; i < r.results_size(); ++i) {
-      const auto& pr = r.results(i);
-      JoinPairs& jp = out->results[i];
-      GPUJOIN_RETURN_IF_ERROR(Unpack(pr.left_rows(), "left_rows", &jp.left_rows));
-      GPUJOIN_RETURN_IF_ERROR(Unpack(pr.right_rows(), "right_rows", &jp.right_rows));
-      if (jp.left_rows.size() != jp.right_rows.size()) {
-        return absl::InternalError(absl::StrCat("server sent ", jp.left_rows.size(),
-                                                " left rows but ", jp.right_rows.size(),
-                                                " right rows"));
-      }
-      jp.count = pr.count();
-      jp.capacity = pr.capacity();
-      jp.overflow = pr.overflow();
-      jp.statistics = ToQueryStatistics(pr.statistics());
-      jp.found.assign(pr.found().begin(), pr.found().end());
-      GPUJOIN_RETURN_IF_ERROR(Unpack(pr.probes(), "probes", &jp.probes));
-    }
-    return absl::OkStatus();
+  // Called on the reading thread only, part by part.
+  detail::JoinAssembler assembler;
+  auto decode = [&assembler](pb::JoinResponse& r, JoinResult* out) -> absl::Status {
+    return assembler.Add(r, out);
   };
+  auto more = [](const pb::JoinResponse& r) { return r.more(); };
   return detail::RunStream<pb::JoinRequest, pb::JoinResponse, JoinBatch, JoinResult>(
-      &ctx, stream.get(), source, encode, decode, sink, options);
+      &ctx, stream.get(), source, encode, decode, more, sink, options);
 }
 
 absl::Status Client::Aggregate(const AggregateSpec& spec, const BatchSource<AggregateBatch>& source,
@@ -708,8 +750,8 @@ absl::Status Client::Aggregate(const AggregateSpec& spec, const BatchSource<Aggr
     return absl::OkStatus();
   };
   return detail::RunStream<pb::AggregateRequest, pb::AggregateResponse, AggregateBatch,
-                           AggregateResult>(&ctx, stream.get(), source, encode, decode, sink,
-                                            options);
+                           AggregateResult>(&ctx, stream.get(), source, encode, decode,
+                                            detail::kWhole, sink, options);
 }
 
 absl::Status Client::Hash(const BatchSource<HashBatch>& source, const ResultSink<HashResult>& sink,
@@ -730,9 +772,9 @@ absl::Status Client::Hash(const BatchSource<HashBatch>& source, const ResultSink
     }
     for (const HashColumn& c : b.columns) {
       auto* pc = r->add_columns();
-      pc->set_type(ToProtoType(c.type));
+      pc->set_type(detail::ToProtoColumnType(c.type));
       SetPacked(c.data, pc->mutable_data());
-      if (c.type == ColumnType::kBinary) SetPacked(c.offsets, pc->mutable_offsets());
+      if (IsVariableWidth(c.type)) SetPacked(c.offsets, pc->mutable_offsets());
       if (!c.validity.empty()) SetPacked(c.validity, pc->mutable_validity());
       pc->set_offset(c.offset);
       pc->set_length(c.length);
@@ -769,7 +811,7 @@ absl::Status Client::Hash(const BatchSource<HashBatch>& source, const ResultSink
     return absl::OkStatus();
   };
   return detail::RunStream<pb::HashRequest, pb::HashResponse, HashBatch, HashResult>(
-      &ctx, stream.get(), source, encode, decode, sink, options);
+      &ctx, stream.get(), source, encode, decode, detail::kWhole, sink, options);
 }
 
 // ---------------------------------------------------------------- ...All helpers
@@ -777,7 +819,16 @@ absl::Status Client::Hash(const BatchSource<HashBatch>& source, const ResultSink
 absl::StatusOr<LookupResult> Client::LookupAll(const std::string& index, Keys keys,
                                                size_t batch_rows, const StreamOptions& options,
                                                const ProgressCallback& progress) {
-  if (batch_rows == 0) return absl::InvalidArgumentError("batch_rows must be positive");
+  QueryAllOptions o;
+  o.batch_rows = batch_rows;
+  o.stream = options;
+  o.progress = progress;
+  return LookupAll(index, keys, o);
+}
+
+absl::StatusOr<LookupResult> Client::LookupAll(const std::string& index, Keys keys,
+                                               const QueryAllOptions& o) {
+  if (o.batch_rows == 0) return absl::InvalidArgumentError("batch_rows must be positive");
   LookupResult all;
   all.values.reserve(keys.size());
   all.found.reserve(keys.size());
@@ -786,9 +837,10 @@ absl::StatusOr<LookupResult> Client::LookupAll(const std::string& index, Keys ke
   p.total_rows = keys.size();
   BatchSource<LookupBatch> source = [&]() -> std::optional<LookupBatch> {
     if (pos >= keys.size()) return std::nullopt;
-    const size_t n = std::min(batch_rows, keys.size() - pos);
+    const size_t n = std::min(o.batch_rows, keys.size() - pos);
     LookupBatch b;
     b.keys = keys.subspan(pos, n);
+    b.select = o.select;
     pos += n;
     return b;
   };
@@ -798,16 +850,17 @@ absl::StatusOr<LookupResult> Client::LookupAll(const std::string& index, Keys ke
         if (!r.error.ok()) return r.error;
         all.values.insert(all.values.end(), r.values.begin(), r.values.end());
         all.found.insert(all.found.end(), r.found.begin(), r.found.end());
+        GPUJOIN_RETURN_IF_ERROR(AppendColumns(std::move(r.columns), &all.columns));
         all.statistics.Merge(r.statistics);
         all.batch_id = r.batch_id;
         all.index_version = r.index_version;
         all.latency = r.latency;
         p.rows_sent += r.values.size();
         p.bytes_sent += r.values.size() * keys.key_bytes();
-        if (progress) progress(p);
+        if (o.progress) o.progress(p);
         return absl::OkStatus();
       },
-      options));
+      o.stream));
   if (all.values.size() != keys.size()) {
     return absl::InternalError(
         absl::StrCat("lookup answered ", all.values.size(), " of ", keys.size(), " rows"));
@@ -818,7 +871,17 @@ absl::StatusOr<LookupResult> Client::LookupAll(const std::string& index, Keys ke
 absl::StatusOr<JoinPairs> Client::JoinAll(const std::string& index, Keys keys, size_t batch_rows,
                                           uint64_t capacity, const StreamOptions& options,
                                           const ProgressCallback& progress) {
-  if (batch_rows == 0) return absl::InvalidArgumentError("batch_rows must be positive");
+  QueryAllOptions o;
+  o.batch_rows = batch_rows;
+  o.capacity = capacity;
+  o.stream = options;
+  o.progress = progress;
+  return JoinAll(index, keys, o);
+}
+
+absl::StatusOr<JoinPairs> Client::JoinAll(const std::string& index, Keys keys,
+                                          const QueryAllOptions& o) {
+  if (o.batch_rows == 0) return absl::InvalidArgumentError("batch_rows must be positive");
   if (keys.size() > std::numeric_limits<uint32_t>::max()) {
     return absl::InvalidArgumentError(
         absl::StrCat("join has ", keys.size(), " left rows; left row IDs are uint32"));
@@ -829,13 +892,15 @@ absl::StatusOr<JoinPairs> Client::JoinAll(const std::string& index, Keys keys, s
   p.total_rows = keys.size();
   BatchSource<JoinBatch> source = [&]() -> std::optional<JoinBatch> {
     if (pos >= keys.size()) return std::nullopt;
-    const size_t n = std::min(batch_rows, keys.size() - pos);
+    const size_t n = std::min(o.batch_rows, keys.size() - pos);
     JoinBatch b;
     JoinLeft l;
     l.keys = keys.subspan(pos, n);
     l.first_left_row = static_cast<uint32_t>(pos);
-    l.capacity = capacity;
+    l.capacity = o.capacity;
+    l.count_only = o.count_only;
     b.lefts.push_back(l);
+    b.select = o.select;
     pos += n;
     return b;
   };
@@ -850,16 +915,17 @@ absl::StatusOr<JoinPairs> Client::JoinAll(const std::string& index, Keys keys, s
         JoinPairs& jp = r.results[0];
         all.left_rows.insert(all.left_rows.end(), jp.left_rows.begin(), jp.left_rows.end());
         all.right_rows.insert(all.right_rows.end(), jp.right_rows.begin(), jp.right_rows.end());
+        GPUJOIN_RETURN_IF_ERROR(AppendColumns(std::move(jp.columns), &all.columns));
         all.count += jp.count;
         all.capacity += jp.capacity;
         all.overflow = all.overflow || jp.overflow;
         all.statistics.Merge(jp.statistics);
         p.rows_sent += jp.statistics.found + jp.statistics.missing;
         p.bytes_sent += jp.left_rows.size() * 2 * sizeof(uint32_t);
-        if (progress) progress(p);
+        if (o.progress) o.progress(p);
         return absl::OkStatus();
       },
-      options));
+      o.stream));
   return all;
 }
 
@@ -924,15 +990,15 @@ absl::StatusOr<HashResult> Client::HashAll(const std::vector<HashColumn>& column
           absl::StrCat("hash column ", i, " has ", c.length, " rows but column 0 has ", rows));
     }
     const uint64_t end = c.offset + c.length;
-    if (c.type == ColumnType::kBinary) {
+    if (IsVariableWidth(c.type)) {
       if (c.offsets.size() < end + 1) {
         return absl::InvalidArgumentError(absl::StrCat(
             "hash column ", i, ": offsets has ", c.offsets.size(), " entries, needs ", end + 1));
       }
-    } else if (c.data.size() < end * TypeWidth(c.type)) {
+    } else if (c.data.size() < end * ColumnWidth(c.type)) {
       return absl::InvalidArgumentError(absl::StrCat("hash column ", i, ": data has ",
                                                      c.data.size(), " bytes, needs ",
-                                                     end * TypeWidth(c.type)));
+                                                     end * ColumnWidth(c.type)));
     }
     if (!c.validity.empty() && c.validity.size() < (end + 7) / 8) {
       return absl::InvalidArgumentError(absl::StrCat("hash column ", i, ": validity has ",
@@ -962,14 +1028,14 @@ absl::StatusOr<HashResult> Client::HashAll(const std::vector<HashColumn>& column
       s.offset = phys % 8;
       s.length = n;
       if (!c.validity.empty()) s.validity = c.validity.subspan(base / 8, (local_end + 7) / 8);
-      if (c.type == ColumnType::kBinary) {
+      if (IsVariableWidth(c.type)) {
         const int32_t first = c.offsets[base];
         rebased[i].resize(local_end + 1);
         for (uint64_t k = 0; k <= local_end; ++k) rebased[i][k] = c.offsets[base + k] - first;
         s.offsets = rebased[i];
         s.data = c.data.subspan(first, c.offsets[base + local_end] - first);
       } else {
-        const size_t w = TypeWidth(c.type);
+        const size_t w = ColumnWidth(c.type);
         s.data = c.data.subspan(base * w, local_end * w);
       }
       b.columns.push_back(s);

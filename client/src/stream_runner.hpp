@@ -20,15 +20,21 @@
 
 namespace gpujoin::client::detail {
 
+/// The `more` of RunStream for calls whose every answer is one message.
+inline constexpr auto kWhole = [](const auto&) { return false; };
+
 /// Runs one stream to completion.
 /// encode(const Batch&, uint64_t batch_id, Req*) -> absl::Status fills a request
 /// (a non-OK status aborts the stream with that status).
-/// decode(Resp&, Result*) -> absl::Status fills a result (non-OK = malformed answer).
+/// decode(Resp&, Result*) -> absl::Status fills a result from one response
+/// message (non-OK = malformed answer). more(const Resp&) -> bool: the answer
+/// continues in the next message, which decode then adds to the same result;
+/// the batch counts as in flight until its last message.
 /// Results reach `sink` in order with batch_id and latency set.
 template <typename Req, typename Resp, typename Batch, typename Result, typename Encode,
-          typename Decode>
+          typename Decode, typename More>
 absl::Status RunStream(grpc::ClientContext* ctx, grpc::ClientReaderWriter<Req, Resp>* stream,
-                       const BatchSource<Batch>& source, Encode encode, Decode decode,
+                       const BatchSource<Batch>& source, Encode encode, Decode decode, More more,
                        const ResultSink<Result>& sink, const StreamOptions& options) {
   using Clock = std::chrono::steady_clock;
   const size_t window = options.max_in_flight < 1 ? 1 : static_cast<size_t>(options.max_in_flight);
@@ -80,7 +86,18 @@ absl::Status RunStream(grpc::ClientContext* ctx, grpc::ClientReaderWriter<Req, R
 
   Resp resp;
   uint64_t expected = 0;
+  Result result;  // the answer being read (several messages when `more`)
   while (stream->Read(&resp)) {
+    absl::Status st = decode(resp, &result);
+    if (st.ok() && resp.batch_id() != expected) {
+      st = absl::InternalError(absl::StrCat("server answered batch ", resp.batch_id(),
+                                            " where batch ", expected, " was expected"));
+    }
+    if (!st.ok()) {
+      fail(std::move(st));
+      break;
+    }
+    if (more(resp)) continue;
     Clock::time_point t0;
     {
       std::lock_guard<std::mutex> lock(mu);
@@ -92,19 +109,10 @@ absl::Status RunStream(grpc::ClientContext* ctx, grpc::ClientReaderWriter<Req, R
       }
     }
     cv.notify_all();
-    Result result;
-    absl::Status st = decode(resp, &result);
-    if (st.ok() && resp.batch_id() != expected) {
-      st = absl::InternalError(absl::StrCat("server answered batch ", resp.batch_id(),
-                                            " where batch ", expected, " was expected"));
-    }
-    if (!st.ok()) {
-      fail(std::move(st));
-      break;
-    }
     result.batch_id = expected++;
     result.latency = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0);
     st = sink(std::move(result));
+    result = Result();
     if (!st.ok()) {
       fail(std::move(st));
       break;

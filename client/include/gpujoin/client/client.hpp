@@ -17,6 +17,11 @@
 //  - Keys are `Keys`: a borrowed column of uint32 keys (a uint32 index, the
 //    default) or uint64 keys (a uint64 index; int64 keys as their bit pattern),
 //    made implicitly from a span or vector of uint32_t, uint64_t or int64_t.
+//  - Payload columns (column.hpp) are declared by IndexSpec::payload, sent as
+//    BuildChunk::payload views, and gathered by lookups and joins that name them
+//    (`select`): results carry owned `Column`s aligned with the lookup's rows or
+//    the join's pairs. A join answer the server split over several messages
+//    (JoinResponse.more) reaches the sink reassembled, one JoinPairs per left batch.
 //
 // Errors: every function returns an `absl::Status` whose code is the gRPC code
 // the server sent (the codes are the same google.rpc.Code values) and whose
@@ -56,6 +61,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "gpujoin/client/column.hpp"
 
 namespace gpujoin::client {
 
@@ -211,6 +217,8 @@ struct IndexInfo {
   std::string backend;  ///< "cuda" or "cpu"
   int64_t built_unix_millis = 0;
   KeyType key_type = KeyType::kUint32;
+  std::vector<PayloadColumnInfo> payload;  ///< in the order the spec declared them
+  uint64_t payload_bytes = 0;              ///< sum of payload[].bytes (within device_bytes)
 };
 
 /// Server identity and memory (GetServerInfoResponse).
@@ -252,22 +260,30 @@ struct IndexSpec {
   /// The key word; every chunk's keys must have it (INVALID_ARGUMENT otherwise,
   /// before the chunk is sent).
   KeyType key_type = KeyType::kUint32;
+  /// Payload columns stored beside the index, aligned with the build's source
+  /// rows (batch mode: every row of every chunk, masked-out rows included).
+  /// Names unique; kString bytes must be UTF-8 (the server checks), kBinary's are not checked.
+  std::vector<PayloadColumnSpec> payload;
 };
 
 /// One build chunk (borrowed; see "Borrowed memory" above). With
 /// `explicit_values`, values belong to the same logical sequence as the keys;
 /// their chunk boundaries may differ but the totals must match at the end.
+/// Payload views likewise: each names a declared column and has its type (else
+/// INVALID_ARGUMENT before the chunk is sent); each column's views, in chunk
+/// order, are its rows, with boundaries of their own; a chunk may carry payload only.
 struct BuildChunk {
   Keys keys;                           ///< of IndexSpec::key_type
   std::span<const uint32_t> values;    ///< only with IndexSpec::explicit_values
   uint32_t row_base = 0;               ///< only with IndexSpec::batch_mode
   std::span<const uint32_t> validity;  ///< only with batch_mode; empty = all valid
+  std::vector<ColumnView> payload;     ///< rows of declared payload columns
 };
 
 /// Progress of an upload, reported after every chunk sent.
 struct Progress {
   uint64_t rows_sent = 0;   ///< key rows sent so far
-  uint64_t bytes_sent = 0;  ///< payload bytes (keys, values, validity) sent so far
+  uint64_t bytes_sent = 0;  ///< bytes of keys, values, validity and payload columns sent so far
   uint64_t total_rows = 0;  ///< expected total, 0 when unknown
 };
 
@@ -293,9 +309,10 @@ struct StreamOptions {
 
 /// One Lookup batch (borrowed).
 struct LookupBatch {
-  Keys keys;                     ///< of the index's key type
-  bool want_probes = false;      ///< return per-row probe counts
-  uint32_t max_probe_count = 0;  ///< 0 = the index's bound
+  Keys keys;                        ///< of the index's key type
+  bool want_probes = false;         ///< return per-row probe counts
+  uint32_t max_probe_count = 0;     ///< 0 = the index's bound
+  std::vector<std::string> select;  ///< payload columns to gather per row, each at most once
 };
 
 /// The answer to one Lookup batch.
@@ -306,6 +323,10 @@ struct LookupResult {
   std::vector<uint8_t> found;    ///< per row: 1 found, 0 missing
   std::vector<uint32_t> probes;  ///< per row, when asked
   QueryStatistics statistics;
+  /// The selected payload columns in `select` order, one row per key: the
+  /// key's stored value (of its build's lowest source row), null where the key
+  /// is missing or the value is null.
+  std::vector<Column> columns;
   absl::Status error;                   ///< in-band error for this batch; results empty then
   std::chrono::nanoseconds latency{0};  ///< from the batch's write to its answer's arrival
 };
@@ -318,13 +339,17 @@ struct JoinLeft {
   uint64_t capacity = 0;                ///< pair capacity; 0 = number of left rows
   bool want_found = false;
   bool want_probes = false;
+  /// Count only: the result has count, overflow and statistics (found and
+  /// probes when asked) but no pairs; `capacity` is ignored. Sizes a later request.
+  bool count_only = false;
 };
 
 /// One Join request: one left batch is a plain join; several make a batch
 /// join with one result per left batch.
 struct JoinBatch {
   std::vector<JoinLeft> lefts;
-  uint32_t max_probe_count = 0;  ///< 0 = the index's bound
+  uint32_t max_probe_count = 0;     ///< 0 = the index's bound
+  std::vector<std::string> select;  ///< payload columns to gather per pair, each at most once
 };
 
 /// Result of one left batch: the [left row, right row] pairs in left order.
@@ -337,13 +362,18 @@ struct JoinPairs {
   QueryStatistics statistics;
   std::vector<uint8_t> found;    ///< when asked
   std::vector<uint32_t> probes;  ///< when asked
+  /// The selected payload columns in `select` order, one row per pair (the
+  /// right key's stored value; null where it is null).
+  std::vector<Column> columns;
 };
 
 /// The answer to one Join request.
 struct JoinResult {
   uint64_t batch_id = 0;
   uint64_t index_version = 0;
-  std::vector<JoinPairs> results;  ///< one per JoinBatch::lefts entry
+  /// One per JoinBatch::lefts entry, reassembled when the server split the
+  /// answer over several messages.
+  std::vector<JoinPairs> results;
   absl::Status error;
   std::chrono::nanoseconds latency{0};
 };
@@ -383,18 +413,9 @@ struct AggregateResult {
   std::chrono::nanoseconds latency{0};
 };
 
-/// Physical type of a hashed column.
-enum class ColumnType { kUint32, kInt32, kUint64, kInt64, kFloat32, kFloat64, kBinary };
-
-/// One hashed column in Arrow layout (borrowed). Row r is physical row offset + r.
-struct HashColumn {
-  ColumnType type = ColumnType::kUint32;
-  std::span<const uint8_t> data;      ///< fixed-width LE values, or binary value bytes
-  std::span<const int32_t> offsets;   ///< kBinary: offset + length + 1 of them
-  std::span<const uint8_t> validity;  ///< optional Arrow bitmap (LSB order); empty = all valid
-  uint64_t offset = 0;
-  uint64_t length = 0;
-};
+/// One hashed column (borrowed; column.hpp): one of the first seven types
+/// (strings as kBinary). Its name is not used.
+using HashColumn = ColumnView;
 
 /// One Hash batch: columns of equal length hashed row-wise into one composite hash.
 struct HashBatch {
@@ -423,6 +444,16 @@ using BatchSource = std::function<std::optional<Batch>()>;
 /// stream and becomes the return value of the streaming call.
 template <typename Result>
 using ResultSink = std::function<absl::Status(Result&&)>;
+
+/// Options of LookupAll and JoinAll.
+struct QueryAllOptions {
+  size_t batch_rows = 1 << 20;      ///< keys per request
+  std::vector<std::string> select;  ///< payload columns to gather
+  uint64_t capacity = 0;            ///< JoinAll: pairs per batch (0 = the batch's rows)
+  bool count_only = false;          ///< JoinAll: counts and statistics only, no pairs
+  StreamOptions stream;
+  ProgressCallback progress;  ///< may be empty; called as batches are answered
+};
 
 // ---------------------------------------------------------------- client
 
@@ -469,6 +500,20 @@ class Client {
                                                   size_t chunk_rows = 1 << 20,
                                                   const ProgressCallback& progress = {});
 
+  /// The same with payload: `payload` holds one view per column of
+  /// spec.payload (any order), each as long as `keys`. Chunks carry at most
+  /// `chunk_rows` key rows and at most about ConnectOptions::max_message_bytes
+  /// (less 1 KiB) bytes each; a payload column whose rows do not fit in the
+  /// chunk with the keys continues in chunks of its own (payload only), so a
+  /// long string column never makes a message too large. INVALID_ARGUMENT
+  /// before anything is sent for a missing, extra or misshapen column, or a
+  /// single string row larger than a message.
+  absl::StatusOr<IndexInfo> BuildIndexFromColumns(const IndexSpec& spec, Keys keys,
+                                                  std::span<const uint32_t> values,
+                                                  std::span<const ColumnView> payload,
+                                                  size_t chunk_rows = 1 << 20,
+                                                  const ProgressCallback& progress = {});
+
   /// Pipelined Lookup stream against `index`. Returns OK when every batch was
   /// answered, else the first RPC error or the first non-OK status of `sink`.
   absl::Status Lookup(const std::string& index, const BatchSource<LookupBatch>& source,
@@ -495,6 +540,10 @@ class Client {
                                          size_t batch_rows = 1 << 20,
                                          const StreamOptions& options = {},
                                          const ProgressCallback& progress = {});
+  /// The same with QueryAllOptions (batch_rows, select, stream, progress): the
+  /// selected columns of all batches are concatenated in `columns`.
+  absl::StatusOr<LookupResult> LookupAll(const std::string& index, Keys keys,
+                                         const QueryAllOptions& options);
 
   /// Convenience: inner join of all `keys` (left rows numbered from 0) in
   /// batches of `batch_rows`; the pairs of all batches are concatenated in
@@ -504,6 +553,12 @@ class Client {
                                     size_t batch_rows = 1 << 20, uint64_t capacity = 0,
                                     const StreamOptions& options = {},
                                     const ProgressCallback& progress = {});
+  /// The same with QueryAllOptions (batch_rows, select, capacity, count_only,
+  /// stream, progress): the selected columns of all batches are concatenated in
+  /// `columns`, aligned with the pairs; with count_only there are no pairs and
+  /// `count` is the total.
+  absl::StatusOr<JoinPairs> JoinAll(const std::string& index, Keys keys,
+                                    const QueryAllOptions& options);
 
   /// Convenience: aggregates whole columns in batches with accumulate_only and
   /// returns the final totals (in `total_counts` / `total_values`; `rows` is

@@ -1,0 +1,222 @@
+// Typed columns of the gpujoin C++ client: the payload columns a build stores
+// beside an index, the gathered columns of lookup and join results, and the
+// columns hashed by Hash. Arrow's layout, as on the wire (gpujoin.v1.Column):
+// fixed-width values little-endian, booleans and validity as bitmaps (bit i of
+// byte i / 8, LSB first; 1 = true / valid), strings as int32 offsets into one
+// byte buffer.
+//
+// Two shapes of one concept: `Column` owns its buffers (results, and payload
+// a caller assembles row by row); `ColumnView` borrows them (build and hash
+// input, `Column::view()`), optionally starting at a row `offset`.
+#pragma once
+
+#include <concepts>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace gpujoin::client {
+
+/// The value type of a typed column. Hash takes the first seven (kBinary also
+/// for strings); payload and gathered columns take every type. The
+/// order is the wire enum's (gpujoin.v1.ColumnType, shifted by its UNSPECIFIED)
+/// and the engine's.
+enum class ColumnType {
+  kUint32,
+  kInt32,
+  kUint64,
+  kInt64,
+  kFloat32,
+  kFloat64,
+  kBinary,
+  kBool,
+  kString
+};
+
+/// "uint32", "int32", "uint64", "int64", "float32", "float64", "binary", "bool", "string".
+std::string_view ColumnTypeName(ColumnType type);
+
+/// Parses a ColumnTypeName; INVALID_ARGUMENT naming the word and the choices otherwise.
+absl::StatusOr<ColumnType> ParseColumnType(std::string_view name);
+
+/// Bytes of one value of a fixed-width type (4 or 8); 0 for kBool, kBinary and kString.
+constexpr size_t ColumnWidth(ColumnType type) {
+  switch (type) {
+    case ColumnType::kUint32:
+    case ColumnType::kInt32:
+    case ColumnType::kFloat32:
+      return 4;
+    case ColumnType::kUint64:
+    case ColumnType::kInt64:
+    case ColumnType::kFloat64:
+      return 8;
+    default:
+      return 0;
+  }
+}
+
+/// kBinary and kString: values are offsets into a byte buffer.
+constexpr bool IsVariableWidth(ColumnType type) {
+  return type == ColumnType::kBinary || type == ColumnType::kString;
+}
+
+/// Bytes of a bitmap of `rows` bits.
+constexpr uint64_t BitmapBytes(uint64_t rows) { return (rows + 7) / 8; }
+
+/// Bit `i` of an Arrow bitmap (which must hold it).
+inline bool BitAt(std::span<const uint8_t> bitmap, uint64_t i) {
+  return (bitmap[i / 8] >> (i % 8)) & 1u;
+}
+
+/// The C++ element types of the fixed-width column types.
+template <typename T>
+concept FixedWidthValue =
+    std::same_as<T, uint32_t> || std::same_as<T, int32_t> || std::same_as<T, uint64_t> ||
+    std::same_as<T, int64_t> || std::same_as<T, float> || std::same_as<T, double>;
+
+/// The column type of element type T (uint32_t -> kUint32, ..., double -> kFloat64).
+template <FixedWidthValue T>
+constexpr ColumnType kColumnTypeOf = std::same_as<T, uint32_t>   ? ColumnType::kUint32
+                                     : std::same_as<T, int32_t>  ? ColumnType::kInt32
+                                     : std::same_as<T, uint64_t> ? ColumnType::kUint64
+                                     : std::same_as<T, int64_t>  ? ColumnType::kInt64
+                                     : std::same_as<T, float>    ? ColumnType::kFloat32
+                                                                 : ColumnType::kFloat64;
+
+/// A borrowed typed column: rows [offset, offset + length) of caller buffers
+/// (see "Borrowed memory" in client.hpp). Row r of the view is physical row
+/// offset + r of the buffers:
+///  - fixed width: `data` holds (offset + length) * width bytes at least;
+///  - kBool: `data` is a bitmap of at least offset + length bits;
+///  - kBinary, kString: `offsets` holds offset + length + 1 non-decreasing
+///    entries (physical row i is data[offsets[i], offsets[i + 1])), the last at
+///    most data.size();
+///  - `validity`: empty (no nulls) or a bitmap of at least offset + length bits.
+/// `name` names a payload column in builds (and is ignored by Hash).
+struct ColumnView {
+  std::string_view name;
+  ColumnType type = ColumnType::kUint32;
+  std::span<const uint8_t> data;
+  std::span<const int32_t> offsets;
+  std::span<const uint8_t> validity;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+
+  /// Rows [begin, begin + count) of this view (clamped to it), same buffers.
+  ColumnView Slice(uint64_t begin, uint64_t count) const;
+  /// True when row r is not null.
+  bool Valid(uint64_t r) const { return validity.empty() || BitAt(validity, offset + r); }
+  /// Null rows among the view's rows.
+  uint64_t NullCount() const;
+};
+
+/// Checks that `view`'s buffers hold its rows as ColumnView describes
+/// (INVALID_ARGUMENT naming `what`, the buffer and both sizes otherwise).
+absl::Status CheckColumnView(const ColumnView& view, std::string_view what);
+
+/// A typed column that owns its buffers. Invariants (kept by the Append
+/// functions, checked for server data by the client):
+///  - fixed width: data.size() == length * width; kBool: data.size() == BitmapBytes(length);
+///  - kBinary, kString: offsets empty (only while length == 0) or length + 1
+///    entries from 0, non-decreasing, the last == data.size();
+///  - validity empty (no nulls) or BitmapBytes(length) bytes, bits past length 0;
+///    null_count == the rows whose validity bit is 0.
+/// A null row appended by AppendNull holds zero bytes, a false bit or an empty
+/// string (as in results); rows appended from a view keep the view's bytes.
+struct Column {
+  std::string name;
+  ColumnType type = ColumnType::kInt64;
+  uint64_t length = 0;
+  std::vector<uint8_t> data;
+  std::vector<int32_t> offsets;
+  std::vector<uint8_t> validity;
+  uint64_t null_count = 0;
+
+  /// An empty column.
+  Column() = default;
+  Column(std::string column_name, ColumnType column_type)
+      : name(std::move(column_name)), type(column_type) {}
+
+  /// A column of `values`, type kColumnTypeOf<T>, no nulls.
+  template <FixedWidthValue T>
+  static Column Of(std::string name, std::span<const T> values) {
+    Column c(std::move(name), kColumnTypeOf<T>);
+    c.length = values.size();
+    c.data.resize(values.size_bytes());
+    if (!values.empty()) std::memcpy(c.data.data(), values.data(), values.size_bytes());
+    return c;
+  }
+  template <FixedWidthValue T>
+  static Column Of(std::string name, const std::vector<T>& values) {
+    return Of(std::move(name), std::span<const T>(values));
+  }
+
+  /// Appends a null row.
+  void AppendNull();
+  /// Appends a value of a fixed-width column; T must be the column's element type.
+  template <FixedWidthValue T>
+  void Append(T value) {
+    const size_t at = data.size();
+    data.resize(at + sizeof(T));
+    std::memcpy(data.data() + at, &value, sizeof(T));
+    MarkValid();
+  }
+  /// Appends a value of a kBool column.
+  void AppendBool(bool value);
+  /// Appends a value of a kString or kBinary column. A column over 2^31 - 1
+  /// bytes cannot be held (int32 offsets): OUT_OF_RANGE naming the column.
+  absl::Status AppendString(std::string_view value);
+  /// Appends every row of `rows`, which must have this column's type
+  /// (INVALID_ARGUMENT naming both types otherwise; OUT_OF_RANGE past 2^31 - 1
+  /// string bytes). Reassembles results split over several batches or messages.
+  absl::Status AppendRows(const ColumnView& rows);
+
+  /// True when row r is not null.
+  bool Valid(uint64_t r) const { return validity.empty() || BitAt(validity, r); }
+  /// The value of row r of a fixed-width column (0 for a null row). T must be
+  /// the column's element type.
+  template <FixedWidthValue T>
+  T Value(uint64_t r) const {
+    T v;
+    std::memcpy(&v, data.data() + r * sizeof(T), sizeof(T));
+    return v;
+  }
+  /// The value of row r of a kBool column (false for a null row).
+  bool Bool(uint64_t r) const { return BitAt(data, r); }
+  /// The bytes of row r of a kString or kBinary column (empty for a null row).
+  std::string_view String(uint64_t r) const {
+    return {reinterpret_cast<const char*>(data.data()) + offsets[r],
+            static_cast<size_t>(offsets[r + 1] - offsets[r])};
+  }
+
+  /// A view of all rows (valid while the column is neither changed nor moved).
+  ColumnView view() const;
+
+ private:
+  // Adds row `length` as valid (validity and counters); the value is already appended.
+  void MarkValid();
+};
+
+/// A payload column declared by a build (IndexSpec::payload): its rows arrive in
+/// BuildChunk::payload views of this name.
+struct PayloadColumnSpec {
+  std::string name;  ///< [A-Za-z0-9_.-]{1,128}, unique within the index
+  ColumnType type = ColumnType::kInt64;
+};
+
+/// A payload column as stored by an index (IndexInfo::payload).
+struct PayloadColumnInfo {
+  std::string name;
+  ColumnType type = ColumnType::kInt64;
+  uint64_t null_count = 0;  ///< retained values (one per retained key) that are null
+  uint64_t bytes = 0;       ///< device (or host) memory the column occupies
+};
+
+}  // namespace gpujoin::client

@@ -1,0 +1,144 @@
+#include "wire.hpp"
+
+#include "bitmap.hpp"
+#include "gpujoin/common/status_macros.hpp"
+
+namespace gpujoin::client::detail {
+namespace {
+
+// Appends bits [begin, begin + n) of `bitmap` to `out` as a bitmap of n bits.
+void AppendBits(std::span<const uint8_t> bitmap, uint64_t begin, uint64_t n, std::string* out) {
+  out->assign(BitmapBytes(n), '\0');
+  CopyBits(bitmap.data(), begin, n, reinterpret_cast<uint8_t*>(out->data()), 0);
+}
+
+// A bitmap of `rows` bits the server sent: BitmapBytes(rows) bytes at least;
+// the copy has exactly that many, with the bits past `rows` cleared.
+absl::Status TakeBitmap(const std::string& bytes, uint64_t rows, std::string_view what,
+                        std::vector<uint8_t>* out) {
+  if (bytes.size() < BitmapBytes(rows)) {
+    return absl::InternalError(absl::StrCat("server sent ", std::string(what), " of ", bytes.size(),
+                                            " bytes for ", rows, " rows (needs ", BitmapBytes(rows),
+                                            ")"));
+  }
+  out->assign(bytes.begin(), bytes.begin() + BitmapBytes(rows));
+  if (rows % 8 != 0) out->back() &= static_cast<uint8_t>((1u << (rows % 8)) - 1);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status FromBatchError(const pb::BatchError& e) {
+  if (e.code() == 0) {
+    return absl::UnknownError(e.message().empty() ? "batch failed" : e.message());
+  }
+  return absl::Status(static_cast<absl::StatusCode>(e.code()), e.message());
+}
+
+QueryStatistics ToQueryStatistics(const pb::QueryStatistics& s) {
+  return QueryStatistics{s.found(), s.missing(), s.total_probes(), s.max_probes()};
+}
+
+pb::ColumnType ToProtoColumnType(ColumnType type) {
+  return static_cast<pb::ColumnType>(static_cast<int>(type) + 1);
+}
+
+std::optional<ColumnType> FromProtoColumnType(int type) {
+  if (type < pb::COLUMN_TYPE_UINT32 || type > pb::COLUMN_TYPE_STRING) return std::nullopt;
+  return static_cast<ColumnType>(type - 1);
+}
+
+uint64_t EncodedColumnBytes(const ColumnView& v) {
+  // Each field: a tag and a length or value varint (at most 11 bytes); the
+  // Column itself: a tag and a length in the enclosing message.
+  constexpr uint64_t kHeaders = 8 * 11;
+  uint64_t bytes = kHeaders + v.name.size();
+  if (IsVariableWidth(v.type)) {
+    bytes += 4 * (v.length + 1) +
+             static_cast<uint64_t>(v.offsets[v.offset + v.length] - v.offsets[v.offset]);
+  } else if (v.type == ColumnType::kBool) {
+    bytes += BitmapBytes(v.length);
+  } else {
+    bytes += v.length * ColumnWidth(v.type);
+  }
+  if (!v.validity.empty()) bytes += BitmapBytes(v.length);
+  return bytes;
+}
+
+void EncodeColumn(const ColumnView& v, pb::Column* out) {
+  out->set_name(std::string(v.name));
+  out->set_type(ToProtoColumnType(v.type));
+  out->set_length(v.length);
+  if (IsVariableWidth(v.type)) {
+    const int32_t first = v.offsets[v.offset];
+    const int32_t last = v.offsets[v.offset + v.length];
+    out->set_data(reinterpret_cast<const char*>(v.data.data()) + first,
+                  static_cast<size_t>(last - first));
+    std::string* offsets = out->mutable_offsets();
+    offsets->resize(4 * (v.length + 1));
+    for (uint64_t i = 0; i <= v.length; ++i) {
+      const int32_t o = v.offsets[v.offset + i] - first;
+      std::memcpy(offsets->data() + 4 * i, &o, 4);
+    }
+  } else if (v.type == ColumnType::kBool) {
+    AppendBits(v.data, v.offset, v.length, out->mutable_data());
+  } else {
+    const size_t w = ColumnWidth(v.type);
+    out->set_data(reinterpret_cast<const char*>(v.data.data()) + v.offset * w, v.length * w);
+  }
+  if (v.NullCount() > 0) AppendBits(v.validity, v.offset, v.length, out->mutable_validity());
+}
+
+absl::StatusOr<Column> DecodeColumn(const pb::Column& c, std::string_view field) {
+  const std::optional<ColumnType> type = FromProtoColumnType(c.type());
+  const std::string what = absl::StrCat(std::string(field), " ('", c.name(), "')");
+  if (!type) {
+    return absl::InternalError(absl::StrCat("server sent ", what, " of unknown type ", c.type()));
+  }
+  Column out(c.name(), *type);
+  const uint64_t n = c.length();
+  if (IsVariableWidth(*type)) {
+    if (c.offsets().size() != 4 * (n + 1)) {
+      return absl::InternalError(absl::StrCat("server sent ", what, " with ", c.offsets().size(),
+                                              " offset bytes for ", n, " rows (needs ", 4 * (n + 1),
+                                              ")"));
+    }
+    std::vector<int32_t> offsets(n + 1);
+    std::memcpy(offsets.data(), c.offsets().data(), 4 * (n + 1));
+    if (offsets[0] < 0 || static_cast<uint64_t>(offsets[n]) > c.data().size()) {
+      return absl::InternalError(absl::StrCat("server sent ", what, " with offsets from ",
+                                              offsets[0], " to ", offsets[n], " into ",
+                                              c.data().size(), " bytes"));
+    }
+    for (uint64_t i = 0; i < n; ++i) {
+      if (offsets[i + 1] < offsets[i]) {
+        return absl::InternalError(
+            absl::StrCat("server sent ", what, " with decreasing offsets at row ", i));
+      }
+    }
+    const int32_t first = offsets[0];
+    for (int32_t& o : offsets) o -= first;
+    out.data.assign(c.data().begin() + first, c.data().begin() + first + offsets[n]);
+    out.offsets = std::move(offsets);
+  } else if (*type == ColumnType::kBool) {
+    GPUJOIN_RETURN_IF_ERROR(TakeBitmap(c.data(), n, what + " data", &out.data));
+  } else if (c.data().size() != n * ColumnWidth(*type)) {
+    return absl::InternalError(absl::StrCat(
+        "server sent ", what, " with ", c.data().size(), " data bytes for ", n, " rows of ",
+        std::string(ColumnTypeName(*type)), " (needs ", n * ColumnWidth(*type), ")"));
+  } else {
+    out.data.assign(c.data().begin(), c.data().end());
+  }
+  out.length = n;
+  if (!c.validity().empty()) {
+    GPUJOIN_RETURN_IF_ERROR(TakeBitmap(c.validity(), n, what + " validity", &out.validity));
+    out.null_count = n - CountOnes(out.validity.data(), 0, n);
+    if (out.null_count == 0) out.validity.clear();
+  } else if (c.null_count() != 0) {
+    return absl::InternalError(absl::StrCat("server sent ", what, " with ", c.null_count(),
+                                            " nulls but no validity bitmap"));
+  }
+  return out;
+}
+
+}  // namespace gpujoin::client::detail
