@@ -963,6 +963,66 @@ TEST_P(PayloadDifferential, BuildTransientBytesCountThePayload) {
   EXPECT_EQ(cuda_->PayloadBytes(spec, shape.payload), uint64_t{4} << 16);
 }
 
+// Payload larger than the device: the build fails with RESOURCE_EXHAUSTED, the
+// index keeps no payload (payload() empty, memory_bytes the table's), the
+// backend stays healthy, and the same index then builds and gathers a small
+// payload. Stored columns take slots * 8 bytes whatever the rows, so one row
+// and enough int64 columns exhaust the device. (Not in the sanitizer runs: the
+// kernels span the whole device.)
+class PayloadDeviceMemory : public CudaVsCpuTest {
+ protected:
+  PayloadDeviceMemory() : CudaVsCpuTest("CUDA payload memory test skipped") {}
+};
+
+TEST_F(PayloadDeviceMemory, ExhaustedDeviceMemoryFailsTheBuildAndLeavesNoPayload) {
+  const uint64_t free_bytes = cuda_->Info().memory_free_bytes;
+  // The largest table of at most an eighth of the free memory.
+  uint32_t capacity = 1u << 31;
+  while (capacity > (1u << 20) && uint64_t{capacity} * 8 > free_bytes / 8) capacity /= 2;
+  const uint64_t columns = free_bytes / (uint64_t{capacity} * 8) + 2;
+  auto index = cuda_->CreateIndex(HashIndexSpec{capacity, 0});
+  ASSERT_TRUE(index.ok()) << index.status();
+  const std::vector<uint32_t> key = {42};
+  const std::vector<std::byte> value(8, std::byte{7});
+  BuildIndexNode node;
+  node.index = index->get();
+  node.keys = {std::span<const uint32_t>(key)};
+  for (uint64_t c = 0; c < columns; ++c) {
+    node.payload.push_back(ColumnView{ColumnType::kInt64, 1, value, {}, {}});
+  }
+  CommandGraph g;
+  g.Add(node);
+  const absl::Status s = cuda_->Run(g);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted)
+      << s << " (" << columns << " columns of " << uint64_t{capacity} * 8 << " bytes, "
+      << free_bytes << " bytes free)";
+  EXPECT_TRUE(cuda_->Healthy());
+  EXPECT_TRUE((*index)->payload().empty());
+  EXPECT_EQ((*index)->memory_bytes(), cuda_->IndexBytes((*index)->spec()));
+  // The same index, a small payload.
+  const std::vector<SourceColumn> payload = {RandomColumn(rng_, ColumnType::kInt64, 1, 0.0, false)};
+  node.payload = {payload[0].View()};
+  CommandGraph again;
+  again.Add(node);
+  ASSERT_TRUE(cuda_->Run(again).ok());
+  ASSERT_EQ((*index)->payload().size(), 1u);
+  EXPECT_EQ((*index)->payload()[0].bytes, uint64_t{capacity} * 8);
+  std::vector<uint32_t> values(2);
+  const std::vector<uint32_t> queries = {42, 43};
+  Gathered out;
+  LookupNode lookup;
+  lookup.index = index->get();
+  lookup.keys = {std::span<const uint32_t>(queries)};
+  lookup.values = values;
+  lookup.gather.push_back(out.Prepare(0, ColumnType::kInt64, 2, 0x7fffffff));
+  CommandGraph q;
+  q.Add(lookup);
+  ASSERT_TRUE(cuda_->Run(q).ok());
+  EXPECT_EQ(out.At(ColumnType::kInt64, 0), payload[0].At(0));
+  EXPECT_EQ(out.At(ColumnType::kInt64, 1), Cell{});
+  EXPECT_EQ(out.null_count, 1u);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Paths, PayloadDifferential,
     ::testing::Combine(::testing::Values(CudaBuildPath::kDirect, CudaBuildPath::kTiles),
