@@ -986,3 +986,255 @@ TEST_F(CliEndToEnd, MoreInputErrorsNameThePosition) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------- payload columns (issue 20)
+
+namespace {
+
+// Column `name` of `rows` without its header entry position, for expectations.
+CsvRow Without(const CsvRow& row, size_t col) {
+  CsvRow out = row;
+  out.erase(out.begin() + static_cast<std::ptrdiff_t>(col));
+  return out;
+}
+
+// index build stores every column but the key as payload, with inferred
+// types; describe lists them; lookup --select appends the selected columns of
+// each key's row (nulls for missing keys), CSV-quoted where needed.
+TEST_F(CliEndToEnd, IndexBuildStoresPayloadAndLookupSelectsIt) {
+  const auto sensors = ReadCsv(Ex("sensors.csv"));
+  const auto events = ReadCsv(Ex("events.csv"));
+  const auto pos = SensorRows(sensors);
+  Json b = BuildSensors();
+  ASSERT_FALSE(b.is_discarded());
+  EXPECT_EQ(b["schema"], "type:str,site:str,room:str,installed:str");
+  ASSERT_EQ(b["index"]["payload"].size(), 4u);
+  EXPECT_EQ(b["index"]["payload"][2]["name"], "room");
+  EXPECT_EQ(b["index"]["payload"][2]["type"], "string");
+  EXPECT_EQ(b["index"]["payload"][2]["null_count"], 0);
+  EXPECT_GT(b["index"]["payload_bytes"].get<uint64_t>(), 0u);
+  RunResult d = Cli({"index", "describe", "sensors"});
+  ASSERT_EQ(d.code, 0) << d.err;
+  EXPECT_NE(d.out.find("payload      4 columns, "), std::string::npos) << d.out;
+  EXPECT_NE(d.out.find("\n  room       str, 0 nulls, "), std::string::npos) << d.out;
+
+  RunResult r = Cli({"--batch-rows", "300", "lookup", "sensors", "--from", Ex("events.csv"),
+                     "--key", "sensor_id", "--select", "room,type", "--out", Tmp("sel.csv")});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto out = ReadCsv(Tmp("sel.csv"));
+  ASSERT_EQ(out.size(), events.size());
+  CsvRow header = events[0];
+  for (const char* h : {"value", "found", "room", "type"}) header.emplace_back(h);
+  EXPECT_EQ(out[0], header);
+  const size_t key = Col(events[0], "sensor_id"), room = Col(sensors[0], "room"),
+               type = Col(sensors[0], "type");
+  bool quoted_room = false;
+  for (size_t i = 1; i < events.size(); ++i) {
+    CsvRow want = events[i];
+    auto it = pos.find(static_cast<uint32_t>(std::stoul(*events[i][key])));
+    if (it != pos.end()) {
+      const CsvRow& s = sensors[it->second + 1];
+      want.insert(want.end(), {std::to_string(it->second), "true", s[room], s[type]});
+      quoted_room = quoted_room || s[room]->find('"') != std::string::npos;
+    } else {
+      want.insert(want.end(), {std::nullopt, "false", std::nullopt, std::nullopt});
+    }
+    ASSERT_EQ(out[i], want) << "row " << i;
+  }
+  EXPECT_TRUE(quoted_room);  // e.g. Dock "B" came back through CSV quoting
+
+  RunResult j = Cli({"--json", "lookup", "sensors", "--from", Ex("probe_ids.u32"), "--key", "key",
+                     "--select", "site"});
+  ASSERT_EQ(j.code, 0) << j.err;
+  Json doc = Json::parse(j.out, nullptr, false);
+  ASSERT_FALSE(doc.is_discarded());
+  for (const Json& row : doc["rows"]) {
+    EXPECT_EQ(row["site"].is_null(), row["found"] == false) << row.dump();
+    if (!row["site"].is_null()) EXPECT_TRUE(row["site"].is_string());
+  }
+}
+
+// Every inferred type through build and lookup: integers, floats (round-trip
+// text, NaN and inf), booleans, strings with quotes and commas, empty strings
+// and nulls; a repeated key gives its first row's payload.
+TEST_F(CliEndToEnd, PayloadTypesRoundTripThroughLookup) {
+  std::ofstream(Tmp("dim.csv")) << "id,count,price,ok,label,when\n"
+                                   "1,5,0.1,true,\"a,b\",\n"
+                                   "2,,1e300,false,\"\",x\n"
+                                   "3,-7,nan,,\"say \"\"hi\"\"\",y\n"
+                                   "1,99,2.5,false,dup,z\n"
+                                   "4,9223372036854775807,-inf,TRUE,,w\n";
+  RunResult b = Cli({"--json", "index", "build", "dim", "--from", Tmp("dim.csv").string(), "--key",
+                     "id", "--replace"});
+  ASSERT_EQ(b.code, 0) << b.err;
+  Json bj = Json::parse(b.out);
+  EXPECT_EQ(bj["schema"], "count:i64,price:f64,ok:bool,label:str,when:str");
+  // Retained rows 0, 1, 2, 4: count is null once, ok once, label once (row 4), when once.
+  EXPECT_EQ(bj["index"]["payload"][0]["null_count"], 1);
+  EXPECT_EQ(bj["index"]["payload"][3]["null_count"], 1);
+
+  std::ofstream(Tmp("facts.csv")) << "id\n3\n1\n9\n2\n4\n";
+  RunResult l = Cli({"lookup", "dim", "--from", Tmp("facts.csv").string(), "--key", "id",
+                     "--select", "count,price,ok,label"});
+  ASSERT_EQ(l.code, 0) << l.err;
+  EXPECT_EQ(l.out,
+            "id,value,found,count,price,ok,label\n"
+            "3,2,true,-7,NaN,,\"say \"\"hi\"\"\"\n"
+            "1,0,true,5,0.1,true,\"a,b\"\n"
+            "9,,false,,,,\n"
+            "2,1,true,,1e+300,false,\"\"\n"
+            "4,4,true,9223372036854775807,-inf,true,\n");
+  RunResult jl = Cli({"lookup", "dim", "--from", Tmp("facts.csv").string(), "--key", "id",
+                      "--select", "count,price,ok,label", "--out", Tmp("facts.jsonl").string()});
+  ASSERT_EQ(jl.code, 0) << jl.err;
+  EXPECT_EQ(Slurp(Tmp("facts.jsonl")),
+            "{\"id\":\"3\",\"value\":2,\"found\":true,\"count\":-7,\"price\":\"NaN\",\"ok\":null,"
+            "\"label\":\"say \\\"hi\\\"\"}\n"
+            "{\"id\":\"1\",\"value\":0,\"found\":true,\"count\":5,\"price\":0.1,\"ok\":true,"
+            "\"label\":\"a,b\"}\n"
+            "{\"id\":\"9\",\"value\":null,\"found\":false,\"count\":null,\"price\":null,"
+            "\"ok\":null,\"label\":null}\n"
+            "{\"id\":\"2\",\"value\":1,\"found\":true,\"count\":null,\"price\":1e+300,"
+            "\"ok\":false,\"label\":\"\"}\n"
+            "{\"id\":\"4\",\"value\":4,\"found\":true,\"count\":9223372036854775807,"
+            "\"price\":\"-inf\",\"ok\":true,\"label\":null}\n");
+
+  // --schema and --columns: float32 prints its own shortest text (1e300 is inf).
+  RunResult s =
+      Cli({"--json", "index", "build", "dim32", "--from", Tmp("dim.csv").string(), "--key", "id",
+           "--columns", "price,count", "--schema", "price:f32", "--replace"});
+  ASSERT_EQ(s.code, 0) << s.err;
+  EXPECT_EQ(Json::parse(s.out)["schema"], "price:f32,count:i64");
+  RunResult l32 = Cli({"lookup", "dim32", "--from", Tmp("facts.csv").string(), "--key", "id",
+                       "--select", "price,count"});
+  ASSERT_EQ(l32.code, 0) << l32.err;
+  EXPECT_EQ(l32.out,
+            "id,value,found,price,count\n3,2,true,NaN,-7\n1,0,true,0.1,5\n9,,false,,\n"
+            "2,1,true,inf,\n4,4,true,-inf,9223372036854775807\n");
+  ExpectOneLineError(Cli({"index", "build", "dim_bad", "--from", Tmp("dim.csv").string(), "--key",
+                          "id", "--columns", "count", "--schema", "count:u32"}),
+                     2,
+                     "dim.csv:4: column 'count' (2): '-7' is not a valid u32 (--schema "
+                     "count:u32)");
+}
+
+// The expected join of events with the sensors index's payload: events
+// columns, then the sensor row's columns in `cols`, in events order.
+std::vector<CsvRow> ExpectedPayloadJoin(const std::vector<CsvRow>& events,
+                                        const std::vector<CsvRow>& sensors,
+                                        const std::vector<std::string>& cols) {
+  std::vector<CsvRow> want;
+  CsvRow header = events[0];
+  for (const auto& c : cols) header.emplace_back(c);
+  want.push_back(header);
+  const auto pos = SensorRows(sensors);
+  const size_t key = Col(events[0], "sensor_id");
+  for (size_t i = 1; i < events.size(); ++i) {
+    auto it = pos.find(static_cast<uint32_t>(std::stoul(*events[i][key])));
+    if (it == pos.end()) continue;
+    CsvRow row = events[i];
+    for (const auto& c : cols) row.push_back(sensors[it->second + 1][Col(sensors[0], c)]);
+    want.push_back(row);
+  }
+  return want;
+}
+
+// join --right index:NAME joins the resident index instead of uploading a
+// right file, and writes its payload columns (all, or --select).
+TEST_F(CliEndToEnd, JoinAgainstAResidentIndexGathersItsPayload) {
+  const auto sensors = ReadCsv(Ex("sensors.csv"));
+  const auto events = ReadCsv(Ex("events.csv"));
+  ASSERT_FALSE(BuildSensors().is_discarded());
+  RunResult r = Cli({"--batch-rows", "500", "join", "--left", Ex("events.csv"), "--right",
+                     "index:sensors", "--on", "sensor_id"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto all = ExpectedPayloadJoin(events, sensors, {"type", "site", "room", "installed"});
+  EXPECT_EQ(ReadCsvText(r.out), all);
+  EXPECT_NE(r.err.find("required " + std::to_string(all.size() - 1)), std::string::npos) << r.err;
+  // Without the sensor_id column, the payload join is the ad-hoc join's output.
+  const auto adhoc = ExpectedJoin(events, sensors);
+  ASSERT_EQ(adhoc.size(), all.size());
+  const size_t right_key = events[0].size();
+  for (size_t i = 1; i < all.size(); ++i) ASSERT_EQ(Without(adhoc[i], right_key), all[i]) << i;
+
+  RunResult s = Cli({"join", "--left", Ex("events.csv"), "--right", "index:sensors", "--on",
+                     "sensor_id", "--select", "site", "--out", Tmp("pjoin.csv")});
+  ASSERT_EQ(s.code, 0) << s.err;
+  EXPECT_EQ(ReadCsv(Tmp("pjoin.csv")), ExpectedPayloadJoin(events, sensors, {"site"}));
+
+  RunResult c = Cli({"--json", "join", "--left", Ex("events.csv"), "--right", "index:sensors",
+                     "--on", "sensor_id", "--select", "type,room", "--capacity", "5"});
+  ASSERT_EQ(c.code, 0) << c.err;
+  Json j = Json::parse(c.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << c.out;
+  EXPECT_EQ(j["index"], "sensors");
+  EXPECT_EQ(j["written"], 5);
+  EXPECT_EQ(j["overflow"], true);
+  EXPECT_EQ(j["select"], Json::array({"type", "room"}));
+  ASSERT_EQ(j["rows"].size(), 5u);
+  const auto typed = ExpectedPayloadJoin(events, sensors, {"type", "room"});
+  EXPECT_EQ(j["rows"][4]["event_id"], *typed[5][0]);
+  EXPECT_EQ(j["rows"][4]["room"], *typed[5][typed[5].size() - 1]);
+
+  // A resident join by NAME takes --select too: pairs and the selected column.
+  RunResult p =
+      Cli({"join", "sensors", "--left", Ex("events.csv"), "--on", "sensor_id", "--select", "type"});
+  ASSERT_EQ(p.code, 0) << p.err;
+  const auto pairs = ReadCsvText(p.out);
+  ASSERT_EQ(pairs.size(), all.size());
+  EXPECT_EQ(pairs[0], (CsvRow{"left_row", "right_row", "type"}));
+  const size_t type = Col(sensors[0], "type");
+  for (size_t i = 1; i < pairs.size(); ++i) {
+    ASSERT_EQ(pairs[i][2], sensors[std::stoul(*pairs[i][1]) + 1][type]) << i;
+  }
+}
+
+TEST_F(CliEndToEnd, PayloadOptionErrorsAreOneLine) {
+  ASSERT_FALSE(BuildSensors().is_discarded());
+  const std::string sensors = Ex("sensors.csv");
+  ExpectOneLineError(
+      Cli({"index", "build", "x", "--from", sensors, "--key", "sensor_id", "--schema", "type:int"}),
+      2,
+      "--schema 'type:int': unknown type 'int' (expected i32, u32, i64, u64, f32, "
+      "f64, bool, str or bin)");
+  ExpectOneLineError(
+      Cli({"index", "build", "x", "--from", sensors, "--key", "sensor_id", "--schema", "kind:str"}),
+      2, "--schema: " + sensors + " has no column 'kind'");
+  ExpectOneLineError(Cli({"index", "build", "x", "--from", sensors, "--key", "sensor_id",
+                          "--columns", "type", "--schema", "site:str"}),
+                     2, "--schema names 'site', which is not stored as payload (payload: type)");
+  ExpectOneLineError(Cli({"index", "build", "x", "--from", sensors, "--key", "sensor_id",
+                          "--no-payload", "--columns", "type"}),
+                     2, "--no-payload excludes --columns and --schema");
+  std::ofstream(Tmp("spaces.csv")) << "id,room no\n1,a\n";
+  ExpectOneLineError(
+      Cli({"index", "build", "x", "--from", Tmp("spaces.csv").string(), "--key", "id"}), 2,
+      "spaces.csv: column 'room no' cannot be a payload column");
+  RunResult bare = Cli({"index", "build", "bare", "--from", Tmp("spaces.csv").string(), "--key",
+                        "id", "--no-payload", "--replace"});
+  ASSERT_EQ(bare.code, 0) << bare.err;
+  EXPECT_NE(bare.out.find("payload      none"), std::string::npos) << bare.out;
+
+  ExpectOneLineError(Cli({"lookup", "sensors", "--from", Ex("events.csv"), "--key", "sensor_id",
+                          "--select", "type,kind"}),
+                     2,
+                     "lookup: --select 'kind': index 'sensors' has no payload column 'kind' "
+                     "(payload: type, site, room, installed)");
+  ExpectOneLineError(Cli({"lookup", "sensors", "--from", Ex("events.csv"), "--key", "sensor_id",
+                          "--select", "type,type"}),
+                     2, "lookup: --select 'type' is given twice");
+  ExpectOneLineError(Cli({"lookup", "bare", "--from", Tmp("spaces.csv").string(), "--key", "id",
+                          "--select", "room"}),
+                     2, "index 'bare' has no payload column 'room' (it stores no payload");
+  ExpectOneLineError(Cli({"join", "--left", Ex("events.csv"), "--right", sensors, "--on",
+                          "sensor_id", "--select", "type"}),
+                     2, "join: --select needs a resident index (NAME or --right index:NAME)");
+  ExpectOneLineError(Cli({"join", "sensors", "--left", Ex("events.csv"), "--right", "index:sensors",
+                          "--on", "sensor_id"}),
+                     2, "join: give the index as NAME or as --right index:NAME, not both");
+  ExpectOneLineError(Cli({"join", "--left", Ex("events.csv"), "--right", "index:no_such_index",
+                          "--on", "sensor_id"}),
+                     1, "join no_such_index: NOT_FOUND");
+}
+
+}  // namespace

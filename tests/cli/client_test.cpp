@@ -478,3 +478,246 @@ TEST_F(ClientTest, ExampleProgramRuns) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------- payload (issue 20)
+
+namespace {
+
+// Test payload of `rows` source rows: int64 with nulls, float64, bool and
+// strings (empty ones, nulls, and long ones when `long_strings`).
+struct PayloadData {
+  std::vector<gc::Column> columns;
+
+  explicit PayloadData(size_t rows, uint32_t seed, size_t long_strings = 0) {
+    std::mt19937_64 rng(seed);
+    gc::Column i("i", gc::ColumnType::kInt64), f("f", gc::ColumnType::kFloat64),
+        b("b", gc::ColumnType::kBool), s("s", gc::ColumnType::kString);
+    for (size_t r = 0; r < rows; ++r) {
+      if (r % 5 == 3) {
+        i.AppendNull();
+      } else {
+        i.Append(static_cast<int64_t>(rng()));
+      }
+      f.Append(static_cast<double>(r) / 3.0);
+      b.AppendBool(rng() & 1);
+      if (r % 7 == 2) {
+        s.AppendNull();
+      } else {
+        const size_t len = long_strings ? rng() % long_strings : r % 4;
+        EXPECT_TRUE(s.AppendString(std::string(len, static_cast<char>('a' + r % 26))).ok());
+      }
+    }
+    columns = {std::move(i), std::move(f), std::move(b), std::move(s)};
+  }
+
+  std::vector<gc::PayloadColumnSpec> Specs() const {
+    std::vector<gc::PayloadColumnSpec> out;
+    for (const auto& c : columns) out.push_back({c.name, c.type});
+    return out;
+  }
+  std::vector<gc::ColumnView> Views() const {
+    std::vector<gc::ColumnView> out;
+    for (const auto& c : columns) out.push_back(c.view());
+    return out;
+  }
+};
+
+// Row r of `got` equals source row `want_row` of `src` (nullopt: a null).
+void ExpectRow(const gc::Column& got, uint64_t r, const gc::Column& src,
+               std::optional<uint64_t> want_row) {
+  SCOPED_TRACE(testing::Message() << "column " << got.name << " row " << r);
+  ASSERT_EQ(got.type, src.type);
+  if (!want_row || !src.Valid(*want_row)) {
+    EXPECT_FALSE(got.Valid(r));
+    return;
+  }
+  ASSERT_TRUE(got.Valid(r));
+  switch (src.type) {
+    case gc::ColumnType::kInt64:
+      EXPECT_EQ(got.Value<int64_t>(r), src.Value<int64_t>(*want_row));
+      break;
+    case gc::ColumnType::kFloat64:
+      EXPECT_EQ(got.Value<double>(r), src.Value<double>(*want_row));
+      break;
+    case gc::ColumnType::kBool:
+      EXPECT_EQ(got.Bool(r), src.Bool(*want_row));
+      break;
+    default:
+      EXPECT_EQ(got.String(r), src.String(*want_row));
+  }
+}
+
+}  // namespace
+
+// Payload through the client: a build whose payload chunks the client splits
+// itself, lookups and joins gathering every type (the duplicate winner's row,
+// nulls for missing keys and null values), count-only joins and IndexInfo.
+TEST_F(ClientTest, PayloadBuildLookupJoinAndCountOnly) {
+  // Keys repeat across chunks (key k at rows k and k + 600), so the winner matters.
+  const size_t rows = 1200;
+  std::vector<uint32_t> keys(rows);
+  for (size_t r = 0; r < rows; ++r) keys[r] = static_cast<uint32_t>((r % 600) * 7 + 1);
+  const PayloadData data(rows, 5);
+  gc::IndexSpec spec;
+  spec.name = "client_payload";
+  spec.expected_rows = rows;
+  spec.replace = true;
+  spec.payload = data.Specs();
+  const auto views = data.Views();
+  std::vector<gc::Progress> progress;
+  auto info = client_->BuildIndexFromColumns(spec, keys, {}, views, 250,
+                                             [&](const gc::Progress& p) { progress.push_back(p); });
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->statistics.unique_keys, 600u);
+  ASSERT_EQ(info->payload.size(), 4u);
+  uint64_t payload_bytes = 0;
+  for (size_t c = 0; c < 4; ++c) {
+    EXPECT_EQ(info->payload[c].name, data.columns[c].name);
+    EXPECT_EQ(info->payload[c].type, data.columns[c].type);
+    EXPECT_GT(info->payload[c].bytes, 0u);
+    payload_bytes += info->payload[c].bytes;
+  }
+  EXPECT_EQ(info->payload_bytes, payload_bytes);
+  // Retained (winner) rows 0..599: i is null at r % 5 == 3, s at r % 7 == 2.
+  EXPECT_EQ(info->payload[0].null_count, 120u);
+  EXPECT_EQ(info->payload[3].null_count, 86u);
+  ASSERT_FALSE(progress.empty());
+  EXPECT_EQ(progress.back().rows_sent, rows);
+  EXPECT_GT(progress.back().bytes_sent, rows * 4 + rows * 8 * 2);
+  auto described = client_->DescribeIndex("client_payload");
+  ASSERT_TRUE(described.ok());
+  EXPECT_EQ(described->payload.size(), 4u);
+  EXPECT_EQ(described->payload[3].null_count, 86u);
+
+  // Lookups: every other key missing; columns in select order.
+  std::vector<uint32_t> probe;
+  for (uint32_t k = 0; k < 1300; ++k) probe.push_back(k * 7 / 2 + 1);
+  gc::QueryAllOptions o;
+  o.batch_rows = 333;
+  o.select = {"s", "i", "b", "f"};
+  auto l = client_->LookupAll("client_payload", probe, o);
+  ASSERT_TRUE(l.ok()) << l.status();
+  ASSERT_EQ(l->columns.size(), 4u);
+  const std::vector<size_t> order = {3, 0, 2, 1};
+  for (size_t c = 0; c < 4; ++c) {
+    EXPECT_EQ(l->columns[c].name, o.select[c]);
+    ASSERT_EQ(l->columns[c].length, probe.size());
+  }
+  for (size_t q = 0; q < probe.size(); ++q) {
+    std::optional<uint64_t> row;
+    if ((probe[q] - 1) % 7 == 0 && (probe[q] - 1) / 7 < 600) row = (probe[q] - 1) / 7;
+    ASSERT_EQ(l->found[q] != 0, row.has_value()) << q;
+    for (size_t c = 0; c < 4; ++c) ExpectRow(l->columns[c], q, data.columns[order[c]], row);
+  }
+
+  // A join: columns aligned with the pairs.
+  o.select = {"i", "s"};
+  o.batch_rows = 400;
+  auto j = client_->JoinAll("client_payload", probe, o);
+  ASSERT_TRUE(j.ok()) << j.status();
+  ASSERT_EQ(j->columns.size(), 2u);
+  ASSERT_EQ(j->columns[0].length, j->left_rows.size());
+  EXPECT_EQ(j->left_rows.size(), l->statistics.found);
+  for (size_t p = 0; p < j->left_rows.size(); ++p) {
+    EXPECT_EQ(j->right_rows[p], (probe[j->left_rows[p]] - 1) / 7);
+    ExpectRow(j->columns[0], p, data.columns[0], j->right_rows[p]);
+    ExpectRow(j->columns[1], p, data.columns[3], j->right_rows[p]);
+  }
+
+  // Count only: the count, no pairs, no columns.
+  o.count_only = true;
+  auto counted = client_->JoinAll("client_payload", probe, o);
+  ASSERT_TRUE(counted.ok()) << counted.status();
+  EXPECT_EQ(counted->count, j->left_rows.size());
+  EXPECT_TRUE(counted->left_rows.empty());
+  for (const auto& c : counted->columns) EXPECT_EQ(c.length, 0u);
+
+  // Unknown selections are the server's in-band error; client misuse is refused before sending.
+  o.count_only = false;
+  o.select = {"nope"};
+  auto unknown = client_->LookupAll("client_payload", probe, o);
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(unknown.status().message().find("nope"), std::string::npos) << unknown.status();
+  auto missing = client_->BuildIndexFromColumns(spec, keys, {}, {views.data(), 3}, 250);
+  EXPECT_EQ(missing.status().message(),
+            "payload column 's' is declared in IndexSpec::payload but not given");
+  const gc::Column short_col = gc::Column::Of("i", std::vector<int64_t>{1, 2});
+  std::vector<gc::ColumnView> wrong = views;
+  wrong[0] = short_col.view();
+  auto misaligned = client_->BuildIndexFromColumns(spec, keys, {}, wrong, 250);
+  EXPECT_EQ(misaligned.status().message(), "payload[0] ('i') has 2 rows but keys has 1200");
+}
+
+// Messages smaller than the data: the client splits long string payload into
+// payload-only chunks, and the server answers a join whose gathered strings
+// exceed one message in several messages, which the client reassembles into
+// one result per left batch.
+TEST(ClientPayloadMessages, BuildChunksAndJoinContinuationAcrossSmallMessages) {
+  const int max_message = 64 << 10;
+  ServerProcess server({.extra_args = {"--max-message-bytes=" + std::to_string(max_message)}});
+  ASSERT_FALSE(server.grpc_address().empty()) << server.log();
+  gc::ConnectOptions co;
+  co.address = server.grpc_address();
+  co.max_message_bytes = max_message;
+  co.deadline = std::chrono::seconds(60);
+  auto c = Client::Connect(co);
+  ASSERT_TRUE(c.ok()) << c.status();
+
+  const size_t rows = 600;
+  std::vector<uint64_t> keys(rows);
+  for (size_t r = 0; r < rows; ++r) keys[r] = (uint64_t{r} << 33) | 5;
+  const PayloadData data(rows, 9, /*long_strings=*/3000);  // ~0.9 MB of strings
+  gc::IndexSpec spec;
+  spec.name = "client_small_messages";
+  spec.expected_rows = rows;
+  spec.key_type = gc::KeyType::kUint64;
+  spec.payload = data.Specs();
+  const auto views = data.Views();
+  size_t chunks = 0;
+  auto info = (*c)->BuildIndexFromColumns(spec, keys, {}, views, 1 << 20,
+                                          [&](const gc::Progress&) { ++chunks; });
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_GT(chunks, 10u);  // 0.9 MB through 64 KiB messages
+  EXPECT_EQ(info->statistics.unique_keys, rows);
+
+  // Two left batches per request, each matching every key in reverse order.
+  std::vector<uint64_t> left(keys.rbegin(), keys.rend());
+  std::vector<gc::JoinResult> answers;
+  bool sent = false;
+  absl::Status st = (*c)->Join(
+      "client_small_messages",
+      [&]() -> std::optional<gc::JoinBatch> {
+        if (sent) return std::nullopt;
+        sent = true;
+        gc::JoinBatch b;
+        b.select = {"s", "i"};
+        gc::JoinLeft l;
+        l.keys = left;
+        b.lefts = {l, l};
+        b.lefts[1].first_left_row = 1000;
+        return b;
+      },
+      [&](gc::JoinResult&& r) {
+        answers.push_back(std::move(r));
+        return absl::OkStatus();
+      });
+  ASSERT_TRUE(st.ok()) << st;
+  ASSERT_EQ(answers.size(), 1u);
+  ASSERT_TRUE(answers[0].error.ok()) << answers[0].error;
+  ASSERT_EQ(answers[0].results.size(), 2u);
+  for (size_t b = 0; b < 2; ++b) {
+    const gc::JoinPairs& jp = answers[0].results[b];
+    ASSERT_EQ(jp.left_rows.size(), rows);
+    // More than a message holds, which the client could not even receive whole.
+    ASSERT_EQ(jp.columns.size(), 2u);
+    EXPECT_GT(jp.columns[0].data.size(), 4u * max_message);
+    EXPECT_EQ(jp.count, rows);
+    ASSERT_EQ(jp.columns.size(), 2u);
+    for (size_t p = 0; p < rows; ++p) {
+      EXPECT_EQ(jp.left_rows[p], b * 1000 + p);
+      EXPECT_EQ(jp.right_rows[p], rows - 1 - p);
+      ExpectRow(jp.columns[0], p, data.columns[3], jp.right_rows[p]);
+      ExpectRow(jp.columns[1], p, data.columns[0], jp.right_rows[p]);
+    }
+  }
+}
