@@ -104,6 +104,18 @@ void SliceColumn(const v1::Column& c, uint64_t first, uint64_t n, v1::Column* ou
 
 }  // namespace
 
+uint64_t JoinParts::FirstPartBytes(uint64_t found_and_probes, size_t columns, uint64_t name_bytes,
+                                   size_t variable_width) {
+  // As PieceBytes(head) + PairBytes(0 pairs) of a piece alone in a message.
+  return kMessageBytes + kPieceBytes + 2 * kBytesHeader + found_and_probes +
+         columns * kColumnBytes + name_bytes + 4 * variable_width;
+}
+
+uint64_t JoinParts::MessageRoom(uint64_t max_message_bytes) {
+  // The same room for framing that Operations::CheckResponseSize keeps.
+  return max_message_bytes - std::min<uint64_t>(4096, max_message_bytes / 2);
+}
+
 absl::StatusOr<JoinParts> JoinParts::Plan(v1::JoinResponse response, uint64_t max_message_bytes) {
   JoinParts plan;
   // Room for the batch_id the caller stamps (a ten-byte varint and its tag).
@@ -111,8 +123,7 @@ absl::StatusOr<JoinParts> JoinParts::Plan(v1::JoinResponse response, uint64_t ma
     plan.response_ = std::move(response);
     return plan;
   }
-  // The same room for framing that Operations::CheckResponseSize keeps.
-  const uint64_t limit = max_message_bytes - std::min<uint64_t>(4096, max_message_bytes / 2);
+  const uint64_t limit = MessageRoom(max_message_bytes);
   std::vector<std::vector<Piece>> parts(1);
   uint64_t used = kMessageBytes;
   for (int b = 0; b < response.results_size(); ++b) {

@@ -3,6 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <random>
+#include <string>
+#include <vector>
+
 namespace gpujoin::server {
 namespace {
 
@@ -69,7 +73,8 @@ TEST(ColumnCodec, PackedLengthNotMultipleOfFourIsRejected) {
   c.set_packed(std::string(10, '\0'));
   auto d = DecodeF32Column(true, c, "values", Presence::kRequired);
   ASSERT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(d.status().message(), HasSubstr("values.packed: byte length 10 is not a multiple of 4"));
+  EXPECT_THAT(d.status().message(),
+              HasSubstr("values.packed: byte length 10 is not a multiple of 4"));
 }
 
 TEST(ColumnCodec, UnalignedBytesAreCopied) {
@@ -109,6 +114,77 @@ TEST(ColumnCodec, PackedOutputWritesAndTruncates) {
 TEST(ColumnCodec, PackColumnRoundTrips) {
   const std::vector<float> v = {1.5f, -0.0f, 3.25f};
   EXPECT_EQ(UnpackColumn<float>(PackColumn<float>(v)), v);
+}
+
+// CopyBits and SliceBits against a bit-by-bit copy, at every alignment.
+TEST(ColumnCodec, CopyBitsMatchesABitByBitCopy) {
+  std::mt19937_64 rng(8);
+  auto bit = [](const std::vector<uint8_t>& v, uint64_t i) { return (v[i / 8] >> (i % 8)) & 1; };
+  for (int round = 0; round < 2000; ++round) {
+    std::vector<uint8_t> src(1 + rng() % 12), dst(1 + rng() % 12);
+    for (auto& b : src) b = static_cast<uint8_t>(rng());
+    for (auto& b : dst) b = static_cast<uint8_t>(rng());
+    const uint64_t src_bit = rng() % (src.size() * 8);
+    const uint64_t dst_bit = rng() % (dst.size() * 8);
+    const uint64_t bits =
+        rng() % (std::min(src.size() * 8 - src_bit, dst.size() * 8 - dst_bit) + 1);
+    std::vector<uint8_t> expected = dst;
+    for (uint64_t i = 0; i < bits; ++i) {
+      const uint64_t at = dst_bit + i;
+      expected[at / 8] = static_cast<uint8_t>((expected[at / 8] & ~(1u << (at % 8))) |
+                                              (bit(src, src_bit + i) << (at % 8)));
+    }
+    CopyBits(src.data(), src_bit, dst.data(), dst_bit, bits);
+    ASSERT_EQ(dst, expected) << src_bit << " " << dst_bit << " " << bits;
+
+    const std::string slice =
+        SliceBits(std::string_view(reinterpret_cast<const char*>(src.data()), src.size()), src_bit,
+                  std::min<uint64_t>(bits, src.size() * 8 - src_bit));
+    ASSERT_EQ(slice.size(), engine::BitmapBytes(bits));
+    for (uint64_t i = 0; i < slice.size() * 8; ++i) {
+      const int got = (static_cast<uint8_t>(slice[i / 8]) >> (i % 8)) & 1;
+      ASSERT_EQ(got, i < bits ? bit(src, src_bit + i) : 0) << i;
+    }
+  }
+  const uint8_t bitmap[] = {0b10110101, 0b11111110};
+  EXPECT_EQ(CountZeroBits(bitmap, 0), 0u);
+  EXPECT_EQ(CountZeroBits(bitmap, 8), 3u);
+  EXPECT_EQ(CountZeroBits(bitmap, 9), 4u);
+  EXPECT_EQ(CountZeroBits(bitmap, 16), 4u);
+}
+
+TEST(ColumnCodec, FindInvalidUtf8FollowsRfc3629) {
+  constexpr size_t kValid = std::string_view::npos;
+  EXPECT_EQ(FindInvalidUtf8(""), kValid);
+  EXPECT_EQ(FindInvalidUtf8("plain ASCII text, longer than eight bytes"), kValid);
+  EXPECT_EQ(FindInvalidUtf8("\xc3\xa4\xe2\x82\xac\xf0\x9f\x98\x80 \xf4\x8f\xbf\xbf"), kValid);
+  EXPECT_EQ(FindInvalidUtf8("\xed\x9f\xbf\xee\x80\x80"), kValid);  // around the surrogates
+  EXPECT_EQ(FindInvalidUtf8("abc\x80"), 3u);                       // a lone continuation
+  EXPECT_EQ(FindInvalidUtf8("abcdefghij\xc3"), 10u);               // cut short
+  EXPECT_EQ(FindInvalidUtf8("\xc3\x28"), 0u);                      // bad continuation
+  EXPECT_EQ(FindInvalidUtf8("x\xc1\xbf"), 1u);                     // overlong 2 bytes
+  EXPECT_EQ(FindInvalidUtf8("\xe0\x9f\xbf"), 0u);                  // overlong 3 bytes
+  EXPECT_EQ(FindInvalidUtf8("\xf0\x8f\xbf\xbf"), 0u);              // overlong 4 bytes
+  EXPECT_EQ(FindInvalidUtf8("\xed\xa0\x80"), 0u);                  // a surrogate
+  EXPECT_EQ(FindInvalidUtf8("\xf4\x90\x80\x80"), 0u);              // above U+10FFFF
+  EXPECT_EQ(FindInvalidUtf8("\xf5\x80\x80\x80"), 0u);
+  EXPECT_EQ(FindInvalidUtf8("\xe2\x82\x28"), 0u);
+  EXPECT_EQ(FindInvalidUtf8(std::string("a\0b", 3)), kValid);  // NUL is a character
+}
+
+TEST(ColumnCodec, ColumnTypesMapOntoTheWireEnum) {
+  for (int t = v1::COLUMN_TYPE_UINT32; t <= v1::COLUMN_TYPE_STRING; ++t) {
+    auto engine_type = FromWireColumnType(t, "type");
+    ASSERT_TRUE(engine_type.ok()) << t;
+    EXPECT_EQ(static_cast<int>(*engine_type), t - 1);
+    EXPECT_EQ(ToWireColumnType(*engine_type), t);
+  }
+  EXPECT_EQ(ToWireColumnType(engine::ColumnType::kString), v1::COLUMN_TYPE_STRING);
+  EXPECT_EQ(ToWireColumnType(engine::ColumnType::kBool), v1::COLUMN_TYPE_BOOL);
+  auto bad = FromWireColumnType(0, "spec.payload[2].type");
+  EXPECT_THAT(bad.status().message(),
+              HasSubstr("spec.payload[2].type: COLUMN_TYPE_UNSPECIFIED is not a column type"));
+  EXPECT_THAT(FromWireColumnType(10, "t").status().message(), HasSubstr("t: 10 is not"));
 }
 
 }  // namespace

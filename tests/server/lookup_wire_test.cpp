@@ -5,7 +5,8 @@
 // accept exactly the plain packed-keys requests and then agree with protobuf's
 // parse field by field; Operations::LookupPacked must then give the same status
 // (code and text) and, serialised, the same response bytes as Operations::Lookup
-// on the protobuf message. (The host buffers themselves: tests/engine/host_buffer_test.cpp.)
+// on the protobuf message, gathered payload columns (`select`) included. (The host
+// buffers themselves: tests/engine/host_buffer_test.cpp.)
 #include "gpujoin/server/lookup_wire.hpp"
 
 #include <gtest/gtest.h>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "gpujoin/server/operations.hpp"
+#include "payload_model.hpp"
 #include "test_util.hpp"
 
 namespace gpujoin::server {
@@ -85,10 +87,23 @@ class LookupWireTest : public testing::OperationsFixture {
     spec.mutable_spec()->set_name("x");
     spec.mutable_spec()->set_capacity(256);
     spec.mutable_spec()->set_first_value(7);
-    ASSERT_TRUE(session.Add(std::move(spec)).ok());
     v1::BuildIndexRequest chunk;
     for (uint32_t i = 0; i < 100; ++i) index_keys_.push_back(i * 2654435761u);
     *chunk.mutable_chunk()->mutable_keys()->mutable_packed() = PackColumn<uint32_t>(index_keys_);
+    // Payload columns of four layouts, with nulls, for the requests' `select`.
+    std::mt19937_64 payload_rng(7);
+    for (const auto& [name, type] :
+         std::vector<std::pair<std::string, v1::ColumnType>>{{"n", v1::COLUMN_TYPE_INT64},
+                                                             {"s", v1::COLUMN_TYPE_STRING},
+                                                             {"b", v1::COLUMN_TYPE_BOOL},
+                                                             {"f", v1::COLUMN_TYPE_FLOAT32}}) {
+      auto* p = spec.mutable_spec()->add_payload();
+      p->set_name(name);
+      p->set_type(type);
+      *chunk.mutable_chunk()->add_payload() = testing::WireChunk(
+          testing::ModelColumn{name, type, testing::RandomCells(type, 100, payload_rng)}, 0, 100);
+    }
+    ASSERT_TRUE(session.Add(std::move(spec)).ok());
     ASSERT_TRUE(session.Add(std::move(chunk)).ok());
     std::atomic<bool> cancelled{false};
     ASSERT_TRUE(session.Finish(cancelled).ok());
@@ -139,7 +154,8 @@ class LookupWireTest : public testing::OperationsFixture {
       if (!s.empty()) pieces.push_back(s);
     };
     static const char* kNames[] = {"x", "x", "x64", "x64", "missing", "bad name!", ""};
-    if (rng() % 8 != 0) field([&](auto& m) { m.set_index(kNames[rng() % 7]); });
+    const char* index = rng() % 8 != 0 ? kNames[rng() % 7] : nullptr;
+    if (index != nullptr) field([&](auto& m) { m.set_index(index); });
     if (rng() % 2) field([&](auto& m) { m.set_want_probes(true); });
     if (rng() % 3 == 0) {
       static const uint32_t kBounds[] = {1, 3, 256, 257, 100000};
@@ -149,6 +165,14 @@ class LookupWireTest : public testing::OperationsFixture {
     if (rng() % 2) {
       const uint64_t id = rng();
       field([&](auto& m) { m.set_batch_id(id); });
+    }
+    // Payload columns to gather (index "x" has n, s, b and f; "zz" is unknown,
+    // a repeat is refused).
+    const bool payload = index != nullptr && std::string(index) == "x";
+    for (uint64_t n = payload && rng() % 2 == 0 ? 1 + rng() % 3 : 0; n > 0; --n) {
+      static const char* kColumns[] = {"n", "s", "b", "f", "n", "s", "zz"};
+      const char* column = kColumns[rng() % 7];
+      field([&](auto& m) { m.add_select(column); });
     }
     // Rows: mostly small, sometimes past the 8 KiB response limit.
     const size_t rows = rng() % 5 == 0 ? 1500 + rng() % 2000 : 1 + rng() % 200;
@@ -256,7 +280,7 @@ TEST_F(LookupWireTest, AgreesWithProtobufOnRandomRequests) {
   const uint64_t seed = std::random_device{}();
   SCOPED_TRACE(::testing::Message() << "seed " << seed);
   std::mt19937_64 rng(seed);
-  int fast = 0, fast_ok = 0, fast_wide_ok = 0, fast_errors = 0, protobuf_path = 0;
+  int fast = 0, fast_ok = 0, fast_wide_ok = 0, fast_errors = 0, protobuf_path = 0, gathered = 0;
   for (int i = 0; i < 1500; ++i) {
     SCOPED_TRACE(::testing::Message() << "request " << i);
     const Generated g = Generate(rng);
@@ -305,6 +329,7 @@ TEST_F(LookupWireTest, AgreesWithProtobufOnRandomRequests) {
     }
     ++fast_ok;
     if (wide) ++fast_wide_ok;
+    if (expected.columns_size() > 0) ++gathered;
     expected.set_batch_id(full.batch_id());
     EXPECT_EQ(Flatten(SerializeLookupResponse(full.batch_id(), std::move(result))),
               expected.SerializeAsString());
@@ -314,6 +339,7 @@ TEST_F(LookupWireTest, AgreesWithProtobufOnRandomRequests) {
   EXPECT_GT(fast_wide_ok, 20);
   EXPECT_GT(fast_errors, 50);
   EXPECT_GT(protobuf_path, 300);
+  EXPECT_GT(gathered, 10);
   EXPECT_EQ(fast, fast_ok + fast_errors);
 }
 
@@ -322,6 +348,8 @@ TEST_F(LookupWireTest, ResponseBuffersStayAliveUntilTheLastSliceIsReleased) {
   req.set_index("x");
   req.set_batch_id(42);
   req.set_want_probes(true);
+  req.add_select("s");  // gathered columns are slices of their own buffers
+  req.add_select("b");
   const std::vector<uint32_t> keys = {index_keys_[3], 5, index_keys_[9]};
   *req.mutable_keys()->mutable_packed() = PackColumn<uint32_t>(keys);
   const std::string bytes = req.SerializeAsString();
@@ -354,6 +382,11 @@ TEST_F(LookupWireTest, ResponseBuffersStayAliveUntilTheLastSliceIsReleased) {
   ASSERT_TRUE(decoded.ParseFromString(Flatten(copy)));
   EXPECT_EQ(UnpackColumn<uint32_t>(decoded.values()), (std::vector<uint32_t>{10, 0xffffffffu, 16}));
   EXPECT_EQ(decoded.found(), std::string("\1\0\1", 3));
+  ASSERT_EQ(decoded.columns_size(), 2);
+  EXPECT_EQ(decoded.columns(0).name(), "s");
+  EXPECT_EQ(decoded.columns(0).length(), 3u);
+  EXPECT_GE(decoded.columns(0).null_count(), 1u);  // the missing key
+  EXPECT_EQ(decoded.columns(1).name(), "b");
 }
 
 // Found by fuzz_lookup_wire: protobuf reads a tag or a length as a varint of at

@@ -15,6 +15,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <memory>
@@ -42,6 +44,7 @@ using gpujoin::server::testing::kNoRow;
 using gpujoin::server::testing::ModelColumn;
 using gpujoin::server::testing::RandomCells;
 using gpujoin::server::testing::ReadColumn;
+using gpujoin::server::testing::Reassemble;
 using gpujoin::server::testing::WireChunk;
 using gpujoin::testing::HttpGet;
 using gpujoin::testing::MetricValue;
@@ -105,8 +108,9 @@ v1::BuildIndexRequest SpecOf(const std::string& name, const Table& t, uint64_t c
 // chunks of random sizes (1 to 2 * key_chunk rows, so bitmaps continue at odd
 // bit positions), each attached to a random key chunk message at or after the
 // previous one of its column, or to payload-only messages that follow.
+// `separate`: every payload chunk in a message of its own (small messages).
 std::vector<v1::BuildIndexRequest> ChunksOf(const Table& t, size_t key_chunk, std::mt19937_64& rng,
-                                            bool always_validity = false) {
+                                            bool always_validity = false, bool separate = false) {
   std::vector<v1::BuildIndexRequest> messages;
   for (size_t first = 0; first < t.keys.size(); first += key_chunk) {
     const size_t n = std::min(key_chunk, t.keys.size() - first);
@@ -120,8 +124,12 @@ std::vector<v1::BuildIndexRequest> ChunksOf(const Table& t, size_t key_chunk, st
     for (size_t first = 0; first < t.keys.size();) {
       const size_t n = std::min<size_t>(1 + rng() % (2 * key_chunk), t.keys.size() - first);
       at = std::min(messages.size() - 1, at + static_cast<size_t>(rng() % 2));
-      *messages[at].mutable_chunk()->add_payload() =
-          WireChunk(c, first, n, always_validity || rng() % 3 == 0, rng() % 2 == 0);
+      v1::Column chunk = WireChunk(c, first, n, always_validity || rng() % 3 == 0, rng() % 2 == 0);
+      if (separate) {
+        *messages.emplace_back().mutable_chunk()->add_payload() = std::move(chunk);
+      } else {
+        *messages[at].mutable_chunk()->add_payload() = std::move(chunk);
+      }
       first += n;
     }
   }
@@ -571,6 +579,421 @@ TEST_F(PayloadIntegrationTest, CountOnlyJoinsSizeALaterRequest) {
   EXPECT_EQ(UnpackColumn<uint32_t>(p.right_rows()), (std::vector<uint32_t>{2, 0}));
   ASSERT_EQ(p.columns_size(), 1);
   EXPECT_EQ(ReadColumn(p.columns(0), 2), CellsAt(SmallTable(5).Column("s"), {2, 0}));
+}
+
+// A join whose results exceed the max message size is split into messages of
+// at most that size, in request order (several requests on one stream, with a
+// window of two in flight), which reassemble into exactly what one message
+// carries from a server with the default limit.
+TEST_F(PayloadIntegrationTest, MultiMessageJoinsReassembleToTheSingleMessageResult) {
+  Start({"--max-message-bytes=4096", "--max-inflight-per-stream=2"});
+  ServerProcess big(ServerOptions{});
+  ASSERT_TRUE(big.ready()) << big.log();
+  auto big_stub = NewStub(big);
+  std::mt19937_64 rng(4096);
+  const Table t = RandomTable(1200, 900,
+                              {v1::COLUMN_TYPE_INT64, v1::COLUMN_TYPE_STRING, v1::COLUMN_TYPE_BOOL,
+                               v1::COLUMN_TYPE_FLOAT32},
+                              rng, 25);
+  std::vector<v1::BuildIndexRequest> messages = ChunksOf(t, 60, rng, false, /*separate=*/true);
+  messages.insert(messages.begin(), SpecOf("dim", t, 4096));
+  for (const auto& m : messages) ASSERT_LT(m.ByteSizeLong(), 4096u);
+  ASSERT_TRUE(Build(messages).ok());
+  ASSERT_TRUE(testing::Build(*big_stub, messages).ok());
+
+  auto keys = [&](size_t n, uint32_t hi) {
+    std::vector<uint32_t> k;
+    for (size_t i = 0; i < n; ++i) k.push_back(1 + static_cast<uint32_t>(rng() % hi));
+    return k;
+  };
+  std::vector<v1::JoinRequest> requests(4);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    requests[i].set_index("dim");
+    requests[i].set_batch_id(100 + i);
+  }
+  // 0: one batch, every column: many messages.
+  *requests[0].add_batches()->mutable_keys()->mutable_packed() =
+      PackColumn<uint32_t>(keys(500, 1000));
+  for (const auto& c : t.columns) requests[0].add_select(c.name);
+  // 1: a small batch, a count-only one, and one with found and probes.
+  *requests[1].add_batches()->mutable_keys()->mutable_packed() =
+      PackColumn<uint32_t>(keys(7, 1000));
+  auto* counted = requests[1].add_batches();
+  *counted->mutable_keys()->mutable_packed() = PackColumn<uint32_t>(keys(100, 1000));
+  counted->set_count_only(true);
+  counted->set_want_found(true);
+  auto* probed = requests[1].add_batches();
+  *probed->mutable_keys()->mutable_packed() = PackColumn<uint32_t>(keys(250, 1000));
+  probed->set_want_found(true);
+  probed->set_want_probes(true);
+  probed->set_capacity(200);  // truncated
+  requests[1].add_select("c1");
+  requests[1].add_select("c2");
+  // 2: nothing matches.
+  *requests[2].add_batches()->mutable_keys()->mutable_packed() =
+      PackColumn<uint32_t>(std::vector<uint32_t>(300, 5000));
+  requests[2].add_select("c1");
+  // 3: pairs only (no select), more than one message of them.
+  *requests[3].add_batches()->mutable_keys()->mutable_packed() =
+      PackColumn<uint32_t>(keys(800, 900));
+  for (const auto& r : requests) ASSERT_LT(r.ByteSizeLong(), 4096u);
+
+  const std::vector<v1::JoinResponse> small = Joins(requests);
+  size_t parts = 0;
+  const std::vector<v1::JoinResponse> whole = Reassemble(small, 4096, &parts);
+  EXPECT_GT(parts, 12u);
+  const std::vector<v1::JoinResponse> single = Joins(*big_stub, requests);
+  ASSERT_EQ(single.size(), requests.size());
+  ASSERT_EQ(whole.size(), requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_FALSE(single[i].more());
+    EXPECT_FALSE(whole[i].has_error()) << whole[i].error().message();
+    EXPECT_TRUE(whole[i].SerializeAsString() == single[i].SerializeAsString()) << "request " << i;
+  }
+  // The single-message results are right, too.
+  const v1::JoinBatchResult& r0 = single[0].results(0);
+  const auto right = UnpackColumn<uint32_t>(r0.right_rows());
+  EXPECT_EQ(ReadColumn(r0.columns(1), right.size()), CellsAt(t.columns[1], right));
+  EXPECT_EQ(single[1].results(2).capacity(), 200u);
+  EXPECT_EQ(UnpackColumn<uint32_t>(single[1].results(2).left_rows()).size(),
+            std::min<uint64_t>(200, single[1].results(2).count()));
+}
+
+// --max-result-bytes bounds a request's results (RESOURCE_EXHAUSTED naming the
+// flag); GetServerInfo reports it; string columns share what is left.
+TEST_F(PayloadIntegrationTest, MaxResultBytesBoundsOneRequestsResults) {
+  Start({"--max-result-bytes=64K"});
+  EXPECT_EQ(Info().max_result_bytes(), 65536u);
+  Table t;
+  std::mt19937_64 rng(64);
+  for (uint32_t k = 1; k <= 5000; ++k) t.keys.push_back(k);
+  t.columns.push_back(
+      ModelColumn{"n", v1::COLUMN_TYPE_INT64, RandomCells(v1::COLUMN_TYPE_INT64, 5000, rng, 0)});
+  t.columns.push_back(
+      ModelColumn{"s", v1::COLUMN_TYPE_STRING, std::vector<Cell>(5000, std::string(10, 'x'))});
+  std::vector<v1::BuildIndexRequest> messages = ChunksOf(t, 1000, rng);
+  messages.insert(messages.begin(), SpecOf("dim", t, 16384));
+  ASSERT_TRUE(Build(messages).ok());
+
+  // Join: 5000 pairs (40000 bytes) fit; with the int64 column (40000 more) not.
+  v1::JoinRequest j;
+  j.set_index("dim");
+  *j.add_batches()->mutable_keys()->mutable_packed() = PackColumn<uint32_t>(t.keys);
+  v1::JoinRequest with_column = j;
+  with_column.add_select("n");
+  v1::JoinRequest sized = with_column;  // the same, capacity cut to fit
+  sized.mutable_batches(0)->set_capacity(2000);
+  const auto joined = Joins({j, with_column, sized});
+  ASSERT_EQ(joined.size(), 3u);
+  EXPECT_FALSE(joined[0].has_error()) << joined[0].error().message();
+  EXPECT_EQ(joined[1].error().code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(joined[1].error().message(),
+              HasSubstr("need 80625 bytes, above --max-result-bytes=65536"));
+  EXPECT_FALSE(joined[2].has_error()) << joined[2].error().message();
+  EXPECT_EQ(joined[2].results(0).count(), 5000u);
+  EXPECT_EQ(joined[2].results(0).columns(0).length(), 2000u);
+
+  // Lookup: 5000 rows (25000 bytes) and the int64 column (40625) exceed 64 KiB.
+  const auto answers =
+      Lookups({LookupOf("dim", t.keys, {"n"}, true, 1), LookupOf("dim", t.keys, {}, true, 2),
+               LookupOf("dim", std::vector<uint32_t>(t.keys.begin(), t.keys.begin() + 2000), {"s"},
+                        false, 3),
+               LookupOf("dim", std::vector<uint32_t>(t.keys.begin(), t.keys.begin() + 3000), {"s"},
+                        true, 4)});
+  ASSERT_EQ(answers.size(), 4u);
+  EXPECT_EQ(answers[0].error().code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(answers[0].error().message(), HasSubstr("above --max-result-bytes=65536"));
+  EXPECT_FALSE(answers[1].has_error());
+  // 2000 strings of 10 bytes: 20000 value bytes fit beside 10000 + 8004 + 250.
+  EXPECT_FALSE(answers[2].has_error()) << answers[2].error().message();
+  // 3000: 15000 + 12004 + 375 bytes leave 38157 for 30000 value bytes... which fit;
+  EXPECT_FALSE(answers[3].has_error()) << answers[3].error().message();
+  // but 4000 (20000 + 16004 + 500; 40000 value bytes in 29032) do not.
+  const auto refused = Lookups({LookupOf(
+      "dim", std::vector<uint32_t>(t.keys.begin(), t.keys.begin() + 4000), {"s"}, true, 5)});
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_EQ(refused[0].error().code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(refused[0].error().message(), HasSubstr("share what --max-message-bytes and"));
+}
+
+// The default --max-result-bytes: an eighth of physical memory, at most 4 GiB.
+TEST_F(PayloadIntegrationTest, DefaultMaxResultBytesIsReported) {
+  Start();
+  const uint64_t limit = Info().max_result_bytes();
+  EXPECT_GT(limit, 0u);
+  EXPECT_LE(limit, uint64_t{4} << 30);
+}
+
+// Polls `done` every 10 ms for up to 10 s.
+template <typename Fn>
+bool Eventually(Fn done) {
+  for (int i = 0; i < 1000; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return done();
+}
+
+// The memory budget charges payload: a spec whose fixed-width payload alone does
+// not fit is refused at the spec, a rebuild whose strings stop fitting at the
+// chunk that crosses the budget; the serving version, its payload and the
+// budget's use are as before, and a build that fits holds exactly its bytes.
+TEST_F(PayloadIntegrationTest, TheMemoryBudgetChargesPayload) {
+  Start({"--device-memory-limit=2M"});
+  const Table small = SmallTable(1);
+  v1::BuildIndexResponse built;
+  ASSERT_TRUE(Build(SmallBuild(small, false), &built).ok());
+  EXPECT_GT(built.index().payload_bytes(), 0u);
+  EXPECT_EQ(Info().device_memory_used_bytes(), built.index().device_bytes());
+
+  // 2^16 slots: a 512 KiB table and 4 x 512 KiB of int64 payload: refused at the spec.
+  v1::BuildIndexRequest spec;
+  spec.mutable_spec()->set_name("dim");
+  spec.mutable_spec()->set_replace(true);
+  spec.mutable_spec()->set_capacity(1 << 16);
+  for (int i = 0; i < 4; ++i) {
+    auto* p = spec.mutable_spec()->add_payload();
+    p->set_name("n" + std::to_string(i));
+    p->set_type(v1::COLUMN_TYPE_INT64);
+  }
+  grpc::Status s = Build({spec});
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+  EXPECT_THAT(s.error_message(),
+              HasSubstr("524288 table bytes + 2097152 bytes for 4 payload columns"));
+  EXPECT_THAT(s.error_message(), HasSubstr("--device-memory-limit"));
+
+  // An auto-sized rebuild with 64 KiB of strings per chunk: refused part-way.
+  grpc::ClientContext ctx;
+  v1::BuildIndexResponse resp;
+  auto writer = stub_->BuildIndex(&ctx, &resp);
+  v1::BuildIndexRequest strings_spec;
+  strings_spec.mutable_spec()->set_name("dim");
+  strings_spec.mutable_spec()->set_replace(true);
+  auto* p = strings_spec.mutable_spec()->add_payload();
+  p->set_name("s");
+  p->set_type(v1::COLUMN_TYPE_STRING);
+  writer->Write(strings_spec);
+  const ModelColumn text{"s", v1::COLUMN_TYPE_STRING,
+                         std::vector<Cell>(256, std::string(256, 'q'))};
+  int written = 0;
+  for (; written < 64; ++written) {  // 4 MiB of strings against a 2 MiB budget
+    v1::BuildIndexRequest chunk =
+        testing::ChunkMsg(testing::Iota(256, 1 + 256 * static_cast<uint32_t>(written)));
+    *chunk.mutable_chunk()->add_payload() = WireChunk(text, 0, 256);
+    if (!writer->Write(chunk)) break;
+  }
+  writer->WritesDone();
+  s = writer->Finish();
+  ASSERT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr("device memory budget exceeded"));
+  EXPECT_THAT(s.error_message(), HasSubstr("bytes for 1 payload columns"));
+  const size_t at = s.error_message().find("chunks[");
+  ASSERT_NE(at, std::string::npos) << s.error_message();
+  EXPECT_LT(std::atoi(s.error_message().c_str() + at + 7), 32) << s.error_message();
+
+  EXPECT_TRUE(Eventually([&] { return Info().staged_bytes() == 0; }));
+  EXPECT_EQ(Info().device_memory_used_bytes(), built.index().device_bytes());
+  EXPECT_EQ(Describe("dim").version(), 1u);
+  const auto answers = Lookups({LookupOf("dim", {3, 1}, {"s", "a"}, true, 1)});
+  ASSERT_EQ(answers.size(), 1u);
+  ASSERT_FALSE(answers[0].has_error()) << answers[0].error().message();
+  EXPECT_EQ(ReadColumn(answers[0].columns(0), 2), CellsAt(small.Column("s"), {2, 0}));
+  EXPECT_EQ(ReadColumn(answers[0].columns(1), 2), CellsAt(small.Column("a"), {2, 0}));
+}
+
+// Staged payload bytes count against --max-build-staged-bytes like keys: the
+// chunk that crosses it is refused naming the flag, and the staging is freed.
+TEST_F(PayloadIntegrationTest, StagedPayloadCountsAgainstTheStagingLimit) {
+  Start({"--max-build-staged-bytes=1M"});
+  grpc::ClientContext ctx;
+  v1::BuildIndexResponse resp;
+  auto writer = stub_->BuildIndex(&ctx, &resp);
+  v1::BuildIndexRequest spec;
+  spec.mutable_spec()->set_name("big");
+  auto* p = spec.mutable_spec()->add_payload();
+  p->set_name("s");
+  p->set_type(v1::COLUMN_TYPE_BINARY);
+  writer->Write(spec);
+  // Payload-only chunks (no keys): 128 KiB of values each.
+  const ModelColumn blob{"s", v1::COLUMN_TYPE_BINARY,
+                         std::vector<Cell>(64, std::string(2048, 'b'))};
+  for (int i = 0; i < 32; ++i) {
+    v1::BuildIndexRequest chunk;
+    *chunk.mutable_chunk()->add_payload() = WireChunk(blob, 0, 64);
+    if (!writer->Write(chunk)) break;
+  }
+  writer->WritesDone();
+  const grpc::Status s = writer->Finish();
+  ASSERT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr("--max-build-staged-bytes=1048576"));
+  const size_t at = s.error_message().find("chunks[");
+  ASSERT_NE(at, std::string::npos) << s.error_message();
+  EXPECT_LE(std::atoi(s.error_message().c_str() + at + 7), 8) << s.error_message();
+  EXPECT_TRUE(Eventually([&] { return Info().staged_bytes() == 0; }));
+  EXPECT_EQ(Info().index_count(), 0u);
+}
+
+// Eight streams check every row of every answer while the index is rebuilt ten
+// times, every other rebuild failing on its payload after good chunks: each
+// answer's payload is the one of its index_version (column v = version * 10^6 +
+// row, s = "v<version>r<row>"), never a mix, never a failed build's.
+TEST_F(PayloadIntegrationTest, RebuildsUnderEightCheckingStreamsNeverMixPayload) {
+  Start();
+  constexpr uint32_t kRows = 4000;
+  auto version_table = [&](uint64_t version) {
+    Table t;
+    t.keys = testing::Iota(kRows, 1);
+    ModelColumn v{"v", v1::COLUMN_TYPE_INT64, {}};
+    ModelColumn str{"s", v1::COLUMN_TYPE_STRING, {}};
+    for (uint32_t r = 0; r < kRows; ++r) {
+      v.cells.push_back(Bytes<int64_t>(static_cast<int64_t>(version * 1000000 + r)));
+      str.cells.push_back("v" + std::to_string(version) + "r" + std::to_string(r));
+    }
+    t.columns = {v, str};
+    return t;
+  };
+  auto build_messages = [&](const Table& t, bool replace) {
+    std::vector<v1::BuildIndexRequest> m = {SpecOf("hot", t, 1 << 13, replace)};
+    for (uint32_t first = 0; first < kRows; first += 1000) {
+      v1::BuildIndexRequest chunk = testing::ChunkMsg(
+          std::vector<uint32_t>(t.keys.begin() + first, t.keys.begin() + first + 1000));
+      // Payload boundaries off the keys' by 333 rows.
+      const uint32_t p = first == 0 ? 0 : first - 333;
+      const uint32_t n = first + 1000 >= kRows ? kRows - p : first + 667 - p;
+      for (const auto& c : t.columns) *chunk.mutable_chunk()->add_payload() = WireChunk(c, p, n);
+      m.push_back(chunk);
+    }
+    return m;
+  };
+  ASSERT_TRUE(Build(build_messages(version_table(1), false)).ok());
+
+  constexpr int kStreams = 8;
+  std::atomic<bool> stop{false};
+  std::atomic<int> failures{0};
+  std::vector<std::atomic<int>> answered(kStreams);
+  std::vector<std::thread> streams;
+  for (int st = 0; st < kStreams; ++st) {
+    streams.emplace_back([&, st] {
+      auto own = NewStub(*server_);
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
+      auto stream = own->Lookup(&ctx);
+      uint64_t id = 0;
+      const std::vector<uint32_t> keys = testing::Iota(kRows, 1);
+      while (!stop.load() || answered[st].load() == 0) {
+        // The bytes path and the protobuf path in turn.
+        if (!stream->Write(LookupOf("hot", keys, {"s", "v"}, id % 2 == 0, id))) break;
+        v1::LookupResponse r;
+        if (!stream->Read(&r)) break;
+        if (r.has_error() || r.batch_id() != id || r.columns_size() != 2) {
+          failures.fetch_add(1);
+          ADD_FAILURE() << "stream " << st << " batch " << id << ": " << r.error().message();
+          break;
+        }
+        ++id;
+        answered[st].fetch_add(1);
+        const uint64_t version = r.index_version();
+        const Table expected = version_table(version);
+        const std::vector<uint32_t> rows = testing::Iota(kRows, 0);
+        if (ReadColumn(r.columns(0), kRows) != CellsAt(expected.columns[1], rows) ||
+            ReadColumn(r.columns(1), kRows) != CellsAt(expected.columns[0], rows)) {
+          failures.fetch_add(1);
+          ADD_FAILURE() << "stream " << st << " batch " << id << ": version " << version
+                        << " answered with another version's payload";
+          break;
+        }
+      }
+      stream->WritesDone();
+      const grpc::Status s = stream->Finish();
+      if (!s.ok()) {
+        failures.fetch_add(1);
+        ADD_FAILURE() << "stream " << st << ": " << s.error_message();
+      }
+    });
+  }
+  uint64_t expected_version = 1;
+  for (int round = 1; round <= 10; ++round) {
+    const Table next = version_table(expected_version + 1);
+    std::vector<v1::BuildIndexRequest> m = build_messages(next, true);
+    if (round % 2 == 0) {
+      // Good chunks, then one whose payload is refused (or, every fourth round, a
+      // column one row short at the end): nothing is installed.
+      if (round % 4 == 0) {
+        m.back().mutable_chunk()->mutable_payload(1)->set_type(v1::COLUMN_TYPE_BINARY);
+      } else {
+        m.back().mutable_chunk()->mutable_payload(0)->CopyFrom(
+            WireChunk(next.columns[0], 0, m.back().chunk().payload(0).length() - 1));
+      }
+      const grpc::Status s = Build(m);
+      EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+    } else {
+      v1::BuildIndexResponse r;
+      const grpc::Status s = Build(m, &r);
+      ASSERT_TRUE(s.ok()) << s.error_message();
+      EXPECT_EQ(r.index().version(), expected_version + 1);
+      expected_version = r.index().version();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  stop.store(true);
+  for (auto& th : streams) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  for (int st = 0; st < kStreams; ++st) EXPECT_GT(answered[st].load(), 0) << "stream " << st;
+  EXPECT_EQ(Describe("hot").version(), expected_version);
+}
+
+// gpujoin_index_payload_bytes{index} follows the live version (gone with a
+// drop); gpujoin_gathered_bytes_total{rpc} counts the gathered bytes of the
+// responses exactly.
+TEST_F(PayloadIntegrationTest, PayloadMetrics) {
+  Start();
+  v1::BuildIndexResponse built;
+  ASSERT_TRUE(Build(SmallBuild(SmallTable(3), false), &built).ok());
+  auto metrics = [&] { return HttpGet(server_->metrics_address(), "/metrics"); };
+  EXPECT_EQ(MetricValue(metrics(), "gpujoin_index_payload_bytes{index=\"dim\"}"),
+            built.index().payload_bytes());
+  EXPECT_EQ(MetricValue(metrics(), "gpujoin_gathered_bytes_total{rpc=\"lookup\"}"), 0);
+  EXPECT_EQ(MetricValue(metrics(), "gpujoin_gathered_bytes_total{rpc=\"join\"}"), 0);
+
+  auto bytes_of = [](const google::protobuf::RepeatedPtrField<v1::Column>& columns) {
+    uint64_t n = 0;
+    for (const auto& c : columns) n += c.data().size() + c.offsets().size() + c.validity().size();
+    return n;
+  };
+  const auto answers =
+      Lookups({LookupOf("dim", {1, 2, 3, 9}, {"a", "s", "f"}, true, 1),
+               LookupOf("dim", {2, 2}, {"s"}, false, 2), LookupOf("dim", {2, 2}, {}, false, 3)});
+  ASSERT_EQ(answers.size(), 3u);
+  const uint64_t looked = bytes_of(answers[0].columns()) + bytes_of(answers[1].columns());
+  EXPECT_GT(looked, 0u);
+  v1::JoinRequest j;
+  j.set_index("dim");
+  *j.add_batches()->mutable_keys()->mutable_packed() =
+      PackColumn<uint32_t>(std::vector<uint32_t>{3, 1, 7});
+  *j.add_batches()->mutable_keys()->mutable_packed() =
+      PackColumn<uint32_t>(std::vector<uint32_t>{2});
+  j.add_select("s");
+  j.add_select("a");
+  const auto joined = Joins({j});
+  ASSERT_EQ(joined.size(), 1u);
+  const uint64_t gathered =
+      bytes_of(joined[0].results(0).columns()) + bytes_of(joined[0].results(1).columns());
+  EXPECT_TRUE(Eventually([&] {
+    const std::string m = metrics();
+    return MetricValue(m, "gpujoin_gathered_bytes_total{rpc=\"lookup\"}") == looked &&
+           MetricValue(m, "gpujoin_gathered_bytes_total{rpc=\"join\"}") == gathered;
+  })) << metrics();
+
+  // A rebuild without payload sets the gauge to 0; a drop removes the series.
+  v1::BuildIndexRequest plain = SpecOf("dim", Table{}, 16, true);
+  ASSERT_TRUE(Build({plain, testing::ChunkMsg({1})}).ok());
+  EXPECT_EQ(MetricValue(metrics(), "gpujoin_index_payload_bytes{index=\"dim\"}"), 0);
+  grpc::ClientContext ctx;
+  v1::DropIndexRequest drop;
+  drop.set_name("dim");
+  v1::DropIndexResponse dropped;
+  ASSERT_TRUE(stub_->DropIndex(&ctx, drop, &dropped).ok());
+  EXPECT_TRUE(std::isnan(MetricValue(metrics(), "gpujoin_index_payload_bytes{index=\"dim\"}")));
 }
 
 }  // namespace

@@ -2,7 +2,8 @@
 // of typed cells (nulls included), wire Column chunks cut from it at any row
 // range, and a strict reader of result Columns that checks the wire layout
 // (sizes, offsets, validity present exactly when null_count > 0, bits past the
-// rows zero) while it decodes them back into cells.
+// rows zero) while it decodes them back into cells; the reassembly of a join's
+// continuation messages into whole responses.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -14,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "gpujoin/server/column_codec.hpp"
 #include "gpujoin/v1/gpujoin.pb.h"
 
 namespace gpujoin::server::testing {
@@ -224,6 +226,106 @@ inline std::vector<Cell> CellsAt(const ModelColumn& column, const std::vector<ui
   std::vector<Cell> out;
   out.reserve(rows.size());
   for (uint32_t r : rows) out.push_back(r == kNoRow ? Cell() : column.cells[r]);
+  return out;
+}
+
+// Appends the bits [0, bits) of `src` to a bitmap of `*have` bits.
+inline void AppendBitmap(std::string* dst, uint64_t* have, const std::string& src, uint64_t bits) {
+  for (uint64_t i = 0; i < bits; ++i) {
+    const uint64_t at = *have + i;
+    if (at / 8 >= dst->size()) dst->push_back('\0');
+    if ((static_cast<uint8_t>(src[i / 8]) >> (i % 8)) & 1) {
+      (*dst)[at / 8] = static_cast<char>((*dst)[at / 8] | (1 << (at % 8)));
+    }
+  }
+  *have += bits;
+}
+
+// Appends the rows of column part `part` to `whole` (same name and type).
+inline void AppendColumn(v1::Column* whole, const v1::Column& part) {
+  const uint64_t rows = whole->length();
+  const uint64_t n = part.length();
+  if (IsVarWidth(part.type())) {
+    std::vector<uint32_t> offsets = UnpackColumn<uint32_t>(whole->offsets());
+    if (offsets.empty()) offsets.push_back(0);
+    const std::vector<uint32_t> more = UnpackColumn<uint32_t>(part.offsets());
+    for (uint64_t i = 1; i <= n; ++i) offsets.push_back(offsets[rows] + more[i] - more[0]);
+    whole->set_offsets(PackColumn<uint32_t>(offsets));
+    whole->mutable_data()->append(part.data());
+  } else if (part.type() == v1::COLUMN_TYPE_BOOL) {
+    uint64_t have = rows;
+    AppendBitmap(whole->mutable_data(), &have, part.data(), n);
+  } else {
+    whole->mutable_data()->append(part.data());
+  }
+  // Validity: every row valid where a part has none.
+  std::string validity = whole->validity();
+  const bool nulls = whole->null_count() > 0 || part.null_count() > 0;
+  if (validity.empty() && nulls) {
+    validity.assign((rows + 7) / 8, '\xff');
+    if (rows % 8 != 0) validity.back() = static_cast<char>((1 << (rows % 8)) - 1);
+  }
+  if (nulls) {
+    std::string part_validity = part.validity();
+    if (part_validity.empty()) part_validity.assign((n + 7) / 8, '\xff');
+    uint64_t have = rows;
+    AppendBitmap(&validity, &have, part_validity, n);
+    whole->set_validity(validity);
+  }
+  whole->set_null_count(whole->null_count() + part.null_count());
+  whole->set_length(rows + n);
+}
+
+// The whole responses of a stream of join messages: each request's parts
+// (`more` on all but its last) reassembled in batch order. Checks the
+// continuation rules on the way: one batch_id and index_version per request,
+// every message within `max_bytes`, a batch's parts contiguous from pair 0, the
+// head fields in its first part only.
+inline std::vector<v1::JoinResponse> Reassemble(const std::vector<v1::JoinResponse>& messages,
+                                                uint64_t max_bytes, size_t* parts = nullptr) {
+  std::vector<v1::JoinResponse> out;
+  bool open = false;
+  for (const v1::JoinResponse& m : messages) {
+    EXPECT_LE(m.ByteSizeLong(), max_bytes);
+    if (parts != nullptr) ++*parts;
+    if (!open) {
+      out.emplace_back();
+      out.back().set_batch_id(m.batch_id());
+      out.back().set_index_version(m.index_version());
+      if (m.has_error()) *out.back().mutable_error() = m.error();
+    }
+    v1::JoinResponse& whole = out.back();
+    EXPECT_EQ(m.batch_id(), whole.batch_id());
+    EXPECT_EQ(m.index_version(), whole.index_version());
+    for (const v1::JoinBatchResult& r : m.results()) {
+      const bool head =
+          whole.results_size() == 0 || whole.results(whole.results_size() - 1).batch() != r.batch();
+      if (head) {
+        EXPECT_EQ(r.batch(), static_cast<uint64_t>(whole.results_size()));
+        EXPECT_EQ(r.first_pair(), 0u);
+        v1::JoinBatchResult* w = whole.add_results();
+        *w = r;
+        continue;
+      }
+      v1::JoinBatchResult* w = whole.mutable_results(whole.results_size() - 1);
+      EXPECT_EQ(r.first_pair(), w->left_rows().size() / 4) << "batch " << r.batch();
+      EXPECT_EQ(r.count(), 0u);  // only in the first part
+      EXPECT_FALSE(r.has_statistics());
+      EXPECT_TRUE(r.found().empty());
+      EXPECT_TRUE(r.probes().empty());
+      w->mutable_left_rows()->append(r.left_rows());
+      w->mutable_right_rows()->append(r.right_rows());
+      EXPECT_EQ(r.columns_size(), w->columns_size());
+      for (int c = 0; c < r.columns_size() && c < w->columns_size(); ++c) {
+        AppendColumn(w->mutable_columns(c), r.columns(c));
+      }
+    }
+    open = m.more();
+  }
+  EXPECT_FALSE(open) << "the last message has `more` set";
+  for (v1::JoinResponse& whole : out) {
+    for (v1::JoinBatchResult& r : *whole.mutable_results()) r.set_first_pair(0);
+  }
   return out;
 }
 

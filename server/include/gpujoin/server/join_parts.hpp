@@ -30,6 +30,18 @@ class JoinParts {
   /// first part alone: its found and probes) does not fit in a message by itself.
   static absl::StatusOr<JoinParts> Plan(v1::JoinResponse response, uint64_t max_message_bytes);
 
+  /// The most bytes a batch's first part may take in a message of its own: the
+  /// message and result fields, `found_and_probes` bytes, and `columns` gathered
+  /// columns (`variable_width` of them strings) whose names have `name_bytes`
+  /// in all, before any pair. Plan refuses a batch whose first part exceeds the
+  /// room of a message; Operations checks it before running the join.
+  static uint64_t FirstPartBytes(uint64_t found_and_probes, size_t columns, uint64_t name_bytes,
+                                 size_t variable_width);
+
+  /// The bytes of one message Plan fills: `max_message_bytes` less the room kept
+  /// for framing.
+  static uint64_t MessageRoom(uint64_t max_message_bytes);
+
   /// Number of messages (at least 1).
   size_t size() const { return parts_.empty() ? 1 : parts_.size(); }
 
