@@ -833,10 +833,14 @@ absl::StatusOr<LookupResult> Client::LookupAll(const std::string& index, Keys ke
   all.values.reserve(keys.size());
   all.found.reserve(keys.size());
   size_t pos = 0;
+  bool sent_any = false;
   Progress p;
   p.total_rows = keys.size();
   BatchSource<LookupBatch> source = [&]() -> std::optional<LookupBatch> {
-    if (pos >= keys.size()) return std::nullopt;
+    // With a selection, empty input still sends one (empty) batch, whose
+    // answer gives the columns their types.
+    if (pos >= keys.size() && (sent_any || o.select.empty())) return std::nullopt;
+    sent_any = true;
     const size_t n = std::min(o.batch_rows, keys.size() - pos);
     LookupBatch b;
     b.keys = keys.subspan(pos, n);
@@ -888,10 +892,13 @@ absl::StatusOr<JoinPairs> Client::JoinAll(const std::string& index, Keys keys,
   }
   JoinPairs all;
   size_t pos = 0;
+  bool sent_any = false;
   Progress p;
   p.total_rows = keys.size();
   BatchSource<JoinBatch> source = [&]() -> std::optional<JoinBatch> {
-    if (pos >= keys.size()) return std::nullopt;
+    // With a selection, empty input still sends one (empty) batch (as LookupAll).
+    if (pos >= keys.size() && (sent_any || o.select.empty())) return std::nullopt;
+    sent_any = true;
     const size_t n = std::min(o.batch_rows, keys.size() - pos);
     JoinBatch b;
     JoinLeft l;

@@ -1111,6 +1111,16 @@ TEST_F(CliEndToEnd, PayloadTypesRoundTripThroughLookup) {
   EXPECT_EQ(l32.out,
             "id,value,found,price,count\n3,2,true,NaN,-7\n1,0,true,0.1,5\n9,,false,,\n"
             "2,1,true,inf,\n4,4,true,-inf,9223372036854775807\n");
+  // Empty input: the header still names the typed columns.
+  std::ofstream(Tmp("no_facts.csv")) << "id\n";
+  RunResult none = Cli({"lookup", "dim", "--from", Tmp("no_facts.csv").string(), "--key", "id",
+                        "--select", "label,ok"});
+  ASSERT_EQ(none.code, 0) << none.err;
+  EXPECT_EQ(none.out, "id,value,found,label,ok\n");
+  RunResult none_join =
+      Cli({"join", "--left", Tmp("no_facts.csv").string(), "--right", "index:dim", "--on", "id"});
+  ASSERT_EQ(none_join.code, 0) << none_join.err;
+  EXPECT_EQ(none_join.out, "id,count,price,ok,label,when\n");
   ExpectOneLineError(Cli({"index", "build", "dim_bad", "--from", Tmp("dim.csv").string(), "--key",
                           "id", "--columns", "count", "--schema", "count:u32"}),
                      2,

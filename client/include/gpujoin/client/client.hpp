@@ -57,6 +57,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -541,7 +542,8 @@ class Client {
                                          const StreamOptions& options = {},
                                          const ProgressCallback& progress = {});
   /// The same with QueryAllOptions (batch_rows, select, stream, progress): the
-  /// selected columns of all batches are concatenated in `columns`.
+  /// selected columns of all batches are concatenated in `columns` (typed, with
+  /// no rows, for empty keys: one empty batch is sent then).
   absl::StatusOr<LookupResult> LookupAll(const std::string& index, Keys keys,
                                          const QueryAllOptions& options);
 
@@ -555,8 +557,8 @@ class Client {
                                     const ProgressCallback& progress = {});
   /// The same with QueryAllOptions (batch_rows, select, capacity, count_only,
   /// stream, progress): the selected columns of all batches are concatenated in
-  /// `columns`, aligned with the pairs; with count_only there are no pairs and
-  /// `count` is the total.
+  /// `columns`, aligned with the pairs (as LookupAll's for empty keys); with
+  /// count_only there are no pairs and `count` is the total.
   absl::StatusOr<JoinPairs> JoinAll(const std::string& index, Keys keys,
                                     const QueryAllOptions& options);
 
