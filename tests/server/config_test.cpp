@@ -214,5 +214,16 @@ TEST(ServerFlags, HelpPrintsAndReturnsNoConfig) {
   EXPECT_THAT(out, HasSubstr("--device-memory-limit"));
 }
 
+TEST(ServerFlags, MaxResultBytes) {
+  // 0: resolved by Server::Start (an eighth of physical memory, at most 4 GiB).
+  EXPECT_EQ((*Parse({}))->max_result_bytes, 0u);
+  EXPECT_EQ((*Parse({"--max-result-bytes=64K"}))->max_result_bytes, 65536u);
+  EXPECT_EQ((*Parse({"--max-result-bytes=8G"}))->max_result_bytes, uint64_t{8} << 30);
+  EXPECT_THAT(Parse({"--max-result-bytes=0"}).status().message(),
+              HasSubstr("--max-result-bytes: must be at least 1"));
+  EXPECT_THAT(Parse({"--max-result-bytes=lots"}).status().message(),
+              HasSubstr("--max-result-bytes"));
+}
+
 }  // namespace
 }  // namespace gpujoin::server

@@ -996,5 +996,97 @@ TEST_F(PayloadIntegrationTest, PayloadMetrics) {
   EXPECT_TRUE(std::isnan(MetricValue(metrics(), "gpujoin_index_payload_bytes{index=\"dim\"}")));
 }
 
+// Batch mode with uint64 keys: payload is aligned with every row of every chunk,
+// masked-out rows included, and a key keeps the payload of its lowest valid row
+// (whose row ID it returns). Explicit values: the payload of the lowest row, whatever
+// the values.
+TEST_F(PayloadIntegrationTest, BatchModeWideKeysAndExplicitValues) {
+  Start();
+  std::mt19937_64 rng(64);
+  // Two chunks of 300 rows over 200 distinct keys (above 2^32), every fifth row masked.
+  std::vector<uint64_t> keys;
+  std::vector<uint32_t> valid, row_ids;
+  for (uint32_t r = 0; r < 600; ++r) {
+    keys.push_back((uint64_t{1 + rng() % 200} << 33) | 5);
+    valid.push_back(r % 5 == 2 ? 0 : 1);
+    row_ids.push_back(r < 300 ? 1000 + r : 5000 + (r - 300));
+  }
+  const ModelColumn p{"p", v1::COLUMN_TYPE_STRING, RandomCells(v1::COLUMN_TYPE_STRING, 600, rng)};
+  v1::BuildIndexRequest spec;
+  spec.mutable_spec()->set_name("batch");
+  spec.mutable_spec()->set_capacity(1024);
+  spec.mutable_spec()->set_batch_mode(true);
+  spec.mutable_spec()->set_key_type(v1::KEY_TYPE_UINT64);
+  auto* ps = spec.mutable_spec()->add_payload();
+  ps->set_name("p");
+  ps->set_type(v1::COLUMN_TYPE_STRING);
+  std::vector<v1::BuildIndexRequest> messages = {spec};
+  for (uint32_t c = 0; c < 2; ++c) {
+    v1::BuildIndexRequest m;
+    *m.mutable_chunk()->mutable_keys64()->mutable_packed() = PackColumn<uint64_t>(
+        std::vector<uint64_t>(keys.begin() + 300 * c, keys.begin() + 300 * (c + 1)));
+    *m.mutable_chunk()->mutable_validity()->mutable_packed() = PackColumn<uint32_t>(
+        std::vector<uint32_t>(valid.begin() + 300 * c, valid.begin() + 300 * (c + 1)));
+    m.mutable_chunk()->set_row_base(c == 0 ? 1000 : 5000);
+    messages.push_back(m);
+  }
+  // The payload in three payload-only chunks of 101, 398 and 101 rows.
+  for (const auto& [first, n] :
+       std::vector<std::pair<size_t, size_t>>{{0, 101}, {101, 398}, {499, 101}}) {
+    *messages.emplace_back().mutable_chunk()->add_payload() = WireChunk(p, first, n);
+  }
+  ASSERT_TRUE(Build(messages).ok());
+  std::map<uint64_t, uint32_t> winner;  // key -> lowest valid row
+  for (uint32_t r = 0; r < 600; ++r) {
+    if (valid[r] != 0) winner.emplace(keys[r], r);
+  }
+  v1::LookupRequest q;
+  q.set_index("batch");
+  q.add_select("p");
+  std::vector<uint64_t> probe_keys;
+  for (uint64_t k = 1; k <= 220; ++k) probe_keys.push_back((k << 33) | 5);
+  *q.mutable_keys64()->mutable_packed() = PackColumn<uint64_t>(probe_keys);
+  const auto answers = Lookups({q});
+  ASSERT_EQ(answers.size(), 1u);
+  ASSERT_FALSE(answers[0].has_error()) << answers[0].error().message();
+  const auto values = UnpackColumn<uint32_t>(answers[0].values());
+  std::vector<uint32_t> rows;
+  for (size_t i = 0; i < probe_keys.size(); ++i) {
+    auto it = winner.find(probe_keys[i]);
+    rows.push_back(it == winner.end() ? kNoRow : it->second);
+    EXPECT_EQ(values[i], it == winner.end() ? kNoRow : row_ids[it->second]) << i;
+  }
+  EXPECT_EQ(ReadColumn(answers[0].columns(0), probe_keys.size()), CellsAt(p, rows));
+
+  // Explicit values, in chunks of their own boundaries: the lowest row's payload.
+  Table t = RandomTable(500, 120, {v1::COLUMN_TYPE_FLOAT64, v1::COLUMN_TYPE_BOOL}, rng);
+  std::vector<v1::BuildIndexRequest> explicit_messages = ChunksOf(t, 70, rng);
+  v1::BuildIndexRequest explicit_spec = SpecOf("explicit", t, 512);
+  explicit_spec.mutable_spec()->set_explicit_values(true);
+  explicit_messages.insert(explicit_messages.begin(), explicit_spec);
+  std::vector<uint32_t> explicit_values;
+  for (uint32_t r = 0; r < 500; ++r) explicit_values.push_back(7 * r + 3);
+  for (size_t first = 0; first < 500; first += 90) {
+    auto* v = explicit_messages.emplace_back().mutable_chunk()->mutable_values();
+    for (size_t r = first; r < std::min<size_t>(500, first + 90); ++r) {
+      v->mutable_values()->add_v(explicit_values[r]);
+    }
+  }
+  ASSERT_TRUE(Build(explicit_messages).ok());
+  const std::vector<uint32_t> q2 = testing::Iota(130, 1);
+  const auto explicit_answers = Lookups({LookupOf("explicit", q2, {"c1", "c0"}, true, 1)});
+  ASSERT_EQ(explicit_answers.size(), 1u);
+  ASSERT_FALSE(explicit_answers[0].has_error()) << explicit_answers[0].error().message();
+  const std::vector<uint32_t> expected_rows = WinnerRows(t, q2);
+  std::vector<uint32_t> expected_values;
+  for (uint32_t r : expected_rows)
+    expected_values.push_back(r == kNoRow ? kNoRow : explicit_values[r]);
+  EXPECT_EQ(UnpackColumn<uint32_t>(explicit_answers[0].values()), expected_values);
+  EXPECT_EQ(ReadColumn(explicit_answers[0].columns(0), q2.size()),
+            CellsAt(t.columns[1], expected_rows));
+  EXPECT_EQ(ReadColumn(explicit_answers[0].columns(1), q2.size()),
+            CellsAt(t.columns[0], expected_rows));
+}
+
 }  // namespace
 }  // namespace gpujoin::server
