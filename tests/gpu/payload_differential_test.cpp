@@ -341,7 +341,13 @@ class PayloadDifferential
                        const std::vector<SourceColumn>& payload) {
     EXPECT_EQ(gpu_stats.invalid_rows, cpu_stats.invalid_rows) << Seed();
     if (cpu_stats.overflow_rows == 0) {
-      EXPECT_EQ(gpu_stats, cpu_stats) << Seed();
+      // With duplicate keys total_probes may differ: a duplicate row counts
+      // where it met its key, which the CPU's in-order insert and the GPU's
+      // parallel one place differently (docs/engine.md; gpu_differential_tests
+      // bounds it). Every other statistic is exact.
+      BuildStatistics gpu_cmp = gpu_stats;
+      if (cpu_stats.duplicate_rows > 0) gpu_cmp.total_probes = cpu_stats.total_probes;
+      EXPECT_EQ(gpu_cmp, cpu_stats) << Seed();
       auto a = cpu_index.SnapshotAs<K>(), b = gpu_index.SnapshotAs<K>();
       ASSERT_TRUE(a.ok() && b.ok());
       EXPECT_TRUE(a->keys == b->keys && a->values == b->values)
