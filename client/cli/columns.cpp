@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <type_traits>
@@ -211,10 +212,11 @@ std::optional<float> ParseF32Text(std::string_view s) {
   if (s.empty()) return std::nullopt;
   float v = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  // Out-of-range values saturate to +-inf like strtof rather than failing.
+  // Out-of-range values round like strtof rather than failing: too large to
+  // +-inf, too small to a subnormal or +-0 (from_chars reports both as out of
+  // range and leaves `v` unset).
   if (ec == std::errc::result_out_of_range && p == s.data() + s.size()) {
-    return s.front() == '-' ? -std::numeric_limits<float>::infinity()
-                            : std::numeric_limits<float>::infinity();
+    return std::strtof(std::string(s).c_str(), nullptr);
   }
   if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
   return v;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 namespace gpujoin::cli {
 namespace {
@@ -31,6 +32,13 @@ TEST(ParseF32Text, NumbersSpecialValuesAndJunk) {
   EXPECT_EQ(*ParseF32Text("+2e3"), 2000.f);
   EXPECT_TRUE(std::isnan(*ParseF32Text("nan")));
   EXPECT_TRUE(std::isinf(*ParseF32Text("1e99")));
+  EXPECT_EQ(*ParseF32Text("-1e99"), -std::numeric_limits<float>::infinity());
+  // Too small for float32: rounds to zero (keeping the sign) or a subnormal, never inf.
+  EXPECT_EQ(*ParseF32Text("1e-50"), 0.0f);
+  EXPECT_TRUE(std::signbit(*ParseF32Text("-1e-50")));
+  EXPECT_EQ(*ParseF32Text("-1e-50"), 0.0f);
+  EXPECT_GT(*ParseF32Text("1e-40"), 0.0f);  // subnormal
+  EXPECT_LT(*ParseF32Text("1e-40"), std::numeric_limits<float>::min());
   EXPECT_FALSE(ParseF32Text("abc"));
   EXPECT_FALSE(ParseF32Text("1.5ms"));
 }
