@@ -22,6 +22,21 @@ std::string_view KeyTypeName(KeyType type) {
   return "unknown";
 }
 
+std::string_view DuplicatePolicyName(DuplicatePolicy policy) {
+  switch (policy) {
+    case DuplicatePolicy::kLowestRow:
+      return "lowest_row";
+    case DuplicatePolicy::kKeepAll:
+      return "keep_all";
+  }
+  return "unknown";
+}
+
+uint64_t GroupStorageBytes(const HashIndexSpec& spec, uint64_t slots, uint64_t rows) {
+  if (spec.duplicates != DuplicatePolicy::kKeepAll) return 0;
+  return slots * 8 + rows * 4;
+}
+
 absl::Status SnapshotKeyTypeMismatch(KeyType held, KeyType asked) {
   return absl::FailedPreconditionError(
       absl::StrCat("snapshot of ", std::string(KeyTypeName(asked)), " keys asked of an index with ",
@@ -38,6 +53,10 @@ absl::Status HashIndexSpec::Validate() const {
     return absl::InvalidArgumentError(absl::StrCat("max_probe_count ", max_probe_count,
                                                    " exceeds capacity ", capacity,
                                                    " (0 means capacity)"));
+  }
+  if (duplicates != DuplicatePolicy::kLowestRow && duplicates != DuplicatePolicy::kKeepAll) {
+    return absl::InvalidArgumentError(absl::StrCat("duplicates ", static_cast<int>(duplicates),
+                                                   " is neither lowest_row nor keep_all"));
   }
   if (key_type != KeyType::kU32 && key_type != KeyType::kU64) {
     return absl::InvalidArgumentError(

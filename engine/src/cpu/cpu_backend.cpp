@@ -108,6 +108,9 @@ class CpuBackend final : public Backend {
 
   absl::StatusOr<std::unique_ptr<HashIndex>> CreateIndex(const HashIndexSpec& spec) override {
     GPUJOIN_RETURN_IF_ERROR(spec.Validate());
+    if (spec.duplicates == DuplicatePolicy::kKeepAll) {  // issue 21, in progress
+      return absl::UnimplementedError("duplicates keep_all: multi-value indexes are not built yet");
+    }
     const uint64_t bytes = CpuTableBytes(spec);
     const uint64_t total = PhysicalMemoryBytes(_SC_PHYS_PAGES);
     if (total != 0 && bytes > total) {

@@ -85,6 +85,9 @@ class CudaBackend final : public Backend {
 
   absl::StatusOr<std::unique_ptr<HashIndex>> CreateIndex(const HashIndexSpec& spec) override {
     GPUJOIN_RETURN_IF_ERROR(spec.Validate());
+    if (spec.duplicates == DuplicatePolicy::kKeepAll) {  // issue 21, in progress
+      return absl::UnimplementedError("duplicates keep_all: multi-value indexes are not built yet");
+    }
     GPUJOIN_RETURN_IF_ERROR(CheckHealthy());
     auto index = CudaHashIndex::Create(spec, device_);
     if (!index.ok()) {

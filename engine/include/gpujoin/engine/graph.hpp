@@ -78,18 +78,36 @@ struct LookupNodeT {
   std::span<uint32_t> probes;             ///< optional: slots examined per query row
   QueryStatistics* statistics = nullptr;  ///< optional host output
   uint32_t max_probe_count = 0;  ///< 0 = the index's bound; else at most the index's capacity
-  /// Payload columns gathered per query row (null where missing).
+  /// Payload columns gathered per query row (null where missing). On a
+  /// kKeepAll index: the payload of the key's first (lowest-row) match.
   std::vector<GatherOutput> gather;
+  /// Optional, one per query row: the key's matches (kLowestRow: 1 found / 0
+  /// missing; kKeepAll: the rows of its group, 0 when missing).
+  std::span<uint32_t> match_counts;
 };
+
+/// Which left rows a join returns and how (JoinNodeT::kind). Every kind writes
+/// [left row, right row] pairs in left source order, then right source row order;
+/// the required count, capacity truncation (the stable prefix) and overflow rules
+/// are the same for all.
+enum class JoinKind : uint8_t {
+  kInner,      ///< one pair per match
+  kLeftOuter,  ///< one pair per match, or (left row, kEmptyKey) for a row without one
+  kLeftSemi,   ///< (left row, its first match's value) once per row with a match
+  kLeftAnti,   ///< (left row, kEmptyKey) once per row without a match
+};
+
+/// "inner", "left_outer", "left_semi", "left_anti".
+std::string_view JoinKindName(JoinKind kind);
 
 /// Result block of one join batch.
 struct JoinResult {
-  uint64_t count = 0;     ///< matching pairs before truncation (the required capacity)
+  uint64_t count = 0;     ///< pairs before truncation (the required capacity), exact
   bool overflow = false;  ///< count > capacity, or the index build had overflow rows
   QueryStatistics statistics;
 };
 
-/// One left batch of an inner join.
+/// One left batch of a join.
 template <KeyWord K>
 struct JoinBatchT {
   Chunked<K> keys;                      ///< read: left keys
@@ -104,14 +122,17 @@ struct JoinBatchT {
   std::vector<GatherOutput> gather;
 };
 
-/// Inner join of one or more left batches against an index: each batch gets its
-/// own [left row, right row] pairs in left source order (stable), truncated to its
-/// capacity (the stable prefix), with its required count and overflow flag.
+/// Join of one or more left batches against an index: each batch gets its own
+/// [left row, right row] pairs in left source order (stable), then right source
+/// order (a kKeepAll index's group order), truncated to its capacity (the stable
+/// prefix), with its exact required count and overflow flag. On a kKeepAll index
+/// a left row yields one pair per row of its key's group.
 template <KeyWord K>
 struct JoinNodeT {
   const HashIndex* index = nullptr;
   std::vector<JoinBatchT<K>> batches;
   uint32_t max_probe_count = 0;  ///< 0 = the index's bound
+  JoinKind kind = JoinKind::kInner;
 };
 
 using BuildIndexNode = BuildIndexNodeT<uint32_t>;

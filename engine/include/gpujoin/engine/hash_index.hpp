@@ -21,6 +21,20 @@ enum class BackendKind { kAuto, kCpu, kCuda };
 /// "auto", "cpu" or "cuda".
 std::string_view BackendKindName(BackendKind kind);
 
+/// What a build keeps of rows whose key is already present (HashIndexSpec::duplicates).
+enum class DuplicatePolicy : uint8_t {
+  /// The reference contract: the lowest source row of each key wins; the others
+  /// count as duplicate rows and are dropped.
+  kLowestRow,
+  /// A multi-value index: every valid row is kept. Each key holds a group, the
+  /// values of its rows in source-row order (docs/engine.md, "Multi-value
+  /// indexes"); the table itself is the kLowestRow table of the same rows.
+  kKeepAll,
+};
+
+/// "lowest_row" or "keep_all".
+std::string_view DuplicatePolicyName(DuplicatePolicy policy);
+
 /// Shape of a hash index, fixed when the index is created.
 struct HashIndexSpec {
   /// Number of slots: a power of two, at least 1, at most 2^31.
@@ -31,6 +45,8 @@ struct HashIndexSpec {
   /// The key word (KeyType::kU32 unless set). The reserved key is the all-ones
   /// word of this width; every other part of the contract is the same for both.
   KeyType key_type = KeyType::kU32;
+  /// kLowestRow unless set.
+  DuplicatePolicy duplicates = DuplicatePolicy::kLowestRow;
 
   /// The effective probe bound: max_probe_count, or capacity when it is 0.
   uint32_t probe_bound() const { return max_probe_count == 0 ? capacity : max_probe_count; }
@@ -40,6 +56,13 @@ struct HashIndexSpec {
   // The bytes an index of this spec occupies depend on the backend:
   // Backend::IndexBytes.
 };
+
+/// Bytes a kKeepAll index keeps beside its table of `slots` slots for a build
+/// of `rows` rows, on either backend (an upper bound: every row counted valid):
+/// per slot the start and size of its key's group (8 bytes), per kept row its
+/// value (4 bytes). 0 for kLowestRow. Payload of a kKeepAll index is stored per
+/// kept row: PayloadStorageBytes(rows, shape) instead of per slot.
+uint64_t GroupStorageBytes(const HashIndexSpec& spec, uint64_t slots, uint64_t rows);
 
 /// Smallest valid capacity (a power of two) holding `expected_rows` at no more
 /// than `target_load_factor` (0 < f <= 1). INVALID_ARGUMENT when it exceeds 2^31.

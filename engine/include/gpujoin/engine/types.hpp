@@ -77,6 +77,9 @@ struct BuildStatistics {
       0;  ///< rows holding the reserved key, or masked out by a batch validity mask
   uint64_t total_probes = 0;  ///< slots examined by all rows (invalid rows examine none)
   uint64_t max_probes = 0;    ///< most slots examined by one row
+  /// Extension (DuplicatePolicy::kKeepAll only; 0 for kLowestRow): the most rows
+  /// kept under one key.
+  uint64_t max_group_rows = 0;
 
   friend bool operator==(const BuildStatistics&, const BuildStatistics&) = default;
 };
