@@ -15,7 +15,10 @@
 //    spec, two specs, a bad name or key type, keys of the other width than the
 //    spec's, explicit values with batch mode, values without explicit_values, a
 //    row base or validity without batch mode, generated values reaching
-//    0xffffffff, a live name without replace);
+//    0xffffffff, a live name without replace; payload: a bad or repeated column
+//    name or type in the spec, a chunk column that is not declared, of another
+//    type, with data, offsets or validity of the wrong size, or a column whose
+//    rows do not add up to the keys');
 //  - a failed build installs nothing: "old" keeps its version, no other name
 //    appears, and the budgets hold only what "old" holds once the session is gone;
 //  - a successful build is installed under its name (the next version when it replaced
@@ -23,8 +26,9 @@
 //    its rows (invalid rows = reserved keys and masked rows), a table in the
 //    layout every backend keeps, and, when no row overflowed, exactly the distinct
 //    valid keys, each with the value of its first row (first_value + row, the
-//    explicit value, or row_base + position); the budget then holds the live
-//    tables and the staging budget nothing.
+//    explicit value, or row_base + position); its payload columns are the spec's,
+//    by name and type, each with at most one null per retained key; the budget
+//    then holds the live tables (payload included) and the staging budget nothing.
 #include <atomic>
 #include <map>
 #include <string>
@@ -69,6 +73,9 @@ struct Stream {
   std::vector<uint64_t> keys;
   std::vector<uint32_t> values, row_values;
   std::vector<bool> valid;
+  // Payload: the declared columns' types and the rows sent for each.
+  std::map<std::string, v1::ColumnType> payload_types;
+  std::map<std::string, uint64_t> payload_rows;
 
   void Error(std::string reason) {
     if (!must_fail) why = std::move(reason);
@@ -89,6 +96,14 @@ struct Stream {
         Error("a key type that is none");
       }
       wide = spec.key_type() == v1::KEY_TYPE_UINT64;
+      for (const v1::PayloadColumnSpec& p : spec.payload()) {
+        if (!ValidColumnName(p.name())) Error("an invalid payload column name");
+        if (p.type() <= v1::COLUMN_TYPE_UNSPECIFIED || p.type() > v1::COLUMN_TYPE_STRING) {
+          Error("a payload column type that is none");
+        }
+        if (!payload_types.emplace(p.name(), p.type()).second) Error("a payload column twice");
+        payload_rows[p.name()] = 0;
+      }
       return;
     }
     if (!m.has_chunk()) return Error("a message with neither spec nor chunk");
@@ -127,6 +142,49 @@ struct Stream {
                                : static_cast<uint32_t>(spec.first_value() + keys.size() - 1));
     }
     values.insert(values.end(), v.begin(), v.end());
+    for (const v1::Column& p : c.payload()) TakePayload(p);
+  }
+
+  // The documented size rules of one payload chunk column.
+  void TakePayload(const v1::Column& p) {
+    auto it = payload_types.find(p.name());
+    if (it == payload_types.end()) return Error("an undeclared payload column");
+    if (p.type() != it->second) return Error("a payload column of another type");
+    const uint64_t rows = p.length();
+    if (rows > 0xffffffffu) return Error("a payload chunk of more rows than a build has");
+    const uint64_t bitmap = (rows + 7) / 8;
+    if (!p.validity().empty() && p.validity().size() != bitmap) {
+      Error("a payload validity bitmap of the wrong size");
+    }
+    switch (p.type()) {
+      case v1::COLUMN_TYPE_STRING:
+      case v1::COLUMN_TYPE_BINARY:
+        if (p.offsets().size() != (rows + 1) * 4) Error("payload offsets of the wrong count");
+        break;
+      case v1::COLUMN_TYPE_BOOL:
+        if (p.data().size() != bitmap || !p.offsets().empty()) {
+          Error("a payload bool bitmap of the wrong size");
+        }
+        break;
+      default: {
+        const uint64_t width = p.type() == v1::COLUMN_TYPE_UINT32 ||
+                                       p.type() == v1::COLUMN_TYPE_INT32 ||
+                                       p.type() == v1::COLUMN_TYPE_FLOAT32
+                                   ? 4
+                                   : 8;
+        if (p.data().size() != rows * width || !p.offsets().empty()) {
+          Error("fixed-width payload data of the wrong size");
+        }
+      }
+    }
+    payload_rows[p.name()] += rows;
+  }
+
+  // At the end of the input: every payload column has one row per key row.
+  void End() {
+    for (const auto& [name, rows] : payload_rows) {
+      if (rows != keys.size()) Error("payload rows that do not add up to the keys'");
+    }
   }
 };
 
@@ -191,6 +249,21 @@ void CheckInstalled(Harness& h, const Stream& s, const server::IndexVersion& v,
                               "; its first row's is ", value));
     }
   }
+  FUZZ_CHECK(index.payload().size() == static_cast<size_t>(s.spec.payload_size()) &&
+                 v.payload_names.size() == index.payload().size(),
+             absl::StrCat(what, ": ", index.payload().size(), " payload columns stored, ",
+                          s.spec.payload_size(), " declared"));
+  for (size_t i = 0; i < index.payload().size(); ++i) {
+    const v1::PayloadColumnSpec& declared = s.spec.payload(static_cast<int>(i));
+    const engine::PayloadColumnInfo& stored = index.payload()[i];
+    FUZZ_CHECK(v.payload_names[i] == declared.name() &&
+                   server::ToWireColumnType(stored.type) == declared.type() &&
+                   stored.null_count <= st.unique_keys,
+               absl::StrCat(what, ": payload column ", i, " \"", v.payload_names[i], "\" of type ",
+                            static_cast<int>(stored.type), " with ", stored.null_count,
+                            " nulls; declared \"", declared.name(), "\" of type ",
+                            static_cast<int>(declared.type())));
+  }
   FUZZ_CHECK(
       h.budget().used_bytes() == old_bytes + index.memory_bytes() && h.staging().used_bytes() == 0,
       absl::StrCat(what, ": budget holds ", h.budget().used_bytes(), " bytes (tables ", old_bytes,
@@ -236,6 +309,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (!status.ok()) break;
     }
     if (status.ok()) {
+      stream.End();
       std::atomic<bool> cancelled{false};
       auto built = session.Finish(cancelled);
       status = built.status();

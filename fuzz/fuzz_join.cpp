@@ -3,18 +3,23 @@
 //
 // Input: the bytes of one JoinRequest message. Checked:
 //  - the status is the one the documented checks give (index name and index,
-//    batches, max_probe_count, each batch's keys and keys64 columns and the
-//    index's width, left_rows, first_left_row and capacity, the response size);
-//  - an OK response has one result per batch whose pairs are exactly the
-//    reference model's matches in left order (left row = left_rows[r] or
-//    first_left_row + r), truncated to the pair capacity, with the required
-//    count, the overflow flag, statistics, and found / probes when asked.
+//    batches, max_probe_count, select (the fixture's indexes have no payload),
+//    each batch's keys and keys64 columns and the index's width, left_rows,
+//    first_left_row, capacity unless count_only, and whether the batch's first
+//    response message can carry its found and probes; then --max-result-bytes);
+//  - an OK response has one result per batch, in order (JoinBatchResult.batch),
+//    whose pairs are exactly the reference model's matches in left order (left
+//    row = left_rows[r] or first_left_row + r), truncated to the pair capacity
+//    (none for count_only), with the required count, the overflow flag,
+//    statistics, and found / probes when asked.
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "fuzz_support.hpp"
 #include "gpujoin/server/column_codec.hpp"
+#include "gpujoin/server/config.hpp"
+#include "gpujoin/server/join_parts.hpp"
 
 namespace gpujoin::fuzz {
 namespace {
@@ -59,8 +64,9 @@ absl::StatusCode ExpectedCode(const QueryFixture& fixture, const v1::JoinRequest
   if (version == nullptr) return StatusCode::kNotFound;
   if (request.batches_size() == 0) return StatusCode::kInvalidArgument;
   if (request.max_probe_count() > ref->capacity) return StatusCode::kInvalidArgument;
+  if (request.select_size() > 0) return StatusCode::kInvalidArgument;  // no payload columns
   const bool index_wide = ref->key_type == engine::KeyType::kU64;
-  uint64_t response_bytes = 0;
+  uint64_t result_bytes = 0;
   for (const v1::LeftBatch& b : request.batches()) {
     if (!Decodes(b.has_keys(), b.keys(), 4) || !Decodes(b.has_keys64(), b.keys64(), 8)) {
       return StatusCode::kInvalidArgument;
@@ -80,12 +86,17 @@ absl::StatusCode ExpectedCode(const QueryFixture& fixture, const v1::JoinRequest
         b.first_left_row() + rows - 1 > 0xfffffffeu) {
       return StatusCode::kInvalidArgument;
     }
-    const uint64_t capacity = b.capacity() == 0 ? rows : b.capacity();
+    const uint64_t capacity = b.count_only() ? 0 : b.capacity() == 0 ? rows : b.capacity();
     if (capacity > (uint64_t{1} << 31)) return StatusCode::kInvalidArgument;
-    response_bytes += std::min(capacity, rows) * 8 +
-                      rows * ((b.want_found() ? 1 : 0) + (b.want_probes() ? 4 : 0));
+    // Found and probes travel whole in the batch's first response message.
+    const uint64_t head = rows * ((b.want_found() ? 1 : 0) + (b.want_probes() ? 4 : 0));
+    if (server::JoinParts::FirstPartBytes(head, 0, 0, 0) >
+        server::JoinParts::MessageRoom(fixture.max_message_bytes())) {
+      return StatusCode::kInvalidArgument;
+    }
+    result_bytes += std::min(capacity, rows) * 8 + head;
   }
-  if (response_bytes > fixture.response_limit()) return StatusCode::kInvalidArgument;
+  if (result_bytes > server::kDefaultMaxResultBytes) return StatusCode::kResourceExhausted;
   return StatusCode::kOk;
 }
 
@@ -103,7 +114,7 @@ void CheckResponse(const QueryFixture& fixture, const v1::JoinRequest& request,
     const std::vector<uint64_t> keys = Keys(b, ref->key_type);
     const std::vector<uint64_t> left_rows = Values<uint32_t>(b.left_rows());
     const uint64_t rows = keys.size();
-    const uint64_t capacity = b.capacity() == 0 ? rows : b.capacity();
+    const uint64_t capacity = b.count_only() ? 0 : b.capacity() == 0 ? rows : b.capacity();
     const std::string what =
         absl::StrCat("join batch ", i, " (", rows, " keys, capacity ", capacity, ", index \"",
                      request.index(), "\", max_probe_count ", request.max_probe_count(), ")");
@@ -132,8 +143,13 @@ void CheckResponse(const QueryFixture& fixture, const v1::JoinRequest& request,
     FUZZ_CHECK(result.count() == count && result.capacity() == capacity,
                absl::StrCat(what, ": count ", result.count(), " capacity ", result.capacity(),
                             "; expected count ", count));
-    FUZZ_CHECK(result.overflow() == (count > capacity || ref->build_overflowed),
-               absl::StrCat(what, ": overflow ", result.overflow(), " with count ", count));
+    FUZZ_CHECK(result.batch() == static_cast<uint64_t>(i) && result.first_pair() == 0,
+               absl::StrCat(what, ": batch ", result.batch(), " first_pair ", result.first_pair()));
+    // Count-only: no pairs were asked for, so only a lossy build makes the count short.
+    FUZZ_CHECK(
+        result.overflow() == ((!b.count_only() && count > capacity) || ref->build_overflowed),
+        absl::StrCat(what, ": overflow ", result.overflow(), " with count ", count));
+    FUZZ_CHECK(result.columns_size() == 0, what + ": columns without a select");
     FUZZ_CHECK(
         server::UnpackColumn<uint32_t>(result.left_rows()) == want_left &&
             server::UnpackColumn<uint32_t>(result.right_rows()) == want_right &&

@@ -6,8 +6,8 @@
 // the bytes path (ScanLookupRequest, then LookupPacked) when the scan accepts it,
 // else protobuf's parse and Lookup. Checked:
 //  - the status is the one the documented checks give, in their order (index
-//    name, the keys and keys64 columns, the index, the key width, max_probe_count,
-//    response size);
+//    name, the keys and keys64 columns, the index, the key width, select (the
+//    fixture's indexes have no payload), max_probe_count, response size);
 //  - an OK response has one value and one found byte per key (and probes when
 //    asked), and every row, probe count and statistic equals the reference model
 //    read from the index's table;
@@ -55,6 +55,7 @@ absl::StatusCode ExpectedCode(const QueryFixture& fixture, const v1::LookupReque
   if (version == nullptr) return StatusCode::kNotFound;
   const bool index_wide = ref->key_type == engine::KeyType::kU64;
   if (index_wide ? narrow : wide) return StatusCode::kInvalidArgument;
+  if (request.select_size() > 0) return StatusCode::kInvalidArgument;  // no payload columns
   if (request.max_probe_count() > ref->capacity) return StatusCode::kInvalidArgument;
   const uint64_t rows = index_wide ? (request.keys64().packed().size() / 8 +
                                       static_cast<uint64_t>(request.keys64().values().v_size()))

@@ -179,14 +179,18 @@ ReferenceIndex ReadReference(const engine::HashIndex& index) {
   return ref;
 }
 
-bool ValidIndexName(std::string_view name) {
-  if (name.empty() || name.size() > 128 || name == "." || name == "..") return false;
+bool ValidColumnName(std::string_view name) {
+  if (name.empty() || name.size() > 128) return false;
   for (char c : name) {
     const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
                     c == '_' || c == '.' || c == '-';
     if (!ok) return false;
   }
   return true;
+}
+
+bool ValidIndexName(std::string_view name) {
+  return ValidColumnName(name) && name != "." && name != "..";
 }
 
 std::vector<uint32_t> QueryFixtureKeys() {

@@ -67,6 +67,10 @@ class Harness {
 /// neither "." nor ".." (docs/api.md; the reference for server/src/names.cpp).
 bool ValidIndexName(std::string_view name);
 
+/// Whether `name` is a payload column name the service accepts:
+/// [A-Za-z0-9_.-]{1,128} ("." and ".." included; docs/api.md).
+bool ValidColumnName(std::string_view name);
+
 /// What a built index holds, read from its table (HashIndex::Snapshot or
 /// Snapshot64), and so what every lookup and join against it must return. Keys
 /// of either word are held as uint64_t.
@@ -122,6 +126,8 @@ class QueryFixture {
   std::pair<const server::IndexVersion*, const ReferenceIndex*> Find(const std::string& name) const;
   /// The largest response a request may need (Operations' response-size check).
   uint64_t response_limit() const;
+  /// --max-message-bytes of the fixture's Operations.
+  uint64_t max_message_bytes() const { return harness_.config().max_message_bytes; }
 
  private:
   Harness harness_;

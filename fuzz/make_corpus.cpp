@@ -224,6 +224,12 @@ void JoinTarget(Writer& w) {
   b1->set_capacity(2);
   b1->set_want_probes(true);
   w.Put(t, "x_two_batches", two.SerializeAsString());
+  v1::JoinRequest counted = two;
+  counted.mutable_batches(0)->set_count_only(true);
+  w.Put(t, "x_count_only", counted.SerializeAsString());
+  v1::JoinRequest selected = two;
+  selected.add_select("n");
+  w.Put(t, "x_select_without_payload", selected.SerializeAsString());
   v1::JoinRequest rows = join("x");
   auto* b = rows.add_batches();
   SetKeys(b->mutable_keys(), {1, 2, 3, 0xffffffffu});
@@ -463,6 +469,50 @@ void BuildTarget(Writer& w) {
   SetKeys(wide_batch_chunk.mutable_chunk()->mutable_validity(), {1, 1, 0, 1, 1});
   w.Put(t, "uint64_batch_replacing_old",
         Frames({wide_batch.SerializeAsString(), wide_batch_chunk.SerializeAsString()}));
+  // Payload columns (issue 20): an int64, a string and a bool column in chunks
+  // of their own boundaries (one payload-only), and the same with a column short.
+  v1::BuildIndexRequest payload_spec;
+  payload_spec.mutable_spec()->set_name("p");
+  payload_spec.mutable_spec()->set_capacity(16);
+  for (const auto& [name, type] :
+       std::vector<std::pair<std::string, v1::ColumnType>>{{"n", v1::COLUMN_TYPE_INT64},
+                                                           {"s", v1::COLUMN_TYPE_STRING},
+                                                           {"b", v1::COLUMN_TYPE_BOOL}}) {
+    auto* p = payload_spec.mutable_spec()->add_payload();
+    p->set_name(name);
+    p->set_type(type);
+  }
+  auto payload_column = [](const std::string& name, v1::ColumnType type, uint64_t rows) {
+    v1::Column c;
+    c.set_name(name);
+    c.set_type(type);
+    c.set_length(rows);
+    if (type == v1::COLUMN_TYPE_INT64) c.set_data(std::string(rows * 8, '\x07'));
+    if (type == v1::COLUMN_TYPE_BOOL) c.set_data(std::string((rows + 7) / 8, '\x05'));
+    if (type == v1::COLUMN_TYPE_STRING) {
+      std::string offsets;
+      for (uint32_t i = 0; i <= rows; ++i) offsets.append(reinterpret_cast<const char*>(&i), 4);
+      c.set_offsets(offsets);
+      c.set_data(std::string(rows, 'a'));
+    }
+    c.set_validity(std::string((rows + 7) / 8, '\x06'));
+    return c;
+  };
+  v1::BuildIndexRequest payload_chunk;
+  SetKeys(payload_chunk.mutable_chunk()->mutable_keys(), {1, 2, 3, 2});
+  *payload_chunk.mutable_chunk()->add_payload() = payload_column("n", v1::COLUMN_TYPE_INT64, 5);
+  *payload_chunk.mutable_chunk()->add_payload() = payload_column("s", v1::COLUMN_TYPE_STRING, 3);
+  v1::BuildIndexRequest payload_rest;
+  SetKeys(payload_rest.mutable_chunk()->mutable_keys(), {9});
+  *payload_rest.mutable_chunk()->add_payload() = payload_column("s", v1::COLUMN_TYPE_STRING, 2);
+  v1::BuildIndexRequest payload_only;
+  *payload_only.mutable_chunk()->add_payload() = payload_column("b", v1::COLUMN_TYPE_BOOL, 5);
+  w.Put(t, "payload",
+        Frames({payload_spec.SerializeAsString(), payload_chunk.SerializeAsString(),
+                payload_rest.SerializeAsString(), payload_only.SerializeAsString()}));
+  w.Put(t, "payload_column_short",
+        Frames({payload_spec.SerializeAsString(), payload_chunk.SerializeAsString(),
+                payload_only.SerializeAsString()}));
   w.Put(t, "uint64_spec_uint32_keys", Frames({wide_spec.SerializeAsString(), Chunk({1})}));
   w.Put(t, "uint32_spec_uint64_keys", Frames({Spec("a", 8), wide_chunk.SerializeAsString()}));
   v1::BuildIndexRequest bad_type = wide_spec;
