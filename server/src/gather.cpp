@@ -74,6 +74,15 @@ uint64_t GatheredFixedBytes(std::span<const SelectedColumn> selected, uint64_t r
   return bytes;
 }
 
+uint64_t GatheredHeaderBytes(std::span<const SelectedColumn> selected) {
+  // Per column: its own tag and length, the name's, type, length and null_count
+  // varints, and the tags and lengths of data, offsets and validity.
+  constexpr uint64_t kPerColumn = 6 + 6 + 11 + 11 + 11 + 3 * 6;
+  uint64_t bytes = 0;
+  for (const SelectedColumn& c : selected) bytes += kPerColumn + c.name.size();
+  return bytes;
+}
+
 size_t VariableWidthCount(std::span<const SelectedColumn> selected) {
   size_t n = 0;
   for (const SelectedColumn& c : selected) n += engine::IsVariableWidth(c.type) ? 1 : 0;

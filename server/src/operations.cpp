@@ -271,8 +271,10 @@ absl::StatusOr<uint64_t> Operations::CheckLookup(const IndexVersion& version,
   const std::string what = absl::StrCat(wide ? "keys64" : "keys", ": ", rows, " rows");
   const uint64_t fixed =
       rows * (request.want_probes() ? 9 : 5) + GatheredFixedBytes(selected, rows);
+  // The columns' own fields count against the message, not the result bytes.
+  const uint64_t headers = GatheredHeaderBytes(selected);
   GPUJOIN_RETURN_IF_ERROR(CheckResponseSize(
-      fixed,
+      fixed + headers,
       selected.empty() ? what : absl::StrCat(what, " gathering ", selected.size(), " columns")));
   const uint64_t result_limit = ResultLimit();
   if (fixed > result_limit) {
@@ -283,7 +285,7 @@ absl::StatusOr<uint64_t> Operations::CheckLookup(const IndexVersion& version,
   const size_t strings = VariableWidthCount(selected);
   if (strings == 0) return uint64_t{0};
   // The selected string columns share what is left of the response equally.
-  const uint64_t room = std::min(ResponseLimit(), result_limit) - fixed;
+  const uint64_t room = std::min(ResponseLimit() - headers - fixed, result_limit - fixed);
   return std::min<uint64_t>(0x7fffffff, room / strings);
 }
 

@@ -35,6 +35,10 @@ absl::StatusOr<std::vector<SelectedColumn>> ResolveSelect(
 /// offsets), not counting string value bytes, which only the gather knows.
 uint64_t GatheredFixedBytes(std::span<const SelectedColumn> selected, uint64_t rows);
 
+/// An upper bound of the encoded bytes of the selected columns' fields other than
+/// their data, offsets and validity (name, type, length, null count, headers).
+uint64_t GatheredHeaderBytes(std::span<const SelectedColumn> selected);
+
 /// How many of `selected` are variable width (their value bytes share what is
 /// left of a response's limit).
 size_t VariableWidthCount(std::span<const SelectedColumn> selected);
