@@ -303,10 +303,10 @@ absl::Status Operations::RunLookup(const IndexVersion& version, const v1::Lookup
   node.found = found;
   node.probes = probes;
   node.statistics = stats;
-  const bool strings = std::any_of(gather.begin(), gather.end(), [](const engine::GatherOutput& g) {
-    return g.string_bytes != nullptr;
-  });
-  const uint64_t string_share = strings ? gather.front().max_string_bytes : 0;
+  const auto string_output = std::find_if(gather.begin(), gather.end(),
+                                          [](const auto& g) { return g.string_bytes != nullptr; });
+  const bool strings = string_output != gather.end();
+  const uint64_t string_share = strings ? string_output->max_string_bytes : 0;
   node.gather = std::move(gather);
   // CheckLookup checked max_probe_count <= capacity, so it fits.
   node.max_probe_count = static_cast<uint32_t>(request.max_probe_count());

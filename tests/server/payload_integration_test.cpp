@@ -713,7 +713,16 @@ TEST_F(PayloadIntegrationTest, MaxResultBytesBoundsOneRequestsResults) {
       "dim", std::vector<uint32_t>(t.keys.begin(), t.keys.begin() + 4000), {"s"}, true, 5)});
   ASSERT_EQ(refused.size(), 1u);
   EXPECT_EQ(refused[0].error().code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  // Its share: (65536 - 36504) bytes for the one string column.
   EXPECT_THAT(refused[0].error().message(), HasSubstr("share what --max-message-bytes and"));
+  EXPECT_THAT(refused[0].error().message(), HasSubstr("29032 bytes each here"));
+  // With a fixed-width column selected before it, the string column's share is
+  // what the rest leaves: 3000 rows, 15000 + (375 + 24000) + (375 + 12004) bytes.
+  const auto after_fixed = Lookups({LookupOf(
+      "dim", std::vector<uint32_t>(t.keys.begin(), t.keys.begin() + 3000), {"n", "s"}, true, 6)});
+  ASSERT_EQ(after_fixed.size(), 1u);
+  EXPECT_EQ(after_fixed[0].error().code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(after_fixed[0].error().message(), HasSubstr(": 13782 bytes each here"));
 }
 
 // The default --max-result-bytes: an eighth of physical memory, at most 4 GiB.
