@@ -102,10 +102,10 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                        .Name("gpujoin_gathered_bytes_total")
                        .Help(
                            "Payload bytes gathered into Lookup and Join responses (values, "
-                           "bitmaps, string offsets and bytes), by rpc (lookup, join).")
+                           "bitmaps, string offsets and bytes), by rpc (Lookup, Join, the rpc label of the other series).")
                        .Register(r);
-  gathered_lookup_ = &gathered.Add({{"rpc", "lookup"}});
-  gathered_join_ = &gathered.Add({{"rpc", "join"}});
+  gathered_lookup_ = &gathered.Add({{"rpc", "Lookup"}});
+  gathered_join_ = &gathered.Add({{"rpc", "Join"}});
 
   rpc_duration_ = &BuildHistogram()
                        .Name("gpujoin_rpc_duration_seconds")

@@ -961,8 +961,8 @@ TEST_F(PayloadIntegrationTest, PayloadMetrics) {
   auto metrics = [&] { return HttpGet(server_->metrics_address(), "/metrics"); };
   EXPECT_EQ(MetricValue(metrics(), "gpujoin_index_payload_bytes{index=\"dim\"}"),
             built.index().payload_bytes());
-  EXPECT_EQ(MetricValue(metrics(), "gpujoin_gathered_bytes_total{rpc=\"lookup\"}"), 0);
-  EXPECT_EQ(MetricValue(metrics(), "gpujoin_gathered_bytes_total{rpc=\"join\"}"), 0);
+  EXPECT_EQ(MetricValue(metrics(), "gpujoin_gathered_bytes_total{rpc=\"Lookup\"}"), 0);
+  EXPECT_EQ(MetricValue(metrics(), "gpujoin_gathered_bytes_total{rpc=\"Join\"}"), 0);
 
   auto bytes_of = [](const google::protobuf::RepeatedPtrField<v1::Column>& columns) {
     uint64_t n = 0;
@@ -989,8 +989,8 @@ TEST_F(PayloadIntegrationTest, PayloadMetrics) {
       bytes_of(joined[0].results(0).columns()) + bytes_of(joined[0].results(1).columns());
   EXPECT_TRUE(Eventually([&] {
     const std::string m = metrics();
-    return MetricValue(m, "gpujoin_gathered_bytes_total{rpc=\"lookup\"}") == looked &&
-           MetricValue(m, "gpujoin_gathered_bytes_total{rpc=\"join\"}") == gathered;
+    return MetricValue(m, "gpujoin_gathered_bytes_total{rpc=\"Lookup\"}") == looked &&
+           MetricValue(m, "gpujoin_gathered_bytes_total{rpc=\"Join\"}") == gathered;
   })) << metrics();
 
   // A rebuild without payload sets the gauge to 0; a drop removes the series.
