@@ -18,11 +18,12 @@
 //            written 8 B per match (the per-32-row masks and offsets, < 1 B/row, left out)
 //  - group:  bytes read (keys 4 B, mask 4 B, values 4 B), the issue's definition.
 //  - payload (issue 20), gathering an int64 and a float32 column stored in slot
-//            order: lookup: the plain lookup's 41 B + the slot written 4 B, and per
-//            column the slot read 4 B, one 32-byte sector of the column, the value
-//            written (8 / 4 B) and its validity bit (129.25 B); join: the plain
+//            order in one 16-byte record per slot: lookup: the plain lookup's 41 B +
+//            the slot written and read 8 B, one 32-byte sector of the record, the
+//            values written 12 B and their validity bits (93.25 B); join: the plain
 //            join's bytes + the slots written by the lookup 4 B per row, and per
-//            pair the slot read and written 8 B plus the two columns' 88.25 B.
+//            pair the slot written and read 8 B plus the record's sector, the values
+//            and bits 44.25 B.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -370,8 +371,7 @@ int main(int argc, char** argv) {
     uint64_t* src64 = nullptr;
     float* src32 = nullptr;
     uint32_t* winners = nullptr;
-    uint64_t* stored64 = nullptr;
-    float* stored32 = nullptr;
+    uint8_t* records = nullptr;   // per slot: the int64 at 0, the float32 at 8 (16 bytes)
     uint32_t* slot_of = nullptr;  // per query row, then per pair
     uint64_t* out64 = nullptr;
     float* out32 = nullptr;
@@ -532,8 +532,7 @@ int main(int argc, char** argv) {
       pay.src64 = DeviceAlloc<uint64_t>(n);
       pay.src32 = DeviceAlloc<float>(n);
       pay.winners = DeviceAlloc<uint32_t>(pslots);
-      pay.stored64 = DeviceAlloc<uint64_t>(pslots);
-      pay.stored32 = DeviceAlloc<float>(pslots);
+      pay.records = DeviceAlloc<uint8_t>(pslots * 16);
       pay.slot_of = DeviceAlloc<uint32_t>(n);
       pay.out64 = DeviceAlloc<uint64_t>(n);
       pay.out32 = DeviceAlloc<float>(n);
@@ -547,12 +546,21 @@ int main(int argc, char** argv) {
       CHECK_CUDA(gd::FindPayloadWinners(table, src, cap, pay.winners, s));
       gd::SourceColumn c64{gj::ColumnType::kInt64, pay.src64, nullptr, nullptr};
       gd::SourceColumn c32{gj::ColumnType::kFloat32, pay.src32, nullptr, nullptr};
-      CHECK_CUDA(gd::PermuteColumn(c64, pay.winners, pslots, pay.stored64, nullptr, pay.nulls, s));
-      CHECK_CUDA(gd::PermuteColumn(c32, pay.winners, pslots, pay.stored32, nullptr, pay.nulls, s));
+      CHECK_CUDA(cudaMemsetAsync(pay.records, 0, pslots * 16, s));
+      CHECK_CUDA(
+          gd::PermuteColumn(c64, pay.winners, pslots, pay.records, 16, nullptr, pay.nulls, s));
+      CHECK_CUDA(
+          gd::PermuteColumn(c32, pay.winners, pslots, pay.records + 8, 16, nullptr, pay.nulls, s));
       CHECK_CUDA(cudaStreamSynchronize(s));
     }
-    const gd::StoredColumn stored64{gj::ColumnType::kInt64, pay.stored64, nullptr, nullptr};
-    const gd::StoredColumn stored32{gj::ColumnType::kFloat32, pay.stored32, nullptr, nullptr};
+    const gd::StoredColumn stored64{gj::ColumnType::kInt64, pay.records, 16, 0, nullptr, nullptr};
+    const gd::StoredColumn stored32{gj::ColumnType::kFloat32, pay.records, 16, 8, nullptr, nullptr};
+    // Both columns in one gather (what a node gathering them runs).
+    const auto gather_both = [&](const gd::GatherRows& rows) {
+      const gd::FixedGather both[2] = {{stored64, pay.out64, pay.valid64, pay.nulls + 2},
+                                       {stored32, pay.out32, pay.valid32, pay.nulls + 3}};
+      CHECK_CUDA(gd::GatherFixedColumns(both, rows, s));
+    };
     // Checks the gathered outputs of `rows` output rows, where output row k
     // holds build row row_of(k) (or none: null), and the null counts.
     auto gathered_ok = [&](uint64_t rows, const std::function<int64_t(uint64_t)>& row_of) {
@@ -621,8 +629,8 @@ int main(int argc, char** argv) {
       const double lookup_rate = double(n) / (ms * 1e-3);
       if (payload_rows) {
         // The same lookup gathering both columns: the probe writes each row's
-        // slot, one gather kernel per column reads it (what a LookupNode with
-        // `gather` runs, without the transfers).
+        // slot, one gather kernel reads it and both columns from its record (what
+        // a LookupNode with `gather` runs, without the transfers).
         const gd::GatherRows rows{pay.slot_of, n, nullptr};
         CHECK_CUDA(cudaMemsetAsync(pay.out64, kPoison, n * 8, s));
         CHECK_CUDA(cudaMemsetAsync(pay.out32, kPoison, n * 4, s));
@@ -633,8 +641,7 @@ int main(int argc, char** argv) {
           CHECK_CUDA(cudaMemsetAsync(pay.nulls + 2, 0, 2 * sizeof(unsigned long long), s));
           CHECK_CUDA(gd::LookupKeysSlots(table, queries, n, cap, out_values, found, nullptr,
                                          pay.slot_of, qstats, s));
-          CHECK_CUDA(gd::GatherColumn(stored64, rows, pay.out64, pay.valid64, pay.nulls + 2, s));
-          CHECK_CUDA(gd::GatherColumn(stored32, rows, pay.out32, pay.valid32, pay.nulls + 3, s));
+          gather_both(rows);
         });
         CHECK_CUDA(cudaStreamSynchronize(s));
         bool pok =
@@ -652,7 +659,7 @@ int main(int argc, char** argv) {
         Row pr{name,
                double(n),
                pms,
-               double(n) * 129.25,
+               double(n) * 93.25,
                half_miss ? "" : ">= 0.6 x lookup",
                half_miss ? 0.0 : 0.6,
                half_miss ? 0 : 3};
@@ -694,7 +701,7 @@ int main(int argc, char** argv) {
       g_rows.push_back(jr);
       if (payload_rows) {
         // The same join gathering both columns per pair: the scatter writes each
-        // pair's slot, the gathers read the first min(count, capacity) of them.
+        // pair's slot, the gather reads the first min(count, capacity) of them.
         const double join_rate = double(n) / (jms * 1e-3);
         const gd::GatherRows rows{pay.slot_of, n, count};
         CHECK_CUDA(cudaMemsetAsync(out_left, kPoison, n * 4, s));
@@ -707,8 +714,7 @@ int main(int argc, char** argv) {
           CHECK_CUDA(gd::JoinKeysWithSlots(table, queries, n, cap, nullptr, 0, out_left, out_right,
                                            pay.slot_of, n, count, nullptr, nullptr, qstats,
                                            pay.join_scratch, s));
-          CHECK_CUDA(gd::GatherColumn(stored64, rows, pay.out64, pay.valid64, pay.nulls + 2, s));
-          CHECK_CUDA(gd::GatherColumn(stored32, rows, pay.out32, pay.valid32, pay.nulls + 3, s));
+          gather_both(rows);
         });
         CHECK_CUDA(cudaStreamSynchronize(s));
         const unsigned long long pmatches = Fetch(count);
@@ -737,7 +743,7 @@ int main(int argc, char** argv) {
         Row pr{name,
                double(n),
                pjms,
-               double(n) * 44 + double(pmatches) * (12 + 8 + 88.25),
+               double(n) * 44 + double(pmatches) * (12 + 8 + 44.25),
                half_miss ? "" : ">= 0.6 x join",
                half_miss ? 0.0 : 0.6,
                half_miss ? 0 : 3};
@@ -750,9 +756,9 @@ int main(int argc, char** argv) {
        std::initializer_list<void*>{slots, bstats, qstats, fell_back, keys, values, queries,
                                     out_values, found, out_left, out_right, count, join_scratch})
     CHECK_CUDA(cudaFree(p));
-  for (void* p : std::initializer_list<void*>{
-           pay.src64, pay.src32, pay.winners, pay.stored64, pay.stored32, pay.slot_of, pay.out64,
-           pay.out32, pay.valid64, pay.valid32, pay.nulls, pay.join_scratch})
+  for (void* p : std::initializer_list<void*>{pay.src64, pay.src32, pay.winners, pay.records,
+                                              pay.slot_of, pay.out64, pay.out32, pay.valid64,
+                                              pay.valid32, pay.nulls, pay.join_scratch})
     CHECK_CUDA(cudaFree(p));
 
   // 64-bit keys (issue 19): the same 2^27 slots, 16 bytes each (a 2 GiB table).

@@ -26,6 +26,7 @@
 #include "cuda/device_buffer.hpp"
 #include "cuda/device_ops.hpp"
 #include "cuda/hash_device.hpp"
+#include "cuda/payload/record_layout.hpp"
 #include "cuda/stream_context.hpp"
 #include "gpujoin/common/status_macros.hpp"
 #include "gpujoin/engine/backend.hpp"
@@ -105,12 +106,9 @@ class CudaBackend final : public Backend {
 
   uint64_t PayloadBytes(const HashIndexSpec& spec,
                         std::span<const PayloadShape> payload) const override {
-    // Payload is stored per slot of the allocated table (TableAllocationSlots).
-    uint64_t bytes = 0;
-    for (const PayloadShape& shape : payload) {
-      bytes += PayloadStorageBytes(TableAllocationSlots(spec.capacity), shape);
-    }
-    return bytes;
+    // Payload is stored per slot of the allocated table (TableAllocationSlots),
+    // the fixed-width columns in padded records.
+    return CudaPayloadStorageBytes(TableAllocationSlots(spec.capacity), payload);
   }
 
   uint64_t BuildTransientBytes(const HashIndexSpec& spec, const BuildShape& shape) const override {

@@ -49,16 +49,33 @@ template absl::StatusOr<DeviceBuffer<uint64_t>> CudaHashIndex::AllocatePayload(s
 
 void CudaHashIndex::DropPayload() {
   // cudaFree waits for the work that may still read the columns.
-  payload_columns_.clear();
+  payload_ = CudaPayload{};
   payload_bytes_.store(0, std::memory_order_relaxed);
   if (!payload().empty()) RecordBuild(build_statistics(), built_rows(), {});
 }
 
-void CudaHashIndex::SetPayload(std::vector<CudaPayloadColumn> columns) {
-  payload_columns_ = std::move(columns);
+void CudaHashIndex::SetPayload(CudaPayload payload) {
+  payload_ = std::move(payload);
   uint64_t bytes = 0;
-  for (const CudaPayloadColumn& c : payload_columns_) bytes += c.bytes();
+  for (const CudaPayloadColumn& c : payload_.columns) bytes += c.bytes();
   payload_bytes_.store(bytes, std::memory_order_relaxed);
+}
+
+std::optional<StoredColumn> CudaHashIndex::payload_column(size_t c) const {
+  if (c >= payload_.columns.size()) return std::nullopt;
+  const CudaPayloadColumn& column = payload_.columns[c];
+  StoredColumn view;
+  view.type = column.type;
+  if (column.record_offset != kNotInRecord) {
+    view.data = payload_.records.data();
+    view.stride = payload_.stride;
+    view.offset = column.record_offset;
+  } else {
+    view.data = column.data.data();
+    view.offsets = column.offsets.data();
+  }
+  view.validity = column.validity.size() == 0 ? nullptr : column.validity.data();
+  return view;
 }
 
 template <KeyWord K>

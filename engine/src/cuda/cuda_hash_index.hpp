@@ -7,35 +7,49 @@
 #include <atomic>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "cuda/device_buffer.hpp"
 #include "cuda/device_ops.hpp"
 #include "cuda/payload/payload_ops.hpp"
+#include "cuda/payload/record_layout.hpp"
 #include "gpujoin/engine/hash_index.hpp"
 
 namespace gpujoin::engine::detail {
 
 /// One payload column of a CUDA index in device memory (cudaMalloc), in slot
-/// order for TableAllocationSlots(capacity) slots: exactly
-/// PayloadStorageBytes(slots, its shape with the retained string bytes).
+/// order for TableAllocationSlots(capacity) slots. A fixed-width column's values
+/// live in the index's records (record_layout.hpp), of which it is charged its
+/// slots * width bytes (the layout's padded column also the records' padding);
+/// its other buffers take PayloadStorageBytes(slots, its shape with the retained
+/// string bytes).
 struct CudaPayloadColumn {
   ColumnType type = ColumnType::kInt32;
-  /// Fixed width: slots * width bytes; kBool: BitmapBytes(slots); variable
-  /// width: the retained bytes.
+  /// kBool: BitmapBytes(slots); variable width: the retained bytes; fixed width:
+  /// empty (the values are in the records).
   DeviceBuffer<uint8_t> data;
   /// Variable width: slots + 1 offsets into data; else empty.
   DeviceBuffer<uint64_t> offsets;
   /// BitmapBytes(slots) when the build's column had a validity bitmap, else empty.
   DeviceBuffer<uint8_t> validity;
+  /// Fixed width: the value's byte offset in a record; else kNotInRecord.
+  uint32_t record_offset = kNotInRecord;
+  /// Fixed width: the bytes of the records this column is charged.
+  uint64_t record_bytes = 0;
 
-  uint64_t bytes() const { return data.bytes() + offsets.bytes() + validity.bytes(); }
-  /// The column as the gather kernels read it.
-  StoredColumn view() const {
-    return StoredColumn{type, data.data(), offsets.data(),
-                        validity.size() == 0 ? nullptr : validity.data()};
+  uint64_t bytes() const {
+    return data.bytes() + offsets.bytes() + validity.bytes() + record_bytes;
   }
+};
+
+/// The payload of a build: its columns in the build's order and the records of
+/// its fixed-width ones (slots * stride bytes; empty without fixed-width columns).
+struct CudaPayload {
+  std::vector<CudaPayloadColumn> columns;
+  DeviceBuffer<uint8_t> records;
+  uint32_t stride = 0;
 };
 
 class CudaHashIndex final : public HashIndex {
@@ -75,12 +89,11 @@ class CudaHashIndex final : public HashIndex {
   /// becomes empty; the build statistics stay): a build calls it first, so a
   /// failed build leaves no payload behind.
   void DropPayload();
-  /// Installs the columns of a finished build (infos go to RecordBuild).
-  void SetPayload(std::vector<CudaPayloadColumn> columns);
-  /// Stored column `c` of the last build, or nullptr when there is none.
-  const CudaPayloadColumn* payload_column(size_t c) const {
-    return c < payload_columns_.size() ? &payload_columns_[c] : nullptr;
-  }
+  /// Installs the payload of a finished build (infos go to RecordBuild).
+  void SetPayload(CudaPayload payload);
+  /// Stored column `c` of the last build as the gather kernels read it, or
+  /// nullopt when there is none.
+  std::optional<StoredColumn> payload_column(size_t c) const;
 
  private:
   CudaHashIndex(const HashIndexSpec& spec, int device, DeviceBuffer<uint64_t> slots)
@@ -91,8 +104,8 @@ class CudaHashIndex final : public HashIndex {
 
   int device_;
   DeviceBuffer<uint64_t> slots_;  // TableAllocationBytes(capacity, key type) bytes
-  std::vector<CudaPayloadColumn> payload_columns_;
-  // Sum of payload_columns_' bytes, readable while another thread reads memory_bytes().
+  CudaPayload payload_;
+  // Sum of payload_'s column bytes, readable while another thread reads memory_bytes().
   std::atomic<uint64_t> payload_bytes_{0};
 };
 

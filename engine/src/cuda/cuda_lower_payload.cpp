@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "cuda/cuda_error.hpp"
 #include "cuda/cuda_lowering.hpp"
+#include "cuda/payload/record_layout.hpp"
 #include "gpujoin/common/status_macros.hpp"
 
 namespace gpujoin::engine::detail {
@@ -65,10 +67,13 @@ absl::StatusOr<UploadedColumn> UploadColumn(StreamContext& ctx, const ColumnView
   return up;
 }
 
-// Writes the slot-order column of `up` for `slots` slots from `winners`.
+// Writes the slot-order column of `up` for `slots` slots from `winners`: a
+// fixed-width column into its place in every record (`records`, `stride` bytes
+// apart, at `offset`), the others into buffers of their own.
 absl::StatusOr<CudaPayloadColumn> StoreColumn(StreamContext& ctx, const CudaHashIndex& index,
                                               const UploadedColumn& up, const uint32_t* winners,
-                                              uint64_t slots, unsigned long long* null_count) {
+                                              uint64_t slots, uint8_t* records, uint32_t stride,
+                                              uint32_t offset, unsigned long long* null_count) {
   const SourceColumn& source = up.view;
   CudaPayloadColumn out;
   out.type = source.type;
@@ -78,14 +83,20 @@ absl::StatusOr<CudaPayloadColumn> StoreColumn(StreamContext& ctx, const CudaHash
                                                BitmapBytes(slots), device, "payload validity"));
   }
   uint8_t* validity = up.nullable ? out.validity.data() : nullptr;
-  if (!IsVariableWidth(source.type)) {
-    const uint64_t bytes =
-        source.type == ColumnType::kBool ? BitmapBytes(slots) : slots * ColumnWidth(source.type);
-    GPUJOIN_ASSIGN_OR_RETURN(out.data,
-                             CudaHashIndex::AllocatePayload<uint8_t>(bytes, device, "payload"));
-    GPUJOIN_CUDA_RETURN(
-        PermuteColumn(source, winners, slots, out.data.data(), validity, null_count, ctx.stream()),
-        "store payload column");
+  if (ColumnWidth(source.type) != 0) {
+    out.record_offset = offset;
+    out.record_bytes = slots * ColumnWidth(source.type);
+    GPUJOIN_CUDA_RETURN(PermuteColumn(source, winners, slots, records + offset, stride, validity,
+                                      null_count, ctx.stream()),
+                        "store payload column");
+    return out;
+  }
+  if (source.type == ColumnType::kBool) {
+    GPUJOIN_ASSIGN_OR_RETURN(
+        out.data, CudaHashIndex::AllocatePayload<uint8_t>(BitmapBytes(slots), device, "payload"));
+    GPUJOIN_CUDA_RETURN(PermuteColumn(source, winners, slots, out.data.data(), 0, validity,
+                                      null_count, ctx.stream()),
+                        "store payload column");
     return out;
   }
   GPUJOIN_ASSIGN_OR_RETURN(
@@ -111,7 +122,7 @@ absl::StatusOr<CudaPayloadColumn> StoreColumn(StreamContext& ctx, const CudaHash
   }
   if (validity != nullptr) {
     GPUJOIN_CUDA_RETURN(
-        PermuteColumn(source, winners, slots, nullptr, validity, null_count, ctx.stream()),
+        PermuteColumn(source, winners, slots, nullptr, 0, validity, null_count, ctx.stream()),
         "store payload validity");
   }
   return out;
@@ -134,20 +145,36 @@ absl::StatusOr<std::vector<PayloadColumnInfo>> StorePayload(
                            Alloc<unsigned long long>(payload.size(), ctx, "payload null counts"));
   GPUJOIN_CUDA_RETURN(cudaMemsetAsync(null_counts.data(), 0, null_counts.bytes(), ctx.stream()),
                       "clear payload null counts");
-  std::vector<CudaPayloadColumn> stored;
-  stored.reserve(payload.size());
+  std::vector<ColumnType> types;
+  for (const ColumnView& column : payload) types.push_back(column.type);
+  const PayloadRecordLayout layout = RecordLayoutOf(types);
+  CudaPayload stored;
+  stored.stride = layout.stride;
+  if (layout.stride > 0) {
+    GPUJOIN_ASSIGN_OR_RETURN(
+        stored.records, CudaHashIndex::AllocatePayload<uint8_t>(layout.RecordBytes(slots),
+                                                                index.device(), "payload records"));
+    // The padding too, so that every byte a gather's window loads is defined.
+    GPUJOIN_CUDA_RETURN(
+        cudaMemsetAsync(stored.records.data(), 0, stored.records.bytes(), ctx.stream()),
+        "clear payload records");
+  }
+  stored.columns.reserve(payload.size());
   for (size_t c = 0; c < payload.size(); ++c) {
     // Each column's upload is freed (stream-ordered) before the next one's.
     GPUJOIN_ASSIGN_OR_RETURN(UploadedColumn up, UploadColumn(ctx, payload[c], rows));
-    GPUJOIN_ASSIGN_OR_RETURN(CudaPayloadColumn column, StoreColumn(ctx, index, up, winners.data(),
-                                                                   slots, null_counts.data() + c));
-    stored.push_back(std::move(column));
+    GPUJOIN_ASSIGN_OR_RETURN(
+        CudaPayloadColumn column,
+        StoreColumn(ctx, index, up, winners.data(), slots, stored.records.data(), layout.stride,
+                    layout.offsets[c], null_counts.data() + c));
+    if (c == layout.padded_column) column.record_bytes += layout.PaddingBytes(slots);
+    stored.columns.push_back(std::move(column));
   }
   std::vector<unsigned long long> nulls(payload.size());
   GPUJOIN_RETURN_IF_ERROR(
       ctx.Download(nulls.data(), null_counts.data(), null_counts.bytes(), "payload null counts"));
-  for (size_t c = 0; c < stored.size(); ++c) {
-    infos.push_back(PayloadColumnInfo{stored[c].type, nulls[c], stored[c].bytes()});
+  for (size_t c = 0; c < stored.columns.size(); ++c) {
+    infos.push_back(PayloadColumnInfo{stored.columns[c].type, nulls[c], stored.columns[c].bytes()});
   }
   index.SetPayload(std::move(stored));
   return infos;
@@ -181,24 +208,31 @@ absl::StatusOr<DeviceGathers> DeviceGathers::Start(StreamContext& ctx, const Cud
       cudaMemsetAsync(g.null_counts_.data(), 0, g.null_counts_.bytes(), ctx.stream()),
       "clear gather null counts");
   g.columns_.resize(gather.size());
+  // The fixed-width gathers run together after the loop: one read of each
+  // row's record for all of them.
+  std::vector<FixedGather> fixed;
   for (size_t k = 0; k < gather.size(); ++k) {
     One& one = g.columns_[k];
     one.out = &gather[k];
-    const CudaPayloadColumn* stored = index.payload_column(gather[k].column);
-    if (stored == nullptr) {
+    const std::optional<StoredColumn> stored = index.payload_column(gather[k].column);
+    if (!stored.has_value()) {
       return absl::InvalidArgumentError(
           absl::StrCat(g.where_, ": gather[", k, "] asks for payload column ", gather[k].column,
                        " but the index holds ", index.payload().size()));
     }
-    one.column = stored->view();
+    one.column = *stored;
     GPUJOIN_ASSIGN_OR_RETURN(one.validity,
                              Alloc<uint8_t>(BitmapBytes(positions), ctx, "gather validity"));
     unsigned long long* null_count = g.null_counts_.data() + k;
-    if (!IsVariableWidth(one.column.type)) {
-      const uint64_t bytes = one.column.type == ColumnType::kBool
-                                 ? BitmapBytes(positions)
-                                 : positions * ColumnWidth(one.column.type);
-      GPUJOIN_ASSIGN_OR_RETURN(one.data, Alloc<uint8_t>(bytes, ctx, "gather values"));
+    if (ColumnWidth(one.column.type) != 0) {
+      GPUJOIN_ASSIGN_OR_RETURN(
+          one.data, Alloc<uint8_t>(positions * ColumnWidth(one.column.type), ctx, "gather values"));
+      fixed.push_back(FixedGather{one.column, one.data.data(), one.validity.data(), null_count});
+      continue;
+    }
+    if (one.column.type == ColumnType::kBool) {
+      GPUJOIN_ASSIGN_OR_RETURN(one.data,
+                               Alloc<uint8_t>(BitmapBytes(positions), ctx, "gather values"));
       GPUJOIN_CUDA_RETURN(GatherColumn(one.column, rows, one.data.data(), one.validity.data(),
                                        null_count, ctx.stream()),
                           absl::StrCat(g.where_, ": gather"));
@@ -213,6 +247,8 @@ absl::StatusOr<DeviceGathers> DeviceGathers::Start(StreamContext& ctx, const Cud
                                             scratch_bytes, ctx.stream()),
                         absl::StrCat(g.where_, ": scan gathered strings"));
   }
+  GPUJOIN_CUDA_RETURN(GatherFixedColumns(fixed, rows, ctx.stream()),
+                      absl::StrCat(g.where_, ": gather"));
   return g;
 }
 

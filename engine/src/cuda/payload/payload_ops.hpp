@@ -1,7 +1,9 @@
 // Internal (CUDA builds only): the device-level API of payload columns (issue
 // 20). A build stores each payload column in SLOT ORDER beside the table: slot
 // s holds the value of its winner w(s), the lowest valid source row whose key
-// is the slot's and whose value is the slot's (docs/engine.md, "Payload"). A
+// is the slot's and whose value is the slot's (docs/engine.md, "Payload"). The
+// fixed-width columns of a build share one array of records, one per slot
+// (record_layout.hpp), so that a gather of several of them reads one record. A
 // lookup or join then gathers the value of each output row from the slot its
 // probe found. Every function takes device pointers, enqueues work on `stream`
 // and returns without synchronising; the lowerings (cuda_lower_payload.cpp)
@@ -18,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "cuda/index/build.hpp"
 #include "cuda/index/lookup.hpp"
@@ -32,9 +35,15 @@ namespace gpujoin::engine::detail {
 /// string.
 struct StoredColumn {
   ColumnType type = ColumnType::kInt32;
-  /// Fixed width: slots * ColumnWidth(type) bytes; kBool: a bitmap of `slots`
-  /// bits; variable width: the retained bytes (offsets[slots] of them).
+  /// Fixed width: the records, slot s's value at data + s * stride + offset;
+  /// kBool: a bitmap of `slots` bits; variable width: the retained bytes
+  /// (offsets[slots] of them).
   const void* data = nullptr;
+  /// Fixed width: bytes from one slot's record to the next (a multiple of the
+  /// width; the width itself for a column stored alone).
+  uint32_t stride = 0;
+  /// Fixed width: the value's byte offset in a record (a multiple of the width).
+  uint32_t offset = 0;
   /// Variable width: slots + 1 offsets into `data`.
   const uint64_t* offsets = nullptr;
   /// A bitmap of `slots` bits (1 = a value), or null when the column has no nulls.
@@ -71,14 +80,15 @@ cudaError_t FindPayloadWinners(DeviceTableT<K> table, const BuildSourceT<K>& sou
                                uint32_t* winners, cudaStream_t stream);
 
 /// Fixed width, kBool, or only the validity of a variable-width column: writes
-/// `data` (fixed width: slots * width bytes; kBool: a bitmap; ignored for variable
-/// width, may be null) and, when the column is nullable (source.validity set),
-/// `validity` (a bitmap of `slots` bits), slot s taking the value of row
-/// winners[s] (none for kNoWinner). Adds the occupied slots whose winner is null to
-/// `*null_count`.
+/// `data` (fixed width: slot s's value at data + s * stride, `stride` a multiple
+/// of the width, so `data` may point at the column's value in the first of the
+/// records; kBool: a bitmap; ignored for variable width, may be null) and, when
+/// the column is nullable (source.validity set), `validity` (a bitmap of `slots`
+/// bits), slot s taking the value of row winners[s] (zero bytes for kNoWinner and
+/// null values). Adds the occupied slots whose winner is null to `*null_count`.
 cudaError_t PermuteColumn(const SourceColumn& source, const uint32_t* winners, uint64_t slots,
-                          void* data, uint8_t* validity, unsigned long long* null_count,
-                          cudaStream_t stream);
+                          void* data, uint32_t stride, uint8_t* validity,
+                          unsigned long long* null_count, cudaStream_t stream);
 
 /// Bytes of CUB scratch ScanStoredStrings needs for `slots` slots.
 size_t StoredStringScanBytes(uint64_t slots);
@@ -111,9 +121,32 @@ struct GatherRows {
 /// Fixed width and kBool: data[i] (positions * width bytes, or a bitmap of
 /// `positions` bits) = the stored value of row i's slot, zero where it is
 /// missing or null; validity (a bitmap of `positions` bits) 1 where it is
-/// neither. Adds the rows with validity 0 to `*null_count`.
+/// neither. Adds the rows with validity 0 to `*null_count`. (A fixed-width
+/// column is GatherFixedColumns of one.)
 cudaError_t GatherColumn(const StoredColumn& column, const GatherRows& rows, void* data,
                          uint8_t* validity, unsigned long long* null_count, cudaStream_t stream);
+
+/// One fixed-width (4- or 8-byte) column of GatherFixedColumns and its outputs,
+/// as GatherColumn's: `data` positions * width bytes, `validity` a bitmap of
+/// `positions` bits, `*null_count` (required) counting the rows with validity 0.
+struct FixedGather {
+  StoredColumn column;
+  void* data = nullptr;
+  uint8_t* validity = nullptr;
+  unsigned long long* null_count = nullptr;
+};
+
+/// The most columns one launch of GatherFixedColumns reads per record.
+inline constexpr size_t kFusedGatherColumns = 8;
+
+/// GatherColumn for every entry of `columns` (fixed width; repeats allowed),
+/// fused: columns of the same records (same data and stride) are gathered up to
+/// kFusedGatherColumns per launch, each row reading its slot once and its
+/// record's values with one load of the smallest aligned window (at most 64
+/// bytes) that holds them all. Records must start at multiples of min(stride,
+/// 64) bytes (a cudaMalloc'd array of a PayloadRecordLayout's stride does).
+cudaError_t GatherFixedColumns(std::span<const FixedGather> columns, const GatherRows& rows,
+                               cudaStream_t stream);
 
 /// Bytes of CUB scratch ScanGatheredStrings needs for `positions` positions.
 size_t GatheredStringScanBytes(uint64_t positions);

@@ -1,8 +1,8 @@
 // Storing a build's payload columns in slot order (payload_ops.hpp): each
 // slot's winner row (a pass over the source rows probing the finished table,
 // keeping the lowest matching row by atomicMin), then per column a permutation into slot order
-// (fixed width by width, bitmaps by warp ballot) or, for strings, a scan of the retained lengths
-// and a copy.
+// (fixed width into its place in each slot's record, bitmaps by warp ballot) or, for strings, a
+// scan of the retained lengths and a copy.
 #include <cuda_runtime.h>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
@@ -46,11 +46,12 @@ __global__ void __launch_bounds__(kBlockThreads)
   }
 }
 
-// kWidth 4 or 8: fixed width; 1: kBool; 0: only the validity (strings).
+// kWidth 4 or 8: fixed width (slot s's value at data + s * stride); 1: kBool;
+// 0: only the validity (strings).
 template <int kWidth>
 __global__ void __launch_bounds__(kBlockThreads)
     PermuteKernel(SourceColumn source, const uint32_t* __restrict__ winners, uint64_t slots,
-                  void* __restrict__ data, uint8_t* __restrict__ validity,
+                  void* __restrict__ data, uint32_t stride, uint8_t* __restrict__ validity,
                   unsigned long long* null_count) {
   const uint32_t lane = threadIdx.x & 31u;
   const uint64_t bitmap_bytes = BitmapBytesOf(slots);
@@ -60,13 +61,14 @@ __global__ void __launch_bounds__(kBlockThreads)
     const uint32_t w = WinnerOf(winners, s, slots);
     const bool occ = w != kNoWinner;
     const bool present = occ && (source.validity == nullptr || BitOf(source.validity, w));
+    uint8_t* at = static_cast<uint8_t*>(data) + s * stride;
     if constexpr (kWidth == 4) {
       if (s < slots)
-        static_cast<uint32_t*>(data)[s] =
+        *reinterpret_cast<uint32_t*>(at) =
             present ? __ldg(static_cast<const uint32_t*>(source.data) + w) : 0u;
     } else if constexpr (kWidth == 8) {
       if (s < slots)
-        static_cast<unsigned long long*>(data)[s] =
+        *reinterpret_cast<unsigned long long*>(at) =
             present ? __ldg(static_cast<const unsigned long long*>(source.data) + w) : 0ull;
     } else if constexpr (kWidth == 1) {
       const bool bit = present && BitOf(static_cast<const uint8_t*>(source.data), w);
@@ -141,12 +143,12 @@ cudaError_t FindPayloadWinners(DeviceTableT<K> table, const BuildSourceT<K>& sou
 }
 
 cudaError_t PermuteColumn(const SourceColumn& source, const uint32_t* winners, uint64_t slots,
-                          void* data, uint8_t* validity, unsigned long long* null_count,
-                          cudaStream_t stream) {
+                          void* data, uint32_t stride, uint8_t* validity,
+                          unsigned long long* null_count, cudaStream_t stream) {
   static std::atomic<int> resident[4];
   const auto launch = [&](auto kernel, std::atomic<int>& r) {
     kernel<<<GridOf(kernel, r, slots), kBlockThreads, 0, stream>>>(source, winners, slots, data,
-                                                                   validity, null_count);
+                                                                   stride, validity, null_count);
     return cudaGetLastError();
   };
   if (IsVariableWidth(source.type)) {
