@@ -110,6 +110,10 @@ absl::Status CheckReadableIndex(const std::string& where, const HashIndex* index
   return absl::OkStatus();
 }
 
+bool KnownJoinKind(JoinKind kind) {
+  return static_cast<uint8_t>(kind) <= static_cast<uint8_t>(JoinKind::kLeftAnti);
+}
+
 // A node's key word must be its index's key type.
 template <KeyWord K>
 absl::Status CheckKeyType(const std::string& where, const HashIndex& index) {
@@ -288,10 +292,13 @@ class Validator {
     }
     GPUJOIN_RETURN_IF_ERROR(CheckOptionalAligned(where, "found", n.found, rows, "keys"));
     GPUJOIN_RETURN_IF_ERROR(CheckOptionalAligned(where, "probes", n.probes, rows, "keys"));
+    GPUJOIN_RETURN_IF_ERROR(
+        CheckOptionalAligned(where, "match_counts", n.match_counts, rows, "keys"));
     ranges_.ReadChunks(n.keys, absl::StrCat(where, " keys"));
     ranges_.Write(n.values, absl::StrCat(where, " values"));
     ranges_.Write(n.found, absl::StrCat(where, " found"));
     ranges_.Write(n.probes, absl::StrCat(where, " probes"));
+    ranges_.Write(n.match_counts, absl::StrCat(where, " match_counts"));
     ranges_.WriteObject(n.statistics, absl::StrCat(where, " statistics"));
     GPUJOIN_RETURN_IF_ERROR(CheckGather(where, n.gather, rows, "query rows", *n.index));
     return absl::OkStatus();
@@ -304,6 +311,11 @@ class Validator {
     GPUJOIN_RETURN_IF_ERROR(CheckKeyType<K>(where, *n.index));
     GPUJOIN_RETURN_IF_ERROR(
         CheckReadableIndex(where, n.index, built_.count(n.index) != 0, n.max_probe_count));
+    if (!KnownJoinKind(n.kind)) {
+      return Invalid(where, absl::StrCat("kind ", static_cast<int>(n.kind),
+                                         " is not a join kind (inner, left_outer, left_semi or "
+                                         "left_anti)"));
+    }
     if (n.batches.empty()) return Invalid(where, "batches is empty (a join needs at least one)");
     for (size_t b = 0; b < n.batches.size(); ++b) {
       const JoinBatchT<K>& batch = n.batches[b];

@@ -108,9 +108,6 @@ class CpuBackend final : public Backend {
 
   absl::StatusOr<std::unique_ptr<HashIndex>> CreateIndex(const HashIndexSpec& spec) override {
     GPUJOIN_RETURN_IF_ERROR(spec.Validate());
-    if (spec.duplicates == DuplicatePolicy::kKeepAll) {  // issue 21, in progress
-      return absl::UnimplementedError("duplicates keep_all: multi-value indexes are not built yet");
-    }
     const uint64_t bytes = CpuTableBytes(spec);
     const uint64_t total = PhysicalMemoryBytes(_SC_PHYS_PAGES);
     if (total != 0 && bytes > total) {
@@ -132,9 +129,17 @@ class CpuBackend final : public Backend {
 
   // Builds insert straight from the caller's chunks into the table (RunBuild,
   // RunBatchBuild): no scratch. Storing payload takes the winner row of every
-  // slot (4 bytes each) while the columns are gathered.
+  // slot (4 bytes each) while the columns are gathered. A kKeepAll build takes
+  // the winners and every row's slot (4 bytes each) while it lays out its
+  // groups, and with payload the source row of every kept row (at most every
+  // row, 4 bytes each). Its groups are index memory (GroupStorageBytes).
   uint64_t BuildTransientBytes(const HashIndexSpec& spec, const BuildShape& shape) const override {
-    return shape.payload.empty() ? 0 : uint64_t{spec.capacity} * sizeof(uint32_t);
+    const uint64_t winners = uint64_t{spec.capacity} * sizeof(uint32_t);
+    if (spec.duplicates == DuplicatePolicy::kKeepAll) {
+      const uint64_t per_row = shape.payload.empty() ? 1 : 2;
+      return winners + per_row * shape.rows * sizeof(uint32_t);
+    }
+    return shape.payload.empty() ? 0 : winners;
   }
 
   uint64_t PayloadBytes(const HashIndexSpec& spec,
@@ -146,15 +151,6 @@ class CpuBackend final : public Backend {
 
   absl::Status Run(const CommandGraph& graph) override {
     GPUJOIN_RETURN_IF_ERROR(graph.Validate());
-    // Issue 21 in progress: join kinds other than inner are refused until built.
-    for (const Node& node : graph.nodes()) {
-      const auto* j32 = std::get_if<JoinNode>(&node);
-      const auto* j64 = std::get_if<JoinNode64>(&node);
-      if ((j32 != nullptr && j32->kind != JoinKind::kInner) ||
-          (j64 != nullptr && j64->kind != JoinKind::kInner)) {
-        return absl::UnimplementedError("join kinds other than inner are not run yet");
-      }
-    }
     // Resolve every index before running anything, so a foreign index fails the
     // graph without partial effects.
     for (size_t i = 0; i < graph.nodes().size(); ++i) {

@@ -5,7 +5,9 @@
 // (CpuHashIndex::Insert), so without overflow the layout equals the CUDA one.
 // Payload columns are stored after the table is complete: every slot's winner
 // row is found by probing the rows again (FindWinners), then each column is
-// gathered into slot order (cpu_payload.hpp).
+// gathered into slot order (cpu_payload.hpp). A kKeepAll build has the same
+// table; the same pass also records every row's slot, from which its groups
+// are laid out (BuildGroups) and its payload gathered per kept row.
 #include <algorithm>
 #include <atomic>
 #include <optional>
@@ -142,18 +144,24 @@ struct BatchRows {
 // whose payload the slot keeps: docs/engine.md "Payload"), kNoRow for an empty
 // slot. Without overflow that is the key's first row; the value test keeps
 // payload and table consistent when the bound dropped a key that came back
-// later with another row. Parallel over rows; a minimum, so independent of the split.
+// later with another row. With `row_slots` (one per row) also row_slots[r] =
+// the slot holding row r's key, kNoRow for an invalid row or a key that is not
+// stored. Parallel over rows; a minimum, so independent of the split.
 template <KeyWord K, class Rows>
 void FindWinners(const CpuHashIndex<K>& index, size_t rows, const Rows& for_each,
-                 std::span<uint32_t> winners, ThreadPool& pool) {
+                 std::span<uint32_t> winners, std::span<uint32_t> row_slots, ThreadPool& pool) {
   std::fill(winners.begin(), winners.end(), kNoRow);
+  const bool record = !row_slots.empty();
   const uint32_t bound = index.spec().probe_bound();  // every stored key lies within it
   const std::vector<size_t> bounds = SplitRows(rows, size_t{pool.size()} * 4, kMinRowsPerTask);
   pool.ParallelFor(bounds.size() - 1, [&](size_t p) {
+    if (record) std::fill(row_slots.begin() + bounds[p], row_slots.begin() + bounds[p + 1], kNoRow);
     for_each(bounds[p], bounds[p + 1], [&](size_t r, K key, uint32_t value) {
       uint32_t probes = 0;
       const uint32_t slot = index.FindSlot(key, bound, probes);
-      if (slot == CpuHashIndex<K>::kNoSlot || index.ValueAt(slot) != value) return;
+      if (slot == CpuHashIndex<K>::kNoSlot) return;
+      if (record) row_slots[r] = slot;
+      if (index.ValueAt(slot) != value) return;
       std::atomic_ref<uint32_t> winner(winners[slot]);
       uint32_t current = winner.load(std::memory_order_relaxed);
       const auto row = static_cast<uint32_t>(r);  // Validate: rows < 2^32 - 1
@@ -164,38 +172,109 @@ void FindWinners(const CpuHashIndex<K>& index, size_t rows, const Rows& for_each
   });
 }
 
+// Lays out the groups of a kKeepAll build (docs/engine.md, "Multi-value
+// indexes"): slot s's group is its winner row winners[s] and every later valid
+// row of its key, in source-row order; earlier rows of the key (a generation
+// the probe bound dropped) are not kept. `row_slots` (from FindWinners) is
+// consumed: rows left out are set to kNoRow. Writes one range per slot into
+// `groups`, allocates `values` (and `kept_rows`, the source row of every
+// position, when given) for the kept rows and fills them. Returns the largest
+// group. Sequential in row order, as the insert is: a parallel count would
+// serialise on a key holding most rows, and a stable parallel scatter needs
+// per-part counts of every slot.
+template <KeyWord K, class Rows>
+uint64_t BuildGroups(size_t rows, const Rows& for_each, std::span<const uint32_t> winners,
+                     std::span<uint32_t> row_slots, std::span<GroupRange> groups,
+                     HostArray<uint32_t>& values, HostArray<uint32_t>* kept_rows) {
+  std::fill(groups.begin(), groups.end(), GroupRange{0, 0});
+  for (size_t r = 0; r < rows; ++r) {
+    const uint32_t s = row_slots[r];
+    if (s == kNoRow) continue;
+    if (r < winners[s]) {
+      row_slots[r] = kNoRow;
+      continue;
+    }
+    ++groups[s].size;
+  }
+  uint32_t kept = 0;  // at most the rows: < 2^32
+  uint64_t largest = 0;
+  for (GroupRange& g : groups) {
+    g.first = kept;
+    kept += g.size;
+    largest = std::max<uint64_t>(largest, g.size);
+  }
+  values = HostArray<uint32_t>(kept);
+  if (kept_rows != nullptr) *kept_rows = HostArray<uint32_t>(kept);
+  // In row order; each group's `first` serves as its cursor, then is restored.
+  for_each(0, rows, [&](size_t r, K, uint32_t value) {
+    const uint32_t s = row_slots[r];
+    if (s == kNoRow) return;
+    const uint32_t position = groups[s].first++;
+    values[position] = value;
+    if (kept_rows != nullptr) (*kept_rows)[position] = static_cast<uint32_t>(r);
+  });
+  for (GroupRange& g : groups) g.first -= g.size;
+  return largest;
+}
+
 // Rebuilds `index`: `insert` (run on the cleared table) inserts the rows and
-// returns the statistics, then `payload` is stored beside the table.
+// returns the statistics, then (kKeepAll) the groups are laid out and `payload`
+// is stored beside the table: per slot, or per kept row of a kKeepAll index.
 template <KeyWord K, class Rows, class Insert>
 void Rebuild(CpuHashIndex<K>& index, const std::vector<ColumnView>& payload, uint64_t rows,
              const Rows& for_each, Insert&& insert, BuildStatistics* out, ThreadPool& pool) {
+  const bool keep_all = index.keeps_all();
   // Everything whose size the node fixes, before the table is touched.
   const uint64_t slots = index.spec().capacity;
   HostArray<uint32_t> winners;
+  HostArray<uint32_t> row_slots;
+  HostArray<GroupRange> groups;
   std::vector<StoredColumn> stored;
-  if (!payload.empty()) {
-    winners = HostArray<uint32_t>(slots);
+  if (!payload.empty() || keep_all) winners = HostArray<uint32_t>(slots);
+  if (keep_all) {
+    row_slots = HostArray<uint32_t>(rows);
+    groups = HostArray<GroupRange>(slots);
+  } else {
     stored.reserve(payload.size());
     for (const ColumnView& column : payload) stored.push_back(AllocateStored(column, slots));
   }
   index.Clear();
-  const BuildStatistics s = insert();
+  BuildStatistics s = insert();
   std::vector<PayloadColumnInfo> infos;
+  HostArray<uint32_t> values;
   try {
-    if (!payload.empty()) {
-      FindWinners(index, rows, for_each, winners.span(), pool);
-      for (size_t c = 0; c < payload.size(); ++c) {
-        StoreColumn(payload[c], winners.span(), stored[c], pool);
-        infos.push_back(stored[c].Info());
+    if (winners.size() != 0)
+      FindWinners(index, rows, for_each, winners.span(), row_slots.span(), pool);
+    // Payload position -> source row: a slot's winner, or a kept row.
+    std::span<const uint32_t> payload_rows = winners.span();
+    HostArray<uint32_t> kept_rows;
+    if (keep_all) {
+      s.max_group_rows =
+          BuildGroups<K>(rows, for_each, winners.span(), row_slots.span(), groups.span(), values,
+                         payload.empty() ? nullptr : &kept_rows);
+      payload_rows = kept_rows.span();
+      stored.reserve(payload.size());
+      for (const ColumnView& column : payload) {
+        stored.push_back(AllocateStored(column, kept_rows.size()));
       }
     }
+    for (size_t c = 0; c < payload.size(); ++c) {
+      StoreColumn(payload[c], payload_rows, stored[c], pool);
+      infos.push_back(stored[c].Info());
+    }
   } catch (...) {
-    // The table is new, its payload could not be stored: leave no half build.
+    // The table is new, its groups or payload could not be stored: leave no
+    // half build, but what an empty build leaves (kKeepAll: empty groups).
     index.Clear();
+    if (keep_all) {
+      std::fill(groups.span().begin(), groups.span().end(), GroupRange{0, 0});
+      index.SetGroups(std::move(groups), {});
+    }
     index.SetPayload({});
     index.RecordBuild(BuildStatistics{}, 0);
     throw;
   }
+  if (keep_all) index.SetGroups(std::move(groups), std::move(values));
   index.SetPayload(std::move(stored));
   index.RecordBuild(s, rows, std::move(infos));
   if (out != nullptr) *out = s;

@@ -14,7 +14,9 @@
 // Keys and values share one slot so that a probe costs one cache miss, not two:
 // 8 bytes for uint32 keys, 16 for uint64 keys (8 key + 4 value + 4 padding; the
 // simple layout: split key/value arrays would cost a second miss per hit).
-// Payload columns live beside the table in slot order (cpu_payload.hpp).
+// Payload columns live beside the table in slot order (cpu_payload.hpp); a
+// kKeepAll index also keeps its groups beside it: per slot the range of its
+// key's group in one value list, and payload per kept row in value-list order.
 #pragma once
 
 #include <algorithm>
@@ -46,6 +48,15 @@ struct InsertResult {
   bool dropped = false;
 };
 
+/// Where the matches of a stored key lie, as positions [first, first + size):
+/// in a kKeepAll index the key's group in the value list (its rows in source
+/// order), in a kLowestRow index the slot itself (a group of one). Payload is
+/// stored by position, so a match's position also addresses its payload.
+struct GroupRange {
+  uint32_t first;
+  uint32_t size;
+};
+
 /// Bytes of one CPU slot of `type`'s key word and a uint32 value.
 inline constexpr uint64_t CpuSlotBytes(KeyType type) { return type == KeyType::kU64 ? 16 : 8; }
 
@@ -65,6 +76,7 @@ class CpuHashIndex final : public HashIndex {
   BackendKind backend() const override { return BackendKind::kCpu; }
   uint64_t memory_bytes() const override {
     uint64_t bytes = slots_.capacity() * sizeof(Slot);
+    bytes += groups_.size() * sizeof(GroupRange) + group_values_.size() * sizeof(uint32_t);
     for (const StoredColumn& column : payload_columns_) bytes += column.bytes();
     return bytes;
   }
@@ -110,8 +122,28 @@ class CpuHashIndex final : public HashIndex {
     return kNoSlot;
   }
 
-  /// The value stored in `slot` (a slot FindSlot returned).
+  /// The value stored in `slot` (a slot FindSlot returned): its key's first
+  /// (lowest-row) match on either policy.
   uint32_t ValueAt(uint32_t slot) const { return slots_[slot].value; }
+
+  /// Whether the index keeps every row (DuplicatePolicy::kKeepAll).
+  bool keeps_all() const { return spec().duplicates == DuplicatePolicy::kKeepAll; }
+
+  /// The matches of the key stored in `slot` (a slot FindSlot returned).
+  GroupRange GroupOf(uint32_t slot) const {
+    return keeps_all() ? groups_[slot] : GroupRange{slot, 1};
+  }
+  /// The value of match position `position` (within a GroupOf range).
+  uint32_t ValueAtPosition(uint32_t position) const {
+    return keeps_all() ? group_values_[position] : slots_[position].value;
+  }
+
+  /// Replaces a kKeepAll index's groups: one range per slot into `values` (a
+  /// build's last step, before RecordBuild).
+  void SetGroups(HostArray<GroupRange> groups, HostArray<uint32_t> values) {
+    groups_ = std::move(groups);
+    group_values_ = std::move(values);
+  }
 
   /// The payload columns of the last build, in slot order.
   const std::vector<StoredColumn>& stored_payload() const { return payload_columns_; }
@@ -144,6 +176,10 @@ class CpuHashIndex final : public HashIndex {
 
   std::vector<Slot> slots_;
   std::vector<StoredColumn> payload_columns_;
+  // kKeepAll only (empty before the first build): per slot its key's group, and
+  // the value list the groups index into.
+  HostArray<GroupRange> groups_;
+  HostArray<uint32_t> group_values_;
 };
 
 /// Bytes of the table an index of `spec` allocates: capacity slots of

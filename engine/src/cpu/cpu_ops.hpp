@@ -15,10 +15,10 @@ namespace gpujoin::engine::cpu {
 // uint32_t and uint64_t in cpu_build.cpp and cpu_query.cpp.
 
 // Builds insert sequentially in global row order; their payload columns are
-// stored on the pool. Host allocation failure throws std::bad_alloc: before the
-// table is touched (everything but the variable-width bytes is allocated first)
-// the index is left as it was, after it the index is left empty, as an empty
-// build leaves it (no payload).
+// stored on the pool, and a kKeepAll build lays out its groups in row order. Host allocation
+// failure throws std::bad_alloc: before the table is touched (everything but the variable-width
+// bytes is allocated first) the index is left as it was, after it the index is left empty, as an
+// empty build leaves it (no payload).
 
 /// Rebuilds `index` from the node's rows, sequentially in global row order.
 template <KeyWord K>
@@ -28,14 +28,16 @@ void RunBuild(const BuildIndexNodeT<K>& node, CpuHashIndex<K>& index, ThreadPool
 template <KeyWord K>
 void RunBatchBuild(const BuildBatchIndexNodeT<K>& node, CpuHashIndex<K>& index, ThreadPool& pool);
 
-/// Aligned lookup, parallel over query rows, then its gathers. Errors
-/// (RESOURCE_EXHAUSTED from a gather's max_string_bytes) name node `node_index`.
+/// Aligned lookup, parallel over query rows (values and payload of each key's
+/// first match, match counts), then its gathers. Errors (RESOURCE_EXHAUSTED
+/// from a gather's max_string_bytes) name node `node_index`.
 template <KeyWord K>
 absl::Status RunLookup(const LookupNodeT<K>& node, const CpuHashIndex<K>& index, ThreadPool& pool,
                        size_t node_index);
 
-/// Inner join of each batch, parallel over left rows (count, scan, scatter),
-/// then each batch's gathers over its written pairs.
+/// Join of the node's kind for each batch: count (parallel over left rows),
+/// scan, scatter (parallel over output pairs), then the batch's gathers over
+/// its written pairs.
 template <KeyWord K>
 absl::Status RunJoin(const JoinNodeT<K>& node, const CpuHashIndex<K>& index, ThreadPool& pool,
                      size_t node_index);

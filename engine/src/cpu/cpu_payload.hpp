@@ -33,6 +33,8 @@ class HostArray {
   T* data() { return data_.get(); }
   const T* data() const { return data_.get(); }
   size_t size() const { return size_; }
+  T& operator[](size_t i) { return data_[i]; }
+  const T& operator[](size_t i) const { return data_[i]; }
   std::span<T> span() { return {data_.get(), size_}; }
   std::span<const T> span() const { return {data_.get(), size_}; }
 

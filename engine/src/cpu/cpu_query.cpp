@@ -1,8 +1,10 @@
 // Lookups and joins on the CPU, parallel over query rows. Every row's outputs
 // depend only on the row, and statistics are sums and maxima, so results do not
-// depend on how rows are split between threads. Gathers take the slot every
-// output row matched (the probe records it only when payload is gathered) and
-// read the index's payload in slot order (cpu_payload.hpp).
+// depend on how rows are split between threads. A matched key's rows are a
+// GroupRange of positions (kKeepAll: its group in the value list; kLowestRow:
+// its slot), so one path serves both index kinds and every join kind. Gathers
+// take the position of every output row (recorded only when payload is
+// gathered) and read the index's payload, stored by position (cpu_payload.hpp).
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -32,13 +34,13 @@ uint32_t QueryBound(const HashIndex& index, uint32_t override_bound) {
   return override_bound != 0 ? override_bound : index.spec().probe_bound();
 }
 
-// Probes rows [begin, end) of `keys`, writing values (kEmptyKey when missing),
-// optional found flags and probe counts at the rows' positions, and with kSlots
-// the matched slot (kNoRow when missing).
-template <bool kSlots = false, KeyWord K>
+// Probes rows [begin, end) of `keys`, writing the optional found flags and
+// probe counts at the rows' positions, and calls on_row(r, slot) for every row
+// (slot: where its key is stored, kNoSlot when missing).
+template <KeyWord K, class OnRow>
 QueryStatistics ProbeRange(const CpuHashIndex<K>& index, uint32_t bound, const Chunked<K>& keys,
-                           size_t begin, size_t end, uint32_t* values, uint8_t* found,
-                           uint32_t* probes, uint32_t* slots = nullptr) {
+                           size_t begin, size_t end, uint8_t* found, uint32_t* probes,
+                           OnRow&& on_row) {
   QueryStatistics s;
   ChunkCursor<K> cursor(keys, begin);
   // Rows go in small blocks: prefetching a block's home slots first lets their
@@ -55,8 +57,6 @@ QueryStatistics ProbeRange(const CpuHashIndex<K>& index, uint32_t bound, const C
       uint32_t examined = 0;
       const uint32_t slot = index.FindSlot(block[i], bound, examined);
       const bool hit = slot != CpuHashIndex<K>::kNoSlot;
-      const uint32_t value = hit ? index.ValueAt(slot) : kEmptyKey;
-      if constexpr (kSlots) slots[r] = slot;  // kNoSlot is kNoRow
       if (hit) {
         ++s.found;
       } else {
@@ -64,13 +64,34 @@ QueryStatistics ProbeRange(const CpuHashIndex<K>& index, uint32_t bound, const C
       }
       s.total_probes += examined;
       s.max_probes = std::max<uint64_t>(s.max_probes, examined);
-      values[r] = value;
       if (found != nullptr) found[r] = hit ? 1 : 0;
       if (probes != nullptr) probes[r] = examined;
+      on_row(r, slot);
     }
   }
   return s;
 }
+
+// The pairs a join of `kind` yields for a left row whose key has `matches`
+// matches (its group size; 0 when missing). Where it yields any, a matched
+// row's pairs are its first pairs-many matches in group order, a missing row's
+// one pair is (left row, kEmptyKey) with null payload.
+uint64_t PairsOf(JoinKind kind, uint32_t matches) {
+  switch (kind) {
+    case JoinKind::kInner:
+      return matches;
+    case JoinKind::kLeftOuter:
+      return std::max<uint32_t>(matches, 1);
+    case JoinKind::kLeftSemi:
+      return matches != 0 ? 1 : 0;
+    case JoinKind::kLeftAnti:
+      return matches == 0 ? 1 : 0;
+  }
+  return 0;  // Validate admits only the kinds above
+}
+
+// Output pairs per scatter task below which splitting further costs more than it saves.
+constexpr size_t kMinPairsPerTask = 16384;
 
 }  // namespace
 
@@ -84,15 +105,29 @@ absl::Status RunLookup(const LookupNodeT<K>& node, const CpuHashIndex<K>& index,
   std::vector<QueryStatistics> partial(parts);
   uint8_t* found = node.found.empty() ? nullptr : node.found.data();
   uint32_t* probes = node.probes.empty() ? nullptr : node.probes.data();
+  uint32_t* values = node.values.data();
+  uint32_t* match_counts = node.match_counts.empty() ? nullptr : node.match_counts.data();
   const bool gather = !node.gather.empty();
-  HostArray<uint32_t> slots(gather ? rows : 0);
+  // Gathers read the payload at each row's first match (kNoRow: missing).
+  HostArray<uint32_t> positions(gather ? rows : 0);
+  uint32_t* position = positions.data();
   pool.ParallelFor(parts, [&](size_t p) {
-    if (gather) {
-      partial[p] = ProbeRange<true>(index, bound, node.keys, bounds[p], bounds[p + 1],
-                                    node.values.data(), found, probes, slots.data());
-    } else {
-      partial[p] = ProbeRange(index, bound, node.keys, bounds[p], bounds[p + 1], node.values.data(),
-                              found, probes);
+    const auto probe = [&](auto&& on_row) {
+      partial[p] =
+          ProbeRange(index, bound, node.keys, bounds[p], bounds[p + 1], found, probes, on_row);
+    };
+    if (gather || match_counts != nullptr) {
+      probe([&](size_t r, uint32_t slot) {
+        const bool hit = slot != CpuHashIndex<K>::kNoSlot;
+        values[r] = hit ? index.ValueAt(slot) : kEmptyKey;
+        const GroupRange g = hit ? index.GroupOf(slot) : GroupRange{kNoRow, 0};
+        if (gather) position[r] = g.first;
+        if (match_counts != nullptr) match_counts[r] = g.size;
+      });
+    } else {  // the plain lookup: nothing beyond the slot's value
+      probe([&](size_t r, uint32_t slot) {
+        values[r] = slot != CpuHashIndex<K>::kNoSlot ? index.ValueAt(slot) : kEmptyKey;
+      });
     }
   });
   if (node.statistics != nullptr) {
@@ -101,68 +136,92 @@ absl::Status RunLookup(const LookupNodeT<K>& node, const CpuHashIndex<K>& index,
     *node.statistics = total;
   }
   if (!gather) return absl::OkStatus();
-  return GatherColumns(index.stored_payload(), node.gather, slots.span(), pool,
+  return GatherColumns(index.stored_payload(), node.gather, positions.span(), pool,
                        absl::StrCat("node ", node_index, " (lookup)"));
 }
 
+// Each batch runs count -> scan -> scatter. The count pass probes every left
+// row once (parallel over row ranges) and keeps, per row, its first match
+// position and the running pair count; a scan of the ranges' totals makes the
+// running counts global. The scatter is split by output position, not by left
+// row, so a row whose key holds most of the index costs no more than any other
+// range of pairs; each task finds its first row by binary search.
 template <KeyWord K>
 absl::Status RunJoin(const JoinNodeT<K>& node, const CpuHashIndex<K>& index, ThreadPool& pool,
                      size_t node_index) {
   const uint32_t bound = QueryBound(index, node.max_probe_count);
   const bool build_overflowed = index.build_statistics().overflow_rows > 0;
-  std::vector<uint32_t> right;
-  std::vector<uint8_t> own_found;
+  const JoinKind kind = node.kind;
   for (size_t b = 0; b < node.batches.size(); ++b) {
     const JoinBatchT<K>& batch = node.batches[b];
     const size_t rows = TotalRows(batch.keys);
     const size_t capacity = batch.out_left_rows.size();
-    right.resize(rows);
-    uint8_t* found = batch.found.data();
-    if (batch.found.empty()) {
-      own_found.resize(rows);
-      found = own_found.data();
-    }
+    uint8_t* found = batch.found.empty() ? nullptr : batch.found.data();
     uint32_t* probes = batch.probes.empty() ? nullptr : batch.probes.data();
-    // Gathers need the slot of every pair; count-only batches gather nothing.
-    const bool gather = !batch.gather.empty() && capacity > 0;
-    HostArray<uint32_t> left_slots(gather ? rows : 0);
+    // A count-only batch (capacity 0) keeps nothing per row and gathers nothing.
+    const bool write = capacity > 0;
+    const bool gather = !batch.gather.empty() && write;
+    // Anti joins never read a group; the others need its size to count (semi:
+    // only whether there is a match) and its first position to write.
+    const bool read_group = kind != JoinKind::kLeftAnti && (write || kind != JoinKind::kLeftSemi);
+    HostArray<uint32_t> row_first(write ? rows : 0);  // first match position, kNoRow: missing
+    HostArray<uint64_t> row_end(write ? rows : 0);    // pairs of rows up to and including r
 
-    // Pass 1: probe every left row and count matches per part.
+    // Count: probe every left row and count its pairs, per range of rows.
     const std::vector<size_t> bounds = SplitRows(rows, size_t{pool.size()} * 4, kMinRowsPerTask);
     const size_t parts = bounds.size() - 1;
     std::vector<QueryStatistics> partial(parts);
+    std::vector<uint64_t> first_pair(parts + 1, 0);
     pool.ParallelFor(parts, [&](size_t p) {
-      if (gather) {
-        partial[p] = ProbeRange<true>(index, bound, batch.keys, bounds[p], bounds[p + 1],
-                                      right.data(), found, probes, left_slots.data());
-      } else {
-        partial[p] = ProbeRange(index, bound, batch.keys, bounds[p], bounds[p + 1], right.data(),
-                                found, probes);
-      }
+      uint64_t pairs = 0;
+      partial[p] = ProbeRange(index, bound, batch.keys, bounds[p], bounds[p + 1], found, probes,
+                              [&](size_t r, uint32_t slot) {
+                                GroupRange g{kNoRow, 0};
+                                if (slot != CpuHashIndex<K>::kNoSlot)
+                                  g = read_group ? index.GroupOf(slot) : GroupRange{0, 1};
+                                pairs += PairsOf(kind, g.size);
+                                if (write) {
+                                  row_first[r] = g.first;
+                                  row_end[r] = pairs;
+                                }
+                              });
+      first_pair[p + 1] = pairs;
     });
 
-    // Exclusive scan of the per-part match counts gives each part its first pair.
-    std::vector<uint64_t> first_pair(parts + 1, 0);
+    // Scan: each range's first pair, and the running counts made global.
     QueryStatistics total;
     for (size_t p = 0; p < parts; ++p) {
-      first_pair[p + 1] = first_pair[p] + partial[p].found;
+      first_pair[p + 1] += first_pair[p];
       Merge(total, partial[p]);
     }
     const uint64_t count = first_pair[parts];
     const size_t written = static_cast<size_t>(std::min<uint64_t>(count, capacity));
-    HostArray<uint32_t> pair_slots(gather ? written : 0);
+    if (written > 0 && parts > 1) {
+      pool.ParallelFor(parts - 1, [&](size_t q) {
+        const size_t p = q + 1;
+        for (size_t r = bounds[p]; r < bounds[p + 1]; ++r) row_end[r] += first_pair[p];
+      });
+    }
 
-    // Pass 2: scatter the stable prefix of pairs that fits the capacity.
-    pool.ParallelFor(parts, [&](size_t p) {
-      uint64_t out = first_pair[p];
-      for (size_t r = bounds[p]; r < bounds[p + 1] && out < capacity; ++r) {
-        if (!found[r]) continue;
-        batch.out_left_rows[out] = batch.left_rows.empty()
-                                       ? batch.first_left_row + static_cast<uint32_t>(r)
-                                       : batch.left_rows[r];
-        batch.out_right_rows[out] = right[r];
-        if (gather) pair_slots.data()[out] = left_slots.data()[r];
-        ++out;
+    // Scatter the stable prefix of pairs that fits the capacity.
+    HostArray<uint32_t> pair_positions(gather ? written : 0);
+    const std::vector<size_t> out_bounds =
+        SplitRows(written, size_t{pool.size()} * 4, kMinPairsPerTask);
+    pool.ParallelFor(written == 0 ? 0 : out_bounds.size() - 1, [&](size_t t) {
+      const uint64_t* end = row_end.data();
+      // The row of pair out_bounds[t]: the first whose running count passes it.
+      size_t r = std::upper_bound(end, end + rows, uint64_t{out_bounds[t]}) - end;
+      uint64_t row_begin = r == 0 ? 0 : end[r - 1];  // pairs before row r
+      for (size_t o = out_bounds[t]; o < out_bounds[t + 1]; ++o) {
+        while (end[r] <= o) row_begin = end[r++];  // rows finished, or yielding nothing
+        const uint32_t first = row_first[r];
+        const uint32_t position =
+            first == kNoRow ? kNoRow : first + static_cast<uint32_t>(o - row_begin);
+        batch.out_left_rows[o] = batch.left_rows.empty()
+                                     ? batch.first_left_row + static_cast<uint32_t>(r)
+                                     : batch.left_rows[r];
+        batch.out_right_rows[o] = position == kNoRow ? kEmptyKey : index.ValueAtPosition(position);
+        if (gather) pair_positions[o] = position;
       }
     });
 
@@ -171,7 +230,7 @@ absl::Status RunJoin(const JoinNodeT<K>& node, const CpuHashIndex<K>& index, Thr
     batch.result->statistics = total;
     if (gather) {
       GPUJOIN_RETURN_IF_ERROR(
-          GatherColumns(index.stored_payload(), batch.gather, pair_slots.span(), pool,
+          GatherColumns(index.stored_payload(), batch.gather, pair_positions.span(), pool,
                         absl::StrCat("node ", node_index, " (join) batch ", b)));
     }
   }
