@@ -34,6 +34,8 @@ has server_fault_tests && step faults 120 env GPUJOIN_TEST_BACKEND=cuda GPUJOIND
   $bin/server_fault_tests
 has server_key_type_integration_tests && step key_types 120 env GPUJOIN_TEST_BACKEND=cuda \
   GPUJOIND=$bin/gpujoind $bin/server_key_type_integration_tests
+has server_payload_integration_tests && step payload_service 120 env GPUJOIN_TEST_BACKEND=cuda \
+  GPUJOIND=$bin/gpujoind $bin/server_payload_integration_tests
 step bench 180 $bin/gpujoin-bench
 has cuco_bench && step cuco 120 $bin/cuco_bench
 step hash_device 30 $bin/hashing_device_test
