@@ -89,6 +89,8 @@ void EncodeColumn(const ColumnView& v, pb::Column* out) {
   if (v.NullCount() > 0) AppendBits(v.validity, v.offset, v.length, out->mutable_validity());
 }
 
+constexpr uint64_t kMaxDecodedRows = uint64_t{1} << 34;
+
 absl::StatusOr<Column> DecodeColumn(const pb::Column& c, std::string_view field) {
   const std::optional<ColumnType> type = FromProtoColumnType(c.type());
   const std::string what = absl::StrCat(std::string(field), " ('", c.name(), "')");
@@ -97,6 +99,12 @@ absl::StatusOr<Column> DecodeColumn(const pb::Column& c, std::string_view field)
   }
   Column out(c.name(), *type);
   const uint64_t n = c.length();
+  // A message holds at most 2 GiB, so no column in one has more than 2^34 rows
+  // (one bit each); the bound keeps every size computed below from wrapping.
+  if (n > kMaxDecodedRows) {
+    return absl::InternalError(absl::StrCat("server sent ", what, " with length ", n,
+                                            ", more rows than a message can hold"));
+  }
   if (IsVariableWidth(*type)) {
     if (c.offsets().size() != 4 * (n + 1)) {
       return absl::InternalError(absl::StrCat("server sent ", what, " with ", c.offsets().size(),

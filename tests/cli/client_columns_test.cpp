@@ -294,6 +294,18 @@ TEST(ClientWire, DecodeRefusesMalformedServerColumns) {
   c.set_type(pb::COLUMN_TYPE_UNSPECIFIED);
   EXPECT_EQ(decode(c).code(), absl::StatusCode::kInternal);
 
+  // Lengths whose byte sizes would wrap (4 * (n + 1), n * 8, (n + 7) / 8) are
+  // refused before any size is computed, for every layout.
+  for (const auto type : {pb::COLUMN_TYPE_STRING, pb::COLUMN_TYPE_INT64, pb::COLUMN_TYPE_BOOL}) {
+    pb::Column huge;
+    huge.set_type(type);
+    huge.set_length(~uint64_t{0});
+    const absl::Status refused = decode(huge);
+    EXPECT_EQ(refused.code(), absl::StatusCode::kInternal) << refused;
+    EXPECT_NE(refused.message().find("more rows than a message can hold"), std::string::npos)
+        << refused;
+  }
+
   pb::Column s;
   s.set_type(pb::COLUMN_TYPE_STRING);
   s.set_length(2);

@@ -109,7 +109,7 @@ class Metrics {
                    const engine::QueryStatistics& stats);
   /// One join batch: `pairs` matching pairs (before truncation), overflow flag.
   void RecordJoinBatch(const std::string& name, uint64_t pairs, bool overflow);
-  /// gpujoin_gathered_bytes_total{rpc="lookup"|"join"} += `bytes`: payload bytes
+  /// gpujoin_gathered_bytes_total{rpc="Lookup"|"Join"} += `bytes`: payload bytes
   /// (values, bitmaps, string offsets and bytes) gathered into one response.
   void RecordGathered(QueryOp op, uint64_t bytes);
 
@@ -164,8 +164,8 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* join_overflow_;
   prometheus::Family<prometheus::Gauge>* index_info_;
   std::map<std::string, IndexSeries> indexes_;
-  prometheus::Counter* gathered_lookup_;  // gpujoin_gathered_bytes_total{rpc="lookup"}
-  prometheus::Counter* gathered_join_;    // ... {rpc="join"}
+  prometheus::Counter* gathered_lookup_;  // gpujoin_gathered_bytes_total{rpc="Lookup"}
+  prometheus::Counter* gathered_join_;    // ... {rpc="Join"}
 
   // Per RPC.
   prometheus::Family<prometheus::Histogram>* rpc_duration_;
