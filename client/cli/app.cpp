@@ -1,11 +1,10 @@
 #include "app.hpp"
 
+#include <CLI/CLI.hpp>
 #include <functional>
 #include <iostream>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "commands.hpp"
 
@@ -91,6 +90,12 @@ int RunCli(int argc, char** argv) {
                     "payload types, e.g. a:i64,b:f64,c:str (i32 u32 i64 u64 f32 f64 bool str bin; "
                     "default: inferred from the data)");
   build->add_flag("--no-payload", ba.no_payload, "store no payload columns");
+  build
+      ->add_option("--duplicates", ba.duplicates,
+                   "rows of a repeated key: lowest_row (the first row wins) or keep_all (every "
+                   "row is kept: one-to-many joins)")
+      ->check(CLI::IsMember({"lowest_row", "keep_all"}))
+      ->capture_default_str();
   build->callback([&] { run = [&] { return CmdIndexBuild(g, ba); }; });
 
   auto* ls = index->add_subcommand("ls", "list resident indexes");
@@ -119,7 +124,9 @@ int RunCli(int argc, char** argv) {
 
   JoinArgs ja;
   auto* join = app.add_subcommand(
-      "join", "inner join: ad hoc (--left/--right) or against a resident index (NAME --left)");
+      "join",
+      "inner, left, semi or anti join: ad hoc (--left/--right) or against a resident index (NAME "
+      "--left)");
   join->add_option("NAME", ja.name, "resident index (omit for an ad-hoc join)");
   join->add_option("--left", ja.left, "left (probe) file")->required();
   join->add_option("--right", ja.right,
@@ -132,6 +139,15 @@ int RunCli(int argc, char** argv) {
   add_key_type(join, ja.key_type);
   join->add_option("--out", ja.out, "output file (.csv, .tsv, .jsonl; default stdout)");
   join->add_option("--capacity", ja.capacity, "most output rows (0 = no bound)");
+  join->add_option("--how", ja.how,
+                   "inner (matching pairs), left (every left row; unmatched with empty right "
+                   "cells), semi (left rows with a match, once) or anti (left rows without one)")
+      ->check(CLI::IsMember({"inner", "left", "semi", "anti"}))
+      ->capture_default_str();
+  join->add_option("--right-duplicates", ja.right_duplicates,
+                   "ad hoc: rows of a repeated right key: keep_all (default: each joins, as in "
+                   "SQL) or lowest_row (only the first joins)")
+      ->check(CLI::IsMember({"lowest_row", "keep_all"}));
   join->callback([&] { run = [&] { return CmdJoin(g, ja); }; });
 
   AggArgs aa;

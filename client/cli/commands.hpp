@@ -29,8 +29,9 @@ struct BuildArgs {
   bool replace = false;
   /// --columns: the payload columns (nullopt = every column but the key and value).
   std::optional<std::string> columns;
-  std::string schema;       ///< --schema a:i64,b:str: types of payload columns
-  bool no_payload = false;  ///< --no-payload
+  std::string schema;                     ///< --schema a:i64,b:str: types of payload columns
+  bool no_payload = false;                ///< --no-payload
+  std::string duplicates = "lowest_row";  ///< --duplicates: lowest_row or keep_all
 };
 int CmdIndexBuild(const Globals& g, const BuildArgs& a);
 /// `gpujoin index ls|describe NAME|drop NAME`
@@ -59,6 +60,9 @@ struct JoinArgs {
   std::string key_type = "auto";  ///< --key-type: auto, u32, u64, i64 (both sides)
   uint64_t capacity = 0;
   std::optional<std::string> select;  ///< --select a,b: payload columns (resident joins)
+  std::string how = "inner";          ///< --how: inner, left, semi, anti
+  /// --right-duplicates of an ad-hoc join: lowest_row or keep_all ("" = keep_all).
+  std::string right_duplicates;
 };
 int CmdJoin(const Globals& g, const JoinArgs& a);
 

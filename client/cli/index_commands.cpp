@@ -36,7 +36,8 @@ Json IndexJson(const client::IndexInfo& i) {
                                   {"overflow_rows", s.overflow_rows},
                                   {"invalid_rows", s.invalid_rows},
                                   {"total_probes", s.total_probes},
-                                  {"max_probes", s.max_probes}}},
+                                  {"max_probes", s.max_probes},
+                                  {"max_group_rows", s.max_group_rows}}},
               {"load_factor", i.load_factor},
               {"device_bytes", i.device_bytes},
               {"build_seconds", i.build_seconds},
@@ -44,7 +45,8 @@ Json IndexJson(const client::IndexInfo& i) {
               {"built_unix_millis", i.built_unix_millis},
               {"key_type", std::string(client::KeyTypeName(i.key_type))},
               {"payload", std::move(payload)},
-              {"payload_bytes", i.payload_bytes}};
+              {"payload_bytes", i.payload_bytes},
+              {"duplicates", std::string(client::DuplicatePolicyName(i.duplicates))}};
 }
 
 // The reserved key of an index of `type`, spelled for people; `kind`, when known
@@ -93,7 +95,11 @@ Verdict Judge(const client::IndexInfo& i, std::optional<KeyKind> kind = std::nul
   if (i.load_factor > 0.9) {
     warn(absl::StrCat("load factor ", Fixed(i.load_factor, 2), " is above 0.9"));
   }
-  if (s.duplicate_rows > 0) {
+  if (s.duplicate_rows > 0 && i.duplicates == client::DuplicatePolicy::kKeepAll) {
+    note(absl::StrCat(s.duplicate_rows,
+                      " duplicate-key rows, all kept (keep_all); the largest key ", "has ",
+                      s.max_group_rows, " rows"));
+  } else if (s.duplicate_rows > 0) {
     note(absl::StrCat(s.duplicate_rows,
                       " duplicate-key rows: for each key the lowest source row's value wins"));
   }
@@ -111,6 +117,12 @@ void PrintIndex(std::ostream& os, const client::IndexInfo& i) {
   os << "keys         " << client::KeyTypeName(i.key_type) << "\n";
   os << "unique keys  " << s.unique_keys << "\n";
   os << "duplicates   " << s.duplicate_rows << "\n";
+  if (i.duplicates == client::DuplicatePolicy::kKeepAll) {
+    os << "policy       keep_all (every row kept), largest group " << s.max_group_rows
+       << (s.max_group_rows == 1 ? " row\n" : " rows\n");
+  } else {
+    os << "policy       lowest_row (the first row of a key wins)\n";
+  }
   os << "overflow     " << s.overflow_rows << "\n";
   os << "invalid      " << s.invalid_rows << "\n";
   os << "capacity     " << i.capacity << " slots, load factor " << Fixed(i.load_factor, 3) << "\n";
@@ -181,6 +193,7 @@ int CmdIndexBuild(const Globals& g, const BuildArgs& a) {
   spec.explicit_values = !a.value.empty();
   spec.replace = a.replace;
   spec.key_type = WireKeyType(keys.kind);
+  spec.duplicates = InputOrDie(client::ParseDuplicatePolicy(a.duplicates));
   for (const auto& e : plan.schema) spec.payload.push_back({e.name, e.type});
   ProgressBar bar("upload " + a.name, ProgressEnabled(g));
   client::IndexInfo info = RpcOrDie(
@@ -238,12 +251,14 @@ int CmdIndexLs(const Globals& g) {
   t.AddColumn("device_bytes", ColumnKind::kNumber);
   t.AddColumn("backend", ColumnKind::kString);
   t.AddColumn("key_type", ColumnKind::kString);
+  t.AddColumn("duplicates", ColumnKind::kString);
   for (const auto& i : list) {
     t.rows.push_back({i.name, std::to_string(i.version), std::to_string(i.rows),
                       std::to_string(i.statistics.unique_keys), std::to_string(i.capacity),
                       Fixed(i.load_factor, 3), std::to_string(i.statistics.overflow_rows),
                       std::to_string(i.statistics.max_probes), std::to_string(i.device_bytes),
-                      i.backend, std::string(client::KeyTypeName(i.key_type))});
+                      i.backend, std::string(client::KeyTypeName(i.key_type)),
+                      std::string(client::DuplicatePolicyName(i.duplicates))});
   }
   EmitRows(g, Json::object(), t, "");
   return kExitOk;

@@ -2,18 +2,17 @@
 // resident index (NAME, or --right index:NAME, which appends its payload columns).
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
-#include <functional>
 #include <limits>
 #include <optional>
-#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "columns.hpp"
 #include "commands.hpp"
+#include "join_rows.hpp"
 #include "payload.hpp"
 #include "progress.hpp"
 
@@ -59,6 +58,11 @@ int CmdJoin(const Globals& g, const JoinArgs& a) {
   if (a.select && name.empty()) {
     UsageFail("join: --select needs a resident index (NAME or --right index:NAME)");
   }
+  const client::JoinKind kind = InputOrDie(ParseJoinHow(a.how));
+  if (!a.right_duplicates.empty() && !name.empty()) {
+    UsageFail(absl::StrCat("join: --right-duplicates is for ad-hoc joins; index '", name,
+                           "' has its own policy (index build --duplicates)"));
+  }
   std::string left_col = a.on, right_col = a.on;
   if (const size_t eq = a.on.find('='); eq != std::string::npos) {
     left_col = a.on.substr(0, eq);
@@ -97,6 +101,7 @@ int CmdJoin(const Globals& g, const JoinArgs& a) {
   auto c = Connect(g);
   KeyVector left_keys, right_keys;
   std::vector<std::string> select;
+  client::DuplicatePolicy index_policy = client::DuplicatePolicy::kLowestRow;
   if (name.empty()) {
     // Ad hoc: both sides as the wider of their types.
     const KeyKind kind = flag == KeyKind::kAuto ? WiderKeyKind(left_kind, right_kind) : flag;
@@ -113,6 +118,7 @@ int CmdJoin(const Globals& g, const JoinArgs& a) {
     right_keys = InputOrDie(with_why(KeyColumn(*right, right_col, kind)));
   } else {
     const client::IndexInfo info = RpcOrDie(c->DescribeIndex(name), absl::StrCat("join ", name));
+    index_policy = info.duplicates;
     const KeyKind kind = InputOrDie(KindForIndex(flag, left_kind, info.key_type, name));
     left_keys = InputOrDie(ForIndex(KeyColumn(left, left_col, kind), info));
     if (a.select) {
@@ -125,8 +131,10 @@ int CmdJoin(const Globals& g, const JoinArgs& a) {
   std::string index = name;
   std::optional<TempIndex> temp;
   uint64_t right_duplicates = 0;
+  client::DuplicatePolicy policy = client::DuplicatePolicy::kLowestRow;
   if (name.empty()) {
     // Ad-hoc: a temporary index from the right file's keys to its row numbers.
+    policy = InputOrDie(RightDuplicatePolicy(a.right_duplicates));
     index = absl::StrCat("gpujoin-cli-tmp-", getpid(), "-",
                          std::chrono::steady_clock::now().time_since_epoch().count());
     temp.emplace(c.get(), index);
@@ -134,6 +142,7 @@ int CmdJoin(const Globals& g, const JoinArgs& a) {
     spec.name = index;
     spec.expected_rows = right_keys.size();
     spec.key_type = WireKeyType(right_keys.kind);
+    spec.duplicates = policy;
     ProgressBar bar("upload " + right->source, ProgressEnabled(g));
     temp->Arm();
     client::IndexInfo info =
@@ -149,122 +158,73 @@ int CmdJoin(const Globals& g, const JoinArgs& a) {
               "join");
     }
     right_duplicates = info.statistics.duplicate_rows;
+  } else {
+    policy = index_policy;
   }
 
-  // Pairs in left order; --capacity bounds the total.
+  // Pairs in left order, then right row order. JoinAll asks a multi-value index
+  // for the count first and then for exactly that many pairs; --capacity
+  // bounds the pairs kept over all batches.
   const uint64_t cap_total = a.capacity;
-  uint64_t required = 0;
-  bool overflow = false;
-  client::QueryStatistics stats;
-  uint64_t version = 0;
-  std::vector<uint32_t> left_rows, right_rows;
-  std::vector<client::Column> gathered;  // the selected columns, aligned with the pairs
-  size_t pos = 0;
-  bool sent_any = false;  // an empty left file still runs one (empty) batch
   ProgressBar bar("join " + left.source, ProgressEnabled(g));
-  uint64_t answered = 0;
-  absl::Status st = c->Join(
-      index,
-      [&]() -> std::optional<client::JoinBatch> {
-        if (pos >= left_column.size() && sent_any) return std::nullopt;
-        sent_any = true;
-        const size_t n = std::min(g.batch_rows, left_column.size() - pos);
-        client::JoinBatch b;
-        client::JoinLeft l;
-        l.keys = left_column.subspan(pos, n);
-        l.first_left_row = static_cast<uint32_t>(pos);
-        l.capacity = cap_total ? std::min<uint64_t>(cap_total, n) : 0;
-        b.lefts.push_back(l);
-        b.select = select;
-        pos += n;
-        return b;
-      },
-      [&](client::JoinResult&& r) -> absl::Status {
-        if (!r.error.ok()) return r.error;
-        version = r.index_version;
-        for (auto& jp : r.results) {
-          required += jp.count;
-          overflow = overflow || jp.overflow;
-          stats.Merge(jp.statistics);
-          size_t take = jp.left_rows.size();
-          if (cap_total) take = std::min<uint64_t>(take, cap_total - left_rows.size());
-          left_rows.insert(left_rows.end(), jp.left_rows.begin(), jp.left_rows.begin() + take);
-          right_rows.insert(right_rows.end(), jp.right_rows.begin(), jp.right_rows.begin() + take);
-          if (jp.columns.size() != select.size()) {
-            return absl::InternalError(absl::StrCat("the server answered ", jp.columns.size(),
-                                                    " columns for ", select.size(), " selected"));
-          }
-          for (size_t k = 0; k < jp.columns.size(); ++k) {
-            if (gathered.size() <= k) gathered.emplace_back(jp.columns[k].name, jp.columns[k].type);
-            absl::Status appended = gathered[k].AppendRows(jp.columns[k].view().Slice(0, take));
-            if (!appended.ok()) return appended;
-          }
-          answered += jp.statistics.found + jp.statistics.missing;
-        }
-        bar.Update(answered, left_column.size(), answered * left_column.key_bytes());
-        return absl::OkStatus();
-      },
-      Streaming(g));
+  client::QueryAllOptions options;
+  options.batch_rows = g.batch_rows;
+  options.select = select;
+  options.max_pairs = cap_total;
+  options.kind = kind;
+  options.stream = Streaming(g);
+  options.progress = [&](const client::Progress& p) {
+    bar.Update(p.rows_sent, p.total_rows, p.rows_sent * left_column.key_bytes());
+  };
+  absl::StatusOr<client::JoinPairs> joined = c->JoinAll(index, left_column, options);
   bar.Done();
-  if (!st.ok()) RpcFail(st, absl::StrCat("join ", name.empty() ? left.source : name));
-  if (cap_total && required > cap_total) overflow = true;
+  if (!joined.ok()) {
+    RpcFail(joined.status(), absl::StrCat("join ", name.empty() ? left.source : name));
+  }
+  client::JoinPairs& pairs = *joined;
+  if (pairs.columns.size() != select.size()) {
+    RpcFail(absl::InternalError(absl::StrCat("the server answered ", pairs.columns.size(),
+                                             " columns for ", select.size(), " selected")),
+            "join");
+  }
 
   // The output rows: the left row, then the right file's row (resident join
   // with --right FILE, ad hoc) or the pair's row numbers (resident join
   // without), then the gathered columns; a payload join has left rows and
-  // gathered columns only.
-  ResultTable out;
-  std::function<void(size_t, std::vector<Cell>*)> cells_of;
-  if (payload_join) {
-    out = StartFrom(left);
-    cells_of = [&](size_t k, std::vector<Cell>* row) { *row = left.rows[left_rows[k]].cells; };
-  } else if (right) {
-    out = StartFrom(left);
-    for (const auto& h : right->header) out.AddColumn(h, ColumnKind::kString);
-    // Check before writing anything: a resident index's values must be rows of --right.
-    for (size_t k = 0; k < left_rows.size(); ++k) {
-      if (right_rows[k] >= right->rows.size()) {
-        UsageFail(absl::StrCat("join: index ", name, " returned value ", right_rows[k],
-                               ", which is not a row of ", right->source, " (", right->rows.size(),
-                               " rows)"));
-      }
-    }
-    cells_of = [&](size_t k, std::vector<Cell>* row) {
-      *row = left.rows[left_rows[k]].cells;
-      const auto& rc = right->rows[right_rows[k]].cells;
-      row->insert(row->end(), rc.begin(), rc.end());
-    };
-  } else {
-    out.AddColumn("left_row", ColumnKind::kNumber);
-    out.AddColumn("right_row", ColumnKind::kNumber);
-    cells_of = [&](size_t k, std::vector<Cell>* row) {
-      row->emplace_back(std::to_string(left_rows[k]));
-      row->emplace_back(std::to_string(right_rows[k]));
-    };
-  }
-  for (const auto& col : gathered) out.AddColumn(col.name, KindOf(col.type));
-  out.SetGenerator(left_rows.size(), [&](size_t k, std::vector<Cell>* row) {
-    cells_of(k, row);
-    for (const auto& col : gathered) row->push_back(CellOf(col, k));
-  });
-  Note(g, absl::StrCat("join: ", left_rows.size(), " rows written, required ", required,
+  // gathered columns only. A pair without a match has empty right cells.
+  const JoinRowShape shape = payload_join ? JoinRowShape::kLeftOnly
+                             : right      ? JoinRowShape::kRightFile
+                                          : JoinRowShape::kRowNumbers;
+  const uint64_t written = pairs.left_rows.size();
+  absl::StatusOr<ResultTable> rows =
+      JoinRowsTable(left, right ? &*right : nullptr, shape, name, std::move(pairs.left_rows),
+                    std::move(pairs.right_rows), std::move(pairs.columns));
+  if (!rows.ok()) UsageFail(std::string(rows.status().message()));
+  const ResultTable& out = *rows;
+  // An inner join keeps the summary's first words; other kinds say which they are.
+  const std::string what = kind == client::JoinKind::kInner
+                               ? std::string("join")
+                               : absl::StrCat("join (", std::string(JoinHowName(kind)), ")");
+  Note(g, absl::StrCat(what, ": ", written, " rows written, required ", pairs.count,
                        cap_total ? absl::StrCat(", capacity ", cap_total) : std::string(),
-                       ", overflow ", overflow ? "YES (output truncated)" : "no", "; ",
-                       StatsLine(stats)));
-  if (right_duplicates > 0) {
+                       ", overflow ", pairs.overflow ? "YES (output truncated)" : "no", "; ",
+                       StatsLine(pairs.statistics)));
+  if (right_duplicates > 0 && policy == client::DuplicatePolicy::kLowestRow) {
     Note(g, absl::StrCat("join: note: ", right->source, " has ", right_duplicates,
                          " rows with a repeated key; each left row joins the first right row "
-                         "with its key"));
+                         "with its key (--right-duplicates lowest_row)"));
   }
-  Json summary{{"required", required},
-               {"written", left_rows.size()},
-               {"overflow", overflow},
-               {"statistics", StatsJson(stats)},
-               {"right_duplicate_rows", right_duplicates}};
+  Json summary{{"how", std::string(JoinHowName(kind))},
+               {"required", pairs.count},
+               {"written", written},
+               {"overflow", pairs.overflow},
+               {"statistics", StatsJson(pairs.statistics)},
+               {"right_duplicate_rows", right_duplicates},
+               {"duplicates", std::string(client::DuplicatePolicyName(policy))}};
   if (cap_total) summary["capacity"] = cap_total;
   if (!name.empty()) {
     summary["index"] = name;
-    summary["index_version"] = version;
+    summary["index_version"] = pairs.index_version;
   }
   if (!select.empty()) summary["select"] = select;
   EmitRows(g, std::move(summary), out, a.out);

@@ -50,6 +50,9 @@ int CmdLookup(const Globals& g, const LookupArgs& a) {
   client::QueryAllOptions options;
   options.batch_rows = g.batch_rows;
   options.select = SelectedColumns(a.select, info, "lookup");
+  // A multi-value index answers the first match; `matches` says how many there are.
+  const bool matches = info.duplicates == client::DuplicatePolicy::kKeepAll;
+  options.want_match_counts = matches;
   options.stream = Streaming(g);
   options.progress = [&](const client::Progress& p) {
     bar.Update(p.rows_sent, p.total_rows, p.rows_sent * key_bytes);
@@ -64,12 +67,19 @@ int CmdLookup(const Globals& g, const LookupArgs& a) {
   ResultTable out = StartFrom(t);
   out.AddColumn("value", ColumnKind::kNumber);
   out.AddColumn("found", ColumnKind::kBool);
+  if (matches) out.AddColumn("matches", ColumnKind::kNumber);
   for (const auto& col : r.columns) out.AddColumn(col.name, KindOf(col.type));
+  if (matches && r.match_counts.size() != t.rows.size()) {
+    RpcFail(absl::InternalError(absl::StrCat("the server answered ", r.match_counts.size(),
+                                             " match counts for ", t.rows.size(), " rows")),
+            what);
+  }
   out.SetGenerator(t.rows.size(), [&](size_t i, std::vector<Cell>* row) {
     *row = t.rows[i].cells;
     const bool found = r.found[i] != 0;
     row->emplace_back(found ? Cell(std::to_string(r.values[i])) : std::nullopt);
     row->emplace_back(found ? "true" : "false");
+    if (matches) row->emplace_back(std::to_string(r.match_counts[i]));
     for (const auto& col : r.columns) row->push_back(CellOf(col, i));
   });
   Note(g, absl::StrCat("lookup ", a.name, " (version ", r.index_version,

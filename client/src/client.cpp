@@ -10,6 +10,7 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <limits>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -77,6 +78,42 @@ std::string_view KeyTypeName(KeyType type) {
   return type == KeyType::kUint64 ? "uint64" : "uint32";
 }
 
+std::string_view DuplicatePolicyName(DuplicatePolicy policy) {
+  return policy == DuplicatePolicy::kKeepAll ? "keep_all" : "lowest_row";
+}
+
+absl::StatusOr<DuplicatePolicy> ParseDuplicatePolicy(std::string_view name) {
+  for (DuplicatePolicy p : {DuplicatePolicy::kLowestRow, DuplicatePolicy::kKeepAll}) {
+    if (DuplicatePolicyName(p) == name) return p;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown duplicate policy '", std::string(name),
+                                                 "' (expected lowest_row or keep_all)"));
+}
+
+std::string_view JoinKindName(JoinKind kind) {
+  switch (kind) {
+    case JoinKind::kInner:
+      return "inner";
+    case JoinKind::kLeftOuter:
+      return "left_outer";
+    case JoinKind::kLeftSemi:
+      return "left_semi";
+    case JoinKind::kLeftAnti:
+      return "left_anti";
+  }
+  return "?";
+}
+
+absl::StatusOr<JoinKind> ParseJoinKind(std::string_view name) {
+  for (JoinKind k :
+       {JoinKind::kInner, JoinKind::kLeftOuter, JoinKind::kLeftSemi, JoinKind::kLeftAnti}) {
+    if (JoinKindName(k) == name) return k;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown join kind '", std::string(name),
+                   "' (expected inner, left_outer, left_semi or left_anti)"));
+}
+
 void QueryStatistics::Merge(const QueryStatistics& other) {
   found += other.found;
   missing += other.missing;
@@ -137,9 +174,28 @@ pb::KeyType ToProtoKeyType(KeyType t) {
   return t == KeyType::kUint64 ? pb::KEY_TYPE_UINT64 : pb::KEY_TYPE_UINT32;
 }
 
+pb::DuplicatePolicy ToProtoPolicy(DuplicatePolicy p) {
+  return p == DuplicatePolicy::kKeepAll ? pb::DUPLICATE_POLICY_KEEP_ALL
+                                        : pb::DUPLICATE_POLICY_LOWEST_ROW;
+}
+
+pb::JoinKind ToProtoKind(JoinKind k) {
+  switch (k) {
+    case JoinKind::kInner:
+      return pb::JOIN_KIND_INNER;
+    case JoinKind::kLeftOuter:
+      return pb::JOIN_KIND_LEFT_OUTER;
+    case JoinKind::kLeftSemi:
+      return pb::JOIN_KIND_LEFT_SEMI;
+    case JoinKind::kLeftAnti:
+      return pb::JOIN_KIND_LEFT_ANTI;
+  }
+  return pb::JOIN_KIND_UNSPECIFIED;
+}
+
 BuildStatistics ToBuildStatistics(const pb::BuildStatistics& s) {
-  return BuildStatistics{s.unique_keys(),  s.duplicate_rows(), s.overflow_rows(),
-                         s.invalid_rows(), s.total_probes(),   s.max_probes()};
+  return BuildStatistics{s.unique_keys(),  s.duplicate_rows(), s.overflow_rows(), s.invalid_rows(),
+                         s.total_probes(), s.max_probes(),     s.max_group_rows()};
 }
 
 IndexInfo ToIndexInfo(const pb::IndexInfo& p) {
@@ -169,6 +225,8 @@ IndexInfo ToIndexInfo(const pb::IndexInfo& p) {
     i.payload.push_back(std::move(pc));
   }
   i.payload_bytes = p.payload_bytes();
+  i.duplicates = p.duplicates() == pb::DUPLICATE_POLICY_KEEP_ALL ? DuplicatePolicy::kKeepAll
+                                                                 : DuplicatePolicy::kLowestRow;
   return i;
 }
 
@@ -483,6 +541,7 @@ absl::StatusOr<IndexInfo> Client::BuildIndex(const IndexSpec& spec, const ChunkS
   s->set_batch_mode(spec.batch_mode);
   s->set_replace(spec.replace);
   s->set_key_type(ToProtoKeyType(spec.key_type));
+  s->set_duplicates(ToProtoPolicy(spec.duplicates));
   std::unordered_map<std::string_view, ColumnType> declared;
   for (const PayloadColumnSpec& p : spec.payload) {
     auto* ps = s->add_payload();
@@ -650,6 +709,7 @@ absl::Status Client::Lookup(const std::string& index, const BatchSource<LookupBa
     r->set_max_probe_count(b.max_probe_count);
     r->set_batch_id(id);
     for (const std::string& name : b.select) r->add_select(name);
+    r->set_want_match_counts(b.want_match_counts);
     return absl::OkStatus();
   };
   auto decode = [](pb::LookupResponse& r, LookupResult* out) -> absl::Status {
@@ -658,9 +718,14 @@ absl::Status Client::Lookup(const std::string& index, const BatchSource<LookupBa
     GPUJOIN_RETURN_IF_ERROR(Unpack(r.values(), "values", &out->values));
     out->found.assign(r.found().begin(), r.found().end());
     GPUJOIN_RETURN_IF_ERROR(Unpack(r.probes(), "probes", &out->probes));
+    GPUJOIN_RETURN_IF_ERROR(Unpack(r.match_counts(), "match_counts", &out->match_counts));
     if (out->found.size() != out->values.size()) {
       return absl::InternalError(absl::StrCat("server sent ", out->values.size(), " values but ",
                                               out->found.size(), " found flags"));
+    }
+    if (!out->match_counts.empty() && out->match_counts.size() != out->values.size()) {
+      return absl::InternalError(absl::StrCat("server sent ", out->match_counts.size(),
+                                              " match counts for ", out->values.size(), " rows"));
     }
     out->statistics = ToQueryStatistics(r.statistics());
     return DecodeColumns(r.columns(), out->values.size(), &out->columns);
@@ -682,6 +747,7 @@ absl::Status Client::Join(const std::string& index, const BatchSource<JoinBatch>
     r->set_index(index);
     r->set_max_probe_count(b.max_probe_count);
     r->set_batch_id(id);
+    r->set_kind(ToProtoKind(b.kind));
     for (const std::string& name : b.select) r->add_select(name);
     for (size_t i = 0; i < b.lefts.size(); ++i) {
       const JoinLeft& l = b.lefts[i];
@@ -845,6 +911,7 @@ absl::StatusOr<LookupResult> Client::LookupAll(const std::string& index, Keys ke
     LookupBatch b;
     b.keys = keys.subspan(pos, n);
     b.select = o.select;
+    b.want_match_counts = o.want_match_counts;
     pos += n;
     return b;
   };
@@ -854,6 +921,12 @@ absl::StatusOr<LookupResult> Client::LookupAll(const std::string& index, Keys ke
         if (!r.error.ok()) return r.error;
         all.values.insert(all.values.end(), r.values.begin(), r.values.end());
         all.found.insert(all.found.end(), r.found.begin(), r.found.end());
+        if (o.want_match_counts && r.match_counts.size() != r.values.size()) {
+          return absl::InternalError(absl::StrCat("server sent ", r.match_counts.size(),
+                                                  " match counts for ", r.values.size(), " rows"));
+        }
+        all.match_counts.insert(all.match_counts.end(), r.match_counts.begin(),
+                                r.match_counts.end());
         GPUJOIN_RETURN_IF_ERROR(AppendColumns(std::move(r.columns), &all.columns));
         all.statistics.Merge(r.statistics);
         all.batch_id = r.batch_id;
@@ -890,49 +963,128 @@ absl::StatusOr<JoinPairs> Client::JoinAll(const std::string& index, Keys keys,
     return absl::InvalidArgumentError(
         absl::StrCat("join has ", keys.size(), " left rows; left row IDs are uint32"));
   }
-  JoinPairs all;
-  size_t pos = 0;
-  bool sent_any = false;
-  Progress p;
-  p.total_rows = keys.size();
-  BatchSource<JoinBatch> source = [&]() -> std::optional<JoinBatch> {
-    // With a selection, empty input still sends one (empty) batch (as LookupAll).
-    if (pos >= keys.size() && (sent_any || o.select.empty())) return std::nullopt;
-    sent_any = true;
-    const size_t n = std::min(o.batch_rows, keys.size() - pos);
-    JoinBatch b;
-    JoinLeft l;
-    l.keys = keys.subspan(pos, n);
-    l.first_left_row = static_cast<uint32_t>(pos);
-    l.capacity = o.capacity;
-    l.count_only = o.count_only;
-    b.lefts.push_back(l);
-    b.select = o.select;
-    pos += n;
-    return b;
+  // Inner and left-outer joins on a multi-value index may yield more pairs than
+  // left rows: with no capacity given, count first, then ask for exactly that.
+  bool sized = false;
+  if (o.capacity == 0 && !o.count_only &&
+      (o.kind == JoinKind::kInner || o.kind == JoinKind::kLeftOuter)) {
+    GPUJOIN_ASSIGN_OR_RETURN(const IndexInfo info, DescribeIndex(index));
+    sized = info.duplicates == DuplicatePolicy::kKeepAll;
+  }
+  // With a selection, empty input still sends one (empty) batch (as LookupAll).
+  const size_t batches =
+      keys.empty() ? (o.select.empty() ? 0 : 1) : (keys.size() + o.batch_rows - 1) / o.batch_rows;
+  auto rows_of = [&](uint64_t b) {
+    return std::min<uint64_t>(o.batch_rows,
+                              keys.size() - std::min<uint64_t>(keys.size(), b * o.batch_rows));
   };
-  GPUJOIN_RETURN_IF_ERROR(Join(
-      index, source,
-      [&](JoinResult&& r) -> absl::Status {
-        if (!r.error.ok()) return r.error;
-        if (r.results.size() != 1) {
-          return absl::InternalError(
-              absl::StrCat("server sent ", r.results.size(), " join results for one left batch"));
-        }
-        JoinPairs& jp = r.results[0];
-        all.left_rows.insert(all.left_rows.end(), jp.left_rows.begin(), jp.left_rows.end());
-        all.right_rows.insert(all.right_rows.end(), jp.right_rows.begin(), jp.right_rows.end());
-        GPUJOIN_RETURN_IF_ERROR(AppendColumns(std::move(jp.columns), &all.columns));
-        all.count += jp.count;
-        all.capacity += jp.capacity;
-        all.overflow = all.overflow || jp.overflow;
-        all.statistics.Merge(jp.statistics);
-        p.rows_sent += jp.statistics.found + jp.statistics.missing;
-        p.bytes_sent += jp.left_rows.size() * 2 * sizeof(uint32_t);
-        if (o.progress) o.progress(p);
-        return absl::OkStatus();
-      },
-      o.stream));
+  // The largest capacity the server takes for one batch.
+  constexpr uint64_t kMaxCapacity = uint64_t{1} << 31;
+
+  Progress p;
+  p.total_rows = sized ? 2 * keys.size() : keys.size();
+  uint64_t version = 0;  // of the last answer
+  // One stream over all batches; `configure` sets a batch's capacity and
+  // count_only, `take` consumes its answer.
+  auto pass = [&](const std::function<void(uint64_t, JoinLeft*)>& configure,
+                  const std::function<absl::Status(uint64_t, JoinPairs &&)>& take) {
+    uint64_t next = 0;
+    BatchSource<JoinBatch> source = [&]() -> std::optional<JoinBatch> {
+      if (next >= batches) return std::nullopt;
+      const uint64_t pos = next * o.batch_rows;
+      JoinBatch b;
+      JoinLeft l;
+      l.keys = keys.subspan(pos, rows_of(next));
+      l.first_left_row = static_cast<uint32_t>(pos);
+      configure(next, &l);
+      b.lefts.push_back(l);
+      b.select = o.select;
+      b.kind = o.kind;
+      ++next;
+      return b;
+    };
+    return Join(
+        index, source,
+        [&](JoinResult&& r) -> absl::Status {
+          if (!r.error.ok()) return r.error;
+          if (r.results.size() != 1) {
+            return absl::InternalError(
+                absl::StrCat("server sent ", r.results.size(), " join results for one left batch"));
+          }
+          JoinPairs& jp = r.results[0];
+          version = r.index_version;
+          p.rows_sent += jp.statistics.found + jp.statistics.missing;
+          p.bytes_sent += jp.left_rows.size() * 2 * sizeof(uint32_t);
+          GPUJOIN_RETURN_IF_ERROR(take(r.batch_id, std::move(jp)));
+          if (o.progress) o.progress(p);
+          return absl::OkStatus();
+        },
+        o.stream);
+  };
+
+  std::vector<uint64_t> counts;  // sized: the count pass's count of every batch
+  if (sized) {
+    counts.assign(batches, 0);
+    GPUJOIN_RETURN_IF_ERROR(pass([](uint64_t, JoinLeft* l) { l->count_only = true; },
+                                 [&](uint64_t b, JoinPairs&& jp) -> absl::Status {
+                                   counts[b] = jp.count;
+                                   return absl::OkStatus();
+                                 }));
+  }
+
+  JoinPairs all;
+  uint64_t left_to_ask = o.max_pairs ? o.max_pairs : std::numeric_limits<uint64_t>::max();
+  // Called on the writer thread, in batch order, so `left_to_ask` needs no lock.
+  auto configure = [&](uint64_t b, JoinLeft* l) {
+    if (o.count_only) {
+      l->count_only = true;
+    } else if (sized) {
+      const uint64_t want = std::min({counts[b], left_to_ask, kMaxCapacity});
+      left_to_ask -= want;
+      // Capacity 0 would mean "the batch's rows": a batch with nothing to ask counts only.
+      l->count_only = want == 0;
+      l->capacity = want;
+    } else {
+      l->capacity = o.capacity;
+      if (o.max_pairs) {
+        l->capacity = std::min<uint64_t>(o.capacity ? o.capacity : l->keys.size(), o.max_pairs);
+      }
+    }
+  };
+  auto take = [&](uint64_t b, JoinPairs&& jp) -> absl::Status {
+    if (sized && jp.count > counts[b]) {
+      return absl::AbortedError(absl::StrCat(
+          "join of index '", index, "': batch ", b, " yields ", jp.count, " pairs, its count pass ",
+          counts[b], ": the index changed between the passes; run the join again"));
+    }
+    if (!sized && o.capacity == 0 && !o.count_only && jp.count > rows_of(b)) {
+      return absl::AbortedError(absl::StrCat("join of index '", index, "': batch ", b, " yields ",
+                                             jp.count, " pairs for ", rows_of(b),
+                                             " left rows: the index was rebuilt with keep_all "
+                                             "during the join; run the join again"));
+    }
+    size_t keep = jp.left_rows.size();
+    if (o.max_pairs) keep = std::min<uint64_t>(keep, o.max_pairs - all.left_rows.size());
+    all.left_rows.insert(all.left_rows.end(), jp.left_rows.begin(), jp.left_rows.begin() + keep);
+    all.right_rows.insert(all.right_rows.end(), jp.right_rows.begin(),
+                          jp.right_rows.begin() + keep);
+    if (keep < jp.left_rows.size()) {
+      for (Column& c : jp.columns) {
+        Column prefix(c.name, c.type);
+        GPUJOIN_RETURN_IF_ERROR(prefix.AppendRows(c.view().Slice(0, keep)));
+        c = std::move(prefix);
+      }
+    }
+    GPUJOIN_RETURN_IF_ERROR(AppendColumns(std::move(jp.columns), &all.columns));
+    all.count += jp.count;
+    all.capacity += jp.capacity;
+    all.overflow = all.overflow || jp.overflow;
+    all.statistics.Merge(jp.statistics);
+    return absl::OkStatus();
+  };
+  GPUJOIN_RETURN_IF_ERROR(pass(configure, take));
+  if (o.max_pairs && all.count > o.max_pairs && !o.count_only) all.overflow = true;
+  all.index_version = version;
   return all;
 }
 

@@ -771,14 +771,15 @@ TEST_F(CliEndToEnd, JsonLinesAndTsvInputsGiveTheSameLookup) {
 
 namespace {
 
-// Regression guard for the documented many-to-one rule: when the right file
-// repeats a key, each left row joins the first right row with that key, and a
-// note says how many right rows were shadowed.
+// Regression guard for the many-to-one rule of --right-duplicates lowest_row:
+// when the right file repeats a key, each left row joins the first right row
+// with that key, and a note says how many right rows were shadowed.
 TEST_F(CliEndToEnd, AdHocJoinWithRepeatedRightKeysUsesTheFirstRightRow) {
   std::ofstream(Tmp("right_dups.csv")) << "id,label\n7,first\n9,nine\n7,second\n7,third\n";
   std::ofstream(Tmp("left_dups.csv")) << "id,n\n7,a\n8,b\n9,c\n7,d\n";
   RunResult r = Cli({"join", "--left", Tmp("left_dups.csv").string(), "--right",
-                     Tmp("right_dups.csv").string(), "--on", "id"});
+                     Tmp("right_dups.csv").string(), "--on", "id", "--right-duplicates",
+                     "lowest_row"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, "id,n,id_2,label\n7,a,7,first\n9,c,9,nine\n7,d,7,first\n");
   EXPECT_NE(r.err.find("has 2 rows with a repeated key"), std::string::npos) << r.err;
@@ -823,7 +824,7 @@ TEST_F(CliEndToEnd, AutoKeyTypeInfersUint32Uint64AndInt64) {
   // The ls table and describe carry the key type.
   RunResult ls = Cli({"index", "ls"});
   ASSERT_EQ(ls.code, 0) << ls.err;
-  EXPECT_NE(ls.out.find(",key_type\n"), std::string::npos) << ls.out;
+  EXPECT_NE(ls.out.find(",key_type,duplicates\n"), std::string::npos) << ls.out;
   EXPECT_NE(ls.out.find("auto_i64,"), std::string::npos) << ls.out;
   RunResult d = Cli({"index", "describe", "auto_u64"});
   EXPECT_NE(d.out.find("keys         uint64"), std::string::npos) << d.out;

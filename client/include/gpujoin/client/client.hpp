@@ -22,6 +22,11 @@
 //    (`select`): results carry owned `Column`s aligned with the lookup's rows or
 //    the join's pairs. A join answer the server split over several messages
 //    (JoinResponse.more) reaches the sink reassembled, one JoinPairs per left batch.
+//  - Duplicate keys: an index keeps the lowest source row of each key
+//    (DuplicatePolicy::kLowestRow, the default) or every row (kKeepAll, a
+//    multi-value index: a join yields one pair per kept row, a lookup the first
+//    row plus a match count). Joins are inner, left outer, left semi or left
+//    anti (JoinKind); unmatched outer and anti rows pair with kNoMatch.
 //
 // Errors: every function returns an `absl::Status` whose code is the gRPC code
 // the server sent (the codes are the same google.rpc.Code values) and whose
@@ -113,6 +118,41 @@ enum class KeyType { kUint32, kUint64 };
 /// "uint32" or "uint64".
 std::string_view KeyTypeName(KeyType type);
 
+// ---------------------------------------------------------------- duplicates and join kinds
+
+/// What a build keeps of rows whose key is already present (IndexSpec::duplicates).
+enum class DuplicatePolicy {
+  /// The lowest source row of each key wins; later rows are counted as
+  /// duplicate_rows and dropped (many-to-one joins).
+  kLowestRow,
+  /// A multi-value index: every valid row is kept, in source-row order per key
+  /// (one-to-many and many-to-many joins).
+  kKeepAll,
+};
+
+/// "lowest_row" or "keep_all".
+std::string_view DuplicatePolicyName(DuplicatePolicy policy);
+/// Parses DuplicatePolicyName's spelling; INVALID_ARGUMENT naming the word otherwise.
+absl::StatusOr<DuplicatePolicy> ParseDuplicatePolicy(std::string_view name);
+
+/// Which left rows a join returns (JoinBatch::kind). Pairs come in left-row
+/// order, then right source-row order; counts are exact for every kind.
+enum class JoinKind {
+  kInner,      ///< one pair per matching right row
+  kLeftOuter,  ///< as inner; a left row without a match gives one pair (left row, kNoMatch)
+  kLeftSemi,   ///< one pair (left row, first match's value) per left row with a match
+  kLeftAnti,   ///< one pair (left row, kNoMatch) per left row without a match
+};
+
+/// "inner", "left_outer", "left_semi", "left_anti".
+std::string_view JoinKindName(JoinKind kind);
+/// Parses JoinKindName's spelling; INVALID_ARGUMENT naming the word otherwise.
+absl::StatusOr<JoinKind> ParseJoinKind(std::string_view name);
+
+/// The right row (value) of an outer or anti pair without a match, and the
+/// value of a missing key in a lookup.
+inline constexpr uint32_t kNoMatch = 0xffffffffu;
+
 /// The element types a Keys column is made from.
 template <typename T>
 concept KeyElement =
@@ -183,11 +223,12 @@ class Keys {
 /// total probes, max probes] as the server reports them.
 struct BuildStatistics {
   uint64_t unique_keys = 0;
-  uint64_t duplicate_rows = 0;
+  uint64_t duplicate_rows = 0;  ///< rows beyond the first of each key (kept by kKeepAll)
   uint64_t overflow_rows = 0;
   uint64_t invalid_rows = 0;
   uint64_t total_probes = 0;
   uint64_t max_probes = 0;
+  uint64_t max_group_rows = 0;  ///< kKeepAll: most rows kept under one key; kLowestRow: 0
 };
 
 /// Query statistics [found, missing, total probes, max probes] of one batch.
@@ -220,6 +261,7 @@ struct IndexInfo {
   KeyType key_type = KeyType::kUint32;
   std::vector<PayloadColumnInfo> payload;  ///< in the order the spec declared them
   uint64_t payload_bytes = 0;              ///< sum of payload[].bytes (within device_bytes)
+  DuplicatePolicy duplicates = DuplicatePolicy::kLowestRow;
 };
 
 /// Server identity and memory (GetServerInfoResponse).
@@ -265,6 +307,9 @@ struct IndexSpec {
   /// rows (batch mode: every row of every chunk, masked-out rows included).
   /// Names unique; kString bytes must be UTF-8 (the server checks), kBinary's are not checked.
   std::vector<PayloadColumnSpec> payload;
+  /// Which rows of a repeated key the index keeps (kKeepAll: all of them, and
+  /// each one's payload).
+  DuplicatePolicy duplicates = DuplicatePolicy::kLowestRow;
 };
 
 /// One build chunk (borrowed; see "Borrowed memory" above). With
@@ -314,15 +359,19 @@ struct LookupBatch {
   bool want_probes = false;         ///< return per-row probe counts
   uint32_t max_probe_count = 0;     ///< 0 = the index's bound
   std::vector<std::string> select;  ///< payload columns to gather per row, each at most once
+  /// Return per-row match counts (kKeepAll: the key's group size; kLowestRow: 1 or 0).
+  bool want_match_counts = false;
 };
 
 /// The answer to one Lookup batch.
 struct LookupResult {
-  uint64_t batch_id = 0;         ///< 0-based position of the batch in the stream
-  uint64_t index_version = 0;    ///< the index version this batch ran on
-  std::vector<uint32_t> values;  ///< per row; 0xffffffff where missing
-  std::vector<uint8_t> found;    ///< per row: 1 found, 0 missing
-  std::vector<uint32_t> probes;  ///< per row, when asked
+  uint64_t batch_id = 0;       ///< 0-based position of the batch in the stream
+  uint64_t index_version = 0;  ///< the index version this batch ran on
+  /// Per row: the value of the key's first (lowest-row) match; kNoMatch where missing.
+  std::vector<uint32_t> values;
+  std::vector<uint8_t> found;          ///< per row: 1 found, 0 missing
+  std::vector<uint32_t> probes;        ///< per row, when asked
+  std::vector<uint32_t> match_counts;  ///< per row, when asked: rows the key matches (0 missing)
   QueryStatistics statistics;
   /// The selected payload columns in `select` order, one row per key: the
   /// key's stored value (of its build's lowest source row), null where the key
@@ -349,23 +398,30 @@ struct JoinLeft {
 /// join with one result per left batch.
 struct JoinBatch {
   std::vector<JoinLeft> lefts;
-  uint32_t max_probe_count = 0;     ///< 0 = the index's bound
-  std::vector<std::string> select;  ///< payload columns to gather per pair, each at most once
+  uint32_t max_probe_count = 0;      ///< 0 = the index's bound
+  std::vector<std::string> select;   ///< payload columns to gather per pair, each at most once
+  JoinKind kind = JoinKind::kInner;  ///< the kind of every left batch of the request
 };
 
-/// Result of one left batch: the [left row, right row] pairs in left order.
+/// Result of one left batch: the [left row, right row] pairs in left order,
+/// then right source-row order.
 struct JoinPairs {
-  std::vector<uint32_t> left_rows;   ///< min(count, capacity) of them
-  std::vector<uint32_t> right_rows;  ///< the index values of the matched keys
-  uint64_t count = 0;                ///< pairs before truncation
+  std::vector<uint32_t> left_rows;  ///< min(count, capacity) of them
+  /// The index values of the matched rows; kNoMatch for a left-outer row without
+  /// a match and for every left-anti pair.
+  std::vector<uint32_t> right_rows;
+  uint64_t count = 0;  ///< pairs of the kind before truncation (exact)
   uint64_t capacity = 0;
   bool overflow = false;  ///< count > capacity, or the index build overflowed
   QueryStatistics statistics;
   std::vector<uint8_t> found;    ///< when asked
   std::vector<uint32_t> probes;  ///< when asked
   /// The selected payload columns in `select` order, one row per pair (the
-  /// right key's stored value; null where it is null).
+  /// matched row's stored value; null where it is null or the pair has no match).
   std::vector<Column> columns;
+  /// JoinAll: the index version of the last batch's answer (Join reports it in
+  /// JoinResult::index_version).
+  uint64_t index_version = 0;
 };
 
 /// The answer to one Join request.
@@ -450,8 +506,17 @@ using ResultSink = std::function<absl::Status(Result&&)>;
 struct QueryAllOptions {
   size_t batch_rows = 1 << 20;      ///< keys per request
   std::vector<std::string> select;  ///< payload columns to gather
-  uint64_t capacity = 0;            ///< JoinAll: pairs per batch (0 = the batch's rows)
-  bool count_only = false;          ///< JoinAll: counts and statistics only, no pairs
+  /// JoinAll: pairs per batch. 0 = every pair: the batch's rows, or on a
+  /// kKeepAll index (inner and left-outer joins) the exact count of a count-only
+  /// pass (see JoinAll).
+  uint64_t capacity = 0;
+  /// JoinAll: most pairs kept over all batches (0 = no bound). Pairs beyond it
+  /// are counted in `count` (and make `overflow`) but not returned; no batch
+  /// asks for more pairs than it (sized joins: than the batches before leave).
+  uint64_t max_pairs = 0;
+  bool count_only = false;           ///< JoinAll: counts and statistics only, no pairs
+  JoinKind kind = JoinKind::kInner;  ///< JoinAll
+  bool want_match_counts = false;    ///< LookupAll: LookupResult::match_counts
   StreamOptions stream;
   ProgressCallback progress;  ///< may be empty; called as batches are answered
 };
@@ -541,24 +606,36 @@ class Client {
                                          size_t batch_rows = 1 << 20,
                                          const StreamOptions& options = {},
                                          const ProgressCallback& progress = {});
-  /// The same with QueryAllOptions (batch_rows, select, stream, progress): the
-  /// selected columns of all batches are concatenated in `columns` (typed, with
-  /// no rows, for empty keys: one empty batch is sent then).
+  /// The same with QueryAllOptions (batch_rows, select, want_match_counts,
+  /// stream, progress): the selected columns of all batches are concatenated in
+  /// `columns` (typed, with no rows, for empty keys: one empty batch is sent then).
   absl::StatusOr<LookupResult> LookupAll(const std::string& index, Keys keys,
                                          const QueryAllOptions& options);
 
   /// Convenience: inner join of all `keys` (left rows numbered from 0) in
   /// batches of `batch_rows`; the pairs of all batches are concatenated in
-  /// left order. `capacity` bounds the pairs of each batch (0 = batch rows).
-  /// count/overflow/statistics are summed over batches.
+  /// left order. `capacity` bounds the pairs of each batch (0 = every pair, as
+  /// QueryAllOptions::capacity). count/overflow/statistics are summed over batches.
   absl::StatusOr<JoinPairs> JoinAll(const std::string& index, Keys keys,
                                     size_t batch_rows = 1 << 20, uint64_t capacity = 0,
                                     const StreamOptions& options = {},
                                     const ProgressCallback& progress = {});
-  /// The same with QueryAllOptions (batch_rows, select, capacity, count_only,
-  /// stream, progress): the selected columns of all batches are concatenated in
-  /// `columns`, aligned with the pairs (as LookupAll's for empty keys); with
-  /// count_only there are no pairs and `count` is the total.
+  /// The same with QueryAllOptions (batch_rows, select, capacity, max_pairs,
+  /// count_only, kind, stream, progress): the selected columns of all batches
+  /// are concatenated in `columns`, aligned with the pairs (as LookupAll's for
+  /// empty keys); with count_only there are no pairs and `count` is the total.
+  ///
+  /// Sizing: with capacity 0 the result holds every pair. Inner and left-outer
+  /// joins on a kKeepAll index (DescribeIndex tells, one call first) may yield
+  /// more pairs than left rows, so JoinAll then runs two streams: a count-only
+  /// pass over all batches, then the same batches each asking for exactly its
+  /// count (bounded by what max_pairs leaves). Progress then counts every left
+  /// row twice (total_rows is twice the keys). A batch whose second answer
+  /// holds more pairs than it was sized for (the index was rebuilt between the
+  /// passes) fails the call with ABORTED; run it again. A capacity the caller
+  /// gives is used as it is: a batch with more pairs reports overflow, its
+  /// stable prefix kept. Every other case (kLowestRow, semi and anti joins)
+  /// yields at most one pair per left row and runs one stream.
   absl::StatusOr<JoinPairs> JoinAll(const std::string& index, Keys keys,
                                     const QueryAllOptions& options);
 
