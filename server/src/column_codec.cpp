@@ -141,6 +141,46 @@ absl::StatusOr<engine::KeyType> FromWireKeyType(int type, std::string_view field
   }
 }
 
+v1::DuplicatePolicy ToWireDuplicatePolicy(engine::DuplicatePolicy policy) {
+  return policy == engine::DuplicatePolicy::kKeepAll ? v1::DUPLICATE_POLICY_KEEP_ALL
+                                                     : v1::DUPLICATE_POLICY_LOWEST_ROW;
+}
+
+absl::StatusOr<engine::DuplicatePolicy> FromWireDuplicatePolicy(int policy,
+                                                                std::string_view field) {
+  switch (policy) {
+    case v1::DUPLICATE_POLICY_UNSPECIFIED:
+    case v1::DUPLICATE_POLICY_LOWEST_ROW:
+      return engine::DuplicatePolicy::kLowestRow;
+    case v1::DUPLICATE_POLICY_KEEP_ALL:
+      return engine::DuplicatePolicy::kKeepAll;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          std::string(field), ": ", policy,
+          " is not a duplicate policy; set DUPLICATE_POLICY_LOWEST_ROW (the default) or "
+          "DUPLICATE_POLICY_KEEP_ALL"));
+  }
+}
+
+absl::StatusOr<engine::JoinKind> FromWireJoinKind(int kind, std::string_view field) {
+  switch (kind) {
+    case v1::JOIN_KIND_UNSPECIFIED:
+    case v1::JOIN_KIND_INNER:
+      return engine::JoinKind::kInner;
+    case v1::JOIN_KIND_LEFT_OUTER:
+      return engine::JoinKind::kLeftOuter;
+    case v1::JOIN_KIND_LEFT_SEMI:
+      return engine::JoinKind::kLeftSemi;
+    case v1::JOIN_KIND_LEFT_ANTI:
+      return engine::JoinKind::kLeftAnti;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          std::string(field), ": ", kind,
+          " is not a join kind; set JOIN_KIND_INNER (the default), JOIN_KIND_LEFT_OUTER, "
+          "JOIN_KIND_LEFT_SEMI or JOIN_KIND_LEFT_ANTI"));
+  }
+}
+
 v1::ColumnType ToWireColumnType(engine::ColumnType type) {
   return static_cast<v1::ColumnType>(static_cast<int>(type) + 1);
 }

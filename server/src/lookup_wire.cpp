@@ -23,6 +23,7 @@ constexpr uint32_t kResponseValues = 3;
 constexpr uint32_t kResponseFound = 4;
 constexpr uint32_t kResponseProbes = 5;
 constexpr uint32_t kResponseColumns = 8;
+constexpr uint32_t kResponseMatchCounts = 9;
 // Field numbers of Column.
 constexpr uint32_t kColumnData = 4;
 constexpr uint32_t kColumnOffsets = 5;
@@ -270,24 +271,29 @@ grpc::ByteBuffer SerializeLookupResponse(uint64_t batch_id, PackedLookupResult r
   const std::string statistics = tail.SerializeAsString();
 
   std::vector<grpc::Slice> slices;
+  // The outputs' owner, shared by the slices of values, found, probes and match counts.
+  SharedOwner outputs_owner;
+  const uint8_t* outputs = nullptr;
   if (rows == 0) {
     // Proto3 leaves empty bytes fields out.
     slices.emplace_back(before_values + statistics);
   } else {
-    const auto outputs = std::make_shared<const engine::HostBuffer>(std::move(result.outputs));
-    const SharedOwner owner = outputs;
+    const auto buffer = std::make_shared<const engine::HostBuffer>(std::move(result.outputs));
+    outputs = buffer->data();
+    outputs_owner = buffer;
+    const SharedOwner& owner = outputs_owner;
     AppendBytesHeader(kResponseValues, rows * 4, &before_values);
     slices.emplace_back(before_values);
-    slices.push_back(ColumnSlice(owner, outputs->data() + result.values_offset(), rows * 4));
+    slices.push_back(ColumnSlice(owner, outputs + result.values_offset(), rows * 4));
     std::string found_header;
     AppendBytesHeader(kResponseFound, rows, &found_header);
     slices.emplace_back(found_header);
-    slices.push_back(ColumnSlice(owner, outputs->data() + result.found_offset(), rows));
+    slices.push_back(ColumnSlice(owner, outputs + result.found_offset(), rows));
     if (result.probes) {
       std::string probes_header;
       AppendBytesHeader(kResponseProbes, rows * 4, &probes_header);
       slices.emplace_back(probes_header);
-      slices.push_back(ColumnSlice(owner, outputs->data() + result.probes_offset(), rows * 4));
+      slices.push_back(ColumnSlice(owner, outputs + result.probes_offset(), rows * 4));
     }
     slices.emplace_back(statistics);
   }
@@ -296,6 +302,13 @@ grpc::ByteBuffer SerializeLookupResponse(uint64_t batch_id, PackedLookupResult r
         std::move(result.columns));
     const SharedOwner owner = columns;
     for (const v1::Column& c : *columns) AppendColumn(c, owner, &slices);
+  }
+  // Field 9 follows the columns (protobuf writes fields in number order).
+  if (result.match_counts && rows != 0) {
+    std::string header;
+    AppendBytesHeader(kResponseMatchCounts, rows * 4, &header);
+    slices.emplace_back(header);
+    slices.push_back(ColumnSlice(outputs_owner, outputs + result.match_counts_offset(), rows * 4));
   }
   return grpc::ByteBuffer(slices.data(), slices.size());
 }

@@ -153,12 +153,14 @@ void Operations::FillIndexInfo(const IndexVersion& v, v1::IndexInfo* info) {
   s->set_invalid_rows(st.invalid_rows);
   s->set_total_probes(st.total_probes);
   s->set_max_probes(st.max_probes);
+  s->set_max_group_rows(st.max_group_rows);
   info->set_load_factor(index.load_factor());
   info->set_device_bytes(index.memory_bytes());
   info->set_build_seconds(v.build_seconds);
   info->set_backend(std::string(engine::BackendKindName(index.backend())));
   info->set_built_unix_millis(v.built_unix_millis);
   info->set_key_type(ToWireKeyType(index.key_type()));
+  info->set_duplicates(ToWireDuplicatePolicy(index.spec().duplicates));
   uint64_t payload_bytes = 0;
   const std::vector<engine::PayloadColumnInfo>& payload = index.payload();
   for (size_t i = 0; i < payload.size(); ++i) {
@@ -199,16 +201,19 @@ absl::Status Operations::Lookup(const v1::LookupRequest& request, v1::LookupResp
                              CheckLookup(*version, request, rows, selected));
     PackedOutput<uint32_t> values(response->mutable_values(), rows);
     PackedOutput<uint8_t> found(response->mutable_found(), rows);
-    std::optional<PackedOutput<uint32_t>> probes;
+    std::optional<PackedOutput<uint32_t>> probes, match_counts;
     if (request.want_probes()) probes.emplace(response->mutable_probes(), rows);
+    if (request.want_match_counts()) match_counts.emplace(response->mutable_match_counts(), rows);
     GatherTarget gather(selected, rows, string_share, response->mutable_columns());
     engine::QueryStatistics stats;
-    GPUJOIN_RETURN_IF_ERROR(
-        RunLookup<Key>(*version, request, keys.span(), values.span(), found.span(),
-                       probes ? probes->span() : std::span<uint32_t>(), gather.Outputs(), &stats));
+    GPUJOIN_RETURN_IF_ERROR(RunLookup<Key>(
+        *version, request, keys.span(), values.span(), found.span(),
+        probes ? probes->span() : std::span<uint32_t>(),
+        match_counts ? match_counts->span() : std::span<uint32_t>(), gather.Outputs(), &stats));
     values.Finish();
     found.Finish();
     if (probes) probes->Finish();
+    if (match_counts) match_counts->Finish();
     const uint64_t gathered = gather.Finish(rows);
     if (!selected.empty()) state_.metrics->RecordGathered(QueryOp::kLookup, gathered);
     response->set_index_version(version->version);
@@ -242,6 +247,7 @@ absl::Status Operations::LookupPacked(const v1::LookupRequest& fields, engine::K
     copy_keys(keys.data());
     result->rows = rows;
     result->probes = fields.want_probes();
+    result->match_counts = fields.want_match_counts();
     GPUJOIN_ASSIGN_OR_RETURN(result->outputs, state_.backend->AllocateHostBuffer(result->bytes()));
     const engine::HostBuffer& out = result->outputs;
     GatherTarget gather(selected, rows, string_share, &result->columns);
@@ -250,6 +256,8 @@ absl::Status Operations::LookupPacked(const v1::LookupRequest& fields, engine::K
         out.Span<uint32_t>(result->values_offset(), rows),
         out.Span<uint8_t>(result->found_offset(), rows),
         result->probes ? out.Span<uint32_t>(result->probes_offset(), rows) : std::span<uint32_t>(),
+        result->match_counts ? out.Span<uint32_t>(result->match_counts_offset(), rows)
+                             : std::span<uint32_t>(),
         gather.Outputs(), &result->statistics));
     const uint64_t gathered = gather.Finish(rows);
     if (!selected.empty()) state_.metrics->RecordGathered(QueryOp::kLookup, gathered);
@@ -270,7 +278,8 @@ absl::StatusOr<uint64_t> Operations::CheckLookup(const IndexVersion& version,
   const bool wide = version.index->key_type() == engine::KeyType::kU64;
   const std::string what = absl::StrCat(wide ? "keys64" : "keys", ": ", rows, " rows");
   const uint64_t fixed =
-      rows * (request.want_probes() ? 9 : 5) + GatheredFixedBytes(selected, rows);
+      rows * (5 + (request.want_probes() ? 4 : 0) + (request.want_match_counts() ? 4 : 0)) +
+      GatheredFixedBytes(selected, rows);
   // The columns' own fields count against the message, not the result bytes.
   const uint64_t headers = GatheredHeaderBytes(selected);
   GPUJOIN_RETURN_IF_ERROR(CheckResponseSize(
@@ -293,6 +302,7 @@ template <typename Key>
 absl::Status Operations::RunLookup(const IndexVersion& version, const v1::LookupRequest& request,
                                    std::span<const Key> keys, std::span<uint32_t> values,
                                    std::span<uint8_t> found, std::span<uint32_t> probes,
+                                   std::span<uint32_t> match_counts,
                                    std::vector<engine::GatherOutput> gather,
                                    engine::QueryStatistics* stats) {
   engine::CommandGraph graph;
@@ -302,6 +312,7 @@ absl::Status Operations::RunLookup(const IndexVersion& version, const v1::Lookup
   node.values = values;
   node.found = found;
   node.probes = probes;
+  node.match_counts = match_counts;
   node.statistics = stats;
   const auto string_output = std::find_if(gather.begin(), gather.end(),
                                           [](const auto& g) { return g.string_bytes != nullptr; });
@@ -332,19 +343,21 @@ absl::Status Operations::RunLookup(const IndexVersion& version, const v1::Lookup
 template absl::Status Operations::RunLookup<uint32_t>(const IndexVersion&, const v1::LookupRequest&,
                                                       std::span<const uint32_t>,
                                                       std::span<uint32_t>, std::span<uint8_t>,
-                                                      std::span<uint32_t>,
+                                                      std::span<uint32_t>, std::span<uint32_t>,
                                                       std::vector<engine::GatherOutput>,
                                                       engine::QueryStatistics*);
 template absl::Status Operations::RunLookup<uint64_t>(const IndexVersion&, const v1::LookupRequest&,
                                                       std::span<const uint64_t>,
                                                       std::span<uint32_t>, std::span<uint8_t>,
-                                                      std::span<uint32_t>,
+                                                      std::span<uint32_t>, std::span<uint32_t>,
                                                       std::vector<engine::GatherOutput>,
                                                       engine::QueryStatistics*);
 
 // ------------------------------------------------------------------ join
 
 absl::Status Operations::Join(const v1::JoinRequest& request, v1::JoinResponse* response) {
+  // A kind that is not one is a malformed request, whatever the registry holds.
+  GPUJOIN_RETURN_IF_ERROR(FromWireJoinKind(request.kind(), "kind").status());
   GPUJOIN_ASSIGN_OR_RETURN(auto version, FindIndex(request.index(), "index"));
   if (request.batches_size() == 0) {
     return absl::InvalidArgumentError("batches: at least one left batch is required");
@@ -367,15 +380,27 @@ absl::Status Operations::JoinOf(const IndexVersion& version, const v1::JoinReque
     DecodedColumn<Key> keys;
     DecodedColumn<uint32_t> left_rows;
     bool count_only = false;
-    uint64_t capacity = 0;   // requested (reported back, the truncation point)
-    uint64_t allocated = 0;  // pairs allocated: min(capacity, rows); 0 when count-only
+    uint64_t capacity = 0;   // the truncation point (reported back)
+    uint64_t wanted = 0;     // pairs the batch may yield, at most: min(capacity, bound)
+    uint64_t allocated = 0;  // pairs allocated (<= wanted); 0 when count-only
     engine::JoinResult result;
     std::optional<PackedOutput<uint32_t>> out_left, out_right, probes;
     std::optional<PackedOutput<uint8_t>> found;
     std::optional<GatherTarget> gather;
   };
+  GPUJOIN_ASSIGN_OR_RETURN(const engine::JoinKind kind, FromWireJoinKind(request.kind(), "kind"));
   GPUJOIN_ASSIGN_OR_RETURN(const std::vector<SelectedColumn> selected,
                            ResolveSelect(version, request.select()));
+  // Pairs per left row, at most: one, except for inner and outer joins on a
+  // keep_all index, where a row yields a pair per row of its key's group.
+  const bool multi = version.index->spec().duplicates == engine::DuplicatePolicy::kKeepAll &&
+                     (kind == engine::JoinKind::kInner || kind == engine::JoinKind::kLeftOuter);
+  const uint64_t pairs_per_row =
+      multi ? std::max<uint64_t>(1, version.index->build_statistics().max_group_rows) : 1;
+  // Host bytes of `n` pairs with their fixed-width gathered values.
+  const auto pair_bytes = [&selected](uint64_t n) {
+    return n * 8 + GatheredFixedBytes(selected, n);
+  };
   std::vector<BatchBuffers> buffers(request.batches_size());
   // Host bytes of the results before any string value bytes, and the string
   // outputs that share what --max-result-bytes leaves.
@@ -418,16 +443,18 @@ absl::Status Operations::JoinOf(const IndexVersion& version, const v1::JoinReque
         return absl::InvalidArgumentError(
             absl::StrCat(field, ".capacity: ", buf.capacity, " pairs is more than 2^31"));
       }
-      // Each left row matches at most once (many-to-one), so no more pairs than
-      // rows are ever written: a large capacity costs nothing beyond them.
-      buf.allocated = std::min<uint64_t>(buf.capacity, buf.keys.size());
+      // No batch yields more than pairs_per_row pairs a left row, so a larger
+      // capacity costs nothing beyond them.
+      buf.wanted = std::min<uint64_t>(buf.capacity, buf.keys.size() * pairs_per_row);
+      // The pairs of one per left row are always allocated (or the request is
+      // refused below); pairs beyond them only as far as --max-result-bytes allows.
+      buf.allocated = std::min<uint64_t>(buf.wanted, buf.keys.size());
     }
     // Found and probes travel in the batch's first response message, whole.
     const uint64_t head = buf.keys.size() * ((b.want_found() ? 1 : 0) + (b.want_probes() ? 4 : 0));
     GPUJOIN_RETURN_IF_ERROR(CheckResponseSize(
         head, absl::StrCat(field, ": found and probes of ", buf.keys.size(), " rows")));
-    result_bytes += head + buf.allocated * 8 + GatheredFixedBytes(selected, buf.allocated);
-    if (buf.allocated != 0) string_outputs += strings;
+    result_bytes += head + pair_bytes(buf.allocated);
   }
   const uint64_t result_limit = ResultLimit();
   if (result_bytes > result_limit) {
@@ -437,6 +464,29 @@ absl::Status Operations::JoinOf(const IndexVersion& version, const v1::JoinReque
         ") need ", result_bytes, " bytes, above --max-result-bytes=", result_limit,
         "; lower the capacities (count_only sizes them), select fewer columns or split the "
         "request"));
+  }
+  // Pairs beyond one per left row (keep_all inner and outer joins), in batch
+  // order, as far as what is left of --max-result-bytes allows: never more.
+  // A batch cut short here reports the pairs allocated as its capacity, and
+  // overflow when its count exceeds them.
+  for (BatchBuffers& buf : buffers) {
+    if (buf.wanted == buf.allocated) continue;
+    const uint64_t floor = pair_bytes(buf.allocated);
+    uint64_t lo = buf.allocated, hi = buf.wanted;  // the most pairs that fit
+    while (lo < hi) {
+      const uint64_t mid = lo + (hi - lo + 1) / 2;
+      if (result_bytes + pair_bytes(mid) - floor <= result_limit) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    result_bytes += pair_bytes(lo) - floor;
+    buf.allocated = lo;
+    if (buf.allocated < buf.wanted) buf.capacity = buf.allocated;
+  }
+  for (const BatchBuffers& buf : buffers) {
+    if (buf.allocated != 0) string_outputs += strings;
   }
   // The string outputs share what is left equally.
   const uint64_t string_share =
@@ -448,6 +498,7 @@ absl::Status Operations::JoinOf(const IndexVersion& version, const v1::JoinReque
   engine::JoinNodeT<Key> node;
   node.index = version.index.get();
   node.max_probe_count = static_cast<uint32_t>(request.max_probe_count());  // <= capacity
+  node.kind = kind;
   for (int i = 0; i < request.batches_size(); ++i) {
     const v1::LeftBatch& b = request.batches(i);
     BatchBuffers& buf = buffers[i];
@@ -851,6 +902,7 @@ engine::HashIndexSpec BuildSession::EngineSpec(uint32_t capacity) const {
   spec.capacity = capacity;
   spec.max_probe_count = static_cast<uint32_t>(spec_.max_probe_count());  // AddSpec checked it
   spec.key_type = key_type_;
+  spec.duplicates = duplicates_;
   return spec;
 }
 
@@ -860,25 +912,40 @@ absl::Status BuildSession::ReserveFor(uint32_t capacity, const engine::BuildShap
   GPUJOIN_RETURN_IF_ERROR(Prefixed(spec.Validate(), "spec: "));
   const engine::Backend& backend = *ops_->state_.backend;
   const std::vector<engine::PayloadShape> payload_shapes = payload_.Shapes();
+  // A keep_all index keeps its groups and its payload per row: both grow with
+  // the rows, which are known from the spec's expected_rows or the chunks so far.
+  const uint64_t rows = shape == nullptr ? 0 : shape->rows;
   const uint64_t table = backend.IndexBytes(spec);
-  const uint64_t payload = payload_shapes.empty() ? 0 : backend.PayloadBytes(spec, payload_shapes);
+  const uint64_t groups = engine::GroupStorageBytes(spec, capacity, rows);
+  const uint64_t payload =
+      payload_shapes.empty() ? 0 : backend.PayloadBytes(spec, payload_shapes, rows);
   uint64_t transient = 0;
   if (shape != nullptr) {
     engine::BuildShape with_payload = *shape;
     with_payload.payload = payload_shapes;
     transient = backend.BuildTransientBytes(spec, with_payload);
   }
-  const uint64_t need = table + payload + transient + staged_bytes_;
+  const uint64_t need = table + groups + payload + transient + staged_bytes_;
   if (reserved_ && grow_only && need <= reservation_.bytes()) return absl::OkStatus();
-  const std::string payload_part =
+  std::string payload_part =
       payload_shapes.empty()
           ? std::string()
           : absl::StrCat(" + ", payload, " bytes for ", payload_shapes.size(), " payload columns");
+  if (duplicates_ == engine::DuplicatePolicy::kKeepAll) {
+    payload_part = shape == nullptr ? std::string()
+                                    : absl::StrCat(" + ", groups, " bytes of keep_all groups for ",
+                                                   rows, " rows", payload_part,
+                                                   payload_shapes.empty() ? "" : " (per row)");
+  }
   const std::string what =
       shape == nullptr
           ? absl::StrCat("index \"", name_, "\" (capacity ", capacity, ": ", table, " table bytes",
                          payload_part,
-                         "; the build's transient bytes are reserved once its rows are known)")
+                         duplicates_ == engine::DuplicatePolicy::kKeepAll
+                             ? "; the keep_all groups, the payload (kept per row) and the "
+                               "build's transient bytes are reserved once its rows are known)"
+                             : "; the build's transient bytes are reserved once its rows are "
+                               "known)")
           : absl::StrCat("index \"", name_, "\" (capacity ", capacity, ": ", table, " table bytes",
                          payload_part, " + ", transient, " transient bytes for the build of ",
                          shape->rows, " rows + ", staged_bytes_, " bytes of staged input)");
@@ -940,6 +1007,8 @@ absl::Status BuildSession::AddSpec(const v1::IndexSpec& spec) {
   GPUJOIN_RETURN_IF_ERROR(CheckFitsU32(spec.max_probe_count(), "spec.max_probe_count"));
   GPUJOIN_RETURN_IF_ERROR(CheckFitsU32(spec.first_value(), "spec.first_value"));
   GPUJOIN_ASSIGN_OR_RETURN(key_type_, FromWireKeyType(spec.key_type(), "spec.key_type"));
+  GPUJOIN_ASSIGN_OR_RETURN(duplicates_,
+                           FromWireDuplicatePolicy(spec.duplicates(), "spec.duplicates"));
   WithKeyWord(key_type_,
               [this](auto word) { keys_.emplace<KeyChunks<typename decltype(word)::type>>(); });
   GPUJOIN_RETURN_IF_ERROR(payload_.Declare(spec.payload()));

@@ -107,7 +107,10 @@ uint64_t JoinTraits::Rows(const Request& r) {
 uint64_t JoinTraits::InlineCost(const Request& r) {
   uint64_t cost = 0;
   for (const auto& b : r.batches()) {
-    cost += KeyRows(b);  // pairs are allocated for at most the rows (Operations::Join)
+    // Rows probed, and the pairs allocated: at most the rows, or on a keep_all
+    // index the capacity asked for (Operations::Join), which the index decides.
+    const uint64_t rows = KeyRows(b);
+    cost += b.count_only() ? rows : std::max(rows, b.capacity());
   }
   return cost;
 }

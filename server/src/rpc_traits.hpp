@@ -164,7 +164,8 @@ struct JoinTraits : StatelessTraits<v1::JoinRequest, JoinWireResponse> {
   static bool More(const Response& out) { return out.parts && out.next < out.parts->size(); }
   static uint64_t Rows(const Request& r);
   static constexpr bool kMayInline = true;
-  /// Rows probed (the pairs allocated never exceed them).
+  /// Rows probed, or the capacities asked for where larger (pairs beyond one per
+  /// left row are allocated on keep_all indexes only, up to the capacity).
   static uint64_t InlineCost(const Request& r);
 };
 

@@ -319,11 +319,11 @@ void ExpectPayloadInfo(const Backend& backend, const HashIndex& index,
     EXPECT_EQ(info.type, payload[c].type);
     EXPECT_EQ(info.null_count, nulls);
     const PayloadShape one[] = {shape};
-    EXPECT_GE(info.bytes, backend.PayloadBytes(index.spec(), one));
+    EXPECT_GE(info.bytes, backend.PayloadBytes(index.spec(), one, index.built_rows()));
     shapes.push_back(shape);
     payload_bytes += info.bytes;
   }
-  EXPECT_EQ(payload_bytes, backend.PayloadBytes(index.spec(), shapes));
+  EXPECT_EQ(payload_bytes, backend.PayloadBytes(index.spec(), shapes, index.built_rows()));
   EXPECT_EQ(index.memory_bytes(), backend.IndexBytes(index.spec()) + payload_bytes);
 }
 
@@ -1258,7 +1258,7 @@ TEST(PayloadShapeTest, ShapesBytesAndTransientMemory) {
   auto backend = CreateBackend(BackendKind::kCpu);
   ASSERT_TRUE(backend.ok());
   const HashIndexSpec spec{16, 0};
-  EXPECT_EQ((*backend)->PayloadBytes(spec, shape.payload), 66u + 2 + 141);
+  EXPECT_EQ((*backend)->PayloadBytes(spec, shape.payload, shape.rows), 66u + 2 + 141);
   EXPECT_EQ((*backend)->BuildTransientBytes(spec, shape), 16u * 4);
   BuildShape none = shape;
   none.payload.clear();

@@ -273,7 +273,7 @@ TEST_F(CudaMemoryBudgetTest, PayloadBuildsStayWithinBuildTransientBytes) {
     uint64_t payload_bytes = 0;
     for (const PayloadColumnInfo& info : (*index)->payload()) payload_bytes += info.bytes;
     EXPECT_EQ((*index)->memory_bytes(), backend_->IndexBytes(spec) + payload_bytes);
-    EXPECT_LE(payload_bytes, backend_->PayloadBytes(spec, shape.payload));
+    EXPECT_LE(payload_bytes, backend_->PayloadBytes(spec, shape.payload, shape.rows));
     EXPECT_EQ((*index)->payload()[0].bytes, uint64_t{capacity} * 8);
   }
 }

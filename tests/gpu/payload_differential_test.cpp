@@ -425,8 +425,8 @@ class PayloadDifferential
       EXPECT_LE(info.bytes, PayloadStorageBytes(slots, shape) + pad) << "column " << c;
       sum += info.bytes;
     }
-    EXPECT_LE(sum, backend.PayloadBytes(index.spec(), shapes));
-    if (!strings) EXPECT_EQ(sum, backend.PayloadBytes(index.spec(), shapes));
+    EXPECT_LE(sum, backend.PayloadBytes(index.spec(), shapes, index.built_rows()));
+    if (!strings) EXPECT_EQ(sum, backend.PayloadBytes(index.spec(), shapes, index.built_rows()));
     EXPECT_EQ(index.memory_bytes(), backend.IndexBytes(index.spec()) + sum)
         << BackendKindName(index.backend());
   }
@@ -1130,7 +1130,7 @@ TEST_P(PayloadDifferential, BuildTransientBytesCountThePayload) {
   shape.rows = 0;
   shape.payload = {PayloadShape{ColumnType::kInt32, false, 0}};
   EXPECT_GT(cuda_->BuildTransientBytes(spec, shape), 0u);
-  EXPECT_EQ(cuda_->PayloadBytes(spec, shape.payload), uint64_t{4} << 16);
+  EXPECT_EQ(cuda_->PayloadBytes(spec, shape.payload, shape.rows), uint64_t{4} << 16);
 }
 
 // Payload larger than the device: the build fails with RESOURCE_EXHAUSTED, the

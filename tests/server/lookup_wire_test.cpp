@@ -5,7 +5,8 @@
 // accept exactly the plain packed-keys requests and then agree with protobuf's
 // parse field by field; Operations::LookupPacked must then give the same status
 // (code and text) and, serialised, the same response bytes as Operations::Lookup
-// on the protobuf message, gathered payload columns (`select`) included. (The host
+// on the protobuf message, gathered payload columns (`select`) and match counts
+// (`want_match_counts`, on a lowest_row and a keep_all index) included. (The host
 // buffers themselves: tests/engine/host_buffer_test.cpp.)
 #include "gpujoin/server/lookup_wire.hpp"
 
@@ -121,6 +122,23 @@ class LookupWireTest : public testing::OperationsFixture {
         PackColumn<uint64_t>(index_keys64_);
     ASSERT_TRUE(wide.Add(std::move(wide_chunk)).ok());
     ASSERT_TRUE(wide.Finish(cancelled).ok());
+
+    // "xm": a keep_all index of the same keys, each 1 to 4 times (match counts).
+    BuildSession multi(ops_.get());
+    v1::BuildIndexRequest multi_spec;
+    multi_spec.mutable_spec()->set_name("xm");
+    multi_spec.mutable_spec()->set_capacity(256);
+    multi_spec.mutable_spec()->set_duplicates(v1::DUPLICATE_POLICY_KEEP_ALL);
+    ASSERT_TRUE(multi.Add(std::move(multi_spec)).ok());
+    std::vector<uint32_t> repeated;
+    for (size_t i = 0; i < index_keys_.size(); ++i) {
+      for (size_t n = 0; n <= i % 4; ++n) repeated.push_back(index_keys_[i]);
+    }
+    std::shuffle(repeated.begin(), repeated.end(), payload_rng);
+    v1::BuildIndexRequest multi_chunk;
+    *multi_chunk.mutable_chunk()->mutable_keys()->mutable_packed() = PackColumn<uint32_t>(repeated);
+    ASSERT_TRUE(multi.Add(std::move(multi_chunk)).ok());
+    ASSERT_TRUE(multi.Finish(cancelled).ok());
   }
 
   std::vector<uint64_t> RandomKeys64(size_t rows, std::mt19937_64& rng) {
@@ -153,10 +171,11 @@ class LookupWireTest : public testing::OperationsFixture {
       const std::string s = m.SerializeAsString();
       if (!s.empty()) pieces.push_back(s);
     };
-    static const char* kNames[] = {"x", "x", "x64", "x64", "missing", "bad name!", ""};
-    const char* index = rng() % 8 != 0 ? kNames[rng() % 7] : nullptr;
+    static const char* kNames[] = {"x", "x", "x64", "x64", "xm", "missing", "bad name!", ""};
+    const char* index = rng() % 8 != 0 ? kNames[rng() % 8] : nullptr;
     if (index != nullptr) field([&](auto& m) { m.set_index(index); });
     if (rng() % 2) field([&](auto& m) { m.set_want_probes(true); });
+    if (rng() % 2) field([&](auto& m) { m.set_want_match_counts(true); });
     if (rng() % 3 == 0) {
       static const uint32_t kBounds[] = {1, 3, 256, 257, 100000};
       const uint32_t bound = kBounds[rng() % 5];
@@ -281,6 +300,7 @@ TEST_F(LookupWireTest, AgreesWithProtobufOnRandomRequests) {
   SCOPED_TRACE(::testing::Message() << "seed " << seed);
   std::mt19937_64 rng(seed);
   int fast = 0, fast_ok = 0, fast_wide_ok = 0, fast_errors = 0, protobuf_path = 0, gathered = 0;
+  int counted = 0, counted_multi = 0;
   for (int i = 0; i < 1500; ++i) {
     SCOPED_TRACE(::testing::Message() << "request " << i);
     const Generated g = Generate(rng);
@@ -330,6 +350,14 @@ TEST_F(LookupWireTest, AgreesWithProtobufOnRandomRequests) {
     ++fast_ok;
     if (wide) ++fast_wide_ok;
     if (expected.columns_size() > 0) ++gathered;
+    if (!expected.match_counts().empty()) {
+      ++counted;
+      // keep_all: some key of "xm" matches more than once.
+      const auto counts = UnpackColumn<uint32_t>(expected.match_counts());
+      if (full.index() == "xm" && *std::max_element(counts.begin(), counts.end()) > 1) {
+        ++counted_multi;
+      }
+    }
     expected.set_batch_id(full.batch_id());
     EXPECT_EQ(Flatten(SerializeLookupResponse(full.batch_id(), std::move(result))),
               expected.SerializeAsString());
@@ -340,6 +368,8 @@ TEST_F(LookupWireTest, AgreesWithProtobufOnRandomRequests) {
   EXPECT_GT(fast_errors, 50);
   EXPECT_GT(protobuf_path, 300);
   EXPECT_GT(gathered, 10);
+  EXPECT_GT(counted, 30);
+  EXPECT_GT(counted_multi, 5);
   EXPECT_EQ(fast, fast_ok + fast_errors);
 }
 

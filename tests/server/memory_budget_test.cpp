@@ -154,8 +154,9 @@ class TransientReportingBackend : public engine::Backend {
     return shape.rows == 0 ? 0 : fixed_ + per_row_ * shape.rows;
   }
   uint64_t PayloadBytes(const engine::HashIndexSpec& spec,
-                        std::span<const engine::PayloadShape> payload) const override {
-    return inner_->PayloadBytes(spec, payload);
+                        std::span<const engine::PayloadShape> payload,
+                        uint64_t rows) const override {
+    return inner_->PayloadBytes(spec, payload, rows);
   }
   absl::Status Run(const engine::CommandGraph& graph) override {
     if (budget_ != nullptr) used_during_runs_.push_back(budget_->used_bytes());

@@ -143,6 +143,54 @@ TEST_F(OperationsTest, JoinCapacityFarAboveTheRowsAllocatesOnlyTheRows) {
   EXPECT_LT(resp.ByteSizeLong(), 200u);
 }
 
+// On a keep_all index a left row may yield a pair per row of its key's group:
+// the pairs allocated are at most the left rows times the largest group (here
+// 3 x 4), never the capacity (16 GiB of pairs) or what --max-result-bytes
+// (4 GiB) would allow; semi and anti joins at most the left rows.
+TEST_F(OperationsTest, KeepAllJoinAllocatesAtMostTheRowsTimesTheLargestGroup) {
+  v1::BuildIndexRequest spec = Spec("x", 16);
+  spec.mutable_spec()->set_duplicates(v1::DUPLICATE_POLICY_KEEP_ALL);
+  ASSERT_TRUE(Build({spec, Chunk({10, 20, 10}), Chunk({10, 30, 10})}).ok());
+  for (const v1::JoinKind kind : {v1::JOIN_KIND_INNER, v1::JOIN_KIND_LEFT_OUTER,
+                                  v1::JOIN_KIND_LEFT_SEMI, v1::JOIN_KIND_LEFT_ANTI}) {
+    SCOPED_TRACE(v1::JoinKind_Name(kind));
+    v1::JoinRequest req;
+    req.set_index("x");
+    req.set_kind(kind);
+    auto* b = req.add_batches();
+    for (uint32_t k : {10u, 5u, 30u}) b->mutable_keys()->mutable_values()->add_v(k);
+    b->set_capacity(uint64_t{1} << 31);
+    v1::JoinResponse resp;
+    ASSERT_TRUE(ops_->Join(req, &resp).ok());
+    const v1::JoinBatchResult& r = resp.results(0);
+    EXPECT_EQ(r.capacity(), uint64_t{1} << 31);
+    EXPECT_FALSE(r.overflow());
+    std::vector<uint32_t> left, right;
+    switch (kind) {
+      case v1::JOIN_KIND_INNER:
+        left = {0, 0, 0, 0, 2};
+        right = {100, 102, 103, 105, 104};
+        break;
+      case v1::JOIN_KIND_LEFT_OUTER:
+        left = {0, 0, 0, 0, 1, 2};
+        right = {100, 102, 103, 105, 0xffffffffu, 104};
+        break;
+      case v1::JOIN_KIND_LEFT_SEMI:
+        left = {0, 2};
+        right = {100, 104};
+        break;
+      default:
+        left = {1};
+        right = {0xffffffffu};
+        break;
+    }
+    EXPECT_EQ(r.count(), left.size());
+    EXPECT_EQ(UnpackColumn<uint32_t>(r.left_rows()), left);
+    EXPECT_EQ(UnpackColumn<uint32_t>(r.right_rows()), right);
+    EXPECT_LT(resp.ByteSizeLong(), 200u);
+  }
+}
+
 TEST_F(OperationsTest, AggregateAccumulatesAcrossBatchesInOrder) {
   AggregateStream stream;
   auto batch = [](std::vector<uint32_t> keys, std::vector<float> values) {
@@ -407,8 +455,8 @@ class DyingBackend : public engine::Backend {
                                const engine::BuildShape&) const override {
     return 0;
   }
-  uint64_t PayloadBytes(const engine::HashIndexSpec&,
-                        std::span<const engine::PayloadShape>) const override {
+  uint64_t PayloadBytes(const engine::HashIndexSpec&, std::span<const engine::PayloadShape>,
+                        uint64_t) const override {
     return 0;
   }
   absl::Status Run(const engine::CommandGraph&) override {

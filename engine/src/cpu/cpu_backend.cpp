@@ -142,10 +142,11 @@ class CpuBackend final : public Backend {
     return shape.payload.empty() ? 0 : winners;
   }
 
-  uint64_t PayloadBytes(const HashIndexSpec& spec,
-                        std::span<const PayloadShape> payload) const override {
+  uint64_t PayloadBytes(const HashIndexSpec& spec, std::span<const PayloadShape> payload,
+                        uint64_t rows) const override {
+    const uint64_t stored = spec.duplicates == DuplicatePolicy::kKeepAll ? rows : spec.capacity;
     uint64_t bytes = 0;
-    for (const PayloadShape& shape : payload) bytes += PayloadStorageBytes(spec.capacity, shape);
+    for (const PayloadShape& shape : payload) bytes += PayloadStorageBytes(stored, shape);
     return bytes;
   }
 

@@ -104,11 +104,13 @@ class CudaBackend final : public Backend {
     return TableAllocationBytes(spec.capacity, spec.key_type);
   }
 
-  uint64_t PayloadBytes(const HashIndexSpec& spec,
-                        std::span<const PayloadShape> payload) const override {
+  uint64_t PayloadBytes(const HashIndexSpec& spec, std::span<const PayloadShape> payload,
+                        uint64_t rows) const override {
     // Payload is stored per slot of the allocated table (TableAllocationSlots),
-    // the fixed-width columns in padded records.
-    return CudaPayloadStorageBytes(TableAllocationSlots(spec.capacity), payload);
+    // or per kept row of a kKeepAll index, the fixed-width columns in padded records.
+    return CudaPayloadStorageBytes(
+        spec.duplicates == DuplicatePolicy::kKeepAll ? rows : TableAllocationSlots(spec.capacity),
+        payload);
   }
 
   uint64_t BuildTransientBytes(const HashIndexSpec& spec, const BuildShape& shape) const override {

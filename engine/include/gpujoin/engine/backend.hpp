@@ -114,13 +114,16 @@ class Backend {
   virtual uint64_t BuildTransientBytes(const HashIndexSpec& spec,
                                        const BuildShape& shape) const = 0;
 
-  /// Most bytes of backend memory the payload columns `payload` of a build into an
-  /// index of `spec` (valid) occupy once built (an upper bound: strings count
-  /// all their bytes, of which only the winners' are kept). HashIndex::memory_bytes()
-  /// then reports IndexBytes(spec) plus what the payload really takes. The
-  /// server reserves it with IndexBytes before the build.
-  virtual uint64_t PayloadBytes(const HashIndexSpec& spec,
-                                std::span<const PayloadShape> payload) const = 0;
+  /// Most bytes of backend memory the payload columns `payload` of a build of
+  /// `rows` source rows into an index of `spec` (valid) occupy once built (an
+  /// upper bound: strings count all their bytes, of which only the winners' are
+  /// kept). A kLowestRow index stores payload per slot (`rows` does not matter);
+  /// a kKeepAll index per kept row, at most `rows` of them. HashIndex::memory_bytes()
+  /// then reports IndexBytes(spec) (plus GroupStorageBytes for kKeepAll) plus what
+  /// the payload really takes. The server reserves it with IndexBytes before the
+  /// build.
+  virtual uint64_t PayloadBytes(const HashIndexSpec& spec, std::span<const PayloadShape> payload,
+                                uint64_t rows) const = 0;
 
   /// Validates and runs `graph`; returns when all its outputs are written.
   virtual absl::Status Run(const CommandGraph& graph) = 0;

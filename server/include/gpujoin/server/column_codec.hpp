@@ -17,6 +17,8 @@
 
 #include "absl/status/statusor.h"
 #include "gpujoin/engine/column.hpp"
+#include "gpujoin/engine/graph.hpp"
+#include "gpujoin/engine/hash_index.hpp"
 #include "gpujoin/engine/types.hpp"
 #include "gpujoin/v1/gpujoin.pb.h"
 
@@ -129,6 +131,16 @@ decltype(auto) WithKeyWord(engine::KeyType type, F&& f) {
 /// INVALID_ARGUMENT naming `field` for a value that is not a key type).
 v1::KeyType ToWireKeyType(engine::KeyType type);
 absl::StatusOr<engine::KeyType> FromWireKeyType(int type, std::string_view field);
+
+/// The wire enum of an engine duplicate policy, and back
+/// (DUPLICATE_POLICY_UNSPECIFIED is lowest_row; INVALID_ARGUMENT naming `field`
+/// for a value that is not a policy).
+v1::DuplicatePolicy ToWireDuplicatePolicy(engine::DuplicatePolicy policy);
+absl::StatusOr<engine::DuplicatePolicy> FromWireDuplicatePolicy(int policy, std::string_view field);
+
+/// The engine join kind of a wire JoinKind (JOIN_KIND_UNSPECIFIED is inner;
+/// INVALID_ARGUMENT naming `field` for a value that is not a kind).
+absl::StatusOr<engine::JoinKind> FromWireJoinKind(int kind, std::string_view field);
 
 template <typename Message>
 absl::StatusOr<KeyColumns> DecodeKeyColumns(const Message& message, std::string_view prefix) {

@@ -60,26 +60,28 @@ std::optional<LookupWire> ScanLookupRequest(const grpc::ByteBuffer& buffer);
 
 /// The result of a lookup whose outputs live in one backend host buffer.
 struct PackedLookupResult {
-  /// values (rows x 4 bytes), then probes (rows x 4, when `probes`), then found
-  /// (rows bytes).
+  /// values (rows x 4 bytes), then probes (rows x 4, when `probes`), then match
+  /// counts (rows x 4, when `match_counts`), then found (rows bytes).
   engine::HostBuffer outputs;
   uint64_t rows = 0;
   bool probes = false;
+  bool match_counts = false;
   uint64_t index_version = 0;
   engine::QueryStatistics statistics;
   /// The gathered payload columns (LookupResponse.columns), in select order.
   google::protobuf::RepeatedPtrField<v1::Column> columns;
 
-  /// Byte offsets of the three outputs in `outputs`.
+  /// Byte offsets of the outputs in `outputs`.
   size_t values_offset() const { return 0; }
   size_t probes_offset() const { return rows * 4; }
-  size_t found_offset() const { return rows * (probes ? 8 : 4); }
+  size_t match_counts_offset() const { return rows * (probes ? 8 : 4); }
+  size_t found_offset() const { return match_counts_offset() + (match_counts ? rows * 4 : 0); }
   /// Bytes `outputs` must hold.
-  size_t bytes() const { return rows * (probes ? 9 : 5); }
+  size_t bytes() const { return found_offset() + rows; }
 };
 
 /// Serialises the LookupResponse {batch_id, index_version, values, found, probes,
-/// statistics, columns} of `result` into a byte buffer whose column slices
+/// statistics, columns, match_counts} of `result` into a byte buffer whose column slices
 /// reference the output host buffer and the gathered columns' bytes (kept alive
 /// by the slices until gRPC releases them). The bytes equal protobuf's
 /// serialisation of the same message.

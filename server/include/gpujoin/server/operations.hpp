@@ -156,6 +156,8 @@ class BuildSession {
   bool have_spec_ = false;
   v1::IndexSpec spec_;
   std::string name_;
+  // From spec.duplicates.
+  engine::DuplicatePolicy duplicates_ = engine::DuplicatePolicy::kLowestRow;
   engine::KeyType key_type_ = engine::KeyType::kU32;  // from spec.key_type
   std::optional<uint32_t> capacity_;                  // from spec.capacity or spec.expected_rows
   bool reserved_ = false;                             // reservation_ holds part of the budget
@@ -239,13 +241,14 @@ class Operations {
                                        const v1::LookupRequest& request, uint64_t rows,
                                        std::span<const SelectedColumn> selected) const;
   /// Runs a prepared lookup of keys of the index's key word Key into the given
-  /// outputs (`probes` empty unless asked; `gather` the selected columns' outputs)
-  /// and records its metrics.
+  /// outputs (`probes` and `match_counts` empty unless asked; `gather` the
+  /// selected columns' outputs) and records its metrics.
   template <typename Key>
   absl::Status RunLookup(const IndexVersion& version, const v1::LookupRequest& request,
                          std::span<const Key> keys, std::span<uint32_t> values,
                          std::span<uint8_t> found, std::span<uint32_t> probes,
-                         std::vector<engine::GatherOutput> gather, engine::QueryStatistics* stats);
+                         std::span<uint32_t> match_counts, std::vector<engine::GatherOutput> gather,
+                         engine::QueryStatistics* stats);
   /// Join for an index whose key word is Key.
   template <typename Key>
   absl::Status JoinOf(const IndexVersion& version, const v1::JoinRequest& request,
