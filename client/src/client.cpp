@@ -1041,9 +1041,10 @@ absl::StatusOr<JoinPairs> Client::JoinAll(const std::string& index, Keys keys,
     } else if (sized) {
       const uint64_t want = std::min({counts[b], left_to_ask, kMaxCapacity});
       left_to_ask -= want;
-      // Capacity 0 would mean "the batch's rows": a batch with nothing to ask counts only.
-      l->count_only = want == 0;
-      l->capacity = want;
+      // Capacity 0 would mean "the batch's rows", and a count-only answer has no
+      // columns: a batch with nothing to ask asks for one pair (dropped by `take`
+      // when max_pairs is spent), so the gathered columns stay typed.
+      l->capacity = std::max<uint64_t>(want, 1);
     } else {
       l->capacity = o.capacity;
       if (o.max_pairs) {

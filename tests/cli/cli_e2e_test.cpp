@@ -777,9 +777,9 @@ namespace {
 TEST_F(CliEndToEnd, AdHocJoinWithRepeatedRightKeysUsesTheFirstRightRow) {
   std::ofstream(Tmp("right_dups.csv")) << "id,label\n7,first\n9,nine\n7,second\n7,third\n";
   std::ofstream(Tmp("left_dups.csv")) << "id,n\n7,a\n8,b\n9,c\n7,d\n";
-  RunResult r = Cli({"join", "--left", Tmp("left_dups.csv").string(), "--right",
-                     Tmp("right_dups.csv").string(), "--on", "id", "--right-duplicates",
-                     "lowest_row"});
+  RunResult r =
+      Cli({"join", "--left", Tmp("left_dups.csv").string(), "--right",
+           Tmp("right_dups.csv").string(), "--on", "id", "--right-duplicates", "lowest_row"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, "id,n,id_2,label\n7,a,7,first\n9,c,9,nine\n7,d,7,first\n");
   EXPECT_NE(r.err.find("has 2 rows with a repeated key"), std::string::npos) << r.err;
@@ -1246,6 +1246,212 @@ TEST_F(CliEndToEnd, PayloadOptionErrorsAreOneLine) {
   ExpectOneLineError(Cli({"join", "--left", Ex("events.csv"), "--right", "index:no_such_index",
                           "--on", "sensor_id"}),
                      1, "join no_such_index: NOT_FOUND");
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- join kinds and duplicates (issue
+// 21)
+
+namespace {
+
+// Duplicate keys on both sides: left 7 twice, right 7 three times and 9 twice;
+// 8 and 5 match nothing, the right's 6 no left row.
+const char* kLeftDups = "id,n\n7,a\n8,b\n9,c\n7,d\n5,e\n";
+const char* kRightDups = "id,label\n7,first\n9,nine\n7,second\n6,six\n7,third\n9,nine2\n";
+
+// The SQL answers on kLeftDups / kRightDups, written by hand: inner and left
+// are `SELECT * FROM l [LEFT] JOIN r ON l.id = r.id ORDER BY l.row, r.row` (a
+// left row without a match has NULL right columns); semi and anti are the left
+// rows of `WHERE [NOT] EXISTS (...)` in left order, semi with the first
+// matching right row's columns beside them and anti with empty ones.
+const std::map<std::string, std::string> kSqlAnswers = {
+    {"inner",
+     "id,n,id_2,label\n"
+     "7,a,7,first\n7,a,7,second\n7,a,7,third\n"
+     "9,c,9,nine\n9,c,9,nine2\n"
+     "7,d,7,first\n7,d,7,second\n7,d,7,third\n"},
+    {"left",
+     "id,n,id_2,label\n"
+     "7,a,7,first\n7,a,7,second\n7,a,7,third\n"
+     "8,b,,\n"
+     "9,c,9,nine\n9,c,9,nine2\n"
+     "7,d,7,first\n7,d,7,second\n7,d,7,third\n"
+     "5,e,,\n"},
+    {"semi", "id,n,id_2,label\n7,a,7,first\n9,c,9,nine\n7,d,7,first\n"},
+    {"anti", "id,n,id_2,label\n8,b,,\n5,e,,\n"},
+};
+
+// Ad-hoc joins build the right file keep_all by default, so every --how gives
+// the SQL answer with duplicate keys on both sides; so does every batching
+// (--batch-rows 2: a batch of two left rows yields up to six pairs, which the
+// client sizes with a count pass first), and --capacity keeps a stable prefix.
+TEST_F(CliEndToEnd, JoinHowMatchesSqlWithDuplicateKeysOnBothSides) {
+  std::ofstream(Tmp("l21.csv")) << kLeftDups;
+  std::ofstream(Tmp("r21.csv")) << kRightDups;
+  for (const auto& [how, want] : kSqlAnswers) {
+    SCOPED_TRACE(how);
+    for (const char* batch : {"65536", "2", "1"}) {
+      RunResult r = Cli({"--batch-rows", batch, "join", "--left", Tmp("l21.csv").string(),
+                         "--right", Tmp("r21.csv").string(), "--on", "id", "--how", how});
+      ASSERT_EQ(r.code, 0) << r.err;
+      EXPECT_EQ(r.out, want) << "--batch-rows " << batch;
+      const size_t rows = LineCount(want) - 1;
+      EXPECT_NE(r.err.find(std::to_string(rows) + " rows written, required " +
+                           std::to_string(rows) + ", overflow no"),
+                std::string::npos)
+          << r.err;
+      EXPECT_EQ(r.err.find("repeated key"), std::string::npos) << r.err;  // nothing shadowed
+    }
+    RunResult j = Cli({"--json", "join", "--left", Tmp("l21.csv").string(), "--right",
+                       Tmp("r21.csv").string(), "--on", "id", "--how", how});
+    ASSERT_EQ(j.code, 0) << j.err;
+    Json doc = Json::parse(j.out, nullptr, false);
+    ASSERT_FALSE(doc.is_discarded()) << j.out;
+    EXPECT_EQ(doc["how"], how);
+    EXPECT_EQ(doc["duplicates"], "keep_all");
+    EXPECT_EQ(doc["right_duplicate_rows"], 3);
+    EXPECT_EQ(doc["required"], LineCount(want) - 1);
+    EXPECT_EQ(doc["statistics"]["found"], 3);
+    EXPECT_EQ(doc["statistics"]["missing"], 2);
+    for (const Json& row : doc["rows"]) {
+      // Unmatched rows carry JSON nulls, not empty strings.
+      if (row["n"] == "b" || row["n"] == "e") EXPECT_TRUE(row["label"].is_null()) << row;
+    }
+  }
+
+  // --capacity 4 of the left join: its first four rows, the count still exact.
+  RunResult c = Cli({"--batch-rows", "2", "join", "--left", Tmp("l21.csv").string(), "--right",
+                     Tmp("r21.csv").string(), "--on", "id", "--how", "left", "--capacity", "4"});
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_EQ(c.out, "id,n,id_2,label\n7,a,7,first\n7,a,7,second\n7,a,7,third\n8,b,,\n");
+  EXPECT_NE(c.err.find("join (left): 4 rows written, required 10, capacity 4, overflow YES"),
+            std::string::npos)
+      << c.err;
+
+  // --right-duplicates lowest_row: the many-to-one answers (first right row per key).
+  RunResult m = Cli({"join", "--left", Tmp("l21.csv").string(), "--right", Tmp("r21.csv").string(),
+                     "--on", "id", "--how", "left", "--right-duplicates", "lowest_row"});
+  ASSERT_EQ(m.code, 0) << m.err;
+  EXPECT_EQ(m.out, "id,n,id_2,label\n7,a,7,first\n8,b,,\n9,c,9,nine\n7,d,7,first\n5,e,,\n");
+  EXPECT_NE(m.err.find("has 3 rows with a repeated key"), std::string::npos) << m.err;
+
+  // An empty left file: the header only, for every kind.
+  std::ofstream(Tmp("l21_empty.csv")) << "id,n\n";
+  RunResult e = Cli({"join", "--left", Tmp("l21_empty.csv").string(), "--right",
+                     Tmp("r21.csv").string(), "--on", "id", "--how", "anti"});
+  ASSERT_EQ(e.code, 0) << e.err;
+  EXPECT_EQ(e.out, "id,n,id_2,label\n");
+}
+
+// A resident keep_all index (index build --duplicates keep_all): describe shows
+// the policy and the largest group, lookup adds the match count, and joins by
+// --right index:NAME (its payload per pair) and by NAME (row pairs, or the rows
+// of --right FILE) give every pair of every kind.
+TEST_F(CliEndToEnd, ResidentKeepAllIndexJoinsLooksUpAndDescribes) {
+  std::ofstream(Tmp("l21.csv")) << kLeftDups;
+  std::ofstream(Tmp("r21.csv")) << kRightDups;
+  RunResult b = Cli({"index", "build", "dups", "--from", Tmp("r21.csv").string(), "--key", "id",
+                     "--duplicates", "keep_all", "--replace"});
+  ASSERT_EQ(b.code, 0) << b.err;
+  EXPECT_NE(b.out.find("policy       keep_all (every row kept), largest group 3 rows\n"),
+            std::string::npos)
+      << b.out;
+  EXPECT_NE(b.out.find("note: 3 duplicate-key rows, all kept (keep_all); the largest key has 3 "
+                       "rows"),
+            std::string::npos)
+      << b.out;
+  RunResult d = Cli({"--json", "index", "describe", "dups"});
+  ASSERT_EQ(d.code, 0) << d.err;
+  Json info = Json::parse(d.out, nullptr, false);
+  ASSERT_FALSE(info.is_discarded()) << d.out;
+  EXPECT_EQ(info["index"]["duplicates"], "keep_all");
+  EXPECT_EQ(info["index"]["statistics"]["max_group_rows"], 3);
+  EXPECT_EQ(info["index"]["statistics"]["duplicate_rows"], 3);
+  EXPECT_EQ(info["index"]["statistics"]["unique_keys"], 3);
+  RunResult ls = Cli({"index", "ls"});
+  ASSERT_EQ(ls.code, 0) << ls.err;
+  EXPECT_NE(ls.out.find("\ndups,1,6,3,"), std::string::npos) << ls.out;
+  EXPECT_NE(ls.out.find(",uint32,keep_all\n"), std::string::npos) << ls.out;
+
+  // Lookup: the first row's value and payload, and how many rows the key has.
+  RunResult l = Cli(
+      {"lookup", "dups", "--from", Tmp("l21.csv").string(), "--key", "id", "--select", "label"});
+  ASSERT_EQ(l.code, 0) << l.err;
+  EXPECT_EQ(l.out,
+            "id,n,value,found,matches,label\n"
+            "7,a,0,true,3,first\n"
+            "8,b,,false,0,\n"
+            "9,c,1,true,2,nine\n"
+            "7,d,0,true,3,first\n"
+            "5,e,,false,0,\n");
+
+  // --right index:NAME: the left rows with each pair's own payload.
+  const std::map<std::string, std::string> payload = {
+      {"inner",
+       "id,n,label\n7,a,first\n7,a,second\n7,a,third\n9,c,nine\n9,c,nine2\n"
+       "7,d,first\n7,d,second\n7,d,third\n"},
+      {"left",
+       "id,n,label\n7,a,first\n7,a,second\n7,a,third\n8,b,\n9,c,nine\n9,c,nine2\n"
+       "7,d,first\n7,d,second\n7,d,third\n5,e,\n"},
+      {"semi", "id,n,label\n7,a,first\n9,c,nine\n7,d,first\n"},
+      {"anti", "id,n,label\n8,b,\n5,e,\n"},
+  };
+  // NAME alone: the row pairs (right row = the right file's row, empty without a match).
+  const std::map<std::string, std::string> row_pairs = {
+      {"inner", "left_row,right_row\n0,0\n0,2\n0,4\n2,1\n2,5\n3,0\n3,2\n3,4\n"},
+      {"left", "left_row,right_row\n0,0\n0,2\n0,4\n1,\n2,1\n2,5\n3,0\n3,2\n3,4\n4,\n"},
+      {"semi", "left_row,right_row\n0,0\n2,1\n3,0\n"},
+      {"anti", "left_row,right_row\n1,\n4,\n"},
+  };
+  for (const auto& [how, want] : kSqlAnswers) {
+    SCOPED_TRACE(how);
+    RunResult p = Cli({"--batch-rows", "2", "join", "--left", Tmp("l21.csv").string(), "--right",
+                       "index:dups", "--on", "id", "--how", how});
+    ASSERT_EQ(p.code, 0) << p.err;
+    EXPECT_EQ(p.out, payload.at(how));
+    RunResult n =
+        Cli({"join", "dups", "--left", Tmp("l21.csv").string(), "--on", "id", "--how", how});
+    ASSERT_EQ(n.code, 0) << n.err;
+    EXPECT_EQ(n.out, row_pairs.at(how));
+    // NAME with --right FILE: the index's values are the file's rows, as an ad-hoc join.
+    RunResult f = Cli({"join", "dups", "--left", Tmp("l21.csv").string(), "--right",
+                       Tmp("r21.csv").string(), "--on", "id", "--how", how});
+    ASSERT_EQ(f.code, 0) << f.err;
+    EXPECT_EQ(f.out, want);
+  }
+  RunResult j = Cli(
+      {"--json", "join", "dups", "--left", Tmp("l21.csv").string(), "--on", "id", "--how", "left"});
+  ASSERT_EQ(j.code, 0) << j.err;
+  Json doc = Json::parse(j.out, nullptr, false);
+  ASSERT_FALSE(doc.is_discarded()) << j.out;
+  EXPECT_EQ(doc["duplicates"], "keep_all");
+  EXPECT_EQ(doc["required"], 10);
+  EXPECT_TRUE(doc["rows"][3]["right_row"].is_null()) << doc["rows"][3];
+  EXPECT_EQ(doc["rows"][4]["right_row"], 1);
+
+  // A resident index keeps its own policy: --right-duplicates is refused.
+  ExpectOneLineError(Cli({"join", "dups", "--left", Tmp("l21.csv").string(), "--on", "id",
+                          "--right-duplicates", "lowest_row"}),
+                     2, "--right-duplicates is for ad-hoc joins; index 'dups' has its own policy");
+  // The default policy stays lowest_row: no matches column, describe says so.
+  RunResult lb = Cli(
+      {"index", "build", "dups1", "--from", Tmp("r21.csv").string(), "--key", "id", "--replace"});
+  ASSERT_EQ(lb.code, 0) << lb.err;
+  EXPECT_NE(lb.out.find("policy       lowest_row (the first row of a key wins)\n"),
+            std::string::npos)
+      << lb.out;
+  RunResult l1 = Cli({"lookup", "dups1", "--from", Tmp("l21.csv").string(), "--key", "id"});
+  ASSERT_EQ(l1.code, 0) << l1.err;
+  EXPECT_EQ(l1.out,
+            "id,n,value,found\n7,a,0,true\n8,b,,false\n9,c,1,true\n7,d,0,true\n5,e,,false\n");
+  RunResult a1 =
+      Cli({"join", "dups1", "--left", Tmp("l21.csv").string(), "--on", "id", "--how", "inner"});
+  ASSERT_EQ(a1.code, 0) << a1.err;
+  EXPECT_EQ(a1.out, "left_row,right_row\n0,0\n2,1\n3,0\n");
+  ExpectOneLineError(
+      Cli({"join", "dups", "--left", Tmp("l21.csv").string(), "--on", "id", "--how", "outer"}), 2,
+      "--how");
 }
 
 }  // namespace

@@ -6,12 +6,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <random>
 #include <thread>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "gpujoin/testing/server_process.hpp"
 #include "gpujoin/testing/subprocess.hpp"
@@ -646,6 +649,198 @@ TEST_F(ClientTest, PayloadBuildLookupJoinAndCountOnly) {
   wrong[0] = short_col.view();
   auto misaligned = client_->BuildIndexFromColumns(spec, keys, {}, wrong, 250);
   EXPECT_EQ(misaligned.status().message(), "payload[0] ('i') has 2 rows but keys has 1200");
+}
+
+// A pair of a reference join: left row, right source row (kNoMatch for none).
+using Pair = std::pair<uint32_t, uint32_t>;
+
+// The nested-loop reference of every join kind (issue 21): per left row in
+// order, the right rows with its key in source order; outer and anti rows
+// without one pair with kNoMatch, semi rows take the first match.
+std::vector<Pair> NestedLoopJoin(const std::vector<uint32_t>& left,
+                                 const std::vector<uint32_t>& right, gc::JoinKind kind) {
+  std::vector<Pair> out;
+  for (uint32_t l = 0; l < left.size(); ++l) {
+    std::vector<uint32_t> matches;
+    for (uint32_t r = 0; r < right.size(); ++r) {
+      if (right[r] == left[l]) matches.push_back(r);
+    }
+    switch (kind) {
+      case gc::JoinKind::kInner:
+        for (uint32_t r : matches) out.emplace_back(l, r);
+        break;
+      case gc::JoinKind::kLeftOuter:
+        for (uint32_t r : matches) out.emplace_back(l, r);
+        if (matches.empty()) out.emplace_back(l, gc::kNoMatch);
+        break;
+      case gc::JoinKind::kLeftSemi:
+        if (!matches.empty()) out.emplace_back(l, matches[0]);
+        break;
+      case gc::JoinKind::kLeftAnti:
+        if (matches.empty()) out.emplace_back(l, gc::kNoMatch);
+        break;
+    }
+  }
+  return out;
+}
+
+std::vector<Pair> PairsOf(const gc::JoinPairs& j) {
+  std::vector<Pair> out;
+  for (size_t p = 0; p < j.left_rows.size(); ++p) out.emplace_back(j.left_rows[p], j.right_rows[p]);
+  return out;
+}
+
+// A keep_all index (issue 21) with duplicates across chunks and one hot key:
+// JoinAll without a capacity sizes itself (count pass, then exactly the count)
+// and returns every pair of every kind in left then right-row order, with each
+// pair's own payload; a given capacity truncates each batch to its stable
+// prefix and reports overflow; max_pairs bounds the whole result; LookupAll
+// reports the first match and the group size.
+TEST_F(ClientTest, MultiValueIndexJoinsEveryKindAndSizesItself) {
+  std::mt19937 rng(21);
+  std::uniform_int_distribution<uint32_t> key(0, 299);
+  std::vector<uint32_t> right(2000);
+  for (uint32_t r = 0; r < right.size(); ++r) right[r] = r % 4 == 0 ? 42 : key(rng);  // 42 is hot
+  std::vector<uint32_t> left(900);
+  std::uniform_int_distribution<uint32_t> probe(0, 399);  // 300..399 miss
+  for (auto& k : left) k = probe(rng);
+  std::vector<int64_t> tag(right.size());
+  for (uint32_t r = 0; r < right.size(); ++r) tag[r] = int64_t{r} * 10 - 5;
+  const gc::Column tags = gc::Column::Of("tag", tag);
+  const std::vector<gc::ColumnView> views = {tags.view()};
+
+  gc::IndexSpec spec;
+  spec.name = "client_multi";
+  spec.expected_rows = 300;
+  spec.replace = true;
+  spec.duplicates = gc::DuplicatePolicy::kKeepAll;
+  spec.payload = {{"tag", gc::ColumnType::kInt64}};
+  auto info = client_->BuildIndexFromColumns(spec, right, {}, views, 300);
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->duplicates, gc::DuplicatePolicy::kKeepAll);
+  std::unordered_map<uint32_t, uint32_t> group;
+  for (uint32_t k : right) ++group[k];
+  uint32_t largest = 0;
+  for (const auto& [k, n] : group) largest = std::max(largest, n);
+  EXPECT_EQ(info->statistics.unique_keys, group.size());
+  EXPECT_EQ(info->statistics.duplicate_rows, right.size() - group.size());
+  EXPECT_EQ(info->statistics.max_group_rows, largest);
+  EXPECT_EQ(client_->DescribeIndex("client_multi")->duplicates, gc::DuplicatePolicy::kKeepAll);
+
+  for (gc::JoinKind kind : {gc::JoinKind::kInner, gc::JoinKind::kLeftOuter, gc::JoinKind::kLeftSemi,
+                            gc::JoinKind::kLeftAnti}) {
+    SCOPED_TRACE(std::string(gc::JoinKindName(kind)));
+    const std::vector<Pair> want = NestedLoopJoin(left, right, kind);
+    gc::QueryAllOptions o;
+    o.batch_rows = 128;
+    o.kind = kind;
+    o.select = {"tag"};
+    auto j = client_->JoinAll("client_multi", left, o);
+    ASSERT_TRUE(j.ok()) << j.status();
+    EXPECT_EQ(j->count, want.size());
+    EXPECT_FALSE(j->overflow);
+    ASSERT_EQ(PairsOf(*j), want);
+    ASSERT_EQ(j->columns.size(), 1u);
+    ASSERT_EQ(j->columns[0].length, want.size());
+    for (size_t p = 0; p < want.size(); ++p) {
+      if (want[p].second == gc::kNoMatch) {
+        EXPECT_FALSE(j->columns[0].Valid(p)) << p;
+      } else {
+        EXPECT_EQ(j->columns[0].Value<int64_t>(p), tag[want[p].second]) << p;
+      }
+    }
+
+    // Count only: the exact count of the kind, no pairs.
+    o.count_only = true;
+    auto counted = client_->JoinAll("client_multi", left, o);
+    ASSERT_TRUE(counted.ok()) << counted.status();
+    EXPECT_EQ(counted->count, want.size());
+    EXPECT_TRUE(counted->left_rows.empty());
+    o.count_only = false;
+
+    // A capacity of 5 per batch: each batch's stable prefix, overflow reported.
+    o.capacity = 5;
+    auto capped = client_->JoinAll("client_multi", left, o);
+    ASSERT_TRUE(capped.ok()) << capped.status();
+    std::vector<Pair> prefixes;
+    std::vector<int> per_batch(left.size() / o.batch_rows + 1, 0);
+    for (const Pair& pr : want) {
+      if (per_batch[pr.first / o.batch_rows]++ < 5) prefixes.push_back(pr);
+    }
+    EXPECT_EQ(PairsOf(*capped), prefixes);
+    EXPECT_EQ(capped->count, want.size());
+    EXPECT_EQ(capped->overflow, prefixes.size() < want.size());
+    o.capacity = 0;
+
+    // max_pairs: the first pairs of the whole join, the count still exact.
+    o.max_pairs = 77;
+    auto bounded = client_->JoinAll("client_multi", left, o);
+    ASSERT_TRUE(bounded.ok()) << bounded.status();
+    const size_t keep = std::min<size_t>(77, want.size());
+    EXPECT_EQ(PairsOf(*bounded), std::vector<Pair>(want.begin(), want.begin() + keep));
+    EXPECT_EQ(bounded->columns[0].length, keep);
+    EXPECT_EQ(bounded->count, want.size());
+    EXPECT_EQ(bounded->overflow, want.size() > 77);
+  }
+
+  // Regression: a sized join without a single pair still returns its columns,
+  // typed (a count-only second pass would have answered none).
+  gc::QueryAllOptions none;
+  none.select = {"tag"};
+  none.batch_rows = 2;
+  auto empty = client_->JoinAll("client_multi", std::vector<uint32_t>{350, 351, 399}, none);
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->count, 0u);
+  ASSERT_EQ(empty->columns.size(), 1u);
+  EXPECT_EQ(empty->columns[0].type, gc::ColumnType::kInt64);
+  EXPECT_EQ(empty->columns[0].length, 0u);
+
+  // Lookups: the first (lowest-row) match, its payload and the group size.
+  gc::QueryAllOptions lo;
+  lo.batch_rows = 200;
+  lo.want_match_counts = true;
+  lo.select = {"tag"};
+  auto l = client_->LookupAll("client_multi", left, lo);
+  ASSERT_TRUE(l.ok()) << l.status();
+  ASSERT_EQ(l->match_counts.size(), left.size());
+  for (size_t q = 0; q < left.size(); ++q) {
+    const auto it = group.find(left[q]);
+    const uint32_t n = it == group.end() ? 0 : it->second;
+    EXPECT_EQ(l->match_counts[q], n) << q;
+    if (n == 0) {
+      EXPECT_EQ(l->values[q], gc::kNoMatch);
+      continue;
+    }
+    const uint32_t first =
+        static_cast<uint32_t>(std::find(right.begin(), right.end(), left[q]) - right.begin());
+    EXPECT_EQ(l->values[q], first) << q;
+    EXPECT_EQ(l->columns[0].Value<int64_t>(q), tag[first]) << q;
+  }
+}
+
+// On a lowest_row index every kind yields at most one pair per left row, so
+// JoinAll runs one pass; a left outer join has exactly one pair per left row.
+TEST_F(ClientTest, JoinKindsOnALowestRowIndex) {
+  const std::vector<uint32_t> right = {5, 9, 5, 12};
+  Build("client_kinds", right);
+  const std::vector<uint32_t> left = {9, 1, 5, 12, 5, 7};
+  for (gc::JoinKind kind : {gc::JoinKind::kInner, gc::JoinKind::kLeftOuter, gc::JoinKind::kLeftSemi,
+                            gc::JoinKind::kLeftAnti}) {
+    SCOPED_TRACE(std::string(gc::JoinKindName(kind)));
+    gc::QueryAllOptions o;
+    o.batch_rows = 4;
+    o.kind = kind;
+    auto j = client_->JoinAll("client_kinds", left, o);
+    ASSERT_TRUE(j.ok()) << j.status();
+    // The lowest_row index keeps row 0 for key 5: the reference on the first rows.
+    std::vector<Pair> want = NestedLoopJoin(left, {5, 9, gc::kNoMatch - 1, 12}, kind);
+    EXPECT_EQ(PairsOf(*j), want);
+    EXPECT_EQ(j->count, want.size());
+  }
+  auto info = client_->DescribeIndex("client_kinds");
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->duplicates, gc::DuplicatePolicy::kLowestRow);
+  EXPECT_EQ(info->statistics.max_group_rows, 0u);
 }
 
 // Messages smaller than the data: the client splits long string payload into
