@@ -68,6 +68,7 @@ void FillLookup(const pb::LookupRequest& q, pb::LookupResponse* r) {
   *r->mutable_values() = EchoedKeys(q);
   r->mutable_found()->assign(n, '\1');
   if (q.want_probes()) r->mutable_probes()->assign(4 * n, '\0');
+  if (q.want_match_counts()) r->mutable_match_counts()->assign(4 * n, '\0');
   auto* s = r->mutable_statistics();
   s->set_found(n);
   s->set_total_probes(n);
@@ -80,16 +81,22 @@ void FillJoin(const pb::JoinRequest& q, pb::JoinResponse* r) {
   for (const pb::LeftBatch& b : q.batches()) {
     const size_t n = KeyRows(b);
     const uint64_t capacity = b.capacity() ? b.capacity() : n;
-    const size_t pairs = static_cast<size_t>(std::min<uint64_t>(capacity, n));
+    // As many pairs as asked for (a one-to-many join asks for more than its
+    // rows), the keys repeated; none without keys.
+    const size_t pairs = n == 0 ? 0 : static_cast<size_t>(capacity);
     const std::string keys = EchoedKeys(b);
+    std::string rows;
+    rows.reserve(4 * pairs);
+    while (rows.size() < 4 * pairs)
+      rows.append(keys, 0, std::min(keys.size(), 4 * pairs - rows.size()));
     auto* out = r->add_results();
-    out->set_left_rows(keys.data(), 4 * pairs);
-    out->set_right_rows(keys.data(), 4 * pairs);
+    out->set_left_rows(rows);
+    out->set_right_rows(rows);
     out->set_count(pairs);
     out->set_capacity(capacity);
     auto* s = out->mutable_statistics();
-    s->set_found(pairs);
-    s->set_missing(n - pairs);
+    s->set_found(std::min(pairs, n));
+    s->set_missing(n - std::min(pairs, n));
     s->set_total_probes(n);
     s->set_max_probes(n ? 1 : 0);
     if (b.want_found()) out->mutable_found()->assign(n, '\1');

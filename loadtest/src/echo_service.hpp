@@ -7,9 +7,9 @@
 // gRPC, HTTP/2, protobuf and the client cost on this machine, without the engine.
 //
 // Response sizes: Lookup answers 4 value bytes and 1 found byte per key (plus
-// probes when asked); Join answers min(capacity, rows) pairs per left batch
-// (capacity 0 = rows), so a caller that knows its hit count sets the capacity to
-// it; Aggregate answers the per-group columns of `groups` rows.
+// probes and match counts when asked); Join answers `capacity` pairs per left
+// batch with keys (capacity 0 = rows), so a caller that knows its pair count
+// sets the capacity to it; Aggregate answers the per-group columns of `groups` rows.
 #pragma once
 
 #include <memory>

@@ -80,6 +80,8 @@ int Main(int argc, char** argv) {
   uint32_t groups = 1024;
   std::string agg_op = "sum";
   std::string key_type = "u32";
+  uint32_t multiplicity = 1;
+  std::string join_kind = "inner";
   int verify_every = 4;
   bool echo = false, echo_only = false, json = false;
   std::string json_file;
@@ -138,6 +140,14 @@ int Main(int argc, char** argv) {
                  "keys drawn over the full 64-bit range")
       ->check(CLI::IsMember({"u32", "u64"}))
       ->capture_default_str();
+  auto* multiplicity_option =
+      app.add_option("--multiplicity", multiplicity,
+                     "rows per key of the index built with --build-keys (a keep_all index of "
+                     "build-keys x N rows; a join hit yields N pairs)")
+          ->check(CLI::Range(1u, 1u << 20));
+  app.add_option("--join-kind", join_kind, "join: inner | left_outer | left_semi | left_anti")
+      ->check(CLI::IsMember({"inner", "left_outer", "left_semi", "left_anti"}))
+      ->capture_default_str();
   app.add_option("--groups", groups, "aggregate: number of groups")->capture_default_str();
   app.add_option("--agg-op", agg_op, "aggregate: count | sum | min | max | mean")
       ->check(CLI::IsMember({"count", "sum", "min", "max", "mean"}))
@@ -174,6 +184,11 @@ int Main(int argc, char** argv) {
   w.hit_ratio = hit_ratio;
   w.seed = seed;
   w.key_type = key_type == "u64" ? client::KeyType::kUint64 : client::KeyType::kUint32;
+  w.multiplicity = multiplicity;
+  w.keep_all = multiplicity_option->count() > 0;
+  auto kind = client::ParseJoinKind(join_kind);
+  if (!kind.ok()) return Fail(kind.status());
+  w.join_kind = *kind;
   w.groups = groups;
   auto op = client::ParseAggregateOp(agg_op);
   if (!op.ok()) return Fail(op.status());
@@ -227,8 +242,14 @@ int Main(int argc, char** argv) {
     header.aggregate = absl::StrCat(agg_op, " over ", groups, " groups");
   } else {
     header.index = index;
-    header.index_rows = w.build_keys;
+    header.index_rows = BuildRows(w);
     header.key_type = std::string(client::KeyTypeName(w.key_type));
+    header.multiplicity = w.build_keys > 0 ? w.multiplicity : 0;
+    if (w.build_keys > 0) {
+      header.duplicates = std::string(client::DuplicatePolicyName(
+          w.keep_all ? client::DuplicatePolicy::kKeepAll : client::DuplicatePolicy::kLowestRow));
+    }
+    if (w.rpc == Rpc::kJoin) header.join_kind = join_kind;
   }
 
   std::vector<std::unique_ptr<client::Client>> server_clients;
@@ -252,12 +273,16 @@ int Main(int argc, char** argv) {
         BuildData data = MakeBuildData(w);
         client::IndexSpec spec;
         spec.name = index;
-        spec.expected_rows = w.build_keys;
+        spec.expected_rows = w.build_keys;  // the table holds one slot per distinct key
         spec.target_load_factor = load_factor;
         spec.explicit_values = true;
         spec.replace = true;
         spec.key_type = w.key_type;
-        std::cerr << "building index '" << index << "' with " << w.build_keys << " keys...\n";
+        spec.duplicates =
+            w.keep_all ? client::DuplicatePolicy::kKeepAll : client::DuplicatePolicy::kLowestRow;
+        std::cerr << "building index '" << index << "' with " << w.build_keys << " keys"
+                  << (w.keep_all ? absl::StrCat(" x ", w.multiplicity, " rows (keep_all)") : "")
+                  << "...\n";
         auto built_info = c0.BuildIndexFromColumns(spec, data.Keys(), data.values);
         if (!built_info.ok()) return Fail(built_info.status());
         built = true;
@@ -272,6 +297,17 @@ int Main(int argc, char** argv) {
               "index '", index, "' has ", std::string(client::KeyTypeName(d->key_type)),
               " keys; give --key-type ", d->key_type == client::KeyType::kUint64 ? "u64" : "u32")));
         }
+        w.keep_all = d->duplicates == client::DuplicatePolicy::kKeepAll;
+        if (w.keep_all && w.rpc == Rpc::kJoin &&
+            (w.join_kind == client::JoinKind::kInner ||
+             w.join_kind == client::JoinKind::kLeftOuter)) {
+          // Its pairs per left row are unknown, so no capacity is known to be enough.
+          return Fail(absl::InvalidArgumentError(absl::StrCat(
+              "index '", index, "' keeps every row of a key (keep_all): an ", join_kind,
+              " join's pair count is unknown; build the index here (--build-keys N "
+              "--multiplicity M) or use --join-kind left_semi or left_anti")));
+        }
+        header.duplicates = std::string(client::DuplicatePolicyName(d->duplicates));
       }
     }
   }
@@ -296,7 +332,9 @@ int Main(int argc, char** argv) {
   const auto server_raw = Raw(server_clients);
   const auto echo_raw = Raw(echo_clients);
   for (uint64_t rows : *batch_rows) {
-    const BatchPool pool = MakeBatchPool(w, rows, PoolSizeFor(rows));
+    const uint32_t pairs_per_row = w.rpc == Rpc::kJoin ? w.multiplicity : 1;
+    const BatchPool pool =
+        MakeBatchPool(w, rows, PoolSizeFor(rows, size_t{96} << 20, pairs_per_row));
     for (uint64_t conc : *concurrency) {
       for (Target t : {Target::kServer, Target::kEcho}) {
         const auto& clients = t == Target::kServer ? server_raw : echo_raw;

@@ -63,7 +63,20 @@ std::string FormatTable(const RunHeader& h, const std::vector<SettingResult>& re
                     h.index_rows ? absl::StrCat(" (", h.index_rows, " rows, mapping known)")
                                  : std::string(" (existing)"),
                     h.key_type.empty() ? "" : absl::StrCat("  ", h.key_type, " keys"),
+                    h.duplicates.empty() ? "" : absl::StrCat("  ", h.duplicates),
+                    h.multiplicity > 1 ? absl::StrCat("  multiplicity ", h.multiplicity) : "",
                     "  hit ratio ", h.hit_ratio, "  seed ", h.seed, "\n");
+  }
+  if (!h.join_kind.empty()) {
+    absl::StrAppend(&out, "# join kind ", h.join_kind, "; pairs/s of the join settings: ");
+    bool first = true;
+    for (const SettingResult& r : results) {
+      if (r.rpc != Rpc::kJoin) continue;
+      absl::StrAppend(&out, first ? "" : ", ", TargetName(r.target), " ", Rows(r.batch_rows), " x",
+                      r.concurrency, " ", Si(r.PairsPerSecond()));
+      first = false;
+    }
+    absl::StrAppend(&out, "\n");
   }
   if (!h.aggregate.empty()) absl::StrAppend(&out, "# aggregate ", h.aggregate, "\n");
   absl::StrAppend(&out,
@@ -101,10 +114,11 @@ std::string FormatTable(const RunHeader& h, const std::vector<SettingResult>& re
 
 std::string FormatJson(const RunHeader& h, const std::vector<SettingResult>& results) {
   nlohmann::json header = {
-      {"server", h.server},     {"backend", h.backend},       {"device", h.device},
-      {"index", h.index},       {"index_rows", h.index_rows}, {"hit_ratio", h.hit_ratio},
-      {"seed", h.seed},         {"aggregate", h.aggregate},   {"command", h.command_line},
-      {"key_type", h.key_type},
+      {"server", h.server},       {"backend", h.backend},       {"device", h.device},
+      {"index", h.index},         {"index_rows", h.index_rows}, {"hit_ratio", h.hit_ratio},
+      {"seed", h.seed},           {"aggregate", h.aggregate},   {"command", h.command_line},
+      {"key_type", h.key_type},   {"duplicates", h.duplicates}, {"multiplicity", h.multiplicity},
+      {"join_kind", h.join_kind},
   };
   nlohmann::json rows = nlohmann::json::array();
   uint64_t errors = 0, wrong = 0;
@@ -119,6 +133,8 @@ std::string FormatJson(const RunHeader& h, const std::vector<SettingResult>& res
         {"seconds", r.seconds},
         {"batches", r.batches},
         {"keys", r.keys},
+        {"pairs", r.pairs},
+        {"pairs_per_second", r.PairsPerSecond()},
         {"batches_per_second", r.BatchesPerSecond()},
         {"keys_per_second", r.KeysPerSecond()},
         {"request_mb_per_second", r.RequestMBps()},

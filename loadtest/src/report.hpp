@@ -13,12 +13,15 @@ namespace gpujoin::loadtest {
 
 /// Facts about the run printed above the table / stored at the top of the JSON.
 struct RunHeader {
-  std::string server;       ///< address, or "" for an echo-only run
-  std::string backend;      ///< the server's backend ("cpu", "cuda"), "" when unknown
-  std::string device;       ///< the server's device name, "" when unknown
-  std::string index;        ///< index used (lookup, join)
-  uint64_t index_rows = 0;  ///< rows of the index the load tester built (0 = existing)
-  std::string key_type;     ///< "uint32" or "uint64" (lookup, join)
+  std::string server;         ///< address, or "" for an echo-only run
+  std::string backend;        ///< the server's backend ("cpu", "cuda"), "" when unknown
+  std::string device;         ///< the server's device name, "" when unknown
+  std::string index;          ///< index used (lookup, join)
+  uint64_t index_rows = 0;    ///< rows of the index the load tester built (0 = existing)
+  std::string key_type;       ///< "uint32" or "uint64" (lookup, join)
+  std::string duplicates;     ///< the index's policy: "lowest_row" or "keep_all" (lookup, join)
+  uint32_t multiplicity = 0;  ///< rows per key of the built index (0 = existing index)
+  std::string join_kind;      ///< join: "inner", "left_outer", "left_semi", "left_anti"
   double hit_ratio = 0;
   uint32_t seed = 0;
   std::string aggregate;  ///< "sum over 1024 groups" for aggregate runs

@@ -28,7 +28,7 @@ struct Shared {
 
 // What one stream saw; merged after the streams are joined.
 struct StreamStats {
-  uint64_t batches = 0, keys = 0, request_bytes = 0, response_bytes = 0;
+  uint64_t batches = 0, keys = 0, pairs = 0, request_bytes = 0, response_bytes = 0;
   std::vector<int64_t> latencies;
   std::map<std::string, uint64_t> errors;
   uint64_t wrong = 0, checked = 0;
@@ -61,7 +61,7 @@ void EndWindow(Shared& sh, Clock::time_point when) {
 // Bookkeeping common to every answer; `check` returns "" or what was wrong.
 template <typename Result, typename Check>
 void OnAnswer(const RunConfig& cfg, Shared& sh, StreamStats& st, Result& r, uint64_t rows,
-              uint64_t request_bytes, uint64_t response_bytes, Check&& check) {
+              uint64_t pairs, uint64_t request_bytes, uint64_t response_bytes, Check&& check) {
   const auto now = Clock::now();
   if (!r.error.ok()) {
     st.Error(r.error);
@@ -84,6 +84,7 @@ void OnAnswer(const RunConfig& cfg, Shared& sh, StreamStats& st, Result& r, uint
   }
   ++st.batches;
   st.keys += rows;
+  st.pairs += pairs;
   st.request_bytes += request_bytes;
   st.response_bytes += response_bytes;
   st.latencies.push_back(r.latency.count());
@@ -117,15 +118,27 @@ std::string CheckEchoLookup(const PoolBatch& b, const client::LookupResult& r, b
   return "";
 }
 
+// The pair capacity a join batch asks for: with a known mapping exactly its
+// expected pairs (none: 0, which the server reads as the batch's rows and
+// answers with no pairs), else 0.
+uint64_t JoinCapacity(const BatchPool& pool, const PoolBatch& b) {
+  return pool.known_mapping ? b.expected_left.size() : 0;
+}
+
+// The echo answers `capacity` pairs (0 = the batch's rows), the keys repeated.
 std::string CheckEchoJoin(const BatchPool& pool, const PoolBatch& b, const client::JoinResult& r,
                           bool full) {
   if (r.results.size() != 1) return "echo answered no join result";
   const auto& p = r.results[0];
-  const size_t want = pool.known_mapping && b.hits ? b.hits : b.rows();
+  const uint64_t capacity = JoinCapacity(pool, b);
+  const size_t want = capacity ? capacity : b.rows();
   std::string s = CheckEchoSize(p.left_rows.size(), want, "pairs");
   if (!s.empty() || !full || want == 0) return s;
-  if (!EchoesKeys(b, p.left_rows.data(), want) || !EchoesKeys(b, p.right_rows.data(), want)) {
-    return "echo answer differs from the request";
+  for (size_t at = 0; at < want; at += b.rows()) {
+    const size_t n = std::min(want - at, b.rows());
+    if (!EchoesKeys(b, p.left_rows.data() + at, n) || !EchoesKeys(b, p.right_rows.data() + at, n)) {
+      return "echo answer differs from the request";
+    }
   }
   return "";
 }
@@ -153,12 +166,15 @@ void RunStream(Target target, client::Client* c, const BatchPool& pool, const Ru
       case Rpc::kLookup: {
         auto source = [&]() -> std::optional<client::LookupBatch> {
           if (sh.stop.load(std::memory_order_relaxed)) return std::nullopt;
-          return client::LookupBatch{batch_of(issued++).QueryKeys()};
+          client::LookupBatch batch{batch_of(issued++).QueryKeys()};
+          batch.want_match_counts = pool.keep_all;
+          return batch;
         };
         auto sink = [&](client::LookupResult&& r) -> absl::Status {
           const PoolBatch& b = batch_of(r.batch_id);
-          const uint64_t resp = 4 * r.values.size() + r.found.size() + 4 * r.probes.size();
-          OnAnswer(cfg, sh, st, r, b.rows(), req_bytes, resp, [&](bool full) {
+          const uint64_t resp = 4 * r.values.size() + r.found.size() + 4 * r.probes.size() +
+                                4 * r.match_counts.size();
+          OnAnswer(cfg, sh, st, r, b.rows(), 0, req_bytes, resp, [&](bool full) {
             return echo ? CheckEchoLookup(b, r, full) : CheckLookup(pool, b, r, full);
           });
           return absl::OkStatus();
@@ -172,18 +188,22 @@ void RunStream(Target target, client::Client* c, const BatchPool& pool, const Ru
           const PoolBatch& b = batch_of(issued++);
           client::JoinLeft left;
           left.keys = b.QueryKeys();
-          // A known hit count makes the capacity exact: no truncation, and the echo
+          // A known pair count makes the capacity exact: no truncation, and the echo
           // answers as many pairs as the server.
-          left.capacity = pool.known_mapping ? b.hits : 0;
+          left.capacity = JoinCapacity(pool, b);
           client::JoinBatch batch;
           batch.lefts.push_back(left);
+          batch.kind = pool.join_kind;
           return batch;
         };
         auto sink = [&](client::JoinResult&& r) -> absl::Status {
           const PoolBatch& b = batch_of(r.batch_id);
-          uint64_t resp = 0;
-          for (const auto& p : r.results) resp += 4 * (p.left_rows.size() + p.right_rows.size());
-          OnAnswer(cfg, sh, st, r, b.rows(), req_bytes, resp, [&](bool full) {
+          uint64_t resp = 0, pairs = 0;
+          for (const auto& p : r.results) {
+            resp += 4 * (p.left_rows.size() + p.right_rows.size());
+            pairs += p.left_rows.size();
+          }
+          OnAnswer(cfg, sh, st, r, b.rows(), pairs, req_bytes, resp, [&](bool full) {
             return echo ? CheckEchoJoin(pool, b, r, full) : CheckJoin(pool, b, r, full);
           });
           return absl::OkStatus();
@@ -207,7 +227,7 @@ void RunStream(Target target, client::Client* c, const BatchPool& pool, const Ru
           const uint64_t resp =
               4 * (r.counts.size() + r.values.size() + r.contributing_rows.size() +
                    r.total_counts.size() + r.total_values.size());
-          OnAnswer(cfg, sh, st, r, b.keys.size(), req_bytes, resp, [&](bool full) {
+          OnAnswer(cfg, sh, st, r, b.keys.size(), 0, req_bytes, resp, [&](bool full) {
             if (!echo) return CheckAggregate(cfg.workload, pool, b, r, full);
             return CheckEchoSize(count ? r.counts.size() : r.values.size(), cfg.workload.groups,
                                  "groups");
@@ -294,6 +314,7 @@ SettingResult RunSetting(Target target, std::span<client::Client* const> clients
   for (StreamStats& st : stats) {
     result.batches += st.batches;
     result.keys += st.keys;
+    result.pairs += st.pairs;
     result.request_bytes += st.request_bytes;
     result.response_bytes += st.response_bytes;
     latencies.insert(latencies.end(), st.latencies.begin(), st.latencies.end());

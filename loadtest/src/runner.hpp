@@ -56,6 +56,7 @@ struct SettingResult {
   double seconds = 0;           ///< measurement window actually used
   uint64_t batches = 0;         ///< answered successfully within the window
   uint64_t keys = 0;            ///< rows of those batches
+  uint64_t pairs = 0;           ///< join: pairs answered in those batches
   uint64_t request_bytes = 0;   ///< payload bytes sent (columns) for those batches
   uint64_t response_bytes = 0;  ///< payload bytes received (columns)
   LatencySummary latency;
@@ -69,6 +70,7 @@ struct SettingResult {
 
   double BatchesPerSecond() const { return seconds > 0 ? batches / seconds : 0; }
   double KeysPerSecond() const { return seconds > 0 ? keys / seconds : 0; }
+  double PairsPerSecond() const { return seconds > 0 ? pairs / seconds : 0; }
   double RequestMBps() const { return seconds > 0 ? request_bytes / seconds / 1e6 : 0; }
   double ResponseMBps() const { return seconds > 0 ? response_bytes / seconds / 1e6 : 0; }
   uint64_t ErrorCount() const;

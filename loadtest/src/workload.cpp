@@ -92,7 +92,27 @@ absl::Status ValidateWorkloadSpec(const WorkloadSpec& spec) {
   if (spec.rpc == Rpc::kAggregate && spec.groups == 0) {
     return absl::InvalidArgumentError("--groups must be positive for --rpc aggregate");
   }
+  if (spec.multiplicity == 0) {
+    return absl::InvalidArgumentError("--multiplicity must be at least 1");
+  }
+  if (spec.multiplicity > 1 && (spec.build_keys == 0 || spec.rpc == Rpc::kAggregate)) {
+    return absl::InvalidArgumentError(
+        "--multiplicity shapes the index the load tester builds: it needs --build-keys and "
+        "--rpc lookup or join");
+  }
+  if (BuildRows(spec) > 0xffffffffu) {
+    return absl::InvalidArgumentError(absl::StrCat("--build-keys x --multiplicity is ",
+                                                   BuildRows(spec),
+                                                   " rows; an index holds fewer than 2^32"));
+  }
+  if (spec.join_kind != client::JoinKind::kInner && spec.rpc != Rpc::kJoin) {
+    return absl::InvalidArgumentError("--join-kind applies to --rpc join only");
+  }
   return absl::OkStatus();
+}
+
+uint64_t BuildRows(const WorkloadSpec& spec) {
+  return spec.build_keys * std::max<uint64_t>(spec.multiplicity, 1);
 }
 
 namespace {
@@ -105,19 +125,21 @@ bool Wide(const WorkloadSpec& spec) {
 
 BuildData MakeBuildData(const WorkloadSpec& spec) {
   BuildData d;
+  const uint64_t rows = BuildRows(spec);
   if (Wide(spec)) {
-    d.keys64.resize(spec.build_keys);
+    d.keys64.resize(rows);
   } else {
-    d.keys.resize(spec.build_keys);
+    d.keys.resize(rows);
   }
-  d.values.resize(spec.build_keys);
-  for (uint64_t i = 0; i < spec.build_keys; ++i) {
+  d.values.resize(rows);
+  for (uint64_t r = 0; r < rows; ++r) {
+    const uint64_t i = r % spec.build_keys;  // the key index of row r
     if (Wide(spec)) {
-      d.keys64[i] = Mix64(i, spec.seed);
+      d.keys64[r] = Mix64(i, spec.seed);
     } else {
-      d.keys[i] = Mix(static_cast<uint32_t>(i), spec.seed);
+      d.keys[r] = Mix(static_cast<uint32_t>(i), spec.seed);
     }
-    d.values[i] = Mix(static_cast<uint32_t>(i), spec.seed ^ kValueSalt);
+    d.values[r] = Mix(static_cast<uint32_t>(r), spec.seed ^ kValueSalt);
   }
   return d;
 }
@@ -130,9 +152,10 @@ uint64_t BatchPool::RequestBytes(const WorkloadSpec& spec) const {
   return bytes;
 }
 
-size_t PoolSizeFor(size_t batch_rows, size_t budget_bytes) {
-  // keys, expected values, found flags, join pairs: about 17 bytes per row.
-  const size_t per_batch = std::max<size_t>(1, batch_rows * 17);
+size_t PoolSizeFor(size_t batch_rows, size_t budget_bytes, uint32_t pairs_per_row) {
+  // keys, expected values and found flags, about 9 bytes per row, and 8 bytes per join pair.
+  const size_t per_batch =
+      std::max<size_t>(1, batch_rows * (9 + 8 * size_t{std::max<uint32_t>(pairs_per_row, 1)}));
   return std::clamp<size_t>(budget_bytes / per_batch, 2, 64);
 }
 
@@ -140,6 +163,9 @@ BatchPool MakeBatchPool(const WorkloadSpec& spec, size_t batch_rows, size_t coun
   BatchPool pool;
   pool.batch_rows = batch_rows;
   pool.known_mapping = spec.build_keys > 0 && spec.rpc != Rpc::kAggregate;
+  pool.multiplicity = std::max<uint32_t>(spec.multiplicity, 1);
+  pool.keep_all = spec.keep_all;
+  pool.join_kind = spec.join_kind;
   pool.batches.resize(count);
   std::mt19937_64 rng(spec.seed * 0x9e3779b97f4a7c15ull + batch_rows);
   const uint64_t hits = HitsFor(spec, batch_rows);
@@ -217,8 +243,11 @@ BatchPool MakeBatchPool(const WorkloadSpec& spec, size_t batch_rows, size_t coun
     b.expected_values.resize(batch_rows);
     b.expected_found.resize(batch_rows);
     b.hits = hits;
-    b.expected_left.reserve(hits);
-    b.expected_right.reserve(hits);
+    const client::JoinKind kind = spec.join_kind;
+    const bool all_matches =
+        kind == client::JoinKind::kInner || kind == client::JoinKind::kLeftOuter;
+    const bool unmatched =
+        kind == client::JoinKind::kLeftOuter || kind == client::JoinKind::kLeftAnti;
     for (size_t r = 0; r < batch_rows; ++r) {
       if (is_hit[r]) {
         uint32_t i;
@@ -235,8 +264,14 @@ BatchPool MakeBatchPool(const WorkloadSpec& spec, size_t batch_rows, size_t coun
         } while (reserved);
         b.expected_values[r] = Mix(i, spec.seed ^ kValueSalt);
         b.expected_found[r] = 1;
-        b.expected_left.push_back(static_cast<uint32_t>(r));
-        b.expected_right.push_back(b.expected_values[r]);
+        if (kind == client::JoinKind::kLeftAnti) continue;
+        // The key's rows i, i + build_keys, ... in source order (semi: the first).
+        const uint32_t group = all_matches ? pool.multiplicity : 1;
+        for (uint32_t t = 0; t < group; ++t) {
+          const auto row = static_cast<uint32_t>(i + uint64_t{t} * spec.build_keys);
+          b.expected_left.push_back(static_cast<uint32_t>(r));
+          b.expected_right.push_back(Mix(row, spec.seed ^ kValueSalt));
+        }
       } else {
         const uint64_t j = miss_row(rng);
         if (wide) {
@@ -246,6 +281,10 @@ BatchPool MakeBatchPool(const WorkloadSpec& spec, size_t batch_rows, size_t coun
         }
         b.expected_values[r] = kMissing;
         b.expected_found[r] = 0;
+        if (unmatched) {
+          b.expected_left.push_back(static_cast<uint32_t>(r));
+          b.expected_right.push_back(kMissing);
+        }
       }
     }
   }
@@ -270,7 +309,23 @@ std::string CheckLookup(const BatchPool& pool, const PoolBatch& batch,
   if (pool.known_mapping && s.found != batch.hits) {
     return absl::StrCat("statistics say ", s.found, " keys found, expected ", batch.hits);
   }
+  if (pool.keep_all && result.match_counts.size() != n) {
+    return absl::StrCat("lookup answer has ", result.match_counts.size(), " match counts for ", n,
+                        " keys");
+  }
   if (!full) return "";
+  if (pool.keep_all) {
+    for (size_t r = 0; r < n; ++r) {
+      const uint32_t m = result.match_counts[r];
+      const bool right = pool.known_mapping ? m == (batch.expected_found[r] ? pool.multiplicity : 0)
+                                            : (result.found[r] ? m >= 1 : m == 0);
+      if (!right) {
+        return absl::StrCat("row ", r, " key ", batch.KeyAt(r), ": ", m,
+                            " matches, found=", int{result.found[r]}, " (multiplicity ",
+                            pool.multiplicity, ")");
+      }
+    }
+  }
   if (pool.known_mapping) {
     if (std::memcmp(result.values.data(), batch.expected_values.data(), 4 * n) == 0 &&
         std::memcmp(result.found.data(), batch.expected_found.data(), n) == 0) {
@@ -317,12 +372,27 @@ std::string CheckJoin(const BatchPool& pool, const PoolBatch& batch,
     return absl::StrCat("count ", p.count, " capacity ", p.capacity, " overflow=", p.overflow,
                         " with ", p.left_rows.size(), " pairs");
   }
-  if (p.statistics.found != p.count || p.statistics.found + p.statistics.missing != n) {
-    return absl::StrCat("statistics say found ", p.statistics.found, " missing ",
-                        p.statistics.missing, " for ", p.count, " pairs of ", n, " rows");
+  const uint64_t found = p.statistics.found, missing = p.statistics.missing;
+  if (found + missing != n) {
+    return absl::StrCat("statistics say found ", found, " missing ", missing, " for ", n, " rows");
   }
-  if (pool.known_mapping && p.count != batch.hits) {
-    return absl::StrCat(p.count, " pairs, expected ", batch.hits);
+  // The count each kind yields from the statistics: exact for semi and anti,
+  // and for inner and left outer on a lowest_row index (one pair per row).
+  const client::JoinKind kind = pool.join_kind;
+  const bool repeats =
+      pool.keep_all && (kind == client::JoinKind::kInner || kind == client::JoinKind::kLeftOuter);
+  uint64_t least = found;  // inner
+  if (kind == client::JoinKind::kLeftOuter) least = n;
+  if (kind == client::JoinKind::kLeftAnti) least = missing;
+  if (repeats ? p.count < least : p.count != least) {
+    return absl::StrCat(p.count, " pairs of a ", std::string(client::JoinKindName(kind)),
+                        " join, but statistics say found ", found, " missing ", missing);
+  }
+  if (pool.known_mapping && found != batch.hits) {
+    return absl::StrCat("statistics say ", found, " keys found, expected ", batch.hits);
+  }
+  if (pool.known_mapping && p.count != batch.expected_left.size()) {
+    return absl::StrCat(p.count, " pairs, expected ", batch.expected_left.size());
   }
   if (!full) return "";
   const size_t pairs = p.left_rows.size();
@@ -333,9 +403,14 @@ std::string CheckJoin(const BatchPool& pool, const PoolBatch& batch,
     return "";
   }
   for (size_t k = 0; k < pairs; ++k) {
-    if (p.left_rows[k] >= n || (k > 0 && p.left_rows[k] <= p.left_rows[k - 1])) {
+    const bool ordered = k == 0 || p.left_rows[k] > p.left_rows[k - 1] ||
+                         (repeats && p.left_rows[k] == p.left_rows[k - 1]);
+    if (p.left_rows[k] >= n || !ordered) {
       return absl::StrCat("pair ", k, ": left row ", p.left_rows[k],
                           " out of order or out of range [0, ", n, ")");
+    }
+    if (kind == client::JoinKind::kLeftAnti && p.right_rows[k] != kMissing) {
+      return absl::StrCat("pair ", k, ": an anti pair with right row ", p.right_rows[k]);
     }
     if (pool.known_mapping &&
         (p.left_rows[k] != batch.expected_left[k] || p.right_rows[k] != batch.expected_right[k])) {

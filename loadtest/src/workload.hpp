@@ -10,6 +10,12 @@
 // hits at shuffled positions, so a join's pair count is known in advance. With
 // uint64 keys (--key-type u64) the key of row i is Mix64(i, seed), a bijection of
 // uint64, so keys spread over the whole 64-bit range by the same scheme.
+//
+// Multiplicity (--multiplicity M, a keep_all index): the index has build_keys * M
+// rows; row r has the key of key index r % build_keys and value Mix(r, ...), so
+// key i's rows are i, i + build_keys, ..., in source order and in different
+// chunks, and a join's pairs for a hit are known: M per left row (inner), in
+// right-row order.
 #pragma once
 
 #include <cstddef>
@@ -58,13 +64,24 @@ struct WorkloadSpec {
   /// Aggregate: group count, and the operation.
   uint32_t groups = 1024;
   client::AggregateOp aggregate_op = client::AggregateOp::kSum;
+  /// Rows per key of the built index (>= 1; > 1 needs build_keys).
+  uint32_t multiplicity = 1;
+  /// The index keeps every row of a key (DuplicatePolicy::kKeepAll): always
+  /// with --multiplicity, and for an existing keep_all index. Lookups then ask
+  /// for match counts.
+  bool keep_all = false;
+  /// Join: the kind of every request.
+  client::JoinKind join_kind = client::JoinKind::kInner;
 };
+
+/// Rows of the index the load tester builds: build_keys * multiplicity.
+uint64_t BuildRows(const WorkloadSpec& spec);
 
 /// INVALID_ARGUMENT naming the option when the spec cannot generate batches.
 absl::Status ValidateWorkloadSpec(const WorkloadSpec& spec);
 
-/// The index the load tester builds: keys and explicit values, row i = Mix(i, ...)
-/// (uint64 keys: Mix64).
+/// The index the load tester builds: keys and explicit values, row r has the key
+/// of key index r % build_keys (Mix, or Mix64 for uint64 keys) and value Mix(r, ...).
 struct BuildData {
   std::vector<uint32_t> keys;    ///< uint32 workloads
   std::vector<uint64_t> keys64;  ///< uint64 workloads
@@ -74,7 +91,7 @@ struct BuildData {
   client::Keys Keys() const { return keys64.empty() ? client::Keys(keys) : client::Keys(keys64); }
 };
 
-/// Generates the build columns of `spec` (spec.build_keys rows).
+/// Generates the build columns of `spec` (BuildRows(spec) rows).
 BuildData MakeBuildData(const WorkloadSpec& spec);
 
 /// One pre-generated request batch and, when the mapping is known, its answer.
@@ -85,10 +102,12 @@ struct PoolBatch {
   std::vector<uint32_t> expected_values;
   /// Lookup: expected found flag per row (1/0); known mapping only.
   std::vector<uint8_t> expected_found;
-  /// Join: expected pairs (left row = position in the batch) in left order.
+  /// Join: expected pairs of the spec's join kind (left row = position in the
+  /// batch) in left order, then right-row order; kMissing for the right row of
+  /// an unmatched left outer or anti pair. Their number is the exact count.
   std::vector<uint32_t> expected_left;
   std::vector<uint32_t> expected_right;
-  /// Rows whose key is in the index (known mapping), the join's pair count.
+  /// Rows whose key is in the index (known mapping); the lookup's found count.
   uint64_t hits = 0;
   /// Aggregate: float values (small integers, so sums are exact in any order),
   /// and the expected per-group results of this batch.
@@ -110,6 +129,9 @@ struct PoolBatch {
 struct BatchPool {
   size_t batch_rows = 0;
   bool known_mapping = false;
+  uint32_t multiplicity = 1;  ///< rows per key of the index (known mapping)
+  bool keep_all = false;      ///< the index keeps every row of a key
+  client::JoinKind join_kind = client::JoinKind::kInner;
   std::vector<PoolBatch> batches;
 
   /// Request payload bytes of one batch (keys of 4 or 8 bytes, plus values for aggregate).
@@ -117,8 +139,10 @@ struct BatchPool {
 };
 
 /// Chooses how many distinct batches to pre-generate for `batch_rows` rows:
-/// enough that consecutive requests differ, bounded to about `budget_bytes`.
-size_t PoolSizeFor(size_t batch_rows, size_t budget_bytes = size_t{96} << 20);
+/// enough that consecutive requests differ, bounded to about `budget_bytes`,
+/// with up to `pairs_per_row` expected join pairs per row.
+size_t PoolSizeFor(size_t batch_rows, size_t budget_bytes = size_t{96} << 20,
+                   uint32_t pairs_per_row = 1);
 
 /// Generates `count` batches of `batch_rows` rows with the expected answers.
 BatchPool MakeBatchPool(const WorkloadSpec& spec, size_t batch_rows, size_t count);
@@ -126,14 +150,18 @@ BatchPool MakeBatchPool(const WorkloadSpec& spec, size_t batch_rows, size_t coun
 /// Checks a Lookup answer to `batch`. Every answer: sizes and statistics (and the
 /// hit count when the mapping is known), O(1). With `full`: every row, against the
 /// expected values and found flags (known mapping) or for structure (found flags
-/// 0/1, missing rows carry 0xffffffff, statistics match the mask).
+/// 0/1, missing rows carry 0xffffffff, statistics match the mask). On a keep_all
+/// index the answer must carry match counts: the multiplicity for a hit, 0 for
+/// a miss (unknown mapping: at least 1 for a hit).
 /// Returns a description of the first difference, or "" when the answer is right.
 std::string CheckLookup(const BatchPool& pool, const PoolBatch& batch,
                         const client::LookupResult& result, bool full);
 
-/// Checks a Join answer (one left batch, left rows numbered from 0): counts,
-/// overflow and statistics always; with `full` every pair (expected pairs with a
-/// known mapping, else left rows strictly increasing and in range).
+/// Checks a Join answer (one left batch, left rows numbered from 0, the pool's
+/// join kind): counts, overflow and statistics always; with `full` every pair
+/// (expected pairs with a known mapping, else left rows in range and
+/// increasing: strictly, unless a keep_all index repeats them in inner and
+/// left outer joins; anti pairs without a right row).
 std::string CheckJoin(const BatchPool& pool, const PoolBatch& batch,
                       const client::JoinResult& result, bool full);
 

@@ -272,6 +272,167 @@ TEST(CheckAggregate, ComputesExactSumsAndCatchesWrongOnes) {
   EXPECT_NE(CheckAggregate(spec, pool, b, r, true).find("group 4"), std::string::npos);
 }
 
+// ---------------------------------------------------------------- multiplicity and join kinds
+// (issue 21)
+
+constexpr client::JoinKind kKinds[] = {client::JoinKind::kInner, client::JoinKind::kLeftOuter,
+                                       client::JoinKind::kLeftSemi, client::JoinKind::kLeftAnti};
+
+WorkloadSpec MultiSpec(client::JoinKind kind, uint32_t multiplicity) {
+  WorkloadSpec s = LookupSpec();
+  s.rpc = Rpc::kJoin;
+  s.build_keys = 700;
+  s.multiplicity = multiplicity;
+  s.keep_all = true;
+  s.join_kind = kind;
+  return s;
+}
+
+TEST(WorkloadSpec, RejectsImpossibleMultiplicityAndJoinKinds) {
+  WorkloadSpec s = MultiSpec(client::JoinKind::kInner, 4);
+  EXPECT_TRUE(ValidateWorkloadSpec(s).ok());
+  EXPECT_EQ(BuildRows(s), 2800u);
+  s.multiplicity = 0;
+  EXPECT_NE(std::string(ValidateWorkloadSpec(s).message()).find("--multiplicity"),
+            std::string::npos);
+  s.multiplicity = 2;
+  s.build_keys = 0;  // an existing index: its groups are unknown
+  EXPECT_FALSE(ValidateWorkloadSpec(s).ok());
+  s.build_keys = uint64_t{1} << 31;  // 2^32 rows do not fit an index
+  EXPECT_NE(std::string(ValidateWorkloadSpec(s).message()).find("2^32"), std::string::npos);
+  s = MultiSpec(client::JoinKind::kLeftSemi, 1);
+  s.rpc = Rpc::kLookup;
+  EXPECT_NE(std::string(ValidateWorkloadSpec(s).message()).find("--join-kind"), std::string::npos);
+}
+
+// The build rows of key i are i, i + build_keys, ... (duplicates across
+// chunks); the expected pairs of every kind equal a nested-loop join of the
+// batch against those rows, in left then right-row order.
+TEST(BatchPool, MultiplicityGivesTheNestedLoopPairsOfEveryKind) {
+  for (client::JoinKind kind : kKinds) {
+    SCOPED_TRACE(std::string(client::JoinKindName(kind)));
+    const WorkloadSpec spec = MultiSpec(kind, 3);
+    const BuildData data = MakeBuildData(spec);
+    ASSERT_EQ(data.keys.size(), 2100u);
+    EXPECT_EQ(data.keys[5], data.keys[705]);
+    EXPECT_EQ(data.keys[5], data.keys[1405]);
+    std::unordered_map<uint32_t, std::vector<uint32_t>> rows_of;  // key -> values in row order
+    for (size_t r = 0; r < data.keys.size(); ++r) rows_of[data.keys[r]].push_back(data.values[r]);
+    ASSERT_EQ(rows_of.size(), 700u);
+    const BatchPool pool = MakeBatchPool(spec, 400, 2);
+    EXPECT_TRUE(pool.keep_all);
+    EXPECT_EQ(pool.multiplicity, 3u);
+    for (const PoolBatch& b : pool.batches) {
+      std::vector<uint32_t> left, right;
+      for (uint32_t r = 0; r < b.keys.size(); ++r) {
+        const auto it = rows_of.find(b.keys[r]);
+        const bool hit = it != rows_of.end();
+        EXPECT_EQ(b.expected_found[r], hit ? 1 : 0);
+        EXPECT_EQ(b.expected_values[r], hit ? it->second[0] : kMissing);
+        const bool all = kind == client::JoinKind::kInner || kind == client::JoinKind::kLeftOuter;
+        if (hit && kind != client::JoinKind::kLeftAnti) {
+          for (size_t t = 0; t < (all ? it->second.size() : 1); ++t) {
+            left.push_back(r);
+            right.push_back(it->second[t]);
+          }
+        }
+        if (!hit && (kind == client::JoinKind::kLeftOuter || kind == client::JoinKind::kLeftAnti)) {
+          left.push_back(r);
+          right.push_back(kMissing);
+        }
+      }
+      EXPECT_EQ(b.hits, 300u);
+      EXPECT_EQ(b.expected_left, left);
+      EXPECT_EQ(b.expected_right, right);
+    }
+  }
+  // Inner at multiplicity 3 and hit ratio 0.75: 3 pairs per hit.
+  EXPECT_EQ(
+      MakeBatchPool(MultiSpec(client::JoinKind::kInner, 3), 400, 1).batches[0].expected_left.size(),
+      900u);
+}
+
+client::JoinResult RightJoin(const PoolBatch& b) {
+  client::JoinResult r;
+  r.results.resize(1);
+  auto& p = r.results[0];
+  p.left_rows = b.expected_left;
+  p.right_rows = b.expected_right;
+  p.count = b.expected_left.size();
+  p.capacity = p.count;
+  p.statistics.found = b.hits;
+  p.statistics.missing = b.rows() - b.hits;
+  return r;
+}
+
+TEST(CheckJoin, EveryKindAtMultiplicityAcceptsTheRightAnswerAndCatchesWrongOnes) {
+  for (client::JoinKind kind : kKinds) {
+    SCOPED_TRACE(std::string(client::JoinKindName(kind)));
+    const BatchPool pool = MakeBatchPool(MultiSpec(kind, 4), 300, 1);
+    const PoolBatch& b = pool.batches[0];
+    const client::JoinResult right = RightJoin(b);
+    EXPECT_EQ(CheckJoin(pool, b, right, true), "");
+    // One pair fewer: the count no longer matches.
+    client::JoinResult wrong = right;
+    wrong.results[0].left_rows.pop_back();
+    wrong.results[0].right_rows.pop_back();
+    wrong.results[0].count -= 1;
+    EXPECT_NE(CheckJoin(pool, b, wrong, false), "");
+    // A right row of the wrong group member: only the full check sees it.
+    wrong = right;
+    const size_t k = wrong.results[0].right_rows.size() / 2;
+    wrong.results[0].right_rows[k] ^= 1;
+    EXPECT_EQ(CheckJoin(pool, b, wrong, false), "");
+    EXPECT_NE(CheckJoin(pool, b, wrong, true).find("pair " + std::to_string(k)), std::string::npos);
+  }
+}
+
+// Without a known mapping only the structure is checked: on a keep_all index
+// inner and left outer joins may repeat a left row, semi and anti may not.
+TEST(CheckJoin, StructureOfAnUnknownKeepAllIndex) {
+  WorkloadSpec spec;
+  spec.rpc = Rpc::kJoin;
+  spec.keyspace = 1000;
+  spec.keep_all = true;
+  const BatchPool inner = MakeBatchPool(spec, 4, 1);
+  ASSERT_FALSE(inner.known_mapping);
+  client::JoinResult r;
+  r.results.resize(1);
+  auto& p = r.results[0];
+  p.left_rows = {0, 0, 0, 2};
+  p.right_rows = {5, 6, 7, 1};
+  p.count = 4;
+  p.capacity = 4;
+  p.statistics.found = 2;
+  p.statistics.missing = 2;
+  EXPECT_EQ(CheckJoin(inner, inner.batches[0], r, true), "");
+  spec.join_kind = client::JoinKind::kLeftSemi;
+  const BatchPool semi = MakeBatchPool(spec, 4, 1);
+  EXPECT_NE(CheckJoin(semi, semi.batches[0], r, false), "");  // 4 pairs for 2 found rows
+  p.left_rows = {0, 2};
+  p.right_rows = {5, 1};
+  p.count = p.capacity = 2;
+  EXPECT_EQ(CheckJoin(semi, semi.batches[0], r, true), "");
+  spec.join_kind = client::JoinKind::kLeftAnti;
+  const BatchPool anti = MakeBatchPool(spec, 4, 1);
+  p.left_rows = {1, 3};
+  p.right_rows = {kMissing, 9};  // an anti pair with a right row
+  EXPECT_NE(CheckJoin(anti, anti.batches[0], r, true).find("pair 1"), std::string::npos);
+}
+
+TEST(CheckLookup, KeepAllAnswersCarryTheGroupSize) {
+  WorkloadSpec spec = MultiSpec(client::JoinKind::kInner, 5);
+  spec.rpc = Rpc::kLookup;
+  const BatchPool pool = MakeBatchPool(spec, 200, 1);
+  const PoolBatch& b = pool.batches[0];
+  client::LookupResult r = RightLookup(b);
+  EXPECT_NE(CheckLookup(pool, b, r, false).find("match counts"), std::string::npos);
+  for (uint8_t f : b.expected_found) r.match_counts.push_back(f ? 5 : 0);
+  EXPECT_EQ(CheckLookup(pool, b, r, true), "");
+  r.match_counts[b.expected_left[0]] = 4;
+  EXPECT_NE(CheckLookup(pool, b, r, true).find("4 matches"), std::string::npos);
+}
+
 TEST(Summarize, UsesNearestRankPercentiles) {
   std::vector<int64_t> ns;
   for (int i = 100; i >= 1; --i) ns.push_back(i * 1000000);  // 1..100 ms, unordered
@@ -419,6 +580,28 @@ TEST(EchoRun, Uint64KeysEchoTheirLowWords) {
     EXPECT_EQ(r.batches, 10u) << RpcName(rpc);
     EXPECT_EQ(r.ErrorCount(), 0u) << RpcName(rpc) << ": " << r.first_error;
     EXPECT_EQ(r.wrong_answers, 0u) << RpcName(rpc) << ": " << r.first_wrong;
+  }
+}
+
+// The echo answers as many pairs as a one-to-many join asks for (more than its
+// rows), so a setting at multiplicity 4 runs clean against it and counts pairs.
+TEST(EchoRun, JoinsAtMultiplicityAnswerEveryPair) {
+  EchoWithClients echo;
+  ASSERT_NO_FATAL_FAILURE(StartEcho(1, /*own_connection=*/false, &echo));
+  for (client::JoinKind kind : kKinds) {
+    RunConfig cfg;
+    cfg.workload = MultiSpec(kind, 4);
+    cfg.index = "echo";
+    cfg.warmup_seconds = 0;
+    cfg.requests = 8;
+    cfg.verify_every = 1;
+    const BatchPool pool = MakeBatchPool(cfg.workload, 256, 2);
+    const SettingResult r = RunSetting(Target::kEcho, echo.raw, pool, 1, cfg);
+    EXPECT_EQ(r.batches, 8u) << client::JoinKindName(kind);
+    EXPECT_EQ(r.ErrorCount(), 0u) << client::JoinKindName(kind) << ": " << r.first_error;
+    uint64_t pairs = 0;  // the batches alternate over the pool
+    for (int i = 0; i < 8; ++i) pairs += pool.batches[i % 2].expected_left.size();
+    EXPECT_EQ(r.pairs, pairs) << client::JoinKindName(kind);
   }
 }
 

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "gpujoin/testing/server_process.hpp"
 #include "gpujoin/testing/subprocess.hpp"
@@ -122,6 +124,57 @@ TEST_F(LoadtestAgainstServer, KeyTypeOfAnExistingIndexMustMatch) {
   EXPECT_EQ(out.code, 2) << out.err;
   EXPECT_NE(out.err.find("index 'wide' has uint64 keys; give --key-type u64"), std::string::npos)
       << out.err;
+}
+
+// --multiplicity (issue 21): a keep_all index of build-keys x 3 rows, each key's
+// rows in different chunks; every sampled join answer of every --join-kind is
+// compared pair by pair with the known rows, and lookups with the group size.
+TEST_F(LoadtestAgainstServer, MultiplicityJoinsEveryKindAndLooksUp) {
+  for (const char* kind : {"inner", "left_outer", "left_semi", "left_anti"}) {
+    SCOPED_TRACE(kind);
+    const auto doc =
+        RunJson({"--rpc",          "join", "--build-keys", "4000", "--multiplicity", "3",
+                 "--join-kind",    kind,   "--hit-ratio",  "0.6",  "--batch-rows",   "2K",
+                 "--concurrency",  "2",    "--duration",   "0.3",  "--warmup",       "0.1",
+                 "--verify-every", "1"});
+    ExpectClean(doc, 1);
+    EXPECT_EQ(doc["header"]["multiplicity"], 3);
+    EXPECT_EQ(doc["header"]["duplicates"], "keep_all");
+    EXPECT_EQ(doc["header"]["join_kind"], kind);
+    EXPECT_EQ(doc["header"]["index_rows"], 12000);
+    // Pairs per batch of 2048 rows with round(0.6 x 2048) = 1229 hits: 3 per hit
+    // (inner), and one per miss (left outer, anti), or one per hit (semi).
+    const std::map<std::string, uint64_t> per_batch = {{"inner", 3 * 1229},
+                                                       {"left_outer", 3 * 1229 + 819},
+                                                       {"left_semi", 1229},
+                                                       {"left_anti", 819}};
+    const auto& r = doc["results"][0];
+    EXPECT_EQ(r["pairs"].get<uint64_t>(), per_batch.at(kind) * r["batches"].get<uint64_t>())
+        << r.dump(2);
+  }
+  const auto lookup = RunJson({"--rpc", "lookup", "--build-keys", "4000", "--multiplicity", "4",
+                               "--key-type", "u64", "--batch-rows", "2K", "--duration", "0.3",
+                               "--warmup", "0.1", "--verify-every", "1"});
+  ExpectClean(lookup, 1);
+}
+
+// An existing keep_all index has unknown groups: joins that repeat left rows
+// are refused at startup; semi joins run.
+TEST_F(LoadtestAgainstServer, ExistingKeepAllIndexRunsOnlyKindsOfKnownSize) {
+  RunJson({"--rpc", "lookup", "--build-keys", "1000", "--multiplicity", "2", "--keep-index",
+           "--index", "multi", "--batch-rows", "1K", "--requests", "2", "--warmup", "0"});
+  const RunResult out =
+      RunProcess({LoadtestBinary(), "--server", server_->grpc_address(), "--rpc", "join", "--index",
+                  "multi", "--duration", "0.1", "--warmup", "0"},
+                 {.timeout = std::chrono::seconds(60)});
+  EXPECT_EQ(out.code, 2) << out.err;
+  EXPECT_NE(out.err.find("index 'multi' keeps every row of a key (keep_all)"), std::string::npos)
+      << out.err;
+  const auto semi = RunJson({"--rpc", "join", "--index", "multi", "--join-kind", "left_semi",
+                             "--keyspace", "4096", "--batch-rows", "1K", "--duration", "0.2",
+                             "--warmup", "0", "--verify-every", "1"});
+  ExpectClean(semi, 1);
+  EXPECT_EQ(semi["header"]["duplicates"], "keep_all");
 }
 
 TEST_F(LoadtestAgainstServer, MissingIndexIsAStartupError) {
