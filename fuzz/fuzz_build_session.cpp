@@ -12,7 +12,7 @@
 // error, as in the service (nothing is installed). Checked:
 //  - the stream's status is OK, INVALID_ARGUMENT, RESOURCE_EXHAUSTED or
 //    ALREADY_EXISTS, and the documented errors are never OK (a chunk before the
-//    spec, two specs, a bad name or key type, keys of the other width than the
+//    spec, two specs, a bad name, key type or duplicate policy, keys of the other width than the
 //    spec's, explicit values with batch mode, values without explicit_values, a
 //    row base or validity without batch mode, generated values reaching
 //    0xffffffff, a live name without replace; payload: a bad or repeated column
@@ -26,9 +26,11 @@
 //    its rows (invalid rows = reserved keys and masked rows), a table in the
 //    layout every backend keeps, and, when no row overflowed, exactly the distinct
 //    valid keys, each with the value of its first row (first_value + row, the
-//    explicit value, or row_base + position); its payload columns are the spec's,
+//    explicit value, or row_base + position), and, for keep_all, max_group_rows
+//    the most valid rows of one key (0 for lowest_row); its payload columns are the spec's,
 //    by name and type, each with at most one null per retained key; the budget
 //    then holds the live tables (payload included) and the staging budget nothing.
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <string>
@@ -96,6 +98,11 @@ struct Stream {
         Error("a key type that is none");
       }
       wide = spec.key_type() == v1::KEY_TYPE_UINT64;
+      if (spec.duplicates() != v1::DUPLICATE_POLICY_UNSPECIFIED &&
+          spec.duplicates() != v1::DUPLICATE_POLICY_LOWEST_ROW &&
+          spec.duplicates() != v1::DUPLICATE_POLICY_KEEP_ALL) {
+        Error("a duplicate policy that is none");
+      }
       for (const v1::PayloadColumnSpec& p : spec.payload()) {
         if (!ValidColumnName(p.name())) Error("an invalid payload column name");
         if (p.type() <= v1::COLUMN_TYPE_UNSPECIFIED || p.type() > v1::COLUMN_TYPE_STRING) {
@@ -207,6 +214,10 @@ void CheckInstalled(Harness& h, const Stream& s, const server::IndexVersion& v,
              what + ": the index has the wrong key type");
   FUZZ_CHECK(index.spec().max_probe_count == s.spec.max_probe_count(),
              absl::StrCat(what, ": max_probe_count ", index.spec().max_probe_count));
+  const bool keep_all = s.spec.duplicates() == v1::DUPLICATE_POLICY_KEEP_ALL;
+  FUZZ_CHECK(index.spec().duplicates == (keep_all ? engine::DuplicatePolicy::kKeepAll
+                                                  : engine::DuplicatePolicy::kLowestRow),
+             what + ": the index has the wrong duplicate policy");
   const uint64_t rows = s.keys.size();
   FUZZ_CHECK(index.built() && index.built_rows() == rows,
              absl::StrCat(what, ": built_rows ", index.built_rows(), " for ", rows, " rows"));
@@ -216,6 +227,7 @@ void CheckInstalled(Harness& h, const Stream& s, const server::IndexVersion& v,
   }
   // The reference: each distinct valid key and the value of its first row.
   std::map<uint64_t, uint32_t> first;
+  std::map<uint64_t, uint64_t> valid_rows;  // per key
   uint64_t invalid = 0;
   for (size_t r = 0; r < rows; ++r) {
     if (s.keys[r] == (s.wide ? engine::kEmptyKey64 : engine::kEmptyKey) || !s.valid[r]) {
@@ -223,6 +235,7 @@ void CheckInstalled(Harness& h, const Stream& s, const server::IndexVersion& v,
       continue;
     }
     first.emplace(s.keys[r], s.spec.explicit_values() ? s.values[r] : s.row_values[r]);
+    ++valid_rows[s.keys[r]];
   }
   const engine::BuildStatistics& st = index.build_statistics();
   FUZZ_CHECK(st.unique_keys + st.duplicate_rows + st.overflow_rows + st.invalid_rows == rows &&
@@ -248,6 +261,15 @@ void CheckInstalled(Harness& h, const Stream& s, const server::IndexVersion& v,
                  absl::StrCat(what, ": key ", key, " has value ", ref.entries.at(key).value,
                               "; its first row's is ", value));
     }
+    // Without overflow a keep_all group holds every valid row of its key.
+    uint64_t largest = 0;
+    for (const auto& [key, n] : valid_rows) largest = std::max(largest, n);
+    FUZZ_CHECK(st.max_group_rows == (keep_all ? largest : 0),
+               absl::StrCat(what, ": max_group_rows ", st.max_group_rows, "; the largest key has ",
+                            largest, " valid rows"));
+  } else {
+    FUZZ_CHECK(keep_all || st.max_group_rows == 0,
+               absl::StrCat(what, ": max_group_rows ", st.max_group_rows, " on lowest_row"));
   }
   FUZZ_CHECK(index.payload().size() == static_cast<size_t>(s.spec.payload_size()) &&
                  v.payload_names.size() == index.payload().size(),

@@ -3,8 +3,9 @@
 // engine/src/hashing/hash_host.cpp), and the CPU backend behind it.
 //
 // Input: consumed with libFuzzer's FuzzedDataProvider: the contents of a 2 KiB
-// arena, two fresh indexes (capacity, probe bound, uint32 or uint64 keys, built
-// or not), then up to four nodes of any kind and key word, mostly well formed
+// arena, two fresh indexes (capacity, probe bound, uint32 or uint64 keys,
+// lowest_row or keep_all, built or not), then up to four nodes of any kind and
+// key word (joins of every join kind, and rarely one that is none), mostly well formed
 // (consistent lengths, valid binary offsets) with deviations, whose spans lie
 // anywhere in the arena (or, rarely, are spans of 2^32 and more rows that must be
 // refused) and whose statistics and results may lie in the arena too. Checked:
@@ -15,10 +16,13 @@
 //    changes nothing: not a byte of the arena, not an index;
 //  - an accepted graph runs (under ASan and UBSan) and writes nothing outside its
 //    declared written ranges; its outputs are consistent (build statistics add up
-//    to the rows, lookups' found flags match their values, join counts and
-//    aggregation counts are bounded by the rows, hash bitmaps have no stray bits).
+//    to the rows, lookups' found flags match their values and match counts,
+//    join counts are those the kind allows for the found and missing rows (at
+//    most the largest group per found row on keep_all), aggregation counts are
+//    bounded by the rows, hash bitmaps have no stray bits).
 #include <fuzzer/FuzzedDataProvider.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -217,6 +221,7 @@ class RangeList {
     Add(n.values, true, i, "values");
     Add(n.found, true, i, "found");
     Add(n.probes, true, i, "probes");
+    Add(n.match_counts, true, i, "match_counts");
     Object(n.statistics, i, "statistics");
   }
   template <KeyWord K>
@@ -324,6 +329,7 @@ Node MakeKeyNode(int kind, GraphMaker& m, const std::vector<HashIndex*>& indexes
       n.values = m.Span<uint32_t>(rows);
       n.found = m.Optional<uint8_t>(rows);
       n.probes = m.Optional<uint32_t>(rows);
+      n.match_counts = m.Optional<uint32_t>(rows);
       n.statistics = m.Object(objects.query);
       n.max_probe_count = m.ProbeCount(n.index == nullptr ? 0 : n.index->spec().capacity);
       return n;
@@ -332,6 +338,8 @@ Node MakeKeyNode(int kind, GraphMaker& m, const std::vector<HashIndex*>& indexes
       JoinNodeT<K> n;
       n.index = m.Pick(indexes);
       n.max_probe_count = m.ProbeCount(n.index == nullptr ? 0 : n.index->spec().capacity);
+      // 4 is no kind: refused.
+      n.kind = static_cast<JoinKind>(in.ConsumeIntegralInRange<int>(0, 4));
       const int batches = in.ConsumeIntegralInRange<int>(0, 3);
       for (int b = 0; b < batches; ++b) {
         JoinBatchT<K> jb;
@@ -434,6 +442,12 @@ void CheckOutputs(const std::string& where, const BuildBatchIndexNodeT<K>& n) {
              where + ": batch build statistics do not add up to its rows");
 }
 
+// The most matches a key of `index` has: its largest group on keep_all, else 1.
+uint64_t LargestGroup(const HashIndex& index) {
+  if (index.spec().duplicates != DuplicatePolicy::kKeepAll) return 1;
+  return std::max<uint64_t>(1, index.build_statistics().max_group_rows);
+}
+
 template <KeyWord K>
 void CheckOutputs(const std::string& where, const LookupNodeT<K>& n) {
   const uint32_t bound = n.max_probe_count == 0 ? n.index->spec().probe_bound() : n.max_probe_count;
@@ -451,6 +465,14 @@ void CheckOutputs(const std::string& where, const LookupNodeT<K>& n) {
       FUZZ_CHECK(n.probes[r] <= bound, absl::StrCat(where, ": row ", r, " examined ", n.probes[r],
                                                     " slots, over the bound ", bound));
     }
+    if (!n.match_counts.empty() && !n.found.empty()) {
+      // A found key matches at least once: once on lowest_row, at most the
+      // largest group on keep_all.
+      const uint32_t c = n.match_counts[r];
+      FUZZ_CHECK(n.found[r] == 0 ? c == 0 : c >= 1 && c <= LargestGroup(*n.index),
+                 absl::StrCat(where, ": row ", r, " found ", int(n.found[r]), " with ", c,
+                              " matches (largest group ", LargestGroup(*n.index), ")"));
+    }
   }
   if (n.statistics != nullptr) {
     FUZZ_CHECK(n.statistics->found + n.statistics->missing == n.values.size() &&
@@ -461,11 +483,29 @@ void CheckOutputs(const std::string& where, const LookupNodeT<K>& n) {
 
 template <KeyWord K>
 void CheckOutputs(const std::string& where, const JoinNodeT<K>& n) {
+  const uint64_t group = LargestGroup(*n.index);
   for (const JoinBatchT<K>& b : n.batches) {
-    FUZZ_CHECK(b.result->count <= TotalRows(b.keys) &&
-                   b.result->statistics.found == b.result->count &&
-                   b.result->statistics.found + b.result->statistics.missing == TotalRows(b.keys),
-               where + ": a join count is not bounded by its rows");
+    const uint64_t found = b.result->statistics.found;
+    const uint64_t missing = b.result->statistics.missing;
+    const uint64_t count = b.result->count;
+    bool ok = found + missing == TotalRows(b.keys);
+    switch (n.kind) {
+      case JoinKind::kInner:
+        ok = ok && found <= count && count <= found * group;
+        break;
+      case JoinKind::kLeftOuter:
+        ok = ok && missing + found <= count && count <= missing + found * group;
+        break;
+      case JoinKind::kLeftSemi:
+        ok = ok && count == found;
+        break;
+      case JoinKind::kLeftAnti:
+        ok = ok && count == missing;
+        break;
+    }
+    FUZZ_CHECK(ok, absl::StrCat(where, ": a ", std::string(JoinKindName(n.kind)), " join of ",
+                                found, " found and ", missing, " missing rows counted ", count,
+                                " pairs (largest group ", group, ")"));
   }
 }
 
@@ -515,6 +555,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     spec.capacity = uint32_t{1} << in.ConsumeIntegralInRange<int>(0, 6);
     spec.max_probe_count = in.ConsumeIntegralInRange<uint32_t>(0, spec.capacity);
     spec.key_type = in.ConsumeBool() ? KeyType::kU64 : KeyType::kU32;
+    spec.duplicates = in.ConsumeBool() ? DuplicatePolicy::kKeepAll : DuplicatePolicy::kLowestRow;
     auto index = backend->CreateIndex(spec);
     FUZZ_CHECK(index.ok(), Describe(index.status()));
     owned.push_back(std::move(*index));

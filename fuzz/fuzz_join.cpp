@@ -1,17 +1,20 @@
 // Fuzz target: Operations::Join (server/src/operations.cpp) on the CPU backend,
-// against three installed indexes of both key widths (QueryFixture).
+// against four installed indexes of both key widths, one of them keep_all
+// (QueryFixture).
 //
 // Input: the bytes of one JoinRequest message. Checked:
-//  - the status is the one the documented checks give (index name and index,
+//  - the status is the one the documented checks give (the kind, index name and index,
 //    batches, max_probe_count, select (the fixture's indexes have no payload),
 //    each batch's keys and keys64 columns and the index's width, left_rows,
 //    first_left_row, capacity unless count_only, and whether the batch's first
 //    response message can carry its found and probes; then --max-result-bytes);
 //  - an OK response has one result per batch, in order (JoinBatchResult.batch),
-//    whose pairs are exactly the reference model's matches in left order (left
-//    row = left_rows[r] or first_left_row + r), truncated to the pair capacity
-//    (none for count_only), with the required count, the overflow flag,
-//    statistics, and found / probes when asked.
+//    whose pairs are exactly the reference model's pairs of the request's kind
+//    in left order (left row = left_rows[r] or first_left_row + r), then group
+//    order (inner and outer: a pair per match, outer and anti: (left row,
+//    0xffffffff) for a row without one, semi: the first match once), truncated
+//    to the pair capacity (none for count_only), with the required count, the
+//    overflow flag, statistics, and found / probes when asked.
 #include <string>
 #include <vector>
 
@@ -59,6 +62,9 @@ std::vector<uint64_t> Keys(const v1::LeftBatch& b, engine::KeyType type) {
 // response size.
 absl::StatusCode ExpectedCode(const QueryFixture& fixture, const v1::JoinRequest& request) {
   using absl::StatusCode;
+  if (request.kind() < v1::JOIN_KIND_UNSPECIFIED || request.kind() > v1::JOIN_KIND_LEFT_ANTI) {
+    return StatusCode::kInvalidArgument;
+  }
   if (!ValidIndexName(request.index())) return StatusCode::kInvalidArgument;
   const auto [version, ref] = fixture.Find(request.index());
   if (version == nullptr) return StatusCode::kNotFound;
@@ -119,17 +125,36 @@ void CheckResponse(const QueryFixture& fixture, const v1::JoinRequest& request,
         absl::StrCat("join batch ", i, " (", rows, " keys, capacity ", capacity, ", index \"",
                      request.index(), "\", max_probe_count ", request.max_probe_count(), ")");
     std::vector<uint32_t> want_left, want_right;
-    uint64_t total_probes = 0, max_probes = 0;
+    uint64_t total_probes = 0, max_probes = 0, found = 0;
     std::string want_found;
     std::vector<uint32_t> want_probe_counts;
     for (uint64_t r = 0; r < rows; ++r) {
       const ReferenceIndex::Entry* e = ref->Find(keys[r], request.max_probe_count());
-      if (e != nullptr) {
-        // Left row IDs are uint32: first_left_row + r as the engine computes it.
-        want_left.push_back(left_rows.empty() ? static_cast<uint32_t>(b.first_left_row() + r)
-                                              : static_cast<uint32_t>(left_rows[r]));
-        want_right.push_back(e->value);
+      // Left row IDs are uint32: first_left_row + r as the engine computes it.
+      const uint32_t id = left_rows.empty() ? static_cast<uint32_t>(b.first_left_row() + r)
+                                            : static_cast<uint32_t>(left_rows[r]);
+      const std::vector<uint32_t> matches =
+          e != nullptr ? ref->Matches(keys[r], *e) : std::vector<uint32_t>();
+      auto pair = [&](uint32_t right) {
+        want_left.push_back(id);
+        want_right.push_back(right);
+      };
+      switch (request.kind()) {
+        case v1::JOIN_KIND_LEFT_OUTER:
+          if (matches.empty()) pair(engine::kEmptyKey);
+          [[fallthrough]];
+        case v1::JOIN_KIND_UNSPECIFIED:
+        case v1::JOIN_KIND_INNER:
+          for (uint32_t v : matches) pair(v);
+          break;
+        case v1::JOIN_KIND_LEFT_SEMI:
+          if (!matches.empty()) pair(matches.front());
+          break;
+        default:  // JOIN_KIND_LEFT_ANTI (ExpectedCode admitted no other)
+          if (matches.empty()) pair(engine::kEmptyKey);
+          break;
       }
+      found += e != nullptr ? 1 : 0;
       want_found.push_back(e != nullptr ? 1 : 0);
       const uint32_t p = ref->Probes(keys[r], request.max_probe_count());
       want_probe_counts.push_back(p);
@@ -154,10 +179,11 @@ void CheckResponse(const QueryFixture& fixture, const v1::JoinRequest& request,
         server::UnpackColumn<uint32_t>(result.left_rows()) == want_left &&
             server::UnpackColumn<uint32_t>(result.right_rows()) == want_right &&
             result.left_rows().size() == kept * 4 && result.right_rows().size() == kept * 4,
-        absl::StrCat(what, ": pairs differ from the reference (", result.left_rows().size(),
-                     " and ", result.right_rows().size(), " bytes, expected ", kept, " pairs)"));
+        absl::StrCat(what, ", kind ", v1::JoinKind_Name(request.kind()),
+                     ": pairs differ from the reference (", result.left_rows().size(), " and ",
+                     result.right_rows().size(), " bytes, expected ", kept, " pairs)"));
     const v1::QueryStatistics& s = result.statistics();
-    FUZZ_CHECK(s.found() == count && s.missing() == rows - count &&
+    FUZZ_CHECK(s.found() == found && s.missing() == rows - found &&
                    s.total_probes() == total_probes && s.max_probes() == max_probes,
                absl::StrCat(what, ": statistics ", s.ShortDebugString()));
     FUZZ_CHECK(result.found() == (b.want_found() ? want_found : std::string()),

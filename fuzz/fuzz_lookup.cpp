@@ -1,6 +1,6 @@
 // Fuzz target: Operations::Lookup and Operations::LookupPacked (server/src/
-// operations.cpp) on the CPU backend, against three installed indexes of both
-// key widths (QueryFixture).
+// operations.cpp) on the CPU backend, against four installed indexes of both
+// key widths, one of them keep_all (QueryFixture).
 //
 // Input: the bytes of one LookupRequest message, taken as the service takes it:
 // the bytes path (ScanLookupRequest, then LookupPacked) when the scan accepts it,
@@ -8,9 +8,10 @@
 //  - the status is the one the documented checks give, in their order (index
 //    name, the keys and keys64 columns, the index, the key width, select (the
 //    fixture's indexes have no payload), max_probe_count, response size);
-//  - an OK response has one value and one found byte per key (and probes when
-//    asked), and every row, probe count and statistic equals the reference model
-//    read from the index's table;
+//  - an OK response has one value and one found byte per key (and probes and
+//    match counts when asked), and every row, probe count, match count (the
+//    key's group size on the keep_all index, else 1; 0 when missing) and
+//    statistic equals the reference model read from the index's table;
 //  - when the scan accepts the bytes, LookupPacked gives the same status (code
 //    and message) as Lookup, and its serialised response the same bytes.
 #include <optional>
@@ -61,7 +62,9 @@ absl::StatusCode ExpectedCode(const QueryFixture& fixture, const v1::LookupReque
                                       static_cast<uint64_t>(request.keys64().values().v_size()))
                                    : (request.keys().packed().size() / 4 +
                                       static_cast<uint64_t>(request.keys().values().v_size()));
-  if (rows * (request.want_probes() ? 9 : 5) > fixture.response_limit()) {
+  const uint64_t per_row =
+      5 + (request.want_probes() ? 4 : 0) + (request.want_match_counts() ? 4 : 0);
+  if (rows * per_row > fixture.response_limit()) {
     return StatusCode::kInvalidArgument;
   }
   return StatusCode::kOk;
@@ -92,13 +95,16 @@ void CheckResponse(const QueryFixture& fixture, const v1::LookupRequest& request
   const std::string what = absl::StrCat("lookup of ", rows, " keys in \"", request.index(),
                                         "\" (max_probe_count ", request.max_probe_count(), ")");
   FUZZ_CHECK(response.values().size() == rows * 4 && response.found().size() == rows &&
-                 response.probes().size() == (request.want_probes() ? rows * 4 : 0),
+                 response.probes().size() == (request.want_probes() ? rows * 4 : 0) &&
+                 response.match_counts().size() == (request.want_match_counts() ? rows * 4 : 0),
              absl::StrCat(what, ": response columns of ", response.values().size(), ", ",
-                          response.found().size(), " and ", response.probes().size(), " bytes"));
+                          response.found().size(), ", ", response.probes().size(), " and ",
+                          response.match_counts().size(), " bytes"));
   FUZZ_CHECK(response.index_version() == version->version,
              absl::StrCat(what, ": index_version ", response.index_version()));
   const std::vector<uint32_t> values = server::UnpackColumn<uint32_t>(response.values());
   const std::vector<uint32_t> probes = server::UnpackColumn<uint32_t>(response.probes());
+  const std::vector<uint32_t> counts = server::UnpackColumn<uint32_t>(response.match_counts());
   uint64_t found = 0, total_probes = 0, max_probes = 0;
   for (size_t r = 0; r < rows; ++r) {
     const ReferenceIndex::Entry* e = ref->Find(keys[r], request.max_probe_count());
@@ -111,6 +117,13 @@ void CheckResponse(const QueryFixture& fixture, const v1::LookupRequest& request
       FUZZ_CHECK(probes[r] == want_probes,
                  absl::StrCat(what, ": row ", r, " key ", keys[r], " examined ", probes[r],
                               " slots; expected ", want_probes));
+    }
+    if (request.want_match_counts()) {
+      const uint32_t want_count =
+          e != nullptr ? static_cast<uint32_t>(ref->Matches(keys[r], *e).size()) : 0;
+      FUZZ_CHECK(counts[r] == want_count,
+                 absl::StrCat(what, ": row ", r, " key ", keys[r], " has ", counts[r],
+                              " matches; expected ", want_count));
     }
     found += e != nullptr ? 1 : 0;
     total_probes += want_probes;

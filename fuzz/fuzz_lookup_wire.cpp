@@ -14,8 +14,9 @@
 //    exactly one non-empty packed field of whole rows (checked on protobuf's own
 //    reading of the fields, as unknown fields);
 //  - how the bytes are cut into slices changes nothing;
-//  - SerializeLookupResponse of a result built from the same bytes equals
-//    protobuf's serialisation of the same LookupResponse.
+//  - SerializeLookupResponse of a result built from the same bytes (with probes
+//    and match counts as the first byte's two low bits say) equals protobuf's
+//    serialisation of the same LookupResponse.
 #include <cstring>
 #include <optional>
 #include <string>
@@ -135,9 +136,10 @@ void CheckScan(std::string_view bytes, const std::vector<size_t>& cuts) {
 void CheckResponse(engine::Backend& backend, std::string_view bytes, uint8_t mode) {
   server::PackedLookupResult result;
   result.probes = (mode & 1) != 0;
-  const size_t per_row = result.probes ? 9 : 5;
+  result.match_counts = (mode & 2) != 0;
+  const size_t per_row = 5 + (result.probes ? 4 : 0) + (result.match_counts ? 4 : 0);
   result.rows = bytes.size() / per_row;
-  result.index_version = mode >> 1;
+  result.index_version = mode >> 2;
   const size_t n = result.rows * per_row;
   if (n >= 8) {
     uint64_t a = 0;
@@ -157,6 +159,10 @@ void CheckResponse(engine::Backend& backend, std::string_view bytes, uint8_t mod
   expected.set_found(std::string(bytes.substr(result.found_offset(), result.rows)));
   if (result.probes) {
     expected.set_probes(std::string(bytes.substr(result.probes_offset(), result.rows * 4)));
+  }
+  if (result.match_counts) {
+    expected.set_match_counts(
+        std::string(bytes.substr(result.match_counts_offset(), result.rows * 4)));
   }
   auto* s = expected.mutable_statistics();
   s->set_found(result.statistics.found);

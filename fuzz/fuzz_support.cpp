@@ -1,5 +1,6 @@
 #include "fuzz_support.hpp"
 
+#include <algorithm>
 #include <atomic>
 
 #include "absl/strings/str_cat.h"
@@ -46,11 +47,9 @@ void Harness::Reset() {
 }
 
 template <typename Key>
-std::shared_ptr<const server::IndexVersion> Harness::Build(const std::string& name,
-                                                           uint32_t capacity,
-                                                           uint32_t max_probe_count,
-                                                           uint32_t first_value,
-                                                           const std::vector<Key>& keys) {
+std::shared_ptr<const server::IndexVersion> Harness::Build(
+    const std::string& name, uint32_t capacity, uint32_t max_probe_count, uint32_t first_value,
+    const std::vector<Key>& keys, bool keep_all) {
   constexpr bool kWide = sizeof(Key) == 8;
   server::BuildSession session(ops_.get());
   v1::BuildIndexRequest spec;
@@ -59,6 +58,7 @@ std::shared_ptr<const server::IndexVersion> Harness::Build(const std::string& na
   spec.mutable_spec()->set_max_probe_count(max_probe_count);
   spec.mutable_spec()->set_first_value(first_value);
   spec.mutable_spec()->set_key_type(kWide ? v1::KEY_TYPE_UINT64 : v1::KEY_TYPE_UINT32);
+  if (keep_all) spec.mutable_spec()->set_duplicates(v1::DUPLICATE_POLICY_KEEP_ALL);
   absl::Status s = session.Add(std::move(spec));
   FUZZ_CHECK(s.ok(), Describe(s));
   v1::BuildIndexRequest chunk;
@@ -76,9 +76,9 @@ std::shared_ptr<const server::IndexVersion> Harness::Build(const std::string& na
 }
 
 template std::shared_ptr<const server::IndexVersion> Harness::Build<uint32_t>(
-    const std::string&, uint32_t, uint32_t, uint32_t, const std::vector<uint32_t>&);
+    const std::string&, uint32_t, uint32_t, uint32_t, const std::vector<uint32_t>&, bool);
 template std::shared_ptr<const server::IndexVersion> Harness::Build<uint64_t>(
-    const std::string&, uint32_t, uint32_t, uint32_t, const std::vector<uint64_t>&);
+    const std::string&, uint32_t, uint32_t, uint32_t, const std::vector<uint64_t>&, bool);
 
 namespace {
 
@@ -125,6 +125,11 @@ uint32_t ReferenceIndex::Probes(uint64_t key, uint64_t max_probe_count) const {
     }
   }
   return bound;
+}
+
+std::vector<uint32_t> ReferenceIndex::Matches(uint64_t key, const Entry& e) const {
+  const auto it = groups.find(key);
+  return it == groups.end() ? std::vector<uint32_t>{e.value} : it->second;
 }
 
 ReferenceIndex ReadReference(const engine::HashIndex& index) {
@@ -203,6 +208,12 @@ std::vector<uint32_t> QueryFixtureKeys() {
   return keys;
 }
 
+std::vector<uint32_t> QueryFixtureKeysMulti() {
+  std::vector<uint32_t> keys = QueryFixtureKeys();
+  for (uint32_t k : {3u, 1000u, 3u, 0xfffffffeu, 17u, 3u, 1000u, 0xffffffffu}) keys.push_back(k);
+  return keys;
+}
+
 std::vector<uint64_t> QueryFixtureKeys64() {
   std::vector<uint64_t> keys;
   for (uint64_t k = 0; k < 16; ++k) keys.push_back(k);
@@ -231,9 +242,27 @@ QueryFixture::QueryFixture() : harness_(1 << 20, QueryConfig()) {
   for (uint32_t k = 0; k < 16; ++k) tight_keys.push_back(k * 3 + 1);
   tight_ = harness_.Build<uint32_t>("tight", 16, 2, 7, tight_keys);
   x64_ = harness_.Build<uint64_t>("x64", 64, 0, 500, QueryFixtureKeys64());
+  const std::vector<uint32_t> multi = QueryFixtureKeysMulti();
+  xm_ = harness_.Build<uint32_t>("xm", 64, 0, 300, multi, /*keep_all=*/true);
   x_ref_ = ReadReference(*x_->index);
   tight_ref_ = ReadReference(*tight_->index);
   x64_ref_ = ReadReference(*x64_->index);
+  xm_ref_ = ReadReference(*xm_->index);
+  // xm's groups: every valid row of each key, in source order (no overflow).
+  uint64_t largest = 0;
+  for (uint32_t r = 0; r < multi.size(); ++r) {
+    if (multi[r] == engine::kEmptyKey) continue;
+    std::vector<uint32_t>& group = xm_ref_.groups[multi[r]];
+    group.push_back(300 + r);
+    largest = std::max<uint64_t>(largest, group.size());
+  }
+  for (const auto& [key, group] : xm_ref_.groups) {
+    FUZZ_CHECK(xm_ref_.entries.count(key) == 1 && xm_ref_.entries.at(key).value == group.front(),
+               absl::StrCat("fixture index xm: key ", key, " is not its group's first row"));
+  }
+  FUZZ_CHECK(!xm_ref_.build_overflowed && xm_ref_.entries.size() == xm_ref_.groups.size() &&
+                 xm_->index->build_statistics().max_group_rows == largest,
+             "fixture index xm overflowed or reports another largest group");
   FUZZ_CHECK(!x_ref_.build_overflowed && x_ref_.entries.size() == QueryFixtureKeys().size() - 1,
              "fixture index x overflowed");
   FUZZ_CHECK(tight_ref_.build_overflowed, "fixture index tight did not overflow");
@@ -247,6 +276,7 @@ std::pair<const server::IndexVersion*, const ReferenceIndex*> QueryFixture::Find
   if (name == "x") return {x_.get(), &x_ref_};
   if (name == "tight") return {tight_.get(), &tight_ref_};
   if (name == "x64") return {x64_.get(), &x64_ref_};
+  if (name == "xm") return {xm_.get(), &xm_ref_};
   return {nullptr, nullptr};
 }
 

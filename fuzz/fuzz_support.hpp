@@ -45,11 +45,13 @@ class Harness {
 
   /// Builds and installs index `name` through BuildSession from one chunk of
   /// `keys` (uint32 or uint64: the index's key type) with generated values
-  /// first_value + row; aborts on failure (setup).
+  /// first_value + row (`keep_all`: a multi-value index); aborts on failure
+  /// (setup).
   template <typename Key>
   std::shared_ptr<const server::IndexVersion> Build(const std::string& name, uint32_t capacity,
                                                     uint32_t max_probe_count, uint32_t first_value,
-                                                    const std::vector<Key>& keys);
+                                                    const std::vector<Key>& keys,
+                                                    bool keep_all = false);
 
  private:
   uint64_t budget_bytes_;
@@ -85,6 +87,9 @@ struct ReferenceIndex {
   bool build_overflowed = false;
   std::unordered_map<uint64_t, Entry> entries;
   std::vector<uint64_t> slots;  ///< the table's keys by slot (the empty key = empty)
+  /// A keep_all index (no overflow): each key's values in source order, the
+  /// first its entry's value. Empty for lowest_row, where a key matches once.
+  std::unordered_map<uint64_t, std::vector<uint32_t>> groups;
 
   /// The reserved (empty) key of the index's word.
   uint64_t empty_key() const;
@@ -95,6 +100,9 @@ struct ReferenceIndex {
   /// an empty slot or at a resident that comes after it, else after the bound;
   /// the reserved key examines none.
   uint32_t Probes(uint64_t key, uint64_t max_probe_count) const;
+  /// The values a found key `key` (entry `e`) matches, in source order: its
+  /// group on a keep_all index, else e's value alone.
+  std::vector<uint32_t> Matches(uint64_t key, const Entry& e) const;
 };
 
 /// Reads `index`'s table. Aborts when the table breaks the layout every backend
@@ -110,12 +118,18 @@ std::vector<uint32_t> QueryFixtureKeys();
 /// non-reserved key and a duplicate.
 std::vector<uint64_t> QueryFixtureKeys64();
 
-/// Operations with three installed indexes, for the query targets (fuzz_lookup,
+/// The keys of its keep_all index "xm": QueryFixtureKeys() and again some of
+/// them, so that groups of 1 to 4 rows spread over the source.
+std::vector<uint32_t> QueryFixtureKeysMulti();
+
+/// Operations with four installed indexes, for the query targets (fuzz_lookup,
 /// fuzz_join): "x" (uint32, 64 slots, QueryFixtureKeys(), values 100 + row, no
 /// overflow), "tight" (uint32, 16 slots, probe bound 2, 16 keys, values 7 + row, so
-/// that some rows overflowed) and "x64" (uint64, 64 slots, QueryFixtureKeys64(),
-/// values 500 + row), with max_message_bytes = 8 KiB so that the response-size
-/// check is reachable with small inputs.
+/// that some rows overflowed), "x64" (uint64, 64 slots, QueryFixtureKeys64(),
+/// values 500 + row) and "xm" (uint32 keep_all, 64 slots,
+/// QueryFixtureKeysMulti(), values 300 + row, no overflow), with
+/// max_message_bytes = 8 KiB so that the response-size check is reachable with
+/// small inputs.
 class QueryFixture {
  public:
   QueryFixture();
@@ -131,8 +145,8 @@ class QueryFixture {
 
  private:
   Harness harness_;
-  std::shared_ptr<const server::IndexVersion> x_, tight_, x64_;
-  ReferenceIndex x_ref_, tight_ref_, x64_ref_;
+  std::shared_ptr<const server::IndexVersion> x_, tight_, x64_, xm_;
+  ReferenceIndex x_ref_, tight_ref_, x64_ref_, xm_ref_;
 };
 
 }  // namespace gpujoin::fuzz

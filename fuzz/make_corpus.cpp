@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "fuzz_check.hpp"
 #include "fuzz_support.hpp"
 #include "gpujoin/server/column_codec.hpp"
@@ -204,6 +205,14 @@ void LookupTarget(Writer& w) {
   std::vector<uint32_t> many(900);
   for (size_t i = 0; i < many.size(); ++i) many[i] = static_cast<uint32_t>(i % 50);
   w.Put(t, "x_over_response_limit", Lookup("x", many).SerializeAsString());
+  // Match counts on the keep_all index and on a lowest_row one (1 / 0).
+  v1::LookupRequest counts = Lookup("xm", {3, 1000, 5, 17, 0xfffffffeu, 33, 0xffffffffu}, true);
+  counts.set_want_match_counts(true);
+  w.Put(t, "xm_match_counts", counts.SerializeAsString());
+  v1::LookupRequest counts_x = Lookup("x", {3, 33, 5}, false);
+  counts_x.set_want_match_counts(true);
+  counts_x.set_want_probes(true);
+  w.Put(t, "x_match_counts_and_probes", counts_x.SerializeAsString());
 }
 
 void JoinTarget(Writer& w) {
@@ -279,6 +288,27 @@ void JoinTarget(Writer& w) {
   SetKeys(b->mutable_keys(), {1});
   w.Put(t, "x64_with_uint32_keys", mixed.SerializeAsString());
   w.Put(t, "not_found", join("missing").SerializeAsString());
+  // Every kind on the keep_all index (groups of 1 to 4 rows) and on "x".
+  for (const v1::JoinKind kind : {v1::JOIN_KIND_INNER, v1::JOIN_KIND_LEFT_OUTER,
+                                  v1::JOIN_KIND_LEFT_SEMI, v1::JOIN_KIND_LEFT_ANTI}) {
+    v1::JoinRequest multi = join("xm");
+    multi.set_kind(kind);
+    b = multi.add_batches();
+    SetKeys(b->mutable_keys(), {3, 999, 1000, 0xffffffffu, 17, 3});
+    b->set_want_found(true);
+    b->set_capacity(5);
+    b = multi.add_batches();
+    SetKeys(b->mutable_keys(), {1000, 2}, true);
+    b->set_count_only(true);
+    const std::string name = absl::AsciiStrToLower(v1::JoinKind_Name(kind));
+    w.Put(t, "xm_" + name, multi.SerializeAsString());
+    v1::JoinRequest plain = two;
+    plain.set_kind(kind);
+    w.Put(t, "x_" + name, plain.SerializeAsString());
+  }
+  v1::JoinRequest no_kind = two;
+  no_kind.set_kind(static_cast<v1::JoinKind>(9));
+  w.Put(t, "kind_that_is_none", no_kind.SerializeAsString());
 }
 
 v1::AggregateRequest Aggregate(v1::AggregateOp op, uint64_t groups,
@@ -449,6 +479,20 @@ void BuildTarget(Writer& w) {
   w.Put(t, "over_staging_limit_odd", Frames({Spec("a", 0), Chunk(many)}) + "\x00");
   w.Put(t, "table_fills_budget", Frames({Spec("a", 8192), Chunk({1})}));
   w.Put(t, "values_without_explicit", Frames({Spec("a", 8), Chunk({1}, {2})}));
+  v1::BuildIndexRequest keep_all;
+  keep_all.mutable_spec()->set_name("k");
+  keep_all.mutable_spec()->set_capacity(16);
+  keep_all.mutable_spec()->set_duplicates(v1::DUPLICATE_POLICY_KEEP_ALL);
+  w.Put(t, "keep_all",
+        Frames({keep_all.SerializeAsString(), Chunk({1, 2, 1, 0xffffffffu}), Chunk({2, 1, 5})}));
+  v1::BuildIndexRequest keep_all_auto = keep_all;
+  keep_all_auto.mutable_spec()->set_capacity(0);
+  keep_all_auto.mutable_spec()->set_expected_rows(40);
+  w.Put(t, "keep_all_expected_rows",
+        Frames({keep_all_auto.SerializeAsString(), Chunk({7, 7, 7, 7, 8})}));
+  v1::BuildIndexRequest no_policy = keep_all;
+  no_policy.mutable_spec()->set_duplicates(static_cast<v1::DuplicatePolicy>(3));
+  w.Put(t, "duplicate_policy_that_is_none", Frames({no_policy.SerializeAsString(), Chunk({1})}));
   v1::BuildIndexRequest wide_spec;
   wide_spec.mutable_spec()->set_name("w");
   wide_spec.mutable_spec()->set_key_type(v1::KEY_TYPE_UINT64);
