@@ -74,6 +74,17 @@ uint64_t GatheredFixedBytes(std::span<const SelectedColumn> selected, uint64_t r
   return bytes;
 }
 
+// Host bytes of one selected column's objects besides its name and rows.
+constexpr uint64_t kGatheredColumnObjectBytes = 256;
+
+uint64_t GatheredObjectBytes(std::span<const SelectedColumn> selected) {
+  static_assert(sizeof(v1::Column) + sizeof(engine::GatherOutput) + 64 <=
+                kGatheredColumnObjectBytes);
+  uint64_t bytes = 0;
+  for (const SelectedColumn& c : selected) bytes += kGatheredColumnObjectBytes + c.name.size();
+  return bytes;
+}
+
 uint64_t GatheredHeaderBytes(std::span<const SelectedColumn> selected) {
   // Per column: its own tag and length, the name's, type, length and null_count
   // varints, and the tags and lengths of data, offsets and validity.

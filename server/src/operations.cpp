@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "gpujoin/common/status_macros.hpp"
 #include "gpujoin/engine/graph.hpp"
+#include "gpujoin/server/join_parts.hpp"
 #include "gpujoin/server/names.hpp"
 
 namespace gpujoin::server {
@@ -77,6 +78,10 @@ absl::StatusOr<AggregateOp> ToEngineOp(v1::AggregateOp op) {
                        " is not an operation; set AGGREGATE_OP_COUNT, _SUM, _MIN, _MAX or _MEAN"));
   }
 }
+
+// Host bytes charged to --max-result-bytes for each batch of a join, whatever
+// its rows (its buffers, engine batch and response result; static_assert'ed).
+constexpr uint64_t kJoinBatchObjectBytes = 1024;
 
 // Per-group output bytes of an aggregate response (batch + totals + contributing rows).
 constexpr uint64_t kAggregateBytesPerGroup = 4 * 3;
@@ -401,12 +406,35 @@ absl::Status Operations::JoinOf(const IndexVersion& version, const v1::JoinReque
   const auto pair_bytes = [&selected](uint64_t n) {
     return n * 8 + GatheredFixedBytes(selected, n);
   };
+  // Host objects every batch costs whatever its rows: its buffers, engine batch
+  // and response result, and (unless count-only) one Column per selected column
+  // with its name. An empty batch is a few request bytes, so these, not the
+  // message size, must bound a request of many batches.
+  static_assert(sizeof(BatchBuffers) + sizeof(engine::JoinBatchT<Key>) +
+                    sizeof(v1::JoinBatchResult) <=
+                kJoinBatchObjectBytes);
+  const uint64_t column_objects = GatheredObjectBytes(selected);
+  const uint64_t result_limit = ResultLimit();
+  const auto refuse = [&](uint64_t bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "batches: the results of ", request.batches_size(), " batches (pair capacities",
+        selected.empty() ? "" : absl::StrCat(" and ", selected.size(), " gathered columns"),
+        ") need ", bytes, " bytes, above --max-result-bytes=", result_limit,
+        "; lower the capacities (count_only sizes them), select fewer columns or split the "
+        "request"));
+  };
+  // Refused before the per-batch buffers are made.
+  const uint64_t batch_objects =
+      static_cast<uint64_t>(request.batches_size()) * kJoinBatchObjectBytes;
+  if (batch_objects > result_limit) return refuse(batch_objects);
   std::vector<BatchBuffers> buffers(request.batches_size());
   // Host bytes of the results before any string value bytes, and the string
   // outputs that share what --max-result-bytes leaves.
   uint64_t result_bytes = 0;
   uint64_t string_outputs = 0;
   const size_t strings = VariableWidthCount(selected);
+  uint64_t name_bytes = 0;
+  for (const SelectedColumn& c : selected) name_bytes += c.name.size();
   for (int i = 0; i < request.batches_size(); ++i) {
     const v1::LeftBatch& b = request.batches(i);
     const std::string field = absl::StrCat("batches[", i, "]");
@@ -450,21 +478,26 @@ absl::Status Operations::JoinOf(const IndexVersion& version, const v1::JoinReque
       // refused below); pairs beyond them only as far as --max-result-bytes allows.
       buf.allocated = std::min<uint64_t>(buf.wanted, buf.keys.size());
     }
-    // Found and probes travel in the batch's first response message, whole.
+    // Found, probes and the column headers travel in the batch's first response
+    // message, whole: refuse before running what JoinParts::Plan could not send.
     const uint64_t head = buf.keys.size() * ((b.want_found() ? 1 : 0) + (b.want_probes() ? 4 : 0));
-    GPUJOIN_RETURN_IF_ERROR(CheckResponseSize(
-        head, absl::StrCat(field, ": found and probes of ", buf.keys.size(), " rows")));
-    result_bytes += head + pair_bytes(buf.allocated);
+    const uint64_t first_part =
+        JoinParts::FirstPartBytes(head, buf.count_only ? 0 : selected.size(),
+                                  buf.count_only ? 0 : name_bytes, buf.count_only ? 0 : strings);
+    const uint64_t room = JoinParts::MessageRoom(state_.config.max_message_bytes);
+    if (first_part > room) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ": the batch's first response part (found and probes of ", buf.keys.size(),
+          " rows", buf.count_only || selected.empty() ? "" : ", the selected columns' headers",
+          ") would need ", first_part, " bytes, more than the ", room,
+          " bytes one message of --max-message-bytes=", state_.config.max_message_bytes,
+          " carries; split the batch"));
+    }
+    result_bytes += kJoinBatchObjectBytes + (buf.count_only ? 0 : column_objects) + head +
+                    pair_bytes(buf.allocated);
   }
-  const uint64_t result_limit = ResultLimit();
-  if (result_bytes > result_limit) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "batches: the results of ", request.batches_size(), " batches (pair capacities",
-        selected.empty() ? "" : absl::StrCat(" and ", selected.size(), " gathered columns"),
-        ") need ", result_bytes, " bytes, above --max-result-bytes=", result_limit,
-        "; lower the capacities (count_only sizes them), select fewer columns or split the "
-        "request"));
-  }
+  // Refused before any batch's outputs or gather targets are made.
+  if (result_bytes > result_limit) return refuse(result_bytes);
   // Pairs beyond one per left row (keep_all inner and outer joins), in batch
   // order, as far as what is left of --max-result-bytes allows: never more.
   // A batch cut short here reports the pairs allocated as its capacity, and

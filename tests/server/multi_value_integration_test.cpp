@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -427,7 +428,8 @@ TEST_F(MultiValueIntegrationTest, MaxResultBytesCapsTheAllocationAndReportsIt) {
   ASSERT_EQ(joined.size(), 2u);
   ASSERT_FALSE(joined[0].has_error()) << joined[0].error().message();
   const v1::JoinBatchResult& r = joined[0].results(0);
-  EXPECT_EQ(r.capacity(), 65536u / 8);  // pairs of 8 bytes in 64 KiB
+  // Pairs of 8 bytes in 64 KiB less the 1024 bytes every batch is charged.
+  EXPECT_EQ(r.capacity(), (65536u - 1024) / 8);
   EXPECT_TRUE(r.overflow());
   ExpectBatch(r, want, s, false, "capped");
   ASSERT_FALSE(joined[1].has_error()) << joined[1].error().message();
@@ -441,7 +443,7 @@ TEST_F(MultiValueIntegrationTest, MaxResultBytesCapsTheAllocationAndReportsIt) {
   const auto found = Joins({with_found});
   ASSERT_EQ(found.size(), 1u);
   ASSERT_FALSE(found[0].has_error()) << found[0].error().message();
-  EXPECT_EQ(found[0].results(0).capacity(), (65536u - 500) / 8);
+  EXPECT_EQ(found[0].results(0).capacity(), (65536u - 1024 - 500) / 8);
   ExpectBatch(found[0].results(0), want, s, false, "capped beside found and probes");
 }
 
@@ -553,6 +555,126 @@ TEST_F(MultiValueIntegrationTest, TheBudgetRefusesAKeepAllBuildWhoseValueListDoe
     EXPECT_EQ(Info().device_memory_used_bytes(), 0u);
     EXPECT_EQ(Info().index_count(), 0u);
   }
+}
+
+// keep_all in batch mode (values row_base + position, masked rows left out of
+// the groups, the earliest chunk's row first) and with uint64 keys (keys64,
+// keys that differ only above bit 31): lookup match counts and inner and outer
+// joins against a model of the groups.
+TEST_F(MultiValueIntegrationTest, KeepAllInBatchModeAndWithWideKeys) {
+  Start();
+  std::mt19937_64 rng(2164);
+  // Batch mode: three chunks, row bases out of order, a validity mask on two.
+  std::map<uint32_t, std::vector<uint32_t>> groups;  // key -> values in source order
+  std::vector<v1::BuildIndexRequest> m(1);
+  m[0].mutable_spec()->set_name("bm");
+  m[0].mutable_spec()->set_capacity(256);
+  m[0].mutable_spec()->set_batch_mode(true);
+  m[0].mutable_spec()->set_duplicates(v1::DUPLICATE_POLICY_KEEP_ALL);
+  for (const uint32_t base : {5000u, 100u, 9000u}) {
+    std::vector<uint32_t> keys, mask;
+    for (int i = 0; i < 60; ++i) {
+      keys.push_back(1 + static_cast<uint32_t>(rng() % 25));
+      mask.push_back(base == 9000u || rng() % 4 != 0 ? 1 : 0);
+      if (mask.back() != 0) groups[keys.back()].push_back(base + i);
+    }
+    v1::BuildIndexRequest c = testing::ChunkMsg(keys);
+    c.mutable_chunk()->set_row_base(base);
+    if (base != 9000u)
+      *c.mutable_chunk()->mutable_validity()->mutable_packed() = PackColumn<uint32_t>(mask);
+    m.push_back(std::move(c));
+  }
+  v1::BuildIndexResponse built;
+  const grpc::Status s = Build(m, &built);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  uint64_t largest = 0;
+  for (const auto& [key, values] : groups) largest = std::max<uint64_t>(largest, values.size());
+  EXPECT_EQ(built.index().statistics().max_group_rows(), largest);
+  EXPECT_EQ(built.index().statistics().unique_keys(), groups.size());
+
+  const std::vector<uint32_t> q = {3, 26, 7, 3, 0xffffffffu, 25, 1};
+  const auto answers = Lookups({LookupOf("bm", q, true, true, false, 1)});
+  ASSERT_EQ(answers.size(), 1u);
+  ASSERT_FALSE(answers[0].has_error()) << answers[0].error().message();
+  std::vector<uint32_t> values, counts, inner_left, inner_right, outer_left, outer_right;
+  for (uint32_t i = 0; i < q.size(); ++i) {
+    const auto it = groups.find(q[i]);
+    const bool hit = it != groups.end();
+    values.push_back(hit ? it->second.front() : kReservedKey);
+    counts.push_back(hit ? static_cast<uint32_t>(it->second.size()) : 0);
+    for (uint32_t v : hit ? it->second : std::vector<uint32_t>{}) {
+      inner_left.push_back(i);
+      inner_right.push_back(v);
+    }
+    const std::vector<uint32_t> outer = hit ? it->second : std::vector<uint32_t>{kReservedKey};
+    for (uint32_t v : outer) {
+      outer_left.push_back(i);
+      outer_right.push_back(v);
+    }
+  }
+  EXPECT_EQ(UnpackColumn<uint32_t>(answers[0].values()), values);
+  EXPECT_EQ(UnpackColumn<uint32_t>(answers[0].match_counts()), counts);
+  v1::JoinRequest inner = JoinOf("bm", v1::JOIN_KIND_INNER, {Left{q, 0, {}}}, false, 2);
+  inner.mutable_batches(0)->set_capacity(1000);
+  v1::JoinRequest outer = inner;
+  outer.set_kind(v1::JOIN_KIND_LEFT_OUTER);
+  outer.set_batch_id(3);
+  const auto joined = Joins({inner, outer});
+  ASSERT_EQ(joined.size(), 2u);
+  ASSERT_FALSE(joined[0].has_error()) << joined[0].error().message();
+  ASSERT_FALSE(joined[1].has_error()) << joined[1].error().message();
+  EXPECT_EQ(UnpackColumn<uint32_t>(joined[0].results(0).left_rows()), inner_left);
+  EXPECT_EQ(UnpackColumn<uint32_t>(joined[0].results(0).right_rows()), inner_right);
+  EXPECT_EQ(UnpackColumn<uint32_t>(joined[1].results(0).left_rows()), outer_left);
+  EXPECT_EQ(UnpackColumn<uint32_t>(joined[1].results(0).right_rows()), outer_right);
+
+  // uint64 keys that differ only above bit 31: (k << 32) | 9, rows in order.
+  std::vector<uint64_t> wide;
+  for (int i = 0; i < 90; ++i) wide.push_back((uint64_t{1} + rng() % 12) << 32 | 9);
+  v1::BuildIndexRequest wide_spec;
+  wide_spec.mutable_spec()->set_name("w");
+  wide_spec.mutable_spec()->set_capacity(64);
+  wide_spec.mutable_spec()->set_key_type(v1::KEY_TYPE_UINT64);
+  wide_spec.mutable_spec()->set_duplicates(v1::DUPLICATE_POLICY_KEEP_ALL);
+  std::vector<v1::BuildIndexRequest> w = {wide_spec};
+  for (size_t first = 0; first < wide.size(); first += 30) {
+    v1::BuildIndexRequest c;
+    *c.mutable_chunk()->mutable_keys64()->mutable_packed() = PackColumn<uint64_t>(
+        std::vector<uint64_t>(wide.begin() + first, wide.begin() + first + 30));
+    w.push_back(std::move(c));
+  }
+  ASSERT_TRUE(Build(w).ok());
+  const std::vector<uint64_t> q64 = {uint64_t{3} << 32 | 9, 9, uint64_t{12} << 32 | 9,
+                                     uint64_t{13} << 32 | 9};
+  v1::LookupRequest lookup64;
+  lookup64.set_index("w");
+  lookup64.set_want_match_counts(true);
+  *lookup64.mutable_keys64()->mutable_packed() = PackColumn<uint64_t>(q64);
+  v1::JoinRequest join64;
+  join64.set_index("w");
+  join64.set_kind(v1::JOIN_KIND_INNER);
+  *join64.add_batches()->mutable_keys64()->mutable_packed() = PackColumn<uint64_t>(q64);
+  join64.mutable_batches(0)->set_capacity(1000);
+  std::vector<uint32_t> want_counts, want_left, want_right;
+  for (uint32_t i = 0; i < q64.size(); ++i) {
+    uint32_t n = 0;
+    for (uint32_t r = 0; r < wide.size(); ++r) {
+      if (wide[r] != q64[i]) continue;
+      ++n;
+      want_left.push_back(i);
+      want_right.push_back(r);
+    }
+    want_counts.push_back(n);
+  }
+  const auto wide_answers = Lookups({lookup64});
+  ASSERT_EQ(wide_answers.size(), 1u);
+  ASSERT_FALSE(wide_answers[0].has_error()) << wide_answers[0].error().message();
+  EXPECT_EQ(UnpackColumn<uint32_t>(wide_answers[0].match_counts()), want_counts);
+  const auto wide_joined = Joins({join64});
+  ASSERT_EQ(wide_joined.size(), 1u);
+  ASSERT_FALSE(wide_joined[0].has_error()) << wide_joined[0].error().message();
+  EXPECT_EQ(UnpackColumn<uint32_t>(wide_joined[0].results(0).left_rows()), want_left);
+  EXPECT_EQ(UnpackColumn<uint32_t>(wide_joined[0].results(0).right_rows()), want_right);
 }
 
 // Unknown duplicate policies and join kinds are INVALID_ARGUMENT naming the

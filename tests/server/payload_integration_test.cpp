@@ -676,7 +676,8 @@ TEST_F(PayloadIntegrationTest, MaxResultBytesBoundsOneRequestsResults) {
   messages.insert(messages.begin(), SpecOf("dim", t, 16384));
   ASSERT_TRUE(Build(messages).ok());
 
-  // Join: 5000 pairs (40000 bytes) fit; with the int64 column (40000 more) not.
+  // Join: 5000 pairs (40000 bytes) fit; with the int64 column (40000 more) not
+  // (80625 bytes of values, 1024 of the batch's objects, 257 of the column's).
   v1::JoinRequest j;
   j.set_index("dim");
   *j.add_batches()->mutable_keys()->mutable_packed() = PackColumn<uint32_t>(t.keys);
@@ -689,7 +690,7 @@ TEST_F(PayloadIntegrationTest, MaxResultBytesBoundsOneRequestsResults) {
   EXPECT_FALSE(joined[0].has_error()) << joined[0].error().message();
   EXPECT_EQ(joined[1].error().code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_THAT(joined[1].error().message(),
-              HasSubstr("need 80625 bytes, above --max-result-bytes=65536"));
+              HasSubstr("need 81906 bytes, above --max-result-bytes=65536"));
   EXPECT_FALSE(joined[2].has_error()) << joined[2].error().message();
   EXPECT_EQ(joined[2].results(0).count(), 5000u);
   EXPECT_EQ(joined[2].results(0).columns(0).length(), 2000u);
@@ -724,6 +725,90 @@ TEST_F(PayloadIntegrationTest, MaxResultBytesBoundsOneRequestsResults) {
   ASSERT_EQ(after_fixed.size(), 1u);
   EXPECT_EQ(after_fixed[0].error().code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_THAT(after_fixed[0].error().message(), HasSubstr(": 13782 bytes each here"));
+}
+
+// Regression (review of issue 20): a join of many batches without pairs made
+// per batch a result, engine batch and one Column per selected column that
+// --max-result-bytes did not count (GatheredFixedBytes of 0 rows is ~0), so a
+// small request of empty batches selecting many columns allocated without
+// bound. Every batch now costs 1024 bytes and every selected column of a
+// non-count-only batch 256 plus its name, refused before anything is made.
+TEST_F(PayloadIntegrationTest, MaxResultBytesCountsEveryBatchsObjects) {
+  Start({"--max-result-bytes=64K"});
+  ASSERT_TRUE(Build(SmallBuild(SmallTable(5), false)).ok());
+  auto empty_batches = [](int n, bool select) {
+    v1::JoinRequest j;
+    j.set_index("dim");
+    if (select) {
+      for (const char* c : {"a", "s", "f"}) j.add_select(c);
+    }
+    for (int i = 0; i < n; ++i) j.add_batches()->mutable_keys()->mutable_values();  // 0 rows
+    return j;
+  };
+  // 10 batches selecting three columns: 10 x (1024 + 3 x 257) + 4 per string
+  // offsets fit.
+  // 60 batches: 60 x 1024 = 61440 bytes of batches fit, with 60 x 771 more not.
+  // 70 batches without select: 71680 bytes of batches alone do not.
+  const auto joined = Joins({empty_batches(10, true), empty_batches(60, false),
+                             empty_batches(60, true), empty_batches(70, false)});
+  ASSERT_EQ(joined.size(), 4u);
+  ASSERT_FALSE(joined[0].has_error()) << joined[0].error().message();
+  ASSERT_EQ(joined[0].results_size(), 10);
+  ASSERT_EQ(joined[0].results(9).columns_size(), 3);
+  EXPECT_EQ(joined[0].results(9).columns(1).name(), "s");
+  EXPECT_EQ(joined[0].results(9).columns(1).length(), 0u);
+  EXPECT_FALSE(joined[1].has_error()) << joined[1].error().message();
+  EXPECT_EQ(joined[1].results_size(), 60);
+  EXPECT_EQ(joined[2].error().code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(joined[2].error().message(),
+              HasSubstr("60 batches (pair capacities and 3 gathered columns) need 107940 bytes, "
+                        "above --max-result-bytes=65536"));
+  EXPECT_EQ(joined[3].error().code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(joined[3].error().message(),
+              HasSubstr("70 batches (pair capacities) need 71680 bytes, above "
+                        "--max-result-bytes=65536"));
+}
+
+// Regression (review of issue 20): a batch's first part (message and result
+// fields, found, probes and every selected column's header) must fit in one
+// message; the old check compared found and probes alone with the response
+// limit, so a batch within ~150 bytes of it ran and then failed to send
+// (RESOURCE_EXHAUSTED) instead of INVALID_ARGUMENT before the run. At
+// --max-message-bytes=64K a message has 61440 bytes; a first part takes 150 +
+// 5 bytes a row, + 64 for column "a" (int64), + 68 for "s" (a string's first
+// offset).
+TEST_F(PayloadIntegrationTest, TheFirstPartMustFitInOneMessageBeforeTheRun) {
+  Start({"--max-message-bytes=64K"});
+  ASSERT_TRUE(Build(SmallBuild(SmallTable(5), false)).ok());
+  auto probed = [](size_t rows, const char* select) {
+    v1::JoinRequest j;
+    j.set_index("dim");
+    if (select != nullptr) j.add_select(select);
+    auto* b = j.add_batches();
+    *b->mutable_keys()->mutable_packed() = PackColumn<uint32_t>(std::vector<uint32_t>(rows, 7));
+    b->set_want_found(true);
+    b->set_want_probes(true);
+    return j;
+  };
+  struct Case {
+    const char* select;
+    size_t fits;  // the most rows whose first part fits
+  };
+  for (const Case& c : {Case{nullptr, 12258}, Case{"a", 12245}, Case{"s", 12244}}) {
+    SCOPED_TRACE(c.select == nullptr ? "no select" : c.select);
+    const auto joined =
+        Joins({probed(c.fits, c.select), probed(c.fits + 1, c.select), probed(12288, c.select)});
+    ASSERT_EQ(joined.size(), 3u);
+    ASSERT_FALSE(joined[0].has_error()) << joined[0].error().message();
+    EXPECT_EQ(joined[0].results(0).found().size(), c.fits);
+    for (int i : {1, 2}) {
+      EXPECT_EQ(joined[i].error().code(), grpc::StatusCode::INVALID_ARGUMENT) << i;
+      EXPECT_THAT(joined[i].error().message(),
+                  HasSubstr("batches[0]: the batch's first response part (found and probes of "));
+      EXPECT_THAT(joined[i].error().message(), HasSubstr("more than the 61440 bytes one message "
+                                                         "of --max-message-bytes=65536 carries"));
+    }
+  }
 }
 
 // The default --max-result-bytes: an eighth of physical memory, at most 4 GiB.

@@ -35,6 +35,11 @@ absl::StatusOr<std::vector<SelectedColumn>> ResolveSelect(
 /// offsets), not counting string value bytes, which only the gather knows.
 uint64_t GatheredFixedBytes(std::span<const SelectedColumn> selected, uint64_t rows);
 
+/// Host bytes of the objects a GatherTarget makes whatever its rows: per selected
+/// column a Column message, its bookkeeping and its name (a bound, counted
+/// against --max-result-bytes for every batch that selects columns).
+uint64_t GatheredObjectBytes(std::span<const SelectedColumn> selected);
+
 /// An upper bound of the encoded bytes of the selected columns' fields other than
 /// their data, offsets and validity (name, type, length, null count, headers).
 uint64_t GatheredHeaderBytes(std::span<const SelectedColumn> selected);
