@@ -1,7 +1,8 @@
 // Multi-value indexes and join kinds (issue 21) through a real gpujoind on
 // $GPUJOIN_TEST_BACKEND (cpu unless set), with the generated stub: keep_all
 // builds with duplicates across chunks (groups in source order, the table and
-// statistics of lowest_row, max_group_rows), lookup match counts on both paths,
+// statistics of lowest_row, max_group_rows; also in batch mode and with uint64
+// keys), lookup match counts on both paths,
 // every join kind on both index kinds against a nested-loop model
 // (multi_value_model.hpp) with payload gathered per pair and null for outer and
 // anti rows, truncation to the stable prefix, count-only then a sized second
