@@ -22,6 +22,7 @@ has() { [ -x "$bin/$1" ]; }
 step gpu_tests 120 $bin/gpu_differential_tests
 step tile_build 60 $bin/gpu_tile_build_tests
 has gpu_payload_differential_tests && step payload 120 $bin/gpu_payload_differential_tests
+has gpu_multi_value_differential_tests && step multi_value 180 $bin/gpu_multi_value_differential_tests
 has gpu_aggregate_differential_tests && step aggregate 120 $bin/gpu_aggregate_differential_tests
 has gpu_aggregate_graph_tests && step aggregate_graphs 60 $bin/gpu_aggregate_graph_tests
 has gpu_memory_budget_tests && step memory_budget 60 $bin/gpu_memory_budget_tests
@@ -56,11 +57,22 @@ pay_race='Paths/PayloadDifferential.JoinGathersPerPairLikeCpu/direct_*'
 pay_race+=':Paths/PayloadDifferential.BatchBuildWithMasksLikeCpu/tiles_*'
 has gpu_payload_differential_tests && step racecheck_payload 120 compute-sanitizer --tool racecheck \
   --error-exitcode 9 $bin/gpu_payload_differential_tests --gtest_filter="$pay_race"
+# Multi-value indexes and join kinds (issue 21): every test but the large hot-key
+# one on one key word per build path under memcheck; racecheck on the joins of
+# every kind (the merge-path scatter shares memory within a block) and a batch build.
+mv_mem='Paths/MultiValueDifferential.*/direct_u32:Paths/MultiValueDifferential.*/tiles_u64'
+mv_mem+=':-*HotKeySpreadsOverManyBlocks*'
+has gpu_multi_value_differential_tests && step memcheck_multi_value 300 compute-sanitizer \
+  --tool memcheck --error-exitcode 9 $bin/gpu_multi_value_differential_tests --gtest_filter="$mv_mem"
+mv_race='Paths/MultiValueDifferential.EveryJoinKindLikeCpu/direct_u32'
+mv_race+=':Paths/MultiValueDifferential.BatchBuildAndBatchJoinsLikeCpu/tiles_u64'
+has gpu_multi_value_differential_tests && step racecheck_multi_value 240 compute-sanitizer \
+  --tool racecheck --error-exitcode 9 $bin/gpu_multi_value_differential_tests --gtest_filter="$mv_race"
 step racecheck_tile 90 compute-sanitizer --tool racecheck --error-exitcode 9 $bin/gpu_tile_build_tests --gtest_filter='*OneKey*:*TileOfMany*'
 echo "== failures (first lines)"
 grep -hE '^\[  FAILED|Failure|CHECK FAILED|FAIL:|ERROR SUMMARY: [1-9]|RACECHECK SUMMARY: [1-9]' "$out"/*.log | head -30
 echo "== bench"
-grep -E "^operation|^copy|^build|^lookup|^join|^group|targets met" "$out/bench.log" | grep -v "^build  "
+grep -E "^operation|^copy|^build|^lookup|^join|^semi|^anti|^group|targets met" "$out/bench.log" | grep -v "^build  "
 [ -f "$out/cuco.log" ] && { echo "== cuco"; grep -vE '^#' "$out/cuco.log" | head -40; }
 echo "== summary"
 cat "$out/gpu.log"

@@ -41,6 +41,8 @@
 
 #include "cuda/aggregate_ops.hpp"
 #include "cuda/device_ops.hpp"
+#include "cuda/group_join.hpp"
+#include "cuda/index/groups.hpp"
 #include "cuda/payload/payload_ops.hpp"
 
 namespace gj = gpujoin::engine;
@@ -64,6 +66,8 @@ int g_failures = 0;
 bool g_profile = false;
 // --only=aggregate: the copy row and the group aggregation rows only.
 bool g_only_aggregate = false;
+// --only=multi_value: the copy row and the multi-value rows (issue 21) only.
+bool g_only_multi_value = false;
 // --groups=N: the group aggregation rows of N groups only (0: all group counts).
 uint32_t g_agg_groups = 0;
 
@@ -141,6 +145,17 @@ __global__ void MakeQueries64(uint64_t* q, uint64_t n, uint64_t build_n, bool ha
        i += uint64_t(gridDim.x) * blockDim.x) {
     const uint64_t hit_row = (i * 2654435761ull) % build_n;
     q[i] = (half_miss && (i & 1)) ? Key64Of(build_n + i) : Key64Of(hit_row);
+  }
+}
+
+// Multi-value build keys: row i holds KeyOf(i % keys), so each of `keys` keys
+// has n / keys rows, spread keys rows apart (the reserved key as in MakeKeys).
+__global__ void MakeMultiKeys(uint32_t* out, uint64_t n, uint64_t keys) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n;
+       i += uint64_t(gridDim.x) * blockDim.x) {
+    uint32_t k = KeyOf(uint32_t(i % keys));
+    if (k == gj::kEmptyKey) k = KeyOf(0xffffffffu);
+    out[i] = k;
   }
 }
 
@@ -298,6 +313,8 @@ int main(int argc, char** argv) {
       g_profile = true;
     else if (std::strcmp(argv[i], "--only=aggregate") == 0)
       g_only_aggregate = true;
+    else if (std::strcmp(argv[i], "--only=multi_value") == 0)
+      g_only_multi_value = true;
     else if (std::strncmp(argv[i], "--groups=", 9) == 0)
       g_agg_groups = uint32_t(std::strtoul(argv[i] + 9, nullptr, 10));
     else if (std::strncmp(argv[i], "--reps=", 7) == 0)
@@ -306,6 +323,7 @@ int main(int argc, char** argv) {
       std::printf(
           "usage: gpujoin-bench [--reps=N (>=5, default 7)] [--quick (1/16 sizes)] [--profile]\n"
           "  [--only=aggregate (the copy and group aggregation rows only)]\n"
+          "  [--only=multi_value (the copy and multi-value index and join kind rows only)]\n"
           "  [--groups=N (group aggregation: only the rows of N groups, one of 16, 256,\n"
           "  4097, 65536, 200000)]\n"
           "  --profile: for Nsight Compute; one repetition, only the direct and tile builds\n"
@@ -390,7 +408,7 @@ int main(int argc, char** argv) {
   };
   std::vector<Size> sizes = {{capacity, capacity / 2, "0.5"}, {capacity, max_n, "0.8"}};
   if (!g_profile) sizes.push_back({capacity / 16, capacity / 32, "0.5, 64 MiB table"});
-  for (const Size& size : g_only_aggregate ? std::vector<Size>{} : sizes) {
+  for (const Size& size : g_only_aggregate || g_only_multi_value ? std::vector<Size>{} : sizes) {
     const uint64_t n = size.rows;
     const uint32_t cap = size.capacity;
     const gd::DeviceTable table{slots, cap};
@@ -761,12 +779,276 @@ int main(int argc, char** argv) {
                                               pay.valid32, pay.nulls, pay.join_scratch})
     CHECK_CUDA(cudaFree(p));
 
+  // Multi-value indexes and join kinds (issue 21), uint32 keys, generated row
+  // ids (value = row). Multiplicity 4: 2^26 build rows on 2^24 keys (row i holds
+  // key i mod 2^24) in 2^25 slots (load 0.5), the issue's cuCollections
+  // comparison (static_multimap count + retrieve of 2^26 probe keys, 2^28
+  // pairs: 10.2 Gpairs/s; insert 11.1 Gkeys/s); multiplicity 1: 2^26 distinct
+  // keys in 2^27 slots. Every output is poisoned and checked in full: the
+  // table's statistics, every group (its rows in order), every pair.
+  // Byte model: keep_all build = the lowest_row build's (key 4 B + one sector +
+  // the table written) + the group pass (probe sector 32 B, sort keys and rows
+  // 8 B written, the sort's four passes 4 x 16 B, bounds 4 B, value 4 B, ranges
+  // 8 B per slot twice); count+scatter join = per left row key 4 B + a table
+  // sector + a ranges sector 32 B + counts, positions, firsts 12 B + scan 12 B
+  // + their re-read 16 B, per pair 8 B written (+ 4 B value list read).
+  if (!g_only_aggregate && !g_profile) {
+    const uint64_t mkeys = (uint64_t{1} << 24) >> shift;
+    const uint64_t mrows = 4 * mkeys;
+    const uint64_t mq = mrows;                     // probe keys
+    const uint64_t mpairs = 4 * mq;                // all hits at multiplicity 4
+    const uint32_t big_cap = (1u << 27) >> shift;  // multiplicity 1: 2^26 keys
+    const uint32_t x4_cap = (1u << 25) >> shift;
+    uint64_t* mslots = DeviceAlloc<uint64_t>(gd::TableAllocationSlots(big_cap));
+    uint32_t* mkeys_d = DeviceAlloc<uint32_t>(mrows);
+    uint32_t* mq_d = DeviceAlloc<uint32_t>(mq);
+    auto* ranges = DeviceAlloc<gd::GroupRange>(big_cap);
+    uint32_t* gvalues = DeviceAlloc<uint32_t>(mrows);
+    auto* gstats = DeviceAlloc<gd::DeviceGroupStats>(1);
+    auto* bst = DeviceAlloc<gd::DeviceBuildStats>(1);
+    auto* qst = DeviceAlloc<gd::DeviceQueryStats>(1);
+    auto* mcount = DeviceAlloc<unsigned long long>(1);
+    uint32_t* ml = DeviceAlloc<uint32_t>(mpairs);
+    uint32_t* mr = DeviceAlloc<uint32_t>(mpairs);
+    uint32_t* lv = DeviceAlloc<uint32_t>(mq);
+    uint8_t* lf = DeviceAlloc<uint8_t>(mq);
+    const size_t gscratch_bytes = std::max(gd::GroupScratchBytes(big_cap, mrows, false),
+                                           gd::GroupScratchBytes(x4_cap, mrows, false));
+    const size_t cscratch_bytes = gd::GroupJoinCountScratchBytes(mq);
+    const size_t sscratch_bytes = gd::GroupJoinScatterScratchBytes(mq, mpairs);
+    void *gscratch = nullptr, *cscratch = nullptr, *sscratch = nullptr, *jscratch = nullptr;
+    CHECK_CUDA(cudaMalloc(&gscratch, gscratch_bytes));
+    CHECK_CUDA(cudaMalloc(&cscratch, cscratch_bytes));
+    CHECK_CUDA(cudaMalloc(&sscratch, sscratch_bytes));
+    CHECK_CUDA(cudaMalloc(&jscratch, gd::JoinScratchBytes(mq)));
+    for (const uint64_t multiplicity : {uint64_t{4}, uint64_t{1}}) {
+      const uint64_t nkeys = mrows / multiplicity;
+      const uint32_t cap = multiplicity == 4 ? x4_cap : big_cap;
+      const gd::DeviceTable table{mslots, cap};
+      const std::string mult = "x" + std::to_string(multiplicity);
+      Grid(mrows, blocks);
+      MakeMultiKeys<<<blocks, 256, 0, s>>>(mkeys_d, mrows, nkeys);
+      CHECK_CUDA(cudaGetLastError());
+      gd::BuildSource src;
+      src.keys = mkeys_d;
+      src.rows = mrows;
+      const uint32_t* grouped_rows = nullptr;
+      auto lowest_build = [&] { CHECK_CUDA(gd::ClearAndBuildTable(table, src, cap, bst, s)); };
+      auto keep_all_build = [&] {
+        lowest_build();
+        CHECK_CUDA(gd::SortGroupRows(table, src, cap, false, ranges, gstats, gscratch,
+                                     gscratch_bytes, &grouped_rows, s));
+        CHECK_CUDA(gd::WriteGroupValues(src, grouped_rows, mrows, gvalues, s));
+      };
+      const double lms = MedianMs(s, lowest_build);
+      CHECK_CUDA(cudaMemsetAsync(ranges, kPoison, uint64_t{cap} * sizeof(gd::GroupRange), s));
+      CHECK_CUDA(cudaMemsetAsync(gvalues, kPoison, mrows * 4, s));
+      const double kms = MedianMs(s, keep_all_build);
+      CHECK_CUDA(cudaStreamSynchronize(s));
+      bool bok = false;
+      {
+        const gd::DeviceBuildStats st = Fetch(bst);
+        const gd::DeviceGroupStats gs = Fetch(gstats);
+        bok = Check(st.unique_keys == nkeys && st.duplicate_rows == mrows - nkeys &&
+                        st.overflow_rows == 0 && st.invalid_rows == 0 &&
+                        gs.max_group_rows == multiplicity,
+                    "keep_all build statistics, " + mult);
+        // Every stored key's group: its `multiplicity` rows in order, the first
+        // the key's own row r < nkeys, then r + nkeys, r + 2 nkeys, ...
+        std::vector<uint64_t> t(cap);
+        std::vector<gd::GroupRange> rg(cap);
+        std::vector<uint32_t> vals(mrows);
+        CHECK_CUDA(cudaMemcpy(t.data(), mslots, uint64_t{cap} * 8, cudaMemcpyDeviceToHost));
+        CHECK_CUDA(cudaMemcpy(rg.data(), ranges, uint64_t{cap} * 8, cudaMemcpyDeviceToHost));
+        CHECK_CUDA(cudaMemcpy(vals.data(), gvalues, mrows * 4, cudaMemcpyDeviceToHost));
+        uint64_t wrong = 0, covered = 0;
+        for (uint32_t i = 0; i < cap; ++i) {
+          if (t[i] == gd::kEmptySlot) {
+            wrong += rg[i].size != 0;
+            continue;
+          }
+          const uint32_t key = uint32_t(t[i] >> 32), first = uint32_t(t[i]);
+          const gd::GroupRange g = rg[i];
+          if (g.size != multiplicity || uint64_t(g.start) + g.size > mrows || first >= nkeys) {
+            ++wrong;
+            continue;
+          }
+          uint32_t k = KeyOf(first);
+          if (k == gj::kEmptyKey) k = KeyOf(0xffffffffu);
+          wrong += k != key;
+          for (uint32_t j = 0; j < g.size; ++j) wrong += vals[g.start + j] != first + j * nkeys;
+          covered += g.size;
+        }
+        bok &= Check(wrong == 0 && covered == mrows, "keep_all groups in row order, " + mult);
+      }
+      g_rows.push_back({"build lowest_row, " + mult + " rows per key (reference)", double(mrows),
+                        lms, double(mrows) * 36 + double(cap) * 8, "", 0, 0});
+      {
+        const bool x4 = multiplicity == 4;
+        Row br{"build keep_all (table + groups), " + mult + " rows per key" + (bok ? "" : " FAIL"),
+               double(mrows),
+               kms,
+               double(mrows) * (36 + 32 + 8 + 64 + 8) + double(cap) * 24,
+               x4 ? ">= 10 Gkeys/s" : "",
+               x4 ? 10e9 : 0,
+               x4 ? 1 : 0};
+        g_rows.push_back(br);
+      }
+      // Count -> scan -> scatter (what a keep_all inner join with groups of
+      // more than one row runs): all hits, every left row pairs with its key's
+      // `multiplicity` rows. The count is downloaded before the scatter, as
+      // the lowering does.
+      MakeQueries<<<blocks, 256, 0, s>>>(mq_d, mq, nkeys, false);
+      CHECK_CUDA(cudaGetLastError());
+      const uint64_t want_pairs = mq * multiplicity;
+      CHECK_CUDA(cudaMemsetAsync(ml, kPoison, want_pairs * 4, s));
+      CHECK_CUDA(cudaMemsetAsync(mr, kPoison, want_pairs * 4, s));
+      unsigned long long got_pairs = 0;
+      const double gms = MedianMs(s, [&] {
+        CHECK_CUDA(cudaMemsetAsync(qst, 0, sizeof(gd::DeviceQueryStats), s));
+        CHECK_CUDA(gd::CountGroupJoin(table, ranges, gj::JoinKind::kInner, mq_d, mq, cap, nullptr,
+                                      nullptr, qst, mcount, cscratch, s));
+        CHECK_CUDA(cudaMemcpyAsync(&got_pairs, mcount, 8, cudaMemcpyDeviceToHost, s));
+        CHECK_CUDA(cudaStreamSynchronize(s));
+        const uint64_t written = std::min<uint64_t>(got_pairs, want_pairs);
+        CHECK_CUDA(gd::ScatterGroupJoin(cscratch, mq, written, nullptr, 0, gvalues, ml, mr, nullptr,
+                                        sscratch, s));
+      });
+      CHECK_CUDA(cudaStreamSynchronize(s));
+      bool jok = Check(got_pairs == want_pairs, "keep_all join count, " + mult);
+      {
+        std::vector<uint32_t> l(want_pairs), r(want_pairs);
+        CHECK_CUDA(cudaMemcpy(l.data(), ml, want_pairs * 4, cudaMemcpyDeviceToHost));
+        CHECK_CUDA(cudaMemcpy(r.data(), mr, want_pairs * 4, cudaMemcpyDeviceToHost));
+        uint64_t wrong = 0;
+        for (uint64_t o = 0; o < want_pairs; ++o) {
+          const uint64_t i = o / multiplicity, j = o % multiplicity;
+          const uint64_t first = (i * 2654435761ull) % nkeys;
+          wrong += l[o] != uint32_t(i) || r[o] != uint32_t(first + j * nkeys);
+        }
+        jok &= Check(wrong == 0, "keep_all join pairs in left then group order, " + mult);
+      }
+      const double gbytes = double(mq) * (4 + 32 + 32 + 12 + 12 + 16) + double(want_pairs) * 12;
+      if (multiplicity == 4) {
+        Row r{
+            "join keep_all x4 inner, count+scan+scatter (pairs)" + std::string(jok ? "" : " FAIL"),
+            double(want_pairs),
+            gms,
+            gbytes,
+            ">= 15 Gpairs/s",
+            15e9,
+            1};
+        g_rows.push_back(r);
+      }
+      if (multiplicity == 1) {
+        // The many-to-one compaction on the same table and left keys (all hits):
+        // the backend's keep_all inner join when every group has one row
+        // (max_group_rows 1, JoinPathOf in cuda_lower_query.cpp).
+        CHECK_CUDA(cudaMemsetAsync(ml, kPoison, mq * 4, s));
+        CHECK_CUDA(cudaMemsetAsync(mr, kPoison, mq * 4, s));
+        const double mms = MedianMs(s, [&] {
+          CHECK_CUDA(cudaMemsetAsync(qst, 0, sizeof(gd::DeviceQueryStats), s));
+          CHECK_CUDA(gd::JoinKeys(table, mq_d, mq, cap, nullptr, 0, ml, mr, mq, mcount, nullptr,
+                                  nullptr, qst, jscratch, s));
+        });
+        CHECK_CUDA(cudaStreamSynchronize(s));
+        bool mok = Check(Fetch(mcount) == mq, "many-to-one join count, " + mult);
+        {
+          std::vector<uint32_t> l(mq), r(mq);
+          CHECK_CUDA(cudaMemcpy(l.data(), ml, mq * 4, cudaMemcpyDeviceToHost));
+          CHECK_CUDA(cudaMemcpy(r.data(), mr, mq * 4, cudaMemcpyDeviceToHost));
+          uint64_t wrong = 0;
+          for (uint64_t i = 0; i < mq; ++i) {
+            wrong += l[i] != uint32_t(i) || r[i] != uint32_t((i * 2654435761ull) % nkeys);
+          }
+          mok &= Check(wrong == 0, "many-to-one join pairs (first matches), " + mult);
+        }
+        const double many_rate = double(mq) / (mms * 1e-3);
+        g_rows.push_back(
+            {"join many-to-one (pairs), x1 (reference)" + std::string(mok ? "" : " FAIL"),
+             double(mq), mms, double(mq) * 52, "", 0, 0});
+        // What the backend runs for a keep_all inner join whose groups all
+        // have one row (JoinPathOf): the same kernels, so the same rate.
+        Row b{"join keep_all x1 inner, backend's path (x many-to-one)" +
+                  std::string(mok ? "" : " FAIL"),
+              double(mq),
+              mms,
+              double(mq) * 52,
+              ">= 0.9 x many-to-one",
+              0.9,
+              3};
+        b.reference_rate = many_rate;
+        g_rows.push_back(b);
+        char name[160];
+        std::snprintf(name, sizeof(name),
+                      "join keep_all x1 inner, count+scan+scatter (%.2f x m-to-1)%s",
+                      (double(mq) / (gms * 1e-3)) / many_rate, jok ? "" : " FAIL");
+        g_rows.push_back({name, double(mq), gms, gbytes, "", 0, 0});
+        continue;
+      }
+      // Semi and anti joins at multiplicity 4 with half the left keys missing,
+      // against a lookup of the same keys: both take the compaction (semi:
+      // found rows with their first match; anti: missing rows).
+      MakeQueries<<<blocks, 256, 0, s>>>(mq_d, mq, nkeys, true);
+      CHECK_CUDA(cudaGetLastError());
+      const double lkms = MedianMs(s, [&] {
+        CHECK_CUDA(cudaMemsetAsync(qst, 0, sizeof(gd::DeviceQueryStats), s));
+        CHECK_CUDA(gd::LookupKeys(table, mq_d, mq, cap, lv, lf, nullptr, qst, s));
+      });
+      CHECK_CUDA(cudaStreamSynchronize(s));
+      const bool lok = Check(Fetch(qst).found == (mq + 1) / 2, "x4 lookup found count");
+      g_rows.push_back({"lookup+found+stats, keep_all x4, 50% miss (reference)" +
+                            std::string(lok ? "" : " FAIL"),
+                        double(mq), lkms, double(mq) * 41, "", 0, 0});
+      const double lookup_rate = double(mq) / (lkms * 1e-3);
+      for (const gd::MaskedRows masked : {gd::MaskedRows::kFound, gd::MaskedRows::kMissing}) {
+        const bool anti = masked == gd::MaskedRows::kMissing;
+        CHECK_CUDA(cudaMemsetAsync(ml, kPoison, mq * 4, s));
+        CHECK_CUDA(cudaMemsetAsync(mr, kPoison, mq * 4, s));
+        const double sms = MedianMs(s, [&] {
+          CHECK_CUDA(cudaMemsetAsync(qst, 0, sizeof(gd::DeviceQueryStats), s));
+          CHECK_CUDA(gd::JoinKeys(table, mq_d, mq, cap, nullptr, 0, ml, mr, mq, mcount, nullptr,
+                                  nullptr, qst, jscratch, s, masked));
+        });
+        CHECK_CUDA(cudaStreamSynchronize(s));
+        const uint64_t want = anti ? mq / 2 : (mq + 1) / 2;
+        bool sok = Check(Fetch(mcount) == want, std::string(anti ? "anti" : "semi") + " count");
+        {
+          std::vector<uint32_t> l(want), r(want);
+          CHECK_CUDA(cudaMemcpy(l.data(), ml, want * 4, cudaMemcpyDeviceToHost));
+          CHECK_CUDA(cudaMemcpy(r.data(), mr, want * 4, cudaMemcpyDeviceToHost));
+          uint64_t wrong = 0;
+          for (uint64_t k = 0; k < want; ++k) {
+            const uint64_t i = 2 * k + (anti ? 1 : 0);
+            const uint32_t right = anti ? gj::kEmptyKey : uint32_t((i * 2654435761ull) % nkeys);
+            wrong += l[k] != uint32_t(i) || r[k] != right;
+          }
+          sok &= Check(wrong == 0, std::string(anti ? "anti" : "semi") + " pairs in left order");
+        }
+        Row r{std::string(anti ? "anti" : "semi") + " join, keep_all x4, 50% miss (x lookup)" +
+                  (sok ? "" : " FAIL"),
+              double(mq),
+              sms,
+              double(mq) * 40 + double(want) * 12,
+              ">= 0.8 x lookup",
+              0.8,
+              3};
+        r.reference_rate = lookup_rate;
+        g_rows.push_back(r);
+      }
+    }
+    for (void* p : std::initializer_list<void*>{mslots, mkeys_d, mq_d, ranges, gvalues, gstats, bst,
+                                                qst, mcount, ml, mr, lv, lf, gscratch, cscratch,
+                                                sscratch, jscratch})
+      CHECK_CUDA(cudaFree(p));
+  }
+
   // 64-bit keys (issue 19): the same 2^27 slots, 16 bytes each (a 2 GiB table).
   // Builds with generated ids (value = row) at loads 0.5 and 0.8 on the default
   // path; lookups with found flags and statistics, all hits at 0.5 and half
   // misses at 0.8. Byte model: build key 8 B + a 32-byte sector + 16 B/slot
   // written; lookup key 8 B + a sector + value 4 B + found 1 B.
-  if (!g_only_aggregate) {
+  if (!g_only_aggregate && !g_only_multi_value) {
     const uint32_t cap = (1u << 27) >> shift;
     const uint64_t max_n = uint64_t(0.8 * cap);
     auto* slots64 = DeviceAlloc<gd::Slot64>(gd::TableAllocationSlots(cap));
@@ -846,7 +1128,7 @@ int main(int argc, char** argv) {
 
   // Grouped aggregation over 2^28 rows: the default path of each group count and,
   // from 4097 groups, the other paths that hold the groups, for comparison.
-  if (!g_profile) {
+  if (!g_profile && !g_only_multi_value) {
     const uint64_t n = (uint64_t{1} << 28) >> shift;
     constexpr uint32_t kMaxGroups = 200000;
     uint32_t* gkeys = DeviceAlloc<uint32_t>(n);

@@ -278,6 +278,62 @@ TEST_F(CudaMemoryBudgetTest, PayloadBuildsStayWithinBuildTransientBytes) {
   }
 }
 
+// kKeepAll builds (issue 21): the group pass's scratch (sort keys and rows,
+// CUB's temporary storage) and the payload uploads stay within
+// BuildTransientBytes (the groups and the payload per kept row are cudaMalloc'd
+// index memory, outside the pool), and memory_bytes is the table, the groups
+// (GroupStorageBytes of every row: no overflow here) and the payload, at most
+// what PayloadBytes reserves for the build's rows. A direct and a tile build,
+// three rows per key.
+TEST_F(CudaMemoryBudgetTest, KeepAllBuildsStayWithinBuildTransientBytes) {
+  for (const auto& [capacity, rows] :
+       {std::pair{1u << 19, uint64_t{300000}}, std::pair{1u << 25, (uint64_t{1} << 22) + 99}}) {
+    SCOPED_TRACE("capacity " + std::to_string(capacity));
+    const HashIndexSpec spec{capacity, 0, KeyType::kU32, DuplicatePolicy::kKeepAll};
+    std::vector<uint32_t> keys = Keys(rows / 3 + 1, 8);
+    while (keys.size() < rows) keys.push_back(keys[keys.size() % (rows / 3 + 1)]);
+    std::mt19937_64 rng(9);
+    std::vector<std::byte> i64(rows * 8), text;
+    std::vector<uint64_t> offsets{0};
+    for (auto& b : i64) b = std::byte(rng());
+    for (uint64_t r = 0; r < rows; ++r) {
+      for (uint64_t k = rng() % 16; k > 0; --k) text.push_back(std::byte('a' + rng() % 26));
+      offsets.push_back(text.size());
+    }
+    BuildIndexNode node;
+    node.keys = {std::span<const uint32_t>(keys)};
+    node.payload = {ColumnView{ColumnType::kInt64, rows, i64, {}, {}},
+                    ColumnView{ColumnType::kString, rows, text, offsets, {}}};
+    BuildStatistics stats;
+    node.statistics = &stats;
+    auto index = backend_->CreateIndex(spec);
+    ASSERT_TRUE(index.ok()) << index.status();
+    node.index = index->get();
+    const BuildShape shape = BuildShapeOf(node);
+    HashIndexSpec lowest = spec;
+    lowest.duplicates = DuplicatePolicy::kLowestRow;
+    const uint64_t estimate = backend_->BuildTransientBytes(spec, shape);
+    EXPECT_GE(estimate, backend_->BuildTransientBytes(lowest, shape) + rows * 16);
+    CommandGraph graph;
+    graph.Add(node);
+    PoolWatch watch;
+    const absl::Status s = backend_->Run(graph);
+    ASSERT_TRUE(s.ok()) << s;
+    const uint64_t peak = watch.PeakAboveStart();
+    std::cout << "keep_all capacity " << capacity << ": pool peak " << peak << " bytes, estimate "
+              << estimate << "\n";
+    EXPECT_GE(estimate, peak);
+    ASSERT_EQ(stats.overflow_rows, 0u);
+    EXPECT_EQ(stats.max_group_rows, 3u);
+    uint64_t payload_bytes = 0;
+    for (const PayloadColumnInfo& info : (*index)->payload()) payload_bytes += info.bytes;
+    EXPECT_EQ((*index)->memory_bytes(),
+              backend_->IndexBytes(spec) + GroupStorageBytes(spec, capacity, rows) + payload_bytes);
+    EXPECT_LE(payload_bytes, backend_->PayloadBytes(spec, shape.payload, shape.rows));
+    EXPECT_EQ((*index)->payload()[0].bytes, rows * 8);
+  }
+}
+
 TEST_F(CudaMemoryBudgetTest, CappedTransientMemoryIsChargedItsUploadsOnly) {
   BackendOptions options;
   options.cuda_build_transient_max_bytes = 16 * kMiB;  // far below the tile buffer
@@ -353,10 +409,10 @@ TEST_F(CudaMemoryBudgetTest, NearFullBudgetRefusesARebuildWhoseTransientMemoryDo
   EXPECT_EQ(budget.used_bytes(), table);
   const absl::Status refused = build(keys, true);
   ASSERT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
-  EXPECT_THAT(std::string(refused.message()),
-              ::testing::HasSubstr(absl::StrCat(" needs ", table + transient + staged,
-                                                " bytes but ", table, " of the ", limit,
-                                                " byte budget are in use")));
+  EXPECT_THAT(
+      std::string(refused.message()),
+      ::testing::HasSubstr(absl::StrCat(" needs ", table + transient + staged, " bytes but ", table,
+                                        " of the ", limit, " byte budget are in use")));
   EXPECT_GE(staged, uint64_t{rows} * 4);
   // Row 0 always wins its key: value first_value + 0 = 0.
   EXPECT_EQ(lookup(keys[0]), std::make_pair(0u, uint64_t{1}));

@@ -1,5 +1,6 @@
 #include "cuda/build_memory.hpp"
 
+#include "cuda/index/groups.hpp"
 #include "cuda/payload/payload_ops.hpp"
 
 namespace gpujoin::engine::detail {
@@ -11,21 +12,23 @@ uint64_t PoolBytes(uint64_t bytes) {
 }
 
 // What storing `shape.payload` takes (StorePayload, cuda_lower_payload.cpp): the
-// winners and null counts for the whole store, and per column its upload (values
-// or string bytes and offsets, validity) and the string scan's scratch. Columns
-// are stored one after the other, each freeing its upload first, but the pool
-// need not reuse a freed block for an allocation of another size, so every
-// column is counted.
+// winners (kLowestRow: one per slot; a kKeepAll build reads the group pass's
+// rows instead) and null counts for the whole store, and per column its upload
+// (values or string bytes and offsets, validity) and the string scan's scratch
+// (over the slots, or the kept rows, at most every row). Columns are stored one
+// after the other, each freeing its upload first, but the pool need not reuse a
+// freed block for an allocation of another size, so every column is counted.
 uint64_t PayloadTransientBytes(const HashIndexSpec& spec, const BuildShape& shape) {
   if (shape.payload.empty()) return 0;
   const uint64_t rows = shape.rows;
-  const uint64_t slots = TableAllocationSlots(spec.capacity);
-  uint64_t bytes = PoolBytes(slots * sizeof(uint32_t)) +
+  const bool keep_all = spec.duplicates == DuplicatePolicy::kKeepAll;
+  const uint64_t positions = keep_all ? rows : TableAllocationSlots(spec.capacity);
+  uint64_t bytes = (keep_all ? 0 : PoolBytes(positions * sizeof(uint32_t))) +
                    PoolBytes(shape.payload.size() * sizeof(unsigned long long));
   for (const PayloadShape& column : shape.payload) {
     if (IsVariableWidth(column.type)) {
       bytes += PoolBytes(column.string_bytes) + PoolBytes((rows + 1) * sizeof(uint64_t)) +
-               PoolBytes(StoredStringScanBytes(slots));
+               PoolBytes(StoredStringScanBytes(positions));
     } else if (column.type == ColumnType::kBool) {
       bytes += PoolBytes(BitmapBytes(rows));
     } else {
@@ -54,9 +57,14 @@ uint64_t BuildNodeTransientBytes(const HashIndexSpec& spec, const BuildShape& sh
   const uint64_t buffer = BuildTransientBytes(spec.capacity, rows, path, shape.key_type);
   // A buffer over the cap is never allocated: the build inserts directly.
   const bool allocated = buffer != 0 && (transient_max_bytes == 0 || buffer <= transient_max_bytes);
+  // A kKeepAll build's group pass (after the table, alive while the payload is
+  // stored), with a winner per slot, which it takes only after overflow.
+  const uint64_t groups = spec.duplicates == DuplicatePolicy::kKeepAll
+                              ? PoolBytes(GroupScratchBytes(spec.capacity, rows, true))
+                              : 0;
   // The tile buffer is freed before the payload is stored; both are counted
   // for the same reason as the columns.
-  return uploads + (allocated ? PoolBytes(buffer) : 0) + payload;
+  return uploads + (allocated ? PoolBytes(buffer) : 0) + groups + payload;
 }
 
 }  // namespace gpujoin::engine::detail

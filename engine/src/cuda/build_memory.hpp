@@ -28,9 +28,11 @@ inline constexpr uint64_t kPoolGranularityBytes = uint64_t{2} << 20;
 /// direct path forced, or a buffer over the cap). Each allocation is rounded up
 /// to kPoolGranularityBytes. With payload columns (shape.payload), what storing
 /// them takes as well (their uploads, each slot's winner, the string scans:
-/// cuda_lower_payload.cpp). 0 for an empty build without payload (it only
-/// clears the table).
-uint64_t BuildNodeTransientBytes(const HashIndexSpec& spec, const BuildShape& shape,
-                                 BuildPath path, uint64_t transient_max_bytes);
+/// cuda_lower_payload.cpp). A kKeepAll build adds its group pass's scratch
+/// (GroupScratchBytes: 16 bytes per row, a winner per slot and the sort's
+/// temporary storage); its groups themselves are index memory. 0 for an empty
+/// build without payload (it only clears the table).
+uint64_t BuildNodeTransientBytes(const HashIndexSpec& spec, const BuildShape& shape, BuildPath path,
+                                 uint64_t transient_max_bytes);
 
 }  // namespace gpujoin::engine::detail

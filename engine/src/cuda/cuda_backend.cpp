@@ -86,9 +86,6 @@ class CudaBackend final : public Backend {
 
   absl::StatusOr<std::unique_ptr<HashIndex>> CreateIndex(const HashIndexSpec& spec) override {
     GPUJOIN_RETURN_IF_ERROR(spec.Validate());
-    if (spec.duplicates == DuplicatePolicy::kKeepAll) {  // issue 21, in progress
-      return absl::UnimplementedError("duplicates keep_all: multi-value indexes are not built yet");
-    }
     GPUJOIN_RETURN_IF_ERROR(CheckHealthy());
     auto index = CudaHashIndex::Create(spec, device_);
     if (!index.ok()) {
@@ -100,7 +97,8 @@ class CudaBackend final : public Backend {
 
   uint64_t IndexBytes(const HashIndexSpec& spec) const override {
     // What CudaHashIndex::Create allocates: 8 bytes a slot for uint32 keys, 16
-    // for uint64 keys.
+    // for uint64 keys. A kKeepAll index's groups come with its builds
+    // (GroupStorageBytes, in memory_bytes()).
     return TableAllocationBytes(spec.capacity, spec.key_type);
   }
 
@@ -123,15 +121,6 @@ class CudaBackend final : public Backend {
 
   absl::Status Run(const CommandGraph& graph) override {
     GPUJOIN_RETURN_IF_ERROR(graph.Validate());
-    // Issue 21 in progress: join kinds other than inner are refused until built.
-    for (const Node& node : graph.nodes()) {
-      const auto* j32 = std::get_if<JoinNode>(&node);
-      const auto* j64 = std::get_if<JoinNode64>(&node);
-      if ((j32 != nullptr && j32->kind != JoinKind::kInner) ||
-          (j64 != nullptr && j64->kind != JoinKind::kInner)) {
-        return absl::UnimplementedError("join kinds other than inner are not run yet");
-      }
-    }
     GPUJOIN_RETURN_IF_ERROR(CheckHealthy());
     if (const cudaError_t e = cudaSetDevice(device_); e != cudaSuccess) {
       NoteError(e);  // a sticky error can surface here first

@@ -46,6 +46,10 @@ template absl::StatusOr<DeviceBuffer<uint8_t>> CudaHashIndex::AllocatePayload(si
                                                                               const char*);
 template absl::StatusOr<DeviceBuffer<uint64_t>> CudaHashIndex::AllocatePayload(size_t, int,
                                                                                const char*);
+template absl::StatusOr<DeviceBuffer<uint32_t>> CudaHashIndex::AllocatePayload(size_t, int,
+                                                                               const char*);
+template absl::StatusOr<DeviceBuffer<GroupRange>> CudaHashIndex::AllocatePayload(size_t, int,
+                                                                                 const char*);
 
 void CudaHashIndex::DropPayload() {
   // cudaFree waits for the work that may still read the columns.
@@ -59,6 +63,16 @@ void CudaHashIndex::SetPayload(CudaPayload payload) {
   uint64_t bytes = 0;
   for (const CudaPayloadColumn& c : payload_.columns) bytes += c.bytes();
   payload_bytes_.store(bytes, std::memory_order_relaxed);
+}
+
+void CudaHashIndex::DropGroups() {
+  groups_ = CudaGroups{};
+  group_bytes_.store(0, std::memory_order_relaxed);
+}
+
+void CudaHashIndex::SetGroups(CudaGroups groups) {
+  groups_ = std::move(groups);
+  group_bytes_.store(groups_.bytes(), std::memory_order_relaxed);
 }
 
 std::optional<StoredColumn> CudaHashIndex::payload_column(size_t c) const {

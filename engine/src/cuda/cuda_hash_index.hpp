@@ -1,7 +1,9 @@
 // Internal (CUDA builds only): the CUDA backend's hash index, a table of
 // key:value slot words in device memory (see cuda/index/table.hpp for the
-// layout of each key type), and the payload columns of its last build, stored
-// in slot order beside it (cuda/payload/payload_ops.hpp).
+// layout of each key type), the payload columns of its last build, stored
+// in slot order beside it (cuda/payload/payload_ops.hpp), and for a kKeepAll
+// index the groups of its last build (cuda/index/groups.hpp), whose payload is
+// stored per kept row in value-list order instead.
 #pragma once
 
 #include <atomic>
@@ -13,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "cuda/device_buffer.hpp"
 #include "cuda/device_ops.hpp"
+#include "cuda/index/groups.hpp"
 #include "cuda/payload/payload_ops.hpp"
 #include "cuda/payload/record_layout.hpp"
 #include "gpujoin/engine/hash_index.hpp"
@@ -44,8 +47,18 @@ struct CudaPayloadColumn {
   }
 };
 
+/// The groups of a kKeepAll build (cudaMalloc): one range per slot of the
+/// capacity and the value list of the kept rows (GroupStorageBytes of them).
+struct CudaGroups {
+  DeviceBuffer<GroupRange> ranges;
+  DeviceBuffer<uint32_t> values;
+
+  uint64_t bytes() const { return ranges.bytes() + values.bytes(); }
+};
+
 /// The payload of a build: its columns in the build's order and the records of
-/// its fixed-width ones (slots * stride bytes; empty without fixed-width columns).
+/// its fixed-width ones (slots * stride bytes; empty without fixed-width columns;
+/// for a kKeepAll index, kept rows instead of slots).
 struct CudaPayload {
   std::vector<CudaPayloadColumn> columns;
   DeviceBuffer<uint8_t> records;
@@ -62,7 +75,8 @@ class CudaHashIndex final : public HashIndex {
 
   BackendKind backend() const override { return BackendKind::kCuda; }
   uint64_t memory_bytes() const override {
-    return slots_.bytes() + payload_bytes_.load(std::memory_order_relaxed);
+    return slots_.bytes() + payload_bytes_.load(std::memory_order_relaxed) +
+           group_bytes_.load(std::memory_order_relaxed);
   }
   /// Synchronous device-to-host copies; empty slots report value 0 like the CPU
   /// table. FAILED_PRECONDITION for the other key type's call.
@@ -95,6 +109,18 @@ class CudaHashIndex final : public HashIndex {
   /// nullopt when there is none.
   std::optional<StoredColumn> payload_column(size_t c) const;
 
+  /// Whether the index keeps every row (DuplicatePolicy::kKeepAll).
+  bool keeps_all() const { return spec().duplicates == DuplicatePolicy::kKeepAll; }
+  /// The groups of the last kKeepAll build (null pointers for a kLowestRow
+  /// index, and for a kKeepAll index whose table is empty because no build
+  /// finished: no probe finds a slot then).
+  DeviceGroups groups() const { return {groups_.ranges.data(), groups_.values.data()}; }
+  /// Frees the groups (a kKeepAll build calls it before it changes the table,
+  /// and leaves the table empty if it cannot finish).
+  void DropGroups();
+  /// Installs the groups of a finished kKeepAll build.
+  void SetGroups(CudaGroups groups);
+
  private:
   CudaHashIndex(const HashIndexSpec& spec, int device, DeviceBuffer<uint64_t> slots)
       : HashIndex(spec), device_(device), slots_(std::move(slots)) {}
@@ -105,8 +131,11 @@ class CudaHashIndex final : public HashIndex {
   int device_;
   DeviceBuffer<uint64_t> slots_;  // TableAllocationBytes(capacity, key type) bytes
   CudaPayload payload_;
+  CudaGroups groups_;
   // Sum of payload_'s column bytes, readable while another thread reads memory_bytes().
   std::atomic<uint64_t> payload_bytes_{0};
+  // groups_.bytes(), likewise.
+  std::atomic<uint64_t> group_bytes_{0};
 };
 
 }  // namespace gpujoin::engine::detail

@@ -1,4 +1,6 @@
-// Build nodes on the CUDA backend (cuda_lowering.hpp).
+// Build nodes on the CUDA backend (cuda_lowering.hpp). A kKeepAll build runs
+// the kLowestRow build of its rows, then the group pass (index/groups.hpp) and
+// stores its payload per kept row.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -36,12 +38,84 @@ absl::Status FinishBuild(StreamContext& ctx, CudaHashIndex& index, uint64_t rows
   return absl::OkStatus();
 }
 
+// Where the group pass's counters live in the context's statistics scratch
+// (after the build statistics).
+constexpr size_t kGroupStatsOffset = 128;
+
+// The groups and payload of a kKeepAll build whose table is built from `src`
+// (its device inputs alive; rows 0: an empty build), then the statistics.
+template <KeyWord K>
+absl::Status StoreGroups(StreamContext& ctx, CudaHashIndex& index, const BuildSourceT<K>& src,
+                         uint64_t rows, const std::vector<ColumnView>& payload,
+                         BuildStatistics* out) {
+  const uint32_t capacity = index.spec().capacity;
+  GPUJOIN_ASSIGN_OR_RETURN(BuildStatistics stats, DownloadBuildStats(ctx));
+  CudaGroups groups;
+  GPUJOIN_ASSIGN_OR_RETURN(groups.ranges, CudaHashIndex::AllocatePayload<GroupRange>(
+                                              capacity, index.device(), "group ranges"));
+  std::vector<PayloadColumnInfo> infos;
+  if (rows == 0) {
+    GPUJOIN_CUDA_RETURN(
+        cudaMemsetAsync(groups.ranges.data(), 0, groups.ranges.bytes(), ctx.stream()),
+        "clear group ranges");
+    GPUJOIN_ASSIGN_OR_RETURN(infos, StorePayloadAt(ctx, index, nullptr, 0, 0, payload));
+  } else {
+    // Without overflow every valid row is kept (the kept count is known now);
+    // with it, rows before their key's winner are not, and the pass counts.
+    const bool overflow = stats.overflow_rows > 0;
+    const size_t scratch_bytes = GroupScratchBytes(capacity, rows, overflow);
+    GPUJOIN_ASSIGN_OR_RETURN(auto scratch, Alloc<uint8_t>(scratch_bytes, ctx, "group pass"));
+    auto* group_stats = reinterpret_cast<DeviceGroupStats*>(ctx.device_stats() + kGroupStatsOffset);
+    const uint32_t* grouped_rows = nullptr;
+    GPUJOIN_CUDA_RETURN(SortGroupRows(index.table<K>(), src, index.spec().probe_bound(), overflow,
+                                      groups.ranges.data(), group_stats, scratch.data(),
+                                      scratch_bytes, &grouped_rows, ctx.stream()),
+                        "sort group rows");
+    // The kept rows size the value list: one wait.
+    DeviceGroupStats g;
+    GPUJOIN_RETURN_IF_ERROR(ctx.Download(&g, group_stats, sizeof(g), "group statistics"));
+    const uint64_t kept = overflow ? g.kept : stats.unique_keys + stats.duplicate_rows;
+    stats.max_group_rows = g.max_group_rows;
+    GPUJOIN_ASSIGN_OR_RETURN(groups.values, CudaHashIndex::AllocatePayload<uint32_t>(
+                                                kept, index.device(), "group values"));
+    GPUJOIN_CUDA_RETURN(
+        WriteGroupValues(src, grouped_rows, kept, groups.values.data(), ctx.stream()),
+        "write group values");
+    GPUJOIN_ASSIGN_OR_RETURN(infos, StorePayloadAt(ctx, index, grouped_rows, kept, rows, payload));
+  }
+  // Other streams may read the index once Run returns.
+  GPUJOIN_RETURN_IF_ERROR(ctx.Synchronize("build groups"));
+  index.SetGroups(std::move(groups));
+  index.RecordBuild(stats, rows, std::move(infos));
+  if (out != nullptr) *out = stats;
+  return absl::OkStatus();
+}
+
+// What a kKeepAll build leaves when it cannot finish after changing the table:
+// an empty table without groups or payload, as after an empty build but for
+// the groups' ranges (every probe misses, so none is read).
+template <KeyWord K>
+absl::Status LeaveEmpty(StreamContext& ctx, CudaHashIndex& index, absl::Status failure) {
+  auto* stats = reinterpret_cast<DeviceBuildStats*>(ctx.device_stats());
+  if (ClearTable(index.table<K>(), stats, ctx.stream()) == cudaSuccess) {
+    (void)ctx.Synchronize("clear index table");
+  }
+  index.DropGroups();
+  index.DropPayload();
+  index.RecordBuild(BuildStatistics{}, 0);
+  return failure;
+}
+
 // The payload of a build whose table is built from `src` (its device inputs
 // alive), then the statistics.
 template <KeyWord K>
 absl::Status FinishBuildWithPayload(StreamContext& ctx, CudaHashIndex& index,
                                     const BuildSourceT<K>& src, uint64_t rows,
                                     const std::vector<ColumnView>& payload, BuildStatistics* out) {
+  if (index.keeps_all()) {
+    const absl::Status s = StoreGroups(ctx, index, src, rows, payload, out);
+    return s.ok() ? s : LeaveEmpty<K>(ctx, index, s);
+  }
   GPUJOIN_ASSIGN_OR_RETURN(
       std::vector<PayloadColumnInfo> infos,
       StorePayload(ctx, index, src, index.spec().probe_bound(), rows, payload));
@@ -59,8 +133,10 @@ absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
   index->DropPayload();
   const uint64_t rows = TotalRows(n.keys);
   auto* stats = reinterpret_cast<DeviceBuildStats*>(ctx.device_stats());
-  if (rows == 0)
+  if (rows == 0) {
+    index->DropGroups();
     GPUJOIN_CUDA_RETURN(ClearTable(index->table<K>(), stats, ctx.stream()), "clear index table");
+  }
   if (rows > 0) {
     GPUJOIN_ASSIGN_OR_RETURN(auto keys, Alloc<K>(rows, ctx, "build keys"));
     GPUJOIN_RETURN_IF_ERROR(ctx.Upload(keys.data(), RangesOf(n.keys), "build keys"));
@@ -75,6 +151,8 @@ absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
     src.values = n.values.has_value() ? values.data() : nullptr;
     src.first_value = n.first_value;
     SetBuildOptions(env.options, src);
+    // The groups describe the table about to be replaced.
+    index->DropGroups();
     // Clears the table too (the large-build paths write every slot instead).
     GPUJOIN_CUDA_RETURN(ClearAndBuildTable(index->table<K>(), src, index->spec().probe_bound(),
                                            stats, ctx.stream()),
@@ -106,6 +184,7 @@ absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
   }
   auto* stats = reinterpret_cast<DeviceBuildStats*>(ctx.device_stats());
   if (rows == 0) {
+    index->DropGroups();
     GPUJOIN_CUDA_RETURN(ClearTable(index->table<K>(), stats, ctx.stream()), "clear index table");
     return FinishBuildWithPayload(ctx, *index, BuildSourceT<K>{}, 0, n.payload, n.statistics);
   }
@@ -142,6 +221,7 @@ absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
   src.chunk_bases = bases_d.data();
   src.chunk_count = uint32_t(starts.size());
   SetBuildOptions(env.options, src);
+  index->DropGroups();
   GPUJOIN_CUDA_RETURN(
       ClearAndBuildTable(index->table<K>(), src, index->spec().probe_bound(), stats, ctx.stream()),
       "build batch index");

@@ -130,17 +130,13 @@ absl::StatusOr<CudaPayloadColumn> StoreColumn(StreamContext& ctx, const CudaHash
 
 }  // namespace
 
-template <KeyWord K>
-absl::StatusOr<std::vector<PayloadColumnInfo>> StorePayload(
-    StreamContext& ctx, CudaHashIndex& index, const BuildSourceT<K>& source, uint32_t bound,
+// The columns of `payload` for `slots` positions, position s holding source
+// row winners[s] (kNoWinner: an empty slot), installed in `index`.
+absl::StatusOr<std::vector<PayloadColumnInfo>> StorePayloadAt(
+    StreamContext& ctx, CudaHashIndex& index, const uint32_t* winners, uint64_t slots,
     uint64_t rows, const std::vector<ColumnView>& payload) {
   std::vector<PayloadColumnInfo> infos;
   if (payload.empty()) return infos;
-  const uint64_t slots = TableAllocationSlots(index.spec().capacity);
-  GPUJOIN_ASSIGN_OR_RETURN(auto winners, Alloc<uint32_t>(slots, ctx, "payload winners"));
-  GPUJOIN_CUDA_RETURN(
-      FindPayloadWinners(index.table<K>(), source, bound, winners.data(), ctx.stream()),
-      "find payload winners");
   GPUJOIN_ASSIGN_OR_RETURN(auto null_counts,
                            Alloc<unsigned long long>(payload.size(), ctx, "payload null counts"));
   GPUJOIN_CUDA_RETURN(cudaMemsetAsync(null_counts.data(), 0, null_counts.bytes(), ctx.stream()),
@@ -163,10 +159,9 @@ absl::StatusOr<std::vector<PayloadColumnInfo>> StorePayload(
   for (size_t c = 0; c < payload.size(); ++c) {
     // Each column's upload is freed (stream-ordered) before the next one's.
     GPUJOIN_ASSIGN_OR_RETURN(UploadedColumn up, UploadColumn(ctx, payload[c], rows));
-    GPUJOIN_ASSIGN_OR_RETURN(
-        CudaPayloadColumn column,
-        StoreColumn(ctx, index, up, winners.data(), slots, stored.records.data(), layout.stride,
-                    layout.offsets[c], null_counts.data() + c));
+    GPUJOIN_ASSIGN_OR_RETURN(CudaPayloadColumn column,
+                             StoreColumn(ctx, index, up, winners, slots, stored.records.data(),
+                                         layout.stride, layout.offsets[c], null_counts.data() + c));
     if (c == layout.padded_column) column.record_bytes += layout.PaddingBytes(slots);
     stored.columns.push_back(std::move(column));
   }
@@ -178,6 +173,19 @@ absl::StatusOr<std::vector<PayloadColumnInfo>> StorePayload(
   }
   index.SetPayload(std::move(stored));
   return infos;
+}
+
+template <KeyWord K>
+absl::StatusOr<std::vector<PayloadColumnInfo>> StorePayload(
+    StreamContext& ctx, CudaHashIndex& index, const BuildSourceT<K>& source, uint32_t bound,
+    uint64_t rows, const std::vector<ColumnView>& payload) {
+  if (payload.empty()) return std::vector<PayloadColumnInfo>{};
+  const uint64_t slots = TableAllocationSlots(index.spec().capacity);
+  GPUJOIN_ASSIGN_OR_RETURN(auto winners, Alloc<uint32_t>(slots, ctx, "payload winners"));
+  GPUJOIN_CUDA_RETURN(
+      FindPayloadWinners(index.table<K>(), source, bound, winners.data(), ctx.stream()),
+      "find payload winners");
+  return StorePayloadAt(ctx, index, winners.data(), slots, rows, payload);
 }
 
 template absl::StatusOr<std::vector<PayloadColumnInfo>> StorePayload(

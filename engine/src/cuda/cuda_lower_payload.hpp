@@ -34,6 +34,15 @@ absl::StatusOr<std::vector<PayloadColumnInfo>> StorePayload(StreamContext& ctx,
                                                             uint32_t bound, uint64_t rows,
                                                             const std::vector<ColumnView>& payload);
 
+/// Stores `payload` (validated: every column has `rows` rows) per position of a
+/// kKeepAll index's value list: position p takes the payload of source row
+/// rows_of[p] (`positions` of them, every one a source row; the group pass's
+/// grouped rows), installs the columns in the index and returns their infos;
+/// as StorePayload otherwise (columns of `positions` values instead of slots).
+absl::StatusOr<std::vector<PayloadColumnInfo>> StorePayloadAt(
+    StreamContext& ctx, CudaHashIndex& index, const uint32_t* rows_of, uint64_t positions,
+    uint64_t rows, const std::vector<ColumnView>& payload);
+
 /// The outputs of gathers over no rows (an empty lookup, a join batch with
 /// capacity but no pairs): offsets[0] = 0 and no string bytes for strings, a
 /// null count of 0.

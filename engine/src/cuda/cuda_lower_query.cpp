@@ -1,8 +1,12 @@
-// Lookup and join nodes on the CUDA backend (cuda_lowering.hpp).
+// Lookup and join nodes on the CUDA backend (cuda_lowering.hpp). Joins take
+// one of two paths (JoinPathOf): the many-to-one compaction (join_kernels.cu)
+// for kinds that yield at most one pair per left row from the table alone, and
+// count -> scan -> scatter (group_join.hpp) for the others.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -11,6 +15,7 @@
 #include "cuda/cuda_error.hpp"
 #include "cuda/cuda_lower_payload.hpp"
 #include "cuda/cuda_lowering.hpp"
+#include "cuda/group_join.hpp"
 #include "cuda/join_ops.hpp"
 #include "gpujoin/common/status_macros.hpp"
 
@@ -108,7 +113,8 @@ absl::Status ReplayJoinGraph(StreamContext& ctx, JoinGraph& graph, bool build_ov
 // statistics and count first and then only the pairs that were written.
 template <KeyWord K>
 absl::Status JoinBatchOnDevice(StreamContext& ctx, const CudaHashIndex& index, uint32_t bound,
-                               bool build_overflow, uint64_t rows, const JoinBatchT<K>& b) {
+                               bool build_overflow, uint64_t rows, const JoinBatchT<K>& b,
+                               MaskedRows masked) {
   const uint64_t capacity = b.out_left_rows.size();
   // Matches never exceed the left rows, so device outputs need no more.
   const uint64_t device_capacity = std::min(capacity, rows);
@@ -131,7 +137,8 @@ absl::Status JoinBatchOnDevice(StreamContext& ctx, const CudaHashIndex& index, u
                           bound,
                           has_left_rows,
                           want_found,
-                          want_probes};
+                          want_probes,
+                          masked};
     auto graph = ctx.join_graphs().Get(shape, ctx.stream());
     if (graph.ok() && *graph != nullptr) {
       return ReplayJoinGraph(ctx, **graph, build_overflow, rows, b);
@@ -168,7 +175,7 @@ absl::Status JoinBatchOnDevice(StreamContext& ctx, const CudaHashIndex& index, u
   GPUJOIN_CUDA_RETURN(cudaMemsetAsync(stats, 0, sizeof(*stats), ctx.stream()), "join");
   GPUJOIN_CUDA_RETURN(JoinKeys(index.table<K>(), keys, rows, bound, left_rows, b.first_left_row,
                                out_left, out_right, device_capacity, count, found, probes, stats,
-                               base + scratch_at, ctx.stream()),
+                               base + scratch_at, ctx.stream(), masked),
                       "join");
 
   DeviceQueryStats d;
@@ -209,18 +216,29 @@ absl::Status JoinBatchOnDevice(StreamContext& ctx, const CudaHashIndex& index, u
   return absl::OkStatus();
 }
 
-// A lookup that gathers payload (never captured: the plain lookup's graphs
-// stay as they are). The probe writes every row's slot; the gathers read it;
-// one wait brings the statistics and the string totals, which are checked
-// before any gather output is written; then the strings are copied and every
-// output downloaded.
+// A lookup that gathers payload or counts matches (never captured: the plain
+// lookup's graphs stay as they are). The probe writes every row's slot; the
+// group lookup turns it into the match count and, on a kKeepAll index, the
+// position of the first match (whose payload is stored there); the gathers
+// read the positions; one wait brings the statistics and the string totals,
+// which are checked before any gather output is written; then the strings are
+// copied and every output downloaded.
 template <KeyWord K>
-absl::Status LookupWithGather(StreamContext& ctx, const CudaHashIndex& index,
-                              const LookupNodeT<K>& n, uint64_t rows, uint32_t bound,
-                              const std::string& where) {
+absl::Status LookupWithSlots(StreamContext& ctx, const CudaHashIndex& index,
+                             const LookupNodeT<K>& n, uint64_t rows, uint32_t bound,
+                             const std::string& where) {
+  const GroupRange* ranges = index.groups().ranges;
+  const bool gather = !n.gather.empty();
+  const bool counts = !n.match_counts.empty();
+  // A kLowestRow index stores payload by slot: the slots are the positions.
+  const bool positions = gather && ranges != nullptr;
   GPUJOIN_ASSIGN_OR_RETURN(auto keys, Alloc<K>(rows, ctx, "lookup keys"));
   GPUJOIN_ASSIGN_OR_RETURN(auto values, Alloc<uint32_t>(rows, ctx, "lookup values"));
   GPUJOIN_ASSIGN_OR_RETURN(auto slots, Alloc<uint32_t>(rows, ctx, "lookup slots"));
+  GPUJOIN_ASSIGN_OR_RETURN(auto match_counts,
+                           Alloc<uint32_t>(counts ? rows : 0, ctx, "lookup match counts"));
+  GPUJOIN_ASSIGN_OR_RETURN(auto first_positions,
+                           Alloc<uint32_t>(positions ? rows : 0, ctx, "lookup positions"));
   DeviceBuffer<uint8_t> found;
   DeviceBuffer<uint32_t> probes;
   if (!n.found.empty()) {
@@ -236,11 +254,21 @@ absl::Status LookupWithGather(StreamContext& ctx, const CudaHashIndex& index,
       LookupKeysSlots(index.table<K>(), keys.data(), rows, bound, values.data(), found.data(),
                       probes.data(), slots.data(), stats, ctx.stream()),
       "lookup");
-  GPUJOIN_ASSIGN_OR_RETURN(
-      DeviceGathers gathers,
-      DeviceGathers::Start(ctx, index, n.gather, GatherRows{slots.data(), rows, nullptr}, where));
+  if (counts || positions) {
+    GPUJOIN_CUDA_RETURN(GroupsOfSlots(slots.data(), rows, nullptr, ranges, match_counts.data(),
+                                      first_positions.data(), ctx.stream()),
+                        "lookup groups");
+  }
+  std::optional<DeviceGathers> gathers;
+  if (gather) {
+    const uint32_t* at = positions ? first_positions.data() : slots.data();
+    GPUJOIN_ASSIGN_OR_RETURN(
+        gathers, DeviceGathers::Start(ctx, index, n.gather, GatherRows{at, rows, nullptr}, where));
+  }
   std::vector<DeviceRange> pieces{{stats, sizeof(DeviceQueryStats)}};
-  for (const DeviceRange& r : gathers.TotalRanges()) pieces.push_back(r);
+  if (gathers) {
+    for (const DeviceRange& r : gathers->TotalRanges()) pieces.push_back(r);
+  }
   std::vector<const uint8_t*> host(pieces.size());
   GPUJOIN_RETURN_IF_ERROR(ctx.DownloadGathered(pieces, host, "lookup statistics"));
   DeviceQueryStats d;
@@ -253,9 +281,12 @@ absl::Status LookupWithGather(StreamContext& ctx, const CudaHashIndex& index,
   GPUJOIN_RETURN_IF_ERROR(ctx.Download(n.found.data(), found.data(), n.found.size(), "found"));
   GPUJOIN_RETURN_IF_ERROR(
       ctx.Download(n.probes.data(), probes.data(), n.probes.size_bytes(), "probes"));
+  GPUJOIN_RETURN_IF_ERROR(ctx.Download(n.match_counts.data(), match_counts.data(),
+                                       n.match_counts.size_bytes(), "match counts"));
   if (n.statistics != nullptr) *n.statistics = ToQueryStatistics(d, rows);
-  GPUJOIN_RETURN_IF_ERROR(gathers.Finish(ctx, totals));
-  return gathers.Download(ctx, rows);
+  if (!gathers) return absl::OkStatus();
+  GPUJOIN_RETURN_IF_ERROR(gathers->Finish(ctx, totals));
+  return gathers->Download(ctx, rows);
 }
 
 // A join batch that gathers payload (capacity > 0; never captured): the join
@@ -266,7 +297,7 @@ absl::Status LookupWithGather(StreamContext& ctx, const CudaHashIndex& index,
 template <KeyWord K>
 absl::Status JoinBatchWithGather(StreamContext& ctx, const CudaHashIndex& index, uint32_t bound,
                                  bool build_overflow, uint64_t rows, const JoinBatchT<K>& b,
-                                 const std::string& where) {
+                                 MaskedRows masked, const std::string& where) {
   const uint64_t capacity = b.out_left_rows.size();
   const uint64_t device_capacity = std::min(capacity, rows);
   const bool has_left_rows = !b.left_rows.empty();
@@ -301,8 +332,15 @@ absl::Status JoinBatchWithGather(StreamContext& ctx, const CudaHashIndex& index,
   GPUJOIN_CUDA_RETURN(
       JoinKeysWithSlots(index.table<K>(), keys, rows, bound, left_rows, b.first_left_row, out_left,
                         out_right, out_slots, device_capacity, count, found, probes, stats,
-                        base + scratch_at, ctx.stream()),
+                        base + scratch_at, ctx.stream(), masked),
       "join");
+  // A kKeepAll index stores payload per kept row: a pair's first match is at
+  // its group's start (the pairs' slots are turned into it in place).
+  if (const GroupRange* ranges = index.groups().ranges; ranges != nullptr) {
+    GPUJOIN_CUDA_RETURN(
+        GroupsOfSlots(out_slots, device_capacity, count, ranges, nullptr, out_slots, ctx.stream()),
+        "join groups");
+  }
   GPUJOIN_ASSIGN_OR_RETURN(
       DeviceGathers gathers,
       DeviceGathers::Start(ctx, index, b.gather, GatherRows{out_slots, device_capacity, count},
@@ -335,6 +373,128 @@ absl::Status JoinBatchWithGather(StreamContext& ctx, const CudaHashIndex& index,
   return gathers.Download(ctx, written);
 }
 
+// A join batch by count -> scan -> scatter (group_join.hpp): the count pass
+// (the lookup's probe, each row's pairs, the scan), one wait for the
+// statistics and the count, then exactly the pairs to write are allocated,
+// scattered and downloaded; gathers read each pair's value-list position.
+template <KeyWord K>
+absl::Status JoinBatchGrouped(StreamContext& ctx, const CudaHashIndex& index, JoinKind kind,
+                              uint32_t bound, bool build_overflow, uint64_t rows,
+                              const JoinBatchT<K>& b, const std::string& where) {
+  const uint64_t capacity = b.out_left_rows.size();
+  const bool has_left_rows = !b.left_rows.empty();
+  const bool want_found = !b.found.empty();
+  const bool want_probes = !b.probes.empty();
+  const bool gather = !b.gather.empty() && capacity > 0;
+  const DeviceGroups groups = index.groups();
+  // Arena, each region 256-byte aligned: [keys | left_rows] [probes] [found] [count scratch].
+  auto align = [](uint64_t v) { return (v + 255) & ~uint64_t{255}; };
+  const uint64_t left_rows_at = rows * sizeof(K);
+  const uint64_t probes_at = align(left_rows_at + (has_left_rows ? rows * 4 : 0));
+  const uint64_t found_at = align(probes_at + (want_probes ? rows * 4 : 0));
+  const uint64_t scratch_at = align(found_at + (want_found ? rows : 0));
+  const uint64_t arena_bytes = scratch_at + GroupJoinCountScratchBytes(rows);
+  GPUJOIN_ASSIGN_OR_RETURN(auto arena, Alloc<uint8_t>(arena_bytes, ctx, "join buffers"));
+  uint8_t* base = arena.data();
+  auto* keys = reinterpret_cast<K*>(base);
+  uint32_t* left_rows = has_left_rows ? reinterpret_cast<uint32_t*>(base + left_rows_at) : nullptr;
+  uint32_t* probes = want_probes ? reinterpret_cast<uint32_t*>(base + probes_at) : nullptr;
+  uint8_t* found = want_found ? base + found_at : nullptr;
+  uint8_t* count_scratch = base + scratch_at;
+
+  std::vector<HostRange> inputs = RangesOf(b.keys);
+  if (has_left_rows) inputs.push_back({b.left_rows.data(), b.left_rows.size_bytes()});
+  GPUJOIN_RETURN_IF_ERROR(ctx.Upload(keys, inputs, "join keys and left_rows"));
+  constexpr size_t kCountOffset = 64;  // the count sits after the statistics
+  auto* stats = reinterpret_cast<DeviceQueryStats*>(ctx.device_stats());
+  auto* count = reinterpret_cast<unsigned long long*>(ctx.device_stats() + kCountOffset);
+  GPUJOIN_CUDA_RETURN(cudaMemsetAsync(stats, 0, sizeof(*stats), ctx.stream()), "join");
+  GPUJOIN_CUDA_RETURN(CountGroupJoin(index.table<K>(), groups.ranges, kind, keys, rows, bound,
+                                     found, probes, stats, count, count_scratch, ctx.stream()),
+                      "join count");
+  const DeviceRange head[1] = {{ctx.device_stats(), kCountOffset + sizeof(unsigned long long)}};
+  const uint8_t* host[1] = {};
+  GPUJOIN_RETURN_IF_ERROR(ctx.DownloadGathered(head, host, "join statistics and count"));
+  DeviceQueryStats d;
+  unsigned long long matches = 0;
+  std::memcpy(&d, host[0], sizeof(d));
+  std::memcpy(&matches, host[0] + kCountOffset, sizeof(matches));
+  const uint64_t written = std::min<uint64_t>(matches, capacity);
+
+  // Exactly the pairs that are written: [out_left | out_right | positions] [partitions].
+  const uint64_t pairs_bytes = align(written * (gather ? 12 : 8));
+  GPUJOIN_ASSIGN_OR_RETURN(
+      auto out,
+      Alloc<uint8_t>(written == 0 ? 0 : pairs_bytes + GroupJoinScatterScratchBytes(rows, written),
+                     ctx, "join pairs"));
+  auto* out_left = reinterpret_cast<uint32_t*>(out.data());
+  uint32_t* out_right = out_left + written;
+  uint32_t* out_positions = gather ? out_right + written : nullptr;
+  std::optional<DeviceGathers> gathers;
+  std::vector<uint64_t> totals;
+  if (written > 0) {
+    GPUJOIN_CUDA_RETURN(ScatterGroupJoin(count_scratch, rows, written, left_rows, b.first_left_row,
+                                         groups.values, out_left, out_right, out_positions,
+                                         out.data() + pairs_bytes, ctx.stream()),
+                        "join scatter");
+    if (gather) {
+      GPUJOIN_ASSIGN_OR_RETURN(
+          gathers, DeviceGathers::Start(ctx, index, b.gather,
+                                        GatherRows{out_positions, written, nullptr}, where));
+      const std::vector<DeviceRange> ranges = gathers->TotalRanges();
+      if (!ranges.empty()) {
+        std::vector<const uint8_t*> at(ranges.size());
+        GPUJOIN_RETURN_IF_ERROR(ctx.DownloadGathered(ranges, at, "join gather totals"));
+        totals.resize(ranges.size());
+        for (size_t k = 0; k < totals.size(); ++k) std::memcpy(&totals[k], at[k], 8);
+      }
+    }
+  }
+  // The pairs and the result are written whatever the gathers' limits say (as
+  // on the CPU backend: what a limit refuses is the gather).
+  GPUJOIN_RETURN_IF_ERROR(
+      ctx.Download(b.out_left_rows.data(), out_left, written * 4, "join left rows"));
+  GPUJOIN_RETURN_IF_ERROR(
+      ctx.Download(b.out_right_rows.data(), out_right, written * 4, "join right rows"));
+  GPUJOIN_RETURN_IF_ERROR(ctx.Download(b.found.data(), found, b.found.size(), "found"));
+  GPUJOIN_RETURN_IF_ERROR(ctx.Download(b.probes.data(), probes, b.probes.size_bytes(), "probes"));
+  *b.result = JoinResult{matches, matches > capacity || build_overflow, ToQueryStatistics(d, rows)};
+  if (!gather) return absl::OkStatus();
+  if (written == 0) {
+    WriteEmptyGathers(b.gather);
+    return absl::OkStatus();
+  }
+  GPUJOIN_RETURN_IF_ERROR(gathers->Finish(ctx, totals));
+  return gathers->Download(ctx, written);
+}
+
+// How a join of `kind` runs on `index`. The many-to-one compaction pairs every
+// found (or missing) left row with its table value (kEmptyKey) alone, which is
+// exactly an inner join when every group has one row (kLowestRow, or kKeepAll
+// with max_group_rows <= 1), a semi join on any index (the table holds each
+// key's first match) and an anti join; it needs no per-row counts, scan of
+// them or group reads (on an H200 the same 2^26 left rows join at about 0.9x
+// of a lookup that way). The other joins count, scan and scatter.
+enum class JoinPath { kMasks, kGroups };
+JoinPath JoinPathOf(JoinKind kind, const CudaHashIndex& index) {
+  const bool single_rows = !index.keeps_all() || index.build_statistics().max_group_rows <= 1;
+  if (kind == JoinKind::kLeftSemi || kind == JoinKind::kLeftAnti) return JoinPath::kMasks;
+  return kind == JoinKind::kInner && single_rows ? JoinPath::kMasks : JoinPath::kGroups;
+}
+
+// A kKeepAll index without groups whose last recorded build stored keys: a
+// build failed after it had started to change the table.
+absl::Status CheckGroups(const CudaHashIndex& index, const std::string& where) {
+  if (index.keeps_all() && index.groups().ranges == nullptr &&
+      index.build_statistics().unique_keys != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(where,
+                     ": the index's last build failed before its groups were stored; "
+                     "build it again"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 template <KeyWord K>
@@ -349,7 +509,10 @@ absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
     WriteEmptyGathers(n.gather);
     return absl::OkStatus();
   }
-  if (!n.gather.empty()) return LookupWithGather(ctx, *index, n, rows, bound, where);
+  GPUJOIN_RETURN_IF_ERROR(CheckGroups(*index, where));
+  if (!n.gather.empty() || !n.match_counts.empty()) {
+    return LookupWithSlots(ctx, *index, n, rows, bound, where);
+  }
   const LookupShape shape{
       index->table<K>().slots, index->spec().capacity, KeyTypeOf<K>(), rows, bound,
       !n.found.empty(),        !n.probes.empty()};
@@ -430,6 +593,10 @@ absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const
   GPUJOIN_ASSIGN_OR_RETURN(const CudaHashIndex* index, ReadableIndex(n.index, where));
   const uint32_t bound = n.max_probe_count != 0 ? n.max_probe_count : index->spec().probe_bound();
   const bool build_overflow = index->build_statistics().overflow_rows > 0;
+  GPUJOIN_RETURN_IF_ERROR(CheckGroups(*index, where));
+  const JoinPath path = JoinPathOf(n.kind, *index);
+  const MaskedRows masked =
+      n.kind == JoinKind::kLeftAnti ? MaskedRows::kMissing : MaskedRows::kFound;
   for (size_t k = 0; k < n.batches.size(); ++k) {
     const JoinBatchT<K>& b = n.batches[k];
     const uint64_t rows = TotalRows(b.keys);
@@ -440,12 +607,18 @@ absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const
       if (gather) WriteEmptyGathers(b.gather);
       continue;
     }
-    if (gather) {
-      GPUJOIN_RETURN_IF_ERROR(JoinBatchWithGather(ctx, *index, bound, build_overflow, rows, b,
-                                                  absl::StrCat(where, " batch ", k)));
+    const std::string batch_where = absl::StrCat(where, " batch ", k);
+    if (path == JoinPath::kGroups) {
+      GPUJOIN_RETURN_IF_ERROR(
+          JoinBatchGrouped(ctx, *index, n.kind, bound, build_overflow, rows, b, batch_where));
       continue;
     }
-    GPUJOIN_RETURN_IF_ERROR(JoinBatchOnDevice(ctx, *index, bound, build_overflow, rows, b));
+    if (gather) {
+      GPUJOIN_RETURN_IF_ERROR(
+          JoinBatchWithGather(ctx, *index, bound, build_overflow, rows, b, masked, batch_where));
+      continue;
+    }
+    GPUJOIN_RETURN_IF_ERROR(JoinBatchOnDevice(ctx, *index, bound, build_overflow, rows, b, masked));
   }
   return absl::OkStatus();
 }

@@ -25,27 +25,31 @@ size_t JoinScratchBytes(uint64_t rows);
 /// non-null, else first_left_row + i. `*count` receives the number of matches
 /// (before truncation). found/probes are optional aligned outputs. `scratch` holds
 /// JoinScratchBytes(rows) bytes. K is the key word (uint32_t or uint64_t,
-/// instantiated in join_kernels.cu).
+/// instantiated in join_kernels.cu). Each found row yields its table value, so
+/// this is the inner join on an index whose groups have one row, and the semi
+/// join on any index (the table holds every key's first match). With `masked`
+/// kMissing it is the anti join instead: one pair (left row, kEmptyKey) per
+/// missing row.
 template <KeyWord K>
 cudaError_t JoinKeys(DeviceTableT<K> table, const K* keys, uint64_t rows, uint32_t bound,
                      const uint32_t* left_rows, uint32_t first_left_row, uint32_t* out_left,
                      uint32_t* out_right, uint64_t capacity, unsigned long long* count,
                      uint8_t* found, uint32_t* probes, DeviceQueryStats* stats, void* scratch,
-                     cudaStream_t stream);
+                     cudaStream_t stream, MaskedRows masked = MaskedRows::kFound);
 
 /// Scratch device memory JoinKeysWithSlots needs for `rows` left rows (bytes).
 size_t JoinScratchBytesWithSlots(uint64_t rows);
 
 /// JoinKeys that also writes each written pair's slot (the slot of the right
-/// key in the table, what the payload gathers read): out_slots[k] for the
-/// first min(count, capacity) pairs. `scratch` holds JoinScratchBytesWithSlots(rows)
-/// bytes.
+/// key in the table, what the payload gathers read; kNoSlot for an anti join's
+/// pairs): out_slots[k] for the first min(count, capacity) pairs. `scratch`
+/// holds JoinScratchBytesWithSlots(rows) bytes.
 template <KeyWord K>
 cudaError_t JoinKeysWithSlots(DeviceTableT<K> table, const K* keys, uint64_t rows, uint32_t bound,
                               const uint32_t* left_rows, uint32_t first_left_row,
                               uint32_t* out_left, uint32_t* out_right, uint32_t* out_slots,
                               uint64_t capacity, unsigned long long* count, uint8_t* found,
                               uint32_t* probes, DeviceQueryStats* stats, void* scratch,
-                              cudaStream_t stream);
+                              cudaStream_t stream, MaskedRows masked = MaskedRows::kFound);
 
 }  // namespace gpujoin::engine::detail

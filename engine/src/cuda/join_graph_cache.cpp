@@ -77,7 +77,7 @@ absl::StatusOr<std::unique_ptr<JoinGraph>> JoinGraph::Capture(const JoinShape& s
                                 shape.table_capacity};
     return JoinKeysGraphable(table, reinterpret_cast<const K*>(in_dev), n, shape.bound, left_rows,
                              first_left_row, out_left, out_right, shape.pair_capacity, count, found,
-                             probes, stats, g->scratch_d_.data(), stream);
+                             probes, stats, g->scratch_d_.data(), stream, shape.masked);
   };
 
   const absl::Status captured = g->graph_.Capture(stream, "capture join graph", [&] {

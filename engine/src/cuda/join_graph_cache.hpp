@@ -1,8 +1,10 @@
 // Internal (CUDA builds only): CUDA Graph capture and replay of repeated small
-// join batches. A join batch of the same row count, pair capacity, probe bound,
-// left-row kind (explicit or generated) and optional outputs against the same
-// table is a fixed sequence (upload keys/left rows, clear statistics, lookup,
-// tile counts, scan, scatter, download statistics/count/pairs/probes/found); the
+// join batches (the compaction path: inner joins on single-row groups, semi and
+// anti joins). A join batch of the same row count, pair capacity, probe bound,
+// left-row kind (explicit or generated), optional outputs and masked rows
+// (found or missing) against the same table is a fixed sequence (upload
+// keys/left rows, clear statistics, lookup, tile counts, scan, scatter,
+// download statistics/count/pairs/probes/found); the
 // second time such a shape is seen on a stream context it is captured once into
 // a graph whose device and pinned buffers are owned by the cache entry, and later
 // batches of that shape fill the pinned input, launch the graph (one call instead
@@ -39,6 +41,8 @@ struct JoinShape {
   bool left_rows = false;            ///< explicit left row IDs (else generated)
   bool found = false;
   bool probes = false;
+  /// The rows that yield pairs (kMissing: an anti join; semi joins are kFound).
+  MaskedRows masked = MaskedRows::kFound;
   friend bool operator==(const JoinShape&, const JoinShape&) = default;
 };
 

@@ -2,7 +2,10 @@
 // found rows as a 32-bit mask (LookupKeysMasked), an exclusive scan of the masks'
 // bit counts (the matches before each 32-row group), and a scatter in which the
 // lanes of a group write its pairs to consecutive positions. Pairs come out in
-// left order, so capacity truncation keeps exactly the stable prefix.
+// left order, so capacity truncation keeps exactly the stable prefix. The anti
+// join is the same sequence over the masks of the missing rows: the lookup
+// wrote kEmptyKey as their value and kNoSlot as their slot, which become the
+// pairs' right rows and slots.
 #include <cuda_runtime.h>
 #include <thrust/iterator/transform_iterator.h>
 
@@ -121,14 +124,14 @@ __global__ void __launch_bounds__(kBlockThreads)
 // JoinKeys, JoinKeysGraphable and JoinKeysWithSlots: the left row base is
 // `first_left_row`, or read on the device from `first_left_row_device` when that
 // is non-null; with kSlots the pairs' slots go to `out_slots` (scratch carved
-// with the slots region).
+// with the slots region); `masked` picks the rows that yield a pair.
 template <KeyWord K, bool kSlots>
 cudaError_t JoinKeysImpl(DeviceTableT<K> table, const K* keys, uint64_t rows, uint32_t bound,
                          const uint32_t* left_rows, uint32_t first_left_row,
                          const uint32_t* first_left_row_device, uint32_t* out_left,
                          uint32_t* out_right, uint64_t capacity, unsigned long long* count,
                          uint8_t* found, uint32_t* probes, DeviceQueryStats* stats, void* scratch,
-                         uint32_t* out_slots, cudaStream_t stream) {
+                         uint32_t* out_slots, MaskedRows masked, cudaStream_t stream) {
   if (rows == 0) return cudaMemsetAsync(count, 0, sizeof(*count), stream);
   JoinScratch s = CarveScratch(rows, scratch, kSlots);
   const uint64_t groups = (rows + kGroupRows - 1) / kGroupRows;
@@ -137,9 +140,10 @@ cudaError_t JoinKeysImpl(DeviceTableT<K> table, const K* keys, uint64_t rows, ui
   if (e != cudaSuccess) return e;
   if constexpr (kSlots) {
     e = LookupKeysMaskedSlots(table, keys, rows, bound, s.values, found, probes, s.masks, s.slots,
-                              stats, stream);
+                              stats, stream, masked);
   } else {
-    e = LookupKeysMasked(table, keys, rows, bound, s.values, found, probes, s.masks, stats, stream);
+    e = LookupKeysMasked(table, keys, rows, bound, s.values, found, probes, s.masks, stats, stream,
+                         masked);
   }
   if (e != cudaSuccess) return e;
   e = cub::DeviceScan::ExclusiveSum(s.scan_temp, s.scan_temp_bytes,
@@ -166,10 +170,10 @@ cudaError_t JoinKeys(DeviceTableT<K> table, const K* keys, uint64_t rows, uint32
                      const uint32_t* left_rows, uint32_t first_left_row, uint32_t* out_left,
                      uint32_t* out_right, uint64_t capacity, unsigned long long* count,
                      uint8_t* found, uint32_t* probes, DeviceQueryStats* stats, void* scratch,
-                     cudaStream_t stream) {
+                     cudaStream_t stream, MaskedRows masked) {
   return JoinKeysImpl<K, false>(table, keys, rows, bound, left_rows, first_left_row, nullptr,
                                 out_left, out_right, capacity, count, found, probes, stats, scratch,
-                                nullptr, stream);
+                                nullptr, masked, stream);
 }
 
 template <KeyWord K>
@@ -178,10 +182,10 @@ cudaError_t JoinKeysWithSlots(DeviceTableT<K> table, const K* keys, uint64_t row
                               uint32_t* out_left, uint32_t* out_right, uint32_t* out_slots,
                               uint64_t capacity, unsigned long long* count, uint8_t* found,
                               uint32_t* probes, DeviceQueryStats* stats, void* scratch,
-                              cudaStream_t stream) {
+                              cudaStream_t stream, MaskedRows masked) {
   return JoinKeysImpl<K, true>(table, keys, rows, bound, left_rows, first_left_row, nullptr,
                                out_left, out_right, capacity, count, found, probes, stats, scratch,
-                               out_slots, stream);
+                               out_slots, masked, stream);
 }
 
 template <KeyWord K>
@@ -189,25 +193,27 @@ cudaError_t JoinKeysGraphable(DeviceTableT<K> table, const K* keys, uint64_t row
                               const uint32_t* left_rows, const uint32_t* first_left_row_device,
                               uint32_t* out_left, uint32_t* out_right, uint64_t capacity,
                               unsigned long long* count, uint8_t* found, uint32_t* probes,
-                              DeviceQueryStats* stats, void* scratch, cudaStream_t stream) {
+                              DeviceQueryStats* stats, void* scratch, cudaStream_t stream,
+                              MaskedRows masked) {
   return JoinKeysImpl<K, false>(table, keys, rows, bound, left_rows, 0,
                                 left_rows != nullptr ? nullptr : first_left_row_device, out_left,
                                 out_right, capacity, count, found, probes, stats, scratch, nullptr,
-                                stream);
+                                masked, stream);
 }
 
-#define GPUJOIN_INSTANTIATE_JOIN(K)                                                              \
-  template cudaError_t JoinKeys(DeviceTableT<K>, const K*, uint64_t, uint32_t, const uint32_t*,  \
-                                uint32_t, uint32_t*, uint32_t*, uint64_t, unsigned long long*,   \
-                                uint8_t*, uint32_t*, DeviceQueryStats*, void*, cudaStream_t);    \
-  template cudaError_t JoinKeysGraphable(DeviceTableT<K>, const K*, uint64_t, uint32_t,          \
-                                         const uint32_t*, const uint32_t*, uint32_t*, uint32_t*, \
-                                         uint64_t, unsigned long long*, uint8_t*, uint32_t*,     \
-                                         DeviceQueryStats*, void*, cudaStream_t);                \
-  template cudaError_t JoinKeysWithSlots(DeviceTableT<K>, const K*, uint64_t, uint32_t,          \
-                                         const uint32_t*, uint32_t, uint32_t*, uint32_t*,        \
-                                         uint32_t*, uint64_t, unsigned long long*, uint8_t*,     \
-                                         uint32_t*, DeviceQueryStats*, void*, cudaStream_t);
+#define GPUJOIN_INSTANTIATE_JOIN(K)                                                                \
+  template cudaError_t JoinKeys(DeviceTableT<K>, const K*, uint64_t, uint32_t, const uint32_t*,    \
+                                uint32_t, uint32_t*, uint32_t*, uint64_t, unsigned long long*,     \
+                                uint8_t*, uint32_t*, DeviceQueryStats*, void*, cudaStream_t,       \
+                                MaskedRows);                                                       \
+  template cudaError_t JoinKeysGraphable(DeviceTableT<K>, const K*, uint64_t, uint32_t,            \
+                                         const uint32_t*, const uint32_t*, uint32_t*, uint32_t*,   \
+                                         uint64_t, unsigned long long*, uint8_t*, uint32_t*,       \
+                                         DeviceQueryStats*, void*, cudaStream_t, MaskedRows);      \
+  template cudaError_t JoinKeysWithSlots(                                                          \
+      DeviceTableT<K>, const K*, uint64_t, uint32_t, const uint32_t*, uint32_t, uint32_t*,         \
+      uint32_t*, uint32_t*, uint64_t, unsigned long long*, uint8_t*, uint32_t*, DeviceQueryStats*, \
+      void*, cudaStream_t, MaskedRows);
 GPUJOIN_INSTANTIATE_JOIN(uint32_t)
 GPUJOIN_INSTANTIATE_JOIN(uint64_t)
 #undef GPUJOIN_INSTANTIATE_JOIN

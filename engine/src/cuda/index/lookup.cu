@@ -21,9 +21,11 @@ __device__ __forceinline__ uint64_t LoadStreaming(const uint64_t* p) {
 // written; the test is uniform across the grid). With kMasks the loop runs warp
 // by warp (every lane takes each step, those past the end as misses) and lane 0
 // writes the warp's found bits: masks[i / 32] bit (i % 32) for row i, what the
-// join's compaction scans. With kSlots every row's slot is written too
-// (kNoSlot when missing), for the payload gathers; without it `slots` is unused.
-template <KeyWord K, bool kMasks, bool kSlots>
+// join's compaction scans; with kMiss as well, the bits of the rows it missed
+// instead (anti joins; rows past the end are never set). With kSlots every
+// row's slot is written too (kNoSlot when missing), for the payload gathers;
+// without it `slots` is unused.
+template <KeyWord K, bool kMasks, bool kSlots, bool kMiss = false>
 __global__ void __launch_bounds__(kBlockThreads, 2048 / kBlockThreads)  // full occupancy
     LookupKernel(DeviceTableT<K> table, const K* __restrict__ keys, uint64_t rows, uint32_t bound,
                  uint32_t* __restrict__ values, uint8_t* __restrict__ found,
@@ -48,8 +50,9 @@ __global__ void __launch_bounds__(kBlockThreads, 2048 / kBlockThreads)  // full 
     const uint32_t lane = threadIdx.x & 31u;
     for (uint64_t base = uint64_t(blockIdx.x) * blockDim.x + (threadIdx.x & ~31u); base < rows;
          base += stride) {
-      const bool hit = base + lane < rows && one(base + lane);
-      const uint32_t bits = __ballot_sync(0xffffffffu, hit);
+      const bool in = base + lane < rows;
+      const bool hit = in && one(base + lane);
+      const uint32_t bits = __ballot_sync(0xffffffffu, kMiss ? in && !hit : hit);
       if (lane == 0) __stcs(masks + base / 32, bits);
     }
   } else {
@@ -59,13 +62,13 @@ __global__ void __launch_bounds__(kBlockThreads, 2048 / kBlockThreads)  // full 
   BlockFlushStats<2>(sums, max_probes, &stats->found, &stats->max_probes);
 }
 
-// Launches LookupKernel<K, kMasks, kSlots> on a grid sized by its occupancy.
-template <KeyWord K, bool kMasks, bool kSlots>
+// Launches LookupKernel<K, kMasks, kSlots, kMiss> on a grid sized by its occupancy.
+template <KeyWord K, bool kMasks, bool kSlots, bool kMiss = false>
 cudaError_t LookupWith(DeviceTableT<K> table, const K* keys, uint64_t rows, uint32_t bound,
                        uint32_t* values, uint8_t* found, uint32_t* probes, uint32_t* masks,
                        uint32_t* slots, DeviceQueryStats* stats, cudaStream_t stream) {
   static std::atomic<int> resident{0};
-  const auto kernel = LookupKernel<K, kMasks, kSlots>;
+  const auto kernel = LookupKernel<K, kMasks, kSlots, kMiss>;
   kernel<<<GridFor(rows, CachedResident(kernel, resident)), kBlockThreads, 0, stream>>>(
       table, keys, rows, bound, values, found, probes, masks, slots, stats);
   return cudaGetLastError();
@@ -94,8 +97,12 @@ cudaError_t LookupKeysSlots(DeviceTableT<K> table, const K* keys, uint64_t rows,
 template <KeyWord K>
 cudaError_t LookupKeysMasked(DeviceTableT<K> table, const K* keys, uint64_t rows, uint32_t bound,
                              uint32_t* values, uint8_t* found, uint32_t* probes, uint32_t* masks,
-                             DeviceQueryStats* stats, cudaStream_t stream) {
+                             DeviceQueryStats* stats, cudaStream_t stream, MaskedRows masked) {
   if (rows == 0) return cudaSuccess;
+  if (masked == MaskedRows::kMissing) {
+    return LookupWith<K, true, false, true>(table, keys, rows, bound, values, found, probes, masks,
+                                            nullptr, stats, stream);
+  }
   return LookupWith<K, true, false>(table, keys, rows, bound, values, found, probes, masks, nullptr,
                                     stats, stream);
 }
@@ -104,8 +111,12 @@ template <KeyWord K>
 cudaError_t LookupKeysMaskedSlots(DeviceTableT<K> table, const K* keys, uint64_t rows,
                                   uint32_t bound, uint32_t* values, uint8_t* found,
                                   uint32_t* probes, uint32_t* masks, uint32_t* slots,
-                                  DeviceQueryStats* stats, cudaStream_t stream) {
+                                  DeviceQueryStats* stats, cudaStream_t stream, MaskedRows masked) {
   if (rows == 0) return cudaSuccess;
+  if (masked == MaskedRows::kMissing) {
+    return LookupWith<K, true, true, true>(table, keys, rows, bound, values, found, probes, masks,
+                                           slots, stats, stream);
+  }
   return LookupWith<K, true, true>(table, keys, rows, bound, values, found, probes, masks, slots,
                                    stats, stream);
 }
@@ -118,10 +129,10 @@ cudaError_t LookupKeysMaskedSlots(DeviceTableT<K> table, const K* keys, uint64_t
                                        cudaStream_t);                                              \
   template cudaError_t LookupKeysMasked(DeviceTableT<K>, const K*, uint64_t, uint32_t, uint32_t*,  \
                                         uint8_t*, uint32_t*, uint32_t*, DeviceQueryStats*,         \
-                                        cudaStream_t);                                             \
+                                        cudaStream_t, MaskedRows);                                 \
   template cudaError_t LookupKeysMaskedSlots(DeviceTableT<K>, const K*, uint64_t, uint32_t,        \
                                              uint32_t*, uint8_t*, uint32_t*, uint32_t*, uint32_t*, \
-                                             DeviceQueryStats*, cudaStream_t);
+                                             DeviceQueryStats*, cudaStream_t, MaskedRows);
 GPUJOIN_INSTANTIATE_LOOKUP(uint32_t)
 GPUJOIN_INSTANTIATE_LOOKUP(uint64_t)
 #undef GPUJOIN_INSTANTIATE_LOOKUP

@@ -31,19 +31,28 @@ cudaError_t LookupKeysSlots(DeviceTableT<K> table, const K* keys, uint64_t rows,
                             uint32_t* values, uint8_t* found, uint32_t* probes, uint32_t* slots,
                             DeviceQueryStats* stats, cudaStream_t stream);
 
-/// LookupKeys that also writes the found rows as bits: masks[g] bit j is set
-/// when row 32 * g + j was found, for g < ceil(rows / 32) (bits past `rows` are
-/// 0); what the join's compaction scans. `masks` is required.
+/// Which rows the masks of LookupKeysMasked mark.
+enum class MaskedRows : uint8_t {
+  kFound,    ///< the rows found (inner and semi joins)
+  kMissing,  ///< the rows missed, the reserved key's included (anti joins)
+};
+
+/// LookupKeys that also writes the found (or, `masked` kMissing, the missing)
+/// rows as bits: masks[g] bit j is set when row 32 * g + j was found (missed),
+/// for g < ceil(rows / 32) (bits past `rows` are 0); what the join's compaction
+/// scans. `masks` is required.
 template <KeyWord K>
 cudaError_t LookupKeysMasked(DeviceTableT<K> table, const K* keys, uint64_t rows, uint32_t bound,
                              uint32_t* values, uint8_t* found, uint32_t* probes, uint32_t* masks,
-                             DeviceQueryStats* stats, cudaStream_t stream);
+                             DeviceQueryStats* stats, cudaStream_t stream,
+                             MaskedRows masked = MaskedRows::kFound);
 
 /// LookupKeysMasked that also writes every row's slot as LookupKeysSlots does.
 template <KeyWord K>
 cudaError_t LookupKeysMaskedSlots(DeviceTableT<K> table, const K* keys, uint64_t rows,
                                   uint32_t bound, uint32_t* values, uint8_t* found,
                                   uint32_t* probes, uint32_t* masks, uint32_t* slots,
-                                  DeviceQueryStats* stats, cudaStream_t stream);
+                                  DeviceQueryStats* stats, cudaStream_t stream,
+                                  MaskedRows masked = MaskedRows::kFound);
 
 }  // namespace gpujoin::engine::detail
