@@ -93,6 +93,9 @@ uint64_t PairsOf(JoinKind kind, uint32_t matches) {
 // Output pairs per scatter task below which splitting further costs more than it saves.
 constexpr size_t kMinPairsPerTask = 16384;
 
+// Left rows per block of a join's running pair counts (the scatter's search steps).
+constexpr size_t kBlockRows = 32;
+
 }  // namespace
 
 template <KeyWord K>
@@ -141,11 +144,14 @@ absl::Status RunLookup(const LookupNodeT<K>& node, const CpuHashIndex<K>& index,
 }
 
 // Each batch runs count -> scan -> scatter. The count pass probes every left
-// row once (parallel over row ranges) and keeps, per row, its first match
-// position and the running pair count; a scan of the ranges' totals makes the
-// running counts global. The scatter is split by output position, not by left
-// row, so a row whose key holds most of the index costs no more than any other
-// range of pairs; each task finds its first row by binary search.
+// row once (parallel over row ranges) and keeps, per row, its pairs and its
+// first match (value, and position where needed), per block of rows the
+// running pair count of its range; a scan of the ranges' totals gives each
+// range its first pair. The scatter is split by output position, not by left
+// row, so a row whose key holds most of the index costs no more than any
+// other range of pairs; each task finds its first row by binary search (over
+// the ranges, then their blocks). Per-row state is kept small (8 bytes, 12
+// with positions), since writing it competes with the probe's cache misses.
 template <KeyWord K>
 absl::Status RunJoin(const JoinNodeT<K>& node, const CpuHashIndex<K>& index, ThreadPool& pool,
                      size_t node_index) {
@@ -164,31 +170,43 @@ absl::Status RunJoin(const JoinNodeT<K>& node, const CpuHashIndex<K>& index, Thr
     // Anti joins never read a group; the others need its size to count (semi:
     // only whether there is a match) and its first position to write.
     const bool read_group = kind != JoinKind::kLeftAnti && (write || kind != JoinKind::kLeftSemi);
-    HostArray<uint32_t> row_first(write ? rows : 0);  // first match position, kNoRow: missing
-    HostArray<uint64_t> row_end(write ? rows : 0);    // pairs of rows up to and including r
+    // Per left row, for the scatter: its pairs, its first match's value (read
+    // while the slot is in cache; kEmptyKey when missing) and, where pairs need
+    // their match's position (payload, or groups of more than one row), that
+    // position (kNoRow when missing). Per block of kBlockRows rows: the pairs
+    // of its range of rows through the block's end.
+    const bool positions = write && (gather || index.keeps_all());
+    HostArray<uint32_t> row_count(write ? rows : 0), row_value(write ? rows : 0);
+    HostArray<uint32_t> row_first(positions ? rows : 0);
+    HostArray<uint64_t> block_end(write ? (rows + kBlockRows - 1) / kBlockRows : 0);
 
-    // Count: probe every left row and count its pairs, per range of rows.
-    const std::vector<size_t> bounds = SplitRows(rows, size_t{pool.size()} * 4, kMinRowsPerTask);
+    // Count: probe every left row and count its pairs, per range of whole blocks.
+    std::vector<size_t> bounds = SplitRows(rows, size_t{pool.size()} * 4, kMinRowsPerTask);
+    for (size_t p = 1; p + 1 < bounds.size(); ++p) bounds[p] = bounds[p] / kBlockRows * kBlockRows;
     const size_t parts = bounds.size() - 1;
     std::vector<QueryStatistics> partial(parts);
     std::vector<uint64_t> first_pair(parts + 1, 0);
     pool.ParallelFor(parts, [&](size_t p) {
       uint64_t pairs = 0;
-      partial[p] = ProbeRange(index, bound, batch.keys, bounds[p], bounds[p + 1], found, probes,
+      const size_t range_end = bounds[p + 1];
+      partial[p] = ProbeRange(index, bound, batch.keys, bounds[p], range_end, found, probes,
                               [&](size_t r, uint32_t slot) {
+                                const bool hit = slot != CpuHashIndex<K>::kNoSlot;
                                 GroupRange g{kNoRow, 0};
-                                if (slot != CpuHashIndex<K>::kNoSlot)
-                                  g = read_group ? index.GroupOf(slot) : GroupRange{0, 1};
-                                pairs += PairsOf(kind, g.size);
-                                if (write) {
-                                  row_first[r] = g.first;
-                                  row_end[r] = pairs;
-                                }
+                                if (hit) g = read_group ? index.GroupOf(slot) : GroupRange{0, 1};
+                                const auto n = static_cast<uint32_t>(PairsOf(kind, g.size));
+                                pairs += n;
+                                if (!write) return;
+                                row_count[r] = n;
+                                row_value[r] = hit ? index.ValueAt(slot) : kEmptyKey;
+                                if (positions) row_first[r] = g.first;
+                                if ((r + 1) % kBlockRows == 0 || r + 1 == range_end)
+                                  block_end[r / kBlockRows] = pairs;
                               });
       first_pair[p + 1] = pairs;
     });
 
-    // Scan: each range's first pair, and the running counts made global.
+    // Scan: each range's first pair.
     QueryStatistics total;
     for (size_t p = 0; p < parts; ++p) {
       first_pair[p + 1] += first_pair[p];
@@ -196,32 +214,38 @@ absl::Status RunJoin(const JoinNodeT<K>& node, const CpuHashIndex<K>& index, Thr
     }
     const uint64_t count = first_pair[parts];
     const size_t written = static_cast<size_t>(std::min<uint64_t>(count, capacity));
-    if (written > 0 && parts > 1) {
-      pool.ParallelFor(parts - 1, [&](size_t q) {
-        const size_t p = q + 1;
-        for (size_t r = bounds[p]; r < bounds[p + 1]; ++r) row_end[r] += first_pair[p];
-      });
-    }
 
     // Scatter the stable prefix of pairs that fits the capacity.
     HostArray<uint32_t> pair_positions(gather ? written : 0);
     const std::vector<size_t> out_bounds =
         SplitRows(written, size_t{pool.size()} * 4, kMinPairsPerTask);
     pool.ParallelFor(written == 0 ? 0 : out_bounds.size() - 1, [&](size_t t) {
-      const uint64_t* end = row_end.data();
-      // The row of pair out_bounds[t]: the first whose running count passes it.
-      size_t r = std::upper_bound(end, end + rows, uint64_t{out_bounds[t]}) - end;
-      uint64_t row_begin = r == 0 ? 0 : end[r - 1];  // pairs before row r
-      for (size_t o = out_bounds[t]; o < out_bounds[t + 1]; ++o) {
-        while (end[r] <= o) row_begin = end[r++];  // rows finished, or yielding nothing
-        const uint32_t first = row_first[r];
-        const uint32_t position =
-            first == kNoRow ? kNoRow : first + static_cast<uint32_t>(o - row_begin);
+      const uint64_t begin = out_bounds[t];
+      // The range of pair `begin`, then its block: the first whose end passes it.
+      const size_t p =
+          std::upper_bound(first_pair.begin(), first_pair.end(), begin) - first_pair.begin() - 1;
+      const uint64_t base = first_pair[p];
+      const uint64_t* blocks = block_end.data();
+      const size_t b0 = bounds[p] / kBlockRows;
+      const size_t k =
+          std::partition_point(blocks + b0, blocks + (bounds[p + 1] + kBlockRows - 1) / kBlockRows,
+                               [&](uint64_t e) { return base + e <= begin; }) -
+          blocks;
+      uint64_t row_begin = base + (k == b0 ? 0 : blocks[k - 1]);  // pairs before row r
+      size_t r = k * kBlockRows;
+      for (size_t o = begin; o < out_bounds[t + 1]; ++o) {
+        while (row_begin + row_count[r] <= o) row_begin += row_count[r++];  // rows done or empty
+        const uint32_t j = static_cast<uint32_t>(o - row_begin);  // the pair's match in the group
         batch.out_left_rows[o] = batch.left_rows.empty()
                                      ? batch.first_left_row + static_cast<uint32_t>(r)
                                      : batch.left_rows[r];
-        batch.out_right_rows[o] = position == kNoRow ? kEmptyKey : index.ValueAtPosition(position);
-        if (gather) pair_positions[o] = position;
+        if (j == 0) {
+          batch.out_right_rows[o] = row_value[r];
+          if (gather) pair_positions[o] = row_first[r];
+        } else {  // a later row of the group (kKeepAll): positions are kept
+          batch.out_right_rows[o] = index.ValueAtPosition(row_first[r] + j);
+          if (gather) pair_positions[o] = row_first[r] + j;
+        }
       }
     });
 
