@@ -79,37 +79,23 @@ absl::Status JoinTraits::Process(Operations& ops, const Request& r, Response* ou
   GPUJOIN_RETURN_IF_ERROR(ops.Join(r, &out->message));
   GPUJOIN_ASSIGN_OR_RETURN(JoinParts parts, JoinParts::Plan(std::move(out->message),
                                                             ops.state().config.max_message_bytes));
-  // Copy and serialise every message here, on the executor: the reactor thread
-  // that writes them must not block on a large result.
-  std::vector<grpc::ByteBuffer> sealed(parts.size());
-  for (size_t k = 0; k < parts.size(); ++k) {
-    v1::JoinResponse message = parts.Message(k);
-    message.set_batch_id(r.batch_id());
-    bool own = false;
-    const grpc::Status s =
-        grpc::SerializationTraits<v1::JoinResponse>::Serialize(message, &sealed[k], &own);
-    if (!s.ok()) {
-      return absl::InternalError(absl::StrCat("response message ", k, " could not be serialised (",
-                                              message.ByteSizeLong(),
-                                              " bytes): ", s.error_message()));
-    }
-  }
-  out->message.Clear();  // moved into the plan, which goes now; the buffers hold the result
-  out->parts = std::move(sealed);
+  out->parts.emplace(std::move(parts));
   out->next = 0;
   return absl::OkStatus();
 }
 
 void JoinTraits::SetBatchError(Response* out, const absl::Status& status) {
-  out->parts.clear();
+  out->parts.reset();
   out->next = 0;
   ProtoWire<v1::JoinRequest, v1::JoinResponse>::SetBatchError(&out->message, status);
 }
 
 grpc::ByteBuffer* JoinTraits::Seal(const Request& r, Response* out, grpc::ByteBuffer* wire) {
-  if (out->next < out->parts.size()) return &out->parts[out->next++];
   wire->Clear();
-  return ProtoWire<v1::JoinRequest, v1::JoinResponse>::Seal(r, &out->message, wire);
+  if (!out->parts)
+    return ProtoWire<v1::JoinRequest, v1::JoinResponse>::Seal(r, &out->message, wire);
+  v1::JoinResponse message = out->parts->Message(out->next++);
+  return ProtoWire<v1::JoinRequest, v1::JoinResponse>::Seal(r, &message, wire);
 }
 
 uint64_t JoinTraits::Rows(const Request& r) {

@@ -30,7 +30,6 @@
 #include <string>
 #include <string_view>
 #include <variant>
-#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -146,13 +145,12 @@ struct LookupTraits : StatelessTraits<LookupWireRequest, LookupWireResponse> {
   static uint64_t InlineCost(const Request& r) { return Rows(r); }
 };
 
-/// A Join response: the messages it is sent as (join_parts.hpp), serialised by
-/// Process on the executor and written one after the other before the next
-/// batch's, so the reactor thread only writes them.
+/// A Join response: the whole result, then the messages it is sent as
+/// (join_parts.hpp), written one after the other before the next batch's.
 struct JoinWireResponse {
-  v1::JoinResponse message;             // the whole result until Process seals it; an error
-  std::vector<grpc::ByteBuffer> parts;  // the serialised messages, after a successful Process
-  size_t next = 0;                      // the next message of `parts` to write
+  v1::JoinResponse message;        // the whole result, or an in-band error
+  std::optional<JoinParts> parts;  // the planned messages, after a successful Process
+  size_t next = 0;                 // the next message of `parts` to seal
 };
 
 struct JoinTraits : StatelessTraits<v1::JoinRequest, JoinWireResponse> {
@@ -161,10 +159,9 @@ struct JoinTraits : StatelessTraits<v1::JoinRequest, JoinWireResponse> {
   /// Runs the join and plans its messages (on the executor).
   static absl::Status Process(Operations& ops, const Request& r, Response* out, Partial*);
   static void SetBatchError(Response* out, const absl::Status& status);
-  /// The next serialised message of the response; an in-band error (small) is
-  /// serialised into `wire` here.
+  /// Serialises the next message of the response into `wire`.
   static grpc::ByteBuffer* Seal(const Request& r, Response* out, grpc::ByteBuffer* wire);
-  static bool More(const Response& out) { return out.next < out.parts.size(); }
+  static bool More(const Response& out) { return out.parts && out.next < out.parts->size(); }
   static uint64_t Rows(const Request& r);
   static constexpr bool kMayInline = true;
   /// Rows probed, or the capacities asked for where larger (pairs beyond one per
