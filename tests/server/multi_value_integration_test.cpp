@@ -258,7 +258,10 @@ TEST_F(MultiValueIntegrationTest, KeepAllBuildKeepsEveryRowOfEachKeyInSourceOrde
   EXPECT_EQ(a.overflow_rows(), 0u);
   EXPECT_EQ(a.invalid_rows(), 3u);
   EXPECT_EQ(a.invalid_rows(), l.invalid_rows());
-  EXPECT_EQ(a.total_probes(), l.total_probes());
+  // With repeated keys a parallel (CUDA) insert may count a duplicate row's
+  // probes where it met its key, which differs from build to build
+  // (docs/engine.md); the CPU counts them identically.
+  if (gpujoin::testing::TestBackend() == "cpu") EXPECT_EQ(a.total_probes(), l.total_probes());
   EXPECT_EQ(a.max_probes(), l.max_probes());
   EXPECT_EQ(a.max_group_rows(), 150u);
   EXPECT_EQ(a.max_group_rows(), s.MaxGroupRows());
