@@ -24,9 +24,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -443,9 +445,36 @@ void CheckOutputs(const std::string& where, const BuildBatchIndexNodeT<K>& n) {
 }
 
 // The most matches a key of `index` has: its largest group on keep_all, else 1.
+// The most rows a keep_all index's group can have held at any point of the
+// graph: the outputs are checked after every node ran, and a later node may
+// have rebuilt the index that an earlier join or lookup read (its groups then
+// came from the build before). Filled before the run: the group of the index
+// as it stood, and every build node's rows.
+std::map<const HashIndex*, uint64_t>& GroupBounds() {
+  static std::map<const HashIndex*, uint64_t> bounds;
+  return bounds;
+}
+
 uint64_t LargestGroup(const HashIndex& index) {
   if (index.spec().duplicates != DuplicatePolicy::kKeepAll) return 1;
-  return std::max<uint64_t>(1, index.build_statistics().max_group_rows);
+  const auto it = GroupBounds().find(&index);
+  const uint64_t before = it == GroupBounds().end() ? 0 : it->second;
+  return std::max<uint64_t>({1, index.build_statistics().max_group_rows, before});
+}
+
+template <class Node>
+void BoundGroups(const Node& n) {
+  if constexpr (requires { n.keys; n.index; }) {
+    if constexpr (std::is_same_v<decltype(n.index), HashIndex*>) {
+      uint64_t& bound = GroupBounds()[n.index];
+      bound = std::max<uint64_t>(bound, TotalRows(n.keys));
+    }
+  } else if constexpr (requires { n.chunks; n.index; }) {
+    uint64_t rows = 0;
+    for (const auto& c : n.chunks) rows += c.keys.size();
+    uint64_t& bound = GroupBounds()[n.index];
+    bound = std::max<uint64_t>(bound, rows);
+  }
 }
 
 template <KeyWord K>
@@ -595,6 +624,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(!(valid.ok() && maker.huge()), "accepted a span of 2^32 and more rows");
   FUZZ_CHECK(valid.ok() || !MessageHas(valid, "overlaps") || overlap,
              "reported an overlap that does not exist: " + Describe(valid));
+
+  GroupBounds().clear();
+  for (const auto& index : owned) {
+    GroupBounds()[index.get()] = index->build_statistics().max_group_rows;
+  }
+  for (const Node& node : graph.nodes()) std::visit([](const auto& n) { BoundGroups(n); }, node);
 
   const std::vector<uint8_t> before(arena, arena + kArenaBytes);
   std::vector<bool> built;
