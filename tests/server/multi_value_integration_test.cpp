@@ -27,6 +27,7 @@
 #include "build_messages.hpp"
 #include "gpujoin/server/column_codec.hpp"
 #include "gpujoin/testing/server_process.hpp"
+#include "raw_stub_test.hpp"
 #include "gpujoin/v1/gpujoin.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "multi_value_model.hpp"
@@ -148,73 +149,9 @@ void ExpectBatch(const v1::JoinBatchResult& r, const ModelPairs& want, const Mul
   }
 }
 
-class MultiValueIntegrationTest : public ::testing::Test {
+class MultiValueIntegrationTest : public RawStubTest {
  protected:
-  void Start(std::vector<std::string> extra = {}) {
-    server_ = std::make_unique<ServerProcess>(
-        ServerOptions{.extra_args = std::move(extra), .metrics = false});
-    ASSERT_TRUE(server_->ready()) << "gpujoind did not become ready; log:\n" << server_->log();
-    stub_ = NewStub(*server_);
-  }
-
-  static std::unique_ptr<v1::GpuJoin::Stub> NewStub(const ServerProcess& server) {
-    grpc::ChannelArguments args;
-    args.SetMaxReceiveMessageSize(-1);
-    return v1::GpuJoin::NewStub(
-        grpc::CreateCustomChannel(server.grpc_address(), grpc::InsecureChannelCredentials(), args));
-  }
-
-  grpc::Status Build(const std::vector<v1::BuildIndexRequest>& messages,
-                     v1::BuildIndexResponse* response = nullptr) {
-    return testing::Build(*stub_, messages, response);
-  }
-
-  // All requests written, then every response read.
-  std::vector<v1::LookupResponse> Lookups(const std::vector<v1::LookupRequest>& requests) {
-    grpc::ClientContext ctx;
-    auto stream = stub_->Lookup(&ctx);
-    for (const auto& r : requests) EXPECT_TRUE(stream->Write(r));
-    stream->WritesDone();
-    std::vector<v1::LookupResponse> out;
-    v1::LookupResponse resp;
-    while (stream->Read(&resp)) out.push_back(resp);
-    const grpc::Status s = stream->Finish();
-    EXPECT_TRUE(s.ok()) << s.error_message();
-    return out;
-  }
-
-  // Every response message of the requests, in order.
-  std::vector<v1::JoinResponse> Joins(const std::vector<v1::JoinRequest>& requests) {
-    grpc::ClientContext ctx;
-    auto stream = stub_->Join(&ctx);
-    for (const auto& r : requests) EXPECT_TRUE(stream->Write(r));
-    stream->WritesDone();
-    std::vector<v1::JoinResponse> out;
-    v1::JoinResponse resp;
-    while (stream->Read(&resp)) out.push_back(resp);
-    const grpc::Status s = stream->Finish();
-    EXPECT_TRUE(s.ok()) << s.error_message();
-    return out;
-  }
-
-  v1::GetServerInfoResponse Info() {
-    grpc::ClientContext ctx;
-    v1::GetServerInfoResponse info;
-    EXPECT_TRUE(stub_->GetServerInfo(&ctx, v1::GetServerInfoRequest(), &info).ok());
-    return info;
-  }
-
-  v1::IndexInfo Describe(const std::string& name) {
-    grpc::ClientContext ctx;
-    v1::DescribeIndexRequest req;
-    req.set_name(name);
-    v1::DescribeIndexResponse resp;
-    EXPECT_TRUE(stub_->DescribeIndex(&ctx, req, &resp).ok());
-    return resp.index();
-  }
-
-  std::unique_ptr<ServerProcess> server_;
-  std::unique_ptr<v1::GpuJoin::Stub> stub_;
+  void Start(std::vector<std::string> extra = {}) { StartServer(std::move(extra), false); }
 };
 
 v1::LookupRequest LookupOf(const std::string& index, const std::vector<uint32_t>& keys, bool packed,
