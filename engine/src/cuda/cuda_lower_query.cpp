@@ -43,6 +43,96 @@ T* Pinned(const LoweringEnv& env, std::span<T> out) {
   return env.host_pool.ContainsPinned(out.data(), out.size_bytes()) ? out.data() : nullptr;
 }
 
+// Where a join's match count sits in the context's statistics scratch (after
+// the statistics, so one download brings both).
+constexpr size_t kCountOffset = 64;
+
+// A join batch's device arena, each region 256-byte aligned: [keys | left_rows]
+// [pairs] [probes] [found] [scratch], with the keys and left rows uploaded and
+// the statistics cleared.
+template <KeyWord K>
+struct JoinArena {
+  DeviceBuffer<uint8_t> buffer;
+  K* keys = nullptr;
+  uint32_t* left_rows = nullptr;  ///< nullptr: the batch's rows are first_left_row + i
+  uint8_t* pairs = nullptr;       ///< pair_bytes
+  uint32_t* probes = nullptr;     ///< when the batch wants probes
+  uint8_t* found = nullptr;       ///< when the batch wants found
+  uint8_t* scratch = nullptr;     ///< scratch_bytes
+  DeviceQueryStats* stats = nullptr;
+  unsigned long long* count = nullptr;
+};
+
+template <KeyWord K>
+absl::StatusOr<JoinArena<K>> UploadJoinArena(StreamContext& ctx, const JoinBatchT<K>& b,
+                                             uint64_t rows, uint64_t pair_bytes,
+                                             uint64_t scratch_bytes) {
+  auto align = [](uint64_t v) { return (v + 255) & ~uint64_t{255}; };
+  const bool has_left_rows = !b.left_rows.empty();
+  const bool want_probes = !b.probes.empty();
+  const bool want_found = !b.found.empty();
+  const uint64_t left_rows_at = rows * sizeof(K);
+  const uint64_t pairs_at = align(left_rows_at + (has_left_rows ? rows * 4 : 0));
+  const uint64_t probes_at = align(pairs_at + pair_bytes);
+  const uint64_t found_at = align(probes_at + (want_probes ? rows * 4 : 0));
+  const uint64_t scratch_at = align(found_at + (want_found ? rows : 0));
+  JoinArena<K> a;
+  GPUJOIN_ASSIGN_OR_RETURN(a.buffer,
+                           Alloc<uint8_t>(scratch_at + scratch_bytes, ctx, "join buffers"));
+  uint8_t* base = a.buffer.data();
+  a.keys = reinterpret_cast<K*>(base);
+  if (has_left_rows) a.left_rows = reinterpret_cast<uint32_t*>(base + left_rows_at);
+  a.pairs = base + pairs_at;
+  if (want_probes) a.probes = reinterpret_cast<uint32_t*>(base + probes_at);
+  if (want_found) a.found = base + found_at;
+  a.scratch = base + scratch_at;
+  std::vector<HostRange> inputs = RangesOf(b.keys);
+  if (has_left_rows) inputs.push_back({b.left_rows.data(), b.left_rows.size_bytes()});
+  GPUJOIN_RETURN_IF_ERROR(ctx.Upload(a.keys, inputs, "join keys and left_rows"));
+  a.stats = reinterpret_cast<DeviceQueryStats*>(ctx.device_stats());
+  a.count = reinterpret_cast<unsigned long long*>(ctx.device_stats() + kCountOffset);
+  GPUJOIN_CUDA_RETURN(cudaMemsetAsync(a.stats, 0, sizeof(*a.stats), ctx.stream()), "join");
+  return a;
+}
+
+// The statistics and the match count of a join, downloaded together.
+struct JoinHead {
+  DeviceQueryStats stats;
+  unsigned long long matches = 0;
+};
+JoinHead ReadJoinHead(const uint8_t* host) {
+  JoinHead h;
+  std::memcpy(&h.stats, host, sizeof(h.stats));
+  std::memcpy(&h.matches, host + kCountOffset, sizeof(h.matches));
+  return h;
+}
+// The head and, after it in the same download, the 8-byte totals at `after`.
+absl::StatusOr<JoinHead> DownloadJoinHead(StreamContext& ctx,
+                                          const std::vector<DeviceRange>& after,
+                                          std::vector<uint64_t>* totals) {
+  std::vector<DeviceRange> pieces{{ctx.device_stats(), kCountOffset + sizeof(unsigned long long)}};
+  pieces.insert(pieces.end(), after.begin(), after.end());
+  std::vector<const uint8_t*> host(pieces.size());
+  GPUJOIN_RETURN_IF_ERROR(ctx.DownloadGathered(pieces, host, "join statistics and count"));
+  totals->resize(after.size());
+  for (size_t k = 0; k < after.size(); ++k) std::memcpy(&(*totals)[k], host[k + 1], 8);
+  return ReadJoinHead(host[0]);
+}
+
+// The first `written` pairs, the found flags and the probes of a join batch
+// into the caller's outputs.
+template <KeyWord K>
+absl::Status DownloadJoinOutputs(StreamContext& ctx, const JoinBatchT<K>& b, const JoinArena<K>& a,
+                                 const uint32_t* out_left, const uint32_t* out_right,
+                                 uint64_t written) {
+  GPUJOIN_RETURN_IF_ERROR(
+      ctx.Download(b.out_left_rows.data(), out_left, written * 4, "join left rows"));
+  GPUJOIN_RETURN_IF_ERROR(
+      ctx.Download(b.out_right_rows.data(), out_right, written * 4, "join right rows"));
+  GPUJOIN_RETURN_IF_ERROR(ctx.Download(b.found.data(), a.found, b.found.size(), "found"));
+  return ctx.Download(b.probes.data(), a.probes, b.probes.size_bytes(), "probes");
+}
+
 // A captured lookup: caller endpoints in pinned host buffers are bound into the
 // graph's copy nodes; the others are copied through the graph's own buffers.
 template <KeyWord K>
@@ -121,7 +211,6 @@ absl::Status JoinBatchOnDevice(StreamContext& ctx, const CudaHashIndex& index, u
   const bool has_left_rows = !b.left_rows.empty();
   const bool want_found = !b.found.empty();
   const bool want_probes = !b.probes.empty();
-  constexpr size_t kCountOffset = 64;  // the count sits after the statistics
   // Small batches (the whole result fits one staging buffer) of a shape seen
   // before on this context replay a captured graph.
   const DeviceRange sizes[4] = {{nullptr, kCountOffset + sizeof(unsigned long long)},
@@ -147,51 +236,27 @@ absl::Status JoinBatchOnDevice(StreamContext& ctx, const CudaHashIndex& index, u
     // again on this context) the batch runs uncaptured; a device that is gone
     // for good fails there and is noted by Run.
   }
-  // Arena layout, each region 256-byte aligned: [keys | left_rows] [out_left |
-  // out_right] [probes] [found] [scratch].
-  auto align = [](uint64_t v) { return (v + 255) & ~uint64_t{255}; };
-  const uint64_t inputs_at = 0;
-  const uint64_t left_rows_at = inputs_at + rows * sizeof(K);
-  const uint64_t pairs_at = align(left_rows_at + (has_left_rows ? rows * 4 : 0));
-  const uint64_t probes_at = align(pairs_at + device_capacity * 8);
-  const uint64_t found_at = align(probes_at + (want_probes ? rows * 4 : 0));
-  const uint64_t scratch_at = align(found_at + (want_found ? rows : 0));
-  const uint64_t arena_bytes = scratch_at + JoinScratchBytes(rows);
-  GPUJOIN_ASSIGN_OR_RETURN(auto arena, Alloc<uint8_t>(arena_bytes, ctx, "join buffers"));
-  uint8_t* base = arena.data();
-  auto* keys = reinterpret_cast<K*>(base + inputs_at);
-  uint32_t* left_rows = has_left_rows ? reinterpret_cast<uint32_t*>(base + left_rows_at) : nullptr;
-  auto* out_left = reinterpret_cast<uint32_t*>(base + pairs_at);
+  GPUJOIN_ASSIGN_OR_RETURN(
+      JoinArena<K> a, UploadJoinArena(ctx, b, rows, device_capacity * 8, JoinScratchBytes(rows)));
+  auto* out_left = reinterpret_cast<uint32_t*>(a.pairs);
   uint32_t* out_right = out_left + device_capacity;
-  uint32_t* probes = want_probes ? reinterpret_cast<uint32_t*>(base + probes_at) : nullptr;
-  uint8_t* found = want_found ? base + found_at : nullptr;
-
-  std::vector<HostRange> inputs = RangesOf(b.keys);
-  if (has_left_rows) inputs.push_back({b.left_rows.data(), b.left_rows.size_bytes()});
-  GPUJOIN_RETURN_IF_ERROR(ctx.Upload(keys, inputs, "join keys and left_rows"));
-
-  auto* stats = reinterpret_cast<DeviceQueryStats*>(ctx.device_stats());
-  auto* count = reinterpret_cast<unsigned long long*>(ctx.device_stats() + kCountOffset);
-  GPUJOIN_CUDA_RETURN(cudaMemsetAsync(stats, 0, sizeof(*stats), ctx.stream()), "join");
-  GPUJOIN_CUDA_RETURN(JoinKeys(index.table<K>(), keys, rows, bound, left_rows, b.first_left_row,
-                               out_left, out_right, device_capacity, count, found, probes, stats,
-                               base + scratch_at, ctx.stream(), masked),
+  GPUJOIN_CUDA_RETURN(JoinKeys(index.table<K>(), a.keys, rows, bound, a.left_rows,
+                               b.first_left_row, out_left, out_right, device_capacity, a.count,
+                               a.found, a.probes, a.stats, a.scratch, ctx.stream(), masked),
                       "join");
 
-  DeviceQueryStats d;
-  unsigned long long matches = 0;
-  const DeviceRange pieces[4] = {{ctx.device_stats(), kCountOffset + sizeof(matches)},
+  JoinHead head;
+  const DeviceRange pieces[4] = {{ctx.device_stats(), kCountOffset + sizeof(head.matches)},
                                  {out_left, device_capacity * 8},
-                                 {probes, want_probes ? rows * 4 : 0},
-                                 {found, want_found ? rows : 0}};
+                                 {a.probes, want_probes ? rows * 4 : 0},
+                                 {a.found, want_found ? rows : 0}};
   if (StreamContext::GatheredBytes(pieces) <= StreamContext::kStagingBytes) {
     // Small batch: bringing back unused capacity (at most 8 bytes per left row)
     // costs less than a second round trip.
     const uint8_t* host[4] = {};
     GPUJOIN_RETURN_IF_ERROR(ctx.DownloadGathered(pieces, host, "join results"));
-    std::memcpy(&d, host[0], sizeof(d));
-    std::memcpy(&matches, host[0] + kCountOffset, sizeof(matches));
-    const uint64_t written = std::min<uint64_t>(matches, capacity);
+    head = ReadJoinHead(host[0]);
+    const uint64_t written = std::min<uint64_t>(head.matches, capacity);
     std::memcpy(b.out_left_rows.data(), host[1], written * 4);
     std::memcpy(b.out_right_rows.data(), host[1] + device_capacity * 4, written * 4);
     if (want_probes) std::memcpy(b.probes.data(), host[2], b.probes.size_bytes());
@@ -199,20 +264,13 @@ absl::Status JoinBatchOnDevice(StreamContext& ctx, const CudaHashIndex& index, u
   } else {
     // Large batch: statistics and count (adjacent) first, one wait; they say how
     // many pairs to bring back.
-    const DeviceRange head[1] = {pieces[0]};
-    const uint8_t* host[1] = {};
-    GPUJOIN_RETURN_IF_ERROR(ctx.DownloadGathered(head, host, "join statistics and count"));
-    std::memcpy(&d, host[0], sizeof(d));
-    std::memcpy(&matches, host[0] + kCountOffset, sizeof(matches));
-    const uint64_t written = std::min<uint64_t>(matches, capacity);
-    GPUJOIN_RETURN_IF_ERROR(
-        ctx.Download(b.out_left_rows.data(), out_left, written * 4, "join left rows"));
-    GPUJOIN_RETURN_IF_ERROR(
-        ctx.Download(b.out_right_rows.data(), out_right, written * 4, "join right rows"));
-    GPUJOIN_RETURN_IF_ERROR(ctx.Download(b.found.data(), found, b.found.size(), "found"));
-    GPUJOIN_RETURN_IF_ERROR(ctx.Download(b.probes.data(), probes, b.probes.size_bytes(), "probes"));
+    std::vector<uint64_t> none;
+    GPUJOIN_ASSIGN_OR_RETURN(head, DownloadJoinHead(ctx, {}, &none));
+    const uint64_t written = std::min<uint64_t>(head.matches, capacity);
+    GPUJOIN_RETURN_IF_ERROR(DownloadJoinOutputs(ctx, b, a, out_left, out_right, written));
   }
-  *b.result = JoinResult{matches, matches > capacity || build_overflow, ToQueryStatistics(d, rows)};
+  *b.result = JoinResult{head.matches, head.matches > capacity || build_overflow,
+                         ToQueryStatistics(head.stats, rows)};
   return absl::OkStatus();
 }
 
@@ -303,36 +361,17 @@ absl::Status JoinBatchWithGather(StreamContext& ctx, const CudaHashIndex& index,
   const bool has_left_rows = !b.left_rows.empty();
   const bool want_found = !b.found.empty();
   const bool want_probes = !b.probes.empty();
-  // Arena, each region 256-byte aligned: [keys | left_rows] [out_left | out_right |
-  // out_slots] [probes] [found] [scratch].
-  auto align = [](uint64_t v) { return (v + 255) & ~uint64_t{255}; };
-  const uint64_t left_rows_at = rows * sizeof(K);
-  const uint64_t pairs_at = align(left_rows_at + (has_left_rows ? rows * 4 : 0));
-  const uint64_t probes_at = align(pairs_at + device_capacity * 12);
-  const uint64_t found_at = align(probes_at + (want_probes ? rows * 4 : 0));
-  const uint64_t scratch_at = align(found_at + (want_found ? rows : 0));
-  const uint64_t arena_bytes = scratch_at + JoinScratchBytesWithSlots(rows);
-  GPUJOIN_ASSIGN_OR_RETURN(auto arena, Alloc<uint8_t>(arena_bytes, ctx, "join buffers"));
-  uint8_t* base = arena.data();
-  auto* keys = reinterpret_cast<K*>(base);
-  uint32_t* left_rows = has_left_rows ? reinterpret_cast<uint32_t*>(base + left_rows_at) : nullptr;
-  auto* out_left = reinterpret_cast<uint32_t*>(base + pairs_at);
+  // Pairs: [out_left | out_right | out_slots].
+  GPUJOIN_ASSIGN_OR_RETURN(JoinArena<K> a, UploadJoinArena(ctx, b, rows, device_capacity * 12,
+                                                           JoinScratchBytesWithSlots(rows)));
+  auto* out_left = reinterpret_cast<uint32_t*>(a.pairs);
   uint32_t* out_right = out_left + device_capacity;
   uint32_t* out_slots = out_right + device_capacity;
-  uint32_t* probes = want_probes ? reinterpret_cast<uint32_t*>(base + probes_at) : nullptr;
-  uint8_t* found = want_found ? base + found_at : nullptr;
-
-  std::vector<HostRange> inputs = RangesOf(b.keys);
-  if (has_left_rows) inputs.push_back({b.left_rows.data(), b.left_rows.size_bytes()});
-  GPUJOIN_RETURN_IF_ERROR(ctx.Upload(keys, inputs, "join keys and left_rows"));
-  constexpr size_t kCountOffset = 64;  // the count sits after the statistics
-  auto* stats = reinterpret_cast<DeviceQueryStats*>(ctx.device_stats());
-  auto* count = reinterpret_cast<unsigned long long*>(ctx.device_stats() + kCountOffset);
-  GPUJOIN_CUDA_RETURN(cudaMemsetAsync(stats, 0, sizeof(*stats), ctx.stream()), "join");
+  unsigned long long* count = a.count;
   GPUJOIN_CUDA_RETURN(
-      JoinKeysWithSlots(index.table<K>(), keys, rows, bound, left_rows, b.first_left_row, out_left,
-                        out_right, out_slots, device_capacity, count, found, probes, stats,
-                        base + scratch_at, ctx.stream(), masked),
+      JoinKeysWithSlots(index.table<K>(), a.keys, rows, bound, a.left_rows, b.first_left_row,
+                        out_left, out_right, out_slots, device_capacity, count, a.found, a.probes,
+                        a.stats, a.scratch, ctx.stream(), masked),
       "join");
   // A kKeepAll index stores payload per kept row: a pair's first match is at
   // its group's start (the pairs' slots are turned into it in place).
@@ -345,26 +384,15 @@ absl::Status JoinBatchWithGather(StreamContext& ctx, const CudaHashIndex& index,
       DeviceGathers gathers,
       DeviceGathers::Start(ctx, index, b.gather, GatherRows{out_slots, device_capacity, count},
                            where));
-  std::vector<DeviceRange> pieces{{ctx.device_stats(), kCountOffset + sizeof(unsigned long long)}};
-  for (const DeviceRange& r : gathers.TotalRanges()) pieces.push_back(r);
-  std::vector<const uint8_t*> host(pieces.size());
-  GPUJOIN_RETURN_IF_ERROR(ctx.DownloadGathered(pieces, host, "join statistics and count"));
-  DeviceQueryStats d;
-  unsigned long long matches = 0;
-  std::memcpy(&d, host[0], sizeof(d));
-  std::memcpy(&matches, host[0] + kCountOffset, sizeof(matches));
-  std::vector<uint64_t> totals(pieces.size() - 1);
-  for (size_t k = 0; k < totals.size(); ++k) std::memcpy(&totals[k], host[k + 1], 8);
+  std::vector<uint64_t> totals;
+  GPUJOIN_ASSIGN_OR_RETURN(const JoinHead head,
+                           DownloadJoinHead(ctx, gathers.TotalRanges(), &totals));
   // The pairs and the result are written whatever the gathers' limits say (as
   // on the CPU backend: what a limit refuses is the gather).
-  const uint64_t written = std::min<uint64_t>(matches, capacity);
-  GPUJOIN_RETURN_IF_ERROR(
-      ctx.Download(b.out_left_rows.data(), out_left, written * 4, "join left rows"));
-  GPUJOIN_RETURN_IF_ERROR(
-      ctx.Download(b.out_right_rows.data(), out_right, written * 4, "join right rows"));
-  GPUJOIN_RETURN_IF_ERROR(ctx.Download(b.found.data(), found, b.found.size(), "found"));
-  GPUJOIN_RETURN_IF_ERROR(ctx.Download(b.probes.data(), probes, b.probes.size_bytes(), "probes"));
-  *b.result = JoinResult{matches, matches > capacity || build_overflow, ToQueryStatistics(d, rows)};
+  const uint64_t written = std::min<uint64_t>(head.matches, capacity);
+  GPUJOIN_RETURN_IF_ERROR(DownloadJoinOutputs(ctx, b, a, out_left, out_right, written));
+  *b.result = JoinResult{head.matches, head.matches > capacity || build_overflow,
+                         ToQueryStatistics(head.stats, rows)};
   GPUJOIN_RETURN_IF_ERROR(gathers.Finish(ctx, totals));
   if (written == 0) {
     WriteEmptyGathers(b.gather);
@@ -382,47 +410,22 @@ absl::Status JoinBatchGrouped(StreamContext& ctx, const CudaHashIndex& index, Jo
                               uint32_t bound, bool build_overflow, uint64_t rows,
                               const JoinBatchT<K>& b, const std::string& where) {
   const uint64_t capacity = b.out_left_rows.size();
-  const bool has_left_rows = !b.left_rows.empty();
-  const bool want_found = !b.found.empty();
-  const bool want_probes = !b.probes.empty();
   const bool gather = !b.gather.empty() && capacity > 0;
   const DeviceGroups groups = index.groups();
-  // Arena, each region 256-byte aligned: [keys | left_rows] [probes] [found] [count scratch].
-  auto align = [](uint64_t v) { return (v + 255) & ~uint64_t{255}; };
-  const uint64_t left_rows_at = rows * sizeof(K);
-  const uint64_t probes_at = align(left_rows_at + (has_left_rows ? rows * 4 : 0));
-  const uint64_t found_at = align(probes_at + (want_probes ? rows * 4 : 0));
-  const uint64_t scratch_at = align(found_at + (want_found ? rows : 0));
-  const uint64_t arena_bytes = scratch_at + GroupJoinCountScratchBytes(rows);
-  GPUJOIN_ASSIGN_OR_RETURN(auto arena, Alloc<uint8_t>(arena_bytes, ctx, "join buffers"));
-  uint8_t* base = arena.data();
-  auto* keys = reinterpret_cast<K*>(base);
-  uint32_t* left_rows = has_left_rows ? reinterpret_cast<uint32_t*>(base + left_rows_at) : nullptr;
-  uint32_t* probes = want_probes ? reinterpret_cast<uint32_t*>(base + probes_at) : nullptr;
-  uint8_t* found = want_found ? base + found_at : nullptr;
-  uint8_t* count_scratch = base + scratch_at;
-
-  std::vector<HostRange> inputs = RangesOf(b.keys);
-  if (has_left_rows) inputs.push_back({b.left_rows.data(), b.left_rows.size_bytes()});
-  GPUJOIN_RETURN_IF_ERROR(ctx.Upload(keys, inputs, "join keys and left_rows"));
-  constexpr size_t kCountOffset = 64;  // the count sits after the statistics
-  auto* stats = reinterpret_cast<DeviceQueryStats*>(ctx.device_stats());
-  auto* count = reinterpret_cast<unsigned long long*>(ctx.device_stats() + kCountOffset);
-  GPUJOIN_CUDA_RETURN(cudaMemsetAsync(stats, 0, sizeof(*stats), ctx.stream()), "join");
-  GPUJOIN_CUDA_RETURN(CountGroupJoin(index.table<K>(), groups.ranges, kind, keys, rows, bound,
-                                     found, probes, stats, count, count_scratch, ctx.stream()),
+  // No pairs in the arena: the count pass sizes them.
+  GPUJOIN_ASSIGN_OR_RETURN(JoinArena<K> a,
+                           UploadJoinArena(ctx, b, rows, 0, GroupJoinCountScratchBytes(rows)));
+  uint8_t* count_scratch = a.scratch;
+  GPUJOIN_CUDA_RETURN(CountGroupJoin(index.table<K>(), groups.ranges, kind, a.keys, rows, bound,
+                                     a.found, a.probes, a.stats, a.count, count_scratch,
+                                     ctx.stream()),
                       "join count");
-  const DeviceRange head[1] = {{ctx.device_stats(), kCountOffset + sizeof(unsigned long long)}};
-  const uint8_t* host[1] = {};
-  GPUJOIN_RETURN_IF_ERROR(ctx.DownloadGathered(head, host, "join statistics and count"));
-  DeviceQueryStats d;
-  unsigned long long matches = 0;
-  std::memcpy(&d, host[0], sizeof(d));
-  std::memcpy(&matches, host[0] + kCountOffset, sizeof(matches));
-  const uint64_t written = std::min<uint64_t>(matches, capacity);
+  std::vector<uint64_t> none;
+  GPUJOIN_ASSIGN_OR_RETURN(const JoinHead head, DownloadJoinHead(ctx, {}, &none));
+  const uint64_t written = std::min<uint64_t>(head.matches, capacity);
 
   // Exactly the pairs that are written: [out_left | out_right | positions] [partitions].
-  const uint64_t pairs_bytes = align(written * (gather ? 12 : 8));
+  const uint64_t pairs_bytes = (written * (gather ? 12 : 8) + 255) & ~uint64_t{255};
   GPUJOIN_ASSIGN_OR_RETURN(
       auto out,
       Alloc<uint8_t>(written == 0 ? 0 : pairs_bytes + GroupJoinScatterScratchBytes(rows, written),
@@ -433,7 +436,7 @@ absl::Status JoinBatchGrouped(StreamContext& ctx, const CudaHashIndex& index, Jo
   std::optional<DeviceGathers> gathers;
   std::vector<uint64_t> totals;
   if (written > 0) {
-    GPUJOIN_CUDA_RETURN(ScatterGroupJoin(count_scratch, rows, written, left_rows, b.first_left_row,
+    GPUJOIN_CUDA_RETURN(ScatterGroupJoin(count_scratch, rows, written, a.left_rows, b.first_left_row,
                                          groups.values, out_left, out_right, out_positions,
                                          out.data() + pairs_bytes, ctx.stream()),
                         "join scatter");
@@ -452,13 +455,9 @@ absl::Status JoinBatchGrouped(StreamContext& ctx, const CudaHashIndex& index, Jo
   }
   // The pairs and the result are written whatever the gathers' limits say (as
   // on the CPU backend: what a limit refuses is the gather).
-  GPUJOIN_RETURN_IF_ERROR(
-      ctx.Download(b.out_left_rows.data(), out_left, written * 4, "join left rows"));
-  GPUJOIN_RETURN_IF_ERROR(
-      ctx.Download(b.out_right_rows.data(), out_right, written * 4, "join right rows"));
-  GPUJOIN_RETURN_IF_ERROR(ctx.Download(b.found.data(), found, b.found.size(), "found"));
-  GPUJOIN_RETURN_IF_ERROR(ctx.Download(b.probes.data(), probes, b.probes.size_bytes(), "probes"));
-  *b.result = JoinResult{matches, matches > capacity || build_overflow, ToQueryStatistics(d, rows)};
+  GPUJOIN_RETURN_IF_ERROR(DownloadJoinOutputs(ctx, b, a, out_left, out_right, written));
+  *b.result = JoinResult{head.matches, head.matches > capacity || build_overflow,
+                         ToQueryStatistics(head.stats, rows)};
   if (!gather) return absl::OkStatus();
   if (written == 0) {
     WriteEmptyGathers(b.gather);
