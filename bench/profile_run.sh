@@ -4,13 +4,28 @@
 # bundle made by ../shared/tools/bundle-for-device (the first argument);
 # writes $OUT/ncu.txt (or /tmp/gpujoin-device/ncu.txt) and prints a short summary.
 set -uo pipefail
-bundle=${1:?usage: profile_run.sh BUNDLE_DIR}
+bundle=${1:?usage: profile_run.sh BUNDLE_DIR [groups]}
 source "$bundle/env.sh"
 out=${OUT:-/tmp/gpujoin-device}
 mkdir -p "$out"
 ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 if [ -z "$ncu" ]; then echo "ncu: not found on this host"; exit 0; fi
 echo "ncu: $ncu"
+if [ "${2:-}" = groups ]; then
+  # The group pass of one keep_all build (4 rows per key, 2^26 rows, the first
+  # one `gpujoin-bench --only=multi_value` runs): the probe of every row, CUB's
+  # radix sort passes, group bounds, sizes and the value list; per kernel its
+  # duration and DRAM traffic.
+  timeout "${NCU_TIMEOUT:-200}" "$ncu" --clock-control none \
+    --kernel-name 'regex:RowSlots|DeviceRadixSort|GroupBounds|GroupSizes|GroupValues' \
+    --launch-count 12 --section SpeedOfLight \
+    --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
+    "$bundle/bin/gpujoin-bench" --only=multi_value > "$out/ncu_groups.txt" 2>&1
+  echo "ncu groups rc=$?"
+  grep -E '^  [A-Za-z_].*\(|gpu__time_duration.sum|dram__bytes_(read|write).sum|DRAM Throughput' \
+    "$out/ncu_groups.txt" | sed -E 's/\(gpujoin::engine::detail::DeviceTable.*//; s/^ +//' | cut -c1-110
+  exit 0
+fi
 # Three passes over `gpujoin-bench --profile` (each operation runs three times:
 # two warm-ups and one timed): the build kernels (direct insert, the tile
 # kernels), the finalisation pass, then the lookup kernels (all hits and 50 %
