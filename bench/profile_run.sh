@@ -12,13 +12,15 @@ ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*
 if [ -z "$ncu" ]; then echo "ncu: not found on this host"; exit 0; fi
 echo "ncu: $ncu"
 if [ "${2:-}" = groups ]; then
-  # The group pass of one keep_all build (4 rows per key, 2^26 rows, the first
-  # one `gpujoin-bench --only=multi_value` runs): the probe of every row, CUB's
-  # radix sort passes, group bounds, sizes and the value list; per kernel its
-  # duration and DRAM traffic.
+  # The group pass of the first keep_all build `gpujoin-bench --only=multi_value`
+  # runs (4 rows per key, 2^26 rows): the probe of every row, CUB's radix sort
+  # passes, group bounds, sizes and the value list; per kernel its duration and
+  # DRAM traffic (one pass: no replay). The lowest_row builds timed before it
+  # sort too (the tile path): the group pass's sort kernels are those between
+  # RowSlotsKernel and GroupBoundsKernel.
   timeout "${NCU_TIMEOUT:-200}" "$ncu" --clock-control none \
     --kernel-name 'regex:RowSlots|DeviceRadixSort|GroupBounds|GroupSizes|GroupValues' \
-    --launch-count 12 --section SpeedOfLight \
+    --launch-count 90 \
     --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
     "$bundle/bin/gpujoin-bench" --only=multi_value > "$out/ncu_groups.txt" 2>&1
   echo "ncu groups rc=$?"
