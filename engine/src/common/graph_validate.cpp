@@ -406,11 +406,7 @@ class Validator {
     const std::string where = absl::StrCat("node ", i, " (hash)");
     GPUJOIN_RETURN_IF_ERROR(detail::ValidateHashNode(n, where));
     for (size_t c = 0; c < n.columns.size(); ++c) {
-      const HashColumn& col = n.columns[c];
-      const std::string cw = absl::StrCat(where, " column ", c);
-      ranges_.Read(col.data, absl::StrCat(cw, " data"));
-      ranges_.Read(col.offsets, absl::StrCat(cw, " offsets"));
-      ranges_.Read(col.validity, absl::StrCat(cw, " validity"));
+      ReadHashColumn(n.columns[c], absl::StrCat(where, " column ", c));
     }
     // Only the hash output selected by `bits` is written; the other is ignored.
     if (n.bits == HashBits::k32) {
@@ -423,6 +419,17 @@ class Validator {
   }
 
   absl::Status CheckAliasing() { return ranges_.Check(); }
+
+  // Every buffer of a hash column tree is read (ValidateHashNode bounded its depth).
+  void ReadHashColumn(const HashColumn& col, const std::string& cw) {
+    ranges_.Read(col.data, absl::StrCat(cw, " data"));
+    ranges_.Read(col.offsets, absl::StrCat(cw, " offsets"));
+    ranges_.Read(col.large_offsets, absl::StrCat(cw, " large_offsets"));
+    ranges_.Read(col.validity, absl::StrCat(cw, " validity"));
+    for (size_t j = 0; j < col.children.size(); ++j) {
+      ReadHashColumn(col.children[j], absl::StrCat(cw, ".children[", j, "]"));
+    }
+  }
 
  private:
   // Row positions and statistics fit 32-bit device counters per row index; one

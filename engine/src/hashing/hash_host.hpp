@@ -19,6 +19,10 @@ namespace gpujoin::engine::detail {
 /// ignored. Zero rows are valid (all outputs empty).
 absl::Status ValidateHashNode(const HashNode& node, std::string_view where);
 
+/// True when every column is flat (no nested type, no dictionary): the fused
+/// per-row path of row_hash.hpp hashes it (and the device kernel, as is).
+bool IsFlatHashNode(const HashNode& node);
+
 /// Computes the hashes of a validated node on the calling thread: writes one hash
 /// per row (0 for a null row) and the output validity bitmap (bits past the last
 /// row are 0).

@@ -5,10 +5,12 @@
 // The algorithm (docs/hashing.md is the user-facing description; the values are
 // part of the API and must never change):
 //   * A column value hashes as xxHash (XXH32 for hash32, XXH64 for hash64, seed 0)
-//     of its little-endian bytes: 4 bytes for uint32/int32/float32, 8 bytes for
-//     uint64/int64/float64, the value bytes for binary/UTF-8 (0 bytes for "").
+//     of its little-endian bytes: 1, 2, 4, 8 or 16 bytes for the fixed-width
+//     types, byte_width bytes for fixed_size_binary, the value bytes for the
+//     binary/string types (0 bytes for ""), one byte 0/1 for bool.
 //   * Floats are canonicalised first: -0.0 hashes as +0.0 and every NaN as the
-//     canonical quiet NaN (0x7fc00000 / 0x7ff8000000000000).
+//     canonical quiet NaN (0x7e00 / 0x7fc00000 / 0x7ff8000000000000).
+//   * Nested types (hash_host.cpp, HashNested*) fold these with CombineHash.
 //   * Columns combine left to right: h = k0; h = avalanche(h * PRIME_1 + k_i),
 //     with xxHash's PRIME_1 and avalanche of the output width.
 //   * A row with a null in any column is null: hash 0, validity bit 0.
@@ -56,6 +58,11 @@ GPUJOIN_HOST_DEVICE uint64_t LoadUnaligned64(const uint8_t* p) {
   std::memcpy(&v, p, sizeof(v));
   return v;
 #endif
+}
+
+/// Little-endian uint16 at `p`, any alignment.
+GPUJOIN_HOST_DEVICE uint32_t LoadUnaligned16(const uint8_t* p) {
+  return uint32_t{p[0]} | (uint32_t{p[1]} << 8);
 }
 
 /// uint32 at `p`; on the device `p` must be 4-byte aligned.
@@ -143,6 +150,22 @@ GPUJOIN_HOST_DEVICE uint32_t Xxh32Bytes(const uint8_t* p, uint64_t len, uint32_t
     ++p;
   }
   return Xxh32Avalanche(h);
+}
+
+/// One byte of XXH32's tail.
+GPUJOIN_HOST_DEVICE uint32_t Xxh32TailByte(uint32_t h, uint32_t byte) {
+  h += byte * kXxh32Prime5;
+  return Rotl32(h, 11) * kXxh32Prime1;
+}
+
+/// XXH32 (seed 0) of the one byte `v` (< 256); equals Xxh32Bytes(&v, 1, 0).
+GPUJOIN_HOST_DEVICE uint32_t Xxh32Of1(uint32_t v) {
+  return Xxh32Avalanche(Xxh32TailByte(kXxh32Prime5 + 1u, v));
+}
+
+/// XXH32 (seed 0) of the 2 little-endian bytes of `v` (< 65536).
+GPUJOIN_HOST_DEVICE uint32_t Xxh32Of2(uint32_t v) {
+  return Xxh32Avalanche(Xxh32TailByte(Xxh32TailByte(kXxh32Prime5 + 2u, v & 0xFFu), v >> 8));
 }
 
 /// XXH32 (seed 0) of the 4 little-endian bytes of `v`; equals Xxh32Bytes(&v, 4, 0).
@@ -243,6 +266,22 @@ GPUJOIN_HOST_DEVICE uint64_t Xxh64Bytes(const uint8_t* p, uint64_t len, uint64_t
   return Xxh64Avalanche(h);
 }
 
+/// One byte of XXH64's tail.
+GPUJOIN_HOST_DEVICE uint64_t Xxh64TailByte(uint64_t h, uint32_t byte) {
+  h ^= uint64_t{byte} * kXxh64Prime5;
+  return Rotl64(h, 11) * kXxh64Prime1;
+}
+
+/// XXH64 (seed 0) of the one byte `v` (< 256); equals Xxh64Bytes(&v, 1, 0).
+GPUJOIN_HOST_DEVICE uint64_t Xxh64Of1(uint32_t v) {
+  return Xxh64Avalanche(Xxh64TailByte(kXxh64Prime5 + 1u, v));
+}
+
+/// XXH64 (seed 0) of the 2 little-endian bytes of `v` (< 65536).
+GPUJOIN_HOST_DEVICE uint64_t Xxh64Of2(uint32_t v) {
+  return Xxh64Avalanche(Xxh64TailByte(Xxh64TailByte(kXxh64Prime5 + 2u, v & 0xFFu), v >> 8));
+}
+
 /// XXH64 (seed 0) of the 4 little-endian bytes of `v`; equals Xxh64Bytes(&v, 4, 0).
 GPUJOIN_HOST_DEVICE uint64_t Xxh64Of4(uint32_t v) {
   return Xxh64Avalanche(Xxh64Tail4(kXxh64Prime5 + 4u, v));
@@ -258,8 +297,18 @@ GPUJOIN_HOST_DEVICE uint64_t Xxh64Of8(uint64_t v) {
 // flush-to-zero or fast-math differences between host and device).
 // ---------------------------------------------------------------------------
 
+inline constexpr uint32_t kCanonicalNan16 = 0x7E00u;
 inline constexpr uint32_t kCanonicalNan32 = 0x7FC00000u;
 inline constexpr uint64_t kCanonicalNan64 = 0x7FF8000000000000ull;
+
+/// float16 (binary16 bits in the low 16): -0.0 -> +0.0, every NaN -> 0x7e00,
+/// anything else unchanged.
+GPUJOIN_HOST_DEVICE uint32_t CanonicalFloat16Bits(uint32_t bits) {
+  const uint32_t magnitude = bits & 0x7FFFu;
+  if (magnitude == 0) return 0;
+  if (magnitude > 0x7C00u) return kCanonicalNan16;
+  return bits;
+}
 
 /// -0.0f -> +0.0f, every NaN -> 0x7fc00000, anything else unchanged.
 GPUJOIN_HOST_DEVICE uint32_t CanonicalFloat32Bits(uint32_t bits) {
@@ -281,24 +330,42 @@ GPUJOIN_HOST_DEVICE uint64_t CanonicalFloat64Bits(uint64_t bits) {
 // Columns and rows.
 // ---------------------------------------------------------------------------
 
-/// A column as the row hash reads it: raw pointers into host memory (CPU
+/// A flat column as the row hash reads it: raw pointers into host memory (CPU
 /// backend) or into device buffers (CUDA backend). Logical row r reads value
-/// `value_offset + r`, validity bit `validity_bit_offset + r`, and for binary
-/// the bytes [offsets[value_offset + r], offsets[value_offset + r + 1]) of
-/// `data`, each shifted down by `data_base`.
+/// `value_offset + r` (for kBool the value bit `value_offset + r` of `data`),
+/// validity bit `validity_bit_offset + r`, and for the binary types the bytes
+/// [offsets[value_offset + r], offsets[value_offset + r + 1]) of `data`, each
+/// shifted down by `data_base`. kDictionary views exist on the device only:
+/// their `data` holds the indices and `dict_hashes` / `dict_validity` the hash
+/// and validity of every dictionary entry (hash the dictionary once, gather by
+/// index); the host hashes dictionaries through the nested path instead.
 struct ColumnView {
   ColumnType type = ColumnType::kUint32;
   const uint8_t* data = nullptr;
-  const int32_t* offsets = nullptr;   ///< kBinary only
-  const uint8_t* validity = nullptr;  ///< null = all rows valid
+  const int32_t* offsets = nullptr;        ///< kBinary, kString
+  const int64_t* large_offsets = nullptr;  ///< kLargeBinary, kLargeString
+  const uint8_t* validity = nullptr;       ///< null = all rows valid
   uint64_t value_offset = 0;
   uint64_t validity_bit_offset = 0;
   int64_t data_base = 0;  ///< subtracted from every binary offset
+  uint32_t byte_width = 0;  ///< kFixedSizeBinary: bytes per value
+  ColumnType index_type = ColumnType::kInt32;  ///< kDictionary
+  const void* dict_hashes = nullptr;          ///< kDictionary: one hash (H) per entry
+  const uint8_t* dict_validity = nullptr;     ///< kDictionary: bitmap, one bit per entry
 };
 
-/// Bytes per value of a fixed-width type; 0 for kBinary.
+/// Bytes per value of a fixed-width type (1, 2, 4, 8 or 16); 0 for every other
+/// type (bool, the binary types, fixed_size_binary whose width is per column,
+/// dictionary, nested types, null).
 GPUJOIN_HOST_DEVICE uint32_t FixedWidth(ColumnType type) {
   switch (type) {
+    case ColumnType::kInt8:
+    case ColumnType::kUint8:
+      return 1;
+    case ColumnType::kInt16:
+    case ColumnType::kUint16:
+    case ColumnType::kFloat16:
+      return 2;
     case ColumnType::kUint32:
     case ColumnType::kInt32:
     case ColumnType::kFloat32:
@@ -307,20 +374,88 @@ GPUJOIN_HOST_DEVICE uint32_t FixedWidth(ColumnType type) {
     case ColumnType::kInt64:
     case ColumnType::kFloat64:
       return 8;
-    case ColumnType::kBinary:
+    case ColumnType::kDecimal128:
+      return 16;
+    default:
       return 0;
   }
-  return 0;
 }
 
-/// Whether logical row `row` of `c` is valid.
+/// The binary types with int32 offsets (kBinary, kString) and int64 offsets.
+GPUJOIN_HOST_DEVICE bool IsBinaryType(ColumnType type) {
+  return type == ColumnType::kBinary || type == ColumnType::kString;
+}
+GPUJOIN_HOST_DEVICE bool IsLargeBinaryType(ColumnType type) {
+  return type == ColumnType::kLargeBinary || type == ColumnType::kLargeString;
+}
+
+/// Types the flat row hash reads through a ColumnView (kDictionary only with
+/// dict_hashes, i.e. on the device): every type that is not nested.
+GPUJOIN_HOST_DEVICE bool IsFlatHashType(ColumnType type) {
+  return FixedWidth(type) != 0 || IsBinaryType(type) || IsLargeBinaryType(type) ||
+         type == ColumnType::kBool || type == ColumnType::kFixedSizeBinary ||
+         type == ColumnType::kNull;
+}
+
+/// Index `row` (physical) of an index buffer of `index_type`, sign-extended;
+/// validation guarantees valid rows' indices lie in the dictionary.
+GPUJOIN_HOST_DEVICE int64_t LoadIndex(const uint8_t* data, ColumnType index_type, uint64_t row) {
+  switch (index_type) {
+    case ColumnType::kInt8:
+      return static_cast<int8_t>(data[row]);
+    case ColumnType::kUint8:
+      return data[row];
+    case ColumnType::kInt16:
+      return static_cast<int16_t>(LoadUnaligned16(data + row * 2));
+    case ColumnType::kUint16:
+      return LoadUnaligned16(data + row * 2);
+    case ColumnType::kInt32:
+      return static_cast<int32_t>(LoadUnaligned32(data + row * 4));
+    case ColumnType::kUint32:
+      return LoadUnaligned32(data + row * 4);
+    default:  // kInt64, kUint64 (validated: a uint64 index past 2^63 is out of range)
+      return static_cast<int64_t>(LoadUnaligned64(data + row * 8));
+  }
+}
+
+/// Bit `bit` of an LSB-order bitmap.
+GPUJOIN_HOST_DEVICE bool BitmapBit(const uint8_t* bitmap, uint64_t bit) {
+  return ((bitmap[bit >> 3] >> (bit & 7)) & 1u) != 0;
+}
+
+/// Whether logical row `row` of `c` is valid (kNull: never; a device
+/// dictionary: its index is valid and points at a valid entry).
 GPUJOIN_HOST_DEVICE bool ColumnRowValid(const ColumnView& c, uint64_t row) {
-  if (c.validity == nullptr) return true;
-  const uint64_t bit = c.validity_bit_offset + row;
-  return ((c.validity[bit >> 3] >> (bit & 7)) & 1u) != 0;
+  if (c.type == ColumnType::kNull) return false;
+  if (c.validity != nullptr && !BitmapBit(c.validity, c.validity_bit_offset + row)) return false;
+  if (c.type == ColumnType::kDictionary) {
+    const int64_t index = LoadIndex(c.data, c.index_type, c.value_offset + row);
+    return BitmapBit(c.dict_validity, static_cast<uint64_t>(index));
+  }
+  return true;
 }
 
-/// xxHash of width `H` (uint32_t: XXH32, uint64_t: XXH64), seed 0, of 4 bytes.
+/// xxHash of width `H` (uint32_t: XXH32, uint64_t: XXH64), seed 0, of 1 byte.
+template <typename H>
+GPUJOIN_HOST_DEVICE H HashOf1(uint32_t v) {
+  if constexpr (sizeof(H) == 8) {
+    return Xxh64Of1(v);
+  } else {
+    return Xxh32Of1(v);
+  }
+}
+
+/// xxHash of width `H`, seed 0, of 2 little-endian bytes.
+template <typename H>
+GPUJOIN_HOST_DEVICE H HashOf2(uint32_t v) {
+  if constexpr (sizeof(H) == 8) {
+    return Xxh64Of2(v);
+  } else {
+    return Xxh32Of2(v);
+  }
+}
+
+/// xxHash of width `H`, seed 0, of 4 bytes.
 template <typename H>
 GPUJOIN_HOST_DEVICE H HashOf4(uint32_t v) {
   if constexpr (sizeof(H) == 8) {
@@ -355,6 +490,16 @@ template <typename H>
 GPUJOIN_HOST_DEVICE H ColumnValueHash(const ColumnView& c, uint64_t row) {
   const uint64_t r = c.value_offset + row;
   switch (c.type) {
+    case ColumnType::kInt8:
+    case ColumnType::kUint8:
+      return HashOf1<H>(c.data[r]);
+    case ColumnType::kBool:
+      return HashOf1<H>(BitmapBit(c.data, r) ? 1u : 0u);
+    case ColumnType::kInt16:
+    case ColumnType::kUint16:
+      return HashOf2<H>(LoadUnaligned16(c.data + r * 2));
+    case ColumnType::kFloat16:
+      return HashOf2<H>(CanonicalFloat16Bits(LoadUnaligned16(c.data + r * 2)));
     case ColumnType::kUint32:
     case ColumnType::kInt32: {
       return HashOf4<H>(LoadWord32(c.data + r * 4));
@@ -369,13 +514,29 @@ GPUJOIN_HOST_DEVICE H ColumnValueHash(const ColumnView& c, uint64_t row) {
     case ColumnType::kFloat64: {
       return HashOf8<H>(CanonicalFloat64Bits(LoadWord64(c.data + r * 8)));
     }
-    case ColumnType::kBinary: {
+    case ColumnType::kDecimal128:
+      return HashOfBytes<H>(c.data + r * 16, 16);
+    case ColumnType::kFixedSizeBinary:
+      return HashOfBytes<H>(c.data + r * c.byte_width, c.byte_width);
+    case ColumnType::kBinary:
+    case ColumnType::kString: {
       const int64_t begin = int64_t{c.offsets[r]} - c.data_base;
       const int64_t end = int64_t{c.offsets[r + 1]} - c.data_base;
       return HashOfBytes<H>(c.data + begin, static_cast<uint64_t>(end - begin));
     }
+    case ColumnType::kLargeBinary:
+    case ColumnType::kLargeString: {
+      const int64_t begin = c.large_offsets[r] - c.data_base;
+      const int64_t end = c.large_offsets[r + 1] - c.data_base;
+      return HashOfBytes<H>(c.data + begin, static_cast<uint64_t>(end - begin));
+    }
+    case ColumnType::kDictionary: {
+      const int64_t index = LoadIndex(c.data, c.index_type, r);
+      return static_cast<const H*>(c.dict_hashes)[index];
+    }
+    default:  // kNull rows are never valid; nested types never reach a ColumnView
+      return 0;
   }
-  return 0;
 }
 
 /// Folds the hash `k` of the next column into the running composite hash `h`.
@@ -385,6 +546,51 @@ GPUJOIN_HOST_DEVICE uint32_t CombineHash(uint32_t h, uint32_t k) {
 GPUJOIN_HOST_DEVICE uint64_t CombineHash(uint64_t h, uint64_t k) {
   return Xxh64Avalanche(h * kXxh64Prime1 + k);
 }
+
+/// The start of a list fold's value accumulator (so also the hash of every
+/// empty list): xxHash's PRIME_5 of the width.
+template <typename H>
+GPUJOIN_HOST_DEVICE H ListSeed() {
+  if constexpr (sizeof(H) == 8) {
+    return kXxh64Prime5;
+  } else {
+    return kXxh32Prime5;
+  }
+}
+
+/// The start of a list fold's null accumulator: xxHash's PRIME_4 of the width.
+template <typename H>
+GPUJOIN_HOST_DEVICE H ListNullSeed() {
+  if constexpr (sizeof(H) == 8) {
+    return kXxh64Prime4;
+  } else {
+    return kXxh32Prime4;
+  }
+}
+
+/// Folds the elements of one list row in order (docs/hashing.md "Algorithm"):
+/// a valid element folds its hash into `values`; a null element folds the hash
+/// of its position (uint64, 0-based within the row) into `nulls`; the two mix
+/// only when the row has a null element. So [null] != [0], [null, x] !=
+/// [x, null], and a list without nulls costs one combine per element.
+template <typename H>
+struct ListFold {
+  H values = ListSeed<H>();
+  H nulls = ListNullSeed<H>();
+  uint64_t position = 0;
+  bool any_null = false;
+
+  GPUJOIN_HOST_DEVICE void Add(bool valid, H element_hash) {
+    if (valid) {
+      values = CombineHash(values, element_hash);
+    } else {
+      nulls = CombineHash(nulls, HashOf8<H>(position));
+      any_null = true;
+    }
+    ++position;
+  }
+  GPUJOIN_HOST_DEVICE H Finish() const { return any_null ? CombineHash(values, nulls) : values; }
+};
 
 /// Composite hash of logical row `row` over `num_columns` columns. Returns false
 /// (and sets *out = 0) when the row is null in any column; reads no value of a

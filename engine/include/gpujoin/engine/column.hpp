@@ -18,9 +18,9 @@
 
 namespace gpujoin::engine {
 
-/// The value type of a typed column: hashed columns (HashColumn: the first
-/// seven), payload columns and gathered columns (every type). The order is the
-/// wire enum's (gpujoin.v1.ColumnType, shifted by its UNSPECIFIED).
+/// The value type of a typed column. Payload columns and gathered columns take
+/// kUint32 .. kString; hashed columns (HashColumn) take every type. The order is
+/// the wire enum's (gpujoin.v1.ColumnType, shifted by its UNSPECIFIED).
 enum class ColumnType : uint8_t {
   kUint32,
   kInt32,
@@ -31,9 +31,29 @@ enum class ColumnType : uint8_t {
   kBinary,  ///< variable-length bytes
   kBool,    ///< one bit per row
   kString,  ///< variable-length UTF-8 (the engine treats the bytes as opaque)
+  // Hash inputs only (docs/hashing.md); payload and gather code refuses them.
+  kInt8,
+  kUint8,
+  kInt16,
+  kUint16,
+  kFloat16,          ///< IEEE 754 binary16 bits
+  kDecimal128,       ///< 16 bytes per value (Arrow decimal128, little-endian)
+  kFixedSizeBinary,  ///< HashColumn::byte_width bytes per value (0 allowed)
+  kLargeBinary,      ///< variable-length bytes, int64 offsets
+  kLargeString,      ///< variable-length UTF-8, int64 offsets
+  kDictionary,       ///< integer indices into a dictionary (HashColumn::children[0])
+  kStruct,           ///< fields: HashColumn::children
+  kList,             ///< int32 offsets into children[0]
+  kLargeList,        ///< int64 offsets into children[0]
+  kFixedSizeList,    ///< HashColumn::byte_width elements of children[0] per row
+  kMap,              ///< int32 offsets into children[0] (keys) and children[1] (items)
+  kNull,             ///< every row null, no buffers
 };
 
-/// "uint32", "int32", "uint64", "int64", "float32", "float64", "binary", "bool", "string".
+/// "uint32", "int32", "uint64", "int64", "float32", "float64", "binary", "bool", "string",
+/// then the hash-only types: "int8", "uint8", "int16", "uint16", "float16", "decimal128",
+/// "fixed_size_binary", "large_binary", "large_string", "dictionary", "struct", "list",
+/// "large_list", "fixed_size_list", "map", "null"; "unknown" for any other value.
 std::string_view ColumnTypeName(ColumnType type);
 
 /// Parses a ColumnTypeName (INVALID_ARGUMENT otherwise).
