@@ -1,0 +1,37 @@
+"""gpujoin: Python client of gpujoind, the GPU hash-join service.
+
+    import numpy as np, gpujoin
+    c = gpujoin.Client("127.0.0.1:50051")
+    c.build_index("ids", np.array([17, 4242, 99], np.uint32), replace=True)
+    r = c.lookup("ids", np.array([4242, 8], np.uint32))   # r.values, r.found
+    j = c.join("ids", np.array([99, 1, 17], np.uint32))    # j.left_rows, j.right_rows
+
+See gpujoin.Client for every call, gpujoin.keys for the key dtype rules,
+gpujoin.columns for payload columns and gpujoin.errors for the exceptions.
+"""
+# The generated stubs (gpujoin.v1) may live in another directory named gpujoin
+# on sys.path (a build tree: build_stubs.py DIR), so the package spans them all.
+import pkgutil as _pkgutil
+
+__path__ = _pkgutil.extend_path(__path__, __name__)  # noqa: F821
+
+from .client import DEFAULT_BATCH_ROWS, DEFAULT_CHUNK_ROWS, Client  # noqa: E402
+from .errors import (Aborted, AlreadyExists, Cancelled, DataLoss, DeadlineExceeded,  # noqa: E402
+                     Error, FailedPrecondition, Internal, InvalidArgument, KeyDtypeError,
+                     KeyValueError, NotFound, OutOfRange, PermissionDenied, ResourceExhausted,
+                     Unauthenticated, Unavailable, Unimplemented, Unknown)
+from .results import (NO_MATCH, AggregateResult, BuildStatistics, DropResult,  # noqa: E402
+                      IndexInfo, JoinResult, LookupResult, PayloadColumnInfo, QueryStatistics,
+                      ServerInfo)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Client", "DEFAULT_BATCH_ROWS", "DEFAULT_CHUNK_ROWS", "NO_MATCH",
+    "AggregateResult", "BuildStatistics", "DropResult", "IndexInfo", "JoinResult", "LookupResult",
+    "PayloadColumnInfo", "QueryStatistics", "ServerInfo",
+    "Error", "Aborted", "AlreadyExists", "Cancelled", "DataLoss", "DeadlineExceeded",
+    "FailedPrecondition", "Internal", "InvalidArgument", "KeyDtypeError", "KeyValueError",
+    "NotFound", "OutOfRange", "PermissionDenied", "ResourceExhausted", "Unauthenticated",
+    "Unavailable", "Unimplemented", "Unknown",
+]

@@ -1,0 +1,302 @@
+"""Typed columns (payload, gathered results, hash inputs) between numpy and the
+wire's Arrow layout (proto ``Column`` / ``HashColumn``).
+
+Inputs: a numpy array (its dtype gives the type), a numpy masked array (masked
+rows are null), a pandas Series (NA is null), or a sequence whose non-None
+entries are all str (string), bytes (binary), bool, int (int64) or float
+(float64); None entries are null. Types by dtype: uint8/16/32 -> uint32,
+int8/16/32 -> int32, uint64, int64, float16/32 -> float32, float64, bool,
+numpy str ('U') -> string, numpy bytes ('S') -> binary. An explicit type name
+converts the values, refusing integers that do not fit it.
+
+Outputs: numeric and bool columns are numpy arrays, or numpy masked arrays
+when a row is null; string and binary columns are object arrays of str/bytes
+with None for nulls.
+"""
+from typing import Any, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .errors import InvalidArgument, KeyDtypeError, KeyValueError
+
+# Column type names, their proto enum values and their numpy dtypes.
+TYPE_NUMBERS = {"uint32": 1, "int32": 2, "uint64": 3, "int64": 4, "float32": 5, "float64": 6,
+                "binary": 7, "bool": 8, "string": 9}
+TYPE_NAMES = {v: k for k, v in TYPE_NUMBERS.items()}
+FIXED_DTYPES = {"uint32": np.dtype("<u4"), "int32": np.dtype("<i4"), "uint64": np.dtype("<u8"),
+                "int64": np.dtype("<i8"), "float32": np.dtype("<f4"), "float64": np.dtype("<f8")}
+VARIABLE = ("string", "binary")
+# Hash takes these (strings are hashed as their UTF-8 bytes, as binary).
+HASH_TYPES = ("uint32", "int32", "uint64", "int64", "float32", "float64", "binary")
+
+
+def _bitmap(valid: np.ndarray) -> bytes:
+    return np.packbits(valid.astype(bool, copy=False), bitorder="little").tobytes()
+
+
+def _unbitmap(data: bytes, length: int) -> np.ndarray:
+    return np.unpackbits(np.frombuffer(data, np.uint8), count=length, bitorder="little").astype(bool)
+
+
+def _is_pandas(obj: Any) -> bool:
+    return hasattr(obj, "isna") and hasattr(obj, "to_numpy") and not isinstance(obj, np.ndarray)
+
+
+def _dtype_type(dt: np.dtype) -> Optional[str]:
+    if dt.kind == "b":
+        return "bool"
+    if dt.kind == "u":
+        return "uint64" if dt.itemsize == 8 else "uint32"
+    if dt.kind == "i":
+        return "int64" if dt.itemsize == 8 else "int32"
+    if dt.kind == "f":
+        return "float64" if dt.itemsize == 8 else ("float32" if dt.itemsize <= 4 else None)
+    if dt.kind == "U":
+        return "string"
+    if dt.kind == "S":
+        return "binary"
+    return None
+
+
+def _objects_type(values: Sequence[Any], what: str) -> str:
+    kinds = set()
+    for v in values:
+        if v is None:
+            continue
+        if isinstance(v, (bool, np.bool_)):
+            kinds.add("bool")
+        elif isinstance(v, str):
+            kinds.add("string")
+        elif isinstance(v, (bytes, bytearray, memoryview)):
+            kinds.add("binary")
+        elif isinstance(v, (int, np.integer)):
+            kinds.add("int64")
+        elif isinstance(v, (float, np.floating)):
+            kinds.add("float64")
+        else:
+            raise KeyDtypeError(f"{what}: cannot send a {type(v).__name__} value")
+    if kinds == {"int64", "float64"}:
+        return "float64"
+    if len(kinds) > 1:
+        raise KeyDtypeError(f"{what}: mixed value types {sorted(kinds)}; give the column a type")
+    if not kinds:
+        raise KeyDtypeError(f"{what}: every value is None; give the column a type")
+    return kinds.pop()
+
+
+def _checked_cast(data: np.ndarray, type_name: str, what: str) -> np.ndarray:
+    target = FIXED_DTYPES[type_name]
+    if data.dtype.kind == "b" and target.kind in "iuf":
+        return data.astype(target)
+    if data.dtype.kind in "iu" and target.kind in "iu" and data.size:
+        info = np.iinfo(target)
+        lo, hi = int(data.min()), int(data.max())
+        if lo < info.min or hi > info.max:
+            bad = lo if lo < info.min else hi
+            raise KeyValueError(f"{what}: {bad} does not fit in {type_name}")
+    elif data.dtype.kind == "f" and target.kind in "iu":
+        raise KeyDtypeError(f"{what}: float values cannot be sent as {type_name}")
+    elif data.dtype.kind not in "iufb":
+        raise KeyDtypeError(f"{what}: dtype {data.dtype} cannot be sent as {type_name}")
+    return np.ascontiguousarray(data.astype(target, copy=False))
+
+
+class EncodedColumn:
+    """One column converted for the wire; chunk() cuts a row range of it into a message."""
+
+    def __init__(self, name: str, type_name: str, length: int, data: Any,
+                 valid: Optional[np.ndarray], offsets: Optional[np.ndarray] = None):
+        self.name = name
+        self.type_name = type_name
+        self.length = length
+        self._data = data          # fixed: typed LE array; bool: bool array; variable: bytes blob
+        self._valid = valid        # bool per row, or None (no nulls)
+        self._offsets = offsets    # variable: int64, length + 1
+
+    @property
+    def row_bytes(self) -> float:
+        """Mean wire bytes per row (to size chunks)."""
+        if self.type_name in VARIABLE:
+            return 4 + (len(self._data) / self.length if self.length else 0)
+        if self.type_name == "bool":
+            return 0.25
+        return FIXED_DTYPES[self.type_name].itemsize + (0.125 if self._valid is not None else 0)
+
+    def parts(self, start: int, stop: int) -> Tuple[bytes, bytes, bytes]:
+        """(data, offsets, validity) bytes of rows [start, stop)."""
+        validity = b""
+        if self._valid is not None:
+            v = self._valid[start:stop]
+            if not v.all():
+                validity = _bitmap(v)
+        if self.type_name in VARIABLE:
+            lo, hi = int(self._offsets[start]), int(self._offsets[stop])
+            if hi - lo > 0x7FFFFFFF:
+                raise InvalidArgument(f"column {self.name!r}: rows [{start}, {stop}) hold "
+                                      f"{hi - lo} bytes, more than int32 offsets address")
+            offsets = (self._offsets[start:stop + 1] - lo).astype("<i4").tobytes()
+            return self._data[lo:hi], offsets, validity
+        if self.type_name == "bool":
+            return _bitmap(self._data[start:stop]), b"", validity
+        return self._data[start:stop].tobytes(), b"", validity
+
+    def chunk(self, pb, start: int, stop: int):
+        """A proto Column of rows [start, stop)."""
+        data, offsets, validity = self.parts(start, stop)
+        return pb.Column(name=self.name, type=TYPE_NUMBERS[self.type_name], length=stop - start,
+                         data=data, offsets=offsets, validity=validity)
+
+    def hash_chunk(self, pb, start: int, stop: int):
+        """A proto HashColumn of rows [start, stop)."""
+        data, offsets, validity = self.parts(start, stop)
+        t = "binary" if self.type_name == "string" else self.type_name
+        return pb.HashColumn(type=TYPE_NUMBERS[t], data=data, offsets=offsets, validity=validity,
+                             offset=0, length=stop - start)
+
+
+def encode_column(name: str, obj: Any, type_name: Optional[str] = None) -> EncodedColumn:
+    """Converts one input column (see the module doc) for the wire."""
+    what = f"column {name!r}"
+    if type_name is not None and type_name not in TYPE_NUMBERS:
+        raise InvalidArgument(f"{what}: type {type_name!r} is not one of {sorted(TYPE_NUMBERS)}")
+    valid: Optional[np.ndarray] = None
+    if _is_pandas(obj):
+        na = np.asarray(obj.isna(), dtype=bool)
+        dt = obj.dtype
+        if hasattr(dt, "numpy_dtype") and dt.numpy_dtype.kind in "iufb":  # nullable Int64, boolean, ...
+            fill = False if dt.numpy_dtype.kind == "b" else 0
+            obj = obj.to_numpy(dtype=dt.numpy_dtype, na_value=fill)
+        elif getattr(dt, "kind", "O") in "iufb":
+            obj = obj.to_numpy()
+        else:
+            obj = [None if n else v for v, n in zip(obj.to_numpy(dtype=object), na)]
+        if na.any():
+            valid = ~na
+    if isinstance(obj, np.ma.MaskedArray):
+        mask = np.ma.getmaskarray(obj)
+        if mask.any():
+            valid = ~mask
+        obj = np.ma.getdata(obj)
+    if isinstance(obj, np.ndarray) and obj.dtype.kind != "O":
+        if obj.ndim != 1:
+            raise InvalidArgument(f"{what}: a one-dimensional array is needed, got shape {obj.shape}")
+        inferred = _dtype_type(obj.dtype)
+        t = type_name or inferred
+        if t is None:
+            raise KeyDtypeError(f"{what}: dtype {obj.dtype} has no column type")
+        if t in VARIABLE:
+            if obj.dtype.kind == "U":
+                values = [str(v) for v in obj]
+            elif obj.dtype.kind == "S":
+                values = [bytes(v) for v in obj]
+            else:
+                raise KeyDtypeError(f"{what}: dtype {obj.dtype} cannot be sent as {t}")
+            return _encode_variable(name, t, values, valid)
+        if t == "bool":
+            if obj.dtype.kind != "b":
+                raise KeyDtypeError(f"{what}: dtype {obj.dtype} cannot be sent as bool")
+            return EncodedColumn(name, t, len(obj), np.ascontiguousarray(obj), valid)
+        data = _checked_cast(obj, t, what)
+        if valid is not None:
+            data = data.copy()
+            data[~valid] = 0
+        return EncodedColumn(name, t, len(data), data, valid)
+    values = list(obj)
+    nulls = np.fromiter((v is None for v in values), bool, len(values))
+    if nulls.any():
+        valid = ~nulls if valid is None else (valid & ~nulls)
+    t = type_name or _objects_type(values, what)
+    if t in VARIABLE:
+        return _encode_variable(name, t, values, valid)
+    fill = False if t == "bool" else 0
+    filled = [fill if v is None else v for v in values]
+    if t == "bool":
+        return EncodedColumn(name, t, len(values), np.array(filled, dtype=bool), valid)
+    try:
+        arr = np.array(filled)
+    except (OverflowError, ValueError) as e:
+        raise KeyValueError(f"{what}: {e}")
+    if arr.dtype.kind == "O":
+        arr = np.array(filled, dtype=np.uint64) if t == "uint64" else arr
+    return EncodedColumn(name, t, len(values), _checked_cast(arr, t, what), valid)
+
+
+def _encode_variable(name: str, t: str, values: List[Any], valid: Optional[np.ndarray]) -> EncodedColumn:
+    encoded = []
+    for i, v in enumerate(values):
+        if v is None or (valid is not None and not valid[i]):
+            encoded.append(b"")
+        elif isinstance(v, str):
+            encoded.append(v.encode("utf-8"))
+        elif isinstance(v, (bytes, bytearray, memoryview)):
+            if t == "string":
+                try:
+                    bytes(v).decode("utf-8")
+                except UnicodeDecodeError:
+                    raise InvalidArgument(f"column {name!r}: row {i} is not valid UTF-8; send "
+                                          "bytes that are not text as a binary column")
+            encoded.append(bytes(v))
+        else:
+            raise KeyDtypeError(f"column {name!r}: row {i} is a {type(v).__name__}, not {t}")
+    offsets = np.zeros(len(encoded) + 1, np.int64)
+    np.cumsum([len(b) for b in encoded], out=offsets[1:])
+    return EncodedColumn(name, t, len(encoded), b"".join(encoded), valid, offsets)
+
+
+class ColumnBuilder:
+    """Collects the parts of one result column (proto Columns) and joins them."""
+
+    def __init__(self, name: str, type_name: str):
+        self.name = name
+        self.type_name = type_name
+        self._data: List[np.ndarray] = []
+        self._valid: List[Optional[np.ndarray]] = []
+
+    def add(self, col, field: str = "columns") -> int:
+        """Appends a decoded proto Column; returns its rows."""
+        n = int(col.length)
+        t = TYPE_NAMES.get(col.type)
+        if t != self.type_name:
+            raise InvalidArgument(f"server sent {field} {self.name!r} as {t}, not {self.type_name}")
+        if t in FIXED_DTYPES:
+            data = np.frombuffer(col.data, FIXED_DTYPES[t], count=n)
+        elif t == "bool":
+            data = _unbitmap(col.data, n)
+        else:
+            offs = np.frombuffer(col.offsets, "<i4", count=n + 1) if n else np.zeros(1, "<i4")
+            blob = col.data
+            if t == "string":
+                data = np.array([blob[offs[i]:offs[i + 1]].decode("utf-8") for i in range(n)],
+                                dtype=object)
+            else:
+                data = np.array([blob[offs[i]:offs[i + 1]] for i in range(n)], dtype=object)
+            if n == 0:
+                data = np.zeros(0, dtype=object)
+        self._data.append(data)
+        self._valid.append(_unbitmap(col.validity, n) if col.validity else None)
+        return n
+
+    def finish(self):
+        """The whole column: see the module doc for its form."""
+        if self.type_name in FIXED_DTYPES:
+            empty = np.zeros(0, FIXED_DTYPES[self.type_name].newbyteorder("="))
+        elif self.type_name == "bool":
+            empty = np.zeros(0, bool)
+        else:
+            empty = np.zeros(0, dtype=object)
+        data = np.concatenate([empty] + self._data) if self._data else empty
+        if self.type_name in FIXED_DTYPES:
+            data = data.astype(FIXED_DTYPES[self.type_name].newbyteorder("="), copy=False)
+        if not any(v is not None for v in self._valid):
+            return data
+        valid = np.concatenate(
+            [v if v is not None else np.ones(len(d), bool) for d, v in zip(self._data, self._valid)])
+        if self.type_name in VARIABLE:
+            data[~valid] = None
+            return data
+        return np.ma.MaskedArray(data, mask=~valid)
+
+
+def empty_column(type_name: str):
+    """A zero-row result column of a type."""
+    return ColumnBuilder("", type_name).finish()

@@ -1,0 +1,246 @@
+"""Result types of the gpujoin client: plain dataclasses holding numpy arrays,
+each with a ``to_pandas()`` when pandas is importable."""
+from dataclasses import dataclass, field, fields
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+#: The value of a missing key in a lookup, and the right row of an outer or
+#: anti join pair without a match.
+NO_MATCH = 0xFFFFFFFF
+
+_KEY_TYPES = {0: "uint32", 1: "uint32", 2: "uint64"}
+_DUPLICATES = {0: "lowest_row", 1: "lowest_row", 2: "keep_all"}
+
+
+def _pandas():
+    try:
+        import pandas
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ImportError(f"to_pandas needs pandas ({e}); install python3-pandas or pandas") from e
+    return pandas
+
+
+def _series(pd, values):
+    """A pandas Series of a result column: masked arrays become nullable dtypes."""
+    if isinstance(values, np.ma.MaskedArray):
+        data = np.ma.getdata(values)
+        mask = np.ma.getmaskarray(values)
+        return pd.Series(pd.array(data, dtype=_nullable(pd, data.dtype)).copy()).mask(mask)
+    return pd.Series(values)
+
+
+def _nullable(pd, dt: np.dtype) -> str:
+    if dt.kind == "b":
+        return "boolean"
+    if dt.kind == "f":
+        return "Float64" if dt.itemsize == 8 else "Float32"
+    return {("u", 4): "UInt32", ("u", 8): "UInt64", ("i", 4): "Int32", ("i", 8): "Int64"}[
+        (dt.kind, dt.itemsize)]
+
+
+def _from_proto(cls, msg, **overrides):
+    """A dataclass from the proto message fields of the same names."""
+    kw = {}
+    for f in fields(cls):
+        if f.name in overrides:
+            kw[f.name] = overrides[f.name]
+        elif hasattr(msg, f.name):
+            kw[f.name] = getattr(msg, f.name)
+    return cls(**kw)
+
+
+@dataclass
+class QueryStatistics:
+    """Per-call totals: found and missing keys (left rows), probes summed and their maximum."""
+    found: int = 0
+    missing: int = 0
+    total_probes: int = 0
+    max_probes: int = 0
+
+    def merge(self, s) -> None:
+        self.found += s.found
+        self.missing += s.missing
+        self.total_probes += s.total_probes
+        self.max_probes = max(self.max_probes, s.max_probes)
+
+
+@dataclass
+class BuildStatistics:
+    unique_keys: int = 0
+    duplicate_rows: int = 0
+    overflow_rows: int = 0
+    invalid_rows: int = 0
+    total_probes: int = 0
+    max_probes: int = 0
+    max_group_rows: int = 0  #: keep_all: most rows kept under one key (else 0)
+
+
+@dataclass
+class PayloadColumnInfo:
+    name: str
+    type: str        #: "uint32", ..., "string"
+    null_count: int
+    bytes: int
+
+
+@dataclass
+class IndexInfo:
+    """A resident index (proto IndexInfo); key_type "uint32"/"uint64", duplicates
+    "lowest_row"/"keep_all", payload columns in declaration order."""
+    name: str = ""
+    version: int = 0
+    capacity: int = 0
+    max_probe_count: int = 0
+    first_value: int = 0
+    explicit_values: bool = False
+    batch_mode: bool = False
+    rows: int = 0
+    statistics: BuildStatistics = field(default_factory=BuildStatistics)
+    load_factor: float = 0.0
+    device_bytes: int = 0
+    build_seconds: float = 0.0
+    backend: str = ""
+    built_unix_millis: int = 0
+    key_type: str = "uint32"
+    payload: List[PayloadColumnInfo] = field(default_factory=list)
+    payload_bytes: int = 0
+    duplicates: str = "lowest_row"
+
+    @classmethod
+    def from_proto(cls, m) -> "IndexInfo":
+        from .columns import TYPE_NAMES
+        return _from_proto(
+            cls, m, statistics=_from_proto(BuildStatistics, m.statistics),
+            key_type=_KEY_TYPES.get(m.key_type, str(m.key_type)),
+            duplicates=_DUPLICATES.get(m.duplicates, str(m.duplicates)),
+            payload=[PayloadColumnInfo(p.name, TYPE_NAMES.get(p.type, str(p.type)), p.null_count,
+                                       p.bytes) for p in m.payload])
+
+    def payload_type(self, name: str) -> Optional[str]:
+        for p in self.payload:
+            if p.name == name:
+                return p.type
+        return None
+
+
+@dataclass
+class ServerInfo:
+    """GetServerInfo: identity, memory and the server's limits."""
+    version: str = ""
+    backend: str = ""
+    device_name: str = ""
+    device_memory_total_bytes: int = 0
+    device_memory_used_bytes: int = 0
+    device_memory_budget_bytes: int = 0
+    max_message_bytes: int = 0
+    max_inflight_batches_per_stream: int = 0
+    max_inflight_batches: int = 0
+    index_count: int = 0
+    serving: bool = False
+    max_concurrent_builds: int = 0
+    max_aggregate_groups: int = 0
+    max_staged_bytes: int = 0
+    max_build_staged_bytes: int = 0
+    staged_bytes: int = 0
+    max_streams_per_connection: int = 0
+    max_result_bytes: int = 0
+
+    @classmethod
+    def from_proto(cls, m) -> "ServerInfo":
+        return _from_proto(cls, m)
+
+
+@dataclass
+class DropResult:
+    dropped_version: int
+    freed_bytes: int
+
+
+@dataclass
+class LookupResult:
+    """One row per key: `values` (uint32, NO_MATCH where missing), `found`
+    (bool), `probes` / `match_counts` (uint32, when asked, else None) and the
+    selected payload `columns` by name (null where the key is missing)."""
+    values: np.ndarray
+    found: np.ndarray
+    probes: Optional[np.ndarray] = None
+    match_counts: Optional[np.ndarray] = None
+    columns: Dict[str, Any] = field(default_factory=dict)
+    statistics: QueryStatistics = field(default_factory=QueryStatistics)
+    index_version: int = 0
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def to_pandas(self, keys: Any = None):
+        """A DataFrame: `key` (when given), `value` (nullable: NA where missing),
+        `found`, `probes`/`match_counts` when asked, then the selected columns."""
+        pd = _pandas()
+        out = {}
+        if keys is not None:
+            out["key"] = np.asarray(keys)
+        out["value"] = _series(pd, np.ma.MaskedArray(self.values, mask=~self.found))
+        out["found"] = self.found
+        if self.probes is not None:
+            out["probes"] = self.probes
+        if self.match_counts is not None:
+            out["match_counts"] = self.match_counts
+        for name, col in self.columns.items():
+            out[name] = _series(pd, col)
+        return pd.DataFrame({k: (v.reset_index(drop=True) if hasattr(v, "reset_index") else v)
+                             for k, v in out.items()})
+
+
+@dataclass
+class JoinResult:
+    """Pairs in left row order, then right source-row order: `left_rows` and
+    `right_rows` (uint32; NO_MATCH on the right of an outer or anti pair
+    without a match), the selected payload `columns` per pair, `count` (pairs
+    before truncation), `overflow`, and per left row `found` / `probes` when asked."""
+    left_rows: np.ndarray
+    right_rows: np.ndarray
+    columns: Dict[str, Any] = field(default_factory=dict)
+    count: int = 0
+    overflow: bool = False
+    found: Optional[np.ndarray] = None
+    probes: Optional[np.ndarray] = None
+    statistics: QueryStatistics = field(default_factory=QueryStatistics)
+    index_version: int = 0
+
+    def __len__(self) -> int:
+        return len(self.left_rows)
+
+    def to_pandas(self):
+        """A DataFrame: `left_row`, `right_row` (nullable: NA without a match), then the columns."""
+        pd = _pandas()
+        out = {"left_row": self.left_rows,
+               "right_row": _series(pd, np.ma.MaskedArray(self.right_rows,
+                                                          mask=self.right_rows == NO_MATCH))}
+        for name, col in self.columns.items():
+            out[name] = _series(pd, col)
+        return pd.DataFrame(out)
+
+
+@dataclass
+class AggregateResult:
+    """Per group: `values` (float32; SUM/MIN/MAX/MEAN) or `counts` (uint32;
+    COUNT), and `contributing_rows` (uint32) when asked; `rows` sent."""
+    op: str
+    values: Optional[np.ndarray] = None
+    counts: Optional[np.ndarray] = None
+    contributing_rows: Optional[np.ndarray] = None
+    rows: int = 0
+
+    def to_pandas(self):
+        pd = _pandas()
+        out = {}
+        if self.counts is not None:
+            out["count"] = self.counts
+        if self.values is not None:
+            out[self.op] = self.values
+        if self.contributing_rows is not None:
+            out["contributing_rows"] = self.contributing_rows
+        df = pd.DataFrame(out)
+        df.index.name = "group"
+        return df

@@ -1,0 +1,98 @@
+"""pytest fixtures of the Python package tests: real gpujoind processes (CPU
+backend, free loopback ports) and gpujoin.Client instances against them.
+
+run_package_tests.py (the CTest entry) passes --gpujoind and puts the package
+and its generated stubs on sys.path.
+"""
+import os
+import re
+import signal
+import subprocess
+import threading
+
+import pytest
+
+TESTDATA = os.path.join(os.path.dirname(__file__), "..", "server", "testdata")
+
+
+def pytest_addoption(parser):
+    parser.addoption("--gpujoind", default=os.environ.get("GPUJOIND"),
+                     help="the gpujoind binary (CPU backend)")
+
+
+class Gpujoind:
+    """gpujoind on free ports; its log is collected by a thread so it never blocks."""
+
+    def __init__(self, binary, *extra):
+        self.proc = subprocess.Popen(
+            [binary, "--listen=127.0.0.1:0", "--metrics-listen=none", "--backend=cpu",
+             "--cpu-threads=2", "--executor-threads=2", *extra],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.log = []
+        self.ready = threading.Event()
+        self.address = None
+        threading.Thread(target=self._read, daemon=True).start()
+        if not self.ready.wait(30):
+            self.stop(signal.SIGKILL)
+            raise RuntimeError("gpujoind did not become ready:\n" + "".join(self.log))
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.log.append(line)
+            m = re.search(r"gpujoind ready: grpc=(\S+)", line)
+            if m:
+                self.address = m.group(1)
+                self.ready.set()
+        self.ready.set()  # exited: the wait above sees no address
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        return self.proc.wait(30)
+
+
+def _binary(config):
+    path = config.getoption("--gpujoind")
+    if not path or not os.access(path, os.X_OK):
+        pytest.fail(f"--gpujoind must name the gpujoind binary (got {path!r})")
+    return path
+
+
+@pytest.fixture(scope="session")
+def server(pytestconfig):
+    """A plaintext gpujoind shared by the tests (each uses its own index names)."""
+    s = Gpujoind(_binary(pytestconfig), "--device-memory-limit=2G")
+    if s.address is None:
+        pytest.fail("gpujoind exited:\n" + "".join(s.log))
+    yield s
+    assert s.stop() == 0, "".join(s.log)
+
+
+@pytest.fixture()
+def client(server):
+    import gpujoin
+    with gpujoin.Client(server.address) as c:
+        yield c
+
+
+@pytest.fixture(scope="session")
+def small_message_server(pytestconfig):
+    """gpujoind with 1 MiB messages and 8 MiB of results per request: joins
+    continue over messages, and keep_all batches are cut by --max-result-bytes."""
+    s = Gpujoind(_binary(pytestconfig), "--max-message-bytes=1M", "--max-result-bytes=8M")
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="session")
+def secure_server(pytestconfig, tmp_path_factory):
+    """gpujoind serving TLS (tests/server/testdata: a self-signed localhost
+    certificate) and requiring a bearer token."""
+    token = tmp_path_factory.mktemp("auth") / "token"
+    token.write_text("s3cret-token\n")
+    s = Gpujoind(_binary(pytestconfig), f"--tls-cert={TESTDATA}/server.pem",
+                 f"--tls-key={TESTDATA}/server.key", f"--auth-token-file={token}")
+    s.token = "s3cret-token"
+    s.root = os.path.join(TESTDATA, "server.pem")
+    yield s
+    s.stop()
