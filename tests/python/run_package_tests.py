@@ -22,8 +22,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--gpujoind", required=True)
     p.add_argument("--stubs-dir", required=True, help="where gpujoin/v1/*.py are generated")
-    p.add_argument("pytest_args", nargs="*")
-    a = p.parse_args()
+    a, pytest_args = p.parse_known_args()  # the rest goes to pytest (-k, -x, ...)
     missing = []
     for module, package in NEEDS:
         try:
@@ -43,7 +42,7 @@ def main():
     os.environ["PYTHONPATH"] = os.pathsep.join(
         [os.path.join(ROOT, "client", "python"), a.stubs_dir, os.environ.get("PYTHONPATH", "")])
     return pytest.main(["-v", "-p", "no:cacheprovider", f"--rootdir={HERE}",
-                        f"--gpujoind={a.gpujoind}", *tests, *a.pytest_args])
+                        f"--gpujoind={a.gpujoind}", *tests, *pytest_args])
 
 
 if __name__ == "__main__":

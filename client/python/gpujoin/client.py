@@ -24,6 +24,7 @@ import numpy as np
 
 from . import columns as _columns
 from . import keys as _keys
+from . import wire as _wire
 from ._proto import pb, pb_grpc
 from .errors import (Aborted, Error, Internal, InvalidArgument, KeyDtypeError, ResourceExhausted,
                      from_batch_error, from_rpc_error)
@@ -212,6 +213,7 @@ class Client:
         self._lock = threading.Lock()
         self._channel: Optional[grpc.Channel] = None
         self._stub = None
+        self._lookup_method = None
         self._limit = 0  # the message limit in use, once connected
         self._window = max_inflight
 
@@ -250,6 +252,10 @@ class Client:
             self._limit = min(limit, 0x7FFFFFFF)
             if info.max_inflight_batches_per_stream:
                 self._window = min(self._max_inflight, int(info.max_inflight_batches_per_stream))
+            # Lookup frames its bulk columns itself (gpujoin.wire): bytes in, views out.
+            self._lookup_method = channel.stream_stream(
+                "/gpujoin.v1.GpuJoin/Lookup", request_serializer=None,
+                response_deserializer=_wire.parse_lookup_response)
             self._channel, self._stub = channel, stub
             return stub
 
@@ -276,7 +282,8 @@ class Client:
     def _stream(self, name: str, requests: Iterable[Any], finishes=lambda r: True,
                 timeout: Optional[float] = None) -> Iterator[Any]:
         stub = self._connected()
-        return run_stream(getattr(stub, name), requests, max_inflight=self._window,
+        method = self._lookup_method if name == "Lookup" else getattr(stub, name)
+        return run_stream(method, requests, max_inflight=self._window,
                           metadata=self._metadata,
                           timeout=timeout if timeout is not None else self._timeout,
                           finishes=finishes)
@@ -463,14 +470,14 @@ class Client:
 
             def requests():
                 for b, start in enumerate(range(0, n, rows)):
-                    req = pb.LookupRequest(index=index, batch_id=b, want_probes=probes,
-                                           want_match_counts=match_counts,
-                                           max_probe_count=max_probe_count, select=select)
-                    _set_keys(req, wire[start:start + rows])
-                    yield req
+                    header = pb.LookupRequest(index=index, batch_id=b, want_probes=probes,
+                                              want_match_counts=match_counts,
+                                              max_probe_count=max_probe_count,
+                                              select=select).SerializeToString()
+                    yield _wire.lookup_request(header, wire[start:start + rows])
 
             for b, r in enumerate(self._stream("Lookup", requests(), timeout=timeout)):
-                if r.HasField("error"):
+                if r.error is not None:
                     raise from_batch_error(r.error, b)
                 if r.batch_id != b:
                     raise Internal(f"lookup answer {b} carries batch_id {r.batch_id}")
@@ -492,7 +499,8 @@ class Client:
                     if bld.add(col, "lookup column") != m:
                         raise Internal(f"server sent column {bld.name!r} of {col.length} rows "
                                        f"for {m} keys")
-                stats.merge(r.statistics)
+                if r.statistics is not None:
+                    stats.merge(r.statistics)
                 version = r.index_version
         return LookupResult(values=values, found=found, probes=probe_out,
                             match_counts=counts_out,

@@ -1,0 +1,40 @@
+"""gpujoin.wire: the hand-framed LookupRequest parses as protobuf writes it, and
+LookupResponse is read back field by field (unknown fields skipped)."""
+import numpy as np
+import pytest
+
+from gpujoin import wire
+from gpujoin._proto import pb
+
+
+@pytest.mark.parametrize("dtype,field", [("<u4", "keys"), ("<u8", "keys64")])
+@pytest.mark.parametrize("rows", [1, 3, 200, 70000])  # length varints of 1, 2 and 3 bytes
+def test_lookup_request_matches_protobuf(dtype, field, rows):
+    keys = (np.arange(rows) * 7919).astype(dtype)
+    header = pb.LookupRequest(index="ix", batch_id=1 << 35, want_probes=True, select=["a", "b"],
+                              want_match_counts=True, max_probe_count=9).SerializeToString()
+    m = pb.LookupRequest.FromString(wire.lookup_request(header, keys))
+    want = pb.LookupRequest(index="ix", batch_id=1 << 35, want_probes=True, select=["a", "b"],
+                            want_match_counts=True, max_probe_count=9)
+    getattr(want, field).packed = keys.tobytes()
+    assert m == want
+
+
+def test_lookup_response_fields():
+    values = np.arange(1000, dtype="<u4")
+    r = pb.LookupResponse(batch_id=1 << 40, index_version=7, values=values.tobytes(),
+                          found=bytes([1, 0] * 500), probes=b"\x02\0\0\0",
+                          statistics=pb.QueryStatistics(found=5, max_probes=2),
+                          columns=[pb.Column(name="x", length=1), pb.Column(name="y")],
+                          match_counts=b"\x01\0\0\0", error=pb.BatchError(code=3, message="m"))
+    data = r.SerializeToString() + b"\xa0\x06\x05" + b"\xad\x06abcd"  # fields 100 (varint), 101 (fixed32)
+    a = wire.parse_lookup_response(data)
+    assert (a.batch_id, a.index_version) == (1 << 40, 7)
+    np.testing.assert_array_equal(np.frombuffer(a.values, "<u4"), values)
+    assert bytes(a.found) == bytes([1, 0] * 500) and bytes(a.probes) == b"\x02\0\0\0"
+    assert bytes(a.match_counts) == b"\x01\0\0\0"
+    assert a.statistics == pb.QueryStatistics(found=5, max_probes=2)
+    assert a.error == pb.BatchError(code=3, message="m")
+    assert [c.name for c in a.columns] == ["x", "y"]
+    empty = wire.parse_lookup_response(b"")
+    assert empty.error is None and empty.statistics is None and len(empty.values) == 0
