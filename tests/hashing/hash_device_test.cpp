@@ -14,6 +14,7 @@
 #include "gpujoin/testing/require_gpu.hpp"
 #include "hash_test_util.hpp"
 #include "known_answers.hpp"
+#include "nested_test_util.hpp"
 
 #if defined(GPUJOIN_HAVE_CUDA)
 #include <cuda_runtime.h>
@@ -178,6 +179,120 @@ TEST_F(HashDeviceTest, MillionsOfRowsMatchHost) {
   const OwnedColumn s = RandomColumn(ColumnType::kBinary, rows, 0.01, 3, rng, /*max_len=*/12);
   for (HashBits bits : {HashBits::k32, HashBits::k64}) {
     ExpectSameAsHost({a.View(), b.View(), s.View()}, bits, "3M rows");
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Issue 22: Arrow's narrow, fixed-size, large, dictionary and nested types.
+// ---------------------------------------------------------------------------
+
+std::vector<HashColumn> TreeViews(const std::vector<testing::OwnedTree>& trees) {
+  std::vector<HashColumn> v;
+  for (const auto& t : trees) v.push_back(t.View());
+  return v;
+}
+
+// Every flat type of issue 22 (int8/16, uint8/16, float16, bool, decimal128,
+// fixed_size_binary of widths 0, 3 and 16, string, large binary/string) alone and
+// dictionary-encoded (indices of every width, repeated, null and extra entries,
+// garbage under null indices), at row counts around warp and byte boundaries,
+// in one pass and in passes of 64 rows (the dictionary is hashed once for all).
+TEST_F(HashDeviceTest, Issue22FlatTypesAndDictionariesMatchHost) {
+  std::mt19937_64 rng(2204);
+  for (const testing::LType& t : testing::FlatTypes()) {
+    for (int dictionary_percent : {0, 100}) {
+      testing::EncodeOptions o;
+      o.dictionary_percent = dictionary_percent;
+      for (uint64_t rows : {1u, 31u, 33u, 257u, 3001u}) {
+        for (double null_p : {0.0, 0.3, 1.0}) {
+          std::vector<testing::LValue> values;
+          for (uint64_t r = 0; r < rows; ++r)
+            values.push_back(testing::RandomValue(t, rng, null_p));
+          const testing::OwnedTree c = testing::EncodeTop(t, values, rng, o);
+          const std::string what = std::string(ColumnTypeName(t.type)) + "(" +
+                                   std::to_string(t.width) + ") dict " +
+                                   std::to_string(dictionary_percent) + " rows " +
+                                   std::to_string(rows) + " nulls " + std::to_string(null_p);
+          for (HashBits bits : {HashBits::k32, HashBits::k64}) {
+            ExpectSameAsHost({c.View()}, bits, what);
+            ExpectSameAsHost({c.View()}, bits, what + " passes of 64", 64);
+          }
+        }
+      }
+    }
+  }
+}
+
+// Random composites of flat and dictionary columns, sliced.
+TEST_F(HashDeviceTest, Issue22CompositesMatchHost) {
+  std::mt19937_64 rng(2205);
+  for (int iter = 0; iter < 60; ++iter) {
+    const uint64_t rows = 1 + rng() % 5000;
+    std::vector<testing::OwnedTree> columns;
+    for (uint64_t c = 0, n = 1 + rng() % 4; c < n; ++c) {
+      const testing::LType t = testing::RandomType(rng, 0);
+      std::vector<testing::LValue> values;
+      for (uint64_t r = 0; r < rows; ++r) values.push_back(testing::RandomValue(t, rng, 0.1));
+      testing::EncodeOptions o;
+      o.dictionary_percent = 50;
+      columns.push_back(testing::EncodeTop(t, values, rng, o));
+    }
+    const uint64_t first = rng() % rows;
+    const uint64_t n = rng() % (rows - first + 1);
+    std::vector<HashColumn> slice;
+    for (const auto& c : columns) slice.push_back(c.Slice(first, n));
+    for (HashBits bits : {HashBits::k32, HashBits::k64}) {
+      ExpectSameAsHost(TreeViews(columns), bits, "composite " + std::to_string(iter));
+      ExpectSameAsHost(slice, bits, "composite slice " + std::to_string(iter), 96);
+    }
+  }
+}
+
+// A large dictionary (50k string entries) under 400k indices, in several passes.
+TEST_F(HashDeviceTest, Issue22LargeDictionaryMatchesHost) {
+  std::mt19937_64 rng(2206);
+  const OwnedColumn values = RandomColumn(ColumnType::kBinary, 50'000, 0.05, 3, rng, 24);
+  testing::OwnedTree dict;
+  dict.type = ColumnType::kBinary;
+  dict.data = values.data;
+  dict.offsets = values.offsets;
+  dict.validity = values.validity;
+  dict.offset = values.offset;
+  dict.length = values.length;
+  testing::OwnedTree c;
+  c.type = ColumnType::kDictionary;
+  c.index_type = ColumnType::kUint32;
+  c.length = 400'000;
+  c.offset = 5;
+  c.data.resize((c.offset + c.length) * 4);
+  for (uint64_t r = 0; r < c.offset + c.length; ++r) {
+    const uint32_t index = static_cast<uint32_t>(rng() % dict.length);
+    std::memcpy(&c.data[r * 4], &index, 4);
+  }
+  c.children = {dict};
+  for (HashBits bits : {HashBits::k32, HashBits::k64}) {
+    ExpectSameAsHost({c.View()}, bits, "large dictionary");
+    ExpectSameAsHost({c.View()}, bits, "large dictionary, passes", 65'536);
+  }
+}
+
+// Nested trees (struct, list, large list, fixed-size list, map; depth up to 3)
+// go through the CUDA backend's host path (docs/hashing.md "Execution"), alone and
+// beside flat and dictionary columns: the same bits as the CPU backend.
+TEST_F(HashDeviceTest, Issue22NestedMatchHost) {
+  std::mt19937_64 rng(2207);
+  for (int iter = 0; iter < 80; ++iter) {
+    const uint64_t rows = rng() % 300;
+    std::vector<testing::OwnedTree> columns;
+    for (uint64_t c = 0, n = 1 + rng() % 3; c < n; ++c) {
+      const testing::LType t = testing::RandomType(rng, 3);
+      std::vector<testing::LValue> values;
+      for (uint64_t r = 0; r < rows; ++r) values.push_back(testing::RandomValue(t, rng, 0.2));
+      columns.push_back(testing::EncodeTop(t, values, rng));
+    }
+    for (HashBits bits : {HashBits::k32, HashBits::k64}) {
+      ExpectSameAsHost(TreeViews(columns), bits, "nested " + std::to_string(iter));
+    }
   }
 }
 

@@ -11,11 +11,13 @@ namespace gpujoin::engine {
 namespace {
 // Indexed by ColumnType.
 constexpr std::array<std::string_view, 25> kTypeNames = {
-    "uint32",       "int32",        "uint64",     "int64",      "float32",
-    "float64",      "binary",       "bool",       "string",     "int8",
-    "uint8",        "int16",        "uint16",     "float16",    "decimal128",
-    "fixed_size_binary", "large_binary", "large_string", "dictionary", "struct",
-    "list",         "large_list",   "fixed_size_list", "map",   "null"};
+    "uint32",       "int32",        "uint64",          "int64",
+    "float32",      "float64",      "binary",          "bool",
+    "string",       "int8",         "uint8",           "int16",
+    "uint16",       "float16",      "decimal128",      "fixed_size_binary",
+    "large_binary", "large_string", "dictionary",      "struct",
+    "list",         "large_list",   "fixed_size_list", "map",
+    "null"};
 static_assert(kTypeNames.size() == static_cast<size_t>(ColumnType::kNull) + 1);
 }  // namespace
 

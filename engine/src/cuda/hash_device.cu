@@ -81,9 +81,8 @@ absl::Status UploadValidity(const HashColumn& c, const std::string& name, cudaSt
   if (c.validity.empty() || c.type == ColumnType::kNull) return absl::OkStatus();
   const uint64_t first_byte = c.offset / 8;
   const uint64_t end_byte = (c.offset + c.length + 7) / 8;
-  GPUJOIN_ASSIGN_OR_RETURN(
-      out.validity,
-      Upload(c.validity.data() + first_byte, end_byte - first_byte, stream, name + " validity"));
+  GPUJOIN_ASSIGN_OR_RETURN(out.validity, Upload(c.validity.data() + first_byte,
+                                                end_byte - first_byte, stream, name + " validity"));
   out.view.validity = out.validity.data();
   out.view.validity_bit_offset = c.offset % 8;
   return absl::OkStatus();
@@ -94,9 +93,9 @@ absl::Status UploadValidity(const HashColumn& c, const std::string& name, cudaSt
 template <typename O>
 absl::Status UploadBinary(const HashColumn& c, std::span<const O> offsets, const std::string& name,
                           cudaStream_t stream, DeviceColumn& out) {
-  GPUJOIN_ASSIGN_OR_RETURN(out.offsets, Upload(offsets.data() + c.offset,
-                                               (c.length + 1) * sizeof(O), stream,
-                                               name + " offsets"));
+  GPUJOIN_ASSIGN_OR_RETURN(
+      out.offsets,
+      Upload(offsets.data() + c.offset, (c.length + 1) * sizeof(O), stream, name + " offsets"));
   const O first = offsets[c.offset];
   const O last = offsets[c.offset + c.length];
   GPUJOIN_ASSIGN_OR_RETURN(
@@ -161,8 +160,8 @@ absl::Status PrepareDictionary(const HashColumn& c, size_t index, cudaStream_t s
   GPUJOIN_ASSIGN_OR_RETURN(out.dict_hashes,
                            Bytes::Async(dict.length * sizeof(H), stream, "dictionary hashes"));
   // Whole warps of 32 rows write 4 validity bytes each: round the bitmap up.
-  GPUJOIN_ASSIGN_OR_RETURN(out.dict_validity,
-                           Bytes::Async((dict.length + 31) / 32 * 4, stream, "dictionary validity"));
+  GPUJOIN_ASSIGN_OR_RETURN(
+      out.dict_validity, Bytes::Async((dict.length + 31) / 32 * 4, stream, "dictionary validity"));
   if (dict.length != 0) {
     const uint64_t blocks_needed = (dict.length + kBlockSize - 1) / kBlockSize;
     const unsigned blocks =

@@ -86,16 +86,16 @@ absl::Status CheckOffsets(const std::string& name, std::span<const O> offsets,
   }
   for (uint64_t r = c.offset; r < end_row; ++r) {
     if (offsets[r + 1] < offsets[r]) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          name, ": ", field, " decrease at row ", r - c.offset, ": ", field, "[", r,
-          "] = ", offsets[r], " > ", field, "[", r + 1, "] = ", offsets[r + 1]));
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ": ", field, " decrease at row ", r - c.offset, ": ", field, "[", r,
+                       "] = ", offsets[r], " > ", field, "[", r + 1, "] = ", offsets[r + 1]));
     }
   }
   const O last = offsets[end_row];
   if (static_cast<uint64_t>(last) > limit) {
     return absl::InvalidArgumentError(absl::StrCat(name, ": ", field, "[", end_row, "] = ", last,
-                                                   " is past the end of ", limit_what, " (",
-                                                   limit, " ", unit, ")"));
+                                                   " is past the end of ", limit_what, " (", limit,
+                                                   " ", unit, ")"));
   }
   return absl::OkStatus();
 }
@@ -119,22 +119,22 @@ class TreeValidator {
                                         " levels (at ", path, ")"));
     }
     if (RangeExceeds(c.offset, c.length, kMaxRows)) {
-      return Invalid(name,
-                     absl::StrCat("offset ", c.offset, " + length ", c.length, " exceeds 2^56 rows"));
+      return Invalid(
+          name, absl::StrCat("offset ", c.offset, " + length ", c.length, " exceeds 2^56 rows"));
     }
     const uint64_t end_row = c.offset + c.length;
     const int want_children = ExpectedChildren(c.type);
     if (want_children >= 0 && c.children.size() != static_cast<size_t>(want_children)) {
-      return Invalid(name, absl::StrCat("has ", c.children.size(), " children, ",
-                                        TypeName(c.type), " takes ", want_children));
+      return Invalid(name, absl::StrCat("has ", c.children.size(), " children, ", TypeName(c.type),
+                                        " takes ", want_children));
     }
     if (c.byte_width != 0 && c.type != ColumnType::kFixedSizeBinary &&
         c.type != ColumnType::kFixedSizeList) {
       return Invalid(name, absl::StrCat("byte_width is ", c.byte_width,
                                         "; only fixed_size_binary and fixed_size_list take one"));
     }
-    const bool takes_offsets = IsBinaryType(c.type) || c.type == ColumnType::kList ||
-                               c.type == ColumnType::kMap;
+    const bool takes_offsets =
+        IsBinaryType(c.type) || c.type == ColumnType::kList || c.type == ColumnType::kMap;
     const bool takes_large = IsLargeBinaryType(c.type) || c.type == ColumnType::kLargeList;
     if (!takes_offsets && !c.offsets.empty()) {
       return Invalid(name, absl::StrCat(FixedWidth(c.type) != 0 ? "offsets must be empty for a "
@@ -143,8 +143,7 @@ class TreeValidator {
                                         c.offsets.size()));
     }
     if (!takes_large && !c.large_offsets.empty()) {
-      return Invalid(name, absl::StrCat("large_offsets must be empty, got ",
-                                        c.large_offsets.size(),
+      return Invalid(name, absl::StrCat("large_offsets must be empty, got ", c.large_offsets.size(),
                                         " (only large_binary, large_string and large_list)"));
     }
     const bool takes_data = c.type != ColumnType::kNull && c.type != ColumnType::kStruct &&
@@ -154,10 +153,10 @@ class TreeValidator {
       return Invalid(name, absl::StrCat("data must be empty, got ", c.data.size(), " bytes"));
     }
     if (!c.validity.empty() && c.validity.size() < BitmapBytes(end_row)) {
-      return Invalid(name, absl::StrCat("validity has ", c.validity.size(),
-                                        " bytes, needs at least ", BitmapBytes(end_row),
-                                        " for bits up to offset ", c.offset, " + length ",
-                                        c.length));
+      return Invalid(name,
+                     absl::StrCat("validity has ", c.validity.size(), " bytes, needs at least ",
+                                  BitmapBytes(end_row), " for bits up to offset ", c.offset,
+                                  " + length ", c.length));
     }
 
     // Children first: the parent's checks below use their lengths.
@@ -181,13 +180,12 @@ class TreeValidator {
       case ColumnType::kNull:
         return absl::OkStatus();
       case ColumnType::kBool:
-        return NeedData(c, name, BitmapBytes(end_row), absl::StrCat("a bitmap of offset ", c.offset,
-                                                                    " + length ", c.length,
-                                                                    " bits"));
+        return NeedData(
+            c, name, BitmapBytes(end_row),
+            absl::StrCat("a bitmap of offset ", c.offset, " + length ", c.length, " bits"));
       case ColumnType::kBinary:
       case ColumnType::kString:
-        return CheckOffsets<int32_t>(name, c.offsets, "offsets", c, c.data.size(), "data",
-                                     "bytes");
+        return CheckOffsets<int32_t>(name, c.offsets, "offsets", c, c.data.size(), "data", "bytes");
       case ColumnType::kLargeBinary:
       case ColumnType::kLargeString:
         return CheckOffsets<int64_t>(name, c.large_offsets, "large_offsets", c, c.data.size(),
@@ -199,10 +197,10 @@ class TreeValidator {
       case ColumnType::kStruct:
         for (size_t j = 0; j < c.children.size(); ++j) {
           if (c.children[j].length < end_row) {
-            return Invalid(name, absl::StrCat("field ", path, ".children[", j, "] has ",
-                                              c.children[j].length, " rows, needs at least ",
-                                              end_row, " (the struct's offset ", c.offset,
-                                              " + length ", c.length, ")"));
+            return Invalid(
+                name, absl::StrCat("field ", path, ".children[", j, "] has ", c.children[j].length,
+                                   " rows, needs at least ", end_row, " (the struct's offset ",
+                                   c.offset, " + length ", c.length, ")"));
           }
         }
         return absl::OkStatus();
@@ -212,8 +210,8 @@ class TreeValidator {
         if (c.type == ColumnType::kMap) limit = std::min(limit, c.children[1].length);
         return CheckOffsets<int32_t>(
             name, c.offsets, "offsets", c, limit,
-            absl::StrCat(path, c.type == ColumnType::kMap ? ".children (keys and items)"
-                                                           : ".children[0]"),
+            absl::StrCat(
+                path, c.type == ColumnType::kMap ? ".children (keys and items)" : ".children[0]"),
             "rows");
       }
       case ColumnType::kLargeList:
@@ -242,8 +240,8 @@ class TreeValidator {
   static absl::Status NeedData(const HashColumn& c, const std::string& name, uint64_t need,
                                const std::string& why) {
     if (c.data.size() < need) {
-      return Invalid(name, absl::StrCat("data has ", c.data.size(), " bytes, needs at least ",
-                                        need, " (", why, ")"));
+      return Invalid(name, absl::StrCat("data has ", c.data.size(), " bytes, needs at least ", need,
+                                        " (", why, ")"));
     }
     return absl::OkStatus();
   }
@@ -252,8 +250,8 @@ class TreeValidator {
   static absl::Status NeedWidth(const HashColumn& c, const std::string& name, uint64_t width) {
     const uint64_t end_row = c.offset + c.length;
     if (width != 0 && end_row > UINT64_MAX / width) {
-      return Invalid(name, absl::StrCat("(offset ", c.offset, " + length ", c.length, ") * ",
-                                        width, " bytes overflows"));
+      return Invalid(name, absl::StrCat("(offset ", c.offset, " + length ", c.length, ") * ", width,
+                                        " bytes overflows"));
     }
     if (c.data.size() < end_row * width) {
       return Invalid(name, absl::StrCat("data has ", c.data.size(), " bytes, needs at least ",
@@ -285,12 +283,11 @@ class TreeValidator {
       const int64_t index = LoadIndex(c.data.data(), c.index_type, physical);
       const bool unsigned_past = c.index_type == ColumnType::kUint64 && index < 0;
       if (index < 0 || static_cast<uint64_t>(index) >= dict.length) {
-        return Invalid(name, absl::StrCat(
-                                 "index ",
-                                 unsigned_past ? absl::StrCat(static_cast<uint64_t>(index))
-                                               : absl::StrCat(index),
-                                 " at row ", r, " is outside the dictionary ", path,
-                                 ".children[0] (", dict.length, " rows)"));
+        return Invalid(name, absl::StrCat("index ",
+                                          unsigned_past ? absl::StrCat(static_cast<uint64_t>(index))
+                                                        : absl::StrCat(index),
+                                          " at row ", r, " is outside the dictionary ", path,
+                                          ".children[0] (", dict.length, " rows)"));
       }
     }
     return absl::OkStatus();
@@ -361,17 +358,18 @@ struct HashTree {
         return Struct(c, first, rows, hash, valid);
       case ColumnType::kFixedSizeList: {
         const uint64_t base = c.offset + first, size = c.byte_width;
-        return FoldRows(c, [&](uint64_t i) { return (base + i) * size; }, rows, hash, valid);
+        return FoldRows(
+            c, [&](uint64_t i) { return (base + i) * size; }, rows, hash, valid);
       }
       case ColumnType::kLargeList: {
         const int64_t* o = c.large_offsets.data() + c.offset + first;
-        return FoldRows(c, [&](uint64_t i) { return static_cast<uint64_t>(o[i]); }, rows, hash,
-                        valid);
+        return FoldRows(
+            c, [&](uint64_t i) { return static_cast<uint64_t>(o[i]); }, rows, hash, valid);
       }
       default: {  // kList, kMap
         const int32_t* o = c.offsets.data() + c.offset + first;
-        return FoldRows(c, [&](uint64_t i) { return static_cast<uint64_t>(o[i]); }, rows, hash,
-                        valid);
+        return FoldRows(
+            c, [&](uint64_t i) { return static_cast<uint64_t>(o[i]); }, rows, hash, valid);
       }
     }
   }
@@ -453,7 +451,8 @@ struct HashTree {
         for (uint64_t r = i; r < j; ++r) {
           const uint64_t b = begin_of(r) - b0, e = begin_of(r + 1) - b0;
           hash[r] = Fold(ch[0].data() + b, cv[0].data() + b, e - b);
-          if (folds == 2) hash[r] = CombineHash(hash[r], Fold(ch[1].data() + b, cv[1].data() + b, e - b));
+          if (folds == 2)
+            hash[r] = CombineHash(hash[r], Fold(ch[1].data() + b, cv[1].data() + b, e - b));
         }
       } else {  // j == i + 1: one row longer than a chunk
         ListFold<H> fold[2];
