@@ -401,6 +401,8 @@ def test_hash_batches_nulls_and_widths(client):
     assert h32.dtype == np.uint32 and len(set(h32.tolist())) == 5
     with pytest.raises(TypeError):
         client.hash(np.array([True, False]))
+    with pytest.raises(gpujoin.KeyDtypeError, match="int16"):
+        client.hash(np.array([1, 2], np.int16))
 
 
 # ---------------------------------------------------------------- pandas

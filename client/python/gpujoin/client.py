@@ -757,6 +757,12 @@ class Client:
             raise InvalidArgument(f"bits must be 32 or 64, got {bits}")
         if not columns:
             raise InvalidArgument("hash needs at least one column")
+        for i, c in enumerate(columns):
+            dt = getattr(c, "dtype", None)
+            if dt is not None and dt.kind in "iuf" and dt.itemsize < 4:
+                # Widening would hash other bytes than a client hashing the narrow type.
+                raise KeyDtypeError(f"columns[{i}]: {dt} columns cannot be hashed; convert them "
+                                    "to a 32- or 64-bit type explicitly")
         enc = [_columns.encode_column(f"columns[{i}]", c) for i, c in enumerate(columns)]
         for e in enc:
             if e.type_name not in _columns.HASH_TYPES and e.type_name != "string":
