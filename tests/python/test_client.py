@@ -447,3 +447,24 @@ def test_tls_and_token(secure_server):
     with gpujoin.Client(secure_server.address, token=secure_server.token, timeout=5) as c:
         with pytest.raises(gpujoin.Unavailable):  # plaintext to a TLS port: no connection
             c.server_info()
+
+
+def test_join_across_a_rebuild_is_aborted(server, monkeypatch):
+    """A join whose batches ran on two versions of the index (rebuilt between
+    them) raises Aborted rather than mixing their pairs. With one batch in
+    flight, the third batch is sent only after the second answer is read,
+    which is after the rebuild: it runs on version 2, the first on version 1."""
+    with gpujoin.Client(server.address, max_inflight=1) as c:
+        c.build_index("t_rebuild", np.arange(100, dtype=np.uint32), replace=True)
+        stream = c._stream
+
+        def rebuild_after_first(name, requests, finishes=lambda r: True, timeout=None):
+            for i, r in enumerate(stream(name, requests, finishes, timeout)):
+                yield r
+                if i == 0:
+                    c.build_index("t_rebuild", np.arange(100, dtype=np.uint32)[::-1].copy(),
+                                  replace=True)
+
+        monkeypatch.setattr(c, "_stream", rebuild_after_first)
+        with pytest.raises(gpujoin.Aborted, match=r"versions \[1, 2\]"):
+            c.join("t_rebuild", np.arange(100, dtype=np.uint32), batch_rows=10)

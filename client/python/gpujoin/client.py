@@ -106,6 +106,7 @@ class _JoinBatch:
         self.probes: List[np.ndarray] = []
         self.statistics = QueryStatistics()
         self.started = False
+        self.versions = set()  # index versions the answer's parts ran on
 
     def add(self, part) -> None:
         if not self.started:
@@ -155,6 +156,7 @@ class _JoinBatch:
         self.found += other.found
         self.probes += other.probes
         self.statistics.merge(other.statistics)
+        self.versions |= other.versions
 
 
 class Client:
@@ -570,7 +572,11 @@ class Client:
         for part in self._join_ranges(index, wire, explicit, ranges, kind_number, select, types,
                                       count_only, found, probes, max_probe_count, auto, timeout):
             out.absorb(part)
-            version = part.version
+        if len(out.versions) > 1:
+            raise Aborted(f"join of index {index!r} ran on index versions "
+                          f"{sorted(out.versions)}: the index was rebuilt during the join; "
+                          "run it again")
+        version = max(out.versions, default=version)
         cols = {b.name: b.finish() for b in out.builders}
         return JoinResult(
             left_rows=np.concatenate([np.zeros(0, np.uint32)] + out.left).astype(np.uint32),
@@ -622,7 +628,7 @@ class Client:
                 current.add(part)
             if not r.more:
                 current.check_complete(count_only)
-                current.version = r.index_version
+                current.versions.add(r.index_version)
                 answers.append(current)
                 current = None
         if len(answers) != len(ranges):
@@ -647,7 +653,6 @@ class Client:
             whole = _JoinBatch(types)
             for h in halves:
                 whole.absorb(h)
-            whole.version = halves[-1].version
             if whole.count != a.count:
                 raise Aborted(f"join of index {index!r}: rows [{start}, {stop}) yielded {a.count} "
                               f"pairs, then {whole.count}: the index changed during the join; "
