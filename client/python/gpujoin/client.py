@@ -17,7 +17,7 @@ subclasses named after their gRPC code.
 """
 import os
 import threading
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import grpc
 import numpy as np
@@ -26,9 +26,9 @@ from . import columns as _columns
 from . import keys as _keys
 from . import wire as _wire
 from ._proto import pb, pb_grpc
-from .errors import (Aborted, Error, Internal, InvalidArgument, KeyDtypeError, ResourceExhausted,
+from .errors import (Aborted, Internal, InvalidArgument, KeyDtypeError, ResourceExhausted,
                      from_batch_error, from_rpc_error)
-from .results import (NO_MATCH, AggregateResult, DropResult, IndexInfo, JoinResult, LookupResult,
+from .results import (AggregateResult, DropResult, IndexInfo, JoinResult, LookupResult,
                       QueryStatistics, ServerInfo)
 from .streaming import run_stream
 
