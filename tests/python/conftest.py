@@ -6,6 +6,7 @@ and its generated stubs on sys.path.
 """
 import os
 import re
+import shutil
 import signal
 import subprocess
 import threading
@@ -94,5 +95,65 @@ def secure_server(pytestconfig, tmp_path_factory):
                  f"--tls-key={TESTDATA}/server.key", f"--auth-token-file={token}")
     s.token = "s3cret-token"
     s.root = os.path.join(TESTDATA, "server.pem")
+    yield s
+    s.stop()
+
+
+_OPENSSL_CNF = """[req]
+distinguished_name = dn
+prompt = no
+[dn]
+CN = unused
+[ca_ext]
+basicConstraints = critical, CA:TRUE
+keyUsage = critical, keyCertSign, cRLSign
+subjectKeyIdentifier = hash
+[server_ext]
+basicConstraints = CA:FALSE
+keyUsage = critical, digitalSignature
+extendedKeyUsage = serverAuth
+subjectAltName = DNS:localhost, IP:127.0.0.1
+[client_ext]
+basicConstraints = CA:FALSE
+keyUsage = critical, digitalSignature
+extendedKeyUsage = clientAuth
+"""
+
+
+def _make_certificates(d):
+    """ca, server (localhost), client (signed by ca) and rogue (signed by
+    rogue-ca) .pem/.key in `d`, made with the openssl command line as
+    tests/server/tls_integration_test.cpp does."""
+    cnf = d / "openssl.cnf"
+    cnf.write_text(_OPENSSL_CNF)
+
+    def run(*args):
+        subprocess.run(["openssl", *map(str, args)], check=True, capture_output=True, timeout=30)
+
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+    for ca in ("ca", "rogue-ca"):
+        run("req", "-x509", "-new", *ec, "-keyout", d / f"{ca}.key", "-out", d / f"{ca}.pem",
+            "-days", "30", "-subj", f"/CN=gpujoin python {ca}", "-config", cnf,
+            "-extensions", "ca_ext")
+    for serial, (name, ca, ext) in enumerate([("server", "ca", "server_ext"),
+                                              ("client", "ca", "client_ext"),
+                                              ("rogue", "rogue-ca", "client_ext")], start=2):
+        run("req", "-new", *ec, "-keyout", d / f"{name}.key", "-out", d / f"{name}.csr",
+            "-subj", f"/CN={name}", "-config", cnf)
+        run("x509", "-req", "-in", d / f"{name}.csr", "-CA", d / f"{ca}.pem", "-CAkey",
+            d / f"{ca}.key", "-set_serial", serial, "-days", "30", "-out", d / f"{name}.pem",
+            "-extfile", cnf, "-extensions", ext)
+    return d
+
+
+@pytest.fixture(scope="session")
+def mtls_server(pytestconfig, tmp_path_factory):
+    """gpujoind requiring a client certificate signed by a test CA (--tls-client-ca)."""
+    if not shutil.which("openssl"):
+        pytest.skip("the openssl command line makes the test certificates; install openssl")
+    certs = _make_certificates(tmp_path_factory.mktemp("mtls"))
+    s = Gpujoind(_binary(pytestconfig), f"--tls-cert={certs}/server.pem",
+                 f"--tls-key={certs}/server.key", f"--tls-client-ca={certs}/ca.pem")
+    s.certs = certs
     yield s
     s.stop()

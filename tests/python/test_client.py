@@ -468,3 +468,19 @@ def test_join_across_a_rebuild_is_aborted(server, monkeypatch):
         monkeypatch.setattr(c, "_stream", rebuild_after_first)
         with pytest.raises(gpujoin.Aborted, match=r"versions \[1, 2\]"):
             c.join("t_rebuild", np.arange(100, dtype=np.uint32), batch_rows=10)
+
+
+def test_mutual_tls(mtls_server):
+    d = mtls_server.certs
+    with gpujoin.Client(mtls_server.address, root_certificates=d / "ca.pem",
+                        private_key=d / "client.key", certificate_chain=d / "client.pem") as c:
+        c.build_index("t_mtls", [4, 5], replace=True)
+        assert c.lookup("t_mtls", [5]).values.tolist() == [1]
+    for key, chain in [(None, None), (d / "rogue.key", d / "rogue.pem")]:
+        # The handshake refuses a client without a certificate of the CA.
+        with gpujoin.Client(mtls_server.address, root_certificates=d / "ca.pem", private_key=key,
+                            certificate_chain=chain, timeout=5) as c:
+            with pytest.raises(gpujoin.Unavailable):
+                c.server_info()
+    with pytest.raises(gpujoin.InvalidArgument, match="go together"):
+        gpujoin.Client(mtls_server.address, private_key=d / "client.key")
