@@ -1,0 +1,366 @@
+// Type declarations of @gpujoin/client (hand-written; the package is plain JS).
+// The service and its fields are described in docs/api.md of the gpujoin
+// repository; the proto is proto/gpujoin/v1/gpujoin.proto (carried in the package).
+
+/// <reference types="node" />
+
+/** The right row of an outer/anti pair without a match, and a missing key's lookup value. */
+export declare const NO_MATCH: 0xffffffff;
+
+/** The directory holding gpujoin/v1/gpujoin.proto that the client loads. */
+export declare function protoRoot(): string;
+
+export type KeyType = 'uint32' | 'uint64';
+export type DuplicatePolicy = 'lowest_row' | 'keep_all';
+/** `left` = left outer; the long names are accepted too. */
+export type JoinKind = 'inner' | 'left' | 'semi' | 'anti' | 'left_outer' | 'left_semi' | 'left_anti';
+export type AggregateOp = 'count' | 'sum' | 'min' | 'max' | 'mean';
+export type ColumnType =
+  | 'uint32' | 'int32' | 'uint64' | 'int64' | 'float32' | 'float64' | 'bool' | 'string' | 'binary';
+
+/**
+ * Keys. uint32 index: a Uint32Array (sent without a copy) or integers in
+ * [0, 2^32 - 1]. uint64 index: a BigUint64Array or BigInt64Array (int64 keys as
+ * their bit pattern; both without a copy), a Uint32Array (widened), or bigints /
+ * safe-integer numbers in [-2^63, 2^64 - 1]. Anything else (a Float64Array, a
+ * negative number or 2^32 for a uint32 index, a BigUint64Array for a uint32
+ * index) is a DtypeError before anything is sent.
+ */
+export type Keys = Uint32Array | BigUint64Array | BigInt64Array | ReadonlyArray<number | bigint>;
+
+/** A uint32 column: a Uint32Array (no copy) or integers in [0, 2^32 - 1]. */
+export type U32Input = Uint32Array | ReadonlyArray<number>;
+
+/** Values of a payload or hashed column; `null`/`undefined` entries of a plain array are nulls. */
+export type ColumnValues =
+  | Uint32Array | Int32Array | BigUint64Array | BigInt64Array | Float32Array | Float64Array
+  | Uint8Array  // bool: one byte per row, 0/1
+  | ReadonlyArray<number | bigint | boolean | string | Uint8Array | null | undefined>;
+
+/**
+ * A column given with its type. Without `type` the type is inferred: typed arrays
+ * by their class, plain arrays by the first non-null element (string, boolean,
+ * Uint8Array = binary, number = float64, bigint = int64). `valid` (per row,
+ * truthy = valid) marks nulls beside the nulls of a plain array.
+ */
+export interface ColumnSpec {
+  type?: ColumnType;
+  values: ColumnValues;
+  valid?: ArrayLike<boolean | number>;
+}
+export type ColumnInput = ColumnValues | ColumnSpec;
+
+/** A gathered column: one row per lookup key or per join pair. */
+export declare class Column {
+  readonly name: string;
+  readonly type: ColumnType;
+  readonly length: number;
+  /**
+   * Fixed-width types: a typed array (0 in null rows); bool: Uint8Array of 0/1;
+   * string: string[] and binary: Uint8Array[] (decoded on first access; '' in null rows).
+   */
+  readonly values: Uint32Array | Int32Array | BigUint64Array | BigInt64Array | Float32Array |
+                   Float64Array | Uint8Array | string[] | Uint8Array[];
+  /** Arrow validity bitmap (LSB first, 1 = valid), or null when no row is null. */
+  readonly validity: Uint8Array | null;
+  readonly nullCount: number;
+  /** string/binary: the value bytes and length + 1 offsets into them (from 0); else null. */
+  readonly data: Buffer | null;
+  readonly offsets: Int32Array | null;
+  /** True where the key is missing, the pair has no match, or the stored value is null. */
+  isNull(row: number): boolean;
+  /** The row's value, or null. */
+  get(row: number): number | bigint | boolean | string | Uint8Array | null;
+  toArray(): Array<number | bigint | boolean | string | Uint8Array | null>;
+}
+
+// ---------------------------------------------------------------- results
+
+export interface BuildStatistics {
+  uniqueKeys: number;
+  duplicateRows: number;
+  overflowRows: number;
+  invalidRows: number;
+  totalProbes: number;
+  maxProbes: number;
+  /** keep_all: most rows kept under one key; lowest_row: 0. */
+  maxGroupRows: number;
+}
+
+export interface QueryStatistics {
+  found: number;
+  missing: number;
+  totalProbes: number;
+  maxProbes: number;
+}
+
+export interface PayloadColumnInfo {
+  name: string;
+  type: ColumnType;
+  nullCount: number;
+  bytes: number;
+}
+
+export interface IndexInfo {
+  name: string;
+  version: number;
+  capacity: number;
+  maxProbeCount: number;
+  firstValue: number;
+  explicitValues: boolean;
+  batchMode: boolean;
+  rows: number;
+  statistics: BuildStatistics;
+  loadFactor: number;
+  deviceBytes: number;
+  buildSeconds: number;
+  backend: string;
+  builtUnixMillis: number;
+  keyType: KeyType;
+  payload: PayloadColumnInfo[];
+  payloadBytes: number;
+  duplicates: DuplicatePolicy;
+}
+
+export interface ServerInfo {
+  version: string;
+  backend: string;
+  deviceName: string;
+  deviceMemoryTotalBytes: number;
+  deviceMemoryUsedBytes: number;
+  deviceMemoryBudgetBytes: number;
+  maxMessageBytes: number;
+  maxInflightBatchesPerStream: number;
+  maxInflightBatches: number;
+  indexCount: number;
+  serving: boolean;
+  maxConcurrentBuilds: number;
+  maxAggregateGroups: number;
+  maxStagedBytes: number;
+  maxBuildStagedBytes: number;
+  stagedBytes: number;
+  maxStreamsPerConnection: number;
+  maxResultBytes: number;
+}
+
+export interface DropResult {
+  droppedVersion: number;
+  freedBytes: number;
+}
+
+export interface LookupResult {
+  /** Per key: the index value, NO_MATCH where missing. */
+  values: Uint32Array;
+  /** Per key: 1 found, 0 missing. */
+  found: Uint8Array;
+  /** Per key probe counts (opts.probes). */
+  probes?: Uint32Array;
+  /** Per key: rows of the index matching it (opts.matchCounts; keep_all: the group size). */
+  matchCounts?: Uint32Array;
+  /** The selected payload columns by name, one row per key (the key's first match). */
+  columns: Record<string, Column>;
+  statistics: QueryStatistics;
+  /** The index version the last batch ran on. */
+  indexVersion: number;
+}
+
+export interface JoinResult {
+  /** Pairs in left row order, then right source-row order. */
+  leftRows: Uint32Array;
+  /** The matched rows' index values; NO_MATCH for unmatched left and every anti pair. */
+  rightRows: Uint32Array;
+  /** Pairs of the kind before any capacity cut, summed over batches (exact). */
+  count: number;
+  capacity: number;
+  /** Some batch's count exceeded its capacity, or the index build overflowed. */
+  overflow: boolean;
+  statistics: QueryStatistics;
+  /** Per left row (opts.found / opts.probes). */
+  found?: Uint8Array;
+  probes?: Uint32Array;
+  /** The selected payload columns by name, one row per pair (null without a match). */
+  columns: Record<string, Column>;
+  indexVersion: number;
+  /** JoinResponse messages received (more than the requests when answers continued). */
+  messages: number;
+}
+
+export interface AggregateResult {
+  op: AggregateOp;
+  groups: number;
+  /** Rows sent. */
+  rows: number;
+  /** count: per group. */
+  counts?: Uint32Array;
+  /** sum/min/max/mean: per group (empty sum 0, empty min/max/mean NaN). */
+  values?: Float32Array;
+}
+
+export interface HashResult {
+  bits: 32 | 64;
+  /** One per row; 0 for null rows. */
+  hashes: BigUint64Array | Uint32Array;
+  /** Arrow bitmap, LSB first: 1 = the row has a hash. */
+  validity: Uint8Array;
+  nullCount: number;
+}
+
+// ---------------------------------------------------------------- options
+
+export interface TlsOptions {
+  /** PEM roots that sign the server's certificate (contents or a file). Default: system roots. */
+  ca?: string | Buffer;
+  caFile?: string;
+  /** A client certificate and key for servers that require one (--tls-client-ca). */
+  cert?: string | Buffer;
+  certFile?: string;
+  key?: string | Buffer;
+  keyFile?: string;
+  /** The name checked against the server certificate, when the target is an IP address. */
+  serverName?: string;
+}
+
+export interface ClientOptions {
+  /** false/absent: plaintext; true: TLS with the system roots; or TLS options. */
+  tls?: boolean | TlsOptions;
+  /** Bearer token sent as `authorization: Bearer <token>` on every call. */
+  token?: string;
+  /** Batches of a stream sent and not yet answered (build chunks: not yet flushed). Default: the server's per-stream window. */
+  maxInflight?: number;
+  /** Rows per batch and build chunk. Default 262144, fewer where a message would exceed the server's limit. */
+  batchRows?: number;
+  /** Default deadline of every call in milliseconds (0 = none). */
+  deadlineMs?: number;
+  /** Caps what this client sends per message below the server's --max-message-bytes. */
+  maxMessageBytes?: number;
+  /** Extra grpc-js channel options. */
+  channelOptions?: Record<string, string | number>;
+}
+
+export interface CallOptions {
+  deadlineMs?: number;
+  /** Cancels the call (CancelledError). */
+  signal?: AbortSignal;
+}
+
+export interface StreamOptions extends CallOptions {
+  /** Rows per batch (default: the client's). */
+  batchRows?: number;
+  /** Unanswered batches at most (default: the client's). */
+  maxInflight?: number;
+  /** Called after each answered batch. */
+  onProgress?: (p: {batches: number; sent: number; answered: number}) => void;
+}
+
+export interface BuildOptions extends CallOptions {
+  /** Default: uint64 for BigUint64Array/BigInt64Array/bigint keys, else uint32. */
+  keyType?: KeyType;
+  /** Explicit values, one per key; default: firstValue + source row. */
+  values?: U32Input;
+  /** Payload columns by name (object order) or as [{name, ...}] in order. */
+  payload?: Record<string, ColumnInput> | Array<ColumnSpec & {name: string}>;
+  duplicates?: DuplicatePolicy;
+  /** A power of two at most 2^31; or expectedRows (+ targetLoadFactor) to have it chosen. */
+  capacity?: number;
+  expectedRows?: number;
+  targetLoadFactor?: number;
+  maxProbeCount?: number;
+  firstValue?: number;
+  /** Rebuild a live name (else AlreadyExistsError). */
+  replace?: boolean;
+  /** Key rows per chunk (fewer where a chunk would exceed the message limit). */
+  chunkRows?: number;
+  maxInflight?: number;
+}
+
+export interface LookupOptions extends StreamOptions {
+  /** Payload columns to gather, one row per key. */
+  select?: string[];
+  probes?: boolean;
+  matchCounts?: boolean;
+  maxProbeCount?: number;
+  /** The index's key type: skips the DescribeIndex call that checks the keys' dtype. */
+  keyType?: KeyType;
+}
+
+export interface JoinOptions extends StreamOptions {
+  kind?: JoinKind;
+  /** Payload columns to gather, one row per pair. */
+  select?: string[];
+  /**
+   * Pairs per batch (0/absent: every pair: the batch's rows, or on a keep_all index
+   * for inner/left joins the exact count of a count-only pass run first).
+   */
+  capacity?: number;
+  /** Counts and statistics only, no pairs. */
+  countOnly?: boolean;
+  found?: boolean;
+  probes?: boolean;
+  /** Left row of keys[0] (default 0); left rows must stay below 2^32. */
+  firstLeftRow?: number;
+  maxProbeCount?: number;
+}
+
+export interface AggregateOptions extends StreamOptions {
+  op?: AggregateOp;
+  /** Output rows; keys >= groups are ignored. */
+  groups: number;
+  /** float32 values (not for count): a Float32Array or numbers (a Float64Array is a DtypeError). */
+  values?: Float32Array | ReadonlyArray<number>;
+  /** Nonzero/true includes the row. */
+  mask?: U32Input | Uint8Array | ReadonlyArray<boolean>;
+}
+
+export interface HashOptions extends StreamOptions {
+  bits?: 32 | 64;
+}
+
+// ---------------------------------------------------------------- client
+
+export declare class Client {
+  /** Does not connect; the first call asks GetServerInfo and sizes the channel by it. */
+  constructor(target?: string, options?: ClientOptions);
+  readonly target: string;
+  /** After the first call: the message sizes and window the client uses. */
+  readonly limits: {maxMessageBytes: number; receiveMessageBytes: number; maxInflight: number} | null;
+  close(): void;
+
+  serverInfo(opts?: CallOptions): Promise<ServerInfo>;
+  list(opts?: CallOptions): Promise<IndexInfo[]>;
+  describe(name: string, opts?: CallOptions): Promise<IndexInfo>;
+  drop(name: string, opts?: CallOptions): Promise<DropResult>;
+  buildIndex(name: string, keys: Keys, opts?: BuildOptions): Promise<IndexInfo>;
+  lookup(index: string, keys: Keys, opts?: LookupOptions): Promise<LookupResult>;
+  join(index: string, keys: Keys, opts?: JoinOptions): Promise<JoinResult>;
+  aggregate(keys: U32Input, opts: AggregateOptions): Promise<AggregateResult>;
+  hash(columns: ColumnInput[], opts?: HashOptions): Promise<HashResult>;
+}
+
+// ---------------------------------------------------------------- errors
+
+/** Every failure: `code` is the gRPC status code, `message` the server's message. */
+export declare class GpujoinError extends Error {
+  readonly code: number;
+  /** 'INVALID_ARGUMENT', 'NOT_FOUND', ... */
+  readonly codeName: string;
+  /** In-band errors of a stream: the batch it answered. */
+  readonly batchId?: number;
+}
+export declare class CancelledError extends GpujoinError {}
+export declare class UnknownError extends GpujoinError {}
+export declare class InvalidArgumentError extends GpujoinError {}
+/** A wrong element type or a value outside the column's type, found before sending. */
+export declare class DtypeError extends InvalidArgumentError {}
+export declare class DeadlineExceededError extends GpujoinError {}
+export declare class NotFoundError extends GpujoinError {}
+export declare class AlreadyExistsError extends GpujoinError {}
+export declare class PermissionDeniedError extends GpujoinError {}
+export declare class ResourceExhaustedError extends GpujoinError {}
+export declare class FailedPreconditionError extends GpujoinError {}
+export declare class AbortedError extends GpujoinError {}
+export declare class OutOfRangeError extends GpujoinError {}
+export declare class UnimplementedError extends GpujoinError {}
+export declare class InternalError extends GpujoinError {}
+export declare class UnavailableError extends GpujoinError {}
+export declare class DataLossError extends GpujoinError {}
+export declare class UnauthenticatedError extends GpujoinError {}

@@ -1,0 +1,478 @@
+'use strict';
+// Typed arrays in and out of gpujoin's packed little-endian `bytes`.
+//
+// In: keys, values, masks and payload columns are checked against the type they
+// go into (a Float64Array, a negative number or 2**32 for a uint32 column is a
+// DtypeError, never a reinterpretation) and sent as views of the caller's
+// memory where the array already has the wire layout.
+// Out: packed result bytes arrive as Buffers that are slices of the received
+// message at arbitrary offsets. They are viewed in place as the typed array when
+// the offset is a multiple of the element size, else copied once.
+const os = require('node:os');
+const {DtypeError, InvalidArgumentError} = require('./errors');
+
+if (os.endianness() !== 'LE') {
+  // Typed arrays use the host's byte order and the wire is little-endian.
+  throw new Error('@gpujoin/client needs a little-endian host');
+}
+
+const NO_MATCH = 0xffffffff;
+
+// ---------------------------------------------------------------- column types
+
+/** Short names of ColumnType, their wire names, element widths and typed arrays. */
+const TYPES = {
+  uint32: {wire: 'COLUMN_TYPE_UINT32', width: 4, Array: Uint32Array},
+  int32: {wire: 'COLUMN_TYPE_INT32', width: 4, Array: Int32Array},
+  uint64: {wire: 'COLUMN_TYPE_UINT64', width: 8, Array: BigUint64Array},
+  int64: {wire: 'COLUMN_TYPE_INT64', width: 8, Array: BigInt64Array},
+  float32: {wire: 'COLUMN_TYPE_FLOAT32', width: 4, Array: Float32Array},
+  float64: {wire: 'COLUMN_TYPE_FLOAT64', width: 8, Array: Float64Array},
+  bool: {wire: 'COLUMN_TYPE_BOOL', width: 0, Array: null},
+  string: {wire: 'COLUMN_TYPE_STRING', width: 0, Array: null},
+  binary: {wire: 'COLUMN_TYPE_BINARY', width: 0, Array: null},
+};
+const FROM_WIRE = Object.fromEntries(Object.entries(TYPES).map(([k, v]) => [v.wire, k]));
+
+function typeName(wire) {
+  return FROM_WIRE[wire] || String(wire).replace(/^COLUMN_TYPE_/, '').toLowerCase();
+}
+
+function isVariable(type) {
+  return type === 'string' || type === 'binary';
+}
+
+function describeValue(x) {
+  if (x === null) return 'null';
+  if (ArrayBuffer.isView(x)) return x.constructor.name;
+  if (Array.isArray(x)) return 'Array';
+  return typeof x;
+}
+
+// ---------------------------------------------------------------- wire views
+
+/** A Buffer viewing `n` elements of typed array `a` from element `start` (no copy). */
+function bytesOf(a, start = 0, n = a.length - start) {
+  const w = a.BYTES_PER_ELEMENT;
+  return Buffer.from(a.buffer, a.byteOffset + start * w, n * w);
+}
+
+/**
+ * `buf` (packed little-endian bytes) as a `Type` typed array: a view when its
+ * offset is aligned to the element size, else one copy. Throws when the length
+ * is not a multiple of the element size (a malformed answer).
+ */
+function viewAs(Type, buf, field = 'bytes') {
+  const w = Type.BYTES_PER_ELEMENT;
+  if (buf.length % w !== 0) {
+    throw new InvalidArgumentError(`server sent ${field} of ${buf.length} bytes, not a multiple of ${w}`);
+  }
+  if (buf.byteOffset % w === 0) return new Type(buf.buffer, buf.byteOffset, buf.length / w);
+  const out = new Type(buf.length / w);
+  new Uint8Array(out.buffer).set(buf);
+  return out;
+}
+
+/** A plain Uint8Array view of a Buffer (no copy). */
+function u8(buf) {
+  return new Uint8Array(buf.buffer, buf.byteOffset, buf.length);
+}
+
+// ---------------------------------------------------------------- checked conversions in
+
+const U32_MAX = 0xffffffff;
+const U64_MAX = (1n << 64n) - 1n;
+const I64_MIN = -(1n << 63n);
+const I64_MAX = (1n << 63n) - 1n;
+
+function checkInteger(x, lo, hi, what, i) {
+  if (typeof x === 'bigint') {
+    if (x < BigInt(lo) || x > BigInt(hi)) {
+      throw new DtypeError(`${what}[${i}]: ${x} is outside [${lo}, ${hi}]`);
+    }
+    return Number(x);
+  }
+  if (typeof x !== 'number' || !Number.isInteger(x) || x < lo || x > hi) {
+    throw new DtypeError(`${what}[${i}]: ${describeValue(x) === 'number' ? x : describeValue(x)} is not an integer in [${lo}, ${hi}]`);
+  }
+  return x;
+}
+
+function checkBig(x, lo, hi, what, i) {
+  let v;
+  if (typeof x === 'bigint') {
+    v = x;
+  } else if (typeof x === 'number' && Number.isSafeInteger(x)) {
+    v = BigInt(x);
+  } else {
+    throw new DtypeError(`${what}[${i}]: ${typeof x === 'number' ? x : describeValue(x)} is not an integer ` +
+                         '(bigint, or a number that is a safe integer)');
+  }
+  if (v < lo || v > hi) throw new DtypeError(`${what}[${i}]: ${v} is outside [${lo}, ${hi}]`);
+  return v;
+}
+
+/**
+ * A uint32 column (values, left rows, masks, group keys): a Uint32Array as it
+ * is, or an array of integers in [0, 2^32 - 1]; anything else is a DtypeError.
+ */
+function toU32(a, what) {
+  if (a instanceof Uint32Array) return a;
+  if (Array.isArray(a)) {
+    const out = new Uint32Array(a.length);
+    for (let i = 0; i < a.length; ++i) out[i] = checkInteger(a[i], 0, U32_MAX, what, i);
+    return out;
+  }
+  throw new DtypeError(`${what}: expected a Uint32Array or an array of integers, got ${describeValue(a)}`);
+}
+
+/** A float32 column: a Float32Array, or an array of numbers (a Float64Array would lose bits). */
+function toF32(a, what) {
+  if (a instanceof Float32Array) return a;
+  if (Array.isArray(a)) {
+    for (let i = 0; i < a.length; ++i) {
+      if (typeof a[i] !== 'number') throw new DtypeError(`${what}[${i}]: ${describeValue(a[i])} is not a number`);
+    }
+    return Float32Array.from(a);
+  }
+  throw new DtypeError(`${what}: expected a Float32Array or an array of numbers, got ${describeValue(a)}` +
+                       (a instanceof Float64Array ? ' (values are float32: convert with Float32Array.from to accept the rounding)' : ''));
+}
+
+/**
+ * Keys for an index of key type `keyType` ('uint32' or 'uint64'):
+ * {wide: false, array: Uint32Array} or {wide: true, array: BigUint64Array}.
+ * uint32: a Uint32Array (no copy) or integers in [0, 2^32 - 1]. uint64: a
+ * BigUint64Array (no copy), a BigInt64Array (int64 keys: their bit patterns, no
+ * copy), a Uint32Array (widened), or integers (bigints or safe numbers) in
+ * [-2^63, 2^64 - 1], negative ones as int64. Every other element type is a
+ * DtypeError naming the index's key type.
+ */
+function toKeys(keys, keyType, what = 'keys') {
+  if (keyType === 'uint64') {
+    if (keys instanceof BigUint64Array) return {wide: true, array: keys};
+    if (keys instanceof BigInt64Array) {
+      return {wide: true, array: new BigUint64Array(keys.buffer, keys.byteOffset, keys.length)};
+    }
+    if (keys instanceof Uint32Array) return {wide: true, array: BigUint64Array.from(keys, (k) => BigInt(k))};
+    if (Array.isArray(keys)) {
+      const out = new BigUint64Array(keys.length);
+      for (let i = 0; i < keys.length; ++i) out[i] = BigInt.asUintN(64, checkBig(keys[i], I64_MIN, U64_MAX, what, i));
+      return {wide: true, array: out};
+    }
+    throw new DtypeError(`${what}: the index has uint64 keys; expected a BigUint64Array, BigInt64Array, ` +
+                         `Uint32Array or an array of integers, got ${describeValue(keys)}`);
+  }
+  if (keys instanceof Uint32Array) return {wide: false, array: keys};
+  if (Array.isArray(keys)) return {wide: false, array: toU32(keys, what)};
+  throw new DtypeError(`${what}: the index has uint32 keys; expected a Uint32Array or an array of integers ` +
+                       `in [0, 4294967295], got ${describeValue(keys)}`);
+}
+
+/** Sets `msg[field]` (keys) or `msg[field + '64']` from `k` rows [start, start + n). */
+function setKeys(msg, k, start, n, field = 'keys') {
+  const name = k.wide ? `${field}64` : field;
+  // A zero-row column is an empty typed list: empty packed bytes read as "not set".
+  msg[name] = n === 0 ? {values: {v: []}} : {packed: bytesOf(k.array, start, n)};
+}
+
+/** A U32Column message of `a` rows [start, start + n). */
+function u32Message(a, start = 0, n = a.length - start) {
+  return n === 0 ? {values: {v: []}} : {packed: bytesOf(a, start, n)};
+}
+
+// ---------------------------------------------------------------- bitmaps
+
+/** An Arrow bitmap (LSB first) of rows [start, start + n) of per-row flags `flags` (nonzero = 1). */
+function packBits(flags, start, n) {
+  const out = Buffer.alloc((n + 7) >> 3);
+  for (let i = 0; i < n; ++i) if (flags[start + i]) out[i >> 3] |= 1 << (i & 7);
+  return out;
+}
+
+/** Per-row 0/1 bytes of the first `n` bits of an Arrow bitmap. */
+function unpackBits(bits, n) {
+  const out = new Uint8Array(n);
+  for (let i = 0; i < n; ++i) out[i] = (bits[i >> 3] >> (i & 7)) & 1;
+  return out;
+}
+
+// ---------------------------------------------------------------- payload columns in
+
+/**
+ * Infers the type of a column given without one: typed arrays by their class,
+ * arrays by their first non-null element (string, boolean, Uint8Array = binary,
+ * number = float64, bigint = int64).
+ */
+function inferType(values, name) {
+  for (const [t, info] of Object.entries(TYPES)) {
+    if (info.Array && values instanceof info.Array) return t;
+  }
+  if (!Array.isArray(values)) {
+    throw new DtypeError(`payload column "${name}": expected a typed array, an array or {type, values}, ` +
+                         `got ${describeValue(values)}`);
+  }
+  const first = values.find((x) => x !== null && x !== undefined);
+  if (typeof first === 'string') return 'string';
+  if (typeof first === 'boolean') return 'bool';
+  if (first instanceof Uint8Array) return 'binary';
+  if (typeof first === 'number') return 'float64';
+  if (typeof first === 'bigint') return 'int64';
+  throw new DtypeError(`payload column "${name}": cannot infer a type from ${first === undefined ? 'no non-null values' : describeValue(first)}; give {type, values}`);
+}
+
+const INT_RANGES = {
+  uint32: [0, U32_MAX], int32: [-0x80000000, 0x7fffffff],
+};
+const BIG_RANGES = {uint64: [0n, U64_MAX], int64: [I64_MIN, I64_MAX]};
+
+/**
+ * A payload column ready to be chunked: {name, type, rows, valid (per-row
+ * Uint8Array, 1 = valid, or null), fixed (typed array), bools (Uint8Array),
+ * items (strings or Uint8Arrays), ends (Float64Array of cumulative value bytes)}.
+ * `spec` is a typed array or array (type inferred) or {type, values, valid}.
+ */
+function preparePayload(name, spec) {
+  let values = spec;
+  let type;
+  let valid = null;
+  if (spec && !ArrayBuffer.isView(spec) && !Array.isArray(spec) && typeof spec === 'object') {
+    ({values, type} = spec);
+    if (spec.valid !== undefined && spec.valid !== null) {
+      valid = Uint8Array.from(spec.valid, (v) => (v ? 1 : 0));
+    }
+  }
+  if (type === undefined) type = inferType(values, name);
+  const info = TYPES[type];
+  if (!info) {
+    throw new DtypeError(`payload column "${name}": unknown type "${type}" (expected ${Object.keys(TYPES).join(', ')})`);
+  }
+  const what = `payload column "${name}" (${type})`;
+  const col = {name, type, wire: info.wire, rows: values ? values.length : 0, valid, fixed: null, bools: null, items: null, ends: null};
+  const nullAt = (i) => {
+    if (!col.valid) col.valid = new Uint8Array(col.rows).fill(1);
+    col.valid[i] = 0;
+  };
+  if (info.Array) {
+    if (values instanceof info.Array) {
+      col.fixed = values;
+    } else if (Array.isArray(values)) {
+      col.fixed = new info.Array(values.length);
+      for (let i = 0; i < values.length; ++i) {
+        const x = values[i];
+        if (x === null || x === undefined) {
+          nullAt(i);
+        } else if (type in INT_RANGES) {
+          col.fixed[i] = checkInteger(x, ...INT_RANGES[type], what, i);
+        } else if (type in BIG_RANGES) {
+          col.fixed[i] = checkBig(x, ...BIG_RANGES[type], what, i);
+        } else if (typeof x === 'number') {
+          col.fixed[i] = x;
+        } else {
+          throw new DtypeError(`${what}[${i}]: ${describeValue(x)} is not a number`);
+        }
+      }
+    } else {
+      throw new DtypeError(`${what}: expected a ${info.Array.name} or an array, got ${describeValue(values)}`);
+    }
+  } else if (type === 'bool') {
+    if (values instanceof Uint8Array) {
+      col.bools = values;
+    } else if (Array.isArray(values)) {
+      col.bools = new Uint8Array(values.length);
+      for (let i = 0; i < values.length; ++i) {
+        const x = values[i];
+        if (x === null || x === undefined) nullAt(i);
+        else if (typeof x === 'boolean') col.bools[i] = x ? 1 : 0;
+        else throw new DtypeError(`${what}[${i}]: ${describeValue(x)} is not a boolean`);
+      }
+    } else {
+      throw new DtypeError(`${what}: expected an array of booleans or a Uint8Array of 0/1, got ${describeValue(values)}`);
+    }
+  } else {
+    if (!Array.isArray(values)) throw new DtypeError(`${what}: expected an array, got ${describeValue(values)}`);
+    col.items = new Array(values.length);
+    col.ends = new Float64Array(values.length + 1);
+    for (let i = 0; i < values.length; ++i) {
+      let x = values[i];
+      if (x === null || x === undefined) {
+        nullAt(i);
+        x = '';
+      } else if (type === 'string' ? typeof x !== 'string' : !(x instanceof Uint8Array || typeof x === 'string')) {
+        throw new DtypeError(`${what}[${i}]: ${describeValue(x)} is not a ${type === 'string' ? 'string' : 'Uint8Array'}`);
+      }
+      col.items[i] = x;
+      col.ends[i + 1] = col.ends[i] + (typeof x === 'string' ? Buffer.byteLength(x, 'utf8') : x.length);
+    }
+  }
+  if (col.valid && col.valid.length !== col.rows) {
+    throw new InvalidArgumentError(`${what}: valid has ${col.valid.length} rows, values ${col.rows}`);
+  }
+  return col;
+}
+
+/** Bytes the Column message of rows [start, start + n) of prepared column `c` takes, about. */
+function payloadBytes(c, start, n) {
+  let bytes = 48 + c.name.length + (c.valid ? (n + 7) >> 3 : 0);
+  if (c.fixed) bytes += n * c.fixed.BYTES_PER_ELEMENT;
+  else if (c.bools) bytes += (n + 7) >> 3;
+  else bytes += c.ends[start + n] - c.ends[start] + 4 * (n + 1);
+  return bytes;
+}
+
+/** The Column message of rows [start, start + n) of prepared column `c`. */
+function payloadMessage(c, start, n) {
+  const m = {name: c.name, type: c.wire, length: n};
+  if (c.fixed) {
+    m.data = bytesOf(c.fixed, start, n);
+  } else if (c.bools) {
+    m.data = packBits(c.bools, start, n);
+  } else {
+    const base = c.ends[start];
+    const data = Buffer.allocUnsafe(c.ends[start + n] - base);
+    const offsets = new Int32Array(n + 1);
+    for (let i = 0; i < n; ++i) {
+      const x = c.items[start + i];
+      const at = c.ends[start + i] - base;
+      if (typeof x === 'string') data.write(x, at, 'utf8');
+      else data.set(x, at);
+      offsets[i + 1] = c.ends[start + i + 1] - base;
+    }
+    m.data = data;
+    m.offsets = bytesOf(offsets);
+  }
+  if (c.valid) m.validity = packBits(c.valid, start, n);
+  return m;
+}
+
+// ---------------------------------------------------------------- result columns out
+
+/**
+ * A gathered column of a lookup (one row per key) or a join (one row per pair).
+ * `values`: a typed array for fixed-width types (Uint32Array, Int32Array,
+ * BigUint64Array, BigInt64Array, Float32Array, Float64Array; 0 in null rows),
+ * a Uint8Array of 0/1 for bool, and for string/binary an array of strings /
+ * Uint8Arrays (decoded on first access; null rows ''). String and binary
+ * columns also keep their Arrow form: `data` (the value bytes) and `offsets`
+ * (Int32Array, length + 1, from 0). `validity` is the Arrow bitmap (1 = valid)
+ * or null when no row is null.
+ */
+class Column {
+  constructor({name, type, length, values = null, data = null, offsets = null, validity = null, nullCount = 0}) {
+    this.name = name;
+    this.type = type;
+    this.length = length;
+    this.validity = validity;
+    this.nullCount = nullCount;
+    this.data = data;
+    this.offsets = offsets;
+    this._values = values;
+  }
+
+  get values() {
+    if (this._values === null && isVariable(this.type)) {
+      const out = new Array(this.length);
+      for (let i = 0; i < this.length; ++i) {
+        const s = this.data.subarray(this.offsets[i], this.offsets[i + 1]);
+        out[i] = this.type === 'string' ? s.toString('utf8') : s;
+      }
+      this._values = out;
+    }
+    return this._values;
+  }
+
+  /** True when row i is null (its key missing, no match, or a stored null). */
+  isNull(i) {
+    return this.validity !== null && ((this.validity[i >> 3] >> (i & 7)) & 1) === 0;
+  }
+
+  /** Row i's value (a number, bigint, boolean, string or Uint8Array), or null. */
+  get(i) {
+    if (this.isNull(i)) return null;
+    if (this.type === 'bool') return this.values[i] === 1;
+    return this.values[i];
+  }
+
+  /** Every row as get(i) gives it. */
+  toArray() {
+    const out = new Array(this.length);
+    for (let i = 0; i < this.length; ++i) out[i] = this.get(i);
+    return out;
+  }
+}
+
+/** A result Column from its message (`field` names it in errors). */
+function decodeColumn(m, field) {
+  const type = typeName(m.type);
+  const info = TYPES[type];
+  const length = Number(m.length);
+  const validity = m.validity && m.validity.length ? u8(m.validity) : null;
+  const base = {name: m.name, type, length, validity, nullCount: Number(m.null_count)};
+  if (info && info.Array) {
+    const values = viewAs(info.Array, m.data, `${field}.data`);
+    if (values.length !== length) throw new InvalidArgumentError(`server sent ${field} with ${values.length} values for ${length} rows`);
+    return new Column({...base, values});
+  }
+  if (type === 'bool') return new Column({...base, values: unpackBits(m.data, length)});
+  const offsets = viewAs(Int32Array, m.offsets, `${field}.offsets`);
+  if (offsets.length !== length + 1) throw new InvalidArgumentError(`server sent ${field} with ${offsets.length} offsets for ${length} rows`);
+  return new Column({...base, data: m.data, offsets});
+}
+
+/** One Column of the rows of several parts of the same column, in order (the only part as it is). */
+function concatColumns(parts) {
+  if (parts.length === 1) return parts[0];
+  const first = parts[0];
+  const length = parts.reduce((s, p) => s + p.length, 0);
+  const nullCount = parts.reduce((s, p) => s + p.nullCount, 0);
+  let validity = null;
+  if (nullCount > 0) {
+    validity = new Uint8Array((length + 7) >> 3);
+    let at = 0;
+    for (const p of parts) {
+      for (let i = 0; i < p.length; ++i, ++at) if (!p.isNull(i)) validity[at >> 3] |= 1 << (at & 7);
+    }
+  }
+  const base = {name: first.name, type: first.type, length, validity, nullCount};
+  const info = TYPES[first.type];
+  if ((info && info.Array) || first.type === 'bool') {
+    const values = new (info.Array || Uint8Array)(length);
+    let at = 0;
+    for (const p of parts) {
+      values.set(p.values, at);
+      at += p.length;
+    }
+    return new Column({...base, values});
+  }
+  const bytes = parts.reduce((s, p) => s + p.offsets[p.length] - p.offsets[0], 0);
+  const data = Buffer.allocUnsafe(bytes);
+  const offsets = new Int32Array(length + 1);
+  let row = 0;
+  let at = 0;
+  for (const p of parts) {
+    const start = p.offsets[0];
+    data.set(p.data.subarray(start, p.offsets[p.length]), at);
+    for (let i = 1; i <= p.length; ++i) offsets[row + i] = at + p.offsets[i] - start;
+    at += p.offsets[p.length] - start;
+    row += p.length;
+  }
+  return new Column({...base, data, offsets});
+}
+
+/** A typed array holding the parts in order (the only part as it is). */
+function concatTyped(Type, parts) {
+  if (parts.length === 1) return parts[0];
+  const out = new Type(parts.reduce((s, p) => s + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+module.exports = {
+  NO_MATCH, TYPES, typeName, bytesOf, viewAs, u8, toU32, toF32, toKeys, setKeys, u32Message,
+  packBits, unpackBits, preparePayload, payloadBytes, payloadMessage, Column, decodeColumn,
+  concatColumns, concatTyped, describeValue,
+};

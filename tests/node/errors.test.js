@@ -1,0 +1,141 @@
+'use strict';
+// Dtype checks before anything is sent (never a reinterpretation), and the
+// server's statuses and in-band batch errors as typed GpujoinErrors carrying
+// the gRPC code and the server's message; TLS with a bearer token.
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const {startServer, CLIENT, REPO} = require('./server');
+const gj = require(CLIENT);
+
+const {Client} = gj;
+let server;
+let client;
+
+test.before(async () => {
+  server = await startServer();
+  client = new Client(server.address);
+  await client.buildIndex('u32', new Uint32Array([1, 2, 3]));
+  await client.buildIndex('u64', new BigUint64Array([1n, 2n ** 40n]));
+});
+test.after(async () => {
+  client.close();
+  assert.equal(await server.stop(), 0, server.log());
+});
+
+function dtype(pattern) {
+  return (e) => {
+    assert.ok(e instanceof gj.DtypeError, `${e.name}: ${e.message}`);
+    assert.ok(e instanceof gj.InvalidArgumentError && e instanceof gj.GpujoinError);
+    assert.equal(e.code, 3);
+    assert.match(e.message, pattern);
+    return true;
+  };
+}
+
+test('keys of the wrong element type or out of range are DtypeErrors', async () => {
+  await assert.rejects(client.lookup('u32', new Float64Array([1, 2])), dtype(/uint32 keys.*Float64Array/));
+  await assert.rejects(client.lookup('u32', new Float32Array([1])), dtype(/Float32Array/));
+  await assert.rejects(client.lookup('u32', new Int32Array([1])), dtype(/Int32Array/));
+  await assert.rejects(client.lookup('u32', [1, -1]), dtype(/keys\[1\]: -1 is not an integer in \[0, 4294967295\]/));
+  await assert.rejects(client.lookup('u32', [2 ** 32]), dtype(/keys\[0\]: 4294967296/));
+  await assert.rejects(client.lookup('u32', [1.5]), dtype(/keys\[0\]: 1.5/));
+  await assert.rejects(client.lookup('u32', ['1']), dtype(/keys\[0\]: string/));
+  // 64-bit keys into a uint32 index: an error, never two 4-byte keys per row.
+  await assert.rejects(client.lookup('u32', new BigUint64Array([1n])), dtype(/uint32 keys.*BigUint64Array/));
+  await assert.rejects(client.join('u32', new BigInt64Array([1n])), dtype(/uint32 keys.*BigInt64Array/));
+  await assert.rejects(client.lookup('u64', new Float64Array([1])), dtype(/uint64 keys.*Float64Array/));
+  await assert.rejects(client.lookup('u64', [2n ** 64n]), dtype(/keys\[0\]: 18446744073709551616 is outside/));
+  await assert.rejects(client.lookup('u64', [2 ** 60]), dtype(/keys\[0\]: .* safe integer/));
+  await assert.rejects(client.buildIndex('bad', new Float64Array([1])), dtype(/Float64Array/));
+  await assert.rejects(client.buildIndex('bad', [1, -2]), dtype(/keys\[1\]: -2/));
+  await assert.rejects(client.buildIndex('bad', [1], {values: new Float64Array([1])}), dtype(/values: expected a Uint32Array/));
+  // Nothing was built by the refused calls.
+  assert.deepEqual((await client.list()).map((i) => i.name), ['u32', 'u64']);
+});
+
+test('values, masks and payload columns are checked against their type', async () => {
+  const keys = new Uint32Array([0, 1]);
+  await assert.rejects(client.aggregate(keys, {op: 'sum', groups: 2, values: new Float64Array([1, 2])}),
+                       dtype(/values: expected a Float32Array.*Float32Array.from/));
+  await assert.rejects(client.aggregate(keys, {op: 'count', groups: 2, mask: [1, -1]}), dtype(/mask\[1\]/));
+  await assert.rejects(client.aggregate(new Int32Array([0]), {op: 'count', groups: 2}), dtype(/keys/));
+  const build = (payload) => client.buildIndex('p', keys, {payload});
+  await assert.rejects(build({a: {type: 'int32', values: new Float64Array([1, 2])}}), dtype(/"a" \(int32\): expected a Int32Array/));
+  await assert.rejects(build({a: {type: 'int32', values: [1, 2 ** 31]}}), dtype(/"a" \(int32\)\[1\]: 2147483648 is not an integer/));
+  await assert.rejects(build({a: {type: 'uint32', values: [1, -1]}}), dtype(/\[1\]: -1/));
+  await assert.rejects(build({a: {type: 'int64', values: [1n, 2n ** 63n]}}), dtype(/\[1\]: 9223372036854775808 is outside/));
+  await assert.rejects(build({a: {type: 'string', values: ['x', 3]}}), dtype(/\[1\]: number is not a string/));
+  await assert.rejects(build({a: {type: 'bool', values: [true, 1]}}), dtype(/\[1\]: number is not a boolean/));
+  await assert.rejects(build({a: {type: 'decimal', values: [1, 2]}}), dtype(/unknown type "decimal"/));
+  await assert.rejects(build({a: [null, null]}), dtype(/cannot infer a type/));
+  await assert.rejects(build({a: new Float32Array(3)}), (e) => e instanceof gj.InvalidArgumentError && /3 rows but keys has 2/.test(e.message));
+  await assert.rejects(client.buildIndex('p', [1, 2], {values: [1]}), /values has 1 rows but keys has 2/);
+  await assert.rejects(client.lookup('u32', [1], {batchRows: 0}), gj.InvalidArgumentError);
+});
+
+test('server statuses become GpujoinError subclasses with the server message', async () => {
+  await assert.rejects(client.lookup('nope', [1]), (e) => {
+    assert.ok(e instanceof gj.NotFoundError);
+    assert.equal(e.code, 5);
+    assert.equal(e.codeName, 'NOT_FOUND');
+    assert.equal(e.message, 'index "nope" not found');
+    return true;
+  });
+  await assert.rejects(client.buildIndex('bad name', [1]), (e) => {
+    assert.ok(e instanceof gj.InvalidArgumentError && !(e instanceof gj.DtypeError));
+    assert.match(e.message, /^spec\.name: index name has character 0x20 at position 3/);
+    return true;
+  });
+  await assert.rejects(client.buildIndex('cap', [1], {capacity: 1000}), (e) => e instanceof gj.InvalidArgumentError && /^spec: capacity must be a power of two between 1 and 2\^31, got 1000$/.test(e.message));
+  await assert.rejects(client.buildIndex('cap', [1], {capacity: 2 ** 32 + 16}), (e) => e instanceof gj.InvalidArgumentError && /4294967312 does not fit in 32 bits/.test(e.message));
+  // An in-band batch error names its batch; the message is the server's.
+  await assert.rejects(client.join('u32', [1], {select: ['x']}), (e) => {
+    assert.ok(e instanceof gj.InvalidArgumentError);
+    assert.equal(e.batchId, 0);
+    assert.match(e.message, /select\[0\]: index "u32" has no payload column "x"/);
+    return true;
+  });
+  // A call aborted by its AbortSignal is cancelled.
+  const ac = new AbortController();
+  ac.abort();
+  await assert.rejects(client.lookup('u32', [1], {signal: ac.signal}), gj.CancelledError);
+  // A server that is not there.
+  const gone = new Client('127.0.0.1:1');
+  await assert.rejects(gone.serverInfo(), gj.UnavailableError);
+  gone.close();
+});
+
+test('TLS with a bearer token; a missing or wrong token is UnauthenticatedError', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gpujoin_node_tls_'));
+  const token = path.join(dir, 'token');
+  fs.writeFileSync(token, 's3cret\n');
+  const data = path.join(REPO, 'tests', 'server', 'testdata');
+  const tls = await startServer([`--tls-cert=${data}/server.pem`, `--tls-key=${data}/server.key`,
+                                 `--auth-token-file=${token}`]);
+  const port = tls.address.split(':').pop();
+  const ca = fs.readFileSync(path.join(data, 'server.pem'));
+  try {
+    const good = new Client(`localhost:${port}`, {tls: {ca}, token: 's3cret'});
+    await good.buildIndex('t', [5, 6]);
+    assert.deepEqual(Array.from((await good.lookup('t', [6, 7])).found), [1, 0]);
+    good.close();
+    // The CA as a file, and the name checked against the certificate set explicitly.
+    const byFile = new Client(`127.0.0.1:${port}`, {tls: {caFile: path.join(data, 'server.pem'), serverName: 'localhost'}, token: 's3cret'});
+    assert.equal((await byFile.describe('t')).rows, 2);
+    byFile.close();
+    for (const opts of [{tls: {ca}}, {tls: {ca}, token: 'wrong'}]) {
+      const bad = new Client(`localhost:${port}`, opts);
+      await assert.rejects(bad.serverInfo(), (e) => e instanceof gj.UnauthenticatedError && e.code === 16);
+      bad.close();
+    }
+    const plain = new Client(`localhost:${port}`, {token: 's3cret'});
+    await assert.rejects(plain.serverInfo(), gj.UnavailableError);
+    plain.close();
+  } finally {
+    assert.equal(await tls.stop(), 0, tls.log());
+    fs.rmSync(dir, {recursive: true, force: true});
+  }
+});

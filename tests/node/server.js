@@ -1,0 +1,67 @@
+'use strict';
+// Starts a real gpujoind (CPU backend) on free loopback ports for the Node
+// client tests and stops it again. The binary comes from $GPUJOIND (CTest sets
+// it to the gpujoind target), else build/bin/gpujoind.
+const {spawn} = require('node:child_process');
+const path = require('node:path');
+
+const REPO = path.join(__dirname, '..', '..');
+const CLIENT = path.join(REPO, 'client', 'node');
+const BINARY = process.env.GPUJOIND || path.join(REPO, 'build', 'bin', 'gpujoind');
+
+/** Resolves to {address, log(), stop()} once gpujoind logs its ready line (20 s at most). */
+function startServer(extra = []) {
+  const proc = spawn(BINARY, ['--listen=127.0.0.1:0', '--metrics-listen=none', '--backend=cpu',
+                              '--cpu-threads=2', '--executor-threads=2', ...extra],
+                     {stdio: ['ignore', 'pipe', 'pipe']});
+  const lines = [];
+  let ready = false;
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      proc.kill('SIGKILL');
+      reject(new Error(`gpujoind did not become ready in 20 s:\n${lines.join('')}`));
+    }, 20000);
+    const onData = (chunk) => {
+      lines.push(chunk.toString());
+      const m = ready ? null : /gpujoind ready: grpc=(\S+)/.exec(lines.join(''));
+      if (m) {
+        ready = true;
+        clearTimeout(timer);
+        resolve({
+          address: m[1],
+          log: () => lines.join(''),
+          stop: () => new Promise((done) => {
+            if (proc.exitCode !== null || proc.signalCode !== null) return done(proc.exitCode);
+            proc.once('exit', (code) => done(code));
+            proc.kill('SIGTERM');
+          }),
+        });
+      }
+    };
+    proc.stdout.on('data', onData);
+    proc.stderr.on('data', onData);
+    proc.once('error', (e) => {
+      clearTimeout(timer);
+      reject(new Error(`cannot start ${BINARY}: ${e.message}`));
+    });
+    proc.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`gpujoind exited (${code ?? signal}) before it was ready:\n${lines.join('')}`));
+    });
+  });
+}
+
+/** A deterministic pseudo-random generator (xorshift32) so failures reproduce. */
+function rng(seed) {
+  let s = seed >>> 0 || 1;
+  return () => {
+    s ^= s << 13;
+    s >>>= 0;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    s >>>= 0;
+    return s;
+  };
+}
+
+module.exports = {startServer, rng, CLIENT, REPO};
