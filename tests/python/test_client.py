@@ -484,3 +484,42 @@ def test_mutual_tls(mtls_server):
                 c.server_info()
     with pytest.raises(gpujoin.InvalidArgument, match="go together"):
         gpujoin.Client(mtls_server.address, private_key=d / "client.key")
+
+
+def test_lookup_stream_is_lazy_and_in_order(client):
+    rng = np.random.default_rng(6)
+    build = distinct_keys(rng, 2000)
+    client.build_index("t_lstream", build, payload={"v": np.arange(2000, dtype=np.int64)},
+                       replace=True)
+    sizes = [5, 0, 300, 1, 1000] * 8
+    batches = [rng.choice(build, size=k) if k % 2 else rng.integers(0, 1 << 32, size=k,
+                                                                     dtype=np.uint32)
+               for k in sizes]
+    produced = []
+
+    def source():
+        for b in batches:
+            produced.append(len(b))
+            yield b
+
+    c = gpujoin.Client(client.target, max_inflight=2)
+    results = []
+    for r in c.lookup_stream("t_lstream", source(), select=["v"], match_counts=True):
+        # At most the window (2) and the one batch waiting for it are ahead of the answers.
+        assert len(produced) <= len(results) + 1 + 2 + 1
+        results.append(r)
+    assert [len(r) for r in results] == sizes
+    whole = client.lookup("t_lstream", np.concatenate(batches), select=["v"], match_counts=True)
+    np.testing.assert_array_equal(np.concatenate([r.values for r in results]), whole.values)
+    np.testing.assert_array_equal(np.concatenate([r.found for r in results]), whole.found)
+    got_v = np.ma.concatenate([np.ma.MaskedArray(r.columns["v"]) for r in results])
+    np.testing.assert_array_equal(np.ma.getmaskarray(got_v), np.ma.getmaskarray(whole.columns["v"]))
+    assert got_v.compressed().tolist() == whole.columns["v"].compressed().tolist()
+    # A bad batch fails the stream after the answers before it.
+    seen = []
+    with pytest.raises(gpujoin.KeyDtypeError, match=r"batches\[2\]"):
+        for r in c.lookup_stream("t_lstream", iter([build[:3], build[3:5],
+                                                    build[:2].astype(np.int64)])):
+            seen.append(len(r))
+    assert seen == [3, 2]
+    c.close()

@@ -38,3 +38,11 @@ def test_lookup_response_fields():
     assert [c.name for c in a.columns] == ["x", "y"]
     empty = wire.parse_lookup_response(b"")
     assert empty.error is None and empty.statistics is None and len(empty.values) == 0
+
+
+@pytest.mark.parametrize("dtype,field", [("<u4", "keys"), ("<u8", "keys64")])
+def test_zero_row_request_sends_an_empty_typed_list(dtype, field):
+    header = pb.LookupRequest(index="ix").SerializeToString()
+    m = pb.LookupRequest.FromString(wire.lookup_request(header, np.zeros(0, dtype)))
+    assert m.HasField(field) and getattr(m, field).HasField("values")
+    assert len(getattr(m, field).values.v) == 0 and not getattr(m, field).packed

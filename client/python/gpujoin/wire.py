@@ -43,6 +43,8 @@ def lookup_request(header: bytes, keys: np.ndarray) -> bytes:
     and `keys` (a contiguous little-endian '<u4' or '<u8' array) as packed keys
     (field 2, U32Column) or keys64 (field 6, U64Column)."""
     n = keys.nbytes
+    if n == 0:  # a zero-row column is an empty typed list (`values {}`): packed empty is unset
+        return header + (b"\x32" if keys.dtype.itemsize == 8 else b"\x12") + b"\x02\x12\x00"
     inner_prefix = b"\x0a" + _varint(n)  # U32Column/U64Column.packed: field 1, length-delimited
     tag = b"\x32" if keys.dtype.itemsize == 8 else b"\x12"
     return b"".join((header, tag, _varint(len(inner_prefix) + n), inner_prefix,
