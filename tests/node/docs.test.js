@@ -1,0 +1,41 @@
+'use strict';
+// The Node quick start of docs/api.md runs as written (its import pointed at
+// this checkout's client/node, its address at a test server) and prints what its
+// comments say.
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const {execFile} = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const {promisify} = require('node:util');
+const {startServer, CLIENT, REPO} = require('./server');
+
+test('docs/api.md Node quick start', async () => {
+  const doc = fs.readFileSync(path.join(REPO, 'docs', 'api.md'), 'utf8');
+  const at = doc.indexOf('**Node client.**');
+  assert.ok(at >= 0, 'docs/api.md has no **Node client.** section');
+  const block = /```js\n([\s\S]*?)```/.exec(doc.slice(at));
+  assert.ok(block, 'no js block after **Node client.**');
+  const lines = block[1].trim().split('\n');
+  assert.equal(lines.length, 5, 'a five-line quick start');
+  const server = await startServer();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gpujoin_node_doc_'));
+  try {
+    const script = block[1]
+      .replace("'@gpujoin/client'", JSON.stringify(path.join(CLIENT, 'index.js')))
+      .replace("'127.0.0.1:50051'", JSON.stringify(server.address)) +
+      'console.log(JSON.stringify([Array.from(r.values), r.columns.kind.toArray(), Array.from(j.leftRows), ' +
+      'Array.from(j.rightRows)]));\nc.close();\n';
+    const file = path.join(dir, 'quick.mjs');
+    fs.writeFileSync(file, script);
+    const {stdout} = await promisify(execFile)(process.execPath, [file], {timeout: 30000});
+    assert.deepEqual(JSON.parse(stdout), [[1, 2, 4294967295], [null, 'c', null], [0, 1, 2], [2, 4294967295, 0]]);
+    // The comments say the same.
+    assert.match(lines[3], /r\.values \[1, 2, 4294967295\], r\.columns\.kind\.toArray\(\) \[null, 'c', null\]/);
+    assert.match(lines[4], /j\.leftRows \[0, 1, 2\], j\.rightRows \[2, 4294967295, 0\]/);
+  } finally {
+    fs.rmSync(dir, {recursive: true, force: true});
+    assert.equal(await server.stop(), 0, server.log());
+  }
+});
