@@ -248,8 +248,11 @@ export interface StreamOptions extends CallOptions {
   batchRows?: number;
   /** Unanswered batches at most (default: the client's). */
   maxInflight?: number;
-  /** Called after each answered batch. */
-  onProgress?: (p: {batches: number; sent: number; answered: number}) => void;
+  /**
+   * Called after each answered batch (a keep_all join's count pass included); a
+   * returned promise holds back the next batch until it settles (a rejection fails the call).
+   */
+  onProgress?: (p: {batches: number; sent: number; answered: number}) => void | Promise<void>;
 }
 
 export interface BuildOptions extends CallOptions {

@@ -210,3 +210,25 @@ test('hash: deterministic, batched like whole, nulls, strings, 32 and 64 bits', 
   assert.deepEqual(hs.hashes, (await client.hash([s])).hashes);
   await assert.rejects(client.hash([[true, false]]), gj.DtypeError);
 });
+
+test('an index rebuilt between the batches of a lookup or join is AbortedError, never mixed answers', async () => {
+  for (const what of ['lookup', 'join']) {
+    await client.buildIndex('vers', [1, 2, 3], {replace: true});
+    const rebuildAfterFirst = async ({answered}) => {
+      // The next batch is held back until the rebuild is installed.
+      if (answered === 1) await client.buildIndex('vers', [3, 2, 1], {replace: true});
+    };
+    await assert.rejects(client[what]('vers', [1, 2, 3], {batchRows: 1, maxInflight: 1, onProgress: rebuildAfterFirst}), (e) => {
+      assert.ok(e instanceof gj.AbortedError, `${what}: ${e.name} ${e.message}`);
+      assert.match(e.message, new RegExp(`index "vers" was rebuilt during the ${what}: its batches ran on versions \\d+ and \\d+`));
+      return true;
+    });
+  }
+  // Without a rebuild the same calls succeed, each batch waiting for the callback.
+  let calls = 0;
+  const slow = () => new Promise((resolve) => setImmediate(() => { ++calls; resolve(); }));
+  const r = await client.lookup('vers', [1, 2, 3], {batchRows: 1, onProgress: slow});
+  assert.deepEqual(Array.from(r.values), [2, 1, 0]);
+  assert.equal(calls, 3);
+  await client.drop('vers');
+});

@@ -112,6 +112,12 @@ function cancelOn(signal, call) {
   else signal.addEventListener('abort', () => call.cancel(), {once: true});
 }
 
+/** The AbortedError of a lookup or join whose batches ran on different versions of the index. */
+function rebuilt(index, what, a, b) {
+  return new AbortedError(`index "${index}" was rebuilt during the ${what}: its batches ran on versions ` +
+                          `${a} and ${b}; run the ${what} again`);
+}
+
 function positiveInteger(v, what) {
   if (!Number.isInteger(v) || v <= 0) throw new InvalidArgumentError(`${what} must be a positive integer, got ${v}`);
   return v;
@@ -516,6 +522,7 @@ class Client {
         }
         r.columns.forEach((c, i) => columnParts[i].push(cols.decodeColumn(c, `columns[${i}]`)));
         mergeStatistics(stats, statistics(r.statistics));
+        if (b > 0 && r.index_version !== indexVersion) throw rebuilt(index, 'lookup', indexVersion, r.index_version);
         indexVersion = r.index_version;
         return true;
       },
@@ -578,6 +585,7 @@ class Client {
     const rowsOf = (b) => Math.min(batchRows, rows - b * batchRows);
 
     let messages = 0;
+    let version = null;
     const pass = async (configure, take) => {
       let next = 0;
       let answer = new JoinAnswer(1);
@@ -597,6 +605,9 @@ class Client {
         onResponse: (r, b) => {
           checkBatch(r, b);
           ++messages;
+          // Every batch of both passes must run on one version of the index.
+          if (version !== null && r.index_version !== version) throw rebuilt(index, 'join', version, r.index_version);
+          version = r.index_version;
           if (!answer.add(r)) return false;
           take(b, answer.results[0], answer.indexVersion);
           answer = new JoinAnswer(1);

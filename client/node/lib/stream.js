@@ -13,7 +13,9 @@ const {fromGrpcError, InternalError} = require('./errors');
  * (false: more messages of the same answer follow). A throw from either, a
  * non-OK status or an answer count that does not match cancels the call and
  * rejects with a GpujoinError. Resolves when every request was answered and the
- * call ended OK. `progress(sent, answered)` (optional) runs after each answer.
+ * call ended OK. `progress(sent, answered)` (optional) runs after each answer;
+ * when it returns a promise, no further request is sent until it resolves (a
+ * rejection fails the call).
  */
 function pipeline(call, {next, onResponse, maxInflight, progress}) {
   return new Promise((resolve, reject) => {
@@ -21,6 +23,7 @@ function pipeline(call, {next, onResponse, maxInflight, progress}) {
     let answered = 0;
     let ended = false;       // next() returned null and the write side was closed
     let draining = false;    // a write returned false: wait for 'drain'
+    let paused = false;      // progress() returned a promise that has not settled
     let settled = false;
 
     const fail = (e) => {
@@ -32,7 +35,7 @@ function pipeline(call, {next, onResponse, maxInflight, progress}) {
 
     const pump = () => {
       try {
-        while (!settled && !ended && !draining && sent - answered < maxInflight) {
+        while (!settled && !ended && !draining && !paused && sent - answered < maxInflight) {
           const request = next();
           if (request === null) {
             ended = true;
@@ -59,8 +62,18 @@ function pipeline(call, {next, onResponse, maxInflight, progress}) {
         if (answered >= sent) throw new InternalError(`server answered request ${answered + 1} of ${sent} sent`);
         if (onResponse(response, answered)) {
           ++answered;
-          if (progress) progress(sent, answered);
-          pump();
+          const waiting = progress ? progress(sent, answered) : undefined;
+          if (waiting && typeof waiting.then === 'function') {
+            // The caller throttles: no further request until its promise settles.
+            paused = true;
+            waiting.then(() => {
+              paused = false;
+              pump();
+              finish();
+            }, fail);
+          } else {
+            pump();
+          }
         }
       } catch (e) {
         fail(e);
@@ -71,7 +84,7 @@ function pipeline(call, {next, onResponse, maxInflight, progress}) {
     let statusOk = false;
     let readEnded = false;
     const finish = () => {
-      if (settled || !statusOk || !readEnded) return;
+      if (settled || paused || !statusOk || !readEnded) return;
       if (!ended || answered !== sent) {
         return fail(new InternalError(`stream ended after ${answered} answers to ${sent} requests`));
       }
