@@ -523,3 +523,21 @@ def test_lookup_stream_is_lazy_and_in_order(client):
             seen.append(len(r))
     assert seen == [3, 2]
     c.close()
+
+
+def test_default_batches_fit_the_servers_result_limit(pytestconfig):
+    """With --max-result-bytes=1M (messages stay 256 MiB), a Client whose
+    default batch is 2^20 rows sizes its batches to the result limit: a lookup
+    with probes and match counts (13 bytes a row) is not refused."""
+    from conftest import Gpujoind
+    s = Gpujoind(pytestconfig.getoption("--gpujoind"), "--max-result-bytes=1M")
+    try:
+        with gpujoin.Client(s.address, batch_rows=1 << 20) as c:
+            keys = np.arange(300_000, dtype=np.uint32)
+            c.build_index("t_result_limit", keys)
+            r = c.lookup("t_result_limit", keys, probes=True, match_counts=True)
+            assert r.found.all() and (r.match_counts == 1).all()
+            with pytest.raises(gpujoin.ResourceExhausted, match="max-result-bytes"):
+                c.lookup("t_result_limit", keys, probes=True, batch_rows=300_000)
+    finally:
+        s.stop()

@@ -218,6 +218,7 @@ class Client:
         self._stub = None
         self._lookup_method = None
         self._limit = 0  # the message limit in use, once connected
+        self._result_limit = 0  # the server's --max-result-bytes, once connected
         self._window = max_inflight
 
     # ------------------------------------------------------------------ connection
@@ -253,6 +254,7 @@ class Client:
                 channel = self._make_channel(min(limit, 0x7FFFFFFF))
                 stub = pb_grpc.GpuJoinStub(channel)
             self._limit = min(limit, 0x7FFFFFFF)
+            self._result_limit = int(info.max_result_bytes) or self._limit
             if info.max_inflight_batches_per_stream:
                 self._window = min(self._max_inflight, int(info.max_inflight_batches_per_stream))
             # Lookup frames its bulk columns itself (gpujoin.wire): bytes in, views out.
@@ -294,12 +296,14 @@ class Client:
     def _rows_per_batch(self, batch_rows: Optional[int], answer_row_bytes: float,
                         request_row_bytes: int) -> int:
         """Rows per batch: as asked (else the client's default, at most what keeps an
-        answer within half the message limit), and never more than a request can carry."""
+        answer within half the message limit and half the server's result limit),
+        and never more than a request can carry."""
         rows = batch_rows or self._batch_rows
         if rows < 1:
             raise InvalidArgument(f"batch_rows must be at least 1, got {rows}")
         if batch_rows is None:
-            rows = min(rows, int((self._limit // 2) // max(answer_row_bytes, 1.0)))
+            room = min(self._limit, self._result_limit) // 2
+            rows = min(rows, int(room // max(answer_row_bytes, 1.0)))
         return max(1, min(rows, (self._limit - 4096) // request_row_bytes))
 
     # ------------------------------------------------------------------ control calls
