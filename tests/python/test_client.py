@@ -541,3 +541,22 @@ def test_default_batches_fit_the_servers_result_limit(pytestconfig):
                 c.lookup("t_result_limit", keys, probes=True, batch_rows=300_000)
     finally:
         s.stop()
+
+
+@pytest.mark.parametrize("bits", [32, 64])
+def test_hash_known_answers(client, bits):
+    """docs/hashing.md's pinned examples, through the Python client."""
+    want = {  # input -> (hash32, hash64)
+        "u32_0": (0x08d6d969, 0x3aefa6fd5cf2deb4), "u32_42": (0x454235d1, 0xd756d7b62fc50bf1),
+        "i64_-1": (0xc182c6d9, 0x85d136adb773c6c9), "f32_-0": (0x08d6d969, 0x3aefa6fd5cf2deb4),
+        "bin_abc": (0x32d153ff, 0x44bc2cf5ad770999), "pair": (0x312371b9, 0xdf65db6222acac39)}
+    pick = 0 if bits == 32 else 1
+    got = {
+        "u32_0": client.hash(np.array([0], np.uint32), bits=bits)[0],
+        "u32_42": client.hash(np.array([42], np.uint32), bits=bits)[0],
+        "i64_-1": client.hash(np.array([-1], np.int64), bits=bits)[0],
+        "f32_-0": client.hash(np.array([-0.0], np.float32), bits=bits)[0],
+        "bin_abc": client.hash([b"abc"], bits=bits)[0],
+        "pair": client.hash(np.array([1], np.uint32), ["x"], bits=bits)[0],
+    }
+    assert {k: int(v) for k, v in got.items()} == {k: v[pick] for k, v in want.items()}
