@@ -102,6 +102,8 @@ test('server statuses become GpujoinError subclasses with the server message', a
   const ac = new AbortController();
   ac.abort();
   await assert.rejects(client.lookup('u32', [1], {signal: ac.signal}), gj.CancelledError);
+  // A deadline that passes while a 1M-key lookup is being sent.
+  await assert.rejects(client.lookup('u32', new Uint32Array(1 << 20), {deadlineMs: 1}), gj.DeadlineExceededError);
   // A server that is not there.
   const gone = new Client('127.0.0.1:1');
   await assert.rejects(gone.serverInfo(), gj.UnavailableError);
