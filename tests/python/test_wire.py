@@ -46,3 +46,42 @@ def test_zero_row_request_sends_an_empty_typed_list(dtype, field):
     m = pb.LookupRequest.FromString(wire.lookup_request(header, np.zeros(0, dtype)))
     assert m.HasField(field) and getattr(m, field).HasField("values")
     assert len(getattr(m, field).values.v) == 0 and not getattr(m, field).packed
+
+
+@pytest.mark.parametrize("dtype,field", [("<u4", "keys"), ("<u8", "keys64")])
+@pytest.mark.parametrize("rows", [0, 1, 70000])
+def test_join_request_matches_protobuf(dtype, field, rows):
+    keys = (np.arange(rows) * 31).astype(dtype)
+    header = pb.JoinRequest(index="ix", batch_id=5, select=["s"], kind=pb.JOIN_KIND_LEFT_SEMI,
+                            max_probe_count=3).SerializeToString()
+    left = pb.LeftBatch(capacity=1 << 33, want_found=True, first_left_row=7, count_only=True)
+    m = pb.JoinRequest.FromString(wire.join_request(header, left.SerializeToString(), keys))
+    want = pb.JoinRequest(index="ix", batch_id=5, select=["s"], kind=pb.JOIN_KIND_LEFT_SEMI,
+                          max_probe_count=3, batches=[left])
+    if rows:
+        getattr(want.batches[0], field).packed = keys.tobytes()
+    else:
+        getattr(want.batches[0], field).values.SetInParent()
+    assert m == want
+
+
+def test_join_response_fields():
+    pairs = np.arange(5000, dtype="<u4")
+    r = pb.JoinResponse(batch_id=1 << 36, index_version=3, more=True, results=[
+        pb.JoinBatchResult(left_rows=pairs.tobytes(), right_rows=pairs[::-1].tobytes(), count=9,
+                           capacity=1 << 33, overflow=True, found=b"\1\0", probes=b"\3\0\0\0",
+                           statistics=pb.QueryStatistics(missing=4),
+                           columns=[pb.Column(name="c", length=2)], batch=2, first_pair=70),
+        pb.JoinBatchResult(batch=3)])
+    a = wire.parse_join_response(r.SerializeToString())
+    assert (a.batch_id, a.index_version, a.more, a.error) == (1 << 36, 3, True, None)
+    p, q = a.results
+    np.testing.assert_array_equal(np.frombuffer(p.left_rows, "<u4"), pairs)
+    np.testing.assert_array_equal(np.frombuffer(p.right_rows, "<u4"), pairs[::-1])
+    assert (p.count, p.capacity, p.overflow, p.batch, p.first_pair) == (9, 1 << 33, True, 2, 70)
+    assert bytes(p.found) == b"\1\0" and bytes(p.probes) == b"\3\0\0\0"
+    assert p.statistics.missing == 4 and p.columns[0].name == "c"
+    assert (q.batch, q.count, len(q.left_rows), q.statistics) == (3, 0, 0, None)
+    e = wire.parse_join_response(pb.JoinResponse(error=pb.BatchError(code=5, message="x"))
+                                 .SerializeToString())
+    assert e.error.code == 5 and not e.results and not e.more

@@ -18,7 +18,7 @@ subclasses named after their gRPC code.
 import collections
 import os
 import threading
-from typing import Any, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import grpc
 import numpy as np
@@ -115,7 +115,8 @@ class _JoinBatch:
                 raise Internal(f"join answer starts at pair {part.first_pair}, not 0")
             self.started = True
             self.count, self.capacity, self.overflow = part.count, part.capacity, part.overflow
-            self.statistics.merge(part.statistics)
+            if part.statistics is not None:
+                self.statistics.merge(part.statistics)
             if part.found:
                 self.found.append(np.frombuffer(part.found, np.uint8).astype(bool))
             if part.probes:
@@ -216,7 +217,7 @@ class Client:
         self._lock = threading.Lock()
         self._channel: Optional[grpc.Channel] = None
         self._stub = None
-        self._lookup_method = None
+        self._framed: Dict[str, Any] = {}
         self._limit = 0  # the message limit in use, once connected
         self._result_limit = 0  # the server's --max-result-bytes, once connected
         self._window = max_inflight
@@ -257,10 +258,14 @@ class Client:
             self._result_limit = int(info.max_result_bytes) or self._limit
             if info.max_inflight_batches_per_stream:
                 self._window = min(self._max_inflight, int(info.max_inflight_batches_per_stream))
-            # Lookup frames its bulk columns itself (gpujoin.wire): bytes in, views out.
-            self._lookup_method = channel.stream_stream(
-                "/gpujoin.v1.GpuJoin/Lookup", request_serializer=None,
-                response_deserializer=_wire.parse_lookup_response)
+            # Lookup and Join frame their bulk columns themselves (gpujoin.wire):
+            # bytes in, views out.
+            self._framed = {
+                name: channel.stream_stream(f"/gpujoin.v1.GpuJoin/{name}",
+                                            request_serializer=None,
+                                            response_deserializer=parse)
+                for name, parse in (("Lookup", _wire.parse_lookup_response),
+                                    ("Join", _wire.parse_join_response))}
             self._channel, self._stub = channel, stub
             return stub
 
@@ -287,7 +292,7 @@ class Client:
     def _stream(self, name: str, requests: Iterable[Any], finishes=lambda r: True,
                 timeout: Optional[float] = None) -> Iterator[Any]:
         stub = self._connected()
-        method = self._lookup_method if name == "Lookup" else getattr(stub, name)
+        method = self._framed.get(name) or getattr(stub, name)
         return run_stream(method, requests, max_inflight=self._window,
                           metadata=self._metadata,
                           timeout=timeout if timeout is not None else self._timeout,
@@ -650,20 +655,20 @@ class Client:
             for b, (start, stop, cap) in enumerate(ranges):
                 lb = pb.LeftBatch(capacity=cap, want_found=found, want_probes=probes,
                                   count_only=count_only)
-                _set_keys(lb, wire[start:stop])
                 if explicit is not None:
                     lb.left_rows.packed = explicit[start:stop].tobytes()
                 else:
                     lb.first_left_row = start
-                yield pb.JoinRequest(index=index, batches=[lb], batch_id=b, select=select,
-                                     kind=kind_number, max_probe_count=max_probe_count)
+                header = pb.JoinRequest(index=index, batch_id=b, select=select, kind=kind_number,
+                                        max_probe_count=max_probe_count).SerializeToString()
+                yield _wire.join_request(header, lb.SerializeToString(), wire[start:stop])
 
         answers: List[_JoinBatch] = []
         current: Optional[_JoinBatch] = None
         version = None
         for r in self._stream("Join", requests(), finishes=lambda r: not r.more, timeout=timeout):
             b = len(answers)
-            if r.HasField("error"):
+            if r.error is not None:
                 raise from_batch_error(r.error, b)
             if r.batch_id != b:
                 raise Internal(f"join answer {b} carries batch_id {r.batch_id}")
