@@ -560,3 +560,13 @@ def test_hash_known_answers(client, bits):
         "pair": client.hash(np.array([1], np.uint32), ["x"], bits=bits)[0],
     }
     assert {k: int(v) for k, v in got.items()} == {k: v[pick] for k, v in want.items()}
+
+
+def test_deadlines_are_typed(client):
+    keys = np.arange(1 << 20, dtype=np.uint32)
+    client.build_index("t_deadline", keys[:1000], replace=True)
+    with pytest.raises(gpujoin.DeadlineExceeded) as e:
+        client.lookup("t_deadline", keys, timeout=0.001)
+    assert e.value.code == grpc.StatusCode.DEADLINE_EXCEEDED
+    # The client stays usable.
+    assert client.lookup("t_deadline", keys[:3]).values.tolist() == [0, 1, 2]
