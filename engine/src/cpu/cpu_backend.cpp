@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/backend_registry.hpp"
 #include "cpu/cpu_hash_index.hpp"
+#include "cpu/cpu_index_image.hpp"
 #include "cpu/cpu_ops.hpp"
 #include "cpu/thread_pool.hpp"
 #include "gpujoin/common/status_macros.hpp"
@@ -150,6 +151,26 @@ class CpuBackend final : public Backend {
     return bytes;
   }
 
+  absl::StatusOr<IndexImage> ExportIndex(const HashIndex& index) const override {
+    try {
+      return ExportCpuIndex(index, pool_);
+    } catch (const std::bad_alloc&) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "export: host allocation of the image (", CpuTableBytes(index.spec()), "+ bytes) failed"));
+    }
+  }
+
+  absl::StatusOr<std::unique_ptr<HashIndex>> ImportIndex(const IndexImage& image) override {
+    GPUJOIN_RETURN_IF_ERROR(image.Validate());
+    try {
+      return ImportCpuIndex(image, pool_);
+    } catch (const std::bad_alloc&) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("import: host allocation of ", ImportedIndexBytes(*this, image.shape()),
+                       " bytes for an index of capacity ", image.spec.capacity, " failed"));
+    }
+  }
+
   absl::Status Run(const CommandGraph& graph) override {
     GPUJOIN_RETURN_IF_ERROR(graph.Validate());
     // Resolve every index before running anything, so a foreign index fails the
@@ -225,7 +246,8 @@ class CpuBackend final : public Backend {
     });
   }
 
-  ThreadPool pool_;
+  // mutable: ExportIndex (const) runs its copies on the pool too.
+  mutable ThreadPool pool_;
   std::string model_;
 };
 

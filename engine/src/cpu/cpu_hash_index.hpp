@@ -147,6 +147,22 @@ class CpuHashIndex final : public HashIndex {
     group_values_ = std::move(values);
   }
 
+  /// Copies slots [begin, end) out as separate key and value arrays (an empty
+  /// slot: kEmpty and 0), for Backend::ExportIndex.
+  void CopyTableOut(K* keys, uint32_t* values, size_t begin, size_t end) const {
+    for (size_t i = begin; i < end; ++i) {
+      keys[i] = slots_[i].key;
+      values[i] = slots_[i].value;
+    }
+  }
+  /// Writes slots [begin, end) from key and value arrays, for Backend::ImportIndex.
+  void CopyTableIn(const K* keys, const uint32_t* values, size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) slots_[i] = Slot{keys[i], values[i]};
+  }
+  /// A kKeepAll index's groups (one per slot) and value list; empty otherwise.
+  const HostArray<GroupRange>& group_ranges() const { return groups_; }
+  const HostArray<uint32_t>& group_values() const { return group_values_; }
+
   /// The payload columns of the last build, in slot order.
   const std::vector<StoredColumn>& stored_payload() const { return payload_columns_; }
   /// Replaces the payload columns (a build's last step, before RecordBuild).

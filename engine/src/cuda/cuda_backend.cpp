@@ -22,6 +22,7 @@
 #include "cuda/build_memory.hpp"
 #include "cuda/cuda_error.hpp"
 #include "cuda/cuda_hash_index.hpp"
+#include "cuda/cuda_index_image.hpp"
 #include "cuda/cuda_lowering.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/device_ops.hpp"
@@ -147,6 +148,35 @@ class CudaBackend final : public Backend {
   }
 
   bool Healthy() const override { return healthy_.load(); }
+
+  absl::StatusOr<IndexImage> ExportIndex(const HashIndex& index) const override {
+    const auto* cuda = dynamic_cast<const CudaHashIndex*>(&index);
+    if (cuda == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("export: the index belongs to the ",
+                       std::string(BackendKindName(index.backend())), " backend, not cuda"));
+    }
+    GPUJOIN_RETURN_IF_ERROR(CheckHealthy());
+    try {
+      auto image = ExportCudaIndex(*cuda);
+      // A sticky error met by the export marks the backend unhealthy like a Run's.
+      if (!image.ok()) const_cast<CudaBackend*>(this)->NoteError(cudaSuccess);
+      return image;
+    } catch (const std::bad_alloc&) {
+      return absl::ResourceExhaustedError("export: host allocation of the index image failed");
+    }
+  }
+
+  absl::StatusOr<std::unique_ptr<HashIndex>> ImportIndex(const IndexImage& image) override {
+    GPUJOIN_RETURN_IF_ERROR(image.Validate());
+    GPUJOIN_RETURN_IF_ERROR(CheckHealthy());
+    auto index = ImportCudaIndex(image, device_);
+    if (!index.ok()) {
+      NoteError(cudaSuccess);
+      return index.status();
+    }
+    return std::unique_ptr<HashIndex>(std::move(*index));
+  }
 
   absl::StatusOr<HostBuffer> AllocateHostBuffer(size_t bytes) override {
     return host_pool_->Get(bytes);

@@ -121,6 +121,11 @@ class CudaHashIndex final : public HashIndex {
   /// Installs the groups of a finished kKeepAll build.
   void SetGroups(CudaGroups groups);
 
+  /// The stored payload and groups of the last build, for index export
+  /// (cuda_index_image.cpp).
+  const CudaPayload& stored_payload() const { return payload_; }
+  const CudaGroups& stored_groups() const { return groups_; }
+
  private:
   CudaHashIndex(const HashIndexSpec& spec, int device, DeviceBuffer<uint64_t> slots)
       : HashIndex(spec), device_(device), slots_(std::move(slots)) {}

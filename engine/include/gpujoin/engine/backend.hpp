@@ -12,6 +12,7 @@
 #include "gpujoin/engine/graph.hpp"
 #include "gpujoin/engine/hash_index.hpp"
 #include "gpujoin/engine/host_buffer.hpp"
+#include "gpujoin/engine/index_image.hpp"
 
 namespace gpujoin::engine {
 
@@ -140,7 +141,30 @@ class Backend {
   /// default (CPU backend) is ordinary memory from a process-wide cache. Zero bytes
   /// give an empty buffer. Thread-safe.
   virtual absl::StatusOr<HostBuffer> AllocateHostBuffer(size_t bytes);
+
+  /// A host copy of `index` (built by this backend) in the canonical layout of
+  /// index_image.hpp: the same bytes on every backend for the same build where
+  /// the build contract is deterministic. Synchronous (device-to-host copies on
+  /// a stream of its own; not for request paths); `index` may be read by other
+  /// graphs meanwhile. INVALID_ARGUMENT for another backend's index,
+  /// RESOURCE_EXHAUSTED when the host copy cannot be allocated. The default
+  /// (a backend without images) is UNIMPLEMENTED.
+  virtual absl::StatusOr<IndexImage> ExportIndex(const HashIndex& index) const;
+
+  /// A new index of this backend holding exactly what `image` describes (spec,
+  /// statistics, table, groups, payload): lookups and joins on it answer as on
+  /// the exported index. `image` is checked first (IndexImage::Validate:
+  /// INVALID_ARGUMENT). Allocates ImportedIndexBytes(image.shape()) of backend
+  /// memory, which the caller reserves beforehand; RESOURCE_EXHAUSTED when it
+  /// does not fit. Synchronous. The default is UNIMPLEMENTED.
+  virtual absl::StatusOr<std::unique_ptr<HashIndex>> ImportIndex(const IndexImage& image);
 };
+
+/// Bytes of backend memory an index imported from an image of `shape` occupies
+/// (its HashIndex::memory_bytes() once imported, with the strings' stored bytes):
+/// IndexBytes(spec) + GroupStorageBytes(spec, capacity, kept_rows) +
+/// PayloadBytes(spec, payload, kept_rows).
+uint64_t ImportedIndexBytes(const Backend& backend, const IndexImageShape& shape);
 
 /// Creates a backend. kAuto picks CUDA when this build has it and a device is
 /// present, else CPU. kCuda fails with FAILED_PRECONDITION when the build has no

@@ -1,0 +1,371 @@
+#include "cuda/cuda_index_image.hpp"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "cuda/cuda_error.hpp"
+#include "cuda/device_buffer.hpp"
+#include "cuda/index/table.hpp"
+#include "cuda/payload/record_layout.hpp"
+#include "gpujoin/common/status_macros.hpp"
+
+namespace gpujoin::engine::detail {
+namespace {
+
+// Bytes of one staging chunk; two of them alternate, so that filling (or
+// draining) one overlaps the copy of the other.
+constexpr size_t kChunkBytes = size_t{32} << 20;
+
+// A stream of its own and two page-locked chunks (ordinary memory when
+// page-locked memory is short: the copies then stop overlapping, nothing else).
+class Transfer {
+ public:
+  static absl::StatusOr<std::unique_ptr<Transfer>> Create(int device) {
+    auto t = std::unique_ptr<Transfer>(new Transfer());
+    GPUJOIN_CUDA_RETURN(cudaSetDevice(device), "select device");
+    GPUJOIN_CUDA_RETURN(cudaStreamCreateWithFlags(&t->stream_, cudaStreamNonBlocking),
+                        "create image stream");
+    for (int i = 0; i < 2; ++i) {
+      auto pinned = PinnedBuffer::Allocate(kChunkBytes, "image staging");
+      if (pinned.ok()) {
+        t->pinned_[i] = std::move(*pinned);
+        t->chunk_[i] = t->pinned_[i].data();
+      } else {
+        (void)cudaGetLastError();
+        t->pageable_[i].resize(kChunkBytes);
+        t->chunk_[i] = t->pageable_[i].data();
+      }
+      GPUJOIN_CUDA_RETURN(cudaEventCreateWithFlags(&t->done_[i], cudaEventDisableTiming),
+                          "create image event");
+    }
+    return t;
+  }
+  ~Transfer() {
+    if (stream_ != nullptr) (void)cudaStreamSynchronize(stream_);
+    for (cudaEvent_t e : done_) {
+      if (e != nullptr) (void)cudaEventDestroy(e);
+    }
+    if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
+  }
+
+  /// Writes `bytes` bytes at device address `dst`; fill(chunk, offset, n) writes
+  /// bytes [offset, offset + n) of the source into the chunk.
+  absl::Status Upload(void* dst, size_t bytes,
+                      const std::function<void(uint8_t*, size_t, size_t)>& fill) {
+    for (size_t offset = 0; offset < bytes; offset += kChunkBytes) {
+      const size_t n = std::min(kChunkBytes, bytes - offset);
+      GPUJOIN_CUDA_RETURN(cudaEventSynchronize(done_[next_]), "wait for image staging");
+      fill(chunk_[next_], offset, n);
+      GPUJOIN_CUDA_RETURN(cudaMemcpyAsync(static_cast<uint8_t*>(dst) + offset, chunk_[next_], n,
+                                          cudaMemcpyHostToDevice, stream_),
+                          "upload index image");
+      GPUJOIN_CUDA_RETURN(cudaEventRecord(done_[next_], stream_), "record image event");
+      next_ ^= 1;
+    }
+    return absl::OkStatus();
+  }
+
+  /// Reads `bytes` bytes from device address `src`; drain(chunk, offset, n)
+  /// takes bytes [offset, offset + n).
+  absl::Status Download(const void* src, size_t bytes,
+                        const std::function<void(const uint8_t*, size_t, size_t)>& drain) {
+    // Two chunks in flight: queue the copy of chunk k + 1 before draining chunk k.
+    size_t queued = 0, drained = 0;
+    auto queue = [&]() -> absl::Status {
+      const size_t n = std::min(kChunkBytes, bytes - queued);
+      const int slot = int((queued / kChunkBytes) & 1);
+      GPUJOIN_CUDA_RETURN(cudaMemcpyAsync(chunk_[slot], static_cast<const uint8_t*>(src) + queued,
+                                          n, cudaMemcpyDeviceToHost, stream_),
+                          "download index image");
+      GPUJOIN_CUDA_RETURN(cudaEventRecord(done_[slot], stream_), "record image event");
+      queued += n;
+      return absl::OkStatus();
+    };
+    if (bytes > 0) GPUJOIN_RETURN_IF_ERROR(queue());
+    while (drained < bytes) {
+      const int slot = int((drained / kChunkBytes) & 1);
+      const size_t n = std::min(kChunkBytes, bytes - drained);
+      GPUJOIN_CUDA_RETURN(cudaEventSynchronize(done_[slot]), "wait for index image");
+      if (queued < bytes) GPUJOIN_RETURN_IF_ERROR(queue());
+      drain(chunk_[slot], drained, n);
+      drained += n;
+    }
+    return absl::OkStatus();
+  }
+
+  /// Waits for every queued upload.
+  absl::Status Finish() {
+    GPUJOIN_CUDA_RETURN(cudaStreamSynchronize(stream_), "finish index image");
+    return absl::OkStatus();
+  }
+
+ private:
+  Transfer() = default;
+  cudaStream_t stream_ = nullptr;
+  PinnedBuffer pinned_[2];
+  std::vector<uint8_t> pageable_[2];
+  uint8_t* chunk_[2] = {nullptr, nullptr};
+  cudaEvent_t done_[2] = {nullptr, nullptr};
+  int next_ = 0;
+};
+
+// Copies `bytes` of host memory into a chunk.
+std::function<void(uint8_t*, size_t, size_t)> FromHost(const void* src) {
+  return [src](uint8_t* chunk, size_t offset, size_t n) {
+    std::memcpy(chunk, static_cast<const uint8_t*>(src) + offset, n);
+  };
+}
+std::function<void(const uint8_t*, size_t, size_t)> ToHost(void* dst) {
+  return [dst](const uint8_t* chunk, size_t offset, size_t n) {
+    std::memcpy(static_cast<uint8_t*>(dst) + offset, chunk, n);
+  };
+}
+
+// Bitmap bits past `bits` cleared (the pad slots of a tiny table are empty, so
+// this only guards against a stray bit).
+void ClearTail(ImageBuffer& bitmap, uint64_t bits) {
+  if (bits % 8 == 0 || bitmap.size() == 0) return;
+  auto& last = bitmap.data()[bitmap.size() - 1];
+  last = std::byte(uint8_t(last) & uint8_t((1u << (bits % 8)) - 1));
+}
+
+template <KeyWord K>
+absl::Status ExportTable(const CudaHashIndex& index, Transfer& t, IndexImage& image) {
+  const size_t capacity = index.spec().capacity;
+  image.keys = ImageBuffer(capacity * sizeof(K));
+  image.values = ImageBuffer(capacity * 4);
+  K* keys = image.keys.as<K>().data();
+  uint32_t* values = image.values.as<uint32_t>().data();
+  using Word = SlotWord<K>;
+  return t.Download(index.table<K>().slots, capacity * sizeof(Word),
+                    [&](const uint8_t* chunk, size_t offset, size_t n) {
+                      const Word* words = reinterpret_cast<const Word*>(chunk);
+                      const size_t first = offset / sizeof(Word);
+                      for (size_t i = 0; i < n / sizeof(Word); ++i) {
+                        K key;
+                        uint32_t value;
+                        if constexpr (std::is_same_v<K, uint32_t>) {
+                          key = uint32_t(words[i] >> 32);
+                          value = uint32_t(words[i]);
+                        } else {
+                          key = words[i].key;
+                          value = uint32_t(words[i].tag);
+                        }
+                        keys[first + i] = key;
+                        values[first + i] = key == kEmptyKeyOf<K> ? 0u : value;
+                      }
+                    });
+}
+
+template <KeyWord K>
+absl::Status ImportTable(const IndexImage& image, CudaHashIndex& index, Transfer& t) {
+  const size_t capacity = image.spec.capacity;
+  const K* keys = image.keys.as<K>().data();
+  const uint32_t* values = image.values.as<uint32_t>().data();
+  using Word = SlotWord<K>;
+  // The pad of a table under 4 slots stays as Create left it (empty).
+  return t.Upload(index.table<K>().slots, capacity * sizeof(Word),
+                  [&](uint8_t* chunk, size_t offset, size_t n) {
+                    Word* words = reinterpret_cast<Word*>(chunk);
+                    const size_t first = offset / sizeof(Word);
+                    for (size_t i = 0; i < n / sizeof(Word); ++i) {
+                      const K key = keys[first + i];
+                      const uint32_t value = values[first + i];
+                      if constexpr (std::is_same_v<K, uint32_t>) {
+                        words[i] = key == kEmptyKeyOf<K> ? kEmptySlot
+                                                         : (uint64_t(key) << 32) | value;
+                      } else {
+                        words[i] = key == kEmptyKeyOf<K> ? Slot64{kEmptySlot, kEmptySlot}
+                                                         : Slot64{key, uint64_t(value)};
+                      }
+                    }
+                  });
+}
+
+}  // namespace
+
+absl::StatusOr<IndexImage> ExportCudaIndex(const CudaHashIndex& index) {
+  GPUJOIN_ASSIGN_OR_RETURN(auto t, Transfer::Create(index.device()));
+  IndexImage image;
+  image.spec = index.spec();
+  image.statistics = index.build_statistics();
+  image.built_rows = index.built_rows();
+  image.built = index.built();
+  const uint64_t capacity = index.spec().capacity;
+  if (index.key_type() == KeyType::kU64) {
+    GPUJOIN_RETURN_IF_ERROR(ExportTable<uint64_t>(index, *t, image));
+  } else {
+    GPUJOIN_RETURN_IF_ERROR(ExportTable<uint32_t>(index, *t, image));
+  }
+  const CudaGroups& groups = index.stored_groups();
+  if (index.keeps_all()) {
+    image.group_ranges = ImageBuffer(capacity * sizeof(GroupRange));
+    if (groups.ranges.size() == 0) {  // no build finished: every group empty
+      std::memset(image.group_ranges.data(), 0, image.group_ranges.size());
+    } else {
+      GPUJOIN_RETURN_IF_ERROR(t->Download(groups.ranges.data(), image.group_ranges.size(),
+                                          ToHost(image.group_ranges.data())));
+    }
+    image.group_values = ImageBuffer(groups.values.bytes());
+    GPUJOIN_RETURN_IF_ERROR(
+        t->Download(groups.values.data(), groups.values.bytes(), ToHost(image.group_values.data())));
+  }
+  const uint64_t positions =
+      index.keeps_all() ? groups.values.size() : capacity;  // the canonical count
+  const CudaPayload& stored = index.stored_payload();
+  const std::vector<PayloadColumnInfo>& infos = index.payload();
+  // The records once, then each fixed-width column out of them.
+  std::vector<uint8_t> records;
+  if (stored.stride > 0 && positions > 0) {
+    records.resize(positions * stored.stride);
+    GPUJOIN_RETURN_IF_ERROR(
+        t->Download(stored.records.data(), records.size(), ToHost(records.data())));
+  }
+  for (size_t c = 0; c < stored.columns.size(); ++c) {
+    const CudaPayloadColumn& column = stored.columns[c];
+    PayloadImage p;
+    p.type = column.type;
+    p.nullable = column.validity.size() != 0;
+    p.null_count = c < infos.size() ? infos[c].null_count : 0;
+    if (column.record_offset != kNotInRecord) {
+      const size_t width = ColumnWidth(column.type);
+      p.data = ImageBuffer(positions * width);
+      for (uint64_t i = 0; i < positions; ++i) {
+        std::memcpy(p.data.data() + i * width,
+                    records.data() + i * stored.stride + column.record_offset, width);
+      }
+    } else if (column.type == ColumnType::kBool) {
+      p.data = ImageBuffer(BitmapBytes(positions));
+      GPUJOIN_RETURN_IF_ERROR(t->Download(column.data.data(), p.data.size(), ToHost(p.data.data())));
+      ClearTail(p.data, positions);
+    } else {
+      p.offsets = ImageBuffer((positions + 1) * 8);
+      GPUJOIN_RETURN_IF_ERROR(
+          t->Download(column.offsets.data(), p.offsets.size(), ToHost(p.offsets.data())));
+      // The pad slots of a tiny table are empty: the bytes end at offsets[positions].
+      p.data = ImageBuffer(p.offsets.as<uint64_t>()[positions]);
+      GPUJOIN_RETURN_IF_ERROR(t->Download(column.data.data(), p.data.size(), ToHost(p.data.data())));
+    }
+    if (p.nullable) {
+      p.validity = ImageBuffer(BitmapBytes(positions));
+      GPUJOIN_RETURN_IF_ERROR(
+          t->Download(column.validity.data(), p.validity.size(), ToHost(p.validity.data())));
+      ClearTail(p.validity, positions);
+    }
+    image.payload.push_back(std::move(p));
+  }
+  GPUJOIN_RETURN_IF_ERROR(t->Finish());
+  return image;
+}
+
+absl::StatusOr<std::unique_ptr<CudaHashIndex>> ImportCudaIndex(const IndexImage& image,
+                                                               int device) {
+  GPUJOIN_ASSIGN_OR_RETURN(auto index, CudaHashIndex::Create(image.spec, device));
+  GPUJOIN_ASSIGN_OR_RETURN(auto t, Transfer::Create(device));
+  if (image.spec.key_type == KeyType::kU64) {
+    GPUJOIN_RETURN_IF_ERROR(ImportTable<uint64_t>(image, *index, *t));
+  } else {
+    GPUJOIN_RETURN_IF_ERROR(ImportTable<uint32_t>(image, *index, *t));
+  }
+  const uint64_t capacity = image.spec.capacity;
+  const bool keep_all = image.spec.duplicates == DuplicatePolicy::kKeepAll;
+  if (keep_all) {
+    CudaGroups groups;
+    GPUJOIN_ASSIGN_OR_RETURN(groups.ranges, CudaHashIndex::AllocatePayload<GroupRange>(
+                                                capacity, device, "group ranges"));
+    GPUJOIN_ASSIGN_OR_RETURN(
+        groups.values, CudaHashIndex::AllocatePayload<uint32_t>(image.group_values.size() / 4,
+                                                                device, "group values"));
+    GPUJOIN_RETURN_IF_ERROR(t->Upload(groups.ranges.data(), image.group_ranges.size(),
+                                      FromHost(image.group_ranges.data())));
+    GPUJOIN_RETURN_IF_ERROR(t->Upload(groups.values.data(), image.group_values.size(),
+                                      FromHost(image.group_values.data())));
+    GPUJOIN_RETURN_IF_ERROR(t->Finish());
+    index->SetGroups(std::move(groups));
+  }
+  // Positions in the image, and what the CUDA layout stores (a tiny table's pad).
+  const uint64_t positions = image.shape().positions();
+  const uint64_t slots = keep_all ? positions : TableAllocationSlots(image.spec.capacity);
+  std::vector<ColumnType> types;
+  for (const PayloadImage& p : image.payload) types.push_back(p.type);
+  const PayloadRecordLayout layout = RecordLayoutOf(types);
+  CudaPayload stored;
+  stored.stride = layout.stride;
+  if (layout.stride > 0) {
+    GPUJOIN_ASSIGN_OR_RETURN(stored.records, CudaHashIndex::AllocatePayload<uint8_t>(
+                                                 layout.RecordBytes(slots), device,
+                                                 "payload records"));
+    // Record by record: the chunk's records interleave every fixed-width column.
+    GPUJOIN_RETURN_IF_ERROR(t->Upload(
+        stored.records.data(), stored.records.bytes(),
+        [&](uint8_t* chunk, size_t offset, size_t n) {
+          std::memset(chunk, 0, n);
+          const uint64_t first = offset / layout.stride;
+          const uint64_t count = n / layout.stride;
+          for (size_t c = 0; c < image.payload.size(); ++c) {
+            if (layout.offsets[c] == kNotInRecord) continue;
+            const size_t width = ColumnWidth(types[c]);
+            const std::byte* src = image.payload[c].data.data();
+            for (uint64_t i = 0; i < count && first + i < positions; ++i) {
+              std::memcpy(chunk + i * layout.stride + layout.offsets[c], src + (first + i) * width,
+                          width);
+            }
+          }
+        }));
+  }
+  std::vector<PayloadColumnInfo> infos;
+  for (size_t c = 0; c < image.payload.size(); ++c) {
+    const PayloadImage& p = image.payload[c];
+    CudaPayloadColumn column;
+    column.type = p.type;
+    // Bitmaps of `slots` bits: the pad (if any) shares the image's last byte.
+    auto upload_bitmap = [&](const ImageBuffer& bits, DeviceBuffer<uint8_t>& out,
+                             const char* what) -> absl::Status {
+      GPUJOIN_ASSIGN_OR_RETURN(out,
+                               CudaHashIndex::AllocatePayload<uint8_t>(BitmapBytes(slots), device, what));
+      return t->Upload(out.data(), out.bytes(), [&](uint8_t* chunk, size_t offset, size_t n) {
+        const size_t have = offset < bits.size() ? std::min(n, bits.size() - offset) : 0;
+        if (have > 0) std::memcpy(chunk, bits.data() + offset, have);
+        std::memset(chunk + have, 0, n - have);
+      });
+    };
+    if (layout.offsets[c] != kNotInRecord) {
+      column.record_offset = layout.offsets[c];
+      column.record_bytes = slots * ColumnWidth(p.type);
+      if (c == layout.padded_column) column.record_bytes += layout.PaddingBytes(slots);
+    } else if (p.type == ColumnType::kBool) {
+      GPUJOIN_RETURN_IF_ERROR(upload_bitmap(p.data, column.data, "payload"));
+    } else {
+      GPUJOIN_ASSIGN_OR_RETURN(column.offsets, CudaHashIndex::AllocatePayload<uint64_t>(
+                                                   slots + 1, device, "payload offsets"));
+      const std::span<const uint64_t> offsets = p.offsets.as<uint64_t>();
+      GPUJOIN_RETURN_IF_ERROR(t->Upload(
+          column.offsets.data(), column.offsets.bytes(),
+          [&](uint8_t* chunk, size_t offset, size_t n) {
+            uint64_t* out = reinterpret_cast<uint64_t*>(chunk);
+            const size_t first = offset / 8;
+            for (size_t i = 0; i < n / 8; ++i) {
+              out[i] = offsets[std::min<size_t>(first + i, positions)];
+            }
+          }));
+      GPUJOIN_ASSIGN_OR_RETURN(column.data, CudaHashIndex::AllocatePayload<uint8_t>(
+                                                p.data.size(), device, "payload string bytes"));
+      GPUJOIN_RETURN_IF_ERROR(t->Upload(column.data.data(), p.data.size(), FromHost(p.data.data())));
+    }
+    if (p.nullable) GPUJOIN_RETURN_IF_ERROR(upload_bitmap(p.validity, column.validity, "payload validity"));
+    infos.push_back(PayloadColumnInfo{p.type, p.null_count, column.bytes()});
+    stored.columns.push_back(std::move(column));
+  }
+  // The chunks' fills referenced the image and the columns: wait before returning.
+  GPUJOIN_RETURN_IF_ERROR(t->Finish());
+  index->SetPayload(std::move(stored));
+  if (image.built) index->RecordBuild(image.statistics, image.built_rows, std::move(infos));
+  return index;
+}
+
+}  // namespace gpujoin::engine::detail
