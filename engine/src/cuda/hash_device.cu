@@ -6,6 +6,7 @@
 // everywhere in the backend (cuda_error.hpp: an allocation failure is
 // RESOURCE_EXHAUSTED for this request, a sticky error INTERNAL).
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <utility>
@@ -67,14 +68,23 @@ __global__ void __launch_bounds__(kBlockSize)
 
 // Device copies of one column's addressed rows, and the view the kernel reads.
 // A dictionary also keeps its dictionary's hashes and validity (one per entry).
+// A list keeps its values' DeviceColumn and a device copy of their view.
 struct DeviceColumn {
   Bytes data;
   Bytes offsets;
   Bytes validity;
   Bytes dict_hashes;
   Bytes dict_validity;
+  std::unique_ptr<DeviceColumn> child;
+  Bytes child_view;
   ColumnView view;
 };
+
+bool IsDeviceList(const HashColumn& c) {
+  return (c.type == ColumnType::kList || c.type == ColumnType::kLargeList ||
+          c.type == ColumnType::kFixedSizeList) &&
+         IsFlatHashType(c.children[0].type);
+}
 
 absl::Status UploadValidity(const HashColumn& c, const std::string& name, cudaStream_t stream,
                             DeviceColumn& out) {
@@ -134,6 +144,34 @@ absl::Status UploadColumn(const HashColumn& c, size_t index, cudaStream_t stream
   } else if (IsLargeBinaryType(c.type)) {
     GPUJOIN_RETURN_IF_ERROR(UploadBinary<int64_t>(c, c.large_offsets, name, stream, out));
     out.view.large_offsets = reinterpret_cast<const int64_t*>(out.offsets.data());
+  } else if (IsDeviceList(c)) {
+    // The addressed rows' offsets and the values they span, as a slice of the child.
+    uint64_t base = c.offset * c.byte_width;
+    uint64_t values = c.length * c.byte_width;
+    if (c.type == ColumnType::kList) {
+      GPUJOIN_ASSIGN_OR_RETURN(
+          out.offsets, Upload(c.offsets.data() + c.offset, (c.length + 1) * sizeof(int32_t), stream,
+                              name + " offsets"));
+      out.view.offsets = reinterpret_cast<const int32_t*>(out.offsets.data());
+      base = static_cast<uint64_t>(c.offsets[c.offset]);
+      values = static_cast<uint64_t>(c.offsets[c.offset + c.length]) - base;
+    } else if (c.type == ColumnType::kLargeList) {
+      GPUJOIN_ASSIGN_OR_RETURN(
+          out.offsets, Upload(c.large_offsets.data() + c.offset, (c.length + 1) * sizeof(int64_t),
+                              stream, name + " offsets"));
+      out.view.large_offsets = reinterpret_cast<const int64_t*>(out.offsets.data());
+      base = static_cast<uint64_t>(c.large_offsets[c.offset]);
+      values = static_cast<uint64_t>(c.large_offsets[c.offset + c.length]) - base;
+    }
+    out.view.data_base = c.type == ColumnType::kFixedSizeList ? 0 : static_cast<int64_t>(base);
+    HashColumn child = c.children[0];
+    child.offset += base;
+    child.length = values;
+    out.child = std::make_unique<DeviceColumn>();
+    GPUJOIN_RETURN_IF_ERROR(UploadColumn(child, index, stream, *out.child));
+    GPUJOIN_ASSIGN_OR_RETURN(out.child_view, Upload(&out.child->view, sizeof(ColumnView), stream,
+                                                    name + " values view"));
+    out.view.child = reinterpret_cast<const ColumnView*>(out.child_view.data());
   } else if (c.type == ColumnType::kBool) {
     // Value bits travel as whole bytes; the view keeps the bit offset within the first.
     const uint64_t first_byte = c.offset / 8;
@@ -239,6 +277,7 @@ bool IsDeviceHashNode(const HashNode& node) {
   for (const HashColumn& c : node.columns) {
     if (IsFlatHashType(c.type)) continue;
     if (c.type == ColumnType::kDictionary && IsFlatHashType(c.children[0].type)) continue;
+    if (IsDeviceList(c)) continue;
     return false;
   }
   return true;

@@ -16,10 +16,11 @@ namespace gpujoin::engine::detail {
 /// request (about rows_per_pass * (value bytes per row + 9) plus string bytes).
 inline constexpr uint64_t kHashRowsPerPass = uint64_t{1} << 24;
 
-/// The node must have passed ValidateHashNode. Flat columns and dictionaries of
-/// flat values are hashed on the device (a dictionary once, then gathered by
-/// index); a node with any other nested column (struct, list, map) is computed on
-/// the host (HashRowsHost) on the calling thread. Rows are processed in passes of
+/// The node must have passed ValidateHashNode. Flat columns, dictionaries of
+/// flat values (hashed once, then gathered by index) and lists, large lists and
+/// fixed-size lists of flat values are hashed on the device; a node with any
+/// other nested column (struct, map, lists of nested or dictionary values) is
+/// computed on the host (HashRowsHost) on the calling thread. Rows are processed in passes of
 /// `rows_per_pass` (rounded down to a multiple of 32, at least 32), each an
 /// upload, one kernel and a download on `stream`. RESOURCE_EXHAUSTED when device
 /// memory for a pass cannot be allocated; INTERNAL on other CUDA errors.

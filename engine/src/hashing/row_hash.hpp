@@ -352,6 +352,10 @@ struct ColumnView {
   ColumnType index_type = ColumnType::kInt32;  ///< kDictionary
   const void* dict_hashes = nullptr;          ///< kDictionary: one hash (H) per entry
   const uint8_t* dict_validity = nullptr;     ///< kDictionary: bitmap, one bit per entry
+  /// Device lists of flat values (kList, kLargeList: offsets into the child's
+  /// rows, shifted down by data_base; kFixedSizeList: byte_width elements per row
+  /// from child row 0): the values' view. Null for every other view.
+  const ColumnView* child = nullptr;
 };
 
 /// Bytes per value of a fixed-width type (1, 2, 4, 8 or 16); 0 for every other
@@ -485,9 +489,10 @@ GPUJOIN_HOST_DEVICE H HashOfBytes(const uint8_t* p, uint64_t len) {
   }
 }
 
-/// Hash of one valid value, for the output width `H` (uint32_t or uint64_t).
+/// Hash of one valid value of a flat view, for the output width `H` (uint32_t or
+/// uint64_t).
 template <typename H>
-GPUJOIN_HOST_DEVICE H ColumnValueHash(const ColumnView& c, uint64_t row) {
+GPUJOIN_HOST_DEVICE H FlatValueHash(const ColumnView& c, uint64_t row) {
   const uint64_t r = c.value_offset + row;
   switch (c.type) {
     case ColumnType::kInt8:
@@ -534,7 +539,7 @@ GPUJOIN_HOST_DEVICE H ColumnValueHash(const ColumnView& c, uint64_t row) {
       const int64_t index = LoadIndex(c.data, c.index_type, r);
       return static_cast<const H*>(c.dict_hashes)[index];
     }
-    default:  // kNull rows are never valid; nested types never reach a ColumnView
+    default:  // kNull rows are never valid; lists go through ListValueHash
       return 0;
   }
 }
@@ -591,6 +596,37 @@ struct ListFold {
   }
   GPUJOIN_HOST_DEVICE H Finish() const { return any_null ? CombineHash(values, nulls) : values; }
 };
+
+/// Hash of one valid row of a list view with a flat child (`c.child`, device
+/// only): its elements folded in order (ListFold), one thread per row.
+template <typename H>
+GPUJOIN_HOST_DEVICE H ListValueHash(const ColumnView& c, uint64_t row) {
+  const uint64_t r = c.value_offset + row;
+  uint64_t begin, end;
+  if (c.type == ColumnType::kFixedSizeList) {
+    begin = r * c.byte_width;
+    end = begin + c.byte_width;
+  } else if (c.type == ColumnType::kLargeList) {
+    begin = static_cast<uint64_t>(c.large_offsets[r] - c.data_base);
+    end = static_cast<uint64_t>(c.large_offsets[r + 1] - c.data_base);
+  } else {
+    begin = static_cast<uint64_t>(int64_t{c.offsets[r]} - c.data_base);
+    end = static_cast<uint64_t>(int64_t{c.offsets[r + 1]} - c.data_base);
+  }
+  ListFold<H> fold;
+  for (uint64_t j = begin; j < end; ++j) {
+    const bool valid = ColumnRowValid(*c.child, j);
+    fold.Add(valid, valid ? FlatValueHash<H>(*c.child, j) : H{0});
+  }
+  return fold.Finish();
+}
+
+/// Hash of one valid value of any ColumnView (flat, device dictionary, device list).
+template <typename H>
+GPUJOIN_HOST_DEVICE H ColumnValueHash(const ColumnView& c, uint64_t row) {
+  if (c.child != nullptr) return ListValueHash<H>(c, row);
+  return FlatValueHash<H>(c, row);
+}
 
 /// Composite hash of logical row `row` over `num_columns` columns. Returns false
 /// (and sets *out = 0) when the row is null in any column; reads no value of a
