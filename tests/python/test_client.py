@@ -38,6 +38,13 @@ def test_server_info_and_message_limits(client):
     assert info.max_inflight_batches_per_stream >= 1 and info.max_result_bytes > 0
 
 
+def test_health(client):
+    assert client.health() == "SERVING"
+    assert client.health("") == "SERVING"
+    with pytest.raises(gpujoin.NotFound):  # grpc's health service: an unknown name is NOT_FOUND
+        client.health("no.such.Service")
+
+
 def test_build_describe_list_drop(client):
     keys = np.array([17, 4242, 99, 17], np.uint32)
     info = client.build_index("t_ctl", keys, capacity=1024)
@@ -438,6 +445,7 @@ def test_tls_and_token(secure_server):
         c.build_index("t_tls", [1, 2, 3], replace=True)
         assert c.lookup("t_tls", [3]).values.tolist() == [2]
     with gpujoin.Client(secure_server.address, root_certificates=open(root, "rb").read()) as c:
+        assert c.health() == "SERVING"  # open for probes, without the token
         with pytest.raises(gpujoin.Unauthenticated) as e:
             c.list()
         assert e.value.code == grpc.StatusCode.UNAUTHENTICATED

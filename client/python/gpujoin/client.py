@@ -313,6 +313,31 @@ class Client:
 
     # ------------------------------------------------------------------ control calls
 
+    def health(self, service: str = "gpujoin.v1.GpuJoin") -> str:
+        """The server's grpc.health.v1 status of `service` ("" = the server as a
+        whole): "SERVING", "NOT_SERVING" or "SERVICE_UNKNOWN". Health needs no
+        token (it stays open for probes)."""
+        with self._lock:
+            channel = self._channel
+        # Health needs no token: a client without one (or not yet connected, which
+        # takes GetServerInfo) asks over a channel of its own.
+        own = channel is None
+        if own:
+            channel = self._make_channel(None)
+        try:
+            check = channel.unary_unary("/grpc.health.v1.Health/Check",
+                                        request_serializer=None, response_deserializer=None)
+            name = service.encode()
+            answer = self._unary(check, b"\x0a" + _wire._varint(len(name)) + name if name else b"")
+        finally:
+            if own:
+                channel.close()
+        status = 0
+        for field, wire, value, _ in _wire._fields(answer, 0, len(answer)):
+            if field == 1 and wire == 0:
+                status = value
+        return {1: "SERVING", 2: "NOT_SERVING", 3: "SERVICE_UNKNOWN"}.get(status, "UNKNOWN")
+
     def server_info(self) -> ServerInfo:
         """The server's version, backend, device, memory and limits (GetServerInfo)."""
         return ServerInfo.from_proto(self._unary(self._connected().GetServerInfo,
