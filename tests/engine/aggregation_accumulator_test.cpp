@@ -2,6 +2,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -71,6 +72,104 @@ TEST(AggregationAccumulatorTest, SizeMismatchesNameTheField) {
   EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("values has 1 groups"));
   AggregationAccumulator count(AggregateOp::kCount, 2);
   EXPECT_EQ(count.Merge(c2, v1).code(), absl::StatusCode::kInvalidArgument);
+}
+
+// ---- typed accumulators (issue 22)
+
+uint64_t W(int64_t v) { return static_cast<uint64_t>(v); }
+uint64_t D(double v) { return std::bit_cast<uint64_t>(v); }
+
+TEST(AggregationAccumulatorTest, Counts64AreExactBeyondTwoTo32) {
+  AggregationAccumulator acc(AggregateOp::kCount, 1);
+  const std::vector<uint32_t> big = {0xffffffffu};
+  ASSERT_TRUE(acc.Merge(big, {}).ok());
+  ASSERT_TRUE(acc.Merge(big, {}).ok());
+  EXPECT_THAT(acc.counts(), ElementsAre(0xfffffffeu));  // the reference wrap
+  EXPECT_THAT(acc.counts64(), ElementsAre(uint64_t{0x1fffffffe}));
+}
+
+TEST(AggregationAccumulatorTest, Int64SumsOverflowAcrossPartialsAndStayFlagged) {
+  AggregationAccumulator acc(AggregateOp::kSum, 3, ColumnType::kInt64);
+  const std::vector<uint32_t> c = {1, 1, 1};
+  const int64_t mx = std::numeric_limits<int64_t>::max();
+  const std::vector<uint64_t> a = {W(mx), W(mx), W(-5)};
+  const std::vector<uint64_t> b = {W(1), W(0), W(7)};
+  const std::vector<uint8_t> none = {0, 0, 0}, first = {1, 0, 0};
+  ASSERT_TRUE(acc.Merge(c, a, none).ok());
+  ASSERT_TRUE(acc.Merge(c, b, none).ok());
+  // INT64_MAX + 1 across two partials: flagged, low 64 bits kept.
+  EXPECT_THAT(acc.overflow(), ElementsAre(1, 0, 0));
+  EXPECT_THAT(acc.Words(), ElementsAre(W(std::numeric_limits<int64_t>::min()), W(mx), W(2)));
+  // Sticky: bringing the total back in range does not clear it; a partial's own
+  // flag sets it.
+  const std::vector<uint64_t> back = {W(-1), W(0), W(0)};
+  ASSERT_TRUE(acc.Merge(c, back, none).ok());
+  EXPECT_THAT(acc.overflow(), ElementsAre(1, 0, 0));
+  AggregationAccumulator other(AggregateOp::kSum, 3, ColumnType::kInt64);
+  ASSERT_TRUE(other.Merge(c, b, first).ok());
+  EXPECT_THAT(other.overflow(), ElementsAre(1, 0, 0));
+}
+
+TEST(AggregationAccumulatorTest, Uint64SumsAndMeans) {
+  AggregationAccumulator sum(AggregateOp::kSum, 1, ColumnType::kUint64);
+  const std::vector<uint32_t> c = {2};
+  const std::vector<uint64_t> half = {uint64_t{1} << 63};
+  const std::vector<uint8_t> none = {0};
+  ASSERT_TRUE(sum.Merge(c, half, none).ok());
+  EXPECT_THAT(sum.overflow(), ElementsAre(0));
+  ASSERT_TRUE(sum.Merge(c, half, none).ok());
+  EXPECT_THAT(sum.overflow(), ElementsAre(1));
+  AggregationAccumulator mean(AggregateOp::kMean, 2, ColumnType::kInt32);
+  EXPECT_EQ(mean.partial_op(), AggregateOp::kSum);
+  const std::vector<uint32_t> c1 = {1, 0}, c2 = {2, 0};
+  const std::vector<uint64_t> s1 = {W(-3), 0}, s2 = {W(10), 0};
+  const std::vector<uint8_t> f = {0, 0};
+  ASSERT_TRUE(mean.Merge(c1, s1, f).ok());
+  ASSERT_TRUE(mean.Merge(c2, s2, f).ok());
+  const std::vector<uint64_t> m = mean.Words();
+  EXPECT_EQ(std::bit_cast<double>(m[0]), 7.0 / 3.0);
+  EXPECT_TRUE(std::isnan(std::bit_cast<double>(m[1])));
+}
+
+TEST(AggregationAccumulatorTest, TypedMinMaxSkipEmptyPartials) {
+  AggregationAccumulator mn(AggregateOp::kMin, 2, ColumnType::kInt64);
+  AggregationAccumulator mx(AggregateOp::kMax, 2, ColumnType::kUint64);
+  const std::vector<uint32_t> c1 = {1, 0}, c2 = {1, 1};
+  // An empty group's word is 0, which must not win a min or lose a max.
+  const std::vector<uint64_t> p1 = {W(5), 0}, p2 = {W(-9), W(4)};
+  ASSERT_TRUE(mn.Merge(c1, p1, {}).ok());
+  ASSERT_TRUE(mn.Merge(c2, p2, {}).ok());
+  EXPECT_THAT(mn.Words(), ElementsAre(W(-9), W(4)));
+  const std::vector<uint64_t> q1 = {~uint64_t{0}, 0}, q2 = {uint64_t{1} << 63, 3};
+  ASSERT_TRUE(mx.Merge(c1, q1, {}).ok());
+  ASSERT_TRUE(mx.Merge(c2, q2, {}).ok());
+  EXPECT_THAT(mx.Words(), ElementsAre(~uint64_t{0}, 3));  // unsigned order
+}
+
+TEST(AggregationAccumulatorTest, Float64MergesLikeFloat32) {
+  AggregationAccumulator mn(AggregateOp::kMin, 2, ColumnType::kFloat64);
+  const std::vector<uint32_t> c1 = {1, 0}, c2 = {1, 0};
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<uint64_t> p1 = {D(0.0), D(nan)}, p2 = {D(-0.0), D(nan)};
+  ASSERT_TRUE(mn.Merge(c1, p1, {}).ok());
+  ASSERT_TRUE(mn.Merge(c2, p2, {}).ok());
+  EXPECT_EQ(mn.Words()[0], D(-0.0));
+  EXPECT_TRUE(std::isnan(std::bit_cast<double>(mn.Words()[1])));
+  AggregationAccumulator sum(AggregateOp::kSum, 1, ColumnType::kFloat64);
+  EXPECT_EQ(sum.Words()[0], D(0.0));  // empty sum is +0
+}
+
+TEST(AggregationAccumulatorTest, TypedAndFloat32PartialsDoNotMix) {
+  AggregationAccumulator typed(AggregateOp::kSum, 1, ColumnType::kInt64);
+  AggregationAccumulator f32(AggregateOp::kSum, 1);
+  const std::vector<uint32_t> c = {1};
+  const std::vector<float> v = {1.0f};
+  const std::vector<uint64_t> w = {1};
+  const std::vector<uint8_t> flag = {0};
+  EXPECT_EQ(typed.Merge(c, v).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(f32.Merge(c, w, flag).code(), absl::StatusCode::kInvalidArgument);
+  // Integer sums need their flags.
+  EXPECT_EQ(typed.Merge(c, w, {}).code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
+#include <variant>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gpujoin/common/status_macros.hpp"
+#include "gpujoin/engine/aggregation.hpp"
 #include "gpujoin/engine/graph.hpp"
 #include "hashing/hash_host.hpp"
 
@@ -354,21 +357,65 @@ class Validator {
     const size_t rows = TotalRows(n.keys);
     if (rows > kMaxRows) return TooManyRows(where, "keys", rows);
     const size_t value_rows = TotalRows(n.values);
+    const std::optional<ColumnType> typed = AggregateValueType(n.typed_values);
+    const size_t typed_rows = std::visit(
+        [](const auto& c) -> size_t {
+          if constexpr (std::is_same_v<std::decay_t<decltype(c)>, std::monostate>) {
+            return 0;
+          } else {
+            return TotalRows(c);
+          }
+        },
+        n.typed_values);
     size_t groups = 0;
     if (n.op == AggregateOp::kCount) {
-      if (value_rows != 0) {
-        return Invalid(where,
-                       absl::StrCat("values must be empty for count, got ", value_rows, " rows"));
+      if (value_rows != 0 || typed.has_value()) {
+        return Invalid(where, absl::StrCat("values must be empty for count, got ",
+                                           value_rows + typed_rows, " rows"));
       }
       if (!n.value_output.empty()) {
         return Invalid(where, absl::StrCat("value_output must be empty for count (use "
                                            "count_output), got ",
                                            n.value_output.size(), " rows"));
       }
+      if (!n.typed_output.empty()) {
+        return Invalid(where, absl::StrCat("typed_output must be empty for count (use "
+                                           "count_output), got ",
+                                           n.typed_output.size(), " rows"));
+      }
       if (n.count_output.empty()) {
         return Invalid(where, "count_output is empty: it must hold at least one group");
       }
       groups = n.count_output.size();
+    } else if (typed.has_value()) {
+      const std::string type(ColumnTypeName(*typed));
+      if (value_rows != 0) {
+        return Invalid(
+            where, absl::StrCat("values (float32, ", value_rows, " rows) and typed_values (", type,
+                                ") are both set; set one"));
+      }
+      if (typed_rows != rows) {
+        return Invalid(where, absl::StrCat("typed_values have ", typed_rows, " rows but keys have ",
+                                           rows, " (", op, " needs one value per key)"));
+      }
+      if (!n.count_output.empty() || !n.value_output.empty()) {
+        return Invalid(where, absl::StrCat("count_output and value_output must be empty for ", op,
+                                           " over ", type, " values (use typed_output)"));
+      }
+      if (n.typed_output.empty()) {
+        return Invalid(where, "typed_output is empty: it must hold at least one group");
+      }
+      groups = n.typed_output.size();
+      if (AggregateReportsOverflow(n.op, *typed)) {
+        if (n.overflow.size() != groups) {
+          return Invalid(where, absl::StrCat("overflow has ", n.overflow.size(), " flags but ",
+                                             groups, " groups: ", op, " over ", type,
+                                             " values reports overflow per group (required)"));
+        }
+      } else if (!n.overflow.empty()) {
+        return Invalid(where, absl::StrCat("overflow must be empty for ", op, " over ", type,
+                                           " values, got ", n.overflow.size()));
+      }
     } else {
       if (value_rows != rows) {
         return Invalid(where, absl::StrCat("values have ", value_rows, " rows but keys have ", rows,
@@ -378,6 +425,9 @@ class Validator {
         return Invalid(
             where, absl::StrCat("count_output must be empty for ", op, " (use value_output), got ",
                                 n.count_output.size(), " rows"));
+      }
+      if (!n.typed_output.empty() || !n.overflow.empty()) {
+        return Invalid(where, "typed_output and overflow must be empty for float32 values");
       }
       if (n.value_output.empty()) {
         return Invalid(where, "value_output is empty: it must hold at least one group");
@@ -395,9 +445,18 @@ class Validator {
         CheckOptionalAligned(where, "contributing_rows", n.contributing_rows, groups, "outputs"));
     ranges_.ReadChunks(n.keys, absl::StrCat(where, " keys"));
     ranges_.ReadChunks(n.values, absl::StrCat(where, " values"));
+    std::visit(
+        [&](const auto& c) {
+          if constexpr (!std::is_same_v<std::decay_t<decltype(c)>, std::monostate>) {
+            ranges_.ReadChunks(c, absl::StrCat(where, " typed_values"));
+          }
+        },
+        n.typed_values);
     if (n.mask.has_value()) ranges_.ReadChunks(*n.mask, absl::StrCat(where, " mask"));
     ranges_.Write(n.count_output, absl::StrCat(where, " count_output"));
     ranges_.Write(n.value_output, absl::StrCat(where, " value_output"));
+    ranges_.Write(n.typed_output, absl::StrCat(where, " typed_output"));
+    ranges_.Write(n.overflow, absl::StrCat(where, " overflow"));
     ranges_.Write(n.contributing_rows, absl::StrCat(where, " contributing_rows"));
     return absl::OkStatus();
   }

@@ -24,11 +24,25 @@
 // encodings (one kernel for both: `flip` is 0 for min, all ones for max), and
 // empty groups keep the sentinel all ones, decoded to NaN. Mean is a sum plus a
 // count, divided at the end. The mask is a run-time option of every kernel.
+//
+// Typed values (int32, int64, uint32, uint64, float64) run the same kernels with
+// the value type V as a template parameter (Accum<kAcc, V>): 64-bit accumulator
+// words, float64 sums by atomicAdd(double), min/max by atomicMin on 64-bit
+// order-preserving encodings (float64: the float32 trick widened, so -0 < +0;
+// signed integers: the sign bit flipped). int32/uint32 sums are exact in one
+// int64/uint64 word (2^32 - 1 rows of 32-bit values cannot overflow it);
+// int64/uint64 sums keep two words per group, the sums of the values' low and
+// high 32-bit halves, each exact in 64 bits, combined into the 128-bit exact sum
+// by the finalize kernel, which flags a sum that does not fit 64 bits. Every
+// order of additions gives the same words, so integer results are deterministic.
+// The lane-private path takes float32 only (its 64-bit slots would not fit the
+// static shared memory); typed values of up to 256 groups take block-shared.
 #include <cuda_runtime.h>
 
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda/aggregate_ops.hpp"
 #include "cuda/kernel_utils.cuh"
@@ -53,11 +67,6 @@ constexpr int kMaxDevices = 64;
 // like min, on complemented encodings.
 enum class Acc { kCount, kSum, kMin };
 
-template <Acc kAcc>
-__host__ __device__ constexpr uint32_t Identity() {
-  return kAcc == Acc::kMin ? kMinEmpty : 0u;
-}
-
 __device__ __forceinline__ uint32_t EncodeOrdered(float f) {
   const uint32_t b = __float_as_uint(f);
   return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
@@ -67,38 +76,145 @@ __device__ __forceinline__ float DecodeOrdered(uint32_t e) {
   return __uint_as_float((e & 0x80000000u) ? (e & 0x7fffffffu) : ~e);
 }
 
-template <Acc kAcc>
-__device__ __forceinline__ uint32_t Combine(uint32_t a, uint32_t b) {
-  if constexpr (kAcc == Acc::kSum) return __float_as_uint(__uint_as_float(a) + __uint_as_float(b));
-  return a < b ? a : b;
+constexpr unsigned long long kSign64 = 0x8000000000000000ull;
+
+__device__ __forceinline__ unsigned long long EncodeOrdered64(double f) {
+  const unsigned long long b = static_cast<unsigned long long>(__double_as_longlong(f));
+  return (b & kSign64) ? ~b : (b | kSign64);
 }
 
-// Folds `enc` (the value's bits for sum, its flipped ordered encoding for
-// min/max) into acc[g], in shared or global memory.
-template <Acc kAcc>
-__device__ __forceinline__ void AtomicAccumulate(uint32_t* acc, uint32_t g, uint32_t enc) {
-  if constexpr (kAcc == Acc::kSum)
-    atomicAdd(reinterpret_cast<float*>(acc) + g, __uint_as_float(enc));
-  if constexpr (kAcc == Acc::kMin) atomicMin(acc + g, enc);
+__device__ __forceinline__ double DecodeOrdered64(unsigned long long e) {
+  return __longlong_as_double(static_cast<long long>((e & kSign64) ? (e & ~kSign64) : ~e));
 }
 
-// Folds a block's partial `a` of group g into the global output unless it is the
-// identity (a partial sum is never -0: it starts at +0 and x + -x is +0).
-template <Acc kAcc>
-__device__ __forceinline__ void FlushValue(uint32_t* acc_out, uint32_t g, uint32_t a) {
-  if constexpr (kAcc == Acc::kSum) {
-    if (__uint_as_float(a) != 0.f) AtomicAccumulate<kAcc>(acc_out, g, a);
-  } else if constexpr (kAcc != Acc::kCount) {
-    if (a != Identity<kAcc>()) AtomicAccumulate<kAcc>(acc_out, g, a);
+// How kAcc accumulates values of type V: the accumulator word, the words per
+// group (two for int64/uint64 sums, stored structure-of-arrays: word w of group
+// g at acc[w * stride + g]), the encoding of a value and the (atomic) fold.
+template <Acc kAcc, typename V>
+struct Accum {
+  static constexpr bool kFloat32 = std::is_same_v<V, float>;
+  using Word = std::conditional_t<kFloat32, uint32_t, unsigned long long>;
+  static constexpr bool kSplit = kAcc == Acc::kSum && std::is_integral_v<V> && sizeof(V) == 8;
+  static constexpr int kWords = kSplit ? 2 : 1;
+  static constexpr Word kEmpty = ~Word{0};  // accumulated min/max of an empty group
+
+  __host__ __device__ static constexpr Word Identity() {
+    return kAcc == Acc::kMin ? kEmpty : Word{0};
+  }
+
+  // The value's words: for sums its bits (integers as 64-bit two's complement,
+  // split into 32-bit halves when kSplit), for min/max its flipped ordered encoding.
+  __device__ __forceinline__ static void Encode(V v, Word flip, Word (&enc)[kWords]) {
+    if constexpr (kAcc == Acc::kSum) {
+      if constexpr (kFloat32) {
+        enc[0] = __float_as_uint(v);
+      } else if constexpr (std::is_same_v<V, double>) {
+        enc[0] = static_cast<Word>(__double_as_longlong(v));
+      } else if constexpr (kSplit) {
+        enc[0] = static_cast<Word>(v) & 0xffffffffull;
+        // int64: the arithmetic shift keeps the high half signed (sign-extended).
+        enc[1] = static_cast<Word>(
+            static_cast<std::conditional_t<std::is_signed_v<V>, long long, unsigned long long>>(
+                v) >>
+            32);
+      } else if constexpr (std::is_signed_v<V>) {
+        enc[0] = static_cast<Word>(static_cast<long long>(v));
+      } else {
+        enc[0] = static_cast<Word>(v);
+      }
+    } else {
+      if constexpr (kFloat32) {
+        enc[0] = EncodeOrdered(v) ^ flip;
+      } else if constexpr (std::is_same_v<V, double>) {
+        enc[0] = EncodeOrdered64(v) ^ flip;
+      } else if constexpr (std::is_signed_v<V>) {
+        enc[0] = (static_cast<Word>(static_cast<long long>(v)) ^ kSign64) ^ flip;
+      } else {
+        enc[0] = static_cast<Word>(v) ^ flip;
+      }
+    }
+  }
+
+  // Non-atomic fold of two accumulator words (lane-private path, float32 only).
+  __device__ __forceinline__ static Word Combine(Word a, Word b) {
+    if constexpr (kAcc == Acc::kSum)
+      return __float_as_uint(__uint_as_float(a) + __uint_as_float(b));
+    return a < b ? a : b;
+  }
+
+  // Folds `enc` into group g of `acc` (shared or global memory).
+  __device__ __forceinline__ static void Atomic(Word* acc, uint32_t stride, uint32_t g,
+                                                const Word (&enc)[kWords]) {
+    if constexpr (kAcc == Acc::kSum) {
+      if constexpr (kFloat32) {
+        atomicAdd(reinterpret_cast<float*>(acc) + g, __uint_as_float(enc[0]));
+      } else if constexpr (std::is_same_v<V, double>) {
+        atomicAdd(reinterpret_cast<double*>(acc) + g, __longlong_as_double(enc[0]));
+      } else {
+#pragma unroll
+        for (int w = 0; w < kWords; ++w) atomicAdd(acc + w * stride + g, enc[w]);
+      }
+    }
+    if constexpr (kAcc == Acc::kMin) atomicMin(acc + g, enc[0]);
+  }
+
+  // Folds a block's partial (`a`, words at a[w * a_stride]) of group g into the
+  // global accumulators unless it is the identity (a partial float sum is never
+  // -0: it starts at +0 and x + -x is +0).
+  __device__ __forceinline__ static void Flush(Word* acc_out, uint32_t stride, uint32_t g,
+                                               const Word* a, uint32_t a_stride) {
+    if constexpr (kAcc == Acc::kSum) {
+      if constexpr (kFloat32) {
+        if (__uint_as_float(a[0]) != 0.f)
+          atomicAdd(reinterpret_cast<float*>(acc_out) + g, __uint_as_float(a[0]));
+      } else if constexpr (std::is_same_v<V, double>) {
+        const double d = __longlong_as_double(static_cast<long long>(a[0]));
+        if (d != 0.0) atomicAdd(reinterpret_cast<double*>(acc_out) + g, d);
+      } else {
+#pragma unroll
+        for (int w = 0; w < kWords; ++w) {
+          const Word x = a[w * a_stride];
+          if (x != 0) atomicAdd(acc_out + w * stride + g, x);
+        }
+      }
+    } else if constexpr (kAcc == Acc::kMin) {
+      if (a[0] != Identity()) atomicMin(acc_out + g, a[0]);
+    }
+  }
+};
+
+// Loads values r .. r + 3 (16-byte aligned: one 16-byte load per 16 bytes).
+template <typename V>
+__device__ __forceinline__ void Load4(const V* __restrict__ p, V (&v)[4]) {
+  if constexpr (sizeof(V) == 4) {
+    const uint4 x = __ldcs(reinterpret_cast<const uint4*>(p));
+    const uint32_t w[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) memcpy(&v[j], &w[j], 4);
+  } else {
+    const ulonglong2 a = __ldcs(reinterpret_cast<const ulonglong2*>(p));
+    const ulonglong2 b = __ldcs(reinterpret_cast<const ulonglong2*>(p) + 1);
+    const unsigned long long w[4] = {a.x, a.y, b.x, b.y};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) memcpy(&v[j], &w[j], 8);
+  }
+}
+
+template <typename V>
+__device__ __forceinline__ bool Finite(V v) {
+  if constexpr (std::is_floating_point_v<V>) {
+    return isfinite(v);
+  } else {
+    return true;
   }
 }
 
 // Calls process(key, value, included) for every row, four rows per lane per step
 // (16-byte loads when the columns are aligned), warp-strided over the grid.
 // kMask: the mask column is read (else every row is included).
-template <bool kMask, bool kValues, typename Process>
+template <bool kMask, bool kValues, typename V, typename Process>
 __device__ __forceinline__ void ForEachRowByFour(const uint32_t* __restrict__ keys,
-                                                 const float* __restrict__ values,
+                                                 const V* __restrict__ values,
                                                  const uint32_t* __restrict__ mask, uint64_t rows,
                                                  Process& process) {
   const uint64_t units = (rows + 3) / 4;
@@ -113,7 +229,7 @@ __device__ __forceinline__ void ForEachRowByFour(const uint32_t* __restrict__ ke
     const uint64_t r0 = u * 4u;
     uint32_t k[4] = {0, 0, 0, 0};
     uint32_t m[4] = {1, 1, 1, 1};
-    float v[4] = {0.f, 0.f, 0.f, 0.f};
+    V v[4] = {V{0}, V{0}, V{0}, V{0}};
     bool in[4] = {false, false, false, false};
     if (aligned && r0 + 3 < rows) {
       const uint4 kk = __ldcs(reinterpret_cast<const uint4*>(keys + r0));
@@ -128,13 +244,7 @@ __device__ __forceinline__ void ForEachRowByFour(const uint32_t* __restrict__ ke
         m[2] = mm.z;
         m[3] = mm.w;
       }
-      if constexpr (kValues) {
-        const float4 vv = __ldcs(reinterpret_cast<const float4*>(values + r0));
-        v[0] = vv.x;
-        v[1] = vv.y;
-        v[2] = vv.z;
-        v[3] = vv.w;
-      }
+      if constexpr (kValues) Load4<V>(values + r0, v);
 #pragma unroll
       for (int j = 0; j < 4; ++j) in[j] = true;
     } else {
@@ -154,12 +264,13 @@ __device__ __forceinline__ void ForEachRowByFour(const uint32_t* __restrict__ ke
 }
 
 // Calls process(key, value, included) for every row: each warp step covers 256
-// rows, two coalesced 512-byte loads per column, so every lane has 32 bytes of
-// each column in flight; the tail (and every row when a column is not 16-byte
-// aligned) goes one row per thread. kMask: the mask column is read.
-template <bool kMask, bool kValues, typename Process>
+// rows, two coalesced 512-byte loads per 4-byte column (four per 8-byte value
+// column), so every lane has 32 bytes of each key and mask column in flight; the
+// tail (and every row when a column is not 16-byte aligned) goes one row per
+// thread. kMask: the mask column is read.
+template <bool kMask, bool kValues, typename V, typename Process>
 __device__ __forceinline__ void ForEachRowBy256(const uint32_t* __restrict__ keys,
-                                                const float* __restrict__ values,
+                                                const V* __restrict__ values,
                                                 const uint32_t* __restrict__ mask, uint64_t rows,
                                                 Process& process) {
   const bool aligned = (reinterpret_cast<uintptr_t>(keys) & 15u) == 0 &&
@@ -170,85 +281,99 @@ __device__ __forceinline__ void ForEachRowBy256(const uint32_t* __restrict__ key
   const uint64_t threads = uint64_t(gridDim.x) * blockDim.x;
   const uint64_t steps = aligned ? rows / 256u : 0u;
   for (uint64_t s = thread / 32u; s < steps; s += threads / 32u) {
-    const uint64_t q = s * 64u + lane;  // 16-byte unit of the first load
+    const uint64_t q = s * 64u + lane;  // 4-row unit of the first load
     uint4 k[2], m[2];
-    float4 v[2];
+    V v[2][4];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       k[h] = __ldcs(reinterpret_cast<const uint4*>(keys) + q + 32u * h);
       if constexpr (kMask) m[h] = __ldcs(reinterpret_cast<const uint4*>(mask) + q + 32u * h);
-      if constexpr (kValues) v[h] = __ldcs(reinterpret_cast<const float4*>(values) + q + 32u * h);
+      if constexpr (kValues) Load4<V>(values + 4u * (q + 32u * h), v[h]);
     }
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       if constexpr (!kMask) m[h] = make_uint4(1u, 1u, 1u, 1u);
-      if constexpr (!kValues) v[h] = make_float4(0.f, 0.f, 0.f, 0.f);
-      process(k[h].x, v[h].x, m[h].x != 0);
-      process(k[h].y, v[h].y, m[h].y != 0);
-      process(k[h].z, v[h].z, m[h].z != 0);
-      process(k[h].w, v[h].w, m[h].w != 0);
+      if constexpr (!kValues) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) v[h][j] = V{0};
+      }
+      process(k[h].x, v[h][0], m[h].x != 0);
+      process(k[h].y, v[h][1], m[h].y != 0);
+      process(k[h].z, v[h][2], m[h].z != 0);
+      process(k[h].w, v[h][3], m[h].w != 0);
     }
   }
   for (uint64_t r = steps * 256u + thread; r < rows; r += threads) {
-    process(keys[r], kValues ? values[r] : 0.f, !kMask || mask[r] != 0);
+    process(keys[r], kValues ? values[r] : V{0}, !kMask || mask[r] != 0);
   }
 }
 
-template <Acc kAcc, AggregatePath kPath>
+// The lane-private, block-shared and global paths. `acc_out` holds
+// Accum::kWords words per group, structure-of-arrays with stride `groups`.
+template <Acc kAcc, AggregatePath kPath, typename V>
 __global__ void __launch_bounds__(kBlockThreads)
-    AccumulateKernel(const uint32_t* __restrict__ keys, const float* __restrict__ values,
+    AccumulateKernel(const uint32_t* __restrict__ keys, const V* __restrict__ values,
                      const uint32_t* __restrict__ mask, uint64_t rows, uint32_t groups,
-                     uint32_t flip, uint32_t* __restrict__ counts, uint32_t* __restrict__ acc_out) {
+                     typename Accum<kAcc, V>::Word flip, uint32_t* __restrict__ counts,
+                     typename Accum<kAcc, V>::Word* __restrict__ acc_out) {
+  using A = Accum<kAcc, V>;
+  using Word = typename A::Word;
+  constexpr int kWords = A::kWords;
   constexpr bool kValues = kAcc != Acc::kCount;
   const bool masked = mask != nullptr;
   constexpr bool kShared = kPath == AggregatePath::kBlockShared;
   constexpr bool kLane = kPath == AggregatePath::kLanePrivate;
+  static_assert(!kLane || A::kFloat32, "the lane-private path takes float32 values only");
   __shared__ uint32_t s_count[kShared ? kSharedGroups : 1];
-  __shared__ uint32_t s_acc[kShared && kValues ? kSharedGroups : 1];
+  __shared__ Word s_acc[kShared && kValues ? kSharedGroups * kWords : 1];
   // Lane-private path: entry (group * kBlockWarps + warp) * 32 + lane.
   constexpr uint32_t kLaneSlots = kWarpGroups * kBlockWarps * 32;
   __shared__ uint32_t s_lcount[kLane ? kLaneSlots : 1];
-  __shared__ uint32_t s_lacc[kLane && kValues ? kLaneSlots : 1];
+  __shared__ Word s_lacc[kLane && kValues ? kLaneSlots : 1];
   const bool want_counts = counts != nullptr;
   const uint32_t warp_in_block = threadIdx.x / 32u;
   if constexpr (kLane) {
     for (uint32_t i = threadIdx.x; i < kLaneSlots; i += blockDim.x) {
       s_lcount[i] = 0;
-      if constexpr (kValues) s_lacc[i] = Identity<kAcc>();
+      if constexpr (kValues) s_lacc[i] = A::Identity();
     }
     __syncthreads();
   }
   if constexpr (kShared) {
     for (uint32_t g = threadIdx.x; g < groups; g += blockDim.x) {
       s_count[g] = 0;
-      if constexpr (kValues) s_acc[g] = Identity<kAcc>();
+      if constexpr (kValues) {
+#pragma unroll
+        for (int w = 0; w < kWords; ++w) s_acc[w * kSharedGroups + g] = A::Identity();
+      }
     }
     __syncthreads();
   }
   const uint32_t lane = threadIdx.x & 31u;
 
-  auto process = [&](uint32_t key, float value, bool include) {
-    include = include && key < groups && (!kValues || isfinite(value));
+  auto process = [&](uint32_t key, V value, bool include) {
+    include = include && key < groups && (!kValues || Finite(value));
     if (!include) return;
-    const uint32_t enc = kAcc == Acc::kSum ? __float_as_uint(value) : EncodeOrdered(value) ^ flip;
+    Word enc[kWords];
+    if constexpr (kValues) A::Encode(value, flip, enc);
     if constexpr (kLane) {
       const uint32_t slot = (key * kBlockWarps + warp_in_block) * 32u + lane;
       if (want_counts) s_lcount[slot] += 1u;
-      if constexpr (kValues) s_lacc[slot] = Combine<kAcc>(s_lacc[slot], enc);
+      if constexpr (kValues) s_lacc[slot] = A::Combine(s_lacc[slot], enc[0]);
     } else if constexpr (kShared) {
       if (want_counts) atomicAdd(&s_count[key], 1u);
-      if constexpr (kValues) AtomicAccumulate<kAcc>(s_acc, key, enc);
+      if constexpr (kValues) A::Atomic(s_acc, kSharedGroups, key, enc);
     } else {
       if (want_counts) atomicAdd(&counts[key], 1u);
-      if constexpr (kValues) AtomicAccumulate<kAcc>(acc_out, key, enc);
+      if constexpr (kValues) A::Atomic(acc_out, groups, key, enc);
     }
   };
 
   // The row loop, specialised for the mask (one kernel, two bodies).
   if (masked)
-    ForEachRowByFour<true, kValues>(keys, values, mask, rows, process);
+    ForEachRowByFour<true, kValues, V>(keys, values, mask, rows, process);
   else
-    ForEachRowByFour<false, kValues>(keys, values, mask, rows, process);
+    ForEachRowByFour<false, kValues, V>(keys, values, mask, rows, process);
 
   if constexpr (kLane) {
     // Warp w folds groups w, w + kBlockWarps, ...: each lane combines its column
@@ -256,21 +381,21 @@ __global__ void __launch_bounds__(kBlockThreads)
     __syncthreads();
     for (uint32_t g = warp_in_block; g < groups; g += kBlockWarps) {
       uint32_t c = 0;
-      uint32_t a = Identity<kAcc>();
+      Word a = A::Identity();
 #pragma unroll
       for (uint32_t w = 0; w < kBlockWarps; ++w) {
         const uint32_t slot = (g * kBlockWarps + w) * 32u + lane;
         c += s_lcount[slot];
-        if constexpr (kValues) a = Combine<kAcc>(a, s_lacc[slot]);
+        if constexpr (kValues) a = A::Combine(a, s_lacc[slot]);
       }
 #pragma unroll
       for (int o = 16; o > 0; o >>= 1) {
         c += __shfl_down_sync(0xffffffffu, c, o);
-        if constexpr (kValues) a = Combine<kAcc>(a, __shfl_down_sync(0xffffffffu, a, o));
+        if constexpr (kValues) a = A::Combine(a, __shfl_down_sync(0xffffffffu, a, o));
       }
       if (lane == 0) {
         if (want_counts && c != 0) atomicAdd(&counts[g], c);
-        FlushValue<kAcc>(acc_out, g, a);
+        if constexpr (kValues) A::Flush(acc_out, groups, g, &a, 0);
       }
     }
   }
@@ -279,18 +404,19 @@ __global__ void __launch_bounds__(kBlockThreads)
     __syncthreads();
     for (uint32_t g = threadIdx.x; g < groups; g += blockDim.x) {
       if (want_counts && s_count[g] != 0) atomicAdd(&counts[g], s_count[g]);
-      if constexpr (kValues) FlushValue<kAcc>(acc_out, g, s_acc[g]);
+      if constexpr (kValues) A::Flush(acc_out, groups, g, s_acc + g, kSharedGroups);
     }
   }
 }
 
 // One contributing row of group `key` into the block's range copy: `words` holds
-// the packed counts (used when want_counts), `acc` the value accumulators, both in
-// shared memory; `local` is the group's index there.
-template <Acc kAcc>
-__device__ __forceinline__ void RangeAdd(bool want_counts, uint32_t* words, uint32_t* acc,
-                                         uint32_t local, uint32_t key, uint32_t enc,
-                                         uint32_t* counts) {
+// the packed counts (used when want_counts), `acc` the value accumulators
+// (stride `per_rank`), both in shared memory; `local` is the group's index there.
+template <Acc kAcc, typename V>
+__device__ __forceinline__ void RangeAdd(
+    bool want_counts, uint32_t* words, typename Accum<kAcc, V>::Word* acc, uint32_t per_rank,
+    uint32_t local, uint32_t key,
+    const typename Accum<kAcc, V>::Word (&enc)[Accum<kAcc, V>::kWords], uint32_t* counts) {
   if (want_counts) {
     const uint32_t shift = (local & 1u) * 16u;
     const uint32_t old = atomicAdd(words + (local >> 1), 1u << shift);
@@ -300,42 +426,49 @@ __device__ __forceinline__ void RangeAdd(bool want_counts, uint32_t* words, uint
       atomicSub(words + (local >> 1), kHalfFlush << shift);
     }
   }
-  if constexpr (kAcc != Acc::kCount) AtomicAccumulate<kAcc>(acc, local, enc);
+  if constexpr (kAcc != Acc::kCount) Accum<kAcc, V>::Atomic(acc, per_rank, local, enc);
 }
 
 // The range path. The block privatises groups [lo, lo + per_rank), group lo + i at
-// index i. Dynamic shared memory: (per_rank + 1) / 2 packed count words when
-// counts are wanted, then per_rank accumulators for value ops. Rows of other
-// groups are skipped (another pass takes them).
-template <Acc kAcc>
+// index i. Dynamic shared memory: per_rank / 2 packed count words when counts are
+// wanted, then per_rank * kWords accumulator words for value ops (per_rank is a
+// multiple of 4, so 8-byte words stay aligned). Rows of other groups are skipped
+// (another pass takes them).
+template <Acc kAcc, typename V>
 __global__ void __launch_bounds__(kRangeThreads)
-    RangeKernel(const uint32_t* __restrict__ keys, const float* __restrict__ values,
+    RangeKernel(const uint32_t* __restrict__ keys, const V* __restrict__ values,
                 const uint32_t* __restrict__ mask, uint64_t rows, uint32_t groups, uint32_t lo,
-                uint32_t per_rank, uint32_t flip, uint32_t* __restrict__ counts,
-                uint32_t* __restrict__ acc_out) {
+                uint32_t per_rank, typename Accum<kAcc, V>::Word flip,
+                uint32_t* __restrict__ counts,
+                typename Accum<kAcc, V>::Word* __restrict__ acc_out) {
+  using A = Accum<kAcc, V>;
+  using Word = typename A::Word;
+  constexpr int kWords = A::kWords;
   constexpr bool kValues = kAcc != Acc::kCount;
   const bool masked = mask != nullptr;
-  extern __shared__ uint32_t s_mem[];
+  extern __shared__ __align__(8) uint32_t s_mem[];
   const bool want_counts = counts != nullptr;
   const uint32_t count_words = want_counts ? (per_rank + 1) / 2 : 0;
-  uint32_t* const s_acc = s_mem + count_words;
-  const uint32_t words = count_words + (kValues ? per_rank : 0u);
-  for (uint32_t i = threadIdx.x; i < words; i += blockDim.x)
-    s_mem[i] = i < count_words ? 0u : Identity<kAcc>();
+  Word* const s_acc = reinterpret_cast<Word*>(s_mem + count_words);
+  for (uint32_t i = threadIdx.x; i < count_words; i += blockDim.x) s_mem[i] = 0u;
+  if constexpr (kValues) {
+    for (uint32_t i = threadIdx.x; i < per_rank * kWords; i += blockDim.x) s_acc[i] = A::Identity();
+  }
   __syncthreads();
 
-  auto process = [&](uint32_t key, float value, bool include) {
-    include = include && key < groups && (!kValues || isfinite(value));
+  auto process = [&](uint32_t key, V value, bool include) {
+    include = include && key < groups && (!kValues || Finite(value));
     const uint32_t local = key - lo;  // wraps for key < lo: skipped like local >= per_rank
     if (!include || local >= per_rank) return;
-    const uint32_t enc = kAcc == Acc::kSum ? __float_as_uint(value) : EncodeOrdered(value) ^ flip;
-    RangeAdd<kAcc>(want_counts, s_mem, s_acc, local, key, enc, counts);
+    Word enc[kWords];
+    if constexpr (kValues) A::Encode(value, flip, enc);
+    RangeAdd<kAcc, V>(want_counts, s_mem, s_acc, per_rank, local, key, enc, counts);
   };
 
   if (masked)
-    ForEachRowBy256<true, kValues>(keys, values, mask, rows, process);
+    ForEachRowBy256<true, kValues, V>(keys, values, mask, rows, process);
   else
-    ForEachRowBy256<false, kValues>(keys, values, mask, rows, process);
+    ForEachRowBy256<false, kValues, V>(keys, values, mask, rows, process);
 
   __syncthreads();
   for (uint32_t i = threadIdx.x; i < per_rank; i += blockDim.x) {
@@ -345,7 +478,7 @@ __global__ void __launch_bounds__(kRangeThreads)
       const uint32_t c = (s_mem[i >> 1] >> ((i & 1u) * 16u)) & 0xffffu;
       if (c != 0) atomicAdd(&counts[g], c);
     }
-    if constexpr (kValues) FlushValue<kAcc>(acc_out, g, s_acc[i]);
+    if constexpr (kValues) A::Flush(acc_out, groups, g, s_acc + i, per_rank);
   }
 }
 
@@ -363,6 +496,65 @@ __global__ void __launch_bounds__(kBlockThreads)
     if (op == AggregateOp::kMax) r = bits == kMinEmpty ? nan : DecodeOrdered(~bits);
     if (op == AggregateOp::kMean) r = counts[g] == 0 ? nan : r / float(counts[g]);
     output[g] = r;
+  }
+}
+
+// The typed result words, in place over the accumulators: word g from group g's
+// kWords accumulator words (acc[g], acc[groups + g]), so no thread reads a word
+// another one writes. Min/max decode (empty: NaN for float64, 0 for integers);
+// integer sums combine their halves into the exact 128-bit sum, flag it when it
+// does not fit 64 bits and keep its low 64 bits; means divide the exact sum by
+// the count in float64 (empty or overflowed: NaN).
+template <Acc kAcc, typename V>
+__global__ void __launch_bounds__(kBlockThreads)
+    FinalizeTypedKernel(AggregateOp op, uint32_t groups, const uint32_t* __restrict__ counts,
+                        unsigned long long* __restrict__ acc, uint8_t* __restrict__ overflow) {
+  using A = Accum<kAcc, V>;
+  const uint32_t stride = gridDim.x * blockDim.x;
+  const double nan = __longlong_as_double(0x7ff8000000000000ll);  // the CPU's quiet NaN
+  for (uint32_t g = blockIdx.x * blockDim.x + threadIdx.x; g < groups; g += stride) {
+    const unsigned long long w = acc[g];
+    unsigned long long out = w;
+    if constexpr (kAcc == Acc::kMin) {
+      const unsigned long long e = op == AggregateOp::kMax ? ~w : w;
+      if constexpr (std::is_same_v<V, double>) {
+        out = w == A::kEmpty
+                  ? static_cast<unsigned long long>(__double_as_longlong(nan))
+                  : static_cast<unsigned long long>(__double_as_longlong(DecodeOrdered64(e)));
+      } else if constexpr (std::is_signed_v<V>) {
+        out = counts[g] == 0 ? 0ull : e ^ kSign64;
+      } else {
+        out = counts[g] == 0 ? 0ull : e;
+      }
+    } else if constexpr (std::is_same_v<V, double>) {
+      if (op == AggregateOp::kMean) {
+        const double d = counts[g] == 0
+                             ? nan
+                             : __longlong_as_double(static_cast<long long>(w)) / double(counts[g]);
+        out = static_cast<unsigned long long>(__double_as_longlong(d));
+      }
+    } else {
+      bool over = false;
+      if constexpr (A::kSplit) {
+        const unsigned long long hi = acc[groups + g];
+        if constexpr (std::is_signed_v<V>) {
+          const __int128 sum = __int128(static_cast<long long>(hi)) * 4294967296ll + __int128(w);
+          over = sum < -(__int128(1) << 63) || sum >= (__int128(1) << 63);
+          out = static_cast<unsigned long long>(sum);
+        } else {
+          const unsigned __int128 sum = (static_cast<unsigned __int128>(hi) << 32) + w;
+          over = (sum >> 64) != 0;
+          out = static_cast<unsigned long long>(sum);
+        }
+      }
+      overflow[g] = over ? 1 : 0;
+      if (op == AggregateOp::kMean) {
+        const double sum = std::is_signed_v<V> ? double(static_cast<long long>(out)) : double(out);
+        const double d = counts[g] == 0 || over ? nan : sum / double(counts[g]);
+        out = static_cast<unsigned long long>(__double_as_longlong(d));
+      }
+    }
+    acc[g] = out;
   }
 }
 
@@ -390,6 +582,18 @@ cudaError_t CurrentLimits(DeviceLimits& out) {
   return cudaSuccess;
 }
 
+bool IsSplitSum(AggregateOp op, ColumnType t) {
+  return (op == AggregateOp::kSum || op == AggregateOp::kMean) &&
+         (t == ColumnType::kInt64 || t == ColumnType::kUint64);
+}
+
+// Shared-memory bytes of one group's value accumulators.
+uint32_t ValueBytesPerGroup(const AggregateArgs& a) {
+  if (a.op == AggregateOp::kCount) return 0;
+  if (a.value_type == ColumnType::kFloat32) return 4;
+  return IsSplitSum(a.op, a.value_type) ? 16 : 8;
+}
+
 // Shape of a range launch: `passes` launches, each block holding `per_rank`
 // groups in `shared_bytes` of dynamic shared memory.
 struct RangePlan {
@@ -400,26 +604,28 @@ struct RangePlan {
 
 RangePlan PlanRange(const AggregateArgs& a, const DeviceLimits& limits) {
   RangePlan p;
-  const bool values = a.op != AggregateOp::kCount;
   const bool counts = a.counts != nullptr;
-  const uint32_t bytes_per_group = (counts ? 2u : 0u) + (values ? 4u : 0u);
+  const uint32_t value_bytes = ValueBytesPerGroup(a);
+  const uint32_t bytes_per_group = (counts ? 2u : 0u) + value_bytes;
   if (bytes_per_group == 0 || a.groups == 0) return p;
-  // Even, so that the packed count words of a range never straddle the values.
-  const uint32_t max_per_pass = (uint32_t(limits.shared_optin) / bytes_per_group) & ~1u;
+  // Even, so that the packed count words of a range never straddle the values; a
+  // multiple of 4 for 8-byte accumulators, which then start 8-byte aligned.
+  const uint32_t align = value_bytes >= 8 ? ~3u : ~1u;
+  const uint32_t max_per_pass = (uint32_t(limits.shared_optin) / bytes_per_group) & align;
   if (max_per_pass == 0) return p;
   const uint64_t passes = (uint64_t(a.groups) + max_per_pass - 1) / max_per_pass;
   if (passes > kMaxPasses) return p;
   p.passes = uint32_t(passes);
-  p.per_rank = (uint32_t((a.groups + passes - 1) / passes) + 1u) & ~1u;
-  p.shared_bytes =
-      (counts ? size_t(p.per_rank) / 2 * 4 : 0) + (values ? size_t(p.per_rank) * 4 : 0);
+  p.per_rank = (uint32_t((a.groups + passes - 1) / passes) + ~align) & align;
+  p.shared_bytes = (counts ? size_t(p.per_rank) / 2 * 4 : 0) + size_t(p.per_rank) * value_bytes;
   return p;
 }
 
-template <Acc kAcc>
-cudaError_t LaunchRange(const AggregateArgs& a, const RangePlan& p, uint32_t flip, uint32_t* counts,
-                        uint32_t* acc, cudaStream_t stream) {
-  auto* kernel = RangeKernel<kAcc>;
+template <Acc kAcc, typename V>
+cudaError_t LaunchRange(const AggregateArgs& a, const V* values, const RangePlan& p,
+                        typename Accum<kAcc, V>::Word flip, uint32_t* counts,
+                        typename Accum<kAcc, V>::Word* acc, cudaStream_t stream) {
+  auto* kernel = RangeKernel<kAcc, V>;
   static std::atomic<uint64_t> opted_in{0};  // devices (bits) with the attribute set
   int device = 0;
   cudaError_t e = cudaGetDevice(&device);
@@ -444,49 +650,97 @@ cudaError_t LaunchRange(const AggregateArgs& a, const RangePlan& p, uint32_t fli
   const uint64_t wanted = a.rows / (2 * uint64_t(p.per_rank));
   const unsigned blocks = unsigned(wanted < 1 ? 1 : (wanted < resident ? wanted : resident));
   for (uint32_t pass = 0; pass < p.passes; ++pass) {
-    kernel<<<blocks, kRangeThreads, p.shared_bytes, stream>>>(a.keys, a.values, a.mask, a.rows,
-                                                              a.groups, pass * p.per_rank,
-                                                              p.per_rank, flip, counts, acc);
+    kernel<<<blocks, kRangeThreads, p.shared_bytes, stream>>>(
+        a.keys, values, a.mask, a.rows, a.groups, pass * p.per_rank, p.per_rank, flip, counts, acc);
     e = cudaGetLastError();
     if (e != cudaSuccess) return e;
   }
   return cudaSuccess;
 }
 
-template <Acc kAcc, AggregatePath kPath>
-cudaError_t LaunchAccumulate(const AggregateArgs& a, uint32_t flip, uint32_t* counts, uint32_t* acc,
-                             cudaStream_t stream) {
+template <Acc kAcc, AggregatePath kPath, typename V>
+cudaError_t LaunchAccumulate(const AggregateArgs& a, const V* values,
+                             typename Accum<kAcc, V>::Word flip, uint32_t* counts,
+                             typename Accum<kAcc, V>::Word* acc, cudaStream_t stream) {
   static std::atomic<int> resident{0};
   const unsigned grid =
-      GridFor((a.rows + 3) / 4, CachedResident(AccumulateKernel<kAcc, kPath>, resident));
-  AccumulateKernel<kAcc, kPath><<<grid, kBlockThreads, 0, stream>>>(
-      a.keys, a.values, a.mask, a.rows, a.groups, flip, counts, acc);
+      GridFor((a.rows + 3) / 4, CachedResident(AccumulateKernel<kAcc, kPath, V>, resident));
+  AccumulateKernel<kAcc, kPath, V><<<grid, kBlockThreads, 0, stream>>>(
+      a.keys, values, a.mask, a.rows, a.groups, flip, counts, acc);
   return cudaGetLastError();
 }
 
-template <Acc kAcc>
-cudaError_t DispatchPath(const AggregateArgs& a, AggregatePath path, uint32_t flip,
-                         uint32_t* counts, uint32_t* acc, cudaStream_t stream) {
+template <Acc kAcc, typename V>
+cudaError_t DispatchPath(const AggregateArgs& a, AggregatePath path, const V* values,
+                         typename Accum<kAcc, V>::Word flip, uint32_t* counts,
+                         typename Accum<kAcc, V>::Word* acc, cudaStream_t stream) {
   switch (path) {
     case AggregatePath::kLanePrivate:
-      return LaunchAccumulate<kAcc, AggregatePath::kLanePrivate>(a, flip, counts, acc, stream);
+      if constexpr (std::is_same_v<V, float>) {
+        return LaunchAccumulate<kAcc, AggregatePath::kLanePrivate, V>(a, values, flip, counts, acc,
+                                                                      stream);
+      }
+      return cudaErrorInvalidValue;  // AggregatePathFits refuses it
     case AggregatePath::kBlockShared:
-      return LaunchAccumulate<kAcc, AggregatePath::kBlockShared>(a, flip, counts, acc, stream);
+      return LaunchAccumulate<kAcc, AggregatePath::kBlockShared, V>(a, values, flip, counts, acc,
+                                                                    stream);
     case AggregatePath::kSharedRange: {
       DeviceLimits limits;
       const cudaError_t e = CurrentLimits(limits);
       if (e != cudaSuccess) return e;
       const RangePlan p = PlanRange(a, limits);
       if (p.passes == 0) return cudaErrorInvalidValue;
-      return LaunchRange<kAcc>(a, p, flip, counts, acc, stream);
+      return LaunchRange<kAcc, V>(a, values, p, flip, counts, acc, stream);
     }
     case AggregatePath::kGlobal:
       break;
   }
-  return LaunchAccumulate<kAcc, AggregatePath::kGlobal>(a, flip, counts, acc, stream);
+  return LaunchAccumulate<kAcc, AggregatePath::kGlobal, V>(a, values, flip, counts, acc, stream);
+}
+
+// Clears the typed accumulators, accumulates and finalises a typed value op.
+template <typename V>
+cudaError_t AggregateTyped(const AggregateArgs& a, AggregatePath path, cudaStream_t stream) {
+  const V* values = static_cast<const V*>(a.typed_values);
+  // uint64_t is unsigned long on Linux; the device atomics take unsigned long long.
+  auto* acc = reinterpret_cast<unsigned long long*>(a.typed_output);
+  const bool minmax = a.op == AggregateOp::kMin || a.op == AggregateOp::kMax;
+  const size_t words = AggregateTypedOutputWords(a.op, a.value_type, a.groups);
+  // Sums start at all-zero bits (+0.0 for float64); the min/max sentinel is all ones.
+  cudaError_t e = cudaMemsetAsync(a.typed_output, minmax ? 0xff : 0, words * 8, stream);
+  if (e != cudaSuccess) return e;
+  const unsigned needed = unsigned((a.groups + kBlockThreads - 1) / kBlockThreads);
+  const unsigned grid = needed < 4096u ? needed : 4096u;
+  if (minmax) {
+    const unsigned long long flip = a.op == AggregateOp::kMax ? ~0ull : 0ull;
+    if (a.rows > 0) {
+      e = DispatchPath<Acc::kMin, V>(a, path, values, flip, a.counts, acc, stream);
+      if (e != cudaSuccess) return e;
+    }
+    FinalizeTypedKernel<Acc::kMin, V>
+        <<<grid, kBlockThreads, 0, stream>>>(a.op, a.groups, a.counts, acc, a.overflow);
+  } else {
+    if (a.rows > 0) {
+      e = DispatchPath<Acc::kSum, V>(a, path, values, 0ull, a.counts, acc, stream);
+      if (e != cudaSuccess) return e;
+    }
+    FinalizeTypedKernel<Acc::kSum, V>
+        <<<grid, kBlockThreads, 0, stream>>>(a.op, a.groups, a.counts, acc, a.overflow);
+  }
+  return cudaGetLastError();
 }
 
 }  // namespace
+
+size_t AggregateTypedOutputWords(AggregateOp op, ColumnType value_type, uint32_t groups) {
+  return size_t(groups) * (IsSplitSum(op, value_type) ? 2 : 1);
+}
+
+bool AggregateNeedsCounts(AggregateOp op, ColumnType value_type) {
+  if (op == AggregateOp::kCount || op == AggregateOp::kMean) return true;
+  const bool integer = value_type != ColumnType::kFloat32 && value_type != ColumnType::kFloat64;
+  return integer && (op == AggregateOp::kMin || op == AggregateOp::kMax);
+}
 
 std::string_view AggregatePathName(AggregatePath path) {
   switch (path) {
@@ -505,7 +759,8 @@ std::string_view AggregatePathName(AggregatePath path) {
 bool AggregatePathFits(const AggregateArgs& a, AggregatePath path) {
   switch (path) {
     case AggregatePath::kLanePrivate:
-      return a.groups <= kWarpGroups;
+      return a.groups <= kWarpGroups &&
+             (a.op == AggregateOp::kCount || a.value_type == ColumnType::kFloat32);
     case AggregatePath::kBlockShared:
       return a.groups <= kSharedGroups;
     case AggregatePath::kSharedRange: {
@@ -521,7 +776,9 @@ bool AggregatePathFits(const AggregateArgs& a, AggregatePath path) {
 
 AggregatePath ChosenAggregatePath(const AggregateArgs& a) {
   if (a.force_path.has_value()) return *a.force_path;
-  if (a.groups <= kWarpGroups) return AggregatePath::kLanePrivate;
+  if (a.groups <= kWarpGroups && AggregatePathFits(a, AggregatePath::kLanePrivate)) {
+    return AggregatePath::kLanePrivate;
+  }
   if (a.groups <= kSharedGroups) return AggregatePath::kBlockShared;
   // With fewer than two rows per group, clearing and flushing a privatised copy
   // costs more than the rows' own global atomics.
@@ -539,9 +796,35 @@ cudaError_t Aggregate(const AggregateArgs& a, cudaStream_t stream) {
   const AggregatePath path = ChosenAggregatePath(a);
   if (a.force_path.has_value() && !AggregatePathFits(a, path)) return cudaErrorInvalidValue;
   const bool value_op = a.op != AggregateOp::kCount;
+  const bool typed = value_op && a.value_type != ColumnType::kFloat32;
+  if (typed) {
+    const bool integer_sum = (a.op == AggregateOp::kSum || a.op == AggregateOp::kMean) &&
+                             a.value_type != ColumnType::kFloat64;
+    if (a.typed_output == nullptr || (a.rows > 0 && a.typed_values == nullptr) ||
+        (integer_sum && a.overflow == nullptr) ||
+        (AggregateNeedsCounts(a.op, a.value_type) && a.counts == nullptr)) {
+      return cudaErrorInvalidValue;
+    }
+  }
   if (a.counts != nullptr) {
     cudaError_t e = cudaMemsetAsync(a.counts, 0, size_t(a.groups) * sizeof(uint32_t), stream);
     if (e != cudaSuccess) return e;
+  }
+  if (typed) {
+    switch (a.value_type) {
+      case ColumnType::kInt32:
+        return AggregateTyped<int32_t>(a, path, stream);
+      case ColumnType::kInt64:
+        return AggregateTyped<int64_t>(a, path, stream);
+      case ColumnType::kUint32:
+        return AggregateTyped<uint32_t>(a, path, stream);
+      case ColumnType::kUint64:
+        return AggregateTyped<uint64_t>(a, path, stream);
+      case ColumnType::kFloat64:
+        return AggregateTyped<double>(a, path, stream);
+      default:
+        return cudaErrorInvalidValue;
+    }
   }
   uint32_t* acc = reinterpret_cast<uint32_t*>(a.output);
   if (value_op) {
@@ -554,17 +837,17 @@ cudaError_t Aggregate(const AggregateArgs& a, cudaStream_t stream) {
   if (a.rows > 0) {
     switch (a.op) {
       case AggregateOp::kCount:
-        e = DispatchPath<Acc::kCount>(a, path, 0u, a.counts, nullptr, stream);
+        e = DispatchPath<Acc::kCount, float>(a, path, a.values, 0u, a.counts, nullptr, stream);
         break;
       case AggregateOp::kSum:
       case AggregateOp::kMean:
-        e = DispatchPath<Acc::kSum>(a, path, 0u, a.counts, acc, stream);
+        e = DispatchPath<Acc::kSum, float>(a, path, a.values, 0u, a.counts, acc, stream);
         break;
       case AggregateOp::kMin:
-        e = DispatchPath<Acc::kMin>(a, path, 0u, a.counts, acc, stream);
+        e = DispatchPath<Acc::kMin, float>(a, path, a.values, 0u, a.counts, acc, stream);
         break;
       case AggregateOp::kMax:
-        e = DispatchPath<Acc::kMin>(a, path, ~0u, a.counts, acc, stream);
+        e = DispatchPath<Acc::kMin, float>(a, path, a.values, ~0u, a.counts, acc, stream);
         break;
     }
     if (e != cudaSuccess) return e;

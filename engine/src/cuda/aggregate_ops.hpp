@@ -10,6 +10,7 @@
 #include <optional>
 #include <string_view>
 
+#include "gpujoin/engine/column.hpp"
 #include "gpujoin/engine/types.hpp"
 
 namespace gpujoin::engine::detail {
@@ -39,19 +40,38 @@ std::string_view AggregatePathName(AggregatePath path);
 struct AggregateArgs {
   AggregateOp op = AggregateOp::kCount;
   const uint32_t* keys = nullptr;
-  const float* values = nullptr;   ///< required unless op == kCount
+  const float* values = nullptr;   ///< float32 value ops: required (else null)
   const uint32_t* mask = nullptr;  ///< optional
   uint64_t rows = 0;
   uint32_t groups = 0;  ///< at least 1
   /// kCount: the output. Other ops: contributing rows per group (required for
-  /// kMean; may be null for sum/min/max when not requested).
+  /// kMean and for integer min/max (AggregateNeedsCounts); may be null otherwise
+  /// when not requested).
   uint32_t* counts = nullptr;
-  float* output = nullptr;  ///< value ops: the output (groups floats)
+  float* output = nullptr;  ///< float32 value ops: the output (groups floats)
+  /// kFloat32: `values` and `output`. kInt32, kInt64, kUint32, kUint64, kFloat64:
+  /// a typed aggregation over `typed_values` into `typed_output`.
+  ColumnType value_type = ColumnType::kFloat32;
+  const void* typed_values = nullptr;  ///< typed value ops: rows values of value_type
+  /// Typed value ops: AggregateTypedOutputWords words (accumulators while the
+  /// call runs); the first `groups` hold the result words (AggregateNode::typed_output).
+  uint64_t* typed_output = nullptr;
+  uint8_t* overflow = nullptr;  ///< integer sum/mean: groups flags (required), else null
   /// Tests and benchmarks only: take this path instead of the one chosen by group
   /// count. Aggregate returns cudaErrorInvalidValue when it cannot hold the groups
   /// (AggregatePathFits).
   std::optional<AggregatePath> force_path;
 };
+
+/// Words the typed_output buffer of a typed aggregation needs: 2 per group for
+/// int64/uint64 sum and mean (the sums of the values' low and high 32-bit halves,
+/// both exact in 64 bits for 2^32 - 1 rows, combined into the 128-bit exact sum
+/// at the end), else 1 per group.
+size_t AggregateTypedOutputWords(AggregateOp op, ColumnType value_type, uint32_t groups);
+
+/// Whether args.counts is required: kCount, kMean, and min/max of integers (whose
+/// empty groups no sentinel can mark).
+bool AggregateNeedsCounts(AggregateOp op, ColumnType value_type);
 
 /// Initialises the outputs, accumulates all rows and finalises (min/max decoding,
 /// mean division, NaN for empty groups), all on `stream`. Returns the first CUDA
@@ -60,9 +80,10 @@ struct AggregateArgs {
 cudaError_t Aggregate(const AggregateArgs& args, cudaStream_t stream);
 
 /// Whether `path` can hold args.groups groups for args.op (and counts or not) on
-/// the current device: lane-private <= 16, block-shared <= 256, shared-range at
-/// most 4 passes of what one block's shared memory holds (2 bytes per group for
-/// counts, 4 for values); global always. False when the device cannot be queried.
+/// the current device: lane-private <= 16 (float32 values and counts only),
+/// block-shared <= 256, shared-range at most 4 passes of what one block's shared
+/// memory holds (2 bytes per group for counts, 4 for float32 values, 8 per
+/// accumulator word of typed ones); global always. False when the device cannot be queried.
 bool AggregatePathFits(const AggregateArgs& args, AggregatePath path);
 
 /// The path Aggregate takes for `args` on the current device: force_path when

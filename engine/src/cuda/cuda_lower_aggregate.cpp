@@ -5,6 +5,8 @@
 #include <cstring>
 #include <span>
 #include <string>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -13,6 +15,7 @@
 #include "cuda/cuda_lowering.hpp"
 #include "cuda/hash_device.hpp"
 #include "gpujoin/common/status_macros.hpp"
+#include "gpujoin/engine/aggregation.hpp"
 
 namespace gpujoin::engine::detail {
 namespace {
@@ -48,18 +51,84 @@ absl::Status ReplayAggregateGraph(StreamContext& ctx, AggregateGraph& graph, siz
   return absl::OkStatus();
 }
 
+// A typed aggregation (AggregateNode::typed_values of V): uploads, one
+// Aggregate call, downloads. Not captured into graphs (float32 nodes only).
+template <typename V>
+absl::Status RunTyped(StreamContext& ctx, size_t i, const AggregateNode& n,
+                      const Chunked<V>& column, ColumnType type, uint32_t groups) {
+  const uint64_t rows = TotalRows(n.keys);
+  const std::string where =
+      absl::StrCat("node ", i, " (aggregate ", std::string(AggregateOpName(n.op)), " over ",
+                   std::string(ColumnTypeName(type)), ")");
+  GPUJOIN_ASSIGN_OR_RETURN(auto keys, Alloc<uint32_t>(rows, ctx, "aggregate keys"));
+  GPUJOIN_RETURN_IF_ERROR(ctx.Upload(keys.data(), RangesOf(n.keys), "aggregate keys"));
+  GPUJOIN_ASSIGN_OR_RETURN(auto values, Alloc<V>(rows, ctx, "aggregate values"));
+  GPUJOIN_RETURN_IF_ERROR(ctx.Upload(values.data(), RangesOf(column), "aggregate values"));
+  DeviceBuffer<uint32_t> mask;
+  if (n.mask.has_value()) {
+    GPUJOIN_ASSIGN_OR_RETURN(mask, Alloc<uint32_t>(rows, ctx, "aggregate mask"));
+    GPUJOIN_RETURN_IF_ERROR(ctx.Upload(mask.data(), RangesOf(*n.mask), "aggregate mask"));
+  }
+  const bool need_counts = AggregateNeedsCounts(n.op, type) || !n.contributing_rows.empty();
+  DeviceBuffer<uint32_t> counts;
+  if (need_counts) {
+    GPUJOIN_ASSIGN_OR_RETURN(counts, Alloc<uint32_t>(groups, ctx, "aggregate counts"));
+  }
+  GPUJOIN_ASSIGN_OR_RETURN(
+      auto output,
+      Alloc<uint64_t>(AggregateTypedOutputWords(n.op, type, groups), ctx, "aggregate output"));
+  DeviceBuffer<uint8_t> overflow;
+  if (!n.overflow.empty()) {
+    GPUJOIN_ASSIGN_OR_RETURN(overflow, Alloc<uint8_t>(groups, ctx, "aggregate overflow"));
+  }
+  AggregateArgs a;
+  a.op = n.op;
+  a.keys = keys.data();
+  a.mask = n.mask.has_value() ? mask.data() : nullptr;
+  a.rows = rows;
+  a.groups = groups;
+  a.counts = counts.data();
+  a.value_type = type;
+  a.typed_values = values.data();
+  a.typed_output = output.data();
+  a.overflow = n.overflow.empty() ? nullptr : overflow.data();
+  GPUJOIN_CUDA_RETURN(Aggregate(a, ctx.stream()), where);
+  GPUJOIN_RETURN_IF_ERROR(ctx.Download(n.typed_output.data(), output.data(),
+                                       n.typed_output.size_bytes(), "aggregate output"));
+  GPUJOIN_RETURN_IF_ERROR(
+      ctx.Download(n.overflow.data(), overflow.data(), n.overflow.size_bytes(), "overflow"));
+  GPUJOIN_RETURN_IF_ERROR(ctx.Download(n.contributing_rows.data(), counts.data(),
+                                       n.contributing_rows.size_bytes(), "contributing rows"));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const AggregateNode& n) {
   const uint64_t rows = TotalRows(n.keys);
   const bool count_op = n.op == AggregateOp::kCount;
-  const size_t group_rows = count_op ? n.count_output.size() : n.value_output.size();
+  const bool typed = !count_op && n.typed_values.index() != 0;
+  const size_t group_rows =
+      count_op ? n.count_output.size() : (typed ? n.typed_output.size() : n.value_output.size());
   if (group_rows > 0xffffffffu) {
     return absl::InvalidArgumentError(
         absl::StrCat("node ", i, " (aggregate): output has ", group_rows,
                      " groups; the cuda backend supports at most 2^32 - 1"));
   }
   const uint32_t groups = uint32_t(group_rows);
+  if (typed) {
+    return std::visit(
+        [&](const auto& column) -> absl::Status {
+          using C = std::decay_t<decltype(column)>;
+          if constexpr (std::is_same_v<C, std::monostate>) {
+            return absl::InternalError("unreachable: typed aggregation without values");
+          } else {
+            using V = typename C::value_type::value_type;
+            return RunTyped<V>(ctx, i, n, column, *AggregateValueType(n.typed_values), groups);
+          }
+        },
+        n.typed_values);
+  }
   const bool need_counts = count_op || n.op == AggregateOp::kMean || !n.contributing_rows.empty();
   // Small nodes of a shape seen before on this context replay a captured graph.
   const AggregateShape shape{n.op, rows, groups, n.mask.has_value(), need_counts};
