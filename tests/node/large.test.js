@@ -125,3 +125,25 @@ test('64 KiB messages: chunks and batches fit, a join answer continues over many
     assert.equal(await server.stop(), 0, server.log());
   }
 });
+
+test('4 KiB messages, the smallest the server takes: builds and lookups still fit', async () => {
+  const server = await startServer(['--max-message-bytes=4096']);
+  const client = new Client(server.address);
+  try {
+    const n = 2000;
+    const keys = Uint32Array.from({length: n}, (_, i) => i * 7);
+    const labels = Array.from({length: n}, (_, i) => `label-${i}`);
+    const info = await client.buildIndex('tiny', keys, {payload: {label: labels}});
+    assert.equal(info.rows, n);
+    const probe = Uint32Array.from({length: 3000}, (_, i) => i * 5);
+    const r = await client.lookup('tiny', probe, {select: ['label']});
+    probe.forEach((k, i) => {
+      const row = k % 7 === 0 && k / 7 < n ? k / 7 : null;
+      assert.equal(r.values[i], row === null ? NO_MATCH : row);
+      assert.equal(r.columns.label.get(i), row === null ? null : labels[row]);
+    });
+  } finally {
+    client.close();
+    assert.equal(await server.stop(), 0, server.log());
+  }
+});

@@ -20,7 +20,9 @@ const DEFAULT_BATCH_ROWS = 1 << 18;
 const MAX_CAPACITY = 2 ** 31;
 // Room kept in every message for its fields and headers beside the bulk columns
 // (the server keeps min(4096, max / 2) of its limit for framing).
-const MESSAGE_SLACK = 8192;
+function messageRoom(max) {
+  return max - Math.min(8192, Math.floor(max / 2));
+}
 
 const JOIN_KINDS = {
   inner: 'JOIN_KIND_INNER', left: 'JOIN_KIND_LEFT_OUTER', left_outer: 'JOIN_KIND_LEFT_OUTER',
@@ -326,7 +328,7 @@ class Client {
   _batchRows(opts, bytesPerRow) {
     const asked = opts.batchRows !== undefined ? positiveInteger(opts.batchRows, 'batchRows') : this.options.batchRows;
     if (asked) return asked;
-    const room = Math.min(this.limits.maxMessageBytes, this.limits.receiveMessageBytes) - MESSAGE_SLACK;
+    const room = messageRoom(Math.min(this.limits.maxMessageBytes, this.limits.receiveMessageBytes));
     return Math.max(1, Math.min(DEFAULT_BATCH_ROWS, Math.floor(room / bytesPerRow)));
   }
 
@@ -360,7 +362,6 @@ class Client {
    * chunks. Returns its description. See index.d.ts BuildOptions.
    */
   async buildIndex(name, keys, opts = {}) {
-    await this._connect();
     let keyType = opts.keyType;
     if (keyType === undefined) {
       const wide = keys instanceof BigUint64Array || keys instanceof BigInt64Array ||
@@ -393,12 +394,13 @@ class Client {
       duplicates: DUPLICATES[duplicates],
     };
 
+    await this._connect();
     const keyBytes = k.wide ? 8 : 4;
     const size = (pos) => (n) => 64 + n * (keyBytes + (values ? 4 : 0)) +
                                  payload.reduce((s, p) => s + cols.payloadBytes(p, pos, n), 0);
     const chunkRows = opts.chunkRows !== undefined ? positiveInteger(opts.chunkRows, 'chunkRows')
                                                    : this.options.batchRows || DEFAULT_BATCH_ROWS;
-    const limit = this.limits.maxMessageBytes - MESSAGE_SLACK;
+    const limit = messageRoom(this.limits.maxMessageBytes);
     const inflight = this._inflight(opts);
 
     let call;
@@ -742,7 +744,7 @@ class Client {
       }
       if (c.rows !== rows) throw new InvalidArgumentError(`${c.name} has ${c.rows} rows but columns[0] has ${rows}`);
     }
-    const limit = this.limits.maxMessageBytes - MESSAGE_SLACK;
+    const limit = messageRoom(this.limits.maxMessageBytes);
     const batchRows = this._batchRows(opts, bits / 8 + 1);
     // Batch boundaries fitted to the request size (string columns vary).
     const bounds = [];
