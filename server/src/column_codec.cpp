@@ -32,6 +32,8 @@ template absl::StatusOr<DecodedColumn<int32_t>> DecodePackedBytes<int32_t>(std::
                                                                            std::string_view);
 template absl::StatusOr<DecodedColumn<float>> DecodePackedBytes<float>(std::string_view,
                                                                        std::string_view);
+template absl::StatusOr<DecodedColumn<int64_t>> DecodePackedBytes<int64_t>(std::string_view,
+                                                                           std::string_view);
 
 namespace {
 
@@ -190,9 +192,13 @@ absl::StatusOr<engine::ColumnType> FromWireColumnType(int type, std::string_view
       v1::ColumnType_IsValid(type)) {
     return static_cast<engine::ColumnType>(type - 1);
   }
+  // The types past STRING exist for Hash only.
   return absl::InvalidArgumentError(absl::StrCat(
       std::string(field), ": ", WireColumnTypeName(type),
-      " is not a column type (expected one of COLUMN_TYPE_UINT32, _INT32, _UINT64, _INT64, "
+      type > v1::COLUMN_TYPE_STRING && v1::ColumnType_IsValid(type)
+          ? " is a Hash-only type, not a payload column type"
+          : " is not a column type",
+      " (expected one of COLUMN_TYPE_UINT32, _INT32, _UINT64, _INT64, "
       "_FLOAT32, _FLOAT64, _BINARY, _BOOL, _STRING)"));
 }
 

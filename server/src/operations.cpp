@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "gpujoin/common/status_macros.hpp"
 #include "gpujoin/engine/graph.hpp"
+#include "gpujoin/server/hash_wire.hpp"
 #include "gpujoin/server/join_parts.hpp"
 #include "gpujoin/server/names.hpp"
 
@@ -725,9 +726,6 @@ absl::Status Operations::Aggregate(const v1::AggregateRequest& request,
 // ------------------------------------------------------------------ hash
 
 absl::Status Operations::Hash(const v1::HashRequest& request, v1::HashResponse* response) {
-  if (request.columns_size() == 0) {
-    return absl::InvalidArgumentError("columns: at least one column is required");
-  }
   engine::HashBits bits;
   switch (request.bits()) {
     case 0:
@@ -741,109 +739,13 @@ absl::Status Operations::Hash(const v1::HashRequest& request, v1::HashResponse* 
       return absl::InvalidArgumentError(
           absl::StrCat("bits: ", request.bits(), " is not 32 or 64 (0 means 64)"));
   }
-  // Offsets are int32 values that may need an aligned copy; keep them alive here.
-  std::vector<DecodedColumn<int32_t>> offsets(request.columns_size());
+  // The decoded views borrow the request (and aligned copies of its offsets held
+  // by `decoded`), which both outlive the graph run below.
+  GPUJOIN_ASSIGN_OR_RETURN(DecodedHashColumns decoded, DecodeHashColumns(request));
+  const uint64_t rows = decoded.rows;
   engine::HashNode node;
   node.bits = bits;
-  const uint64_t rows = request.columns(0).length();
-  constexpr uint64_t kMaxRows = uint64_t{1} << 40;
-  for (int i = 0; i < request.columns_size(); ++i) {
-    const v1::HashColumn& c = request.columns(i);
-    const std::string field = absl::StrCat("columns[", i, "]");
-    if (c.length() != rows) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, ".length: ", c.length(), " differs from columns[0].length ", rows));
-    }
-    if (c.offset() > kMaxRows || c.length() > kMaxRows) {
-      return absl::InvalidArgumentError(absl::StrCat(field, ": offset ", c.offset(), " + length ",
-                                                     c.length(), " is out of range"));
-    }
-    const uint64_t end = c.offset() + c.length();
-    engine::HashColumn hc;
-    hc.offset = c.offset();
-    hc.length = c.length();
-    hc.data = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(c.data().data()),
-                                       c.data().size());
-    uint64_t width = 0;
-    switch (c.type()) {
-      case v1::COLUMN_TYPE_UINT32:
-        hc.type = engine::ColumnType::kUint32;
-        width = 4;
-        break;
-      case v1::COLUMN_TYPE_INT32:
-        hc.type = engine::ColumnType::kInt32;
-        width = 4;
-        break;
-      case v1::COLUMN_TYPE_UINT64:
-        hc.type = engine::ColumnType::kUint64;
-        width = 8;
-        break;
-      case v1::COLUMN_TYPE_INT64:
-        hc.type = engine::ColumnType::kInt64;
-        width = 8;
-        break;
-      case v1::COLUMN_TYPE_FLOAT32:
-        hc.type = engine::ColumnType::kFloat32;
-        width = 4;
-        break;
-      case v1::COLUMN_TYPE_FLOAT64:
-        hc.type = engine::ColumnType::kFloat64;
-        width = 8;
-        break;
-      case v1::COLUMN_TYPE_BINARY:
-        hc.type = engine::ColumnType::kBinary;
-        break;
-      default:
-        return absl::InvalidArgumentError(
-            absl::StrCat(field, ".type: ", static_cast<int>(c.type()), " is not a column type"));
-    }
-    if (width != 0) {
-      if (!c.offsets().empty()) {
-        return absl::InvalidArgumentError(absl::StrCat(field, ".offsets: set (", c.offsets().size(),
-                                                       " bytes) for a fixed-width column"));
-      }
-      if (c.data().size() < end * width) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(field, ".data: ", c.data().size(), " bytes, need (offset ", c.offset(),
-                         " + length ", c.length(), ") * ", width, " = ", end * width));
-      }
-    } else {
-      GPUJOIN_ASSIGN_OR_RETURN(offsets[i],
-                               DecodePackedBytes<int32_t>(c.offsets(), field + ".offsets"));
-      if (offsets[i].size() < end + 1) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(field, ".offsets: ", offsets[i].size(), " offsets, need offset ",
-                         c.offset(), " + length ", c.length(), " + 1 = ", end + 1));
-      }
-      hc.offsets = offsets[i].span();
-      // Offsets must be non-decreasing and inside `data` for the rows hashed.
-      int32_t prev = hc.offsets[c.offset()];
-      if (prev < 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(field, ".offsets[", c.offset(), "]: ", prev, " is negative"));
-      }
-      for (uint64_t r = c.offset() + 1; r <= end; ++r) {
-        const int32_t o = hc.offsets[r];
-        if (o < prev || static_cast<uint64_t>(o) > c.data().size()) {
-          return absl::InvalidArgumentError(
-              absl::StrCat(field, ".offsets[", r, "]: ", o, " is below the previous offset ", prev,
-                           " or beyond ", field, ".data (", c.data().size(), " bytes)"));
-        }
-        prev = o;
-      }
-    }
-    if (!c.validity().empty()) {
-      const uint64_t need = (end + 7) / 8;
-      if (c.validity().size() < need) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(field, ".validity: ", c.validity().size(), " bytes, need ceil((offset ",
-                         c.offset(), " + length ", c.length(), ") / 8) = ", need));
-      }
-      hc.validity = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(c.validity().data()),
-                                             c.validity().size());
-    }
-    node.columns.push_back(hc);
-  }
+  node.columns = std::move(decoded.columns);
   const uint64_t width = bits == engine::HashBits::k32 ? 4 : 8;
   GPUJOIN_RETURN_IF_ERROR(
       CheckResponseSize(rows * width + (rows + 7) / 8, absl::StrCat("columns: ", rows, " rows")));
