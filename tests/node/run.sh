@@ -23,5 +23,5 @@ export GPUJOIND=$1
 # One test file at a time where the runner takes the flag (each file starts its own
 # gpujoind on free ports, so running them in parallel is correct, only heavier).
 flags=()
-node --help | grep -q -- --test-concurrency && flags=(--test-concurrency=1)
+[[ $(node --help) == *--test-concurrency* ]] && flags=(--test-concurrency=1)
 exec node --test "${flags[@]}" "$here"/*.test.js
