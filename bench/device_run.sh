@@ -39,8 +39,11 @@ has server_payload_integration_tests && step payload_service 120 env GPUJOIN_TES
   GPUJOIND=$bin/gpujoind $bin/server_payload_integration_tests
 step bench 180 $bin/gpujoin-bench
 has cuco_bench && step cuco 120 $bin/cuco_bench
-step hash_device 30 $bin/hashing_device_test
-step hash_backend 30 $bin/hashing_backend_test
+step hash_device 120 $bin/hashing_device_test
+step hash_backend 60 $bin/hashing_backend_test
+# Issue 22's device hashing (new flat types, dictionaries, lists of flat values).
+step memcheck_hash 300 compute-sanitizer --tool memcheck --error-exitcode 9 \
+  $bin/hashing_device_test --gtest_filter='*Issue22*'
 step engine_cuda 60 $bin/engine_tests --gtest_filter='*cuda*:*Cuda*'
 small='Shapes/BuildLookupDifferential.*/*_rows1000_*:Shapes/JoinDifferential.*/*_left1000_*'
 small+=':Shapes/JoinDifferential.*/*_left33_*:Shapes/JoinDifferential.*/*_left129_*'
