@@ -4,6 +4,7 @@
 // the gRPC code and the server's message; TLS with a bearer token.
 const test = require('node:test');
 const assert = require('node:assert/strict');
+const {execFileSync} = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -138,6 +139,82 @@ test('TLS with a bearer token; a missing or wrong token is UnauthenticatedError'
     plain.close();
   } finally {
     assert.equal(await tls.stop(), 0, tls.log());
+    fs.rmSync(dir, {recursive: true, force: true});
+  }
+});
+
+const OPENSSL_CNF = `[req]
+distinguished_name = dn
+prompt = no
+[dn]
+CN = unused
+[ca_ext]
+basicConstraints = critical, CA:TRUE
+keyUsage = critical, keyCertSign, cRLSign
+subjectKeyIdentifier = hash
+[server_ext]
+basicConstraints = CA:FALSE
+keyUsage = critical, digitalSignature
+extendedKeyUsage = serverAuth
+subjectAltName = DNS:localhost, IP:127.0.0.1
+[client_ext]
+basicConstraints = CA:FALSE
+keyUsage = critical, digitalSignature
+extendedKeyUsage = clientAuth
+`;
+
+// ca, server (localhost), client (signed by ca) and rogue (signed by rogue-ca)
+// .pem/.key in `dir`, made with the openssl command line as
+// tests/server/tls_integration_test.cpp does.
+function makeCertificates(dir) {
+  const cnf = path.join(dir, 'openssl.cnf');
+  fs.writeFileSync(cnf, OPENSSL_CNF);
+  const run = (...args) => execFileSync('openssl', args, {stdio: 'pipe', timeout: 30000});
+  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
+  const f = (name) => path.join(dir, name);
+  for (const ca of ['ca', 'rogue-ca']) {
+    run('req', '-x509', '-new', ...ec, '-keyout', f(`${ca}.key`), '-out', f(`${ca}.pem`), '-days', '30',
+        '-subj', `/CN=gpujoin node ${ca}`, '-config', cnf, '-extensions', 'ca_ext');
+  }
+  [['server', 'ca', 'server_ext'], ['client', 'ca', 'client_ext'], ['rogue', 'rogue-ca', 'client_ext']]
+    .forEach(([name, ca, ext], i) => {
+      run('req', '-new', ...ec, '-keyout', f(`${name}.key`), '-out', f(`${name}.csr`), '-subj', `/CN=${name}`,
+          '-config', cnf);
+      run('x509', '-req', '-in', f(`${name}.csr`), '-CA', f(`${ca}.pem`), '-CAkey', f(`${ca}.key`),
+          '-set_serial', String(i + 2), '-days', '30', '-out', f(`${name}.pem`), '-extfile', cnf, '-extensions', ext);
+    });
+}
+
+test('mutual TLS: a client certificate of the CA works, none or another CA\'s is refused', async (t) => {
+  try {
+    execFileSync('openssl', ['version'], {stdio: 'pipe'});
+  } catch {
+    t.skip('the openssl command line makes the test certificates; install openssl');
+    return;
+  }
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gpujoin_node_mtls_'));
+  makeCertificates(dir);
+  const f = (name) => path.join(dir, name);
+  const mtls = await startServer([`--tls-cert=${f('server.pem')}`, `--tls-key=${f('server.key')}`,
+                                  `--tls-client-ca=${f('ca.pem')}`]);
+  const port = mtls.address.split(':').pop();
+  try {
+    const good = new Client(`localhost:${port}`, {tls: {caFile: f('ca.pem'), certFile: f('client.pem'), keyFile: f('client.key')}});
+    assert.equal((await good.serverInfo()).backend, 'cpu');
+    await good.buildIndex('m', [1]);
+    good.close();
+    const inMemory = new Client(`localhost:${port}`, {tls: {ca: fs.readFileSync(f('ca.pem')),
+                                                            cert: fs.readFileSync(f('client.pem')), key: fs.readFileSync(f('client.key'))}});
+    assert.deepEqual((await inMemory.list()).map((i) => i.name), ['m']);
+    inMemory.close();
+    for (const tls of [{caFile: f('ca.pem')}, {caFile: f('ca.pem'), certFile: f('rogue.pem'), keyFile: f('rogue.key')}]) {
+      const refused = new Client(`localhost:${port}`, {tls});
+      await assert.rejects(refused.serverInfo(), gj.UnavailableError);
+      refused.close();
+    }
+    assert.throws(() => new Client(`localhost:${port}`, {tls: {caFile: f('missing.pem')}}), gj.NotFoundError);
+  } finally {
+    assert.equal(await mtls.stop(), 0, mtls.log());
     fs.rmSync(dir, {recursive: true, force: true});
   }
 });
