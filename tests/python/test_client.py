@@ -578,3 +578,70 @@ def test_deadlines_are_typed(client):
     assert e.value.code == grpc.StatusCode.DEADLINE_EXCEEDED
     # The client stays usable.
     assert client.lookup("t_deadline", keys[:3]).values.tolist() == [0, 1, 2]
+
+
+typed_aggregate = pytest.mark.skipif(
+    not gpujoin.client._HAS_TYPED_AGGREGATE,
+    reason="proto/ has no AggregateRequest.typed_values (typed aggregation not in this API)")
+
+
+@typed_aggregate
+@pytest.mark.parametrize("dtype", [np.int64, np.uint64, np.int32, np.uint32, np.int16, np.float64])
+@pytest.mark.parametrize("op", ["sum", "min", "max", "mean"])
+def test_typed_aggregate_against_exact_models(client, dtype, op):
+    rng = np.random.default_rng(7)
+    n, groups = 5000, 23  # group 22 gets no rows
+    keys = rng.integers(0, groups - 1, size=n, dtype=np.uint32)
+    if np.dtype(dtype).kind == "f":
+        values = rng.random(n) * 1e6
+    else:
+        info = np.iinfo(dtype)
+        lo, hi = max(info.min, -(1 << 40)), min(info.max, 1 << 40)
+        values = rng.integers(lo, hi, size=n, endpoint=True).astype(dtype)
+    mask = rng.random(n) < 0.9
+    r = client.aggregate(op, keys, values, groups=groups, mask=mask, contributing_rows=True,
+                         batch_rows=777)
+    rows = np.bincount(keys[mask], minlength=groups)
+    np.testing.assert_array_equal(r.contributing_rows, rows)
+    assert r.contributing_rows.dtype == np.uint64
+    py = [[int(v) if np.dtype(dtype).kind != "f" else float(v)
+           for v in values[mask & (keys == g)].tolist()] for g in range(groups)]
+    if op == "sum":
+        want = [sum(p) for p in py]
+    elif op == "min":
+        want = [min(p) if p else None for p in py]
+    elif op == "max":
+        want = [max(p) if p else None for p in py]
+    else:
+        want = [sum(p) / len(p) if p else None for p in py]
+    got = r.values
+    if op in ("min", "max") and np.dtype(dtype).kind != "f":
+        assert isinstance(got, np.ma.MaskedArray) and got.mask.tolist() == [w is None for w in want]
+        assert got.dtype == np.dtype(dtype) or np.dtype(dtype).itemsize < 4
+        got = [None if m else int(v) for v, m in zip(got.data, got.mask)]
+        assert got == want
+        return
+    got = np.ma.filled(got, np.nan).tolist() if isinstance(got, np.ma.MaskedArray) else got.tolist()
+    for g, (a, b) in enumerate(zip(got, want)):
+        if b is None:
+            assert a != a, (g, a)  # empty mean: NaN
+        elif op == "sum" and np.dtype(dtype).kind != "f":
+            assert a == b, (g, a, b)  # integer sums are exact
+        else:
+            assert a == pytest.approx(b, rel=1e-9), (g, a, b)
+    if op in ("sum", "mean") and np.dtype(dtype).kind != "f":
+        assert not r.overflow.any()
+
+
+@typed_aggregate
+def test_typed_sum_overflow_is_flagged(client):
+    keys = np.array([0, 1, 1, 2], np.uint32)
+    big = np.array([1 << 62, 1 << 62, 1 << 62, 5], np.int64)
+    r = client.aggregate("sum", keys, big, groups=3, batch_rows=2)
+    assert r.overflow.tolist() == [False, True, False]
+    assert int(r.values[0]) == 1 << 62 and int(r.values[2]) == 5
+    assert int(r.values[1]) == -(1 << 63)  # the low 64 bits of 2^63
+    m = client.aggregate("mean", keys, big, groups=3)
+    assert m.overflow.tolist() == [False, True, False] and np.isnan(m.values[1])
+    f = client.aggregate("sum", keys, np.array([1, 2, 3, 4], np.float32), groups=3)
+    assert f.values.dtype == np.float32 and f.overflow is None  # float32 keeps its own path

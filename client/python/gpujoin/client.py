@@ -47,6 +47,13 @@ _AGGREGATE_OPS = {"count": 1, "sum": 2, "min": 3, "max": 4, "mean": 5}
 _DUPLICATES = {"lowest_row": 1, "keep_all": 2}
 _KEY_TYPE_ENUM = {"uint32": 1, "uint64": 2}
 
+# Typed aggregate values (AggregateRequest.typed_values), where the API has them:
+# numpy (kind, width) -> the column type sent; float32 keeps the `values` path.
+_HAS_TYPED_AGGREGATE = "typed_values" in pb.AggregateRequest.DESCRIPTOR.fields_by_name
+_AGGREGATE_TYPES = {("i", 1): "int32", ("i", 2): "int32", ("i", 4): "int32", ("i", 8): "int64",
+                    ("u", 1): "uint32", ("u", 2): "uint32", ("u", 4): "uint32",
+                    ("u", 8): "uint64", ("f", 8): "float64"}
+
 PathOrBytes = Union[str, bytes, os.PathLike]
 
 
@@ -760,11 +767,21 @@ class Client:
                   batch_rows: Optional[int] = None,
                   timeout: Optional[float] = None) -> AggregateResult:
         """Grouped aggregation by dense uint32 group key (keys >= groups are
-        ignored): op "count", "sum", "min", "max" or "mean" of float32 `values`
-        (required except for count; converted to float32) over the rows where
-        `mask` is true (a masked `values` array's masked rows are excluded too).
-        Batches accumulate on the server into one result per group;
-        `contributing_rows` also returns each group's rows that contributed.
+        ignored): op "count", "sum", "min", "max" or "mean" of `values`
+        (required except for count) over the rows where `mask` is true (a
+        masked `values` array's masked rows are excluded too). Batches
+        accumulate on the server into one result per group.
+
+        float32 values aggregate in float32 (`values`: float32 per group).
+        Integer and float64 values, where the server's API has typed values,
+        aggregate in their own type (int8/16/32 as int32, uint8/16/32 as uint32):
+        integer sums are exact in 64 bits (`overflow` marks the groups whose sum
+        did not fit), min/max keep the value type with empty integer groups
+        masked, means are float64. Without typed values in the API, values are
+        converted to float32.
+
+        `contributing_rows` also returns each group's contributing rows (uint32,
+        counted mod 2^32 as the server's reference; typed requests: exact uint64).
         """
         op_number = _choice(_AGGREGATE_OPS, op, "op")
         gk = _keys.u32_column(keys, "keys")
@@ -774,7 +791,8 @@ class Client:
             include = np.asarray(mask, dtype=bool)
             if include.shape != (n,):
                 raise InvalidArgument(f"mask: {include.shape} rows, but keys has {n}")
-        f32 = None
+        f32 = typed = None
+        typed_name = None
         if op == "count":
             if values is not None:
                 raise InvalidArgument("values: must not be given for op 'count'")
@@ -789,17 +807,24 @@ class Client:
             arr = np.asarray(values)
             if arr.dtype.kind not in "iuf":
                 raise KeyDtypeError(f"values: dtype {arr.dtype} is not numeric")
-            f32 = np.ascontiguousarray(arr.astype("<f4"))
-            if f32.shape != (n,):
-                raise InvalidArgument(f"values: {f32.shape} rows, but keys has {n}")
+            if arr.shape != (n,):
+                raise InvalidArgument(f"values: {arr.shape} rows, but keys has {n}")
+            typed_name = _AGGREGATE_TYPES.get((arr.dtype.kind, arr.dtype.itemsize))
+            if typed_name is not None and _HAS_TYPED_AGGREGATE:
+                typed = np.ascontiguousarray(arr.astype(_columns.FIXED_DTYPES[typed_name]))
+            else:
+                typed_name = None
+                f32 = np.ascontiguousarray(arr.astype("<f4"))
         rows = batch_rows or DEFAULT_CHUNK_ROWS
         self._connected()
-        rows = max(1, min(rows, (self._limit // 2) // 12))
+        rows = max(1, min(rows, (self._limit // 2) // 16))
+        # Typed requests carry exact totals (total_counts64), so no batch needs its own part.
+        per_batch = contributing_rows and typed is None
 
         def requests():
             for b, start in enumerate(range(0, max(n, 1), rows)):
                 req = pb.AggregateRequest(op=op_number, groups=groups, batch_id=b,
-                                          accumulate_only=not contributing_rows)
+                                          accumulate_only=not per_batch)
                 if n:
                     req.keys.packed = gk[start:start + rows].tobytes()
                     if f32 is not None:
@@ -810,10 +835,16 @@ class Client:
                     req.keys.values.SetInParent()
                     if f32 is not None:
                         req.values.values.SetInParent()
+                if typed is not None:
+                    part = typed[start:start + rows]
+                    req.typed_values.SetInParent()
+                    req.typed_values.type = _columns.TYPE_NUMBERS[typed_name]
+                    req.typed_values.length = len(part)
+                    req.typed_values.data = part.tobytes()
                 yield req
 
         last = None
-        contributing = np.zeros(groups, np.uint32) if contributing_rows else None
+        contributing = np.zeros(groups, np.uint32) if per_batch else None
         total_rows = 0
         for b, r in enumerate(self._stream("Aggregate", requests(), timeout=timeout)):
             if r.HasField("error"):
@@ -823,7 +854,22 @@ class Client:
             total_rows += r.rows
             last = r
         result = AggregateResult(op=op, contributing_rows=contributing, rows=total_rows)
-        if op == "count":
+        if typed is not None:
+            col = last.total_typed_result
+            out = _columns.ColumnBuilder("total_typed_result",
+                                         _columns.TYPE_NAMES.get(col.type, str(col.type)))
+            if out.add(col, "aggregate result") != groups:
+                raise Internal(f"server sent {col.length} typed results for {groups} groups")
+            result.values = out.finish()
+            if contributing_rows:
+                c64 = np.frombuffer(last.total_counts64, "<u8")
+                if len(c64) != groups:
+                    raise Internal(f"server sent {len(c64)} total_counts64 for {groups} groups")
+                result.contributing_rows = c64.astype(np.uint64)
+            if op in ("sum", "mean") and typed_name != "float64":
+                result.overflow = (_columns._unbitmap(last.total_overflow, groups)
+                                   if last.total_overflow else np.zeros(groups, bool))
+        elif op == "count":
             result.counts = _u32(last.total_counts, groups, "total_counts").copy()
         else:
             v = np.frombuffer(last.total_values, "<f4")

@@ -224,13 +224,16 @@ class JoinResult:
 
 @dataclass
 class AggregateResult:
-    """Per group: `values` (float32; SUM/MIN/MAX/MEAN) or `counts` (uint32;
-    COUNT), and `contributing_rows` (uint32) when asked; `rows` sent."""
+    """Per group: `values` (SUM/MIN/MAX/MEAN: float32 for float32 input, else
+    the typed result, masked where a group is null) or `counts` (uint32;
+    COUNT), `contributing_rows` when asked, and for integer sums and means
+    `overflow` (bool: the exact sum did not fit 64 bits); `rows` sent."""
     op: str
     values: Optional[np.ndarray] = None
     counts: Optional[np.ndarray] = None
     contributing_rows: Optional[np.ndarray] = None
     rows: int = 0
+    overflow: Optional[np.ndarray] = None
 
     def to_pandas(self):
         pd = _pandas()
@@ -239,8 +242,12 @@ class AggregateResult:
             out["count"] = self.counts
         if self.values is not None:
             out[self.op] = self.values
+        if self.values is not None and isinstance(self.values, np.ma.MaskedArray):
+            out[self.op] = _series(pd, self.values)
         if self.contributing_rows is not None:
             out["contributing_rows"] = self.contributing_rows
+        if self.overflow is not None:
+            out["overflow"] = self.overflow
         df = pd.DataFrame(out)
         df.index.name = "group"
         return df
