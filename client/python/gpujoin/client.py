@@ -882,24 +882,14 @@ class Client:
              timeout: Optional[float] = None) -> np.ndarray:
         """Row-wise hash (docs/hashing.md) of one or more equally long columns
         combined: uint64 (bits=64) or uint32 (bits=32) per row; a masked array
-        (masked where any column is null) when a row is null. Column types:
-        uint32, int32, uint64, int64, float32, float64, binary; strings are
-        hashed as their UTF-8 bytes (see gpujoin.columns for the inputs)."""
+        (masked where any column is null) when a row is null. Columns are
+        hashed in their own type: (u)int8/16/32/64, float16/32/64, bool, and
+        strings (UTF-8) or bytes; see gpujoin.columns for the inputs."""
         if bits not in (32, 64):
             raise InvalidArgument(f"bits must be 32 or 64, got {bits}")
         if not columns:
             raise InvalidArgument("hash needs at least one column")
-        for i, c in enumerate(columns):
-            dt = getattr(c, "dtype", None)
-            if dt is not None and dt.kind in "iuf" and dt.itemsize < 4:
-                # Widening would hash other bytes than a client hashing the narrow type.
-                raise KeyDtypeError(f"columns[{i}]: {dt} columns cannot be hashed; convert them "
-                                    "to a 32- or 64-bit type explicitly")
-        enc = [_columns.encode_column(f"columns[{i}]", c) for i, c in enumerate(columns)]
-        for e in enc:
-            if e.type_name not in _columns.HASH_TYPES and e.type_name != "string":
-                raise KeyDtypeError(f"{e.name}: {e.type_name} columns cannot be hashed (types: "
-                                    f"{', '.join(_columns.HASH_TYPES)}, string)")
+        enc = [_columns.encode_hash_column(f"columns[{i}]", c) for i, c in enumerate(columns)]
         n = enc[0].length
         for e in enc[1:]:
             if e.length != n:

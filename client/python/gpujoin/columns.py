@@ -26,8 +26,11 @@ TYPE_NAMES = {v: k for k, v in TYPE_NUMBERS.items()}
 FIXED_DTYPES = {"uint32": np.dtype("<u4"), "int32": np.dtype("<i4"), "uint64": np.dtype("<u8"),
                 "int64": np.dtype("<i8"), "float32": np.dtype("<f4"), "float64": np.dtype("<f8")}
 VARIABLE = ("string", "binary")
-# Hash takes these (strings are hashed as their UTF-8 bytes, as binary).
-HASH_TYPES = ("uint32", "int32", "uint64", "int64", "float32", "float64", "binary")
+# Hash takes the payload types and Arrow's narrow types (hash only: payload
+# columns refuse them), each sent in its own width.
+HASH_ONLY_TYPES = {"int8": (np.dtype("<i1"), 10), "uint8": (np.dtype("<u1"), 11),
+                   "int16": (np.dtype("<i2"), 12), "uint16": (np.dtype("<u2"), 13),
+                   "float16": (np.dtype("<f2"), 14)}
 
 
 def _bitmap(valid: np.ndarray) -> bytes:
@@ -120,7 +123,7 @@ class EncodedColumn:
             return 4 + (len(self._data) / self.length if self.length else 0)
         if self.type_name == "bool":
             return 0.25
-        return FIXED_DTYPES[self.type_name].itemsize + (0.125 if self._valid is not None else 0)
+        return self._data.dtype.itemsize + (0.125 if self._valid is not None else 0)
 
     def parts(self, start: int, stop: int) -> Tuple[bytes, bytes, bytes]:
         """(data, offsets, validity) bytes of rows [start, stop)."""
@@ -149,8 +152,9 @@ class EncodedColumn:
     def hash_chunk(self, pb, start: int, stop: int):
         """A proto HashColumn of rows [start, stop)."""
         data, offsets, validity = self.parts(start, stop)
-        t = "binary" if self.type_name == "string" else self.type_name
-        return pb.HashColumn(type=TYPE_NUMBERS[t], data=data, offsets=offsets, validity=validity,
+        number = (HASH_ONLY_TYPES[self.type_name][1] if self.type_name in HASH_ONLY_TYPES
+                  else TYPE_NUMBERS[self.type_name])
+        return pb.HashColumn(type=number, data=data, offsets=offsets, validity=validity,
                              offset=0, length=stop - start)
 
 
@@ -219,6 +223,27 @@ def encode_column(name: str, obj: Any, type_name: Optional[str] = None) -> Encod
     if arr.dtype.kind == "O":
         arr = np.array(filled, dtype=np.uint64) if t == "uint64" else arr
     return EncodedColumn(name, t, len(values), _checked_cast(arr, t, what), valid)
+
+
+def encode_hash_column(name: str, obj: Any) -> EncodedColumn:
+    """Converts one Hash input: as encode_column, except that 8- and 16-bit
+    integer and float16 arrays keep their own type (hashed as those bytes)."""
+    data, valid = obj, None
+    if isinstance(obj, np.ma.MaskedArray):
+        mask = np.ma.getmaskarray(obj)
+        data, valid = np.ma.getdata(obj), (~mask if mask.any() else None)
+    if isinstance(data, np.ndarray) and data.dtype.kind in "iuf" and data.dtype.itemsize < 4:
+        t = {("i", 1): "int8", ("u", 1): "uint8", ("i", 2): "int16", ("u", 2): "uint16",
+             ("f", 2): "float16"}[(data.dtype.kind, data.dtype.itemsize)]
+        if data.ndim != 1:
+            raise InvalidArgument(f"column {name!r}: a one-dimensional array is needed, got "
+                                  f"shape {data.shape}")
+        le = np.ascontiguousarray(data.astype(HASH_ONLY_TYPES[t][0], copy=False))
+        if valid is not None:
+            le = le.copy()
+            le[~valid] = 0
+        return EncodedColumn(name, t, len(le), le, valid)
+    return encode_column(name, obj)
 
 
 def _encode_variable(name: str, t: str, values: List[Any], valid: Optional[np.ndarray]) -> EncodedColumn:
