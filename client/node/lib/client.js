@@ -142,6 +142,29 @@ function preparePayloads(payload) {
   return entries.map(([name, spec]) => cols.preparePayload(name, spec));
 }
 
+/**
+ * One Lookup answer of `n` keys as typed arrays viewing its bytes:
+ * {values, found, probes, matchCounts, columns (Column per selected name, in
+ * order), statistics, indexVersion}. Throws its in-band error.
+ */
+function decodeLookup(r, b, n, select, opts) {
+  checkBatch(r, b);
+  const values = cols.viewAs(Uint32Array, r.values, 'values');
+  if (values.length !== n || r.found.length !== n) {
+    throw new InternalError(`lookup batch ${b} answered ${values.length} values and ${r.found.length} found flags for ${n} keys`);
+  }
+  if (r.columns.length !== select.length) {
+    throw new InternalError(`lookup batch ${b} carries ${r.columns.length} columns for ${select.length} selected`);
+  }
+  return {
+    values, found: cols.u8(r.found),
+    probes: opts.probes ? cols.viewAs(Uint32Array, r.probes, 'probes') : null,
+    matchCounts: opts.matchCounts ? cols.viewAs(Uint32Array, r.match_counts, 'match_counts') : null,
+    columns: r.columns.map((c, i) => cols.decodeColumn(c, `columns[${i}]`)),
+    statistics: statistics(r.statistics), indexVersion: r.index_version,
+  };
+}
+
 // ---------------------------------------------------------------- join answers
 
 /** Reassembles the messages answering one Join request (JoinResponse.more). */
@@ -499,33 +522,20 @@ class Client {
         return req;
       },
       onResponse: (r, b) => {
-        checkBatch(r, b);
         const pos = b * batchRows;
-        const n = Math.min(batchRows, rows - pos);
-        const v = cols.viewAs(Uint32Array, r.values, 'values');
-        if (v.length !== n || r.found.length !== n) {
-          throw new InternalError(`lookup batch ${b} answered ${v.length} values and ${r.found.length} found flags for ${n} keys`);
-        }
-        const p = opts.probes ? cols.viewAs(Uint32Array, r.probes, 'probes') : null;
-        const m = opts.matchCounts ? cols.viewAs(Uint32Array, r.match_counts, 'match_counts') : null;
+        const d = decodeLookup(r, b, Math.min(batchRows, rows - pos), select, opts);
         if (one) {
-          values = v;
-          found = cols.u8(r.found);
-          probes = p;
-          matchCounts = m;
+          ({values, found, probes, matchCounts} = d);
         } else {
-          values.set(v, pos);
-          found.set(r.found, pos);
-          if (p) probes.set(p, pos);
-          if (m) matchCounts.set(m, pos);
+          values.set(d.values, pos);
+          found.set(d.found, pos);
+          if (d.probes) probes.set(d.probes, pos);
+          if (d.matchCounts) matchCounts.set(d.matchCounts, pos);
         }
-        if (r.columns.length !== select.length) {
-          throw new InternalError(`lookup batch ${b} carries ${r.columns.length} columns for ${select.length} selected`);
-        }
-        r.columns.forEach((c, i) => columnParts[i].push(cols.decodeColumn(c, `columns[${i}]`)));
-        mergeStatistics(stats, statistics(r.statistics));
-        if (b > 0 && r.index_version !== indexVersion) throw rebuilt(index, 'lookup', indexVersion, r.index_version);
-        indexVersion = r.index_version;
+        d.columns.forEach((c, i) => columnParts[i].push(c));
+        mergeStatistics(stats, d.statistics);
+        if (b > 0 && d.indexVersion !== indexVersion) throw rebuilt(index, 'lookup', indexVersion, d.indexVersion);
+        indexVersion = d.indexVersion;
         return true;
       },
     });

@@ -23,7 +23,7 @@ function pipeline(call, {next, onResponse, maxInflight, progress}) {
     let answered = 0;
     let ended = false;       // next() returned null and the write side was closed
     let draining = false;    // a write returned false: wait for 'drain'
-    let paused = false;      // progress() returned a promise that has not settled
+    let paused = 0;          // promises progress() returned that have not settled
     let settled = false;
 
     const fail = (e) => {
@@ -35,7 +35,7 @@ function pipeline(call, {next, onResponse, maxInflight, progress}) {
 
     const pump = () => {
       try {
-        while (!settled && !ended && !draining && !paused && sent - answered < maxInflight) {
+        while (!settled && !ended && !draining && paused === 0 && sent - answered < maxInflight) {
           const request = next();
           if (request === null) {
             ended = true;
@@ -65,9 +65,9 @@ function pipeline(call, {next, onResponse, maxInflight, progress}) {
           const waiting = progress ? progress(sent, answered) : undefined;
           if (waiting && typeof waiting.then === 'function') {
             // The caller throttles: no further request until its promise settles.
-            paused = true;
+            ++paused;
             waiting.then(() => {
-              paused = false;
+              --paused;
               pump();
               finish();
             }, fail);
@@ -84,7 +84,7 @@ function pipeline(call, {next, onResponse, maxInflight, progress}) {
     let statusOk = false;
     let readEnded = false;
     const finish = () => {
-      if (settled || paused || !statusOk || !readEnded) return;
+      if (settled || paused > 0 || !statusOk || !readEnded) return;
       if (!ended || answered !== sent) {
         return fail(new InternalError(`stream ended after ${answered} answers to ${sent} requests`));
       }
