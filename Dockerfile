@@ -72,7 +72,8 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/* /tmp/runtime-packages.txt \
  && groupadd --system --gid 10001 gpujoin \
  && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
-      --shell /usr/sbin/nologin gpujoin
+      --shell /usr/sbin/nologin gpujoin \
+ && mkdir -p /var/lib/gpujoin && chown 10001:10001 /var/lib/gpujoin
 
 COPY --from=build /src/build/bin/gpujoind /src/build/bin/gpujoin /src/build/bin/gpujoin-loadtest \
      /usr/local/bin/
@@ -82,6 +83,10 @@ WORKDIR /tmp
 
 # gRPC API and Prometheus /metrics.
 EXPOSE 50051 9464
+
+# Index snapshots (--data-dir, docs/operations.md "Snapshots"): mount a volume
+# here so that indexes survive a restart or an upgrade of the container.
+VOLUME /var/lib/gpujoin
 
 # The CLI's default server, so `docker exec <container> gpujoin info` works.
 ENV GPUJOIN_SERVER=127.0.0.1:50051
@@ -97,4 +102,4 @@ HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
 # binds all interfaces of the container. A replacement command must repeat
 # --listen and --metrics-listen.
 ENTRYPOINT ["gpujoind"]
-CMD ["--listen=0.0.0.0:50051", "--metrics-listen=0.0.0.0:9464", "--backend=auto"]
+CMD ["--listen=0.0.0.0:50051", "--metrics-listen=0.0.0.0:9464", "--backend=auto", "--data-dir=/var/lib/gpujoin"]

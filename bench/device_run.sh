@@ -28,6 +28,15 @@ has gpu_aggregate_graph_tests && step aggregate_graphs 60 $bin/gpu_aggregate_gra
 has gpu_memory_budget_tests && step memory_budget 60 $bin/gpu_memory_budget_tests
 has gpu_sticky_error_tests && step sticky_error 60 $bin/gpu_sticky_error_tests
 has gpu_host_buffer_tests && step host_buffer 60 $bin/gpu_host_buffer_tests
+# Index images and snapshots (issue 23): CUDA vs CPU exports and cross-backend
+# imports, the snapshot service tests on CUDA, the 2^26-key restore rate.
+has gpu_index_image_differential_tests && step index_images 60 $bin/gpu_index_image_differential_tests
+has gpu_index_image_differential_tests && step memcheck_images 180 compute-sanitizer --tool memcheck \
+  --error-exitcode 9 $bin/gpu_index_image_differential_tests
+has server_snapshot_integration_tests && step snapshots_service 180 env GPUJOIN_TEST_BACKEND=cuda \
+  GPUJOIND=$bin/gpujoind $bin/server_snapshot_integration_tests
+has gpujoin-snapshot-bench && step snapshot_bench 240 $bin/gpujoin-snapshot-bench --backend cuda \
+  --keys 67108864 --dir /tmp
 # Service faults on the CUDA backend: budget exhaustion by staging, rebuilds
 # under eight checking streams, a client killed mid-stream (gpujoind and
 # gpujoin_vanishing_client from the bundle).

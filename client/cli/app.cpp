@@ -111,6 +111,21 @@ int RunCli(int argc, char** argv) {
   drop->callback([&] { run = [&] { return CmdIndexDrop(g, drop_name); }; });
 
   LookupArgs la;
+  std::string save_name, save_file, load_name, load_file;
+  bool load_replace = false;
+  auto* save = index->add_subcommand(
+      "save", "write an index to a snapshot file under the server's --data-dir");
+  save->add_option("NAME", save_name, "index name")->required();
+  save->add_option("--file", save_file,
+                   "file name under --data-dir (default NAME.gjsnap, the one loaded at start)");
+  save->callback([&] { run = [&] { return CmdIndexSave(g, save_name, save_file); }; });
+  auto* load = index->add_subcommand(
+      "load", "load an index from a snapshot file under the server's --data-dir");
+  load->add_option("NAME", load_name, "index name")->required();
+  load->add_option("--file", load_file, "file name under --data-dir (default NAME.gjsnap)");
+  load->add_flag("--replace", load_replace, "replace a live index of that name");
+  load->callback(
+      [&] { run = [&] { return CmdIndexLoad(g, load_name, load_file, load_replace); }; });
   auto* lookup = app.add_subcommand(
       "lookup", "append each row's matched value, a found flag and --select payload columns");
   lookup->add_option("NAME", la.name, "index name")->required();

@@ -38,6 +38,10 @@ int CmdIndexBuild(const Globals& g, const BuildArgs& a);
 int CmdIndexLs(const Globals& g);
 int CmdIndexDescribe(const Globals& g, const std::string& name);
 int CmdIndexDrop(const Globals& g, const std::string& name);
+/// `gpujoin index save NAME [--file F]`: a snapshot under the server's --data-dir.
+int CmdIndexSave(const Globals& g, const std::string& name, const std::string& file);
+/// `gpujoin index load NAME [--file F] [--replace]`.
+int CmdIndexLoad(const Globals& g, const std::string& name, const std::string& file, bool replace);
 
 /// Arguments of `gpujoin lookup`.
 struct LookupArgs {

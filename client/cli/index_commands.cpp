@@ -1,4 +1,4 @@
-// gpujoin index build|ls|describe|drop, with the build health verdict.
+// gpujoin index build|ls|describe|drop|save|load, with the build health verdict.
 #include <algorithm>
 #include <iostream>
 #include <optional>
@@ -298,3 +298,39 @@ int CmdIndexDrop(const Globals& g, const std::string& name) {
 }
 
 }  // namespace gpujoin::cli
+int CmdIndexSave(const Globals& g, const std::string& name, const std::string& file) {
+  auto c = Connect(g);
+  client::SaveResult r = RpcOrDie(c->SaveIndex(name, file), absl::StrCat("index save ", name));
+  if (g.json) {
+    std::cout << Json{{"saved", name},
+                      {"file", r.file},
+                      {"bytes", r.bytes},
+                      {"version", r.version},
+                      {"seconds", r.seconds}}
+                     .dump(2)
+              << '\n';
+  } else if (!g.quiet) {
+    std::cout << "saved index " << name << " (version " << r.version << ") to " << r.file << " ("
+              << FormatBytes(static_cast<double>(r.bytes)) << ")\n";
+  }
+  return kExitOk;
+}
+
+int CmdIndexLoad(const Globals& g, const std::string& name, const std::string& file,
+                 bool replace) {
+  auto c = Connect(g);
+  client::IndexInfo info =
+      RpcOrDie(c->LoadIndex(name, file, replace), absl::StrCat("index load ", name));
+  if (g.json) {
+    std::cout << Json{{"loaded", name},
+                      {"file", file.empty() ? name + ".gjsnap" : file},
+                      {"index", IndexJson(info)}}
+                     .dump(2)
+              << '\n';
+  } else if (!g.quiet) {
+    std::cout << "loaded index " << name << " (version " << info.version << ") from "
+              << (file.empty() ? name + ".gjsnap" : file) << "\n";
+  }
+  return kExitOk;
+}
+

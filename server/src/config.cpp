@@ -175,6 +175,16 @@ absl::StatusOr<std::optional<ServerConfig>> ParseServerFlags(int argc, const cha
                  "Seconds to stay listening with health NOT_SERVING on SIGTERM/SIGINT before "
                  "the listener closes (so load balancers see it)")
       ->capture_default_str();
+  std::string max_snapshot;
+  app.add_option("--data-dir", config.data_dir,
+                 "Directory of index snapshots: each build writes <name>.gjsnap in the "
+                 "background, start-up loads them all (unset = off)");
+  app.add_option("--max-snapshot-bytes", max_snapshot,
+                 "Most bytes the --data-dir files may take (K/M/G/T suffixes); a snapshot "
+                 "write that would pass it fails and is counted; unset = no limit");
+  app.add_option("--snapshot-test-write-delay-ms", config.snapshot_test_write_delay_ms,
+                 "Tests only: sleep this many ms after every MiB of a snapshot written")
+      ->group("");
   app.add_flag("--version", version, "Print the version and exit");
 
   try {
@@ -220,6 +230,14 @@ absl::StatusOr<std::optional<ServerConfig>> ParseServerFlags(int argc, const cha
     if (!bytes.ok()) return bytes.status();
     if (*bytes == 0) return absl::InvalidArgumentError("--max-result-bytes: must be at least 1");
     config.max_result_bytes = *bytes;
+  }
+  if (!max_snapshot.empty()) {
+    auto bytes = ParseByteSize(max_snapshot, "--max-snapshot-bytes");
+    if (!bytes.ok()) return bytes.status();
+    if (config.data_dir.empty()) {
+      return absl::InvalidArgumentError("--max-snapshot-bytes requires --data-dir");
+    }
+    config.max_snapshot_bytes = *bytes;
   }
   if (!max_message.empty()) {
     auto bytes = ParseByteSize(max_message, "--max-message-bytes");

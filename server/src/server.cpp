@@ -23,6 +23,7 @@
 #include "metrics_exposer.hpp"
 #include "prometheus/exposer.h"
 #include "reflection_guard.hpp"
+#include "snapshot_store.hpp"
 
 namespace gpujoin::server {
 namespace {
@@ -70,6 +71,9 @@ struct Server::Impl {
   std::unique_ptr<InflightLimiter> limiter;
   std::unique_ptr<TokenAuthenticator> auth;
   std::unique_ptr<Operations> ops;
+  // --data-dir's snapshots (null without it); destroyed before the registry and
+  // the backend, after finishing its pending writes.
+  std::unique_ptr<SnapshotStore> snapshots;
   std::unique_ptr<GpuJoinService> service;
   // Reflection behind the token (--auth-scope=all); outlives grpc_server.
   std::unique_ptr<ReflectionGuard> reflection_guard;
@@ -191,6 +195,23 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerConfig& config
       raw->SetServing(false);
     }
   };
+  if (!config.data_dir.empty()) {
+    SnapshotStoreOptions snapshot_options;
+    snapshot_options.data_dir = config.data_dir;
+    snapshot_options.max_bytes = config.max_snapshot_bytes;
+    snapshot_options.test_write_delay_ms = config.snapshot_test_write_delay_ms;
+    auto store =
+        SnapshotStore::Open(snapshot_options, s.backend.get(), s.budget.get(), *s.metrics.registry());
+    if (!store.ok()) return store.status();
+    s.snapshots = *std::move(store);
+    state.snapshots = s.snapshots.get();
+    LogInfo(absl::StrCat("snapshots: --data-dir \"", config.data_dir, "\"",
+                         config.max_snapshot_bytes == 0
+                             ? std::string()
+                             : absl::StrCat(", at most ", config.max_snapshot_bytes, " bytes")));
+  } else {
+    LogInfo("snapshots: off (no --data-dir): indexes do not survive a restart");
+  }
   s.ops = std::make_unique<Operations>(std::move(state));
   s.service = std::make_unique<GpuJoinService>(s.ops.get(), s.executor.get(), s.control.get(),
                                                s.limiter.get(), s.auth.get());
@@ -264,6 +285,16 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerConfig& config
         absl::StrCat("--listen: cannot listen on ", config.listen, " (address in use or invalid)"));
   }
   s.grpc_address = absl::StrCat(HostOf(config.listen), ":", port);
+  if (s.snapshots != nullptr) {
+    // Readiness: listening, health NOT_SERVING and every call but GetServerInfo
+    // UNAVAILABLE until every snapshot is loaded (docs/operations.md).
+    s.SetServing(false);
+    s.grpc_server->GetHealthCheckService()->SetServingStatus(kServiceName, false);
+    s.service->SetLoading(true);
+    s.snapshots->LoadAll(s.registry, [&s](const IndexVersion& v) { s.metrics.SetIndex(v); });
+    s.ops->UpdateServiceGauges();
+    s.service->SetLoading(false);
+  }
   s.SetServing(true);
   s.grpc_server->GetHealthCheckService()->SetServingStatus(kServiceName, true);
   return std::unique_ptr<Server>(new Server(std::move(impl)));
@@ -311,6 +342,10 @@ void Server::Shutdown() {
   s.executor->Shutdown();
   s.control->Shutdown();
   LogDebug("executors stopped");
+  if (s.snapshots != nullptr) {
+    LogInfo("finishing pending snapshot writes");
+    s.snapshots->WaitIdle();
+  }
   LogInfo("drained; stopped");
 }
 

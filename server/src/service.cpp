@@ -30,6 +30,11 @@ absl::Status GpuJoinService::Admit(grpc::CallbackServerContext* context, std::st
   if (s.ok() && draining_.load()) {
     s = absl::UnavailableError("server is shutting down; retry on another instance");
   }
+  if (s.ok() && loading_.load() && rpc != "GetServerInfo") {
+    s = absl::UnavailableError(
+        "gpujoind is loading its snapshots from --data-dir (health NOT_SERVING); retry when "
+        "health is SERVING");
+  }
   if (!s.ok()) metrics()->CountRpcError(rpc, StatusCodeName(s.code()));
   return s;
 }
@@ -94,6 +99,13 @@ void GpuJoinService::BeginDrain() {
 template <typename Fn>
 grpc::ServerUnaryReactor* GpuJoinService::Unary(grpc::CallbackServerContext* context,
                                                 std::string_view rpc, Fn fn) {
+  return UnaryOn(control_, context, rpc, std::move(fn));
+}
+
+template <typename Fn>
+grpc::ServerUnaryReactor* GpuJoinService::UnaryOn(Executor* executor,
+                                                  grpc::CallbackServerContext* context,
+                                                  std::string_view rpc, Fn fn) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   absl::Status admitted = Admit(context, rpc);
   if (!admitted.ok()) {
@@ -103,7 +115,7 @@ grpc::ServerUnaryReactor* GpuJoinService::Unary(grpc::CallbackServerContext* con
   const auto start = Clock::now();
   // Unary calls are control calls (list, describe, drop, info): their own small
   // executor keeps them from queueing behind batch work.
-  control_->Submit([this, reactor, rpc, start, fn = std::move(fn)]() mutable {
+  executor->Submit([this, reactor, rpc, start, fn = std::move(fn)]() mutable {
     absl::Status s = fn();
     metrics()->ObserveRpc(rpc, SecondsSince(start), 0);
     if (!s.ok()) metrics()->CountRpcError(rpc, StatusCodeName(s.code()));
@@ -145,6 +157,33 @@ grpc::ServerUnaryReactor* GpuJoinService::GetServerInfo(grpc::CallbackServerCont
                                                         v1::GetServerInfoResponse* response) {
   return Unary(context, "GetServerInfo",
                [=, this] { return ops_->GetServerInfo(serving(), response); });
+}
+
+grpc::ServerUnaryReactor* GpuJoinService::SaveIndex(grpc::CallbackServerContext* context,
+                                                    const v1::SaveIndexRequest* request,
+                                                    v1::SaveIndexResponse* response) {
+  return UnaryOn(executor_, context, "SaveIndex", [=, this] {
+    absl::Status s = ops_->SaveIndex(*request, response);
+    if (s.ok()) {
+      LogInfo(absl::StrCat("saved index \"", request->name(), "\" to \"", response->file(),
+                           "\" (", response->bytes(), " bytes)"));
+    }
+    return s;
+  });
+}
+
+grpc::ServerUnaryReactor* GpuJoinService::LoadIndex(grpc::CallbackServerContext* context,
+                                                    const v1::LoadIndexRequest* request,
+                                                    v1::LoadIndexResponse* response) {
+  return UnaryOn(executor_, context, "LoadIndex", [=, this] {
+    absl::Status s = ops_->LoadIndex(*request, response);
+    if (s.ok()) {
+      LogInfo(absl::StrCat("loaded index \"", request->name(), "\" from \"",
+                           request->file().empty() ? request->name() + ".gjsnap" : request->file(),
+                           "\""));
+    }
+    return s;
+  });
 }
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* GpuJoinService::Lookup(

@@ -92,6 +92,15 @@ struct ServerConfig {
   /// NOT_SERVING (so that load balancers see it) before the listener closes and
   /// the drain begins counting.
   double drain_grace_seconds = 1;
+  /// --data-dir: where index snapshots live (docs/operations.md "Snapshots");
+  /// empty = no snapshots (off).
+  std::string data_dir;
+  /// --max-snapshot-bytes: most bytes the data dir's files may take (a write
+  /// that would pass it fails and is counted); 0 = no limit.
+  uint64_t max_snapshot_bytes = 0;
+  /// --snapshot-test-write-delay-ms (tests only): sleep this long after every
+  /// MiB of a snapshot written.
+  uint32_t snapshot_test_write_delay_ms = 0;
 };
 
 /// The executor size for `backend` (kCpu or kCuda, as resolved from kAuto) on a

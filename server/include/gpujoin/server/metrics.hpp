@@ -49,7 +49,8 @@ std::string_view BuildResultName(BuildResult result);
 /// The RPC names used as the `rpc` label.
 inline constexpr std::string_view kRpcNames[] = {"BuildIndex",    "DropIndex", "ListIndexes",
                                                  "DescribeIndex", "Lookup",    "Join",
-                                                 "Aggregate",     "Hash",      "GetServerInfo"};
+                                                 "Aggregate",     "Hash",      "GetServerInfo",
+                                                 "SaveIndex",     "LoadIndex"};
 
 /// The gRPC code names (`code` label of gpujoin_rpc_errors_total) whose series
 /// exist from start-up for every RPC: the codes gpujoind returns (request

@@ -52,7 +52,10 @@ using GpuJoinServiceBase = v1::GpuJoin::WithRawCallbackMethod_BuildIndex<
         v1::GpuJoin::WithCallbackMethod_DescribeIndex<v1::GpuJoin::WithRawCallbackMethod_Lookup<
             v1::GpuJoin::WithRawCallbackMethod_Join<v1::GpuJoin::WithRawCallbackMethod_Aggregate<
                 v1::GpuJoin::WithRawCallbackMethod_Hash<
-                    v1::GpuJoin::WithCallbackMethod_GetServerInfo<v1::GpuJoin::Service>>>>>>>>>;
+                    v1::GpuJoin::WithCallbackMethod_GetServerInfo<
+                        v1::GpuJoin::WithCallbackMethod_SaveIndex<
+                            v1::GpuJoin::WithCallbackMethod_LoadIndex<
+                                v1::GpuJoin::Service>>>>>>>>>>>;
 
 class GpuJoinService final : public GpuJoinServiceBase {
  public:
@@ -92,6 +95,19 @@ class GpuJoinService final : public GpuJoinServiceBase {
                                           const v1::GetServerInfoRequest* request,
                                           v1::GetServerInfoResponse* response) override;
 
+  /// SaveIndex and LoadIndex: snapshot file I/O, run on the batch executor (they
+  /// may take seconds; the control executor stays free for control calls).
+  grpc::ServerUnaryReactor* SaveIndex(grpc::CallbackServerContext* context,
+                                      const v1::SaveIndexRequest* request,
+                                      v1::SaveIndexResponse* response) override;
+  grpc::ServerUnaryReactor* LoadIndex(grpc::CallbackServerContext* context,
+                                      const v1::LoadIndexRequest* request,
+                                      v1::LoadIndexResponse* response) override;
+
+  /// While true (the start-up load of --data-dir), every call but GetServerInfo
+  /// gets UNAVAILABLE (health is NOT_SERVING meanwhile).
+  void SetLoading(bool loading) { loading_.store(loading); }
+
   /// Health as reported by GetServerInfo (the caller also sets grpc.health.v1).
   void SetServing(bool serving) { serving_.store(serving); }
   bool serving() const { return serving_.load(); }
@@ -130,6 +146,10 @@ class GpuJoinService final : public GpuJoinServiceBase {
   template <typename Fn>
   grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* context, std::string_view rpc,
                                   Fn fn);
+  /// Unary on `executor`.
+  template <typename Fn>
+  grpc::ServerUnaryReactor* UnaryOn(Executor* executor, grpc::CallbackServerContext* context,
+                                    std::string_view rpc, Fn fn);
 
   Operations* ops_;
   Executor* executor_;
@@ -138,6 +158,7 @@ class GpuJoinService final : public GpuJoinServiceBase {
   const TokenAuthenticator* auth_;
   std::atomic<bool> serving_{true};
   std::atomic<bool> draining_{false};
+  std::atomic<bool> loading_{false};
   std::mutex streams_mu_;
   std::set<DrainableStream*> streams_;
   std::atomic<uint32_t> open_builds_{0};

@@ -1,0 +1,134 @@
+// The snapshot file of one index (`<name>.gjsnap` under --data-dir; the format
+// is documented in docs/operations.md, "Snapshot format"): a fixed header, a
+// section table with an xxHash64 checksum per section, a checksum of the header
+// itself, then the sections (metadata, the table's keys and values, a keep_all
+// index's groups, each payload column's arrays), each at a 64-byte boundary.
+//
+// Reading verifies the magic, the format version (a newer one is refused with a
+// message naming both), the endianness marker, the header checksum, that the
+// file has the length the header says (a torn write is shorter), that every
+// section lies inside the file without overlap and has exactly the length the
+// metadata implies, all before anything is allocated; then each section's
+// checksum as it is read, then the image's own consistency
+// (engine::IndexImage::Validate). Nothing here touches a backend or a budget:
+// SnapshotReader::shape() gives the sizes to reserve before ReadImage.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "gpujoin/engine/hash_index.hpp"
+#include "gpujoin/engine/index_image.hpp"
+
+namespace gpujoin::server {
+
+/// The format version this gpujoind writes and the newest it reads.
+inline constexpr uint32_t kSnapshotFormatVersion = 1;
+/// The file name suffix of snapshots (`<index name>.gjsnap`).
+inline constexpr std::string_view kSnapshotSuffix = ".gjsnap";
+/// The first 8 bytes of every snapshot.
+inline constexpr char kSnapshotMagic[8] = {'G', 'J', 'S', 'N', 'A', 'P', '\r', '\n'};
+
+/// XXH64 of `bytes` (the xxHash64 specification; test vectors in snapshot_format_test).
+uint64_t XxHash64(const void* data, size_t bytes, uint64_t seed = 0);
+
+/// The checksum of a section: XXH64 (seed = its length) of the little-endian
+/// XXH64 (seed 0) of each 4 MiB block, so that blocks can be hashed in parallel.
+uint64_t SectionChecksum(const void* data, size_t bytes, unsigned threads = 1);
+
+/// What a snapshot keeps beside the index image: the IndexVersion fields that
+/// IndexInfo reports.
+struct SnapshotMeta {
+  std::string name;
+  /// The backend that wrote it (informative: any backend loads any snapshot).
+  engine::BackendKind source_backend = engine::BackendKind::kCpu;
+  uint64_t version = 0;
+  uint32_t first_value = 0;
+  bool explicit_values = false;
+  bool batch_mode = false;
+  double build_seconds = 0;
+  int64_t built_unix_millis = 0;
+  /// IndexSpec.payload names, aligned with the image's payload columns.
+  std::vector<std::string> payload_names;
+};
+
+/// Hooks of a write.
+struct SnapshotWriteOptions {
+  /// Asked between writes (at most every 8 MiB): true abandons the write
+  /// (CANCELLED; the caller removes the partial file).
+  std::function<bool()> cancelled;
+  /// Test hook (--snapshot-test-write-delay-ms): called after every 1 MiB written.
+  std::function<void()> after_chunk;
+};
+
+/// Bytes of the snapshot file of `meta` and `image` (what WriteSnapshot writes).
+uint64_t SnapshotFileBytes(const SnapshotMeta& meta, const engine::IndexImage& image);
+
+/// Writes the snapshot of `meta` and `image` to `fd` from its current offset
+/// (a fresh file). Does not fsync. INTERNAL naming errno for a failed write
+/// (ENOSPC: RESOURCE_EXHAUSTED), CANCELLED when options.cancelled said so.
+absl::Status WriteSnapshot(int fd, const SnapshotMeta& meta, const engine::IndexImage& image,
+                           const SnapshotWriteOptions& options = {});
+
+/// A snapshot file opened for loading: its header and metadata verified.
+class SnapshotReader {
+ public:
+  /// Opens `path` and verifies everything but the bulk sections' checksums.
+  /// Errors: NOT_FOUND / INTERNAL (open, read), FAILED_PRECONDITION (a newer
+  /// format version or another byte order), OUT_OF_RANGE (the file is shorter
+  /// or longer than its header says: a torn write), DATA_LOSS (bad magic, a
+  /// checksum mismatch, a section table that does not fit the metadata).
+  static absl::StatusOr<SnapshotReader> Open(const std::string& path);
+
+  SnapshotReader(SnapshotReader&&) noexcept;
+  SnapshotReader& operator=(SnapshotReader&&) noexcept;
+  ~SnapshotReader();
+
+  const SnapshotMeta& meta() const { return meta_; }
+  /// The sizes of the image (for the memory an import takes).
+  const engine::IndexImageShape& shape() const { return shape_; }
+  /// Bytes of the file.
+  uint64_t file_bytes() const { return file_bytes_; }
+  /// The format version of the file.
+  uint32_t format_version() const { return format_version_; }
+
+  /// Allocates the image (std::bad_alloc -> RESOURCE_EXHAUSTED), reads every
+  /// section into it verifying its checksum (DATA_LOSS naming the section), then
+  /// checks the image (DATA_LOSS with IndexImage::Validate's message).
+  absl::StatusOr<engine::IndexImage> ReadImage(unsigned threads = 1);
+
+ private:
+  struct Section {
+    uint32_t type = 0;
+    uint32_t column = 0;
+    uint64_t offset = 0;
+    uint64_t length = 0;
+    uint64_t checksum = 0;
+  };
+  SnapshotReader() = default;
+
+  std::string path_;
+  int fd_ = -1;
+  uint64_t file_bytes_ = 0;
+  uint32_t format_version_ = 0;
+  std::vector<Section> sections_;
+  SnapshotMeta meta_;
+  engine::IndexImageShape shape_;
+  engine::BuildStatistics statistics_;
+  uint64_t built_rows_ = 0;
+  bool built_ = false;
+  std::vector<uint64_t> null_counts_;
+};
+
+/// The reason label (gpujoin_snapshot_load_failures_total) of a load error from
+/// SnapshotReader or an import: "version", "truncated", "corrupt", "budget",
+/// "io_error" or "invalid".
+std::string_view SnapshotLoadFailureReason(const absl::Status& status);
+
+}  // namespace gpujoin::server

@@ -1,0 +1,220 @@
+// The snapshot file format (server/src/snapshot_format.hpp, docs/operations.md
+// "Snapshot format"): xxHash64 against reference vectors (libxxhash 0.8.1), the
+// parallel section checksum, a round trip of every index kind, and every
+// corruption detected before anything is installed: each single flipped byte of
+// a whole file, every truncation, appended bytes, a newer format version (its
+// message names both versions) and a section table that disagrees with the
+// metadata.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+
+#include "gpujoin/engine/backend.hpp"
+#include "index_image_cases.hpp"
+#include "snapshot_format.hpp"
+
+namespace gpujoin::server {
+namespace {
+
+namespace et = engine::testing;
+
+TEST(XxHash64Test, MatchesReferenceVectors) {
+  EXPECT_EQ(XxHash64("", 0), 0xef46db3751d8e999ull);
+  EXPECT_EQ(XxHash64("a", 1), 0xd24ec4f1a98c6e5bull);
+  EXPECT_EQ(XxHash64("abc", 3), 0x44bc2cf5ad770999ull);
+  std::string bytes;
+  for (int r = 0; r < 3; ++r) {
+    for (int i = 0; i < 256; ++i) bytes.push_back(char(i));
+  }
+  EXPECT_EQ(XxHash64(bytes.data(), bytes.size()), 0x8e03c838c596036full);
+  const std::string s37 = "0123456789abcdef0123456789abcdef01234";
+  EXPECT_EQ(XxHash64(s37.data(), s37.size(), 7), 0x12b6d879083cd1f2ull);
+  EXPECT_EQ(XxHash64("xxhash", 6, 0x9E3779B185EBCA87ull), 0xd72e0867c7000864ull);
+}
+
+TEST(SectionChecksumTest, ParallelEqualsSerialAndSeesEveryBlock) {
+  std::vector<uint8_t> data((size_t{9} << 20) + 123);
+  std::mt19937_64 rng(5);
+  for (auto& b : data) b = uint8_t(rng());
+  const uint64_t serial = SectionChecksum(data.data(), data.size(), 1);
+  EXPECT_EQ(SectionChecksum(data.data(), data.size(), 4), serial);
+  data[(size_t{8} << 20) + 5] ^= 1;  // the third block
+  EXPECT_NE(SectionChecksum(data.data(), data.size(), 4), serial);
+  EXPECT_NE(SectionChecksum(data.data(), 0), SectionChecksum(data.data(), 1));
+}
+
+class SnapshotFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto b = engine::CreateBackend(engine::BackendKind::kCpu);
+    ASSERT_TRUE(b.ok());
+    cpu_ = std::move(*b);
+    dir_ = std::filesystem::temp_directory_path() /
+           ("gpujoin_snapshot_format_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  SnapshotMeta MetaFor(const std::string& name, size_t columns) {
+    SnapshotMeta m;
+    m.name = name;
+    m.version = 7;
+    m.first_value = 3;
+    m.explicit_values = true;
+    m.build_seconds = 0.25;
+    m.built_unix_millis = 1234567890123;
+    for (size_t c = 0; c < columns; ++c) m.payload_names.push_back("col" + std::to_string(c));
+    return m;
+  }
+
+  // Writes the snapshot of a fresh build of `c`; returns the path.
+  std::string WriteCase(const et::ImageCase& c, engine::IndexImage* image_out = nullptr) {
+    const et::ImageSource source = et::MakeSource(c);
+    auto index = et::BuildCase(*cpu_, c, source);
+    auto image = cpu_->ExportIndex(*index);
+    EXPECT_TRUE(image.ok());
+    const std::string path = (dir_ / (et::CaseName(c) + ".gjsnap")).string();
+    const int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
+    EXPECT_GE(fd, 0);
+    const SnapshotMeta meta = MetaFor("idx", image->payload.size());
+    EXPECT_TRUE(WriteSnapshot(fd, meta, *image).ok());
+    ::close(fd);
+    EXPECT_EQ(std::filesystem::file_size(path), SnapshotFileBytes(meta, *image));
+    if (image_out != nullptr) *image_out = std::move(*image);
+    return path;
+  }
+
+  static std::string Slurp(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  static void Spill(const std::string& path, const std::string& bytes) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << bytes;
+  }
+  // Open and ReadImage: the first error, or OK.
+  static absl::Status Load(const std::string& path) {
+    auto reader = SnapshotReader::Open(path);
+    if (!reader.ok()) return reader.status();
+    return reader->ReadImage(2).status();
+  }
+
+  std::unique_ptr<engine::Backend> cpu_;
+  std::filesystem::path dir_;
+};
+
+TEST_F(SnapshotFileTest, RoundTripOfEveryKind) {
+  for (const et::ImageCase& c : et::AllImageCases()) {
+    SCOPED_TRACE(et::CaseName(c));
+    engine::IndexImage written;
+    const std::string path = WriteCase(c, &written);
+    auto reader = SnapshotReader::Open(path);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    EXPECT_EQ(reader->format_version(), kSnapshotFormatVersion);
+    EXPECT_EQ(reader->meta().name, "idx");
+    EXPECT_EQ(reader->meta().version, 7u);
+    EXPECT_EQ(reader->meta().first_value, 3u);
+    EXPECT_TRUE(reader->meta().explicit_values);
+    EXPECT_EQ(reader->meta().built_unix_millis, 1234567890123);
+    EXPECT_EQ(reader->meta().payload_names.size(), written.payload.size());
+    auto image = reader->ReadImage(3);
+    ASSERT_TRUE(image.ok()) << image.status();
+    EXPECT_EQ(engine::ImageDifference(written, *image), "");
+    auto imported = cpu_->ImportIndex(*image);
+    ASSERT_TRUE(imported.ok()) << imported.status();
+  }
+}
+
+// A small keep_all index with payload: every byte of its file matters.
+et::ImageCase SmallCase() {
+  return {engine::KeyType::kU64, engine::DuplicatePolicy::kKeepAll, 8, 0, 12, 5, true, 9};
+}
+
+TEST_F(SnapshotFileTest, EveryFlippedByteIsDetected) {
+  const std::string path = WriteCase(SmallCase());
+  const std::string good = Slurp(path);
+  ASSERT_TRUE(Load(path).ok());
+  ASSERT_LT(good.size(), 16384u) << "keep the file small: every byte is flipped";
+  const std::string bad = path + ".bad";
+  for (size_t i = 0; i < good.size(); ++i) {
+    std::string copy = good;
+    copy[i] = char(copy[i] ^ 0x10);
+    Spill(bad, copy);
+    const absl::Status s = Load(bad);
+    EXPECT_FALSE(s.ok()) << "a flipped byte at " << i << " of " << good.size() << " was loaded";
+  }
+}
+
+TEST_F(SnapshotFileTest, EveryTruncationAndAppendIsDetected) {
+  const std::string path = WriteCase(SmallCase());
+  const std::string good = Slurp(path);
+  const std::string bad = path + ".bad";
+  for (size_t n = 0; n < good.size(); ++n) {
+    Spill(bad, good.substr(0, n));
+    const absl::Status s = Load(bad);
+    ASSERT_FALSE(s.ok()) << "truncated to " << n;
+    EXPECT_TRUE(absl::IsOutOfRange(s)) << n << ": " << s;
+    EXPECT_EQ(SnapshotLoadFailureReason(s), "truncated");
+  }
+  Spill(bad, good + std::string(64, '\0'));
+  EXPECT_TRUE(absl::IsOutOfRange(Load(bad)));
+}
+
+TEST_F(SnapshotFileTest, NewerFormatVersionIsRefusedNamingBoth) {
+  const std::string path = WriteCase(SmallCase());
+  std::string bytes = Slurp(path);
+  const uint32_t newer = kSnapshotFormatVersion + 1;
+  std::memcpy(bytes.data() + 8, &newer, 4);
+  // A consistent newer file: its header checksum recomputed.
+  uint32_t header_bytes;
+  std::memcpy(&header_bytes, bytes.data() + 20, 4);
+  const uint64_t h = XxHash64(bytes.data(), header_bytes - 8);
+  std::memcpy(bytes.data() + header_bytes - 8, &h, 8);
+  Spill(path, bytes);
+  const absl::Status s = Load(path);
+  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  EXPECT_NE(s.message().find("format version 2"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("reads format version 1"), std::string::npos) << s.message();
+  EXPECT_EQ(SnapshotLoadFailureReason(s), "version");
+}
+
+TEST_F(SnapshotFileTest, SectionTableMustMatchTheMetadata) {
+  const std::string path = WriteCase(SmallCase());
+  std::string bytes = Slurp(path);
+  // Shorten the keys section's length by 8 (table entry 1) and re-seal the
+  // header: the checksums hold, the sizes do not.
+  uint32_t header_bytes;
+  std::memcpy(&header_bytes, bytes.data() + 20, 4);
+  uint64_t length;
+  std::memcpy(&length, bytes.data() + 64 + 40 + 16, 8);
+  length -= 8;
+  std::memcpy(bytes.data() + 64 + 40 + 16, &length, 8);
+  const uint64_t h = XxHash64(bytes.data(), header_bytes - 8);
+  std::memcpy(bytes.data() + header_bytes - 8, &h, 8);
+  Spill(path, bytes);
+  const absl::Status s = Load(path);
+  EXPECT_TRUE(absl::IsDataLoss(s)) << s;
+  EXPECT_NE(s.message().find("keys"), std::string::npos) << s.message();
+}
+
+TEST_F(SnapshotFileTest, NotASnapshot) {
+  const std::string path = (dir_ / "junk.gjsnap").string();
+  Spill(path, std::string(200, 'x'));
+  EXPECT_TRUE(absl::IsDataLoss(Load(path)));
+  EXPECT_TRUE(absl::IsNotFound(Load((dir_ / "missing.gjsnap").string())));
+}
+
+}  // namespace
+}  // namespace gpujoin::server

@@ -1,0 +1,653 @@
+// Durable indexes through real gpujoind processes with --data-dir (issue 23),
+// CPU backend ($GPUJOIN_TEST_BACKEND): a restart with ten indexes of every kind
+// answers every lookup and join identically; kill -9 during a (slowed) snapshot
+// write leaves the previous snapshot, which loads; a flipped byte, a truncated
+// file and a newer format version are skipped with a log line and a metric while
+// the rest serve; the --max-snapshot-bytes limit fails a write but not the build
+// and keeps the old snapshot; a drop deletes the snapshot; SaveIndex/LoadIndex
+// round trip, their errors, and FAILED_PRECONDITION without --data-dir.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "build_messages.hpp"
+#include "gpujoin/engine/column.hpp"
+#include "gpujoin/server/column_codec.hpp"
+#include "gpujoin/testing/loopback.hpp"
+#include "gpujoin/testing/prometheus_text.hpp"
+#include "gpujoin/testing/server_process.hpp"
+#include "gpujoin/v1/gpujoin.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+#include "snapshot_format.hpp"
+
+namespace gpujoin::server {
+namespace {
+
+namespace fs = std::filesystem;
+using gpujoin::testing::HttpGet;
+using gpujoin::testing::MetricValue;
+using gpujoin::testing::ServerOptions;
+using gpujoin::testing::ServerProcess;
+using ::testing::HasSubstr;
+
+// How one test index is built.
+struct Kind {
+  std::string name;
+  v1::KeyType key_type = v1::KEY_TYPE_UINT32;
+  v1::DuplicatePolicy duplicates = v1::DUPLICATE_POLICY_LOWEST_ROW;
+  uint64_t rows = 500;
+  uint64_t key_range = 400;  // distinct keys drawn from
+  uint64_t capacity = 0;     // 0 = sized by the server
+  uint64_t max_probe_count = 0;
+  bool payload = false;
+  bool explicit_values = false;
+  uint64_t first_value = 0;
+  uint64_t seed = 1;
+};
+
+uint64_t KeyOf(const Kind& k, uint64_t draw) {
+  return k.key_type == v1::KEY_TYPE_UINT64 ? (draw * 0x9e3779b97f4a7c15ull) | 1
+                                           : uint32_t(draw * 2654435761u + 7);
+}
+
+// The build messages of `k`: spec, then two chunks.
+std::vector<v1::BuildIndexRequest> Messages(const Kind& k) {
+  std::mt19937_64 rng(k.seed);
+  std::vector<v1::BuildIndexRequest> out(1);
+  v1::IndexSpec* spec = out[0].mutable_spec();
+  spec->set_name(k.name);
+  spec->set_key_type(k.key_type);
+  spec->set_duplicates(k.duplicates);
+  spec->set_capacity(k.capacity);
+  spec->set_max_probe_count(k.max_probe_count);
+  spec->set_explicit_values(k.explicit_values);
+  spec->set_first_value(k.first_value);
+  spec->set_replace(true);
+  if (k.payload) {
+    const std::pair<const char*, v1::ColumnType> cols[] = {{"i64", v1::COLUMN_TYPE_INT64},
+                                                           {"s", v1::COLUMN_TYPE_STRING},
+                                                           {"b", v1::COLUMN_TYPE_BOOL},
+                                                           {"f", v1::COLUMN_TYPE_FLOAT64}};
+    for (const auto& [name, type] : cols) {
+      auto* p = spec->add_payload();
+      p->set_name(name);
+      p->set_type(type);
+    }
+  }
+  const uint64_t half = k.rows / 2;
+  for (auto [begin, end] : {std::pair<uint64_t, uint64_t>{0, half}, {half, k.rows}}) {
+    v1::BuildIndexRequest m;
+    v1::BuildChunk* c = m.mutable_chunk();
+    std::vector<uint32_t> k32, values;
+    std::vector<uint64_t> k64;
+    for (uint64_t r = begin; r < end; ++r) {
+      const uint64_t key = KeyOf(k, rng() % k.key_range);
+      if (k.key_type == v1::KEY_TYPE_UINT64) {
+        k64.push_back(key);
+      } else {
+        k32.push_back(uint32_t(key));
+      }
+      values.push_back(uint32_t(rng() % 1000000));
+    }
+    if (k.key_type == v1::KEY_TYPE_UINT64) {
+      *c->mutable_keys64()->mutable_packed() = PackColumn<uint64_t>(k64);
+    } else {
+      *c->mutable_keys()->mutable_packed() = PackColumn<uint32_t>(k32);
+    }
+    if (k.explicit_values) *c->mutable_values()->mutable_packed() = PackColumn<uint32_t>(values);
+    if (k.payload) {
+      const uint64_t n = end - begin;
+      std::vector<int64_t> i64(n);
+      std::string valid(engine::BitmapBytes(n), '\0'), svalid(engine::BitmapBytes(n), '\0'),
+          bools(engine::BitmapBytes(n), '\0');
+      std::string sbytes;
+      std::vector<int32_t> soff{0};
+      std::vector<double> f(n);
+      for (uint64_t r = 0; r < n; ++r) {
+        i64[r] = int64_t(rng());
+        if (rng() % 5) valid[r / 8] |= char(1 << (r % 8));
+        if (rng() % 4) svalid[r / 8] |= char(1 << (r % 8));
+        if (rng() % 2) bools[r / 8] |= char(1 << (r % 8));
+        const size_t len = rng() % 9;
+        for (size_t i = 0; i < len; ++i) sbytes.push_back(char('a' + rng() % 26));
+        soff.push_back(int32_t(sbytes.size()));
+        f[r] = double(rng() % 1000) / 3.0;
+      }
+      auto* a = c->add_payload();
+      a->set_name("i64");
+      a->set_type(v1::COLUMN_TYPE_INT64);
+      a->set_length(n);
+      a->set_data(PackColumn<int64_t>(i64));
+      a->set_validity(valid);
+      auto* s = c->add_payload();
+      s->set_name("s");
+      s->set_type(v1::COLUMN_TYPE_STRING);
+      s->set_length(n);
+      s->set_data(sbytes);
+      s->set_offsets(PackColumn<int32_t>(soff));
+      s->set_validity(svalid);
+      auto* b = c->add_payload();
+      b->set_name("b");
+      b->set_type(v1::COLUMN_TYPE_BOOL);
+      b->set_length(n);
+      b->set_data(bools);
+      auto* fc = c->add_payload();
+      fc->set_name("f");
+      fc->set_type(v1::COLUMN_TYPE_FLOAT64);
+      fc->set_length(n);
+      fc->set_data(PackColumn<double>(f));
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+class SnapshotIntegrationTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("gpujoin_snapshots_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    server_.reset();
+    fs::remove_all(dir_);
+  }
+
+  void Start(std::vector<std::string> extra = {}, bool data_dir = true) {
+    server_.reset();
+    ServerOptions o;
+    o.metrics = true;
+    if (data_dir) o.extra_args.push_back("--data-dir=" + dir_.string());
+    for (auto& e : extra) o.extra_args.push_back(std::move(e));
+    server_ = std::make_unique<ServerProcess>(o);
+    ASSERT_TRUE(server_->ready()) << server_->log();
+    stub_ = v1::GpuJoin::NewStub(
+        grpc::CreateChannel(server_->grpc_address(), grpc::InsecureChannelCredentials()));
+  }
+  // kill -9: no drain, no chance to finish anything.
+  void Kill() {
+    server_->StopWith(SIGKILL);
+  }
+
+  void BuildOk(const Kind& k, v1::IndexInfo* info = nullptr) {
+    v1::BuildIndexResponse r;
+    const grpc::Status s = testing::Build(*stub_, Messages(k), &r);
+    ASSERT_TRUE(s.ok()) << k.name << ": " << s.error_message();
+    if (info != nullptr) *info = r.index();
+  }
+
+  // Waits (bounded) until the server logged `text`.
+  bool WaitForLog(const std::string& text, std::chrono::seconds limit = std::chrono::seconds(20)) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (server_->log().find(text) != std::string::npos) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
+  static std::string Written(const std::string& name, uint64_t version) {
+    return "snapshot of index \"" + name + "\" version " + std::to_string(version) + " written";
+  }
+
+  std::string Metrics() { return HttpGet(server_->metrics_address(), "/metrics"); }
+
+  // Everything a lookup and the four join kinds answer for random keys
+  // (gathering every payload column), serialised, index versions cleared.
+  std::string Answers(const Kind& k, const v1::IndexInfo& info) {
+    std::mt19937_64 rng(k.seed + 1000);
+    std::vector<uint32_t> q32;
+    std::vector<uint64_t> q64;
+    for (int i = 0; i < 300; ++i) {
+      const uint64_t key = KeyOf(k, rng() % (k.key_range * 2));
+      q64.push_back(key);
+      q32.push_back(uint32_t(key));
+    }
+    std::string out;
+    {
+      grpc::ClientContext ctx;
+      auto stream = stub_->Lookup(&ctx);
+      v1::LookupRequest r;
+      r.set_index(k.name);
+      r.set_want_probes(true);
+      r.set_want_match_counts(true);
+      for (const auto& p : info.payload()) r.add_select(p.name());
+      if (k.key_type == v1::KEY_TYPE_UINT64) {
+        *r.mutable_keys64()->mutable_packed() = PackColumn<uint64_t>(q64);
+      } else {
+        *r.mutable_keys()->mutable_packed() = PackColumn<uint32_t>(q32);
+      }
+      EXPECT_TRUE(stream->Write(r));
+      stream->WritesDone();
+      v1::LookupResponse resp;
+      while (stream->Read(&resp)) {
+        EXPECT_FALSE(resp.has_error()) << resp.error().message();
+        resp.clear_index_version();
+        out += resp.SerializeAsString();
+      }
+      EXPECT_TRUE(stream->Finish().ok());
+    }
+    for (v1::JoinKind kind : {v1::JOIN_KIND_INNER, v1::JOIN_KIND_LEFT_OUTER,
+                              v1::JOIN_KIND_LEFT_SEMI, v1::JOIN_KIND_LEFT_ANTI}) {
+      grpc::ClientContext ctx;
+      auto stream = stub_->Join(&ctx);
+      v1::JoinRequest j;
+      j.set_index(k.name);
+      j.set_kind(kind);
+      for (const auto& p : info.payload()) j.add_select(p.name());
+      v1::LeftBatch* b = j.add_batches();
+      b->set_capacity(300 * 8);
+      b->set_want_found(true);
+      if (k.key_type == v1::KEY_TYPE_UINT64) {
+        *b->mutable_keys64()->mutable_packed() = PackColumn<uint64_t>(q64);
+      } else {
+        *b->mutable_keys()->mutable_packed() = PackColumn<uint32_t>(q32);
+      }
+      EXPECT_TRUE(stream->Write(j));
+      stream->WritesDone();
+      v1::JoinResponse resp;
+      while (stream->Read(&resp)) {
+        resp.clear_index_version();
+        out += resp.SerializeAsString();
+      }
+      const grpc::Status s = stream->Finish();
+      EXPECT_TRUE(s.ok()) << s.error_message();
+    }
+    return out;
+  }
+
+  absl::StatusOr<v1::IndexInfo> Describe(const std::string& name) {
+    grpc::ClientContext ctx;
+    v1::DescribeIndexRequest r;
+    r.set_name(name);
+    v1::DescribeIndexResponse resp;
+    const grpc::Status s = stub_->DescribeIndex(&ctx, r, &resp);
+    if (!s.ok()) return absl::Status(absl::StatusCode(s.error_code()), s.error_message());
+    return resp.index();
+  }
+
+  // What must survive a restart: IndexInfo without version, times and backend.
+  static std::string Durable(v1::IndexInfo info) {
+    info.clear_version();
+    info.clear_backend();
+    return info.SerializeAsString();
+  }
+
+  fs::path dir_;
+  std::unique_ptr<ServerProcess> server_;
+  std::unique_ptr<v1::GpuJoin::Stub> stub_;
+};
+
+std::vector<Kind> TenKinds() {
+  std::vector<Kind> kinds;
+  kinds.push_back({.name = "u32", .seed = 1});
+  kinds.push_back({.name = "u64", .key_type = v1::KEY_TYPE_UINT64, .seed = 2});
+  kinds.push_back({.name = "u32.payload", .payload = true, .seed = 3});
+  kinds.push_back(
+      {.name = "u64-payload", .key_type = v1::KEY_TYPE_UINT64, .payload = true, .seed = 4});
+  kinds.push_back({.name = "multi32",
+                   .duplicates = v1::DUPLICATE_POLICY_KEEP_ALL,
+                   .key_range = 120,
+                   .seed = 5});
+  kinds.push_back({.name = "multi64_payload",
+                   .key_type = v1::KEY_TYPE_UINT64,
+                   .duplicates = v1::DUPLICATE_POLICY_KEEP_ALL,
+                   .key_range = 150,
+                   .payload = true,
+                   .seed = 6});
+  kinds.push_back({.name = "overflowed",
+                   .rows = 400,
+                   .key_range = 1000,
+                   .capacity = 128,
+                   .max_probe_count = 3,
+                   .payload = true,
+                   .seed = 7});
+  kinds.push_back({.name = "explicit", .explicit_values = true, .seed = 8});
+  kinds.push_back({.name = "first_value", .first_value = 1000000, .seed = 9});
+  kinds.push_back({.name = "empty", .rows = 0, .key_range = 10, .capacity = 16, .seed = 10});
+  return kinds;
+}
+
+TEST_F(SnapshotIntegrationTest, RestartWithTenIndexesAnswersIdentically) {
+  Start();
+  const std::vector<Kind> kinds = TenKinds();
+  std::vector<v1::IndexInfo> infos(kinds.size());
+  std::vector<std::string> before;
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    BuildOk(kinds[i], &infos[i]);
+  }
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    ASSERT_TRUE(WaitForLog(Written(kinds[i].name, 1))) << server_->log();
+    before.push_back(Answers(kinds[i], infos[i]));
+    ASSERT_TRUE(fs::exists(dir_ / (kinds[i].name + ".gjsnap")));
+  }
+  EXPECT_GT(infos[6].statistics().overflow_rows(), 0u) << "the overflowed build must overflow";
+  EXPECT_GT(infos[5].statistics().max_group_rows(), 1u);
+  const std::string metrics = Metrics();
+  EXPECT_GT(MetricValue(metrics, "gpujoin_snapshot_bytes{index=\"u32.payload\"}"), 0);
+  EXPECT_GT(MetricValue(metrics, "gpujoin_snapshot_last_success_timestamp_seconds{index=\"u32\"}"),
+            1.7e9);
+  EXPECT_EQ(MetricValue(metrics, "gpujoin_snapshot_duration_seconds_count"), 10);
+  Kill();
+
+  Start();
+  EXPECT_THAT(server_->log(), HasSubstr("snapshots loaded: 10 indexes"));
+  const std::string after_metrics = Metrics();
+  EXPECT_EQ(MetricValue(after_metrics, "gpujoin_snapshot_loads_total"), 10);
+  EXPECT_EQ(MetricValue(after_metrics, "gpujoin_snapshot_loads_pending"), 0);
+  EXPECT_EQ(MetricValue(after_metrics, "gpujoin_snapshot_load_duration_seconds_count"), 10);
+  EXPECT_EQ(MetricValue(after_metrics, "gpujoin_indexes"), 10);
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    SCOPED_TRACE(kinds[i].name);
+    auto info = Describe(kinds[i].name);
+    ASSERT_TRUE(info.ok()) << info.status();
+    EXPECT_EQ(Durable(*info), Durable(infos[i])) << info->DebugString() << "\nvs\n"
+                                                 << infos[i].DebugString();
+    EXPECT_EQ(Answers(kinds[i], *info), before[i]);
+  }
+}
+
+TEST_F(SnapshotIntegrationTest, KillDuringWriteLoadsThePreviousSnapshot) {
+  Kind big{.name = "big", .rows = 60000, .key_range = 1 << 30, .payload = true, .seed = 21};
+  Start();
+  v1::IndexInfo v1_info;
+  BuildOk(big, &v1_info);
+  ASSERT_TRUE(WaitForLog(Written("big", 1))) << server_->log();
+  const std::string v1_answers = Answers(big, v1_info);
+  const uint64_t v1_bytes = fs::file_size(dir_ / "big.gjsnap");
+  Kill();
+
+  // Slow writes: 100 ms per MiB, the rebuild's write takes a second or more.
+  Start({"--snapshot-test-write-delay-ms=100"});
+  Kind rebuilt = big;
+  rebuilt.seed = 22;  // other keys, other payload
+  BuildOk(rebuilt);
+  // Wait for the temporary file of the second write, then kill mid-write.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  bool writing = false;
+  while (!writing && std::chrono::steady_clock::now() < deadline) {
+    for (const auto& e : fs::directory_iterator(dir_)) {
+      if (e.path().filename().string().find(".gjsnap.tmp-") != std::string::npos &&
+          fs::file_size(e.path()) > 0) {
+        writing = true;
+      }
+    }
+    if (!writing) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(writing) << server_->log();
+  EXPECT_EQ(server_->log().find(Written("big", 2)), std::string::npos)
+      << "the slowed write finished before the kill";
+  Kill();
+  EXPECT_EQ(fs::file_size(dir_ / "big.gjsnap"), v1_bytes);
+
+  Start();
+  EXPECT_THAT(server_->log(), HasSubstr("a snapshot write an earlier gpujoind did not finish"));
+  EXPECT_THAT(server_->log(), HasSubstr("snapshots loaded: 1 indexes"));
+  for (const auto& e : fs::directory_iterator(dir_)) {
+    EXPECT_EQ(e.path().filename().string(), "big.gjsnap");
+  }
+  auto info = Describe("big");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(Answers(big, *info), v1_answers);
+}
+
+// Rewrites the header checksum of a snapshot whose header was edited.
+void Reseal(std::string& bytes) {
+  uint32_t header_bytes;
+  std::memcpy(&header_bytes, bytes.data() + 20, 4);
+  const uint64_t h = XxHash64(bytes.data(), header_bytes - 8);
+  std::memcpy(bytes.data() + header_bytes - 8, &h, 8);
+}
+
+std::string Slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+void Spill(const fs::path& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << bytes;
+}
+
+TEST_F(SnapshotIntegrationTest, DamagedSnapshotsAreSkippedAndTheRestServe) {
+  Start();
+  const std::vector<std::string> names = {"flipped", "truncated", "newer", "intact"};
+  std::vector<Kind> kinds;
+  for (size_t i = 0; i < names.size(); ++i) {
+    kinds.push_back({.name = names[i], .payload = true, .seed = 30 + i});
+    BuildOk(kinds.back());
+  }
+  for (const auto& n : names) ASSERT_TRUE(WaitForLog(Written(n, 1))) << server_->log();
+  auto intact_info = Describe("intact");
+  ASSERT_TRUE(intact_info.ok());
+  const std::string intact_answers = Answers(kinds[3], *intact_info);
+  Kill();
+
+  {
+    std::string b = Slurp(dir_ / "flipped.gjsnap");
+    b[b.size() / 2] = char(b[b.size() / 2] ^ 0x01);
+    Spill(dir_ / "flipped.gjsnap", b);
+  }
+  {
+    std::string b = Slurp(dir_ / "truncated.gjsnap");
+    Spill(dir_ / "truncated.gjsnap", b.substr(0, b.size() - 100));
+  }
+  {
+    std::string b = Slurp(dir_ / "newer.gjsnap");
+    const uint32_t v = kSnapshotFormatVersion + 1;
+    std::memcpy(b.data() + 8, &v, 4);
+    Reseal(b);
+    Spill(dir_ / "newer.gjsnap", b);
+  }
+  Start();
+  const std::string log = server_->log();
+  EXPECT_THAT(log, HasSubstr("snapshot \"flipped.gjsnap\" skipped (corrupt)"));
+  EXPECT_THAT(log, HasSubstr("snapshot \"truncated.gjsnap\" skipped (truncated)"));
+  EXPECT_THAT(log, HasSubstr("snapshot \"newer.gjsnap\" skipped (version)"));
+  EXPECT_THAT(log, HasSubstr("format version 2 is not supported: this gpujoind reads format "
+                             "version 1"));
+  EXPECT_THAT(log, HasSubstr("snapshots loaded: 1 indexes"));
+  const std::string metrics = Metrics();
+  EXPECT_EQ(MetricValue(metrics, "gpujoin_snapshot_load_failures_total{reason=\"corrupt\"}"), 1);
+  EXPECT_EQ(MetricValue(metrics, "gpujoin_snapshot_load_failures_total{reason=\"truncated\"}"), 1);
+  EXPECT_EQ(MetricValue(metrics, "gpujoin_snapshot_load_failures_total{reason=\"version\"}"), 1);
+  EXPECT_EQ(MetricValue(metrics, "gpujoin_serving"), 1);
+  for (const std::string& n : {"flipped", "truncated", "newer"}) {
+    EXPECT_TRUE(absl::IsNotFound(Describe(n).status())) << n;
+  }
+  auto info = Describe("intact");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(Answers(kinds[3], *info), intact_answers);
+}
+
+TEST_F(SnapshotIntegrationTest, SizeLimitFailsTheWriteNotTheBuildAndKeepsTheOldSnapshot) {
+  Kind small{.name = "x", .rows = 100, .payload = true, .seed = 41};
+  Kind large{.name = "x", .rows = 20000, .key_range = 1 << 30, .payload = true, .seed = 42};
+  // Room for the small snapshot (a few tens of KB) and not for the large one beside it.
+  Start({"--max-snapshot-bytes=256K"});
+  v1::IndexInfo small_info;
+  BuildOk(small, &small_info);
+  ASSERT_TRUE(WaitForLog(Written("x", 1))) << server_->log();
+  const std::string small_answers = Answers(small, small_info);
+  const std::string small_file = Slurp(dir_ / "x.gjsnap");
+  v1::IndexInfo large_info;
+  BuildOk(large, &large_info);  // the build itself succeeds and serves
+  ASSERT_TRUE(WaitForLog("failed (size_limit)")) << server_->log();
+  EXPECT_THAT(server_->log(), HasSubstr("of --max-snapshot-bytes=262144"));
+  EXPECT_EQ(MetricValue(Metrics(), "gpujoin_snapshot_failures_total{reason=\"size_limit\"}"), 1);
+  EXPECT_EQ(Slurp(dir_ / "x.gjsnap"), small_file);
+  auto live = Describe("x");
+  ASSERT_TRUE(live.ok());
+  EXPECT_EQ(live->version(), 2u);
+  EXPECT_EQ(live->rows(), 20000u);
+  Kill();
+  Start();
+  auto info = Describe("x");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->rows(), 100u);
+  EXPECT_EQ(Answers(small, *info), small_answers);
+}
+
+TEST_F(SnapshotIntegrationTest, DropDeletesTheSnapshot) {
+  Start();
+  BuildOk({.name = "gone", .seed = 51});
+  BuildOk({.name = "kept", .seed = 52});
+  ASSERT_TRUE(WaitForLog(Written("gone", 1)));
+  ASSERT_TRUE(WaitForLog(Written("kept", 1)));
+  ASSERT_TRUE(fs::exists(dir_ / "gone.gjsnap"));
+  grpc::ClientContext ctx;
+  v1::DropIndexRequest r;
+  r.set_name("gone");
+  v1::DropIndexResponse resp;
+  ASSERT_TRUE(stub_->DropIndex(&ctx, r, &resp).ok());
+  EXPECT_FALSE(fs::exists(dir_ / "gone.gjsnap"));
+  EXPECT_TRUE(std::isnan(MetricValue(Metrics(), "gpujoin_snapshot_bytes{index=\"gone\"}")));
+  Kill();
+  Start();
+  EXPECT_TRUE(absl::IsNotFound(Describe("gone").status()));
+  EXPECT_TRUE(Describe("kept").ok());
+}
+
+TEST_F(SnapshotIntegrationTest, SaveAndLoadRoundTrip) {
+  Start();
+  Kind k{.name = "src",
+         .key_type = v1::KEY_TYPE_UINT64,
+         .duplicates = v1::DUPLICATE_POLICY_KEEP_ALL,
+         .key_range = 100,
+         .payload = true,
+         .seed = 61};
+  v1::IndexInfo info;
+  BuildOk(k, &info);
+  const std::string answers = Answers(k, info);
+  {
+    grpc::ClientContext ctx;
+    v1::SaveIndexRequest r;
+    r.set_name("src");
+    r.set_file("src-copy.bin");
+    v1::SaveIndexResponse resp;
+    const grpc::Status s = stub_->SaveIndex(&ctx, r, &resp);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    EXPECT_EQ(resp.file(), "src-copy.bin");
+    EXPECT_EQ(resp.version(), 1u);
+    EXPECT_EQ(resp.bytes(), fs::file_size(dir_ / "src-copy.bin"));
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::LoadIndexRequest r;
+    r.set_name("dst");
+    r.set_file("src-copy.bin");
+    v1::LoadIndexResponse resp;
+    const grpc::Status s = stub_->LoadIndex(&ctx, r, &resp);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    EXPECT_EQ(resp.index().name(), "dst");
+    EXPECT_EQ(resp.index().statistics().SerializeAsString(), info.statistics().SerializeAsString());
+  }
+  Kind dst = k;
+  dst.name = "dst";
+  EXPECT_EQ(Answers(dst, info), answers);
+  // Loaded from another file: dst gets its own snapshot, so that it survives a restart.
+  ASSERT_TRUE(WaitForLog(Written("dst", 1))) << server_->log();
+  auto error = [&](const std::string& name, const std::string& file, bool save) {
+    grpc::ClientContext ctx;
+    if (save) {
+      v1::SaveIndexRequest r;
+      r.set_name(name);
+      r.set_file(file);
+      v1::SaveIndexResponse resp;
+      return stub_->SaveIndex(&ctx, r, &resp);
+    }
+    v1::LoadIndexRequest r;
+    r.set_name(name);
+    r.set_file(file);
+    v1::LoadIndexResponse resp;
+    return stub_->LoadIndex(&ctx, r, &resp);
+  };
+  EXPECT_EQ(error("dst", "src-copy.bin", false).error_code(), grpc::StatusCode::ALREADY_EXISTS);
+  EXPECT_EQ(error("src", "../escape", true).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(error("src", "a/b", false).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(error("other", "missing.gjsnap", false).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(error("nope", "", true).error_code(), grpc::StatusCode::NOT_FOUND);
+  Kill();
+  Start();
+  auto loaded = Describe("dst");
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(Answers(dst, *loaded), answers);
+  EXPECT_TRUE(absl::IsNotFound(Describe("src-copy.bin").status()));  // not a .gjsnap
+}
+
+// A snapshot written by one backend loads on the other and answers the same:
+// CPU -> $GPUJOIN_TEST_BACKEND -> CPU (both CPU where no GPU is tested).
+TEST_F(SnapshotIntegrationTest, SnapshotsMoveAcrossBackends) {
+  const std::vector<Kind> kinds = {
+      {.name = "plain", .payload = true, .seed = 81},
+      {.name = "wide_multi",
+       .key_type = v1::KEY_TYPE_UINT64,
+       .duplicates = v1::DUPLICATE_POLICY_KEEP_ALL,
+       .key_range = 90,
+       .payload = true,
+       .seed = 82},
+      {.name = "tiny", .rows = 3, .key_range = 2, .capacity = 2, .payload = true, .seed = 83}};
+  Start({"--backend=cpu"});
+  std::vector<v1::IndexInfo> infos(kinds.size());
+  std::vector<std::string> answers;
+  for (size_t i = 0; i < kinds.size(); ++i) BuildOk(kinds[i], &infos[i]);
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    ASSERT_TRUE(WaitForLog(Written(kinds[i].name, 1))) << server_->log();
+    answers.push_back(Answers(kinds[i], infos[i]));
+  }
+  Kill();
+  for (const std::string backend : {gpujoin::testing::TestBackend(), std::string("cpu")}) {
+    SCOPED_TRACE("restart on " + backend);
+    Start({"--backend=" + backend});
+    EXPECT_THAT(server_->log(), HasSubstr("snapshots loaded: 3 indexes"));
+    for (size_t i = 0; i < kinds.size(); ++i) {
+      auto info = Describe(kinds[i].name);
+      ASSERT_TRUE(info.ok()) << info.status();
+      EXPECT_EQ(info->backend(), backend);
+      EXPECT_EQ(info->statistics().SerializeAsString(), infos[i].statistics().SerializeAsString());
+      EXPECT_EQ(Answers(kinds[i], *info), answers[i]) << kinds[i].name;
+      // Written again by this backend (SaveIndex of its own file), for the next round.
+      grpc::ClientContext ctx;
+      v1::SaveIndexRequest r;
+      r.set_name(kinds[i].name);
+      v1::SaveIndexResponse resp;
+      ASSERT_TRUE(stub_->SaveIndex(&ctx, r, &resp).ok());
+      EXPECT_EQ(resp.file(), kinds[i].name + ".gjsnap");
+    }
+    Kill();
+  }
+}
+
+TEST_F(SnapshotIntegrationTest, WithoutDataDirSaveAndLoadAreFailedPrecondition) {
+  Start({}, /*data_dir=*/false);
+  EXPECT_THAT(server_->log(), HasSubstr("snapshots: off"));
+  BuildOk({.name = "a", .seed = 71});
+  grpc::ClientContext c1, c2;
+  v1::SaveIndexRequest s;
+  s.set_name("a");
+  v1::SaveIndexResponse sr;
+  const grpc::Status save = stub_->SaveIndex(&c1, s, &sr);
+  EXPECT_EQ(save.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(save.error_message(), HasSubstr("--data-dir"));
+  v1::LoadIndexRequest l;
+  l.set_name("a");
+  v1::LoadIndexResponse lr;
+  EXPECT_EQ(stub_->LoadIndex(&c2, l, &lr).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+}
+
+}  // namespace
+}  // namespace gpujoin::server
