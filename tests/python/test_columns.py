@@ -75,6 +75,11 @@ def test_numpy_strings_and_explicit_types():
         C.encode_column("c", [1, "a"])
     with pytest.raises(gpujoin.InvalidArgument, match="UTF-8"):
         C.encode_column("c", [b"\xff"], "string")
+    # Rows of both kinds take the row-by-row path: UTF-8 bytes in a string column.
+    t, out = roundtrip([b"ab", "c\u00e9", None, bytearray(b"d")], "string")
+    assert t == "string" and out.tolist() == ["ab", "c\u00e9", None, "d"]
+    with pytest.raises(gpujoin.KeyDtypeError, match="row 1 is a int"):
+        C.encode_column("c", ["a", 5], "string")
 
 
 def test_pandas_nullable_series():

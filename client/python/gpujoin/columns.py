@@ -189,10 +189,8 @@ def encode_column(name: str, obj: Any, type_name: Optional[str] = None) -> Encod
         if t is None:
             raise KeyDtypeError(f"{what}: dtype {obj.dtype} has no column type")
         if t in VARIABLE:
-            if obj.dtype.kind == "U":
-                values = [str(v) for v in obj]
-            elif obj.dtype.kind == "S":
-                values = [bytes(v) for v in obj]
+            if obj.dtype.kind in "US":
+                values = obj.tolist()  # str / bytes rows ('S' drops trailing NULs, as numpy does)
             else:
                 raise KeyDtypeError(f"{what}: dtype {obj.dtype} cannot be sent as {t}")
             return _encode_variable(name, t, values, valid)
@@ -205,7 +203,7 @@ def encode_column(name: str, obj: Any, type_name: Optional[str] = None) -> Encod
             data = data.copy()
             data[~valid] = 0
         return EncodedColumn(name, t, len(data), data, valid)
-    values = list(obj)
+    values = obj if isinstance(obj, list) else list(obj)
     nulls = np.fromiter((v is None for v in values), bool, len(values))
     if nulls.any():
         valid = ~nulls if valid is None else (valid & ~nulls)
@@ -247,9 +245,32 @@ def encode_hash_column(name: str, obj: Any) -> EncodedColumn:
 
 
 def _encode_variable(name: str, t: str, values: List[Any], valid: Optional[np.ndarray]) -> EncodedColumn:
+    if valid is not None:
+        values = [v if ok else None for v, ok in zip(values, valid.tolist())]
+    try:  # the common case, one pass: str rows of a string column, bytes rows of a binary one
+        if t == "string":
+            encoded = [b"" if v is None else v.encode("utf-8") for v in values]
+        else:
+            encoded = [b"" if v is None else _as_bytes(v) for v in values]
+    except (AttributeError, TypeError):
+        encoded = _encode_rows(name, t, values)
+    offsets = np.zeros(len(encoded) + 1, np.int64)
+    np.cumsum(np.fromiter(map(len, encoded), np.int64, len(encoded)), out=offsets[1:])
+    return EncodedColumn(name, t, len(encoded), b"".join(encoded), valid, offsets)
+
+
+def _as_bytes(v: Any) -> bytes:
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return bytes(v)
+    raise TypeError(type(v).__name__)
+
+
+def _encode_rows(name: str, t: str, values: List[Any]) -> List[bytes]:
+    """Row by row, for mixed rows: str as UTF-8, bytes (checked as UTF-8 for a
+    string column), anything else an error naming the row."""
     encoded = []
     for i, v in enumerate(values):
-        if v is None or (valid is not None and not valid[i]):
+        if v is None:
             encoded.append(b"")
         elif isinstance(v, str):
             encoded.append(v.encode("utf-8"))
@@ -263,9 +284,7 @@ def _encode_variable(name: str, t: str, values: List[Any], valid: Optional[np.nd
             encoded.append(bytes(v))
         else:
             raise KeyDtypeError(f"column {name!r}: row {i} is a {type(v).__name__}, not {t}")
-    offsets = np.zeros(len(encoded) + 1, np.int64)
-    np.cumsum([len(b) for b in encoded], out=offsets[1:])
-    return EncodedColumn(name, t, len(encoded), b"".join(encoded), valid, offsets)
+    return encoded
 
 
 class ColumnBuilder:
