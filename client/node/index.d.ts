@@ -185,6 +185,19 @@ export interface JoinResult {
   messages: number;
 }
 
+/** One batch's answer from lookupBatches (the arrays view the answer's bytes). */
+export interface LookupBatchResult extends LookupResult {
+  /** Position of the batch in the source, from 0. */
+  batch: number;
+}
+
+/** One batch's answer from joinBatches, its continued messages reassembled. */
+export interface JoinBatchResult extends JoinResult {
+  batch: number;
+  /** The left row of the batch's first key (rows are numbered on across batches). */
+  firstLeftRow: number;
+}
+
 export interface AggregateResult {
   op: AggregateOp;
   groups: number;
@@ -335,6 +348,24 @@ export declare class Client {
   buildIndex(name: string, keys: Keys, opts?: BuildOptions): Promise<IndexInfo>;
   lookup(index: string, keys: Keys, opts?: LookupOptions): Promise<LookupResult>;
   join(index: string, keys: Keys, opts?: JoinOptions): Promise<JoinResult>;
+  /**
+   * Streams the batches of `batches` (e.g. a generator parsing a file) through
+   * one Lookup stream, yielding one result per batch in order; at most
+   * maxInflight batches are pulled ahead of the loop, so memory stays bounded
+   * whatever the input's length. Each batch must fit one message. Leaving the
+   * loop early cancels the stream and closes the source; an error of the source
+   * is thrown as it is, after the results of the batches sent before it.
+   */
+  lookupBatches(index: string, batches: Iterable<Keys> | AsyncIterable<Keys>,
+                opts?: Omit<LookupOptions, 'batchRows' | 'onProgress'>): AsyncGenerator<LookupBatchResult, void, undefined>;
+  /**
+   * The same for a Join stream: left rows numbered on across batches from
+   * firstLeftRow; each batch asks for `capacity` pairs (0: its rows), so a
+   * keep_all inner/left batch with more pairs reports overflow with its exact
+   * count (join() sizes such batches by a count-only pass instead).
+   */
+  joinBatches(index: string, batches: Iterable<Keys> | AsyncIterable<Keys>,
+              opts?: Omit<JoinOptions, 'batchRows' | 'onProgress'>): AsyncGenerator<JoinBatchResult, void, undefined>;
   aggregate(keys: U32Input, opts: AggregateOptions): Promise<AggregateResult>;
   hash(columns: ColumnInput[], opts?: HashOptions): Promise<HashResult>;
 }

@@ -119,6 +119,17 @@ test('64 KiB messages: chunks and batches fit, a join answer continues over many
         assert.equal(label.get(p), row === null ? null : labels[row], `${kind} pair ${p}`);
         assert.equal(j.columns.row.get(p), row);
       });
+      // The same pairs streamed in batches of 500 left rows, each answer continued
+      // over several messages and reassembled per batch.
+      const got = [];
+      let messages = 0;
+      for await (const r of client.joinBatches('groups', [0, 1, 2, 3, 4, 5].map((b) => left.subarray(b * 500, b * 500 + 500)),
+                                               {kind, select: ['label'], capacity: 100000})) {
+        messages += r.messages;
+        r.leftRows.forEach((l, p) => got.push([l, r.rightRows[p], r.columns.label.get(p)]));
+      }
+      assert.ok(messages > 6, `${kind}: ${messages} messages for 6 batches`);
+      assert.deepEqual(got, pairs.map(([l, row]) => [l, row === null ? NO_MATCH : row, row === null ? null : labels[row]]));
     }
   } finally {
     client.close();

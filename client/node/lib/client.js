@@ -11,6 +11,7 @@ const fs = require('node:fs');
 const grpc = require('@grpc/grpc-js');
 const {load} = require('./proto');
 const {pipeline} = require('./stream');
+const {duplex} = require('./batches');
 const errors = require('./errors');
 const cols = require('./columns');
 
@@ -665,6 +666,97 @@ class Client {
     if (opts.found) result.found = out.found.length ? cols.concatTyped(Uint8Array, out.found) : new Uint8Array(0);
     if (opts.probes) result.probes = out.probes.length ? cols.concatTyped(Uint32Array, out.probes) : new Uint32Array(0);
     return result;
+  }
+
+  // ------------------------------------------------------------ streams of batches
+
+  /**
+   * Streams batches of keys from `batches` (an iterable or async iterable of
+   * Keys, e.g. a generator parsing a file) through one Lookup stream and yields
+   * one result per batch, in order: {batch, values, found, probes?,
+   * matchCounts?, columns, statistics, indexVersion}. At most opts.maxInflight
+   * batches are pulled and not yet taken by the loop, so memory stays bounded
+   * by that many batches whatever the input's length. Each batch must fit one
+   * message (split larger ones). Leaving the loop early cancels the stream.
+   */
+  async *lookupBatches(index, batches, opts = {}) {
+    await this._connect();
+    const info = await this._keyInfo(index, opts);
+    const select = opts.select || [];
+    async function* items() {
+      let b = 0;
+      for await (const keys of batches) {
+        const k = cols.toKeys(keys, info.keyType, `batches[${b}]`);
+        const n = k.array.length;
+        const request = {index, batch_id: b, want_probes: !!opts.probes, want_match_counts: !!opts.matchCounts,
+                         max_probe_count: opts.maxProbeCount || 0, select};
+        cols.setKeys(request, k, 0, n);
+        const batch = b++;
+        yield {request, add: (r) => {
+          const d = decodeLookup(r, batch, n, select, opts);
+          const result = {batch, values: d.values, found: d.found, statistics: d.statistics, indexVersion: d.indexVersion,
+                          columns: Object.fromEntries(d.columns.map((c, i) => [select[i], c]))};
+          if (opts.probes) result.probes = d.probes;
+          if (opts.matchCounts) result.matchCounts = d.matchCounts;
+          return result;
+        }};
+      }
+    }
+    yield* duplex(this._stream('Lookup', opts), items(), this._inflight(opts));
+  }
+
+  /**
+   * Streams batches of left keys from `batches` (an iterable or async iterable)
+   * through one Join stream and yields one result per batch, in order, with
+   * answers the server continued over several messages reassembled: {batch,
+   * firstLeftRow, leftRows, rightRows, count, capacity, overflow, statistics,
+   * found?, probes?, columns, indexVersion, messages}. Left rows are numbered
+   * on across batches from opts.firstLeftRow. Each batch asks for opts.capacity
+   * pairs (0: its rows); an inner or left join on a keep_all index may yield
+   * more, reported as `overflow` with the exact `count` (join() sizes them by a
+   * count-only pass instead). Memory and cancellation as lookupBatches.
+   */
+  async *joinBatches(index, batches, opts = {}) {
+    await this._connect();
+    const kindName = opts.kind === undefined ? 'inner' : opts.kind;
+    const kind = JOIN_KINDS[kindName];
+    if (!kind) throw new InvalidArgumentError(`kind: "${kindName}" (expected inner, left, semi or anti)`);
+    const info = await this._keyInfo(index, opts);
+    const select = opts.select || [];
+    let leftRow = opts.firstLeftRow || 0;
+    async function* items() {
+      let b = 0;
+      for await (const keys of batches) {
+        const k = cols.toKeys(keys, info.keyType, `batches[${b}]`);
+        const n = k.array.length;
+        if (leftRow + n > 2 ** 32) throw new InvalidArgumentError(`batch ${b}: left rows ${leftRow} + ${n} do not fit in uint32`);
+        const left = {first_left_row: leftRow, capacity: opts.capacity || 0, count_only: !!opts.countOnly,
+                      want_found: !!opts.found, want_probes: !!opts.probes};
+        cols.setKeys(left, k, 0, n);
+        const request = {index, batch_id: b, batches: [left], select, kind, max_probe_count: opts.maxProbeCount || 0};
+        const batch = b++;
+        const firstLeftRow = leftRow;
+        leftRow += n;
+        const answer = new JoinAnswer(1);
+        let messages = 0;
+        yield {request, add: (r) => {
+          checkBatch(r, batch);
+          ++messages;
+          if (!answer.add(r)) return undefined;
+          const res = answer.results[0];
+          const result = {
+            batch, firstLeftRow, leftRows: cols.concatTyped(Uint32Array, res.left),
+            rightRows: cols.concatTyped(Uint32Array, res.right), count: res.count, capacity: res.capacity,
+            overflow: res.overflow, statistics: res.statistics, indexVersion: answer.indexVersion, messages,
+            columns: Object.fromEntries(select.map((name, i) => [name, cols.concatColumns(res.columns[i])])),
+          };
+          if (opts.found) result.found = res.found || new Uint8Array(0);
+          if (opts.probes) result.probes = res.probes || new Uint32Array(0);
+          return result;
+        }};
+      }
+    }
+    yield* duplex(this._stream('Join', opts), items(), this._inflight(opts));
   }
 
   // ------------------------------------------------------------ aggregate
