@@ -21,6 +21,7 @@
 #include "build_chunker.hpp"
 #include "gpujoin/common/status_macros.hpp"
 #include "gpujoin/v1/gpujoin.grpc.pb.h"
+#include "hash_batches.hpp"
 #include "join_assembler.hpp"
 #include "stream_runner.hpp"
 #include "wire.hpp"
@@ -860,15 +861,7 @@ absl::Status Client::Hash(const BatchSource<HashBatch>& source, const ResultSink
     if (b.columns.empty()) {
       return absl::InvalidArgumentError(absl::StrCat("hash batch ", id, " has no columns"));
     }
-    for (const HashColumn& c : b.columns) {
-      auto* pc = r->add_columns();
-      pc->set_type(detail::ToProtoColumnType(c.type));
-      SetPacked(c.data, pc->mutable_data());
-      if (IsVariableWidth(c.type)) SetPacked(c.offsets, pc->mutable_offsets());
-      if (!c.validity.empty()) SetPacked(c.validity, pc->mutable_validity());
-      pc->set_offset(c.offset);
-      pc->set_length(c.length);
-    }
+    for (const HashColumn& c : b.columns) detail::EncodeHashColumn(c, r->add_columns());
     r->set_bits(b.bits);
     r->set_batch_id(id);
     std::lock_guard<std::mutex> lock(bits_mu);
@@ -1173,27 +1166,12 @@ absl::StatusOr<HashResult> Client::HashAll(const std::vector<HashColumn>& column
       return absl::InvalidArgumentError(
           absl::StrCat("hash column ", i, " has ", c.length, " rows but column 0 has ", rows));
     }
-    const uint64_t end = c.offset + c.length;
-    if (IsVariableWidth(c.type)) {
-      if (c.offsets.size() < end + 1) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "hash column ", i, ": offsets has ", c.offsets.size(), " entries, needs ", end + 1));
-      }
-    } else if (c.data.size() < end * ColumnWidth(c.type)) {
-      return absl::InvalidArgumentError(absl::StrCat("hash column ", i, ": data has ",
-                                                     c.data.size(), " bytes, needs ",
-                                                     end * ColumnWidth(c.type)));
-    }
-    if (!c.validity.empty() && c.validity.size() < (end + 7) / 8) {
-      return absl::InvalidArgumentError(absl::StrCat("hash column ", i, ": validity has ",
-                                                     c.validity.size(), " bytes, needs ",
-                                                     (end + 7) / 8));
-    }
+    GPUJOIN_RETURN_IF_ERROR(CheckHashColumn(c, absl::StrCat("hash column ", i)));
   }
-  // Each batch slices every column at a byte-aligned physical row and passes
-  // the remainder as the column offset, so bitmaps never need shifting. Binary
-  // offsets are rebased so the batch carries only its own value bytes.
-  std::vector<std::vector<int32_t>> rebased(columns.size());
+  // Each batch cuts every column (children included) to its rows, at the byte
+  // holding the first row's bit, so bitmaps never need shifting; offsets are
+  // rebased into `scratch`, which lives until the batch has been encoded.
+  detail::HashCutScratch scratch;
   uint64_t pos = 0;
   bool sent_any = false;
   BatchSource<HashBatch> source = [&]() -> std::optional<HashBatch> {
@@ -1202,28 +1180,8 @@ absl::StatusOr<HashResult> Client::HashAll(const std::vector<HashColumn>& column
     const uint64_t n = std::min<uint64_t>(batch_rows, rows - pos);
     HashBatch b;
     b.bits = bits;
-    for (size_t i = 0; i < columns.size(); ++i) {
-      const HashColumn& c = columns[i];
-      const uint64_t phys = c.offset + pos;
-      const uint64_t base = phys - phys % 8;
-      const uint64_t local_end = (phys % 8) + n;  // physical rows of the slice
-      HashColumn s;
-      s.type = c.type;
-      s.offset = phys % 8;
-      s.length = n;
-      if (!c.validity.empty()) s.validity = c.validity.subspan(base / 8, (local_end + 7) / 8);
-      if (IsVariableWidth(c.type)) {
-        const int32_t first = c.offsets[base];
-        rebased[i].resize(local_end + 1);
-        for (uint64_t k = 0; k <= local_end; ++k) rebased[i][k] = c.offsets[base + k] - first;
-        s.offsets = rebased[i];
-        s.data = c.data.subspan(first, c.offsets[base + local_end] - first);
-      } else {
-        const size_t w = ColumnWidth(c.type);
-        s.data = c.data.subspan(base * w, local_end * w);
-      }
-      b.columns.push_back(s);
-    }
+    scratch = {};
+    for (const HashColumn& c : columns) b.columns.push_back(detail::CutHashRows(c, pos, n, &scratch));
     pos += n;
     return b;
   };

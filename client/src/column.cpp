@@ -40,6 +40,22 @@ std::string_view ColumnTypeName(ColumnType type) {
       return "bool";
     case ColumnType::kString:
       return "string";
+    case ColumnType::kInt8: return "int8";
+    case ColumnType::kUint8: return "uint8";
+    case ColumnType::kInt16: return "int16";
+    case ColumnType::kUint16: return "uint16";
+    case ColumnType::kFloat16: return "float16";
+    case ColumnType::kDecimal128: return "decimal128";
+    case ColumnType::kFixedSizeBinary: return "fixed_size_binary";
+    case ColumnType::kLargeBinary: return "large_binary";
+    case ColumnType::kLargeString: return "large_string";
+    case ColumnType::kDictionary: return "dictionary";
+    case ColumnType::kStruct: return "struct";
+    case ColumnType::kList: return "list";
+    case ColumnType::kLargeList: return "large_list";
+    case ColumnType::kFixedSizeList: return "fixed_size_list";
+    case ColumnType::kMap: return "map";
+    case ColumnType::kNull: return "null";
   }
   return "?";
 }
@@ -76,6 +92,12 @@ absl::Status CheckColumnView(const ColumnView& v, std::string_view what) {
                      " rows from row ", v.offset, "): ", std::string(buffer), " has ", has, " ",
                      std::string(unit), ", needs ", needs));
   };
+  if (IsHashOnly(v.type)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        std::string(what), ": ", std::string(ColumnTypeName(v.type)),
+        " is a Hash-only type, not a payload column type (uint32, int32, uint64, int64, float32, "
+        "float64, binary, bool or string)"));
+  }
   if (IsVariableWidth(v.type)) {
     if (v.offsets.size() < end + 1) return fail("offsets", v.offsets.size(), "entries", end + 1);
     if (v.offsets[v.offset] < 0) {

@@ -68,6 +68,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "gpujoin/client/column.hpp"
+#include "gpujoin/client/hash_column.hpp"
 
 namespace gpujoin::client {
 
@@ -478,9 +479,8 @@ struct AggregateResult {
   std::chrono::nanoseconds latency{0};
 };
 
-/// One hashed column (borrowed; column.hpp): one of the first seven types
-/// (strings as kBinary). Its name is not used.
-using HashColumn = ColumnView;
+// HashColumn (hash_column.hpp): one hashed column of any type, nested and
+// dictionary columns included; a ColumnView converts to it.
 
 /// One Hash batch: columns of equal length hashed row-wise into one composite hash.
 struct HashBatch {
@@ -665,9 +665,11 @@ class Client {
       std::span<const uint32_t> mask = {}, size_t batch_rows = 1 << 20,
       const StreamOptions& options = {}, const ProgressCallback& progress = {});
 
-  /// Convenience: hashes whole columns (all of the same length, offset 0)
-  /// in batches of `batch_rows` rows, re-slicing each column by offset, and
-  /// returns the concatenated hashes and validity.
+  /// Convenience: hashes whole columns (all of the same length) in batches of
+  /// `batch_rows` rows and returns the concatenated hashes and validity. Each
+  /// batch carries only the bytes its rows need, children included (a
+  /// dictionary's values whole). INVALID_ARGUMENT before anything is sent when
+  /// a column fails CheckHashColumn.
   absl::StatusOr<HashResult> HashAll(const std::vector<HashColumn>& columns, uint32_t bits,
                                      size_t batch_rows = 1 << 20, const StreamOptions& options = {},
                                      const ProgressCallback& progress = {});

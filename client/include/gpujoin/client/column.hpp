@@ -25,10 +25,10 @@
 
 namespace gpujoin::client {
 
-/// The value type of a typed column. Hash takes the first seven (kBinary also
-/// for strings); payload and gathered columns take every type. The
-/// order is the wire enum's (gpujoin.v1.ColumnType, shifted by its UNSPECIFIED)
-/// and the engine's.
+/// The value type of a typed column. Payload and gathered columns take kUint32
+/// .. kString; Hash takes every type (hash_column.hpp: HashColumn). The order
+/// is the wire enum's (gpujoin.v1.ColumnType, shifted by its UNSPECIFIED) and
+/// the engine's.
 enum class ColumnType {
   kUint32,
   kInt32,
@@ -38,13 +38,37 @@ enum class ColumnType {
   kFloat64,
   kBinary,
   kBool,
-  kString
+  kString,
+  // Hash only (Arrow's types of the same names); payload columns refuse them.
+  kInt8,
+  kUint8,
+  kInt16,
+  kUint16,
+  kFloat16,
+  kDecimal128,
+  kFixedSizeBinary,
+  kLargeBinary,
+  kLargeString,
+  kDictionary,
+  kStruct,
+  kList,
+  kLargeList,
+  kFixedSizeList,
+  kMap,
+  kNull
 };
 
-/// "uint32", "int32", "uint64", "int64", "float32", "float64", "binary", "bool", "string".
+/// True for the types only Hash takes (kInt8 .. kNull).
+constexpr bool IsHashOnly(ColumnType type) { return type > ColumnType::kString; }
+
+/// "uint32", "int32", "uint64", "int64", "float32", "float64", "binary", "bool", "string",
+/// then the Hash-only "int8", "uint8", "int16", "uint16", "float16", "decimal128",
+/// "fixed_size_binary", "large_binary", "large_string", "dictionary", "struct", "list",
+/// "large_list", "fixed_size_list", "map", "null".
 std::string_view ColumnTypeName(ColumnType type);
 
-/// Parses a ColumnTypeName; INVALID_ARGUMENT naming the word and the choices otherwise.
+/// Parses a ColumnTypeName of a payload type (kUint32 .. kString);
+/// INVALID_ARGUMENT naming the word and the choices otherwise.
 absl::StatusOr<ColumnType> ParseColumnType(std::string_view name);
 
 /// Bytes of one value of a fixed-width type (4 or 8); 0 for kBool, kBinary and kString.
