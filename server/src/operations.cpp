@@ -9,6 +9,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "gpujoin/common/status_macros.hpp"
+#include "gpujoin/engine/aggregation.hpp"
 #include "gpujoin/engine/graph.hpp"
 #include "gpujoin/server/hash_wire.hpp"
 #include "gpujoin/server/join_parts.hpp"
@@ -88,6 +89,80 @@ constexpr uint64_t kJoinBatchObjectBytes = 1024;
 
 // Per-group output bytes of an aggregate response (batch + totals + contributing rows).
 constexpr uint64_t kAggregateBytesPerGroup = 4 * 3;
+// ... of a typed response: 8-byte batch and total results, contributing rows,
+// uint64 total counts, and under 1 byte of validity and overflow bitmaps.
+constexpr uint64_t kTypedAggregateBytesPerGroup = 8 + 8 + 4 + 8 + 4;
+// ... of a float32 or count response with want_counts64.
+constexpr uint64_t kCounts64AggregateBytesPerGroup = kAggregateBytesPerGroup + 8;
+
+// The value type a request aggregates: kFloat32 for `values` (and count), else
+// typed_values' type, which must be a typed aggregation type.
+absl::StatusOr<engine::ColumnType> AggregateRequestValueType(const v1::AggregateRequest& request,
+                                                             AggregateOp op) {
+  if (!request.has_typed_values()) return engine::ColumnType::kFloat32;
+  if (op == AggregateOp::kCount) {
+    return absl::InvalidArgumentError("typed_values: must not be set for AGGREGATE_OP_COUNT");
+  }
+  GPUJOIN_ASSIGN_OR_RETURN(engine::ColumnType type,
+                           FromWireColumnType(request.typed_values().type(), "typed_values.type"));
+  if (type == engine::ColumnType::kFloat32) {
+    return absl::InvalidArgumentError(
+        "typed_values.type: COLUMN_TYPE_FLOAT32 values travel in `values` (the reference "
+        "float32 path)");
+  }
+  if (!engine::IsTypedAggregateValue(type)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "typed_values.type: ", WireColumnTypeName(request.typed_values().type()),
+        " cannot be aggregated; use INT32, INT64, UINT32, UINT64 or FLOAT64 (or `values` for "
+        "float32)"));
+  }
+  return type;
+}
+
+// An Arrow bitmap (LSB first) of the nonzero flags.
+std::string FlagBitmap(std::span<const uint8_t> flags, uint64_t* set) {
+  std::string out(engine::BitmapBytes(flags.size()), '\0');
+  uint64_t n = 0;
+  for (size_t i = 0; i < flags.size(); ++i) {
+    if (flags[i] == 0) continue;
+    out[i / 8] = static_cast<char>(static_cast<uint8_t>(out[i / 8]) | (1u << (i % 8)));
+    ++n;
+  }
+  if (set != nullptr) *set = n;
+  return out;
+}
+
+// A typed aggregation result as a wire Column: AggregateResultType's type, the
+// 64-bit engine words narrowed to 4 bytes for 32-bit min/max results, and the
+// empty groups of an integer min/max null (`rows` = contributing rows per group).
+template <typename Count>
+v1::Column TypedResultColumn(AggregateOp op, engine::ColumnType value_type,
+                             std::span<const uint64_t> words, std::span<const Count> rows) {
+  const engine::ColumnType type = engine::AggregateResultType(op, value_type);
+  v1::Column c;
+  c.set_type(ToWireColumnType(type));
+  c.set_length(words.size());
+  if (engine::ColumnWidth(type) == 4) {
+    std::vector<uint32_t> narrow(words.begin(), words.end());  // the low 32 bits
+    c.set_data(PackColumn<uint32_t>(narrow));
+  } else {
+    c.set_data(PackColumn<uint64_t>(words));
+  }
+  const bool minmax = op == AggregateOp::kMin || op == AggregateOp::kMax;
+  if (minmax && value_type != engine::ColumnType::kFloat64) {
+    std::vector<uint8_t> valid(rows.size());
+    uint64_t nulls = 0;
+    for (size_t g = 0; g < rows.size(); ++g) {
+      valid[g] = rows[g] != 0;
+      nulls += rows[g] == 0;
+    }
+    if (nulls > 0) {
+      c.set_validity(FlagBitmap(valid, nullptr));
+      c.set_null_count(nulls);
+    }
+  }
+  return c;
+}
 
 // The request field that carries keys of the key word Key.
 template <typename Key>
@@ -616,7 +691,13 @@ absl::Status AggregateStream::Admit(const v1::AggregateRequest& request, uint64_
         absl::StrCat("groups: ", request.groups(),
                      " groups is over the limit --max-aggregate-groups=", max_groups));
   }
-  const uint64_t limit = max_message_bytes / kAggregateBytesPerGroup;
+  GPUJOIN_ASSIGN_OR_RETURN(const engine::ColumnType value_type,
+                           AggregateRequestValueType(request, op));
+  const bool typed = value_type != engine::ColumnType::kFloat32;
+  const uint64_t per_group = typed ? kTypedAggregateBytesPerGroup
+                             : request.want_counts64() ? kCounts64AggregateBytesPerGroup
+                                                       : kAggregateBytesPerGroup;
+  const uint64_t limit = max_message_bytes / per_group;
   if (request.groups() > limit) {
     return absl::InvalidArgumentError(
         absl::StrCat("groups: ", request.groups(), " groups need more than --max-message-bytes=",
@@ -631,8 +712,17 @@ absl::Status AggregateStream::Admit(const v1::AggregateRequest& request, uint64_
                        std::string(engine::AggregateOpName(op)), " over ", request.groups(),
                        " (both must stay the same within a stream)"));
     }
+    if (op != AggregateOp::kCount && accumulator_->value_type() != value_type) {
+      const bool was_typed = accumulator_->value_type() != engine::ColumnType::kFloat32;
+      return absl::InvalidArgumentError(absl::StrCat(
+          typed ? "typed_values.type" : "values", ": this stream aggregates ",
+          std::string(engine::ColumnTypeName(accumulator_->value_type())), " values (",
+          was_typed ? "typed_values" : "values", "); a batch sent ",
+          std::string(engine::ColumnTypeName(value_type)),
+          " (the value type must stay the same within a stream)"));
+    }
   } else {
-    accumulator_.emplace(op, static_cast<uint32_t>(request.groups()));
+    accumulator_.emplace(op, static_cast<uint32_t>(request.groups()), value_type);
   }
   return absl::OkStatus();
 }
@@ -641,7 +731,9 @@ void AggregateStream::Complete(const v1::AggregateRequest& request, v1::Aggregat
                                AggregatePartial& partial) {
   // Admit() ran before this batch was processed, so the accumulator exists and the
   // partial has its shape.
-  absl::Status merged = accumulator_->Merge(partial.counts, partial.values);
+  const bool typed = accumulator_->value_type() != engine::ColumnType::kFloat32;
+  absl::Status merged = typed ? accumulator_->Merge(partial.counts, partial.words, partial.overflow)
+                              : accumulator_->Merge(partial.counts, partial.values);
   if (!merged.ok()) {
     response->Clear();
     response->mutable_error()->set_code(static_cast<int>(merged.code()));
@@ -650,14 +742,28 @@ void AggregateStream::Complete(const v1::AggregateRequest& request, v1::Aggregat
   }
   if (accumulator_->op() == AggregateOp::kCount) {
     *response->mutable_total_counts() = PackColumn<uint32_t>(accumulator_->counts());
+  } else if (typed) {
+    const std::vector<uint64_t> totals = accumulator_->Words();
+    *response->mutable_total_typed_result() = TypedResultColumn<uint64_t>(
+        accumulator_->op(), accumulator_->value_type(), totals, accumulator_->counts64());
+    if (engine::AggregateReportsOverflow(accumulator_->op(), accumulator_->value_type())) {
+      uint64_t set = 0;
+      *response->mutable_total_overflow() = FlagBitmap(accumulator_->overflow(), &set);
+      response->set_total_overflow_groups(set);
+    }
   } else {
     const std::vector<float> totals = accumulator_->Values();
     *response->mutable_total_values() = PackColumn<float>(totals);
+  }
+  if (typed || request.want_counts64()) {
+    *response->mutable_total_counts64() = PackColumn<uint64_t>(accumulator_->counts64());
   }
   if (request.accumulate_only()) {
     response->clear_counts();
     response->clear_values();
     response->clear_contributing_rows();
+    response->clear_typed_result();
+    response->clear_overflow();
   }
 }
 
@@ -673,6 +779,21 @@ absl::Status Operations::Aggregate(const v1::AggregateRequest& request,
       auto mask, DecodeU32Column(request.has_mask(), request.mask(), "mask", Presence::kOptional));
   if (op == AggregateOp::kCount && values.present()) {
     return absl::InvalidArgumentError("values: must not be set for AGGREGATE_OP_COUNT");
+  }
+  GPUJOIN_ASSIGN_OR_RETURN(const engine::ColumnType value_type,
+                           AggregateRequestValueType(request, op));
+  if (value_type != engine::ColumnType::kFloat32) {
+    if (values.present()) {
+      return absl::InvalidArgumentError(
+          "values: set together with typed_values; send the values in exactly one of them");
+    }
+    if (mask.present() && mask.size() != keys.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("mask: ", mask.size(), " rows but keys has ", keys.size()));
+    }
+    return AggregateTyped(request, op, value_type, keys.span(),
+                          mask.present() ? std::optional(mask.span()) : std::nullopt, response,
+                          partial);
   }
   if (op != AggregateOp::kCount) {
     if (!values.present()) {
@@ -722,6 +843,96 @@ absl::Status Operations::Aggregate(const v1::AggregateRequest& request,
   } else {
     *response->mutable_values() = PackColumn<float>(partial->values);
   }
+  return absl::OkStatus();
+}
+
+absl::Status Operations::AggregateTyped(const v1::AggregateRequest& request, AggregateOp op,
+                                        engine::ColumnType value_type,
+                                        std::span<const uint32_t> keys,
+                                        std::optional<std::span<const uint32_t>> mask,
+                                        v1::AggregateResponse* response,
+                                        AggregatePartial* partial) {
+  const uint32_t groups = static_cast<uint32_t>(request.groups());  // Admit checked it
+  const v1::Column& column = request.typed_values();
+  const size_t width = engine::ColumnWidth(value_type);
+  if (!column.validity().empty() || !column.offsets().empty()) {
+    return absl::InvalidArgumentError(
+        "typed_values: validity and offsets must be empty (null rows: leave them out with mask)");
+  }
+  if (column.length() != keys.size() || column.data().size() != column.length() * width) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "typed_values: length ", column.length(), " and ", column.data().size(),
+        " bytes of data, but keys has ", keys.size(), " rows (", width, " bytes per ",
+        std::string(engine::ColumnTypeName(value_type)), " value)"));
+  }
+  const engine::AggregationAccumulator shape(op, groups, value_type);
+  const AggregateOp partial_op = shape.partial_op();
+  const bool flags = engine::AggregateReportsOverflow(op, value_type);
+  partial->counts.assign(groups, 0);
+  partial->words.assign(groups, 0);
+  partial->overflow.assign(flags ? groups : 0, 0);
+
+  engine::CommandGraph graph;
+  engine::AggregateNode node;
+  node.op = partial_op;
+  node.keys = {keys};
+  if (mask.has_value()) node.mask = engine::ChunkedU32{*mask};
+  node.typed_output = partial->words;
+  node.overflow = partial->overflow;
+  node.contributing_rows = partial->counts;
+  // The values, aligned: borrowed when the request's bytes are, else copied (they
+  // outlive the run). Float64 values are read through their uint64 words.
+  DecodedColumn<uint32_t> words32;
+  DecodedColumn<uint64_t> words64;
+  if (width == 4) {
+    GPUJOIN_ASSIGN_OR_RETURN(words32,
+                             DecodePackedBytes<uint32_t>(column.data(), "typed_values.data"));
+  } else {
+    GPUJOIN_ASSIGN_OR_RETURN(words64,
+                             DecodePackedBytes<uint64_t>(column.data(), "typed_values.data"));
+  }
+  auto view = [&](auto tag) {
+    using V = decltype(tag);
+    const void* data = width == 4 ? static_cast<const void*>(words32.span().data())
+                                  : static_cast<const void*>(words64.span().data());
+    return engine::Chunked<V>{std::span<const V>(static_cast<const V*>(data), keys.size())};
+  };
+  engine::AggregateValues typed;
+  switch (value_type) {
+    case engine::ColumnType::kInt32:
+      typed = view(int32_t{});
+      break;
+    case engine::ColumnType::kInt64:
+      typed = view(int64_t{});
+      break;
+    case engine::ColumnType::kUint32:
+      typed = view(uint32_t{});
+      break;
+    case engine::ColumnType::kUint64:
+      typed = view(uint64_t{});
+      break;
+    default:
+      typed = view(double{});
+      break;
+  }
+  node.typed_values = std::move(typed);
+  graph.Add(std::move(node));
+  GPUJOIN_RETURN_IF_ERROR(RunGraph(graph));
+
+  response->set_rows(keys.size());
+  *response->mutable_contributing_rows() = PackColumn<uint32_t>(partial->counts);
+  if (op == AggregateOp::kMean) {
+    // This batch's own mean: its exact sums over its contributing rows.
+    engine::AggregationAccumulator batch(op, groups, value_type);
+    GPUJOIN_RETURN_IF_ERROR(batch.Merge(partial->counts, partial->words, partial->overflow));
+    const std::vector<uint64_t> means = batch.Words();
+    *response->mutable_typed_result() =
+        TypedResultColumn<uint32_t>(op, value_type, means, partial->counts);
+  } else {
+    *response->mutable_typed_result() =
+        TypedResultColumn<uint32_t>(op, value_type, partial->words, partial->counts);
+  }
+  if (flags) *response->mutable_overflow() = FlagBitmap(partial->overflow, nullptr);
   return absl::OkStatus();
 }
 

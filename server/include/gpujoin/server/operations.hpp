@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <variant>
 #include <vector>
@@ -56,6 +57,9 @@ struct ServiceState {
 struct AggregatePartial {
   std::vector<uint32_t> counts;  ///< kCount output, or contributing rows for value ops
   std::vector<float> values;     ///< output of the partial op (kSum for kMean); empty for kCount
+  /// Typed requests: the partial op's result words and (integer sums) overflow flags.
+  std::vector<uint64_t> words;
+  std::vector<uint8_t> overflow;
 };
 
 class Operations;
@@ -65,7 +69,8 @@ class Operations;
 class AggregateStream {
  public:
   /// Cheap checks run in arrival order: op set, groups in range and equal to the
-  /// stream's. The first admitted batch fixes op and groups for the stream.
+  /// stream's, the value type (float32 `values` or typed_values' type) equal to
+  /// the stream's. The first admitted batch fixes op, groups and value type.
   /// `max_groups`: --max-aggregate-groups (RESOURCE_EXHAUSTED above it).
   absl::Status Admit(const v1::AggregateRequest& request, uint64_t max_message_bytes,
                      uint64_t max_groups);
@@ -207,6 +212,12 @@ class Operations {
   /// (accumulation happens in AggregateStream::Complete, in stream order).
   absl::Status Aggregate(const v1::AggregateRequest& request, v1::AggregateResponse* response,
                          AggregatePartial* partial);
+  /// The typed part of Aggregate (typed_values of `value_type`; keys and mask
+  /// decoded and checked).
+  absl::Status AggregateTyped(const v1::AggregateRequest& request, engine::AggregateOp op,
+                              engine::ColumnType value_type, std::span<const uint32_t> keys,
+                              std::optional<std::span<const uint32_t>> mask,
+                              v1::AggregateResponse* response, AggregatePartial* partial);
   /// One Hash batch.
   absl::Status Hash(const v1::HashRequest& request, v1::HashResponse* response);
 
