@@ -139,6 +139,14 @@ bool KnownType(ColumnType type) {
 absl::Status CheckPayloadColumn(const std::string& where, size_t c, const ColumnView& col,
                                 uint64_t rows) {
   if (!KnownType(col.type)) {
+    // The types past kString are hash inputs only (HashColumn); never read them here.
+    if (static_cast<uint8_t>(col.type) <= uint8_t(ColumnType::kNull)) {
+      return Invalid(where, absl::StrCat("payload[", c, "] has column type ",
+                                         std::string(ColumnTypeName(col.type)),
+                                         ", which only Hash takes; payload columns are uint32, "
+                                         "int32, uint64, int64, float32, float64, binary, bool "
+                                         "or string"));
+    }
     return Invalid(where, absl::StrCat("payload[", c, "] has an unknown column type ",
                                        static_cast<int>(col.type)));
   }
