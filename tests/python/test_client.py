@@ -654,3 +654,59 @@ def test_typed_sum_overflow_is_flagged(client):
     assert m.overflow.tolist() == [False, True, False] and np.isnan(m.values[1])
     f = client.aggregate("sum", keys, np.array([1, 2, 3, 4], np.float32), groups=3)
     assert f.values.dtype == np.float32 and f.overflow is None  # float32 keeps its own path
+
+
+@pytest.mark.parametrize("kind", ["inner", "left", "semi", "anti"])
+def test_join_stream_matches_join(client, kind):
+    rng = np.random.default_rng(8)
+    build = rng.integers(0, 300, size=900, dtype=np.uint32)
+    client.build_index("t_jstream", build, duplicates="keep_all", replace=True,
+                       payload={"row": np.arange(900, dtype=np.int64)})
+    sizes = [7, 0, 500, 1, 300] * 4
+    batches = [rng.integers(0, 400, size=k, dtype=np.uint32) for k in sizes]
+    produced = []
+
+    def source():
+        for b in batches:
+            produced.append(len(b))
+            yield b
+
+    c = gpujoin.Client(client.target, max_inflight=2)
+    results = []
+    for r in c.join_stream("t_jstream", source(), kind=kind, select=["row"], found=True):
+        assert len(produced) <= len(results) + 1 + 2 + 1  # window 2, one waiting, this one
+        results.append(r)
+    c.close()
+    whole = client.join("t_jstream", np.concatenate(batches), kind=kind, select=["row"],
+                        found=True)
+    np.testing.assert_array_equal(np.concatenate([r.left_rows for r in results]), whole.left_rows)
+    np.testing.assert_array_equal(np.concatenate([r.right_rows for r in results]),
+                                  whole.right_rows)
+    np.testing.assert_array_equal(np.concatenate([r.found for r in results]), whole.found)
+    assert [len(r.found) for r in results] == sizes
+    assert sum(r.count for r in results) == whole.count
+    got = np.ma.concatenate([np.ma.MaskedArray(r.columns["row"]) for r in results])
+    want = np.ma.MaskedArray(whole.columns["row"])
+    np.testing.assert_array_equal(np.ma.getmaskarray(got), np.ma.getmaskarray(want))
+    assert got.compressed().tolist() == want.compressed().tolist()
+
+
+def test_join_stream_resends_a_batch_cut_by_the_result_limit(small_message_server, monkeypatch):
+    with gpujoin.Client(small_message_server.address) as c:
+        build = np.repeat(np.arange(10, dtype=np.uint32), 400)
+        c.build_index("t_jscut", build, duplicates="keep_all", replace=True)
+        left = np.tile(np.arange(12, dtype=np.uint32), 342)[:4096]
+        streams = []
+        stream = c._stream
+        monkeypatch.setattr(c, "_stream", lambda name, *a, **k: streams.append(name) or
+                            stream(name, *a, **k))
+        parts = list(c.join_stream("t_jscut", [left[:10], left[10:]]))
+        assert streams == ["Join", "Join"]  # the batches, then the second one's two halves
+        monkeypatch.undo()
+        whole = c.join("t_jscut", left)
+        assert whole.count > (8 << 20) // 8  # the second batch alone does not fit 8 MiB
+        np.testing.assert_array_equal(np.concatenate([p.left_rows for p in parts]),
+                                      whole.left_rows)
+        np.testing.assert_array_equal(np.concatenate([p.right_rows for p in parts]),
+                                      whole.right_rows)
+        assert not any(p.overflow for p in parts)

@@ -612,6 +612,16 @@ class Client:
 
     # ------------------------------------------------------------------ join
 
+    def _join_plan(self, index: str, kind: str, select: List[str]):
+        """(kind number, index info, selected (name, type)s, pairs per left row at most)."""
+        kind_number = _choice(_JOIN_KINDS, kind, "kind")
+        info = self._describe_for_query(index, select)
+        types = [(s, info.payload_type(s)) for s in select]
+        # At most one pair per left row unless an inner or outer join meets a keep_all index.
+        group = max(1, info.statistics.max_group_rows) if (
+            info.duplicates == "keep_all" and kind_number in (1, 2)) else 1
+        return kind_number, info, types, group
+
     def join(self, index: str, keys: Any, *, kind: str = "inner", select: Sequence[str] = (),
              left_rows: Any = None, capacity: Optional[int] = None, count_only: bool = False,
              found: bool = False, probes: bool = False, max_probe_count: int = 0,
@@ -631,10 +641,12 @@ class Client:
                 batch cut by the server's --max-result-bytes is re-sent in halves).
             count_only: only count the pairs (`count`; no pairs or columns).
             found, probes: per left row, concatenated over the batches.
+
+        Raises Aborted when the index was rebuilt while the join ran (its
+        batches saw different versions).
         """
         select = list(select)
-        kind_number = _choice(_JOIN_KINDS, kind, "kind")
-        info = self._describe_for_query(index, select)
+        kind_number, info, types, group = self._join_plan(index, kind, select)
         wire = _keys.to_wire(keys, info.key_type)
         n = len(wire)
         if n > 0xFFFFFFFF:
@@ -644,17 +656,12 @@ class Client:
             explicit = _keys.u32_column(left_rows, "left_rows")
             if len(explicit) != n:
                 raise InvalidArgument(f"left_rows: {len(explicit)} rows, but keys has {n}")
-        types = [(s, info.payload_type(s)) for s in select]
-        # At most one pair per left row unless an inner or outer join meets a keep_all index.
-        group = max(1, info.statistics.max_group_rows) if (
-            info.duplicates == "keep_all" and kind_number in (1, 2)) else 1
         auto = capacity is None and not count_only
         row_bytes = 8 * group + found + 4 * probes + sum(
             (64 if t in _columns.VARIABLE else 8) * group for _, t in types)
         rows = self._rows_per_batch(batch_rows, row_bytes,
                                     wire.dtype.itemsize + (4 if explicit is not None else 0))
         out = _JoinBatch(types)
-        version = info.version
         ranges = [(s, min(n, s + rows), min(MAX_CAPACITY, (min(n, s + rows) - s) * group)
                    if auto else (capacity or 0)) for s in range(0, n, rows)]
         for part in self._join_ranges(index, wire, explicit, ranges, kind_number, select, types,
@@ -664,16 +671,96 @@ class Client:
             raise Aborted(f"join of index {index!r} ran on index versions "
                           f"{sorted(out.versions)}: the index was rebuilt during the join; "
                           "run it again")
-        version = max(out.versions, default=version)
-        cols = {b.name: b.finish() for b in out.builders}
+        return self._join_result(out, found, probes, info.version)
+
+    @staticmethod
+    def _join_result(out: _JoinBatch, found: bool, probes: bool, version: int) -> JoinResult:
+        """The JoinResult of an assembled answer (its parts joined, one copy)."""
         return JoinResult(
             left_rows=np.concatenate([np.zeros(0, np.uint32)] + out.left).astype(np.uint32),
             right_rows=np.concatenate([np.zeros(0, np.uint32)] + out.right).astype(np.uint32),
-            columns=cols, count=out.count, overflow=out.overflow,
+            columns={b.name: b.finish() for b in out.builders}, count=out.count,
+            overflow=out.overflow,
             found=np.concatenate([np.zeros(0, bool)] + out.found) if found else None,
             probes=(np.concatenate([np.zeros(0, np.uint32)] + out.probes).astype(np.uint32)
                     if probes else None),
-            statistics=out.statistics, index_version=version)
+            statistics=out.statistics, index_version=max(out.versions, default=version))
+
+    def join_stream(self, index: str, batches: Iterable[Any], *, kind: str = "inner",
+                    select: Sequence[str] = (), found: bool = False, probes: bool = False,
+                    max_probe_count: int = 0,
+                    timeout: Optional[float] = None) -> Iterator[JoinResult]:
+        """Joins a stream of left key batches (an iterable of arrays or
+        sequences, each one request) and yields one JoinResult per batch, in
+        order, as the answers arrive, with every pair of the batch (a batch
+        the server's --max-result-bytes cut is re-sent in halves). Left rows
+        number the keys across all batches (the first key of the third batch
+        is the rows of the first two). Memory holds at most `max_inflight`
+        batches beyond the one the caller works on. Each result's
+        `index_version` is the version its batch ran on."""
+        select = list(select)
+        kind_number, info, types, group = self._join_plan(index, kind, select)
+        limit = self._limit - 4096
+        sent: "collections.deque[Tuple[np.ndarray, int]]" = collections.deque()
+
+        def requests():
+            first = 0
+            for i, keys in enumerate(batches):
+                w = _keys.to_wire(keys, info.key_type, f"batches[{i}]")
+                if w.nbytes > limit:
+                    raise InvalidArgument(f"batches[{i}]: {len(w)} keys ({w.nbytes} bytes) do not "
+                                          f"fit the server's {self._limit}-byte messages; "
+                                          "split the batch")
+                if first + len(w) > 0x100000000:
+                    raise InvalidArgument(f"batches[{i}]: left rows beyond 2^32 - 1 (left row "
+                                          "IDs are uint32)")
+                lb = pb.LeftBatch(capacity=min(MAX_CAPACITY, len(w) * group), want_found=found,
+                                  want_probes=probes, first_left_row=first)
+                header = pb.JoinRequest(index=index, batch_id=i, select=select, kind=kind_number,
+                                        max_probe_count=max_probe_count).SerializeToString()
+                sent.append((w, first))
+                first += len(w)
+                yield _wire.join_request(header, lb.SerializeToString(), w)
+
+        for a in self._join_answers(requests(), types, False, timeout):
+            w, first = sent.popleft()
+            if a.count > a.pairs:
+                explicit = np.arange(first, first + len(w), dtype=np.uint32)
+                a = self._resend_cut(index, w, explicit, 0, len(w), a, kind_number, select, types,
+                                     found, probes, max_probe_count, timeout)
+                if len(a.versions) > 1:
+                    raise Aborted(f"join of index {index!r}: a re-sent batch ran on index "
+                                  f"versions {sorted(a.versions)}; run it again")
+            yield self._join_result(a, found, probes, info.version)
+
+    def _join_answers(self, requests: Iterable[bytes], types, count_only: bool,
+                      timeout: Optional[float]) -> Iterator[_JoinBatch]:
+        """Streams one-batch JoinRequests and yields each batch's reassembled answer
+        (its continued parts appended), in order."""
+        current: Optional[_JoinBatch] = None
+        version = None
+        b = 0
+        for r in self._stream("Join", requests, finishes=lambda r: not r.more, timeout=timeout):
+            if r.error is not None:
+                raise from_batch_error(r.error, b)
+            if r.batch_id != b:
+                raise Internal(f"join answer {b} carries batch_id {r.batch_id}")
+            if current is None:
+                current = _JoinBatch(types)
+                version = r.index_version
+            elif r.index_version != version:
+                raise Internal(f"join answer parts ran on index versions {version} and "
+                               f"{r.index_version}")
+            for part in r.results:
+                if part.batch != 0:
+                    raise Internal(f"join answer holds batch {part.batch} of a one-batch request")
+                current.add(part)
+            if not r.more:
+                current.check_complete(count_only)
+                current.versions.add(r.index_version)
+                yield current
+                current = None
+                b += 1
 
     def _join_ranges(self, index, wire, explicit, ranges, kind_number, select, types, count_only,
                      found, probes, max_probe_count, auto, timeout) -> List[_JoinBatch]:
@@ -695,58 +782,40 @@ class Client:
                                         max_probe_count=max_probe_count).SerializeToString()
                 yield _wire.join_request(header, lb.SerializeToString(), wire[start:stop])
 
-        answers: List[_JoinBatch] = []
-        current: Optional[_JoinBatch] = None
-        version = None
-        for r in self._stream("Join", requests(), finishes=lambda r: not r.more, timeout=timeout):
-            b = len(answers)
-            if r.error is not None:
-                raise from_batch_error(r.error, b)
-            if r.batch_id != b:
-                raise Internal(f"join answer {b} carries batch_id {r.batch_id}")
-            if current is None:
-                current = _JoinBatch(types)
-                version = r.index_version
-            elif r.index_version != version:
-                raise Internal(f"join answer parts ran on index versions {version} and "
-                               f"{r.index_version}")
-            for part in r.results:
-                if part.batch != 0:
-                    raise Internal(f"join answer holds batch {part.batch} of a one-batch request")
-                current.add(part)
-            if not r.more:
-                current.check_complete(count_only)
-                current.versions.add(r.index_version)
-                answers.append(current)
-                current = None
+        answers = list(self._join_answers(requests(), types, count_only, timeout))
         if len(answers) != len(ranges):
             raise Internal(f"join stream answered {len(answers)} of {len(ranges)} batches")
         if not auto:
             return answers
-        merged = []
-        for (start, stop, _), a in zip(ranges, answers):
-            if a.count <= a.pairs:
-                merged.append(a)
-                continue
-            if stop - start == 1:
-                raise ResourceExhausted(
-                    f"join of index {index!r}: left row {start} matches {a.count} rows, more "
-                    f"pairs than the server's --max-result-bytes lets one batch hold "
-                    f"({a.pairs}); select fewer columns or raise the limit")
-            mid = (start + stop) // 2
-            cap = min(MAX_CAPACITY, max(1, a.count))
-            halves = self._join_ranges(index, wire, explicit, [(start, mid, cap), (mid, stop, cap)],
-                                       kind_number, select, types, count_only, found, probes,
-                                       max_probe_count, auto, timeout)
-            whole = _JoinBatch(types)
-            for h in halves:
-                whole.absorb(h)
-            if whole.count != a.count:
-                raise Aborted(f"join of index {index!r}: rows [{start}, {stop}) yielded {a.count} "
-                              f"pairs, then {whole.count}: the index changed during the join; "
-                              "run it again")
-            merged.append(whole)
-        return merged
+        return [a if a.count <= a.pairs else
+                self._resend_cut(index, wire, explicit, start, stop, a, kind_number, select,
+                                 types, found, probes, max_probe_count, timeout)
+                for (start, stop, _), a in zip(ranges, answers)]
+
+    def _resend_cut(self, index, wire, explicit, start, stop, a: _JoinBatch, kind_number, select,
+                    types, found, probes, max_probe_count, timeout) -> _JoinBatch:
+        """The whole answer of left rows [start, stop), whose answer `a` the server
+        cut short: the rows re-sent as two halves (recursively), each with capacity
+        `a.count`, an upper bound of its pairs."""
+        if stop - start == 1:
+            row = int(explicit[start]) if explicit is not None else start
+            raise ResourceExhausted(
+                f"join of index {index!r}: left row {row} matches {a.count} rows, more pairs than "
+                f"the server's --max-result-bytes lets one batch hold ({a.pairs}); select fewer "
+                "columns or raise the limit")
+        mid = (start + stop) // 2
+        cap = min(MAX_CAPACITY, max(1, a.count))
+        halves = self._join_ranges(index, wire, explicit, [(start, mid, cap), (mid, stop, cap)],
+                                   kind_number, select, types, False, found, probes,
+                                   max_probe_count, True, timeout)
+        whole = _JoinBatch(types)
+        for h in halves:
+            whole.absorb(h)
+        if whole.count != a.count:
+            raise Aborted(f"join of index {index!r}: rows [{start}, {stop}) yielded {a.count} "
+                          f"pairs, then {whole.count}: the index changed during the join; "
+                          "run it again")
+        return whole
 
     def join_frame(self, index: str, left: Any, *, on: str, kind: str = "inner",
                    select: Sequence[str] = (), **kwargs):
