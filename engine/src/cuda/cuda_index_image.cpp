@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -53,14 +54,19 @@ class Transfer {
     if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
   }
 
-  /// Writes `bytes` bytes at device address `dst`; fill(chunk, offset, n) writes
-  /// bytes [offset, offset + n) of the source into the chunk.
-  absl::Status Upload(void* dst, size_t bytes,
+  /// Writes `bytes` bytes at device address `dst`; fill(out, offset, n) writes
+  /// bytes [offset, offset + n) of the source to `out`. Chunks and the parts of
+  /// a chunk filled in parallel are whole multiples of `unit` bytes (a slot
+  /// word, a payload record), so that fill never sees a split unit.
+  absl::Status Upload(void* dst, size_t bytes, size_t unit,
                       const std::function<void(uint8_t*, size_t, size_t)>& fill) {
-    for (size_t offset = 0; offset < bytes; offset += kChunkBytes) {
-      const size_t n = std::min(kChunkBytes, bytes - offset);
+    const size_t chunk_bytes = kChunkBytes / unit * unit;
+    for (size_t offset = 0; offset < bytes; offset += chunk_bytes) {
+      const size_t n = std::min(chunk_bytes, bytes - offset);
       GPUJOIN_CUDA_RETURN(cudaEventSynchronize(done_[next_]), "wait for image staging");
-      fill(chunk_[next_], offset, n);
+      InParallel(n, unit, [&](size_t begin, size_t part) {
+        fill(chunk_[next_] + begin, offset + begin, part);
+      });
       GPUJOIN_CUDA_RETURN(cudaMemcpyAsync(static_cast<uint8_t*>(dst) + offset, chunk_[next_], n,
                                           cudaMemcpyHostToDevice, stream_),
                           "upload index image");
@@ -70,9 +76,10 @@ class Transfer {
     return absl::OkStatus();
   }
 
-  /// Reads `bytes` bytes from device address `src`; drain(chunk, offset, n)
-  /// takes bytes [offset, offset + n).
-  absl::Status Download(const void* src, size_t bytes,
+  /// Reads `bytes` bytes from device address `src`; drain(in, offset, n) takes
+  /// bytes [offset, offset + n) (parts of a chunk in parallel, whole multiples
+  /// of `unit`; kChunkBytes is a multiple of every unit used).
+  absl::Status Download(const void* src, size_t bytes, size_t unit,
                         const std::function<void(const uint8_t*, size_t, size_t)>& drain) {
     // Two chunks in flight: queue the copy of chunk k + 1 before draining chunk k.
     size_t queued = 0, drained = 0;
@@ -92,7 +99,9 @@ class Transfer {
       const size_t n = std::min(kChunkBytes, bytes - drained);
       GPUJOIN_CUDA_RETURN(cudaEventSynchronize(done_[slot]), "wait for index image");
       if (queued < bytes) GPUJOIN_RETURN_IF_ERROR(queue());
-      drain(chunk_[slot], drained, n);
+      InParallel(n, unit, [&](size_t begin, size_t part) {
+        drain(chunk_[slot] + begin, drained + begin, part);
+      });
       drained += n;
     }
     return absl::OkStatus();
@@ -106,6 +115,37 @@ class Transfer {
 
  private:
   Transfer() = default;
+
+  // Runs fn(begin, part) over [0, n) in parts of whole units on up to 8 host
+  // threads: the conversions of the table and the records are memory bound,
+  // and one thread alone would bound the restore below the PCIe copy.
+  static void InParallel(size_t n, size_t unit, const std::function<void(size_t, size_t)>& fn) {
+    constexpr size_t kMinPart = size_t{4} << 20;
+    const size_t units = n / unit;
+    const size_t threads = std::clamp<size_t>(
+        std::min<size_t>(std::thread::hardware_concurrency(), n / kMinPart), 1, 8);
+    if (threads <= 1) {
+      fn(0, n);
+      return;
+    }
+    const size_t per = (units + threads - 1) / threads;
+    // Part p: units [p * per, (p + 1) * per); the last one also takes a tail
+    // shorter than a unit (none where n is a multiple of it, as callers make it).
+    auto bounds = [&](size_t p) {
+      const size_t begin = std::min(units, p * per) * unit;
+      const size_t end = p + 1 == threads ? n : std::min(units, (p + 1) * per) * unit;
+      return std::pair<size_t, size_t>{begin, end};
+    };
+    std::vector<std::thread> pool;
+    for (size_t p = 1; p < threads; ++p) {
+      const auto [begin, end] = bounds(p);
+      if (end > begin) pool.emplace_back([&fn, begin, end] { fn(begin, end - begin); });
+    }
+    const auto [begin, end] = bounds(0);
+    if (end > begin) fn(begin, end - begin);
+    for (auto& th : pool) th.join();
+  }
+
   cudaStream_t stream_ = nullptr;
   PinnedBuffer pinned_[2];
   std::vector<uint8_t> pageable_[2];
@@ -142,7 +182,7 @@ absl::Status ExportTable(const CudaHashIndex& index, Transfer& t, IndexImage& im
   K* keys = image.keys.as<K>().data();
   uint32_t* values = image.values.as<uint32_t>().data();
   using Word = SlotWord<K>;
-  return t.Download(index.table<K>().slots, capacity * sizeof(Word),
+  return t.Download(index.table<K>().slots, capacity * sizeof(Word), sizeof(Word),
                     [&](const uint8_t* chunk, size_t offset, size_t n) {
                       const Word* words = reinterpret_cast<const Word*>(chunk);
                       const size_t first = offset / sizeof(Word);
@@ -169,7 +209,7 @@ absl::Status ImportTable(const IndexImage& image, CudaHashIndex& index, Transfer
   const uint32_t* values = image.values.as<uint32_t>().data();
   using Word = SlotWord<K>;
   // The pad of a table under 4 slots stays as Create left it (empty).
-  return t.Upload(index.table<K>().slots, capacity * sizeof(Word),
+  return t.Upload(index.table<K>().slots, capacity * sizeof(Word), sizeof(Word),
                   [&](uint8_t* chunk, size_t offset, size_t n) {
                     Word* words = reinterpret_cast<Word*>(chunk);
                     const size_t first = offset / sizeof(Word);
@@ -208,12 +248,12 @@ absl::StatusOr<IndexImage> ExportCudaIndex(const CudaHashIndex& index) {
     if (groups.ranges.size() == 0) {  // no build finished: every group empty
       std::memset(image.group_ranges.data(), 0, image.group_ranges.size());
     } else {
-      GPUJOIN_RETURN_IF_ERROR(t->Download(groups.ranges.data(), image.group_ranges.size(),
+      GPUJOIN_RETURN_IF_ERROR(t->Download(groups.ranges.data(), image.group_ranges.size(), 1,
                                           ToHost(image.group_ranges.data())));
     }
     image.group_values = ImageBuffer(groups.values.bytes());
     GPUJOIN_RETURN_IF_ERROR(
-        t->Download(groups.values.data(), groups.values.bytes(), ToHost(image.group_values.data())));
+        t->Download(groups.values.data(), groups.values.bytes(), 1, ToHost(image.group_values.data())));
   }
   const uint64_t positions =
       index.keeps_all() ? groups.values.size() : capacity;  // the canonical count
@@ -224,7 +264,7 @@ absl::StatusOr<IndexImage> ExportCudaIndex(const CudaHashIndex& index) {
   if (stored.stride > 0 && positions > 0) {
     records.resize(positions * stored.stride);
     GPUJOIN_RETURN_IF_ERROR(
-        t->Download(stored.records.data(), records.size(), ToHost(records.data())));
+        t->Download(stored.records.data(), records.size(), 1, ToHost(records.data())));
   }
   for (size_t c = 0; c < stored.columns.size(); ++c) {
     const CudaPayloadColumn& column = stored.columns[c];
@@ -241,20 +281,22 @@ absl::StatusOr<IndexImage> ExportCudaIndex(const CudaHashIndex& index) {
       }
     } else if (column.type == ColumnType::kBool) {
       p.data = ImageBuffer(BitmapBytes(positions));
-      GPUJOIN_RETURN_IF_ERROR(t->Download(column.data.data(), p.data.size(), ToHost(p.data.data())));
+      GPUJOIN_RETURN_IF_ERROR(
+          t->Download(column.data.data(), p.data.size(), 1, ToHost(p.data.data())));
       ClearTail(p.data, positions);
     } else {
       p.offsets = ImageBuffer((positions + 1) * 8);
       GPUJOIN_RETURN_IF_ERROR(
-          t->Download(column.offsets.data(), p.offsets.size(), ToHost(p.offsets.data())));
+          t->Download(column.offsets.data(), p.offsets.size(), 1, ToHost(p.offsets.data())));
       // The pad slots of a tiny table are empty: the bytes end at offsets[positions].
       p.data = ImageBuffer(p.offsets.as<uint64_t>()[positions]);
-      GPUJOIN_RETURN_IF_ERROR(t->Download(column.data.data(), p.data.size(), ToHost(p.data.data())));
+      GPUJOIN_RETURN_IF_ERROR(
+          t->Download(column.data.data(), p.data.size(), 1, ToHost(p.data.data())));
     }
     if (p.nullable) {
       p.validity = ImageBuffer(BitmapBytes(positions));
       GPUJOIN_RETURN_IF_ERROR(
-          t->Download(column.validity.data(), p.validity.size(), ToHost(p.validity.data())));
+          t->Download(column.validity.data(), p.validity.size(), 1, ToHost(p.validity.data())));
       ClearTail(p.validity, positions);
     }
     image.payload.push_back(std::move(p));
@@ -281,9 +323,9 @@ absl::StatusOr<std::unique_ptr<CudaHashIndex>> ImportCudaIndex(const IndexImage&
     GPUJOIN_ASSIGN_OR_RETURN(
         groups.values, CudaHashIndex::AllocatePayload<uint32_t>(image.group_values.size() / 4,
                                                                 device, "group values"));
-    GPUJOIN_RETURN_IF_ERROR(t->Upload(groups.ranges.data(), image.group_ranges.size(),
+    GPUJOIN_RETURN_IF_ERROR(t->Upload(groups.ranges.data(), image.group_ranges.size(), 1,
                                       FromHost(image.group_ranges.data())));
-    GPUJOIN_RETURN_IF_ERROR(t->Upload(groups.values.data(), image.group_values.size(),
+    GPUJOIN_RETURN_IF_ERROR(t->Upload(groups.values.data(), image.group_values.size(), 1,
                                       FromHost(image.group_values.data())));
     GPUJOIN_RETURN_IF_ERROR(t->Finish());
     index->SetGroups(std::move(groups));
@@ -302,7 +344,7 @@ absl::StatusOr<std::unique_ptr<CudaHashIndex>> ImportCudaIndex(const IndexImage&
                                                  "payload records"));
     // Record by record: the chunk's records interleave every fixed-width column.
     GPUJOIN_RETURN_IF_ERROR(t->Upload(
-        stored.records.data(), stored.records.bytes(),
+        stored.records.data(), stored.records.bytes(), layout.stride,
         [&](uint8_t* chunk, size_t offset, size_t n) {
           std::memset(chunk, 0, n);
           const uint64_t first = offset / layout.stride;
@@ -328,7 +370,7 @@ absl::StatusOr<std::unique_ptr<CudaHashIndex>> ImportCudaIndex(const IndexImage&
                              const char* what) -> absl::Status {
       GPUJOIN_ASSIGN_OR_RETURN(out,
                                CudaHashIndex::AllocatePayload<uint8_t>(BitmapBytes(slots), device, what));
-      return t->Upload(out.data(), out.bytes(), [&](uint8_t* chunk, size_t offset, size_t n) {
+      return t->Upload(out.data(), out.bytes(), 1, [&](uint8_t* chunk, size_t offset, size_t n) {
         const size_t have = offset < bits.size() ? std::min(n, bits.size() - offset) : 0;
         if (have > 0) std::memcpy(chunk, bits.data() + offset, have);
         std::memset(chunk + have, 0, n - have);
@@ -345,7 +387,7 @@ absl::StatusOr<std::unique_ptr<CudaHashIndex>> ImportCudaIndex(const IndexImage&
                                                    slots + 1, device, "payload offsets"));
       const std::span<const uint64_t> offsets = p.offsets.as<uint64_t>();
       GPUJOIN_RETURN_IF_ERROR(t->Upload(
-          column.offsets.data(), column.offsets.bytes(),
+          column.offsets.data(), column.offsets.bytes(), 8,
           [&](uint8_t* chunk, size_t offset, size_t n) {
             uint64_t* out = reinterpret_cast<uint64_t*>(chunk);
             const size_t first = offset / 8;
@@ -355,7 +397,8 @@ absl::StatusOr<std::unique_ptr<CudaHashIndex>> ImportCudaIndex(const IndexImage&
           }));
       GPUJOIN_ASSIGN_OR_RETURN(column.data, CudaHashIndex::AllocatePayload<uint8_t>(
                                                 p.data.size(), device, "payload string bytes"));
-      GPUJOIN_RETURN_IF_ERROR(t->Upload(column.data.data(), p.data.size(), FromHost(p.data.data())));
+      GPUJOIN_RETURN_IF_ERROR(
+          t->Upload(column.data.data(), p.data.size(), 1, FromHost(p.data.data())));
     }
     if (p.nullable) GPUJOIN_RETURN_IF_ERROR(upload_bitmap(p.validity, column.validity, "payload validity"));
     infos.push_back(PayloadColumnInfo{p.type, p.null_count, column.bytes()});
