@@ -208,7 +208,28 @@ test('hash: deterministic, batched like whole, nulls, strings, 32 and 64 bits', 
   assert.equal(hc.hashes[0], hc.hashes[3]);
   const hs = await client.hash([s], {batchRows: 3});
   assert.deepEqual(hs.hashes, (await client.hash([s])).hashes);
-  await assert.rejects(client.hash([[true, false]]), gj.DtypeError);
+  await assert.rejects(client.hash([new Uint8Array([1])]), gj.DtypeError);  // bool needs {type: 'bool'} or booleans
+});
+
+test('hash: the known answers of docs/hashing.md at 32 and 64 bits', async () => {
+  const cases = [
+    [[new Uint32Array([0])], 0x08d6d969, 0x3aefa6fd5cf2deb4n],
+    [[new Uint32Array([42])], 0x454235d1, 0xd756d7b62fc50bf1n],
+    [[new BigInt64Array([-1n])], 0xc182c6d9, 0x85d136adb773c6c9n],
+    [[new Float32Array([-0])], 0x08d6d969, 0x3aefa6fd5cf2deb4n],
+    [[{type: 'binary', values: [Buffer.from('abc')]}], 0x32d153ff, 0x44bc2cf5ad770999n],
+    [[['abc']], 0x32d153ff, 0x44bc2cf5ad770999n],
+    [[new Uint32Array([1]), ['x']], 0x312371b9, 0xdf65db6222acac39n],
+    [[[true]], 0x3892f731, 0x8a4127811b21e730n],
+  ];
+  for (const [columns, h32, h64] of cases) {
+    assert.equal((await client.hash(columns, {bits: 32})).hashes[0], h32);
+    assert.equal((await client.hash(columns)).hashes[0], h64);
+  }
+  // A bool column with nulls, across batches.
+  const b = await client.hash([[true, null, false, true]], {batchRows: 3});
+  assert.deepEqual(Array.from(b.hashes), [0x8a4127811b21e730n, 0n, b.hashes[2], 0x8a4127811b21e730n]);
+  assert.equal(b.nullCount, 1);
 });
 
 test('an index rebuilt between the batches of a lookup or join is AbortedError, never mixed answers', async () => {

@@ -33,7 +33,7 @@ const JOIN_KINDS = {
 const AGGREGATE_OPS = {count: 'AGGREGATE_OP_COUNT', sum: 'AGGREGATE_OP_SUM', min: 'AGGREGATE_OP_MIN',
                        max: 'AGGREGATE_OP_MAX', mean: 'AGGREGATE_OP_MEAN'};
 const DUPLICATES = {lowest_row: 'DUPLICATE_POLICY_LOWEST_ROW', keep_all: 'DUPLICATE_POLICY_KEEP_ALL'};
-const HASH_TYPES = ['uint32', 'int32', 'uint64', 'int64', 'float32', 'float64', 'binary', 'string'];
+const HASH_TYPES = ['uint32', 'int32', 'uint64', 'int64', 'float32', 'float64', 'bool', 'binary', 'string'];
 
 // ---------------------------------------------------------------- message conversions
 
@@ -828,8 +828,9 @@ class Client {
   /**
    * Row-wise hash of one or more equally long columns into one composite hash
    * per row: each a typed array (Uint32Array, Int32Array, BigUint64Array,
-   * BigInt64Array, Float32Array, Float64Array), an array of strings or
-   * Uint8Arrays, or {type, values, valid}. opts.bits: 64 (default) or 32.
+   * BigInt64Array, Float32Array, Float64Array), an array of strings, booleans
+   * or Uint8Arrays, or {type, values, valid} (docs/hashing.md: a bool hashes as
+   * the byte 0 or 1; strings go as binary, which hashes alike). opts.bits: 64 (default) or 32.
    * Returns {bits, hashes (BigUint64Array or Uint32Array; 0 for null rows),
    * validity (Arrow bitmap, 1 = valid), nullCount}.
    */
