@@ -42,8 +42,11 @@
 #include "cuda/aggregate_ops.hpp"
 #include "cuda/device_ops.hpp"
 #include "cuda/group_join.hpp"
+#include "cuda/hash_device.hpp"
 #include "cuda/index/groups.hpp"
 #include "cuda/payload/payload_ops.hpp"
+#include "hashing/hash_host.hpp"
+#include "hashing/row_hash.hpp"
 
 namespace gj = gpujoin::engine;
 namespace gd = gpujoin::engine::detail;
@@ -64,10 +67,10 @@ int g_failures = 0;
 // --profile: one timed repetition of a few rows (for Nsight Compute); MedianMs then
 // runs each operation three times (two warm-ups).
 bool g_profile = false;
-// --only=aggregate: the copy row and the group aggregation rows only.
-bool g_only_aggregate = false;
-// --only=multi_value: the copy row and the multi-value rows (issue 21) only.
-bool g_only_multi_value = false;
+// --only=SECTION: the copy row and that section's rows only (core: builds,
+// lookups, joins and payload; u64; multi_value; aggregate; hash).
+std::string g_only;
+bool Runs(const char* section) { return g_only.empty() || g_only == section; }
 // --groups=N: the group aggregation rows of N groups only (0: all group counts).
 uint32_t g_agg_groups = 0;
 
@@ -150,6 +153,19 @@ __global__ void MakeQueries64(uint64_t* q, uint64_t n, uint64_t build_n, bool ha
 
 // Multi-value build keys: row i holds KeyOf(i % keys), so each of `keys` keys
 // has n / keys rows, spread keys rows apart (the reserved key as in MakeKeys).
+// Hash inputs: int64 row i = Key64Of(i); string row i = 16 bytes (Key64Of(2i),
+// Key64Of(2i + 1)) at offset 16 i.
+__global__ void MakeHashInputs(int64_t* ints, uint64_t* chars, int32_t* offsets, uint64_t n) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i <= n;
+       i += uint64_t(gridDim.x) * blockDim.x) {
+    offsets[i] = int32_t(16 * i);
+    if (i == n) continue;
+    ints[i] = int64_t(Key64Of(i));
+    chars[2 * i] = Key64Of(2 * i);
+    chars[2 * i + 1] = Key64Of(2 * i + 1);
+  }
+}
+
 __global__ void MakeMultiKeys(uint32_t* out, uint64_t n, uint64_t keys) {
   for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n;
        i += uint64_t(gridDim.x) * blockDim.x) {
@@ -332,10 +348,10 @@ int main(int argc, char** argv) {
       quick = true;
     else if (std::strcmp(argv[i], "--profile") == 0)
       g_profile = true;
-    else if (std::strcmp(argv[i], "--only=aggregate") == 0)
-      g_only_aggregate = true;
-    else if (std::strcmp(argv[i], "--only=multi_value") == 0)
-      g_only_multi_value = true;
+    else if (std::strncmp(argv[i], "--only=", 7) == 0 &&
+             std::strstr(" core u64 multi_value aggregate hash ",
+                         (" " + std::string(argv[i] + 7) + " ").c_str()) != nullptr)
+      g_only = argv[i] + 7;
     else if (std::strncmp(argv[i], "--groups=", 9) == 0)
       g_agg_groups = uint32_t(std::strtoul(argv[i] + 9, nullptr, 10));
     else if (std::strncmp(argv[i], "--reps=", 7) == 0)
@@ -343,8 +359,8 @@ int main(int argc, char** argv) {
     else {
       std::printf(
           "usage: gpujoin-bench [--reps=N (>=5, default 7)] [--quick (1/16 sizes)] [--profile]\n"
-          "  [--only=aggregate (the copy and group aggregation rows only)]\n"
-          "  [--only=multi_value (the copy and multi-value index and join kind rows only)]\n"
+          "  [--only=core|u64|multi_value|aggregate|hash (the copy row and that section's\n"
+          "  rows only; core = builds, lookups, joins and payload gathers)]\n"
           "  [--groups=N (group aggregation: only the rows of N groups, one of 16, 256,\n"
           "  4097, 65536, 200000)]\n"
           "  --profile: for Nsight Compute; one repetition, only the direct and tile builds\n"
@@ -429,7 +445,7 @@ int main(int argc, char** argv) {
   };
   std::vector<Size> sizes = {{capacity, capacity / 2, "0.5"}, {capacity, max_n, "0.8"}};
   if (!g_profile) sizes.push_back({capacity / 16, capacity / 32, "0.5, 64 MiB table"});
-  for (const Size& size : g_only_aggregate || g_only_multi_value ? std::vector<Size>{} : sizes) {
+  for (const Size& size : !Runs("core") ? std::vector<Size>{} : sizes) {
     const uint64_t n = size.rows;
     const uint32_t cap = size.capacity;
     const gd::DeviceTable table{slots, cap};
@@ -813,7 +829,7 @@ int main(int argc, char** argv) {
   // 8 B per slot twice); count+scatter join = per left row key 4 B + a table
   // sector + a ranges sector 32 B + counts, positions, firsts 12 B + scan 12 B
   // + their re-read 16 B, per pair 8 B written (+ 4 B value list read).
-  if (!g_only_aggregate && !g_profile) {
+  if (Runs("multi_value") && !g_profile) {
     const uint64_t mkeys = (uint64_t{1} << 24) >> shift;
     const uint64_t mrows = 4 * mkeys;
     const uint64_t mq = mrows;                     // probe keys
@@ -1069,7 +1085,7 @@ int main(int argc, char** argv) {
   // path; lookups with found flags and statistics, all hits at 0.5 and half
   // misses at 0.8. Byte model: build key 8 B + a 32-byte sector + 16 B/slot
   // written; lookup key 8 B + a sector + value 4 B + found 1 B.
-  if (!g_only_aggregate && !g_only_multi_value) {
+  if (Runs("u64")) {
     const uint32_t cap = (1u << 27) >> shift;
     const uint64_t max_n = uint64_t(0.8 * cap);
     auto* slots64 = DeviceAlloc<gd::Slot64>(gd::TableAllocationSlots(cap));
@@ -1149,7 +1165,7 @@ int main(int argc, char** argv) {
 
   // Grouped aggregation over 2^28 rows: the default path of each group count and,
   // from 4097 groups, the other paths that hold the groups, for comparison.
-  if (!g_profile && !g_only_multi_value) {
+  if (!g_profile && Runs("aggregate")) {
     const uint64_t n = (uint64_t{1} << 28) >> shift;
     constexpr uint32_t kMaxGroups = 200000;
     uint32_t* gkeys = DeviceAlloc<uint32_t>(n);
@@ -1263,7 +1279,7 @@ int main(int argc, char** argv) {
   // Typed aggregation (issue 22): the exact int64 grouped sum over 2^26 rows, 16
   // and 256 groups, unmasked and masked; every group's sum and count checked
   // exactly against the host. Bytes: 4 (key) + 8 (value) + 4 (mask) per row.
-  if (!g_profile && !g_only_multi_value) {
+  if (!g_profile && Runs("aggregate")) {
     const uint64_t n = (uint64_t{1} << 26) >> shift;
     uint32_t* gkeys = DeviceAlloc<uint32_t>(n);
     uint32_t* gmask = DeviceAlloc<uint32_t>(n);
@@ -1334,6 +1350,101 @@ int main(int argc, char** argv) {
     CHECK_CUDA(cudaFree(counts));
     CHECK_CUDA(cudaFree(out));
     CHECK_CUDA(cudaFree(overflow));
+  }
+
+  // Row hashing (issue 22) on device-resident columns, 2^26 rows: int64 (hash64
+  // and hash32) and 16-byte strings (hash64). The target counts bytes read
+  // (int64: 8 B; string: 16 B + a 4-byte offset; "GB/s" counts them alone)
+  // against the copy's read + written rate.
+  // Rows at 64 places (1024 rows each) are checked against the host hash.
+  if (!g_profile && Runs("hash")) {
+    const uint64_t n = (uint64_t{1} << 26) >> shift;
+    auto* ints = DeviceAlloc<int64_t>(n);
+    auto* chars = DeviceAlloc<uint64_t>(2 * n);
+    auto* offsets = DeviceAlloc<int32_t>(n + 1);
+    auto* out = DeviceAlloc<uint64_t>(n);
+    auto* validity = DeviceAlloc<uint8_t>((n + 7) / 8);
+    auto* views = DeviceAlloc<gd::ColumnView>(1);
+    unsigned hblocks = 0;
+    Grid(n + 1, hblocks);
+    MakeHashInputs<<<hblocks, 256, 0, s>>>(ints, chars, offsets, n);
+    CHECK_CUDA(cudaGetLastError());
+    struct Case {
+      const char* name;
+      gj::ColumnType type;
+      bool wide;
+      double read;  // bytes per row
+    };
+    const Case cases[] = {{"hash64 int64", gj::ColumnType::kInt64, true, 8},
+                          {"hash32 int64", gj::ColumnType::kInt64, false, 8},
+                          {"hash64 string (16 bytes)", gj::ColumnType::kBinary, true, 20}};
+    for (const Case& c : cases) {
+      gd::ColumnView v;
+      v.type = c.type;
+      if (c.type == gj::ColumnType::kBinary) {
+        v.data = reinterpret_cast<const uint8_t*>(chars);
+        v.offsets = offsets;
+      } else {
+        v.data = reinterpret_cast<const uint8_t*>(ints);
+      }
+      CHECK_CUDA(cudaMemcpyAsync(views, &v, sizeof(v), cudaMemcpyHostToDevice, s));
+      CHECK_CUDA(cudaMemsetAsync(out, kPoison, n * 8, s));
+      CHECK_CUDA(cudaMemsetAsync(validity, kPoison, (n + 7) / 8, s));
+      const double ms = MedianMs(s, [&] {
+        if (c.wide) {
+          CHECK_CUDA(gd::LaunchHashRows<uint64_t>(views, 1, n, out, validity, s));
+        } else {
+          CHECK_CUDA(gd::LaunchHashRows<uint32_t>(views, 1, n, reinterpret_cast<uint32_t*>(out),
+                                                  validity, s));
+        }
+      });
+      CHECK_CUDA(cudaStreamSynchronize(s));
+      uint64_t wrong = 0;
+      for (uint64_t k = 0; k < 64; ++k) {
+        const uint64_t first = (n - 1024) / 63 * k & ~uint64_t{7}, m = 1024;
+        std::vector<int64_t> hi(m);
+        std::vector<uint8_t> hc(m * 16);
+        std::vector<int32_t> ho(m + 1);
+        std::vector<uint64_t> got64(m), want64(m);
+        std::vector<uint32_t> got32(m), want32(m);
+        std::vector<uint8_t> gotv(m / 8), wantv(m / 8);
+        CHECK_CUDA(cudaMemcpy(hi.data(), ints + first, m * 8, cudaMemcpyDeviceToHost));
+        CHECK_CUDA(cudaMemcpy(hc.data(), chars + 2 * first, m * 16, cudaMemcpyDeviceToHost));
+        for (uint64_t r = 0; r <= m; ++r) ho[r] = int32_t(16 * r);
+        if (c.wide) {
+          CHECK_CUDA(cudaMemcpy(got64.data(), out + first, m * 8, cudaMemcpyDeviceToHost));
+        } else {
+          CHECK_CUDA(cudaMemcpy(got32.data(), reinterpret_cast<uint32_t*>(out) + first, m * 4,
+                                cudaMemcpyDeviceToHost));
+        }
+        CHECK_CUDA(cudaMemcpy(gotv.data(), validity + first / 8, m / 8, cudaMemcpyDeviceToHost));
+        gj::HashColumn h;
+        h.type = c.type;
+        h.length = m;
+        if (c.type == gj::ColumnType::kBinary) {
+          h.data = hc;
+          h.offsets = ho;
+        } else {
+          h.data = {reinterpret_cast<const uint8_t*>(hi.data()), m * 8};
+        }
+        gj::HashNode node;
+        node.columns.push_back(h);
+        node.bits = c.wide ? gj::HashBits::k64 : gj::HashBits::k32;
+        node.out64 = want64;
+        node.out32 = want32;
+        node.out_validity = wantv;
+        gd::HashRowsHost(node);
+        wrong += c.wide ? got64 != want64 : got32 != want32;
+        wrong += gotv != wantv;
+      }
+      const bool ok = Check(wrong == 0, std::string(c.name) + " equals the host hash");
+      const bool target = c.wide;
+      g_rows.push_back({std::string(c.name) + ", bytes read" + (ok ? "" : " FAIL"), double(n), ms,
+                        double(n) * c.read, target ? ">= 50% copy" : "", target ? 0.5 : 0,
+                        target ? 2 : 0});
+    }
+    for (void* p : std::initializer_list<void*>{ints, chars, offsets, out, validity, views})
+      CHECK_CUDA(cudaFree(p));
   }
 
   std::printf("\ngpujoin-bench on %s (%d SMs), median of %d reps after warm-up%s\n", prop.name,

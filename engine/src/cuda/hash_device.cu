@@ -201,13 +201,10 @@ absl::Status PrepareDictionary(const HashColumn& c, size_t index, cudaStream_t s
   GPUJOIN_ASSIGN_OR_RETURN(
       out.dict_validity, Bytes::Async((dict.length + 31) / 32 * 4, stream, "dictionary validity"));
   if (dict.length != 0) {
-    const uint64_t blocks_needed = (dict.length + kBlockSize - 1) / kBlockSize;
-    const unsigned blocks =
-        static_cast<unsigned>(blocks_needed < kMaxBlocks ? blocks_needed : kMaxBlocks);
-    HashRowsKernel<H><<<blocks, kBlockSize, 0, stream>>>(
-        reinterpret_cast<const ColumnView*>(view.data()), 1, dict.length,
-        reinterpret_cast<H*>(out.dict_hashes.data()), out.dict_validity.data());
-    GPUJOIN_RETURN_IF_ERROR(CudaLaunchStatus("hash: launching the dictionary hash kernel"));
+    GPUJOIN_CUDA_RETURN(LaunchHashRows<H>(reinterpret_cast<const ColumnView*>(view.data()), 1,
+                                          dict.length, reinterpret_cast<H*>(out.dict_hashes.data()),
+                                          out.dict_validity.data(), stream),
+                        "hash: launching the dictionary hash kernel");
   }
   // The dictionary's own buffers are freed stream-ordered after the kernel.
   out.view.dict_hashes = out.dict_hashes.data();
@@ -225,13 +222,9 @@ absl::Status LaunchAndDownload(const Bytes& views, uint32_t num_columns, uint64_
                            DeviceBuffer<H>::Async(rows, stream, "hash output"));
   GPUJOIN_ASSIGN_OR_RETURN(Bytes validity,
                            Bytes::Async(validity_bytes, stream, "hash validity output"));
-  const uint64_t blocks_needed = (rows + kBlockSize - 1) / kBlockSize;
-  const unsigned blocks =
-      static_cast<unsigned>(blocks_needed < kMaxBlocks ? blocks_needed : kMaxBlocks);
-  HashRowsKernel<H>
-      <<<blocks, kBlockSize, 0, stream>>>(reinterpret_cast<const ColumnView*>(views.data()),
-                                          num_columns, rows, out.data(), validity.data());
-  GPUJOIN_RETURN_IF_ERROR(CudaLaunchStatus("hash: launching the hash kernel"));
+  GPUJOIN_CUDA_RETURN(LaunchHashRows<H>(reinterpret_cast<const ColumnView*>(views.data()),
+                                        num_columns, rows, out.data(), validity.data(), stream),
+                      "hash: launching the hash kernel");
   GPUJOIN_CUDA_RETURN(
       cudaMemcpyAsync(host_out, out.data(), rows * sizeof(H), cudaMemcpyDeviceToHost, stream),
       "hash: downloading hashes");
@@ -272,6 +265,22 @@ absl::Status HashPass(const HashNode& node, const std::vector<DeviceColumn>& dic
 }
 
 }  // namespace
+
+template <typename H>
+cudaError_t LaunchHashRows(const ColumnView* views, uint32_t num_columns, uint64_t rows, H* out,
+                           uint8_t* out_validity, cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  const uint64_t blocks_needed = (rows + kBlockSize - 1) / kBlockSize;
+  const unsigned blocks =
+      static_cast<unsigned>(blocks_needed < kMaxBlocks ? blocks_needed : kMaxBlocks);
+  HashRowsKernel<H>
+      <<<blocks, kBlockSize, 0, stream>>>(views, num_columns, rows, out, out_validity);
+  return cudaGetLastError();
+}
+template cudaError_t LaunchHashRows(const ColumnView*, uint32_t, uint64_t, uint32_t*, uint8_t*,
+                                    cudaStream_t);
+template cudaError_t LaunchHashRows(const ColumnView*, uint32_t, uint64_t, uint64_t*, uint8_t*,
+                                    cudaStream_t);
 
 bool IsDeviceHashNode(const HashNode& node) {
   for (const HashColumn& c : node.columns) {

@@ -27,4 +27,14 @@ inline constexpr uint64_t kHashRowsPerPass = uint64_t{1} << 24;
 absl::Status HashRowsDevice(const HashNode& node, cudaStream_t stream,
                             uint64_t rows_per_pass = kHashRowsPerPass);
 
+struct ColumnView;  // hashing/row_hash.hpp: one column as the row hash reads it
+
+/// Enqueues the row hash of `rows` rows of device-resident columns (`views`:
+/// device memory holding `num_columns` views of device buffers) into device
+/// `out` (one H per row) and `out_validity` (ceil(rows / 8) bytes); no wait.
+/// HashRowsDevice runs it per pass; the benchmark times it on resident data.
+template <typename H>
+cudaError_t LaunchHashRows(const ColumnView* views, uint32_t num_columns, uint64_t rows, H* out,
+                           uint8_t* out_validity, cudaStream_t stream);
+
 }  // namespace gpujoin::engine::detail
