@@ -415,6 +415,36 @@ void HashTarget(Writer& w) {
   *far.add_columns() = column(v1::COLUMN_TYPE_UINT32, bytes32, uint64_t{1} << 41, 1);
   w.Put(t, "offset_2_41", far.SerializeAsString());
   w.Put(t, "no_columns", v1::HashRequest().SerializeAsString());
+
+  // Nested and dictionary columns (issue 22): list<struct<int32, string>>, a
+  // map, a dictionary with a null entry, and one index outside the dictionary.
+  v1::HashColumn ids = column(v1::COLUMN_TYPE_INT32, bytes32, 1, 4);
+  v1::HashColumn words = column(v1::COLUMN_TYPE_STRING, "abcdef", 0, 5);
+  words.set_offsets(Packed({0, 1, 2, 3, 4, 6}));
+  words.set_validity(std::string("\x1d", 1));
+  v1::HashColumn elems = column(v1::COLUMN_TYPE_STRUCT, "", 0, 4);
+  *elems.add_children() = ids;
+  *elems.add_children() = words;
+  v1::HashColumn list = column(v1::COLUMN_TYPE_LIST, "", 1, 3);
+  list.set_offsets(Packed({0, 0, 2, 2, 4}));
+  list.set_validity(std::string("\x0b", 1));
+  *list.add_children() = elems;
+  v1::HashColumn map = column(v1::COLUMN_TYPE_MAP, "", 0, 3);
+  map.set_offsets(Packed({0, 1, 3, 4}));
+  *map.add_children() = words;
+  map.mutable_children(0)->set_validity("");
+  *map.add_children() = column(v1::COLUMN_TYPE_INT8, "\x01\x02\x03\x04", 0, 4);
+  v1::HashColumn dict = column(v1::COLUMN_TYPE_DICTIONARY, std::string("\x00\x01\x04", 3), 0, 3);
+  dict.set_index_type(v1::COLUMN_TYPE_UINT8);
+  *dict.add_children() = words;
+  v1::HashRequest nested;
+  *nested.add_columns() = list;
+  *nested.add_columns() = map;
+  *nested.add_columns() = dict;
+  w.Put(t, "nested_list_map_dictionary", nested.SerializeAsString());
+  v1::HashRequest outside = nested;
+  outside.mutable_columns(2)->set_data(std::string("\x00\x05\x04", 3));
+  w.Put(t, "dictionary_index_outside", outside.SerializeAsString());
 }
 
 std::string Spec(const std::string& name, uint64_t capacity, bool replace = false) {
