@@ -10,9 +10,13 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <random>
+#include <span>
+#include <vector>
 
 #include "backends.hpp"
 #include "gpujoin/engine/backend.hpp"
+#include "gpujoin/engine/graph.hpp"
 #include "gpujoin/engine/index_image.hpp"
 #include "index_image_cases.hpp"
 
@@ -75,6 +79,48 @@ TEST_P(IndexImageDifferentialTest, ExportsAgreeAndImportsAnswerAcrossBackends) {
       EXPECT_EQ(ImageDifference(*from.image, *again), "");
     }
   }
+}
+
+// Payload records wider than 64 bytes (17 int64 columns: 136 bytes, stride 192,
+// which does not divide the 32 MiB staging chunks) over more than one chunk
+// (262144 slots x 192 bytes = 48 MiB): no record may be split between chunks.
+TEST(IndexImageWideRecords, RecordsAcrossStagingChunks) {
+  std::unique_ptr<Backend> cuda, cpu;
+  CreateCudaAndCpuBackends(cuda, cpu, "index image wide payload records");
+  if (::testing::Test::IsSkipped() || ::testing::Test::HasFatalFailure()) return;
+  constexpr uint64_t kRows = 150000;
+  constexpr size_t kColumns = 17;
+  std::vector<uint32_t> keys(kRows);
+  std::vector<std::vector<int64_t>> columns(kColumns, std::vector<int64_t>(kRows));
+  std::mt19937_64 rng(99);
+  for (uint64_t r = 0; r < kRows; ++r) {
+    keys[r] = uint32_t(r * 2654435761u + 1);
+    for (auto& c : columns) c[r] = int64_t(rng());
+  }
+  std::vector<ColumnView> payload;
+  for (const auto& c : columns) {
+    payload.push_back(ColumnView{ColumnType::kInt64, kRows, std::as_bytes(std::span(c)), {}, {}});
+  }
+  HashIndexSpec spec;
+  spec.capacity = 1u << 18;
+  std::vector<std::unique_ptr<HashIndex>> built;
+  for (Backend* b : {cpu.get(), cuda.get()}) {
+    auto index = b->CreateIndex(spec);
+    ASSERT_TRUE(index.ok()) << index.status();
+    CommandGraph graph;
+    graph.Add(BuildIndexNode{index->get(), {std::span<const uint32_t>(keys)}, {}, 0, nullptr, payload});
+    ASSERT_TRUE(b->Run(graph).ok());
+    built.push_back(std::move(*index));
+  }
+  auto cpu_image = cpu->ExportIndex(*built[0]);
+  auto cuda_image = cuda->ExportIndex(*built[1]);
+  ASSERT_TRUE(cpu_image.ok() && cuda_image.ok());
+  EXPECT_EQ(ImageDifference(*cpu_image, *cuda_image), "");
+  auto imported = cuda->ImportIndex(*cpu_image);
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  auto again = cuda->ExportIndex(**imported);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(ImageDifference(*cpu_image, *again), "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, IndexImageDifferentialTest, ::testing::ValuesIn(AllImageCases()),

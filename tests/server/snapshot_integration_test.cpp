@@ -632,6 +632,58 @@ TEST_F(SnapshotIntegrationTest, SnapshotsMoveAcrossBackends) {
   }
 }
 
+TEST_F(SnapshotIntegrationTest, ARebuildDuringAWriteSupersedesIt) {
+  // Slow writes (100 ms per MiB): the first version's write is still running
+  // when the second version is installed.
+  Start({"--snapshot-test-write-delay-ms=100"});
+  Kind first{.name = "r", .rows = 60000, .key_range = 1 << 30, .payload = true, .seed = 91};
+  Kind second = first;
+  second.seed = 92;
+  BuildOk(first);
+  v1::IndexInfo second_info;
+  BuildOk(second, &second_info);
+  ASSERT_TRUE(WaitForLog(Written("r", 2), std::chrono::seconds(40))) << server_->log();
+  EXPECT_THAT(server_->log(), HasSubstr("snapshot of index \"r\" version 1 superseded"));
+  EXPECT_EQ(server_->log().find(Written("r", 1)), std::string::npos);
+  EXPECT_EQ(MetricValue(Metrics(), "gpujoin_snapshot_superseded_total"), 1);
+  auto reader = SnapshotReader::Open((dir_ / "r.gjsnap").string());
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EXPECT_EQ(reader->meta().version, 2u);
+  const std::string answers = Answers(second, second_info);
+  for (const auto& e : fs::directory_iterator(dir_)) {
+    EXPECT_EQ(e.path().filename().string(), "r.gjsnap");  // no temporary file left
+  }
+  Kill();
+  Start();
+  auto info = Describe("r");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(Answers(second, *info), answers);
+}
+
+TEST_F(SnapshotIntegrationTest, LoadsAreBoundedByTheBudget) {
+  Start();
+  BuildOk({.name = "small", .rows = 50, .seed = 95});
+  BuildOk({.name = "large", .rows = 20000, .key_range = 1 << 30, .payload = true, .seed = 96});
+  ASSERT_TRUE(WaitForLog(Written("small", 1)));
+  ASSERT_TRUE(WaitForLog(Written("large", 1)));
+  Kill();
+  // Room for the small index, not for the large one.
+  Start({"--device-memory-limit=256K"});
+  EXPECT_THAT(server_->log(), HasSubstr("snapshot \"large.gjsnap\" skipped (budget)"));
+  EXPECT_THAT(server_->log(), HasSubstr("--device-memory-limit"));
+  EXPECT_EQ(MetricValue(Metrics(), "gpujoin_snapshot_load_failures_total{reason=\"budget\"}"), 1);
+  EXPECT_TRUE(Describe("small").ok());
+  EXPECT_TRUE(absl::IsNotFound(Describe("large").status()));
+  grpc::ClientContext ctx;
+  v1::LoadIndexRequest r;
+  r.set_name("large");
+  v1::LoadIndexResponse resp;
+  const grpc::Status s = stub_->LoadIndex(&ctx, r, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(s.error_message(), HasSubstr("--device-memory-limit"));
+  EXPECT_TRUE(absl::IsNotFound(Describe("large").status()));
+}
+
 TEST_F(SnapshotIntegrationTest, WithoutDataDirSaveAndLoadAreFailedPrecondition) {
   Start({}, /*data_dir=*/false);
   EXPECT_THAT(server_->log(), HasSubstr("snapshots: off"));
