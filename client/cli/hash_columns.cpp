@@ -82,7 +82,7 @@ bool AppendValue(ColumnType type, std::string_view s, std::vector<uint8_t>* data
       Append(data, v);
       return true;
     }
-    case ColumnType::kBinary: break;
+    default: break;
   }
   return false;
 }
@@ -95,7 +95,7 @@ size_t Width(ColumnType type) {
     case ColumnType::kUint64:
     case ColumnType::kInt64:
     case ColumnType::kFloat64: return 8;
-    case ColumnType::kBinary: return 0;
+    default: return 0;
   }
   return 0;
 }
@@ -111,6 +111,7 @@ std::string_view HashTypeName(ColumnType type) {
     case ColumnType::kFloat32: return "float32";
     case ColumnType::kFloat64: return "float64";
     case ColumnType::kBinary: return "string";
+    default: break;
   }
   return "?";
 }
@@ -147,7 +148,12 @@ ColumnType InferHashType(const Table& table, size_t col) {
   return ColumnType::kFloat64;
 }
 
+std::string HashInput::TypeName() const {
+  return schema ? schema->ToString() : std::string(HashTypeName(type));
+}
+
 client::HashColumn HashInput::View() const {
+  if (tree) return tree->view();
   client::HashColumn c;
   c.type = type;
   c.data = data;
@@ -161,21 +167,50 @@ client::HashColumn HashInput::View() const {
 absl::StatusOr<HashInput> BuildHashInput(const Table& table, std::string_view spec) {
   std::string_view name = spec;
   std::optional<ColumnType> forced;
-  if (const size_t colon = spec.rfind(':'); colon != std::string_view::npos) {
-    auto t = ParseHashType(spec.substr(colon + 1));
-    if (t.ok()) {
+  std::optional<HashSchema> schema;
+  // A type expression may hold ':' itself (struct<a: int32>): the column name
+  // ends at the first ':' whose remainder parses as a type.
+  for (size_t colon = spec.find(':'); colon != std::string_view::npos && !forced && !schema;
+       colon = spec.find(':', colon + 1)) {
+    const std::string_view type = spec.substr(colon + 1);
+    if (auto t = ParseHashType(type); t.ok()) {
       forced = *t;
       name = spec.substr(0, colon);
-    } else if (!table.Column(spec).ok()) {
+    } else if (auto s = ParseHashSchema(type); s.ok()) {
+      schema = *std::move(s);
+      name = spec.substr(0, colon);
+    } else if (spec.find(':', colon + 1) == std::string_view::npos && !table.Column(spec).ok()) {
       // Not a column name containing ':' either: report the bad type.
-      return absl::InvalidArgumentError(absl::StrCat("--cols ", std::string(spec), ": ",
-                                                     std::string(t.status().message())));
+      const bool expression = type.find('<') != std::string_view::npos;
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--cols ", std::string(spec), ": ",
+          std::string(expression ? s.status().message() : t.status().message())));
     }
   }
   auto col = table.Column(name);
   if (!col.ok()) return col.status();
   HashInput in;
   in.name = std::string(name);
+  if (!forced && !schema && IsNestedJsonColumn(table, *col)) {
+    auto inferred = InferJsonSchema(table, *col, in.name);
+    if (!inferred.ok()) return inferred.status();
+    schema = *std::move(inferred);
+  }
+  if (schema) {
+    in.type = schema->type;
+    in.rows = table.rows.size();
+    in.tree.emplace(MakeHashBuilder(*schema));
+    for (size_t r = 0; r < table.rows.size(); ++r) {
+      if (auto s = AppendHashCell(*schema, table.rows[r].cells[*col], table.Where(r), in.name,
+                                  &*in.tree);
+          !s.ok()) {
+        return s;
+      }
+    }
+    in.null_count = in.tree->null_count();
+    in.schema = std::move(schema);
+    return in;
+  }
   in.type = forced ? *forced : InferHashType(table, *col);
   in.rows = table.rows.size();
   in.validity.assign((in.rows + 7) / 8, 0);

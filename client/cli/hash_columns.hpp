@@ -4,12 +4,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "gpujoin/client/client.hpp"
+#include "hash_json.hpp"
 #include "table.hpp"
 
 namespace gpujoin::cli {
@@ -33,12 +35,21 @@ struct HashInput {
   std::vector<uint8_t> validity;  ///< Arrow bitmap, LSB order; always present
   uint64_t rows = 0;
   uint64_t null_count = 0;
+  /// Nested, JSON and the types beyond the first seven: the column's type and
+  /// its rows (then `data`, `offsets` and `validity` are unused).
+  std::optional<HashSchema> schema;
+  std::optional<client::HashColumnBuilder> tree;
 
   /// A borrowed view for client::Client::HashAll (valid while this lives).
   client::HashColumn View() const;
+  /// HashTypeName(type), or the schema's expression ("list<int64>", ...).
+  std::string TypeName() const;
 };
 
-/// Encodes `spec` ("col" or "col:type") of `table`. Errors (INVALID_ARGUMENT)
+/// Encodes `spec` ("col" or "col:type") of `table`. `type` is a HashTypeName
+/// or any type expression of ParseHashSchema (`list<int64>`, `int8`, ...); a
+/// JSON Lines column whose values are all arrays or objects is nested, its
+/// type inferred by InferJsonSchema unless given. Errors (INVALID_ARGUMENT)
 /// name the column, and for unparsable cells the file, line and column.
 absl::StatusOr<HashInput> BuildHashInput(const Table& table, std::string_view spec);
 

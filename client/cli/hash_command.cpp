@@ -14,7 +14,8 @@ namespace gpujoin::cli {
 int CmdHash(const Globals& g, const HashArgs& a) {
   if (a.bits != 32 && a.bits != 64) UsageFail(absl::StrCat("hash: --bits must be 32 or 64"));
   Table t = Load(g, a.from);
-  std::vector<std::string> specs = absl::StrSplit(a.cols, ',', absl::SkipEmpty());
+  // Type expressions hold commas of their own (map<string, int64>).
+  std::vector<std::string> specs = SplitHashColumnSpecs(a.cols);
   if (specs.empty()) UsageFail("hash: --cols needs at least one column");
   std::vector<HashInput> inputs;
   for (const auto& s : specs) inputs.push_back(InputOrDie(BuildHashInput(t, s)));
@@ -37,7 +38,7 @@ int CmdHash(const Globals& g, const HashArgs& a) {
     row->emplace_back(r.Valid(i) ? Cell(std::to_string(r.hashes[i])) : std::nullopt);
   });
   Json types = Json::object();
-  for (const auto& in : inputs) types[in.name] = std::string(HashTypeName(in.type));
+  for (const auto& in : inputs) types[in.name] = in.TypeName();
   Note(g, absl::StrCat("hash: ", t.rows.size(), " rows, ", r.null_count, " null, ", a.bits,
                        "-bit"));
   EmitRows(g, Json{{"bits", a.bits}, {"column_types", types}, {"null_rows", r.null_count}}, out,
