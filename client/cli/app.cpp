@@ -15,6 +15,7 @@ int RunCli(int argc, char** argv) {
       "gpujoin: command-line client of the gpujoind GPU hash-index service.\n"
       "Exit codes: 0 ok, 1 server/RPC error, 2 usage or input error."};
   app.name("gpujoin");
+  app.set_version_flag("--version", "gpujoin " GPUJOIN_VERSION);
   app.require_subcommand(1);
   app.fallthrough(true);
   Globals g;
@@ -71,7 +72,8 @@ int RunCli(int argc, char** argv) {
   build->add_option("NAME", ba.name, "index name")->required();
   build->add_option("--from", ba.from, "input file (CSV/TSV/JSONL/.u32/.u64/.i64, - = stdin)")
       ->required();
-  build->add_option("--key", ba.key, "key column (integers; see --key-type)")->required();
+  build->add_option("--key", ba.key,
+                    "key column (integers; see --key-type; default for .u32/.u64/.i64: key)");
   add_key_type(build, ba.key_type);
   auto* val = build->add_option("--value", ba.value, "value column (uint32)");
   build->add_flag("--row-ids", ba.row_ids, "values are row numbers (the default)")->excludes(val);
@@ -130,7 +132,8 @@ int RunCli(int argc, char** argv) {
       "lookup", "append each row's matched value, a found flag and --select payload columns");
   lookup->add_option("NAME", la.name, "index name")->required();
   lookup->add_option("--from", la.from, "input file")->required();
-  lookup->add_option("--key", la.key, "key column (integers; see --key-type)")->required();
+  lookup->add_option("--key", la.key,
+                     "key column (integers; see --key-type; default for .u32/.u64/.i64: key)");
   add_key_type(lookup, la.key_type);
   lookup->add_option("--select", la.select,
                      "payload columns of the index to append, e.g. type,site");
@@ -192,6 +195,8 @@ int RunCli(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // With fallthrough, a misspelled command surfaces as "a subcommand is

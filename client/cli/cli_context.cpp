@@ -3,6 +3,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -12,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "progress.hpp"
+#include "row_writer.hpp"
 
 namespace gpujoin::cli {
 namespace {
@@ -78,6 +83,41 @@ Table Load(const Globals& g, const std::string& path) {
   return InputOrDie(ReadTable(path, f));
 }
 
+std::unique_ptr<TableReader> OpenInput(const Globals& g, const std::string& path) {
+  TableReader::Options o;
+  o.format = InputOrDie(ParseInputFormat(g.input_format));
+  o.batch_rows = g.batch_rows;
+  return InputOrDie(TableReader::Open(path, o));
+}
+
+std::string KeyColumnOf(const std::string& flag, const TableReader& input,
+                        std::string_view command, std::string_view option) {
+  std::string key = flag;
+  if (key.empty()) {
+    const InputFormat f = input.format();
+    if (f != InputFormat::kU32 && f != InputFormat::kU64 && f != InputFormat::kI64) {
+      UsageFail(absl::StrCat(std::string(command), ": ", std::string(option), " COL is required for ",
+                             input.source(),
+                             " (only .u32, .u64 and .i64 files have a default key column)"));
+    }
+    key = "key";
+  }
+  RequireColumn(input, key);
+  return key;
+}
+
+void RequireColumn(const TableReader& input, std::string_view name) {
+  (void)InputOrDie(input.EmptyTable().Column(name));
+}
+
+std::vector<ColumnKind> InputKinds(const Table& batch) {
+  std::vector<ColumnKind> kinds(batch.header.size(), ColumnKind::kString);
+  for (size_t c = 0; c < batch.cell_kinds.size() && c < kinds.size(); ++c) {
+    kinds[c] = KindOfCells(batch.cell_kinds[c]);
+  }
+  return kinds;
+}
+
 bool ProgressEnabled(const Globals& g) { return !g.quiet && !g.json && StderrIsTerminal(); }
 
 void Note(const Globals& g, const std::string& line) {
@@ -96,35 +136,16 @@ std::string Percent(uint64_t part, uint64_t whole) {
 }
 
 void EmitRows(const Globals& g, Json summary, const ResultTable& rows, const std::string& out) {
-  std::string error;
-  if (!out.empty()) {
-    if (!WriteResultFile(out, rows, &error)) UsageFail(error);
-  }
-  if (g.json) {
-    if (out.empty()) {
-      summary["columns"] = rows.columns;
-      summary["rows"] = RowsToJson(rows);
-    } else {
-      summary["out"] = out;
-      summary["rows_written"] = rows.RowCount();
-    }
-    std::cout << summary.dump(2) << '\n';
-    return;
-  }
-  if (out.empty()) {
-    if (StdoutIsTerminal() && rows.RowCount() <= 200) {
-      WriteAligned(std::cout, rows);
-    } else {
-      WriteDelimited(std::cout, rows, ',');
-    }
-    std::cout.flush();
-    if (!std::cout) UsageFail("<stdout>: write failed");
-  }
+  RowWriter w(g, out);
+  w.Begin(rows);
+  w.WriteAll(rows);
+  w.Finish(std::move(summary));
 }
 
 ResultTable StartFrom(const Table& t) {
   ResultTable r;
-  for (const auto& h : t.header) r.AddColumn(h, ColumnKind::kString);
+  const std::vector<ColumnKind> kinds = InputKinds(t);
+  for (size_t c = 0; c < t.header.size(); ++c) r.AddColumn(t.header[c], kinds[c]);
   return r;
 }
 

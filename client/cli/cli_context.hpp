@@ -15,6 +15,7 @@
 #include "gpujoin/client/client.hpp"
 #include "output.hpp"
 #include "table.hpp"
+#include "table_reader.hpp"
 
 namespace gpujoin::cli {
 
@@ -79,6 +80,22 @@ client::StreamOptions Streaming(const Globals& g);
 /// Reads an input file in the --format; UsageFail on errors.
 Table Load(const Globals& g, const std::string& path);
 
+/// Opens an input file for reading in batches of --batch-rows rows in the
+/// --format; UsageFail on errors (a bad header, an unsupported format).
+std::unique_ptr<TableReader> OpenInput(const Globals& g, const std::string& path);
+
+/// The key column `flag` names (--key), or "key" for a .u32/.u64/.i64 file
+/// when it is empty; UsageFail naming `option` (in `command`) for a text file
+/// without it, or when the file has no such column.
+std::string KeyColumnOf(const std::string& flag, const TableReader& input,
+                        std::string_view command, std::string_view option = "--key");
+
+/// UsageFail unless `input` has column `name` (the message lists the columns).
+void RequireColumn(const TableReader& input, std::string_view name);
+
+/// The rendering kinds of a batch's input columns (JSON Lines numbers stay numbers).
+std::vector<ColumnKind> InputKinds(const Table& batch);
+
 /// Progress bars only on a terminal, and not with --quiet or --json.
 bool ProgressEnabled(const Globals& g);
 
@@ -96,7 +113,7 @@ std::string Percent(uint64_t part, uint64_t whole);
 /// stdout (aligned on a terminal for at most 200 rows, CSV otherwise).
 void EmitRows(const Globals& g, Json summary, const ResultTable& rows, const std::string& out);
 
-/// A result table starting with the columns of input table `t`.
+/// A result table starting with the columns of input table `t` (kinds from its cells).
 ResultTable StartFrom(const Table& t);
 
 /// Query statistics as JSON / as one human line.

@@ -222,21 +222,23 @@ std::optional<float> ParseF32Text(std::string_view s) {
   return v;
 }
 
-absl::StatusOr<KeyKind> InferKeyKind(const Table& table, std::string_view name) {
+absl::StatusOr<KeyKind> KeyKindTracker::Observe(const Table& table, std::string_view name) {
   auto col = table.Column(name);
   if (!col.ok()) return col.status();
   // A binary file says what it holds.
   switch (table.format) {
     case InputFormat::kU32:
-      return KeyKind::kU32;
+      binary_ = KeyKind::kU32;
+      return *binary_;
     case InputFormat::kU64:
-      return KeyKind::kU64;
+      binary_ = KeyKind::kU64;
+      return *binary_;
     case InputFormat::kI64:
-      return KeyKind::kI64;
+      binary_ = KeyKind::kI64;
+      return *binary_;
     default:
       break;
   }
-  std::optional<size_t> negative, above_i64, above_u32;
   for (size_t r = 0; r < table.rows.size(); ++r) {
     const Cell& c = table.rows[r].cells[*col];
     const IntegerShape shape = c ? ShapeOf(*c) : IntegerShape::kNone;
@@ -244,39 +246,53 @@ absl::StatusOr<KeyKind> InferKeyKind(const Table& table, std::string_view name) 
       return absl::InvalidArgumentError(
           absl::StrCat(Position(table, r, *col), ": ", Shown(c), " ", why));
     };
+    bool this_is_negative = false;
     switch (shape) {
       case IntegerShape::kNone:
         return fail(c ? kNotAnIntegerKey : "is not an integer key");
       case IntegerShape::kTooWide:
         return fail("fits no key type (it needs more than 64 bits)");
       case IntegerShape::kNegative:
-        if (!negative) negative = r;
+        if (!negative_) negative_ = Seen{table.rows[r].line, Shown(c)};
+        this_is_negative = true;
         break;
       case IntegerShape::kU64Large:
-        if (!above_i64) above_i64 = r;
-        [[fallthrough]];
+        if (!above_i64_) above_i64_ = Seen{table.rows[r].line, Shown(c)};
+        above_u32_ = true;
+        break;
       case IntegerShape::kU64Small:
-        if (!above_u32) above_u32 = r;
+        above_u32_ = true;
         break;
       case IntegerShape::kU32:
         break;
     }
-    if (negative && above_i64) {
+    if (negative_ && above_i64_ &&
+        (shape == IntegerShape::kNegative || shape == IntegerShape::kU64Large)) {
       // This row completes the conflict: name it and the other one.
-      const bool this_is_negative = *negative == r;
-      const size_t other = this_is_negative ? *above_i64 : *negative;
-      return fail(
-          absl::StrCat("fits no key type: ",
-                       this_is_negative ? "it is negative (int64) but "
-                                        : "it is above 9223372036854775807 "
-                                          "(uint64 only) but ",
-                       table.binary_rows ? "row " : "line ", table.rows[other].line, " holds ", Shown(table.rows[other].cells[*col]),
-                       this_is_negative ? ", above 9223372036854775807" : ", a negative key"));
+      const Seen& other = this_is_negative ? *above_i64_ : *negative_;
+      return fail(absl::StrCat("fits no key type: ",
+                               this_is_negative ? "it is negative (int64) but "
+                                                : "it is above 9223372036854775807 "
+                                                  "(uint64 only) but ",
+                               table.binary_rows ? "row " : "line ", other.line, " holds ",
+                               other.shown,
+                               this_is_negative ? ", above 9223372036854775807"
+                                                : ", a negative key"));
     }
   }
-  if (negative) return KeyKind::kI64;
-  if (above_u32) return KeyKind::kU64;
+  return kind();
+}
+
+KeyKind KeyKindTracker::kind() const {
+  if (binary_) return *binary_;
+  if (negative_) return KeyKind::kI64;
+  if (above_u32_) return KeyKind::kU64;
   return KeyKind::kU32;
+}
+
+absl::StatusOr<KeyKind> InferKeyKind(const Table& table, std::string_view name) {
+  KeyKindTracker tracker;
+  return tracker.Observe(table, name);
 }
 
 KeyKind WiderKeyKind(KeyKind a, KeyKind b) {
@@ -362,61 +378,49 @@ absl::StatusOr<std::vector<uint32_t>> MaskColumn(const Table& table, std::string
       "is not a mask (uint32, true or false)");
 }
 
-absl::StatusOr<GroupEncoding> EncodeGroups(const Table& table, std::string_view name,
-                                           uint32_t max_direct) {
+absl::Status GroupEncoder::Observe(const Table& table, std::string_view name) {
   auto col = table.Column(name);
   if (!col.ok()) return col.status();
-  const size_t n = table.rows.size();
-  GroupEncoding g;
-  g.codes.assign(n, 0);
-  g.present.assign(n, 0);
-
-  // Direct mode when every label is a small uint32.
-  bool direct = true;
-  uint32_t max_label = 0;
-  bool numeric = true;  // every label parses as uint32 (for ordering)
-  for (size_t r = 0; r < n; ++r) {
-    const Cell& c = table.rows[r].cells[*col];
+  for (const Row& row : table.rows) {
+    const Cell& c = row.cells[*col];
     if (!c) continue;
+    // The distinct labels as written (dictionary mode), and in direct mode
+    // which values occur.
+    if (!code_.emplace(*c, 0).second) continue;
+    if (!numeric_) continue;
     auto v = ParseU32Text(*c);
     if (!v) {
-      numeric = false;
-      direct = false;
-      break;
+      numeric_ = false;
+      direct_ = false;
+    } else if (*v > max_direct_) {
+      direct_ = false;
+    } else {
+      if (seen_.size() <= *v) seen_.resize(*v + 1, false);
+      seen_[*v] = true;
     }
-    if (*v > max_direct) direct = false;
-    max_label = std::max(max_label, *v);
   }
-  if (direct) {
-    std::vector<bool> seen;
-    for (size_t r = 0; r < n; ++r) {
-      const Cell& c = table.rows[r].cells[*col];
-      if (!c) continue;
-      const uint32_t v = *ParseU32Text(*c);
-      g.codes[r] = v;
-      g.present[r] = 1;
-      if (seen.size() <= v) seen.resize(v + 1, false);
-      seen[v] = true;
-    }
-    g.groups = static_cast<uint32_t>(seen.size());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<GroupEncoding> GroupEncoder::Finish(std::string_view source,
+                                                   std::string_view name) {
+  GroupEncoding g;
+  finished_direct_ = direct_;
+  if (direct_) {
+    g.groups = static_cast<uint32_t>(seen_.size());
     g.labels.resize(g.groups);
     for (uint32_t v = 0; v < g.groups; ++v) {
       g.labels[v] = std::to_string(v);
-      if (seen[v]) g.order.push_back(v);
+      if (seen_[v]) g.order.push_back(v);
     }
     return g;
   }
-
   // Dictionary mode: sort the distinct labels (numerically when all are
   // numbers) and number them densely.
-  std::unordered_map<std::string, uint32_t> code;
   std::vector<std::string> distinct;
-  for (size_t r = 0; r < n; ++r) {
-    const Cell& c = table.rows[r].cells[*col];
-    if (!c) continue;
-    if (code.emplace(*c, 0).second) distinct.push_back(*c);
-  }
-  if (numeric) {
+  distinct.reserve(code_.size());
+  for (const auto& [label, code] : code_) distinct.push_back(label);
+  if (numeric_) {
     std::sort(distinct.begin(), distinct.end(), [](const std::string& a, const std::string& b) {
       return *ParseU32Text(a) < *ParseU32Text(b);
     });
@@ -424,21 +428,59 @@ absl::StatusOr<GroupEncoding> EncodeGroups(const Table& table, std::string_view 
     std::sort(distinct.begin(), distinct.end());
   }
   if (distinct.size() > std::numeric_limits<uint32_t>::max()) {
-    return absl::InvalidArgumentError(absl::StrCat(table.source, ": column '", std::string(name),
+    return absl::InvalidArgumentError(absl::StrCat(std::string(source), ": column '",
+                                                   std::string(name),
                                                    "' has too many distinct labels"));
   }
-  for (size_t i = 0; i < distinct.size(); ++i) code[distinct[i]] = static_cast<uint32_t>(i);
-  for (size_t r = 0; r < n; ++r) {
-    const Cell& c = table.rows[r].cells[*col];
-    if (!c) continue;
-    g.codes[r] = code[*c];
-    g.present[r] = 1;
-  }
+  for (size_t i = 0; i < distinct.size(); ++i) code_[distinct[i]] = static_cast<uint32_t>(i);
   g.groups = static_cast<uint32_t>(distinct.size());
   g.labels = std::move(distinct);
   g.order.resize(g.groups);
   for (uint32_t i = 0; i < g.groups; ++i) g.order[i] = i;
   g.dictionary = true;
+  return g;
+}
+
+absl::Status GroupEncoder::Encode(const Table& table, std::string_view name,
+                                  std::vector<uint32_t>* codes,
+                                  std::vector<uint32_t>* present) const {
+  auto col = table.Column(name);
+  if (!col.ok()) return col.status();
+  const size_t n = table.rows.size();
+  codes->assign(n, 0);
+  present->assign(n, 0);
+  for (size_t r = 0; r < n; ++r) {
+    const Cell& c = table.rows[r].cells[*col];
+    if (!c) continue;
+    if (finished_direct_) {
+      auto v = ParseU32Text(*c);
+      if (!v || *v >= seen_.size()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(table.Where(r), ": group label ", *c, " was not in the first pass"));
+      }
+      (*codes)[r] = *v;
+    } else {
+      auto it = code_.find(*c);
+      if (it == code_.end()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(table.Where(r), ": group label ", *c, " was not in the first pass"));
+      }
+      (*codes)[r] = it->second;
+    }
+    (*present)[r] = 1;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<GroupEncoding> EncodeGroups(const Table& table, std::string_view name,
+                                           uint32_t max_direct) {
+  GroupEncoder e(max_direct);
+  absl::Status st = e.Observe(table, name);
+  if (!st.ok()) return st;
+  auto g = e.Finish(table.source, name);
+  if (!g.ok()) return g.status();
+  st = e.Encode(table, name, &g->codes, &g->present);
+  if (!st.ok()) return st;
   return g;
 }
 

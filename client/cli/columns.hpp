@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -64,6 +65,26 @@ struct KeyVector {
 /// 9223372036854775807 in a column with negative keys).
 absl::StatusOr<KeyKind> InferKeyKind(const Table& table, std::string_view name);
 
+/// InferKeyKind over a file read in batches: Observe() each batch in order;
+/// the errors are InferKeyKind's, a conflict between batches included (a
+/// negative key in one, a key above 9223372036854775807 in another).
+class KeyKindTracker {
+ public:
+  /// Checks column `name` of `batch`; the key type of every batch so far.
+  absl::StatusOr<KeyKind> Observe(const Table& batch, std::string_view name);
+  /// The key type of the batches so far (kU32 before any).
+  KeyKind kind() const;
+
+ private:
+  struct Seen {
+    uint64_t line = 0;
+    std::string shown;
+  };
+  std::optional<Seen> negative_, above_i64_;
+  bool above_u32_ = false;
+  std::optional<KeyKind> binary_;
+};
+
 /// The key type both sides of a join fit: the wider of the two (u32 < u64, u32 <
 /// i64); uint64 with int64 is int64 (the uint64 side must then fit int64, which
 /// KeyColumn checks).
@@ -116,6 +137,30 @@ struct GroupEncoding {
   std::vector<uint32_t> order;
   uint32_t groups = 0;      ///< number of codes (the Aggregate `groups`)
   bool dictionary = false;  ///< true when labels were dictionary-encoded
+};
+
+/// EncodeGroups over a file read twice in batches: Observe() every batch of a
+/// first pass (it keeps the distinct labels only), Finish(), then Encode() the
+/// batches of a second pass.
+class GroupEncoder {
+ public:
+  explicit GroupEncoder(uint32_t max_direct = 1u << 16) : max_direct_(max_direct) {}
+  /// Notes the labels of column `name`; INVALID_ARGUMENT for a missing column.
+  absl::Status Observe(const Table& batch, std::string_view name);
+  /// The groups (labels, order, groups, dictionary; no codes); INVALID_ARGUMENT
+  /// naming `source` and the column for too many distinct labels.
+  absl::StatusOr<GroupEncoding> Finish(std::string_view source, std::string_view name);
+  /// The codes and presence of `batch`'s rows (after Finish).
+  absl::Status Encode(const Table& batch, std::string_view name, std::vector<uint32_t>* codes,
+                      std::vector<uint32_t>* present) const;
+
+ private:
+  uint32_t max_direct_;
+  bool direct_ = true;
+  bool numeric_ = true;
+  std::vector<bool> seen_;  // direct: which labels occur
+  std::unordered_map<std::string, uint32_t> code_;
+  bool finished_direct_ = true;
 };
 
 /// Encodes column `name` as dense group codes. When every label is a uint32

@@ -1,5 +1,6 @@
 // gpujoin index build|ls|describe|drop|save|load, with the build health verdict.
 #include <algorithm>
+#include <memory>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -166,47 +167,125 @@ int CmdIndexBuild(const Globals& g, const BuildArgs& a) {
                            Fixed(a.load_factor, 3)));
   }
   const KeyKind flag = InputOrDie(ParseKeyKind(a.key_type));
-  Table t = Load(g, a.from);
-  const KeyVector keys = InputOrDie(KeyColumn(t, a.key, flag));
-  std::vector<uint32_t> values;
-  if (!a.value.empty()) values = InputOrDie(U32ValueColumn(t, a.value));
+  std::unique_ptr<TableReader> input = OpenInput(g, a.from);
+  const std::string key = KeyColumnOf(a.key, *input, "index build");
+  if (!a.value.empty()) RequireColumn(*input, a.value);
+  // The first batch decides an inferred key type and the inferred payload
+  // types; the second tells whether the file is larger than one batch.
+  Table batch, next;
+  bool have = InputOrDie(input->Next(&batch));
+  if (!have) batch = input->EmptyTable();
+  bool have_next = have && InputOrDie(input->Next(&next));
+  const KeyKind key_kind =
+      flag == KeyKind::kAuto ? InputOrDie(InferKeyKind(batch, key)) : flag;
   const PayloadPlan plan =
-      InputOrDie(PlanPayload(t, a.key, a.value, a.columns, a.schema, a.no_payload));
-  std::vector<client::Column> payload;
-  std::vector<client::ColumnView> views;
-  for (size_t i = 0; i < plan.columns.size(); ++i) {
-    payload.push_back(
-        InputOrDie(PayloadColumn(t, plan.columns[i], plan.schema[i], plan.from_schema[i])));
-  }
-  for (const auto& p : payload) views.push_back(p.view());
+      InputOrDie(PlanPayload(batch, key, a.value, a.columns, a.schema, a.no_payload));
+  const uint64_t first_rows = batch.rows.size();
+  const std::string later_key = absl::StrCat(
+      " (the key type was inferred from the first ", first_rows, " rows; give --key-type)");
 
   auto c = Connect(g);
   client::IndexSpec spec;
   spec.name = a.name;
   spec.capacity = a.capacity;
   if (a.capacity == 0) {
-    spec.expected_rows = keys.size();
+    // A file of one batch gives its rows; a larger one is sized by the server
+    // from the rows it receives.
+    spec.expected_rows = have_next ? 0 : batch.rows.size();
     spec.target_load_factor = a.load_factor;
   }
   spec.max_probe_count = a.max_probes;
   spec.first_value = a.first_row;
   spec.explicit_values = !a.value.empty();
   spec.replace = a.replace;
-  spec.key_type = WireKeyType(keys.kind);
+  spec.key_type = WireKeyType(key_kind);
   spec.duplicates = InputOrDie(client::ParseDuplicatePolicy(a.duplicates));
   for (const auto& e : plan.schema) spec.payload.push_back({e.name, e.type});
+
+  // One chunk per batch: its keys, values and payload; the next batch is read
+  // when the next chunk is asked for (the chunk borrows this one).
+  absl::Status input_error;
+  KeyVector keys;
+  std::vector<uint32_t> values;
+  std::vector<client::Column> payload;
+  bool first_chunk = true;
+  uint64_t rows = 0;
+  auto source = [&]() -> std::optional<client::BuildChunk> {
+    if (!first_chunk) {
+      if (!have_next) return std::nullopt;
+      batch = std::move(next);
+      next = Table();
+      auto more = input->Next(&next);
+      if (!more.ok()) {
+        input_error = more.status();
+        return std::nullopt;
+      }
+      have_next = *more;
+    }
+    const bool later = !first_chunk;
+    first_chunk = false;
+    auto k = KeyColumn(batch, key, key_kind);
+    if (!k.ok()) {
+      input_error = absl::Status(k.status().code(), absl::StrCat(k.status().message(),
+                                                                 later && flag == KeyKind::kAuto
+                                                                     ? later_key
+                                                                     : std::string()));
+      return std::nullopt;
+    }
+    keys = *std::move(k);
+    values.clear();
+    if (!a.value.empty()) {
+      auto v = U32ValueColumn(batch, a.value);
+      if (!v.ok()) {
+        input_error = v.status();
+        return std::nullopt;
+      }
+      values = *std::move(v);
+    }
+    payload.clear();
+    for (size_t i = 0; i < plan.columns.size(); ++i) {
+      auto col = PayloadColumn(batch, plan.columns[i], plan.schema[i], plan.from_schema[i]);
+      if (!col.ok()) {
+        input_error = col.status();
+        if (later && !plan.from_schema[i]) {
+          input_error = absl::Status(
+              col.status().code(),
+              absl::StrCat(col.status().message(), " (the type was inferred from the first ",
+                           first_rows, " rows; give --schema ", plan.schema[i].name, ":TYPE)"));
+        }
+        return std::nullopt;
+      }
+      payload.push_back(*std::move(col));
+    }
+    rows += batch.rows.size();
+    client::BuildChunk chunk;
+    chunk.keys = keys.keys();
+    chunk.values = values;
+    for (const auto& p : payload) chunk.payload.push_back(p.view());
+    return chunk;
+  };
   ProgressBar bar("upload " + a.name, ProgressEnabled(g));
-  client::IndexInfo info = RpcOrDie(
-      c->BuildIndexFromColumns(
-          spec, keys.keys(), values, views, g.batch_rows,
-          [&](const client::Progress& p) { bar.Update(p.rows_sent, p.total_rows, p.bytes_sent); }),
-      absl::StrCat("index build ", a.name));
+  absl::StatusOr<client::IndexInfo> built = c->BuildIndex(
+      spec, source,
+      [&](const client::Progress& p) {
+        bar.UpdateInput(p.rows_sent, input->bytes_read(), input->total_bytes());
+      });
   bar.Done();
-  Verdict v = Judge(info, keys.kind);
+  if (!input_error.ok()) UsageFail(std::string(input_error.message()));
+  if (!built.ok() && built.status().code() == absl::StatusCode::kAlreadyExists) {
+    // The server names its field; the CLI's word for it is --replace.
+    throw CliError{kExitRpc, absl::StrCat("index build ", a.name, ": ALREADY_EXISTS: index '",
+                                          a.name,
+                                          "' already exists; give --replace to rebuild it")};
+  }
+  client::IndexInfo info = RpcOrDie(std::move(built), absl::StrCat("index build ", a.name));
+  for (const std::string& note : input->TakeNotes()) Note(g, note);
+  const std::string& source_name = input->source();
+  Verdict v = Judge(info, key_kind);
   if (g.json) {
     std::cout << Json{{"index", IndexJson(info)},
-                      {"source", t.source},
-                      {"key_kind", std::string(KeyKindName(keys.kind))},
+                      {"source", source_name},
+                      {"key_kind", std::string(KeyKindName(key_kind))},
                       {"schema", FormatSchema(plan.schema)},
                       {"health", Json{{"verdict", v.level}, {"messages", v.messages}}}}
                      .dump(2)
@@ -214,8 +293,8 @@ int CmdIndexBuild(const Globals& g, const BuildArgs& a) {
     return kExitOk;
   }
   if (!g.quiet) {
-    std::cout << "built from " << t.source << " (key " << a.key << " as "
-              << KeyKindTypeName(keys.kind) << ", values "
+    std::cout << "built from " << source_name << " (key " << key << " as "
+              << KeyKindTypeName(key_kind) << ", values "
               << (a.value.empty() ? absl::StrCat("row IDs from ", a.first_row)
                                   : absl::StrCat("column ", a.value))
               << ")\n";
@@ -297,7 +376,6 @@ int CmdIndexDrop(const Globals& g, const std::string& name) {
   return kExitOk;
 }
 
-}  // namespace gpujoin::cli
 int CmdIndexSave(const Globals& g, const std::string& name, const std::string& file) {
   auto c = Connect(g);
   client::SaveResult r = RpcOrDie(c->SaveIndex(name, file), absl::StrCat("index save ", name));
@@ -334,3 +412,4 @@ int CmdIndexLoad(const Globals& g, const std::string& name, const std::string& f
   return kExitOk;
 }
 
+}  // namespace gpujoin::cli

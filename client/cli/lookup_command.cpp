@@ -1,15 +1,19 @@
 // gpujoin lookup: input rows with the matched value, a found flag and the
 // selected payload columns appended.
 #include <algorithm>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "batch_queue.hpp"
 #include "columns.hpp"
 #include "commands.hpp"
 #include "payload.hpp"
 #include "progress.hpp"
+#include "row_writer.hpp"
 
 namespace gpujoin::cli {
 
@@ -35,60 +39,116 @@ std::vector<std::string> SelectedColumns(const std::string& flag, const client::
   return names;
 }
 
+namespace {
+
+// One input batch on its way: its rows wait for the answer to its keys.
+struct LookupPending {
+  Table rows;
+  KeyVector keys;
+};
+
+}  // namespace
+
 int CmdLookup(const Globals& g, const LookupArgs& a) {
   const KeyKind flag = InputOrDie(ParseKeyKind(a.key_type));
-  Table t = Load(g, a.from);
-  // The data's own type first, so that a bad cell is an input error before any call.
-  const KeyKind data = flag == KeyKind::kAuto ? InputOrDie(InferKeyKind(t, a.key)) : flag;
+  std::unique_ptr<TableReader> input = OpenInput(g, a.from);
+  const std::string key = KeyColumnOf(a.key, *input, "lookup");
   auto c = Connect(g);
   const std::string what = absl::StrCat("lookup ", a.name);
   const client::IndexInfo info = RpcOrDie(c->DescribeIndex(a.name), what);
-  const KeyKind kind = InputOrDie(KindForIndex(flag, data, info.key_type, a.name));
-  const KeyVector keys = InputOrDie(ForIndex(KeyColumn(t, a.key, kind), info));
-  ProgressBar bar("lookup " + a.name, ProgressEnabled(g));
-  const size_t key_bytes = keys.keys().key_bytes();
-  client::QueryAllOptions options;
-  options.batch_rows = g.batch_rows;
-  options.select = SelectedColumns(a.select, info, "lookup");
+  // An explicit --key-type must fit the index before anything is read.
+  if (flag != KeyKind::kAuto) (void)InputOrDie(KindForIndex(flag, flag, info.key_type, a.name));
+  const std::vector<std::string> select = SelectedColumns(a.select, info, "lookup");
   // A multi-value index answers the first match; `matches` says how many there are.
   const bool matches = info.duplicates == client::DuplicatePolicy::kKeepAll;
-  options.want_match_counts = matches;
-  options.stream = Streaming(g);
-  options.progress = [&](const client::Progress& p) {
-    bar.Update(p.rows_sent, p.total_rows, p.rows_sent * key_bytes);
+
+  ResultTable columns = StartFrom(input->EmptyTable());
+  columns.AddColumn("value", ColumnKind::kNumber);
+  columns.AddColumn("found", ColumnKind::kBool);
+  if (matches) columns.AddColumn("matches", ColumnKind::kNumber);
+  for (const std::string& name : select) {
+    for (const auto& p : info.payload) {
+      if (p.name == name) columns.AddColumn(name, KindOf(p.type));
+    }
+  }
+  RowWriter out(g, a.out);
+  out.Begin(columns);
+
+  // The source (the client's writer thread) parses a batch, converts its keys
+  // and queues it; the sink (this thread) writes its rows with the answer.
+  BatchQueue<LookupPending> queue;
+  KeyKindTracker tracker;
+  auto source = [&]() -> std::optional<client::LookupBatch> {
+    auto p = std::make_unique<LookupPending>();
+    auto more = input->Next(&p->rows);
+    if (!more.ok()) {
+      queue.SetError(more.status());
+      return std::nullopt;
+    }
+    if (!*more) return std::nullopt;
+    KeyKind kind = flag;
+    if (flag == KeyKind::kAuto) {
+      // The data's own type first, so that a bad cell is named as InferKeyKind names it.
+      auto data = tracker.Observe(p->rows, key);
+      if (!data.ok()) {
+        queue.SetError(data.status());
+        return std::nullopt;
+      }
+      kind = *KindForIndex(flag, *data, info.key_type, a.name);
+    }
+    auto keys = ForIndex(KeyColumn(p->rows, key, kind), info);
+    if (!keys.ok()) {
+      queue.SetError(keys.status());
+      return std::nullopt;
+    }
+    p->keys = *std::move(keys);
+    client::LookupBatch batch;
+    batch.keys = p->keys.keys();
+    batch.select = select;
+    batch.want_match_counts = matches;
+    queue.Push(std::move(p));
+    return batch;
   };
-  client::LookupResult r = RpcOrDie(c->LookupAll(a.name, keys.keys(), options), what);
+
+  ProgressBar bar("lookup " + a.name, ProgressEnabled(g));
+  client::QueryStatistics stats;
+  uint64_t version = 0;
+  std::vector<Cell> row;
+  absl::Status sink_error;
+  auto sink = [&](client::LookupResult&& r) -> absl::Status {
+    std::unique_ptr<LookupPending> p = queue.Pop();
+    if (p == nullptr) return absl::InternalError("an answer without a batch");
+    if (!r.error.ok()) return r.error;
+    const size_t n = p->rows.rows.size();
+    if (r.values.size() != n || r.found.size() != n || r.columns.size() != select.size() ||
+        (matches && r.match_counts.size() != n)) {
+      return absl::InternalError(absl::StrCat("the server answered ", r.values.size(),
+                                              " values and ", r.columns.size(),
+                                              " columns for ", n, " keys and ", select.size(),
+                                              " selected columns"));
+    }
+    stats.Merge(r.statistics);
+    version = r.index_version;
+    out.SetLeadingKinds(InputKinds(p->rows));
+    for (size_t i = 0; i < n; ++i) {
+      row = std::move(p->rows.rows[i].cells);
+      const bool found = r.found[i] != 0;
+      row.emplace_back(found ? Cell(std::to_string(r.values[i])) : std::nullopt);
+      row.emplace_back(found ? "true" : "false");
+      if (matches) row.emplace_back(std::to_string(r.match_counts[i]));
+      for (const auto& col : r.columns) row.push_back(CellOf(col, i));
+      out.Write(row);
+    }
+    bar.UpdateInput(out.rows(), input->bytes_read(), input->total_bytes());
+    return absl::OkStatus();
+  };
+  const absl::Status st = c->Lookup(a.name, source, sink, Streaming(g));
   bar.Done();
-  if (r.columns.size() != options.select.size()) {
-    RpcFail(absl::InternalError(absl::StrCat("the server answered ", r.columns.size(),
-                                             " columns for ", options.select.size(), " selected")),
-            what);
-  }
-  ResultTable out = StartFrom(t);
-  out.AddColumn("value", ColumnKind::kNumber);
-  out.AddColumn("found", ColumnKind::kBool);
-  if (matches) out.AddColumn("matches", ColumnKind::kNumber);
-  for (const auto& col : r.columns) out.AddColumn(col.name, KindOf(col.type));
-  if (matches && r.match_counts.size() != t.rows.size()) {
-    RpcFail(absl::InternalError(absl::StrCat("the server answered ", r.match_counts.size(),
-                                             " match counts for ", t.rows.size(), " rows")),
-            what);
-  }
-  out.SetGenerator(t.rows.size(), [&](size_t i, std::vector<Cell>* row) {
-    *row = t.rows[i].cells;
-    const bool found = r.found[i] != 0;
-    row->emplace_back(found ? Cell(std::to_string(r.values[i])) : std::nullopt);
-    row->emplace_back(found ? "true" : "false");
-    if (matches) row->emplace_back(std::to_string(r.match_counts[i]));
-    for (const auto& col : r.columns) row->push_back(CellOf(col, i));
-  });
-  Note(g, absl::StrCat("lookup ", a.name, " (version ", r.index_version,
-                       "): ", StatsLine(r.statistics)));
-  EmitRows(g,
-           Json{{"index", a.name},
-                {"index_version", r.index_version},
-                {"statistics", StatsJson(r.statistics)}},
-           out, a.out);
+  if (!queue.error().ok()) UsageFail(std::string(queue.error().message()));
+  if (!st.ok()) RpcFail(st, what);
+  for (const std::string& note : input->TakeNotes()) Note(g, note);
+  Note(g, absl::StrCat("lookup ", a.name, " (version ", version, "): ", StatsLine(stats)));
+  out.Finish(Json{{"index", a.name}, {"index_version", version}, {"statistics", StatsJson(stats)}});
   return kExitOk;
 }
 

@@ -40,26 +40,6 @@ void WriteField(std::ostream& out, const Cell& c, char delimiter) {
   out << '"';
 }
 
-nlohmann::ordered_json CellToJson(const Cell& c, ColumnKind kind) {
-  if (!c) return nullptr;
-  switch (kind) {
-    case ColumnKind::kBool:
-      if (*c == "true") return true;
-      if (*c == "false") return false;
-      return *c;
-    case ColumnKind::kNumber:
-    case ColumnKind::kFloat: {
-      nlohmann::ordered_json j = nlohmann::ordered_json::parse(*c, nullptr, /*allow_exceptions=*/false);
-      if (j.is_number()) return j;
-      // NaN, inf and other non-JSON numbers.
-      if (kind == ColumnKind::kFloat) return *c;
-      return nullptr;
-    }
-    case ColumnKind::kString: break;
-  }
-  return *c;
-}
-
 nlohmann::ordered_json RowToJson(const ResultTable& t, const std::vector<Cell>& row) {
   nlohmann::ordered_json o = nlohmann::ordered_json::object();
   for (size_t c = 0; c < t.columns.size(); ++c) o[t.columns[c]] = CellToJson(row[c], t.kinds[c]);
@@ -76,6 +56,32 @@ size_t DisplayWidth(const std::string& s) {
 }
 
 }  // namespace
+
+nlohmann::ordered_json CellToJson(const Cell& c, ColumnKind kind) {
+  if (!c) return nullptr;
+  switch (kind) {
+    case ColumnKind::kBool:
+      if (*c == "true") return true;
+      if (*c == "false") return false;
+      return *c;
+    case ColumnKind::kNumber:
+    case ColumnKind::kFloat: {
+      nlohmann::ordered_json j = nlohmann::ordered_json::parse(*c, nullptr, /*allow_exceptions=*/false);
+      if (j.is_number()) return j;
+      // NaN, inf and other non-JSON numbers.
+      if (kind == ColumnKind::kFloat) return *c;
+      return nullptr;
+    }
+    case ColumnKind::kJson: {
+      nlohmann::ordered_json j = nlohmann::ordered_json::parse(*c, nullptr, /*allow_exceptions=*/false);
+      if (!j.is_discarded()) return j;
+      return *c;
+    }
+    case ColumnKind::kString:
+      break;
+  }
+  return *c;
+}
 
 std::string ResultTable::AddColumn(std::string name, ColumnKind kind) {
   std::string candidate = name;

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>
 
 #include "table.hpp"
 
@@ -19,8 +19,13 @@ namespace gpujoin::cli {
 /// cells become JSON numbers (when they parse as one; NaN/inf become null),
 /// kFloat cells too except that "NaN", "inf" and "-inf" stay strings (so that a
 /// NaN value and a null differ), kBool cells ("true"/"false") become booleans.
-/// Null cells are JSON null.
-enum class ColumnKind { kString, kNumber, kBool, kFloat };
+/// Null cells are JSON null. kJson cells hold JSON text (a JSON Lines input's
+/// numbers, booleans, arrays and objects) and are written as that JSON value,
+/// or as a string when the text is not JSON.
+enum class ColumnKind { kString, kNumber, kBool, kFloat, kJson };
+
+/// A cell as the JSON value its column kind gives it.
+nlohmann::ordered_json CellToJson(const Cell& c, ColumnKind kind);
 
 /// A result: a header and rows of cells. Rows are either stored in `rows`, or
 /// produced on demand by a generator (SetGenerator) so that large results are

@@ -19,12 +19,18 @@ class ProgressBar {
 
   /// Reports `rows` of `total_rows` (0 = unknown total) and `bytes` so far.
   void Update(uint64_t rows, uint64_t total_rows, uint64_t bytes);
+  /// Reports a stream over an input file: `rows` answered, `bytes` of the
+  /// input read (parsed) of `total_bytes` (0 = unknown, e.g. a pipe).
+  void UpdateInput(uint64_t rows, uint64_t bytes, uint64_t total_bytes);
   /// Erases the bar (idempotent).
   void Done();
 
   /// The text of one progress line, exposed for tests.
   static std::string Render(const std::string& label, uint64_t rows, uint64_t total_rows,
                             uint64_t bytes, double seconds);
+  /// The line of UpdateInput: percent of the input's bytes, rows, rows/s and bytes/s.
+  static std::string RenderInput(const std::string& label, uint64_t rows, uint64_t bytes,
+                                 uint64_t total_bytes, double seconds);
 
  private:
   std::string label_;

@@ -1,32 +1,21 @@
 #include "table.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <iostream>
-#include <iterator>
-#include <sstream>
 #include <type_traits>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
+#include <simdjson.h>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "table_reader.hpp"
 
 namespace gpujoin::cli {
 namespace {
-
-bool EndsWith(std::string_view s, std::string_view suffix) {
-  if (s.size() < suffix.size()) return false;
-  for (size_t i = 0; i < suffix.size(); ++i) {
-    char a = s[s.size() - suffix.size() + i];
-    if (a >= 'A' && a <= 'Z') a = static_cast<char>(a - 'A' + 'a');
-    if (a != suffix[i]) return false;
-  }
-  return true;
-}
 
 // Shows a cell in an error message: quoted, and cut when long.
 std::string Quoted(std::string_view s) {
@@ -78,16 +67,18 @@ std::string Table::Where(size_t r) const {
   return absl::StrCat(source, ":", rows[r].line);
 }
 
-absl::StatusOr<Table> ParseDelimited(std::string_view text, char delimiter, std::string source) {
-  Table t;
-  t.source = std::move(source);
-  t.format = delimiter == '\t' ? InputFormat::kTsv : InputFormat::kCsv;
-  if (text.size() >= 3 && text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
+namespace detail {
 
+DelimitedRecords ParseDelimitedRecords(std::string_view text, char delimiter,
+                                       const std::string& source, uint64_t first_line) {
+  DelimitedRecords out;
   const size_t n = text.size();
   size_t i = 0;
-  uint64_t line = 1;
-  bool have_header = false;
+  uint64_t line = first_line;
+  auto fail = [&](absl::Status st) {
+    out.error = std::move(st);
+    return std::move(out);
+  };
 
   while (i < n) {
     // One record starts here. Skip blank lines (LF or CRLF only).
@@ -111,45 +102,45 @@ absl::StatusOr<Table> ParseDelimited(std::string_view text, char delimiter, std:
         std::string value;
         ++i;
         for (;;) {
-          if (i >= n) {
-            return absl::InvalidArgumentError(
-                absl::StrCat(t.source, ":", quote_line, ": field ", field_number,
-                             ": unterminated quoted field (no closing '\"')"));
+          // The run up to the next quote is copied at once.
+          const size_t q = text.find('"', i);
+          if (q == std::string_view::npos) {
+            return fail(absl::InvalidArgumentError(
+                absl::StrCat(source, ":", quote_line, ": field ", field_number,
+                             ": unterminated quoted field (no closing '\"')")));
           }
-          const char c = text[i];
-          if (c == '"') {
-            if (i + 1 < n && text[i + 1] == '"') {
-              value.push_back('"');
-              i += 2;
-              continue;
-            }
-            ++i;
-            break;
+          const std::string_view run = text.substr(i, q - i);
+          line += static_cast<uint64_t>(std::count(run.begin(), run.end(), '\n'));
+          value.append(run);
+          i = q;
+          if (i + 1 < n && text[i + 1] == '"') {
+            value.push_back('"');
+            i += 2;
+            continue;
           }
-          if (c == '\n') ++line;
-          value.push_back(c);
           ++i;
+          break;
         }
         if (i < n && text[i] != delimiter && text[i] != '\n' &&
             !(text[i] == '\r' && (i + 1 >= n || text[i + 1] == '\n'))) {
-          return absl::InvalidArgumentError(
-              absl::StrCat(t.source, ":", line, ": field ", field_number,
-                           ": unexpected character after the closing quote"));
+          return fail(absl::InvalidArgumentError(
+              absl::StrCat(source, ":", line, ": field ", field_number,
+                           ": unexpected character after the closing quote")));
         }
         fields.emplace_back(std::move(value));
       } else {
         const size_t start = i;
         while (i < n && text[i] != delimiter && text[i] != '\n' && text[i] != '\r') {
           if (text[i] == '"') {
-            return absl::InvalidArgumentError(absl::StrCat(
-                t.source, ":", line, ": field ", field_number,
-                ": a quote inside an unquoted field (quote the whole field and double the quote)"));
+            return fail(absl::InvalidArgumentError(absl::StrCat(
+                source, ":", line, ": field ", field_number,
+                ": a quote inside an unquoted field (quote the whole field and double the quote)")));
           }
           ++i;
         }
         if (i < n && text[i] == '\r' && !(i + 1 >= n || text[i + 1] == '\n')) {
-          return absl::InvalidArgumentError(absl::StrCat(t.source, ":", line, ": field ",
-                                                         field_number, ": bare carriage return"));
+          return fail(absl::InvalidArgumentError(absl::StrCat(
+              source, ":", line, ": field ", field_number, ": bare carriage return")));
         }
         if (i == start) {
           fields.emplace_back(std::nullopt);
@@ -169,23 +160,363 @@ absl::StatusOr<Table> ParseDelimited(std::string_view text, char delimiter, std:
       }
       break;
     }
-    if (!have_header) {
-      for (auto& f : fields) t.header.push_back(f.value_or(""));
-      absl::Status st = CheckHeader(t.header, t.source);
-      if (!st.ok()) return st;
-      have_header = true;
+    out.rows.push_back(Row{record_line, std::move(fields)});
+  }
+  return out;
+}
+
+absl::Status DelimitedAssembler::Add(DelimitedRecords records, std::vector<Row>* out) {
+  size_t r = 0;
+  if (!have_header_ && !records.rows.empty()) {
+    for (auto& f : records.rows[0].cells) header_.push_back(f.value_or(""));
+    absl::Status st = CheckHeader(header_, source_);
+    if (!st.ok()) return st;
+    have_header_ = true;
+    r = 1;
+  }
+  out->reserve(out->size() + records.rows.size() - r);
+  for (; r < records.rows.size(); ++r) {
+    Row& row = records.rows[r];
+    if (row.cells.size() != header_.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(source_, ":", row.line, ": ",
+                                                     row.cells.size(),
+                                                     " fields, but the header has ",
+                                                     header_.size()));
+    }
+    out->push_back(std::move(row));
+  }
+  return records.error;
+}
+
+absl::Status DelimitedAssembler::Finish() const {
+  if (!have_header_) {
+    return absl::InvalidArgumentError(absl::StrCat(source_, ": empty input (no header line)"));
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+// A JSON number as RFC 8259 spells it: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+bool IsJsonNumber(std::string_view s) {
+  size_t i = 0;
+  const size_t n = s.size();
+  auto digits = [&] {
+    const size_t start = i;
+    while (i < n && s[i] >= '0' && s[i] <= '9') ++i;
+    return i > start;
+  };
+  if (i < n && s[i] == '-') ++i;
+  if (i < n && s[i] == '0') {
+    ++i;
+  } else if (!digits()) {
+    return false;
+  }
+  if (i < n && s[i] == '.') {
+    ++i;
+    if (!digits()) return false;
+  }
+  if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < n && (s[i] == '+' || s[i] == '-')) ++i;
+    if (!digits()) return false;
+  }
+  return i == n;
+}
+
+std::string_view TrimJsonSpace(std::string_view s) {
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' ||
+                        s.back() == '\r')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+const char* JsonTypeName(simdjson::ondemand::json_type t) {
+  switch (t) {
+    case simdjson::ondemand::json_type::array:
+      return "array";
+    case simdjson::ondemand::json_type::object:
+      return "object";
+    case simdjson::ondemand::json_type::number:
+      return "number";
+    case simdjson::ondemand::json_type::string:
+      return "string";
+    case simdjson::ondemand::json_type::boolean:
+      return "boolean";
+    case simdjson::ondemand::json_type::null:
+      return "null";
+  }
+  return "value";
+}
+
+}  // namespace
+
+JsonRecords ParseJsonRecords(std::string_view text, const std::string& source,
+                             uint64_t first_line) {
+  JsonRecords out;
+  // simdjson reads up to SIMDJSON_PADDING bytes past a document: the lines are
+  // parsed in a padded copy of the piece.
+  simdjson::padded_string padded(text);
+  const char* base = padded.data();
+  const size_t n = text.size();
+  simdjson::ondemand::parser parser;
+  std::vector<std::pair<std::string, size_t>> index;  // key -> column, small: linear scan
+  size_t pos = 0;
+  uint64_t line = first_line - 1;
+  auto column_of = [&](std::string_view key) -> size_t {
+    // Few keys per file: a linear scan beats hashing them.
+    for (auto& [k, c] : index) {
+      if (k == key) return c;
+    }
+    index.emplace_back(std::string(key), out.keys.size());
+    out.keys.emplace_back(key);
+    out.kinds.push_back(CellKind::kText);
+    out.mixed.push_back(false);
+    out.valued.push_back(false);
+    return out.keys.size() - 1;
+  };
+  while (pos < n) {
+    const size_t nl = text.find('\n', pos);
+    const size_t end = nl == std::string_view::npos ? n : nl;
+    std::string_view l = text.substr(pos, end - pos);
+    const size_t start = pos;
+    pos = end + 1;
+    ++line;
+    if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
+    if (l.find_first_not_of(" \t") == std::string_view::npos) continue;
+    auto invalid = [&] {
+      out.error = absl::InvalidArgumentError(absl::StrCat(source, ":", line, ": not valid JSON"));
+    };
+    simdjson::ondemand::document doc;
+    if (parser.iterate(base + start, l.size(), padded.size() + simdjson::SIMDJSON_PADDING - start)
+            .get(doc) != simdjson::SUCCESS) {
+      invalid();
+      return out;
+    }
+    simdjson::ondemand::json_type type;
+    if (doc.type().get(type) != simdjson::SUCCESS) {
+      invalid();
+      return out;
+    }
+    if (type != simdjson::ondemand::json_type::object) {
+      // A scalar document must still be valid JSON to be named by its type.
+      bool valid = true;
+      if (type == simdjson::ondemand::json_type::array) {
+        simdjson::ondemand::array a;
+        std::string_view raw;
+        valid = doc.get_array().get(a) == simdjson::SUCCESS &&
+                a.raw_json().get(raw) == simdjson::SUCCESS &&
+                !nlohmann::ordered_json::parse(raw, nullptr, false).is_discarded();
+      } else {
+        std::string_view raw;
+        valid = doc.raw_json_token().get(raw) == simdjson::SUCCESS &&
+                !nlohmann::ordered_json::parse(raw, nullptr, false).is_discarded();
+      }
+      if (!valid) {
+        invalid();
+        return out;
+      }
+      out.error = absl::InvalidArgumentError(
+          absl::StrCat(source, ":", line, ": expected a JSON object, got ", JsonTypeName(type)));
+      return out;
+    }
+    simdjson::ondemand::object obj;
+    if (doc.get_object().get(obj) != simdjson::SUCCESS) {
+      invalid();
+      return out;
+    }
+    Row row;
+    row.line = line;
+    row.cells.assign(out.keys.size(), std::nullopt);
+    bool ok = true;
+    for (auto field_or : obj) {
+      simdjson::ondemand::field field;
+      std::string_view key;
+      if (std::move(field_or).get(field) != simdjson::SUCCESS ||
+          field.unescaped_key().get(key) != simdjson::SUCCESS) {
+        ok = false;
+        break;
+      }
+      const size_t c = column_of(key);
+      if (c >= row.cells.size()) row.cells.resize(c + 1);
+      simdjson::ondemand::value v = field.value();
+      simdjson::ondemand::json_type vt;
+      if (v.type().get(vt) != simdjson::SUCCESS) {
+        ok = false;
+        break;
+      }
+      CellKind kind = CellKind::kText;
+      switch (vt) {
+        case simdjson::ondemand::json_type::string: {
+          std::string_view sv;
+          if (v.get_string().get(sv) != simdjson::SUCCESS) {
+            ok = false;
+            break;
+          }
+          row.cells[c] = std::string(sv);
+          break;
+        }
+        case simdjson::ondemand::json_type::number: {
+          const std::string_view raw = TrimJsonSpace(v.raw_json_token());
+          if (!IsJsonNumber(raw)) {
+            ok = false;
+            break;
+          }
+          row.cells[c] = std::string(raw);
+          kind = CellKind::kNumber;
+          break;
+        }
+        case simdjson::ondemand::json_type::boolean: {
+          bool b = false;
+          if (v.get_bool().get(b) != simdjson::SUCCESS) {
+            ok = false;
+            break;
+          }
+          row.cells[c] = std::string(b ? "true" : "false");
+          kind = CellKind::kBool;
+          break;
+        }
+        case simdjson::ondemand::json_type::null: {
+          bool is_null = false;
+          if (v.is_null().get(is_null) != simdjson::SUCCESS || !is_null) ok = false;
+          row.cells[c] = std::nullopt;
+          break;
+        }
+        case simdjson::ondemand::json_type::array:
+        case simdjson::ondemand::json_type::object: {
+          // Nested values (rare) keep their compact JSON text, validated by nlohmann.
+          std::string_view raw;
+          simdjson::error_code e;
+          if (vt == simdjson::ondemand::json_type::array) {
+            simdjson::ondemand::array a;
+            e = v.get_array().get(a);
+            if (e == simdjson::SUCCESS) e = a.raw_json().get(raw);
+          } else {
+            simdjson::ondemand::object o;
+            e = v.get_object().get(o);
+            if (e == simdjson::SUCCESS) e = o.raw_json().get(raw);
+          }
+          nlohmann::ordered_json j;
+          if (e == simdjson::SUCCESS) j = nlohmann::ordered_json::parse(raw, nullptr, false);
+          if (e != simdjson::SUCCESS || j.is_discarded()) {
+            ok = false;
+            break;
+          }
+          row.cells[c] = j.dump();
+          kind = CellKind::kJson;
+          break;
+        }
+      }
+      if (!ok) break;
+      if (row.cells[c]) {
+        if (!out.valued[c]) {
+          out.valued[c] = true;
+          out.kinds[c] = kind;
+        } else if (out.kinds[c] != kind) {
+          out.mixed[c] = true;
+        }
+      }
+    }
+    // Nothing may follow the object on its line.
+    const char* rest = nullptr;
+    if (ok && doc.current_location().get(rest) != simdjson::OUT_OF_BOUNDS) ok = false;
+    if (!ok) {
+      invalid();
+      return out;
+    }
+    out.rows.push_back(std::move(row));
+  }
+  return out;
+}
+
+absl::Status JsonAssembler::Add(JsonRecords records, Table* table) {
+  // This piece's columns in the header (SIZE_MAX: left out).
+  std::vector<size_t> map(records.keys.size());
+  bool identity = true;
+  for (size_t k = 0; k < records.keys.size(); ++k) {
+    const std::string& key = records.keys[k];
+    auto it = std::lower_bound(index_.begin(), index_.end(), key,
+                               [](const auto& e, const std::string& x) { return e.first < x; });
+    if (it != index_.end() && it->first == key) {
+      map[k] = it->second;
+    } else if (!frozen_) {
+      map[k] = header_.size();
+      index_.insert(it, {key, header_.size()});
+      header_.push_back(key);
+      state_.push_back(kUnseen);
+      for (Row& r : table->rows) r.cells.emplace_back(std::nullopt);
+    } else {
+      map[k] = SIZE_MAX;
+      if (std::find(dropped_.begin(), dropped_.end(), key) == dropped_.end()) {
+        dropped_.push_back(key);
+        uint64_t line = 0;
+        for (const Row& r : records.rows) {
+          if (k < r.cells.size()) {
+            line = r.line;
+            break;
+          }
+        }
+        notes_.push_back(absl::StrCat(
+            source_, ":", line, ": key '", key,
+            "' first appears after the first batch, whose keys fix the columns; it is left out "
+            "(a larger --batch-rows reads more rows first)"));
+      }
+    }
+    if (map[k] != k) identity = false;
+    if (map[k] == SIZE_MAX || !records.valued[k]) continue;
+    // The batch's kind of the column: the one kind its values have, else text.
+    int& state = state_[map[k]];
+    const int kind = records.mixed[k] ? kMixed : static_cast<int>(records.kinds[k]);
+    if (state == kUnseen) {
+      state = kind;
+    } else if (state != kind) {
+      state = kMixed;
+    }
+  }
+  const size_t width = header_.size();
+  table->rows.reserve(table->rows.size() + records.rows.size());
+  for (Row& r : records.rows) {
+    if (identity) {
+      r.cells.resize(width);
+      table->rows.push_back(std::move(r));
       continue;
     }
-    if (fields.size() != t.header.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(t.source, ":", record_line, ": ",
-                                                     fields.size(), " fields, but the header has ",
-                                                     t.header.size()));
+    Row mapped;
+    mapped.line = r.line;
+    mapped.cells.assign(width, std::nullopt);
+    for (size_t k = 0; k < r.cells.size(); ++k) {
+      if (map[k] != SIZE_MAX) mapped.cells[map[k]] = std::move(r.cells[k]);
     }
-    t.rows.push_back(Row{record_line, std::move(fields)});
+    table->rows.push_back(std::move(mapped));
   }
-  if (!have_header) {
-    return absl::InvalidArgumentError(absl::StrCat(t.source, ": empty input (no header line)"));
+  return records.error;
+}
+
+void JsonAssembler::BeginBatch() { std::fill(state_.begin(), state_.end(), kUnseen); }
+
+void JsonAssembler::FinishBatch(Table* table) const {
+  table->header = header_;
+  table->cell_kinds.resize(header_.size());
+  for (size_t c = 0; c < header_.size(); ++c) {
+    table->cell_kinds[c] = state_[c] >= 0 ? static_cast<CellKind>(state_[c]) : CellKind::kText;
   }
+}
+
+}  // namespace detail
+
+absl::StatusOr<Table> ParseDelimited(std::string_view text, char delimiter, std::string source) {
+  Table t;
+  t.source = std::move(source);
+  t.format = delimiter == '\t' ? InputFormat::kTsv : InputFormat::kCsv;
+  if (text.size() >= 3 && text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
+  detail::DelimitedAssembler assembler(t.source);
+  absl::Status st = assembler.Add(detail::ParseDelimitedRecords(text, delimiter, t.source, 1),
+                                  &t.rows);
+  if (!st.ok()) return st;
+  st = assembler.Finish();
+  if (!st.ok()) return st;
+  t.header = assembler.header();
   return t;
 }
 
@@ -193,47 +524,10 @@ absl::StatusOr<Table> ParseJsonLines(std::string_view text, std::string source) 
   Table t;
   t.source = std::move(source);
   t.format = InputFormat::kJsonLines;
-  std::unordered_map<std::string, size_t> columns;
-  size_t pos = 0;
-  uint64_t line = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view l = text.substr(pos, end - pos);
-    pos = end + 1;
-    ++line;
-    if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
-    if (l.find_first_not_of(" \t") == std::string_view::npos) continue;
-    nlohmann::ordered_json j =
-        nlohmann::ordered_json::parse(l.begin(), l.end(), nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) {
-      return absl::InvalidArgumentError(absl::StrCat(t.source, ":", line, ": not valid JSON"));
-    }
-    if (!j.is_object()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(t.source, ":", line, ": expected a JSON object, got ", j.type_name()));
-    }
-    Row row;
-    row.line = line;
-    row.cells.assign(t.header.size(), std::nullopt);
-    for (auto it = j.begin(); it != j.end(); ++it) {
-      auto [c, inserted] = columns.emplace(it.key(), t.header.size());
-      if (inserted) {
-        t.header.push_back(it.key());
-        // Earlier rows lack the new column: null there.
-        for (Row& r : t.rows) r.cells.emplace_back(std::nullopt);
-        row.cells.emplace_back(std::nullopt);
-      }
-      const nlohmann::ordered_json& v = it.value();
-      if (v.is_null()) continue;
-      if (v.is_string()) {
-        row.cells[c->second] = v.get<std::string>();
-      } else {
-        row.cells[c->second] = v.dump();
-      }
-    }
-    t.rows.push_back(std::move(row));
-  }
+  detail::JsonAssembler assembler(t.source);
+  absl::Status st = assembler.Add(detail::ParseJsonRecords(text, t.source, 1), &t);
+  if (!st.ok()) return st;
+  assembler.FinishBatch(&t);
   return t;
 }
 
@@ -284,68 +578,16 @@ template absl::StatusOr<Table> ParseBinaryColumn<uint64_t>(std::string_view, std
 template absl::StatusOr<Table> ParseBinaryColumn<int64_t>(std::string_view, std::string);
 
 absl::StatusOr<Table> ReadTable(const std::string& path, InputFormat format) {
-  std::string data;
-  std::string source = path == "-" ? "<stdin>" : path;
-  if (path == "-") {
-    data.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-  } else {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
-    }
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    if (in.bad()) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ": read error"));
-    }
-    data = std::move(ss).str();
-  }
-  if (format == InputFormat::kAuto) {
-    if (EndsWith(path, ".u32")) {
-      format = InputFormat::kU32;
-    } else if (EndsWith(path, ".u64")) {
-      format = InputFormat::kU64;
-    } else if (EndsWith(path, ".i64")) {
-      format = InputFormat::kI64;
-    } else if (EndsWith(path, ".jsonl") || EndsWith(path, ".ndjson")) {
-      format = InputFormat::kJsonLines;
-    } else if (EndsWith(path, ".tsv") || EndsWith(path, ".tab")) {
-      format = InputFormat::kTsv;
-    } else if (EndsWith(path, ".csv")) {
-      format = InputFormat::kCsv;
-    } else {
-      // Sniff: a JSON object, else a tab-separated header without commas is TSV.
-      const size_t first = data.find_first_not_of(" \t\r\n\xEF\xBB\xBF");
-      const size_t eol = data.find('\n');
-      const std::string_view head =
-          std::string_view(data).substr(0, eol == std::string::npos ? data.size() : eol);
-      if (first != std::string::npos && data[first] == '{') {
-        format = InputFormat::kJsonLines;
-      } else if (head.find('\t') != std::string_view::npos &&
-                 head.find(',') == std::string_view::npos) {
-        format = InputFormat::kTsv;
-      } else {
-        format = InputFormat::kCsv;
-      }
-    }
-  }
-  switch (format) {
-    case InputFormat::kU32:
-      return ParseBinaryColumn<uint32_t>(data, std::move(source));
-    case InputFormat::kU64:
-      return ParseBinaryColumn<uint64_t>(data, std::move(source));
-    case InputFormat::kI64:
-      return ParseBinaryColumn<int64_t>(data, std::move(source));
-    case InputFormat::kJsonLines:
-      return ParseJsonLines(data, std::move(source));
-    case InputFormat::kTsv:
-      return ParseDelimited(data, '\t', std::move(source));
-    case InputFormat::kCsv:
-    case InputFormat::kAuto:
-      break;
-  }
-  return ParseDelimited(data, ',', std::move(source));
+  TableReader::Options options;
+  options.format = format;
+  options.batch_rows = SIZE_MAX;
+  auto reader = TableReader::Open(path, options);
+  if (!reader.ok()) return reader.status();
+  Table t;
+  auto more = (*reader)->Next(&t);
+  if (!more.ok()) return more.status();
+  if (!*more) t = (*reader)->EmptyTable();
+  return t;
 }
 
 }  // namespace gpujoin::cli

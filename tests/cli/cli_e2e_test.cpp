@@ -327,9 +327,11 @@ TEST_F(CliEndToEnd, LookupAppendsValueAndFoundInInputOrder) {
 std::vector<CsvRow> ExpectedJoin(const std::vector<CsvRow>& events,
                                  const std::vector<CsvRow>& sensors) {
   std::vector<CsvRow> want;
+  // The right key is not repeated (issue 24): it equals the left one.
   CsvRow header = events[0];
-  for (const auto& h : sensors[0]) {
-    header.emplace_back(*h == "sensor_id" ? std::string("sensor_id_2") : *h);
+  const size_t right_key = Col(sensors[0], "sensor_id");
+  for (size_t c = 0; c < sensors[0].size(); ++c) {
+    if (c != right_key) header.push_back(sensors[0][c]);
   }
   want.push_back(header);
   const auto pos = SensorRows(sensors);
@@ -339,7 +341,9 @@ std::vector<CsvRow> ExpectedJoin(const std::vector<CsvRow>& events,
     if (it == pos.end()) continue;
     CsvRow row = events[i];
     const CsvRow& s = sensors[it->second + 1];
-    row.insert(row.end(), s.begin(), s.end());
+    for (size_t c = 0; c < s.size(); ++c) {
+      if (c != right_key) row.push_back(s[c]);
+    }
     want.push_back(row);
   }
   return want;
@@ -781,7 +785,7 @@ TEST_F(CliEndToEnd, AdHocJoinWithRepeatedRightKeysUsesTheFirstRightRow) {
       Cli({"join", "--left", Tmp("left_dups.csv").string(), "--right",
            Tmp("right_dups.csv").string(), "--on", "id", "--right-duplicates", "lowest_row"});
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(r.out, "id,n,id_2,label\n7,a,7,first\n9,c,9,nine\n7,d,7,first\n");
+  EXPECT_EQ(r.out, "id,n,label\n7,a,first\n9,c,nine\n7,d,first\n");
   EXPECT_NE(r.err.find("has 2 rows with a repeated key"), std::string::npos) << r.err;
 }
 
@@ -932,13 +936,13 @@ TEST_F(CliEndToEnd, JoinOfMixedWidthsTakesTheWiderKeyType) {
   RunResult u = Cli({"join", "--left", Tmp("left_small.csv").string(), "--right",
                      Tmp("right_wide.csv").string(), "--on", "id"});
   ASSERT_EQ(u.code, 0) << u.err;
-  EXPECT_EQ(u.out, "id,l,id_2,r\n7,a,7,y\n5,c,5,z\n");
+  EXPECT_EQ(u.out, "id,l,r\n7,a,y\n5,c,z\n");
 
   std::ofstream(Tmp("right_signed.csv")) << "key,r\n-1,neg\n8,eight\n";
   RunResult i = Cli({"join", "--left", Tmp("left_small.csv").string(), "--right",
                      Tmp("right_signed.csv").string(), "--on", "id=key"});
   ASSERT_EQ(i.code, 0) << i.err;
-  EXPECT_EQ(i.out, "id,l,key,r\n8,b,8,eight\n");
+  EXPECT_EQ(i.out, "id,l,r\n8,b,eight\n");
 
   // int64 with a uint64 key above 2^63-1 fits neither.
   std::ofstream(Tmp("left_huge.csv")) << "id\n18446744073709551614\n";
@@ -991,13 +995,6 @@ TEST_F(CliEndToEnd, MoreInputErrorsNameThePosition) {
 // ---------------------------------------------------------------- payload columns (issue 20)
 
 namespace {
-
-// Column `name` of `rows` without its header entry position, for expectations.
-CsvRow Without(const CsvRow& row, size_t col) {
-  CsvRow out = row;
-  out.erase(out.begin() + static_cast<std::ptrdiff_t>(col));
-  return out;
-}
 
 // index build stores every column but the key as payload, with inferred
 // types; describe lists them; lookup --select appends the selected columns of
@@ -1162,11 +1159,10 @@ TEST_F(CliEndToEnd, JoinAgainstAResidentIndexGathersItsPayload) {
   const auto all = ExpectedPayloadJoin(events, sensors, {"type", "site", "room", "installed"});
   EXPECT_EQ(ReadCsvText(r.out), all);
   EXPECT_NE(r.err.find("required " + std::to_string(all.size() - 1)), std::string::npos) << r.err;
-  // Without the sensor_id column, the payload join is the ad-hoc join's output.
+  // The payload join is the ad-hoc join's output (which does not repeat the key).
   const auto adhoc = ExpectedJoin(events, sensors);
   ASSERT_EQ(adhoc.size(), all.size());
-  const size_t right_key = events[0].size();
-  for (size_t i = 1; i < all.size(); ++i) ASSERT_EQ(Without(adhoc[i], right_key), all[i]) << i;
+  for (size_t i = 1; i < all.size(); ++i) ASSERT_EQ(adhoc[i], all[i]) << i;
 
   RunResult s = Cli({"join", "--left", Ex("events.csv"), "--right", "index:sensors", "--on",
                      "sensor_id", "--select", "site", "--out", Tmp("pjoin.csv")});
@@ -1261,25 +1257,25 @@ const char* kLeftDups = "id,n\n7,a\n8,b\n9,c\n7,d\n5,e\n";
 const char* kRightDups = "id,label\n7,first\n9,nine\n7,second\n6,six\n7,third\n9,nine2\n";
 
 // The SQL answers on kLeftDups / kRightDups, written by hand: inner and left
-// are `SELECT * FROM l [LEFT] JOIN r ON l.id = r.id ORDER BY l.row, r.row` (a
+// are `SELECT * FROM l [LEFT] JOIN r USING (id) ORDER BY l.row, r.row` (the key once; a
 // left row without a match has NULL right columns); semi and anti are the left
 // rows of `WHERE [NOT] EXISTS (...)` in left order, semi with the first
 // matching right row's columns beside them and anti with empty ones.
 const std::map<std::string, std::string> kSqlAnswers = {
     {"inner",
-     "id,n,id_2,label\n"
-     "7,a,7,first\n7,a,7,second\n7,a,7,third\n"
-     "9,c,9,nine\n9,c,9,nine2\n"
-     "7,d,7,first\n7,d,7,second\n7,d,7,third\n"},
+     "id,n,label\n"
+     "7,a,first\n7,a,second\n7,a,third\n"
+     "9,c,nine\n9,c,nine2\n"
+     "7,d,first\n7,d,second\n7,d,third\n"},
     {"left",
-     "id,n,id_2,label\n"
-     "7,a,7,first\n7,a,7,second\n7,a,7,third\n"
-     "8,b,,\n"
-     "9,c,9,nine\n9,c,9,nine2\n"
-     "7,d,7,first\n7,d,7,second\n7,d,7,third\n"
-     "5,e,,\n"},
-    {"semi", "id,n,id_2,label\n7,a,7,first\n9,c,9,nine\n7,d,7,first\n"},
-    {"anti", "id,n,id_2,label\n8,b,,\n5,e,,\n"},
+     "id,n,label\n"
+     "7,a,first\n7,a,second\n7,a,third\n"
+     "8,b,\n"
+     "9,c,nine\n9,c,nine2\n"
+     "7,d,first\n7,d,second\n7,d,third\n"
+     "5,e,\n"},
+    {"semi", "id,n,label\n7,a,first\n9,c,nine\n7,d,first\n"},
+    {"anti", "id,n,label\n8,b,\n5,e,\n"},
 };
 
 // Ad-hoc joins build the right file keep_all by default, so every --how gives
@@ -1324,7 +1320,7 @@ TEST_F(CliEndToEnd, JoinHowMatchesSqlWithDuplicateKeysOnBothSides) {
   RunResult c = Cli({"--batch-rows", "2", "join", "--left", Tmp("l21.csv").string(), "--right",
                      Tmp("r21.csv").string(), "--on", "id", "--how", "left", "--capacity", "4"});
   ASSERT_EQ(c.code, 0) << c.err;
-  EXPECT_EQ(c.out, "id,n,id_2,label\n7,a,7,first\n7,a,7,second\n7,a,7,third\n8,b,,\n");
+  EXPECT_EQ(c.out, "id,n,label\n7,a,first\n7,a,second\n7,a,third\n8,b,\n");
   EXPECT_NE(c.err.find("join (left): 4 rows written, required 10, capacity 4, overflow YES"),
             std::string::npos)
       << c.err;
@@ -1333,7 +1329,7 @@ TEST_F(CliEndToEnd, JoinHowMatchesSqlWithDuplicateKeysOnBothSides) {
   RunResult m = Cli({"join", "--left", Tmp("l21.csv").string(), "--right", Tmp("r21.csv").string(),
                      "--on", "id", "--how", "left", "--right-duplicates", "lowest_row"});
   ASSERT_EQ(m.code, 0) << m.err;
-  EXPECT_EQ(m.out, "id,n,id_2,label\n7,a,7,first\n8,b,,\n9,c,9,nine\n7,d,7,first\n5,e,,\n");
+  EXPECT_EQ(m.out, "id,n,label\n7,a,first\n8,b,\n9,c,nine\n7,d,first\n5,e,\n");
   EXPECT_NE(m.err.find("has 3 rows with a repeated key"), std::string::npos) << m.err;
 
   // An empty left file: the header only, for every kind.
@@ -1341,7 +1337,7 @@ TEST_F(CliEndToEnd, JoinHowMatchesSqlWithDuplicateKeysOnBothSides) {
   RunResult e = Cli({"join", "--left", Tmp("l21_empty.csv").string(), "--right",
                      Tmp("r21.csv").string(), "--on", "id", "--how", "anti"});
   ASSERT_EQ(e.code, 0) << e.err;
-  EXPECT_EQ(e.out, "id,n,id_2,label\n");
+  EXPECT_EQ(e.out, "id,n,label\n");
 }
 
 // A resident keep_all index (index build --duplicates keep_all): describe shows
