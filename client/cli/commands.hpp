@@ -73,6 +73,7 @@ int CmdJoin(const Globals& g, const JoinArgs& a);
 /// Arguments of `gpujoin agg`.
 struct AggArgs {
   std::string from, group, op, value, where_mask, out;
+  std::string value_type = "auto";  ///< --value-type: auto, float32, float64, int32, ...
 };
 int CmdAgg(const Globals& g, const AggArgs& a);
 

@@ -1450,8 +1450,62 @@ TEST_F(CliEndToEnd, ResidentKeepAllIndexJoinsLooksUpAndDescribes) {
       "--how");
 }
 
-}  // namespace
+// Issue 22: `agg` picks the value type from the data. Integer values sum exactly
+// as int64 where float32 cannot (2^24 + 1), uint64 above INT64_MAX, overflow is
+// an empty cell and a warning (never a wrapped number), --value-type overrides,
+// and null value cells take no part.
+TEST_F(CliEndToEnd, AggregateTypedValues) {
+  std::ofstream(Tmp("ints.csv")) << "g,v\na,16777216\na,1\nb,-3\nb,\nc,9007199254740993\n";
+  RunResult sum = Cli({"--json", "agg", "--from", Tmp("ints.csv").string(), "--group", "g", "--op",
+                       "sum", "--value", "v"});
+  ASSERT_EQ(sum.code, 0) << sum.err;
+  Json j = Json::parse(sum.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << sum.out;
+  EXPECT_EQ(j["value_type"], "int64");
+  EXPECT_EQ(j["overflow_groups"], 0);
+  ASSERT_EQ(j["rows"].size(), 3u) << sum.out;
+  EXPECT_EQ(j["rows"][0]["sum_v"], int64_t{16777217});
+  EXPECT_EQ(j["rows"][1]["sum_v"], -3);                         // the null cell takes no part
+  EXPECT_EQ(j["rows"][2]["sum_v"], int64_t{9007199254740993});  // 2^53 + 1: not a double
+  RunResult csv = Cli(
+      {"agg", "--from", Tmp("ints.csv").string(), "--group", "g", "--op", "max", "--value", "v"});
+  ASSERT_EQ(csv.code, 0) << csv.err;
+  EXPECT_EQ(csv.out, "g,max_v\na,16777216\nb,-3\nc,9007199254740993\n");
+  RunResult mean = Cli(
+      {"agg", "--from", Tmp("ints.csv").string(), "--group", "g", "--op", "mean", "--value", "v"});
+  ASSERT_EQ(mean.code, 0) << mean.err;
+  EXPECT_EQ(mean.out, "g,mean_v\na,8388608.5\nb,-3\nc,9007199254740992\n");
+  // --value-type float32: the reference path, which rounds 2^24 + 1 away.
+  RunResult f32 = Cli({"agg", "--from", Tmp("ints.csv").string(), "--group", "g", "--op", "sum",
+                       "--value", "v", "--value-type", "float32"});
+  ASSERT_EQ(f32.code, 0) << f32.err;
+  EXPECT_EQ(f32.out.substr(0, f32.out.find('\n', 8)), "g,sum_v\na,16777216");
+  // uint64 above INT64_MAX, and an overflowing group.
+  std::ofstream(Tmp("u64.csv")) << "g,v\n0,18446744073709551615\n0,1\n1,9223372036854775808\n";
+  RunResult u = Cli({"--json", "agg", "--from", Tmp("u64.csv").string(), "--group", "g", "--op",
+                     "sum", "--value", "v"});
+  ASSERT_EQ(u.code, 0) << u.err;
+  Json uj = Json::parse(u.out, nullptr, false);
+  EXPECT_EQ(uj["value_type"], "uint64");
+  EXPECT_EQ(uj["overflow_groups"], 1);
+  EXPECT_TRUE(uj["rows"][0]["sum_v"].is_null()) << u.out;
+  EXPECT_EQ(uj["rows"][1]["sum_v"].get<uint64_t>(), uint64_t{1} << 63);
+  EXPECT_NE(u.err.find("does not fit uint64"), std::string::npos) << u.err;
+  // --value-type float64 and a cell that is not of the given type.
+  std::ofstream(Tmp("f64.csv")) << "g,v\n0,0.1\n0,0.2\n";
+  RunResult d = Cli({"agg", "--from", Tmp("f64.csv").string(), "--group", "g", "--op", "sum",
+                     "--value", "v", "--value-type", "float64"});
+  ASSERT_EQ(d.code, 0) << d.err;
+  EXPECT_EQ(d.out, "g,sum_v\n0,0.30000000000000004\n");
+  ExpectOneLineError(Cli({"agg", "--from", Tmp("f64.csv").string(), "--group", "g", "--op", "sum",
+                          "--value", "v", "--value-type", "int32"}),
+                     2, "f64.csv:2: column 'v' (2): '0.1' is not a valid int32");
+  ExpectOneLineError(Cli({"agg", "--from", Tmp("f64.csv").string(), "--group", "g", "--op", "sum",
+                          "--value", "v", "--value-type", "int8"}),
+                     2, "--value-type: 'int8' is not auto");
+}
 
+}  // namespace
 namespace {
 
 // gpujoin hash over nested JSON Lines (issue 22): arrays become lists, objects
