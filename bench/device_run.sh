@@ -25,6 +25,17 @@ has gpu_payload_differential_tests && step payload 120 $bin/gpu_payload_differen
 has gpu_multi_value_differential_tests && step multi_value 180 $bin/gpu_multi_value_differential_tests
 has gpu_aggregate_differential_tests && step aggregate 120 $bin/gpu_aggregate_differential_tests
 has gpu_aggregate_graph_tests && step aggregate_graphs 60 $bin/gpu_aggregate_graph_tests
+has gpu_aggregate_typed_differential_tests && step aggregate_typed 180 \
+  $bin/gpu_aggregate_typed_differential_tests
+# Typed aggregation (issue 22) on the small shapes of each path: memcheck, and
+# racecheck on the shared-memory paths (block-shared, shared-range).
+agg_typed_small='*rows100003_groups16_*:*rows100003_groups256_*:*rows100003_groups257*:*rows1000_*:*rows5001_*'
+has gpu_aggregate_typed_differential_tests && step memcheck_aggregate_typed 300 compute-sanitizer \
+  --tool memcheck --error-exitcode 9 $bin/gpu_aggregate_typed_differential_tests \
+  --gtest_filter="$agg_typed_small"
+has gpu_aggregate_typed_differential_tests && step racecheck_aggregate_typed 300 compute-sanitizer \
+  --tool racecheck --error-exitcode 9 $bin/gpu_aggregate_typed_differential_tests \
+  --gtest_filter='*rows100003_groups256_*:*rows5001_*:*rows100003_groups257*'
 has gpu_memory_budget_tests && step memory_budget 60 $bin/gpu_memory_budget_tests
 has gpu_sticky_error_tests && step sticky_error 60 $bin/gpu_sticky_error_tests
 has gpu_host_buffer_tests && step host_buffer 60 $bin/gpu_host_buffer_tests
