@@ -410,7 +410,8 @@ int CmdJoin(const Globals& g, const JoinArgs& a) {
                                                          " is not a row of this batch of ",
                                                          p.rows.source));
         }
-        row = p.rows.rows[lr - p.first_row].cells;
+        const auto& cells = p.rows.rows[lr - p.first_row].cells;
+        row.insert(row.end(), cells.begin(), cells.end());
         if (shape == JoinRowShape::kRightFile) {
           if (matched && rr >= right_table->rows.size()) {
             return absl::InvalidArgumentError(absl::StrCat(

@@ -131,7 +131,9 @@ int CmdLookup(const Globals& g, const LookupArgs& a) {
     version = r.index_version;
     out.SetLeadingKinds(InputKinds(p->rows));
     for (size_t i = 0; i < n; ++i) {
-      row = std::move(p->rows.rows[i].cells);
+      // The row buffer keeps its capacity: no allocation per row.
+      row.clear();
+      for (Cell& cell : p->rows.rows[i].cells) row.push_back(std::move(cell));
       const bool found = r.found[i] != 0;
       row.emplace_back(found ? Cell(std::to_string(r.values[i])) : std::nullopt);
       row.emplace_back(found ? "true" : "false");

@@ -75,6 +75,7 @@ DelimitedRecords ParseDelimitedRecords(std::string_view text, char delimiter,
   const size_t n = text.size();
   size_t i = 0;
   uint64_t line = first_line;
+  size_t width = 4;
   auto fail = [&](absl::Status st) {
     out.error = std::move(st);
     return std::move(out);
@@ -94,6 +95,7 @@ DelimitedRecords ParseDelimitedRecords(std::string_view text, char delimiter,
     }
     const uint64_t record_line = line;
     std::vector<Cell> fields;
+    fields.reserve(width);  // records mostly have the previous one's width
     for (;;) {
       // One field starts at i.
       const size_t field_number = fields.size() + 1;
@@ -160,6 +162,7 @@ DelimitedRecords ParseDelimitedRecords(std::string_view text, char delimiter,
       }
       break;
     }
+    width = fields.size();
     out.rows.push_back(Row{record_line, std::move(fields)});
   }
   return out;

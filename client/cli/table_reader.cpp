@@ -276,17 +276,27 @@ class TableReader::Impl {
         scanned = end;
         return;
       }
-      for (size_t i = scanned; i < end; ++i) {
-        const char c = p[i];
-        if (c == '"') {
-          in_quotes = !in_quotes;
-        } else if (c == '\n' && !in_quotes) {
-          boundary = i + 1;
-          if (boundary >= piece) {
-            scanned = boundary;
-            return;
+      // Jump from quote to quote: outside quotes every newline is a boundary.
+      size_t i = scanned;
+      while (i < end) {
+        const void* qp = std::memchr(p + i, '"', end - i);
+        const size_t q = qp != nullptr ? static_cast<size_t>(static_cast<const char*>(qp) - p) : end;
+        if (!in_quotes && q > i) {
+          const size_t from = std::max(i, piece - 1);
+          if (from < q) {
+            const void* nl = std::memchr(p + from, '\n', q - from);
+            if (nl != nullptr) {
+              boundary = static_cast<size_t>(static_cast<const char*>(nl) - p) + 1;
+              scanned = boundary;
+              return;
+            }
           }
+          const void* last = memrchr(p + i, '\n', std::min(from, q) - i);
+          if (last != nullptr) boundary = static_cast<size_t>(static_cast<const char*>(last) - p) + 1;
         }
+        if (q == end) break;
+        in_quotes = !in_quotes;
+        i = q + 1;
       }
       scanned = end;
     };

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# CLI end-to-end benchmark (issue 24): generates a LEFT_ROWS-row CSV (event_id,
+# key, value) and a RIGHT_ROWS-row CSV (key, label, score; unique keys), starts
+# a CPU gpujoind, and measures with /usr/bin/time -v, in one run:
+#   - gpujoin join of the two files written to CSV (ad hoc: the right file
+#     becomes a temporary index), against DuckDB (npm @duckdb/node-api) on
+#     the same files writing the same CSV;
+#   - gpujoin lookup of the left file against an index of the right keys.
+# Prints a Markdown table (wall seconds, rows/s, peak client RSS).
+#
+# usage: bench/cli_bench.sh [BUILD_DIR]   (default build-c)
+# env:   LEFT_ROWS (10000000), RIGHT_ROWS (2000000), WORK (/tmp/gpujoin-cli-bench),
+#        DUCKDB_NODE_MODULES (a node_modules holding @duckdb/node-api; DuckDB is
+#        skipped when unset or missing: npm install @duckdb/node-api under /tmp)
+set -euo pipefail
+build=${1:-build-c}
+left_rows=${LEFT_ROWS:-10000000}
+right_rows=${RIGHT_ROWS:-2000000}
+work=${WORK:-/tmp/gpujoin-cli-bench}
+cli=$build/bin/gpujoin
+server=$build/bin/gpujoind
+mkdir -p "$work"
+left=$work/left_${left_rows}.csv
+right=$work/right_${right_rows}.csv
+
+if [ ! -s "$left" ] || [ ! -s "$right" ]; then
+  echo "generating $left and $right" >&2
+  /usr/bin/python3 - "$left" "$right" "$left_rows" "$right_rows" <<'EOF'
+import random, sys
+left, right, n_left, n_right = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+rng = random.Random(24)
+keys = list(range(1, n_right + 1))
+rng.shuffle(keys)
+with open(right, "w") as f:
+    f.write("key,label,score\n")
+    buf = []
+    for i, k in enumerate(keys):
+        buf.append(f"{k * 7919},label-{i % 1000},{(i * 37) % 10000 / 100}\n")
+        if len(buf) == 100000:
+            f.write("".join(buf)); buf = []
+    f.write("".join(buf))
+with open(left, "w") as f:
+    f.write("event_id,key,value\n")
+    buf = []
+    # About half the left keys match a right key.
+    for i in range(n_left):
+        k = rng.randrange(1, 2 * n_right + 1) * 7919
+        buf.append(f"{i},{k},{i % 977}\n")
+        if len(buf) == 100000:
+            f.write("".join(buf)); buf = []
+    f.write("".join(buf))
+EOF
+fi
+
+port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$server" --backend cpu --listen 127.0.0.1:$port --metrics-listen none >"$work/gpujoind.log" 2>&1 &
+server_pid=$!
+trap 'kill $server_pid 2>/dev/null || true' EXIT
+for _ in $(seq 100); do
+  "$cli" --server 127.0.0.1:$port health >/dev/null 2>&1 && break
+  sleep 0.1
+done
+
+# measure NAME CMD...: wall seconds and max RSS (KiB) from /usr/bin/time -v.
+declare -A wall rss
+measure() {
+  local name=$1
+  shift
+  /usr/bin/time -v "$@" 2>"$work/$name.time" >/dev/null
+  wall[$name]=$(awk -F': ' '/Elapsed \(wall clock\)/ {n=split($2,t,":"); s=0; for(i=1;i<=n;i++) s=s*60+t[i]; print s}' "$work/$name.time")
+  rss[$name]=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$work/$name.time")
+}
+
+measure join "$cli" -q --server 127.0.0.1:$port join --left "$left" --right "$right" --on key \
+  --out "$work/join_gpujoin.csv"
+join_rows=$(($(wc -l <"$work/join_gpujoin.csv") - 1))
+
+"$cli" -q --server 127.0.0.1:$port index build bench_right --from "$right" --key key --no-payload \
+  --replace >/dev/null
+measure lookup "$cli" -q --server 127.0.0.1:$port lookup bench_right --from "$left" --key key \
+  --out "$work/lookup_gpujoin.csv"
+
+duck="skipped (set DUCKDB_NODE_MODULES)"
+if [ -n "${DUCKDB_NODE_MODULES:-}" ] && [ -d "$DUCKDB_NODE_MODULES/@duckdb/node-api" ]; then
+  cat >"$work/duck.mjs" <<EOF
+import { createRequire } from 'module';
+const require = createRequire('$DUCKDB_NODE_MODULES/');
+const { DuckDBInstance } = require('@duckdb/node-api');
+const db = await DuckDBInstance.create(':memory:');
+const c = await db.connect();
+await c.run(\`COPY (SELECT l.event_id, l.key, l.value, r.label, r.score
+  FROM read_csv('$left') l JOIN read_csv('$right') r USING (key))
+  TO '$work/join_duckdb.csv' (HEADER)\`);
+EOF
+  measure duckdb node "$work/duck.mjs"
+  duck_rows=$(($(wc -l <"$work/join_duckdb.csv") - 1))
+  duck=ok
+fi
+
+fmt() { awk -v r="$1" -v s="$2" 'BEGIN { printf "%.2f M rows/s", r / s / 1e6 }'; }
+mib() { awk -v k="$1" 'BEGIN { printf "%.0f MiB", k / 1024 }'; }
+echo
+echo "| run | rows in | rows out | wall s | rate (left rows) | peak client RSS |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: |"
+echo "| gpujoin join (ad hoc, CSV out) | $left_rows x $right_rows | $join_rows | ${wall[join]} | $(fmt "$left_rows" "${wall[join]}") | $(mib "${rss[join]}") |"
+if [ "$duck" = ok ]; then
+  echo "| DuckDB (node-api) join, CSV out | $left_rows x $right_rows | $duck_rows | ${wall[duckdb]} | $(fmt "$left_rows" "${wall[duckdb]}") | $(mib "${rss[duckdb]}") |"
+else
+  echo "| DuckDB | $duck | | | | |"
+fi
+echo "| gpujoin lookup (resident index, CSV out) | $left_rows | $left_rows | ${wall[lookup]} | $(fmt "$left_rows" "${wall[lookup]}") | $(mib "${rss[lookup]}") |"
