@@ -31,7 +31,9 @@ using gpujoin::engine::BackendKind;
 using gpujoin::engine::ColumnType;
 using gpujoin::engine::ColumnView;
 
-double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 [[noreturn]] void Die(const std::string& what) {
   std::fprintf(stderr, "gpujoin-snapshot-bench: %s\n", what.c_str());
@@ -56,8 +58,10 @@ std::vector<uint8_t> Answers(Backend& backend, const gpujoin::engine::HashIndex&
   if (absl::Status s = backend.Run(graph); !s.ok()) Die(std::string(s.message()));
   std::vector<uint8_t> out(reinterpret_cast<uint8_t*>(values.data()),
                            reinterpret_cast<uint8_t*>(values.data() + n));
-  out.insert(out.end(), reinterpret_cast<uint8_t*>(a.data()), reinterpret_cast<uint8_t*>(a.data() + a.size()));
-  out.insert(out.end(), reinterpret_cast<uint8_t*>(b.data()), reinterpret_cast<uint8_t*>(b.data() + b.size()));
+  out.insert(out.end(), reinterpret_cast<uint8_t*>(a.data()),
+             reinterpret_cast<uint8_t*>(a.data() + a.size()));
+  out.insert(out.end(), reinterpret_cast<uint8_t*>(b.data()),
+             reinterpret_cast<uint8_t*>(b.data() + b.size()));
   out.insert(out.end(), va.begin(), va.end());
   out.insert(out.end(), vb.begin(), vb.end());
   return out;
@@ -126,10 +130,9 @@ int main(int argc, char** argv) {
     node.index = index.get();
     node.keys = {std::span<const uint32_t>(keys)};
     node.payload = {
-        ColumnView{ColumnType::kInt64, keys_n,
-                   std::as_bytes(std::span<const int64_t>(p0)), {}, {}},
-        ColumnView{ColumnType::kFloat64, keys_n,
-                   std::as_bytes(std::span<const double>(p1)), {}, {}}};
+        ColumnView{ColumnType::kInt64, keys_n, std::as_bytes(std::span<const int64_t>(p0)), {}, {}},
+        ColumnView{
+            ColumnType::kFloat64, keys_n, std::as_bytes(std::span<const double>(p1)), {}, {}}};
     graph.Add(node);
     const auto t = Clock::now();
     if (absl::Status s = backend.Run(graph); !s.ok()) Die(std::string(s.message()));

@@ -455,9 +455,9 @@ absl::StatusOr<SnapshotReader> SnapshotReader::Open(const std::string& path) {
     return corrupt("header checksum mismatch");
   }
   if (actual != r.file_bytes_) {
-    return absl::OutOfRangeError(
-        absl::StrCat("snapshot \"", path, "\": truncated or torn: ", actual,
-                     " bytes on disk, its header says ", r.file_bytes_));
+    return absl::OutOfRangeError(absl::StrCat("snapshot \"", path,
+                                              "\": truncated or torn: ", actual,
+                                              " bytes on disk, its header says ", r.file_bytes_));
   }
   uint64_t end_of_previous = header_bytes;
   for (uint32_t i = 0; i < count; ++i) {
@@ -489,12 +489,12 @@ absl::StatusOr<SnapshotReader> SnapshotReader::Open(const std::string& path) {
   uint64_t millis = 0;
   engine::BuildStatistics& s = r.statistics_;
   uint32_t columns = 0;
-  bool ok = d.Str(sm.name) && d.U8(backend) && d.U8(key_type) && d.U8(duplicates) &&
-            d.U8(built) && d.U32(spec.capacity) && d.U32(spec.max_probe_count) &&
-            d.U64(s.unique_keys) && d.U64(s.duplicate_rows) && d.U64(s.overflow_rows) &&
-            d.U64(s.invalid_rows) && d.U64(s.total_probes) && d.U64(s.max_probes) &&
-            d.U64(s.max_group_rows) && d.U64(r.built_rows_) && d.U64(r.shape_.kept_rows) &&
-            d.U64(sm.version) && d.U32(sm.first_value) && d.U8(explicit_values) && d.U8(batch) &&
+  bool ok = d.Str(sm.name) && d.U8(backend) && d.U8(key_type) && d.U8(duplicates) && d.U8(built) &&
+            d.U32(spec.capacity) && d.U32(spec.max_probe_count) && d.U64(s.unique_keys) &&
+            d.U64(s.duplicate_rows) && d.U64(s.overflow_rows) && d.U64(s.invalid_rows) &&
+            d.U64(s.total_probes) && d.U64(s.max_probes) && d.U64(s.max_group_rows) &&
+            d.U64(r.built_rows_) && d.U64(r.shape_.kept_rows) && d.U64(sm.version) &&
+            d.U32(sm.first_value) && d.U8(explicit_values) && d.U8(batch) &&
             d.F64(sm.build_seconds) && d.U64(millis) && d.U32(columns);
   if (!ok || backend > 2 || key_type > 1 || duplicates > 1 || columns > 4096) {
     return corrupt("metadata does not parse");
@@ -527,8 +527,8 @@ absl::StatusOr<SnapshotReader> SnapshotReader::Open(const std::string& path) {
     return corrupt("a lowest_row index with group values");
   }
   if (r.shape_.kept_rows > r.built_rows_) {
-    return corrupt(absl::StrCat(r.shape_.kept_rows, " kept rows of a ", r.built_rows_,
-                                "-row build"));
+    return corrupt(
+        absl::StrCat(r.shape_.kept_rows, " kept rows of a ", r.built_rows_, "-row build"));
   }
   // Every other section must be exactly the array the metadata implies.
   {
@@ -549,12 +549,13 @@ absl::StatusOr<SnapshotReader> SnapshotReader::Open(const std::string& path) {
                                 ? engine::BitmapBytes(positions)
                                 : positions * engine::ColumnWidth(p.type);
       want.push_back({{kPayloadData, c}, data});
-      if (engine::IsVariableWidth(p.type)) want.push_back({{kPayloadOffsets, c}, (positions + 1) * 8});
+      if (engine::IsVariableWidth(p.type))
+        want.push_back({{kPayloadOffsets, c}, (positions + 1) * 8});
       if (p.nullable) want.push_back({{kPayloadValidity, c}, engine::BitmapBytes(positions)});
     }
     if (want.size() + 1 != r.sections_.size()) {
-      return corrupt(absl::StrCat("the metadata implies ", want.size() + 1, " sections, the table has ",
-                                  r.sections_.size()));
+      return corrupt(absl::StrCat("the metadata implies ", want.size() + 1,
+                                  " sections, the table has ", r.sections_.size()));
     }
     for (size_t i = 0; i < want.size(); ++i) {
       const Section& got = r.sections_[i + 1];
@@ -562,8 +563,8 @@ absl::StatusOr<SnapshotReader> SnapshotReader::Open(const std::string& path) {
           got.length != want[i].second) {
         return corrupt(absl::StrCat("section ", i + 1, " is ", SectionName(got.type, got.column),
                                     " of ", got.length, " bytes; the metadata implies ",
-                                    SectionName(want[i].first.first, want[i].first.second),
-                                    " of ", want[i].second));
+                                    SectionName(want[i].first.first, want[i].first.second), " of ",
+                                    want[i].second));
       }
     }
   }
@@ -608,9 +609,9 @@ absl::StatusOr<engine::IndexImage> SnapshotReader::ReadImage(unsigned threads) {
       const Section& s = sections_[i + 1];
       absl::Status st = ReadAt(fd_, targets[i]->data(), s.length, s.offset, path_);
       if (st.ok() && SectionChecksum(targets[i]->data(), s.length) != s.checksum) {
-        st = absl::DataLossError(absl::StrCat("snapshot \"", path_, "\": section ", i + 1, " (",
-                                              SectionName(s.type, s.column),
-                                              ") checksum mismatch"));
+        st =
+            absl::DataLossError(absl::StrCat("snapshot \"", path_, "\": section ", i + 1, " (",
+                                             SectionName(s.type, s.column), ") checksum mismatch"));
       }
       results[i] = std::move(st);
     }

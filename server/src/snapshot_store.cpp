@@ -74,8 +74,9 @@ SnapshotMetrics::SnapshotMetrics(prometheus::Registry& r) {
                    .Add({}, DurationBuckets());
   failures_ = &prometheus::BuildCounter()
                    .Name("gpujoin_snapshot_failures_total")
-                   .Help("Snapshot writes that failed, by reason (size_limit, disk_full, "
-                         "io_error, export).")
+                   .Help(
+                       "Snapshot writes that failed, by reason (size_limit, disk_full, "
+                       "io_error, export).")
                    .Register(r);
   for (const char* reason : {"size_limit", "disk_full", "io_error", "export"}) {
     failures_->Add({{"reason", reason}});
@@ -92,8 +93,9 @@ SnapshotMetrics::SnapshotMetrics(prometheus::Registry& r) {
                         .Add({}, DurationBuckets());
   load_failures_ = &prometheus::BuildCounter()
                         .Name("gpujoin_snapshot_load_failures_total")
-                        .Help("Snapshots not loaded, by reason (version, truncated, corrupt, "
-                              "budget, invalid, io_error).")
+                        .Help(
+                            "Snapshots not loaded, by reason (version, truncated, corrupt, "
+                            "budget, invalid, io_error).")
                         .Register(r);
   for (const char* reason : {"version", "truncated", "corrupt", "budget", "invalid", "io_error"}) {
     load_failures_->Add({{"reason", reason}});
@@ -157,9 +159,10 @@ SnapshotStore::SnapshotStore(SnapshotStoreOptions options, engine::Backend* back
                              MemoryBudget* budget, prometheus::Registry& registry)
     : options_(std::move(options)), backend_(backend), budget_(budget), metrics_(registry) {}
 
-absl::StatusOr<std::unique_ptr<SnapshotStore>> SnapshotStore::Open(
-    SnapshotStoreOptions options, engine::Backend* backend, MemoryBudget* budget,
-    prometheus::Registry& registry) {
+absl::StatusOr<std::unique_ptr<SnapshotStore>> SnapshotStore::Open(SnapshotStoreOptions options,
+                                                                   engine::Backend* backend,
+                                                                   MemoryBudget* budget,
+                                                                   prometheus::Registry& registry) {
   std::error_code ec;
   std::filesystem::create_directories(options.data_dir, ec);
   if (ec || !std::filesystem::is_directory(options.data_dir)) {
@@ -281,18 +284,16 @@ absl::StatusOr<uint64_t> SnapshotStore::WriteFile(const IndexVersion& version,
   if (options_.max_bytes != 0) {
     const uint64_t used = DirBytes();
     if (used + bytes > options_.max_bytes) {
-      return fail("size_limit",
-                  absl::ResourceExhaustedError(absl::StrCat(
-                      "snapshot of index \"", version.name, "\" needs ", bytes,
-                      " bytes; the data dir holds ", used, " of --max-snapshot-bytes=",
-                      options_.max_bytes)));
+      return fail("size_limit", absl::ResourceExhaustedError(
+                                    absl::StrCat("snapshot of index \"", version.name, "\" needs ",
+                                                 bytes, " bytes; the data dir holds ", used,
+                                                 " of --max-snapshot-bytes=", options_.max_bytes)));
     }
   }
   // Hidden, never `*.gjsnap`, unique per write (a SaveIndex may race a
   // background write of the same version).
-  const std::string temp =
-      PathOf(absl::StrCat(".", final_name, std::string(kTempMarker), version.version, "-",
-                          temp_sequence_.fetch_add(1)));
+  const std::string temp = PathOf(absl::StrCat(".", final_name, std::string(kTempMarker),
+                                               version.version, "-", temp_sequence_.fetch_add(1)));
   const int fd = ::open(temp.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
   if (fd < 0) {
     const absl::Status s = Errno("create", temp);
@@ -419,8 +420,8 @@ WarmStartReport SnapshotStore::LoadAll(IndexRegistry& registry,
     LogInfo(absl::StrCat("--data-dir \"", options_.data_dir, "\": no snapshots to load"));
     return report;
   }
-  LogInfo(absl::StrCat("loading ", files.size(), " snapshots from --data-dir \"",
-                       options_.data_dir, "\"; health is NOT_SERVING until they are loaded"));
+  LogInfo(absl::StrCat("loading ", files.size(), " snapshots from --data-dir \"", options_.data_dir,
+                       "\"; health is NOT_SERVING until they are loaded"));
   metrics_.SetLoadsPending(files.size());
   std::atomic<size_t> next{0}, done{0};
   std::mutex report_mu;
@@ -451,8 +452,8 @@ WarmStartReport SnapshotStore::LoadAll(IndexRegistry& registry,
         ++report.loaded;
         report.bytes += bytes;
         LogInfo(absl::StrCat("loaded snapshot \"", file, "\" as index \"", name, "\" (", bytes,
-                             " bytes in ", SecondsSince(t0), " s) [", finished, "/",
-                             files.size(), "]"));
+                             " bytes in ", SecondsSince(t0), " s) [", finished, "/", files.size(),
+                             "]"));
       } else {
         ++report.skipped;
         const std::string_view reason = SnapshotLoadFailureReason(s);

@@ -16,8 +16,8 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -175,7 +175,7 @@ class SnapshotStore {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::map<std::string, Job> pending_;        // the newest version per name
+  std::map<std::string, Job> pending_;          // the newest version per name
   std::map<std::string, uint64_t> generation_;  // bumped by Schedule and Forget
   std::string writing_;                         // the name being written, or ""
   bool stop_ = false;

@@ -70,8 +70,8 @@ class CliSnapshotTest : public ::testing::Test {
 
 TEST_F(CliSnapshotTest, SaveAndLoadACopy) {
   Start(true);
-  RunResult b = Cli({"index", "build", "sensors", "--from", kExamples + "/sensors.csv", "--key",
-                     "sensor_id"});
+  RunResult b = Cli(
+      {"index", "build", "sensors", "--from", kExamples + "/sensors.csv", "--key", "sensor_id"});
   ASSERT_EQ(b.code, 0) << b.err;
   RunResult s = Cli({"index", "save", "sensors", "--file", "sensors-copy.gjsnap"});
   ASSERT_EQ(s.code, 0) << s.err;
@@ -100,8 +100,8 @@ TEST_F(CliSnapshotTest, SaveAndLoadACopy) {
 
   // A corrupt file: refused, nothing installed.
   {
-    std::fstream f(dir_ / "data" / "sensors-copy.gjsnap", std::ios::in | std::ios::out |
-                                                              std::ios::binary);
+    std::fstream f(dir_ / "data" / "sensors-copy.gjsnap",
+                   std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(200);
     f.put('\x7f');
   }
@@ -114,8 +114,8 @@ TEST_F(CliSnapshotTest, SaveAndLoadACopy) {
 
 TEST_F(CliSnapshotTest, WithoutDataDirBothAreRefused) {
   Start(false);
-  RunResult b = Cli({"index", "build", "sensors", "--from", kExamples + "/sensors.csv", "--key",
-                     "sensor_id"});
+  RunResult b = Cli(
+      {"index", "build", "sensors", "--from", kExamples + "/sensors.csv", "--key", "sensor_id"});
   ASSERT_EQ(b.code, 0) << b.err;
   for (const std::string verb : {"save", "load"}) {
     RunResult r = Cli({"index", verb, "sensors"});

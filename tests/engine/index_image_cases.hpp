@@ -33,8 +33,9 @@ struct ImageCase {
 };
 
 inline std::string CaseName(const ImageCase& c) {
-  return std::string(KeyTypeName(c.key_type)) + "_" + std::string(DuplicatePolicyName(c.duplicates)) +
-         "_cap" + std::to_string(c.capacity) + "_rows" + std::to_string(c.rows) +
+  return std::string(KeyTypeName(c.key_type)) + "_" +
+         std::string(DuplicatePolicyName(c.duplicates)) + "_cap" + std::to_string(c.capacity) +
+         "_rows" + std::to_string(c.rows) +
          (c.max_probe_count ? "_bound" + std::to_string(c.max_probe_count) : "") +
          (c.payload ? "_payload" : "");
 }
@@ -99,8 +100,8 @@ inline ImageSource MakeSource(const ImageCase& c) {
                                       v.size() * sizeof(v[0]));
   };
   s.payload.push_back(ColumnView{ColumnType::kInt64, n, bytes(s.i64), {}, s.i64_valid});
-  s.payload.push_back(ColumnView{ColumnType::kString, n, bytes(s.str_bytes), s.str_offsets,
-                                 s.str_valid});
+  s.payload.push_back(
+      ColumnView{ColumnType::kString, n, bytes(s.str_bytes), s.str_offsets, s.str_valid});
   s.payload.push_back(ColumnView{ColumnType::kBool, n, bytes(s.bools), {}, {}});
   s.payload.push_back(ColumnView{ColumnType::kFloat64, n, bytes(s.f64), {}, {}});
   s.payload.push_back(ColumnView{ColumnType::kUint32, n, bytes(s.u32), {}, {}});
@@ -124,12 +125,20 @@ inline std::unique_ptr<HashIndex> BuildCase(Backend& backend, const ImageCase& c
   ChunkedU32 value_chunks{values.subspan(0, half), values.subspan(half)};
   if (c.key_type == KeyType::kU64) {
     std::span<const uint64_t> keys(s.keys64);
-    graph.Add(BuildIndexNodeT<uint64_t>{index->get(), {keys.subspan(0, half), keys.subspan(half)},
-                                        value_chunks, 0, nullptr, s.payload});
+    graph.Add(BuildIndexNodeT<uint64_t>{index->get(),
+                                        {keys.subspan(0, half), keys.subspan(half)},
+                                        value_chunks,
+                                        0,
+                                        nullptr,
+                                        s.payload});
   } else {
     std::span<const uint32_t> keys(s.keys32);
-    graph.Add(BuildIndexNodeT<uint32_t>{index->get(), {keys.subspan(0, half), keys.subspan(half)},
-                                        value_chunks, 0, nullptr, s.payload});
+    graph.Add(BuildIndexNodeT<uint32_t>{index->get(),
+                                        {keys.subspan(0, half), keys.subspan(half)},
+                                        value_chunks,
+                                        0,
+                                        nullptr,
+                                        s.payload});
   }
   const absl::Status st = backend.Run(graph);
   EXPECT_TRUE(st.ok()) << st;
@@ -237,8 +246,8 @@ inline std::vector<ImageCase> AllImageCases() {
       for (bool payload : {false, true}) {
         cases.push_back({kt, dp, 1024, 0, 600, 300, payload, seed++});
       }
-      cases.push_back({kt, dp, 2, 0, 5, 2, true, seed++});      // tiny table, duplicates
-      cases.push_back({kt, dp, 64, 0, 0, 1, true, seed++});     // empty build
+      cases.push_back({kt, dp, 2, 0, 5, 2, true, seed++});          // tiny table, duplicates
+      cases.push_back({kt, dp, 64, 0, 0, 1, true, seed++});         // empty build
       cases.push_back({kt, dp, 256, 0, 2000, 3000, true, seed++});  // no slot for many keys
     }
   }

@@ -5,12 +5,13 @@
 // memory is what ImportedIndexBytes predicted; and Validate refuses every
 // inconsistent image before anything is allocated. The CUDA side is
 // tests/gpu/index_image_differential_test.cpp.
+#include "gpujoin/engine/index_image.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 
 #include "gpujoin/engine/backend.hpp"
-#include "gpujoin/engine/index_image.hpp"
 #include "index_image_cases.hpp"
 
 namespace gpujoin::engine::testing {

@@ -108,7 +108,8 @@ TEST(IndexImageWideRecords, RecordsAcrossStagingChunks) {
     auto index = b->CreateIndex(spec);
     ASSERT_TRUE(index.ok()) << index.status();
     CommandGraph graph;
-    graph.Add(BuildIndexNode{index->get(), {std::span<const uint32_t>(keys)}, {}, 0, nullptr, payload});
+    graph.Add(
+        BuildIndexNode{index->get(), {std::span<const uint32_t>(keys)}, {}, 0, nullptr, payload});
     ASSERT_TRUE(b->Run(graph).ok());
     built.push_back(std::move(*index));
   }

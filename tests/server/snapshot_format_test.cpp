@@ -5,10 +5,11 @@
 // a whole file, every truncation, appended bytes, a newer format version (its
 // message names both versions) and a section table that disagrees with the
 // metadata.
-#include <fcntl.h>
-#include <unistd.h>
+#include "snapshot_format.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
@@ -20,7 +21,6 @@
 
 #include "gpujoin/engine/backend.hpp"
 #include "index_image_cases.hpp"
-#include "snapshot_format.hpp"
 
 namespace gpujoin::server {
 namespace {

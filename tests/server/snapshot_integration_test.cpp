@@ -179,9 +179,7 @@ class SnapshotIntegrationTest : public ::testing::Test {
         grpc::CreateChannel(server_->grpc_address(), grpc::InsecureChannelCredentials()));
   }
   // kill -9: no drain, no chance to finish anything.
-  void Kill() {
-    server_->StopWith(SIGKILL);
-  }
+  void Kill() { server_->StopWith(SIGKILL); }
 
   void BuildOk(const Kind& k, v1::IndexInfo* info = nullptr) {
     v1::BuildIndexResponse r;

@@ -95,18 +95,19 @@ absl::Status IndexImage::Validate() const {
   const uint64_t positions = keep_all ? kept : capacity;
   for (size_t c = 0; c < payload.size(); ++c) {
     const PayloadImage& p = payload[c];
-    const std::string what = absl::StrCat("payload ", c, " (", std::string(ColumnTypeName(p.type)), ")");
+    const std::string what =
+        absl::StrCat("payload ", c, " (", std::string(ColumnTypeName(p.type)), ")");
     if (static_cast<uint8_t>(p.type) > static_cast<uint8_t>(ColumnType::kString)) {
-      return absl::InvalidArgumentError(absl::StrCat("index image: payload ", c, " has type ",
-                                                     static_cast<int>(p.type)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("index image: payload ", c, " has type ", static_cast<int>(p.type)));
     }
     if (IsVariableWidth(p.type)) {
       GPUJOIN_RETURN_IF_ERROR(SizeIs(p.offsets, (positions + 1) * 8, what + " offsets"));
       const std::span<const uint64_t> offsets = p.offsets.as<uint64_t>();
       if (offsets[0] != 0 || offsets[positions] != p.data.size()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "index image: ", what, " offsets run from ", offsets[0], " to ", offsets[positions],
-            ", expected 0 to its ", p.data.size(), " bytes"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("index image: ", what, " offsets run from ", offsets[0], " to ",
+                         offsets[positions], ", expected 0 to its ", p.data.size(), " bytes"));
       }
       for (uint64_t i = 0; i < positions; ++i) {
         if (offsets[i + 1] < offsets[i]) {
@@ -168,7 +169,8 @@ std::string ImageDifference(const IndexImage& a, const IndexImage& b, bool ignor
   } else {
     d = FirstDifference(a.keys.as<uint32_t>(), b.keys.as<uint32_t>(), "keys", "slot");
   }
-  if (d.empty()) d = FirstDifference(a.values.as<uint32_t>(), b.values.as<uint32_t>(), "values", "slot");
+  if (d.empty())
+    d = FirstDifference(a.values.as<uint32_t>(), b.values.as<uint32_t>(), "values", "slot");
   if (d.empty()) {
     d = FirstDifference(a.group_ranges.as<uint32_t>(), b.group_ranges.as<uint32_t>(),
                         "group ranges", "word");
@@ -182,19 +184,20 @@ std::string ImageDifference(const IndexImage& a, const IndexImage& b, bool ignor
   for (size_t c = 0; c < a.payload.size(); ++c) {
     const PayloadImage& pa = a.payload[c];
     const PayloadImage& pb = b.payload[c];
-    const std::string what = absl::StrCat("payload ", c, " (", std::string(ColumnTypeName(pa.type)), ")");
+    const std::string what =
+        absl::StrCat("payload ", c, " (", std::string(ColumnTypeName(pa.type)), ")");
     if (pa.type != pb.type || pa.nullable != pb.nullable) return what + " types differ";
     if (pa.null_count != pb.null_count) {
       return absl::StrCat(what, " null counts differ: ", pa.null_count, " vs ", pb.null_count);
     }
     d = FirstDifference(pa.data.as<uint8_t>(), pb.data.as<uint8_t>(), what + " data", "byte");
     if (d.empty()) {
-      d = FirstDifference(pa.offsets.as<uint64_t>(), pb.offsets.as<uint64_t>(),
-                          what + " offsets", "position");
+      d = FirstDifference(pa.offsets.as<uint64_t>(), pb.offsets.as<uint64_t>(), what + " offsets",
+                          "position");
     }
     if (d.empty()) {
-      d = FirstDifference(pa.validity.as<uint8_t>(), pb.validity.as<uint8_t>(),
-                          what + " validity", "byte");
+      d = FirstDifference(pa.validity.as<uint8_t>(), pb.validity.as<uint8_t>(), what + " validity",
+                          "byte");
     }
     if (!d.empty()) return d;
   }

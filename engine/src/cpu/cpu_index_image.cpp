@@ -123,9 +123,9 @@ absl::StatusOr<IndexImage> ExportCpuIndex(const HashIndex& index, ThreadPool& po
   if (const auto* i64 = dynamic_cast<const CpuHashIndex<uint64_t>*>(&index)) {
     return Export(*i64, pool);
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("export: the index belongs to the ",
-                   std::string(BackendKindName(index.backend())), " backend, not cpu"));
+  return absl::InvalidArgumentError(absl::StrCat("export: the index belongs to the ",
+                                                 std::string(BackendKindName(index.backend())),
+                                                 " backend, not cpu"));
 }
 
 std::unique_ptr<HashIndex> ImportCpuIndex(const IndexImage& image, ThreadPool& pool) {

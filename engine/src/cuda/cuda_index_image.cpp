@@ -217,8 +217,8 @@ absl::Status ImportTable(const IndexImage& image, CudaHashIndex& index, Transfer
                       const K key = keys[first + i];
                       const uint32_t value = values[first + i];
                       if constexpr (std::is_same_v<K, uint32_t>) {
-                        words[i] = key == kEmptyKeyOf<K> ? kEmptySlot
-                                                         : (uint64_t(key) << 32) | value;
+                        words[i] =
+                            key == kEmptyKeyOf<K> ? kEmptySlot : (uint64_t(key) << 32) | value;
                       } else {
                         words[i] = key == kEmptyKeyOf<K> ? Slot64{kEmptySlot, kEmptySlot}
                                                          : Slot64{key, uint64_t(value)};
@@ -252,8 +252,8 @@ absl::StatusOr<IndexImage> ExportCudaIndex(const CudaHashIndex& index) {
                                           ToHost(image.group_ranges.data())));
     }
     image.group_values = ImageBuffer(groups.values.bytes());
-    GPUJOIN_RETURN_IF_ERROR(
-        t->Download(groups.values.data(), groups.values.bytes(), 1, ToHost(image.group_values.data())));
+    GPUJOIN_RETURN_IF_ERROR(t->Download(groups.values.data(), groups.values.bytes(), 1,
+                                        ToHost(image.group_values.data())));
   }
   const uint64_t positions =
       index.keeps_all() ? groups.values.size() : capacity;  // the canonical count
@@ -320,9 +320,9 @@ absl::StatusOr<std::unique_ptr<CudaHashIndex>> ImportCudaIndex(const IndexImage&
     CudaGroups groups;
     GPUJOIN_ASSIGN_OR_RETURN(groups.ranges, CudaHashIndex::AllocatePayload<GroupRange>(
                                                 capacity, device, "group ranges"));
-    GPUJOIN_ASSIGN_OR_RETURN(
-        groups.values, CudaHashIndex::AllocatePayload<uint32_t>(image.group_values.size() / 4,
-                                                                device, "group values"));
+    GPUJOIN_ASSIGN_OR_RETURN(groups.values,
+                             CudaHashIndex::AllocatePayload<uint32_t>(image.group_values.size() / 4,
+                                                                      device, "group values"));
     GPUJOIN_RETURN_IF_ERROR(t->Upload(groups.ranges.data(), image.group_ranges.size(), 1,
                                       FromHost(image.group_ranges.data())));
     GPUJOIN_RETURN_IF_ERROR(t->Upload(groups.values.data(), image.group_values.size(), 1,
@@ -339,26 +339,26 @@ absl::StatusOr<std::unique_ptr<CudaHashIndex>> ImportCudaIndex(const IndexImage&
   CudaPayload stored;
   stored.stride = layout.stride;
   if (layout.stride > 0) {
-    GPUJOIN_ASSIGN_OR_RETURN(stored.records, CudaHashIndex::AllocatePayload<uint8_t>(
-                                                 layout.RecordBytes(slots), device,
-                                                 "payload records"));
+    GPUJOIN_ASSIGN_OR_RETURN(
+        stored.records, CudaHashIndex::AllocatePayload<uint8_t>(layout.RecordBytes(slots), device,
+                                                                "payload records"));
     // Record by record: the chunk's records interleave every fixed-width column.
-    GPUJOIN_RETURN_IF_ERROR(t->Upload(
-        stored.records.data(), stored.records.bytes(), layout.stride,
-        [&](uint8_t* chunk, size_t offset, size_t n) {
-          std::memset(chunk, 0, n);
-          const uint64_t first = offset / layout.stride;
-          const uint64_t count = n / layout.stride;
-          for (size_t c = 0; c < image.payload.size(); ++c) {
-            if (layout.offsets[c] == kNotInRecord) continue;
-            const size_t width = ColumnWidth(types[c]);
-            const std::byte* src = image.payload[c].data.data();
-            for (uint64_t i = 0; i < count && first + i < positions; ++i) {
-              std::memcpy(chunk + i * layout.stride + layout.offsets[c], src + (first + i) * width,
-                          width);
-            }
-          }
-        }));
+    GPUJOIN_RETURN_IF_ERROR(
+        t->Upload(stored.records.data(), stored.records.bytes(), layout.stride,
+                  [&](uint8_t* chunk, size_t offset, size_t n) {
+                    std::memset(chunk, 0, n);
+                    const uint64_t first = offset / layout.stride;
+                    const uint64_t count = n / layout.stride;
+                    for (size_t c = 0; c < image.payload.size(); ++c) {
+                      if (layout.offsets[c] == kNotInRecord) continue;
+                      const size_t width = ColumnWidth(types[c]);
+                      const std::byte* src = image.payload[c].data.data();
+                      for (uint64_t i = 0; i < count && first + i < positions; ++i) {
+                        std::memcpy(chunk + i * layout.stride + layout.offsets[c],
+                                    src + (first + i) * width, width);
+                      }
+                    }
+                  }));
   }
   std::vector<PayloadColumnInfo> infos;
   for (size_t c = 0; c < image.payload.size(); ++c) {
@@ -368,8 +368,8 @@ absl::StatusOr<std::unique_ptr<CudaHashIndex>> ImportCudaIndex(const IndexImage&
     // Bitmaps of `slots` bits: the pad (if any) shares the image's last byte.
     auto upload_bitmap = [&](const ImageBuffer& bits, DeviceBuffer<uint8_t>& out,
                              const char* what) -> absl::Status {
-      GPUJOIN_ASSIGN_OR_RETURN(out,
-                               CudaHashIndex::AllocatePayload<uint8_t>(BitmapBytes(slots), device, what));
+      GPUJOIN_ASSIGN_OR_RETURN(
+          out, CudaHashIndex::AllocatePayload<uint8_t>(BitmapBytes(slots), device, what));
       return t->Upload(out.data(), out.bytes(), 1, [&](uint8_t* chunk, size_t offset, size_t n) {
         const size_t have = offset < bits.size() ? std::min(n, bits.size() - offset) : 0;
         if (have > 0) std::memcpy(chunk, bits.data() + offset, have);
@@ -386,21 +386,22 @@ absl::StatusOr<std::unique_ptr<CudaHashIndex>> ImportCudaIndex(const IndexImage&
       GPUJOIN_ASSIGN_OR_RETURN(column.offsets, CudaHashIndex::AllocatePayload<uint64_t>(
                                                    slots + 1, device, "payload offsets"));
       const std::span<const uint64_t> offsets = p.offsets.as<uint64_t>();
-      GPUJOIN_RETURN_IF_ERROR(t->Upload(
-          column.offsets.data(), column.offsets.bytes(), 8,
-          [&](uint8_t* chunk, size_t offset, size_t n) {
-            uint64_t* out = reinterpret_cast<uint64_t*>(chunk);
-            const size_t first = offset / 8;
-            for (size_t i = 0; i < n / 8; ++i) {
-              out[i] = offsets[std::min<size_t>(first + i, positions)];
-            }
-          }));
+      GPUJOIN_RETURN_IF_ERROR(t->Upload(column.offsets.data(), column.offsets.bytes(), 8,
+                                        [&](uint8_t* chunk, size_t offset, size_t n) {
+                                          uint64_t* out = reinterpret_cast<uint64_t*>(chunk);
+                                          const size_t first = offset / 8;
+                                          for (size_t i = 0; i < n / 8; ++i) {
+                                            out[i] =
+                                                offsets[std::min<size_t>(first + i, positions)];
+                                          }
+                                        }));
       GPUJOIN_ASSIGN_OR_RETURN(column.data, CudaHashIndex::AllocatePayload<uint8_t>(
                                                 p.data.size(), device, "payload string bytes"));
       GPUJOIN_RETURN_IF_ERROR(
           t->Upload(column.data.data(), p.data.size(), 1, FromHost(p.data.data())));
     }
-    if (p.nullable) GPUJOIN_RETURN_IF_ERROR(upload_bitmap(p.validity, column.validity, "payload validity"));
+    if (p.nullable)
+      GPUJOIN_RETURN_IF_ERROR(upload_bitmap(p.validity, column.validity, "payload validity"));
     infos.push_back(PayloadColumnInfo{p.type, p.null_count, column.bytes()});
     stored.columns.push_back(std::move(column));
   }
