@@ -152,7 +152,10 @@ struct Accum {
         atomicAdd(reinterpret_cast<double*>(acc) + g, __longlong_as_double(enc[0]));
       } else {
 #pragma unroll
-        for (int w = 0; w < kWords; ++w) atomicAdd(acc + w * stride + g, enc[w]);
+        for (int w = 0; w < kWords; ++w) {
+          // The high half of a value in [0, 2^32) is 0: no atomic for it.
+          if (w == 0 || enc[w] != 0) atomicAdd(acc + w * stride + g, enc[w]);
+        }
       }
     }
     if constexpr (kAcc == Acc::kMin) atomicMin(acc + g, enc[0]);
