@@ -344,13 +344,26 @@ uint64_t SnapshotStore::DirBytes() const {
 absl::StatusOr<SavedSnapshot> SnapshotStore::Save(const IndexVersion& version,
                                                   const std::string& file) {
   const auto start = Clock::now();
-  // An explicit save of the index's own file supersedes a background write of
-  // the same version; any other file is independent of them.
-  GPUJOIN_ASSIGN_OR_RETURN(uint64_t bytes, WriteFile(version, file, [] { return true; }));
-  SavedSnapshot saved{file, bytes, version.version, SecondsSince(start)};
-  if (file == version.name + std::string(kSnapshotSuffix)) {
-    metrics_.WriteSucceeded(version.name, bytes, saved.seconds);
+  const bool own = file == version.name + std::string(kSnapshotSuffix);
+  // The index's own file must not outlive a drop (nor go back to an older
+  // version after a rebuild) that happens during the save: like a background
+  // write, it is renamed only if the name's generation is unchanged. Any other
+  // file is independent of the name's life.
+  uint64_t generation = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    generation = generation_[version.name];
   }
+  auto bytes = WriteFile(version, file, [this, own, &version, generation] {
+    return !own || generation_[version.name] == generation;
+  });
+  if (absl::IsCancelled(bytes.status())) {
+    return absl::AbortedError(absl::StrCat("SaveIndex: index \"", version.name,
+                                           "\" was rebuilt or dropped during the save; retry"));
+  }
+  if (!bytes.ok()) return bytes.status();
+  SavedSnapshot saved{file, *bytes, version.version, SecondsSince(start)};
+  if (own) metrics_.WriteSucceeded(version.name, *bytes, saved.seconds);
   return saved;
 }
 

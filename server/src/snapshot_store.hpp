@@ -125,7 +125,9 @@ class SnapshotStore {
 
   /// Writes `version` to `file` (a plain file name under the data dir, checked
   /// by the caller) now, on the calling thread. RESOURCE_EXHAUSTED for the size
-  /// limit or a full disk, INTERNAL for other I/O errors.
+  /// limit or a full disk, INTERNAL for other I/O errors; for the index's own
+  /// `<name>.gjsnap`, ABORTED when the name is rebuilt or dropped meanwhile
+  /// (nothing renamed: a dropped index's file is not brought back).
   absl::StatusOr<SavedSnapshot> Save(const IndexVersion& version, const std::string& file);
 
   /// Reads `file` (a plain file name under the data dir) into a new version

@@ -658,6 +658,44 @@ TEST_F(SnapshotIntegrationTest, ARebuildDuringAWriteSupersedesIt) {
   EXPECT_EQ(Answers(second, *info), answers);
 }
 
+// A drop during a (slowed) SaveIndex of the index's own file: the save is
+// ABORTED and neither it nor the background write brings the file back.
+TEST_F(SnapshotIntegrationTest, ADropDuringASaveLeavesNoFile) {
+  Start({"--snapshot-test-write-delay-ms=100"});
+  BuildOk({.name = "d", .rows = 60000, .key_range = 1 << 30, .payload = true, .seed = 97});
+  grpc::Status save_status;
+  std::thread saver([&] {
+    grpc::ClientContext ctx;
+    v1::SaveIndexRequest r;
+    r.set_name("d");
+    v1::SaveIndexResponse resp;
+    save_status = stub_->SaveIndex(&ctx, r, &resp);
+  });
+  // Both writes (the build's and the save's) have their temporary files.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  size_t temps = 0;
+  while (temps < 2 && std::chrono::steady_clock::now() < deadline) {
+    temps = 0;
+    for (const auto& e : fs::directory_iterator(dir_)) {
+      temps += e.path().filename().string().find(".gjsnap.tmp-") != std::string::npos;
+    }
+    if (temps < 2) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(temps, 2u) << server_->log();
+  {
+    grpc::ClientContext ctx;
+    v1::DropIndexRequest r;
+    r.set_name("d");
+    v1::DropIndexResponse resp;
+    ASSERT_TRUE(stub_->DropIndex(&ctx, r, &resp).ok());
+  }
+  saver.join();
+  EXPECT_EQ(save_status.error_code(), grpc::StatusCode::ABORTED) << save_status.error_message();
+  ASSERT_TRUE(WaitForLog("snapshot of index \"d\" version 1 superseded")) << server_->log();
+  EXPECT_FALSE(fs::exists(dir_ / "d.gjsnap"));
+  for (const auto& e : fs::directory_iterator(dir_)) ADD_FAILURE() << e.path() << " left";
+}
+
 TEST_F(SnapshotIntegrationTest, LoadsAreBoundedByTheBudget) {
   Start();
   BuildOk({.name = "small", .rows = 50, .seed = 95});
