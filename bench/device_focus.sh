@@ -37,8 +37,8 @@ run bench_hash 40 $bin/gpujoin-bench --only=hash
 run bench_agg 60 $bin/gpujoin-bench --only=aggregate --groups=256
 run snapshot_bench 40 $bin/gpujoin-snapshot-bench
 run ncu_groups 70 bash "$here/profile_run.sh" "$bundle" groups
-run memcheck_hash 60 compute-sanitizer --tool memcheck --error-exitcode 9 $bin/hashing_device_test --gtest_filter='*Dictionary*:*List*'
-run memcheck_agg 60 compute-sanitizer --tool memcheck --error-exitcode 9 $bin/gpu_aggregate_typed_differential_tests --gtest_filter='*Small*:*Edge*:*Overflow*'
+run memcheck_hash 60 compute-sanitizer --tool memcheck --error-exitcode 9 $bin/hashing_device_test --gtest_filter='*Issue22FlatTypes*:*Issue22Lists*:*Issue22Composites*'
+run memcheck_agg 60 compute-sanitizer --tool memcheck --error-exitcode 9 $bin/gpu_aggregate_typed_differential_tests --gtest_filter='*rows100003_groups16_*:*rows100003_groups256_*:*rows1_*'
 echo "== failures (first lines)"
 grep -hE '^\[  FAILED|Failure|CHECK FAILED|FAIL:|ERROR SUMMARY: [1-9]|RACECHECK SUMMARY: [1-9]' "$out"/*.log | head -30
 echo "== bench"
