@@ -172,6 +172,9 @@ def start_server(args, procs, workdir):
             flag = f"--metrics-listen=127.0.0.1:{metrics_port}"
         elif name == "--backend":
             flag = "--backend=cpu"
+        elif name == "--data-dir":
+            # The deployed volume's path, moved into this run's own directory.
+            flag = f"--data-dir={os.path.join(workdir, 'data')}"
         argv.append(flag)
     if not any(a.startswith("--listen=") for a in argv) or not any(a.startswith("--metrics-listen=") for a in argv):
         raise AssertionError(f"{origin} {flags} must set --listen and --metrics-listen")
