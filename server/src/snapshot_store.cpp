@@ -112,8 +112,8 @@ SnapshotMetrics::SnapshotMetrics(prometheus::Registry& r) {
                         .Add({});
 }
 
-void SnapshotMetrics::WriteSucceeded(const std::string& index, uint64_t bytes, double seconds) {
-  std::lock_guard<std::mutex> lock(mu_);
+std::pair<prometheus::Gauge*, prometheus::Gauge*>& SnapshotMetrics::SeriesLocked(
+    const std::string& index) {
   auto it = per_index_.find(index);
   if (it == per_index_.end()) {
     it = per_index_
@@ -121,10 +121,23 @@ void SnapshotMetrics::WriteSucceeded(const std::string& index, uint64_t bytes, d
                                             &last_success_->Add({{"index", index}})))
              .first;
   }
-  it->second.first->Set(double(bytes));
-  it->second.second->Set(
+  return it->second;
+}
+
+void SnapshotMetrics::WriteSucceeded(const std::string& index, uint64_t bytes, double seconds) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& series = SeriesLocked(index);
+  series.first->Set(double(bytes));
+  series.second->Set(
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
   duration_->Observe(seconds);
+}
+
+void SnapshotMetrics::SnapshotLoaded(const std::string& index, uint64_t bytes, double written) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& series = SeriesLocked(index);
+  series.first->Set(double(bytes));
+  series.second->Set(written);
 }
 
 void SnapshotMetrics::WriteFailed(std::string_view reason) {
@@ -456,7 +469,14 @@ WarmStartReport SnapshotStore::LoadAll(IndexRegistry& registry,
         std::shared_ptr<const IndexVersion> v = version;
         auto previous = registry.Install(version, /*replace=*/false);
         s = previous.status();
-        if (s.ok()) installed(*v);
+        if (s.ok()) {
+          installed(*v);
+          struct stat st {};
+          if (::stat(PathOf(file).c_str(), &st) == 0) {
+            metrics_.SnapshotLoaded(name, uint64_t(st.st_size),
+                                    double(st.st_mtim.tv_sec) + st.st_mtim.tv_nsec * 1e-9);
+          }
+        }
       }
       const size_t finished = done.fetch_add(1) + 1;
       metrics_.SetLoadsPending(files.size() - finished);

@@ -59,6 +59,9 @@ class SnapshotMetrics {
   explicit SnapshotMetrics(prometheus::Registry& registry);
   /// A finished write of `bytes` for `index` that took `seconds`.
   void WriteSucceeded(const std::string& index, uint64_t bytes, double seconds);
+  /// `index` was loaded from its snapshot of `bytes` written at Unix time
+  /// `written`: its per-index series as if this process had written it.
+  void SnapshotLoaded(const std::string& index, uint64_t bytes, double written);
   /// gpujoin_snapshot_failures_total{reason} += 1.
   void WriteFailed(std::string_view reason);
   /// gpujoin_snapshot_superseded_total += 1.
@@ -83,6 +86,8 @@ class SnapshotMetrics {
   prometheus::Family<prometheus::Counter>* load_failures_;
   prometheus::Counter* loaded_;
   prometheus::Gauge* loads_pending_;
+  /// The per-index gauges (bytes, last success) of `index`. Requires mu_.
+  std::pair<prometheus::Gauge*, prometheus::Gauge*>& SeriesLocked(const std::string& index);
   std::map<std::string, std::pair<prometheus::Gauge*, prometheus::Gauge*>> per_index_;
 };
 

@@ -348,6 +348,13 @@ TEST_F(SnapshotIntegrationTest, RestartWithTenIndexesAnswersIdentically) {
   EXPECT_EQ(MetricValue(after_metrics, "gpujoin_snapshot_loads_pending"), 0);
   EXPECT_EQ(MetricValue(after_metrics, "gpujoin_snapshot_load_duration_seconds_count"), 10);
   EXPECT_EQ(MetricValue(after_metrics, "gpujoin_indexes"), 10);
+  // The loaded snapshots' series: their sizes and the time they were written.
+  EXPECT_EQ(MetricValue(after_metrics, "gpujoin_snapshot_bytes{index=\"u32.payload\"}"),
+            double(fs::file_size(dir_ / "u32.payload.gjsnap")));
+  // The file's modification time: its last write, just before the rename.
+  EXPECT_NEAR(
+      MetricValue(after_metrics, "gpujoin_snapshot_last_success_timestamp_seconds{index=\"u32\"}"),
+      MetricValue(metrics, "gpujoin_snapshot_last_success_timestamp_seconds{index=\"u32\"}"), 5);
   for (size_t i = 0; i < kinds.size(); ++i) {
     SCOPED_TRACE(kinds[i].name);
     auto info = Describe(kinds[i].name);
