@@ -6,10 +6,11 @@
 #     becomes a temporary index), against DuckDB (npm @duckdb/node-api) on
 #     the same files writing the same CSV;
 #   - gpujoin lookup of the left file against an index of the right keys.
-# Prints a Markdown table (wall seconds, rows/s, peak client RSS).
+# Prints a Markdown table (median wall seconds of REPEAT alternating runs,
+# rows/s, peak client RSS).
 #
 # usage: bench/cli_bench.sh [BUILD_DIR]   (default build-c)
-# env:   LEFT_ROWS (10000000), RIGHT_ROWS (2000000), WORK (/tmp/gpujoin-cli-bench),
+# env:   REPEAT (3), LEFT_ROWS (10000000), RIGHT_ROWS (2000000), WORK (/tmp/gpujoin-cli-bench),
 #        DUCKDB_NODE_MODULES (a node_modules holding @duckdb/node-api; DuckDB is
 #        skipped when unset or missing: npm install @duckdb/node-api under /tmp)
 set -euo pipefail
@@ -61,27 +62,28 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 
-# measure NAME CMD...: wall seconds and max RSS (KiB) from /usr/bin/time -v.
-declare -A wall rss
+# measure NAME CMD...: wall seconds and max RSS (KiB) from /usr/bin/time -v;
+# every call adds one run, and the table shows the median wall time and the
+# largest RSS of the runs.
+declare -A walls rss
 measure() {
   local name=$1
   shift
   /usr/bin/time -v "$@" 2>"$work/$name.time" >/dev/null
-  wall[$name]=$(awk -F': ' '/Elapsed \(wall clock\)/ {n=split($2,t,":"); s=0; for(i=1;i<=n;i++) s=s*60+t[i]; print s}' "$work/$name.time")
-  rss[$name]=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$work/$name.time")
+  local w r
+  w=$(awk -F': ' '/Elapsed \(wall clock\)/ {n=split($2,t,":"); s=0; for(i=1;i<=n;i++) s=s*60+t[i]; print s}' "$work/$name.time")
+  r=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$work/$name.time")
+  walls[$name]="${walls[$name]:-} $w"
+  if [ -z "${rss[$name]:-}" ] || [ "$r" -gt "${rss[$name]}" ]; then rss[$name]=$r; fi
 }
-
-measure join "$cli" -q --server 127.0.0.1:$port join --left "$left" --right "$right" --on key \
-  --out "$work/join_gpujoin.csv"
-join_rows=$(($(wc -l <"$work/join_gpujoin.csv") - 1))
+median() { tr ' ' '\n' <<<"$1" | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+repeat=${REPEAT:-3}
 
 "$cli" -q --server 127.0.0.1:$port index build bench_right --from "$right" --key key --no-payload \
   --replace >/dev/null
-measure lookup "$cli" -q --server 127.0.0.1:$port lookup bench_right --from "$left" --key key \
-  --out "$work/lookup_gpujoin.csv"
-
-duck="skipped (set DUCKDB_NODE_MODULES)"
+have_duck=no
 if [ -n "${DUCKDB_NODE_MODULES:-}" ] && [ -d "$DUCKDB_NODE_MODULES/@duckdb/node-api" ]; then
+  have_duck=yes
   cat >"$work/duck.mjs" <<EOF
 import { createRequire } from 'module';
 const require = createRequire('$DUCKDB_NODE_MODULES/');
@@ -92,7 +94,20 @@ await c.run(\`COPY (SELECT l.event_id, l.key, l.value, r.label, r.score
   FROM read_csv('$left') l JOIN read_csv('$right') r USING (key))
   TO '$work/join_duckdb.csv' (HEADER)\`);
 EOF
-  measure duckdb node "$work/duck.mjs"
+fi
+# The runs alternate, so that load from elsewhere on the machine hits both alike.
+for _ in $(seq "$repeat"); do
+  measure join "$cli" -q --server 127.0.0.1:$port join --left "$left" --right "$right" --on key \
+    --out "$work/join_gpujoin.csv"
+  if [ $have_duck = yes ]; then measure duckdb node "$work/duck.mjs"; fi
+  measure lookup "$cli" -q --server 127.0.0.1:$port lookup bench_right --from "$left" --key key \
+    --out "$work/lookup_gpujoin.csv"
+done
+declare -A wall
+for k in "${!walls[@]}"; do wall[$k]=$(median "${walls[$k]}"); done
+join_rows=$(($(wc -l <"$work/join_gpujoin.csv") - 1))
+duck="skipped (set DUCKDB_NODE_MODULES)"
+if [ $have_duck = yes ]; then
   duck_rows=$(($(wc -l <"$work/join_duckdb.csv") - 1))
   duck=ok
 fi

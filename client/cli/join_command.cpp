@@ -186,7 +186,9 @@ int CmdJoin(const Globals& g, const JoinArgs& a) {
     bool first_call = true;
     auto next_chunk = [&]() -> std::optional<client::BuildChunk> {
       if (!have) return std::nullopt;
-      if (flag == KeyKind::kAuto && batch.rows.size() > 0) {
+      // Past the first batch only 64-bit keys need the tracker (a negative key
+      // after one above 2^63 - 1); KeyColumn names a key too wide for uint32.
+      if (flag == KeyKind::kAuto && !first_call && key_kind != KeyKind::kU32) {
         auto seen = right_tracker.Observe(batch, right_col);
         if (!seen.ok()) {
           input_error = seen.status();
@@ -325,7 +327,7 @@ int CmdJoin(const Globals& g, const JoinArgs& a) {
         return std::nullopt;
       }
       if (!*more) return std::nullopt;
-      if (flag == KeyKind::kAuto) {
+      if (flag == KeyKind::kAuto && key_kind != KeyKind::kU32) {
         auto seen = left_tracker.Observe(p->rows, left_col);
         if (!seen.ok()) {
           queue.SetError(seen.status());

@@ -78,6 +78,7 @@ int CmdLookup(const Globals& g, const LookupArgs& a) {
   // and queues it; the sink (this thread) writes its rows with the answer.
   BatchQueue<LookupPending> queue;
   KeyKindTracker tracker;
+  bool first = true;
   auto source = [&]() -> std::optional<client::LookupBatch> {
     auto p = std::make_unique<LookupPending>();
     auto more = input->Next(&p->rows);
@@ -87,7 +88,9 @@ int CmdLookup(const Globals& g, const LookupArgs& a) {
     }
     if (!*more) return std::nullopt;
     KeyKind kind = flag;
-    if (flag == KeyKind::kAuto) {
+    if (flag == KeyKind::kAuto && info.key_type == client::KeyType::kUint32 && !first) {
+      kind = KeyKind::kU32;  // KeyColumn names a cell that is no uint32 key
+    } else if (flag == KeyKind::kAuto) {
       // The data's own type first, so that a bad cell is named as InferKeyKind names it.
       auto data = tracker.Observe(p->rows, key);
       if (!data.ok()) {
@@ -102,6 +105,7 @@ int CmdLookup(const Globals& g, const LookupArgs& a) {
       return std::nullopt;
     }
     p->keys = *std::move(keys);
+    first = false;
     client::LookupBatch batch;
     batch.keys = p->keys.keys();
     batch.select = select;

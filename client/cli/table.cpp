@@ -177,7 +177,7 @@ absl::Status DelimitedAssembler::Add(DelimitedRecords records, std::vector<Row>*
     have_header_ = true;
     r = 1;
   }
-  out->reserve(out->size() + records.rows.size() - r);
+  if (out->empty()) out->reserve(records.rows.size() - r);
   for (; r < records.rows.size(); ++r) {
     Row& row = records.rows[r];
     if (row.cells.size() != header_.size()) {
