@@ -185,6 +185,9 @@ absl::StatusOr<std::optional<ServerConfig>> ParseServerFlags(int argc, const cha
   app.add_option("--snapshot-test-write-delay-ms", config.snapshot_test_write_delay_ms,
                  "Tests only: sleep this many ms after every MiB of a snapshot written")
       ->group("");
+  app.add_option("--snapshot-test-load-delay-ms", config.snapshot_test_load_delay_ms,
+                 "Tests only: sleep this many ms before each snapshot loaded at start")
+      ->group("");
   app.add_flag("--version", version, "Print the version and exit");
 
   try {

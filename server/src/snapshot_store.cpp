@@ -456,6 +456,9 @@ WarmStartReport SnapshotStore::LoadAll(IndexRegistry& registry,
       const std::string& file = files[i];
       const std::string name = file.substr(0, file.size() - kSnapshotSuffix.size());
       const auto t0 = Clock::now();
+      if (options_.test_load_delay_ms > 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(options_.test_load_delay_ms));
+      }
       absl::Status s = ValidateIndexName(name, "snapshot file name");
       std::shared_ptr<IndexVersion> version;
       if (s.ok()) {

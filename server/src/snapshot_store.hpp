@@ -49,6 +49,9 @@ struct SnapshotStoreOptions {
   /// --snapshot-test-write-delay-ms (tests only): sleep this long after every
   /// MiB written, so that a test can kill the server during a write.
   uint32_t test_write_delay_ms = 0;
+  /// --snapshot-test-load-delay-ms (tests only): sleep this long before each
+  /// start-up load, so that a test sees the server while it loads.
+  uint32_t test_load_delay_ms = 0;
   /// Snapshots loaded at once at start.
   unsigned load_threads = 4;
 };

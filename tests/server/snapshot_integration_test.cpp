@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <random>
 #include <sstream>
 #include <string>
@@ -28,6 +29,7 @@
 #include "gpujoin/testing/prometheus_text.hpp"
 #include "gpujoin/testing/server_process.hpp"
 #include "gpujoin/v1/gpujoin.grpc.pb.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "snapshot_format.hpp"
 
@@ -725,6 +727,81 @@ TEST_F(SnapshotIntegrationTest, LoadsAreBoundedByTheBudget) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_THAT(s.error_message(), HasSubstr("--device-memory-limit"));
   EXPECT_TRUE(absl::IsNotFound(Describe("large").status()));
+}
+
+// grpc.health.v1.Health/Check through the generic stub: 1 = SERVING, 2 =
+// NOT_SERVING, negative = -(gRPC code) (as integration_test.cpp).
+int HealthStatus(const std::string& address) {
+  auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  grpc::GenericStub stub(channel);
+  grpc::Slice empty("");  // HealthCheckRequest{} (the whole server)
+  grpc::ByteBuffer request(&empty, 1), response;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  std::promise<grpc::Status> done;
+  stub.UnaryCall(&ctx, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
+                 [&](grpc::Status s) { done.set_value(s); });
+  grpc::Status s = done.get_future().get();
+  if (!s.ok()) return -static_cast<int>(s.error_code());
+  std::vector<grpc::Slice> slices;
+  response.Dump(&slices);
+  std::string bytes;
+  for (auto& sl : slices) bytes.append(reinterpret_cast<const char*>(sl.begin()), sl.size());
+  return bytes.size() == 2 && bytes[0] == 0x08 ? bytes[1] : 0;
+}
+
+// Readiness: while the start-up load runs (slowed to 3 s per snapshot) the
+// server listens with health NOT_SERVING, GpuJoin calls get UNAVAILABLE and
+// GetServerInfo says not serving; then it serves the loaded index.
+TEST_F(SnapshotIntegrationTest, NotServingUntilTheSnapshotsAreLoaded) {
+  Start();
+  BuildOk({.name = "ready", .seed = 99});
+  ASSERT_TRUE(WaitForLog(Written("ready", 1)));
+  Kill();
+  server_.reset();
+  const std::string address = "127.0.0.1:" + std::to_string(gpujoin::testing::FreePort());
+  std::unique_ptr<ServerProcess> loading;
+  std::thread starter([&] {
+    ServerOptions o;
+    o.metrics = true;
+    o.extra_args = {"--data-dir=" + dir_.string(), "--listen=" + address,
+                    "--snapshot-test-load-delay-ms=3000"};
+    loading = std::make_unique<ServerProcess>(o);
+  });
+  // The listener is up before the load: wait for health to answer.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  int health = HealthStatus(address);
+  while (health < 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    health = HealthStatus(address);
+  }
+  EXPECT_EQ(health, 2) << "NOT_SERVING expected while loading";
+  auto stub =
+      v1::GpuJoin::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  {
+    grpc::ClientContext ctx;
+    v1::DescribeIndexRequest r;
+    r.set_name("ready");
+    v1::DescribeIndexResponse resp;
+    const grpc::Status s = stub->DescribeIndex(&ctx, r, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE);
+    EXPECT_THAT(s.error_message(), HasSubstr("loading its snapshots"));
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::GetServerInfoResponse info;
+    ASSERT_TRUE(stub->GetServerInfo(&ctx, v1::GetServerInfoRequest(), &info).ok());
+    EXPECT_FALSE(info.serving());
+  }
+  starter.join();
+  ASSERT_TRUE(loading->ready()) << loading->log();
+  EXPECT_EQ(HealthStatus(address), 1);
+  grpc::ClientContext ctx;
+  v1::DescribeIndexRequest r;
+  r.set_name("ready");
+  v1::DescribeIndexResponse resp;
+  EXPECT_TRUE(stub->DescribeIndex(&ctx, r, &resp).ok());
+  server_ = std::move(loading);
 }
 
 TEST_F(SnapshotIntegrationTest, WithoutDataDirSaveAndLoadAreFailedPrecondition) {

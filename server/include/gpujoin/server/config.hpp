@@ -101,6 +101,9 @@ struct ServerConfig {
   /// --snapshot-test-write-delay-ms (tests only): sleep this long after every
   /// MiB of a snapshot written.
   uint32_t snapshot_test_write_delay_ms = 0;
+  /// --snapshot-test-load-delay-ms (tests only): sleep this long before each
+  /// snapshot of the start-up load.
+  uint32_t snapshot_test_load_delay_ms = 0;
 };
 
 /// The executor size for `backend` (kCpu or kCuda, as resolved from kAuto) on a
