@@ -8,6 +8,7 @@
 #include "CivetServer.h"
 #include "absl/strings/str_cat.h"
 #include "civetweb.h"
+#include "listen_probe.hpp"
 
 namespace gpujoin::server {
 namespace {
@@ -81,6 +82,13 @@ absl::StatusOr<std::unique_ptr<prometheus::Exposer>> StartMetricsExposer(
                                                     auth != nullptr ? &callbacks : nullptr);
   } catch (const std::exception& e) {
     t_starting = nullptr;
+    const std::string taken = PortInUse(address);
+    if (!taken.empty()) {
+      return absl::UnavailableError(absl::StrCat("--metrics-listen: cannot listen on ", address,
+                                                 ": ", taken,
+                                                 "; choose another with --metrics-listen "
+                                                 "HOST:PORT, or none"));
+    }
     return absl::UnavailableError(
         absl::StrCat("--metrics-listen: cannot listen on ", address, ": ", e.what()));
   }

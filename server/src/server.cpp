@@ -24,6 +24,7 @@
 #include "prometheus/exposer.h"
 #include "reflection_guard.hpp"
 #include "snapshot_store.hpp"
+#include "listen_probe.hpp"
 
 namespace gpujoin::server {
 namespace {
@@ -276,12 +277,22 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerConfig& config
     s.reflection_guard->AddTo(&builder);
   }
   int port = 0;
+  // gRPC sets SO_REUSEPORT by default: a second gpujoind on a taken port would
+  // start and share it, answering half of the connections. Refuse instead.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(config.listen, credentials, &port);
   builder.SetMaxReceiveMessageSize(static_cast<int>(config.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(config.max_message_bytes));
   builder.RegisterService(s.service.get());
   s.grpc_server = builder.BuildAndStart();
   if (s.grpc_server == nullptr || port == 0) {
+    const std::string taken = PortInUse(config.listen);
+    if (!taken.empty()) {
+      return absl::UnavailableError(absl::StrCat("--listen: cannot listen on ", config.listen, ": ",
+                                                 taken,
+                                                 " (another gpujoind?); choose another with "
+                                                 "--listen HOST:PORT"));
+    }
     return absl::UnavailableError(
         absl::StrCat("--listen: cannot listen on ", config.listen, " (address in use or invalid)"));
   }

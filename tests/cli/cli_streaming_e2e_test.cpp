@@ -245,3 +245,32 @@ TEST_F(CliStreaming, JsonLinesNumbersStayNumbers) {
 }
 
 }  // namespace
+
+namespace {
+
+// Regression (issue 24): a second gpujoind on a taken port said "address in
+// use or invalid"; it names the port now, for the gRPC and the metrics port.
+TEST_F(CliStreaming, APortConflictNamesThePort) {
+  const std::string port = address_.substr(address_.rfind(':') + 1);
+  RunOptions o;
+  o.timeout = std::chrono::seconds(20);
+  const RunResult grpc = RunProcess({gpujoin::testing::GpujoindBinary(), "--backend", "cpu",
+                                     "--listen", "127.0.0.1:" + port, "--metrics-listen", "none"},
+                                    o);
+  EXPECT_NE(grpc.code, 0);
+  EXPECT_NE(grpc.err.find("--listen: cannot listen on 127.0.0.1:" + port + ": port " + port +
+                          " is already in use"),
+            std::string::npos)
+      << grpc.err;
+  const RunResult metrics = RunProcess({gpujoin::testing::GpujoindBinary(), "--backend", "cpu",
+                                        "--listen", "127.0.0.1:0", "--metrics-listen",
+                                        "127.0.0.1:" + port},
+                                       o);
+  EXPECT_NE(metrics.code, 0);
+  EXPECT_NE(metrics.err.find("--metrics-listen: cannot listen on 127.0.0.1:" + port + ": port " +
+                             port + " is already in use"),
+            std::string::npos)
+      << metrics.err;
+}
+
+}  // namespace
