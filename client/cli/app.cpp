@@ -111,8 +111,6 @@ int RunCli(int argc, char** argv) {
   auto* drop = index->add_subcommand("drop", "drop an index and free its memory");
   drop->add_option("NAME", drop_name, "index name")->required();
   drop->callback([&] { run = [&] { return CmdIndexDrop(g, drop_name); }; });
-
-  LookupArgs la;
   std::string save_name, save_file, load_name, load_file;
   bool load_replace = false;
   auto* save = index->add_subcommand(
@@ -128,6 +126,8 @@ int RunCli(int argc, char** argv) {
   load->add_flag("--replace", load_replace, "replace a live index of that name");
   load->callback(
       [&] { run = [&] { return CmdIndexLoad(g, load_name, load_file, load_replace); }; });
+
+  LookupArgs la;
   auto* lookup = app.add_subcommand(
       "lookup", "append each row's matched value, a found flag and --select payload columns");
   lookup->add_option("NAME", la.name, "index name")->required();

@@ -626,6 +626,30 @@ absl::StatusOr<DropResult> Client::DropIndex(const std::string& name) {
   return DropResult{r.dropped_version(), r.freed_bytes()};
 }
 
+absl::StatusOr<SaveResult> Client::SaveIndex(const std::string& name, const std::string& file) {
+  grpc::ClientContext ctx;
+  impl_->Prepare(&ctx);
+  pb::SaveIndexRequest req;
+  req.set_name(name);
+  req.set_file(file);
+  pb::SaveIndexResponse r;
+  GPUJOIN_RETURN_IF_ERROR(FromGrpc(impl_->stub_->SaveIndex(&ctx, req, &r)));
+  return SaveResult{r.file(), r.bytes(), r.version(), r.seconds()};
+}
+
+absl::StatusOr<IndexInfo> Client::LoadIndex(const std::string& name, const std::string& file,
+                                            bool replace) {
+  grpc::ClientContext ctx;
+  impl_->Prepare(&ctx);
+  pb::LoadIndexRequest req;
+  req.set_name(name);
+  req.set_file(file);
+  req.set_replace(replace);
+  pb::LoadIndexResponse r;
+  GPUJOIN_RETURN_IF_ERROR(FromGrpc(impl_->stub_->LoadIndex(&ctx, req, &r)));
+  return ToIndexInfo(r.index());
+}
+
 // ---------------------------------------------------------------- build
 
 absl::StatusOr<IndexInfo> Client::BuildIndex(const IndexSpec& spec, const ChunkSource& next_chunk,
@@ -734,30 +758,6 @@ absl::StatusOr<IndexInfo> Client::BuildIndex(const IndexSpec& spec, const ChunkS
   if (!local.ok()) {
     ctx.TryCancel();
     (void)writer->Finish();
-absl::StatusOr<SaveResult> Client::SaveIndex(const std::string& name, const std::string& file) {
-  grpc::ClientContext ctx;
-  impl_->Prepare(&ctx);
-  pb::SaveIndexRequest req;
-  req.set_name(name);
-  req.set_file(file);
-  pb::SaveIndexResponse r;
-  GPUJOIN_RETURN_IF_ERROR(FromGrpc(impl_->stub_->SaveIndex(&ctx, req, &r)));
-  return SaveResult{r.file(), r.bytes(), r.version(), r.seconds()};
-}
-
-absl::StatusOr<IndexInfo> Client::LoadIndex(const std::string& name, const std::string& file,
-                                            bool replace) {
-  grpc::ClientContext ctx;
-  impl_->Prepare(&ctx);
-  pb::LoadIndexRequest req;
-  req.set_name(name);
-  req.set_file(file);
-  req.set_replace(replace);
-  pb::LoadIndexResponse r;
-  GPUJOIN_RETURN_IF_ERROR(FromGrpc(impl_->stub_->LoadIndex(&ctx, req, &r)));
-  return ToIndexInfo(r.index());
-}
-
     return local;
   }
   writer->WritesDone();

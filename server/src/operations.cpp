@@ -14,9 +14,9 @@
 #include "gpujoin/server/hash_wire.hpp"
 #include "gpujoin/server/join_parts.hpp"
 #include "gpujoin/server/names.hpp"
-
 #include "snapshot_format.hpp"
 #include "snapshot_store.hpp"
+
 namespace gpujoin::server {
 namespace {
 
@@ -995,6 +995,7 @@ absl::Status Operations::DropIndex(const v1::DropIndexRequest& request,
   GPUJOIN_RETURN_IF_ERROR(ValidateIndexName(request.name(), "name"));
   GPUJOIN_ASSIGN_OR_RETURN(auto version, state_.registry->Remove(request.name()));
   state_.metrics->RemoveIndex(request.name());
+  if (state_.snapshots != nullptr) state_.snapshots->Forget(request.name());
   response->set_dropped_version(version->version);
   response->set_freed_bytes(version->index->memory_bytes());
   // The table is freed when the last in-flight batch reading it lets go.
@@ -1012,6 +1013,62 @@ absl::Status Operations::DescribeIndex(const v1::DescribeIndexRequest& request,
                                        v1::DescribeIndexResponse* response) {
   GPUJOIN_ASSIGN_OR_RETURN(auto version, FindIndex(request.name(), "name"));
   FillIndexInfo(*version, response->mutable_index());
+  return absl::OkStatus();
+}
+
+namespace {
+
+// The snapshot file a Save/LoadIndex request names: a plain name under
+// --data-dir (the index name's characters: no "/", not "." or ".."), or
+// "<index>.gjsnap" when empty.
+absl::StatusOr<std::string> SnapshotFileOf(const std::string& file, const std::string& name) {
+  if (file.empty()) return name + std::string(kSnapshotSuffix);
+  GPUJOIN_RETURN_IF_ERROR(ValidateIndexName(file, "file"));
+  return file;
+}
+
+absl::Status NeedDataDir(std::string_view rpc) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      std::string(rpc), ": this gpujoind has no --data-dir; start it with --data-dir DIR"));
+}
+
+}  // namespace
+
+absl::Status Operations::SaveIndex(const v1::SaveIndexRequest& request,
+                                   v1::SaveIndexResponse* response) {
+  GPUJOIN_RETURN_IF_ERROR(ValidateIndexName(request.name(), "name"));
+  if (state_.snapshots == nullptr) return NeedDataDir("SaveIndex");
+  GPUJOIN_ASSIGN_OR_RETURN(std::string file, SnapshotFileOf(request.file(), request.name()));
+  GPUJOIN_ASSIGN_OR_RETURN(auto version, FindIndex(request.name(), "name"));
+  GPUJOIN_ASSIGN_OR_RETURN(SavedSnapshot saved, state_.snapshots->Save(*version, file));
+  response->set_file(saved.file);
+  response->set_bytes(saved.bytes);
+  response->set_version(saved.version);
+  response->set_seconds(saved.seconds);
+  return absl::OkStatus();
+}
+
+absl::Status Operations::LoadIndex(const v1::LoadIndexRequest& request,
+                                   v1::LoadIndexResponse* response) {
+  GPUJOIN_RETURN_IF_ERROR(ValidateIndexName(request.name(), "name"));
+  if (state_.snapshots == nullptr) return NeedDataDir("LoadIndex");
+  GPUJOIN_ASSIGN_OR_RETURN(std::string file, SnapshotFileOf(request.file(), request.name()));
+  if (!request.replace() && state_.registry->Contains(request.name())) {
+    return absl::AlreadyExistsError(absl::StrCat("index \"", request.name(),
+                                                 "\" already exists; set replace to load over it"));
+  }
+  GPUJOIN_ASSIGN_OR_RETURN(std::shared_ptr<IndexVersion> version,
+                           state_.snapshots->Load(file, request.name()));
+  std::shared_ptr<const IndexVersion> installed = version;
+  GPUJOIN_ASSIGN_OR_RETURN(auto previous, state_.registry->Install(version, request.replace()));
+  state_.metrics->SetIndex(*installed);
+  // Loaded from another file: write its own snapshot, so that it survives a restart.
+  if (file != request.name() + std::string(kSnapshotSuffix)) {
+    state_.snapshots->Schedule(installed);
+  }
+  previous.reset();
+  UpdateServiceGauges();
+  FillIndexInfo(*installed, response->mutable_index());
   return absl::OkStatus();
 }
 
@@ -1206,7 +1263,6 @@ absl::Status BuildSession::AddChunk(std::unique_ptr<v1::BuildChunk> chunk) {
   }
   GPUJOIN_ASSIGN_OR_RETURN(KeyColumns key_columns, DecodeKeyColumns(*chunk, field + "."));
   return WithKeyWord(key_type_, [&](auto word) {
-  if (state_.snapshots != nullptr) state_.snapshots->Forget(request.name());
     return AddChunkOf<typename decltype(word)::type>(std::move(chunk), key_columns);
   });
 }
@@ -1227,62 +1283,6 @@ absl::Status BuildSession::AddChunkOf(std::unique_ptr<v1::BuildChunk> chunk,
                     batch && payload.empty() ? Presence::kRequired : Presence::kOptional));
   GPUJOIN_ASSIGN_OR_RETURN(auto values, DecodeU32Column(chunk->has_values(), chunk->values(),
                                                         field + ".values", Presence::kOptional));
-namespace {
-
-// The snapshot file a Save/LoadIndex request names: a plain name under
-// --data-dir (the index name's characters: no "/", not "." or ".."), or
-// "<index>.gjsnap" when empty.
-absl::StatusOr<std::string> SnapshotFileOf(const std::string& file, const std::string& name) {
-  if (file.empty()) return name + std::string(kSnapshotSuffix);
-  GPUJOIN_RETURN_IF_ERROR(ValidateIndexName(file, "file"));
-  return file;
-}
-
-absl::Status NeedDataDir(std::string_view rpc) {
-  return absl::FailedPreconditionError(absl::StrCat(
-      std::string(rpc), ": this gpujoind has no --data-dir; start it with --data-dir DIR"));
-}
-
-}  // namespace
-
-absl::Status Operations::SaveIndex(const v1::SaveIndexRequest& request,
-                                   v1::SaveIndexResponse* response) {
-  GPUJOIN_RETURN_IF_ERROR(ValidateIndexName(request.name(), "name"));
-  if (state_.snapshots == nullptr) return NeedDataDir("SaveIndex");
-  GPUJOIN_ASSIGN_OR_RETURN(std::string file, SnapshotFileOf(request.file(), request.name()));
-  GPUJOIN_ASSIGN_OR_RETURN(auto version, FindIndex(request.name(), "name"));
-  GPUJOIN_ASSIGN_OR_RETURN(SavedSnapshot saved, state_.snapshots->Save(*version, file));
-  response->set_file(saved.file);
-  response->set_bytes(saved.bytes);
-  response->set_version(saved.version);
-  response->set_seconds(saved.seconds);
-  return absl::OkStatus();
-}
-
-absl::Status Operations::LoadIndex(const v1::LoadIndexRequest& request,
-                                   v1::LoadIndexResponse* response) {
-  GPUJOIN_RETURN_IF_ERROR(ValidateIndexName(request.name(), "name"));
-  if (state_.snapshots == nullptr) return NeedDataDir("LoadIndex");
-  GPUJOIN_ASSIGN_OR_RETURN(std::string file, SnapshotFileOf(request.file(), request.name()));
-  if (!request.replace() && state_.registry->Contains(request.name())) {
-    return absl::AlreadyExistsError(absl::StrCat("index \"", request.name(),
-                                                 "\" already exists; set replace to load over it"));
-  }
-  GPUJOIN_ASSIGN_OR_RETURN(std::shared_ptr<IndexVersion> version,
-                           state_.snapshots->Load(file, request.name()));
-  std::shared_ptr<const IndexVersion> installed = version;
-  GPUJOIN_ASSIGN_OR_RETURN(auto previous, state_.registry->Install(version, request.replace()));
-  state_.metrics->SetIndex(*installed);
-  // Loaded from another file: write its own snapshot, so that it survives a restart.
-  if (file != request.name() + std::string(kSnapshotSuffix)) {
-    state_.snapshots->Schedule(installed);
-  }
-  previous.reset();
-  UpdateServiceGauges();
-  FillIndexInfo(*installed, response->mutable_index());
-  return absl::OkStatus();
-}
-
   GPUJOIN_ASSIGN_OR_RETURN(
       auto validity, DecodeU32Column(chunk->has_validity(), chunk->validity(), field + ".validity",
                                      Presence::kOptional));
@@ -1405,6 +1405,7 @@ absl::StatusOr<std::shared_ptr<const IndexVersion>> BuildSession::Finish(
   std::shared_ptr<const IndexVersion> installed = version;
   GPUJOIN_ASSIGN_OR_RETURN(auto previous, ops_->state_.registry->Install(version, spec_.replace()));
   ops_->state_.metrics->SetIndex(*installed);
+  if (ops_->state_.snapshots != nullptr) ops_->state_.snapshots->Schedule(installed);
   previous.reset();  // frees the old table once in-flight readers finish
   ops_->UpdateServiceGauges();
   // Drop the host copies of the input now rather than with the reactor.
@@ -1473,4 +1474,3 @@ absl::StatusOr<std::unique_ptr<engine::HashIndex>> BuildSession::BuildOf(double*
 }
 
 }  // namespace gpujoin::server
-  if (ops_->state_.snapshots != nullptr) ops_->state_.snapshots->Schedule(installed);

@@ -287,8 +287,6 @@ struct DropResult {
   uint64_t freed_bytes = 0;
 };
 
-// ---------------------------------------------------------------- build
-
 /// What SaveIndex wrote (a snapshot file under the server's --data-dir).
 struct SaveResult {
   std::string file;
@@ -296,6 +294,8 @@ struct SaveResult {
   uint64_t version = 0;
   double seconds = 0;
 };
+
+// ---------------------------------------------------------------- build
 
 /// Index parameters (IndexSpec in the proto). Give `capacity` (a power of two),
 /// or leave it 0 and give `expected_rows` and `target_load_factor` (0 < f <= 1;
@@ -590,6 +590,16 @@ class Client {
   absl::StatusOr<std::vector<IndexInfo>> ListIndexes();
   absl::StatusOr<IndexInfo> DescribeIndex(const std::string& name);
   absl::StatusOr<DropResult> DropIndex(const std::string& name);
+  /// Writes index `name` to `file` under the server's --data-dir now ("" =
+  /// "<name>.gjsnap", the file the server loads at start). FAILED_PRECONDITION
+  /// when the server has no --data-dir.
+  absl::StatusOr<SaveResult> SaveIndex(const std::string& name, const std::string& file = "");
+  /// Loads `file` under the server's --data-dir ("" = "<name>.gjsnap") as index
+  /// `name` (`replace`: over a live one, else ALREADY_EXISTS); DATA_LOSS for a
+  /// corrupt file, OUT_OF_RANGE for a truncated one, FAILED_PRECONDITION for a
+  /// newer format or a server without --data-dir.
+  absl::StatusOr<IndexInfo> LoadIndex(const std::string& name, const std::string& file = "",
+                                      bool replace = false);
 
   /// Builds (or with spec.replace rebuilds) `spec.name` from the chunks that
   /// `next_chunk` returns, calling `progress` after each chunk. `total_rows`
@@ -625,16 +635,6 @@ class Client {
 
   /// Pipelined Lookup stream against `index`. Returns OK when every batch was
   /// answered, else the first RPC error or the first non-OK status of `sink`.
-  /// Writes index `name` to `file` under the server's --data-dir now ("" =
-  /// "<name>.gjsnap", the file the server loads at start). FAILED_PRECONDITION
-  /// when the server has no --data-dir.
-  absl::StatusOr<SaveResult> SaveIndex(const std::string& name, const std::string& file = "");
-  /// Loads `file` under the server's --data-dir ("" = "<name>.gjsnap") as index
-  /// `name` (`replace`: over a live one, else ALREADY_EXISTS); DATA_LOSS for a
-  /// corrupt file, OUT_OF_RANGE for a truncated one, FAILED_PRECONDITION for a
-  /// newer format or a server without --data-dir.
-  absl::StatusOr<IndexInfo> LoadIndex(const std::string& name, const std::string& file = "",
-                                      bool replace = false);
   absl::Status Lookup(const std::string& index, const BatchSource<LookupBatch>& source,
                       const ResultSink<LookupResult>& sink, const StreamOptions& options = {});
 

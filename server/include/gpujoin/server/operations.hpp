@@ -32,9 +32,9 @@
 
 namespace gpujoin::server {
 
-/// The shared state the operations work on. Not owned.
 class SnapshotStore;
 
+/// The shared state the operations work on. Not owned.
 struct ServiceState {
   engine::Backend* backend = nullptr;
   engine::BackendInfo backend_info;
@@ -48,10 +48,10 @@ struct ServiceState {
   /// Called (possibly repeatedly, from any thread) when a backend call failed and
   /// the backend reports itself unhealthy afterwards (a fatal device error).
   std::function<void()> on_backend_fatal;
-};
   /// --data-dir's snapshots (builds schedule writes, drops delete them, SaveIndex
   /// and LoadIndex use it); null when --data-dir is unset.
   SnapshotStore* snapshots = nullptr;
+};
 
 /// The partial result of one aggregate batch, merged in stream order.
 struct AggregatePartial {
@@ -227,6 +227,16 @@ class Operations {
                              v1::DescribeIndexResponse* response);
   /// `serving`: the health state to report.
   absl::Status GetServerInfo(bool serving, v1::GetServerInfoResponse* response);
+  /// Writes the live version of request.name to a file under --data-dir now
+  /// (FAILED_PRECONDITION without --data-dir; INVALID_ARGUMENT for a file name
+  /// that is not a plain name; RESOURCE_EXHAUSTED for --max-snapshot-bytes or a
+  /// full disk).
+  absl::Status SaveIndex(const v1::SaveIndexRequest& request, v1::SaveIndexResponse* response);
+  /// Loads a snapshot file under --data-dir as index request.name (its memory
+  /// reserved first: RESOURCE_EXHAUSTED naming the budget), installs it and
+  /// schedules its own snapshot. The file's errors: NOT_FOUND, DATA_LOSS
+  /// (corrupt), OUT_OF_RANGE (truncated), FAILED_PRECONDITION (newer format).
+  absl::Status LoadIndex(const v1::LoadIndexRequest& request, v1::LoadIndexResponse* response);
 
   /// Copies a version's description into `info`.
   static void FillIndexInfo(const IndexVersion& v, v1::IndexInfo* info);
@@ -238,16 +248,6 @@ class Operations {
   void UpdateServiceGauges();
 
  private:
-  /// Writes the live version of request.name to a file under --data-dir now
-  /// (FAILED_PRECONDITION without --data-dir; INVALID_ARGUMENT for a file name
-  /// that is not a plain name; RESOURCE_EXHAUSTED for --max-snapshot-bytes or a
-  /// full disk).
-  absl::Status SaveIndex(const v1::SaveIndexRequest& request, v1::SaveIndexResponse* response);
-  /// Loads a snapshot file under --data-dir as index request.name (its memory
-  /// reserved first: RESOURCE_EXHAUSTED naming the budget), installs it and
-  /// schedules its own snapshot. The file's errors: NOT_FOUND, DATA_LOSS
-  /// (corrupt), OUT_OF_RANGE (truncated), FAILED_PRECONDITION (newer format).
-  absl::Status LoadIndex(const v1::LoadIndexRequest& request, v1::LoadIndexResponse* response);
   friend class BuildSession;
   /// The live version of `name` (validating the name as `field`), or NOT_FOUND.
   absl::StatusOr<std::shared_ptr<const IndexVersion>> FindIndex(const std::string& name,
