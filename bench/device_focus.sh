@@ -35,6 +35,7 @@ run payload_joins 60 $bin/gpu_payload_differential_tests --gtest_filter='*Join*'
 run mv_joins 60 $bin/gpu_multi_value_differential_tests --gtest_filter='*Join*:-*HotKey*'
 run bench_hash 40 $bin/gpujoin-bench --only=hash
 run bench_agg 60 $bin/gpujoin-bench --only=aggregate --groups=256
+mkdir -p /tmp/gj-snap
 run snapshot_bench 60 $bin/gpujoin-snapshot-bench --backend cuda --keys 67108864 --dir /tmp/gj-snap --repeat 3
 run ncu_groups 70 bash "$here/profile_run.sh" "$bundle" groups
 run memcheck_hash 60 compute-sanitizer --tool memcheck --error-exitcode 9 $bin/hashing_device_test --gtest_filter='*Issue22FlatTypes*:*Issue22Lists*:*Issue22Composites*'
