@@ -105,6 +105,7 @@ TEST_F(CliStreaming, OutputsDoNotDependOnTheBatchSize) {
       {"join", "--left", events, "--right", sensors, "--on", "sensor_id", "--how", "left"},
       {"join", "sensors", "--left", events, "--on", "sensor_id"},
       {"join", "--left", events, "--right", "index:sensors", "--on", "sensor_id"},
+      {"hash", "--from", events, "--cols", "sensor_id,reading,ok"},
   };
   for (const auto& cmd : commands) {
     std::vector<std::string> one = {"--batch-rows", "1000000"};
