@@ -213,7 +213,9 @@ uint64_t BuildGroups(size_t rows, const Rows& for_each, std::span<const uint32_t
     values[position] = value;
     if (kept_rows != nullptr) (*kept_rows)[position] = static_cast<uint32_t>(r);
   });
-  for (GroupRange& g : groups) g.first -= g.size;
+  // An empty group's range is {0, 0}, as on the CUDA backend, so that both
+  // export the same image.
+  for (GroupRange& g : groups) g.first = g.size == 0 ? 0 : g.first - g.size;
   return largest;
 }
 
