@@ -2,6 +2,8 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdio>
+#include <memory>
 #include <cstdint>
 #include <cstdlib>
 #include <iostream>
@@ -15,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "columns.hpp"
 #include "commands.hpp"
+#include "batch_queue.hpp"
 #include "progress.hpp"
 
 namespace gpujoin::cli {
@@ -128,79 +131,175 @@ int CmdAgg(const Globals& g, const AggArgs& a) {
   if (op == client::AggregateOp::kCount && a.value_type != "auto") {
     UsageFail("agg: --value-type is not used by --op count");
   }
-  Table t = Load(g, a.from);
-  GroupEncoding groups = InputOrDie(EncodeGroups(t, a.group));
-  std::string value_type = a.value_type;
-  size_t value_col = 0;
-  if (!a.value.empty()) {
-    value_col = InputOrDie(t.Column(a.value));
-    if (value_type == "auto") value_type = InferValueType(t, value_col);
+  // Two passes over the file: the first finds the group labels (keeping the
+  // distinct labels only) and the value type; the second streams codes and
+  // values. Standard input is copied to a temporary file first, as it is.
+  std::string path = a.from;
+  std::string spooled;
+  if (path == "-") {
+    spooled = InputOrDie(SpoolStdin());
+    path = spooled;
   }
+  struct Unlink {
+    std::string path;
+    ~Unlink() {
+      if (!path.empty()) std::remove(path.c_str());
+    }
+  } unlink{spooled};
+  const std::string source_name = a.from == "-" ? "<stdin>" : a.from;
+  GroupEncoder encoder;
+  std::string value_type = a.value_type;
+  {
+    std::unique_ptr<TableReader> first = OpenInput(g, path);
+    RequireColumn(*first, a.group);
+    if (!a.value.empty()) RequireColumn(*first, a.value);
+    if (!a.where_mask.empty()) RequireColumn(*first, a.where_mask);
+    // InferValueType over the whole column, batch by batch.
+    bool any = false, above_i64 = false, fractional = false;
+    Table batch;
+    while (InputOrDie(first->Next(&batch))) {
+      const absl::Status st = encoder.Observe(batch, a.group);
+      if (!st.ok()) UsageFail(std::string(st.message()));
+      if (!a.value.empty() && value_type == "auto" && !fractional) {
+        const std::string t = InferValueType(batch, InputOrDie(batch.Column(a.value)));
+        bool batch_any = false;
+        for (const Row& r : batch.rows) batch_any |= !Blank(r.cells[*batch.Column(a.value)]);
+        if (t == "float32" && batch_any) fractional = true;
+        if (t == "uint64") above_i64 = true;
+        any |= batch_any;
+      }
+    }
+    if (!a.value.empty() && value_type == "auto") {
+      value_type = fractional || !any ? "float32" : above_i64 ? "uint64" : "int64";
+    }
+  }
+  GroupEncoding groups = InputOrDie(encoder.Finish(source_name, a.group));
   const bool is_typed = op != client::AggregateOp::kCount && value_type != "float32";
-  std::vector<float> values;
-  std::vector<int32_t> i32;
-  std::vector<int64_t> i64;
-  std::vector<uint32_t> u32;
-  std::vector<uint64_t> u64;
-  std::vector<double> f64;
-  std::vector<uint32_t> value_present;
-  client::AggregateValues typed;
   client::ColumnType spec_type = client::ColumnType::kFloat32;
   if (is_typed) {
-    if (value_type == "float64") {
-      f64 = TypedValues<double>(t, value_col, value_type, value_present);
-      typed = std::span<const double>(f64);
-      spec_type = client::ColumnType::kFloat64;
-    } else if (value_type == "int32") {
-      i32 = TypedValues<int32_t>(t, value_col, value_type, value_present);
-      typed = std::span<const int32_t>(i32);
-      spec_type = client::ColumnType::kInt32;
-    } else if (value_type == "int64") {
-      i64 = TypedValues<int64_t>(t, value_col, value_type, value_present);
-      typed = std::span<const int64_t>(i64);
-      spec_type = client::ColumnType::kInt64;
-    } else if (value_type == "uint32") {
-      u32 = TypedValues<uint32_t>(t, value_col, value_type, value_present);
-      typed = std::span<const uint32_t>(u32);
-      spec_type = client::ColumnType::kUint32;
-    } else {
-      u64 = TypedValues<uint64_t>(t, value_col, value_type, value_present);
-      typed = std::span<const uint64_t>(u64);
-      spec_type = client::ColumnType::kUint64;
-    }
-  } else if (!a.value.empty()) {
-    values = InputOrDie(ValueColumn(t, a.value));
+    spec_type = value_type == "float64" ? client::ColumnType::kFloat64
+                : value_type == "int32" ? client::ColumnType::kInt32
+                : value_type == "int64" ? client::ColumnType::kInt64
+                : value_type == "uint32" ? client::ColumnType::kUint32
+                                         : client::ColumnType::kUint64;
   }
-  std::vector<uint32_t> mask;
-  const bool any_null_group =
-      std::find(groups.present.begin(), groups.present.end(), 0u) != groups.present.end();
-  const bool any_null_value =
-      std::find(value_present.begin(), value_present.end(), 0u) != value_present.end();
-  if (!a.where_mask.empty()) {
-    mask = InputOrDie(MaskColumn(t, a.where_mask));
-    for (size_t i = 0; i < mask.size(); ++i) mask[i] &= groups.present[i];
-  } else if (any_null_group || any_null_value) {
-    mask = groups.present;  // rows without a group label take no part
-  }
-  if (any_null_value) {
-    for (size_t i = 0; i < mask.size(); ++i) mask[i] &= value_present[i];
-  }
+  std::unique_ptr<TableReader> input = OpenInput(g, path);
 
   auto c = Connect(g);
   client::AggregateSpec spec{op, groups.groups};
   spec.value_type = spec_type;
-  ProgressBar bar("agg " + t.source, ProgressEnabled(g));
-  auto progress = [&](const client::Progress& p) {
-    bar.Update(p.rows_sent, p.total_rows, p.bytes_sent);
+  ProgressBar bar("agg " + source_name, ProgressEnabled(g));
+  // One batch on its way: the buffers its request borrows.
+  struct AggPending {
+    std::vector<uint32_t> codes, present, mask, value_present;
+    std::vector<float> values;
+    std::vector<int32_t> i32;
+    std::vector<int64_t> i64;
+    std::vector<uint32_t> u32;
+    std::vector<uint64_t> u64;
+    std::vector<double> f64;
   };
-  client::AggregateResult r =
-      is_typed ? RpcOrDie(c->AggregateAllTyped(spec, groups.codes, typed, mask, g.batch_rows,
-                                               Streaming(g), progress),
-                          "agg")
-               : RpcOrDie(c->AggregateAll(spec, groups.codes, values, mask, g.batch_rows,
-                                          Streaming(g), progress),
-                          "agg");
+  BatchQueue<AggPending> queue;
+  bool sent = false;
+  uint64_t input_rows = 0;
+  auto batch_source = [&]() -> std::optional<client::AggregateBatch> {
+    // The conversions end a command by throwing; the source runs on the
+    // client's writer thread, so it hands the error over instead.
+    try {
+      auto p = std::make_unique<AggPending>();
+      Table batch;
+      const bool more = InputOrDie(input->Next(&batch));
+      // Always send at least one batch, so that empty input still yields totals.
+      if (!more && sent) return std::nullopt;
+      sent = true;
+      input_rows += batch.rows.size();
+      client::AggregateBatch b;
+      if (more) {
+        const absl::Status encoded = encoder.Encode(batch, a.group, &p->codes, &p->present);
+        if (!encoded.ok()) UsageFail(std::string(encoded.message()));
+        const size_t value_col = a.value.empty() ? 0 : InputOrDie(batch.Column(a.value));
+        if (is_typed) {
+          switch (spec_type) {
+            case client::ColumnType::kFloat64:
+              p->f64 = TypedValues<double>(batch, value_col, value_type, p->value_present);
+              b.typed_values = std::span<const double>(p->f64);
+              break;
+            case client::ColumnType::kInt32:
+              p->i32 = TypedValues<int32_t>(batch, value_col, value_type, p->value_present);
+              b.typed_values = std::span<const int32_t>(p->i32);
+              break;
+            case client::ColumnType::kInt64:
+              p->i64 = TypedValues<int64_t>(batch, value_col, value_type, p->value_present);
+              b.typed_values = std::span<const int64_t>(p->i64);
+              break;
+            case client::ColumnType::kUint32:
+              p->u32 = TypedValues<uint32_t>(batch, value_col, value_type, p->value_present);
+              b.typed_values = std::span<const uint32_t>(p->u32);
+              break;
+            default:
+              p->u64 = TypedValues<uint64_t>(batch, value_col, value_type, p->value_present);
+              b.typed_values = std::span<const uint64_t>(p->u64);
+              break;
+          }
+        } else if (!a.value.empty()) {
+          p->values = InputOrDie(ValueColumn(batch, a.value));
+        }
+        const bool any_null_group =
+            std::find(p->present.begin(), p->present.end(), 0u) != p->present.end();
+        const bool any_null_value = std::find(p->value_present.begin(), p->value_present.end(),
+                                              0u) != p->value_present.end();
+        if (!a.where_mask.empty()) {
+          p->mask = InputOrDie(MaskColumn(batch, a.where_mask));
+          for (size_t i = 0; i < p->mask.size(); ++i) p->mask[i] &= p->present[i];
+        } else if (any_null_group || any_null_value) {
+          p->mask = p->present;  // rows without a group label take no part
+        }
+        if (any_null_value) {
+          for (size_t i = 0; i < p->mask.size(); ++i) p->mask[i] &= p->value_present[i];
+        }
+      } else if (is_typed) {
+        // An empty batch of the stream's type.
+        switch (spec_type) {
+          case client::ColumnType::kFloat64:
+            b.typed_values = std::span<const double>(p->f64);
+            break;
+          case client::ColumnType::kInt32:
+            b.typed_values = std::span<const int32_t>(p->i32);
+            break;
+          case client::ColumnType::kInt64:
+            b.typed_values = std::span<const int64_t>(p->i64);
+            break;
+          case client::ColumnType::kUint32:
+            b.typed_values = std::span<const uint32_t>(p->u32);
+            break;
+          default:
+            b.typed_values = std::span<const uint64_t>(p->u64);
+            break;
+        }
+      }
+      b.keys = p->codes;
+      b.values = p->values;
+      b.mask = p->mask;
+      b.accumulate_only = true;
+      queue.Push(std::move(p));
+      return b;
+    } catch (const CliError& e) {
+      queue.SetError(absl::InvalidArgumentError(e.message));
+      return std::nullopt;
+    }
+  };
+  client::AggregateResult r;
+  auto sink = [&](client::AggregateResult&& result) -> absl::Status {
+    queue.Pop();
+    if (!result.error.ok()) return result.error;
+    r = std::move(result);
+    bar.UpdateInput(input->rows_read(), input->bytes_read(), input->total_bytes());
+    return absl::OkStatus();
+  };
+  const absl::Status st = c->Aggregate(spec, batch_source, sink, Streaming(g));
   bar.Done();
+  if (!queue.error().ok()) UsageFail(std::string(queue.error().message()));
+  if (!st.ok()) RpcFail(st, "agg");
   const bool is_count = op == client::AggregateOp::kCount;
   const size_t got = is_count   ? r.total_counts.size()
                      : is_typed ? r.total_typed_values.size()
@@ -235,14 +334,14 @@ int CmdAgg(const Globals& g, const AggArgs& a) {
               << " group(s) does not fit " << (value_type[0] == 'u' ? "uint64" : "int64")
               << "; shown empty (overflow)\n";
   }
-  Note(g, absl::StrCat("agg: ", a.op, " over ", t.rows.size(), " rows into ", groups.order.size(),
+  Note(g, absl::StrCat("agg: ", a.op, " over ", input_rows, " rows into ", groups.order.size(),
                        " groups", is_count ? "" : absl::StrCat(" (", value_type, " values)"),
                        groups.dictionary ? " (labels dictionary-encoded locally)" : ""));
   Json meta{{"op", a.op},
             {"group", a.group},
             {"groups", groups.order.size()},
             {"dictionary_encoded", groups.dictionary},
-            {"input_rows", t.rows.size()}};
+            {"input_rows", input_rows}};
   if (!is_count) meta["value_type"] = value_type;
   if (is_typed) meta["overflow_groups"] = overflowed;
   EmitRows(g, meta, out, a.out);

@@ -90,6 +90,40 @@ std::unique_ptr<TableReader> OpenInput(const Globals& g, const std::string& path
   return InputOrDie(TableReader::Open(path, o));
 }
 
+absl::StatusOr<std::string> SpoolStdin() {
+  const char* dir = std::getenv("TMPDIR");
+  std::string path = absl::StrCat(dir != nullptr && *dir ? dir : "/tmp", "/gpujoin-stdin-XXXXXX");
+  const int fd = ::mkstemp(path.data());
+  if (fd < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("<stdin>: cannot make a temporary file in ", path, ": ", std::strerror(errno)));
+  }
+  std::vector<char> buf(1 << 20);
+  for (;;) {
+    const ssize_t r = ::read(STDIN_FILENO, buf.data(), buf.size());
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      ::close(fd);
+      std::remove(path.c_str());
+      return absl::InvalidArgumentError(absl::StrCat("<stdin>: read error: ", std::strerror(errno)));
+    }
+    if (r == 0) break;
+    for (ssize_t done = 0; done < r;) {
+      const ssize_t w = ::write(fd, buf.data() + done, static_cast<size_t>(r - done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) {
+        ::close(fd);
+        std::remove(path.c_str());
+        return absl::InvalidArgumentError(
+            absl::StrCat(path, ": write error: ", std::strerror(errno)));
+      }
+      done += w;
+    }
+  }
+  ::close(fd);
+  return path;
+}
+
 std::string KeyColumnOf(const std::string& flag, const TableReader& input,
                         std::string_view command, std::string_view option) {
   std::string key = flag;

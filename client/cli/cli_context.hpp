@@ -84,6 +84,10 @@ Table Load(const Globals& g, const std::string& path);
 /// --format; UsageFail on errors (a bad header, an unsupported format).
 std::unique_ptr<TableReader> OpenInput(const Globals& g, const std::string& path);
 
+/// Copies standard input, as it is, to a new temporary file (for a command
+/// that reads its input twice); its path, or INVALID_ARGUMENT on an I/O error.
+absl::StatusOr<std::string> SpoolStdin();
+
 /// The key column `flag` names (--key), or "key" for a .u32/.u64/.i64 file
 /// when it is empty; UsageFail naming `option` (in `command`) for a text file
 /// without it, or when the file has no such column.
