@@ -209,7 +209,6 @@ int CmdIndexBuild(const Globals& g, const BuildArgs& a) {
   std::vector<uint32_t> values;
   std::vector<client::Column> payload;
   bool first_chunk = true;
-  uint64_t rows = 0;
   auto source = [&]() -> std::optional<client::BuildChunk> {
     if (!first_chunk) {
       if (!have_next) return std::nullopt;
@@ -257,7 +256,6 @@ int CmdIndexBuild(const Globals& g, const BuildArgs& a) {
       }
       payload.push_back(*std::move(col));
     }
-    rows += batch.rows.size();
     client::BuildChunk chunk;
     chunk.keys = keys.keys();
     chunk.values = values;

@@ -281,3 +281,39 @@ TEST_F(CliStreaming, APortConflictNamesThePort) {
 }
 
 }  // namespace
+
+namespace {
+
+// index build sends one chunk per batch: the index is the one-batch index, and
+// a key too wide for the type the first batch gave is an error saying so.
+TEST_F(CliStreaming, IndexBuildInBatches) {
+  const std::string sensors = kExamples + "/sensors.csv";
+  const RunResult one = Cli({"--json", "index", "build", "s1", "--from", sensors, "--key",
+                             "sensor_id", "--replace"});
+  const RunResult many = Cli({"--json", "--batch-rows", "7", "index", "build", "s7", "--from",
+                              sensors, "--key", "sensor_id", "--replace"});
+  ASSERT_EQ(one.code, 0) << one.err;
+  ASSERT_EQ(many.code, 0) << many.err;
+  const Json a = Json::parse(one.out)["index"], b = Json::parse(many.out)["index"];
+  EXPECT_EQ(a["rows"], b["rows"]);
+  EXPECT_EQ(a["statistics"]["unique_keys"], b["statistics"]["unique_keys"]);
+  EXPECT_EQ(a["payload"].size(), b["payload"].size());
+  // The same lookups answer from both.
+  const RunResult l1 = Cli({"lookup", "s1", "--from", kExamples + "/events.csv", "--key",
+                            "sensor_id", "--select", "type,room"});
+  const RunResult l7 = Cli({"lookup", "s7", "--from", kExamples + "/events.csv", "--key",
+                            "sensor_id", "--select", "type,room"});
+  ASSERT_EQ(l1.code, 0) << l1.err;
+  EXPECT_EQ(l1.out, l7.out);
+  const std::string wide = Write("wide_late.csv", "id,v\n1,a\n2,b\n3,c\n5000000000,d\n");
+  const RunResult r =
+      Cli({"--batch-rows", "2", "index", "build", "wl", "--from", wide, "--key", "id"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("wide_late.csv:5: column 'id' (1): '5000000000' is not a uint32 key (it is "
+                       "above 4294967295) (the key type was inferred from the first 2 rows; give "
+                       "--key-type)"),
+            std::string::npos)
+      << r.err;
+}
+
+}  // namespace
