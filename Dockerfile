@@ -30,7 +30,7 @@ RUN apt-get update \
       build-essential cmake ninja-build pkg-config git ca-certificates \
       libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev \
       prometheus-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev \
-      nlohmann-json3-dev \
+      nlohmann-json3-dev libsimdjson-dev zlib1g-dev libzstd-dev \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /src
