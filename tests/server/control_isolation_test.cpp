@@ -190,7 +190,7 @@ TEST(DrainGrace, IdleBuildStreamIsEndedByTheDrain) {
     v1::BuildIndexRequest chunk;
     *chunk.mutable_chunk()->mutable_keys()->mutable_packed() = PackColumn<uint32_t>(Keys(10, 1));
     ASSERT_TRUE(writer->Write(chunk));
-    stopper = std::thread([&] { EXPECT_EQ(server.StopWith(SIGTERM), 0); });
+    stopper = std::thread([&] { EXPECT_EQ(server.StopWith(SIGTERM), 0) << server.log(); });
     s = writer->Finish();  // without WritesDone: the stream stays open until the drain
   }                        // the client drops the call, as one that got an error does
   stopper.join();
