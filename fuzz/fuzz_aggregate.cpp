@@ -208,6 +208,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (std::string_view frame : SplitFrames(AsView(data, size), 16)) {
     v1::AggregateRequest request;
     if (!request.ParseFromArray(frame.data(), static_cast<int>(frame.size()))) break;
+    // The model is the float32 reference contract: typed values (issue 22) are
+    // checked by aggregate_typed_test and the server's typed tests, not modelled
+    // here yet, so the fuzzed requests leave them out.
+    request.clear_typed_values();
+    request.clear_want_counts64();
     const std::string what = absl::StrCat("batch ", batch++, " (op ", int(request.op()),
                                           ", groups ", request.groups(), ")");
     const absl::Status admitted = stream.Admit(request, max_message_bytes, kMaxGroups);
