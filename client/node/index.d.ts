@@ -198,15 +198,45 @@ export interface JoinBatchResult extends JoinResult {
   firstLeftRow: number;
 }
 
+/** The value type an aggregation ran in: float32 (Float32Array or numbers) or a typed array's. */
+export type AggregateValueType = 'float32' | 'float64' | 'int32' | 'uint32' | 'int64' | 'uint64';
+
+/** Values of an aggregation; narrower integer arrays widen (Int8/Int16 to int32, Uint8/Uint16 to uint32). */
+export type AggregateValues =
+  | Float32Array | ReadonlyArray<number>
+  | Float64Array | Int32Array | Uint32Array | BigInt64Array | BigUint64Array
+  | Int8Array | Int16Array | Uint8Array | Uint16Array;
+
 export interface AggregateResult {
   op: AggregateOp;
   groups: number;
   /** Rows sent. */
   rows: number;
-  /** count: per group. */
+  /** The type the values aggregated in; null for count. */
+  valueType: AggregateValueType | null;
+  /** count: per group (wrapping mod 2^32, the reference contract; contributingRows is exact). */
   counts?: Uint32Array;
-  /** sum/min/max/mean: per group (empty sum 0, empty min/max/mean NaN). */
-  values?: Float32Array;
+  /**
+   * sum/min/max/mean, per group. float32 values: a Float32Array (empty sum 0,
+   * empty min/max/mean NaN). Typed values: sum an exact BigInt64Array (int32,
+   * int64), BigUint64Array (uint32, uint64) or Float64Array (float64); min/max
+   * the value type's array; mean a Float64Array (the exact sum / rows; NaN when
+   * empty or overflowed). float64 follows the float32 rules (non-finite values
+   * ignored, empty sum +0, empty min/max/mean NaN, -0 below +0).
+   */
+  values?: Float32Array | Float64Array | Int32Array | Uint32Array | BigInt64Array | BigUint64Array;
+  /** Integer min/max: 1 where the group has a value, 0 for an empty group (whose value is 0). */
+  valid?: Uint8Array;
+  /**
+   * Integer sum/mean: 1 where the group's exact sum did not fit int64 (uint64
+   * for unsigned values) in some batch or in the running total; its sum holds
+   * the low 64 bits of the exact sum and its mean is NaN.
+   */
+  overflow?: Uint8Array;
+  /** Integer sum/mean: groups set in `overflow`. */
+  overflowGroups?: number;
+  /** With opts.contributingRows: exact contributing rows per group. */
+  contributingRows?: BigUint64Array;
 }
 
 export interface HashResult {
@@ -321,10 +351,16 @@ export interface AggregateOptions extends StreamOptions {
   op?: AggregateOp;
   /** Output rows; keys >= groups are ignored. */
   groups: number;
-  /** float32 values (not for count): a Float32Array or numbers (a Float64Array is a DtypeError). */
-  values?: Float32Array | ReadonlyArray<number>;
+  /**
+   * Values (not for count): a Float32Array or numbers aggregate in float32; the
+   * other typed arrays in their own type (AggregateResult.values). A bigint in a
+   * plain array, or any other input, is a DtypeError.
+   */
+  values?: AggregateValues;
   /** Nonzero/true includes the row. */
   mask?: U32Input | Uint8Array | ReadonlyArray<boolean>;
+  /** Also return AggregateResult.contributingRows (exact uint64 rows per group). */
+  contributingRows?: boolean;
 }
 
 export interface HashOptions extends StreamOptions {

@@ -1,7 +1,7 @@
 'use strict';
-// The Node quick start of docs/api.md runs as written (its import pointed at
-// this checkout's client/node, its address at a test server) and prints what its
-// comments say.
+// The Node quick start of docs/api.md and its typed aggregation example run as
+// written (the import pointed at this checkout's client/node, the address at a
+// test server) and print what their comments say.
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const {execFile} = require('node:child_process');
@@ -34,6 +34,35 @@ test('docs/api.md Node quick start', async () => {
     // The comments say the same.
     assert.match(lines[3], /r\.values \[1, 2, 4294967295\], r\.columns\.kind\.toArray\(\) \[null, 'c', null\]/);
     assert.match(lines[4], /j\.leftRows \[0, 1, 2\], j\.rightRows \[2, 4294967295, 0\]/);
+  } finally {
+    fs.rmSync(dir, {recursive: true, force: true});
+    assert.equal(await server.stop(), 0, server.log());
+  }
+});
+
+test('docs/api.md Node typed aggregation example', async () => {
+  const doc = fs.readFileSync(path.join(REPO, 'docs', 'api.md'), 'utf8');
+  const at = doc.indexOf('`c.aggregate(keys, {op, groups, values, mask})`');
+  assert.ok(at >= 0, 'docs/api.md has no Node typed aggregation paragraph');
+  const block = /```js\n([\s\S]*?)```/.exec(doc.slice(at));
+  assert.ok(block, 'no js block after the Node typed aggregation paragraph');
+  const lines = block[1].trim().split('\n');
+  const server = await startServer();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gpujoin_node_doc_'));
+  try {
+    const script = `import {Client} from ${JSON.stringify(path.join(CLIENT, 'index.js'))};\n` +
+      `const c = new Client(${JSON.stringify(server.address)});\n` + block[1] +
+      'const show = (a) => Array.from(a, (x) => (Object.is(x, -0) ? "-0" : String(x)));\n' +
+      'console.log(JSON.stringify([s.values.constructor.name, show(s.values), show(s.overflow), ' +
+      'show(s.contributingRows), m.values.constructor.name, show(m.values)]));\nc.close();\n';
+    const file = path.join(dir, 'aggregate.mjs');
+    fs.writeFileSync(file, script);
+    const {stdout} = await promisify(execFile)(process.execPath, [file], {timeout: 30000});
+    assert.deepEqual(JSON.parse(stdout), ['BigInt64Array', ['-9223372036854775808', '-5'], ['1', '0'], ['2', '1'],
+                                          'Float64Array', ['-0', 'NaN', 'NaN']]);
+    // The comments say the same.
+    assert.match(lines[1], /s\.values \[-9223372036854775808n, -5n\], s\.overflow \[1, 0\] .*s\.contributingRows \[2n, 1n\]/);
+    assert.match(lines[3], /m\.values \[-0, NaN, NaN\]/);
   } finally {
     fs.rmSync(dir, {recursive: true, force: true});
     assert.equal(await server.stop(), 0, server.log());

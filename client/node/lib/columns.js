@@ -126,17 +126,39 @@ function toU32(a, what) {
   throw new DtypeError(`${what}: expected a Uint32Array or an array of integers, got ${describeValue(a)}`);
 }
 
-/** A float32 column: a Float32Array, or an array of numbers (a Float64Array would lose bits). */
-function toF32(a, what) {
-  if (a instanceof Float32Array) return a;
+// Typed arrays aggregate in their own type; the narrow integers widen as the
+// Python client's do (int8/16 -> int32, uint8/16 -> uint32).
+const AGGREGATE_ARRAYS = [
+  [Float32Array, 'float32'], [Float64Array, 'float64'], [Int32Array, 'int32'], [Uint32Array, 'uint32'],
+  [BigInt64Array, 'int64'], [BigUint64Array, 'uint64'], [Int8Array, 'int32'], [Int16Array, 'int32'],
+  [Uint8Array, 'uint32'], [Uint8ClampedArray, 'uint32'], [Uint16Array, 'uint32'],
+];
+
+/**
+ * The values of an aggregation: {type, array}, `array` a typed array of `type`
+ * ('float32' for a Float32Array or an array of numbers: the reference float32
+ * path; 'float64', 'int32', 'uint32', 'int64', 'uint64' for the typed arrays of
+ * those types, sent without a copy; narrower integer arrays widened). Anything
+ * else (bigints in a plain array, strings, a DataView) is a DtypeError.
+ */
+function toAggregateValues(a, what) {
+  for (const [Type, type] of AGGREGATE_ARRAYS) {
+    if (!(a instanceof Type)) continue;
+    const Wire = TYPES[type].Array;
+    return {type, array: a instanceof Wire ? a : Wire.from(a)};
+  }
   if (Array.isArray(a)) {
     for (let i = 0; i < a.length; ++i) {
+      if (typeof a[i] === 'bigint') {
+        throw new DtypeError(`${what}[${i}]: a bigint in a plain array; send 64-bit integers as a BigInt64Array ` +
+                             'or BigUint64Array (a plain array of numbers aggregates as float32)');
+      }
       if (typeof a[i] !== 'number') throw new DtypeError(`${what}[${i}]: ${describeValue(a[i])} is not a number`);
     }
-    return Float32Array.from(a);
+    return {type: 'float32', array: Float32Array.from(a)};
   }
-  throw new DtypeError(`${what}: expected a Float32Array or an array of numbers, got ${describeValue(a)}` +
-                       (a instanceof Float64Array ? ' (values are float32: convert with Float32Array.from to accept the rounding)' : ''));
+  throw new DtypeError(`${what}: expected a Float32Array, Float64Array, Int32Array, Uint32Array, BigInt64Array, ` +
+                       `BigUint64Array or an array of numbers, got ${describeValue(a)}`);
 }
 
 /**
@@ -472,7 +494,7 @@ function concatTyped(Type, parts) {
 }
 
 module.exports = {
-  NO_MATCH, TYPES, typeName, bytesOf, viewAs, u8, toU32, toF32, toKeys, setKeys, u32Message,
+  NO_MATCH, TYPES, typeName, bytesOf, viewAs, u8, toU32, toAggregateValues, toKeys, setKeys, u32Message,
   packBits, unpackBits, preparePayload, payloadBytes, payloadMessage, Column, decodeColumn,
   concatColumns, concatTyped, describeValue,
 };
