@@ -11,6 +11,34 @@ mkdir -p "$out"
 ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 if [ -z "$ncu" ]; then echo "ncu: not found on this host"; exit 0; fi
 echo "ncu: $ncu"
+if [ "${2:-}" = hash_agg ]; then
+  # The row hash kernels of `gpujoin-bench --only=hash` (int64 hash64 and hash32,
+  # 16-byte strings hash64) and the grouped-sum kernels of `--only=aggregate
+  # --groups=256` (int64 values): the first timed launch of each, with the
+  # memory and warp-state sections.
+  # With --reps=5 each case launches its kernel 7 times: skip 2, 9 and 16 profile
+  # the first timed launch of hash64 int64, hash32 int64 and hash64 string.
+  : > "$out/ncu_hash.txt"
+  for skip in 2 9 16; do
+    timeout "${NCU_TIMEOUT:-60}" "$ncu" --clock-control none --kernel-name 'regex:Hash(Fixed|Rows)Kernel' \
+      --launch-skip $skip --launch-count 1 --section SpeedOfLight --section MemoryWorkloadAnalysis \
+      --section Occupancy --section WarpStateStats --section LaunchStats \
+      --metrics dram__bytes_read.sum,dram__bytes_write.sum \
+      "$bundle/bin/gpujoin-bench" --only=hash --reps=5 >> "$out/ncu_hash.txt" 2>&1
+    echo "ncu hash skip $skip rc=$?"
+  done
+  timeout "${NCU_TIMEOUT:-120}" "$ncu" --clock-control none --kernel-name 'regex:AccumulateKernel' \
+    --launch-skip 2 --launch-count 3 --section SpeedOfLight --section MemoryWorkloadAnalysis \
+    --section Occupancy --section WarpStateStats --section LaunchStats \
+    --metrics dram__bytes_read.sum,smsp__inst_executed_op_shared_atom.sum \
+    "$bundle/bin/gpujoin-bench" --only=aggregate --groups=256 > "$out/ncu_agg.txt" 2>&1
+  echo "ncu agg rc=$?"
+  for f in "$out/ncu_hash.txt" "$out/ncu_agg.txt"; do
+    grep -E '^  [A-Za-z_].*\(|Duration|DRAM Throughput|Memory Throughput|Achieved Occupancy|Compute \(SM\) Throughput|Registers Per|dram__bytes|shared_atom|Stall|Issued Warp' "$f" |
+      sed -E 's/\(gpujoin::engine::detail::.*//; s/^ +//' | cut -c1-110 | head -80
+  done
+  exit 0
+fi
 if [ "${2:-}" = groups ]; then
   # The group pass of the first keep_all build `gpujoin-bench --only=multi_value`
   # runs (4 rows per key, 2^26 rows): the probe of every row, CUB's radix sort

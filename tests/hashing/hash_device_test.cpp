@@ -182,6 +182,103 @@ TEST_F(HashDeviceTest, MillionsOfRowsMatchHost) {
   }
 }
 
+#if defined(GPUJOIN_HAVE_CUDA)
+// A device copy of `bytes` in a buffer rounded up to 8 bytes (LaunchHashRows'
+// requirement), freed with the object.
+class DeviceCopy {
+ public:
+  explicit DeviceCopy(const void* src, size_t bytes) {
+    if (bytes == 0) return;
+    EXPECT_EQ(cudaMalloc(&p_, (bytes + 7) & ~size_t{7}), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(p_, src, bytes, cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  ~DeviceCopy() { cudaFree(p_); }
+  DeviceCopy(const DeviceCopy&) = delete;
+  DeviceCopy& operator=(const DeviceCopy&) = delete;
+  template <typename T>
+  const T* as() const {
+    return static_cast<const T*>(p_);
+  }
+
+ private:
+  void* p_ = nullptr;
+};
+#endif
+
+// LaunchHashRows on resident columns whose rows start anywhere in their buffers
+// (value and validity offsets not multiples of 4 or 8, so that the fixed-width
+// kernel's vector loads do not apply and its per-row loads do), and at row counts
+// around its 128-row warp step; the output is poisoned first and then compared
+// with the host's bits, validity bytes included.
+TEST_F(HashDeviceTest, ResidentColumnsAtAnyOffsetMatchHost) {
+#if defined(GPUJOIN_HAVE_CUDA)
+  std::mt19937_64 rng(2207);
+  const ColumnType types[] = {ColumnType::kInt8,   ColumnType::kUint16,  ColumnType::kFloat16,
+                              ColumnType::kUint32, ColumnType::kFloat32, ColumnType::kInt64,
+                              ColumnType::kFloat64, ColumnType::kBinary};
+  for (ColumnType type : types) {
+    for (uint64_t rows : {1u, 127u, 128u, 129u, 1000u, 4099u}) {
+      for (uint64_t lead : {0u, 1u, 2u, 3u, 5u, 8u}) {
+        const OwnedColumn c = RandomColumn(type, rows, lead % 3 == 0 ? 0.0 : 0.25, lead, rng);
+        DeviceCopy data(c.data.data(), c.data.size());
+        DeviceCopy offsets(c.offsets.data(), c.offsets.size() * sizeof(int32_t));
+        DeviceCopy validity(c.validity.data(), c.validity.size());
+        detail::ColumnView v;
+        v.type = type;
+        v.data = data.as<uint8_t>();
+        v.offsets = c.offsets.empty() ? nullptr : offsets.as<int32_t>();
+        v.validity = c.validity.empty() ? nullptr : validity.as<uint8_t>();
+        v.value_offset = lead;
+        v.validity_bit_offset = lead;
+        DeviceCopy device_view(&v, sizeof(v));
+        for (HashBits bits : {HashBits::k32, HashBits::k64}) {
+          SCOPED_TRACE("type " + std::to_string(static_cast<int>(type)) + " rows " +
+                       std::to_string(rows) + " lead " + std::to_string(lead) +
+                       (bits == HashBits::k32 ? " hash32" : " hash64"));
+          auto host = HashOnHost({c.View()}, bits);
+          ASSERT_TRUE(host.ok()) << host.status();
+          const size_t width = bits == HashBits::k32 ? 4 : 8;
+          const size_t validity_bytes = (rows + 7) / 8;
+          uint8_t* out = nullptr;
+          uint8_t* out_validity = nullptr;
+          ASSERT_EQ(cudaMalloc(&out, rows * width), cudaSuccess);
+          ASSERT_EQ(cudaMalloc(&out_validity, validity_bytes), cudaSuccess);
+          ASSERT_EQ(cudaMemset(out, 0xa5, rows * width), cudaSuccess);
+          ASSERT_EQ(cudaMemset(out_validity, 0xa5, validity_bytes), cudaSuccess);
+          const detail::ColumnView* views = device_view.as<detail::ColumnView>();
+          const cudaError_t e =
+              bits == HashBits::k32
+                  ? detail::LaunchHashRows<uint32_t>({&v, 1}, views, rows,
+                                                     reinterpret_cast<uint32_t*>(out),
+                                                     out_validity, stream_)
+                  : detail::LaunchHashRows<uint64_t>({&v, 1}, views, rows,
+                                                     reinterpret_cast<uint64_t*>(out),
+                                                     out_validity, stream_);
+          ASSERT_EQ(e, cudaSuccess);
+          ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+          std::vector<uint64_t> got(rows);
+          std::vector<uint8_t> got_validity(validity_bytes);
+          if (width == 4) {
+            std::vector<uint32_t> g32(rows);
+            ASSERT_EQ(cudaMemcpy(g32.data(), out, rows * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+            for (uint64_t r = 0; r < rows; ++r) got[r] = g32[r];
+          } else {
+            ASSERT_EQ(cudaMemcpy(got.data(), out, rows * 8, cudaMemcpyDeviceToHost), cudaSuccess);
+          }
+          ASSERT_EQ(cudaMemcpy(got_validity.data(), out_validity, validity_bytes,
+                               cudaMemcpyDeviceToHost),
+                    cudaSuccess);
+          cudaFree(out);
+          cudaFree(out_validity);
+          EXPECT_EQ(got_validity, host->validity);
+          for (uint64_t r = 0; r < rows; ++r) ASSERT_EQ(got[r], host->hashes[r]) << "row " << r;
+        }
+      }
+    }
+  }
+#endif
+}
+
 // ---------------------------------------------------------------------------
 // Issue 22: Arrow's narrow, fixed-size, large, dictionary and nested types.
 // ---------------------------------------------------------------------------

@@ -35,6 +35,8 @@
 // high 32-bit halves, each exact in 64 bits, combined into the 128-bit exact sum
 // by the finalize kernel, which flags a sum that does not fit 64 bits. Every
 // order of additions gives the same words, so integer results are deterministic.
+// The block-shared path builds those words from 32-bit shared atomics and carry
+// counts (SharedIntSum), as 64-bit shared adds are compare-and-swap loops.
 // The lane-private path takes float32 only (its 64-bit slots would not fit the
 // static shared memory); typed values of up to 256 groups take block-shared.
 #include <cuda_runtime.h>
@@ -186,6 +188,60 @@ struct Accum {
   }
 };
 
+// Exact integer sums of the block-shared path from 32-bit shared atomics: sm_90
+// adds 32-bit words in shared memory natively, while a 64-bit add (like a float
+// add) compiles to a compare-and-swap loop. Part p of a value (bits 32p .. 32p +
+// 31; one part for int32/uint32, two for int64/uint64, the top one signed for the
+// signed types) is added to a 32-bit word per group, and the add that wraps the
+// word -- seen in the old value the atomic returns -- counts a carry (+1, or -1
+// for a signed part that leaves int32 downwards) in a second word. Atomic adds to
+// one word are serialised, so every wrap is counted exactly once, and the part's
+// exact sum over the block is word + carry * 2^32: the Accum word that the
+// 64-bit path would have accumulated (a part's sum, exact in 64 bits). Carry
+// words cannot wrap: a block adds fewer than 2^32 rows (the grid has a block per
+// SM at least, and 2^32 rows per SM do not fit in device memory).
+template <typename V>
+struct SharedIntSum {
+  static constexpr int kParts = sizeof(V) / 4;
+  // Shared words: part p's sums at [2p * kSharedGroups], its carries at [(2p + 1) * ...].
+  static constexpr uint32_t kSharedWords = 2 * kParts * kSharedGroups;
+
+  template <bool kSigned>
+  __device__ __forceinline__ static void AddPart(uint32_t* s, uint32_t g, uint32_t x) {
+    if (x == 0) return;
+    const uint32_t old = atomicAdd(s + g, x);
+    if constexpr (kSigned) {
+      const long long sum = static_cast<long long>(static_cast<int>(old)) + static_cast<int>(x);
+      if (sum > 2147483647ll) atomicAdd(s + kSharedGroups + g, 1u);
+      if (sum < -2147483648ll) atomicAdd(s + kSharedGroups + g, 0xffffffffu);
+    } else {
+      if (old + x < old) atomicAdd(s + kSharedGroups + g, 1u);
+    }
+  }
+
+  __device__ __forceinline__ static void Add(uint32_t* s, uint32_t g, V v) {
+    const unsigned long long bits = static_cast<unsigned long long>(v);
+    if constexpr (kParts == 1) {
+      AddPart<std::is_signed_v<V>>(s, g, static_cast<uint32_t>(bits));
+    } else {
+      AddPart<false>(s, g, static_cast<uint32_t>(bits));
+      AddPart<std::is_signed_v<V>>(s + 2 * kSharedGroups, g, static_cast<uint32_t>(bits >> 32));
+    }
+  }
+
+  // Part p's exact block sum of group g, as the 64-bit Accum word.
+  __device__ __forceinline__ static unsigned long long Total(const uint32_t* s, int p, uint32_t g) {
+    const uint32_t word = s[2 * p * kSharedGroups + g];
+    const uint32_t carry = s[(2 * p + 1) * kSharedGroups + g];
+    if (std::is_signed_v<V> && p == kParts - 1) {
+      const long long sum = static_cast<long long>(static_cast<int>(word)) +
+                            static_cast<long long>(static_cast<int>(carry)) * 4294967296ll;
+      return static_cast<unsigned long long>(sum);
+    }
+    return static_cast<unsigned long long>(word) + (static_cast<unsigned long long>(carry) << 32);
+  }
+};
+
 // Loads values r .. r + 3 (16-byte aligned: one 16-byte load per 16 bytes).
 template <typename V>
 __device__ __forceinline__ void Load4(const V* __restrict__ p, V (&v)[4]) {
@@ -327,8 +383,13 @@ __global__ void __launch_bounds__(kBlockThreads)
   constexpr bool kShared = kPath == AggregatePath::kBlockShared;
   constexpr bool kLane = kPath == AggregatePath::kLanePrivate;
   static_assert(!kLane || A::kFloat32, "the lane-private path takes float32 values only");
+  // Integer sums (and means) on the block-shared path: 32-bit words with carries.
+  constexpr bool kIntSum = kShared && kAcc == Acc::kSum && std::is_integral_v<V>;
+  using IntSum = SharedIntSum<V>;
+  static_assert(!kIntSum || IntSum::kParts == kWords);
   __shared__ uint32_t s_count[kShared ? kSharedGroups : 1];
-  __shared__ Word s_acc[kShared && kValues ? kSharedGroups * kWords : 1];
+  __shared__ Word s_acc[kShared && kValues && !kIntSum ? kSharedGroups * kWords : 1];
+  __shared__ uint32_t s_int[kIntSum ? IntSum::kSharedWords : 1];
   // Lane-private path: entry (group * kBlockWarps + warp) * 32 + lane.
   constexpr uint32_t kLaneSlots = kWarpGroups * kBlockWarps * 32;
   __shared__ uint32_t s_lcount[kLane ? kLaneSlots : 1];
@@ -345,7 +406,10 @@ __global__ void __launch_bounds__(kBlockThreads)
   if constexpr (kShared) {
     for (uint32_t g = threadIdx.x; g < groups; g += blockDim.x) {
       s_count[g] = 0;
-      if constexpr (kValues) {
+      if constexpr (kIntSum) {
+#pragma unroll
+        for (int w = 0; w < 2 * kWords; ++w) s_int[w * kSharedGroups + g] = 0u;
+      } else if constexpr (kValues) {
 #pragma unroll
         for (int w = 0; w < kWords; ++w) s_acc[w * kSharedGroups + g] = A::Identity();
       }
@@ -357,6 +421,11 @@ __global__ void __launch_bounds__(kBlockThreads)
   auto process = [&](uint32_t key, V value, bool include) {
     include = include && key < groups && (!kValues || Finite(value));
     if (!include) return;
+    if constexpr (kIntSum) {
+      if (want_counts) atomicAdd(&s_count[key], 1u);
+      IntSum::Add(s_int, key, value);
+      return;
+    }
     Word enc[kWords];
     if constexpr (kValues) A::Encode(value, flip, enc);
     if constexpr (kLane) {
@@ -407,7 +476,14 @@ __global__ void __launch_bounds__(kBlockThreads)
     __syncthreads();
     for (uint32_t g = threadIdx.x; g < groups; g += blockDim.x) {
       if (want_counts && s_count[g] != 0) atomicAdd(&counts[g], s_count[g]);
-      if constexpr (kValues) A::Flush(acc_out, groups, g, s_acc + g, kSharedGroups);
+      if constexpr (kIntSum) {
+        Word part[kWords];
+#pragma unroll
+        for (int p = 0; p < kWords; ++p) part[p] = IntSum::Total(s_int, p, g);
+        A::Flush(acc_out, groups, g, part, 1);
+      } else if constexpr (kValues) {
+        A::Flush(acc_out, groups, g, s_acc + g, kSharedGroups);
+      }
     }
   }
 }

@@ -30,11 +30,13 @@ constexpr uint64_t kMaxBlocks = 8192;
 // Stream-ordered device bytes (cuda/device_buffer.hpp).
 using Bytes = DeviceBuffer<uint8_t>;
 
-// Allocates `bytes` on `stream` and copies them from `src` (host).
+// Allocates `bytes` on `stream` (rounded up to 8: the device's unaligned loads
+// read whole aligned words, row_hash.hpp) and copies them from `src` (host).
 absl::StatusOr<Bytes> Upload(const void* src, uint64_t bytes, cudaStream_t stream,
                              const std::string& what) {
   const std::string label = "hash: " + what;
-  GPUJOIN_ASSIGN_OR_RETURN(Bytes buf, Bytes::Async(bytes, stream, label.c_str()));
+  GPUJOIN_ASSIGN_OR_RETURN(Bytes buf, Bytes::Async((bytes + 7) & ~uint64_t{7}, stream,
+                                                   label.c_str()));
   if (bytes != 0) {
     GPUJOIN_CUDA_RETURN(cudaMemcpyAsync(buf.data(), src, bytes, cudaMemcpyHostToDevice, stream),
                         "hash: uploading " + what);
@@ -42,12 +44,23 @@ absl::StatusOr<Bytes> Upload(const void* src, uint64_t bytes, cudaStream_t strea
   return buf;
 }
 
+// Views the generic kernel copies into shared memory (more are read from global).
+constexpr uint32_t kSharedViews = 8;
+
 // One warp hashes 32 consecutive rows per step, so that its validity ballot is
 // exactly 4 output bytes that no other warp touches (no atomics).
 template <typename H>
 __global__ void __launch_bounds__(kBlockSize)
-    HashRowsKernel(const ColumnView* __restrict__ columns, uint32_t num_columns, uint64_t rows,
+    HashRowsKernel(const ColumnView* __restrict__ views, uint32_t num_columns, uint64_t rows,
                    H* __restrict__ out, uint8_t* __restrict__ out_validity) {
+  // The views are read for every row: a block keeps its own copy.
+  __shared__ ColumnView s_views[kSharedViews];
+  const ColumnView* columns = views;
+  if (num_columns <= kSharedViews) {
+    for (uint32_t i = threadIdx.x; i < num_columns; i += blockDim.x) s_views[i] = views[i];
+    __syncthreads();
+    columns = s_views;
+  }
   const uint32_t lane = threadIdx.x % 32;
   const uint64_t warp = (uint64_t{blockIdx.x} * blockDim.x + threadIdx.x) / 32;
   const uint64_t warps = uint64_t{gridDim.x} * blockDim.x / 32;
@@ -62,6 +75,89 @@ __global__ void __launch_bounds__(kBlockSize)
     const uint32_t ballot = __ballot_sync(0xFFFFFFFFu, valid);
     if (lane < 4 && base + lane * 8 < rows) {
       out_validity[base / 8 + lane] = static_cast<uint8_t>(ballot >> (lane * 8));
+    }
+  }
+}
+
+// Values of one fixed-width column, 4 per lane (rows r0 .. r0 + 3), as bits.
+template <uint32_t kWidth>
+__device__ __forceinline__ void LoadFour(const uint8_t* p, uint64_t (&bits)[4]) {
+  if constexpr (kWidth == 8) {
+    const ulonglong2 a = __ldcs(reinterpret_cast<const ulonglong2*>(p));
+    const ulonglong2 b = __ldcs(reinterpret_cast<const ulonglong2*>(p) + 1);
+    bits[0] = a.x, bits[1] = a.y, bits[2] = b.x, bits[3] = b.y;
+  } else if constexpr (kWidth == 4) {
+    const uint4 a = __ldcs(reinterpret_cast<const uint4*>(p));
+    bits[0] = a.x, bits[1] = a.y, bits[2] = a.z, bits[3] = a.w;
+  } else if constexpr (kWidth == 2) {
+    const uint2 a = __ldcs(reinterpret_cast<const uint2*>(p));
+    bits[0] = a.x & 0xFFFFu, bits[1] = a.x >> 16, bits[2] = a.y & 0xFFFFu, bits[3] = a.y >> 16;
+  } else {
+    const uint32_t a = __ldcs(reinterpret_cast<const uint32_t*>(p));
+    for (int j = 0; j < 4; ++j) bits[j] = (a >> (8 * j)) & 0xFFu;
+  }
+}
+
+// Stores the hashes of rows r0 .. r0 + 3 (16-byte aligned).
+template <typename H>
+__device__ __forceinline__ void StoreFour(H* p, const H (&h)[4]) {
+  if constexpr (sizeof(H) == 8) {
+    __stcs(reinterpret_cast<ulonglong2*>(p), make_ulonglong2(h[0], h[1]));
+    __stcs(reinterpret_cast<ulonglong2*>(p) + 1, make_ulonglong2(h[2], h[3]));
+  } else {
+    __stcs(reinterpret_cast<uint4*>(p), make_uint4(h[0], h[1], h[2], h[3]));
+  }
+}
+
+// One fixed-width column of kWidth (1, 2, 4 or 8) bytes, the view passed by
+// value: the generic kernel's row hash (FixedWidthHash, as FlatValueHash) with
+// four rows per lane, so that each lane has 4 * kWidth bytes in flight, read and
+// written with vector loads and stores when the values and the output are
+// 16-byte aligned (else, and for the last rows, one row at a time). A warp step
+// covers 128 rows: lane l's four validity bits and lane l + 1's make one byte.
+template <typename H, uint32_t kWidth>
+__global__ void __launch_bounds__(kBlockSize)
+    HashFixedKernel(ColumnView c, uint64_t rows, H* __restrict__ out,
+                    uint8_t* __restrict__ out_validity) {
+  const uint32_t lane = threadIdx.x % 32;
+  const uint64_t warp = (uint64_t{blockIdx.x} * blockDim.x + threadIdx.x) / 32;
+  const uint64_t warps = uint64_t{gridDim.x} * blockDim.x / 32;
+  const uint8_t* const data = c.data + c.value_offset * kWidth;
+  const bool aligned = ((reinterpret_cast<uintptr_t>(data) | reinterpret_cast<uintptr_t>(out)) &
+                        15u) == 0;
+  for (uint64_t base = warp * 128; base < rows; base += warps * 128) {
+    const uint64_t r0 = base + 4 * lane;
+    uint64_t bits[4] = {0, 0, 0, 0};
+    const bool whole = aligned && r0 + 3 < rows;
+    if (whole) {
+      LoadFour<kWidth>(data + r0 * kWidth, bits);
+    } else {
+      for (int j = 0; j < 4; ++j) {
+        if (r0 + j >= rows) break;
+        const uint8_t* p = data + (r0 + j) * kWidth;
+        if constexpr (kWidth == 8) bits[j] = LoadWord64(p);
+        if constexpr (kWidth == 4) bits[j] = LoadWord32(p);
+        if constexpr (kWidth == 2) bits[j] = LoadUnaligned16(p);
+        if constexpr (kWidth == 1) bits[j] = *p;
+      }
+    }
+    H h[4];
+    uint32_t valid = 0;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const bool v = r0 + j < rows &&
+                     (c.validity == nullptr || BitmapBit(c.validity, c.validity_bit_offset + r0 + j));
+      h[j] = v ? FixedWidthHash<H>(c.type, bits[j]) : H{0};
+      valid |= uint32_t{v} << j;
+    }
+    if (whole) {
+      StoreFour<H>(out + r0, h);
+    } else {
+      for (int j = 0; j < 4 && r0 + j < rows; ++j) out[r0 + j] = h[j];
+    }
+    const uint32_t next = __shfl_down_sync(0xFFFFFFFFu, valid, 1);
+    if ((lane & 1) == 0 && r0 < rows) {
+      out_validity[base / 8 + lane / 2] = static_cast<uint8_t>(valid | (next << 4));
     }
   }
 }
@@ -201,7 +297,8 @@ absl::Status PrepareDictionary(const HashColumn& c, size_t index, cudaStream_t s
   GPUJOIN_ASSIGN_OR_RETURN(
       out.dict_validity, Bytes::Async((dict.length + 31) / 32 * 4, stream, "dictionary validity"));
   if (dict.length != 0) {
-    GPUJOIN_CUDA_RETURN(LaunchHashRows<H>(reinterpret_cast<const ColumnView*>(view.data()), 1,
+    GPUJOIN_CUDA_RETURN(LaunchHashRows<H>({&values.view, 1},
+                                          reinterpret_cast<const ColumnView*>(view.data()),
                                           dict.length, reinterpret_cast<H*>(out.dict_hashes.data()),
                                           out.dict_validity.data(), stream),
                         "hash: launching the dictionary hash kernel");
@@ -212,18 +309,20 @@ absl::Status PrepareDictionary(const HashColumn& c, size_t index, cudaStream_t s
   return absl::OkStatus();
 }
 
-// Hashes rows [0, rows) described by `views` (device) into host_out[0, rows) and
-// host_validity[0, ceil(rows / 8)); the copies are enqueued on `stream`.
+// Hashes rows [0, rows) described by `views` (device; `host_views` is their
+// host copy) into host_out[0, rows) and host_validity[0, ceil(rows / 8)); the
+// copies are enqueued on `stream`.
 template <typename H>
-absl::Status LaunchAndDownload(const Bytes& views, uint32_t num_columns, uint64_t rows, H* host_out,
-                               uint8_t* host_validity, cudaStream_t stream) {
+absl::Status LaunchAndDownload(std::span<const ColumnView> host_views, const Bytes& views,
+                               uint64_t rows, H* host_out, uint8_t* host_validity,
+                               cudaStream_t stream) {
   const uint64_t validity_bytes = (rows + 7) / 8;
   GPUJOIN_ASSIGN_OR_RETURN(DeviceBuffer<H> out,
                            DeviceBuffer<H>::Async(rows, stream, "hash output"));
   GPUJOIN_ASSIGN_OR_RETURN(Bytes validity,
                            Bytes::Async(validity_bytes, stream, "hash validity output"));
-  GPUJOIN_CUDA_RETURN(LaunchHashRows<H>(reinterpret_cast<const ColumnView*>(views.data()),
-                                        num_columns, rows, out.data(), validity.data(), stream),
+  GPUJOIN_CUDA_RETURN(LaunchHashRows<H>(host_views, reinterpret_cast<const ColumnView*>(views.data()),
+                                        rows, out.data(), validity.data(), stream),
                       "hash: launching the hash kernel");
   GPUJOIN_CUDA_RETURN(
       cudaMemcpyAsync(host_out, out.data(), rows * sizeof(H), cudaMemcpyDeviceToHost, stream),
@@ -253,23 +352,47 @@ absl::Status HashPass(const HashNode& node, const std::vector<DeviceColumn>& dic
   GPUJOIN_ASSIGN_OR_RETURN(
       Bytes device_views,
       Upload(views.data(), views.size() * sizeof(ColumnView), stream, "column descriptors"));
-  const uint32_t num_columns = static_cast<uint32_t>(views.size());
   // `first` is a multiple of 8, so the pass owns whole output validity bytes.
   uint8_t* validity = node.out_validity.data() + first / 8;
   if (node.bits == HashBits::k32) {
-    return LaunchAndDownload<uint32_t>(device_views, num_columns, rows, node.out32.data() + first,
+    return LaunchAndDownload<uint32_t>(views, device_views, rows, node.out32.data() + first,
                                        validity, stream);
   }
-  return LaunchAndDownload<uint64_t>(device_views, num_columns, rows, node.out64.data() + first,
+  return LaunchAndDownload<uint64_t>(views, device_views, rows, node.out64.data() + first,
                                      validity, stream);
 }
 
 }  // namespace
 
 template <typename H>
-cudaError_t LaunchHashRows(const ColumnView* views, uint32_t num_columns, uint64_t rows, H* out,
-                           uint8_t* out_validity, cudaStream_t stream) {
+cudaError_t LaunchHashRows(std::span<const ColumnView> host_views, const ColumnView* views,
+                           uint64_t rows, H* out, uint8_t* out_validity, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
+  const uint32_t num_columns = static_cast<uint32_t>(host_views.size());
+  const uint32_t width = num_columns == 1 && host_views[0].child == nullptr
+                             ? FixedWidth(host_views[0].type)
+                             : 0;
+  if (width != 0 && width <= 8) {
+    const uint64_t blocks_needed = (rows + 4 * kBlockSize - 1) / (4 * kBlockSize);
+    const unsigned blocks =
+        static_cast<unsigned>(blocks_needed < kMaxBlocks ? blocks_needed : kMaxBlocks);
+    const ColumnView& c = host_views[0];
+    switch (width) {
+      case 1:
+        HashFixedKernel<H, 1><<<blocks, kBlockSize, 0, stream>>>(c, rows, out, out_validity);
+        break;
+      case 2:
+        HashFixedKernel<H, 2><<<blocks, kBlockSize, 0, stream>>>(c, rows, out, out_validity);
+        break;
+      case 4:
+        HashFixedKernel<H, 4><<<blocks, kBlockSize, 0, stream>>>(c, rows, out, out_validity);
+        break;
+      default:
+        HashFixedKernel<H, 8><<<blocks, kBlockSize, 0, stream>>>(c, rows, out, out_validity);
+        break;
+    }
+    return cudaGetLastError();
+  }
   const uint64_t blocks_needed = (rows + kBlockSize - 1) / kBlockSize;
   const unsigned blocks =
       static_cast<unsigned>(blocks_needed < kMaxBlocks ? blocks_needed : kMaxBlocks);
@@ -277,10 +400,10 @@ cudaError_t LaunchHashRows(const ColumnView* views, uint32_t num_columns, uint64
       <<<blocks, kBlockSize, 0, stream>>>(views, num_columns, rows, out, out_validity);
   return cudaGetLastError();
 }
-template cudaError_t LaunchHashRows(const ColumnView*, uint32_t, uint64_t, uint32_t*, uint8_t*,
-                                    cudaStream_t);
-template cudaError_t LaunchHashRows(const ColumnView*, uint32_t, uint64_t, uint64_t*, uint8_t*,
-                                    cudaStream_t);
+template cudaError_t LaunchHashRows(std::span<const ColumnView>, const ColumnView*, uint64_t,
+                                    uint32_t*, uint8_t*, cudaStream_t);
+template cudaError_t LaunchHashRows(std::span<const ColumnView>, const ColumnView*, uint64_t,
+                                    uint64_t*, uint8_t*, cudaStream_t);
 
 bool IsDeviceHashNode(const HashNode& node) {
   for (const HashColumn& c : node.columns) {

@@ -6,9 +6,11 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <span>
 
 #include "absl/status/status.h"
 #include "gpujoin/engine/hashing.hpp"
+#include "hashing/row_hash.hpp"
 
 namespace gpujoin::engine::detail {
 
@@ -27,14 +29,17 @@ inline constexpr uint64_t kHashRowsPerPass = uint64_t{1} << 24;
 absl::Status HashRowsDevice(const HashNode& node, cudaStream_t stream,
                             uint64_t rows_per_pass = kHashRowsPerPass);
 
-struct ColumnView;  // hashing/row_hash.hpp: one column as the row hash reads it
-
 /// Enqueues the row hash of `rows` rows of device-resident columns (`views`:
-/// device memory holding `num_columns` views of device buffers) into device
-/// `out` (one H per row) and `out_validity` (ceil(rows / 8) bytes); no wait.
-/// HashRowsDevice runs it per pass; the benchmark times it on resident data.
+/// device memory holding a copy of `host_views`, views of device buffers) into
+/// device `out` (one H per row) and `out_validity` (ceil(rows / 8) bytes); no
+/// wait. One fixed-width column of up to 8 bytes takes a kernel of its own (its
+/// view passed by value, four rows per lane); any other node the generic one.
+/// Buffers read with unaligned loads (binary values, decimal128,
+/// fixed_size_binary) must be readable to the end of the aligned 8-byte word
+/// holding their last byte. HashRowsDevice runs it per pass; the benchmark times
+/// it on resident data.
 template <typename H>
-cudaError_t LaunchHashRows(const ColumnView* views, uint32_t num_columns, uint64_t rows, H* out,
-                           uint8_t* out_validity, cudaStream_t stream);
+cudaError_t LaunchHashRows(std::span<const ColumnView> host_views, const ColumnView* views,
+                           uint64_t rows, H* out, uint8_t* out_validity, cudaStream_t stream);
 
 }  // namespace gpujoin::engine::detail

@@ -38,10 +38,18 @@ namespace gpujoin::engine::detail {
 // so their loads are naturally aligned.
 // ---------------------------------------------------------------------------
 
-/// Little-endian uint32 at `p`, any alignment.
+/// Little-endian uint32 at `p`, any alignment. On the device it is funnelled
+/// from the aligned 4-byte words that hold its bytes (one load when `p` is
+/// aligned, two otherwise), so device buffers read this way must be readable up
+/// to the end of the aligned word holding their last byte (the uploads round
+/// their sizes up to 8 bytes; cudaMalloc'd buffers start 256-byte aligned).
 GPUJOIN_HOST_DEVICE uint32_t LoadUnaligned32(const uint8_t* p) {
 #if defined(__CUDA_ARCH__)
-  return uint32_t{p[0]} | (uint32_t{p[1]} << 8) | (uint32_t{p[2]} << 16) | (uint32_t{p[3]} << 24);
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  const uint32_t* w = reinterpret_cast<const uint32_t*>(a & ~uintptr_t{3});
+  const uint32_t shift = static_cast<uint32_t>(a & 3u) * 8u;
+  if (shift == 0) return w[0];
+  return __funnelshift_r(w[0], w[1], shift);
 #else
   uint32_t v;
   std::memcpy(&v, p, sizeof(v));
@@ -49,10 +57,15 @@ GPUJOIN_HOST_DEVICE uint32_t LoadUnaligned32(const uint8_t* p) {
 #endif
 }
 
-/// Little-endian uint64 at `p`, any alignment.
+/// Little-endian uint64 at `p`, any alignment (on the device from the aligned
+/// 8-byte words that hold its bytes, as LoadUnaligned32).
 GPUJOIN_HOST_DEVICE uint64_t LoadUnaligned64(const uint8_t* p) {
 #if defined(__CUDA_ARCH__)
-  return uint64_t{LoadUnaligned32(p)} | (uint64_t{LoadUnaligned32(p + 4)} << 32);
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  const uint64_t* w = reinterpret_cast<const uint64_t*>(a & ~uintptr_t{7});
+  const uint32_t shift = static_cast<uint32_t>(a & 7u) * 8u;
+  if (shift == 0) return w[0];
+  return (w[0] >> shift) | (w[1] << (64u - shift));
 #else
   uint64_t v;
   std::memcpy(&v, p, sizeof(v));
@@ -489,6 +502,31 @@ GPUJOIN_HOST_DEVICE H HashOfBytes(const uint8_t* p, uint64_t len) {
   }
 }
 
+/// Hash of one value of a fixed-width type of at most 8 bytes (FixedWidth(type)
+/// in 1 .. 8) from its little-endian bits, for the output width `H`.
+template <typename H>
+GPUJOIN_HOST_DEVICE H FixedWidthHash(ColumnType type, uint64_t bits) {
+  switch (type) {
+    case ColumnType::kInt8:
+    case ColumnType::kUint8:
+      return HashOf1<H>(static_cast<uint32_t>(bits & 0xFFu));
+    case ColumnType::kInt16:
+    case ColumnType::kUint16:
+      return HashOf2<H>(static_cast<uint32_t>(bits & 0xFFFFu));
+    case ColumnType::kFloat16:
+      return HashOf2<H>(CanonicalFloat16Bits(static_cast<uint32_t>(bits & 0xFFFFu)));
+    case ColumnType::kFloat32:
+      return HashOf4<H>(CanonicalFloat32Bits(static_cast<uint32_t>(bits)));
+    case ColumnType::kUint32:
+    case ColumnType::kInt32:
+      return HashOf4<H>(static_cast<uint32_t>(bits));
+    case ColumnType::kFloat64:
+      return HashOf8<H>(CanonicalFloat64Bits(bits));
+    default:  // kUint64, kInt64
+      return HashOf8<H>(bits);
+  }
+}
+
 /// Hash of one valid value of a flat view, for the output width `H` (uint32_t or
 /// uint64_t).
 template <typename H>
@@ -497,28 +535,21 @@ GPUJOIN_HOST_DEVICE H FlatValueHash(const ColumnView& c, uint64_t row) {
   switch (c.type) {
     case ColumnType::kInt8:
     case ColumnType::kUint8:
-      return HashOf1<H>(c.data[r]);
+      return FixedWidthHash<H>(c.type, c.data[r]);
     case ColumnType::kBool:
       return HashOf1<H>(BitmapBit(c.data, r) ? 1u : 0u);
     case ColumnType::kInt16:
     case ColumnType::kUint16:
-      return HashOf2<H>(LoadUnaligned16(c.data + r * 2));
     case ColumnType::kFloat16:
-      return HashOf2<H>(CanonicalFloat16Bits(LoadUnaligned16(c.data + r * 2)));
+      return FixedWidthHash<H>(c.type, LoadUnaligned16(c.data + r * 2));
     case ColumnType::kUint32:
-    case ColumnType::kInt32: {
-      return HashOf4<H>(LoadWord32(c.data + r * 4));
-    }
-    case ColumnType::kFloat32: {
-      return HashOf4<H>(CanonicalFloat32Bits(LoadWord32(c.data + r * 4)));
-    }
+    case ColumnType::kInt32:
+    case ColumnType::kFloat32:
+      return FixedWidthHash<H>(c.type, LoadWord32(c.data + r * 4));
     case ColumnType::kUint64:
-    case ColumnType::kInt64: {
-      return HashOf8<H>(LoadWord64(c.data + r * 8));
-    }
-    case ColumnType::kFloat64: {
-      return HashOf8<H>(CanonicalFloat64Bits(LoadWord64(c.data + r * 8)));
-    }
+    case ColumnType::kInt64:
+    case ColumnType::kFloat64:
+      return FixedWidthHash<H>(c.type, LoadWord64(c.data + r * 8));
     case ColumnType::kDecimal128:
       return HashOfBytes<H>(c.data + r * 16, 16);
     case ColumnType::kFixedSizeBinary:
