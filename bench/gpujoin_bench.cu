@@ -1408,10 +1408,10 @@ int main(int argc, char** argv) {
       CHECK_CUDA(cudaMemsetAsync(validity, kPoison, (n + 7) / 8, s));
       const double ms = MedianMs(s, [&] {
         if (c.wide) {
-          CHECK_CUDA(gd::LaunchHashRows<uint64_t>(views, 1, n, out, validity, s));
+          CHECK_CUDA(gd::LaunchHashRows<uint64_t>({&v, 1}, views, n, out, validity, s));
         } else {
-          CHECK_CUDA(gd::LaunchHashRows<uint32_t>(views, 1, n, reinterpret_cast<uint32_t*>(out),
-                                                  validity, s));
+          CHECK_CUDA(gd::LaunchHashRows<uint32_t>({&v, 1}, views, n,
+                                                  reinterpret_cast<uint32_t*>(out), validity, s));
         }
       });
       CHECK_CUDA(cudaStreamSynchronize(s));
