@@ -9,14 +9,21 @@
 // with gathered payload is compared between the built and the restored index.
 //
 //   gpujoin-snapshot-bench [--backend cpu|cuda|auto] [--keys N] [--dir DIR] [--repeat R]
+//                          [--threads T]
+//
+// --threads: the threads that read and checksum the file's 4 MiB blocks
+// (SnapshotReader::ReadImage); default the host's hardware concurrency, what
+// gpujoind uses to restore one index.
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gpujoin/engine/backend.hpp"
@@ -73,6 +80,7 @@ int main(int argc, char** argv) {
   std::string backend_name = "auto", dir = "/tmp";
   uint64_t keys_n = uint64_t{1} << 26;
   int repeat = 3;
+  unsigned threads = std::thread::hardware_concurrency();
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -87,9 +95,11 @@ int main(int argc, char** argv) {
       dir = next();
     } else if (a == "--repeat") {
       repeat = std::atoi(next().c_str());
+    } else if (a == "--threads") {
+      threads = unsigned(std::strtoul(next().c_str(), nullptr, 0));
     } else {
       Die("unknown argument " + a +
-          " (usage: [--backend cpu|cuda|auto] [--keys N] [--dir DIR] [--repeat R])");
+          " (usage: [--backend cpu|cuda|auto] [--keys N] [--dir DIR] [--repeat R] [--threads T])");
     }
   }
   auto kind = gpujoin::engine::ParseBackendKind(backend_name);
@@ -104,9 +114,11 @@ int main(int argc, char** argv) {
   if (!capacity.ok()) Die(std::string(capacity.status().message()));
   gpujoin::engine::HashIndexSpec spec;
   spec.capacity = *capacity;
-  std::printf("backend=%s device=\"%s\" keys=%llu capacity=%u payload=int64,float64\n",
-              std::string(gpujoin::engine::BackendKindName(info.kind)).c_str(),
-              info.device_name.c_str(), (unsigned long long)keys_n, spec.capacity);
+  threads = std::max(1u, threads);
+  std::printf(
+      "backend=%s device=\"%s\" keys=%llu capacity=%u payload=int64,float64 read_threads=%u\n",
+      std::string(gpujoin::engine::BackendKindName(info.kind)).c_str(), info.device_name.c_str(),
+      (unsigned long long)keys_n, spec.capacity, threads);
 
   // Distinct keys: an odd multiplier is a bijection of uint32 (skip the reserved key).
   std::vector<uint32_t> keys(keys_n);
@@ -183,7 +195,7 @@ int main(int argc, char** argv) {
     const auto t = Clock::now();
     auto reader = gpujoin::server::SnapshotReader::Open(path);
     if (!reader.ok()) Die(std::string(reader.status().message()));
-    auto image = reader->ReadImage(std::max(2u, info.parallelism > 16 ? 16u : info.parallelism));
+    auto image = reader->ReadImage(threads);
     if (!image.ok()) Die(std::string(image.status().message()));
     const double read_seconds = Since(t);
     const auto ti = Clock::now();

@@ -9,6 +9,7 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <new>
 #include <thread>
 #include <utility>
@@ -88,6 +89,88 @@ inline uint64_t Round(uint64_t acc, uint64_t input) {
   return std::rotl(acc + input * kP2, 31) * kP1;
 }
 inline uint64_t MergeRound(uint64_t acc, uint64_t v) { return (acc ^ Round(0, v)) * kP1 + kP4; }
+
+// xxHash64 of bytes given in pieces, so that a block can be hashed while it is
+// still in cache from its read. Every piece but the last must be a multiple of
+// 32 bytes (the stripe), and the last piece's memory must live until Digest.
+class XxHash64State {
+ public:
+  explicit XxHash64State(uint64_t seed)
+      : seed_(seed), v_{seed + kP1 + kP2, seed + kP2, seed, seed - kP1} {}
+
+  void Update(const void* data, size_t n) {
+    const auto* p = static_cast<const uint8_t*>(data);
+    const uint8_t* const end = p + n;
+    total_ += n;
+    if (n >= 32) {
+      uint64_t v1 = v_[0], v2 = v_[1], v3 = v_[2], v4 = v_[3];
+      const uint8_t* const limit = end - 32;
+      do {
+        v1 = Round(v1, Read64(p));
+        v2 = Round(v2, Read64(p + 8));
+        v3 = Round(v3, Read64(p + 16));
+        v4 = Round(v4, Read64(p + 24));
+        p += 32;
+      } while (p <= limit);
+      v_[0] = v1, v_[1] = v2, v_[2] = v3, v_[3] = v4;
+    }
+    tail_ = p;
+    tail_bytes_ = size_t(end - p);
+  }
+
+  uint64_t Digest() const {
+    uint64_t h;
+    if (total_ >= 32) {
+      h = std::rotl(v_[0], 1) + std::rotl(v_[1], 7) + std::rotl(v_[2], 12) + std::rotl(v_[3], 18);
+      for (uint64_t v : v_) h = MergeRound(h, v);
+    } else {
+      h = seed_ + kP5;
+    }
+    h += total_;
+    const uint8_t* p = tail_;
+    const uint8_t* const end = tail_ + tail_bytes_;
+    while (end - p >= 8) {
+      h ^= Round(0, Read64(p));
+      h = std::rotl(h, 27) * kP1 + kP4;
+      p += 8;
+    }
+    if (end - p >= 4) {
+      h ^= uint64_t(Read32(p)) * kP1;
+      h = std::rotl(h, 23) * kP2 + kP3;
+      p += 4;
+    }
+    while (p < end) {
+      h ^= uint64_t(*p) * kP5;
+      h = std::rotl(h, 11) * kP1;
+      ++p;
+    }
+    h ^= h >> 33;
+    h *= kP2;
+    h ^= h >> 29;
+    h *= kP3;
+    h ^= h >> 32;
+    return h;
+  }
+
+ private:
+  uint64_t seed_;
+  uint64_t v_[4];
+  uint64_t total_ = 0;
+  const uint8_t* tail_ = nullptr;
+  size_t tail_bytes_ = 0;
+};
+
+// A section's checksum (the file format): the XXH64 (seed 0) of each
+// kBlockBytes block, then the XXH64, seeded with the section's length, of
+// those hashes as little-endian words. The writer (SectionChecksum) and the
+// reader (ReadImage, block by block on many threads) both combine here.
+constexpr uint64_t kBlockSeed = 0;
+size_t BlockCount(uint64_t section_bytes) {
+  return size_t((section_bytes + kBlockBytes - 1) / kBlockBytes);
+}
+uint64_t CombineBlockHashes(const uint64_t* hashes, size_t blocks, uint64_t section_bytes) {
+  return XxHash64(hashes, blocks * 8, section_bytes);
+}
 
 // ---------------------------------------------------------------- encoding
 class Encoder {
@@ -257,57 +340,18 @@ absl::Status ReadAt(int fd, void* data, uint64_t n, uint64_t offset, const std::
 }  // namespace
 
 uint64_t XxHash64(const void* data, size_t len, uint64_t seed) {
-  const auto* p = static_cast<const uint8_t*>(data);
-  const uint8_t* const end = p + len;
-  uint64_t h;
-  if (len >= 32) {
-    uint64_t v1 = seed + kP1 + kP2, v2 = seed + kP2, v3 = seed, v4 = seed - kP1;
-    const uint8_t* const limit = end - 32;
-    do {
-      v1 = Round(v1, Read64(p));
-      v2 = Round(v2, Read64(p + 8));
-      v3 = Round(v3, Read64(p + 16));
-      v4 = Round(v4, Read64(p + 24));
-      p += 32;
-    } while (p <= limit);
-    h = std::rotl(v1, 1) + std::rotl(v2, 7) + std::rotl(v3, 12) + std::rotl(v4, 18);
-    h = MergeRound(h, v1);
-    h = MergeRound(h, v2);
-    h = MergeRound(h, v3);
-    h = MergeRound(h, v4);
-  } else {
-    h = seed + kP5;
-  }
-  h += uint64_t(len);
-  while (end - p >= 8) {
-    h ^= Round(0, Read64(p));
-    h = std::rotl(h, 27) * kP1 + kP4;
-    p += 8;
-  }
-  if (end - p >= 4) {
-    h ^= uint64_t(Read32(p)) * kP1;
-    h = std::rotl(h, 23) * kP2 + kP3;
-    p += 4;
-  }
-  while (p < end) {
-    h ^= uint64_t(*p) * kP5;
-    h = std::rotl(h, 11) * kP1;
-    ++p;
-  }
-  h ^= h >> 33;
-  h *= kP2;
-  h ^= h >> 29;
-  h *= kP3;
-  h ^= h >> 32;
-  return h;
+  XxHash64State state(seed);
+  state.Update(data, len);
+  return state.Digest();
 }
 
 uint64_t SectionChecksum(const void* data, size_t bytes, unsigned threads) {
   const auto* p = static_cast<const uint8_t*>(data);
-  const size_t blocks = (bytes + kBlockBytes - 1) / kBlockBytes;
+  const size_t blocks = BlockCount(bytes);
   std::vector<uint64_t> hashes(blocks);
   auto hash_block = [&](size_t b) {
-    hashes[b] = XxHash64(p + b * kBlockBytes, std::min(kBlockBytes, bytes - b * kBlockBytes));
+    hashes[b] =
+        XxHash64(p + b * kBlockBytes, std::min(kBlockBytes, bytes - b * kBlockBytes), kBlockSeed);
   };
   threads = std::max(1u, std::min<unsigned>(threads, unsigned(blocks)));
   if (threads <= 1) {
@@ -322,7 +366,7 @@ uint64_t SectionChecksum(const void* data, size_t bytes, unsigned threads) {
     }
     for (auto& t : pool) t.join();
   }
-  return XxHash64(hashes.data(), hashes.size() * 8, uint64_t(bytes));
+  return CombineBlockHashes(hashes.data(), blocks, bytes);
 }
 
 uint64_t SnapshotFileBytes(const SnapshotMeta& meta, const engine::IndexImage& image) {
@@ -596,32 +640,68 @@ absl::StatusOr<engine::IndexImage> SnapshotReader::ReadImage(unsigned threads) {
     if (engine::IsVariableWidth(p.type)) targets.push_back(&p.offsets);
     if (p.nullable) targets.push_back(&p.validity);
   }
-  // Sections are read and checked by `threads` workers, largest first.
-  std::vector<size_t> order(targets.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(),
-            [&](size_t a, size_t b) { return targets[a]->size() > targets[b]->size(); });
+  // The work items are the checksum's blocks of every section, in file order,
+  // in one queue: a worker reads a block into its place in the image and hashes
+  // it (in pieces, while each piece is still in cache), so that an index of a
+  // few large sections still keeps every thread busy. The blocks' hashes are
+  // combined per section once all are read.
+  struct Block {
+    uint32_t target;  // into targets; its section is sections_[target + 1]
+    uint64_t offset;  // within the section
+  };
+  std::vector<Block> blocks;
+  std::vector<size_t> first_block(targets.size());
+  for (size_t i = 0; i < targets.size(); ++i) {
+    first_block[i] = blocks.size();
+    for (size_t b = 0; b < BlockCount(sections_[i + 1].length); ++b) {
+      blocks.push_back({uint32_t(i), uint64_t(b) * kBlockBytes});
+    }
+  }
+  constexpr uint64_t kPieceBytes = uint64_t{1} << 20;  // a multiple of XXH64's stripe
+  static_assert(kBlockBytes % kPieceBytes == 0 && kPieceBytes % 32 == 0);
+  std::vector<uint64_t> hashes(blocks.size());
+  std::vector<absl::Status> read_errors(targets.size());
+  std::mutex errors_mu;
+  std::atomic<bool> failed{false};
   std::atomic<size_t> next{0};
-  std::vector<absl::Status> results(targets.size());
   auto work = [&] {
-    for (size_t k; (k = next.fetch_add(1)) < order.size();) {
-      const size_t i = order[k];
-      const Section& s = sections_[i + 1];
-      absl::Status st = ReadAt(fd_, targets[i]->data(), s.length, s.offset, path_);
-      if (st.ok() && SectionChecksum(targets[i]->data(), s.length) != s.checksum) {
-        st =
-            absl::DataLossError(absl::StrCat("snapshot \"", path_, "\": section ", i + 1, " (",
-                                             SectionName(s.type, s.column), ") checksum mismatch"));
+    for (size_t k;
+         !failed.load(std::memory_order_relaxed) && (k = next.fetch_add(1)) < blocks.size();) {
+      const Block& block = blocks[k];
+      const Section& s = sections_[block.target + 1];
+      const uint64_t n = std::min<uint64_t>(kBlockBytes, s.length - block.offset);
+      auto* dst = reinterpret_cast<uint8_t*>(targets[block.target]->data()) + block.offset;
+      XxHash64State hash(kBlockSeed);
+      for (uint64_t at = 0; at < n; at += kPieceBytes) {
+        const uint64_t m = std::min(kPieceBytes, n - at);
+        absl::Status st = ReadAt(fd_, dst + at, m, s.offset + block.offset + at, path_);
+        if (!st.ok()) {
+          std::lock_guard<std::mutex> lock(errors_mu);
+          if (read_errors[block.target].ok()) read_errors[block.target] = std::move(st);
+          failed.store(true, std::memory_order_relaxed);
+          return;
+        }
+        hash.Update(dst + at, m);
       }
-      results[i] = std::move(st);
+      hashes[k] = hash.Digest();
     }
   };
-  threads = std::max(1u, std::min<unsigned>(threads, unsigned(order.size())));
+  if (threads == 0) threads = std::thread::hardware_concurrency();
+  threads = std::max(1u, std::min<unsigned>(threads, unsigned(blocks.size())));
   std::vector<std::thread> pool;
   for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
   work();
   for (auto& t : pool) t.join();
-  for (const absl::Status& st : results) GPUJOIN_RETURN_IF_ERROR(st);
+  for (const absl::Status& st : read_errors) GPUJOIN_RETURN_IF_ERROR(st);
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const Section& s = sections_[i + 1];
+    if (CombineBlockHashes(hashes.data() + first_block[i], BlockCount(s.length), s.length) !=
+        s.checksum) {
+      return absl::DataLossError(absl::StrCat("snapshot \"", path_, "\": section ", i + 1, " (",
+                                              SectionName(s.type, s.column),
+                                              ") checksum mismatch"));
+    }
+  }
   // The padding between sections carries no checksum: it must be zero, so that
   // no byte of the file can change unnoticed.
   uint64_t gap_start = HeaderBytes(sections_.size());

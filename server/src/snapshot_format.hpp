@@ -100,8 +100,11 @@ class SnapshotReader {
 
   /// Allocates the image (std::bad_alloc -> RESOURCE_EXHAUSTED), reads every
   /// section into it verifying its checksum (DATA_LOSS naming the section), then
-  /// checks the image (DATA_LOSS with IndexImage::Validate's message).
-  absl::StatusOr<engine::IndexImage> ReadImage(unsigned threads = 1);
+  /// checks the image (DATA_LOSS with IndexImage::Validate's message). The 4 MiB
+  /// checksum blocks of all sections are read and hashed by `threads` workers
+  /// (0: std::thread::hardware_concurrency()); a failed read is INTERNAL, a
+  /// file shortened since Open OUT_OF_RANGE.
+  absl::StatusOr<engine::IndexImage> ReadImage(unsigned threads = 0);
 
  private:
   struct Section {

@@ -381,7 +381,8 @@ absl::StatusOr<SavedSnapshot> SnapshotStore::Save(const IndexVersion& version,
 }
 
 absl::StatusOr<std::shared_ptr<IndexVersion>> SnapshotStore::Load(const std::string& file,
-                                                                  const std::string& name) {
+                                                                  const std::string& name,
+                                                                  unsigned read_threads) {
   const auto start = Clock::now();
   const std::string path = PathOf(file);
   GPUJOIN_ASSIGN_OR_RETURN(SnapshotReader reader, SnapshotReader::Open(path));
@@ -403,7 +404,7 @@ absl::StatusOr<std::shared_ptr<IndexVersion>> SnapshotStore::Load(const std::str
                        absl::StrCat("index \"", name, "\" (snapshot \"", file, "\")")));
   std::unique_ptr<engine::HashIndex> index;
   {
-    GPUJOIN_ASSIGN_OR_RETURN(engine::IndexImage image, reader.ReadImage(2));
+    GPUJOIN_ASSIGN_OR_RETURN(engine::IndexImage image, reader.ReadImage(read_threads));
     GPUJOIN_ASSIGN_OR_RETURN(index, backend_->ImportIndex(image));
   }  // the image is freed here
   auto version = std::make_shared<IndexVersion>();
@@ -449,6 +450,10 @@ WarmStartReport SnapshotStore::LoadAll(IndexRegistry& registry,
   LogInfo(absl::StrCat("loading ", files.size(), " snapshots from --data-dir \"", options_.data_dir,
                        "\"; health is NOT_SERVING until they are loaded"));
   metrics_.SetLoadsPending(files.size());
+  const unsigned threads =
+      std::max(1u, std::min<unsigned>(options_.load_threads, unsigned(files.size())));
+  // Each load reads its file on its share of the cores (ReadImage's blocks).
+  const unsigned read_threads = std::max(1u, std::thread::hardware_concurrency() / threads);
   std::atomic<size_t> next{0}, done{0};
   std::mutex report_mu;
   auto work = [&] {
@@ -462,7 +467,7 @@ WarmStartReport SnapshotStore::LoadAll(IndexRegistry& registry,
       absl::Status s = ValidateIndexName(name, "snapshot file name");
       std::shared_ptr<IndexVersion> version;
       if (s.ok()) {
-        auto loaded = Load(file, name);
+        auto loaded = Load(file, name, read_threads);
         s = loaded.status();
         if (loaded.ok()) version = std::move(*loaded);
       }
@@ -499,8 +504,6 @@ WarmStartReport SnapshotStore::LoadAll(IndexRegistry& registry,
       }
     }
   };
-  const unsigned threads =
-      std::max(1u, std::min<unsigned>(options_.load_threads, unsigned(files.size())));
   std::vector<std::thread> pool;
   for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
   work();

@@ -142,11 +142,15 @@ class SnapshotStore {
   /// named `name` (not installed), its memory reserved in the budget before
   /// anything is allocated (RESOURCE_EXHAUSTED naming the budget). Errors of
   /// SnapshotReader (DATA_LOSS, OUT_OF_RANGE, FAILED_PRECONDITION, NOT_FOUND).
+  /// The file is read and verified on `read_threads` threads (0: every core,
+  /// as for one index loaded alone).
   absl::StatusOr<std::shared_ptr<IndexVersion>> Load(const std::string& file,
-                                                     const std::string& name);
+                                                     const std::string& name,
+                                                     unsigned read_threads = 0);
 
   /// Start-up: removes partial writes left by an earlier process, then loads
-  /// every `<name>.gjsnap` (load_threads at a time) and installs it in
+  /// every `<name>.gjsnap` (load_threads at a time, the cores shared among
+  /// them for reading) and installs it in
   /// `registry` (calling `installed` for each); a snapshot that fails to verify,
   /// does not fit the budget or is not a valid name is skipped, logged and
   /// counted, never half-loaded.

@@ -19,6 +19,7 @@
 #include <sstream>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gpujoin/engine/backend.hpp"
 #include "index_image_cases.hpp"
 
@@ -50,6 +51,18 @@ TEST(SectionChecksumTest, ParallelEqualsSerialAndSeesEveryBlock) {
   data[(size_t{8} << 20) + 5] ^= 1;  // the third block
   EXPECT_NE(SectionChecksum(data.data(), data.size(), 4), serial);
   EXPECT_NE(SectionChecksum(data.data(), 0), SectionChecksum(data.data(), 1));
+}
+
+// The checksum is part of the file format: these values were computed by the
+// checksum as format version 1 shipped it (before the reader hashed blocks
+// piecewise on many threads), so a change of the combine fails here.
+TEST(SectionChecksumTest, MatchesFormatVersion1) {
+  std::vector<uint8_t> data((size_t{9} << 20) + 123);
+  std::mt19937_64 rng(5);
+  for (auto& b : data) b = uint8_t(rng());
+  EXPECT_EQ(SectionChecksum(data.data(), data.size(), 3), 0x150b48609f98dab4ull);
+  EXPECT_EQ(SectionChecksum(data.data(), size_t{8} << 20), 0x29c1c7a9c1cb9d87ull);
+  EXPECT_EQ(SectionChecksum(data.data(), 0), 0xef46db3751d8e999ull);
 }
 
 class SnapshotFileTest : public ::testing::Test {
@@ -207,6 +220,78 @@ TEST_F(SnapshotFileTest, SectionTableMustMatchTheMetadata) {
   const absl::Status s = Load(path);
   EXPECT_TRUE(absl::IsDataLoss(s)) << s;
   EXPECT_NE(s.message().find("keys"), std::string::npos) << s.message();
+}
+
+// Sections of several 4 MiB checksum blocks, with and without a tail (the
+// string offsets are 8 MiB + 8 bytes): ReadImage reads and hashes the blocks of
+// all sections on any number of threads into the image the writer wrote, and a
+// byte flipped in any block names its section.
+TEST_F(SnapshotFileTest, MultiBlockSectionsOnAnyNumberOfThreads) {
+  const et::ImageCase big{engine::KeyType::kU64,
+                          engine::DuplicatePolicy::kLowestRow,
+                          uint32_t{1} << 20,
+                          0,
+                          300000,
+                          uint64_t{1} << 40,
+                          true,
+                          11};
+  engine::IndexImage written;
+  const std::string path = WriteCase(big, &written);
+  for (unsigned threads : {1u, 3u, 16u, 0u}) {
+    SCOPED_TRACE(threads);
+    auto reader = SnapshotReader::Open(path);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    auto image = reader->ReadImage(threads);
+    ASSERT_TRUE(image.ok()) << image.status();
+    EXPECT_EQ(engine::ImageDifference(written, *image), "");
+  }
+  const std::string good = Slurp(path);
+  uint32_t sections;
+  std::memcpy(&sections, good.data() + 16, 4);
+  const std::string bad = path + ".bad";
+  size_t multi_block = 0, with_tail = 0;
+  for (uint32_t i = 1; i < sections; ++i) {
+    uint64_t offset, length;
+    std::memcpy(&offset, good.data() + 64 + 40 * i + 8, 8);
+    std::memcpy(&length, good.data() + 64 + 40 * i + 16, 8);
+    if (length <= (uint64_t{4} << 20)) continue;
+    ++multi_block;
+    with_tail += length % (uint64_t{4} << 20) != 0;
+    // The first byte of the second block, and the section's last byte.
+    for (uint64_t at : {offset + (uint64_t{4} << 20), offset + length - 1}) {
+      SCOPED_TRACE(at);
+      std::string copy = good;
+      copy[at] = char(copy[at] ^ 0x01);
+      Spill(bad, copy);
+      const absl::Status s = Load(bad);
+      EXPECT_TRUE(absl::IsDataLoss(s)) << s;
+      EXPECT_NE(s.message().find(absl::StrCat("section ", i, " (")), std::string::npos)
+          << s.message();
+      EXPECT_NE(s.message().find("checksum mismatch"), std::string::npos) << s.message();
+    }
+  }
+  EXPECT_GE(multi_block, 3u);
+  EXPECT_GE(with_tail, 1u);
+}
+
+// A file cut short after Open (a concurrent truncation): the blocks past the
+// end are a short read, OUT_OF_RANGE, not a checksum mismatch.
+TEST_F(SnapshotFileTest, FileShortenedAfterOpenIsAShortRead) {
+  const et::ImageCase big{engine::KeyType::kU32,
+                          engine::DuplicatePolicy::kLowestRow,
+                          uint32_t{1} << 21,
+                          0,
+                          200000,
+                          uint64_t{1} << 30,
+                          false,
+                          12};
+  const std::string path = WriteCase(big);
+  auto reader = SnapshotReader::Open(path);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) / 2);
+  const absl::Status s = reader->ReadImage(4).status();
+  EXPECT_TRUE(absl::IsOutOfRange(s)) << s;
+  EXPECT_NE(s.message().find("truncated"), std::string::npos) << s.message();
 }
 
 TEST_F(SnapshotFileTest, NotASnapshot) {
