@@ -72,8 +72,10 @@ enum class IntegerShape {
 };
 
 IntegerShape ShapeOf(std::string_view text) {
-  if (ParseKeyText<uint32_t>(text)) return IntegerShape::kU32;
+  // One uint64 parse classifies every non-negative key (a uint32 key, decimal
+  // or hex, is a uint64 key of the same value).
   if (auto v = ParseKeyText<uint64_t>(text)) {
+    if (*v <= std::numeric_limits<uint32_t>::max()) return IntegerShape::kU32;
     return *v <= uint64_t{std::numeric_limits<int64_t>::max()} ? IntegerShape::kU64Small
                                                                : IntegerShape::kU64Large;
   }
@@ -90,6 +92,16 @@ IntegerShape ShapeOf(std::string_view text) {
     }
   }
   return IntegerShape::kTooWide;
+}
+
+// Whether `s` is a plain decimal of at most 18 digits: a uint32 key, or (past
+// 9 digits) possibly a key from 2^32 to 2^63 - 1, never anything wider.
+bool ShortDecimal(std::string_view s) {
+  if (s.empty() || s.size() > 18) return false;
+  for (char ch : s) {
+    if (ch < '0' || ch > '9') return false;
+  }
+  return true;
 }
 
 constexpr const char* kNotAnIntegerKey = "is not an integer key; string keys: see docs/cli.md";
@@ -241,6 +253,9 @@ absl::StatusOr<KeyKind> KeyKindTracker::Observe(const Table& table, std::string_
   }
   for (size_t r = 0; r < table.rows.size(); ++r) {
     const Cell& c = table.rows[r].cells[*col];
+    // The common cell changes nothing the tracker knows: a uint32 key, or one
+    // below 2^63 once a key above 4294967295 was seen (KeyColumn parses it).
+    if (c && ShortDecimal(*c) && (above_u32_ || c->size() <= 9)) continue;
     const IntegerShape shape = c ? ShapeOf(*c) : IntegerShape::kNone;
     auto fail = [&](const std::string& why) {
       return absl::InvalidArgumentError(
@@ -270,14 +285,13 @@ absl::StatusOr<KeyKind> KeyKindTracker::Observe(const Table& table, std::string_
         (shape == IntegerShape::kNegative || shape == IntegerShape::kU64Large)) {
       // This row completes the conflict: name it and the other one.
       const Seen& other = this_is_negative ? *above_i64_ : *negative_;
-      return fail(absl::StrCat("fits no key type: ",
-                               this_is_negative ? "it is negative (int64) but "
-                                                : "it is above 9223372036854775807 "
-                                                  "(uint64 only) but ",
-                               table.binary_rows ? "row " : "line ", other.line, " holds ",
-                               other.shown,
-                               this_is_negative ? ", above 9223372036854775807"
-                                                : ", a negative key"));
+      return fail(
+          absl::StrCat("fits no key type: ",
+                       this_is_negative ? "it is negative (int64) but "
+                                        : "it is above 9223372036854775807 "
+                                          "(uint64 only) but ",
+                       table.binary_rows ? "row " : "line ", other.line, " holds ", other.shown,
+                       this_is_negative ? ", above 9223372036854775807" : ", a negative key"));
     }
   }
   return kind();
@@ -402,8 +416,7 @@ absl::Status GroupEncoder::Observe(const Table& table, std::string_view name) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<GroupEncoding> GroupEncoder::Finish(std::string_view source,
-                                                   std::string_view name) {
+absl::StatusOr<GroupEncoding> GroupEncoder::Finish(std::string_view source, std::string_view name) {
   GroupEncoding g;
   finished_direct_ = direct_;
   if (direct_) {
@@ -428,9 +441,8 @@ absl::StatusOr<GroupEncoding> GroupEncoder::Finish(std::string_view source,
     std::sort(distinct.begin(), distinct.end());
   }
   if (distinct.size() > std::numeric_limits<uint32_t>::max()) {
-    return absl::InvalidArgumentError(absl::StrCat(std::string(source), ": column '",
-                                                   std::string(name),
-                                                   "' has too many distinct labels"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        std::string(source), ": column '", std::string(name), "' has too many distinct labels"));
   }
   for (size_t i = 0; i < distinct.size(); ++i) code_[distinct[i]] = static_cast<uint32_t>(i);
   g.groups = static_cast<uint32_t>(distinct.size());

@@ -5,15 +5,15 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <memory>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "batch_queue.hpp"
 #include "columns.hpp"
 #include "commands.hpp"
@@ -122,13 +122,14 @@ int CmdJoin(const Globals& g, const JoinArgs& a) {
   Table left_first, right_first;
   const bool left_more = InputOrDie(left->Next(&left_first));
   KeyKindTracker left_tracker, right_tracker;
-  KeyKind left_kind = flag == KeyKind::kAuto ? InputOrDie(left_tracker.Observe(left_first, left_col))
-                                             : flag;
+  KeyKind left_kind =
+      flag == KeyKind::kAuto ? InputOrDie(left_tracker.Observe(left_first, left_col)) : flag;
   bool right_more = false;
   KeyKind right_kind = flag;
   if (right_input) {
     right_more = InputOrDie(right_input->Next(&right_first));
-    if (flag == KeyKind::kAuto) right_kind = InputOrDie(right_tracker.Observe(right_first, right_col));
+    if (flag == KeyKind::kAuto)
+      right_kind = InputOrDie(right_tracker.Observe(right_first, right_col));
   }
 
   auto c = Connect(g);
@@ -151,11 +152,10 @@ int CmdJoin(const Globals& g, const JoinArgs& a) {
                          ", the wider of both sides)");
     }
     // Past the first batch the inferred type may be too narrow: say where it came from.
-    why_later =
-        flag == KeyKind::kAuto
-            ? absl::StrCat(why, " (the key type comes from each side's first ", g.batch_rows,
-                           " rows; give --key-type)")
-            : why;
+    why_later = flag == KeyKind::kAuto
+                    ? absl::StrCat(why, " (the key type comes from each side's first ",
+                                   g.batch_rows, " rows; give --key-type)")
+                    : why;
     // The temporary index maps the right keys to their rows and keeps the right
     // file's other columns as payload, which the join gathers per pair: the
     // right file is never held here.
@@ -197,8 +197,8 @@ int CmdJoin(const Globals& g, const JoinArgs& a) {
       }
       auto k = KeyColumn(batch, right_col, key_kind);
       if (!k.ok()) {
-        input_error = absl::Status(k.status().code(),
-                                   absl::StrCat(k.status().message(), first_call ? why : why_later));
+        input_error = absl::Status(
+            k.status().code(), absl::StrCat(k.status().message(), first_call ? why : why_later));
         return std::nullopt;
       }
       keys = *std::move(k);
@@ -212,7 +212,8 @@ int CmdJoin(const Globals& g, const JoinArgs& a) {
           if (cell) {
             const absl::Status st = col.AppendString(*cell);
             if (!st.ok()) {
-              input_error = absl::InvalidArgumentError(absl::StrCat(batch.source, ": ", st.message()));
+              input_error =
+                  absl::InvalidArgumentError(absl::StrCat(batch.source, ": ", st.message()));
               return std::nullopt;
             }
           } else {
@@ -241,9 +242,8 @@ int CmdJoin(const Globals& g, const JoinArgs& a) {
     };
     ProgressBar bar("upload " + right_input->source(), ProgressEnabled(g));
     temp->Arm();
-    absl::StatusOr<client::IndexInfo> built = c->BuildIndex(
-        spec, source,
-        [&](const client::Progress& p) {
+    absl::StatusOr<client::IndexInfo> built =
+        c->BuildIndex(spec, source, [&](const client::Progress& p) {
           bar.UpdateInput(p.rows_sent, right_input->bytes_read(), right_input->total_bytes());
         });
     bar.Done();
@@ -279,8 +279,8 @@ int CmdJoin(const Globals& g, const JoinArgs& a) {
   // FILE: the row the pair's value names), or the pair's row numbers (resident
   // join without), then the gathered columns. A pair without a match has empty
   // right cells.
-  const JoinRowShape shape = payload_join ? JoinRowShape::kLeftOnly
-                             : right_table ? JoinRowShape::kRightFile
+  const JoinRowShape shape = payload_join   ? JoinRowShape::kLeftOnly
+                             : right_table  ? JoinRowShape::kRightFile
                              : name.empty() ? JoinRowShape::kLeftOnly
                                             : JoinRowShape::kRowNumbers;
   ResultTable columns;
@@ -347,14 +347,14 @@ int CmdJoin(const Globals& g, const JoinArgs& a) {
     }
     auto keys = KeyColumn(p->rows, left_col, key_kind);
     if (!keys.ok()) {
-      queue.SetError(absl::Status(keys.status().code(),
-                                  absl::StrCat(keys.status().message(),
-                                               name.empty() ? (first_left ? why : why_later)
-                                                            : absl::StrCat("; index '", name,
-                                                                           "' has ",
-                                                                           std::string(client::KeyTypeName(
-                                                                               WireKeyType(key_kind))),
-                                                                           " keys"))));
+      queue.SetError(absl::Status(
+          keys.status().code(),
+          absl::StrCat(keys.status().message(),
+                       name.empty()
+                           ? (first_left ? why : why_later)
+                           : absl::StrCat("; index '", name, "' has ",
+                                          std::string(client::KeyTypeName(WireKeyType(key_kind))),
+                                          " keys"))));
       return std::nullopt;
     }
     p->keys = *std::move(keys);
@@ -385,8 +385,13 @@ int CmdJoin(const Globals& g, const JoinArgs& a) {
   bool overflow = false;
   uint64_t version = 0;
   client::QueryStatistics stats;
-  std::vector<Cell> row;
+  // Rows are views of the batch's cells, the right file's and the gathered
+  // columns' bytes: nothing is copied until the writer's buffer.
+  std::vector<CellView> row;
+  std::vector<std::string> scratch;  // numbers spelled for the row (one per gathered column)
+  std::string left_number, right_number;
   const size_t right_width = right_cols.size();
+  const auto view = [](const Cell& c) { return c ? CellView(*c) : std::nullopt; };
   auto write_pairs = [&](JoinPending& p, const client::JoinPairs& pairs) -> absl::Status {
     const size_t n = pairs.left_rows.size();
     if (pairs.right_rows.size() != n) return absl::InternalError("pairs of unequal length");
@@ -394,6 +399,7 @@ int CmdJoin(const Globals& g, const JoinArgs& a) {
       if (col.length != n) return absl::InternalError("a gathered column of the wrong length");
     }
     if (shape != JoinRowShape::kRowNumbers) out.SetLeadingKinds(InputKinds(p.rows));
+    scratch.resize(pairs.columns.size());
     for (size_t k = 0; k < n; ++k) {
       if (cap_total && written.load() >= cap_total) {
         overflow = true;
@@ -404,16 +410,20 @@ int CmdJoin(const Globals& g, const JoinArgs& a) {
       const bool matched = rr != client::kNoMatch;
       row.clear();
       if (shape == JoinRowShape::kRowNumbers) {
-        row.emplace_back(std::to_string(lr));
-        row.emplace_back(matched ? Cell(std::to_string(rr)) : std::nullopt);
+        left_number = std::to_string(lr);
+        row.emplace_back(left_number);
+        if (matched) {
+          right_number = std::to_string(rr);
+          row.emplace_back(right_number);
+        } else {
+          row.emplace_back(std::nullopt);
+        }
       } else {
         if (lr < p.first_row || lr - p.first_row >= p.rows.rows.size()) {
-          return absl::InvalidArgumentError(absl::StrCat("join: left row ", lr,
-                                                         " is not a row of this batch of ",
-                                                         p.rows.source));
+          return absl::InvalidArgumentError(absl::StrCat(
+              "join: left row ", lr, " is not a row of this batch of ", p.rows.source));
         }
-        const auto& cells = p.rows.rows[lr - p.first_row].cells;
-        row.insert(row.end(), cells.begin(), cells.end());
+        for (const Cell& cell : p.rows.rows[lr - p.first_row].cells) row.push_back(view(cell));
         if (shape == JoinRowShape::kRightFile) {
           if (matched && rr >= right_table->rows.size()) {
             return absl::InvalidArgumentError(absl::StrCat(
@@ -422,13 +432,15 @@ int CmdJoin(const Globals& g, const JoinArgs& a) {
           }
           if (matched) {
             const auto& rc = right_table->rows[rr].cells;
-            for (size_t col : right_cols) row.push_back(rc[col]);
+            for (size_t col : right_cols) row.push_back(view(rc[col]));
           } else {
             row.insert(row.end(), right_width, std::nullopt);
           }
         }
       }
-      for (const auto& col : pairs.columns) row.push_back(CellOf(col, k));
+      for (size_t ci = 0; ci < pairs.columns.size(); ++ci) {
+        row.push_back(CellViewOf(pairs.columns[ci], k, &scratch[ci]));
+      }
       out.Write(row);
       written.fetch_add(1);
     }

@@ -117,7 +117,11 @@ int CmdLookup(const Globals& g, const LookupArgs& a) {
   ProgressBar bar("lookup " + a.name, ProgressEnabled(g));
   client::QueryStatistics stats;
   uint64_t version = 0;
-  std::vector<Cell> row;
+  // Rows are views of the batch's cells and the answer's columns: nothing is
+  // copied until the writer's buffer.
+  std::vector<CellView> row;
+  std::vector<std::string> scratch(select.size());  // numbers spelled for the row
+  std::string value_text, matches_text;
   absl::Status sink_error;
   auto sink = [&](client::LookupResult&& r) -> absl::Status {
     std::unique_ptr<LookupPending> p = queue.Pop();
@@ -127,9 +131,8 @@ int CmdLookup(const Globals& g, const LookupArgs& a) {
     if (r.values.size() != n || r.found.size() != n || r.columns.size() != select.size() ||
         (matches && r.match_counts.size() != n)) {
       return absl::InternalError(absl::StrCat("the server answered ", r.values.size(),
-                                              " values and ", r.columns.size(),
-                                              " columns for ", n, " keys and ", select.size(),
-                                              " selected columns"));
+                                              " values and ", r.columns.size(), " columns for ", n,
+                                              " keys and ", select.size(), " selected columns"));
     }
     stats.Merge(r.statistics);
     version = r.index_version;
@@ -137,12 +140,24 @@ int CmdLookup(const Globals& g, const LookupArgs& a) {
     for (size_t i = 0; i < n; ++i) {
       // The row buffer keeps its capacity: no allocation per row.
       row.clear();
-      for (Cell& cell : p->rows.rows[i].cells) row.push_back(std::move(cell));
+      for (const Cell& cell : p->rows.rows[i].cells) {
+        row.push_back(cell ? CellView(*cell) : std::nullopt);
+      }
       const bool found = r.found[i] != 0;
-      row.emplace_back(found ? Cell(std::to_string(r.values[i])) : std::nullopt);
+      if (found) {
+        value_text = std::to_string(r.values[i]);
+        row.emplace_back(value_text);
+      } else {
+        row.emplace_back(std::nullopt);
+      }
       row.emplace_back(found ? "true" : "false");
-      if (matches) row.emplace_back(std::to_string(r.match_counts[i]));
-      for (const auto& col : r.columns) row.push_back(CellOf(col, i));
+      if (matches) {
+        matches_text = std::to_string(r.match_counts[i]);
+        row.emplace_back(matches_text);
+      }
+      for (size_t c = 0; c < r.columns.size(); ++c) {
+        row.push_back(CellViewOf(r.columns[c], i, &scratch[c]));
+      }
       out.Write(row);
     }
     bar.UpdateInput(out.rows(), input->bytes_read(), input->total_bytes());

@@ -402,4 +402,42 @@ Cell CellOf(const client::Column& c, uint64_t r) {
   return std::nullopt;
 }
 
+namespace {
+
+template <typename T>
+std::string_view SpellInteger(T v, std::string* scratch) {
+  char buf[24];
+  const auto end = std::to_chars(buf, buf + sizeof buf, v).ptr;
+  scratch->assign(buf, end);
+  return *scratch;
+}
+
+}  // namespace
+
+std::optional<std::string_view> CellViewOf(const client::Column& c, uint64_t r,
+                                           std::string* scratch) {
+  if (!c.Valid(r)) return std::nullopt;
+  switch (c.type) {
+    case ColumnType::kUint32:
+      return SpellInteger(c.Value<uint32_t>(r), scratch);
+    case ColumnType::kInt32:
+      return SpellInteger(c.Value<int32_t>(r), scratch);
+    case ColumnType::kUint64:
+      return SpellInteger(c.Value<uint64_t>(r), scratch);
+    case ColumnType::kInt64:
+      return SpellInteger(c.Value<int64_t>(r), scratch);
+    case ColumnType::kBool:
+      return std::string_view(c.Bool(r) ? "true" : "false");
+    case ColumnType::kBinary:
+    case ColumnType::kString:
+      return c.String(r);
+    default:
+      break;
+  }
+  Cell cell = CellOf(c, r);
+  if (!cell) return std::nullopt;
+  *scratch = *std::move(cell);
+  return *scratch;
+}
+
 }  // namespace gpujoin::cli

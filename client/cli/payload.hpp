@@ -88,4 +88,10 @@ ColumnKind KindOf(client::ColumnType type);
 /// included), booleans "true"/"false", strings as they are; nullopt for a null.
 Cell CellOf(const client::Column& column, uint64_t r);
 
+/// CellOf without a copy: a string row as a view of the column's bytes, any
+/// other type spelled into `scratch` (overwritten) and viewed there; nullopt
+/// for a null. The view lives until the column or `scratch` changes.
+std::optional<std::string_view> CellViewOf(const client::Column& column, uint64_t r,
+                                           std::string* scratch);
+
 }  // namespace gpujoin::cli

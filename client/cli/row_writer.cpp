@@ -87,12 +87,13 @@ void RowWriter::SetLeadingKinds(const std::vector<ColumnKind>& kinds) {
   for (size_t c = 0; c < kinds.size() && c < kinds_.size(); ++c) kinds_[c] = kinds[c];
 }
 
-void RowWriter::AppendDelimited(const std::vector<Cell>& row, char delimiter) {
+template <class Cells>
+void RowWriter::AppendDelimited(const Cells& row, char delimiter) {
   for (size_t c = 0; c < row.size(); ++c) {
     if (c) buf_.push_back(delimiter);
-    const Cell& cell = row[c];
+    const auto& cell = row[c];
     if (!cell) continue;
-    const std::string& s = *cell;
+    const std::string_view s = *cell;
     bool quote = s.empty() || s.front() == ' ' || s.back() == ' ';
     if (!quote) {
       for (char ch : s) {
@@ -147,6 +148,19 @@ void RowWriter::Write(const std::vector<Cell>& row) {
   }
   ++rows_;
   if (buf_.size() >= kFlushBytes) Flush();
+}
+
+void RowWriter::Write(const std::vector<CellView>& row) {
+  if (mode_ == Mode::kCsv || mode_ == Mode::kTsv) {
+    AppendDelimited(row, mode_ == Mode::kTsv ? '\t' : ',');
+    ++rows_;
+    if (buf_.size() >= kFlushBytes) Flush();
+    return;
+  }
+  std::vector<Cell> cells;
+  cells.reserve(row.size());
+  for (const CellView& v : row) cells.push_back(v ? Cell(std::string(*v)) : std::nullopt);
+  Write(cells);
 }
 
 void RowWriter::WriteAll(const ResultTable& t) {

@@ -8,7 +8,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli_context.hpp"
@@ -20,6 +22,9 @@ namespace gpujoin::cli {
 /// The ColumnKind that renders an input column of `kind` (text stays a string;
 /// a JSON Lines number, boolean or nested value stays JSON).
 ColumnKind KindOfCells(CellKind kind);
+
+/// A cell written without a copy: std::nullopt is a null, as for Cell.
+using CellView = std::optional<std::string_view>;
 
 /// A streaming writer of one result. Not thread-safe.
 class RowWriter {
@@ -38,6 +43,9 @@ class RowWriter {
 
   /// Writes one row (as long as the columns).
   void Write(const std::vector<Cell>& row);
+  /// Writes one row of views (as long as the columns); the views need only
+  /// live through the call. CSV and TSV rows go straight to the buffer.
+  void Write(const std::vector<CellView>& row);
   /// Writes every row of `t`.
   void WriteAll(const ResultTable& t);
 
@@ -50,7 +58,8 @@ class RowWriter {
  private:
   enum class Mode { kCsv, kTsv, kJsonLines, kJsonDocument, kAligned };
   void Flush();
-  void AppendDelimited(const std::vector<Cell>& row, char delimiter);
+  template <class Cells>
+  void AppendDelimited(const Cells& row, char delimiter);
   void AppendJsonObject(const std::vector<Cell>& row);
   void SpillAligned();  // a terminal result beyond 200 rows continues as CSV
 

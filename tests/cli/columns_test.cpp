@@ -98,6 +98,27 @@ TEST(InferKeyKind, NegativeIsInt64AboveUint32IsUint64ElseUint32) {
   EXPECT_EQ(*InferKeyKind(*u64, "key"), KeyKind::kU64);
 }
 
+// The tracker skips plain decimals of up to 18 digits once a key above
+// 4294967295 was seen (and up to 9 digits before): the kinds and the errors
+// stay those of a full check, at each digit count around the cut.
+TEST(KeyKindTracker, ShortDecimalsChangeNothingAcrossBatches) {
+  KeyKindTracker t;
+  EXPECT_EQ(*t.Observe(Csv("k\n999999999\n4294967295\n"), "k"), KeyKind::kU32);
+  EXPECT_EQ(*t.Observe(Csv("k\n4294967296\n"), "k"), KeyKind::kU64);
+  EXPECT_EQ(*t.Observe(Csv("k\n999999999999999999\n000000000000000001\n"), "k"), KeyKind::kU64);
+  EXPECT_EQ(*t.Observe(Csv("k\n9223372036854775807\n"), "k"), KeyKind::kU64);
+  EXPECT_EQ(*t.Observe(Csv("k\n-1\n"), "k"), KeyKind::kI64);
+  EXPECT_EQ(t.Observe(Csv("k\n123456789012345678\n9223372036854775808\n"), "k").status().message(),
+            "t.csv:3: column 'k' (1): '9223372036854775808' fits no key type: it is above "
+            "9223372036854775807 (uint64 only) but line 2 holds '-1', a negative key");
+  // Ten digits alone, below 2^32 or not, decide between uint32 and uint64.
+  KeyKindTracker small;
+  EXPECT_EQ(*small.Observe(Csv("k\n4294967295\n0000000001\n"), "k"), KeyKind::kU32);
+  EXPECT_EQ(*small.Observe(Csv("k\n1\n0004294967296\n"), "k"), KeyKind::kU64);
+  KeyKindTracker junk;
+  EXPECT_EQ(junk.Observe(Csv("k\n4294967296\n12a\n"), "k").status().message(),
+            "t.csv:3: column 'k' (1): '12a' is not an integer key; string keys: see docs/cli.md");
+}
 TEST(KeyColumn, ReadsEachKindAndNamesWhyACellDoesNotFit) {
   Table t = Csv("k\n-1\n0x10\n9223372036854775807\n");
   auto i = KeyColumn(t, "k", KeyKind::kI64);
