@@ -166,6 +166,25 @@ std::function<void(const uint8_t*, size_t, size_t)> ToHost(void* dst) {
   };
 }
 
+// Writes `count` values of `width` bytes from `src` (dense) at `out`, `stride`
+// bytes apart. The record widths (8 and 4) copy as constant-size moves, where
+// a memcpy of a run-time size is a library call per value.
+template <size_t Width>
+void ScatterIntoRecords(const std::byte* src, uint64_t count, uint8_t* out, size_t stride) {
+  for (uint64_t i = 0; i < count; ++i) std::memcpy(out + i * stride, src + i * Width, Width);
+}
+void ScatterIntoRecords(size_t width, const std::byte* src, uint64_t count, uint8_t* out,
+                        size_t stride) {
+  switch (width) {
+    case 8:
+      return ScatterIntoRecords<8>(src, count, out, stride);
+    case 4:
+      return ScatterIntoRecords<4>(src, count, out, stride);
+    default:
+      for (uint64_t i = 0; i < count; ++i) std::memcpy(out + i * stride, src + i * width, width);
+  }
+}
+
 // Bitmap bits past `bits` cleared (the pad slots of a tiny table are empty, so
 // this only guards against a stray bit).
 void ClearTail(ImageBuffer& bitmap, uint64_t bits) {
@@ -343,22 +362,27 @@ absl::StatusOr<std::unique_ptr<CudaHashIndex>> ImportCudaIndex(const IndexImage&
         stored.records, CudaHashIndex::AllocatePayload<uint8_t>(layout.RecordBytes(slots), device,
                                                                 "payload records"));
     // Record by record: the chunk's records interleave every fixed-width column.
-    GPUJOIN_RETURN_IF_ERROR(
-        t->Upload(stored.records.data(), stored.records.bytes(), layout.stride,
-                  [&](uint8_t* chunk, size_t offset, size_t n) {
-                    std::memset(chunk, 0, n);
-                    const uint64_t first = offset / layout.stride;
-                    const uint64_t count = n / layout.stride;
-                    for (size_t c = 0; c < image.payload.size(); ++c) {
-                      if (layout.offsets[c] == kNotInRecord) continue;
-                      const size_t width = ColumnWidth(types[c]);
-                      const std::byte* src = image.payload[c].data.data();
-                      for (uint64_t i = 0; i < count && first + i < positions; ++i) {
-                        std::memcpy(chunk + i * layout.stride + layout.offsets[c],
-                                    src + (first + i) * width, width);
-                      }
-                    }
-                  }));
+    // Records without padding are covered by their values (RecordLayoutOf packs
+    // them from offset 0), so only the records past `positions` need zeros.
+    const bool padded = layout.stride != layout.value_bytes;
+    GPUJOIN_RETURN_IF_ERROR(t->Upload(
+        stored.records.data(), stored.records.bytes(), layout.stride,
+        [&](uint8_t* chunk, size_t offset, size_t n) {
+          const uint64_t first = offset / layout.stride;
+          const uint64_t count = n / layout.stride;
+          const uint64_t live = first < positions ? std::min(count, positions - first) : 0;
+          if (padded) {
+            std::memset(chunk, 0, n);
+          } else if (live < count) {
+            std::memset(chunk + live * layout.stride, 0, (count - live) * layout.stride);
+          }
+          for (size_t c = 0; c < image.payload.size() && live > 0; ++c) {
+            if (layout.offsets[c] == kNotInRecord) continue;
+            const size_t width = ColumnWidth(types[c]);
+            ScatterIntoRecords(width, image.payload[c].data.data() + first * width, live,
+                               chunk + layout.offsets[c], layout.stride);
+          }
+        }));
   }
   std::vector<PayloadColumnInfo> infos;
   for (size_t c = 0; c < image.payload.size(); ++c) {
