@@ -124,6 +124,62 @@ TEST(IndexImageWideRecords, RecordsAcrossStagingChunks) {
   EXPECT_EQ(ImageDifference(*cpu_image, *again), "");
 }
 
+// Payload records without padding (int64 + float64: 16 bytes, stride 16), where
+// the import writes only the values and zeroes only the records past the
+// image's positions: a table under 4 slots (the CUDA pad), one over several
+// staging chunks (2^22 slots x 16 bytes = 64 MiB), and a keep_all index (its
+// records are per kept row). The CPU image imports on CUDA, exports back to
+// itself and answers every lookup (every gathered byte) as the CPU index does.
+TEST(IndexImageUnpaddedRecords, ImportWritesEveryRecord) {
+  std::unique_ptr<Backend> cuda, cpu;
+  CreateCudaAndCpuBackends(cuda, cpu, "index image unpadded payload records");
+  if (::testing::Test::IsSkipped() || ::testing::Test::HasFatalFailure()) return;
+  struct Shape {
+    uint32_t capacity;
+    uint64_t rows;
+    DuplicatePolicy duplicates;
+  };
+  for (const Shape& shape : {Shape{2, 2, DuplicatePolicy::kLowestRow},
+                             Shape{1u << 22, 1500000, DuplicatePolicy::kLowestRow},
+                             Shape{1u << 16, 90000, DuplicatePolicy::kKeepAll}}) {
+    SCOPED_TRACE(::testing::Message() << "capacity " << shape.capacity << " rows " << shape.rows
+                                      << " " << DuplicatePolicyName(shape.duplicates));
+    std::mt19937_64 rng(shape.capacity + shape.rows);
+    std::vector<uint32_t> keys(shape.rows);
+    std::vector<int64_t> a(shape.rows);
+    std::vector<double> b(shape.rows);
+    const uint64_t distinct = shape.duplicates == DuplicatePolicy::kKeepAll ? 30000 : shape.rows;
+    for (uint64_t r = 0; r < shape.rows; ++r) {
+      keys[r] = uint32_t((r % distinct) * 2654435761u + 1);
+      a[r] = int64_t(rng());
+      b[r] = double(int64_t(rng() >> 11)) / 7;
+    }
+    const std::vector<ColumnView> payload = {
+        ColumnView{ColumnType::kInt64, shape.rows, std::as_bytes(std::span(a)), {}, {}},
+        ColumnView{ColumnType::kFloat64, shape.rows, std::as_bytes(std::span(b)), {}, {}}};
+    HashIndexSpec spec;
+    spec.capacity = shape.capacity;
+    spec.duplicates = shape.duplicates;
+    auto built = cpu->CreateIndex(spec);
+    ASSERT_TRUE(built.ok()) << built.status();
+    CommandGraph graph;
+    graph.Add(
+        BuildIndexNode{built->get(), {std::span<const uint32_t>(keys)}, {}, 0, nullptr, payload});
+    ASSERT_TRUE(cpu->Run(graph).ok());
+    auto image = cpu->ExportIndex(**built);
+    ASSERT_TRUE(image.ok()) << image.status();
+    auto imported = cuda->ImportIndex(*image);
+    ASSERT_TRUE(imported.ok()) << imported.status();
+    auto again = cuda->ExportIndex(**imported);
+    ASSERT_TRUE(again.ok()) << again.status();
+    EXPECT_EQ(ImageDifference(*image, *again), "");
+    std::vector<uint64_t> query;
+    for (size_t i = 0; i < 5000; ++i)
+      query.push_back(i % 3 == 0 ? rng() : keys[rng() % shape.rows]);
+    EXPECT_TRUE(Lookup(*cuda, **imported, query) == Lookup(*cpu, **built, query));
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, IndexImageDifferentialTest, ::testing::ValuesIn(AllImageCases()),
                          [](const auto& info) { return CaseName(info.param); });
 
