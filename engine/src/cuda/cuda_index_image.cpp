@@ -166,22 +166,28 @@ std::function<void(const uint8_t*, size_t, size_t)> ToHost(void* dst) {
   };
 }
 
-// Writes `count` values of `width` bytes from `src` (dense) at `out`, `stride`
-// bytes apart. The record widths (8 and 4) copy as constant-size moves, where
-// a memcpy of a run-time size is a library call per value.
+// Copies `count` values of `width` bytes, `src_stride` bytes apart from `src`
+// to `dst_stride` bytes apart at `dst`: between a dense column and the payload
+// records. The record widths (8 and 4) copy as constant-size moves, where a
+// memcpy of a run-time size is a library call per value.
 template <size_t Width>
-void ScatterIntoRecords(const std::byte* src, uint64_t count, uint8_t* out, size_t stride) {
-  for (uint64_t i = 0; i < count; ++i) std::memcpy(out + i * stride, src + i * Width, Width);
+void CopyValues(const std::byte* src, size_t src_stride, std::byte* dst, size_t dst_stride,
+                uint64_t count) {
+  for (uint64_t i = 0; i < count; ++i) {
+    std::memcpy(dst + i * dst_stride, src + i * src_stride, Width);
+  }
 }
-void ScatterIntoRecords(size_t width, const std::byte* src, uint64_t count, uint8_t* out,
-                        size_t stride) {
+void CopyValues(size_t width, const std::byte* src, size_t src_stride, std::byte* dst,
+                size_t dst_stride, uint64_t count) {
   switch (width) {
     case 8:
-      return ScatterIntoRecords<8>(src, count, out, stride);
+      return CopyValues<8>(src, src_stride, dst, dst_stride, count);
     case 4:
-      return ScatterIntoRecords<4>(src, count, out, stride);
+      return CopyValues<4>(src, src_stride, dst, dst_stride, count);
     default:
-      for (uint64_t i = 0; i < count; ++i) std::memcpy(out + i * stride, src + i * width, width);
+      for (uint64_t i = 0; i < count; ++i) {
+        std::memcpy(dst + i * dst_stride, src + i * src_stride, width);
+      }
   }
 }
 
@@ -279,9 +285,9 @@ absl::StatusOr<IndexImage> ExportCudaIndex(const CudaHashIndex& index) {
   const CudaPayload& stored = index.stored_payload();
   const std::vector<PayloadColumnInfo>& infos = index.payload();
   // The records once, then each fixed-width column out of them.
-  std::vector<uint8_t> records;
+  ImageBuffer records;  // not zeroed first: the download writes every byte
   if (stored.stride > 0 && positions > 0) {
-    records.resize(positions * stored.stride);
+    records = ImageBuffer(positions * stored.stride);
     GPUJOIN_RETURN_IF_ERROR(
         t->Download(stored.records.data(), records.size(), 1, ToHost(records.data())));
   }
@@ -294,10 +300,8 @@ absl::StatusOr<IndexImage> ExportCudaIndex(const CudaHashIndex& index) {
     if (column.record_offset != kNotInRecord) {
       const size_t width = ColumnWidth(column.type);
       p.data = ImageBuffer(positions * width);
-      for (uint64_t i = 0; i < positions; ++i) {
-        std::memcpy(p.data.data() + i * width,
-                    records.data() + i * stored.stride + column.record_offset, width);
-      }
+      CopyValues(width, records.data() + column.record_offset, stored.stride, p.data.data(), width,
+                 positions);
     } else if (column.type == ColumnType::kBool) {
       p.data = ImageBuffer(BitmapBytes(positions));
       GPUJOIN_RETURN_IF_ERROR(
@@ -379,8 +383,9 @@ absl::StatusOr<std::unique_ptr<CudaHashIndex>> ImportCudaIndex(const IndexImage&
           for (size_t c = 0; c < image.payload.size() && live > 0; ++c) {
             if (layout.offsets[c] == kNotInRecord) continue;
             const size_t width = ColumnWidth(types[c]);
-            ScatterIntoRecords(width, image.payload[c].data.data() + first * width, live,
-                               chunk + layout.offsets[c], layout.stride);
+            CopyValues(width, image.payload[c].data.data() + first * width, width,
+                       reinterpret_cast<std::byte*>(chunk) + layout.offsets[c], layout.stride,
+                       live);
           }
         }));
   }
