@@ -162,6 +162,82 @@ __global__ void __launch_bounds__(kBlockSize)
   }
 }
 
+// The binary kernel's shared-memory window per warp (8-byte words): the bytes of
+// a 128-row step when the strings average up to about 31 bytes.
+constexpr uint32_t kStageWords = 512;
+
+// One binary column with offsets of type O (int32_t: binary/string, int64_t:
+// large), the view passed by value. A warp step covers 128 rows, lane l rows
+// base + 4l .. + 3 (consecutive, so the warp's bytes are one range): the warp
+// first copies the aligned 8-byte words holding those bytes into its window
+// (every lane's loads in flight at once, where a row-per-thread kernel would
+// wait for the offsets, then the bytes, of one row at a time), then each lane
+// hashes its rows from the window with the same HashOfBytes; a step whose bytes
+// do not fit reads them from global memory instead. Validity and output as
+// HashFixedKernel.
+// Five blocks per SM (48 registers, no spills; 58 without the bound) ran 16-byte
+// strings 5 % faster on the H200 than four.
+template <typename H, typename O>
+__global__ void __launch_bounds__(kBlockSize, 5)
+    HashBinaryKernel(ColumnView c, uint64_t rows, H* __restrict__ out,
+                     uint8_t* __restrict__ out_validity) {
+  __shared__ uint64_t s_stage[kBlockSize / 32][kStageWords];
+  const uint32_t lane = threadIdx.x % 32;
+  uint64_t* const stage = s_stage[threadIdx.x / 32];
+  const uint64_t warp = (uint64_t{blockIdx.x} * blockDim.x + threadIdx.x) / 32;
+  const uint64_t warps = uint64_t{gridDim.x} * blockDim.x / 32;
+  const O* const offsets = reinterpret_cast<const O*>(
+                               sizeof(O) == 4 ? static_cast<const void*>(c.offsets)
+                                              : static_cast<const void*>(c.large_offsets)) +
+                           c.value_offset;
+  const bool aligned = (reinterpret_cast<uintptr_t>(out) & 15u) == 0;
+  for (uint64_t base = warp * 128; base < rows; base += warps * 128) {
+    const uint64_t r0 = base + 4 * lane;
+    int64_t off[5];
+#pragma unroll
+    for (int j = 0; j < 5; ++j) {
+      off[j] = static_cast<int64_t>(offsets[r0 + j < rows ? r0 + j : rows]) - c.data_base;
+    }
+    // The step's bytes [first, last): lane 0's first row to lane 31's end.
+    const int64_t first = __shfl_sync(0xFFFFFFFFu, off[0], 0);
+    const int64_t last = __shfl_sync(0xFFFFFFFFu, off[4], 31);
+    const uintptr_t a0 = reinterpret_cast<uintptr_t>(c.data + first) & ~uintptr_t{7};
+    const uintptr_t a1 =
+        last > first ? (reinterpret_cast<uintptr_t>(c.data + last) + 7) & ~uintptr_t{7} : a0;
+    const uint64_t words = (a1 - a0) / 8;
+    const bool staged = words <= kStageWords;
+    if (staged) {
+      const uint64_t* src = reinterpret_cast<const uint64_t*>(a0);
+      for (uint64_t i = lane; i < words; i += 32) stage[i] = __ldcs(src + i);
+      __syncwarp();
+    }
+    H h[4];
+    uint32_t valid = 0;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const bool v = r0 + j < rows &&
+                     (c.validity == nullptr || BitmapBit(c.validity, c.validity_bit_offset + r0 + j));
+      h[j] = H{0};
+      if (v) {
+        const uint8_t* p = c.data + off[j];
+        if (staged) p = reinterpret_cast<const uint8_t*>(stage) + (reinterpret_cast<uintptr_t>(p) - a0);
+        h[j] = HashOfBytes<H>(p, static_cast<uint64_t>(off[j + 1] - off[j]));
+      }
+      valid |= uint32_t{v} << j;
+    }
+    if (aligned && r0 + 3 < rows) {
+      StoreFour<H>(out + r0, h);
+    } else {
+      for (int j = 0; j < 4 && r0 + j < rows; ++j) out[r0 + j] = h[j];
+    }
+    const uint32_t next = __shfl_down_sync(0xFFFFFFFFu, valid, 1);
+    if ((lane & 1) == 0 && r0 < rows) {
+      out_validity[base / 8 + lane / 2] = static_cast<uint8_t>(valid | (next << 4));
+    }
+    __syncwarp();  // the window is rewritten by the next step
+  }
+}
+
 // Device copies of one column's addressed rows, and the view the kernel reads.
 // A dictionary also keeps its dictionary's hashes and validity (one per entry).
 // A list keeps its values' DeviceColumn and a device copy of their view.
@@ -390,6 +466,20 @@ cudaError_t LaunchHashRows(std::span<const ColumnView> host_views, const ColumnV
       default:
         HashFixedKernel<H, 8><<<blocks, kBlockSize, 0, stream>>>(c, rows, out, out_validity);
         break;
+    }
+    return cudaGetLastError();
+  }
+  if (num_columns == 1 && host_views[0].child == nullptr &&
+      (IsBinaryType(host_views[0].type) || IsLargeBinaryType(host_views[0].type))) {
+    const uint64_t blocks_needed = (rows + 4 * kBlockSize - 1) / (4 * kBlockSize);
+    const unsigned blocks =
+        static_cast<unsigned>(blocks_needed < kMaxBlocks ? blocks_needed : kMaxBlocks);
+    if (IsBinaryType(host_views[0].type)) {
+      HashBinaryKernel<H, int32_t>
+          <<<blocks, kBlockSize, 0, stream>>>(host_views[0], rows, out, out_validity);
+    } else {
+      HashBinaryKernel<H, int64_t>
+          <<<blocks, kBlockSize, 0, stream>>>(host_views[0], rows, out, out_validity);
     }
     return cudaGetLastError();
   }

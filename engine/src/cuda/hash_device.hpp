@@ -32,8 +32,9 @@ absl::Status HashRowsDevice(const HashNode& node, cudaStream_t stream,
 /// Enqueues the row hash of `rows` rows of device-resident columns (`views`:
 /// device memory holding a copy of `host_views`, views of device buffers) into
 /// device `out` (one H per row) and `out_validity` (ceil(rows / 8) bytes); no
-/// wait. One fixed-width column of up to 8 bytes takes a kernel of its own (its
-/// view passed by value, four rows per lane); any other node the generic one.
+/// wait. One fixed-width column of up to 8 bytes, and one binary column, take
+/// kernels of their own (the view passed by value, four rows per lane; a binary
+/// step's bytes staged in shared memory); any other node the generic one.
 /// Buffers read with unaligned loads (binary values, decimal128,
 /// fixed_size_binary) must be readable to the end of the aligned 8-byte word
 /// holding their last byte. HashRowsDevice runs it per pass; the benchmark times
