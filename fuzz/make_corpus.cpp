@@ -2,6 +2,9 @@
 // DIR/<target>/<seed> (scripts/fuzz --corpus regenerates fuzz/corpus with it).
 // Seeds are small valid requests and the edge cases each target's checks are
 // about; the output is the same on every run.
+#include <bit>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -322,6 +325,28 @@ v1::AggregateRequest Aggregate(v1::AggregateOp op, uint64_t groups,
   return r;
 }
 
+// An aggregate request with `typed_values` of wire type `type`: `words` as
+// little-endian values of the type's width (4 or 8 bytes).
+v1::AggregateRequest TypedAggregate(v1::AggregateOp op, uint64_t groups,
+                                    const std::vector<uint32_t>& keys, v1::ColumnType type,
+                                    const std::vector<uint64_t>& words) {
+  v1::AggregateRequest r;
+  r.set_op(op);
+  r.set_groups(groups);
+  SetKeys(r.mutable_keys(), keys);
+  v1::Column* c = r.mutable_typed_values();
+  c->set_type(type);
+  c->set_length(words.size());
+  const bool wide = type == v1::COLUMN_TYPE_INT64 || type == v1::COLUMN_TYPE_UINT64 ||
+                    type == v1::COLUMN_TYPE_FLOAT64;
+  if (wide) {
+    c->set_data(server::PackColumn<uint64_t>(words));
+  } else {
+    c->set_data(server::PackColumn<uint32_t>(std::vector<uint32_t>(words.begin(), words.end())));
+  }
+  return r;
+}
+
 std::string Frames(const std::vector<std::string>& messages) {
   std::string out;
   for (const std::string& m : messages) AppendFrame(m, &out);
@@ -361,6 +386,68 @@ void AggregateTarget(Writer& w) {
   w.Put(t, "count_with_values", Frames({count_values.SerializeAsString()}));
   v1::AggregateRequest short_values = Aggregate(v1::AGGREGATE_OP_SUM, 4, {1, 2}, {1});
   w.Put(t, "values_short", Frames({short_values.SerializeAsString()}));
+
+  // Typed values (issue 22): exact integer sums with overflow, float64, the
+  // typed errors, and want_counts64.
+  constexpr int64_t kBig = int64_t{1} << 62;
+  auto i64 = [](std::vector<int64_t> v) { return std::vector<uint64_t>(v.begin(), v.end()); };
+  auto f64 = [](std::vector<double> v) {
+    std::vector<uint64_t> out;
+    for (double d : v) out.push_back(std::bit_cast<uint64_t>(d));
+    return out;
+  };
+  for (auto [op, name] :
+       {std::pair{v1::AGGREGATE_OP_SUM, "sum"}, std::pair{v1::AGGREGATE_OP_MIN, "min"},
+        std::pair{v1::AGGREGATE_OP_MAX, "max"}, std::pair{v1::AGGREGATE_OP_MEAN, "mean"}}) {
+    // Group 0 overflows int64 in the first batch and comes back in range in the
+    // second (the flag stays); group 3 stays empty.
+    v1::AggregateRequest a =
+        TypedAggregate(op, 4, {0, 0, 1, 2, 9}, v1::COLUMN_TYPE_INT64, i64({kBig, kBig, -5, 7, 1}));
+    v1::AggregateRequest b =
+        TypedAggregate(op, 4, {0, 1}, v1::COLUMN_TYPE_INT64, i64({-kBig, INT64_MIN}));
+    w.Put(t, std::string("int64_") + name, Frames({a.SerializeAsString(), b.SerializeAsString()}));
+    v1::AggregateRequest u =
+        TypedAggregate(op, 3, {0, 0, 1}, v1::COLUMN_TYPE_UINT64, {~uint64_t{0}, 2, 3});
+    v1::AggregateRequest u32 =
+        TypedAggregate(op, 3, {0, 2, 2}, v1::COLUMN_TYPE_UINT32, {0xffffffffu, 0, 5});
+    v1::AggregateRequest i32 = TypedAggregate(op, 3, {1, 1, 0}, v1::COLUMN_TYPE_INT32,
+                                              {0x80000000u, 0x7fffffffu, 0xffffffffu});
+    SetKeys(i32.mutable_mask(), {1, 1, 0});
+    w.Put(t, std::string("uint64_") + name, Frames({u.SerializeAsString()}));
+    w.Put(t, std::string("int32_uint32_") + name,
+          Frames({i32.SerializeAsString(), u32.SerializeAsString()}));
+    const double inf = std::numeric_limits<double>::infinity();
+    v1::AggregateRequest d = TypedAggregate(op, 4, {0, 0, 1, 1, 2, 3}, v1::COLUMN_TYPE_FLOAT64,
+                                            f64({-0.0, 0.0, std::nan(""), 1e300, -inf, 0.1}));
+    d.set_accumulate_only(true);
+    w.Put(t, std::string("float64_") + name, Frames({d.SerializeAsString()}));
+  }
+  v1::AggregateRequest typed_count =
+      TypedAggregate(v1::AGGREGATE_OP_SUM, 4, {1}, v1::COLUMN_TYPE_INT64, {1});
+  typed_count.set_op(v1::AGGREGATE_OP_COUNT);
+  w.Put(t, "typed_count", Frames({typed_count.SerializeAsString()}));
+  w.Put(t, "typed_float32",
+        Frames({TypedAggregate(v1::AGGREGATE_OP_SUM, 4, {1}, v1::COLUMN_TYPE_FLOAT32, {1})
+                    .SerializeAsString()}));
+  v1::AggregateRequest typed_validity =
+      TypedAggregate(v1::AGGREGATE_OP_SUM, 4, {1}, v1::COLUMN_TYPE_INT32, {1});
+  typed_validity.mutable_typed_values()->set_validity(std::string(1, '\1'));
+  w.Put(t, "typed_validity", Frames({typed_validity.SerializeAsString()}));
+  v1::AggregateRequest typed_both =
+      TypedAggregate(v1::AGGREGATE_OP_SUM, 4, {1}, v1::COLUMN_TYPE_UINT32, {1});
+  *typed_both.mutable_values()->mutable_packed() = PackedF({1});
+  w.Put(t, "typed_and_values", Frames({typed_both.SerializeAsString()}));
+  w.Put(t, "typed_type_change",
+        Frames({Aggregate(v1::AGGREGATE_OP_MAX, 4, {1}, {2}).SerializeAsString(),
+                TypedAggregate(v1::AGGREGATE_OP_MAX, 4, {1}, v1::COLUMN_TYPE_INT64, {3})
+                    .SerializeAsString(),
+                TypedAggregate(v1::AGGREGATE_OP_MAX, 300, {1}, v1::COLUMN_TYPE_INT64, {3})
+                    .SerializeAsString()}));
+  v1::AggregateRequest c64 = Aggregate(v1::AGGREGATE_OP_COUNT, 4, {0, 3, 3});
+  c64.set_want_counts64(true);
+  v1::AggregateRequest s64 = Aggregate(v1::AGGREGATE_OP_SUM, 400, {0, 3, 3}, {1, 2, 3});
+  s64.set_want_counts64(true);
+  w.Put(t, "want_counts64", Frames({c64.SerializeAsString(), s64.SerializeAsString()}));
 }
 
 void HashTarget(Writer& w) {

@@ -168,7 +168,7 @@ using AggregateValues = std::variant<std::monostate, Chunked<int32_t>, Chunked<i
 /// sum does not fit has `overflow` 1 and holds the low 64 bits of the exact sum
 /// (mean: NaN). Min/max keep the value (int32 sign-extended, uint32 zero-extended
 /// to the word); an empty integer min/max group holds 0 (contributing_rows tells it
-/// from a real 0). Mean is a float64: the exact sum / count, rounded once. Float64
+/// from a real 0). Mean is a float64: double(exact sum) / double(count). Float64
 /// follows the float32 rules accumulating in float64.
 struct AggregateNode {
   AggregateOp op = AggregateOp::kCount;
