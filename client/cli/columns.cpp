@@ -297,6 +297,39 @@ absl::StatusOr<KeyKind> KeyKindTracker::Observe(const Table& table, std::string_
   return kind();
 }
 
+std::optional<KeyVector> KeyKindTracker::PlainKeys(const Table& table, std::string_view name,
+                                                   KeyKind kind) {
+  // A binary file's keys are no text (and its kind is its own).
+  const bool text = table.format == InputFormat::kCsv || table.format == InputFormat::kTsv ||
+                    table.format == InputFormat::kJsonLines;
+  if (kind == KeyKind::kAuto || !text) return std::nullopt;
+  auto col = table.Column(name);
+  if (!col.ok()) return std::nullopt;
+  const bool narrow = kind == KeyKind::kU32;
+  KeyVector out;
+  out.kind = kind;
+  std::vector<uint64_t> keys(table.rows.size());
+  bool above_u32 = false;
+  for (size_t r = 0; r < table.rows.size(); ++r) {
+    const Cell& c = table.rows[r].cells[*col];
+    if (!c || !ShortDecimal(*c)) return std::nullopt;
+    uint64_t v = 0;  // at most 18 digits: no overflow
+    for (char ch : *c) v = v * 10 + static_cast<uint64_t>(ch - '0');
+    above_u32 |= v > std::numeric_limits<uint32_t>::max();
+    keys[r] = v;
+  }
+  if (above_u32) {
+    if (narrow) return std::nullopt;  // KeyColumn names the cell
+    above_u32_ = true;
+  }
+  if (narrow) {
+    out.u32.assign(keys.begin(), keys.end());
+  } else {
+    out.u64 = std::move(keys);
+  }
+  return out;
+}
+
 KeyKind KeyKindTracker::kind() const {
   if (binary_) return *binary_;
   if (negative_) return KeyKind::kI64;

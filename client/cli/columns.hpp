@@ -74,6 +74,13 @@ class KeyKindTracker {
   absl::StatusOr<KeyKind> Observe(const Table& batch, std::string_view name);
   /// The key type of the batches so far (kU32 before any).
   KeyKind kind() const;
+  /// Observe(batch) and KeyColumn(batch, name, kind) in one pass, for the
+  /// common batch whose every key cell is a plain decimal of at most 18 digits
+  /// that fits `kind` (not kAuto): such keys change what the tracker knows only
+  /// as Observe would (a key above 4294967295) and are never an error.
+  /// nullopt for any other batch (a missing column too), which then takes
+  /// Observe and KeyColumn, with their results and errors.
+  std::optional<KeyVector> PlainKeys(const Table& batch, std::string_view name, KeyKind kind);
 
  private:
   struct Seen {

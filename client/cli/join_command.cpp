@@ -186,16 +186,18 @@ int CmdJoin(const Globals& g, const JoinArgs& a) {
     bool first_call = true;
     auto next_chunk = [&]() -> std::optional<client::BuildChunk> {
       if (!have) return std::nullopt;
+      std::optional<KeyVector> plain = right_tracker.PlainKeys(batch, right_col, key_kind);
       // Past the first batch only 64-bit keys need the tracker (a negative key
       // after one above 2^63 - 1); KeyColumn names a key too wide for uint32.
-      if (flag == KeyKind::kAuto && !first_call && key_kind != KeyKind::kU32) {
+      if (!plain && flag == KeyKind::kAuto && !first_call && key_kind != KeyKind::kU32) {
         auto seen = right_tracker.Observe(batch, right_col);
         if (!seen.ok()) {
           input_error = seen.status();
           return std::nullopt;
         }
       }
-      auto k = KeyColumn(batch, right_col, key_kind);
+      auto k = plain ? absl::StatusOr<KeyVector>(*std::move(plain))
+                     : KeyColumn(batch, right_col, key_kind);
       if (!k.ok()) {
         input_error = absl::Status(
             k.status().code(), absl::StrCat(k.status().message(), first_call ? why : why_later));
@@ -316,6 +318,7 @@ int CmdJoin(const Globals& g, const JoinArgs& a) {
   bool first_left = true;
   auto source = [&]() -> std::optional<client::JoinBatch> {
     auto p = std::make_unique<JoinPending>();
+    std::optional<KeyVector> plain;
     if (have_first) {
       p->rows = std::move(pending_first);
       have_first = false;
@@ -327,7 +330,8 @@ int CmdJoin(const Globals& g, const JoinArgs& a) {
         return std::nullopt;
       }
       if (!*more) return std::nullopt;
-      if (flag == KeyKind::kAuto && key_kind != KeyKind::kU32) {
+      plain = left_tracker.PlainKeys(p->rows, left_col, key_kind);
+      if (!plain && flag == KeyKind::kAuto && key_kind != KeyKind::kU32) {
         auto seen = left_tracker.Observe(p->rows, left_col);
         if (!seen.ok()) {
           queue.SetError(seen.status());
@@ -345,7 +349,8 @@ int CmdJoin(const Globals& g, const JoinArgs& a) {
           absl::StrCat(p->rows.source, ": too many rows for uint32 row IDs")));
       return std::nullopt;
     }
-    auto keys = KeyColumn(p->rows, left_col, key_kind);
+    auto keys = plain ? absl::StatusOr<KeyVector>(*std::move(plain))
+                      : KeyColumn(p->rows, left_col, key_kind);
     if (!keys.ok()) {
       queue.SetError(absl::Status(
           keys.status().code(),

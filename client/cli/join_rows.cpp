@@ -104,7 +104,8 @@ absl::StatusOr<ResultTable> JoinRowsTable(const Table& left, const Table* right,
           row->emplace_back(std::to_string(left_rows[k]));
           row->emplace_back(matched ? Cell(std::to_string(right_rows[k])) : std::nullopt);
         } else {
-          *row = left.rows[left_rows[k]].cells;
+          const RowCells& lc = left.rows[left_rows[k]].cells;
+          row->assign(lc.begin(), lc.end());
           if (shape == JoinRowShape::kRightFile) {
             if (matched) {
               const auto& rc = right->rows[right_rows[k]].cells;

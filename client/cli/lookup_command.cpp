@@ -78,6 +78,7 @@ int CmdLookup(const Globals& g, const LookupArgs& a) {
   // and queues it; the sink (this thread) writes its rows with the answer.
   BatchQueue<LookupPending> queue;
   KeyKindTracker tracker;
+  KeyKind last_kind = flag;  // the previous batch's key type
   bool first = true;
   auto source = [&]() -> std::optional<client::LookupBatch> {
     auto p = std::make_unique<LookupPending>();
@@ -88,7 +89,12 @@ int CmdLookup(const Globals& g, const LookupArgs& a) {
     }
     if (!*more) return std::nullopt;
     KeyKind kind = flag;
-    if (flag == KeyKind::kAuto && info.key_type == client::KeyType::kUint32 && !first) {
+    // A batch of plain keys takes one pass; it leaves the inferred type as it is.
+    std::optional<KeyVector> plain;
+    if (!first) plain = tracker.PlainKeys(p->rows, key, last_kind);
+    if (plain) {
+      kind = last_kind;
+    } else if (flag == KeyKind::kAuto && info.key_type == client::KeyType::kUint32 && !first) {
       kind = KeyKind::kU32;  // KeyColumn names a cell that is no uint32 key
     } else if (flag == KeyKind::kAuto) {
       // The data's own type first, so that a bad cell is named as InferKeyKind names it.
@@ -99,7 +105,9 @@ int CmdLookup(const Globals& g, const LookupArgs& a) {
       }
       kind = *KindForIndex(flag, *data, info.key_type, a.name);
     }
-    auto keys = ForIndex(KeyColumn(p->rows, key, kind), info);
+    last_kind = kind;
+    auto keys = plain ? absl::StatusOr<KeyVector>(*std::move(plain))
+                      : ForIndex(KeyColumn(p->rows, key, kind), info);
     if (!keys.ok()) {
       queue.SetError(keys.status());
       return std::nullopt;

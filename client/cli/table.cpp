@@ -1,13 +1,13 @@
 #include "table.hpp"
 
+#include <simdjson.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <type_traits>
 #include <unordered_map>
-
-#include <nlohmann/json.hpp>
-#include <simdjson.h>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -75,8 +75,12 @@ DelimitedRecords ParseDelimitedRecords(std::string_view text, char delimiter,
   const size_t n = text.size();
   size_t i = 0;
   uint64_t line = first_line;
-  size_t width = 4;
+  size_t width = kInlineCells;
+  // Rows are built in place (a move of inline cells copies them); a record
+  // that fails is not one of the rows.
+  out.rows.reserve(static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1);
   auto fail = [&](absl::Status st) {
+    out.rows.pop_back();
     out.error = std::move(st);
     return std::move(out);
   };
@@ -93,9 +97,11 @@ DelimitedRecords ParseDelimitedRecords(std::string_view text, char delimiter,
       i += 2;
       continue;
     }
-    const uint64_t record_line = line;
-    std::vector<Cell> fields;
-    fields.reserve(width);  // records mostly have the previous one's width
+    Row& record = out.rows.emplace_back();
+    record.line = line;
+    RowCells& fields = record.cells;
+    if (width > kInlineCells)
+      fields.reserve(width);  // records mostly have the previous one's width
     for (;;) {
       // One field starts at i.
       const size_t field_number = fields.size() + 1;
@@ -134,15 +140,16 @@ DelimitedRecords ParseDelimitedRecords(std::string_view text, char delimiter,
         const size_t start = i;
         while (i < n && text[i] != delimiter && text[i] != '\n' && text[i] != '\r') {
           if (text[i] == '"') {
-            return fail(absl::InvalidArgumentError(absl::StrCat(
-                source, ":", line, ": field ", field_number,
-                ": a quote inside an unquoted field (quote the whole field and double the quote)")));
+            return fail(
+                absl::InvalidArgumentError(absl::StrCat(source, ":", line, ": field ", field_number,
+                                                        ": a quote inside an unquoted field (quote "
+                                                        "the whole field and double the quote)")));
           }
           ++i;
         }
         if (i < n && text[i] == '\r' && !(i + 1 >= n || text[i + 1] == '\n')) {
-          return fail(absl::InvalidArgumentError(absl::StrCat(
-              source, ":", line, ": field ", field_number, ": bare carriage return")));
+          return fail(absl::InvalidArgumentError(
+              absl::StrCat(source, ":", line, ": field ", field_number, ": bare carriage return")));
         }
         if (i == start) {
           fields.emplace_back(std::nullopt);
@@ -163,7 +170,6 @@ DelimitedRecords ParseDelimitedRecords(std::string_view text, char delimiter,
       break;
     }
     width = fields.size();
-    out.rows.push_back(Row{record_line, std::move(fields)});
   }
   return out;
 }
@@ -177,16 +183,21 @@ absl::Status DelimitedAssembler::Add(DelimitedRecords records, std::vector<Row>*
     have_header_ = true;
     r = 1;
   }
-  if (out->empty()) out->reserve(records.rows.size() - r);
-  for (; r < records.rows.size(); ++r) {
-    Row& row = records.rows[r];
-    if (row.cells.size() != header_.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(source_, ":", row.line, ": ",
-                                                     row.cells.size(),
-                                                     " fields, but the header has ",
-                                                     header_.size()));
-    }
-    out->push_back(std::move(row));
+  // The rows before the first of another width are appended (the whole vector
+  // when it is all of them), then that row's error, else the syntax error.
+  const size_t n = records.rows.size();
+  size_t bad = r;
+  while (bad < n && records.rows[bad].cells.size() == header_.size()) ++bad;
+  if (out->empty() && r == 0 && bad == n) {
+    *out = std::move(records.rows);
+  } else {
+    if (out->empty()) out->reserve(bad - r);
+    for (; r < bad; ++r) out->push_back(std::move(records.rows[r]));
+  }
+  if (bad < n) {
+    const Row& row = records.rows[bad];
+    return absl::InvalidArgumentError(absl::StrCat(source_, ":", row.line, ": ", row.cells.size(),
+                                                   " fields, but the header has ", header_.size()));
   }
   return records.error;
 }
@@ -228,8 +239,8 @@ bool IsJsonNumber(std::string_view s) {
 }
 
 std::string_view TrimJsonSpace(std::string_view s) {
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' ||
-                        s.back() == '\r')) {
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r')) {
     s.remove_suffix(1);
   }
   return s;
@@ -514,8 +525,8 @@ absl::StatusOr<Table> ParseDelimited(std::string_view text, char delimiter, std:
   t.format = delimiter == '\t' ? InputFormat::kTsv : InputFormat::kCsv;
   if (text.size() >= 3 && text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
   detail::DelimitedAssembler assembler(t.source);
-  absl::Status st = assembler.Add(detail::ParseDelimitedRecords(text, delimiter, t.source, 1),
-                                  &t.rows);
+  absl::Status st =
+      assembler.Add(detail::ParseDelimitedRecords(text, delimiter, t.source, 1), &t.rows);
   if (!st.ok()) return st;
   st = assembler.Finish();
   if (!st.ok()) return st;

@@ -6,14 +6,15 @@
 // of a file that starts and ends on record boundaries.
 #pragma once
 
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
@@ -36,11 +37,17 @@ absl::StatusOr<InputFormat> ParseInputFormat(std::string_view name);
 /// (a JSON Lines column whose every non-null value in the table has that kind).
 enum class CellKind : uint8_t { kText, kNumber, kBool, kJson };
 
+/// The cells of one row. Up to kInlineCells of them live in the row itself, so
+/// that the rows of a narrow table sit in one allocation (its vector of rows)
+/// rather than one each: a batch is then allocated, read and freed in order.
+inline constexpr size_t kInlineCells = 4;
+using RowCells = absl::InlinedVector<Cell, kInlineCells>;
+
 /// One input row and the 1-based line it starts on (for binary files: the
 /// 1-based row number).
 struct Row {
   uint64_t line = 0;
-  std::vector<Cell> cells;  ///< one per header column
+  RowCells cells;  ///< one per header column
 };
 
 /// A whole input file.
@@ -141,8 +148,7 @@ struct JsonRecords {
 };
 
 /// Parses the lines of `text` (starting on line `first_line`) with simdjson.
-JsonRecords ParseJsonRecords(std::string_view text, const std::string& source,
-                             uint64_t first_line);
+JsonRecords ParseJsonRecords(std::string_view text, const std::string& source, uint64_t first_line);
 
 /// Maps the keys of JSON pieces onto one header. Until Freeze() new keys become
 /// columns (rows before them get nulls); afterwards a new key is left out and

@@ -82,8 +82,8 @@ class TableReader::Impl {
         options_(options),
         delimited_(source_),
         json_(source_) {
-    threads_ = options.threads > 0 ? options.threads
-                                   : std::max(1u, std::thread::hardware_concurrency());
+    threads_ =
+        options.threads > 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
     total_bytes_ = stream_->total_bytes();
   }
 
@@ -130,9 +130,8 @@ class TableReader::Impl {
     if (first.size() >= 3 && std::string_view(first).substr(0, 3) == "\xEF\xBB\xBF") {
       first.erase(0, 3);
     }
-    producer_ = std::thread([this, carry = std::move(first)]() mutable {
-      Produce(std::move(carry));
-    });
+    producer_ =
+        std::thread([this, carry = std::move(first)]() mutable { Produce(std::move(carry)); });
     if (format_ == InputFormat::kJsonLines) {
       // The first batch's keys are the columns.
       auto more = NextText(&first_batch_);
@@ -160,8 +159,7 @@ class TableReader::Impl {
       rows_read_ += batch->rows.size();
       return true;
     }
-    absl::StatusOr<bool> more =
-        IsBinary(format_) ? NextBinary(batch) : NextText(batch);
+    absl::StatusOr<bool> more = IsBinary(format_) ? NextBinary(batch) : NextText(batch);
     if (more.ok() && *more) rows_read_ += batch->rows.size();
     return more;
   }
@@ -254,8 +252,11 @@ class TableReader::Impl {
     absl::Status read_error;
     bytes_read_.store(stream_->bytes_consumed(), std::memory_order_relaxed);
     // Scans carry[scanned, end) for boundaries, stopping at the first one at
-    // or past a piece's size (the pieces stay near piece_bytes).
-    const size_t piece = std::max<size_t>(1, options_.piece_bytes);
+    // or past a piece's size (the pieces stay near piece_bytes). Pieces of
+    // narrow rows are made smaller, to about 7/8 of a batch's rows by the last
+    // piece's bytes per line, so that a batch can take whole pieces (NextText).
+    const size_t max_piece = std::max<size_t>(1, options_.piece_bytes);
+    size_t piece = max_piece;
     auto scan = [&] {
       const char* p = carry.data();
       const size_t end = carry.size();
@@ -280,7 +281,8 @@ class TableReader::Impl {
       size_t i = scanned;
       while (i < end) {
         const void* qp = std::memchr(p + i, '"', end - i);
-        const size_t q = qp != nullptr ? static_cast<size_t>(static_cast<const char*>(qp) - p) : end;
+        const size_t q =
+            qp != nullptr ? static_cast<size_t>(static_cast<const char*>(qp) - p) : end;
         if (!in_quotes && q > i) {
           const size_t from = std::max(i, piece - 1);
           if (from < q) {
@@ -292,7 +294,8 @@ class TableReader::Impl {
             }
           }
           const void* last = memrchr(p + i, '\n', std::min(from, q) - i);
-          if (last != nullptr) boundary = static_cast<size_t>(static_cast<const char*>(last) - p) + 1;
+          if (last != nullptr)
+            boundary = static_cast<size_t>(static_cast<const char*>(last) - p) + 1;
         }
         if (q == end) break;
         in_quotes = !in_quotes;
@@ -303,7 +306,7 @@ class TableReader::Impl {
     scan();
     for (;;) {
       // Fill to a piece's size, or beyond while no boundary is found.
-      while (!eof && (carry.size() < options_.piece_bytes || boundary == 0)) {
+      while (!eof && (carry.size() < piece || boundary == 0)) {
         const size_t at = carry.size();
         const size_t want = piece;
         carry.resize(at + want);
@@ -324,7 +327,15 @@ class TableReader::Impl {
       if (cut > 0 || !read_error.ok()) {
         std::string text = carry.substr(0, cut);
         const uint64_t first_line = line;
-        line += static_cast<uint64_t>(std::count(text.begin(), text.end(), '\n'));
+        const auto lines = static_cast<uint64_t>(std::count(text.begin(), text.end(), '\n'));
+        line += lines;
+        if (lines > 0 && options_.batch_rows != SIZE_MAX) {
+          const double per_line = static_cast<double>(text.size()) / static_cast<double>(lines);
+          const double rows = static_cast<double>(options_.batch_rows) * 7 / 8;
+          piece = static_cast<size_t>(std::clamp(
+              rows * per_line, static_cast<double>(std::min<size_t>(max_piece, 64 << 10)),
+              static_cast<double>(max_piece)));
+        }
         carry.erase(0, cut);
         scanned -= cut;
         boundary = 0;
@@ -352,9 +363,8 @@ class TableReader::Impl {
     if (stop_) return false;
     const std::string* source = &source_;
     pending_.push_back(std::async(
-        std::launch::async,
-        [source, json, delimiter, first_line, read_error = std::move(read_error),
-         text = std::move(text)]() {
+        std::launch::async, [source, json, delimiter, first_line,
+                             read_error = std::move(read_error), text = std::move(text)]() {
           Piece p;
           if (json) {
             p.records = detail::ParseJsonRecords(text, *source, first_line);
@@ -404,8 +414,18 @@ class TableReader::Impl {
         if (batch->rows.empty() && rows_pos_ == 0 && take == rows_.size()) {
           batch->rows = std::move(rows_);
           rows_.clear();
+        } else if (take < rows_.size() && rows_pos_ == 0 && !batch->rows.empty() &&
+                   handed_out_ > 0 && format_ != InputFormat::kJsonLines) {
+          // Past the first batch (whose rows decide an inferred key type) a
+          // batch ends before a piece that does not fit it whole: the next
+          // takes the piece's rows without moving them one by one. JSON Lines
+          // counts cell kinds per batch as pieces arrive, so it fills batches.
+          break;
         } else {
-          batch->rows.reserve(batch->rows.size() + take);
+          const size_t want = batch->rows.size() + take;
+          if (batch->rows.capacity() < want) {
+            batch->rows.reserve(std::max(want, 2 * batch->rows.capacity()));
+          }
           for (size_t i = 0; i < take; ++i) batch->rows.push_back(std::move(rows_[rows_pos_ + i]));
           rows_pos_ += take;
         }
@@ -430,6 +450,7 @@ class TableReader::Impl {
     } else {
       batch->header = header_;
     }
+    if (!batch->rows.empty()) ++handed_out_;
     return !batch->rows.empty();
   }
 
@@ -462,6 +483,7 @@ class TableReader::Impl {
   Table json_table_;
   std::vector<Row> rows_;
   size_t rows_pos_ = 0;
+  uint64_t handed_out_ = 0;  // text batches made
   Table first_batch_;
   bool have_first_batch_ = false;
 };

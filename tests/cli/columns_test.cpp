@@ -5,6 +5,9 @@
 
 #include <cmath>
 #include <limits>
+#include <random>
+#include <string>
+#include <vector>
 
 namespace gpujoin::cli {
 namespace {
@@ -119,6 +122,51 @@ TEST(KeyKindTracker, ShortDecimalsChangeNothingAcrossBatches) {
   EXPECT_EQ(junk.Observe(Csv("k\n4294967296\n12a\n"), "k").status().message(),
             "t.csv:3: column 'k' (1): '12a' is not an integer key; string keys: see docs/cli.md");
 }
+// PlainKeys is Observe and KeyColumn in one pass for batches of plain decimal
+// keys: on random batches it gives their keys and leaves the tracker where
+// Observe leaves it, and it declines every batch that is not plain.
+TEST(KeyKindTracker, PlainKeysEqualObserveThenKeyColumn) {
+  std::mt19937_64 rng(24);
+  const std::vector<std::string> odd = {
+      "-5", "0x1f", " 7", "18446744073709551615", "1234567890123456789", "\"\"", "abc", "+3"};
+  for (int trial = 0; trial < 300; ++trial) {
+    const KeyKind kind =
+        std::vector<KeyKind>{KeyKind::kU32, KeyKind::kU64, KeyKind::kI64}[trial % 3];
+    std::string csv = "k\n";
+    bool plain = true;
+    const int rows = 1 + static_cast<int>(rng() % 20);
+    for (int r = 0; r < rows; ++r) {
+      const uint64_t pick = rng() % 100;
+      if (pick < 2) {
+        csv += odd[rng() % odd.size()];
+        plain = false;
+      } else {
+        const int digits = 1 + static_cast<int>(rng() % (pick < 50 ? 9 : 18));
+        for (int d = 0; d < digits; ++d) csv += static_cast<char>('0' + rng() % 10);
+      }
+      csv += "\n";
+    }
+    const Table t = Csv(csv);
+    KeyKindTracker fast, slow;
+    std::optional<KeyVector> got = fast.PlainKeys(t, "k", kind);
+    auto seen = slow.Observe(t, "k");
+    auto want = KeyColumn(t, "k", kind);
+    if (!plain || !want.ok()) {
+      EXPECT_FALSE(got.has_value()) << csv;
+      continue;
+    }
+    ASSERT_TRUE(got.has_value()) << csv;
+    ASSERT_TRUE(seen.ok()) << csv;
+    EXPECT_EQ(got->kind, want->kind);
+    EXPECT_EQ(got->u32, want->u32) << csv;
+    EXPECT_EQ(got->u64, want->u64) << csv;
+    EXPECT_EQ(fast.kind(), slow.kind()) << csv;
+  }
+  KeyKindTracker t;
+  EXPECT_FALSE(t.PlainKeys(Csv("k\n1\n"), "other", KeyKind::kU64).has_value());
+  EXPECT_FALSE(t.PlainKeys(Csv("k\n1\n"), "k", KeyKind::kAuto).has_value());
+}
+
 TEST(KeyColumn, ReadsEachKindAndNamesWhyACellDoesNotFit) {
   Table t = Csv("k\n-1\n0x10\n9223372036854775807\n");
   auto i = KeyColumn(t, "k", KeyKind::kI64);
