@@ -48,6 +48,11 @@ class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer>,
         response_wire_(response),
         session_(service->ops()),
         start_(Clock::now()) {
+    // Registered before the admission, as StreamReactor is: a drain that begins
+    // after the admission saw no drain finds this stream registered and ends it
+    // (registering after it left a window where the drain missed the stream and an
+    // idle one held the shutdown for the whole --drain-timeout).
+    service_->Register(this);
     absl::Status admitted = service_->Admit(context, "BuildIndex");
     if (admitted.ok()) {
       admitted = service_->AcquireStream(context, "BuildIndex", &peer_);
@@ -62,7 +67,6 @@ class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer>,
       rejected_ = true;
       result_ = admitted;
     }
-    service_->Register(this);
     Drive();
   }
 
