@@ -193,12 +193,14 @@ absl::StatusCode ExpectedAggregate(const v1::AggregateRequest& r) {
     return StatusCode::kInvalidArgument;
   }
   if (type != ValueType::kFloat32) {
-    // Typed: `values` must be absent; one value per key, data only.
+    // Typed: `values` must be absent; one value per key, no offsets, a validity
+    // bitmap of exactly ceil(rows / 8) bytes or none.
     const v1::Column& c = r.typed_values();
-    if (has_values || !c.validity().empty() || !c.offsets().empty()) {
+    if (has_values || !c.offsets().empty()) return StatusCode::kInvalidArgument;
+    if (c.length() != rows || c.data().size() != rows * Width(type)) {
       return StatusCode::kInvalidArgument;
     }
-    if (c.length() != rows || c.data().size() != rows * Width(type)) {
+    if (!c.validity().empty() && c.validity().size() != (rows + 7) / 8) {
       return StatusCode::kInvalidArgument;
     }
     return StatusCode::kOk;
@@ -250,8 +252,14 @@ std::vector<Group> BatchGroups(const v1::AggregateRequest& r) {
   } else {
     TypedRows(r, type, &floats, &ints);
   }
+  // A null typed value (validity bit 0) contributes nothing, as a masked row.
+  const std::string& validity = r.typed_values().validity();
   for (size_t i = 0; i < keys.size(); ++i) {
     if (keys[i] >= r.groups() || (!mask.empty() && mask[i] == 0)) continue;
+    if (type != ValueType::kFloat32 && !validity.empty() &&
+        ((static_cast<uint8_t>(validity[i / 8]) >> (i % 8)) & 1) == 0) {
+      continue;
+    }
     if (!count && !IsInt(type) && !std::isfinite(floats[i])) continue;
     Group& g = groups[keys[i]];
     ++g.rows;

@@ -429,10 +429,17 @@ void AggregateTarget(Writer& w) {
   w.Put(t, "typed_float32",
         Frames({TypedAggregate(v1::AGGREGATE_OP_SUM, 4, {1}, v1::COLUMN_TYPE_FLOAT32, {1})
                     .SerializeAsString()}));
-  v1::AggregateRequest typed_validity =
-      TypedAggregate(v1::AGGREGATE_OP_SUM, 4, {1}, v1::COLUMN_TYPE_INT32, {1});
-  typed_validity.mutable_typed_values()->set_validity(std::string(1, '\1'));
-  w.Put(t, "typed_validity", Frames({typed_validity.SerializeAsString()}));
+  // Null values: row 2 (a value that would overflow the int64 sum) is null; then
+  // a bitmap of the wrong size.
+  v1::AggregateRequest typed_validity = TypedAggregate(
+      v1::AGGREGATE_OP_SUM, 4, {0, 1, 0, 2}, v1::COLUMN_TYPE_INT64,
+      {uint64_t{1} << 62, 6, uint64_t{3} << 62, uint64_t{1} << 63});
+  typed_validity.mutable_typed_values()->set_validity(std::string(1, '\x0b'));
+  v1::AggregateRequest typed_validity_size =
+      TypedAggregate(v1::AGGREGATE_OP_SUM, 4, {1}, v1::COLUMN_TYPE_INT64, {1});
+  typed_validity_size.mutable_typed_values()->set_validity(std::string(2, '\1'));
+  w.Put(t, "typed_validity", Frames({typed_validity.SerializeAsString(),
+                                     typed_validity_size.SerializeAsString()}));
   v1::AggregateRequest typed_both =
       TypedAggregate(v1::AGGREGATE_OP_SUM, 4, {1}, v1::COLUMN_TYPE_UINT32, {1});
   *typed_both.mutable_values()->mutable_packed() = PackedF({1});

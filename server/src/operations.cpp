@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -855,15 +856,35 @@ absl::Status Operations::AggregateTyped(const v1::AggregateRequest& request, Agg
   const uint32_t groups = static_cast<uint32_t>(request.groups());  // Admit checked it
   const v1::Column& column = request.typed_values();
   const size_t width = engine::ColumnWidth(value_type);
-  if (!column.validity().empty() || !column.offsets().empty()) {
-    return absl::InvalidArgumentError(
-        "typed_values: validity and offsets must be empty (null rows: leave them out with mask)");
+  if (!column.offsets().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "typed_values.offsets: ", column.offsets().size(), " bytes set, but ",
+        std::string(engine::ColumnTypeName(value_type)), " values are fixed width (send none)"));
   }
   if (column.length() != keys.size() || column.data().size() != column.length() * width) {
     return absl::InvalidArgumentError(absl::StrCat(
         "typed_values: length ", column.length(), " and ", column.data().size(),
         " bytes of data, but keys has ", keys.size(), " rows (", width, " bytes per ",
         std::string(engine::ColumnTypeName(value_type)), " value)"));
+  }
+  // Null values (validity bit 0) do not contribute, as SQL's aggregates skip
+  // nulls: to the engine they are masked-out rows. The combined mask costs 4
+  // bytes a row, bounded by the request's own size.
+  const std::string& validity = column.validity();
+  std::vector<uint32_t> valid_mask;
+  if (!validity.empty()) {
+    if (validity.size() != engine::BitmapBytes(keys.size())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "typed_values.validity: ", validity.size(), " bytes, but a bitmap of ", keys.size(),
+          " rows has ceil(", keys.size(), " / 8) = ", engine::BitmapBytes(keys.size()),
+          " (or send none: no nulls)"));
+    }
+    valid_mask.resize(keys.size());
+    for (size_t r = 0; r < keys.size(); ++r) {
+      const bool valid = (static_cast<uint8_t>(validity[r / 8]) >> (r % 8)) & 1;
+      valid_mask[r] = valid && (!mask.has_value() || (*mask)[r] != 0) ? 1 : 0;
+    }
+    mask = std::span<const uint32_t>(valid_mask);
   }
   const engine::AggregationAccumulator shape(op, groups, value_type);
   const AggregateOp partial_op = shape.partial_op();

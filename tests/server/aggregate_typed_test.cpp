@@ -1,8 +1,8 @@
 // Typed Aggregate requests (issue 22) through Operations and AggregateStream on
 // the CPU backend: typed_values of every type, exact int64 sums over batches,
 // the per-batch and stream overflow bitmaps (sticky), uint64 counts, null empty
-// integer min/max groups, float64 rules, and INVALID_ARGUMENT naming the field
-// for a wrong or mixed type.
+// integer min/max groups, float64 rules, null values (validity) skipped, and
+// INVALID_ARGUMENT naming the field for a wrong or mixed type.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -172,6 +172,69 @@ TEST_F(AggregateTypedTest, Counts64OnRequestForFloat32AndCount) {
   EXPECT_EQ(with[0].total_counts(), plain[0].total_counts());
 }
 
+// A null value (validity bit 0) does not contribute, as a masked-out row does:
+// not to the sum, min, max or mean, nor to the counts. The nulls' data would
+// change every answer (and overflow the int64 sum) if it were read.
+TEST_F(AggregateTypedTest, NullValuesDoNotContribute) {
+  constexpr int64_t kI64Min = std::numeric_limits<int64_t>::min();
+  // Rows:       0   1(null)  2   3(null)  4   5(masked)  6(null) ; group 2 is all null.
+  const std::vector<uint32_t> keys = {0, 0, 1, 1, 0, 1, 2};
+  const std::vector<int64_t> values = {kI64Max - 10, kI64Max, 5, kI64Min, 7, 100, 9};
+  const std::string validity(1, char(0b0110101));  // rows 0, 2, 4, 5 valid
+  const std::vector<uint32_t> mask = {1, 1, 1, 1, 1, 0, 1};
+  for (v1::AggregateOp op : {v1::AGGREGATE_OP_SUM, v1::AGGREGATE_OP_MIN, v1::AGGREGATE_OP_MAX,
+                             v1::AGGREGATE_OP_MEAN}) {
+    SCOPED_TRACE(v1::AggregateOp_Name(op));
+    auto first = Typed<int64_t>(op, 3, keys, values, v1::COLUMN_TYPE_INT64);
+    first.mutable_typed_values()->set_validity(validity);
+    *first.mutable_mask()->mutable_packed() = PackColumn<uint32_t>(mask);
+    // A second batch, every value null: nothing changes.
+    auto second = Typed<int64_t>(op, 3, {0, 1, 2}, {kI64Max, kI64Max, kI64Max},
+                                 v1::COLUMN_TYPE_INT64);
+    second.mutable_typed_values()->set_validity(std::string(1, '\0'));
+    auto out = Stream({first, second});
+    EXPECT_THAT(UnpackColumn<uint32_t>(out[0].contributing_rows()), ElementsAre(2, 1, 0));
+    EXPECT_THAT(UnpackColumn<uint32_t>(out[1].contributing_rows()), ElementsAre(0, 0, 0));
+    EXPECT_THAT(UnpackColumn<uint64_t>(out[1].total_counts64()), ElementsAre(2, 1, 0));
+    const v1::Column& total = out[1].total_typed_result();
+    switch (op) {
+      case v1::AGGREGATE_OP_SUM:
+        EXPECT_THAT(DataOf<int64_t>(total), ElementsAre(kI64Max - 3, 5, 0));
+        EXPECT_EQ(out[1].total_overflow_groups(), 0u);  // the null kI64Max was never added
+        break;
+      case v1::AGGREGATE_OP_MIN:
+        EXPECT_THAT(DataOf<int64_t>(total), ElementsAre(7, 5, 0));
+        EXPECT_EQ(total.validity(), std::string(1, '\3'));  // group 2: only nulls, so null
+        break;
+      case v1::AGGREGATE_OP_MAX:
+        EXPECT_THAT(DataOf<int64_t>(total), ElementsAre(kI64Max - 10, 5, 0));
+        EXPECT_EQ(total.null_count(), 1u);
+        break;
+      default: {
+        const auto means = DataOf<double>(total);
+        EXPECT_EQ(means[0], double(kI64Max - 3) / 2.0);  // exact sum / count
+        EXPECT_EQ(means[1], 5.0);
+        EXPECT_TRUE(std::isnan(means[2]));
+        break;
+      }
+    }
+  }
+  // float64: a null NaN or infinity is skipped like any null; a valid one by the
+  // float rules.
+  auto f = Typed<double>(v1::AGGREGATE_OP_SUM, 1, {0, 0, 0},
+                         {1.5, -std::numeric_limits<double>::infinity(), 2.25},
+                         v1::COLUMN_TYPE_FLOAT64);
+  f.mutable_typed_values()->set_validity(std::string(1, '\5'));
+  auto fo = Stream({f});
+  EXPECT_THAT(DataOf<double>(fo[0].total_typed_result()), ElementsAre(3.75));
+  EXPECT_THAT(UnpackColumn<uint64_t>(fo[0].total_counts64()), ElementsAre(2));
+  // uint32: a null 0xffffffff is not summed (nor read as -1 by a narrower signed view).
+  auto u = Typed<uint32_t>(v1::AGGREGATE_OP_SUM, 1, {0, 0}, {0xffffffffu, 0xfffffffeu},
+                           v1::COLUMN_TYPE_UINT32);
+  u.mutable_typed_values()->set_validity(std::string(1, '\2'));
+  EXPECT_THAT(DataOf<uint64_t>(Stream({u})[0].total_typed_result()), ElementsAre(0xfffffffeu));
+}
+
 TEST_F(AggregateTypedTest, WrongOrMixedTypesNameTheField) {
   auto sum64 = Typed<int64_t>(v1::AGGREGATE_OP_SUM, 2, {0, 1}, {1, 2}, v1::COLUMN_TYPE_INT64);
   {
@@ -204,9 +267,16 @@ TEST_F(AggregateTypedTest, WrongOrMixedTypesNameTheField) {
     EXPECT_THAT(Refusal(r).message(), HasSubstr("8 bytes per int64 value"));  // 4-byte data
   }
   {
+    auto r = sum64;  // 2 rows take 1 byte of bitmap
+    r.mutable_typed_values()->set_validity(std::string(2, '\3'));
+    const absl::Status s = Refusal(r);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(s.message(), HasSubstr("typed_values.validity: 2 bytes, but a bitmap of 2 rows"));
+  }
+  {
     auto r = sum64;
-    r.mutable_typed_values()->set_validity(std::string(1, '\1'));
-    EXPECT_THAT(Refusal(r).message(), HasSubstr("validity"));
+    r.mutable_typed_values()->set_offsets(std::string(12, '\0'));
+    EXPECT_THAT(Refusal(r).message(), HasSubstr("typed_values.offsets: 12 bytes"));
   }
   // Mixed within a stream: the first batch's type holds.
   AggregateStream stream;
