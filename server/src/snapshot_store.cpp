@@ -261,7 +261,7 @@ void SnapshotStore::RunJob(const std::string& name, const Job& job) {
       *job.version, file, [this, &name, &job] { return generation_[name] == job.generation; });
   if (bytes.ok()) {
     const double seconds = SecondsSince(start);
-    metrics_.WriteSucceeded(name, *bytes, seconds);
+    RecordWrite(name, job.generation, *bytes, seconds);
     LogInfo(absl::StrCat("snapshot of index \"", name, "\" version ", job.version->version,
                          " written: ", *bytes, " bytes in ", seconds, " s"));
   } else if (absl::IsCancelled(bytes.status())) {
@@ -344,6 +344,13 @@ absl::StatusOr<uint64_t> SnapshotStore::WriteFile(const IndexVersion& version,
   return bytes;
 }
 
+void SnapshotStore::RecordWrite(const std::string& name, uint64_t generation, uint64_t bytes,
+                                double seconds) {
+  // Under mu_, as Forget's generation bump and metrics removal are.
+  std::lock_guard<std::mutex> lock(mu_);
+  if (generation_[name] == generation) metrics_.WriteSucceeded(name, bytes, seconds);
+}
+
 uint64_t SnapshotStore::DirBytes() const {
   uint64_t total = 0;
   std::error_code ec;
@@ -376,7 +383,7 @@ absl::StatusOr<SavedSnapshot> SnapshotStore::Save(const IndexVersion& version,
   }
   if (!bytes.ok()) return bytes.status();
   SavedSnapshot saved{file, *bytes, version.version, SecondsSince(start)};
-  if (own) metrics_.WriteSucceeded(version.name, *bytes, saved.seconds);
+  if (own) RecordWrite(version.name, generation, *bytes, saved.seconds);
   return saved;
 }
 

@@ -178,6 +178,10 @@ class SnapshotStore {
   /// before the rename (false: superseded, CANCELLED).
   absl::StatusOr<uint64_t> WriteFile(const IndexVersion& version, const std::string& final_name,
                                      const std::function<bool()>& still_current);
+  /// Records a written snapshot of `name` in the metrics, unless the name was
+  /// dropped (or rebuilt) since `generation`: a drop removes the name's series,
+  /// and a write that finished just before it must not bring them back.
+  void RecordWrite(const std::string& name, uint64_t generation, uint64_t bytes, double seconds);
   /// Bytes of the files in the data dir.
   uint64_t DirBytes() const;
   std::string PathOf(const std::string& file) const;
