@@ -421,6 +421,20 @@ TEST(AggregateGraphHost, LayoutsHoldEachPartAligned) {
   const AggregateShape mean{AggregateOp::kMean, 10, 1000, false, true};
   EXPECT_EQ(AggregateGraph::InputBytes(mean), 256u + 40u);
   EXPECT_EQ(AggregateGraph::OutputBytes(mean), 4096u + 4000u);
+  // Typed int64 sum with overflow flags: 8-byte values in; the two accumulator
+  // words per group out (the sums of the low and high halves), then the flags.
+  const AggregateShape sum64{AggregateOp::kSum, 100, 10, false, false, ColumnType::kInt64, true};
+  EXPECT_EQ(AggregateGraph::InputBytes(sum64), 512u + 800u);
+  EXPECT_EQ(AggregateGraph::OutputBytes(sum64), 256u + 10u);
+  // Typed int32 min: 4-byte values; counts (empty integer groups are null),
+  // then one word per group.
+  const AggregateShape min32{AggregateOp::kMin, 100, 10, true, true, ColumnType::kInt32, false};
+  EXPECT_EQ(AggregateGraph::InputBytes(min32), 1024u + 400u);
+  EXPECT_EQ(AggregateGraph::OutputBytes(min32), 256u + 80u);
+  // The value type makes a shape of its own.
+  AggregateShape sum32 = sum64;
+  sum32.value_type = ColumnType::kInt32;
+  EXPECT_FALSE(sum32 == sum64);
 }
 
 TEST(AggregateGraphHost, EmptyAndOversizedShapesAreNeverCaptured) {

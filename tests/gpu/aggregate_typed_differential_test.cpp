@@ -1,13 +1,15 @@
 // Typed grouped aggregation (issue 22), CUDA against the CPU backend on fresh
 // random inputs (the seed is printed on failure), for every value type (int32,
-// int64, uint32, uint64, float64) and every value op. Two suites:
+// int64, uint32, uint64, float64) and every value op. Three suites:
 //  - AggregateTypedDifferential runs aggregate nodes through both backends' Run
 //    over the group counts that pick each accumulation path (16 and 256:
 //    block-shared, 4,097 and 65,536: shared-range, 200,000: global), uniform and
 //    hot keys, out-of-range keys, masks and chunked inputs, with values at the
 //    types' extremes so that int64/uint64 sums overflow in some groups;
 //  - AggregateTypedPathTest calls the device-level Aggregate with each path
-//    forced, on unaligned columns too (lane-private is refused for typed values).
+//    forced, on unaligned columns too (lane-private is refused for typed values);
+//  - AggregateTypedGraphReplay repeats small shapes so that they are captured into
+//    CUDA Graphs and replayed (aggregate_graph_cache.hpp), each round against the CPU.
 // Outputs are poisoned first. Counts, contributing rows, every integer result
 // word and the overflow flags are compared exactly (the integer contract is
 // order independent), float64 min/max bit for bit. Float64 sums and means are
@@ -36,7 +38,8 @@
 #if defined(GPUJOIN_HAVE_CUDA)
 #include <cuda_runtime.h>
 
-#include "cuda/aggregate_ops.hpp"  // engine/src: the device-level Aggregate
+#include "cuda/aggregate_graph_cache.hpp"  // engine/src: AggregateGraphCounters
+#include "cuda/aggregate_ops.hpp"          // engine/src: the device-level Aggregate
 #endif
 
 namespace gpujoin::engine {
@@ -224,6 +227,72 @@ INSTANTIATE_TEST_SUITE_P(Shapes, AggregateTypedDifferential,
                                            TypedCase{(1u << 21) + 5, 65536, false, true},
                                            TypedCase{(1u << 21) + 1, 200000, true, true},
                                            TypedCase{100003, 200000, false, false}),
+                         CaseName);
+
+#if defined(GPUJOIN_HAVE_CUDA)
+using GraphTotals = detail::AggregateGraphTotals;
+GraphTotals GraphCounters() { return detail::AggregateGraphCounters(); }
+#else
+struct GraphTotals {
+  uint64_t captures = 0, replays = 0, capture_failures = 0;
+};
+GraphTotals GraphCounters() { return {}; }
+#endif
+
+// Small typed nodes go through the aggregate graph cache
+// (engine/src/cuda/aggregate_graph_cache.hpp) as float32 ones do: a shape (op,
+// value type, rows, groups, mask, counts, overflow flags) is seen once, captured
+// the second time and replayed from then on, with fresh keys, mask and values
+// each round (chunked at random), every round equal to the CPU's.
+class AggregateTypedGraphReplay : public AggregateTypedDifferential {
+ protected:
+  static constexpr int kRounds = 4;
+
+  template <typename V>
+  void Rounds() {
+    const TypedCase c = GetParam();
+    for (AggregateOp op : kValueOps) {
+      for (int round = 0; round < kRounds; ++round) {
+        SCOPED_TRACE(std::string(AggregateOpName(op)) + " round " + std::to_string(round) + " " +
+                     Seed());
+        const KeysAndMask in = RandomKeys(rng_, c.rows, c.groups, c.hot, c.mask);
+        std::vector<V> v(c.rows);
+        for (auto& x : v) x = RandomValue<V>(rng_, /*exact=*/true);
+        const ChunkedU32 kc = RandomChunks(in.keys);
+        const Chunked<V> vc = RandomChunks(v);
+        const std::optional<ChunkedU32> mc =
+            c.mask ? std::optional<ChunkedU32>(RandomChunks(in.mask)) : std::nullopt;
+        const TypedOut want = RunOn<V>(*cpu_, op, kc, vc, mc, c.groups);
+        const TypedOut got = RunOn<V>(*cuda_, op, kc, vc, mc, c.groups);
+        ExpectSameTyped<V>(op, true, want, got, AbsSums(in, v, c.groups));
+        if (HasFailure()) return;
+      }
+    }
+  }
+};
+
+TEST_P(AggregateTypedGraphReplay, RepeatedShapesCaptureOnceAndReplayLikeCpu) {
+  const GraphTotals before = GraphCounters();
+  Rounds<int32_t>();
+  Rounds<int64_t>();
+  Rounds<uint32_t>();
+  Rounds<uint64_t>();
+  Rounds<double>();
+  if (HasFailure()) return;
+  const GraphTotals after = GraphCounters();
+  constexpr uint64_t kShapes = 5 * std::size(kValueOps);  // value types x ops
+  EXPECT_EQ(after.capture_failures, before.capture_failures) << "an aggregate graph capture failed";
+  EXPECT_EQ(after.captures - before.captures, kShapes);
+  EXPECT_EQ(after.replays - before.replays, kShapes * (kRounds - 2));
+}
+
+// Within the cache's bounds (aggregate_graph_cache.hpp: at most 2^18 rows and
+// groups), at group counts that take the block-shared (16, 256) and the
+// shared-range (4,097) paths.
+INSTANTIATE_TEST_SUITE_P(Small, AggregateTypedGraphReplay,
+                         ::testing::Values(TypedCase{3001, 16, true, true},
+                                           TypedCase{4099, 256, false, false},
+                                           TypedCase{20000, 4097, true, true}),
                          CaseName);
 
 #if defined(GPUJOIN_HAVE_CUDA)

@@ -18,17 +18,21 @@ size_t Align256(size_t v) { return (v + 255) & ~size_t{255}; }
 
 bool ValueOp(AggregateOp op) { return op != AggregateOp::kCount; }
 
+bool Typed(const AggregateShape& s) {
+  return ValueOp(s.op) && s.value_type != ColumnType::kFloat32;
+}
+
 // Byte offsets of the input and output parts (kNoPart when absent) and sizes.
 struct Layout {
   size_t values_at = kNoPart, mask_at = kNoPart, in_bytes = 0;
-  size_t counts_at = kNoPart, output_at = kNoPart, out_bytes = 0;
+  size_t counts_at = kNoPart, output_at = kNoPart, overflow_at = kNoPart, out_bytes = 0;
 };
 Layout LayoutOf(const AggregateShape& s) {
   Layout l;
   size_t at = s.rows * 4;  // keys
   if (ValueOp(s.op)) {
     l.values_at = Align256(at);
-    at = l.values_at + s.rows * 4;
+    at = l.values_at + s.rows * (Typed(s) ? ColumnWidth(s.value_type) : 4);
   }
   if (s.mask) {
     l.mask_at = Align256(at);
@@ -42,7 +46,12 @@ Layout LayoutOf(const AggregateShape& s) {
   }
   if (ValueOp(s.op)) {
     l.output_at = Align256(at);
-    at = l.output_at + size_t(s.groups) * 4;
+    at = l.output_at + (Typed(s) ? AggregateTypedOutputWords(s.op, s.value_type, s.groups) * 8
+                                 : size_t(s.groups) * 4);
+  }
+  if (s.overflow) {
+    l.overflow_at = Align256(at);
+    at = l.overflow_at + s.groups;
   }
   l.out_bytes = at;
   return l;
@@ -67,6 +76,7 @@ absl::StatusOr<std::unique_ptr<AggregateGraph>> AggregateGraph::Capture(const Ag
   g->in_bytes_ = layout.in_bytes;
   g->counts_at_ = layout.counts_at;
   g->output_at_ = layout.output_at;
+  g->overflow_at_ = layout.overflow_at;
   g->out_bytes_ = layout.out_bytes;
   auto in_d = DeviceBuffer<uint8_t>::Async(g->in_bytes_, stream, "aggregate graph inputs");
   if (!in_d.ok()) return in_d.status();
@@ -84,20 +94,26 @@ absl::StatusOr<std::unique_ptr<AggregateGraph>> AggregateGraph::Capture(const Ag
 
   uint8_t* in_dev = g->in_d_.data();
   uint8_t* out_dev = g->out_d_.data();
+  auto in_part = [&](size_t at) -> const void* {
+    return at == kNoPart ? nullptr : in_dev + at;
+  };
+  auto out_part = [&](size_t at) -> void* { return at == kNoPart ? nullptr : out_dev + at; };
   AggregateArgs a;
   a.op = shape.op;
   a.keys = reinterpret_cast<const uint32_t*>(in_dev);
-  a.values = layout.values_at == kNoPart
-                 ? nullptr
-                 : reinterpret_cast<const float*>(in_dev + layout.values_at);
-  a.mask = layout.mask_at == kNoPart ? nullptr
-                                     : reinterpret_cast<const uint32_t*>(in_dev + layout.mask_at);
+  if (Typed(shape)) {
+    a.value_type = shape.value_type;
+    a.typed_values = in_part(layout.values_at);
+    a.typed_output = static_cast<uint64_t*>(out_part(layout.output_at));
+    a.overflow = static_cast<uint8_t*>(out_part(layout.overflow_at));
+  } else {
+    a.values = static_cast<const float*>(in_part(layout.values_at));
+    a.output = static_cast<float*>(out_part(layout.output_at));
+  }
+  a.mask = static_cast<const uint32_t*>(in_part(layout.mask_at));
   a.rows = shape.rows;
   a.groups = shape.groups;
-  a.counts = layout.counts_at == kNoPart ? nullptr
-                                         : reinterpret_cast<uint32_t*>(out_dev + layout.counts_at);
-  a.output =
-      layout.output_at == kNoPart ? nullptr : reinterpret_cast<float*>(out_dev + layout.output_at);
+  a.counts = static_cast<uint32_t*>(out_part(layout.counts_at));
 
   const absl::Status captured = g->graph_.Capture(stream, "capture aggregate graph", [&] {
     cudaError_t e =

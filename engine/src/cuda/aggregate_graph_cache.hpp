@@ -1,6 +1,7 @@
 // Internal (CUDA builds only): CUDA Graph capture and replay of repeated small
-// aggregate nodes. An aggregation of the same op, row count, group count, masked
-// or not and with or without per-group counts is a fixed sequence (upload keys,
+// aggregate nodes. An aggregation of the same op, value type (float32 or a typed
+// one), row count, group count, masked or not, with or without per-group counts
+// and overflow flags is a fixed sequence (upload keys,
 // values and mask; clear the accumulators; accumulate; finalise; download counts
 // and values): the same Aggregate call (aggregate_ops.hpp) with the same kernel
 // variant, grid and sizes every time. The second time such a shape is seen on a
@@ -23,6 +24,7 @@
 #include "common/shape_cache.hpp"
 #include "cuda/captured_graph.hpp"
 #include "cuda/device_buffer.hpp"
+#include "gpujoin/engine/column.hpp"
 #include "gpujoin/engine/types.hpp"
 
 namespace gpujoin::engine::detail {
@@ -33,19 +35,27 @@ struct AggregateShape {
   uint64_t rows = 0;    ///< input rows, > 0
   uint32_t groups = 0;  ///< output groups, > 0
   bool mask = false;    ///< a mask column is read
-  /// Per-group counts are computed and downloaded (always for kCount and kMean;
-  /// for sum/min/max only when contributing rows are wanted).
+  /// Per-group counts are computed and downloaded (always for kCount and kMean,
+  /// and for integer min/max: AggregateNeedsCounts; otherwise only when
+  /// contributing rows are wanted).
   bool counts = false;
+  /// kFloat32: `values` in, groups floats out. kInt32, kInt64, kUint32, kUint64,
+  /// kFloat64: typed values in, AggregateTypedOutputWords words out. Ignored
+  /// (kFloat32) for kCount.
+  ColumnType value_type = ColumnType::kFloat32;
+  /// Per-group overflow flags are computed and downloaded (integer sum/mean).
+  bool overflow = false;
   friend bool operator==(const AggregateShape&, const AggregateShape&) = default;
 };
 
 /// A captured aggregation: pinned input, pinned output and the graph.
 ///
 /// Input (pinned, copied to the device in one piece): rows keys, then (value
-/// ops) rows float values, then (when shape.mask) rows mask words, each part
-/// starting 256-byte aligned. Output (pinned, copied back in one piece): groups
-/// uint32 counts (when shape.counts), then (value ops) groups floats, each part
-/// 256-byte aligned.
+/// ops) rows values of the value type, then (when shape.mask) rows mask words,
+/// each part starting 256-byte aligned. Output (pinned, copied back in one
+/// piece): groups uint32 counts (when shape.counts), then (value ops) groups
+/// floats or the typed output words, then (when shape.overflow) groups flag
+/// bytes, each part 256-byte aligned.
 class AggregateGraph {
  public:
   using Shape = AggregateShape;
@@ -78,10 +88,8 @@ class AggregateGraph {
   const AggregateShape& shape() const { return shape_; }
   /// Pinned input keys (shape.rows).
   uint32_t* keys() const { return reinterpret_cast<uint32_t*>(in_.data()); }
-  /// Pinned input values (shape.rows; value ops only, else null).
-  float* values() const {
-    return values_at_ == kNone ? nullptr : reinterpret_cast<float*>(in_.data() + values_at_);
-  }
+  /// Pinned input values (shape.rows of the value type; value ops only, else null).
+  uint8_t* values() const { return values_at_ == kNone ? nullptr : in_.data() + values_at_; }
   /// Pinned input mask (shape.rows; only when shape.mask, else null).
   uint32_t* mask() const {
     return mask_at_ == kNone ? nullptr : reinterpret_cast<uint32_t*>(in_.data() + mask_at_);
@@ -92,10 +100,16 @@ class AggregateGraph {
     return counts_at_ == kNone ? nullptr
                                : reinterpret_cast<const uint32_t*>(out_.data() + counts_at_);
   }
-  /// Pinned output values (shape.groups; value ops only, else null), valid after
-  /// Launch and a wait on the stream.
-  const float* output() const {
-    return output_at_ == kNone ? nullptr : reinterpret_cast<const float*>(out_.data() + output_at_);
+  /// Pinned output values (value ops only, else null): shape.groups floats, or
+  /// for a typed shape the typed output words, the first shape.groups of which
+  /// are the results. Valid after Launch and a wait on the stream.
+  const uint8_t* output() const {
+    return output_at_ == kNone ? nullptr : out_.data() + output_at_;
+  }
+  /// Pinned overflow flags (shape.groups; only when shape.overflow, else null),
+  /// valid after Launch and a wait on the stream.
+  const uint8_t* overflow() const {
+    return overflow_at_ == kNone ? nullptr : out_.data() + overflow_at_;
   }
 
   /// Launches the graph on `stream` (the stream it was captured on).
@@ -111,7 +125,7 @@ class AggregateGraph {
 
   AggregateShape shape_;
   size_t values_at_ = kNone, mask_at_ = kNone, in_bytes_ = 0;
-  size_t counts_at_ = kNone, output_at_ = kNone, out_bytes_ = 0;
+  size_t counts_at_ = kNone, output_at_ = kNone, overflow_at_ = kNone, out_bytes_ = 0;
   DeviceBuffer<uint8_t> in_d_, out_d_;
   PinnedBuffer in_, out_;
   CapturedGraph graph_;

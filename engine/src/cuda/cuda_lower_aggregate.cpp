@@ -32,8 +32,21 @@ absl::Status ReplayAggregateGraph(StreamContext& ctx, AggregateGraph& graph, siz
       out += c.size_bytes();
     }
   };
+  const bool typed = graph.shape().value_type != ColumnType::kFloat32;
   gather(n.keys, graph.keys());
-  if (graph.values() != nullptr) gather(n.values, graph.values());
+  if (graph.values() != nullptr) {
+    if (typed) {
+      std::visit(
+          [&](const auto& column) {
+            if constexpr (!std::is_same_v<std::decay_t<decltype(column)>, std::monostate>) {
+              gather(column, graph.values());
+            }
+          },
+          n.typed_values);
+    } else {
+      gather(n.values, graph.values());
+    }
+  }
   if (graph.mask() != nullptr) gather(*n.mask, graph.mask());
   GPUJOIN_CUDA_RETURN(graph.Launch(ctx.stream()),
                       absl::StrCat("node ", i, " (aggregate ", std::string(AggregateOpName(n.op)),
@@ -41,9 +54,12 @@ absl::Status ReplayAggregateGraph(StreamContext& ctx, AggregateGraph& graph, siz
   GPUJOIN_RETURN_IF_ERROR(ctx.Synchronize("aggregate"));
   if (n.op == AggregateOp::kCount) {
     std::memcpy(n.count_output.data(), graph.counts(), n.count_output.size_bytes());
+  } else if (typed) {
+    std::memcpy(n.typed_output.data(), graph.output(), n.typed_output.size_bytes());
   } else {
     std::memcpy(n.value_output.data(), graph.output(), n.value_output.size_bytes());
   }
+  if (!n.overflow.empty()) std::memcpy(n.overflow.data(), graph.overflow(), n.overflow.size());
   // For count every in-range, unmasked row contributes: the same numbers.
   if (!n.contributing_rows.empty()) {
     std::memcpy(n.contributing_rows.data(), graph.counts(), n.contributing_rows.size_bytes());
@@ -51,8 +67,8 @@ absl::Status ReplayAggregateGraph(StreamContext& ctx, AggregateGraph& graph, siz
   return absl::OkStatus();
 }
 
-// A typed aggregation (AggregateNode::typed_values of V): uploads, one
-// Aggregate call, downloads. Not captured into graphs (float32 nodes only).
+// A typed aggregation (AggregateNode::typed_values of V), uncaptured: uploads,
+// one Aggregate call, downloads.
 template <typename V>
 absl::Status RunTyped(StreamContext& ctx, size_t i, const AggregateNode& n,
                       const Chunked<V>& column, ColumnType type, uint32_t groups) {
@@ -116,6 +132,18 @@ absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const
                      " groups; the cuda backend supports at most 2^32 - 1"));
   }
   const uint32_t groups = uint32_t(group_rows);
+  const ColumnType value_type =
+      typed ? *AggregateValueType(n.typed_values) : ColumnType::kFloat32;
+  const bool need_counts = count_op || AggregateNeedsCounts(n.op, value_type) ||
+                           !n.contributing_rows.empty();
+  // Small nodes of a shape seen before on this context replay a captured graph.
+  const AggregateShape shape{n.op,        rows,       groups, n.mask.has_value(), need_counts,
+                             value_type, !n.overflow.empty()};
+  auto graph = ctx.aggregate_graphs().Get(shape, ctx.stream());
+  if (graph.ok() && *graph != nullptr) return ReplayAggregateGraph(ctx, **graph, i, n);
+  // Otherwise (first sight, too large, or a failed capture: that shape is not
+  // captured again on this context) the node runs uncaptured; a device that is
+  // gone for good fails there and is noted by Run.
   if (typed) {
     return std::visit(
         [&](const auto& column) -> absl::Status {
@@ -124,19 +152,11 @@ absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const
             return absl::InternalError("unreachable: typed aggregation without values");
           } else {
             using V = typename C::value_type::value_type;
-            return RunTyped<V>(ctx, i, n, column, *AggregateValueType(n.typed_values), groups);
+            return RunTyped<V>(ctx, i, n, column, value_type, groups);
           }
         },
         n.typed_values);
   }
-  const bool need_counts = count_op || n.op == AggregateOp::kMean || !n.contributing_rows.empty();
-  // Small nodes of a shape seen before on this context replay a captured graph.
-  const AggregateShape shape{n.op, rows, groups, n.mask.has_value(), need_counts};
-  auto graph = ctx.aggregate_graphs().Get(shape, ctx.stream());
-  if (graph.ok() && *graph != nullptr) return ReplayAggregateGraph(ctx, **graph, i, n);
-  // Otherwise (first sight, too large, or a failed capture: that shape is not
-  // captured again on this context) the node runs uncaptured; a device that is
-  // gone for good fails there and is noted by Run.
   GPUJOIN_ASSIGN_OR_RETURN(auto keys, Alloc<uint32_t>(rows, ctx, "aggregate keys"));
   GPUJOIN_RETURN_IF_ERROR(ctx.Upload(keys.data(), RangesOf(n.keys), "aggregate keys"));
   DeviceBuffer<float> values;
