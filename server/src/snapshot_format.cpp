@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gpujoin/common/status_macros.hpp"
+#include "gpujoin/common/xxhash64.hpp"
 
 namespace gpujoin::server {
 namespace {
@@ -69,11 +70,7 @@ uint64_t AlignUp(uint64_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
 uint64_t HeaderBytes(size_t sections) { return kFixedHeaderBytes + kEntryBytes * sections + 8; }
 
 // ---------------------------------------------------------------- xxHash64
-constexpr uint64_t kP1 = 0x9E3779B185EBCA87ull;
-constexpr uint64_t kP2 = 0xC2B2AE3D27D4EB4Full;
-constexpr uint64_t kP3 = 0x165667B19E3779F9ull;
-constexpr uint64_t kP4 = 0x85EBCA77C2B2AE63ull;
-constexpr uint64_t kP5 = 0x27D4EB2F165667C5ull;
+// XXH64's steps are gpujoin/common/xxhash64.hpp's, the row hash's too.
 
 inline uint64_t Read64(const uint8_t* p) {
   uint64_t v;
@@ -85,18 +82,13 @@ inline uint32_t Read32(const uint8_t* p) {
   std::memcpy(&v, p, 4);
   return v;
 }
-inline uint64_t Round(uint64_t acc, uint64_t input) {
-  return std::rotl(acc + input * kP2, 31) * kP1;
-}
-inline uint64_t MergeRound(uint64_t acc, uint64_t v) { return (acc ^ Round(0, v)) * kP1 + kP4; }
 
 // xxHash64 of bytes given in pieces, so that a block can be hashed while it is
 // still in cache from its read. Every piece but the last must be a multiple of
 // 32 bytes (the stripe), and the last piece's memory must live until Digest.
 class XxHash64State {
  public:
-  explicit XxHash64State(uint64_t seed)
-      : seed_(seed), v_{seed + kP1 + kP2, seed + kP2, seed, seed - kP1} {}
+  explicit XxHash64State(uint64_t seed) : seed_(seed) { xxh64::InitLanes(seed, v_); }
 
   void Update(const void* data, size_t n) {
     const auto* p = static_cast<const uint8_t*>(data);
@@ -106,10 +98,10 @@ class XxHash64State {
       uint64_t v1 = v_[0], v2 = v_[1], v3 = v_[2], v4 = v_[3];
       const uint8_t* const limit = end - 32;
       do {
-        v1 = Round(v1, Read64(p));
-        v2 = Round(v2, Read64(p + 8));
-        v3 = Round(v3, Read64(p + 16));
-        v4 = Round(v4, Read64(p + 24));
+        v1 = xxh64::Round(v1, Read64(p));
+        v2 = xxh64::Round(v2, Read64(p + 8));
+        v3 = xxh64::Round(v3, Read64(p + 16));
+        v4 = xxh64::Round(v4, Read64(p + 24));
         p += 32;
       } while (p <= limit);
       v_[0] = v1, v_[1] = v2, v_[2] = v3, v_[3] = v4;
@@ -119,37 +111,17 @@ class XxHash64State {
   }
 
   uint64_t Digest() const {
-    uint64_t h;
-    if (total_ >= 32) {
-      h = std::rotl(v_[0], 1) + std::rotl(v_[1], 7) + std::rotl(v_[2], 12) + std::rotl(v_[3], 18);
-      for (uint64_t v : v_) h = MergeRound(h, v);
-    } else {
-      h = seed_ + kP5;
-    }
+    uint64_t h = total_ >= 32 ? xxh64::Converge(v_) : xxh64::ShortStart(seed_);
     h += total_;
     const uint8_t* p = tail_;
     const uint8_t* const end = tail_ + tail_bytes_;
-    while (end - p >= 8) {
-      h ^= Round(0, Read64(p));
-      h = std::rotl(h, 27) * kP1 + kP4;
-      p += 8;
-    }
+    for (; end - p >= 8; p += 8) h = xxh64::Tail8(h, Read64(p));
     if (end - p >= 4) {
-      h ^= uint64_t(Read32(p)) * kP1;
-      h = std::rotl(h, 23) * kP2 + kP3;
+      h = xxh64::Tail4(h, Read32(p));
       p += 4;
     }
-    while (p < end) {
-      h ^= uint64_t(*p) * kP5;
-      h = std::rotl(h, 11) * kP1;
-      ++p;
-    }
-    h ^= h >> 33;
-    h *= kP2;
-    h ^= h >> 29;
-    h *= kP3;
-    h ^= h >> 32;
-    return h;
+    for (; p < end; ++p) h = xxh64::TailByte(h, *p);
+    return xxh64::Avalanche(h);
   }
 
  private:

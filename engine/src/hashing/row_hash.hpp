@@ -19,15 +19,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "gpujoin/common/xxhash64.hpp"  // also defines GPUJOIN_HOST_DEVICE
 #include "gpujoin/engine/hashing.hpp"
-
-#if !defined(GPUJOIN_HOST_DEVICE)
-#if defined(__CUDACC__)
-#define GPUJOIN_HOST_DEVICE __host__ __device__ __forceinline__
-#else
-#define GPUJOIN_HOST_DEVICE inline
-#endif
-#endif
 
 namespace gpujoin::engine::detail {
 
@@ -97,7 +90,7 @@ GPUJOIN_HOST_DEVICE uint64_t LoadWord64(const uint8_t* p) {
 }
 
 GPUJOIN_HOST_DEVICE uint32_t Rotl32(uint32_t x, int r) { return (x << r) | (x >> (32 - r)); }
-GPUJOIN_HOST_DEVICE uint64_t Rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+using xxh64::Rotl64;
 
 // ---------------------------------------------------------------------------
 // XXH32 (xxHash specification, https://github.com/Cyan4973/xxHash/blob/dev/doc/xxhash_spec.md)
@@ -198,111 +191,62 @@ GPUJOIN_HOST_DEVICE uint32_t Xxh32Of8(uint64_t v) {
 // XXH64
 // ---------------------------------------------------------------------------
 
-inline constexpr uint64_t kXxh64Prime1 = 0x9E3779B185EBCA87ull;
-inline constexpr uint64_t kXxh64Prime2 = 0xC2B2AE3D27D4EB4Full;
-inline constexpr uint64_t kXxh64Prime3 = 0x165667B19E3779F9ull;
-inline constexpr uint64_t kXxh64Prime4 = 0x85EBCA77C2B2AE63ull;
-inline constexpr uint64_t kXxh64Prime5 = 0x27D4EB2F165667C5ull;
-
-GPUJOIN_HOST_DEVICE uint64_t Xxh64Round(uint64_t acc, uint64_t input) {
-  acc += input * kXxh64Prime2;
-  acc = Rotl64(acc, 31);
-  return acc * kXxh64Prime1;
-}
-
-GPUJOIN_HOST_DEVICE uint64_t Xxh64MergeRound(uint64_t acc, uint64_t v) {
-  acc ^= Xxh64Round(0, v);
-  return acc * kXxh64Prime1 + kXxh64Prime4;
-}
-
-/// XXH64's final mix: a bijection on uint64 with full avalanche.
-GPUJOIN_HOST_DEVICE uint64_t Xxh64Avalanche(uint64_t h) {
-  h ^= h >> 33;
-  h *= kXxh64Prime2;
-  h ^= h >> 29;
-  h *= kXxh64Prime3;
-  h ^= h >> 32;
-  return h;
-}
-
-/// One 8-byte lane of XXH64's tail.
-GPUJOIN_HOST_DEVICE uint64_t Xxh64Tail8(uint64_t h, uint64_t word) {
-  h ^= Xxh64Round(0, word);
-  return Rotl64(h, 27) * kXxh64Prime1 + kXxh64Prime4;
-}
-
-/// The 4-byte lane of XXH64's tail.
-GPUJOIN_HOST_DEVICE uint64_t Xxh64Tail4(uint64_t h, uint32_t word) {
-  h ^= uint64_t{word} * kXxh64Prime1;
-  return Rotl64(h, 23) * kXxh64Prime2 + kXxh64Prime3;
-}
+// The primes, rounds, tail steps and avalanche are gpujoin/common/xxhash64.hpp's
+// (shared with the snapshot file's checksums).
 
 /// XXH64 of `len` bytes at `p` with `seed`.
 GPUJOIN_HOST_DEVICE uint64_t Xxh64Bytes(const uint8_t* p, uint64_t len, uint64_t seed) {
   const uint8_t* const end = p + len;
   uint64_t h;
   if (len >= 32) {
-    uint64_t v1 = seed + kXxh64Prime1 + kXxh64Prime2;
-    uint64_t v2 = seed + kXxh64Prime2;
-    uint64_t v3 = seed;
-    uint64_t v4 = seed - kXxh64Prime1;
+    uint64_t v[4];
+    xxh64::InitLanes(seed, v);
     const uint8_t* const limit = end - 32;
     do {
-      v1 = Xxh64Round(v1, LoadUnaligned64(p));
-      v2 = Xxh64Round(v2, LoadUnaligned64(p + 8));
-      v3 = Xxh64Round(v3, LoadUnaligned64(p + 16));
-      v4 = Xxh64Round(v4, LoadUnaligned64(p + 24));
+      v[0] = xxh64::Round(v[0], LoadUnaligned64(p));
+      v[1] = xxh64::Round(v[1], LoadUnaligned64(p + 8));
+      v[2] = xxh64::Round(v[2], LoadUnaligned64(p + 16));
+      v[3] = xxh64::Round(v[3], LoadUnaligned64(p + 24));
       p += 32;
     } while (p <= limit);
-    h = Rotl64(v1, 1) + Rotl64(v2, 7) + Rotl64(v3, 12) + Rotl64(v4, 18);
-    h = Xxh64MergeRound(h, v1);
-    h = Xxh64MergeRound(h, v2);
-    h = Xxh64MergeRound(h, v3);
-    h = Xxh64MergeRound(h, v4);
+    h = xxh64::Converge(v);
   } else {
-    h = seed + kXxh64Prime5;
+    h = xxh64::ShortStart(seed);
   }
   h += len;
   while (end - p >= 8) {
-    h = Xxh64Tail8(h, LoadUnaligned64(p));
+    h = xxh64::Tail8(h, LoadUnaligned64(p));
     p += 8;
   }
   if (end - p >= 4) {
-    h = Xxh64Tail4(h, LoadUnaligned32(p));
+    h = xxh64::Tail4(h, LoadUnaligned32(p));
     p += 4;
   }
   while (p < end) {
-    h ^= uint64_t{*p} * kXxh64Prime5;
-    h = Rotl64(h, 11) * kXxh64Prime1;
+    h = xxh64::TailByte(h, *p);
     ++p;
   }
-  return Xxh64Avalanche(h);
-}
-
-/// One byte of XXH64's tail.
-GPUJOIN_HOST_DEVICE uint64_t Xxh64TailByte(uint64_t h, uint32_t byte) {
-  h ^= uint64_t{byte} * kXxh64Prime5;
-  return Rotl64(h, 11) * kXxh64Prime1;
+  return xxh64::Avalanche(h);
 }
 
 /// XXH64 (seed 0) of the one byte `v` (< 256); equals Xxh64Bytes(&v, 1, 0).
 GPUJOIN_HOST_DEVICE uint64_t Xxh64Of1(uint32_t v) {
-  return Xxh64Avalanche(Xxh64TailByte(kXxh64Prime5 + 1u, v));
+  return xxh64::Avalanche(xxh64::TailByte(xxh64::kPrime5 + 1u, v));
 }
 
 /// XXH64 (seed 0) of the 2 little-endian bytes of `v` (< 65536).
 GPUJOIN_HOST_DEVICE uint64_t Xxh64Of2(uint32_t v) {
-  return Xxh64Avalanche(Xxh64TailByte(Xxh64TailByte(kXxh64Prime5 + 2u, v & 0xFFu), v >> 8));
+  return xxh64::Avalanche(xxh64::TailByte(xxh64::TailByte(xxh64::kPrime5 + 2u, v & 0xFFu), v >> 8));
 }
 
 /// XXH64 (seed 0) of the 4 little-endian bytes of `v`; equals Xxh64Bytes(&v, 4, 0).
 GPUJOIN_HOST_DEVICE uint64_t Xxh64Of4(uint32_t v) {
-  return Xxh64Avalanche(Xxh64Tail4(kXxh64Prime5 + 4u, v));
+  return xxh64::Avalanche(xxh64::Tail4(xxh64::kPrime5 + 4u, v));
 }
 
 /// XXH64 (seed 0) of the 8 little-endian bytes of `v`; equals Xxh64Bytes(&v, 8, 0).
 GPUJOIN_HOST_DEVICE uint64_t Xxh64Of8(uint64_t v) {
-  return Xxh64Avalanche(Xxh64Tail8(kXxh64Prime5 + 8u, v));
+  return xxh64::Avalanche(xxh64::Tail8(xxh64::kPrime5 + 8u, v));
 }
 
 // ---------------------------------------------------------------------------
@@ -580,7 +524,7 @@ GPUJOIN_HOST_DEVICE uint32_t CombineHash(uint32_t h, uint32_t k) {
   return Xxh32Avalanche(h * kXxh32Prime1 + k);
 }
 GPUJOIN_HOST_DEVICE uint64_t CombineHash(uint64_t h, uint64_t k) {
-  return Xxh64Avalanche(h * kXxh64Prime1 + k);
+  return xxh64::Avalanche(h * xxh64::kPrime1 + k);
 }
 
 /// The start of a list fold's value accumulator (so also the hash of every
@@ -588,7 +532,7 @@ GPUJOIN_HOST_DEVICE uint64_t CombineHash(uint64_t h, uint64_t k) {
 template <typename H>
 GPUJOIN_HOST_DEVICE H ListSeed() {
   if constexpr (sizeof(H) == 8) {
-    return kXxh64Prime5;
+    return xxh64::kPrime5;
   } else {
     return kXxh32Prime5;
   }
@@ -598,7 +542,7 @@ GPUJOIN_HOST_DEVICE H ListSeed() {
 template <typename H>
 GPUJOIN_HOST_DEVICE H ListNullSeed() {
   if constexpr (sizeof(H) == 8) {
-    return kXxh64Prime4;
+    return xxh64::kPrime4;
   } else {
     return kXxh32Prime4;
   }
