@@ -6,20 +6,13 @@
 // -0/NaN rules, and the dtype errors raised before anything is sent.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const {startServer, rng, CLIENT} = require('./server');
+const {useServer, rng, CLIENT} = require('./server');
 const gj = require(CLIENT);
 
-const {Client} = gj;
-let server;
 let client;
 
-test.before(async () => {
-  server = await startServer();
-  client = new Client(server.address);
-});
-test.after(async () => {
-  client.close();
-  assert.equal(await server.stop(), 0, server.log());
+useServer(test, async (_server, c) => {
+  client = c;
 });
 
 const I64_MIN = -(2n ** 63n);

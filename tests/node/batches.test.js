@@ -5,26 +5,20 @@
 // after the results before them.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const {startServer, rng, CLIENT} = require('./server');
+const {useServer, rng, CLIENT} = require('./server');
 const gj = require(CLIENT);
 
-const {Client, NO_MATCH} = gj;
-let server;
+const {NO_MATCH} = gj;
 let client;
 const next = rng(77);
 const build = Uint32Array.from({length: 20000}, () => next() % 30000);
 const firstRow = new Map();
 build.forEach((k, row) => { if (!firstRow.has(k)) firstRow.set(k, row); });
 
-test.before(async () => {
-  server = await startServer();
-  client = new Client(server.address);
+useServer(test, async (_server, c) => {
+  client = c;
   await client.buildIndex('s', build, {payload: {row: Uint32Array.from(build, (_, i) => i)}});
   await client.buildIndex('m', build, {duplicates: 'keep_all'});
-});
-test.after(async () => {
-  client.close();
-  assert.equal(await server.stop(), 0, server.log());
 });
 
 const tick = () => new Promise((r) => setImmediate(r));

@@ -8,22 +8,16 @@ const {execFileSync} = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const {startServer, CLIENT, REPO} = require('./server');
+const {startServer, useServer, CLIENT, REPO} = require('./server');
 const gj = require(CLIENT);
 
 const {Client} = gj;
-let server;
 let client;
 
-test.before(async () => {
-  server = await startServer();
-  client = new Client(server.address);
+useServer(test, async (_server, c) => {
+  client = c;
   await client.buildIndex('u32', new Uint32Array([1, 2, 3]));
   await client.buildIndex('u64', new BigUint64Array([1n, 2n ** 40n]));
-});
-test.after(async () => {
-  client.close();
-  assert.equal(await server.stop(), 0, server.log());
 });
 
 function dtype(pattern) {

@@ -5,20 +5,14 @@
 // (each pair's own row), compared with a model row by row.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const {startServer, rng, CLIENT} = require('./server');
+const {useServer, rng, CLIENT} = require('./server');
 const gj = require(CLIENT);
 
-const {Client, NO_MATCH} = gj;
-let server;
+const {NO_MATCH} = gj;
 let client;
 
-test.before(async () => {
-  server = await startServer();
-  client = new Client(server.address);
-});
-test.after(async () => {
-  client.close();
-  assert.equal(await server.stop(), 0, server.log());
+useServer(test, async (_server, c) => {
+  client = c;
 });
 
 // Rows of a model table: key, and one value per column (null = null).

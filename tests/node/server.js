@@ -64,4 +64,24 @@ function rng(seed) {
   };
 }
 
-module.exports = {startServer, rng, CLIENT, REPO};
+/**
+ * The fixture of a test file that shares one gpujoind and one Client: node:test
+ * `before` starts the server, connects, and calls `ready(server, client)` (which
+ * keeps them and may build the file's indexes); `after` closes the client and
+ * checks that the server stopped cleanly (exit 0, else its log).
+ */
+function useServer(test, ready, extra = []) {
+  let server;
+  let client;
+  test.before(async () => {
+    server = await startServer(extra);
+    client = new (require(CLIENT).Client)(server.address);
+    await ready(server, client);
+  });
+  test.after(async () => {
+    if (client) client.close();
+    if (server) require('node:assert/strict').equal(await server.stop(), 0, server.log());
+  });
+}
+
+module.exports = {startServer, useServer, rng, CLIENT, REPO};
