@@ -1219,15 +1219,19 @@ absl::StatusOr<JoinPairs> Client::JoinAll(const std::string& index, Keys keys,
   return all;
 }
 
-absl::StatusOr<AggregateResult> Client::AggregateAll(
-    const AggregateSpec& spec, std::span<const uint32_t> keys, std::span<const float> values,
-    std::span<const uint32_t> mask, size_t batch_rows, const StreamOptions& options,
-    const ProgressCallback& progress) {
+namespace {
+
+// What AggregateAll and AggregateAllTyped share: `keys` (and `mask`) cut into
+// batches of `batch_rows` rows with accumulate_only, `values_of(batch, pos, n)`
+// adding each batch's values, and the stream's final totals with the rows of
+// the whole input. At least one batch is sent, so that empty input still
+// yields totals.
+absl::StatusOr<AggregateResult> AggregateColumns(
+    Client& client, const AggregateSpec& spec, std::span<const uint32_t> keys,
+    std::span<const uint32_t> mask, size_t batch_rows, uint64_t bytes_per_row,
+    const std::function<void(AggregateBatch&, size_t, size_t)>& values_of,
+    const StreamOptions& options, const ProgressCallback& progress) {
   if (batch_rows == 0) return absl::InvalidArgumentError("batch_rows must be positive");
-  if (spec.op != AggregateOp::kCount && values.size() != keys.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("values has ", values.size(), " rows but keys has ", keys.size()));
-  }
   if (!mask.empty() && mask.size() != keys.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("mask has ", mask.size(), " rows but keys has ", keys.size()));
@@ -1238,26 +1242,25 @@ absl::StatusOr<AggregateResult> Client::AggregateAll(
   Progress p;
   p.total_rows = keys.size();
   BatchSource<AggregateBatch> source = [&]() -> std::optional<AggregateBatch> {
-    // Always send at least one batch, so that empty input still yields totals.
     if (pos >= keys.size() && sent_any) return std::nullopt;
     sent_any = true;
     const size_t n = std::min(batch_rows, keys.size() - pos);
     AggregateBatch b;
     b.keys = keys.subspan(pos, n);
-    if (spec.op != AggregateOp::kCount) b.values = values.subspan(pos, n);
+    values_of(b, pos, n);
     if (!mask.empty()) b.mask = mask.subspan(pos, n);
     b.accumulate_only = true;
     pos += n;
     return b;
   };
   uint64_t rows = 0;
-  GPUJOIN_RETURN_IF_ERROR(Aggregate(
+  GPUJOIN_RETURN_IF_ERROR(client.Aggregate(
       spec, source,
       [&](AggregateResult&& r) -> absl::Status {
         if (!r.error.ok()) return r.error;
         rows += r.rows;
         p.rows_sent += r.rows;
-        p.bytes_sent = p.rows_sent * (spec.op == AggregateOp::kCount ? 4 : 8);
+        p.bytes_sent = p.rows_sent * bytes_per_row;
         last = std::move(r);
         if (progress) progress(p);
         return absl::OkStatus();
@@ -1267,18 +1270,32 @@ absl::StatusOr<AggregateResult> Client::AggregateAll(
   return last;
 }
 
+}  // namespace
+
+absl::StatusOr<AggregateResult> Client::AggregateAll(
+    const AggregateSpec& spec, std::span<const uint32_t> keys, std::span<const float> values,
+    std::span<const uint32_t> mask, size_t batch_rows, const StreamOptions& options,
+    const ProgressCallback& progress) {
+  const bool count = spec.op == AggregateOp::kCount;
+  if (!count && values.size() != keys.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("values has ", values.size(), " rows but keys has ", keys.size()));
+  }
+  return AggregateColumns(
+      *this, spec, keys, mask, batch_rows, count ? 4 : 8,
+      [&](AggregateBatch& b, size_t pos, size_t n) {
+        if (!count) b.values = values.subspan(pos, n);
+      },
+      options, progress);
+}
+
 absl::StatusOr<AggregateResult> Client::AggregateAllTyped(
     const AggregateSpec& spec, std::span<const uint32_t> keys, const AggregateValues& values,
     std::span<const uint32_t> mask, size_t batch_rows, const StreamOptions& options,
     const ProgressCallback& progress) {
-  if (batch_rows == 0) return absl::InvalidArgumentError("batch_rows must be positive");
   if (spec.op == AggregateOp::kCount || spec.value_type == ColumnType::kFloat32) {
     return absl::InvalidArgumentError(
         "AggregateAllTyped: a typed value op is needed (use AggregateAll for count and float32)");
-  }
-  if (!mask.empty() && mask.size() != keys.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("mask has ", mask.size(), " rows but keys has ", keys.size()));
   }
   size_t width = 8;
   const absl::Status checked = std::visit(
@@ -1297,48 +1314,20 @@ absl::StatusOr<AggregateResult> Client::AggregateAllTyped(
       },
       values);
   GPUJOIN_RETURN_IF_ERROR(checked);
-  AggregateResult last;
-  size_t pos = 0;
-  bool sent_any = false;
-  Progress p;
-  p.total_rows = keys.size();
-  BatchSource<AggregateBatch> source = [&]() -> std::optional<AggregateBatch> {
-    // Always send at least one batch, so that empty input still yields totals.
-    if (pos >= keys.size() && sent_any) return std::nullopt;
-    sent_any = true;
-    const size_t n = std::min(batch_rows, keys.size() - pos);
-    AggregateBatch b;
-    b.keys = keys.subspan(pos, n);
-    b.typed_values = std::visit(
-        [&](const auto& v) -> AggregateValues {
-          using S = std::decay_t<decltype(v)>;
-          if constexpr (std::is_same_v<S, std::monostate>) {
-            return std::monostate{};
-          } else {
-            return v.subspan(pos, n);
-          }
-        },
-        values);
-    if (!mask.empty()) b.mask = mask.subspan(pos, n);
-    b.accumulate_only = true;
-    pos += n;
-    return b;
-  };
-  uint64_t rows = 0;
-  GPUJOIN_RETURN_IF_ERROR(Aggregate(
-      spec, source,
-      [&](AggregateResult&& r) -> absl::Status {
-        if (!r.error.ok()) return r.error;
-        rows += r.rows;
-        p.rows_sent += r.rows;
-        p.bytes_sent = p.rows_sent * (4 + width);
-        last = std::move(r);
-        if (progress) progress(p);
-        return absl::OkStatus();
+  return AggregateColumns(
+      *this, spec, keys, mask, batch_rows, 4 + width,
+      [&](AggregateBatch& b, size_t pos, size_t n) {
+        b.typed_values = std::visit(
+            [&](const auto& v) -> AggregateValues {
+              if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::monostate>) {
+                return std::monostate{};
+              } else {
+                return v.subspan(pos, n);
+              }
+            },
+            values);
       },
-      options));
-  last.rows = rows;
-  return last;
+      options, progress);
 }
 
 absl::StatusOr<HashResult> Client::HashAll(const std::vector<HashColumn>& columns, uint32_t bits,
