@@ -109,6 +109,30 @@ __device__ __forceinline__ void StoreFour(H* p, const H (&h)[4]) {
   }
 }
 
+// Whether row r (< rows) of the column is valid; false past the end.
+__device__ __forceinline__ bool RowValid(const ColumnView& c, uint64_t r, uint64_t rows) {
+  return r < rows && (c.validity == nullptr || BitmapBit(c.validity, c.validity_bit_offset + r));
+}
+
+// The end of a 128-row warp step of the kernels below, by every lane of the
+// warp: the lane's four hashes of rows r0 .. r0 + 3 (one vector store when
+// `vector` and all four rows exist, else one row at a time) and its four
+// validity bits `valid`, which with lane + 1's make one byte of the bitmap.
+template <typename H>
+__device__ __forceinline__ void WriteStep(const H (&h)[4], uint32_t valid, uint64_t base,
+                                          uint64_t r0, uint64_t rows, bool vector, uint32_t lane,
+                                          H* __restrict__ out, uint8_t* __restrict__ out_validity) {
+  if (vector && r0 + 3 < rows) {
+    StoreFour<H>(out + r0, h);
+  } else {
+    for (int j = 0; j < 4 && r0 + j < rows; ++j) out[r0 + j] = h[j];
+  }
+  const uint32_t next = __shfl_down_sync(0xFFFFFFFFu, valid, 1);
+  if ((lane & 1) == 0 && r0 < rows) {
+    out_validity[base / 8 + lane / 2] = static_cast<uint8_t>(valid | (next << 4));
+  }
+}
+
 // One fixed-width column of kWidth (1, 2, 4 or 8) bytes, the view passed by
 // value: the generic kernel's row hash (FixedWidthHash, as FlatValueHash) with
 // four rows per lane, so that each lane has 4 * kWidth bytes in flight, read and
@@ -145,20 +169,11 @@ __global__ void __launch_bounds__(kBlockSize)
     uint32_t valid = 0;
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      const bool v = r0 + j < rows &&
-                     (c.validity == nullptr || BitmapBit(c.validity, c.validity_bit_offset + r0 + j));
+      const bool v = RowValid(c, r0 + j, rows);
       h[j] = v ? FixedWidthHash<H>(c.type, bits[j]) : H{0};
       valid |= uint32_t{v} << j;
     }
-    if (whole) {
-      StoreFour<H>(out + r0, h);
-    } else {
-      for (int j = 0; j < 4 && r0 + j < rows; ++j) out[r0 + j] = h[j];
-    }
-    const uint32_t next = __shfl_down_sync(0xFFFFFFFFu, valid, 1);
-    if ((lane & 1) == 0 && r0 < rows) {
-      out_validity[base / 8 + lane / 2] = static_cast<uint8_t>(valid | (next << 4));
-    }
+    WriteStep<H>(h, valid, base, r0, rows, aligned, lane, out, out_validity);
   }
 }
 
@@ -215,8 +230,7 @@ __global__ void __launch_bounds__(kBlockSize, 5)
     uint32_t valid = 0;
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      const bool v = r0 + j < rows &&
-                     (c.validity == nullptr || BitmapBit(c.validity, c.validity_bit_offset + r0 + j));
+      const bool v = RowValid(c, r0 + j, rows);
       h[j] = H{0};
       if (v) {
         const uint8_t* p = c.data + off[j];
@@ -225,15 +239,7 @@ __global__ void __launch_bounds__(kBlockSize, 5)
       }
       valid |= uint32_t{v} << j;
     }
-    if (aligned && r0 + 3 < rows) {
-      StoreFour<H>(out + r0, h);
-    } else {
-      for (int j = 0; j < 4 && r0 + j < rows; ++j) out[r0 + j] = h[j];
-    }
-    const uint32_t next = __shfl_down_sync(0xFFFFFFFFu, valid, 1);
-    if ((lane & 1) == 0 && r0 < rows) {
-      out_validity[base / 8 + lane / 2] = static_cast<uint8_t>(valid | (next << 4));
-    }
+    WriteStep<H>(h, valid, base, r0, rows, aligned, lane, out, out_validity);
     __syncwarp();  // the window is rewritten by the next step
   }
 }
