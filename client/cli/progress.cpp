@@ -24,6 +24,22 @@ std::string Count(double v) {
   return buf;
 }
 
+// "[====      ]  42% " for a fraction done in [0, 1].
+std::string Bar(double fraction) {
+  const double f = std::min(1.0, fraction);
+  constexpr int kWidth = 24;
+  const int filled = static_cast<int>(f * kWidth);
+  char pct[16];
+  std::snprintf(pct, sizeof(pct), "%3.0f%% ", f * 100);
+  return "[" + std::string(filled, '=') + std::string(kWidth - filled, ' ') + "] " + pct;
+}
+
+std::string Eta(double seconds_left) {
+  char eta[32];
+  std::snprintf(eta, sizeof(eta), ", ETA %.0fs", seconds_left);
+  return eta;
+}
+
 }  // namespace
 
 bool StderrIsTerminal() { return isatty(STDERR_FILENO) == 1; }
@@ -36,85 +52,64 @@ ProgressBar::~ProgressBar() { Done(); }
 
 std::string ProgressBar::Render(const std::string& label, uint64_t rows, uint64_t total_rows,
                                 uint64_t bytes, double seconds) {
+  const double r = static_cast<double>(rows);
+  const double total = static_cast<double>(total_rows);
   std::string line = label + " ";
   if (total_rows > 0) {
-    const double f = std::min(1.0, static_cast<double>(rows) / static_cast<double>(total_rows));
-    const int width = 24;
-    const int filled = static_cast<int>(f * width);
-    line += "[" + std::string(filled, '=') + std::string(width - filled, ' ') + "] ";
-    char pct[16];
-    std::snprintf(pct, sizeof(pct), "%3.0f%% ", f * 100);
-    line += pct;
-    line += Count(static_cast<double>(rows)) + "/" + Count(static_cast<double>(total_rows)) +
-            " rows";
+    line += Bar(r / total) + Count(r) + "/" + Count(total) + " rows";
   } else {
-    line += Count(static_cast<double>(rows)) + " rows";
+    line += Count(r) + " rows";
   }
   line += ", " + FormatBytes(static_cast<double>(bytes));
   if (seconds > 0) {
-    const double rate = static_cast<double>(rows) / seconds;
+    const double rate = r / seconds;
     line += ", " + Count(rate) + " rows/s";
-    if (total_rows > rows && rate > 0) {
-      char eta[32];
-      std::snprintf(eta, sizeof(eta), ", ETA %.0fs", static_cast<double>(total_rows - rows) / rate);
-      line += eta;
-    }
+    if (total_rows > rows && rate > 0) line += Eta((total - r) / rate);
   }
   return line;
 }
 
 std::string ProgressBar::RenderInput(const std::string& label, uint64_t rows, uint64_t bytes,
                                      uint64_t total_bytes, double seconds) {
+  const double b = static_cast<double>(bytes);
+  const double total = static_cast<double>(total_bytes);
   std::string line = label + " ";
   if (total_bytes > 0) {
-    const double f = std::min(1.0, static_cast<double>(bytes) / static_cast<double>(total_bytes));
-    const int width = 24;
-    const int filled = static_cast<int>(f * width);
-    line += "[" + std::string(filled, '=') + std::string(width - filled, ' ') + "] ";
-    char pct[16];
-    std::snprintf(pct, sizeof(pct), "%3.0f%% ", f * 100);
-    line += pct;
-    line += FormatBytes(static_cast<double>(bytes)) + "/" +
-            FormatBytes(static_cast<double>(total_bytes));
+    line += Bar(b / total) + FormatBytes(b) + "/" + FormatBytes(total);
   } else {
-    line += FormatBytes(static_cast<double>(bytes));
+    line += FormatBytes(b);
   }
   line += ", " + Count(static_cast<double>(rows)) + " rows";
   if (seconds > 0) {
     line += ", " + Count(static_cast<double>(rows) / seconds) + " rows/s, " +
-            FormatBytes(static_cast<double>(bytes) / seconds) + "/s";
-    if (total_bytes > bytes && bytes > 0) {
-      char eta[32];
-      std::snprintf(eta, sizeof(eta), ", ETA %.0fs",
-                    static_cast<double>(total_bytes - bytes) * seconds / static_cast<double>(bytes));
-      line += eta;
-    }
+            FormatBytes(b / seconds) + "/s";
+    if (total_bytes > bytes && bytes > 0) line += Eta((total - b) * seconds / b);
   }
   return line;
+}
+
+void ProgressBar::Draw(const std::string& line, std::chrono::steady_clock::time_point now) {
+  last_draw_ = now;
+  std::fprintf(stderr, "\r\033[K%s", line.c_str());
+  std::fflush(stderr);
+  drawn_ = true;
 }
 
 void ProgressBar::UpdateInput(uint64_t rows, uint64_t bytes, uint64_t total_bytes) {
   if (!enabled_) return;
   const auto now = std::chrono::steady_clock::now();
   if (drawn_ && now - last_draw_ < std::chrono::milliseconds(100)) return;
-  last_draw_ = now;
-  const double seconds = std::chrono::duration<double>(now - start_).count();
-  std::string line = RenderInput(label_, rows, bytes, total_bytes, seconds);
-  std::fprintf(stderr, "\r\033[K%s", line.c_str());
-  std::fflush(stderr);
-  drawn_ = true;
+  Draw(RenderInput(label_, rows, bytes, total_bytes,
+                   std::chrono::duration<double>(now - start_).count()),
+       now);
 }
 
 void ProgressBar::Update(uint64_t rows, uint64_t total_rows, uint64_t bytes) {
   if (!enabled_) return;
   const auto now = std::chrono::steady_clock::now();
   if (drawn_ && now - last_draw_ < std::chrono::milliseconds(100) && rows < total_rows) return;
-  last_draw_ = now;
-  const double seconds = std::chrono::duration<double>(now - start_).count();
-  std::string line = Render(label_, rows, total_rows, bytes, seconds);
-  std::fprintf(stderr, "\r\033[K%s", line.c_str());
-  std::fflush(stderr);
-  drawn_ = true;
+  Draw(Render(label_, rows, total_rows, bytes, std::chrono::duration<double>(now - start_).count()),
+       now);
 }
 
 void ProgressBar::Done() {

@@ -33,6 +33,9 @@ class ProgressBar {
                                  uint64_t total_bytes, double seconds);
 
  private:
+  /// Draws `line` over the previous one on stderr.
+  void Draw(const std::string& line, std::chrono::steady_clock::time_point now);
+
   std::string label_;
   bool enabled_;
   bool drawn_ = false;

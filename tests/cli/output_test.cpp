@@ -118,6 +118,19 @@ TEST(ProgressBar, RenderShowsRowsBytesRateAndEta) {
   EXPECT_EQ(unknown, "lookup 10 rows, 40 B");
 }
 
+// The input bar: the fraction of the input's bytes, rows, both rates and the ETA
+// by bytes; a pipe (no total) shows the bytes alone; before any time has passed
+// no rates.
+TEST(ProgressBar, RenderInputShowsBytesOfTheInputRowsRatesAndEta) {
+  EXPECT_EQ(ProgressBar::RenderInput("lookup", 300000, 1 << 20, 4 << 20, 2.0),
+            "lookup [======                  ]  25% 1.0 MiB/4.0 MiB, 300.0k rows, 150.0k rows/s, "
+            "512.0 KiB/s, ETA 6s");
+  EXPECT_EQ(ProgressBar::RenderInput("join", 42, 2048, 0, 0), "join 2.0 KiB, 42 rows");
+  const std::string done = ProgressBar::RenderInput("build", 5, 100, 100, 1.0);
+  EXPECT_NE(done.find("[========================] 100% "), std::string::npos) << done;
+  EXPECT_EQ(done.find("ETA"), std::string::npos) << done;
+}
+
 }  // namespace
 }  // namespace gpujoin::cli
 
