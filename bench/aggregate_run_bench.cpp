@@ -152,6 +152,7 @@ int main(int argc, char** argv) {
   Row<float>("float32", **on, **off, o, rng);
   Row<int32_t>("int32", **on, **off, o, rng);
   Row<int64_t>("int64", **on, **off, o, rng);
+  Row<uint32_t>("uint32", **on, **off, o, rng);
   Row<uint64_t>("uint64", **on, **off, o, rng);
   Row<double>("float64", **on, **off, o, rng);
   return 0;

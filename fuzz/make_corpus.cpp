@@ -433,7 +433,7 @@ void AggregateTarget(Writer& w) {
   // a bitmap of the wrong size.
   v1::AggregateRequest typed_validity = TypedAggregate(
       v1::AGGREGATE_OP_SUM, 4, {0, 1, 0, 2}, v1::COLUMN_TYPE_INT64,
-      {uint64_t{1} << 62, 6, uint64_t{3} << 62, uint64_t{1} << 63});
+      {uint64_t{1} << 62, 6, uint64_t{3} << 61, uint64_t{1} << 63});
   typed_validity.mutable_typed_values()->set_validity(std::string(1, '\x0b'));
   v1::AggregateRequest typed_validity_size =
       TypedAggregate(v1::AGGREGATE_OP_SUM, 4, {1}, v1::COLUMN_TYPE_INT64, {1});

@@ -51,7 +51,8 @@ class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer>,
     // Registered before the admission, as StreamReactor is: a drain that begins
     // after the admission saw no drain finds this stream registered and ends it
     // (registering after it left a window where the drain missed the stream and an
-    // idle one held the shutdown for the whole --drain-timeout).
+    // idle one held the shutdown for the whole --drain-timeout). A drain that
+    // comes while the admission runs is only noted; the outcome is settled here.
     service_->Register(this);
     absl::Status admitted = service_->Admit(context, "BuildIndex");
     if (admitted.ok()) {
@@ -62,10 +63,15 @@ class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer>,
       admitted = service_->AcquireBuildSlot();
       holds_slot_ = admitted.ok();
     }
-    if (!admitted.ok()) {
+    {
       std::lock_guard<std::mutex> lock(mu_);
-      rejected_ = true;
-      result_ = admitted;
+      admission_done_ = true;
+      if (!admitted.ok()) {
+        rejected_ = true;  // counted by the admission step that refused it
+        result_ = admitted;
+      } else if (drain_seen_) {
+        EndByDrainLocked();
+      }
     }
     Drive();
   }
@@ -77,11 +83,12 @@ class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer>,
   void Drain() override {
     {
       std::lock_guard<std::mutex> lock(mu_);
+      if (!admission_done_) {
+        drain_seen_ = true;  // the constructor ends the call
+        return;
+      }
       if (finished_ || building_ || result_) return;
-      result_ = absl::UnavailableError(
-          "the server is shutting down; this build was not installed (retry on another server "
-          "or after the restart)");
-      draining_ = true;
+      EndByDrainLocked();
       ++tasks_;  // keeps the reactor alive until the poke below has run
     }
     // Continue on an executor thread, never on the drainer's (which holds the
@@ -163,6 +170,13 @@ class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer>,
     bool cancel_read = false;
     bool empty() const { return !read && !build && !finish; }
   };
+
+  void EndByDrainLocked() {
+    result_ = absl::UnavailableError(
+        "the server is shutting down; this build was not installed (retry on another server "
+        "or after the restart)");
+    draining_ = true;
+  }
 
   Actions NextActionsLocked() {
     Actions act;
@@ -260,7 +274,9 @@ class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer>,
   Clock::time_point start_;
   std::mutex mu_;
   std::optional<absl::Status> result_;  // the call's outcome once known
-  bool rejected_ = false;
+  bool rejected_ = false;          // refused at admission (guarded by mu_)
+  bool admission_done_ = false;    // the constructor has settled the admission (mu_)
+  bool drain_seen_ = false;        // a drain came during the admission (mu_)
   bool holds_slot_ = false;  // one of --max-concurrent-builds, given back in OnDone
   bool counted_ = false;     // one of --max-streams-per-connection on peer_, given back in OnDone
   std::string peer_;

@@ -218,7 +218,7 @@ void SnapshotStore::Schedule(std::shared_ptr<const IndexVersion> version) {
 
 void SnapshotStore::Forget(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
-  ++generation_[name];
+  dropped_at_[name] = ++generation_[name];
   pending_.erase(name);
   const std::string path = PathOf(name + std::string(kSnapshotSuffix));
   // Under mu_: a write of the name renames under mu_ too, after checking its
@@ -346,9 +346,13 @@ absl::StatusOr<uint64_t> SnapshotStore::WriteFile(const IndexVersion& version,
 
 void SnapshotStore::RecordWrite(const std::string& name, uint64_t generation, uint64_t bytes,
                                 double seconds) {
-  // Under mu_, as Forget's generation bump and metrics removal are.
+  // Under mu_, as Forget's generation bump and metrics removal are. A rebuild
+  // since `generation` does not matter (the file was written and counts; the
+  // newer version's write records itself later); a drop since does.
   std::lock_guard<std::mutex> lock(mu_);
-  if (generation_[name] == generation) metrics_.WriteSucceeded(name, bytes, seconds);
+  auto dropped = dropped_at_.find(name);
+  if (dropped != dropped_at_.end() && dropped->second > generation) return;
+  metrics_.WriteSucceeded(name, bytes, seconds);
 }
 
 uint64_t SnapshotStore::DirBytes() const {

@@ -179,8 +179,8 @@ class SnapshotStore {
   absl::StatusOr<uint64_t> WriteFile(const IndexVersion& version, const std::string& final_name,
                                      const std::function<bool()>& still_current);
   /// Records a written snapshot of `name` in the metrics, unless the name was
-  /// dropped (or rebuilt) since `generation`: a drop removes the name's series,
-  /// and a write that finished just before it must not bring them back.
+  /// dropped since `generation`: a drop removes the name's series, and a write
+  /// that finished just before it must not bring them back.
   void RecordWrite(const std::string& name, uint64_t generation, uint64_t bytes, double seconds);
   /// Bytes of the files in the data dir.
   uint64_t DirBytes() const;
@@ -195,6 +195,7 @@ class SnapshotStore {
   std::condition_variable cv_;
   std::map<std::string, Job> pending_;          // the newest version per name
   std::map<std::string, uint64_t> generation_;  // bumped by Schedule and Forget
+  std::map<std::string, uint64_t> dropped_at_;  // the generation of the name's last Forget
   std::string writing_;                         // the name being written, or ""
   bool stop_ = false;
   std::atomic<uint64_t> temp_sequence_{0};

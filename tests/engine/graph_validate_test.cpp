@@ -197,6 +197,10 @@ TEST_F(GraphValidateTest, AggregateShapeErrors) {
   count.mask = One(mask);
   expect(count, {"mask has 1 rows but keys have 3"});
   count.mask.reset();
+  std::vector<uint8_t> flags(3);
+  count.overflow = flags;
+  expect(count, {"overflow must be empty for count", "got 3 rows"});
+  count.overflow = {};
   count.contributing_rows = contributing;
   expect(count, {"contributing_rows has 2 rows but outputs have 3"});
 

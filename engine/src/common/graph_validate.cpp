@@ -391,6 +391,11 @@ class Validator {
                                            "count_output), got ",
                                            n.typed_output.size(), " rows"));
       }
+      if (!n.overflow.empty()) {
+        return Invalid(where, absl::StrCat("overflow must be empty for count (counts cannot "
+                                           "overflow), got ",
+                                           n.overflow.size(), " rows"));
+      }
       if (n.count_output.empty()) {
         return Invalid(where, "count_output is empty: it must hold at least one group");
       }

@@ -62,10 +62,11 @@ class AggregateGraph {
   struct Limits {
     /// Nodes with more rows than this are not captured (launch overhead no longer
     /// matters; each entry holds its inputs pinned and on the device: at most
-    /// 3 MiB of each at this size).
+    /// 16 bytes a row, 4 MiB of each at this size, with 8-byte typed values).
     static constexpr uint64_t kMaxRows = uint64_t{1} << 18;
     /// Nodes with more groups than this are not captured (each entry holds its
-    /// outputs pinned and on the device: at most 2 MiB of each at this size).
+    /// outputs pinned and on the device: at most 21 bytes a group, 5.25 MiB of
+    /// each at this size, for an int64 sum's counts, two words and flag).
     static constexpr uint32_t kMaxGroups = uint32_t{1} << 18;
     static constexpr size_t kMaxEntries = 4;
     /// Shapes remembered as seen once (oldest forgotten first).

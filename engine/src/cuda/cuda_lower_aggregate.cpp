@@ -59,7 +59,9 @@ absl::Status ReplayAggregateGraph(StreamContext& ctx, AggregateGraph& graph, siz
   } else {
     std::memcpy(n.value_output.data(), graph.output(), n.value_output.size_bytes());
   }
-  if (!n.overflow.empty()) std::memcpy(n.overflow.data(), graph.overflow(), n.overflow.size());
+  if (graph.overflow() != nullptr) {
+    std::memcpy(n.overflow.data(), graph.overflow(), n.overflow.size());
+  }
   // For count every in-range, unmasked row contributes: the same numbers.
   if (!n.contributing_rows.empty()) {
     std::memcpy(n.contributing_rows.data(), graph.counts(), n.contributing_rows.size_bytes());
@@ -138,7 +140,7 @@ absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const
                            !n.contributing_rows.empty();
   // Small nodes of a shape seen before on this context replay a captured graph.
   const AggregateShape shape{n.op,        rows,       groups, n.mask.has_value(), need_counts,
-                             value_type, !n.overflow.empty()};
+                             value_type, typed && !n.overflow.empty()};
   auto graph = ctx.aggregate_graphs().Get(shape, ctx.stream());
   if (graph.ok() && *graph != nullptr) return ReplayAggregateGraph(ctx, **graph, i, n);
   // Otherwise (first sight, too large, or a failed capture: that shape is not
