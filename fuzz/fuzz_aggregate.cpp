@@ -238,6 +238,11 @@ void TypedRows(const v1::AggregateRequest& r, ValueType type, std::vector<double
   }
 }
 
+// Bit g of an Arrow bitmap (LSB first).
+bool Bit(const std::string& bitmap, size_t g) {
+  return (static_cast<uint8_t>(bitmap[g / 8]) >> (g % 8)) & 1;
+}
+
 // The groups of one batch.
 std::vector<Group> BatchGroups(const v1::AggregateRequest& r) {
   std::vector<Group> groups(r.groups());
@@ -256,10 +261,7 @@ std::vector<Group> BatchGroups(const v1::AggregateRequest& r) {
   const std::string& validity = r.typed_values().validity();
   for (size_t i = 0; i < keys.size(); ++i) {
     if (keys[i] >= r.groups() || (!mask.empty() && mask[i] == 0)) continue;
-    if (type != ValueType::kFloat32 && !validity.empty() &&
-        ((static_cast<uint8_t>(validity[i / 8]) >> (i % 8)) & 1) == 0) {
-      continue;
-    }
+    if (type != ValueType::kFloat32 && !validity.empty() && !Bit(validity, i)) continue;
     if (!count && !IsInt(type) && !std::isfinite(floats[i])) continue;
     Group& g = groups[keys[i]];
     ++g.rows;
@@ -381,12 +383,6 @@ void CheckCounts64(const std::vector<Group>& groups, const std::string& counts64
     FUZZ_CHECK(got[k] == groups[k].rows64, absl::StrCat(what, ": group ", k, " counts ", got[k],
                                                         " rows; expected ", groups[k].rows64));
   }
-}
-
-// Bit g of an Arrow bitmap of `groups` bits, which must have its exact size
-// and zero padding.
-bool Bit(const std::string& bitmap, size_t g) {
-  return (static_cast<uint8_t>(bitmap[g / 8]) >> (g % 8)) & 1;
 }
 
 void CheckBitmap(const std::string& bitmap, size_t groups, const std::string& what) {

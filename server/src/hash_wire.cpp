@@ -159,10 +159,6 @@ __int128 IndexAt(const std::string& data, ColumnType type, uint64_t i) {
   }
 }
 
-bool BitSet(const std::string& bitmap, uint64_t i) {
-  return (static_cast<uint8_t>(bitmap[i / 8]) >> (i % 8)) & 1u;
-}
-
 std::string TypeName(int type) { return WireColumnTypeName(type); }
 
 absl::Status Invalid(const std::string& path, const std::string& field, const std::string& what) {

@@ -881,8 +881,7 @@ absl::Status Operations::AggregateTyped(const v1::AggregateRequest& request, Agg
     }
     valid_mask.resize(keys.size());
     for (size_t r = 0; r < keys.size(); ++r) {
-      const bool valid = (static_cast<uint8_t>(validity[r / 8]) >> (r % 8)) & 1;
-      valid_mask[r] = valid && (!mask.has_value() || (*mask)[r] != 0) ? 1 : 0;
+      valid_mask[r] = BitSet(validity, r) && (!mask.has_value() || (*mask)[r] != 0) ? 1 : 0;
     }
     mask = std::span<const uint32_t>(valid_mask);
   }

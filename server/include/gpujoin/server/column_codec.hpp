@@ -175,6 +175,11 @@ void CopyBits(const uint8_t* src, uint64_t src_bit, uint8_t* dst, uint64_t dst_b
 /// `first`), BitmapBytes(bits) bytes with the bits past `bits` zero.
 std::string SliceBits(std::string_view bitmap, uint64_t first, uint64_t bits);
 
+/// Bit `i` of an Arrow bitmap (LSB first); `bitmap` holds at least i / 8 + 1 bytes.
+inline bool BitSet(std::string_view bitmap, uint64_t i) {
+  return (static_cast<uint8_t>(bitmap[i / 8]) >> (i % 8)) & 1u;
+}
+
 /// Number of zero bits among the first `bits` bits of `bitmap` (null rows of a validity bitmap).
 uint64_t CountZeroBits(const uint8_t* bitmap, uint64_t bits);
 
