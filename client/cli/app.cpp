@@ -98,6 +98,9 @@ int RunCli(int argc, char** argv) {
                    "row is kept: one-to-many joins)")
       ->check(CLI::IsMember({"lowest_row", "keep_all"}))
       ->capture_default_str();
+  build->add_flag("--wait-durable", ba.wait_durable,
+                  "answer only once the index's snapshot is written and fsync'd (a server with "
+                  "--data-dir; fails if the write fails)");
   build->callback([&] { run = [&] { return CmdIndexBuild(g, ba); }; });
 
   auto* ls = index->add_subcommand("ls", "list resident indexes");
@@ -126,6 +129,14 @@ int RunCli(int argc, char** argv) {
   load->add_flag("--replace", load_replace, "replace a live index of that name");
   load->callback(
       [&] { run = [&] { return CmdIndexLoad(g, load_name, load_file, load_replace); }; });
+  auto* files = index->add_subcommand(
+      "files", "list the snapshots and copies under the server's --data-dir, with their sizes");
+  files->callback([&] { run = [&] { return CmdIndexFiles(g); }; });
+  std::string rm_file;
+  auto* rm = index->add_subcommand(
+      "rm-file", "delete a copy (or the snapshot of an index that is not live) under --data-dir");
+  rm->add_option("FILE", rm_file, "file name, as `gpujoin index files` lists it")->required();
+  rm->callback([&] { run = [&] { return CmdIndexRmFile(g, rm_file); }; });
 
   LookupArgs la;
   auto* lookup = app.add_subcommand(

@@ -32,6 +32,7 @@ struct BuildArgs {
   std::string schema;                     ///< --schema a:i64,b:str: types of payload columns
   bool no_payload = false;                ///< --no-payload
   std::string duplicates = "lowest_row";  ///< --duplicates: lowest_row or keep_all
+  bool wait_durable = false;              ///< --wait-durable: answer once the snapshot is written
 };
 int CmdIndexBuild(const Globals& g, const BuildArgs& a);
 /// `gpujoin index ls|describe NAME|drop NAME`
@@ -42,6 +43,10 @@ int CmdIndexDrop(const Globals& g, const std::string& name);
 int CmdIndexSave(const Globals& g, const std::string& name, const std::string& file);
 /// `gpujoin index load NAME [--file F] [--replace]`.
 int CmdIndexLoad(const Globals& g, const std::string& name, const std::string& file, bool replace);
+/// `gpujoin index files`: the snapshots and copies under the server's --data-dir.
+int CmdIndexFiles(const Globals& g);
+/// `gpujoin index rm-file FILE`: deletes a copy (or a snapshot no live index owns).
+int CmdIndexRmFile(const Globals& g, const std::string& file);
 
 /// Arguments of `gpujoin lookup`.
 struct LookupArgs {

@@ -39,6 +39,7 @@ Json IndexJson(const client::IndexInfo& i) {
                                   {"total_probes", s.total_probes},
                                   {"max_probes", s.max_probes},
                                   {"max_group_rows", s.max_group_rows}}},
+              {"durable_version", i.durable_version},
               {"load_factor", i.load_factor},
               {"device_bytes", i.device_bytes},
               {"build_seconds", i.build_seconds},
@@ -133,6 +134,11 @@ void PrintIndex(std::ostream& os, const client::IndexInfo& i) {
      << (i.explicit_values ? std::string("explicit") : absl::StrCat("row IDs from ", i.first_value))
      << "\n";
   os << "memory       " << FormatBytes(static_cast<double>(i.device_bytes)) << "\n";
+  if (i.durable_version != 0) {
+    os << "durable      version " << i.durable_version
+       << (i.durable_version == i.version ? " (in its snapshot)\n"
+                                          : " in its snapshot; a restart serves that one\n");
+  }
   if (i.payload.empty()) {
     os << "payload      none\n";
   } else {
@@ -198,6 +204,7 @@ int CmdIndexBuild(const Globals& g, const BuildArgs& a) {
   spec.first_value = a.first_row;
   spec.explicit_values = !a.value.empty();
   spec.replace = a.replace;
+  spec.wait_durable = a.wait_durable;
   spec.key_type = WireKeyType(key_kind);
   spec.duplicates = InputOrDie(client::ParseDuplicatePolicy(a.duplicates));
   for (const auto& e : plan.schema) spec.payload.push_back({e.name, e.type});
@@ -406,6 +413,61 @@ int CmdIndexLoad(const Globals& g, const std::string& name, const std::string& f
   } else if (!g.quiet) {
     std::cout << "loaded index " << name << " (version " << info.version << ") from "
               << (file.empty() ? name + ".gjsnap" : file) << "\n";
+  }
+  return kExitOk;
+}
+
+int CmdIndexFiles(const Globals& g) {
+  auto c = Connect(g);
+  client::DataFiles files = RpcOrDie(c->ListFiles(), "index files");
+  auto limit = [](uint64_t bytes) {
+    return bytes == 0 ? std::string("no limit") : FormatBytes(static_cast<double>(bytes));
+  };
+  if (g.json) {
+    Json a = Json::array();
+    for (const auto& f : files.files) {
+      a.push_back(Json{{"file", f.file},
+                       {"bytes", f.bytes},
+                       {"modified_unix_millis", f.modified_unix_millis},
+                       {"index", f.index},
+                       {"live", f.live}});
+    }
+    std::cout << Json{{"files", a},
+                      {"snapshot_bytes", files.snapshot_bytes},
+                      {"copy_bytes", files.copy_bytes},
+                      {"max_copy_bytes", files.max_copy_bytes},
+                      {"max_snapshot_bytes", files.max_snapshot_bytes}}
+                     .dump(2)
+              << '\n';
+    return kExitOk;
+  }
+  ResultTable t;
+  t.AddColumn("file", ColumnKind::kString);
+  t.AddColumn("bytes", ColumnKind::kNumber);
+  t.AddColumn("kind", ColumnKind::kString);
+  t.AddColumn("index", ColumnKind::kString);
+  for (const auto& f : files.files) {
+    const std::string kind =
+        f.index.empty() ? "copy" : (f.live ? "snapshot" : "snapshot (not live)");
+    t.rows.push_back({f.file, std::to_string(f.bytes), kind, f.index});
+  }
+  EmitRows(g, Json::object(), t, "");
+  if (!g.quiet) {
+    std::cerr << "snapshots " << FormatBytes(static_cast<double>(files.snapshot_bytes))
+              << ", copies " << FormatBytes(static_cast<double>(files.copy_bytes)) << " of "
+              << limit(files.max_copy_bytes) << " (--max-copy-bytes); data dir limit "
+              << limit(files.max_snapshot_bytes) << "\n";
+  }
+  return kExitOk;
+}
+
+int CmdIndexRmFile(const Globals& g, const std::string& file) {
+  auto c = Connect(g);
+  const uint64_t bytes = RpcOrDie(c->DeleteFile(file), absl::StrCat("index rm-file ", file));
+  if (g.json) {
+    std::cout << Json{{"deleted", file}, {"bytes", bytes}}.dump(2) << '\n';
+  } else if (!g.quiet) {
+    std::cout << "deleted " << file << " (" << FormatBytes(static_cast<double>(bytes)) << ")\n";
   }
   return kExitOk;
 }

@@ -120,6 +120,18 @@ export interface IndexInfo {
   payload: PayloadColumnInfo[];
   payloadBytes: number;
   duplicates: DuplicatePolicy;
+  /** The version in the index's snapshot under --data-dir (what a restart serves); 0 without one. */
+  durableVersion: number;
+}
+
+/** A file under the server's --data-dir. */
+export interface DataFile {
+  file: string;
+  bytes: number;
+  modifiedUnixMillis: number;
+  /** The index whose snapshot ("<index>.gjsnap") this is; '' for a copy. */
+  index: string;
+  live: boolean;
 }
 
 export interface ServerInfo {
@@ -314,6 +326,12 @@ export interface BuildOptions extends CallOptions {
   firstValue?: number;
   /** Rebuild a live name (else AlreadyExistsError). */
   replace?: boolean;
+  /**
+   * Resolve only once the index's snapshot is written and fsync'd (a server with
+   * --data-dir; FailedPreconditionError without). A failed write rejects (the
+   * index is installed and serving).
+   */
+  waitDurable?: boolean;
   /** Key rows per chunk (fewer where a chunk would exceed the message limit). */
   chunkRows?: number;
   maxInflight?: number;
@@ -381,6 +399,10 @@ export declare class Client {
   list(opts?: CallOptions): Promise<IndexInfo[]>;
   describe(name: string, opts?: CallOptions): Promise<IndexInfo>;
   drop(name: string, opts?: CallOptions): Promise<DropResult>;
+  saveIndex(name: string, file?: string, opts?: CallOptions): Promise<{file: string; bytes: number; version: number; seconds: number}>;
+  loadIndex(name: string, file?: string, opts?: CallOptions & {replace?: boolean}): Promise<IndexInfo>;
+  listFiles(opts?: CallOptions): Promise<DataFile[]>;
+  deleteFile(file: string, opts?: CallOptions): Promise<number>;
   buildIndex(name: string, keys: Keys, opts?: BuildOptions): Promise<IndexInfo>;
   lookup(index: string, keys: Keys, opts?: LookupOptions): Promise<LookupResult>;
   join(index: string, keys: Keys, opts?: JoinOptions): Promise<JoinResult>;

@@ -231,6 +231,7 @@ IndexInfo ToIndexInfo(const pb::IndexInfo& p) {
   i.payload_bytes = p.payload_bytes();
   i.duplicates = p.duplicates() == pb::DUPLICATE_POLICY_KEEP_ALL ? DuplicatePolicy::kKeepAll
                                                                  : DuplicatePolicy::kLowestRow;
+  i.durable_version = p.durable_version();
   return i;
 }
 
@@ -650,6 +651,32 @@ absl::StatusOr<IndexInfo> Client::LoadIndex(const std::string& name, const std::
   return ToIndexInfo(r.index());
 }
 
+absl::StatusOr<DataFiles> Client::ListFiles() {
+  grpc::ClientContext ctx;
+  impl_->Prepare(&ctx);
+  pb::ListFilesResponse r;
+  GPUJOIN_RETURN_IF_ERROR(FromGrpc(impl_->stub_->ListFiles(&ctx, pb::ListFilesRequest(), &r)));
+  DataFiles out;
+  for (const pb::DataFile& f : r.files()) {
+    out.files.push_back(DataFile{f.file(), f.bytes(), f.modified_unix_millis(), f.index(), f.live()});
+  }
+  out.snapshot_bytes = r.snapshot_bytes();
+  out.copy_bytes = r.copy_bytes();
+  out.max_copy_bytes = r.max_copy_bytes();
+  out.max_snapshot_bytes = r.max_snapshot_bytes();
+  return out;
+}
+
+absl::StatusOr<uint64_t> Client::DeleteFile(const std::string& file) {
+  grpc::ClientContext ctx;
+  impl_->Prepare(&ctx);
+  pb::DeleteFileRequest req;
+  req.set_file(file);
+  pb::DeleteFileResponse r;
+  GPUJOIN_RETURN_IF_ERROR(FromGrpc(impl_->stub_->DeleteFile(&ctx, req, &r)));
+  return r.bytes();
+}
+
 // ---------------------------------------------------------------- build
 
 absl::StatusOr<IndexInfo> Client::BuildIndex(const IndexSpec& spec, const ChunkSource& next_chunk,
@@ -674,6 +701,7 @@ absl::StatusOr<IndexInfo> Client::BuildIndex(const IndexSpec& spec, const ChunkS
   s->set_replace(spec.replace);
   s->set_key_type(ToProtoKeyType(spec.key_type));
   s->set_duplicates(ToProtoPolicy(spec.duplicates));
+  s->set_wait_durable(spec.wait_durable);
   std::unordered_map<std::string_view, ColumnType> declared;
   for (const PayloadColumnSpec& p : spec.payload) {
     auto* ps = s->add_payload();

@@ -14,6 +14,7 @@
 #include "rpc_clock.hpp"
 #include "rpc_traits.hpp"
 #include "single_driver.hpp"
+#include "snapshot_store.hpp"
 
 namespace gpujoin::server::detail {
 namespace {
@@ -230,10 +231,31 @@ class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer>,
       cancel_cv_.wait_until(lock, input_end_ + kCancelGrace, seen);
       return seen();
     });
+    SnapshotStore* store = service_->ops()->state().snapshots;
+    if (built.ok() && session_.wait_durable() && store != nullptr) {
+      // Answered once the snapshot holds this version (or a later one); the
+      // reactor stays alive (tasks_) until the store has called back.
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++tasks_;
+      }
+      std::shared_ptr<const IndexVersion> version = *std::move(built);
+      store->WhenDurable(version->name, version->version, [this, version](absl::Status durable) {
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          --tasks_;
+          building_ = false;
+          service_->ops()->FillIndexInfo(*version, response_.mutable_index());
+          result_ = std::move(durable);
+        }
+        Drive();
+      });
+      return;
+    }
     {
       std::lock_guard<std::mutex> lock(mu_);
       building_ = false;
-      if (built.ok()) Operations::FillIndexInfo(**built, response_.mutable_index());
+      if (built.ok()) service_->ops()->FillIndexInfo(**built, response_.mutable_index());
       result_ = built.status();
     }
     Drive();

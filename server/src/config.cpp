@@ -176,12 +176,17 @@ absl::StatusOr<std::optional<ServerConfig>> ParseServerFlags(int argc, const cha
                  "the listener closes (so load balancers see it)")
       ->capture_default_str();
   std::string max_snapshot;
+  std::string max_copy;
   app.add_option("--data-dir", config.data_dir,
                  "Directory of index snapshots: each build writes <name>.gjsnap in the "
                  "background, start-up loads them all (unset = off)");
   app.add_option("--max-snapshot-bytes", max_snapshot,
                  "Most bytes the --data-dir files may take (K/M/G/T suffixes); a snapshot "
                  "write that would pass it fails and is counted; unset = no limit");
+  app.add_option("--max-copy-bytes", max_copy,
+                 "Most bytes the copies SaveIndex writes under --data-dir (files other than "
+                 "<index>.gjsnap) may take together; 0 = no limit")
+      ->default_str("16G");
   app.add_option("--snapshot-test-write-delay-ms", config.snapshot_test_write_delay_ms,
                  "Tests only: sleep this many ms after every MiB of a snapshot written")
       ->group("");
@@ -241,6 +246,14 @@ absl::StatusOr<std::optional<ServerConfig>> ParseServerFlags(int argc, const cha
       return absl::InvalidArgumentError("--max-snapshot-bytes requires --data-dir");
     }
     config.max_snapshot_bytes = *bytes;
+  }
+  if (!max_copy.empty()) {
+    auto bytes = ParseByteSize(max_copy, "--max-copy-bytes");
+    if (!bytes.ok()) return bytes.status();
+    if (config.data_dir.empty()) {
+      return absl::InvalidArgumentError("--max-copy-bytes requires --data-dir");
+    }
+    config.max_copy_bytes = *bytes;
   }
   if (!max_message.empty()) {
     auto bytes = ParseByteSize(max_message, "--max-message-bytes");

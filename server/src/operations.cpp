@@ -219,11 +219,12 @@ void Operations::UpdateServiceGauges() {
   state_.metrics->SetIndexCount(state_.registry->size());
 }
 
-void Operations::FillIndexInfo(const IndexVersion& v, v1::IndexInfo* info) {
+void Operations::FillIndexInfo(const IndexVersion& v, v1::IndexInfo* info) const {
   const engine::HashIndex& index = *v.index;
   const engine::BuildStatistics& st = index.build_statistics();
   info->set_name(v.name);
   info->set_version(v.version);
+  if (state_.snapshots != nullptr) info->set_durable_version(state_.snapshots->DurableVersion(v.name));
   info->set_capacity(index.spec().capacity);
   info->set_max_probe_count(index.spec().probe_bound());
   info->set_first_value(v.first_value);
@@ -1015,7 +1016,7 @@ absl::Status Operations::DropIndex(const v1::DropIndexRequest& request,
   GPUJOIN_RETURN_IF_ERROR(ValidateIndexName(request.name(), "name"));
   GPUJOIN_ASSIGN_OR_RETURN(auto version, state_.registry->Remove(request.name()));
   state_.metrics->RemoveIndex(request.name());
-  if (state_.snapshots != nullptr) state_.snapshots->Forget(request.name());
+  if (state_.snapshots != nullptr) state_.snapshots->Forget(request.name(), version->version);
   response->set_dropped_version(version->version);
   response->set_freed_bytes(version->index->memory_bytes());
   // The table is freed when the last in-flight batch reading it lets go.
@@ -1038,15 +1039,6 @@ absl::Status Operations::DescribeIndex(const v1::DescribeIndexRequest& request,
 
 namespace {
 
-// The snapshot file a Save/LoadIndex request names: a plain name under
-// --data-dir (the index name's characters: no "/", not "." or ".."), or
-// "<index>.gjsnap" when empty.
-absl::StatusOr<std::string> SnapshotFileOf(const std::string& file, const std::string& name) {
-  if (file.empty()) return name + std::string(kSnapshotSuffix);
-  GPUJOIN_RETURN_IF_ERROR(ValidateIndexName(file, "file"));
-  return file;
-}
-
 absl::Status NeedDataDir(std::string_view rpc) {
   return absl::FailedPreconditionError(absl::StrCat(
       std::string(rpc), ": this gpujoind has no --data-dir; start it with --data-dir DIR"));
@@ -1058,7 +1050,7 @@ absl::Status Operations::SaveIndex(const v1::SaveIndexRequest& request,
                                    v1::SaveIndexResponse* response) {
   GPUJOIN_RETURN_IF_ERROR(ValidateIndexName(request.name(), "name"));
   if (state_.snapshots == nullptr) return NeedDataDir("SaveIndex");
-  GPUJOIN_ASSIGN_OR_RETURN(std::string file, SnapshotFileOf(request.file(), request.name()));
+  GPUJOIN_ASSIGN_OR_RETURN(std::string file, SaveFileOf(request.file(), request.name()));
   GPUJOIN_ASSIGN_OR_RETURN(auto version, FindIndex(request.name(), "name"));
   GPUJOIN_ASSIGN_OR_RETURN(SavedSnapshot saved, state_.snapshots->Save(*version, file));
   response->set_file(saved.file);
@@ -1072,23 +1064,55 @@ absl::Status Operations::LoadIndex(const v1::LoadIndexRequest& request,
                                    v1::LoadIndexResponse* response) {
   GPUJOIN_RETURN_IF_ERROR(ValidateIndexName(request.name(), "name"));
   if (state_.snapshots == nullptr) return NeedDataDir("LoadIndex");
-  GPUJOIN_ASSIGN_OR_RETURN(std::string file, SnapshotFileOf(request.file(), request.name()));
+  GPUJOIN_ASSIGN_OR_RETURN(std::string file, LoadFileOf(request.file(), request.name()));
   if (!request.replace() && state_.registry->Contains(request.name())) {
     return absl::AlreadyExistsError(absl::StrCat("index \"", request.name(),
                                                  "\" already exists; set replace to load over it"));
   }
+  FileIdentity read;
   GPUJOIN_ASSIGN_OR_RETURN(std::shared_ptr<IndexVersion> version,
-                           state_.snapshots->Load(file, request.name()));
+                           state_.snapshots->Load(file, request.name(), 0, &read));
   std::shared_ptr<const IndexVersion> installed = version;
   GPUJOIN_ASSIGN_OR_RETURN(auto previous, state_.registry->Install(version, request.replace()));
   state_.metrics->SetIndex(*installed);
-  // Loaded from another file: write its own snapshot, so that it survives a restart.
-  if (file != request.name() + std::string(kSnapshotSuffix)) {
-    state_.snapshots->Schedule(installed);
-  }
+  // Like a build, the load is a new version of the name, and its snapshot must
+  // follow: a write of an earlier version still pending or running must not
+  // land after it. From the name's own file the write is skipped while that
+  // file is still the one read.
+  const bool own = file == request.name() + std::string(kSnapshotSuffix);
+  state_.snapshots->Schedule(installed, own ? std::optional<FileIdentity>(read) : std::nullopt);
   previous.reset();
   UpdateServiceGauges();
   FillIndexInfo(*installed, response->mutable_index());
+  return absl::OkStatus();
+}
+
+absl::Status Operations::ListFiles(v1::ListFilesResponse* response) {
+  if (state_.snapshots == nullptr) return NeedDataDir("ListFiles");
+  const DataFiles files = state_.snapshots->ListFiles();
+  for (const DataFileInfo& f : files.files) {
+    v1::DataFile* out = response->add_files();
+    out->set_file(f.file);
+    out->set_bytes(f.bytes);
+    out->set_modified_unix_millis(f.modified_unix_millis);
+    out->set_index(f.index);
+    out->set_live(!f.index.empty() && state_.registry->Contains(f.index));
+  }
+  response->set_snapshot_bytes(files.snapshot_bytes);
+  response->set_copy_bytes(files.copy_bytes);
+  response->set_max_copy_bytes(state_.config.max_copy_bytes);
+  response->set_max_snapshot_bytes(state_.config.max_snapshot_bytes);
+  return absl::OkStatus();
+}
+
+absl::Status Operations::DeleteFile(const v1::DeleteFileRequest& request,
+                                    v1::DeleteFileResponse* response) {
+  if (state_.snapshots == nullptr) return NeedDataDir("DeleteFile");
+  GPUJOIN_ASSIGN_OR_RETURN(
+      uint64_t bytes, state_.snapshots->DeleteFile(request.file(), [this](const std::string& name) {
+        return state_.registry->Contains(name);
+      }));
+  response->set_bytes(bytes);
   return absl::OkStatus();
 }
 
@@ -1237,6 +1261,11 @@ absl::Status BuildSession::AddSpec(const v1::IndexSpec& spec) {
   WithKeyWord(key_type_,
               [this](auto word) { keys_.emplace<KeyChunks<typename decltype(word)::type>>(); });
   GPUJOIN_RETURN_IF_ERROR(payload_.Declare(spec.payload()));
+  if (spec.wait_durable() && ops_->state_.snapshots == nullptr) {
+    return absl::FailedPreconditionError(
+        "spec.wait_durable: this gpujoind has no --data-dir, so nothing is durable; start it "
+        "with --data-dir DIR or leave wait_durable unset");
+  }
   if (spec.explicit_values() && spec.batch_mode()) {
     return absl::InvalidArgumentError(
         "spec.explicit_values: cannot be combined with spec.batch_mode (batch values are row IDs)");

@@ -200,6 +200,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerConfig& config
     SnapshotStoreOptions snapshot_options;
     snapshot_options.data_dir = config.data_dir;
     snapshot_options.max_bytes = config.max_snapshot_bytes;
+    snapshot_options.max_copy_bytes = config.max_copy_bytes;
     snapshot_options.test_write_delay_ms = config.snapshot_test_write_delay_ms;
     snapshot_options.test_load_delay_ms = config.snapshot_test_load_delay_ms;
     auto store =

@@ -186,6 +186,18 @@ grpc::ServerUnaryReactor* GpuJoinService::LoadIndex(grpc::CallbackServerContext*
   });
 }
 
+grpc::ServerUnaryReactor* GpuJoinService::ListFiles(grpc::CallbackServerContext* context,
+                                                    const v1::ListFilesRequest*,
+                                                    v1::ListFilesResponse* response) {
+  return Unary(context, "ListFiles", [=, this] { return ops_->ListFiles(response); });
+}
+
+grpc::ServerUnaryReactor* GpuJoinService::DeleteFile(grpc::CallbackServerContext* context,
+                                                     const v1::DeleteFileRequest* request,
+                                                     v1::DeleteFileResponse* response) {
+  return Unary(context, "DeleteFile", [=, this] { return ops_->DeleteFile(*request, response); });
+}
+
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* GpuJoinService::Lookup(
     grpc::CallbackServerContext* context) {
   return detail::NewStreamReactor<detail::LookupTraits>(this, context);

@@ -392,6 +392,32 @@ absl::Status WriteSnapshot(int fd, const SnapshotMeta& meta, const engine::Index
   return absl::OkStatus();
 }
 
+std::string_view FileKindName(unsigned mode) {
+  switch (mode & S_IFMT) {
+    case S_IFREG:
+      return "a regular file";
+    case S_IFDIR:
+      return "a directory";
+    case S_IFIFO:
+      return "a FIFO";
+    case S_IFLNK:
+      return "a symbolic link";
+    case S_IFSOCK:
+      return "a socket";
+    case S_IFCHR:
+      return "a character device";
+    case S_IFBLK:
+      return "a block device";
+    default:
+      return "not a regular file";
+  }
+}
+
+FileIdentity IdentityOf(const struct stat& st) {
+  return FileIdentity{uint64_t(st.st_dev), uint64_t(st.st_ino), uint64_t(st.st_size),
+                      int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+}
+
 // ---------------------------------------------------------------- reading
 
 SnapshotReader::SnapshotReader(SnapshotReader&& other) noexcept { *this = std::move(other); }
@@ -409,6 +435,7 @@ SnapshotReader& SnapshotReader::operator=(SnapshotReader&& other) noexcept {
     built_rows_ = other.built_rows_;
     built_ = other.built_;
     null_counts_ = std::move(other.null_counts_);
+    identity_ = other.identity_;
   }
   return *this;
 }
@@ -416,14 +443,24 @@ SnapshotReader::~SnapshotReader() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-absl::StatusOr<SnapshotReader> SnapshotReader::Open(const std::string& path) {
+absl::StatusOr<SnapshotReader> SnapshotReader::Open(const std::string& file_path,
+                                                    const std::string& label) {
+  // Messages name `label` (the file name under --data-dir), never the directory.
+  const std::string& path = label.empty() ? file_path : label;
   SnapshotReader r;
   r.path_ = path;
   auto corrupt = [&](std::string_view why) {
     return absl::DataLossError(absl::StrCat("snapshot \"", path, "\": ", std::string(why)));
   };
-  r.fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO (or a device) under the name must not block the opening
+  // thread; O_NOFOLLOW: a symbolic link is refused, never followed out of the
+  // directory. Anything but a regular file is refused below.
+  r.fd_ = ::open(file_path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
   if (r.fd_ < 0) {
+    if (errno == ELOOP) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "snapshot \"", path, "\" is a symbolic link; snapshots must be regular files"));
+    }
     const std::string message =
         absl::StrCat("snapshot \"", path, "\": cannot open: ", std::strerror(errno));
     return errno == ENOENT ? absl::NotFoundError(message) : absl::InternalError(message);
@@ -432,6 +469,12 @@ absl::StatusOr<SnapshotReader> SnapshotReader::Open(const std::string& path) {
   if (::fstat(r.fd_, &st) != 0) {
     return absl::InternalError(absl::StrCat("snapshot \"", path, "\": ", std::strerror(errno)));
   }
+  if (!S_ISREG(st.st_mode)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("snapshot \"", path, "\" is not a regular file (", std::string(FileKindName(st.st_mode)),
+                     "); snapshots must be regular files"));
+  }
+  r.identity_ = IdentityOf(st);
   const uint64_t actual = uint64_t(st.st_size);
   uint8_t fixed[kFixedHeaderBytes];
   if (actual < kFixedHeaderBytes) {

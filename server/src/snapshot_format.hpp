@@ -14,6 +14,8 @@
 // SnapshotReader::shape() gives the sizes to reserve before ReadImage.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -76,15 +78,36 @@ uint64_t SnapshotFileBytes(const SnapshotMeta& meta, const engine::IndexImage& i
 absl::Status WriteSnapshot(int fd, const SnapshotMeta& meta, const engine::IndexImage& image,
                            const SnapshotWriteOptions& options = {});
 
+/// Which file a name referred to when it was read: equal identities mean the
+/// file was not replaced (a write renames a new file over the name) since.
+struct FileIdentity {
+  uint64_t device = 0;
+  uint64_t inode = 0;
+  uint64_t bytes = 0;
+  int64_t modified_ns = 0;
+  bool operator==(const FileIdentity&) const = default;
+};
+
+/// The identity of the file `st` describes.
+FileIdentity IdentityOf(const struct stat& st);
+
+/// "a FIFO", "a directory", ... for a stat mode (messages about files that are
+/// not regular).
+std::string_view FileKindName(unsigned mode);
+
 /// A snapshot file opened for loading: its header and metadata verified.
 class SnapshotReader {
  public:
   /// Opens `path` and verifies everything but the bulk sections' checksums.
-  /// Errors: NOT_FOUND / INTERNAL (open, read), FAILED_PRECONDITION (a newer
-  /// format version or another byte order), OUT_OF_RANGE (the file is shorter
-  /// or longer than its header says: a torn write), DATA_LOSS (bad magic, a
-  /// checksum mismatch, a section table that does not fit the metadata).
-  static absl::StatusOr<SnapshotReader> Open(const std::string& path);
+  /// Never blocks on the open and never follows a symbolic link: anything but a
+  /// regular file is FAILED_PRECONDITION naming what it is. Errors name `label`
+  /// (default: `path`). Errors: NOT_FOUND / INTERNAL (open, read),
+  /// FAILED_PRECONDITION (not a regular file, a newer format version or another
+  /// byte order), OUT_OF_RANGE (the file is shorter or longer than its header
+  /// says: a torn write), DATA_LOSS (bad magic, a checksum mismatch, a section
+  /// table that does not fit the metadata).
+  static absl::StatusOr<SnapshotReader> Open(const std::string& path,
+                                             const std::string& label = "");
 
   SnapshotReader(SnapshotReader&&) noexcept;
   SnapshotReader& operator=(SnapshotReader&&) noexcept;
@@ -97,6 +120,8 @@ class SnapshotReader {
   uint64_t file_bytes() const { return file_bytes_; }
   /// The format version of the file.
   uint32_t format_version() const { return format_version_; }
+  /// The file as it was opened.
+  const FileIdentity& identity() const { return identity_; }
 
   /// Allocates the image (std::bad_alloc -> RESOURCE_EXHAUSTED), reads every
   /// section into it verifying its checksum (DATA_LOSS naming the section), then
@@ -127,6 +152,7 @@ class SnapshotReader {
   uint64_t built_rows_ = 0;
   bool built_ = false;
   std::vector<uint64_t> null_counts_;
+  FileIdentity identity_;
 };
 
 /// The reason label (gpujoin_snapshot_load_failures_total) of a load error from

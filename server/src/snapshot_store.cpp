@@ -30,10 +30,12 @@ double SecondsSince(Clock::time_point start) {
 // The marker of a temporary file: `.<name>.gjsnap.tmp-<version>`.
 constexpr std::string_view kTempMarker = ".gjsnap.tmp-";
 
-absl::Status Errno(std::string_view what, const std::string& path) {
+// `file` is what the message names: a file name under the data dir, never its
+// path (messages reach clients).
+absl::Status Errno(std::string_view what, const std::string& file) {
   const int err = errno;
   const std::string message =
-      absl::StrCat(std::string(what), " \"", path, "\": ", std::strerror(err));
+      absl::StrCat(std::string(what), " \"", file, "\": ", std::strerror(err));
   return err == ENOSPC || err == EDQUOT ? absl::ResourceExhaustedError(message)
                                         : absl::InternalError(message);
 }
@@ -41,11 +43,44 @@ absl::Status Errno(std::string_view what, const std::string& path) {
 // fsync of a directory, so that a rename or unlink in it is durable.
 absl::Status SyncDir(const std::string& dir) {
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Errno("open data dir", dir);
+  if (fd < 0) return Errno("open", "--data-dir");
   const int r = ::fsync(fd);
-  const absl::Status s = r == 0 ? absl::OkStatus() : Errno("fsync data dir", dir);
+  const absl::Status s = r == 0 ? absl::OkStatus() : Errno("fsync", "--data-dir");
   ::close(fd);
   return s;
+}
+
+bool IsTemporary(std::string_view file) {
+  return file.starts_with(".") && file.find(kTempMarker) != std::string_view::npos;
+}
+
+// The index a `<index>.gjsnap` file belongs to, or "" (a copy, or a name that
+// is not an index name).
+std::string SnapshotIndexOf(std::string_view file) {
+  if (!file.ends_with(kSnapshotSuffix)) return "";
+  const std::string index(file.substr(0, file.size() - kSnapshotSuffix.size()));
+  return ValidateIndexName(index, "file").ok() ? index : "";
+}
+
+// The rules every file name of a request follows: the index-name alphabet (no
+// "/", not "." or ".."), not hidden, not a temporary file's name.
+absl::Status ValidateFileName(const std::string& file) {
+  GPUJOIN_RETURN_IF_ERROR(ValidateIndexName(file, "file"));
+  if (file.starts_with(".")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("file: \"", file,
+                     "\" starts with \".\"; such names are the server's temporary files"));
+  }
+  if (file.find(kTempMarker) != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("file: \"", file, "\" contains \"",
+                                                   std::string(kTempMarker),
+                                                   "\", the marker of the server's temporary files"));
+  }
+  return absl::OkStatus();
+}
+
+int64_t UnixMillis(const struct stat& st) {
+  return int64_t(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000;
 }
 
 const std::vector<double>& DurationBuckets() {
@@ -55,6 +90,28 @@ const std::vector<double>& DurationBuckets() {
 }
 
 }  // namespace
+
+absl::StatusOr<std::string> SaveFileOf(const std::string& file, const std::string& name) {
+  const std::string own = name + std::string(kSnapshotSuffix);
+  if (file.empty() || file == own) return own;
+  GPUJOIN_RETURN_IF_ERROR(ValidateFileName(file));
+  if (file.ends_with(kSnapshotSuffix)) {
+    const std::string other = file.substr(0, file.size() - kSnapshotSuffix.size());
+    return absl::InvalidArgumentError(absl::StrCat(
+        "file: \"", file, "\" is the snapshot file of index \"", other,
+        "\", which a restart loads as that index; saving index \"", name,
+        "\" there would replace it. Save to \"", own,
+        "\" (empty file) or to a copy whose name does not end in \"",
+        std::string(kSnapshotSuffix), "\""));
+  }
+  return file;
+}
+
+absl::StatusOr<std::string> LoadFileOf(const std::string& file, const std::string& name) {
+  if (file.empty()) return name + std::string(kSnapshotSuffix);
+  GPUJOIN_RETURN_IF_ERROR(ValidateFileName(file));
+  return file;
+}
 
 // ---------------------------------------------------------------- metrics
 
@@ -75,10 +132,10 @@ SnapshotMetrics::SnapshotMetrics(prometheus::Registry& r) {
   failures_ = &prometheus::BuildCounter()
                    .Name("gpujoin_snapshot_failures_total")
                    .Help(
-                       "Snapshot writes that failed, by reason (size_limit, disk_full, "
-                       "io_error, export).")
+                       "Snapshot writes that failed, by reason (size_limit, copy_limit, "
+                       "disk_full, io_error, export).")
                    .Register(r);
-  for (const char* reason : {"size_limit", "disk_full", "io_error", "export"}) {
+  for (const char* reason : {"size_limit", "copy_limit", "disk_full", "io_error", "export"}) {
     failures_->Add({{"reason", reason}});
   }
   superseded_ = &prometheus::BuildCounter()
@@ -95,9 +152,10 @@ SnapshotMetrics::SnapshotMetrics(prometheus::Registry& r) {
                         .Name("gpujoin_snapshot_load_failures_total")
                         .Help(
                             "Snapshots not loaded, by reason (version, truncated, corrupt, "
-                            "budget, invalid, io_error).")
+                            "budget, invalid, not_regular_file, io_error).")
                         .Register(r);
-  for (const char* reason : {"version", "truncated", "corrupt", "budget", "invalid", "io_error"}) {
+  for (const char* reason :
+       {"version", "truncated", "corrupt", "budget", "invalid", "not_regular_file", "io_error"}) {
     load_failures_->Add({{"reason", reason}});
   }
   loaded_ = &prometheus::BuildCounter()
@@ -200,34 +258,116 @@ SnapshotStore::~SnapshotStore() {
   }
   cv_.notify_all();
   if (writer_.joinable()) writer_.join();
+  Callbacks callbacks;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [name, waiters] : waiters_) {
+      for (auto& w : waiters) {
+        callbacks.emplace_back(std::move(w.done),
+                               absl::UnavailableError(absl::StrCat(
+                                   "the server stopped before the snapshot of index \"", name,
+                                   "\" version ", w.version, " was written")));
+      }
+    }
+    waiters_.clear();
+  }
+  Call(callbacks);
 }
 
 std::string SnapshotStore::PathOf(const std::string& file) const {
   return (std::filesystem::path(options_.data_dir) / file).string();
 }
 
-void SnapshotStore::Schedule(std::shared_ptr<const IndexVersion> version) {
+void SnapshotStore::Schedule(std::shared_ptr<const IndexVersion> version,
+                             std::optional<FileIdentity> read_from) {
+  std::shared_ptr<const IndexVersion> stale;  // freed outside the lock
   {
     std::lock_guard<std::mutex> lock(mu_);
     const std::string name = version->name;
-    const uint64_t generation = ++generation_[name];
-    pending_[name] = Job{std::move(version), generation};
+    uint64_t& latest = latest_[name];
+    if (version->version <= latest) {
+      // Installed before a version (or a drop) the store has already seen: the
+      // thread that installed it was overtaken; writing it would put an older
+      // version under the name than the one serving.
+      stale = std::move(version);
+    } else {
+      latest = version->version;
+      const uint64_t generation = ++generation_[name];
+      Job& job = pending_[name];
+      stale = std::move(job.version);
+      job = Job{std::move(version), generation, read_from};
+    }
   }
   cv_.notify_all();
 }
 
-void SnapshotStore::Forget(const std::string& name) {
-  std::lock_guard<std::mutex> lock(mu_);
-  dropped_at_[name] = ++generation_[name];
-  pending_.erase(name);
-  const std::string path = PathOf(name + std::string(kSnapshotSuffix));
-  // Under mu_: a write of the name renames under mu_ too, after checking its
-  // generation, so none can put the file back once it is gone.
-  if (::unlink(path.c_str()) == 0) {
-    (void)SyncDir(options_.data_dir);
-    LogInfo(absl::StrCat("deleted snapshot \"", path, "\" of dropped index \"", name, "\""));
+void SnapshotStore::Forget(const std::string& name, uint64_t dropped_version) {
+  Callbacks callbacks;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    uint64_t& latest = latest_[name];
+    latest = std::max(latest, dropped_version);
+    dropped_at_[name] = ++generation_[name];
+    pending_.erase(name);
+    durable_.erase(name);
+    const std::string file = name + std::string(kSnapshotSuffix);
+    // Under mu_: a write of the name renames under mu_ too, after checking its
+    // generation, so none can put the file back once it is gone.
+    if (::unlink(PathOf(file).c_str()) == 0) {
+      (void)SyncDir(options_.data_dir);
+      LogInfo(absl::StrCat("deleted snapshot \"", file, "\" of dropped index \"", name, "\""));
+    }
+    metrics_.Remove(name);
+    TakeWaitersLocked(name, UINT64_MAX,
+                      absl::AbortedError(absl::StrCat("index \"", name,
+                                                      "\" was dropped before its snapshot was "
+                                                      "written")),
+                      &callbacks);
   }
-  metrics_.Remove(name);
+  Call(callbacks);
+}
+
+void SnapshotStore::WhenDurable(const std::string& name, uint64_t version,
+                                std::function<void(absl::Status)> done) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = durable_.find(name);
+    if (it == durable_.end() || it->second < version) {
+      waiters_[name].push_back(Waiter{version, std::move(done)});
+      return;
+    }
+  }
+  done(absl::OkStatus());
+}
+
+uint64_t SnapshotStore::DurableVersion(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = durable_.find(name);
+  return it == durable_.end() ? 0 : it->second;
+}
+
+void SnapshotStore::MarkDurableLocked(const std::string& name, uint64_t version,
+                                      Callbacks* out) {
+  uint64_t& durable = durable_[name];
+  durable = std::max(durable, version);
+  TakeWaitersLocked(name, version, absl::OkStatus(), out);
+}
+
+void SnapshotStore::TakeWaitersLocked(const std::string& name, uint64_t version,
+                                      const absl::Status& status, Callbacks* out) {
+  auto it = waiters_.find(name);
+  if (it == waiters_.end()) return;
+  std::vector<Waiter>& waiters = it->second;
+  auto keep = std::partition(waiters.begin(), waiters.end(),
+                             [version](const Waiter& w) { return w.version > version; });
+  for (auto w = keep; w != waiters.end(); ++w) out->emplace_back(std::move(w->done), status);
+  waiters.erase(keep, waiters.end());
+  if (waiters.empty()) waiters_.erase(it);
+}
+
+void SnapshotStore::Call(Callbacks& callbacks) {
+  for (auto& [done, status] : callbacks) done(status);
+  callbacks.clear();
 }
 
 void SnapshotStore::WaitIdle() {
@@ -257,28 +397,63 @@ void SnapshotStore::WriterLoop() {
 void SnapshotStore::RunJob(const std::string& name, const Job& job) {
   const auto start = Clock::now();
   const std::string file = name + std::string(kSnapshotSuffix);
+  const uint64_t version = job.version->version;
+  Callbacks callbacks;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    struct stat st {};
+    // Loaded from this very file: while it is still the file that was read (no
+    // write renamed another over it since), it already holds the version.
+    const bool unchanged = job.read_from && generation_[name] == job.generation &&
+                           ::lstat(PathOf(file).c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+                           IdentityOf(st) == *job.read_from;
+    if (unchanged) MarkDurableLocked(name, version, &callbacks);
+    // A SaveIndex of the own file may have written this version already.
+    if (unchanged || (durable_.count(name) != 0 && durable_[name] >= version)) {
+      Call(callbacks);  // no callback takes mu_, but keep them outside it anyway
+      return;
+    }
+  }
   absl::StatusOr<uint64_t> bytes = WriteFile(
-      *job.version, file, [this, &name, &job] { return generation_[name] == job.generation; });
+      *job.version, file, [this, &name, &job] { return generation_[name] == job.generation; },
+      /*copy=*/false, [&] { MarkDurableLocked(name, version, &callbacks); });
   if (bytes.ok()) {
     const double seconds = SecondsSince(start);
     RecordWrite(name, job.generation, *bytes, seconds);
-    LogInfo(absl::StrCat("snapshot of index \"", name, "\" version ", job.version->version,
-                         " written: ", *bytes, " bytes in ", seconds, " s"));
+    LogInfo(absl::StrCat("snapshot of index \"", name, "\" version ", version, " written: ", *bytes,
+                         " bytes in ", seconds, " s"));
   } else if (absl::IsCancelled(bytes.status())) {
     metrics_.WriteSuperseded();
-    LogInfo(absl::StrCat("snapshot of index \"", name, "\" version ", job.version->version,
+    LogInfo(absl::StrCat("snapshot of index \"", name, "\" version ", version,
                          " superseded (a newer version or a drop)"));
+  } else {
+    std::lock_guard<std::mutex> lock(mu_);
+    // Those waiting for this version or an older one learn that it is not
+    // durable; a newer version's write (if one is pending) answers its own.
+    TakeWaitersLocked(
+        name, version,
+        absl::Status(bytes.status().code(),
+                     absl::StrCat("index \"", name, "\" version ", version,
+                                  " is installed and serving, but its snapshot could not be "
+                                  "written (a restart would serve version ",
+                                  durable_.count(name) ? durable_[name] : 0,
+                                  "): ", bytes.status().message())),
+        &callbacks);
   }
+  Call(callbacks);
 }
 
 absl::StatusOr<uint64_t> SnapshotStore::WriteFile(const IndexVersion& version,
                                                   const std::string& final_name,
-                                                  const std::function<bool()>& still_current) {
+                                                  const std::function<bool()>& still_current,
+                                                  bool copy,
+                                                  const std::function<void()>& renamed) {
   auto fail = [&](std::string_view reason, const absl::Status& s) -> absl::Status {
     metrics_.WriteFailed(reason);
     LogWarning(absl::StrCat("snapshot of index \"", version.name, "\" version ", version.version,
-                            " failed (", std::string(reason), "); the index keeps serving",
-                            " and the previous snapshot (if any) stays: ", s.message()));
+                            " to \"", final_name, "\" failed (", std::string(reason),
+                            "); the index keeps serving and the previous file (if any) stays: ",
+                            s.message()));
     return s;
   };
   auto image = backend_->ExportIndex(*version.index);
@@ -303,13 +478,26 @@ absl::StatusOr<uint64_t> SnapshotStore::WriteFile(const IndexVersion& version,
                                                  " of --max-snapshot-bytes=", options_.max_bytes)));
     }
   }
+  if (copy && options_.max_copy_bytes != 0) {
+    const uint64_t used = DirBytes(/*copies_only=*/true, final_name);
+    if (used + bytes > options_.max_copy_bytes) {
+      return fail("copy_limit",
+                  absl::ResourceExhaustedError(absl::StrCat(
+                      "copy \"", final_name, "\" of index \"", version.name, "\" needs ", bytes,
+                      " bytes; the other copies in the data dir hold ", used,
+                      " of --max-copy-bytes=", options_.max_copy_bytes,
+                      " (list them with ListFiles, delete with DeleteFile)")));
+    }
+  }
   // Hidden, never `*.gjsnap`, unique per write (a SaveIndex may race a
   // background write of the same version).
-  const std::string temp = PathOf(absl::StrCat(".", final_name, std::string(kTempMarker),
-                                               version.version, "-", temp_sequence_.fetch_add(1)));
-  const int fd = ::open(temp.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
+  const std::string temp_name = absl::StrCat(".", final_name, std::string(kTempMarker),
+                                             version.version, "-", temp_sequence_.fetch_add(1));
+  const std::string temp = PathOf(temp_name);
+  const int fd =
+      ::open(temp.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) {
-    const absl::Status s = Errno("create", temp);
+    const absl::Status s = Errno("create", temp_name);
     return fail(absl::IsResourceExhausted(s) ? "disk_full" : "io_error", s);
   }
   SnapshotWriteOptions options;
@@ -323,8 +511,8 @@ absl::StatusOr<uint64_t> SnapshotStore::WriteFile(const IndexVersion& version,
     };
   }
   absl::Status s = WriteSnapshot(fd, meta, *image, options);
-  if (s.ok() && ::fsync(fd) != 0) s = Errno("fsync", temp);
-  if (::close(fd) != 0 && s.ok()) s = Errno("close", temp);
+  if (s.ok() && ::fsync(fd) != 0) s = Errno("fsync", temp_name);
+  if (::close(fd) != 0 && s.ok()) s = Errno("close", temp_name);
   if (s.ok()) {
     std::lock_guard<std::mutex> lock(mu_);
     // The final check and the rename under mu_: a drop or a newer build
@@ -332,7 +520,11 @@ absl::StatusOr<uint64_t> SnapshotStore::WriteFile(const IndexVersion& version,
     if (!still_current()) {
       s = absl::CancelledError("superseded");
     } else if (::rename(temp.c_str(), PathOf(final_name).c_str()) != 0) {
-      s = Errno("rename", temp);
+      s = Errno("rename", temp_name);
+    } else {
+      // Durable once the directory is synced below; marked now, under the lock
+      // that orders it with drops (waiters are answered after the sync).
+      renamed();
     }
   }
   if (!s.ok()) {
@@ -355,14 +547,66 @@ void SnapshotStore::RecordWrite(const std::string& name, uint64_t generation, ui
   metrics_.WriteSucceeded(name, bytes, seconds);
 }
 
-uint64_t SnapshotStore::DirBytes() const {
+uint64_t SnapshotStore::DirBytes(bool copies_only, const std::string& except) const {
   uint64_t total = 0;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(options_.data_dir, ec)) {
-    std::error_code e2;
-    if (entry.is_regular_file(e2)) total += entry.file_size(e2);
+    const std::string file = entry.path().filename().string();
+    if (copies_only && (file == except || IsTemporary(file) || file.ends_with(kSnapshotSuffix))) {
+      continue;
+    }
+    struct stat st {};
+    if (::lstat(entry.path().c_str(), &st) == 0 && S_ISREG(st.st_mode)) total += st.st_size;
   }
   return total;
+}
+
+DataFiles SnapshotStore::ListFiles() {
+  DataFiles out;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(options_.data_dir, ec)) {
+    const std::string file = entry.path().filename().string();
+    struct stat st {};
+    if (IsTemporary(file) || ::lstat(entry.path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      continue;
+    }
+    DataFileInfo info{file, uint64_t(st.st_size), UnixMillis(st), SnapshotIndexOf(file)};
+    (info.index.empty() ? out.copy_bytes : out.snapshot_bytes) += info.bytes;
+    out.files.push_back(std::move(info));
+  }
+  std::sort(out.files.begin(), out.files.end(),
+            [](const DataFileInfo& a, const DataFileInfo& b) { return a.file < b.file; });
+  return out;
+}
+
+absl::StatusOr<uint64_t> SnapshotStore::DeleteFile(
+    const std::string& file, const std::function<bool(const std::string&)>& is_live) {
+  GPUJOIN_RETURN_IF_ERROR(ValidateFileName(file));
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string index = SnapshotIndexOf(file);
+  if (!index.empty() && (is_live(index) || pending_.count(index) != 0 || writing_ == index)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("file: \"", file, "\" is the snapshot of live index \"", index,
+                     "\"; drop the index to delete it"));
+  }
+  const std::string path = PathOf(file);
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) {
+      return absl::NotFoundError(absl::StrCat("file: \"", file, "\" is not in the data dir"));
+    }
+    return Errno("stat", file);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("file: \"", file, "\" is ", std::string(FileKindName(st.st_mode)),
+                     ", not a file the server wrote; remove it by hand"));
+  }
+  if (::unlink(path.c_str()) != 0) return Errno("delete", file);
+  (void)SyncDir(options_.data_dir);
+  if (!index.empty()) durable_.erase(index);
+  LogInfo(absl::StrCat("deleted \"", file, "\" (", st.st_size, " bytes) from the data dir"));
+  return uint64_t(st.st_size);
 }
 
 absl::StatusOr<SavedSnapshot> SnapshotStore::Save(const IndexVersion& version,
@@ -378,9 +622,15 @@ absl::StatusOr<SavedSnapshot> SnapshotStore::Save(const IndexVersion& version,
     std::lock_guard<std::mutex> lock(mu_);
     generation = generation_[version.name];
   }
-  auto bytes = WriteFile(version, file, [this, own, &version, generation] {
-    return !own || generation_[version.name] == generation;
-  });
+  Callbacks callbacks;
+  auto bytes = WriteFile(
+      version, file,
+      [this, own, &version, generation] { return !own || generation_[version.name] == generation; },
+      /*copy=*/!own,
+      [&] {
+        if (own) MarkDurableLocked(version.name, version.version, &callbacks);
+      });
+  Call(callbacks);
   if (absl::IsCancelled(bytes.status())) {
     return absl::AbortedError(absl::StrCat("SaveIndex: index \"", version.name,
                                            "\" was rebuilt or dropped during the save; retry"));
@@ -393,10 +643,11 @@ absl::StatusOr<SavedSnapshot> SnapshotStore::Save(const IndexVersion& version,
 
 absl::StatusOr<std::shared_ptr<IndexVersion>> SnapshotStore::Load(const std::string& file,
                                                                   const std::string& name,
-                                                                  unsigned read_threads) {
+                                                                  unsigned read_threads,
+                                                                  FileIdentity* read) {
   const auto start = Clock::now();
-  const std::string path = PathOf(file);
-  GPUJOIN_ASSIGN_OR_RETURN(SnapshotReader reader, SnapshotReader::Open(path));
+  GPUJOIN_ASSIGN_OR_RETURN(SnapshotReader reader, SnapshotReader::Open(PathOf(file), file));
+  if (read != nullptr) *read = reader.identity();
   // Reserved before anything is allocated: the imported index, and on the CPU
   // backend (whose budget is host memory) the image read on the way too.
   const uint64_t index_bytes = engine::ImportedIndexBytes(*backend_, reader.shape());
@@ -438,22 +689,48 @@ WarmStartReport SnapshotStore::LoadAll(IndexRegistry& registry,
                                        const std::function<void(const IndexVersion&)>& installed) {
   const auto start = Clock::now();
   std::vector<std::string> files;
+  std::vector<std::string> ignored;
+  WarmStartReport report;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(options_.data_dir, ec)) {
     const std::string file = entry.path().filename().string();
-    if (file.find(kTempMarker) != std::string::npos && !file.ends_with(kSnapshotSuffix)) {
+    struct stat st {};
+    const bool regular = ::lstat(entry.path().c_str(), &st) == 0 && S_ISREG(st.st_mode);
+    if (IsTemporary(file) && !file.ends_with(kSnapshotSuffix) && regular) {
       // A write that an earlier process did not finish (killed, crashed):
       // never loaded; the snapshot it would have replaced is still there.
-      std::error_code e2;
-      std::filesystem::remove(entry.path(), e2);
-      LogWarning(absl::StrCat("removed \"", entry.path().string(),
+      ::unlink(entry.path().c_str());
+      LogWarning(absl::StrCat("removed \"", file,
                               "\": a snapshot write an earlier gpujoind did not finish"));
       continue;
     }
-    if (file.ends_with(kSnapshotSuffix) && entry.is_regular_file()) files.push_back(file);
+    if (!file.ends_with(kSnapshotSuffix)) {
+      ignored.push_back(file);
+      continue;
+    }
+    if (!regular) {
+      // Never opened: a FIFO would block the load, a link may lead anywhere.
+      ++report.skipped;
+      metrics_.LoadFailed("not_regular_file");
+      LogWarning(absl::StrCat("snapshot \"", file, "\" skipped (not_regular_file): it is ",
+                              std::string(FileKindName(st.st_mode)),
+                              "; snapshots must be regular files"));
+      continue;
+    }
+    files.push_back(file);
   }
   std::sort(files.begin(), files.end());
-  WarmStartReport report;
+  if (!ignored.empty()) {
+    std::sort(ignored.begin(), ignored.end());
+    report.ignored = ignored.size();
+    std::string shown;
+    for (size_t i = 0; i < ignored.size() && i < 10; ++i) {
+      absl::StrAppend(&shown, i == 0 ? "" : ", ", "\"", ignored[i], "\"");
+    }
+    LogInfo(absl::StrCat("--data-dir: ", ignored.size(),
+                         " entries are not snapshots and are not loaded (copies and other files): ",
+                         shown, ignored.size() > 10 ? ", ..." : ""));
+  }
   if (files.empty()) {
     LogInfo(absl::StrCat("--data-dir \"", options_.data_dir, "\": no snapshots to load"));
     return report;
@@ -489,6 +766,11 @@ WarmStartReport SnapshotStore::LoadAll(IndexRegistry& registry,
         auto previous = registry.Install(version, /*replace=*/false);
         s = previous.status();
         if (s.ok()) {
+          {
+            std::lock_guard<std::mutex> lock(mu_);
+            latest_[name] = std::max(latest_[name], v->version);
+            durable_[name] = v->version;
+          }
           installed(*v);
           struct stat st {};
           if (::stat(PathOf(file).c_str(), &st) == 0) {

@@ -66,6 +66,7 @@ function indexInfo(i) {
                                             nullCount: p.null_count, bytes: p.bytes})),
     payloadBytes: i.payload_bytes,
     duplicates: i.duplicates === 'DUPLICATE_POLICY_KEEP_ALL' ? 'keep_all' : 'lowest_row',
+    durableVersion: i.durable_version || 0,
   };
 }
 
@@ -379,6 +380,32 @@ class Client {
     return {droppedVersion: r.dropped_version, freedBytes: r.freed_bytes};
   }
 
+  // ------------------------------------------------------------ snapshots
+
+  /** Writes index `name` to `file` under the server's --data-dir ('' = "<name>.gjsnap"). */
+  async saveIndex(name, file = '', opts = {}) {
+    const r = await this._unary('SaveIndex', {name, file}, opts);
+    return {file: r.file, bytes: r.bytes, version: r.version, seconds: r.seconds};
+  }
+
+  /** Loads `file` under the server's --data-dir ('' = "<name>.gjsnap") as index `name`. */
+  async loadIndex(name, file = '', opts = {}) {
+    return indexInfo((await this._unary('LoadIndex', {name, file, replace: !!opts.replace}, opts)).index);
+  }
+
+  /** The snapshots and copies under the server's --data-dir, by name. */
+  async listFiles(opts = {}) {
+    const r = await this._unary('ListFiles', {}, opts);
+    return (r.files || []).map((f) => ({file: f.file, bytes: f.bytes,
+                                        modifiedUnixMillis: f.modified_unix_millis,
+                                        index: f.index, live: !!f.live}));
+  }
+
+  /** Deletes a copy (or the snapshot of an index that is not live); returns its bytes. */
+  async deleteFile(file, opts = {}) {
+    return (await this._unary('DeleteFile', {file}, opts)).bytes;
+  }
+
   // ------------------------------------------------------------ build
 
   /**
@@ -413,6 +440,7 @@ class Client {
       name, capacity: opts.capacity || 0, expected_rows: opts.expectedRows || 0,
       target_load_factor: opts.targetLoadFactor || 0, max_probe_count: opts.maxProbeCount || 0,
       first_value: opts.firstValue || 0, explicit_values: values !== null, replace: !!opts.replace,
+      wait_durable: !!opts.waitDurable,
       key_type: keyType === 'uint64' ? 'KEY_TYPE_UINT64' : 'KEY_TYPE_UINT32',
       payload: payload.map((p) => ({name: p.name, type: p.wire})),
       duplicates: DUPLICATES[duplicates],

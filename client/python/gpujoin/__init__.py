@@ -20,16 +20,16 @@ from .errors import (Aborted, AlreadyExists, Cancelled, DataLoss, DeadlineExceed
                      Error, FailedPrecondition, Internal, InvalidArgument, KeyDtypeError,
                      KeyValueError, NotFound, OutOfRange, PermissionDenied, ResourceExhausted,
                      Unauthenticated, Unavailable, Unimplemented, Unknown)
-from .results import (NO_MATCH, AggregateResult, BuildStatistics, DropResult,  # noqa: E402
-                      IndexInfo, JoinResult, LookupResult, PayloadColumnInfo, QueryStatistics,
-                      ServerInfo)
+from .results import (NO_MATCH, AggregateResult, BuildStatistics, DataFile,  # noqa: E402
+                      DropResult, IndexInfo, JoinResult, LookupResult, PayloadColumnInfo,
+                      QueryStatistics, SaveResult, ServerInfo)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Client", "DEFAULT_BATCH_ROWS", "DEFAULT_CHUNK_ROWS", "NO_MATCH",
-    "AggregateResult", "BuildStatistics", "DropResult", "IndexInfo", "JoinResult", "LookupResult",
-    "PayloadColumnInfo", "QueryStatistics", "ServerInfo",
+    "AggregateResult", "BuildStatistics", "DataFile", "DropResult", "IndexInfo", "JoinResult",
+    "LookupResult", "PayloadColumnInfo", "QueryStatistics", "SaveResult", "ServerInfo",
     "Error", "Aborted", "AlreadyExists", "Cancelled", "DataLoss", "DeadlineExceeded",
     "FailedPrecondition", "Internal", "InvalidArgument", "KeyDtypeError", "KeyValueError",
     "NotFound", "OutOfRange", "PermissionDenied", "ResourceExhausted", "Unauthenticated",

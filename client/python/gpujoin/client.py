@@ -29,8 +29,8 @@ from . import wire as _wire
 from ._proto import pb, pb_grpc
 from .errors import (Aborted, Internal, InvalidArgument, KeyDtypeError, ResourceExhausted,
                      from_batch_error, from_rpc_error)
-from .results import (AggregateResult, DropResult, IndexInfo, JoinResult, LookupResult,
-                      QueryStatistics, ServerInfo)
+from .results import (AggregateResult, DataFile, DropResult, IndexInfo, JoinResult,
+                      LookupResult, QueryStatistics, SaveResult, ServerInfo)
 from .streaming import run_stream
 
 #: Rows per Lookup/Join batch unless a call or the Client says otherwise
@@ -367,6 +367,33 @@ class Client:
         r = self._unary(self._connected().DropIndex, pb.DropIndexRequest(name=name))
         return DropResult(r.dropped_version, r.freed_bytes)
 
+    # ------------------------------------------------------------- snapshots
+
+    def save_index(self, name: str, file: str = "") -> SaveResult:
+        """Writes index ``name`` to ``file`` under the server's --data-dir (default
+        "<name>.gjsnap", the file loaded at start; any other name is a copy,
+        which may not end in ".gjsnap")."""
+        r = self._unary(self._connected().SaveIndex, pb.SaveIndexRequest(name=name, file=file))
+        return SaveResult(r.file, r.bytes, r.version, r.seconds)
+
+    def load_index(self, name: str, file: str = "", *, replace: bool = False) -> IndexInfo:
+        """Loads ``file`` under the server's --data-dir (default "<name>.gjsnap")
+        as index ``name``; ``replace`` loads over a live one."""
+        r = self._unary(self._connected().LoadIndex,
+                        pb.LoadIndexRequest(name=name, file=file, replace=replace))
+        return IndexInfo.from_proto(r.index)
+
+    def list_files(self) -> List[DataFile]:
+        """The snapshots and copies under the server's --data-dir, by name."""
+        r = self._unary(self._connected().ListFiles, pb.ListFilesRequest())
+        return [DataFile(f.file, f.bytes, f.modified_unix_millis, f.index, f.live)
+                for f in r.files]
+
+    def delete_file(self, file: str) -> int:
+        """Deletes a copy (or the snapshot of an index that is not live) under
+        the server's --data-dir; returns its size in bytes."""
+        return self._unary(self._connected().DeleteFile, pb.DeleteFileRequest(file=file)).bytes
+
     # ------------------------------------------------------------------ build
 
     def build_index(self, name: str, keys: Any, values: Any = None, *,
@@ -376,7 +403,7 @@ class Client:
                     capacity: Optional[int] = None, load_factor: Optional[float] = None,
                     expected_rows: Optional[int] = None, max_probe_count: int = 0,
                     first_value: int = 0, valid: Any = None, replace: bool = False,
-                    chunk_rows: Optional[int] = None,
+                    chunk_rows: Optional[int] = None, wait_durable: bool = False,
                     timeout: Optional[float] = None) -> IndexInfo:
         """Builds (or with ``replace=True`` rebuilds) an index from keys and returns its IndexInfo.
 
@@ -400,6 +427,10 @@ class Client:
             replace: rebuild a live name instead of raising AlreadyExists.
             chunk_rows: rows per BuildChunk message (default: DEFAULT_CHUNK_ROWS
                 within the message limit).
+            wait_durable: return only once the index's snapshot is written and
+                fsync'd (a server with --data-dir; FailedPrecondition without
+                one). If the write fails, the index is installed and serving,
+                and the server's error is raised.
 
         Raises KeyDtypeError/KeyValueError for keys that cannot be sent as the key
         type (see gpujoin.keys) and the server's errors as Error subclasses.
@@ -436,6 +467,7 @@ class Client:
             target_load_factor=load_factor or 0.0, max_probe_count=max_probe_count,
             first_value=first_value, explicit_values=vals is not None,
             batch_mode=key_valid is not None, replace=replace, key_type=_KEY_TYPE_ENUM[kt],
+            wait_durable=wait_durable,
             duplicates=_choice(_DUPLICATES, duplicates, "duplicates"),
             payload=[pb.PayloadColumnSpec(name=e.name, type=_columns.TYPE_NUMBERS[e.type_name])
                      for e in encoded])

@@ -106,6 +106,9 @@ class IndexInfo:
     payload: List[PayloadColumnInfo] = field(default_factory=list)
     payload_bytes: int = 0
     duplicates: str = "lowest_row"
+    #: The version in the index's snapshot file under the server's --data-dir
+    #: (what a restart serves); 0 without one.
+    durable_version: int = 0
 
     @classmethod
     def from_proto(cls, m) -> "IndexInfo":
@@ -155,6 +158,26 @@ class ServerInfo:
 class DropResult:
     dropped_version: int
     freed_bytes: int
+
+
+@dataclass
+class SaveResult:
+    """What save_index wrote under the server's --data-dir."""
+    file: str
+    bytes: int
+    version: int
+    seconds: float
+
+
+@dataclass
+class DataFile:
+    """A file under the server's --data-dir: ``index`` names the index whose
+    snapshot it is ("" for a copy), ``live`` whether that index is live."""
+    file: str
+    bytes: int
+    modified_unix_millis: int
+    index: str
+    live: bool
 
 
 @dataclass

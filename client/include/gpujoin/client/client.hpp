@@ -264,6 +264,9 @@ struct IndexInfo {
   std::vector<PayloadColumnInfo> payload;  ///< in the order the spec declared them
   uint64_t payload_bytes = 0;              ///< sum of payload[].bytes (within device_bytes)
   DuplicatePolicy duplicates = DuplicatePolicy::kLowestRow;
+  /// The version in the index's snapshot file under --data-dir (what a restart
+  /// serves): `version` once its background write is done; 0 without one.
+  uint64_t durable_version = 0;
 };
 
 /// Server identity and memory (GetServerInfoResponse).
@@ -295,6 +298,25 @@ struct SaveResult {
   double seconds = 0;
 };
 
+/// One file under the server's --data-dir (ListFiles).
+struct DataFile {
+  std::string file;
+  uint64_t bytes = 0;
+  int64_t modified_unix_millis = 0;
+  /// The index a "<index>.gjsnap" file is the snapshot of ("" for a copy).
+  std::string index;
+  bool live = false;  ///< that index is live now
+};
+
+/// The server's --data-dir files and their limits (ListFiles).
+struct DataFiles {
+  std::vector<DataFile> files;  ///< by name
+  uint64_t snapshot_bytes = 0;
+  uint64_t copy_bytes = 0;
+  uint64_t max_copy_bytes = 0;      ///< 0 = no limit
+  uint64_t max_snapshot_bytes = 0;  ///< 0 = no limit
+};
+
 // ---------------------------------------------------------------- build
 
 /// Index parameters (IndexSpec in the proto). Give `capacity` (a power of two),
@@ -320,6 +342,10 @@ struct IndexSpec {
   /// Which rows of a repeated key the index keeps (kKeepAll: all of them, and
   /// each one's payload).
   DuplicatePolicy duplicates = DuplicatePolicy::kLowestRow;
+  /// Answer only once the new version is in its snapshot file (written and
+  /// fsync'd) on a server with --data-dir; a write that fails fails the call
+  /// (the index is installed and serving). FAILED_PRECONDITION without --data-dir.
+  bool wait_durable = false;
 };
 
 /// One build chunk (borrowed; see "Borrowed memory" above). With
@@ -600,6 +626,12 @@ class Client {
   /// newer format or a server without --data-dir.
   absl::StatusOr<IndexInfo> LoadIndex(const std::string& name, const std::string& file = "",
                                       bool replace = false);
+  /// The snapshots and copies under the server's --data-dir.
+  absl::StatusOr<DataFiles> ListFiles();
+  /// Deletes `file` under the server's --data-dir (a copy, or the snapshot of an
+  /// index that is not live: FAILED_PRECONDITION for a live one's); returns its
+  /// size.
+  absl::StatusOr<uint64_t> DeleteFile(const std::string& file);
 
   /// Builds (or with spec.replace rebuilds) `spec.name` from the chunks that
   /// `next_chunk` returns, calling `progress` after each chunk. `total_rows`

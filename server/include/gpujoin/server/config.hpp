@@ -18,6 +18,10 @@ namespace gpujoin::server {
 /// this and an eighth of the host's physical memory).
 inline constexpr uint64_t kDefaultMaxResultBytes = uint64_t{4} << 30;
 
+/// The default --max-copy-bytes: the most bytes the copies SaveIndex writes
+/// under --data-dir may take together.
+inline constexpr uint64_t kDefaultMaxCopyBytes = uint64_t{16} << 30;
+
 /// Largest accepted --inline-batch-rows: bigger batches would hold a gRPC thread
 /// for milliseconds.
 inline constexpr int64_t kMaxInlineBatchRows = int64_t{1} << 16;
@@ -98,6 +102,9 @@ struct ServerConfig {
   /// --max-snapshot-bytes: most bytes the data dir's files may take (a write
   /// that would pass it fails and is counted); 0 = no limit.
   uint64_t max_snapshot_bytes = 0;
+  /// --max-copy-bytes: most bytes the copies SaveIndex writes (files under
+  /// --data-dir that are not `<index>.gjsnap`) may take together; 0 = no limit.
+  uint64_t max_copy_bytes = kDefaultMaxCopyBytes;
   /// --snapshot-test-write-delay-ms (tests only): sleep this long after every
   /// MiB of a snapshot written.
   uint32_t snapshot_test_write_delay_ms = 0;

@@ -50,7 +50,8 @@ std::string_view BuildResultName(BuildResult result);
 inline constexpr std::string_view kRpcNames[] = {"BuildIndex",    "DropIndex", "ListIndexes",
                                                  "DescribeIndex", "Lookup",    "Join",
                                                  "Aggregate",     "Hash",      "GetServerInfo",
-                                                 "SaveIndex",     "LoadIndex"};
+                                                 "SaveIndex",     "LoadIndex", "ListFiles",
+                                                 "DeleteFile"};
 
 /// The gRPC code names (`code` label of gpujoin_rpc_errors_total) whose series
 /// exist from start-up for every RPC: the codes gpujoind returns (request

@@ -127,6 +127,8 @@ class BuildSession {
   /// The spec's name once a valid spec was added ("" before).
   const std::string& name() const { return name_; }
   uint64_t rows() const { return key_rows_; }
+  /// IndexSpec.wait_durable: answer once the installed version is in its snapshot.
+  bool wait_durable() const { return have_spec_ && spec_.wait_durable(); }
   /// Bytes of build input held (chunk messages and decoded copies), as counted
   /// against the budgets; 0 again once Finish has installed the index.
   uint64_t staged_bytes() const { return staged_bytes_; }
@@ -237,9 +239,15 @@ class Operations {
   /// schedules its own snapshot. The file's errors: NOT_FOUND, DATA_LOSS
   /// (corrupt), OUT_OF_RANGE (truncated), FAILED_PRECONDITION (newer format).
   absl::Status LoadIndex(const v1::LoadIndexRequest& request, v1::LoadIndexResponse* response);
+  /// The files under --data-dir (FAILED_PRECONDITION without it).
+  absl::Status ListFiles(v1::ListFilesResponse* response);
+  /// Deletes a file under --data-dir: a copy, or the snapshot of an index that
+  /// is not live (FAILED_PRECONDITION for a live one's; NOT_FOUND when absent).
+  absl::Status DeleteFile(const v1::DeleteFileRequest& request, v1::DeleteFileResponse* response);
 
-  /// Copies a version's description into `info`.
-  static void FillIndexInfo(const IndexVersion& v, v1::IndexInfo* info);
+  /// Copies a version's description into `info` (with the version its
+  /// snapshot holds, under --data-dir).
+  void FillIndexInfo(const IndexVersion& v, v1::IndexInfo* info) const;
 
   /// Runs `graph`, reporting a fatal backend error through on_backend_fatal.
   absl::Status RunGraph(const engine::CommandGraph& graph);

@@ -55,7 +55,9 @@ using GpuJoinServiceBase = v1::GpuJoin::WithRawCallbackMethod_BuildIndex<
                     v1::GpuJoin::WithCallbackMethod_GetServerInfo<
                         v1::GpuJoin::WithCallbackMethod_SaveIndex<
                             v1::GpuJoin::WithCallbackMethod_LoadIndex<
-                                v1::GpuJoin::Service>>>>>>>>>>>;
+                                v1::GpuJoin::WithCallbackMethod_ListFiles<
+                                    v1::GpuJoin::WithCallbackMethod_DeleteFile<
+                                        v1::GpuJoin::Service>>>>>>>>>>>>>;
 
 class GpuJoinService final : public GpuJoinServiceBase {
  public:
@@ -103,6 +105,13 @@ class GpuJoinService final : public GpuJoinServiceBase {
   grpc::ServerUnaryReactor* LoadIndex(grpc::CallbackServerContext* context,
                                       const v1::LoadIndexRequest* request,
                                       v1::LoadIndexResponse* response) override;
+  /// ListFiles and DeleteFile: the --data-dir's files, on the control executor.
+  grpc::ServerUnaryReactor* ListFiles(grpc::CallbackServerContext* context,
+                                      const v1::ListFilesRequest* request,
+                                      v1::ListFilesResponse* response) override;
+  grpc::ServerUnaryReactor* DeleteFile(grpc::CallbackServerContext* context,
+                                       const v1::DeleteFileRequest* request,
+                                       v1::DeleteFileResponse* response) override;
 
   /// While true (the start-up load of --data-dir), every call but GetServerInfo
   /// gets UNAVAILABLE (health is NOT_SERVING meanwhile).
