@@ -50,8 +50,11 @@ absl::Status SyncDir(const std::string& dir) {
   return s;
 }
 
+// `.<file>.gjsnap.tmp-<version>-<n>` (WriteFile): never ends in ".gjsnap", so
+// that an index named ".x.gjsnap.tmp-1" keeps its snapshot.
 bool IsTemporary(std::string_view file) {
-  return file.starts_with(".") && file.find(kTempMarker) != std::string_view::npos;
+  return file.starts_with(".") && file.find(kTempMarker) != std::string_view::npos &&
+         !file.ends_with(kSnapshotSuffix);
 }
 
 // The index a `<index>.gjsnap` file belongs to, or "" (a copy, or a name that
@@ -696,7 +699,7 @@ WarmStartReport SnapshotStore::LoadAll(IndexRegistry& registry,
     const std::string file = entry.path().filename().string();
     struct stat st {};
     const bool regular = ::lstat(entry.path().c_str(), &st) == 0 && S_ISREG(st.st_mode);
-    if (IsTemporary(file) && !file.ends_with(kSnapshotSuffix) && regular) {
+    if (IsTemporary(file) && regular) {
       // A write that an earlier process did not finish (killed, crashed):
       // never loaded; the snapshot it would have replaced is still there.
       ::unlink(entry.path().c_str());

@@ -83,8 +83,10 @@ class SnapshotFaultTest : public snapshot_testing::SnapshotIntegrationTest {
 // data live again; the second version's write then landed, and a restart
 // served the second version.
 TEST_F(SnapshotFaultTest, ALoadDuringAWriteIsWhatARestartServes) {
-  Start({"--snapshot-test-write-delay-ms=60", "--drain-grace=0"});
-  Kind first{.name = "g", .rows = 60000, .key_range = 1 << 30, .first_value = 0, .seed = 3};
+  // Slow writes (about 2 MiB at 400 ms per MiB): the second version's write is
+  // still running when the load comes.
+  Start({"--snapshot-test-write-delay-ms=400", "--drain-grace=0"});
+  Kind first{.name = "g", .rows = 120000, .key_range = 1 << 30, .first_value = 0, .seed = 3};
   Kind second = first;
   second.first_value = 100000000;
   v1::IndexInfo first_info;
@@ -97,7 +99,8 @@ TEST_F(SnapshotFaultTest, ALoadDuringAWriteIsWhatARestartServes) {
   auto live = Describe("g");
   ASSERT_TRUE(live.ok()) << live.status();
   EXPECT_EQ(live->version(), 3u);
-  EXPECT_EQ(Answers(first, *live), first_answers);
+  const std::string live_answers = Answers(first, *live);
+  EXPECT_EQ(live_answers, first_answers) << "the load did not read the first version's file";
   // The load's own snapshot needs no write (the file is the one read); the
   // second version's write is superseded.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -109,7 +112,7 @@ TEST_F(SnapshotFaultTest, ALoadDuringAWriteIsWhatARestartServes) {
   Start();
   auto restarted = Describe("g");
   ASSERT_TRUE(restarted.ok()) << restarted.status();
-  EXPECT_EQ(Answers(first, *restarted), first_answers) << server_->log();
+  EXPECT_EQ(Answers(first, *restarted), live_answers) << server_->log();
   EXPECT_EQ(restarted->durable_version(), restarted->version());
 }
 
