@@ -35,6 +35,12 @@ void Harness::Reset() {
   staging_ = std::make_unique<server::MemoryBudget>(
       config_.max_staged_bytes != 0 ? config_.max_staged_bytes : budget_bytes_,
       "host staging budget", "--max-staged-bytes");
+  MakeOps(nullptr);
+}
+
+void Harness::AttachSnapshots(server::SnapshotStore* snapshots) { MakeOps(snapshots); }
+
+void Harness::MakeOps(server::SnapshotStore* snapshots) {
   server::ServiceState state;
   state.backend = backend_.get();
   state.backend_info = backend_info_;
@@ -43,6 +49,7 @@ void Harness::Reset() {
   state.staging = staging_.get();
   state.metrics = &metrics_;
   state.config = config_;
+  state.snapshots = snapshots;
   ops_ = std::make_unique<server::Operations>(std::move(state));
 }
 

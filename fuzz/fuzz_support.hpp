@@ -40,8 +40,11 @@ class Harness {
   const server::ServerConfig& config() const { return config_; }
 
   /// Drops every live index (removing its metric series), then starts over with
-  /// an empty registry and an unused budget.
+  /// an empty registry and an unused budget, without a --data-dir store.
   void Reset();
+  /// Gives the operations `snapshots` as their --data-dir store (made over this
+  /// harness's backend and budget after Reset); null: none.
+  void AttachSnapshots(server::SnapshotStore* snapshots);
 
   /// Builds and installs index `name` through BuildSession from one chunk of
   /// `keys` (uint32 or uint64: the index's key type) with generated values
@@ -63,6 +66,7 @@ class Harness {
   std::unique_ptr<server::MemoryBudget> budget_;
   std::unique_ptr<server::MemoryBudget> staging_;
   std::unique_ptr<server::Operations> ops_;
+  void MakeOps(server::SnapshotStore* snapshots);
 };
 
 /// Whether `name` is an index name the service accepts: [A-Za-z0-9_.-]{1,128},
