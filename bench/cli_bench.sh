@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CLI end-to-end benchmark (issue 24): generates a LEFT_ROWS-row CSV (event_id,
+# CLI end-to-end benchmark: generates a LEFT_ROWS-row CSV (event_id,
 # key, value) and a RIGHT_ROWS-row CSV (key, label, score; unique keys), starts
 # a CPU gpujoind, and measures with /usr/bin/time -v, in one run:
 #   - gpujoin join of the two files written to CSV (ad hoc: the right file

@@ -5,7 +5,7 @@
 # by ../shared/tools/cuco-bench/build.sh), and compute-sanitizer memcheck and
 # racecheck on small filters. Usage:
 #   bash bench/device_run.sh BUNDLE_DIR
-# BUNDLE_DIR was made by ../shared/tools/bundle-for-device (docs/PERFORMANCE.md
+# BUNDLE_DIR was made by ../shared/tools/bundle-for-device (bench/README.md
 # lists the binaries). Logs go to $OUT (or /tmp/gpujoin-device). Prints a short
 # table last.
 set -uo pipefail
@@ -27,7 +27,7 @@ has gpu_aggregate_differential_tests && step aggregate 120 $bin/gpu_aggregate_di
 has gpu_aggregate_graph_tests && step aggregate_graphs 60 $bin/gpu_aggregate_graph_tests
 has gpu_aggregate_typed_differential_tests && step aggregate_typed 180 \
   $bin/gpu_aggregate_typed_differential_tests
-# Typed aggregation (issue 22) on the small shapes of each path: memcheck, and
+# Typed aggregation on the small shapes of each path: memcheck, and
 # racecheck on the shared-memory paths (block-shared, shared-range).
 agg_typed_small='*rows100003_groups16_*:*rows100003_groups256_*:*rows100003_groups257*:*rows1000_*:*rows5001_*'
 has gpu_aggregate_typed_differential_tests && step memcheck_aggregate_typed 300 compute-sanitizer \
@@ -39,7 +39,7 @@ has gpu_aggregate_typed_differential_tests && step racecheck_aggregate_typed 300
 has gpu_memory_budget_tests && step memory_budget 60 $bin/gpu_memory_budget_tests
 has gpu_sticky_error_tests && step sticky_error 60 $bin/gpu_sticky_error_tests
 has gpu_host_buffer_tests && step host_buffer 60 $bin/gpu_host_buffer_tests
-# Index images and snapshots (issue 23): CUDA vs CPU exports and cross-backend
+# Index images and snapshots: CUDA vs CPU exports and cross-backend
 # imports, the snapshot service tests on CUDA, the 2^26-key restore rate.
 has gpu_index_image_differential_tests && step index_images 60 $bin/gpu_index_image_differential_tests
 has gpu_index_image_differential_tests && step memcheck_images 180 compute-sanitizer --tool memcheck \
@@ -61,7 +61,7 @@ step bench 180 $bin/gpujoin-bench
 has cuco_bench && step cuco 120 $bin/cuco_bench
 step hash_device 120 $bin/hashing_device_test
 step hash_backend 60 $bin/hashing_backend_test
-# Issue 22's device hashing (new flat types, dictionaries, lists of flat values).
+# Device hashing (new flat types, dictionaries, lists of flat values).
 step memcheck_hash 300 compute-sanitizer --tool memcheck --error-exitcode 9 \
   $bin/hashing_device_test --gtest_filter='*Issue22*'
 step engine_cuda 60 $bin/engine_tests --gtest_filter='*cuda*:*Cuda*'
@@ -80,7 +80,7 @@ pay_race='Paths/PayloadDifferential.JoinGathersPerPairLikeCpu/direct_*'
 pay_race+=':Paths/PayloadDifferential.BatchBuildWithMasksLikeCpu/tiles_*'
 has gpu_payload_differential_tests && step racecheck_payload 120 compute-sanitizer --tool racecheck \
   --error-exitcode 9 $bin/gpu_payload_differential_tests --gtest_filter="$pay_race"
-# Multi-value indexes and join kinds (issue 21): every test but the large hot-key
+# Multi-value indexes and join kinds: every test but the large hot-key
 # one on one key word per build path under memcheck; racecheck on the joins of
 # every kind (the merge-path scatter shares memory within a block) and a batch build.
 mv_mem='Paths/MultiValueDifferential.*/direct_u32:Paths/MultiValueDifferential.*/tiles_u64'

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# One device session for the CUDA backend's per-batch service overhead (issues 3
-# and 7): the GPU differential tests, the CUDA instances of the engine tests, the
+# One device session for the CUDA backend's per-batch service overhead:
+# the GPU differential tests, the CUDA instances of the engine tests, the
 # hashing device and backend tests, then gpujoind (CUDA) with gpujoin-loadtest:
 # for 1K batches at 16 streams with in-flight 4, the executor size (16 and 32
 # threads) under the three GPU wait modes -- blocking (--cuda-wait-poll-us=0),

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Lookup throughput while snapshots are written (issue 23: "Snapshot writing
-# must not reduce lookup throughput by more than 10 % while it runs"). Starts
+# Lookup throughput while snapshots are written (the target: snapshot writing
+# must not reduce lookup throughput by more than 10 % while it runs). Starts
 # gpujoind twice on loopback, each time measuring gpujoin-loadtest lookups on
 # their own index (the loadtest's --build-keys index) for a fixed duration:
 #   1. without --data-dir: the baseline, then the same load while a second,
@@ -11,7 +11,7 @@
 #      index's snapshot in the background. The script checks from the log that
 #      snapshot writes ran during the window (written or superseded lines after
 #      the window's start) and reports how much of the window they covered.
-# Prints a short table last: keys/s of each run and the ratios; the issue's
+# Prints a short table last: keys/s of each run and the ratios; the target's
 # criterion is "rebuild + snapshot" against "rebuild" (the snapshot's own
 # share), "rebuild + snapshot" against the baseline shows both costs together.
 #

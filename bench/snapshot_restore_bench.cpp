@@ -1,4 +1,4 @@
-// gpujoin-snapshot-bench: the restore rate of an index snapshot (issue 23) on
+// gpujoin-snapshot-bench: the restore rate of an index snapshot on
 // either backend. Builds an index of --keys distinct uint32 keys at load factor
 // 0.5 with two payload columns (int64, float64), exports it and writes its
 // snapshot file (the background write's path: export, write, fsync), reads the
