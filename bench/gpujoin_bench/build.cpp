@@ -91,7 +91,8 @@ void DistinctBuild(IndexFixture& fx, const IndexSize& size, const Variant& v, bo
       st.total_probes == reference->total_probes && st.max_probes == reference->max_probes,
       "build probes equal on every path (" + how + "), load " + lf);
   ok &= ctx.Check(!tiles || Fetch(fx.fell_back) == 0, "no fallback (" + how + "), load " + lf);
-  ok &= ctx.Check(TableOk(fx, cap, n, explicit_values, false, n), "table (" + how + "), load " + lf);
+  ok &=
+      ctx.Check(TableOk(fx, cap, n, explicit_values, false, n), "table (" + how + "), load " + lf);
   std::string target;
   double tv = 0;
   if (v.path == gd::BuildPath::kAuto && lf == "0.5") {

@@ -38,9 +38,9 @@ inline constexpr uint8_t kPoison = 0xab;
 
 /// Command-line options (see Usage in main.cpp).
 struct BenchOptions {
-  int reps = 7;           // timed repetitions per row (>= 5; 1 with --profile)
-  bool quick = false;     // --quick: every size divided by 16
-  bool profile = false;   // --profile: one repetition of a few rows, for Nsight Compute
+  int reps = 7;             // timed repetitions per row (>= 5; 1 with --profile)
+  bool quick = false;       // --quick: every size divided by 16
+  bool profile = false;     // --profile: one repetition of a few rows, for Nsight Compute
   uint32_t agg_groups = 0;  // --groups=N: only the aggregation rows of N groups (0: all)
 };
 

@@ -57,7 +57,8 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-__global__ void __launch_bounds__(kThreads) MakeMultiKeys(uint32_t* out, uint64_t n, uint64_t keys) {
+__global__ void __launch_bounds__(kThreads)
+    MakeMultiKeys(uint32_t* out, uint64_t n, uint64_t keys) {
   for (uint64_t i = FirstRow(); i < n; i += RowStride()) out[i] = BuildKeyOf(uint32_t(i % keys));
 }
 

@@ -44,8 +44,8 @@ double PlainLookup(BenchContext& ctx, const Probe& p) {
   CHECK_CUDA(cudaMemsetAsync(p.found, kPoison, n, s));
   const double ms = ctx.MedianMs([&] {
     CHECK_CUDA(cudaMemsetAsync(p.qstats, 0, sizeof(gd::DeviceQueryStats), s));
-    CHECK_CUDA(gd::LookupKeys(p.table, p.queries, n, p.cap, p.out_values, p.found, nullptr,
-                              p.qstats, s));
+    CHECK_CUDA(
+        gd::LookupKeys(p.table, p.queries, n, p.cap, p.out_values, p.found, nullptr, p.qstats, s));
   });
   CHECK_CUDA(cudaStreamSynchronize(s));
   const std::string what = p.What();
@@ -92,8 +92,8 @@ void PayloadLookup(BenchContext& ctx, const Probe& p, const PayloadColumns& pay,
   });
   CHECK_CUDA(cudaStreamSynchronize(s));
   const std::string what = p.What();
-  bool ok = ctx.Check(Fetch(p.qstats).found == p.ExpectFound(),
-                      "payload lookup found count, " + what);
+  bool ok =
+      ctx.Check(Fetch(p.qstats).found == p.ExpectFound(), "payload lookup found count, " + what);
   ok &= ctx.Check(pay.GatheredOk(n,
                                  [&](uint64_t i) -> int64_t {
                                    if (p.half_miss && (i & 1)) return -1;
@@ -102,8 +102,8 @@ void PayloadLookup(BenchContext& ctx, const Probe& p, const PayloadColumns& pay,
                   "payload lookup: both gathered columns of every row, " + what);
   const double ratio = (double(n) / (pms * 1e-3)) / lookup_rate;
   char name[160];
-  std::snprintf(name, sizeof(name), "lookup+found+stats+gather i64,f32 (%.2f x plain), %s%s",
-                ratio, what.c_str(), ok ? "" : " FAIL");
+  std::snprintf(name, sizeof(name), "lookup+found+stats+gather i64,f32 (%.2f x plain), %s%s", ratio,
+                what.c_str(), ok ? "" : " FAIL");
   Row row{name,
           double(n),
           pms,

@@ -128,8 +128,7 @@ void PrintTable(const BenchContext& ctx, const cudaDeviceProp& prop) {
   for (const PhaseTimes& p : ctx.phases)
     std::printf("%-44s %9.3f %9.3f %9.3f %9.3f\n", p.name.c_str(), p.phase[0], p.phase[1],
                 p.phase[2], p.total);
-  std::printf("targets met: %d, missed: %d; output checks failed: %d\n", met, missed,
-              ctx.failures);
+  std::printf("targets met: %d, missed: %d; output checks failed: %d\n", met, missed, ctx.failures);
 }
 
 int Main(int argc, char** argv) {

@@ -54,10 +54,10 @@ struct MultiValue {
   }
 
   DeviceAllocations mem;
-  const uint64_t mkeys;   // keys at multiplicity 4
-  const uint64_t mrows;   // build rows
-  const uint64_t mq;      // probe keys
-  const uint64_t mpairs;  // all hits at multiplicity 4
+  const uint64_t mkeys;    // keys at multiplicity 4
+  const uint64_t mrows;    // build rows
+  const uint64_t mq;       // probe keys
+  const uint64_t mpairs;   // all hits at multiplicity 4
   const uint32_t big_cap;  // multiplicity 1: 2^26 keys
   const uint32_t x4_cap;
   uint64_t* slots;
@@ -118,9 +118,7 @@ void Builds(BenchContext& ctx, MultiValue& mv, const Shape& sh) {
   src.keys = mv.keys;
   src.rows = mv.mrows;
   const uint32_t* grouped_rows = nullptr;
-  auto lowest_build = [&] {
-    CHECK_CUDA(gd::ClearAndBuildTable(sh.table, src, sh.cap, mv.bst, s));
-  };
+  auto lowest_build = [&] { CHECK_CUDA(gd::ClearAndBuildTable(sh.table, src, sh.cap, mv.bst, s)); };
   auto keep_all_build = [&] {
     lowest_build();
     CHECK_CUDA(gd::SortGroupRows(sh.table, src, sh.cap, false, mv.ranges, mv.gstats, mv.gscratch,
@@ -168,8 +166,8 @@ ScatterResult CountScatterJoin(BenchContext& ctx, MultiValue& mv, const Shape& s
   unsigned long long got_pairs = 0;
   const double ms = ctx.MedianMs([&] {
     CHECK_CUDA(cudaMemsetAsync(mv.qst, 0, sizeof(gd::DeviceQueryStats), s));
-    CHECK_CUDA(gd::CountGroupJoin(sh.table, mv.ranges, gj::JoinKind::kInner, mv.queries, mq,
-                                  sh.cap, nullptr, nullptr, mv.qst, mv.count, mv.cscratch, s));
+    CHECK_CUDA(gd::CountGroupJoin(sh.table, mv.ranges, gj::JoinKind::kInner, mv.queries, mq, sh.cap,
+                                  nullptr, nullptr, mv.qst, mv.count, mv.cscratch, s));
     CHECK_CUDA(cudaMemcpyAsync(&got_pairs, mv.count, 8, cudaMemcpyDeviceToHost, s));
     CHECK_CUDA(cudaStreamSynchronize(s));
     const uint64_t written = std::min<uint64_t>(got_pairs, want_pairs);
@@ -218,9 +216,8 @@ void ManyToOne(BenchContext& ctx, MultiValue& mv, const Shape& sh, const Scatter
   }
   const double many_rate = double(mq) / (mms * 1e-3);
   const std::string fail = ok ? "" : " FAIL";
-  ctx.rows.push_back(
-      {"join many-to-one (pairs), x1 (reference)" + fail, double(mq), mms, double(mq) * 52, "", 0,
-       0});
+  ctx.rows.push_back({"join many-to-one (pairs), x1 (reference)" + fail, double(mq), mms,
+                      double(mq) * 52, "", 0, 0});
   // What the backend runs for a keep_all inner join whose groups all have one
   // row (JoinPathOf): the same kernels, so the same rate.
   Row b{"join keep_all x1 inner, backend's path (x many-to-one)" + fail,
@@ -252,9 +249,9 @@ void SemiAnti(BenchContext& ctx, MultiValue& mv, const Shape& sh) {
   });
   CHECK_CUDA(cudaStreamSynchronize(s));
   const bool lok = ctx.Check(Fetch(mv.qst).found == (mq + 1) / 2, "x4 lookup found count");
-  ctx.rows.push_back({"lookup+found+stats, keep_all x4, 50% miss (reference)" +
-                          std::string(lok ? "" : " FAIL"),
-                      double(mq), lkms, double(mq) * 41, "", 0, 0});
+  ctx.rows.push_back(
+      {"lookup+found+stats, keep_all x4, 50% miss (reference)" + std::string(lok ? "" : " FAIL"),
+       double(mq), lkms, double(mq) * 41, "", 0, 0});
   const double lookup_rate = double(mq) / (lkms * 1e-3);
   for (const gd::MaskedRows masked : {gd::MaskedRows::kFound, gd::MaskedRows::kMissing}) {
     const bool anti = masked == gd::MaskedRows::kMissing;

@@ -58,8 +58,8 @@ void Build(BenchContext& ctx, const U64Buffers& b, const gd::DeviceTable64& tabl
   }
   const bool gen = lf == "0.5";
   ctx.rows.push_back({"build u64 generated ids, load " + lf + (ok ? "" : " FAIL"), double(n), bms,
-                      double(n) * 40 + double(cap) * 16, gen ? ">= 11 Gkeys/s" : "",
-                      gen ? 11e9 : 0, gen ? 1 : 0});
+                      double(n) * 40 + double(cap) * 16, gen ? ">= 11 Gkeys/s" : "", gen ? 11e9 : 0,
+                      gen ? 1 : 0});
 }
 
 void Lookup(BenchContext& ctx, const U64Buffers& b, const gd::DeviceTable64& table, uint64_t n,
@@ -71,8 +71,7 @@ void Lookup(BenchContext& ctx, const U64Buffers& b, const gd::DeviceTable64& tab
   CHECK_CUDA(cudaMemsetAsync(b.found, kPoison, n, s));
   const double ms = ctx.MedianMs([&] {
     CHECK_CUDA(cudaMemsetAsync(b.qstats, 0, sizeof(gd::DeviceQueryStats), s));
-    CHECK_CUDA(
-        gd::LookupKeys(table, b.queries, n, cap, b.values, b.found, nullptr, b.qstats, s));
+    CHECK_CUDA(gd::LookupKeys(table, b.queries, n, cap, b.values, b.found, nullptr, b.qstats, s));
   });
   CHECK_CUDA(cudaStreamSynchronize(s));
   const std::string what = std::string(half_miss ? "50% miss" : "all hits") + ", load " + lf;
