@@ -3,22 +3,87 @@ backend, free loopback ports) and gpujoin.Client instances against them.
 
 run_package_tests.py (the CTest entry) passes --gpujoind and puts the package
 and its generated stubs on sys.path.
+
+Nothing waits forever: every test has a time limit (TEST_TIMEOUT seconds, or
+``@pytest.mark.timeout(seconds)``; pytest-timeout's own when that plugin is
+installed), so a hang fails that test with every thread's stack instead of
+stalling the suite until CTest kills it; and every gpujoin.Client a test makes
+without a ``timeout`` gets CALL_TIMEOUT, so a stream the server never answers
+fails with DeadlineExceeded naming the call.
 """
+import faulthandler
 import os
 import re
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 
 import pytest
 
 TESTDATA = os.path.join(os.path.dirname(__file__), "..", "server", "testdata")
+#: Seconds one test may run (GPUJOIN_TEST_TIMEOUT overrides it).
+TEST_TIMEOUT = float(os.environ.get("GPUJOIN_TEST_TIMEOUT", "60"))
+#: Deadline in seconds of every call of a Client made without a timeout.
+CALL_TIMEOUT = 30.0
 
 
 def pytest_addoption(parser):
     parser.addoption("--gpujoind", default=os.environ.get("GPUJOIND"),
                      help="the gpujoind binary (CPU backend)")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "timeout(seconds): this test's time limit "
+                            f"(default {TEST_TIMEOUT:g} s)")
+
+
+class TestTimeout(Exception):
+    """A test ran past its time limit."""
+
+
+@pytest.fixture(autouse=True)
+def _time_limit(request):
+    """Fails the test that runs past its limit: SIGALRM raises TestTimeout in the
+    test's thread (gRPC's blocking reads wake up for signals) after every
+    thread's stack is printed. Should the exception never get through (a thread
+    stuck in C code), faulthandler ends the process 30 s later, again with the
+    stacks, so CTest reports the failure at once."""
+    if request.config.pluginmanager.hasplugin("timeout") or not hasattr(signal, "SIGALRM"):
+        yield  # pytest-timeout enforces the marker itself
+        return
+    marker = request.node.get_closest_marker("timeout")
+    limit = float(marker.args[0]) if marker and marker.args else TEST_TIMEOUT
+
+    def expired(signum, frame):
+        faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+        raise TestTimeout(f"{request.node.nodeid} ran past its {limit:g} s limit "
+                          "(the stacks of every thread are above)")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, limit)
+    faulthandler.dump_traceback_later(limit + 30, exit=True)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        faulthandler.cancel_dump_traceback_later()
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.fixture(autouse=True)
+def _call_deadlines(monkeypatch):
+    """Gives every gpujoin.Client made without a timeout a CALL_TIMEOUT deadline."""
+    import gpujoin
+    init = gpujoin.Client.__init__
+
+    def with_deadline(self, *args, **kwargs):
+        if kwargs.get("timeout") is None:
+            kwargs["timeout"] = CALL_TIMEOUT
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(gpujoin.Client, "__init__", with_deadline)
 
 
 class Gpujoind:
@@ -67,6 +132,24 @@ def server(pytestconfig):
         pytest.fail("gpujoind exited:\n" + "".join(s.log))
     yield s
     assert s.stop() == 0, "".join(s.log)
+
+
+@pytest.fixture()
+def start_gpujoind(pytestconfig):
+    """start_gpujoind(*flags): a gpujoind of this test with further flags (ready,
+    else the test fails with its log); each is stopped after the test."""
+    started = []
+
+    def start(*flags):
+        s = Gpujoind(_binary(pytestconfig), *flags)
+        started.append(s)
+        if s.address is None:
+            pytest.fail("gpujoind exited:\n" + "".join(s.log))
+        return s
+
+    yield start
+    for s in started:
+        s.stop()
 
 
 @pytest.fixture()

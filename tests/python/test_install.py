@@ -5,6 +5,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SOURCE = os.path.join(ROOT, "client", "python")
 
@@ -17,6 +19,7 @@ def test_no_generated_stubs_are_tracked():
     assert not [f for f in tracked if "_pb2" in f], tracked
 
 
+@pytest.mark.timeout(200)  # pip's own limit is 120 s, the probe's 60 s
 def test_pip_install_builds_stubs_and_the_installed_package_works(server, tmp_path):
     # A copy of the package alone: the proto is found through GPUJOIN_PROTO_DIR,
     # and the build writes nothing into the source tree.

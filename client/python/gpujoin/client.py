@@ -869,9 +869,15 @@ class Client:
                   timeout: Optional[float] = None) -> AggregateResult:
         """Grouped aggregation by dense uint32 group key (keys >= groups are
         ignored): op "count", "sum", "min", "max" or "mean" of `values`
-        (required except for count) over the rows where `mask` is true (a
-        masked `values` array's masked rows are excluded too). Batches
+        (required except for count) over the rows where `mask` is true. Batches
         accumulate on the server into one result per group.
+
+        Null values do not contribute to their group (not to the sum, min, max,
+        mean or contributing rows), as SQL's aggregates skip nulls: the masked
+        rows of a numpy masked array, and the NA rows of a pandas Series (a
+        nullable Int64/UInt32/Float64 column's NA, a float column's NaN). Typed
+        values send them as the request's validity bitmap; float32 values leave
+        them out through the mask.
 
         float32 values aggregate in float32 (`values`: float32 per group).
         Integer and float64 values, where the server's API has typed values,
@@ -894,17 +900,14 @@ class Client:
                 raise InvalidArgument(f"mask: {include.shape} rows, but keys has {n}")
         f32 = typed = None
         typed_name = None
+        valid = None  # typed values: False where a value is null (typed_values.validity)
         if op == "count":
             if values is not None:
                 raise InvalidArgument("values: must not be given for op 'count'")
         else:
             if values is None:
                 raise InvalidArgument(f"values: required for op {op!r}")
-            if isinstance(values, np.ma.MaskedArray):
-                m = np.ma.getmaskarray(values)
-                if m.any():
-                    include = ~m if include is None else (include & ~m)
-                values = np.ma.getdata(values)
+            values, null = _columns.numbers_and_nulls(values)
             arr = np.asarray(values)
             if arr.dtype.kind not in "iuf":
                 raise KeyDtypeError(f"values: dtype {arr.dtype} is not numeric")
@@ -913,9 +916,13 @@ class Client:
             typed_name = _AGGREGATE_TYPES.get((arr.dtype.kind, arr.dtype.itemsize))
             if typed_name is not None and _HAS_TYPED_AGGREGATE:
                 typed = np.ascontiguousarray(arr.astype(_columns.FIXED_DTYPES[typed_name]))
+                if null is not None:
+                    valid = ~null
             else:
                 typed_name = None
                 f32 = np.ascontiguousarray(arr.astype("<f4"))
+                if null is not None:  # the float32 path has no validity: nulls are masked out
+                    include = ~null if include is None else (include & ~null)
         rows = batch_rows or DEFAULT_CHUNK_ROWS
         self._connected()
         rows = max(1, min(rows, (self._limit // 2) // 16))
@@ -942,6 +949,8 @@ class Client:
                     req.typed_values.type = _columns.TYPE_NUMBERS[typed_name]
                     req.typed_values.length = len(part)
                     req.typed_values.data = part.tobytes()
+                    if valid is not None and not valid[start:start + rows].all():
+                        req.typed_values.validity = _columns._bitmap(valid[start:start + rows])
                 yield req
 
         last = None

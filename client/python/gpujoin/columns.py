@@ -45,6 +45,28 @@ def _is_pandas(obj: Any) -> bool:
     return hasattr(obj, "isna") and hasattr(obj, "to_numpy") and not isinstance(obj, np.ndarray)
 
 
+def numbers_and_nulls(obj: Any) -> Tuple[Any, Optional[np.ndarray]]:
+    """(values, null) of a numeric input: a pandas Series as a numpy array with
+    its NA rows (a nullable dtype's NA, a float column's NaN) marked in `null`
+    (and filled with 0), a masked array as its data with its masked rows; any
+    other input as it is, with `null` None. `null` is None when no row is null."""
+    null: Optional[np.ndarray] = None
+    if _is_pandas(obj):
+        null = np.asarray(obj.isna(), dtype=bool)
+        dt = obj.dtype
+        if hasattr(dt, "numpy_dtype") and dt.numpy_dtype.kind in "iuf":  # Int64, Float64, ...
+            obj = obj.to_numpy(dtype=dt.numpy_dtype, na_value=0)
+        else:
+            obj = obj.to_numpy()
+    if isinstance(obj, np.ma.MaskedArray):
+        m = np.ma.getmaskarray(obj)
+        null = m if null is None else (null | m)
+        obj = np.ma.getdata(obj)
+    if null is not None and not null.any():
+        null = None
+    return obj, null
+
+
 def _dtype_type(dt: np.dtype) -> Optional[str]:
     if dt.kind == "b":
         return "bool"
