@@ -342,6 +342,10 @@ export interface LookupOptions extends StreamOptions {
   select?: string[];
   probes?: boolean;
   matchCounts?: boolean;
+  /**
+   * Probe bound of this call's requests (0/absent: the index's bound; at most its
+   * capacity): a key further than this many slots from its home slot is missing.
+   */
   maxProbeCount?: number;
   /** The index's key type: skips the DescribeIndex call that checks the keys' dtype. */
   keyType?: KeyType;
@@ -362,6 +366,7 @@ export interface JoinOptions extends StreamOptions {
   probes?: boolean;
   /** Left row of keys[0] (default 0); left rows must stay below 2^32. */
   firstLeftRow?: number;
+  /** Probe bound of this call's requests, as LookupOptions.maxProbeCount. */
   maxProbeCount?: number;
 }
 
@@ -377,6 +382,12 @@ export interface AggregateOptions extends StreamOptions {
   values?: AggregateValues;
   /** Nonzero/true includes the row. */
   mask?: U32Input | Uint8Array | ReadonlyArray<boolean>;
+  /**
+   * One flag per value, 0/false = null (not for count): a null value does not
+   * contribute to its group (sum, min, max, mean, contributingRows). Typed values
+   * send it as typed_values.validity; float32 values as part of the mask.
+   */
+  valid?: Uint8Array | ReadonlyArray<boolean | number>;
   /** Also return AggregateResult.contributingRows (exact uint64 rows per group). */
   contributingRows?: boolean;
 }

@@ -4,9 +4,8 @@
 // (where float32 is wrong), the overflow report, uint64 contributing rows,
 // min/max in the value type with empty integer groups not valid, float64's
 // -0/NaN rules, and the dtype errors raised before anything is sent.
-const test = require('node:test');
 const assert = require('node:assert/strict');
-const {useServer, rng, CLIENT} = require('./server');
+const {test, useServer, rng, CLIENT} = require('./server');
 const gj = require(CLIENT);
 
 let client;

@@ -3,9 +3,8 @@
 // one stream, results yielded per batch in order, at most maxInflight batches
 // pulled ahead of the consumer, early exit cancels the stream, errors surface
 // after the results before them.
-const test = require('node:test');
 const assert = require('node:assert/strict');
-const {useServer, rng, CLIENT} = require('./server');
+const {test, useServer, rng, CLIENT} = require('./server');
 const gj = require(CLIENT);
 
 const {NO_MATCH} = gj;

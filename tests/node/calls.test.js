@@ -3,9 +3,8 @@
 // lookup, join (every kind, on lowest_row and keep_all indexes), aggregate,
 // hash, list, describe, drop, serverInfo, with uint32 and uint64 keys, and the
 // typed errors the server's statuses become.
-const test = require('node:test');
 const assert = require('node:assert/strict');
-const {useServer, rng, CLIENT} = require('./server');
+const {test, useServer, rng, CLIENT} = require('./server');
 const gj = require(CLIENT);
 
 const {NO_MATCH} = gj;

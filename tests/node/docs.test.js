@@ -2,14 +2,13 @@
 // The Node quick start of docs/api.md and its typed aggregation example run as
 // written (the import pointed at this checkout's client/node, the address at a
 // test server) and print what their comments say.
-const test = require('node:test');
 const assert = require('node:assert/strict');
 const {execFile} = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const {promisify} = require('node:util');
-const {startServer, CLIENT, REPO} = require('./server');
+const {test, startServer, CLIENT, REPO} = require('./server');
 
 test('docs/api.md Node quick start', async () => {
   const doc = fs.readFileSync(path.join(REPO, 'docs', 'api.md'), 'utf8');

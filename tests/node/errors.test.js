@@ -2,16 +2,14 @@
 // Dtype checks before anything is sent (never a reinterpretation), and the
 // server's statuses and in-band batch errors as typed GpujoinErrors carrying
 // the gRPC code and the server's message; TLS with a bearer token.
-const test = require('node:test');
 const assert = require('node:assert/strict');
 const {execFileSync} = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const {startServer, useServer, CLIENT, REPO} = require('./server');
+const {test, startServer, useServer, Client, CLIENT, REPO} = require('./server');
 const gj = require(CLIENT);
 
-const {Client} = gj;
 let client;
 
 useServer(test, async (_server, c) => {

@@ -4,13 +4,12 @@
 // and batches sized from GetServerInfo, a join answer continued over many
 // messages and reassembled, payload included), bounded in-flight batches, and
 // packed bytes at unaligned offsets viewed or copied correctly.
-const test = require('node:test');
 const assert = require('node:assert/strict');
-const {startServer, rng, CLIENT} = require('./server');
+const {test, startServer, rng, Client, CLIENT} = require('./server');
 const gj = require(CLIENT);
 const columns = require(`${CLIENT}/lib/columns`);
 
-const {Client, NO_MATCH} = gj;
+const {NO_MATCH} = gj;
 
 test('packed bytes: aligned offsets are viewed in place, unaligned ones copied once', () => {
   const backing = Buffer.alloc(64);

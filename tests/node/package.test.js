@@ -2,13 +2,12 @@
 // The package as published: `npm pack` carries the proto it loads at runtime
 // (copied by prepack, removed again by postpack), the packed package loads its
 // own copy outside the repository, and index.d.ts declares every export.
-const test = require('node:test');
 const assert = require('node:assert/strict');
 const {execFileSync} = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const {CLIENT, REPO} = require('./server');
+const {test, CLIENT, REPO} = require('./server');
 
 test('npm pack carries the proto, and the packed package loads its own copy', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gpujoin_node_pack_'));

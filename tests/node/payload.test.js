@@ -3,9 +3,8 @@
 // from typed arrays and plain arrays, gathered by lookups (the key's duplicate
 // winner; null where missing or stored null) and by joins on a keep_all index
 // (each pair's own row), compared with a model row by row.
-const test = require('node:test');
 const assert = require('node:assert/strict');
-const {useServer, rng, CLIENT} = require('./server');
+const {test, useServer, rng, CLIENT} = require('./server');
 const gj = require(CLIENT);
 
 const {NO_MATCH} = gj;

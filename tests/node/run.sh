@@ -23,5 +23,10 @@ export GPUJOIND=$1
 # One test file at a time where the runner takes the flag (each file starts its own
 # gpujoind on free ports, so running them in parallel is correct, only heavier).
 flags=()
-[[ $(node --help) == *--test-concurrency* ]] && flags=(--test-concurrency=1)
+help=$(node --help)
+[[ $help == *--test-concurrency* ]] && flags=(--test-concurrency=1)
+# Every test has a 60 s timeout of its own (the `test` of server.js); as a
+# backstop, a test file is cancelled after 120 s (node applies --test-timeout to
+# each file it runs; Node before 20.11 has no such flag).
+[[ $help == *--test-timeout* ]] && flags+=(--test-timeout=120000)
 exec node --test "${flags[@]}" "$here"/*.test.js

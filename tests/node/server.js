@@ -4,10 +4,38 @@
 // it to the gpujoind target), else build/bin/gpujoind.
 const {spawn} = require('node:child_process');
 const path = require('node:path');
+const nodeTest = require('node:test');
 
 const REPO = path.join(__dirname, '..', '..');
 const CLIENT = path.join(REPO, 'client', 'node');
 const BINARY = process.env.GPUJOIND || path.join(REPO, 'build', 'bin', 'gpujoind');
+/** The deadline of every call of a test Client made without its own deadlineMs. */
+const CALL_DEADLINE_MS = 30000;
+/** How long one test (or a before/after hook of useServer) may run. */
+const TEST_TIMEOUT_MS = 60000;
+
+/**
+ * node:test's test() with a default `timeout` of TEST_TIMEOUT_MS, so that a test
+ * that hangs fails by itself and the file goes on (a test passes its own
+ * `timeout` to change it). Every test file takes `test` from here.
+ */
+function test(name, options, fn) {
+  if (typeof options === 'function') [fn, options] = [options, {}];
+  return nodeTest(name, {timeout: TEST_TIMEOUT_MS, ...options}, fn);
+}
+test.before = (fn, options = {}) => nodeTest.before(fn, {timeout: TEST_TIMEOUT_MS, ...options});
+test.after = (fn, options = {}) => nodeTest.after(fn, {timeout: TEST_TIMEOUT_MS, ...options});
+
+/**
+ * The package's Client with a default per-call deadline, so that a stream the
+ * server never answers fails with DeadlineExceededError naming the call
+ * instead of waiting until the test runner's timeout.
+ */
+class Client extends require(CLIENT).Client {
+  constructor(target, options = {}) {
+    super(target, {deadlineMs: CALL_DEADLINE_MS, ...options});
+  }
+}
 
 /** Resolves to {address, log(), stop()} once gpujoind logs its ready line (20 s at most). */
 function startServer(extra = []) {
@@ -75,7 +103,7 @@ function useServer(test, ready, extra = []) {
   let client;
   test.before(async () => {
     server = await startServer(extra);
-    client = new (require(CLIENT).Client)(server.address);
+    client = new Client(server.address);
     await ready(server, client);
   });
   test.after(async () => {
@@ -84,4 +112,4 @@ function useServer(test, ready, extra = []) {
   });
 }
 
-module.exports = {startServer, useServer, rng, CLIENT, REPO};
+module.exports = {test, startServer, useServer, rng, Client, CLIENT, REPO};

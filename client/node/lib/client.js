@@ -806,6 +806,12 @@ class Client {
    * (integer values: 0 for an empty group, whose value is 0), means a
    * Float64Array. opts.contributingRows adds `contributingRows`, the exact rows
    * of each group as a BigUint64Array (for count too).
+   *
+   * opts.valid (one flag per value; 0/false = null) marks null values: a null
+   * does not contribute to its group (not to the sum, min, max, mean or
+   * contributing rows), as SQL's aggregates skip nulls. Typed values send it as
+   * the request's validity bitmap; float32 values leave the nulls out through
+   * the mask.
    */
   async aggregate(keys, opts = {}) {
     await this._connect();
@@ -833,6 +839,17 @@ class Client {
         ? Uint32Array.from(m, (x) => (x ? 1 : 0)) : cols.toU32(m, 'mask');
       if (mask.length !== rows) throw new InvalidArgumentError(`mask has ${mask.length} rows but keys has ${rows}`);
     }
+    let valid = null;  // typed values: 0 where a value is null (typed_values.validity)
+    if (opts.valid !== undefined && opts.valid !== null) {
+      if (op === 'count') throw new InvalidArgumentError('valid: count takes no values');
+      valid = Uint8Array.from(opts.valid, (x) => (x ? 1 : 0));
+      if (valid.length !== rows) throw new InvalidArgumentError(`valid has ${valid.length} rows but keys has ${rows}`);
+      if (!typed) {
+        // float32 values have no validity on the wire: their nulls are masked out.
+        mask = mask ? mask.map((m, i) => (m && valid[i] ? 1 : 0)) : Uint32Array.from(valid);
+        valid = null;
+      }
+    }
     const perRow = 4 + (values ? values.BYTES_PER_ELEMENT : 0) + (mask ? 4 : 0);
     const batchRows = this._batchRows(opts, perRow);
     const batches = rows === 0 ? 1 : Math.ceil(rows / batchRows);
@@ -848,7 +865,10 @@ class Client {
         const n = Math.min(batchRows, rows - pos);
         const req = {op: AGGREGATE_OPS[op], groups: opts.groups, accumulate_only: true, batch_id: next,
                      keys: cols.u32Message(k, pos, n), want_counts64: Boolean(opts.contributingRows)};
-        if (typed) req.typed_values = {type: wire, length: n, data: cols.bytesOf(values, pos, n)};
+        if (typed) {
+          req.typed_values = {type: wire, length: n, data: cols.bytesOf(values, pos, n)};
+          if (valid && valid.subarray(pos, pos + n).includes(0)) req.typed_values.validity = cols.packBits(valid, pos, n);
+        }
         else if (values) req.values = n === 0 ? {values: {v: []}} : {packed: cols.bytesOf(values, pos, n)};
         if (mask) req.mask = cols.u32Message(mask, pos, n);
         ++next;
