@@ -21,6 +21,7 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
+#include "bitmap.hpp"
 #include "build_chunker.hpp"
 #include "gpujoin/common/status_macros.hpp"
 #include "gpujoin/v1/gpujoin.grpc.pb.h"
@@ -235,9 +236,16 @@ IndexInfo ToIndexInfo(const pb::IndexInfo& p) {
   return i;
 }
 
-// typed_values of one batch: `values` must hold `rows` values of `type`.
-absl::Status EncodeTypedValues(ColumnType type, const AggregateValues& values, size_t rows,
-                               uint64_t id, pb::Column* out) {
+// typed_values of one batch: `values` must hold `rows` values of `type`,
+// `validity` (their nulls) ceil(rows / 8) bytes or none.
+absl::Status EncodeTypedValues(ColumnType type, const AggregateValues& values,
+                               std::span<const uint8_t> validity, size_t rows, uint64_t id,
+                               pb::Column* out) {
+  if (!validity.empty() && validity.size() != (rows + 7) / 8) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "aggregate batch ", id, ": validity has ", validity.size(), " bytes but a bitmap of ",
+        rows, " rows has ceil(", rows, " / 8) = ", (rows + 7) / 8, " (or send none: no nulls)"));
+  }
   const std::optional<ColumnType> held = std::visit(
       [](const auto& v) -> std::optional<ColumnType> {
         using S = std::decay_t<decltype(v)>;
@@ -271,6 +279,10 @@ absl::Status EncodeTypedValues(ColumnType type, const AggregateValues& values, s
           out->set_type(detail::ToProtoColumnType(type));
           out->set_length(v.size());
           out->set_data(std::string(reinterpret_cast<const char*>(v.data()), v.size_bytes()));
+          if (!validity.empty()) {
+            out->set_validity(
+                std::string(reinterpret_cast<const char*>(validity.data()), validity.size()));
+          }
         }
         return absl::OkStatus();
       },
@@ -946,9 +958,15 @@ absl::Status Client::Aggregate(const AggregateSpec& spec, const BatchSource<Aggr
   const bool typed = spec.op != AggregateOp::kCount && spec.value_type != ColumnType::kFloat32;
   auto encode = [&spec, typed](const AggregateBatch& b, uint64_t id,
                                pb::AggregateRequest* r) -> absl::Status {
+    if (!b.validity.empty() && !typed) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "aggregate batch ", id, ": validity is for typed values; a ",
+          spec.op == AggregateOp::kCount ? "count" : "float32",
+          " stream has none (leave rows out with mask)"));
+    }
     if (typed) {
-      GPUJOIN_RETURN_IF_ERROR(EncodeTypedValues(spec.value_type, b.typed_values, b.keys.size(), id,
-                                                r->mutable_typed_values()));
+      GPUJOIN_RETURN_IF_ERROR(EncodeTypedValues(spec.value_type, b.typed_values, b.validity,
+                                                b.keys.size(), id, r->mutable_typed_values()));
     } else if (spec.op != AggregateOp::kCount && b.values.size() != b.keys.size()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "aggregate batch ", id, ": values has ", b.values.size(), " rows but keys has ",
@@ -1070,6 +1088,7 @@ absl::StatusOr<LookupResult> Client::LookupAll(const std::string& index, Keys ke
     b.keys = keys.subspan(pos, n);
     b.select = o.select;
     b.want_match_counts = o.want_match_counts;
+    b.max_probe_count = o.max_probe_count;
     pos += n;
     return b;
   };
@@ -1158,6 +1177,7 @@ absl::StatusOr<JoinPairs> Client::JoinAll(const std::string& index, Keys keys,
       b.lefts.push_back(l);
       b.select = o.select;
       b.kind = o.kind;
+      b.max_probe_count = o.max_probe_count;
       ++next;
       return b;
     };
@@ -1319,11 +1339,16 @@ absl::StatusOr<AggregateResult> Client::AggregateAll(
 
 absl::StatusOr<AggregateResult> Client::AggregateAllTyped(
     const AggregateSpec& spec, std::span<const uint32_t> keys, const AggregateValues& values,
-    std::span<const uint32_t> mask, size_t batch_rows, const StreamOptions& options,
-    const ProgressCallback& progress) {
+    std::span<const uint8_t> validity, std::span<const uint32_t> mask, size_t batch_rows,
+    const StreamOptions& options, const ProgressCallback& progress) {
   if (spec.op == AggregateOp::kCount || spec.value_type == ColumnType::kFloat32) {
     return absl::InvalidArgumentError(
         "AggregateAllTyped: a typed value op is needed (use AggregateAll for count and float32)");
+  }
+  if (!validity.empty() && validity.size() != (keys.size() + 7) / 8) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("validity has ", validity.size(), " bytes but a bitmap of ", keys.size(),
+                     " rows has ", (keys.size() + 7) / 8));
   }
   size_t width = 8;
   const absl::Status checked = std::visit(
@@ -1342,9 +1367,17 @@ absl::StatusOr<AggregateResult> Client::AggregateAllTyped(
       },
       values);
   GPUJOIN_RETURN_IF_ERROR(checked);
+  // The batch's bits, shifted to its first row (it stays until the next batch
+  // is made, after this one was copied into its request).
+  std::vector<uint8_t> batch_bits;
   return AggregateColumns(
       *this, spec, keys, mask, batch_rows, 4 + width,
       [&](AggregateBatch& b, size_t pos, size_t n) {
+        if (!validity.empty()) {
+          batch_bits.assign((n + 7) / 8, 0);
+          detail::CopyBits(validity.data(), pos, n, batch_bits.data(), 0);
+          b.validity = batch_bits;
+        }
         b.typed_values = std::visit(
             [&](const auto& v) -> AggregateValues {
               if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::monostate>) {

@@ -394,7 +394,7 @@ TEST_F(ClientTest, AggregateAllTypedSumsExactlyOverBatches) {
   const std::vector<int64_t> v = {big, -4, big, max, 1, 5};
   gc::AggregateSpec spec{gc::AggregateOp::kSum, 4};
   spec.value_type = gc::ColumnType::kInt64;
-  auto sum = client_->AggregateAllTyped(spec, keys, std::span<const int64_t>(v), {}, 2);
+  auto sum = client_->AggregateAllTyped(spec, keys, std::span<const int64_t>(v), {}, {}, 2);
   ASSERT_TRUE(sum.ok()) << sum.status();
   EXPECT_EQ(sum->result_type, gc::ColumnType::kInt64);
   ASSERT_EQ(sum->total_typed_values.size(), 4u);
@@ -408,7 +408,7 @@ TEST_F(ClientTest, AggregateAllTypedSumsExactlyOverBatches) {
   const std::vector<uint64_t> u = {uint64_t{1} << 63, 3, 7, 1, 2, 0};
   gc::AggregateSpec mx{gc::AggregateOp::kMax, 4};
   mx.value_type = gc::ColumnType::kUint64;
-  auto top = client_->AggregateAllTyped(mx, keys, std::span<const uint64_t>(u), {}, 4);
+  auto top = client_->AggregateAllTyped(mx, keys, std::span<const uint64_t>(u), {}, {}, 4);
   ASSERT_TRUE(top.ok()) << top.status();
   EXPECT_EQ(top->result_type, gc::ColumnType::kUint64);
   EXPECT_EQ(top->total_typed_values, (std::vector<uint64_t>{uint64_t{1} << 63, 3, 2, 0}));
@@ -416,7 +416,7 @@ TEST_F(ClientTest, AggregateAllTypedSumsExactlyOverBatches) {
   EXPECT_TRUE(top->total_overflow.empty());
 
   // The values must be of the spec's type.
-  auto wrong = client_->AggregateAllTyped(spec, keys, std::span<const uint64_t>(u), {}, 2);
+  auto wrong = client_->AggregateAllTyped(spec, keys, std::span<const uint64_t>(u), {}, {}, 2);
   EXPECT_EQ(wrong.status().code(), absl::StatusCode::kInvalidArgument);
   // Counts as uint64 on request.
   gc::AggregateSpec count{gc::AggregateOp::kCount, 3};

@@ -506,6 +506,13 @@ struct AggregateBatch {
   /// Typed value ops (spec.value_type other than kFloat32): same length as keys,
   /// of spec.value_type.
   AggregateValues typed_values;
+  /// Optional nulls of typed_values: an Arrow bitmap (LSB first, 1 = valid) of
+  /// ceil(rows / 8) bytes; empty = no nulls. A null value does not contribute to
+  /// its group (sum, min, max, mean, contributing rows), like a row `mask`
+  /// leaves out (SQL's aggregates skip nulls). Another size, or a bitmap on a
+  /// count or float32 stream (which has no validity: use `mask`), is
+  /// INVALID_ARGUMENT before the batch is sent.
+  std::span<const uint8_t> validity;
 };
 
 /// The answer to one Aggregate batch.
@@ -586,6 +593,10 @@ struct QueryAllOptions {
   bool count_only = false;           ///< JoinAll: counts and statistics only, no pairs
   JoinKind kind = JoinKind::kInner;  ///< JoinAll
   bool want_match_counts = false;    ///< LookupAll: LookupResult::match_counts
+  /// Probe bound of every request (LookupBatch/JoinBatch::max_probe_count): 0 =
+  /// the index's bound; at most its capacity. A key further than this many
+  /// slots from its home slot is missing.
+  uint32_t max_probe_count = 0;
   StreamOptions stream;
   ProgressCallback progress;  ///< may be empty; called as batches are answered
 };
@@ -692,7 +703,7 @@ class Client {
                                          const StreamOptions& options = {},
                                          const ProgressCallback& progress = {});
   /// The same with QueryAllOptions (batch_rows, select, want_match_counts,
-  /// stream, progress): the selected columns of all batches are concatenated in
+  /// max_probe_count, stream, progress): the selected columns of all batches are concatenated in
   /// `columns` (typed, with no rows, for empty keys: one empty batch is sent then).
   absl::StatusOr<LookupResult> LookupAll(const std::string& index, Keys keys,
                                          const QueryAllOptions& options);
@@ -706,7 +717,7 @@ class Client {
                                     const StreamOptions& options = {},
                                     const ProgressCallback& progress = {});
   /// The same with QueryAllOptions (batch_rows, select, capacity, max_pairs,
-  /// count_only, kind, stream, progress): the selected columns of all batches
+  /// count_only, kind, max_probe_count, stream, progress): the selected columns of all batches
   /// are concatenated in `columns`, aligned with the pairs (as LookupAll's for
   /// empty keys); with count_only there are no pairs and `count` is the total.
   ///
@@ -731,11 +742,14 @@ class Client {
       const AggregateSpec& spec, std::span<const uint32_t> keys, std::span<const float> values = {},
       std::span<const uint32_t> mask = {}, size_t batch_rows = 1 << 20,
       const StreamOptions& options = {}, const ProgressCallback& progress = {});
-  /// The same over typed values (`values` of spec.value_type, one per key):
-  /// the final totals in total_typed_values, total_counts64 and total_overflow.
+  /// The same over typed values (`values` of spec.value_type, one per key,
+  /// `validity` their nulls as AggregateBatch::validity: ceil(keys / 8) bytes or
+  /// empty): the final totals in total_typed_values, total_counts64 and
+  /// total_overflow. Each batch carries the bits of its rows.
   absl::StatusOr<AggregateResult> AggregateAllTyped(
       const AggregateSpec& spec, std::span<const uint32_t> keys, const AggregateValues& values,
-      std::span<const uint32_t> mask = {}, size_t batch_rows = 1 << 20,
+      std::span<const uint8_t> validity = {}, std::span<const uint32_t> mask = {},
+      size_t batch_rows = 1 << 20,
       const StreamOptions& options = {}, const ProgressCallback& progress = {});
 
   /// Convenience: hashes whole columns (all of the same length) in batches of
