@@ -149,6 +149,9 @@ int RunCli(int argc, char** argv) {
   lookup->add_option("--select", la.select,
                      "payload columns of the index to append, e.g. type,site");
   lookup->add_option("--out", la.out, "output file (.csv, .tsv, .jsonl; default stdout)");
+  lookup->add_option("--max-probes", la.max_probes,
+                     "probe bound of this lookup (0 = the index's; at most its capacity): a key "
+                     "further from its home slot is not found");
   lookup->callback([&] { run = [&] { return CmdLookup(g, la); }; });
 
   JoinArgs ja;
@@ -177,6 +180,9 @@ int RunCli(int argc, char** argv) {
                    "ad hoc: rows of a repeated right key: keep_all (default: each joins, as in "
                    "SQL) or lowest_row (only the first joins)")
       ->check(CLI::IsMember({"lowest_row", "keep_all"}));
+  join->add_option("--max-probes", ja.max_probes,
+                   "probe bound of this join (0 = the index's; at most its capacity): a key "
+                   "further from its home slot does not match");
   join->callback([&] { run = [&] { return CmdJoin(g, ja); }; });
 
   AggArgs aa;

@@ -53,6 +53,7 @@ struct LookupArgs {
   std::string name, from, key, out;
   std::string key_type = "auto";  ///< --key-type: auto, u32, u64, i64
   std::string select;             ///< --select a,b: payload columns to append
+  uint32_t max_probes = 0;        ///< --max-probes: probe bound of the requests (0 = the index's)
 };
 int CmdLookup(const Globals& g, const LookupArgs& a);
 
@@ -72,6 +73,7 @@ struct JoinArgs {
   std::string how = "inner";          ///< --how: inner, left, semi, anti
   /// --right-duplicates of an ad-hoc join: lowest_row or keep_all ("" = keep_all).
   std::string right_duplicates;
+  uint32_t max_probes = 0;  ///< --max-probes: probe bound of the requests (0 = the index's)
 };
 int CmdJoin(const Globals& g, const JoinArgs& a);
 

@@ -381,6 +381,7 @@ int CmdJoin(const Globals& g, const JoinArgs& a) {
     batch.lefts.push_back(l);
     batch.select = p->count_only ? std::vector<std::string>{} : select;
     batch.kind = kind;
+    batch.max_probe_count = a.max_probes;
     queue.Push(std::move(p));
     return batch;
   };
@@ -466,6 +467,7 @@ int CmdJoin(const Globals& g, const JoinArgs& a) {
       o.batch_rows = p->keys.size();
       o.select = select;
       o.kind = kind;
+      o.max_probe_count = a.max_probes;
       o.stream = Streaming(g);
       auto again = c->JoinAll(index, p->keys.keys(), o);
       if (!again.ok()) return again.status();

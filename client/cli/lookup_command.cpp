@@ -118,6 +118,7 @@ int CmdLookup(const Globals& g, const LookupArgs& a) {
     batch.keys = p->keys.keys();
     batch.select = select;
     batch.want_match_counts = matches;
+    batch.max_probe_count = a.max_probes;
     queue.Push(std::move(p));
     return batch;
   };

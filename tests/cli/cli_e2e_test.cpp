@@ -20,6 +20,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "gpujoin/engine/backend.hpp"
+#include "gpujoin/engine/graph.hpp"
 #include "gpujoin/engine/hashing.hpp"
 #include "gpujoin/testing/loopback.hpp"
 #include "gpujoin/testing/server_process.hpp"
@@ -407,6 +409,95 @@ TEST_F(CliEndToEnd, ResidentJoinWritesRowPairsOrJoinedRows) {
                           Ex("sensors.csv"), "--on", "sensor_id", "--out", Tmp("joined.csv")});
   ASSERT_EQ(joined.code, 0) << joined.err;
   EXPECT_EQ(ReadCsv(Tmp("joined.csv")), ExpectedJoin(events, sensors));
+}
+
+// Reproduces a CLI that drops --max-probes (the request's probe bound) on lookup
+// or join. 64 keys fill a 64-slot table, so many sit past their home slot; the
+// engine, run directly on the same keys with the same bound, says which keys
+// are found. A CLI that ignored the bound would find all 64.
+TEST_F(CliEndToEnd, LookupAndJoinHonourMaxProbes) {
+  constexpr uint32_t kCapacity = 64;
+  std::vector<uint32_t> keys;
+  std::string csv = "key\n";
+  for (uint32_t k = kCapacity; k >= 1; --k) {
+    keys.push_back(k);
+    csv += std::to_string(k) + "\n";
+  }
+  {
+    std::ofstream f(Tmp("bound_keys.csv"));
+    f << csv;
+  }
+  RunResult b = Cli({"index", "build", "bound", "--from", Tmp("bound_keys.csv"), "--key", "key",
+                     "--capacity", std::to_string(kCapacity), "--replace"});
+  ASSERT_EQ(b.code, 0) << b.err;
+
+  auto backend = gpujoin::engine::CreateBackend(gpujoin::engine::BackendKind::kCpu);
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  auto index = (*backend)->CreateIndex(gpujoin::engine::HashIndexSpec{kCapacity, 0});
+  ASSERT_TRUE(index.ok()) << index.status();
+  {
+    gpujoin::engine::CommandGraph g;
+    gpujoin::engine::BuildIndexNode node;
+    node.index = index->get();
+    node.keys = {keys};
+    g.Add(std::move(node));
+    ASSERT_TRUE((*backend)->Run(g).ok());
+  }
+  for (uint32_t bound : {1u, 2u}) {
+    SCOPED_TRACE(::testing::Message() << "--max-probes " << bound);
+    std::vector<uint32_t> values(keys.size());
+    std::vector<uint8_t> found(keys.size());
+    gpujoin::engine::CommandGraph g;
+    gpujoin::engine::LookupNode node;
+    node.index = index->get();
+    node.keys = {keys};
+    node.values = values;
+    node.found = found;
+    node.max_probe_count = bound;
+    g.Add(std::move(node));
+    ASSERT_TRUE((*backend)->Run(g).ok());
+    size_t hits = 0;
+    for (uint8_t f : found) hits += f;
+    ASSERT_GT(hits, 0u);
+    ASSERT_LT(hits, keys.size()) << "every key within " << bound << " slots: the test shows nothing";
+
+    RunResult l = Cli({"--json", "--batch-rows", "10", "lookup", "bound", "--from",
+                       Tmp("bound_keys.csv"), "--key", "key", "--max-probes",
+                       std::to_string(bound)});
+    ASSERT_EQ(l.code, 0) << l.err;
+    Json lj = Json::parse(l.out, nullptr, false);
+    ASSERT_FALSE(lj.is_discarded()) << l.out;
+    ASSERT_EQ(lj["rows"].size(), keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) {
+      EXPECT_EQ(lj["rows"][i]["found"], found[i] != 0) << "key " << keys[i];
+      if (found[i]) EXPECT_EQ(lj["rows"][i]["value"], values[i]) << "key " << keys[i];
+    }
+    EXPECT_EQ(lj["statistics"]["found"], hits);
+    EXPECT_EQ(lj["statistics"]["max_probes"], bound);
+
+    RunResult j = Cli({"--json", "--batch-rows", "10", "join", "bound", "--left",
+                       Tmp("bound_keys.csv"), "--on", "key", "--max-probes",
+                       std::to_string(bound)});
+    ASSERT_EQ(j.code, 0) << j.err;
+    Json jj = Json::parse(j.out, nullptr, false);
+    ASSERT_FALSE(jj.is_discarded()) << j.out;
+    size_t k = 0;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (!found[i]) continue;
+      ASSERT_LT(k, jj["rows"].size());
+      EXPECT_EQ(jj["rows"][k]["left_row"], i);
+      EXPECT_EQ(jj["rows"][k]["right_row"], values[i]);
+      ++k;
+    }
+    EXPECT_EQ(jj["rows"].size(), hits);
+    EXPECT_EQ(jj["required"], hits);
+    EXPECT_EQ(jj["overflow"], false);
+  }
+  // Above the capacity: the server's INVALID_ARGUMENT names the field (exit 1).
+  RunResult over = Cli({"lookup", "bound", "--from", Tmp("bound_keys.csv"), "--key", "key",
+                        "--max-probes", std::to_string(kCapacity + 1)});
+  EXPECT_EQ(over.code, 1);
+  EXPECT_NE(over.err.find("max_probe_count"), std::string::npos) << over.err;
 }
 
 // Per sensor type over the joined data: count, and float sums for the mean.
