@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <fstream>
 #include <future>
+#include <numeric>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -588,6 +589,111 @@ TEST_F(ServerTest, LookupAndJoinHonourTheRequestsProbeBound) {
     EXPECT_EQ(jb.statistics().total_probes(), c.stats.total_probes);
     EXPECT_EQ(jb.statistics().max_probes(), c.stats.max_probes);
   }
+}
+
+// Reproduces a join that does not pass the build's overflow on: keys that found
+// no slot within the build's probe bound are missing from every answer, so every
+// join of that index version says `overflow`, whatever its own pairs: each join
+// kind, count_only, each left batch of a batch join (one without any match
+// included). The pairs are the keys the index kept (the engine's lookup, run
+// directly, tells which); a rebuild without overflow clears the flag.
+TEST_F(ServerTest, BuildOverflowMakesEveryJoinReportOverflow) {
+  std::vector<uint32_t> keys(24);
+  std::iota(keys.begin(), keys.end(), 1u);  // 24 keys, 16 slots, bound 1
+  v1::BuildIndexResponse built;
+  ASSERT_TRUE(Build(*stub_, {SpecMsg("spill", 16, 0, false, 1), ChunkMsg(keys)}, &built).ok());
+  engine::BuildStatistics bs;
+  auto direct = DirectIndex(16, 1, {keys}, 0, &bs);
+  const auto& st = built.index().statistics();
+  ASSERT_EQ(st.overflow_rows(), bs.overflow_rows);
+  ASSERT_GE(bs.overflow_rows, 8u);
+  ASSERT_EQ(st.unique_keys() + st.overflow_rows(), keys.size());
+
+  std::vector<uint32_t> values(keys.size());
+  std::vector<uint8_t> found(keys.size());
+  {
+    engine::QueryStatistics qs;
+    engine::CommandGraph g;
+    engine::LookupNode node;
+    node.index = direct.get();
+    node.keys = {keys};
+    node.values = values;
+    node.found = found;
+    node.statistics = &qs;
+    g.Add(std::move(node));
+    ASSERT_TRUE(backend_->Run(g).ok());
+  }
+  std::vector<uint32_t> inner_left, inner_right, missing;
+  for (uint32_t r = 0; r < keys.size(); ++r) {
+    if (found[r]) {
+      inner_left.push_back(r);
+      inner_right.push_back(values[r]);
+    } else {
+      missing.push_back(r);
+    }
+  }
+
+  auto join = [&](v1::JoinKind kind, const std::vector<std::vector<uint32_t>>& lefts,
+                  bool count_only, const std::string& index = "spill") {
+    v1::JoinRequest jr;
+    jr.set_index(index);
+    jr.set_kind(kind);
+    for (const auto& l : lefts) {
+      auto* lb = jr.add_batches();
+      *lb->mutable_keys()->mutable_packed() = PackColumn<uint32_t>(l);
+      lb->set_count_only(count_only);
+    }
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    auto [resp, status] = RunStream<v1::JoinRequest, v1::JoinResponse>(
+        [&](grpc::ClientContext* c) { return stub_->Join(c); }, {jr}, &ctx);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    EXPECT_EQ(resp.size(), 1u);
+    if (resp.empty()) return v1::JoinResponse();
+    EXPECT_FALSE(resp[0].has_error()) << resp[0].error().message();
+    return resp[0];
+  };
+
+  const v1::JoinResponse inner = join(v1::JOIN_KIND_INNER, {keys}, false);
+  ASSERT_EQ(inner.results_size(), 1);
+  EXPECT_TRUE(inner.results(0).overflow());
+  EXPECT_EQ(inner.results(0).count(), inner_left.size());
+  EXPECT_LE(inner.results(0).count(), inner.results(0).capacity()) << "not a capacity overflow";
+  EXPECT_EQ(UnpackColumn<uint32_t>(inner.results(0).left_rows()), inner_left);
+  EXPECT_EQ(UnpackColumn<uint32_t>(inner.results(0).right_rows()), inner_right);
+
+  const v1::JoinResponse anti = join(v1::JOIN_KIND_LEFT_ANTI, {keys}, false);
+  ASSERT_EQ(anti.results_size(), 1);
+  EXPECT_TRUE(anti.results(0).overflow());
+  EXPECT_EQ(UnpackColumn<uint32_t>(anti.results(0).left_rows()), missing);
+  for (v1::JoinKind kind : {v1::JOIN_KIND_LEFT_OUTER, v1::JOIN_KIND_LEFT_SEMI}) {
+    const v1::JoinResponse r = join(kind, {keys}, false);
+    ASSERT_EQ(r.results_size(), 1);
+    EXPECT_TRUE(r.results(0).overflow()) << v1::JoinKind_Name(kind);
+  }
+  const v1::JoinResponse counted = join(v1::JOIN_KIND_INNER, {keys}, true);
+  ASSERT_EQ(counted.results_size(), 1);
+  EXPECT_TRUE(counted.results(0).overflow());
+  EXPECT_EQ(counted.results(0).count(), inner_left.size());
+  // A batch join: both left batches say overflow, the one without a match too.
+  const v1::JoinResponse batches = join(v1::JOIN_KIND_INNER, {{keys[0], keys[1]}, {1000}}, false);
+  ASSERT_EQ(batches.results_size(), 2);
+  EXPECT_TRUE(batches.results(0).overflow());
+  EXPECT_TRUE(batches.results(1).overflow());
+  EXPECT_EQ(batches.results(1).count(), 0u);
+
+  // Another index is not affected, and a rebuild without overflow clears it.
+  v1::BuildIndexResponse roomy;
+  ASSERT_TRUE(Build(*stub_, {SpecMsg("roomy", 64), ChunkMsg(keys)}, &roomy).ok());
+  const v1::JoinResponse other = join(v1::JOIN_KIND_INNER, {keys}, false, "roomy");
+  ASSERT_EQ(other.results_size(), 1);
+  EXPECT_FALSE(other.results(0).overflow());
+  ASSERT_TRUE(Build(*stub_, {SpecMsg("spill", 64, 0, true), ChunkMsg(keys)}, &built).ok());
+  ASSERT_EQ(built.index().statistics().overflow_rows(), 0u);
+  const v1::JoinResponse rebuilt = join(v1::JOIN_KIND_INNER, {keys}, false);
+  ASSERT_EQ(rebuilt.results_size(), 1);
+  EXPECT_FALSE(rebuilt.results(0).overflow());
+  EXPECT_EQ(rebuilt.results(0).count(), keys.size());
 }
 
 TEST_F(ServerTest, ListDescribeDrop) {
