@@ -4,13 +4,16 @@
 // refused with DATA_LOSS and exit code 1, and a server without --data-dir
 // refusing both with FAILED_PRECONDITION naming the flag.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gpujoin/testing/server_process.hpp"
@@ -110,6 +113,53 @@ TEST_F(CliSnapshotTest, SaveAndLoadACopy) {
   EXPECT_NE(bad.err.find("DATA_LOSS"), std::string::npos) << bad.err;
   RunResult d = Cli({"index", "describe", "broken"});
   EXPECT_NE(d.code, 0);
+}
+
+// `gpujoin index drop` deletes the index's snapshot: once the background write
+// of the build is there, the drop removes <name>.gjsnap before it returns, an
+// index dropped right after its build leaves no file either, and a restart on
+// the same data dir serves only the index that was kept.
+TEST_F(CliSnapshotTest, DropDeletesTheSnapshotAndARestartServesNothing) {
+  Start(true);
+  const fs::path data = dir_ / "data";
+  for (const std::string name : {"sensors", "kept"}) {
+    RunResult b = Cli(
+        {"index", "build", name, "--from", kExamples + "/sensors.csv", "--key", "sensor_id", "-q"});
+    ASSERT_EQ(b.code, 0) << b.err;
+  }
+  // The writes run in the background: wait for both files (20 s at most).
+  for (int i = 0; i < 400 && !(fs::exists(data / "sensors.gjsnap") &&
+                               fs::exists(data / "kept.gjsnap"));
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(fs::exists(data / "sensors.gjsnap")) << server_->log();
+  ASSERT_TRUE(fs::exists(data / "kept.gjsnap")) << server_->log();
+  RunResult drop = Cli({"index", "drop", "sensors"});
+  ASSERT_EQ(drop.code, 0) << drop.err;
+  EXPECT_FALSE(fs::exists(data / "sensors.gjsnap"));
+  RunResult quick = Cli(
+      {"index", "build", "quick", "--from", kExamples + "/sensors.csv", "--key", "sensor_id", "-q"});
+  ASSERT_EQ(quick.code, 0) << quick.err;
+  ASSERT_EQ(Cli({"index", "drop", "quick"}).code, 0);
+  EXPECT_FALSE(fs::exists(data / "quick.gjsnap"));
+
+  EXPECT_EQ(server_->StopWith(SIGTERM), 0) << server_->log();
+  Start(true);
+  // (A start removes the temporary files of writes an earlier process left.)
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(data)) files.push_back(e.path().filename().string());
+  EXPECT_EQ(files, std::vector<std::string>{"kept.gjsnap"});
+  RunResult ls = Cli({"--json", "index", "ls"});
+  ASSERT_EQ(ls.code, 0) << ls.err;
+  Json j = Json::parse(ls.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << ls.out;
+  std::vector<std::string> names;
+  for (const Json& i : j["indexes"]) names.push_back(i["name"]);
+  EXPECT_EQ(names, std::vector<std::string>{"kept"}) << ls.out;
+  RunResult gone = Cli({"index", "describe", "sensors"});
+  EXPECT_EQ(gone.code, 1);
+  EXPECT_NE(gone.err.find("NOT_FOUND"), std::string::npos) << gone.err;
 }
 
 TEST_F(CliSnapshotTest, WithoutDataDirBothAreRefused) {
