@@ -7,13 +7,11 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "gpujoin/testing/server_process.hpp"
@@ -115,23 +113,18 @@ TEST_F(CliSnapshotTest, SaveAndLoadACopy) {
   EXPECT_NE(d.code, 0);
 }
 
-// `gpujoin index drop` deletes the index's snapshot: once the background write
-// of the build is there, the drop removes <name>.gjsnap before it returns, an
-// index dropped right after its build leaves no file either, and a restart on
-// the same data dir serves only the index that was kept.
+// `gpujoin index drop` deletes the index's snapshot: once the build's write is
+// there (--wait-durable), the drop removes <name>.gjsnap before it returns, an
+// index dropped right after its build (its background write racing the drop)
+// leaves no file either, and a restart on the same data dir serves only the
+// index that was kept.
 TEST_F(CliSnapshotTest, DropDeletesTheSnapshotAndARestartServesNothing) {
   Start(true);
   const fs::path data = dir_ / "data";
   for (const std::string name : {"sensors", "kept"}) {
-    RunResult b = Cli(
-        {"index", "build", name, "--from", kExamples + "/sensors.csv", "--key", "sensor_id", "-q"});
+    RunResult b = Cli({"index", "build", name, "--from", kExamples + "/sensors.csv", "--key",
+                       "sensor_id", "--wait-durable", "-q"});
     ASSERT_EQ(b.code, 0) << b.err;
-  }
-  // The writes run in the background: wait for both files (20 s at most).
-  for (int i = 0; i < 400 && !(fs::exists(data / "sensors.gjsnap") &&
-                               fs::exists(data / "kept.gjsnap"));
-       ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   ASSERT_TRUE(fs::exists(data / "sensors.gjsnap")) << server_->log();
   ASSERT_TRUE(fs::exists(data / "kept.gjsnap")) << server_->log();

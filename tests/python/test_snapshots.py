@@ -1,20 +1,12 @@
 """Snapshots through gpujoin.Client against a gpujoind with --data-dir: a build
-is written to <name>.gjsnap in the background, a drop deletes the file before
-it returns (also while the write may still run), and a restart serves only
-the indexes that were not dropped."""
-import time
-
+is written to <name>.gjsnap (wait_durable: before the build returns), a drop
+deletes the file before it returns (also while the background write of a build
+just made may still run), and a restart serves only the indexes that were not
+dropped."""
 import numpy as np
 import pytest
 
 import gpujoin
-
-
-def wait_for(path, seconds=20):
-    deadline = time.monotonic() + seconds
-    while not path.exists():
-        assert time.monotonic() < deadline, f"{path.name} was not written in {seconds} s"
-        time.sleep(0.05)
 
 
 def test_drop_deletes_the_snapshot_and_a_restart_serves_nothing(start_gpujoind, tmp_path):
@@ -23,10 +15,11 @@ def test_drop_deletes_the_snapshot_and_a_restart_serves_nothing(start_gpujoind, 
     keys = np.arange(1000, 2000, dtype=np.uint32)
     first = start_gpujoind(f"--data-dir={data}")
     with gpujoin.Client(first.address) as c:
-        c.build_index("t_snap", keys, payload={"tag": [f"t{k}" for k in keys.tolist()]})
-        c.build_index("t_keep", keys[:10])
-        wait_for(data / "t_snap.gjsnap")
-        wait_for(data / "t_keep.gjsnap")
+        info = c.build_index("t_snap", keys, payload={"tag": [f"t{k}" for k in keys.tolist()]},
+                             wait_durable=True)
+        c.build_index("t_keep", keys[:10], wait_durable=True)
+        assert (data / "t_snap.gjsnap").is_file() and (data / "t_keep.gjsnap").is_file()
+        assert c.describe("t_snap").durable_version == info.version
         c.drop("t_snap")
         assert not (data / "t_snap.gjsnap").exists()
         # Dropped right after its build: the background write is cancelled or its
