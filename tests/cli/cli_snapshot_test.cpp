@@ -74,24 +74,24 @@ TEST_F(CliSnapshotTest, SaveAndLoadACopy) {
   RunResult b = Cli(
       {"index", "build", "sensors", "--from", kExamples + "/sensors.csv", "--key", "sensor_id"});
   ASSERT_EQ(b.code, 0) << b.err;
-  RunResult s = Cli({"index", "save", "sensors", "--file", "sensors-copy.gjsnap"});
+  RunResult s = Cli({"index", "save", "sensors", "--file", "sensors-copy.snap"});
   ASSERT_EQ(s.code, 0) << s.err;
-  EXPECT_EQ(s.out.rfind("saved index sensors (version 1) to sensors-copy.gjsnap (", 0), 0u)
+  EXPECT_EQ(s.out.rfind("saved index sensors (version 1) to sensors-copy.snap (", 0), 0u)
       << s.out;
-  EXPECT_TRUE(fs::exists(dir_ / "data" / "sensors-copy.gjsnap"));
-  RunResult l = Cli({"--json", "index", "load", "copy", "--file", "sensors-copy.gjsnap"});
+  EXPECT_TRUE(fs::exists(dir_ / "data" / "sensors-copy.snap"));
+  RunResult l = Cli({"--json", "index", "load", "copy", "--file", "sensors-copy.snap"});
   ASSERT_EQ(l.code, 0) << l.err;
   Json j = Json::parse(l.out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << l.out;
   EXPECT_EQ(j["loaded"], "copy");
-  EXPECT_EQ(j["file"], "sensors-copy.gjsnap");
+  EXPECT_EQ(j["file"], "sensors-copy.snap");
   EXPECT_EQ(LookupCsv("copy"), LookupCsv("sensors"));
-  RunResult again = Cli({"index", "load", "copy", "--file", "sensors-copy.gjsnap"});
+  RunResult again = Cli({"index", "load", "copy", "--file", "sensors-copy.snap"});
   EXPECT_EQ(again.code, 1);
   EXPECT_NE(again.err.find("ALREADY_EXISTS"), std::string::npos) << again.err;
-  RunResult replaced = Cli({"index", "load", "copy", "--file", "sensors-copy.gjsnap", "--replace"});
+  RunResult replaced = Cli({"index", "load", "copy", "--file", "sensors-copy.snap", "--replace"});
   EXPECT_EQ(replaced.code, 0) << replaced.err;
-  EXPECT_EQ(replaced.out, "loaded index copy (version 2) from sensors-copy.gjsnap\n");
+  EXPECT_EQ(replaced.out, "loaded index copy (version 2) from sensors-copy.snap\n");
   RunResult js = Cli({"--json", "index", "save", "copy"});
   ASSERT_EQ(js.code, 0) << js.err;
   Json sj = Json::parse(js.out, nullptr, false);
@@ -101,12 +101,12 @@ TEST_F(CliSnapshotTest, SaveAndLoadACopy) {
 
   // A corrupt file: refused, nothing installed.
   {
-    std::fstream f(dir_ / "data" / "sensors-copy.gjsnap",
+    std::fstream f(dir_ / "data" / "sensors-copy.snap",
                    std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(200);
     f.put('\x7f');
   }
-  RunResult bad = Cli({"index", "load", "broken", "--file", "sensors-copy.gjsnap"});
+  RunResult bad = Cli({"index", "load", "broken", "--file", "sensors-copy.snap"});
   EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.err.find("DATA_LOSS"), std::string::npos) << bad.err;
   RunResult d = Cli({"index", "describe", "broken"});
