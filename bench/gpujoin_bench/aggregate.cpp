@@ -7,7 +7,7 @@
 // Byte model: bytes read (keys 4 B, mask 4 B, values 4 B).
 #include <cmath>
 
-#include "cuda/aggregate_ops.hpp"
+#include "cuda/aggregate/aggregate_ops.hpp"
 #include "families.hpp"
 #include "inputs.hpp"
 

@@ -5,7 +5,7 @@
 // exactly against the host.
 //
 // Byte model: 4 (key) + 8 (value) + 4 (mask) bytes read per row.
-#include "cuda/aggregate_ops.hpp"
+#include "cuda/aggregate/aggregate_ops.hpp"
 #include "families.hpp"
 #include "inputs.hpp"
 

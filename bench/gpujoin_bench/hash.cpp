@@ -4,7 +4,7 @@
 //
 // Byte model: bytes read (int64: 8 B; string: 16 B + a 4-byte offset); "GB/s"
 // counts them alone, against the copy's read + written rate.
-#include "cuda/hash_device.hpp"
+#include "cuda/hash/hash_device.hpp"
 #include "families.hpp"
 #include "hashing/hash_host.hpp"
 #include "inputs.hpp"

@@ -15,8 +15,8 @@
 #include <algorithm>
 
 #include "cuda/device_ops.hpp"
-#include "cuda/group_join.hpp"
 #include "cuda/index/groups.hpp"
+#include "cuda/join/group_join.hpp"
 #include "families.hpp"
 #include "inputs.hpp"
 

@@ -33,7 +33,7 @@
 #if defined(GPUJOIN_HAVE_CUDA)
 #include <cuda_runtime.h>
 
-#include "cuda/aggregate_ops.hpp"  // engine/src: the device-level Aggregate
+#include "cuda/aggregate/aggregate_ops.hpp"  // engine/src: the device-level Aggregate
 #endif
 
 namespace gpujoin::engine {

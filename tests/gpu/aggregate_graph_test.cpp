@@ -30,7 +30,7 @@
 #include "gpujoin/engine/graph.hpp"
 
 #if defined(GPUJOIN_HAVE_CUDA)
-#include "cuda/aggregate_graph_cache.hpp"  // engine/src: AggregateGraphCounters
+#include "cuda/graphs/aggregate_graph_cache.hpp"  // engine/src: AggregateGraphCounters
 #endif
 
 namespace gpujoin::engine {

@@ -38,8 +38,8 @@
 #if defined(GPUJOIN_HAVE_CUDA)
 #include <cuda_runtime.h>
 
-#include "cuda/aggregate_graph_cache.hpp"  // engine/src: AggregateGraphCounters
-#include "cuda/aggregate_ops.hpp"          // engine/src: the device-level Aggregate
+#include "cuda/aggregate/aggregate_ops.hpp"       // engine/src: the device-level Aggregate
+#include "cuda/graphs/aggregate_graph_cache.hpp"  // engine/src: AggregateGraphCounters
 #endif
 
 namespace gpujoin::engine {

@@ -28,7 +28,7 @@
 #include "gpujoin/engine/graph.hpp"
 
 #if defined(GPUJOIN_HAVE_CUDA)
-#include "cuda/join_graph_cache.hpp"  // engine/src: JoinGraphCounters
+#include "cuda/graphs/join_graph_cache.hpp"  // engine/src: JoinGraphCounters
 #endif
 
 namespace gpujoin::engine {

@@ -20,7 +20,7 @@
 #if defined(GPUJOIN_HAVE_CUDA)
 #include <cuda_runtime.h>
 
-#include "cuda/hash_device.hpp"
+#include "cuda/hash/hash_device.hpp"
 #endif
 
 namespace gpujoin::engine {

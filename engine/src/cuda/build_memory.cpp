@@ -11,7 +11,7 @@ uint64_t PoolBytes(uint64_t bytes) {
   return (bytes + kPoolGranularityBytes - 1) / kPoolGranularityBytes * kPoolGranularityBytes;
 }
 
-// What storing `shape.payload` takes (StorePayload, cuda_lower_payload.cpp): the
+// What storing `shape.payload` takes (StorePayload, lowering/lower_payload.cpp): the
 // winners (kLowestRow: one per slot; a kKeepAll build reads the group pass's
 // rows instead) and null counts for the whole store, and per column its upload
 // (values or string bytes and offsets, validity) and the string scan's scratch

@@ -2,7 +2,7 @@
 // backend's build nodes, for the server's memory budget
 // (Backend::BuildTransientBytes). Plain C++: arithmetic over the sizes the
 // allocating code uses. It mirrors CudaBackend's RunNode for BuildIndexNode and
-// BuildBatchIndexNode (cuda_lower_build.cpp: the uploads) and takes the build's own
+// BuildBatchIndexNode (lowering/lower_build.cpp: the uploads) and takes the build's own
 // buffer from BuildTransientBytes (cuda/index/build.hpp, the tile path's layout
 // itself); keep it in step with both.
 #pragma once
@@ -28,7 +28,7 @@ inline constexpr uint64_t kPoolGranularityBytes = uint64_t{2} << 20;
 /// direct path forced, or a buffer over the cap). Each allocation is rounded up
 /// to kPoolGranularityBytes. With payload columns (shape.payload), what storing
 /// them takes as well (their uploads, each slot's winner, the string scans:
-/// cuda_lower_payload.cpp). A kKeepAll build adds its group pass's scratch
+/// lowering/lower_payload.cpp). A kKeepAll build adds its group pass's scratch
 /// (GroupScratchBytes: 16 bytes per row, a winner per slot and the sort's
 /// temporary storage); its groups themselves are index memory. 0 for an empty
 /// build without payload (it only clears the table).

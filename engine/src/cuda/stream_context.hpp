@@ -15,10 +15,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "cuda/aggregate_graph_cache.hpp"
 #include "cuda/device_buffer.hpp"
-#include "cuda/join_graph_cache.hpp"
-#include "cuda/lookup_graph_cache.hpp"
+#include "cuda/graphs/aggregate_graph_cache.hpp"
+#include "cuda/graphs/join_graph_cache.hpp"
+#include "cuda/graphs/lookup_graph_cache.hpp"
 #include "gpujoin/engine/backend.hpp"
 
 namespace gpujoin::engine::detail {

@@ -6,7 +6,7 @@
 // (record_layout.hpp), so that a gather of several of them reads one record. A
 // lookup or join then gathers the value of each output row from the slot its
 // probe found. Every function takes device pointers, enqueues work on `stream`
-// and returns without synchronising; the lowerings (cuda_lower_payload.cpp)
+// and returns without synchronising; the lowerings (lowering/lower_payload.cpp)
 // and the kernel benchmark (bench/) call them.
 //
 // Bitmaps (bool values, validity) are Arrow's: bit i of byte i / 8, LSB

@@ -13,7 +13,7 @@
 #include <cub/device/device_scan.cuh>
 
 #include "cuda/device_ops.hpp"
-#include "cuda/join_ops.hpp"
+#include "cuda/join/join_ops.hpp"
 #include "cuda/kernel_utils.cuh"
 
 namespace gpujoin::engine::detail {

@@ -22,8 +22,8 @@
 
 #include "absl/status/statusor.h"
 #include "common/shape_cache.hpp"
-#include "cuda/captured_graph.hpp"
 #include "cuda/device_buffer.hpp"
+#include "cuda/graphs/captured_graph.hpp"
 #include "gpujoin/engine/column.hpp"
 #include "gpujoin/engine/types.hpp"
 

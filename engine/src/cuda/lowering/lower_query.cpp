@@ -1,5 +1,5 @@
-// Lookup and join nodes on the CUDA backend (cuda_lowering.hpp). Joins take
-// one of two paths (JoinPathOf): the many-to-one compaction (join_kernels.cu)
+// Lookup and join nodes on the CUDA backend (lowering.hpp). Joins take
+// one of two paths (JoinPathOf): the many-to-one compaction (join/join_kernels.cu)
 // for kinds that yield at most one pair per left row from the table alone, and
 // count -> scan -> scatter (group_join.hpp) for the others.
 #include <cuda_runtime.h>
@@ -13,10 +13,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "cuda/cuda_error.hpp"
-#include "cuda/cuda_lower_payload.hpp"
-#include "cuda/cuda_lowering.hpp"
-#include "cuda/group_join.hpp"
-#include "cuda/join_ops.hpp"
+#include "cuda/join/group_join.hpp"
+#include "cuda/join/join_ops.hpp"
+#include "cuda/lowering/lower_payload.hpp"
+#include "cuda/lowering/lowering.hpp"
 #include "gpujoin/common/status_macros.hpp"
 
 namespace gpujoin::engine::detail {

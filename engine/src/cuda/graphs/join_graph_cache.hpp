@@ -24,9 +24,9 @@
 
 #include "absl/status/statusor.h"
 #include "common/shape_cache.hpp"
-#include "cuda/captured_graph.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/device_ops.hpp"
+#include "cuda/graphs/captured_graph.hpp"
 
 namespace gpujoin::engine::detail {
 

@@ -1,4 +1,4 @@
-#include "cuda/lookup_graph_cache.hpp"
+#include "cuda/graphs/lookup_graph_cache.hpp"
 
 #include <vector>
 

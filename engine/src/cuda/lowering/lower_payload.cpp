@@ -1,5 +1,5 @@
-// Payload storage and gathers of the CUDA lowerings (cuda_lower_payload.hpp).
-#include "cuda/cuda_lower_payload.hpp"
+// Payload storage and gathers of the CUDA lowerings (lower_payload.hpp).
+#include "cuda/lowering/lower_payload.hpp"
 
 #include <cuda_runtime.h>
 
@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cuda/cuda_error.hpp"
-#include "cuda/cuda_lowering.hpp"
+#include "cuda/lowering/lowering.hpp"
 #include "cuda/payload/record_layout.hpp"
 #include "gpujoin/common/status_macros.hpp"
 

@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "cuda/cuda_error.hpp"
 #include "cuda/device_buffer.hpp"
-#include "cuda/hash_device.hpp"
+#include "cuda/hash/hash_device.hpp"
 #include "gpujoin/common/status_macros.hpp"
 #include "hashing/hash_host.hpp"
 #include "hashing/row_hash.hpp"

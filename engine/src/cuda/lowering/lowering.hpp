@@ -1,12 +1,12 @@
 // Internal (CUDA builds only): lowering one command-graph node onto a stream
 // context (uploads through pinned staging, the device-level API of
-// device_ops.hpp / aggregate_ops.hpp, downloads). CudaBackend::Run calls
+// device_ops.hpp / aggregate/aggregate_ops.hpp, downloads). CudaBackend::Run calls
 // RunNode for each node in order; node i is named in error messages. Each
 // lowering returns a classified status (cuda_error.hpp) and leaves the stream
 // with nothing of the node's still reading caller memory, except where a
-// replayed graph says otherwise. Files: cuda_lower_build.cpp (builds),
-// cuda_lower_query.cpp (lookups, joins), cuda_lower_aggregate.cpp (aggregation,
-// hashing).
+// replayed graph says otherwise. Files: lower_build.cpp (builds),
+// lower_query.cpp (lookups, joins), lower_aggregate.cpp (aggregation, hashing);
+// lower_payload.hpp (payload stores and gathers).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -77,7 +77,7 @@ inline absl::StatusOr<const CudaHashIndex*> ReadableIndex(const HashIndex* index
 }
 
 // The key-carrying nodes: templates on the key word K, instantiated for
-// uint32_t and uint64_t in cuda_lower_build.cpp and cuda_lower_query.cpp.
+// uint32_t and uint64_t in lower_build.cpp and lower_query.cpp.
 template <KeyWord K>
 absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
                      const BuildIndexNodeT<K>& n);

@@ -1,4 +1,4 @@
-// Aggregation and hashing nodes on the CUDA backend (cuda_lowering.hpp).
+// Aggregation and hashing nodes on the CUDA backend (lowering.hpp).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "cuda/aggregate_ops.hpp"
+#include "cuda/aggregate/aggregate_ops.hpp"
 #include "cuda/cuda_error.hpp"
-#include "cuda/cuda_lowering.hpp"
-#include "cuda/hash_device.hpp"
+#include "cuda/hash/hash_device.hpp"
+#include "cuda/lowering/lowering.hpp"
 #include "gpujoin/common/status_macros.hpp"
 #include "gpujoin/engine/aggregation.hpp"
 

@@ -1,4 +1,4 @@
-// Build nodes on the CUDA backend (cuda_lowering.hpp). A kKeepAll build runs
+// Build nodes on the CUDA backend (lowering.hpp). A kKeepAll build runs
 // the kLowestRow build of its rows, then the group pass (index/groups.hpp) and
 // stores its payload per kept row.
 #include <cuda_runtime.h>
@@ -11,8 +11,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "cuda/cuda_error.hpp"
-#include "cuda/cuda_lower_payload.hpp"
-#include "cuda/cuda_lowering.hpp"
+#include "cuda/lowering/lower_payload.hpp"
+#include "cuda/lowering/lowering.hpp"
 #include "gpujoin/common/status_macros.hpp"
 
 namespace gpujoin::engine::detail {

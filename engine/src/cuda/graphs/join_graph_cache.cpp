@@ -1,11 +1,11 @@
-#include "cuda/join_graph_cache.hpp"
+#include "cuda/graphs/join_graph_cache.hpp"
 
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
 
 #include "cuda/cuda_error.hpp"
-#include "cuda/join_ops.hpp"
+#include "cuda/join/join_ops.hpp"
 
 namespace gpujoin::engine::detail {
 namespace {

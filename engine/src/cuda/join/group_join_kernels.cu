@@ -9,10 +9,10 @@
 #include <cstdint>
 #include <cub/device/device_scan.cuh>
 
-#include "cuda/group_join.hpp"
 #include "cuda/index/build_paths.hpp"
 #include "cuda/index/lookup.hpp"
 #include "cuda/index/probe.cuh"
+#include "cuda/join/group_join.hpp"
 #include "cuda/kernel_utils.cuh"
 
 namespace gpujoin::engine::detail {

@@ -1,10 +1,10 @@
-#include "cuda/aggregate_graph_cache.hpp"
+#include "cuda/graphs/aggregate_graph_cache.hpp"
 
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
 
-#include "cuda/aggregate_ops.hpp"
+#include "cuda/aggregate/aggregate_ops.hpp"
 #include "cuda/cuda_error.hpp"
 
 namespace gpujoin::engine::detail {

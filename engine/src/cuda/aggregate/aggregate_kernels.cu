@@ -46,7 +46,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "cuda/aggregate_ops.hpp"
+#include "cuda/aggregate/aggregate_ops.hpp"
 #include "cuda/kernel_utils.cuh"
 
 namespace gpujoin::engine::detail {
