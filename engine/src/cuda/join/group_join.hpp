@@ -2,7 +2,7 @@
 // of pairs (inner and left outer joins on a multi-value index, and every join
 // kind on either index kind): count -> scan -> scatter (docs/engine.md, "Join
 // kinds"). Every function takes device pointers, enqueues work on `stream` and
-// returns without synchronising; the join lowering (lowering/lower_query.cpp) and
+// returns without synchronising; the join lowering (lowering/lower_join.cpp) and
 // the kernel benchmark (bench/) call them.
 //
 //  1. CountGroupJoin: one thread per left row probes the table and writes the

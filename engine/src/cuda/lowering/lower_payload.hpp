@@ -1,5 +1,5 @@
 // Internal (CUDA builds only): the payload parts of the build, lookup and join
-// lowerings (lower_build.cpp, lower_query.cpp): storing a build's
+// lowerings (lower_build.cpp, lower_lookup.cpp, lower_join.cpp): storing a build's
 // payload columns beside its table, and gathering stored columns for the rows
 // of a lookup or join, all on the node's stream through the device-level API
 // of cuda/payload/payload_ops.hpp. Semantics: docs/engine.md, "Payload".

@@ -5,8 +5,8 @@
 // lowering returns a classified status (cuda_error.hpp) and leaves the stream
 // with nothing of the node's still reading caller memory, except where a
 // replayed graph says otherwise. Files: lower_build.cpp (builds),
-// lower_query.cpp (lookups, joins), lower_aggregate.cpp (aggregation, hashing);
-// lower_payload.hpp (payload stores and gathers).
+// lower_lookup.cpp (lookups), lower_join.cpp (joins), lower_aggregate.cpp
+// (aggregation, hashing); lower_payload.hpp (payload stores and gathers).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -76,8 +76,21 @@ inline absl::StatusOr<const CudaHashIndex*> ReadableIndex(const HashIndex* index
   return cuda;
 }
 
+// A kKeepAll index without groups whose last recorded build stored keys: a
+// build failed after it had started to change the table.
+inline absl::Status CheckGroups(const CudaHashIndex& index, const std::string& where) {
+  if (index.keeps_all() && index.groups().ranges == nullptr &&
+      index.build_statistics().unique_keys != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(where,
+                     ": the index's last build failed before its groups were stored; "
+                     "build it again"));
+  }
+  return absl::OkStatus();
+}
+
 // The key-carrying nodes: templates on the key word K, instantiated for
-// uint32_t and uint64_t in lower_build.cpp and lower_query.cpp.
+// uint32_t and uint64_t in lower_build.cpp, lower_lookup.cpp and lower_join.cpp.
 template <KeyWord K>
 absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
                      const BuildIndexNodeT<K>& n);
