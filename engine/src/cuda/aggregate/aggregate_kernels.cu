@@ -39,6 +39,11 @@
 // counts (SharedIntSum), as 64-bit shared adds are compare-and-swap loops.
 // The lane-private path takes float32 only (its 64-bit slots would not fit the
 // static shared memory); typed values of up to 256 groups take block-shared.
+//
+// Files: aggregate_plan.{hpp,cpp} (host planning: the paths' group limits, the
+// shape of a range launch, the path chosen for a call), accumulators.cuh (Accum,
+// SharedIntSum, the ordered encodings), rows.cuh (the row walkers); this file
+// holds the kernels and their launchers.
 #include <cuda_runtime.h>
 
 #include <atomic>
@@ -46,326 +51,39 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "cuda/aggregate/accumulators.cuh"
 #include "cuda/aggregate/aggregate_ops.hpp"
+#include "cuda/aggregate/aggregate_plan.hpp"
+#include "cuda/aggregate/rows.cuh"
 #include "cuda/kernel_utils.cuh"
 
 namespace gpujoin::engine::detail {
 namespace {
 
-constexpr uint32_t kWarpGroups = 16;
+using aggregate_device::Acc;
+using aggregate_device::Accum;
+using aggregate_device::DecodeOrdered;
+using aggregate_device::DecodeOrdered64;
+using aggregate_device::Finite;
+using aggregate_device::ForEachRowBy256;
+using aggregate_device::ForEachRowByFour;
+using aggregate_device::kSign64;
+using aggregate_device::SharedIntSum;
+using aggregate_plan::CurrentLimits;
+using aggregate_plan::DeviceLimits;
+using aggregate_plan::kSharedGroups;
+using aggregate_plan::kWarpGroups;
+using aggregate_plan::PlanRange;
+using aggregate_plan::RangePlan;
+
 constexpr uint32_t kBlockWarps = kBlockThreads / 32;
-constexpr uint32_t kSharedGroups = 256;
 constexpr uint32_t kMinEmpty = 0xffffffffu;  // accumulated min/max of an empty group
 
 // Range path: one block per SM at the largest ranges, so a full-size block keeps
-// enough loads in flight; at most this many passes over the rows.
+// enough loads in flight.
 constexpr int kRangeThreads = 1024;
-constexpr uint32_t kMaxPasses = 4;
 // A packed 16-bit count is moved to global memory when it reaches this.
 constexpr uint32_t kHalfFlush = 0x8000u;
-constexpr int kMaxDevices = 64;
-
-// Accumulation kinds: mean accumulates exactly like sum (plus counts); max
-// like min, on complemented encodings.
-enum class Acc { kCount, kSum, kMin };
-
-__device__ __forceinline__ uint32_t EncodeOrdered(float f) {
-  const uint32_t b = __float_as_uint(f);
-  return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
-}
-
-__device__ __forceinline__ float DecodeOrdered(uint32_t e) {
-  return __uint_as_float((e & 0x80000000u) ? (e & 0x7fffffffu) : ~e);
-}
-
-constexpr unsigned long long kSign64 = 0x8000000000000000ull;
-
-__device__ __forceinline__ unsigned long long EncodeOrdered64(double f) {
-  const unsigned long long b = static_cast<unsigned long long>(__double_as_longlong(f));
-  return (b & kSign64) ? ~b : (b | kSign64);
-}
-
-__device__ __forceinline__ double DecodeOrdered64(unsigned long long e) {
-  return __longlong_as_double(static_cast<long long>((e & kSign64) ? (e & ~kSign64) : ~e));
-}
-
-// How kAcc accumulates values of type V: the accumulator word, the words per
-// group (two for int64/uint64 sums, stored structure-of-arrays: word w of group
-// g at acc[w * stride + g]), the encoding of a value and the (atomic) fold.
-template <Acc kAcc, typename V>
-struct Accum {
-  static constexpr bool kFloat32 = std::is_same_v<V, float>;
-  using Word = std::conditional_t<kFloat32, uint32_t, unsigned long long>;
-  static constexpr bool kSplit = kAcc == Acc::kSum && std::is_integral_v<V> && sizeof(V) == 8;
-  static constexpr int kWords = kSplit ? 2 : 1;
-  static constexpr Word kEmpty = ~Word{0};  // accumulated min/max of an empty group
-
-  __host__ __device__ static constexpr Word Identity() {
-    return kAcc == Acc::kMin ? kEmpty : Word{0};
-  }
-
-  // The value's words: for sums its bits (integers as 64-bit two's complement,
-  // split into 32-bit halves when kSplit), for min/max its flipped ordered encoding.
-  __device__ __forceinline__ static void Encode(V v, Word flip, Word (&enc)[kWords]) {
-    if constexpr (kAcc == Acc::kSum) {
-      if constexpr (kFloat32) {
-        enc[0] = __float_as_uint(v);
-      } else if constexpr (std::is_same_v<V, double>) {
-        enc[0] = static_cast<Word>(__double_as_longlong(v));
-      } else if constexpr (kSplit) {
-        enc[0] = static_cast<Word>(v) & 0xffffffffull;
-        // int64: the arithmetic shift keeps the high half signed (sign-extended).
-        enc[1] = static_cast<Word>(
-            static_cast<std::conditional_t<std::is_signed_v<V>, long long, unsigned long long>>(
-                v) >>
-            32);
-      } else if constexpr (std::is_signed_v<V>) {
-        enc[0] = static_cast<Word>(static_cast<long long>(v));
-      } else {
-        enc[0] = static_cast<Word>(v);
-      }
-    } else {
-      if constexpr (kFloat32) {
-        enc[0] = EncodeOrdered(v) ^ flip;
-      } else if constexpr (std::is_same_v<V, double>) {
-        enc[0] = EncodeOrdered64(v) ^ flip;
-      } else if constexpr (std::is_signed_v<V>) {
-        enc[0] = (static_cast<Word>(static_cast<long long>(v)) ^ kSign64) ^ flip;
-      } else {
-        enc[0] = static_cast<Word>(v) ^ flip;
-      }
-    }
-  }
-
-  // Non-atomic fold of two accumulator words (lane-private path, float32 only).
-  __device__ __forceinline__ static Word Combine(Word a, Word b) {
-    if constexpr (kAcc == Acc::kSum)
-      return __float_as_uint(__uint_as_float(a) + __uint_as_float(b));
-    return a < b ? a : b;
-  }
-
-  // Folds `enc` into group g of `acc` (shared or global memory).
-  __device__ __forceinline__ static void Atomic(Word* acc, uint32_t stride, uint32_t g,
-                                                const Word (&enc)[kWords]) {
-    if constexpr (kAcc == Acc::kSum) {
-      if constexpr (kFloat32) {
-        atomicAdd(reinterpret_cast<float*>(acc) + g, __uint_as_float(enc[0]));
-      } else if constexpr (std::is_same_v<V, double>) {
-        atomicAdd(reinterpret_cast<double*>(acc) + g, __longlong_as_double(enc[0]));
-      } else {
-#pragma unroll
-        for (int w = 0; w < kWords; ++w) {
-          // The high half of a value in [0, 2^32) is 0: no atomic for it.
-          if (w == 0 || enc[w] != 0) atomicAdd(acc + w * stride + g, enc[w]);
-        }
-      }
-    }
-    if constexpr (kAcc == Acc::kMin) atomicMin(acc + g, enc[0]);
-  }
-
-  // Folds a block's partial (`a`, words at a[w * a_stride]) of group g into the
-  // global accumulators unless it is the identity (a partial float sum is never
-  // -0: it starts at +0 and x + -x is +0).
-  __device__ __forceinline__ static void Flush(Word* acc_out, uint32_t stride, uint32_t g,
-                                               const Word* a, uint32_t a_stride) {
-    if constexpr (kAcc == Acc::kSum) {
-      if constexpr (kFloat32) {
-        if (__uint_as_float(a[0]) != 0.f)
-          atomicAdd(reinterpret_cast<float*>(acc_out) + g, __uint_as_float(a[0]));
-      } else if constexpr (std::is_same_v<V, double>) {
-        const double d = __longlong_as_double(static_cast<long long>(a[0]));
-        if (d != 0.0) atomicAdd(reinterpret_cast<double*>(acc_out) + g, d);
-      } else {
-#pragma unroll
-        for (int w = 0; w < kWords; ++w) {
-          const Word x = a[w * a_stride];
-          if (x != 0) atomicAdd(acc_out + w * stride + g, x);
-        }
-      }
-    } else if constexpr (kAcc == Acc::kMin) {
-      if (a[0] != Identity()) atomicMin(acc_out + g, a[0]);
-    }
-  }
-};
-
-// Exact integer sums of the block-shared path from 32-bit shared atomics: sm_90
-// adds 32-bit words in shared memory natively, while a 64-bit add (like a float
-// add) compiles to a compare-and-swap loop. Part p of a value (bits 32p .. 32p +
-// 31; one part for int32/uint32, two for int64/uint64, the top one signed for the
-// signed types) is added to a 32-bit word per group, and the add that wraps the
-// word -- seen in the old value the atomic returns -- counts a carry (+1, or -1
-// for a signed part that leaves int32 downwards) in a second word. Atomic adds to
-// one word are serialised, so every wrap is counted exactly once, and the part's
-// exact sum over the block is word + carry * 2^32: the Accum word that the
-// 64-bit path would have accumulated (a part's sum, exact in 64 bits). Carry
-// words cannot wrap: a block adds fewer than 2^32 rows (the grid has a block per
-// SM at least, and 2^32 rows per SM do not fit in device memory).
-template <typename V>
-struct SharedIntSum {
-  static constexpr int kParts = sizeof(V) / 4;
-  // Shared words: part p's sums at [2p * kSharedGroups], its carries at [(2p + 1) * ...].
-  static constexpr uint32_t kSharedWords = 2 * kParts * kSharedGroups;
-
-  template <bool kSigned>
-  __device__ __forceinline__ static void AddPart(uint32_t* s, uint32_t g, uint32_t x) {
-    if (x == 0) return;
-    const uint32_t old = atomicAdd(s + g, x);
-    if constexpr (kSigned) {
-      const long long sum = static_cast<long long>(static_cast<int>(old)) + static_cast<int>(x);
-      if (sum > 2147483647ll) atomicAdd(s + kSharedGroups + g, 1u);
-      if (sum < -2147483648ll) atomicAdd(s + kSharedGroups + g, 0xffffffffu);
-    } else {
-      if (old + x < old) atomicAdd(s + kSharedGroups + g, 1u);
-    }
-  }
-
-  __device__ __forceinline__ static void Add(uint32_t* s, uint32_t g, V v) {
-    const unsigned long long bits = static_cast<unsigned long long>(v);
-    if constexpr (kParts == 1) {
-      AddPart<std::is_signed_v<V>>(s, g, static_cast<uint32_t>(bits));
-    } else {
-      AddPart<false>(s, g, static_cast<uint32_t>(bits));
-      AddPart<std::is_signed_v<V>>(s + 2 * kSharedGroups, g, static_cast<uint32_t>(bits >> 32));
-    }
-  }
-
-  // Part p's exact block sum of group g, as the 64-bit Accum word.
-  __device__ __forceinline__ static unsigned long long Total(const uint32_t* s, int p, uint32_t g) {
-    const uint32_t word = s[2 * p * kSharedGroups + g];
-    const uint32_t carry = s[(2 * p + 1) * kSharedGroups + g];
-    if (std::is_signed_v<V> && p == kParts - 1) {
-      const long long sum = static_cast<long long>(static_cast<int>(word)) +
-                            static_cast<long long>(static_cast<int>(carry)) * 4294967296ll;
-      return static_cast<unsigned long long>(sum);
-    }
-    return static_cast<unsigned long long>(word) + (static_cast<unsigned long long>(carry) << 32);
-  }
-};
-
-// Loads values r .. r + 3 (16-byte aligned: one 16-byte load per 16 bytes).
-template <typename V>
-__device__ __forceinline__ void Load4(const V* __restrict__ p, V (&v)[4]) {
-  if constexpr (sizeof(V) == 4) {
-    const uint4 x = __ldcs(reinterpret_cast<const uint4*>(p));
-    const uint32_t w[4] = {x.x, x.y, x.z, x.w};
-#pragma unroll
-    for (int j = 0; j < 4; ++j) memcpy(&v[j], &w[j], 4);
-  } else {
-    const ulonglong2 a = __ldcs(reinterpret_cast<const ulonglong2*>(p));
-    const ulonglong2 b = __ldcs(reinterpret_cast<const ulonglong2*>(p) + 1);
-    const unsigned long long w[4] = {a.x, a.y, b.x, b.y};
-#pragma unroll
-    for (int j = 0; j < 4; ++j) memcpy(&v[j], &w[j], 8);
-  }
-}
-
-template <typename V>
-__device__ __forceinline__ bool Finite(V v) {
-  if constexpr (std::is_floating_point_v<V>) {
-    return isfinite(v);
-  } else {
-    return true;
-  }
-}
-
-// Calls process(key, value, included) for every row, four rows per lane per step
-// (16-byte loads when the columns are aligned), warp-strided over the grid.
-// kMask: the mask column is read (else every row is included).
-template <bool kMask, bool kValues, typename V, typename Process>
-__device__ __forceinline__ void ForEachRowByFour(const uint32_t* __restrict__ keys,
-                                                 const V* __restrict__ values,
-                                                 const uint32_t* __restrict__ mask, uint64_t rows,
-                                                 Process& process) {
-  const uint64_t units = (rows + 3) / 4;
-  const bool aligned = (reinterpret_cast<uintptr_t>(keys) & 15u) == 0 &&
-                       (!kMask || (reinterpret_cast<uintptr_t>(mask) & 15u) == 0) &&
-                       (!kValues || (reinterpret_cast<uintptr_t>(values) & 15u) == 0);
-  const uint32_t lane = threadIdx.x & 31u;
-  const uint64_t warp = (uint64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32u;
-  const uint64_t warps = uint64_t(gridDim.x) * blockDim.x / 32u;
-  for (uint64_t u0 = warp * 32u; u0 < units; u0 += warps * 32u) {
-    const uint64_t u = u0 + lane;
-    const uint64_t r0 = u * 4u;
-    uint32_t k[4] = {0, 0, 0, 0};
-    uint32_t m[4] = {1, 1, 1, 1};
-    V v[4] = {V{0}, V{0}, V{0}, V{0}};
-    bool in[4] = {false, false, false, false};
-    if (aligned && r0 + 3 < rows) {
-      const uint4 kk = __ldcs(reinterpret_cast<const uint4*>(keys + r0));
-      k[0] = kk.x;
-      k[1] = kk.y;
-      k[2] = kk.z;
-      k[3] = kk.w;
-      if constexpr (kMask) {
-        const uint4 mm = __ldcs(reinterpret_cast<const uint4*>(mask + r0));
-        m[0] = mm.x;
-        m[1] = mm.y;
-        m[2] = mm.z;
-        m[3] = mm.w;
-      }
-      if constexpr (kValues) Load4<V>(values + r0, v);
-#pragma unroll
-      for (int j = 0; j < 4; ++j) in[j] = true;
-    } else {
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        if (r0 + j < rows) {
-          in[j] = true;
-          k[j] = keys[r0 + j];
-          if constexpr (kMask) m[j] = mask[r0 + j];
-          if constexpr (kValues) v[j] = values[r0 + j];
-        }
-      }
-    }
-#pragma unroll
-    for (int j = 0; j < 4; ++j) process(k[j], v[j], in[j] && m[j] != 0);
-  }
-}
-
-// Calls process(key, value, included) for every row: each warp step covers 256
-// rows, two coalesced 512-byte loads per 4-byte column (four per 8-byte value
-// column), so every lane has 32 bytes of each key and mask column in flight; the
-// tail (and every row when a column is not 16-byte aligned) goes one row per
-// thread. kMask: the mask column is read.
-template <bool kMask, bool kValues, typename V, typename Process>
-__device__ __forceinline__ void ForEachRowBy256(const uint32_t* __restrict__ keys,
-                                                const V* __restrict__ values,
-                                                const uint32_t* __restrict__ mask, uint64_t rows,
-                                                Process& process) {
-  const bool aligned = (reinterpret_cast<uintptr_t>(keys) & 15u) == 0 &&
-                       (!kMask || (reinterpret_cast<uintptr_t>(mask) & 15u) == 0) &&
-                       (!kValues || (reinterpret_cast<uintptr_t>(values) & 15u) == 0);
-  const uint32_t lane = threadIdx.x & 31u;
-  const uint64_t thread = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  const uint64_t threads = uint64_t(gridDim.x) * blockDim.x;
-  const uint64_t steps = aligned ? rows / 256u : 0u;
-  for (uint64_t s = thread / 32u; s < steps; s += threads / 32u) {
-    const uint64_t q = s * 64u + lane;  // 4-row unit of the first load
-    uint4 k[2], m[2];
-    V v[2][4];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      k[h] = __ldcs(reinterpret_cast<const uint4*>(keys) + q + 32u * h);
-      if constexpr (kMask) m[h] = __ldcs(reinterpret_cast<const uint4*>(mask) + q + 32u * h);
-      if constexpr (kValues) Load4<V>(values + 4u * (q + 32u * h), v[h]);
-    }
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      if constexpr (!kMask) m[h] = make_uint4(1u, 1u, 1u, 1u);
-      if constexpr (!kValues) {
-#pragma unroll
-        for (int j = 0; j < 4; ++j) v[h][j] = V{0};
-      }
-      process(k[h].x, v[h][0], m[h].x != 0);
-      process(k[h].y, v[h][1], m[h].y != 0);
-      process(k[h].z, v[h][2], m[h].z != 0);
-      process(k[h].w, v[h][3], m[h].w != 0);
-    }
-  }
-  for (uint64_t r = steps * 256u + thread; r < rows; r += threads) {
-    process(keys[r], kValues ? values[r] : V{0}, !kMask || mask[r] != 0);
-  }
-}
 
 // The lane-private, block-shared and global paths. `acc_out` holds
 // Accum::kWords words per group, structure-of-arrays with stride `groups`.
@@ -637,69 +355,6 @@ __global__ void __launch_bounds__(kBlockThreads)
   }
 }
 
-// Device properties the range paths size themselves by, queried once per device.
-struct DeviceLimits {
-  int sms = 0;
-  int shared_optin = 0;  // dynamic shared memory one block may opt in to (bytes)
-};
-
-cudaError_t CurrentLimits(DeviceLimits& out) {
-  static std::atomic<int> sms[kMaxDevices], optin[kMaxDevices];
-  int device = 0;
-  cudaError_t e = cudaGetDevice(&device);
-  if (e != cudaSuccess) return e;
-  if (device < 0 || device >= kMaxDevices) return cudaErrorInvalidDevice;
-  out.sms = sms[device].load(std::memory_order_relaxed);
-  out.shared_optin = optin[device].load(std::memory_order_relaxed);
-  if (out.sms > 0) return cudaSuccess;
-  e = cudaDeviceGetAttribute(&out.shared_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-  if (e == cudaSuccess)
-    e = cudaDeviceGetAttribute(&out.sms, cudaDevAttrMultiProcessorCount, device);
-  if (e != cudaSuccess) return e;
-  optin[device].store(out.shared_optin, std::memory_order_relaxed);
-  sms[device].store(out.sms, std::memory_order_relaxed);
-  return cudaSuccess;
-}
-
-bool IsSplitSum(AggregateOp op, ColumnType t) {
-  return (op == AggregateOp::kSum || op == AggregateOp::kMean) &&
-         (t == ColumnType::kInt64 || t == ColumnType::kUint64);
-}
-
-// Shared-memory bytes of one group's value accumulators.
-uint32_t ValueBytesPerGroup(const AggregateArgs& a) {
-  if (a.op == AggregateOp::kCount) return 0;
-  if (a.value_type == ColumnType::kFloat32) return 4;
-  return IsSplitSum(a.op, a.value_type) ? 16 : 8;
-}
-
-// Shape of a range launch: `passes` launches, each block holding `per_rank`
-// groups in `shared_bytes` of dynamic shared memory.
-struct RangePlan {
-  uint32_t per_rank = 0;
-  uint32_t passes = 0;  // 0: the range path cannot hold the groups
-  size_t shared_bytes = 0;
-};
-
-RangePlan PlanRange(const AggregateArgs& a, const DeviceLimits& limits) {
-  RangePlan p;
-  const bool counts = a.counts != nullptr;
-  const uint32_t value_bytes = ValueBytesPerGroup(a);
-  const uint32_t bytes_per_group = (counts ? 2u : 0u) + value_bytes;
-  if (bytes_per_group == 0 || a.groups == 0) return p;
-  // Even, so that the packed count words of a range never straddle the values; a
-  // multiple of 4 for 8-byte accumulators, which then start 8-byte aligned.
-  const uint32_t align = value_bytes >= 8 ? ~3u : ~1u;
-  const uint32_t max_per_pass = (uint32_t(limits.shared_optin) / bytes_per_group) & align;
-  if (max_per_pass == 0) return p;
-  const uint64_t passes = (uint64_t(a.groups) + max_per_pass - 1) / max_per_pass;
-  if (passes > kMaxPasses) return p;
-  p.passes = uint32_t(passes);
-  p.per_rank = (uint32_t((a.groups + passes - 1) / passes) + ~align) & align;
-  p.shared_bytes = (counts ? size_t(p.per_rank) / 2 * 4 : 0) + size_t(p.per_rank) * value_bytes;
-  return p;
-}
-
 template <Acc kAcc, typename V>
 cudaError_t LaunchRange(const AggregateArgs& a, const V* values, const RangePlan& p,
                         typename Accum<kAcc, V>::Word flip, uint32_t* counts,
@@ -810,65 +465,6 @@ cudaError_t AggregateTyped(const AggregateArgs& a, AggregatePath path, cudaStrea
 }
 
 }  // namespace
-
-size_t AggregateTypedOutputWords(AggregateOp op, ColumnType value_type, uint32_t groups) {
-  return size_t(groups) * (IsSplitSum(op, value_type) ? 2 : 1);
-}
-
-bool AggregateNeedsCounts(AggregateOp op, ColumnType value_type) {
-  if (op == AggregateOp::kCount || op == AggregateOp::kMean) return true;
-  const bool integer = value_type != ColumnType::kFloat32 && value_type != ColumnType::kFloat64;
-  return integer && (op == AggregateOp::kMin || op == AggregateOp::kMax);
-}
-
-std::string_view AggregatePathName(AggregatePath path) {
-  switch (path) {
-    case AggregatePath::kLanePrivate:
-      return "lane-private";
-    case AggregatePath::kBlockShared:
-      return "block-shared";
-    case AggregatePath::kSharedRange:
-      return "shared-range";
-    case AggregatePath::kGlobal:
-      return "global";
-  }
-  return "unknown";
-}
-
-bool AggregatePathFits(const AggregateArgs& a, AggregatePath path) {
-  switch (path) {
-    case AggregatePath::kLanePrivate:
-      return a.groups <= kWarpGroups &&
-             (a.op == AggregateOp::kCount || a.value_type == ColumnType::kFloat32);
-    case AggregatePath::kBlockShared:
-      return a.groups <= kSharedGroups;
-    case AggregatePath::kSharedRange: {
-      DeviceLimits limits;
-      if (CurrentLimits(limits) != cudaSuccess) return false;
-      return PlanRange(a, limits).passes != 0;
-    }
-    case AggregatePath::kGlobal:
-      return true;
-  }
-  return false;
-}
-
-AggregatePath ChosenAggregatePath(const AggregateArgs& a) {
-  if (a.force_path.has_value()) return *a.force_path;
-  if (a.groups <= kWarpGroups && AggregatePathFits(a, AggregatePath::kLanePrivate)) {
-    return AggregatePath::kLanePrivate;
-  }
-  if (a.groups <= kSharedGroups) return AggregatePath::kBlockShared;
-  // With fewer than two rows per group, clearing and flushing a privatised copy
-  // costs more than the rows' own global atomics.
-  if (a.rows < 2 * uint64_t(a.groups)) return AggregatePath::kGlobal;
-  DeviceLimits limits;
-  if (CurrentLimits(limits) != cudaSuccess) return AggregatePath::kGlobal;
-  // H200, 2^28 rows: 65,536 groups count 840 Gkeys/s in 1 pass, mean 196 in 2 (global
-  // atomics: 91 and 43); 200,000 groups count 408 in 2 passes (global 91). 3-4: unmeasured.
-  const uint32_t passes = PlanRange(a, limits).passes;
-  return passes != 0 && passes <= 2 ? AggregatePath::kSharedRange : AggregatePath::kGlobal;
-}
 
 cudaError_t Aggregate(const AggregateArgs& a, cudaStream_t stream) {
   if (a.groups == 0) return cudaSuccess;
