@@ -193,7 +193,7 @@ ScatterResult CountScatterJoin(BenchContext& ctx, MultiValue& mv, const Shape& s
 
 // Multiplicity 1: the many-to-one compaction on the same table and left keys
 // (all hits), the backend's keep_all inner join when every group has one row
-// (max_group_rows 1, JoinPathOf in cuda_lower_query.cpp), against count+scatter.
+// (max_group_rows 1, JoinPathOf in cuda/lowering/lower_join.cpp), against count+scatter.
 void ManyToOne(BenchContext& ctx, MultiValue& mv, const Shape& sh, const ScatterResult& scatter) {
   cudaStream_t s = ctx.stream;
   const uint64_t mq = mv.mq;

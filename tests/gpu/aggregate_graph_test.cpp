@@ -1,5 +1,5 @@
 // CUDA Graph capture and replay of small repeated aggregate nodes
-// (engine/src/cuda/aggregate_graph_cache.hpp) against the CPU backend. Every run
+// (engine/src/cuda/graphs/aggregate_graph_cache.hpp) against the CPU backend. Every run
 // draws fresh inputs (the seed is printed on failure): keys partly out of range or
 // kEmptyKey, optional masks, values with NaN, +-inf, -0 and +0. With "exact"
 // inputs (integers of small magnitude, so every float sum is exact in any order)

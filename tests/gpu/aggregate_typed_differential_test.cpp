@@ -240,7 +240,7 @@ GraphTotals GraphCounters() { return {}; }
 #endif
 
 // Small typed nodes go through the aggregate graph cache
-// (engine/src/cuda/aggregate_graph_cache.hpp) as float32 ones do: a shape (op,
+// (engine/src/cuda/graphs/aggregate_graph_cache.hpp) as float32 ones do: a shape (op,
 // value type, rows, groups, mask, counts, overflow flags) is seen once, captured
 // the second time and replayed from then on, with fresh keys, mask and values
 // each round (chunked at random), every round equal to the CPU's.

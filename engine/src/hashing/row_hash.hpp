@@ -1,6 +1,6 @@
 // Internal: the row hash of gpujoin's Hash operation, written once as inline
 // host+device functions so that the CPU backend (hash_host.cpp) and the CUDA
-// backend (cuda/hash_device.cu) produce the same bits by construction.
+// backend (cuda/hash/hash_device.cu) produce the same bits by construction.
 //
 // The algorithm (docs/hashing.md is the user-facing description; the values are
 // part of the API and must never change):
