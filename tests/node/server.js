@@ -37,7 +37,7 @@ class Client extends require(CLIENT).Client {
   }
 }
 
-/** Resolves to {address, log(), stop()} once gpujoind logs its ready line (20 s at most). */
+/** Resolves to {address, log(), stop(), kill()} once gpujoind logs its ready line (20 s at most). */
 function startServer(extra = []) {
   const proc = spawn(BINARY, ['--listen=127.0.0.1:0', '--metrics-listen=none', '--backend=cpu',
                               '--cpu-threads=2', '--executor-threads=2', ...extra],
@@ -62,6 +62,12 @@ function startServer(extra = []) {
             if (proc.exitCode !== null || proc.signalCode !== null) return done(proc.exitCode);
             proc.once('exit', (code) => done(code));
             proc.kill('SIGTERM');
+          }),
+          /** SIGKILL, for a server whose drain cannot finish; resolves once it exited. */
+          kill: () => new Promise((done) => {
+            if (proc.exitCode !== null || proc.signalCode !== null) return done();
+            proc.once('exit', () => done());
+            proc.kill('SIGKILL');
           }),
         });
       }
