@@ -410,9 +410,27 @@ export declare class Client {
   list(opts?: CallOptions): Promise<IndexInfo[]>;
   describe(name: string, opts?: CallOptions): Promise<IndexInfo>;
   drop(name: string, opts?: CallOptions): Promise<DropResult>;
+  /**
+   * Writes the live version of `name` under the server's --data-dir now: to
+   * `file`, default "<name>.gjsnap" (the snapshot loaded at start); any other
+   * name is a copy, which may not end in ".gjsnap", start with "." or contain
+   * ".gjsnap.tmp-" (InvalidArgumentError) and counts against --max-copy-bytes
+   * (ResourceExhaustedError). FailedPreconditionError without --data-dir.
+   */
   saveIndex(name: string, file?: string, opts?: CallOptions): Promise<{file: string; bytes: number; version: number; seconds: number}>;
+  /**
+   * Loads `file` under the server's --data-dir (default "<name>.gjsnap") as
+   * index `name`; `replace` loads over a live one (else AlreadyExistsError).
+   * NotFoundError for a missing file, DataLossError for a corrupt one.
+   */
   loadIndex(name: string, file?: string, opts?: CallOptions & {replace?: boolean}): Promise<IndexInfo>;
+  /** The snapshots and copies under the server's --data-dir, ordered by name. */
   listFiles(opts?: CallOptions): Promise<DataFile[]>;
+  /**
+   * Deletes a copy, or the snapshot of an index that is not live, under the
+   * server's --data-dir; resolves to its bytes. FailedPreconditionError for a
+   * live index's snapshot (drop the index instead), NotFoundError when absent.
+   */
   deleteFile(file: string, opts?: CallOptions): Promise<number>;
   buildIndex(name: string, keys: Keys, opts?: BuildOptions): Promise<IndexInfo>;
   lookup(index: string, keys: Keys, opts?: LookupOptions): Promise<LookupResult>;

@@ -370,28 +370,56 @@ class Client:
     # ------------------------------------------------------------- snapshots
 
     def save_index(self, name: str, file: str = "") -> SaveResult:
-        """Writes index ``name`` to ``file`` under the server's --data-dir (default
-        "<name>.gjsnap", the file loaded at start; any other name is a copy,
-        which may not end in ".gjsnap")."""
+        """Writes the live version of index ``name`` to ``file`` under the
+        server's --data-dir now (SaveIndex) and returns what was written.
+
+        ``file`` defaults to "<name>.gjsnap", the index's snapshot, which the
+        server loads at start. Any other name is a copy, never loaded at start
+        and bounded with the other copies by the server's --max-copy-bytes; it
+        may not end in ".gjsnap" (another index's snapshot), start with "." or
+        contain ".gjsnap.tmp-" (the server's temporary files).
+
+        Raises FailedPrecondition without --data-dir, InvalidArgument for a
+        file name those rules refuse, NotFound for an index that is not live,
+        ResourceExhausted past --max-snapshot-bytes, --max-copy-bytes or a full
+        disk.
+        """
         r = self._unary(self._connected().SaveIndex, pb.SaveIndexRequest(name=name, file=file))
         return SaveResult(r.file, r.bytes, r.version, r.seconds)
 
     def load_index(self, name: str, file: str = "", *, replace: bool = False) -> IndexInfo:
-        """Loads ``file`` under the server's --data-dir (default "<name>.gjsnap")
-        as index ``name``; ``replace`` loads over a live one."""
+        """Loads ``file`` under the server's --data-dir (default "<name>.gjsnap";
+        a copy or another index's snapshot also load) as index ``name``
+        (LoadIndex) and returns its IndexInfo; ``replace`` loads over a live
+        index of that name, as a new version.
+
+        Raises FailedPrecondition without --data-dir (or for a newer format, or
+        a file that is not a regular file), AlreadyExists for a live name
+        without ``replace``, NotFound for a missing file, DataLoss for a
+        corrupt one, OutOfRange for a truncated one, ResourceExhausted when
+        the index does not fit the server's memory budget.
+        """
         r = self._unary(self._connected().LoadIndex,
                         pb.LoadIndexRequest(name=name, file=file, replace=replace))
         return IndexInfo.from_proto(r.index)
 
     def list_files(self) -> List[DataFile]:
-        """The snapshots and copies under the server's --data-dir, by name."""
+        """The snapshots and copies under the server's --data-dir (ListFiles),
+        ordered by name: each DataFile's ``index`` names the index whose
+        snapshot ("<index>.gjsnap") the file is, "" for a copy, and ``live``
+        says whether that index is live now. Raises FailedPrecondition
+        without --data-dir."""
         r = self._unary(self._connected().ListFiles, pb.ListFilesRequest())
         return [DataFile(f.file, f.bytes, f.modified_unix_millis, f.index, f.live)
                 for f in r.files]
 
     def delete_file(self, file: str) -> int:
-        """Deletes a copy (or the snapshot of an index that is not live) under
-        the server's --data-dir; returns its size in bytes."""
+        """Deletes ``file`` under the server's --data-dir (DeleteFile): a copy,
+        or the snapshot of an index that is not live; returns its size in
+        bytes. Raises FailedPrecondition for the snapshot of a live index (drop
+        the index instead; the drop deletes it) and without --data-dir,
+        NotFound when there is no such file, InvalidArgument for a name that
+        is not a plain file name."""
         return self._unary(self._connected().DeleteFile, pb.DeleteFileRequest(file=file)).bytes
 
     # ------------------------------------------------------------------ build
