@@ -4,12 +4,11 @@
 // and --max-copy-bytes, buildIndex(..., {waitDurable: true}) and
 // IndexInfo.durableVersion, each failure rejected as the GpujoinError subclass
 // of its gRPC code; and a server without --data-dir refusing them all.
-const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const {startServer, CLIENT} = require('./server');
+const {test, startServer, Client, CLIENT} = require('./server');
 const gj = require(CLIENT);
 
 const KEYS = Uint32Array.from({length: 3000}, (_, i) => 1000 + i);
@@ -31,7 +30,7 @@ const KNOWN_WAIT_DURABLE_RACE = 'gpujoind race: the snapshot write failed before
 async function withServer(flags, body, {dataDir = true} = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gpujoin_node_snap_'));
   const server = await startServer([...(dataDir ? [`--data-dir=${dir}`] : []), ...flags]);
-  const client = new gj.Client(server.address);
+  const client = new Client(server.address);
   const state = {hung: false};
   try {
     await body(client, dir, state);
