@@ -11,7 +11,8 @@
 // versions. Checked after every call, once the store's writes are done:
 //  - the status is what the documented rules give: a file name outside
 //    [A-Za-z0-9_.-]{1,128}, "." or "..", starting with "." or containing
-//    ".gjsnap.tmp-" is INVALID_ARGUMENT; SaveIndex into "<other>.gjsnap" is
+//    ".gjsnap.tmp-" is INVALID_ARGUMENT (DeleteFile: any plain name but a
+//    temporary file's); SaveIndex into "<other>.gjsnap" is
 //    INVALID_ARGUMENT naming both; an unknown index NOT_FOUND; a missing file
 //    NOT_FOUND; LoadIndex over a live name without replace ALREADY_EXISTS;
 //    DeleteFile of a live index's snapshot FAILED_PRECONDITION;
@@ -46,6 +47,15 @@ constexpr size_t kMaxCalls = 24;
 
 bool ValidFileName(const std::string& f) {
   return ValidIndexName(f) && f[0] != '.' && f.find(".gjsnap.tmp-") == std::string::npos;
+}
+
+// A name DeleteFile takes (whatever ListFiles may list): 1 to 255 bytes, no
+// "/" or NUL, not "." or "..", not a temporary file.
+bool ListedName(const std::string& f) {
+  const bool temporary = f.starts_with(".") && f.find(".gjsnap.tmp-") != std::string::npos &&
+                         !f.ends_with(kSuffix);
+  return !f.empty() && f.size() <= 255 && f != "." && f != ".." &&
+         f.find('/') == std::string::npos && f.find('\0') == std::string::npos && !temporary;
 }
 
 // The index a file is the snapshot of, or "".
@@ -210,7 +220,7 @@ class Fixture {
     const absl::Status s = harness_.ops().DeleteFile(r, &out);
     absl::StatusCode want = absl::StatusCode::kOk;
     const std::string owner = OwnerOf(file);
-    if (!ValidFileName(file)) {
+    if (!ListedName(file)) {
       want = absl::StatusCode::kInvalidArgument;
     } else if (!owner.empty() && model_.live.count(owner) != 0) {
       want = absl::StatusCode::kFailedPrecondition;

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "gpujoin/common/status_macros.hpp"
 #include "gpujoin/server/logging.hpp"
@@ -78,6 +79,23 @@ absl::Status ValidateFileName(const std::string& file) {
     return absl::InvalidArgumentError(absl::StrCat("file: \"", file, "\" contains \"",
                                                    std::string(kTempMarker),
                                                    "\", the marker of the server's temporary files"));
+  }
+  return absl::OkStatus();
+}
+
+// What DeleteFile takes: any name ListFiles may list (files an operator put
+// there too), so a plain name inside the directory and not a temporary file.
+absl::Status ValidateListedName(const std::string& file) {
+  if (file.empty() || file.size() > 255 || file == "." || file == ".." ||
+      file.find('/') != std::string::npos || file.find('\0') != std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("file: \"", absl::CEscape(file.substr(0, 255)),
+                     "\" is not a file name under the data dir (1 to 255 bytes, no \"/\", not "
+                     "\".\" or \"..\")"));
+  }
+  if (IsTemporary(file)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "file: \"", file, "\" is a temporary file of a snapshot write; the server removes it"));
   }
   return absl::OkStatus();
 }
@@ -313,6 +331,9 @@ void SnapshotStore::Forget(const std::string& name, uint64_t dropped_version) {
     dropped_at_[name] = ++generation_[name];
     pending_.erase(name);
     durable_.erase(name);
+    failed_.erase(name);
+    uint64_t& forgotten = forgotten_[name];
+    forgotten = std::max(forgotten, dropped_version);
     const std::string file = name + std::string(kSnapshotSuffix);
     // Under mu_: a write of the name renames under mu_ too, after checking its
     // generation, so none can put the file back once it is gone.
@@ -332,15 +353,25 @@ void SnapshotStore::Forget(const std::string& name, uint64_t dropped_version) {
 
 void SnapshotStore::WhenDurable(const std::string& name, uint64_t version,
                                 std::function<void(absl::Status)> done) {
+  absl::Status answer;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = durable_.find(name);
-    if (it == durable_.end() || it->second < version) {
+    auto durable = durable_.find(name);
+    auto failed = failed_.find(name);
+    auto forgotten = forgotten_.find(name);
+    if (durable != durable_.end() && durable->second >= version) {
+      answer = absl::OkStatus();
+    } else if (failed != failed_.end() && failed->second.first >= version) {
+      answer = failed->second.second;
+    } else if (forgotten != forgotten_.end() && forgotten->second >= version) {
+      answer = absl::AbortedError(
+          absl::StrCat("index \"", name, "\" was dropped before its snapshot was written"));
+    } else {
       waiters_[name].push_back(Waiter{version, std::move(done)});
       return;
     }
   }
-  done(absl::OkStatus());
+  done(std::move(answer));
 }
 
 uint64_t SnapshotStore::DurableVersion(const std::string& name) {
@@ -353,6 +384,8 @@ void SnapshotStore::MarkDurableLocked(const std::string& name, uint64_t version,
                                       Callbacks* out) {
   uint64_t& durable = durable_[name];
   durable = std::max(durable, version);
+  auto failed = failed_.find(name);
+  if (failed != failed_.end() && failed->second.first <= version) failed_.erase(failed);
   TakeWaitersLocked(name, version, absl::OkStatus(), out);
 }
 
@@ -432,16 +465,16 @@ void SnapshotStore::RunJob(const std::string& name, const Job& job) {
   } else {
     std::lock_guard<std::mutex> lock(mu_);
     // Those waiting for this version or an older one learn that it is not
-    // durable; a newer version's write (if one is pending) answers its own.
-    TakeWaitersLocked(
-        name, version,
-        absl::Status(bytes.status().code(),
-                     absl::StrCat("index \"", name, "\" version ", version,
-                                  " is installed and serving, but its snapshot could not be "
-                                  "written (a restart would serve version ",
-                                  durable_.count(name) ? durable_[name] : 0,
-                                  "): ", bytes.status().message())),
-        &callbacks);
+    // durable (and so do those who ask later: failed_); a newer version's
+    // write (if one is pending) answers its own.
+    const absl::Status failure(
+        bytes.status().code(),
+        absl::StrCat("index \"", name, "\" version ", version,
+                     " is installed and serving, but its snapshot could not be written (a "
+                     "restart would serve version ",
+                     durable_.count(name) ? durable_[name] : 0, "): ", bytes.status().message()));
+    if (generation_[name] == job.generation) failed_[name] = {version, failure};
+    TakeWaitersLocked(name, version, failure, &callbacks);
   }
   Call(callbacks);
 }
@@ -584,7 +617,7 @@ DataFiles SnapshotStore::ListFiles() {
 
 absl::StatusOr<uint64_t> SnapshotStore::DeleteFile(
     const std::string& file, const std::function<bool(const std::string&)>& is_live) {
-  GPUJOIN_RETURN_IF_ERROR(ValidateFileName(file));
+  GPUJOIN_RETURN_IF_ERROR(ValidateListedName(file));
   std::lock_guard<std::mutex> lock(mu_);
   const std::string index = SnapshotIndexOf(file);
   if (!index.empty() && (is_live(index) || pending_.count(index) != 0 || writing_ == index)) {

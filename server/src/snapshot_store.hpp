@@ -191,9 +191,10 @@ class SnapshotStore {
   /// The snapshots and copies in the data dir (regular files only; temporary
   /// files left out).
   DataFiles ListFiles();
-  /// Deletes `file` (a name ListFiles gives) and returns its size. NOT_FOUND
-  /// when absent; FAILED_PRECONDITION for the snapshot of a live index
-  /// (`is_live`, asked under the store's lock, or a write of it pending).
+  /// Deletes `file` (any name ListFiles gives: a plain name, no "/", not "." or
+  /// "..", not a temporary file) and returns its size. NOT_FOUND when absent;
+  /// FAILED_PRECONDITION for the snapshot of a live index (`is_live`, asked
+  /// under the store's lock, or a write of it pending).
   absl::StatusOr<uint64_t> DeleteFile(const std::string& file,
                                       const std::function<bool(const std::string&)>& is_live);
 
@@ -286,6 +287,12 @@ class SnapshotStore {
   std::map<std::string, uint64_t> latest_;      // newest version scheduled or dropped
   std::map<std::string, uint64_t> durable_;     // the version in <name>.gjsnap
   std::map<std::string, std::vector<Waiter>> waiters_;
+  // The name's newest failed write (version and error) until a write of that
+  // version or a later one succeeds, and the version its last drop removed: a
+  // WhenDurable that comes after either is answered from them (the install
+  // schedules the write before its caller can wait for it).
+  std::map<std::string, std::pair<uint64_t, absl::Status>> failed_;
+  std::map<std::string, uint64_t> forgotten_;
   bool stop_ = false;
   std::atomic<uint64_t> temp_sequence_{0};
   std::thread writer_;

@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -327,6 +328,47 @@ TEST_F(SnapshotFaultTest, WaitDurableFailsWhenTheWriteCannotBeMade) {
   auto info = Describe("f");
   ASSERT_TRUE(info.ok()) << info.status();
   EXPECT_EQ(info->durable_version(), 0u);
+}
+
+// Reproduces a wait_durable build that got no answer (and a server whose drain
+// then never ended): the write failed before the build registered its wait,
+// and the failure was not remembered. Every answer must come, and be the
+// write's error.
+TEST_F(SnapshotFaultTest, AWriteThatFailsBeforeTheWaitStillAnswersIt) {
+  Start({"--max-snapshot-bytes=1K", "--drain-grace=0", "--drain-timeout=5"});
+  Kind k{.name = "r", .rows = 300, .seed = 71};
+  for (int i = 0; i < 25; ++i) {
+    std::vector<v1::BuildIndexRequest> messages = snapshot_testing::Messages(k);
+    messages[0].mutable_spec()->set_wait_durable(true);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    v1::BuildIndexResponse r;
+    auto writer = stub_->BuildIndex(&ctx, &r);
+    for (const auto& m : messages) ASSERT_TRUE(writer->Write(m));
+    writer->WritesDone();
+    const grpc::Status s = writer->Finish();
+    ASSERT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+        << "build " << i << ": " << s.error_message();
+    EXPECT_THAT(s.error_message(), HasSubstr("installed and serving"));
+  }
+  EXPECT_EQ(server_->StopWith(SIGTERM, std::chrono::seconds(15)), 0) << server_->log();
+}
+
+// ListFiles lists every regular file (an operator's notes too), and DeleteFile
+// takes any name it lists.
+TEST_F(SnapshotFaultTest, EveryListedFileCanBeDeleted) {
+  for (const std::string name : {"my notes.txt", ".hidden"}) {
+    std::ofstream(dir_ / name) << "not a snapshot";
+  }
+  Start();
+  const v1::ListFilesResponse files = List();
+  ASSERT_EQ(files.files_size(), 2) << files.DebugString();
+  EXPECT_EQ(files.copy_bytes(), 28u);
+  for (const auto& f : files.files()) {
+    const grpc::Status s = Delete(f.file());
+    EXPECT_TRUE(s.ok()) << f.file() << ": " << s.error_message();
+  }
+  EXPECT_EQ(List().files_size(), 0);
 }
 
 TEST_F(SnapshotFaultTest, WithoutDataDirWaitDurableAndFilesAreFailedPrecondition) {
