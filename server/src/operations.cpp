@@ -1149,16 +1149,43 @@ absl::StatusOr<uint32_t> BuildSession::CapacityFor(uint64_t rows) const {
 engine::HashIndexSpec BuildSession::EngineSpec(uint32_t capacity) const {
   engine::HashIndexSpec spec;
   spec.capacity = capacity;
-  spec.max_probe_count = static_cast<uint32_t>(spec_.max_probe_count());  // AddSpec checked it
+  // AddSpec checked that it fits uint32; CheckProbeBound, that it fits the capacity.
+  spec.max_probe_count = static_cast<uint32_t>(spec_.max_probe_count());
   spec.key_type = key_type_;
   spec.duplicates = duplicates_;
   return spec;
 }
 
+absl::Status BuildSession::CheckProbeBound(uint32_t capacity) const {
+  const uint64_t bound = spec_.max_probe_count();
+  if (bound <= capacity) return absl::OkStatus();
+  const double lf = spec_.target_load_factor() == 0 ? 0.5 : spec_.target_load_factor();
+  std::string sized;
+  if (spec_.capacity() != 0) {
+    sized = "spec.capacity";
+  } else if (spec_.expected_rows() != 0) {
+    sized = absl::StrCat("sized for spec.expected_rows ", spec_.expected_rows(), " at load factor ",
+                         lf);
+  } else {
+    sized = absl::StrCat("sized for the ", key_rows_, " rows sent at load factor ", lf,
+                         "; set spec.capacity or spec.expected_rows for a larger table");
+  }
+  return absl::InvalidArgumentError(absl::StrCat("spec.max_probe_count: ", bound,
+                                                 " exceeds capacity ", capacity, " (", sized,
+                                                 "); it must be at most the capacity, 0 means "
+                                                 "capacity"));
+}
+
 absl::Status BuildSession::ReserveFor(uint32_t capacity, const engine::BuildShape* shape,
                                       bool grow_only) {
-  const engine::HashIndexSpec spec = EngineSpec(capacity);
+  engine::HashIndexSpec spec = EngineSpec(capacity);
+  // The probe bound is held against the capacity the index will have. A table
+  // sized from the rows so far (a chunk's ReserveRows) has an interim capacity
+  // that later chunks grow, so there the bound waits for Finish.
+  const bool interim = !capacity_ && grow_only;
+  spec.max_probe_count = 0;
   GPUJOIN_RETURN_IF_ERROR(Prefixed(spec.Validate(), "spec: "));
+  if (!interim) GPUJOIN_RETURN_IF_ERROR(CheckProbeBound(capacity));
   const engine::Backend& backend = *ops_->state_.backend;
   const std::vector<engine::PayloadShape> payload_shapes = payload_.Shapes();
   // A keep_all index keeps its groups and its payload per row: both grow with
@@ -1301,7 +1328,9 @@ absl::Status BuildSession::AddSpec(const v1::IndexSpec& spec) {
     capacity_ = *capacity;
     return ReserveFor(*capacity, &expected, /*grow_only=*/false);
   }
-  return absl::OkStatus();  // sized from the rows received, chunk by chunk
+  // Sized from the rows received, chunk by chunk: Finish checks the probe bound
+  // against the capacity for all of them.
+  return absl::OkStatus();
 }
 
 absl::Status BuildSession::AddChunk(std::unique_ptr<v1::BuildChunk> chunk) {

@@ -228,6 +228,46 @@ TEST_F(ServerTest, BuildWithDuplicatesInvalidAndOverflowMatchesTheEngine) {
   EXPECT_GT(resp.index().device_bytes(), 0u);
 }
 
+// Reproduces a build refused at chunks[0] with "spec: max_probe_count 4 exceeds
+// capacity 2": a table that sizes itself from the rows sent (neither capacity nor
+// expected_rows) holds its probe bound against the capacity it is built with.
+TEST_F(ServerTest, SelfSizedBuildHoldsTheProbeBoundAgainstItsFinalCapacity) {
+  v1::BuildIndexRequest spec;
+  spec.mutable_spec()->set_name("auto");
+  spec.mutable_spec()->set_max_probe_count(4);
+  const std::vector<std::vector<uint32_t>> chunks = {{10}, {20, 30, 40}, {50, 60, 70}};
+  std::vector<v1::BuildIndexRequest> msgs = {spec};
+  for (const auto& c : chunks) msgs.push_back(ChunkMsg(c));
+  v1::BuildIndexResponse resp;
+  grpc::Status s = Build(*stub_, msgs, &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.index().capacity(), 16u);  // 7 rows at load factor 0.5
+  EXPECT_EQ(resp.index().max_probe_count(), 4u);
+  EXPECT_EQ(resp.index().statistics().unique_keys(), 7u);
+  auto [answers, st] = Lookups(*stub_, {LookupMsg("auto", {70, 10, 11})});
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_EQ(UnpackColumn<uint32_t>(answers[0].values()),
+            (std::vector<uint32_t>{6, 0, 0xffffffffu}));  // generated: global row
+  EXPECT_EQ(UnpackColumn<uint8_t>(answers[0].found()), (std::vector<uint8_t>{1, 1, 0}));
+
+  // A bound above the final capacity: INVALID_ARGUMENT naming the field and that
+  // capacity, and the live version is untouched.
+  msgs[0].mutable_spec()->set_replace(true);
+  msgs[0].mutable_spec()->set_max_probe_count(32);
+  s = Build(*stub_, msgs, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("spec.max_probe_count: 32 exceeds capacity 16"));
+  grpc::ClientContext ctx;
+  v1::DescribeIndexRequest describe;
+  describe.set_name("auto");
+  v1::DescribeIndexResponse described;
+  ASSERT_TRUE(stub_->DescribeIndex(&ctx, describe, &described).ok());
+  EXPECT_EQ(described.index().version(), 1u);
+  EXPECT_EQ(described.index().max_probe_count(), 4u);
+  ExpectServing();
+}
+
 TEST_F(ServerTest, LookupJoinAggregateHashMatchTheEngine) {
   std::mt19937 rng(7);
   std::vector<uint32_t> keys(3000);

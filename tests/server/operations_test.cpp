@@ -271,6 +271,45 @@ TEST_F(OperationsTest, SizedFromExpectedRowsAndLoadFactor) {
   EXPECT_THAT(Build({spec}).status().message(), HasSubstr("are both set"));
 }
 
+// Reproduces a refusal at chunks[0] ("spec: max_probe_count 4 exceeds capacity
+// 2"): a table sized from the rows sent held the probe bound against the interim
+// capacity of the first chunk's rows, not the capacity of the table it builds.
+TEST_F(OperationsTest, ProbeBoundOfASelfSizedTableIsHeldAgainstItsFinalCapacity) {
+  v1::BuildIndexRequest spec;
+  spec.mutable_spec()->set_name("auto");
+  spec.mutable_spec()->set_max_probe_count(4);
+  // 7 rows over 3 chunks: capacity 2 after the first, 16 at the end.
+  auto built = Build({spec, Chunk({1}), Chunk({2, 3, 4}), Chunk({5, 6, 7})});
+  ASSERT_TRUE(built.ok()) << built.status();
+  EXPECT_EQ((*built)->index->spec().capacity, 16u);
+  EXPECT_EQ((*built)->index->spec().max_probe_count, 4u);
+  EXPECT_EQ((*built)->index->build_statistics().unique_keys, 7u);
+
+  // A bound above the final capacity is still refused, at Finish, naming the
+  // field and that capacity; nothing is installed or held.
+  const uint64_t used = budget_->used_bytes();
+  spec.mutable_spec()->set_name("too_far");
+  spec.mutable_spec()->set_max_probe_count(17);
+  auto refused = Build({spec, Chunk({1}), Chunk({2, 3, 4}), Chunk({5, 6, 7})});
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << refused.status();
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("spec.max_probe_count: 17 exceeds capacity 16 (sized for the 7 rows "
+                        "sent at load factor 0.5"));
+  EXPECT_FALSE(registry_.Contains("too_far"));
+  EXPECT_EQ(budget_->used_bytes(), used);
+
+  // With the capacity known from the spec, the bound is refused with the spec.
+  v1::BuildIndexRequest expected = spec;
+  expected.mutable_spec()->set_expected_rows(7);
+  EXPECT_THAT(Build({expected}).status().message(),
+              HasSubstr("spec.max_probe_count: 17 exceeds capacity 16 (sized for "
+                        "spec.expected_rows 7 at load factor 0.5)"));
+  EXPECT_THAT(Build({Spec("fixed", 8, false, 9)}).status().message(),
+              HasSubstr("spec.max_probe_count: 9 exceeds capacity 8 (spec.capacity)"));
+  EXPECT_EQ(registry_.size(), 1u);
+  EXPECT_EQ(budget_->used_bytes(), used);
+}
+
 TEST_F(OperationsTest, BuildInputErrorsNameTheField) {
   auto dup_spec = Build({Spec("x", 16), Spec("x", 16)});
   EXPECT_THAT(dup_spec.status().message(), HasSubstr("spec: sent twice"));

@@ -104,7 +104,10 @@ class BuildSession {
 
   /// Builds the index from everything added and installs it atomically under its
   /// name (table and payload together). Every payload column must have as many
-  /// rows as the keys (INVALID_ARGUMENT naming the column otherwise). Before the
+  /// rows as the keys (INVALID_ARGUMENT naming the column otherwise), and
+  /// spec.max_probe_count must fit the final capacity (for a table sized from the
+  /// rows sent it is known only now; INVALID_ARGUMENT naming spec.max_probe_count
+  /// and that capacity, nothing installed). Before the
   /// build the reservation grows to the table, the payload (Backend::PayloadBytes)
   /// and the build's transient memory (Backend::BuildTransientBytes, payload
   /// included; RESOURCE_EXHAUSTED naming needed, used and budget bytes when that
@@ -151,7 +154,9 @@ class BuildSession {
   /// given, the transient bytes of a build of that shape (its payload set to the
   /// staged columns'), plus the staged input bytes. `grow_only`: keep a larger
   /// reservation (one made for spec.expected_rows). RESOURCE_EXHAUSTED naming
-  /// needed, used and budget bytes.
+  /// needed, used and budget bytes; INVALID_ARGUMENT for a bad capacity, or from
+  /// CheckProbeBound unless `capacity` is a chunk's interim size of a table sized
+  /// from the rows sent.
   absl::Status ReserveFor(uint32_t capacity, const engine::BuildShape* shape, bool grow_only);
   /// Counts `bytes` more of staged input (`field` names the chunk) against
   /// --max-build-staged-bytes and the host staging budget, before they are kept.
@@ -163,6 +168,12 @@ class BuildSession {
   absl::StatusOr<uint32_t> CapacityFor(uint64_t rows) const;
   /// The engine spec of the index (key type, probe bound) at `capacity` slots.
   engine::HashIndexSpec EngineSpec(uint32_t capacity) const;
+  /// OK when spec.max_probe_count fits `capacity`, the capacity the index will
+  /// have: spec.capacity or the one sized for spec.expected_rows (checked with the
+  /// spec), or, for a table sized from the rows sent, the one for all of them
+  /// (checked at Finish: a chunk's interim size is no bound). Else
+  /// INVALID_ARGUMENT naming spec.max_probe_count, the capacity and where it came from.
+  absl::Status CheckProbeBound(uint32_t capacity) const;
 
   Operations* ops_;
   bool have_spec_ = false;
