@@ -43,7 +43,8 @@ bool Blank(const Cell& c) { return !c || c->find_first_not_of(" \t") == std::str
 
 // The type `--value-type auto` gives column `col`: int64 when every non-null cell
 // is an integer that fits it, uint64 when they all fit uint64 and one is above
-// INT64_MAX, else float32 (the reference path).
+// INT64_MAX, else float64 (decimal text, as DuckDB and pandas read it; float32,
+// the reference path, only when asked for).
 std::string InferValueType(const Table& t, size_t col) {
   bool any = false, above_i64 = false;
   for (const Row& row : t.rows) {
@@ -55,9 +56,9 @@ std::string InferValueType(const Table& t, size_t col) {
       above_i64 = true;
       continue;
     }
-    return "float32";
+    return "float64";
   }
-  if (!any) return "float32";
+  if (!any) return "float64";
   return above_i64 ? "uint64" : "int64";
 }
 
@@ -85,9 +86,14 @@ std::vector<V> TypedValues(const Table& t, size_t col, std::string_view type,
       v = ParseKeyText<V>(*c);
     }
     if (!v) {
-      InputOrDie(absl::StatusOr<int>(absl::InvalidArgumentError(
-          absl::StrCat(t.Where(r), ": column '", t.header[col], "' (", col + 1, "): '", *c,
-                       "' is not a valid ", std::string(type), " (see --value-type)"))));
+      // A float64 column is the default for decimal text: "not a number" says
+      // what is wrong without naming a type the user never chose.
+      const std::string what =
+          std::is_same_v<V, double>
+              ? std::string("is not a number (float64; see --value-type)")
+              : absl::StrCat("is not a valid ", std::string(type), " (see --value-type)");
+      InputOrDie(absl::StatusOr<int>(absl::InvalidArgumentError(absl::StrCat(
+          t.Where(r), ": column '", t.header[col], "' (", col + 1, "): '", *c, "' ", what))));
     }
     out[r] = *v;
   }
@@ -164,13 +170,13 @@ int CmdAgg(const Globals& g, const AggArgs& a) {
         const std::string t = InferValueType(batch, InputOrDie(batch.Column(a.value)));
         bool batch_any = false;
         for (const Row& r : batch.rows) batch_any |= !Blank(r.cells[*batch.Column(a.value)]);
-        if (t == "float32" && batch_any) fractional = true;
+        if (t == "float64" && batch_any) fractional = true;
         if (t == "uint64") above_i64 = true;
         any |= batch_any;
       }
     }
     if (!a.value.empty() && value_type == "auto") {
-      value_type = fractional || !any ? "float32" : above_i64 ? "uint64" : "int64";
+      value_type = fractional || !any ? "float64" : above_i64 ? "uint64" : "int64";
     }
   }
   GroupEncoding groups = InputOrDie(encoder.Finish(source_name, a.group));

@@ -192,8 +192,9 @@ int RunCli(int argc, char** argv) {
   agg->add_option("--op", aa.op, "count, sum, min, max or mean")->required();
   agg->add_option("--value", aa.value, "value column for sum/min/max/mean");
   agg->add_option("--value-type", aa.value_type,
-                  "auto (integers: exact int64 sums, uint64 above INT64_MAX; else float32), "
-                  "float32, float64, int32, int64, uint32 or uint64")
+                  "auto (integers: exact int64 sums, uint64 above INT64_MAX; decimals: "
+                  "float64), float32 (the reference path), float64, int32, int64, uint32 or "
+                  "uint64")
       ->capture_default_str();
   agg->add_option("--where-mask", aa.where_mask,
                   "include only rows where this column is nonzero/true");

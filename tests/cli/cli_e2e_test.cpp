@@ -500,12 +500,13 @@ TEST_F(CliEndToEnd, LookupAndJoinHonourMaxProbes) {
   EXPECT_NE(over.err.find("max_probe_count"), std::string::npos) << over.err;
 }
 
-// Per sensor type over the joined data: count, and float sums for the mean.
+// Per sensor type over the joined data: count, and the float64 sum for the mean
+// (decimal text aggregates as float64 by default).
 struct TypeAgg {
   uint32_t count = 0;
   uint32_t values = 0;
   double sum = 0;
-  float min = INFINITY, max = -INFINITY;
+  double min = INFINITY, max = -INFINITY;
 };
 
 TEST_F(CliEndToEnd, AggregateMeanLatencyBySensorTypeViaStdin) {
@@ -521,7 +522,7 @@ TEST_F(CliEndToEnd, AggregateMeanLatencyBySensorTypeViaStdin) {
     ++a.count;
     if (*joined[i][ok] == "1") ++ok_counts[*joined[i][type]];
     if (!joined[i][lat]) continue;  // a missing latency takes no part
-    const float v = std::stof(*joined[i][lat]);
+    const double v = std::stod(*joined[i][lat]);
     ++a.values;
     a.sum += v;
     a.min = std::min(a.min, v);
@@ -538,13 +539,14 @@ TEST_F(CliEndToEnd, AggregateMeanLatencyBySensorTypeViaStdin) {
   Json j = Json::parse(mean.out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << mean.out;
   EXPECT_EQ(j["dictionary_encoded"], true);
+  EXPECT_EQ(j["value_type"], "float64");
   ASSERT_EQ(j["rows"].size(), want.size());
   size_t i = 0;
   for (const auto& [label, a] : want) {  // std::map: sorted labels, as the CLI prints them
     const Json& row = j["rows"][i++];
     EXPECT_EQ(row["type"], label);
     const double expected = a.sum / a.values;
-    EXPECT_NEAR(row["mean_latency_ms"].get<double>(), expected, 1e-4 * expected) << label;
+    EXPECT_NEAR(row["mean_latency_ms"].get<double>(), expected, 1e-12 * expected) << label;
   }
 
   for (const std::string op : {"count", "min", "max"}) {
@@ -560,8 +562,8 @@ TEST_F(CliEndToEnd, AggregateMeanLatencyBySensorTypeViaStdin) {
       const Json& row = o["rows"][k++];
       ASSERT_EQ(row["type"], label);
       if (op == "count") EXPECT_EQ(row["count"], a.count) << label;
-      if (op == "min") EXPECT_EQ(row["min_latency_ms"].get<float>(), a.min) << label;
-      if (op == "max") EXPECT_EQ(row["max_latency_ms"].get<float>(), a.max) << label;
+      if (op == "min") EXPECT_EQ(row["min_latency_ms"].get<double>(), a.min) << label;
+      if (op == "max") EXPECT_EQ(row["max_latency_ms"].get<double>(), a.max) << label;
     }
   }
 
@@ -1598,6 +1600,50 @@ TEST_F(CliEndToEnd, AggregateTypedValues) {
   ExpectOneLineError(Cli({"agg", "--from", Tmp("f64.csv").string(), "--group", "g", "--op", "sum",
                           "--value", "v", "--value-type", "int8"}),
                      2, "--value-type: 'int8' is not auto");
+}
+
+
+// Decimal text aggregates as float64 by default, as DuckDB and pandas read it
+// (the CLI summed and averaged it in float32, reporting "(float32 values)");
+// float32 stays selectable with --value-type float32. Integers stay int64.
+TEST_F(CliEndToEnd, AggregateDecimalTextAsFloat64ByDefault) {
+  std::ofstream(Tmp("decimals.csv")) << "g,latency_ms\n0,0.1\n0,0.2\n1,16777217.5\n1,\n2,\n";
+  RunResult sum = Cli({"agg", "--from", Tmp("decimals.csv").string(), "--group", "g", "--op",
+                       "sum", "--value", "latency_ms"});
+  ASSERT_EQ(sum.code, 0) << sum.err;
+  // 0.1 + 0.2 in float64; 16777217.5 is not a float32; the blank cells take no
+  // part and a group without values is empty.
+  EXPECT_EQ(sum.out, "g,sum_latency_ms\n0,0.30000000000000004\n1,16777217.5\n2,\n");
+  EXPECT_NE(sum.err.find("(float64 values)"), std::string::npos) << sum.err;
+  RunResult mean = Cli({"--json", "agg", "--from", Tmp("decimals.csv").string(), "--group", "g",
+                        "--op", "mean", "--value", "latency_ms"});
+  ASSERT_EQ(mean.code, 0) << mean.err;
+  Json j = Json::parse(mean.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << mean.out;
+  EXPECT_EQ(j["value_type"], "float64");
+  EXPECT_EQ(j["rows"][0]["mean_latency_ms"].get<double>(), 0.30000000000000004 / 2);
+  EXPECT_EQ(j["rows"][1]["mean_latency_ms"].get<double>(), 16777217.5);
+  EXPECT_TRUE(j["rows"][2]["mean_latency_ms"].is_null()) << mean.out;
+  // --value-type float32: the reference path, asked for.
+  RunResult f32 = Cli({"agg", "--from", Tmp("decimals.csv").string(), "--group", "g", "--op",
+                       "sum", "--value", "latency_ms", "--value-type", "float32"});
+  ASSERT_EQ(f32.code, 0) << f32.err;
+  EXPECT_NE(f32.err.find("(float32 values)"), std::string::npos) << f32.err;
+  EXPECT_NE(f32.out, sum.out);
+  EXPECT_NE(f32.out.find("\n1,16777218\n"), std::string::npos) << f32.out;  // rounded
+  // A column without any value is float64 too (every group empty).
+  std::ofstream(Tmp("no_values.csv")) << "g,v\n0,\n1,\n";
+  RunResult none = Cli({"--json", "agg", "--from", Tmp("no_values.csv").string(), "--group", "g",
+                        "--op", "max", "--value", "v"});
+  ASSERT_EQ(none.code, 0) << none.err;
+  Json n = Json::parse(none.out, nullptr, false);
+  EXPECT_EQ(n["value_type"], "float64");
+  EXPECT_TRUE(n["rows"][0]["max_v"].is_null()) << none.out;
+  // A cell that is not a number names its position, with or without the type.
+  std::ofstream(Tmp("bad_decimal.csv")) << "g,v\n0,1.5\n0,fast\n";
+  ExpectOneLineError(Cli({"agg", "--from", Tmp("bad_decimal.csv").string(), "--group", "g",
+                          "--op", "sum", "--value", "v"}),
+                     2, "bad_decimal.csv:3: column 'v' (2): 'fast' is not a number");
 }
 
 }  // namespace
