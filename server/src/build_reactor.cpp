@@ -90,17 +90,13 @@ class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer>,
       }
       if (finished_ || building_ || result_) return;
       EndByDrainLocked();
-      ++tasks_;  // keeps the reactor alive until the poke below has run
+      ++tasks_;  // keeps the reactor from finishing until the poke below drives it
     }
     // Continue on an executor thread, never on the drainer's (which holds the
-    // service's stream lock that OnDone needs).
-    service_->executor()->Submit([this] {
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        --tasks_;
-      }
-      Drive();
-    });
+    // service's stream lock that OnDone needs). The poke lets go of its task
+    // inside the driver's lock: had it let go first, a read completing in between
+    // could finish the call and gRPC delete the reactor under the poke's Drive.
+    service_->executor()->Submit([this] { Drive(/*release_task=*/true); });
   }
 
   // The stream is read as raw bytes and parsed here, for the reason given in
@@ -162,13 +158,14 @@ class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer>,
   // so yet.
   static constexpr std::chrono::milliseconds kCancelGrace{20};
 
+  // A finish with a read still waiting for the client (a drain) needs nothing
+  // more: gRPC ends that read (OnReadDone(false)) once the status is sent, and
+  // only then calls OnDone. Nothing may touch the call after Finish: cancelling
+  // it there could reach a context that OnDone had already freed.
   struct Actions {
     bool read = false;
     bool build = false;
     std::optional<absl::Status> finish;
-    // After the finish: cancel the read still waiting for the client, so that
-    // the call completes now and does not hold the server's shutdown (a drain).
-    bool cancel_read = false;
     bool empty() const { return !read && !build && !finish; }
   };
 
@@ -176,7 +173,6 @@ class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer>,
     result_ = absl::UnavailableError(
         "the server is shutting down; this build was not installed (retry on another server "
         "or after the restart)");
-    draining_ = true;
   }
 
   Actions NextActionsLocked() {
@@ -189,7 +185,6 @@ class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer>,
     if (result_) {
       finished_ = true;
       act.finish = *result_;
-      act.cancel_read = draining_ && read_in_flight_;
       return act;
     }
     if (input_done_) {
@@ -202,10 +197,15 @@ class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer>,
     return act;
   }
 
-  // Starts whatever the state calls for (see SingleDriver).
-  void Drive() {
+  // Starts whatever the state calls for (see SingleDriver). `release_task`: the
+  // caller is a drain poke, whose task (tasks_) ends as it enters the driver.
+  void Drive(bool release_task = false) {
     driver_.Drive(
-        mu_, [this] { return NextActionsLocked(); },
+        mu_,
+        [this, release_task] {
+          if (release_task) --tasks_;
+        },
+        [this] { return NextActionsLocked(); },
         [this](const Actions& act) {
           if (act.read) StartRead(&received_);
           if (act.build) service_->executor()->Submit([this] { Build(); });
@@ -214,8 +214,7 @@ class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer>,
           if (status.ok()) status = SerializeResponse();
           if (!rejected_) Account(status);
           if (!status.ok()) session_.Release();  // a failed build's memory goes now
-          Finish(ToGrpcStatus(status));
-          if (act.cancel_read) context_->TryCancel();
+          Finish(ToGrpcStatus(status));  // the reactor may be gone from here on
           return false;
         });
   }
@@ -306,8 +305,7 @@ class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer>,
   bool input_done_ = false;
   bool building_ = false;
   bool finished_ = false;
-  int tasks_ = 0;          // drain pokes queued on the executor (guarded by mu_)
-  bool draining_ = false;  // ended by the server's drain (guarded by mu_)
+  int tasks_ = 0;  // drain pokes queued on the executor (guarded by mu_)
   SingleDriver driver_;
   std::atomic<bool> cancelled_{false};
   std::condition_variable cancel_cv_;  // signalled by OnCancel

@@ -16,8 +16,20 @@ class SingleDriver {
  public:
   template <typename Next, typename Start>
   void Drive(std::mutex& mu, Next next, Start start) {
+    Drive(mu, [] {}, next, start);
+  }
+
+  /// As above, with `enter()` run first under `mu`, whether or not this caller
+  /// becomes the driver. A caller that keeps the reactor from finishing (a task
+  /// queued on an executor, counted under `mu`) lets go of it there, in the same
+  /// critical section that hands its note to the driver: let go any earlier, and
+  /// another thread could finish the reactor, and gRPC delete it, before this
+  /// caller reaches the lock.
+  template <typename Enter, typename Next, typename Start>
+  void Drive(std::mutex& mu, Enter enter, Next next, Start start) {
     {
       std::lock_guard<std::mutex> lock(mu);
+      enter();
       if (driving_) {
         redrive_ = true;
         return;
