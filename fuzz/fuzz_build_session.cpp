@@ -15,10 +15,15 @@
 //    spec, two specs, a bad name, key type or duplicate policy, keys of the other width than the
 //    spec's, explicit values with batch mode, values without explicit_values, a
 //    row base or validity without batch mode, generated values reaching
-//    0xffffffff, a live name without replace; payload: a bad or repeated column
+//    0xffffffff, a live name without replace, a max_probe_count above the
+//    capacity the index would have; payload: a bad or repeated column
 //    name or type in the spec, a chunk column that is not declared, of another
 //    type, with data, offsets or validity of the wrong size, or a column whose
 //    rows do not add up to the keys');
+//  - a refusal that names spec.max_probe_count is one for a bound above the
+//    capacity the index would have: spec.capacity, the one sized for
+//    spec.expected_rows, or, for a table sized from the rows sent, the one for
+//    all of them (never the interim size of the rows of the first chunks);
 //  - a failed build installs nothing: "old" keeps its version, no other name
 //    appears, and the budgets hold only what "old" holds once the session is gone;
 //  - a successful build is installed under its name (the next version when it replaced
@@ -32,10 +37,14 @@
 //    then holds the live tables (payload included) and the staging budget nothing.
 #include <algorithm>
 #include <atomic>
+#include <bit>
+#include <cmath>
+#include <optional>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "fuzz_support.hpp"
 #include "gpujoin/server/column_codec.hpp"
@@ -187,11 +196,37 @@ struct Stream {
     payload_rows[p.name()] += rows;
   }
 
-  // At the end of the input: every payload column has one row per key row.
+  // The capacity the index would have (docs/api.md, BuildIndex): spec.capacity,
+  // or the power of two holding spec.expected_rows or, with neither, all the
+  // rows sent (at least one) at the target load factor; nullopt when the spec's
+  // sizing is itself refused. `rows_known`: the whole input has been taken.
+  std::optional<uint64_t> FinalCapacity(bool rows_known) const {
+    if (spec.capacity() != 0) return spec.capacity();
+    const double lf = spec.target_load_factor() == 0 ? 0.5 : spec.target_load_factor();
+    if (!(lf > 0 && lf <= 1)) return std::nullopt;
+    if (spec.expected_rows() == 0 && !rows_known) return std::nullopt;
+    const uint64_t rows = spec.expected_rows() != 0 ? spec.expected_rows()
+                                                    : std::max<uint64_t>(keys.size(), 1);
+    const double needed = std::ceil(static_cast<double>(rows) / lf);
+    if (needed > static_cast<double>(uint64_t{1} << 31)) return std::nullopt;
+    return std::bit_ceil(std::max<uint64_t>(1, static_cast<uint64_t>(needed)));
+  }
+
+  // Whether a refusal may name spec.max_probe_count: the bound is above 2^32 - 1
+  // or above the capacity the index would have.
+  bool ProbeBoundRefusable(bool rows_known) const {
+    if (spec.max_probe_count() > 0xffffffffu) return true;
+    const std::optional<uint64_t> capacity = FinalCapacity(rows_known);
+    return capacity && spec.max_probe_count() > *capacity;
+  }
+
+  // At the end of the input: every payload column has one row per key row, and
+  // the probe bound fits the table the rows size.
   void End() {
     for (const auto& [name, rows] : payload_rows) {
       if (rows != keys.size()) Error("payload rows that do not add up to the keys'");
     }
+    if (ProbeBoundRefusable(/*rows_known=*/true)) Error("a max_probe_count above the capacity");
   }
 };
 
@@ -317,6 +352,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   Stream stream;
   absl::Status status;
+  bool finished = false;  // every message was added and Finish ran
   std::shared_ptr<const server::IndexVersion> installed;
   {
     server::BuildSession session(&h.ops());
@@ -334,6 +370,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       stream.End();
       std::atomic<bool> cancelled{false};
       auto built = session.Finish(cancelled);
+      finished = true;
       status = built.status();
       if (built.ok()) installed = *built;
     }
@@ -344,6 +381,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                  status.code() == StatusCode::kAlreadyExists,
              "the build returned " + Describe(status));
   FUZZ_CHECK(!(status.ok() && stream.must_fail), "the build succeeded despite " + stream.why);
+  if (absl::StrContains(status.message(), "max_probe_count")) {
+    FUZZ_CHECK(stream.ProbeBoundRefusable(finished),
+               absl::StrCat("a probe bound of ", stream.spec.max_probe_count(),
+                            " refused although it fits the capacity the index would have: ",
+                            Describe(status)));
+  }
   if (status.code() == StatusCode::kAlreadyExists) {
     FUZZ_CHECK(stream.spec.name() == "old" && !stream.spec.replace(),
                "ALREADY_EXISTS for \"" + stream.spec.name() + "\": " + Describe(status));

@@ -563,6 +563,16 @@ void BuildTarget(Writer& w) {
   const std::string t = "fuzz_build_session";
   w.Put(t, "two_chunks", Frames({Spec("a", 16), Chunk({1, 2, 3, 2}), Chunk({9, 0xffffffffu, 1})}));
   w.Put(t, "auto_sized", Frames({Spec("a", 0), Chunk({5, 6, 7, 8, 9, 10, 11})}));
+  // A self-sized table's probe bound against its final capacity (16 for 7 rows),
+  // not the 2 slots of the first chunk's row; then one above it.
+  v1::BuildIndexRequest auto_bound;
+  auto_bound.mutable_spec()->set_name("a");
+  auto_bound.mutable_spec()->set_max_probe_count(4);
+  w.Put(t, "auto_sized_probe_bound",
+        Frames({auto_bound.SerializeAsString(), Chunk({5}), Chunk({6, 7, 8}), Chunk({9, 10, 11})}));
+  auto_bound.mutable_spec()->set_max_probe_count(17);
+  w.Put(t, "auto_sized_probe_bound_above_capacity",
+        Frames({auto_bound.SerializeAsString(), Chunk({5}), Chunk({6, 7, 8}), Chunk({9, 10, 11})}));
   v1::BuildIndexRequest expected;
   expected.mutable_spec()->set_name("e");
   expected.mutable_spec()->set_expected_rows(20);
