@@ -11,7 +11,8 @@
 // one BuildIndexRequest; a frame that does not parse ends the stream with an
 // error, as in the service (nothing is installed). Checked:
 //  - the stream's status is OK, INVALID_ARGUMENT, RESOURCE_EXHAUSTED or
-//    ALREADY_EXISTS, and the documented errors are never OK (a chunk before the
+//    ALREADY_EXISTS (FAILED_PRECONDITION for spec.wait_durable, the harness
+//    having no --data-dir), and the documented errors are never OK (a chunk before the
 //    spec, two specs, a bad name, key type or duplicate policy, keys of the other width than the
 //    spec's, explicit values with batch mode, values without explicit_values, a
 //    row base or validity without batch mode, generated values reaching
@@ -102,6 +103,8 @@ struct Stream {
       if (!ValidIndexName(spec.name())) Error("an invalid name");
       if (spec.explicit_values() && spec.batch_mode()) Error("explicit_values with batch_mode");
       if (spec.name() == "old" && !spec.replace()) Error("a live name without replace");
+      // The harness has no --data-dir: FAILED_PRECONDITION.
+      if (spec.wait_durable()) Error("wait_durable without --data-dir");
       if (spec.key_type() != v1::KEY_TYPE_UNSPECIFIED && spec.key_type() != v1::KEY_TYPE_UINT32 &&
           spec.key_type() != v1::KEY_TYPE_UINT64) {
         Error("a key type that is none");
@@ -378,7 +381,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using absl::StatusCode;
   FUZZ_CHECK(status.ok() || status.code() == StatusCode::kInvalidArgument ||
                  status.code() == StatusCode::kResourceExhausted ||
-                 status.code() == StatusCode::kAlreadyExists,
+                 status.code() == StatusCode::kAlreadyExists ||
+                 (status.code() == StatusCode::kFailedPrecondition && stream.spec.wait_durable()),
              "the build returned " + Describe(status));
   FUZZ_CHECK(!(status.ok() && stream.must_fail), "the build succeeded despite " + stream.why);
   if (absl::StrContains(status.message(), "max_probe_count")) {
