@@ -153,6 +153,10 @@ export interface ServerInfo {
   stagedBytes: number;
   maxStreamsPerConnection: number;
   maxResultBytes: number;
+  /** --max-pending-response-bytes: stream responses all streams may hold unwritten. */
+  maxPendingResponseBytes: number;
+  /** Bytes held by stream responses waiting to be written now. */
+  pendingResponseBytes: number;
 }
 
 export interface DropResult {

@@ -77,6 +77,12 @@ uint32_t ResolveInlineBatchRows(const ServerConfig& config, engine::BackendKind 
   return 4096;
 }
 
+uint64_t ResolveMaxPendingResponseBytes(const ServerConfig& config, uint64_t physical_bytes) {
+  if (config.max_pending_response_bytes != 0) return config.max_pending_response_bytes;
+  if (physical_bytes == 0) return kDefaultMaxPendingResponseBytes;
+  return std::min(physical_bytes / 8, kDefaultMaxPendingResponseBytes);
+}
+
 absl::StatusOr<std::optional<ServerConfig>> ParseServerFlags(int argc, const char* const* argv,
                                                              std::ostream& out) {
   ServerConfig config;
@@ -84,7 +90,7 @@ absl::StatusOr<std::optional<ServerConfig>> ParseServerFlags(int argc, const cha
   std::string backend = "auto", memory_limit, max_message, log_level = "info";
   std::string auth_scope = "rpc";
   std::string cuda_build_path = "auto", cuda_transient_max;
-  std::string staged, build_staged, max_result;
+  std::string staged, build_staged, max_result, max_pending;
   bool version = false;
   // A repeated flag takes its last value (wrappers can append overrides).
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
@@ -167,6 +173,11 @@ absl::StatusOr<std::optional<ServerConfig>> ParseServerFlags(int argc, const cha
                  "Host bytes one Lookup batch or Join request may hold as results (pairs, "
                  "found, probes, gathered payload columns; K/M/G/T suffixes); default the "
                  "smaller of an eighth of physical memory and 4G; beyond it RESOURCE_EXHAUSTED");
+  app.add_option("--max-pending-response-bytes", max_pending,
+                 "Host bytes the responses of all streams may hold while they wait to be "
+                 "written (clients that read slowly; K/M/G/T suffixes); default the smaller "
+                 "of an eighth of physical memory and 2G; beyond it a batch gets "
+                 "RESOURCE_EXHAUSTED");
   app.add_option("--max-streams-per-connection", config.max_streams_per_connection,
                  "Streaming calls open at once on one client connection; beyond it "
                  "RESOURCE_EXHAUSTED")
@@ -238,6 +249,14 @@ absl::StatusOr<std::optional<ServerConfig>> ParseServerFlags(int argc, const cha
     if (!bytes.ok()) return bytes.status();
     if (*bytes == 0) return absl::InvalidArgumentError("--max-result-bytes: must be at least 1");
     config.max_result_bytes = *bytes;
+  }
+  if (!max_pending.empty()) {
+    auto bytes = ParseByteSize(max_pending, "--max-pending-response-bytes");
+    if (!bytes.ok()) return bytes.status();
+    if (*bytes == 0) {
+      return absl::InvalidArgumentError("--max-pending-response-bytes: must be at least 1");
+    }
+    config.max_pending_response_bytes = *bytes;
   }
   if (!max_snapshot.empty()) {
     auto bytes = ParseByteSize(max_snapshot, "--max-snapshot-bytes");

@@ -181,7 +181,14 @@ absl::StatusOr<JoinParts> JoinParts::Plan(v1::JoinResponse response, uint64_t ma
   }
   plan.response_ = std::move(response);
   plan.parts_ = std::move(parts);
+  plan.room_ = limit;
   return plan;
+}
+
+uint64_t JoinParts::HeldBytes() const {
+  const uint64_t whole = response_.ByteSizeLong();
+  if (parts_.empty()) return 2 * whole;
+  return whole + 2 * std::min(whole, room_);
 }
 
 v1::JoinResponse JoinParts::Message(size_t k) {

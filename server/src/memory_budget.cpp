@@ -1,6 +1,7 @@
 #include "gpujoin/server/memory_budget.hpp"
 
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -12,6 +13,11 @@ struct MemoryBudget::Reservation::State {
   uint64_t used = 0;
   std::string name;
   std::string flag;
+  std::function<void(uint64_t)> observer;  // told `used` after each change, under `mu`
+
+  void Changed() const {
+    if (observer) observer(used);
+  }
 };
 
 namespace {
@@ -21,8 +27,14 @@ absl::Status Exceeded(const MemoryBudget::Reservation::State& budget, std::strin
                       uint64_t needed, uint64_t used) {
   return absl::ResourceExhaustedError(absl::StrCat(
       budget.name, " exceeded: ", std::string(what), " needs ", needed, " bytes but ", used,
-      " of the ", budget.limit, " byte budget are in use (", budget.limit - used,
-      " available; see ", budget.flag, ")"));
+      " of the ", budget.limit, " byte budget are in use (",
+      used < budget.limit ? budget.limit - used : 0, " available; see ", budget.flag, ")"));
+}
+
+// Whether `bytes` more fit beside `used` (which exceeds the limit only while a
+// reservation made by ReserveOrAlone holds it).
+bool Fits(const MemoryBudget::Reservation::State& budget, uint64_t used, uint64_t bytes) {
+  return used <= budget.limit && bytes <= budget.limit - used;
 }
 
 }  // namespace
@@ -48,6 +60,7 @@ void MemoryBudget::Reservation::Release() {
   if (state_ != nullptr) {
     std::lock_guard<std::mutex> lock(state_->mu);
     state_->used -= bytes_;
+    state_->Changed();
   }
   state_.reset();
   bytes_ = 0;
@@ -58,6 +71,7 @@ void MemoryBudget::Reservation::ShrinkTo(uint64_t bytes) {
   std::lock_guard<std::mutex> lock(state_->mu);
   state_->used -= bytes_ - bytes;
   bytes_ = bytes;
+  state_->Changed();
 }
 
 absl::Status MemoryBudget::Reservation::Resize(uint64_t bytes, std::string_view what) {
@@ -67,25 +81,43 @@ absl::Status MemoryBudget::Reservation::Resize(uint64_t bytes, std::string_view 
   }
   std::lock_guard<std::mutex> lock(state_->mu);
   const uint64_t others = state_->used - bytes_;
-  if (bytes > bytes_ && bytes > state_->limit - others) {
+  if (bytes > bytes_ && !Fits(*state_, others, bytes)) {
     return Exceeded(*state_, what, bytes, others);
   }
   state_->used = others + bytes;
   bytes_ = bytes;
+  state_->Changed();
   return absl::OkStatus();
 }
 
 absl::StatusOr<MemoryBudget::Reservation> MemoryBudget::Reserve(uint64_t bytes,
                                                                 std::string_view what) {
+  return Grant(bytes, what, /*alone=*/false);
+}
+
+absl::StatusOr<MemoryBudget::Reservation> MemoryBudget::ReserveOrAlone(uint64_t bytes,
+                                                                       std::string_view what) {
+  return Grant(bytes, what, /*alone=*/true);
+}
+
+absl::StatusOr<MemoryBudget::Reservation> MemoryBudget::Grant(uint64_t bytes, std::string_view what,
+                                                              bool alone) {
   std::lock_guard<std::mutex> lock(state_->mu);
-  if (bytes > state_->limit - state_->used) {
+  if (!(alone && state_->used == 0) && !Fits(*state_, state_->used, bytes)) {
     return Exceeded(*state_, what, bytes, state_->used);
   }
   state_->used += bytes;
+  state_->Changed();
   Reservation r;
   r.state_ = state_;
   r.bytes_ = bytes;
   return r;
+}
+
+void MemoryBudget::SetObserver(std::function<void(uint64_t)> observer) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  state_->observer = std::move(observer);
+  state_->Changed();
 }
 
 uint64_t MemoryBudget::used_bytes() const {

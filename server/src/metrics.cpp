@@ -177,6 +177,31 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                    .Add({});
   index_count_ =
       &BuildGauge().Name("gpujoin_indexes").Help("Number of live indexes.").Register(r).Add({});
+  pending_response_bytes_ =
+      &BuildGauge()
+           .Name("gpujoin_pending_response_bytes")
+           .Help("Host bytes held by stream responses waiting to be written, counted against "
+                 "--max-pending-response-bytes.")
+           .Register(r)
+           .Add({});
+  pending_response_limit_ = &BuildGauge()
+                                 .Name("gpujoin_pending_response_limit_bytes")
+                                 .Help("--max-pending-response-bytes as resolved, in bytes.")
+                                 .Register(r)
+                                 .Add({});
+  pending_response_refusals_ =
+      &BuildCounter()
+           .Name("gpujoin_pending_response_refusals_total")
+           .Help("Stream batches answered RESOURCE_EXHAUSTED because their response did not fit "
+                 "in --max-pending-response-bytes.")
+           .Register(r)
+           .Add({});
+  paused_streams_ = &BuildGauge()
+                         .Name("gpujoin_paused_streams")
+                         .Help("Streams not reading new batches because their responses waiting "
+                               "behind the one being written hold --max-message-bytes or more.")
+                         .Register(r)
+                         .Add({});
 }
 
 void Metrics::SetBackendInfo(std::string_view backend, std::string_view device) {
@@ -203,6 +228,14 @@ void Metrics::SetDeviceMemory(uint64_t used, uint64_t budget, uint64_t total) {
 void Metrics::SetServing(bool serving) { serving_->Set(serving ? 1 : 0); }
 void Metrics::SetInflightBatches(int64_t batches) { inflight_->Set(static_cast<double>(batches)); }
 void Metrics::SetIndexCount(size_t count) { index_count_->Set(static_cast<double>(count)); }
+void Metrics::SetPendingResponseBytes(uint64_t bytes) {
+  pending_response_bytes_->Set(static_cast<double>(bytes));
+}
+void Metrics::SetPendingResponseLimit(uint64_t bytes) {
+  pending_response_limit_->Set(static_cast<double>(bytes));
+}
+void Metrics::CountPendingResponseRefusal() { pending_response_refusals_->Increment(); }
+void Metrics::AddPausedStreams(int delta) { paused_streams_->Increment(delta); }
 
 Metrics::QuerySeries Metrics::MakeQuerySeries(const std::string& name, std::string_view op) {
   const prometheus::Labels labels = {{"index", name}, {"op", std::string(op)}};

@@ -1133,6 +1133,10 @@ absl::Status Operations::GetServerInfo(bool serving, v1::GetServerInfoResponse* 
   response->set_staged_bytes(state_.staging == nullptr ? 0 : state_.staging->used_bytes());
   response->set_max_streams_per_connection(state_.config.max_streams_per_connection);
   response->set_max_result_bytes(ResultLimit());
+  if (state_.pending_responses != nullptr) {
+    response->set_max_pending_response_bytes(state_.pending_responses->limit_bytes());
+    response->set_pending_response_bytes(state_.pending_responses->used_bytes());
+  }
   response->set_index_count(static_cast<uint32_t>(state_.registry->size()));
   response->set_serving(serving);
   return absl::OkStatus();

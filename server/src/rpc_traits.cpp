@@ -71,6 +71,10 @@ grpc::ByteBuffer* LookupTraits::Seal(const Request& r, Response* out, grpc::Byte
   return &out->buffer;
 }
 
+uint64_t LookupTraits::HeldBytes(const Request&, const Response& out, const Partial&) {
+  return out.sealed ? out.buffer.Length() : 2 * static_cast<uint64_t>(out.message.ByteSizeLong());
+}
+
 uint64_t LookupTraits::Rows(const Request& r) {
   return r.fast ? r.fast->rows() : KeyRows(r.message);
 }
@@ -98,6 +102,11 @@ grpc::ByteBuffer* JoinTraits::Seal(const Request& r, Response* out, grpc::ByteBu
   return ProtoWire<v1::JoinRequest, v1::JoinResponse>::Seal(r, &message, wire);
 }
 
+uint64_t JoinTraits::HeldBytes(const Request&, const Response& out, const Partial&) {
+  return out.parts ? out.parts->HeldBytes()
+                   : 2 * static_cast<uint64_t>(out.message.ByteSizeLong());
+}
+
 uint64_t JoinTraits::Rows(const Request& r) {
   uint64_t rows = 0;
   for (const auto& b : r.batches()) rows += KeyRows(b);
@@ -118,6 +127,18 @@ uint64_t JoinTraits::InlineCost(const Request& r) {
 absl::Status AggregateTraits::Process(Operations& ops, const Request& r, Response* out,
                                       Partial* p) {
   return ops.Aggregate(r, out, p);
+}
+
+uint64_t AggregateTraits::HeldBytes(const Request& r, const Response& out, const Partial& p) {
+  const uint64_t groups = r.groups();
+  const bool typed = !p.words.empty();
+  const uint64_t word = typed ? 8 : 4;
+  const uint64_t counts64 = typed || r.want_counts64() ? 8 : 0;
+  // Typed totals may carry an overflow and a validity bitmap; 64 bytes of tags.
+  const uint64_t totals = groups * (word + counts64) + (typed ? 2 * (groups / 8 + 1) : 0) + 64;
+  const uint64_t partial = 4 * (p.counts.size() + p.values.size()) + 8 * p.words.size() +
+                           p.overflow.size();
+  return partial + 2 * (static_cast<uint64_t>(out.ByteSizeLong()) + totals);
 }
 
 absl::Status HashTraits::Process(Operations& ops, const Request& r, Response* out, Partial*) {

@@ -17,6 +17,11 @@
 //   static More(out)                after Seal: another message of this batch's
 //                                   response follows (Join continuation)
 //   static Process, SetBatchError, Rows
+//   static HeldBytes(request, out, partial)
+//                                   after a successful Process: the host bytes
+//                                   the response (and partial) may hold until its
+//                                   last message is written, counted against
+//                                   --max-pending-response-bytes
 //   static kMayInline, InlineCost   whether and up to which work bound a batch
 //                                   may run on the gRPC thread (CPU backend)
 //
@@ -90,6 +95,11 @@ struct ProtoWire {
   }
   /// One message per response.
   static bool More(const ResponseT&) { return false; }
+  /// The message and, while it is written, its serialised copy.
+  template <typename Partial>
+  static uint64_t HeldBytes(const RequestT&, const ResponseT& out, const Partial&) {
+    return 2 * static_cast<uint64_t>(out.ByteSizeLong());
+  }
 };
 
 /// Defaults for RPCs whose batches are independent: no per-stream state, nothing
@@ -140,6 +150,8 @@ struct LookupTraits : StatelessTraits<LookupWireRequest, LookupWireResponse> {
   /// Serialises into the response's own buffer (once; `wire` is unused).
   static grpc::ByteBuffer* Seal(const Request& r, Response* out, grpc::ByteBuffer* wire);
   static uint64_t Rows(const Request& r);
+  /// The serialised response Process made (it is written from that buffer).
+  static uint64_t HeldBytes(const Request&, const Response& out, const Partial&);
   /// Work bound for running on the gRPC thread: rows probed and written.
   static constexpr bool kMayInline = true;
   static uint64_t InlineCost(const Request& r) { return Rows(r); }
@@ -162,6 +174,8 @@ struct JoinTraits : StatelessTraits<v1::JoinRequest, JoinWireResponse> {
   /// Serialises the next message of the response into `wire`.
   static grpc::ByteBuffer* Seal(const Request& r, Response* out, grpc::ByteBuffer* wire);
   static bool More(const Response& out) { return out.parts && out.next < out.parts->size(); }
+  /// The planned messages' JoinParts::HeldBytes.
+  static uint64_t HeldBytes(const Request&, const Response& out, const Partial&);
   static uint64_t Rows(const Request& r);
   static constexpr bool kMayInline = true;
   /// Rows probed, or the capacities asked for where larger (pairs beyond one per
@@ -179,6 +193,11 @@ struct AggregateTraits : ProtoWire<v1::AggregateRequest, v1::AggregateResponse> 
   absl::Status Admit(const Request& r) { return stream.Admit(r, max_message_bytes, max_groups); }
   static absl::Status Process(Operations& ops, const Request& r, Response* out, Partial* p);
   void Complete(const Request& r, Response* out, Partial& p) { stream.Complete(r, out, p); }
+  /// The partial, the response and the stream's totals that Complete adds to it
+  /// (per group a result word, a 64-bit count for typed values or
+  /// want_counts64, and typed bitmaps), and while it is written its serialised
+  /// copy.
+  static uint64_t HeldBytes(const Request& r, const Response& out, const Partial& p);
   static uint64_t Rows(const Request& r) { return U32Rows(r.has_keys(), r.keys()); }
   // Work depends on the group count, not the rows: always on the executor.
   static constexpr bool kMayInline = false;

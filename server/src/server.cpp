@@ -66,6 +66,10 @@ struct Server::Impl {
   std::unique_ptr<MemoryBudget> budget;
   std::unique_ptr<MemoryBudget> staging;
   Metrics metrics;
+  // Stream responses waiting to be written; its observer sets a gauge of
+  // `metrics`, which outlives it (the reservations go with the reactors and the
+  // executor tasks, before either).
+  std::unique_ptr<MemoryBudget> pending_responses;
   std::unique_ptr<prometheus::Exposer> exposer;
   std::unique_ptr<Executor> executor;
   std::unique_ptr<Executor> control;  // unary (control) calls
@@ -143,13 +147,22 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerConfig& config
   if (resolved.max_result_bytes == 0) {
     resolved.max_result_bytes = std::min(PhysicalMemoryBytes() / 8, kDefaultMaxResultBytes);
   }
+  resolved.max_pending_response_bytes =
+      ResolveMaxPendingResponseBytes(config, PhysicalMemoryBytes());
   s.staging = std::make_unique<MemoryBudget>(resolved.max_staged_bytes, "build staging budget",
                                              "--max-staged-bytes");
+  s.pending_responses =
+      std::make_unique<MemoryBudget>(resolved.max_pending_response_bytes,
+                                     "pending response budget", "--max-pending-response-bytes");
+  s.metrics.SetPendingResponseLimit(resolved.max_pending_response_bytes);
+  s.pending_responses->SetObserver(
+      [metrics = &s.metrics](uint64_t used) { metrics->SetPendingResponseBytes(used); });
   LogInfo(absl::StrCat("memory budget ", limit,
                        " bytes; build input staged in host memory: ", resolved.max_staged_bytes,
                        " bytes in all, ", resolved.max_build_staged_bytes,
                        " per build; results of one request: ", resolved.max_result_bytes,
-                       " bytes"));
+                       " bytes; responses waiting to be written: ",
+                       resolved.max_pending_response_bytes, " bytes"));
 
   if (!config.auth_token_file.empty()) {
     auto token = ReadTokenFile(config.auth_token_file);
@@ -185,6 +198,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerConfig& config
   state.registry = &s.registry;
   state.budget = s.budget.get();
   state.staging = s.staging.get();
+  state.pending_responses = s.pending_responses.get();
   state.metrics = &s.metrics;
   state.config = resolved;
   state.config.executor_threads = threads;

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "build_reactor.hpp"
+#include "gpujoin/common/host_allocation.hpp"
 #include "gpujoin/server/logging.hpp"
 #include "rpc_clock.hpp"
 #include "rpc_traits.hpp"
@@ -116,7 +117,8 @@ grpc::ServerUnaryReactor* GpuJoinService::UnaryOn(Executor* executor,
   // Unary calls are control calls (list, describe, drop, info): their own small
   // executor keeps them from queueing behind batch work.
   executor->Submit([this, reactor, rpc, start, fn = std::move(fn)]() mutable {
-    absl::Status s = fn();
+    // A call that cannot get its host memory fails alone (never an abort).
+    absl::Status s = CatchHostAllocation([rpc] { return std::string(rpc); }, fn);
     metrics()->ObserveRpc(rpc, SecondsSince(start), 0);
     if (!s.ok()) metrics()->CountRpcError(rpc, StatusCodeName(s.code()));
     reactor->Finish(ToGrpcStatus(s));

@@ -9,7 +9,9 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "gpujoin/common/host_allocation.hpp"
 #include "gpujoin/server/logging.hpp"
+#include "gpujoin/server/memory_budget.hpp"
 #include "rpc_clock.hpp"
 #include "single_driver.hpp"
 
@@ -32,6 +34,9 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     bool ok = false;
     bool more = false;  // the response has a further message after the one being written
     Clock::time_point start;
+    // The response's share of --max-pending-response-bytes, from the end of
+    // Process until its last message is written (or the stream ends).
+    MemoryBudget::Reservation held;
   };
 
   // gRPC operations decided under the lock and started after releasing it.
@@ -47,6 +52,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
       : service_(service),
         traits_(service->ops()->state()),
         max_per_stream_(service->ops()->state().config.max_inflight_per_stream),
+        pause_bytes_(service->ops()->state().config.max_message_bytes),
         inline_rows_(Traits::kMayInline ? static_cast<uint64_t>(std::max<int64_t>(
                                               0, service->ops()->state().config.inline_batch_rows))
                                         : 0) {
@@ -74,10 +80,20 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     // Outside the lock: nothing else touches reading_ or messages_read_ while the
     // read is in flight.
     std::optional<absl::Status> unparseable;
+    absl::Status decoded;
     if (ok) {
       ++messages_read_;
       const size_t bytes = reading_->received.Length();
-      if (!Traits::Decode(&reading_->received, &reading_->request)) {
+      bool parsed = false;
+      // A message that parses but whose copy cannot be allocated is that
+      // batch's RESOURCE_EXHAUSTED, in-band; the stream goes on.
+      decoded = CatchHostAllocation([this] { return BatchName(messages_read_); }, [&] {
+        parsed = Traits::Decode(&reading_->received, &reading_->request);
+        return absl::OkStatus();
+      });
+      if (!decoded.ok()) {
+        reading_->request = Request();
+      } else if (!parsed) {
         unparseable = UnparseableMessageError(
             absl::StrCat("gpujoin.v1.", std::string(Traits::kRpc), "Request"), messages_read_,
             bytes,
@@ -97,7 +113,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
         item->seq = next_read_seq_++;
         item->start = Clock::now();
         ++unanswered_;
-        absl::Status admitted = Admission(*item);
+        absl::Status admitted = decoded.ok() ? Admission(*item) : decoded;
         if (admitted.ok()) {
           ++tasks_;
           submit = std::move(item);
@@ -130,7 +146,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
         // stays unanswered (it holds its place in the window) until its last.
         continue_writing_ = true;
       } else {
-        writing_.reset();
+        writing_.reset();  // gives its bytes back to --max-pending-response-bytes
         --unanswered_;
       }
     }
@@ -185,8 +201,38 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     return s;
   }
 
+  // "Join batch 3 of the stream" for the `position`-th message read (1-based).
+  static std::string BatchName(uint64_t position) {
+    return absl::StrCat(std::string(Traits::kRpc), " batch ", position, " of the stream");
+  }
+
+  // Reserves the bytes the response of a successful batch holds until it is
+  // written. When they do not fit beside every other stream's, the response is
+  // dropped and the batch answered RESOURCE_EXHAUSTED: unread responses never
+  // hold more host memory than the limit, or than one response larger than it
+  // (a result --max-result-bytes admits), which is sent when it is alone.
+  absl::Status HoldResponse(Item& item) {
+    MemoryBudget* budget = service_->ops()->state().pending_responses;
+    if (budget == nullptr) return absl::OkStatus();
+    const uint64_t bytes = Traits::HeldBytes(item.request, item.response, item.partial);
+    absl::StatusOr<MemoryBudget::Reservation> held = budget->ReserveOrAlone(bytes, "its response");
+    if (!held.ok()) {
+      service_->metrics()->CountPendingResponseRefusal();
+      return absl::ResourceExhaustedError(absl::StrCat(
+          BatchName(item.seq + 1), ": ", held.status().message(),
+          "; these are responses not yet written to clients that read slowly or not at all: "
+          "read the responses, or retry later"));
+    }
+    item.held = *std::move(held);
+    return absl::OkStatus();
+  }
+
   void SetError(Item& item, const absl::Status& status) {
     item.ok = false;
+    item.held.Release();
+    // Replaced, not cleared: a cleared protobuf keeps its fields' capacity.
+    item.partial = typename Traits::Partial();
+    item.response = Response();
     Traits::SetBatchError(&item.response, status);
     service_->metrics()->CountRpcError(Traits::kRpc, StatusCodeName(status.code()));
     // A rejected batch adds no rows: its claimed size is unchecked input.
@@ -199,11 +245,14 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     if (cancelled_.load()) {
       s = absl::CancelledError("stream cancelled");
     } else {
-      s = Traits::Process(*service_->ops(), item->request, &item->response, &item->partial);
+      s = CatchHostAllocation([&] { return BatchName(item->seq + 1); }, [&] {
+        return Traits::Process(*service_->ops(), item->request, &item->response, &item->partial);
+      });
     }
     InflightLimiter* limiter = service_->limiter();
     limiter->Release();
     service_->metrics()->SetInflightBatches(limiter->current());
+    if (s.ok()) s = HoldResponse(*item);
     if (s.ok()) {
       item->ok = true;
       service_->metrics()->ObserveRpc(Traits::kRpc, SecondsSince(item->start),
@@ -214,6 +263,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     {
       std::lock_guard<std::mutex> lock(mu_);
       --tasks_;
+      waiting_bytes_ += item->held.bytes();
       const uint64_t seq = item->seq;
       ready_.emplace(seq, std::move(item));
     }
@@ -262,9 +312,19 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
       if (it != ready_.end()) {
         writing_ = std::move(it->second);
         ready_.erase(it);
+        waiting_bytes_ -= writing_->held.bytes();
         ++next_write_seq_;
-        if (writing_->ok)
-          traits_.Complete(writing_->request, &writing_->response, writing_->partial);
+        if (writing_->ok) {
+          // Complete's allocations (Aggregate's totals) were counted by HoldResponse.
+          const absl::Status completed =
+              CatchHostAllocation([this] { return BatchName(writing_->seq + 1); }, [this] {
+                traits_.Complete(writing_->request, &writing_->response, writing_->partial);
+                return absl::OkStatus();
+              });
+          if (!completed.ok()) SetError(*writing_, completed);
+          // Merged: the partial is not needed any more.
+          writing_->partial = typename Traits::Partial();
+        }
         write_in_flight_ = true;
         // Only OnWriteDone touches writing_ again, after the driver started its write.
         act.write = writing_.get();
@@ -287,6 +347,12 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
       }
       if (act.finish) {
         finished_ = true;
+        SetPausedLocked(false);
+        // Responses that will never be written give their memory back now, not
+        // when gRPC is done with the call.
+        ready_.clear();
+        writing_.reset();
+        waiting_bytes_ = 0;
         if (!act.finish->ok()) {
           service_->metrics()->CountRpcError(
               Traits::kRpc,
@@ -295,8 +361,17 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
         return act;
       }
     }
-    if (!stopped && !draining_ && !reads_done_ && !read_in_flight_ &&
-        unanswered_ < max_per_stream_) {
+    const bool may_read = !stopped && !draining_ && !reads_done_ && !read_in_flight_ &&
+                          unanswered_ < max_per_stream_;
+    // A client that does not read its responses must not make the server run
+    // (and hold) batch after batch for it: while the responses waiting behind
+    // the one being written hold a message's worth, this stream reads nothing
+    // new; gRPC's flow control then holds the client's writes back. It resumes
+    // as its writes complete. (The one being written is not counted, so that a
+    // stream of large responses still runs its next batch while one is sent.)
+    const bool paused = may_read && waiting_bytes_ >= pause_bytes_;
+    SetPausedLocked(paused);
+    if (may_read && !paused) {
       reading_ = std::make_unique<Item>();
       read_in_flight_ = true;
       act.read = &reading_->received;
@@ -304,9 +379,18 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     return act;
   }
 
+  void SetPausedLocked(bool paused) {
+    if (paused == paused_) return;
+    paused_ = paused;
+    service_->metrics()->AddPausedStreams(paused ? 1 : -1);
+  }
+
   GpuJoinService* service_;
   Traits traits_;
   const uint32_t max_per_stream_;
+  // No new batch is read while the responses in ready_ hold this many bytes
+  // (--max-message-bytes).
+  const uint64_t pause_bytes_;
   // Batches with InlineCost <= this run in OnReadDone (0 = never; always 0 for
   // the CUDA backend and for RPCs that may not run inline).
   const uint64_t inline_rows_;
@@ -319,6 +403,8 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   uint64_t next_read_seq_ = 0;
   uint64_t next_write_seq_ = 0;
   uint32_t unanswered_ = 0;  // read and not yet written: the per-stream flow-control window
+  uint64_t waiting_bytes_ = 0;  // held by the responses in ready_ (Item::held)
+  bool paused_ = false;      // counted in gpujoin_paused_streams
   int tasks_ = 0;            // executor tasks that still reference this reactor
   bool read_in_flight_ = false;
   bool write_in_flight_ = false;

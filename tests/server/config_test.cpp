@@ -225,5 +225,32 @@ TEST(ServerFlags, MaxResultBytes) {
               HasSubstr("--max-result-bytes"));
 }
 
+TEST(ServerFlags, MaxPendingResponseBytes) {
+  // 0: resolved by Server::Start (an eighth of physical memory, at most 2 GiB).
+  EXPECT_EQ((*Parse({}))->max_pending_response_bytes, 0u);
+  EXPECT_EQ((*Parse({"--max-pending-response-bytes=64M"}))->max_pending_response_bytes,
+            uint64_t{64} << 20);
+  EXPECT_EQ((*Parse({"--max-pending-response-bytes=1"}))->max_pending_response_bytes, 1u);
+  EXPECT_THAT(Parse({"--max-pending-response-bytes=0"}).status().message(),
+              HasSubstr("--max-pending-response-bytes: must be at least 1"));
+  EXPECT_THAT(Parse({"--max-pending-response-bytes=lots"}).status().message(),
+              HasSubstr("--max-pending-response-bytes"));
+  std::string help;
+  ASSERT_TRUE(Parse({"--help"}, &help).ok());
+  EXPECT_THAT(help, HasSubstr("--max-pending-response-bytes"));
+}
+
+TEST(ServerFlags, MaxPendingResponseBytesDefault) {
+  ServerConfig c;
+  // An eighth of physical memory, at most 2 GiB.
+  EXPECT_EQ(ResolveMaxPendingResponseBytes(c, uint64_t{8} << 30), uint64_t{1} << 30);
+  EXPECT_EQ(ResolveMaxPendingResponseBytes(c, uint64_t{64} << 30), uint64_t{2} << 30);
+  // Physical memory unknown (0): the 2 GiB cap.
+  EXPECT_EQ(ResolveMaxPendingResponseBytes(c, 0), uint64_t{2} << 30);
+  // Set: as given.
+  c.max_pending_response_bytes = 12345;
+  EXPECT_EQ(ResolveMaxPendingResponseBytes(c, uint64_t{64} << 30), 12345u);
+}
+
 }  // namespace
 }  // namespace gpujoin::server

@@ -157,5 +157,26 @@ TEST(JoinParts, APairNoMessageCanCarryIsRefused) {
   EXPECT_EQ(roomy->size(), 1u);
 }
 
+// What a Join response counts against --max-pending-response-bytes until its
+// last message is written: a one-message plan is handed over and serialised
+// (twice its size); a split plan holds the response and one message with its
+// serialised copy.
+TEST(JoinParts, HeldBytesCountTheResponseAndTheMessageBeingWritten) {
+  v1::JoinResponse r;
+  v1::JoinBatchResult* b = r.add_results();
+  b->set_batch(0);
+  b->set_left_rows(PackColumn<uint32_t>(std::vector<uint32_t>(10000, 1)));
+  b->set_right_rows(PackColumn<uint32_t>(std::vector<uint32_t>(10000, 2)));
+  const uint64_t whole = r.ByteSizeLong();
+  const auto one = JoinParts::Plan(r, 1 << 20);
+  ASSERT_TRUE(one.ok()) << one.status();
+  ASSERT_EQ(one->size(), 1u);
+  EXPECT_EQ(one->HeldBytes(), 2 * whole);
+  const auto split = JoinParts::Plan(r, 8192);
+  ASSERT_TRUE(split.ok()) << split.status();
+  ASSERT_GT(split->size(), 1u);
+  EXPECT_EQ(split->HeldBytes(), whole + 2 * JoinParts::MessageRoom(8192));
+}
+
 }  // namespace
 }  // namespace gpujoin::server

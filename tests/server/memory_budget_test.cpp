@@ -49,6 +49,60 @@ TEST(MemoryBudget, RefusalChangesNothingAndSaysWhy) {
   EXPECT_TRUE(budget.Reserve(300, "index \"c\"").ok());  // exactly fits (then released)
 }
 
+// The pending response budget (--max-pending-response-bytes) is a MemoryBudget
+// whose observer keeps gpujoin_pending_response_bytes: it hears every change,
+// in order, and a refusal names the bytes held, the limit and the flag.
+TEST(MemoryBudget, ObserverHearsEveryChangeAndRefusalNamesTheFlag) {
+  MemoryBudget budget(100, "pending response budget", "--max-pending-response-bytes");
+  std::vector<uint64_t> heard;
+  budget.SetObserver([&heard](uint64_t used) { heard.push_back(used); });
+  {
+    auto a = budget.Reserve(60, "its response");
+    ASSERT_TRUE(a.ok());
+    auto b = budget.Reserve(50, "its response");
+    ASSERT_EQ(b.status().code(), absl::StatusCode::kResourceExhausted);
+    EXPECT_THAT(b.status().message(),
+                HasSubstr("pending response budget exceeded: its response needs 50 bytes but 60 "
+                          "of the 100 byte budget are in use (40 available; see "
+                          "--max-pending-response-bytes)"));
+    auto c = budget.Reserve(40, "its response");  // exactly fits
+    ASSERT_TRUE(c.ok());
+    EXPECT_EQ(budget.used_bytes(), 100u);
+    a->Release();
+    c->ShrinkTo(10);
+  }
+  EXPECT_EQ(budget.used_bytes(), 0u);
+  // Set (0), the two reservations, the release, the shrink, the last release.
+  EXPECT_EQ(heard, (std::vector<uint64_t>{0, 60, 100, 40, 10, 0}));
+}
+
+// A response larger than --max-pending-response-bytes is sent when it is alone:
+// granted only while nothing else is reserved, and while it holds the budget
+// everything else is refused (the bytes in use never pass the larger of the
+// limit and that one reservation).
+TEST(MemoryBudget, ReserveOrAloneGrantsOneOversizedReservationOnlyWhenAlone) {
+  MemoryBudget budget(100, "pending response budget", "--max-pending-response-bytes");
+  {
+    auto small = budget.ReserveOrAlone(10, "its response");
+    ASSERT_TRUE(small.ok());
+    auto big = budget.ReserveOrAlone(150, "its response");
+    ASSERT_EQ(big.status().code(), absl::StatusCode::kResourceExhausted);
+    EXPECT_THAT(big.status().message(), HasSubstr("needs 150 bytes but 10 of the 100"));
+  }
+  auto big = budget.ReserveOrAlone(150, "its response");
+  ASSERT_TRUE(big.ok()) << big.status();
+  EXPECT_EQ(budget.used_bytes(), 150u);
+  for (const bool alone : {false, true}) {
+    const auto refused = alone ? budget.ReserveOrAlone(1, "its response")
+                               : budget.Reserve(1, "its response");
+    ASSERT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+    EXPECT_THAT(refused.status().message(),
+                HasSubstr("150 of the 100 byte budget are in use (0 available"));
+  }
+  big->Release();
+  EXPECT_TRUE(budget.Reserve(100, "its response").ok());
+}
+
 TEST(MemoryBudget, MoveTransfersOwnership) {
   MemoryBudget budget(100);
   auto r = budget.Reserve(40, "x");

@@ -79,6 +79,10 @@ const FamilySpec kFamilies[] = {
     {"gpujoin_serving", prometheus::MetricType::Gauge, false},
     {"gpujoin_inflight_batches", prometheus::MetricType::Gauge, false},
     {"gpujoin_indexes", prometheus::MetricType::Gauge, false},
+    {"gpujoin_pending_response_bytes", prometheus::MetricType::Gauge, false},
+    {"gpujoin_pending_response_limit_bytes", prometheus::MetricType::Gauge, false},
+    {"gpujoin_pending_response_refusals_total", prometheus::MetricType::Counter, false},
+    {"gpujoin_paused_streams", prometheus::MetricType::Gauge, false},
 };
 
 // A scrape lists a family only once it has a series (prometheus-cpp exports no

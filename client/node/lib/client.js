@@ -81,6 +81,8 @@ function serverInfo(r) {
     maxStagedBytes: r.max_staged_bytes, maxBuildStagedBytes: r.max_build_staged_bytes,
     stagedBytes: r.staged_bytes, maxStreamsPerConnection: r.max_streams_per_connection,
     maxResultBytes: r.max_result_bytes,
+    maxPendingResponseBytes: r.max_pending_response_bytes,
+    pendingResponseBytes: r.pending_response_bytes,
   };
 }
 

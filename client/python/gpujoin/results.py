@@ -148,6 +148,8 @@ class ServerInfo:
     staged_bytes: int = 0
     max_streams_per_connection: int = 0
     max_result_bytes: int = 0
+    max_pending_response_bytes: int = 0
+    pending_response_bytes: int = 0
 
     @classmethod
     def from_proto(cls, m) -> "ServerInfo":

@@ -116,6 +116,18 @@ ServerProcess::~ServerProcess() {
   }
 }
 
+uint64_t ProcessStatusBytes(pid_t pid, const std::string& field) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  const std::string prefix = field + ":";
+  while (std::getline(in, line)) {
+    if (line.rfind(prefix, 0) != 0) continue;
+    // "VmRSS:\t  123456 kB"
+    return std::stoull(line.substr(prefix.size())) * 1024;
+  }
+  return 0;
+}
+
 std::string ServerProcess::log() const {
   std::lock_guard<std::mutex> lock(mu_);
   return log_;

@@ -22,6 +22,10 @@ inline constexpr uint64_t kDefaultMaxResultBytes = uint64_t{4} << 30;
 /// under --data-dir may take together.
 inline constexpr uint64_t kDefaultMaxCopyBytes = uint64_t{16} << 30;
 
+/// The default --max-pending-response-bytes cap (the resolved default is the
+/// smaller of this and an eighth of the host's physical memory).
+inline constexpr uint64_t kDefaultMaxPendingResponseBytes = uint64_t{2} << 30;
+
 /// Largest accepted --inline-batch-rows: bigger batches would hold a gRPC thread
 /// for milliseconds.
 inline constexpr int64_t kMaxInlineBatchRows = int64_t{1} << 16;
@@ -82,6 +86,15 @@ struct ServerConfig {
   /// the host's physical memory and 4 GiB (resolved by Server::Start; Operations
   /// reads an unresolved 0 as 4 GiB).
   uint64_t max_result_bytes = 0;
+  /// Host bytes the responses of all streams (Lookup, Join, Aggregate, Hash)
+  /// together may hold while they wait to be written to clients that read slowly
+  /// or not at all; a batch whose response would pass it is answered in-band with
+  /// RESOURCE_EXHAUSTED naming --max-pending-response-bytes. A stream stops
+  /// reading new batches while its responses waiting behind the one being
+  /// written hold max_message_bytes or more. A response larger than the whole limit is still sent when no other
+  /// response is held (alone). 0 = the smaller of an eighth of the host's
+  /// physical memory and 2 GiB (resolved by Server::Start).
+  uint64_t max_pending_response_bytes = 0;
   /// Streaming calls (BuildIndex, Lookup, Join, Aggregate, Hash) open at once on
   /// one client connection (RESOURCE_EXHAUSTED beyond).
   uint32_t max_streams_per_connection = 64;
@@ -124,6 +137,11 @@ uint32_t ResolveExecutorThreads(const ServerConfig& config, engine::BackendKind 
 /// >= 0, else 4096 for the CPU backend; always 0 for the CUDA backend (GPU work
 /// never runs on a gRPC thread).
 uint32_t ResolveInlineBatchRows(const ServerConfig& config, engine::BackendKind backend);
+
+/// --max-pending-response-bytes as served on a host of `physical_bytes` of memory
+/// (0 = unknown): `config.max_pending_response_bytes` when set, else the smaller
+/// of an eighth of `physical_bytes` and kDefaultMaxPendingResponseBytes.
+uint64_t ResolveMaxPendingResponseBytes(const ServerConfig& config, uint64_t physical_bytes);
 
 /// Parses a byte count: digits with an optional binary suffix K, M, G or T (also
 /// KB/KiB, ...; case-insensitive), e.g. "512M" = 512 * 2^20. INVALID_ARGUMENT naming

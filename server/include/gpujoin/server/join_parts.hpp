@@ -45,6 +45,12 @@ class JoinParts {
   /// Number of messages (at least 1).
   size_t size() const { return parts_.empty() ? 1 : parts_.size(); }
 
+  /// Host bytes the plan may hold until its last message is written, counted
+  /// against --max-pending-response-bytes: the response, and while a message is
+  /// sealed that message and its serialised copy (for a one-message plan, the
+  /// response handed over and its serialised copy).
+  uint64_t HeldBytes() const;
+
   /// Message `k` < size(): its results, index_version and `more` (batch_id is
   /// the caller's). A one-message plan hands over the response itself (call it
   /// once); a split plan copies the message's share of the response.
@@ -62,6 +68,7 @@ class JoinParts {
 
   v1::JoinResponse response_;
   std::vector<std::vector<Piece>> parts_;  // empty: one message, the response as it is
+  uint64_t room_ = 0;                      // MessageRoom of a split plan
 };
 
 }  // namespace gpujoin::server

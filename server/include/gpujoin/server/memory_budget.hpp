@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -61,10 +62,26 @@ class MemoryBudget {
   /// changes then.
   absl::StatusOr<Reservation> Reserve(uint64_t bytes, std::string_view what);
 
+  /// As Reserve, except that when nothing at all is reserved `bytes` are granted
+  /// even beyond the limit, so that one request larger than the whole budget
+  /// still makes progress, alone. The bytes in use then stay at most the larger
+  /// of the limit and that one reservation; every other Reserve (or growing
+  /// Resize) is refused until it is given back.
+  absl::StatusOr<Reservation> ReserveOrAlone(uint64_t bytes, std::string_view what);
+
+  /// Calls `observer` with the bytes in use now and after every change, under the
+  /// budget's lock, so that its calls are ordered and the last one carries the
+  /// current value (a metrics gauge follows the budget exactly). It must be cheap
+  /// and must not call the budget or its reservations.
+  void SetObserver(std::function<void(uint64_t used_bytes)> observer);
+
   uint64_t used_bytes() const;
   uint64_t limit_bytes() const;
 
  private:
+  /// Reserve (`alone` false) and ReserveOrAlone (true).
+  absl::StatusOr<Reservation> Grant(uint64_t bytes, std::string_view what, bool alone);
+
   std::shared_ptr<Reservation::State> state_;
 };
 

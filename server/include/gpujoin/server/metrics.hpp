@@ -94,6 +94,16 @@ class Metrics {
   void SetInflightBatches(int64_t batches);
   /// gpujoin_indexes.
   void SetIndexCount(size_t count);
+  /// gpujoin_pending_response_bytes: stream responses waiting to be written.
+  void SetPendingResponseBytes(uint64_t bytes);
+  /// gpujoin_pending_response_limit_bytes (--max-pending-response-bytes).
+  void SetPendingResponseLimit(uint64_t bytes);
+  /// gpujoin_pending_response_refusals_total += 1: a batch refused because its
+  /// response did not fit in --max-pending-response-bytes.
+  void CountPendingResponseRefusal();
+  /// gpujoin_paused_streams += `delta` (+1 when a stream stops reading for its
+  /// responses waiting to be written, -1 when it resumes or ends).
+  void AddPausedStreams(int delta);
 
   /// Marks `v`'s name live and sets all its per-index gauges from `v`, including
   /// gpujoin_index_info{index,key_type} = 1 ("uint32" or "uint64"; a rebuild with
@@ -187,6 +197,10 @@ class Metrics {
   prometheus::Gauge* serving_;
   prometheus::Gauge* inflight_;
   prometheus::Gauge* index_count_;
+  prometheus::Gauge* pending_response_bytes_;
+  prometheus::Gauge* pending_response_limit_;
+  prometheus::Counter* pending_response_refusals_;
+  prometheus::Gauge* paused_streams_;
 };
 
 }  // namespace gpujoin::server

@@ -43,6 +43,10 @@ struct ServiceState {
   /// Host memory for build input held by open builds (--max-staged-bytes); the
   /// same bytes also count against `budget` while they are held.
   MemoryBudget* staging = nullptr;
+  /// Host memory held by stream responses waiting to be written
+  /// (--max-pending-response-bytes; the stream reactors reserve and release it).
+  /// Null: not bounded (operation tests without a server).
+  MemoryBudget* pending_responses = nullptr;
   Metrics* metrics = nullptr;
   ServerConfig config;
   /// Called (possibly repeatedly, from any thread) when a backend call failed and

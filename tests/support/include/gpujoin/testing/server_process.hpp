@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -56,6 +57,10 @@ class ServerProcess {
   /// The metrics address, `127.0.0.1:PORT`; empty when not ready or metrics are off.
   const std::string& metrics_address() const { return metrics_address_; }
 
+  /// The server's process ID (-1 when it is not running): for /proc/<pid>/status
+  /// and prlimit(2).
+  pid_t pid() const { return pid_; }
+
   /// Sends `sig`, waits up to `grace` for the exit (then SIGKILL) and returns the exit
   /// code (128 + signal when killed; -1 when it was not running).
   int StopWith(int sig, std::chrono::milliseconds grace = std::chrono::seconds(30));
@@ -71,5 +76,9 @@ class ServerProcess {
   std::string grpc_address_, metrics_address_;
   std::string token_file_;
 };
+
+/// A field of /proc/<pid>/status in bytes (e.g. "VmRSS", "VmSize", "VmHWM"); 0
+/// when the process or the field is not there.
+uint64_t ProcessStatusBytes(pid_t pid, const std::string& field);
 
 }  // namespace gpujoin::testing

@@ -1,0 +1,48 @@
+// A host allocation that cannot be had fails the request that asked for it, never
+// the process: the server runs each request's work (a stream batch, a unary call)
+// through CatchHostAllocation, which turns std::bad_alloc (and std::length_error
+// from a size computation, e.g. std::string::resize past max_size) into
+// RESOURCE_EXHAUSTED. Without it the exception would leave an executor thread and
+// std::terminate would abort gpujoind with every other client's work.
+#pragma once
+
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "absl/status/status.h"
+
+namespace gpujoin {
+
+/// RESOURCE_EXHAUSTED for `what` (e.g. "Join batch 3") whose host allocation
+/// failed with `reason` (the exception's name or message).
+inline absl::Status HostMemoryExhausted(std::string_view what, std::string_view reason) {
+  std::string message(what);
+  message.append(": a host memory allocation failed (");
+  message.append(reason);
+  message.append("); the server is short of host memory: retry later, or send smaller requests");
+  return absl::ResourceExhaustedError(message);
+}
+
+/// Runs `fn` (returning absl::Status) and returns its status, or
+/// HostMemoryExhausted(what(), ...) when it throws std::bad_alloc or
+/// std::length_error. `what` is a callable returning the name of the work (e.g.
+/// "Join batch 3 of the stream"), called only then, so that the name costs
+/// nothing on the way that succeeds. Other exceptions propagate. `fn` must leave
+/// shared state consistent when an allocation throws (RAII), as the engine and
+/// the server do.
+template <typename What, typename Fn>
+absl::Status CatchHostAllocation(What&& what, Fn&& fn) {
+  try {
+    return std::forward<Fn>(fn)();
+  } catch (const std::bad_alloc& e) {
+    return HostMemoryExhausted(std::forward<What>(what)(), e.what());
+  } catch (const std::length_error& e) {
+    return HostMemoryExhausted(std::forward<What>(what)(),
+                               std::string("std::length_error: ") + e.what());
+  }
+}
+
+}  // namespace gpujoin
