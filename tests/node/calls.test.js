@@ -21,6 +21,8 @@ test('serverInfo reports the CPU backend and the limits the client sizes by', as
   assert.equal(info.maxMessageBytes, 256 * 2 ** 20);
   assert.equal(info.maxInflightBatchesPerStream, 8);
   assert.ok(info.maxResultBytes > 0);
+  assert.ok(info.maxPendingResponseBytes > 0);
+  assert.equal(Number(info.pendingResponseBytes), 0);
   assert.equal(client.limits.receiveMessageBytes, info.maxMessageBytes);
   assert.equal(client.limits.maxInflight, 8);
 });

@@ -36,6 +36,7 @@ def test_server_info_and_message_limits(client):
     assert info.backend == "cpu" and info.serving
     assert info.max_message_bytes > 4 << 20  # gRPC's default receive limit, which the client lifts
     assert info.max_inflight_batches_per_stream >= 1 and info.max_result_bytes > 0
+    assert info.max_pending_response_bytes > 0 and info.pending_response_bytes == 0
 
 
 def test_health(client):
