@@ -258,15 +258,20 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
       service_->metrics()->ObserveRpc(Traits::kRpc, SecondsSince(item->start),
                                       Traits::Rows(item->request));
     } else {
-      SetError(*item, s);
+      // When the batch failed for want of host memory, the thread that holds
+      // what was left gives it back in a moment; the answer's few small
+      // allocations wait for that rather than abort the server.
+      RetryHostAllocation([&] { SetError(*item, s); });
     }
-    {
+    const uint64_t seq = item->seq;
+    const uint64_t held = item->held.bytes();
+    RetryHostAllocation([&] {
       std::lock_guard<std::mutex> lock(mu_);
-      --tasks_;
-      waiting_bytes_ += item->held.bytes();
-      const uint64_t seq = item->seq;
+      // The map node is allocated before `item` is moved from.
       ready_.emplace(seq, std::move(item));
-    }
+      --tasks_;
+      waiting_bytes_ += held;
+    });
     Drive();
   }
 
