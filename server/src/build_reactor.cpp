@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "gpujoin/common/host_allocation.hpp"
 #include "gpujoin/server/logging.hpp"
 #include "gpujoin/server/metrics.hpp"
 #include "rpc_clock.hpp"
@@ -123,7 +124,9 @@ class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer>,
         } else {
           // Validation and decoding only (no copies of aligned packed bytes): cheap
           // enough for the reactor thread.
-          absl::Status s = session_.Add(std::move(message));
+          absl::Status s = CatchHostAllocation(
+              [this] { return absl::StrCat("BuildIndex message ", messages_read_); },
+              [&] { return session_.Add(std::move(message)); });
           if (!s.ok()) result_ = s;
         }
       }
@@ -200,12 +203,19 @@ class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer>,
   // Starts whatever the state calls for (see SingleDriver). `release_task`: the
   // caller is a drain poke, whose task (tasks_) ends as it enters the driver.
   void Drive(bool release_task = false) {
+    DriveAfter([this, release_task] {
+      if (release_task) --tasks_;
+    });
+  }
+
+  // Drives, running `enter` first under mu_ (SingleDriver): a thread that is not
+  // one of gRPC's reactions (an executor task, the snapshot writer) settles the
+  // call's outcome there, so that no other thread can finish the call, and gRPC
+  // delete the reactor, before this one has entered the driver.
+  template <typename Enter>
+  void DriveAfter(Enter enter) {
     driver_.Drive(
-        mu_,
-        [this, release_task] {
-          if (release_task) --tasks_;
-        },
-        [this] { return NextActionsLocked(); },
+        mu_, enter, [this] { return NextActionsLocked(); },
         [this](const Actions& act) {
           if (act.read) StartRead(&received_);
           if (act.build) service_->executor()->Submit([this] { Build(); });
@@ -221,15 +231,21 @@ class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer>,
 
   // Executor thread: the engine build, then the atomic install.
   void Build() {
-    absl::StatusOr<std::shared_ptr<const IndexVersion>> built = session_.Finish([this] {
-      std::unique_lock<std::mutex> lock(mu_);
-      auto seen = [this] {
-        return cancelled_.load() || context_->IsCancelled() ||
-               std::chrono::system_clock::now() >= context_->deadline();
-      };
-      cancel_cv_.wait_until(lock, input_end_ + kCancelGrace, seen);
-      return seen();
-    });
+    absl::StatusOr<std::shared_ptr<const IndexVersion>> built = absl::UnknownError("not built");
+    const absl::Status allocated = CatchHostAllocation(
+        [this] { return absl::StrCat("BuildIndex of \"", session_.name(), "\""); }, [&] {
+          built = session_.Finish([this] {
+            std::unique_lock<std::mutex> lock(mu_);
+            auto seen = [this] {
+              return cancelled_.load() || context_->IsCancelled() ||
+                     std::chrono::system_clock::now() >= context_->deadline();
+            };
+            cancel_cv_.wait_until(lock, input_end_ + kCancelGrace, seen);
+            return seen();
+          });
+          return absl::OkStatus();
+        });
+    if (!allocated.ok()) built = allocated;
     SnapshotStore* store = service_->ops()->state().snapshots;
     if (built.ok() && session_.wait_durable() && store != nullptr) {
       // Answered once the snapshot holds this version (or a later one); the
@@ -240,24 +256,20 @@ class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer>,
       }
       std::shared_ptr<const IndexVersion> version = *std::move(built);
       store->WhenDurable(version->name, version->version, [this, version](absl::Status durable) {
-        {
-          std::lock_guard<std::mutex> lock(mu_);
+        DriveAfter([&] {
           --tasks_;
           building_ = false;
           service_->ops()->FillIndexInfo(*version, response_.mutable_index());
           result_ = std::move(durable);
-        }
-        Drive();
+        });
       });
       return;
     }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
+    DriveAfter([&] {
       building_ = false;
       if (built.ok()) service_->ops()->FillIndexInfo(**built, response_.mutable_index());
       result_ = built.status();
-    }
-    Drive();
+    });
   }
 
   // The response into gRPC's buffer, before an OK Finish.

@@ -173,14 +173,9 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
       ++tasks_;  // keeps the reactor alive until the poke below has run
     }
     // Continue on an executor thread, never on the drainer's (which holds the
-    // service's stream lock that OnDone needs).
-    service_->executor()->Submit([this] {
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        --tasks_;
-      }
-      Drive();
-    });
+    // service's stream lock that OnDone needs); the poke lets go of its task
+    // inside the driver's lock.
+    service_->executor()->Submit([this] { Drive(/*release_task=*/true); });
   }
 
  private:
@@ -269,17 +264,25 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
       std::lock_guard<std::mutex> lock(mu_);
       // The map node is allocated before `item` is moved from.
       ready_.emplace(seq, std::move(item));
-      --tasks_;
       waiting_bytes_ += held;
     });
-    Drive();
+    // The task is given back inside the driver's lock (SingleDriver's enter):
+    // given back earlier, another thread could finish the call, and gRPC delete
+    // the reactor, before this executor thread reached Drive.
+    Drive(/*release_task=*/true);
   }
 
   // Starts whatever gRPC operations the state calls for (see SingleDriver). Finish
   // is only decided when no executor task and no write is pending.
-  void Drive() {
+  // `release_task`: an executor task (Process, the drain's poke) lets go of the
+  // reactor under the driver's lock.
+  void Drive(bool release_task = false) {
     driver_.Drive(
-        mu_, [this] { return NextActionsLocked(); },
+        mu_,
+        [this, release_task] {
+          if (release_task) --tasks_;
+        },
+        [this] { return NextActionsLocked(); },
         [this](const Actions& act) {
           if (act.read != nullptr) this->StartRead(act.read);
           if (act.write != nullptr) {
