@@ -25,6 +25,7 @@
 #include "build_messages.hpp"
 #include "gpujoin/engine/types.hpp"
 #include "gpujoin/server/column_codec.hpp"
+#include "gpujoin/testing/eventually.hpp"
 #include "gpujoin/testing/loopback.hpp"
 #include "gpujoin/testing/prometheus_text.hpp"
 #include "gpujoin/testing/server_process.hpp"
@@ -84,15 +85,7 @@ std::vector<std::string> IndexNames(v1::GpuJoin::Stub& stub) {
   return names;
 }
 
-// Polls `done` every 10 ms for up to 10 s.
-template <typename Fn>
-bool Eventually(Fn done) {
-  for (int i = 0; i < 1000; ++i) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return done();
-}
+using gpujoin::testing::Eventually;
 
 // The vanishing client next to this test binary (both are in the build's tests/
 // directory, and in a device bundle's bin/).

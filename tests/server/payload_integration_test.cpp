@@ -29,6 +29,7 @@
 #include "build_messages.hpp"
 #include "raw_stub_test.hpp"
 #include "gpujoin/server/column_codec.hpp"
+#include "gpujoin/testing/eventually.hpp"
 #include "gpujoin/testing/loopback.hpp"
 #include "gpujoin/testing/prometheus_text.hpp"
 #include "gpujoin/testing/server_process.hpp"
@@ -752,15 +753,7 @@ TEST_F(PayloadIntegrationTest, DefaultMaxResultBytesIsReported) {
   EXPECT_LE(limit, uint64_t{4} << 30);
 }
 
-// Polls `done` every 10 ms for up to 10 s.
-template <typename Fn>
-bool Eventually(Fn done) {
-  for (int i = 0; i < 1000; ++i) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return done();
-}
+using gpujoin::testing::Eventually;
 
 // The memory budget charges payload: a spec whose fixed-width payload alone does
 // not fit is refused at the spec, a rebuild whose strings stop fitting at the

@@ -22,6 +22,7 @@
 
 #include "build_messages.hpp"
 #include "gpujoin/server/column_codec.hpp"
+#include "gpujoin/testing/eventually.hpp"
 #include "gpujoin/testing/loopback.hpp"
 #include "gpujoin/testing/prometheus_text.hpp"
 #include "gpujoin/testing/server_process.hpp"
@@ -63,15 +64,7 @@ double Metric(const ServerProcess& server, const std::string& series) {
   return MetricValue(HttpGet(server.metrics_address(), "/metrics"), series);
 }
 
-// Polls `done` every 10 ms for up to 10 s.
-template <typename Fn>
-bool Eventually(Fn done) {
-  for (int i = 0; i < 1000; ++i) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return done();
-}
+using gpujoin::testing::Eventually;
 
 // Waits until no batch is in flight and the server's RSS has stopped moving
 // (three polls 100 ms apart within 1 MiB), for up to 20 s; returns the RSS.
