@@ -39,6 +39,9 @@ int CmdInfo(const Globals& g) {
                       {"max_inflight_batches_per_stream", i.max_inflight_batches_per_stream},
                       {"max_inflight_batches", i.max_inflight_batches},
                       {"index_count", i.index_count},
+                      {"max_result_bytes", i.max_result_bytes},
+                      {"max_pending_response_bytes", i.max_pending_response_bytes},
+                      {"pending_response_bytes", i.pending_response_bytes},
                       {"serving", i.serving}}
                      .dump(2)
               << '\n';
@@ -56,7 +59,11 @@ int CmdInfo(const Globals& g) {
             << "limits       max message "
             << FormatBytes(static_cast<double>(i.max_message_bytes)) << ", in-flight batches "
             << i.max_inflight_batches_per_stream << " per stream / " << i.max_inflight_batches
-            << " total\n"
+            << " total, results "
+            << FormatBytes(static_cast<double>(i.max_result_bytes)) << " per request\n"
+            << "responses    " << FormatBytes(static_cast<double>(i.pending_response_bytes))
+            << " waiting to be read, limit "
+            << FormatBytes(static_cast<double>(i.max_pending_response_bytes)) << "\n"
             << "serving      " << (i.serving ? "yes" : "no") << "\n";
   return kExitOk;
 }

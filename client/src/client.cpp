@@ -605,6 +605,9 @@ absl::StatusOr<ServerInfo> Client::GetServerInfo() {
   i.max_inflight_batches = r.max_inflight_batches();
   i.index_count = r.index_count();
   i.serving = r.serving();
+  i.max_result_bytes = r.max_result_bytes();
+  i.max_pending_response_bytes = r.max_pending_response_bytes();
+  i.pending_response_bytes = r.pending_response_bytes();
   return i;
 }
 

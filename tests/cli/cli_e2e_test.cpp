@@ -200,9 +200,14 @@ TEST_F(CliEndToEnd, HealthAndInfo) {
   ASSERT_FALSE(j.is_discarded()) << i.out;
   EXPECT_EQ(j["backend"], "cpu");
   EXPECT_EQ(j["serving"], true);
+  EXPECT_GT(j["max_pending_response_bytes"].get<uint64_t>(), 0u);
+  EXPECT_EQ(j["pending_response_bytes"], 0);
+  EXPECT_GT(j["max_result_bytes"].get<uint64_t>(), 0u);
   RunResult human = Cli({"info"});
   ASSERT_EQ(human.code, 0) << human.err;
   EXPECT_NE(human.out.find("backend      cpu"), std::string::npos) << human.out;
+  EXPECT_NE(human.out.find("responses    0 B waiting to be read, limit "), std::string::npos)
+      << human.out;
 }
 
 TEST_F(CliEndToEnd, IndexBuildReportsStatisticsAndVerdict) {

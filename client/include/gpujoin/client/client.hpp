@@ -282,6 +282,12 @@ struct ServerInfo {
   uint32_t max_inflight_batches = 0;
   uint32_t index_count = 0;
   bool serving = false;
+  /// --max-result-bytes: host bytes one Lookup batch or Join request's results may take.
+  uint64_t max_result_bytes = 0;
+  /// --max-pending-response-bytes: stream responses all clients have yet to
+  /// read may hold this much; pending_response_bytes is what they hold now.
+  uint64_t max_pending_response_bytes = 0;
+  uint64_t pending_response_bytes = 0;
 };
 
 /// What DropIndex freed.
