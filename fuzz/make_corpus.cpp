@@ -387,7 +387,7 @@ void AggregateTarget(Writer& w) {
   v1::AggregateRequest short_values = Aggregate(v1::AGGREGATE_OP_SUM, 4, {1, 2}, {1});
   w.Put(t, "values_short", Frames({short_values.SerializeAsString()}));
 
-  // Typed values (issue 22): exact integer sums with overflow, float64, the
+  // Typed values: exact integer sums with overflow, float64, the
   // typed errors, and want_counts64.
   constexpr int64_t kBig = int64_t{1} << 62;
   auto i64 = [](std::vector<int64_t> v) { return std::vector<uint64_t>(v.begin(), v.end()); };
@@ -510,7 +510,7 @@ void HashTarget(Writer& w) {
   w.Put(t, "offset_2_41", far.SerializeAsString());
   w.Put(t, "no_columns", v1::HashRequest().SerializeAsString());
 
-  // Nested and dictionary columns (issue 22): list<struct<int32, string>>, a
+  // Nested and dictionary columns: list<struct<int32, string>>, a
   // map, a dictionary with a null entry, and one index outside the dictionary.
   v1::HashColumn ids = column(v1::COLUMN_TYPE_INT32, bytes32, 1, 4);
   v1::HashColumn words = column(v1::COLUMN_TYPE_STRING, "abcdef", 0, 5);
@@ -647,7 +647,7 @@ void BuildTarget(Writer& w) {
   SetKeys(wide_batch_chunk.mutable_chunk()->mutable_validity(), {1, 1, 0, 1, 1});
   w.Put(t, "uint64_batch_replacing_old",
         Frames({wide_batch.SerializeAsString(), wide_batch_chunk.SerializeAsString()}));
-  // Payload columns (issue 20): an int64, a string and a bool column in chunks
+  // Payload columns: an int64, a string and a bool column in chunks
   // of their own boundaries (one payload-only), and the same with a column short.
   v1::BuildIndexRequest payload_spec;
   payload_spec.mutable_spec()->set_name("p");

@@ -1,4 +1,4 @@
-// Nested hash columns for `gpujoin hash` (issue 22): a type expression
+// Nested hash columns for `gpujoin hash`: a type expression
 // (`--cols c:list<int64>`, `c:struct<a: int32, b: list<string>>`), the type
 // inferred from JSON Lines cells that hold arrays and objects (arrays -> list,
 // objects -> struct, the narrowest scalar type, nulls allowed anywhere), and

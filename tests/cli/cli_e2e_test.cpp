@@ -334,7 +334,7 @@ TEST_F(CliEndToEnd, LookupAppendsValueAndFoundInInputOrder) {
 std::vector<CsvRow> ExpectedJoin(const std::vector<CsvRow>& events,
                                  const std::vector<CsvRow>& sensors) {
   std::vector<CsvRow> want;
-  // The right key is not repeated (issue 24): it equals the left one.
+  // The right key is not repeated: it equals the left one.
   CsvRow header = events[0];
   const size_t right_key = Col(sensors[0], "sensor_id");
   for (size_t c = 0; c < sensors[0].size(); ++c) {
@@ -890,7 +890,7 @@ TEST_F(CliEndToEnd, AdHocJoinWithRepeatedRightKeysUsesTheFirstRightRow) {
   EXPECT_NE(r.err.find("has 2 rows with a repeated key"), std::string::npos) << r.err;
 }
 
-// ---------------------------------------------------------------- 64-bit keys (issue 19)
+// ---------------------------------------------------------------- 64-bit keys
 
 // The rows of a --json lookup, as {key text: value or null}.
 std::map<std::string, Json> LookupValues(const Json& doc, const std::string& key) {
@@ -1094,7 +1094,7 @@ TEST_F(CliEndToEnd, MoreInputErrorsNameThePosition) {
 
 }  // namespace
 
-// ---------------------------------------------------------------- payload columns (issue 20)
+// ---------------------------------------------------------------- payload columns
 
 namespace {
 
@@ -1552,7 +1552,7 @@ TEST_F(CliEndToEnd, ResidentKeepAllIndexJoinsLooksUpAndDescribes) {
       "--how");
 }
 
-// Issue 22: `agg` picks the value type from the data. Integer values sum exactly
+// `agg` picks the value type from the data. Integer values sum exactly
 // as int64 where float32 cannot (2^24 + 1), uint64 above INT64_MAX, overflow is
 // an empty cell and a warning (never a wrapped number), --value-type overrides,
 // and null value cells take no part.
@@ -1654,7 +1654,7 @@ TEST_F(CliEndToEnd, AggregateDecimalTextAsFloat64ByDefault) {
 }  // namespace
 namespace {
 
-// gpujoin hash over nested JSON Lines (issue 22): arrays become lists, objects
+// gpujoin hash over nested JSON Lines: arrays become lists, objects
 // structs, the types inferred; the hashes equal the engine's host hasher over
 // columns laid out here by hand, nulls where the contract puts them (a null
 // list element keeps its row, a missing struct field nulls it).

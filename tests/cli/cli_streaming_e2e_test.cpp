@@ -255,7 +255,7 @@ TEST_F(CliStreaming, JsonLinesNumbersStayNumbers) {
 
 namespace {
 
-// Regression (issue 24): a second gpujoind on a taken port said "address in
+// Regression: a second gpujoind on a taken port said "address in
 // use or invalid"; it names the port now, for the gRPC and the metrics port.
 TEST_F(CliStreaming, APortConflictNamesThePort) {
   const std::string port = address_.substr(address_.rfind(':') + 1);

@@ -1,4 +1,4 @@
-// The client library's Hash over Arrow's types (issue 22) against a real
+// The client library's Hash over Arrow's types against a real
 // gpujoind (CPU backend): columns made with HashColumnBuilder (list, large
 // list, fixed-size list, map, struct, dictionary, every flat type, nulls at
 // each level) hash the same whatever the batching (HashAll cuts every child to

@@ -113,7 +113,7 @@ TEST_F(ClientTest, ServerErrorsKeepTheirCodeAndMessage) {
   EXPECT_EQ(l.status().code(), absl::StatusCode::kUnauthenticated) << l.status();
 }
 
-// 64-bit keys through the client (issue 19): a uint64 index built from int64 IDs
+// 64-bit keys through the client: a uint64 index built from int64 IDs
 // (their bit patterns) answers lookups and joins on uint64 and int64 columns;
 // keys that differ only in their high 32 bits stay distinct; a chunk of the
 // wrong width is refused before it is sent, and a lookup of the wrong width by
@@ -384,7 +384,7 @@ TEST_F(ClientTest, AggregateAllAccumulatesOverBatches) {
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-// Issue 22: typed values over several batches: exact int64 sums (2^53 + 1 is not
+// Typed values over several batches: exact int64 sums (2^53 + 1 is not
 // a double), the stream's sticky overflow flag (INT64_MAX + 1 across batches),
 // exact uint64 counts, null empty min groups and uint64 above INT64_MAX.
 TEST_F(ClientTest, AggregateAllTypedSumsExactlyOverBatches) {
@@ -525,7 +525,7 @@ TEST_F(ClientTest, ExampleProgramRuns) {
 
 }  // namespace
 
-// ---------------------------------------------------------------- payload (issue 20)
+// ---------------------------------------------------------------- payload
 
 namespace {
 
@@ -697,7 +697,7 @@ TEST_F(ClientTest, PayloadBuildLookupJoinAndCountOnly) {
 // A pair of a reference join: left row, right source row (kNoMatch for none).
 using Pair = std::pair<uint32_t, uint32_t>;
 
-// The nested-loop reference of every join kind (issue 21): per left row in
+// The nested-loop reference of every join kind: per left row in
 // order, the right rows with its key in source order; outer and anti rows
 // without one pair with kNoMatch, semi rows take the first match.
 std::vector<Pair> NestedLoopJoin(const std::vector<uint32_t>& left,
@@ -733,7 +733,7 @@ std::vector<Pair> PairsOf(const gc::JoinPairs& j) {
   return out;
 }
 
-// A keep_all index (issue 21) with duplicates across chunks and one hot key:
+// A keep_all index with duplicates across chunks and one hot key:
 // JoinAll without a capacity sizes itself (count pass, then exactly the count)
 // and returns every pair of every kind in left then right-row order, with each
 // pair's own payload; a given capacity truncates each batch to its stable

@@ -1,4 +1,4 @@
-// The CLI's batch reader (issue 24): reading a file in batches, cut into
+// The CLI's batch reader: reading a file in batches, cut into
 // pieces parsed in parallel, gives the rows, line numbers and errors of the
 // whole-file parsers, whatever the batch and piece sizes (pieces that end
 // inside quoted fields, CRLF, a byte order mark, multi-byte UTF-8); gzip and

@@ -124,7 +124,7 @@ TEST(ParseU32, LittleEndianRowsAndSizeCheck) {
   EXPECT_NE(odd.status().message().find("size 5 bytes is not a multiple of 4"), std::string::npos);
 }
 
-// .u64 and .i64 files (issue 19): one reader templated on the element type;
+// .u64 and .i64 files: one reader templated on the element type;
 // int64 values are written back signed, uint64 ones unsigned.
 TEST(ParseBinaryColumn, Uint64AndInt64RowsAndSizeCheck) {
   const std::vector<uint64_t> words = {5000000000ull, ~uint64_t{0}, uint64_t{1} << 63};

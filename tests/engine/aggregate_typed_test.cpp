@@ -1,4 +1,4 @@
-// Typed grouped aggregation (issue 22): int32, int64, uint32, uint64 and float64
+// Typed grouped aggregation: int32, int64, uint32, uint64 and float64
 // values on every backend. Exact 64-bit integer sums where float32 is wrong (the
 // issue's 9M latencies), overflow flagged at the boundary and judged on the exact
 // sum (never on an intermediate), min/max at the type extremes, values a narrower

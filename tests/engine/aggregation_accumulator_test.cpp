@@ -74,7 +74,7 @@ TEST(AggregationAccumulatorTest, SizeMismatchesNameTheField) {
   EXPECT_EQ(count.Merge(c2, v1).code(), absl::StatusCode::kInvalidArgument);
 }
 
-// ---- typed accumulators (issue 22)
+// ---- typed accumulators
 
 uint64_t W(int64_t v) { return static_cast<uint64_t>(v); }
 uint64_t D(double v) { return std::bit_cast<uint64_t>(v); }

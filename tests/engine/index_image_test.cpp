@@ -1,4 +1,4 @@
-// Index images on the CPU backend (Backend::ExportIndex / ImportIndex, issue 23):
+// Index images on the CPU backend (Backend::ExportIndex / ImportIndex):
 // export, import and export again give the same bytes; the imported index
 // answers every lookup (values, found, probes, match counts, every gathered
 // payload byte) like the built one, also on a pool of another size; its

@@ -1121,7 +1121,7 @@ TEST_F(PayloadValidateTest, StringOffsetsMustBeCompleteMonotoneAndWithinTheBytes
   v = c.View();
   v.type = static_cast<ColumnType>(42);
   ExpectBuildInvalid(v, {"payload[1] has an unknown column type 42"});
-  // Hash-only types (issue 22) are refused, never read as payload.
+  // Hash-only types are refused, never read as payload.
   for (ColumnType t : {ColumnType::kInt8, ColumnType::kDecimal128, ColumnType::kLargeString,
                        ColumnType::kDictionary, ColumnType::kStruct, ColumnType::kNull}) {
     v = c.View();

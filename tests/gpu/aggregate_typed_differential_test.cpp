@@ -1,4 +1,4 @@
-// Typed grouped aggregation (issue 22), CUDA against the CPU backend on fresh
+// Typed grouped aggregation, CUDA against the CPU backend on fresh
 // random inputs (the seed is printed on failure), for every value type (int32,
 // int64, uint32, uint64, float64) and every value op. Three suites:
 //  - AggregateTypedDifferential runs aggregate nodes through both backends' Run

@@ -1,4 +1,4 @@
-// Index images (issue 23), CUDA vs CPU: for every index kind (both key words and
+// Index images, CUDA vs CPU: for every index kind (both key words and
 // duplicate policies, payload of every layout with nulls, a table under 4 slots,
 // an empty build, overflow) on fresh random inputs, the CUDA export of a build
 // equals the CPU export of the same build byte for byte wherever the build

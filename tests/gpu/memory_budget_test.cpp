@@ -227,7 +227,7 @@ TEST_F(CudaMemoryBudgetTest, DirectBuildsCountOnlyTheirUploads) {
   EXPECT_GE(peak, keys.size() * 4);
 }
 
-// Builds with payload columns (issue 20): the uploads, winners and string
+// Builds with payload columns: the uploads, winners and string
 // scans stay within BuildTransientBytes (the stored columns are cudaMalloc'd
 // index memory, outside the pool), and memory_bytes is the table plus exactly
 // what the columns take, at most what PayloadBytes reserves. A direct build and
@@ -280,7 +280,7 @@ TEST_F(CudaMemoryBudgetTest, PayloadBuildsStayWithinBuildTransientBytes) {
   }
 }
 
-// kKeepAll builds (issue 21): the group pass's scratch (sort keys and rows,
+// kKeepAll builds: the group pass's scratch (sort keys and rows,
 // CUB's temporary storage) and the payload uploads stay within
 // BuildTransientBytes (the groups and the payload per kept row are cudaMalloc'd
 // index memory, outside the pool), and memory_bytes is the table, the groups

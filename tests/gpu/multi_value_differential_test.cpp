@@ -1,4 +1,4 @@
-// Multi-value indexes and join kinds (issue 21), CUDA vs CPU: kKeepAll builds
+// Multi-value indexes and join kinds, CUDA vs CPU: kKeepAll builds
 // (the kLowestRow table plus every valid row of each key in its group, in
 // source order), lookups with match counts, and joins of every kind (inner,
 // left outer, left semi, left anti) on both index kinds (docs/engine.md,

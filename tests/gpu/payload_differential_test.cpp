@@ -1,4 +1,4 @@
-// Payload columns (issue 20), CUDA vs CPU: builds store typed columns beside the
+// Payload columns, CUDA vs CPU: builds store typed columns beside the
 // index in slot order, lookups and joins gather them (docs/engine.md, "Payload").
 // Every test draws fresh random inputs (the seed is printed on failure) for both
 // key words and both forced CUDA build paths (direct, tiles): every column type,

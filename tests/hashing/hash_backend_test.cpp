@@ -65,8 +65,8 @@ TEST_P(HashBackendTest, KnownAnswers) {
       [this](const std::vector<HashColumn>& columns, HashBits bits) { return Run(columns, bits); });
 }
 
-// Issue 22 through the backend (graph validation of child buffers, the CPU
-// backend's thread ranges, the CUDA backend's device and host paths): random
+// Arrow's narrow, dictionary and nested types through the backend (graph
+// validation of child buffers, the CPU backend's thread ranges, the CUDA backend's device and host paths): random
 // nested, dictionary and narrow-type composites of 20000 rows equal the host
 // reference; an out-of-range dictionary index is refused with the node and path.
 TEST_P(HashBackendTest, NestedAndDictionaryCompositesMatchHostReference) {

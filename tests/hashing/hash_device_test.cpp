@@ -286,7 +286,7 @@ TEST_F(HashDeviceTest, ResidentColumnsAtAnyOffsetMatchHost) {
 }
 
 // ---------------------------------------------------------------------------
-// Issue 22: Arrow's narrow, fixed-size, large, dictionary and nested types.
+// Arrow's narrow, fixed-size, large, dictionary and nested types.
 // ---------------------------------------------------------------------------
 
 std::vector<HashColumn> TreeViews(const std::vector<testing::OwnedTree>& trees) {
@@ -295,7 +295,7 @@ std::vector<HashColumn> TreeViews(const std::vector<testing::OwnedTree>& trees) 
   return v;
 }
 
-// Every flat type of issue 22 (int8/16, uint8/16, float16, bool, decimal128,
+// Every flat type Hash takes (int8/16, uint8/16, float16, bool, decimal128,
 // fixed_size_binary of widths 0, 3 and 16, string, large binary/string) alone and
 // dictionary-encoded (indices of every width, repeated, null and extra entries,
 // garbage under null indices), at row counts around warp and byte boundaries,

@@ -1,4 +1,4 @@
-// Hashing Arrow's nested, dictionary and narrow types on the host (issue 22):
+// Hashing Arrow's nested, dictionary and narrow types on the host:
 // random column trees against an independent model of docs/hashing.md, "a slice
 // hashes as the slice of the hash", dictionaries as their decoded values, the
 // null contract at every level, the collisions Arrow's hash32/hash64 once had

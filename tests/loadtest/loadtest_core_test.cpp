@@ -121,7 +121,7 @@ TEST(Mix64, IsInjectiveOnASampleAndSpansTheHighWord) {
   EXPECT_NE(Mix64(5, 1), Mix64(5, 2));
 }
 
-// --key-type u64 (issue 19): the built index and the query batches carry uint64
+// --key-type u64: the built index and the query batches carry uint64
 // keys from Mix64, with the same exact hits and expected answers.
 TEST(BatchPool, Uint64KeysHaveExactHitsAndExpectations) {
   WorkloadSpec spec = LookupSpec();
@@ -273,7 +273,6 @@ TEST(CheckAggregate, ComputesExactSumsAndCatchesWrongOnes) {
 }
 
 // ---------------------------------------------------------------- multiplicity and join kinds
-// (issue 21)
 
 constexpr client::JoinKind kKinds[] = {client::JoinKind::kInner, client::JoinKind::kLeftOuter,
                                        client::JoinKind::kLeftSemi, client::JoinKind::kLeftAnti};

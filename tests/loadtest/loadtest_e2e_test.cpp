@@ -101,7 +101,7 @@ TEST_F(LoadtestAgainstServer, AggregateByRequestCount) {
   EXPECT_EQ(doc["results"][0]["batches"].get<uint64_t>(), 20u);
 }
 
-// --key-type u64 (issue 19): a uint64 index with keys over the full 64-bit range,
+// --key-type u64: a uint64 index with keys over the full 64-bit range,
 // every sampled lookup and join answer checked value by value.
 TEST_F(LoadtestAgainstServer, Uint64KeysLookupAndJoin) {
   for (const char* rpc : {"lookup", "join"}) {
@@ -126,7 +126,7 @@ TEST_F(LoadtestAgainstServer, KeyTypeOfAnExistingIndexMustMatch) {
       << out.err;
 }
 
-// --multiplicity (issue 21): a keep_all index of build-keys x 3 rows, each key's
+// --multiplicity: a keep_all index of build-keys x 3 rows, each key's
 // rows in different chunks; every sampled join answer of every --join-kind is
 // compared pair by pair with the known rows, and lookups with the group size.
 TEST_F(LoadtestAgainstServer, MultiplicityJoinsEveryKindAndLooksUp) {

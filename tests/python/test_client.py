@@ -106,7 +106,7 @@ def test_lookup_against_a_model_over_many_batches(client):
 def test_lookup_refuses_keys_of_the_wrong_dtype(client):
     client.build_index("t_dtype32", np.array([1, 2, 3], np.uint32), replace=True)
     client.build_index("t_dtype64", np.array([1, 2, 1 << 40], np.uint64), replace=True)
-    # Issue 24: an int64 array sent as uint32 keys gave wrong answers silently.
+    # An int64 array sent as uint32 keys gave wrong answers silently.
     with pytest.raises(gpujoin.KeyDtypeError, match="int64"):
         client.lookup("t_dtype32", np.array([1, 2], np.int64))
     with pytest.raises(gpujoin.KeyDtypeError, match="uint64"):
@@ -150,7 +150,7 @@ def test_uint64_keys_differing_above_bit_31(client):
 
 
 def test_million_row_lookup_in_one_batch(client):
-    """Issue 24: a 1M-row lookup failed on gRPC's default 4 MiB receive limit.
+    """A 1M-row lookup failed on gRPC's default 4 MiB receive limit.
     One batch of 2^20 keys answers 5 MiB; the client takes the server's limit."""
     n = 1 << 20
     keys = np.arange(n, dtype=np.uint32) * 3

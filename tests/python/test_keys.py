@@ -1,6 +1,6 @@
 """gpujoin.keys: which key arrays and sequences are sent, and as what bytes.
 
-Reproduces issue 24's report: a numpy int64 array sent as packed uint32 keys
+Reproduces a report: a numpy int64 array sent as packed uint32 keys
 gave wrong answers with no error; here it is refused before anything is sent.
 """
 import numpy as np

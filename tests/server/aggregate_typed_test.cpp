@@ -1,4 +1,4 @@
-// Typed Aggregate requests (issue 22) through Operations and AggregateStream on
+// Typed Aggregate requests through Operations and AggregateStream on
 // the CPU backend: typed_values of every type, exact int64 sums over batches,
 // the per-batch and stream overflow bitmaps (sticky), uint64 counts, null empty
 // integer min/max groups, float64 rules, null values (validity) skipped, and

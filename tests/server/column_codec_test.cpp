@@ -187,7 +187,7 @@ TEST(ColumnCodec, ColumnTypesMapOntoTheWireEnum) {
   EXPECT_THAT(bad.status().message(),
               HasSubstr("spec.payload[2].type: COLUMN_TYPE_UNSPECIFIED is not a column type"));
   EXPECT_THAT(FromWireColumnType(26, "t").status().message(), HasSubstr("t: 26 is not"));
-  // The types Hash alone takes (issue 22) are refused by name for payload columns.
+  // The types Hash alone takes are refused by name for payload columns.
   for (int t = v1::COLUMN_TYPE_INT8; t <= v1::COLUMN_TYPE_NULL; ++t) {
     EXPECT_THAT(FromWireColumnType(t, "t").status().message(),
                 HasSubstr(absl::StrCat("t: ", v1::ColumnType_Name(static_cast<v1::ColumnType>(t)),

@@ -1,5 +1,5 @@
 // Isolation of control calls and the drain's grace, through the real gpujoind
-// (CPU backend) over loopback gRPC (issue 18, findings 3 and 4):
+// (CPU backend) over loopback gRPC:
 //  - unary control calls (GetServerInfo, ListIndexes, DescribeIndex) run on their
 //    own executor, so they are answered while the batch executor is saturated by
 //    heavy lookups, not after them (before: GetServerInfo took 27 s behind heavy

@@ -1,5 +1,5 @@
 // Faults a long-lived server must survive without losing data or memory, through
-// the real gpujoind over loopback gRPC (issue 18). The backend is the CPU one, or
+// the real gpujoind over loopback gRPC. The backend is the CPU one, or
 // the one GPUJOIN_TEST_BACKEND names (bench/device_run.sh runs these with "cuda"
 // on the H200); the assertions hold on both:
 //  - a client process killed mid-stream (a half-sent build, unread lookup answers)

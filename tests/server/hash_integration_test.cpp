@@ -1,4 +1,4 @@
-// Hash over Arrow's types through a real gpujoind (issue 22), CPU backend by
+// Hash over Arrow's types through a real gpujoind, CPU backend by
 // default ($GPUJOIN_TEST_BACKEND=cuda on the H200):
 //  - random column trees of every type (nested three levels: struct, list,
 //    large list, fixed-size list, map, dictionary with every index width) hash

@@ -1,4 +1,4 @@
-// A test model of Hash columns (issue 22): an owned column tree in Arrow's
+// A test model of Hash columns: an owned column tree in Arrow's
 // physical layout that becomes both a gpujoin.v1.HashColumn (ToWire) and an
 // engine::HashColumn (ToEngine, written here independently of the server's
 // decoder), random trees of every type to a given depth, and the layout

@@ -1,4 +1,4 @@
-// 64-bit keys in the service operations (issue 19), on the CPU backend without
+// 64-bit keys in the service operations, on the CPU backend without
 // gRPC: the key type is a property of the index; keys travel in `keys` (uint32) or
 // `keys64` (uint64) by that type, and the wrong width is INVALID_ARGUMENT naming
 // the field, the index's key type and the byte length, so that an int64 column
@@ -135,7 +135,7 @@ TEST_F(KeyTypeTest, WideKeysStayDistinctThroughBuildLookupAndJoin) {
 }
 
 // Generated left row IDs that would wrap past 2^32 (or reach 0xffffffff) are
-// refused naming the field, as generated build values are (issue 18, finding 6).
+// refused naming the field, as generated build values are.
 TEST_F(KeyTypeTest, GeneratedLeftRowIdsNeverWrap) {
   ASSERT_TRUE(Build({Spec("w", v1::KEY_TYPE_UINT64), Chunk64({5, 6})}).ok());
   v1::JoinRequest join;

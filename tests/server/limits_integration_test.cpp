@@ -1,4 +1,4 @@
-// Bounded metrics, index names and values that wrap (issue 18, findings 5 and 6)
+// Bounded metrics, index names and values that wrap
 // through the real gpujoind (CPU backend) over loopback gRPC: failed builds with
 // new names add no per-index series, a drop removes an index's series, rejected
 // batches and builds add no rows to gpujoin_rpc_rows_total, "." and ".." are not
@@ -272,7 +272,7 @@ namespace gpujoin::server {
 namespace {
 
 // Open BuildIndex streams hold their staged input until they finish, so their
-// number is bounded (issue 18, finding 2: 24 unfinished builds held 874 MiB):
+// number is bounded (24 unfinished builds held 874 MiB):
 // with --max-concurrent-builds=2 a third open build is RESOURCE_EXHAUSTED naming
 // the flag, and once one finishes a new build is admitted again.
 TEST(ConcurrentBuilds, BuildsOverTheLimitAreRefusedUntilOneFinishes) {
@@ -353,7 +353,7 @@ struct OpenBuild {
   std::unique_ptr<grpc::ClientWriter<v1::BuildIndexRequest>> writer;
 };
 
-// Issue 18, finding 2 (512 MiB staged against a 12 KiB table was accepted): the
+// Regression (512 MiB staged against a 12 KiB table was accepted): the
 // input of open builds counts from its first chunk, per build
 // (--max-build-staged-bytes) and over all builds (--max-staged-bytes); the
 // chunk that crosses a limit fails its build with RESOURCE_EXHAUSTED naming the

@@ -419,7 +419,7 @@ TEST_F(BuildBudgetTest, RebuildWhoseTransientMemoryDoesNotFitKeepsTheOldVersion)
   EXPECT_EQ(budget_->used_bytes(), 8192u);
 }
 
-// Issue 18: an auto-sized build is refused at the first chunk whose rows no
+// An auto-sized build is refused at the first chunk whose rows no
 // longer fit (table for the rows so far + transient + staged), not after every
 // chunk has been staged; nothing stays reserved afterwards.
 TEST_F(BuildBudgetTest, AutoSizedBuildIsRefusedAtTheChunkThatNoLongerFits) {

@@ -283,7 +283,7 @@ TEST(Metrics, RpcSeriesExistFromTheStartAndErrorsCountByCode) {
               HasSubstr("gpujoin_rpc_errors_total{code=\"INVALID_ARGUMENT\",rpc=\"Lookup\"} 2"));
 }
 
-// Regression (issue 18, finding 5): every failed build with a new name created a
+// Regression: every failed build with a new name created a
 // permanent gpujoin_index_builds_total{index=...} series (no drop can remove a
 // name that was never live), so /metrics grew without bound.
 TEST(Metrics, FailedBuildsOfNamesThatAreNotLiveCreateNoSeries) {

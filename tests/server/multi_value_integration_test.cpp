@@ -1,4 +1,4 @@
-// Multi-value indexes and join kinds (issue 21) through a real gpujoind on
+// Multi-value indexes and join kinds through a real gpujoind on
 // $GPUJOIN_TEST_BACKEND (cpu unless set), with the generated stub: keep_all
 // builds with duplicates across chunks (groups in source order, the table and
 // statistics of lowest_row, max_group_rows; also in batch mode and with uint64

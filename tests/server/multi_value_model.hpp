@@ -1,4 +1,4 @@
-// A nested-loop reference model of multi-value indexes and join kinds (issue 21)
+// A nested-loop reference model of multi-value indexes and join kinds
 // for the server tests: the build's source rows (keys, generated values, one
 // payload column), each key's group (every valid row of the key in source order
 // for keep_all, the lowest row alone for lowest_row), and the pairs, found mask

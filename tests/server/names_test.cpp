@@ -35,7 +35,7 @@ TEST(IndexNames, RejectsOtherCharactersWithPosition) {
   EXPECT_THAT(ValidateIndexName("ab/c", "name").message(), HasSubstr("0x2f at position 2"));
 }
 
-// Regression (issue 18, finding 5): "." and ".." matched the alphabet and were
+// Regression: "." and ".." matched the alphabet and were
 // accepted as index names.
 TEST(IndexNames, RejectsDotAndDotDotNamingTheField) {
   for (const char* reserved : {".", ".."}) {

@@ -107,7 +107,7 @@ TEST_F(OperationsTest, JoinMatchesTheEngine) {
   EXPECT_EQ(UnpackColumn<uint32_t>(resp.results(1).left_rows()), (std::vector<uint32_t>{0, 1}));
 }
 
-// A few request bytes must not buy a large allocation (issue 18, finding 2): a
+// A few request bytes must not buy a large allocation: a
 // group count over --max-aggregate-groups is RESOURCE_EXHAUSTED naming the flag,
 // and a join's pair capacity far above its rows allocates only the rows.
 TEST_F(OperationsTest, AggregateGroupsOverTheLimitAreRefused) {
@@ -343,7 +343,7 @@ TEST_F(OperationsTest, UnknownIndexIsNotFound) {
   EXPECT_EQ(ops_->DropIndex(drop, &dr).code(), absl::StatusCode::kNotFound);
 }
 
-// ------------------------------------------------ range checks (issue 18, finding 6)
+// ------------------------------------------------ range checks
 
 // Spec with generated values starting at `first_value` (no fixed capacity: sized
 // from the rows).

@@ -1,4 +1,4 @@
-// Payload columns through a real gpujoind (issue 20), on $GPUJOIN_TEST_BACKEND
+// Payload columns through a real gpujoind, on $GPUJOIN_TEST_BACKEND
 // (cpu unless set; bench/device_run.sh can repeat it on cuda), with the generated
 // stub: every column type through build, lookup (bytes path and protobuf path)
 // and join, with nulls, empty and multi-byte strings, duplicates across chunks
@@ -661,7 +661,7 @@ TEST_F(PayloadIntegrationTest, MaxResultBytesBoundsOneRequestsResults) {
   EXPECT_THAT(after_fixed[0].error().message(), HasSubstr(": 13782 bytes each here"));
 }
 
-// Regression (review of issue 20): a join of many batches without pairs made
+// Regression: a join of many batches without pairs made
 // per batch a result, engine batch and one Column per selected column that
 // --max-result-bytes did not count (GatheredFixedBytes of 0 rows is ~0), so a
 // small request of empty batches selecting many columns allocated without
@@ -703,7 +703,7 @@ TEST_F(PayloadIntegrationTest, MaxResultBytesCountsEveryBatchsObjects) {
                         "--max-result-bytes=65536"));
 }
 
-// Regression (review of issue 20): a batch's first part (message and result
+// Regression: a batch's first part (message and result
 // fields, found, probes and every selected column's header) must fit in one
 // message; the old check compared found and probes alone with the response
 // limit, so a batch within ~150 bytes of it ran and then failed to send

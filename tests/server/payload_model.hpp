@@ -1,4 +1,4 @@
-// A reference model of payload columns for the server tests (issue 20): a table
+// A reference model of payload columns for the server tests: a table
 // of typed cells (nulls included), wire Column chunks cut from it at any row
 // range, and a strict reader of result Columns that checks the wire layout
 // (sizes, offsets, validity present exactly when null_count > 0, bits past the

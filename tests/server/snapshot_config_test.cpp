@@ -1,4 +1,4 @@
-// gpujoind's snapshot flags (issue 23): --data-dir off by default,
+// gpujoind's snapshot flags: --data-dir off by default,
 // --max-snapshot-bytes with suffixes and only beside --data-dir, the test-only
 // delays hidden from --help.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Durable indexes through real gpujoind processes with --data-dir (issue 23),
+// Durable indexes through real gpujoind processes with --data-dir,
 // CPU backend ($GPUJOIN_TEST_BACKEND): a restart with ten indexes of every kind
 // answers every lookup and join identically; kill -9 during a (slowed) snapshot
 // write leaves the previous snapshot, which loads; a flipped byte, a truncated

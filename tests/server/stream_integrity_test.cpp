@@ -1,5 +1,5 @@
-// Stream integrity through the real gpujoind (CPU backend) over loopback gRPC
-// (issue 18, finding 1): a stream message that cannot be parsed ends the stream
+// Stream integrity through the real gpujoind (CPU backend) over loopback gRPC:
+// a stream message that cannot be parsed ends the stream
 // with INVALID_ARGUMENT naming its position, after the responses to the messages
 // before it, and never with OK; a BuildIndex stream that ends with an error (an
 // unparseable message, a rejected chunk, a cancel, a deadline) installs nothing

@@ -1,5 +1,5 @@
 // Mutual TLS (--tls-client-ca) and the strict auth scope (--auth-scope=all)
-// through a real gpujoind (issue 18). The certificates are made at test time
+// through a real gpujoind. The certificates are made at test time
 // with the openssl command line: a CA, a server certificate for localhost and
 // 127.0.0.1, a client certificate from that CA and one from a rogue CA.
 #include <arpa/inet.h>

@@ -1,4 +1,4 @@
-// Gathered payload columns of Lookup and Join (issue 20): the `select` of a
+// Gathered payload columns of Lookup and Join: the `select` of a
 // request resolved against the index version it runs on, and the response
 // Column messages the engine's GatherOutputs write into (the gather itself runs
 // in the request's command graph, beside the probe).

@@ -1,4 +1,4 @@
-// Join continuation (issue 20): a JoinResponse larger than the server's max
+// Join continuation: a JoinResponse larger than the server's max
 // message size is sent as several messages with the same batch_id, `more` set on
 // all but the last (the proto's JoinResponse comment and docs/api.md,
 // "Continuation"). Each message carries results in batch order; a batch's pairs

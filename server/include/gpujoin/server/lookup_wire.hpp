@@ -1,4 +1,4 @@
-// The Lookup RPC's bytes path without protobuf copies (issue 7). The service
+// The Lookup RPC's bytes path without protobuf copies. The service
 // receives Lookup requests as raw gRPC byte buffers and scans their wire format:
 // when the keys come as one `keys.packed` or one `keys64.packed` field (the usual
 // case, for uint32 and uint64 indexes), the packed bytes

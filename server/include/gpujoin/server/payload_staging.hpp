@@ -1,4 +1,4 @@
-// The payload columns of one BuildIndex call (issue 20): their declaration in
+// The payload columns of one BuildIndex call: their declaration in
 // IndexSpec.payload, and the rows that BuildChunk.payload sends for them, staged
 // into one contiguous host column per declared column in the engine's layout
 // (little-endian values, LSB-first bitmaps, uint64 string offsets), ready for
