@@ -6,20 +6,22 @@
 # racecheck on small filters. Usage:
 #   bash bench/device_run.sh BUNDLE_DIR
 # BUNDLE_DIR was made by ../shared/tools/bundle-for-device (bench/README.md
-# lists the binaries). Logs go to $OUT (or /tmp/gpujoin-device). Prints a short
-# table last.
+# lists the binaries). Logs go to $OUT/logs.tar.gz (or /tmp/gpujoin-device).
+# Prints a short table last. STEPS=REGEX and DEADLINE=S (device_steps.sh) split
+# the steps over several calls of at most 10 minutes each.
 set -uo pipefail
 bundle=${1:?usage: device_run.sh BUNDLE_DIR}
 source "$bundle/env.sh"
 export GPUJOIN_REQUIRE_GPU=1
 out=${OUT:-/tmp/gpujoin-device}
-mkdir -p "$out"
-STEP_LOGS=$out
+logs=$out/logs
+mkdir -p "$logs"
+STEP_LOGS=$logs
 source "$(dirname "$0")/device_steps.sh"
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv > "$out/gpu.log" 2>&1
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv > "$logs/gpu.log" 2>&1
 bin=$bundle/bin
 has() { [ -x "$bin/$1" ]; }
-step gpu_tests 120 $bin/gpu_differential_tests
+step gpu_tests 300 $bin/gpu_differential_tests
 step tile_build 60 $bin/gpu_tile_build_tests
 has gpu_payload_differential_tests && step payload 120 $bin/gpu_payload_differential_tests
 has gpu_multi_value_differential_tests && step multi_value 180 $bin/gpu_multi_value_differential_tests
@@ -53,6 +55,8 @@ has gpujoin-snapshot-bench && step snapshot_bench 240 $bin/gpujoin-snapshot-benc
 # gpujoin_vanishing_client from the bundle).
 has server_fault_tests && step faults 120 env GPUJOIN_TEST_BACKEND=cuda GPUJOIND=$bin/gpujoind \
   $bin/server_fault_tests
+has server_snapshot_fault_tests && step snapshot_faults 180 env GPUJOIN_TEST_BACKEND=cuda \
+  GPUJOIND=$bin/gpujoind $bin/server_snapshot_fault_tests
 has server_key_type_integration_tests && step key_types 120 env GPUJOIN_TEST_BACKEND=cuda \
   GPUJOIND=$bin/gpujoind $bin/server_key_type_integration_tests
 has server_payload_integration_tests && step payload_service 120 env GPUJOIN_TEST_BACKEND=cuda \
@@ -93,10 +97,10 @@ has gpu_multi_value_differential_tests && step racecheck_multi_value 240 compute
   --tool racecheck --error-exitcode 9 $bin/gpu_multi_value_differential_tests --gtest_filter="$mv_race"
 step racecheck_tile 90 compute-sanitizer --tool racecheck --error-exitcode 9 $bin/gpu_tile_build_tests --gtest_filter='*OneKey*:*TileOfMany*'
 echo "== failures (first lines)"
-grep -hE '^\[  FAILED|Failure|CHECK FAILED|FAIL:|ERROR SUMMARY: [1-9]|RACECHECK SUMMARY: [1-9]' "$out"/*.log | head -30
-echo "== bench"
-grep -E "^operation|^copy|^build|^lookup|^join|^semi|^anti|^group|targets met" "$out/bench.log" | grep -v "^build  "
-[ -f "$out/cuco.log" ] && { echo "== cuco"; grep -vE '^#' "$out/cuco.log" | head -40; }
+grep -hE '^\[  FAILED|Failure|CHECK FAILED|FAIL:|ERROR SUMMARY: [1-9]|RACECHECK SUMMARY: [1-9]' "$logs"/*.log | head -30
+[ -f "$logs/bench.log" ] && { echo "== bench"; grep -E "^operation|^copy|^build|^lookup|^join|^semi|^anti|^group|^u64|^multi|^hash|targets met" "$logs/bench.log" | grep -v "^build  "; }
+[ -f "$logs/cuco.log" ] && { echo "== cuco"; grep -vE '^#' "$logs/cuco.log" | head -40; }
+tar -czf "$out/logs.tar.gz" -C "$out" logs && rm -rf "$logs"
 echo "== summary"
-cat "$out/gpu.log"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader
 printf '%s\n' "${summary[@]}"
