@@ -24,7 +24,7 @@ logs=$out/logs
 STEP_LOGS=$logs
 source "$(dirname "$0")/device_steps.sh"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >"$logs/gpu.log" 2>&1
-step gpu_tests 120 "$bundle/bin/gpu_differential_tests"
+step gpu_tests 300 "$bundle/bin/gpu_differential_tests"
 step engine_cuda 60 "$bundle/bin/engine_tests" --gtest_filter='*cuda*:*Cuda*'
 [ -x "$bundle/bin/hashing_device_test" ] && step hash_device 30 "$bundle/bin/hashing_device_test"
 [ -x "$bundle/bin/hashing_backend_test" ] && step hash_backend 30 "$bundle/bin/hashing_backend_test"
