@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "gpujoin/client/client.hpp"
+#include "gpujoin/client/build.hpp"
+#include "gpujoin/client/column.hpp"
+#include "gpujoin/client/keys.hpp"
 
 namespace gpujoin::client::detail {
 

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "absl/status/status.h"
-#include "gpujoin/client/client.hpp"
+#include "gpujoin/client/join.hpp"
 #include "gpujoin/v1/gpujoin.pb.h"
 
 namespace gpujoin::client::detail {

@@ -16,7 +16,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "gpujoin/client/client.hpp"
+#include "gpujoin/client/stream_options.hpp"
 
 namespace gpujoin::client::detail {
 

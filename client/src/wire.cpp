@@ -149,4 +149,86 @@ absl::StatusOr<Column> DecodeColumn(const pb::Column& c, std::string_view field)
   return out;
 }
 
+pb::KeyType ToProtoKeyType(KeyType t) {
+  return t == KeyType::kUint64 ? pb::KEY_TYPE_UINT64 : pb::KEY_TYPE_UINT32;
+}
+
+pb::DuplicatePolicy ToProtoPolicy(DuplicatePolicy p) {
+  return p == DuplicatePolicy::kKeepAll ? pb::DUPLICATE_POLICY_KEEP_ALL
+                                        : pb::DUPLICATE_POLICY_LOWEST_ROW;
+}
+
+namespace {
+
+BuildStatistics ToBuildStatistics(const pb::BuildStatistics& s) {
+  return BuildStatistics{s.unique_keys(),  s.duplicate_rows(), s.overflow_rows(), s.invalid_rows(),
+                         s.total_probes(), s.max_probes(),     s.max_group_rows()};
+}
+
+}  // namespace
+
+IndexInfo ToIndexInfo(const pb::IndexInfo& p) {
+  IndexInfo i;
+  i.name = p.name();
+  i.version = p.version();
+  i.capacity = p.capacity();
+  i.max_probe_count = p.max_probe_count();
+  i.first_value = p.first_value();
+  i.explicit_values = p.explicit_values();
+  i.batch_mode = p.batch_mode();
+  i.rows = p.rows();
+  i.statistics = ToBuildStatistics(p.statistics());
+  i.load_factor = p.load_factor();
+  i.device_bytes = p.device_bytes();
+  i.build_seconds = p.build_seconds();
+  i.backend = p.backend();
+  i.built_unix_millis = p.built_unix_millis();
+  i.key_type = p.key_type() == pb::KEY_TYPE_UINT64 ? KeyType::kUint64 : KeyType::kUint32;
+  for (const pb::PayloadColumnInfo& c : p.payload()) {
+    PayloadColumnInfo pc;
+    pc.name = c.name();
+    // A type this client does not know reads as binary (opaque bytes).
+    pc.type = detail::FromProtoColumnType(c.type()).value_or(ColumnType::kBinary);
+    pc.null_count = c.null_count();
+    pc.bytes = c.bytes();
+    i.payload.push_back(std::move(pc));
+  }
+  i.payload_bytes = p.payload_bytes();
+  i.duplicates = p.duplicates() == pb::DUPLICATE_POLICY_KEEP_ALL ? DuplicatePolicy::kKeepAll
+                                                                 : DuplicatePolicy::kLowestRow;
+  i.durable_version = p.durable_version();
+  return i;
+}
+
+absl::Status DecodeColumns(const google::protobuf::RepeatedPtrField<pb::Column>& columns,
+                           uint64_t rows, std::vector<Column>* out) {
+  out->reserve(columns.size());
+  for (int c = 0; c < columns.size(); ++c) {
+    const std::string field = absl::StrCat("columns[", c, "]");
+    GPUJOIN_ASSIGN_OR_RETURN(Column col, detail::DecodeColumn(columns[c], field));
+    if (col.length != rows) {
+      return absl::InternalError(
+          absl::StrCat("server sent ", field, " of ", col.length, " rows for ", rows, " keys"));
+    }
+    out->push_back(std::move(col));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AppendColumns(std::vector<Column>&& batch, std::vector<Column>* all) {
+  if (all->empty()) {
+    *all = std::move(batch);
+    return absl::OkStatus();
+  }
+  if (batch.size() != all->size()) {
+    return absl::InternalError(absl::StrCat("server sent ", batch.size(), " columns where ",
+                                            all->size(), " were expected"));
+  }
+  for (size_t c = 0; c < batch.size(); ++c) {
+    const absl::Status st = (*all)[c].AppendRows(batch[c].view());
+    if (!st.ok()) return absl::InternalError(st.message());
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace gpujoin::client::detail

@@ -1,0 +1,74 @@
+// What the gpujoin C++ client reports about a resident index: its duplicate
+// policy, build statistics and description (IndexInfo), and what DropIndex freed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "gpujoin/client/column.hpp"
+#include "gpujoin/client/keys.hpp"
+
+namespace gpujoin::client {
+
+/// What a build keeps of rows whose key is already present (IndexSpec::duplicates).
+enum class DuplicatePolicy {
+  /// The lowest source row of each key wins; later rows are counted as
+  /// duplicate_rows and dropped (many-to-one joins).
+  kLowestRow,
+  /// A multi-value index: every valid row is kept, in source-row order per key
+  /// (one-to-many and many-to-many joins).
+  kKeepAll,
+};
+
+/// "lowest_row" or "keep_all".
+std::string_view DuplicatePolicyName(DuplicatePolicy policy);
+/// Parses DuplicatePolicyName's spelling; INVALID_ARGUMENT naming the word otherwise.
+absl::StatusOr<DuplicatePolicy> ParseDuplicatePolicy(std::string_view name);
+
+/// Build statistics [unique keys, duplicate rows, overflow rows, invalid rows,
+/// total probes, max probes] as the server reports them.
+struct BuildStatistics {
+  uint64_t unique_keys = 0;
+  uint64_t duplicate_rows = 0;  ///< rows beyond the first of each key (kept by kKeepAll)
+  uint64_t overflow_rows = 0;
+  uint64_t invalid_rows = 0;
+  uint64_t total_probes = 0;
+  uint64_t max_probes = 0;
+  uint64_t max_group_rows = 0;  ///< kKeepAll: most rows kept under one key; kLowestRow: 0
+};
+
+/// A resident index as described by the server (IndexInfo in the proto).
+struct IndexInfo {
+  std::string name;
+  uint64_t version = 0;          ///< increases with every successful build of the name
+  uint32_t capacity = 0;         ///< table slots (a power of two)
+  uint32_t max_probe_count = 0;  ///< effective probe bound
+  uint32_t first_value = 0;      ///< generated values: first_value + global source row
+  bool explicit_values = false;
+  bool batch_mode = false;
+  uint64_t rows = 0;  ///< source rows of the build
+  BuildStatistics statistics;
+  double load_factor = 0;  ///< unique_keys / capacity
+  uint64_t device_bytes = 0;
+  double build_seconds = 0;
+  std::string backend;  ///< "cuda" or "cpu"
+  int64_t built_unix_millis = 0;
+  KeyType key_type = KeyType::kUint32;
+  std::vector<PayloadColumnInfo> payload;  ///< in the order the spec declared them
+  uint64_t payload_bytes = 0;              ///< sum of payload[].bytes (within device_bytes)
+  DuplicatePolicy duplicates = DuplicatePolicy::kLowestRow;
+  /// The version in the index's snapshot file under --data-dir (what a restart
+  /// serves): `version` once its background write is done; 0 without one.
+  uint64_t durable_version = 0;
+};
+
+/// What DropIndex freed.
+struct DropResult {
+  uint64_t dropped_version = 0;
+  uint64_t freed_bytes = 0;
+};
+
+}  // namespace gpujoin::client
