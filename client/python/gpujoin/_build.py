@@ -1,0 +1,126 @@
+"""Client.build_index: an index built from whole arrays, streamed in chunks."""
+from typing import Any, List, Mapping, Optional
+
+import grpc
+import numpy as np
+
+from . import columns as _columns
+from . import keys as _keys
+from ._common import (_DUPLICATES, _KEY_TYPE_ENUM, DEFAULT_CHUNK_ROWS, _choice, _key_type_name,
+                      _set_keys)
+from ._proto import pb
+from .errors import InvalidArgument, from_rpc_error
+from .results import IndexInfo
+
+
+class _BuildCalls:
+    """BuildIndex, a mixin of gpujoin.Client (which supplies the connection)."""
+
+    def build_index(self, name: str, keys: Any, values: Any = None, *,
+                    payload: Optional[Mapping[str, Any]] = None,
+                    payload_types: Optional[Mapping[str, str]] = None,
+                    key_type: Any = None, duplicates: str = "lowest_row",
+                    capacity: Optional[int] = None, load_factor: Optional[float] = None,
+                    expected_rows: Optional[int] = None, max_probe_count: int = 0,
+                    first_value: int = 0, valid: Any = None, replace: bool = False,
+                    chunk_rows: Optional[int] = None, wait_durable: bool = False,
+                    timeout: Optional[float] = None) -> IndexInfo:
+        """Builds (or with ``replace=True`` rebuilds) an index from keys and returns its IndexInfo.
+
+        Args:
+            keys: a numpy integer array or a sequence of ints. A masked array's
+                masked rows are not inserted (as ``valid``).
+            values: optional uint32 value per key; default ``first_value + row``.
+            payload: columns stored beside the index, name -> array (numpy,
+                masked, pandas Series or a sequence with None for nulls; see
+                gpujoin.columns), one row per key.
+            payload_types: type names overriding the inferred payload types
+                ("uint32", "int32", "uint64", "int64", "float32", "float64",
+                "bool", "string", "binary").
+            key_type: "uint32" or "uint64"; default from the keys' dtype (64-bit
+                integers: uint64) or, for a sequence, its values.
+            duplicates: "lowest_row" (the lowest row of a key wins) or "keep_all"
+                (every row is kept: a multi-value index).
+            capacity: table slots (a power of two); default chosen by the server
+                from the rows at ``load_factor`` (default 0.5).
+            valid: optional bool per key; False rows are not inserted (batch mode).
+            replace: rebuild a live name instead of raising AlreadyExists.
+            chunk_rows: rows per BuildChunk message (default: DEFAULT_CHUNK_ROWS
+                within the message limit).
+            wait_durable: return only once the index's snapshot is written and
+                fsync'd (a server with --data-dir; FailedPrecondition without
+                one). If the write fails, the index is installed and serving,
+                and the server's error is raised.
+
+        Raises KeyDtypeError/KeyValueError for keys that cannot be sent as the key
+        type (see gpujoin.keys) and the server's errors as Error subclasses.
+        """
+        keys, key_valid = _keys.split_masked_keys(keys)
+        kt = _key_type_name(key_type) if key_type is not None else _keys.infer_key_type(keys)
+        wire = _keys.to_wire(keys, kt)
+        n = len(wire)
+        if valid is not None:
+            valid = np.asarray(valid, dtype=bool)
+            if valid.shape != (n,):
+                raise InvalidArgument(f"valid: {valid.shape} rows, but keys has {n}")
+            key_valid = valid if key_valid is None else (valid & key_valid)
+        vals = None
+        if values is not None:
+            if key_valid is not None:
+                raise InvalidArgument("values and valid (or masked keys) exclude each other: "
+                                      "explicit values cannot skip rows")
+            vals = _keys.u32_column(values, "values")
+            if len(vals) != n:
+                raise InvalidArgument(f"values: {len(vals)} rows, but keys has {n}")
+        types = dict(payload_types or {})
+        encoded = []
+        for col_name, col in (payload or {}).items():
+            e = _columns.encode_column(col_name, col, types.pop(col_name, None))
+            if e.length != n:
+                raise InvalidArgument(f"payload {col_name!r}: {e.length} rows, but keys has {n}")
+            encoded.append(e)
+        if types:
+            raise InvalidArgument(f"payload_types names columns not in payload: {sorted(types)}")
+        spec = pb.IndexSpec(
+            name=name, capacity=capacity or 0,
+            expected_rows=expected_rows if expected_rows is not None else (0 if capacity else n),
+            target_load_factor=load_factor or 0.0, max_probe_count=max_probe_count,
+            first_value=first_value, explicit_values=vals is not None,
+            batch_mode=key_valid is not None, replace=replace, key_type=_KEY_TYPE_ENUM[kt],
+            wait_durable=wait_durable,
+            duplicates=_choice(_DUPLICATES, duplicates, "duplicates"),
+            payload=[pb.PayloadColumnSpec(name=e.name, type=_columns.TYPE_NUMBERS[e.type_name])
+                     for e in encoded])
+        stub = self._connected()
+        row_bytes = wire.dtype.itemsize + (4 if vals is not None else 0) + \
+            (4 if key_valid is not None else 0) + sum(e.row_bytes for e in encoded)
+        rows = chunk_rows or max(1, min(DEFAULT_CHUNK_ROWS, int((self._limit // 2) // row_bytes)))
+        failure: List[BaseException] = []
+
+        def messages():
+            try:
+                yield pb.BuildIndexRequest(spec=spec)
+                for start in range(0, n, rows):
+                    stop = min(n, start + rows)
+                    chunk = pb.BuildChunk()
+                    _set_keys(chunk, wire[start:stop])
+                    if vals is not None:
+                        chunk.values.packed = vals[start:stop].tobytes()
+                    if key_valid is not None:
+                        chunk.row_base = first_value + start
+                        chunk.validity.packed = key_valid[start:stop].astype("<u4").tobytes()
+                    for e in encoded:
+                        chunk.payload.append(e.chunk(pb, start, stop))
+                    yield pb.BuildIndexRequest(chunk=chunk)
+            except Exception as e:  # raised on the calling thread below
+                failure.append(e)
+                raise
+
+        try:
+            r = stub.BuildIndex(messages(), metadata=self._metadata,
+                                timeout=timeout if timeout is not None else self._timeout)
+        except grpc.RpcError as e:
+            if failure:
+                raise failure[0]
+            raise from_rpc_error(e) from None
+        return IndexInfo.from_proto(r.index)
