@@ -1,0 +1,111 @@
+'use strict';
+// Client#buildIndex: an index built from whole arrays, streamed in chunks that
+// fit the server's message limit. Installed on Client.prototype by ./client.
+const cols = require('./columns');
+const {InvalidArgumentError, fromGrpcError} = require('./errors');
+const {DEFAULT_BATCH_ROWS, messageRoom, DUPLICATES, indexInfo, fitRows, positiveInteger,
+  cancelOn, preparePayloads} = require('./messages');
+
+const buildMethods = {
+  /**
+   * Builds (opts.replace: rebuilds) index `name` from `keys`, streamed in
+   * chunks. Returns its description. See index.d.ts BuildOptions.
+   */
+  async buildIndex(name, keys, opts = {}) {
+    let keyType = opts.keyType;
+    if (keyType === undefined) {
+      const wide = keys instanceof BigUint64Array || keys instanceof BigInt64Array ||
+                   (Array.isArray(keys) && keys.some((k) => typeof k === 'bigint'));
+      keyType = wide ? 'uint64' : 'uint32';
+    }
+    if (keyType !== 'uint32' && keyType !== 'uint64') {
+      throw new InvalidArgumentError(`keyType: "${keyType}" (expected uint32 or uint64)`);
+    }
+    const k = cols.toKeys(keys, keyType, 'keys');
+    const rows = k.array.length;
+    const values = opts.values !== undefined && opts.values !== null ? cols.toU32(opts.values, 'values') : null;
+    if (values && values.length !== rows) {
+      throw new InvalidArgumentError(`values has ${values.length} rows but keys has ${rows}`);
+    }
+    const payload = preparePayloads(opts.payload);
+    for (const p of payload) {
+      if (p.rows !== rows) throw new InvalidArgumentError(`payload column "${p.name}" has ${p.rows} rows but keys has ${rows}`);
+    }
+    const duplicates = opts.duplicates === undefined ? 'lowest_row' : opts.duplicates;
+    if (!DUPLICATES[duplicates]) {
+      throw new InvalidArgumentError(`duplicates: "${duplicates}" (expected lowest_row or keep_all)`);
+    }
+    const spec = {
+      name, capacity: opts.capacity || 0, expected_rows: opts.expectedRows || 0,
+      target_load_factor: opts.targetLoadFactor || 0, max_probe_count: opts.maxProbeCount || 0,
+      first_value: opts.firstValue || 0, explicit_values: values !== null, replace: !!opts.replace,
+      wait_durable: !!opts.waitDurable,
+      key_type: keyType === 'uint64' ? 'KEY_TYPE_UINT64' : 'KEY_TYPE_UINT32',
+      payload: payload.map((p) => ({name: p.name, type: p.wire})),
+      duplicates: DUPLICATES[duplicates],
+    };
+
+    await this._connect();
+    const keyBytes = k.wide ? 8 : 4;
+    const size = (pos) => (n) => 64 + n * (keyBytes + (values ? 4 : 0)) +
+                                 payload.reduce((s, p) => s + cols.payloadBytes(p, pos, n), 0);
+    const chunkRows = opts.chunkRows !== undefined ? positiveInteger(opts.chunkRows, 'chunkRows')
+                                                   : this.options.batchRows || DEFAULT_BATCH_ROWS;
+    const limit = messageRoom(this.limits.maxMessageBytes);
+    const inflight = this._inflight(opts);
+
+    let call;
+    let failed = false;
+    const response = new Promise((resolve, reject) => {
+      call = this._stub.BuildIndex(this._metadata(), this._callOptions(opts), (e, r) => {
+        if (e) {
+          failed = true;
+          reject(fromGrpcError(e));
+        } else {
+          resolve(r);
+        }
+      });
+    });
+    cancelOn(opts.signal, call);
+    // Chunks written and not yet flushed to the transport: at most `inflight`.
+    let pending = 0;
+    let wake = null;
+    const flushed = () => {
+      --pending;
+      if (wake) wake();
+    };
+    const write = async (msg) => {
+      ++pending;
+      call.write(msg, flushed);
+      while (pending >= inflight && !failed) {
+        await Promise.race([new Promise((r) => { wake = r; }), response.catch(() => {})]);
+        wake = null;
+      }
+    };
+    try {
+      await write({spec});
+      let pos = 0;
+      do {
+        const n = fitRows(size(pos), Math.min(chunkRows, rows - pos), limit);
+        if (n === 0 && rows > pos) {
+          call.cancel();
+          throw new InvalidArgumentError(`row ${pos} needs ${size(pos)(1)} bytes, more than a build chunk holds (${limit})`);
+        }
+        const chunk = {};
+        cols.setKeys(chunk, k, pos, n);
+        if (values) chunk.values = cols.u32Message(values, pos, n);
+        chunk.payload = payload.map((p) => cols.payloadMessage(p, pos, n));
+        await write({chunk});
+        pos += n;
+      } while (pos < rows && !failed);
+      call.end();
+    } catch (e) {
+      if (!failed) call.cancel();
+      response.catch(() => {});
+      throw e;
+    }
+    return indexInfo((await response).index);
+  },
+};
+
+module.exports = {buildMethods};
