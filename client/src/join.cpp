@@ -44,6 +44,57 @@ pb::JoinKind ToProtoKind(JoinKind k) {
   return pb::JOIN_KIND_UNSPECIFIED;
 }
 
+// Left rows of JoinAll's batch `b`: o.batch_rows from b * o.batch_rows on,
+// fewer in the last batch, none past the keys.
+uint64_t LeftBatchRows(const Keys& keys, const QueryAllOptions& o, uint64_t b) {
+  return std::min<uint64_t>(o.batch_rows,
+                            keys.size() - std::min<uint64_t>(keys.size(), b * o.batch_rows));
+}
+
+// One Join stream over JoinAll's `batches` left batches, left rows numbered
+// from 0: `configure` sets a batch's capacity and count_only (on the writer
+// thread, in batch order), `take` consumes its answer. `progress` counts the
+// answered left rows (reported to o.progress); `version` becomes the index
+// version of the last answer.
+absl::Status JoinPass(Client& client, const std::string& index, Keys keys, const QueryAllOptions& o,
+                      size_t batches, const std::function<void(uint64_t, JoinLeft*)>& configure,
+                      const std::function<absl::Status(uint64_t, JoinPairs&&)>& take,
+                      Progress* progress, uint64_t* version) {
+  uint64_t next = 0;
+  BatchSource<JoinBatch> source = [&]() -> std::optional<JoinBatch> {
+    if (next >= batches) return std::nullopt;
+    const uint64_t pos = next * o.batch_rows;
+    JoinBatch b;
+    JoinLeft l;
+    l.keys = keys.subspan(pos, LeftBatchRows(keys, o, next));
+    l.first_left_row = static_cast<uint32_t>(pos);
+    configure(next, &l);
+    b.lefts.push_back(l);
+    b.select = o.select;
+    b.kind = o.kind;
+    b.max_probe_count = o.max_probe_count;
+    ++next;
+    return b;
+  };
+  return client.Join(
+      index, source,
+      [&](JoinResult&& r) -> absl::Status {
+        if (!r.error.ok()) return r.error;
+        if (r.results.size() != 1) {
+          return absl::InternalError(
+              absl::StrCat("server sent ", r.results.size(), " join results for one left batch"));
+        }
+        JoinPairs& jp = r.results[0];
+        *version = r.index_version;
+        progress->rows_sent += jp.statistics.found + jp.statistics.missing;
+        progress->bytes_sent += jp.left_rows.size() * 2 * sizeof(uint32_t);
+        GPUJOIN_RETURN_IF_ERROR(take(r.batch_id, std::move(jp)));
+        if (o.progress) o.progress(*progress);
+        return absl::OkStatus();
+      },
+      o.stream);
+}
+
 }  // namespace
 
 absl::Status Client::Join(const std::string& index, const BatchSource<JoinBatch>& source,
@@ -118,53 +169,16 @@ absl::StatusOr<JoinPairs> Client::JoinAll(const std::string& index, Keys keys,
   // With a selection, empty input still sends one (empty) batch (as LookupAll).
   const size_t batches =
       keys.empty() ? (o.select.empty() ? 0 : 1) : (keys.size() + o.batch_rows - 1) / o.batch_rows;
-  auto rows_of = [&](uint64_t b) {
-    return std::min<uint64_t>(o.batch_rows,
-                              keys.size() - std::min<uint64_t>(keys.size(), b * o.batch_rows));
-  };
+  auto rows_of = [&](uint64_t b) { return LeftBatchRows(keys, o, b); };
   // The largest capacity the server takes for one batch.
   constexpr uint64_t kMaxCapacity = uint64_t{1} << 31;
 
   Progress p;
   p.total_rows = sized ? 2 * keys.size() : keys.size();
   uint64_t version = 0;  // of the last answer
-  // One stream over all batches; `configure` sets a batch's capacity and
-  // count_only, `take` consumes its answer.
   auto pass = [&](const std::function<void(uint64_t, JoinLeft*)>& configure,
                   const std::function<absl::Status(uint64_t, JoinPairs &&)>& take) {
-    uint64_t next = 0;
-    BatchSource<JoinBatch> source = [&]() -> std::optional<JoinBatch> {
-      if (next >= batches) return std::nullopt;
-      const uint64_t pos = next * o.batch_rows;
-      JoinBatch b;
-      JoinLeft l;
-      l.keys = keys.subspan(pos, rows_of(next));
-      l.first_left_row = static_cast<uint32_t>(pos);
-      configure(next, &l);
-      b.lefts.push_back(l);
-      b.select = o.select;
-      b.kind = o.kind;
-      b.max_probe_count = o.max_probe_count;
-      ++next;
-      return b;
-    };
-    return Join(
-        index, source,
-        [&](JoinResult&& r) -> absl::Status {
-          if (!r.error.ok()) return r.error;
-          if (r.results.size() != 1) {
-            return absl::InternalError(
-                absl::StrCat("server sent ", r.results.size(), " join results for one left batch"));
-          }
-          JoinPairs& jp = r.results[0];
-          version = r.index_version;
-          p.rows_sent += jp.statistics.found + jp.statistics.missing;
-          p.bytes_sent += jp.left_rows.size() * 2 * sizeof(uint32_t);
-          GPUJOIN_RETURN_IF_ERROR(take(r.batch_id, std::move(jp)));
-          if (o.progress) o.progress(p);
-          return absl::OkStatus();
-        },
-        o.stream);
+    return JoinPass(*this, index, keys, o, batches, configure, take, &p, &version);
   };
 
   std::vector<uint64_t> counts;  // sized: the count pass's count of every batch
