@@ -28,7 +28,7 @@
 
 #include "gpujoin/engine/backend.hpp"
 #include "gpujoin/engine/graph.hpp"
-#include "snapshot_format.hpp"
+#include "storage/snapshot_format.hpp"
 
 namespace {
 

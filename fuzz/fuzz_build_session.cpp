@@ -48,7 +48,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "fuzz_support.hpp"
-#include "gpujoin/server/column_codec.hpp"
+#include "wire/column_codec.hpp"
 
 namespace gpujoin::fuzz {
 namespace {

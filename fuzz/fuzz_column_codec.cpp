@@ -16,7 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "fuzz_check.hpp"
-#include "gpujoin/server/column_codec.hpp"
+#include "wire/column_codec.hpp"
 
 namespace gpujoin::fuzz {
 namespace {

@@ -32,10 +32,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "gpujoin/server/column_codec.hpp"
+#include "wire/column_codec.hpp"
 #include "fuzz_support.hpp"
 #include "prometheus/registry.h"
-#include "snapshot_store.hpp"
+#include "storage/snapshot_store.hpp"
 
 namespace gpujoin::fuzz {
 namespace {

@@ -20,9 +20,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "fuzz_support.hpp"
-#include "gpujoin/server/column_codec.hpp"
+#include "wire/column_codec.hpp"
 #include "gpujoin/server/config.hpp"
-#include "gpujoin/server/join_parts.hpp"
+#include "wire/join_parts.hpp"
 
 namespace gpujoin::fuzz {
 namespace {

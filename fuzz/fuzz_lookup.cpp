@@ -20,8 +20,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "fuzz_support.hpp"
-#include "gpujoin/server/column_codec.hpp"
-#include "gpujoin/server/lookup_wire.hpp"
+#include "wire/column_codec.hpp"
+#include "wire/lookup_wire.hpp"
 
 namespace gpujoin::fuzz {
 namespace {

@@ -26,8 +26,8 @@
 #include "fuzz_check.hpp"
 #include "google/protobuf/unknown_field_set.h"
 #include "gpujoin/engine/backend.hpp"
-#include "gpujoin/server/column_codec.hpp"
-#include "gpujoin/server/lookup_wire.hpp"
+#include "wire/column_codec.hpp"
+#include "wire/lookup_wire.hpp"
 #include "grpcpp/support/byte_buffer.h"
 
 namespace gpujoin::fuzz {

@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gpujoin/engine/detail/slot_hash.hpp"
-#include "gpujoin/server/column_codec.hpp"
+#include "wire/column_codec.hpp"
 
 namespace gpujoin::fuzz {
 Harness::Harness(uint64_t budget_bytes, server::ServerConfig config)

@@ -15,10 +15,10 @@
 #include "fuzz_check.hpp"
 #include "gpujoin/engine/backend.hpp"
 #include "gpujoin/server/config.hpp"
-#include "gpujoin/server/index_registry.hpp"
-#include "gpujoin/server/memory_budget.hpp"
-#include "gpujoin/server/metrics.hpp"
-#include "gpujoin/server/operations.hpp"
+#include "state/index_registry.hpp"
+#include "state/memory_budget.hpp"
+#include "observe/metrics.hpp"
+#include "ops/operations.hpp"
 
 namespace gpujoin::fuzz {
 

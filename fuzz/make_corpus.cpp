@@ -17,7 +17,7 @@
 #include "absl/strings/ascii.h"
 #include "fuzz_check.hpp"
 #include "fuzz_support.hpp"
-#include "gpujoin/server/column_codec.hpp"
+#include "wire/column_codec.hpp"
 
 namespace gpujoin::fuzz {
 namespace {

@@ -10,7 +10,7 @@
 // per-allocation rounding it adds. And the server's accounting (Operations,
 // BuildSession) on the CUDA backend against a real near-full budget. Skips with
 // a message without a CUDA device (fails with GPUJOIN_REQUIRE_GPU set).
-#include "gpujoin/server/memory_budget.hpp"
+#include "state/memory_budget.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -28,10 +28,10 @@
 #include "absl/strings/str_cat.h"
 #include "gpujoin/engine/backend.hpp"
 #include "gpujoin/engine/graph.hpp"
-#include "gpujoin/server/column_codec.hpp"
-#include "gpujoin/server/index_registry.hpp"
-#include "gpujoin/server/metrics.hpp"
-#include "gpujoin/server/operations.hpp"
+#include "wire/column_codec.hpp"
+#include "state/index_registry.hpp"
+#include "observe/metrics.hpp"
+#include "ops/operations.hpp"
 #include "gpujoin/testing/require_gpu.hpp"
 
 #if defined(GPUJOIN_HAVE_CUDA)

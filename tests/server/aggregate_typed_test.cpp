@@ -11,7 +11,7 @@
 #include <cstring>
 #include <limits>
 
-#include "gpujoin/server/operations.hpp"
+#include "ops/operations.hpp"
 #include "test_util.hpp"
 
 namespace gpujoin::server {

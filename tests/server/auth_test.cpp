@@ -1,4 +1,4 @@
-#include "gpujoin/server/auth.hpp"
+#include "rpc/auth.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "gpujoin/server/column_codec.hpp"
+#include "wire/column_codec.hpp"
 #include "gpujoin/v1/gpujoin.grpc.pb.h"
 #include "gpujoin/v1/gpujoin.pb.h"
 #include "grpcpp/grpcpp.h"

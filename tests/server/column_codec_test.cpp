@@ -1,4 +1,4 @@
-#include "gpujoin/server/column_codec.hpp"
+#include "wire/column_codec.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

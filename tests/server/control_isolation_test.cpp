@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "gpujoin/server/column_codec.hpp"
+#include "wire/column_codec.hpp"
 #include "gpujoin/testing/server_process.hpp"
 #include "gpujoin/v1/gpujoin.grpc.pb.h"
 #include "grpcpp/generic/generic_stub.h"

@@ -1,4 +1,4 @@
-#include "gpujoin/server/executor.hpp"
+#include "rpc/executor.hpp"
 
 #include <gtest/gtest.h>
 

@@ -24,7 +24,7 @@
 
 #include "build_messages.hpp"
 #include "gpujoin/engine/types.hpp"
-#include "gpujoin/server/column_codec.hpp"
+#include "wire/column_codec.hpp"
 #include "gpujoin/testing/eventually.hpp"
 #include "gpujoin/testing/loopback.hpp"
 #include "gpujoin/testing/prometheus_text.hpp"

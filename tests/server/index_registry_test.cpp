@@ -1,4 +1,4 @@
-#include "gpujoin/server/index_registry.hpp"
+#include "state/index_registry.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -22,7 +22,7 @@
 #include "gpujoin/engine/backend.hpp"
 #include "gpujoin/engine/detail/slot_hash.hpp"
 #include "gpujoin/engine/graph.hpp"
-#include "gpujoin/server/column_codec.hpp"
+#include "wire/column_codec.hpp"
 #include "gpujoin/testing/loopback.hpp"
 #include "gpujoin/testing/prometheus_text.hpp"
 #include "gpujoin/testing/server_process.hpp"

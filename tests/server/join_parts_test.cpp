@@ -3,7 +3,7 @@
 // and probes) cut for small message sizes reassemble into the response, every
 // message within the size; a response that fits is one message; a pair that no
 // message can carry is RESOURCE_EXHAUSTED naming it.
-#include "gpujoin/server/join_parts.hpp"
+#include "wire/join_parts.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "google/protobuf/util/message_differencer.h"
-#include "gpujoin/server/column_codec.hpp"
+#include "wire/column_codec.hpp"
 #include "payload_model.hpp"
 
 namespace gpujoin::server {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "build_messages.hpp"
-#include "gpujoin/server/column_codec.hpp"
+#include "wire/column_codec.hpp"
 #include "gpujoin/testing/loopback.hpp"
 #include "gpujoin/testing/prometheus_text.hpp"
 #include "gpujoin/testing/server_process.hpp"

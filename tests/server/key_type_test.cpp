@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "gpujoin/engine/graph.hpp"
-#include "gpujoin/server/column_codec.hpp"
-#include "gpujoin/server/lookup_wire.hpp"
-#include "gpujoin/server/operations.hpp"
+#include "wire/column_codec.hpp"
+#include "wire/lookup_wire.hpp"
+#include "ops/operations.hpp"
 #include "test_util.hpp"
 
 namespace gpujoin::server {

@@ -8,7 +8,7 @@
 // on the protobuf message, gathered payload columns (`select`) and match counts
 // (`want_match_counts`, on a lowest_row and a keep_all index) included. (The host
 // buffers themselves: tests/engine/host_buffer_test.cpp.)
-#include "gpujoin/server/lookup_wire.hpp"
+#include "wire/lookup_wire.hpp"
 
 #include <gtest/gtest.h>
 
@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "gpujoin/server/operations.hpp"
+#include "ops/operations.hpp"
 #include "payload_model.hpp"
 #include "test_util.hpp"
 

@@ -3,7 +3,7 @@
 // Backend::IndexBytes, the build's transient bytes from BuildTransientBytes
 // (here from a CPU backend wrapped to report some, since the CPU build needs
 // none), reserved for the build's duration and given back when it is done.
-#include "gpujoin/server/memory_budget.hpp"
+#include "state/memory_budget.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "build_messages.hpp"
-#include "gpujoin/server/column_codec.hpp"
-#include "gpujoin/server/operations.hpp"
+#include "wire/column_codec.hpp"
+#include "ops/operations.hpp"
 #include "test_util.hpp"
 
 namespace gpujoin::server {

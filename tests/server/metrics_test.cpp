@@ -1,4 +1,4 @@
-#include "gpujoin/server/metrics.hpp"
+#include "observe/metrics.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -25,7 +25,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "build_messages.hpp"
-#include "gpujoin/server/column_codec.hpp"
+#include "wire/column_codec.hpp"
 #include "gpujoin/testing/server_process.hpp"
 #include "raw_stub_test.hpp"
 #include "gpujoin/v1/gpujoin.grpc.pb.h"

@@ -1,4 +1,4 @@
-#include "gpujoin/server/names.hpp"
+#include "wire/names.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 // Operations (decode -> engine graph -> encode) on the CPU backend, without gRPC.
 // Results are compared with running the same engine directly.
-#include "gpujoin/server/operations.hpp"
+#include "ops/operations.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

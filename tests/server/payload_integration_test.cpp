@@ -28,7 +28,7 @@
 #include "absl/strings/str_cat.h"
 #include "build_messages.hpp"
 #include "raw_stub_test.hpp"
-#include "gpujoin/server/column_codec.hpp"
+#include "wire/column_codec.hpp"
 #include "gpujoin/testing/eventually.hpp"
 #include "gpujoin/testing/loopback.hpp"
 #include "gpujoin/testing/prometheus_text.hpp"

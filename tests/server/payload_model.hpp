@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "gpujoin/server/column_codec.hpp"
+#include "wire/column_codec.hpp"
 #include "gpujoin/v1/gpujoin.pb.h"
 
 namespace gpujoin::server::testing {

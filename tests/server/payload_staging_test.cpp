@@ -3,7 +3,7 @@
 // validity sent with and without nulls, garbage bits past the rows) staged into
 // the contiguous engine columns a single chunk would give; GrowthBytes counts
 // exactly what Append adds; declarations and totals are checked.
-#include "gpujoin/server/payload_staging.hpp"
+#include "wire/payload_staging.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

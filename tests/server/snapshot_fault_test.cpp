@@ -21,7 +21,7 @@
 
 #include "gpujoin/testing/prometheus_text.hpp"
 #include "snapshot_fixture.hpp"
-#include "snapshot_format.hpp"
+#include "storage/snapshot_format.hpp"
 
 namespace gpujoin::server {
 namespace {

@@ -5,7 +5,7 @@
 // a whole file, every truncation, appended bytes, a newer format version (its
 // message names both versions) and a section table that disagrees with the
 // metadata.
-#include "snapshot_format.hpp"
+#include "storage/snapshot_format.hpp"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

@@ -25,14 +25,14 @@
 #include "build_messages.hpp"
 #include "snapshot_fixture.hpp"
 #include "gpujoin/engine/column.hpp"
-#include "gpujoin/server/column_codec.hpp"
+#include "wire/column_codec.hpp"
 #include "gpujoin/testing/loopback.hpp"
 #include "gpujoin/testing/prometheus_text.hpp"
 #include "gpujoin/testing/server_process.hpp"
 #include "gpujoin/v1/gpujoin.grpc.pb.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
-#include "snapshot_format.hpp"
+#include "storage/snapshot_format.hpp"
 
 namespace gpujoin::server {
 namespace {

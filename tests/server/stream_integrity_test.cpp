@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "build_messages.hpp"
-#include "gpujoin/server/column_codec.hpp"
+#include "wire/column_codec.hpp"
 #include "gpujoin/testing/server_process.hpp"
 #include "gpujoin/v1/gpujoin.grpc.pb.h"
 #include "grpcpp/grpcpp.h"

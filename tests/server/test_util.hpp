@@ -10,10 +10,10 @@
 #include <gtest/gtest.h>
 
 #include "gpujoin/engine/backend.hpp"
-#include "gpujoin/server/index_registry.hpp"
-#include "gpujoin/server/memory_budget.hpp"
-#include "gpujoin/server/metrics.hpp"
-#include "gpujoin/server/operations.hpp"
+#include "state/index_registry.hpp"
+#include "state/memory_budget.hpp"
+#include "observe/metrics.hpp"
+#include "ops/operations.hpp"
 #include "prometheus/registry.h"
 #include "prometheus/text_serializer.h"
 

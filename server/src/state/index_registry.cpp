@@ -1,0 +1,66 @@
+#include "state/index_registry.hpp"
+
+#include "absl/strings/str_cat.h"
+
+namespace gpujoin::server {
+
+std::shared_ptr<const IndexVersion> IndexRegistry::Get(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = live_.find(name);
+  return it == live_.end() ? nullptr : it->second;
+}
+
+std::vector<std::shared_ptr<const IndexVersion>> IndexRegistry::List() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::shared_ptr<const IndexVersion>> out;
+  out.reserve(live_.size());
+  for (const auto& [name, v] : live_) out.push_back(v);
+  return out;
+}
+
+size_t IndexRegistry::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return live_.size();
+}
+
+bool IndexRegistry::Contains(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return live_.count(name) != 0;
+}
+
+absl::StatusOr<std::shared_ptr<const IndexVersion>> IndexRegistry::Install(
+    std::shared_ptr<IndexVersion> version, bool replace) {
+  std::shared_ptr<const IndexVersion> previous;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = live_.find(version->name);
+    if (it != live_.end() && !replace) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          "index \"", version->name, "\" already exists (version ", it->second->version,
+          "); set spec.replace to rebuild it"));
+    }
+    version->version = ++last_version_[version->name];
+    if (it != live_.end()) {
+      previous = std::move(it->second);
+      it->second = std::move(version);
+    } else {
+      std::string key = version->name;
+      live_.emplace(std::move(key), std::move(version));
+    }
+  }
+  // `previous` is released by the caller (outside the lock): freeing a table may be slow.
+  return previous;
+}
+
+absl::StatusOr<std::shared_ptr<const IndexVersion>> IndexRegistry::Remove(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = live_.find(name);
+  if (it == live_.end()) {
+    return absl::NotFoundError(absl::StrCat("index \"", name, "\" not found"));
+  }
+  auto v = std::move(it->second);
+  live_.erase(it);
+  return v;
+}
+
+}  // namespace gpujoin::server
