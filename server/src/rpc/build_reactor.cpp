@@ -43,26 +43,26 @@ BuildResult BuildResultFor(absl::StatusCode code) {
 class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer>,
                            public DrainableStream {
  public:
-  BuildReactor(GpuJoinService* service, grpc::CallbackServerContext* context,
+  BuildReactor(StreamHost* host, grpc::CallbackServerContext* context,
                grpc::ByteBuffer* response)
-      : service_(service),
+      : host_(host),
         context_(context),
         response_wire_(response),
-        session_(service->ops()),
+        session_(host->ops()),
         start_(Clock::now()) {
     // Registered before the admission, as StreamReactor is: a drain that begins
     // after the admission saw no drain finds this stream registered and ends it
     // (registering after it left a window where the drain missed the stream and an
     // idle one held the shutdown for the whole --drain-timeout). A drain that
     // comes while the admission runs is only noted; the outcome is settled here.
-    service_->Register(this);
-    absl::Status admitted = service_->Admit(context, "BuildIndex");
+    host_->Register(this);
+    absl::Status admitted = host_->Admit(context, "BuildIndex");
     if (admitted.ok()) {
-      admitted = service_->AcquireStream(context, "BuildIndex", &peer_);
+      admitted = host_->AcquireStream(context, "BuildIndex", &peer_);
       counted_ = admitted.ok();
     }
     if (admitted.ok()) {
-      admitted = service_->AcquireBuildSlot();
+      admitted = host_->AcquireBuildSlot();
       holds_slot_ = admitted.ok();
     }
     {
@@ -94,10 +94,10 @@ class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer>,
       ++tasks_;  // keeps the reactor from finishing until the poke below drives it
     }
     // Continue on an executor thread, never on the drainer's (which holds the
-    // service's stream lock that OnDone needs). The poke lets go of its task
+    // host's stream lock that OnDone needs). The poke lets go of its task
     // inside the driver's lock: had it let go first, a read completing in between
     // could finish the call and gRPC delete the reactor under the poke's Drive.
-    service_->executor()->Submit([this] { Drive(/*release_task=*/true); });
+    host_->executor()->Submit([this] { Drive(/*release_task=*/true); });
   }
 
   // The stream is read as raw bytes and parsed here, for the reason given in
@@ -145,9 +145,9 @@ class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer>,
   }
 
   void OnDone() override {
-    service_->Unregister(this);
-    if (holds_slot_) service_->ReleaseBuildSlot();
-    if (counted_) service_->ReleaseStream(peer_);
+    host_->Unregister(this);
+    if (holds_slot_) host_->ReleaseBuildSlot();
+    if (counted_) host_->ReleaseStream(peer_);
     delete this;
   }
 
@@ -218,7 +218,7 @@ class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer>,
         mu_, enter, [this] { return NextActionsLocked(); },
         [this](const Actions& act) {
           if (act.read) StartRead(&received_);
-          if (act.build) service_->executor()->Submit([this] { Build(); });
+          if (act.build) host_->executor()->Submit([this] { Build(); });
           if (!act.finish) return true;
           absl::Status status = *act.finish;
           if (status.ok()) status = SerializeResponse();
@@ -246,7 +246,7 @@ class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer>,
           return absl::OkStatus();
         });
     if (!allocated.ok()) built = allocated;
-    SnapshotStore* store = service_->ops()->state().snapshots;
+    SnapshotStore* store = host_->ops()->state().snapshots;
     if (built.ok() && session_.wait_durable() && store != nullptr) {
       // Answered once the snapshot holds this version (or a later one); the
       // reactor stays alive (tasks_) until the store has called back.
@@ -259,7 +259,7 @@ class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer>,
         DriveAfter([&] {
           --tasks_;
           building_ = false;
-          service_->ops()->FillIndexInfo(*version, response_.mutable_index());
+          host_->ops()->FillIndexInfo(*version, response_.mutable_index());
           result_ = std::move(durable);
         });
       });
@@ -267,7 +267,7 @@ class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer>,
     }
     DriveAfter([&] {
       building_ = false;
-      if (built.ok()) service_->ops()->FillIndexInfo(**built, response_.mutable_index());
+      if (built.ok()) host_->ops()->FillIndexInfo(**built, response_.mutable_index());
       result_ = built.status();
     });
   }
@@ -285,7 +285,7 @@ class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer>,
   }
 
   void Account(const absl::Status& s) {
-    Metrics* metrics = service_->metrics();
+    Metrics* metrics = host_->metrics();
     if (!session_.name().empty()) metrics->CountBuild(session_.name(), BuildResultFor(s.code()));
     if (!s.ok()) metrics->CountRpcError("BuildIndex", StatusCodeName(s.code()));
     metrics->ObserveRpc("BuildIndex", SecondsSince(start_), s.ok() ? session_.rows() : 0);
@@ -297,7 +297,7 @@ class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer>,
     }
   }
 
-  GpuJoinService* service_;
+  StreamHost* host_;
   grpc::CallbackServerContext* context_;
   grpc::ByteBuffer* response_wire_;  // owned by gRPC
   v1::BuildIndexResponse response_;
@@ -326,10 +326,10 @@ class BuildReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer>,
 
 }  // namespace
 
-grpc::ServerReadReactor<grpc::ByteBuffer>* NewBuildReactor(GpuJoinService* service,
+grpc::ServerReadReactor<grpc::ByteBuffer>* NewBuildReactor(StreamHost* host,
                                                            grpc::CallbackServerContext* context,
                                                            grpc::ByteBuffer* response) {
-  return new BuildReactor(service, context, response);
+  return new BuildReactor(host, context, response);
 }
 
 }  // namespace gpujoin::server::detail

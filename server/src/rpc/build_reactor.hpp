@@ -4,7 +4,7 @@
 // unparseable or invalid message, a cancel, a deadline) never installs its index.
 #pragma once
 
-#include "rpc/service.hpp"
+#include "rpc/stream_host.hpp"
 #include "gpujoin/v1/gpujoin.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 
@@ -13,11 +13,11 @@ namespace gpujoin::server::detail {
 /// A new reactor for one BuildIndex call, served on gRPC's raw API: each message
 /// is parsed here, so that one that does not parse fails the build with
 /// INVALID_ARGUMENT naming its position, and nothing is installed. It admits the
-/// call (auth, drain) through `service`, serialises the BuildIndexResponse into
+/// call (auth, drain) through `host`, serialises the BuildIndexResponse into
 /// `response` (owned by gRPC) when the build succeeds, counts the build and the
-/// RPC in the service's metrics, and deletes itself in OnDone; gRPC owns it until
+/// RPC in the host's metrics, and deletes itself in OnDone; gRPC owns it until
 /// then.
-grpc::ServerReadReactor<grpc::ByteBuffer>* NewBuildReactor(GpuJoinService* service,
+grpc::ServerReadReactor<grpc::ByteBuffer>* NewBuildReactor(StreamHost* host,
                                                            grpc::CallbackServerContext* context,
                                                            grpc::ByteBuffer* response);
 

@@ -9,9 +9,10 @@
 // are processed at once over all streams (beyond that a batch gets an in-band
 // RESOURCE_EXHAUSTED naming that limit).
 //
-// The reactors are internal to the server library: rpc/stream_reactor.cpp
-// serves the four streams, each described by its traits (rpc_traits.hpp), and
-// rpc/build_reactor.cpp serves BuildIndex; this file's service creates them.
+// The reactors are internal to the server library: rpc/stream_reactor.cpp serves
+// the four streams, each described by its traits (rpc_traits.hpp), and
+// rpc/build_reactor.cpp serves BuildIndex; this file's service creates them and
+// is their StreamHost (stream_host.hpp), the only part of it they see.
 #pragma once
 
 #include <atomic>
@@ -22,24 +23,14 @@
 #include <string_view>
 
 #include "absl/status/status.h"
-#include "rpc/auth.hpp"
-#include "rpc/executor.hpp"
-#include "ops/operations.hpp"
 #include "gpujoin/v1/gpujoin.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
+#include "ops/operations.hpp"
+#include "rpc/auth.hpp"
+#include "rpc/executor.hpp"
+#include "rpc/stream_host.hpp"
 
 namespace gpujoin::server {
-
-/// absl::Status -> grpc::Status (the codes are the same numbers).
-grpc::Status ToGrpcStatus(const absl::Status& status);
-
-/// A stream that can be told to finish early when the server drains.
-class DrainableStream {
- public:
-  virtual ~DrainableStream() = default;
-  /// Stop reading; answer the batches already read, then end with UNAVAILABLE.
-  virtual void Drain() = 0;
-};
 
 /// The callback service with the streaming methods (BuildIndex, Lookup, Join,
 /// Aggregate, Hash) on the raw (byte buffer) API: their reactors parse each
@@ -59,7 +50,7 @@ using GpuJoinServiceBase = v1::GpuJoin::WithRawCallbackMethod_BuildIndex<
                                     v1::GpuJoin::WithCallbackMethod_DeleteFile<
                                         v1::GpuJoin::Service>>>>>>>>>>>>>;
 
-class GpuJoinService final : public GpuJoinServiceBase {
+class GpuJoinService final : public GpuJoinServiceBase, public StreamHost {
  public:
   /// `auth` may be null (no authentication). None of the pointers is owned; all
   /// must outlive the gRPC server.
@@ -126,28 +117,19 @@ class GpuJoinService final : public GpuJoinServiceBase {
   void BeginDrain();
   bool draining() const { return draining_.load(); }
 
-  // Used by the reactors.
-  /// Auth and drain checks at the start of a call; counts the error when not OK.
-  absl::Status Admit(grpc::CallbackServerContext* context, std::string_view rpc);
-  void Register(DrainableStream* stream);
-  void Unregister(DrainableStream* stream);
-  /// Takes one of the --max-concurrent-builds slots for a BuildIndex stream, or
-  /// RESOURCE_EXHAUSTED naming the flag when all are taken (an open build holds
-  /// its staged input, so the number of them bounds that memory).
-  absl::Status AcquireBuildSlot();
-  /// Gives back a slot taken by AcquireBuildSlot.
-  void ReleaseBuildSlot();
-  /// Counts a streaming call on its client connection (context->peer()), or
-  /// RESOURCE_EXHAUSTED naming --max-streams-per-connection when that many are
-  /// open there already. On OK `*peer` is the key ReleaseStream takes.
+  // StreamHost, used by the reactors (documented there).
+  absl::Status Admit(grpc::CallbackServerContext* context, std::string_view rpc) override;
+  void Register(DrainableStream* stream) override;
+  void Unregister(DrainableStream* stream) override;
+  absl::Status AcquireBuildSlot() override;
+  void ReleaseBuildSlot() override;
   absl::Status AcquireStream(grpc::CallbackServerContext* context, std::string_view rpc,
-                             std::string* peer);
-  /// Gives back a stream counted by AcquireStream.
-  void ReleaseStream(const std::string& peer);
-  Operations* ops() const { return ops_; }
-  Executor* executor() const { return executor_; }
-  InflightLimiter* limiter() const { return limiter_; }
-  Metrics* metrics() const { return ops_->state().metrics; }
+                             std::string* peer) override;
+  void ReleaseStream(const std::string& peer) override;
+  Operations* ops() const override { return ops_; }
+  Executor* executor() const override { return executor_; }
+  InflightLimiter* limiter() const override { return limiter_; }
+  Metrics* metrics() const override { return ops_->state().metrics; }
 
  private:
   /// Auth/drain check, then `fn` (returning absl::Status) on the executor, then

@@ -48,18 +48,18 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   };
 
  public:
-  StreamReactor(GpuJoinService* service, grpc::CallbackServerContext* context)
-      : service_(service),
-        traits_(service->ops()->state()),
-        max_per_stream_(service->ops()->state().config.max_inflight_per_stream),
-        pause_bytes_(service->ops()->state().config.max_message_bytes),
+  StreamReactor(StreamHost* host, grpc::CallbackServerContext* context)
+      : host_(host),
+        traits_(host->ops()->state()),
+        max_per_stream_(host->ops()->state().config.max_inflight_per_stream),
+        pause_bytes_(host->ops()->state().config.max_message_bytes),
         inline_rows_(Traits::kMayInline ? static_cast<uint64_t>(std::max<int64_t>(
-                                              0, service->ops()->state().config.inline_batch_rows))
+                                              0, host->ops()->state().config.inline_batch_rows))
                                         : 0) {
-    service_->Register(this);
-    absl::Status admitted = service_->Admit(context, Traits::kRpc);
+    host_->Register(this);
+    absl::Status admitted = host_->Admit(context, Traits::kRpc);
     if (admitted.ok()) {
-      admitted = service_->AcquireStream(context, Traits::kRpc, &peer_);
+      admitted = host_->AcquireStream(context, Traits::kRpc, &peer_);
       counted_ = admitted.ok();
     }
     if (!admitted.ok()) {
@@ -129,7 +129,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
         // Small CPU-backend batch: a thread wake-up would cost more than the work.
         Process(std::move(submit));
       } else {
-        service_->executor()->Submit(
+        host_->executor()->Submit(
             [this, item = std::move(submit)]() mutable { Process(std::move(item)); });
       }
     }
@@ -160,8 +160,8 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
 
   void OnDone() override {
     LogDebug(absl::StrCat(std::string(Traits::kRpc), " stream done"));
-    service_->Unregister(this);
-    if (counted_) service_->ReleaseStream(peer_);
+    host_->Unregister(this);
+    if (counted_) host_->ReleaseStream(peer_);
     delete this;
   }
 
@@ -173,25 +173,25 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
       ++tasks_;  // keeps the reactor alive until the poke below has run
     }
     // Continue on an executor thread, never on the drainer's (which holds the
-    // service's stream lock that OnDone needs); the poke lets go of its task
+    // host's stream lock that OnDone needs); the poke lets go of its task
     // inside the driver's lock.
-    service_->executor()->Submit([this] { Drive(/*release_task=*/true); });
+    host_->executor()->Submit([this] { Drive(/*release_task=*/true); });
   }
 
  private:
   // Global bound first, then the RPC's own in-order checks.
   absl::Status Admission(Item& item) {
-    InflightLimiter* limiter = service_->limiter();
+    InflightLimiter* limiter = host_->limiter();
     if (!limiter->TryAcquire()) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "server overloaded: ", limiter->max(),
           " batches are in flight over all streams (--max-inflight-batches); retry later"));
     }
-    service_->metrics()->SetInflightBatches(limiter->current());
+    host_->metrics()->SetInflightBatches(limiter->current());
     absl::Status s = traits_.Admit(item.request);
     if (!s.ok()) {
       limiter->Release();
-      service_->metrics()->SetInflightBatches(limiter->current());
+      host_->metrics()->SetInflightBatches(limiter->current());
     }
     return s;
   }
@@ -207,12 +207,12 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   // hold more host memory than the limit, or than one response larger than it
   // (a result --max-result-bytes admits), which is sent when it is alone.
   absl::Status HoldResponse(Item& item) {
-    MemoryBudget* budget = service_->ops()->state().pending_responses;
+    MemoryBudget* budget = host_->ops()->state().pending_responses;
     if (budget == nullptr) return absl::OkStatus();
     const uint64_t bytes = Traits::HeldBytes(item.request, item.response, item.partial);
     absl::StatusOr<MemoryBudget::Reservation> held = budget->ReserveOrAlone(bytes, "its response");
     if (!held.ok()) {
-      service_->metrics()->CountPendingResponseRefusal();
+      host_->metrics()->CountPendingResponseRefusal();
       return absl::ResourceExhaustedError(absl::StrCat(
           BatchName(item.seq + 1), ": ", held.status().message(),
           "; these are responses not yet written to clients that read slowly or not at all: "
@@ -229,9 +229,9 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     item.partial = typename Traits::Partial();
     item.response = Response();
     Traits::SetBatchError(&item.response, status);
-    service_->metrics()->CountRpcError(Traits::kRpc, StatusCodeName(status.code()));
+    host_->metrics()->CountRpcError(Traits::kRpc, StatusCodeName(status.code()));
     // A rejected batch adds no rows: its claimed size is unchecked input.
-    service_->metrics()->ObserveRpc(Traits::kRpc, SecondsSince(item.start), 0);
+    host_->metrics()->ObserveRpc(Traits::kRpc, SecondsSince(item.start), 0);
   }
 
   // Executor thread, or the gRPC thread for small batches (see inline_rows_).
@@ -241,16 +241,16 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
       s = absl::CancelledError("stream cancelled");
     } else {
       s = CatchHostAllocation([&] { return BatchName(item->seq + 1); }, [&] {
-        return Traits::Process(*service_->ops(), item->request, &item->response, &item->partial);
+        return Traits::Process(*host_->ops(), item->request, &item->response, &item->partial);
       });
     }
-    InflightLimiter* limiter = service_->limiter();
+    InflightLimiter* limiter = host_->limiter();
     limiter->Release();
-    service_->metrics()->SetInflightBatches(limiter->current());
+    host_->metrics()->SetInflightBatches(limiter->current());
     if (s.ok()) s = HoldResponse(*item);
     if (s.ok()) {
       item->ok = true;
-      service_->metrics()->ObserveRpc(Traits::kRpc, SecondsSince(item->start),
+      host_->metrics()->ObserveRpc(Traits::kRpc, SecondsSince(item->start),
                                       Traits::Rows(item->request));
     } else {
       // When the batch failed for want of host memory, the thread that holds
@@ -362,7 +362,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
         writing_.reset();
         waiting_bytes_ = 0;
         if (!act.finish->ok()) {
-          service_->metrics()->CountRpcError(
+          host_->metrics()->CountRpcError(
               Traits::kRpc,
               StatusCodeName(static_cast<absl::StatusCode>(act.finish->error_code())));
         }
@@ -390,10 +390,10 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   void SetPausedLocked(bool paused) {
     if (paused == paused_) return;
     paused_ = paused;
-    service_->metrics()->AddPausedStreams(paused ? 1 : -1);
+    host_->metrics()->AddPausedStreams(paused ? 1 : -1);
   }
 
-  GpuJoinService* service_;
+  StreamHost* host_;
   Traits traits_;
   const uint32_t max_per_stream_;
   // No new batch is read while the responses in ready_ hold this many bytes
@@ -433,17 +433,17 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
 
 template <typename Traits>
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NewStreamReactor(
-    GpuJoinService* service, grpc::CallbackServerContext* context) {
-  return new StreamReactor<Traits>(service, context);
+    StreamHost* host, grpc::CallbackServerContext* context) {
+  return new StreamReactor<Traits>(host, context);
 }
 
 template grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
-NewStreamReactor<LookupTraits>(GpuJoinService*, grpc::CallbackServerContext*);
+NewStreamReactor<LookupTraits>(StreamHost*, grpc::CallbackServerContext*);
 template grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NewStreamReactor<JoinTraits>(
-    GpuJoinService*, grpc::CallbackServerContext*);
+    StreamHost*, grpc::CallbackServerContext*);
 template grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
-NewStreamReactor<AggregateTraits>(GpuJoinService*, grpc::CallbackServerContext*);
+NewStreamReactor<AggregateTraits>(StreamHost*, grpc::CallbackServerContext*);
 template grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NewStreamReactor<HashTraits>(
-    GpuJoinService*, grpc::CallbackServerContext*);
+    StreamHost*, grpc::CallbackServerContext*);
 
 }  // namespace gpujoin::server::detail

@@ -6,7 +6,7 @@
 // in their traits (rpc_traits.hpp).
 #pragma once
 
-#include "rpc/service.hpp"
+#include "rpc/stream_host.hpp"
 #include "grpcpp/grpcpp.h"
 #include "rpc/rpc_traits.hpp"
 
@@ -16,19 +16,19 @@ namespace gpujoin::server::detail {
 /// on gRPC's raw API (messages parsed by Traits::Decode, so that one that does not
 /// parse ends the stream with INVALID_ARGUMENT naming its position, after the
 /// responses to the messages before it). It admits the call (auth, drain) through
-/// `service`, registers itself for drain, and deletes itself in OnDone; gRPC owns
+/// `host`, registers itself for drain, and deletes itself in OnDone; gRPC owns
 /// it until then. Instantiated in stream_reactor.cpp for the four traits below.
 template <typename Traits>
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NewStreamReactor(
-    GpuJoinService* service, grpc::CallbackServerContext* context);
+    StreamHost* host, grpc::CallbackServerContext* context);
 
 extern template grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
-NewStreamReactor<LookupTraits>(GpuJoinService*, grpc::CallbackServerContext*);
+NewStreamReactor<LookupTraits>(StreamHost*, grpc::CallbackServerContext*);
 extern template grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
-NewStreamReactor<JoinTraits>(GpuJoinService*, grpc::CallbackServerContext*);
+NewStreamReactor<JoinTraits>(StreamHost*, grpc::CallbackServerContext*);
 extern template grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
-NewStreamReactor<AggregateTraits>(GpuJoinService*, grpc::CallbackServerContext*);
+NewStreamReactor<AggregateTraits>(StreamHost*, grpc::CallbackServerContext*);
 extern template grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
-NewStreamReactor<HashTraits>(GpuJoinService*, grpc::CallbackServerContext*);
+NewStreamReactor<HashTraits>(StreamHost*, grpc::CallbackServerContext*);
 
 }  // namespace gpujoin::server::detail
