@@ -1,0 +1,164 @@
+// Lookup: the keys decoded and checked (wire/column_codec, or the packed keys
+// of wire/lookup_wire), the response and result sizes checked, one lookup node
+// run (with the selected payload columns gathered), the outputs encoded.
+#include <algorithm>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gpujoin/common/status_macros.hpp"
+#include "gpujoin/engine/graph.hpp"
+#include "ops/operations.hpp"
+#include "wire/names.hpp"
+#include "wire/query_statistics.hpp"
+
+namespace gpujoin::server {
+
+absl::Status Operations::Lookup(const v1::LookupRequest& request, v1::LookupResponse* response) {
+  // The request's own fields first, so a malformed batch is INVALID_ARGUMENT
+  // whatever the registry holds; which key column it must use depends on the index.
+  GPUJOIN_RETURN_IF_ERROR(ValidateIndexName(request.index(), "index"));
+  GPUJOIN_ASSIGN_OR_RETURN(KeyColumns columns, DecodeKeyColumns(request, ""));
+  if (!columns.keys.present() && !columns.keys64.present()) {
+    // No keys: name the column of the index's width (uint32 when it is unknown).
+    const auto live = state_.registry->Get(request.index());
+    return WithKeyWord(live ? live->index->key_type() : engine::KeyType::kU32, [&](auto word) {
+      using Key = typename decltype(word)::type;
+      return TakeKeys<Key>(columns, "", request.index(), Presence::kRequired).status();
+    });
+  }
+  GPUJOIN_ASSIGN_OR_RETURN(auto version, FindIndex(request.index(), "index"));
+  return WithKeyWord(version->index->key_type(), [&](auto word) -> absl::Status {
+    using Key = typename decltype(word)::type;
+    GPUJOIN_ASSIGN_OR_RETURN(DecodedColumn<Key> keys,
+                             TakeKeys<Key>(columns, "", version->name, Presence::kRequired));
+    const size_t rows = keys.size();
+    GPUJOIN_ASSIGN_OR_RETURN(const std::vector<SelectedColumn> selected,
+                             ResolveSelect(*version, request.select()));
+    GPUJOIN_ASSIGN_OR_RETURN(const uint64_t string_share,
+                             CheckLookup(*version, request, rows, selected));
+    PackedOutput<uint32_t> values(response->mutable_values(), rows);
+    PackedOutput<uint8_t> found(response->mutable_found(), rows);
+    std::optional<PackedOutput<uint32_t>> probes, match_counts;
+    if (request.want_probes()) probes.emplace(response->mutable_probes(), rows);
+    if (request.want_match_counts()) match_counts.emplace(response->mutable_match_counts(), rows);
+    GatherTarget gather(selected, rows, string_share, response->mutable_columns());
+    engine::QueryStatistics stats;
+    GPUJOIN_RETURN_IF_ERROR(RunLookup<Key>(
+        *version, request, keys.span(), values.span(), found.span(),
+        probes ? probes->span() : std::span<uint32_t>(),
+        match_counts ? match_counts->span() : std::span<uint32_t>(), gather.Outputs(), &stats));
+    values.Finish();
+    found.Finish();
+    if (probes) probes->Finish();
+    if (match_counts) match_counts->Finish();
+    const uint64_t gathered = gather.Finish(rows);
+    if (!selected.empty()) state_.metrics->RecordGathered(QueryOp::kLookup, gathered);
+    response->set_index_version(version->version);
+    FillQueryStatistics(stats, response->mutable_statistics());
+    return absl::OkStatus();
+  });
+}
+
+absl::Status Operations::LookupPacked(const v1::LookupRequest& fields, engine::KeyType key_type,
+                                      uint64_t rows, const std::function<void(uint8_t*)>& copy_keys,
+                                      PackedLookupResult* result) {
+  // The same checks in the same order as Lookup (packed keys of whole rows
+  // always decode; the request's other key column, if any, was parsed into
+  // `fields`).
+  GPUJOIN_RETURN_IF_ERROR(ValidateIndexName(fields.index(), "index"));
+  const bool wide = key_type == engine::KeyType::kU64;
+  GPUJOIN_ASSIGN_OR_RETURN(KeyColumns columns, DecodeKeyColumns(fields, ""));
+  GPUJOIN_ASSIGN_OR_RETURN(auto version, FindIndex(fields.index(), "index"));
+  GPUJOIN_RETURN_IF_ERROR(
+      CheckKeyWidth(version->index->key_type(), !wide || columns.keys.present(),
+                    wide ? 4 * columns.keys.size() : 4 * rows, wide || columns.keys64.present(),
+                    wide ? 8 * rows : 8 * columns.keys64.size(), "", version->name));
+  GPUJOIN_ASSIGN_OR_RETURN(const std::vector<SelectedColumn> selected,
+                           ResolveSelect(*version, fields.select()));
+  GPUJOIN_ASSIGN_OR_RETURN(const uint64_t string_share,
+                           CheckLookup(*version, fields, rows, selected));
+  return WithKeyWord(key_type, [&](auto word) -> absl::Status {
+    using Key = typename decltype(word)::type;
+    GPUJOIN_ASSIGN_OR_RETURN(engine::HostBuffer keys,
+                             state_.backend->AllocateHostBuffer(rows * sizeof(Key)));
+    copy_keys(keys.data());
+    result->rows = rows;
+    result->probes = fields.want_probes();
+    result->match_counts = fields.want_match_counts();
+    GPUJOIN_ASSIGN_OR_RETURN(result->outputs, state_.backend->AllocateHostBuffer(result->bytes()));
+    const engine::HostBuffer& out = result->outputs;
+    GatherTarget gather(selected, rows, string_share, &result->columns);
+    GPUJOIN_RETURN_IF_ERROR(RunLookup<Key>(
+        *version, fields, keys.Span<const Key>(0, rows),
+        out.Span<uint32_t>(result->values_offset(), rows),
+        out.Span<uint8_t>(result->found_offset(), rows),
+        result->probes ? out.Span<uint32_t>(result->probes_offset(), rows) : std::span<uint32_t>(),
+        result->match_counts ? out.Span<uint32_t>(result->match_counts_offset(), rows)
+                             : std::span<uint32_t>(),
+        gather.Outputs(), &result->statistics));
+    const uint64_t gathered = gather.Finish(rows);
+    if (!selected.empty()) state_.metrics->RecordGathered(QueryOp::kLookup, gathered);
+    result->index_version = version->version;
+    return absl::OkStatus();
+  });
+}
+
+template <typename Key>
+absl::Status Operations::RunLookup(const IndexVersion& version, const v1::LookupRequest& request,
+                                   std::span<const Key> keys, std::span<uint32_t> values,
+                                   std::span<uint8_t> found, std::span<uint32_t> probes,
+                                   std::span<uint32_t> match_counts,
+                                   std::vector<engine::GatherOutput> gather,
+                                   engine::QueryStatistics* stats) {
+  engine::CommandGraph graph;
+  engine::LookupNodeT<Key> node;
+  node.index = version.index.get();
+  node.keys = {keys};
+  node.values = values;
+  node.found = found;
+  node.probes = probes;
+  node.match_counts = match_counts;
+  node.statistics = stats;
+  const auto string_output = std::find_if(gather.begin(), gather.end(),
+                                          [](const auto& g) { return g.string_bytes != nullptr; });
+  const bool strings = string_output != gather.end();
+  const uint64_t string_share = strings ? string_output->max_string_bytes : 0;
+  node.gather = std::move(gather);
+  // CheckLookup checked max_probe_count <= capacity, so it fits.
+  node.max_probe_count = static_cast<uint32_t>(request.max_probe_count());
+  graph.Add(std::move(node));
+  const absl::Status run = RunGraph(graph);
+  if (run.code() == absl::StatusCode::kResourceExhausted && strings) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(run.message(),
+                     " (the selected string columns share what --max-message-bytes and "
+                     "--max-result-bytes leave of the response: ",
+                     string_share,
+                     " bytes each here; split "
+                     "the batch)"));
+  }
+  GPUJOIN_RETURN_IF_ERROR(run);
+  state_.metrics->RecordQuery(version.name, QueryOp::kLookup, keys.size(), *stats);
+  return absl::OkStatus();
+}
+
+// Lookup and LookupPacked use RunLookup above its definition, from generic
+// lambdas; clang (the fuzz build) emits no implicit instantiation for those uses
+// and the link fails, so both key words are instantiated here explicitly.
+template absl::Status Operations::RunLookup<uint32_t>(const IndexVersion&, const v1::LookupRequest&,
+                                                      std::span<const uint32_t>,
+                                                      std::span<uint32_t>, std::span<uint8_t>,
+                                                      std::span<uint32_t>, std::span<uint32_t>,
+                                                      std::vector<engine::GatherOutput>,
+                                                      engine::QueryStatistics*);
+template absl::Status Operations::RunLookup<uint64_t>(const IndexVersion&, const v1::LookupRequest&,
+                                                      std::span<const uint64_t>,
+                                                      std::span<uint32_t>, std::span<uint8_t>,
+                                                      std::span<uint32_t>, std::span<uint32_t>,
+                                                      std::vector<engine::GatherOutput>,
+                                                      engine::QueryStatistics*);
+
+}  // namespace gpujoin::server
