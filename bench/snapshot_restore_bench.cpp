@@ -29,6 +29,7 @@
 #include "gpujoin/engine/backend.hpp"
 #include "gpujoin/engine/graph.hpp"
 #include "storage/snapshot_format.hpp"
+#include "storage/snapshot_reader.hpp"
 
 namespace {
 

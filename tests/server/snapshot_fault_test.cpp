@@ -22,6 +22,7 @@
 #include "gpujoin/testing/prometheus_text.hpp"
 #include "snapshot_fixture.hpp"
 #include "storage/snapshot_format.hpp"
+#include "storage/snapshot_reader.hpp"
 
 namespace gpujoin::server {
 namespace {

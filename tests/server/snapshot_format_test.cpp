@@ -1,4 +1,5 @@
-// The snapshot file format (server/src/snapshot_format.hpp, docs/operations.md
+// The snapshot file format (server/src/storage/snapshot_format.hpp and
+// snapshot_reader.hpp, docs/operations.md
 // "Snapshot format"): xxHash64 against reference vectors (libxxhash 0.8.1), the
 // parallel section checksum, a round trip of every index kind, and every
 // corruption detected before anything is installed: each single flipped byte of
@@ -6,6 +7,7 @@
 // message names both versions) and a section table that disagrees with the
 // metadata.
 #include "storage/snapshot_format.hpp"
+#include "storage/snapshot_reader.hpp"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

@@ -33,6 +33,7 @@
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "storage/snapshot_format.hpp"
+#include "storage/snapshot_reader.hpp"
 
 namespace gpujoin::server {
 namespace {

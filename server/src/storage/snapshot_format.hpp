@@ -12,6 +12,9 @@
 // checksum as it is read, then the image's own consistency
 // (engine::IndexImage::Validate). Nothing here touches a backend or a budget:
 // SnapshotReader::shape() gives the sizes to reserve before ReadImage.
+//
+// This header declares the format's constants, checksums and the writer
+// (snapshot_writer.cpp); snapshot_reader.hpp declares the reader.
 #pragma once
 
 #include <sys/stat.h>
@@ -94,66 +97,6 @@ FileIdentity IdentityOf(const struct stat& st);
 /// "a FIFO", "a directory", ... for a stat mode (messages about files that are
 /// not regular).
 std::string_view FileKindName(unsigned mode);
-
-/// A snapshot file opened for loading: its header and metadata verified.
-class SnapshotReader {
- public:
-  /// Opens `path` and verifies everything but the bulk sections' checksums.
-  /// Never blocks on the open and never follows a symbolic link: anything but a
-  /// regular file is FAILED_PRECONDITION naming what it is. Errors name `label`
-  /// (default: `path`). Errors: NOT_FOUND / INTERNAL (open, read),
-  /// FAILED_PRECONDITION (not a regular file, a newer format version or another
-  /// byte order), OUT_OF_RANGE (the file is shorter or longer than its header
-  /// says: a torn write), DATA_LOSS (bad magic, a checksum mismatch, a section
-  /// table that does not fit the metadata).
-  static absl::StatusOr<SnapshotReader> Open(const std::string& path,
-                                             const std::string& label = "");
-
-  SnapshotReader(SnapshotReader&&) noexcept;
-  SnapshotReader& operator=(SnapshotReader&&) noexcept;
-  ~SnapshotReader();
-
-  const SnapshotMeta& meta() const { return meta_; }
-  /// The sizes of the image (for the memory an import takes).
-  const engine::IndexImageShape& shape() const { return shape_; }
-  /// Bytes of the file.
-  uint64_t file_bytes() const { return file_bytes_; }
-  /// The format version of the file.
-  uint32_t format_version() const { return format_version_; }
-  /// The file as it was opened.
-  const FileIdentity& identity() const { return identity_; }
-
-  /// Allocates the image (std::bad_alloc -> RESOURCE_EXHAUSTED), reads every
-  /// section into it verifying its checksum (DATA_LOSS naming the section), then
-  /// checks the image (DATA_LOSS with IndexImage::Validate's message). The 4 MiB
-  /// checksum blocks of all sections are read and hashed by `threads` workers
-  /// (0: std::thread::hardware_concurrency()); a failed read is INTERNAL, a
-  /// file shortened since Open OUT_OF_RANGE.
-  absl::StatusOr<engine::IndexImage> ReadImage(unsigned threads = 0);
-
- private:
-  struct Section {
-    uint32_t type = 0;
-    uint32_t column = 0;
-    uint64_t offset = 0;
-    uint64_t length = 0;
-    uint64_t checksum = 0;
-  };
-  SnapshotReader() = default;
-
-  std::string path_;
-  int fd_ = -1;
-  uint64_t file_bytes_ = 0;
-  uint32_t format_version_ = 0;
-  std::vector<Section> sections_;
-  SnapshotMeta meta_;
-  engine::IndexImageShape shape_;
-  engine::BuildStatistics statistics_;
-  uint64_t built_rows_ = 0;
-  bool built_ = false;
-  std::vector<uint64_t> null_counts_;
-  FileIdentity identity_;
-};
 
 /// The reason label (gpujoin_snapshot_load_failures_total) of a load error from
 /// SnapshotReader or an import: "version", "truncated", "corrupt", "budget",
