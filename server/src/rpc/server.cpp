@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "gpujoin/common/status_macros.hpp"
 #include "gpujoin/engine/backend.hpp"
 #include "rpc/auth.hpp"
 #include "rpc/executor.hpp"
@@ -108,11 +109,10 @@ Server::~Server() {
   LogDebug("gRPC server destroyed");
 }
 
-absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
-  auto impl = std::make_unique<Impl>();
-  Impl& s = *impl;
-  s.config = config;
+namespace {
 
+// The engine backend config.backend names.
+absl::Status StartBackend(Server::Impl& s, const ServerConfig& config) {
   engine::BackendOptions options = config.backend_options;
   options.cpu_threads = config.cpu_threads;
   auto backend = engine::CreateBackend(config.backend, options);
@@ -126,6 +126,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerConfig& config
         "serving on the CPU backend");
   }
 
+  return absl::OkStatus();
+}
+
+// The memory budget (--device-memory-limit or its default) and the host
+// budgets; returns `config` with their defaults resolved.
+ServerConfig StartBudgets(Server::Impl& s, const ServerConfig& config) {
   uint64_t limit = config.device_memory_limit;
   if (limit == 0) {
     // CUDA: 80% of the free device memory. CPU: half of the free host memory, so
@@ -164,21 +170,31 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerConfig& config
                        " bytes; responses waiting to be written: ",
                        resolved.max_pending_response_bytes, " bytes"));
 
+  return resolved;
+}
+
+// The bearer token of --auth-token-file, if any.
+absl::Status StartAuth(Server::Impl& s, const ServerConfig& config) {
   if (!config.auth_token_file.empty()) {
     auto token = ReadTokenFile(config.auth_token_file);
     if (!token.ok()) return token.status();
     s.auth = std::make_unique<TokenAuthenticator>(*token);
   }
-  const bool auth_all = s.auth != nullptr && config.auth_scope == AuthScope::kAll;
   if (s.auth == nullptr) {
     LogInfo("auth: none (no --auth-token-file): every call is accepted");
   } else {
-    LogInfo(auth_all ? "auth: bearer token required on gpujoin.v1.GpuJoin calls, reflection and "
+    LogInfo(config.auth_scope == AuthScope::kAll ? "auth: bearer token required on gpujoin.v1.GpuJoin calls, reflection and "
                        "/metrics (--auth-scope=all); grpc.health.v1 stays open"
                      : "auth: bearer token required on gpujoin.v1.GpuJoin calls "
                        "(--auth-scope=rpc); grpc.health.v1, reflection and /metrics stay open");
   }
 
+  return absl::OkStatus();
+}
+
+// The executors and the in-flight limiter, --data-dir's store, the operations
+// and the service. `resolved`: the configuration with its defaults resolved.
+absl::Status StartOperations(Server::Impl& s, const ServerConfig& config, ServerConfig resolved) {
   const uint32_t threads =
       ResolveExecutorThreads(config, s.info.kind, std::thread::hardware_concurrency());
   const uint32_t inline_rows = ResolveInlineBatchRows(config, s.info.kind);
@@ -203,7 +219,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerConfig& config
   state.config = resolved;
   state.config.executor_threads = threads;
   state.config.inline_batch_rows = inline_rows;
-  Impl* raw = impl.get();
+  Server::Impl* raw = &s;
   state.on_backend_fatal = [raw] {
     if (!raw->fatal.exchange(true)) {
       LogError("fatal device error: the backend is unhealthy; reporting NOT_SERVING");
@@ -233,6 +249,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerConfig& config
   s.service = std::make_unique<GpuJoinService>(s.ops.get(), s.executor.get(), s.control.get(),
                                                s.limiter.get(), s.auth.get());
 
+  return absl::OkStatus();
+}
+
+// The service's gauges and the /metrics exporter (behind the token when
+// `auth_all`).
+absl::Status StartMetrics(Server::Impl& s, const ServerConfig& config, bool auth_all) {
   s.metrics.SetBackendInfo(engine::BackendKindName(s.info.kind), s.info.device_name);
   s.metrics.SetBuildInfo(GPUJOIN_VERSION, engine::BackendKindName(s.info.kind), s.info.device_name);
   s.metrics.SetServing(true);
@@ -247,7 +269,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerConfig& config
         absl::StrCat(HostOf(config.metrics_listen), ":", ports.empty() ? 0 : ports.front());
   }
 
-  std::shared_ptr<grpc::ServerCredentials> credentials;
+  return absl::OkStatus();
+}
+
+// TLS (--tls-cert, --tls-key, --tls-client-ca) or plaintext. `has_auth`: a
+// bearer token is required (a warning without TLS).
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeCredentials(const ServerConfig& config,
+                                                                         bool has_auth) {
   if (!config.tls_cert.empty()) {
     auto cert = ReadFile(config.tls_cert, "--tls-cert");
     if (!cert.ok()) return cert.status();
@@ -271,15 +299,21 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerConfig& config
       LogInfo(absl::StrCat("TLS: mutual (--tls-client-ca): clients must present a ",
                            "certificate signed by \"", config.tls_client_ca, "\""));
     }
-    credentials = grpc::SslServerCredentials(tls);
+    return grpc::SslServerCredentials(tls);
   } else {
     LogInfo("TLS: off (plaintext)");
-    credentials = grpc::InsecureServerCredentials();
-    if (s.auth != nullptr) {
+    if (has_auth) {
       LogWarning("--auth-token-file without TLS: bearer tokens travel in cleartext");
     }
   }
+  return grpc::InsecureServerCredentials();
 
+}
+
+// The gRPC server on --listen: the service, health, reflection (behind the
+// token when `auth_all`).
+absl::Status StartGrpc(Server::Impl& s, const ServerConfig& config,
+                       std::shared_ptr<grpc::ServerCredentials> credentials, bool auth_all) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -295,7 +329,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerConfig& config
   // gRPC sets SO_REUSEPORT by default: a second gpujoind on a taken port would
   // start and share it, answering half of the connections. Refuse instead.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.AddListeningPort(config.listen, credentials, &port);
+  builder.AddListeningPort(config.listen, std::move(credentials), &port);
   builder.SetMaxReceiveMessageSize(static_cast<int>(config.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(config.max_message_bytes));
   builder.RegisterService(s.service.get());
@@ -312,6 +346,24 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerConfig& config
         absl::StrCat("--listen: cannot listen on ", config.listen, " (address in use or invalid)"));
   }
   s.grpc_address = absl::StrCat(HostOf(config.listen), ":", port);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
+  auto impl = std::make_unique<Impl>();
+  Impl& s = *impl;
+  s.config = config;
+  GPUJOIN_RETURN_IF_ERROR(StartBackend(s, config));
+  ServerConfig resolved = StartBudgets(s, config);
+  GPUJOIN_RETURN_IF_ERROR(StartAuth(s, config));
+  const bool auth_all = s.auth != nullptr && config.auth_scope == AuthScope::kAll;
+  GPUJOIN_RETURN_IF_ERROR(StartOperations(s, config, std::move(resolved)));
+  GPUJOIN_RETURN_IF_ERROR(StartMetrics(s, config, auth_all));
+  GPUJOIN_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
+                           MakeCredentials(config, s.auth != nullptr));
+  GPUJOIN_RETURN_IF_ERROR(StartGrpc(s, config, std::move(credentials), auth_all));
   if (s.snapshots != nullptr) {
     // Readiness: listening, health NOT_SERVING and every call but GetServerInfo
     // UNAVAILABLE until every snapshot is loaded (docs/operations.md).

@@ -201,6 +201,33 @@ class Decoder {
   // Decodes `c` (at `path`, `depth` levels deep) and, recursively, its children.
   absl::StatusOr<engine::HashColumn> Decode(const v1::HashColumn& c, const std::string& path,
                                             uint32_t depth) {
+    GPUJOIN_RETURN_IF_ERROR(CheckSize(c, path, depth));
+    const std::optional<WireType> wire = Classify(c.type());
+    if (!wire) {
+      return Invalid(path, ".type", absl::StrCat(TypeName(c.type()), " is not a column type"));
+    }
+    engine::HashColumn hc;
+    hc.type = wire->type;
+    hc.offset = c.offset();
+    hc.length = c.length();
+    hc.data = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(c.data().data()),
+                                       c.data().size());
+    GPUJOIN_RETURN_IF_ERROR(CheckUnusedFields(c, path, wire->layout));
+    GPUJOIN_RETURN_IF_ERROR(TakeValidity(c, path, wire->layout, &hc));
+    // Children first: a parent's offsets and indices are checked against their rows.
+    for (int k = 0; k < c.children_size(); ++k) {
+      GPUJOIN_ASSIGN_OR_RETURN(
+          engine::HashColumn child,
+          Decode(c.children(k), absl::StrCat(path, ".children[", k, "]"), depth + 1));
+      hc.children.push_back(std::move(child));
+    }
+    GPUJOIN_RETURN_IF_ERROR(CheckBuffers(c, path, *wire, hc));
+    return hc;
+  }
+
+ private:
+  // The request's bounds: columns counted over every child, nesting depth, rows.
+  absl::Status CheckSize(const v1::HashColumn& c, const std::string& path, uint32_t depth) {
     if (++nodes_ > kMaxHashNodes) {
       return Invalid(path, "",
                      absl::StrCat("the request has more than ", kMaxHashNodes,
@@ -217,23 +244,14 @@ class Decoder {
                      absl::StrCat("offset ", c.offset(), " + length ", c.length(),
                                   " is out of range (at most 2^40 rows each)"));
     }
-    const std::optional<WireType> wire = Classify(c.type());
-    if (!wire) {
-      return Invalid(path, ".type", absl::StrCat(TypeName(c.type()), " is not a column type"));
-    }
-    const Layout layout = wire->layout;
+    return absl::OkStatus();
+  }
+
+  // Fields the type does not use must be empty, so a mislabelled column is
+  // refused instead of half-read; the children must be as many as it takes.
+  static absl::Status CheckUnusedFields(const v1::HashColumn& c, const std::string& path,
+                                        Layout layout) {
     const std::string type = TypeName(c.type());
-    const uint64_t end = c.offset() + c.length();
-
-    engine::HashColumn hc;
-    hc.type = wire->type;
-    hc.offset = c.offset();
-    hc.length = c.length();
-    hc.data = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(c.data().data()),
-                                       c.data().size());
-
-    // Fields the type does not use must be empty, so a mislabelled column is
-    // refused instead of half-read.
     if (c.byte_width() != 0 && layout != Layout::kFixedSizeBinary &&
         layout != Layout::kFixedSizeList) {
       return Invalid(path, ".byte_width",
@@ -271,6 +289,14 @@ class Decoder {
                      absl::StrCat(c.children_size(), " children for a ", type, " column; it takes ",
                                   ChildrenWanted(layout)));
     }
+    return absl::OkStatus();
+  }
+
+  // The validity bitmap: none for a null column, else empty or covering
+  // offset + length rows (then viewed by `hc`).
+  static absl::Status TakeValidity(const v1::HashColumn& c, const std::string& path, Layout layout,
+                                   engine::HashColumn* hc) {
+    const uint64_t end = c.offset() + c.length();
     if (layout == Layout::kNull) {
       if (!c.validity().empty()) {
         return Invalid(
@@ -285,21 +311,22 @@ class Decoder {
                        absl::StrCat(c.validity().size(), " bytes, need ceil((offset ", c.offset(),
                                     " + length ", c.length(), ") / 8) = ", need));
       }
-      hc.validity = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(c.validity().data()),
+      hc->validity = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(c.validity().data()),
                                              c.validity().size());
     }
 
-    // Children first: a parent's offsets and indices are checked against their rows.
-    for (int k = 0; k < c.children_size(); ++k) {
-      GPUJOIN_ASSIGN_OR_RETURN(
-          engine::HashColumn child,
-          Decode(c.children(k), absl::StrCat(path, ".children[", k, "]"), depth + 1));
-      hc.children.push_back(std::move(child));
-    }
+    return absl::OkStatus();
+  }
 
+  // The value buffer, offsets and children's rows the layout needs, given the
+  // decoded children in `hc` (which gets the offsets and widths).
+  absl::Status CheckBuffers(const v1::HashColumn& c, const std::string& path,
+                            const WireType& wire, engine::HashColumn& hc) {
+    const Layout layout = wire.layout;
+    const uint64_t end = c.offset() + c.length();
     switch (layout) {
       case Layout::kFixed:
-        GPUJOIN_RETURN_IF_ERROR(CheckData(c, path, wire->width));
+        GPUJOIN_RETURN_IF_ERROR(CheckData(c, path, wire.width));
         break;
       case Layout::kFixedSizeBinary:
         hc.byte_width = c.byte_width();
@@ -370,39 +397,45 @@ class Decoder {
           }
         }
         break;
-      case Layout::kDictionary: {
-        const auto index = IndexType(c.index_type());
-        if (!index) {
-          return Invalid(path, ".index_type",
-                         absl::StrCat(TypeName(c.index_type()),
-                                      " is not an index type (INT8, UINT8, INT16, UINT16, INT32, "
-                                      "UINT32, INT64 or UINT64; UNSPECIFIED is INT32)"));
-        }
-        hc.index_type = index->first;
-        GPUJOIN_RETURN_IF_ERROR(CheckData(c, path, index->second));
-        // Null rows' indices are not read (Arrow leaves them undefined).
-        const uint64_t entries = hc.children[0].length;
-        for (uint64_t i = c.offset(); i < end; ++i) {
-          if (!c.validity().empty() && !BitSet(c.validity(), i)) continue;
-          const __int128 v = IndexAt(c.data(), index->first, i);
-          if (v < 0 || static_cast<unsigned __int128>(v) >= entries) {
-            return Invalid(path, absl::StrCat(".data[", i, "]"),
-                           absl::StrCat("index ",
-                                        v < 0 ? absl::StrCat(static_cast<int64_t>(v))
-                                              : absl::StrCat(static_cast<uint64_t>(v)),
-                                        " (row ", i - c.offset(), ") is outside the dictionary ",
-                                        path, ".children[0] of ", entries, " rows"));
-          }
-        }
-        break;
-      }
+      case Layout::kDictionary:
+        return CheckDictionary(c, path, hc);
       case Layout::kNull:
         break;
     }
-    return hc;
+    return absl::OkStatus();
   }
 
- private:
+  // A dictionary's index type, and every non-null index inside the dictionary
+  // (hc.children[0]).
+  static absl::Status CheckDictionary(const v1::HashColumn& c, const std::string& path,
+                                      engine::HashColumn& hc) {
+    const uint64_t end = c.offset() + c.length();
+    const auto index = IndexType(c.index_type());
+    if (!index) {
+      return Invalid(path, ".index_type",
+                     absl::StrCat(TypeName(c.index_type()),
+                                  " is not an index type (INT8, UINT8, INT16, UINT16, INT32, "
+                                  "UINT32, INT64 or UINT64; UNSPECIFIED is INT32)"));
+    }
+    hc.index_type = index->first;
+    GPUJOIN_RETURN_IF_ERROR(CheckData(c, path, index->second));
+    // Null rows' indices are not read (Arrow leaves them undefined).
+    const uint64_t entries = hc.children[0].length;
+    for (uint64_t i = c.offset(); i < end; ++i) {
+      if (!c.validity().empty() && !BitSet(c.validity(), i)) continue;
+      const __int128 v = IndexAt(c.data(), index->first, i);
+      if (v < 0 || static_cast<unsigned __int128>(v) >= entries) {
+        return Invalid(path, absl::StrCat(".data[", i, "]"),
+                       absl::StrCat("index ",
+                                    v < 0 ? absl::StrCat(static_cast<int64_t>(v))
+                                          : absl::StrCat(static_cast<uint64_t>(v)),
+                                    " (row ", i - c.offset(), ") is outside the dictionary ",
+                                    path, ".children[0] of ", entries, " rows"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
   // `data` holds (offset + length) * width bytes.
   static absl::Status CheckData(const v1::HashColumn& c, const std::string& path, uint64_t width) {
     const unsigned __int128 need = static_cast<unsigned __int128>(c.offset() + c.length()) * width;
