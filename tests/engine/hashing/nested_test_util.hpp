@@ -272,6 +272,77 @@ inline LValue Filler(const LType& t, std::mt19937_64& rng, const EncodeOptions& 
   return v;
 }
 
+// Turns `c` (whose validity is already set) into a dictionary column over the
+// physical `rows`: every distinct value, some twice, some extras, some nulls,
+// shuffled. A null row may instead be a valid index to a null entry.
+inline void EncodeDictionary(const LType& t, const std::vector<LValue>& rows,
+                             const std::vector<bool>& valid, std::mt19937_64& rng,
+                             const EncodeOptions& o, OwnedTree& c) {
+  const uint64_t n = rows.size();
+  std::vector<LValue> dict;
+  std::vector<bool> dict_valid;
+  for (uint64_t i = 0; i < n; ++i) {
+    dict.push_back(rows[i]);
+    dict_valid.push_back(true);
+    if (rng() % 4 == 0) {
+      dict.push_back(rows[i]);
+      dict_valid.push_back(true);
+    }
+  }
+  for (int k = 0; k < 2; ++k) {
+    dict.push_back(RandomValue(t, rng, 0.0));
+    dict_valid.push_back(rng() % 2 == 0);
+  }
+  std::vector<uint64_t> perm(dict.size());
+  for (uint64_t i = 0; i < perm.size(); ++i) perm[i] = i;
+  std::shuffle(perm.begin(), perm.end(), rng);
+  std::vector<LValue> shuffled;
+  std::vector<uint64_t> position(dict.size());
+  for (uint64_t i = 0; i < perm.size(); ++i) {
+    LValue v = dict[perm[i]];
+    if (!dict_valid[perm[i]]) v = Null();
+    shuffled.push_back(v);
+    position[perm[i]] = i;
+  }
+  // Entries that are null in the dictionary, for null rows to point at.
+  std::vector<uint64_t> null_entries;
+  for (uint64_t i = 0; i < shuffled.size(); ++i) {
+    if (shuffled[i].null) null_entries.push_back(i);
+  }
+  std::vector<int64_t> index(n);
+  // Row i points at any entry holding its value (values repeat in the dictionary).
+  std::map<std::vector<uint8_t>, std::vector<uint64_t>> entries;
+  for (uint64_t e = 0; e < shuffled.size(); ++e) {
+    if (!shuffled[e].null) entries[shuffled[e].bytes].push_back(e);
+  }
+  for (uint64_t i = 0; i < n; ++i) {
+    const std::vector<uint64_t>& matches = entries[rows[i].bytes];
+    index[i] = static_cast<int64_t>(matches[rng() % matches.size()]);
+    if (!valid[i]) {
+      if (!null_entries.empty() && rng() % 2 == 0) {
+        // A valid index to a null entry: the row is null through the dictionary.
+        index[i] = static_cast<int64_t>(null_entries[rng() % null_entries.size()]);
+        SetBit(c.validity, i, true);
+      } else {
+        index[i] = static_cast<int64_t>(rng() % 1000) - 500;  // garbage under a null index
+      }
+    }
+  }
+  const ColumnType index_types[] = {ColumnType::kInt8,   ColumnType::kUint8, ColumnType::kInt16,
+                                    ColumnType::kUint16, ColumnType::kInt32, ColumnType::kUint32,
+                                    ColumnType::kInt64,  ColumnType::kUint64};
+  ColumnType it = index_types[rng() % 8];
+  if (shuffled.size() > 120 && detail::FixedWidth(it) == 1) it = ColumnType::kInt32;
+  if (shuffled.size() > 30000 && detail::FixedWidth(it) == 2) it = ColumnType::kInt32;
+  c.type = ColumnType::kDictionary;
+  c.index_type = it;
+  const uint32_t iw = detail::FixedWidth(it);
+  c.data.resize(n * iw);
+  for (uint64_t i = 0; i < n; ++i) std::memcpy(&c.data[i * iw], &index[i], iw);
+  c.children.push_back(
+      Encode(t, shuffled, rng() % (o.max_lead + 1), rng() % (o.max_tail + 1), rng, o, false));
+}
+
 }  // namespace detail_encode
 
 inline OwnedTree Encode(const LType& t, const std::vector<LValue>& values, uint64_t lead,
@@ -300,70 +371,7 @@ inline OwnedTree Encode(const LType& t, const std::vector<LValue>& values, uint6
   }
 
   if (IsFlat(t) && allow_dictionary && static_cast<int>(rng() % 100) < o.dictionary_percent) {
-    // Dictionary: every distinct value, some twice, some extras, some nulls,
-    // shuffled. A null row may instead be a valid index to a null entry.
-    std::vector<LValue> dict;
-    std::vector<bool> dict_valid;
-    for (uint64_t i = 0; i < n; ++i) {
-      dict.push_back(rows[i]);
-      dict_valid.push_back(true);
-      if (rng() % 4 == 0) {
-        dict.push_back(rows[i]);
-        dict_valid.push_back(true);
-      }
-    }
-    for (int k = 0; k < 2; ++k) {
-      dict.push_back(RandomValue(t, rng, 0.0));
-      dict_valid.push_back(rng() % 2 == 0);
-    }
-    std::vector<uint64_t> perm(dict.size());
-    for (uint64_t i = 0; i < perm.size(); ++i) perm[i] = i;
-    std::shuffle(perm.begin(), perm.end(), rng);
-    std::vector<LValue> shuffled;
-    std::vector<uint64_t> position(dict.size());
-    for (uint64_t i = 0; i < perm.size(); ++i) {
-      LValue v = dict[perm[i]];
-      if (!dict_valid[perm[i]]) v = Null();
-      shuffled.push_back(v);
-      position[perm[i]] = i;
-    }
-    // Entries that are null in the dictionary, for null rows to point at.
-    std::vector<uint64_t> null_entries;
-    for (uint64_t i = 0; i < shuffled.size(); ++i) {
-      if (shuffled[i].null) null_entries.push_back(i);
-    }
-    std::vector<int64_t> index(n);
-    // Row i points at any entry holding its value (values repeat in the dictionary).
-    std::map<std::vector<uint8_t>, std::vector<uint64_t>> entries;
-    for (uint64_t e = 0; e < shuffled.size(); ++e) {
-      if (!shuffled[e].null) entries[shuffled[e].bytes].push_back(e);
-    }
-    for (uint64_t i = 0; i < n; ++i) {
-      const std::vector<uint64_t>& matches = entries[rows[i].bytes];
-      index[i] = static_cast<int64_t>(matches[rng() % matches.size()]);
-      if (!valid[i]) {
-        if (!null_entries.empty() && rng() % 2 == 0) {
-          // A valid index to a null entry: the row is null through the dictionary.
-          index[i] = static_cast<int64_t>(null_entries[rng() % null_entries.size()]);
-          SetBit(c.validity, i, true);
-        } else {
-          index[i] = static_cast<int64_t>(rng() % 1000) - 500;  // garbage under a null index
-        }
-      }
-    }
-    const ColumnType index_types[] = {ColumnType::kInt8,   ColumnType::kUint8, ColumnType::kInt16,
-                                      ColumnType::kUint16, ColumnType::kInt32, ColumnType::kUint32,
-                                      ColumnType::kInt64,  ColumnType::kUint64};
-    ColumnType it = index_types[rng() % 8];
-    if (shuffled.size() > 120 && detail::FixedWidth(it) == 1) it = ColumnType::kInt32;
-    if (shuffled.size() > 30000 && detail::FixedWidth(it) == 2) it = ColumnType::kInt32;
-    c.type = ColumnType::kDictionary;
-    c.index_type = it;
-    const uint32_t iw = detail::FixedWidth(it);
-    c.data.resize(n * iw);
-    for (uint64_t i = 0; i < n; ++i) std::memcpy(&c.data[i * iw], &index[i], iw);
-    c.children.push_back(
-        Encode(t, shuffled, rng() % (o.max_lead + 1), rng() % (o.max_tail + 1), rng, o, false));
+    detail_encode::EncodeDictionary(t, rows, valid, rng, o, c);
     return c;
   }
 
