@@ -44,10 +44,6 @@ std::string TypeName(ColumnType t) { return std::string(ColumnTypeName(t)); }
 
 bool IsKnownType(ColumnType t) { return static_cast<uint8_t>(t) <= uint8_t(ColumnType::kNull); }
 
-bool IsListType(ColumnType t) {
-  return t == ColumnType::kList || t == ColumnType::kLargeList || t == ColumnType::kMap;
-}
-
 // Children a type takes: -1 = any number (struct).
 int ExpectedChildren(ColumnType t) {
   switch (t) {
