@@ -1,23 +1,23 @@
 // gpujoin agg: grouped aggregation, dictionary-encoding non-dense group labels.
+// CmdAgg checks the options, reads the input twice (the group labels and value
+// type first, then the batches of the stream) and writes one row per group.
 #include <algorithm>
-#include <bit>
 #include <cmath>
-#include <cstdio>
-#include <memory>
 #include <cstdint>
-#include <cstdlib>
+#include <cstdio>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
-#include <type_traits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "agg_values.hpp"
+#include "batch_queue.hpp"
 #include "columns.hpp"
 #include "commands.hpp"
-#include "batch_queue.hpp"
 #include "progress.hpp"
 
 namespace gpujoin::cli {
@@ -27,99 +27,8 @@ namespace {
 constexpr std::string_view kValueTypes[] = {"float32", "float64", "int32",
                                             "int64",   "uint32",  "uint64"};
 
-std::optional<double> ParseF64Text(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
-  if (s.empty()) return std::nullopt;
-  const std::string text(s);
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (end != text.c_str() + text.size()) return std::nullopt;
-  return v;
-}
-
-bool Blank(const Cell& c) { return !c || c->find_first_not_of(" \t") == std::string::npos; }
-
-// The type `--value-type auto` gives column `col`: int64 when every non-null cell
-// is an integer that fits it, uint64 when they all fit uint64 and one is above
-// INT64_MAX, else float64 (decimal text, as DuckDB and pandas read it; float32,
-// the reference path, only when asked for).
-std::string InferValueType(const Table& t, size_t col) {
-  bool any = false, above_i64 = false;
-  for (const Row& row : t.rows) {
-    const Cell& c = row.cells[col];
-    if (Blank(c)) continue;
-    any = true;
-    if (ParseKeyText<int64_t>(*c)) continue;
-    if (ParseKeyText<uint64_t>(*c)) {
-      above_i64 = true;
-      continue;
-    }
-    return "float64";
-  }
-  if (!any) return "float64";
-  return above_i64 ? "uint64" : "int64";
-}
-
-// Column `col` as values of V; a null cell is 0 with its row masked out
-// (`present` 0). A cell that is not a V is a usage error naming its position.
-template <typename V>
-std::vector<V> TypedValues(const Table& t, size_t col, std::string_view type,
-                           std::vector<uint32_t>& present) {
-  std::vector<V> out(t.rows.size(), V{0});
-  present.assign(t.rows.size(), 1);
-  for (size_t r = 0; r < t.rows.size(); ++r) {
-    const Cell& c = t.rows[r].cells[col];
-    if (Blank(c)) {
-      present[r] = 0;
-      continue;
-    }
-    std::optional<V> v;
-    if constexpr (std::is_same_v<V, double>) {
-      v = ParseF64Text(*c);
-    } else if constexpr (std::is_same_v<V, int32_t>) {
-      if (auto w = ParseKeyText<int64_t>(*c); w && *w >= INT32_MIN && *w <= INT32_MAX) {
-        v = static_cast<int32_t>(*w);
-      }
-    } else {
-      v = ParseKeyText<V>(*c);
-    }
-    if (!v) {
-      // A float64 column is the default for decimal text: "not a number" says
-      // what is wrong without naming a type the user never chose.
-      const std::string what =
-          std::is_same_v<V, double>
-              ? std::string("is not a number (float64; see --value-type)")
-              : absl::StrCat("is not a valid ", std::string(type), " (see --value-type)");
-      InputOrDie(absl::StatusOr<int>(absl::InvalidArgumentError(absl::StrCat(
-          t.Where(r), ": column '", t.header[col], "' (", col + 1, "): '", *c, "' ", what))));
-    }
-    out[r] = *v;
-  }
-  return out;
-}
-
-// The cell of one typed result word (null for empty or overflowed groups).
-Cell TypedCell(client::ColumnType type, uint64_t word) {
-  switch (type) {
-    case client::ColumnType::kInt32:
-    case client::ColumnType::kInt64:
-      return std::to_string(static_cast<int64_t>(word));
-    case client::ColumnType::kUint32:
-    case client::ColumnType::kUint64:
-      return std::to_string(word);
-    default: {
-      const double d = std::bit_cast<double>(word);
-      if (std::isnan(d)) return std::nullopt;
-      return FormatDouble(d);
-    }
-  }
-}
-
-}  // namespace
-
-int CmdAgg(const Globals& g, const AggArgs& a) {
+// The operation; UsageFail when the options do not fit it.
+client::AggregateOp CheckAggOptions(const AggArgs& a) {
   auto op_or = client::ParseAggregateOp(a.op);
   if (!op_or.ok()) UsageFail(absl::StrCat("agg: --op: ", std::string(op_or.status().message())));
   const client::AggregateOp op = *op_or;
@@ -137,175 +46,195 @@ int CmdAgg(const Globals& g, const AggArgs& a) {
   if (op == client::AggregateOp::kCount && a.value_type != "auto") {
     UsageFail("agg: --value-type is not used by --op count");
   }
-  // Two passes over the file: the first finds the group labels (keeping the
-  // distinct labels only) and the value type; the second streams codes and
-  // values. Standard input is copied to a temporary file first, as it is.
-  std::string path = a.from;
-  std::string spooled;
-  if (path == "-") {
-    spooled = InputOrDie(SpoolStdin());
-    path = spooled;
-  }
-  struct Unlink {
-    std::string path;
-    ~Unlink() {
-      if (!path.empty()) std::remove(path.c_str());
-    }
-  } unlink{spooled};
-  const std::string source_name = a.from == "-" ? "<stdin>" : a.from;
-  GroupEncoder encoder;
-  std::string value_type = a.value_type;
-  {
-    std::unique_ptr<TableReader> first = OpenInput(g, path);
-    RequireColumn(*first, a.group);
-    if (!a.value.empty()) RequireColumn(*first, a.value);
-    if (!a.where_mask.empty()) RequireColumn(*first, a.where_mask);
-    // InferValueType over the whole column, batch by batch.
-    bool any = false, above_i64 = false, fractional = false;
-    Table batch;
-    while (InputOrDie(first->Next(&batch))) {
-      const absl::Status st = encoder.Observe(batch, a.group);
-      if (!st.ok()) UsageFail(std::string(st.message()));
-      if (!a.value.empty() && value_type == "auto" && !fractional) {
-        const std::string t = InferValueType(batch, InputOrDie(batch.Column(a.value)));
-        bool batch_any = false;
-        for (const Row& r : batch.rows) batch_any |= !Blank(r.cells[*batch.Column(a.value)]);
-        if (t == "float64" && batch_any) fractional = true;
-        if (t == "uint64") above_i64 = true;
-        any |= batch_any;
-      }
-    }
-    if (!a.value.empty() && value_type == "auto") {
-      value_type = fractional || !any ? "float64" : above_i64 ? "uint64" : "int64";
-    }
-  }
-  GroupEncoding groups = InputOrDie(encoder.Finish(source_name, a.group));
-  const bool is_typed = op != client::AggregateOp::kCount && value_type != "float32";
-  client::ColumnType spec_type = client::ColumnType::kFloat32;
-  if (is_typed) {
-    spec_type = value_type == "float64" ? client::ColumnType::kFloat64
-                : value_type == "int32" ? client::ColumnType::kInt32
-                : value_type == "int64" ? client::ColumnType::kInt64
-                : value_type == "uint32" ? client::ColumnType::kUint32
-                                         : client::ColumnType::kUint64;
-  }
-  std::unique_ptr<TableReader> input = OpenInput(g, path);
+  return op;
+}
 
-  auto c = Connect(g);
-  client::AggregateSpec spec{op, groups.groups};
-  spec.value_type = spec_type;
-  ProgressBar bar("agg " + source_name, ProgressEnabled(g));
-  // One batch on its way: the buffers its request borrows.
-  struct AggPending {
-    std::vector<uint32_t> codes, present, mask, value_present;
-    std::vector<float> values;
-    std::vector<int32_t> i32;
-    std::vector<int64_t> i64;
-    std::vector<uint32_t> u32;
-    std::vector<uint64_t> u64;
-    std::vector<double> f64;
-  };
-  BatchQueue<AggPending> queue;
-  bool sent = false;
-  uint64_t input_rows = 0;
-  auto batch_source = [&]() -> std::optional<client::AggregateBatch> {
+// The first pass over `path`: the group labels into `encoder`; the value type
+// (--value-type, or inferred over the whole value column, batch by batch).
+std::string ScanGroupsAndValueType(const Globals& g, const AggArgs& a, const std::string& path,
+                                   GroupEncoder* encoder) {
+  std::string value_type = a.value_type;
+  std::unique_ptr<TableReader> first = OpenInput(g, path);
+  RequireColumn(*first, a.group);
+  if (!a.value.empty()) RequireColumn(*first, a.value);
+  if (!a.where_mask.empty()) RequireColumn(*first, a.where_mask);
+  bool any = false, above_i64 = false, fractional = false;
+  Table batch;
+  while (InputOrDie(first->Next(&batch))) {
+    const absl::Status st = encoder->Observe(batch, a.group);
+    if (!st.ok()) UsageFail(std::string(st.message()));
+    if (!a.value.empty() && value_type == "auto" && !fractional) {
+      const std::string t = InferValueType(batch, InputOrDie(batch.Column(a.value)));
+      bool batch_any = false;
+      for (const Row& r : batch.rows) batch_any |= !BlankCell(r.cells[*batch.Column(a.value)]);
+      if (t == "float64" && batch_any) fractional = true;
+      if (t == "uint64") above_i64 = true;
+      any |= batch_any;
+    }
+  }
+  if (!a.value.empty() && value_type == "auto") {
+    value_type = fractional || !any ? "float64" : above_i64 ? "uint64" : "int64";
+  }
+  return value_type;
+}
+
+// The wire type of a typed stream's values.
+client::ColumnType WireValueType(const std::string& value_type) {
+  return value_type == "float64"  ? client::ColumnType::kFloat64
+         : value_type == "int32"  ? client::ColumnType::kInt32
+         : value_type == "int64"  ? client::ColumnType::kInt64
+         : value_type == "uint32" ? client::ColumnType::kUint32
+                                  : client::ColumnType::kUint64;
+}
+
+// One batch on its way: the buffers its request borrows.
+struct AggPending {
+  std::vector<uint32_t> codes, present, mask, value_present;
+  std::vector<float> values;
+  std::vector<int32_t> i32;
+  std::vector<int64_t> i64;
+  std::vector<uint32_t> u32;
+  std::vector<uint64_t> u64;
+  std::vector<double> f64;
+};
+
+// The second pass: the input's batches as the stream's requests, each with
+// group codes, values and mask; then the totals of the last answer.
+class AggStream {
+ public:
+  AggStream(const AggArgs& a, TableReader& input, const GroupEncoder& encoder,
+            const std::string& value_type, bool is_typed, client::ColumnType spec_type)
+      : a_(a),
+        input_(input),
+        encoder_(encoder),
+        value_type_(value_type),
+        is_typed_(is_typed),
+        spec_type_(spec_type) {}
+
+  // Runs the stream; UsageFail on bad input, RpcFail when the call fails.
+  client::AggregateResult Run(const Globals& g, client::Client& c,
+                              const client::AggregateSpec& spec, const std::string& source_name) {
+    ProgressBar bar("agg " + source_name, ProgressEnabled(g));
+    client::AggregateResult r;
+    auto sink = [&](client::AggregateResult&& result) -> absl::Status {
+      queue_.Pop();
+      if (!result.error.ok()) return result.error;
+      r = std::move(result);
+      bar.UpdateInput(input_.rows_read(), input_.bytes_read(), input_.total_bytes());
+      return absl::OkStatus();
+    };
+    const absl::Status st =
+        c.Aggregate(spec, [this] { return NextBatch(); }, sink, Streaming(g));
+    bar.Done();
+    if (!queue_.error().ok()) UsageFail(std::string(queue_.error().message()));
+    if (!st.ok()) RpcFail(st, "agg");
+    return r;
+  }
+
+  uint64_t input_rows() const { return input_rows_; }
+
+ private:
+  std::optional<client::AggregateBatch> NextBatch() {
     // The conversions end a command by throwing; the source runs on the
     // client's writer thread, so it hands the error over instead.
     try {
       auto p = std::make_unique<AggPending>();
       Table batch;
-      const bool more = InputOrDie(input->Next(&batch));
+      const bool more = InputOrDie(input_.Next(&batch));
       // Always send at least one batch, so that empty input still yields totals.
-      if (!more && sent) return std::nullopt;
-      sent = true;
-      input_rows += batch.rows.size();
+      if (!more && sent_) return std::nullopt;
+      sent_ = true;
+      input_rows_ += batch.rows.size();
       client::AggregateBatch b;
       if (more) {
-        const absl::Status encoded = encoder.Encode(batch, a.group, &p->codes, &p->present);
-        if (!encoded.ok()) UsageFail(std::string(encoded.message()));
-        const size_t value_col = a.value.empty() ? 0 : InputOrDie(batch.Column(a.value));
-        if (is_typed) {
-          switch (spec_type) {
-            case client::ColumnType::kFloat64:
-              p->f64 = TypedValues<double>(batch, value_col, value_type, p->value_present);
-              b.typed_values = std::span<const double>(p->f64);
-              break;
-            case client::ColumnType::kInt32:
-              p->i32 = TypedValues<int32_t>(batch, value_col, value_type, p->value_present);
-              b.typed_values = std::span<const int32_t>(p->i32);
-              break;
-            case client::ColumnType::kInt64:
-              p->i64 = TypedValues<int64_t>(batch, value_col, value_type, p->value_present);
-              b.typed_values = std::span<const int64_t>(p->i64);
-              break;
-            case client::ColumnType::kUint32:
-              p->u32 = TypedValues<uint32_t>(batch, value_col, value_type, p->value_present);
-              b.typed_values = std::span<const uint32_t>(p->u32);
-              break;
-            default:
-              p->u64 = TypedValues<uint64_t>(batch, value_col, value_type, p->value_present);
-              b.typed_values = std::span<const uint64_t>(p->u64);
-              break;
-          }
-        } else if (!a.value.empty()) {
-          p->values = InputOrDie(ValueColumn(batch, a.value));
-        }
-        const bool any_null_group =
-            std::find(p->present.begin(), p->present.end(), 0u) != p->present.end();
-        const bool any_null_value = std::find(p->value_present.begin(), p->value_present.end(),
-                                              0u) != p->value_present.end();
-        if (!a.where_mask.empty()) {
-          p->mask = InputOrDie(MaskColumn(batch, a.where_mask));
-          for (size_t i = 0; i < p->mask.size(); ++i) p->mask[i] &= p->present[i];
-        } else if (any_null_group || any_null_value) {
-          p->mask = p->present;  // rows without a group label take no part
-        }
-        if (any_null_value) {
-          for (size_t i = 0; i < p->mask.size(); ++i) p->mask[i] &= p->value_present[i];
-        }
-      } else if (is_typed) {
-        // An empty batch of the stream's type.
-        switch (spec_type) {
-          case client::ColumnType::kFloat64:
-            b.typed_values = std::span<const double>(p->f64);
-            break;
-          case client::ColumnType::kInt32:
-            b.typed_values = std::span<const int32_t>(p->i32);
-            break;
-          case client::ColumnType::kInt64:
-            b.typed_values = std::span<const int64_t>(p->i64);
-            break;
-          case client::ColumnType::kUint32:
-            b.typed_values = std::span<const uint32_t>(p->u32);
-            break;
-          default:
-            b.typed_values = std::span<const uint64_t>(p->u64);
-            break;
-        }
+        EncodeBatch(batch, p.get(), &b);
+      } else if (is_typed_) {
+        TypedBatch(nullptr, 0, p.get(), &b);  // an empty batch of the stream's type
       }
       b.keys = p->codes;
       b.values = p->values;
       b.mask = p->mask;
       b.accumulate_only = true;
-      queue.Push(std::move(p));
+      queue_.Push(std::move(p));
       return b;
     } catch (const CliError& e) {
-      queue.SetError(absl::InvalidArgumentError(e.message));
+      queue_.SetError(absl::InvalidArgumentError(e.message));
       return std::nullopt;
     }
-  };
-  client::AggregateResult r;
-  auto sink = [&](client::AggregateResult&& result) -> absl::Status {
-    queue.Pop();
-    if (!result.error.ok()) return result.error;
-    r = std::move(result);
-    bar.UpdateInput(input->rows_read(), input->bytes_read(), input->total_bytes());
-    return absl::OkStatus();
-  };
-  const absl::Status st = c->Aggregate(spec, batch_source, sink, Streaming(g));
-  bar.Done();
-  if (!queue.error().ok()) UsageFail(std::string(queue.error().message()));
-  if (!st.ok()) RpcFail(st, "agg");
+  }
+
+  // The group codes, values and mask of one input batch.
+  void EncodeBatch(const Table& batch, AggPending* p, client::AggregateBatch* b) {
+    const absl::Status encoded = encoder_.Encode(batch, a_.group, &p->codes, &p->present);
+    if (!encoded.ok()) UsageFail(std::string(encoded.message()));
+    const size_t value_col = a_.value.empty() ? 0 : InputOrDie(batch.Column(a_.value));
+    if (is_typed_) {
+      TypedBatch(&batch, value_col, p, b);
+    } else if (!a_.value.empty()) {
+      p->values = InputOrDie(ValueColumn(batch, a_.value));
+    }
+    const bool any_null_group =
+        std::find(p->present.begin(), p->present.end(), 0u) != p->present.end();
+    const bool any_null_value = std::find(p->value_present.begin(), p->value_present.end(),
+                                          0u) != p->value_present.end();
+    if (!a_.where_mask.empty()) {
+      p->mask = InputOrDie(MaskColumn(batch, a_.where_mask));
+      for (size_t i = 0; i < p->mask.size(); ++i) p->mask[i] &= p->present[i];
+    } else if (any_null_group || any_null_value) {
+      p->mask = p->present;  // rows without a group label take no part
+    }
+    if (any_null_value) {
+      for (size_t i = 0; i < p->mask.size(); ++i) p->mask[i] &= p->value_present[i];
+    }
+  }
+
+  // Column `value_col` of `batch` (nullptr: no rows) as values of the stream's
+  // type in `p`, which b's typed values then view.
+  void TypedBatch(const Table* batch, size_t value_col, AggPending* p, client::AggregateBatch* b) {
+    switch (spec_type_) {
+      case client::ColumnType::kFloat64:
+        if (batch) p->f64 = TypedValues<double>(*batch, value_col, value_type_, p->value_present);
+        b->typed_values = std::span<const double>(p->f64);
+        break;
+      case client::ColumnType::kInt32:
+        if (batch) p->i32 = TypedValues<int32_t>(*batch, value_col, value_type_, p->value_present);
+        b->typed_values = std::span<const int32_t>(p->i32);
+        break;
+      case client::ColumnType::kInt64:
+        if (batch) p->i64 = TypedValues<int64_t>(*batch, value_col, value_type_, p->value_present);
+        b->typed_values = std::span<const int64_t>(p->i64);
+        break;
+      case client::ColumnType::kUint32:
+        if (batch) {
+          p->u32 = TypedValues<uint32_t>(*batch, value_col, value_type_, p->value_present);
+        }
+        b->typed_values = std::span<const uint32_t>(p->u32);
+        break;
+      default:
+        if (batch) {
+          p->u64 = TypedValues<uint64_t>(*batch, value_col, value_type_, p->value_present);
+        }
+        b->typed_values = std::span<const uint64_t>(p->u64);
+        break;
+    }
+  }
+
+  const AggArgs& a_;
+  TableReader& input_;
+  const GroupEncoder& encoder_;
+  const std::string& value_type_;
+  const bool is_typed_;
+  const client::ColumnType spec_type_;
+  BatchQueue<AggPending> queue_;
+  bool sent_ = false;
+  uint64_t input_rows_ = 0;
+};
+
+// One row per group in label order, with a warning for overflowed sums, the
+// note and the summary.
+void WriteAggResult(const Globals& g, const AggArgs& a, client::AggregateOp op,
+                    const GroupEncoding& groups, const client::AggregateResult& r, bool is_typed,
+                    const std::string& value_type, uint64_t input_rows) {
   const bool is_count = op == client::AggregateOp::kCount;
   const size_t got = is_count   ? r.total_counts.size()
                      : is_typed ? r.total_typed_values.size()
@@ -351,6 +280,42 @@ int CmdAgg(const Globals& g, const AggArgs& a) {
   if (!is_count) meta["value_type"] = value_type;
   if (is_typed) meta["overflow_groups"] = overflowed;
   EmitRows(g, meta, out, a.out);
+}
+
+}  // namespace
+
+int CmdAgg(const Globals& g, const AggArgs& a) {
+  const client::AggregateOp op = CheckAggOptions(a);
+  // Two passes over the file: the first finds the group labels (keeping the
+  // distinct labels only) and the value type; the second streams codes and
+  // values. Standard input is copied to a temporary file first, as it is.
+  std::string path = a.from;
+  std::string spooled;
+  if (path == "-") {
+    spooled = InputOrDie(SpoolStdin());
+    path = spooled;
+  }
+  struct Unlink {
+    std::string path;
+    ~Unlink() {
+      if (!path.empty()) std::remove(path.c_str());
+    }
+  } unlink{spooled};
+  const std::string source_name = a.from == "-" ? "<stdin>" : a.from;
+  GroupEncoder encoder;
+  const std::string value_type = ScanGroupsAndValueType(g, a, path, &encoder);
+  GroupEncoding groups = InputOrDie(encoder.Finish(source_name, a.group));
+  const bool is_typed = op != client::AggregateOp::kCount && value_type != "float32";
+  const client::ColumnType spec_type =
+      is_typed ? WireValueType(value_type) : client::ColumnType::kFloat32;
+  std::unique_ptr<TableReader> input = OpenInput(g, path);
+
+  auto c = Connect(g);
+  client::AggregateSpec spec{op, groups.groups};
+  spec.value_type = spec_type;
+  AggStream stream(a, *input, encoder, value_type, is_typed, spec_type);
+  const client::AggregateResult r = stream.Run(g, *c, spec, source_name);
+  WriteAggResult(g, a, op, groups, r, is_typed, value_type, stream.input_rows());
   return kExitOk;
 }
 
