@@ -9,16 +9,26 @@
 #include "commands.hpp"
 
 namespace gpujoin::cli {
+namespace {
 
-int RunCli(int argc, char** argv) {
-  CLI::App app{
-      "gpujoin: command-line client of the gpujoind GPU hash-index service.\n"
-      "Exit codes: 0 ok, 1 server/RPC error, 2 usage or input error."};
-  app.name("gpujoin");
-  app.set_version_flag("--version", "gpujoin " GPUJOIN_VERSION);
-  app.require_subcommand(1);
-  app.fallthrough(true);
-  Globals g;
+// The arguments of every command, which parsing fills; the callback of the
+// command given sets the runner to it.
+struct CommandArgs {
+  std::string health_service;
+  BuildArgs build;
+  std::string describe_name, drop_name;
+  std::string save_name, save_file, load_name, load_file;
+  bool load_replace = false;
+  std::string rm_file;
+  LookupArgs lookup;
+  JoinArgs join;
+  AggArgs agg;
+  HashArgs hash;
+};
+using Runner = std::function<int()>;
+
+// The options every command takes.
+void AddGlobalOptions(CLI::App& app, Globals& g) {
   app.add_option("--server", g.server, "server address host:port")
       ->envname("GPUJOIN_SERVER")
       ->capture_default_str();
@@ -45,172 +55,195 @@ int RunCli(int argc, char** argv) {
   app.add_option("--in-flight", g.in_flight, "batches in flight per stream")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
+}
 
-  std::function<int()> run;
-  // --key-type of the commands that read keys (docs/cli.md, "Key types").
-  auto add_key_type = [](CLI::App* cmd, std::string& value) {
-    cmd->add_option("--key-type", value,
-                    "auto (from the data: negative -> i64, above 2^32-1 -> u64, else u32), u32, "
-                    "u64 or i64")
-        ->check(CLI::IsMember({"auto", "u32", "u64", "i64"}))
-        ->capture_default_str();
-  };
+// --key-type of the commands that read keys (docs/cli.md, "Key types").
+void AddKeyType(CLI::App* cmd, std::string& value) {
+  cmd->add_option("--key-type", value,
+                  "auto (from the data: negative -> i64, above 2^32-1 -> u64, else u32), u32, "
+                  "u64 or i64")
+      ->check(CLI::IsMember({"auto", "u32", "u64", "i64"}))
+      ->capture_default_str();
+}
 
+// health, info.
+void AddServerCommands(CLI::App& app, const Globals& g, CommandArgs& args, Runner& run) {
   auto* health = app.add_subcommand("health", "check the server's grpc.health.v1 status");
-  std::string health_service;
-  health->add_option("--service", health_service,
+  health->add_option("--service", args.health_service,
                      "service to check (default: the whole server; gpujoin.v1.GpuJoin)");
-  health->callback([&] { run = [&] { return CmdHealth(g, health_service); }; });
+  health->callback([&] { run = [&] { return CmdHealth(g, args.health_service); }; });
 
   auto* info = app.add_subcommand("info", "server version, backend, device and memory");
   info->callback([&] { run = [&] { return CmdInfo(g); }; });
+}
 
+// index build|ls|describe|drop|save|load|files|rm-file.
+void AddIndexCommands(CLI::App& app, const Globals& g, CommandArgs& args, Runner& run) {
   auto* index = app.add_subcommand("index", "manage resident indexes");
   index->require_subcommand(1);
-  BuildArgs ba;
   auto* build = index->add_subcommand("build", "build (or --replace) an index from a file");
-  build->add_option("NAME", ba.name, "index name")->required();
-  build->add_option("--from", ba.from, "input file (CSV/TSV/JSONL/.u32/.u64/.i64, - = stdin)")
-      ->required();
-  build->add_option("--key", ba.key,
-                    "key column (integers; see --key-type; default for .u32/.u64/.i64: key)");
-  add_key_type(build, ba.key_type);
-  auto* val = build->add_option("--value", ba.value, "value column (uint32)");
-  build->add_flag("--row-ids", ba.row_ids, "values are row numbers (the default)")->excludes(val);
-  build->add_option("--first-row", ba.first_row, "value of the first row with --row-ids");
-  auto* cap = build->add_option("--capacity", ba.capacity, "table slots, a power of two");
+  build->add_option("NAME", args.build.name, "index name")->required();
   build
-      ->add_option("--load-factor", ba.load_factor,
+      ->add_option("--from", args.build.from,
+                   "input file (CSV/TSV/JSONL/.u32/.u64/.i64, - = stdin)")
+      ->required();
+  build->add_option("--key", args.build.key,
+                    "key column (integers; see --key-type; default for .u32/.u64/.i64: key)");
+  AddKeyType(build, args.build.key_type);
+  auto* val = build->add_option("--value", args.build.value, "value column (uint32)");
+  build->add_flag("--row-ids", args.build.row_ids, "values are row numbers (the default)")
+      ->excludes(val);
+  build->add_option("--first-row", args.build.first_row, "value of the first row with --row-ids");
+  auto* cap = build->add_option("--capacity", args.build.capacity, "table slots, a power of two");
+  build
+      ->add_option("--load-factor", args.build.load_factor,
                    "target load factor when the server picks the capacity (default 0.5)")
       ->excludes(cap);
-  build->add_option("--max-probes", ba.max_probes, "probe bound per key (0 = capacity)");
-  build->add_flag("--replace", ba.replace, "atomically replace a live index of that name");
-  build->add_option("--columns", ba.columns,
+  build->add_option("--max-probes", args.build.max_probes, "probe bound per key (0 = capacity)");
+  build->add_flag("--replace", args.build.replace, "atomically replace a live index of that name");
+  build->add_option("--columns", args.build.columns,
                     "payload columns stored beside the index (default: every column but the key "
                     "and --value)");
-  build->add_option("--schema", ba.schema,
+  build->add_option("--schema", args.build.schema,
                     "payload types, e.g. a:i64,b:f64,c:str (i32 u32 i64 u64 f32 f64 bool str bin; "
                     "default: inferred from the data)");
-  build->add_flag("--no-payload", ba.no_payload, "store no payload columns");
+  build->add_flag("--no-payload", args.build.no_payload, "store no payload columns");
   build
-      ->add_option("--duplicates", ba.duplicates,
+      ->add_option("--duplicates", args.build.duplicates,
                    "rows of a repeated key: lowest_row (the first row wins) or keep_all (every "
                    "row is kept: one-to-many joins)")
       ->check(CLI::IsMember({"lowest_row", "keep_all"}))
       ->capture_default_str();
-  build->add_flag("--wait-durable", ba.wait_durable,
+  build->add_flag("--wait-durable", args.build.wait_durable,
                   "answer only once the index's snapshot is written and fsync'd (a server with "
                   "--data-dir; fails if the write fails)");
-  build->callback([&] { run = [&] { return CmdIndexBuild(g, ba); }; });
+  build->callback([&] { run = [&] { return CmdIndexBuild(g, args.build); }; });
 
   auto* ls = index->add_subcommand("ls", "list resident indexes");
   ls->callback([&] { run = [&] { return CmdIndexLs(g); }; });
 
-  std::string describe_name, drop_name;
   auto* describe = index->add_subcommand("describe", "show one index");
-  describe->add_option("NAME", describe_name, "index name")->required();
-  describe->callback([&] { run = [&] { return CmdIndexDescribe(g, describe_name); }; });
+  describe->add_option("NAME", args.describe_name, "index name")->required();
+  describe->callback([&] { run = [&] { return CmdIndexDescribe(g, args.describe_name); }; });
 
   auto* drop = index->add_subcommand("drop", "drop an index and free its memory");
-  drop->add_option("NAME", drop_name, "index name")->required();
-  drop->callback([&] { run = [&] { return CmdIndexDrop(g, drop_name); }; });
-  std::string save_name, save_file, load_name, load_file;
-  bool load_replace = false;
+  drop->add_option("NAME", args.drop_name, "index name")->required();
+  drop->callback([&] { run = [&] { return CmdIndexDrop(g, args.drop_name); }; });
   auto* save = index->add_subcommand(
       "save", "write an index to a snapshot file under the server's --data-dir");
-  save->add_option("NAME", save_name, "index name")->required();
-  save->add_option("--file", save_file,
+  save->add_option("NAME", args.save_name, "index name")->required();
+  save->add_option("--file", args.save_file,
                    "file name under --data-dir (default NAME.gjsnap, the one loaded at start)");
-  save->callback([&] { run = [&] { return CmdIndexSave(g, save_name, save_file); }; });
+  save->callback([&] { run = [&] { return CmdIndexSave(g, args.save_name, args.save_file); }; });
   auto* load = index->add_subcommand(
       "load", "load an index from a snapshot file under the server's --data-dir");
-  load->add_option("NAME", load_name, "index name")->required();
-  load->add_option("--file", load_file, "file name under --data-dir (default NAME.gjsnap)");
-  load->add_flag("--replace", load_replace, "replace a live index of that name");
-  load->callback(
-      [&] { run = [&] { return CmdIndexLoad(g, load_name, load_file, load_replace); }; });
+  load->add_option("NAME", args.load_name, "index name")->required();
+  load->add_option("--file", args.load_file, "file name under --data-dir (default NAME.gjsnap)");
+  load->add_flag("--replace", args.load_replace, "replace a live index of that name");
+  load->callback([&] {
+    run = [&] { return CmdIndexLoad(g, args.load_name, args.load_file, args.load_replace); };
+  });
   auto* files = index->add_subcommand(
       "files", "list the snapshots and copies under the server's --data-dir, with their sizes");
   files->callback([&] { run = [&] { return CmdIndexFiles(g); }; });
-  std::string rm_file;
   auto* rm = index->add_subcommand(
       "rm-file", "delete a copy (or the snapshot of an index that is not live) under --data-dir");
-  rm->add_option("FILE", rm_file, "file name, as `gpujoin index files` lists it")->required();
-  rm->callback([&] { run = [&] { return CmdIndexRmFile(g, rm_file); }; });
+  rm->add_option("FILE", args.rm_file, "file name, as `gpujoin index files` lists it")->required();
+  rm->callback([&] { run = [&] { return CmdIndexRmFile(g, args.rm_file); }; });
+}
 
-  LookupArgs la;
+// lookup, join, agg and hash: the commands that stream a file.
+void AddQueryCommands(CLI::App& app, const Globals& g, CommandArgs& args, Runner& run) {
   auto* lookup = app.add_subcommand(
       "lookup", "append each row's matched value, a found flag and --select payload columns");
-  lookup->add_option("NAME", la.name, "index name")->required();
-  lookup->add_option("--from", la.from, "input file")->required();
-  lookup->add_option("--key", la.key,
+  lookup->add_option("NAME", args.lookup.name, "index name")->required();
+  lookup->add_option("--from", args.lookup.from, "input file")->required();
+  lookup->add_option("--key", args.lookup.key,
                      "key column (integers; see --key-type; default for .u32/.u64/.i64: key)");
-  add_key_type(lookup, la.key_type);
-  lookup->add_option("--select", la.select,
+  AddKeyType(lookup, args.lookup.key_type);
+  lookup->add_option("--select", args.lookup.select,
                      "payload columns of the index to append, e.g. type,site");
-  lookup->add_option("--out", la.out, "output file (.csv, .tsv, .jsonl; default stdout)");
-  lookup->add_option("--max-probes", la.max_probes,
+  lookup->add_option("--out", args.lookup.out, "output file (.csv, .tsv, .jsonl; default stdout)");
+  lookup->add_option("--max-probes", args.lookup.max_probes,
                      "probe bound of this lookup (0 = the index's; at most its capacity): a key "
                      "further from its home slot is not found");
-  lookup->callback([&] { run = [&] { return CmdLookup(g, la); }; });
+  lookup->callback([&] { run = [&] { return CmdLookup(g, args.lookup); }; });
 
-  JoinArgs ja;
   auto* join = app.add_subcommand(
       "join",
       "inner, left, semi or anti join: ad hoc (--left/--right) or against a resident index (NAME "
       "--left)");
-  join->add_option("NAME", ja.name, "resident index (omit for an ad-hoc join)");
-  join->add_option("--left", ja.left, "left (probe) file")->required();
-  join->add_option("--right", ja.right,
+  join->add_option("NAME", args.join.name, "resident index (omit for an ad-hoc join)");
+  join->add_option("--left", args.join.left, "left (probe) file")->required();
+  join->add_option("--right", args.join.right,
                    "right (build) file, or index:NAME to join a resident index and append its "
                    "payload columns");
-  join->add_option("--select", ja.select,
+  join->add_option("--select", args.join.select,
                    "payload columns to append (resident joins; with --right index:NAME default "
                    "all)");
-  join->add_option("--on", ja.on, "join column: COL or LEFTCOL=RIGHTCOL (integers)")->required();
-  add_key_type(join, ja.key_type);
-  join->add_option("--out", ja.out, "output file (.csv, .tsv, .jsonl; default stdout)");
-  join->add_option("--capacity", ja.capacity, "most output rows (0 = no bound)");
-  join->add_option("--how", ja.how,
+  join->add_option("--on", args.join.on, "join column: COL or LEFTCOL=RIGHTCOL (integers)")
+      ->required();
+  AddKeyType(join, args.join.key_type);
+  join->add_option("--out", args.join.out, "output file (.csv, .tsv, .jsonl; default stdout)");
+  join->add_option("--capacity", args.join.capacity, "most output rows (0 = no bound)");
+  join->add_option("--how", args.join.how,
                    "inner (matching pairs), left (every left row; unmatched with empty right "
                    "cells), semi (left rows with a match, once) or anti (left rows without one)")
       ->check(CLI::IsMember({"inner", "left", "semi", "anti"}))
       ->capture_default_str();
-  join->add_option("--right-duplicates", ja.right_duplicates,
+  join->add_option("--right-duplicates", args.join.right_duplicates,
                    "ad hoc: rows of a repeated right key: keep_all (default: each joins, as in "
                    "SQL) or lowest_row (only the first joins)")
       ->check(CLI::IsMember({"lowest_row", "keep_all"}));
-  join->add_option("--max-probes", ja.max_probes,
+  join->add_option("--max-probes", args.join.max_probes,
                    "probe bound of this join (0 = the index's; at most its capacity): a key "
                    "further from its home slot does not match");
-  join->callback([&] { run = [&] { return CmdJoin(g, ja); }; });
+  join->callback([&] { run = [&] { return CmdJoin(g, args.join); }; });
 
-  AggArgs aa;
   auto* agg = app.add_subcommand("agg", "grouped count/sum/min/max/mean");
-  agg->add_option("--from", aa.from, "input file")->required();
-  agg->add_option("--group", aa.group, "group column (dense uint32, or any labels)")->required();
-  agg->add_option("--op", aa.op, "count, sum, min, max or mean")->required();
-  agg->add_option("--value", aa.value, "value column for sum/min/max/mean");
-  agg->add_option("--value-type", aa.value_type,
+  agg->add_option("--from", args.agg.from, "input file")->required();
+  agg->add_option("--group", args.agg.group, "group column (dense uint32, or any labels)")
+      ->required();
+  agg->add_option("--op", args.agg.op, "count, sum, min, max or mean")->required();
+  agg->add_option("--value", args.agg.value, "value column for sum/min/max/mean");
+  agg->add_option("--value-type", args.agg.value_type,
                   "auto (integers: exact int64 sums, uint64 above INT64_MAX; decimals: "
                   "float64), float32 (the reference path), float64, int32, int64, uint32 or "
                   "uint64")
       ->capture_default_str();
-  agg->add_option("--where-mask", aa.where_mask,
+  agg->add_option("--where-mask", args.agg.where_mask,
                   "include only rows where this column is nonzero/true");
-  agg->add_option("--out", aa.out, "output file (.csv, .tsv, .jsonl; default stdout)");
-  agg->callback([&] { run = [&] { return CmdAgg(g, aa); }; });
+  agg->add_option("--out", args.agg.out, "output file (.csv, .tsv, .jsonl; default stdout)");
+  agg->callback([&] { run = [&] { return CmdAgg(g, args.agg); }; });
 
-  HashArgs ha;
   auto* hash = app.add_subcommand("hash", "append a row hash of one or more columns");
-  hash->add_option("--from", ha.from, "input file")->required();
-  hash->add_option("--cols", ha.cols,
+  hash->add_option("--from", args.hash.from, "input file")->required();
+  hash->add_option("--cols", args.hash.cols,
                    "columns a,b[:type] (types: uint32 int32 uint64 int64 "
                    "float32 float64 string)")
       ->required();
-  hash->add_option("--bits", ha.bits, "32 or 64")->capture_default_str();
-  hash->add_option("--out", ha.out, "output file (.csv, .tsv, .jsonl; default stdout)");
-  hash->callback([&] { run = [&] { return CmdHash(g, ha); }; });
+  hash->add_option("--bits", args.hash.bits, "32 or 64")->capture_default_str();
+  hash->add_option("--out", args.hash.out, "output file (.csv, .tsv, .jsonl; default stdout)");
+  hash->callback([&] { run = [&] { return CmdHash(g, args.hash); }; });
+}
+
+}  // namespace
+
+int RunCli(int argc, char** argv) {
+  CLI::App app{
+      "gpujoin: command-line client of the gpujoind GPU hash-index service.\n"
+      "Exit codes: 0 ok, 1 server/RPC error, 2 usage or input error."};
+  app.name("gpujoin");
+  app.set_version_flag("--version", "gpujoin " GPUJOIN_VERSION);
+  app.require_subcommand(1);
+  app.fallthrough(true);
+  Globals g;
+  AddGlobalOptions(app, g);
+  CommandArgs args;
+  Runner run;
+  AddServerCommands(app, g, args, run);
+  AddIndexCommands(app, g, args, run);
+  AddQueryCommands(app, g, args, run);
 
   try {
     app.parse(argc, argv);

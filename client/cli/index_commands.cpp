@@ -156,9 +156,8 @@ void PrintIndex(std::ostream& os, const client::IndexInfo& i) {
   os << "build time   " << Fixed(i.build_seconds * 1000, 3) << " ms\n";
 }
 
-}  // namespace
-
-int CmdIndexBuild(const Globals& g, const BuildArgs& a) {
+// Options of index build that exclude each other or are out of range: UsageFail.
+void CheckBuildOptions(const BuildArgs& a) {
   if (!a.value.empty() && a.row_ids)
     UsageFail("index build: --value and --row-ids exclude each other");
   if (a.first_row != 0 && !a.value.empty()) UsageFail("index build: --first-row needs --row-ids");
@@ -172,6 +171,44 @@ int CmdIndexBuild(const Globals& g, const BuildArgs& a) {
     UsageFail(absl::StrCat("index build: --load-factor must be in (0, 1], got ",
                            Fixed(a.load_factor, 3)));
   }
+}
+
+// What a build says: the index, its source and its health verdict (--json: one
+// document; --quiet: the warnings only, on stderr).
+void ReportBuild(const Globals& g, const BuildArgs& a, TableReader& input, const std::string& key,
+                 KeyKind key_kind, const PayloadPlan& plan, const client::IndexInfo& info) {
+  for (const std::string& note : input.TakeNotes()) Note(g, note);
+  const std::string& source_name = input.source();
+  Verdict v = Judge(info, key_kind);
+  if (g.json) {
+    std::cout << Json{{"index", IndexJson(info)},
+                      {"source", source_name},
+                      {"key_kind", std::string(KeyKindName(key_kind))},
+                      {"schema", FormatSchema(plan.schema)},
+                      {"health", Json{{"verdict", v.level}, {"messages", v.messages}}}}
+                     .dump(2)
+              << '\n';
+    return;
+  }
+  if (!g.quiet) {
+    std::cout << "built from " << source_name << " (key " << key << " as "
+              << KeyKindTypeName(key_kind) << ", values "
+              << (a.value.empty() ? absl::StrCat("row IDs from ", a.first_row)
+                                  : absl::StrCat("column ", a.value))
+              << ")\n";
+    if (!plan.schema.empty()) std::cout << "schema       " << FormatSchema(plan.schema) << "\n";
+    PrintIndex(std::cout, info);
+    std::cout << "health       " << v.level << "\n";
+    for (const auto& m : v.messages) std::cout << "  " << v.level << ": " << m << "\n";
+  } else if (v.level == "warning") {
+    for (const auto& m : v.messages) std::cerr << "gpujoin: warning: " << m << "\n";
+  }
+}
+
+}  // namespace
+
+int CmdIndexBuild(const Globals& g, const BuildArgs& a) {
+  CheckBuildOptions(a);
   const KeyKind flag = InputOrDie(ParseKeyKind(a.key_type));
   std::unique_ptr<TableReader> input = OpenInput(g, a.from);
   const std::string key = KeyColumnOf(a.key, *input, "index build");
@@ -284,32 +321,7 @@ int CmdIndexBuild(const Globals& g, const BuildArgs& a) {
                                           "' already exists; give --replace to rebuild it")};
   }
   client::IndexInfo info = RpcOrDie(std::move(built), absl::StrCat("index build ", a.name));
-  for (const std::string& note : input->TakeNotes()) Note(g, note);
-  const std::string& source_name = input->source();
-  Verdict v = Judge(info, key_kind);
-  if (g.json) {
-    std::cout << Json{{"index", IndexJson(info)},
-                      {"source", source_name},
-                      {"key_kind", std::string(KeyKindName(key_kind))},
-                      {"schema", FormatSchema(plan.schema)},
-                      {"health", Json{{"verdict", v.level}, {"messages", v.messages}}}}
-                     .dump(2)
-              << '\n';
-    return kExitOk;
-  }
-  if (!g.quiet) {
-    std::cout << "built from " << source_name << " (key " << key << " as "
-              << KeyKindTypeName(key_kind) << ", values "
-              << (a.value.empty() ? absl::StrCat("row IDs from ", a.first_row)
-                                  : absl::StrCat("column ", a.value))
-              << ")\n";
-    if (!plan.schema.empty()) std::cout << "schema       " << FormatSchema(plan.schema) << "\n";
-    PrintIndex(std::cout, info);
-    std::cout << "health       " << v.level << "\n";
-    for (const auto& m : v.messages) std::cout << "  " << v.level << ": " << m << "\n";
-  } else if (v.level == "warning") {
-    for (const auto& m : v.messages) std::cerr << "gpujoin: warning: " << m << "\n";
-  }
+  ReportBuild(g, a, *input, key, key_kind, plan, info);
   return kExitOk;
 }
 
