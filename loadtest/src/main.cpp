@@ -56,10 +56,8 @@ std::vector<client::Client*> Raw(const std::vector<std::unique_ptr<client::Clien
   return out;
 }
 
-int Main(int argc, char** argv) {
-  CLI::App app{
-      "gpujoin-loadtest: bounded load against gpujoind (lookup, join, aggregate) with answer "
-      "checks, latency percentiles and an in-process echo transport ceiling"};
+// The command line as given (AddFlags lists each option's meaning).
+struct Flags {
   std::string server = "127.0.0.1:50051";
   std::string token, tls_ca, tls_name, tls_client_cert, tls_client_key;
   std::string rpc_name = "lookup";
@@ -86,162 +84,143 @@ int Main(int argc, char** argv) {
   bool echo = false, echo_only = false, json = false;
   std::string json_file;
   int max_message_bytes = 256 << 20;
+  CLI::Option* multiplicity_option = nullptr;  // given: a keep_all index
+};
 
-  app.add_option("--server", server, "gpujoind address (host:port or unix:/path)")
+void AddFlags(CLI::App& app, Flags& f) {
+  app.add_option("--server", f.server, "gpujoind address (host:port or unix:/path)")
       ->capture_default_str();
-  app.add_option("--token", token, "bearer token sent with every call");
-  app.add_option("--tls-ca", tls_ca, "PEM roots for a TLS server (empty = plaintext)");
-  app.add_option("--tls-server-name", tls_name, "name checked against the TLS certificate");
-  app.add_option("--tls-client-cert", tls_client_cert,
+  app.add_option("--token", f.token, "bearer token sent with every call");
+  app.add_option("--tls-ca", f.tls_ca, "PEM roots for a TLS server (empty = plaintext)");
+  app.add_option("--tls-server-name", f.tls_name, "name checked against the TLS certificate");
+  app.add_option("--tls-client-cert", f.tls_client_cert,
                  "PEM certificate chain presented to a server that requires client "
                  "certificates (gpujoind --tls-client-ca); with --tls-client-key");
-  app.add_option("--tls-client-key", tls_client_key, "PEM private key of --tls-client-cert");
-  app.add_option("--rpc", rpc_name, "lookup | join | aggregate")
+  app.add_option("--tls-client-key", f.tls_client_key, "PEM private key of --tls-client-cert");
+  app.add_option("--rpc", f.rpc_name, "lookup | join | aggregate")
       ->check(CLI::IsMember({"lookup", "join", "aggregate"}))
       ->capture_default_str();
-  app.add_option("--index", index, "index to query (lookup, join)")->capture_default_str();
-  app.add_option("--build-keys", build_keys_text,
+  app.add_option("--index", f.index, "index to query (lookup, join)")->capture_default_str();
+  app.add_option("--build-keys", f.build_keys_text,
                  "build --index first with this many keys (e.g. 1M) and check every sampled "
                  "answer value by value; without it the index must exist and only the "
                  "structure of answers is checked");
-  app.add_option("--load-factor", load_factor, "target load factor of the built index")
+  app.add_option("--load-factor", f.load_factor, "target load factor of the built index")
       ->capture_default_str();
-  app.add_flag("--keep-index", keep_index, "do not drop the index built with --build-keys");
-  app.add_option("--batch-rows", batch_rows_text, "rows per batch, a list: 1K,64K,1M")
+  app.add_flag("--keep-index", f.keep_index, "do not drop the index built with --build-keys");
+  app.add_option("--batch-rows", f.batch_rows_text, "rows per batch, a list: 1K,64K,1M")
       ->capture_default_str();
-  app.add_option("--concurrency", concurrency_text, "streams, a list: 1,4,16")
+  app.add_option("--concurrency", f.concurrency_text, "streams, a list: 1,4,16")
       ->capture_default_str();
-  app.add_option("--concurrency-range", concurrency_range,
+  app.add_option("--concurrency-range", f.concurrency_range,
                  "streams as start:end:step (end inclusive); overrides --concurrency");
-  app.add_option("--channels", channels, "connections the streams are spread over")
+  app.add_option("--channels", f.channels, "connections the streams are spread over")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
-  app.add_option("--in-flight", in_flight, "batches outstanding per stream")
+  app.add_option("--in-flight", f.in_flight, "batches outstanding per stream")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
-  app.add_option("--duration", duration,
+  app.add_option("--duration", f.duration,
                  "seconds measured per setting (an upper bound with "
                  "--requests)")
       ->check(CLI::Range(0.01, 3600.0))
       ->capture_default_str();
-  app.add_option("--requests", requests, "measured batches per setting (0 = by --duration)")
+  app.add_option("--requests", f.requests, "measured batches per setting (0 = by --duration)")
       ->capture_default_str();
-  app.add_option("--warmup", warmup, "seconds of unmeasured load before each setting")
+  app.add_option("--warmup", f.warmup, "seconds of unmeasured load before each setting")
       ->check(CLI::Range(0.0, 600.0))
       ->capture_default_str();
-  app.add_option("--hit-ratio", hit_ratio, "fraction of query keys present in the index")
+  app.add_option("--hit-ratio", f.hit_ratio, "fraction of query keys present in the index")
       ->capture_default_str();
-  app.add_option("--keyspace", keyspace_text,
+  app.add_option("--keyspace", f.keyspace_text,
                  "keys are drawn below this bound (default 2^32; misses from [build-keys, "
                  "keyspace))");
-  app.add_option("--seed", seed, "seed of keys, values and batches")->capture_default_str();
-  app.add_option("--key-type", key_type,
+  app.add_option("--seed", f.seed, "seed of keys, values and batches")->capture_default_str();
+  app.add_option("--key-type", f.key_type,
                  "key word of the index and the query keys (lookup, join): u32, or u64 with "
                  "keys drawn over the full 64-bit range")
       ->check(CLI::IsMember({"u32", "u64"}))
       ->capture_default_str();
-  auto* multiplicity_option =
-      app.add_option("--multiplicity", multiplicity,
+  f.multiplicity_option =
+      app.add_option("--multiplicity", f.multiplicity,
                      "rows per key of the index built with --build-keys (a keep_all index of "
                      "build-keys x N rows; a join hit yields N pairs)")
           ->check(CLI::Range(1u, 1u << 20));
-  app.add_option("--join-kind", join_kind, "join: inner | left_outer | left_semi | left_anti")
+  app.add_option("--join-kind", f.join_kind, "join: inner | left_outer | left_semi | left_anti")
       ->check(CLI::IsMember({"inner", "left_outer", "left_semi", "left_anti"}))
       ->capture_default_str();
-  app.add_option("--groups", groups, "aggregate: number of groups")->capture_default_str();
-  app.add_option("--agg-op", agg_op, "aggregate: count | sum | min | max | mean")
+  app.add_option("--groups", f.groups, "aggregate: number of groups")->capture_default_str();
+  app.add_option("--agg-op", f.agg_op, "aggregate: count | sum | min | max | mean")
       ->check(CLI::IsMember({"count", "sum", "min", "max", "mean"}))
       ->capture_default_str();
-  app.add_option("--verify-every", verify_every,
+  app.add_option("--verify-every", f.verify_every,
                  "check every n-th answer of a stream value by value (all answers are "
                  "checked structurally)")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
-  app.add_flag("--echo", echo, "also measure every setting against the in-process echo service");
-  app.add_flag("--echo-only", echo_only, "measure only the echo service (no server needed)");
-  app.add_flag("--json", json, "print JSON instead of the table");
-  app.add_option("--json-file", json_file, "also write the JSON document to this file");
-  app.add_option("--max-message-bytes", max_message_bytes, "largest gRPC message either way")
+  app.add_flag("--echo", f.echo, "also measure every setting against the in-process echo service");
+  app.add_flag("--echo-only", f.echo_only, "measure only the echo service (no server needed)");
+  app.add_flag("--json", f.json, "print JSON instead of the table");
+  app.add_option("--json-file", f.json_file, "also write the JSON document to this file");
+  app.add_option("--max-message-bytes", f.max_message_bytes, "largest gRPC message either way")
       ->check(CLI::Range(1 << 20, 1 << 30))
       ->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+}
 
+// What the run sweeps over, checked: the settings, the connection and the
+// report's header.
+struct Plan {
   RunConfig cfg;
-  WorkloadSpec& w = cfg.workload;
-  w.rpc = rpc_name == "join"        ? Rpc::kJoin
-          : rpc_name == "aggregate" ? Rpc::kAggregate
-                                    : Rpc::kLookup;
-  if (!build_keys_text.empty()) {
-    auto n = ParseCount(build_keys_text, "--build-keys");
-    if (!n.ok()) return Fail(n.status());
+  std::vector<uint64_t> batch_rows, concurrency;
+  client::ConnectOptions base;
+  RunHeader header;
+};
+
+// The workload the flags describe; INVALID_ARGUMENT naming the flag otherwise.
+absl::StatusOr<WorkloadSpec> MakeWorkload(const Flags& f) {
+  WorkloadSpec w;
+  w.rpc = f.rpc_name == "join"        ? Rpc::kJoin
+          : f.rpc_name == "aggregate" ? Rpc::kAggregate
+                                      : Rpc::kLookup;
+  if (!f.build_keys_text.empty()) {
+    auto n = ParseCount(f.build_keys_text, "--build-keys");
+    if (!n.ok()) return n.status();
     w.build_keys = *n;
   }
-  if (!keyspace_text.empty()) {
-    auto n = ParseCount(keyspace_text, "--keyspace");
-    if (!n.ok()) return Fail(n.status());
+  if (!f.keyspace_text.empty()) {
+    auto n = ParseCount(f.keyspace_text, "--keyspace");
+    if (!n.ok()) return n.status();
     w.keyspace = *n;
   }
-  w.hit_ratio = hit_ratio;
-  w.seed = seed;
-  w.key_type = key_type == "u64" ? client::KeyType::kUint64 : client::KeyType::kUint32;
-  w.multiplicity = multiplicity;
-  w.keep_all = multiplicity_option->count() > 0;
-  auto kind = client::ParseJoinKind(join_kind);
-  if (!kind.ok()) return Fail(kind.status());
+  w.hit_ratio = f.hit_ratio;
+  w.seed = f.seed;
+  w.key_type = f.key_type == "u64" ? client::KeyType::kUint64 : client::KeyType::kUint32;
+  w.multiplicity = f.multiplicity;
+  w.keep_all = f.multiplicity_option->count() > 0;
+  auto kind = client::ParseJoinKind(f.join_kind);
+  if (!kind.ok()) return kind.status();
   w.join_kind = *kind;
-  w.groups = groups;
-  auto op = client::ParseAggregateOp(agg_op);
-  if (!op.ok()) return Fail(op.status());
+  w.groups = f.groups;
+  auto op = client::ParseAggregateOp(f.agg_op);
+  if (!op.ok()) return op.status();
   w.aggregate_op = *op;
-  if (absl::Status s = ValidateWorkloadSpec(w); !s.ok()) return Fail(s);
+  if (absl::Status s = ValidateWorkloadSpec(w); !s.ok()) return s;
   if (w.rpc == Rpc::kAggregate && w.build_keys > 0) {
-    return Fail(absl::InvalidArgumentError("--build-keys does not apply to --rpc aggregate"));
+    return absl::InvalidArgumentError("--build-keys does not apply to --rpc aggregate");
   }
+  return w;
+}
 
-  auto batch_rows = ParseCountList(batch_rows_text, "--batch-rows");
-  if (!batch_rows.ok()) return Fail(batch_rows.status());
-  auto concurrency = concurrency_range.empty()
-                         ? ParseCountList(concurrency_text, "--concurrency")
-                         : ParseRange(concurrency_range, "--concurrency-range");
-  if (!concurrency.ok()) return Fail(concurrency.status());
-  for (uint64_t c : *concurrency) {
-    if (c > 4096) {
-      return Fail(absl::InvalidArgumentError(
-          absl::StrCat("--concurrency: ", c, " streams is more than the limit of 4096")));
-    }
-  }
-  for (uint64_t r : *batch_rows) {
-    // keys + the largest answer (lookup: 5 bytes per row) must fit one message;
-    // 8 bytes per row also bounds a request of uint64 keys.
-    if (r * 8 + 4096 > static_cast<uint64_t>(max_message_bytes)) {
-      return Fail(absl::InvalidArgumentError(
-          absl::StrCat("--batch-rows: ", r, " rows need messages of about ", r * 8,
-                       " bytes, above --max-message-bytes ", max_message_bytes)));
-    }
-  }
-  cfg.index = index;
-  cfg.in_flight = in_flight;
-  cfg.warmup_seconds = warmup;
-  cfg.duration_seconds = duration;
-  cfg.requests = requests;
-  cfg.verify_every = verify_every;
-
-  client::ConnectOptions base;
-  base.token = token;
-  base.tls_ca_file = tls_ca;
-  base.tls_server_name = tls_name;
-  base.tls_client_cert_file = tls_client_cert;
-  base.tls_client_key_file = tls_client_key;
-  base.max_message_bytes = max_message_bytes;
-
+// The report's header: the command line and what the run measures.
+RunHeader MakeHeader(const Flags& f, const WorkloadSpec& w, int argc, char** argv) {
   RunHeader header;
   header.command_line = absl::StrJoin(std::vector<std::string>(argv, argv + argc), " ");
-  header.hit_ratio = w.rpc == Rpc::kAggregate ? 0 : hit_ratio;
-  header.seed = seed;
+  header.hit_ratio = w.rpc == Rpc::kAggregate ? 0 : f.hit_ratio;
+  header.seed = f.seed;
   if (w.rpc == Rpc::kAggregate) {
-    header.aggregate = absl::StrCat(agg_op, " over ", groups, " groups");
+    header.aggregate = absl::StrCat(f.agg_op, " over ", f.groups, " groups");
   } else {
-    header.index = index;
+    header.index = f.index;
     header.index_rows = BuildRows(w);
     header.key_type = std::string(client::KeyTypeName(w.key_type));
     header.multiplicity = w.build_keys > 0 ? w.multiplicity : 0;
@@ -249,99 +228,165 @@ int Main(int argc, char** argv) {
       header.duplicates = std::string(client::DuplicatePolicyName(
           w.keep_all ? client::DuplicatePolicy::kKeepAll : client::DuplicatePolicy::kLowestRow));
     }
-    if (w.rpc == Rpc::kJoin) header.join_kind = join_kind;
+    if (w.rpc == Rpc::kJoin) header.join_kind = f.join_kind;
   }
+  return header;
+}
 
-  std::vector<std::unique_ptr<client::Client>> server_clients;
-  bool built = false;
-  if (!echo_only) {
-    auto clients = ConnectAll(base, server, channels);
-    if (!clients.ok()) return Fail(clients.status());
-    server_clients = std::move(*clients);
-    client::Client& c0 = *server_clients[0];
-    auto info = c0.GetServerInfo();
-    if (!info.ok()) {
-      return Fail(absl::Status(
-          info.status().code(),
-          absl::StrCat("cannot reach gpujoind at ", server, ": ", info.status().message())));
-    }
-    header.server = server;
-    header.backend = info->backend;
-    header.device = info->device_name;
-    if (w.rpc != Rpc::kAggregate) {
-      if (w.build_keys > 0) {
-        BuildData data = MakeBuildData(w);
-        client::IndexSpec spec;
-        spec.name = index;
-        spec.expected_rows = w.build_keys;  // the table holds one slot per distinct key
-        spec.target_load_factor = load_factor;
-        spec.explicit_values = true;
-        spec.replace = true;
-        spec.key_type = w.key_type;
-        spec.duplicates =
-            w.keep_all ? client::DuplicatePolicy::kKeepAll : client::DuplicatePolicy::kLowestRow;
-        std::cerr << "building index '" << index << "' with " << w.build_keys << " keys"
-                  << (w.keep_all ? absl::StrCat(" x ", w.multiplicity, " rows (keep_all)") : "")
-                  << "...\n";
-        auto built_info = c0.BuildIndexFromColumns(spec, data.Keys(), data.values);
-        if (!built_info.ok()) return Fail(built_info.status());
-        built = true;
-        std::cerr << "built in " << built_info->build_seconds << " s (capacity "
-                  << built_info->capacity << ", load factor " << built_info->load_factor
-                  << ", backend " << built_info->backend << ")\n";
-      } else {
-        auto d = c0.DescribeIndex(index);
-        if (!d.ok()) return Fail(d.status());
-        if (d->key_type != w.key_type) {
-          return Fail(absl::InvalidArgumentError(absl::StrCat(
-              "index '", index, "' has ", std::string(client::KeyTypeName(d->key_type)),
-              " keys; give --key-type ", d->key_type == client::KeyType::kUint64 ? "u64" : "u32")));
-        }
-        w.keep_all = d->duplicates == client::DuplicatePolicy::kKeepAll;
-        if (w.keep_all && w.rpc == Rpc::kJoin &&
-            (w.join_kind == client::JoinKind::kInner ||
-             w.join_kind == client::JoinKind::kLeftOuter)) {
-          // Its pairs per left row are unknown, so no capacity is known to be enough.
-          return Fail(absl::InvalidArgumentError(absl::StrCat(
-              "index '", index, "' keeps every row of a key (keep_all): an ", join_kind,
-              " join's pair count is unknown; build the index here (--build-keys N "
-              "--multiplicity M) or use --join-kind left_semi or left_anti")));
-        }
-        header.duplicates = std::string(client::DuplicatePolicyName(d->duplicates));
-      }
+absl::StatusOr<Plan> MakePlan(const Flags& f, int argc, char** argv) {
+  Plan plan;
+  auto w = MakeWorkload(f);
+  if (!w.ok()) return w.status();
+  plan.cfg.workload = *std::move(w);
+  auto batch_rows = ParseCountList(f.batch_rows_text, "--batch-rows");
+  if (!batch_rows.ok()) return batch_rows.status();
+  auto concurrency = f.concurrency_range.empty()
+                         ? ParseCountList(f.concurrency_text, "--concurrency")
+                         : ParseRange(f.concurrency_range, "--concurrency-range");
+  if (!concurrency.ok()) return concurrency.status();
+  for (uint64_t c : *concurrency) {
+    if (c > 4096) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--concurrency: ", c, " streams is more than the limit of 4096"));
     }
   }
-
-  std::unique_ptr<EchoServer> echo_server;
-  std::vector<std::unique_ptr<client::Client>> echo_clients;
-  if (echo || echo_only) {
-    // Same kind of channel as the server's: a unix socket for a unix target, else loopback TCP.
-    std::string listen = "127.0.0.1:0";
-    if (server.rfind("unix:", 0) == 0) {
-      listen = absl::StrCat("unix:/tmp/gpujoin-loadtest-echo-", getpid(), ".sock");
+  for (uint64_t r : *batch_rows) {
+    // keys + the largest answer (lookup: 5 bytes per row) must fit one message;
+    // 8 bytes per row also bounds a request of uint64 keys.
+    if (r * 8 + 4096 > static_cast<uint64_t>(f.max_message_bytes)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--batch-rows: ", r, " rows need messages of about ", r * 8,
+                       " bytes, above --max-message-bytes ", f.max_message_bytes));
     }
-    auto es = EchoServer::Start(listen, max_message_bytes);
-    if (!es.ok()) return Fail(es.status());
-    echo_server = std::move(*es);
-    auto clients = ConnectAll(base, echo_server->address(), channels);
-    if (!clients.ok()) return Fail(clients.status());
-    echo_clients = std::move(*clients);
   }
+  plan.batch_rows = *std::move(batch_rows);
+  plan.concurrency = *std::move(concurrency);
+  RunConfig& cfg = plan.cfg;
+  cfg.index = f.index;
+  cfg.in_flight = f.in_flight;
+  cfg.warmup_seconds = f.warmup;
+  cfg.duration_seconds = f.duration;
+  cfg.requests = f.requests;
+  cfg.verify_every = f.verify_every;
 
+  client::ConnectOptions& base = plan.base;
+  base.token = f.token;
+  base.tls_ca_file = f.tls_ca;
+  base.tls_server_name = f.tls_name;
+  base.tls_client_cert_file = f.tls_client_cert;
+  base.tls_client_key_file = f.tls_client_key;
+  base.max_message_bytes = f.max_message_bytes;
+  plan.header = MakeHeader(f, cfg.workload, argc, argv);
+  return plan;
+}
+
+// Builds --index from --build-keys (`built` then true), or checks that the
+// existing index fits the workload, which learns whether it keeps every row.
+absl::Status PrepareIndex(const Flags& f, client::Client& c0, Plan& plan, bool* built) {
+  WorkloadSpec& w = plan.cfg.workload;
+  if (w.build_keys > 0) {
+    BuildData data = MakeBuildData(w);
+    client::IndexSpec spec;
+    spec.name = f.index;
+    spec.expected_rows = w.build_keys;  // the table holds one slot per distinct key
+    spec.target_load_factor = f.load_factor;
+    spec.explicit_values = true;
+    spec.replace = true;
+    spec.key_type = w.key_type;
+    spec.duplicates =
+        w.keep_all ? client::DuplicatePolicy::kKeepAll : client::DuplicatePolicy::kLowestRow;
+    std::cerr << "building index '" << f.index << "' with " << w.build_keys << " keys"
+              << (w.keep_all ? absl::StrCat(" x ", w.multiplicity, " rows (keep_all)") : "")
+              << "...\n";
+    auto built_info = c0.BuildIndexFromColumns(spec, data.Keys(), data.values);
+    if (!built_info.ok()) return built_info.status();
+    *built = true;
+    std::cerr << "built in " << built_info->build_seconds << " s (capacity "
+              << built_info->capacity << ", load factor " << built_info->load_factor
+              << ", backend " << built_info->backend << ")\n";
+    return absl::OkStatus();
+  }
+  auto d = c0.DescribeIndex(f.index);
+  if (!d.ok()) return d.status();
+  if (d->key_type != w.key_type) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "index '", f.index, "' has ", std::string(client::KeyTypeName(d->key_type)),
+        " keys; give --key-type ", d->key_type == client::KeyType::kUint64 ? "u64" : "u32"));
+  }
+  w.keep_all = d->duplicates == client::DuplicatePolicy::kKeepAll;
+  if (w.keep_all && w.rpc == Rpc::kJoin &&
+      (w.join_kind == client::JoinKind::kInner || w.join_kind == client::JoinKind::kLeftOuter)) {
+    // Its pairs per left row are unknown, so no capacity is known to be enough.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "index '", f.index, "' keeps every row of a key (keep_all): an ", f.join_kind,
+        " join's pair count is unknown; build the index here (--build-keys N "
+        "--multiplicity M) or use --join-kind left_semi or left_anti"));
+  }
+  plan.header.duplicates = std::string(client::DuplicatePolicyName(d->duplicates));
+  return absl::OkStatus();
+}
+
+// Connects --channels clients to the server, names it in the header and, for
+// lookups and joins, prepares the index (`built`: PrepareIndex built it).
+absl::StatusOr<std::vector<std::unique_ptr<client::Client>>> PrepareServer(const Flags& f,
+                                                                            Plan& plan,
+                                                                            bool* built) {
+  auto clients = ConnectAll(plan.base, f.server, f.channels);
+  if (!clients.ok()) return clients.status();
+  client::Client& c0 = *(*clients)[0];
+  auto info = c0.GetServerInfo();
+  if (!info.ok()) {
+    return absl::Status(
+        info.status().code(),
+        absl::StrCat("cannot reach gpujoind at ", f.server, ": ", info.status().message()));
+  }
+  plan.header.server = f.server;
+  plan.header.backend = info->backend;
+  plan.header.device = info->device_name;
+  if (plan.cfg.workload.rpc != Rpc::kAggregate) {
+    if (absl::Status s = PrepareIndex(f, c0, plan, built); !s.ok()) return s;
+  }
+  return clients;
+}
+
+// The in-process echo service and --channels clients of it.
+struct Echo {
+  std::unique_ptr<EchoServer> server;
+  std::vector<std::unique_ptr<client::Client>> clients;
+};
+
+absl::Status StartEcho(const Flags& f, const Plan& plan, Echo* echo) {
+  // Same kind of channel as the server's: a unix socket for a unix target, else loopback TCP.
+  std::string listen = "127.0.0.1:0";
+  if (f.server.rfind("unix:", 0) == 0) {
+    listen = absl::StrCat("unix:/tmp/gpujoin-loadtest-echo-", getpid(), ".sock");
+  }
+  auto es = EchoServer::Start(listen, f.max_message_bytes);
+  if (!es.ok()) return es.status();
+  echo->server = std::move(*es);
+  auto clients = ConnectAll(plan.base, echo->server->address(), f.channels);
+  if (!clients.ok()) return clients.status();
+  echo->clients = std::move(*clients);
+  return absl::OkStatus();
+}
+
+// Every setting (batch rows x concurrency) against each target with clients.
+std::vector<SettingResult> RunSettings(const Plan& plan,
+                                       const std::vector<client::Client*>& server_raw,
+                                       const std::vector<client::Client*>& echo_raw) {
+  const WorkloadSpec& w = plan.cfg.workload;
   std::vector<SettingResult> results;
-  const auto server_raw = Raw(server_clients);
-  const auto echo_raw = Raw(echo_clients);
-  for (uint64_t rows : *batch_rows) {
+  for (uint64_t rows : plan.batch_rows) {
     const uint32_t pairs_per_row = w.rpc == Rpc::kJoin ? w.multiplicity : 1;
     const BatchPool pool =
         MakeBatchPool(w, rows, PoolSizeFor(rows, size_t{96} << 20, pairs_per_row));
-    for (uint64_t conc : *concurrency) {
+    for (uint64_t conc : plan.concurrency) {
       for (Target t : {Target::kServer, Target::kEcho}) {
         const auto& clients = t == Target::kServer ? server_raw : echo_raw;
         if (clients.empty()) continue;
         std::cerr << RpcName(w.rpc) << " " << TargetName(t) << " rows=" << rows
                   << " concurrency=" << conc << " ...";
-        results.push_back(RunSetting(t, clients, pool, static_cast<int>(conc), cfg));
+        results.push_back(RunSetting(t, clients, pool, static_cast<int>(conc), plan.cfg));
         const SettingResult& r = results.back();
         std::cerr << " " << static_cast<uint64_t>(r.KeysPerSecond()) << " keys/s, p99 "
                   << r.latency.p99_ms << " ms, errors " << r.ErrorCount() << ", wrong "
@@ -349,24 +394,55 @@ int Main(int argc, char** argv) {
       }
     }
   }
+  return results;
+}
 
-  if (built && !keep_index) {
-    auto d = server_clients[0]->DropIndex(index);
-    if (!d.ok())
-      std::cerr << "warning: could not drop index '" << index << "': " << d.status() << "\n";
+// Prints the table or JSON (and --json-file); the exit status of the results.
+int Report(const Flags& f, const RunHeader& header, const std::vector<SettingResult>& results) {
+  if (!f.json_file.empty()) {
+    std::ofstream out(f.json_file);
+    out << FormatJson(header, results);
+    if (!out) std::cerr << "warning: could not write --json-file '" << f.json_file << "'\n";
   }
-
-  if (!json_file.empty()) {
-    std::ofstream f(json_file);
-    f << FormatJson(header, results);
-    if (!f) std::cerr << "warning: could not write --json-file '" << json_file << "'\n";
-  }
-  std::cout << (json ? FormatJson(header, results) : FormatTable(header, results));
+  std::cout << (f.json ? FormatJson(header, results) : FormatTable(header, results));
   std::cout.flush();
   for (const SettingResult& r : results) {
     if (r.ErrorCount() > 0 || r.wrong_answers > 0) return 1;
   }
   return 0;
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{
+      "gpujoin-loadtest: bounded load against gpujoind (lookup, join, aggregate) with answer "
+      "checks, latency percentiles and an in-process echo transport ceiling"};
+  Flags f;
+  AddFlags(app, f);
+  CLI11_PARSE(app, argc, argv);
+  auto plan = MakePlan(f, argc, argv);
+  if (!plan.ok()) return Fail(plan.status());
+
+  std::vector<std::unique_ptr<client::Client>> server_clients;
+  bool built = false;
+  if (!f.echo_only) {
+    auto clients = PrepareServer(f, *plan, &built);
+    if (!clients.ok()) return Fail(clients.status());
+    server_clients = std::move(*clients);
+  }
+  Echo echo;
+  if (f.echo || f.echo_only) {
+    if (absl::Status s = StartEcho(f, *plan, &echo); !s.ok()) return Fail(s);
+  }
+
+  const std::vector<SettingResult> results =
+      RunSettings(*plan, Raw(server_clients), Raw(echo.clients));
+
+  if (built && !f.keep_index) {
+    auto d = server_clients[0]->DropIndex(f.index);
+    if (!d.ok())
+      std::cerr << "warning: could not drop index '" << f.index << "': " << d.status() << "\n";
+  }
+  return Report(f, plan->header, results);
 }
 
 }  // namespace
