@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gpujoin/engine/detail/slot_hash.hpp"
+#include "gpujoin/testing/lookup_contract.hpp"
 #include "wire/column_codec.hpp"
 
 namespace gpujoin::fuzz {
@@ -119,19 +120,17 @@ const ReferenceIndex::Entry* ReferenceIndex::Find(uint64_t key, uint64_t max_pro
 }
 
 uint32_t ReferenceIndex::Probes(uint64_t key, uint64_t max_probe_count) const {
-  if (key == empty_key()) return 0;
   const uint32_t bound =
       max_probe_count == 0 ? probe_bound : static_cast<uint32_t>(max_probe_count);
-  const uint32_t home = Home(key_type, key, capacity);
-  for (uint32_t i = 0; i < bound; ++i) {
-    const uint32_t pos = (home + i) & (capacity - 1u);
-    const uint64_t resident = slots[pos];
-    if (resident == key || resident == empty_key() ||
-        !ComesFirst(key_type, resident, key, i, pos, capacity)) {
-      return i + 1;
-    }
+  if (key_type == engine::KeyType::kU64) {
+    return gpujoin::testing::ProbeContract(
+               capacity, [&](uint32_t slot) { return slots[slot]; }, key, bound)
+        .probes;
   }
-  return bound;
+  return gpujoin::testing::ProbeContract(
+             capacity, [&](uint32_t slot) { return static_cast<uint32_t>(slots[slot]); },
+             static_cast<uint32_t>(key), bound)
+      .probes;
 }
 
 std::vector<uint32_t> ReferenceIndex::Matches(uint64_t key, const Entry& e) const {

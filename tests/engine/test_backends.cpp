@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "gpujoin/engine/detail/slot_hash.hpp"
+#include "gpujoin/testing/lookup_contract.hpp"
 #include "gpujoin/testing/require_gpu.hpp"
 
 namespace gpujoin::engine::testing {
@@ -39,25 +40,15 @@ TableSnapshotOf<K> SnapshotAs(const HashIndex& index) {
 
 template <KeyWord K>
 ContractRow ContractLookup(const TableSnapshotOf<K>& table, K key, uint32_t bound) {
-  ContractRow row;
-  if (key == kEmptyKeyOf<K>) return row;
   const uint32_t capacity = static_cast<uint32_t>(table.keys.size());
-  const uint32_t home = detail::HomeSlot(key, capacity);
-  for (uint32_t i = 0; i < bound; ++i) {
-    const uint32_t slot = (home + i) & (capacity - 1u);
-    const K resident = table.keys[slot];
-    row.probes = i + 1;
-    if (resident == key) {
-      row.found = true;
-      row.value = table.values[slot];
-      return row;
-    }
-    if (resident == kEmptyKeyOf<K> ||
-        !detail::ResidentComesFirst(resident, key, i, slot, capacity)) {
-      return row;
-    }
+  const ::gpujoin::testing::ContractProbe probe = ::gpujoin::testing::ProbeContract(
+      capacity, [&](uint32_t slot) { return table.keys[slot]; }, key, bound);
+  ContractRow row;
+  row.probes = probe.probes;
+  if (probe.slot) {
+    row.found = true;
+    row.value = table.values[*probe.slot];
   }
-  row.probes = bound;
   return row;
 }
 
