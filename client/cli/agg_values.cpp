@@ -10,8 +10,8 @@
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
-#include "columns.hpp"
 #include "cli_context.hpp"
+#include "columns.hpp"
 #include "output.hpp"
 
 namespace gpujoin::cli {
@@ -100,7 +100,7 @@ Cell TypedCell(client::ColumnType type, uint64_t word) {
 }
 
 template std::vector<double> TypedValues<double>(const Table&, size_t, std::string_view,
-                                                  std::vector<uint32_t>&);
+                                                 std::vector<uint32_t>&);
 template std::vector<int32_t> TypedValues<int32_t>(const Table&, size_t, std::string_view,
                                                    std::vector<uint32_t>&);
 template std::vector<int64_t> TypedValues<int64_t>(const Table&, size_t, std::string_view,

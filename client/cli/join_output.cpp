@@ -10,10 +10,10 @@
 namespace gpujoin::cli {
 
 JoinRowShape JoinShapeOf(const JoinOptions& o, const JoinInputs& in) {
-  return o.payload_join     ? JoinRowShape::kLeftOnly
-         : in.right_table   ? JoinRowShape::kRightFile
-         : o.name.empty()   ? JoinRowShape::kLeftOnly
-                            : JoinRowShape::kRowNumbers;
+  return o.payload_join   ? JoinRowShape::kLeftOnly
+         : in.right_table ? JoinRowShape::kRightFile
+         : o.name.empty() ? JoinRowShape::kLeftOnly
+                          : JoinRowShape::kRowNumbers;
 }
 
 ResultTable JoinOutputColumns(JoinRowShape shape, const JoinOptions& o, const JoinInputs& in,
@@ -69,8 +69,8 @@ absl::Status JoinPairWriter::Write(const JoinPending& p, const client::JoinPairs
       }
     } else {
       if (lr < p.first_row || lr - p.first_row >= p.rows.rows.size()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "join: left row ", lr, " is not a row of this batch of ", p.rows.source));
+        return absl::InvalidArgumentError(
+            absl::StrCat("join: left row ", lr, " is not a row of this batch of ", p.rows.source));
       }
       for (const Cell& cell : p.rows.rows[lr - p.first_row].cells) row_.push_back(view(cell));
       if (shape_ == JoinRowShape::kRightFile) {

@@ -55,8 +55,7 @@ class RightChunks {
  private:
   std::optional<client::BuildChunk> Chunk() {
     if (!have_) return std::nullopt;
-    std::optional<KeyVector> plain =
-        in_.right_tracker.PlainKeys(batch_, o_.right_col, t_.key_kind);
+    std::optional<KeyVector> plain = in_.right_tracker.PlainKeys(batch_, o_.right_col, t_.key_kind);
     // Past the first batch only 64-bit keys need the tracker (a negative key
     // after one above 2^63 - 1); KeyColumn names a key too wide for uint32.
     if (!plain && o_.flag == KeyKind::kAuto && !first_call_ && t_.key_kind != KeyKind::kU32) {
@@ -69,9 +68,9 @@ class RightChunks {
     auto k = plain ? absl::StatusOr<KeyVector>(*std::move(plain))
                    : KeyColumn(batch_, o_.right_col, t_.key_kind);
     if (!k.ok()) {
-      input_error_ = absl::Status(k.status().code(), absl::StrCat(k.status().message(),
-                                                                 first_call_ ? t_.why
-                                                                             : t_.why_later));
+      input_error_ =
+          absl::Status(k.status().code(),
+                       absl::StrCat(k.status().message(), first_call_ ? t_.why : t_.why_later));
       return std::nullopt;
     }
     keys_ = *std::move(k);

@@ -301,9 +301,9 @@ absl::Status PrepareIndex(const Flags& f, client::Client& c0, Plan& plan, bool* 
     auto built_info = c0.BuildIndexFromColumns(spec, data.Keys(), data.values);
     if (!built_info.ok()) return built_info.status();
     *built = true;
-    std::cerr << "built in " << built_info->build_seconds << " s (capacity "
-              << built_info->capacity << ", load factor " << built_info->load_factor
-              << ", backend " << built_info->backend << ")\n";
+    std::cerr << "built in " << built_info->build_seconds << " s (capacity " << built_info->capacity
+              << ", load factor " << built_info->load_factor << ", backend " << built_info->backend
+              << ")\n";
     return absl::OkStatus();
   }
   auto d = c0.DescribeIndex(f.index);
@@ -317,10 +317,10 @@ absl::Status PrepareIndex(const Flags& f, client::Client& c0, Plan& plan, bool* 
   if (w.keep_all && w.rpc == Rpc::kJoin &&
       (w.join_kind == client::JoinKind::kInner || w.join_kind == client::JoinKind::kLeftOuter)) {
     // Its pairs per left row are unknown, so no capacity is known to be enough.
-    return absl::InvalidArgumentError(absl::StrCat(
-        "index '", f.index, "' keeps every row of a key (keep_all): an ", f.join_kind,
-        " join's pair count is unknown; build the index here (--build-keys N "
-        "--multiplicity M) or use --join-kind left_semi or left_anti"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("index '", f.index, "' keeps every row of a key (keep_all): an ", f.join_kind,
+                     " join's pair count is unknown; build the index here (--build-keys N "
+                     "--multiplicity M) or use --join-kind left_semi or left_anti"));
   }
   plan.header.duplicates = std::string(client::DuplicatePolicyName(d->duplicates));
   return absl::OkStatus();
@@ -329,16 +329,15 @@ absl::Status PrepareIndex(const Flags& f, client::Client& c0, Plan& plan, bool* 
 // Connects --channels clients to the server, names it in the header and, for
 // lookups and joins, prepares the index (`built`: PrepareIndex built it).
 absl::StatusOr<std::vector<std::unique_ptr<client::Client>>> PrepareServer(const Flags& f,
-                                                                            Plan& plan,
-                                                                            bool* built) {
+                                                                           Plan& plan,
+                                                                           bool* built) {
   auto clients = ConnectAll(plan.base, f.server, f.channels);
   if (!clients.ok()) return clients.status();
   client::Client& c0 = *(*clients)[0];
   auto info = c0.GetServerInfo();
   if (!info.ok()) {
-    return absl::Status(
-        info.status().code(),
-        absl::StrCat("cannot reach gpujoind at ", f.server, ": ", info.status().message()));
+    return absl::Status(info.status().code(), absl::StrCat("cannot reach gpujoind at ", f.server,
+                                                           ": ", info.status().message()));
   }
   plan.header.server = f.server;
   plan.header.backend = info->backend;
