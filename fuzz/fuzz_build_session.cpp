@@ -248,7 +248,7 @@ void CheckInstalled(Harness& h, const Stream& s, const server::IndexVersion& v,
     FUZZ_CHECK(index.spec().capacity == s.spec.capacity(),
                absl::StrCat(what, ": capacity ", index.spec().capacity));
   }
-  FUZZ_CHECK(index.key_type() == (s.wide ? engine::KeyType::kU64 : engine::KeyType::kU32),
+  FUZZ_CHECK(index.key_type() == (s.wide ? engine::KeyType::kUint64 : engine::KeyType::kUint32),
              what + ": the index has the wrong key type");
   FUZZ_CHECK(index.spec().max_probe_count == s.spec.max_probe_count(),
              absl::StrCat(what, ": max_probe_count ", index.spec().max_probe_count));

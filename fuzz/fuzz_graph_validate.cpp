@@ -69,7 +69,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     HashIndexSpec spec;
     spec.capacity = uint32_t{1} << in.ConsumeIntegralInRange<int>(0, 6);
     spec.max_probe_count = in.ConsumeIntegralInRange<uint32_t>(0, spec.capacity);
-    spec.key_type = in.ConsumeBool() ? KeyType::kU64 : KeyType::kU32;
+    spec.key_type = in.ConsumeBool() ? KeyType::kUint64 : KeyType::kUint32;
     spec.duplicates = in.ConsumeBool() ? DuplicatePolicy::kKeepAll : DuplicatePolicy::kLowestRow;
     auto index = backend->CreateIndex(spec);
     FUZZ_CHECK(index.ok(), Describe(index.status()));
@@ -77,7 +77,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (in.ConsumeBool()) {
     CommandGraph prebuild;
-    if (owned[1]->key_type() == KeyType::kU64) {
+    if (owned[1]->key_type() == KeyType::kUint64) {
       BuildIndexNode64 n;
       n.index = owned[1].get();
       n.keys = {std::span<const uint64_t>(reinterpret_cast<const uint64_t*>(arena), 16)};

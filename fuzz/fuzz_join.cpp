@@ -53,7 +53,7 @@ std::vector<uint64_t> Values(const Column& c) {
 
 // The batch's keys of the index's width, as uint64_t.
 std::vector<uint64_t> Keys(const v1::LeftBatch& b, engine::KeyType type) {
-  return type == engine::KeyType::kU64 ? Values<uint64_t>(b.keys64()) : Values<uint32_t>(b.keys());
+  return type == engine::KeyType::kUint64 ? Values<uint64_t>(b.keys64()) : Values<uint32_t>(b.keys());
 }
 
 // The status code the documented checks give `request`, in their order: the
@@ -71,7 +71,7 @@ absl::StatusCode ExpectedCode(const QueryFixture& fixture, const v1::JoinRequest
   if (request.batches_size() == 0) return StatusCode::kInvalidArgument;
   if (request.max_probe_count() > ref->capacity) return StatusCode::kInvalidArgument;
   if (request.select_size() > 0) return StatusCode::kInvalidArgument;  // no payload columns
-  const bool index_wide = ref->key_type == engine::KeyType::kU64;
+  const bool index_wide = ref->key_type == engine::KeyType::kUint64;
   uint64_t result_bytes = 0;
   for (const v1::LeftBatch& b : request.batches()) {
     if (!Decodes(b.has_keys(), b.keys(), 4) || !Decodes(b.has_keys64(), b.keys64(), 8)) {

@@ -54,7 +54,7 @@ absl::StatusCode ExpectedCode(const QueryFixture& fixture, const v1::LookupReque
   if (!narrow && !wide) return StatusCode::kInvalidArgument;
   const auto [version, ref] = fixture.Find(request.index());
   if (version == nullptr) return StatusCode::kNotFound;
-  const bool index_wide = ref->key_type == engine::KeyType::kU64;
+  const bool index_wide = ref->key_type == engine::KeyType::kUint64;
   if (index_wide ? narrow : wide) return StatusCode::kInvalidArgument;
   if (request.select_size() > 0) return StatusCode::kInvalidArgument;  // no payload columns
   if (request.max_probe_count() > ref->capacity) return StatusCode::kInvalidArgument;
@@ -72,7 +72,7 @@ absl::StatusCode ExpectedCode(const QueryFixture& fixture, const v1::LookupReque
 
 // The keys of the index's width, as uint64_t.
 std::vector<uint64_t> Keys(const v1::LookupRequest& request, engine::KeyType type) {
-  if (type == engine::KeyType::kU64) {
+  if (type == engine::KeyType::kUint64) {
     if (!request.keys64().packed().empty()) {
       return server::UnpackColumn<uint64_t>(request.keys64().packed());
     }

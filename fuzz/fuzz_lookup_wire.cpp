@@ -100,7 +100,7 @@ void CheckScan(std::string_view bytes, const std::vector<size_t>& cuts) {
     return;
   }
   FUZZ_CHECK(parses, what + ": accepted bytes protobuf does not parse");
-  const bool wide = wire->key_type == engine::KeyType::kU64;
+  const bool wide = wire->key_type == engine::KeyType::kUint64;
   const size_t width = wide ? 8 : 4;
   // The keys came in exactly one packed column: keys (uint32) or keys64 (uint64).
   FUZZ_CHECK(wide ? (parsed.has_keys64() && !parsed.keys64().has_values() && !parsed.has_keys())

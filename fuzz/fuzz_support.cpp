@@ -91,14 +91,14 @@ template std::shared_ptr<const server::IndexVersion> Harness::Build<uint64_t>(
 namespace {
 
 uint32_t Home(engine::KeyType type, uint64_t key, uint32_t capacity) {
-  return type == engine::KeyType::kU64
+  return type == engine::KeyType::kUint64
              ? engine::detail::HomeSlot(key, capacity)
              : engine::detail::HomeSlot(static_cast<uint32_t>(key), capacity);
 }
 
 bool ComesFirst(engine::KeyType type, uint64_t resident, uint64_t key, uint32_t displacement,
                 uint32_t pos, uint32_t capacity) {
-  if (type == engine::KeyType::kU64) {
+  if (type == engine::KeyType::kUint64) {
     return engine::detail::ResidentComesFirst(resident, key, displacement, pos, capacity);
   }
   return engine::detail::ResidentComesFirst(
@@ -108,7 +108,7 @@ bool ComesFirst(engine::KeyType type, uint64_t resident, uint64_t key, uint32_t 
 }  // namespace
 
 uint64_t ReferenceIndex::empty_key() const {
-  return key_type == engine::KeyType::kU64 ? engine::kEmptyKey64 : engine::kEmptyKey;
+  return key_type == engine::KeyType::kUint64 ? engine::kEmptyKey64 : engine::kEmptyKey;
 }
 
 const ReferenceIndex::Entry* ReferenceIndex::Find(uint64_t key, uint64_t max_probe_count) const {
@@ -145,7 +145,7 @@ ReferenceIndex ReadReference(const engine::HashIndex& index) {
   ref.probe_bound = index.spec().probe_bound();
   ref.build_overflowed = index.build_statistics().overflow_rows != 0;
   std::vector<uint32_t> values;
-  if (ref.key_type == engine::KeyType::kU64) {
+  if (ref.key_type == engine::KeyType::kUint64) {
     auto snapshot = index.Snapshot64();
     FUZZ_CHECK(snapshot.ok(), Describe(snapshot.status()));
     ref.slots = std::move(snapshot->keys);

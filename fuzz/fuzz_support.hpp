@@ -85,7 +85,7 @@ struct ReferenceIndex {
     uint32_t value = 0;
     uint32_t probes = 0;  ///< slots a query for the key examines: displacement + 1
   };
-  engine::KeyType key_type = engine::KeyType::kU32;
+  engine::KeyType key_type = engine::KeyType::kUint32;
   uint32_t capacity = 0;
   uint32_t probe_bound = 0;  ///< the index's own bound
   bool build_overflowed = false;

@@ -343,7 +343,7 @@ TEST_F(GraphValidateTest, ForeignIndexIsRejectedByTheCpuBackend) {
     uint64_t memory_bytes() const override { return 0; }
     absl::StatusOr<TableSnapshot> Snapshot() const override { return TableSnapshot{}; }
     absl::StatusOr<TableSnapshot64> Snapshot64() const override {
-      return SnapshotKeyTypeMismatch(KeyType::kU32, KeyType::kU64);
+      return SnapshotKeyTypeMismatch(KeyType::kUint32, KeyType::kUint64);
     }
   } other;
   const std::vector<uint32_t> keys = {1};

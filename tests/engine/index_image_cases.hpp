@@ -21,7 +21,7 @@ namespace gpujoin::engine::testing {
 
 /// One random build.
 struct ImageCase {
-  KeyType key_type = KeyType::kU32;
+  KeyType key_type = KeyType::kUint32;
   DuplicatePolicy duplicates = DuplicatePolicy::kLowestRow;
   uint32_t capacity = 1024;
   uint32_t max_probe_count = 0;
@@ -59,7 +59,7 @@ struct ImageSource {
 
 inline uint64_t KeyOf(const ImageCase& c, uint64_t draw) {
   // uint64 keys differ above bit 31 too, and avoid the reserved word.
-  return c.key_type == KeyType::kU64 ? (draw * 0x9e3779b97f4a7c15ull) | 1 : draw * 2654435761u + 7;
+  return c.key_type == KeyType::kUint64 ? (draw * 0x9e3779b97f4a7c15ull) | 1 : draw * 2654435761u + 7;
 }
 
 inline ImageSource MakeSource(const ImageCase& c) {
@@ -68,7 +68,7 @@ inline ImageSource MakeSource(const ImageCase& c) {
   for (uint64_t r = 0; r < c.rows; ++r) {
     uint64_t key = KeyOf(c, rng() % c.key_range);
     if (rng() % 97 == 0) key = ~uint64_t{0};  // reserved: an invalid row
-    if (c.key_type == KeyType::kU64) {
+    if (c.key_type == KeyType::kUint64) {
       s.keys64.push_back(key);
     } else {
       s.keys32.push_back(uint32_t(key));
@@ -123,7 +123,7 @@ inline std::unique_ptr<HashIndex> BuildCase(Backend& backend, const ImageCase& c
   const size_t half = s.values.size() / 2;
   std::span<const uint32_t> values(s.values);
   ChunkedU32 value_chunks{values.subspan(0, half), values.subspan(half)};
-  if (c.key_type == KeyType::kU64) {
+  if (c.key_type == KeyType::kUint64) {
     std::span<const uint64_t> keys(s.keys64);
     graph.Add(BuildIndexNodeT<uint64_t>{index->get(),
                                         {keys.subspan(0, half), keys.subspan(half)},
@@ -206,7 +206,7 @@ inline LookupAnswers Lookup(Backend& backend, const HashIndex& index,
   CommandGraph graph;
   std::vector<uint32_t> k32;
   std::vector<uint64_t> k64;
-  if (index.key_type() == KeyType::kU64) {
+  if (index.key_type() == KeyType::kUint64) {
     k64 = keys;
     LookupNodeT<uint64_t> node;
     node.index = &index;
@@ -241,7 +241,7 @@ inline LookupAnswers Lookup(Backend& backend, const HashIndex& index,
 inline std::vector<ImageCase> AllImageCases() {
   std::vector<ImageCase> cases;
   uint64_t seed = 11;
-  for (KeyType kt : {KeyType::kU32, KeyType::kU64}) {
+  for (KeyType kt : {KeyType::kUint32, KeyType::kUint64}) {
     for (DuplicatePolicy dp : {DuplicatePolicy::kLowestRow, DuplicatePolicy::kKeepAll}) {
       for (bool payload : {false, true}) {
         cases.push_back({kt, dp, 1024, 0, 600, 300, payload, seed++});

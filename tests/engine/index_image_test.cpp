@@ -67,7 +67,7 @@ class IndexImageValidateTest : public ::testing::Test {
     auto b = CreateBackend(BackendKind::kCpu);
     ASSERT_TRUE(b.ok());
     cpu_ = std::move(*b);
-    ImageCase c{KeyType::kU32, DuplicatePolicy::kKeepAll, 64, 0, 40, 20, true, 3};
+    ImageCase c{KeyType::kUint32, DuplicatePolicy::kKeepAll, 64, 0, 40, 20, true, 3};
     source_ = MakeSource(c);
     built_ = BuildCase(*cpu_, c, source_);
   }

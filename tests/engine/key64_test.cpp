@@ -1,4 +1,4 @@
-// 64-bit keys (HashIndexSpec::key_type = kU64) beyond what the typed build,
+// 64-bit keys (HashIndexSpec::key_type = kUint64) beyond what the typed build,
 // lookup and join suites check for both key words: keys that differ only in
 // their high 32 bits (a backend that truncated keys would merge them), the
 // uint32 reserved value 0xffffffff as an ordinary 64-bit key while
@@ -25,7 +25,7 @@ using ::testing::HasSubstr;
 class Key64Test : public BackendTest {
  protected:
   std::unique_ptr<HashIndex> NewIndex64(uint32_t capacity, uint32_t max_probe_count = 0) {
-    return NewIndexOf(KeyType::kU64, capacity, max_probe_count);
+    return NewIndexOf(KeyType::kUint64, capacity, max_probe_count);
   }
 };
 
@@ -215,7 +215,7 @@ TEST_P(Key64Test, SnapshotsOfTheOtherKeyTypeAreAFailedPrecondition) {
 
 TEST_P(Key64Test, IndexBytesFollowTheKeyType) {
   for (uint32_t capacity : {1u, 2u, 4u, 1024u, 1u << 16}) {
-    for (KeyType type : {KeyType::kU32, KeyType::kU64}) {
+    for (KeyType type : {KeyType::kUint32, KeyType::kUint64}) {
       const HashIndexSpec spec{capacity, 0, type};
       auto index = backend_->CreateIndex(spec);
       ASSERT_TRUE(index.ok()) << index.status();
@@ -224,7 +224,7 @@ TEST_P(Key64Test, IndexBytesFollowTheKeyType) {
       // 8 bytes a slot for uint32 keys, 16 for uint64 keys (key, value, padding
       // on the CPU; key, tag on CUDA, which pads tables below 4 slots).
       const uint64_t slots = std::max(capacity, IsCpu() ? 1u : 4u);
-      EXPECT_EQ(backend_->IndexBytes(spec), slots * (type == KeyType::kU64 ? 16 : 8))
+      EXPECT_EQ(backend_->IndexBytes(spec), slots * (type == KeyType::kUint64 ? 16 : 8))
           << "capacity " << capacity;
     }
   }
@@ -233,24 +233,24 @@ TEST_P(Key64Test, IndexBytesFollowTheKeyType) {
 INSTANTIATE_TEST_SUITE_P(Backends, Key64Test, ::testing::ValuesIn(AllBackends()), BackendName);
 
 TEST(KeyTypes, NamesShapesAndSpecValidation) {
-  EXPECT_EQ(KeyTypeName(KeyType::kU32), "uint32");
-  EXPECT_EQ(KeyTypeName(KeyType::kU64), "uint64");
-  static_assert(KeyTypeOf<uint32_t>() == KeyType::kU32 && KeyTypeOf<uint64_t>() == KeyType::kU64);
+  EXPECT_EQ(KeyTypeName(KeyType::kUint32), "uint32");
+  EXPECT_EQ(KeyTypeName(KeyType::kUint64), "uint64");
+  static_assert(KeyTypeOf<uint32_t>() == KeyType::kUint32 && KeyTypeOf<uint64_t>() == KeyType::kUint64);
   static_assert(kEmptyKeyOf<uint64_t> == 0xffffffffffffffffull && kEmptyKey64 == ~uint64_t{0});
   static_assert(kEmptyKeyOf<uint32_t> == kEmptyKey);
-  EXPECT_EQ(HashIndexSpec{}.key_type, KeyType::kU32);
+  EXPECT_EQ(HashIndexSpec{}.key_type, KeyType::kUint32);
   const HashIndexSpec bad{16, 0, static_cast<KeyType>(7)};
   EXPECT_EQ(bad.Validate().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(bad.Validate().message()), HasSubstr("key_type 7"));
 
   const std::vector<uint64_t> keys(5, 1);
   BuildIndexNode64 node{nullptr, One(keys), std::nullopt, 0, nullptr};
-  EXPECT_EQ(BuildShapeOf(node).key_type, KeyType::kU64);
+  EXPECT_EQ(BuildShapeOf(node).key_type, KeyType::kUint64);
   EXPECT_EQ(BuildShapeOf(node).rows, 5u);
   BuildBatchIndexNode64 batch;
   batch.chunks = {BatchChunk64{keys, 0, {}}};
-  EXPECT_EQ(BuildShapeOf(batch).key_type, KeyType::kU64);
-  EXPECT_EQ(BuildShapeOf(BuildIndexNode{}).key_type, KeyType::kU32);
+  EXPECT_EQ(BuildShapeOf(batch).key_type, KeyType::kUint64);
+  EXPECT_EQ(BuildShapeOf(BuildIndexNode{}).key_type, KeyType::kUint32);
 }
 
 TEST(KeyTypes, SlotHashesArePinned) {

@@ -350,7 +350,7 @@ class MultiValueValidateTest : public ::testing::Test {
     ASSERT_TRUE(backend.ok());
     backend_ = std::move(*backend);
     auto index =
-        backend_->CreateIndex(HashIndexSpec{16, 0, KeyType::kU32, DuplicatePolicy::kKeepAll});
+        backend_->CreateIndex(HashIndexSpec{16, 0, KeyType::kUint32, DuplicatePolicy::kKeepAll});
     ASSERT_TRUE(index.ok()) << index.status();
     index_ = std::move(*index);
     CommandGraph build;
@@ -401,7 +401,7 @@ TEST_F(MultiValueValidateTest, UnknownJoinKindNamesTheField) {
 }
 
 TEST_F(MultiValueValidateTest, UnknownDuplicatePolicyNamesTheField) {
-  HashIndexSpec spec{16, 0, KeyType::kU32, static_cast<DuplicatePolicy>(2)};
+  HashIndexSpec spec{16, 0, KeyType::kUint32, static_cast<DuplicatePolicy>(2)};
   const auto index = backend_->CreateIndex(spec);
   EXPECT_EQ(index.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(index.status().message()), HasSubstr("duplicates 2"));
@@ -439,7 +439,7 @@ TEST(MultiValueMemoryTest, CpuBuildTransientBytesAndGroupStorage) {
   auto backend = CreateBackend(BackendKind::kCpu);
   ASSERT_TRUE(backend.ok());
   const HashIndexSpec lowest{64, 0};
-  const HashIndexSpec all{64, 0, KeyType::kU32, DuplicatePolicy::kKeepAll};
+  const HashIndexSpec all{64, 0, KeyType::kUint32, DuplicatePolicy::kKeepAll};
   BuildShape shape;
   shape.rows = 1000;
   EXPECT_EQ((*backend)->BuildTransientBytes(lowest, shape), 0u);

@@ -105,7 +105,7 @@ class BackendTest : public ::testing::TestWithParam<BackendParam>, public Backen
 
   /// Creates a uint32 index or fails the test.
   std::unique_ptr<HashIndex> NewIndex(uint32_t capacity, uint32_t max_probe_count = 0) {
-    return NewIndexOf(KeyType::kU32, capacity, max_probe_count);
+    return NewIndexOf(KeyType::kUint32, capacity, max_probe_count);
   }
 };
 
@@ -126,7 +126,7 @@ using KeyedBackends = ::testing::Types<KeyedBackend<uint32_t, 0>, KeyedBackend<u
 struct KeyedBackendNames {
   template <class Config>
   static std::string GetName(int) {
-    return std::string(KeyTypeOf<typename Config::K>() == KeyType::kU64 ? "u64_" : "u32_") +
+    return std::string(KeyTypeOf<typename Config::K>() == KeyType::kUint64 ? "u64_" : "u32_") +
            AllBackends()[Config::backend].name;
   }
 };

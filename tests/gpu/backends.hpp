@@ -105,7 +105,7 @@ std::vector<K> DistinctKeysOf(std::mt19937_64& rng, size_t n) {
 /// Calls f.template operator()<K>() with the key word of `type`.
 template <class F>
 void ForKeyType(KeyType type, F&& f) {
-  if (type == KeyType::kU64) {
+  if (type == KeyType::kUint64) {
     f.template operator()<uint64_t>();
   } else {
     f.template operator()<uint32_t>();
@@ -113,7 +113,7 @@ void ForKeyType(KeyType type, F&& f) {
 }
 
 /// "u32" / "u64", for test names.
-inline std::string KeyTypeTag(KeyType type) { return type == KeyType::kU64 ? "u64" : "u32"; }
+inline std::string KeyTypeTag(KeyType type) { return type == KeyType::kUint64 ? "u64" : "u32"; }
 
 /// Values outputs are filled with before a run, so that an output a backend
 /// never writes shows.

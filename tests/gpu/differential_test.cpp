@@ -87,7 +87,7 @@ class Differential : public CudaVsCpuTest {
   }
 
   std::unique_ptr<HashIndex> NewIndex(Backend& b, uint32_t capacity, uint32_t max_probe = 0,
-                                      KeyType key_type = KeyType::kU32) {
+                                      KeyType key_type = KeyType::kUint32) {
     auto index = b.CreateIndex(HashIndexSpec{capacity, max_probe, key_type});
     EXPECT_TRUE(index.ok()) << index.status();
     return index.ok() ? std::move(*index) : nullptr;
@@ -520,7 +520,7 @@ TEST_P(KeyedDifferential, LookupWithProbeBoundOverrideMatchesCpu) {
 }
 
 INSTANTIATE_TEST_SUITE_P(KeyTypes, KeyedDifferential,
-                         ::testing::Values(KeyType::kU32, KeyType::kU64),
+                         ::testing::Values(KeyType::kUint32, KeyType::kUint64),
                          [](const ::testing::TestParamInfo<KeyType>& info) {
                            return KeyTypeTag(info.param);
                          });
@@ -610,7 +610,7 @@ TEST_P(ForcedPathDifferential, LookupWithProbeBoundOverride) {
 INSTANTIATE_TEST_SUITE_P(
     Paths, ForcedPathDifferential,
     ::testing::Combine(::testing::Values(CudaBuildPath::kDirect, CudaBuildPath::kTiles),
-                       ::testing::Values(KeyType::kU32, KeyType::kU64)),
+                       ::testing::Values(KeyType::kUint32, KeyType::kUint64)),
     [](const ::testing::TestParamInfo<std::tuple<CudaBuildPath, KeyType>>& info) {
       return std::string(std::get<0>(info.param) == CudaBuildPath::kTiles ? "tiles" : "direct") +
              "_" + KeyTypeTag(std::get<1>(info.param));
@@ -646,7 +646,7 @@ TEST_P(BuildLookupDifferential, TableStatisticsAndLookupsMatchCpu) {
 INSTANTIATE_TEST_SUITE_P(
     Shapes, BuildLookupDifferential,
     ::testing::Combine(
-        ::testing::Values(KeyType::kU32, KeyType::kU64),
+        ::testing::Values(KeyType::kUint32, KeyType::kUint64),
         ::testing::Values(BuildCase{0, 16, 0.0, true, 0.0},        // empty build
                           BuildCase{1, 1, 0.0, false, 0.0},        // one row, one slot
                           BuildCase{1, 8, 0.0, true, 0.0},         // one row
@@ -780,7 +780,7 @@ void JoinDifferential::PairsOrderCountsAndOverflow(const JoinCase& c) {
 INSTANTIATE_TEST_SUITE_P(
     Shapes, JoinDifferential,
     ::testing::Combine(
-        ::testing::Values(KeyType::kU32, KeyType::kU64),
+        ::testing::Values(KeyType::kUint32, KeyType::kUint64),
         ::testing::Values(JoinCase{0, 4, false, 1}, JoinCase{1, 1, false, 1},
                           JoinCase{1000, 2000, false, 1},       // room for all pairs
                           JoinCase{5000, 100, true, 1},         // truncated: stable prefix

@@ -291,7 +291,7 @@ TEST_F(CudaMemoryBudgetTest, KeepAllBuildsStayWithinBuildTransientBytes) {
   for (const auto& [capacity, rows] :
        {std::pair{1u << 19, uint64_t{300000}}, std::pair{1u << 25, (uint64_t{1} << 22) + 99}}) {
     SCOPED_TRACE("capacity " + std::to_string(capacity));
-    const HashIndexSpec spec{capacity, 0, KeyType::kU32, DuplicatePolicy::kKeepAll};
+    const HashIndexSpec spec{capacity, 0, KeyType::kUint32, DuplicatePolicy::kKeepAll};
     std::vector<uint32_t> keys = Keys(rows / 3 + 1, 8);
     while (keys.size() < rows) keys.push_back(keys[keys.size() % (rows / 3 + 1)]);
     std::mt19937_64 rng(9);

@@ -1033,7 +1033,7 @@ TEST_P(MultiValueDifferential, RebuildsAndEmptyBuildsLikeCpu) {
 INSTANTIATE_TEST_SUITE_P(
     Paths, MultiValueDifferential,
     ::testing::Combine(::testing::Values(CudaBuildPath::kDirect, CudaBuildPath::kTiles),
-                       ::testing::Values(KeyType::kU32, KeyType::kU64)),
+                       ::testing::Values(KeyType::kUint32, KeyType::kUint64)),
     [](const ::testing::TestParamInfo<std::tuple<CudaBuildPath, KeyType>>& info) {
       return std::string(std::get<0>(info.param) == CudaBuildPath::kTiles ? "tiles" : "direct") +
              "_" + KeyTypeTag(std::get<1>(info.param));

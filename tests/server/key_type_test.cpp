@@ -78,7 +78,7 @@ TEST_F(KeyTypeTest, WideKeysStayDistinctThroughBuildLookupAndJoin) {
   EXPECT_EQ(st.unique_keys, kWideKeys.size() + 1);
   EXPECT_EQ(st.duplicate_rows, 1u);
   EXPECT_EQ(st.invalid_rows, 0u);
-  EXPECT_EQ((*built)->index->key_type(), engine::KeyType::kU64);
+  EXPECT_EQ((*built)->index->key_type(), engine::KeyType::kUint64);
 
   // Every key finds its own row; the low 32 bits alone (5) are a key of their own,
   // and 0x400000005 is missing although its low word is present.
@@ -98,7 +98,7 @@ TEST_F(KeyTypeTest, WideKeysStayDistinctThroughBuildLookupAndJoin) {
   EXPECT_EQ(resp.statistics().missing(), 2u);
 
   // The same through the engine directly.
-  engine::HashIndexSpec spec{64, 0, engine::KeyType::kU64};
+  engine::HashIndexSpec spec{64, 0, engine::KeyType::kUint64};
   auto direct = backend_->CreateIndex(spec);
   ASSERT_TRUE(direct.ok());
   engine::CommandGraph g;
@@ -352,8 +352,8 @@ TEST_F(KeyTypeTest, IndexInfoListAndMetricsCarryTheKeyType) {
 TEST_F(KeyTypeTest, BudgetAndStagedBytesCountEightByteKeys) {
   auto built = Build({Spec("w", v1::KEY_TYPE_UINT64, 1024), Chunk64({1, 2, 3})});
   ASSERT_TRUE(built.ok()) << built.status();
-  engine::HashIndexSpec wide{1024, 0, engine::KeyType::kU64};
-  engine::HashIndexSpec narrow{1024, 0, engine::KeyType::kU32};
+  engine::HashIndexSpec wide{1024, 0, engine::KeyType::kUint64};
+  engine::HashIndexSpec narrow{1024, 0, engine::KeyType::kUint32};
   EXPECT_EQ((*built)->index->memory_bytes(), backend_->IndexBytes(wide));
   EXPECT_EQ(budget_->used_bytes(), backend_->IndexBytes(wide));
   EXPECT_GT(backend_->IndexBytes(wide), backend_->IndexBytes(narrow));
@@ -401,7 +401,7 @@ TEST_F(KeyTypeTest, TheLookupBytesPathServesWideKeysLikeTheProtobufPath) {
     const std::string bytes = req.SerializeAsString();
     auto wire = ScanLookupRequest(std::vector<grpc::Slice>{grpc::Slice(bytes)});
     ASSERT_TRUE(wire.has_value());
-    EXPECT_EQ(wire->key_type, engine::KeyType::kU64);
+    EXPECT_EQ(wire->key_type, engine::KeyType::kUint64);
     EXPECT_EQ(wire->rows(), 4u);
     v1::LookupResponse expected;
     const absl::Status want = ops_->Lookup(req, &expected);
@@ -431,7 +431,7 @@ TEST_F(KeyTypeTest, TheLookupBytesPathServesWideKeysLikeTheProtobufPath) {
   const std::string bytes = narrow.SerializeAsString();
   auto wire = ScanLookupRequest(std::vector<grpc::Slice>{grpc::Slice(bytes)});
   ASSERT_TRUE(wire.has_value());
-  EXPECT_EQ(wire->key_type, engine::KeyType::kU32);
+  EXPECT_EQ(wire->key_type, engine::KeyType::kUint32);
   PackedLookupResult result;
   const absl::Status got = ops_->LookupPacked(
       wire->fields, wire->key_type, wire->rows(), [&](uint8_t* dst) { wire->CopyKeys(dst); },

@@ -328,7 +328,7 @@ TEST_F(LookupWireTest, AgreesWithProtobufOnRandomRequests) {
     ++fast;
     ASSERT_TRUE(parsed) << "the scan accepted bytes protobuf rejects";
     // Every other field as protobuf parsed it (unknown fields included, in order).
-    const bool wide = wire->key_type == engine::KeyType::kU64;
+    const bool wide = wire->key_type == engine::KeyType::kUint64;
     const std::string& sent = wide ? full.keys64().packed() : full.keys().packed();
     v1::LookupRequest others = full;
     if (wide) {

@@ -154,7 +154,7 @@ TEST_F(SnapshotFileTest, RoundTripOfEveryKind) {
 
 // A small keep_all index with payload: every byte of its file matters.
 et::ImageCase SmallCase() {
-  return {engine::KeyType::kU64, engine::DuplicatePolicy::kKeepAll, 8, 0, 12, 5, true, 9};
+  return {engine::KeyType::kUint64, engine::DuplicatePolicy::kKeepAll, 8, 0, 12, 5, true, 9};
 }
 
 TEST_F(SnapshotFileTest, EveryFlippedByteIsDetected) {
@@ -229,7 +229,7 @@ TEST_F(SnapshotFileTest, SectionTableMustMatchTheMetadata) {
 // all sections on any number of threads into the image the writer wrote, and a
 // byte flipped in any block names its section.
 TEST_F(SnapshotFileTest, MultiBlockSectionsOnAnyNumberOfThreads) {
-  const et::ImageCase big{engine::KeyType::kU64,
+  const et::ImageCase big{engine::KeyType::kUint64,
                           engine::DuplicatePolicy::kLowestRow,
                           uint32_t{1} << 20,
                           0,
@@ -279,7 +279,7 @@ TEST_F(SnapshotFileTest, MultiBlockSectionsOnAnyNumberOfThreads) {
 // A file cut short after Open (a concurrent truncation): the blocks past the
 // end are a short read, OUT_OF_RANGE, not a checksum mismatch.
 TEST_F(SnapshotFileTest, FileShortenedAfterOpenIsAShortRead) {
-  const et::ImageCase big{engine::KeyType::kU32,
+  const et::ImageCase big{engine::KeyType::kUint32,
                           engine::DuplicatePolicy::kLowestRow,
                           uint32_t{1} << 21,
                           0,

@@ -6,31 +6,6 @@
 
 namespace gpujoin::engine {
 
-std::string_view JoinKindName(JoinKind kind) {
-  switch (kind) {
-    case JoinKind::kInner:
-      return "inner";
-    case JoinKind::kLeftOuter:
-      return "left_outer";
-    case JoinKind::kLeftSemi:
-      return "left_semi";
-    case JoinKind::kLeftAnti:
-      return "left_anti";
-  }
-  return "unknown";
-}
-
-std::string_view AggregateOpName(AggregateOp op) {
-  switch (op) {
-    case AggregateOp::kCount: return "count";
-    case AggregateOp::kSum: return "sum";
-    case AggregateOp::kMin: return "min";
-    case AggregateOp::kMax: return "max";
-    case AggregateOp::kMean: return "mean";
-  }
-  return "unknown";
-}
-
 std::string_view BackendKindName(BackendKind kind) {
   switch (kind) {
     case BackendKind::kAuto: return "auto";

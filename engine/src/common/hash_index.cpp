@@ -12,26 +12,6 @@ namespace {
 constexpr uint64_t kMaxCapacity = uint64_t{1} << 31;
 }  // namespace
 
-std::string_view KeyTypeName(KeyType type) {
-  switch (type) {
-    case KeyType::kU32:
-      return "uint32";
-    case KeyType::kU64:
-      return "uint64";
-  }
-  return "unknown";
-}
-
-std::string_view DuplicatePolicyName(DuplicatePolicy policy) {
-  switch (policy) {
-    case DuplicatePolicy::kLowestRow:
-      return "lowest_row";
-    case DuplicatePolicy::kKeepAll:
-      return "keep_all";
-  }
-  return "unknown";
-}
-
 uint64_t GroupStorageBytes(const HashIndexSpec& spec, uint64_t slots, uint64_t rows) {
   if (spec.duplicates != DuplicatePolicy::kKeepAll) return 0;
   return slots * 8 + rows * 4;
@@ -41,7 +21,7 @@ absl::Status SnapshotKeyTypeMismatch(KeyType held, KeyType asked) {
   return absl::FailedPreconditionError(
       absl::StrCat("snapshot of ", std::string(KeyTypeName(asked)), " keys asked of an index with ",
                    std::string(KeyTypeName(held)), " keys (use ",
-                   held == KeyType::kU64 ? "Snapshot64" : "Snapshot", ")"));
+                   held == KeyType::kUint64 ? "Snapshot64" : "Snapshot", ")"));
 }
 
 absl::Status HashIndexSpec::Validate() const {
@@ -58,7 +38,7 @@ absl::Status HashIndexSpec::Validate() const {
     return absl::InvalidArgumentError(absl::StrCat("duplicates ", static_cast<int>(duplicates),
                                                    " is neither lowest_row nor keep_all"));
   }
-  if (key_type != KeyType::kU32 && key_type != KeyType::kU64) {
+  if (key_type != KeyType::kUint32 && key_type != KeyType::kUint64) {
     return absl::InvalidArgumentError(
         absl::StrCat("key_type ", static_cast<int>(key_type), " is neither uint32 nor uint64"));
   }

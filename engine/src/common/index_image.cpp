@@ -164,7 +164,7 @@ std::string ImageDifference(const IndexImage& a, const IndexImage& b, bool ignor
   if (!(sa == sb)) return "statistics differ";
   if (a.built_rows != b.built_rows || a.built != b.built) return "built rows differ";
   std::string d;
-  if (a.spec.key_type == KeyType::kU64) {
+  if (a.spec.key_type == KeyType::kUint64) {
     d = FirstDifference(a.keys.as<uint64_t>(), b.keys.as<uint64_t>(), "keys", "slot");
   } else {
     d = FirstDifference(a.keys.as<uint32_t>(), b.keys.as<uint32_t>(), "keys", "slot");

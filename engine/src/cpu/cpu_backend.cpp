@@ -116,7 +116,7 @@ class CpuBackend final : public Backend {
           "index of capacity ", spec.capacity, " needs ", bytes, " bytes; the host has ", total));
     }
     try {
-      if (spec.key_type == KeyType::kU64) {
+      if (spec.key_type == KeyType::kUint64) {
         return std::unique_ptr<HashIndex>(std::make_unique<CpuHashIndex<uint64_t>>(spec));
       }
       return std::unique_ptr<HashIndex>(std::make_unique<CpuHashIndex<uint32_t>>(spec));

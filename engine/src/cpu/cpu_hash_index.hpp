@@ -58,7 +58,7 @@ struct GroupRange {
 };
 
 /// Bytes of one CPU slot of `type`'s key word and a uint32 value.
-inline constexpr uint64_t CpuSlotBytes(KeyType type) { return type == KeyType::kU64 ? 16 : 8; }
+inline constexpr uint64_t CpuSlotBytes(KeyType type) { return type == KeyType::kUint64 ? 16 : 8; }
 
 template <KeyWord K>
 class CpuHashIndex final : public HashIndex {

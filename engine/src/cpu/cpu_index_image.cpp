@@ -129,7 +129,7 @@ absl::StatusOr<IndexImage> ExportCpuIndex(const HashIndex& index, ThreadPool& po
 }
 
 std::unique_ptr<HashIndex> ImportCpuIndex(const IndexImage& image, ThreadPool& pool) {
-  if (image.spec.key_type == KeyType::kU64) return Import<uint64_t>(image, pool);
+  if (image.spec.key_type == KeyType::kUint64) return Import<uint64_t>(image, pool);
   return Import<uint32_t>(image, pool);
 }
 

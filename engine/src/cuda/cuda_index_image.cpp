@@ -262,7 +262,7 @@ absl::StatusOr<IndexImage> ExportCudaIndex(const CudaHashIndex& index) {
   image.built_rows = index.built_rows();
   image.built = index.built();
   const uint64_t capacity = index.spec().capacity;
-  if (index.key_type() == KeyType::kU64) {
+  if (index.key_type() == KeyType::kUint64) {
     GPUJOIN_RETURN_IF_ERROR(ExportTable<uint64_t>(index, *t, image));
   } else {
     GPUJOIN_RETURN_IF_ERROR(ExportTable<uint32_t>(index, *t, image));
@@ -332,7 +332,7 @@ absl::StatusOr<std::unique_ptr<CudaHashIndex>> ImportCudaIndex(const IndexImage&
                                                                int device) {
   GPUJOIN_ASSIGN_OR_RETURN(auto index, CudaHashIndex::Create(image.spec, device));
   GPUJOIN_ASSIGN_OR_RETURN(auto t, Transfer::Create(device));
-  if (image.spec.key_type == KeyType::kU64) {
+  if (image.spec.key_type == KeyType::kUint64) {
     GPUJOIN_RETURN_IF_ERROR(ImportTable<uint64_t>(image, *index, *t));
   } else {
     GPUJOIN_RETURN_IF_ERROR(ImportTable<uint32_t>(image, *index, *t));

@@ -24,42 +24,7 @@ constexpr uint64_t kMaxRows = uint64_t{1} << 56;
 // True when a + b overflows or exceeds `limit`.
 bool RangeExceeds(uint64_t a, uint64_t b, uint64_t limit) { return a > limit || b > limit - a; }
 
-bool IsIndexType(ColumnType t) {
-  switch (t) {
-    case ColumnType::kInt8:
-    case ColumnType::kUint8:
-    case ColumnType::kInt16:
-    case ColumnType::kUint16:
-    case ColumnType::kInt32:
-    case ColumnType::kUint32:
-    case ColumnType::kInt64:
-    case ColumnType::kUint64:
-      return true;
-    default:
-      return false;
-  }
-}
-
 std::string TypeName(ColumnType t) { return std::string(ColumnTypeName(t)); }
-
-bool IsKnownType(ColumnType t) { return static_cast<uint8_t>(t) <= uint8_t(ColumnType::kNull); }
-
-// Children a type takes: -1 = any number (struct).
-int ExpectedChildren(ColumnType t) {
-  switch (t) {
-    case ColumnType::kStruct:
-      return -1;
-    case ColumnType::kList:
-    case ColumnType::kLargeList:
-    case ColumnType::kFixedSizeList:
-    case ColumnType::kDictionary:
-      return 1;
-    case ColumnType::kMap:
-      return 2;
-    default:
-      return 0;
-  }
-}
 
 // Offsets (int32 or int64) of a binary or list column: entries offset .. offset +
 // length must exist, be non-negative, non-decreasing and end at most at `limit`
@@ -107,7 +72,7 @@ class TreeValidator {
 
   absl::Status Check(const HashColumn& c, const std::string& name, const std::string& path,
                      uint32_t depth) {
-    if (!IsKnownType(c.type)) {
+    if (!IsKnownColumnType(c.type)) {
       return Invalid(name, absl::StrCat("unknown column type ", static_cast<int>(c.type)));
     }
     if (depth > kMaxHashNestingDepth) {
@@ -119,7 +84,7 @@ class TreeValidator {
           name, absl::StrCat("offset ", c.offset, " + length ", c.length, " exceeds 2^56 rows"));
     }
     const uint64_t end_row = c.offset + c.length;
-    const int want_children = ExpectedChildren(c.type);
+    const int want_children = ChildCount(c.type);
     if (want_children >= 0 && c.children.size() != static_cast<size_t>(want_children)) {
       return Invalid(name, absl::StrCat("has ", c.children.size(), " children, ", TypeName(c.type),
                                         " takes ", want_children));
@@ -262,7 +227,7 @@ class TreeValidator {
   // implemented) or null.
   absl::Status CheckDictionary(const HashColumn& c, const std::string& name,
                                const std::string& path) {
-    if (!IsIndexType(c.index_type)) {
+    if (!IsDictionaryIndexType(c.index_type)) {
       return Invalid(name, absl::StrCat("index_type ", TypeName(c.index_type),
                                         " is not an integer type (int8 .. uint64)"));
     }
@@ -506,7 +471,7 @@ absl::Status ValidateHashNode(const HashNode& node, std::string_view where) {
   TreeValidator validator(where);
   for (size_t i = 0; i < node.columns.size(); ++i) {
     const HashColumn& c = node.columns[i];
-    if (!IsKnownType(c.type)) {
+    if (!IsKnownColumnType(c.type)) {
       return absl::InvalidArgumentError(absl::StrCat(
           std::string(where), ": column ", i, ": unknown column type ", static_cast<int>(c.type)));
     }

@@ -124,7 +124,7 @@ class BuildSession {
   std::string name_;
   // From spec.duplicates.
   engine::DuplicatePolicy duplicates_ = engine::DuplicatePolicy::kLowestRow;
-  engine::KeyType key_type_ = engine::KeyType::kU32;  // from spec.key_type
+  engine::KeyType key_type_ = engine::KeyType::kUint32;  // from spec.key_type
   std::optional<uint32_t> capacity_;                  // from spec.capacity or spec.expected_rows
   bool reserved_ = false;                             // reservation_ holds part of the budget
   MemoryBudget::Reservation reservation_;

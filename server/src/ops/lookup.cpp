@@ -24,7 +24,7 @@ absl::Status Operations::Lookup(const v1::LookupRequest& request, v1::LookupResp
   if (!columns.keys.present() && !columns.keys64.present()) {
     // No keys: name the column of the index's width (uint32 when it is unknown).
     const auto live = state_.registry->Get(request.index());
-    return WithKeyWord(live ? live->index->key_type() : engine::KeyType::kU32, [&](auto word) {
+    return WithKeyWord(live ? live->index->key_type() : engine::KeyType::kUint32, [&](auto word) {
       using Key = typename decltype(word)::type;
       return TakeKeys<Key>(columns, "", request.index(), Presence::kRequired).status();
     });
@@ -69,7 +69,7 @@ absl::Status Operations::LookupPacked(const v1::LookupRequest& fields, engine::K
   // always decode; the request's other key column, if any, was parsed into
   // `fields`).
   GPUJOIN_RETURN_IF_ERROR(ValidateIndexName(fields.index(), "index"));
-  const bool wide = key_type == engine::KeyType::kU64;
+  const bool wide = key_type == engine::KeyType::kUint64;
   GPUJOIN_ASSIGN_OR_RETURN(KeyColumns columns, DecodeKeyColumns(fields, ""));
   GPUJOIN_ASSIGN_OR_RETURN(auto version, FindIndex(fields.index(), "index"));
   GPUJOIN_RETURN_IF_ERROR(

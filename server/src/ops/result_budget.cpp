@@ -43,7 +43,7 @@ absl::StatusOr<uint64_t> Operations::CheckLookup(const IndexVersion& version,
                                                    " exceeds the capacity ", capacity,
                                                    " of index \"", version.name, "\""));
   }
-  const bool wide = version.index->key_type() == engine::KeyType::kU64;
+  const bool wide = version.index->key_type() == engine::KeyType::kUint64;
   const std::string what = absl::StrCat(wide ? "keys64" : "keys", ": ", rows, " rows");
   const uint64_t fixed =
       rows * (5 + (request.want_probes() ? 4 : 0) + (request.want_match_counts() ? 4 : 0)) +

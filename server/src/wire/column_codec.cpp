@@ -87,7 +87,7 @@ absl::StatusOr<DecodedColumn<float>> DecodeF32Column(bool has_column, const v1::
 absl::Status CheckKeyWidth(engine::KeyType index_type, bool has_keys, uint64_t keys_bytes,
                            bool has_keys64, uint64_t keys64_bytes, std::string_view prefix,
                            std::string_view index) {
-  const bool wide = index_type == engine::KeyType::kU64;
+  const bool wide = index_type == engine::KeyType::kUint64;
   // The column of the other width: its name, the right one's, and what it holds.
   const bool wrong = wide ? has_keys : has_keys64;
   if (!wrong) return absl::OkStatus();
@@ -126,16 +126,16 @@ template absl::StatusOr<DecodedColumn<uint64_t>> TakeKeys<uint64_t>(KeyColumns&,
                                                                     std::string_view, Presence);
 
 v1::KeyType ToWireKeyType(engine::KeyType type) {
-  return type == engine::KeyType::kU64 ? v1::KEY_TYPE_UINT64 : v1::KEY_TYPE_UINT32;
+  return type == engine::KeyType::kUint64 ? v1::KEY_TYPE_UINT64 : v1::KEY_TYPE_UINT32;
 }
 
 absl::StatusOr<engine::KeyType> FromWireKeyType(int type, std::string_view field) {
   switch (type) {
     case v1::KEY_TYPE_UNSPECIFIED:
     case v1::KEY_TYPE_UINT32:
-      return engine::KeyType::kU32;
+      return engine::KeyType::kUint32;
     case v1::KEY_TYPE_UINT64:
-      return engine::KeyType::kU64;
+      return engine::KeyType::kUint64;
     default:
       return absl::InvalidArgumentError(
           absl::StrCat(std::string(field), ": ", type,

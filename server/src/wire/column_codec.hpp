@@ -123,7 +123,7 @@ absl::Status CheckKeyWidth(engine::KeyType index_type, bool has_keys, uint64_t k
 /// code templated on the key word.
 template <typename F>
 decltype(auto) WithKeyWord(engine::KeyType type, F&& f) {
-  if (type == engine::KeyType::kU64) return f(std::type_identity<uint64_t>{});
+  if (type == engine::KeyType::kUint64) return f(std::type_identity<uint64_t>{});
   return f(std::type_identity<uint32_t>{});
 }
 

@@ -205,7 +205,7 @@ std::optional<LookupWire> ScanLookupRequest(std::vector<grpc::Slice> slices) {
       // packed field of whole keys.
       if (type != kLengthDelimited || seen_keys) return std::nullopt;
       seen_keys = true;
-      wire.key_type = field == kRequestKeys64 ? engine::KeyType::kU64 : engine::KeyType::kU32;
+      wire.key_type = field == kRequestKeys64 ? engine::KeyType::kUint64 : engine::KeyType::kUint32;
       uint64_t length = 0;
       if (!in.ReadLength(&length) || length > in.remaining()) return std::nullopt;
       const size_t end = in.position() + length;

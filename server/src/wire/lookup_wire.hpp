@@ -32,14 +32,14 @@ struct LookupWire {
   /// Every field of the request except the keys (index, want_probes,
   /// max_probe_count, batch_id, unknown fields), parsed by protobuf.
   v1::LookupRequest fields;
-  /// The width of the keys: kU32 from `keys`, kU64 from `keys64`.
-  engine::KeyType key_type = engine::KeyType::kU32;
+  /// The width of the keys: kUint32 from `keys`, kUint64 from `keys64`.
+  engine::KeyType key_type = engine::KeyType::kUint32;
   /// Where the packed key bytes lie in the concatenation of `slices`.
   size_t keys_offset = 0;
   size_t keys_bytes = 0;
 
   /// Bytes per key: 4 or 8.
-  size_t key_bytes() const { return key_type == engine::KeyType::kU64 ? 8 : 4; }
+  size_t key_bytes() const { return key_type == engine::KeyType::kUint64 ? 8 : 4; }
   /// Number of keys (keys_bytes is a non-zero multiple of key_bytes()).
   uint64_t rows() const { return keys_bytes / key_bytes(); }
   /// Copies the packed key bytes (keys_bytes of them) to `dst`.

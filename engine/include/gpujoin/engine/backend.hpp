@@ -67,7 +67,7 @@ struct BuildShape {
   uint64_t rows = 0;
   /// The key word of the rows (4 or 8 bytes each: the uploads and the tile
   /// path's words grow with it).
-  KeyType key_type = KeyType::kU32;
+  KeyType key_type = KeyType::kUint32;
   /// A BuildIndexNode with `values` set.
   bool explicit_values = false;
   /// A BuildBatchIndexNode ...

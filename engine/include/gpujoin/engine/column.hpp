@@ -15,78 +15,19 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "gpujoin/common/bitmap.hpp"
+#include "gpujoin/common/column_type.hpp"
 
 namespace gpujoin::engine {
 
-/// The value type of a typed column. Payload columns and gathered columns take
-/// kUint32 .. kString; hashed columns (HashColumn) take every type. The order is
-/// the wire enum's (gpujoin.v1.ColumnType, shifted by its UNSPECIFIED).
-enum class ColumnType : uint8_t {
-  kUint32,
-  kInt32,
-  kUint64,
-  kInt64,
-  kFloat32,
-  kFloat64,
-  kBinary,  ///< variable-length bytes
-  kBool,    ///< one bit per row
-  kString,  ///< variable-length UTF-8 (the engine treats the bytes as opaque)
-  // Hash inputs only (docs/hashing.md); payload and gather code refuses them.
-  kInt8,
-  kUint8,
-  kInt16,
-  kUint16,
-  kFloat16,          ///< IEEE 754 binary16 bits
-  kDecimal128,       ///< 16 bytes per value (Arrow decimal128, little-endian)
-  kFixedSizeBinary,  ///< HashColumn::byte_width bytes per value (0 allowed)
-  kLargeBinary,      ///< variable-length bytes, int64 offsets
-  kLargeString,      ///< variable-length UTF-8, int64 offsets
-  kDictionary,       ///< integer indices into a dictionary (HashColumn::children[0])
-  kStruct,           ///< fields: HashColumn::children
-  kList,             ///< int32 offsets into children[0]
-  kLargeList,        ///< int64 offsets into children[0]
-  kFixedSizeList,    ///< HashColumn::byte_width elements of children[0] per row
-  kMap,              ///< int32 offsets into children[0] (keys) and children[1] (items)
-  kNull,             ///< every row null, no buffers
-};
-
-/// "uint32", "int32", "uint64", "int64", "float32", "float64", "binary", "bool", "string",
-/// then the hash-only types: "int8", "uint8", "int16", "uint16", "float16", "decimal128",
-/// "fixed_size_binary", "large_binary", "large_string", "dictionary", "struct", "list",
-/// "large_list", "fixed_size_list", "map", "null"; "unknown" for any other value.
-std::string_view ColumnTypeName(ColumnType type);
-
-/// Parses a ColumnTypeName (INVALID_ARGUMENT otherwise).
-absl::StatusOr<ColumnType> ParseColumnType(std::string_view name);
-
-/// Bytes of one value of a fixed-width type (4 or 8); 0 for kBool, kBinary and kString.
-constexpr size_t ColumnWidth(ColumnType type) {
-  switch (type) {
-    case ColumnType::kUint32:
-    case ColumnType::kInt32:
-    case ColumnType::kFloat32:
-      return 4;
-    case ColumnType::kUint64:
-    case ColumnType::kInt64:
-    case ColumnType::kFloat64:
-      return 8;
-    default:
-      return 0;
-  }
-}
-
-/// kBinary and kString: values are offsets into a byte buffer.
-constexpr bool IsVariableWidth(ColumnType type) {
-  return type == ColumnType::kBinary || type == ColumnType::kString;
-}
-
-/// Bytes of a bitmap of `rows` bits.
-constexpr uint64_t BitmapBytes(uint64_t rows) { return (rows + 7) / 8; }
-
-/// Bit `i` of an Arrow bitmap.
-inline bool BitAt(std::span<const uint8_t> bitmap, uint64_t i) {
-  return (bitmap[i / 8] >> (i % 8)) & 1u;
-}
+// The column vocabulary (gpujoin/common/column_type.hpp, bitmap.hpp).
+using ::gpujoin::BitAt;
+using ::gpujoin::BitmapBytes;
+using ::gpujoin::ColumnType;
+using ::gpujoin::ColumnTypeName;
+using ::gpujoin::ColumnWidth;
+using ::gpujoin::IsVariableWidth;
+using ::gpujoin::ParseColumnType;
 
 /// A host column, borrowed for the duration of the Run that reads it: the
 /// payload input of a build. Every payload column of a build has the build's

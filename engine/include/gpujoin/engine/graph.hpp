@@ -86,19 +86,13 @@ struct LookupNodeT {
   std::span<uint32_t> match_counts;
 };
 
-/// Which left rows a join returns and how (JoinNodeT::kind). Every kind writes
-/// [left row, right row] pairs in left source order, then right source row order;
-/// the required count, capacity truncation (the stable prefix) and overflow rules
-/// are the same for all.
-enum class JoinKind : uint8_t {
-  kInner,      ///< one pair per match
-  kLeftOuter,  ///< one pair per match, or (left row, kEmptyKey) for a row without one
-  kLeftSemi,   ///< (left row, its first match's value) once per row with a match
-  kLeftAnti,   ///< (left row, kEmptyKey) once per row without a match
-};
-
-/// "inner", "left_outer", "left_semi", "left_anti".
-std::string_view JoinKindName(JoinKind kind);
+// Which left rows a join returns and how (JoinNodeT::kind;
+// gpujoin/common/operation_kinds.hpp). Every kind writes [left row, right row]
+// pairs in left source order, then right source row order; the required count,
+// capacity truncation (the stable prefix) and overflow rules are the same for
+// all. A row without a match pairs with kEmptyKey (outer, anti).
+using ::gpujoin::JoinKind;
+using ::gpujoin::JoinKindName;
 
 /// Result block of one join batch.
 struct JoinResult {

@@ -21,19 +21,12 @@ enum class BackendKind { kAuto, kCpu, kCuda };
 /// "auto", "cpu" or "cuda".
 std::string_view BackendKindName(BackendKind kind);
 
-/// What a build keeps of rows whose key is already present (HashIndexSpec::duplicates).
-enum class DuplicatePolicy : uint8_t {
-  /// The reference contract: the lowest source row of each key wins; the others
-  /// count as duplicate rows and are dropped.
-  kLowestRow,
-  /// A multi-value index: every valid row is kept. Each key holds a group, the
-  /// values of its rows in source-row order (docs/engine.md, "Multi-value
-  /// indexes"); the table itself is the kLowestRow table of the same rows.
-  kKeepAll,
-};
-
-/// "lowest_row" or "keep_all".
-std::string_view DuplicatePolicyName(DuplicatePolicy policy);
+// What a build keeps of rows whose key is already present
+// (HashIndexSpec::duplicates; gpujoin/common/operation_kinds.hpp). kKeepAll: each
+// key holds a group, the values of its rows in source-row order (docs/engine.md,
+// "Multi-value indexes"); the table itself is the kLowestRow table of the same rows.
+using ::gpujoin::DuplicatePolicy;
+using ::gpujoin::DuplicatePolicyName;
 
 /// Shape of a hash index, fixed when the index is created.
 struct HashIndexSpec {
@@ -42,9 +35,9 @@ struct HashIndexSpec {
   /// Most slots one row may examine (build and query). 0 means `capacity`.
   /// Must not exceed `capacity`.
   uint32_t max_probe_count = 0;
-  /// The key word (KeyType::kU32 unless set). The reserved key is the all-ones
+  /// The key word (KeyType::kUint32 unless set). The reserved key is the all-ones
   /// word of this width; every other part of the contract is the same for both.
-  KeyType key_type = KeyType::kU32;
+  KeyType key_type = KeyType::kUint32;
   /// kLowestRow unless set.
   DuplicatePolicy duplicates = DuplicatePolicy::kLowestRow;
 

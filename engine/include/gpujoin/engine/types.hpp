@@ -10,15 +10,17 @@
 #include <string_view>
 #include <vector>
 
+#include "gpujoin/common/operation_kinds.hpp"
+
 namespace gpujoin::engine {
 
-/// The key word of an index (HashIndexSpec::key_type): uint32 (the reference
-/// contract, the default) or uint64 (int64 keys travel as their two's-complement
-/// bit pattern). Values stay uint32 for both.
-enum class KeyType : uint8_t { kU32, kU64 };
-
-/// "uint32" or "uint64".
-std::string_view KeyTypeName(KeyType type);
+// The key word of an index (HashIndexSpec::key_type) and the aggregation
+// operations (gpujoin/common/operation_kinds.hpp). Values stay uint32 for both
+// key words; kCount writes uint32 output.
+using ::gpujoin::AggregateOp;
+using ::gpujoin::AggregateOpName;
+using ::gpujoin::KeyType;
+using ::gpujoin::KeyTypeName;
 
 /// The key words an index can hold: the template parameter of the key-carrying
 /// nodes and of both backends' implementations.
@@ -42,11 +44,11 @@ inline constexpr uint64_t kEmptyKey64 = kEmptyKeyOf<uint64_t>;
 template <class K>
 constexpr KeyType KeyTypeOf() {
   static_assert(KeyWord<K>, "keys are uint32_t or uint64_t");
-  return std::same_as<K, uint32_t> ? KeyType::kU32 : KeyType::kU64;
+  return std::same_as<K, uint32_t> ? KeyType::kUint32 : KeyType::kUint64;
 }
 
 /// Bytes of one key of `type`.
-constexpr size_t KeyBytes(KeyType type) { return type == KeyType::kU64 ? 8 : 4; }
+constexpr size_t KeyBytes(KeyType type) { return type == KeyType::kUint64 ? 8 : 4; }
 
 /// One logical column stored as ordered chunks. Chunk boundaries carry no
 /// meaning: row r of the logical column is found by walking the chunks in order.
@@ -94,12 +96,5 @@ struct QueryStatistics {
 
   friend bool operator==(const QueryStatistics&, const QueryStatistics&) = default;
 };
-
-/// Grouped aggregation operations. kCount writes uint32 output; the others read
-/// float32 values and write float32 output.
-enum class AggregateOp { kCount, kSum, kMin, kMax, kMean };
-
-/// "count", "sum", "min", "max", "mean".
-std::string_view AggregateOpName(AggregateOp op);
 
 }  // namespace gpujoin::engine

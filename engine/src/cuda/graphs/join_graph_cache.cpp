@@ -86,7 +86,7 @@ absl::StatusOr<std::unique_ptr<JoinGraph>> JoinGraph::Capture(const JoinShape& s
     // Statistics, count and padding: the header the output copy starts with.
     if (e == cudaSuccess) e = cudaMemsetAsync(out_dev, 0, kPairsOffset, stream);
     if (e == cudaSuccess)
-      e = shape.key_type == KeyType::kU64 ? join(static_cast<uint64_t*>(nullptr))
+      e = shape.key_type == KeyType::kUint64 ? join(static_cast<uint64_t*>(nullptr))
                                           : join(static_cast<uint32_t*>(nullptr));
     if (e == cudaSuccess)
       e = cudaMemcpyAsync(g->out_.data(), out_dev, g->out_bytes_, cudaMemcpyDeviceToHost, stream);

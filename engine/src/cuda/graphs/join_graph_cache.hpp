@@ -34,7 +34,7 @@ namespace gpujoin::engine::detail {
 struct JoinShape {
   const void* slots = nullptr;  ///< the table (a rebuilt index elsewhere differs)
   uint32_t table_capacity = 0;
-  KeyType key_type = KeyType::kU32;  ///< the key word of the table and the left keys
+  KeyType key_type = KeyType::kUint32;  ///< the key word of the table and the left keys
   uint64_t rows = 0;                 ///< left rows, > 0
   uint64_t pair_capacity = 0;        ///< device pair capacity: min(output capacity, rows)
   uint32_t bound = 0;                ///< probe bound

@@ -120,7 +120,7 @@ absl::StatusOr<std::unique_ptr<LookupGraph>> LookupGraph::Capture(const LookupSh
     if (e == cudaSuccess)
       e = cudaMemsetAsync(g->stats_d_.data(), 0, sizeof(DeviceQueryStats), stream);
     if (e == cudaSuccess)
-      e = shape.key_type == KeyType::kU64 ? lookup(static_cast<uint64_t*>(nullptr))
+      e = shape.key_type == KeyType::kUint64 ? lookup(static_cast<uint64_t*>(nullptr))
                                           : lookup(static_cast<uint32_t*>(nullptr));
     if (e == cudaSuccess)
       e = cudaMemcpyAsync(g->out_.data(), g->values_d_.data(), n * sizeof(uint32_t),

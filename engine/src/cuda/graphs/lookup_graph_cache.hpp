@@ -29,7 +29,7 @@ namespace gpujoin::engine::detail {
 struct LookupShape {
   const void* slots = nullptr;  ///< the table (DeviceTableT<K>::slots)
   uint32_t capacity = 0;
-  KeyType key_type = KeyType::kU32;  ///< the key word of the table and the keys
+  KeyType key_type = KeyType::kUint32;  ///< the key word of the table and the keys
   uint64_t rows = 0;
   uint32_t bound = 0;
   bool found = false;

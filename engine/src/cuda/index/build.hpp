@@ -76,13 +76,13 @@ using BuildSource64 = BuildSourceT<uint64_t>;
 /// `key_type` takes for the requested `path` (kAuto: by size, see
 /// kTilesMinTableBytes).
 BuildPath ChooseBuildPath(uint32_t capacity, uint64_t rows, BuildPath path,
-                          KeyType key_type = KeyType::kU32);
+                          KeyType key_type = KeyType::kUint32);
 
 /// Peak transient device memory (bytes) of a build of `rows` rows into a table
 /// of `capacity` slots of `key_type` on `path` (0 for the direct path). The
 /// tile path allocates exactly this.
 uint64_t BuildTransientBytes(uint32_t capacity, uint64_t rows, BuildPath path,
-                             KeyType key_type = KeyType::kU32);
+                             KeyType key_type = KeyType::kUint32);
 
 /// Makes `device`'s default stream-ordered memory pool keep freed memory up to a
 /// quarter of the device memory (at least 1 GiB) instead of returning it to the

@@ -45,7 +45,7 @@ template <KeyWord K>
 using SlotWord = typename SlotWordOf<K>::type;
 
 /// Bytes of one slot of `type`.
-inline constexpr uint64_t SlotBytes(KeyType type) { return type == KeyType::kU64 ? 16 : 8; }
+inline constexpr uint64_t SlotBytes(KeyType type) { return type == KeyType::kUint64 ? 16 : 8; }
 
 /// A table in device memory. `slots` holds TableAllocationSlots(capacity)
 /// entries (the pad keeps sector reads in bounds for tiny tables).
@@ -62,7 +62,7 @@ inline size_t TableAllocationSlots(uint32_t capacity) { return capacity < 4 ? 4 
 
 /// Device bytes of a table of `capacity` slots of `type` (what CudaHashIndex
 /// allocates).
-inline uint64_t TableAllocationBytes(uint32_t capacity, KeyType type = KeyType::kU32) {
+inline uint64_t TableAllocationBytes(uint32_t capacity, KeyType type = KeyType::kUint32) {
   return uint64_t(TableAllocationSlots(capacity)) * SlotBytes(type);
 }
 

@@ -488,7 +488,7 @@ cudaError_t SortAndOrderTiles(DeviceTableT<K> table, const BuildSourceT<K>& sour
 
 uint64_t TileTransientBytes(uint32_t capacity, uint64_t rows, KeyType key_type) {
   TileLayout l;
-  const cudaError_t e = key_type == KeyType::kU64 ? MakeTileLayout<uint64_t>(capacity, rows, &l)
+  const cudaError_t e = key_type == KeyType::kUint64 ? MakeTileLayout<uint64_t>(capacity, rows, &l)
                                                   : MakeTileLayout<uint32_t>(capacity, rows, &l);
   return e == cudaSuccess ? l.bytes : 0;
 }
