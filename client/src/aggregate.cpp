@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "bitmap.hpp"
+#include "gpujoin/common/bitmap.hpp"
 #include "client_impl.hpp"
 #include "gpujoin/client/client.hpp"
 #include "gpujoin/common/status_macros.hpp"
@@ -326,7 +326,7 @@ absl::StatusOr<AggregateResult> Client::AggregateAllTyped(
       [&](AggregateBatch& b, size_t pos, size_t n) {
         if (!validity.empty()) {
           batch_bits.assign((n + 7) / 8, 0);
-          detail::CopyBits(validity.data(), pos, n, batch_bits.data(), 0);
+          CopyBits(validity.data(), pos, n, batch_bits.data(), 0);
           b.validity = batch_bits;
         }
         b.typed_values = std::visit(

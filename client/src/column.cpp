@@ -1,73 +1,20 @@
-// gpujoin::client typed columns: names, checks, appends and views.
+// gpujoin::client typed columns: checks, appends and views.
 #include "gpujoin/client/column.hpp"
 
 #include <algorithm>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "bitmap.hpp"
+#include "gpujoin/common/bitmap.hpp"
 
 namespace gpujoin::client {
 namespace {
-
-constexpr ColumnType kAllTypes[] = {ColumnType::kUint32, ColumnType::kInt32,   ColumnType::kUint64,
-                                    ColumnType::kInt64,  ColumnType::kFloat32, ColumnType::kFloat64,
-                                    ColumnType::kBinary, ColumnType::kBool,    ColumnType::kString};
 
 constexpr int32_t kZeroOffset[1] = {0};
 
 constexpr uint64_t kMaxStringBytes = std::numeric_limits<int32_t>::max();
 
 }  // namespace
-
-std::string_view ColumnTypeName(ColumnType type) {
-  switch (type) {
-    case ColumnType::kUint32:
-      return "uint32";
-    case ColumnType::kInt32:
-      return "int32";
-    case ColumnType::kUint64:
-      return "uint64";
-    case ColumnType::kInt64:
-      return "int64";
-    case ColumnType::kFloat32:
-      return "float32";
-    case ColumnType::kFloat64:
-      return "float64";
-    case ColumnType::kBinary:
-      return "binary";
-    case ColumnType::kBool:
-      return "bool";
-    case ColumnType::kString:
-      return "string";
-    case ColumnType::kInt8: return "int8";
-    case ColumnType::kUint8: return "uint8";
-    case ColumnType::kInt16: return "int16";
-    case ColumnType::kUint16: return "uint16";
-    case ColumnType::kFloat16: return "float16";
-    case ColumnType::kDecimal128: return "decimal128";
-    case ColumnType::kFixedSizeBinary: return "fixed_size_binary";
-    case ColumnType::kLargeBinary: return "large_binary";
-    case ColumnType::kLargeString: return "large_string";
-    case ColumnType::kDictionary: return "dictionary";
-    case ColumnType::kStruct: return "struct";
-    case ColumnType::kList: return "list";
-    case ColumnType::kLargeList: return "large_list";
-    case ColumnType::kFixedSizeList: return "fixed_size_list";
-    case ColumnType::kMap: return "map";
-    case ColumnType::kNull: return "null";
-  }
-  return "?";
-}
-
-absl::StatusOr<ColumnType> ParseColumnType(std::string_view name) {
-  for (ColumnType t : kAllTypes) {
-    if (ColumnTypeName(t) == name) return t;
-  }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown column type '", std::string(name),
-      "' (expected uint32, int32, uint64, int64, float32, float64, binary, bool or string)"));
-}
 
 // ---------------------------------------------------------------- ColumnView
 
@@ -81,7 +28,7 @@ ColumnView ColumnView::Slice(uint64_t begin, uint64_t count) const {
 
 uint64_t ColumnView::NullCount() const {
   if (validity.empty()) return 0;
-  return length - detail::CountOnes(validity.data(), offset, length);
+  return length - CountOnes(validity.data(), offset, length);
 }
 
 absl::Status CheckColumnView(const ColumnView& v, std::string_view what) {
@@ -131,7 +78,7 @@ absl::Status CheckColumnView(const ColumnView& v, std::string_view what) {
 void Column::MarkValid() {
   if (!validity.empty()) {
     validity.resize(BitmapBytes(length + 1), 0);
-    detail::SetBit(validity.data(), length, true);
+    SetBit(validity.data(), length, true);
   }
   ++length;
 }
@@ -140,7 +87,7 @@ void Column::AppendNull() {
   if (validity.empty()) {
     // Materialise the bitmap: every earlier row is valid.
     validity.assign(BitmapBytes(length + 1), 0);
-    for (uint64_t r = 0; r < length; ++r) detail::SetBit(validity.data(), r, true);
+    for (uint64_t r = 0; r < length; ++r) SetBit(validity.data(), r, true);
   } else {
     validity.resize(BitmapBytes(length + 1), 0);
   }
@@ -158,7 +105,7 @@ void Column::AppendNull() {
 
 void Column::AppendBool(bool value) {
   data.resize(BitmapBytes(length + 1), 0);
-  if (value) detail::SetBit(data.data(), length, true);
+  if (value) SetBit(data.data(), length, true);
   MarkValid();
 }
 
@@ -200,7 +147,7 @@ absl::Status Column::AppendRows(const ColumnView& rows) {
     data.insert(data.end(), rows.data.begin() + first, rows.data.begin() + first + bytes);
   } else if (type == ColumnType::kBool) {
     data.resize(BitmapBytes(length + n), 0);
-    detail::CopyBits(rows.data.data(), rows.offset, n, data.data(), length);
+    CopyBits(rows.data.data(), rows.offset, n, data.data(), length);
   } else {
     const size_t w = ColumnWidth(type);
     data.insert(data.end(), rows.data.begin() + rows.offset * w,
@@ -210,13 +157,13 @@ absl::Status Column::AppendRows(const ColumnView& rows) {
     if (validity.empty()) {
       // Materialise the bitmap: every earlier row is valid.
       validity.assign(BitmapBytes(length), 0);
-      for (uint64_t r = 0; r < length; ++r) detail::SetBit(validity.data(), r, true);
+      for (uint64_t r = 0; r < length; ++r) SetBit(validity.data(), r, true);
     }
     validity.resize(BitmapBytes(length + n), 0);
     if (rows.validity.empty()) {
-      for (uint64_t r = 0; r < n; ++r) detail::SetBit(validity.data(), length + r, true);
+      for (uint64_t r = 0; r < n; ++r) SetBit(validity.data(), length + r, true);
     } else {
-      detail::CopyBits(rows.validity.data(), rows.offset, n, validity.data(), length);
+      CopyBits(rows.validity.data(), rows.offset, n, validity.data(), length);
     }
   }
   null_count += nulls;

@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "bitmap.hpp"
+#include "gpujoin/common/bitmap.hpp"
 #include "gpujoin/common/status_macros.hpp"
 #include "hash_batches.hpp"
 
@@ -18,47 +18,8 @@ std::string Name(ColumnType t) { return std::string(ColumnTypeName(t)); }
 // The bytes per row of the types whose `data` has a fixed stride (0 for the others).
 uint64_t DataStride(const HashColumn& c) {
   if (c.type == ColumnType::kFixedSizeBinary) return c.byte_width;
-  if (c.type == ColumnType::kDictionary) return HashValueWidth(c.index_type);
-  return HashValueWidth(c.type);
-}
-
-bool IsBinaryType(ColumnType t) {
-  return t == ColumnType::kBinary || t == ColumnType::kString || t == ColumnType::kLargeBinary ||
-         t == ColumnType::kLargeString;
-}
-
-bool IsOffsetList(ColumnType t) {
-  return t == ColumnType::kList || t == ColumnType::kLargeList || t == ColumnType::kMap;
-}
-
-size_t ChildrenOf(ColumnType t) {
-  switch (t) {
-    case ColumnType::kList:
-    case ColumnType::kLargeList:
-    case ColumnType::kFixedSizeList:
-    case ColumnType::kDictionary:
-      return 1;
-    case ColumnType::kMap:
-      return 2;
-    default:
-      return 0;
-  }
-}
-
-bool IsIndexType(ColumnType t) {
-  switch (t) {
-    case ColumnType::kInt8:
-    case ColumnType::kUint8:
-    case ColumnType::kInt16:
-    case ColumnType::kUint16:
-    case ColumnType::kInt32:
-    case ColumnType::kUint32:
-    case ColumnType::kInt64:
-    case ColumnType::kUint64:
-      return true;
-    default:
-      return false;
-  }
+  if (c.type == ColumnType::kDictionary) return ValueWidth(c.index_type);
+  return ValueWidth(c.type);
 }
 
 // Checks offsets [offset, offset + length] of `o`: present, from >= 0, non-decreasing, the
@@ -100,12 +61,12 @@ absl::Status Check(const HashColumn& c, const std::string& what, uint32_t depth)
         what, " (", Name(c.type), ", ", c.length, " rows from row ", c.offset,
         "): ", std::string(buffer), " has ", has, " ", std::string(unit), ", needs ", needs));
   };
-  const size_t want = ChildrenOf(c.type);
-  if (c.type != ColumnType::kStruct && c.children.size() != want) {
+  const int want = ChildCount(c.type);  // -1: a struct takes any number
+  if (want >= 0 && c.children.size() != static_cast<size_t>(want)) {
     return absl::InvalidArgumentError(absl::StrCat(
         what, " (", Name(c.type), "): ", c.children.size(), " children, needs ", want));
   }
-  if (c.type == ColumnType::kDictionary && !IsIndexType(c.index_type)) {
+  if (c.type == ColumnType::kDictionary && !IsDictionaryIndexType(c.index_type)) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": index type ", Name(c.index_type),
                                                    " is not an integer type (int8 .. uint64)"));
   }
@@ -122,13 +83,13 @@ absl::Status Check(const HashColumn& c, const std::string& what, uint32_t depth)
   } else if (c.type == ColumnType::kBool) {
     if (c.data.size() < BitmapBytes(end))
       return fail("data", c.data.size(), "bytes", BitmapBytes(end));
-  } else if (IsBinaryType(c.type)) {
+  } else if (IsByteStringType(c.type)) {
     if (HasLargeOffsets(c.type)) {
       if (auto s = CheckOffsets(c.large_offsets, c, what, c.data.size(), "data"); !s.ok()) return s;
     } else if (auto s = CheckOffsets(c.offsets, c, what, c.data.size(), "data"); !s.ok()) {
       return s;
     }
-  } else if (IsOffsetList(c.type)) {
+  } else if (IsOffsetListType(c.type)) {
     uint64_t rows = c.children[0].length;
     if (c.type == ColumnType::kMap) rows = std::min(rows, c.children[1].length);
     if (HasLargeOffsets(c.type)) {
@@ -181,7 +142,7 @@ absl::Status CheckHashColumn(const HashColumn& column, std::string_view what) {
 
 HashColumnBuilder::HashColumnBuilder(ColumnType type, uint32_t byte_width, ColumnType index_type)
     : type_(type), byte_width_(byte_width), index_type_(index_type) {
-  if (IsBinaryType(type) || IsOffsetList(type)) {
+  if (IsByteStringType(type) || IsOffsetListType(type)) {
     if (HasLargeOffsets(type)) {
       large_offsets_.push_back(0);
     } else {
@@ -213,7 +174,7 @@ absl::Status HashColumnBuilder::PushOffset(uint64_t end) {
   }
   if (end > static_cast<uint64_t>(std::numeric_limits<int32_t>::max())) {
     return absl::OutOfRangeError(absl::StrCat("a ", Name(type_), " column holds at most 2^31 - 1 ",
-                                              IsBinaryType(type_) ? "bytes" : "values",
+                                              IsByteStringType(type_) ? "bytes" : "values",
                                               "; use the large_ type"));
   }
   offsets_.push_back(static_cast<int32_t>(end));
@@ -229,7 +190,7 @@ absl::Status HashColumnBuilder::AppendBool(bool value) {
 }
 
 absl::Status HashColumnBuilder::AppendBytes(std::string_view value) {
-  if (IsBinaryType(type_)) {
+  if (IsByteStringType(type_)) {
     GPUJOIN_RETURN_IF_ERROR(PushOffset(data_.size() + value.size()));
   } else if (type_ == ColumnType::kDecimal128 || type_ == ColumnType::kFixedSizeBinary) {
     const size_t w = type_ == ColumnType::kDecimal128 ? 16 : byte_width_;
@@ -247,7 +208,7 @@ absl::Status HashColumnBuilder::AppendBytes(std::string_view value) {
 
 absl::Status HashColumnBuilder::AppendIndex(int64_t index) {
   if (type_ != ColumnType::kDictionary) return WrongKind("a dictionary index");
-  const size_t w = HashValueWidth(index_type_);
+  const size_t w = ValueWidth(index_type_);
   const bool is_signed = index_type_ == ColumnType::kInt8 || index_type_ == ColumnType::kInt16 ||
                          index_type_ == ColumnType::kInt32 || index_type_ == ColumnType::kInt64;
   const int bits = static_cast<int>(w * 8) - (is_signed ? 1 : 0);
@@ -302,15 +263,15 @@ absl::Status HashColumnBuilder::AppendNested() {
 }
 
 void HashColumnBuilder::AppendNull() {
-  if (const size_t w = HashValueWidth(type_)) {
+  if (const size_t w = ValueWidth(type_)) {
     data_.resize(data_.size() + w, 0);
   } else if (type_ == ColumnType::kFixedSizeBinary) {
     data_.resize(data_.size() + byte_width_, 0);
   } else if (type_ == ColumnType::kDictionary) {
-    data_.resize(data_.size() + HashValueWidth(index_type_), 0);
+    data_.resize(data_.size() + ValueWidth(index_type_), 0);
   } else if (type_ == ColumnType::kBool) {
     if (data_.size() * 8 <= length_) data_.push_back(0);
-  } else if (IsBinaryType(type_) || IsOffsetList(type_)) {
+  } else if (IsByteStringType(type_) || IsOffsetListType(type_)) {
     if (HasLargeOffsets(type_)) {
       large_offsets_.push_back(large_offsets_.back());
     } else {
@@ -355,7 +316,7 @@ void EncodeHashColumn(const HashColumn& c, v1::HashColumn* out) {
   if (HasLargeOffsets(c.type)) {
     out->set_offsets(reinterpret_cast<const char*>(c.large_offsets.data()),
                      c.large_offsets.size_bytes());
-  } else if (IsBinaryType(c.type) || IsOffsetList(c.type)) {
+  } else if (IsByteStringType(c.type) || IsOffsetListType(c.type)) {
     out->set_offsets(reinterpret_cast<const char*>(c.offsets.data()), c.offsets.size_bytes());
   }
   if (!c.validity.empty()) {
@@ -404,7 +365,7 @@ HashColumn CutHashRows(const HashColumn& c, uint64_t first, uint64_t count,
     if (c.type == ColumnType::kDictionary) s.children = c.children;  // indices address it whole
   } else if (c.type == ColumnType::kBool) {
     s.data = c.data.subspan(base / 8, BitmapBytes(local_end));
-  } else if (IsBinaryType(c.type)) {
+  } else if (IsByteStringType(c.type)) {
     if (HasLargeOffsets(c.type)) {
       s.large_offsets = Rebase(c.large_offsets, base, s.offset, local_end, &scratch->large_offsets);
       s.data = c.data.subspan(c.large_offsets[phys], s.large_offsets[local_end]);
@@ -412,7 +373,7 @@ HashColumn CutHashRows(const HashColumn& c, uint64_t first, uint64_t count,
       s.offsets = Rebase(c.offsets, base, s.offset, local_end, &scratch->offsets);
       s.data = c.data.subspan(c.offsets[phys], s.offsets[local_end]);
     }
-  } else if (IsOffsetList(c.type)) {
+  } else if (IsOffsetListType(c.type)) {
     uint64_t from, rows;
     if (HasLargeOffsets(c.type)) {
       s.large_offsets = Rebase(c.large_offsets, base, s.offset, local_end, &scratch->large_offsets);

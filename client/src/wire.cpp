@@ -1,6 +1,6 @@
 #include "wire.hpp"
 
-#include "bitmap.hpp"
+#include "gpujoin/common/bitmap.hpp"
 #include "gpujoin/common/status_macros.hpp"
 
 namespace gpujoin::client::detail {

@@ -11,16 +11,14 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "gpujoin/client/column.hpp"
+#include "gpujoin/common/operation_kinds.hpp"
 
 namespace gpujoin::client {
 
-/// Grouped aggregation operation.
-enum class AggregateOp { kCount, kSum, kMin, kMax, kMean };
-
-/// "count", "sum", "min", "max", "mean".
-std::string_view AggregateOpName(AggregateOp op);
-/// Parses AggregateOpName's spelling; INVALID_ARGUMENT otherwise.
-absl::StatusOr<AggregateOp> ParseAggregateOp(std::string_view name);
+// Grouped aggregation operations, their names and parser (gpujoin/common/operation_kinds.hpp).
+using ::gpujoin::AggregateOp;
+using ::gpujoin::AggregateOpName;
+using ::gpujoin::ParseAggregateOp;
 
 /// Stream-wide aggregation parameters.
 struct AggregateSpec {

@@ -22,98 +22,25 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "gpujoin/common/column_type.hpp"
+#include "gpujoin/common/bitmap.hpp"
 
 namespace gpujoin::client {
 
-/// The value type of a typed column. Payload and gathered columns take kUint32
-/// .. kString; Hash takes every type (hash_column.hpp: HashColumn). The order
-/// is the wire enum's (gpujoin.v1.ColumnType, shifted by its UNSPECIFIED) and
-/// the engine's.
-enum class ColumnType {
-  kUint32,
-  kInt32,
-  kUint64,
-  kInt64,
-  kFloat32,
-  kFloat64,
-  kBinary,
-  kBool,
-  kString,
-  // Hash only (Arrow's types of the same names); payload columns refuse them.
-  kInt8,
-  kUint8,
-  kInt16,
-  kUint16,
-  kFloat16,
-  kDecimal128,
-  kFixedSizeBinary,
-  kLargeBinary,
-  kLargeString,
-  kDictionary,
-  kStruct,
-  kList,
-  kLargeList,
-  kFixedSizeList,
-  kMap,
-  kNull
-};
-
-/// True for the types only Hash takes (kInt8 .. kNull).
-constexpr bool IsHashOnly(ColumnType type) { return type > ColumnType::kString; }
-
-/// "uint32", "int32", "uint64", "int64", "float32", "float64", "binary", "bool", "string",
-/// then the Hash-only "int8", "uint8", "int16", "uint16", "float16", "decimal128",
-/// "fixed_size_binary", "large_binary", "large_string", "dictionary", "struct", "list",
-/// "large_list", "fixed_size_list", "map", "null".
-std::string_view ColumnTypeName(ColumnType type);
-
-/// Parses a ColumnTypeName of a payload type (kUint32 .. kString);
-/// INVALID_ARGUMENT naming the word and the choices otherwise.
-absl::StatusOr<ColumnType> ParseColumnType(std::string_view name);
-
-/// Bytes of one value of a fixed-width type (4 or 8); 0 for kBool, kBinary and kString.
-constexpr size_t ColumnWidth(ColumnType type) {
-  switch (type) {
-    case ColumnType::kUint32:
-    case ColumnType::kInt32:
-    case ColumnType::kFloat32:
-      return 4;
-    case ColumnType::kUint64:
-    case ColumnType::kInt64:
-    case ColumnType::kFloat64:
-      return 8;
-    default:
-      return 0;
-  }
-}
-
-/// kBinary and kString: values are offsets into a byte buffer.
-constexpr bool IsVariableWidth(ColumnType type) {
-  return type == ColumnType::kBinary || type == ColumnType::kString;
-}
-
-/// Bytes of a bitmap of `rows` bits.
-constexpr uint64_t BitmapBytes(uint64_t rows) { return (rows + 7) / 8; }
-
-/// Bit `i` of an Arrow bitmap (which must hold it).
-inline bool BitAt(std::span<const uint8_t> bitmap, uint64_t i) {
-  return (bitmap[i / 8] >> (i % 8)) & 1u;
-}
-
-/// The C++ element types of the fixed-width column types.
-template <typename T>
-concept FixedWidthValue =
-    std::same_as<T, uint32_t> || std::same_as<T, int32_t> || std::same_as<T, uint64_t> ||
-    std::same_as<T, int64_t> || std::same_as<T, float> || std::same_as<T, double>;
-
-/// The column type of element type T (uint32_t -> kUint32, ..., double -> kFloat64).
-template <FixedWidthValue T>
-constexpr ColumnType kColumnTypeOf = std::same_as<T, uint32_t>   ? ColumnType::kUint32
-                                     : std::same_as<T, int32_t>  ? ColumnType::kInt32
-                                     : std::same_as<T, uint64_t> ? ColumnType::kUint64
-                                     : std::same_as<T, int64_t>  ? ColumnType::kInt64
-                                     : std::same_as<T, float>    ? ColumnType::kFloat32
-                                                                 : ColumnType::kFloat64;
+// The column vocabulary (gpujoin/common/column_type.hpp, bitmap.hpp): the value
+// types of typed columns (payload and gathered columns take kUint32 .. kString;
+// Hash takes every type), their names, parser and widths, and Arrow bitmaps.
+using ::gpujoin::BitAt;
+using ::gpujoin::BitmapBytes;
+using ::gpujoin::ColumnType;
+using ::gpujoin::ColumnTypeName;
+using ::gpujoin::ColumnWidth;
+using ::gpujoin::FixedWidthValue;
+using ::gpujoin::IsHashOnly;
+using ::gpujoin::IsVariableWidth;
+using ::gpujoin::kColumnTypeOf;
+using ::gpujoin::ParseColumnType;
+using ::gpujoin::ValueWidth;
 
 /// A borrowed typed column: rows [offset, offset + length) of caller buffers
 /// (see "Borrowed memory" in client.hpp). Row r of the view is physical row

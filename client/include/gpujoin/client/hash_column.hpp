@@ -23,24 +23,7 @@
 
 namespace gpujoin::client {
 
-/// Bytes per value of a fixed-width Hash type: 1 (int8, uint8), 2 (int16,
-/// uint16, float16), 4, 8, 16 (decimal128); 0 for the others (a fixed-size
-/// binary's width is its byte_width).
-constexpr size_t HashValueWidth(ColumnType type) {
-  switch (type) {
-    case ColumnType::kInt8:
-    case ColumnType::kUint8:
-      return 1;
-    case ColumnType::kInt16:
-    case ColumnType::kUint16:
-    case ColumnType::kFloat16:
-      return 2;
-    case ColumnType::kDecimal128:
-      return 16;
-    default:
-      return ColumnWidth(type);
-  }
-}
+// Bytes per value of a fixed-width Hash type: ValueWidth (gpujoin/common/column_type.hpp).
 
 /// kLargeBinary, kLargeString, kLargeList: int64 offsets (HashColumn::large_offsets).
 constexpr bool HasLargeOffsets(ColumnType type) {
@@ -60,7 +43,7 @@ inline constexpr uint32_t kMaxHashDepth = 64;
 
 /// One hashed column, borrowed: rows [offset, offset + length) of caller
 /// buffers (see "Borrowed memory" in client.hpp); its children likewise.
-///  - fixed width (HashValueWidth): `data` holds (offset + length) * width bytes;
+///  - fixed width (ValueWidth): `data` holds (offset + length) * width bytes;
 ///    kFixedSizeBinary the same with byte_width (0 allowed);
 ///  - kBool: `data` is a bitmap of at least offset + length bits;
 ///  - kBinary, kString: `offsets` holds offset + length + 1 non-decreasing
@@ -142,7 +125,7 @@ class HashColumnBuilder {
   /// for kInt8, uint16_t bits for kFloat16, ...; INVALID_ARGUMENT otherwise).
   template <typename T>
   requires std::is_arithmetic_v<T> absl::Status Append(T value) {
-    if (HashValueWidth(type_) != sizeof(T) || type_ == ColumnType::kDecimal128) {
+    if (ValueWidth(type_) != sizeof(T) || type_ == ColumnType::kDecimal128) {
       return WrongKind("a value of " + std::to_string(sizeof(T)) + " bytes");
     }
     const size_t at = data_.size();

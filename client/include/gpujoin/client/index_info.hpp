@@ -10,23 +10,16 @@
 #include "absl/status/statusor.h"
 #include "gpujoin/client/column.hpp"
 #include "gpujoin/client/keys.hpp"
+#include "gpujoin/common/operation_kinds.hpp"
 
 namespace gpujoin::client {
 
-/// What a build keeps of rows whose key is already present (IndexSpec::duplicates).
-enum class DuplicatePolicy {
-  /// The lowest source row of each key wins; later rows are counted as
-  /// duplicate_rows and dropped (many-to-one joins).
-  kLowestRow,
-  /// A multi-value index: every valid row is kept, in source-row order per key
-  /// (one-to-many and many-to-many joins).
-  kKeepAll,
-};
-
-/// "lowest_row" or "keep_all".
-std::string_view DuplicatePolicyName(DuplicatePolicy policy);
-/// Parses DuplicatePolicyName's spelling; INVALID_ARGUMENT naming the word otherwise.
-absl::StatusOr<DuplicatePolicy> ParseDuplicatePolicy(std::string_view name);
+// What a build keeps of rows whose key is already present (IndexSpec::duplicates):
+// kLowestRow (many-to-one joins) or kKeepAll (every valid row, in source-row order
+// per key). The enum, its names and parser: gpujoin/common/operation_kinds.hpp.
+using ::gpujoin::DuplicatePolicy;
+using ::gpujoin::DuplicatePolicyName;
+using ::gpujoin::ParseDuplicatePolicy;
 
 /// Build statistics [unique keys, duplicate rows, overflow rows, invalid rows,
 /// total probes, max probes] as the server reports them.

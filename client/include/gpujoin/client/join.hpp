@@ -13,22 +13,19 @@
 #include "gpujoin/client/column.hpp"
 #include "gpujoin/client/keys.hpp"
 #include "gpujoin/client/query_statistics.hpp"
+#include "gpujoin/common/operation_kinds.hpp"
 
 namespace gpujoin::client {
 
-/// Which left rows a join returns (JoinBatch::kind). Pairs come in left-row
-/// order, then right source-row order; counts are exact for every kind.
-enum class JoinKind {
-  kInner,      ///< one pair per matching right row
-  kLeftOuter,  ///< as inner; a left row without a match gives one pair (left row, kNoMatch)
-  kLeftSemi,   ///< one pair (left row, first match's value) per left row with a match
-  kLeftAnti,   ///< one pair (left row, kNoMatch) per left row without a match
-};
-
-/// "inner", "left_outer", "left_semi", "left_anti".
-std::string_view JoinKindName(JoinKind kind);
-/// Parses JoinKindName's spelling; INVALID_ARGUMENT naming the word otherwise.
-absl::StatusOr<JoinKind> ParseJoinKind(std::string_view name);
+// Which left rows a join returns (JoinBatch::kind): kInner, kLeftOuter (a left row
+// without a match gives one pair (left row, kNoMatch)), kLeftSemi (one pair per left
+// row with a match, its first match's value), kLeftAnti (one pair (left row,
+// kNoMatch) per row without one). Pairs come in left-row order, then right
+// source-row order; counts are exact for every kind. The enum, its names and
+// parser: gpujoin/common/operation_kinds.hpp.
+using ::gpujoin::JoinKind;
+using ::gpujoin::JoinKindName;
+using ::gpujoin::ParseJoinKind;
 
 /// One left batch of a Join request (borrowed).
 struct JoinLeft {

@@ -12,15 +12,16 @@
 #include <string_view>
 #include <type_traits>
 
+#include "gpujoin/common/operation_kinds.hpp"
+
 namespace gpujoin::client {
 
-/// The key word of an index (IndexSpec::key_type): uint32 (the default) or
-/// uint64. int64 keys travel as their two's-complement bit pattern in a uint64
-/// index.
-enum class KeyType { kUint32, kUint64 };
-
-/// "uint32" or "uint64".
-std::string_view KeyTypeName(KeyType type);
+// The key word of an index (IndexSpec::key_type): kUint32 (the default) or
+// kUint64; int64 keys travel as their two's-complement bit pattern in a uint64
+// index (gpujoin/common/operation_kinds.hpp).
+using ::gpujoin::KeyType;
+using ::gpujoin::KeyTypeName;
+using ::gpujoin::ParseKeyType;
 
 /// The right row (value) of an outer or anti pair without a match, and the
 /// value of a missing key in a lookup.
