@@ -207,67 +207,15 @@ std::string WireColumnTypeName(int type) {
   return absl::StrCat(type);
 }
 
-namespace {
-
-// Bits [bit, bit + count) of `src` (count <= 8) in the low bits of the result.
-uint32_t LoadBits(const uint8_t* src, uint64_t bit, unsigned count) {
-  const uint64_t byte = bit / 8;
-  const unsigned shift = bit % 8;
-  uint32_t v = src[byte] >> shift;
-  if (shift + count > 8) v |= uint32_t{src[byte + 1]} << (8 - shift);
-  return v & ((1u << count) - 1);
-}
-
-// Writes the low `count` (<= 8) bits of `v` to bits [bit, bit + count) of `dst`.
-void StoreBits(uint8_t* dst, uint64_t bit, unsigned count, uint32_t v) {
-  const uint64_t byte = bit / 8;
-  const unsigned shift = bit % 8;
-  const uint32_t mask = ((1u << count) - 1) << shift;  // at most 15 bits wide
-  const uint32_t bits = (v << shift) & mask;
-  dst[byte] = static_cast<uint8_t>((dst[byte] & ~mask) | bits);
-  if (shift + count > 8) {
-    dst[byte + 1] = static_cast<uint8_t>((dst[byte + 1] & ~(mask >> 8)) | (bits >> 8));
-  }
-}
-
-}  // namespace
-
-void CopyBits(const uint8_t* src, uint64_t src_bit, uint8_t* dst, uint64_t dst_bit, uint64_t bits) {
-  if (bits == 0) return;
-  if (src_bit % 8 == 0 && dst_bit % 8 == 0) {
-    // Byte-aligned (the usual case): whole bytes, then the tail bits.
-    const uint64_t whole = bits / 8;
-    if (whole != 0) std::memcpy(dst + dst_bit / 8, src + src_bit / 8, whole);
-    const unsigned tail = bits % 8;
-    if (tail != 0) {
-      StoreBits(dst, dst_bit + whole * 8, tail, LoadBits(src, src_bit + whole * 8, tail));
-    }
-    return;
-  }
-  while (bits > 0) {
-    const unsigned count = static_cast<unsigned>(std::min<uint64_t>(8, bits));
-    StoreBits(dst, dst_bit, count, LoadBits(src, src_bit, count));
-    src_bit += count;
-    dst_bit += count;
-    bits -= count;
-  }
-}
-
 std::string SliceBits(std::string_view bitmap, uint64_t first, uint64_t bits) {
   std::string out(engine::BitmapBytes(bits), '\0');
-  CopyBits(reinterpret_cast<const uint8_t*>(bitmap.data()), first,
-           reinterpret_cast<uint8_t*>(out.data()), 0, bits);
+  CopyBits(reinterpret_cast<const uint8_t*>(bitmap.data()), first, bits,
+           reinterpret_cast<uint8_t*>(out.data()), 0);
   return out;
 }
 
 uint64_t CountZeroBits(const uint8_t* bitmap, uint64_t bits) {
-  uint64_t ones = 0;
-  const uint64_t whole = bits / 8;
-  for (uint64_t i = 0; i < whole; ++i) ones += std::popcount(bitmap[i]);
-  if (bits % 8 != 0) {
-    ones += std::popcount(static_cast<uint8_t>(bitmap[whole] & ((1u << (bits % 8)) - 1)));
-  }
-  return bits - ones;
+  return bits - CountOnes(bitmap, 0, bits);
 }
 
 size_t FindInvalidUtf8(std::string_view text) {

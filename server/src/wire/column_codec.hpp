@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "gpujoin/common/bitmap.hpp"
 #include "gpujoin/engine/column.hpp"
 #include "gpujoin/engine/graph.hpp"
 #include "gpujoin/engine/hash_index.hpp"
@@ -166,10 +167,6 @@ absl::StatusOr<engine::ColumnType> FromWireColumnType(int type, std::string_view
 /// "COLUMN_TYPE_INT64", ... (the number for values outside the enum).
 std::string WireColumnTypeName(int type);
 
-/// Copies bits [src_bit, src_bit + bits) of the LSB-first bitmap `src` to bits
-/// [dst_bit, dst_bit + bits) of `dst`, keeping dst's other bits. Both ranges must
-/// lie inside their buffers' bytes.
-void CopyBits(const uint8_t* src, uint64_t src_bit, uint8_t* dst, uint64_t dst_bit, uint64_t bits);
 
 /// Bits [first, first + bits) of `bitmap` as a bitmap of its own (bit 0 = bit
 /// `first`), BitmapBytes(bits) bytes with the bits past `bits` zero.

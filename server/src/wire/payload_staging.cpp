@@ -274,8 +274,8 @@ void PayloadStaging::Append(const Chunk& chunk) {
     if (c.type == engine::ColumnType::kBool) {
       // The part's bits continue at the column's row, whatever its bit position.
       c.data.resize(engine::BitmapBytes(first_row + p.rows), std::byte{0});
-      CopyBits(reinterpret_cast<const uint8_t*>(p.data.data()), 0,
-               reinterpret_cast<uint8_t*>(c.data.data()), first_row, p.rows);
+      CopyBits(reinterpret_cast<const uint8_t*>(p.data.data()), 0, p.rows,
+               reinterpret_cast<uint8_t*>(c.data.data()), first_row);
     } else if (engine::IsVariableWidth(c.type)) {
       const uint64_t base = c.data.size();
       c.data.insert(c.data.end(), bytes, bytes + p.data.size());
@@ -297,8 +297,8 @@ void PayloadStaging::Append(const Chunk& chunk) {
       if (p.validity.empty()) {
         SetBits(c.validity.data(), first_row, p.rows);
       } else {
-        CopyBits(reinterpret_cast<const uint8_t*>(p.validity.data()), 0, c.validity.data(),
-                 first_row, p.rows);
+        CopyBits(reinterpret_cast<const uint8_t*>(p.validity.data()), 0, p.rows,
+                 c.validity.data(), first_row);
       }
     }
     c.rows += p.rows;
