@@ -122,7 +122,7 @@ const ReferenceIndex::Entry* ReferenceIndex::Find(uint64_t key, uint64_t max_pro
 uint32_t ReferenceIndex::Probes(uint64_t key, uint64_t max_probe_count) const {
   const uint32_t bound =
       max_probe_count == 0 ? probe_bound : static_cast<uint32_t>(max_probe_count);
-  if (key_type == engine::KeyType::kU64) {
+  if (key_type == engine::KeyType::kUint64) {
     return gpujoin::testing::ProbeContract(
                capacity, [&](uint32_t slot) { return slots[slot]; }, key, bound)
         .probes;
