@@ -47,27 +47,7 @@ struct ColumnView {
 /// type (bool, the binary types, fixed_size_binary whose width is per column,
 /// dictionary, nested types, null).
 GPUJOIN_HOST_DEVICE uint32_t FixedWidth(ColumnType type) {
-  switch (type) {
-    case ColumnType::kInt8:
-    case ColumnType::kUint8:
-      return 1;
-    case ColumnType::kInt16:
-    case ColumnType::kUint16:
-    case ColumnType::kFloat16:
-      return 2;
-    case ColumnType::kUint32:
-    case ColumnType::kInt32:
-    case ColumnType::kFloat32:
-      return 4;
-    case ColumnType::kUint64:
-    case ColumnType::kInt64:
-    case ColumnType::kFloat64:
-      return 8;
-    case ColumnType::kDecimal128:
-      return 16;
-    default:
-      return 0;
-  }
+  return static_cast<uint32_t>(ValueWidth(type));  // constexpr: callable on the device
 }
 
 /// The binary types with int32 offsets (kBinary, kString) and int64 offsets.
