@@ -1,6 +1,6 @@
 // Fuzz target: one Aggregate stream, as the service runs it: for each batch
 // AggregateStream::Admit, Operations::Aggregate and, in order,
-// AggregateStream::Complete (server/src/operations.cpp), on the CPU backend with
+// AggregateStream::Complete (server/src/ops/aggregate.cpp), on the CPU backend with
 // --max-aggregate-groups=1024 and --max-message-bytes=8 KiB.
 //
 // Input: a sequence of frames (fuzz_support.hpp SplitFrames), each the bytes of

@@ -1,5 +1,5 @@
 // Fuzz target: one BuildIndex stream, as the service runs it: BuildSession::Add
-// for each message, then BuildSession::Finish (server/src/operations.cpp), on the
+// for each message, then BuildSession::Finish (server/src/ops/build_session.cpp), on the
 // CPU backend with a 64 KiB memory budget (8192 slots at most) and staging limits
 // of 2 and 3 KiB (--max-staged-bytes and --max-build-staged-bytes, in either order
 // by the input's length being odd or even). Before each input

@@ -1,4 +1,4 @@
-// Fuzz target: the column decoders of server/src/column_codec.cpp.
+// Fuzz target: the column decoders of server/src/wire/column_codec.cpp.
 //
 // Input: one mode byte, then bytes used three ways: (1) as packed column bytes,
 // placed at the misalignment the mode byte picks, for DecodePackedBytes of uint32,

@@ -1,6 +1,6 @@
 // Fuzz target: the --data-dir file calls as the service runs them
 // (Operations::SaveIndex, LoadIndex, ListFiles, DeleteFile, DropIndex and builds
-// through BuildSession; server/src/snapshot_store.cpp) on the CPU backend, with a
+// through BuildSession; server/src/storage/snapshot_store.cpp) on the CPU backend, with a
 // SnapshotStore on a scratch directory made afresh for every input. Index names
 // are "a", "b" and "c"; file names are fuzzed bytes.
 //

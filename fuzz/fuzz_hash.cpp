@@ -1,4 +1,4 @@
-// Fuzz target: Operations::Hash (server/src/operations.cpp, hash_wire.cpp) on
+// Fuzz target: Operations::Hash (server/src/ops/hash.cpp, wire/hash_wire.cpp) on
 // the CPU backend with --max-message-bytes=8 KiB.
 //
 // Input: the bytes of one HashRequest message. Checked:

@@ -1,4 +1,4 @@
-// Fuzz target: Operations::Join (server/src/operations.cpp) on the CPU backend,
+// Fuzz target: Operations::Join (server/src/ops/join.cpp) on the CPU backend,
 // against four installed indexes of both key widths, one of them keep_all
 // (QueryFixture).
 //

@@ -1,4 +1,4 @@
-// Fuzz target: the Lookup bytes path of server/src/lookup_wire.cpp, against
+// Fuzz target: the Lookup bytes path of server/src/wire/lookup_wire.cpp, against
 // protobuf.
 //
 // Input: one byte n (n % 8 cuts), n cut lengths of one byte each, then the bytes

@@ -70,7 +70,7 @@ class Harness {
 };
 
 /// Whether `name` is an index name the service accepts: [A-Za-z0-9_.-]{1,128},
-/// neither "." nor ".." (docs/api.md; the reference for server/src/names.cpp).
+/// neither "." nor ".." (docs/api.md; the reference for server/src/wire/names.cpp).
 bool ValidIndexName(std::string_view name);
 
 /// Whether `name` is a payload column name the service accepts:

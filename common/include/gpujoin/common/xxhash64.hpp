@@ -2,9 +2,9 @@
 // https://github.com/Cyan4973/xxHash/blob/dev/doc/xxhash_spec.md), as inline
 // host+device functions: the primes, the lane round, the merge of the four
 // lanes, the tail steps and the final avalanche. The engine's row hash
-// (engine/src/hashing/row_hash.hpp: XXH64 of a value's bytes, on the host and
+// (engine/src/hashing/xxhash_bytes.hpp: XXH64 of a value's bytes, on the host and
 // the device) and the snapshot file's section checksums
-// (server/src/snapshot_format.cpp: XXH64 of data given in pieces) are both
+// (server/src/storage/snapshot_format.hpp: XXH64 of data given in pieces) are both
 // written with these, so there is one XXH64.
 #pragma once
 
