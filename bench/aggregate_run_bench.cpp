@@ -43,7 +43,6 @@ struct Options {
 
 // The outputs of one run.
 struct Outputs {
-  std::vector<float> f32;
   std::vector<uint64_t> words;
   std::vector<uint8_t> overflow;
   std::vector<uint32_t> rows;
@@ -55,25 +54,17 @@ struct Outputs {
 template <typename V>
 double Time(Backend& backend, const Options& o, const std::vector<uint32_t>& keys,
             const std::vector<V>& values, Outputs* out) {
-  constexpr bool kF32 = std::is_same_v<V, float>;
   out->rows.assign(o.groups, 0);
   gpujoin::engine::AggregateNode node;
   node.op = o.op;
   node.keys = {std::span<const uint32_t>(keys)};
   node.contributing_rows = out->rows;
-  if constexpr (kF32) {
-    out->f32.assign(o.groups, 0.0f);
-    node.values = {std::span<const float>(values)};
-    node.value_output = out->f32;
-  } else {
-    out->words.assign(o.groups, 0);
-    node.typed_values = gpujoin::engine::Chunked<V>{std::span<const V>(values)};
-    node.typed_output = out->words;
-    const auto type = *gpujoin::engine::AggregateValueType(node.typed_values);
-    if (gpujoin::engine::AggregateReportsOverflow(o.op, type)) {
-      out->overflow.assign(o.groups, 0);
-      node.overflow = out->overflow;
-    }
+  out->words.assign(o.groups, 0);
+  node.values = gpujoin::engine::Chunked<V>{std::span<const V>(values)};
+  node.output = out->words;
+  if (gpujoin::engine::AggregateReportsOverflow(o.op, gpujoin::kColumnTypeOf<V>)) {
+    out->overflow.assign(o.groups, 0);
+    node.overflow = out->overflow;
   }
   gpujoin::engine::CommandGraph graph;
   graph.Add(std::move(node));

@@ -102,8 +102,8 @@ void RunAggregateInt64(BenchContext& ctx) {
       a.groups = groups;
       a.counts = o.counts;
       a.value_type = gj::ColumnType::kInt64;
-      a.typed_values = gvalues;
-      a.typed_output = o.sums;
+      a.values = gvalues;
+      a.output = o.sums;
       a.overflow = o.overflow;
       Variants(ctx, a, ref, o);
     }

@@ -152,7 +152,7 @@ class AggStream {
         TypedBatch(nullptr, 0, p.get(), &b);  // an empty batch of the stream's type
       }
       b.keys = p->codes;
-      b.values = p->values;
+      if (!is_typed_) b.values = std::span<const float>(p->values);
       b.mask = p->mask;
       b.accumulate_only = true;
       queue_.Push(std::move(p));
@@ -194,27 +194,27 @@ class AggStream {
     switch (spec_type_) {
       case client::ColumnType::kFloat64:
         if (batch) p->f64 = TypedValues<double>(*batch, value_col, value_type_, p->value_present);
-        b->typed_values = std::span<const double>(p->f64);
+        b->values = std::span<const double>(p->f64);
         break;
       case client::ColumnType::kInt32:
         if (batch) p->i32 = TypedValues<int32_t>(*batch, value_col, value_type_, p->value_present);
-        b->typed_values = std::span<const int32_t>(p->i32);
+        b->values = std::span<const int32_t>(p->i32);
         break;
       case client::ColumnType::kInt64:
         if (batch) p->i64 = TypedValues<int64_t>(*batch, value_col, value_type_, p->value_present);
-        b->typed_values = std::span<const int64_t>(p->i64);
+        b->values = std::span<const int64_t>(p->i64);
         break;
       case client::ColumnType::kUint32:
         if (batch) {
           p->u32 = TypedValues<uint32_t>(*batch, value_col, value_type_, p->value_present);
         }
-        b->typed_values = std::span<const uint32_t>(p->u32);
+        b->values = std::span<const uint32_t>(p->u32);
         break;
       default:
         if (batch) {
           p->u64 = TypedValues<uint64_t>(*batch, value_col, value_type_, p->value_present);
         }
-        b->typed_values = std::span<const uint64_t>(p->u64);
+        b->values = std::span<const uint64_t>(p->u64);
         break;
     }
   }

@@ -1,6 +1,8 @@
-// Client::Aggregate (a pipelined stream of grouped-aggregation batches, float32
-// or typed values) and AggregateAll / AggregateAllTyped, which aggregate whole
-// in-memory columns in batches and return the stream's final totals.
+// Client::Aggregate (a pipelined stream of grouped-aggregation batches) and
+// AggregateAll, which aggregates whole in-memory columns in batches and returns
+// the stream's final totals. Every value type takes one path; only the wire
+// differs: float32 values travel in the reference `values` field, the others in
+// `typed_values`.
 #include <algorithm>
 #include <cstring>
 #include <functional>
@@ -34,52 +36,51 @@ using detail::Unpack;
 
 namespace {
 
-// typed_values of one batch: `values` must hold `rows` values of `type`,
-// `validity` (their nulls) ceil(rows / 8) bytes or none.
-absl::Status EncodeTypedValues(ColumnType type, const AggregateValues& values,
-                               std::span<const uint8_t> validity, size_t rows, uint64_t id,
-                               pb::Column* out) {
+// The values of one batch, checked against the spec's `type` and `rows`, into
+// `r`: float32 into `values` (which has no validity), the others with their
+// nulls (`validity`: ceil(rows / 8) bytes or none) into `typed_values`.
+absl::Status EncodeValues(ColumnType type, const AggregateValues& values,
+                          std::span<const uint8_t> validity, size_t rows, uint64_t id,
+                          pb::AggregateRequest* r) {
+  if (!validity.empty() && type == ColumnType::kFloat32) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "aggregate batch ", id,
+        ": validity is for typed values; a float32 stream has none (leave rows out with mask)"));
+  }
   if (!validity.empty() && validity.size() != (rows + 7) / 8) {
     return absl::InvalidArgumentError(absl::StrCat(
         "aggregate batch ", id, ": validity has ", validity.size(), " bytes but a bitmap of ", rows,
         " rows has ceil(", rows, " / 8) = ", (rows + 7) / 8, " (or send none: no nulls)"));
   }
-  const std::optional<ColumnType> held = std::visit(
-      [](const auto& v) -> std::optional<ColumnType> {
-        using S = std::decay_t<decltype(v)>;
-        if constexpr (std::is_same_v<S, std::monostate>) {
-          return std::nullopt;
-        } else {
-          using V = typename S::value_type;
-          if constexpr (std::is_same_v<V, int32_t>) return ColumnType::kInt32;
-          if constexpr (std::is_same_v<V, int64_t>) return ColumnType::kInt64;
-          if constexpr (std::is_same_v<V, uint32_t>) return ColumnType::kUint32;
-          if constexpr (std::is_same_v<V, uint64_t>) return ColumnType::kUint64;
-          return ColumnType::kFloat64;
-        }
-      },
-      values);
-  if (held != type) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("aggregate batch ", id, ": typed_values hold ",
-                     held ? std::string(ColumnTypeName(*held)) : std::string("nothing"),
-                     " but the spec's value_type is ", std::string(ColumnTypeName(type))));
-  }
   return std::visit(
       [&](const auto& v) -> absl::Status {
         using S = std::decay_t<decltype(v)>;
+        std::optional<ColumnType> held;
+        if constexpr (!std::is_same_v<S, std::monostate>) {
+          held = kColumnTypeOf<typename S::value_type>;
+        }
+        if (held != type) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "aggregate batch ", id, ": values hold ",
+              held ? std::string(ColumnTypeName(*held)) : std::string("nothing"),
+              " but the spec's value_type is ", std::string(ColumnTypeName(type))));
+        }
         if constexpr (!std::is_same_v<S, std::monostate>) {
           if (v.size() != rows) {
-            return absl::InvalidArgumentError(absl::StrCat("aggregate batch ", id,
-                                                           ": typed_values has ", v.size(),
-                                                           " rows but keys has ", rows));
+            return absl::InvalidArgumentError(absl::StrCat(
+                "aggregate batch ", id, ": values has ", v.size(), " rows but keys has ", rows));
           }
-          out->set_type(detail::ToProtoColumnType(type));
-          out->set_length(v.size());
-          out->set_data(std::string(reinterpret_cast<const char*>(v.data()), v.size_bytes()));
-          if (!validity.empty()) {
-            out->set_validity(
-                std::string(reinterpret_cast<const char*>(validity.data()), validity.size()));
+          if constexpr (std::is_same_v<S, std::span<const float>>) {
+            SetColumn(v, r->mutable_values());
+          } else {
+            pb::Column* out = r->mutable_typed_values();
+            out->set_type(detail::ToProtoColumnType(type));
+            out->set_length(v.size());
+            out->set_data(std::string(reinterpret_cast<const char*>(v.data()), v.size_bytes()));
+            if (!validity.empty()) {
+              out->set_validity(
+                  std::string(reinterpret_cast<const char*>(validity.data()), validity.size()));
+            }
           }
         }
         return absl::OkStatus();
@@ -165,7 +166,7 @@ pb::AggregateOp ToProtoOp(AggregateOp op) {
   return pb::AGGREGATE_OP_UNSPECIFIED;
 }
 
-// What AggregateAll and AggregateAllTyped share: `keys` (and `mask`) cut into
+// AggregateAll's stream: `keys` (and `mask`) cut into
 // batches of `batch_rows` rows with accumulate_only, `values_of(batch, pos, n)`
 // adding each batch's values, and the stream's final totals with the rows of
 // the whole input. At least one batch is sent, so that empty input still
@@ -222,22 +223,18 @@ absl::Status Client::Aggregate(const AggregateSpec& spec, const BatchSource<Aggr
   grpc::ClientContext ctx;
   impl_->Prepare(&ctx, options.deadline);
   auto stream = impl_->stub_->Aggregate(&ctx);
-  const bool typed = spec.op != AggregateOp::kCount && spec.value_type != ColumnType::kFloat32;
-  auto encode = [&spec, typed](const AggregateBatch& b, uint64_t id,
-                               pb::AggregateRequest* r) -> absl::Status {
-    if (!b.validity.empty() && !typed) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("aggregate batch ", id, ": validity is for typed values; a ",
-                       spec.op == AggregateOp::kCount ? "count" : "float32",
-                       " stream has none (leave rows out with mask)"));
-    }
-    if (typed) {
-      GPUJOIN_RETURN_IF_ERROR(EncodeTypedValues(spec.value_type, b.typed_values, b.validity,
-                                                b.keys.size(), id, r->mutable_typed_values()));
-    } else if (spec.op != AggregateOp::kCount && b.values.size() != b.keys.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "aggregate batch ", id, ": values has ", b.values.size(), " rows but keys has ",
-          b.keys.size(), " (", std::string(AggregateOpName(spec.op)), " needs one value per key)"));
+  auto encode = [&spec](const AggregateBatch& b, uint64_t id,
+                        pb::AggregateRequest* r) -> absl::Status {
+    if (spec.op == AggregateOp::kCount) {
+      if (!b.validity.empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("aggregate batch ", id,
+                         ": validity is for typed values; a count stream has none (leave rows "
+                         "out with mask)"));
+      }
+    } else {
+      GPUJOIN_RETURN_IF_ERROR(
+          EncodeValues(spec.value_type, b.values, b.validity, b.keys.size(), id, r));
     }
     if (!b.mask.empty() && b.mask.size() != b.keys.size()) {
       return absl::InvalidArgumentError(absl::StrCat("aggregate batch ", id, ": mask has ",
@@ -247,7 +244,6 @@ absl::Status Client::Aggregate(const AggregateSpec& spec, const BatchSource<Aggr
     r->set_op(ToProtoOp(spec.op));
     r->set_groups(spec.groups);
     SetColumn(b.keys, r->mutable_keys());
-    if (spec.op != AggregateOp::kCount && !typed) SetColumn(b.values, r->mutable_values());
     if (!b.mask.empty()) SetPacked(b.mask, r->mutable_mask()->mutable_packed());
     r->set_accumulate_only(b.accumulate_only);
     r->set_batch_id(id);
@@ -272,44 +268,26 @@ absl::Status Client::Aggregate(const AggregateSpec& spec, const BatchSource<Aggr
 }
 
 absl::StatusOr<AggregateResult> Client::AggregateAll(
-    const AggregateSpec& spec, std::span<const uint32_t> keys, std::span<const float> values,
-    std::span<const uint32_t> mask, size_t batch_rows, const StreamOptions& options,
-    const ProgressCallback& progress) {
-  const bool count = spec.op == AggregateOp::kCount;
-  if (!count && values.size() != keys.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("values has ", values.size(), " rows but keys has ", keys.size()));
-  }
-  return AggregateColumns(
-      *this, spec, keys, mask, batch_rows, count ? 4 : 8,
-      [&](AggregateBatch& b, size_t pos, size_t n) {
-        if (!count) b.values = values.subspan(pos, n);
-      },
-      options, progress);
-}
-
-absl::StatusOr<AggregateResult> Client::AggregateAllTyped(
     const AggregateSpec& spec, std::span<const uint32_t> keys, const AggregateValues& values,
     std::span<const uint8_t> validity, std::span<const uint32_t> mask, size_t batch_rows,
     const StreamOptions& options, const ProgressCallback& progress) {
-  if (spec.op == AggregateOp::kCount || spec.value_type == ColumnType::kFloat32) {
-    return absl::InvalidArgumentError(
-        "AggregateAllTyped: a typed value op is needed (use AggregateAll for count and float32)");
-  }
+  const bool count = spec.op == AggregateOp::kCount;
   if (!validity.empty() && validity.size() != (keys.size() + 7) / 8) {
     return absl::InvalidArgumentError(absl::StrCat("validity has ", validity.size(),
                                                    " bytes but a bitmap of ", keys.size(),
                                                    " rows has ", (keys.size() + 7) / 8));
   }
-  size_t width = 8;
+  size_t width = 0;
   const absl::Status checked = std::visit(
       [&](const auto& v) -> absl::Status {
         using S = std::decay_t<decltype(v)>;
         if constexpr (std::is_same_v<S, std::monostate>) {
-          return absl::InvalidArgumentError("typed values are required");
+          if (count) return absl::OkStatus();
+          return absl::InvalidArgumentError(
+              absl::StrCat("values are required for ", std::string(AggregateOpName(spec.op))));
         } else {
           width = sizeof(typename S::value_type);
-          if (v.size() != keys.size()) {
+          if (!count && v.size() != keys.size()) {
             return absl::InvalidArgumentError(
                 absl::StrCat("values has ", v.size(), " rows but keys has ", keys.size()));
           }
@@ -322,14 +300,15 @@ absl::StatusOr<AggregateResult> Client::AggregateAllTyped(
   // is made, after this one was copied into its request).
   std::vector<uint8_t> batch_bits;
   return AggregateColumns(
-      *this, spec, keys, mask, batch_rows, 4 + width,
+      *this, spec, keys, mask, batch_rows, 4 + (count ? 0 : width),
       [&](AggregateBatch& b, size_t pos, size_t n) {
+        if (count) return;
         if (!validity.empty()) {
           batch_bits.assign((n + 7) / 8, 0);
           CopyBits(validity.data(), pos, n, batch_bits.data(), 0);
           b.validity = batch_bits;
         }
-        b.typed_values = std::visit(
+        b.values = std::visit(
             [&](const auto& v) -> AggregateValues {
               if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::monostate>) {
                 return std::monostate{};

@@ -107,12 +107,25 @@ inline Node MakeNode(GraphMaker& m, const std::vector<HashIndex*>& indexes, Obje
       const size_t rows = m.Rows();
       const size_t groups = in.ConsumeIntegralInRange<size_t>(0, 20);
       n.keys = m.Chunks<uint32_t>(rows);
-      // Each output and the values belong to one kind of op; rarely the other.
+      // Values belong to value ops (float32, int64 or uint32 here); rarely to count,
+      // or missing from a value op. Overflow flags belong to integer sums.
       const bool wrong = in.ConsumeIntegralInRange<int>(0, 7) == 0;
-      if (!count || wrong) n.values = m.Chunks<float>(m.Length(rows));
+      if (count == wrong) {
+        switch (in.ConsumeIntegralInRange<int>(0, 2)) {
+          case 0:
+            n.values = m.Chunks<float>(m.Length(rows));
+            break;
+          case 1:
+            n.values = m.Chunks<int64_t>(m.Length(rows));
+            break;
+          default:
+            n.values = m.Chunks<uint32_t>(m.Length(rows));
+            break;
+        }
+      }
       if (in.ConsumeBool()) n.mask = m.Chunks<uint32_t>(m.Length(rows));
-      if (count || wrong) n.count_output = m.MaybeHuge<uint32_t>(groups);
-      if (!count || wrong) n.value_output = m.Span<float>(groups);
+      n.output = m.MaybeHuge<uint64_t>(groups);
+      n.overflow = m.Optional<uint8_t>(groups);
       n.contributing_rows = m.Optional<uint32_t>(groups);
       return n;
     }

@@ -135,9 +135,11 @@ void CheckOutputs(const std::string& where, const JoinNodeT<K>& n) {
 
 inline void CheckOutputs(const std::string& where, const AggregateNode& n) {
   uint64_t counted = 0;
-  const std::span<uint32_t> counts =
-      n.op == AggregateOp::kCount ? n.count_output : n.contributing_rows;
-  for (uint32_t c : counts) counted += c;
+  if (n.op == AggregateOp::kCount) {
+    for (uint64_t c : n.output) counted += c;
+  } else {
+    for (uint32_t c : n.contributing_rows) counted += c;
+  }
   FUZZ_CHECK(counted <= TotalRows(n.keys),
              absl::StrCat(where, ": ", counted, " rows counted from ", TotalRows(n.keys)));
 }

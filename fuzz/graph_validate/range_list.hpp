@@ -7,6 +7,8 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -94,10 +96,16 @@ class RangeList {
   }
   void Node(size_t i, const AggregateNode& n) {
     Chunks(n.keys, i, "keys");
-    Chunks(n.values, i, "values");
+    std::visit(
+        [&](const auto& c) {
+          if constexpr (!std::is_same_v<std::decay_t<decltype(c)>, std::monostate>) {
+            Chunks(c, i, "values");
+          }
+        },
+        n.values);
     if (n.mask) Chunks(*n.mask, i, "mask");
-    Add(n.count_output, true, i, "count_output");
-    Add(n.value_output, true, i, "value_output");
+    Add(n.output, true, i, "output");
+    Add(n.overflow, true, i, "overflow");
     Add(n.contributing_rows, true, i, "contributing_rows");
   }
   void Node(size_t i, const HashNode& n) {

@@ -3,7 +3,7 @@
 // request's probe bound (LookupBatch/JoinBatch::max_probe_count and
 // QueryAllOptions::max_probe_count), a build's overflow as every join of the
 // index reports it, and the nulls of typed aggregation values
-// (AggregateBatch::validity, AggregateAllTyped's validity).
+// (AggregateBatch::validity, AggregateAll's validity).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -202,7 +202,7 @@ TEST_F(ClientRequestOptionsTest, BuildOverflowReachesEveryJoin) {
   EXPECT_FALSE(clean->overflow);
 }
 
-// Null values (AggregateBatch::validity, AggregateAllTyped's validity) do not
+// Null values (AggregateBatch::validity, AggregateAll's validity) do not
 // contribute to their group, in any batch cut (3 rows per batch shifts the
 // bitmap by a non-multiple of 8). The values under a null are extreme so that
 // counting one would show; group 3 holds only nulls, group 2 no rows.
@@ -218,28 +218,28 @@ TEST_F(ClientRequestOptionsTest, NullTypedValuesDoNotContribute) {
     SCOPED_TRACE(::testing::Message() << "batch_rows " << batch_rows);
     gc::AggregateSpec spec{gc::AggregateOp::kSum, 4};
     spec.value_type = gc::ColumnType::kInt64;
-    auto sum = client_->AggregateAllTyped(spec, keys, typed, bitmap, {}, batch_rows);
+    auto sum = client_->AggregateAll(spec, keys, typed, bitmap, {}, batch_rows);
     ASSERT_TRUE(sum.ok()) << sum.status();
     EXPECT_EQ(sum->total_typed_values, (std::vector<uint64_t>{16, 8, 0, 0}));
     EXPECT_EQ(sum->total_counts64, (std::vector<uint64_t>{3, 3, 0, 0}));
     EXPECT_EQ(sum->total_overflow_groups, 0u);  // 2^62 + 2^62 would overflow if counted
 
     spec.op = gc::AggregateOp::kMin;
-    auto lo = client_->AggregateAllTyped(spec, keys, typed, bitmap, {}, batch_rows);
+    auto lo = client_->AggregateAll(spec, keys, typed, bitmap, {}, batch_rows);
     ASSERT_TRUE(lo.ok()) << lo.status();
     EXPECT_EQ(lo->total_typed_values[0], 2u);
     EXPECT_EQ(static_cast<int64_t>(lo->total_typed_values[1]), -7);
     EXPECT_EQ(lo->total_valid, (std::vector<uint8_t>{1, 1, 0, 0}));
 
     spec.op = gc::AggregateOp::kMax;
-    auto hi = client_->AggregateAllTyped(spec, keys, typed, bitmap, {}, batch_rows);
+    auto hi = client_->AggregateAll(spec, keys, typed, bitmap, {}, batch_rows);
     ASSERT_TRUE(hi.ok()) << hi.status();
     EXPECT_EQ(hi->total_typed_values[0], 9u);
     EXPECT_EQ(hi->total_typed_values[1], 11u);
     EXPECT_EQ(hi->total_valid, (std::vector<uint8_t>{1, 1, 0, 0}));
 
     spec.op = gc::AggregateOp::kMean;
-    auto mean = client_->AggregateAllTyped(spec, keys, typed, bitmap, {}, batch_rows);
+    auto mean = client_->AggregateAll(spec, keys, typed, bitmap, {}, batch_rows);
     ASSERT_TRUE(mean.ok()) << mean.status();
     ASSERT_EQ(mean->result_type, gc::ColumnType::kFloat64);
     std::vector<double> m(4);
@@ -254,14 +254,14 @@ TEST_F(ClientRequestOptionsTest, NullTypedValuesDoNotContribute) {
   const std::vector<uint32_t> mask = {0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
   gc::AggregateSpec spec{gc::AggregateOp::kSum, 4};
   spec.value_type = gc::ColumnType::kInt64;
-  auto masked = client_->AggregateAllTyped(spec, keys, typed, bitmap, mask, 4);
+  auto masked = client_->AggregateAll(spec, keys, typed, bitmap, mask, 4);
   ASSERT_TRUE(masked.ok()) << masked.status();
   EXPECT_EQ(masked->total_typed_values, (std::vector<uint64_t>{11, 8, 0, 0}));
   EXPECT_EQ(masked->total_counts64, (std::vector<uint64_t>{2, 3, 0, 0}));
 
   // A bitmap of the wrong size, or on a float32 stream, is refused before anything is sent.
   const std::vector<uint8_t> short_bitmap = {0xff};
-  EXPECT_EQ(client_->AggregateAllTyped(spec, keys, typed, short_bitmap).status().code(),
+  EXPECT_EQ(client_->AggregateAll(spec, keys, typed, short_bitmap).status().code(),
             absl::StatusCode::kInvalidArgument);
   gc::AggregateSpec f32{gc::AggregateOp::kSum, 4};
   const std::vector<float> fv(keys.size(), 1.0f);

@@ -373,28 +373,37 @@ TEST_F(ClientTest, AggregateAllAccumulatesOverBatches) {
   const std::vector<uint32_t> keys = {0, 1, 2, 1, 0, 7, 1};  // 7 is out of range: ignored
   const std::vector<float> values = {1, 2, 3, 4, NAN, 9, 8};
   const std::vector<uint32_t> mask = {1, 1, 1, 1, 1, 1, 0};
-  auto sum = client_->AggregateAll({gc::AggregateOp::kSum, 3}, keys, values, mask, 2);
+  auto sum = client_->AggregateAll({gc::AggregateOp::kSum, 3}, keys,
+                                    std::span<const float>(values), {}, mask, 2);
   ASSERT_TRUE(sum.ok()) << sum.status();
   EXPECT_EQ(sum->total_values, (std::vector<float>{1, 6, 3}));
   EXPECT_EQ(sum->rows, keys.size());
-  auto count = client_->AggregateAll({gc::AggregateOp::kCount, 4}, keys, {}, {}, 3);
+  auto count = client_->AggregateAll({gc::AggregateOp::kCount, 4}, keys, {}, {}, {}, 3);
   ASSERT_TRUE(count.ok()) << count.status();
   EXPECT_EQ(count->total_counts, (std::vector<uint32_t>{2, 3, 1, 0}));
   auto bad = client_->AggregateAll({gc::AggregateOp::kMean, 3}, keys, {}, {});
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::vector<int64_t> ints = {1, 2, 3, 4, 5, 6, 7};
+  auto mistyped =
+      client_->AggregateAll({gc::AggregateOp::kSum, 3}, keys, std::span<const int64_t>(ints));
+  EXPECT_EQ(mistyped.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(mistyped.status().message().find(
+                "values hold int64 but the spec's value_type is float32"),
+            std::string::npos)
+      << mistyped.status();
 }
 
 // Typed values over several batches: exact int64 sums (2^53 + 1 is not
 // a double), the stream's sticky overflow flag (INT64_MAX + 1 across batches),
 // exact uint64 counts, null empty min groups and uint64 above INT64_MAX.
-TEST_F(ClientTest, AggregateAllTypedSumsExactlyOverBatches) {
+TEST_F(ClientTest, AggregateAllTypedValuesSumExactlyOverBatches) {
   const int64_t big = (int64_t{1} << 53) + 1;
   const int64_t max = std::numeric_limits<int64_t>::max();
   const std::vector<uint32_t> keys = {0, 1, 0, 2, 2, 9};  // 9 is out of range
   const std::vector<int64_t> v = {big, -4, big, max, 1, 5};
   gc::AggregateSpec spec{gc::AggregateOp::kSum, 4};
   spec.value_type = gc::ColumnType::kInt64;
-  auto sum = client_->AggregateAllTyped(spec, keys, std::span<const int64_t>(v), {}, {}, 2);
+  auto sum = client_->AggregateAll(spec, keys, std::span<const int64_t>(v), {}, {}, 2);
   ASSERT_TRUE(sum.ok()) << sum.status();
   EXPECT_EQ(sum->result_type, gc::ColumnType::kInt64);
   ASSERT_EQ(sum->total_typed_values.size(), 4u);
@@ -408,7 +417,7 @@ TEST_F(ClientTest, AggregateAllTypedSumsExactlyOverBatches) {
   const std::vector<uint64_t> u = {uint64_t{1} << 63, 3, 7, 1, 2, 0};
   gc::AggregateSpec mx{gc::AggregateOp::kMax, 4};
   mx.value_type = gc::ColumnType::kUint64;
-  auto top = client_->AggregateAllTyped(mx, keys, std::span<const uint64_t>(u), {}, {}, 4);
+  auto top = client_->AggregateAll(mx, keys, std::span<const uint64_t>(u), {}, {}, 4);
   ASSERT_TRUE(top.ok()) << top.status();
   EXPECT_EQ(top->result_type, gc::ColumnType::kUint64);
   EXPECT_EQ(top->total_typed_values, (std::vector<uint64_t>{uint64_t{1} << 63, 3, 2, 0}));
@@ -416,12 +425,12 @@ TEST_F(ClientTest, AggregateAllTypedSumsExactlyOverBatches) {
   EXPECT_TRUE(top->total_overflow.empty());
 
   // The values must be of the spec's type.
-  auto wrong = client_->AggregateAllTyped(spec, keys, std::span<const uint64_t>(u), {}, {}, 2);
+  auto wrong = client_->AggregateAll(spec, keys, std::span<const uint64_t>(u), {}, {}, 2);
   EXPECT_EQ(wrong.status().code(), absl::StatusCode::kInvalidArgument);
   // Counts as uint64 on request.
   gc::AggregateSpec count{gc::AggregateOp::kCount, 3};
   count.want_counts64 = true;
-  auto c = client_->AggregateAll(count, keys, {}, {}, 4);
+  auto c = client_->AggregateAll(count, keys, {}, {}, {}, 4);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->total_counts64, (std::vector<uint64_t>{2, 1, 2}));
 }

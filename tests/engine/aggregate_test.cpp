@@ -18,6 +18,7 @@ using ::testing::ElementsAre;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr uint64_t kPoisonWord = 0xdeadbeefdeadbeefull;
 
 class AggregateTest : public BackendTest {
  protected:
@@ -26,13 +27,13 @@ class AggregateTest : public BackendTest {
                                const std::vector<float>& values, size_t groups,
                                const std::vector<uint32_t>* mask = nullptr,
                                std::vector<uint32_t>* contributing = nullptr) {
-    std::vector<float> out(groups, 123.0f);
+    std::vector<uint64_t> out(groups, kPoisonWord);
     AggregateNode node;
     node.op = op;
     node.keys = One(keys);
     node.values = ChunkedF32{std::span(values)};
     if (mask != nullptr) node.mask = One(*mask);
-    node.value_output = out;
+    node.output = out;
     if (contributing != nullptr) {
       contributing->assign(groups, 999);
       node.contributing_rows = *contributing;
@@ -40,21 +41,21 @@ class AggregateTest : public BackendTest {
     CommandGraph graph;
     graph.Add(node);
     RunOk(graph);
-    return out;
+    return Float32sOfWords(out);
   }
 
   std::vector<uint32_t> RunCount(const ChunkedU32& keys, size_t groups,
                                  std::optional<ChunkedU32> mask = std::nullopt) {
-    std::vector<uint32_t> out(groups, 999);
+    std::vector<uint64_t> out(groups, kPoisonWord);
     AggregateNode node;
     node.op = AggregateOp::kCount;
     node.keys = keys;
     node.mask = std::move(mask);
-    node.count_output = out;
+    node.output = out;
     CommandGraph graph;
     graph.Add(node);
     RunOk(graph);
-    return out;
+    return std::vector<uint32_t>(out.begin(), out.end());
   }
 };
 
@@ -211,16 +212,16 @@ TEST(AggregateCpuDeterminism, SumsAreIdenticalForEveryThreadCount) {
   for (uint32_t threads : {1u, 2u, 5u}) {
     auto backend = CreateBackend(BackendKind::kCpu, BackendOptions{threads});
     ASSERT_TRUE(backend.ok());
-    std::vector<float> out(10);
+    std::vector<uint64_t> out(10, kPoisonWord);
     AggregateNode node;
     node.op = AggregateOp::kSum;
     node.keys = One(keys);
     node.values = ChunkedF32{std::span(values)};
-    node.value_output = out;
+    node.output = out;
     CommandGraph graph;
     graph.Add(node);
     ASSERT_TRUE((*backend)->Run(graph).ok());
-    results.push_back(out);
+    results.push_back(Float32sOfWords(out));
   }
   EXPECT_EQ(results[0], results[1]);
   EXPECT_EQ(results[0], results[2]);

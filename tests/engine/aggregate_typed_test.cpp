@@ -54,9 +54,9 @@ class AggregateTypedTest : public BackendTest {
     AggregateNode node;
     node.op = op;
     node.keys = keys;
-    node.typed_values = values;
+    node.values = values;
     node.mask = std::move(mask);
-    node.typed_output = out.words;
+    node.output = out.words;
     node.overflow = out.overflow;
     node.contributing_rows = out.rows;
     CommandGraph graph;
@@ -102,16 +102,8 @@ TEST_P(AggregateTypedTest, Int64SumIsExactWhereFloat32IsNot) {
 
   // The float32 path, unchanged, cannot represent the answer (ulp 32 at 5e8).
   std::vector<float> f(latencies.begin(), latencies.end());
-  std::vector<float> fout(1);
-  AggregateNode node;
-  node.op = AggregateOp::kSum;
-  node.keys = One(keys);
-  node.values = One(f);
-  node.value_output = fout;
-  CommandGraph graph;
-  graph.Add(node);
-  RunOk(graph);
-  EXPECT_NE(static_cast<double>(fout[0]), 548683751.0);
+  const TypedOut fout = Run<float>(AggregateOp::kSum, keys, f, 1);
+  EXPECT_NE(static_cast<double>(Float32OfWord(fout.words[0])), 548683751.0);
 }
 
 TEST_P(AggregateTypedTest, Int64OverflowIsFlaggedAtTheBoundary) {
@@ -402,52 +394,61 @@ TEST_P(AggregateTypedTest, ValidationNamesTheField) {
   AggregateNode node;
   node.op = AggregateOp::kSum;
   node.keys = One(keys);
-  node.typed_values = One(v);
-  node.typed_output = out;
+  node.values = One(v);
+  node.output = out;
   // Integer sums must report overflow.
   absl::Status s = RunStatus(node);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("overflow"));
   node.overflow = flags;
   EXPECT_TRUE(RunStatus(node).ok());
-  // Both value columns set.
-  AggregateNode both = node;
-  both.values = One(f);
-  s = RunStatus(both);
+  // A value op without values.
+  AggregateNode none = node;
+  none.values = {};
+  s = RunStatus(none);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(), HasSubstr("both set"));
-  // Typed values into the float output.
-  std::vector<float> fout(2);
-  AggregateNode wrong = node;
-  wrong.typed_output = {};
-  wrong.value_output = fout;
-  s = RunStatus(wrong);
+  EXPECT_THAT(s.message(), HasSubstr("values are unset: sum needs one value per key"));
+  // No output.
+  AggregateNode no_output = node;
+  no_output.output = {};
+  s = RunStatus(no_output);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(), HasSubstr("typed_output"));
+  EXPECT_THAT(s.message(), HasSubstr("output is empty"));
   // Row counts.
   const std::vector<int64_t> short_v = {1};
   AggregateNode rows = node;
-  rows.typed_values = One(short_v);
+  rows.values = One(short_v);
   s = RunStatus(rows);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(), HasSubstr("typed_values have 1 rows but keys have 2"));
-  // Overflow flags on an op that has none.
+  EXPECT_THAT(s.message(), HasSubstr("values have 1 rows but keys have 2"));
+  // Overflow flags on an op that has none: float64 and float32 sums.
   const std::vector<double> d = {1, 2};
   AggregateNode dbl = node;
-  dbl.typed_values = One(d);
+  dbl.values = One(d);
   s = RunStatus(dbl);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(), HasSubstr("overflow must be empty"));
-  // Count takes no values.
-  std::vector<uint32_t> counts(2);
+  EXPECT_THAT(s.message(), HasSubstr("overflow must be empty for sum over float64"));
+  AggregateNode flt = node;
+  flt.values = One(f);
+  s = RunStatus(flt);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("overflow must be empty for sum over float32"));
+  flt.overflow = {};
+  EXPECT_TRUE(RunStatus(flt).ok());
+  // Count takes no values and reports no overflow.
   AggregateNode count;
   count.op = AggregateOp::kCount;
   count.keys = One(keys);
-  count.typed_values = One(v);
-  count.count_output = counts;
+  count.values = One(v);
+  count.output = out;
   s = RunStatus(count);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(), HasSubstr("values must be empty for count"));
+  EXPECT_THAT(s.message(), HasSubstr("values must be unset for count"));
+  count.values = {};
+  count.overflow = flags;
+  s = RunStatus(count);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("overflow must be empty for count"));
 }
 
 TEST(AggregateResultTypeTest, TypeRules) {

@@ -24,54 +24,76 @@ TEST(FloatLessTest, NegativeZeroBelowPositiveZero) {
   EXPECT_FALSE(FloatLess(2.0f, 1.0f));
 }
 
+// Float32 partial words of `values`.
+std::vector<uint64_t> F32(std::initializer_list<float> values) {
+  std::vector<uint64_t> words;
+  for (float v : values) words.push_back(WordOfFloat32(v));
+  return words;
+}
+
 TEST(AggregationAccumulatorTest, CountsWrapModulo2To32) {
   AggregationAccumulator acc(AggregateOp::kCount, 2);
   const std::vector<uint32_t> a = {0xffffffffu, 3}, b = {2, 4};
-  ASSERT_TRUE(acc.Merge(a, {}).ok());
-  ASSERT_TRUE(acc.Merge(b, {}).ok());
+  ASSERT_TRUE(acc.Merge(a, {}, {}).ok());
+  ASSERT_TRUE(acc.Merge(b, {}, {}).ok());
   EXPECT_THAT(acc.counts(), ElementsAre(1, 7));
-  EXPECT_TRUE(acc.Values().empty());
+  EXPECT_THAT(acc.Words(), ElementsAre(1, 7));  // count's words are its counts
 }
 
 TEST(AggregationAccumulatorTest, MeanIsMergedSumOverMergedCount) {
   AggregationAccumulator acc(AggregateOp::kMean, 3);
   EXPECT_EQ(acc.partial_op(), AggregateOp::kSum);
   const std::vector<uint32_t> c1 = {1, 0, 0}, c2 = {2, 0, 1};
-  const std::vector<float> s1 = {3.0f, 0.0f, 0.0f}, s2 = {6.0f, 0.0f, -4.0f};
-  ASSERT_TRUE(acc.Merge(c1, s1).ok());
-  ASSERT_TRUE(acc.Merge(c2, s2).ok());
-  const auto v = acc.Values();
+  ASSERT_TRUE(acc.Merge(c1, F32({3.0f, 0.0f, 0.0f}), {}).ok());
+  ASSERT_TRUE(acc.Merge(c2, F32({6.0f, 0.0f, -4.0f}), {}).ok());
+  const auto v = Float32sOfWords(acc.Words());
   EXPECT_EQ(v[0], 3.0f);
   EXPECT_TRUE(std::isnan(v[1]));
   EXPECT_EQ(v[2], -4.0f);
+}
+
+TEST(AggregationAccumulatorTest, Float32MeanDividesByTheWrappedCount) {
+  // The reference: the float32 sum over the uint32 count, which wraps.
+  AggregationAccumulator acc(AggregateOp::kMean, 1);
+  const std::vector<uint32_t> big = {0xffffffffu}, two = {2};
+  ASSERT_TRUE(acc.Merge(big, F32({1.0f}), {}).ok());
+  ASSERT_TRUE(acc.Merge(two, F32({2.0f}), {}).ok());
+  EXPECT_EQ(Float32OfWord(acc.Words()[0]), 3.0f);  // 3 / (2^32 + 1 mod 2^32)
+  EXPECT_THAT(acc.counts64(), ElementsAre(uint64_t{0x100000001}));
 }
 
 TEST(AggregationAccumulatorTest, MinMaxSkipEmptyPartialsAndOrderZeros) {
   AggregationAccumulator mn(AggregateOp::kMin, 3), mx(AggregateOp::kMax, 3);
   EXPECT_EQ(mn.partial_op(), AggregateOp::kMin);
   const std::vector<uint32_t> c = {1, 1, 0};
-  const std::vector<float> p1 = {0.0f, 5.0f, kNaN}, p2 = {-0.0f, kNaN, kNaN};
+  const std::vector<uint64_t> p1 = F32({0.0f, 5.0f, kNaN}), p2 = F32({-0.0f, kNaN, kNaN});
   for (auto* acc : {&mn, &mx}) {
-    ASSERT_TRUE(acc->Merge(c, p1).ok());
-    ASSERT_TRUE(acc->Merge(c, p2).ok());
+    ASSERT_TRUE(acc->Merge(c, p1, {}).ok());
+    ASSERT_TRUE(acc->Merge(c, p2, {}).ok());
   }
-  EXPECT_TRUE(std::signbit(mn.Values()[0]));
-  EXPECT_FALSE(std::signbit(mx.Values()[0]));
-  EXPECT_EQ(mn.Values()[1], 5.0f);
-  EXPECT_TRUE(std::isnan(mn.Values()[2]));
+  const auto lo = Float32sOfWords(mn.Words()), hi = Float32sOfWords(mx.Words());
+  EXPECT_TRUE(std::signbit(lo[0]));
+  EXPECT_FALSE(std::signbit(hi[0]));
+  EXPECT_EQ(lo[1], 5.0f);
+  EXPECT_TRUE(std::isnan(lo[2]));
+}
+
+TEST(AggregationAccumulatorTest, Float32EmptySumIsPositiveZero) {
+  AggregationAccumulator sum(AggregateOp::kSum, 1);
+  EXPECT_THAT(sum.Words(), ElementsAre(WordOfFloat32(0.0f)));
 }
 
 TEST(AggregationAccumulatorTest, SizeMismatchesNameTheField) {
   AggregationAccumulator acc(AggregateOp::kSum, 2);
   const std::vector<uint32_t> c3 = {1, 2, 3}, c2 = {1, 2};
-  const std::vector<float> v1 = {1.0f};
-  absl::Status s = acc.Merge(c3, v1);
+  const std::vector<uint64_t> v1 = F32({1.0f});
+  absl::Status s = acc.Merge(c3, v1, {});
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("counts has 3 groups"));
-  s = acc.Merge(c2, v1);
-  EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("values has 1 groups"));
+  s = acc.Merge(c2, v1, {});
+  EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("words 1"));
   AggregationAccumulator count(AggregateOp::kCount, 2);
-  EXPECT_EQ(count.Merge(c2, v1).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(count.Merge(c2, F32({1.0f, 2.0f}), {}).code(), absl::StatusCode::kInvalidArgument);
 }
 
 // ---- typed accumulators
@@ -82,8 +104,8 @@ uint64_t D(double v) { return std::bit_cast<uint64_t>(v); }
 TEST(AggregationAccumulatorTest, Counts64AreExactBeyondTwoTo32) {
   AggregationAccumulator acc(AggregateOp::kCount, 1);
   const std::vector<uint32_t> big = {0xffffffffu};
-  ASSERT_TRUE(acc.Merge(big, {}).ok());
-  ASSERT_TRUE(acc.Merge(big, {}).ok());
+  ASSERT_TRUE(acc.Merge(big, {}, {}).ok());
+  ASSERT_TRUE(acc.Merge(big, {}, {}).ok());
   EXPECT_THAT(acc.counts(), ElementsAre(0xfffffffeu));  // the reference wrap
   EXPECT_THAT(acc.counts64(), ElementsAre(uint64_t{0x1fffffffe}));
 }
@@ -159,17 +181,16 @@ TEST(AggregationAccumulatorTest, Float64MergesLikeFloat32) {
   EXPECT_EQ(sum.Words()[0], D(0.0));  // empty sum is +0
 }
 
-TEST(AggregationAccumulatorTest, TypedAndFloat32PartialsDoNotMix) {
+TEST(AggregationAccumulatorTest, OverflowFlagsBelongToIntegerSums) {
   AggregationAccumulator typed(AggregateOp::kSum, 1, ColumnType::kInt64);
   AggregationAccumulator f32(AggregateOp::kSum, 1);
   const std::vector<uint32_t> c = {1};
-  const std::vector<float> v = {1.0f};
   const std::vector<uint64_t> w = {1};
   const std::vector<uint8_t> flag = {0};
-  EXPECT_EQ(typed.Merge(c, v).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(f32.Merge(c, w, flag).code(), absl::StatusCode::kInvalidArgument);
   // Integer sums need their flags.
   EXPECT_EQ(typed.Merge(c, w, {}).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(typed.Merge(c, w, flag).ok());
 }
 
 }  // namespace

@@ -25,7 +25,8 @@ TEST_P(ConcurrencyTest, ConcurrentLookupsJoinsAndAggregationsAgreeWithASoloRun) 
   for (auto& k : group_keys) k = rng() % 100;
 
   struct Answer {
-    std::vector<uint32_t> values, out_left, out_right, counts;
+    std::vector<uint32_t> values, out_left, out_right;
+    std::vector<uint64_t> counts;
     QueryStatistics stats;
     JoinResult join;
     bool ok = false;
@@ -49,7 +50,7 @@ TEST_P(ConcurrencyTest, ConcurrentLookupsJoinsAndAggregationsAgreeWithASoloRun) 
     AggregateNode agg;
     agg.op = AggregateOp::kCount;
     agg.keys = One(group_keys);
-    agg.count_output = a.counts;
+    agg.output = a.counts;
     g.Add(agg);
     a.ok = backend_->Run(g).ok();
   };

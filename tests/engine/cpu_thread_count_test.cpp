@@ -7,6 +7,7 @@
 #include <cstring>
 #include <random>
 
+#include "gpujoin/engine/aggregation.hpp"
 #include "gpujoin/engine/backend.hpp"
 
 namespace gpujoin::engine {
@@ -14,7 +15,8 @@ namespace {
 
 struct Outputs {
   BuildStatistics build;
-  std::vector<uint32_t> values, probes, out_left, out_right, counts, contributing;
+  std::vector<uint32_t> values, probes, out_left, out_right, contributing;
+  std::vector<uint64_t> counts;
   std::vector<uint8_t> found;
   QueryStatistics lookup_stats;
   JoinResult join;
@@ -78,7 +80,7 @@ Outputs RunAll(uint32_t threads, uint32_t seed) {
   count.op = AggregateOp::kCount;
   count.keys = {std::span<const uint32_t>(group_keys)};
   count.mask = ChunkedU32{std::span<const uint32_t>(mask)};
-  count.count_output = out.counts;
+  count.output = out.counts;
   count.contributing_rows = out.contributing;
   g.Add(count);
   EXPECT_TRUE(backend->Run(g).ok());
@@ -86,16 +88,16 @@ Outputs RunAll(uint32_t threads, uint32_t seed) {
   for (size_t groups : {size_t{50}, size_t{9000}}) {
     for (AggregateOp op :
          {AggregateOp::kSum, AggregateOp::kMin, AggregateOp::kMax, AggregateOp::kMean}) {
-      std::vector<float> result(groups);
+      std::vector<uint64_t> result(groups);
       AggregateNode agg;
       agg.op = op;
       agg.keys = {std::span<const uint32_t>(group_keys)};
-      agg.values = {std::span<const float>(values)};
-      agg.value_output = result;
+      agg.values = ChunkedF32{std::span<const float>(values)};
+      agg.output = result;
       CommandGraph a;
       a.Add(agg);
       EXPECT_TRUE(backend->Run(a).ok());
-      out.aggregates.push_back(result);
+      out.aggregates.push_back(Float32sOfWords(result));
     }
   }
   return out;

@@ -176,8 +176,8 @@ TEST_F(GraphValidateTest, BatchChunkValiditySize) {
 TEST_F(GraphValidateTest, AggregateShapeErrors) {
   const std::vector<uint32_t> keys = {0, 1, 2}, mask = {1};
   const std::vector<float> values = {1, 2, 3}, short_values = {1, 2};
-  std::vector<uint32_t> counts(3), contributing(2);
-  std::vector<float> out(3);
+  std::vector<uint32_t> contributing(2);
+  std::vector<uint64_t> out(3);
   auto expect = [&](const AggregateNode& n, const std::vector<std::string>& fragments) {
     CommandGraph g;
     g.Add(n);
@@ -186,20 +186,17 @@ TEST_F(GraphValidateTest, AggregateShapeErrors) {
   AggregateNode count;
   count.op = AggregateOp::kCount;
   count.keys = One(keys);
-  expect(count, {"node 0 (aggregate count)", "count_output is empty"});
-  count.count_output = counts;
-  count.value_output = out;
-  expect(count, {"value_output must be empty for count"});
-  count.value_output = {};
+  expect(count, {"node 0 (aggregate count)", "output is empty"});
+  count.output = out;
   count.values = ChunkedF32{std::span(values)};
-  expect(count, {"values must be empty for count, got 3 rows"});
+  expect(count, {"values must be unset for count, got 3 rows of float32"});
   count.values = {};
   count.mask = One(mask);
   expect(count, {"mask has 1 rows but keys have 3"});
   count.mask.reset();
   std::vector<uint8_t> flags(3);
   count.overflow = flags;
-  expect(count, {"overflow must be empty for count", "got 3 rows"});
+  expect(count, {"overflow must be empty for count", "got 3"});
   count.overflow = {};
   count.contributing_rows = contributing;
   expect(count, {"contributing_rows has 2 rows but outputs have 3"});
@@ -207,15 +204,16 @@ TEST_F(GraphValidateTest, AggregateShapeErrors) {
   AggregateNode sum;
   sum.op = AggregateOp::kSum;
   sum.keys = One(keys);
+  expect(sum, {"node 0 (aggregate sum)", "values are unset"});
   sum.values = ChunkedF32{std::span(values)};
-  expect(sum, {"node 0 (aggregate sum)", "value_output is empty"});
-  sum.value_output = out;
+  expect(sum, {"node 0 (aggregate sum)", "output is empty"});
+  sum.output = out;
   sum.values = ChunkedF32{std::span(short_values)};
   expect(sum, {"values have 2 rows but keys have 3"});
   sum.values = ChunkedF32{std::span(values)};
-  sum.count_output = counts;
-  expect(sum, {"count_output must be empty for sum"});
-  sum.count_output = {};
+  sum.overflow = flags;
+  expect(sum, {"overflow must be empty for sum over float32"});
+  sum.overflow = {};
   CommandGraph ok;
   ok.Add(sum);
   EXPECT_TRUE(ok.Validate().ok());
@@ -247,22 +245,24 @@ TEST_F(GraphValidateTest, LaterWriteOverAnEarlierReadIsRejected) {
   AggregateNode agg;
   agg.op = AggregateOp::kCount;
   agg.keys = One(group_keys);
-  agg.count_output = std::span<uint32_t>(keys.data(), 2);  // overwrites node 0's keys
+  // Overwrites node 0's keys (validation rejects the graph before anything runs).
+  agg.output = std::span<uint64_t>(reinterpret_cast<uint64_t*>(keys.data()), 2);
   g.Add(agg);
-  ExpectInvalid(g, {"node 0 (lookup) keys", "node 1 (aggregate count) count_output"});
+  ExpectInvalid(g, {"node 0 (lookup) keys", "node 1 (aggregate count) output"});
 }
 
 TEST_F(GraphValidateTest, ReadingAnEarlierNodesOutputIsRejectedToo) {
   // The aliasing rule covers the whole graph: a node may not read a range that any
   // node writes, so chained steps use separate graphs (or copies).
   const std::vector<uint32_t> keys = {1, 2, 3, 4};
-  std::vector<uint32_t> values(4), counts(8);
+  std::vector<uint32_t> values(4);
+  std::vector<uint64_t> counts(8);
   CommandGraph g;
   g.Add(Lookup(keys, values));
   AggregateNode agg;
   agg.op = AggregateOp::kCount;
   agg.keys = One(values);
-  agg.count_output = counts;
+  agg.output = counts;
   g.Add(agg);
   ExpectInvalid(g, {"node 0 (lookup) values (written", "node 1 (aggregate count) keys (read"});
 }

@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "gpujoin/engine/aggregation.hpp"
 #include "test_backends.hpp"
 
 namespace gpujoin::engine::testing {
@@ -385,17 +386,17 @@ TEST_P(PropertyTest, AggregationMatchesThePerGroupModel) {
       if (use_mask) node.mask = mask_chunks;
       contributing.assign(groups, 0xdeadbeefu);
       node.contributing_rows = contributing;
-      if (op == AggregateOp::kCount) {
-        counts.assign(groups, 0xdeadbeefu);
-        node.count_output = counts;
-      } else {
-        node.values = Cut(values, value_cuts);
-        out.assign(groups, -12345.0f);
-        node.value_output = out;
-      }
+      std::vector<uint64_t> words(groups, 0xdeadbeefdeadbeefull);
+      node.output = words;
+      if (op != AggregateOp::kCount) node.values = Cut(values, value_cuts);
       CommandGraph g;
       g.Add(node);
       RunOk(g);
+      if (op == AggregateOp::kCount) {
+        counts.assign(words.begin(), words.end());
+      } else {
+        out = Float32sOfWords(words);
+      }
     };
     std::vector<uint32_t> counts, contributing;
     std::vector<float> out;

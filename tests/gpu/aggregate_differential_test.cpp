@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "backends.hpp"
+#include "gpujoin/engine/aggregation.hpp"
 #include "gpujoin/engine/backend.hpp"
 #include "gpujoin/engine/graph.hpp"
 
@@ -123,7 +124,18 @@ AggInputs RandomInputs(std::mt19937_64& rng, size_t rows, uint32_t groups, KeySh
 struct AggOutputs {
   std::vector<uint32_t> counts;  // count output, or contributing rows
   std::vector<float> values;
+
+  // The node's output words: the counts of a count, else float32 values.
+  void SetFrom(AggregateOp op, const std::vector<uint64_t>& words) {
+    if (op == AggregateOp::kCount) {
+      counts.assign(words.begin(), words.end());
+    } else {
+      values = Float32sOfWords(words);
+    }
+  }
 };
+
+constexpr uint64_t kPoisonWord = 0xdeadbeefdeadbeefull;
 
 // Per group, the sum of |value| over its contributing rows (finite values of
 // in-range, unmasked rows): what bounds the float32 rounding of its sum.
@@ -208,18 +220,17 @@ TEST_P(AggregateDifferential, AllOpsMatchCpu) {
       node.keys = key_chunks;
       node.mask = mask_chunks;
       out[k].counts.assign(c.groups, kPoison32);
-      if (op == AggregateOp::kCount) {
-        node.count_output = out[k].counts;
-      } else {
+      std::vector<uint64_t> words(c.groups, kPoisonWord);
+      node.output = words;
+      if (op != AggregateOp::kCount) {
         node.values = value_chunks;
-        out[k].values.assign(c.groups, kPoisonF);
-        node.value_output = out[k].values;
         node.contributing_rows = out[k].counts;
       }
       CommandGraph g;
       g.Add(node);
       const absl::Status s = b->Run(g);
       ASSERT_TRUE(s.ok()) << BackendKindName(b->Info().kind) << ": " << s;
+      out[k].SetFrom(op, words);
       ++k;
     }
     ExpectSameAggregate(op, c.exact, out[0], out[1], AbsSums(in, c.groups));
@@ -333,18 +344,17 @@ class AggregatePathTest : public CudaVsCpuTest, public ::testing::WithParamInter
     node.keys = ChunkedU32{in.keys};
     if (!in.mask.empty()) node.mask = ChunkedU32{in.mask};
     if (oc.counts) out.counts.assign(groups, kPoison32);
-    if (oc.op == AggregateOp::kCount) {
-      node.count_output = out.counts;
-    } else {
+    std::vector<uint64_t> words(groups, kPoisonWord);
+    node.output = words;
+    if (oc.op != AggregateOp::kCount) {
       node.values = ChunkedF32{in.values};
-      out.values.assign(groups, kPoisonF);
-      node.value_output = out.values;
       if (oc.counts) node.contributing_rows = out.counts;
     }
     CommandGraph g;
     g.Add(node);
     const absl::Status s = cpu_->Run(g);
     EXPECT_TRUE(s.ok()) << s;
+    out.SetFrom(oc.op, words);
     return out;
   }
 

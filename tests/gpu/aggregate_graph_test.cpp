@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "backends.hpp"
+#include "gpujoin/engine/aggregation.hpp"
 #include "gpujoin/engine/backend.hpp"
 #include "gpujoin/engine/graph.hpp"
 
@@ -110,17 +111,20 @@ absl::Status RunAggregate(Backend& b, const AggShape& s, const AggInputs& in, Ag
   if (s.mask) node.mask = Chunks(in.mask, chunk_rng);
   out.contributing.assign(s.contributing ? s.groups : 0, kPoison32);
   node.contributing_rows = out.contributing;
-  if (s.op == AggregateOp::kCount) {
-    out.counts.assign(s.groups, kPoison32);
-    node.count_output = out.counts;
-  } else {
-    node.values = Chunks(in.values, chunk_rng);
-    out.values.assign(s.groups, kPoisonF);
-    node.value_output = out.values;
-  }
+  std::vector<uint64_t> words(s.groups, 0xdeadbeefdeadbeefull);
+  node.output = words;
+  if (s.op != AggregateOp::kCount) node.values = Chunks(in.values, chunk_rng);
   CommandGraph g;
   g.Add(node);
-  return b.Run(g);
+  const absl::Status status = b.Run(g);
+  out.counts.clear();
+  out.values.clear();
+  if (s.op == AggregateOp::kCount) {
+    out.counts.assign(words.begin(), words.end());
+  } else {
+    out.values = Float32sOfWords(words);
+  }
+  return status;
 }
 
 // Bitwise equality of two float vectors; reports the first differing group.

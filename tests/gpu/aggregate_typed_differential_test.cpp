@@ -178,9 +178,9 @@ class AggregateTypedDifferential : public CudaVsCpuTest,
     AggregateNode node;
     node.op = op;
     node.keys = keys;
-    node.typed_values = values;
+    node.values = values;
     node.mask = mask;
-    node.typed_output = out.words;
+    node.output = out.words;
     node.overflow = out.overflow;
     node.contributing_rows = out.rows;
     CommandGraph g;
@@ -369,8 +369,8 @@ class AggregateTypedPathTest : public CudaVsCpuTest,
       a.groups = c.groups;
       a.counts = counts.get();
       a.value_type = type;
-      a.typed_values = values.get();
-      a.typed_output = output.get();
+      a.values = values.get();
+      a.output = output.get();
       const bool flags = AggregateReportsOverflow(op, type);
       a.overflow = flags ? overflow.get() : nullptr;
       a.force_path = c.path;
@@ -404,8 +404,8 @@ class AggregateTypedPathTest : public CudaVsCpuTest,
       node.op = op;
       node.keys = ChunkedU32{in.keys};
       node.mask = ChunkedU32{in.mask};
-      node.typed_values = Chunked<V>{v};
-      node.typed_output = want.words;
+      node.values = Chunked<V>{v};
+      node.output = want.words;
       node.overflow = want.overflow;
       node.contributing_rows = want.rows;
       CommandGraph g;

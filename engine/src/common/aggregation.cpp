@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <type_traits>
+#include <variant>
 
 #include "absl/strings/str_cat.h"
 
@@ -29,24 +30,27 @@ bool FloatLess(float a, float b) { return FloatLessT(a, b); }
 bool FloatLess(double a, double b) { return FloatLessT(a, b); }
 
 std::optional<ColumnType> AggregateValueType(const AggregateValues& values) {
-  switch (values.index()) {
-    case 1:
-      return ColumnType::kInt32;
-    case 2:
-      return ColumnType::kInt64;
-    case 3:
-      return ColumnType::kUint32;
-    case 4:
-      return ColumnType::kUint64;
-    case 5:
-      return ColumnType::kFloat64;
-    default:
-      return std::nullopt;
-  }
+  return std::visit(
+      [](const auto& column) -> std::optional<ColumnType> {
+        using C = std::decay_t<decltype(column)>;
+        if constexpr (std::is_same_v<C, std::monostate>) {
+          return std::nullopt;
+        } else {
+          return kColumnTypeOf<typename C::value_type::value_type>;
+        }
+      },
+      values);
 }
 
-bool IsTypedAggregateValue(ColumnType type) {
-  return IsSignedInt(type) || IsUnsignedInt(type) || type == ColumnType::kFloat64;
+std::vector<float> Float32sOfWords(std::span<const uint64_t> words) {
+  std::vector<float> out(words.size());
+  for (size_t i = 0; i < words.size(); ++i) out[i] = Float32OfWord(words[i]);
+  return out;
+}
+
+bool IsAggregateValueType(ColumnType type) {
+  return IsSignedInt(type) || IsUnsignedInt(type) || type == ColumnType::kFloat32 ||
+         type == ColumnType::kFloat64;
 }
 
 ColumnType AggregateResultType(AggregateOp op, ColumnType value_type) {
@@ -82,7 +86,8 @@ AggregationAccumulator::AggregationAccumulator(AggregateOp op, uint32_t groups,
   if (op == AggregateOp::kCount) return;
   const bool minmax = op == AggregateOp::kMin || op == AggregateOp::kMax;
   if (value_type_ == ColumnType::kFloat32) {
-    values_.assign(groups, minmax ? std::numeric_limits<float>::quiet_NaN() : 0.0f);
+    words_.assign(groups,
+                  WordOfFloat32(minmax ? std::numeric_limits<float>::quiet_NaN() : 0.0f));
   } else if (value_type_ == ColumnType::kFloat64) {
     words_.assign(groups,
                   std::bit_cast<uint64_t>(minmax ? std::numeric_limits<double>::quiet_NaN() : 0.0));
@@ -91,69 +96,44 @@ AggregationAccumulator::AggregationAccumulator(AggregateOp op, uint32_t groups,
   }
 }
 
-absl::Status AggregationAccumulator::Merge(std::span<const uint32_t> counts,
-                                           std::span<const float> values) {
-  const std::string_view name = AggregateOpName(op_);
-  if (value_type_ != ColumnType::kFloat32) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(std::string(name), " partial: float32 values given to a ",
-                     std::string(ColumnTypeName(value_type_)), " accumulator"));
-  }
-  if (counts.size() != groups_) {
-    return absl::InvalidArgumentError(absl::StrCat(std::string(name), " partial: counts has ",
-                                                   counts.size(),
-                                                   " groups but the accumulator has ", groups_));
-  }
-  if (op_ == AggregateOp::kCount) {
-    if (!values.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("count partial: values must be empty, got ", values.size(), " entries"));
+namespace {
+
+// Folds the float partial word `w` into `cur` (float32 words hold their bits in
+// the low 32): sums add in F; min/max skip a partial's empty (NaN) group.
+template <typename F>
+void MergeFloat(bool minmax, bool is_min, uint64_t w, uint64_t& cur) {
+  auto load = [](uint64_t word) {
+    if constexpr (std::is_same_v<F, float>) {
+      return Float32OfWord(word);
+    } else {
+      return std::bit_cast<double>(word);
     }
-  } else if (values.size() != groups_) {
-    return absl::InvalidArgumentError(absl::StrCat(std::string(name), " partial: values has ",
-                                                   values.size(),
-                                                   " groups but the accumulator has ", groups_));
+  };
+  const F v = load(w);
+  F c = load(cur);
+  if (!minmax) {
+    c += v;
+  } else if (!std::isnan(v) && (std::isnan(c) || (is_min ? FloatLess(v, c) : FloatLess(c, v)))) {
+    c = v;
   }
-  for (uint32_t g = 0; g < groups_; ++g) {
-    counts_[g] += counts[g];  // wraps mod 2^32
-    counts64_[g] += counts[g];
+  if constexpr (std::is_same_v<F, float>) {
+    cur = WordOfFloat32(c);
+  } else {
+    cur = std::bit_cast<uint64_t>(c);
   }
-  switch (op_) {
-    case AggregateOp::kCount:
-      break;
-    case AggregateOp::kSum:
-    case AggregateOp::kMean:
-      for (uint32_t g = 0; g < groups_; ++g) values_[g] += values[g];
-      break;
-    case AggregateOp::kMin:
-    case AggregateOp::kMax:
-      for (uint32_t g = 0; g < groups_; ++g) {
-        const float v = values[g];
-        if (std::isnan(v)) continue;  // an empty group in this partial
-        float& cur = values_[g];
-        if (std::isnan(cur)) {
-          cur = v;
-        } else if (op_ == AggregateOp::kMin ? FloatLess(v, cur) : FloatLess(cur, v)) {
-          cur = v;
-        }
-      }
-      break;
-  }
-  return absl::OkStatus();
 }
+
+}  // namespace
 
 absl::Status AggregationAccumulator::Merge(std::span<const uint32_t> counts,
                                            std::span<const uint64_t> words,
                                            std::span<const uint8_t> overflow) {
   const std::string name(AggregateOpName(op_));
-  if (value_type_ == ColumnType::kFloat32) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(name, " partial: typed words given to a float32 accumulator"));
-  }
-  if (counts.size() != groups_ || words.size() != groups_) {
-    return absl::InvalidArgumentError(absl::StrCat(name, " partial: counts has ", counts.size(),
-                                                   " groups and words ", words.size(),
-                                                   " but the accumulator has ", groups_));
+  const size_t want_words = op_ == AggregateOp::kCount ? 0 : groups_;
+  if (counts.size() != groups_ || words.size() != want_words) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, " partial: counts has ", counts.size(), " groups and words ", words.size(),
+        " but the accumulator has ", groups_, " groups and takes ", want_words, " words"));
   }
   const bool flags = AggregateReportsOverflow(op_, value_type_);
   if (overflow.size() != (flags ? groups_ : 0)) {
@@ -163,25 +143,22 @@ absl::Status AggregationAccumulator::Merge(std::span<const uint32_t> counts,
   }
   const bool minmax = op_ == AggregateOp::kMin || op_ == AggregateOp::kMax;
   const bool is_min = op_ == AggregateOp::kMin;
+  const bool is_signed = IsSignedInt(value_type_);
   for (uint32_t g = 0; g < groups_; ++g) {
     const bool was_empty = counts64_[g] == 0;
     counts_[g] += counts[g];  // wraps mod 2^32
     counts64_[g] += counts[g];
+    if (op_ == AggregateOp::kCount) continue;
     uint64_t& cur = words_[g];
     const uint64_t w = words[g];
-    if (value_type_ == ColumnType::kFloat64) {
-      const double v = std::bit_cast<double>(w);
-      double c = std::bit_cast<double>(cur);
-      if (!minmax) {
-        c += v;  // as the float32 path
-      } else if (!std::isnan(v) &&
-                 (std::isnan(c) || (is_min ? FloatLess(v, c) : FloatLess(c, v)))) {
-        c = v;
-      }
-      cur = std::bit_cast<uint64_t>(c);
+    if (value_type_ == ColumnType::kFloat32) {
+      MergeFloat<float>(minmax, is_min, w, cur);
       continue;
     }
-    const bool is_signed = IsSignedInt(value_type_);
+    if (value_type_ == ColumnType::kFloat64) {
+      MergeFloat<double>(minmax, is_min, w, cur);
+      continue;
+    }
     if (minmax) {
       if (counts[g] == 0) continue;  // an empty group in this partial (its word is 0)
       const bool less = is_signed ? static_cast<int64_t>(w) < static_cast<int64_t>(cur) : w < cur;
@@ -205,22 +182,19 @@ absl::Status AggregationAccumulator::Merge(std::span<const uint32_t> counts,
   return absl::OkStatus();
 }
 
-std::vector<float> AggregationAccumulator::Values() const {
-  if (op_ != AggregateOp::kMean) return values_;
-  std::vector<float> out(groups_);
-  for (uint32_t g = 0; g < groups_; ++g) {
-    out[g] = counts_[g] == 0 ? std::numeric_limits<float>::quiet_NaN()
-                             : values_[g] / static_cast<float>(counts_[g]);
-  }
-  return out;
-}
-
 std::vector<uint64_t> AggregationAccumulator::Words() const {
+  if (op_ == AggregateOp::kCount) return std::vector<uint64_t>(counts_.begin(), counts_.end());
   if (op_ != AggregateOp::kMean) return words_;
   std::vector<uint64_t> out(groups_);
-  const double nan = std::numeric_limits<double>::quiet_NaN();
   for (uint32_t g = 0; g < groups_; ++g) {
-    double mean = nan;
+    if (value_type_ == ColumnType::kFloat32) {
+      // The reference: the float32 sum over the wrapped uint32 count.
+      out[g] = WordOfFloat32(counts_[g] == 0 ? std::numeric_limits<float>::quiet_NaN()
+                                             : Float32OfWord(words_[g]) /
+                                                   static_cast<float>(counts_[g]));
+      continue;
+    }
+    double mean = std::numeric_limits<double>::quiet_NaN();
     const double n = static_cast<double>(counts64_[g]);
     if (counts64_[g] != 0 && overflow_[g] == 0) {
       switch (value_type_) {

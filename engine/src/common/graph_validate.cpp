@@ -364,9 +364,8 @@ class Validator {
     const std::string where = absl::StrCat("node ", i, " (aggregate ", op, ")");
     const size_t rows = TotalRows(n.keys);
     if (rows > kMaxRows) return TooManyRows(where, "keys", rows);
-    const size_t value_rows = TotalRows(n.values);
-    const std::optional<ColumnType> typed = AggregateValueType(n.typed_values);
-    const size_t typed_rows = std::visit(
+    const std::optional<ColumnType> type = AggregateValueType(n.values);
+    const size_t value_rows = std::visit(
         [](const auto& c) -> size_t {
           if constexpr (std::is_same_v<std::decay_t<decltype(c)>, std::monostate>) {
             return 0;
@@ -374,81 +373,38 @@ class Validator {
             return TotalRows(c);
           }
         },
-        n.typed_values);
-    size_t groups = 0;
+        n.values);
     if (n.op == AggregateOp::kCount) {
-      if (value_rows != 0 || typed.has_value()) {
-        return Invalid(where, absl::StrCat("values must be empty for count, got ",
-                                           value_rows + typed_rows, " rows"));
+      if (type.has_value()) {
+        return Invalid(where, absl::StrCat("values must be unset for count, got ",
+                                           value_rows, " rows of ",
+                                           std::string(ColumnTypeName(*type))));
       }
-      if (!n.value_output.empty()) {
-        return Invalid(where, absl::StrCat("value_output must be empty for count (use "
-                                           "count_output), got ",
-                                           n.value_output.size(), " rows"));
-      }
-      if (!n.typed_output.empty()) {
-        return Invalid(where, absl::StrCat("typed_output must be empty for count (use "
-                                           "count_output), got ",
-                                           n.typed_output.size(), " rows"));
-      }
-      if (!n.overflow.empty()) {
-        return Invalid(where, absl::StrCat("overflow must be empty for count (counts cannot "
-                                           "overflow), got ",
-                                           n.overflow.size(), " rows"));
-      }
-      if (n.count_output.empty()) {
-        return Invalid(where, "count_output is empty: it must hold at least one group");
-      }
-      groups = n.count_output.size();
-    } else if (typed.has_value()) {
-      const std::string type(ColumnTypeName(*typed));
-      if (value_rows != 0) {
-        return Invalid(
-            where, absl::StrCat("values (float32, ", value_rows, " rows) and typed_values (", type,
-                                ") are both set; set one"));
-      }
-      if (typed_rows != rows) {
-        return Invalid(where, absl::StrCat("typed_values have ", typed_rows, " rows but keys have ",
-                                           rows, " (", op, " needs one value per key)"));
-      }
-      if (!n.count_output.empty() || !n.value_output.empty()) {
-        return Invalid(where, absl::StrCat("count_output and value_output must be empty for ", op,
-                                           " over ", type, " values (use typed_output)"));
-      }
-      if (n.typed_output.empty()) {
-        return Invalid(where, "typed_output is empty: it must hold at least one group");
-      }
-      groups = n.typed_output.size();
-      if (AggregateReportsOverflow(n.op, *typed)) {
-        if (n.overflow.size() != groups) {
-          return Invalid(where, absl::StrCat("overflow has ", n.overflow.size(), " flags but ",
-                                             groups, " groups: ", op, " over ", type,
-                                             " values reports overflow per group (required)"));
-        }
-      } else if (!n.overflow.empty()) {
-        return Invalid(where, absl::StrCat("overflow must be empty for ", op, " over ", type,
-                                           " values, got ", n.overflow.size()));
-      }
-    } else {
-      if (value_rows != rows) {
-        return Invalid(where, absl::StrCat("values have ", value_rows, " rows but keys have ", rows,
-                                           " (", op, " needs one value per key)"));
-      }
-      if (!n.count_output.empty()) {
-        return Invalid(
-            where, absl::StrCat("count_output must be empty for ", op, " (use value_output), got ",
-                                n.count_output.size(), " rows"));
-      }
-      if (!n.typed_output.empty() || !n.overflow.empty()) {
-        return Invalid(where, "typed_output and overflow must be empty for float32 values");
-      }
-      if (n.value_output.empty()) {
-        return Invalid(where, "value_output is empty: it must hold at least one group");
-      }
-      groups = n.value_output.size();
+    } else if (!type.has_value()) {
+      return Invalid(where, absl::StrCat("values are unset: ", op, " needs one value per key"));
+    } else if (value_rows != rows) {
+      return Invalid(where, absl::StrCat("values have ", value_rows, " rows but keys have ", rows,
+                                         " (", op, " needs one value per key)"));
     }
+    if (n.output.empty()) {
+      return Invalid(where, "output is empty: it must hold at least one group");
+    }
+    const size_t groups = n.output.size();
     if (groups > kMaxGroups) {
       return Invalid(where, absl::StrCat("output has ", groups, " groups; at most 2^32 allowed"));
+    }
+    const bool flags = type.has_value() && AggregateReportsOverflow(n.op, *type);
+    if (flags && n.overflow.size() != groups) {
+      return Invalid(where, absl::StrCat("overflow has ", n.overflow.size(), " flags but ", groups,
+                                         " groups: ", op, " over ",
+                                         std::string(ColumnTypeName(*type)),
+                                         " values reports overflow per group (required)"));
+    }
+    if (!flags && !n.overflow.empty()) {
+      return Invalid(where, absl::StrCat("overflow must be empty for ", op, " over ",
+                                         type.has_value() ? std::string(ColumnTypeName(*type))
+                                                          : std::string("no"),
+                                         " values, got ", n.overflow.size()));
     }
     if (n.mask.has_value() && TotalRows(*n.mask) != rows) {
       return Invalid(where,
@@ -457,18 +413,15 @@ class Validator {
     GPUJOIN_RETURN_IF_ERROR(
         CheckOptionalAligned(where, "contributing_rows", n.contributing_rows, groups, "outputs"));
     ranges_.ReadChunks(n.keys, absl::StrCat(where, " keys"));
-    ranges_.ReadChunks(n.values, absl::StrCat(where, " values"));
     std::visit(
         [&](const auto& c) {
           if constexpr (!std::is_same_v<std::decay_t<decltype(c)>, std::monostate>) {
-            ranges_.ReadChunks(c, absl::StrCat(where, " typed_values"));
+            ranges_.ReadChunks(c, absl::StrCat(where, " values"));
           }
         },
-        n.typed_values);
+        n.values);
     if (n.mask.has_value()) ranges_.ReadChunks(*n.mask, absl::StrCat(where, " mask"));
-    ranges_.Write(n.count_output, absl::StrCat(where, " count_output"));
-    ranges_.Write(n.value_output, absl::StrCat(where, " value_output"));
-    ranges_.Write(n.typed_output, absl::StrCat(where, " typed_output"));
+    ranges_.Write(n.output, absl::StrCat(where, " output"));
     ranges_.Write(n.overflow, absl::StrCat(where, " overflow"));
     ranges_.Write(n.contributing_rows, absl::StrCat(where, " contributing_rows"));
     return absl::OkStatus();

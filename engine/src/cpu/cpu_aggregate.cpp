@@ -12,8 +12,7 @@
 //    own range of groups; with more, contributing rows are first routed (stably)
 //    to buckets of consecutive groups, then each bucket is accumulated alone.
 //
-// One routine for every value type V (float32 values or AggregateNode's
-// typed_values), accumulating in AccOf<V>: float for float32 (the reference
+// One routine for every value type V of AggregateNode::values, accumulating in AccOf<V>: float for float32 (the reference
 // contract, unchanged), double for float64, and a 128-bit integer for the
 // integer types, which holds any exact sum of 2^32 - 1 rows of 64-bit values;
 // the 64-bit result and its overflow flag are formed once per group at the end.
@@ -95,11 +94,7 @@ inline void Fold(AggregateOp op, A& cur, A v, bool empty) {
 // The value column of type V a value op reads.
 template <typename V>
 const Chunked<V>& ValuesOf(const AggregateNode& node) {
-  if constexpr (std::is_same_v<V, float>) {
-    return node.values;
-  } else {
-    return std::get<Chunked<V>>(node.typed_values);
-  }
+  return std::get<Chunked<V>>(node.values);
 }
 
 // Calls fn(key, value) for every row of [begin, end), in row order, that
@@ -134,7 +129,7 @@ inline void AddRow(AggregateOp op, Partial<V>& p, size_t group_lo, uint32_t key,
   if (op != AggregateOp::kCount) Fold<AccOf<V>>(op, p.values[g], AccOf<V>(v), empty);
 }
 
-// The result word of one typed group (AggregateNode::typed_output) and its
+// The result word of one group (AggregateNode::output) of a value op and its
 // overflow flag, from the exact state `acc` over `count` rows.
 template <typename V>
 uint64_t ResultWord(AggregateOp op, AccOf<V> acc, uint32_t count, bool& overflow) {
@@ -143,7 +138,11 @@ uint64_t ResultWord(AggregateOp op, AccOf<V> acc, uint32_t count, bool& overflow
     if (op == AggregateOp::kMean) {
       acc = count == 0 ? std::numeric_limits<V>::quiet_NaN() : acc / static_cast<V>(count);
     }
-    return std::bit_cast<uint64_t>(static_cast<double>(acc));
+    if constexpr (std::is_same_v<V, float>) {
+      return WordOfFloat32(acc);
+    } else {
+      return std::bit_cast<uint64_t>(acc);
+    }
   } else {
     constexpr bool kSigned = std::is_signed_v<V>;
     if (op == AggregateOp::kMin || op == AggregateOp::kMax) {
@@ -174,25 +173,13 @@ void Emit(const AggregateNode& node, size_t lo, const Partial<V>& p) {
     std::copy(p.counts.begin(), p.counts.end(), node.contributing_rows.begin() + lo);
   }
   if (node.op == AggregateOp::kCount) {
-    std::copy(p.counts.begin(), p.counts.end(), node.count_output.begin() + lo);
+    std::copy(p.counts.begin(), p.counts.end(), node.output.begin() + lo);
     return;
   }
-  if constexpr (std::is_same_v<V, float>) {
-    if (node.op == AggregateOp::kMean) {
-      for (size_t g = 0; g < n; ++g) {
-        node.value_output[lo + g] = p.counts[g] == 0
-                                        ? std::numeric_limits<float>::quiet_NaN()
-                                        : p.values[g] / static_cast<float>(p.counts[g]);
-      }
-    } else {
-      std::copy(p.values.begin(), p.values.end(), node.value_output.begin() + lo);
-    }
-  } else {
-    for (size_t g = 0; g < n; ++g) {
-      bool overflow = false;
-      node.typed_output[lo + g] = ResultWord<V>(node.op, p.values[g], p.counts[g], overflow);
-      if (!node.overflow.empty()) node.overflow[lo + g] = overflow ? 1 : 0;
-    }
+  for (size_t g = 0; g < n; ++g) {
+    bool overflow = false;
+    node.output[lo + g] = ResultWord<V>(node.op, p.values[g], p.counts[g], overflow);
+    if (!node.overflow.empty()) node.overflow[lo + g] = overflow ? 1 : 0;
   }
 }
 
@@ -321,20 +308,16 @@ void RunTyped(const AggregateNode& node, size_t groups, ThreadPool& pool) {
 }  // namespace
 
 void RunAggregate(const AggregateNode& node, ThreadPool& pool) {
-  if (node.op == AggregateOp::kCount) {
-    RunTyped<float>(node, node.count_output.size(), pool);  // no values are read
-    return;
-  }
   std::visit(
       [&](const auto& column) {
         using C = std::decay_t<decltype(column)>;
         if constexpr (std::is_same_v<C, std::monostate>) {
-          RunTyped<float>(node, node.value_output.size(), pool);
+          RunTyped<float>(node, node.output.size(), pool);  // count: no values are read
         } else {
-          RunTyped<typename C::value_type::value_type>(node, node.typed_output.size(), pool);
+          RunTyped<typename C::value_type::value_type>(node, node.output.size(), pool);
         }
       },
-      node.typed_values);
+      node.values);
 }
 
 }  // namespace gpujoin::engine::cpu

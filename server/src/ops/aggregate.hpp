@@ -11,17 +11,9 @@
 #include "absl/status/status.h"
 #include "gpujoin/engine/aggregation.hpp"
 #include "gpujoin/v1/gpujoin.pb.h"
+#include "wire/aggregate_wire.hpp"
 
 namespace gpujoin::server {
-
-/// The partial result of one aggregate batch, merged in stream order.
-struct AggregatePartial {
-  std::vector<uint32_t> counts;  ///< kCount output, or contributing rows for value ops
-  std::vector<float> values;     ///< output of the partial op (kSum for kMean); empty for kCount
-  /// Typed requests: the partial op's result words and (integer sums) overflow flags.
-  std::vector<uint64_t> words;
-  std::vector<uint8_t> overflow;
-};
 
 /// Per-stream state of an Aggregate call: the operation and group count fixed by
 /// the first admitted batch, and the running accumulation over all batches.

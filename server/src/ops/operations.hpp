@@ -90,12 +90,6 @@ class Operations {
   /// (accumulation happens in AggregateStream::Complete, in stream order).
   absl::Status Aggregate(const v1::AggregateRequest& request, v1::AggregateResponse* response,
                          AggregatePartial* partial);
-  /// The typed part of Aggregate (typed_values of `value_type`; keys and mask
-  /// decoded and checked).
-  absl::Status AggregateTyped(const v1::AggregateRequest& request, engine::AggregateOp op,
-                              engine::ColumnType value_type, std::span<const uint32_t> keys,
-                              std::optional<std::span<const uint32_t>> mask,
-                              v1::AggregateResponse* response, AggregatePartial* partial);
   /// One Hash batch.
   absl::Status Hash(const v1::HashRequest& request, v1::HashResponse* response);
 

@@ -131,13 +131,12 @@ absl::Status AggregateTraits::Process(Operations& ops, const Request& r, Respons
 
 uint64_t AggregateTraits::HeldBytes(const Request& r, const Response& out, const Partial& p) {
   const uint64_t groups = r.groups();
-  const bool typed = !p.words.empty();
+  const bool typed = r.has_typed_values();
   const uint64_t word = typed ? 8 : 4;
   const uint64_t counts64 = typed || r.want_counts64() ? 8 : 0;
   // Typed totals may carry an overflow and a validity bitmap; 64 bytes of tags.
   const uint64_t totals = groups * (word + counts64) + (typed ? 2 * (groups / 8 + 1) : 0) + 64;
-  const uint64_t partial = 4 * (p.counts.size() + p.values.size()) + 8 * p.words.size() +
-                           p.overflow.size();
+  const uint64_t partial = 4 * p.counts.size() + 8 * p.words.size() + p.overflow.size();
   return partial + 2 * (static_cast<uint64_t>(out.ByteSizeLong()) + totals);
 }
 

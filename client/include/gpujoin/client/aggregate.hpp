@@ -24,30 +24,30 @@ using ::gpujoin::ParseAggregateOp;
 struct AggregateSpec {
   AggregateOp op = AggregateOp::kCount;
   uint32_t groups = 0;  ///< output rows: keys must be < groups (others are ignored)
-  /// The values' type: kFloat32 (AggregateBatch::values, the reference float32
-  /// path) or kInt32, kInt64, kUint32, kUint64, kFloat64 (AggregateBatch::
-  /// typed_values; integer sums exact in 64 bits, overflow reported).
+  /// The type of every batch's AggregateBatch::values (ignored for kCount):
+  /// kFloat32 (the reference float32 results), or kFloat64, kInt32, kInt64,
+  /// kUint32, kUint64 (typed results: integer sums exact in 64 bits, overflow
+  /// reported).
   ColumnType value_type = ColumnType::kFloat32;
   /// Also return total_counts64 for count and float32 streams (typed streams
   /// always get it).
   bool want_counts64 = false;
 };
 
-/// Typed aggregation values (borrowed): one span of the spec's value_type.
+/// Aggregation values (borrowed): one span of the spec's value_type; none for count.
 using AggregateValues =
-    std::variant<std::monostate, std::span<const int32_t>, std::span<const int64_t>,
-                 std::span<const uint32_t>, std::span<const uint64_t>, std::span<const double>>;
+    std::variant<std::monostate, std::span<const float>, std::span<const double>,
+                 std::span<const int32_t>, std::span<const int64_t>, std::span<const uint32_t>,
+                 std::span<const uint64_t>>;
 
 /// One Aggregate batch (borrowed).
 struct AggregateBatch {
   std::span<const uint32_t> keys;  ///< dense group keys
-  std::span<const float> values;   ///< float32 value ops: same length as keys
+  /// Value ops: same length as keys, of spec.value_type; none for count.
+  AggregateValues values;
   std::span<const uint32_t> mask;  ///< optional; nonzero includes the row
   bool accumulate_only = false;    ///< answer only with the stream's running totals
-  /// Typed value ops (spec.value_type other than kFloat32): same length as keys,
-  /// of spec.value_type.
-  AggregateValues typed_values;
-  /// Optional nulls of typed_values: an Arrow bitmap (LSB first, 1 = valid) of
+  /// Optional nulls of `values`: an Arrow bitmap (LSB first, 1 = valid) of
   /// ceil(rows / 8) bytes; empty = no nulls. A null value does not contribute to
   /// its group (sum, min, max, mean, contributing rows), like a row `mask`
   /// leaves out (SQL's aggregates skip nulls). Another size, or a bitmap on a

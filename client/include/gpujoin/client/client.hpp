@@ -220,18 +220,14 @@ class Client {
                                     const QueryAllOptions& options);
 
   /// Convenience: aggregates whole columns in batches with accumulate_only and
-  /// returns the final totals (in `total_counts` / `total_values`; `rows` is
-  /// the total row count). `values` may be empty for kCount, `mask` empty.
+  /// returns the final totals (`rows` is the total row count): `values` of
+  /// spec.value_type, one per key (none for kCount), `validity` their nulls as
+  /// AggregateBatch::validity (ceil(keys / 8) bytes or empty; each batch
+  /// carries the bits of its rows), `mask` empty or one per key. The totals are
+  /// in total_counts (count), total_values (float32) or total_typed_values,
+  /// total_counts64 and total_overflow (other value types).
   absl::StatusOr<AggregateResult> AggregateAll(
-      const AggregateSpec& spec, std::span<const uint32_t> keys, std::span<const float> values = {},
-      std::span<const uint32_t> mask = {}, size_t batch_rows = 1 << 20,
-      const StreamOptions& options = {}, const ProgressCallback& progress = {});
-  /// The same over typed values (`values` of spec.value_type, one per key,
-  /// `validity` their nulls as AggregateBatch::validity: ceil(keys / 8) bytes or
-  /// empty): the final totals in total_typed_values, total_counts64 and
-  /// total_overflow. Each batch carries the bits of its rows.
-  absl::StatusOr<AggregateResult> AggregateAllTyped(
-      const AggregateSpec& spec, std::span<const uint32_t> keys, const AggregateValues& values,
+      const AggregateSpec& spec, std::span<const uint32_t> keys, const AggregateValues& values = {},
       std::span<const uint8_t> validity = {}, std::span<const uint32_t> mask = {},
       size_t batch_rows = 1 << 20, const StreamOptions& options = {},
       const ProgressCallback& progress = {});

@@ -142,44 +142,41 @@ using JoinBatch64 = JoinBatchT<uint64_t>;
 using JoinNode = JoinNodeT<uint32_t>;
 using JoinNode64 = JoinNodeT<uint64_t>;
 
-/// The value column of a typed aggregation (AggregateNode::typed_values): int32,
-/// int64, uint32, uint64 or float64 values, one per key, chunked independently of
-/// the keys. std::monostate = unset (float32 values travel in AggregateNode::values).
-using AggregateValues = std::variant<std::monostate, Chunked<int32_t>, Chunked<int64_t>,
-                                     Chunked<uint32_t>, Chunked<uint64_t>, Chunked<double>>;
+/// The value column of an aggregation (AggregateNode::values): float32, float64,
+/// int32, int64, uint32 or uint64 values, one per key, chunked independently of
+/// the keys. std::monostate = none (count).
+using AggregateValues =
+    std::variant<std::monostate, Chunked<float>, Chunked<double>, Chunked<int32_t>,
+                 Chunked<int64_t>, Chunked<uint32_t>, Chunked<uint64_t>>;
 
-/// Grouped aggregation by dense uint32 group key. Keys, values and mask are one
-/// logical sequence each, chunked independently. Group key k contributes to output
-/// row k; keys >= groups are ignored; rows with mask 0 are ignored; non-finite values
-/// are ignored. Empty sum = +0; empty min/max/mean = NaN; -0 orders below +0; counts
-/// wrap mod 2^32. Sum and mean use float32 accumulation (order not deterministic on
-/// parallel backends).
+/// Grouped aggregation by dense uint32 group key (docs/engine.md, "Grouped
+/// aggregation"). Keys, values and mask are one logical sequence each, chunked
+/// independently. Group key k contributes to output row k; keys >= groups are
+/// ignored; rows with mask 0 are ignored; non-finite float values are ignored.
 ///
-/// Typed values (`typed_values` instead of `values`; docs/engine.md, "Typed
-/// aggregation"): one 64-bit word per group in `typed_output`, of the type
-/// AggregateResultType(op, value type) names. Integer sums are exact: int32/int64
-/// into int64, uint32/uint64 into uint64, whatever the order; a group whose exact
-/// sum does not fit has `overflow` 1 and holds the low 64 bits of the exact sum
-/// (mean: NaN). Min/max keep the value (int32 sign-extended, uint32 zero-extended
-/// to the word); an empty integer min/max group holds 0 (contributing_rows tells it
-/// from a real 0). Mean is a float64: double(exact sum) / double(count). Float64
-/// follows the float32 rules accumulating in float64.
+/// `output` holds one 64-bit word per group, of the type AggregateResultType(op,
+/// value type) names (aggregation.hpp reads and writes them):
+///  - count: the uint32 count (wrapping mod 2^32);
+///  - float32 and float64 follow one rule set, accumulating in their own width:
+///    empty sum = +0, empty min/max/mean = NaN, -0 orders below +0; sum and mean
+///    not deterministic in order on parallel backends. A float32 result holds its
+///    bits in the word's low 32 bits;
+///  - integer sums are exact: int32/int64 into int64, uint32/uint64 into uint64,
+///    whatever the order; a group whose exact sum does not fit has `overflow` 1
+///    and holds the low 64 bits of the exact sum (mean: NaN). Min/max keep the
+///    value (int32 sign-extended, uint32 zero-extended); an empty integer min/max
+///    group holds 0 (contributing_rows tells it from a real 0). Mean is a
+///    float64: double(exact sum) / double(count).
 struct AggregateNode {
   AggregateOp op = AggregateOp::kCount;
   ChunkedU32 keys;                 ///< read
-  ChunkedF32 values;               ///< read; required for sum/min/max/mean, must be empty for count
+  AggregateValues values;          ///< read; required for sum/min/max/mean, unset for count
   std::optional<ChunkedU32> mask;  ///< read; when set, same total rows as keys
-  std::span<uint32_t> count_output;  ///< written when op == kCount; its size is the group count
-  std::span<float> value_output;     ///< written for float32 value ops; its size is the group count
+  std::span<uint64_t> output;      ///< written; its size is the group count
   /// Optional, one per group: rows that contributed (key in range, mask nonzero and,
   /// for value ops, a finite value). Lets callers merge partial results. Exact:
   /// one run has at most 2^32 - 1 rows.
   std::span<uint32_t> contributing_rows;
-  /// Read instead of `values` for a value op over a typed column (`values` empty).
-  AggregateValues typed_values;
-  /// Written for typed value ops: its size is the group count; each word holds
-  /// the AggregateResultType's bits (std::bit_cast for float64).
-  std::span<uint64_t> typed_output;
   /// Written, required for integer sum and mean (AggregateReportsOverflow): 1 where
   /// the group's exact sum does not fit its 64-bit type, else 0; one per group.
   std::span<uint8_t> overflow;

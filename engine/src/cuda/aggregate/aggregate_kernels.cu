@@ -435,13 +435,13 @@ cudaError_t DispatchPath(const AggregateArgs& a, AggregatePath path, const V* va
 // Clears the typed accumulators, accumulates and finalises a typed value op.
 template <typename V>
 cudaError_t AggregateTyped(const AggregateArgs& a, AggregatePath path, cudaStream_t stream) {
-  const V* values = static_cast<const V*>(a.typed_values);
+  const V* values = static_cast<const V*>(a.values);
   // uint64_t is unsigned long on Linux; the device atomics take unsigned long long.
-  auto* acc = reinterpret_cast<unsigned long long*>(a.typed_output);
+  auto* acc = static_cast<unsigned long long*>(a.output);
   const bool minmax = a.op == AggregateOp::kMin || a.op == AggregateOp::kMax;
   const size_t words = AggregateTypedOutputWords(a.op, a.value_type, a.groups);
   // Sums start at all-zero bits (+0.0 for float64); the min/max sentinel is all ones.
-  cudaError_t e = cudaMemsetAsync(a.typed_output, minmax ? 0xff : 0, words * 8, stream);
+  cudaError_t e = cudaMemsetAsync(a.output, minmax ? 0xff : 0, words * 8, stream);
   if (e != cudaSuccess) return e;
   const unsigned needed = unsigned((a.groups + kBlockThreads - 1) / kBlockThreads);
   const unsigned grid = needed < 4096u ? needed : 4096u;
@@ -475,7 +475,7 @@ cudaError_t Aggregate(const AggregateArgs& a, cudaStream_t stream) {
   if (typed) {
     const bool integer_sum = (a.op == AggregateOp::kSum || a.op == AggregateOp::kMean) &&
                              a.value_type != ColumnType::kFloat64;
-    if (a.typed_output == nullptr || (a.rows > 0 && a.typed_values == nullptr) ||
+    if (a.output == nullptr || (a.rows > 0 && a.values == nullptr) ||
         (integer_sum && a.overflow == nullptr) ||
         (AggregateNeedsCounts(a.op, a.value_type) && a.counts == nullptr)) {
       return cudaErrorInvalidValue;
@@ -501,7 +501,9 @@ cudaError_t Aggregate(const AggregateArgs& a, cudaStream_t stream) {
         return cudaErrorInvalidValue;
     }
   }
-  uint32_t* acc = reinterpret_cast<uint32_t*>(a.output);
+  const float* values = static_cast<const float*>(a.values);
+  float* output = static_cast<float*>(a.output);
+  uint32_t* acc = static_cast<uint32_t*>(a.output);
   if (value_op) {
     // +0.0f is all-zero bits; the min/max sentinel is all ones.
     const int fill = a.op == AggregateOp::kMin || a.op == AggregateOp::kMax ? 0xff : 0;
@@ -512,17 +514,17 @@ cudaError_t Aggregate(const AggregateArgs& a, cudaStream_t stream) {
   if (a.rows > 0) {
     switch (a.op) {
       case AggregateOp::kCount:
-        e = DispatchPath<Acc::kCount, float>(a, path, a.values, 0u, a.counts, nullptr, stream);
+        e = DispatchPath<Acc::kCount, float>(a, path, values, 0u, a.counts, nullptr, stream);
         break;
       case AggregateOp::kSum:
       case AggregateOp::kMean:
-        e = DispatchPath<Acc::kSum, float>(a, path, a.values, 0u, a.counts, acc, stream);
+        e = DispatchPath<Acc::kSum, float>(a, path, values, 0u, a.counts, acc, stream);
         break;
       case AggregateOp::kMin:
-        e = DispatchPath<Acc::kMin, float>(a, path, a.values, 0u, a.counts, acc, stream);
+        e = DispatchPath<Acc::kMin, float>(a, path, values, 0u, a.counts, acc, stream);
         break;
       case AggregateOp::kMax:
-        e = DispatchPath<Acc::kMin, float>(a, path, a.values, ~0u, a.counts, acc, stream);
+        e = DispatchPath<Acc::kMin, float>(a, path, values, ~0u, a.counts, acc, stream);
         break;
     }
     if (e != cudaSuccess) return e;
@@ -530,7 +532,7 @@ cudaError_t Aggregate(const AggregateArgs& a, cudaStream_t stream) {
   if (a.op == AggregateOp::kMin || a.op == AggregateOp::kMax || a.op == AggregateOp::kMean) {
     const unsigned needed = unsigned((a.groups + kBlockThreads - 1) / kBlockThreads);
     const unsigned grid = needed < 4096u ? needed : 4096u;
-    FinalizeAggregateKernel<<<grid, kBlockThreads, 0, stream>>>(a.op, a.groups, a.counts, a.output);
+    FinalizeAggregateKernel<<<grid, kBlockThreads, 0, stream>>>(a.op, a.groups, a.counts, output);
     e = cudaGetLastError();
   }
   return e;

@@ -40,7 +40,8 @@ std::string_view AggregatePathName(AggregatePath path);
 struct AggregateArgs {
   AggregateOp op = AggregateOp::kCount;
   const uint32_t* keys = nullptr;
-  const float* values = nullptr;   ///< float32 value ops: required (else null)
+  /// Value ops: `rows` values of value_type (required); null for kCount.
+  const void* values = nullptr;
   const uint32_t* mask = nullptr;  ///< optional
   uint64_t rows = 0;
   uint32_t groups = 0;  ///< at least 1
@@ -48,14 +49,13 @@ struct AggregateArgs {
   /// kMean and for integer min/max (AggregateNeedsCounts); may be null otherwise
   /// when not requested).
   uint32_t* counts = nullptr;
-  float* output = nullptr;  ///< float32 value ops: the output (groups floats)
-  /// kFloat32: `values` and `output`. kInt32, kInt64, kUint32, kUint64, kFloat64:
-  /// a typed aggregation over `typed_values` into `typed_output`.
+  /// The values' type: kFloat32, kFloat64, kInt32, kInt64, kUint32 or kUint64
+  /// (kFloat32 for kCount).
   ColumnType value_type = ColumnType::kFloat32;
-  const void* typed_values = nullptr;  ///< typed value ops: rows values of value_type
-  /// Typed value ops: AggregateTypedOutputWords words (accumulators while the
-  /// call runs); the first `groups` hold the result words (AggregateNode::typed_output).
-  uint64_t* typed_output = nullptr;
+  /// Value ops: the output (required). kFloat32: `groups` floats. Other types:
+  /// AggregateTypedOutputWords 64-bit words (accumulators while the call runs),
+  /// the first `groups` of which hold the result words (AggregateNode::output).
+  void* output = nullptr;
   uint8_t* overflow = nullptr;  ///< integer sum/mean: groups flags (required), else null
   /// Tests and benchmarks only: take this path instead of the one chosen by group
   /// count. Aggregate returns cudaErrorInvalidValue when it cannot hold the groups
@@ -63,7 +63,7 @@ struct AggregateArgs {
   std::optional<AggregatePath> force_path;
 };
 
-/// Words the typed_output buffer of a typed aggregation needs: 2 per group for
+/// Words the output of a value op over other values than float32 needs: 2 per group for
 /// int64/uint64 sum and mean (the sums of the values' low and high 32-bit halves,
 /// both exact in 64 bits for 2^32 - 1 rows, combined into the 128-bit exact sum
 /// at the end), else 1 per group.

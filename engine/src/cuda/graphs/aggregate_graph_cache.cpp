@@ -101,15 +101,10 @@ absl::StatusOr<std::unique_ptr<AggregateGraph>> AggregateGraph::Capture(const Ag
   AggregateArgs a;
   a.op = shape.op;
   a.keys = reinterpret_cast<const uint32_t*>(in_dev);
-  if (Typed(shape)) {
-    a.value_type = shape.value_type;
-    a.typed_values = in_part(layout.values_at);
-    a.typed_output = static_cast<uint64_t*>(out_part(layout.output_at));
-    a.overflow = static_cast<uint8_t*>(out_part(layout.overflow_at));
-  } else {
-    a.values = static_cast<const float*>(in_part(layout.values_at));
-    a.output = static_cast<float*>(out_part(layout.output_at));
-  }
+  a.value_type = shape.value_type;
+  a.values = in_part(layout.values_at);
+  a.output = out_part(layout.output_at);
+  a.overflow = static_cast<uint8_t*>(out_part(layout.overflow_at));
   a.mask = static_cast<const uint32_t*>(in_part(layout.mask_at));
   a.rows = shape.rows;
   a.groups = shape.groups;
