@@ -38,6 +38,15 @@ has gpu_aggregate_typed_differential_tests && step memcheck_aggregate_typed 300 
 has gpu_aggregate_typed_differential_tests && step racecheck_aggregate_typed 300 compute-sanitizer \
   --tool racecheck --error-exitcode 9 $bin/gpu_aggregate_typed_differential_tests \
   --gtest_filter='*rows100003_groups256_*:*rows5001_*:*rows100003_groups257*'
+# Float32 and count nodes through the backend (uploads, one call, widened
+# output words) on small shapes, and their captured graphs: memcheck.
+agg_small='Shapes/AggregateDifferential.*/rows0_*:*/rows1_*:*/rows1000_*:*rows100003_groups16_*'
+agg_small+=':*rows100003_groups257_*'
+has gpu_aggregate_differential_tests && step memcheck_aggregate 240 compute-sanitizer \
+  --tool memcheck --error-exitcode 9 $bin/gpu_aggregate_differential_tests \
+  --gtest_filter="$agg_small"
+has gpu_aggregate_graph_tests && step memcheck_aggregate_graphs 240 compute-sanitizer \
+  --tool memcheck --error-exitcode 9 $bin/gpu_aggregate_graph_tests
 has gpu_memory_budget_tests && step memory_budget 60 $bin/gpu_memory_budget_tests
 has gpu_sticky_error_tests && step sticky_error 60 $bin/gpu_sticky_error_tests
 has gpu_host_buffer_tests && step host_buffer 60 $bin/gpu_host_buffer_tests

@@ -21,6 +21,7 @@
 
 #include "gpujoin/engine/backend.hpp"
 #include "gpujoin/engine/detail/slot_hash.hpp"
+#include "gpujoin/engine/aggregation.hpp"
 #include "gpujoin/engine/graph.hpp"
 #include "wire/column_codec.hpp"
 #include "gpujoin/testing/loopback.hpp"
@@ -409,24 +410,24 @@ TEST_F(ServerTest, LookupJoinAggregateHashMatchTheEngine) {
     for (const auto& a : aggs) ASSERT_FALSE(a.has_error()) << a.error().message();
     EXPECT_TRUE(aggs[1].counts().empty() && aggs[1].values().empty());  // accumulate_only
 
-    std::vector<uint32_t> counts(32);
-    std::vector<float> values(32);
+    std::vector<uint64_t> words(32);
     engine::CommandGraph g;
     engine::AggregateNode node;
     node.keys = {all_keys};
     node.mask = engine::ChunkedU32{all_mask};
+    node.output = words;
     if (op == v1::AGGREGATE_OP_COUNT) {
       node.op = engine::AggregateOp::kCount;
-      node.count_output = counts;
     } else {
       node.op = op == v1::AGGREGATE_OP_SUM   ? engine::AggregateOp::kSum
                 : op == v1::AGGREGATE_OP_MIN ? engine::AggregateOp::kMin
                                              : engine::AggregateOp::kMax;
-      node.values = {all_values};
-      node.value_output = values;
+      node.values = engine::ChunkedF32{all_values};
     }
     g.Add(std::move(node));
     ASSERT_TRUE(backend_->Run(g).ok());
+    const std::vector<uint32_t> counts(words.begin(), words.end());
+    const std::vector<float> values = engine::Float32sOfWords(words);
     if (op == v1::AGGREGATE_OP_COUNT) {
       EXPECT_EQ(UnpackColumn<uint32_t>(aggs[2].total_counts()), counts);
     } else {
