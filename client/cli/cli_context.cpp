@@ -15,8 +15,8 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "progress.hpp"
-#include "row_writer.hpp"
+#include "output/progress.hpp"
+#include "output/row_writer.hpp"
 
 namespace gpujoin::cli {
 namespace {

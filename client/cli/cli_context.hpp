@@ -13,9 +13,9 @@
 #include "absl/status/statusor.h"
 #include "app.hpp"
 #include "gpujoin/client/client.hpp"
-#include "output.hpp"
-#include "table.hpp"
-#include "table_reader.hpp"
+#include "input/table.hpp"
+#include "input/table_reader.hpp"
+#include "output/output.hpp"
 
 namespace gpujoin::cli {
 

@@ -1,5 +1,5 @@
 // Typed column extraction and group encoding of the gpujoin CLI.
-#include "columns.hpp"
+#include "columns/columns.hpp"
 
 #include <gtest/gtest.h>
 

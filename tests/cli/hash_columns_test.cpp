@@ -1,5 +1,5 @@
 // Encoding of table columns for the Hash RPC (gpujoin hash --cols).
-#include "hash_columns.hpp"
+#include "commands/hash/hash_columns.hpp"
 
 #include <gtest/gtest.h>
 

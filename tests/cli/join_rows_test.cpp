@@ -2,7 +2,7 @@
 // and its output rows, without a server: pairs without a match (left outer
 // rows with no match, every anti row) print empty right cells and an empty
 // right_row, matched pairs the right row; usage errors exit 2 before any call.
-#include "join_rows.hpp"
+#include "commands/join/join_rows.hpp"
 
 #include <gtest/gtest.h>
 
@@ -14,8 +14,8 @@
 
 #include "app.hpp"
 #include "gpujoin/client/client.hpp"
-#include "output.hpp"
-#include "table.hpp"
+#include "input/table.hpp"
+#include "output/output.hpp"
 
 namespace gpujoin::cli {
 namespace {

@@ -1,6 +1,6 @@
 // Result rendering of the gpujoin CLI: CSV quoting round trip, JSON typing,
 // aligned tables, number formatting, progress text.
-#include "output.hpp"
+#include "output/output.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "progress.hpp"
+#include "output/progress.hpp"
 
 namespace gpujoin::cli {
 namespace {

@@ -2,7 +2,7 @@
 // columns a build stores (--columns, --no-payload), encoding cells as typed
 // columns with nulls and positioned errors, and the text and JSON of gathered
 // columns of every type (floats round-trip exact, nulls empty / null).
-#include "payload.hpp"
+#include "columns/payload.hpp"
 
 #include <gtest/gtest.h>
 
@@ -15,8 +15,8 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "output.hpp"
-#include "row_writer.hpp"
+#include "output/output.hpp"
+#include "output/row_writer.hpp"
 
 namespace gpujoin::cli {
 namespace {

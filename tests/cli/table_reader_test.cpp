@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "input_stream.hpp"
-#include "table.hpp"
-#include "table_reader.hpp"
+#include "input/input_stream.hpp"
+#include "input/table.hpp"
+#include "input/table_reader.hpp"
 
 namespace gpujoin::cli {
 namespace {

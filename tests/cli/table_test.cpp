@@ -1,6 +1,6 @@
 // Input readers of the gpujoin CLI: CSV/TSV quoting and errors, JSON Lines,
 // .u32 files, format detection.
-#include "table.hpp"
+#include "input/table.hpp"
 
 #include <gtest/gtest.h>
 
