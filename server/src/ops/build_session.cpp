@@ -9,9 +9,9 @@
 #include "gpujoin/common/status_macros.hpp"
 #include "gpujoin/engine/graph.hpp"
 #include "ops/operations.hpp"
-#include "ops/request_checks.hpp"
 #include "storage/snapshot_store.hpp"
 #include "wire/names.hpp"
+#include "wire/request_checks.hpp"
 
 namespace gpujoin::server {
 

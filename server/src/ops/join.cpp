@@ -1,6 +1,7 @@
-// Join: every left batch decoded and checked, the result planned within
-// --max-result-bytes (result_budget.cpp), one join node run over all batches, the
-// pairs, found flags, probes and gathered columns encoded per batch.
+// Join: every left batch decoded and checked (wire/join_wire.cpp), the result
+// planned within --max-result-bytes (result_budget.cpp), one join node run over
+// all batches, the pairs, found flags, probes and gathered columns encoded per
+// batch.
 #include <algorithm>
 #include <optional>
 #include <span>
@@ -11,25 +12,19 @@
 #include "gpujoin/common/status_macros.hpp"
 #include "gpujoin/engine/graph.hpp"
 #include "ops/operations.hpp"
-#include "ops/request_checks.hpp"
 #include "ops/result_budget.hpp"
 #include "wire/join_parts.hpp"
+#include "wire/join_wire.hpp"
 #include "wire/query_statistics.hpp"
 
 namespace gpujoin::server {
 namespace {
 
-using detail::CheckFitsU32;
-using detail::CheckGeneratedValues;
-using detail::KeysField;
-
-// One left batch: its decoded keys and left row IDs, its pair counts, and (once
+// One left batch: the request's batch decoded, its pair counts, and (once
 // planned) its engine result and response outputs.
 template <typename Key>
 struct BatchBuffers {
-  DecodedColumn<Key> keys;
-  DecodedColumn<uint32_t> left_rows;
-  bool count_only = false;
+  DecodedLeftBatch<Key> decoded;
   uint64_t capacity = 0;   // the truncation point (reported back)
   uint64_t wanted = 0;     // pairs the batch may yield, at most: min(capacity, bound)
   uint64_t allocated = 0;  // pairs allocated (<= wanted); 0 when count-only
@@ -39,56 +34,21 @@ struct BatchBuffers {
   std::optional<GatherTarget> gather;
 };
 
-// Decodes and checks left batch `b` (`field` names it) of a join on index
-// `index_name`: its keys, left row IDs (given, or generated from
-// first_left_row) and pair capacity, where no left row yields more than
-// `pairs_per_row` pairs.
+// The pairs of decoded batch `buf` where no left row yields more than
+// `pairs_per_row` pairs: those it may yield and those allocated before the
+// result budget is consulted.
 template <typename Key>
-absl::Status DecodeLeftBatch(const v1::LeftBatch& b, const std::string& field,
-                             const std::string& index_name, uint64_t pairs_per_row,
-                             BatchBuffers<Key>* batch) {
-  BatchBuffers<Key>& buf = *batch;
-  GPUJOIN_ASSIGN_OR_RETURN(KeyColumns columns, DecodeKeyColumns(b, field + "."));
-  GPUJOIN_ASSIGN_OR_RETURN(
-      buf.keys, TakeKeys<Key>(columns, field + ".", index_name, Presence::kRequired));
-  GPUJOIN_ASSIGN_OR_RETURN(buf.left_rows,
-                           DecodeU32Column(b.has_left_rows(), b.left_rows(), field + ".left_rows",
-                                           Presence::kOptional));
-  if (buf.left_rows.present()) {
-    if (buf.left_rows.size() != buf.keys.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(field, ".left_rows: ", buf.left_rows.size(),
-                                                     " rows but ", field, ".", KeysField<Key>(),
-                                                     " has ", buf.keys.size()));
-    }
-    if (b.first_left_row() != 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, ".first_left_row: ", b.first_left_row(), " is set together with ",
-                       field, ".left_rows; set one of them"));
-    }
-  }
-  GPUJOIN_RETURN_IF_ERROR(CheckFitsU32(b.first_left_row(), field + ".first_left_row"));
-  if (!buf.left_rows.present()) {
-    // Generated left row IDs never wrap past 2^32 (nor reach 0xffffffff).
-    GPUJOIN_RETURN_IF_ERROR(
-        CheckGeneratedValues(b.first_left_row(), buf.keys.size(), field + ".first_left_row",
-                             absl::StrCat("the left row ID of the last row of ", field)));
-  }
-  buf.count_only = b.count_only();
-  if (!buf.count_only) {
-    buf.capacity = b.capacity() == 0 ? buf.keys.size() : b.capacity();
-    if (buf.capacity > (uint64_t{1} << 31)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, ".capacity: ", buf.capacity, " pairs is more than 2^31"));
-    }
-    // No batch yields more than pairs_per_row pairs a left row, so a larger
-    // capacity costs nothing beyond them.
-    buf.wanted = std::min<uint64_t>(buf.capacity, buf.keys.size() * pairs_per_row);
-    // The pairs of one per left row are always allocated (or the request is
-    // refused by the result budget); pairs beyond them only as far as
-    // --max-result-bytes allows.
-    buf.allocated = std::min<uint64_t>(buf.wanted, buf.keys.size());
-  }
-  return absl::OkStatus();
+void PlanPairs(uint64_t pairs_per_row, BatchBuffers<Key>& buf) {
+  if (buf.decoded.count_only) return;
+  const uint64_t rows = buf.decoded.keys.size();
+  buf.capacity = buf.decoded.capacity;
+  // No batch yields more than pairs_per_row pairs a left row, so a larger
+  // capacity costs nothing beyond them.
+  buf.wanted = std::min<uint64_t>(buf.capacity, rows * pairs_per_row);
+  // The pairs of one per left row are always allocated (or the request is
+  // refused by the result budget); pairs beyond them only as far as
+  // --max-result-bytes allows.
+  buf.allocated = std::min<uint64_t>(buf.wanted, rows);
 }
 
 // Found, probes and the column headers travel in a batch's first response
@@ -128,21 +88,21 @@ engine::JoinBatchT<Key> MakeEngineBatch(const v1::LeftBatch& b,
   buf.out_left.emplace(r->mutable_left_rows(), buf.allocated);
   buf.out_right.emplace(r->mutable_right_rows(), buf.allocated);
   engine::JoinBatchT<Key> jb;
-  jb.keys = {buf.keys.span()};
-  jb.left_rows = buf.left_rows.span();
+  jb.keys = {buf.decoded.keys.span()};
+  jb.left_rows = buf.decoded.left_rows.span();
   jb.first_left_row = static_cast<uint32_t>(b.first_left_row());  // checked when decoded
   jb.out_left_rows = buf.out_left->span();
   jb.out_right_rows = buf.out_right->span();
   jb.result = &buf.result;
   if (b.want_found()) {
-    buf.found.emplace(r->mutable_found(), buf.keys.size());
+    buf.found.emplace(r->mutable_found(), buf.decoded.keys.size());
     jb.found = buf.found->span();
   }
   if (b.want_probes()) {
-    buf.probes.emplace(r->mutable_probes(), buf.keys.size());
+    buf.probes.emplace(r->mutable_probes(), buf.decoded.keys.size());
     jb.probes = buf.probes->span();
   }
-  if (!buf.count_only && !selected.empty()) {
+  if (!buf.decoded.count_only && !selected.empty()) {
     buf.gather.emplace(selected, buf.allocated, string_share, r->mutable_columns());
     jb.gather = buf.gather->Outputs();
   }
@@ -162,7 +122,7 @@ uint64_t FinishBatch(BatchBuffers<Key>& buf, bool build_overflowed, v1::JoinBatc
   r->set_count(buf.result.count);
   r->set_capacity(buf.capacity);
   // Count-only: no pairs were asked for, so only a lossy build makes the count short.
-  r->set_overflow(buf.count_only ? build_overflowed : buf.result.overflow);
+  r->set_overflow(buf.decoded.count_only ? build_overflowed : buf.result.overflow);
   FillQueryStatistics(buf.result.statistics, r->mutable_statistics());
   return gathered;
 }
@@ -212,11 +172,12 @@ absl::Status Operations::JoinOf(const IndexVersion& version, const v1::JoinReque
     const v1::LeftBatch& b = request.batches(i);
     const std::string field = absl::StrCat("batches[", i, "]");
     BatchBuffers<Key>& buf = buffers[i];
-    GPUJOIN_RETURN_IF_ERROR(DecodeLeftBatch<Key>(b, field, version.name, pairs_per_row, &buf));
-    GPUJOIN_ASSIGN_OR_RETURN(const uint64_t head,
-                             CheckFirstPart(b, field, buf.keys.size(), buf.count_only, selected,
-                                            state_.config.max_message_bytes));
-    budget.AddBatch(buf.count_only, head, buf.allocated);
+    GPUJOIN_ASSIGN_OR_RETURN(buf.decoded, DecodeLeftBatch<Key>(b, field, version.name));
+    PlanPairs(pairs_per_row, buf);
+    GPUJOIN_ASSIGN_OR_RETURN(const uint64_t head, CheckFirstPart(b, field, buf.decoded.keys.size(),
+                                                                 buf.decoded.count_only, selected,
+                                                                 state_.config.max_message_bytes));
+    budget.AddBatch(buf.decoded.count_only, head, buf.allocated);
   }
   // Refused before any batch's outputs or gather targets are made.
   GPUJOIN_RETURN_IF_ERROR(budget.Check());
@@ -267,7 +228,7 @@ absl::Status Operations::JoinOf(const IndexVersion& version, const v1::JoinReque
     BatchBuffers<Key>& buf = buffers[i];
     v1::JoinBatchResult* r = response->mutable_results(i);
     gathered += FinishBatch<Key>(buf, build_overflowed, r);
-    state_.metrics->RecordQuery(version.name, QueryOp::kJoin, buf.keys.size(),
+    state_.metrics->RecordQuery(version.name, QueryOp::kJoin, buf.decoded.keys.size(),
                                 buf.result.statistics);
     state_.metrics->RecordJoinBatch(version.name, buf.result.count, r->overflow());
   }

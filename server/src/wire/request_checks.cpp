@@ -1,4 +1,4 @@
-#include "ops/request_checks.hpp"
+#include "wire/request_checks.hpp"
 
 #include <string>
 
