@@ -1,4 +1,4 @@
-#include "rpc/auth.hpp"
+#include "transport/auth.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

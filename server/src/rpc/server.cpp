@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "gpujoin/common/status_macros.hpp"
 #include "gpujoin/engine/backend.hpp"
-#include "rpc/auth.hpp"
+#include "transport/auth.hpp"
 #include "rpc/executor.hpp"
 #include "state/index_registry.hpp"
 #include "gpujoin/server/logging.hpp"
@@ -21,11 +21,11 @@
 #include "rpc/service.hpp"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
-#include "rpc/metrics_exposer.hpp"
+#include "transport/metrics_exposer.hpp"
 #include "prometheus/exposer.h"
-#include "rpc/reflection_guard.hpp"
+#include "transport/reflection_guard.hpp"
 #include "storage/snapshot_store.hpp"
-#include "rpc/listen_probe.hpp"
+#include "transport/listen_probe.hpp"
 
 namespace gpujoin::server {
 namespace {

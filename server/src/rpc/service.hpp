@@ -26,9 +26,9 @@
 #include "gpujoin/v1/gpujoin.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "ops/operations.hpp"
-#include "rpc/auth.hpp"
 #include "rpc/executor.hpp"
 #include "rpc/stream_host.hpp"
+#include "transport/auth.hpp"
 
 namespace gpujoin::server {
 

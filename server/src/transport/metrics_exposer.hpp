@@ -13,8 +13,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "rpc/auth.hpp"
 #include "prometheus/exposer.h"
+#include "transport/auth.hpp"
 
 namespace gpujoin::server {
 

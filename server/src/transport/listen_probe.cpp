@@ -1,4 +1,4 @@
-#include "rpc/listen_probe.hpp"
+#include "transport/listen_probe.hpp"
 
 #include <netdb.h>
 #include <sys/socket.h>

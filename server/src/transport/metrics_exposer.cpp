@@ -1,4 +1,4 @@
-#include "rpc/metrics_exposer.hpp"
+#include "transport/metrics_exposer.hpp"
 
 #include <map>
 #include <mutex>
@@ -8,7 +8,7 @@
 #include "CivetServer.h"
 #include "absl/strings/str_cat.h"
 #include "civetweb.h"
-#include "rpc/listen_probe.hpp"
+#include "transport/listen_probe.hpp"
 
 namespace gpujoin::server {
 namespace {

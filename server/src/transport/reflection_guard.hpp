@@ -18,10 +18,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "rpc/auth.hpp"
 #include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
+#include "transport/auth.hpp"
 
 namespace gpujoin::server {
 

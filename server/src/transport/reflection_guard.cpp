@@ -1,4 +1,4 @@
-#include "rpc/reflection_guard.hpp"
+#include "transport/reflection_guard.hpp"
 
 #include <algorithm>
 #include <chrono>
