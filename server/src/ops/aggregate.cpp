@@ -9,7 +9,7 @@
 #include "gpujoin/common/status_macros.hpp"
 #include "gpujoin/engine/graph.hpp"
 #include "ops/operations.hpp"
-#include "ops/request_checks.hpp"
+#include "wire/request_checks.hpp"
 #include "wire/aggregate_wire.hpp"
 
 namespace gpujoin::server {
