@@ -7,7 +7,7 @@
 namespace gpujoin {
 namespace {
 // Each indexed by its enum.
-constexpr std::array<std::string_view, 2> kKeyTypes = {"uint32", "uint64"};
+constexpr std::array<std::string_view, 3> kKeyTypes = {"uint32", "uint64", "columns"};
 constexpr std::array<std::string_view, 2> kDuplicatePolicies = {"lowest_row", "keep_all"};
 constexpr std::array<std::string_view, 4> kJoinKinds = {"inner", "left_outer", "left_semi",
                                                         "left_anti"};

@@ -20,19 +20,19 @@ namespace gpujoin::fuzz::graph_validate {
 using namespace gpujoin::engine;
 
 // Consistency of an accepted, run node's outputs.
-template <KeyWord K>
+template <IndexKey K>
 void CheckOutputs(const std::string& where, const BuildIndexNodeT<K>& n) {
   if (n.statistics == nullptr) return;
   const BuildStatistics& s = *n.statistics;
   FUZZ_CHECK(
-      s.unique_keys + s.duplicate_rows + s.overflow_rows + s.invalid_rows == TotalRows(n.keys),
+      s.unique_keys + s.duplicate_rows + s.overflow_rows + s.invalid_rows == KeyRows(n.keys),
       where + ": build statistics do not add up to its rows");
 }
 
-template <KeyWord K>
+template <IndexKey K>
 void CheckOutputs(const std::string& where, const BuildBatchIndexNodeT<K>& n) {
   size_t rows = 0;
-  for (const BatchChunkT<K>& c : n.chunks) rows += c.keys.size();
+  for (const BatchChunkT<K>& c : n.chunks) rows += KeyRows(c.keys);
   if (n.statistics == nullptr) return;
   const BuildStatistics& s = *n.statistics;
   FUZZ_CHECK(s.unique_keys + s.duplicate_rows + s.overflow_rows + s.invalid_rows == rows,
@@ -62,17 +62,17 @@ void BoundGroups(const Node& n) {
   if constexpr (requires { n.keys; n.index; }) {
     if constexpr (std::is_same_v<decltype(n.index), HashIndex*>) {
       uint64_t& bound = GroupBounds()[n.index];
-      bound = std::max<uint64_t>(bound, TotalRows(n.keys));
+      bound = std::max<uint64_t>(bound, KeyRows(n.keys));
     }
   } else if constexpr (requires { n.chunks; n.index; }) {
     uint64_t rows = 0;
-    for (const auto& c : n.chunks) rows += c.keys.size();
+    for (const auto& c : n.chunks) rows += KeyRows(c.keys);
     uint64_t& bound = GroupBounds()[n.index];
     bound = std::max<uint64_t>(bound, rows);
   }
 }
 
-template <KeyWord K>
+template <IndexKey K>
 void CheckOutputs(const std::string& where, const LookupNodeT<K>& n) {
   const uint32_t bound = n.max_probe_count == 0 ? n.index->spec().probe_bound() : n.max_probe_count;
   // (A found key may have the value 0xffffffff at this level: generated values
@@ -105,14 +105,14 @@ void CheckOutputs(const std::string& where, const LookupNodeT<K>& n) {
   }
 }
 
-template <KeyWord K>
+template <IndexKey K>
 void CheckOutputs(const std::string& where, const JoinNodeT<K>& n) {
   const uint64_t group = LargestGroup(*n.index);
   for (const JoinBatchT<K>& b : n.batches) {
     const uint64_t found = b.result->statistics.found;
     const uint64_t missing = b.result->statistics.missing;
     const uint64_t count = b.result->count;
-    bool ok = found + missing == TotalRows(b.keys);
+    bool ok = found + missing == KeyRows(b.keys);
     switch (n.kind) {
       case JoinKind::kInner:
         ok = ok && found <= count && count <= found * group;

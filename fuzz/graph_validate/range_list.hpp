@@ -52,26 +52,39 @@ class RangeList {
       Add(c[i], false, node, field, part, static_cast<int>(i));
     }
   }
+  void Chunks(const KeyColumns& keys, size_t node, const char* field, int part = -1) {
+    for (size_t c = 0; c < keys.columns.size(); ++c) {
+      const HashColumn& col = keys.columns[c];
+      Add(col.data, false, node, field, part, static_cast<int>(c));
+      Add(col.offsets, false, node, field, part, static_cast<int>(c));
+      Add(col.large_offsets, false, node, field, part, static_cast<int>(c));
+      Add(col.validity, false, node, field, part, static_cast<int>(c));
+    }
+  }
+  template <typename T>
+  void Chunks(std::span<const T> words, size_t node, const char* field, int part = -1) {
+    Add(words, false, node, field, part);
+  }
   template <typename T>
   void Object(T* p, size_t node, const char* field, int part = -1) {
     if (p != nullptr) Add(std::span<T>(p, 1), true, node, field, part);
   }
 
-  template <KeyWord K>
+  template <IndexKey K>
   void Node(size_t i, const BuildIndexNodeT<K>& n) {
     Chunks(n.keys, i, "keys");
     if (n.values) Chunks(*n.values, i, "values");
     Object(n.statistics, i, "statistics");
   }
-  template <KeyWord K>
+  template <IndexKey K>
   void Node(size_t i, const BuildBatchIndexNodeT<K>& n) {
     for (size_t c = 0; c < n.chunks.size(); ++c) {
-      Add(n.chunks[c].keys, false, i, "keys of chunk", static_cast<int>(c));
+      Chunks(n.chunks[c].keys, i, "keys of chunk", static_cast<int>(c));
       Add(n.chunks[c].validity, false, i, "validity of chunk", static_cast<int>(c));
     }
     Object(n.statistics, i, "statistics");
   }
-  template <KeyWord K>
+  template <IndexKey K>
   void Node(size_t i, const LookupNodeT<K>& n) {
     Chunks(n.keys, i, "keys");
     Add(n.values, true, i, "values");
@@ -80,7 +93,7 @@ class RangeList {
     Add(n.match_counts, true, i, "match_counts");
     Object(n.statistics, i, "statistics");
   }
-  template <KeyWord K>
+  template <IndexKey K>
   void Node(size_t i, const JoinNodeT<K>& n) {
     for (size_t b = 0; b < n.batches.size(); ++b) {
       const JoinBatchT<K>& jb = n.batches[b];

@@ -41,6 +41,26 @@ class RangeCollector {
       Read(chunks[i], chunks.size() == 1 ? name : absl::StrCat(name, " chunk ", i));
     }
   }
+  // The buffers of a node's keys: chunks of words, or each key column's
+  // value bytes, offsets and validity.
+  template <typename T>
+  void ReadKeys(const Chunked<T>& chunks, const std::string& name) {
+    ReadChunks(chunks, name);
+  }
+  template <typename T>
+  void ReadKeys(std::span<const T> keys, const std::string& name) {
+    Read(keys, name);
+  }
+  void ReadKeys(const KeyColumns& keys, const std::string& name) {
+    for (size_t c = 0; c < keys.columns.size(); ++c) {
+      const HashColumn& col = keys.columns[c];
+      const std::string column = absl::StrCat(name, " column ", c);
+      Read(col.data, column);
+      Read(col.offsets, absl::StrCat(column, " offsets"));
+      Read(col.large_offsets, absl::StrCat(column, " offsets"));
+      Read(col.validity, absl::StrCat(column, " validity"));
+    }
+  }
   template <typename T>
   void WriteObject(T* object, std::string name) {
     if (object != nullptr) Add(object, sizeof(T), true, std::move(name));
@@ -117,13 +137,41 @@ bool KnownJoinKind(JoinKind kind) {
   return static_cast<uint8_t>(kind) <= static_cast<uint8_t>(JoinKind::kLeftAnti);
 }
 
-// A node's key word must be its index's key type.
-template <KeyWord K>
+// A node's key kind must be its index's key type.
+template <IndexKey K>
 absl::Status CheckKeyType(const std::string& where, const HashIndex& index) {
-  if (index.key_type() == KeyTypeOf<K>()) return absl::OkStatus();
-  return Invalid(
-      where, absl::StrCat("keys are ", std::string(KeyTypeName(KeyTypeOf<K>())), " but index has ",
-                          std::string(KeyTypeName(index.key_type())), " keys"));
+  if (index.key_type() == KeyTypeOfKey<K>()) return absl::OkStatus();
+  return Invalid(where, absl::StrCat("keys are ", std::string(KeyTypeName(KeyTypeOfKey<K>())),
+                                     " but index has ", std::string(KeyTypeName(index.key_type())),
+                                     " keys"));
+}
+
+// Key columns must be the index's schema (count, order, types), flat, of one
+// length and within their buffers. Key words need no check.
+template <typename Words>
+absl::Status CheckKeyInput(const std::string&, std::string_view, const Words&, const HashIndex&) {
+  return absl::OkStatus();
+}
+absl::Status CheckKeyInput(const std::string& where, std::string_view field,
+                           const KeyColumns& keys, const HashIndex& index) {
+  const std::vector<ColumnType>& schema = index.spec().key_columns;
+  if (keys.columns.size() != schema.size()) {
+    return Invalid(where, absl::StrCat(std::string(field), " have ", keys.columns.size(),
+                                       " columns but the index's key has ", schema.size()));
+  }
+  for (size_t c = 0; c < schema.size(); ++c) {
+    if (keys.columns[c].type != schema[c]) {
+      return Invalid(where, absl::StrCat(std::string(field), " column ", c, " is ",
+                                         std::string(ColumnTypeName(keys.columns[c].type)),
+                                         " but the index's key column ", c, " is ",
+                                         std::string(ColumnTypeName(schema[c]))));
+    }
+    if (!keys.columns[c].children.empty()) {
+      return Invalid(where, absl::StrCat(std::string(field), " column ", c,
+                                         " has children; key columns are flat"));
+    }
+  }
+  return detail::ValidateHashColumns(keys.columns, absl::StrCat(where, ": ", std::string(field)));
 }
 
 // "payload[2] (int64)": a build's payload column in messages.
@@ -246,26 +294,27 @@ absl::Status CheckGatherOutput(const std::string& where, size_t g, const GatherO
 
 class Validator {
  public:
-  template <KeyWord K>
+  template <IndexKey K>
   absl::Status Visit(size_t i, const BuildIndexNodeT<K>& n) {
     const std::string where = absl::StrCat("node ", i, " (build)");
     if (n.index == nullptr) return Invalid(where, "index is null");
     GPUJOIN_RETURN_IF_ERROR(CheckKeyType<K>(where, *n.index));
-    const size_t rows = TotalRows(n.keys);
+    GPUJOIN_RETURN_IF_ERROR(CheckKeyInput(where, "keys", n.keys, *n.index));
+    const size_t rows = KeyRows(n.keys);
     if (n.values.has_value() && TotalRows(*n.values) != rows) {
       return Invalid(
           where, absl::StrCat("values have ", TotalRows(*n.values), " rows but keys have ", rows));
     }
     if (rows > kMaxRows) return TooManyRows(where, "keys", rows);
     GPUJOIN_RETURN_IF_ERROR(CheckPayload(where, n.payload, rows));
-    ranges_.ReadChunks(n.keys, absl::StrCat(where, " keys"));
+    ranges_.ReadKeys(n.keys, absl::StrCat(where, " keys"));
     if (n.values.has_value()) ranges_.ReadChunks(*n.values, absl::StrCat(where, " values"));
     ranges_.WriteObject(n.statistics, absl::StrCat(where, " statistics"));
     Built(n.index, n.payload);
     return absl::OkStatus();
   }
 
-  template <KeyWord K>
+  template <IndexKey K>
   absl::Status Visit(size_t i, const BuildBatchIndexNodeT<K>& n) {
     const std::string where = absl::StrCat("node ", i, " (batch build)");
     if (n.index == nullptr) return Invalid(where, "index is null");
@@ -273,12 +322,15 @@ class Validator {
     size_t rows = 0;
     for (size_t c = 0; c < n.chunks.size(); ++c) {
       const BatchChunkT<K>& chunk = n.chunks[c];
-      if (!chunk.validity.empty() && chunk.validity.size() != chunk.keys.size()) {
+      GPUJOIN_RETURN_IF_ERROR(
+          CheckKeyInput(where, absl::StrCat("chunk ", c, " keys"), chunk.keys, *n.index));
+      const uint64_t chunk_rows = KeyRows(chunk.keys);
+      if (!chunk.validity.empty() && chunk.validity.size() != chunk_rows) {
         return Invalid(where, absl::StrCat("chunk ", c, " validity has ", chunk.validity.size(),
-                                           " rows but its keys have ", chunk.keys.size()));
+                                           " rows but its keys have ", chunk_rows));
       }
-      rows += chunk.keys.size();
-      ranges_.Read(chunk.keys, absl::StrCat(where, " chunk ", c, " keys"));
+      rows += chunk_rows;
+      ranges_.ReadKeys(chunk.keys, absl::StrCat(where, " chunk ", c, " keys"));
       ranges_.Read(chunk.validity, absl::StrCat(where, " chunk ", c, " validity"));
     }
     if (rows > kMaxRows) return TooManyRows(where, "chunks", rows);
@@ -288,14 +340,15 @@ class Validator {
     return absl::OkStatus();
   }
 
-  template <KeyWord K>
+  template <IndexKey K>
   absl::Status Visit(size_t i, const LookupNodeT<K>& n) {
     const std::string where = absl::StrCat("node ", i, " (lookup)");
     if (n.index == nullptr) return Invalid(where, "index is null");
     GPUJOIN_RETURN_IF_ERROR(CheckKeyType<K>(where, *n.index));
     GPUJOIN_RETURN_IF_ERROR(
         CheckReadableIndex(where, n.index, built_.count(n.index) != 0, n.max_probe_count));
-    const size_t rows = TotalRows(n.keys);
+    GPUJOIN_RETURN_IF_ERROR(CheckKeyInput(where, "keys", n.keys, *n.index));
+    const size_t rows = KeyRows(n.keys);
     if (rows > kMaxRows) return TooManyRows(where, "keys", rows);
     if (n.values.size() != rows) {
       return Invalid(where,
@@ -305,7 +358,7 @@ class Validator {
     GPUJOIN_RETURN_IF_ERROR(CheckOptionalAligned(where, "probes", n.probes, rows, "keys"));
     GPUJOIN_RETURN_IF_ERROR(
         CheckOptionalAligned(where, "match_counts", n.match_counts, rows, "keys"));
-    ranges_.ReadChunks(n.keys, absl::StrCat(where, " keys"));
+    ranges_.ReadKeys(n.keys, absl::StrCat(where, " keys"));
     ranges_.Write(n.values, absl::StrCat(where, " values"));
     ranges_.Write(n.found, absl::StrCat(where, " found"));
     ranges_.Write(n.probes, absl::StrCat(where, " probes"));
@@ -315,7 +368,7 @@ class Validator {
     return absl::OkStatus();
   }
 
-  template <KeyWord K>
+  template <IndexKey K>
   absl::Status Visit(size_t i, const JoinNodeT<K>& n) {
     const std::string where = absl::StrCat("node ", i, " (join)");
     if (n.index == nullptr) return Invalid(where, "index is null");
@@ -331,7 +384,8 @@ class Validator {
     for (size_t b = 0; b < n.batches.size(); ++b) {
       const JoinBatchT<K>& batch = n.batches[b];
       const std::string bw = absl::StrCat(where, " batch ", b);
-      const size_t rows = TotalRows(batch.keys);
+      GPUJOIN_RETURN_IF_ERROR(CheckKeyInput(bw, "keys", batch.keys, *n.index));
+      const size_t rows = KeyRows(batch.keys);
       if (rows > kMaxRows) return TooManyRows(bw, "keys", rows);
       if (!batch.left_rows.empty() && batch.left_rows.size() != rows) {
         return Invalid(bw, absl::StrCat("left_rows has ", batch.left_rows.size(),
@@ -346,7 +400,7 @@ class Validator {
       if (batch.result == nullptr) return Invalid(bw, "result is null (it is required)");
       GPUJOIN_RETURN_IF_ERROR(CheckOptionalAligned(bw, "found", batch.found, rows, "keys"));
       GPUJOIN_RETURN_IF_ERROR(CheckOptionalAligned(bw, "probes", batch.probes, rows, "keys"));
-      ranges_.ReadChunks(batch.keys, absl::StrCat(bw, " keys"));
+      ranges_.ReadKeys(batch.keys, absl::StrCat(bw, " keys"));
       ranges_.Read(batch.left_rows, absl::StrCat(bw, " left_rows"));
       ranges_.Write(batch.out_left_rows, absl::StrCat(bw, " out_left_rows"));
       ranges_.Write(batch.out_right_rows, absl::StrCat(bw, " out_right_rows"));

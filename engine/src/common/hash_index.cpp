@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "gpujoin/engine/key_columns.hpp"
 
 namespace gpujoin::engine {
 
@@ -38,9 +39,30 @@ absl::Status HashIndexSpec::Validate() const {
     return absl::InvalidArgumentError(absl::StrCat("duplicates ", static_cast<int>(duplicates),
                                                    " is neither lowest_row nor keep_all"));
   }
-  if (key_type != KeyType::kUint32 && key_type != KeyType::kUint64) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("key_type ", static_cast<int>(key_type), " is neither uint32 nor uint64"));
+  if (key_type != KeyType::kUint32 && key_type != KeyType::kUint64 &&
+      key_type != KeyType::kColumns) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "key_type ", static_cast<int>(key_type), " is neither uint32, uint64 nor columns"));
+  }
+  if (key_type != KeyType::kColumns) {
+    if (!key_columns.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("key_columns: ", key_columns.size(), " given to a ",
+                       std::string(KeyTypeName(key_type)), " index (key columns need key_type columns)"));
+    }
+    return absl::OkStatus();
+  }
+  if (key_columns.empty() || key_columns.size() > kMaxKeyColumns) {
+    return absl::InvalidArgumentError(absl::StrCat("key_columns: ", key_columns.size(),
+                                                   " columns; a key schema has 1 to ",
+                                                   kMaxKeyColumns));
+  }
+  for (size_t c = 0; c < key_columns.size(); ++c) {
+    if (!IsKeyColumnType(key_columns[c])) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "key_columns[", c, "]: ", std::string(ColumnTypeName(key_columns[c])),
+          " cannot be a key column (int32, int64, uint32, uint64, string or binary)"));
+    }
   }
   return absl::OkStatus();
 }

@@ -67,6 +67,10 @@ uint64_t IndexImage::bytes() const {
 
 absl::Status IndexImage::Validate() const {
   GPUJOIN_RETURN_IF_ERROR(spec.Validate());
+  if (spec.key_type == KeyType::kColumns) {
+    return absl::UnimplementedError(
+        "image: indexes keyed by columns have no image format yet (key_type columns)");
+  }
   const uint64_t capacity = spec.capacity;
   GPUJOIN_RETURN_IF_ERROR(SizeIs(keys, capacity * KeyBytes(spec.key_type), "keys"));
   GPUJOIN_RETURN_IF_ERROR(SizeIs(values, capacity * 4, "values"));

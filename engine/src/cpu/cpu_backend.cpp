@@ -59,7 +59,7 @@ std::string CpuModelName() {
 // Resolves a graph's index pointer to this backend's index of key word K
 // (Validate has checked that K is the index's key type, so a failed cast means
 // another backend's index).
-template <KeyWord K>
+template <IndexKey K>
 absl::Status CheckCpuIndex(const HashIndex* index, size_t node, std::string_view kind) {
   if (dynamic_cast<const CpuHashIndex<K>*>(index) != nullptr) return absl::OkStatus();
   return absl::InvalidArgumentError(
@@ -68,19 +68,19 @@ absl::Status CheckCpuIndex(const HashIndex* index, size_t node, std::string_view
 }
 
 // The kind named in messages, for the nodes that carry an index.
-template <KeyWord K>
+template <IndexKey K>
 std::string_view KindOf(const BuildIndexNodeT<K>&) {
   return "build";
 }
-template <KeyWord K>
+template <IndexKey K>
 std::string_view KindOf(const BuildBatchIndexNodeT<K>&) {
   return "batch build";
 }
-template <KeyWord K>
+template <IndexKey K>
 std::string_view KindOf(const LookupNodeT<K>&) {
   return "lookup";
 }
-template <KeyWord K>
+template <IndexKey K>
 std::string_view KindOf(const JoinNodeT<K>&) {
   return "join";
 }
@@ -88,14 +88,15 @@ std::string_view KindOf(const JoinNodeT<K>&) {
 // The key word of a node that carries an index.
 template <class Node>
 struct NodeKeyWord;
-template <template <KeyWord> class N, KeyWord K>
+template <template <IndexKey> class N, IndexKey K>
 struct NodeKeyWord<N<K>> {
   using type = K;
 };
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(uint32_t threads) : pool_(threads), model_(CpuModelName()) {}
+  CpuBackend(uint32_t threads, uint32_t fingerprint_bits)
+      : pool_(threads), model_(CpuModelName()), fingerprint_bits_(fingerprint_bits) {}
 
   BackendInfo Info() const override {
     BackendInfo info;
@@ -119,6 +120,10 @@ class CpuBackend final : public Backend {
       if (spec.key_type == KeyType::kUint64) {
         return std::unique_ptr<HashIndex>(std::make_unique<CpuHashIndex<uint64_t>>(spec));
       }
+      if (spec.key_type == KeyType::kColumns) {
+        return std::unique_ptr<HashIndex>(
+            std::make_unique<CpuHashIndex<ColumnKey>>(spec, fingerprint_bits_));
+      }
       return std::unique_ptr<HashIndex>(std::make_unique<CpuHashIndex<uint32_t>>(spec));
     } catch (const std::bad_alloc&) {
       return absl::ResourceExhaustedError(absl::StrCat(
@@ -134,7 +139,15 @@ class CpuBackend final : public Backend {
   // the winners and every row's slot (4 bytes each) while it lays out its
   // groups, and with payload the source row of every kept row (at most every
   // row, 4 bytes each). Its groups are index memory (GroupStorageBytes).
+  //
+  // A key-schema build also takes every row's fingerprint and valid flag (9
+  // bytes a row) while it inserts; its key columns and row values (4 bytes a
+  // row) stay with the index.
   uint64_t BuildTransientBytes(const HashIndexSpec& spec, const BuildShape& shape) const override {
+    const uint64_t fingerprints = spec.key_type == KeyType::kColumns ? shape.rows * 9 : 0;
+    return fingerprints + WordBuildTransientBytes(spec, shape);
+  }
+  uint64_t WordBuildTransientBytes(const HashIndexSpec& spec, const BuildShape& shape) const {
     const uint64_t winners = uint64_t{spec.capacity} * sizeof(uint32_t);
     if (spec.duplicates == DuplicatePolicy::kKeepAll) {
       const uint64_t per_row = shape.payload.empty() ? 1 : 2;
@@ -212,11 +225,19 @@ class CpuBackend final : public Backend {
     RunBatchBuild(n, static_cast<CpuHashIndex<K>&>(*n.index), pool_);
     return absl::OkStatus();
   }
-  template <KeyWord K>
+  absl::Status ExecuteNode(const BuildIndexNodeT<ColumnKey>& n, size_t) {
+    RunBuild(n, static_cast<CpuHashIndex<ColumnKey>&>(*n.index), pool_);
+    return absl::OkStatus();
+  }
+  absl::Status ExecuteNode(const BuildBatchIndexNodeT<ColumnKey>& n, size_t) {
+    RunBatchBuild(n, static_cast<CpuHashIndex<ColumnKey>&>(*n.index), pool_);
+    return absl::OkStatus();
+  }
+  template <IndexKey K>
   absl::Status ExecuteNode(const LookupNodeT<K>& n, size_t i) {
     return RunLookup(n, static_cast<const CpuHashIndex<K>&>(*n.index), pool_, i);
   }
-  template <KeyWord K>
+  template <IndexKey K>
   absl::Status ExecuteNode(const JoinNodeT<K>& n, size_t i) {
     return RunJoin(n, static_cast<const CpuHashIndex<K>&>(*n.index), pool_, i);
   }
@@ -249,6 +270,7 @@ class CpuBackend final : public Backend {
   // mutable: ExportIndex (const) runs its copies on the pool too.
   mutable ThreadPool pool_;
   std::string model_;
+  uint32_t fingerprint_bits_;
 };
 
 }  // namespace
@@ -257,7 +279,8 @@ class CpuBackend final : public Backend {
 namespace detail {
 
 absl::StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(const BackendOptions& options) {
-  return std::unique_ptr<Backend>(std::make_unique<cpu::CpuBackend>(options.cpu_threads));
+  return std::unique_ptr<Backend>(
+      std::make_unique<cpu::CpuBackend>(options.cpu_threads, options.key_fingerprint_bits));
 }
 
 }  // namespace detail

@@ -25,8 +25,9 @@ namespace {
 constexpr size_t kPrefetchBlock = 16;
 
 // Folds one valid row into the statistics.
-template <KeyWord K>
-void InsertRow(CpuHashIndex<K>& index, K key, uint32_t value, uint32_t bound, BuildStatistics& s) {
+template <IndexKey K>
+void InsertRow(CpuHashIndex<K>& index, const typename CpuHashIndex<K>::RowKey& key,
+               uint32_t value, uint32_t bound, BuildStatistics& s) {
   const InsertResult r = index.Insert(key, value, bound);
   switch (r.outcome) {
     case InsertOutcome::kUnique:
@@ -140,6 +141,74 @@ struct BatchRows {
   }
 };
 
+// The valid rows of a key-schema build in global order, as (global row, key,
+// row): keys are the index's stored key columns, so a row's value inside the
+// table is its row (the index maps it to the row's value on output).
+struct ColumnRows {
+  const StoredKeys& keys;
+  std::span<const uint64_t> fingerprints;
+  std::span<const uint8_t> valid;
+  ColumnRowKey KeyOf(size_t r) const {
+    return ColumnRowKey{fingerprints[r], &keys.view(), r, valid[r] == 0};
+  }
+  template <class Fn>
+  void operator()(size_t begin, size_t end, Fn&& fn) const {
+    for (size_t r = begin; r < end; ++r) {
+      if (valid[r] != 0) fn(r, KeyOf(r), static_cast<uint32_t>(r));
+    }
+  }
+};
+
+// Inserts a key-schema build's rows into the cleared table, in global row order.
+BuildStatistics InsertColumnRows(const ColumnRows& rows, CpuHashIndex<ColumnKey>& index) {
+  const uint32_t bound = index.spec().probe_bound();
+  BuildStatistics s;
+  const size_t n = rows.fingerprints.size();
+  for (size_t first = 0; first < n; first += kPrefetchBlock) {
+    const size_t end = std::min(n, first + kPrefetchBlock);
+    for (size_t r = first; r < end; ++r) index.Prefetch(rows.KeyOf(r));
+    for (size_t r = first; r < end; ++r) {
+      const ColumnRowKey key = rows.KeyOf(r);
+      if (key.null) {
+        ++s.invalid_rows;
+        continue;
+      }
+      InsertRow(index, key, static_cast<uint32_t>(r), bound, s);
+    }
+  }
+  return s;
+}
+
+// A key-schema build's inputs as the index keeps them: every row's key columns
+// (`chunks` in order), value and fingerprint.
+struct ColumnBuildInput {
+  StoredKeys keys;
+  HostArray<uint32_t> values;
+  HostArray<uint64_t> fingerprints;
+  HostArray<uint8_t> valid;
+};
+
+ColumnBuildInput PrepareColumnBuild(const CpuHashIndex<ColumnKey>& index,
+                                    std::span<const KeyColumns* const> chunks, uint64_t rows,
+                                    ThreadPool& pool) {
+  bool nulls = false;
+  for (const KeyColumns* chunk : chunks) {
+    for (const HashColumn& c : chunk->columns) nulls = nulls || !c.validity.empty();
+  }
+  ColumnBuildInput in{StoredKeys(index.spec().key_columns, rows, nulls),
+                      HostArray<uint32_t>(rows), HostArray<uint64_t>(rows),
+                      HostArray<uint8_t>(rows)};
+  uint64_t first = 0;
+  for (const KeyColumns* chunk : chunks) {
+    const uint64_t n = chunk->rows();
+    in.keys.Append(*chunk);
+    KeyFingerprints(*chunk, index.fingerprint_bits(), in.fingerprints.span().subspan(first, n),
+                    in.valid.span().subspan(first, n), pool);
+    first += n;
+  }
+  return in;
+}
+
 // winners[s] = the lowest valid row whose key and value are slot s's (the row
 // whose payload the slot keeps: docs/engine.md "Payload"), kNoRow for an empty
 // slot. Without overflow that is the key's first row; the value test keeps
@@ -147,7 +216,7 @@ struct BatchRows {
 // later with another row. With `row_slots` (one per row) also row_slots[r] =
 // the slot holding row r's key, kNoRow for an invalid row or a key that is not
 // stored. Parallel over rows; a minimum, so independent of the split.
-template <KeyWord K, class Rows>
+template <IndexKey K, class Rows>
 void FindWinners(const CpuHashIndex<K>& index, size_t rows, const Rows& for_each,
                  std::span<uint32_t> winners, std::span<uint32_t> row_slots, ThreadPool& pool) {
   std::fill(winners.begin(), winners.end(), kNoRow);
@@ -156,12 +225,12 @@ void FindWinners(const CpuHashIndex<K>& index, size_t rows, const Rows& for_each
   const std::vector<size_t> bounds = SplitRows(rows, size_t{pool.size()} * 4, kMinRowsPerTask);
   pool.ParallelFor(bounds.size() - 1, [&](size_t p) {
     if (record) std::fill(row_slots.begin() + bounds[p], row_slots.begin() + bounds[p + 1], kNoRow);
-    for_each(bounds[p], bounds[p + 1], [&](size_t r, K key, uint32_t value) {
+    for_each(bounds[p], bounds[p + 1], [&](size_t r, const auto& key, uint32_t value) {
       uint32_t probes = 0;
       const uint32_t slot = index.FindSlot(key, bound, probes);
       if (slot == CpuHashIndex<K>::kNoSlot) return;
       if (record) row_slots[r] = slot;
-      if (index.ValueAt(slot) != value) return;
+      if (index.SlotValue(slot) != value) return;
       std::atomic_ref<uint32_t> winner(winners[slot]);
       uint32_t current = winner.load(std::memory_order_relaxed);
       const auto row = static_cast<uint32_t>(r);  // Validate: rows < 2^32 - 1
@@ -182,7 +251,7 @@ void FindWinners(const CpuHashIndex<K>& index, size_t rows, const Rows& for_each
 // group. Sequential in row order, as the insert is: a parallel count would
 // serialise on a key holding most rows, and a stable parallel scatter needs
 // per-part counts of every slot.
-template <KeyWord K, class Rows>
+template <IndexKey K, class Rows>
 uint64_t BuildGroups(size_t rows, const Rows& for_each, std::span<const uint32_t> winners,
                      std::span<uint32_t> row_slots, std::span<GroupRange> groups,
                      HostArray<uint32_t>& values, HostArray<uint32_t>* kept_rows) {
@@ -206,7 +275,7 @@ uint64_t BuildGroups(size_t rows, const Rows& for_each, std::span<const uint32_t
   values = HostArray<uint32_t>(kept);
   if (kept_rows != nullptr) *kept_rows = HostArray<uint32_t>(kept);
   // In row order; each group's `first` serves as its cursor, then is restored.
-  for_each(0, rows, [&](size_t r, K, uint32_t value) {
+  for_each(0, rows, [&](size_t r, const auto&, uint32_t value) {
     const uint32_t s = row_slots[r];
     if (s == kNoRow) return;
     const uint32_t position = groups[s].first++;
@@ -222,7 +291,7 @@ uint64_t BuildGroups(size_t rows, const Rows& for_each, std::span<const uint32_t
 // Rebuilds `index`: `insert` (run on the cleared table) inserts the rows and
 // returns the statistics, then (kKeepAll) the groups are laid out and `payload`
 // is stored beside the table: per slot, or per kept row of a kKeepAll index.
-template <KeyWord K, class Rows, class Insert>
+template <IndexKey K, class Rows, class Insert>
 void Rebuild(CpuHashIndex<K>& index, const std::vector<ColumnView>& payload, uint64_t rows,
              const Rows& for_each, Insert&& insert, BuildStatistics* out, ThreadPool& pool) {
   const bool keep_all = index.keeps_all();
@@ -282,6 +351,24 @@ void Rebuild(CpuHashIndex<K>& index, const std::vector<ColumnView>& payload, uin
   if (out != nullptr) *out = s;
 }
 
+// Rebuilds a key-schema index from its prepared input.
+void RunColumnBuild(CpuHashIndex<ColumnKey>& index, const std::vector<ColumnView>& payload,
+                    ColumnBuildInput in, BuildStatistics* out, ThreadPool& pool) {
+  const uint64_t rows = in.fingerprints.size();
+  HostArray<uint64_t> fingerprints = std::move(in.fingerprints);
+  HostArray<uint8_t> valid = std::move(in.valid);
+  StoredKeys keys = std::move(in.keys);
+  HostArray<uint32_t> values = std::move(in.values);
+  Rebuild(
+      index, payload, rows, ColumnRows{index.stored_keys(), fingerprints.span(), valid.span()},
+      [&] {
+        index.SetKeys(std::move(keys), std::move(values));
+        return InsertColumnRows(
+            ColumnRows{index.stored_keys(), fingerprints.span(), valid.span()}, index);
+      },
+      out, pool);
+}
+
 }  // namespace
 
 template <KeyWord K>
@@ -299,6 +386,43 @@ void RunBatchBuild(const BuildBatchIndexNodeT<K>& node, CpuHashIndex<K>& index, 
   Rebuild(
       index, node.payload, rows, BatchRows<K>{node}, [&] { return InsertRows(node, index); },
       node.statistics, pool);
+}
+
+// Key schemas: the rows' key columns, values and fingerprints are prepared
+// first, handed to the index once its table is cleared, then inserted.
+void RunBuild(const BuildIndexNodeT<ColumnKey>& node, CpuHashIndex<ColumnKey>& index,
+              ThreadPool& pool) {
+  const uint64_t rows = node.keys.rows();
+  const KeyColumns* chunks[] = {&node.keys};
+  ColumnBuildInput in = PrepareColumnBuild(index, chunks, rows, pool);
+  if (node.values.has_value()) {
+    ChunkCursor<uint32_t> values(*node.values, 0);
+    for (uint64_t r = 0; r < rows; ++r) in.values[r] = values.Next();
+  } else {
+    for (uint64_t r = 0; r < rows; ++r) in.values[r] = node.first_value + static_cast<uint32_t>(r);
+  }
+  RunColumnBuild(index, node.payload, std::move(in), node.statistics, pool);
+}
+
+void RunBatchBuild(const BuildBatchIndexNodeT<ColumnKey>& node, CpuHashIndex<ColumnKey>& index,
+                   ThreadPool& pool) {
+  uint64_t rows = 0;
+  std::vector<const KeyColumns*> chunks;
+  for (const BatchChunkT<ColumnKey>& chunk : node.chunks) {
+    rows += chunk.keys.rows();
+    chunks.push_back(&chunk.keys);
+  }
+  ColumnBuildInput in = PrepareColumnBuild(index, chunks, rows, pool);
+  uint64_t first = 0;
+  for (const BatchChunkT<ColumnKey>& chunk : node.chunks) {
+    const uint64_t n = chunk.keys.rows();
+    for (uint64_t i = 0; i < n; ++i) {
+      in.values[first + i] = chunk.row_base + static_cast<uint32_t>(i);
+      if (!chunk.validity.empty() && chunk.validity[i] == 0) in.valid[first + i] = 0;
+    }
+    first += n;
+  }
+  RunColumnBuild(index, node.payload, std::move(in), node.statistics, pool);
 }
 
 template void RunBuild(const BuildIndexNodeT<uint32_t>&, CpuHashIndex<uint32_t>&, ThreadPool&);

@@ -1,6 +1,11 @@
 // The CPU backend's hash index: one host array of (key, value) slots and the
-// reference implementation of build and probe, for either key word K (uint32_t
-// or uint64_t; one template, the index's spec().key_type picks it). The CUDA backend must reproduce
+// reference implementation of build and probe, for every index key K (uint32_t,
+// uint64_t or ColumnKey; one template, the index's spec().key_type picks it).
+// A key-schema index (ColumnKey, key_columns.hpp) keeps a slot as (fingerprint,
+// build row): its key columns and the value of every build row lie beside the
+// table (StoredKeys, row_values), a probe compares the key columns on an equal
+// fingerprint, keys of one fingerprint are ordered by row, and an empty slot is
+// marked by its row (kNoRow). The CUDA backend must reproduce
 // these semantics exactly (see docs/engine.md, "Slots and probing"):
 //  - a key's home slot is detail::HomeSlot(key, capacity); probing is linear,
 //    slot (home + i) & (capacity - 1) for i = 0 .. bound - 1;
@@ -25,6 +30,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/key_columns.hpp"
+#include "cpu/cpu_key_columns.hpp"
 #include "cpu/cpu_payload.hpp"
 #include "gpujoin/engine/detail/slot_hash.hpp"
 #include "gpujoin/engine/hash_index.hpp"
@@ -57,65 +64,120 @@ struct GroupRange {
   uint32_t size;
 };
 
-/// Bytes of one CPU slot of `type`'s key word and a uint32 value.
-inline constexpr uint64_t CpuSlotBytes(KeyType type) { return type == KeyType::kUint64 ? 16 : 8; }
+/// Bytes of one CPU slot of `type`'s key word (a key schema's: its 64-bit
+/// fingerprint) and a uint32 value (a key schema's: its build row).
+inline constexpr uint64_t CpuSlotBytes(KeyType type) { return type == KeyType::kUint32 ? 8 : 16; }
 
-template <KeyWord K>
+/// The key of one row of a key-schema index as build and probe see it: its
+/// fingerprint and where its key columns are (a build row: the index's
+/// StoredKeys; a query row: the query's key columns). `null`: a key column is
+/// null (the row is invalid at build, missing at query).
+struct ColumnRowKey {
+  uint64_t fingerprint = 0;
+  const KeyColumns* columns = nullptr;
+  uint64_t row = 0;
+  bool null = false;
+};
+
+template <IndexKey K>
 class CpuHashIndex final : public HashIndex {
  public:
-  /// The reserved key of this key word.
-  static constexpr K kEmpty = kEmptyKeyOf<K>;
+  static constexpr bool kColumns = std::is_same_v<K, ColumnKey>;
+  /// The word a slot holds: the key, or a key schema's fingerprint.
+  using Word = std::conditional_t<kColumns, uint64_t, K>;
+  /// A row's key as Insert and FindSlot take it.
+  using RowKey = std::conditional_t<kColumns, ColumnRowKey, K>;
   /// FindSlot's answer for a key that is not stored (capacities are at most 2^31).
   static constexpr uint32_t kNoSlot = kNoRow;
 
   /// Allocates an empty table of spec.capacity slots (spec must be valid and
-  /// spec.key_type must be K's).
-  explicit CpuHashIndex(const HashIndexSpec& spec)
-      : HashIndex(spec), slots_(spec.capacity, Slot{kEmpty, 0}) {}
+  /// spec.key_type must be K's). `fingerprint_bits`: a key schema's fingerprint
+  /// width (64; fewer only in tests, BackendOptions).
+  explicit CpuHashIndex(const HashIndexSpec& spec, uint32_t fingerprint_bits = 64)
+      : HashIndex(spec), slots_(spec.capacity, kEmptySlot), fingerprint_bits_(fingerprint_bits) {}
 
   BackendKind backend() const override { return BackendKind::kCpu; }
   uint64_t memory_bytes() const override {
     uint64_t bytes = slots_.capacity() * sizeof(Slot);
     bytes += groups_.size() * sizeof(GroupRange) + group_values_.size() * sizeof(uint32_t);
     for (const StoredColumn& column : payload_columns_) bytes += column.bytes();
+    if constexpr (kColumns) bytes += keys_.bytes() + row_values_.size() * sizeof(uint32_t);
     return bytes;
   }
   absl::StatusOr<TableSnapshot> Snapshot() const override { return SnapshotOf<uint32_t>(); }
   absl::StatusOr<TableSnapshot64> Snapshot64() const override { return SnapshotOf<uint64_t>(); }
 
-  /// Empties every slot.
-  void Clear() { std::fill(slots_.begin(), slots_.end(), Slot{kEmpty, 0}); }
+  /// Empties every slot (a key schema's key columns and row values too).
+  void Clear() {
+    std::fill(slots_.begin(), slots_.end(), kEmptySlot);
+    if constexpr (kColumns) {
+      keys_ = StoredKeys();
+      row_values_ = HostArray<uint32_t>();
+    }
+  }
+
+  /// Key schemas: the fingerprint width (BackendOptions; 64 but in tests).
+  uint32_t fingerprint_bits() const { return fingerprint_bits_; }
+  /// Key schemas: takes the build's key columns (every build row) and the value
+  /// of every build row, before its rows are inserted.
+  void SetKeys(StoredKeys keys, HostArray<uint32_t> row_values) {
+    static_assert(kColumns);
+    keys_ = std::move(keys);
+    row_values_ = std::move(row_values);
+  }
+  /// Key schemas: the stored key columns (view() is valid while the index lives).
+  const StoredKeys& stored_keys() const { return keys_; }
 
   /// Home slot of `key`.
-  uint32_t Home(K key) const { return detail::HomeSlot(key, spec().capacity); }
+  uint32_t Home(const RowKey& key) const { return detail::HomeSlot(WordOf(key), spec().capacity); }
 
   /// Hints the cache that `key`'s home slot will be read soon. Always inlined:
   /// GCC 12 finds an out-of-line call to it "pure" (a prefetch has no effect it
   /// models) and deletes the call, so no prefetch was emitted at all.
-  [[gnu::always_inline]] void Prefetch(K key) const { __builtin_prefetch(&slots_[Home(key)]); }
+  [[gnu::always_inline]] void Prefetch(const RowKey& key) const {
+    __builtin_prefetch(&slots_[Home(key)]);
+  }
 
-  /// Inserts `key` (not kEmpty) with `value` in Robin Hood order, each key
+  /// Whether `key` is the reserved key word, or a key schema's null key.
+  static bool IsInvalid(const RowKey& key) {
+    if constexpr (kColumns) {
+      return key.null;
+    } else {
+      return key == kEmptyKeyOf<K>;
+    }
+  }
+
+  /// Inserts `key` (not invalid) with `value` in Robin Hood order, each key
   /// examining at most `bound` slots from its home. Rows must be inserted in
   /// global source order so that the first (lowest) row of a key keeps its value.
-  InsertResult Insert(K key, uint32_t value, uint32_t bound);
+  /// A key schema's `key` is a stored build row and `value` that row.
+  InsertResult Insert(const RowKey& key, uint32_t value, uint32_t bound);
 
   /// Looks `key` up examining at most `bound` slots. Returns the slot holding it,
-  /// or kNoSlot; `probes` receives the slots examined (0 for kEmpty).
-  uint32_t FindSlot(K key, uint32_t bound, uint32_t& probes) const {
-    if (key == kEmpty) {
+  /// or kNoSlot; `probes` receives the slots examined (0 for an invalid key).
+  uint32_t FindSlot(const RowKey& key, uint32_t bound, uint32_t& probes) const {
+    if (IsInvalid(key)) {
       probes = 0;
       return kNoSlot;
     }
+    const Word word = WordOf(key);
     const uint32_t mask = spec().capacity - 1u;
     const uint32_t home = Home(key);
     for (uint32_t i = 0; i < bound; ++i) {
       const uint32_t pos = (home + i) & mask;
       const Slot& s = slots_[pos];
-      if (s.key == key) {
+      if (IsEmpty(s)) {
         probes = i + 1;
-        return pos;
+        return kNoSlot;
       }
-      if (s.key == kEmpty || !detail::ResidentComesFirst(s.key, key, i, pos, spec().capacity)) {
+      if (s.key == word) {
+        if (Holds(s, key)) {
+          probes = i + 1;
+          return pos;
+        }
+        continue;  // another key of the same fingerprint: they lie together
+      }
+      if (!detail::ResidentComesFirst(s.key, word, i, pos, spec().capacity)) {
         probes = i + 1;
         return kNoSlot;
       }
@@ -124,9 +186,12 @@ class CpuHashIndex final : public HashIndex {
     return kNoSlot;
   }
 
-  /// The value stored in `slot` (a slot FindSlot returned): its key's first
+  /// The raw value of `slot` as builds compare it: the value (a key schema's:
+  /// the build row) of its key's first (lowest-row) match.
+  uint32_t SlotValue(uint32_t slot) const { return slots_[slot].value; }
+  /// The value of `slot` (a slot FindSlot returned): its key's first
   /// (lowest-row) match on either policy.
-  uint32_t ValueAt(uint32_t slot) const { return slots_[slot].value; }
+  uint32_t ValueAt(uint32_t slot) const { return UserValue(slots_[slot].value); }
 
   /// Whether the index keeps every row (DuplicatePolicy::kKeepAll).
   bool keeps_all() const { return spec().duplicates == DuplicatePolicy::kKeepAll; }
@@ -137,7 +202,7 @@ class CpuHashIndex final : public HashIndex {
   }
   /// The value of match position `position` (within a GroupOf range).
   uint32_t ValueAtPosition(uint32_t position) const {
-    return keeps_all() ? group_values_[position] : slots_[position].value;
+    return UserValue(keeps_all() ? group_values_[position] : slots_[position].value);
   }
 
   /// Replaces a kKeepAll index's groups: one range per slot into `values` (a
@@ -148,15 +213,15 @@ class CpuHashIndex final : public HashIndex {
   }
 
   /// Copies slots [begin, end) out as separate key and value arrays (an empty
-  /// slot: kEmpty and 0), for Backend::ExportIndex.
-  void CopyTableOut(K* keys, uint32_t* values, size_t begin, size_t end) const {
+  /// slot: the reserved key and 0), for Backend::ExportIndex.
+  void CopyTableOut(Word* keys, uint32_t* values, size_t begin, size_t end) const {
     for (size_t i = begin; i < end; ++i) {
       keys[i] = slots_[i].key;
       values[i] = slots_[i].value;
     }
   }
   /// Writes slots [begin, end) from key and value arrays, for Backend::ImportIndex.
-  void CopyTableIn(const K* keys, const uint32_t* values, size_t begin, size_t end) {
+  void CopyTableIn(const Word* keys, const uint32_t* values, size_t begin, size_t end) {
     for (size_t i = begin; i < end; ++i) slots_[i] = Slot{keys[i], values[i]};
   }
   /// A kKeepAll index's groups (one per slot) and value list; empty otherwise.
@@ -170,16 +235,59 @@ class CpuHashIndex final : public HashIndex {
 
  private:
   struct Slot {
-    K key;
+    Word key;
     uint32_t value;
   };
-  static_assert(sizeof(Slot) == CpuSlotBytes(KeyTypeOf<K>()));
+  static_assert(sizeof(Slot) == CpuSlotBytes(KeyTypeOfKey<K>()));
+  // An empty slot: the reserved key word, or a key schema's row kNoRow.
+  static constexpr Slot kEmptySlot =
+      kColumns ? Slot{0, kNoRow} : Slot{static_cast<Word>(kEmptyKeyOf<Word>), 0};
+
+  static bool IsEmpty(const Slot& s) {
+    if constexpr (kColumns) {
+      return s.value == kNoRow;
+    } else {
+      return s.key == kEmptyKeyOf<K>;
+    }
+  }
+  static Word WordOf(const RowKey& key) {
+    if constexpr (kColumns) {
+      return key.fingerprint;
+    } else {
+      return key;
+    }
+  }
+  // Whether slot `s`, whose word equals `key`'s, holds `key`: a key schema
+  // compares the key columns of the slot's row.
+  bool Holds(const Slot& s, const RowKey& key) const {
+    if constexpr (kColumns) {
+      return detail::KeyRowsEqual(keys_.view(), s.value, *key.columns, key.row);
+    } else {
+      return true;
+    }
+  }
+  // Whether the resident of `s` stays before `carried` (a slot's content being
+  // placed, `displacement` from its home) at `pos`: Robin Hood order, then (a key
+  // schema's keys of one fingerprint) ascending row.
+  bool StaysFirst(const Slot& s, const Slot& carried, uint32_t displacement, uint32_t pos) const {
+    if constexpr (kColumns) {
+      if (s.key == carried.key) return s.value < carried.value;
+    }
+    return detail::ResidentComesFirst(s.key, carried.key, displacement, pos, spec().capacity);
+  }
+  uint32_t UserValue(uint32_t raw) const {
+    if constexpr (kColumns) {
+      return row_values_[raw];
+    } else {
+      return raw;
+    }
+  }
 
   // The table as a snapshot of key word K2: FAILED_PRECONDITION unless K2 is K.
   template <class K2>
   absl::StatusOr<TableSnapshotOf<K2>> SnapshotOf() const {
     if constexpr (!std::is_same_v<K, K2>) {
-      return SnapshotKeyTypeMismatch(KeyTypeOf<K>(), KeyTypeOf<K2>());
+      return SnapshotKeyTypeMismatch(KeyTypeOfKey<K>(), KeyTypeOf<K2>());
     } else {
       TableSnapshotOf<K> snap;
       snap.keys.resize(slots_.size());
@@ -198,6 +306,10 @@ class CpuHashIndex final : public HashIndex {
   // the value list the groups index into.
   HostArray<GroupRange> groups_;
   HostArray<uint32_t> group_values_;
+  // Key schemas only: the build's key columns and the value of every build row.
+  StoredKeys keys_;
+  HostArray<uint32_t> row_values_;
+  uint32_t fingerprint_bits_ = 64;
 };
 
 /// Bytes of the table an index of `spec` allocates: capacity slots of
@@ -206,12 +318,12 @@ inline uint64_t CpuTableBytes(const HashIndexSpec& spec) {
   return uint64_t{spec.capacity} * CpuSlotBytes(spec.key_type);
 }
 
-template <KeyWord K>
-InsertResult CpuHashIndex<K>::Insert(K key, uint32_t value, uint32_t bound) {
+template <IndexKey K>
+InsertResult CpuHashIndex<K>::Insert(const RowKey& key, uint32_t value, uint32_t bound) {
   const uint32_t capacity = spec().capacity;
   const uint32_t mask = capacity - 1u;
   InsertResult r;
-  Slot carried{key, value};  // the key being placed: the row's, then a displaced one
+  Slot carried{WordOf(key), value};  // the key being placed: the row's, then a displaced one
   bool own = true;           // whether `carried` is still the row's own key
   uint32_t pos = Home(key);
   for (uint32_t d = 0;; ++d, pos = (pos + 1u) & mask) {  // d: displacement of `carried`
@@ -226,24 +338,26 @@ InsertResult CpuHashIndex<K>::Insert(K key, uint32_t value, uint32_t bound) {
     }
     Slot& s = slots_[pos];
     ++r.probes;
-    if (s.key == carried.key) {  // rows arrive in order: only the row's own key repeats
-      r.outcome = InsertOutcome::kDuplicate;
-      r.max_probes = std::max(r.max_probes, d + 1);
-      return r;
-    }
-    if (s.key == kEmpty) {
+    if (IsEmpty(s)) {
       s = carried;
       r.max_probes = std::max(r.max_probes, d + 1);
       if (own) r.outcome = InsertOutcome::kUnique;
       return r;
     }
-    if (detail::ResidentComesFirst(s.key, carried.key, d, pos, capacity)) continue;
+    // Rows arrive in order: only the row's own key repeats (a key schema's
+    // rows compare their key columns on an equal fingerprint).
+    if (own && s.key == carried.key && Holds(s, key)) {
+      r.outcome = InsertOutcome::kDuplicate;
+      r.max_probes = std::max(r.max_probes, d + 1);
+      return r;
+    }
+    if (StaysFirst(s, carried, d, pos)) continue;
     // `carried` belongs here: store it and carry the resident on from the next slot.
     r.max_probes = std::max(r.max_probes, d + 1);
     if (own) r.outcome = InsertOutcome::kUnique;
     own = false;
     std::swap(s, carried);
-    d = (pos - Home(carried.key)) & mask;
+    d = (pos - detail::HomeSlot(carried.key, capacity)) & mask;
   }
 }
 

@@ -28,17 +28,25 @@ void RunBuild(const BuildIndexNodeT<K>& node, CpuHashIndex<K>& index, ThreadPool
 template <KeyWord K>
 void RunBatchBuild(const BuildBatchIndexNodeT<K>& node, CpuHashIndex<K>& index, ThreadPool& pool);
 
+/// The same for a key schema: every row's key columns are stored (in row
+/// order), its fingerprint computed (in parallel), then rows are inserted in
+/// global row order as above.
+void RunBuild(const BuildIndexNodeT<ColumnKey>& node, CpuHashIndex<ColumnKey>& index,
+              ThreadPool& pool);
+void RunBatchBuild(const BuildBatchIndexNodeT<ColumnKey>& node, CpuHashIndex<ColumnKey>& index,
+                   ThreadPool& pool);
+
 /// Aligned lookup, parallel over query rows (values and payload of each key's
 /// first match, match counts), then its gathers. Errors (RESOURCE_EXHAUSTED
 /// from a gather's max_string_bytes) name node `node_index`.
-template <KeyWord K>
+template <IndexKey K>
 absl::Status RunLookup(const LookupNodeT<K>& node, const CpuHashIndex<K>& index, ThreadPool& pool,
                        size_t node_index);
 
 /// Join of the node's kind for each batch: count (parallel over left rows),
 /// scan, scatter (parallel over output pairs), then the batch's gathers over
 /// its written pairs.
-template <KeyWord K>
+template <IndexKey K>
 absl::Status RunJoin(const JoinNodeT<K>& node, const CpuHashIndex<K>& index, ThreadPool& pool,
                      size_t node_index);
 

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cpu/chunk_cursor.hpp"
+#include "cpu/cpu_key_columns.hpp"
 #include "cpu/cpu_ops.hpp"
 #include "cpu/cpu_payload.hpp"
 #include "gpujoin/common/status_macros.hpp"
@@ -34,18 +35,47 @@ uint32_t QueryBound(const HashIndex& index, uint32_t override_bound) {
   return override_bound != 0 ? override_bound : index.spec().probe_bound();
 }
 
+// The query keys of a lookup or a join batch as ProbeRange reads them: key
+// words through a chunk cursor, or a key schema's rows with their
+// fingerprints (computed once, in parallel, before the probes).
+template <IndexKey K>
+struct QueryKeys {
+  QueryKeys(const CpuHashIndex<K>&, const Chunked<K>& keys, ThreadPool&) : keys(keys) {}
+  ChunkCursor<K> At(size_t begin) const { return ChunkCursor<K>(keys, begin); }
+  const Chunked<K>& keys;
+};
+template <>
+struct QueryKeys<ColumnKey> {
+  QueryKeys(const CpuHashIndex<ColumnKey>& index, const KeyColumns& keys, ThreadPool& pool)
+      : keys(keys), fingerprints(keys.rows()), valid(keys.rows()) {
+    KeyFingerprints(keys, index.fingerprint_bits(), fingerprints.span(), valid.span(), pool);
+  }
+  struct Cursor {
+    const QueryKeys* q;
+    size_t row;
+    ColumnRowKey Next() {
+      const size_t r = row++;
+      return ColumnRowKey{q->fingerprints[r], &q->keys, r, q->valid[r] == 0};
+    }
+  };
+  Cursor At(size_t begin) const { return Cursor{this, begin}; }
+  const KeyColumns& keys;
+  HostArray<uint64_t> fingerprints;
+  HostArray<uint8_t> valid;
+};
+
 // Probes rows [begin, end) of `keys`, writing the optional found flags and
 // probe counts at the rows' positions, and calls on_row(r, slot) for every row
 // (slot: where its key is stored, kNoSlot when missing).
-template <KeyWord K, class OnRow>
-QueryStatistics ProbeRange(const CpuHashIndex<K>& index, uint32_t bound, const Chunked<K>& keys,
+template <IndexKey K, class OnRow>
+QueryStatistics ProbeRange(const CpuHashIndex<K>& index, uint32_t bound, const QueryKeys<K>& keys,
                            size_t begin, size_t end, uint8_t* found, uint32_t* probes,
                            OnRow&& on_row) {
   QueryStatistics s;
-  ChunkCursor<K> cursor(keys, begin);
+  auto cursor = keys.At(begin);
   // Rows go in small blocks: prefetching a block's home slots first lets their
   // cache misses overlap instead of paying them one after another.
-  K block[kPrefetchBlock];
+  typename CpuHashIndex<K>::RowKey block[kPrefetchBlock];
   for (size_t first = begin; first < end; first += kPrefetchBlock) {
     const size_t n = std::min(kPrefetchBlock, end - first);
     for (size_t i = 0; i < n; ++i) {
@@ -98,11 +128,12 @@ constexpr size_t kBlockRows = 32;
 
 }  // namespace
 
-template <KeyWord K>
+template <IndexKey K>
 absl::Status RunLookup(const LookupNodeT<K>& node, const CpuHashIndex<K>& index, ThreadPool& pool,
                        size_t node_index) {
   const uint32_t bound = QueryBound(index, node.max_probe_count);
-  const size_t rows = TotalRows(node.keys);
+  const size_t rows = KeyRows(node.keys);
+  const QueryKeys<K> keys(index, node.keys, pool);
   const std::vector<size_t> bounds = SplitRows(rows, size_t{pool.size()} * 4, kMinRowsPerTask);
   const size_t parts = bounds.size() - 1;
   std::vector<QueryStatistics> partial(parts);
@@ -116,8 +147,7 @@ absl::Status RunLookup(const LookupNodeT<K>& node, const CpuHashIndex<K>& index,
   uint32_t* position = positions.data();
   pool.ParallelFor(parts, [&](size_t p) {
     const auto probe = [&](auto&& on_row) {
-      partial[p] =
-          ProbeRange(index, bound, node.keys, bounds[p], bounds[p + 1], found, probes, on_row);
+      partial[p] = ProbeRange(index, bound, keys, bounds[p], bounds[p + 1], found, probes, on_row);
     };
     if (gather || match_counts != nullptr) {
       probe([&](size_t r, uint32_t slot) {
@@ -152,7 +182,7 @@ absl::Status RunLookup(const LookupNodeT<K>& node, const CpuHashIndex<K>& index,
 // other range of pairs; each task finds its first row by binary search (over
 // the ranges, then their blocks). Per-row state is kept small (8 bytes, 12
 // with positions), since writing it competes with the probe's cache misses.
-template <KeyWord K>
+template <IndexKey K>
 absl::Status RunJoin(const JoinNodeT<K>& node, const CpuHashIndex<K>& index, ThreadPool& pool,
                      size_t node_index) {
   const uint32_t bound = QueryBound(index, node.max_probe_count);
@@ -160,7 +190,8 @@ absl::Status RunJoin(const JoinNodeT<K>& node, const CpuHashIndex<K>& index, Thr
   const JoinKind kind = node.kind;
   for (size_t b = 0; b < node.batches.size(); ++b) {
     const JoinBatchT<K>& batch = node.batches[b];
-    const size_t rows = TotalRows(batch.keys);
+    const size_t rows = KeyRows(batch.keys);
+    const QueryKeys<K> keys(index, batch.keys, pool);
     const size_t capacity = batch.out_left_rows.size();
     uint8_t* found = batch.found.empty() ? nullptr : batch.found.data();
     uint32_t* probes = batch.probes.empty() ? nullptr : batch.probes.data();
@@ -189,7 +220,7 @@ absl::Status RunJoin(const JoinNodeT<K>& node, const CpuHashIndex<K>& index, Thr
     pool.ParallelFor(parts, [&](size_t p) {
       uint64_t pairs = 0;
       const size_t range_end = bounds[p + 1];
-      partial[p] = ProbeRange(index, bound, batch.keys, bounds[p], range_end, found, probes,
+      partial[p] = ProbeRange(index, bound, keys, bounds[p], range_end, found, probes,
                               [&](size_t r, uint32_t slot) {
                                 const bool hit = slot != CpuHashIndex<K>::kNoSlot;
                                 GroupRange g{kNoRow, 0};
@@ -268,6 +299,11 @@ template absl::Status RunLookup(const LookupNodeT<uint64_t>&, const CpuHashIndex
 template absl::Status RunJoin(const JoinNodeT<uint32_t>&, const CpuHashIndex<uint32_t>&,
                               ThreadPool&, size_t);
 template absl::Status RunJoin(const JoinNodeT<uint64_t>&, const CpuHashIndex<uint64_t>&,
+                              ThreadPool&, size_t);
+
+template absl::Status RunLookup(const LookupNodeT<ColumnKey>&, const CpuHashIndex<ColumnKey>&,
+                                ThreadPool&, size_t);
+template absl::Status RunJoin(const JoinNodeT<ColumnKey>&, const CpuHashIndex<ColumnKey>&,
                               ThreadPool&, size_t);
 
 }  // namespace gpujoin::engine::cpu

@@ -87,6 +87,11 @@ class CudaBackend final : public Backend {
 
   absl::StatusOr<std::unique_ptr<HashIndex>> CreateIndex(const HashIndexSpec& spec) override {
     GPUJOIN_RETURN_IF_ERROR(spec.Validate());
+    if (spec.key_type == KeyType::kColumns) {
+      return absl::UnimplementedError(
+          "the cuda backend does not hold indexes keyed by columns yet (string and composite "
+          "keys); the cpu backend does");
+    }
     GPUJOIN_RETURN_IF_ERROR(CheckHealthy());
     auto index = CudaHashIndex::Create(spec, device_);
     if (!index.ok()) {

@@ -462,15 +462,15 @@ void HashTreeRange(const HashNode& node, uint64_t first, uint64_t rows, H* out,
 
 }  // namespace
 
-absl::Status ValidateHashNode(const HashNode& node, std::string_view where) {
-  if (node.columns.empty()) {
+absl::Status ValidateHashColumns(std::span<const HashColumn> columns, std::string_view where) {
+  if (columns.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(std::string(where), ": columns: at least one column is required"));
   }
-  const uint64_t rows = node.columns[0].length;
+  const uint64_t rows = columns[0].length;
   TreeValidator validator(where);
-  for (size_t i = 0; i < node.columns.size(); ++i) {
-    const HashColumn& c = node.columns[i];
+  for (size_t i = 0; i < columns.size(); ++i) {
+    const HashColumn& c = columns[i];
     if (!IsKnownColumnType(c.type)) {
       return absl::InvalidArgumentError(absl::StrCat(
           std::string(where), ": column ", i, ": unknown column type ", static_cast<int>(c.type)));
@@ -484,6 +484,12 @@ absl::Status ValidateHashNode(const HashNode& node, std::string_view where) {
     }
     GPUJOIN_RETURN_IF_ERROR(validator.Check(c, name, absl::StrCat("columns[", i, "]"), 1));
   }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateHashNode(const HashNode& node, std::string_view where) {
+  GPUJOIN_RETURN_IF_ERROR(ValidateHashColumns(node.columns, where));
+  const uint64_t rows = node.columns[0].length;
   switch (node.bits) {
     case HashBits::k32:
       if (node.out32.size() != rows) {

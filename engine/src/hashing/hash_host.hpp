@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string_view>
 
 #include "absl/status/status.h"
@@ -18,6 +19,10 @@ namespace gpujoin::engine::detail {
 /// per row and `out_validity` exactly ceil(rows / 8) bytes; the other hash span is
 /// ignored. Zero rows are valid (all outputs empty).
 absl::Status ValidateHashNode(const HashNode& node, std::string_view where);
+
+/// The column part of ValidateHashNode: at least one column, all of the same
+/// length, each within its buffers.
+absl::Status ValidateHashColumns(std::span<const HashColumn> columns, std::string_view where);
 
 /// True when every column is flat (no nested type, no dictionary): the fused
 /// per-row path of row_hash.hpp hashes it (and the device kernel, as is).

@@ -11,10 +11,11 @@
 
 namespace gpujoin {
 
-/// The key word of an index: uint32 (the reference contract, the default) or
-/// uint64 (int64 keys travel as their two's-complement bit pattern). Values
-/// stay uint32 for both.
-enum class KeyType : uint8_t { kUint32, kUint64 };
+/// The key of an index: one integer word, uint32 (the reference contract, the
+/// default) or uint64 (int64 keys travel as their two's-complement bit
+/// pattern), or a key schema of one or more typed columns (string and composite
+/// keys; the index's key columns name them). Values stay uint32 for all.
+enum class KeyType : uint8_t { kUint32, kUint64, kColumns };
 
 /// What a build keeps of rows whose key is already present.
 enum class DuplicatePolicy : uint8_t {
@@ -39,7 +40,7 @@ enum class JoinKind : uint8_t {
 /// fold the rows' values.
 enum class AggregateOp : uint8_t { kCount, kSum, kMin, kMax, kMean };
 
-/// "uint32" or "uint64"; "unknown" for any other value.
+/// "uint32", "uint64" or "columns"; "unknown" for any other value.
 std::string_view KeyTypeName(KeyType type);
 /// "lowest_row" or "keep_all"; "unknown" for any other value.
 std::string_view DuplicatePolicyName(DuplicatePolicy policy);

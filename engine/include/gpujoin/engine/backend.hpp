@@ -58,6 +58,9 @@ struct BackendOptions {
   bool cuda_join_graphs = true;
   /// CUDA: capture repeated small aggregations as CUDA Graphs and replay them.
   bool cuda_aggregate_graphs = true;
+  /// Key-schema indexes: the bits of a key's fingerprint kept (64). Tests set
+  /// fewer to force many keys onto one fingerprint; the results must not change.
+  uint32_t key_fingerprint_bits = 64;
 };
 
 /// What a build is given, as far as its memory is concerned: the input of
@@ -66,8 +69,11 @@ struct BuildShape {
   /// Key rows of all chunks together.
   uint64_t rows = 0;
   /// The key word of the rows (4 or 8 bytes each: the uploads and the tile
-  /// path's words grow with it).
+  /// path's words grow with it), or kColumns.
   KeyType key_type = KeyType::kUint32;
+  /// kColumns: the bytes the rows' key columns occupy once stored
+  /// (KeyColumnBytes of every chunk).
+  uint64_t key_column_bytes = 0;
   /// A BuildIndexNode with `values` set.
   bool explicit_values = false;
   /// A BuildBatchIndexNode ...
@@ -82,9 +88,9 @@ struct BuildShape {
 };
 
 /// The shape of a build node (its key type, rows, values, chunks and masks).
-template <KeyWord K>
+template <IndexKey K>
 BuildShape BuildShapeOf(const BuildIndexNodeT<K>& node);
-template <KeyWord K>
+template <IndexKey K>
 BuildShape BuildShapeOf(const BuildBatchIndexNodeT<K>& node);
 
 /// Runs command graphs. Thread-safe: several graphs may run concurrently (the CUDA

@@ -19,23 +19,27 @@
 #include "gpujoin/engine/column.hpp"
 #include "gpujoin/engine/hash_index.hpp"
 #include "gpujoin/engine/hashing.hpp"
+#include "gpujoin/engine/key_columns.hpp"
 #include "gpujoin/engine/types.hpp"
 
 namespace gpujoin::engine {
 
-// The key-carrying nodes are templates on the key word K (uint32_t or
-// uint64_t), which must match the index's key type (CommandGraph::Validate);
-// the plain names are the uint32 nodes, the ...64 names the uint64 ones. Values,
-// row IDs and join outputs are uint32 for both.
+// The key-carrying nodes are templates on the index's key K: a key word
+// (uint32_t or uint64_t) or ColumnKey (a key schema: key_columns.hpp), which
+// must match the index's key type (CommandGraph::Validate). The plain names are
+// the uint32 nodes, the ...64 names the uint64 ones, the ...Columns names the
+// key-schema ones. Values, row IDs and join outputs are uint32 for all. A
+// key-schema row whose key has a null in any column is invalid at build and
+// missing at query, as the reserved key word is.
 
 /// Builds an index from one logical sequence of keys, with explicit values or
 /// generated values `first_value + global row`. Keys and values may be chunked
 /// with different boundaries. Duplicate keys keep the value of the lowest global
 /// row. An empty build clears the table and its statistics.
-template <KeyWord K>
+template <IndexKey K>
 struct BuildIndexNodeT {
   HashIndex* index = nullptr;        ///< written: rebuilt from scratch
-  Chunked<K> keys;                   ///< read
+  KeyChunks<K> keys;                 ///< read
   std::optional<ChunkedU32> values;  ///< read; when set, total rows must equal the keys'
   uint32_t first_value = 0;          ///< generated values when `values` is unset (wraps mod 2^32)
   BuildStatistics* statistics = nullptr;  ///< optional host output
@@ -48,16 +52,16 @@ struct BuildIndexNodeT {
 /// One chunk of a batch build: its keys, the row ID of its first row and an
 /// optional validity mask (one uint32 per row; nonzero = valid). A row's value is
 /// `row_base + position in chunk`. Masked-out rows are counted invalid.
-template <KeyWord K>
+template <IndexKey K>
 struct BatchChunkT {
-  std::span<const K> keys;
+  KeyChunk<K> keys;
   uint32_t row_base = 0;
   std::span<const uint32_t> validity;  ///< empty = all rows valid; else same length as keys
 };
 
 /// Builds an index from ordered batch chunks. The duplicate winner is the earliest
 /// row across chunks (chunk order, then position), whatever the row bases.
-template <KeyWord K>
+template <IndexKey K>
 struct BuildBatchIndexNodeT {
   HashIndex* index = nullptr;  ///< written: rebuilt from scratch
   std::vector<BatchChunkT<K>> chunks;
@@ -69,10 +73,10 @@ struct BuildBatchIndexNodeT {
 
 /// Aligned left join: for every query row, the matched value or kEmptyKey (the
 /// uint32 missing value, for either key type).
-template <KeyWord K>
+template <IndexKey K>
 struct LookupNodeT {
   const HashIndex* index = nullptr;
-  Chunked<K> keys;                        ///< read
+  KeyChunks<K> keys;                      ///< read
   std::span<uint32_t> values;             ///< written, required: one per query row
   std::span<uint8_t> found;               ///< optional: 1 found / 0 missing per query row
   std::span<uint32_t> probes;             ///< optional: slots examined per query row
@@ -102,9 +106,9 @@ struct JoinResult {
 };
 
 /// One left batch of a join.
-template <KeyWord K>
+template <IndexKey K>
 struct JoinBatchT {
-  Chunked<K> keys;                      ///< read: left keys
+  KeyChunks<K> keys;                    ///< read: left keys
   std::span<const uint32_t> left_rows;  ///< optional explicit left row IDs, aligned with keys
   uint32_t first_left_row = 0;  ///< left row ID = first_left_row + row when left_rows is empty
   std::span<uint32_t> out_left_rows;   ///< written; its size is the pair capacity
@@ -121,7 +125,7 @@ struct JoinBatchT {
 /// order (a kKeepAll index's group order), truncated to its capacity (the stable
 /// prefix), with its exact required count and overflow flag. On a kKeepAll index
 /// a left row yields one pair per row of its key's group.
-template <KeyWord K>
+template <IndexKey K>
 struct JoinNodeT {
   const HashIndex* index = nullptr;
   std::vector<JoinBatchT<K>> batches;
@@ -141,6 +145,12 @@ using JoinBatch = JoinBatchT<uint32_t>;
 using JoinBatch64 = JoinBatchT<uint64_t>;
 using JoinNode = JoinNodeT<uint32_t>;
 using JoinNode64 = JoinNodeT<uint64_t>;
+using BuildIndexNodeColumns = BuildIndexNodeT<ColumnKey>;
+using BatchChunkColumns = BatchChunkT<ColumnKey>;
+using BuildBatchIndexNodeColumns = BuildBatchIndexNodeT<ColumnKey>;
+using LookupNodeColumns = LookupNodeT<ColumnKey>;
+using JoinBatchColumns = JoinBatchT<ColumnKey>;
+using JoinNodeColumns = JoinNodeT<ColumnKey>;
 
 /// The value column of an aggregation (AggregateNode::values): float32, float64,
 /// int32, int64, uint32 or uint64 values, one per key, chunked independently of
@@ -184,7 +194,9 @@ struct AggregateNode {
 
 using Node =
     std::variant<BuildIndexNode, BuildIndexNode64, BuildBatchIndexNode, BuildBatchIndexNode64,
-                 LookupNode, LookupNode64, JoinNode, JoinNode64, AggregateNode, HashNode>;
+                 LookupNode, LookupNode64, JoinNode, JoinNode64, AggregateNode, HashNode,
+                 BuildIndexNodeColumns, BuildBatchIndexNodeColumns, LookupNodeColumns,
+                 JoinNodeColumns>;
 
 /// A list of nodes executed in order. Validation checks every node and that no
 /// written range overlaps another written range or any read range of the graph.

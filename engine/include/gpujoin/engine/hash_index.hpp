@@ -35,11 +35,15 @@ struct HashIndexSpec {
   /// Most slots one row may examine (build and query). 0 means `capacity`.
   /// Must not exceed `capacity`.
   uint32_t max_probe_count = 0;
-  /// The key word (KeyType::kUint32 unless set). The reserved key is the all-ones
-  /// word of this width; every other part of the contract is the same for both.
+  /// The key (KeyType::kUint32 unless set). For a key word the reserved key is
+  /// the all-ones word of its width; kColumns has no reserved key
+  /// (key_columns.hpp). Every other part of the contract is the same for all.
   KeyType key_type = KeyType::kUint32;
   /// kLowestRow unless set.
   DuplicatePolicy duplicates = DuplicatePolicy::kLowestRow;
+  /// kColumns only: the types of the key columns, 1 to kMaxKeyColumns of int32,
+  /// int64, uint32, uint64, string or binary. Empty for a key word.
+  std::vector<ColumnType> key_columns;
 
   /// The effective probe bound: max_probe_count, or capacity when it is 0.
   uint32_t probe_bound() const { return max_probe_count == 0 ? capacity : max_probe_count; }

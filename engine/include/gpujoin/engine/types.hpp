@@ -47,8 +47,9 @@ constexpr KeyType KeyTypeOf() {
   return std::same_as<K, uint32_t> ? KeyType::kUint32 : KeyType::kUint64;
 }
 
-/// Bytes of one key of `type`.
-constexpr size_t KeyBytes(KeyType type) { return type == KeyType::kUint64 ? 8 : 4; }
+/// Bytes of the key word one slot of a `type` index holds: 4 for uint32, 8 for
+/// uint64 and for a key schema (its slots hold 64-bit fingerprints).
+constexpr size_t KeyBytes(KeyType type) { return type == KeyType::kUint32 ? 4 : 8; }
 
 /// One logical column stored as ordered chunks. Chunk boundaries carry no
 /// meaning: row r of the logical column is found by walking the chunks in order.

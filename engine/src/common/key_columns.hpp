@@ -1,0 +1,61 @@
+// Internal: reading key columns row by row, shared by the backends' host code
+// (key_columns.hpp has the public types). A key value is the bytes of one row of
+// one column (fixed-width little-endian values, or string and binary bytes);
+// two keys are equal when every column's values are valid and byte-equal.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+
+#include "gpujoin/common/bitmap.hpp"
+#include "gpujoin/engine/key_columns.hpp"
+
+namespace gpujoin::engine::detail {
+
+/// Row `r` of key column `c` (its logical row: physical row c.offset + r).
+struct KeyValue {
+  const uint8_t* data = nullptr;
+  uint64_t size = 0;
+  bool valid = false;
+};
+
+inline KeyValue KeyValueAt(const HashColumn& c, uint64_t r) {
+  const uint64_t p = c.offset + r;
+  KeyValue v;
+  v.valid = c.validity.empty() || BitAt(c.validity, p);
+  if (IsVariableWidth(c.type)) {
+    const int64_t begin = c.large_offsets.empty() ? c.offsets[p] : c.large_offsets[p];
+    const int64_t end = c.large_offsets.empty() ? c.offsets[p + 1] : c.large_offsets[p + 1];
+    v.data = c.data.data() + begin;
+    v.size = static_cast<uint64_t>(end - begin);
+  } else {
+    const size_t width = ColumnWidth(c.type);
+    v.data = c.data.data() + p * width;
+    v.size = width;
+  }
+  return v;
+}
+
+/// Whether row `a_row` of `a` and row `b_row` of `b` (the same schema) hold the
+/// same key: every column valid on both sides and byte-equal.
+inline bool KeyRowsEqual(const KeyColumns& a, uint64_t a_row, const KeyColumns& b,
+                         uint64_t b_row) {
+  for (size_t c = 0; c < a.columns.size(); ++c) {
+    const KeyValue x = KeyValueAt(a.columns[c], a_row);
+    const KeyValue y = KeyValueAt(b.columns[c], b_row);
+    if (!x.valid || !y.valid || x.size != y.size) return false;
+    if (x.size != 0 && std::memcmp(x.data, y.data, x.size) != 0) return false;
+  }
+  return true;
+}
+
+/// Whether row `r` of `keys` has a null in any column.
+inline bool KeyRowIsNull(const KeyColumns& keys, uint64_t r) {
+  for (const HashColumn& c : keys.columns) {
+    if (!c.validity.empty() && !BitAt(c.validity, c.offset + r)) return true;
+  }
+  return false;
+}
+
+}  // namespace gpujoin::engine::detail

@@ -1,0 +1,104 @@
+#include "cpu/cpu_key_columns.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/key_columns.hpp"
+#include "gpujoin/common/bitmap.hpp"
+#include "hashing/hash_host.hpp"
+
+namespace gpujoin::engine::cpu {
+
+StoredKeys::StoredKeys(const std::vector<ColumnType>& types, uint64_t rows, bool validity)
+    : types_(types), columns_(types.size()), capacity_(rows), validity_(validity) {
+  for (size_t c = 0; c < types.size(); ++c) {
+    Column& col = columns_[c];
+    if (IsVariableWidth(types[c])) {
+      col.offsets.reserve(rows + 1);
+      col.offsets.push_back(0);
+    } else {
+      col.data.reserve(rows * ColumnWidth(types[c]));
+    }
+    if (validity) col.validity.assign(BitmapBytes(rows), 0);
+  }
+  RefreshView();
+}
+
+void StoredKeys::Append(const KeyColumns& keys) {
+  const uint64_t rows = keys.rows();
+  for (size_t c = 0; c < columns_.size(); ++c) {
+    const HashColumn& in = keys.columns[c];
+    Column& col = columns_[c];
+    if (IsVariableWidth(types_[c])) {
+      for (uint64_t r = 0; r < rows; ++r) {
+        const detail::KeyValue v = detail::KeyValueAt(in, r);
+        col.data.insert(col.data.end(), v.data, v.data + v.size);
+        col.offsets.push_back(static_cast<int64_t>(col.data.size()));
+      }
+    } else if (rows > 0) {
+      const size_t width = ColumnWidth(types_[c]);
+      const uint8_t* from = in.data.data() + in.offset * width;
+      col.data.insert(col.data.end(), from, from + rows * width);
+    }
+    if (validity_) {
+      for (uint64_t r = 0; r < rows; ++r) {
+        const bool valid = in.validity.empty() || BitAt(in.validity, in.offset + r);
+        SetBit(col.validity.data(), rows_ + r, valid);
+      }
+    }
+  }
+  rows_ += rows;
+  RefreshView();
+}
+
+uint64_t StoredKeys::bytes() const {
+  uint64_t bytes = 0;
+  for (const Column& col : columns_) {
+    bytes += col.data.capacity() + col.offsets.capacity() * sizeof(int64_t) + col.validity.size();
+  }
+  return bytes;
+}
+
+void StoredKeys::RefreshView() {
+  view_.columns.resize(columns_.size());
+  for (size_t c = 0; c < columns_.size(); ++c) {
+    HashColumn& v = view_.columns[c];
+    const Column& col = columns_[c];
+    v.type = types_[c];
+    v.data = col.data;
+    v.large_offsets = col.offsets;
+    v.validity = col.validity;
+    v.offset = 0;
+    v.length = rows_;
+  }
+}
+
+void KeyFingerprints(const KeyColumns& keys, uint32_t bits, std::span<uint64_t> fps,
+                     std::span<uint8_t> valid, ThreadPool& pool) {
+  const uint64_t rows = keys.rows();
+  if (rows == 0) return;
+  HashNode node;
+  node.columns = keys.columns;
+  node.bits = HashBits::k64;
+  node.out64 = fps;
+  std::vector<uint8_t> bitmap(BitmapBytes(rows));
+  node.out_validity = bitmap;
+  // Ranges start at multiples of 8 so each owns whole validity bytes.
+  constexpr uint64_t kMinRowsPerTask = 8192;
+  const uint64_t tasks =
+      std::clamp<uint64_t>(rows / kMinRowsPerTask, 1, uint64_t{pool.size()} * 4);
+  const uint64_t per_task = ((rows + tasks - 1) / tasks + 7) / 8 * 8;
+  const uint64_t mask = bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+  pool.ParallelFor(tasks, [&](size_t t) {
+    const uint64_t first = t * per_task;
+    if (first >= rows) return;
+    const uint64_t n = std::min(per_task, rows - first);
+    detail::HashRowsHost(node, first, n);
+    for (uint64_t r = first; r < first + n; ++r) {
+      fps[r] &= mask;
+      valid[r] = BitAt(bitmap, r) ? 1 : 0;
+    }
+  });
+}
+
+}  // namespace gpujoin::engine::cpu

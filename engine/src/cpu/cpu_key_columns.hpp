@@ -1,0 +1,59 @@
+// The CPU backend's key columns of a key-schema index (key_columns.hpp): the
+// build's key columns copied in build-row order (StoredKeys), and the 64-bit
+// fingerprints of rows, computed by the row hash of the Hash operation.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "cpu/cpu_payload.hpp"
+#include "cpu/thread_pool.hpp"
+#include "gpujoin/engine/key_columns.hpp"
+
+namespace gpujoin::engine::cpu {
+
+/// Key columns owned by an index: every build row, in global build-row order
+/// (invalid rows included, so that a row's position is its row), strings and
+/// binary with int64 offsets. view() reads them as KeyColumns.
+class StoredKeys {
+ public:
+  StoredKeys() = default;
+  /// Room for `rows` rows of `types` holding `bytes` (KeyColumnBytes) in all;
+  /// throws std::bad_alloc.
+  StoredKeys(const std::vector<ColumnType>& types, uint64_t rows, bool validity);
+  StoredKeys(StoredKeys&&) = default;
+  StoredKeys& operator=(StoredKeys&&) = default;
+
+  /// Appends every row of `keys` (the same schema).
+  void Append(const KeyColumns& keys);
+  /// The stored rows as key columns (valid until the next Append or move).
+  const KeyColumns& view() const { return view_; }
+  uint64_t rows() const { return rows_; }
+  /// Bytes held.
+  uint64_t bytes() const;
+
+ private:
+  struct Column {
+    std::vector<uint8_t> data;
+    std::vector<int64_t> offsets;   // variable width: rows + 1
+    std::vector<uint8_t> validity;  // when any input had nulls
+  };
+  void RefreshView();
+
+  std::vector<ColumnType> types_;
+  std::vector<Column> columns_;
+  uint64_t rows_ = 0;
+  uint64_t capacity_ = 0;
+  bool validity_ = false;
+  KeyColumns view_;
+};
+
+/// The fingerprints of every row of `keys`: fps[r] = hash64 of row r's key
+/// columns (the Hash operation's row hash), kept to its low `bits` bits (64:
+/// all; fewer only in tests, to force collisions), and valid[r] = 0 where a key
+/// column is null. Parallel over ranges of rows on `pool`.
+void KeyFingerprints(const KeyColumns& keys, uint32_t bits, std::span<uint64_t> fps,
+                     std::span<uint8_t> valid, ThreadPool& pool);
+
+}  // namespace gpujoin::engine::cpu
