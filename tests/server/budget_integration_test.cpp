@@ -25,6 +25,7 @@ namespace {
 
 using gpujoin::server::testing::ChunkMsg;
 using gpujoin::server::testing::Iota;
+using gpujoin::server::testing::SpecMsg;
 
 using gpujoin::testing::HttpGet;
 using gpujoin::testing::MetricValue;
@@ -32,14 +33,6 @@ using gpujoin::testing::ServerProcess;
 using ::testing::HasSubstr;
 
 constexpr uint64_t kBudget = 40000;
-
-v1::BuildIndexRequest SpecMsg(const std::string& name, uint32_t capacity, bool replace) {
-  v1::BuildIndexRequest r;
-  r.mutable_spec()->set_name(name);
-  r.mutable_spec()->set_capacity(capacity);
-  r.mutable_spec()->set_replace(replace);
-  return r;
-}
 
 class BudgetIntegrationTest : public ::testing::Test {
  protected:
@@ -95,7 +88,7 @@ TEST_F(BudgetIntegrationTest, IndexesAreChargedTheBytesTheBackendAllocates) {
   for (uint32_t capacity : {1u, 64u, 1024u, 2048u}) {
     const std::string name = "i" + std::to_string(capacity);
     v1::BuildIndexResponse resp;
-    const grpc::Status s = Build({SpecMsg(name, capacity, false), ChunkMsg({3, 4})}, &resp);
+    const grpc::Status s = Build({SpecMsg(name, capacity), ChunkMsg({3, 4})}, &resp);
     ASSERT_TRUE(s.ok()) << s.error_message();
     EXPECT_EQ(resp.index().device_bytes(), uint64_t{capacity} * 8) << name;
     expected += uint64_t{capacity} * 8;
@@ -113,14 +106,14 @@ TEST_F(BudgetIntegrationTest, IndexesAreChargedTheBytesTheBackendAllocates) {
 
 TEST_F(BudgetIntegrationTest, RebuildThatDoesNotFitIsRefusedAndTheOldVersionServes) {
   v1::BuildIndexResponse resp;
-  ASSERT_TRUE(Build({SpecMsg("a", 1024, false), ChunkMsg({1, 2, 3})}, &resp).ok());
-  ASSERT_TRUE(Build({SpecMsg("b", 2048, false), ChunkMsg(Iota(100, 10))}, &resp).ok());
+  ASSERT_TRUE(Build({SpecMsg("a", 1024), ChunkMsg({1, 2, 3})}, &resp).ok());
+  ASSERT_TRUE(Build({SpecMsg("b", 2048), ChunkMsg(Iota(100, 10))}, &resp).ok());
   ASSERT_EQ(UsedBytes(), 8192u + 16384u);
 
   // While it builds, a rebuild holds the old table and the new one: 16384 more
   // do not fit beside the 24576 in use (40000 budget).
   v1::BuildIndexResponse refused;
-  const grpc::Status s = Build({SpecMsg("b", 2048, true), ChunkMsg({7})}, &refused);
+  const grpc::Status s = Build({SpecMsg("b", 2048, {.replace = true}), ChunkMsg({7})}, &refused);
   ASSERT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
   EXPECT_THAT(s.error_message(),
               HasSubstr("device memory budget exceeded: index \"b\" (capacity 2048: 16384 table "
@@ -132,7 +125,7 @@ TEST_F(BudgetIntegrationTest, RebuildThatDoesNotFitIsRefusedAndTheOldVersionServ
 
   // A smaller rebuild fits beside the old version; after the swap only the new
   // table is charged.
-  ASSERT_TRUE(Build({SpecMsg("b", 1024, true), ChunkMsg({15, 16})}, &resp).ok());
+  ASSERT_TRUE(Build({SpecMsg("b", 1024, {.replace = true}), ChunkMsg({15, 16})}, &resp).ok());
   EXPECT_EQ(resp.index().version(), 2u);
   EXPECT_EQ(resp.index().device_bytes(), 8192u);
   EXPECT_EQ(LookupOne("b", 15), std::make_pair(0u, uint64_t{2}));

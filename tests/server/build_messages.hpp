@@ -1,4 +1,5 @@
-// Request messages and a BuildIndex call for the server tests.
+// Request messages and the BuildIndex and GetServerInfo calls for the server
+// tests.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -14,10 +15,41 @@
 
 namespace gpujoin::server::testing {
 
+/// The optional IndexSpec fields SpecMsg sets (zero, false: the server's default).
+struct SpecFields {
+  uint64_t first_value = 0;
+  bool replace = false;
+  uint64_t max_probe_count = 0;
+};
+
+/// A spec message for a plain index `name` of `capacity` slots, e.g.
+/// `SpecMsg("t", 256, {.first_value = 10, .replace = true})`.
+inline v1::BuildIndexRequest SpecMsg(const std::string& name, uint64_t capacity,
+                                     const SpecFields& fields = {}) {
+  v1::BuildIndexRequest r;
+  auto* s = r.mutable_spec();
+  s->set_name(name);
+  s->set_capacity(capacity);
+  s->set_first_value(fields.first_value);
+  s->set_replace(fields.replace);
+  s->set_max_probe_count(fields.max_probe_count);
+  return r;
+}
+
 /// A chunk message carrying `keys` as a packed column.
 inline v1::BuildIndexRequest ChunkMsg(const std::vector<uint32_t>& keys) {
   v1::BuildIndexRequest r;
   *r.mutable_chunk()->mutable_keys()->mutable_packed() = PackColumn<uint32_t>(keys);
+  return r;
+}
+
+/// A lookup of `keys` (a packed column) in index `index`, batch `batch_id`.
+inline v1::LookupRequest LookupMsg(const std::string& index, const std::vector<uint32_t>& keys,
+                                   uint64_t batch_id = 0) {
+  v1::LookupRequest r;
+  r.set_index(index);
+  r.set_batch_id(batch_id);
+  *r.mutable_keys()->mutable_packed() = PackColumn<uint32_t>(keys);
   return r;
 }
 
@@ -61,6 +93,14 @@ inline grpc::Status Build(v1::GpuJoin::Stub& stub,
   }
   writer->WritesDone();
   return writer->Finish();
+}
+
+/// GetServerInfo's answer (a failed call is a test failure and an empty answer).
+inline v1::GetServerInfoResponse Info(v1::GpuJoin::Stub& stub) {
+  grpc::ClientContext ctx;
+  v1::GetServerInfoResponse info;
+  EXPECT_TRUE(stub.GetServerInfo(&ctx, v1::GetServerInfoRequest(), &info).ok());
+  return info;
 }
 
 }  // namespace gpujoin::server::testing

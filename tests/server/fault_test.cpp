@@ -39,6 +39,9 @@ namespace {
 using gpujoin::server::testing::Build;
 using gpujoin::server::testing::ChunkMsg;
 using gpujoin::server::testing::Iota;
+using gpujoin::server::testing::Info;
+using gpujoin::server::testing::LookupMsg;
+using gpujoin::server::testing::SpecMsg;
 using gpujoin::testing::HttpGet;
 using gpujoin::testing::MetricValue;
 using gpujoin::testing::ServerOptions;
@@ -48,32 +51,6 @@ using ::testing::HasSubstr;
 // The backend is TestBackend(): $GPUJOIN_TEST_BACKEND or cpu.
 ServerOptions On(std::vector<std::string> extra = {}) {
   return ServerOptions{.extra_args = std::move(extra), .metrics = true};
-}
-
-v1::BuildIndexRequest SpecMsg(const std::string& name, uint64_t capacity, uint64_t first_value,
-                              bool replace) {
-  v1::BuildIndexRequest r;
-  r.mutable_spec()->set_name(name);
-  r.mutable_spec()->set_capacity(capacity);
-  r.mutable_spec()->set_first_value(first_value);
-  r.mutable_spec()->set_replace(replace);
-  return r;
-}
-
-v1::LookupRequest LookupMsg(const std::string& index, const std::vector<uint32_t>& keys,
-                            uint64_t batch_id) {
-  v1::LookupRequest r;
-  r.set_index(index);
-  r.set_batch_id(batch_id);
-  *r.mutable_keys()->mutable_packed() = PackColumn<uint32_t>(keys);
-  return r;
-}
-
-v1::GetServerInfoResponse Info(v1::GpuJoin::Stub& stub) {
-  grpc::ClientContext ctx;
-  v1::GetServerInfoResponse info;
-  EXPECT_TRUE(stub.GetServerInfo(&ctx, v1::GetServerInfoRequest(), &info).ok());
-  return info;
 }
 
 std::vector<std::string> IndexNames(v1::GpuJoin::Stub& stub) {
@@ -105,7 +82,7 @@ TEST(Faults, ClientKilledMidStreamLeavesNothingBehind) {
   ASSERT_TRUE(server.ready()) << server.log();
   auto stub = v1::GpuJoin::NewStub(
       grpc::CreateChannel(server.grpc_address(), grpc::InsecureChannelCredentials()));
-  ASSERT_TRUE(Build(*stub, {SpecMsg("keep", 1 << 17, 0, false), ChunkMsg(Iota(50000))}).ok());
+  ASSERT_TRUE(Build(*stub, {SpecMsg("keep", 1 << 17), ChunkMsg(Iota(50000))}).ok());
 
   int out[2];
   ASSERT_EQ(pipe(out), 0);
@@ -166,7 +143,7 @@ TEST(Faults, RebuildsUnderEightCheckingStreamsNeverMixOrLoseVersions) {
   for (uint32_t i = 0; i < keys.size(); ++i) keys[i] = i * 7 + 1;
   const std::vector<uint32_t> half(keys.begin(), keys.begin() + 10000);
   const std::vector<uint32_t> rest(keys.begin() + 10000, keys.end());
-  ASSERT_TRUE(Build(*stub, {SpecMsg("hot", 1 << 16, 1000000, false), ChunkMsg(keys)}).ok());
+  ASSERT_TRUE(Build(*stub, {SpecMsg("hot", 1 << 16, {.first_value = 1000000}), ChunkMsg(keys)}).ok());
 
   constexpr int kStreams = 8;
   std::atomic<bool> stop{false};
@@ -224,13 +201,13 @@ TEST(Faults, RebuildsUnderEightCheckingStreamsNeverMixOrLoseVersions) {
       v1::BuildIndexRequest bad;
       bad.mutable_chunk()->mutable_keys()->set_packed("\x01\x02\x03");  // 3 bytes: not uint32s
       const grpc::Status s =
-          Build(*stub, {SpecMsg("hot", 1 << 16, 99000000, true), ChunkMsg(half), bad});
+          Build(*stub, {SpecMsg("hot", 1 << 16, {.first_value = 99000000, .replace = true}), ChunkMsg(half), bad});
       EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
     } else {
       v1::BuildIndexResponse r;
       const uint64_t base = (expected_version + 1) * 1000000;
       const grpc::Status s = Build(
-          *stub, {SpecMsg("hot", 1 << 16, base, true), ChunkMsg(half), ChunkMsg(rest)}, &r);
+          *stub, {SpecMsg("hot", 1 << 16, {.first_value = base, .replace = true}), ChunkMsg(half), ChunkMsg(rest)}, &r);
       ASSERT_TRUE(s.ok()) << s.error_message();
       EXPECT_EQ(r.index().version(), expected_version + 1);
       expected_version = r.index().version();
@@ -254,7 +231,7 @@ TEST(Faults, StagingThatExhaustsTheBudgetKeepsTheServingVersion) {
   ASSERT_TRUE(server.ready()) << server.log();
   auto stub = v1::GpuJoin::NewStub(
       grpc::CreateChannel(server.grpc_address(), grpc::InsecureChannelCredentials()));
-  ASSERT_TRUE(Build(*stub, {SpecMsg("live", 1 << 16, 0, false), ChunkMsg(Iota(20000))}).ok());
+  ASSERT_TRUE(Build(*stub, {SpecMsg("live", 1 << 16), ChunkMsg(Iota(20000))}).ok());
   const uint64_t table = (1u << 16) * 8;
   ASSERT_EQ(Info(*stub).device_memory_used_bytes(), table);
 
@@ -296,7 +273,7 @@ TEST(Faults, StagingThatExhaustsTheBudgetKeepsTheServingVersion) {
     EXPECT_TRUE(stream->Finish().ok());
   }
   v1::BuildIndexResponse rebuilt;
-  ASSERT_TRUE(Build(*stub, {SpecMsg("live", 1 << 16, 0, true), ChunkMsg(Iota(30000))}, &rebuilt)
+  ASSERT_TRUE(Build(*stub, {SpecMsg("live", 1 << 16, {.replace = true}), ChunkMsg(Iota(30000))}, &rebuilt)
                   .ok());
   EXPECT_EQ(rebuilt.index().version(), 2u);
   EXPECT_EQ(Info(*stub).device_memory_used_bytes(), table);

@@ -37,6 +37,9 @@ namespace gpujoin::server {
 namespace {
 
 using gpujoin::server::testing::Build;
+using gpujoin::server::testing::ChunkMsg;
+using gpujoin::server::testing::LookupMsg;
+using gpujoin::server::testing::SpecMsg;
 
 using ::testing::HasSubstr;
 using gpujoin::testing::HttpGet;
@@ -49,33 +52,6 @@ std::unique_ptr<v1::GpuJoin::Stub> Connect(const std::string& address) {
   args.SetMaxSendMessageSize(256 << 20);
   return v1::GpuJoin::NewStub(
       grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
-}
-
-v1::BuildIndexRequest SpecMsg(const std::string& name, uint32_t capacity, uint32_t first_value = 0,
-                              bool replace = false, uint32_t max_probes = 0) {
-  v1::BuildIndexRequest r;
-  auto* s = r.mutable_spec();
-  s->set_name(name);
-  s->set_capacity(capacity);
-  s->set_first_value(first_value);
-  s->set_replace(replace);
-  s->set_max_probe_count(max_probes);
-  return r;
-}
-
-v1::BuildIndexRequest ChunkMsg(const std::vector<uint32_t>& keys) {
-  v1::BuildIndexRequest r;
-  *r.mutable_chunk()->mutable_keys()->mutable_packed() = PackColumn<uint32_t>(keys);
-  return r;
-}
-
-v1::LookupRequest LookupMsg(const std::string& index, const std::vector<uint32_t>& keys,
-                            uint64_t batch_id = 0) {
-  v1::LookupRequest r;
-  r.set_index(index);
-  *r.mutable_keys()->mutable_packed() = PackColumn<uint32_t>(keys);
-  r.set_batch_id(batch_id);
-  return r;
 }
 
 // Writes all requests from one thread while reading responses on this one, so that
@@ -202,7 +178,7 @@ TEST_F(ServerTest, BuildWithDuplicatesInvalidAndOverflowMatchesTheEngine) {
                                                {7, 1, 9, 11, 13, 15, 17, 19},
                                                {},
                                                {21, 23, 25, 27, 29, 31, 33, 0xffffffffu, 35, 37}};
-  std::vector<v1::BuildIndexRequest> msgs = {SpecMsg("dims", 16, 500, false, 2)};
+  std::vector<v1::BuildIndexRequest> msgs = {SpecMsg("dims", 16, {.first_value = 500, .max_probe_count = 2})};
   for (const auto& c : chunks) msgs.push_back(ChunkMsg(c));
   v1::BuildIndexResponse resp;
   grpc::Status s = Build(*stub_, msgs, &resp);
@@ -274,7 +250,7 @@ TEST_F(ServerTest, LookupJoinAggregateHashMatchTheEngine) {
   std::vector<uint32_t> keys(3000);
   for (auto& k : keys) k = rng() % 5000;
   v1::BuildIndexResponse built;
-  ASSERT_TRUE(Build(*stub_, {SpecMsg("t", 8192, 10), ChunkMsg(keys)}, &built).ok());
+  ASSERT_TRUE(Build(*stub_, {SpecMsg("t", 8192, {.first_value = 10}), ChunkMsg(keys)}, &built).ok());
   engine::BuildStatistics bs;
   auto direct = DirectIndex(8192, 0, {keys}, 10, &bs);
 
@@ -509,7 +485,7 @@ TEST_F(ServerTest, LookupAndJoinHonourTheRequestsProbeBound) {
   const std::vector<uint32_t> keys = {home[5], home[4], home[3], home[2], home[1], home[0]};
   v1::BuildIndexResponse built;
   ASSERT_TRUE(
-      Build(*stub_, {SpecMsg("bound", kCapacity, kFirstValue), ChunkMsg(keys)}, &built).ok());
+      Build(*stub_, {SpecMsg("bound", kCapacity, {.first_value = kFirstValue}), ChunkMsg(keys)}, &built).ok());
   ASSERT_EQ(built.index().statistics().unique_keys(), 6u);
   ASSERT_EQ(built.index().statistics().max_probes(), 6u) << "the six keys fill slots 9..14";
   engine::BuildStatistics bs;
@@ -642,7 +618,7 @@ TEST_F(ServerTest, BuildOverflowMakesEveryJoinReportOverflow) {
   std::vector<uint32_t> keys(24);
   std::iota(keys.begin(), keys.end(), 1u);  // 24 keys, 16 slots, bound 1
   v1::BuildIndexResponse built;
-  ASSERT_TRUE(Build(*stub_, {SpecMsg("spill", 16, 0, false, 1), ChunkMsg(keys)}, &built).ok());
+  ASSERT_TRUE(Build(*stub_, {SpecMsg("spill", 16, {.max_probe_count = 1}), ChunkMsg(keys)}, &built).ok());
   engine::BuildStatistics bs;
   auto direct = DirectIndex(16, 1, {keys}, 0, &bs);
   const auto& st = built.index().statistics();
@@ -729,7 +705,7 @@ TEST_F(ServerTest, BuildOverflowMakesEveryJoinReportOverflow) {
   const v1::JoinResponse other = join(v1::JOIN_KIND_INNER, {keys}, false, "roomy");
   ASSERT_EQ(other.results_size(), 1);
   EXPECT_FALSE(other.results(0).overflow());
-  ASSERT_TRUE(Build(*stub_, {SpecMsg("spill", 64, 0, true), ChunkMsg(keys)}, &built).ok());
+  ASSERT_TRUE(Build(*stub_, {SpecMsg("spill", 64, {.replace = true}), ChunkMsg(keys)}, &built).ok());
   ASSERT_EQ(built.index().statistics().overflow_rows(), 0u);
   const v1::JoinResponse rebuilt = join(v1::JOIN_KIND_INNER, {keys}, false);
   ASSERT_EQ(rebuilt.results_size(), 1);
@@ -786,7 +762,7 @@ TEST_F(ServerTest, ListDescribeDrop) {
 
 TEST_F(ServerTest, DropWhileStreamingAnswersNotFoundInBandAndTheStreamGoesOn) {
   v1::BuildIndexResponse resp;
-  ASSERT_TRUE(Build(*stub_, {SpecMsg("gone", 64, 0), ChunkMsg({1, 2, 3})}, &resp).ok());
+  ASSERT_TRUE(Build(*stub_, {SpecMsg("gone", 64), ChunkMsg({1, 2, 3})}, &resp).ok());
   grpc::ClientContext ctx;
   auto stream = stub_->Lookup(&ctx);
   v1::LookupResponse r;
@@ -805,7 +781,7 @@ TEST_F(ServerTest, DropWhileStreamingAnswersNotFoundInBandAndTheStreamGoesOn) {
   ASSERT_TRUE(r.has_error());
   EXPECT_EQ(r.error().code(), static_cast<int>(grpc::StatusCode::NOT_FOUND));
   EXPECT_EQ(r.batch_id(), 2u);
-  ASSERT_TRUE(Build(*stub_, {SpecMsg("gone", 64, 50), ChunkMsg({1, 2, 3})}, &resp).ok());
+  ASSERT_TRUE(Build(*stub_, {SpecMsg("gone", 64, {.first_value = 50}), ChunkMsg({1, 2, 3})}, &resp).ok());
   ASSERT_TRUE(stream->Write(LookupMsg("gone", {2}, 3)));
   ASSERT_TRUE(stream->Read(&r));
   EXPECT_FALSE(r.has_error());
@@ -837,7 +813,7 @@ TEST_F(ServerTest, BadInputsGetPreciseCodesAndTheServerStaysServing) {
       {{SpecMsg("bad name", 16)}, grpc::StatusCode::INVALID_ARGUMENT, "spec.name"},
       {{SpecMsg(std::string(129, 'n'), 16)}, grpc::StatusCode::INVALID_ARGUMENT, "129 characters"},
       {{SpecMsg("x", 12)}, grpc::StatusCode::INVALID_ARGUMENT, "capacity"},
-      {{SpecMsg("x", 16, 0, false, 32)}, grpc::StatusCode::INVALID_ARGUMENT, "max_probe_count"},
+      {{SpecMsg("x", 16, {.max_probe_count = 32})}, grpc::StatusCode::INVALID_ARGUMENT, "max_probe_count"},
       {{SpecMsg("ok", 16)}, grpc::StatusCode::ALREADY_EXISTS, "already exists"},
       {{ChunkMsg({1})}, grpc::StatusCode::INVALID_ARGUMENT, "before the spec"},
       {{}, grpc::StatusCode::INVALID_ARGUMENT, "spec: missing"},
@@ -1011,7 +987,7 @@ TEST_F(ServerTest, PackedAndListKeysGiveIdenticalLookupResponses) {
   std::vector<uint32_t> keys(5000);
   for (auto& k : keys) k = rng();
   v1::BuildIndexResponse built;
-  ASSERT_TRUE(Build(*stub_, {SpecMsg("w", 16384, 1), ChunkMsg(keys)}, &built).ok());
+  ASSERT_TRUE(Build(*stub_, {SpecMsg("w", 16384, {.first_value = 1}), ChunkMsg(keys)}, &built).ok());
   std::vector<v1::LookupRequest> reqs;
   for (size_t rows : {1u, 7u, 1000u, 70000u, 250000u}) {
     for (int probes = 0; probes < 2; ++probes) {
@@ -1051,7 +1027,7 @@ TEST_F(ServerTest, PackedAndListKeysGiveIdenticalLookupResponses) {
 TEST_F(ServerTest, UnparseableLookupMessageEndsTheStream) {
   std::vector<uint32_t> keys = {1, 2, 3};
   v1::BuildIndexResponse built;
-  ASSERT_TRUE(Build(*stub_, {SpecMsg("u", 16, 1), ChunkMsg(keys)}, &built).ok());
+  ASSERT_TRUE(Build(*stub_, {SpecMsg("u", 16, {.first_value = 1}), ChunkMsg(keys)}, &built).ok());
   auto channel = grpc::CreateChannel(server_->grpc_address(), grpc::InsecureChannelCredentials());
   const grpc::internal::RpcMethod method("/gpujoin.v1.GpuJoin/Lookup",
                                          grpc::internal::RpcMethod::BIDI_STREAMING);
@@ -1113,7 +1089,7 @@ TEST_F(ServerTest, CancelMidStream) {
     grpc::ClientContext bctx;
     v1::BuildIndexResponse br;
     auto writer = stub_->BuildIndex(&bctx, &br);
-    ASSERT_TRUE(writer->Write(SpecMsg("c", 16, 7, true)));
+    ASSERT_TRUE(writer->Write(SpecMsg("c", 16, {.first_value = 7, .replace = true})));
     writer->Write(ChunkMsg({1}));
     bctx.TryCancel();
     EXPECT_EQ(writer->Finish().error_code(), grpc::StatusCode::CANCELLED);
@@ -1249,9 +1225,9 @@ class BudgetTest : public ServerTest {
 
 TEST_F(BudgetTest, RefusalKeepsTheOldIndexServing) {
   v1::BuildIndexResponse first;
-  ASSERT_TRUE(Build(*stub_, {SpecMsg("k", 1024, 5), ChunkMsg({1, 2, 3})}, &first).ok());
+  ASSERT_TRUE(Build(*stub_, {SpecMsg("k", 1024, {.first_value = 5}), ChunkMsg({1, 2, 3})}, &first).ok());
   v1::BuildIndexResponse refused;
-  grpc::Status s = Build(*stub_, {SpecMsg("k", 1u << 16, 9, true), ChunkMsg({1})}, &refused);
+  grpc::Status s = Build(*stub_, {SpecMsg("k", 1u << 16, {.first_value = 9, .replace = true}), ChunkMsg({1})}, &refused);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_THAT(s.error_message(), HasSubstr("device memory budget"));
   EXPECT_THAT(s.error_message(), HasSubstr("index \"k\""));
@@ -1397,7 +1373,7 @@ class FlowControlTest : public ServerTest {
 
 TEST_F(FlowControlTest, ManyBatchesThroughASmallWindowAllAnswerInOrder) {
   v1::BuildIndexResponse resp;
-  ASSERT_TRUE(Build(*stub_, {SpecMsg("w", 64, 7), ChunkMsg({1, 2, 3})}, &resp).ok());
+  ASSERT_TRUE(Build(*stub_, {SpecMsg("w", 64, {.first_value = 7}), ChunkMsg({1, 2, 3})}, &resp).ok());
   std::vector<v1::LookupRequest> reqs;
   for (uint64_t i = 0; i < 300; ++i) reqs.push_back(LookupMsg(i % 7 == 3 ? "nope" : "w", {2}, i));
   auto [r, s] = Lookups(*stub_, reqs);
@@ -1433,7 +1409,7 @@ TEST_P(MixedBatchTest, SmallAndLargeBatchesAnswerInOrderAndRight) {
   std::vector<uint32_t> keys(20000);
   for (uint32_t j = 0; j < keys.size(); ++j) keys[j] = 3 * j + 1;
   v1::BuildIndexResponse resp;
-  ASSERT_TRUE(Build(*stub_, {SpecMsg("mix", 1u << 16, 500), ChunkMsg(keys)}, &resp).ok());
+  ASSERT_TRUE(Build(*stub_, {SpecMsg("mix", 1u << 16, {.first_value = 500}), ChunkMsg(keys)}, &resp).ok());
 
   // Batch i asks for rows [i, i + n_i) of `keys` with every third key made a miss;
   // n_i alternates 8000 (executor) and 1..3 (inline when enabled).

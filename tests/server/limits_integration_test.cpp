@@ -29,6 +29,8 @@ using gpujoin::server::testing::WithVarint;
 
 using gpujoin::server::testing::ChunkMsg;
 using gpujoin::server::testing::Iota;
+using gpujoin::server::testing::Info;
+using gpujoin::server::testing::SpecMsg;
 
 using gpujoin::testing::HttpGet;
 using gpujoin::testing::MetricValue;
@@ -36,15 +38,6 @@ using gpujoin::testing::ServerProcess;
 using ::testing::HasSubstr;
 
 constexpr uint64_t k2To32 = uint64_t{1} << 32;
-
-v1::BuildIndexRequest SpecMsg(const std::string& name, uint64_t capacity,
-                              uint64_t first_value = 0) {
-  v1::BuildIndexRequest r;
-  r.mutable_spec()->set_name(name);
-  r.mutable_spec()->set_capacity(capacity);
-  r.mutable_spec()->set_first_value(first_value);
-  return r;
-}
 
 // Sample lines of a Prometheus exposition that contain `needle` (a count keeps a
 // failure message short where the exposition has thousands of lines).
@@ -223,14 +216,14 @@ TEST_F(LimitsIntegrationTest, DotAndDotDotAreNotIndexNames) {
 // Regression: first_value + row past 0xfffffffe was accepted, and a found key
 // returned the missing marker 0xffffffff (or a wrapped small value).
 TEST_F(LimitsIntegrationTest, GeneratedValuesNeverReachTheMissingMarker) {
-  grpc::Status s = Build({SpecMsg("w", 16, 0xfffffffcu), ChunkMsg({1, 2}), ChunkMsg({3, 4})});
+  grpc::Status s = Build({SpecMsg("w", 16, {.first_value = 0xfffffffcu}), ChunkMsg({1, 2}), ChunkMsg({3, 4})});
   ASSERT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
   EXPECT_THAT(s.error_message(),
               HasSubstr("spec.first_value: 4294967292 + 4 rows - 1 = 4294967295"));
   EXPECT_THAT(s.error_message(), HasSubstr("exceeds 4294967294"));
   EXPECT_THAT(s.error_message(), HasSubstr("at most 3 rows fit"));
 
-  ASSERT_TRUE(Build({SpecMsg("w", 16, 0xfffffffcu), ChunkMsg({1, 2}), ChunkMsg({3})}).ok());
+  ASSERT_TRUE(Build({SpecMsg("w", 16, {.first_value = 0xfffffffcu}), ChunkMsg({1, 2}), ChunkMsg({3})}).ok());
   v1::LookupRequest lookup;
   lookup.set_index("w");
   *lookup.mutable_keys()->mutable_packed() = PackColumn<uint32_t>(std::vector<uint32_t>{3, 1, 4});
@@ -319,13 +312,6 @@ TEST(ConcurrentBuilds, BuildsOverTheLimitAreRefusedUntilOneFinishes) {
   EXPECT_TRUE(admitted.ok()) << admitted.error_message();
   b.writer->WritesDone();
   EXPECT_TRUE(b.writer->Finish().ok());
-}
-
-v1::GetServerInfoResponse Info(v1::GpuJoin::Stub& stub) {
-  grpc::ClientContext ctx;
-  v1::GetServerInfoResponse info;
-  EXPECT_TRUE(stub.GetServerInfo(&ctx, v1::GetServerInfoRequest(), &info).ok());
-  return info;
 }
 
 // A channel with its own connection (gRPC shares one between channels to the same

@@ -23,6 +23,7 @@ namespace {
 
 using gpujoin::server::testing::ChunkMsg;
 using gpujoin::server::testing::Iota;
+using gpujoin::server::testing::SpecMsg;
 
 using ::testing::HasSubstr;
 
@@ -224,14 +225,6 @@ class TransientReportingBackend : public engine::Backend {
   std::vector<uint64_t> used_during_runs_;
 };
 
-v1::BuildIndexRequest SpecMsg(const std::string& name, uint32_t capacity, bool replace = false) {
-  v1::BuildIndexRequest r;
-  r.mutable_spec()->set_name(name);
-  r.mutable_spec()->set_capacity(capacity);
-  r.mutable_spec()->set_replace(replace);
-  return r;
-}
-
 // Operations over a TransientReportingBackend (100 + 20 bytes per row) and a
 // budget of `limit` bytes.
 class BuildBudgetTest : public ::testing::Test {
@@ -395,7 +388,7 @@ TEST_F(BuildBudgetTest, RebuildWhoseTransientMemoryDoesNotFitKeepsTheOldVersion)
   ASSERT_EQ(budget_->used_bytes(), 8192u);
 
   // Refused at the chunk, before Finish: its staged bytes count as well.
-  auto refused = Build({SpecMsg("k", 1024, true), ChunkMsg(Iota(500, 100))});
+  auto refused = Build({SpecMsg("k", 1024, {.replace = true}), ChunkMsg(Iota(500, 100))});
   ASSERT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(refused.status().message(),
               HasSubstr(absl::StrCat(
@@ -410,7 +403,7 @@ TEST_F(BuildBudgetTest, RebuildWhoseTransientMemoryDoesNotFitKeepsTheOldVersion)
 
   // With fewer rows the same rebuild fits (8192 + 8192 + 100 + 20 x 100 <= 20000),
   // and afterwards only the new table is held.
-  auto rebuilt = Build({SpecMsg("k", 1024, true), ChunkMsg(Iota(100, 100))});
+  auto rebuilt = Build({SpecMsg("k", 1024, {.replace = true}), ChunkMsg(Iota(100, 100))});
   ASSERT_TRUE(rebuilt.ok()) << rebuilt.status();
   EXPECT_EQ(backend_->used_during_runs().back(), 8192u + 8192u + 100 + 2000 + last_staged_);
   rebuilt->reset();

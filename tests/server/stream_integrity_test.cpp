@@ -32,19 +32,12 @@ namespace {
 
 using gpujoin::server::testing::ChunkMsg;
 using gpujoin::server::testing::Iota;
+using gpujoin::server::testing::SpecMsg;
 
 using gpujoin::testing::ServerProcess;
 using ::testing::HasSubstr;
 
 constexpr uint32_t kMissing = 0xffffffffu;
-
-v1::BuildIndexRequest SpecMsg(const std::string& name, uint32_t capacity, bool replace) {
-  v1::BuildIndexRequest r;
-  r.mutable_spec()->set_name(name);
-  r.mutable_spec()->set_capacity(capacity);
-  r.mutable_spec()->set_replace(replace);
-  return r;
-}
 
 // Field 15 (in none of the request messages) announcing 100 bytes of which 2
 // follow: corrupted bytes that no message type parses.
@@ -189,7 +182,7 @@ class StreamIntegrityTest : public ::testing::Test {
     stub_ = v1::GpuJoin::NewStub(channel_);
     // Version 1 of "t": keys 0..99, the value of key k is k.
     v1::BuildIndexResponse built;
-    const grpc::Status s = Build({SpecMsg("t", 256, false), ChunkMsg(Iota(100, 0))}, &built);
+    const grpc::Status s = Build({SpecMsg("t", 256), ChunkMsg(Iota(100, 0))}, &built);
     ASSERT_TRUE(s.ok()) << s.error_message();
     ASSERT_EQ(built.index().version(), 1u);
   }
@@ -255,7 +248,7 @@ class StreamIntegrityTest : public ::testing::Test {
 
   // A rebuild of "t" (replace) with ten chunks of ten keys from 1000.
   static std::vector<v1::BuildIndexRequest> Rebuild() {
-    std::vector<v1::BuildIndexRequest> m = {SpecMsg("t", 256, true)};
+    std::vector<v1::BuildIndexRequest> m = {SpecMsg("t", 256, {.replace = true})};
     for (uint32_t i = 0; i < 10; ++i) m.push_back(ChunkMsg(Iota(10, 1000 + 10 * i)));
     return m;
   }

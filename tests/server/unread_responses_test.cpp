@@ -34,6 +34,7 @@ namespace {
 
 using gpujoin::server::testing::Build;
 using gpujoin::server::testing::ChunkMsg;
+using gpujoin::server::testing::Info;
 using gpujoin::testing::HttpGet;
 using gpujoin::testing::MetricValue;
 using gpujoin::testing::ProcessStatusBytes;
@@ -51,13 +52,6 @@ std::unique_ptr<v1::GpuJoin::Stub> NewStub(const ServerProcess& server) {
   args.SetMaxReceiveMessageSize(-1);
   return v1::GpuJoin::NewStub(
       grpc::CreateCustomChannel(server.grpc_address(), grpc::InsecureChannelCredentials(), args));
-}
-
-v1::GetServerInfoResponse Info(v1::GpuJoin::Stub& stub) {
-  grpc::ClientContext ctx;
-  v1::GetServerInfoResponse info;
-  EXPECT_TRUE(stub.GetServerInfo(&ctx, v1::GetServerInfoRequest(), &info).ok());
-  return info;
 }
 
 double Metric(const ServerProcess& server, const std::string& series) {
