@@ -13,44 +13,23 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
-#include <future>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "wire/column_codec.hpp"
+#include "gpujoin/testing/health_check.hpp"
 #include "gpujoin/testing/server_process.hpp"
 #include "gpujoin/v1/gpujoin.grpc.pb.h"
-#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 
 namespace gpujoin::server {
 namespace {
 
+using gpujoin::testing::HealthStatus;
 using gpujoin::testing::ServerProcess;
 using Clock = std::chrono::steady_clock;
-
-// grpc.health.v1.Health/Check through the generic stub (Debian ships no
-// generated health stubs): 1 = SERVING, 2 = NOT_SERVING, negative = -(gRPC code).
-int HealthStatus(const std::string& address) {
-  auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
-  grpc::GenericStub stub(channel);
-  grpc::Slice empty("");  // an empty HealthCheckRequest: the whole server
-  grpc::ByteBuffer request(&empty, 1), response;
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  std::promise<grpc::Status> done;
-  stub.UnaryCall(&ctx, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
-                 [&](grpc::Status s) { done.set_value(s); });
-  const grpc::Status s = done.get_future().get();
-  if (!s.ok()) return -static_cast<int>(s.error_code());
-  std::vector<grpc::Slice> slices;
-  response.Dump(&slices);
-  std::string bytes;
-  for (auto& sl : slices) bytes.append(reinterpret_cast<const char*>(sl.begin()), sl.size());
-  return bytes.size() == 2 && bytes[0] == 0x08 ? bytes[1] : 0;
-}
 
 std::vector<uint32_t> Keys(uint32_t n, uint32_t salt) {
   std::vector<uint32_t> v(n);
@@ -154,12 +133,12 @@ TEST(ControlIsolation, ControlCallsAreAnsweredWhileHeavyBatchesRun) {
 TEST(DrainGrace, HealthIsNotServingWhileTheListenerStaysOpen) {
   ServerProcess server(gpujoin::testing::ServerOptions{.extra_args = {"--drain-grace=3"}});
   ASSERT_TRUE(server.ready()) << server.log();
-  EXPECT_EQ(HealthStatus(server.grpc_address()), 1);
+  EXPECT_EQ(HealthStatus(server.grpc_address(), "", std::chrono::seconds(5)), 1);
   const auto start = Clock::now();
   std::thread stopper([&] { EXPECT_EQ(server.StopWith(SIGTERM), 0); });
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   // Within the grace: still listening, and health says NOT_SERVING.
-  EXPECT_EQ(HealthStatus(server.grpc_address()), 2) << server.log();
+  EXPECT_EQ(HealthStatus(server.grpc_address(), "", std::chrono::seconds(5)), 2) << server.log();
   stopper.join();
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   EXPECT_GE(seconds, 2.5) << "the listener closed before the grace ended";

@@ -13,7 +13,6 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <future>
 #include <numeric>
 #include <random>
 #include <sstream>
@@ -24,12 +23,12 @@
 #include "gpujoin/engine/aggregation.hpp"
 #include "gpujoin/engine/graph.hpp"
 #include "wire/column_codec.hpp"
+#include "gpujoin/testing/health_check.hpp"
 #include "gpujoin/testing/loopback.hpp"
 #include "gpujoin/testing/prometheus_text.hpp"
 #include "gpujoin/testing/server_process.hpp"
 #include "gpujoin/testing/subprocess.hpp"
 #include "gpujoin/v1/gpujoin.grpc.pb.h"
-#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "test_util.hpp"
 
@@ -42,6 +41,7 @@ using gpujoin::server::testing::LookupMsg;
 using gpujoin::server::testing::SpecMsg;
 
 using ::testing::HasSubstr;
+using gpujoin::testing::HealthStatus;
 using gpujoin::testing::HttpGet;
 using gpujoin::testing::MetricValue;
 using gpujoin::testing::ServerProcess;
@@ -80,33 +80,6 @@ std::pair<std::vector<v1::LookupResponse>, grpc::Status> Lookups(
   grpc::ClientContext ctx;
   return RunStream<v1::LookupRequest, v1::LookupResponse>(
       [&](grpc::ClientContext* c) { return stub.Lookup(c); }, reqs, &ctx);
-}
-
-// grpc.health.v1.Health/Check through the generic stub (no generated health
-// stubs ship with Debian): request {service}, response {status} (1 = SERVING).
-int HealthStatus(const std::string& address, const std::string& service = "") {
-  auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
-  grpc::GenericStub stub(channel);
-  std::string req;
-  if (!service.empty()) {
-    req.push_back(0x0a);
-    req.push_back(static_cast<char>(service.size()));
-    req += service;
-  }
-  grpc::Slice slice(req);
-  grpc::ByteBuffer request(&slice, 1), response;
-  grpc::ClientContext ctx;
-  std::promise<grpc::Status> done;
-  stub.UnaryCall(&ctx, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
-                 [&](grpc::Status s) { done.set_value(s); });
-  grpc::Status s = done.get_future().get();
-  if (!s.ok()) return -static_cast<int>(s.error_code());
-  std::vector<grpc::Slice> slices;
-  response.Dump(&slices);
-  std::string bytes;
-  for (auto& sl : slices) bytes.append(reinterpret_cast<const char*>(sl.begin()), sl.size());
-  if (bytes.size() == 2 && bytes[0] == 0x08) return bytes[1];
-  return 0;  // UNKNOWN (status field absent)
 }
 
 class ServerTest : public ::testing::Test {

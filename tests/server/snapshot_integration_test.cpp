@@ -15,7 +15,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <future>
 #include <random>
 #include <sstream>
 #include <string>
@@ -26,11 +25,11 @@
 #include "snapshot_fixture.hpp"
 #include "gpujoin/engine/column.hpp"
 #include "wire/column_codec.hpp"
+#include "gpujoin/testing/health_check.hpp"
 #include "gpujoin/testing/loopback.hpp"
 #include "gpujoin/testing/prometheus_text.hpp"
 #include "gpujoin/testing/server_process.hpp"
 #include "gpujoin/v1/gpujoin.grpc.pb.h"
-#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "storage/snapshot_format.hpp"
 #include "storage/snapshot_reader.hpp"
@@ -39,6 +38,7 @@ namespace gpujoin::server {
 namespace {
 
 namespace fs = std::filesystem;
+using gpujoin::testing::HealthStatus;
 using gpujoin::testing::HttpGet;
 using gpujoin::testing::MetricValue;
 using gpujoin::testing::ServerOptions;
@@ -488,27 +488,6 @@ TEST_F(SnapshotIntegrationTest, LoadsAreBoundedByTheBudget) {
   EXPECT_TRUE(absl::IsNotFound(Describe("large").status()));
 }
 
-// grpc.health.v1.Health/Check through the generic stub: 1 = SERVING, 2 =
-// NOT_SERVING, negative = -(gRPC code) (as integration_test.cpp).
-int HealthStatus(const std::string& address) {
-  auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
-  grpc::GenericStub stub(channel);
-  grpc::Slice empty("");  // HealthCheckRequest{} (the whole server)
-  grpc::ByteBuffer request(&empty, 1), response;
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
-  std::promise<grpc::Status> done;
-  stub.UnaryCall(&ctx, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
-                 [&](grpc::Status s) { done.set_value(s); });
-  grpc::Status s = done.get_future().get();
-  if (!s.ok()) return -static_cast<int>(s.error_code());
-  std::vector<grpc::Slice> slices;
-  response.Dump(&slices);
-  std::string bytes;
-  for (auto& sl : slices) bytes.append(reinterpret_cast<const char*>(sl.begin()), sl.size());
-  return bytes.size() == 2 && bytes[0] == 0x08 ? bytes[1] : 0;
-}
-
 // Readiness: while the start-up load runs (slowed to 3 s per snapshot) the
 // server listens with health NOT_SERVING, GpuJoin calls get UNAVAILABLE and
 // GetServerInfo says not serving; then it serves the loaded index.
@@ -529,10 +508,12 @@ TEST_F(SnapshotIntegrationTest, NotServingUntilTheSnapshotsAreLoaded) {
   });
   // The listener is up before the load: wait for health to answer.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  int health = HealthStatus(address);
+  // Each try waits at most 2 s, so that one the starting server leaves
+  // unanswered does not use up the loop's 20.
+  int health = HealthStatus(address, "", std::chrono::seconds(2));
   while (health < 0 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    health = HealthStatus(address);
+    health = HealthStatus(address, "", std::chrono::seconds(2));
   }
   EXPECT_EQ(health, 2) << "NOT_SERVING expected while loading";
   auto stub =
@@ -554,7 +535,7 @@ TEST_F(SnapshotIntegrationTest, NotServingUntilTheSnapshotsAreLoaded) {
   }
   starter.join();
   ASSERT_TRUE(loading->ready()) << loading->log();
-  EXPECT_EQ(HealthStatus(address), 1);
+  EXPECT_EQ(HealthStatus(address, "", std::chrono::seconds(2)), 1);
   grpc::ClientContext ctx;
   v1::DescribeIndexRequest r;
   r.set_name("ready");

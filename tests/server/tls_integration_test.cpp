@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "gpujoin/client/client.hpp"
+#include "gpujoin/testing/health_check.hpp"
 #include "gpujoin/testing/loopback.hpp"
 #include "gpujoin/testing/server_process.hpp"
 #include "gpujoin/testing/subprocess.hpp"
@@ -29,6 +30,7 @@
 namespace gpujoin::server {
 namespace {
 
+using gpujoin::testing::HealthStatus;
 using gpujoin::testing::RunProcess;
 using gpujoin::testing::RunResult;
 using gpujoin::testing::ServerOptions;
@@ -256,23 +258,6 @@ StreamResult Reflect(
   grpc::GenericStub stub(channel);
   BidiCall call(&stub, method, std::move(requests), token);
   return call.Wait();
-}
-
-// grpc.health.v1.Health/Check{} without metadata: 1 = SERVING, -code on error.
-int HealthStatus(const std::shared_ptr<grpc::Channel>& channel) {
-  grpc::GenericStub stub(channel);
-  grpc::ByteBuffer request, response;
-  grpc::Slice empty("");
-  request = grpc::ByteBuffer(&empty, 1);
-  grpc::ClientContext ctx;
-  SetDeadline(&ctx);
-  std::promise<grpc::Status> done;
-  stub.UnaryCall(&ctx, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
-                 [&](grpc::Status s) { done.set_value(s); });
-  const grpc::Status s = done.get_future().get();
-  if (!s.ok()) return -static_cast<int>(s.error_code());
-  const std::string bytes = BufferBytes(response);
-  return bytes.size() == 2 && bytes[0] == 0x08 ? bytes[1] : 0;
 }
 
 using gpujoin::testing::HttpResponse;
