@@ -24,6 +24,7 @@
 #include "gpujoin/engine/graph.hpp"
 #include "gpujoin/engine/hashing.hpp"
 #include "gpujoin/testing/loopback.hpp"
+#include "gpujoin/testing/files.hpp"
 #include "gpujoin/testing/server_process.hpp"
 #include "gpujoin/testing/subprocess.hpp"
 #include "hashing/hash_host.hpp"
@@ -42,14 +43,7 @@ using gpujoin::testing::RunOptions;
 using gpujoin::testing::RunProcess;
 using gpujoin::testing::RunResult;
 using gpujoin::testing::ServerProcess;
-
-// The whole file at `p` ("" when it cannot be read).
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using gpujoin::testing::Slurp;
 
 size_t LineCount(const std::string& s) {
   size_t n = 0;

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "gpujoin/testing/files.hpp"
 #include "gpujoin/testing/server_process.hpp"
 #include "gpujoin/testing/subprocess.hpp"
 
@@ -30,6 +31,7 @@ using gpujoin::testing::RunProcess;
 using gpujoin::testing::RunResult;
 using gpujoin::testing::ServerOptions;
 using gpujoin::testing::ServerProcess;
+using gpujoin::testing::Slurp;
 
 const std::string kCli = GPUJOIN_CLI_BIN;
 const std::string kExamples = GPUJOIN_EXAMPLES_DIR;
@@ -64,10 +66,7 @@ class CliSnapshotTest : public ::testing::Test {
     RunResult r = Cli({"lookup", index, "--from", kExamples + "/sensors.csv", "--key", "sensor_id",
                        "--out", out.string()});
     EXPECT_EQ(r.code, 0) << r.err;
-    std::ifstream in(out);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
+    return Slurp(out);
   }
 
   fs::path dir_;

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "gpujoin/testing/files.hpp"
 #include "gpujoin/testing/server_process.hpp"
 #include "gpujoin/testing/subprocess.hpp"
 
@@ -29,16 +30,10 @@ using gpujoin::testing::RunOptions;
 using gpujoin::testing::RunProcess;
 using gpujoin::testing::RunResult;
 using gpujoin::testing::ServerProcess;
+using gpujoin::testing::Slurp;
 
 const std::string kCli = GPUJOIN_CLI_BIN;
 const std::string kExamples = GPUJOIN_EXAMPLES_DIR;
-
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 size_t LineCountOf(const std::string& s) { return std::count(s.begin(), s.end(), '\n'); }
 

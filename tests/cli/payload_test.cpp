@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "gpujoin/testing/files.hpp"
 #include "output/output.hpp"
 #include "output/row_writer.hpp"
 
@@ -23,6 +24,7 @@ namespace {
 
 using client::Column;
 using client::ColumnType;
+using gpujoin::testing::Slurp;
 
 Table Csv(std::string_view text, std::string source = "p.csv") {
   auto t = ParseDelimited(text, ',', std::move(source));
@@ -317,13 +319,9 @@ TEST(CellViewOf, SpellsEveryTypeAsCellOfAndWritesTheSameRows) {
     }
     by_cells.Finish(Json::object());
     by_views.Finish(Json::object());
-    auto slurp = [](const std::string& path) {
-      std::ifstream in(path, std::ios::binary);
-      return std::string(std::istreambuf_iterator<char>(in), {});
-    };
-    const std::string want = slurp(cells_path);
+    const std::string want = Slurp(cells_path);
     EXPECT_GT(want.size(), 100u) << ext;
-    EXPECT_EQ(slurp(views_path), want) << ext;
+    EXPECT_EQ(Slurp(views_path), want) << ext;
   }
 }
 

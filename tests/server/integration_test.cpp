@@ -23,6 +23,7 @@
 #include "gpujoin/engine/aggregation.hpp"
 #include "gpujoin/engine/graph.hpp"
 #include "wire/column_codec.hpp"
+#include "gpujoin/testing/files.hpp"
 #include "gpujoin/testing/health_check.hpp"
 #include "gpujoin/testing/loopback.hpp"
 #include "gpujoin/testing/prometheus_text.hpp"
@@ -45,6 +46,7 @@ using gpujoin::testing::HealthStatus;
 using gpujoin::testing::HttpGet;
 using gpujoin::testing::MetricValue;
 using gpujoin::testing::ServerProcess;
+using gpujoin::testing::Slurp;
 
 std::unique_ptr<v1::GpuJoin::Stub> Connect(const std::string& address) {
   grpc::ChannelArguments args;
@@ -1518,11 +1520,8 @@ class TlsTest : public ServerTest {
 };
 
 TEST_F(TlsTest, ServesTlsOnly) {
-  std::ifstream in(std::string(GPUJOIN_SERVER_TESTDATA) + "/server.pem");
-  std::stringstream pem;
-  pem << in.rdbuf();
   grpc::SslCredentialsOptions options;
-  options.pem_root_certs = pem.str();
+  options.pem_root_certs = Slurp(std::string(GPUJOIN_SERVER_TESTDATA) + "/server.pem");
   auto tls = v1::GpuJoin::NewStub(
       grpc::CreateChannel(server_->grpc_address(), grpc::SslCredentials(options)));
   {

@@ -23,12 +23,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "gpujoin/engine/backend.hpp"
+#include "gpujoin/testing/files.hpp"
 #include "index_image_cases.hpp"
 
 namespace gpujoin::server {
 namespace {
 
 namespace et = engine::testing;
+using gpujoin::testing::Slurp;
+using gpujoin::testing::Spill;
 
 TEST(XxHash64Test, MatchesReferenceVectors) {
   EXPECT_EQ(XxHash64("", 0), 0xef46db3751d8e999ull);
@@ -109,16 +112,6 @@ class SnapshotFileTest : public ::testing::Test {
     return path;
   }
 
-  static std::string Slurp(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
-  static void Spill(const std::string& path, const std::string& bytes) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << bytes;
-  }
   // Open and ReadImage: the first error, or OK.
   static absl::Status Load(const std::string& path) {
     auto reader = SnapshotReader::Open(path);

@@ -25,6 +25,7 @@
 #include "snapshot_fixture.hpp"
 #include "gpujoin/engine/column.hpp"
 #include "wire/column_codec.hpp"
+#include "gpujoin/testing/files.hpp"
 #include "gpujoin/testing/health_check.hpp"
 #include "gpujoin/testing/loopback.hpp"
 #include "gpujoin/testing/prometheus_text.hpp"
@@ -43,6 +44,8 @@ using gpujoin::testing::HttpGet;
 using gpujoin::testing::MetricValue;
 using gpujoin::testing::ServerOptions;
 using gpujoin::testing::ServerProcess;
+using gpujoin::testing::Slurp;
+using gpujoin::testing::Spill;
 using ::testing::HasSubstr;
 
 using snapshot_testing::Kind;
@@ -176,17 +179,6 @@ void Reseal(std::string& bytes) {
   std::memcpy(&header_bytes, bytes.data() + 20, 4);
   const uint64_t h = XxHash64(bytes.data(), header_bytes - 8);
   std::memcpy(bytes.data() + header_bytes - 8, &h, 8);
-}
-
-std::string Slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-void Spill(const fs::path& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << bytes;
 }
 
 TEST_F(SnapshotIntegrationTest, DamagedSnapshotsAreSkippedAndTheRestServe) {

@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "gpujoin/client/client.hpp"
+#include "gpujoin/testing/files.hpp"
 #include "gpujoin/testing/health_check.hpp"
 #include "gpujoin/testing/loopback.hpp"
 #include "gpujoin/testing/server_process.hpp"
@@ -35,17 +36,11 @@ using gpujoin::testing::RunProcess;
 using gpujoin::testing::RunResult;
 using gpujoin::testing::ServerOptions;
 using gpujoin::testing::ServerProcess;
+using gpujoin::testing::Slurp;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
 constexpr const char* kToken = "mtls-t0ken";
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // ---------------------------------------------------------------- certificates
 
@@ -145,10 +140,10 @@ extendedKeyUsage = clientAuth
 std::shared_ptr<grpc::Channel> TlsChannel(const Certificates& certs, const std::string& address,
                                           const std::string& client = "") {
   grpc::SslCredentialsOptions ssl;
-  ssl.pem_root_certs = ReadAll(certs.Path("ca.pem"));
+  ssl.pem_root_certs = Slurp(certs.Path("ca.pem"));
   if (!client.empty()) {
-    ssl.pem_cert_chain = ReadAll(certs.Path(client + ".pem"));
-    ssl.pem_private_key = ReadAll(certs.Path(client + ".key"));
+    ssl.pem_cert_chain = Slurp(certs.Path(client + ".pem"));
+    ssl.pem_private_key = Slurp(certs.Path(client + ".key"));
   }
   grpc::ChannelArguments args;
   // A channel of its own per test case: no connection shared with another one.
