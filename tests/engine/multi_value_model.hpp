@@ -1,8 +1,9 @@
 // Host models of multi-value indexes and join kinds for the engine tests
-// (docs/engine.md, "Multi-value indexes and join kinds"): the valid source rows
-// of a build, the groups a kKeepAll index keeps (from a snapshot of its table,
-// so they hold under overflow too), a nested-loop join reference that needs no
-// table at all, and small owned payload columns with their gathered outputs.
+// (docs/engine.md, "Multi-value indexes and join kinds"): the groups a kKeepAll
+// index keeps (from a snapshot of its table, so they hold under overflow too),
+// and small owned payload columns with their gathered outputs. The valid source
+// rows of a build and the nested-loop join reference that needs no table at all
+// are shared with the other suites: gpujoin/testing/join_kind_model.hpp.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -21,44 +22,19 @@
 #include "gpujoin/engine/column.hpp"
 #include "gpujoin/engine/graph.hpp"
 #include "gpujoin/engine/hash_index.hpp"
+#include "gpujoin/testing/join_kind_model.hpp"
 #include "test_backends.hpp"
 
 namespace gpujoin::engine::testing {
 
-/// One valid source row of a build: its global row, key and value.
-template <KeyWord K>
-struct SourceRowOf {
-  uint64_t row = 0;
-  K key{};
-  uint32_t value = 0;
-};
-
-/// The valid rows of a plain build (values explicit or first_value + row).
-template <KeyWord K>
-std::vector<SourceRowOf<K>> PlainRowsOf(const std::vector<K>& keys,
-                                        const std::optional<std::vector<uint32_t>>& values = {},
-                                        uint32_t first_value = 0) {
-  std::vector<SourceRowOf<K>> out;
-  for (size_t r = 0; r < keys.size(); ++r) {
-    if (keys[r] == kEmptyKeyOf<K>) continue;
-    out.push_back({r, keys[r], values ? (*values)[r] : first_value + static_cast<uint32_t>(r)});
-  }
-  return out;
-}
-
-/// The valid rows of a batch build (chunk order, then position; value row_base + position).
-template <KeyWord K>
-std::vector<SourceRowOf<K>> BatchRowsOf(const std::vector<BatchChunkT<K>>& chunks) {
-  std::vector<SourceRowOf<K>> out;
-  uint64_t row = 0;
-  for (const BatchChunkT<K>& c : chunks) {
-    for (size_t i = 0; i < c.keys.size(); ++i, ++row) {
-      if (c.keys[i] == kEmptyKeyOf<K> || (!c.validity.empty() && c.validity[i] == 0)) continue;
-      out.push_back({row, c.keys[i], c.row_base + static_cast<uint32_t>(i)});
-    }
-  }
-  return out;
-}
+// The layer-neutral model of source rows and join kinds (tests/support).
+using ::gpujoin::testing::AppendPairs;
+using ::gpujoin::testing::BatchRowsOf;
+using ::gpujoin::testing::ExpectedPair;
+using ::gpujoin::testing::kAllJoinKinds;
+using ::gpujoin::testing::NestedLoopJoin;
+using ::gpujoin::testing::PlainRowsOf;
+using ::gpujoin::testing::SourceRowOf;
 
 /// What a built index holds by the contract: for every stored key its group,
 /// the winner row w(s) (the lowest valid row with the slot's key and value) and
@@ -117,59 +93,6 @@ GroupModel<K> GroupModelOf(const HashIndex& index, const std::vector<SourceRowOf
   return m;
 }
 
-/// One expected join pair: left row ID, right value, and the source row whose
-/// payload it carries (none: null payload, a left row without a match).
-struct ExpectedPair {
-  uint32_t left = 0;
-  uint32_t right = kEmptyKey;
-  std::optional<uint64_t> row;
-  friend bool operator==(const ExpectedPair&, const ExpectedPair&) = default;
-};
-
-/// The pairs of join `kind` of a left row (ID `left`) whose key matches `matches`
-/// (in right source-row order; empty: no match).
-template <KeyWord K>
-void AppendPairs(JoinKind kind, uint32_t left, const std::vector<SourceRowOf<K>>& matches,
-                 std::vector<ExpectedPair>& out) {
-  const bool hit = !matches.empty();
-  switch (kind) {
-    case JoinKind::kInner:
-    case JoinKind::kLeftOuter:
-      for (const auto& m : matches) out.push_back({left, m.value, m.row});
-      if (!hit && kind == JoinKind::kLeftOuter) out.push_back({left, kEmptyKey, std::nullopt});
-      break;
-    case JoinKind::kLeftSemi:
-      if (hit) out.push_back({left, matches[0].value, matches[0].row});
-      break;
-    case JoinKind::kLeftAnti:
-      if (!hit) out.push_back({left, kEmptyKey, std::nullopt});
-      break;
-  }
-}
-
-/// A plain nested-loop join of `left` (left row IDs `ids`) against the right
-/// side's valid rows: for every left row in order, every right row with the
-/// same key in right row order (kLowestRow: the first one only). Exact for
-/// builds without overflow.
-template <KeyWord K>
-std::vector<ExpectedPair> NestedLoopJoin(JoinKind kind, DuplicatePolicy policy,
-                                         const std::vector<K>& left,
-                                         const std::vector<uint32_t>& ids,
-                                         const std::vector<SourceRowOf<K>>& right) {
-  std::vector<ExpectedPair> out;
-  std::vector<SourceRowOf<K>> matches;
-  for (size_t i = 0; i < left.size(); ++i) {
-    matches.clear();
-    for (const auto& r : right) {
-      if (r.key != left[i]) continue;
-      matches.push_back(r);
-      if (policy == DuplicatePolicy::kLowestRow) break;
-    }
-    AppendPairs(kind, ids[i], matches, out);
-  }
-  return out;
-}
-
 /// The join of `left` by the group model (exact under overflow too).
 template <KeyWord K>
 std::vector<ExpectedPair> ModelJoin(JoinKind kind, const GroupModel<K>& model,
@@ -182,10 +105,6 @@ std::vector<ExpectedPair> ModelJoin(JoinKind kind, const GroupModel<K>& model,
   }
   return out;
 }
-
-/// Every join kind, for suites that loop over them.
-inline constexpr JoinKind kAllJoinKinds[] = {JoinKind::kInner, JoinKind::kLeftOuter,
-                                             JoinKind::kLeftSemi, JoinKind::kLeftAnti};
 
 /// Poison written into outputs before a run, so that anything a run must not
 /// write (or must zero) shows.

@@ -34,6 +34,7 @@
 #include "gpujoin/engine/backend.hpp"
 #include "gpujoin/engine/column.hpp"
 #include "gpujoin/engine/graph.hpp"
+#include "gpujoin/testing/join_kind_model.hpp"
 
 namespace gpujoin::engine {
 namespace {
@@ -223,39 +224,24 @@ std::unordered_map<K, std::vector<uint64_t>> GroupsOf(const HashIndex& index,
 
 // One expected pair: left row ID, right value, the source row whose payload it
 // carries (none: null).
-struct Pair {
-  uint32_t left = 0;
-  uint32_t right = kEmptyKey;
-  std::optional<uint64_t> row;
-};
+using Pair = ::gpujoin::testing::ExpectedPair;
 
 // The pairs of join `kind` of left keys `keys` (IDs `ids`) against `groups`
-// (values of source rows in `src`).
+// (values of source rows in `src`), by the shared join-kind model.
 template <KeyWord K>
 std::vector<Pair> ModelJoin(JoinKind kind,
                             const std::unordered_map<K, std::vector<uint64_t>>& groups,
                             const SourceRows<K>& src, const std::vector<K>& keys,
                             const std::vector<uint32_t>& ids) {
   std::vector<Pair> out;
+  std::vector<::gpujoin::testing::SourceRowOf<K>> matches;
   for (size_t i = 0; i < keys.size(); ++i) {
+    matches.clear();
     const auto it = keys[i] == kEmptyKeyOf<K> ? groups.end() : groups.find(keys[i]);
-    const bool hit = it != groups.end();
-    switch (kind) {
-      case JoinKind::kInner:
-      case JoinKind::kLeftOuter:
-        if (hit) {
-          for (uint64_t r : it->second) out.push_back({ids[i], src.values[r], r});
-        } else if (kind == JoinKind::kLeftOuter) {
-          out.push_back({ids[i], kEmptyKey, std::nullopt});
-        }
-        break;
-      case JoinKind::kLeftSemi:
-        if (hit) out.push_back({ids[i], src.values[it->second[0]], it->second[0]});
-        break;
-      case JoinKind::kLeftAnti:
-        if (!hit) out.push_back({ids[i], kEmptyKey, std::nullopt});
-        break;
+    if (it != groups.end()) {
+      for (uint64_t r : it->second) matches.push_back({r, keys[i], src.values[r]});
     }
+    ::gpujoin::testing::AppendPairs(kind, ids[i], matches, out);
   }
   return out;
 }

@@ -3,16 +3,21 @@
 // payload column), each key's group (every valid row of the key in source order
 // for keep_all, the lowest row alone for lowest_row), and the pairs, found mask
 // and payload rows a Lookup or a Join of each kind must answer
-// (docs/api.md, "Join kinds").
+// (docs/api.md, "Join kinds"), in the wire's vocabulary. Which pairs each kind
+// yields comes from the model the engine tests share
+// (gpujoin/testing/join_kind_model.hpp).
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "gpujoin/common/operation_kinds.hpp"
+#include "gpujoin/testing/join_kind_model.hpp"
 #include "gpujoin/v1/gpujoin.pb.h"
 #include "payload_model.hpp"
 
@@ -95,42 +100,52 @@ struct ModelPairs {
   std::vector<uint8_t> found;
 };
 
+/// The engine's name of a wire join kind (JOIN_KIND_UNSPECIFIED is inner);
+/// none for a value outside the enum.
+inline std::optional<JoinKind> ModelKind(v1::JoinKind kind) {
+  switch (kind) {
+    case v1::JOIN_KIND_UNSPECIFIED:
+    case v1::JOIN_KIND_INNER:
+      return JoinKind::kInner;
+    case v1::JOIN_KIND_LEFT_OUTER:
+      return JoinKind::kLeftOuter;
+    case v1::JOIN_KIND_LEFT_SEMI:
+      return JoinKind::kLeftSemi;
+    case v1::JOIN_KIND_LEFT_ANTI:
+      return JoinKind::kLeftAnti;
+    default:
+      return std::nullopt;
+  }
+}
+
 /// `keep_all`: the index keeps every row (else the lowest row of each key).
+/// The pairs of each left row are those of the shared join-kind model
+/// (gpujoin/testing/join_kind_model.hpp) over its group; a kind outside the
+/// enum yields none.
 inline ModelPairs ModelJoin(const MultiSource& s, bool keep_all, v1::JoinKind kind,
                             const std::vector<uint32_t>& left_keys,
                             const std::vector<uint32_t>& left_ids) {
   const auto groups = s.Rows();
+  const std::optional<JoinKind> engine_kind = ModelKind(kind);
   ModelPairs m;
+  std::vector<::gpujoin::testing::SourceRowOf<uint32_t>> matches;
+  std::vector<::gpujoin::testing::ExpectedPair> pairs;
   for (size_t i = 0; i < left_keys.size(); ++i) {
-    std::vector<uint32_t> group;
+    matches.clear();
     const auto it = left_keys[i] == kReservedKey ? groups.end() : groups.find(left_keys[i]);
     if (it != groups.end()) {
-      group = keep_all ? it->second : std::vector<uint32_t>{it->second.front()};
+      for (uint32_t r : it->second) {
+        matches.push_back({r, left_keys[i], s.first_value + r});
+        if (!keep_all) break;
+      }
     }
-    m.found.push_back(group.empty() ? 0 : 1);
-    auto add = [&](uint32_t right, uint32_t row) {
-      m.left.push_back(left_ids[i]);
-      m.right.push_back(right);
-      m.payload_rows.push_back(row);
-    };
-    switch (kind) {
-      case v1::JOIN_KIND_UNSPECIFIED:
-      case v1::JOIN_KIND_INNER:
-        for (uint32_t r : group) add(s.first_value + r, r);
-        break;
-      case v1::JOIN_KIND_LEFT_OUTER:
-        for (uint32_t r : group) add(s.first_value + r, r);
-        if (group.empty()) add(kReservedKey, kNoRow);
-        break;
-      case v1::JOIN_KIND_LEFT_SEMI:
-        if (!group.empty()) add(s.first_value + group.front(), group.front());
-        break;
-      case v1::JOIN_KIND_LEFT_ANTI:
-        if (group.empty()) add(kReservedKey, kNoRow);
-        break;
-      default:
-        break;
-    }
+    m.found.push_back(matches.empty() ? 0 : 1);
+    if (engine_kind) ::gpujoin::testing::AppendPairs(*engine_kind, left_ids[i], matches, pairs);
+  }
+  for (const auto& p : pairs) {
+    m.left.push_back(p.left);
+    m.right.push_back(p.right);
+    m.payload_rows.push_back(p.row ? static_cast<uint32_t>(*p.row) : kNoRow);
   }
   return m;
 }
