@@ -45,6 +45,8 @@ struct Answer {
   int code = 0;
 };
 
+struct BadCase;
+
 class HashIntegrationTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -106,6 +108,11 @@ class HashIntegrationTest : public ::testing::Test {
     auto a = HashMany({Request(columns, bits)});
     return a.empty() ? Answer{} : a[0];
   }
+
+  // Sends each bad case followed by a good batch of `good` in one stream: each
+  // bad one is refused in band (INVALID_ARGUMENT and its message), the good one
+  // after it still hashed. Defined beside BadCase.
+  void ExpectRefusedInBand(const std::vector<BadCase>& cases, const ModelColumn& good);
 
   // The engine's answer on the same buffers, without the server.
   Answer Direct(const std::vector<ModelColumn>& columns, uint32_t bits) {
@@ -427,34 +434,55 @@ struct BadCase {
   std::function<void(v1::HashRequest*)> tweak = nullptr;  // edits after ToWire
 };
 
-TEST_F(HashIntegrationTest, BadInputIsRefusedInBandNamingThePath) {
-  const ModelColumn i32 = Int32s({1, 2, 3});
-  ModelColumn str;
+// The well-formed columns the bad cases start from: three int32 rows, and a
+// string, list, struct and dictionary column of three rows each.
+struct GoodColumns {
+  ModelColumn i32, str, list, st, dict;
+};
+
+GoodColumns MakeGoodColumns() {
+  GoodColumns g;
+  g.i32 = Int32s({1, 2, 3});
+  ModelColumn& i32 = g.i32;
+  ModelColumn& str = g.str;
+  ModelColumn& list = g.list;
+  ModelColumn& st = g.st;
+  ModelColumn& dict = g.dict;
   str.type = v1::COLUMN_TYPE_STRING;
   str.data = "abcdef";
   str.offsets32 = {0, 2, 4, 6};
   str.length = 3;
-  ModelColumn list;
   list.type = v1::COLUMN_TYPE_LIST;
   list.length = 3;
   list.offsets32 = {0, 1, 2, 3};
   list.children = {i32};
-  ModelColumn st;
   st.type = v1::COLUMN_TYPE_STRUCT;
   st.length = 3;
   st.children = {i32, str, i32};
-  ModelColumn dict;
   dict.type = v1::COLUMN_TYPE_DICTIONARY;
   dict.index_type = v1::COLUMN_TYPE_UINT8;
   dict.data = std::string("\x00\x01\x02", 3);
   dict.length = 3;
   dict.children = {str};
+  return g;
+}
 
-  auto with = [](ModelColumn m, auto f) {
-    f(m);
-    return m;
-  };
-  std::vector<BadCase> cases = {
+// `m` as `f` edits it.
+template <class F>
+ModelColumn With(ModelColumn m, F f) {
+  f(m);
+  return m;
+}
+
+// Bad shapes: lengths, types, and buffers or children a type does not take.
+std::vector<BadCase> ShapeBadCases(const GoodColumns& g) {
+  const ModelColumn& i32 = g.i32;
+  const ModelColumn& str = g.str;
+  const ModelColumn& list = g.list;
+  const ModelColumn& st = g.st;
+  const ModelColumn& dict = g.dict;
+  auto with = [](ModelColumn m, auto f) { return With(std::move(m), f); };
+  return {
       {"no columns", {}, "columns: at least one column is required"},
       {"lengths", {i32, Int32s({1, 2})}, "columns[1].length: 2 differs from columns[0].length 3"},
       {"offset range",
@@ -504,6 +532,17 @@ TEST_F(HashIntegrationTest, BadInputIsRefusedInBandNamingThePath) {
        {with(dict, [&](auto& m) { m.children.push_back(str); })},
        "columns[0].children: 2 children for a COLUMN_TYPE_DICTIONARY column; it takes 1 (the "
        "dictionary)"},
+  };
+}
+
+// Bad buffers: validity, data and offsets too short, out of order or out of range.
+std::vector<BadCase> BufferBadCases(const GoodColumns& g) {
+  const ModelColumn& i32 = g.i32;
+  const ModelColumn& str = g.str;
+  const ModelColumn& list = g.list;
+  const ModelColumn& st = g.st;
+  auto with = [](ModelColumn m, auto f) { return With(std::move(m), f); };
+  return {
       {"validity on NULL",
        {with(ModelColumn{},
              [](auto& m) {
@@ -616,6 +655,14 @@ TEST_F(HashIntegrationTest, BadInputIsRefusedInBandNamingThePath) {
              })},
        "columns[0].children[1].length: 2 rows, but the struct addresses field rows up to offset 1 "
        "+ length 2 = 3"},
+  };
+}
+
+// Bad dictionary indexes, and trees past the depth and node limits.
+std::vector<BadCase> IndexAndLimitBadCases(const GoodColumns& g) {
+  const ModelColumn& dict = g.dict;
+  auto with = [](ModelColumn m, auto f) { return With(std::move(m), f); };
+  return {
       {"index type float",
        {with(dict, [](auto& m) { m.index_type = v1::COLUMN_TYPE_FLOAT32; })},
        "columns[0].index_type: COLUMN_TYPE_FLOAT32 is not an index type (INT8, UINT8, INT16, "
@@ -663,6 +710,10 @@ TEST_F(HashIntegrationTest, BadInputIsRefusedInBandNamingThePath) {
        "columns[0].children[4095]: the request has more than 4096 columns counting every child; "
        "at most 4096 are hashed in one request"},
   };
+}
+
+void HashIntegrationTest::ExpectRefusedInBand(const std::vector<BadCase>& cases,
+                                              const ModelColumn& good) {
   std::vector<v1::HashRequest> requests;
   for (const BadCase& c : cases) {
     v1::HashRequest r;
@@ -670,7 +721,7 @@ TEST_F(HashIntegrationTest, BadInputIsRefusedInBandNamingThePath) {
     if (c.tweak) c.tweak(&r);
     requests.push_back(std::move(r));
     // A good batch after each bad one: the stream goes on.
-    requests.push_back(Request({i32}, 32));
+    requests.push_back(Request({good}, 32));
   }
   const auto got = HashMany(requests);
   ASSERT_EQ(got.size(), requests.size());
@@ -685,6 +736,15 @@ TEST_F(HashIntegrationTest, BadInputIsRefusedInBandNamingThePath) {
     EXPECT_TRUE(got[2 * i + 1].error.empty()) << cases[i].what << ": " << got[2 * i + 1].error;
     EXPECT_EQ(got[2 * i + 1].hashes.size(), 3u);
   }
+}
+
+TEST_F(HashIntegrationTest, BadInputIsRefusedInBandNamingThePath) {
+  const GoodColumns g = MakeGoodColumns();
+  std::vector<BadCase> cases = ShapeBadCases(g);
+  for (const std::vector<BadCase>& more : {BufferBadCases(g), IndexAndLimitBadCases(g)}) {
+    cases.insert(cases.end(), more.begin(), more.end());
+  }
+  ASSERT_NO_FATAL_FAILURE(ExpectRefusedInBand(cases, g.i32));
   // The deepest and the largest trees allowed are hashed.
   const Answer deepest = HashOne({Chain(kMaxHashDepth)});
   EXPECT_TRUE(deepest.error.empty()) << deepest.error;
@@ -695,7 +755,7 @@ TEST_F(HashIntegrationTest, BadInputIsRefusedInBandNamingThePath) {
   const Answer widest = HashOne({wide});
   EXPECT_TRUE(widest.error.empty()) << widest.error;
   // A null index slot is never read, whatever it holds.
-  ModelColumn null_slot = dict;
+  ModelColumn null_slot = g.dict;
   null_slot.data[1] = '\xff';
   null_slot.validity = "\x05";
   const Answer ns = HashOne({null_slot});

@@ -123,6 +123,314 @@ class ServerTest : public ::testing::Test {
     return std::move(*index);
   }
 
+  // Lookup of index "t" (built like `direct`): one batch per query in one
+  // stream, answered in order, each equal to the engine's lookup on `direct`;
+  // probes only where the batch asks for them.
+  void ExpectLookupsMatchTheEngine(const engine::HashIndex& direct,
+                                   const std::vector<std::vector<uint32_t>>& queries) {
+    std::vector<v1::LookupRequest> reqs;
+    for (size_t b = 0; b < queries.size(); ++b) {
+      reqs.push_back(LookupMsg("t", queries[b], 100 + b));
+      reqs.back().set_want_probes(b % 2 == 0);
+    }
+    auto [lookups, status] = Lookups(*stub_, reqs);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    ASSERT_EQ(lookups.size(), reqs.size());
+    for (size_t b = 0; b < reqs.size(); ++b) {
+      const auto& r = lookups[b];
+      ASSERT_FALSE(r.has_error()) << r.error().message();
+      EXPECT_EQ(r.batch_id(), 100 + b);
+      EXPECT_EQ(r.index_version(), 1u);
+      const size_t n = queries[b].size();
+      std::vector<uint32_t> values(n), probes(n);
+      std::vector<uint8_t> found(n);
+      engine::QueryStatistics qs;
+      engine::CommandGraph g;
+      engine::LookupNode node;
+      node.index = &direct;
+      node.keys = {queries[b]};
+      node.values = values;
+      node.found = found;
+      node.probes = probes;
+      node.statistics = &qs;
+      g.Add(std::move(node));
+      ASSERT_TRUE(backend_->Run(g).ok());
+      EXPECT_EQ(UnpackColumn<uint32_t>(r.values()), values);
+      EXPECT_EQ(UnpackColumn<uint8_t>(r.found()), found);
+      if (b % 2 == 0) {
+        EXPECT_EQ(UnpackColumn<uint32_t>(r.probes()), probes);
+      } else {
+        EXPECT_TRUE(r.probes().empty());
+      }
+      EXPECT_EQ(r.statistics().found(), qs.found);
+      EXPECT_EQ(r.statistics().missing(), qs.missing);
+      EXPECT_EQ(r.statistics().total_probes(), qs.total_probes);
+      EXPECT_EQ(r.statistics().max_probes(), qs.max_probes);
+    }
+  }
+
+  // Join of index "t" (built like `direct`): one request with the first two
+  // queries as left batches, the second truncated to 10 pairs, each equal to
+  // the engine's join on `direct`.
+  void ExpectJoinMatchesTheEngine(const engine::HashIndex& direct,
+                                  const std::vector<std::vector<uint32_t>>& queries) {
+    v1::JoinRequest jr;
+    jr.set_index("t");
+    jr.set_batch_id(9);
+    for (int b = 0; b < 2; ++b) {
+      auto* lb = jr.add_batches();
+      *lb->mutable_keys()->mutable_packed() = PackColumn<uint32_t>(queries[b]);
+      lb->set_first_left_row(1000 * b);
+      if (b == 1) lb->set_capacity(10);
+      lb->set_want_found(true);
+    }
+    grpc::ClientContext jctx;
+    auto [joins, jstatus] = RunStream<v1::JoinRequest, v1::JoinResponse>(
+        [&](grpc::ClientContext* c) { return stub_->Join(c); }, {jr}, &jctx);
+    ASSERT_TRUE(jstatus.ok());
+    ASSERT_EQ(joins.size(), 1u);
+    ASSERT_EQ(joins[0].results_size(), 2);
+    EXPECT_EQ(joins[0].batch_id(), 9u);
+    for (int b = 0; b < 2; ++b) {
+      const uint64_t cap = b == 1 ? 10 : queries[b].size();
+      std::vector<uint32_t> left(cap), right(cap);
+      std::vector<uint8_t> found(queries[b].size());
+      engine::JoinResult res;
+      engine::CommandGraph g;
+      engine::JoinNode node;
+      node.index = &direct;
+      engine::JoinBatch batch;
+      batch.keys = {queries[b]};
+      batch.first_left_row = 1000 * b;
+      batch.out_left_rows = left;
+      batch.out_right_rows = right;
+      batch.result = &res;
+      batch.found = found;
+      node.batches.push_back(batch);
+      g.Add(std::move(node));
+      ASSERT_TRUE(backend_->Run(g).ok());
+      const auto& jb = joins[0].results(b);
+      const size_t kept = std::min<uint64_t>(res.count, cap);
+      left.resize(kept);
+      right.resize(kept);
+      EXPECT_EQ(UnpackColumn<uint32_t>(jb.left_rows()), left);
+      EXPECT_EQ(UnpackColumn<uint32_t>(jb.right_rows()), right);
+      EXPECT_EQ(UnpackColumn<uint8_t>(jb.found()), found);
+      EXPECT_EQ(jb.count(), res.count);
+      EXPECT_EQ(jb.capacity(), cap);
+      EXPECT_EQ(jb.overflow(), res.overflow);
+      EXPECT_EQ(jb.statistics().found(), res.statistics.found);
+    }
+    EXPECT_TRUE(joins[0].results(1).overflow());
+  }
+
+  // Hash: a uint32 column and a binary column with nulls, 64 bits, equal to the
+  // engine's hashes of the same buffers.
+  void ExpectHashMatchesTheEngine() {
+    v1::HashRequest hr;
+    std::vector<uint32_t> hv = {1, 2, 3, 4, 5};
+    auto* c0 = hr.add_columns();
+    c0->set_type(v1::COLUMN_TYPE_UINT32);
+    c0->set_data(PackColumn<uint32_t>(hv));
+    c0->set_length(5);
+    auto* c1 = hr.add_columns();
+    c1->set_type(v1::COLUMN_TYPE_BINARY);
+    c1->set_data("abcdefgh");
+    const std::vector<int32_t> offsets = {0, 1, 3, 3, 6, 8};
+    c1->set_offsets(PackColumn<int32_t>(offsets));
+    c1->set_validity(std::string(1, '\x1b'));  // rows 2 null
+    c1->set_length(5);
+    hr.set_bits(64);
+    grpc::ClientContext hctx;
+    auto [hashes, hstatus] = RunStream<v1::HashRequest, v1::HashResponse>(
+        [&](grpc::ClientContext* c) { return stub_->Hash(c); }, {hr}, &hctx);
+    ASSERT_TRUE(hstatus.ok());
+    ASSERT_EQ(hashes.size(), 1u);
+    ASSERT_FALSE(hashes[0].has_error()) << hashes[0].error().message();
+    {
+      std::vector<uint64_t> out(5);
+      std::vector<uint8_t> validity(1);
+      engine::HashNode node;
+      const std::string d0 = PackColumn<uint32_t>(hv);
+      engine::HashColumn e0;
+      e0.type = engine::ColumnType::kUint32;
+      e0.data = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(d0.data()), d0.size());
+      e0.length = 5;
+      engine::HashColumn e1;
+      e1.type = engine::ColumnType::kBinary;
+      const std::string d1 = "abcdefgh";
+      e1.data = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(d1.data()), d1.size());
+      e1.offsets = offsets;
+      const uint8_t bitmap = 0x1b;
+      e1.validity = std::span<const uint8_t>(&bitmap, 1);
+      e1.length = 5;
+      node.columns = {e0, e1};
+      node.out64 = out;
+      node.out_validity = validity;
+      engine::CommandGraph g;
+      g.Add(std::move(node));
+      ASSERT_TRUE(backend_->Run(g).ok());
+      EXPECT_EQ(UnpackColumn<uint64_t>(hashes[0].hashes()), out);
+      EXPECT_EQ(UnpackColumn<uint8_t>(hashes[0].validity()), validity);
+      EXPECT_EQ(hashes[0].null_count(), 1u);
+    }
+  }
+
+  // Bad BuildIndex calls against index "ok" (16 slots, built): each gets its
+  // code and a message naming the field.
+  void ExpectBadBuildsRefused() {
+    struct BuildCase {
+      std::vector<v1::BuildIndexRequest> msgs;
+      grpc::StatusCode code;
+      std::string text;
+    };
+    v1::BuildIndexRequest both = ChunkMsg({1});
+    both.mutable_chunk()->mutable_keys()->mutable_values()->add_v(1);
+    v1::BuildIndexRequest odd;
+    odd.mutable_chunk()->mutable_keys()->set_packed(std::string(6, 'x'));
+    v1::BuildIndexRequest batch_spec = SpecMsg("bm", 16);
+    batch_spec.mutable_spec()->set_batch_mode(true);
+    v1::BuildIndexRequest no_keys;
+    no_keys.mutable_chunk()->set_row_base(5);
+    std::vector<BuildCase> builds = {
+        {{SpecMsg("bad name", 16)}, grpc::StatusCode::INVALID_ARGUMENT, "spec.name"},
+        {{SpecMsg(std::string(129, 'n'), 16)}, grpc::StatusCode::INVALID_ARGUMENT, "129 characters"},
+        {{SpecMsg("x", 12)}, grpc::StatusCode::INVALID_ARGUMENT, "capacity"},
+        {{SpecMsg("x", 16, {.max_probe_count = 32})}, grpc::StatusCode::INVALID_ARGUMENT, "max_probe_count"},
+        {{SpecMsg("ok", 16)}, grpc::StatusCode::ALREADY_EXISTS, "already exists"},
+        {{ChunkMsg({1})}, grpc::StatusCode::INVALID_ARGUMENT, "before the spec"},
+        {{}, grpc::StatusCode::INVALID_ARGUMENT, "spec: missing"},
+        {{SpecMsg("x", 16), both}, grpc::StatusCode::INVALID_ARGUMENT, "chunks[0].keys: both"},
+        {{SpecMsg("x", 16), odd},
+         grpc::StatusCode::INVALID_ARGUMENT,
+         "chunks[0].keys.packed: byte length 6 is not a multiple of 4"},
+        {{batch_spec, no_keys}, grpc::StatusCode::INVALID_ARGUMENT, "chunks[0].keys: neither"},
+        // No budget refusal here: the default budget is 80 % of free memory, which a
+        // 2^31-slot CPU table (16 GiB) may fit, and the test would then allocate it.
+        // BudgetTest refuses against a fixed --device-memory-limit instead.
+    };
+    for (size_t i = 0; i < builds.size(); ++i) {
+      v1::BuildIndexResponse r;
+      grpc::Status s = Build(*stub_, builds[i].msgs, &r);
+      EXPECT_EQ(s.error_code(), builds[i].code) << "build case " << i << ": " << s.error_message();
+      EXPECT_THAT(s.error_message(), HasSubstr(builds[i].text)) << "build case " << i;
+    }
+  }
+
+  // Lookup of index "ok": every bad batch answered in-band, in order, between
+  // good ones.
+  void ExpectBadLookupsRefusedInBand() {
+    std::vector<v1::LookupRequest> reqs;
+    std::vector<std::pair<grpc::StatusCode, std::string>> expect;
+    auto add = [&](v1::LookupRequest r, grpc::StatusCode c, std::string text) {
+      r.set_batch_id(reqs.size());
+      reqs.push_back(std::move(r));
+      expect.emplace_back(c, std::move(text));
+    };
+    add(LookupMsg("ok", {1}), grpc::StatusCode::OK, "");
+    add(LookupMsg("missing", {1}), grpc::StatusCode::NOT_FOUND, "index \"missing\" not found");
+    add(LookupMsg("bad/name", {1}), grpc::StatusCode::INVALID_ARGUMENT, "index: index name");
+    {
+      v1::LookupRequest r = LookupMsg("ok", {1});
+      r.mutable_keys()->mutable_values()->add_v(2);
+      add(r, grpc::StatusCode::INVALID_ARGUMENT, "keys: both keys.packed (4 bytes) and keys.values (1 values)");
+    }
+    {
+      v1::LookupRequest r;
+      r.set_index("ok");
+      add(r, grpc::StatusCode::INVALID_ARGUMENT, "keys: neither keys.packed nor keys.values");
+    }
+    {
+      v1::LookupRequest r;
+      r.set_index("ok");
+      r.mutable_keys()->set_packed(std::string(10, 'x'));
+      add(r, grpc::StatusCode::INVALID_ARGUMENT, "keys.packed: byte length 10 is not a multiple of 4");
+    }
+    {
+      v1::LookupRequest r = LookupMsg("ok", {1});
+      r.set_max_probe_count(17);
+      add(r, grpc::StatusCode::INVALID_ARGUMENT, "max_probe_count: 17 exceeds the capacity 16");
+    }
+    add(LookupMsg("ok", {2}), grpc::StatusCode::OK, "");
+    auto [lookups, status] = Lookups(*stub_, reqs);
+    ASSERT_TRUE(status.ok());
+    ASSERT_EQ(lookups.size(), reqs.size());
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      EXPECT_EQ(lookups[i].batch_id(), i);
+      if (expect[i].first == grpc::StatusCode::OK) {
+        EXPECT_FALSE(lookups[i].has_error()) << i << ": " << lookups[i].error().message();
+      } else {
+        EXPECT_EQ(lookups[i].error().code(), static_cast<int>(expect[i].first)) << i;
+        EXPECT_THAT(lookups[i].error().message(), HasSubstr(expect[i].second)) << i;
+      }
+    }
+  }
+
+  // Join of index "ok": no batches, left rows that do not match the keys, and
+  // ragged packed keys, each refused in band.
+  void ExpectBadJoinsRefusedInBand() {
+    std::vector<v1::JoinRequest> joins(3);
+    joins[0].set_index("ok");
+    joins[1].set_index("ok");
+    auto* lb = joins[1].add_batches();
+    lb->mutable_keys()->mutable_values()->add_v(1);
+    lb->mutable_left_rows()->mutable_values()->add_v(1);
+    lb->mutable_left_rows()->mutable_values()->add_v(2);
+    joins[2].set_index("ok");
+    joins[2].add_batches()->mutable_keys()->set_packed(std::string(7, 'x'));
+    grpc::ClientContext jctx;
+    auto [jr, js] = RunStream<v1::JoinRequest, v1::JoinResponse>(
+        [&](grpc::ClientContext* c) { return stub_->Join(c); }, joins, &jctx);
+    ASSERT_TRUE(js.ok());
+    ASSERT_EQ(jr.size(), 3u);
+    EXPECT_THAT(jr[0].error().message(), HasSubstr("batches: at least one"));
+    EXPECT_THAT(jr[1].error().message(), HasSubstr("batches[0].left_rows: 2 rows but batches[0].keys has 1"));
+    EXPECT_THAT(jr[2].error().message(), HasSubstr("batches[0].keys.packed: byte length 7"));
+    for (const auto& r : jr) EXPECT_EQ(r.error().code(), static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
+  }
+
+  // Hash: no columns, short data, bad bits and no type, each refused in band.
+  void ExpectBadHashesRefusedInBand() {
+    std::vector<v1::HashRequest> hashes(4);
+    auto* hc = hashes[1].add_columns();
+    hc->set_type(v1::COLUMN_TYPE_UINT64);
+    hc->set_data(std::string(12, 'x'));
+    hc->set_length(2);
+    *hashes[2].add_columns() = *hc;
+    hashes[2].mutable_columns(0)->set_data(std::string(16, 'x'));
+    hashes[2].set_bits(16);
+    hashes[3].add_columns()->set_length(1);
+    grpc::ClientContext hctx;
+    auto [hr, hs] = RunStream<v1::HashRequest, v1::HashResponse>(
+        [&](grpc::ClientContext* c) { return stub_->Hash(c); }, hashes, &hctx);
+    ASSERT_TRUE(hs.ok());
+    ASSERT_EQ(hr.size(), 4u);
+    EXPECT_THAT(hr[0].error().message(), HasSubstr("columns: at least one column"));
+    EXPECT_THAT(hr[1].error().message(), HasSubstr("columns[0].data: 12 bytes, need (offset 0 + length 2) * 8 = 16"));
+    EXPECT_THAT(hr[2].error().message(), HasSubstr("bits: 16 is not 32 or 64"));
+    EXPECT_THAT(hr[3].error().message(), HasSubstr("columns[0].type"));
+  }
+
+  // DropIndex of a missing index and DescribeIndex of an empty name.
+  void ExpectBadUnaryCallsRefused() {
+    {
+      grpc::ClientContext ctx;
+      v1::DropIndexRequest d;
+      d.set_name("missing");
+      v1::DropIndexResponse dr;
+      EXPECT_EQ(stub_->DropIndex(&ctx, d, &dr).error_code(), grpc::StatusCode::NOT_FOUND);
+    }
+    {
+      grpc::ClientContext ctx;
+      v1::DescribeIndexRequest d;
+      d.set_name("");
+      v1::DescribeIndexResponse dr;
+      grpc::Status s = stub_->DescribeIndex(&ctx, d, &dr);
+      EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+      EXPECT_THAT(s.error_message(), HasSubstr("name: index name is empty"));
+    }
+  }
+
   std::unique_ptr<ServerProcess> server_;
   std::unique_ptr<v1::GpuJoin::Stub> stub_;
   std::unique_ptr<engine::Backend> backend_;
@@ -229,101 +537,17 @@ TEST_F(ServerTest, LookupJoinAggregateHashMatchTheEngine) {
   engine::BuildStatistics bs;
   auto direct = DirectIndex(8192, 0, {keys}, 10, &bs);
 
-  // Lookup: several batches in one stream, answered in order.
-  std::vector<v1::LookupRequest> reqs;
+  // Six lookup batches (the reserved key first in each); the first two are also
+  // the join's left batches.
   std::vector<std::vector<uint32_t>> queries;
   for (int b = 0; b < 6; ++b) {
     std::vector<uint32_t> q(500 + b);
     for (auto& k : q) k = rng() % 6000;
     q[0] = 0xffffffffu;
     queries.push_back(q);
-    reqs.push_back(LookupMsg("t", q, 100 + b));
-    reqs.back().set_want_probes(b % 2 == 0);
   }
-  auto [lookups, status] = Lookups(*stub_, reqs);
-  ASSERT_TRUE(status.ok()) << status.error_message();
-  ASSERT_EQ(lookups.size(), reqs.size());
-  for (size_t b = 0; b < reqs.size(); ++b) {
-    const auto& r = lookups[b];
-    ASSERT_FALSE(r.has_error()) << r.error().message();
-    EXPECT_EQ(r.batch_id(), 100 + b);
-    EXPECT_EQ(r.index_version(), 1u);
-    const size_t n = queries[b].size();
-    std::vector<uint32_t> values(n), probes(n);
-    std::vector<uint8_t> found(n);
-    engine::QueryStatistics qs;
-    engine::CommandGraph g;
-    engine::LookupNode node;
-    node.index = direct.get();
-    node.keys = {queries[b]};
-    node.values = values;
-    node.found = found;
-    node.probes = probes;
-    node.statistics = &qs;
-    g.Add(std::move(node));
-    ASSERT_TRUE(backend_->Run(g).ok());
-    EXPECT_EQ(UnpackColumn<uint32_t>(r.values()), values);
-    EXPECT_EQ(UnpackColumn<uint8_t>(r.found()), found);
-    if (b % 2 == 0) {
-      EXPECT_EQ(UnpackColumn<uint32_t>(r.probes()), probes);
-    } else {
-      EXPECT_TRUE(r.probes().empty());
-    }
-    EXPECT_EQ(r.statistics().found(), qs.found);
-    EXPECT_EQ(r.statistics().missing(), qs.missing);
-    EXPECT_EQ(r.statistics().total_probes(), qs.total_probes);
-    EXPECT_EQ(r.statistics().max_probes(), qs.max_probes);
-  }
-
-  // Join: a batch join with two left batches, one truncated.
-  v1::JoinRequest jr;
-  jr.set_index("t");
-  jr.set_batch_id(9);
-  for (int b = 0; b < 2; ++b) {
-    auto* lb = jr.add_batches();
-    *lb->mutable_keys()->mutable_packed() = PackColumn<uint32_t>(queries[b]);
-    lb->set_first_left_row(1000 * b);
-    if (b == 1) lb->set_capacity(10);
-    lb->set_want_found(true);
-  }
-  grpc::ClientContext jctx;
-  auto [joins, jstatus] = RunStream<v1::JoinRequest, v1::JoinResponse>(
-      [&](grpc::ClientContext* c) { return stub_->Join(c); }, {jr}, &jctx);
-  ASSERT_TRUE(jstatus.ok());
-  ASSERT_EQ(joins.size(), 1u);
-  ASSERT_EQ(joins[0].results_size(), 2);
-  EXPECT_EQ(joins[0].batch_id(), 9u);
-  for (int b = 0; b < 2; ++b) {
-    const uint64_t cap = b == 1 ? 10 : queries[b].size();
-    std::vector<uint32_t> left(cap), right(cap);
-    std::vector<uint8_t> found(queries[b].size());
-    engine::JoinResult res;
-    engine::CommandGraph g;
-    engine::JoinNode node;
-    node.index = direct.get();
-    engine::JoinBatch batch;
-    batch.keys = {queries[b]};
-    batch.first_left_row = 1000 * b;
-    batch.out_left_rows = left;
-    batch.out_right_rows = right;
-    batch.result = &res;
-    batch.found = found;
-    node.batches.push_back(batch);
-    g.Add(std::move(node));
-    ASSERT_TRUE(backend_->Run(g).ok());
-    const auto& jb = joins[0].results(b);
-    const size_t kept = std::min<uint64_t>(res.count, cap);
-    left.resize(kept);
-    right.resize(kept);
-    EXPECT_EQ(UnpackColumn<uint32_t>(jb.left_rows()), left);
-    EXPECT_EQ(UnpackColumn<uint32_t>(jb.right_rows()), right);
-    EXPECT_EQ(UnpackColumn<uint8_t>(jb.found()), found);
-    EXPECT_EQ(jb.count(), res.count);
-    EXPECT_EQ(jb.capacity(), cap);
-    EXPECT_EQ(jb.overflow(), res.overflow);
-    EXPECT_EQ(jb.statistics().found(), res.statistics.found);
-  }
-  EXPECT_TRUE(joins[0].results(1).overflow());
+  ASSERT_NO_FATAL_FAILURE(ExpectLookupsMatchTheEngine(*direct, queries));
+  ASSERT_NO_FATAL_FAILURE(ExpectJoinMatchesTheEngine(*direct, queries));
 
   // Aggregate: three batches of one stream; the accumulation equals one engine run
   // over all rows (integer-valued floats: the sums are exact in any order).
@@ -394,54 +618,7 @@ TEST_F(ServerTest, LookupJoinAggregateHashMatchTheEngine) {
     }
   }
 
-  // Hash: a uint32 column and a binary column with nulls, 64 bits.
-  v1::HashRequest hr;
-  std::vector<uint32_t> hv = {1, 2, 3, 4, 5};
-  auto* c0 = hr.add_columns();
-  c0->set_type(v1::COLUMN_TYPE_UINT32);
-  c0->set_data(PackColumn<uint32_t>(hv));
-  c0->set_length(5);
-  auto* c1 = hr.add_columns();
-  c1->set_type(v1::COLUMN_TYPE_BINARY);
-  c1->set_data("abcdefgh");
-  const std::vector<int32_t> offsets = {0, 1, 3, 3, 6, 8};
-  c1->set_offsets(PackColumn<int32_t>(offsets));
-  c1->set_validity(std::string(1, '\x1b'));  // rows 2 null
-  c1->set_length(5);
-  hr.set_bits(64);
-  grpc::ClientContext hctx;
-  auto [hashes, hstatus] = RunStream<v1::HashRequest, v1::HashResponse>(
-      [&](grpc::ClientContext* c) { return stub_->Hash(c); }, {hr}, &hctx);
-  ASSERT_TRUE(hstatus.ok());
-  ASSERT_EQ(hashes.size(), 1u);
-  ASSERT_FALSE(hashes[0].has_error()) << hashes[0].error().message();
-  {
-    std::vector<uint64_t> out(5);
-    std::vector<uint8_t> validity(1);
-    engine::HashNode node;
-    const std::string d0 = PackColumn<uint32_t>(hv);
-    engine::HashColumn e0;
-    e0.type = engine::ColumnType::kUint32;
-    e0.data = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(d0.data()), d0.size());
-    e0.length = 5;
-    engine::HashColumn e1;
-    e1.type = engine::ColumnType::kBinary;
-    const std::string d1 = "abcdefgh";
-    e1.data = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(d1.data()), d1.size());
-    e1.offsets = offsets;
-    const uint8_t bitmap = 0x1b;
-    e1.validity = std::span<const uint8_t>(&bitmap, 1);
-    e1.length = 5;
-    node.columns = {e0, e1};
-    node.out64 = out;
-    node.out_validity = validity;
-    engine::CommandGraph g;
-    g.Add(std::move(node));
-    ASSERT_TRUE(backend_->Run(g).ok());
-    EXPECT_EQ(UnpackColumn<uint64_t>(hashes[0].hashes()), out);
-    EXPECT_EQ(UnpackColumn<uint8_t>(hashes[0].validity()), validity);
-    EXPECT_EQ(hashes[0].null_count(), 1u);
-  }
+  ExpectHashMatchesTheEngine();
 }
 
 // Reproduces a server that drops LookupRequest.max_probe_count or
@@ -771,108 +948,9 @@ TEST_F(ServerTest, BadInputsGetPreciseCodesAndTheServerStaysServing) {
   v1::BuildIndexResponse resp;
   ASSERT_TRUE(Build(*stub_, {SpecMsg("ok", 16), ChunkMsg({1, 2})}, &resp).ok());
 
-  struct BuildCase {
-    std::vector<v1::BuildIndexRequest> msgs;
-    grpc::StatusCode code;
-    std::string text;
-  };
-  v1::BuildIndexRequest both = ChunkMsg({1});
-  both.mutable_chunk()->mutable_keys()->mutable_values()->add_v(1);
-  v1::BuildIndexRequest odd;
-  odd.mutable_chunk()->mutable_keys()->set_packed(std::string(6, 'x'));
-  v1::BuildIndexRequest batch_spec = SpecMsg("bm", 16);
-  batch_spec.mutable_spec()->set_batch_mode(true);
-  v1::BuildIndexRequest no_keys;
-  no_keys.mutable_chunk()->set_row_base(5);
-  std::vector<BuildCase> builds = {
-      {{SpecMsg("bad name", 16)}, grpc::StatusCode::INVALID_ARGUMENT, "spec.name"},
-      {{SpecMsg(std::string(129, 'n'), 16)}, grpc::StatusCode::INVALID_ARGUMENT, "129 characters"},
-      {{SpecMsg("x", 12)}, grpc::StatusCode::INVALID_ARGUMENT, "capacity"},
-      {{SpecMsg("x", 16, {.max_probe_count = 32})}, grpc::StatusCode::INVALID_ARGUMENT, "max_probe_count"},
-      {{SpecMsg("ok", 16)}, grpc::StatusCode::ALREADY_EXISTS, "already exists"},
-      {{ChunkMsg({1})}, grpc::StatusCode::INVALID_ARGUMENT, "before the spec"},
-      {{}, grpc::StatusCode::INVALID_ARGUMENT, "spec: missing"},
-      {{SpecMsg("x", 16), both}, grpc::StatusCode::INVALID_ARGUMENT, "chunks[0].keys: both"},
-      {{SpecMsg("x", 16), odd},
-       grpc::StatusCode::INVALID_ARGUMENT,
-       "chunks[0].keys.packed: byte length 6 is not a multiple of 4"},
-      {{batch_spec, no_keys}, grpc::StatusCode::INVALID_ARGUMENT, "chunks[0].keys: neither"},
-      // No budget refusal here: the default budget is 80 % of free memory, which a
-      // 2^31-slot CPU table (16 GiB) may fit, and the test would then allocate it.
-      // BudgetTest refuses against a fixed --device-memory-limit instead.
-  };
-  for (size_t i = 0; i < builds.size(); ++i) {
-    v1::BuildIndexResponse r;
-    grpc::Status s = Build(*stub_, builds[i].msgs, &r);
-    EXPECT_EQ(s.error_code(), builds[i].code) << "build case " << i << ": " << s.error_message();
-    EXPECT_THAT(s.error_message(), HasSubstr(builds[i].text)) << "build case " << i;
-  }
-
-  // Lookup: every bad batch answered in-band, in order, between good ones.
-  std::vector<v1::LookupRequest> reqs;
-  std::vector<std::pair<grpc::StatusCode, std::string>> expect;
-  auto add = [&](v1::LookupRequest r, grpc::StatusCode c, std::string text) {
-    r.set_batch_id(reqs.size());
-    reqs.push_back(std::move(r));
-    expect.emplace_back(c, std::move(text));
-  };
-  add(LookupMsg("ok", {1}), grpc::StatusCode::OK, "");
-  add(LookupMsg("missing", {1}), grpc::StatusCode::NOT_FOUND, "index \"missing\" not found");
-  add(LookupMsg("bad/name", {1}), grpc::StatusCode::INVALID_ARGUMENT, "index: index name");
-  {
-    v1::LookupRequest r = LookupMsg("ok", {1});
-    r.mutable_keys()->mutable_values()->add_v(2);
-    add(r, grpc::StatusCode::INVALID_ARGUMENT, "keys: both keys.packed (4 bytes) and keys.values (1 values)");
-  }
-  {
-    v1::LookupRequest r;
-    r.set_index("ok");
-    add(r, grpc::StatusCode::INVALID_ARGUMENT, "keys: neither keys.packed nor keys.values");
-  }
-  {
-    v1::LookupRequest r;
-    r.set_index("ok");
-    r.mutable_keys()->set_packed(std::string(10, 'x'));
-    add(r, grpc::StatusCode::INVALID_ARGUMENT, "keys.packed: byte length 10 is not a multiple of 4");
-  }
-  {
-    v1::LookupRequest r = LookupMsg("ok", {1});
-    r.set_max_probe_count(17);
-    add(r, grpc::StatusCode::INVALID_ARGUMENT, "max_probe_count: 17 exceeds the capacity 16");
-  }
-  add(LookupMsg("ok", {2}), grpc::StatusCode::OK, "");
-  auto [lookups, status] = Lookups(*stub_, reqs);
-  ASSERT_TRUE(status.ok());
-  ASSERT_EQ(lookups.size(), reqs.size());
-  for (size_t i = 0; i < reqs.size(); ++i) {
-    EXPECT_EQ(lookups[i].batch_id(), i);
-    if (expect[i].first == grpc::StatusCode::OK) {
-      EXPECT_FALSE(lookups[i].has_error()) << i << ": " << lookups[i].error().message();
-    } else {
-      EXPECT_EQ(lookups[i].error().code(), static_cast<int>(expect[i].first)) << i;
-      EXPECT_THAT(lookups[i].error().message(), HasSubstr(expect[i].second)) << i;
-    }
-  }
-
-  // Join.
-  std::vector<v1::JoinRequest> joins(3);
-  joins[0].set_index("ok");
-  joins[1].set_index("ok");
-  auto* lb = joins[1].add_batches();
-  lb->mutable_keys()->mutable_values()->add_v(1);
-  lb->mutable_left_rows()->mutable_values()->add_v(1);
-  lb->mutable_left_rows()->mutable_values()->add_v(2);
-  joins[2].set_index("ok");
-  joins[2].add_batches()->mutable_keys()->set_packed(std::string(7, 'x'));
-  grpc::ClientContext jctx;
-  auto [jr, js] = RunStream<v1::JoinRequest, v1::JoinResponse>(
-      [&](grpc::ClientContext* c) { return stub_->Join(c); }, joins, &jctx);
-  ASSERT_TRUE(js.ok());
-  ASSERT_EQ(jr.size(), 3u);
-  EXPECT_THAT(jr[0].error().message(), HasSubstr("batches: at least one"));
-  EXPECT_THAT(jr[1].error().message(), HasSubstr("batches[0].left_rows: 2 rows but batches[0].keys has 1"));
-  EXPECT_THAT(jr[2].error().message(), HasSubstr("batches[0].keys.packed: byte length 7"));
-  for (const auto& r : jr) EXPECT_EQ(r.error().code(), static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
+  ExpectBadBuildsRefused();
+  ASSERT_NO_FATAL_FAILURE(ExpectBadLookupsRefusedInBand());
+  ASSERT_NO_FATAL_FAILURE(ExpectBadJoinsRefusedInBand());
 
   // Aggregate.
   auto agg = [](v1::AggregateOp op, uint32_t groups, int keys, int values, int mask) {
@@ -908,43 +986,8 @@ TEST_F(ServerTest, BadInputsGetPreciseCodesAndTheServerStaysServing) {
   EXPECT_FALSE(ar[6].has_error()) << ar[6].error().message();
   EXPECT_THAT(ar[7].error().message(), HasSubstr("must stay the same within a stream"));
 
-  // Hash.
-  std::vector<v1::HashRequest> hashes(4);
-  auto* hc = hashes[1].add_columns();
-  hc->set_type(v1::COLUMN_TYPE_UINT64);
-  hc->set_data(std::string(12, 'x'));
-  hc->set_length(2);
-  *hashes[2].add_columns() = *hc;
-  hashes[2].mutable_columns(0)->set_data(std::string(16, 'x'));
-  hashes[2].set_bits(16);
-  hashes[3].add_columns()->set_length(1);
-  grpc::ClientContext hctx;
-  auto [hr, hs] = RunStream<v1::HashRequest, v1::HashResponse>(
-      [&](grpc::ClientContext* c) { return stub_->Hash(c); }, hashes, &hctx);
-  ASSERT_TRUE(hs.ok());
-  ASSERT_EQ(hr.size(), 4u);
-  EXPECT_THAT(hr[0].error().message(), HasSubstr("columns: at least one column"));
-  EXPECT_THAT(hr[1].error().message(), HasSubstr("columns[0].data: 12 bytes, need (offset 0 + length 2) * 8 = 16"));
-  EXPECT_THAT(hr[2].error().message(), HasSubstr("bits: 16 is not 32 or 64"));
-  EXPECT_THAT(hr[3].error().message(), HasSubstr("columns[0].type"));
-
-  // Unary.
-  {
-    grpc::ClientContext ctx;
-    v1::DropIndexRequest d;
-    d.set_name("missing");
-    v1::DropIndexResponse dr;
-    EXPECT_EQ(stub_->DropIndex(&ctx, d, &dr).error_code(), grpc::StatusCode::NOT_FOUND);
-  }
-  {
-    grpc::ClientContext ctx;
-    v1::DescribeIndexRequest d;
-    d.set_name("");
-    v1::DescribeIndexResponse dr;
-    grpc::Status s = stub_->DescribeIndex(&ctx, d, &dr);
-    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-    EXPECT_THAT(s.error_message(), HasSubstr("name: index name is empty"));
-  }
+  ASSERT_NO_FATAL_FAILURE(ExpectBadHashesRefusedInBand());
+  ExpectBadUnaryCallsRefused();
   ExpectServing();
   auto [after, after_status] = Lookups(*stub_, {LookupMsg("ok", {2})});
   ASSERT_TRUE(after_status.ok());
