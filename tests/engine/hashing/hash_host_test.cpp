@@ -25,20 +25,16 @@ namespace gpujoin::engine {
 namespace {
 
 using ::gpujoin::engine::testing::BinaryColumn;
+using ::gpujoin::engine::testing::ExpectInvalid;
 using ::gpujoin::engine::testing::FixedColumn;
 using ::gpujoin::engine::testing::HashOnHost;
 using ::gpujoin::engine::testing::HashOutput;
 using ::gpujoin::engine::testing::kAllTypes;
+using ::gpujoin::engine::testing::MustHash;
 using ::gpujoin::engine::testing::OwnedColumn;
 using ::gpujoin::engine::testing::RandomColumn;
 using ::gpujoin::engine::testing::Views;
 using ::testing::HasSubstr;
-
-HashOutput MustHash(const std::vector<HashColumn>& columns, HashBits bits) {
-  auto out = HashOnHost(columns, bits);
-  EXPECT_TRUE(out.ok()) << out.status();
-  return out.ok() ? *out : HashOutput{};
-}
 
 // ---------------------------------------------------------------------------
 // Algorithm: xxHash reference vectors and checked-in known answers.
@@ -450,11 +446,6 @@ TEST(HashQualityTest, SingleBitFlipsAvalanche) {
 absl::Status ValidateOnly(const std::vector<HashColumn>& columns, HashBits bits) {
   testing::NodeBuffers b(columns, bits);
   return detail::ValidateHashNode(b.node, "node 3 (hash)");
-}
-
-void ExpectInvalid(const absl::Status& status, const std::vector<std::string>& fragments) {
-  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
-  for (const auto& f : fragments) EXPECT_THAT(std::string(status.message()), HasSubstr(f));
 }
 
 TEST(HashValidationTest, ZeroRowsAreValid) {

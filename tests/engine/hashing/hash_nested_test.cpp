@@ -22,6 +22,7 @@ namespace {
 using testing::Bool;
 using testing::EncodeOptions;
 using testing::EncodeTop;
+using testing::ExpectInvalid;
 using testing::HashOnHost;
 using testing::HashOutput;
 using ::testing::HasSubstr;
@@ -30,6 +31,7 @@ using testing::LType;
 using testing::LValue;
 using testing::MapOf;
 using testing::MapType;
+using testing::MustHash;
 using testing::ModelRow;
 using testing::Null;
 using testing::OwnedTree;
@@ -38,12 +40,6 @@ using testing::Seq;
 using testing::Str;
 using testing::StructOf;
 using testing::T;
-
-HashOutput MustHash(const std::vector<HashColumn>& columns, HashBits bits) {
-  auto out = HashOnHost(columns, bits);
-  EXPECT_TRUE(out.ok()) << out.status();
-  return out.ok() ? *out : HashOutput{};
-}
 
 std::vector<HashColumn> ViewsOf(const std::vector<OwnedTree>& trees) {
   std::vector<HashColumn> v;
@@ -442,11 +438,6 @@ TEST(HashFlatTypesTest, KnownAnswers) {
 absl::Status ValidateOnly(const std::vector<HashColumn>& columns) {
   testing::NodeBuffers b(columns, HashBits::k64);
   return detail::ValidateHashNode(b.node, "node 2 (hash)");
-}
-
-void ExpectInvalid(const absl::Status& status, const std::vector<std::string>& fragments) {
-  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
-  for (const auto& f : fragments) EXPECT_THAT(std::string(status.message()), HasSubstr(f));
 }
 
 OwnedTree Int32Column(std::vector<int32_t> v) {

@@ -2,6 +2,9 @@
 // generators and a runner that validates and hashes a node on the host.
 #pragma once
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -158,6 +161,21 @@ inline absl::StatusOr<HashOutput> HashOnHost(const std::vector<HashColumn>& colu
   GPUJOIN_RETURN_IF_ERROR(detail::ValidateHashNode(b.node, "hash"));
   detail::HashRowsHost(b.node);
   return b.Output();
+}
+
+/// HashOnHost's output; a refusal is a test failure (and an empty output).
+inline HashOutput MustHash(const std::vector<HashColumn>& columns, HashBits bits) {
+  auto out = HashOnHost(columns, bits);
+  EXPECT_TRUE(out.ok()) << out.status();
+  return out.ok() ? *out : HashOutput{};
+}
+
+/// Expects `status` to be INVALID_ARGUMENT with every one of `fragments` in its message.
+inline void ExpectInvalid(const absl::Status& status, const std::vector<std::string>& fragments) {
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  for (const auto& f : fragments) {
+    EXPECT_THAT(std::string(status.message()), ::testing::HasSubstr(f));
+  }
 }
 
 inline std::vector<HashColumn> Views(const std::vector<OwnedColumn>& columns) {
