@@ -7,8 +7,6 @@
 // ALREADY_EXISTS hint, and JSON Lines numbers staying numbers.
 #include <gtest/gtest.h>
 #include <unistd.h>
-#include <zlib.h>
-#include <zstd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -18,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "gpujoin/testing/compress.hpp"
 #include "gpujoin/testing/files.hpp"
 #include "gpujoin/testing/server_process.hpp"
 #include "gpujoin/testing/subprocess.hpp"
@@ -26,36 +25,18 @@ namespace {
 
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
+using gpujoin::testing::Gzip;
 using gpujoin::testing::RunOptions;
 using gpujoin::testing::RunProcess;
 using gpujoin::testing::RunResult;
 using gpujoin::testing::ServerProcess;
 using gpujoin::testing::Slurp;
+using gpujoin::testing::Zstd;
 
 const std::string kCli = GPUJOIN_CLI_BIN;
 const std::string kExamples = GPUJOIN_EXAMPLES_DIR;
 
 size_t LineCountOf(const std::string& s) { return std::count(s.begin(), s.end(), '\n'); }
-
-std::string Gzip(const std::string& in) {
-  z_stream z{};
-  EXPECT_EQ(deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
-  std::string out(deflateBound(&z, in.size()) + 64, '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  z.avail_in = static_cast<uInt>(in.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
-
-std::string Zstd(const std::string& in) {
-  std::string out(ZSTD_compressBound(in.size()), '\0');
-  out.resize(ZSTD_compress(out.data(), out.size(), in.data(), in.size(), 3));
-  return out;
-}
 
 class CliStreaming : public ::testing::Test {
  protected:

@@ -6,8 +6,6 @@
 // and the reader's memory stays bounded on a 200 MB input.
 #include <gtest/gtest.h>
 #include <unistd.h>
-#include <zlib.h>
-#include <zstd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -17,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "gpujoin/testing/compress.hpp"
 #include "input/input_stream.hpp"
 #include "input/table.hpp"
 #include "input/table_reader.hpp"
@@ -25,6 +24,8 @@ namespace gpujoin::cli {
 namespace {
 
 namespace fs = std::filesystem;
+using gpujoin::testing::Gzip;
+using gpujoin::testing::Zstd;
 
 class TableReaderTest : public ::testing::Test {
  protected:
@@ -257,28 +258,6 @@ TEST_F(TableReaderTest, JsonCellKindsKeepNumbersBooleansAndNestedValues) {
   auto trailing = ParseJsonLines("{\"k\": 1} 2\n", "k.jsonl");
   ASSERT_FALSE(trailing.ok());
   EXPECT_EQ(trailing.status().message(), "k.jsonl:1: not valid JSON");
-}
-
-std::string Gzip(const std::string& in) {
-  z_stream z{};
-  EXPECT_EQ(deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
-  std::string out(deflateBound(&z, in.size()) + 64, '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  z.avail_in = static_cast<uInt>(in.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
-
-std::string Zstd(const std::string& in) {
-  std::string out(ZSTD_compressBound(in.size()), '\0');
-  const size_t n = ZSTD_compress(out.data(), out.size(), in.data(), in.size(), 3);
-  EXPECT_FALSE(ZSTD_isError(n));
-  out.resize(n);
-  return out;
 }
 
 TEST_F(TableReaderTest, GzipAndZstdInputsReadLikeThePlainFile) {
