@@ -9,14 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "parse_csv.hpp"
+
 namespace gpujoin::cli {
 namespace {
 
-Table Csv(std::string_view text) {
-  auto t = ParseDelimited(text, ',', "t.csv");
-  EXPECT_TRUE(t.ok()) << t.status();
-  return *std::move(t);
-}
+using testing::Csv;
 
 TEST(ParseU32Text, AcceptsDecimalHexAndSpacesRejectsTheRest) {
   EXPECT_EQ(ParseU32Text("0"), 0u);

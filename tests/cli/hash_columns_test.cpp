@@ -5,19 +5,16 @@
 
 #include <cstring>
 
+#include "parse_csv.hpp"
+
 namespace gpujoin::cli {
 namespace {
 
 using client::ColumnType;
-
-Table Csv(std::string_view text) {
-  auto t = ParseDelimited(text, ',', "h.csv");
-  EXPECT_TRUE(t.ok()) << t.status();
-  return *std::move(t);
-}
+using testing::Csv;
 
 TEST(InferHashType, NarrowestTypeThatParsesEveryCell) {
-  Table t = Csv("u,i,big,f,s,n\n1,-1,18446744073709551615,1.5,x,\n2,3,1,2,3,\n");
+  Table t = Csv("u,i,big,f,s,n\n1,-1,18446744073709551615,1.5,x,\n2,3,1,2,3,\n", "h.csv");
   EXPECT_EQ(InferHashType(t, 0), ColumnType::kUint32);
   EXPECT_EQ(InferHashType(t, 1), ColumnType::kInt64);
   EXPECT_EQ(InferHashType(t, 2), ColumnType::kUint64);
@@ -27,7 +24,7 @@ TEST(InferHashType, NarrowestTypeThatParsesEveryCell) {
 }
 
 TEST(BuildHashInput, FixedWidthWithNulls) {
-  Table t = Csv("a,b\n5,x\n,y\n7,z\n");
+  Table t = Csv("a,b\n5,x\n,y\n7,z\n", "h.csv");
   auto in = BuildHashInput(t, "a");
   ASSERT_TRUE(in.ok()) << in.status();
   EXPECT_EQ(in->type, ColumnType::kUint32);
@@ -47,9 +44,9 @@ TEST(BuildHashInput, FixedWidthWithNulls) {
 }
 
 TEST(BuildHashInput, StringsKeepEmptyDistinctFromNull) {
-  Table t = Csv("s\nab\n\"\"\n\"c\"\n");
+  Table t = Csv("s\nab\n\"\"\n\"c\"\n", "h.csv");
   // Single-column CSV cannot hold an unquoted null; add one through a second column.
-  Table t2 = Csv("s,k\nab,1\n\"\",2\n,3\nc,4\n");
+  Table t2 = Csv("s,k\nab,1\n\"\",2\n,3\nc,4\n", "h.csv");
   auto in = BuildHashInput(t2, "s:string");
   ASSERT_TRUE(in.ok()) << in.status();
   EXPECT_EQ(in->type, ColumnType::kBinary);
@@ -63,7 +60,7 @@ TEST(BuildHashInput, StringsKeepEmptyDistinctFromNull) {
 }
 
 TEST(BuildHashInput, ExplicitTypesAndErrors) {
-  Table t = Csv("a,b\n-5,1\n7,x\n");
+  Table t = Csv("a,b\n-5,1\n7,x\n", "h.csv");
   auto i32 = BuildHashInput(t, "a:int32");
   ASSERT_TRUE(i32.ok());
   int32_t first;
@@ -122,7 +119,7 @@ TEST(HashSchema, InferredFromJsonArraysAndObjects) {
   EXPECT_EQ(schema("e"), "list<null>");
   EXPECT_EQ(schema("f"), "list<float64>");
   EXPECT_FALSE(IsNestedJsonColumn(t, *t.Column("n")));
-  EXPECT_FALSE(IsNestedJsonColumn(Csv("a\n[1]\n"), 0));  // CSV text is never JSON
+  EXPECT_FALSE(IsNestedJsonColumn(Csv("a\n[1]\n", "h.csv"), 0));  // CSV text is never JSON
 
   Table bad = Jsonl("{\"x\": [1]}\n{\"x\": [\"a\"]}\n");
   auto conflict = InferJsonSchema(bad, 0, "x");
@@ -181,7 +178,7 @@ TEST(HashSchema, ColsSplitOutsideAngleBrackets) {
 }
 
 TEST(BuildHashInput, TheNarrowTypesFromText) {
-  Table t = Csv("a,b\n-5,1\n7,300\n,2\n");
+  Table t = Csv("a,b\n-5,1\n7,300\n,2\n", "h.csv");
   auto i8 = BuildHashInput(t, "a:int8");
   ASSERT_TRUE(i8.ok()) << i8.status();
   const client::HashColumn v = i8->View();

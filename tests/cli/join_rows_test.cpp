@@ -16,17 +16,13 @@
 #include "gpujoin/client/client.hpp"
 #include "input/table.hpp"
 #include "output/output.hpp"
+#include "parse_csv.hpp"
 
 namespace gpujoin::cli {
 namespace {
 
 using client::kNoMatch;
-
-Table Csv(const std::string& text, const std::string& source) {
-  auto t = ParseDelimited(text, ',', source);
-  EXPECT_TRUE(t.ok()) << t.status();
-  return *t;
-}
+using testing::Csv;
 
 std::string AsCsv(const ResultTable& t) {
   std::ostringstream os;

@@ -18,19 +18,15 @@
 #include "gpujoin/testing/files.hpp"
 #include "output/output.hpp"
 #include "output/row_writer.hpp"
+#include "parse_csv.hpp"
 
 namespace gpujoin::cli {
 namespace {
 
 using client::Column;
 using client::ColumnType;
+using testing::Csv;
 using gpujoin::testing::Slurp;
-
-Table Csv(std::string_view text, std::string source = "p.csv") {
-  auto t = ParseDelimited(text, ',', std::move(source));
-  EXPECT_TRUE(t.ok()) << t.status();
-  return *std::move(t);
-}
 
 // ---------------------------------------------------------------- inference
 
@@ -39,7 +35,7 @@ TEST(InferPayloadType, Int64ThenFloat64ThenBoolThenString) {
       Csv("i,neg,big,f,special,b,s,mixed,n,q\n"
           "1,-5, +7 ,1.5,nan,true,x,1,,\"\"\n"
           "2,-9223372036854775808,9223372036854775808,2,inf,FALSE,1,true,,\n"
-          ",3,,1e5,-Infinity,,2.5,x,,\n");
+          ",3,,1e5,-Infinity,,2.5,x,,\n", "p.csv");
   EXPECT_EQ(InferPayloadType(t, 0), ColumnType::kInt64);    // null cells skipped
   EXPECT_EQ(InferPayloadType(t, 1), ColumnType::kInt64);    // int64 min
   EXPECT_EQ(InferPayloadType(t, 2), ColumnType::kFloat64);  // above int64: a number
@@ -51,7 +47,7 @@ TEST(InferPayloadType, Int64ThenFloat64ThenBoolThenString) {
   EXPECT_EQ(InferPayloadType(t, 8), ColumnType::kInt64);  // no values at all
   EXPECT_EQ(InferPayloadType(t, 9), ColumnType::kInt64);  // "" is empty, not a string value
   // Hex and signs the integer reader does not take make a string.
-  Table h = Csv("h,pm\n0x10,+-5\n");
+  Table h = Csv("h,pm\n0x10,+-5\n", "p.csv");
   EXPECT_EQ(InferPayloadType(h, 0), ColumnType::kString);
   EXPECT_EQ(InferPayloadType(h, 1), ColumnType::kString);
 }
@@ -90,7 +86,7 @@ TEST(ParseSchema, ReadsEveryTypeAndNamesBadEntries) {
 // ---------------------------------------------------------------- PlanPayload
 
 TEST(PlanPayload, DefaultsToEveryColumnButKeyAndValue) {
-  Table t = Csv("id,type,v,price\n1,a,5,1.5\n2,b,6,\n");
+  Table t = Csv("id,type,v,price\n1,a,5,1.5\n2,b,6,\n", "p.csv");
   auto p = PlanPayload(t, "id", "", std::nullopt, "", false);
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(FormatSchema(p->schema), "type:str,v:i64,price:f64");
@@ -112,7 +108,7 @@ TEST(PlanPayload, DefaultsToEveryColumnButKeyAndValue) {
 }
 
 TEST(PlanPayload, NamesTheOptionInErrors) {
-  Table t = Csv("id,type,room no\n1,a,3\n");
+  Table t = Csv("id,type,room no\n1,a,3\n", "p.csv");
   auto message = [&](const std::optional<std::string>& columns, std::string_view schema,
                      bool no_payload) {
     auto r = PlanPayload(t, "id", "", columns, schema, no_payload);
@@ -154,7 +150,7 @@ TEST(PayloadColumn, EveryTypeWithNulls) {
       "i32,u32,i64,u64,f32,f64,b,s,bin\n"
       "-2147483648,4294967295,-9223372036854775808,18446744073709551615,0.1,0.1,true,\"a,b\",x\n"
       ",,,,,,,,\n"
-      "7, 8 ,9,10,nan,-inf,False,\"\",\"\"\n");
+      "7, 8 ,9,10,nan,-inf,False,\"\",\"\"\n", "p.csv");
   const std::vector<SchemaEntry> schema =
       *ParseSchema("i32:i32,u32:u32,i64:i64,u64:u64,f32:f32,f64:f64,b:bool,s:str,bin:bin");
   std::vector<std::vector<Cell>> got;
@@ -181,19 +177,19 @@ TEST(PayloadColumn, EveryTypeWithNulls) {
 }
 
 TEST(PayloadColumn, CellsThatAreNoValueNameThePosition) {
-  Table t = Csv("a,b\n1,x\n3000000000,y\n");
+  Table t = Csv("a,b\n1,x\n3000000000,y\n", "p.csv");
   auto i32 = PayloadColumn(t, 0, SchemaEntry{"a", ColumnType::kInt32}, true);
   EXPECT_EQ(i32.status().message(),
             "p.csv:3: column 'a' (1): '3000000000' is not a valid i32 (--schema a:i32)");
   auto f = PayloadColumn(t, 1, SchemaEntry{"b", ColumnType::kFloat64}, false);
   EXPECT_EQ(f.status().message(), "p.csv:2: column 'b' (2): 'x' is not a valid f64");
-  auto u = PayloadColumn(Csv("a\n-1\n"), 0, SchemaEntry{"a", ColumnType::kUint64}, true);
+  auto u = PayloadColumn(Csv("a\n-1\n", "p.csv"), 0, SchemaEntry{"a", ColumnType::kUint64}, true);
   EXPECT_EQ(u.status().message(),
             "p.csv:2: column 'a' (1): '-1' is not a valid u64 (--schema a:u64)");
-  auto b = PayloadColumn(Csv("a\nyes\n"), 0, SchemaEntry{"a", ColumnType::kBool}, true);
+  auto b = PayloadColumn(Csv("a\nyes\n", "p.csv"), 0, SchemaEntry{"a", ColumnType::kBool}, true);
   EXPECT_EQ(b.status().message(),
             "p.csv:2: column 'a' (1): 'yes' is not a valid bool (--schema a:bool)");
-  Table bad = Csv("s\nok\n\xff\xfe\n");
+  Table bad = Csv("s\nok\n\xff\xfe\n", "p.csv");
   auto s = PayloadColumn(bad, 0, SchemaEntry{"s", ColumnType::kString}, false);
   EXPECT_NE(s.status().message().find("p.csv:3: column 's' (1): the text is not valid UTF-8"),
             std::string::npos)
@@ -202,10 +198,10 @@ TEST(PayloadColumn, CellsThatAreNoValueNameThePosition) {
   EXPECT_TRUE(PayloadColumn(bad, 0, SchemaEntry{"s", ColumnType::kBinary}, true).ok());
   // Overlong, surrogate and truncated sequences are not UTF-8; the 4-byte maximum is.
   for (std::string_view text : {"\xc0\xaf", "\xed\xa0\x80", "\xe2\x82", "\xf4\x90\x80\x80"}) {
-    Table x = Csv(absl::StrCat("s\n", std::string(text), "\n"));
+    Table x = Csv(absl::StrCat("s\n", std::string(text), "\n"), "p.csv");
     EXPECT_FALSE(PayloadColumn(x, 0, SchemaEntry{"s", ColumnType::kString}, false).ok());
   }
-  Table ok = Csv("s\n\xf4\x8f\xbf\xbf \xc3\xa9\n");
+  Table ok = Csv("s\n\xf4\x8f\xbf\xbf \xc3\xa9\n", "p.csv");
   EXPECT_TRUE(PayloadColumn(ok, 0, SchemaEntry{"s", ColumnType::kString}, false).ok());
 }
 
@@ -246,7 +242,7 @@ TEST(CellOf, EveryTypeAndNullInCsvAndJsonLines) {
       Csv("i,u,f,d,b,s\n"
           "-3,18446744073709551615,nan,0.25,true,\"say \"\"hi\"\", ok\"\n"
           ",,,,,\n"
-          "4,0,inf,-1e-300,false,\"\"\n");
+          "4,0,inf,-1e-300,false,\"\"\n", "p.csv");
   const std::vector<SchemaEntry> schema = *ParseSchema("i:i64,u:u64,f:f32,d:f64,b:bool,s:str");
   ResultTable out;
   std::vector<Column> cols;
@@ -284,7 +280,7 @@ TEST(CellViewOf, SpellsEveryTypeAsCellOfAndWritesTheSameRows) {
       "-2147483648,4294967295,-9223372036854775808,18446744073709551615,0.1,1e+23,true,\"a,b\",x\n"
       ",,,,,,,,\n"
       "7, 8 ,9,10,nan,-inf,False,\"\",\" lead\"\n"
-      "0,0,0,0,-0,0.30000000000000004,true,\"say \"\"hi\"\"\",\"two\nlines\"\n");
+      "0,0,0,0,-0,0.30000000000000004,true,\"say \"\"hi\"\"\",\"two\nlines\"\n", "p.csv");
   const std::vector<SchemaEntry> schema =
       *ParseSchema("i32:i32,u32:u32,i64:i64,u64:u64,f32:f32,f64:f64,b:bool,s:str,bin:bin");
   std::vector<Column> cols;
