@@ -25,8 +25,8 @@ namespace {
 
 using client::Column;
 using client::ColumnType;
-using testing::Csv;
 using gpujoin::testing::Slurp;
+using testing::Csv;
 
 // ---------------------------------------------------------------- inference
 
@@ -35,7 +35,8 @@ TEST(InferPayloadType, Int64ThenFloat64ThenBoolThenString) {
       Csv("i,neg,big,f,special,b,s,mixed,n,q\n"
           "1,-5, +7 ,1.5,nan,true,x,1,,\"\"\n"
           "2,-9223372036854775808,9223372036854775808,2,inf,FALSE,1,true,,\n"
-          ",3,,1e5,-Infinity,,2.5,x,,\n", "p.csv");
+          ",3,,1e5,-Infinity,,2.5,x,,\n",
+          "p.csv");
   EXPECT_EQ(InferPayloadType(t, 0), ColumnType::kInt64);    // null cells skipped
   EXPECT_EQ(InferPayloadType(t, 1), ColumnType::kInt64);    // int64 min
   EXPECT_EQ(InferPayloadType(t, 2), ColumnType::kFloat64);  // above int64: a number
@@ -150,7 +151,8 @@ TEST(PayloadColumn, EveryTypeWithNulls) {
       "i32,u32,i64,u64,f32,f64,b,s,bin\n"
       "-2147483648,4294967295,-9223372036854775808,18446744073709551615,0.1,0.1,true,\"a,b\",x\n"
       ",,,,,,,,\n"
-      "7, 8 ,9,10,nan,-inf,False,\"\",\"\"\n", "p.csv");
+      "7, 8 ,9,10,nan,-inf,False,\"\",\"\"\n",
+      "p.csv");
   const std::vector<SchemaEntry> schema =
       *ParseSchema("i32:i32,u32:u32,i64:i64,u64:u64,f32:f32,f64:f64,b:bool,s:str,bin:bin");
   std::vector<std::vector<Cell>> got;
@@ -242,7 +244,8 @@ TEST(CellOf, EveryTypeAndNullInCsvAndJsonLines) {
       Csv("i,u,f,d,b,s\n"
           "-3,18446744073709551615,nan,0.25,true,\"say \"\"hi\"\", ok\"\n"
           ",,,,,\n"
-          "4,0,inf,-1e-300,false,\"\"\n", "p.csv");
+          "4,0,inf,-1e-300,false,\"\"\n",
+          "p.csv");
   const std::vector<SchemaEntry> schema = *ParseSchema("i:i64,u:u64,f:f32,d:f64,b:bool,s:str");
   ResultTable out;
   std::vector<Column> cols;
@@ -280,7 +283,8 @@ TEST(CellViewOf, SpellsEveryTypeAsCellOfAndWritesTheSameRows) {
       "-2147483648,4294967295,-9223372036854775808,18446744073709551615,0.1,1e+23,true,\"a,b\",x\n"
       ",,,,,,,,\n"
       "7, 8 ,9,10,nan,-inf,False,\"\",\" lead\"\n"
-      "0,0,0,0,-0,0.30000000000000004,true,\"say \"\"hi\"\"\",\"two\nlines\"\n", "p.csv");
+      "0,0,0,0,-0,0.30000000000000004,true,\"say \"\"hi\"\"\",\"two\nlines\"\n",
+      "p.csv");
   const std::vector<SchemaEntry> schema =
       *ParseSchema("i32:i32,u32:u32,i64:i64,u64:u64,f32:f32,f64:f64,b:bool,s:str,bin:bin");
   std::vector<Column> cols;

@@ -38,8 +38,8 @@ namespace {
 
 using gpujoin::server::testing::Build;
 using gpujoin::server::testing::ChunkMsg;
-using gpujoin::server::testing::Iota;
 using gpujoin::server::testing::Info;
+using gpujoin::server::testing::Iota;
 using gpujoin::server::testing::LookupMsg;
 using gpujoin::server::testing::SpecMsg;
 using gpujoin::testing::HttpGet;
@@ -143,7 +143,8 @@ TEST(Faults, RebuildsUnderEightCheckingStreamsNeverMixOrLoseVersions) {
   for (uint32_t i = 0; i < keys.size(); ++i) keys[i] = i * 7 + 1;
   const std::vector<uint32_t> half(keys.begin(), keys.begin() + 10000);
   const std::vector<uint32_t> rest(keys.begin() + 10000, keys.end());
-  ASSERT_TRUE(Build(*stub, {SpecMsg("hot", 1 << 16, {.first_value = 1000000}), ChunkMsg(keys)}).ok());
+  ASSERT_TRUE(
+      Build(*stub, {SpecMsg("hot", 1 << 16, {.first_value = 1000000}), ChunkMsg(keys)}).ok());
 
   constexpr int kStreams = 8;
   std::atomic<bool> stop{false};
@@ -201,13 +202,16 @@ TEST(Faults, RebuildsUnderEightCheckingStreamsNeverMixOrLoseVersions) {
       v1::BuildIndexRequest bad;
       bad.mutable_chunk()->mutable_keys()->set_packed("\x01\x02\x03");  // 3 bytes: not uint32s
       const grpc::Status s =
-          Build(*stub, {SpecMsg("hot", 1 << 16, {.first_value = 99000000, .replace = true}), ChunkMsg(half), bad});
+          Build(*stub, {SpecMsg("hot", 1 << 16, {.first_value = 99000000, .replace = true}),
+                        ChunkMsg(half), bad});
       EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
     } else {
       v1::BuildIndexResponse r;
       const uint64_t base = (expected_version + 1) * 1000000;
-      const grpc::Status s = Build(
-          *stub, {SpecMsg("hot", 1 << 16, {.first_value = base, .replace = true}), ChunkMsg(half), ChunkMsg(rest)}, &r);
+      const grpc::Status s = Build(*stub,
+                                   {SpecMsg("hot", 1 << 16, {.first_value = base, .replace = true}),
+                                    ChunkMsg(half), ChunkMsg(rest)},
+                                   &r);
       ASSERT_TRUE(s.ok()) << s.error_message();
       EXPECT_EQ(r.index().version(), expected_version + 1);
       expected_version = r.index().version();
@@ -273,8 +277,9 @@ TEST(Faults, StagingThatExhaustsTheBudgetKeepsTheServingVersion) {
     EXPECT_TRUE(stream->Finish().ok());
   }
   v1::BuildIndexResponse rebuilt;
-  ASSERT_TRUE(Build(*stub, {SpecMsg("live", 1 << 16, {.replace = true}), ChunkMsg(Iota(30000))}, &rebuilt)
-                  .ok());
+  ASSERT_TRUE(
+      Build(*stub, {SpecMsg("live", 1 << 16, {.replace = true}), ChunkMsg(Iota(30000))}, &rebuilt)
+          .ok());
   EXPECT_EQ(rebuilt.index().version(), 2u);
   EXPECT_EQ(Info(*stub).device_memory_used_bytes(), table);
 }

@@ -294,9 +294,13 @@ class ServerTest : public ::testing::Test {
     no_keys.mutable_chunk()->set_row_base(5);
     std::vector<BuildCase> builds = {
         {{SpecMsg("bad name", 16)}, grpc::StatusCode::INVALID_ARGUMENT, "spec.name"},
-        {{SpecMsg(std::string(129, 'n'), 16)}, grpc::StatusCode::INVALID_ARGUMENT, "129 characters"},
+        {{SpecMsg(std::string(129, 'n'), 16)},
+         grpc::StatusCode::INVALID_ARGUMENT,
+         "129 characters"},
         {{SpecMsg("x", 12)}, grpc::StatusCode::INVALID_ARGUMENT, "capacity"},
-        {{SpecMsg("x", 16, {.max_probe_count = 32})}, grpc::StatusCode::INVALID_ARGUMENT, "max_probe_count"},
+        {{SpecMsg("x", 16, {.max_probe_count = 32})},
+         grpc::StatusCode::INVALID_ARGUMENT,
+         "max_probe_count"},
         {{SpecMsg("ok", 16)}, grpc::StatusCode::ALREADY_EXISTS, "already exists"},
         {{ChunkMsg({1})}, grpc::StatusCode::INVALID_ARGUMENT, "before the spec"},
         {{}, grpc::StatusCode::INVALID_ARGUMENT, "spec: missing"},
@@ -333,7 +337,8 @@ class ServerTest : public ::testing::Test {
     {
       v1::LookupRequest r = LookupMsg("ok", {1});
       r.mutable_keys()->mutable_values()->add_v(2);
-      add(r, grpc::StatusCode::INVALID_ARGUMENT, "keys: both keys.packed (4 bytes) and keys.values (1 values)");
+      add(r, grpc::StatusCode::INVALID_ARGUMENT,
+          "keys: both keys.packed (4 bytes) and keys.values (1 values)");
     }
     {
       v1::LookupRequest r;
@@ -344,7 +349,8 @@ class ServerTest : public ::testing::Test {
       v1::LookupRequest r;
       r.set_index("ok");
       r.mutable_keys()->set_packed(std::string(10, 'x'));
-      add(r, grpc::StatusCode::INVALID_ARGUMENT, "keys.packed: byte length 10 is not a multiple of 4");
+      add(r, grpc::StatusCode::INVALID_ARGUMENT,
+          "keys.packed: byte length 10 is not a multiple of 4");
     }
     {
       v1::LookupRequest r = LookupMsg("ok", {1});
@@ -384,9 +390,11 @@ class ServerTest : public ::testing::Test {
     ASSERT_TRUE(js.ok());
     ASSERT_EQ(jr.size(), 3u);
     EXPECT_THAT(jr[0].error().message(), HasSubstr("batches: at least one"));
-    EXPECT_THAT(jr[1].error().message(), HasSubstr("batches[0].left_rows: 2 rows but batches[0].keys has 1"));
+    EXPECT_THAT(jr[1].error().message(),
+                HasSubstr("batches[0].left_rows: 2 rows but batches[0].keys has 1"));
     EXPECT_THAT(jr[2].error().message(), HasSubstr("batches[0].keys.packed: byte length 7"));
-    for (const auto& r : jr) EXPECT_EQ(r.error().code(), static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
+    for (const auto& r : jr)
+      EXPECT_EQ(r.error().code(), static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
   }
 
   // Hash: no columns, short data, bad bits and no type, each refused in band.
@@ -406,7 +414,8 @@ class ServerTest : public ::testing::Test {
     ASSERT_TRUE(hs.ok());
     ASSERT_EQ(hr.size(), 4u);
     EXPECT_THAT(hr[0].error().message(), HasSubstr("columns: at least one column"));
-    EXPECT_THAT(hr[1].error().message(), HasSubstr("columns[0].data: 12 bytes, need (offset 0 + length 2) * 8 = 16"));
+    EXPECT_THAT(hr[1].error().message(),
+                HasSubstr("columns[0].data: 12 bytes, need (offset 0 + length 2) * 8 = 16"));
     EXPECT_THAT(hr[2].error().message(), HasSubstr("bits: 16 is not 32 or 64"));
     EXPECT_THAT(hr[3].error().message(), HasSubstr("columns[0].type"));
   }
@@ -461,7 +470,8 @@ TEST_F(ServerTest, BuildWithDuplicatesInvalidAndOverflowMatchesTheEngine) {
                                                {7, 1, 9, 11, 13, 15, 17, 19},
                                                {},
                                                {21, 23, 25, 27, 29, 31, 33, 0xffffffffu, 35, 37}};
-  std::vector<v1::BuildIndexRequest> msgs = {SpecMsg("dims", 16, {.first_value = 500, .max_probe_count = 2})};
+  std::vector<v1::BuildIndexRequest> msgs = {
+      SpecMsg("dims", 16, {.first_value = 500, .max_probe_count = 2})};
   for (const auto& c : chunks) msgs.push_back(ChunkMsg(c));
   v1::BuildIndexResponse resp;
   grpc::Status s = Build(*stub_, msgs, &resp);
@@ -533,7 +543,8 @@ TEST_F(ServerTest, LookupJoinAggregateHashMatchTheEngine) {
   std::vector<uint32_t> keys(3000);
   for (auto& k : keys) k = rng() % 5000;
   v1::BuildIndexResponse built;
-  ASSERT_TRUE(Build(*stub_, {SpecMsg("t", 8192, {.first_value = 10}), ChunkMsg(keys)}, &built).ok());
+  ASSERT_TRUE(
+      Build(*stub_, {SpecMsg("t", 8192, {.first_value = 10}), ChunkMsg(keys)}, &built).ok());
   engine::BuildStatistics bs;
   auto direct = DirectIndex(8192, 0, {keys}, 10, &bs);
 
@@ -636,8 +647,10 @@ TEST_F(ServerTest, LookupAndJoinHonourTheRequestsProbeBound) {
   // Built largest first: home[j] gets value kFirstValue + 5 - j. home[6] stays absent.
   const std::vector<uint32_t> keys = {home[5], home[4], home[3], home[2], home[1], home[0]};
   v1::BuildIndexResponse built;
-  ASSERT_TRUE(
-      Build(*stub_, {SpecMsg("bound", kCapacity, {.first_value = kFirstValue}), ChunkMsg(keys)}, &built).ok());
+  ASSERT_TRUE(Build(*stub_,
+                    {SpecMsg("bound", kCapacity, {.first_value = kFirstValue}), ChunkMsg(keys)},
+                    &built)
+                  .ok());
   ASSERT_EQ(built.index().statistics().unique_keys(), 6u);
   ASSERT_EQ(built.index().statistics().max_probes(), 6u) << "the six keys fill slots 9..14";
   engine::BuildStatistics bs;
@@ -770,7 +783,8 @@ TEST_F(ServerTest, BuildOverflowMakesEveryJoinReportOverflow) {
   std::vector<uint32_t> keys(24);
   std::iota(keys.begin(), keys.end(), 1u);  // 24 keys, 16 slots, bound 1
   v1::BuildIndexResponse built;
-  ASSERT_TRUE(Build(*stub_, {SpecMsg("spill", 16, {.max_probe_count = 1}), ChunkMsg(keys)}, &built).ok());
+  ASSERT_TRUE(
+      Build(*stub_, {SpecMsg("spill", 16, {.max_probe_count = 1}), ChunkMsg(keys)}, &built).ok());
   engine::BuildStatistics bs;
   auto direct = DirectIndex(16, 1, {keys}, 0, &bs);
   const auto& st = built.index().statistics();
@@ -857,7 +871,8 @@ TEST_F(ServerTest, BuildOverflowMakesEveryJoinReportOverflow) {
   const v1::JoinResponse other = join(v1::JOIN_KIND_INNER, {keys}, false, "roomy");
   ASSERT_EQ(other.results_size(), 1);
   EXPECT_FALSE(other.results(0).overflow());
-  ASSERT_TRUE(Build(*stub_, {SpecMsg("spill", 64, {.replace = true}), ChunkMsg(keys)}, &built).ok());
+  ASSERT_TRUE(
+      Build(*stub_, {SpecMsg("spill", 64, {.replace = true}), ChunkMsg(keys)}, &built).ok());
   ASSERT_EQ(built.index().statistics().overflow_rows(), 0u);
   const v1::JoinResponse rebuilt = join(v1::JOIN_KIND_INNER, {keys}, false);
   ASSERT_EQ(rebuilt.results_size(), 1);
@@ -933,7 +948,8 @@ TEST_F(ServerTest, DropWhileStreamingAnswersNotFoundInBandAndTheStreamGoesOn) {
   ASSERT_TRUE(r.has_error());
   EXPECT_EQ(r.error().code(), static_cast<int>(grpc::StatusCode::NOT_FOUND));
   EXPECT_EQ(r.batch_id(), 2u);
-  ASSERT_TRUE(Build(*stub_, {SpecMsg("gone", 64, {.first_value = 50}), ChunkMsg({1, 2, 3})}, &resp).ok());
+  ASSERT_TRUE(
+      Build(*stub_, {SpecMsg("gone", 64, {.first_value = 50}), ChunkMsg({1, 2, 3})}, &resp).ok());
   ASSERT_TRUE(stream->Write(LookupMsg("gone", {2}, 3)));
   ASSERT_TRUE(stream->Read(&r));
   EXPECT_FALSE(r.has_error());
@@ -1005,7 +1021,8 @@ TEST_F(ServerTest, PackedAndListKeysGiveIdenticalLookupResponses) {
   std::vector<uint32_t> keys(5000);
   for (auto& k : keys) k = rng();
   v1::BuildIndexResponse built;
-  ASSERT_TRUE(Build(*stub_, {SpecMsg("w", 16384, {.first_value = 1}), ChunkMsg(keys)}, &built).ok());
+  ASSERT_TRUE(
+      Build(*stub_, {SpecMsg("w", 16384, {.first_value = 1}), ChunkMsg(keys)}, &built).ok());
   std::vector<v1::LookupRequest> reqs;
   for (size_t rows : {1u, 7u, 1000u, 70000u, 250000u}) {
     for (int probes = 0; probes < 2; ++probes) {
@@ -1243,9 +1260,12 @@ class BudgetTest : public ServerTest {
 
 TEST_F(BudgetTest, RefusalKeepsTheOldIndexServing) {
   v1::BuildIndexResponse first;
-  ASSERT_TRUE(Build(*stub_, {SpecMsg("k", 1024, {.first_value = 5}), ChunkMsg({1, 2, 3})}, &first).ok());
+  ASSERT_TRUE(
+      Build(*stub_, {SpecMsg("k", 1024, {.first_value = 5}), ChunkMsg({1, 2, 3})}, &first).ok());
   v1::BuildIndexResponse refused;
-  grpc::Status s = Build(*stub_, {SpecMsg("k", 1u << 16, {.first_value = 9, .replace = true}), ChunkMsg({1})}, &refused);
+  grpc::Status s =
+      Build(*stub_, {SpecMsg("k", 1u << 16, {.first_value = 9, .replace = true}), ChunkMsg({1})},
+            &refused);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_THAT(s.error_message(), HasSubstr("device memory budget"));
   EXPECT_THAT(s.error_message(), HasSubstr("index \"k\""));
@@ -1391,7 +1411,8 @@ class FlowControlTest : public ServerTest {
 
 TEST_F(FlowControlTest, ManyBatchesThroughASmallWindowAllAnswerInOrder) {
   v1::BuildIndexResponse resp;
-  ASSERT_TRUE(Build(*stub_, {SpecMsg("w", 64, {.first_value = 7}), ChunkMsg({1, 2, 3})}, &resp).ok());
+  ASSERT_TRUE(
+      Build(*stub_, {SpecMsg("w", 64, {.first_value = 7}), ChunkMsg({1, 2, 3})}, &resp).ok());
   std::vector<v1::LookupRequest> reqs;
   for (uint64_t i = 0; i < 300; ++i) reqs.push_back(LookupMsg(i % 7 == 3 ? "nope" : "w", {2}, i));
   auto [r, s] = Lookups(*stub_, reqs);
@@ -1427,7 +1448,8 @@ TEST_P(MixedBatchTest, SmallAndLargeBatchesAnswerInOrderAndRight) {
   std::vector<uint32_t> keys(20000);
   for (uint32_t j = 0; j < keys.size(); ++j) keys[j] = 3 * j + 1;
   v1::BuildIndexResponse resp;
-  ASSERT_TRUE(Build(*stub_, {SpecMsg("mix", 1u << 16, {.first_value = 500}), ChunkMsg(keys)}, &resp).ok());
+  ASSERT_TRUE(
+      Build(*stub_, {SpecMsg("mix", 1u << 16, {.first_value = 500}), ChunkMsg(keys)}, &resp).ok());
 
   // Batch i asks for rows [i, i + n_i) of `keys` with every third key made a miss;
   // n_i alternates 8000 (executor) and 1..3 (inline when enabled).

@@ -28,8 +28,8 @@ namespace {
 using gpujoin::server::testing::WithVarint;
 
 using gpujoin::server::testing::ChunkMsg;
-using gpujoin::server::testing::Iota;
 using gpujoin::server::testing::Info;
+using gpujoin::server::testing::Iota;
 using gpujoin::server::testing::SpecMsg;
 
 using gpujoin::testing::HttpGet;
@@ -216,14 +216,17 @@ TEST_F(LimitsIntegrationTest, DotAndDotDotAreNotIndexNames) {
 // Regression: first_value + row past 0xfffffffe was accepted, and a found key
 // returned the missing marker 0xffffffff (or a wrapped small value).
 TEST_F(LimitsIntegrationTest, GeneratedValuesNeverReachTheMissingMarker) {
-  grpc::Status s = Build({SpecMsg("w", 16, {.first_value = 0xfffffffcu}), ChunkMsg({1, 2}), ChunkMsg({3, 4})});
+  grpc::Status s =
+      Build({SpecMsg("w", 16, {.first_value = 0xfffffffcu}), ChunkMsg({1, 2}), ChunkMsg({3, 4})});
   ASSERT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
   EXPECT_THAT(s.error_message(),
               HasSubstr("spec.first_value: 4294967292 + 4 rows - 1 = 4294967295"));
   EXPECT_THAT(s.error_message(), HasSubstr("exceeds 4294967294"));
   EXPECT_THAT(s.error_message(), HasSubstr("at most 3 rows fit"));
 
-  ASSERT_TRUE(Build({SpecMsg("w", 16, {.first_value = 0xfffffffcu}), ChunkMsg({1, 2}), ChunkMsg({3})}).ok());
+  ASSERT_TRUE(
+      Build({SpecMsg("w", 16, {.first_value = 0xfffffffcu}), ChunkMsg({1, 2}), ChunkMsg({3})})
+          .ok());
   v1::LookupRequest lookup;
   lookup.set_index("w");
   *lookup.mutable_keys()->mutable_packed() = PackColumn<uint32_t>(std::vector<uint32_t>{3, 1, 4});
