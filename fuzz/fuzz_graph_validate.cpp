@@ -62,20 +62,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::memset(arena, 0x5a, kArenaBytes);
   if (!contents.empty()) std::memcpy(arena, contents.data(), contents.size());
 
-  // Two fresh indexes of either key word; the second may have been built before
+  // Two fresh indexes of any key kind; the second (a key word) may have been built before
   // the graph (from the arena's first 16 keys).
   std::vector<std::unique_ptr<HashIndex>> owned;
   for (int i = 0; i < 2; ++i) {
     HashIndexSpec spec;
     spec.capacity = uint32_t{1} << in.ConsumeIntegralInRange<int>(0, 6);
     spec.max_probe_count = in.ConsumeIntegralInRange<uint32_t>(0, spec.capacity);
-    spec.key_type = in.ConsumeBool() ? KeyType::kUint64 : KeyType::kUint32;
+    spec.key_type = static_cast<KeyType>(in.ConsumeIntegralInRange<int>(0, 2));
+    // A key schema: the (string, int64) pair the node maker sends mostly.
+    if (spec.key_type == KeyType::kColumns) spec.key_columns = {ColumnType::kString, ColumnType::kInt64};
     spec.duplicates = in.ConsumeBool() ? DuplicatePolicy::kKeepAll : DuplicatePolicy::kLowestRow;
     auto index = backend->CreateIndex(spec);
     FUZZ_CHECK(index.ok(), Describe(index.status()));
     owned.push_back(std::move(*index));
   }
-  if (in.ConsumeBool()) {
+  if (owned[1]->key_type() != KeyType::kColumns && in.ConsumeBool()) {
     CommandGraph prebuild;
     if (owned[1]->key_type() == KeyType::kUint64) {
       BuildIndexNode64 n;

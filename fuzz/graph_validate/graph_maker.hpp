@@ -76,6 +76,49 @@ class GraphMaker {
 
   size_t Rows() { return in_.ConsumeIntegralInRange<size_t>(0, 40); }
 
+  // Key columns of about `rows` rows in the arena: mostly the schema
+  // (string, int64), sometimes one column or another type; string offsets
+  // mostly valid (Offsets), lengths mostly `rows`, validity sometimes.
+  KeyColumns KeyCols(size_t rows) {
+    KeyColumns keys;
+    const int columns = in_.ConsumeIntegralInRange<int>(0, 7) == 0 ? 1 : 2;
+    for (int c = 0; c < columns; ++c) {
+      HashColumn col;
+      col.type = c == 0 ? ColumnType::kString : ColumnType::kInt64;
+      if (in_.ConsumeIntegralInRange<int>(0, 15) == 0) col.type = ColumnType::kUint32;
+      col.length = Length(rows);
+      if (IsVariableWidth(col.type)) {
+        col.data = Span<const uint8_t>(col.length * 3);
+        col.offsets = Span<const int32_t>(col.length + 1);
+        Offsets(col.offsets, col.data.size());
+      } else {
+        col.data = Span<const uint8_t>(col.length * ColumnWidth(col.type));
+      }
+      col.validity = Optional<const uint8_t>(BitmapBytes(col.length));
+      keys.columns.push_back(col);
+    }
+    return keys;
+  }
+
+  // The keys of one input of key kind K: chunked words, or key columns.
+  template <IndexKey K>
+  KeyChunks<K> Keys(size_t rows, bool may_be_huge = false) {
+    if constexpr (std::is_same_v<K, ColumnKey>) {
+      return KeyCols(rows);
+    } else {
+      return Chunks<K>(rows, may_be_huge);
+    }
+  }
+  // The keys of one batch chunk of key kind K.
+  template <IndexKey K>
+  KeyChunk<K> ChunkKeys(size_t rows) {
+    if constexpr (std::is_same_v<K, ColumnKey>) {
+      return KeyCols(rows);
+    } else {
+      return Span<const K>(rows);
+    }
+  }
+
   // Writes non-decreasing int32 offsets into `offsets` (the arena is the harness's
   // until the graph runs) ending at most at `data_bytes`, so that binary columns
   // are valid often enough; sometimes leaves the fuzz input's bytes.

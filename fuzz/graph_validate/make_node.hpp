@@ -22,8 +22,9 @@ struct Objects {
   std::vector<std::unique_ptr<JoinResult>> join;
 };
 
-// A node that carries keys of word K (its index may hold the other word).
-template <KeyWord K>
+// A node that carries keys of kind K: a key word or key columns (its index may
+// be keyed otherwise).
+template <IndexKey K>
 Node MakeKeyNode(int kind, GraphMaker& m, const std::vector<HashIndex*>& indexes,
                  Objects& objects) {
   FuzzedDataProvider& in = m.in();
@@ -32,7 +33,7 @@ Node MakeKeyNode(int kind, GraphMaker& m, const std::vector<HashIndex*>& indexes
       BuildIndexNodeT<K> n;
       n.index = m.Pick(indexes);
       const size_t rows = m.Rows();
-      n.keys = m.Chunks<K>(rows);
+      n.keys = m.Keys<K>(rows);
       if (in.ConsumeBool()) n.values = m.Chunks<uint32_t>(m.Length(rows));
       n.first_value = in.ConsumeIntegral<uint32_t>();
       n.statistics = m.Object(objects.build);
@@ -45,7 +46,7 @@ Node MakeKeyNode(int kind, GraphMaker& m, const std::vector<HashIndex*>& indexes
       for (int c = 0; c < chunks; ++c) {
         BatchChunkT<K> chunk;
         const size_t rows = m.Rows();
-        chunk.keys = m.Span<const K>(rows);
+        chunk.keys = m.ChunkKeys<K>(rows);
         chunk.row_base = in.ConsumeIntegral<uint32_t>();
         chunk.validity = m.Optional<const uint32_t>(rows);
         n.chunks.push_back(chunk);
@@ -57,7 +58,7 @@ Node MakeKeyNode(int kind, GraphMaker& m, const std::vector<HashIndex*>& indexes
       LookupNodeT<K> n;
       n.index = m.Pick(indexes);
       const size_t rows = m.Rows();
-      n.keys = m.Chunks<K>(rows, /*may_be_huge=*/true);
+      n.keys = m.Keys<K>(rows, /*may_be_huge=*/true);
       n.values = m.Span<uint32_t>(rows);
       n.found = m.Optional<uint8_t>(rows);
       n.probes = m.Optional<uint32_t>(rows);
@@ -76,7 +77,7 @@ Node MakeKeyNode(int kind, GraphMaker& m, const std::vector<HashIndex*>& indexes
       for (int b = 0; b < batches; ++b) {
         JoinBatchT<K> jb;
         const size_t rows = m.Rows();
-        jb.keys = m.Chunks<K>(rows, /*may_be_huge=*/true);
+        jb.keys = m.Keys<K>(rows, /*may_be_huge=*/true);
         jb.left_rows = m.Optional<const uint32_t>(rows);
         jb.first_left_row = in.ConsumeIntegral<uint32_t>();
         const size_t capacity = in.ConsumeIntegralInRange<size_t>(0, rows + 2);
@@ -96,8 +97,14 @@ inline Node MakeNode(GraphMaker& m, const std::vector<HashIndex*>& indexes, Obje
   FuzzedDataProvider& in = m.in();
   const int kind = in.ConsumeIntegralInRange<int>(0, 5);
   if (kind < 4) {
-    return in.ConsumeBool() ? MakeKeyNode<uint64_t>(kind, m, indexes, objects)
-                            : MakeKeyNode<uint32_t>(kind, m, indexes, objects);
+    switch (in.ConsumeIntegralInRange<int>(0, 2)) {
+      case 0:
+        return MakeKeyNode<uint32_t>(kind, m, indexes, objects);
+      case 1:
+        return MakeKeyNode<uint64_t>(kind, m, indexes, objects);
+      default:
+        return MakeKeyNode<ColumnKey>(kind, m, indexes, objects);
+    }
   }
   switch (kind) {
     case 4: {

@@ -17,6 +17,7 @@
 #include "gpujoin/common/bitmap.hpp"
 #include "gpujoin/engine/backend.hpp"
 #include "gpujoin/engine/graph.hpp"
+#include "gpujoin/engine/index_image.hpp"
 
 namespace gpujoin::engine {
 namespace {
@@ -469,6 +470,53 @@ TEST_P(KeyColumnsTest, KeysMustMatchTheSchema) {
   g.Add(LookupNode{index.get(), {std::span<const uint32_t>(words)}, values});
   s = backend_->Run(g);
   EXPECT_THAT(s.message(), HasSubstr("keys are uint32 but index has columns keys"));
+}
+
+TEST_P(KeyColumnsRandomTest, ImagesRoundTripAndAnswerAlike) {
+  std::mt19937_64 rng(7 + GetParam());
+  for (DuplicatePolicy policy : {DuplicatePolicy::kLowestRow, DuplicatePolicy::kKeepAll}) {
+    Table t = RandomTable(rng, 300);
+    std::vector<int64_t> payload(300, 5);
+    auto index = NewIndex(t.Types(), 256, policy);
+    CommandGraph g;
+    BuildIndexNodeColumns node;
+    node.index = index.get();
+    node.keys = t.View();
+    node.first_value = 1000;
+    ColumnView column;
+    column.type = ColumnType::kInt64;
+    column.rows = payload.size();
+    column.data = std::as_bytes(std::span<const int64_t>(payload));
+    node.payload.push_back(column);
+    g.Add(std::move(node));
+    ASSERT_TRUE(backend_->Run(g).ok());
+    auto image = backend_->ExportIndex(*index);
+    ASSERT_TRUE(image.ok()) << image.status();
+    ASSERT_TRUE(image->Validate().ok()) << image->Validate();
+    EXPECT_EQ(image->key_columns.size(), 2u);
+    EXPECT_EQ(image->row_values.size(), 300u * 4);
+    auto copy = backend_->ImportIndex(*image);
+    ASSERT_TRUE(copy.ok()) << copy.status();
+    auto again = backend_->ExportIndex(**copy);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(ImageDifference(*image, *again), "");
+    EXPECT_EQ((*copy)->memory_bytes(), index->memory_bytes());
+    Table q = RandomTable(rng, 200);
+    const Lookup a = Probe(*index, q), b = Probe(**copy, q);
+    EXPECT_EQ(a.values, b.values);
+    EXPECT_EQ(a.found, b.found);
+    EXPECT_EQ(a.probes, b.probes);
+    EXPECT_EQ(a.matches, b.matches);
+    // A slot naming a row past the stored keys is refused before anything is allocated.
+    IndexImage bad = std::move(*image);
+    for (uint32_t& row : bad.values.as<uint32_t>()) {
+      if (row != kEmptySlotRow) {
+        row = 300;
+        break;
+      }
+    }
+    EXPECT_THAT(bad.Validate().message(), HasSubstr("names row 300 of 300 key rows"));
+  }
 }
 
 TEST(KeyColumnsSpecTest, SchemasAreChecked) {

@@ -37,6 +37,16 @@ inline KeyValue KeyValueAt(const HashColumn& c, uint64_t r) {
   return v;
 }
 
+/// Bytes of the values of every row of `c` (fixed width: rows * width).
+inline uint64_t KeyValueBytes(const HashColumn& c) {
+  if (!IsVariableWidth(c.type)) return c.length * ColumnWidth(c.type);
+  if (c.length == 0) return 0;
+  const int64_t begin = c.large_offsets.empty() ? c.offsets[c.offset] : c.large_offsets[c.offset];
+  const int64_t end = c.large_offsets.empty() ? c.offsets[c.offset + c.length]
+                                              : c.large_offsets[c.offset + c.length];
+  return static_cast<uint64_t>(end - begin);
+}
+
 /// Whether row `a_row` of `a` and row `b_row` of `b` (the same schema) hold the
 /// same key: every column valid on both sides and byte-equal.
 inline bool KeyRowsEqual(const KeyColumns& a, uint64_t a_row, const KeyColumns& b,

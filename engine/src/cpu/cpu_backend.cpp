@@ -176,7 +176,7 @@ class CpuBackend final : public Backend {
   absl::StatusOr<std::unique_ptr<HashIndex>> ImportIndex(const IndexImage& image) override {
     GPUJOIN_RETURN_IF_ERROR(image.Validate());
     try {
-      return ImportCpuIndex(image, pool_);
+      return ImportCpuIndex(image, pool_, fingerprint_bits_);
     } catch (const std::bad_alloc&) {
       return absl::ResourceExhaustedError(
           absl::StrCat("import: host allocation of ", ImportedIndexBytes(*this, image.shape()),

@@ -192,10 +192,14 @@ ColumnBuildInput PrepareColumnBuild(const CpuHashIndex<ColumnKey>& index,
                                     std::span<const KeyColumns* const> chunks, uint64_t rows,
                                     ThreadPool& pool) {
   bool nulls = false;
+  std::vector<uint64_t> value_bytes(index.spec().key_columns.size(), 0);
   for (const KeyColumns* chunk : chunks) {
-    for (const HashColumn& c : chunk->columns) nulls = nulls || !c.validity.empty();
+    for (size_t c = 0; c < chunk->columns.size(); ++c) {
+      nulls = nulls || !chunk->columns[c].validity.empty();
+      value_bytes[c] += detail::KeyValueBytes(chunk->columns[c]);
+    }
   }
-  ColumnBuildInput in{StoredKeys(index.spec().key_columns, rows, nulls),
+  ColumnBuildInput in{StoredKeys(index.spec().key_columns, rows, nulls, value_bytes),
                       HostArray<uint32_t>(rows), HostArray<uint64_t>(rows),
                       HostArray<uint8_t>(rows)};
   uint64_t first = 0;

@@ -125,8 +125,10 @@ class CpuHashIndex final : public HashIndex {
     keys_ = std::move(keys);
     row_values_ = std::move(row_values);
   }
-  /// Key schemas: the stored key columns (view() is valid while the index lives).
+  /// Key schemas: the stored key columns (view() is valid while the index lives)
+  /// and the value of every build row.
   const StoredKeys& stored_keys() const { return keys_; }
+  const HostArray<uint32_t>& row_values() const { return row_values_; }
 
   /// Home slot of `key`.
   uint32_t Home(const RowKey& key) const { return detail::HomeSlot(WordOf(key), spec().capacity); }
@@ -241,11 +243,12 @@ class CpuHashIndex final : public HashIndex {
   static_assert(sizeof(Slot) == CpuSlotBytes(KeyTypeOfKey<K>()));
   // An empty slot: the reserved key word, or a key schema's row kNoRow.
   static constexpr Slot kEmptySlot =
-      kColumns ? Slot{0, kNoRow} : Slot{static_cast<Word>(kEmptyKeyOf<Word>), 0};
+      kColumns ? Slot{0, kEmptySlotRow} : Slot{static_cast<Word>(kEmptyKeyOf<Word>), 0};
+  static_assert(kEmptySlotRow == kNoRow);
 
   static bool IsEmpty(const Slot& s) {
     if constexpr (kColumns) {
-      return s.value == kNoRow;
+      return s.value == kEmptySlotRow;
     } else {
       return s.key == kEmptyKeyOf<K>;
     }

@@ -41,17 +41,18 @@ HostArray<T> ArrayOf(const ImageBuffer& buffer, ThreadPool& pool) {
   return out;
 }
 
-template <KeyWord K>
+template <IndexKey K>
 IndexImage Export(const CpuHashIndex<K>& index, ThreadPool& pool) {
+  using Word = typename CpuHashIndex<K>::Word;
   IndexImage image;
   image.spec = index.spec();
   image.statistics = index.build_statistics();
   image.built_rows = index.built_rows();
   image.built = index.built();
   const size_t capacity = index.spec().capacity;
-  image.keys = ImageBuffer(capacity * sizeof(K));
+  image.keys = ImageBuffer(capacity * sizeof(Word));
   image.values = ImageBuffer(capacity * sizeof(uint32_t));
-  K* keys = image.keys.as<K>().data();
+  Word* keys = image.keys.as<Word>().data();
   uint32_t* values = image.values.as<uint32_t>().data();
   pool.ParallelFor((capacity + kSlotsPerTask - 1) / kSlotsPerTask, [&](size_t t) {
     const size_t begin = t * kSlotsPerTask;
@@ -78,14 +79,25 @@ IndexImage Export(const CpuHashIndex<K>& index, ThreadPool& pool) {
     p.validity = CopyOf(stored[c].validity, pool);
     image.payload.push_back(std::move(p));
   }
+  if constexpr (std::is_same_v<K, ColumnKey>) {
+    image.key_columns = index.stored_keys().ToImages();
+    image.row_values = CopyOf(index.row_values(), pool);
+  }
   return image;
 }
 
-template <KeyWord K>
-std::unique_ptr<HashIndex> Import(const IndexImage& image, ThreadPool& pool) {
-  auto index = std::make_unique<CpuHashIndex<K>>(image.spec);
+template <IndexKey K>
+std::unique_ptr<HashIndex> Import(const IndexImage& image, ThreadPool& pool,
+                                  uint32_t fingerprint_bits) {
+  using Word = typename CpuHashIndex<K>::Word;
+  auto index = std::make_unique<CpuHashIndex<K>>(image.spec, fingerprint_bits);
   const size_t capacity = image.spec.capacity;
-  const K* keys = image.keys.as<K>().data();
+  if constexpr (std::is_same_v<K, ColumnKey>) {
+    const uint64_t rows = image.row_values.size() / sizeof(uint32_t);
+    index->SetKeys(StoredKeys::FromImages(image.spec.key_columns, rows, image.key_columns),
+                   ArrayOf<uint32_t>(image.row_values, pool));
+  }
+  const Word* keys = image.keys.as<Word>().data();
   const uint32_t* values = image.values.as<uint32_t>().data();
   pool.ParallelFor((capacity + kSlotsPerTask - 1) / kSlotsPerTask, [&](size_t t) {
     const size_t begin = t * kSlotsPerTask;
@@ -123,19 +135,24 @@ absl::StatusOr<IndexImage> ExportCpuIndex(const HashIndex& index, ThreadPool& po
   if (const auto* i64 = dynamic_cast<const CpuHashIndex<uint64_t>*>(&index)) {
     return Export(*i64, pool);
   }
-  if (dynamic_cast<const CpuHashIndex<ColumnKey>*>(&index) != nullptr) {
-    return absl::UnimplementedError(
-        "export: an index keyed by columns has no image format yet (snapshots of key-schema "
-        "indexes are not written)");
+  if (const auto* columns = dynamic_cast<const CpuHashIndex<ColumnKey>*>(&index)) {
+    return Export(*columns, pool);
   }
   return absl::InvalidArgumentError(absl::StrCat("export: the index belongs to the ",
                                                  std::string(BackendKindName(index.backend())),
                                                  " backend, not cpu"));
 }
 
-std::unique_ptr<HashIndex> ImportCpuIndex(const IndexImage& image, ThreadPool& pool) {
-  if (image.spec.key_type == KeyType::kUint64) return Import<uint64_t>(image, pool);
-  return Import<uint32_t>(image, pool);
+std::unique_ptr<HashIndex> ImportCpuIndex(const IndexImage& image, ThreadPool& pool,
+                                          uint32_t fingerprint_bits) {
+  switch (image.spec.key_type) {
+    case KeyType::kUint64:
+      return Import<uint64_t>(image, pool, fingerprint_bits);
+    case KeyType::kColumns:
+      return Import<ColumnKey>(image, pool, fingerprint_bits);
+    default:
+      return Import<uint32_t>(image, pool, fingerprint_bits);
+  }
 }
 
 }  // namespace gpujoin::engine::cpu

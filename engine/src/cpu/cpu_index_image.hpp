@@ -17,7 +17,9 @@ namespace gpujoin::engine::cpu {
 /// Throws std::bad_alloc.
 absl::StatusOr<IndexImage> ExportCpuIndex(const HashIndex& index, ThreadPool& pool);
 
-/// A CPU index holding `image` (validated by the caller). Throws std::bad_alloc.
-std::unique_ptr<HashIndex> ImportCpuIndex(const IndexImage& image, ThreadPool& pool);
+/// A CPU index holding `image` (validated by the caller); `fingerprint_bits`
+/// as BackendOptions::key_fingerprint_bits. Throws std::bad_alloc.
+std::unique_ptr<HashIndex> ImportCpuIndex(const IndexImage& image, ThreadPool& pool,
+                                          uint32_t fingerprint_bits);
 
 }  // namespace gpujoin::engine::cpu

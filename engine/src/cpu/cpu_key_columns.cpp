@@ -9,13 +9,15 @@
 
 namespace gpujoin::engine::cpu {
 
-StoredKeys::StoredKeys(const std::vector<ColumnType>& types, uint64_t rows, bool validity)
+StoredKeys::StoredKeys(const std::vector<ColumnType>& types, uint64_t rows, bool validity,
+                       std::span<const uint64_t> value_bytes)
     : types_(types), columns_(types.size()), capacity_(rows), validity_(validity) {
   for (size_t c = 0; c < types.size(); ++c) {
     Column& col = columns_[c];
     if (IsVariableWidth(types[c])) {
       col.offsets.reserve(rows + 1);
       col.offsets.push_back(0);
+      if (c < value_bytes.size()) col.data.reserve(value_bytes[c]);
     } else {
       col.data.reserve(rows * ColumnWidth(types[c]));
     }
@@ -54,9 +56,66 @@ void StoredKeys::Append(const KeyColumns& keys) {
 uint64_t StoredKeys::bytes() const {
   uint64_t bytes = 0;
   for (const Column& col : columns_) {
-    bytes += col.data.capacity() + col.offsets.capacity() * sizeof(int64_t) + col.validity.size();
+    bytes += col.data.size() + col.offsets.size() * sizeof(int64_t) + col.validity.size();
   }
   return bytes;
+}
+
+std::vector<PayloadImage> StoredKeys::ToImages() const {
+  std::vector<PayloadImage> out;
+  for (size_t c = 0; c < columns_.size(); ++c) {
+    const Column& col = columns_[c];
+    PayloadImage p;
+    p.type = types_[c];
+    p.nullable = validity_;
+    if (validity_) {
+      uint64_t nulls = 0;
+      for (uint64_t r = 0; r < rows_; ++r) nulls += BitAt(col.validity, r) ? 0 : 1;
+      p.null_count = nulls;
+      p.validity = ImageBuffer(BitmapBytes(rows_));
+      if (rows_ > 0) std::memcpy(p.validity.data(), col.validity.data(), BitmapBytes(rows_));
+    }
+    const uint64_t data_bytes =
+        IsVariableWidth(types_[c]) ? static_cast<uint64_t>(col.offsets.back())
+                                   : rows_ * ColumnWidth(types_[c]);
+    p.data = ImageBuffer(data_bytes);
+    if (data_bytes > 0) std::memcpy(p.data.data(), col.data.data(), data_bytes);
+    if (IsVariableWidth(types_[c])) {
+      p.offsets = ImageBuffer((rows_ + 1) * sizeof(uint64_t));
+      std::memcpy(p.offsets.data(), col.offsets.data(), (rows_ + 1) * sizeof(uint64_t));
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+StoredKeys StoredKeys::FromImages(const std::vector<ColumnType>& types, uint64_t rows,
+                                  const std::vector<PayloadImage>& images) {
+  bool validity = false;
+  std::vector<uint64_t> value_bytes;
+  for (const PayloadImage& p : images) {
+    validity = validity || p.nullable;
+    value_bytes.push_back(p.data.size());
+  }
+  StoredKeys keys(types, rows, validity, value_bytes);
+  for (size_t c = 0; c < types.size(); ++c) {
+    const PayloadImage& p = images[c];
+    Column& col = keys.columns_[c];
+    const auto* bytes = reinterpret_cast<const uint8_t*>(p.data.data());
+    col.data.assign(bytes, bytes + p.data.size());
+    if (IsVariableWidth(types[c])) {
+      const std::span<const uint64_t> offsets = p.offsets.as<uint64_t>();
+      col.offsets.assign(offsets.begin(), offsets.end());
+    }
+    if (p.nullable) {
+      std::memcpy(col.validity.data(), p.validity.data(), p.validity.size());
+    } else if (validity) {
+      for (uint64_t r = 0; r < rows; ++r) SetBit(col.validity.data(), r, true);
+    }
+  }
+  keys.rows_ = rows;
+  keys.RefreshView();
+  return keys;
 }
 
 void StoredKeys::RefreshView() {

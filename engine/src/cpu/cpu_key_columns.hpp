@@ -9,6 +9,7 @@
 
 #include "cpu/cpu_payload.hpp"
 #include "cpu/thread_pool.hpp"
+#include "gpujoin/engine/index_image.hpp"
 #include "gpujoin/engine/key_columns.hpp"
 
 namespace gpujoin::engine::cpu {
@@ -19,9 +20,11 @@ namespace gpujoin::engine::cpu {
 class StoredKeys {
  public:
   StoredKeys() = default;
-  /// Room for `rows` rows of `types` holding `bytes` (KeyColumnBytes) in all;
-  /// throws std::bad_alloc.
-  StoredKeys(const std::vector<ColumnType>& types, uint64_t rows, bool validity);
+  /// Room for `rows` rows of `types`, `value_bytes[c]` bytes of values in column
+  /// c (KeyValueBytes of every chunk; empty: reserve only offsets and fixed
+  /// widths), validity bitmaps when `validity`; throws std::bad_alloc.
+  StoredKeys(const std::vector<ColumnType>& types, uint64_t rows, bool validity,
+             std::span<const uint64_t> value_bytes = {});
   StoredKeys(StoredKeys&&) = default;
   StoredKeys& operator=(StoredKeys&&) = default;
 
@@ -30,8 +33,15 @@ class StoredKeys {
   /// The stored rows as key columns (valid until the next Append or move).
   const KeyColumns& view() const { return view_; }
   uint64_t rows() const { return rows_; }
-  /// Bytes held.
+  /// Bytes held: values, int64 offsets and validity of the stored rows.
   uint64_t bytes() const;
+
+  /// The columns in an index image's layout (IndexImage::key_columns: uint64
+  /// offsets, validity only when stored).
+  std::vector<PayloadImage> ToImages() const;
+  /// The key columns of an image (validated: IndexImage::Validate).
+  static StoredKeys FromImages(const std::vector<ColumnType>& types, uint64_t rows,
+                               const std::vector<PayloadImage>& images);
 
  private:
   struct Column {

@@ -174,6 +174,10 @@ class CudaBackend final : public Backend {
 
   absl::StatusOr<std::unique_ptr<HashIndex>> ImportIndex(const IndexImage& image) override {
     GPUJOIN_RETURN_IF_ERROR(image.Validate());
+    if (image.spec.key_type == KeyType::kColumns) {
+      return absl::UnimplementedError(
+          "import: the cuda backend does not hold indexes keyed by columns yet");
+    }
     GPUJOIN_RETURN_IF_ERROR(CheckHealthy());
     auto index = ImportCudaIndex(image, device_);
     if (!index.ok()) {

@@ -16,6 +16,10 @@
 //    bitmap, variable width positions + 1 uint64 offsets and the bytes; an
 //    optional validity bitmap. Null and empty positions hold zero bytes, a 0 bit
 //    and an empty string; bitmap bits past the last position are 0.
+//  - a key schema's (KeyType::kColumns) table holds per slot its fingerprint
+//    (uint64; 0 for an empty slot) and its build row (kNoRow for an empty slot),
+//    a kKeepAll value list holds build rows; beside them the build's key columns
+//    (every build row, in PayloadImage's layout) and the value of every build row.
 #pragma once
 
 #include <cstddef>
@@ -86,6 +90,10 @@ struct IndexImageShape {
   uint64_t kept_rows = 0;
   /// The payload columns, string_bytes = the stored bytes of a variable-width one.
   std::vector<PayloadShape> payload;
+  /// kColumns: the build rows whose keys are stored, and the key columns
+  /// (string_bytes = a string column's stored bytes). Else 0 and empty.
+  uint64_t key_rows = 0;
+  std::vector<PayloadShape> key_columns;
 
   /// Positions of every payload column: kept_rows for kKeepAll, else capacity.
   uint64_t positions() const {
@@ -100,7 +108,7 @@ struct IndexImage {
   /// HashIndex::built_rows() and built().
   uint64_t built_rows = 0;
   bool built = false;
-  /// capacity * KeyBytes(spec.key_type) bytes.
+  /// capacity * KeyBytes(spec.key_type) bytes (kColumns: fingerprints).
   ImageBuffer keys;
   /// capacity uint32 values.
   ImageBuffer values;
@@ -109,6 +117,11 @@ struct IndexImage {
   /// kKeepAll: kept-rows uint32 values; else empty.
   ImageBuffer group_values;
   std::vector<PayloadImage> payload;
+  /// kColumns: one column per key column, key_rows positions (every build row);
+  /// else empty.
+  std::vector<PayloadImage> key_columns;
+  /// kColumns: key_rows uint32 values, the value of each build row; else empty.
+  ImageBuffer row_values;
 
   /// The sizes of this image.
   IndexImageShape shape() const;

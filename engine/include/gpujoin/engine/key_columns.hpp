@@ -24,6 +24,10 @@
 
 namespace gpujoin::engine {
 
+/// The row an empty slot of a key-schema index holds (no build row has it:
+/// builds have fewer than 2^32 - 1 rows).
+inline constexpr uint32_t kEmptySlotRow = 0xffffffffu;
+
 /// Most key columns one key schema may have.
 inline constexpr size_t kMaxKeyColumns = 8;
 
