@@ -305,6 +305,23 @@ class KeyColumnsRandomTest : public KeyColumnsTest {
     }
     return t;
   }
+
+  // Builds `index` from `t` with one int64 payload column and generated values.
+  absl::Status BuildWithPayload(HashIndex& index, Table& t, const std::vector<int64_t>& payload,
+                                uint32_t first_value) {
+    CommandGraph g;
+    BuildIndexNodeColumns node;
+    node.index = &index;
+    node.keys = t.View();
+    node.first_value = first_value;
+    ColumnView column;
+    column.type = ColumnType::kInt64;
+    column.rows = payload.size();
+    column.data = std::as_bytes(std::span<const int64_t>(payload));
+    node.payload.push_back(column);
+    g.Add(std::move(node));
+    return backend_->Run(g);
+  }
 };
 
 TEST_P(KeyColumnsRandomTest, BatchBuildsLookupsAndJoinsLikeTheModel) {
@@ -385,17 +402,7 @@ TEST_P(KeyColumnsRandomTest, PayloadFollowsTheWinnerRow) {
   std::vector<int64_t> payload(200);
   for (size_t r = 0; r < payload.size(); ++r) payload[r] = static_cast<int64_t>(r) * 10;
   auto index = NewIndex(t.Types(), 256);
-  CommandGraph g;
-  BuildIndexNodeColumns node;
-  node.index = index.get();
-  node.keys = t.View();
-  ColumnView column;
-  column.type = ColumnType::kInt64;
-  column.rows = payload.size();
-  column.data = std::as_bytes(std::span<const int64_t>(payload));
-  node.payload.push_back(column);
-  g.Add(std::move(node));
-  ASSERT_TRUE(backend_->Run(g).ok());
+  ASSERT_TRUE(BuildWithPayload(*index, t, payload, 0).ok());
   Table q = RandomTable(rng, 100);
   std::vector<uint32_t> values(q.rows());
   std::vector<int64_t> gathered(q.rows(), -7);
@@ -478,18 +485,7 @@ TEST_P(KeyColumnsRandomTest, ImagesRoundTripAndAnswerAlike) {
     Table t = RandomTable(rng, 300);
     std::vector<int64_t> payload(300, 5);
     auto index = NewIndex(t.Types(), 256, policy);
-    CommandGraph g;
-    BuildIndexNodeColumns node;
-    node.index = index.get();
-    node.keys = t.View();
-    node.first_value = 1000;
-    ColumnView column;
-    column.type = ColumnType::kInt64;
-    column.rows = payload.size();
-    column.data = std::as_bytes(std::span<const int64_t>(payload));
-    node.payload.push_back(column);
-    g.Add(std::move(node));
-    ASSERT_TRUE(backend_->Run(g).ok());
+    ASSERT_TRUE(BuildWithPayload(*index, t, payload, 1000).ok());
     auto image = backend_->ExportIndex(*index);
     ASSERT_TRUE(image.ok()) << image.status();
     ASSERT_TRUE(image->Validate().ok()) << image->Validate();
