@@ -34,6 +34,7 @@ engine::HashIndexSpec BuildSession::EngineSpec(uint32_t capacity) const {
   spec.max_probe_count = static_cast<uint32_t>(spec_.max_probe_count());
   spec.key_type = key_type_;
   spec.duplicates = duplicates_;
+  spec.key_columns = key_schema_.types;
   return spec;
 }
 
@@ -76,13 +77,18 @@ absl::Status BuildSession::ReserveFor(uint32_t capacity, const engine::BuildShap
   const uint64_t groups = engine::GroupStorageBytes(spec, capacity, rows);
   const uint64_t payload =
       payload_shapes.empty() ? 0 : backend.PayloadBytes(spec, payload_shapes, rows);
+  // A key schema's key columns and the value of every row (4 bytes a row) stay
+  // with the index (HashIndex::memory_bytes counts them).
+  const uint64_t keys = key_type_ == engine::KeyType::kColumns && shape != nullptr
+                            ? shape->key_column_bytes + rows * sizeof(uint32_t)
+                            : 0;
   uint64_t transient = 0;
   if (shape != nullptr) {
     engine::BuildShape with_payload = *shape;
     with_payload.payload = payload_shapes;
     transient = backend.BuildTransientBytes(spec, with_payload);
   }
-  const uint64_t need = table + groups + payload + transient + staged_bytes_;
+  const uint64_t need = table + groups + payload + keys + transient + staged_bytes_;
   if (reserved_ && grow_only && need <= reservation_.bytes()) return absl::OkStatus();
   std::string payload_part =
       payload_shapes.empty()
@@ -104,7 +110,10 @@ absl::Status BuildSession::ReserveFor(uint32_t capacity, const engine::BuildShap
                              : "; the build's transient bytes are reserved once its rows are "
                                "known)")
           : absl::StrCat("index \"", name_, "\" (capacity ", capacity, ": ", table, " table bytes",
-                         payload_part, " + ", transient, " transient bytes for the build of ",
+                         payload_part,
+                         keys == 0 ? std::string()
+                                   : absl::StrCat(" + ", keys, " bytes of key columns and row values"),
+                         " + ", transient, " transient bytes for the build of ",
                          shape->rows, " rows + ", staged_bytes_, " bytes of staged input)");
   if (reserved_) {
     GPUJOIN_RETURN_IF_ERROR(reservation_.Resize(need, what));
@@ -149,6 +158,9 @@ absl::Status BuildSession::ReserveRows(uint64_t rows, bool validity, const std::
   shape.batch = spec_.batch_mode();
   shape.batch_chunks = shape.batch ? nonempty_chunks_ : 0;
   shape.batch_validity = shape.batch && validity;
+  if (key_type_ == engine::KeyType::kColumns) {
+    shape.key_column_bytes = engine::KeyColumnBytes(key_staging_.View());
+  }
   return Prefixed(ReserveFor(*capacity, &shape, /*grow_only=*/true), field + ": ");
 }
 
@@ -166,13 +178,23 @@ absl::Status BuildSession::AddSpec(const v1::IndexSpec& spec) {
   GPUJOIN_ASSIGN_OR_RETURN(key_type_, FromWireKeyType(spec.key_type(), "spec.key_type"));
   GPUJOIN_ASSIGN_OR_RETURN(duplicates_,
                            FromWireDuplicatePolicy(spec.duplicates(), "spec.duplicates"));
-  WithKeyWord(key_type_,
-              [this](auto word) { keys_.emplace<KeyChunks<typename decltype(word)::type>>(); });
+  GPUJOIN_ASSIGN_OR_RETURN(key_schema_, DecodeKeySchema(key_type_, spec.key_columns()));
+  if (key_type_ == engine::KeyType::kColumns) {
+    key_staging_.Declare(key_schema_.types);
+  } else {
+    WithKeyWord(key_type_,
+                [this](auto word) { keys_.emplace<KeyChunks<typename decltype(word)::type>>(); });
+  }
   GPUJOIN_RETURN_IF_ERROR(payload_.Declare(spec.payload()));
   if (spec.wait_durable() && ops_->state_.snapshots == nullptr) {
     return absl::FailedPreconditionError(
         "spec.wait_durable: this gpujoind has no --data-dir, so nothing is durable; start it "
         "with --data-dir DIR or leave wait_durable unset");
+  }
+  if (spec.wait_durable() && key_type_ == engine::KeyType::kColumns) {
+    return absl::UnimplementedError(
+        "spec.wait_durable: indexes keyed by columns (spec.key_type KEY_TYPE_COLUMNS) are not "
+        "snapshotted yet, so this build can never be durable; leave wait_durable unset");
   }
   if (spec.explicit_values() && spec.batch_mode()) {
     return absl::InvalidArgumentError(
@@ -206,6 +228,12 @@ absl::Status BuildSession::AddSpec(const v1::IndexSpec& spec) {
     expected.explicit_values = spec.explicit_values();
     expected.batch = spec.batch_mode();
     expected.batch_chunks = spec.batch_mode() ? 1 : 0;
+    // A key schema's fixed-width columns; strings are counted as they arrive.
+    for (engine::ColumnType type : key_schema_.types) {
+      expected.key_column_bytes += engine::IsVariableWidth(type)
+                                       ? (expected.rows + 1) * sizeof(int64_t)
+                                       : expected.rows * engine::ColumnWidth(type);
+    }
     capacity_ = *capacity;
     return ReserveFor(*capacity, &expected, /*grow_only=*/false);
   }
@@ -221,7 +249,7 @@ absl::Status BuildSession::AddChunk(std::unique_ptr<v1::BuildChunk> chunk) {
         absl::StrCat(field, ": arrived before the spec; the first message must carry spec"));
   }
   GPUJOIN_ASSIGN_OR_RETURN(KeyColumns key_columns, DecodeKeyColumns(*chunk, field + "."));
-  return WithKeyWord(key_type_, [&](auto word) {
+  return WithIndexKey(key_type_, [&](auto word) {
     return AddChunkOf<typename decltype(word)::type>(std::move(chunk), key_columns);
   });
 }
@@ -237,9 +265,17 @@ absl::Status BuildSession::AddChunkOf(std::unique_ptr<v1::BuildChunk> chunk,
   payload.Swap(chunk->mutable_payload());
   // A batch chunk needs keys unless it carries payload only.
   GPUJOIN_ASSIGN_OR_RETURN(
-      DecodedColumn<Key> keys,
-      TakeKeys<Key>(key_columns, field + ".", name_,
-                    batch && payload.empty() ? Presence::kRequired : Presence::kOptional));
+      DecodedKeys<Key> keys,
+      TakeIndexKeys<Key>(key_columns, *chunk, field + ".", name_, key_schema_.view(),
+                         batch && payload.empty() ? Presence::kRequired : Presence::kOptional));
+  // Key columns leave the message like the payload (the views stay valid: the
+  // Column messages do not move), copied into the staged key columns.
+  google::protobuf::RepeatedPtrField<v1::Column> key_column_messages;
+  key_column_messages.Swap(chunk->mutable_key_columns());
+  uint64_t key_growth = 0;
+  if constexpr (std::is_same_v<Key, engine::ColumnKey>) {
+    GPUJOIN_ASSIGN_OR_RETURN(key_growth, key_staging_.GrowthBytes(keys.view(), field));
+  }
   GPUJOIN_ASSIGN_OR_RETURN(auto values, DecodeU32Column(chunk->has_values(), chunk->values(),
                                                         field + ".values", Presence::kOptional));
   GPUJOIN_ASSIGN_OR_RETURN(
@@ -279,15 +315,19 @@ absl::Status BuildSession::AddChunkOf(std::unique_ptr<v1::BuildChunk> chunk,
   GPUJOIN_ASSIGN_OR_RETURN(const PayloadStaging::Chunk payload_parts,
                            payload_.Validate(payload, field, kMaxBuildRows));
   const uint64_t bytes = chunk->SpaceUsedLong() + keys.owned_bytes() + values.owned_bytes() +
-                         validity.owned_bytes() + payload_.GrowthBytes(payload_parts);
+                         validity.owned_bytes() + payload_.GrowthBytes(payload_parts) + key_growth;
   if (keys.size() != 0) ++nonempty_chunks_;
   any_validity_ = any_validity_ || validity.present();
   GPUJOIN_RETURN_IF_ERROR(CountStaged(bytes, field));
   payload_.Append(payload_parts);
+  if constexpr (std::is_same_v<Key, engine::ColumnKey>) key_staging_.Append(keys.view());
   GPUJOIN_RETURN_IF_ERROR(ReserveRows(key_rows_ + keys.size(), any_validity_, field));
   key_rows_ += keys.size();
   value_rows_ += values.size();
-  std::get<KeyChunks<Key>>(keys_).push_back(std::move(keys));
+  chunk_key_rows_.push_back(keys.size());
+  if constexpr (!std::is_same_v<Key, engine::ColumnKey>) {
+    std::get<KeyChunks<Key>>(keys_).push_back(std::move(keys));
+  }
   values_.push_back(std::move(values));
   validity_.push_back(std::move(validity));
   row_bases_.push_back(static_cast<uint32_t>(chunk->row_base()));  // checked above
@@ -297,6 +337,7 @@ absl::Status BuildSession::AddChunkOf(std::unique_ptr<v1::BuildChunk> chunk,
 
 void BuildSession::Release() {
   std::visit([](auto& chunks) { chunks.clear(); }, keys_);
+  key_staging_.Clear();
   values_.clear();
   validity_.clear();
   chunks_.clear();
@@ -339,7 +380,7 @@ absl::StatusOr<std::shared_ptr<const IndexVersion>> BuildSession::Finish(
   GPUJOIN_RETURN_IF_ERROR(payload_.CheckRows(key_rows_));
   double seconds = 0;
   GPUJOIN_ASSIGN_OR_RETURN(std::unique_ptr<engine::HashIndex> index,
-                           WithKeyWord(key_type_, [&](auto word) {
+                           WithIndexKey(key_type_, [&](auto word) {
                              return BuildOf<typename decltype(word)::type>(&seconds);
                            }));
   if (cancelled()) {
@@ -354,6 +395,7 @@ absl::StatusOr<std::shared_ptr<const IndexVersion>> BuildSession::Finish(
   version->explicit_values = spec_.explicit_values();
   version->batch_mode = spec_.batch_mode();
   version->payload_names = payload_.Names();
+  version->key_column_names = key_schema_.names;
   version->build_seconds = seconds;
   version->built_unix_millis = std::chrono::duration_cast<std::chrono::milliseconds>(
                                    std::chrono::system_clock::now().time_since_epoch())
@@ -369,6 +411,7 @@ absl::StatusOr<std::shared_ptr<const IndexVersion>> BuildSession::Finish(
   ops_->UpdateServiceGauges();
   // Drop the host copies of the input now rather than with the reactor.
   std::visit([](auto& chunks) { chunks.clear(); }, keys_);
+  key_staging_.Clear();
   values_.clear();
   validity_.clear();
   chunks_.clear();
@@ -382,24 +425,35 @@ template <typename Key>
 absl::StatusOr<std::unique_ptr<engine::HashIndex>> BuildSession::BuildOf(double* seconds) {
   // The build node first: its shape sizes the reservation (table plus the build's
   // transient memory) before the backend allocates anything.
-  const KeyChunks<Key>& keys = std::get<KeyChunks<Key>>(keys_);
+  constexpr bool kColumns = std::is_same_v<Key, engine::ColumnKey>;
   engine::BuildStatistics stats;
   std::optional<engine::BuildBatchIndexNodeT<Key>> batch_node;
   std::optional<engine::BuildIndexNodeT<Key>> plain_node;
   if (spec_.batch_mode()) {
     batch_node.emplace();
     batch_node->statistics = &stats;
-    for (size_t i = 0; i < keys.size(); ++i) {
-      batch_node->chunks.push_back(
-          engine::BatchChunkT<Key>{keys[i].span(), row_bases_[i], validity_[i].span()});
+    uint64_t first = 0;
+    for (size_t i = 0; i < chunk_key_rows_.size(); ++i) {
+      if constexpr (kColumns) {
+        batch_node->chunks.push_back(engine::BatchChunkT<Key>{
+            key_staging_.Slice(first, chunk_key_rows_[i]), row_bases_[i], validity_[i].span()});
+      } else {
+        batch_node->chunks.push_back(engine::BatchChunkT<Key>{
+            std::get<KeyChunks<Key>>(keys_)[i].span(), row_bases_[i], validity_[i].span()});
+      }
+      first += chunk_key_rows_[i];
     }
     batch_node->payload = payload_.Views();
   } else {
     plain_node.emplace();
     plain_node->statistics = &stats;
     plain_node->first_value = static_cast<uint32_t>(spec_.first_value());  // AddSpec checked it
-    for (const auto& k : keys) {
-      if (k.size() != 0) plain_node->keys.push_back(k.span());
+    if constexpr (kColumns) {
+      plain_node->keys = key_staging_.View();
+    } else {
+      for (const auto& k : std::get<KeyChunks<Key>>(keys_)) {
+        if (k.size() != 0) plain_node->keys.push_back(k.span());
+      }
     }
     if (spec_.explicit_values()) {
       plain_node->values.emplace();

@@ -20,6 +20,8 @@
 #include "state/index_registry.hpp"
 #include "state/memory_budget.hpp"
 #include "wire/column_codec.hpp"
+#include "wire/key_columns_wire.hpp"
+#include "wire/key_staging.hpp"
 #include "wire/payload_staging.hpp"
 
 namespace gpujoin::server {
@@ -80,16 +82,18 @@ class BuildSession {
   uint64_t staged_bytes() const { return staged_bytes_; }
 
  private:
-  /// Stored key chunks of a build whose key word is Key.
+  /// Stored key chunks of a build whose key word is Key (a key schema's rows
+  /// are staged in key_staging_ instead).
   template <typename Key>
   using KeyChunks = std::vector<DecodedColumn<Key>>;
 
   absl::Status AddSpec(const v1::IndexSpec& spec);
   absl::Status AddChunk(std::unique_ptr<v1::BuildChunk> chunk);
-  /// AddChunk once the key columns decoded, for the spec's key word Key.
+  /// AddChunk once the key words decoded, for the spec's key kind Key (a key
+  /// word or engine::ColumnKey).
   template <typename Key>
   absl::Status AddChunkOf(std::unique_ptr<v1::BuildChunk> chunk, KeyColumns& key_columns);
-  /// Finish for the spec's key word Key: the build node, the reservation, the build.
+  /// Finish for the spec's key kind Key: the build node, the reservation, the build.
   template <typename Key>
   absl::StatusOr<std::unique_ptr<engine::HashIndex>> BuildOf(double* seconds);
   /// Reserves (or resizes the reservation to) the table bytes of an index of
@@ -125,6 +129,8 @@ class BuildSession {
   // From spec.duplicates.
   engine::DuplicatePolicy duplicates_ = engine::DuplicatePolicy::kLowestRow;
   engine::KeyType key_type_ = engine::KeyType::kUint32;  // from spec.key_type
+  KeySchema key_schema_;                              // from spec.key_columns (kColumns)
+  KeyStaging key_staging_;                            // kColumns: every chunk's key rows
   std::optional<uint32_t> capacity_;                  // from spec.capacity or spec.expected_rows
   bool reserved_ = false;                             // reservation_ holds part of the budget
   MemoryBudget::Reservation reservation_;
@@ -136,6 +142,7 @@ class BuildSession {
   std::variant<KeyChunks<uint32_t>, KeyChunks<uint64_t>> keys_;  // the spec's key word
   std::vector<DecodedColumn<uint32_t>> values_, validity_;
   std::vector<uint32_t> row_bases_;
+  std::vector<uint64_t> chunk_key_rows_;  // key rows of each chunk
   uint64_t key_rows_ = 0;
   uint64_t value_rows_ = 0;
   PayloadStaging payload_;  // spec.payload and the rows staged for it

@@ -39,6 +39,12 @@ void Operations::FillIndexInfo(const IndexVersion& v, v1::IndexInfo* info) const
   info->set_built_unix_millis(v.built_unix_millis);
   info->set_key_type(ToWireKeyType(index.key_type()));
   info->set_duplicates(ToWireDuplicatePolicy(index.spec().duplicates));
+  const std::vector<engine::ColumnType>& key_types = index.spec().key_columns;
+  for (size_t i = 0; i < key_types.size(); ++i) {
+    v1::KeyColumnSpec* k = info->add_key_columns();
+    k->set_name(i < v.key_column_names.size() ? v.key_column_names[i] : std::string());
+    k->set_type(ToWireColumnType(key_types[i]));
+  }
   uint64_t payload_bytes = 0;
   const std::vector<engine::PayloadColumnInfo>& payload = index.payload();
   for (size_t i = 0; i < payload.size(); ++i) {

@@ -88,7 +88,7 @@ engine::JoinBatchT<Key> MakeEngineBatch(const v1::LeftBatch& b,
   buf.out_left.emplace(r->mutable_left_rows(), buf.allocated);
   buf.out_right.emplace(r->mutable_right_rows(), buf.allocated);
   engine::JoinBatchT<Key> jb;
-  jb.keys = {buf.decoded.keys.span()};
+  jb.keys = KeyInputOf(buf.decoded.keys);
   jb.left_rows = buf.decoded.left_rows.span();
   jb.first_left_row = static_cast<uint32_t>(b.first_left_row());  // checked when decoded
   jb.out_left_rows = buf.out_left->span();
@@ -142,7 +142,7 @@ absl::Status Operations::Join(const v1::JoinRequest& request, v1::JoinResponse* 
                                                    " exceeds the capacity ", capacity,
                                                    " of index \"", version->name, "\""));
   }
-  return WithKeyWord(version->index->key_type(), [&](auto word) {
+  return WithIndexKey(version->index->key_type(), [&](auto word) {
     return JoinOf<typename decltype(word)::type>(*version, request, response);
   });
 }
@@ -155,6 +155,8 @@ absl::Status Operations::JoinOf(const IndexVersion& version, const v1::JoinReque
   static_assert(sizeof(BatchBuffers<Key>) + sizeof(engine::JoinBatchT<Key>) +
                     sizeof(v1::JoinBatchResult) <=
                 kJoinBatchObjectBytes);
+  static_assert(2 * sizeof(engine::HashColumn) + sizeof(DecodedColumn<int32_t>) <=
+                kKeyColumnObjectBytes);
   GPUJOIN_ASSIGN_OR_RETURN(const engine::JoinKind kind, FromWireJoinKind(request.kind(), "kind"));
   GPUJOIN_ASSIGN_OR_RETURN(const std::vector<SelectedColumn> selected,
                            ResolveSelect(version, request.select()));
@@ -164,7 +166,8 @@ absl::Status Operations::JoinOf(const IndexVersion& version, const v1::JoinReque
                      (kind == engine::JoinKind::kInner || kind == engine::JoinKind::kLeftOuter);
   const uint64_t pairs_per_row =
       multi ? std::max<uint64_t>(1, version.index->build_statistics().max_group_rows) : 1;
-  JoinResultBudget budget(selected, ResultLimit(), static_cast<uint64_t>(request.batches_size()));
+  JoinResultBudget budget(selected, ResultLimit(), static_cast<uint64_t>(request.batches_size()),
+                          version.index->spec().key_columns.size());
   // Refused before the per-batch buffers are made.
   GPUJOIN_RETURN_IF_ERROR(budget.CheckBatchObjects());
   std::vector<BatchBuffers<Key>> buffers(request.batches_size());
@@ -172,7 +175,8 @@ absl::Status Operations::JoinOf(const IndexVersion& version, const v1::JoinReque
     const v1::LeftBatch& b = request.batches(i);
     const std::string field = absl::StrCat("batches[", i, "]");
     BatchBuffers<Key>& buf = buffers[i];
-    GPUJOIN_ASSIGN_OR_RETURN(buf.decoded, DecodeLeftBatch<Key>(b, field, version.name));
+    GPUJOIN_ASSIGN_OR_RETURN(buf.decoded,
+                             DecodeLeftBatch<Key>(b, field, version.name, KeySchemaOf(version)));
     PlanPairs(pairs_per_row, buf);
     GPUJOIN_ASSIGN_OR_RETURN(const uint64_t head, CheckFirstPart(b, field, buf.decoded.keys.size(),
                                                                  buf.decoded.count_only, selected,

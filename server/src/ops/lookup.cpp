@@ -21,19 +21,22 @@ absl::Status Operations::Lookup(const v1::LookupRequest& request, v1::LookupResp
   // whatever the registry holds; which key column it must use depends on the index.
   GPUJOIN_RETURN_IF_ERROR(ValidateIndexName(request.index(), "index"));
   GPUJOIN_ASSIGN_OR_RETURN(KeyColumns columns, DecodeKeyColumns(request, ""));
-  if (!columns.keys.present() && !columns.keys64.present()) {
-    // No keys: name the column of the index's width (uint32 when it is unknown).
+  if (!columns.keys.present() && !columns.keys64.present() && request.key_columns_size() == 0) {
+    // No keys: name the field of the index's key (uint32 when it is unknown).
     const auto live = state_.registry->Get(request.index());
-    return WithKeyWord(live ? live->index->key_type() : engine::KeyType::kUint32, [&](auto word) {
+    return WithIndexKey(live ? live->index->key_type() : engine::KeyType::kUint32, [&](auto word) {
       using Key = typename decltype(word)::type;
-      return TakeKeys<Key>(columns, "", request.index(), Presence::kRequired).status();
+      return TakeIndexKeys<Key>(columns, request, "", request.index(),
+                                live ? KeySchemaOf(*live) : KeySchemaView{}, Presence::kRequired)
+          .status();
     });
   }
   GPUJOIN_ASSIGN_OR_RETURN(auto version, FindIndex(request.index(), "index"));
-  return WithKeyWord(version->index->key_type(), [&](auto word) -> absl::Status {
+  return WithIndexKey(version->index->key_type(), [&](auto word) -> absl::Status {
     using Key = typename decltype(word)::type;
-    GPUJOIN_ASSIGN_OR_RETURN(DecodedColumn<Key> keys,
-                             TakeKeys<Key>(columns, "", version->name, Presence::kRequired));
+    GPUJOIN_ASSIGN_OR_RETURN(DecodedKeys<Key> keys,
+                             TakeIndexKeys<Key>(columns, request, "", version->name,
+                                                KeySchemaOf(*version), Presence::kRequired));
     const size_t rows = keys.size();
     GPUJOIN_ASSIGN_OR_RETURN(const std::vector<SelectedColumn> selected,
                              ResolveSelect(*version, request.select()));
@@ -47,7 +50,7 @@ absl::Status Operations::Lookup(const v1::LookupRequest& request, v1::LookupResp
     GatherTarget gather(selected, rows, string_share, response->mutable_columns());
     engine::QueryStatistics stats;
     GPUJOIN_RETURN_IF_ERROR(RunLookup<Key>(
-        *version, request, keys.span(), values.span(), found.span(),
+        *version, request, KeyInputOf(keys), values.span(), found.span(),
         probes ? probes->span() : std::span<uint32_t>(),
         match_counts ? match_counts->span() : std::span<uint32_t>(), gather.Outputs(), &stats));
     values.Finish();
@@ -72,10 +75,15 @@ absl::Status Operations::LookupPacked(const v1::LookupRequest& fields, engine::K
   const bool wide = key_type == engine::KeyType::kUint64;
   GPUJOIN_ASSIGN_OR_RETURN(KeyColumns columns, DecodeKeyColumns(fields, ""));
   GPUJOIN_ASSIGN_OR_RETURN(auto version, FindIndex(fields.index(), "index"));
+  KeyFieldsSent sent;
+  sent.keys = !wide || columns.keys.present();
+  sent.keys_bytes = wide ? 4 * columns.keys.size() : 4 * rows;
+  sent.keys64 = wide || columns.keys64.present();
+  sent.keys64_bytes = wide ? 8 * rows : 8 * columns.keys64.size();
+  sent.key_columns = fields.key_columns_size();
+  // The bytes path carries key words only: a key-schema index refuses them here.
   GPUJOIN_RETURN_IF_ERROR(
-      CheckKeyWidth(version->index->key_type(), !wide || columns.keys.present(),
-                    wide ? 4 * columns.keys.size() : 4 * rows, wide || columns.keys64.present(),
-                    wide ? 8 * rows : 8 * columns.keys64.size(), "", version->name));
+      CheckKeyFields(version->index->key_type(), sent, "", version->name, KeySchemaOf(*version)));
   GPUJOIN_ASSIGN_OR_RETURN(const std::vector<SelectedColumn> selected,
                            ResolveSelect(*version, fields.select()));
   GPUJOIN_ASSIGN_OR_RETURN(const uint64_t string_share,
@@ -92,7 +100,7 @@ absl::Status Operations::LookupPacked(const v1::LookupRequest& fields, engine::K
     const engine::HostBuffer& out = result->outputs;
     GatherTarget gather(selected, rows, string_share, &result->columns);
     GPUJOIN_RETURN_IF_ERROR(RunLookup<Key>(
-        *version, fields, keys.Span<const Key>(0, rows),
+        *version, fields, engine::Chunked<Key>{keys.Span<const Key>(0, rows)},
         out.Span<uint32_t>(result->values_offset(), rows),
         out.Span<uint8_t>(result->found_offset(), rows),
         result->probes ? out.Span<uint32_t>(result->probes_offset(), rows) : std::span<uint32_t>(),
@@ -108,7 +116,7 @@ absl::Status Operations::LookupPacked(const v1::LookupRequest& fields, engine::K
 
 template <typename Key>
 absl::Status Operations::RunLookup(const IndexVersion& version, const v1::LookupRequest& request,
-                                   std::span<const Key> keys, std::span<uint32_t> values,
+                                   engine::KeyChunks<Key> keys, std::span<uint32_t> values,
                                    std::span<uint8_t> found, std::span<uint32_t> probes,
                                    std::span<uint32_t> match_counts,
                                    std::vector<engine::GatherOutput> gather,
@@ -116,7 +124,8 @@ absl::Status Operations::RunLookup(const IndexVersion& version, const v1::Lookup
   engine::CommandGraph graph;
   engine::LookupNodeT<Key> node;
   node.index = version.index.get();
-  node.keys = {keys};
+  const uint64_t rows = engine::KeyRows(keys);
+  node.keys = std::move(keys);
   node.values = values;
   node.found = found;
   node.probes = probes;
@@ -141,24 +150,21 @@ absl::Status Operations::RunLookup(const IndexVersion& version, const v1::Lookup
                      "the batch)"));
   }
   GPUJOIN_RETURN_IF_ERROR(run);
-  state_.metrics->RecordQuery(version.name, QueryOp::kLookup, keys.size(), *stats);
+  state_.metrics->RecordQuery(version.name, QueryOp::kLookup, rows, *stats);
   return absl::OkStatus();
 }
 
 // Lookup and LookupPacked use RunLookup above its definition, from generic
 // lambdas; clang (the fuzz build) emits no implicit instantiation for those uses
-// and the link fails, so both key words are instantiated here explicitly.
-template absl::Status Operations::RunLookup<uint32_t>(const IndexVersion&, const v1::LookupRequest&,
-                                                      std::span<const uint32_t>,
-                                                      std::span<uint32_t>, std::span<uint8_t>,
-                                                      std::span<uint32_t>, std::span<uint32_t>,
-                                                      std::vector<engine::GatherOutput>,
-                                                      engine::QueryStatistics*);
-template absl::Status Operations::RunLookup<uint64_t>(const IndexVersion&, const v1::LookupRequest&,
-                                                      std::span<const uint64_t>,
-                                                      std::span<uint32_t>, std::span<uint8_t>,
-                                                      std::span<uint32_t>, std::span<uint32_t>,
-                                                      std::vector<engine::GatherOutput>,
-                                                      engine::QueryStatistics*);
+// and the link fails, so every key kind is instantiated here explicitly.
+#define GPUJOIN_INSTANTIATE_RUN_LOOKUP(Key)                                              \
+  template absl::Status Operations::RunLookup<Key>(                                      \
+      const IndexVersion&, const v1::LookupRequest&, engine::KeyChunks<Key>,             \
+      std::span<uint32_t>, std::span<uint8_t>, std::span<uint32_t>, std::span<uint32_t>, \
+      std::vector<engine::GatherOutput>, engine::QueryStatistics*);
+GPUJOIN_INSTANTIATE_RUN_LOOKUP(uint32_t)
+GPUJOIN_INSTANTIATE_RUN_LOOKUP(uint64_t)
+GPUJOIN_INSTANTIATE_RUN_LOOKUP(engine::ColumnKey)
+#undef GPUJOIN_INSTANTIATE_RUN_LOOKUP
 
 }  // namespace gpujoin::server

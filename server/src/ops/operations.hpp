@@ -28,6 +28,7 @@
 #include "gpujoin/server/config.hpp"
 #include "ops/gather.hpp"
 #include "state/index_registry.hpp"
+#include "wire/key_columns_wire.hpp"
 #include "wire/lookup_wire.hpp"
 #include "state/memory_budget.hpp"
 #include "observe/metrics.hpp"
@@ -146,20 +147,26 @@ class Operations {
                                        std::span<const SelectedColumn> selected) const;
   /// Runs a prepared lookup of keys of the index's key word Key into the given
   /// outputs (`probes` and `match_counts` empty unless asked; `gather` the
-  /// selected columns' outputs) and records its metrics.
+  /// selected columns' outputs) and records its metrics. Key: the index's key
+  /// kind (a key word or engine::ColumnKey).
   template <typename Key>
   absl::Status RunLookup(const IndexVersion& version, const v1::LookupRequest& request,
-                         std::span<const Key> keys, std::span<uint32_t> values,
+                         engine::KeyChunks<Key> keys, std::span<uint32_t> values,
                          std::span<uint8_t> found, std::span<uint32_t> probes,
                          std::span<uint32_t> match_counts, std::vector<engine::GatherOutput> gather,
                          engine::QueryStatistics* stats);
-  /// Join for an index whose key word is Key.
+  /// Join for an index whose key kind is Key.
   template <typename Key>
   absl::Status JoinOf(const IndexVersion& version, const v1::JoinRequest& request,
                       v1::JoinResponse* response);
 
   ServiceState state_;
 };
+
+/// The key schema of `version` (empty for a key word), as requests are checked against it.
+inline KeySchemaView KeySchemaOf(const IndexVersion& version) {
+  return KeySchemaView{version.key_column_names, version.index->spec().key_columns};
+}
 
 /// "INVALID_ARGUMENT", "NOT_FOUND", ... (gRPC code names).
 std::string StatusCodeName(absl::StatusCode code);

@@ -43,8 +43,11 @@ absl::StatusOr<uint64_t> Operations::CheckLookup(const IndexVersion& version,
                                                    " exceeds the capacity ", capacity,
                                                    " of index \"", version.name, "\""));
   }
-  const bool wide = version.index->key_type() == engine::KeyType::kUint64;
-  const std::string what = absl::StrCat(wide ? "keys64" : "keys", ": ", rows, " rows");
+  const engine::KeyType key_type = version.index->key_type();
+  const std::string what = absl::StrCat(key_type == engine::KeyType::kUint64    ? "keys64"
+                                        : key_type == engine::KeyType::kColumns ? "key_columns"
+                                                                                : "keys",
+                                        ": ", rows, " rows");
   const uint64_t fixed =
       rows * (5 + (request.want_probes() ? 4 : 0) + (request.want_match_counts() ? 4 : 0)) +
       GatheredFixedBytes(selected, rows);
@@ -67,10 +70,11 @@ absl::StatusOr<uint64_t> Operations::CheckLookup(const IndexVersion& version,
 }
 
 JoinResultBudget::JoinResultBudget(std::span<const SelectedColumn> selected, uint64_t limit,
-                                   uint64_t batches)
+                                   uint64_t batches, uint64_t key_columns)
     : selected_(selected),
       limit_(limit),
       batches_(batches),
+      batch_objects_(kJoinBatchObjectBytes + key_columns * kKeyColumnObjectBytes),
       column_objects_(GatheredObjectBytes(selected)) {}
 
 uint64_t JoinResultBudget::PairBytes(uint64_t n) const {
@@ -90,13 +94,13 @@ absl::Status JoinResultBudget::CheckBatchObjects() const {
   // Host objects every batch costs whatever its rows: its buffers, engine batch
   // and response result. An empty batch is a few request bytes, so these, not
   // the message size, must bound a request of many batches.
-  const uint64_t batch_objects = batches_ * kJoinBatchObjectBytes;
+  const uint64_t batch_objects = batches_ * batch_objects_;
   if (batch_objects > limit_) return Refuse(batch_objects);
   return absl::OkStatus();
 }
 
 void JoinResultBudget::AddBatch(bool count_only, uint64_t head, uint64_t allocated) {
-  bytes_ += kJoinBatchObjectBytes + (count_only ? 0 : column_objects_) + head + PairBytes(allocated);
+  bytes_ += batch_objects_ + (count_only ? 0 : column_objects_) + head + PairBytes(allocated);
 }
 
 absl::Status JoinResultBudget::Check() const {

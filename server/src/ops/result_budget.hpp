@@ -18,12 +18,17 @@ namespace gpujoin::server {
 /// its rows (its buffers, engine batch and response result; static_assert'ed in
 /// join.cpp).
 inline constexpr uint64_t kJoinBatchObjectBytes = 1024;
+/// Host bytes charged in addition per key column of each batch on a key-schema
+/// index (its decoded view and the engine batch's copy; static_assert'ed in join.cpp).
+inline constexpr uint64_t kKeyColumnObjectBytes = 512;
 
 class JoinResultBudget {
  public:
   /// `selected`: the gathered columns (borrowed; must outlive the budget);
-  /// `limit`: --max-result-bytes; `batches`: the request's left batches.
-  JoinResultBudget(std::span<const SelectedColumn> selected, uint64_t limit, uint64_t batches);
+  /// `limit`: --max-result-bytes; `batches`: the request's left batches;
+  /// `key_columns`: the index's key columns (0 for a key word).
+  JoinResultBudget(std::span<const SelectedColumn> selected, uint64_t limit, uint64_t batches,
+                   uint64_t key_columns = 0);
 
   /// Host bytes of `n` pairs with their fixed-width gathered values.
   uint64_t PairBytes(uint64_t n) const;
@@ -49,6 +54,7 @@ class JoinResultBudget {
   std::span<const SelectedColumn> selected_;
   uint64_t limit_;
   uint64_t batches_;
+  uint64_t batch_objects_;   // host objects of one batch, whatever its rows
   uint64_t column_objects_;  // one Column per selected column, with its name
   uint64_t bytes_ = 0;       // charged so far
 };

@@ -50,10 +50,12 @@ namespace gpujoin::server::detail {
 uint64_t U32Rows(bool has, const v1::U32Column& c);
 /// Rows of a U64Column (packed bytes / 8 plus typed values); 0 when absent.
 uint64_t U64Rows(bool has, const v1::U64Column& c);
-/// Key rows of a message that carries keys in `keys` or `keys64`.
+/// Key rows of a message that carries keys in `keys`, `keys64` or
+/// `key_columns` (the first key column's length).
 template <typename Message>
 uint64_t KeyRows(const Message& m) {
-  return U32Rows(m.has_keys(), m.keys()) + U64Rows(m.has_keys64(), m.keys64());
+  return U32Rows(m.has_keys(), m.keys()) + U64Rows(m.has_keys64(), m.keys64()) +
+         (m.key_columns_size() == 0 ? 0 : m.key_columns(0).length());
 }
 
 /// The error that ends a stream at its `position`-th message (1-based), of

@@ -29,6 +29,10 @@ struct IndexVersion {
   int64_t built_unix_millis = 0;
   /// The payload column names (IndexSpec.payload), aligned with index->payload().
   std::vector<std::string> payload_names;
+  /// A key-schema index (key type kColumns): its key column names
+  /// (IndexSpec.key_columns), aligned with index->spec().key_columns (their
+  /// types). Empty for a key word.
+  std::vector<std::string> key_column_names;
   /// The budget share of the table; released when the version is destroyed.
   MemoryBudget::Reservation reservation;
 };

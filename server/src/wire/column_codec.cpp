@@ -126,7 +126,14 @@ template absl::StatusOr<DecodedColumn<uint64_t>> TakeKeys<uint64_t>(KeyColumns&,
                                                                     std::string_view, Presence);
 
 v1::KeyType ToWireKeyType(engine::KeyType type) {
-  return type == engine::KeyType::kUint64 ? v1::KEY_TYPE_UINT64 : v1::KEY_TYPE_UINT32;
+  switch (type) {
+    case engine::KeyType::kUint64:
+      return v1::KEY_TYPE_UINT64;
+    case engine::KeyType::kColumns:
+      return v1::KEY_TYPE_COLUMNS;
+    default:
+      return v1::KEY_TYPE_UINT32;
+  }
 }
 
 absl::StatusOr<engine::KeyType> FromWireKeyType(int type, std::string_view field) {
@@ -136,10 +143,13 @@ absl::StatusOr<engine::KeyType> FromWireKeyType(int type, std::string_view field
       return engine::KeyType::kUint32;
     case v1::KEY_TYPE_UINT64:
       return engine::KeyType::kUint64;
+    case v1::KEY_TYPE_COLUMNS:
+      return engine::KeyType::kColumns;
     default:
-      return absl::InvalidArgumentError(
-          absl::StrCat(std::string(field), ": ", type,
-                       " is not a key type; set KEY_TYPE_UINT32 (the default) or KEY_TYPE_UINT64"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          std::string(field), ": ", type,
+          " is not a key type; set KEY_TYPE_UINT32 (the default), KEY_TYPE_UINT64 or "
+          "KEY_TYPE_COLUMNS"));
   }
 }
 

@@ -120,8 +120,8 @@ absl::Status CheckKeyWidth(engine::KeyType index_type, bool has_keys, uint64_t k
                            std::string_view index);
 
 /// Calls `f(std::type_identity<Key>{})` with the key word of `type` (uint32_t or
-/// uint64_t) and returns its result: the one dispatch from a key type to the
-/// code templated on the key word.
+/// uint64_t) and returns its result: the dispatch from a key word to the code
+/// templated on it (WithIndexKey, key_columns_wire.hpp, adds key schemas).
 template <typename F>
 decltype(auto) WithKeyWord(engine::KeyType type, F&& f) {
   if (type == engine::KeyType::kUint64) return f(std::type_identity<uint64_t>{});

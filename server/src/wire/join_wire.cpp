@@ -14,11 +14,12 @@ using detail::KeysField;
 template <typename Key>
 absl::StatusOr<DecodedLeftBatch<Key>> DecodeLeftBatch(const v1::LeftBatch& b,
                                                       const std::string& field,
-                                                      const std::string& index_name) {
+                                                      const std::string& index_name,
+                                                      KeySchemaView schema) {
   DecodedLeftBatch<Key> buf;
   GPUJOIN_ASSIGN_OR_RETURN(KeyColumns columns, DecodeKeyColumns(b, field + "."));
-  GPUJOIN_ASSIGN_OR_RETURN(buf.keys,
-                           TakeKeys<Key>(columns, field + ".", index_name, Presence::kRequired));
+  GPUJOIN_ASSIGN_OR_RETURN(buf.keys, TakeIndexKeys<Key>(columns, b, field + ".", index_name,
+                                                        schema, Presence::kRequired));
   GPUJOIN_ASSIGN_OR_RETURN(
       buf.left_rows,
       DecodeU32Column(b.has_left_rows(), b.left_rows(), field + ".left_rows", Presence::kOptional));
@@ -52,11 +53,11 @@ absl::StatusOr<DecodedLeftBatch<Key>> DecodeLeftBatch(const v1::LeftBatch& b,
   return buf;
 }
 
-template absl::StatusOr<DecodedLeftBatch<uint32_t>> DecodeLeftBatch<uint32_t>(const v1::LeftBatch&,
-                                                                              const std::string&,
-                                                                              const std::string&);
-template absl::StatusOr<DecodedLeftBatch<uint64_t>> DecodeLeftBatch<uint64_t>(const v1::LeftBatch&,
-                                                                              const std::string&,
-                                                                              const std::string&);
+template absl::StatusOr<DecodedLeftBatch<uint32_t>> DecodeLeftBatch<uint32_t>(
+    const v1::LeftBatch&, const std::string&, const std::string&, KeySchemaView);
+template absl::StatusOr<DecodedLeftBatch<uint64_t>> DecodeLeftBatch<uint64_t>(
+    const v1::LeftBatch&, const std::string&, const std::string&, KeySchemaView);
+template absl::StatusOr<DecodedLeftBatch<engine::ColumnKey>> DecodeLeftBatch<engine::ColumnKey>(
+    const v1::LeftBatch&, const std::string&, const std::string&, KeySchemaView);
 
 }  // namespace gpujoin::server

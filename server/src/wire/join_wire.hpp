@@ -10,15 +10,17 @@
 #include "absl/status/statusor.h"
 #include "gpujoin/v1/gpujoin.pb.h"
 #include "wire/column_codec.hpp"
+#include "wire/key_columns_wire.hpp"
 
 namespace gpujoin::server {
 
 /// One left batch of a JoinRequest, decoded and checked, for an index with key
-/// word `Key` (uint32_t or uint64_t). Its columns may borrow the request's
-/// bytes (column_codec.hpp), so it must not outlive the request message.
+/// kind `Key` (uint32_t, uint64_t or engine::ColumnKey). Its columns may borrow
+/// the request's bytes (column_codec.hpp), so it must not outlive the request
+/// message.
 template <typename Key>
 struct DecodedLeftBatch {
-  DecodedColumn<Key> keys;
+  DecodedKeys<Key> keys;
   /// The given left row IDs, as many as the keys; not present when they are
   /// generated from the batch's first_left_row.
   DecodedColumn<uint32_t> left_rows;
@@ -29,13 +31,14 @@ struct DecodedLeftBatch {
 };
 
 /// Decodes and checks left batch `b` (`field` names it in errors, e.g.
-/// "batches[2]") of a join on index `index_name`: its keys (the field of the
-/// index's key word), its left row IDs (given, or generated from first_left_row,
+/// "batches[2]") of a join on index `index_name` keyed by `schema` (empty for a
+/// key word): its keys (the field of the index's key: TakeIndexKeys), its left row IDs (given, or generated from first_left_row,
 /// which must then fit 32 bits and never reach 0xffffffff) and its capacity.
 /// INVALID_ARGUMENT naming the field when a check fails.
 template <typename Key>
 absl::StatusOr<DecodedLeftBatch<Key>> DecodeLeftBatch(const v1::LeftBatch& b,
                                                       const std::string& field,
-                                                      const std::string& index_name);
+                                                      const std::string& index_name,
+                                                      KeySchemaView schema);
 
 }  // namespace gpujoin::server

@@ -6,9 +6,9 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "gpujoin/common/status_macros.hpp"
+#include "wire/column_check.hpp"
 #include "wire/names.hpp"
 
 namespace gpujoin::server {
@@ -57,23 +57,6 @@ std::string DeclaredNames(const std::vector<std::string>& names) {
       [](std::string* out, const std::string& n) { absl::StrAppend(out, "\"", n, "\""); });
   if (names.size() > kShown) absl::StrAppend(&list, ", ... (", names.size(), " in all)");
   return absl::StrCat("spec.payload declares ", list);
-}
-
-// The first row of `offsets` (rows + 1 of them, the rows' bytes in `data` from
-// data[offsets[0]]) that is not valid UTF-8, and where in it; the caller knows
-// one exists.
-std::string FirstInvalidUtf8Row(std::span<const int32_t> offsets, std::string_view data) {
-  for (size_t r = 0; r + 1 < offsets.size(); ++r) {
-    const std::string_view row = data.substr(offsets[r], offsets[r + 1] - offsets[r]);
-    const size_t at = FindInvalidUtf8(row);
-    if (at != std::string_view::npos) {
-      return absl::StrFormat(
-          "row %d of this chunk is not valid UTF-8 (byte 0x%02x at position %d "
-          "of the row's %d bytes)",
-          r, static_cast<unsigned char>(row[at]), at, row.size());
-    }
-  }
-  return "a row is not valid UTF-8";
 }
 
 }  // namespace
@@ -138,81 +121,13 @@ absl::StatusOr<PayloadStaging::Chunk> PayloadStaging::Validate(
                                                      rows[j], " would exceed ", max_rows,
                                                      " rows, the most a build may have"));
     }
+    GPUJOIN_ASSIGN_OR_RETURN(CheckedColumn checked, CheckColumnBuffers(c, column.type, where));
     Part part;
     part.column = j;
     part.rows = length;
-    const std::string_view data = c.data();
-    if (!engine::IsVariableWidth(column.type)) {
-      if (!c.offsets().empty()) {
-        return absl::InvalidArgumentError(absl::StrCat(where, ".offsets: set (", c.offsets().size(),
-                                                       " bytes) for a fixed-width column"));
-      }
-      const size_t width = engine::ColumnWidth(column.type);
-      const uint64_t need = width == 0 ? engine::BitmapBytes(length) : length * width;
-      if (data.size() != need) {
-        return absl::InvalidArgumentError(
-            width == 0
-                ? absl::StrCat(where, ".data: ", data.size(), " bytes, but a bitmap of length ",
-                               length, " rows has ceil(", length, " / 8) = ", need)
-                : absl::StrCat(where, ".data: ", data.size(), " bytes, need length ", length, " * ",
-                               width, " = ", need));
-      }
-      part.data = data;
-    } else {
-      GPUJOIN_ASSIGN_OR_RETURN(part.offsets,
-                               DecodePackedBytes<int32_t>(c.offsets(), where + ".offsets"));
-      const std::span<const int32_t> offsets = part.offsets.span();
-      if (offsets.size() != length + 1) {
-        return absl::InvalidArgumentError(absl::StrCat(where, ".offsets: ", offsets.size(),
-                                                       " int32 offsets, need length ", length,
-                                                       " + 1 = ", length + 1));
-      }
-      if (offsets[0] < 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(where, ".offsets[0]: ", offsets[0], " is negative"));
-      }
-      for (uint64_t r = 1; r <= length; ++r) {
-        if (offsets[r] < offsets[r - 1]) {
-          return absl::InvalidArgumentError(absl::StrCat(where, ".offsets[", r, "]: ", offsets[r],
-                                                         " is below offsets[", r - 1,
-                                                         "] = ", offsets[r - 1]));
-        }
-      }
-      if (static_cast<uint64_t>(offsets[length]) > data.size()) {
-        return absl::InvalidArgumentError(absl::StrCat(where, ".offsets[", length,
-                                                       "]: ", offsets[length], " is beyond ", where,
-                                                       ".data (", data.size(), " bytes)"));
-      }
-      part.data = data.substr(offsets[0], offsets[length] - offsets[0]);
-      if (column.type == engine::ColumnType::kString) {
-        // The rows' bytes are valid as a whole, and no row starts inside a
-        // multi-byte sequence, exactly when every row is valid on its own.
-        bool valid = FindInvalidUtf8(part.data) == std::string_view::npos;
-        for (uint64_t r = 1; valid && r < length; ++r) {
-          const int32_t at = offsets[r];
-          valid = at == offsets[length] ||
-                  (static_cast<unsigned char>(data[at]) & 0xc0) != 0x80;  // not a continuation
-        }
-        if (!valid) {
-          return absl::InvalidArgumentError(
-              absl::StrCat(where, ": ", FirstInvalidUtf8Row(offsets, data),
-                           "; send bytes that are not UTF-8 text in a COLUMN_TYPE_BINARY column"));
-        }
-      }
-    }
-    const std::string_view validity = c.validity();
-    if (!validity.empty()) {
-      if (validity.size() != engine::BitmapBytes(length)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(where, ".validity: ", validity.size(), " bytes, but a bitmap of length ",
-                         length, " rows has ceil(", length, " / 8) = ", engine::BitmapBytes(length),
-                         " (or send none: no nulls)"));
-      }
-      // A bitmap without a zero bit carries nothing: the column stays non-nullable.
-      if (CountZeroBits(reinterpret_cast<const uint8_t*>(validity.data()), length) != 0) {
-        part.validity = validity;
-      }
-    }
+    part.data = checked.data;
+    part.offsets = std::move(checked.offsets);
+    part.validity = checked.validity;
     rows[j] += length;
     chunk.push_back(std::move(part));
   }

@@ -7,8 +7,10 @@
 #include <cstdint>
 #include <limits>
 #include <string_view>
+#include <type_traits>
 
 #include "absl/status/status.h"
+#include "gpujoin/engine/key_columns.hpp"
 
 namespace gpujoin::server::detail {
 
@@ -33,10 +35,15 @@ absl::Status CheckGeneratedValues(uint64_t base, uint64_t rows, std::string_view
 /// `s` with `prefix` before its message (OK stays OK).
 absl::Status Prefixed(const absl::Status& s, std::string_view prefix);
 
-/// The request field that carries keys of the key word Key.
+/// The request field that carries keys of index key kind Key (a key word, or
+/// engine::ColumnKey for a key schema).
 template <typename Key>
 constexpr const char* KeysField() {
-  return sizeof(Key) == 8 ? "keys64" : "keys";
+  if constexpr (std::is_same_v<Key, engine::ColumnKey>) {
+    return "key_columns";
+  } else {
+    return sizeof(Key) == 8 ? "keys64" : "keys";
+  }
 }
 
 }  // namespace gpujoin::server::detail
