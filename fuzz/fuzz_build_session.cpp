@@ -80,6 +80,10 @@ struct Stream {
   bool must_fail = false;  // a documented error was sent
   std::string why;         // which
   bool wide = false;       // spec.key_type is uint64
+  // spec.key_type is columns: a key schema, whose keys (key_columns) this model
+  // does not follow; only the choice of key field and the installed key type
+  // are checked (tests/server/key_columns_integration_test.cpp models the rest).
+  bool columns = false;
   // The rows of the chunks, in order: key (of the spec's width, as uint64_t),
   // value (for explicit values), generated value and validity.
   std::vector<uint64_t> keys;
@@ -106,10 +110,15 @@ struct Stream {
       // The harness has no --data-dir: FAILED_PRECONDITION.
       if (spec.wait_durable()) Error("wait_durable without --data-dir");
       if (spec.key_type() != v1::KEY_TYPE_UNSPECIFIED && spec.key_type() != v1::KEY_TYPE_UINT32 &&
-          spec.key_type() != v1::KEY_TYPE_UINT64) {
+          spec.key_type() != v1::KEY_TYPE_UINT64 && spec.key_type() != v1::KEY_TYPE_COLUMNS) {
         Error("a key type that is none");
       }
       wide = spec.key_type() == v1::KEY_TYPE_UINT64;
+      columns = spec.key_type() == v1::KEY_TYPE_COLUMNS;
+      if (!columns && spec.key_columns_size() > 0) Error("key columns for an integer key type");
+      if (columns && (spec.key_columns_size() == 0 || spec.key_columns_size() > 8)) {
+        Error("a key schema of no or more than 8 columns");
+      }
       if (spec.duplicates() != v1::DUPLICATE_POLICY_UNSPECIFIED &&
           spec.duplicates() != v1::DUPLICATE_POLICY_LOWEST_ROW &&
           spec.duplicates() != v1::DUPLICATE_POLICY_KEEP_ALL) {
@@ -128,6 +137,11 @@ struct Stream {
     if (!m.has_chunk()) return Error("a message with neither spec nor chunk");
     if (!have_spec) return Error("a chunk before the spec");
     const v1::BuildChunk& c = m.chunk();
+    if (columns && (Present(c.has_keys(), c.keys()) || Present(c.has_keys64(), c.keys64()))) {
+      Error("integer keys for a key schema");
+    }
+    if (!columns && c.key_columns_size() > 0) Error("key columns for an integer index");
+    if (columns) return;
     std::vector<uint64_t> k;
     if (wide) {
       k = Values<uint64_t>(c.keys64());
@@ -247,6 +261,12 @@ void CheckInstalled(Harness& h, const Stream& s, const server::IndexVersion& v,
   if (s.spec.capacity() != 0) {
     FUZZ_CHECK(index.spec().capacity == s.spec.capacity(),
                absl::StrCat(what, ": capacity ", index.spec().capacity));
+  }
+  if (s.columns) {
+    FUZZ_CHECK(index.key_type() == engine::KeyType::kColumns &&
+                   index.spec().key_columns.size() == static_cast<size_t>(s.spec.key_columns_size()),
+               what + ": the index has the wrong key type or schema");
+    return;
   }
   FUZZ_CHECK(index.key_type() == (s.wide ? engine::KeyType::kUint64 : engine::KeyType::kUint32),
              what + ": the index has the wrong key type");

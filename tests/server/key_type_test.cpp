@@ -308,8 +308,8 @@ TEST_F(KeyTypeTest, PackedWideColumnsOfPartialRowsAreRefusedNamingTheLength) {
 TEST_F(KeyTypeTest, AKeyTypeThatIsNoneIsRefused) {
   v1::BuildIndexRequest spec = Spec("x", static_cast<v1::KeyType>(7));
   EXPECT_EQ(Build({spec}).status().message(),
-            "spec.key_type: 7 is not a key type; set KEY_TYPE_UINT32 (the default) or "
-            "KEY_TYPE_UINT64");
+            "spec.key_type: 7 is not a key type; set KEY_TYPE_UINT32 (the default), "
+            "KEY_TYPE_UINT64 or KEY_TYPE_COLUMNS");
 }
 
 TEST_F(KeyTypeTest, IndexInfoListAndMetricsCarryTheKeyType) {
