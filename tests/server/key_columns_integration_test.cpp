@@ -450,6 +450,18 @@ TEST_F(KeyColumnsIntegrationTest, BadLookupsAndJoinsAreInBandErrors) {
     EXPECT_EQ(r.error().message(), c.message);
   }
 
+  // A length whose bytes would wrap 64 bits is refused, not allocated.
+  ASSERT_TRUE(testing::Build(*stub_, {KeySpec("i", {{"k", v1::COLUMN_TYPE_INT64}}),
+                                      KeyChunk({I64Col({1})})})
+                  .ok());
+  v1::LookupRequest huge = KeyLookup("i", {I64Col({})});
+  huge.mutable_key_columns(0)->set_length(uint64_t{1} << 61);
+  const v1::LookupResponse hr = Lookup(huge);
+  EXPECT_EQ(hr.error().code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(hr.error().message(),
+              HasSubstr("key_columns[0] (column \"k\").data: 0 bytes, need length "
+                        "2305843009213693952 * 8"));
+
   v1::JoinRequest j;
   j.set_index("s");
   *j.add_batches()->add_key_columns() = StrCol({"a"});

@@ -42,7 +42,10 @@ absl::StatusOr<CheckedColumn> CheckColumnBuffers(const v1::Column& c, engine::Co
     }
     const size_t width = engine::ColumnWidth(type);
     const uint64_t need = width == 0 ? engine::BitmapBytes(length) : length * width;
-    if (data.size() != need) {
+    // Compared by division too: length * width wraps for a huge length.
+    const bool fits = width == 0 ? data.size() == need
+                                 : data.size() % width == 0 && data.size() / width == length;
+    if (!fits) {
       return absl::InvalidArgumentError(
           width == 0 ? absl::StrCat(where, ".data: ", data.size(), " bytes, but a bitmap of length ",
                                     length, " rows has ceil(", length, " / 8) = ", need)
