@@ -39,7 +39,7 @@ void ExpectRoundTrip(size_t count, NameFn name, ParseFn parse, std::string_view 
 
 TEST(Vocabulary, EveryNameParsesBackToItsValue) {
   ExpectRoundTrip<ColumnType>(kColumnTypeCount, ColumnTypeName, ParseColumnType, "column type");
-  ExpectRoundTrip<KeyType>(2, KeyTypeName, ParseKeyType, "key type");
+  ExpectRoundTrip<KeyType>(3, KeyTypeName, ParseKeyType, "key type");
   ExpectRoundTrip<DuplicatePolicy>(2, DuplicatePolicyName, ParseDuplicatePolicy,
                                    "duplicate policy");
   ExpectRoundTrip<JoinKind>(4, JoinKindName, ParseJoinKind, "join kind");
@@ -51,6 +51,7 @@ TEST(Vocabulary, NamesAreTheWireAndCliSpellings) {
   EXPECT_EQ(ColumnTypeName(ColumnType::kFixedSizeBinary), "fixed_size_binary");
   EXPECT_EQ(ColumnTypeName(ColumnType::kNull), "null");
   EXPECT_EQ(KeyTypeName(KeyType::kUint64), "uint64");
+  EXPECT_EQ(KeyTypeName(KeyType::kColumns), "columns");
   EXPECT_EQ(DuplicatePolicyName(DuplicatePolicy::kKeepAll), "keep_all");
   EXPECT_EQ(JoinKindName(JoinKind::kLeftOuter), "left_outer");
   EXPECT_EQ(AggregateOpName(AggregateOp::kMean), "mean");
