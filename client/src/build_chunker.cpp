@@ -27,10 +27,47 @@ uint64_t FitRows(const ColumnView& column, uint64_t pos, uint64_t max_rows, uint
 
 }  // namespace
 
-uint64_t KeyChunkBytes(uint64_t rows, size_t key_bytes, bool values) {
+// The most key rows from `pos` (at most `max_rows`) whose keys and values fit
+// in `budget` bytes (the encoded size grows with the rows).
+uint64_t FitKeyRows(const Keys& keys, bool values, uint64_t pos, uint64_t max_rows,
+                    uint64_t budget) {
+  uint64_t lo = 0, hi = max_rows;
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo + 1) / 2;
+    if (KeyChunkBytes(keys.subspan(pos, mid), values) <= budget) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return lo;
+}
+
+// The row of `keys` whose key is the widest when encoded (row 0 for integer
+// keys, whose rows are all as wide).
+uint64_t WidestKeyRow(const Keys& keys) {
+  if (keys.type() != KeyType::kColumns) return 0;
+  uint64_t widest = 0, widest_bytes = 0;
+  for (uint64_t r = 0; r < keys.size(); ++r) {
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < keys.column_count(); ++i) {
+      const ColumnView v = keys.column(i);
+      if (IsVariableWidth(v.type)) {
+        bytes += static_cast<uint64_t>(v.offsets[v.offset + r + 1] - v.offsets[v.offset + r]);
+      }
+    }
+    if (bytes > widest_bytes) {
+      widest = r;
+      widest_bytes = bytes;
+    }
+  }
+  return widest;
+}
+
+uint64_t KeyChunkBytes(const Keys& keys, bool values) {
   // The chunk's own header and those of the keys and values columns.
   constexpr uint64_t kHeaders = 6 * 11;
-  return kHeaders + rows * (key_bytes + (values ? 4 : 0));
+  return kHeaders + EncodedKeyBytes(keys) + (values ? 4 * keys.size() : 0);
 }
 
 absl::StatusOr<BuildChunker> BuildChunker::Make(Keys keys, std::span<const uint32_t> values,
@@ -44,13 +81,14 @@ absl::StatusOr<BuildChunker> BuildChunker::Make(Keys keys, std::span<const uint3
   c.chunk_rows_ = chunk_rows;
   c.max_bytes_ = max_chunk_bytes;
   c.pos_.assign(payload.size(), 0);
-  const size_t per_row = keys.key_bytes() + (values.empty() ? 0 : 4);
-  const uint64_t base = KeyChunkBytes(0, keys.key_bytes(), !values.empty());
-  c.key_rows_fit_ = max_chunk_bytes > base ? (max_chunk_bytes - base) / per_row : 0;
-  if (c.key_rows_fit_ == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "a build chunk of at most ", max_chunk_bytes, " bytes cannot hold one key row (",
-        KeyChunkBytes(1, keys.key_bytes(), !values.empty()), " bytes)"));
+  // The widest key row must fit on its own (every integer row is as wide).
+  const uint64_t one_row = keys.empty() ? KeyChunkBytes(keys, !values.empty())
+                                        : KeyChunkBytes(keys.subspan(WidestKeyRow(keys), 1),
+                                                        !values.empty());
+  if (one_row > max_chunk_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("a build chunk of at most ", max_chunk_bytes,
+                                                   " bytes cannot hold one key row (", one_row,
+                                                   " bytes)"));
   }
   for (const ColumnView& p : c.payload_) {
     // The widest row: any row of a fixed-width column, the longest string.
@@ -83,10 +121,11 @@ std::optional<BuildChunk> BuildChunker::Next() {
   uint64_t budget = max_bytes_;
   if (caught_up) {
     if (sent_any_ && key_pos_ >= rows) return std::nullopt;
-    const uint64_t n = std::min<uint64_t>({chunk_rows_, rows - key_pos_, key_rows_fit_});
+    const uint64_t n = FitKeyRows(keys_, !values_.empty(), key_pos_,
+                                  std::min<uint64_t>(chunk_rows_, rows - key_pos_), max_bytes_);
     chunk.keys = keys_.subspan(key_pos_, n);
     if (!values_.empty()) chunk.values = values_.subspan(key_pos_, n);
-    budget -= KeyChunkBytes(n, keys_.key_bytes(), !values_.empty());
+    budget -= KeyChunkBytes(chunk.keys, !values_.empty());
     key_pos_ += n;
     sent_any_ = true;
   }

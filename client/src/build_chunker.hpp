@@ -16,9 +16,9 @@
 
 namespace gpujoin::client::detail {
 
-/// Bytes a build chunk's keys and values of `rows` rows add to a message, at
-/// most (`key_bytes` 4 or 8, `values` with explicit values).
-uint64_t KeyChunkBytes(uint64_t rows, size_t key_bytes, bool values);
+/// Bytes a build chunk's `keys` (integers or key columns) and, with `values`,
+/// as many explicit values add to a message, at most.
+uint64_t KeyChunkBytes(const Keys& keys, bool values);
 
 /// Chunks in rounds: a round's first chunk carries the next key rows (at most
 /// `chunk_rows`, and as many as fit in `max_chunk_bytes` with their values)
@@ -32,9 +32,10 @@ uint64_t KeyChunkBytes(uint64_t rows, size_t key_bytes, bool values);
 class BuildChunker {
  public:
   /// `values` is empty or as long as `keys`; every payload view has keys.size()
-  /// rows and passes CheckColumnView (the caller checks both). INVALID_ARGUMENT
-  /// when `chunk_rows` is 0 or `max_chunk_bytes` cannot hold one key row or one
-  /// row of a payload column (naming the column, the row and the bytes).
+  /// rows and passes CheckColumnView, and key columns pass CheckKeys (the
+  /// caller checks them). INVALID_ARGUMENT when `chunk_rows` is 0 or
+  /// `max_chunk_bytes` cannot hold one key row (the widest, for key columns) or
+  /// one row of a payload column (naming the column, the row and the bytes).
   static absl::StatusOr<BuildChunker> Make(Keys keys, std::span<const uint32_t> values,
                                            std::span<const ColumnView> payload, size_t chunk_rows,
                                            uint64_t max_chunk_bytes);
@@ -50,7 +51,6 @@ class BuildChunker {
   std::vector<ColumnView> payload_;
   size_t chunk_rows_ = 0;
   uint64_t max_bytes_ = 0;
-  uint64_t key_rows_fit_ = 0;  // key rows that fit in one chunk with their values
   uint64_t key_pos_ = 0;       // key rows chunked so far
   std::vector<uint64_t> pos_;  // rows chunked so far, per payload column
   bool sent_any_ = false;

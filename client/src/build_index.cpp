@@ -40,6 +40,11 @@ DeclaredColumns EncodeSpec(const IndexSpec& spec, pb::IndexSpec* s) {
   s->set_batch_mode(spec.batch_mode);
   s->set_replace(spec.replace);
   s->set_key_type(detail::ToProtoKeyType(spec.key_type));
+  for (const KeyColumnSpec& k : spec.key_columns) {
+    auto* ks = s->add_key_columns();
+    ks->set_name(k.name);
+    ks->set_type(detail::ToProtoColumnType(k.type));
+  }
   s->set_duplicates(detail::ToProtoPolicy(spec.duplicates));
   s->set_wait_durable(spec.wait_durable);
   DeclaredColumns declared;
@@ -65,12 +70,9 @@ absl::Status CheckChunk(const IndexSpec& spec, const DeclaredColumns& declared,
     return absl::InvalidArgumentError(absl::StrCat(
         "build chunk ", chunk_index, " carries a row base or validity but batch_mode is off"));
   }
-  if (!chunk.keys.empty() && chunk.keys.type() != spec.key_type) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "build chunk ", chunk_index, " has ", std::string(KeyTypeName(chunk.keys.type())),
-        " keys but the index is declared with ", std::string(KeyTypeName(spec.key_type)),
-        " keys (IndexSpec::key_type)"));
-  }
+  // A chunk of payload only has no key columns (empty integer keys).
+  GPUJOIN_RETURN_IF_ERROR(CheckKeysFor(chunk.keys, spec.key_type, spec.key_columns,
+                                       absl::StrCat("build chunk ", chunk_index)));
   if (!chunk.validity.empty() && chunk.validity.size() != chunk.keys.size()) {
     return absl::InvalidArgumentError(absl::StrCat("build chunk ", chunk_index, ": validity has ",
                                                    chunk.validity.size(), " rows but keys have ",
@@ -97,8 +99,11 @@ absl::Status CheckChunk(const IndexSpec& spec, const DeclaredColumns& declared,
 
 // Writes a checked chunk into `c`; returns the bytes of its payload columns.
 uint64_t EncodeChunk(const IndexSpec& spec, const BuildChunk& chunk, pb::BuildChunk* c) {
-  // An empty chunk goes in the spec's width whatever its (default) type.
-  SetKeys(chunk.keys, spec.key_type, c);
+  // An empty chunk goes in the spec's width whatever its (default) type; a
+  // payload-only chunk of a key schema carries no key columns.
+  if (spec.key_type != KeyType::kColumns || chunk.keys.type() == KeyType::kColumns) {
+    SetKeys(chunk.keys, spec.key_type, c);
+  }
   if (spec.explicit_values) SetColumn(chunk.values, c->mutable_values());
   if (spec.batch_mode) {
     c->set_row_base(chunk.row_base);
@@ -177,6 +182,7 @@ absl::StatusOr<IndexInfo> Client::BuildIndexFromColumns(const IndexSpec& spec, K
     return absl::InvalidArgumentError(
         "values given but the index spec does not declare explicit_values");
   }
+  GPUJOIN_RETURN_IF_ERROR(CheckKeysFor(keys, spec.key_type, spec.key_columns, "keys"));
   // Exactly one view per declared column, each as long as the keys.
   for (const PayloadColumnSpec& d : spec.payload) {
     const auto n = std::count_if(payload.begin(), payload.end(),

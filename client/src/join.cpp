@@ -119,6 +119,7 @@ absl::Status Client::Join(const std::string& index, const BatchSource<JoinBatch>
                                                        ": left_rows has ", l.left_rows.size(),
                                                        " rows but keys has ", l.keys.size()));
       }
+      GPUJOIN_RETURN_IF_ERROR(CheckKeys(l.keys, absl::StrCat("join batch ", id, " left ", i)));
       auto* lb = r->add_batches();
       SetKeys(l.keys, l.keys.type(), lb);
       if (!l.left_rows.empty()) SetPacked(l.left_rows, lb->mutable_left_rows()->mutable_packed());
@@ -154,6 +155,7 @@ absl::StatusOr<JoinPairs> Client::JoinAll(const std::string& index, Keys keys, s
 absl::StatusOr<JoinPairs> Client::JoinAll(const std::string& index, Keys keys,
                                           const QueryAllOptions& o) {
   if (o.batch_rows == 0) return absl::InvalidArgumentError("batch_rows must be positive");
+  GPUJOIN_RETURN_IF_ERROR(CheckKeys(keys, "keys"));
   if (keys.size() > std::numeric_limits<uint32_t>::max()) {
     return absl::InvalidArgumentError(
         absl::StrCat("join has ", keys.size(), " left rows; left row IDs are uint32"));

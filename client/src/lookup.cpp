@@ -29,7 +29,9 @@ absl::Status Client::Lookup(const std::string& index, const BatchSource<LookupBa
   grpc::ClientContext ctx;
   impl_->Prepare(&ctx, options.deadline);
   auto stream = impl_->stub_->Lookup(&ctx);
-  auto encode = [&index](const LookupBatch& b, uint64_t id, pb::LookupRequest* r) {
+  auto encode = [&index](const LookupBatch& b, uint64_t id,
+                         pb::LookupRequest* r) -> absl::Status {
+    GPUJOIN_RETURN_IF_ERROR(CheckKeys(b.keys, absl::StrCat("lookup batch ", id)));
     r->set_index(index);
     SetKeys(b.keys, b.keys.type(), r);
     r->set_want_probes(b.want_probes);
@@ -74,10 +76,12 @@ absl::StatusOr<LookupResult> Client::LookupAll(const std::string& index, Keys ke
 absl::StatusOr<LookupResult> Client::LookupAll(const std::string& index, Keys keys,
                                                const QueryAllOptions& o) {
   if (o.batch_rows == 0) return absl::InvalidArgumentError("batch_rows must be positive");
+  GPUJOIN_RETURN_IF_ERROR(CheckKeys(keys, "keys"));
   LookupResult all;
   all.values.reserve(keys.size());
   all.found.reserve(keys.size());
   size_t pos = 0;
+  size_t answered = 0;  // rows
   bool sent_any = false;
   Progress p;
   p.total_rows = keys.size();
@@ -113,7 +117,8 @@ absl::StatusOr<LookupResult> Client::LookupAll(const std::string& index, Keys ke
         all.index_version = r.index_version;
         all.latency = r.latency;
         p.rows_sent += r.values.size();
-        p.bytes_sent += r.values.size() * keys.key_bytes();
+        p.bytes_sent += keys.subspan(answered, r.values.size()).size_bytes();
+        answered += r.values.size();
         if (o.progress) o.progress(p);
         return absl::OkStatus();
       },

@@ -149,8 +149,23 @@ absl::StatusOr<Column> DecodeColumn(const pb::Column& c, std::string_view field)
   return out;
 }
 
+uint64_t EncodedKeyBytes(const Keys& k) {
+  if (k.type() != KeyType::kColumns) return 11 + k.size_bytes();
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < k.column_count(); ++i) bytes += EncodedColumnBytes(k.column(i));
+  return bytes;
+}
+
 pb::KeyType ToProtoKeyType(KeyType t) {
-  return t == KeyType::kUint64 ? pb::KEY_TYPE_UINT64 : pb::KEY_TYPE_UINT32;
+  switch (t) {
+    case KeyType::kUint64:
+      return pb::KEY_TYPE_UINT64;
+    case KeyType::kColumns:
+      return pb::KEY_TYPE_COLUMNS;
+    case KeyType::kUint32:
+      break;
+  }
+  return pb::KEY_TYPE_UINT32;
 }
 
 pb::DuplicatePolicy ToProtoPolicy(DuplicatePolicy p) {
@@ -183,7 +198,14 @@ IndexInfo ToIndexInfo(const pb::IndexInfo& p) {
   i.build_seconds = p.build_seconds();
   i.backend = p.backend();
   i.built_unix_millis = p.built_unix_millis();
-  i.key_type = p.key_type() == pb::KEY_TYPE_UINT64 ? KeyType::kUint64 : KeyType::kUint32;
+  i.key_type = p.key_type() == pb::KEY_TYPE_UINT64    ? KeyType::kUint64
+               : p.key_type() == pb::KEY_TYPE_COLUMNS ? KeyType::kColumns
+                                                      : KeyType::kUint32;
+  for (const pb::KeyColumnSpec& k : p.key_columns()) {
+    // A type this client does not know reads as binary (opaque bytes).
+    i.key_columns.push_back(
+        KeyColumnSpec{k.name(), FromProtoColumnType(k.type()).value_or(ColumnType::kBinary)});
+  }
   for (const pb::PayloadColumnInfo& c : p.payload()) {
     PayloadColumnInfo pc;
     pc.name = c.name();

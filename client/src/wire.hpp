@@ -60,16 +60,25 @@ void SetColumn(std::span<const T> v, ColumnMessage* col) {
   }
 }
 
+void EncodeColumn(const ColumnView& view, pb::Column* out);  // below
+
 /// Sets the keys of a message that carries them (BuildChunk, LookupRequest,
-/// LeftBatch) in the field of their width: `keys` (uint32) or `keys64` (uint64).
+/// LeftBatch) in the field of their kind: `keys` (uint32), `keys64` (uint64)
+/// or `key_columns` (one Column per key column; `k` must pass CheckKeys).
 template <typename Message>
 void SetKeys(const Keys& k, KeyType type, Message* m) {
-  if (type == KeyType::kUint64) {
+  if (type == KeyType::kColumns) {
+    for (size_t i = 0; i < k.column_count(); ++i) EncodeColumn(k.column(i), m->add_key_columns());
+  } else if (type == KeyType::kUint64) {
     SetColumn(k.u64(), m->mutable_keys64());
   } else {
     SetColumn(k.u32(), m->mutable_keys());
   }
 }
+
+/// An upper bound on the bytes `k` adds to a message (SetKeys), headers
+/// included.
+uint64_t EncodedKeyBytes(const Keys& k);
 
 /// The wire spelling of the client's key type and duplicate policy.
 pb::KeyType ToProtoKeyType(KeyType t);

@@ -28,9 +28,12 @@ struct IndexSpec {
   bool explicit_values = false;  ///< chunks carry `values`; else values are generated
   bool batch_mode = false;       ///< chunks carry a row base and optional validity
   bool replace = false;          ///< rebuild a live name instead of ALREADY_EXISTS
-  /// The key word; every chunk's keys must have it (INVALID_ARGUMENT otherwise,
-  /// before the chunk is sent).
+  /// The key: an integer word, or kColumns with `key_columns`; every chunk's
+  /// keys must fit it (CheckKeysFor: INVALID_ARGUMENT before the chunk is sent).
   KeyType key_type = KeyType::kUint32;
+  /// kColumns only (1 to 8, required then; empty otherwise): the key schema,
+  /// in the order chunks carry their key columns (Keys of ColumnViews).
+  std::vector<KeyColumnSpec> key_columns;
   /// Payload columns stored beside the index, aligned with the build's source
   /// rows (batch mode: every row of every chunk, masked-out rows included).
   /// Names unique; kString bytes must be UTF-8 (the server checks), kBinary's are not checked.
@@ -51,7 +54,7 @@ struct IndexSpec {
 /// INVALID_ARGUMENT before the chunk is sent); each column's views, in chunk
 /// order, are its rows, with boundaries of their own; a chunk may carry payload only.
 struct BuildChunk {
-  Keys keys;                           ///< of IndexSpec::key_type
+  Keys keys;                           ///< of IndexSpec::key_type (key columns: its schema)
   std::span<const uint32_t> values;    ///< only with IndexSpec::explicit_values
   uint32_t row_base = 0;               ///< only with IndexSpec::batch_mode
   std::span<const uint32_t> validity;  ///< only with batch_mode; empty = all valid

@@ -50,6 +50,9 @@ struct IndexInfo {
   std::string backend;  ///< "cuda" or "cpu"
   int64_t built_unix_millis = 0;
   KeyType key_type = KeyType::kUint32;
+  /// kColumns: the key schema as the spec declared it (its stored key columns
+  /// are within device_bytes); empty for integer keys.
+  std::vector<KeyColumnSpec> key_columns;
   std::vector<PayloadColumnInfo> payload;  ///< in the order the spec declared them
   uint64_t payload_bytes = 0;              ///< sum of payload[].bytes (within device_bytes)
   DuplicatePolicy duplicates = DuplicatePolicy::kLowestRow;

@@ -29,7 +29,7 @@ using ::gpujoin::ParseJoinKind;
 
 /// One left batch of a Join request (borrowed).
 struct JoinLeft {
-  Keys keys;                            ///< of the index's key type
+  Keys keys;                            ///< of the index's key (integers or key columns)
   std::span<const uint32_t> left_rows;  ///< optional explicit left row IDs (same length as keys)
   uint32_t first_left_row = 0;          ///< else left row = first_left_row + row
   uint64_t capacity = 0;                ///< pair capacity; 0 = number of left rows

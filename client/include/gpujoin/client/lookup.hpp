@@ -15,7 +15,7 @@ namespace gpujoin::client {
 
 /// One Lookup batch (borrowed).
 struct LookupBatch {
-  Keys keys;                        ///< of the index's key type
+  Keys keys;                        ///< of the index's key (integers or key columns)
   bool want_probes = false;         ///< return per-row probe counts
   uint32_t max_probe_count = 0;     ///< 0 = the index's bound
   std::vector<std::string> select;  ///< payload columns to gather per row, each at most once
