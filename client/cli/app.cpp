@@ -57,12 +57,13 @@ void AddGlobalOptions(CLI::App& app, Globals& g) {
       ->capture_default_str();
 }
 
-// --key-type of the commands that read keys (docs/cli.md, "Key types").
+// --key-type of the commands that read keys (docs/cli.md, "Key types"); the
+// command parses it (ParseKeyTypeFlag) before it reads anything.
 void AddKeyType(CLI::App* cmd, std::string& value) {
   cmd->add_option("--key-type", value,
-                  "auto (from the data: negative -> i64, above 2^32-1 -> u64, else u32), u32, "
-                  "u64 or i64")
-      ->check(CLI::IsMember({"auto", "u32", "u64", "i64"}))
+                  "auto (from the data: negative -> i64, above 2^32-1 -> u64, else u32; "
+                  "text -> a string key), u32, u64, i64, str, or types per key column "
+                  "(id:i64,sku:str; i32, i64, u32, u64, str, bin)")
       ->capture_default_str();
 }
 
@@ -88,7 +89,8 @@ void AddIndexCommands(CLI::App& app, const Globals& g, CommandArgs& args, Runner
                    "input file (CSV/TSV/JSONL/.u32/.u64/.i64, - = stdin)")
       ->required();
   build->add_option("--key", args.build.key,
-                    "key column (integers; see --key-type; default for .u32/.u64/.i64: key)");
+                    "key column, or columns a,b (a composite key); integers or strings, see "
+                    "--key-type; default for .u32/.u64/.i64: key");
   AddKeyType(build, args.build.key_type);
   auto* val = build->add_option("--value", args.build.value, "value column (uint32)");
   build->add_flag("--row-ids", args.build.row_ids, "values are row numbers (the default)")
@@ -159,7 +161,8 @@ void AddQueryCommands(CLI::App& app, const Globals& g, CommandArgs& args, Runner
   lookup->add_option("NAME", args.lookup.name, "index name")->required();
   lookup->add_option("--from", args.lookup.from, "input file")->required();
   lookup->add_option("--key", args.lookup.key,
-                     "key column (integers; see --key-type; default for .u32/.u64/.i64: key)");
+                     "key column, or columns a,b (one per key column of the index); see "
+                     "--key-type; default for .u32/.u64/.i64: key");
   AddKeyType(lookup, args.lookup.key_type);
   lookup->add_option("--select", args.lookup.select,
                      "payload columns of the index to append, e.g. type,site");
@@ -181,7 +184,9 @@ void AddQueryCommands(CLI::App& app, const Globals& g, CommandArgs& args, Runner
   join->add_option("--select", args.join.select,
                    "payload columns to append (resident joins; with --right index:NAME default "
                    "all)");
-  join->add_option("--on", args.join.on, "join column: COL or LEFTCOL=RIGHTCOL (integers)")
+  join->add_option("--on", args.join.on,
+                   "join column: COL or LEFTCOL=RIGHTCOL; several for a composite key: a,b or "
+                   "a=x,b=y")
       ->required();
   AddKeyType(join, args.join.key_type);
   join->add_option("--out", args.join.out, "output file (.csv, .tsv, .jsonl; default stdout)");

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "columns/key_columns.hpp"
 #include "output/progress.hpp"
 #include "output/row_writer.hpp"
 
@@ -136,7 +137,7 @@ std::string KeyColumnOf(const std::string& flag, const TableReader& input,
     }
     key = "key";
   }
-  RequireColumn(input, key);
+  for (const std::string& name : SplitKeyColumns(key)) RequireColumn(input, name);
   return key;
 }
 

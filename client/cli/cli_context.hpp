@@ -88,9 +88,10 @@ std::unique_ptr<TableReader> OpenInput(const Globals& g, const std::string& path
 /// that reads its input twice); its path, or INVALID_ARGUMENT on an I/O error.
 absl::StatusOr<std::string> SpoolStdin();
 
-/// The key column `flag` names (--key), or "key" for a .u32/.u64/.i64 file
-/// when it is empty; UsageFail naming `option` (in `command`) for a text file
-/// without it, or when the file has no such column.
+/// The key columns `flag` names (--key: one column, or several separated by
+/// commas, returned as given), or "key" for a .u32/.u64/.i64 file when it is
+/// empty; UsageFail naming `option` (in `command`) for a text file without it,
+/// or when the file lacks one of them.
 std::string KeyColumnOf(const std::string& flag, const TableReader& input,
                         std::string_view command, std::string_view option = "--key");
 

@@ -20,7 +20,7 @@ int CmdInfo(const Globals& g);
 /// Arguments of `gpujoin index build`.
 struct BuildArgs {
   std::string name, from, key, value;
-  std::string key_type = "auto";  ///< --key-type: auto, u32, u64, i64
+  std::string key_type = "auto";  ///< --key-type: auto, u32, u64, i64, str, COL:TYPE,...
   bool row_ids = false;
   uint32_t first_row = 0;
   uint32_t capacity = 0;
@@ -51,7 +51,7 @@ int CmdIndexRmFile(const Globals& g, const std::string& file);
 /// Arguments of `gpujoin lookup`.
 struct LookupArgs {
   std::string name, from, key, out;
-  std::string key_type = "auto";  ///< --key-type: auto, u32, u64, i64
+  std::string key_type = "auto";  ///< --key-type: auto, u32, u64, i64, str, COL:TYPE,...
   std::string select;             ///< --select a,b: payload columns to append
   uint32_t max_probes = 0;        ///< --max-probes: probe bound of the requests (0 = the index's)
 };
@@ -67,7 +67,7 @@ std::vector<std::string> SelectedColumns(const std::string& flag, const client::
 /// not name an index as "index:NAME").
 struct JoinArgs {
   std::string name, left, right, on, out;
-  std::string key_type = "auto";  ///< --key-type: auto, u32, u64, i64 (both sides)
+  std::string key_type = "auto";  ///< --key-type: auto, u32, u64, i64, str, COL:TYPE,... (both sides)
   uint64_t capacity = 0;
   std::optional<std::string> select;  ///< --select a,b: payload columns (resident joins)
   std::string how = "inner";          ///< --how: inner, left, semi, anti

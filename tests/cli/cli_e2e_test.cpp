@@ -709,14 +709,14 @@ TEST_F(CliEndToEnd, NonNumericKeyNamesFileLineAndColumn) {
   std::ofstream(Tmp("nonnum.csv")) << "event_id,sensor_id\n1,17\n2,abc\n";
   ExpectOneLineError(
       Cli({"lookup", "sensors", "--from", Tmp("nonnum.csv").string(), "--key", "sensor_id"}), 2,
-      "nonnum.csv:3: column 'sensor_id' (2): 'abc' is not an integer key; string keys: see "
-      "docs/cli.md");
+      "nonnum.csv:3: column 'sensor_id' (2): 'abc' is not an integer key (for a string key give "
+      "--key-type str)");
   // With an explicit key type too, and for a build.
   ExpectOneLineError(Cli({"index", "build", "x", "--from", Tmp("nonnum.csv").string(), "--key",
                           "sensor_id", "--key-type", "i64"}),
                      2,
-                     "nonnum.csv:3: column 'sensor_id' (2): 'abc' is not an integer key; string "
-                     "keys: see docs/cli.md");
+                     "nonnum.csv:3: column 'sensor_id' (2): 'abc' is not an integer key (for a "
+                     "string key give --key-type str)");
 }
 
 TEST_F(CliEndToEnd, MissingColumnIsAnInputError) {

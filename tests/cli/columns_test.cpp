@@ -49,7 +49,7 @@ TEST(KeyColumn, ParsesAndNamesTheBadCell) {
   auto bad = KeyColumn(t, "k");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(),
-            "t.csv:4: column 'k' (2): 'x7' is not an integer key; string keys: see docs/cli.md");
+            "t.csv:4: column 'k' (2): 'x7' is not an integer key (for a string key give --key-type str)");
   Table good = Csv("k\n1\n0x10\n");
   EXPECT_EQ(*KeyColumn(good, "k"), (std::vector<uint32_t>{1, 16}));
   Table null_key = Csv("a,k\n1,\n");
@@ -78,7 +78,7 @@ TEST(InferKeyKind, NegativeIsInt64AboveUint32IsUint64ElseUint32) {
   EXPECT_EQ(*InferKeyKind(Csv("k\n18446744073709551615\n"), "k"), KeyKind::kU64);
   EXPECT_EQ(*InferKeyKind(Csv("k\n5000000000\n-1\n"), "k"), KeyKind::kI64);
   EXPECT_EQ(InferKeyKind(Csv("k\n1\nabc\n"), "k").status().message(),
-            "t.csv:3: column 'k' (1): 'abc' is not an integer key; string keys: see docs/cli.md");
+            "t.csv:3: column 'k' (1): 'abc' is not an integer key (for a string key give --key-type str)");
   EXPECT_EQ(InferKeyKind(Csv("a,k\n1,\n"), "k").status().message(),
             "t.csv:2: column 'k' (2): an empty (null) cell is not an integer key");
   EXPECT_EQ(InferKeyKind(Csv("k\n-3\n1\n9223372036854775808\n"), "k").status().message(),
@@ -118,7 +118,7 @@ TEST(KeyKindTracker, ShortDecimalsChangeNothingAcrossBatches) {
   EXPECT_EQ(*small.Observe(Csv("k\n1\n0004294967296\n"), "k"), KeyKind::kU64);
   KeyKindTracker junk;
   EXPECT_EQ(junk.Observe(Csv("k\n4294967296\n12a\n"), "k").status().message(),
-            "t.csv:3: column 'k' (1): '12a' is not an integer key; string keys: see docs/cli.md");
+            "t.csv:3: column 'k' (1): '12a' is not an integer key (for a string key give --key-type str)");
 }
 // PlainKeys is Observe and KeyColumn in one pass for batches of plain decimal
 // keys: on random batches it gives their keys and leaves the tracker where

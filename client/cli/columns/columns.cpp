@@ -104,7 +104,8 @@ bool ShortDecimal(std::string_view s) {
   return true;
 }
 
-constexpr const char* kNotAnIntegerKey = "is not an integer key; string keys: see docs/cli.md";
+constexpr const char* kNotAnIntegerKey =
+    "is not an integer key (for a string key give --key-type str)";
 
 template <typename T>
 constexpr const char* kTypeName = std::is_same_v<T, uint32_t>   ? "uint32"
@@ -168,6 +169,8 @@ std::string_view KeyKindName(KeyKind kind) {
       return "u64";
     case KeyKind::kI64:
       return "i64";
+    case KeyKind::kColumns:
+      return "columns";
   }
   return "?";
 }
@@ -182,11 +185,14 @@ std::string_view KeyKindTypeName(KeyKind kind) {
       return "uint64";
     case KeyKind::kI64:
       return "int64";
+    case KeyKind::kColumns:
+      return "columns";
   }
   return "?";
 }
 
 client::KeyType WireKeyType(KeyKind kind) {
+  if (kind == KeyKind::kColumns) return client::KeyType::kColumns;
   return kind == KeyKind::kU64 || kind == KeyKind::kI64 ? client::KeyType::kUint64
                                                         : client::KeyType::kUint32;
 }
@@ -302,7 +308,7 @@ std::optional<KeyVector> KeyKindTracker::PlainKeys(const Table& table, std::stri
   // A binary file's keys are no text (and its kind is its own).
   const bool text = table.format == InputFormat::kCsv || table.format == InputFormat::kTsv ||
                     table.format == InputFormat::kJsonLines;
-  if (kind == KeyKind::kAuto || !text) return std::nullopt;
+  if (kind == KeyKind::kAuto || kind == KeyKind::kColumns || !text) return std::nullopt;
   auto col = table.Column(name);
   if (!col.ok()) return std::nullopt;
   const bool narrow = kind == KeyKind::kU32;

@@ -18,16 +18,19 @@
 namespace gpujoin::cli {
 
 /// The CLI's key types (--key-type): kAuto infers one from the data.
-/// int64 keys travel as their bit pattern in a uint64 index.
-enum class KeyKind { kAuto, kU32, kU64, kI64 };
+/// int64 keys travel as their bit pattern in a uint64 index. kColumns is a key
+/// of typed key columns (string and composite keys: columns/key_columns.hpp).
+enum class KeyKind { kAuto, kU32, kU64, kI64, kColumns };
 
 /// Parses "auto", "u32", "u64", "i64"; INVALID_ARGUMENT otherwise.
 absl::StatusOr<KeyKind> ParseKeyKind(std::string_view name);
-/// "auto", "u32", "u64", "i64".
+/// "auto", "u32", "u64", "i64", "columns".
 std::string_view KeyKindName(KeyKind kind);
-/// "uint32", "uint64", "int64" (the words of the error messages); "auto" for kAuto.
+/// "uint32", "uint64", "int64" (the words of the error messages); "auto" for
+/// kAuto, "columns" for kColumns.
 std::string_view KeyKindTypeName(KeyKind kind);
-/// The index key type that holds keys of `kind` (kU32 -> uint32, else uint64).
+/// The index key type that holds keys of `kind` (kU32 -> uint32, kColumns ->
+/// columns, else uint64).
 client::KeyType WireKeyType(KeyKind kind);
 
 /// Parses an integer key of type T (uint32_t, uint64_t or int64_t) written in
@@ -44,17 +47,31 @@ std::optional<uint32_t> ParseU32Text(std::string_view s);
 std::optional<float> ParseF32Text(std::string_view s);
 
 /// Keys of one column as one CLI key type; uint64 and int64 keys are held as
-/// their 64-bit patterns in `u64`.
+/// their 64-bit patterns in `u64`; a key of key columns (kColumns) as typed
+/// columns.
 struct KeyVector {
   KeyKind kind = KeyKind::kU32;
-  std::vector<uint32_t> u32;  ///< kU32
-  std::vector<uint64_t> u64;  ///< kU64, kI64
+  std::vector<uint32_t> u32;            ///< kU32
+  std::vector<uint64_t> u64;            ///< kU64, kI64
+  std::vector<client::Column> columns;  ///< kColumns: one per key column, of one length
 
-  size_t size() const { return kind == KeyKind::kU32 ? u32.size() : u64.size(); }
-  /// The column as the client sends it (uint32 or uint64 keys).
+  size_t size() const {
+    if (kind == KeyKind::kColumns) return columns.empty() ? 0 : columns[0].length;
+    return kind == KeyKind::kU32 ? u32.size() : u64.size();
+  }
+  /// The keys as the client sends them (uint32 or uint64 keys, or key
+  /// columns); valid until this vector is changed, moved or copied.
   client::Keys keys() const {
+    if (kind == KeyKind::kColumns) {
+      views_.clear();
+      for (const client::Column& c : columns) views_.push_back(c.view());
+      return client::Keys(views_);
+    }
     return kind == KeyKind::kU32 ? client::Keys(u32) : client::Keys(u64);
   }
+
+ private:
+  mutable std::vector<client::ColumnView> views_;  // kColumns: what keys() borrows
 };
 
 /// The key type --key-type auto gives column `name`: a binary file's own type

@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "columns/key_columns.hpp"
 
 namespace gpujoin::cli {
 namespace {
@@ -270,6 +271,7 @@ absl::StatusOr<PayloadPlan> PlanPayload(const Table& table, std::string_view key
   auto schema = ParseSchema(schema_text);
   if (!schema.ok()) return schema.status();
   if (no_payload) return plan;
+  const std::vector<std::string> keys = SplitKeyColumns(key);
   if (columns_flag) {
     for (const std::string& name : SplitList(*columns_flag)) {
       auto col = table.Column(name);
@@ -277,7 +279,7 @@ absl::StatusOr<PayloadPlan> PlanPayload(const Table& table, std::string_view key
         return absl::InvalidArgumentError(
             absl::StrCat("--columns: ", std::string(col.status().message())));
       }
-      if (name == key) {
+      if (std::find(keys.begin(), keys.end(), name) != keys.end()) {
         return absl::InvalidArgumentError(
             absl::StrCat("--columns: ", Shown(name), " is the key column (--key)"));
       }
@@ -289,7 +291,10 @@ absl::StatusOr<PayloadPlan> PlanPayload(const Table& table, std::string_view key
     }
   } else {
     for (size_t c = 0; c < table.header.size(); ++c) {
-      if (table.header[c] != key && table.header[c] != value) plan.columns.push_back(c);
+      if (std::find(keys.begin(), keys.end(), table.header[c]) == keys.end() &&
+          table.header[c] != value) {
+        plan.columns.push_back(c);
+      }
     }
   }
   std::vector<std::string> names;

@@ -60,7 +60,8 @@ struct PayloadPlan {
 };
 
 /// The payload of `index build`: the columns of `columns_flag` (comma
-/// separated; nullopt = every column but `key` and `value`, in header order),
+/// separated; nullopt = every column but the key columns `key` (--key: comma
+/// separated) and `value`, in header order),
 /// none with `no_payload`; types from `schema_text` where it names the column,
 /// else inferred. INVALID_ARGUMENT naming the option for: --no-payload with
 /// --columns or --schema, an unknown or repeated column, the key column in

@@ -7,7 +7,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "columns/columns.hpp"
+#include "columns/key_columns.hpp"
 #include "columns/payload.hpp"
 #include "commands.hpp"
 #include "output/progress.hpp"
@@ -24,7 +26,7 @@ Json IndexJson(const client::IndexInfo& i) {
                            {"null_count", p.null_count},
                            {"bytes", p.bytes}});
   }
-  return Json{{"name", i.name},
+  Json j{{"name", i.name},
               {"version", i.version},
               {"rows", i.rows},
               {"capacity", i.capacity},
@@ -49,6 +51,26 @@ Json IndexJson(const client::IndexInfo& i) {
               {"payload", std::move(payload)},
               {"payload_bytes", i.payload_bytes},
               {"duplicates", std::string(client::DuplicatePolicyName(i.duplicates))}};
+  if (i.key_type == client::KeyType::kColumns) {
+    Json keys = Json::array();
+    for (const auto& k : i.key_columns) {
+      keys.push_back(Json{{"name", k.name}, {"type", std::string(client::ColumnTypeName(k.type))}});
+    }
+    j["key_columns"] = std::move(keys);
+  }
+  return j;
+}
+
+// "columns (sku:str)" for a key schema, else the key word ("uint32").
+std::string KeysText(const client::IndexInfo& i) {
+  if (i.key_type != client::KeyType::kColumns) return std::string(client::KeyTypeName(i.key_type));
+  KeyPlan plan;
+  plan.kind = KeyKind::kColumns;
+  for (const auto& k : i.key_columns) {
+    plan.columns.push_back(k.name);
+    plan.types.push_back(k.type);
+  }
+  return absl::StrCat("columns (", plan.TypesText(), ")");
 }
 
 // The reserved key of an index of `type`, spelled for people; `kind`, when known
@@ -105,7 +127,9 @@ Verdict Judge(const client::IndexInfo& i, std::optional<KeyKind> kind = std::nul
     note(absl::StrCat(s.duplicate_rows,
                       " duplicate-key rows: for each key the lowest source row's value wins"));
   }
-  if (s.invalid_rows > 0) {
+  if (s.invalid_rows > 0 && i.key_type == client::KeyType::kColumns) {
+    note(absl::StrCat(s.invalid_rows, " rows have a null key column and were skipped"));
+  } else if (s.invalid_rows > 0) {
     note(absl::StrCat(s.invalid_rows, " rows hold the reserved key ", ReservedKey(i.key_type, kind),
                       " and were skipped"));
   }
@@ -116,7 +140,7 @@ void PrintIndex(std::ostream& os, const client::IndexInfo& i) {
   const auto& s = i.statistics;
   os << "index        " << i.name << " (version " << i.version << ", " << i.backend << ")\n";
   os << "rows         " << i.rows << "\n";
-  os << "keys         " << client::KeyTypeName(i.key_type) << "\n";
+  os << "keys         " << KeysText(i) << "\n";
   os << "unique keys  " << s.unique_keys << "\n";
   os << "duplicates   " << s.duplicate_rows << "\n";
   if (i.duplicates == client::DuplicatePolicy::kKeepAll) {
@@ -175,8 +199,9 @@ void CheckBuildOptions(const BuildArgs& a) {
 
 // What a build says: the index, its source and its health verdict (--json: one
 // document; --quiet: the warnings only, on stderr).
-void ReportBuild(const Globals& g, const BuildArgs& a, TableReader& input, const std::string& key,
-                 KeyKind key_kind, const PayloadPlan& plan, const client::IndexInfo& info) {
+void ReportBuild(const Globals& g, const BuildArgs& a, TableReader& input, const KeyPlan& key,
+                 const PayloadPlan& plan, const client::IndexInfo& info) {
+  const KeyKind key_kind = key.kind;
   for (const std::string& note : input.TakeNotes()) Note(g, note);
   const std::string& source_name = input.source();
   Verdict v = Judge(info, key_kind);
@@ -191,8 +216,13 @@ void ReportBuild(const Globals& g, const BuildArgs& a, TableReader& input, const
     return;
   }
   if (!g.quiet) {
-    std::cout << "built from " << source_name << " (key " << key << " as "
-              << KeyKindTypeName(key_kind) << ", values "
+    std::vector<std::string> types;
+    for (client::ColumnType t : key.types) types.emplace_back(client::ColumnTypeName(t));
+    std::cout << "built from " << source_name << " (key " << absl::StrJoin(key.columns, ",")
+              << " as "
+              << (key_kind == KeyKind::kColumns ? absl::StrJoin(types, ",")
+                                                : std::string(KeyKindTypeName(key_kind)))
+              << ", values "
               << (a.value.empty() ? absl::StrCat("row IDs from ", a.first_row)
                                   : absl::StrCat("column ", a.value))
               << ")\n";
@@ -209,7 +239,7 @@ void ReportBuild(const Globals& g, const BuildArgs& a, TableReader& input, const
 
 int CmdIndexBuild(const Globals& g, const BuildArgs& a) {
   CheckBuildOptions(a);
-  const KeyKind flag = InputOrDie(ParseKeyKind(a.key_type));
+  const KeyTypeFlag flag = InputOrDie(ParseKeyTypeFlag(a.key_type));
   std::unique_ptr<TableReader> input = OpenInput(g, a.from);
   const std::string key = KeyColumnOf(a.key, *input, "index build");
   if (!a.value.empty()) RequireColumn(*input, a.value);
@@ -219,8 +249,7 @@ int CmdIndexBuild(const Globals& g, const BuildArgs& a) {
   bool have = InputOrDie(input->Next(&batch));
   if (!have) batch = input->EmptyTable();
   bool have_next = have && InputOrDie(input->Next(&next));
-  const KeyKind key_kind =
-      flag == KeyKind::kAuto ? InputOrDie(InferKeyKind(batch, key)) : flag;
+  const KeyPlan key_plan = InputOrDie(PlanKey(batch, SplitKeyColumns(key), flag));
   const PayloadPlan plan =
       InputOrDie(PlanPayload(batch, key, a.value, a.columns, a.schema, a.no_payload));
   const uint64_t first_rows = batch.rows.size();
@@ -242,7 +271,8 @@ int CmdIndexBuild(const Globals& g, const BuildArgs& a) {
   spec.explicit_values = !a.value.empty();
   spec.replace = a.replace;
   spec.wait_durable = a.wait_durable;
-  spec.key_type = WireKeyType(key_kind);
+  spec.key_type = WireKeyType(key_plan.kind);
+  if (key_plan.kind == KeyKind::kColumns) spec.key_columns = key_plan.Schema();
   spec.duplicates = InputOrDie(client::ParseDuplicatePolicy(a.duplicates));
   for (const auto& e : plan.schema) spec.payload.push_back({e.name, e.type});
 
@@ -267,10 +297,10 @@ int CmdIndexBuild(const Globals& g, const BuildArgs& a) {
     }
     const bool later = !first_chunk;
     first_chunk = false;
-    auto k = KeyColumn(batch, key, key_kind);
+    auto k = ReadKeys(batch, key_plan);
     if (!k.ok()) {
       input_error = absl::Status(k.status().code(), absl::StrCat(k.status().message(),
-                                                                 later && flag == KeyKind::kAuto
+                                                                 later && flag.kind == KeyKind::kAuto
                                                                      ? later_key
                                                                      : std::string()));
       return std::nullopt;
@@ -321,7 +351,7 @@ int CmdIndexBuild(const Globals& g, const BuildArgs& a) {
                                           "' already exists; give --replace to rebuild it")};
   }
   client::IndexInfo info = RpcOrDie(std::move(built), absl::StrCat("index build ", a.name));
-  ReportBuild(g, a, *input, key, key_kind, plan, info);
+  ReportBuild(g, a, *input, key_plan, plan, info);
   return kExitOk;
 }
 

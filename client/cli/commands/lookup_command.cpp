@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "batch_queue.hpp"
 #include "columns/columns.hpp"
+#include "columns/key_columns.hpp"
 #include "columns/payload.hpp"
 #include "commands.hpp"
 #include "output/progress.hpp"
@@ -50,14 +51,20 @@ struct LookupPending {
 }  // namespace
 
 int CmdLookup(const Globals& g, const LookupArgs& a) {
-  const KeyKind flag = InputOrDie(ParseKeyKind(a.key_type));
+  const KeyTypeFlag key_type = InputOrDie(ParseKeyTypeFlag(a.key_type));
+  const KeyKind flag = key_type.kind;
   std::unique_ptr<TableReader> input = OpenInput(g, a.from);
   const std::string key = KeyColumnOf(a.key, *input, "lookup");
   auto c = Connect(g);
   const std::string what = absl::StrCat("lookup ", a.name);
   const client::IndexInfo info = RpcOrDie(c->DescribeIndex(a.name), what);
-  // An explicit --key-type must fit the index before anything is read.
-  if (flag != KeyKind::kAuto) (void)InputOrDie(KindForIndex(flag, flag, info.key_type, a.name));
+  // An index with key columns reads the --key columns as its key columns;
+  // an explicit --key-type must fit the index before anything is read.
+  const std::optional<KeyPlan> column_plan =
+      InputOrDie(PlanForIndex(key, key_type, info, "--key"));
+  if (!column_plan && flag != KeyKind::kAuto) {
+    (void)InputOrDie(KindForIndex(flag, flag, info.key_type, a.name));
+  }
   const std::vector<std::string> select = SelectedColumns(a.select, info, "lookup");
   // A multi-value index answers the first match; `matches` says how many there are.
   const bool matches = info.duplicates == client::DuplicatePolicy::kKeepAll;
@@ -91,8 +98,10 @@ int CmdLookup(const Globals& g, const LookupArgs& a) {
     KeyKind kind = flag;
     // A batch of plain keys takes one pass; it leaves the inferred type as it is.
     std::optional<KeyVector> plain;
-    if (!first) plain = tracker.PlainKeys(p->rows, key, last_kind);
-    if (plain) {
+    if (!first && !column_plan) plain = tracker.PlainKeys(p->rows, key, last_kind);
+    if (column_plan) {
+      kind = KeyKind::kColumns;
+    } else if (plain) {
       kind = last_kind;
     } else if (flag == KeyKind::kAuto && info.key_type == client::KeyType::kUint32 && !first) {
       kind = KeyKind::kU32;  // KeyColumn names a cell that is no uint32 key
@@ -106,8 +115,9 @@ int CmdLookup(const Globals& g, const LookupArgs& a) {
       kind = *KindForIndex(flag, *data, info.key_type, a.name);
     }
     last_kind = kind;
-    auto keys = plain ? absl::StatusOr<KeyVector>(*std::move(plain))
-                      : ForIndex(KeyColumn(p->rows, key, kind), info);
+    auto keys = column_plan ? ReadKeys(p->rows, *column_plan)
+                : plain     ? absl::StatusOr<KeyVector>(*std::move(plain))
+                            : ForIndex(KeyColumn(p->rows, key, kind), info);
     if (!keys.ok()) {
       queue.SetError(keys.status());
       return std::nullopt;

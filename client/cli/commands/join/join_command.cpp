@@ -86,8 +86,8 @@ class JoinStream {
         return std::nullopt;
       }
       if (!*more) return std::nullopt;
-      plain = in_.left_tracker.PlainKeys(p->rows, o_.left_col, key_kind_);
-      if (!plain && o_.flag == KeyKind::kAuto && key_kind_ != KeyKind::kU32) {
+      if (!t_.left_plan) plain = in_.left_tracker.PlainKeys(p->rows, o_.left_col, key_kind_);
+      if (!t_.left_plan && !plain && o_.flag == KeyKind::kAuto && key_kind_ != KeyKind::kU32) {
         auto seen = in_.left_tracker.Observe(p->rows, o_.left_col);
         if (!seen.ok()) {
           queue_.SetError(seen.status());
@@ -106,8 +106,9 @@ class JoinStream {
           absl::StrCat(p->rows.source, ": too many rows for uint32 row IDs")));
       return std::nullopt;
     }
-    auto keys = plain ? absl::StatusOr<KeyVector>(*std::move(plain))
-                      : KeyColumn(p->rows, o_.left_col, key_kind_);
+    auto keys = t_.left_plan ? ReadKeys(p->rows, *t_.left_plan)
+                : plain      ? absl::StatusOr<KeyVector>(*std::move(plain))
+                             : KeyColumn(p->rows, o_.left_col, key_kind_);
     if (!keys.ok()) {
       queue_.SetError(absl::Status(keys.status().code(),
                                    absl::StrCat(keys.status().message(), KeyErrorNote())));
@@ -140,6 +141,9 @@ class JoinStream {
   // Appended to a left key error: why the keys have the type they have.
   std::string KeyErrorNote() const {
     if (o_.name.empty()) return first_left_ ? t_.why : t_.why_later;
+    if (t_.left_plan) {
+      return absl::StrCat("; index '", o_.name, "' is keyed by ", t_.left_plan->TypesText());
+    }
     return absl::StrCat("; index '", o_.name, "' has ",
                         std::string(client::KeyTypeName(WireKeyType(key_kind_))), " keys");
   }

@@ -1,5 +1,6 @@
 // gpujoin join, the output: the columns of the joined rows and the writing of
 // each answer's pairs as rows (join_steps.hpp).
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -27,7 +28,10 @@ ResultTable JoinOutputColumns(JoinRowShape shape, const JoinOptions& o, const Jo
     if (shape == JoinRowShape::kRightFile) {
       const Table& right = *in.right_table;
       for (size_t col = 0; col < right.header.size(); ++col) {
-        if (right.header[col] == o.right_col) continue;
+        if (std::find(o.right_cols.begin(), o.right_cols.end(), right.header[col]) !=
+            o.right_cols.end()) {
+          continue;
+        }
         right_cols->push_back(col);
         columns.AddColumn(right.header[col], ColumnKind::kString);
       }

@@ -55,6 +55,7 @@ class RightChunks {
  private:
   std::optional<client::BuildChunk> Chunk() {
     if (!have_) return std::nullopt;
+    if (t_.right_plan) return WithKeys(ReadKeys(batch_, *t_.right_plan));
     std::optional<KeyVector> plain = in_.right_tracker.PlainKeys(batch_, o_.right_col, t_.key_kind);
     // Past the first batch only 64-bit keys need the tracker (a negative key
     // after one above 2^63 - 1); KeyColumn names a key too wide for uint32.
@@ -65,8 +66,12 @@ class RightChunks {
         return std::nullopt;
       }
     }
-    auto k = plain ? absl::StatusOr<KeyVector>(*std::move(plain))
-                   : KeyColumn(batch_, o_.right_col, t_.key_kind);
+    return WithKeys(plain ? absl::StatusOr<KeyVector>(*std::move(plain))
+                          : KeyColumn(batch_, o_.right_col, t_.key_kind));
+  }
+
+  // The chunk of the batch with keys `k` and the other columns as payload.
+  std::optional<client::BuildChunk> WithKeys(absl::StatusOr<KeyVector> k) {
     if (!k.ok()) {
       input_error_ =
           absl::Status(k.status().code(),
@@ -119,7 +124,18 @@ JoinTarget BuildTemporaryIndex(const Globals& g, const JoinArgs& a, const JoinOp
   const KeyKind flag = o.flag;
   // Ad hoc: both sides as the wider of their types.
   t.key_kind = flag == KeyKind::kAuto ? WiderKeyKind(in.left_kind, in.right_kind) : flag;
-  if (flag == KeyKind::kAuto && in.left_kind != in.right_kind) {
+  if (in.left_kind == KeyKind::kColumns || in.right_kind == KeyKind::kColumns ||
+      o.left_cols.size() > 1) {
+    // String and composite keys: key columns of the wider type per column.
+    auto plans = InputOrDie(JoinKeyPlans(in.left_plan, in.right_plan));
+    t.key_kind = KeyKind::kColumns;
+    t.left_plan = std::move(plans.first);
+    t.right_plan = std::move(plans.second);
+    if (t.left_plan->types != in.left_plan.types || t.right_plan->types != in.right_plan.types) {
+      t.why = absl::StrCat(" (the join's key is ", t.left_plan->TypesText(),
+                           ", the wider of both sides)");
+    }
+  } else if (flag == KeyKind::kAuto && in.left_kind != in.right_kind) {
     t.why = absl::StrCat(" (the join's key type is ", std::string(KeyKindTypeName(t.key_kind)),
                          ", the wider of both sides)");
   }
@@ -138,11 +154,20 @@ JoinTarget BuildTemporaryIndex(const Globals& g, const JoinArgs& a, const JoinOp
   client::IndexSpec spec;
   spec.name = t.index;
   spec.key_type = WireKeyType(t.key_kind);
+  if (t.right_plan) {
+    // The temporary index's own key column names (file column names need not
+    // be valid names); the key columns travel by position.
+    for (size_t i = 0; i < t.right_plan->types.size(); ++i) {
+      spec.key_columns.push_back({absl::StrCat("k", i), t.right_plan->types[i]});
+    }
+  }
   spec.duplicates = t.policy;
   const std::vector<std::string>& rh = in.right->header();
   std::vector<size_t> payload_cols;
   for (size_t col = 0; col < rh.size(); ++col) {
-    if (rh[col] == o.right_col) continue;
+    if (std::find(o.right_cols.begin(), o.right_cols.end(), rh[col]) != o.right_cols.end()) {
+      continue;
+    }
     payload_cols.push_back(col);
     spec.payload.push_back({RightColumnName(col), client::ColumnType::kBinary});
     t.select.push_back(RightColumnName(col));
@@ -177,7 +202,15 @@ JoinTarget DescribeResidentIndex(const JoinArgs& a, const JoinOptions& o, const 
   const client::IndexInfo info = RpcOrDie(c->DescribeIndex(o.name), absl::StrCat("join ", o.name));
   t.policy = info.duplicates;
   t.max_group_rows = std::max<uint64_t>(1, info.statistics.max_group_rows);
-  t.key_kind = InputOrDie(KindForIndex(o.flag, in.left_kind, info.key_type, o.name));
+  t.left_plan = InputOrDie(PlanForIndex(o.left_col, o.key_type, info, "--on"));
+  if (t.left_plan) {
+    t.key_kind = KeyKind::kColumns;
+  } else {
+    // Left cells that are no integers are named by the integer parse, which
+    // says the index's key type.
+    const KeyKind data = in.left_kind == KeyKind::kColumns ? KeyKind::kU32 : in.left_kind;
+    t.key_kind = InputOrDie(KindForIndex(o.flag, data, info.key_type, o.name));
+  }
   if (a.select) {
     t.select = SelectedColumns(*a.select, info, "join");
   } else if (o.payload_join) {

@@ -16,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "columns/columns.hpp"
+#include "columns/key_columns.hpp"
 #include "commands.hpp"
 #include "commands/join/join_rows.hpp"
 #include "input/table_reader.hpp"
@@ -29,8 +30,12 @@ struct JoinOptions {
   std::string right_file;     ///< --right FILE ("" with --right index:NAME)
   bool payload_join = false;  ///< --right index:NAME: the index's payload columns follow
   client::JoinKind kind = client::JoinKind::kInner;
-  std::string left_col, right_col;  ///< --on COL or LEFTCOL=RIGHTCOL
-  KeyKind flag = KeyKind::kAuto;    ///< --key-type
+  /// --on COL or LEFTCOL=RIGHTCOL; several columns (a composite key) joined
+  /// by commas, as `left_cols` and `right_cols` hold them.
+  std::string left_col, right_col;
+  std::vector<std::string> left_cols, right_cols;
+  KeyKind flag = KeyKind::kAuto;  ///< --key-type's kind (kColumns: `str` or per column)
+  KeyTypeFlag key_type;           ///< --key-type
 };
 
 /// Checks `a` (UsageFail naming the option otherwise) and splits --right and --on.
@@ -48,7 +53,10 @@ struct JoinInputs {
   Table left_first, right_first;
   bool left_more = false, right_more = false;
   KeyKindTracker left_tracker, right_tracker;
+  /// Each side's key as its first batch reads (PlanKey): an integer kind, or
+  /// kColumns (string and composite keys, `left_plan` and `right_plan`).
   KeyKind left_kind = KeyKind::kAuto, right_kind = KeyKind::kAuto;
+  KeyPlan left_plan, right_plan;
 };
 
 /// Opens the inputs (--left, and the right file `o` names) into `in` and reads
@@ -79,6 +87,9 @@ struct JoinTarget {
   client::DuplicatePolicy policy = client::DuplicatePolicy::kLowestRow;
   uint64_t max_group_rows = 1;  ///< the largest group of a key (1 without keep_all)
   KeyKind key_kind = KeyKind::kAuto;
+  /// key_kind kColumns: how each side reads its key columns (the right side:
+  /// ad hoc only).
+  std::optional<KeyPlan> left_plan, right_plan;
   std::string why;        ///< appended to a key error: why the keys have the type they have
   std::string why_later;  ///< the same past the first batch
   std::vector<std::string> select;        ///< the payload columns gathered per pair
