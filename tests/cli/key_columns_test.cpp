@@ -52,13 +52,16 @@ TEST(PlanKey, IntegersStayIntegerKeysAndTextMakesAStringKey) {
   EXPECT_EQ(given->TypesText(), "id:str");
   EXPECT_EQ(PlanKey(t, {"id"}, *ParseKeyTypeFlag("sku:str")).status().message(),
             "--key-type: 'sku' is not a key column (the key: id)");
-  // Digits wider than 64 bits are text; a null cell stays the integer path's error.
-  EXPECT_EQ(PlanKey(Csv("k\n99999999999999999999\n"), {"k"}, KeyTypeFlag{})->kind,
-            KeyKind::kColumns);
+  // Numbers that fit no integer type stay numbers, named by the integer
+  // parse; a null cell stays the integer path's error.
+  EXPECT_EQ(PlanKey(Csv("k\n99999999999999999999\n"), {"k"}, KeyTypeFlag{}).status().message(),
+            "t.csv:2: column 'k' (1): '99999999999999999999' fits no key type (it needs more than "
+            "64 bits)");
   EXPECT_EQ(PlanKey(Csv("k,v\n1,a\n,b\n", "n.csv"), {"k"}, KeyTypeFlag{}).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(*InferKeyColumnType(Csv("k\n1\n18446744073709551615\n"), "k"), ColumnType::kUint64);
-  EXPECT_EQ(*InferKeyColumnType(Csv("k\n-1\n18446744073709551615\n"), "k"), ColumnType::kString);
+  EXPECT_EQ(*InferKeyColumnType(Csv("k\n-1\n18446744073709551615\n"), "k"), ColumnType::kInt64);
+  EXPECT_EQ(*InferKeyColumnType(Csv("k\n-1\n0x1f\nx\n"), "k"), ColumnType::kString);
 }
 
 TEST(ReadKeys, KeyColumnsOfTheirTypesWithNulls) {

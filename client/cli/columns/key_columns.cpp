@@ -1,6 +1,7 @@
 #include "columns/key_columns.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <limits>
 
@@ -29,6 +30,21 @@ absl::StatusOr<ColumnType> ParseKeyColumnTypeWord(std::string_view word, std::st
 bool IsBinaryFile(const Table& t) {
   return t.format == InputFormat::kU32 || t.format == InputFormat::kU64 ||
          t.format == InputFormat::kI64;
+}
+
+// Whether `text` spells an integer, whatever its width: optional spaces, an
+// optional '-', then decimal digits or 0x and hex digits.
+bool IntegerText(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  if (!text.empty() && text.front() == '-') text.remove_prefix(1);
+  const bool hex = text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
+  if (hex) text.remove_prefix(2);
+  if (text.empty()) return false;
+  return std::all_of(text.begin(), text.end(), [hex](char ch) {
+    return std::isdigit(static_cast<unsigned char>(ch)) ||
+           (hex && std::isxdigit(static_cast<unsigned char>(ch)));
+  });
 }
 
 bool IsIntegerType(ColumnType t) { return t != ColumnType::kString && t != ColumnType::kBinary; }
@@ -205,12 +221,13 @@ absl::StatusOr<ColumnType> InferKeyColumnType(const Table& table, std::string_vi
       if (*u > uint64_t{std::numeric_limits<int64_t>::max()}) above_i64 = true;
     } else if (ParseKeyText<int64_t>(*c)) {
       negative = true;
-    } else {
+    } else if (!IntegerText(*c)) {
       return ColumnType::kString;
     }
-    if (negative && above_i64) return ColumnType::kString;
   }
-  return above_i64 ? ColumnType::kUint64 : ColumnType::kInt64;
+  // Numbers that fit no one integer type (wider than 64 bits, or negative
+  // beside ones above 2^63 - 1) stay numbers: the integer parse names them.
+  return above_i64 && !negative ? ColumnType::kUint64 : ColumnType::kInt64;
 }
 
 absl::StatusOr<KeyPlan> PlanKey(const Table& batch, std::vector<std::string> columns,
