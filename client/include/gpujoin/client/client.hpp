@@ -16,7 +16,10 @@
 //    the results, for callers that do not need streaming.
 //  - Keys are `Keys`: a borrowed column of uint32 keys (a uint32 index, the
 //    default) or uint64 keys (a uint64 index; int64 keys as their bit pattern),
-//    made implicitly from a span or vector of uint32_t, uint64_t or int64_t.
+//    made implicitly from a span or vector of uint32_t, uint64_t or int64_t; or
+//    key columns for an index with a key schema (IndexSpec::key_columns: string
+//    and composite keys), made implicitly from a span or vector of ColumnView,
+//    one per key column. Every call sends either through the same path.
 //  - Payload columns (column.hpp) are declared by IndexSpec::payload, sent as
 //    BuildChunk::payload views, and gathered by lookups and joins that name them
 //    (`select`): results carry owned `Column`s aligned with the lookup's rows or
