@@ -13,6 +13,7 @@
 #include "gpujoin/client/client.hpp"
 #include "gpujoin/client/hash_column.hpp"
 #include "gpujoin/testing/server_process.hpp"
+#include "server_client_fixture.hpp"
 #include "hash_batches.hpp"
 
 namespace {
@@ -24,32 +25,14 @@ using gpujoin::client::HashColumnBuilder;
 using gpujoin::testing::ServerProcess;
 namespace gc = gpujoin::client;
 
-class ClientHashTest : public ::testing::Test {
+class ClientHashTest : public gpujoin::testing::ServerClientTest {
  protected:
-  static void SetUpTestSuite() { server_ = new ServerProcess(gpujoin::testing::ServerOptions{}); }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override {
-    ASSERT_FALSE(server_->grpc_address().empty()) << "gpujoind did not start:\n" << server_->log();
-    gc::ConnectOptions o;
-    o.address = server_->grpc_address();
-    o.deadline = std::chrono::seconds(60);
-    auto c = Client::Connect(o);
-    ASSERT_TRUE(c.ok()) << c.status();
-    client_ = *std::move(c);
-  }
-
   gc::HashResult MustHash(const std::vector<HashColumn>& columns, uint32_t bits,
                           size_t batch_rows = 1 << 20) {
     auto r = client_->HashAll(columns, bits, batch_rows);
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() ? *std::move(r) : gc::HashResult{};
   }
-
-  static inline ServerProcess* server_ = nullptr;
-  std::unique_ptr<Client> client_;
 };
 
 // Random rows of a few nested shapes, built with the builder.

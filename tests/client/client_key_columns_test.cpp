@@ -10,6 +10,7 @@
 
 #include "gpujoin/client/client.hpp"
 #include "gpujoin/testing/server_process.hpp"
+#include "server_client_fixture.hpp"
 
 namespace {
 
@@ -25,23 +26,8 @@ gc::Column Strings(std::string name, const std::vector<std::string>& values) {
   return c;
 }
 
-class ClientKeyColumnsTest : public ::testing::Test {
+class ClientKeyColumnsTest : public gpujoin::testing::ServerClientTest {
  protected:
-  static void SetUpTestSuite() { server_ = new ServerProcess(gpujoin::testing::ServerOptions{}); }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override {
-    ASSERT_FALSE(server_->grpc_address().empty()) << "gpujoind did not start:\n" << server_->log();
-    gc::ConnectOptions o;
-    o.address = server_->grpc_address();
-    o.deadline = std::chrono::seconds(60);
-    auto c = Client::Connect(o);
-    ASSERT_TRUE(c.ok()) << c.status();
-    client_ = *std::move(c);
-  }
-
   static gc::IndexSpec StringSpec(const std::string& name) {
     gc::IndexSpec spec;
     spec.name = name;
@@ -50,9 +36,6 @@ class ClientKeyColumnsTest : public ::testing::Test {
     spec.key_columns = {{"sku", ColumnType::kString}};
     return spec;
   }
-
-  static inline ServerProcess* server_ = nullptr;
-  std::unique_ptr<Client> client_;
 };
 
 TEST_F(ClientKeyColumnsTest, StringKeyBuildLookupJoinWithPayload) {
