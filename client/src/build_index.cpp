@@ -141,7 +141,7 @@ absl::StatusOr<IndexInfo> Client::BuildIndex(const IndexSpec& spec, const ChunkS
   while (ok) {
     std::optional<BuildChunk> chunk = next_chunk();
     if (!chunk) break;
-    local = CheckChunk(spec, declared, *chunk, chunk_index);
+    local = chunk->error.ok() ? CheckChunk(spec, declared, *chunk, chunk_index) : chunk->error;
     if (!local.ok()) break;
     req.Clear();
     const uint64_t payload_bytes = EncodeChunk(spec, *chunk, req.mutable_chunk());

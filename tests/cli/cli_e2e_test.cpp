@@ -719,6 +719,37 @@ TEST_F(CliEndToEnd, NonNumericKeyNamesFileLineAndColumn) {
                      "string key give --key-type str)");
 }
 
+TEST_F(CliEndToEnd, ABadCellInALaterBatchBuildsNothing) {
+  // 25 good rows, then a bad key in the third batch of 10: the build is
+  // abandoned (nothing of the first two batches is installed), and a live
+  // version of the name keeps serving.
+  {
+    std::ofstream f(Tmp("late_bad.csv"));
+    f << "k,v\n";
+    for (int i = 0; i < 25; ++i) f << i << "," << i * 2 << "\n";
+    f << "x7,1\n";
+  }
+  ExpectOneLineError(Cli({"--batch-rows", "10", "index", "build", "late_bad", "--from",
+                          Tmp("late_bad.csv").string(), "--key", "k", "--key-type", "u32"}),
+                     2,
+                     "late_bad.csv:27: column 'k' (1): 'x7' is not an integer key (for a string "
+                     "key give --key-type str)");
+  RunResult d = Cli({"--json", "index", "describe", "late_bad"});
+  EXPECT_NE(d.code, 0) << d.out;
+  EXPECT_NE(d.err.find("NOT_FOUND"), std::string::npos) << d.err;
+  // Over a live version: it keeps serving, unchanged.
+  ASSERT_FALSE(BuildSensors().is_discarded());
+  RunResult before = Cli({"--json", "index", "describe", "sensors"});
+  ASSERT_EQ(before.code, 0) << before.err;
+  RunResult r = Cli({"--batch-rows", "10", "index", "build", "sensors", "--replace", "--from",
+                     Tmp("late_bad.csv").string(), "--key", "k", "--key-type", "u32"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  RunResult after = Cli({"--json", "index", "describe", "sensors"});
+  ASSERT_EQ(after.code, 0) << after.err;
+  EXPECT_EQ(Json::parse(after.out)["index"]["version"],
+            Json::parse(before.out)["index"]["version"]);
+}
+
 TEST_F(CliEndToEnd, MissingColumnIsAnInputError) {
   ExpectOneLineError(
       Cli({"lookup", "sensors", "--from", Ex("events.csv"), "--key", "sensor"}), 2,

@@ -235,6 +235,13 @@ void ReportBuild(const Globals& g, const BuildArgs& a, TableReader& input, const
   }
 }
 
+// A chunk that abandons the build with `error` (BuildChunk::error).
+client::BuildChunk Abandon(const absl::Status& error) {
+  client::BuildChunk chunk;
+  chunk.error = error;
+  return chunk;
+}
+
 }  // namespace
 
 int CmdIndexBuild(const Globals& g, const BuildArgs& a) {
@@ -277,7 +284,8 @@ int CmdIndexBuild(const Globals& g, const BuildArgs& a) {
   for (const auto& e : plan.schema) spec.payload.push_back({e.name, e.type});
 
   // One chunk per batch: its keys, values and payload; the next batch is read
-  // when the next chunk is asked for (the chunk borrows this one).
+  // when the next chunk is asked for (the chunk borrows this one). A bad input
+  // batch abandons the whole build (nothing is built from the rows before it).
   absl::Status input_error;
   KeyVector keys;
   std::vector<uint32_t> values;
@@ -291,7 +299,7 @@ int CmdIndexBuild(const Globals& g, const BuildArgs& a) {
       auto more = input->Next(&next);
       if (!more.ok()) {
         input_error = more.status();
-        return std::nullopt;
+        return Abandon(input_error);
       }
       have_next = *more;
     }
@@ -303,7 +311,7 @@ int CmdIndexBuild(const Globals& g, const BuildArgs& a) {
                                                                  later && flag.kind == KeyKind::kAuto
                                                                      ? later_key
                                                                      : std::string()));
-      return std::nullopt;
+      return Abandon(input_error);
     }
     keys = *std::move(k);
     values.clear();
@@ -311,7 +319,7 @@ int CmdIndexBuild(const Globals& g, const BuildArgs& a) {
       auto v = U32ValueColumn(batch, a.value);
       if (!v.ok()) {
         input_error = v.status();
-        return std::nullopt;
+        return Abandon(input_error);
       }
       values = *std::move(v);
     }
@@ -326,7 +334,7 @@ int CmdIndexBuild(const Globals& g, const BuildArgs& a) {
               absl::StrCat(col.status().message(), " (the type was inferred from the first ",
                            first_rows, " rows; give --schema ", plan.schema[i].name, ":TYPE)"));
         }
-        return std::nullopt;
+        return Abandon(input_error);
       }
       payload.push_back(*std::move(col));
     }

@@ -59,6 +59,10 @@ struct BuildChunk {
   uint32_t row_base = 0;               ///< only with IndexSpec::batch_mode
   std::span<const uint32_t> validity;  ///< only with batch_mode; empty = all valid
   std::vector<ColumnView> payload;     ///< rows of declared payload columns
+  /// Not OK: the source failed (a bad input cell, an unreadable file). The
+  /// upload is abandoned, the call cancelled and this status returned: the
+  /// server builds nothing (a live version of the name keeps serving).
+  absl::Status error;
 };
 
 /// Returns the next chunk, or std::nullopt when there are no more.
