@@ -1,15 +1,18 @@
 // Internal: reading key columns row by row, shared by the backends' host code
 // (key_columns.hpp has the public types). A key value is the bytes of one row of
 // one column (fixed-width little-endian values, or string and binary bytes);
-// two keys are equal when every column's values are valid and byte-equal.
+// two keys are equal when every column's values are valid and byte-equal
+// (hashing/key_compare.hpp, the one comparison of both backends).
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 #include <string_view>
+#include <vector>
 
 #include "gpujoin/common/bitmap.hpp"
 #include "gpujoin/engine/key_columns.hpp"
+#include "hashing/hash_host.hpp"
 
 namespace gpujoin::engine::detail {
 
@@ -47,17 +50,13 @@ inline uint64_t KeyValueBytes(const HashColumn& c) {
   return static_cast<uint64_t>(end - begin);
 }
 
-/// Whether row `a_row` of `a` and row `b_row` of `b` (the same schema) hold the
-/// same key: every column valid on both sides and byte-equal.
-inline bool KeyRowsEqual(const KeyColumns& a, uint64_t a_row, const KeyColumns& b,
-                         uint64_t b_row) {
-  for (size_t c = 0; c < a.columns.size(); ++c) {
-    const KeyValue x = KeyValueAt(a.columns[c], a_row);
-    const KeyValue y = KeyValueAt(b.columns[c], b_row);
-    if (!x.valid || !y.valid || x.size != y.size) return false;
-    if (x.size != 0 && std::memcmp(x.data, y.data, x.size) != 0) return false;
-  }
-  return true;
+/// The views of `keys`' columns, in order (how the backends hash and compare
+/// them: hashing/key_compare.hpp's KeyViewsEqual).
+inline std::vector<ColumnView> KeyViews(const KeyColumns& keys) {
+  std::vector<ColumnView> views;
+  views.reserve(keys.columns.size());
+  for (const HashColumn& c : keys.columns) views.push_back(HostView(c));
+  return views;
 }
 
 /// Whether row `r` of `keys` has a null in any column.

@@ -149,7 +149,7 @@ struct ColumnRows {
   std::span<const uint64_t> fingerprints;
   std::span<const uint8_t> valid;
   ColumnRowKey KeyOf(size_t r) const {
-    return ColumnRowKey{fingerprints[r], &keys.view(), r, valid[r] == 0};
+    return ColumnRowKey{fingerprints[r], keys.views().data(), r, valid[r] == 0};
   }
   template <class Fn>
   void operator()(size_t begin, size_t end, Fn&& fn) const {

@@ -36,6 +36,7 @@
 #include "gpujoin/engine/detail/slot_hash.hpp"
 #include "gpujoin/engine/hash_index.hpp"
 #include "gpujoin/engine/types.hpp"
+#include "hashing/key_compare.hpp"
 
 namespace gpujoin::engine::cpu {
 
@@ -74,7 +75,8 @@ inline constexpr uint64_t CpuSlotBytes(KeyType type) { return type == KeyType::k
 /// null (the row is invalid at build, missing at query).
 struct ColumnRowKey {
   uint64_t fingerprint = 0;
-  const KeyColumns* columns = nullptr;
+  /// One view per key column (KeyViews).
+  const detail::ColumnView* views = nullptr;
   uint64_t row = 0;
   bool null = false;
 };
@@ -264,7 +266,8 @@ class CpuHashIndex final : public HashIndex {
   // compares the key columns of the slot's row.
   bool Holds(const Slot& s, const RowKey& key) const {
     if constexpr (kColumns) {
-      return detail::KeyRowsEqual(keys_.view(), s.value, *key.columns, key.row);
+      return detail::KeyViewsEqual(keys_.views().data(), s.value, key.views, key.row,
+                                   uint32_t(keys_.views().size()));
     } else {
       return true;
     }

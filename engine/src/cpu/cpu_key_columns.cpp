@@ -130,6 +130,7 @@ void StoredKeys::RefreshView() {
     v.offset = 0;
     v.length = rows_;
   }
+  views_ = detail::KeyViews(view_);
 }
 
 void KeyFingerprints(const KeyColumns& keys, uint32_t bits, std::span<uint64_t> fps,

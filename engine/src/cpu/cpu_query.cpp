@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/key_columns.hpp"
 #include "cpu/chunk_cursor.hpp"
 #include "cpu/cpu_key_columns.hpp"
 #include "cpu/cpu_ops.hpp"
@@ -47,7 +48,7 @@ struct QueryKeys {
 template <>
 struct QueryKeys<ColumnKey> {
   QueryKeys(const CpuHashIndex<ColumnKey>& index, const KeyColumns& keys, ThreadPool& pool)
-      : keys(keys), fingerprints(keys.rows()), valid(keys.rows()) {
+      : keys(keys), views(detail::KeyViews(keys)), fingerprints(keys.rows()), valid(keys.rows()) {
     KeyFingerprints(keys, index.fingerprint_bits(), fingerprints.span(), valid.span(), pool);
   }
   struct Cursor {
@@ -55,11 +56,12 @@ struct QueryKeys<ColumnKey> {
     size_t row;
     ColumnRowKey Next() {
       const size_t r = row++;
-      return ColumnRowKey{q->fingerprints[r], &q->keys, r, q->valid[r] == 0};
+      return ColumnRowKey{q->fingerprints[r], q->views.data(), r, q->valid[r] == 0};
     }
   };
   Cursor At(size_t begin) const { return Cursor{this, begin}; }
   const KeyColumns& keys;
+  std::vector<detail::ColumnView> views;
   HostArray<uint64_t> fingerprints;
   HostArray<uint8_t> valid;
 };

@@ -258,20 +258,6 @@ class TreeValidator {
   uint64_t child_rows_ = 0;
 };
 
-ColumnView HostView(const HashColumn& c) {
-  ColumnView v;
-  v.type = c.type;
-  v.data = c.data.data();
-  v.offsets = c.offsets.empty() ? nullptr : c.offsets.data();
-  v.large_offsets = c.large_offsets.empty() ? nullptr : c.large_offsets.data();
-  v.validity = c.validity.empty() ? nullptr : c.validity.data();
-  v.value_offset = c.offset;
-  v.validity_bit_offset = c.offset;
-  v.data_base = 0;
-  v.byte_width = c.byte_width;
-  v.index_type = c.index_type;
-  return v;
-}
 
 // Hashes rows [first, first + rows) of flat columns; `first` is a multiple of 8.
 template <typename H>
@@ -461,6 +447,21 @@ void HashTreeRange(const HashNode& node, uint64_t first, uint64_t rows, H* out,
 }
 
 }  // namespace
+
+ColumnView HostView(const HashColumn& c) {
+  ColumnView v;
+  v.type = c.type;
+  v.data = c.data.data();
+  v.offsets = c.offsets.empty() ? nullptr : c.offsets.data();
+  v.large_offsets = c.large_offsets.empty() ? nullptr : c.large_offsets.data();
+  v.validity = c.validity.empty() ? nullptr : c.validity.data();
+  v.value_offset = c.offset;
+  v.validity_bit_offset = c.offset;
+  v.data_base = 0;
+  v.byte_width = c.byte_width;
+  v.index_type = c.index_type;
+  return v;
+}
 
 absl::Status ValidateHashColumns(std::span<const HashColumn> columns, std::string_view where) {
   if (columns.empty()) {

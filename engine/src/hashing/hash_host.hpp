@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "gpujoin/engine/hashing.hpp"
+#include "hashing/column_view.hpp"
 
 namespace gpujoin::engine::detail {
 
@@ -38,5 +39,9 @@ void HashRowsHost(const HashNode& node);
 /// multiple of 8 (each range owns whole output validity bytes); the range must
 /// lie within the node's rows. The results equal HashRowsHost's for those rows.
 void HashRowsHost(const HashNode& node, uint64_t first_row, uint64_t rows);
+
+/// The view of a flat host column `c` (its rows from c.offset; no dictionary
+/// hashes): how the host hashes and compares it.
+ColumnView HostView(const HashColumn& c);
 
 }  // namespace gpujoin::engine::detail
