@@ -3,7 +3,8 @@
 // fit the server's message limit. Installed on Client.prototype by ./client.
 const cols = require('./columns');
 const {InvalidArgumentError, fromGrpcError} = require('./errors');
-const {DEFAULT_BATCH_ROWS, messageRoom, DUPLICATES, indexInfo, fitRows, positiveInteger,
+const {buildKeys, setKeys, keyBytes} = require('./keys');
+const {DEFAULT_BATCH_ROWS, messageRoom, KEY_TYPES, DUPLICATES, indexInfo, batchBounds, positiveInteger,
   cancelOn, preparePayloads} = require('./messages');
 
 const buildMethods = {
@@ -12,17 +13,8 @@ const buildMethods = {
    * chunks. Returns its description. See index.d.ts BuildOptions.
    */
   async buildIndex(name, keys, opts = {}) {
-    let keyType = opts.keyType;
-    if (keyType === undefined) {
-      const wide = keys instanceof BigUint64Array || keys instanceof BigInt64Array ||
-                   (Array.isArray(keys) && keys.some((k) => typeof k === 'bigint'));
-      keyType = wide ? 'uint64' : 'uint32';
-    }
-    if (keyType !== 'uint32' && keyType !== 'uint64') {
-      throw new InvalidArgumentError(`keyType: "${keyType}" (expected uint32 or uint64)`);
-    }
-    const k = cols.toKeys(keys, keyType, 'keys');
-    const rows = k.array.length;
+    const {keyType, keyColumns, k} = buildKeys(keys, opts);
+    const rows = k.rows;
     const values = opts.values !== undefined && opts.values !== null ? cols.toU32(opts.values, 'values') : null;
     if (values && values.length !== rows) {
       throw new InvalidArgumentError(`values has ${values.length} rows but keys has ${rows}`);
@@ -40,18 +32,21 @@ const buildMethods = {
       target_load_factor: opts.targetLoadFactor || 0, max_probe_count: opts.maxProbeCount || 0,
       first_value: opts.firstValue || 0, explicit_values: values !== null, replace: !!opts.replace,
       wait_durable: !!opts.waitDurable,
-      key_type: keyType === 'uint64' ? 'KEY_TYPE_UINT64' : 'KEY_TYPE_UINT32',
+      key_type: KEY_TYPES[keyType],
+      key_columns: keyColumns.map((c) => ({name: c.name, type: cols.TYPES[c.type].wire})),
       payload: payload.map((p) => ({name: p.name, type: p.wire})),
       duplicates: DUPLICATES[duplicates],
     };
 
     await this._connect();
-    const keyBytes = k.wide ? 8 : 4;
-    const size = (pos) => (n) => 64 + n * (keyBytes + (values ? 4 : 0)) +
+    const size = (pos) => (n) => 64 + keyBytes(k, pos, n) + n * (values ? 4 : 0) +
                                  payload.reduce((s, p) => s + cols.payloadBytes(p, pos, n), 0);
     const chunkRows = opts.chunkRows !== undefined ? positiveInteger(opts.chunkRows, 'chunkRows')
                                                    : this.options.batchRows || DEFAULT_BATCH_ROWS;
     const limit = messageRoom(this.limits.maxMessageBytes);
+    // Sized before anything is sent: a row too large for a chunk fails the call here.
+    const bounds = batchBounds(rows, chunkRows, size, limit,
+                               (pos) => `row ${pos} needs ${size(pos)(1)} bytes, more than a build chunk holds (${limit})`);
     const inflight = this._inflight(opts);
 
     let call;
@@ -84,20 +79,14 @@ const buildMethods = {
     };
     try {
       await write({spec});
-      let pos = 0;
-      do {
-        const n = fitRows(size(pos), Math.min(chunkRows, rows - pos), limit);
-        if (n === 0 && rows > pos) {
-          call.cancel();
-          throw new InvalidArgumentError(`row ${pos} needs ${size(pos)(1)} bytes, more than a build chunk holds (${limit})`);
-        }
+      for (const [pos, n] of bounds) {
         const chunk = {};
-        cols.setKeys(chunk, k, pos, n);
+        setKeys(chunk, k, pos, n);
         if (values) chunk.values = cols.u32Message(values, pos, n);
         chunk.payload = payload.map((p) => cols.payloadMessage(p, pos, n));
         await write({chunk});
-        pos += n;
-      } while (pos < rows && !failed);
+        if (failed) break;
+      }
       call.end();
     } catch (e) {
       if (!failed) call.cancel();

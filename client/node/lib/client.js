@@ -17,7 +17,9 @@ const {load} = require('./proto');
 const errors = require('./errors');
 const cols = require('./columns');
 const {fromGrpcError} = require('./errors');
-const {DEFAULT_BATCH_ROWS, messageRoom, indexInfo, serverInfo, cancelOn, positiveInteger} = require('./messages');
+const {DEFAULT_BATCH_ROWS, messageRoom, indexInfo, serverInfo, cancelOn, positiveInteger,
+  batchBounds} = require('./messages');
+const {checkSchema, keyBytes} = require('./keys');
 const {buildMethods} = require('./build');
 const {lookupMethods} = require('./lookup');
 const {joinMethods} = require('./join');
@@ -200,11 +202,23 @@ class Client {
 
   // ------------------------------------------------------------ shared by the data calls
 
-  // The index's key type (and duplicate policy) for the dtype check: opts.keyType
-  // skips the DescribeIndex round trip.
+  // The index's key (type and schema) for the dtype check: opts.keyType (an
+  // integer type) or opts.keyColumns skips the DescribeIndex round trip.
   async _keyInfo(index, opts) {
-    if (opts.keyType) return {keyType: opts.keyType, payload: []};
+    if (opts.keyColumns) return {keyType: 'columns', keyColumns: checkSchema(opts.keyColumns), payload: []};
+    if (opts.keyType && opts.keyType !== 'columns') return {keyType: opts.keyType, payload: []};
     return this.describe(index, opts);
+  }
+
+  // The batches of a lookup or join of keys `k` ([start, rows] pairs): at most
+  // the rows whose answer fits at `answerBytes` per row (_batchRows), and whose
+  // keys fit the request (key columns of strings make batches differ).
+  _keyBatches(opts, k, answerBytes) {
+    const batchRows = this._batchRows(opts, Math.max(k.columns ? 1 : (k.wide ? 8 : 4), answerBytes));
+    const limit = messageRoom(this.limits.maxMessageBytes);
+    // messageRoom keeps the room of the request's other fields.
+    return batchBounds(k.rows, batchRows, (pos) => (n) => keyBytes(k, pos, n), limit,
+                       (pos) => `keys: row ${pos} needs ${keyBytes(k, pos, 1)} bytes, more than a request holds (${limit})`);
   }
 
   // About the bytes one row of a selected column takes in an answer.

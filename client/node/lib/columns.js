@@ -224,14 +224,14 @@ function unpackBits(bits, n) {
 /**
  * Infers the type of a column given without one: typed arrays by their class,
  * arrays by their first non-null element (string, boolean, Uint8Array = binary,
- * number = float64, bigint = int64).
+ * number = float64, bigint = int64). `kind` names the column in errors.
  */
-function inferType(values, name) {
+function inferType(values, name, kind = 'payload column') {
   for (const [t, info] of Object.entries(TYPES)) {
     if (info.Array && values instanceof info.Array) return t;
   }
   if (!Array.isArray(values)) {
-    throw new DtypeError(`payload column "${name}": expected a typed array, an array or {type, values}, ` +
+    throw new DtypeError(`${kind} "${name}": expected a typed array, an array or {type, values}, ` +
                          `got ${describeValue(values)}`);
   }
   const first = values.find((x) => x !== null && x !== undefined);
@@ -240,7 +240,7 @@ function inferType(values, name) {
   if (first instanceof Uint8Array) return 'binary';
   if (typeof first === 'number') return 'float64';
   if (typeof first === 'bigint') return 'int64';
-  throw new DtypeError(`payload column "${name}": cannot infer a type from ${first === undefined ? 'no non-null values' : describeValue(first)}; give {type, values}`);
+  throw new DtypeError(`${kind} "${name}": cannot infer a type from ${first === undefined ? 'no non-null values' : describeValue(first)}; give {type, values}`);
 }
 
 const INT_RANGES = {
@@ -253,8 +253,12 @@ const BIG_RANGES = {uint64: [0n, U64_MAX], int64: [I64_MIN, I64_MAX]};
  * Uint8Array, 1 = valid, or null), fixed (typed array), bools (Uint8Array),
  * items (strings or Uint8Arrays), ends (Float64Array of cumulative value bytes)}.
  * `spec` is a typed array or array (type inferred) or {type, values, valid}.
+ * A string column takes strings, or Uint8Arrays as their UTF-8 bytes (sent as
+ * they are; the server checks them); a binary column Uint8Arrays, or strings
+ * as their UTF-8 bytes. `kind` names the column in errors (key columns share
+ * this code).
  */
-function preparePayload(name, spec) {
+function preparePayload(name, spec, kind = 'payload column') {
   let values = spec;
   let type;
   let valid = null;
@@ -264,12 +268,12 @@ function preparePayload(name, spec) {
       valid = Uint8Array.from(spec.valid, (v) => (v ? 1 : 0));
     }
   }
-  if (type === undefined) type = inferType(values, name);
+  if (type === undefined) type = inferType(values, name, kind);
   const info = TYPES[type];
   if (!info) {
-    throw new DtypeError(`payload column "${name}": unknown type "${type}" (expected ${Object.keys(TYPES).join(', ')})`);
+    throw new DtypeError(`${kind} "${name}": unknown type "${type}" (expected ${Object.keys(TYPES).join(', ')})`);
   }
-  const what = `payload column "${name}" (${type})`;
+  const what = `${kind} "${name}" (${type})`;
   const col = {name, type, wire: info.wire, rows: values ? values.length : 0, valid, fixed: null, bools: null, items: null, ends: null};
   const nullAt = (i) => {
     if (!col.valid) col.valid = new Uint8Array(col.rows).fill(1);
@@ -320,7 +324,7 @@ function preparePayload(name, spec) {
       if (x === null || x === undefined) {
         nullAt(i);
         x = '';
-      } else if (type === 'string' ? typeof x !== 'string' : !(x instanceof Uint8Array || typeof x === 'string')) {
+      } else if (!(x instanceof Uint8Array || typeof x === 'string')) {
         throw new DtypeError(`${what}[${i}]: ${describeValue(x)} is not a ${type === 'string' ? 'string' : 'Uint8Array'}`);
       }
       col.items[i] = x;
@@ -495,6 +499,6 @@ function concatTyped(Type, parts) {
 
 module.exports = {
   NO_MATCH, TYPES, typeName, bytesOf, viewAs, u8, toU32, toAggregateValues, toKeys, setKeys, u32Message,
-  packBits, unpackBits, preparePayload, payloadBytes, payloadMessage, Column, decodeColumn,
+  packBits, unpackBits, inferType, preparePayload, payloadBytes, payloadMessage, Column, decodeColumn,
   concatColumns, concatTyped, describeValue,
 };

@@ -4,7 +4,7 @@
 const {pipeline} = require('./stream');
 const cols = require('./columns');
 const {InvalidArgumentError, DtypeError, InternalError} = require('./errors');
-const {messageRoom, HASH_TYPES, checkBatch, fitRows} = require('./messages');
+const {messageRoom, HASH_TYPES, checkBatch, batchBounds} = require('./messages');
 
 const hashMethods = {
   /**
@@ -32,15 +32,9 @@ const hashMethods = {
     const limit = messageRoom(this.limits.maxMessageBytes);
     const batchRows = this._batchRows(opts, bits / 8 + 1);
     // Batch boundaries fitted to the request size (string columns vary).
-    const bounds = [];
-    for (let pos = 0; pos < rows || bounds.length === 0;) {
-      const n = fitRows((m) => 32 + prepared.reduce((s, c) => s + cols.payloadBytes(c, pos, m), 0),
-                        Math.min(batchRows, rows - pos), limit);
-      if (n === 0 && rows > pos) throw new InvalidArgumentError(`row ${pos} of the hashed columns does not fit in one message (${limit} bytes)`);
-      bounds.push([pos, n]);
-      pos += n;
-      if (rows === 0) break;
-    }
+    const bounds = batchBounds(rows, batchRows,
+                               (pos) => (m) => 32 + prepared.reduce((s, c) => s + cols.payloadBytes(c, pos, m), 0),
+                               limit, (pos) => `row ${pos} of the hashed columns does not fit in one message (${limit} bytes)`);
     const Hashes = bits === 64 ? BigUint64Array : Uint32Array;
     const hashes = new Hashes(rows);
     const validity = new Uint8Array((rows + 7) >> 3);

@@ -5,6 +5,7 @@
 const {pipeline} = require('./stream');
 const {duplex} = require('./batches');
 const cols = require('./columns');
+const {toKeys, setKeys} = require('./keys');
 const {InvalidArgumentError, AbortedError, InternalError} = require('./errors');
 const {MAX_CAPACITY, JOIN_KINDS, statistics, mergeStatistics, checkBatch, rebuilt} = require('./messages');
 
@@ -94,8 +95,8 @@ const joinMethods = {
     const kind = JOIN_KINDS[kindName];
     if (!kind) throw new InvalidArgumentError(`kind: "${kindName}" (expected inner, left, semi or anti)`);
     const info = await this.describe(index, opts);
-    const k = cols.toKeys(keys, info.keyType, 'keys');
-    const rows = k.array.length;
+    const k = toKeys(keys, info, 'keys');
+    const rows = k.rows;
     const firstLeftRow = opts.firstLeftRow || 0;
     if (!Number.isInteger(firstLeftRow) || firstLeftRow < 0 || firstLeftRow + rows > 2 ** 32) {
       throw new InvalidArgumentError(`left rows ${firstLeftRow} .. ${firstLeftRow} + ${rows} do not fit in uint32`);
@@ -106,10 +107,8 @@ const joinMethods = {
     const sized = capacity === 0 && !countOnly && info.duplicates === 'keep_all' &&
                   (kind === 'JOIN_KIND_INNER' || kind === 'JOIN_KIND_LEFT_OUTER');
     // The request carries the keys; found and probes must fit in the answer's first message.
-    const perRow = Math.max(k.wide ? 8 : 4, (opts.found ? 1 : 0) + (opts.probes ? 4 : 0));
-    const batchRows = this._batchRows(opts, perRow);
-    const batches = rows === 0 ? (select.length ? 1 : 0) : Math.ceil(rows / batchRows);
-    const rowsOf = (b) => Math.min(batchRows, rows - b * batchRows);
+    const bounds = this._keyBatches(opts, k, (opts.found ? 1 : 0) + (opts.probes ? 4 : 0));
+    const batches = rows === 0 ? (select.length ? 1 : 0) : bounds.length;
 
     let messages = 0;
     let version = null;
@@ -121,9 +120,9 @@ const joinMethods = {
         progress: opts.onProgress && ((sent, answered) => opts.onProgress({batches, sent, answered})),
         next: () => {
           if (next >= batches) return null;
-          const pos = next * batchRows;
+          const [pos, n] = bounds[next];
           const left = {first_left_row: firstLeftRow + pos, want_found: !!opts.found, want_probes: !!opts.probes};
-          cols.setKeys(left, k, pos, rowsOf(next));
+          setKeys(left, k, pos, n);
           configure(next, left);
           const req = {index, batch_id: next, batches: [left], select, kind, max_probe_count: opts.maxProbeCount || 0};
           ++next;
@@ -204,12 +203,12 @@ const joinMethods = {
     async function* items() {
       let b = 0;
       for await (const keys of batches) {
-        const k = cols.toKeys(keys, info.keyType, `batches[${b}]`);
-        const n = k.array.length;
+        const k = toKeys(keys, info, `batches[${b}]`);
+        const n = k.rows;
         if (leftRow + n > 2 ** 32) throw new InvalidArgumentError(`batch ${b}: left rows ${leftRow} + ${n} do not fit in uint32`);
         const left = {first_left_row: leftRow, capacity: opts.capacity || 0, count_only: !!opts.countOnly,
                       want_found: !!opts.found, want_probes: !!opts.probes};
-        cols.setKeys(left, k, 0, n);
+        setKeys(left, k, 0, n);
         const request = {index, batch_id: b, batches: [left], select, kind, max_probe_count: opts.maxProbeCount || 0};
         const batch = b++;
         const firstLeftRow = leftRow;

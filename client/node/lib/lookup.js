@@ -4,6 +4,7 @@
 const {pipeline} = require('./stream');
 const {duplex} = require('./batches');
 const cols = require('./columns');
+const {toKeys, setKeys} = require('./keys');
 const {statistics, mergeStatistics, rebuilt, decodeLookup} = require('./messages');
 
 const lookupMethods = {
@@ -14,13 +15,13 @@ const lookupMethods = {
   async lookup(index, keys, opts = {}) {
     await this._connect();
     const info = await this._keyInfo(index, opts);
-    const k = cols.toKeys(keys, info.keyType, 'keys');
-    const rows = k.array.length;
+    const k = toKeys(keys, info, 'keys');
+    const rows = k.rows;
     const select = opts.select || [];
     const selectBytes = select.reduce((s, c) => s + this._columnRowBytes(info, c), 0);
-    const perRow = Math.max(k.wide ? 8 : 4, 5 + (opts.probes ? 4 : 0) + (opts.matchCounts ? 4 : 0) + selectBytes);
-    const batchRows = this._batchRows(opts, perRow);
-    const batches = rows === 0 ? 1 : Math.ceil(rows / batchRows);
+    const answerBytes = 5 + (opts.probes ? 4 : 0) + (opts.matchCounts ? 4 : 0) + selectBytes;
+    const bounds = this._keyBatches(opts, k, answerBytes);
+    const batches = bounds.length;
     const one = batches === 1;
 
     // With one batch the answer's arrays are the result (views); with several
@@ -39,17 +40,16 @@ const lookupMethods = {
       progress: opts.onProgress && ((sent, answered) => opts.onProgress({batches, sent, answered})),
       next: () => {
         if (next >= batches) return null;
-        const pos = next * batchRows;
-        const n = Math.min(batchRows, rows - pos);
+        const [pos, n] = bounds[next];
         const req = {index, batch_id: next, want_probes: !!opts.probes, want_match_counts: !!opts.matchCounts,
                      max_probe_count: opts.maxProbeCount || 0, select};
-        cols.setKeys(req, k, pos, n);
+        setKeys(req, k, pos, n);
         ++next;
         return req;
       },
       onResponse: (r, b) => {
-        const pos = b * batchRows;
-        const d = decodeLookup(r, b, Math.min(batchRows, rows - pos), select, opts);
+        const [pos, n] = bounds[b];
+        const d = decodeLookup(r, b, n, select, opts);
         if (one) {
           ({values, found, probes, matchCounts} = d);
         } else {
@@ -88,11 +88,11 @@ const lookupMethods = {
     async function* items() {
       let b = 0;
       for await (const keys of batches) {
-        const k = cols.toKeys(keys, info.keyType, `batches[${b}]`);
-        const n = k.array.length;
+        const k = toKeys(keys, info, `batches[${b}]`);
+        const n = k.rows;
         const request = {index, batch_id: b, want_probes: !!opts.probes, want_match_counts: !!opts.matchCounts,
                          max_probe_count: opts.maxProbeCount || 0, select};
-        cols.setKeys(request, k, 0, n);
+        setKeys(request, k, 0, n);
         const batch = b++;
         yield {request, add: (r) => {
           const d = decodeLookup(r, batch, n, select, opts);

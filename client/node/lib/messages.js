@@ -20,6 +20,8 @@ const JOIN_KINDS = {
 };
 const AGGREGATE_OPS = {count: 'AGGREGATE_OP_COUNT', sum: 'AGGREGATE_OP_SUM', min: 'AGGREGATE_OP_MIN',
                        max: 'AGGREGATE_OP_MAX', mean: 'AGGREGATE_OP_MEAN'};
+const KEY_TYPES = {uint32: 'KEY_TYPE_UINT32', uint64: 'KEY_TYPE_UINT64', columns: 'KEY_TYPE_COLUMNS'};
+const KEY_TYPES_FROM_WIRE = Object.fromEntries(Object.entries(KEY_TYPES).map(([k, v]) => [v, k]));
 const DUPLICATES = {lowest_row: 'DUPLICATE_POLICY_LOWEST_ROW', keep_all: 'DUPLICATE_POLICY_KEEP_ALL'};
 const HASH_TYPES = ['uint32', 'int32', 'uint64', 'int64', 'float32', 'float64', 'bool', 'binary', 'string'];
 
@@ -49,7 +51,8 @@ function indexInfo(i) {
                  maxGroupRows: s.max_group_rows || 0},
     loadFactor: i.load_factor, deviceBytes: i.device_bytes, buildSeconds: i.build_seconds,
     backend: i.backend, builtUnixMillis: i.built_unix_millis,
-    keyType: i.key_type === 'KEY_TYPE_UINT64' ? 'uint64' : 'uint32',
+    keyType: KEY_TYPES_FROM_WIRE[i.key_type] || 'uint32',
+    keyColumns: (i.key_columns || []).map((c) => ({name: c.name, type: cols.typeName(c.type)})),
     payload: (i.payload || []).map((p) => ({name: p.name, type: cols.typeName(p.type),
                                             nullCount: p.null_count, bytes: p.bytes})),
     payloadBytes: i.payload_bytes,
@@ -97,6 +100,25 @@ function fitRows(size, max, limit) {
     else hi = mid - 1;
   }
   return lo;
+}
+
+/**
+ * The batches of `rows` rows as [start, rows] pairs: at most `maxRows` rows
+ * each, and the most rows whose request fits `limit` bytes (`size(start)(n)`,
+ * growing with n; variable-width columns make batches of different lengths).
+ * One empty batch [0, 0] for no rows. Throws InvalidArgumentError with
+ * `tooBig(start)` when one row alone does not fit.
+ */
+function batchBounds(rows, maxRows, size, limit, tooBig) {
+  if (rows === 0) return [[0, 0]];
+  const bounds = [];
+  for (let pos = 0; pos < rows;) {
+    const n = fitRows(size(pos), Math.min(maxRows, rows - pos), limit);
+    if (n === 0) throw new InvalidArgumentError(tooBig(pos));
+    bounds.push([pos, n]);
+    pos += n;
+  }
+  return bounds;
 }
 
 /** Cancels `call` (CancelledError) when `signal` (an AbortSignal, optional) aborts or has aborted. */
@@ -148,7 +170,7 @@ function decodeLookup(r, b, n, select, opts) {
 }
 
 module.exports = {
-  DEFAULT_BATCH_ROWS, MAX_CAPACITY, messageRoom, JOIN_KINDS, AGGREGATE_OPS, DUPLICATES, HASH_TYPES,
-  statistics, mergeStatistics, indexInfo, serverInfo, checkBatch, fitRows, cancelOn, rebuilt,
+  DEFAULT_BATCH_ROWS, MAX_CAPACITY, messageRoom, JOIN_KINDS, AGGREGATE_OPS, KEY_TYPES, DUPLICATES, HASH_TYPES,
+  statistics, mergeStatistics, indexInfo, serverInfo, checkBatch, fitRows, batchBounds, cancelOn, rebuilt,
   positiveInteger, preparePayloads, decodeLookup,
 };
