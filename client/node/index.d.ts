@@ -10,7 +10,10 @@ export declare const NO_MATCH: 0xffffffff;
 /** The directory holding gpujoin/v1/gpujoin.proto that the client loads. */
 export declare function protoRoot(): string;
 
-export type KeyType = 'uint32' | 'uint64';
+/** One integer word per key, or 'columns': a key schema of typed key columns (IndexInfo.keyColumns). */
+export type KeyType = 'uint32' | 'uint64' | 'columns';
+/** The types a key column may have. */
+export type KeyColumnType = 'int32' | 'int64' | 'uint32' | 'uint64' | 'string' | 'binary';
 export type DuplicatePolicy = 'lowest_row' | 'keep_all';
 /** `left` = left outer; the long names are accepted too. */
 export type JoinKind = 'inner' | 'left' | 'semi' | 'anti' | 'left_outer' | 'left_semi' | 'left_anti';
@@ -19,14 +22,63 @@ export type ColumnType =
   | 'uint32' | 'int32' | 'uint64' | 'int64' | 'float32' | 'float64' | 'bool' | 'string' | 'binary';
 
 /**
- * Keys. uint32 index: a Uint32Array (sent without a copy) or integers in
+ * Integer keys. uint32 index: a Uint32Array (sent without a copy) or integers in
  * [0, 2^32 - 1]. uint64 index: a BigUint64Array or BigInt64Array (int64 keys as
  * their bit pattern; both without a copy), a Uint32Array (widened), or bigints /
  * safe-integer numbers in [-2^63, 2^64 - 1]. Anything else (a Float64Array, a
  * negative number or 2^32 for a uint32 index, a BigUint64Array for a uint32
  * index) is a DtypeError before anything is sent.
  */
-export type Keys = Uint32Array | BigUint64Array | BigInt64Array | ReadonlyArray<number | bigint>;
+export type IntegerKeys = Uint32Array | BigUint64Array | BigInt64Array | ReadonlyArray<number | bigint>;
+
+/**
+ * The values of one key column: its type's typed array (Int32Array,
+ * BigInt64Array, Uint32Array, BigUint64Array; sent without a copy), or a plain
+ * array of strings (string: JS strings, or Uint8Arrays holding UTF-8 bytes,
+ * which the server checks), Uint8Arrays (binary: Buffers included, or strings
+ * as their UTF-8 bytes), or integers in the column's range (numbers or
+ * bigints). `null`/`undefined` in a plain array is a null, which never matches.
+ */
+export type KeyColumnValues =
+  | Int32Array | BigInt64Array | Uint32Array | BigUint64Array
+  | ReadonlyArray<string | Uint8Array | number | bigint | null | undefined>;
+
+/**
+ * A key column with its type and nulls spelled out: `type` (when given) must be
+ * the key column's; `valid` (per row, falsy = null) marks nulls beside those of
+ * a plain array, e.g. in a typed array.
+ */
+export interface TypedKeyColumn {
+  type?: KeyColumnType;
+  values: KeyColumnValues;
+  valid?: ArrayLike<boolean | number>;
+}
+export type KeyColumnInput = KeyColumnValues | TypedKeyColumn;
+
+/**
+ * The keys of an index with key columns: a key of one column as its values (an
+ * array of strings, of Uint8Arrays, or a typed array with keyType 'columns'),
+ * or an object of columns by name in any order, e.g. `{tenant: ['a', 'b'],
+ * order_id: BigInt64Array.from([1n, 2n])}`. Every column has one row per key.
+ */
+export type ColumnKeys =
+  | ReadonlyArray<string | Uint8Array | null | undefined> | KeyColumnValues | Record<string, KeyColumnInput>;
+
+/**
+ * Keys: IntegerKeys for a uint32 or uint64 index, ColumnKeys for an index with
+ * key columns. A key of the wrong form for the index (strings for a uint32
+ * index, a missing or unknown key column, columns of different lengths, a
+ * typed array of another type than the key column's) is a DtypeError or
+ * InvalidArgumentError naming the column and the sizes before anything is sent.
+ */
+export type Keys = IntegerKeys | ColumnKeys;
+
+/** One column of a key schema, in the schema's order (the proto's KeyColumnSpec). */
+export interface KeyColumnSpec {
+  /** [A-Za-z0-9_.-]{1,128}, unique among the key columns. */
+  name: string;
+  type: KeyColumnType;
+}
 
 /** A uint32 column: a Uint32Array (no copy) or integers in [0, 2^32 - 1]. */
 export type U32Input = Uint32Array | ReadonlyArray<number>;
@@ -117,6 +169,8 @@ export interface IndexInfo {
   backend: string;
   builtUnixMillis: number;
   keyType: KeyType;
+  /** keyType 'columns': the key schema as declared (names and types, in order); else []. */
+  keyColumns: KeyColumnSpec[];
   payload: PayloadColumnInfo[];
   payloadBytes: number;
   duplicates: DuplicatePolicy;
@@ -315,8 +369,20 @@ export interface StreamOptions extends CallOptions {
 }
 
 export interface BuildOptions extends CallOptions {
-  /** Default: uint64 for BigUint64Array/BigInt64Array/bigint keys, else uint32. */
+  /**
+   * Default: 'columns' when keyColumns is given or the keys are strings,
+   * Uint8Arrays or an object of columns; uint64 for BigUint64Array/BigInt64Array/bigint
+   * keys; else uint32.
+   */
   keyType?: KeyType;
+  /**
+   * The key schema of an index with key columns: 1 to 8 columns in order. Without
+   * it a key schema is inferred from the keys: one column "key" for an array
+   * (strings: string, Uint8Arrays: binary, a typed array: its integer type), or the
+   * object's columns in its order (a plain array of numbers has no integer width:
+   * declare it here or give a typed array).
+   */
+  keyColumns?: KeyColumnSpec[];
   /** Explicit values, one per key; default: firstValue + source row. */
   values?: U32Input;
   /** Payload columns by name (object order) or as [{name, ...}] in order. */
@@ -351,8 +417,10 @@ export interface LookupOptions extends StreamOptions {
    * capacity): a key further than this many slots from its home slot is missing.
    */
   maxProbeCount?: number;
-  /** The index's key type: skips the DescribeIndex call that checks the keys' dtype. */
+  /** The index's integer key type: skips the DescribeIndex call that checks the keys' dtype. */
   keyType?: KeyType;
+  /** The index's key schema (IndexInfo.keyColumns): skips the DescribeIndex call likewise. */
+  keyColumns?: KeyColumnSpec[];
 }
 
 export interface JoinOptions extends StreamOptions {

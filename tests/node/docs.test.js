@@ -1,7 +1,8 @@
 'use strict';
-// The Node quick start of docs/api.md and its typed aggregation example run as
-// written (the import pointed at this checkout's client/node, the address at a
-// test server) and print what their comments say.
+// The Node quick start of docs/api.md, its typed aggregation example and the
+// key columns example of client/node/README.md run as written (the import
+// pointed at this checkout's client/node, the address at a test server) and
+// print what their comments say.
 const assert = require('node:assert/strict');
 const {execFile} = require('node:child_process');
 const fs = require('node:fs');
@@ -62,6 +63,34 @@ test('docs/api.md Node typed aggregation example', async () => {
     // The comments say the same.
     assert.match(lines[1], /s\.values \[-9223372036854775808n, -5n\], s\.overflow \[1, 0\] .*s\.contributingRows \[2n, 1n\]/);
     assert.match(lines[3], /m\.values \[-0, NaN, NaN\]/);
+  } finally {
+    fs.rmSync(dir, {recursive: true, force: true});
+    assert.equal(await server.stop(), 0, server.log());
+  }
+});
+
+test('client/node/README.md string and composite keys example', async () => {
+  const doc = fs.readFileSync(path.join(CLIENT, 'README.md'), 'utf8');
+  const at = doc.indexOf('**String and composite keys**');
+  assert.ok(at >= 0, 'client/node/README.md has no **String and composite keys** paragraph');
+  const block = /```js\n([\s\S]*?)```/.exec(doc.slice(at));
+  assert.ok(block, 'no js block after **String and composite keys**');
+  const lines = block[1].trim().split('\n').map((l) => l.trim());
+  const server = await startServer();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gpujoin_node_doc_'));
+  try {
+    const script = `import {Client} from ${JSON.stringify(path.join(CLIENT, 'index.js'))};\n` +
+      `const c = new Client(${JSON.stringify(server.address)});\n` + block[1] +
+      'console.log(JSON.stringify([Array.from(r.found), r.columns.price.toArray(), Array.from(j.leftRows), ' +
+      'Array.from(j.rightRows), (await c.describe("orders")).keyColumns]));\nc.close();\n';
+    const file = path.join(dir, 'keys.mjs');
+    fs.writeFileSync(file, script);
+    const {stdout} = await promisify(execFile)(process.execPath, [file], {timeout: 30000});
+    assert.deepEqual(JSON.parse(stdout), [[1, 0, 0], [1, null, null], [0, 1, 2], [2, 0, 4294967295],
+                                          [{name: 'tenant', type: 'string'}, {name: 'order_id', type: 'int64'}]]);
+    // The comments say the same.
+    assert.ok(lines.some((l) => /r\.found, r\.columns\.price\.toArray\(\); +\/\/ Uint8Array \[1, 0, 0\], \[1, null, null\]$/.test(l)));
+    assert.ok(lines.some((l) => /j\.leftRows, j\.rightRows; +\/\/ Uint32Array \[0, 1, 2\], \[2, 0, 4294967295\]$/.test(l)));
   } finally {
     fs.rmSync(dir, {recursive: true, force: true});
     assert.equal(await server.stop(), 0, server.log());
