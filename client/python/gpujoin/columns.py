@@ -2,9 +2,9 @@
 wire's Arrow layout (proto ``Column`` / ``HashColumn``).
 
 Inputs: a numpy array (its dtype gives the type), a numpy masked array (masked
-rows are null), a pandas Series (NA is null), or a sequence whose non-None
+rows are null), a pandas Series (NA is null), or a sequence whose non-null
 entries are all str (string), bytes (binary), bool, int (int64) or float
-(float64); None entries are null. Types by dtype: uint8/16/32 -> uint32,
+(float64); None and pandas.NA entries are null. Types by dtype: uint8/16/32 -> uint32,
 int8/16/32 -> int32, uint64, int64, float16/32 -> float32, float64, bool,
 numpy str ('U') -> string, numpy bytes ('S') -> binary. An explicit type name
 converts the values, refusing integers that do not fit it.
@@ -147,6 +147,14 @@ class EncodedColumn:
             return 0.25
         return self._data.dtype.itemsize + (0.125 if self._valid is not None else 0)
 
+    def cumulative_bytes(self) -> np.ndarray:
+        """Wire bytes of rows [0, i) for i in 0..length (length + 1 values):
+        values, offsets and validity, to cut batches within a message limit."""
+        rows = np.arange(self.length + 1, dtype=np.float64)
+        if self.type_name not in VARIABLE:
+            return self.row_bytes * rows
+        return self._offsets.astype(np.float64) + (4.125 if self._valid is not None else 4) * rows
+
     def parts(self, start: int, stop: int) -> Tuple[bytes, bytes, bytes]:
         """(data, offsets, validity) bytes of rows [start, stop)."""
         validity = b""
@@ -180,9 +188,16 @@ class EncodedColumn:
                              offset=0, length=stop - start)
 
 
-def encode_column(name: str, obj: Any, type_name: Optional[str] = None) -> EncodedColumn:
-    """Converts one input column (see the module doc) for the wire."""
-    what = f"column {name!r}"
+def _is_null(v: Any) -> bool:
+    """None, or pandas.NA (recognised without importing pandas)."""
+    return v is None or type(v).__name__ == "NAType"
+
+
+def encode_column(name: str, obj: Any, type_name: Optional[str] = None,
+                  what: Optional[str] = None) -> EncodedColumn:
+    """Converts one input column (see the module doc) for the wire; errors name
+    it as `what` (default "column 'NAME'")."""
+    what = what or f"column {name!r}"
     if type_name is not None and type_name not in TYPE_NUMBERS:
         raise InvalidArgument(f"{what}: type {type_name!r} is not one of {sorted(TYPE_NUMBERS)}")
     valid: Optional[np.ndarray] = None
@@ -215,7 +230,7 @@ def encode_column(name: str, obj: Any, type_name: Optional[str] = None) -> Encod
                 values = obj.tolist()  # str / bytes rows ('S' drops trailing NULs, as numpy does)
             else:
                 raise KeyDtypeError(f"{what}: dtype {obj.dtype} cannot be sent as {t}")
-            return _encode_variable(name, t, values, valid)
+            return _encode_variable(name, t, values, valid, what)
         if t == "bool":
             if obj.dtype.kind != "b":
                 raise KeyDtypeError(f"{what}: dtype {obj.dtype} cannot be sent as bool")
@@ -226,12 +241,13 @@ def encode_column(name: str, obj: Any, type_name: Optional[str] = None) -> Encod
             data[~valid] = 0
         return EncodedColumn(name, t, len(data), data, valid)
     values = obj if isinstance(obj, list) else list(obj)
-    nulls = np.fromiter((v is None for v in values), bool, len(values))
+    nulls = np.fromiter(map(_is_null, values), bool, len(values))
     if nulls.any():
         valid = ~nulls if valid is None else (valid & ~nulls)
+        values = [None if n else v for v, n in zip(values, nulls.tolist())]
     t = type_name or _objects_type(values, what)
     if t in VARIABLE:
-        return _encode_variable(name, t, values, valid)
+        return _encode_variable(name, t, values, valid, what)
     fill = False if t == "bool" else 0
     filled = [fill if v is None else v for v in values]
     if t == "bool":
@@ -266,7 +282,8 @@ def encode_hash_column(name: str, obj: Any) -> EncodedColumn:
     return encode_column(name, obj)
 
 
-def _encode_variable(name: str, t: str, values: List[Any], valid: Optional[np.ndarray]) -> EncodedColumn:
+def _encode_variable(name: str, t: str, values: List[Any], valid: Optional[np.ndarray],
+                     what: str) -> EncodedColumn:
     if valid is not None:
         values = [v if ok else None for v, ok in zip(values, valid.tolist())]
     try:  # the common case, one pass: str rows of a string column, bytes rows of a binary one
@@ -275,7 +292,7 @@ def _encode_variable(name: str, t: str, values: List[Any], valid: Optional[np.nd
         else:
             encoded = [b"" if v is None else _as_bytes(v) for v in values]
     except (AttributeError, TypeError):
-        encoded = _encode_rows(name, t, values)
+        encoded = _encode_rows(what, t, values)
     offsets = np.zeros(len(encoded) + 1, np.int64)
     np.cumsum(np.fromiter(map(len, encoded), np.int64, len(encoded)), out=offsets[1:])
     return EncodedColumn(name, t, len(encoded), b"".join(encoded), valid, offsets)
@@ -287,7 +304,7 @@ def _as_bytes(v: Any) -> bytes:
     raise TypeError(type(v).__name__)
 
 
-def _encode_rows(name: str, t: str, values: List[Any]) -> List[bytes]:
+def _encode_rows(what: str, t: str, values: List[Any]) -> List[bytes]:
     """Row by row, for mixed rows: str as UTF-8, bytes (checked as UTF-8 for a
     string column), anything else an error naming the row."""
     encoded = []
@@ -301,11 +318,11 @@ def _encode_rows(name: str, t: str, values: List[Any]) -> List[bytes]:
                 try:
                     bytes(v).decode("utf-8")
                 except UnicodeDecodeError:
-                    raise InvalidArgument(f"column {name!r}: row {i} is not valid UTF-8; send "
+                    raise InvalidArgument(f"{what}: row {i} is not valid UTF-8; send "
                                           "bytes that are not text as a binary column")
             encoded.append(bytes(v))
         else:
-            raise KeyDtypeError(f"column {name!r}: row {i} is a {type(v).__name__}, not {t}")
+            raise KeyDtypeError(f"{what}: row {i} is a {type(v).__name__}, not {t}")
     return encoded
 
 
