@@ -6,6 +6,12 @@
     r = c.lookup("ids", np.array([4242, 8], np.uint32))   # r.values, r.found
     j = c.join("ids", np.array([99, 1, 17], np.uint32))    # j.left_rows, j.right_rows
 
+String and composite keys (an index with a key schema)::
+
+    c.build_index("orders", {"tenant": ["acme", "acme", "zeta"], "order_id": [1, 2, 1]},
+                  key_columns=[("tenant", "string"), ("order_id", "int64")], replace=True)
+    r = c.lookup("orders", {"tenant": ["zeta", "acme"], "order_id": [1, 1]})  # r.values [2 0]
+
 See gpujoin.Client for every call, gpujoin.keys for the key dtype rules,
 gpujoin.columns for payload columns and gpujoin.errors for the exceptions.
 """
@@ -20,6 +26,7 @@ from .errors import (Aborted, AlreadyExists, Cancelled, DataLoss, DeadlineExceed
                      Error, FailedPrecondition, Internal, InvalidArgument, KeyDtypeError,
                      KeyValueError, NotFound, OutOfRange, PermissionDenied, ResourceExhausted,
                      Unauthenticated, Unavailable, Unimplemented, Unknown)
+from .keys import KeyColumnSpec  # noqa: E402
 from .results import (NO_MATCH, AggregateResult, BuildStatistics, DataFile,  # noqa: E402
                       DropResult, IndexInfo, JoinResult, LookupResult, PayloadColumnInfo,
                       QueryStatistics, SaveResult, ServerInfo)
@@ -27,7 +34,7 @@ from .results import (NO_MATCH, AggregateResult, BuildStatistics, DataFile,  # n
 __version__ = "0.1.0"
 
 __all__ = [
-    "Client", "DEFAULT_BATCH_ROWS", "DEFAULT_CHUNK_ROWS", "NO_MATCH",
+    "Client", "DEFAULT_BATCH_ROWS", "DEFAULT_CHUNK_ROWS", "KeyColumnSpec", "NO_MATCH",
     "AggregateResult", "BuildStatistics", "DataFile", "DropResult", "IndexInfo", "JoinResult",
     "LookupResult", "PayloadColumnInfo", "QueryStatistics", "SaveResult", "ServerInfo",
     "Error", "Aborted", "AlreadyExists", "Cancelled", "DataLoss", "DeadlineExceeded",

@@ -1,5 +1,5 @@
 """Client.build_index: an index built from whole arrays, streamed in chunks."""
-from typing import Any, List, Mapping, Optional
+from typing import Any, List, Mapping, Optional, Tuple
 
 import grpc
 import numpy as np
@@ -13,13 +13,30 @@ from .errors import InvalidArgument, from_rpc_error
 from .results import IndexInfo
 
 
+def _build_keys(keys: Any, key_type: Any, key_columns: Any
+                ) -> Tuple[_keys.WireKeys, Optional[np.ndarray], str, List[_keys.KeyColumnSpec]]:
+    """(wire keys, validity of masked integer keys, key type, key schema) of a build."""
+    kt = _key_type_name(key_type) if key_type is not None else None
+    if key_columns is not None or kt == _keys.COLUMNS or (
+            kt is None and _keys.is_key_columns(keys)):
+        if kt not in (None, _keys.COLUMNS):
+            raise InvalidArgument(f"key_type {kt!r} and key_columns exclude each other: an index "
+                                  "with key columns has key_type 'columns'")
+        schema, wire = _keys.build_key_columns(keys, key_columns)
+        return wire, None, _keys.COLUMNS, schema
+    keys, key_valid = _keys.split_masked_keys(keys)
+    kt = kt or _keys.infer_key_type(keys)
+    return _keys.to_wire(keys, kt), key_valid, kt, []
+
+
 class _BuildCalls:
     """BuildIndex, a mixin of gpujoin.Client (which supplies the connection)."""
 
     def build_index(self, name: str, keys: Any, values: Any = None, *,
                     payload: Optional[Mapping[str, Any]] = None,
                     payload_types: Optional[Mapping[str, str]] = None,
-                    key_type: Any = None, duplicates: str = "lowest_row",
+                    key_type: Any = None, key_columns: Any = None,
+                    duplicates: str = "lowest_row",
                     capacity: Optional[int] = None, load_factor: Optional[float] = None,
                     expected_rows: Optional[int] = None, max_probe_count: int = 0,
                     first_value: int = 0, valid: Any = None, replace: bool = False,
@@ -28,8 +45,12 @@ class _BuildCalls:
         """Builds (or with ``replace=True`` rebuilds) an index from keys and returns its IndexInfo.
 
         Args:
-            keys: a numpy integer array or a sequence of ints. A masked array's
-                masked rows are not inserted (as ``valid``).
+            keys: a numpy integer array or a sequence of ints (a masked array's
+                masked rows are not inserted, as ``valid``); or, for an index
+                with a key schema, string, bytes or composite keys: one column
+                of str or bytes, a mapping name -> column, a DataFrame or a list
+                of columns (gpujoin.keys). A row with a null in a key column is
+                not inserted (an invalid row).
             values: optional uint32 value per key; default ``first_value + row``.
             payload: columns stored beside the index, name -> array (numpy,
                 masked, pandas Series or a sequence with None for nulls; see
@@ -37,8 +58,17 @@ class _BuildCalls:
             payload_types: type names overriding the inferred payload types
                 ("uint32", "int32", "uint64", "int64", "float32", "float64",
                 "bool", "string", "binary").
-            key_type: "uint32" or "uint64"; default from the keys' dtype (64-bit
-                integers: uint64) or, for a sequence, its values.
+            key_type: "uint32", "uint64" or "columns" (a key schema); default
+                "columns" for key_columns or string, bytes or composite keys,
+                else from the keys' dtype (64-bit integers: uint64) or, for a
+                sequence, its values.
+            key_columns: the key schema, 1 to 8 key columns in order: a
+                sequence of (name, type) pairs or a mapping name -> type, types
+                "string", "binary", "int32", "int64", "uint32", "uint64" (e.g.
+                ``[("tenant", "string"), ("order_id", "int64")]``); the keys are
+                converted to it. Default: the keys' own columns (names of a
+                mapping or DataFrame, else "key" / "key0", "key1", ...; types
+                of their values: str -> string, bytes -> binary, int -> int64).
             duplicates: "lowest_row" (the lowest row of a key wins) or "keep_all"
                 (every row is kept: a multi-value index).
             capacity: table slots (a power of two); default chosen by the server
@@ -53,11 +83,10 @@ class _BuildCalls:
                 and the server's error is raised.
 
         Raises KeyDtypeError/KeyValueError for keys that cannot be sent as the key
-        type (see gpujoin.keys) and the server's errors as Error subclasses.
+        type or do not match key_columns (see gpujoin.keys) and the server's
+        errors as Error subclasses.
         """
-        keys, key_valid = _keys.split_masked_keys(keys)
-        kt = _key_type_name(key_type) if key_type is not None else _keys.infer_key_type(keys)
-        wire = _keys.to_wire(keys, kt)
+        wire, key_valid, kt, schema = _build_keys(keys, key_type, key_columns)
         n = len(wire)
         if valid is not None:
             valid = np.asarray(valid, dtype=bool)
@@ -90,18 +119,22 @@ class _BuildCalls:
             wait_durable=wait_durable,
             duplicates=_choice(_DUPLICATES, duplicates, "duplicates"),
             payload=[pb.PayloadColumnSpec(name=e.name, type=_columns.TYPE_NUMBERS[e.type_name])
-                     for e in encoded])
+                     for e in encoded],
+            key_columns=[pb.KeyColumnSpec(name=k.name, type=_columns.TYPE_NUMBERS[k.type])
+                         for k in schema])
         stub = self._connected()
-        row_bytes = wire.dtype.itemsize + (4 if vals is not None else 0) + \
-            (4 if key_valid is not None else 0) + sum(e.row_bytes for e in encoded)
-        rows = chunk_rows or max(1, min(DEFAULT_CHUNK_ROWS, int((self._limit // 2) // row_bytes)))
+        extra = (4 if vals is not None else 0) + (4 if key_valid is not None else 0) + \
+            sum(e.row_bytes for e in encoded)
+        rows = chunk_rows or max(1, min(DEFAULT_CHUNK_ROWS,
+                                        int((self._limit // 2) // (_keys.row_bytes(wire) + extra))))
+        # Key columns' rows vary in size: a chunk is cut where its bytes would pass a message.
+        ranges = _keys.batch_ranges(wire, rows, self._limit - 4096, row_extra=extra)
         failure: List[BaseException] = []
 
         def messages():
             try:
                 yield pb.BuildIndexRequest(spec=spec)
-                for start in range(0, n, rows):
-                    stop = min(n, start + rows)
+                for start, stop in ranges:
                     chunk = pb.BuildChunk()
                     _set_keys(chunk, wire[start:stop])
                     if vals is not None:

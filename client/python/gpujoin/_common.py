@@ -21,7 +21,7 @@ _JOIN_KINDS = {"inner": 1, "left": 2, "left_outer": 2, "semi": 3, "left_semi": 3
                "left_anti": 4}
 _AGGREGATE_OPS = {"count": 1, "sum": 2, "min": 3, "max": 4, "mean": 5}
 _DUPLICATES = {"lowest_row": 1, "keep_all": 2}
-_KEY_TYPE_ENUM = {"uint32": 1, "uint64": 2}
+_KEY_TYPE_ENUM = {"uint32": 1, "uint64": 2, "columns": 3}
 
 # Typed aggregate values (AggregateRequest.typed_values), where the API has them:
 # numpy (kind, width) -> the column type sent; float32 keeps the `values` path.
@@ -34,14 +34,14 @@ PathOrBytes = Union[str, bytes, os.PathLike]
 
 
 def _key_type_name(key_type: Any) -> str:
-    if key_type in _keys.KEY_TYPES:
+    if key_type in _keys.KEY_TYPES or key_type == _keys.COLUMNS:
         return key_type
     try:
         name = np.dtype(key_type).name
     except TypeError:
         name = str(key_type)
     if name not in _keys.KEY_TYPES:
-        raise InvalidArgument(f"key_type must be 'uint32' or 'uint64', got {key_type!r}")
+        raise InvalidArgument(f"key_type must be 'uint32', 'uint64' or 'columns', got {key_type!r}")
     return name
 
 
@@ -52,9 +52,12 @@ def _choice(table: Mapping[str, int], value: str, what: str) -> int:
         raise InvalidArgument(f"{what} must be one of {sorted(table)}, got {value!r}") from None
 
 
-def _set_keys(target, wire: np.ndarray) -> None:
-    """Sets `keys` or `keys64` of a LookupRequest/LeftBatch/BuildChunk to packed bytes."""
-    if wire.dtype.itemsize == 8:
+def _set_keys(target, wire: _keys.WireKeys) -> None:
+    """Sets `keys` or `keys64` of a LookupRequest/LeftBatch/BuildChunk to packed
+    bytes, or its `key_columns` to the key columns."""
+    if isinstance(wire, _keys.KeyColumns):
+        target.key_columns.extend(wire.messages(pb))
+    elif wire.dtype.itemsize == 8:
         target.keys64.packed = wire.tobytes()
     else:
         target.keys.packed = wire.tobytes()

@@ -2,7 +2,7 @@
 the answers the server continued over several messages reassembled, and
 batches cut by the server's --max-result-bytes re-sent in halves."""
 import collections
-from typing import Any, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -104,7 +104,8 @@ class _JoinCalls:
              batch_rows: Optional[int] = None, timeout: Optional[float] = None) -> JoinResult:
         """Joins left keys with the index: pairs (left row, right row) in left
         row order, then the index's source-row order, with the selected payload
-        columns per pair.
+        columns per pair. `keys` are as lookup() takes them (a left row with a
+        null in a key column matches nothing).
 
         Args:
             kind: "inner", "left" (left outer), "semi" or "anti" (also spelled
@@ -123,7 +124,7 @@ class _JoinCalls:
         """
         select = list(select)
         kind_number, info, types, group = self._join_plan(index, kind, select)
-        wire = _keys.to_wire(keys, info.key_type)
+        wire = _keys.query_keys(keys, info)
         n = len(wire)
         if n > 0xFFFFFFFF:
             raise InvalidArgument(f"join has {n} left rows; left row IDs are uint32")
@@ -135,11 +136,11 @@ class _JoinCalls:
         auto = capacity is None and not count_only
         row_bytes = 8 * group + found + 4 * probes + sum(
             (64 if t in _columns.VARIABLE else 8) * group for _, t in types)
-        rows = self._rows_per_batch(batch_rows, row_bytes,
-                                    wire.dtype.itemsize + (4 if explicit is not None else 0))
+        extra = 4 if explicit is not None else 0
+        rows = self._rows_per_batch(batch_rows, row_bytes, _keys.row_bytes(wire) + extra)
         out = _JoinBatch(types)
-        ranges = [(s, min(n, s + rows), min(MAX_CAPACITY, (min(n, s + rows) - s) * group)
-                   if auto else (capacity or 0)) for s in range(0, n, rows)]
+        ranges = [(s, t, min(MAX_CAPACITY, (t - s) * group) if auto else (capacity or 0))
+                  for s, t in _keys.batch_ranges(wire, rows, self._limit - 4096, row_extra=extra)]
         for part in self._join_ranges(index, wire, explicit, ranges, kind_number, select, types,
                                       count_only, found, probes, max_probe_count, auto, timeout):
             out.absorb(part)
@@ -182,7 +183,7 @@ class _JoinCalls:
         def requests():
             first = 0
             for i, keys in enumerate(batches):
-                w = _keys.to_wire(keys, info.key_type, f"batches[{i}]")
+                w = _keys.query_keys(keys, info, f"batches[{i}]")
                 if w.nbytes > limit:
                     raise InvalidArgument(f"batches[{i}]: {len(w)} keys ({w.nbytes} bytes) do not "
                                           f"fit the server's {self._limit}-byte messages; "
@@ -293,12 +294,13 @@ class _JoinCalls:
                           "run it again")
         return whole
 
-    def join_frame(self, index: str, left: Any, *, on: str, kind: str = "inner",
-                   select: Sequence[str] = (), **kwargs):
-        """join() of a DataFrame's key column `on` as a DataFrame: the left
+    def join_frame(self, index: str, left: Any, *, on: Union[str, Sequence[str]],
+                   kind: str = "inner", select: Sequence[str] = (), **kwargs):
+        """join() of a DataFrame's key columns `on` (one name, or a list of
+        names in key column order for a composite key) as a DataFrame: the left
         frame's rows of each pair (repeated per match; unmatched left rows of an
         outer join once) with `right_row` and the selected columns appended."""
-        r = self.join(index, left[on].to_numpy(), kind=kind, select=select, **kwargs)
+        r = self.join(index, _keys.frame_keys(left, on), kind=kind, select=select, **kwargs)
         pairs = r.to_pandas()
         rows = left.iloc[r.left_rows.astype(np.int64)].reset_index(drop=True)
         for c in pairs.columns[1:]:

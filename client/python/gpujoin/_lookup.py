@@ -1,6 +1,6 @@
 """Client.lookup and its stream and DataFrame forms: pipelined Lookup batches."""
 import collections
-from typing import Any, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -18,9 +18,9 @@ class _LookupCalls:
     connection and _describe_for_query)."""
 
     def _lookup_answers(self, index: str, select: List[str], probes: bool, match_counts: bool,
-                        max_probe_count: int, batches: Iterable[np.ndarray],
+                        max_probe_count: int, batches: Iterable[_keys.WireKeys],
                         timeout: Optional[float]) -> Iterator[Tuple[Any, int]]:
-        """Streams the key batches (wire arrays) and yields (answer, rows) per batch,
+        """Streams the key batches (wire keys) and yields (answer, rows) per batch,
         in order, after checking the answer's batch_id and in-band error."""
         rows_sent: "collections.deque[int]" = collections.deque()
 
@@ -47,14 +47,16 @@ class _LookupCalls:
         probes and match counts when asked, and the selected payload columns.
 
         `keys` must suit the index's key type (gpujoin.keys: an int64 array for a
-        uint32 index raises KeyDtypeError); they are sent in batches of
+        uint32 index raises KeyDtypeError); for an index with a key schema, one
+        column of str or bytes, a mapping name -> column, a DataFrame or a list
+        of columns (a null in a key column is missing). They are sent in batches of
         `batch_rows` with at most `max_inflight` unanswered. A batch the server
         refuses raises its Error (with `.batch` set). `index_version` is the
         version the last batch ran on.
         """
         select = list(select)
         info = self._describe_for_query(index, select)
-        wire = _keys.to_wire(keys, info.key_type)
+        wire = _keys.query_keys(keys, info)
         n = len(wire)
         types = [(s, info.payload_type(s)) for s in select]
         out = LookupResult(values=np.empty(n, np.uint32), found=np.empty(n, bool),
@@ -65,8 +67,9 @@ class _LookupCalls:
         if n:
             row_bytes = 5 + 4 * probes + 4 * match_counts + sum(
                 64 if t in _columns.VARIABLE else 8 for _, t in types)
-            rows = self._rows_per_batch(batch_rows, row_bytes, wire.dtype.itemsize)
-            batches = (wire[start:start + rows] for start in range(0, n, rows))
+            rows = self._rows_per_batch(batch_rows, row_bytes, _keys.row_bytes(wire))
+            batches = (wire[start:stop]
+                       for start, stop in _keys.batch_ranges(wire, rows, self._limit - 4096))
             start = 0
             for r, m in self._lookup_answers(index, select, probes, match_counts,
                                              max_probe_count, batches, timeout):
@@ -91,7 +94,7 @@ class _LookupCalls:
 
         def wires():
             for i, keys in enumerate(batches):
-                w = _keys.to_wire(keys, info.key_type, f"batches[{i}]")
+                w = _keys.query_keys(keys, info, f"batches[{i}]")
                 if w.nbytes > limit:
                     raise InvalidArgument(f"batches[{i}]: {len(w)} keys ({w.nbytes} bytes) do not "
                                           f"fit the server's {self._limit}-byte messages; "
@@ -130,14 +133,15 @@ class _LookupCalls:
             out.statistics.merge(r.statistics)
         out.index_version = r.index_version
 
-    def lookup_frame(self, index: str, keys: Any, *, on: Optional[str] = None,
+    def lookup_frame(self, index: str, keys: Any, *, on: Union[str, Sequence[str], None] = None,
                      select: Sequence[str] = (), **kwargs):
-        """lookup() as a pandas DataFrame. `keys` is an array (the frame has a
-        `key` column), or a DataFrame whose column `on` holds the keys (the
-        frame is that DataFrame with `value`, `found`, ... and the selected
-        columns appended)."""
+        """lookup() as a pandas DataFrame. `keys` is keys as lookup() takes them
+        (the frame has a `key` column, or the key columns by name), or a
+        DataFrame whose columns `on` hold the keys: one name, or a list of
+        names in key column order for a composite key (the frame is that
+        DataFrame with `value`, `found`, ... and the selected columns appended)."""
         if on is not None:
-            r = self.lookup(index, keys[on].to_numpy(), select=select, **kwargs)
+            r = self.lookup(index, _keys.frame_keys(keys, on), select=select, **kwargs)
             extra = r.to_pandas()
             extra.index = keys.index
             return keys.join(extra, rsuffix="_right")

@@ -15,16 +15,41 @@ keeps its meaning in the index's word, so the same numbers reach the server:
 
 Plain Python sequences (lists, tuples, ranges) are checked by value: every
 value must be an integer in [0, 2^32 - 1] (uint32) or [0, 2^64 - 1] (uint64).
+
+An index with a *key schema* (key type "columns") has 1 to 8 typed key
+columns (KeyColumnSpec: "string", "binary", "int32", "int64", "uint32" or
+"uint64"); a row's key is its values across them, and a null in any of them
+never matches. Its keys are given as
+
+* one column of str or bytes values (a list, a numpy object, 'U' or 'S'
+  array, a pandas Series of strings, StringDtype included), for a schema of
+  one column;
+* a mapping name -> column or a pandas DataFrame, its columns matched to the
+  key columns by name;
+* a list or tuple of columns (numpy arrays or pandas Series), matched to the
+  key columns by position.
+
+Each column is converted as a payload column of the key column's type
+(gpujoin.columns: None, pandas.NA and masked rows are null; integers are
+checked by value, never reinterpreted; str values of a binary column are
+sent as their UTF-8 bytes, bytes values of a string column must be UTF-8).
 """
-from typing import Any, Optional, Tuple
+from typing import Any, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from . import columns as _columns
 from .errors import KeyDtypeError, KeyValueError
 
 UINT32 = "uint32"
 UINT64 = "uint64"
+#: The key type of an index with a key schema.
+COLUMNS = "columns"
 KEY_TYPES = (UINT32, UINT64)
+#: The column types a key column may have.
+KEY_COLUMN_TYPES = ("int32", "int64", "uint32", "uint64", "string", "binary")
+#: Most key columns in a key schema.
+MAX_KEY_COLUMNS = 8
 _WIRE = {UINT32: np.dtype("<u4"), UINT64: np.dtype("<u8")}
 _MAX = {UINT32: 0xFFFFFFFF, UINT64: 0xFFFFFFFFFFFFFFFF}
 
@@ -131,3 +156,309 @@ def split_masked_keys(obj: Any) -> Tuple[Any, Optional[np.ndarray]]:
             return np.ma.getdata(obj), ~mask
         return np.ma.getdata(obj), None
     return obj, None
+
+
+# ---------------------------------------------------------------- key schemas
+
+
+class KeyColumnSpec(NamedTuple):
+    """One column of a key schema (build_index's ``key_columns``,
+    ``IndexInfo.key_columns``): a name and a type of KEY_COLUMN_TYPES. A plain
+    ``(name, type)`` tuple is the same."""
+    name: str
+    type: str
+
+
+def _type_name(t: Any, what: str) -> str:
+    """A key column type from its name, str (string), bytes (binary), int (int64)
+    or a numpy integer dtype."""
+    if isinstance(t, str) and t in KEY_COLUMN_TYPES:
+        return t
+    if t is str:
+        return "string"
+    if t is bytes:
+        return "binary"
+    if t is int:
+        return "int64"
+    try:
+        dt = np.dtype(t)
+    except TypeError:
+        dt = None
+    name = {("i", 4): "int32", ("i", 8): "int64", ("u", 4): "uint32", ("u", 8): "uint64"}.get(
+        (dt.kind, dt.itemsize)) if dt is not None else None
+    if name is None:
+        raise KeyDtypeError(f"{what}: {t!r} cannot be a key column type (one of "
+                            f"{', '.join(KEY_COLUMN_TYPES)})")
+    return name
+
+
+def key_schema(spec: Any) -> List[KeyColumnSpec]:
+    """The key schema `spec` declares: a mapping name -> type or a sequence of
+    (name, type) pairs, in key column order; a type is a name of
+    KEY_COLUMN_TYPES, str, bytes, int or a numpy 32- or 64-bit integer dtype.
+    KeyValueError for no columns, more than MAX_KEY_COLUMNS or a name given
+    twice; KeyDtypeError for a type that cannot be a key."""
+    pairs = list(spec.items()) if isinstance(spec, Mapping) else list(spec)
+    if not 1 <= len(pairs) <= MAX_KEY_COLUMNS:
+        raise KeyValueError(f"key_columns: {len(pairs)} key columns; a key has 1 to "
+                            f"{MAX_KEY_COLUMNS}")
+    schema = []
+    for i, pair in enumerate(pairs):
+        try:
+            name, t = pair
+        except (TypeError, ValueError):
+            raise KeyDtypeError(f"key_columns[{i}]: {pair!r} is not a (name, type) pair") from None
+        if not isinstance(name, str) or not name:
+            raise KeyValueError(f"key_columns[{i}]: the name must be a non-empty str, got {name!r}")
+        schema.append(KeyColumnSpec(name, _type_name(t, f"key_columns[{i}] ({name!r})")))
+    _check_unique(schema, "key_columns")
+    return schema
+
+
+def _check_unique(schema: Sequence[KeyColumnSpec], what: str) -> None:
+    seen = {}
+    for i, s in enumerate(schema):
+        if s.name in seen:
+            raise KeyValueError(f"{what}[{i}]: key column {s.name!r} is declared twice (also "
+                                f"{what}[{seen[s.name]}])")
+        seen[s.name] = i
+
+
+def describe_schema(schema: Sequence[KeyColumnSpec]) -> str:
+    """"tenant string, order_id int64"."""
+    return ", ".join(f"{s.name} {s.type}" for s in schema)
+
+
+def _is_frame(obj: Any) -> bool:
+    return hasattr(obj, "columns") and hasattr(obj, "iloc")
+
+
+def _is_column_list(obj: Any) -> bool:
+    return isinstance(obj, (list, tuple)) and len(obj) > 0 and all(
+        is_array(c) and getattr(c, "ndim", 0) == 1 for c in obj)
+
+
+def _first_value(obj: Any) -> Any:
+    """The first non-null value of a column of objects (None if every row is null)."""
+    for v in obj:
+        if v is not None and type(v).__name__ != "NAType" and not (isinstance(v, float) and v != v):
+            return v
+    return None
+
+
+def _holds_text(obj: Any) -> bool:
+    """True for one column of str or bytes values."""
+    if isinstance(obj, (str, bytes)):
+        return False
+    dt = getattr(obj, "dtype", None)
+    if dt is not None:
+        if getattr(dt, "name", "") == "string":  # pandas StringDtype
+            return True
+        kind = getattr(dt, "kind", "")
+        if kind in "US" and isinstance(dt, np.dtype):
+            return True
+        if kind != "O":
+            return False
+    if isinstance(obj, np.ndarray) and obj.ndim != 1:
+        return False
+    # Only containers are looked into: a generator's first rows would be consumed.
+    if not (isinstance(obj, (list, tuple, np.ndarray)) or hasattr(obj, "isna")):
+        return False
+    return isinstance(_first_value(obj), (str, bytes, bytearray, memoryview))
+
+
+def is_key_columns(obj: Any) -> bool:
+    """True for keys that need a key schema (see the module doc): a mapping or
+    DataFrame of columns, a list of columns, or one column of str or bytes."""
+    return isinstance(obj, Mapping) or _is_frame(obj) or _is_column_list(obj) or _holds_text(obj)
+
+
+def key_input_columns(obj: Any) -> Tuple[bool, List[Tuple[str, Any]]]:
+    """(named, [(name, column)]) of key input: a mapping's or DataFrame's
+    columns by name (named True); a list of columns, each named after its
+    Series name or "key0", "key1", ...; one column named after its Series name
+    or "key"."""
+    if isinstance(obj, Mapping):
+        return True, [(str(k), v) for k, v in obj.items()]
+    if _is_frame(obj):
+        return True, [(str(k), obj[k]) for k in obj.columns]
+    cols = list(obj) if _is_column_list(obj) else [obj]
+    out = []
+    for i, c in enumerate(cols):
+        name = getattr(c, "name", None)
+        if not isinstance(name, str) or not name:
+            name = "key" if len(cols) == 1 and c is obj else f"key{i}"
+        out.append((name, c))
+    return False, out
+
+
+def frame_keys(frame: Any, on: Union[str, Sequence[str]]) -> Any:
+    """The keys of a DataFrame's columns `on` (a name, or a list of names in key
+    column order): one column, or a list of columns (matched by position)."""
+    names = [on] if isinstance(on, str) else list(on)
+    if not names:
+        raise KeyValueError("on: no columns named; name the key column(s)")
+    missing = [n for n in names if n not in frame.columns]
+    if missing:
+        raise KeyValueError(f"on: the DataFrame has no column {missing[0]!r} (its columns: "
+                            f"{', '.join(map(repr, frame.columns))})")
+    if len(names) == 1:
+        return frame[names[0]]
+    return [frame[n] for n in names]
+
+
+class KeyColumns:
+    """Key columns converted for the wire: one gpujoin.columns.EncodedColumn per
+    key column, in the schema's order, all of one length. ``k[start:stop]`` is
+    a view of those rows; ``messages(pb)`` makes their proto Columns."""
+
+    def __init__(self, columns: Sequence["_columns.EncodedColumn"], start: int = 0,
+                 stop: Optional[int] = None):
+        self.columns = list(columns)
+        self._start = start
+        self._stop = self.columns[0].length if stop is None else stop
+        self._cumulative: Optional[np.ndarray] = None
+
+    def __len__(self) -> int:
+        return self._stop - self._start
+
+    def __getitem__(self, rows: slice) -> "KeyColumns":
+        start, stop, _ = rows.indices(len(self))
+        view = KeyColumns(self.columns, self._start + start, self._start + max(start, stop))
+        view._cumulative = self._cumulative
+        return view
+
+    def cumulative_bytes(self) -> np.ndarray:
+        """Wire bytes of rows [0, i) of this view, for i in 0..len(self)."""
+        if self._cumulative is None:
+            self._cumulative = sum(c.cumulative_bytes() for c in self.columns)
+        c = self._cumulative[self._start:self._stop + 1]
+        return c - c[0]
+
+    @property
+    def nbytes(self) -> int:
+        """Wire bytes of the rows (values, offsets, validity)."""
+        return int(np.ceil(self.cumulative_bytes()[-1]))
+
+    def messages(self, pb) -> List[Any]:
+        """The proto Columns of the rows, one per key column."""
+        return [c.chunk(pb, self._start, self._stop) for c in self.columns]
+
+
+WireKeys = Union[np.ndarray, KeyColumns]
+
+
+def _encode_key_column(name: str, col: Any, t: Optional[str],
+                       what: str) -> "_columns.EncodedColumn":
+    e = _columns.encode_column(name, col, t, what=what)
+    if e.type_name not in KEY_COLUMN_TYPES:
+        raise KeyDtypeError(f"{what}: {e.type_name} values cannot be a key column (one of "
+                            f"{', '.join(KEY_COLUMN_TYPES)})")
+    return e
+
+
+def _check_lengths(encoded: Sequence["_columns.EncodedColumn"], what: str) -> KeyColumns:
+    first = encoded[0]
+    for i, e in enumerate(encoded[1:], 1):
+        if e.length != first.length:
+            raise KeyValueError(f"{what}: key column {i} ({e.name!r}) has {e.length} rows but key "
+                                f"column 0 ({first.name!r}) has {first.length} (every key column "
+                                "has one row per key)")
+    return KeyColumns(encoded)
+
+
+def build_key_columns(obj: Any, spec: Any = None,
+                      what: str = "keys") -> Tuple[List[KeyColumnSpec], KeyColumns]:
+    """(schema, key columns) of a build: the schema `spec` declares (key_schema)
+    with `obj` matched to it (encode_key_columns), or without `spec` the schema
+    the input gives (its column names, see key_input_columns, and the types of
+    their values: str -> string, bytes -> binary, Python int -> int64, numpy
+    integers by dtype)."""
+    if spec is not None:
+        schema = key_schema(spec)
+        return schema, encode_key_columns(obj, schema, what)
+    _, cols = key_input_columns(obj)
+    if len(cols) > MAX_KEY_COLUMNS:
+        raise KeyValueError(f"{what}: {len(cols)} key columns; a key has 1 to {MAX_KEY_COLUMNS}")
+    encoded = [_encode_key_column(n, c, None, f"{what} column {n!r}") for n, c in cols]
+    schema = [KeyColumnSpec(e.name, e.type_name) for e in encoded]
+    _check_unique(schema, f"{what} columns")
+    return schema, _check_lengths(encoded, what)
+
+
+def encode_key_columns(obj: Any, schema: Sequence[KeyColumnSpec], what: str = "keys",
+                       index: Optional[str] = None) -> KeyColumns:
+    """`obj` (see the module doc) as the key columns of `schema`, each converted
+    to its key column's type. KeyValueError when the columns do not match the
+    schema (count, names) or their lengths differ; KeyDtypeError (or
+    KeyValueError for a value that does not fit) naming the column otherwise."""
+    schema = [KeyColumnSpec(*s) for s in schema]
+    of = f"index {index!r}" if index is not None else "the index"
+    named, cols = key_input_columns(obj)
+    if named:
+        names = [n for n, _ in cols]
+        wanted = [s.name for s in schema]
+        missing = [n for n in wanted if n not in names]
+        extra = [n for n in names if n not in wanted]
+        if missing or extra:
+            parts = ([f"no column {', '.join(map(repr, missing))}"] if missing else []) + \
+                    ([f"unknown column {', '.join(map(repr, extra))}"] if extra else [])
+            raise KeyValueError(f"{what}: {'; '.join(parts)}: the key columns of {of} are "
+                                f"({describe_schema(schema)})")
+        by_name = dict(cols)
+        cols = [(s.name, by_name[s.name]) for s in schema]
+    elif len(cols) != len(schema):
+        raise KeyValueError(f"{what}: {len(cols)} key column{'s' if len(cols) != 1 else ''}, but "
+                            f"{of} has a key of {len(schema)} ({describe_schema(schema)}); pass "
+                            "a mapping name -> column, a DataFrame or a list of columns in that "
+                            "order")
+    encoded = [_encode_key_column(s.name, c, s.type,
+                                  f"{what} column {s.name!r} (key column {i} of {of}, {s.type})")
+               for i, (s, (_, c)) in enumerate(zip(schema, cols))]
+    return _check_lengths(encoded, what)
+
+
+def query_keys(obj: Any, info: Any, what: str = "keys") -> WireKeys:
+    """The keys of a lookup or join of the index `info` (an IndexInfo) for the
+    wire: its key columns (encode_key_columns), or its integer words (to_wire).
+    Key-schema keys for an integer index are a KeyDtypeError."""
+    if info.key_type == COLUMNS:
+        return encode_key_columns(obj, info.key_columns, what, info.name)
+    if is_key_columns(obj):
+        raise KeyDtypeError(f"{what}: index {info.name!r} has {info.key_type} keys; string, bytes "
+                            "and composite keys need an index with key columns "
+                            "(build_index(..., key_columns=...))")
+    return to_wire(obj, info.key_type, what)
+
+
+def row_bytes(keys: WireKeys) -> int:
+    """Wire bytes per key: the word's width, or the key columns' mean (at least 1)."""
+    if isinstance(keys, np.ndarray):
+        return keys.dtype.itemsize
+    return max(1, int(np.ceil(keys.nbytes / len(keys)))) if len(keys) else 1
+
+
+def batch_ranges(keys: WireKeys, max_rows: int, max_bytes: int, what: str = "keys",
+                 row_extra: float = 0) -> List[Tuple[int, int]]:
+    """[start, stop) row ranges covering `keys`, each of at most `max_rows` rows
+    and `max_bytes` wire bytes: its keys' and `row_extra` bytes per row (the
+    other columns sent beside them). KeyValueError when one row alone needs
+    more than `max_bytes`."""
+    n = len(keys)
+    if isinstance(keys, np.ndarray):
+        rows = max(1, min(max_rows, int(max_bytes // (keys.dtype.itemsize + row_extra))))
+        return [(s, min(n, s + rows)) for s in range(0, n, rows)]
+    cumulative = keys.cumulative_bytes() + row_extra * np.arange(n + 1)
+    ranges = []
+    start = 0
+    while start < n:
+        fits = int(np.searchsorted(cumulative, cumulative[start] + max_bytes, side="right")) - 1
+        stop = min(n, start + max_rows, fits)
+        if stop <= start:
+            raise KeyValueError(f"{what}: row {start}'s key takes "
+                                f"{cumulative[start + 1] - cumulative[start] - row_extra:.0f} "
+                                f"bytes on the wire, more than a message to the server carries "
+                                f"({max_bytes} bytes)")
+        ranges.append((start, stop))
+        start = stop
+    return ranges

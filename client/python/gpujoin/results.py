@@ -5,11 +5,13 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
+from .keys import KeyColumnSpec, key_input_columns
+
 #: The value of a missing key in a lookup, and the right row of an outer or
 #: anti join pair without a match.
 NO_MATCH = 0xFFFFFFFF
 
-_KEY_TYPES = {0: "uint32", 1: "uint32", 2: "uint64"}
+_KEY_TYPES = {0: "uint32", 1: "uint32", 2: "uint64", 3: "columns"}
 _DUPLICATES = {0: "lowest_row", 1: "lowest_row", 2: "keep_all"}
 
 
@@ -37,6 +39,15 @@ def _nullable(pd, dt: np.dtype) -> str:
         return "Float64" if dt.itemsize == 8 else "Float32"
     return {("u", 4): "UInt32", ("u", 8): "UInt64", ("i", 4): "Int32", ("i", 8): "Int64"}[
         (dt.kind, dt.itemsize)]
+
+
+def _key_array(col) -> np.ndarray:
+    """A key column given as an array or a sequence as an array: str and bytes
+    sequences as object arrays (a numpy 'S' array would drop trailing NULs)."""
+    a = np.asarray(col)
+    if a.dtype.kind in "US" and not isinstance(col, np.ndarray):
+        a = np.array(list(col), dtype=object)
+    return a
 
 
 def _from_proto(cls, msg, **overrides):
@@ -86,8 +97,10 @@ class PayloadColumnInfo:
 
 @dataclass
 class IndexInfo:
-    """A resident index (proto IndexInfo); key_type "uint32"/"uint64", duplicates
-    "lowest_row"/"keep_all", payload columns in declaration order."""
+    """A resident index (proto IndexInfo); key_type "uint32"/"uint64", or
+    "columns" with its key schema in `key_columns` (KeyColumnSpec (name, type)
+    pairs in key order); duplicates "lowest_row"/"keep_all"; payload columns in
+    declaration order."""
     name: str = ""
     version: int = 0
     capacity: int = 0
@@ -109,6 +122,8 @@ class IndexInfo:
     #: The version in the index's snapshot file under the server's --data-dir
     #: (what a restart serves); 0 without one.
     durable_version: int = 0
+    #: key_type "columns": the key schema, as declared; else empty.
+    key_columns: List[KeyColumnSpec] = field(default_factory=list)
 
     @classmethod
     def from_proto(cls, m) -> "IndexInfo":
@@ -118,7 +133,9 @@ class IndexInfo:
             key_type=_KEY_TYPES.get(m.key_type, str(m.key_type)),
             duplicates=_DUPLICATES.get(m.duplicates, str(m.duplicates)),
             payload=[PayloadColumnInfo(p.name, TYPE_NAMES.get(p.type, str(p.type)), p.null_count,
-                                       p.bytes) for p in m.payload])
+                                       p.bytes) for p in m.payload],
+            key_columns=[KeyColumnSpec(k.name, TYPE_NAMES.get(k.type, str(k.type)))
+                         for k in m.key_columns])
 
     def payload_type(self, name: str) -> Optional[str]:
         for p in self.payload:
@@ -199,12 +216,16 @@ class LookupResult:
         return len(self.values)
 
     def to_pandas(self, keys: Any = None):
-        """A DataFrame: `key` (when given), `value` (nullable: NA where missing),
+        """A DataFrame: the keys when given (one column: `key`; a mapping's,
+        DataFrame's or list's columns by their names, see
+        gpujoin.keys.key_input_columns), `value` (nullable: NA where missing),
         `found`, `probes`/`match_counts` when asked, then the selected columns."""
         pd = _pandas()
         out = {}
         if keys is not None:
-            out["key"] = np.asarray(keys)
+            named, cols = key_input_columns(keys)
+            for name, col in ([("key", cols[0][1])] if len(cols) == 1 and not named else cols):
+                out[name] = col if hasattr(col, "reset_index") else _key_array(col)
         out["value"] = _series(pd, np.ma.MaskedArray(self.values, mask=~self.found))
         out["found"] = self.found
         if self.probes is not None:

@@ -4,15 +4,18 @@ and responses read without a protobuf message object for the bulk columns.
 A LookupRequest (a JoinRequest's LeftBatch) is its small fields, serialised by
 protobuf, followed by the key column, framed by hand (protobuf merges
 concatenated fields), so the keys are copied once, from the caller's array
-into the message. A response's bulk fields (values, found, probes,
-match_counts; a join's left and right rows) are read as zero-copy views of the
-received message; its small sub-messages are parsed by protobuf. This halves
+into the message. The key columns of an index with a key schema are Column
+messages (`key_columns`, field 9 of both), serialised by protobuf. A
+response's bulk fields (values, found, probes, match_counts; a join's left and
+right rows) are read as zero-copy views of the received message; its small
+sub-messages are parsed by protobuf. This halves
 the client's CPU per batch (measured in docs/PERFORMANCE.md).
 """
 from typing import Any, Iterator, List, Optional, Tuple
 
 import numpy as np
 
+from . import keys as _keys
 from ._proto import pb
 
 
@@ -52,19 +55,33 @@ def _keys_field(tag: bytes, keys: np.ndarray) -> Tuple[bytes, Any]:
     return tag + _varint(len(inner) + n) + inner, memoryview(keys).cast("B")
 
 
-def lookup_request(header: bytes, keys: np.ndarray) -> bytes:
+def _key_columns_field(keys: "_keys.KeyColumns") -> Tuple[bytes, bytes]:
+    """(prefix, body) of the `key_columns` fields (9 in LookupRequest and LeftBatch)."""
+    return b"", b"".join(b"\x4a" + _varint(len(c)) + c
+                         for c in (m.SerializeToString() for m in keys.messages(pb)))
+
+
+def lookup_request(header: bytes, keys: "_keys.WireKeys") -> bytes:
     """A serialised LookupRequest: `header` (the request's other fields, serialised)
-    and `keys` (a contiguous little-endian '<u4' or '<u8' array) as packed keys
-    (field 2, U32Column) or keys64 (field 6, U64Column)."""
-    prefix, body = _keys_field(b"\x32" if keys.dtype.itemsize == 8 else b"\x12", keys)
+    and `keys`: a contiguous little-endian '<u4' or '<u8' array as packed keys
+    (field 2, U32Column) or keys64 (field 6, U64Column), or KeyColumns as
+    key_columns."""
+    if isinstance(keys, _keys.KeyColumns):
+        prefix, body = _key_columns_field(keys)
+    else:
+        prefix, body = _keys_field(b"\x32" if keys.dtype.itemsize == 8 else b"\x12", keys)
     return b"".join((header, prefix, body))
 
 
-def join_request(header: bytes, left_header: bytes, keys: np.ndarray) -> bytes:
+def join_request(header: bytes, left_header: bytes, keys: "_keys.WireKeys") -> bytes:
     """A serialised JoinRequest of one left batch: `header` (the request's small
     fields, serialised), the LeftBatch's small fields `left_header` and its keys
-    (field 1 `keys`, or field 7 `keys64` for 8-byte keys)."""
-    prefix, body = _keys_field(b"\x3a" if keys.dtype.itemsize == 8 else b"\x0a", keys)
+    (field 1 `keys`, field 7 `keys64` for 8-byte keys, or field 9 `key_columns`
+    for KeyColumns)."""
+    if isinstance(keys, _keys.KeyColumns):
+        prefix, body = _key_columns_field(keys)
+    else:
+        prefix, body = _keys_field(b"\x3a" if keys.dtype.itemsize == 8 else b"\x0a", keys)
     size = len(left_header) + len(prefix) + len(body)
     return b"".join((header, _len_field(b"\x12", size), left_header, prefix, body))
 
