@@ -85,3 +85,19 @@ def test_join_response_fields():
     e = wire.parse_join_response(pb.JoinResponse(error=pb.BatchError(code=5, message="x"))
                                  .SerializeToString())
     assert e.error.code == 5 and not e.results and not e.more
+
+
+def test_key_columns_are_framed_as_protobuf_writes_them():
+    from gpujoin import keys as K
+    _, cols = K.build_key_columns({"s": ["a", None, "é" * 100], "n": [1, -2, 3]})
+    view = cols[1:3]  # a row range: offsets rebased, validity of those rows
+    header = pb.LookupRequest(index="ix", batch_id=3).SerializeToString()
+    m = pb.LookupRequest.FromString(wire.lookup_request(header, view))
+    assert m == pb.LookupRequest(index="ix", batch_id=3, key_columns=view.messages(pb))
+    assert [c.length for c in m.key_columns] == [2, 2] and m.key_columns[0].validity == b"\x02"
+    assert m.key_columns[0].offsets == np.array([0, 0, 200], "<i4").tobytes()
+    left = pb.LeftBatch(capacity=9, first_left_row=1).SerializeToString()
+    j = pb.JoinRequest.FromString(wire.join_request(pb.JoinRequest(index="ix").SerializeToString(),
+                                                    left, view))
+    assert j == pb.JoinRequest(index="ix", batches=[pb.LeftBatch(
+        capacity=9, first_left_row=1, key_columns=view.messages(pb))])
