@@ -27,7 +27,7 @@ struct HashBuffers {
     offsets = mem.Array<int32_t>(n + 1);
     out = mem.Array<uint64_t>(n);
     validity = mem.Array<uint8_t>((n + 7) / 8);
-    views = mem.Array<gd::ColumnView>(1);
+    views = mem.Array<gd::HashView>(1);
   }
   DeviceAllocations mem;
   uint64_t n;
@@ -36,7 +36,7 @@ struct HashBuffers {
   int32_t* offsets;
   uint64_t* out;
   uint8_t* validity;
-  gd::ColumnView* views;
+  gd::HashView* views;
 };
 
 // Whether the device hashes and validity of 1024 rows from `first` equal the
@@ -78,7 +78,7 @@ bool SampleOk(const Case& c, const HashBuffers& b, uint64_t first) {
 void RunCase(BenchContext& ctx, const Case& c, const HashBuffers& b) {
   cudaStream_t s = ctx.stream;
   const uint64_t n = b.n;
-  gd::ColumnView v;
+  gd::HashView v;
   v.type = c.type;
   if (c.type == gj::ColumnType::kBinary) {
     v.data = reinterpret_cast<const uint8_t*>(b.chars);

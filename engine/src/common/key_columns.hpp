@@ -52,8 +52,8 @@ inline uint64_t KeyValueBytes(const HashColumn& c) {
 
 /// The views of `keys`' columns, in order (how the backends hash and compare
 /// them: hashing/key_compare.hpp's KeyViewsEqual).
-inline std::vector<ColumnView> KeyViews(const KeyColumns& keys) {
-  std::vector<ColumnView> views;
+inline std::vector<HashView> KeyViews(const KeyColumns& keys) {
+  std::vector<HashView> views;
   views.reserve(keys.columns.size());
   for (const HashColumn& c : keys.columns) views.push_back(HostView(c));
   return views;

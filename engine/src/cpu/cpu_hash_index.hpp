@@ -76,7 +76,7 @@ inline constexpr uint64_t CpuSlotBytes(KeyType type) { return type == KeyType::k
 struct ColumnRowKey {
   uint64_t fingerprint = 0;
   /// One view per key column (KeyViews).
-  const detail::ColumnView* views = nullptr;
+  const detail::HashView* views = nullptr;
   uint64_t row = 0;
   bool null = false;
 };

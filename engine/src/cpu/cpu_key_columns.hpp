@@ -11,7 +11,7 @@
 #include "cpu/thread_pool.hpp"
 #include "gpujoin/engine/index_image.hpp"
 #include "gpujoin/engine/key_columns.hpp"
-#include "hashing/column_view.hpp"
+#include "hashing/hash_view.hpp"
 
 namespace gpujoin::engine::cpu {
 
@@ -34,7 +34,7 @@ class StoredKeys {
   /// The stored rows as key columns (valid until the next Append or move).
   const KeyColumns& view() const { return view_; }
   /// The stored rows' columns as views (KeyViews(view())), how probes compare them.
-  const std::vector<detail::ColumnView>& views() const { return views_; }
+  const std::vector<detail::HashView>& views() const { return views_; }
   uint64_t rows() const { return rows_; }
   /// Bytes held: values, int64 offsets and validity of the stored rows.
   uint64_t bytes() const;
@@ -60,7 +60,7 @@ class StoredKeys {
   uint64_t capacity_ = 0;
   bool validity_ = false;
   KeyColumns view_;
-  std::vector<detail::ColumnView> views_;
+  std::vector<detail::HashView> views_;
 };
 
 /// The fingerprints of every row of `keys`: fps[r] = hash64 of row r's key

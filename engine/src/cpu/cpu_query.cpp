@@ -61,7 +61,7 @@ struct QueryKeys<ColumnKey> {
   };
   Cursor At(size_t begin) const { return Cursor{this, begin}; }
   const KeyColumns& keys;
-  std::vector<detail::ColumnView> views;
+  std::vector<detail::HashView> views;
   HostArray<uint64_t> fingerprints;
   HostArray<uint8_t> valid;
 };

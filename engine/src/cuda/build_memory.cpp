@@ -1,6 +1,7 @@
 #include "cuda/build_memory.hpp"
 
 #include "cuda/index/groups.hpp"
+#include "cuda/index/key_rows.hpp"
 #include "cuda/payload/payload_ops.hpp"
 
 namespace gpujoin::engine::detail {
@@ -46,13 +47,24 @@ uint64_t BuildNodeTransientBytes(const HashIndexSpec& spec, const BuildShape& sh
   const uint64_t rows = shape.rows;
   const uint64_t payload = PayloadTransientBytes(spec, shape);
   if (rows == 0) return payload;
-  uint64_t uploads = PoolBytes(rows * KeyBytes(shape.key_type));  // keys
+  // Key words, or a key schema's fingerprints, row validity and hash validity
+  // (its key columns are the index's memory once uploaded: key_column_bytes).
+  uint64_t uploads = shape.key_type == KeyType::kColumns
+                         ? PoolBytes(rows * sizeof(uint64_t)) + PoolBytes(rows) +
+                               PoolBytes((rows + 7) / 8)
+                         : PoolBytes(rows * KeyBytes(shape.key_type));
   if (shape.batch) {
     if (shape.batch_validity) uploads += PoolBytes(rows * sizeof(uint32_t));
     uploads += PoolBytes(uint64_t{shape.batch_chunks} * sizeof(uint64_t));  // chunk starts
     uploads += PoolBytes(uint64_t{shape.batch_chunks} * sizeof(uint32_t));  // chunk bases
   } else if (shape.explicit_values) {
     uploads += PoolBytes(rows * sizeof(uint32_t));
+  }
+  if (shape.key_type == KeyType::kColumns) {
+    // The grouping pass's table (key_rows.hpp), then the payload winners.
+    const uint64_t winners =
+        shape.payload.empty() ? 0 : PoolBytes(TableAllocationSlots(spec.capacity) * 4);
+    return uploads + PoolBytes(KeyBuildScratchBytes(rows)) + winners + payload;
   }
   const uint64_t buffer = BuildTransientBytes(spec.capacity, rows, path, shape.key_type);
   // A buffer over the cap is never allocated: the build inserts directly.

@@ -87,10 +87,10 @@ class CudaBackend final : public Backend {
 
   absl::StatusOr<std::unique_ptr<HashIndex>> CreateIndex(const HashIndexSpec& spec) override {
     GPUJOIN_RETURN_IF_ERROR(spec.Validate());
-    if (spec.key_type == KeyType::kColumns) {
+    if (spec.key_type == KeyType::kColumns && spec.duplicates == DuplicatePolicy::kKeepAll) {
       return absl::UnimplementedError(
-          "the cuda backend does not hold indexes keyed by columns yet (string and composite "
-          "keys); the cpu backend does");
+          "the cuda backend does not hold keep_all indexes keyed by columns yet (string and "
+          "composite keys); the cpu backend does");
     }
     GPUJOIN_RETURN_IF_ERROR(CheckHealthy());
     auto index = CudaHashIndex::Create(spec, device_);
@@ -103,7 +103,8 @@ class CudaBackend final : public Backend {
 
   uint64_t IndexBytes(const HashIndexSpec& spec) const override {
     // What CudaHashIndex::Create allocates: 8 bytes a slot for uint32 keys, 16
-    // for uint64 keys. A kKeepAll index's groups come with its builds
+    // for uint64 keys and key schemas (whose key columns come with builds, in
+    // memory_bytes()). A kKeepAll index's groups come with its builds
     // (GroupStorageBytes, in memory_bytes()).
     return TableAllocationBytes(spec.capacity, spec.key_type);
   }
@@ -160,6 +161,10 @@ class CudaBackend final : public Backend {
       return absl::InvalidArgumentError(
           absl::StrCat("export: the index belongs to the ",
                        std::string(BackendKindName(index.backend())), " backend, not cuda"));
+    }
+    if (cuda->key_type() == KeyType::kColumns) {
+      return absl::UnimplementedError(
+          "export: the cuda backend does not export indexes keyed by columns yet");
     }
     GPUJOIN_RETURN_IF_ERROR(CheckHealthy());
     try {

@@ -50,6 +50,10 @@ template absl::StatusOr<DeviceBuffer<uint32_t>> CudaHashIndex::AllocatePayload(s
                                                                                const char*);
 template absl::StatusOr<DeviceBuffer<GroupRange>> CudaHashIndex::AllocatePayload(size_t, int,
                                                                                  const char*);
+template absl::StatusOr<DeviceBuffer<int64_t>> CudaHashIndex::AllocatePayload(size_t, int,
+                                                                              const char*);
+template absl::StatusOr<DeviceBuffer<HashView>> CudaHashIndex::AllocatePayload(size_t, int,
+                                                                                 const char*);
 
 void CudaHashIndex::DropPayload() {
   // cudaFree waits for the work that may still read the columns.
@@ -73,6 +77,16 @@ void CudaHashIndex::DropGroups() {
 void CudaHashIndex::SetGroups(CudaGroups groups) {
   groups_ = std::move(groups);
   group_bytes_.store(groups_.bytes(), std::memory_order_relaxed);
+}
+
+void CudaHashIndex::DropKeys() {
+  keys_ = CudaKeys{};
+  key_bytes_.store(0, std::memory_order_relaxed);
+}
+
+void CudaHashIndex::SetKeys(CudaKeys keys) {
+  keys_ = std::move(keys);
+  key_bytes_.store(keys_.bytes(), std::memory_order_relaxed);
 }
 
 std::optional<StoredColumn> CudaHashIndex::payload_column(size_t c) const {

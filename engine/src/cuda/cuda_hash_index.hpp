@@ -16,6 +16,7 @@
 #include "cuda/device_buffer.hpp"
 #include "cuda/device_ops.hpp"
 #include "cuda/index/groups.hpp"
+#include "cuda/index/key_rows.hpp"
 #include "cuda/payload/payload_ops.hpp"
 #include "cuda/payload/record_layout.hpp"
 #include "gpujoin/engine/hash_index.hpp"
@@ -65,6 +66,28 @@ struct CudaPayload {
   uint32_t stride = 0;
 };
 
+/// The key columns of a key-schema index's last build (cudaMalloc, read by
+/// cuda/index/key_rows.hpp's probes): every build row in build-row order
+/// (invalid rows included), strings and binary with int64 offsets, validity
+/// where the build had nulls; a device copy of their views; and the value of
+/// every build row.
+struct CudaKeys {
+  std::vector<DeviceBuffer<uint8_t>> data;
+  std::vector<DeviceBuffer<int64_t>> offsets;
+  std::vector<DeviceBuffer<uint8_t>> validity;
+  DeviceBuffer<HashView> views;
+  DeviceBuffer<uint32_t> row_values;
+  uint64_t rows = 0;
+
+  uint64_t bytes() const {
+    uint64_t b = views.bytes() + row_values.bytes();
+    for (const auto& d : data) b += d.bytes();
+    for (const auto& o : offsets) b += o.bytes();
+    for (const auto& v : validity) b += v.bytes();
+    return b;
+  }
+};
+
 class CudaHashIndex final : public HashIndex {
  public:
   /// Allocates the table on `device` (cudaMalloc; spec must be valid), slots of
@@ -76,16 +99,17 @@ class CudaHashIndex final : public HashIndex {
   BackendKind backend() const override { return BackendKind::kCuda; }
   uint64_t memory_bytes() const override {
     return slots_.bytes() + payload_bytes_.load(std::memory_order_relaxed) +
-           group_bytes_.load(std::memory_order_relaxed);
+           group_bytes_.load(std::memory_order_relaxed) +
+           key_bytes_.load(std::memory_order_relaxed);
   }
   /// Synchronous device-to-host copies; empty slots report value 0 like the CPU
   /// table. FAILED_PRECONDITION for the other key type's call.
   absl::StatusOr<TableSnapshot> Snapshot() const override { return SnapshotOf<uint32_t>(); }
   absl::StatusOr<TableSnapshot64> Snapshot64() const override { return SnapshotOf<uint64_t>(); }
 
-  /// The device table as key word K, which must be key_type()'s (graph
-  /// validation checks every node's key word against its index).
-  template <KeyWord K = uint32_t>
+  /// The device table as key kind K, which must be key_type()'s (graph
+  /// validation checks every node's key kind against its index).
+  template <IndexKey K = uint32_t>
   DeviceTableT<K> table() const {
     return DeviceTableT<K>{reinterpret_cast<SlotWord<K>*>(slots_.data()), spec().capacity};
   }
@@ -121,6 +145,19 @@ class CudaHashIndex final : public HashIndex {
   /// Installs the groups of a finished kKeepAll build.
   void SetGroups(CudaGroups groups);
 
+  /// Frees the key columns of the last build (a key-schema build calls it
+  /// first, so a failed build leaves none).
+  void DropKeys();
+  /// Installs the key columns of a finished key-schema build.
+  void SetKeys(CudaKeys keys);
+  /// What probes of a key-schema index read besides the table (null views
+  /// before the first build: its table is empty, so no probe reads them).
+  StoredKeyRows stored_keys() const {
+    return StoredKeyRows{keys_.views.data(), uint32_t(spec().key_columns.size()),
+                         keys_.row_values.data()};
+  }
+  const CudaKeys& keys() const { return keys_; }
+
   /// The stored payload and groups of the last build, for index export
   /// (cuda_index_image.cpp).
   const CudaPayload& stored_payload() const { return payload_; }
@@ -137,10 +174,13 @@ class CudaHashIndex final : public HashIndex {
   DeviceBuffer<uint64_t> slots_;  // TableAllocationBytes(capacity, key type) bytes
   CudaPayload payload_;
   CudaGroups groups_;
+  CudaKeys keys_;
   // Sum of payload_'s column bytes, readable while another thread reads memory_bytes().
   std::atomic<uint64_t> payload_bytes_{0};
   // groups_.bytes(), likewise.
   std::atomic<uint64_t> group_bytes_{0};
+  // keys_.bytes(), likewise.
+  std::atomic<uint64_t> key_bytes_{0};
 };
 
 }  // namespace gpujoin::engine::detail

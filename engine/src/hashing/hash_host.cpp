@@ -261,7 +261,7 @@ class TreeValidator {
 
 // Hashes rows [first, first + rows) of flat columns; `first` is a multiple of 8.
 template <typename H>
-void HashRowRange(const std::vector<ColumnView>& views, uint64_t first, uint64_t rows, H* out,
+void HashRowRange(const std::vector<HashView>& views, uint64_t first, uint64_t rows, H* out,
                   uint8_t* out_validity) {
   const uint32_t n = static_cast<uint32_t>(views.size());
   const uint64_t end = first + rows;
@@ -288,7 +288,7 @@ struct HashTree {
   static void Rows(const HashColumn& c, uint64_t first, uint64_t rows, H* hash, uint8_t* valid) {
     if (rows == 0) return;
     if (IsFlatHashType(c.type)) {
-      const ColumnView v = HostView(c);
+      const HashView v = HostView(c);
       for (uint64_t i = 0; i < rows; ++i) {
         valid[i] = ColumnRowValid(v, first + i) ? 1 : 0;
         hash[i] = valid[i] ? ColumnValueHash<H>(v, first + i) : 0;
@@ -331,7 +331,7 @@ struct HashTree {
   // entry nulls the row), so equal values hash alike whatever the dictionary.
   static void Dictionary(const HashColumn& c, uint64_t first, uint64_t rows, H* hash,
                          uint8_t* valid) {
-    const ColumnView dict = HostView(c.children[0]);
+    const HashView dict = HostView(c.children[0]);
     for (uint64_t i = 0; i < rows; ++i) {
       hash[i] = 0;
       if (!valid[i]) continue;
@@ -448,8 +448,8 @@ void HashTreeRange(const HashNode& node, uint64_t first, uint64_t rows, H* out,
 
 }  // namespace
 
-ColumnView HostView(const HashColumn& c) {
-  ColumnView v;
+HashView HostView(const HashColumn& c) {
+  HashView v;
   v.type = c.type;
   v.data = c.data.data();
   v.offsets = c.offsets.empty() ? nullptr : c.offsets.data();
@@ -537,7 +537,7 @@ void HashRowsHost(const HashNode& node, uint64_t first_row, uint64_t rows) {
     }
     return;
   }
-  std::vector<ColumnView> views;
+  std::vector<HashView> views;
   views.reserve(node.columns.size());
   for (const HashColumn& c : node.columns) views.push_back(HostView(c));
   if (node.bits == HashBits::k32) {

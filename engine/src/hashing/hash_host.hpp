@@ -9,7 +9,7 @@
 
 #include "absl/status/status.h"
 #include "gpujoin/engine/hashing.hpp"
-#include "hashing/column_view.hpp"
+#include "hashing/hash_view.hpp"
 
 namespace gpujoin::engine::detail {
 
@@ -42,6 +42,6 @@ void HashRowsHost(const HashNode& node, uint64_t first_row, uint64_t rows);
 
 /// The view of a flat host column `c` (its rows from c.offset; no dictionary
 /// hashes): how the host hashes and compares it.
-ColumnView HostView(const HashColumn& c);
+HashView HostView(const HashColumn& c);
 
 }  // namespace gpujoin::engine::detail

@@ -1,5 +1,5 @@
 // Internal: whether two rows hold the same key, read through ColumnViews
-// (column_view.hpp) on the host and on the device. A key-schema index compares
+// (hash_view.hpp) on the host and on the device. A key-schema index compares
 // a probe's key columns with a stored row's on an equal fingerprint through this
 // one function on both backends (docs/engine.md, "Key schemas"): every column
 // valid on both sides and byte-equal (fixed-width values as their
@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "hashing/column_view.hpp"
+#include "hashing/hash_view.hpp"
 
 namespace gpujoin::engine::detail {
 
@@ -20,7 +20,7 @@ struct ViewBytes {
   uint64_t size = 0;
 };
 
-GPUJOIN_HOST_DEVICE ViewBytes ViewBytesAt(const ColumnView& v, uint64_t r) {
+GPUJOIN_HOST_DEVICE ViewBytes ViewBytesAt(const HashView& v, uint64_t r) {
   const uint64_t p = v.value_offset + r;
   if (v.offsets != nullptr) {
     const int64_t begin = int64_t(v.offsets[p]) - v.data_base;
@@ -49,7 +49,7 @@ GPUJOIN_HOST_DEVICE bool SameBytes(const uint8_t* a, const uint8_t* b, uint64_t 
 /// Whether row `a_row` of the `columns` views `a` and row `b_row` of `b` (the
 /// same schema) hold the same key: every column valid on both sides and
 /// byte-equal. A null never equals anything (SQL equality).
-GPUJOIN_HOST_DEVICE bool KeyViewsEqual(const ColumnView* a, uint64_t a_row, const ColumnView* b,
+GPUJOIN_HOST_DEVICE bool KeyViewsEqual(const HashView* a, uint64_t a_row, const HashView* b,
                                        uint64_t b_row, uint32_t columns) {
   for (uint32_t c = 0; c < columns; ++c) {
     if (!ColumnRowValid(a[c], a_row) || !ColumnRowValid(b[c], b_row)) return false;

@@ -16,13 +16,13 @@
 //   * A row with a null in any column is null: hash 0, validity bit 0.
 //
 // This file is the composite: how value hashes fold into a list's and a row's
-// hash. xxhash_bytes.hpp holds the byte hashes, column_view.hpp the column
+// hash. xxhash_bytes.hpp holds the byte hashes, hash_view.hpp the column
 // reads and value_hash.hpp the per-type value hash.
 #pragma once
 
 #include <cstdint>
 
-#include "hashing/column_view.hpp"
+#include "hashing/hash_view.hpp"
 #include "hashing/value_hash.hpp"
 #include "hashing/xxhash_bytes.hpp"
 
@@ -84,7 +84,7 @@ struct ListFold {
 /// Hash of one valid row of a list view with a flat child (`c.child`, device
 /// only): its elements folded in order (ListFold), one thread per row.
 template <typename H>
-GPUJOIN_HOST_DEVICE H ListValueHash(const ColumnView& c, uint64_t row) {
+GPUJOIN_HOST_DEVICE H ListValueHash(const HashView& c, uint64_t row) {
   const uint64_t r = c.value_offset + row;
   uint64_t begin, end;
   if (c.type == ColumnType::kFixedSizeList) {
@@ -105,9 +105,9 @@ GPUJOIN_HOST_DEVICE H ListValueHash(const ColumnView& c, uint64_t row) {
   return fold.Finish();
 }
 
-/// Hash of one valid value of any ColumnView (flat, device dictionary, device list).
+/// Hash of one valid value of any HashView (flat, device dictionary, device list).
 template <typename H>
-GPUJOIN_HOST_DEVICE H ColumnValueHash(const ColumnView& c, uint64_t row) {
+GPUJOIN_HOST_DEVICE H ColumnValueHash(const HashView& c, uint64_t row) {
   if (c.child != nullptr) return ListValueHash<H>(c, row);
   return FlatValueHash<H>(c, row);
 }
@@ -116,7 +116,7 @@ GPUJOIN_HOST_DEVICE H ColumnValueHash(const ColumnView& c, uint64_t row) {
 /// (and sets *out = 0) when the row is null in any column; reads no value of a
 /// null row.
 template <typename H>
-GPUJOIN_HOST_DEVICE bool HashRow(const ColumnView* columns, uint32_t num_columns, uint64_t row,
+GPUJOIN_HOST_DEVICE bool HashRow(const HashView* columns, uint32_t num_columns, uint64_t row,
                                  H* out) {
   for (uint32_t i = 0; i < num_columns; ++i) {
     if (!ColumnRowValid(columns[i], row)) {

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "hashing/column_view.hpp"
+#include "hashing/hash_view.hpp"
 #include "hashing/xxhash_bytes.hpp"
 
 namespace gpujoin::engine::detail {
@@ -72,7 +72,7 @@ GPUJOIN_HOST_DEVICE H FixedWidthHash(ColumnType type, uint64_t bits) {
 /// Hash of one valid value of a flat view, for the output width `H` (uint32_t or
 /// uint64_t).
 template <typename H>
-GPUJOIN_HOST_DEVICE H FlatValueHash(const ColumnView& c, uint64_t row) {
+GPUJOIN_HOST_DEVICE H FlatValueHash(const HashView& c, uint64_t row) {
   const uint64_t r = c.value_offset + row;
   switch (c.type) {
     case ColumnType::kInt8:

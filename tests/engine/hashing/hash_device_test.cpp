@@ -228,7 +228,7 @@ TEST_F(HashDeviceTest, ResidentColumnsAtAnyOffsetMatchHost) {
         DeviceCopy data(c.data.data(), c.data.size());
         DeviceCopy offsets(c.offsets.data(), c.offsets.size() * sizeof(int32_t));
         DeviceCopy validity(c.validity.data(), c.validity.size());
-        detail::ColumnView v;
+        detail::HashView v;
         v.type = type;
         v.data = data.as<uint8_t>();
         v.offsets = c.offsets.empty() ? nullptr : offsets.as<int32_t>();
@@ -251,7 +251,7 @@ TEST_F(HashDeviceTest, ResidentColumnsAtAnyOffsetMatchHost) {
           ASSERT_EQ(cudaMalloc(&out_validity, validity_bytes), cudaSuccess);
           ASSERT_EQ(cudaMemset(out, 0xa5, rows * width), cudaSuccess);
           ASSERT_EQ(cudaMemset(out_validity, 0xa5, validity_bytes), cudaSuccess);
-          const detail::ColumnView* views = device_view.as<detail::ColumnView>();
+          const detail::HashView* views = device_view.as<detail::HashView>();
           const cudaError_t e =
               bits == HashBits::k32
                   ? detail::LaunchHashRows<uint32_t>({&v, 1}, views, rows,

@@ -25,11 +25,11 @@ constexpr uint32_t kSharedViews = 8;
 // exactly 4 output bytes that no other warp touches (no atomics).
 template <typename H>
 __global__ void __launch_bounds__(kBlockSize)
-    HashRowsKernel(const ColumnView* __restrict__ views, uint32_t num_columns, uint64_t rows,
+    HashRowsKernel(const HashView* __restrict__ views, uint32_t num_columns, uint64_t rows,
                    H* __restrict__ out, uint8_t* __restrict__ out_validity) {
   // The views are read for every row: a block keeps its own copy.
-  __shared__ ColumnView s_views[kSharedViews];
-  const ColumnView* columns = views;
+  __shared__ HashView s_views[kSharedViews];
+  const HashView* columns = views;
   if (num_columns <= kSharedViews) {
     for (uint32_t i = threadIdx.x; i < num_columns; i += blockDim.x) s_views[i] = views[i];
     __syncthreads();
@@ -84,7 +84,7 @@ __device__ __forceinline__ void StoreFour(H* p, const H (&h)[4]) {
 }
 
 // Whether row r (< rows) of the column is valid; false past the end.
-__device__ __forceinline__ bool RowValid(const ColumnView& c, uint64_t r, uint64_t rows) {
+__device__ __forceinline__ bool RowValid(const HashView& c, uint64_t r, uint64_t rows) {
   return r < rows && (c.validity == nullptr || BitmapBit(c.validity, c.validity_bit_offset + r));
 }
 
@@ -115,7 +115,7 @@ __device__ __forceinline__ void WriteStep(const H (&h)[4], uint32_t valid, uint6
 // covers 128 rows: lane l's four validity bits and lane l + 1's make one byte.
 template <typename H, uint32_t kWidth>
 __global__ void __launch_bounds__(kBlockSize)
-    HashFixedKernel(ColumnView c, uint64_t rows, H* __restrict__ out,
+    HashFixedKernel(HashView c, uint64_t rows, H* __restrict__ out,
                     uint8_t* __restrict__ out_validity) {
   const uint32_t lane = threadIdx.x % 32;
   const uint64_t warp = (uint64_t{blockIdx.x} * blockDim.x + threadIdx.x) / 32;
@@ -168,7 +168,7 @@ constexpr uint32_t kStageWords = 512;
 // strings 5 % faster on the H200 than four.
 template <typename H, typename O>
 __global__ void __launch_bounds__(kBlockSize, 5)
-    HashBinaryKernel(ColumnView c, uint64_t rows, H* __restrict__ out,
+    HashBinaryKernel(HashView c, uint64_t rows, H* __restrict__ out,
                      uint8_t* __restrict__ out_validity) {
   __shared__ uint64_t s_stage[kBlockSize / 32][kStageWords];
   const uint32_t lane = threadIdx.x % 32;
@@ -221,7 +221,7 @@ __global__ void __launch_bounds__(kBlockSize, 5)
 }  // namespace
 
 template <typename H>
-cudaError_t LaunchHashRows(std::span<const ColumnView> host_views, const ColumnView* views,
+cudaError_t LaunchHashRows(std::span<const HashView> host_views, const HashView* views,
                            uint64_t rows, H* out, uint8_t* out_validity, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
   const uint32_t num_columns = static_cast<uint32_t>(host_views.size());
@@ -232,7 +232,7 @@ cudaError_t LaunchHashRows(std::span<const ColumnView> host_views, const ColumnV
     const uint64_t blocks_needed = (rows + 4 * kBlockSize - 1) / (4 * kBlockSize);
     const unsigned blocks =
         static_cast<unsigned>(blocks_needed < kMaxBlocks ? blocks_needed : kMaxBlocks);
-    const ColumnView& c = host_views[0];
+    const HashView& c = host_views[0];
     switch (width) {
       case 1:
         HashFixedKernel<H, 1><<<blocks, kBlockSize, 0, stream>>>(c, rows, out, out_validity);
@@ -270,9 +270,9 @@ cudaError_t LaunchHashRows(std::span<const ColumnView> host_views, const ColumnV
       <<<blocks, kBlockSize, 0, stream>>>(views, num_columns, rows, out, out_validity);
   return cudaGetLastError();
 }
-template cudaError_t LaunchHashRows(std::span<const ColumnView>, const ColumnView*, uint64_t,
+template cudaError_t LaunchHashRows(std::span<const HashView>, const HashView*, uint64_t,
                                     uint32_t*, uint8_t*, cudaStream_t);
-template cudaError_t LaunchHashRows(std::span<const ColumnView>, const ColumnView*, uint64_t,
+template cudaError_t LaunchHashRows(std::span<const HashView>, const HashView*, uint64_t,
                                     uint64_t*, uint8_t*, cudaStream_t);
 
 }  // namespace gpujoin::engine::detail

@@ -40,7 +40,7 @@ absl::Status HashRowsDevice(const HashNode& node, cudaStream_t stream,
 /// holding their last byte. HashRowsDevice runs it per pass; the benchmark times
 /// it on resident data.
 template <typename H>
-cudaError_t LaunchHashRows(std::span<const ColumnView> host_views, const ColumnView* views,
+cudaError_t LaunchHashRows(std::span<const HashView> host_views, const HashView* views,
                            uint64_t rows, H* out, uint8_t* out_validity, cudaStream_t stream);
 
 }  // namespace gpujoin::engine::detail

@@ -54,7 +54,7 @@ struct DeviceColumn {
   Bytes dict_validity;
   std::unique_ptr<DeviceColumn> child;
   Bytes child_view;
-  ColumnView view;
+  HashView view;
 };
 
 bool IsDeviceList(const HashColumn& c) {
@@ -146,9 +146,9 @@ absl::Status UploadColumn(const HashColumn& c, size_t index, cudaStream_t stream
     child.length = values;
     out.child = std::make_unique<DeviceColumn>();
     GPUJOIN_RETURN_IF_ERROR(UploadColumn(child, index, stream, *out.child));
-    GPUJOIN_ASSIGN_OR_RETURN(out.child_view, Upload(&out.child->view, sizeof(ColumnView), stream,
+    GPUJOIN_ASSIGN_OR_RETURN(out.child_view, Upload(&out.child->view, sizeof(HashView), stream,
                                                     name + " values view"));
-    out.view.child = reinterpret_cast<const ColumnView*>(out.child_view.data());
+    out.view.child = reinterpret_cast<const HashView*>(out.child_view.data());
   } else if (c.type == ColumnType::kBool) {
     // Value bits travel as whole bytes; the view keeps the bit offset within the first.
     const uint64_t first_byte = c.offset / 8;
@@ -170,7 +170,7 @@ absl::Status PrepareDictionary(const HashColumn& c, size_t index, cudaStream_t s
   const HashColumn& dict = c.children[0];
   DeviceColumn values;
   GPUJOIN_RETURN_IF_ERROR(UploadColumn(dict, index, stream, values));
-  GPUJOIN_ASSIGN_OR_RETURN(Bytes view, Upload(&values.view, sizeof(ColumnView), stream,
+  GPUJOIN_ASSIGN_OR_RETURN(Bytes view, Upload(&values.view, sizeof(HashView), stream,
                                               absl::StrCat("column ", index, " dictionary view")));
   GPUJOIN_ASSIGN_OR_RETURN(out.dict_hashes,
                            Bytes::Async(dict.length * sizeof(H), stream, "dictionary hashes"));
@@ -179,7 +179,7 @@ absl::Status PrepareDictionary(const HashColumn& c, size_t index, cudaStream_t s
       out.dict_validity, Bytes::Async((dict.length + 31) / 32 * 4, stream, "dictionary validity"));
   if (dict.length != 0) {
     GPUJOIN_CUDA_RETURN(LaunchHashRows<H>({&values.view, 1},
-                                          reinterpret_cast<const ColumnView*>(view.data()),
+                                          reinterpret_cast<const HashView*>(view.data()),
                                           dict.length, reinterpret_cast<H*>(out.dict_hashes.data()),
                                           out.dict_validity.data(), stream),
                         "hash: launching the dictionary hash kernel");
@@ -194,7 +194,7 @@ absl::Status PrepareDictionary(const HashColumn& c, size_t index, cudaStream_t s
 // host copy) into host_out[0, rows) and host_validity[0, ceil(rows / 8)); the
 // copies are enqueued on `stream`.
 template <typename H>
-absl::Status LaunchAndDownload(std::span<const ColumnView> host_views, const Bytes& views,
+absl::Status LaunchAndDownload(std::span<const HashView> host_views, const Bytes& views,
                                uint64_t rows, H* host_out, uint8_t* host_validity,
                                cudaStream_t stream) {
   const uint64_t validity_bytes = (rows + 7) / 8;
@@ -202,7 +202,7 @@ absl::Status LaunchAndDownload(std::span<const ColumnView> host_views, const Byt
                            DeviceBuffer<H>::Async(rows, stream, "hash output"));
   GPUJOIN_ASSIGN_OR_RETURN(Bytes validity,
                            Bytes::Async(validity_bytes, stream, "hash validity output"));
-  GPUJOIN_CUDA_RETURN(LaunchHashRows<H>(host_views, reinterpret_cast<const ColumnView*>(views.data()),
+  GPUJOIN_CUDA_RETURN(LaunchHashRows<H>(host_views, reinterpret_cast<const HashView*>(views.data()),
                                         rows, out.data(), validity.data(), stream),
                       "hash: launching the hash kernel");
   GPUJOIN_CUDA_RETURN(
@@ -219,7 +219,7 @@ absl::Status LaunchAndDownload(std::span<const ColumnView> host_views, const Byt
 absl::Status HashPass(const HashNode& node, const std::vector<DeviceColumn>& dictionaries,
                       uint64_t first, uint64_t rows, cudaStream_t stream) {
   std::vector<DeviceColumn> columns(node.columns.size());
-  std::vector<ColumnView> views(node.columns.size());
+  std::vector<HashView> views(node.columns.size());
   for (size_t i = 0; i < node.columns.size(); ++i) {
     // The slice property of the row hash: a pass hashes its rows as a slice.
     HashColumn slice = node.columns[i];
@@ -232,7 +232,7 @@ absl::Status HashPass(const HashNode& node, const std::vector<DeviceColumn>& dic
   }
   GPUJOIN_ASSIGN_OR_RETURN(
       Bytes device_views,
-      Upload(views.data(), views.size() * sizeof(ColumnView), stream, "column descriptors"));
+      Upload(views.data(), views.size() * sizeof(HashView), stream, "column descriptors"));
   // `first` is a multiple of 8, so the pass owns whole output validity bytes.
   uint8_t* validity = node.out_validity.data() + first / 8;
   if (node.bits == HashBits::k32) {

@@ -1,5 +1,5 @@
 // Device functions of the CUDA hash index shared by the build paths and the
-// probe: the slot words of each key word (Slots<K>), the Robin Hood insert of
+// probe: the slot words of each key kind (Slots<K>), the Robin Hood insert of
 // one word, and the value a retained row gets.
 // See docs/engine.md ("Slots and probing") for the contract.
 #pragma once
@@ -16,16 +16,22 @@ namespace gpujoin::engine::detail {
 __device__ __forceinline__ uint32_t SlotKey(uint64_t slot) { return uint32_t(slot >> 32); }
 __device__ __forceinline__ uint32_t SlotLow(uint64_t slot) { return uint32_t(slot); }
 
-// The operations on the slot words of key word K (table.hpp) that the kernels
-// are written with, so that one kernel serves both key words.
-template <KeyWord K>
+// The operations on the slot words of key kind K (table.hpp) that the kernels
+// are written with, so that one kernel serves every key kind. KeyT is what
+// orders a slot's resident in the table (Key); ProbeKeyT what a probe compares
+// with a slot's (ProbeKey): both the key for key words; for a key schema the
+// (fingerprint, row) pair and the fingerprint.
+template <IndexKey K>
 struct Slots;
 
 template <>
 struct Slots<uint32_t> {
   using Word = uint64_t;
+  using KeyT = uint32_t;
+  using ProbeKeyT = uint32_t;
   static constexpr uint32_t kPerSector = 4;  // slots per 32-byte sector
   __device__ static uint32_t Key(Word w) { return SlotKey(w); }
+  __device__ static uint32_t ProbeKey(Word w) { return SlotKey(w); }
   __device__ static uint32_t Low(Word w) { return SlotLow(w); }
   __device__ static Word Make(uint32_t key, uint32_t low) { return (uint64_t(key) << 32) | low; }
   __device__ static Word Empty() { return kEmptySlot; }
@@ -81,7 +87,10 @@ struct Slots<uint64_t> {
   // slower on an H200: 19.8 vs 28.0 Gkeys/s all hits at load 0.5, 15.6 vs 19.4
   // half misses at load 0.8, 2^26 and 0.8 x 2^27 keys.)
   static constexpr uint32_t kPerSector = 2;
+  using KeyT = uint64_t;
+  using ProbeKeyT = uint64_t;
   __device__ static uint64_t Key(Word w) { return w.key; }
+  __device__ static uint64_t ProbeKey(Word w) { return w.key; }
   __device__ static uint32_t Low(Word w) { return uint32_t(w.tag); }
   __device__ static Word Make(uint64_t key, uint32_t low) { return Word{key, low}; }
   __device__ static Word Empty() { return Word{kEmptySlot, kEmptySlot}; }
@@ -116,6 +125,37 @@ struct Slots<uint64_t> {
   }
 };
 
+// A key-schema slot's place in the table order: its fingerprint, then (keys
+// of one fingerprint, which lie together) its build row. A table holds each
+// key once, under its lowest build row (cuda/index/key_rows.hpp), so the pair
+// names the key.
+struct FpRow {
+  uint64_t fp;
+  uint32_t row;
+  __host__ __device__ bool operator==(const FpRow& o) const { return fp == o.fp && row == o.row; }
+  __host__ __device__ bool operator<(const FpRow& o) const {
+    return fp < o.fp || (fp == o.fp && row < o.row);
+  }
+};
+/// Home slot of a key-schema slot: its fingerprint's (what ResidentComesFirst
+/// finds by argument-dependent lookup).
+GPUJOIN_HOST_DEVICE uint32_t HomeSlot(FpRow key, uint32_t capacity) {
+  return HomeSlot(key.fp, capacity);
+}
+
+// Key schemas: the uint64 layout with the fingerprint as the key and the build
+// row as the tag; empty is told by the row (all ones), so any fingerprint,
+// all ones included, is stored.
+template <>
+struct Slots<ColumnKey> : Slots<uint64_t> {
+  using KeyT = FpRow;
+  using ProbeKeyT = uint64_t;
+  __device__ static FpRow Key(Word w) { return FpRow{w.key, uint32_t(w.tag)}; }
+  __device__ static bool IsEmpty(Word w) { return w.tag == kEmptySlot; }
+  // A key is stored once: two words of one key are the same word.
+  __device__ static bool TagAbove(Word, Word) { return false; }
+};
+
 // Inserts one slot word key:tag in Robin Hood order (detail::ResidentComesFirst,
 // docs/engine.md "Slots and probing"). A row's tag is the final value
 // (generated values that grow with the row, so the lowest row has the lowest
@@ -144,17 +184,18 @@ struct Slots<uint64_t> {
 // displacement + 1 wherever a word is stored or merged, and the bound on overflow.
 //
 // The insertion is written as a sequence of steps, one slot each (InsertStep).
-template <KeyWord K>
+template <IndexKey K>
 struct InsertState {
-  SlotWord<K> word;  // the word being placed: the row's, then carried ones
-  K word_key;        // Slots<K>::Key(word)
+  SlotWord<K> word;                 // the word being placed: the row's, then carried ones
+  typename Slots<K>::KeyT word_key;  // Slots<K>::Key(word)
   uint32_t pos;      // the slot to examine next
   uint32_t d;        // displacement of `word` at `pos`
   bool own;          // `word` is still the row's own
 };
 
-template <KeyWord K>
-__device__ __forceinline__ InsertState<K> StartInsert(DeviceTableT<K> table, K key,
+template <IndexKey K>
+__device__ __forceinline__ InsertState<K> StartInsert(DeviceTableT<K> table,
+                                                      typename Slots<K>::KeyT key,
                                                       SlotWord<K> desired) {
   return InsertState<K>{desired, key, HomeSlot(key, table.capacity), 0u, true};
 }
@@ -162,7 +203,7 @@ __device__ __forceinline__ InsertState<K> StartInsert(DeviceTableT<K> table, K k
 enum class StepResult { kContinue, kSettled };
 
 // Examines slot st.pos for st.word (see above).
-template <KeyWord K>
+template <IndexKey K>
 __device__ __forceinline__ StepResult InsertStep(DeviceTableT<K> table, InsertState<K>& st,
                                                  uint32_t bound, unsigned long long (&sums)[5],
                                                  unsigned long long& max_probes) {
@@ -193,7 +234,7 @@ __device__ __forceinline__ StepResult InsertStep(DeviceTableT<K> table, InsertSt
       cur = prev;
       continue;
     }
-    const K resident = S::Key(cur);
+    const auto resident = S::Key(cur);
     if (resident == st.word_key) {
       if (S::TagAbove(cur, st.word)) {
         const Word prev = S::Cas(slot, cur, st.word);
@@ -228,8 +269,9 @@ __device__ __forceinline__ StepResult InsertStep(DeviceTableT<K> table, InsertSt
 }
 
 // The whole insertion of one word.
-template <KeyWord K>
-__device__ __forceinline__ void InsertWord(DeviceTableT<K> table, K key, SlotWord<K> desired,
+template <IndexKey K>
+__device__ __forceinline__ void InsertWord(DeviceTableT<K> table, typename Slots<K>::KeyT key,
+                                           SlotWord<K> desired,
                                            uint32_t bound, unsigned long long (&sums)[5],
                                            unsigned long long& max_probes) {
   InsertState<K> st = StartInsert(table, key, desired);

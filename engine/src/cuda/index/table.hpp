@@ -13,12 +13,17 @@
 //    lowest row" is then the minimum of the second word among words of one key.
 //    (Split key and value arrays would read a second sector for every hit and
 //    need a second atomic per claim; they have not been measured against this.)
-// An empty slot is all ones (its key is kEmptyKeyOf<K>).
+//  - key schemas (ColumnKey): the uint64 layout, the 64-bit fingerprint of the
+//    key columns as the key and the build row in the low 32 bits of the tag
+//    (the key columns stay resident beside the table: cuda/index/key_rows.hpp).
+// An empty slot is all ones (its key is kEmptyKeyOf<K>; a key schema's: its row
+// is all ones, so every fingerprint is an ordinary key).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "gpujoin/engine/key_columns.hpp"
 #include "gpujoin/engine/types.hpp"
 
 namespace gpujoin::engine::detail {
@@ -32,8 +37,8 @@ struct alignas(16) Slot64 {
   uint64_t tag;
 };
 
-/// The slot word of key word K.
-template <KeyWord K>
+/// The slot word of key kind K.
+template <IndexKey K>
 struct SlotWordOf {
   using type = uint64_t;
 };
@@ -41,15 +46,19 @@ template <>
 struct SlotWordOf<uint64_t> {
   using type = Slot64;
 };
-template <KeyWord K>
+template <>
+struct SlotWordOf<ColumnKey> {
+  using type = Slot64;
+};
+template <IndexKey K>
 using SlotWord = typename SlotWordOf<K>::type;
 
 /// Bytes of one slot of `type`.
-inline constexpr uint64_t SlotBytes(KeyType type) { return type == KeyType::kUint64 ? 16 : 8; }
+inline constexpr uint64_t SlotBytes(KeyType type) { return type == KeyType::kUint32 ? 8 : 16; }
 
 /// A table in device memory. `slots` holds TableAllocationSlots(capacity)
 /// entries (the pad keeps sector reads in bounds for tiny tables).
-template <KeyWord K>
+template <IndexKey K>
 struct DeviceTableT {
   SlotWord<K>* slots = nullptr;
   uint32_t capacity = 0;

@@ -5,12 +5,15 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "cuda/cuda_error.hpp"
+#include "cuda/index/key_rows.hpp"
+#include "cuda/lowering/lower_keys.hpp"
 #include "cuda/lowering/lower_payload.hpp"
 #include "cuda/lowering/lowering.hpp"
 #include "gpujoin/common/status_macros.hpp"
@@ -122,6 +125,119 @@ absl::Status FinishBuildWithPayload(StreamContext& ctx, CudaHashIndex& index,
   return FinishBuild(ctx, index, rows, out, std::move(infos));
 }
 
+// A key-schema build of the key columns `chunks` (build rows in order; a
+// batch build's chunk bases and validity given as `starts`/`bases`/`validity`,
+// else the explicit `values` or generated first_value + row): the key columns
+// are stored in the index, hashed, grouped and inserted (key_rows.hpp), each
+// row's value written, the payload stored by the slots' rows, and the
+// statistics recorded. A failed build leaves an empty table without keys.
+struct KeyBuildValues {
+  std::optional<ChunkedU32> values;
+  uint32_t first_value = 0;
+  std::vector<uint64_t> starts;
+  std::vector<uint32_t> bases;
+  // One per row (nonzero = valid) when any chunk has validity, else empty.
+  std::vector<std::span<const uint32_t>> validity;
+  std::vector<uint64_t> chunk_rows;
+};
+
+absl::Status BuildKeyColumns(const LoweringEnv& env, StreamContext& ctx, CudaHashIndex& index,
+                             std::span<const KeyColumns* const> chunks, const KeyBuildValues& kv,
+                             const std::vector<ColumnView>& payload, BuildStatistics* out) {
+  if (index.keeps_all()) {
+    return absl::UnimplementedError(
+        "the cuda backend keeps the lowest row of each key of an index keyed by columns; "
+        "keep_all is served by the cpu backend");
+  }
+  index.DropPayload();
+  index.DropKeys();
+  auto* stats = reinterpret_cast<DeviceBuildStats*>(ctx.device_stats());
+  GPUJOIN_ASSIGN_OR_RETURN(UploadedKeys uploaded,
+                           UploadKeyColumns(ctx, chunks, index.spec().key_columns,
+                                            KeyMemory::kIndex, index.device()));
+  const uint64_t rows = uploaded.keys.rows;
+  if (rows >= kEmptySlotRow) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a build of an index keyed by columns takes fewer than 2^32 - 1 rows, not ",
+                     rows));
+  }
+  DeviceBuffer<uint32_t> validity;
+  if (!kv.validity.empty()) {
+    GPUJOIN_ASSIGN_OR_RETURN(validity, Alloc<uint32_t>(rows, ctx, "batch validity"));
+    uint64_t at = 0;
+    for (size_t k = 0; k < kv.chunk_rows.size(); ++k) {
+      uint32_t* dst = validity.data() + at;
+      if (kv.validity[k].empty()) {
+        // Byte pattern 0x01 makes every uint32 nonzero, i.e. valid.
+        GPUJOIN_CUDA_RETURN(
+            cudaMemsetAsync(dst, 1, kv.chunk_rows[k] * sizeof(uint32_t), ctx.stream()),
+            "fill batch validity");
+      } else {
+        const HostRange r{kv.validity[k].data(), kv.validity[k].size_bytes()};
+        GPUJOIN_RETURN_IF_ERROR(ctx.Upload(dst, std::span(&r, 1), "batch validity"));
+      }
+      at += kv.chunk_rows[k];
+    }
+  }
+  GPUJOIN_ASSIGN_OR_RETURN(
+      KeyFingerprintBuffers fps,
+      FingerprintKeys(ctx, uploaded, validity.data(), env.options.key_fingerprint_bits));
+  // Each build row's value.
+  GPUJOIN_ASSIGN_OR_RETURN(uploaded.keys.row_values, CudaHashIndex::AllocatePayload<uint32_t>(
+                                                         rows, index.device(), "row values"));
+  DeviceBuffer<uint32_t> values;
+  DeviceBuffer<uint64_t> starts;
+  DeviceBuffer<uint32_t> bases;
+  if (kv.values.has_value() && rows > 0) {
+    GPUJOIN_ASSIGN_OR_RETURN(values, Alloc<uint32_t>(rows, ctx, "build values"));
+    GPUJOIN_RETURN_IF_ERROR(ctx.Upload(values.data(), RangesOf(*kv.values), "build values"));
+  }
+  if (!kv.starts.empty()) {
+    GPUJOIN_ASSIGN_OR_RETURN(starts, Alloc<uint64_t>(kv.starts.size(), ctx, "chunk starts"));
+    GPUJOIN_ASSIGN_OR_RETURN(bases, Alloc<uint32_t>(kv.bases.size(), ctx, "chunk bases"));
+    const HostRange sr{kv.starts.data(), kv.starts.size() * sizeof(uint64_t)};
+    const HostRange br{kv.bases.data(), kv.bases.size() * sizeof(uint32_t)};
+    GPUJOIN_RETURN_IF_ERROR(ctx.Upload(starts.data(), std::span(&sr, 1), "chunk starts"));
+    GPUJOIN_RETURN_IF_ERROR(ctx.Upload(bases.data(), std::span(&br, 1), "chunk bases"));
+  }
+  GPUJOIN_CUDA_RETURN(WriteRowValues(rows, values.data(), kv.first_value, starts.data(),
+                                     bases.data(), uint32_t(kv.starts.size()),
+                                     uploaded.keys.row_values.data(), ctx.stream()),
+                      "write row values");
+  const uint64_t scratch_bytes = rows == 0 ? 0 : KeyBuildScratchBytes(rows);
+  GPUJOIN_ASSIGN_OR_RETURN(auto scratch, Alloc<uint8_t>(scratch_bytes, ctx, "key build scratch"));
+  GPUJOIN_CUDA_RETURN(BuildKeyTable(index.table<ColumnKey>(), fps.rows, index.spec().probe_bound(),
+                                    scratch.data(), scratch_bytes, stats, ctx.stream()),
+                      "build index keyed by columns");
+  std::vector<PayloadColumnInfo> infos;
+  if (!payload.empty()) {
+    // A slot's build row is where its payload comes from.
+    const uint64_t slots = TableAllocationSlots(index.spec().capacity);
+    GPUJOIN_ASSIGN_OR_RETURN(auto winners, Alloc<uint32_t>(slots, ctx, "payload winners"));
+    GPUJOIN_CUDA_RETURN(KeyTableWinners(index.table<ColumnKey>(), winners.data(), ctx.stream()),
+                        "find payload winners");
+    GPUJOIN_ASSIGN_OR_RETURN(infos, StorePayloadAt(ctx, index, winners.data(), slots, rows, payload));
+  }
+  GPUJOIN_ASSIGN_OR_RETURN(BuildStatistics built, DownloadBuildStats(ctx));
+  index.SetKeys(std::move(uploaded.keys));
+  index.RecordBuild(built, rows, std::move(infos));
+  if (out != nullptr) *out = built;
+  return absl::OkStatus();
+}
+
+// Runs BuildKeyColumns; a failure leaves the index's table empty, without keys
+// or payload.
+absl::Status BuildKeyColumnsOrEmpty(const LoweringEnv& env, StreamContext& ctx,
+                                    CudaHashIndex& index,
+                                    std::span<const KeyColumns* const> chunks,
+                                    const KeyBuildValues& kv,
+                                    const std::vector<ColumnView>& payload, BuildStatistics* out) {
+  const absl::Status s = BuildKeyColumns(env, ctx, index, chunks, kv, payload, out);
+  if (s.ok() || absl::IsUnimplemented(s)) return s;
+  index.DropKeys();
+  return LeaveEmpty<uint64_t>(ctx, index, s);
+}
+
 }  // namespace
 
 template <KeyWord K>
@@ -226,6 +342,42 @@ absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
       ClearAndBuildTable(index->table<K>(), src, index->spec().probe_bound(), stats, ctx.stream()),
       "build batch index");
   return FinishBuildWithPayload(ctx, *index, src, rows, n.payload, n.statistics);
+}
+
+template <>
+absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
+                     const BuildIndexNodeT<ColumnKey>& n) {
+  const std::string where = absl::StrCat("node ", i, " (build)");
+  GPUJOIN_ASSIGN_OR_RETURN(CudaHashIndex * index, WritableIndex(n.index, where));
+  KeyBuildValues kv;
+  kv.values = n.values;
+  kv.first_value = n.first_value;
+  const KeyColumns* chunk = &n.keys;
+  return BuildKeyColumnsOrEmpty(env, ctx, *index, std::span(&chunk, 1), kv, n.payload,
+                                n.statistics);
+}
+
+template <>
+absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
+                     const BuildBatchIndexNodeT<ColumnKey>& n) {
+  const std::string where = absl::StrCat("node ", i, " (batch build)");
+  GPUJOIN_ASSIGN_OR_RETURN(CudaHashIndex * index, WritableIndex(n.index, where));
+  KeyBuildValues kv;
+  std::vector<const KeyColumns*> chunks;
+  bool any_validity = false;
+  uint64_t rows = 0;
+  for (const BatchChunkT<ColumnKey>& c : n.chunks) {
+    if (c.keys.rows() == 0) continue;
+    chunks.push_back(&c.keys);
+    kv.starts.push_back(rows);
+    kv.bases.push_back(c.row_base);
+    kv.chunk_rows.push_back(c.keys.rows());
+    kv.validity.push_back(c.validity);
+    any_validity = any_validity || !c.validity.empty();
+    rows += c.keys.rows();
+  }
+  if (!any_validity) kv.validity.clear();
+  return BuildKeyColumnsOrEmpty(env, ctx, *index, chunks, kv, n.payload, n.statistics);
 }
 
 template absl::Status RunNode(const LoweringEnv&, StreamContext&, size_t,

@@ -12,7 +12,9 @@
 #include "absl/strings/str_cat.h"
 #include "cuda/cuda_error.hpp"
 #include "cuda/index/groups.hpp"
+#include "cuda/index/key_rows.hpp"
 #include "cuda/index/lookup.hpp"
+#include "cuda/lowering/lower_keys.hpp"
 #include "cuda/lowering/lower_payload.hpp"
 #include "cuda/lowering/lowering.hpp"
 #include "gpujoin/common/status_macros.hpp"
@@ -76,22 +78,23 @@ absl::Status ReplayLookupGraph(StreamContext& ctx, LookupGraph& graph, const Loo
 }
 
 // A lookup that gathers payload or counts matches (never captured: the plain
-// lookup's graphs stay as they are). The probe writes every row's slot; the
+// lookup's graphs stay as they are), and every lookup of a key-schema index.
+// `probe(values, found, probes, slots, stats)` enqueues the probe of the
+// node's keys (found and probes may be null), which writes every row's slot; the
 // group lookup turns it into the match count and, on a kKeepAll index, the
 // position of the first match (whose payload is stored there); the gathers
 // read the positions; one wait brings the statistics and the string totals,
 // which are checked before any gather output is written; then the strings are
 // copied and every output downloaded.
-template <KeyWord K>
+template <IndexKey K, class EnqueueProbe>
 absl::Status LookupWithSlots(StreamContext& ctx, const CudaHashIndex& index,
-                             const LookupNodeT<K>& n, uint64_t rows, uint32_t bound,
-                             const std::string& where) {
+                             const LookupNodeT<K>& n, uint64_t rows, const std::string& where,
+                             const EnqueueProbe& probe) {
   const GroupRange* ranges = index.groups().ranges;
   const bool gather = !n.gather.empty();
   const bool counts = !n.match_counts.empty();
   // A kLowestRow index stores payload by slot: the slots are the positions.
   const bool positions = gather && ranges != nullptr;
-  GPUJOIN_ASSIGN_OR_RETURN(auto keys, Alloc<K>(rows, ctx, "lookup keys"));
   GPUJOIN_ASSIGN_OR_RETURN(auto values, Alloc<uint32_t>(rows, ctx, "lookup values"));
   GPUJOIN_ASSIGN_OR_RETURN(auto slots, Alloc<uint32_t>(rows, ctx, "lookup slots"));
   GPUJOIN_ASSIGN_OR_RETURN(auto match_counts,
@@ -106,13 +109,9 @@ absl::Status LookupWithSlots(StreamContext& ctx, const CudaHashIndex& index,
   if (!n.probes.empty()) {
     GPUJOIN_ASSIGN_OR_RETURN(probes, Alloc<uint32_t>(rows, ctx, "lookup probes"));
   }
-  GPUJOIN_RETURN_IF_ERROR(ctx.Upload(keys.data(), RangesOf(n.keys), "lookup keys"));
   auto* stats = reinterpret_cast<DeviceQueryStats*>(ctx.device_stats());
   GPUJOIN_CUDA_RETURN(cudaMemsetAsync(stats, 0, sizeof(*stats), ctx.stream()), "lookup");
-  GPUJOIN_CUDA_RETURN(
-      LookupKeysSlots(index.table<K>(), keys.data(), rows, bound, values.data(), found.data(),
-                      probes.data(), slots.data(), stats, ctx.stream()),
-      "lookup");
+  GPUJOIN_RETURN_IF_ERROR(probe(values.data(), found.data(), probes.data(), slots.data(), stats));
   if (counts || positions) {
     GPUJOIN_CUDA_RETURN(GroupsOfSlots(slots.data(), rows, nullptr, ranges, match_counts.data(),
                                       first_positions.data(), ctx.stream()),
@@ -164,7 +163,18 @@ absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
   }
   GPUJOIN_RETURN_IF_ERROR(CheckGroups(*index, where));
   if (!n.gather.empty() || !n.match_counts.empty()) {
-    return LookupWithSlots(ctx, *index, n, rows, bound, where);
+    return LookupWithSlots(ctx, *index, n, rows, where,
+                           [&](uint32_t* values, uint8_t* found, uint32_t* probes, uint32_t* slots,
+                               DeviceQueryStats* stats) -> absl::Status {
+                             GPUJOIN_ASSIGN_OR_RETURN(auto keys, Alloc<K>(rows, ctx, "lookup keys"));
+                             GPUJOIN_RETURN_IF_ERROR(
+                                 ctx.Upload(keys.data(), RangesOf(n.keys), "lookup keys"));
+                             GPUJOIN_CUDA_RETURN(
+                                 LookupKeysSlots(index->table<K>(), keys.data(), rows, bound,
+                                                 values, found, probes, slots, stats, ctx.stream()),
+                                 "lookup");
+                             return absl::OkStatus();
+                           });
   }
   const LookupShape shape{
       index->table<K>().slots, index->spec().capacity, KeyTypeOf<K>(), rows, bound,
@@ -238,6 +248,41 @@ absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
   }
   if (n.statistics != nullptr) *n.statistics = ToQueryStatistics(d, rows);
   return absl::OkStatus();
+}
+
+// A key-schema lookup: the key columns are copied and hashed on the device and
+// probed by fingerprint and exact comparison (key_rows.hpp); then the slots
+// path (payload gathers, match counts). Never captured.
+template <>
+absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
+                     const LookupNodeT<ColumnKey>& n) {
+  const std::string where = absl::StrCat("node ", i, " (lookup)");
+  GPUJOIN_ASSIGN_OR_RETURN(const CudaHashIndex* index, ReadableIndex(n.index, where));
+  const uint64_t rows = n.keys.rows();
+  const uint32_t bound = n.max_probe_count != 0 ? n.max_probe_count : index->spec().probe_bound();
+  if (rows == 0) {
+    if (n.statistics != nullptr) *n.statistics = QueryStatistics{};
+    WriteEmptyGathers(n.gather);
+    return absl::OkStatus();
+  }
+  return LookupWithSlots(
+      ctx, *index, n, rows, where,
+      [&](uint32_t* values, uint8_t* found, uint32_t* probes, uint32_t* slots,
+          DeviceQueryStats* stats) -> absl::Status {
+        const KeyColumns* chunk = &n.keys;
+        GPUJOIN_ASSIGN_OR_RETURN(UploadedKeys keys,
+                                 UploadKeyColumns(ctx, std::span(&chunk, 1),
+                                                  index->spec().key_columns, KeyMemory::kRequest,
+                                                  index->device()));
+        GPUJOIN_ASSIGN_OR_RETURN(
+            KeyFingerprintBuffers fps,
+            FingerprintKeys(ctx, keys, nullptr, env.options.key_fingerprint_bits));
+        GPUJOIN_CUDA_RETURN(LookupKeyRows(index->table<ColumnKey>(), index->stored_keys(),
+                                          fps.rows, bound, values, found, probes, slots, stats,
+                                          ctx.stream()),
+                            "lookup");
+        return absl::OkStatus();
+      });
 }
 
 template absl::Status RunNode(const LoweringEnv&, StreamContext&, size_t,

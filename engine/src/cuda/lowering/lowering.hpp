@@ -46,7 +46,7 @@ inline QueryStatistics ToQueryStatistics(const DeviceQueryStats& d, uint64_t row
 }
 
 /// The build path and transient cap `options` ask for, set in `src`.
-template <KeyWord K>
+template <IndexKey K>
 void SetBuildOptions(const BackendOptions& options, BuildSourceT<K>& src) {
   src.path = options.cuda_build_path == CudaBuildPath::kDirect  ? BuildPath::kDirect
              : options.cuda_build_path == CudaBuildPath::kTiles ? BuildPath::kTiles
@@ -91,22 +91,33 @@ inline absl::Status CheckGroups(const CudaHashIndex& index, const std::string& w
 
 // The key-carrying nodes: templates on the key word K, instantiated for
 // uint32_t and uint64_t in lower_build.cpp, lower_lookup.cpp and lower_join.cpp.
-template <KeyWord K>
+template <IndexKey K>
 absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
                      const BuildIndexNodeT<K>& n);
-template <KeyWord K>
+template <IndexKey K>
 absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
                      const BuildBatchIndexNodeT<K>& n);
-template <KeyWord K>
+template <IndexKey K>
 absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const LookupNodeT<K>& n);
-template <KeyWord K>
+template <IndexKey K>
 absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const JoinNodeT<K>& n);
-/// Key-schema nodes: the CUDA backend holds no key-schema index yet
-/// (CreateIndex refuses them), so a node naming one names another backend's.
-template <template <IndexKey> class Node>
-absl::Status RunNode(const LoweringEnv&, StreamContext&, size_t i, const Node<ColumnKey>&) {
+// Key-schema nodes (lower_build.cpp, lower_lookup.cpp): builds and lookups of
+// a kLowestRow index. Joins against one are not lowered yet: the cpu backend
+// serves them.
+template <>
+absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
+                     const BuildIndexNodeT<ColumnKey>& n);
+template <>
+absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
+                     const BuildBatchIndexNodeT<ColumnKey>& n);
+template <>
+absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
+                     const LookupNodeT<ColumnKey>& n);
+inline absl::Status RunNode(const LoweringEnv&, StreamContext&, size_t i,
+                            const JoinNodeT<ColumnKey>&) {
   return absl::UnimplementedError(absl::StrCat(
-      "node ", i, ": the cuda backend does not serve indexes keyed by columns yet"));
+      "node ", i, ": the cuda backend does not join against indexes keyed by columns yet; the "
+      "cpu backend does"));
 }
 absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const AggregateNode& n);
 absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const HashNode& n);

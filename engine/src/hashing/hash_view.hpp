@@ -1,4 +1,4 @@
-// Internal: ColumnView, a flat column as the row hash (row_hash.hpp) reads it
+// Internal: HashView, a flat column as the row hash (row_hash.hpp) reads it
 // on the host and on the device, and the per-row reads of its validity, type
 // widths and dictionary indices.
 #pragma once
@@ -24,7 +24,7 @@ namespace gpujoin::engine::detail {
 /// their `data` holds the indices and `dict_hashes` / `dict_validity` the hash
 /// and validity of every dictionary entry (hash the dictionary once, gather by
 /// index); the host hashes dictionaries through the nested path instead.
-struct ColumnView {
+struct HashView {
   ColumnType type = ColumnType::kUint32;
   const uint8_t* data = nullptr;
   const int32_t* offsets = nullptr;        ///< kBinary, kString
@@ -40,7 +40,7 @@ struct ColumnView {
   /// Device lists of flat values (kList, kLargeList: offsets into the child's
   /// rows, shifted down by data_base; kFixedSizeList: byte_width elements per row
   /// from child row 0): the values' view. Null for every other view.
-  const ColumnView* child = nullptr;
+  const HashView* child = nullptr;
 };
 
 /// Bytes per value of a fixed-width type (1, 2, 4, 8 or 16); 0 for every other
@@ -58,7 +58,7 @@ GPUJOIN_HOST_DEVICE bool IsLargeBinaryType(ColumnType type) {
   return type == ColumnType::kLargeBinary || type == ColumnType::kLargeString;
 }
 
-/// Types the flat row hash reads through a ColumnView (kDictionary only with
+/// Types the flat row hash reads through a HashView (kDictionary only with
 /// dict_hashes, i.e. on the device): every type that is not nested.
 GPUJOIN_HOST_DEVICE bool IsFlatHashType(ColumnType type) {
   return FixedWidth(type) != 0 || IsBinaryType(type) || IsLargeBinaryType(type) ||
@@ -94,7 +94,7 @@ GPUJOIN_HOST_DEVICE bool BitmapBit(const uint8_t* bitmap, uint64_t bit) {
 
 /// Whether logical row `row` of `c` is valid (kNull: never; a device
 /// dictionary: its index is valid and points at a valid entry).
-GPUJOIN_HOST_DEVICE bool ColumnRowValid(const ColumnView& c, uint64_t row) {
+GPUJOIN_HOST_DEVICE bool ColumnRowValid(const HashView& c, uint64_t row) {
   if (c.type == ColumnType::kNull) return false;
   if (c.validity != nullptr && !BitmapBit(c.validity, c.validity_bit_offset + row)) return false;
   if (c.type == ColumnType::kDictionary) {

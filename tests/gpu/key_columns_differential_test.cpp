@@ -1,0 +1,326 @@
+// Key-schema indexes (string and composite keys) on the CUDA backend against
+// the CPU backend on fresh random inputs, outputs poisoned first: builds
+// (plain and batch, with payload) and lookups (values, found flags, probes,
+// match counts, gathered payload, statistics) must agree exactly wherever the
+// table has no overflow (both backends then hold the same Robin Hood layout),
+// for every schema, with full fingerprints and with fingerprints cut to a few
+// bits (BackendOptions::key_fingerprint_bits), which puts many keys on one
+// fingerprint. Build statistics agree except total_probes, which the CUDA
+// backend counts for a duplicate row at its key's final place
+// (cuda/index/key_rows.hpp). Under overflow each backend is checked against
+// the model instead.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends.hpp"
+#include "gpujoin/common/bitmap.hpp"
+#include "gpujoin/engine/backend.hpp"
+#include "gpujoin/engine/graph.hpp"
+#include "key_table.hpp"
+
+namespace gpujoin::engine {
+namespace {
+
+// A schema to test: the types of its key columns.
+struct Schema {
+  const char* name;
+  std::vector<ColumnType> types;
+};
+
+const std::vector<Schema>& Schemas() {
+  static const std::vector<Schema> schemas = {
+      {"string", {ColumnType::kString}},
+      {"binary", {ColumnType::kBinary}},
+      {"string_int64", {ColumnType::kString, ColumnType::kInt64}},
+      {"uint32_uint32", {ColumnType::kUint32, ColumnType::kUint32}},
+      {"int32_string_uint64", {ColumnType::kInt32, ColumnType::kString, ColumnType::kUint64}},
+  };
+  return schemas;
+}
+
+// A string a sloppier key would confuse with its neighbours: shared long
+// prefixes, a last byte or the case changed, the empty string, embedded NUL,
+// non-ASCII UTF-8, and now and then one longer than 64 KiB.
+std::string RandomString(std::mt19937_64& rng) {
+  static const std::string prefix(40, 'p');
+  switch (rng() % 8) {
+    case 0:
+      return "";
+    case 1:
+      return prefix + static_cast<char>('a' + rng() % 3);
+    case 2:
+      return std::string(1, static_cast<char>(rng() % 2 ? 'K' : 'k')) + "ey";
+    case 3:
+      return std::string("a\0b", 3) + static_cast<char>('0' + rng() % 2);
+    case 4:
+      return rng() % 2 ? "gr\xc3\xbc\xc3\x9f" : "gru\xc3\x9f";
+    case 5:
+      return rng() % 64 == 0 ? std::string(70000, static_cast<char>('x' + rng() % 2)) : "long";
+    default:
+      return "k" + std::to_string(rng() % 40);
+  }
+}
+
+// `rows` rows of `schema` over small domains (many duplicates, pairs swapped
+// between columns of one type), nulls in each column now and then.
+Table RandomTable(std::mt19937_64& rng, const Schema& schema, size_t rows) {
+  Table t;
+  for (ColumnType type : schema.types) {
+    TestColumn c;
+    c.type = type;
+    t.columns.push_back(c);
+  }
+  for (size_t r = 0; r < rows; ++r) {
+    for (TestColumn& c : t.columns) {
+      if (IsVariableWidth(c.type)) {
+        c.strings.push_back(RandomString(rng));
+      } else {
+        const int64_t small = static_cast<int64_t>(rng() % 6);
+        c.ints.push_back(c.type == ColumnType::kInt32 || c.type == ColumnType::kInt64 ? small - 3
+                                                                                      : small);
+      }
+      c.null.push_back(rng() % 31 == 0);
+    }
+  }
+  return t;
+}
+
+class KeyColumnsDifferentialTest : public ::testing::TestWithParam<uint32_t> {
+ protected:
+  void SetUp() override {
+    BackendOptions options;
+    options.key_fingerprint_bits = GetParam();
+    CreateCudaAndCpuBackends(cuda_, cpu_, "key-schema differential tests", options);
+    if (IsSkipped() || HasFatalFailure()) return;
+    auto cpu = CreateBackend(BackendKind::kCpu, options);
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+    cpu_ = std::move(*cpu);
+  }
+
+  struct Built {
+    std::unique_ptr<HashIndex> index;
+    BuildStatistics stats;
+  };
+
+  // Builds an index of `types` on `backend` from `t` in `chunks` batch chunks
+  // (1: a plain build with generated values from 7), with an int64 and a
+  // string payload column.
+  Built Build(Backend& backend, const std::vector<ColumnType>& types, uint32_t capacity,
+              uint32_t max_probe_count, Table& t, size_t chunks, std::vector<uint32_t>& masks) {
+    HashIndexSpec spec;
+    spec.capacity = capacity;
+    spec.max_probe_count = max_probe_count;
+    spec.key_type = KeyType::kColumns;
+    spec.key_columns = types;
+    auto index = backend.CreateIndex(spec);
+    EXPECT_TRUE(index.ok()) << index.status();
+    Built b{std::move(*index), {}};
+    const size_t rows = t.rows();
+    payload_ints_.resize(rows);
+    payload_strings_.clear();
+    payload_offsets_.assign(1, 0);
+    for (size_t r = 0; r < rows; ++r) {
+      payload_ints_[r] = static_cast<int64_t>(r) * 3 - 5;
+      payload_strings_ += "v" + std::to_string(r);
+      payload_offsets_.push_back(payload_strings_.size());
+    }
+    std::vector<ColumnView> payload(2);
+    payload[0].type = ColumnType::kInt64;
+    payload[0].rows = rows;
+    payload[0].data = std::as_bytes(std::span<const int64_t>(payload_ints_));
+    payload[1].type = ColumnType::kString;
+    payload[1].rows = rows;
+    payload[1].data = std::as_bytes(std::span(payload_strings_.data(), payload_strings_.size()));
+    payload[1].offsets = payload_offsets_;
+    CommandGraph g;
+    if (chunks <= 1) {
+      BuildIndexNodeColumns node;
+      node.index = b.index.get();
+      node.keys = t.View();
+      node.first_value = 7;
+      node.payload = payload;
+      node.statistics = &b.stats;
+      g.Add(std::move(node));
+    } else {
+      // Views of each chunk's rows (TestColumn::View rebuilds the buffers, so
+      // every chunk views the same buffers at its own offset).
+      BuildBatchIndexNodeColumns node;
+      node.index = b.index.get();
+      const KeyColumns all = t.View();
+      masks.assign(rows, 1);
+      size_t first = 0;
+      for (size_t k = 0; k < chunks; ++k) {
+        const size_t n = k + 1 == chunks ? rows - first : rows / chunks;
+        BatchChunkColumns c;
+        c.keys = all;
+        for (HashColumn& col : c.keys.columns) {
+          col.offset = first;
+          col.length = n;
+        }
+        c.row_base = static_cast<uint32_t>(1000 * (chunks - k) + first);
+        if (k % 2 == 1) {
+          for (size_t r = first; r < first + n; ++r) masks[r] = r % 5 == 0 ? 0 : 1;
+          c.validity = std::span<const uint32_t>(masks).subspan(first, n);
+        }
+        node.chunks.push_back(c);
+        first += n;
+      }
+      node.payload = payload;
+      node.statistics = &b.stats;
+      g.Add(std::move(node));
+    }
+    const absl::Status s = backend.Run(g);
+    EXPECT_TRUE(s.ok()) << s;
+    return b;
+  }
+
+  struct Answers {
+    std::vector<uint32_t> values, probes, matches;
+    std::vector<uint8_t> found;
+    std::vector<int64_t> ints;
+    std::vector<uint8_t> ints_valid;
+    std::vector<uint32_t> string_offsets;
+    std::vector<uint8_t> strings_valid;
+    std::string strings;
+    QueryStatistics stats;
+  };
+
+  Answers Lookup(Backend& backend, const HashIndex& index, Table& q) {
+    const size_t n = q.rows();
+    Answers a;
+    a.values.assign(n, 0xabababab);
+    a.probes.assign(n, 0xabababab);
+    a.matches.assign(n, 0xabababab);
+    a.found.assign(n, 0xab);
+    a.ints.assign(n, -77);
+    a.ints_valid.assign(BitmapBytes(n), 0xab);
+    a.string_offsets.assign(n + 1, 0xabababab);
+    a.strings_valid.assign(BitmapBytes(n), 0xab);
+    CommandGraph g;
+    LookupNodeColumns node;
+    node.index = &index;
+    node.keys = q.View();
+    node.values = a.values;
+    node.found = a.found;
+    node.probes = a.probes;
+    node.match_counts = a.matches;
+    node.statistics = &a.stats;
+    GatherOutput ints;
+    ints.column = 0;
+    ints.data = std::as_writable_bytes(std::span(a.ints));
+    ints.validity = a.ints_valid;
+    node.gather.push_back(ints);
+    GatherOutput strings;
+    strings.column = 1;
+    strings.offsets = a.string_offsets;
+    strings.string_bytes = &a.strings;
+    strings.validity = a.strings_valid;
+    node.gather.push_back(strings);
+    g.Add(std::move(node));
+    const absl::Status s = backend.Run(g);
+    EXPECT_TRUE(s.ok()) << s;
+    return a;
+  }
+
+  std::unique_ptr<Backend> cuda_, cpu_;
+  std::vector<int64_t> payload_ints_;
+  std::string payload_strings_;
+  std::vector<uint64_t> payload_offsets_;
+};
+
+TEST_P(KeyColumnsDifferentialTest, BuildsAndLookupsAgreeWithTheCpuBackend) {
+  std::mt19937_64 rng(std::random_device{}());
+  for (const Schema& schema : Schemas()) {
+    for (size_t chunks : {size_t{1}, size_t{3}}) {
+      SCOPED_TRACE(std::string(schema.name) + ", chunks " + std::to_string(chunks));
+      const size_t rows = 1 + rng() % 3000;
+      Table t = RandomTable(rng, schema, rows);
+      // At most half full: no key reaches the default probe bound.
+      const uint32_t capacity = 8192;
+      std::vector<uint32_t> cpu_masks, cuda_masks;
+      Built on_cpu = Build(*cpu_, schema.types, capacity, 0, t, chunks, cpu_masks);
+      Built on_cuda = Build(*cuda_, schema.types, capacity, 0, t, chunks, cuda_masks);
+      ASSERT_EQ(on_cuda.stats.overflow_rows, 0u);
+      EXPECT_EQ(on_cuda.stats.unique_keys, on_cpu.stats.unique_keys);
+      EXPECT_EQ(on_cuda.stats.duplicate_rows, on_cpu.stats.duplicate_rows);
+      EXPECT_EQ(on_cuda.stats.invalid_rows, on_cpu.stats.invalid_rows);
+      EXPECT_EQ(on_cuda.stats.max_probes, on_cpu.stats.max_probes);
+      if (on_cpu.stats.duplicate_rows == 0) {
+        EXPECT_EQ(on_cuda.stats.total_probes, on_cpu.stats.total_probes);
+      }
+      // Queries: the build's own rows (every key, nulls) and fresh ones.
+      for (int round = 0; round < 2; ++round) {
+        Table q = round == 0 ? t : RandomTable(rng, schema, 1 + rng() % 2000);
+        const Answers want = Lookup(*cpu_, *on_cpu.index, q);
+        const Answers got = Lookup(*cuda_, *on_cuda.index, q);
+        ASSERT_EQ(got.values, want.values);
+        ASSERT_EQ(got.found, want.found);
+        ASSERT_EQ(got.probes, want.probes);
+        ASSERT_EQ(got.matches, want.matches);
+        ASSERT_EQ(got.ints_valid, want.ints_valid);
+        for (size_t r = 0; r < q.rows(); ++r) {
+          if (BitAt(want.ints_valid, r)) ASSERT_EQ(got.ints[r], want.ints[r]) << r;
+        }
+        ASSERT_EQ(got.string_offsets, want.string_offsets);
+        ASSERT_EQ(got.strings, want.strings);
+        ASSERT_EQ(got.strings_valid, want.strings_valid);
+        EXPECT_EQ(got.stats.found, want.stats.found);
+        EXPECT_EQ(got.stats.missing, want.stats.missing);
+        EXPECT_EQ(got.stats.total_probes, want.stats.total_probes);
+        EXPECT_EQ(got.stats.max_probes, want.stats.max_probes);
+      }
+    }
+  }
+}
+
+TEST_P(KeyColumnsDifferentialTest, OverflowAtTheProbeBoundAnswersLikeTheModel) {
+  std::mt19937_64 rng(std::random_device{}());
+  const Schema& schema = Schemas()[2];  // (string, int64)
+  Table t = RandomTable(rng, schema, 900);
+  std::vector<uint32_t> masks;
+  Built on_cuda = Build(*cuda_, schema.types, 1024, 2, t, 1, masks);
+  const BuildStatistics& s = on_cuda.stats;
+  EXPECT_EQ(s.unique_keys + s.duplicate_rows + s.overflow_rows + s.invalid_rows, t.rows());
+  EXPECT_LE(s.max_probes, 2u);
+  const auto model = Model(t);
+  const Answers got = Lookup(*cuda_, *on_cuda.index, t);
+  EXPECT_EQ(got.stats.found + got.stats.missing, t.rows());
+  for (size_t r = 0; r < t.rows(); ++r) {
+    ASSERT_LE(got.probes[r], 2u) << r;
+    if (t.Null(r)) {
+      ASSERT_EQ(got.found[r], 0) << r;
+      continue;
+    }
+    if (!got.found[r]) continue;  // its key overflowed
+    const uint32_t lowest = model.at(t.Key(r)).front();
+    ASSERT_EQ(got.values[r], 7 + lowest) << r;
+    ASSERT_EQ(got.ints[r], static_cast<int64_t>(lowest) * 3 - 5) << r;
+  }
+}
+
+TEST_P(KeyColumnsDifferentialTest, EmptyBuildsAndEmptyLookups) {
+  const Schema& schema = Schemas()[0];
+  std::mt19937_64 rng(1);
+  Table empty = RandomTable(rng, schema, 0);
+  std::vector<uint32_t> masks;
+  Built on_cuda = Build(*cuda_, schema.types, 16, 0, empty, 1, masks);
+  EXPECT_EQ(on_cuda.stats.unique_keys, 0u);
+  Table q{{Strings({"", "a"}, {false, true})}};
+  const Answers got = Lookup(*cuda_, *on_cuda.index, q);
+  EXPECT_EQ(got.found, (std::vector<uint8_t>{0, 0}));
+  EXPECT_EQ(got.values, (std::vector<uint32_t>{kEmptyKey, kEmptyKey}));
+  EXPECT_EQ(got.probes[1], 0u) << "a null key probes nothing";
+  const Answers none = Lookup(*cuda_, *on_cuda.index, empty);
+  EXPECT_EQ(none.stats.found, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(FingerprintBits, KeyColumnsDifferentialTest, ::testing::Values(64u, 3u),
+                         [](const auto& info) { return "bits" + std::to_string(info.param); });
+
+}  // namespace
+}  // namespace gpujoin::engine
