@@ -25,6 +25,7 @@ step gpu_tests 300 $bin/gpu_differential_tests
 step tile_build 60 $bin/gpu_tile_build_tests
 has gpu_payload_differential_tests && step payload 120 $bin/gpu_payload_differential_tests
 has gpu_multi_value_differential_tests && step multi_value 180 $bin/gpu_multi_value_differential_tests
+has gpu_key_columns_differential_tests && step key_columns 120 $bin/gpu_key_columns_differential_tests
 has gpu_aggregate_differential_tests && step aggregate 120 $bin/gpu_aggregate_differential_tests
 has gpu_aggregate_graph_tests && step aggregate_graphs 60 $bin/gpu_aggregate_graph_tests
 has gpu_aggregate_typed_differential_tests && step aggregate_typed 180 \
@@ -87,6 +88,10 @@ step memcheck_tile 90 compute-sanitizer --tool memcheck --error-exitcode 9 $bin/
 race='Paths/ForcedPathDifferential.BatchBuildMatchesCpu/*'
 race+=':Paths/ForcedPathDifferential.OverflowKeepsLowestRow/*:Shapes/JoinDifferential.*/*_left4096_*'
 step racecheck 60 compute-sanitizer --tool racecheck --error-exitcode 9 $bin/gpu_differential_tests --gtest_filter="$race"
+has gpu_key_columns_differential_tests && step memcheck_key_columns 240 compute-sanitizer \
+  --tool memcheck --error-exitcode 9 $bin/gpu_key_columns_differential_tests
+has gpu_key_columns_differential_tests && step racecheck_key_columns 240 compute-sanitizer \
+  --tool racecheck --error-exitcode 9 $bin/gpu_key_columns_differential_tests
 has gpu_payload_differential_tests && step memcheck_payload 240 compute-sanitizer --tool memcheck \
   --error-exitcode 9 $bin/gpu_payload_differential_tests --gtest_filter='Paths/PayloadDifferential.*'
 pay_race='Paths/PayloadDifferential.JoinGathersPerPairLikeCpu/direct_*'
