@@ -11,6 +11,7 @@
 // the model instead.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <random>
@@ -227,6 +228,51 @@ class KeyColumnsDifferentialTest : public ::testing::TestWithParam<uint32_t> {
     return a;
   }
 
+  // A join of `kind` of `q` (left row IDs from 100, capacity `capacity`),
+  // gathering the int64 payload column.
+  struct Joined {
+    std::vector<uint32_t> left, right, probes;
+    std::vector<uint8_t> found;
+    std::vector<int64_t> ints;
+    std::vector<uint8_t> ints_valid;
+    JoinResult result;
+  };
+  Joined Join(Backend& backend, const HashIndex& index, JoinKind kind, Table& q,
+              size_t capacity) {
+    const size_t n = q.rows();
+    Joined j;
+    j.left.assign(capacity, 0xabababab);
+    j.right.assign(capacity, 0xabababab);
+    j.probes.assign(n, 0xabababab);
+    j.found.assign(n, 0xab);
+    j.ints.assign(capacity, -77);
+    j.ints_valid.assign(BitmapBytes(capacity), 0xab);
+    CommandGraph g;
+    JoinNodeColumns node;
+    node.index = &index;
+    node.kind = kind;
+    JoinBatchColumns batch;
+    batch.keys = q.View();
+    batch.first_left_row = 100;
+    batch.out_left_rows = j.left;
+    batch.out_right_rows = j.right;
+    batch.found = j.found;
+    batch.probes = j.probes;
+    batch.result = &j.result;
+    if (capacity > 0) {
+      GatherOutput ints;
+      ints.column = 0;
+      ints.data = std::as_writable_bytes(std::span(j.ints));
+      ints.validity = j.ints_valid;
+      batch.gather.push_back(ints);
+    }
+    node.batches.push_back(std::move(batch));
+    g.Add(std::move(node));
+    const absl::Status s = backend.Run(g);
+    EXPECT_TRUE(s.ok()) << s;
+    return j;
+  }
+
   std::unique_ptr<Backend> cuda_, cpu_;
   std::vector<int64_t> payload_ints_;
   std::string payload_strings_;
@@ -273,6 +319,40 @@ TEST_P(KeyColumnsDifferentialTest, BuildsAndLookupsAgreeWithTheCpuBackend) {
         EXPECT_EQ(got.stats.missing, want.stats.missing);
         EXPECT_EQ(got.stats.total_probes, want.stats.total_probes);
         EXPECT_EQ(got.stats.max_probes, want.stats.max_probes);
+      }
+    }
+  }
+}
+
+TEST_P(KeyColumnsDifferentialTest, EveryJoinKindAgreesWithTheCpuBackend) {
+  std::mt19937_64 rng(std::random_device{}());
+  for (const Schema& schema : Schemas()) {
+    SCOPED_TRACE(schema.name);
+    Table t = RandomTable(rng, schema, 1 + rng() % 2000);
+    std::vector<uint32_t> masks;
+    Built on_cpu = Build(*cpu_, schema.types, 8192, 0, t, 1, masks);
+    Built on_cuda = Build(*cuda_, schema.types, 8192, 0, t, 1, masks);
+    Table q = RandomTable(rng, schema, 1 + rng() % 1500);
+    for (JoinKind kind : {JoinKind::kInner, JoinKind::kLeftOuter, JoinKind::kLeftSemi,
+                          JoinKind::kLeftAnti}) {
+      // Room for every pair, a truncated prefix, and count only.
+      for (size_t capacity : {q.rows(), q.rows() / 3, size_t{0}}) {
+        SCOPED_TRACE(std::string(JoinKindName(kind)) + ", capacity " + std::to_string(capacity));
+        const Joined want = Join(*cpu_, *on_cpu.index, kind, q, capacity);
+        const Joined got = Join(*cuda_, *on_cuda.index, kind, q, capacity);
+        ASSERT_EQ(got.result.count, want.result.count);
+        ASSERT_EQ(got.result.overflow, want.result.overflow);
+        const size_t written = std::min<size_t>(want.result.count, capacity);
+        for (size_t k = 0; k < written; ++k) {
+          ASSERT_EQ(got.left[k], want.left[k]) << k;
+          ASSERT_EQ(got.right[k], want.right[k]) << k;
+          ASSERT_EQ(BitAt(got.ints_valid, k), BitAt(want.ints_valid, k)) << k;
+          if (BitAt(want.ints_valid, k)) ASSERT_EQ(got.ints[k], want.ints[k]) << k;
+        }
+        ASSERT_EQ(got.found, want.found);
+        ASSERT_EQ(got.probes, want.probes);
+        EXPECT_EQ(got.result.statistics.found, want.result.statistics.found);
+        EXPECT_EQ(got.result.statistics.total_probes, want.result.statistics.total_probes);
       }
     }
   }

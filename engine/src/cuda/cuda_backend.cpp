@@ -93,7 +93,7 @@ class CudaBackend final : public Backend {
           "composite keys); the cpu backend does");
     }
     GPUJOIN_RETURN_IF_ERROR(CheckHealthy());
-    auto index = CudaHashIndex::Create(spec, device_);
+    auto index = CudaHashIndex::Create(spec, device_, options_.key_fingerprint_bits);
     if (!index.ok()) {
       NoteError(cudaSuccess);
       return index.status();

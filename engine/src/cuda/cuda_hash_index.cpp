@@ -28,13 +28,15 @@ absl::StatusOr<DeviceBuffer<T>> PersistentWithTrim(size_t count, int device, con
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CudaHashIndex>> CudaHashIndex::Create(const HashIndexSpec& spec,
-                                                                     int device) {
+                                                                     int device,
+                                                                     uint32_t fingerprint_bits) {
   GPUJOIN_CUDA_RETURN(cudaSetDevice(device), "select device");
   const size_t words = TableAllocationBytes(spec.capacity, spec.key_type) / sizeof(uint64_t);
   auto buffer = PersistentWithTrim<uint64_t>(words, device, "index table");
   if (!buffer.ok()) return buffer.status();
   GPUJOIN_CUDA_RETURN(cudaMemset(buffer->data(), 0xff, buffer->bytes()), "clear index table");
-  return std::unique_ptr<CudaHashIndex>(new CudaHashIndex(spec, device, std::move(*buffer)));
+  return std::unique_ptr<CudaHashIndex>(
+      new CudaHashIndex(spec, device, fingerprint_bits, std::move(*buffer)));
 }
 
 template <typename T>

@@ -92,9 +92,11 @@ class CudaHashIndex final : public HashIndex {
  public:
   /// Allocates the table on `device` (cudaMalloc; spec must be valid), slots of
   /// spec.key_type, and marks every slot empty. RESOURCE_EXHAUSTED when it does
-  /// not fit.
+  /// not fit. `fingerprint_bits`: a key schema's fingerprint width
+  /// (BackendOptions::key_fingerprint_bits; 64 but in tests).
   static absl::StatusOr<std::unique_ptr<CudaHashIndex>> Create(const HashIndexSpec& spec,
-                                                               int device);
+                                                               int device,
+                                                               uint32_t fingerprint_bits = 64);
 
   BackendKind backend() const override { return BackendKind::kCuda; }
   uint64_t memory_bytes() const override {
@@ -114,6 +116,8 @@ class CudaHashIndex final : public HashIndex {
     return DeviceTableT<K>{reinterpret_cast<SlotWord<K>*>(slots_.data()), spec().capacity};
   }
   int device() const { return device_; }
+  /// Key schemas: the bits of a fingerprint kept (64 but in tests).
+  uint32_t fingerprint_bits() const { return fingerprint_bits_; }
 
   /// Device memory of `count` elements of T for the payload of this index
   /// (cudaMalloc, synchronous; builds only). When the device is short it gives
@@ -164,13 +168,18 @@ class CudaHashIndex final : public HashIndex {
   const CudaGroups& stored_groups() const { return groups_; }
 
  private:
-  CudaHashIndex(const HashIndexSpec& spec, int device, DeviceBuffer<uint64_t> slots)
-      : HashIndex(spec), device_(device), slots_(std::move(slots)) {}
+  CudaHashIndex(const HashIndexSpec& spec, int device, uint32_t fingerprint_bits,
+                DeviceBuffer<uint64_t> slots)
+      : HashIndex(spec),
+        device_(device),
+        fingerprint_bits_(fingerprint_bits),
+        slots_(std::move(slots)) {}
 
   template <KeyWord K>
   absl::StatusOr<TableSnapshotOf<K>> SnapshotOf() const;
 
   int device_;
+  uint32_t fingerprint_bits_;
   DeviceBuffer<uint64_t> slots_;  // TableAllocationBytes(capacity, key type) bytes
   CudaPayload payload_;
   CudaGroups groups_;

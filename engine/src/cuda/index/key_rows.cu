@@ -6,7 +6,6 @@
 
 #include "cuda/index/build.hpp"
 #include "cuda/index/key_rows.hpp"
-#include "cuda/index/lookup.hpp"
 #include "cuda/index/probe.cuh"
 #include "cuda/kernel_utils.cuh"
 #include "cuda/payload/payload_ops.hpp"
@@ -160,34 +159,6 @@ __global__ void __launch_bounds__(kBlockThreads)
   }
 }
 
-__global__ void __launch_bounds__(kBlockThreads, 2048 / kBlockThreads)
-    LookupKeyRowsKernel(DeviceTableT<ColumnKey> table, StoredKeyRows stored, DeviceKeyRows query,
-                        uint32_t bound, uint32_t* __restrict__ values, uint8_t* __restrict__ found,
-                        uint32_t* __restrict__ probes, uint32_t* __restrict__ slots,
-                        DeviceQueryStats* stats) {
-  unsigned long long sums[2] = {0, 0};  // found, probes
-  unsigned long long max_probes = 0;
-  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
-  for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < query.rows; i += stride) {
-    ProbeResult r{kEmptyKey, 0u, false, 0u};
-    if (query.valid[i] != 0) {
-      r = ProbeWhere<ColumnKey>(table.slots, table.capacity, query.fingerprints[i], bound,
-                                [&](uint32_t row) {
-                                  return KeyViewsEqual(stored.views, row, query.views, i,
-                                                       query.columns);
-                                });
-    }
-    values[i] = r.found ? stored.row_values[r.value] : kEmptyKey;
-    if (found != nullptr) found[i] = r.found ? 1 : 0;
-    if (probes != nullptr) probes[i] = r.probes;
-    if (slots != nullptr) slots[i] = r.found ? r.slot : kNoSlot;
-    sums[0] += r.found ? 1u : 0u;
-    sums[1] += r.probes;
-    if (r.probes > max_probes) max_probes = r.probes;
-  }
-  BlockFlushStats<2>(sums, max_probes, &stats->found, &stats->max_probes);
-}
-
 __global__ void __launch_bounds__(kBlockThreads)
     WinnersKernel(DeviceTableT<ColumnKey> table, uint64_t slots, uint32_t* __restrict__ winners) {
   const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
@@ -247,15 +218,6 @@ cudaError_t WriteRowValues(uint64_t rows, const uint32_t* values, uint32_t first
   static std::atomic<int> resident{0};
   const FinalizeArgs f{values, first_value, chunk_starts, chunk_bases, chunk_count};
   return Launch(RowValuesKernel, resident, rows, stream, rows, f, row_values);
-}
-
-cudaError_t LookupKeyRows(DeviceTableT<ColumnKey> table, const StoredKeyRows& stored,
-                          const DeviceKeyRows& query, uint32_t bound, uint32_t* values,
-                          uint8_t* found, uint32_t* probes, uint32_t* slots,
-                          DeviceQueryStats* stats, cudaStream_t stream) {
-  static std::atomic<int> resident{0};
-  return Launch(LookupKeyRowsKernel, resident, query.rows, stream, table, stored, query, bound,
-                values, found, probes, slots, stats);
 }
 
 cudaError_t KeyTableWinners(DeviceTableT<ColumnKey> table, uint32_t* winners,

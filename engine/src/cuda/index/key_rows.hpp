@@ -70,22 +70,13 @@ cudaError_t WriteRowValues(uint64_t rows, const uint32_t* values, uint32_t first
                            uint32_t chunk_count, uint32_t* row_values, cudaStream_t stream);
 
 /// What a probe of a key-schema table reads besides the table: the stored
-/// build rows' key columns (device views) and each build row's value.
+/// build rows' key columns (device views) and each build row's value. The
+/// lookups are lookup.hpp's LookupKeyRows*.
 struct StoredKeyRows {
   const HashView* views = nullptr;
   uint32_t columns = 0;
   const uint32_t* row_values = nullptr;
 };
-
-/// Looks up every row of `query`: values[i] = the value of the key's lowest
-/// build row (kEmptyKey when missing), and the optional found (0/1), probes and
-/// slots (kNoSlot when missing) outputs (null: not written). A row without a
-/// key (a null key column) is missing after examining no slot. Statistics are
-/// added to `stats`.
-cudaError_t LookupKeyRows(DeviceTableT<ColumnKey> table, const StoredKeyRows& stored,
-                          const DeviceKeyRows& query, uint32_t bound, uint32_t* values,
-                          uint8_t* found, uint32_t* probes, uint32_t* slots,
-                          DeviceQueryStats* stats, cudaStream_t stream);
 
 /// winners[s] = the build row stored in slot s, kNoWinner for an empty slot,
 /// for the TableAllocationSlots(capacity) slots: where a lowest-row build's

@@ -4,20 +4,16 @@
 #include <atomic>
 #include <cstdint>
 
+#include "cuda/index/key_rows.hpp"
 #include "cuda/index/lookup.hpp"
-#include "cuda/index/probe.cuh"
+#include "cuda/index/query.cuh"
 #include "cuda/kernel_utils.cuh"
 
 namespace gpujoin::engine::detail {
 namespace {
 
-// A key read once (streaming: evict first).
-__device__ __forceinline__ uint32_t LoadStreaming(const uint32_t* p) { return __ldcs(p); }
-__device__ __forceinline__ uint64_t LoadStreaming(const uint64_t* p) {
-  return __ldcs(reinterpret_cast<const unsigned long long*>(p));
-}
-
-// One thread per key, grid-stride. `found` and `probes` are optional (null: not
+// One thread per query row (Query: WordQuery or KeyRowQuery, query.cuh),
+// grid-stride. `found` and `probes` are optional (null: not
 // written; the test is uniform across the grid). With kMasks the loop runs warp
 // by warp (every lane takes each step, those past the end as misses) and lane 0
 // writes the warp's found bits: masks[i / 32] bit (i % 32) for row i, what the
@@ -25,17 +21,16 @@ __device__ __forceinline__ uint64_t LoadStreaming(const uint64_t* p) {
 // instead (anti joins; rows past the end are never set). With kSlots every
 // row's slot is written too (kNoSlot when missing), for the payload gathers;
 // without it `slots` is unused.
-template <KeyWord K, bool kMasks, bool kSlots, bool kMiss = false>
+template <class Query, bool kMasks, bool kSlots, bool kMiss = false>
 __global__ void __launch_bounds__(kBlockThreads, 2048 / kBlockThreads)  // full occupancy
-    LookupKernel(DeviceTableT<K> table, const K* __restrict__ keys, uint64_t rows, uint32_t bound,
-                 uint32_t* __restrict__ values, uint8_t* __restrict__ found,
+    LookupKernel(Query query, uint64_t rows, uint32_t* __restrict__ values, uint8_t* __restrict__ found,
                  uint32_t* __restrict__ probes, uint32_t* __restrict__ masks,
                  uint32_t* __restrict__ slots, DeviceQueryStats* stats) {
   unsigned long long sums[2] = {0, 0};  // found, probes
   unsigned long long max_probes = 0;
   const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
   const auto one = [&](uint64_t i) {
-    const ProbeResult r = Probe<K>(table.slots, table.capacity, LoadStreaming(keys + i), bound);
+    const ProbeResult r = query(i);
     __stcs(values + i, r.value);
     if (found != nullptr)
       __stcs(reinterpret_cast<signed char*>(found + i), static_cast<signed char>(r.found));
@@ -62,16 +57,35 @@ __global__ void __launch_bounds__(kBlockThreads, 2048 / kBlockThreads)  // full 
   BlockFlushStats<2>(sums, max_probes, &stats->found, &stats->max_probes);
 }
 
-// Launches LookupKernel<K, kMasks, kSlots, kMiss> on a grid sized by its occupancy.
-template <KeyWord K, bool kMasks, bool kSlots, bool kMiss = false>
-cudaError_t LookupWith(DeviceTableT<K> table, const K* keys, uint64_t rows, uint32_t bound,
-                       uint32_t* values, uint8_t* found, uint32_t* probes, uint32_t* masks,
-                       uint32_t* slots, DeviceQueryStats* stats, cudaStream_t stream) {
+// Launches LookupKernel<Query, kMasks, kSlots, kMiss> on a grid sized by its occupancy.
+template <class Query, bool kMasks, bool kSlots, bool kMiss = false>
+cudaError_t LookupWith(const Query& query, uint64_t rows, uint32_t* values, uint8_t* found,
+                       uint32_t* probes, uint32_t* masks, uint32_t* slots, DeviceQueryStats* stats,
+                       cudaStream_t stream) {
   static std::atomic<int> resident{0};
-  const auto kernel = LookupKernel<K, kMasks, kSlots, kMiss>;
+  const auto kernel = LookupKernel<Query, kMasks, kSlots, kMiss>;
   kernel<<<GridFor(rows, CachedResident(kernel, resident)), kBlockThreads, 0, stream>>>(
-      table, keys, rows, bound, values, found, probes, masks, slots, stats);
+      query, rows, values, found, probes, masks, slots, stats);
   return cudaGetLastError();
+}
+
+// The masked lookups of either key kind (`masks` required, `slots` optional).
+template <class Query>
+cudaError_t LookupMasked(const Query& query, uint64_t rows, uint32_t* values, uint8_t* found,
+                         uint32_t* probes, uint32_t* masks, uint32_t* slots,
+                         DeviceQueryStats* stats, cudaStream_t stream, MaskedRows masked) {
+  if (rows == 0) return cudaSuccess;
+  const bool miss = masked == MaskedRows::kMissing;
+  if (slots != nullptr) {
+    return miss ? LookupWith<Query, true, true, true>(query, rows, values, found, probes, masks,
+                                                      slots, stats, stream)
+                : LookupWith<Query, true, true>(query, rows, values, found, probes, masks, slots,
+                                                stats, stream);
+  }
+  return miss ? LookupWith<Query, true, false, true>(query, rows, values, found, probes, masks,
+                                                     nullptr, stats, stream)
+              : LookupWith<Query, true, false>(query, rows, values, found, probes, masks, nullptr,
+                                               stats, stream);
 }
 
 }  // namespace
@@ -81,8 +95,8 @@ cudaError_t LookupKeys(DeviceTableT<K> table, const K* keys, uint64_t rows, uint
                        uint32_t* values, uint8_t* found, uint32_t* probes, DeviceQueryStats* stats,
                        cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
-  return LookupWith<K, false, false>(table, keys, rows, bound, values, found, probes, nullptr,
-                                     nullptr, stats, stream);
+  return LookupWith<WordQuery<K>, false, false>(WordQuery<K>{table, keys, bound}, rows, values,
+                                                found, probes, nullptr, nullptr, stats, stream);
 }
 
 template <KeyWord K>
@@ -90,21 +104,16 @@ cudaError_t LookupKeysSlots(DeviceTableT<K> table, const K* keys, uint64_t rows,
                             uint32_t* values, uint8_t* found, uint32_t* probes, uint32_t* slots,
                             DeviceQueryStats* stats, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
-  return LookupWith<K, false, true>(table, keys, rows, bound, values, found, probes, nullptr, slots,
-                                    stats, stream);
+  return LookupWith<WordQuery<K>, false, true>(WordQuery<K>{table, keys, bound}, rows, values,
+                                               found, probes, nullptr, slots, stats, stream);
 }
 
 template <KeyWord K>
 cudaError_t LookupKeysMasked(DeviceTableT<K> table, const K* keys, uint64_t rows, uint32_t bound,
                              uint32_t* values, uint8_t* found, uint32_t* probes, uint32_t* masks,
                              DeviceQueryStats* stats, cudaStream_t stream, MaskedRows masked) {
-  if (rows == 0) return cudaSuccess;
-  if (masked == MaskedRows::kMissing) {
-    return LookupWith<K, true, false, true>(table, keys, rows, bound, values, found, probes, masks,
-                                            nullptr, stats, stream);
-  }
-  return LookupWith<K, true, false>(table, keys, rows, bound, values, found, probes, masks, nullptr,
-                                    stats, stream);
+  return LookupMasked(WordQuery<K>{table, keys, bound}, rows, values, found, probes, masks,
+                      nullptr, stats, stream, masked);
 }
 
 template <KeyWord K>
@@ -112,13 +121,31 @@ cudaError_t LookupKeysMaskedSlots(DeviceTableT<K> table, const K* keys, uint64_t
                                   uint32_t bound, uint32_t* values, uint8_t* found,
                                   uint32_t* probes, uint32_t* masks, uint32_t* slots,
                                   DeviceQueryStats* stats, cudaStream_t stream, MaskedRows masked) {
-  if (rows == 0) return cudaSuccess;
-  if (masked == MaskedRows::kMissing) {
-    return LookupWith<K, true, true, true>(table, keys, rows, bound, values, found, probes, masks,
-                                           slots, stats, stream);
+  return LookupMasked(WordQuery<K>{table, keys, bound}, rows, values, found, probes, masks, slots,
+                      stats, stream, masked);
+}
+
+cudaError_t LookupKeyRows(DeviceTableT<ColumnKey> table, const StoredKeyRows& stored,
+                          const DeviceKeyRows& query, uint32_t bound, uint32_t* values,
+                          uint8_t* found, uint32_t* probes, uint32_t* slots,
+                          DeviceQueryStats* stats, cudaStream_t stream) {
+  if (query.rows == 0) return cudaSuccess;
+  const KeyRowQuery q{table, stored, query, bound};
+  if (slots != nullptr) {
+    return LookupWith<KeyRowQuery, false, true>(q, query.rows, values, found, probes, nullptr,
+                                                slots, stats, stream);
   }
-  return LookupWith<K, true, true>(table, keys, rows, bound, values, found, probes, masks, slots,
-                                   stats, stream);
+  return LookupWith<KeyRowQuery, false, false>(q, query.rows, values, found, probes, nullptr,
+                                               nullptr, stats, stream);
+}
+
+cudaError_t LookupKeyRowsMasked(DeviceTableT<ColumnKey> table, const StoredKeyRows& stored,
+                                const DeviceKeyRows& query, uint32_t bound, uint32_t* values,
+                                uint8_t* found, uint32_t* probes, uint32_t* masks,
+                                uint32_t* slots, DeviceQueryStats* stats, cudaStream_t stream,
+                                MaskedRows masked) {
+  return LookupMasked(KeyRowQuery{table, stored, query, bound}, query.rows, values, found, probes,
+                      masks, slots, stats, stream, masked);
 }
 
 #define GPUJOIN_INSTANTIATE_LOOKUP(K)                                                              \

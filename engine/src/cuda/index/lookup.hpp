@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "cuda/index/key_rows.hpp"
 #include "cuda/index/table.hpp"
 
 namespace gpujoin::engine::detail {
@@ -54,5 +55,24 @@ cudaError_t LookupKeysMaskedSlots(DeviceTableT<K> table, const K* keys, uint64_t
                                   uint32_t* probes, uint32_t* masks, uint32_t* slots,
                                   DeviceQueryStats* stats, cudaStream_t stream,
                                   MaskedRows masked = MaskedRows::kFound);
+
+/// The lookups of a key-schema index (key_rows.hpp), one kernel with the key
+/// words' (query.cuh): every row of `query` is looked up; values[i] = the value
+/// of the key's lowest build row (kEmptyKey when missing), and the optional
+/// found (0/1), probes and slots (kNoSlot when missing) outputs (null: not
+/// written). A row without a key (a null key column) is missing after
+/// examining no slot. Statistics are added to `stats`.
+cudaError_t LookupKeyRows(DeviceTableT<ColumnKey> table, const StoredKeyRows& stored,
+                          const DeviceKeyRows& query, uint32_t bound, uint32_t* values,
+                          uint8_t* found, uint32_t* probes, uint32_t* slots,
+                          DeviceQueryStats* stats, cudaStream_t stream);
+
+/// LookupKeyRows that also writes the found (or missing) rows as bits, as
+/// LookupKeysMasked does (`masks` required; `slots` optional).
+cudaError_t LookupKeyRowsMasked(DeviceTableT<ColumnKey> table, const StoredKeyRows& stored,
+                                const DeviceKeyRows& query, uint32_t bound, uint32_t* values,
+                                uint8_t* found, uint32_t* probes, uint32_t* masks,
+                                uint32_t* slots, DeviceQueryStats* stats, cudaStream_t stream,
+                                MaskedRows masked = MaskedRows::kFound);
 
 }  // namespace gpujoin::engine::detail

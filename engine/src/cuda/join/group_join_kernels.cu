@@ -11,7 +11,7 @@
 
 #include "cuda/index/build_paths.hpp"
 #include "cuda/index/lookup.hpp"
-#include "cuda/index/probe.cuh"
+#include "cuda/index/query.cuh"
 #include "cuda/join/group_join.hpp"
 #include "cuda/kernel_utils.cuh"
 
@@ -81,13 +81,12 @@ __device__ __forceinline__ uint32_t PairsOf(JoinKind kind, uint32_t matches) {
   return 0;
 }
 
-// One thread per left row, grid-stride: the lookup's probe, then the row's
-// pairs, first position and first value (none for anti joins, whose pairs
-// carry no match).
-template <KeyWord K>
+// One thread per left row (Query: WordQuery or KeyRowQuery, query.cuh),
+// grid-stride: the lookup's probe, then the row's pairs, first position and
+// first value (none for anti joins, whose pairs carry no match).
+template <class Query>
 __global__ void __launch_bounds__(kBlockThreads)
-    CountKernel(DeviceTableT<K> table, const GroupRange* __restrict__ ranges, JoinKind kind,
-                const K* __restrict__ keys, uint64_t rows, uint32_t bound,
+    CountKernel(Query query, const GroupRange* __restrict__ ranges, JoinKind kind, uint64_t rows,
                 uint8_t* __restrict__ found, uint32_t* __restrict__ probes,
                 uint32_t* __restrict__ counts, uint32_t* __restrict__ positions,
                 uint32_t* __restrict__ firsts, DeviceQueryStats* stats) {
@@ -95,7 +94,7 @@ __global__ void __launch_bounds__(kBlockThreads)
   unsigned long long max_probes = 0;
   const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
   for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < rows; i += stride) {
-    const ProbeResult r = Probe<K>(table.slots, table.capacity, keys[i], bound);
+    const ProbeResult r = query(i);
     uint32_t matches = 0, position = kNoSlot;
     if (r.found) {
       if (ranges != nullptr) {
@@ -225,17 +224,18 @@ unsigned GridOf(Kernel kernel, std::atomic<int>& resident, uint64_t items) {
 
 size_t GroupJoinCountScratchBytes(uint64_t rows) { return CarveCount(nullptr, rows).total; }
 
-template <KeyWord K>
-cudaError_t CountGroupJoin(DeviceTableT<K> table, const GroupRange* ranges, JoinKind kind,
-                           const K* keys, uint64_t rows, uint32_t bound, uint8_t* found,
-                           uint32_t* probes, DeviceQueryStats* stats, unsigned long long* count,
-                           void* scratch, cudaStream_t stream) {
+namespace {
+
+// CountGroupJoin of either key kind.
+template <class Query>
+cudaError_t CountJoin(const Query& query, const GroupRange* ranges, JoinKind kind, uint64_t rows,
+                      uint8_t* found, uint32_t* probes, DeviceQueryStats* stats,
+                      unsigned long long* count, void* scratch, cudaStream_t stream) {
   if (rows == 0) return cudaMemsetAsync(count, 0, sizeof(*count), stream);
   CountScratch s = CarveCount(scratch, rows);
   static std::atomic<int> resident{0};
-  CountKernel<K><<<GridOf(CountKernel<K>, resident, rows), kBlockThreads, 0, stream>>>(
-      table, ranges, kind, keys, rows, bound, found, probes, s.counts, s.positions, s.firsts,
-      stats);
+  CountKernel<Query><<<GridOf(CountKernel<Query>, resident, rows), kBlockThreads, 0, stream>>>(
+      query, ranges, kind, rows, found, probes, s.counts, s.positions, s.firsts, stats);
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
   e = cub::DeviceScan::InclusiveSum(s.temp, s.temp_bytes, WideCounts(s.counts, Widen{}), s.ends,
@@ -243,6 +243,25 @@ cudaError_t CountGroupJoin(DeviceTableT<K> table, const GroupRange* ranges, Join
   if (e != cudaSuccess) return e;
   return cudaMemcpyAsync(count, s.ends + rows - 1, sizeof(*count), cudaMemcpyDeviceToDevice,
                          stream);
+}
+
+}  // namespace
+
+template <KeyWord K>
+cudaError_t CountGroupJoin(DeviceTableT<K> table, const GroupRange* ranges, JoinKind kind,
+                           const K* keys, uint64_t rows, uint32_t bound, uint8_t* found,
+                           uint32_t* probes, DeviceQueryStats* stats, unsigned long long* count,
+                           void* scratch, cudaStream_t stream) {
+  return CountJoin(WordQuery<K>{table, keys, bound}, ranges, kind, rows, found, probes, stats,
+                   count, scratch, stream);
+}
+
+cudaError_t CountGroupJoinKeyRows(DeviceTableT<ColumnKey> table, const StoredKeyRows& stored,
+                                  const DeviceKeyRows& query, JoinKind kind, uint32_t bound,
+                                  uint8_t* found, uint32_t* probes, DeviceQueryStats* stats,
+                                  unsigned long long* count, void* scratch, cudaStream_t stream) {
+  return CountJoin(KeyRowQuery{table, stored, query, bound}, nullptr, kind, query.rows, found,
+                   probes, stats, count, scratch, stream);
 }
 
 size_t GroupJoinScatterScratchBytes(uint64_t rows, uint64_t written) {

@@ -121,30 +121,24 @@ __global__ void __launch_bounds__(kBlockThreads)
   }
 }
 
-// JoinKeys, JoinKeysGraphable and JoinKeysWithSlots: the left row base is
+// The joins of every key kind: `lookup(values, masks, slots)` enqueues the
+// masked lookup of the left keys (slots only with kSlots); the left row base is
 // `first_left_row`, or read on the device from `first_left_row_device` when that
 // is non-null; with kSlots the pairs' slots go to `out_slots` (scratch carved
-// with the slots region); `masked` picks the rows that yield a pair.
-template <KeyWord K, bool kSlots>
-cudaError_t JoinKeysImpl(DeviceTableT<K> table, const K* keys, uint64_t rows, uint32_t bound,
-                         const uint32_t* left_rows, uint32_t first_left_row,
-                         const uint32_t* first_left_row_device, uint32_t* out_left,
-                         uint32_t* out_right, uint64_t capacity, unsigned long long* count,
-                         uint8_t* found, uint32_t* probes, DeviceQueryStats* stats, void* scratch,
-                         uint32_t* out_slots, MaskedRows masked, cudaStream_t stream) {
+// with the slots region).
+template <bool kSlots, class MaskedLookup>
+cudaError_t JoinImpl(const MaskedLookup& lookup, uint64_t rows, const uint32_t* left_rows,
+                     uint32_t first_left_row, const uint32_t* first_left_row_device,
+                     uint32_t* out_left, uint32_t* out_right, uint64_t capacity,
+                     unsigned long long* count, void* scratch, uint32_t* out_slots,
+                     cudaStream_t stream) {
   if (rows == 0) return cudaMemsetAsync(count, 0, sizeof(*count), stream);
   JoinScratch s = CarveScratch(rows, scratch, kSlots);
   const uint64_t groups = (rows + kGroupRows - 1) / kGroupRows;
   const uint64_t words = MaskWords(rows);
   cudaError_t e = cudaMemsetAsync(s.masks + groups, 0, (words - groups) * sizeof(uint32_t), stream);
   if (e != cudaSuccess) return e;
-  if constexpr (kSlots) {
-    e = LookupKeysMaskedSlots(table, keys, rows, bound, s.values, found, probes, s.masks, s.slots,
-                              stats, stream, masked);
-  } else {
-    e = LookupKeysMasked(table, keys, rows, bound, s.values, found, probes, s.masks, stats, stream,
-                         masked);
-  }
+  e = lookup(s.values, s.masks, kSlots ? s.slots : nullptr);
   if (e != cudaSuccess) return e;
   e = cub::DeviceScan::ExclusiveSum(s.scan_temp, s.scan_temp_bytes,
                                     MatchCounts(s.masks, BitCount{}), s.offsets,
@@ -155,6 +149,27 @@ cudaError_t JoinKeysImpl(DeviceTableT<K> table, const K* keys, uint64_t rows, ui
       s.masks, s.values, s.offsets, groups, left_rows, first_left_row, first_left_row_device,
       out_left, out_right, capacity, count, s.slots, out_slots);
   return cudaGetLastError();
+}
+
+// JoinImpl over key words.
+template <KeyWord K, bool kSlots>
+cudaError_t JoinKeysImpl(DeviceTableT<K> table, const K* keys, uint64_t rows, uint32_t bound,
+                         const uint32_t* left_rows, uint32_t first_left_row,
+                         const uint32_t* first_left_row_device, uint32_t* out_left,
+                         uint32_t* out_right, uint64_t capacity, unsigned long long* count,
+                         uint8_t* found, uint32_t* probes, DeviceQueryStats* stats, void* scratch,
+                         uint32_t* out_slots, MaskedRows masked, cudaStream_t stream) {
+  const auto lookup = [&](uint32_t* values, uint32_t* masks, uint32_t* slots) {
+    if constexpr (kSlots) {
+      return LookupKeysMaskedSlots(table, keys, rows, bound, values, found, probes, masks, slots,
+                                   stats, stream, masked);
+    } else {
+      return LookupKeysMasked(table, keys, rows, bound, values, found, probes, masks, stats, stream,
+                              masked);
+    }
+  };
+  return JoinImpl<kSlots>(lookup, rows, left_rows, first_left_row, first_left_row_device,
+                          out_left, out_right, capacity, count, scratch, out_slots, stream);
 }
 
 }  // namespace
@@ -199,6 +214,24 @@ cudaError_t JoinKeysGraphable(DeviceTableT<K> table, const K* keys, uint64_t row
                                 left_rows != nullptr ? nullptr : first_left_row_device, out_left,
                                 out_right, capacity, count, found, probes, stats, scratch, nullptr,
                                 masked, stream);
+}
+
+cudaError_t JoinKeyRows(DeviceTableT<ColumnKey> table, const StoredKeyRows& stored,
+                        const DeviceKeyRows& query, uint32_t bound, const uint32_t* left_rows,
+                        uint32_t first_left_row, uint32_t* out_left, uint32_t* out_right,
+                        uint32_t* out_slots, uint64_t capacity, unsigned long long* count,
+                        uint8_t* found, uint32_t* probes, DeviceQueryStats* stats, void* scratch,
+                        cudaStream_t stream, MaskedRows masked) {
+  const auto lookup = [&](uint32_t* values, uint32_t* masks, uint32_t* slots) {
+    return LookupKeyRowsMasked(table, stored, query, bound, values, found, probes, masks, slots,
+                               stats, stream, masked);
+  };
+  if (out_slots != nullptr) {
+    return JoinImpl<true>(lookup, query.rows, left_rows, first_left_row, nullptr, out_left,
+                          out_right, capacity, count, scratch, out_slots, stream);
+  }
+  return JoinImpl<false>(lookup, query.rows, left_rows, first_left_row, nullptr, out_left,
+                         out_right, capacity, count, scratch, nullptr, stream);
 }
 
 #define GPUJOIN_INSTANTIATE_JOIN(K)                                                                \

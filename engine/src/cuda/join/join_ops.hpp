@@ -66,4 +66,14 @@ cudaError_t JoinKeysGraphable(DeviceTableT<K> table, const K* keys, uint64_t row
                               DeviceQueryStats* stats, void* scratch, cudaStream_t stream,
                               MaskedRows masked = MaskedRows::kFound);
 
+/// The join of a key-schema index's left rows `query` (key_rows.hpp): JoinKeys,
+/// or with `out_slots` JoinKeysWithSlots (scratch of JoinScratchBytesWithSlots
+/// then), with the key-schema lookup (LookupKeyRowsMasked).
+cudaError_t JoinKeyRows(DeviceTableT<ColumnKey> table, const StoredKeyRows& stored,
+                        const DeviceKeyRows& query, uint32_t bound, const uint32_t* left_rows,
+                        uint32_t first_left_row, uint32_t* out_left, uint32_t* out_right,
+                        uint32_t* out_slots, uint64_t capacity, unsigned long long* count,
+                        uint8_t* found, uint32_t* probes, DeviceQueryStats* stats, void* scratch,
+                        cudaStream_t stream, MaskedRows masked);
+
 }  // namespace gpujoin::engine::detail

@@ -181,7 +181,7 @@ absl::Status BuildKeyColumns(const LoweringEnv& env, StreamContext& ctx, CudaHas
   }
   GPUJOIN_ASSIGN_OR_RETURN(
       KeyFingerprintBuffers fps,
-      FingerprintKeys(ctx, uploaded, validity.data(), env.options.key_fingerprint_bits));
+      FingerprintKeys(ctx, uploaded, validity.data(), index.fingerprint_bits()));
   // Each build row's value.
   GPUJOIN_ASSIGN_OR_RETURN(uploaded.keys.row_values, CudaHashIndex::AllocatePayload<uint32_t>(
                                                          rows, index.device(), "row values"));

@@ -1,4 +1,6 @@
-// Join nodes on the CUDA backend (lowering.hpp). Joins take one of two paths
+// Join nodes on the CUDA backend (lowering.hpp), of every key kind (a key
+// schema's left keys are uploaded and fingerprinted, never captured in a
+// graph). Joins take one of two paths
 // (JoinPathOf): the many-to-one compaction (join/join_kernels.cu) for kinds that
 // yield at most one pair per left row from the table alone, and count -> scan ->
 // scatter (join/group_join.hpp) for the others.
@@ -9,12 +11,14 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "cuda/cuda_error.hpp"
 #include "cuda/join/group_join.hpp"
 #include "cuda/join/join_ops.hpp"
+#include "cuda/lowering/lower_keys.hpp"
 #include "cuda/lowering/lower_payload.hpp"
 #include "cuda/lowering/lowering.hpp"
 #include "gpujoin/common/status_macros.hpp"
@@ -26,13 +30,25 @@ namespace {
 // the statistics, so one download brings both).
 constexpr size_t kCountOffset = 64;
 
+// A join batch's left keys on the device: key words (in the arena), or a key
+// schema's rows, uploaded and fingerprinted (lower_keys.hpp).
+template <IndexKey K>
+struct LeftKeys {
+  K* words = nullptr;
+};
+template <>
+struct LeftKeys<ColumnKey> {
+  UploadedKeys uploaded;
+  KeyFingerprintBuffers fingerprints;
+};
+
 // A join batch's device arena, each region 256-byte aligned: [keys | left_rows]
-// [pairs] [probes] [found] [scratch], with the keys and left rows uploaded and
-// the statistics cleared.
-template <KeyWord K>
+// [pairs] [probes] [found] [scratch] (a key schema's keys apart), with the keys
+// and left rows uploaded and the statistics cleared.
+template <IndexKey K>
 struct JoinArena {
   DeviceBuffer<uint8_t> buffer;
-  K* keys = nullptr;
+  LeftKeys<K> keys;
   uint32_t* left_rows = nullptr;  ///< nullptr: the batch's rows are first_left_row + i
   uint8_t* pairs = nullptr;       ///< pair_bytes
   uint32_t* probes = nullptr;     ///< when the batch wants probes
@@ -42,15 +58,16 @@ struct JoinArena {
   unsigned long long* count = nullptr;
 };
 
-template <KeyWord K>
-absl::StatusOr<JoinArena<K>> UploadJoinArena(StreamContext& ctx, const JoinBatchT<K>& b,
-                                             uint64_t rows, uint64_t pair_bytes,
-                                             uint64_t scratch_bytes) {
+template <IndexKey K>
+absl::StatusOr<JoinArena<K>> UploadJoinArena(StreamContext& ctx, const CudaHashIndex& index,
+                                             const JoinBatchT<K>& b, uint64_t rows,
+                                             uint64_t pair_bytes, uint64_t scratch_bytes) {
   auto align = [](uint64_t v) { return (v + 255) & ~uint64_t{255}; };
   const bool has_left_rows = !b.left_rows.empty();
   const bool want_probes = !b.probes.empty();
   const bool want_found = !b.found.empty();
-  const uint64_t left_rows_at = rows * sizeof(K);
+  constexpr uint64_t kKeyBytes = KeyWord<K> ? sizeof(std::conditional_t<KeyWord<K>, K, uint8_t>) : 0;
+  const uint64_t left_rows_at = rows * kKeyBytes;
   const uint64_t pairs_at = align(left_rows_at + (has_left_rows ? rows * 4 : 0));
   const uint64_t probes_at = align(pairs_at + pair_bytes);
   const uint64_t found_at = align(probes_at + (want_probes ? rows * 4 : 0));
@@ -59,15 +76,29 @@ absl::StatusOr<JoinArena<K>> UploadJoinArena(StreamContext& ctx, const JoinBatch
   GPUJOIN_ASSIGN_OR_RETURN(a.buffer,
                            Alloc<uint8_t>(scratch_at + scratch_bytes, ctx, "join buffers"));
   uint8_t* base = a.buffer.data();
-  a.keys = reinterpret_cast<K*>(base);
   if (has_left_rows) a.left_rows = reinterpret_cast<uint32_t*>(base + left_rows_at);
   a.pairs = base + pairs_at;
   if (want_probes) a.probes = reinterpret_cast<uint32_t*>(base + probes_at);
   if (want_found) a.found = base + found_at;
   a.scratch = base + scratch_at;
-  std::vector<HostRange> inputs = RangesOf(b.keys);
-  if (has_left_rows) inputs.push_back({b.left_rows.data(), b.left_rows.size_bytes()});
-  GPUJOIN_RETURN_IF_ERROR(ctx.Upload(a.keys, inputs, "join keys and left_rows"));
+  if constexpr (KeyWord<K>) {
+    a.keys.words = reinterpret_cast<K*>(base);
+    std::vector<HostRange> inputs = RangesOf(b.keys);
+    if (has_left_rows) inputs.push_back({b.left_rows.data(), b.left_rows.size_bytes()});
+    GPUJOIN_RETURN_IF_ERROR(ctx.Upload(a.keys.words, inputs, "join keys and left_rows"));
+  } else {
+    const KeyColumns* chunk = &b.keys;
+    GPUJOIN_ASSIGN_OR_RETURN(a.keys.uploaded,
+                             UploadKeyColumns(ctx, std::span(&chunk, 1), index.spec().key_columns,
+                                              KeyMemory::kRequest, index.device()));
+    GPUJOIN_ASSIGN_OR_RETURN(
+        a.keys.fingerprints,
+        FingerprintKeys(ctx, a.keys.uploaded, nullptr, index.fingerprint_bits()));
+    if (has_left_rows) {
+      const HostRange r{b.left_rows.data(), b.left_rows.size_bytes()};
+      GPUJOIN_RETURN_IF_ERROR(ctx.Upload(a.left_rows, std::span(&r, 1), "join left_rows"));
+    }
+  }
   a.stats = reinterpret_cast<DeviceQueryStats*>(ctx.device_stats());
   a.count = reinterpret_cast<unsigned long long*>(ctx.device_stats() + kCountOffset);
   GPUJOIN_CUDA_RETURN(cudaMemsetAsync(a.stats, 0, sizeof(*a.stats), ctx.stream()), "join");
@@ -100,7 +131,7 @@ absl::StatusOr<JoinHead> DownloadJoinHead(StreamContext& ctx,
 
 // The first `written` pairs, the found flags and the probes of a join batch
 // into the caller's outputs.
-template <KeyWord K>
+template <IndexKey K>
 absl::Status DownloadJoinOutputs(StreamContext& ctx, const JoinBatchT<K>& b, const JoinArena<K>& a,
                                  const uint32_t* out_left, const uint32_t* out_right,
                                  uint64_t written) {
@@ -141,12 +172,49 @@ absl::Status ReplayJoinGraph(StreamContext& ctx, JoinGraph& graph, bool build_ov
   return absl::OkStatus();
 }
 
+// The many-to-one join of a batch's left keys (join_ops.hpp): JoinKeys, or
+// with `out_slots` JoinKeysWithSlots; a key schema's JoinKeyRows.
+template <IndexKey K>
+cudaError_t EnqueueJoin(const CudaHashIndex& index, const JoinArena<K>& a, uint64_t rows,
+                        uint32_t bound, uint32_t first_left_row, uint32_t* out_left,
+                        uint32_t* out_right, uint32_t* out_slots, uint64_t capacity,
+                        cudaStream_t stream, MaskedRows masked) {
+  if constexpr (KeyWord<K>) {
+    if (out_slots != nullptr) {
+      return JoinKeysWithSlots(index.table<K>(), a.keys.words, rows, bound, a.left_rows,
+                               first_left_row, out_left, out_right, out_slots, capacity, a.count,
+                               a.found, a.probes, a.stats, a.scratch, stream, masked);
+    }
+    return JoinKeys(index.table<K>(), a.keys.words, rows, bound, a.left_rows, first_left_row,
+                    out_left, out_right, capacity, a.count, a.found, a.probes, a.stats, a.scratch,
+                    stream, masked);
+  } else {
+    return JoinKeyRows(index.table<ColumnKey>(), index.stored_keys(), a.keys.fingerprints.rows,
+                       bound, a.left_rows, first_left_row, out_left, out_right, out_slots,
+                       capacity, a.count, a.found, a.probes, a.stats, a.scratch, stream, masked);
+  }
+}
+
+// The count pass of a grouped join (group_join.hpp) of a batch's left keys.
+template <IndexKey K>
+cudaError_t EnqueueCount(const CudaHashIndex& index, const JoinArena<K>& a, JoinKind kind,
+                         uint64_t rows, uint32_t bound, void* scratch, cudaStream_t stream) {
+  if constexpr (KeyWord<K>) {
+    return CountGroupJoin(index.table<K>(), index.groups().ranges, kind, a.keys.words, rows,
+                          bound, a.found, a.probes, a.stats, a.count, scratch, stream);
+  } else {
+    return CountGroupJoinKeyRows(index.table<ColumnKey>(), index.stored_keys(),
+                                 a.keys.fingerprints.rows, kind, bound, a.found, a.probes,
+                                 a.stats, a.count, scratch, stream);
+  }
+}
+
 // One join batch: one stream-ordered allocation, one upload (keys and left rows
 // are adjacent on the device), the kernels, and then either one gathered
 // download of statistics, count and the whole device capacity of pairs (plus
 // found/probes) with a single wait, when that fits one staging buffer, or
 // statistics and count first and then only the pairs that were written.
-template <KeyWord K>
+template <IndexKey K>
 absl::Status JoinBatchOnDevice(StreamContext& ctx, const CudaHashIndex& index, uint32_t bound,
                                bool build_overflow, uint64_t rows, const JoinBatchT<K>& b,
                                MaskedRows masked) {
@@ -157,37 +225,38 @@ absl::Status JoinBatchOnDevice(StreamContext& ctx, const CudaHashIndex& index, u
   const bool want_found = !b.found.empty();
   const bool want_probes = !b.probes.empty();
   // Small batches (the whole result fits one staging buffer) of a shape seen
-  // before on this context replay a captured graph.
+  // before on this context replay a captured graph (key words only).
   const DeviceRange sizes[4] = {{nullptr, kCountOffset + sizeof(unsigned long long)},
                                 {nullptr, device_capacity * 8},
                                 {nullptr, want_probes ? rows * 4 : 0},
                                 {nullptr, want_found ? rows : 0}};
-  if (StreamContext::GatheredBytes(sizes) <= StreamContext::kStagingBytes) {
-    const JoinShape shape{index.table<K>().slots,
-                          index.spec().capacity,
-                          KeyTypeOf<K>(),
-                          rows,
-                          device_capacity,
-                          bound,
-                          has_left_rows,
-                          want_found,
-                          want_probes,
-                          masked};
-    auto graph = ctx.join_graphs().Get(shape, ctx.stream());
-    if (graph.ok() && *graph != nullptr) {
-      return ReplayJoinGraph(ctx, **graph, build_overflow, rows, b);
+  if constexpr (KeyWord<K>) {
+    if (StreamContext::GatheredBytes(sizes) <= StreamContext::kStagingBytes) {
+      const JoinShape shape{index.table<K>().slots,
+                            index.spec().capacity,
+                            KeyTypeOf<K>(),
+                            rows,
+                            device_capacity,
+                            bound,
+                            has_left_rows,
+                            want_found,
+                            want_probes,
+                            masked};
+      auto graph = ctx.join_graphs().Get(shape, ctx.stream());
+      if (graph.ok() && *graph != nullptr) {
+        return ReplayJoinGraph(ctx, **graph, build_overflow, rows, b);
+      }
+      // Otherwise (first sight, or a failed capture: that shape is not captured
+      // again on this context) the batch runs uncaptured; a device that is gone
+      // for good fails there and is noted by Run.
     }
-    // Otherwise (first sight, or a failed capture: that shape is not captured
-    // again on this context) the batch runs uncaptured; a device that is gone
-    // for good fails there and is noted by Run.
   }
-  GPUJOIN_ASSIGN_OR_RETURN(
-      JoinArena<K> a, UploadJoinArena(ctx, b, rows, device_capacity * 8, JoinScratchBytes(rows)));
+  GPUJOIN_ASSIGN_OR_RETURN(JoinArena<K> a, UploadJoinArena(ctx, index, b, rows, device_capacity * 8,
+                                                           JoinScratchBytes(rows)));
   auto* out_left = reinterpret_cast<uint32_t*>(a.pairs);
   uint32_t* out_right = out_left + device_capacity;
-  GPUJOIN_CUDA_RETURN(JoinKeys(index.table<K>(), a.keys, rows, bound, a.left_rows,
-                               b.first_left_row, out_left, out_right, device_capacity, a.count,
-                               a.found, a.probes, a.stats, a.scratch, ctx.stream(), masked),
+  GPUJOIN_CUDA_RETURN(EnqueueJoin(index, a, rows, bound, b.first_left_row, out_left, out_right,
+                                  nullptr, device_capacity, ctx.stream(), masked),
                       "join");
 
   JoinHead head;
@@ -224,7 +293,7 @@ absl::Status JoinBatchOnDevice(StreamContext& ctx, const CudaHashIndex& index, u
 // them; one wait brings the statistics, count and string totals (checked
 // before any gather output is written), then the strings are copied and the
 // written prefix downloaded.
-template <KeyWord K>
+template <IndexKey K>
 absl::Status JoinBatchWithGather(StreamContext& ctx, const CudaHashIndex& index, uint32_t bound,
                                  bool build_overflow, uint64_t rows, const JoinBatchT<K>& b,
                                  MaskedRows masked, const std::string& where) {
@@ -234,17 +303,16 @@ absl::Status JoinBatchWithGather(StreamContext& ctx, const CudaHashIndex& index,
   const bool want_found = !b.found.empty();
   const bool want_probes = !b.probes.empty();
   // Pairs: [out_left | out_right | out_slots].
-  GPUJOIN_ASSIGN_OR_RETURN(JoinArena<K> a, UploadJoinArena(ctx, b, rows, device_capacity * 12,
-                                                           JoinScratchBytesWithSlots(rows)));
+  GPUJOIN_ASSIGN_OR_RETURN(JoinArena<K> a,
+                           UploadJoinArena(ctx, index, b, rows, device_capacity * 12,
+                                           JoinScratchBytesWithSlots(rows)));
   auto* out_left = reinterpret_cast<uint32_t*>(a.pairs);
   uint32_t* out_right = out_left + device_capacity;
   uint32_t* out_slots = out_right + device_capacity;
   unsigned long long* count = a.count;
-  GPUJOIN_CUDA_RETURN(
-      JoinKeysWithSlots(index.table<K>(), a.keys, rows, bound, a.left_rows, b.first_left_row,
-                        out_left, out_right, out_slots, device_capacity, count, a.found, a.probes,
-                        a.stats, a.scratch, ctx.stream(), masked),
-      "join");
+  GPUJOIN_CUDA_RETURN(EnqueueJoin(index, a, rows, bound, b.first_left_row, out_left, out_right,
+                                  out_slots, device_capacity, ctx.stream(), masked),
+                      "join");
   // A kKeepAll index stores payload per kept row: a pair's first match is at
   // its group's start (the pairs' slots are turned into it in place).
   if (const GroupRange* ranges = index.groups().ranges; ranges != nullptr) {
@@ -277,7 +345,7 @@ absl::Status JoinBatchWithGather(StreamContext& ctx, const CudaHashIndex& index,
 // (the lookup's probe, each row's pairs, the scan), one wait for the
 // statistics and the count, then exactly the pairs to write are allocated,
 // scattered and downloaded; gathers read each pair's value-list position.
-template <KeyWord K>
+template <IndexKey K>
 absl::Status JoinBatchGrouped(StreamContext& ctx, const CudaHashIndex& index, JoinKind kind,
                               uint32_t bound, bool build_overflow, uint64_t rows,
                               const JoinBatchT<K>& b, const std::string& where) {
@@ -285,12 +353,10 @@ absl::Status JoinBatchGrouped(StreamContext& ctx, const CudaHashIndex& index, Jo
   const bool gather = !b.gather.empty() && capacity > 0;
   const DeviceGroups groups = index.groups();
   // No pairs in the arena: the count pass sizes them.
-  GPUJOIN_ASSIGN_OR_RETURN(JoinArena<K> a,
-                           UploadJoinArena(ctx, b, rows, 0, GroupJoinCountScratchBytes(rows)));
+  GPUJOIN_ASSIGN_OR_RETURN(
+      JoinArena<K> a, UploadJoinArena(ctx, index, b, rows, 0, GroupJoinCountScratchBytes(rows)));
   uint8_t* count_scratch = a.scratch;
-  GPUJOIN_CUDA_RETURN(CountGroupJoin(index.table<K>(), groups.ranges, kind, a.keys, rows, bound,
-                                     a.found, a.probes, a.stats, a.count, count_scratch,
-                                     ctx.stream()),
+  GPUJOIN_CUDA_RETURN(EnqueueCount(index, a, kind, rows, bound, count_scratch, ctx.stream()),
                       "join count");
   std::vector<uint64_t> none;
   GPUJOIN_ASSIGN_OR_RETURN(const JoinHead head, DownloadJoinHead(ctx, {}, &none));
@@ -355,7 +421,7 @@ JoinPath JoinPathOf(JoinKind kind, const CudaHashIndex& index) {
 
 }  // namespace
 
-template <KeyWord K>
+template <IndexKey K>
 absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const JoinNodeT<K>& n) {
   const std::string where = absl::StrCat("node ", i, " (join)");
   GPUJOIN_ASSIGN_OR_RETURN(const CudaHashIndex* index, ReadableIndex(n.index, where));
@@ -367,7 +433,7 @@ absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const
       n.kind == JoinKind::kLeftAnti ? MaskedRows::kMissing : MaskedRows::kFound;
   for (size_t k = 0; k < n.batches.size(); ++k) {
     const JoinBatchT<K>& b = n.batches[k];
-    const uint64_t rows = TotalRows(b.keys);
+    const uint64_t rows = KeyRows(b.keys);
     // Count-only batches (capacity 0) gather nothing.
     const bool gather = !b.gather.empty() && !b.out_left_rows.empty();
     if (rows == 0) {
@@ -395,5 +461,7 @@ template absl::Status RunNode(const LoweringEnv&, StreamContext&, size_t,
                               const JoinNodeT<uint32_t>&);
 template absl::Status RunNode(const LoweringEnv&, StreamContext&, size_t,
                               const JoinNodeT<uint64_t>&);
+template absl::Status RunNode(const LoweringEnv&, StreamContext&, size_t,
+                              const JoinNodeT<ColumnKey>&);
 
 }  // namespace gpujoin::engine::detail

@@ -276,7 +276,7 @@ absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
                                                   index->device()));
         GPUJOIN_ASSIGN_OR_RETURN(
             KeyFingerprintBuffers fps,
-            FingerprintKeys(ctx, keys, nullptr, env.options.key_fingerprint_bits));
+            FingerprintKeys(ctx, keys, nullptr, index->fingerprint_bits()));
         GPUJOIN_CUDA_RETURN(LookupKeyRows(index->table<ColumnKey>(), index->stored_keys(),
                                           fps.rows, bound, values, found, probes, slots, stats,
                                           ctx.stream()),

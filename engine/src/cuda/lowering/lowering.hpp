@@ -89,8 +89,9 @@ inline absl::Status CheckGroups(const CudaHashIndex& index, const std::string& w
   return absl::OkStatus();
 }
 
-// The key-carrying nodes: templates on the key word K, instantiated for
-// uint32_t and uint64_t in lower_build.cpp, lower_lookup.cpp and lower_join.cpp.
+// The key-carrying nodes: templates on the key kind K, instantiated for
+// uint32_t and uint64_t in lower_build.cpp, lower_lookup.cpp and lower_join.cpp
+// (joins for ColumnKey too).
 template <IndexKey K>
 absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
                      const BuildIndexNodeT<K>& n);
@@ -101,9 +102,8 @@ template <IndexKey K>
 absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const LookupNodeT<K>& n);
 template <IndexKey K>
 absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const JoinNodeT<K>& n);
-// Key-schema nodes (lower_build.cpp, lower_lookup.cpp): builds and lookups of
-// a kLowestRow index. Joins against one are not lowered yet: the cpu backend
-// serves them.
+// Key-schema nodes (lower_build.cpp, lower_lookup.cpp) of a kLowestRow index;
+// joins (lower_join.cpp) share the key words' template.
 template <>
 absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
                      const BuildIndexNodeT<ColumnKey>& n);
@@ -113,12 +113,6 @@ absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
 template <>
 absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
                      const LookupNodeT<ColumnKey>& n);
-inline absl::Status RunNode(const LoweringEnv&, StreamContext&, size_t i,
-                            const JoinNodeT<ColumnKey>&) {
-  return absl::UnimplementedError(absl::StrCat(
-      "node ", i, ": the cuda backend does not join against indexes keyed by columns yet; the "
-      "cpu backend does"));
-}
 absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const AggregateNode& n);
 absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const HashNode& n);
 
