@@ -115,18 +115,29 @@ TEST_P(KeyColumnsTest, StringsThatASloppierKeyWouldConfuse) {
   const std::string big(70000, 'x');
   std::string big2 = big;
   big2.back() = 'y';
-  const std::vector<std::string> keys = {
-      "", "a", "A", "ab", "abc", "abd", std::string("a\0b", 3), std::string("a\0c", 3),
-      "\xc3\xa9t\xc3\xa9", big, big2, "sku-0001", "sku-0002", "a"};  // "a" repeats: duplicate
+  const std::vector<std::string> keys = {"",
+                                         "a",
+                                         "A",
+                                         "ab",
+                                         "abc",
+                                         "abd",
+                                         std::string("a\0b", 3),
+                                         std::string("a\0c", 3),
+                                         "\xc3\xa9t\xc3\xa9",
+                                         big,
+                                         big2,
+                                         "sku-0001",
+                                         "sku-0002",
+                                         "a"};  // "a" repeats: duplicate
   Table t{{Strings(keys)}};
   auto index = NewIndex({ColumnType::kString}, 64);
   const BuildStatistics s = Build(*index, t);
   EXPECT_EQ(s.unique_keys, keys.size() - 1);
   EXPECT_EQ(s.duplicate_rows, 1u);
   EXPECT_EQ(s.invalid_rows, 0u);
-  Table q{{Strings({"", "a", "a ", "ab", "abe", std::string("a\0b", 3), std::string("a", 1),
-                    "\xc3\xa9t\xc3\xa9", big, big2, std::string(70000, 'z'), "SKU-0001",
-                    "sku-0001"})}};
+  Table q{
+      {Strings({"", "a", "a ", "ab", "abe", std::string("a\0b", 3), std::string("a", 1),
+                "\xc3\xa9t\xc3\xa9", big, big2, std::string(70000, 'z'), "SKU-0001", "sku-0001"})}};
   ExpectLookupLikeModel(*index, t, q);
   const Lookup got = Probe(*index, q);
   EXPECT_EQ(got.values[0], 0u);  // the empty string is an ordinary key
@@ -168,8 +179,7 @@ TEST_P(KeyColumnsTest, CompositeKeysWithSwappedPairsDiffer) {
 
 TEST_P(KeyColumnsTest, EveryIntegerValueIsAnOrdinaryKey) {
   // The reserved key words of the integer indexes are ordinary values here.
-  Table t{{Ints(ColumnType::kUint64, {-1, 0, 0xffffffff}),
-           Ints(ColumnType::kInt32, {-1, -1, 0})}};
+  Table t{{Ints(ColumnType::kUint64, {-1, 0, 0xffffffff}), Ints(ColumnType::kInt32, {-1, -1, 0})}};
   auto index = NewIndex(t.Types(), 8);
   const BuildStatistics s = Build(*index, t);
   EXPECT_EQ(s.unique_keys, 3u);
@@ -242,8 +252,8 @@ TEST_P(KeyColumnsRandomTest, BatchBuildsLookupsAndJoinsLikeTheModel) {
     Table q = RandomTable(rng, 300);
     ExpectLookupLikeModel(*index, t, q);
 
-    for (JoinKind kind : {JoinKind::kInner, JoinKind::kLeftOuter, JoinKind::kLeftSemi,
-                          JoinKind::kLeftAnti}) {
+    for (JoinKind kind :
+         {JoinKind::kInner, JoinKind::kLeftOuter, JoinKind::kLeftSemi, JoinKind::kLeftAnti}) {
       SCOPED_TRACE(std::string(JoinKindName(kind)));
       std::vector<uint32_t> want_left, want_right;
       for (size_t r = 0; r < q.rows(); ++r) {
@@ -254,8 +264,8 @@ TEST_P(KeyColumnsRandomTest, BatchBuildsLookupsAndJoinsLikeTheModel) {
                                                      : std::vector<uint32_t>{it->second.front()};
         }
         if (kind == JoinKind::kLeftSemi) rows.resize(std::min<size_t>(rows.size(), 1));
-        if (kind == JoinKind::kLeftAnti) rows = rows.empty() ? std::vector{kEmptyKey}
-                                                             : std::vector<uint32_t>{};
+        if (kind == JoinKind::kLeftAnti)
+          rows = rows.empty() ? std::vector{kEmptyKey} : std::vector<uint32_t>{};
         if (kind == JoinKind::kLeftOuter && rows.empty()) rows = {kEmptyKey};
         for (uint32_t right : rows) {
           want_left.push_back(static_cast<uint32_t>(r));

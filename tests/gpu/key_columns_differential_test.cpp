@@ -110,12 +110,14 @@ class KeyColumnsDifferentialTest : public ::testing::TestWithParam<uint32_t> {
 
   // Builds an index of `types` on `backend` from `t` in `chunks` batch chunks
   // (1: a plain build with generated values from 7), with an int64 and a
-  // string payload column.
+  // string payload column, keeping the lowest row or (kKeepAll) every row.
   Built Build(Backend& backend, const std::vector<ColumnType>& types, uint32_t capacity,
-              uint32_t max_probe_count, Table& t, size_t chunks, std::vector<uint32_t>& masks) {
+              uint32_t max_probe_count, Table& t, size_t chunks, std::vector<uint32_t>& masks,
+              DuplicatePolicy duplicates = DuplicatePolicy::kLowestRow) {
     HashIndexSpec spec;
     spec.capacity = capacity;
     spec.max_probe_count = max_probe_count;
+    spec.duplicates = duplicates;
     spec.key_type = KeyType::kColumns;
     spec.key_columns = types;
     auto index = backend.CreateIndex(spec);
@@ -237,8 +239,7 @@ class KeyColumnsDifferentialTest : public ::testing::TestWithParam<uint32_t> {
     std::vector<uint8_t> ints_valid;
     JoinResult result;
   };
-  Joined Join(Backend& backend, const HashIndex& index, JoinKind kind, Table& q,
-              size_t capacity) {
+  Joined Join(Backend& backend, const HashIndex& index, JoinKind kind, Table& q, size_t capacity) {
     const size_t n = q.rows();
     Joined j;
     j.left.assign(capacity, 0xabababab);
@@ -283,42 +284,46 @@ TEST_P(KeyColumnsDifferentialTest, BuildsAndLookupsAgreeWithTheCpuBackend) {
   std::mt19937_64 rng(std::random_device{}());
   for (const Schema& schema : Schemas()) {
     for (size_t chunks : {size_t{1}, size_t{3}}) {
-      SCOPED_TRACE(std::string(schema.name) + ", chunks " + std::to_string(chunks));
-      const size_t rows = 1 + rng() % 3000;
-      Table t = RandomTable(rng, schema, rows);
-      // At most half full: no key reaches the default probe bound.
-      const uint32_t capacity = 8192;
-      std::vector<uint32_t> cpu_masks, cuda_masks;
-      Built on_cpu = Build(*cpu_, schema.types, capacity, 0, t, chunks, cpu_masks);
-      Built on_cuda = Build(*cuda_, schema.types, capacity, 0, t, chunks, cuda_masks);
-      ASSERT_EQ(on_cuda.stats.overflow_rows, 0u);
-      EXPECT_EQ(on_cuda.stats.unique_keys, on_cpu.stats.unique_keys);
-      EXPECT_EQ(on_cuda.stats.duplicate_rows, on_cpu.stats.duplicate_rows);
-      EXPECT_EQ(on_cuda.stats.invalid_rows, on_cpu.stats.invalid_rows);
-      EXPECT_EQ(on_cuda.stats.max_probes, on_cpu.stats.max_probes);
-      if (on_cpu.stats.duplicate_rows == 0) {
-        EXPECT_EQ(on_cuda.stats.total_probes, on_cpu.stats.total_probes);
-      }
-      // Queries: the build's own rows (every key, nulls) and fresh ones.
-      for (int round = 0; round < 2; ++round) {
-        Table q = round == 0 ? t : RandomTable(rng, schema, 1 + rng() % 2000);
-        const Answers want = Lookup(*cpu_, *on_cpu.index, q);
-        const Answers got = Lookup(*cuda_, *on_cuda.index, q);
-        ASSERT_EQ(got.values, want.values);
-        ASSERT_EQ(got.found, want.found);
-        ASSERT_EQ(got.probes, want.probes);
-        ASSERT_EQ(got.matches, want.matches);
-        ASSERT_EQ(got.ints_valid, want.ints_valid);
-        for (size_t r = 0; r < q.rows(); ++r) {
-          if (BitAt(want.ints_valid, r)) ASSERT_EQ(got.ints[r], want.ints[r]) << r;
+      for (DuplicatePolicy policy : {DuplicatePolicy::kLowestRow, DuplicatePolicy::kKeepAll}) {
+        SCOPED_TRACE(std::string(schema.name) + ", chunks " + std::to_string(chunks) + ", " +
+                     std::string(DuplicatePolicyName(policy)));
+        const size_t rows = 1 + rng() % 3000;
+        Table t = RandomTable(rng, schema, rows);
+        // At most half full: no key reaches the default probe bound.
+        const uint32_t capacity = 8192;
+        std::vector<uint32_t> cpu_masks, cuda_masks;
+        Built on_cpu = Build(*cpu_, schema.types, capacity, 0, t, chunks, cpu_masks, policy);
+        Built on_cuda = Build(*cuda_, schema.types, capacity, 0, t, chunks, cuda_masks, policy);
+        ASSERT_EQ(on_cuda.stats.overflow_rows, 0u);
+        EXPECT_EQ(on_cuda.stats.max_group_rows, on_cpu.stats.max_group_rows);
+        EXPECT_EQ(on_cuda.stats.unique_keys, on_cpu.stats.unique_keys);
+        EXPECT_EQ(on_cuda.stats.duplicate_rows, on_cpu.stats.duplicate_rows);
+        EXPECT_EQ(on_cuda.stats.invalid_rows, on_cpu.stats.invalid_rows);
+        EXPECT_EQ(on_cuda.stats.max_probes, on_cpu.stats.max_probes);
+        if (on_cpu.stats.duplicate_rows == 0) {
+          EXPECT_EQ(on_cuda.stats.total_probes, on_cpu.stats.total_probes);
         }
-        ASSERT_EQ(got.string_offsets, want.string_offsets);
-        ASSERT_EQ(got.strings, want.strings);
-        ASSERT_EQ(got.strings_valid, want.strings_valid);
-        EXPECT_EQ(got.stats.found, want.stats.found);
-        EXPECT_EQ(got.stats.missing, want.stats.missing);
-        EXPECT_EQ(got.stats.total_probes, want.stats.total_probes);
-        EXPECT_EQ(got.stats.max_probes, want.stats.max_probes);
+        // Queries: the build's own rows (every key, nulls) and fresh ones.
+        for (int round = 0; round < 2; ++round) {
+          Table q = round == 0 ? t : RandomTable(rng, schema, 1 + rng() % 2000);
+          const Answers want = Lookup(*cpu_, *on_cpu.index, q);
+          const Answers got = Lookup(*cuda_, *on_cuda.index, q);
+          ASSERT_EQ(got.values, want.values);
+          ASSERT_EQ(got.found, want.found);
+          ASSERT_EQ(got.probes, want.probes);
+          ASSERT_EQ(got.matches, want.matches);
+          ASSERT_EQ(got.ints_valid, want.ints_valid);
+          for (size_t r = 0; r < q.rows(); ++r) {
+            if (BitAt(want.ints_valid, r)) ASSERT_EQ(got.ints[r], want.ints[r]) << r;
+          }
+          ASSERT_EQ(got.string_offsets, want.string_offsets);
+          ASSERT_EQ(got.strings, want.strings);
+          ASSERT_EQ(got.strings_valid, want.strings_valid);
+          EXPECT_EQ(got.stats.found, want.stats.found);
+          EXPECT_EQ(got.stats.missing, want.stats.missing);
+          EXPECT_EQ(got.stats.total_probes, want.stats.total_probes);
+          EXPECT_EQ(got.stats.max_probes, want.stats.max_probes);
+        }
       }
     }
   }
@@ -327,32 +332,34 @@ TEST_P(KeyColumnsDifferentialTest, BuildsAndLookupsAgreeWithTheCpuBackend) {
 TEST_P(KeyColumnsDifferentialTest, EveryJoinKindAgreesWithTheCpuBackend) {
   std::mt19937_64 rng(std::random_device{}());
   for (const Schema& schema : Schemas()) {
-    SCOPED_TRACE(schema.name);
-    Table t = RandomTable(rng, schema, 1 + rng() % 2000);
-    std::vector<uint32_t> masks;
-    Built on_cpu = Build(*cpu_, schema.types, 8192, 0, t, 1, masks);
-    Built on_cuda = Build(*cuda_, schema.types, 8192, 0, t, 1, masks);
-    Table q = RandomTable(rng, schema, 1 + rng() % 1500);
-    for (JoinKind kind : {JoinKind::kInner, JoinKind::kLeftOuter, JoinKind::kLeftSemi,
-                          JoinKind::kLeftAnti}) {
-      // Room for every pair, a truncated prefix, and count only.
-      for (size_t capacity : {q.rows(), q.rows() / 3, size_t{0}}) {
-        SCOPED_TRACE(std::string(JoinKindName(kind)) + ", capacity " + std::to_string(capacity));
-        const Joined want = Join(*cpu_, *on_cpu.index, kind, q, capacity);
-        const Joined got = Join(*cuda_, *on_cuda.index, kind, q, capacity);
-        ASSERT_EQ(got.result.count, want.result.count);
-        ASSERT_EQ(got.result.overflow, want.result.overflow);
-        const size_t written = std::min<size_t>(want.result.count, capacity);
-        for (size_t k = 0; k < written; ++k) {
-          ASSERT_EQ(got.left[k], want.left[k]) << k;
-          ASSERT_EQ(got.right[k], want.right[k]) << k;
-          ASSERT_EQ(BitAt(got.ints_valid, k), BitAt(want.ints_valid, k)) << k;
-          if (BitAt(want.ints_valid, k)) ASSERT_EQ(got.ints[k], want.ints[k]) << k;
+    for (DuplicatePolicy policy : {DuplicatePolicy::kLowestRow, DuplicatePolicy::kKeepAll}) {
+      SCOPED_TRACE(std::string(schema.name) + ", " + std::string(DuplicatePolicyName(policy)));
+      Table t = RandomTable(rng, schema, 1 + rng() % 2000);
+      std::vector<uint32_t> masks;
+      Built on_cpu = Build(*cpu_, schema.types, 8192, 0, t, 1, masks, policy);
+      Built on_cuda = Build(*cuda_, schema.types, 8192, 0, t, 1, masks, policy);
+      Table q = RandomTable(rng, schema, 1 + rng() % 1500);
+      for (JoinKind kind :
+           {JoinKind::kInner, JoinKind::kLeftOuter, JoinKind::kLeftSemi, JoinKind::kLeftAnti}) {
+        // Room for every pair, a truncated prefix, and count only.
+        for (size_t capacity : {q.rows(), q.rows() / 3, size_t{0}}) {
+          SCOPED_TRACE(std::string(JoinKindName(kind)) + ", capacity " + std::to_string(capacity));
+          const Joined want = Join(*cpu_, *on_cpu.index, kind, q, capacity);
+          const Joined got = Join(*cuda_, *on_cuda.index, kind, q, capacity);
+          ASSERT_EQ(got.result.count, want.result.count);
+          ASSERT_EQ(got.result.overflow, want.result.overflow);
+          const size_t written = std::min<size_t>(want.result.count, capacity);
+          for (size_t k = 0; k < written; ++k) {
+            ASSERT_EQ(got.left[k], want.left[k]) << k;
+            ASSERT_EQ(got.right[k], want.right[k]) << k;
+            ASSERT_EQ(BitAt(got.ints_valid, k), BitAt(want.ints_valid, k)) << k;
+            if (BitAt(want.ints_valid, k)) ASSERT_EQ(got.ints[k], want.ints[k]) << k;
+          }
+          ASSERT_EQ(got.found, want.found);
+          ASSERT_EQ(got.probes, want.probes);
+          EXPECT_EQ(got.result.statistics.found, want.result.statistics.found);
+          EXPECT_EQ(got.result.statistics.total_probes, want.result.statistics.total_probes);
         }
-        ASSERT_EQ(got.found, want.found);
-        ASSERT_EQ(got.probes, want.probes);
-        EXPECT_EQ(got.result.statistics.found, want.result.statistics.found);
-        EXPECT_EQ(got.result.statistics.total_probes, want.result.statistics.total_probes);
       }
     }
   }

@@ -330,7 +330,7 @@ InsertResult CpuHashIndex<K>::Insert(const RowKey& key, uint32_t value, uint32_t
   const uint32_t mask = capacity - 1u;
   InsertResult r;
   Slot carried{WordOf(key), value};  // the key being placed: the row's, then a displaced one
-  bool own = true;           // whether `carried` is still the row's own key
+  bool own = true;                   // whether `carried` is still the row's own key
   uint32_t pos = Home(key);
   for (uint32_t d = 0;; ++d, pos = (pos + 1u) & mask) {  // d: displacement of `carried`
     if (d >= bound) {

@@ -49,10 +49,10 @@ uint64_t BuildNodeTransientBytes(const HashIndexSpec& spec, const BuildShape& sh
   if (rows == 0) return payload;
   // Key words, or a key schema's fingerprints, row validity and hash validity
   // (its key columns are the index's memory once uploaded: key_column_bytes).
-  uint64_t uploads = shape.key_type == KeyType::kColumns
-                         ? PoolBytes(rows * sizeof(uint64_t)) + PoolBytes(rows) +
-                               PoolBytes((rows + 7) / 8)
-                         : PoolBytes(rows * KeyBytes(shape.key_type));
+  uint64_t uploads =
+      shape.key_type == KeyType::kColumns
+          ? PoolBytes(rows * sizeof(uint64_t)) + PoolBytes(rows) + PoolBytes((rows + 7) / 8)
+          : PoolBytes(rows * KeyBytes(shape.key_type));
   if (shape.batch) {
     if (shape.batch_validity) uploads += PoolBytes(rows * sizeof(uint32_t));
     uploads += PoolBytes(uint64_t{shape.batch_chunks} * sizeof(uint64_t));  // chunk starts

@@ -87,11 +87,6 @@ class CudaBackend final : public Backend {
 
   absl::StatusOr<std::unique_ptr<HashIndex>> CreateIndex(const HashIndexSpec& spec) override {
     GPUJOIN_RETURN_IF_ERROR(spec.Validate());
-    if (spec.key_type == KeyType::kColumns && spec.duplicates == DuplicatePolicy::kKeepAll) {
-      return absl::UnimplementedError(
-          "the cuda backend does not hold keep_all indexes keyed by columns yet (string and "
-          "composite keys); the cpu backend does");
-    }
     GPUJOIN_RETURN_IF_ERROR(CheckHealthy());
     auto index = CudaHashIndex::Create(spec, device_, options_.key_fingerprint_bits);
     if (!index.ok()) {
@@ -158,9 +153,9 @@ class CudaBackend final : public Backend {
   absl::StatusOr<IndexImage> ExportIndex(const HashIndex& index) const override {
     const auto* cuda = dynamic_cast<const CudaHashIndex*>(&index);
     if (cuda == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("export: the index belongs to the ",
-                       std::string(BackendKindName(index.backend())), " backend, not cuda"));
+      return absl::InvalidArgumentError(absl::StrCat("export: the index belongs to the ",
+                                                     std::string(BackendKindName(index.backend())),
+                                                     " backend, not cuda"));
     }
     if (cuda->key_type() == KeyType::kColumns) {
       return absl::UnimplementedError(

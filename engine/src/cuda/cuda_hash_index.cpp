@@ -55,7 +55,7 @@ template absl::StatusOr<DeviceBuffer<GroupRange>> CudaHashIndex::AllocatePayload
 template absl::StatusOr<DeviceBuffer<int64_t>> CudaHashIndex::AllocatePayload(size_t, int,
                                                                               const char*);
 template absl::StatusOr<DeviceBuffer<HashView>> CudaHashIndex::AllocatePayload(size_t, int,
-                                                                                 const char*);
+                                                                               const char*);
 
 void CudaHashIndex::DropPayload() {
   // cudaFree waits for the work that may still read the columns.

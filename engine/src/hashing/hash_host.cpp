@@ -258,7 +258,6 @@ class TreeValidator {
   uint64_t child_rows_ = 0;
 };
 
-
 // Hashes rows [first, first + rows) of flat columns; `first` is a multiple of 8.
 template <typename H>
 void HashRowRange(const std::vector<HashView>& views, uint64_t first, uint64_t rows, H* out,

@@ -32,11 +32,11 @@ struct HashView {
   const uint8_t* validity = nullptr;       ///< null = all rows valid
   uint64_t value_offset = 0;
   uint64_t validity_bit_offset = 0;
-  int64_t data_base = 0;  ///< subtracted from every binary offset
-  uint32_t byte_width = 0;  ///< kFixedSizeBinary: bytes per value
+  int64_t data_base = 0;                       ///< subtracted from every binary offset
+  uint32_t byte_width = 0;                     ///< kFixedSizeBinary: bytes per value
   ColumnType index_type = ColumnType::kInt32;  ///< kDictionary
-  const void* dict_hashes = nullptr;          ///< kDictionary: one hash (H) per entry
-  const uint8_t* dict_validity = nullptr;     ///< kDictionary: bitmap, one bit per entry
+  const void* dict_hashes = nullptr;           ///< kDictionary: one hash (H) per entry
+  const uint8_t* dict_validity = nullptr;      ///< kDictionary: bitmap, one bit per entry
   /// Device lists of flat values (kList, kLargeList: offsets into the child's
   /// rows, shifted down by data_base; kFixedSizeList: byte_width elements per row
   /// from child row 0): the values' view. Null for every other view.

@@ -239,8 +239,7 @@ TEST_F(HashDeviceTest, ResidentColumnsAtAnyOffsetMatchHost) {
         for (HashBits bits : {HashBits::k32, HashBits::k64}) {
           SCOPED_TRACE("type " + std::to_string(static_cast<int>(type)) + " max_len " +
                        std::to_string(max_len) + " rows " + std::to_string(rows) + " lead " +
-                       std::to_string(lead) +
-                       (bits == HashBits::k32 ? " hash32" : " hash64"));
+                       std::to_string(lead) + (bits == HashBits::k32 ? " hash32" : " hash64"));
           auto host = HashOnHost({c.View()}, bits);
           ASSERT_TRUE(host.ok()) << host.status();
           const size_t width = bits == HashBits::k32 ? 4 : 8;
@@ -252,14 +251,13 @@ TEST_F(HashDeviceTest, ResidentColumnsAtAnyOffsetMatchHost) {
           ASSERT_EQ(cudaMemset(out, 0xa5, rows * width), cudaSuccess);
           ASSERT_EQ(cudaMemset(out_validity, 0xa5, validity_bytes), cudaSuccess);
           const detail::HashView* views = device_view.as<detail::HashView>();
-          const cudaError_t e =
-              bits == HashBits::k32
-                  ? detail::LaunchHashRows<uint32_t>({&v, 1}, views, rows,
-                                                     reinterpret_cast<uint32_t*>(out),
-                                                     out_validity, stream_)
-                  : detail::LaunchHashRows<uint64_t>({&v, 1}, views, rows,
-                                                     reinterpret_cast<uint64_t*>(out),
-                                                     out_validity, stream_);
+          const cudaError_t e = bits == HashBits::k32
+                                    ? detail::LaunchHashRows<uint32_t>(
+                                          {&v, 1}, views, rows, reinterpret_cast<uint32_t*>(out),
+                                          out_validity, stream_)
+                                    : detail::LaunchHashRows<uint64_t>(
+                                          {&v, 1}, views, rows, reinterpret_cast<uint64_t*>(out),
+                                          out_validity, stream_);
           ASSERT_EQ(e, cudaSuccess);
           ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
           std::vector<uint64_t> got(rows);
@@ -271,9 +269,9 @@ TEST_F(HashDeviceTest, ResidentColumnsAtAnyOffsetMatchHost) {
           } else {
             ASSERT_EQ(cudaMemcpy(got.data(), out, rows * 8, cudaMemcpyDeviceToHost), cudaSuccess);
           }
-          ASSERT_EQ(cudaMemcpy(got_validity.data(), out_validity, validity_bytes,
-                               cudaMemcpyDeviceToHost),
-                    cudaSuccess);
+          ASSERT_EQ(
+              cudaMemcpy(got_validity.data(), out_validity, validity_bytes, cudaMemcpyDeviceToHost),
+              cudaSuccess);
           cudaFree(out);
           cudaFree(out_validity);
           EXPECT_EQ(got_validity, host->validity);

@@ -121,8 +121,8 @@ __global__ void __launch_bounds__(kBlockSize)
   const uint64_t warp = (uint64_t{blockIdx.x} * blockDim.x + threadIdx.x) / 32;
   const uint64_t warps = uint64_t{gridDim.x} * blockDim.x / 32;
   const uint8_t* const data = c.data + c.value_offset * kWidth;
-  const bool aligned = ((reinterpret_cast<uintptr_t>(data) | reinterpret_cast<uintptr_t>(out)) &
-                        15u) == 0;
+  const bool aligned =
+      ((reinterpret_cast<uintptr_t>(data) | reinterpret_cast<uintptr_t>(out)) & 15u) == 0;
   for (uint64_t base = warp * 128; base < rows; base += warps * 128) {
     const uint64_t r0 = base + 4 * lane;
     uint64_t bits[4] = {0, 0, 0, 0};
@@ -175,10 +175,10 @@ __global__ void __launch_bounds__(kBlockSize, 5)
   uint64_t* const stage = s_stage[threadIdx.x / 32];
   const uint64_t warp = (uint64_t{blockIdx.x} * blockDim.x + threadIdx.x) / 32;
   const uint64_t warps = uint64_t{gridDim.x} * blockDim.x / 32;
-  const O* const offsets = reinterpret_cast<const O*>(
-                               sizeof(O) == 4 ? static_cast<const void*>(c.offsets)
-                                              : static_cast<const void*>(c.large_offsets)) +
-                           c.value_offset;
+  const O* const offsets =
+      reinterpret_cast<const O*>(sizeof(O) == 4 ? static_cast<const void*>(c.offsets)
+                                                : static_cast<const void*>(c.large_offsets)) +
+      c.value_offset;
   const bool aligned = (reinterpret_cast<uintptr_t>(out) & 15u) == 0;
   for (uint64_t base = warp * 128; base < rows; base += warps * 128) {
     const uint64_t r0 = base + 4 * lane;
@@ -208,7 +208,8 @@ __global__ void __launch_bounds__(kBlockSize, 5)
       h[j] = H{0};
       if (v) {
         const uint8_t* p = c.data + off[j];
-        if (staged) p = reinterpret_cast<const uint8_t*>(stage) + (reinterpret_cast<uintptr_t>(p) - a0);
+        if (staged)
+          p = reinterpret_cast<const uint8_t*>(stage) + (reinterpret_cast<uintptr_t>(p) - a0);
         h[j] = HashOfBytes<H>(p, static_cast<uint64_t>(off[j + 1] - off[j]));
       }
       valid |= uint32_t{v} << j;
@@ -225,9 +226,8 @@ cudaError_t LaunchHashRows(std::span<const HashView> host_views, const HashView*
                            uint64_t rows, H* out, uint8_t* out_validity, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
   const uint32_t num_columns = static_cast<uint32_t>(host_views.size());
-  const uint32_t width = num_columns == 1 && host_views[0].child == nullptr
-                             ? FixedWidth(host_views[0].type)
-                             : 0;
+  const uint32_t width =
+      num_columns == 1 && host_views[0].child == nullptr ? FixedWidth(host_views[0].type) : 0;
   if (width != 0 && width <= 8) {
     const uint64_t blocks_needed = (rows + 4 * kBlockSize - 1) / (4 * kBlockSize);
     const unsigned blocks =
@@ -266,13 +266,12 @@ cudaError_t LaunchHashRows(std::span<const HashView> host_views, const HashView*
   const uint64_t blocks_needed = (rows + kBlockSize - 1) / kBlockSize;
   const unsigned blocks =
       static_cast<unsigned>(blocks_needed < kMaxBlocks ? blocks_needed : kMaxBlocks);
-  HashRowsKernel<H>
-      <<<blocks, kBlockSize, 0, stream>>>(views, num_columns, rows, out, out_validity);
+  HashRowsKernel<H><<<blocks, kBlockSize, 0, stream>>>(views, num_columns, rows, out, out_validity);
   return cudaGetLastError();
 }
-template cudaError_t LaunchHashRows(std::span<const HashView>, const HashView*, uint64_t,
-                                    uint32_t*, uint8_t*, cudaStream_t);
-template cudaError_t LaunchHashRows(std::span<const HashView>, const HashView*, uint64_t,
-                                    uint64_t*, uint8_t*, cudaStream_t);
+template cudaError_t LaunchHashRows(std::span<const HashView>, const HashView*, uint64_t, uint32_t*,
+                                    uint8_t*, cudaStream_t);
+template cudaError_t LaunchHashRows(std::span<const HashView>, const HashView*, uint64_t, uint64_t*,
+                                    uint8_t*, cudaStream_t);
 
 }  // namespace gpujoin::engine::detail

@@ -34,8 +34,8 @@ using Bytes = DeviceBuffer<uint8_t>;
 absl::StatusOr<Bytes> Upload(const void* src, uint64_t bytes, cudaStream_t stream,
                              const std::string& what) {
   const std::string label = "hash: " + what;
-  GPUJOIN_ASSIGN_OR_RETURN(Bytes buf, Bytes::Async((bytes + 7) & ~uint64_t{7}, stream,
-                                                   label.c_str()));
+  GPUJOIN_ASSIGN_OR_RETURN(Bytes buf,
+                           Bytes::Async((bytes + 7) & ~uint64_t{7}, stream, label.c_str()));
   if (bytes != 0) {
     GPUJOIN_CUDA_RETURN(cudaMemcpyAsync(buf.data(), src, bytes, cudaMemcpyHostToDevice, stream),
                         "hash: uploading " + what);
@@ -146,8 +146,8 @@ absl::Status UploadColumn(const HashColumn& c, size_t index, cudaStream_t stream
     child.length = values;
     out.child = std::make_unique<DeviceColumn>();
     GPUJOIN_RETURN_IF_ERROR(UploadColumn(child, index, stream, *out.child));
-    GPUJOIN_ASSIGN_OR_RETURN(out.child_view, Upload(&out.child->view, sizeof(HashView), stream,
-                                                    name + " values view"));
+    GPUJOIN_ASSIGN_OR_RETURN(
+        out.child_view, Upload(&out.child->view, sizeof(HashView), stream, name + " values view"));
     out.view.child = reinterpret_cast<const HashView*>(out.child_view.data());
   } else if (c.type == ColumnType::kBool) {
     // Value bits travel as whole bytes; the view keeps the bit offset within the first.
@@ -178,11 +178,11 @@ absl::Status PrepareDictionary(const HashColumn& c, size_t index, cudaStream_t s
   GPUJOIN_ASSIGN_OR_RETURN(
       out.dict_validity, Bytes::Async((dict.length + 31) / 32 * 4, stream, "dictionary validity"));
   if (dict.length != 0) {
-    GPUJOIN_CUDA_RETURN(LaunchHashRows<H>({&values.view, 1},
-                                          reinterpret_cast<const HashView*>(view.data()),
-                                          dict.length, reinterpret_cast<H*>(out.dict_hashes.data()),
-                                          out.dict_validity.data(), stream),
-                        "hash: launching the dictionary hash kernel");
+    GPUJOIN_CUDA_RETURN(
+        LaunchHashRows<H>({&values.view, 1}, reinterpret_cast<const HashView*>(view.data()),
+                          dict.length, reinterpret_cast<H*>(out.dict_hashes.data()),
+                          out.dict_validity.data(), stream),
+        "hash: launching the dictionary hash kernel");
   }
   // The dictionary's own buffers are freed stream-ordered after the kernel.
   out.view.dict_hashes = out.dict_hashes.data();
@@ -230,17 +230,16 @@ absl::Status HashPass(const HashNode& node, const std::vector<DeviceColumn>& dic
     views[i].dict_hashes = dictionaries[i].view.dict_hashes;
     views[i].dict_validity = dictionaries[i].view.dict_validity;
   }
-  GPUJOIN_ASSIGN_OR_RETURN(
-      Bytes device_views,
-      Upload(views.data(), views.size() * sizeof(HashView), stream, "column descriptors"));
+  GPUJOIN_ASSIGN_OR_RETURN(Bytes device_views, Upload(views.data(), views.size() * sizeof(HashView),
+                                                      stream, "column descriptors"));
   // `first` is a multiple of 8, so the pass owns whole output validity bytes.
   uint8_t* validity = node.out_validity.data() + first / 8;
   if (node.bits == HashBits::k32) {
     return LaunchAndDownload<uint32_t>(views, device_views, rows, node.out32.data() + first,
                                        validity, stream);
   }
-  return LaunchAndDownload<uint64_t>(views, device_views, rows, node.out64.data() + first,
-                                     validity, stream);
+  return LaunchAndDownload<uint64_t>(views, device_views, rows, node.out64.data() + first, validity,
+                                     stream);
 }
 
 }  // namespace

@@ -12,7 +12,7 @@
 #include "cuda/index/groups.hpp"
 #include "cuda/index/insert.cuh"
 #include "cuda/index/lookup.hpp"
-#include "cuda/index/probe.cuh"
+#include "cuda/index/query.cuh"
 #include "cuda/kernel_utils.cuh"
 
 namespace gpujoin::engine::detail {
@@ -43,23 +43,22 @@ GroupScratch LayoutOf(uint32_t capacity, uint64_t rows, bool overflow) {
   return g;
 }
 
-// One thread per source row, grid-stride: row i's sort key is the slot holding
-// its key (found by the probe of a lookup), or `capacity` when the row is
-// invalid or its key was dropped; its sort value is i. With `winners` (builds
-// with overflow) a row whose value is its slot's competes for the slot's
-// winner (lowest row), as the payload winner pass does.
-template <KeyWord K>
+// One thread per source row (Query: the probe of the build's own rows,
+// query.cuh), grid-stride: row i's sort key is the slot holding its key (found
+// by the probe of a lookup), or `capacity` when the row is invalid or its key
+// was dropped; its sort value is i. With `winners` (builds with overflow) a row
+// whose value is its slot's competes for the slot's winner (lowest row), as the
+// payload winner pass does.
+template <class Query>
 __global__ void __launch_bounds__(kBlockThreads)
-    RowSlotsKernel(DeviceTableT<K> table, const K* __restrict__ keys,
-                   const uint32_t* __restrict__ validity, uint64_t rows, uint32_t bound,
-                   FinalizeArgs f, uint32_t* __restrict__ winners, uint32_t* __restrict__ sort_keys,
-                   uint32_t* __restrict__ sort_rows) {
+    RowSlotsKernel(Query query, const uint32_t* __restrict__ validity, uint64_t rows,
+                   uint32_t capacity, FinalizeArgs f, uint32_t* __restrict__ winners,
+                   uint32_t* __restrict__ sort_keys, uint32_t* __restrict__ sort_rows) {
   const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
   for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < rows; i += stride) {
-    const K key = keys[i];
-    uint32_t s = table.capacity;
-    if (key != kEmptyKeyOf<K> && (validity == nullptr || validity[i] != 0)) {
-      const ProbeResult r = Probe<K>(table.slots, table.capacity, key, bound);
+    uint32_t s = capacity;
+    if (validity == nullptr || validity[i] != 0) {
+      const ProbeResult r = query(i);
       if (r.found) {
         s = r.slot;
         if (winners != nullptr) {
@@ -176,13 +175,15 @@ size_t GroupScratchBytes(uint32_t capacity, uint64_t rows, bool overflow) {
   return LayoutOf(capacity, rows, overflow).total;
 }
 
-template <KeyWord K>
-cudaError_t SortGroupRows(DeviceTableT<K> table, const BuildSourceT<K>& source, uint32_t bound,
-                          bool overflow, GroupRange* ranges, DeviceGroupStats* group_stats,
-                          void* scratch, size_t scratch_bytes, const uint32_t** grouped_rows,
-                          cudaStream_t stream) {
-  const uint64_t rows = source.rows;
-  const uint32_t capacity = table.capacity;
+namespace {
+
+// SortGroupRows of either key kind: `query` probes source row i, `validity`
+// (optional) masks rows out, `f` gives each row's value.
+template <class Query>
+cudaError_t SortGroupRowsWith(const Query& query, const uint32_t* validity, uint64_t rows,
+                              uint32_t capacity, FinalizeArgs f, bool overflow, GroupRange* ranges,
+                              DeviceGroupStats* group_stats, void* scratch, size_t scratch_bytes,
+                              const uint32_t** grouped_rows, cudaStream_t stream) {
   const GroupScratch g = LayoutOf(capacity, rows, overflow);
   if (scratch_bytes < g.total) return cudaErrorInvalidValue;
   auto* base = static_cast<uint8_t*>(scratch);
@@ -196,8 +197,9 @@ cudaError_t SortGroupRows(DeviceTableT<K> table, const BuildSourceT<K>& source, 
     e = cudaMemsetAsync(winners, 0xff, uint64_t{capacity} * sizeof(uint32_t), stream);
   if (e != cudaSuccess) return e;
   static std::atomic<int> resident[4];
-  RowSlotsKernel<K><<<GridOf(RowSlotsKernel<K>, resident[0], rows), kBlockThreads, 0, stream>>>(
-      table, source.keys, source.validity, rows, bound, FinalizeOf(source), winners, keys0, rows0);
+  RowSlotsKernel<Query>
+      <<<GridOf(RowSlotsKernel<Query>, resident[0], rows), kBlockThreads, 0, stream>>>(
+          query, validity, rows, capacity, f, winners, keys0, rows0);
   if ((e = cudaGetLastError()) != cudaSuccess) return e;
   if (winners != nullptr) {
     DropEarlierRowsKernel<<<GridOf(DropEarlierRowsKernel, resident[1], rows), kBlockThreads, 0,
@@ -220,14 +222,48 @@ cudaError_t SortGroupRows(DeviceTableT<K> table, const BuildSourceT<K>& source, 
   return cudaSuccess;
 }
 
-template <KeyWord K>
-cudaError_t WriteGroupValues(const BuildSourceT<K>& source, const uint32_t* grouped_rows,
-                             uint64_t kept, uint32_t* values, cudaStream_t stream) {
+cudaError_t WriteValues(FinalizeArgs f, const uint32_t* grouped_rows, uint64_t kept,
+                        uint32_t* values, cudaStream_t stream) {
   if (kept == 0) return cudaSuccess;
   static std::atomic<int> resident{0};
   GroupValuesKernel<<<GridOf(GroupValuesKernel, resident, kept), kBlockThreads, 0, stream>>>(
-      grouped_rows, kept, FinalizeOf(source), values);
+      grouped_rows, kept, f, values);
   return cudaGetLastError();
+}
+
+}  // namespace
+
+template <KeyWord K>
+cudaError_t SortGroupRows(DeviceTableT<K> table, const BuildSourceT<K>& source, uint32_t bound,
+                          bool overflow, GroupRange* ranges, DeviceGroupStats* group_stats,
+                          void* scratch, size_t scratch_bytes, const uint32_t** grouped_rows,
+                          cudaStream_t stream) {
+  return SortGroupRowsWith(WordQuery<K>{table, source.keys, bound}, source.validity, source.rows,
+                           table.capacity, FinalizeOf(source), overflow, ranges, group_stats,
+                           scratch, scratch_bytes, grouped_rows, stream);
+}
+
+cudaError_t SortGroupRowsKeyRows(DeviceTableT<ColumnKey> table, const StoredKeyRows& stored,
+                                 const DeviceKeyRows& build_rows, uint32_t bound, bool overflow,
+                                 GroupRange* ranges, DeviceGroupStats* group_stats, void* scratch,
+                                 size_t scratch_bytes, const uint32_t** grouped_rows,
+                                 cudaStream_t stream) {
+  const FinalizeArgs f{stored.row_values, 0, nullptr, nullptr, 0};
+  return SortGroupRowsWith(KeyRowQuery{table, stored, build_rows, bound}, nullptr, build_rows.rows,
+                           table.capacity, f, overflow, ranges, group_stats, scratch, scratch_bytes,
+                           grouped_rows, stream);
+}
+
+cudaError_t WriteGroupValuesKeyRows(const uint32_t* row_values, const uint32_t* grouped_rows,
+                                    uint64_t kept, uint32_t* values, cudaStream_t stream) {
+  return WriteValues(FinalizeArgs{row_values, 0, nullptr, nullptr, 0}, grouped_rows, kept, values,
+                     stream);
+}
+
+template <KeyWord K>
+cudaError_t WriteGroupValues(const BuildSourceT<K>& source, const uint32_t* grouped_rows,
+                             uint64_t kept, uint32_t* values, cudaStream_t stream) {
+  return WriteValues(FinalizeOf(source), grouped_rows, kept, values, stream);
 }
 
 cudaError_t GroupsOfSlots(const uint32_t* slots, uint64_t positions,

@@ -27,6 +27,7 @@
 #include <cstdint>
 
 #include "cuda/index/build.hpp"
+#include "cuda/index/key_rows.hpp"
 #include "cuda/index/table.hpp"
 
 namespace gpujoin::engine::detail {
@@ -79,6 +80,20 @@ cudaError_t SortGroupRows(DeviceTableT<K> table, const BuildSourceT<K>& source, 
 template <KeyWord K>
 cudaError_t WriteGroupValues(const BuildSourceT<K>& source, const uint32_t* grouped_rows,
                              uint64_t kept, uint32_t* values, cudaStream_t stream);
+
+/// SortGroupRows of a key-schema build (key_rows.hpp) just built from
+/// `build_rows` (the index's stored keys, their fingerprints and validity;
+/// rows > 0); each row's value is stored.row_values[row].
+cudaError_t SortGroupRowsKeyRows(DeviceTableT<ColumnKey> table, const StoredKeyRows& stored,
+                                 const DeviceKeyRows& build_rows, uint32_t bound, bool overflow,
+                                 GroupRange* ranges, DeviceGroupStats* group_stats, void* scratch,
+                                 size_t scratch_bytes, const uint32_t** grouped_rows,
+                                 cudaStream_t stream);
+
+/// values[p] = row_values[grouped_rows[p]] for p < kept (a key-schema build's
+/// value list).
+cudaError_t WriteGroupValuesKeyRows(const uint32_t* row_values, const uint32_t* grouped_rows,
+                                    uint64_t kept, uint32_t* values, cudaStream_t stream);
 
 /// The groups of matched slots, for lookups and for the gathers of joins that
 /// pair a row with its first match: for i < n (n = min(*count, positions) when

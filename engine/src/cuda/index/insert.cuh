@@ -186,11 +186,11 @@ struct Slots<ColumnKey> : Slots<uint64_t> {
 // The insertion is written as a sequence of steps, one slot each (InsertStep).
 template <IndexKey K>
 struct InsertState {
-  SlotWord<K> word;                 // the word being placed: the row's, then carried ones
+  SlotWord<K> word;                  // the word being placed: the row's, then carried ones
   typename Slots<K>::KeyT word_key;  // Slots<K>::Key(word)
-  uint32_t pos;      // the slot to examine next
-  uint32_t d;        // displacement of `word` at `pos`
-  bool own;          // `word` is still the row's own
+  uint32_t pos;                      // the slot to examine next
+  uint32_t d;                        // displacement of `word` at `pos`
+  bool own;                          // `word` is still the row's own
 };
 
 template <IndexKey K>
@@ -271,8 +271,8 @@ __device__ __forceinline__ StepResult InsertStep(DeviceTableT<K> table, InsertSt
 // The whole insertion of one word.
 template <IndexKey K>
 __device__ __forceinline__ void InsertWord(DeviceTableT<K> table, typename Slots<K>::KeyT key,
-                                           SlotWord<K> desired,
-                                           uint32_t bound, unsigned long long (&sums)[5],
+                                           SlotWord<K> desired, uint32_t bound,
+                                           unsigned long long (&sums)[5],
                                            unsigned long long& max_probes) {
   InsertState<K> st = StartInsert(table, key, desired);
   while (InsertStep(table, st, bound, sums, max_probes) == StepResult::kContinue) {

@@ -33,7 +33,8 @@ __global__ void __launch_bounds__(kBlockThreads)
   const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
   for (uint64_t r = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; r < rows; r += stride) {
     hashes[r] &= mask;
-    const bool ok = BitmapBit(hash_validity, r) && (row_validity == nullptr || row_validity[r] != 0);
+    const bool ok =
+        BitmapBit(hash_validity, r) && (row_validity == nullptr || row_validity[r] != 0);
     valid[r] = ok ? 1 : 0;
   }
 }
@@ -125,8 +126,7 @@ __global__ void __launch_bounds__(kBlockThreads)
 // fit within the bound) an overflow row that examined `bound` slots.
 __global__ void __launch_bounds__(kBlockThreads)
     CountFollowersKernel(DeviceTableT<ColumnKey> table, DeviceKeyRows keys, GroupTable g,
-                         const uint32_t* __restrict__ at, uint32_t bound,
-                         DeviceBuildStats* stats) {
+                         const uint32_t* __restrict__ at, uint32_t bound, DeviceBuildStats* stats) {
   unsigned long long sums[5] = {0, 0, 0, 0, 0};
   unsigned long long max_probes = 0;
   const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
@@ -154,8 +154,8 @@ __global__ void __launch_bounds__(kBlockThreads)
     RowValuesKernel(uint64_t rows, FinalizeArgs f, uint32_t* __restrict__ row_values) {
   const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
   for (uint64_t r = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; r < rows; r += stride) {
-    row_values[r] =
-        FinalValue(uint32_t(r), f.values, f.first_value, f.chunk_starts, f.chunk_bases, f.chunk_count);
+    row_values[r] = FinalValue(uint32_t(r), f.values, f.first_value, f.chunk_starts, f.chunk_bases,
+                               f.chunk_count);
   }
 }
 
@@ -189,9 +189,9 @@ uint64_t KeyBuildScratchBytes(uint64_t rows) {
   return GroupCapacity(rows) * sizeof(Slot64) + rows * sizeof(uint32_t);
 }
 
-cudaError_t BuildKeyTable(DeviceTableT<ColumnKey> table, const DeviceKeyRows& keys,
-                          uint32_t bound, void* scratch, uint64_t scratch_bytes,
-                          DeviceBuildStats* stats, cudaStream_t stream) {
+cudaError_t BuildKeyTable(DeviceTableT<ColumnKey> table, const DeviceKeyRows& keys, uint32_t bound,
+                          void* scratch, uint64_t scratch_bytes, DeviceBuildStats* stats,
+                          cudaStream_t stream) {
   const DeviceTableT<uint64_t> words{reinterpret_cast<Slot64*>(table.slots), table.capacity};
   cudaError_t e = ClearTable(words, stats, stream);
   if (e != cudaSuccess || keys.rows == 0) return e;
@@ -220,8 +220,7 @@ cudaError_t WriteRowValues(uint64_t rows, const uint32_t* values, uint32_t first
   return Launch(RowValuesKernel, resident, rows, stream, rows, f, row_values);
 }
 
-cudaError_t KeyTableWinners(DeviceTableT<ColumnKey> table, uint32_t* winners,
-                            cudaStream_t stream) {
+cudaError_t KeyTableWinners(DeviceTableT<ColumnKey> table, uint32_t* winners, cudaStream_t stream) {
   static std::atomic<int> resident{0};
   const uint64_t slots = TableAllocationSlots(table.capacity);
   return Launch(WinnersKernel, resident, slots, stream, table, slots, winners);

@@ -58,9 +58,9 @@ uint64_t KeyBuildScratchBytes(uint64_t rows);
 /// examining at most `bound` slots. `scratch` holds KeyBuildScratchBytes(rows)
 /// bytes. Statistics are written to `stats` (zeroed first): a valid row counts
 /// as a unique key, a duplicate or an overflow row, an invalid row as invalid.
-cudaError_t BuildKeyTable(DeviceTableT<ColumnKey> table, const DeviceKeyRows& keys,
-                          uint32_t bound, void* scratch, uint64_t scratch_bytes,
-                          DeviceBuildStats* stats, cudaStream_t stream);
+cudaError_t BuildKeyTable(DeviceTableT<ColumnKey> table, const DeviceKeyRows& keys, uint32_t bound,
+                          void* scratch, uint64_t scratch_bytes, DeviceBuildStats* stats,
+                          cudaStream_t stream);
 
 /// row_values[r] = the value of build row r for r < rows: values[r] (explicit
 /// values), its batch chunk's base + position (chunk_starts ascending from 0,

@@ -23,9 +23,10 @@ namespace {
 // without it `slots` is unused.
 template <class Query, bool kMasks, bool kSlots, bool kMiss = false>
 __global__ void __launch_bounds__(kBlockThreads, 2048 / kBlockThreads)  // full occupancy
-    LookupKernel(Query query, uint64_t rows, uint32_t* __restrict__ values, uint8_t* __restrict__ found,
-                 uint32_t* __restrict__ probes, uint32_t* __restrict__ masks,
-                 uint32_t* __restrict__ slots, DeviceQueryStats* stats) {
+    LookupKernel(Query query, uint64_t rows, uint32_t* __restrict__ values,
+                 uint8_t* __restrict__ found, uint32_t* __restrict__ probes,
+                 uint32_t* __restrict__ masks, uint32_t* __restrict__ slots,
+                 DeviceQueryStats* stats) {
   unsigned long long sums[2] = {0, 0};  // found, probes
   unsigned long long max_probes = 0;
   const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
@@ -112,8 +113,8 @@ template <KeyWord K>
 cudaError_t LookupKeysMasked(DeviceTableT<K> table, const K* keys, uint64_t rows, uint32_t bound,
                              uint32_t* values, uint8_t* found, uint32_t* probes, uint32_t* masks,
                              DeviceQueryStats* stats, cudaStream_t stream, MaskedRows masked) {
-  return LookupMasked(WordQuery<K>{table, keys, bound}, rows, values, found, probes, masks,
-                      nullptr, stats, stream, masked);
+  return LookupMasked(WordQuery<K>{table, keys, bound}, rows, values, found, probes, masks, nullptr,
+                      stats, stream, masked);
 }
 
 template <KeyWord K>
@@ -141,9 +142,8 @@ cudaError_t LookupKeyRows(DeviceTableT<ColumnKey> table, const StoredKeyRows& st
 
 cudaError_t LookupKeyRowsMasked(DeviceTableT<ColumnKey> table, const StoredKeyRows& stored,
                                 const DeviceKeyRows& query, uint32_t bound, uint32_t* values,
-                                uint8_t* found, uint32_t* probes, uint32_t* masks,
-                                uint32_t* slots, DeviceQueryStats* stats, cudaStream_t stream,
-                                MaskedRows masked) {
+                                uint8_t* found, uint32_t* probes, uint32_t* masks, uint32_t* slots,
+                                DeviceQueryStats* stats, cudaStream_t stream, MaskedRows masked) {
   return LookupMasked(KeyRowQuery{table, stored, query, bound}, query.rows, values, found, probes,
                       masks, slots, stats, stream, masked);
 }

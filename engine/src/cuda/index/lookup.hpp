@@ -71,8 +71,8 @@ cudaError_t LookupKeyRows(DeviceTableT<ColumnKey> table, const StoredKeyRows& st
 /// LookupKeysMasked does (`masks` required; `slots` optional).
 cudaError_t LookupKeyRowsMasked(DeviceTableT<ColumnKey> table, const StoredKeyRows& stored,
                                 const DeviceKeyRows& query, uint32_t bound, uint32_t* values,
-                                uint8_t* found, uint32_t* probes, uint32_t* masks,
-                                uint32_t* slots, DeviceQueryStats* stats, cudaStream_t stream,
+                                uint8_t* found, uint32_t* probes, uint32_t* masks, uint32_t* slots,
+                                DeviceQueryStats* stats, cudaStream_t stream,
                                 MaskedRows masked = MaskedRows::kFound);
 
 }  // namespace gpujoin::engine::detail

@@ -42,8 +42,9 @@ __device__ __forceinline__ SlotVerdict Examine(SlotWord<K> s, typename Slots<K>:
     if (S::Key(s) == key) return SlotVerdict::kFound;
     if (S::IsEmpty(s)) return SlotVerdict::kAbsent;
   }
-  return ResidentComesFirst(S::ProbeKey(s), key, displacement, pos, capacity) ? SlotVerdict::kNext
-                                                                               : SlotVerdict::kAbsent;
+  return ResidentComesFirst(S::ProbeKey(s), key, displacement, pos, capacity)
+             ? SlotVerdict::kNext
+             : SlotVerdict::kAbsent;
 }
 
 // Linear probing from the key's home slot, reading one 32-byte sector (four
@@ -57,8 +58,8 @@ __device__ __forceinline__ SlotVerdict Examine(SlotWord<K> s, typename Slots<K>:
 template <IndexKey K, class Match>
 __device__ __forceinline__ ProbeResult ProbeWhere(const SlotWord<K>* __restrict__ slots,
                                                   uint32_t capacity,
-                                                  typename Slots<K>::ProbeKeyT key,
-                                                  uint32_t bound, const Match& match) {
+                                                  typename Slots<K>::ProbeKeyT key, uint32_t bound,
+                                                  const Match& match) {
   using S = Slots<K>;
   constexpr uint32_t kPer = S::kPerSector;
   const uint32_t mask = capacity - 1u;

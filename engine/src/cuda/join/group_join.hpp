@@ -50,12 +50,12 @@ cudaError_t CountGroupJoin(DeviceTableT<K> table, const GroupRange* ranges, Join
                            uint32_t* probes, DeviceQueryStats* stats, unsigned long long* count,
                            void* scratch, cudaStream_t stream);
 
-/// CountGroupJoin of a kLowestRow key-schema index's left rows `query`
-/// (key_rows.hpp; `query.rows` > 0).
-cudaError_t CountGroupJoinKeyRows(DeviceTableT<ColumnKey> table, const StoredKeyRows& stored,
-                                  const DeviceKeyRows& query, JoinKind kind, uint32_t bound,
-                                  uint8_t* found, uint32_t* probes, DeviceQueryStats* stats,
-                                  unsigned long long* count, void* scratch, cudaStream_t stream);
+/// CountGroupJoin of a key-schema index's left rows `query` (key_rows.hpp).
+cudaError_t CountGroupJoinKeyRows(DeviceTableT<ColumnKey> table, const GroupRange* ranges,
+                                  const StoredKeyRows& stored, const DeviceKeyRows& query,
+                                  JoinKind kind, uint32_t bound, uint8_t* found, uint32_t* probes,
+                                  DeviceQueryStats* stats, unsigned long long* count, void* scratch,
+                                  cudaStream_t stream);
 /// Bytes of scratch ScatterGroupJoin needs to write `written` pairs of `rows`
 /// left rows.
 size_t GroupJoinScatterScratchBytes(uint64_t rows, uint64_t written);

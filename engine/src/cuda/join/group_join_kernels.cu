@@ -256,11 +256,12 @@ cudaError_t CountGroupJoin(DeviceTableT<K> table, const GroupRange* ranges, Join
                    count, scratch, stream);
 }
 
-cudaError_t CountGroupJoinKeyRows(DeviceTableT<ColumnKey> table, const StoredKeyRows& stored,
-                                  const DeviceKeyRows& query, JoinKind kind, uint32_t bound,
-                                  uint8_t* found, uint32_t* probes, DeviceQueryStats* stats,
-                                  unsigned long long* count, void* scratch, cudaStream_t stream) {
-  return CountJoin(KeyRowQuery{table, stored, query, bound}, nullptr, kind, query.rows, found,
+cudaError_t CountGroupJoinKeyRows(DeviceTableT<ColumnKey> table, const GroupRange* ranges,
+                                  const StoredKeyRows& stored, const DeviceKeyRows& query,
+                                  JoinKind kind, uint32_t bound, uint8_t* found, uint32_t* probes,
+                                  DeviceQueryStats* stats, unsigned long long* count, void* scratch,
+                                  cudaStream_t stream) {
+  return CountJoin(KeyRowQuery{table, stored, query, bound}, ranges, kind, query.rows, found,
                    probes, stats, count, scratch, stream);
 }
 

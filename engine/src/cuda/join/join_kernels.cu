@@ -168,8 +168,8 @@ cudaError_t JoinKeysImpl(DeviceTableT<K> table, const K* keys, uint64_t rows, ui
                               masked);
     }
   };
-  return JoinImpl<kSlots>(lookup, rows, left_rows, first_left_row, first_left_row_device,
-                          out_left, out_right, capacity, count, scratch, out_slots, stream);
+  return JoinImpl<kSlots>(lookup, rows, left_rows, first_left_row, first_left_row_device, out_left,
+                          out_right, capacity, count, scratch, out_slots, stream);
 }
 
 }  // namespace

@@ -45,12 +45,14 @@ absl::Status FinishBuild(StreamContext& ctx, CudaHashIndex& index, uint64_t rows
 // (after the build statistics).
 constexpr size_t kGroupStatsOffset = 128;
 
-// The groups and payload of a kKeepAll build whose table is built from `src`
-// (its device inputs alive; rows 0: an empty build), then the statistics.
-template <KeyWord K>
-absl::Status StoreGroups(StreamContext& ctx, CudaHashIndex& index, const BuildSourceT<K>& src,
-                         uint64_t rows, const std::vector<ColumnView>& payload,
-                         BuildStatistics* out) {
+// The groups and payload of a kKeepAll build whose table was just built
+// (rows 0: an empty build), then the statistics. `sort(overflow, ranges,
+// group_stats, scratch, scratch_bytes, &grouped_rows)` enqueues the group pass
+// (groups.hpp) and `write_values(grouped_rows, kept, values)` the value list.
+template <class Sort, class WriteValues>
+absl::Status StoreGroupsWith(StreamContext& ctx, CudaHashIndex& index, uint64_t rows,
+                             const std::vector<ColumnView>& payload, BuildStatistics* out,
+                             const Sort& sort, const WriteValues& write_values) {
   const uint32_t capacity = index.spec().capacity;
   GPUJOIN_ASSIGN_OR_RETURN(BuildStatistics stats, DownloadBuildStats(ctx));
   CudaGroups groups;
@@ -70,9 +72,8 @@ absl::Status StoreGroups(StreamContext& ctx, CudaHashIndex& index, const BuildSo
     GPUJOIN_ASSIGN_OR_RETURN(auto scratch, Alloc<uint8_t>(scratch_bytes, ctx, "group pass"));
     auto* group_stats = reinterpret_cast<DeviceGroupStats*>(ctx.device_stats() + kGroupStatsOffset);
     const uint32_t* grouped_rows = nullptr;
-    GPUJOIN_CUDA_RETURN(SortGroupRows(index.table<K>(), src, index.spec().probe_bound(), overflow,
-                                      groups.ranges.data(), group_stats, scratch.data(),
-                                      scratch_bytes, &grouped_rows, ctx.stream()),
+    GPUJOIN_CUDA_RETURN(sort(overflow, groups.ranges.data(), group_stats, scratch.data(),
+                             scratch_bytes, &grouped_rows),
                         "sort group rows");
     // The kept rows size the value list: one wait.
     DeviceGroupStats g;
@@ -81,9 +82,8 @@ absl::Status StoreGroups(StreamContext& ctx, CudaHashIndex& index, const BuildSo
     stats.max_group_rows = g.max_group_rows;
     GPUJOIN_ASSIGN_OR_RETURN(groups.values, CudaHashIndex::AllocatePayload<uint32_t>(
                                                 kept, index.device(), "group values"));
-    GPUJOIN_CUDA_RETURN(
-        WriteGroupValues(src, grouped_rows, kept, groups.values.data(), ctx.stream()),
-        "write group values");
+    GPUJOIN_CUDA_RETURN(write_values(grouped_rows, kept, groups.values.data()),
+                        "write group values");
     GPUJOIN_ASSIGN_OR_RETURN(infos, StorePayloadAt(ctx, index, grouped_rows, kept, rows, payload));
   }
   // Other streams may read the index once Run returns.
@@ -92,6 +92,24 @@ absl::Status StoreGroups(StreamContext& ctx, CudaHashIndex& index, const BuildSo
   index.RecordBuild(stats, rows, std::move(infos));
   if (out != nullptr) *out = stats;
   return absl::OkStatus();
+}
+
+// StoreGroupsWith for a table of key words built from `src` (its device inputs
+// alive).
+template <KeyWord K>
+absl::Status StoreGroups(StreamContext& ctx, CudaHashIndex& index, const BuildSourceT<K>& src,
+                         uint64_t rows, const std::vector<ColumnView>& payload,
+                         BuildStatistics* out) {
+  return StoreGroupsWith(
+      ctx, index, rows, payload, out,
+      [&](bool overflow, GroupRange* ranges, DeviceGroupStats* group_stats, void* scratch,
+          size_t scratch_bytes, const uint32_t** grouped_rows) {
+        return SortGroupRows(index.table<K>(), src, index.spec().probe_bound(), overflow, ranges,
+                             group_stats, scratch, scratch_bytes, grouped_rows, ctx.stream());
+      },
+      [&](const uint32_t* grouped_rows, uint64_t kept, uint32_t* values) {
+        return WriteGroupValues(src, grouped_rows, kept, values, ctx.stream());
+      });
 }
 
 // What a kKeepAll build leaves when it cannot finish after changing the table:
@@ -129,8 +147,8 @@ absl::Status FinishBuildWithPayload(StreamContext& ctx, CudaHashIndex& index,
 // batch build's chunk bases and validity given as `starts`/`bases`/`validity`,
 // else the explicit `values` or generated first_value + row): the key columns
 // are stored in the index, hashed, grouped and inserted (key_rows.hpp), each
-// row's value written, the payload stored by the slots' rows, and the
-// statistics recorded. A failed build leaves an empty table without keys.
+// row's value written, then (kKeepAll) the groups with their payload or the
+// payload by the slots' rows, and the statistics recorded.
 struct KeyBuildValues {
   std::optional<ChunkedU32> values;
   uint32_t first_value = 0;
@@ -144,22 +162,17 @@ struct KeyBuildValues {
 absl::Status BuildKeyColumns(const LoweringEnv& env, StreamContext& ctx, CudaHashIndex& index,
                              std::span<const KeyColumns* const> chunks, const KeyBuildValues& kv,
                              const std::vector<ColumnView>& payload, BuildStatistics* out) {
-  if (index.keeps_all()) {
-    return absl::UnimplementedError(
-        "the cuda backend keeps the lowest row of each key of an index keyed by columns; "
-        "keep_all is served by the cpu backend");
-  }
   index.DropPayload();
   index.DropKeys();
+  index.DropGroups();
   auto* stats = reinterpret_cast<DeviceBuildStats*>(ctx.device_stats());
-  GPUJOIN_ASSIGN_OR_RETURN(UploadedKeys uploaded,
-                           UploadKeyColumns(ctx, chunks, index.spec().key_columns,
-                                            KeyMemory::kIndex, index.device()));
+  GPUJOIN_ASSIGN_OR_RETURN(
+      UploadedKeys uploaded,
+      UploadKeyColumns(ctx, chunks, index.spec().key_columns, KeyMemory::kIndex, index.device()));
   const uint64_t rows = uploaded.keys.rows;
   if (rows >= kEmptySlotRow) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("a build of an index keyed by columns takes fewer than 2^32 - 1 rows, not ",
-                     rows));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a build of an index keyed by columns takes fewer than 2^32 - 1 rows, not ", rows));
   }
   DeviceBuffer<uint32_t> validity;
   if (!kv.validity.empty()) {
@@ -200,15 +213,32 @@ absl::Status BuildKeyColumns(const LoweringEnv& env, StreamContext& ctx, CudaHas
     GPUJOIN_RETURN_IF_ERROR(ctx.Upload(starts.data(), std::span(&sr, 1), "chunk starts"));
     GPUJOIN_RETURN_IF_ERROR(ctx.Upload(bases.data(), std::span(&br, 1), "chunk bases"));
   }
-  GPUJOIN_CUDA_RETURN(WriteRowValues(rows, values.data(), kv.first_value, starts.data(),
-                                     bases.data(), uint32_t(kv.starts.size()),
-                                     uploaded.keys.row_values.data(), ctx.stream()),
-                      "write row values");
+  GPUJOIN_CUDA_RETURN(
+      WriteRowValues(rows, values.data(), kv.first_value, starts.data(), bases.data(),
+                     uint32_t(kv.starts.size()), uploaded.keys.row_values.data(), ctx.stream()),
+      "write row values");
   const uint64_t scratch_bytes = rows == 0 ? 0 : KeyBuildScratchBytes(rows);
   GPUJOIN_ASSIGN_OR_RETURN(auto scratch, Alloc<uint8_t>(scratch_bytes, ctx, "key build scratch"));
   GPUJOIN_CUDA_RETURN(BuildKeyTable(index.table<ColumnKey>(), fps.rows, index.spec().probe_bound(),
                                     scratch.data(), scratch_bytes, stats, ctx.stream()),
                       "build index keyed by columns");
+  // The group pass and the probes read the stored keys.
+  index.SetKeys(std::move(uploaded.keys));
+  const StoredKeyRows stored = index.stored_keys();
+  if (index.keeps_all()) {
+    return StoreGroupsWith(
+        ctx, index, rows, payload, out,
+        [&](bool overflow, GroupRange* ranges, DeviceGroupStats* group_stats, void* scratch,
+            size_t scratch_bytes, const uint32_t** grouped_rows) {
+          return SortGroupRowsKeyRows(index.table<ColumnKey>(), stored, fps.rows,
+                                      index.spec().probe_bound(), overflow, ranges, group_stats,
+                                      scratch, scratch_bytes, grouped_rows, ctx.stream());
+        },
+        [&](const uint32_t* grouped_rows, uint64_t kept, uint32_t* values) {
+          return WriteGroupValuesKeyRows(stored.row_values, grouped_rows, kept, values,
+                                         ctx.stream());
+        });
+  }
   std::vector<PayloadColumnInfo> infos;
   if (!payload.empty()) {
     // A slot's build row is where its payload comes from.
@@ -216,20 +246,16 @@ absl::Status BuildKeyColumns(const LoweringEnv& env, StreamContext& ctx, CudaHas
     GPUJOIN_ASSIGN_OR_RETURN(auto winners, Alloc<uint32_t>(slots, ctx, "payload winners"));
     GPUJOIN_CUDA_RETURN(KeyTableWinners(index.table<ColumnKey>(), winners.data(), ctx.stream()),
                         "find payload winners");
-    GPUJOIN_ASSIGN_OR_RETURN(infos, StorePayloadAt(ctx, index, winners.data(), slots, rows, payload));
+    GPUJOIN_ASSIGN_OR_RETURN(infos,
+                             StorePayloadAt(ctx, index, winners.data(), slots, rows, payload));
   }
-  GPUJOIN_ASSIGN_OR_RETURN(BuildStatistics built, DownloadBuildStats(ctx));
-  index.SetKeys(std::move(uploaded.keys));
-  index.RecordBuild(built, rows, std::move(infos));
-  if (out != nullptr) *out = built;
-  return absl::OkStatus();
+  return FinishBuild(ctx, index, rows, out, std::move(infos));
 }
 
 // Runs BuildKeyColumns; a failure leaves the index's table empty, without keys
 // or payload.
 absl::Status BuildKeyColumnsOrEmpty(const LoweringEnv& env, StreamContext& ctx,
-                                    CudaHashIndex& index,
-                                    std::span<const KeyColumns* const> chunks,
+                                    CudaHashIndex& index, std::span<const KeyColumns* const> chunks,
                                     const KeyBuildValues& kv,
                                     const std::vector<ColumnView>& payload, BuildStatistics* out) {
   const absl::Status s = BuildKeyColumns(env, ctx, index, chunks, kv, payload, out);

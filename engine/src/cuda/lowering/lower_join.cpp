@@ -66,7 +66,8 @@ absl::StatusOr<JoinArena<K>> UploadJoinArena(StreamContext& ctx, const CudaHashI
   const bool has_left_rows = !b.left_rows.empty();
   const bool want_probes = !b.probes.empty();
   const bool want_found = !b.found.empty();
-  constexpr uint64_t kKeyBytes = KeyWord<K> ? sizeof(std::conditional_t<KeyWord<K>, K, uint8_t>) : 0;
+  constexpr uint64_t kKeyBytes =
+      KeyWord<K> ? sizeof(std::conditional_t<KeyWord<K>, K, uint8_t>) : 0;
   const uint64_t left_rows_at = rows * kKeyBytes;
   const uint64_t pairs_at = align(left_rows_at + (has_left_rows ? rows * 4 : 0));
   const uint64_t probes_at = align(pairs_at + pair_bytes);
@@ -91,9 +92,8 @@ absl::StatusOr<JoinArena<K>> UploadJoinArena(StreamContext& ctx, const CudaHashI
     GPUJOIN_ASSIGN_OR_RETURN(a.keys.uploaded,
                              UploadKeyColumns(ctx, std::span(&chunk, 1), index.spec().key_columns,
                                               KeyMemory::kRequest, index.device()));
-    GPUJOIN_ASSIGN_OR_RETURN(
-        a.keys.fingerprints,
-        FingerprintKeys(ctx, a.keys.uploaded, nullptr, index.fingerprint_bits()));
+    GPUJOIN_ASSIGN_OR_RETURN(a.keys.fingerprints, FingerprintKeys(ctx, a.keys.uploaded, nullptr,
+                                                                  index.fingerprint_bits()));
     if (has_left_rows) {
       const HostRange r{b.left_rows.data(), b.left_rows.size_bytes()};
       GPUJOIN_RETURN_IF_ERROR(ctx.Upload(a.left_rows, std::span(&r, 1), "join left_rows"));
@@ -117,8 +117,7 @@ JoinHead ReadJoinHead(const uint8_t* host) {
   return h;
 }
 // The head and, after it in the same download, the 8-byte totals at `after`.
-absl::StatusOr<JoinHead> DownloadJoinHead(StreamContext& ctx,
-                                          const std::vector<DeviceRange>& after,
+absl::StatusOr<JoinHead> DownloadJoinHead(StreamContext& ctx, const std::vector<DeviceRange>& after,
                                           std::vector<uint64_t>* totals) {
   std::vector<DeviceRange> pieces{{ctx.device_stats(), kCountOffset + sizeof(unsigned long long)}};
   pieces.insert(pieces.end(), after.begin(), after.end());
@@ -190,8 +189,8 @@ cudaError_t EnqueueJoin(const CudaHashIndex& index, const JoinArena<K>& a, uint6
                     stream, masked);
   } else {
     return JoinKeyRows(index.table<ColumnKey>(), index.stored_keys(), a.keys.fingerprints.rows,
-                       bound, a.left_rows, first_left_row, out_left, out_right, out_slots,
-                       capacity, a.count, a.found, a.probes, a.stats, a.scratch, stream, masked);
+                       bound, a.left_rows, first_left_row, out_left, out_right, out_slots, capacity,
+                       a.count, a.found, a.probes, a.stats, a.scratch, stream, masked);
   }
 }
 
@@ -200,12 +199,12 @@ template <IndexKey K>
 cudaError_t EnqueueCount(const CudaHashIndex& index, const JoinArena<K>& a, JoinKind kind,
                          uint64_t rows, uint32_t bound, void* scratch, cudaStream_t stream) {
   if constexpr (KeyWord<K>) {
-    return CountGroupJoin(index.table<K>(), index.groups().ranges, kind, a.keys.words, rows,
-                          bound, a.found, a.probes, a.stats, a.count, scratch, stream);
+    return CountGroupJoin(index.table<K>(), index.groups().ranges, kind, a.keys.words, rows, bound,
+                          a.found, a.probes, a.stats, a.count, scratch, stream);
   } else {
-    return CountGroupJoinKeyRows(index.table<ColumnKey>(), index.stored_keys(),
-                                 a.keys.fingerprints.rows, kind, bound, a.found, a.probes,
-                                 a.stats, a.count, scratch, stream);
+    return CountGroupJoinKeyRows(index.table<ColumnKey>(), index.groups().ranges,
+                                 index.stored_keys(), a.keys.fingerprints.rows, kind, bound,
+                                 a.found, a.probes, a.stats, a.count, scratch, stream);
   }
 }
 
@@ -303,9 +302,9 @@ absl::Status JoinBatchWithGather(StreamContext& ctx, const CudaHashIndex& index,
   const bool want_found = !b.found.empty();
   const bool want_probes = !b.probes.empty();
   // Pairs: [out_left | out_right | out_slots].
-  GPUJOIN_ASSIGN_OR_RETURN(JoinArena<K> a,
-                           UploadJoinArena(ctx, index, b, rows, device_capacity * 12,
-                                           JoinScratchBytesWithSlots(rows)));
+  GPUJOIN_ASSIGN_OR_RETURN(
+      JoinArena<K> a,
+      UploadJoinArena(ctx, index, b, rows, device_capacity * 12, JoinScratchBytesWithSlots(rows)));
   auto* out_left = reinterpret_cast<uint32_t*>(a.pairs);
   uint32_t* out_right = out_left + device_capacity;
   uint32_t* out_slots = out_right + device_capacity;
@@ -374,9 +373,9 @@ absl::Status JoinBatchGrouped(StreamContext& ctx, const CudaHashIndex& index, Jo
   std::optional<DeviceGathers> gathers;
   std::vector<uint64_t> totals;
   if (written > 0) {
-    GPUJOIN_CUDA_RETURN(ScatterGroupJoin(count_scratch, rows, written, a.left_rows, b.first_left_row,
-                                         groups.values, out_left, out_right, out_positions,
-                                         out.data() + pairs_bytes, ctx.stream()),
+    GPUJOIN_CUDA_RETURN(ScatterGroupJoin(count_scratch, rows, written, a.left_rows,
+                                         b.first_left_row, groups.values, out_left, out_right,
+                                         out_positions, out.data() + pairs_bytes, ctx.stream()),
                         "join scatter");
     if (gather) {
       GPUJOIN_ASSIGN_OR_RETURN(

@@ -15,8 +15,8 @@ namespace gpujoin::engine::detail {
 namespace {
 
 template <typename T>
-absl::StatusOr<DeviceBuffer<T>> Allocate(StreamContext& ctx, size_t n, KeyMemory memory,
-                                         int device, const char* what) {
+absl::StatusOr<DeviceBuffer<T>> Allocate(StreamContext& ctx, size_t n, KeyMemory memory, int device,
+                                         const char* what) {
   if (memory == KeyMemory::kIndex) return CudaHashIndex::AllocatePayload<T>(n, device, what);
   return DeviceBuffer<T>::Async(n, ctx.stream(), what);
 }
@@ -64,8 +64,8 @@ absl::StatusOr<UploadedKeys> UploadKeyColumns(StreamContext& ctx,
                                                : types[c];
     // The row hash reads whole aligned 8-byte words: room to the next one.
     const size_t data_bytes = (col.data.size() + 15) / 8 * 8;
-    GPUJOIN_ASSIGN_OR_RETURN(auto data, Allocate<uint8_t>(ctx, data_bytes, memory, device,
-                                                          "key column values"));
+    GPUJOIN_ASSIGN_OR_RETURN(
+        auto data, Allocate<uint8_t>(ctx, data_bytes, memory, device, "key column values"));
     GPUJOIN_CUDA_RETURN(cudaMemsetAsync(data.data(), 0, data_bytes, ctx.stream()),
                         "clear key column values");
     GPUJOIN_RETURN_IF_ERROR(Copy(ctx, data.data(), col.data, "key column values"));
@@ -81,16 +81,16 @@ absl::StatusOr<UploadedKeys> UploadKeyColumns(StreamContext& ctx,
     out.keys.offsets.push_back(std::move(offsets));
     DeviceBuffer<uint8_t> validity;
     if (!col.validity.empty()) {
-      GPUJOIN_ASSIGN_OR_RETURN(validity, Allocate<uint8_t>(ctx, col.validity.size(), memory,
-                                                           device, "key column validity"));
+      GPUJOIN_ASSIGN_OR_RETURN(validity, Allocate<uint8_t>(ctx, col.validity.size(), memory, device,
+                                                           "key column validity"));
       GPUJOIN_RETURN_IF_ERROR(Copy(ctx, validity.data(), col.validity, "key column validity"));
       v.validity = validity.data();
     }
     out.keys.validity.push_back(std::move(validity));
     out.host_views.push_back(v);
   }
-  GPUJOIN_ASSIGN_OR_RETURN(out.keys.views, Allocate<HashView>(ctx, types.size(), memory, device,
-                                                                "key column views"));
+  GPUJOIN_ASSIGN_OR_RETURN(
+      out.keys.views, Allocate<HashView>(ctx, types.size(), memory, device, "key column views"));
   GPUJOIN_RETURN_IF_ERROR(Copy(ctx, out.keys.views.data(),
                                std::span<const HashView>(out.host_views), "key column views"));
   return out;
@@ -98,25 +98,25 @@ absl::StatusOr<UploadedKeys> UploadKeyColumns(StreamContext& ctx,
 
 absl::StatusOr<KeyFingerprintBuffers> FingerprintKeys(StreamContext& ctx,
                                                       const UploadedKeys& uploaded,
-                                                      const uint32_t* row_validity,
-                                                      uint32_t bits) {
+                                                      const uint32_t* row_validity, uint32_t bits) {
   const uint64_t rows = uploaded.keys.rows;
   KeyFingerprintBuffers out;
   GPUJOIN_ASSIGN_OR_RETURN(out.fingerprints,
                            DeviceBuffer<uint64_t>::Async(rows, ctx.stream(), "key fingerprints"));
   GPUJOIN_ASSIGN_OR_RETURN(out.valid,
                            DeviceBuffer<uint8_t>::Async(rows, ctx.stream(), "key row validity"));
-  GPUJOIN_ASSIGN_OR_RETURN(auto hash_validity, DeviceBuffer<uint8_t>::Async(
-                                                   (rows + 7) / 8, ctx.stream(), "key hash validity"));
+  GPUJOIN_ASSIGN_OR_RETURN(
+      auto hash_validity,
+      DeviceBuffer<uint8_t>::Async((rows + 7) / 8, ctx.stream(), "key hash validity"));
   if (rows > 0) {
     GPUJOIN_CUDA_RETURN(
         LaunchHashRows<uint64_t>(uploaded.host_views, uploaded.keys.views.data(), rows,
                                  out.fingerprints.data(), hash_validity.data(), ctx.stream()),
         "hash key columns");
-    GPUJOIN_CUDA_RETURN(FinishFingerprints(out.fingerprints.data(), hash_validity.data(),
-                                           row_validity, rows, bits, out.valid.data(),
-                                           ctx.stream()),
-                        "key fingerprints");
+    GPUJOIN_CUDA_RETURN(
+        FinishFingerprints(out.fingerprints.data(), hash_validity.data(), row_validity, rows, bits,
+                           out.valid.data(), ctx.stream()),
+        "key fingerprints");
   }
   out.rows = DeviceKeyRows{uploaded.keys.views.data(), uint32_t(uploaded.host_views.size()),
                            out.fingerprints.data(), out.valid.data(), rows};

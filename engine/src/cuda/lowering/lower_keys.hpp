@@ -46,7 +46,6 @@ struct KeyFingerprintBuffers {
 /// optional: one uint32 per row, nonzero = valid) keeps it. Enqueued only.
 absl::StatusOr<KeyFingerprintBuffers> FingerprintKeys(StreamContext& ctx,
                                                       const UploadedKeys& uploaded,
-                                                      const uint32_t* row_validity,
-                                                      uint32_t bits);
+                                                      const uint32_t* row_validity, uint32_t bits);
 
 }  // namespace gpujoin::engine::detail

@@ -163,18 +163,17 @@ absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
   }
   GPUJOIN_RETURN_IF_ERROR(CheckGroups(*index, where));
   if (!n.gather.empty() || !n.match_counts.empty()) {
-    return LookupWithSlots(ctx, *index, n, rows, where,
-                           [&](uint32_t* values, uint8_t* found, uint32_t* probes, uint32_t* slots,
-                               DeviceQueryStats* stats) -> absl::Status {
-                             GPUJOIN_ASSIGN_OR_RETURN(auto keys, Alloc<K>(rows, ctx, "lookup keys"));
-                             GPUJOIN_RETURN_IF_ERROR(
-                                 ctx.Upload(keys.data(), RangesOf(n.keys), "lookup keys"));
-                             GPUJOIN_CUDA_RETURN(
-                                 LookupKeysSlots(index->table<K>(), keys.data(), rows, bound,
-                                                 values, found, probes, slots, stats, ctx.stream()),
-                                 "lookup");
-                             return absl::OkStatus();
-                           });
+    return LookupWithSlots(
+        ctx, *index, n, rows, where,
+        [&](uint32_t* values, uint8_t* found, uint32_t* probes, uint32_t* slots,
+            DeviceQueryStats* stats) -> absl::Status {
+          GPUJOIN_ASSIGN_OR_RETURN(auto keys, Alloc<K>(rows, ctx, "lookup keys"));
+          GPUJOIN_RETURN_IF_ERROR(ctx.Upload(keys.data(), RangesOf(n.keys), "lookup keys"));
+          GPUJOIN_CUDA_RETURN(LookupKeysSlots(index->table<K>(), keys.data(), rows, bound, values,
+                                              found, probes, slots, stats, ctx.stream()),
+                              "lookup");
+          return absl::OkStatus();
+        });
   }
   const LookupShape shape{
       index->table<K>().slots, index->spec().capacity, KeyTypeOf<K>(), rows, bound,
@@ -270,16 +269,14 @@ absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
       [&](uint32_t* values, uint8_t* found, uint32_t* probes, uint32_t* slots,
           DeviceQueryStats* stats) -> absl::Status {
         const KeyColumns* chunk = &n.keys;
-        GPUJOIN_ASSIGN_OR_RETURN(UploadedKeys keys,
-                                 UploadKeyColumns(ctx, std::span(&chunk, 1),
-                                                  index->spec().key_columns, KeyMemory::kRequest,
-                                                  index->device()));
         GPUJOIN_ASSIGN_OR_RETURN(
-            KeyFingerprintBuffers fps,
-            FingerprintKeys(ctx, keys, nullptr, index->fingerprint_bits()));
-        GPUJOIN_CUDA_RETURN(LookupKeyRows(index->table<ColumnKey>(), index->stored_keys(),
-                                          fps.rows, bound, values, found, probes, slots, stats,
-                                          ctx.stream()),
+            UploadedKeys keys,
+            UploadKeyColumns(ctx, std::span(&chunk, 1), index->spec().key_columns,
+                             KeyMemory::kRequest, index->device()));
+        GPUJOIN_ASSIGN_OR_RETURN(KeyFingerprintBuffers fps,
+                                 FingerprintKeys(ctx, keys, nullptr, index->fingerprint_bits()));
+        GPUJOIN_CUDA_RETURN(LookupKeyRows(index->table<ColumnKey>(), index->stored_keys(), fps.rows,
+                                          bound, values, found, probes, slots, stats, ctx.stream()),
                             "lookup");
         return absl::OkStatus();
       });
