@@ -5,8 +5,8 @@
 // table has no overflow (both backends then hold the same Robin Hood layout),
 // for every schema, with full fingerprints and with fingerprints cut to a few
 // bits (BackendOptions::key_fingerprint_bits), which puts many keys on one
-// fingerprint. Build statistics agree except total_probes, which the CUDA
-// backend counts for a duplicate row at its key's final place
+// fingerprint; joins of every kind; index images exported by either backend. Build statistics agree
+// except total_probes, which the CUDA backend counts for a duplicate row at its key's final place
 // (cuda/index/key_rows.hpp). Under overflow each backend is checked against
 // the model instead.
 #include <gtest/gtest.h>
@@ -22,6 +22,7 @@
 #include "gpujoin/common/bitmap.hpp"
 #include "gpujoin/engine/backend.hpp"
 #include "gpujoin/engine/graph.hpp"
+#include "gpujoin/engine/index_image.hpp"
 #include "key_table.hpp"
 
 namespace gpujoin::engine {
@@ -359,6 +360,73 @@ TEST_P(KeyColumnsDifferentialTest, EveryJoinKindAgreesWithTheCpuBackend) {
           ASSERT_EQ(got.probes, want.probes);
           EXPECT_EQ(got.result.statistics.found, want.result.statistics.found);
           EXPECT_EQ(got.result.statistics.total_probes, want.result.statistics.total_probes);
+        }
+      }
+    }
+  }
+}
+
+// Index images: the CUDA backend exports what the CPU backend exports for the
+// same build (table, groups, payload, key columns, row values), and an image
+// imported into either backend answers like the index it came from.
+TEST_P(KeyColumnsDifferentialTest, ImagesMatchAndRoundTripBetweenBackends) {
+  std::mt19937_64 rng(std::random_device{}());
+  for (const Schema& schema : Schemas()) {
+    for (DuplicatePolicy policy : {DuplicatePolicy::kLowestRow, DuplicatePolicy::kKeepAll}) {
+      SCOPED_TRACE(std::string(schema.name) + ", " + std::string(DuplicatePolicyName(policy)));
+      Table t = RandomTable(rng, schema, 1 + rng() % 1500);
+      std::vector<uint32_t> masks;
+      Built on_cpu = Build(*cpu_, schema.types, 4096, 0, t, 1, masks, policy);
+      Built on_cuda = Build(*cuda_, schema.types, 4096, 0, t, 1, masks, policy);
+      auto from_cpu = cpu_->ExportIndex(*on_cpu.index);
+      auto from_cuda = cuda_->ExportIndex(*on_cuda.index);
+      ASSERT_TRUE(from_cpu.ok()) << from_cpu.status();
+      ASSERT_TRUE(from_cuda.ok()) << from_cuda.status();
+      const IndexImage& a = *from_cuda;
+      const IndexImage& b = *from_cpu;
+      EXPECT_TRUE(a.keys == b.keys);
+      EXPECT_TRUE(a.values == b.values);
+      EXPECT_TRUE(a.group_ranges == b.group_ranges);
+      EXPECT_TRUE(a.group_values == b.group_values);
+      EXPECT_TRUE(a.row_values == b.row_values);
+      ASSERT_EQ(a.key_columns.size(), b.key_columns.size());
+      for (size_t c = 0; c < a.key_columns.size(); ++c) {
+        SCOPED_TRACE("key column " + std::to_string(c));
+        EXPECT_EQ(a.key_columns[c].nullable, b.key_columns[c].nullable);
+        EXPECT_EQ(a.key_columns[c].null_count, b.key_columns[c].null_count);
+        EXPECT_TRUE(a.key_columns[c].data == b.key_columns[c].data);
+        EXPECT_TRUE(a.key_columns[c].offsets == b.key_columns[c].offsets);
+        EXPECT_TRUE(a.key_columns[c].validity == b.key_columns[c].validity);
+      }
+      ASSERT_EQ(a.payload.size(), b.payload.size());
+      for (size_t c = 0; c < a.payload.size(); ++c) {
+        EXPECT_TRUE(a.payload[c].data == b.payload[c].data) << "payload " << c;
+        EXPECT_TRUE(a.payload[c].offsets == b.payload[c].offsets) << "payload " << c;
+      }
+      auto cuda_from_cpu = cuda_->ImportIndex(b);
+      auto cpu_from_cuda = cpu_->ImportIndex(a);
+      ASSERT_TRUE(cuda_from_cpu.ok()) << cuda_from_cpu.status();
+      ASSERT_TRUE(cpu_from_cuda.ok()) << cpu_from_cuda.status();
+      Table q = RandomTable(rng, schema, 1 + rng() % 1000);
+      const Answers want = Lookup(*cpu_, *on_cpu.index, q);
+      for (const auto& [backend, index] : {std::pair{cuda_.get(), cuda_from_cpu->get()},
+                                           std::pair{cpu_.get(), cpu_from_cuda->get()}}) {
+        const Answers got = Lookup(*backend, *index, q);
+        ASSERT_EQ(got.values, want.values);
+        ASSERT_EQ(got.found, want.found);
+        ASSERT_EQ(got.probes, want.probes);
+        ASSERT_EQ(got.matches, want.matches);
+        ASSERT_EQ(got.string_offsets, want.string_offsets);
+        ASSERT_EQ(got.strings, want.strings);
+      }
+      for (JoinKind kind : {JoinKind::kInner, JoinKind::kLeftOuter}) {
+        const Joined want_join = Join(*cpu_, *on_cpu.index, kind, q, 4 * q.rows());
+        const Joined got_join = Join(*cuda_, **cuda_from_cpu, kind, q, 4 * q.rows());
+        ASSERT_EQ(got_join.result.count, want_join.result.count);
+        const size_t written = std::min<size_t>(want_join.result.count, 4 * q.rows());
+        for (size_t k = 0; k < written; ++k) {
+          ASSERT_EQ(got_join.left[k], want_join.left[k]) << k;
+          ASSERT_EQ(got_join.right[k], want_join.right[k]) << k;
         }
       }
     }

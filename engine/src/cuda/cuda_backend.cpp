@@ -157,10 +157,6 @@ class CudaBackend final : public Backend {
                                                      std::string(BackendKindName(index.backend())),
                                                      " backend, not cuda"));
     }
-    if (cuda->key_type() == KeyType::kColumns) {
-      return absl::UnimplementedError(
-          "export: the cuda backend does not export indexes keyed by columns yet");
-    }
     GPUJOIN_RETURN_IF_ERROR(CheckHealthy());
     try {
       auto image = ExportCudaIndex(*cuda);
@@ -174,12 +170,8 @@ class CudaBackend final : public Backend {
 
   absl::StatusOr<std::unique_ptr<HashIndex>> ImportIndex(const IndexImage& image) override {
     GPUJOIN_RETURN_IF_ERROR(image.Validate());
-    if (image.spec.key_type == KeyType::kColumns) {
-      return absl::UnimplementedError(
-          "import: the cuda backend does not hold indexes keyed by columns yet");
-    }
     GPUJOIN_RETURN_IF_ERROR(CheckHealthy());
-    auto index = ImportCudaIndex(image, device_);
+    auto index = ImportCudaIndex(image, device_, options_.key_fingerprint_bits);
     if (!index.ok()) {
       NoteError(cudaSuccess);
       return index.status();

@@ -252,6 +252,134 @@ absl::Status ImportTable(const IndexImage& image, CudaHashIndex& index, Transfer
                   });
 }
 
+// A key schema's table: per slot its fingerprint and build row (0 and kNoRow
+// for an empty slot, the image's layout).
+absl::Status ExportKeyTable(const CudaHashIndex& index, Transfer& t, IndexImage& image) {
+  const size_t capacity = index.spec().capacity;
+  image.keys = ImageBuffer(capacity * sizeof(uint64_t));
+  image.values = ImageBuffer(capacity * 4);
+  uint64_t* keys = image.keys.as<uint64_t>().data();
+  uint32_t* values = image.values.as<uint32_t>().data();
+  return t.Download(index.table<ColumnKey>().slots, capacity * sizeof(Slot64), sizeof(Slot64),
+                    [&](const uint8_t* chunk, size_t offset, size_t n) {
+                      const Slot64* words = reinterpret_cast<const Slot64*>(chunk);
+                      const size_t first = offset / sizeof(Slot64);
+                      for (size_t i = 0; i < n / sizeof(Slot64); ++i) {
+                        const bool empty = words[i].tag == kEmptySlot;
+                        keys[first + i] = empty ? 0 : words[i].key;
+                        values[first + i] = empty ? kEmptySlotRow : uint32_t(words[i].tag);
+                      }
+                    });
+}
+
+absl::Status ImportKeyTable(const IndexImage& image, CudaHashIndex& index, Transfer& t) {
+  const size_t capacity = image.spec.capacity;
+  const uint64_t* keys = image.keys.as<uint64_t>().data();
+  const uint32_t* values = image.values.as<uint32_t>().data();
+  return t.Upload(index.table<ColumnKey>().slots, capacity * sizeof(Slot64), sizeof(Slot64),
+                  [&](uint8_t* chunk, size_t offset, size_t n) {
+                    Slot64* words = reinterpret_cast<Slot64*>(chunk);
+                    const size_t first = offset / sizeof(Slot64);
+                    for (size_t i = 0; i < n / sizeof(Slot64); ++i) {
+                      const uint32_t row = values[first + i];
+                      words[i] = row == kEmptySlotRow ? Slot64{kEmptySlot, kEmptySlot}
+                                                      : Slot64{keys[first + i], uint64_t(row)};
+                    }
+                  });
+}
+
+// A key schema's stored key columns and row values into the image (the CPU
+// backend's layout: uint64 offsets, validity only where the build had nulls).
+absl::Status ExportKeys(const CudaHashIndex& index, Transfer& t, IndexImage& image) {
+  const CudaKeys& keys = index.keys();
+  const std::vector<ColumnType>& types = index.spec().key_columns;
+  const uint64_t rows = keys.rows;
+  for (size_t c = 0; c < types.size() && !keys.data.empty(); ++c) {
+    PayloadImage p;
+    p.type = types[c];
+    if (IsVariableWidth(types[c])) {
+      p.offsets = ImageBuffer((rows + 1) * 8);
+      GPUJOIN_RETURN_IF_ERROR(
+          t.Download(keys.offsets[c].data(), p.offsets.size(), 1, ToHost(p.offsets.data())));
+      p.data = ImageBuffer(p.offsets.as<uint64_t>()[rows]);
+    } else {
+      p.data = ImageBuffer(rows * ColumnWidth(types[c]));
+    }
+    GPUJOIN_RETURN_IF_ERROR(
+        t.Download(keys.data[c].data(), p.data.size(), 1, ToHost(p.data.data())));
+    p.nullable = keys.validity[c].size() != 0;
+    if (p.nullable) {
+      p.validity = ImageBuffer(BitmapBytes(rows));
+      GPUJOIN_RETURN_IF_ERROR(
+          t.Download(keys.validity[c].data(), p.validity.size(), 1, ToHost(p.validity.data())));
+    }
+    image.key_columns.push_back(std::move(p));
+  }
+  image.row_values = ImageBuffer(rows * 4);
+  GPUJOIN_RETURN_IF_ERROR(t.Download(keys.row_values.data(), image.row_values.size(), 1,
+                                     ToHost(image.row_values.data())));
+  // The image's null counts, which the device does not keep.
+  for (PayloadImage& p : image.key_columns) {
+    if (!p.nullable) continue;
+    uint64_t nulls = 0;
+    for (uint64_t r = 0; r < rows; ++r) nulls += BitAt(p.validity.as<uint8_t>(), r) ? 0 : 1;
+    p.null_count = nulls;
+    ClearTail(p.validity, rows);
+  }
+  return absl::OkStatus();
+}
+
+// A key schema's key columns and row values from the image, as a build stores
+// them (CudaKeys). Uploads are queued on `t` (Finish waits for them).
+absl::StatusOr<CudaKeys> ImportKeys(const IndexImage& image, int device, Transfer& t) {
+  CudaKeys keys;
+  keys.rows = image.row_values.size() / 4;
+  std::vector<HashView> views;
+  for (size_t c = 0; c < image.key_columns.size(); ++c) {
+    const PayloadImage& p = image.key_columns[c];
+    const ImageBuffer& bytes = p.data;
+    GPUJOIN_ASSIGN_OR_RETURN(
+        auto data, CudaHashIndex::AllocatePayload<uint8_t>(StoredKeyDataBytes(bytes.size()), device,
+                                                           "key column values"));
+    GPUJOIN_RETURN_IF_ERROR(
+        t.Upload(data.data(), data.bytes(), 1, [&](uint8_t* chunk, size_t offset, size_t n) {
+          const size_t have = offset < bytes.size() ? std::min(n, bytes.size() - offset) : 0;
+          if (have > 0) std::memcpy(chunk, bytes.data() + offset, have);
+          std::memset(chunk + have, 0, n - have);
+        }));
+    DeviceBuffer<int64_t> offsets;
+    if (p.offsets.size() > 0) {
+      GPUJOIN_ASSIGN_OR_RETURN(offsets, CudaHashIndex::AllocatePayload<int64_t>(
+                                            p.offsets.size() / 8, device, "key column offsets"));
+      GPUJOIN_RETURN_IF_ERROR(
+          t.Upload(offsets.data(), p.offsets.size(), 1, FromHost(p.offsets.data())));
+    }
+    DeviceBuffer<uint8_t> validity;
+    if (p.nullable) {
+      GPUJOIN_ASSIGN_OR_RETURN(validity, CudaHashIndex::AllocatePayload<uint8_t>(
+                                             p.validity.size(), device, "key column validity"));
+      GPUJOIN_RETURN_IF_ERROR(
+          t.Upload(validity.data(), p.validity.size(), 1, FromHost(p.validity.data())));
+    }
+    views.push_back(
+        StoredKeyView(image.spec.key_columns[c], data.data(), offsets.data(), validity.data()));
+    keys.data.push_back(std::move(data));
+    keys.offsets.push_back(std::move(offsets));
+    keys.validity.push_back(std::move(validity));
+  }
+  GPUJOIN_ASSIGN_OR_RETURN(keys.views, CudaHashIndex::AllocatePayload<HashView>(
+                                           views.size(), device, "key column views"));
+  GPUJOIN_ASSIGN_OR_RETURN(
+      keys.row_values, CudaHashIndex::AllocatePayload<uint32_t>(keys.rows, device, "row values"));
+  GPUJOIN_RETURN_IF_ERROR(
+      t.Upload(keys.views.data(), views.size() * sizeof(HashView), 1, FromHost(views.data())));
+  GPUJOIN_RETURN_IF_ERROR(t.Upload(keys.row_values.data(), image.row_values.size(), 1,
+                                   FromHost(image.row_values.data())));
+  // `views` is read by the queued copy.
+  GPUJOIN_RETURN_IF_ERROR(t.Finish());
+  return keys;
+}
+
 }  // namespace
 
 absl::StatusOr<IndexImage> ExportCudaIndex(const CudaHashIndex& index) {
@@ -262,7 +390,10 @@ absl::StatusOr<IndexImage> ExportCudaIndex(const CudaHashIndex& index) {
   image.built_rows = index.built_rows();
   image.built = index.built();
   const uint64_t capacity = index.spec().capacity;
-  if (index.key_type() == KeyType::kUint64) {
+  if (index.key_type() == KeyType::kColumns) {
+    GPUJOIN_RETURN_IF_ERROR(ExportKeyTable(index, *t, image));
+    GPUJOIN_RETURN_IF_ERROR(ExportKeys(index, *t, image));
+  } else if (index.key_type() == KeyType::kUint64) {
     GPUJOIN_RETURN_IF_ERROR(ExportTable<uint64_t>(index, *t, image));
   } else {
     GPUJOIN_RETURN_IF_ERROR(ExportTable<uint32_t>(index, *t, image));
@@ -328,11 +459,15 @@ absl::StatusOr<IndexImage> ExportCudaIndex(const CudaHashIndex& index) {
   return image;
 }
 
-absl::StatusOr<std::unique_ptr<CudaHashIndex>> ImportCudaIndex(const IndexImage& image,
-                                                               int device) {
-  GPUJOIN_ASSIGN_OR_RETURN(auto index, CudaHashIndex::Create(image.spec, device));
+absl::StatusOr<std::unique_ptr<CudaHashIndex>> ImportCudaIndex(const IndexImage& image, int device,
+                                                               uint32_t fingerprint_bits) {
+  GPUJOIN_ASSIGN_OR_RETURN(auto index, CudaHashIndex::Create(image.spec, device, fingerprint_bits));
   GPUJOIN_ASSIGN_OR_RETURN(auto t, Transfer::Create(device));
-  if (image.spec.key_type == KeyType::kUint64) {
+  if (image.spec.key_type == KeyType::kColumns) {
+    GPUJOIN_RETURN_IF_ERROR(ImportKeyTable(image, *index, *t));
+    GPUJOIN_ASSIGN_OR_RETURN(CudaKeys keys, ImportKeys(image, device, *t));
+    index->SetKeys(std::move(keys));
+  } else if (image.spec.key_type == KeyType::kUint64) {
     GPUJOIN_RETURN_IF_ERROR(ImportTable<uint64_t>(image, *index, *t));
   } else {
     GPUJOIN_RETURN_IF_ERROR(ImportTable<uint32_t>(image, *index, *t));

@@ -21,6 +21,7 @@ absl::StatusOr<IndexImage> ExportCudaIndex(const CudaHashIndex& index);
 
 /// A CUDA index on `device` holding `image` (validated by the caller).
 /// RESOURCE_EXHAUSTED when device memory does not suffice. Synchronous.
-absl::StatusOr<std::unique_ptr<CudaHashIndex>> ImportCudaIndex(const IndexImage& image, int device);
+absl::StatusOr<std::unique_ptr<CudaHashIndex>> ImportCudaIndex(const IndexImage& image, int device,
+                                                               uint32_t fingerprint_bits = 64);
 
 }  // namespace gpujoin::engine::detail

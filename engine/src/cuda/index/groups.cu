@@ -254,9 +254,9 @@ cudaError_t SortGroupRowsKeyRows(DeviceTableT<ColumnKey> table, const StoredKeyR
                            grouped_rows, stream);
 }
 
-cudaError_t WriteGroupValuesKeyRows(const uint32_t* row_values, const uint32_t* grouped_rows,
-                                    uint64_t kept, uint32_t* values, cudaStream_t stream) {
-  return WriteValues(FinalizeArgs{row_values, 0, nullptr, nullptr, 0}, grouped_rows, kept, values,
+cudaError_t WriteGroupRows(const uint32_t* grouped_rows, uint64_t kept, uint32_t* values,
+                           cudaStream_t stream) {
+  return WriteValues(FinalizeArgs{nullptr, 0, nullptr, nullptr, 0}, grouped_rows, kept, values,
                      stream);
 }
 

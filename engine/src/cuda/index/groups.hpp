@@ -41,9 +41,9 @@ struct alignas(8) GroupRange {
 
 /// The groups of a built kKeepAll index in device memory: `ranges` has one
 /// entry per slot of the table's capacity, `values` the kept rows' values
-/// (explicit, first_value + row, or batch row_base + position), group after
-/// group. Both null for a kLowestRow index, whose groups are its slots (a match
-/// has one row, at position = its slot).
+/// (explicit, first_value + row, or batch row_base + position; a key schema's:
+/// the kept build rows), group after group. Both null for a kLowestRow index, whose groups are its
+/// slots (a match has one row, at position = its slot).
 struct DeviceGroups {
   const GroupRange* ranges = nullptr;
   const uint32_t* values = nullptr;
@@ -90,10 +90,11 @@ cudaError_t SortGroupRowsKeyRows(DeviceTableT<ColumnKey> table, const StoredKeyR
                                  size_t scratch_bytes, const uint32_t** grouped_rows,
                                  cudaStream_t stream);
 
-/// values[p] = row_values[grouped_rows[p]] for p < kept (a key-schema build's
-/// value list).
-cudaError_t WriteGroupValuesKeyRows(const uint32_t* row_values, const uint32_t* grouped_rows,
-                                    uint64_t kept, uint32_t* values, cudaStream_t stream);
+/// values[p] = grouped_rows[p] for p < kept: a key-schema build's value list,
+/// which holds build rows (their values are the index's row values; the index
+/// image's layout).
+cudaError_t WriteGroupRows(const uint32_t* grouped_rows, uint64_t kept, uint32_t* values,
+                           cudaStream_t stream);
 
 /// The groups of matched slots, for lookups and for the gathers of joins that
 /// pair a row with its first match: for i < n (n = min(*count, positions) when

@@ -41,6 +41,24 @@ struct DeviceKeyRows {
   uint64_t rows = 0;
 };
 
+/// The view of a stored key column of `type` (strings and binary with int64
+/// offsets: the large types, which hash and compare like the others).
+inline HashView StoredKeyView(ColumnType type, const uint8_t* data, const int64_t* offsets,
+                              const uint8_t* validity) {
+  HashView v;
+  v.type = type == ColumnType::kString   ? ColumnType::kLargeString
+           : type == ColumnType::kBinary ? ColumnType::kLargeBinary
+                                         : type;
+  v.data = data;
+  v.large_offsets = offsets;
+  v.validity = validity;
+  return v;
+}
+
+/// Bytes a stored key column's values take on the device: room to the next
+/// aligned 8-byte word past the last value (the row hash reads whole words).
+inline uint64_t StoredKeyDataBytes(uint64_t value_bytes) { return (value_bytes + 15) / 8 * 8; }
+
 /// Turns the row hashes `hashes` of `rows` rows (LaunchHashRows' output, with
 /// its validity bitmap `hash_validity`) into fingerprints in place: kept to
 /// their low `bits` bits (64: all; fewer only in tests, to force collisions),

@@ -68,10 +68,13 @@ size_t GroupJoinScatterScratchBytes(uint64_t rows, uint64_t written);
 /// for a left row without a match (outer, anti). With `out_positions`, each
 /// pair's value-list position too (kLowestRow: its slot; kNoSlot without a
 /// match): what payload gathers read. `scratch` holds
-/// GroupJoinScatterScratchBytes(rows, written) bytes.
+/// GroupJoinScatterScratchBytes(rows, written) bytes. A key schema's value list
+/// holds build rows: with `row_values` (its value of every build row) a match
+/// after a group's first is mapped through it.
 cudaError_t ScatterGroupJoin(const void* count_scratch, uint64_t rows, uint64_t written,
                              const uint32_t* left_rows, uint32_t first_left_row,
                              const uint32_t* values, uint32_t* out_left, uint32_t* out_right,
-                             uint32_t* out_positions, void* scratch, cudaStream_t stream);
+                             uint32_t* out_positions, void* scratch, cudaStream_t stream,
+                             const uint32_t* row_values = nullptr);
 
 }  // namespace gpujoin::engine::detail

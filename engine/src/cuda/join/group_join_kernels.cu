@@ -159,7 +159,8 @@ __global__ void __launch_bounds__(kScatterThreads)
                   const uint64_t* __restrict__ parts, uint64_t partitions,
                   const uint32_t* __restrict__ left_rows, uint32_t first_left_row,
                   const uint32_t* __restrict__ values, uint32_t* __restrict__ out_left,
-                  uint32_t* __restrict__ out_right, uint32_t* __restrict__ out_positions) {
+                  uint32_t* __restrict__ out_right, uint32_t* __restrict__ out_positions,
+                  const uint32_t* __restrict__ row_values) {
   // starts[x] = the first pair of row i0 + x (x <= rows ending in the partition).
   __shared__ uint64_t starts[kTile + 1];
   __shared__ uint16_t row_of[kTile];  // each output's row, relative to i0
@@ -205,7 +206,12 @@ __global__ void __launch_bounds__(kScatterThreads)
       uint32_t right = kEmptyKey, position = kNoSlot;
       if (first != kNoSlot) {
         position = first + within;
-        right = within == 0 ? __ldg(firsts + r) : __ldg(values + position);
+        if (within == 0) {
+          right = __ldg(firsts + r);
+        } else {
+          right = __ldg(values + position);
+          if (row_values != nullptr) right = __ldg(row_values + right);
+        }
       }
       out_left[o] = left_rows != nullptr ? __ldg(left_rows + r) : first_left_row + uint32_t(r);
       out_right[o] = right;
@@ -272,7 +278,8 @@ size_t GroupJoinScatterScratchBytes(uint64_t rows, uint64_t written) {
 cudaError_t ScatterGroupJoin(const void* count_scratch, uint64_t rows, uint64_t written,
                              const uint32_t* left_rows, uint32_t first_left_row,
                              const uint32_t* values, uint32_t* out_left, uint32_t* out_right,
-                             uint32_t* out_positions, void* scratch, cudaStream_t stream) {
+                             uint32_t* out_positions, void* scratch, cudaStream_t stream,
+                             const uint32_t* row_values) {
   if (rows == 0 || written == 0) return cudaSuccess;
   const CountScratch s = CarveCount(const_cast<void*>(count_scratch), rows);
   const uint64_t partitions = PartitionsOf(rows, written);
@@ -299,7 +306,7 @@ cudaError_t ScatterGroupJoin(const void* count_scratch, uint64_t rows, uint64_t 
   const uint64_t blocks = std::min<uint64_t>(partitions, uint64_t(resident_blocks));
   ScatterKernel<<<unsigned(blocks), kScatterThreads, 0, stream>>>(
       s.ends, s.positions, s.firsts, rows, written, parts, partitions, left_rows, first_left_row,
-      values, out_left, out_right, out_positions);
+      values, out_left, out_right, out_positions, row_values);
   return cudaGetLastError();
 }
 

@@ -235,8 +235,7 @@ absl::Status BuildKeyColumns(const LoweringEnv& env, StreamContext& ctx, CudaHas
                                       scratch, scratch_bytes, grouped_rows, ctx.stream());
         },
         [&](const uint32_t* grouped_rows, uint64_t kept, uint32_t* values) {
-          return WriteGroupValuesKeyRows(stored.row_values, grouped_rows, kept, values,
-                                         ctx.stream());
+          return WriteGroupRows(grouped_rows, kept, values, ctx.stream());
         });
   }
   std::vector<PayloadColumnInfo> infos;

@@ -373,10 +373,14 @@ absl::Status JoinBatchGrouped(StreamContext& ctx, const CudaHashIndex& index, Jo
   std::optional<DeviceGathers> gathers;
   std::vector<uint64_t> totals;
   if (written > 0) {
-    GPUJOIN_CUDA_RETURN(ScatterGroupJoin(count_scratch, rows, written, a.left_rows,
-                                         b.first_left_row, groups.values, out_left, out_right,
-                                         out_positions, out.data() + pairs_bytes, ctx.stream()),
-                        "join scatter");
+    // A key schema's value list holds build rows, mapped to their values.
+    const uint32_t* row_values = nullptr;
+    if constexpr (!KeyWord<K>) row_values = index.stored_keys().row_values;
+    GPUJOIN_CUDA_RETURN(
+        ScatterGroupJoin(count_scratch, rows, written, a.left_rows, b.first_left_row, groups.values,
+                         out_left, out_right, out_positions, out.data() + pairs_bytes, ctx.stream(),
+                         row_values),
+        "join scatter");
     if (gather) {
       GPUJOIN_ASSIGN_OR_RETURN(
           gathers, DeviceGathers::Start(ctx, index, b.gather,

@@ -56,20 +56,13 @@ absl::StatusOr<UploadedKeys> UploadKeyColumns(StreamContext& ctx,
   out.keys.rows = rows;
   for (size_t c = 0; c < types.size(); ++c) {
     const HashColumn& col = host->view().columns[c];
-    HashView v;
-    // Strings and binary are stored with int64 offsets: the large types, which
-    // hash and compare like the others.
-    v.type = types[c] == ColumnType::kString   ? ColumnType::kLargeString
-             : types[c] == ColumnType::kBinary ? ColumnType::kLargeBinary
-                                               : types[c];
-    // The row hash reads whole aligned 8-byte words: room to the next one.
-    const size_t data_bytes = (col.data.size() + 15) / 8 * 8;
+    const size_t data_bytes = StoredKeyDataBytes(col.data.size());
     GPUJOIN_ASSIGN_OR_RETURN(
         auto data, Allocate<uint8_t>(ctx, data_bytes, memory, device, "key column values"));
     GPUJOIN_CUDA_RETURN(cudaMemsetAsync(data.data(), 0, data_bytes, ctx.stream()),
                         "clear key column values");
     GPUJOIN_RETURN_IF_ERROR(Copy(ctx, data.data(), col.data, "key column values"));
-    v.data = data.data();
+    HashView v = StoredKeyView(types[c], data.data(), nullptr, nullptr);
     out.keys.data.push_back(std::move(data));
     DeviceBuffer<int64_t> offsets;
     if (!col.large_offsets.empty()) {
