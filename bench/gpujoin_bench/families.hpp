@@ -19,6 +19,8 @@ void RunJoin(BenchContext& ctx);
 void RunMultiValue(BenchContext& ctx);
 /// 64-bit key builds and lookups (u64.cpp).
 void RunU64(BenchContext& ctx);
+/// Key-schema (string and composite key) builds and lookups (key_columns.cpp).
+void RunKeyColumns(BenchContext& ctx);
 /// float32 grouped count and mean on each path (aggregate.cpp).
 void RunAggregate(BenchContext& ctx);
 /// The exact int64 grouped sum on each path (aggregate_int64.cpp).

@@ -88,7 +88,43 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// Row j of a key-schema input: source row i = j, or (queries) HitRowOf(j,
+// build_n); a string key is `len` bytes (a multiple of 8) of Mix64(i * 4 + w),
+// distinct for distinct i; a pair is (i, KeyOf(i)).
+__global__ void __launch_bounds__(kThreads)
+    MakeStringKeys(uint8_t* chars, int64_t* offsets, uint64_t n, uint32_t len, uint64_t build_n,
+                   bool queries) {
+  for (uint64_t j = FirstRow(); j <= n; j += RowStride()) {
+    offsets[j] = int64_t(j * len);
+    if (j == n) continue;
+    const uint64_t i = queries ? HitRowOf(j, build_n) : j;
+    uint64_t* out = reinterpret_cast<uint64_t*>(chars + j * len);
+    for (uint32_t w = 0; w < len / 8; ++w) out[w] = Mix64(i * 4 + w);
+  }
+}
+
+__global__ void __launch_bounds__(kThreads)
+    MakePairKeys(uint32_t* a, uint32_t* b, uint64_t n, uint64_t build_n, bool queries) {
+  for (uint64_t j = FirstRow(); j < n; j += RowStride()) {
+    const uint64_t i = queries ? HitRowOf(j, build_n) : j;
+    a[j] = uint32_t(i);
+    b[j] = KeyOf(uint32_t(i));
+  }
+}
+
 }  // namespace
+
+cudaError_t LaunchMakeStringKeys(uint8_t* chars, int64_t* offsets, uint64_t n, uint32_t len,
+                                 uint64_t build_n, bool queries, cudaStream_t s) {
+  MakeStringKeys<<<BlocksFor(n + 1), kThreads, 0, s>>>(chars, offsets, n, len, build_n, queries);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchMakePairKeys(uint32_t* a, uint32_t* b, uint64_t n, uint64_t build_n, bool queries,
+                               cudaStream_t s) {
+  MakePairKeys<<<BlocksFor(n), kThreads, 0, s>>>(a, b, n, build_n, queries);
+  return cudaGetLastError();
+}
 
 cudaError_t LaunchMakeKeys(uint32_t* keys, uint64_t n, uint32_t offset, cudaStream_t s) {
   MakeKeys<<<BlocksFor(n), kThreads, 0, s>>>(keys, n, offset);

@@ -81,6 +81,13 @@ BENCH_HOST_DEVICE int64_t Int64ValueOf(uint64_t i) {
 
 /// keys[i] = BuildKeyOf(i + offset) for i < n.
 cudaError_t LaunchMakeKeys(uint32_t* keys, uint64_t n, uint32_t offset, cudaStream_t s);
+/// Key-schema inputs: `n` string keys of `len` bytes (a multiple of 8; chars
+/// n * len bytes, n + 1 int64 offsets), or `n` (uint32, uint32) pairs, of build
+/// rows 0..n-1, or (queries) of build rows HitRowOf(j, build_n).
+cudaError_t LaunchMakeStringKeys(uint8_t* chars, int64_t* offsets, uint64_t n, uint32_t len,
+                                 uint64_t build_n, bool queries, cudaStream_t s);
+cudaError_t LaunchMakePairKeys(uint32_t* a, uint32_t* b, uint64_t n, uint64_t build_n, bool queries,
+                               cudaStream_t s);
 /// Queries: even rows hit (BuildKeyOf(HitRowOf(i))); odd rows miss when
 /// `half_miss` (BuildKeyOf(build_n + i)), else hit too.
 cudaError_t LaunchMakeQueries(uint32_t* q, uint64_t n, uint64_t build_n, bool half_miss,

@@ -42,6 +42,8 @@ constexpr Benchmark kBenchmarks[] = {
     {"multi_value", "keep_all builds, count+scan+scatter joins, semi and anti joins", false,
      RunMultiValue},
     {"u64", "64-bit key builds and lookups", true, RunU64},
+    {"keys", "key schemas: 16- and 32-byte string and (uint32, uint32) builds and lookups", false,
+     RunKeyColumns},
     {"aggregate", "float32 grouped count and mean on each path, 16 to 200000 groups", false,
      RunAggregate},
     {"aggregate_int64", "exact int64 grouped sum, 16 and 256 groups", false, RunAggregateInt64},
