@@ -30,8 +30,11 @@ __global__ void __launch_bounds__(kBlockThreads, 2048 / kBlockThreads)  // full 
   unsigned long long sums[2] = {0, 0};  // found, probes
   unsigned long long max_probes = 0;
   const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
+  // A copy in registers: calling the parameter's operator() would take its
+  // address and move it to the stack.
+  const Query q = query;
   const auto one = [&](uint64_t i) {
-    const ProbeResult r = query(i);
+    const ProbeResult r = q(i);
     __stcs(values + i, r.value);
     if (found != nullptr)
       __stcs(reinterpret_cast<signed char*>(found + i), static_cast<signed char>(r.found));

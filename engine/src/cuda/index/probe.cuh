@@ -79,9 +79,16 @@ __device__ __forceinline__ ProbeResult ProbeWhere(const SlotWord<K>* __restrict_
         if (j < first) continue;
         if (p >= bound) return {kEmptyKey, bound, false, 0u};
         ++p;
-        const SlotVerdict v = Examine<K>(s[j], key, p - 1u, base + j, capacity, match);
-        if (v == SlotVerdict::kFound) return {S::Low(s[j]), p, true, base + j};
-        if (v == SlotVerdict::kAbsent) return {kEmptyKey, p, false, 0u};
+        if constexpr (KeyWord<K>) {
+          // Key words: the key itself decides (the loop as it was measured).
+          if (S::Key(s[j]) == key) return {S::Low(s[j]), p, true, base + j};
+          if (S::IsEmpty(s[j]) || !ResidentComesFirst(S::Key(s[j]), key, p - 1u, base + j, capacity))
+            return {kEmptyKey, p, false, 0u};
+        } else {
+          const SlotVerdict v = Examine<K>(s[j], key, p - 1u, base + j, capacity, match);
+          if (v == SlotVerdict::kFound) return {S::Low(s[j]), p, true, base + j};
+          if (v == SlotVerdict::kAbsent) return {kEmptyKey, p, false, 0u};
+        }
       }
       pos = (base + kPer) & mask;
     }
