@@ -194,7 +194,8 @@ class KeyColumnsDifferentialTest : public ::testing::TestWithParam<uint32_t> {
     QueryStatistics stats;
   };
 
-  Answers Lookup(Backend& backend, const HashIndex& index, Table& q) {
+  // A lookup of `q`, gathering both payload columns unless `gather` is false.
+  Answers Lookup(Backend& backend, const HashIndex& index, Table& q, bool gather = true) {
     const size_t n = q.rows();
     Answers a;
     a.values.assign(n, 0xabababab);
@@ -218,13 +219,15 @@ class KeyColumnsDifferentialTest : public ::testing::TestWithParam<uint32_t> {
     ints.column = 0;
     ints.data = std::as_writable_bytes(std::span(a.ints));
     ints.validity = a.ints_valid;
-    node.gather.push_back(ints);
     GatherOutput strings;
     strings.column = 1;
     strings.offsets = a.string_offsets;
     strings.string_bytes = &a.strings;
     strings.validity = a.strings_valid;
-    node.gather.push_back(strings);
+    if (gather) {
+      node.gather.push_back(ints);
+      node.gather.push_back(strings);
+    }
     g.Add(std::move(node));
     const absl::Status s = backend.Run(g);
     EXPECT_TRUE(s.ok()) << s;
@@ -433,6 +436,76 @@ TEST_P(KeyColumnsDifferentialTest, ImagesMatchAndRoundTripBetweenBackends) {
   }
 }
 
+// Many threads on few keys and long runs: up to 2^16 rows of which half repeat ten
+// hot keys, distinct keys filling 90 % of the table, the probe bound the
+// whole table (runs wrap past the last slot; no overflow); then the same index
+// built again with explicit values. Tiny tables (1, 2 and 4 slots) too.
+TEST_P(KeyColumnsDifferentialTest, HotKeysHighLoadRebuildsAndTinyTables) {
+  std::mt19937_64 rng(std::random_device{}());
+  const Schema& schema = Schemas()[0];  // one string column
+  // Cut fingerprints put every key of a run on few fingerprints (quadratic
+  // comparisons): a smaller table then.
+  const uint32_t capacity = GetParam() == 64 ? 1u << 15 : 1u << 11;
+  const size_t distinct = capacity * 9 / 10;
+  std::vector<std::string> keys;
+  for (size_t r = 0; r < 2 * distinct; ++r) {
+    keys.push_back(r % 2 == 0 ? "hot-" + std::to_string(rng() % 10)
+                              : "key-" + std::to_string(r / 2));
+  }
+  Table t{{Strings(keys)}};
+  std::vector<uint32_t> masks;
+  Built on_cpu = Build(*cpu_, schema.types, capacity, capacity, t, 1, masks);
+  Built on_cuda = Build(*cuda_, schema.types, capacity, capacity, t, 1, masks);
+  ASSERT_EQ(on_cuda.stats.overflow_rows, 0u);
+  EXPECT_EQ(on_cuda.stats.unique_keys, on_cpu.stats.unique_keys);
+  EXPECT_EQ(on_cuda.stats.duplicate_rows, on_cpu.stats.duplicate_rows);
+  EXPECT_EQ(on_cuda.stats.max_probes, on_cpu.stats.max_probes);
+  const Answers want = Lookup(*cpu_, *on_cpu.index, t);
+  const Answers got = Lookup(*cuda_, *on_cuda.index, t);
+  ASSERT_EQ(got.values, want.values);
+  ASSERT_EQ(got.probes, want.probes);
+  ASSERT_EQ(got.strings, want.strings);
+
+  // The same indexes built again from other rows, with explicit values.
+  Table t2 = RandomTable(rng, schema, 3000);
+  std::vector<uint32_t> values(t2.rows());
+  for (size_t r = 0; r < values.size(); ++r) values[r] = uint32_t(rng());
+  for (auto& [backend, built] :
+       {std::pair{cpu_.get(), &on_cpu}, std::pair{cuda_.get(), &on_cuda}}) {
+    CommandGraph g;
+    BuildIndexNodeColumns node;
+    node.index = built->index.get();
+    node.keys = t2.View();
+    node.values = ChunkedU32{std::span<const uint32_t>(values)};
+    node.statistics = &built->stats;
+    g.Add(std::move(node));
+    const absl::Status s = backend->Run(g);
+    ASSERT_TRUE(s.ok()) << s;
+  }
+  EXPECT_EQ(on_cuda.stats.unique_keys, on_cpu.stats.unique_keys);
+  Table q = RandomTable(rng, schema, 2000);
+  const Answers want2 = Lookup(*cpu_, *on_cpu.index, q, false);
+  const Answers got2 = Lookup(*cuda_, *on_cuda.index, q, false);
+  ASSERT_EQ(got2.values, want2.values);
+  ASSERT_EQ(got2.probes, want2.probes);
+  ASSERT_EQ(got2.found, want2.found);
+
+  for (uint32_t tiny : {1u, 2u, 4u}) {
+    SCOPED_TRACE("capacity " + std::to_string(tiny));
+    Table small{{Strings({"a", "", "a", "b", "c"})}};
+    Built c = Build(*cpu_, schema.types, tiny, 0, small, 1, masks);
+    Built g = Build(*cuda_, schema.types, tiny, 0, small, 1, masks);
+    EXPECT_EQ(g.stats.unique_keys, c.stats.unique_keys);
+    EXPECT_EQ(g.stats.overflow_rows, c.stats.overflow_rows);
+    Table probe{{Strings({"a", "", "b", "c", "d"})}};
+    const Answers w = Lookup(*cpu_, *c.index, probe);
+    const Answers a = Lookup(*cuda_, *g.index, probe);
+    ASSERT_EQ(a.values, w.values);
+    ASSERT_EQ(a.found, w.found);
+    ASSERT_EQ(a.probes, w.probes);
+  }
+}
+
 TEST_P(KeyColumnsDifferentialTest, OverflowAtTheProbeBoundAnswersLikeTheModel) {
   std::mt19937_64 rng(std::random_device{}());
   const Schema& schema = Schemas()[2];  // (string, int64)
@@ -474,7 +547,8 @@ TEST_P(KeyColumnsDifferentialTest, EmptyBuildsAndEmptyLookups) {
   EXPECT_EQ(none.stats.found, 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(FingerprintBits, KeyColumnsDifferentialTest, ::testing::Values(64u, 3u),
+INSTANTIATE_TEST_SUITE_P(FingerprintBits, KeyColumnsDifferentialTest,
+                         ::testing::Values(64u, 3u, 0u),
                          [](const auto& info) { return "bits" + std::to_string(info.param); });
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "cuda/build_memory.hpp"
 
+#include <algorithm>
+
 #include "cuda/index/groups.hpp"
 #include "cuda/index/key_rows.hpp"
 #include "cuda/payload/payload_ops.hpp"
@@ -61,10 +63,13 @@ uint64_t BuildNodeTransientBytes(const HashIndexSpec& spec, const BuildShape& sh
     uploads += PoolBytes(rows * sizeof(uint32_t));
   }
   if (shape.key_type == KeyType::kColumns) {
-    // The grouping pass's table (key_rows.hpp), then the payload winners.
-    const uint64_t winners =
-        shape.payload.empty() ? 0 : PoolBytes(TableAllocationSlots(spec.capacity) * 4);
-    return uploads + PoolBytes(KeyBuildScratchBytes(rows)) + winners + payload;
+    // The grouping pass's table (key_rows.hpp), freed before a kKeepAll
+    // build's group pass (after which the payload is stored) or the payload
+    // (whose winners PayloadTransientBytes counts): the larger of the two.
+    const uint64_t groups = spec.duplicates == DuplicatePolicy::kKeepAll
+                                ? PoolBytes(GroupScratchBytes(spec.capacity, rows, true))
+                                : 0;
+    return uploads + std::max(PoolBytes(KeyBuildScratchBytes(rows)), groups + payload);
   }
   const uint64_t buffer = BuildTransientBytes(spec.capacity, rows, path, shape.key_type);
   // A buffer over the cap is never allocated: the build inserts directly.

@@ -152,6 +152,21 @@ struct Slots<ColumnKey> : Slots<uint64_t> {
   using ProbeKeyT = uint64_t;
   __device__ static FpRow Key(Word w) { return FpRow{w.key, uint32_t(w.tag)}; }
   __device__ static bool IsEmpty(Word w) { return w.tag == kEmptySlot; }
+  // A build's plain read of a slot that other threads may be writing: one
+  // 16-byte atomic load. A key-schema slot's emptiness is told by its row half
+  // and its order by both halves, so a read torn between two writes (half of
+  // a claim, halves of two residents) could misplace a key; a uint64 slot's
+  // key half decides alone, which an 8-byte half read always gets whole.
+  __device__ static Word LoadL2(const Word* p) {
+    unsigned long long key, tag;
+    asm volatile(
+        "{\n\t.reg .b128 w;\n\tld.relaxed.gpu.global.b128 w, [%2];\n\t"
+        "mov.b128 {%0, %1}, w;\n\t}"
+        : "=l"(key), "=l"(tag)
+        : "l"(p)
+        : "memory");
+    return Word{key, tag};
+  }
   // A key is stored once: two words of one key are the same word.
   __device__ static bool TagAbove(Word, Word) { return false; }
 };

@@ -14,8 +14,6 @@
 namespace gpujoin::engine::detail {
 namespace {
 
-constexpr uint32_t kNoRow32 = 0xffffffffu;
-
 // Launches `kernel` over `items` on a grid sized by its occupancy.
 template <typename Kernel, typename... Args>
 cudaError_t Launch(Kernel kernel, std::atomic<int>& resident, uint64_t items, cudaStream_t stream,
@@ -195,7 +193,7 @@ cudaError_t BuildKeyTable(DeviceTableT<ColumnKey> table, const DeviceKeyRows& ke
   const DeviceTableT<uint64_t> words{reinterpret_cast<Slot64*>(table.slots), table.capacity};
   cudaError_t e = ClearTable(words, stats, stream);
   if (e != cudaSuccess || keys.rows == 0) return e;
-  if (keys.rows >= kNoRow32 || scratch_bytes < KeyBuildScratchBytes(keys.rows)) {
+  if (keys.rows > kMaxKeyBuildRows || scratch_bytes < KeyBuildScratchBytes(keys.rows)) {
     return cudaErrorInvalidValue;
   }
   const GroupTable g{static_cast<Slot64*>(scratch), GroupCapacity(keys.rows)};

@@ -68,11 +68,15 @@ cudaError_t FinishFingerprints(uint64_t* hashes, const uint8_t* hash_validity,
                                const uint32_t* row_validity, uint64_t rows, uint32_t bits,
                                uint8_t* valid, cudaStream_t stream);
 
+/// Most rows of a key-schema build on the device (the grouping pass keeps a
+/// 32-bit position per row in a table of at least twice the rows).
+inline constexpr uint64_t kMaxKeyBuildRows = (uint64_t{1} << 31) - 1;
+
 /// Transient device bytes BuildKeyTable needs for `rows` build rows.
 uint64_t KeyBuildScratchBytes(uint64_t rows);
 
 /// Clears `table` and inserts the keys of build rows `keys` (global rows
-/// 0..rows-1, at most 2^31 - 1), keeping each key's lowest row, each key
+/// 0..rows-1, at most kMaxKeyBuildRows), keeping each key's lowest row, each key
 /// examining at most `bound` slots. `scratch` holds KeyBuildScratchBytes(rows)
 /// bytes. Statistics are written to `stats` (zeroed first): a valid row counts
 /// as a unique key, a duplicate or an overflow row, an invalid row as invalid.

@@ -82,7 +82,8 @@ __device__ __forceinline__ ProbeResult ProbeWhere(const SlotWord<K>* __restrict_
         if constexpr (KeyWord<K>) {
           // Key words: the key itself decides (the loop as it was measured).
           if (S::Key(s[j]) == key) return {S::Low(s[j]), p, true, base + j};
-          if (S::IsEmpty(s[j]) || !ResidentComesFirst(S::Key(s[j]), key, p - 1u, base + j, capacity))
+          if (S::IsEmpty(s[j]) ||
+              !ResidentComesFirst(S::Key(s[j]), key, p - 1u, base + j, capacity))
             return {kEmptyKey, p, false, 0u};
         } else {
           const SlotVerdict v = Examine<K>(s[j], key, p - 1u, base + j, capacity, match);

@@ -170,10 +170,6 @@ absl::Status BuildKeyColumns(const LoweringEnv& env, StreamContext& ctx, CudaHas
       UploadedKeys uploaded,
       UploadKeyColumns(ctx, chunks, index.spec().key_columns, KeyMemory::kIndex, index.device()));
   const uint64_t rows = uploaded.keys.rows;
-  if (rows >= kEmptySlotRow) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "a build of an index keyed by columns takes fewer than 2^32 - 1 rows, not ", rows));
-  }
   DeviceBuffer<uint32_t> validity;
   if (!kv.validity.empty()) {
     GPUJOIN_ASSIGN_OR_RETURN(validity, Alloc<uint32_t>(rows, ctx, "batch validity"));
@@ -222,6 +218,11 @@ absl::Status BuildKeyColumns(const LoweringEnv& env, StreamContext& ctx, CudaHas
   GPUJOIN_CUDA_RETURN(BuildKeyTable(index.table<ColumnKey>(), fps.rows, index.spec().probe_bound(),
                                     scratch.data(), scratch_bytes, stats, ctx.stream()),
                       "build index keyed by columns");
+  {
+    // The grouping table is done with: back to the pool (stream-ordered)
+    // before the group pass and the payload take theirs.
+    const DeviceBuffer<uint8_t> done = std::move(scratch);
+  }
   // The group pass and the probes read the stored keys.
   index.SetKeys(std::move(uploaded.keys));
   const StoredKeyRows stored = index.stored_keys();
@@ -251,16 +252,26 @@ absl::Status BuildKeyColumns(const LoweringEnv& env, StreamContext& ctx, CudaHas
   return FinishBuild(ctx, index, rows, out, std::move(infos));
 }
 
-// Runs BuildKeyColumns; a failure leaves the index's table empty, without keys
-// or payload.
+// Runs BuildKeyColumns (INVALID_ARGUMENT, changing nothing, for more than
+// kMaxKeyBuildRows rows); a failure leaves the index's table empty, without
+// keys or payload.
 absl::Status BuildKeyColumnsOrEmpty(const LoweringEnv& env, StreamContext& ctx,
                                     CudaHashIndex& index, std::span<const KeyColumns* const> chunks,
                                     const KeyBuildValues& kv,
                                     const std::vector<ColumnView>& payload, BuildStatistics* out) {
+  uint64_t total_rows = 0;
+  for (const KeyColumns* chunk : chunks) total_rows += chunk->rows();
+  if (total_rows > kMaxKeyBuildRows) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a build of an index keyed by columns takes at most ", kMaxKeyBuildRows,
+                     " rows on the cuda backend, not ", total_rows));
+  }
   const absl::Status s = BuildKeyColumns(env, ctx, index, chunks, kv, payload, out);
-  if (s.ok() || absl::IsUnimplemented(s)) return s;
+  if (s.ok()) return s;
+  // The table is cleared before the keys its slots name are freed.
+  const absl::Status failed = LeaveEmpty<uint64_t>(ctx, index, s);
   index.DropKeys();
-  return LeaveEmpty<uint64_t>(ctx, index, s);
+  return failed;
 }
 
 }  // namespace

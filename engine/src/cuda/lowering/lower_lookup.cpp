@@ -264,6 +264,7 @@ absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
     WriteEmptyGathers(n.gather);
     return absl::OkStatus();
   }
+  GPUJOIN_RETURN_IF_ERROR(CheckGroups(*index, where));
   return LookupWithSlots(
       ctx, *index, n, rows, where,
       [&](uint32_t* values, uint8_t* found, uint32_t* probes, uint32_t* slots,
