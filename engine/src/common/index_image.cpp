@@ -156,9 +156,25 @@ IndexImageShape IndexImage::shape() const {
 }
 
 uint64_t IndexImage::bytes() const {
-  uint64_t b = keys.size() + values.size() + group_ranges.size() + group_values.size();
-  for (const PayloadImage& p : payload) b += p.data.size() + p.offsets.size() + p.validity.size();
+  uint64_t b =
+      keys.size() + values.size() + group_ranges.size() + group_values.size() + row_values.size();
+  for (const std::vector<PayloadImage>* columns : {&payload, &key_columns}) {
+    for (const PayloadImage& p : *columns) {
+      b += p.data.size() + p.offsets.size() + p.validity.size();
+    }
+  }
   return b;
+}
+
+uint64_t KeyStorageBytes(const IndexImageShape& shape) {
+  if (shape.spec.key_type != KeyType::kColumns) return 0;
+  uint64_t bytes = shape.key_rows * 4;  // row values
+  for (const PayloadShape& k : shape.key_columns) {
+    bytes += DataBytes(k, shape.key_rows) +
+             (IsVariableWidth(k.type) ? (shape.key_rows + 1) * 8 : 0) +
+             (k.nullable ? BitmapBytes(shape.key_rows) : 0);
+  }
+  return bytes;
 }
 
 absl::Status IndexImage::Validate() const {
@@ -290,18 +306,9 @@ absl::StatusOr<std::unique_ptr<HashIndex>> Backend::ImportIndex(const IndexImage
 }
 
 uint64_t ImportedIndexBytes(const Backend& backend, const IndexImageShape& shape) {
-  uint64_t key_columns = 0;
-  if (shape.spec.key_type == KeyType::kColumns) {
-    key_columns = shape.key_rows * 4;  // row values
-    for (const PayloadShape& k : shape.key_columns) {
-      key_columns += DataBytes(k, shape.key_rows) +
-                     (IsVariableWidth(k.type) ? (shape.key_rows + 1) * 8 : 0) +
-                     (k.nullable ? BitmapBytes(shape.key_rows) : 0);
-    }
-  }
   return backend.IndexBytes(shape.spec) +
          GroupStorageBytes(shape.spec, shape.spec.capacity, shape.kept_rows) +
-         backend.PayloadBytes(shape.spec, shape.payload, shape.kept_rows) + key_columns;
+         backend.PayloadBytes(shape.spec, shape.payload, shape.kept_rows) + KeyStorageBytes(shape);
 }
 
 }  // namespace gpujoin::engine

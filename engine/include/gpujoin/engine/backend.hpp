@@ -169,7 +169,7 @@ class Backend {
 /// Bytes of backend memory an index imported from an image of `shape` occupies
 /// (its HashIndex::memory_bytes() once imported, with the strings' stored bytes):
 /// IndexBytes(spec) + GroupStorageBytes(spec, capacity, kept_rows) +
-/// PayloadBytes(spec, payload, kept_rows).
+/// PayloadBytes(spec, payload, kept_rows) + KeyStorageBytes(shape).
 uint64_t ImportedIndexBytes(const Backend& backend, const IndexImageShape& shape);
 
 /// Creates a backend. kAuto picks CUDA when this build has it and a device is

@@ -134,6 +134,12 @@ struct IndexImage {
   absl::Status Validate() const;
 };
 
+/// Bytes of a key schema's stored keys in an image of `shape`: its key columns
+/// (key_rows positions each, in PayloadImage's layout) and its row values (4
+/// bytes a key row); 0 for a key word. An imported index holds them in this
+/// layout: ImportedIndexBytes counts them.
+uint64_t KeyStorageBytes(const IndexImageShape& shape);
+
 /// Allocates the arrays of an image of `shape` (uninitialised; std::bad_alloc),
 /// for a reader that fills them.
 IndexImage AllocateImage(const IndexImageShape& shape);
