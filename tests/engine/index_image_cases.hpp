@@ -1,8 +1,9 @@
 // Shared by the index image tests (tests/engine/index_image_test.cpp on the CPU
 // backends, tests/gpu/index_image_differential_test.cpp CUDA vs CPU): random
-// builds of every index kind (key word, duplicate policy, payload of every
-// column type with nulls, overflow) and the answers of lookups on them, every
-// output poisoned first, so that two indexes can be compared answer by answer.
+// builds of every index kind (key word or a (string, int64) key schema,
+// duplicate policy, payload of every column type with nulls, overflow) and the
+// answers of lookups on them, every output poisoned first, so that two indexes
+// can be compared answer by answer.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -16,6 +17,7 @@
 
 #include "gpujoin/engine/backend.hpp"
 #include "gpujoin/engine/graph.hpp"
+#include "gpujoin/engine/key_columns.hpp"
 
 namespace gpujoin::engine::testing {
 
@@ -45,6 +47,12 @@ struct ImageSource {
   std::vector<uint32_t> keys32;
   std::vector<uint64_t> keys64;
   std::vector<uint32_t> values;
+  // KeyType::kColumns: a (string, int64) key, the string nullable (a null key
+  // is an invalid row) and sometimes empty.
+  std::string key_bytes;
+  std::vector<int32_t> key_offsets;
+  std::vector<uint8_t> key_valid;
+  std::vector<int64_t> key_i64;
   // Payload: int64 nullable, string nullable, bool, float64, uint32.
   std::vector<int64_t> i64;
   std::vector<uint8_t> i64_valid;
@@ -65,10 +73,20 @@ inline uint64_t KeyOf(const ImageCase& c, uint64_t draw) {
 inline ImageSource MakeSource(const ImageCase& c) {
   std::mt19937_64 rng(c.seed);
   ImageSource s;
+  if (c.key_type == KeyType::kColumns) {
+    s.key_offsets.push_back(0);
+    s.key_valid.assign(BitmapBytes(c.rows), 0);
+  }
   for (uint64_t r = 0; r < c.rows; ++r) {
     uint64_t key = KeyOf(c, rng() % c.key_range);
     if (rng() % 97 == 0) key = ~uint64_t{0};  // reserved: an invalid row
-    if (c.key_type == KeyType::kUint64) {
+    if (c.key_type == KeyType::kColumns) {
+      const uint64_t draw = key % 65536;
+      if (draw % 5 != 0) s.key_bytes += "k" + std::to_string(draw);  // else the empty string
+      s.key_offsets.push_back(int32_t(s.key_bytes.size()));
+      if (key != ~uint64_t{0}) s.key_valid[r / 8] |= uint8_t(1u << (r % 8));
+      s.key_i64.push_back(int64_t(draw % 3) - 1);
+    } else if (c.key_type == KeyType::kUint64) {
       s.keys64.push_back(key);
     } else {
       s.keys32.push_back(uint32_t(key));
@@ -116,6 +134,7 @@ inline std::unique_ptr<HashIndex> BuildCase(Backend& backend, const ImageCase& c
   spec.max_probe_count = c.max_probe_count;
   spec.key_type = c.key_type;
   spec.duplicates = c.duplicates;
+  if (c.key_type == KeyType::kColumns) spec.key_columns = {ColumnType::kString, ColumnType::kInt64};
   auto index = backend.CreateIndex(spec);
   EXPECT_TRUE(index.ok()) << index.status();
   if (!index.ok()) return nullptr;
@@ -123,7 +142,21 @@ inline std::unique_ptr<HashIndex> BuildCase(Backend& backend, const ImageCase& c
   const size_t half = s.values.size() / 2;
   std::span<const uint32_t> values(s.values);
   ChunkedU32 value_chunks{values.subspan(0, half), values.subspan(half)};
-  if (c.key_type == KeyType::kUint64) {
+  if (c.key_type == KeyType::kColumns) {
+    KeyColumns keys;
+    HashColumn str;
+    str.type = ColumnType::kString;
+    str.data = std::span(reinterpret_cast<const uint8_t*>(s.key_bytes.data()), s.key_bytes.size());
+    str.offsets = s.key_offsets;
+    str.validity = s.key_valid;
+    str.length = c.rows;
+    HashColumn i64;
+    i64.type = ColumnType::kInt64;
+    i64.data = std::span(reinterpret_cast<const uint8_t*>(s.key_i64.data()), s.key_i64.size() * 8);
+    i64.length = c.rows;
+    keys.columns = {str, i64};
+    graph.Add(BuildIndexNodeColumns{index->get(), keys, value_chunks, 0, nullptr, s.payload});
+  } else if (c.key_type == KeyType::kUint64) {
     std::span<const uint64_t> keys(s.keys64);
     graph.Add(BuildIndexNodeT<uint64_t>{index->get(),
                                         {keys.subspan(0, half), keys.subspan(half)},
@@ -250,6 +283,23 @@ inline std::vector<ImageCase> AllImageCases() {
       cases.push_back({kt, dp, 64, 0, 0, 1, true, seed++});         // empty build
       cases.push_back({kt, dp, 256, 0, 2000, 3000, true, seed++});  // no slot for many keys
     }
+  }
+  return cases;
+}
+
+/// Cases of a (string, int64) key schema (KeyType::kColumns; the CPU backend
+/// only): both policies, with and without payload, a tiny table, an empty
+/// build, overflow.
+inline std::vector<ImageCase> KeyColumnImageCases() {
+  std::vector<ImageCase> cases;
+  uint64_t seed = 101;
+  for (DuplicatePolicy dp : {DuplicatePolicy::kLowestRow, DuplicatePolicy::kKeepAll}) {
+    for (bool payload : {false, true}) {
+      cases.push_back({KeyType::kColumns, dp, 1024, 0, 600, 300, payload, seed++});
+    }
+    cases.push_back({KeyType::kColumns, dp, 2, 0, 5, 2, true, seed++});
+    cases.push_back({KeyType::kColumns, dp, 64, 0, 0, 1, true, seed++});
+    cases.push_back({KeyType::kColumns, dp, 256, 0, 2000, 3000, true, seed++});
   }
   return cases;
 }

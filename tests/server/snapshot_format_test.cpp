@@ -1,11 +1,13 @@
 // The snapshot file format (server/src/storage/snapshot_format.hpp and
 // snapshot_reader.hpp, docs/operations.md
 // "Snapshot format"): xxHash64 against reference vectors (libxxhash 0.8.1), the
-// parallel section checksum, a round trip of every index kind, and every
+// parallel section checksum, a round trip of every index kind (key-schema
+// indexes' key columns and row values, format version 2, included), a format
+// version 1 file written by the version 1 writer (testdata), and every
 // corruption detected before anything is installed: each single flipped byte of
 // a whole file, every truncation, appended bytes, a newer format version (its
-// message names both versions) and a section table that disagrees with the
-// metadata.
+// message names both versions), a section table that disagrees with the
+// metadata, and a damaged key-column or row-values section named.
 #include "storage/snapshot_format.hpp"
 #include "storage/snapshot_reader.hpp"
 
@@ -25,6 +27,7 @@
 #include "gpujoin/engine/backend.hpp"
 #include "gpujoin/testing/files.hpp"
 #include "index_image_cases.hpp"
+#include "snapshot_bytes.hpp"
 
 namespace gpujoin::server {
 namespace {
@@ -32,6 +35,9 @@ namespace {
 namespace et = engine::testing;
 using gpujoin::testing::Slurp;
 using gpujoin::testing::Spill;
+using snapshot_testing::ResealHeader;
+using snapshot_testing::SectionTable;
+using snapshot_testing::TableEntry;
 
 TEST(XxHash64Test, MatchesReferenceVectors) {
   EXPECT_EQ(XxHash64("", 0), 0xef46db3751d8e999ull);
@@ -83,7 +89,7 @@ class SnapshotFileTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  SnapshotMeta MetaFor(const std::string& name, size_t columns) {
+  SnapshotMeta MetaFor(const std::string& name, size_t columns, size_t key_columns = 0) {
     SnapshotMeta m;
     m.name = name;
     m.version = 7;
@@ -92,6 +98,9 @@ class SnapshotFileTest : public ::testing::Test {
     m.build_seconds = 0.25;
     m.built_unix_millis = 1234567890123;
     for (size_t c = 0; c < columns; ++c) m.payload_names.push_back("col" + std::to_string(c));
+    for (size_t c = 0; c < key_columns; ++c) {
+      m.key_column_names.push_back("key" + std::to_string(c));
+    }
     return m;
   }
 
@@ -104,7 +113,7 @@ class SnapshotFileTest : public ::testing::Test {
     const std::string path = (dir_ / (et::CaseName(c) + ".gjsnap")).string();
     const int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
     EXPECT_GE(fd, 0);
-    const SnapshotMeta meta = MetaFor("idx", image->payload.size());
+    const SnapshotMeta meta = MetaFor("idx", image->payload.size(), image->key_columns.size());
     EXPECT_TRUE(WriteSnapshot(fd, meta, *image).ok());
     ::close(fd);
     EXPECT_EQ(std::filesystem::file_size(path), SnapshotFileBytes(meta, *image));
@@ -123,8 +132,14 @@ class SnapshotFileTest : public ::testing::Test {
   std::filesystem::path dir_;
 };
 
+std::vector<et::ImageCase> EveryKind() {
+  std::vector<et::ImageCase> cases = et::AllImageCases();
+  for (const et::ImageCase& c : et::KeyColumnImageCases()) cases.push_back(c);
+  return cases;
+}
+
 TEST_F(SnapshotFileTest, RoundTripOfEveryKind) {
-  for (const et::ImageCase& c : et::AllImageCases()) {
+  for (const et::ImageCase& c : EveryKind()) {
     SCOPED_TRACE(et::CaseName(c));
     engine::IndexImage written;
     const std::string path = WriteCase(c, &written);
@@ -137,65 +152,159 @@ TEST_F(SnapshotFileTest, RoundTripOfEveryKind) {
     EXPECT_TRUE(reader->meta().explicit_values);
     EXPECT_EQ(reader->meta().built_unix_millis, 1234567890123);
     EXPECT_EQ(reader->meta().payload_names.size(), written.payload.size());
+    // The shape, known before the image is read, counts the key columns and
+    // row values: the budget reserves them.
+    const engine::IndexImageShape shape = written.shape();
+    EXPECT_EQ(reader->shape().spec.key_columns, written.spec.key_columns);
+    EXPECT_EQ(reader->shape().key_rows, shape.key_rows);
+    EXPECT_EQ(reader->shape().key_columns, shape.key_columns);
+    EXPECT_EQ(reader->shape().payload, shape.payload);
+    EXPECT_EQ(engine::KeyStorageBytes(reader->shape()) != 0,
+              c.key_type == engine::KeyType::kColumns);
+    if (c.key_type == engine::KeyType::kColumns) {
+      EXPECT_EQ(reader->meta().key_column_names, (std::vector<std::string>{"key0", "key1"}));
+    } else {
+      EXPECT_TRUE(reader->meta().key_column_names.empty());
+    }
     auto image = reader->ReadImage(3);
     ASSERT_TRUE(image.ok()) << image.status();
     EXPECT_EQ(engine::ImageDifference(written, *image), "");
+    EXPECT_EQ(image->bytes(), written.bytes());
     auto imported = cpu_->ImportIndex(*image);
     ASSERT_TRUE(imported.ok()) << imported.status();
+    EXPECT_EQ(engine::ImportedIndexBytes(*cpu_, reader->shape()), (*imported)->memory_bytes());
   }
+}
+
+// The key-schema cases hold what a key can hold: null keys (invalid rows,
+// stored with a 0 validity bit) and the empty string, and they survive the file.
+TEST_F(SnapshotFileTest, KeyColumnsKeepNullsAndTheEmptyString) {
+  const et::ImageCase c = et::KeyColumnImageCases()[0];
+  engine::IndexImage written;
+  const std::string path = WriteCase(c, &written);
+  auto reader = SnapshotReader::Open(path);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  auto image = reader->ReadImage(2);
+  ASSERT_TRUE(image.ok()) << image.status();
+  ASSERT_EQ(image->key_columns.size(), 2u);
+  const engine::PayloadImage& str = image->key_columns[0];
+  EXPECT_EQ(str.type, engine::ColumnType::kString);
+  ASSERT_TRUE(str.nullable);
+  EXPECT_GT(str.null_count, 0u);
+  EXPECT_EQ(str.null_count, written.key_columns[0].null_count);
+  EXPECT_EQ(image->key_columns[1].type, engine::ColumnType::kInt64);
+  const std::span<const uint64_t> offsets = str.offsets.as<uint64_t>();
+  const std::span<const uint8_t> valid = str.validity.as<uint8_t>();
+  size_t empty_valid = 0;
+  for (size_t r = 0; r + 1 < offsets.size(); ++r) {
+    empty_valid += offsets[r] == offsets[r + 1] && (valid[r / 8] >> (r % 8) & 1);
+  }
+  EXPECT_GT(empty_valid, 0u) << "no row keyed by the empty string";
+  EXPECT_EQ(image->row_values.size(), c.rows * 4);
+  EXPECT_GT(image->statistics.invalid_rows, 0u);
+  EXPECT_EQ(engine::ImageDifference(written, *image), "");
 }
 
 // A small keep_all index with payload: every byte of its file matters.
 et::ImageCase SmallCase() {
   return {engine::KeyType::kUint64, engine::DuplicatePolicy::kKeepAll, 8, 0, 12, 5, true, 9};
 }
+// The same of a (string, int64) key schema: its key columns and row values too.
+et::ImageCase SmallKeyCase() {
+  return {engine::KeyType::kColumns, engine::DuplicatePolicy::kKeepAll, 8, 0, 12, 5, true, 9};
+}
 
 TEST_F(SnapshotFileTest, EveryFlippedByteIsDetected) {
-  const std::string path = WriteCase(SmallCase());
-  const std::string good = Slurp(path);
-  ASSERT_TRUE(Load(path).ok());
-  ASSERT_LT(good.size(), 16384u) << "keep the file small: every byte is flipped";
-  const std::string bad = path + ".bad";
-  for (size_t i = 0; i < good.size(); ++i) {
-    std::string copy = good;
-    copy[i] = char(copy[i] ^ 0x10);
-    Spill(bad, copy);
-    const absl::Status s = Load(bad);
-    EXPECT_FALSE(s.ok()) << "a flipped byte at " << i << " of " << good.size() << " was loaded";
+  for (const et::ImageCase& c : {SmallCase(), SmallKeyCase()}) {
+    SCOPED_TRACE(et::CaseName(c));
+    const std::string path = WriteCase(c);
+    const std::string good = Slurp(path);
+    ASSERT_TRUE(Load(path).ok());
+    ASSERT_LT(good.size(), 16384u) << "keep the file small: every byte is flipped";
+    const std::string bad = path + ".bad";
+    for (size_t i = 0; i < good.size(); ++i) {
+      std::string copy = good;
+      copy[i] = char(copy[i] ^ 0x10);
+      Spill(bad, copy);
+      const absl::Status s = Load(bad);
+      EXPECT_FALSE(s.ok()) << "a flipped byte at " << i << " of " << good.size() << " was loaded";
+    }
   }
 }
 
 TEST_F(SnapshotFileTest, EveryTruncationAndAppendIsDetected) {
-  const std::string path = WriteCase(SmallCase());
-  const std::string good = Slurp(path);
-  const std::string bad = path + ".bad";
-  for (size_t n = 0; n < good.size(); ++n) {
-    Spill(bad, good.substr(0, n));
-    const absl::Status s = Load(bad);
-    ASSERT_FALSE(s.ok()) << "truncated to " << n;
-    EXPECT_TRUE(absl::IsOutOfRange(s)) << n << ": " << s;
-    EXPECT_EQ(SnapshotLoadFailureReason(s), "truncated");
+  for (const et::ImageCase& c : {SmallCase(), SmallKeyCase()}) {
+    SCOPED_TRACE(et::CaseName(c));
+    const std::string path = WriteCase(c);
+    const std::string good = Slurp(path);
+    const std::string bad = path + ".bad";
+    for (size_t n = 0; n < good.size(); ++n) {
+      Spill(bad, good.substr(0, n));
+      const absl::Status s = Load(bad);
+      ASSERT_FALSE(s.ok()) << "truncated to " << n;
+      EXPECT_TRUE(absl::IsOutOfRange(s)) << n << ": " << s;
+      EXPECT_EQ(SnapshotLoadFailureReason(s), "truncated");
+    }
+    Spill(bad, good + std::string(64, '\0'));
+    EXPECT_TRUE(absl::IsOutOfRange(Load(bad)));
   }
-  Spill(bad, good + std::string(64, '\0'));
-  EXPECT_TRUE(absl::IsOutOfRange(Load(bad)));
 }
 
 TEST_F(SnapshotFileTest, NewerFormatVersionIsRefusedNamingBoth) {
-  const std::string path = WriteCase(SmallCase());
+  ASSERT_EQ(kSnapshotFormatVersion, 2u);
+  const std::string path = WriteCase(SmallKeyCase());
   std::string bytes = Slurp(path);
-  const uint32_t newer = kSnapshotFormatVersion + 1;
+  const uint32_t newer = 3;
   std::memcpy(bytes.data() + 8, &newer, 4);
-  // A consistent newer file: its header checksum recomputed.
-  uint32_t header_bytes;
-  std::memcpy(&header_bytes, bytes.data() + 20, 4);
-  const uint64_t h = XxHash64(bytes.data(), header_bytes - 8);
-  std::memcpy(bytes.data() + header_bytes - 8, &h, 8);
+  ResealHeader(bytes);  // a consistent newer file
   Spill(path, bytes);
   const absl::Status s = Load(path);
   EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
-  EXPECT_NE(s.message().find("format version 2"), std::string::npos) << s.message();
-  EXPECT_NE(s.message().find("reads format version 1"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("format version 3 is not supported"), std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("reads format versions 1 to 2"), std::string::npos) << s.message();
   EXPECT_EQ(SnapshotLoadFailureReason(s), "version");
+}
+
+// tests/server/testdata/format_v1_keep_all_uint64.gjsnap was written by the
+// format version 1 writer (before key schemas) from SmallCase() and
+// MetaFor("idx", 5): it loads as it did, into the image a build gives today.
+TEST_F(SnapshotFileTest, FormatVersion1FileStillLoads) {
+  const std::string path =
+      std::string(GPUJOIN_SERVER_TESTDATA) + "/format_v1_keep_all_uint64.gjsnap";
+  auto reader = SnapshotReader::Open(path);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EXPECT_EQ(reader->format_version(), 1u);
+  EXPECT_EQ(reader->meta().name, "idx");
+  EXPECT_EQ(reader->meta().version, 7u);
+  EXPECT_EQ(reader->meta().payload_names,
+            (std::vector<std::string>{"col0", "col1", "col2", "col3", "col4"}));
+  EXPECT_TRUE(reader->meta().key_column_names.empty());
+  EXPECT_EQ(reader->shape().spec.key_type, engine::KeyType::kUint64);
+  EXPECT_EQ(reader->shape().key_rows, 0u);
+  auto image = reader->ReadImage(2);
+  ASSERT_TRUE(image.ok()) << image.status();
+  engine::IndexImage fresh;
+  WriteCase(SmallCase(), &fresh);
+  EXPECT_EQ(engine::ImageDifference(fresh, *image), "");
+  ASSERT_TRUE(cpu_->ImportIndex(*image).ok());
+
+  // Version 1 has no key schema: a version 1 file claiming key type columns
+  // (2) is refused, its checksums recomputed so that only the meaning is wrong.
+  std::string bytes = Slurp(path);
+  const std::vector<TableEntry> table = SectionTable(bytes);
+  ASSERT_EQ(table[0].type, 1u);
+  const size_t key_type_at = table[0].offset + 4 + 3 + 1;  // after the name "idx" and backend
+  ASSERT_EQ(bytes[key_type_at], char(engine::KeyType::kUint64));
+  bytes[key_type_at] = char(engine::KeyType::kColumns);
+  const uint64_t checksum = SectionChecksum(bytes.data() + table[0].offset, table[0].length);
+  std::memcpy(bytes.data() + 64 + 24, &checksum, 8);
+  ResealHeader(bytes);
+  const std::string bad = (dir_ / "v1_columns.gjsnap").string();
+  Spill(bad, bytes);
+  const absl::Status s = Load(bad);
+  EXPECT_TRUE(absl::IsDataLoss(s)) << s;
+  EXPECT_NE(s.message().find("metadata does not parse"), std::string::npos) << s.message();
 }
 
 TEST_F(SnapshotFileTest, SectionTableMustMatchTheMetadata) {
@@ -203,18 +312,64 @@ TEST_F(SnapshotFileTest, SectionTableMustMatchTheMetadata) {
   std::string bytes = Slurp(path);
   // Shorten the keys section's length by 8 (table entry 1) and re-seal the
   // header: the checksums hold, the sizes do not.
-  uint32_t header_bytes;
-  std::memcpy(&header_bytes, bytes.data() + 20, 4);
   uint64_t length;
   std::memcpy(&length, bytes.data() + 64 + 40 + 16, 8);
   length -= 8;
   std::memcpy(bytes.data() + 64 + 40 + 16, &length, 8);
-  const uint64_t h = XxHash64(bytes.data(), header_bytes - 8);
-  std::memcpy(bytes.data() + header_bytes - 8, &h, 8);
+  ResealHeader(bytes);
   Spill(path, bytes);
   const absl::Status s = Load(path);
   EXPECT_TRUE(absl::IsDataLoss(s)) << s;
   EXPECT_NE(s.message().find("keys"), std::string::npos) << s.message();
+}
+
+// Every key-schema section (each key column's data, offsets and validity, the
+// row values): a length 8 bytes short of what the metadata implies is refused
+// at Open naming the section, and a flipped byte at ReadImage as a checksum
+// mismatch naming it.
+TEST_F(SnapshotFileTest, KeyColumnSectionsAreCheckedAndNamed) {
+  const std::string path = WriteCase(et::KeyColumnImageCases()[1]);
+  const std::string good = Slurp(path);
+  const std::vector<TableEntry> table = SectionTable(good);
+  const std::string bad = path + ".bad";
+  std::vector<std::string> named;
+  for (size_t i = 0; i < table.size(); ++i) {
+    const TableEntry& e = table[i];
+    // Section types 9 to 12 (snapshot_layout.hpp): a key column's data,
+    // offsets and validity, the row values.
+    if (e.type < 9 || e.type > 12) continue;
+    const char* kinds[] = {"data", "offsets", "validity"};
+    const std::string what =
+        e.type == 12 ? "row values" : absl::StrCat("key column ", e.column, " ", kinds[e.type - 9]);
+    SCOPED_TRACE(what);
+    named.push_back(what);
+    ASSERT_GE(e.length, 8u);
+    std::string copy = good;
+    const uint64_t shorter = e.length - 8;
+    std::memcpy(copy.data() + e.at + 16, &shorter, 8);
+    ResealHeader(copy);
+    Spill(bad, copy);
+    absl::Status s = SnapshotReader::Open(bad).status();
+    EXPECT_TRUE(absl::IsDataLoss(s)) << s;
+    EXPECT_NE(
+        s.message().find(absl::StrCat("section ", i, " is ", what, " of ", shorter,
+                                      " bytes; the metadata implies ", what, " of ", e.length)),
+        std::string::npos)
+        << s.message();
+
+    copy = good;
+    copy[e.offset + e.length / 2] ^= 0x04;
+    Spill(bad, copy);
+    s = Load(bad);
+    EXPECT_TRUE(absl::IsDataLoss(s)) << s;
+    EXPECT_NE(s.message().find(absl::StrCat("section ", i, " (", what, ") checksum mismatch")),
+              std::string::npos)
+        << s.message();
+    EXPECT_EQ(SnapshotLoadFailureReason(s), "corrupt");
+  }
+  EXPECT_EQ(named, (std::vector<std::string>{"key column 0 data", "key column 0 offsets",
+                                             "key column 0 validity", "key column 1 data",
+                                             "key column 1 validity", "row values"}));
 }
 
 // Sections of several 4 MiB checksum blocks, with and without a tail (the

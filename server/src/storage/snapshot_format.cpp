@@ -34,6 +34,14 @@ std::string SectionName(uint32_t type, uint32_t column) {
       return absl::StrCat("payload ", column, " offsets");
     case kPayloadValidity:
       return absl::StrCat("payload ", column, " validity");
+    case kKeyData:
+      return absl::StrCat("key column ", column, " data");
+    case kKeyOffsets:
+      return absl::StrCat("key column ", column, " offsets");
+    case kKeyValidity:
+      return absl::StrCat("key column ", column, " validity");
+    case kRowValues:
+      return "row values";
   }
   return absl::StrCat("type ", type);
 }
@@ -119,6 +127,8 @@ std::string_view SnapshotLoadFailureReason(const absl::Status& status) {
     case absl::StatusCode::kInvalidArgument:
     case absl::StatusCode::kAlreadyExists:
       return "invalid";
+    case absl::StatusCode::kUnimplemented:
+      return "unsupported";
     default:
       return "io_error";
   }

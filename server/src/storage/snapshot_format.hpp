@@ -2,8 +2,11 @@
 // is documented in docs/operations.md, "Snapshot format"): a fixed header, a
 // section table with an xxHash64 checksum per section, a checksum of the header
 // itself, then the sections (metadata, the table's keys and values, a keep_all
-// index's groups, each payload column's arrays), each at a 64-byte boundary.
+// index's groups, each payload column's arrays, and a key schema's key columns
+// and row values), each at a 64-byte boundary.
 //
+// Format version 2 added the key schema (the metadata's key columns, their
+// sections and the row values); version 1 files, which have none, still load.
 // Reading verifies the magic, the format version (a newer one is refused with a
 // message naming both), the endianness marker, the header checksum, that the
 // file has the length the header says (a torn write is shorter), that every
@@ -34,7 +37,7 @@
 namespace gpujoin::server {
 
 /// The format version this gpujoind writes and the newest it reads.
-inline constexpr uint32_t kSnapshotFormatVersion = 1;
+inline constexpr uint32_t kSnapshotFormatVersion = 2;
 /// The file name suffix of snapshots (`<index name>.gjsnap`).
 inline constexpr std::string_view kSnapshotSuffix = ".gjsnap";
 /// The first 8 bytes of every snapshot.
@@ -61,6 +64,9 @@ struct SnapshotMeta {
   int64_t built_unix_millis = 0;
   /// IndexSpec.payload names, aligned with the image's payload columns.
   std::vector<std::string> payload_names;
+  /// A key schema's (key type kColumns) IndexSpec.key_columns names, aligned
+  /// with the image's key columns; empty for a key word.
+  std::vector<std::string> key_column_names;
 };
 
 /// Hooks of a write.
@@ -100,7 +106,8 @@ std::string_view FileKindName(unsigned mode);
 
 /// The reason label (gpujoin_snapshot_load_failures_total) of a load error from
 /// SnapshotReader or an import: "version", "truncated", "corrupt", "budget",
-/// "io_error" or "invalid".
+/// "invalid", "unsupported" (the backend cannot hold the index: a key schema on
+/// the CUDA backend) or "io_error".
 std::string_view SnapshotLoadFailureReason(const absl::Status& status);
 
 }  // namespace gpujoin::server

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "gpujoin/common/xxhash64.hpp"
+#include "gpujoin/engine/index_image.hpp"
 
 namespace gpujoin::server::detail {
 
@@ -24,8 +25,12 @@ constexpr size_t kFixedHeaderBytes = 64;
 constexpr size_t kEntryBytes = 40;  // type, column, offset, length, checksum, reserved
 constexpr size_t kAlign = 64;
 constexpr size_t kBlockBytes = size_t{4} << 20;  // SectionChecksum's blocks
-// Most sections a header may list (a bound on what Open reads before checking).
-constexpr uint32_t kMaxSections = 4 + 3 * 4096;
+// Most payload columns the metadata may list.
+constexpr uint32_t kMaxPayloadColumns = 4096;
+// Most sections a header may list (a bound on what Open reads before checking):
+// metadata, keys, values, two group sections, three per payload and key column,
+// row values.
+constexpr uint32_t kMaxSections = 6 + 3 * (kMaxPayloadColumns + 8);
 
 enum SectionType : uint32_t {
   kMeta = 1,
@@ -36,9 +41,26 @@ enum SectionType : uint32_t {
   kPayloadData = 6,
   kPayloadOffsets = 7,
   kPayloadValidity = 8,
+  // Format version 2: a key schema's key columns (every build row) and row values.
+  kKeyData = 9,
+  kKeyOffsets = 10,
+  kKeyValidity = 11,
+  kRowValues = 12,
 };
 
-/// "metadata", "keys", "payload 2 offsets", ...: a section in messages.
+/// The section types of one column's arrays, in file order (data, then offsets
+/// for strings and binary, then validity when nullable): a payload column's or
+/// a key column's, written and read by one implementation.
+struct ColumnSections {
+  SectionType data;
+  SectionType offsets;
+  SectionType validity;
+};
+inline constexpr ColumnSections kPayloadSections{kPayloadData, kPayloadOffsets, kPayloadValidity};
+inline constexpr ColumnSections kKeySections{kKeyData, kKeyOffsets, kKeyValidity};
+
+/// "metadata", "keys", "payload 2 offsets", "key column 0 data", ...: a section
+/// in messages.
 std::string SectionName(uint32_t type, uint32_t column);
 
 inline uint64_t AlignUp(uint64_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
@@ -168,5 +190,39 @@ class Decoder {
   std::string_view in_;
   size_t at_ = 0;
 };
+
+// One column's entry in the metadata: a payload column's, and from format
+// version 2 a key column's too (one encoding for both).
+struct ColumnMeta {
+  std::string name;
+  uint8_t type = 0;
+  bool nullable = false;
+  uint64_t null_count = 0;
+  /// A variable-width column's stored bytes (its data section); else 0.
+  uint64_t stored_bytes = 0;
+
+  engine::PayloadShape shape() const {
+    return engine::PayloadShape{engine::ColumnType(type), nullable, stored_bytes};
+  }
+};
+
+/// Encodes column `p` named `name`: name, type (u8), nullable (u8), null
+/// count (u64), stored bytes (u64).
+inline void EncodeColumnMeta(Encoder& e, std::string_view name, const engine::PayloadImage& p) {
+  e.Str(name);
+  e.U8(uint8_t(p.type));
+  e.U8(p.nullable ? 1 : 0);
+  e.U64(p.null_count);
+  e.U64(engine::IsVariableWidth(p.type) ? p.data.size() : 0);
+}
+
+/// Decodes what EncodeColumnMeta wrote; false when the bytes run out.
+inline bool DecodeColumnMeta(Decoder& d, ColumnMeta& m) {
+  uint8_t nullable = 0;
+  const bool ok = d.Str(m.name) && d.U8(m.type) && d.U8(nullable) && d.U64(m.null_count) &&
+                  d.U64(m.stored_bytes);
+  m.nullable = nullable != 0;
+  return ok;
+}
 
 }  // namespace gpujoin::server::detail

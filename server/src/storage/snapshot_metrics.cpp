@@ -50,10 +50,10 @@ SnapshotMetrics::SnapshotMetrics(prometheus::Registry& r) {
                         .Name("gpujoin_snapshot_load_failures_total")
                         .Help(
                             "Snapshots not loaded, by reason (version, truncated, corrupt, "
-                            "budget, invalid, not_regular_file, io_error).")
+                            "budget, invalid, unsupported, not_regular_file, io_error).")
                         .Register(r);
-  for (const char* reason :
-       {"version", "truncated", "corrupt", "budget", "invalid", "not_regular_file", "io_error"}) {
+  for (const char* reason : {"version", "truncated", "corrupt", "budget", "invalid", "unsupported",
+                             "not_regular_file", "io_error"}) {
     load_failures_->Add({{"reason", reason}});
   }
   loaded_ = &prometheus::BuildCounter()

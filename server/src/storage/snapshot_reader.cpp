@@ -15,13 +15,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "gpujoin/common/status_macros.hpp"
+#include "gpujoin/engine/key_columns.hpp"
 #include "storage/snapshot_layout.hpp"
 
 namespace gpujoin::server {
 namespace {
 
 using detail::BlockCount;
+using detail::ColumnMeta;
 using detail::CombineBlockHashes;
+using detail::DecodeColumnMeta;
 using detail::Decoder;
 using detail::HeaderBytes;
 using detail::kAlign;
@@ -30,6 +33,7 @@ using detail::kBlockSeed;
 using detail::kEndianMarker;
 using detail::kEntryBytes;
 using detail::kFixedHeaderBytes;
+using detail::kMaxPayloadColumns;
 using detail::kMaxSections;
 using detail::Read32;
 using detail::Read64;
@@ -74,6 +78,7 @@ SnapshotReader& SnapshotReader::operator=(SnapshotReader&& other) noexcept {
     built_rows_ = other.built_rows_;
     built_ = other.built_;
     null_counts_ = std::move(other.null_counts_);
+    key_null_counts_ = std::move(other.key_null_counts_);
     identity_ = other.identity_;
   }
   return *this;
@@ -142,7 +147,7 @@ absl::Status SnapshotReader::ReadSectionTable() {
   if (format_version_ > kSnapshotFormatVersion || format_version_ == 0) {
     return absl::FailedPreconditionError(absl::StrCat(
         "snapshot \"", path, "\": format version ", format_version_,
-        " is not supported: this gpujoind reads format version ", kSnapshotFormatVersion,
+        " is not supported: this gpujoind reads format versions 1 to ", kSnapshotFormatVersion,
         " (newer files come from a newer gpujoind; load them there)"));
   }
   if (Read32(fixed + 12) != kEndianMarker) {
@@ -212,7 +217,11 @@ absl::Status SnapshotReader::ReadMeta() {
             d.U64(built_rows_) && d.U64(shape_.kept_rows) && d.U64(sm.version) &&
             d.U32(sm.first_value) && d.U8(explicit_values) && d.U8(batch) &&
             d.F64(sm.build_seconds) && d.U64(millis) && d.U32(columns);
-  if (!ok || backend > 2 || key_type > 1 || duplicates > 1 || columns > 4096) {
+  // Version 1 knows the key words only; version 2 adds the key schema.
+  const uint8_t max_key_type =
+      uint8_t(format_version_ >= 2 ? engine::KeyType::kColumns : engine::KeyType::kUint64);
+  if (!ok || backend > 2 || key_type > max_key_type || duplicates > 1 ||
+      columns > kMaxPayloadColumns) {
     return Corrupt("metadata does not parse");
   }
   sm.source_backend = engine::BackendKind(backend);
@@ -223,18 +232,15 @@ absl::Status SnapshotReader::ReadMeta() {
   sm.batch_mode = batch != 0;
   sm.built_unix_millis = int64_t(millis);
   for (uint32_t c = 0; c < columns; ++c) {
-    std::string name;
-    uint8_t type = 0, nullable = 0;
-    uint64_t nulls = 0, string_bytes = 0;
-    if (!(d.Str(name) && d.U8(type) && d.U8(nullable) && d.U64(nulls) && d.U64(string_bytes)) ||
-        type > uint8_t(engine::ColumnType::kString)) {
+    ColumnMeta column;
+    if (!DecodeColumnMeta(d, column) || column.type > uint8_t(engine::ColumnType::kString)) {
       return Corrupt(absl::StrCat("metadata of payload column ", c, " does not parse"));
     }
-    sm.payload_names.push_back(std::move(name));
-    shape_.payload.push_back(
-        engine::PayloadShape{engine::ColumnType(type), nullable != 0, string_bytes});
-    null_counts_.push_back(nulls);
+    sm.payload_names.push_back(std::move(column.name));
+    shape_.payload.push_back(column.shape());
+    null_counts_.push_back(column.null_count);
   }
+  if (format_version_ >= 2) GPUJOIN_RETURN_IF_ERROR(ReadKeySchema(d));
   if (!d.done()) return Corrupt("metadata has trailing bytes");
   if (const absl::Status v = spec.Validate(); !v.ok()) {
     return Corrupt(absl::StrCat("spec: ", v.message()));
@@ -245,15 +251,69 @@ absl::Status SnapshotReader::ReadMeta() {
   if (shape_.kept_rows > built_rows_) {
     return Corrupt(absl::StrCat(shape_.kept_rows, " kept rows of a ", built_rows_, "-row build"));
   }
+  // Every kept row and every key row has a 4-byte value in the file: a count
+  // past that would only overflow the sizes computed from it.
+  if (shape_.kept_rows > file_bytes_ / 4 || shape_.key_rows > file_bytes_ / 4) {
+    return Corrupt(absl::StrCat(shape_.kept_rows, " kept rows and ", shape_.key_rows,
+                                " key rows do not fit the ", file_bytes_, "-byte file"));
+  }
   return absl::OkStatus();
 }
+
+absl::Status SnapshotReader::ReadKeySchema(Decoder& d) {
+  engine::HashIndexSpec& spec = shape_.spec;
+  uint32_t columns = 0;
+  if (!(d.U64(shape_.key_rows) && d.U32(columns)) || columns > engine::kMaxKeyColumns) {
+    return Corrupt("metadata of the key schema does not parse");
+  }
+  for (uint32_t c = 0; c < columns; ++c) {
+    ColumnMeta column;
+    if (!DecodeColumnMeta(d, column) || column.type > uint8_t(engine::ColumnType::kString) ||
+        !engine::IsKeyColumnType(engine::ColumnType(column.type))) {
+      return Corrupt(absl::StrCat("metadata of key column ", c, " does not parse"));
+    }
+    meta_.key_column_names.push_back(std::move(column.name));
+    spec.key_columns.push_back(engine::ColumnType(column.type));
+    shape_.key_columns.push_back(column.shape());
+    key_null_counts_.push_back(column.null_count);
+  }
+  // A key word has no key schema; a key schema has key columns (spec.Validate).
+  if (spec.key_type != engine::KeyType::kColumns && shape_.key_rows != 0) {
+    return Corrupt(absl::StrCat(shape_.key_rows, " key rows in a ",
+                                std::string(engine::KeyTypeName(spec.key_type)), " index"));
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+// The sections of one column of `positions` positions (payload or key column).
+void WantColumn(detail::ColumnSections types, uint32_t c, const engine::PayloadShape& p,
+                uint64_t positions,
+                std::vector<std::pair<std::pair<uint32_t, uint32_t>, uint64_t>>& want) {
+  const uint64_t data = engine::IsVariableWidth(p.type) ? p.string_bytes
+                        : p.type == engine::ColumnType::kBool
+                            ? engine::BitmapBytes(positions)
+                            : positions * engine::ColumnWidth(p.type);
+  want.push_back({{types.data, c}, data});
+  if (engine::IsVariableWidth(p.type)) want.push_back({{types.offsets, c}, (positions + 1) * 8});
+  if (p.nullable) want.push_back({{types.validity, c}, engine::BitmapBytes(positions)});
+}
+
+// A column's arrays in the order of its sections.
+void ColumnTargets(engine::PayloadImage& p, std::vector<engine::ImageBuffer*>& targets) {
+  targets.push_back(&p.data);
+  if (engine::IsVariableWidth(p.type)) targets.push_back(&p.offsets);
+  if (p.nullable) targets.push_back(&p.validity);
+}
+
+}  // namespace
 
 absl::Status SnapshotReader::CheckSectionSizes() const {
   // AllocateImage would allocate: compute the sizes alone.
   const engine::HashIndexSpec& spec = shape_.spec;
   const uint64_t cap = spec.capacity;
   const uint64_t positions = shape_.positions();
-  const uint32_t columns = uint32_t(shape_.payload.size());
   std::vector<std::pair<std::pair<uint32_t, uint32_t>, uint64_t>> want;
   want.push_back({{kKeys, 0}, cap * engine::KeyBytes(spec.key_type)});
   want.push_back({{kValues, 0}, cap * 4});
@@ -261,14 +321,14 @@ absl::Status SnapshotReader::CheckSectionSizes() const {
     want.push_back({{kGroupRanges, 0}, cap * 8});
     want.push_back({{kGroupValues, 0}, shape_.kept_rows * 4});
   }
-  for (uint32_t c = 0; c < columns; ++c) {
-    const engine::PayloadShape& p = shape_.payload[c];
-    const uint64_t data = engine::IsVariableWidth(p.type)        ? p.string_bytes
-                          : p.type == engine::ColumnType::kBool ? engine::BitmapBytes(positions)
-                                                                : positions * engine::ColumnWidth(p.type);
-    want.push_back({{kPayloadData, c}, data});
-    if (engine::IsVariableWidth(p.type)) want.push_back({{kPayloadOffsets, c}, (positions + 1) * 8});
-    if (p.nullable) want.push_back({{kPayloadValidity, c}, engine::BitmapBytes(positions)});
+  for (uint32_t c = 0; c < shape_.payload.size(); ++c) {
+    WantColumn(detail::kPayloadSections, c, shape_.payload[c], positions, want);
+  }
+  if (spec.key_type == engine::KeyType::kColumns) {
+    for (uint32_t c = 0; c < shape_.key_columns.size(); ++c) {
+      WantColumn(detail::kKeySections, c, shape_.key_columns[c], shape_.key_rows, want);
+    }
+    want.push_back({{kRowValues, 0}, shape_.key_rows * 4});
   }
   if (want.size() + 1 != sections_.size()) {
     return Corrupt(absl::StrCat("the metadata implies ", want.size() + 1,
@@ -299,6 +359,9 @@ absl::StatusOr<engine::IndexImage> SnapshotReader::ReadImage(unsigned threads) {
   image.built_rows = built_rows_;
   image.built = built_;
   for (size_t c = 0; c < image.payload.size(); ++c) image.payload[c].null_count = null_counts_[c];
+  for (size_t c = 0; c < image.key_columns.size(); ++c) {
+    image.key_columns[c].null_count = key_null_counts_[c];
+  }
   GPUJOIN_RETURN_IF_ERROR(ReadSections(Targets(image), threads));
   GPUJOIN_RETURN_IF_ERROR(CheckPadding());
   if (const absl::Status v = image.Validate(); !v.ok()) {
@@ -315,10 +378,10 @@ std::vector<engine::ImageBuffer*> SnapshotReader::Targets(engine::IndexImage& im
     targets.push_back(&image.group_ranges);
     targets.push_back(&image.group_values);
   }
-  for (engine::PayloadImage& p : image.payload) {
-    targets.push_back(&p.data);
-    if (engine::IsVariableWidth(p.type)) targets.push_back(&p.offsets);
-    if (p.nullable) targets.push_back(&p.validity);
+  for (engine::PayloadImage& p : image.payload) ColumnTargets(p, targets);
+  if (shape_.spec.key_type == engine::KeyType::kColumns) {
+    for (engine::PayloadImage& k : image.key_columns) ColumnTargets(k, targets);
+    targets.push_back(&image.row_values);
   }
   return targets;
 }

@@ -16,6 +16,9 @@
 #include "storage/snapshot_format.hpp"
 
 namespace gpujoin::server {
+namespace detail {
+class Decoder;
+}  // namespace detail
 
 /// A snapshot file opened for loading: its header and metadata verified.
 class SnapshotReader {
@@ -36,7 +39,8 @@ class SnapshotReader {
   ~SnapshotReader();
 
   const SnapshotMeta& meta() const { return meta_; }
-  /// The sizes of the image (for the memory an import takes).
+  /// The sizes of the image, a key schema's key columns and row values
+  /// included (for the memory an import takes).
   const engine::IndexImageShape& shape() const { return shape_; }
   /// Bytes of the file.
   uint64_t file_bytes() const { return file_bytes_; }
@@ -73,6 +77,10 @@ class SnapshotReader {
   /// Reads, verifies and decodes the metadata section (sections_[0]) into
   /// meta_, shape_, statistics_ and null_counts_.
   absl::Status ReadMeta();
+  /// Format version 2: decodes the key schema at the end of the metadata (key
+  /// rows, then per key column what a payload column has) into meta_, shape_
+  /// and key_null_counts_.
+  absl::Status ReadKeySchema(detail::Decoder& d);
   /// Every section after the metadata must be exactly the array the metadata
   /// implies (type, column and length), in order.
   absl::Status CheckSectionSizes() const;
@@ -96,6 +104,7 @@ class SnapshotReader {
   uint64_t built_rows_ = 0;
   bool built_ = false;
   std::vector<uint64_t> null_counts_;
+  std::vector<uint64_t> key_null_counts_;
   FileIdentity identity_;
 };
 

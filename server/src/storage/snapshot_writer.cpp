@@ -48,15 +48,17 @@ std::string EncodeMeta(const SnapshotMeta& m, const engine::IndexImage& image) {
   e.U8(m.batch_mode ? 1 : 0);
   e.F64(m.build_seconds);
   e.U64(uint64_t(m.built_unix_millis));
-  e.U32(uint32_t(image.payload.size()));
-  for (size_t c = 0; c < image.payload.size(); ++c) {
-    const engine::PayloadImage& p = image.payload[c];
-    e.Str(c < m.payload_names.size() ? m.payload_names[c] : std::string());
-    e.U8(uint8_t(p.type));
-    e.U8(p.nullable ? 1 : 0);
-    e.U64(p.null_count);
-    e.U64(engine::IsVariableWidth(p.type) ? p.data.size() : 0);
-  }
+  auto columns = [&e](const std::vector<engine::PayloadImage>& images,
+                      const std::vector<std::string>& names) {
+    e.U32(uint32_t(images.size()));
+    for (size_t c = 0; c < images.size(); ++c) {
+      detail::EncodeColumnMeta(e, c < names.size() ? names[c] : std::string(), images[c]);
+    }
+  };
+  columns(image.payload, m.payload_names);
+  // Format version 2: the key schema (no columns for a key word).
+  e.U64(image.shape().key_rows);
+  columns(image.key_columns, m.key_column_names);
   return e.bytes();
 }
 
@@ -68,6 +70,16 @@ struct OutSection {
   uint64_t length;
 };
 
+// A column's sections (data, offsets, validity), of a payload or key column.
+void AddColumnSections(detail::ColumnSections types, uint32_t c, const engine::PayloadImage& p,
+                       std::vector<OutSection>& s) {
+  s.push_back({types.data, c, p.data.data(), p.data.size()});
+  if (engine::IsVariableWidth(p.type)) {
+    s.push_back({types.offsets, c, p.offsets.data(), p.offsets.size()});
+  }
+  if (p.nullable) s.push_back({types.validity, c, p.validity.data(), p.validity.size()});
+}
+
 std::vector<OutSection> SectionsOf(const std::string& meta, const engine::IndexImage& image) {
   std::vector<OutSection> s;
   s.push_back({kMeta, 0, meta.data(), meta.size()});
@@ -78,12 +90,13 @@ std::vector<OutSection> SectionsOf(const std::string& meta, const engine::IndexI
     s.push_back({kGroupValues, 0, image.group_values.data(), image.group_values.size()});
   }
   for (uint32_t c = 0; c < image.payload.size(); ++c) {
-    const engine::PayloadImage& p = image.payload[c];
-    s.push_back({kPayloadData, c, p.data.data(), p.data.size()});
-    if (engine::IsVariableWidth(p.type)) {
-      s.push_back({kPayloadOffsets, c, p.offsets.data(), p.offsets.size()});
+    AddColumnSections(detail::kPayloadSections, c, image.payload[c], s);
+  }
+  if (image.spec.key_type == engine::KeyType::kColumns) {
+    for (uint32_t c = 0; c < image.key_columns.size(); ++c) {
+      AddColumnSections(detail::kKeySections, c, image.key_columns[c], s);
     }
-    if (p.nullable) s.push_back({kPayloadValidity, c, p.validity.data(), p.validity.size()});
+    s.push_back({kRowValues, 0, image.row_values.data(), image.row_values.size()});
   }
   return s;
 }
