@@ -1,10 +1,11 @@
-// Request messages and the BuildIndex and GetServerInfo calls for the server
-// tests.
+// Request messages (key-schema columns and specs included) and the BuildIndex
+// and GetServerInfo calls for the server tests.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -93,6 +94,93 @@ inline grpc::Status Build(v1::GpuJoin::Stub& stub,
   }
   writer->WritesDone();
   return writer->Finish();
+}
+
+// ----------------------------------------------------- key schemas (kColumns)
+
+/// A cell of a key column: nullopt = null.
+using Str = std::optional<std::string>;
+using I64 = std::optional<int64_t>;
+
+/// A STRING (or BINARY) Column of `rows` (nullopt = null).
+inline v1::Column StrCol(const std::vector<Str>& rows,
+                         v1::ColumnType type = v1::COLUMN_TYPE_STRING) {
+  v1::Column c;
+  c.set_type(type);
+  c.set_length(rows.size());
+  std::vector<int32_t> offsets = {0};
+  std::string validity((rows.size() + 7) / 8, '\0');
+  bool nulls = false;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    if (rows[r]) {
+      c.mutable_data()->append(*rows[r]);
+      validity[r / 8] |= static_cast<char>(1 << (r % 8));
+    } else {
+      nulls = true;
+    }
+    offsets.push_back(static_cast<int32_t>(c.data().size()));
+  }
+  *c.mutable_offsets() = PackColumn<int32_t>(offsets);
+  if (nulls) *c.mutable_validity() = validity;
+  return c;
+}
+
+/// An INT64 Column of `rows` (nullopt = null).
+inline v1::Column I64Col(const std::vector<I64>& rows) {
+  v1::Column c;
+  c.set_type(v1::COLUMN_TYPE_INT64);
+  c.set_length(rows.size());
+  std::vector<int64_t> values;
+  std::string validity((rows.size() + 7) / 8, '\0');
+  bool nulls = false;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    values.push_back(rows[r].value_or(0));
+    if (rows[r]) {
+      validity[r / 8] |= static_cast<char>(1 << (r % 8));
+    } else {
+      nulls = true;
+    }
+  }
+  *c.mutable_data() = PackColumn<int64_t>(values);
+  if (nulls) *c.mutable_validity() = validity;
+  return c;
+}
+
+/// A key column of a key schema: its name and type.
+struct KeyCol {
+  std::string name;
+  v1::ColumnType type;
+};
+
+/// The spec of a key-schema index `name` keyed by `keys`.
+inline v1::BuildIndexRequest KeySpec(const std::string& name, const std::vector<KeyCol>& keys,
+                                     uint64_t capacity = 1024) {
+  v1::BuildIndexRequest r;
+  auto* s = r.mutable_spec();
+  s->set_name(name);
+  s->set_capacity(capacity);
+  s->set_key_type(v1::KEY_TYPE_COLUMNS);
+  for (const KeyCol& k : keys) {
+    auto* c = s->add_key_columns();
+    c->set_name(k.name);
+    c->set_type(k.type);
+  }
+  return r;
+}
+
+/// A chunk message carrying `keys`, one Column per key column.
+inline v1::BuildIndexRequest KeyChunk(std::vector<v1::Column> keys) {
+  v1::BuildIndexRequest r;
+  for (auto& k : keys) *r.mutable_chunk()->add_key_columns() = std::move(k);
+  return r;
+}
+
+/// A lookup of `keys` (one Column per key column) in index `index`.
+inline v1::LookupRequest KeyLookup(const std::string& index, std::vector<v1::Column> keys) {
+  v1::LookupRequest r;
+  r.set_index(index);
+  for (auto& k : keys) *r.add_key_columns() = std::move(k);
+  return r;
 }
 
 /// GetServerInfo's answer (a failed call is a test failure and an empty answer).

@@ -5,13 +5,12 @@
 // validity; a composite (int64, string) key with nulls, duplicates across
 // chunks, the empty string and strings that differ in one byte; IndexInfo,
 // ListIndexes and /metrics report the schema; every wire error names its field;
-// snapshots refuse key-schema indexes cleanly; and a randomized check of
-// lookups and the four join kinds against a map model.
+// and a randomized check of lookups and the four join kinds against a map model.
+// Their snapshots: snapshot_key_columns_test.cpp.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <filesystem>
 #include <map>
 #include <optional>
 #include <random>
@@ -34,85 +33,14 @@ using ::testing::HasSubstr;
 
 constexpr uint32_t kMissing = 0xffffffffu;
 
-using Str = std::optional<std::string>;
-using I64 = std::optional<int64_t>;
-
-// A STRING (or BINARY) Column of `rows` (nullopt = null).
-v1::Column StrCol(const std::vector<Str>& rows, v1::ColumnType type = v1::COLUMN_TYPE_STRING) {
-  v1::Column c;
-  c.set_type(type);
-  c.set_length(rows.size());
-  std::vector<int32_t> offsets = {0};
-  std::string validity((rows.size() + 7) / 8, '\0');
-  bool nulls = false;
-  for (size_t r = 0; r < rows.size(); ++r) {
-    if (rows[r]) {
-      c.mutable_data()->append(*rows[r]);
-      validity[r / 8] |= static_cast<char>(1 << (r % 8));
-    } else {
-      nulls = true;
-    }
-    offsets.push_back(static_cast<int32_t>(c.data().size()));
-  }
-  *c.mutable_offsets() = PackColumn<int32_t>(offsets);
-  if (nulls) *c.mutable_validity() = validity;
-  return c;
-}
-
-// An INT64 Column of `rows` (nullopt = null).
-v1::Column I64Col(const std::vector<I64>& rows) {
-  v1::Column c;
-  c.set_type(v1::COLUMN_TYPE_INT64);
-  c.set_length(rows.size());
-  std::vector<int64_t> values;
-  std::string validity((rows.size() + 7) / 8, '\0');
-  bool nulls = false;
-  for (size_t r = 0; r < rows.size(); ++r) {
-    values.push_back(rows[r].value_or(0));
-    if (rows[r]) {
-      validity[r / 8] |= static_cast<char>(1 << (r % 8));
-    } else {
-      nulls = true;
-    }
-  }
-  *c.mutable_data() = PackColumn<int64_t>(values);
-  if (nulls) *c.mutable_validity() = validity;
-  return c;
-}
-
-struct KeyCol {
-  std::string name;
-  v1::ColumnType type;
-};
-
-// The spec of a key-schema index `name` keyed by `keys`.
-v1::BuildIndexRequest KeySpec(const std::string& name, const std::vector<KeyCol>& keys,
-                              uint64_t capacity = 1024) {
-  v1::BuildIndexRequest r;
-  auto* s = r.mutable_spec();
-  s->set_name(name);
-  s->set_capacity(capacity);
-  s->set_key_type(v1::KEY_TYPE_COLUMNS);
-  for (const KeyCol& k : keys) {
-    auto* c = s->add_key_columns();
-    c->set_name(k.name);
-    c->set_type(k.type);
-  }
-  return r;
-}
-
-v1::BuildIndexRequest KeyChunk(std::vector<v1::Column> keys) {
-  v1::BuildIndexRequest r;
-  for (auto& k : keys) *r.mutable_chunk()->add_key_columns() = std::move(k);
-  return r;
-}
-
-v1::LookupRequest KeyLookup(const std::string& index, std::vector<v1::Column> keys) {
-  v1::LookupRequest r;
-  r.set_index(index);
-  for (auto& k : keys) *r.add_key_columns() = std::move(k);
-  return r;
-}
+using testing::I64;
+using testing::I64Col;
+using testing::KeyChunk;
+using testing::KeyCol;
+using testing::KeyLookup;
+using testing::KeySpec;
+using testing::Str;
+using testing::StrCol;
 
 class KeyColumnsIntegrationTest : public ::testing::Test {
  protected:
@@ -477,66 +405,6 @@ TEST_F(KeyColumnsIntegrationTest, BadLookupsAndJoinsAreInBandErrors) {
   for (uint32_t v : {5u}) b->mutable_left_rows()->mutable_values()->add_v(v);
   jr = Join(j);
   EXPECT_EQ(jr.error().message(), "batches[0].left_rows: 1 rows but batches[0].key_columns has 2");
-}
-
-TEST(KeyColumnsSnapshotTest, KeySchemaIndexesAreNotSnapshottedAndLeaveNoStaleFile) {
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() /
-      ("gpujoin_keys_snap_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  {
-    ServerProcess server(gpujoin::testing::ServerOptions{
-        .extra_args = {"--data-dir", dir.string()}});
-    ASSERT_TRUE(server.ready()) << server.log();
-    auto stub = v1::GpuJoin::NewStub(
-        grpc::CreateChannel(server.grpc_address(), grpc::InsecureChannelCredentials()));
-    // An integer index "x", durable, then rebuilt keyed by a string.
-    v1::BuildIndexRequest spec = testing::SpecMsg("x", 64);
-    spec.mutable_spec()->set_wait_durable(true);
-    ASSERT_TRUE(testing::Build(*stub, {spec, testing::ChunkMsg({1, 2})}).ok());
-    EXPECT_TRUE(std::filesystem::exists(dir / "x.gjsnap"));
-    v1::BuildIndexRequest keys = KeySpec("x", {{"k", v1::COLUMN_TYPE_STRING}});
-    keys.mutable_spec()->set_replace(true);
-    keys.mutable_spec()->set_wait_durable(true);
-    grpc::Status s = testing::Build(*stub, {keys, KeyChunk({StrCol({"a"})})});
-    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNIMPLEMENTED) << s.error_message();
-    keys.mutable_spec()->set_wait_durable(false);
-    s = testing::Build(*stub, {keys, KeyChunk({StrCol({"a"})})});
-    ASSERT_TRUE(s.ok()) << s.error_message();
-    // The older snapshot is gone: a restart must not serve version 1.
-    EXPECT_FALSE(std::filesystem::exists(dir / "x.gjsnap"));
-    grpc::ClientContext ctx;
-    v1::SaveIndexRequest save;
-    save.set_name("x");
-    v1::SaveIndexResponse saved;
-    s = stub->SaveIndex(&ctx, save, &saved);
-    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNIMPLEMENTED);
-    EXPECT_THAT(s.error_message(), HasSubstr("key-schema indexes are not snapshotted yet"));
-    // The index keeps serving.
-    v1::LookupRequest q = KeyLookup("x", {StrCol({"a"})});
-    grpc::ClientContext lctx;
-    auto stream = stub->Lookup(&lctx);
-    ASSERT_TRUE(stream->Write(q));
-    stream->WritesDone();
-    v1::LookupResponse r;
-    ASSERT_TRUE(stream->Read(&r));
-    EXPECT_TRUE(stream->Finish().ok());
-    EXPECT_EQ(r.found(), std::string("\1", 1));
-  }
-  {
-    // A restart serves nothing under "x" and skips nothing.
-    ServerProcess server(gpujoin::testing::ServerOptions{
-        .extra_args = {"--data-dir", dir.string()}});
-    ASSERT_TRUE(server.ready()) << server.log();
-    auto stub = v1::GpuJoin::NewStub(
-        grpc::CreateChannel(server.grpc_address(), grpc::InsecureChannelCredentials()));
-    grpc::ClientContext ctx;
-    v1::ListIndexesResponse lr;
-    ASSERT_TRUE(stub->ListIndexes(&ctx, v1::ListIndexesRequest(), &lr).ok());
-    EXPECT_EQ(lr.indexes_size(), 0);
-  }
-  std::filesystem::remove_all(dir);
 }
 
 // ------------------------------------------------------------ randomized model

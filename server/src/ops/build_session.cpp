@@ -191,11 +191,6 @@ absl::Status BuildSession::AddSpec(const v1::IndexSpec& spec) {
         "spec.wait_durable: this gpujoind has no --data-dir, so nothing is durable; start it "
         "with --data-dir DIR or leave wait_durable unset");
   }
-  if (spec.wait_durable() && key_type_ == engine::KeyType::kColumns) {
-    return absl::UnimplementedError(
-        "spec.wait_durable: indexes keyed by columns (spec.key_type KEY_TYPE_COLUMNS) are not "
-        "snapshotted yet, so this build can never be durable; leave wait_durable unset");
-  }
   if (spec.explicit_values() && spec.batch_mode()) {
     return absl::InvalidArgumentError(
         "spec.explicit_values: cannot be combined with spec.batch_mode (batch values are row IDs)");

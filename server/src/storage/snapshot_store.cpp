@@ -80,43 +80,8 @@ std::string SnapshotStore::PathOf(const std::string& file) const {
   return (std::filesystem::path(options_.data_dir) / file).string();
 }
 
-absl::Status NotSnapshottedError(const IndexVersion& version) {
-  return absl::UnimplementedError(absl::StrCat(
-      "index \"", version.name, "\" version ", version.version,
-      " is keyed by columns (key_type columns): key-schema indexes are not snapshotted yet; "
-      "rebuild it after a restart"));
-}
-
 void SnapshotStore::Schedule(std::shared_ptr<const IndexVersion> version,
                              std::optional<FileIdentity> read_from) {
-  if (version->index->key_type() == engine::KeyType::kColumns) {
-    Callbacks callbacks;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      const std::string name = version->name;
-      uint64_t& latest = latest_[name];
-      if (version->version <= latest) return;  // overtaken, as below
-      latest = version->version;
-      // A new generation: a running write of an older version stops before
-      // its rename (under mu_), so none can put an older file back.
-      ++generation_[name];
-      pending_.erase(name);
-      durable_.erase(name);
-      const absl::Status status = NotSnapshottedError(*version);
-      failed_[name] = {version->version, status};
-      const std::string file = name + std::string(kSnapshotSuffix);
-      if (::unlink(PathOf(file).c_str()) == 0) {
-        (void)SyncDir(options_.data_dir);
-        LogWarning(absl::StrCat("deleted snapshot \"", file, "\": index \"", name, "\" version ",
-                                version->version,
-                                " is keyed by columns, which snapshots do not hold yet, so a "
-                                "restart must not serve the older version it held"));
-      }
-      TakeWaitersLocked(name, UINT64_MAX, status, &callbacks);
-    }
-    Call(callbacks);
-    return;
-  }
   std::shared_ptr<const IndexVersion> stale;  // freed outside the lock
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -320,6 +285,7 @@ absl::StatusOr<uint64_t> SnapshotStore::WriteFile(const IndexVersion& version,
   meta.build_seconds = version.build_seconds;
   meta.built_unix_millis = version.built_unix_millis;
   meta.payload_names = version.payload_names;
+  meta.key_column_names = version.key_column_names;
   const uint64_t bytes = SnapshotFileBytes(meta, *image);
   if (options_.max_bytes != 0) {
     const uint64_t used = DirBytes();
@@ -401,7 +367,6 @@ void SnapshotStore::RecordWrite(const std::string& name, uint64_t generation, ui
 
 absl::StatusOr<SavedSnapshot> SnapshotStore::Save(const IndexVersion& version,
                                                   const std::string& file) {
-  if (version.index->key_type() == engine::KeyType::kColumns) return NotSnapshottedError(version);
   const auto start = Clock::now();
   const bool own = file == version.name + std::string(kSnapshotSuffix);
   // The index's own file must not outlive a drop (nor go back to an older

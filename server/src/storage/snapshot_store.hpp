@@ -107,10 +107,6 @@ absl::StatusOr<std::string> SaveFileOf(const std::string& file, const std::strin
 /// plain name as for SaveFileOf (any snapshot or copy).
 absl::StatusOr<std::string> LoadFileOf(const std::string& file, const std::string& name);
 
-/// UNIMPLEMENTED for a snapshot of `version`, an index keyed by columns:
-/// snapshots do not hold key-schema indexes yet.
-absl::Status NotSnapshottedError(const IndexVersion& version);
-
 /// What the start-up load did.
 struct WarmStartReport {
   uint64_t loaded = 0;
@@ -140,12 +136,7 @@ class SnapshotStore {
   /// running write of an older version of the name is superseded, and a version
   /// older than one already scheduled or dropped is ignored. With `read_from`
   /// (a LoadIndex of the name's own file), the write is skipped while the file
-  /// is still the one read. Never blocks on I/O. A version keyed by columns
-  /// (key type kColumns), which snapshots do not hold yet, is never written:
-  /// its name's pending and running writes are cancelled, its older snapshot
-  /// is deleted (a restart must not serve an older version than the one
-  /// installed) and those waiting for it are answered UNIMPLEMENTED
-  /// (NotSnapshottedError).
+  /// is still the one read. Never blocks on I/O.
   void Schedule(std::shared_ptr<const IndexVersion> version,
                 std::optional<FileIdentity> read_from = std::nullopt);
   /// The name's `dropped_version` was dropped: cancels its writes, deletes its

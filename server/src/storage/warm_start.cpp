@@ -38,7 +38,8 @@ absl::StatusOr<std::shared_ptr<IndexVersion>> SnapshotStore::Load(const std::str
                   (shape.spec.duplicates == engine::DuplicatePolicy::kKeepAll
                        ? uint64_t{shape.spec.capacity} * 8 + shape.kept_rows * 4
                        : 0) +
-                  backend_->PayloadBytes(shape.spec, shape.payload, shape.kept_rows);
+                  backend_->PayloadBytes(shape.spec, shape.payload, shape.kept_rows) +
+                  engine::KeyStorageBytes(shape);
   }
   GPUJOIN_ASSIGN_OR_RETURN(
       MemoryBudget::Reservation reservation,
@@ -47,7 +48,16 @@ absl::StatusOr<std::shared_ptr<IndexVersion>> SnapshotStore::Load(const std::str
   std::unique_ptr<engine::HashIndex> index;
   {
     GPUJOIN_ASSIGN_OR_RETURN(engine::IndexImage image, reader.ReadImage(read_threads));
-    GPUJOIN_ASSIGN_OR_RETURN(index, backend_->ImportIndex(image));
+    auto imported = backend_->ImportIndex(image);
+    if (!imported.ok()) {
+      // UNIMPLEMENTED: this backend cannot hold the index (a key schema on the
+      // CUDA backend); the file is fine, and stays for a backend that can.
+      return absl::Status(imported.status().code(),
+                          absl::StrCat("snapshot \"", file, "\": the ",
+                                       std::string(engine::BackendKindName(backend_->Info().kind)),
+                                       " backend cannot import it: ", imported.status().message()));
+    }
+    index = std::move(*imported);
   }  // the image is freed here
   auto version = std::make_shared<IndexVersion>();
   const SnapshotMeta& meta = reader.meta();
@@ -59,6 +69,7 @@ absl::StatusOr<std::shared_ptr<IndexVersion>> SnapshotStore::Load(const std::str
   version->build_seconds = meta.build_seconds;
   version->built_unix_millis = meta.built_unix_millis;
   version->payload_names = meta.payload_names;
+  version->key_column_names = meta.key_column_names;
   version->reservation = std::move(reservation);
   version->reservation.ShrinkTo(version->index->memory_bytes());
   metrics_.LoadSucceeded(SecondsSince(start));
