@@ -2,11 +2,14 @@
 // (Operations::SaveIndex, LoadIndex, ListFiles, DeleteFile, DropIndex and builds
 // through BuildSession; server/src/storage/snapshot_store.cpp) on the CPU backend, with a
 // SnapshotStore on a scratch directory made afresh for every input. Index names
-// are "a", "b" and "c"; file names are fuzzed bytes.
+// are "a", "b" and "c"; file names are fuzzed bytes. A build makes a uint32
+// index or a string-keyed one (a key schema), so that the files saved and
+// loaded are of both snapshot formats' kinds.
 //
 // Input: a sequence of frames (fuzz_support.hpp SplitFrames); each frame's
-// first byte is the call (low 3 bits) and the index (next 2 bits; 3 = an index
-// name taken from the file bytes), the rest is the file name. A model holds the
+// first byte is the call (low 3 bits: 0 builds a uint32 index, 1 a string-keyed
+// one) and the index (next 2 bits; 3 = an index name taken from the file
+// bytes), the rest is the file name. A model holds the
 // files the directory must have (snapshot of which index, or copy) and the live
 // versions. Checked after every call, once the store's writes are done:
 //  - the status is what the documented rules give: a file name outside
@@ -118,7 +121,7 @@ class Fixture {
     switch (op & 7) {
       case 0:
       case 1:
-        return Build(index);
+        return Build(index, /*key_schema=*/(op & 7) == 1);
       case 2:
         return Save(index, file);
       case 3:
@@ -133,7 +136,7 @@ class Fixture {
     }
   }
 
-  void Build(const std::string& index) {
+  void Build(const std::string& index, bool key_schema) {
     if (!ValidIndexName(index)) return;  // the build session's own target checks names
     const uint64_t version = ++model_.versions[index];
     server::BuildSession session(&harness_.ops());
@@ -142,11 +145,28 @@ class Fixture {
     spec.mutable_spec()->set_capacity(8);
     spec.mutable_spec()->set_first_value(uint32_t(version) * 100);
     spec.mutable_spec()->set_replace(true);
+    if (key_schema) {
+      spec.mutable_spec()->set_key_type(v1::KEY_TYPE_COLUMNS);
+      auto* k = spec.mutable_spec()->add_key_columns();
+      k->set_name("k");
+      k->set_type(v1::COLUMN_TYPE_STRING);
+    }
     absl::Status s = session.Add(std::move(spec));
     FUZZ_CHECK(s.ok(), Describe(s));
     v1::BuildIndexRequest chunk;
-    const std::vector<uint32_t> keys = {uint32_t(version), 7, 9};
-    *chunk.mutable_chunk()->mutable_keys()->mutable_packed() = server::PackColumn<uint32_t>(keys);
+    if (key_schema) {
+      // The empty string is an ordinary key.
+      v1::Column* k = chunk.mutable_chunk()->add_key_columns();
+      k->set_type(v1::COLUMN_TYPE_STRING);
+      k->set_length(3);
+      const std::string first = "v" + std::to_string(version);
+      k->set_data(first + "x");
+      k->set_offsets(server::PackColumn<int32_t>(std::vector<int32_t>{
+          0, int32_t(first.size()), int32_t(first.size()), int32_t(first.size() + 1)}));
+    } else {
+      const std::vector<uint32_t> keys = {uint32_t(version), 7, 9};
+      *chunk.mutable_chunk()->mutable_keys()->mutable_packed() = server::PackColumn<uint32_t>(keys);
+    }
     s = session.Add(std::move(chunk));
     FUZZ_CHECK(s.ok(), Describe(s));
     std::atomic<bool> cancelled{false};

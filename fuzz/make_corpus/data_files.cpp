@@ -10,11 +10,20 @@
 namespace gpujoin::fuzz::corpus {
 
 // fuzz_data_files: calls on the --data-dir files (fuzz_data_files.cpp: the
-// first byte is the call in its low 3 bits, the index a/b/c/named-by-the-file in
+// first byte is the call in its low 3 bits (0 and 1: builds of a uint32 and of
+// a string-keyed index), the index a/b/c/named-by-the-file in
 // the next 2, bit 5 LoadIndex's replace; the rest is the file name).
 void DataFilesTarget(Writer& w) {
   const std::string t = "fuzz_data_files";
-  enum : uint8_t { kBuild = 0, kSave = 2, kLoad = 3, kDelete = 5, kDrop = 6, kList = 7 };
+  enum : uint8_t {
+    kBuild = 0,
+    kBuildKeys = 1,
+    kSave = 2,
+    kLoad = 3,
+    kDelete = 5,
+    kDrop = 6,
+    kList = 7
+  };
   enum : uint8_t { kA = 0 << 3, kB = 1 << 3, kNamed = 3 << 3, kReplace = 0x20 };
   auto calls = [](std::initializer_list<std::pair<uint8_t, std::string>> list) {
     std::string out;
@@ -37,6 +46,15 @@ void DataFilesTarget(Writer& w) {
   w.Put(t, "dropped_then_missing",
         calls({{kBuild | kA, ""}, {kDrop | kA, ""}, {kLoad | kA, ""}, {kDelete, "a.gjsnap"},
                {kDrop | kA, ""}}));
+  w.Put(t, "key_schema_round_trip",
+        calls({{kBuildKeys | kA, ""},
+               {kSave | kA, "a-copy.bin"},
+               {kLoad | kB, "a-copy.bin"},
+               {kBuild | kA, ""},
+               {kBuildKeys | kB, ""},
+               {kLoad | kA | kReplace, "b.gjsnap"},
+               {kSave | kA, ""},
+               {kDrop | kB, ""}}));
   w.Put(t, "odd_index_names",
         calls({{kBuild | kNamed, ".y.gjsnap.tmp-3"}, {kBuild | kNamed, "x.gjsnap"},
                {kSave | kNamed, "x.gjsnap"}, {kList, ""}, {kDrop | kNamed, ".y.gjsnap.tmp-3"}}));
