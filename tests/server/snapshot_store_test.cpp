@@ -1,10 +1,9 @@
 // SnapshotStore's start-up load (LoadAll) on a backend that cannot hold a
-// snapshot's index: the CUDA backend holds no key schemas yet, so a
-// key-schema snapshot must fail that index alone, logged with its reason
-// (unsupported) and what the backend said, its memory given back and its file
-// left in place, while the other snapshots load. The CUDA backend's refusal is
-// stood in for by a CPU backend that refuses key schemas as it does, so that
-// this runs on every host.
+// snapshot's index (its import is UNIMPLEMENTED, as the CUDA backend's was for
+// key schemas before it held them): that snapshot must fail alone, logged with
+// its reason (unsupported) and what the backend said, its memory given back
+// and its file left in place, while the other snapshots load. The backend is
+// the CPU backend, reporting itself as CUDA and refusing key schemas.
 #include "storage/snapshot_store.hpp"
 
 #include <fcntl.h>
@@ -29,8 +28,8 @@ namespace {
 namespace et = engine::testing;
 using ::testing::HasSubstr;
 
-// The CPU backend, reporting itself as CUDA and refusing key schemas with the
-// CUDA backend's messages.
+// The CPU backend, reporting itself as CUDA and refusing key schemas as the
+// CUDA backend did before it held them.
 class NoKeySchemaBackend : public engine::Backend {
  public:
   explicit NoKeySchemaBackend(std::unique_ptr<engine::Backend> cpu) : cpu_(std::move(cpu)) {}
@@ -76,7 +75,7 @@ class NoKeySchemaBackend : public engine::Backend {
   std::unique_ptr<engine::Backend> cpu_;
 };
 
-TEST(SnapshotStoreTest, AKeySchemaSnapshotTheBackendCannotHoldIsSkippedAtStart) {
+TEST(SnapshotStoreTest, ASnapshotTheBackendCannotHoldIsSkippedAtStart) {
   auto cpu = engine::CreateBackend(engine::BackendKind::kCpu);
   ASSERT_TRUE(cpu.ok()) << cpu.status();
   const std::filesystem::path dir = std::filesystem::temp_directory_path() /

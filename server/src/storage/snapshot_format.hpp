@@ -106,8 +106,8 @@ std::string_view FileKindName(unsigned mode);
 
 /// The reason label (gpujoin_snapshot_load_failures_total) of a load error from
 /// SnapshotReader or an import: "version", "truncated", "corrupt", "budget",
-/// "invalid", "unsupported" (the backend cannot hold the index: a key schema on
-/// the CUDA backend) or "io_error".
+/// "invalid", "unsupported" (the backend cannot hold the index: its import is
+/// UNIMPLEMENTED) or "io_error".
 std::string_view SnapshotLoadFailureReason(const absl::Status& status);
 
 }  // namespace gpujoin::server

@@ -50,8 +50,8 @@ absl::StatusOr<std::shared_ptr<IndexVersion>> SnapshotStore::Load(const std::str
     GPUJOIN_ASSIGN_OR_RETURN(engine::IndexImage image, reader.ReadImage(read_threads));
     auto imported = backend_->ImportIndex(image);
     if (!imported.ok()) {
-      // UNIMPLEMENTED: this backend cannot hold the index (a key schema on the
-      // CUDA backend); the file is fine, and stays for a backend that can.
+      // UNIMPLEMENTED: this backend cannot hold the index; the file is fine,
+      // and stays for a backend that can.
       return absl::Status(imported.status().code(),
                           absl::StrCat("snapshot \"", file, "\": the ",
                                        std::string(engine::BackendKindName(backend_->Info().kind)),
