@@ -1,5 +1,8 @@
 #include "wire/column_check.hpp"
 
+#include <cstdint>
+#include <string>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "gpujoin/common/bitmap.hpp"
@@ -57,10 +60,12 @@ absl::StatusOr<CheckedColumn> CheckColumnBuffers(const v1::Column& c, engine::Co
     GPUJOIN_ASSIGN_OR_RETURN(out.offsets,
                              DecodePackedBytes<int32_t>(c.offsets(), where + ".offsets"));
     const std::span<const int32_t> offsets = out.offsets.span();
-    if (offsets.size() != length + 1) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ".offsets: ", offsets.size(),
-                                                     " int32 offsets, need length ", length,
-                                                     " + 1 = ", length + 1));
+    // Compared without length + 1, which wraps to 0 for the largest length and
+    // would let no offsets at all through to the reads below.
+    if (offsets.empty() || offsets.size() - 1 != length) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ".offsets: ", offsets.size(), " int32 offsets, need length ", length, " + 1 = ",
+          length == UINT64_MAX ? std::string("2^64") : absl::StrCat(length + 1)));
     }
     if (offsets[0] < 0) {
       return absl::InvalidArgumentError(
