@@ -88,6 +88,40 @@ template std::shared_ptr<const server::IndexVersion> Harness::Build<uint32_t>(
 template std::shared_ptr<const server::IndexVersion> Harness::Build<uint64_t>(
     const std::string&, uint32_t, uint32_t, uint32_t, const std::vector<uint64_t>&, bool);
 
+std::shared_ptr<const server::IndexVersion> Harness::BuildColumns(
+    const std::string& name, uint32_t capacity, uint32_t first_value, const KeySchemaModel& schema,
+    const KeyRowList& rows, bool keep_all) {
+  server::BuildSession session(ops_.get());
+  v1::BuildIndexRequest spec;
+  v1::IndexSpec& s = *spec.mutable_spec();
+  s.set_name(name);
+  s.set_capacity(capacity);
+  s.set_first_value(first_value);
+  s.set_key_type(v1::KEY_TYPE_COLUMNS);
+  for (size_t i = 0; i < schema.size(); ++i) {
+    v1::KeyColumnSpec& c = *s.add_key_columns();
+    c.set_name(schema.names[i]);
+    c.set_type(schema.types[i]);
+  }
+  if (keep_all) s.set_duplicates(v1::DUPLICATE_POLICY_KEEP_ALL);
+  absl::Status status = session.Add(std::move(spec));
+  FUZZ_CHECK(status.ok(), Describe(status));
+  // Two chunks, the first with names and the second without: the staged rows
+  // of both make one build.
+  const size_t half = rows.size() / 2;
+  for (const auto& [begin, end] : {std::pair{size_t{0}, half}, std::pair{half, rows.size()}}) {
+    v1::BuildIndexRequest chunk;
+    AppendKeyColumns(schema, KeyRowList(rows.begin() + begin, rows.begin() + end),
+                     /*named=*/begin == 0, chunk.mutable_chunk()->mutable_key_columns());
+    status = session.Add(std::move(chunk));
+    FUZZ_CHECK(status.ok(), Describe(status));
+  }
+  std::atomic<bool> cancelled{false};
+  auto built = session.Finish(cancelled);
+  FUZZ_CHECK(built.ok(), Describe(built.status()));
+  return *built;
+}
+
 namespace {
 
 uint32_t Home(engine::KeyType type, uint64_t key, uint32_t capacity) {
@@ -233,6 +267,63 @@ std::vector<uint64_t> QueryFixtureKeys64() {
 
 namespace {
 
+std::string Le32(uint32_t v) { return std::string(reinterpret_cast<const char*>(&v), 4); }
+std::string Le64(uint64_t v) { return std::string(reinterpret_cast<const char*>(&v), 8); }
+
+}  // namespace
+
+std::vector<FixtureKeyIndex> QueryFixtureKeyIndexes() {
+  std::vector<FixtureKeyIndex> out;
+  FixtureKeyIndex s{"s", {{"sku"}, {v1::COLUMN_TYPE_STRING}}, {}, 32, 700, false};
+  for (std::string k :
+       {std::string(), std::string("a"), std::string("A"), std::string("abc"),
+        std::string("\xd0\xba\xd0\xbb\xd1\x8e\xd1\x87"), std::string("a\0b", 3),
+        std::string("\xc3\xa9"), std::string("\xf0\x9f\x99\x82"), std::string("a")}) {
+    s.rows.push_back(KeyTuple{k});
+  }
+  s.rows.push_back(std::nullopt);
+  for (int i = 0; i < 16; ++i) s.rows.push_back(KeyTuple{absl::StrCat("sku-", 1000 + i)});
+  out.push_back(std::move(s));
+
+  FixtureKeyIndex c{"c",
+                    {{"tenant", "name", "n"},
+                     {v1::COLUMN_TYPE_INT64, v1::COLUMN_TYPE_STRING, v1::COLUMN_TYPE_INT32}},
+                    {},
+                    32,
+                    900,
+                    false};
+  const int64_t tenants[] = {1, 2, -1};
+  const char* names[] = {"", "x", "xy"};
+  const int32_t ns[] = {0, 7};
+  for (int i = 0; i < 18; ++i) {
+    c.rows.push_back(KeyTuple{Le64(static_cast<uint64_t>(tenants[i % 3])), names[(i / 3) % 3],
+                              Le32(static_cast<uint32_t>(ns[i / 9]))});
+  }
+  c.rows.insert(c.rows.begin() + 5, std::nullopt);
+  c.rows.push_back(c.rows[4]);  // a duplicate
+  out.push_back(std::move(c));
+
+  FixtureKeyIndex cm{
+      "cm",
+      {{"u", "b", "w"}, {v1::COLUMN_TYPE_UINT32, v1::COLUMN_TYPE_BINARY, v1::COLUMN_TYPE_UINT64}},
+      {},
+      32,
+      1100,
+      true};
+  const uint32_t us[] = {0, 0xffffffffu};
+  const std::string bs[] = {std::string(), std::string("\xff\0", 2), std::string("\xc3")};
+  const uint64_t ws[] = {0, ~uint64_t{0}};
+  for (int i = 0; i < 12; ++i) {
+    cm.rows.push_back(KeyTuple{Le32(us[i % 2]), bs[(i / 2) % 3], Le64(ws[i / 6])});
+  }
+  for (int r : {0, 5, 0, 0, 5}) cm.rows.push_back(cm.rows[r]);  // groups of 4 and 3
+  cm.rows.insert(cm.rows.begin() + 3, std::nullopt);
+  out.push_back(std::move(cm));
+  return out;
+}
+
+namespace {
+
 server::ServerConfig QueryConfig() {
   server::ServerConfig config;
   config.max_message_bytes = 8 << 10;
@@ -272,6 +363,17 @@ QueryFixture::QueryFixture() : harness_(1 << 20, QueryConfig()) {
   FUZZ_CHECK(!x_ref_.build_overflowed && x_ref_.entries.size() == QueryFixtureKeys().size() - 1,
              "fixture index x overflowed");
   FUZZ_CHECK(tight_ref_.build_overflowed, "fixture index tight did not overflow");
+  for (FixtureKeyIndex& k : QueryFixtureKeyIndexes()) {
+    auto version =
+        harness_.BuildColumns(k.name, k.capacity, k.first_value, k.schema, k.rows, k.keep_all);
+    std::vector<uint32_t> values;
+    for (uint32_t r = 0; r < k.rows.size(); ++r) values.push_back(k.first_value + r);
+    ColumnReference ref =
+        ReadColumnReference(harness_.backend(), *version->index, std::move(k.schema),
+                            std::move(k.rows), std::move(values));
+    FUZZ_CHECK(!ref.build_overflowed, "fixture index " + k.name + " overflowed");
+    columns_.emplace(k.name, std::pair{std::move(version), std::move(ref)});
+  }
   FUZZ_CHECK(
       !x64_ref_.build_overflowed && x64_ref_.entries.size() == QueryFixtureKeys64().size() - 1,
       "fixture index x64 overflowed");
@@ -284,6 +386,13 @@ std::pair<const server::IndexVersion*, const ReferenceIndex*> QueryFixture::Find
   if (name == "x64") return {x64_.get(), &x64_ref_};
   if (name == "xm") return {xm_.get(), &xm_ref_};
   return {nullptr, nullptr};
+}
+
+std::pair<const server::IndexVersion*, const ColumnReference*> QueryFixture::FindColumns(
+    const std::string& name) const {
+  const auto it = columns_.find(name);
+  if (it == columns_.end()) return {nullptr, nullptr};
+  return {it->second.first.get(), &it->second.second};
 }
 
 uint64_t QueryFixture::response_limit() const {

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -15,10 +16,11 @@
 #include "fuzz_check.hpp"
 #include "gpujoin/engine/backend.hpp"
 #include "gpujoin/server/config.hpp"
-#include "state/index_registry.hpp"
-#include "state/memory_budget.hpp"
+#include "key_model.hpp"
 #include "observe/metrics.hpp"
 #include "ops/operations.hpp"
+#include "state/index_registry.hpp"
+#include "state/memory_budget.hpp"
 
 namespace gpujoin::fuzz {
 
@@ -55,6 +57,14 @@ class Harness {
                                                     uint32_t max_probe_count, uint32_t first_value,
                                                     const std::vector<Key>& keys,
                                                     bool keep_all = false);
+
+  /// Builds and installs key-schema index `name` through BuildSession from
+  /// `rows` (nullopt: a null in every key column), sent in two chunks, with
+  /// generated values first_value + row; aborts on failure (setup).
+  std::shared_ptr<const server::IndexVersion> BuildColumns(const std::string& name,
+                                                           uint32_t capacity, uint32_t first_value,
+                                                           const KeySchemaModel& schema,
+                                                           const KeyRowList& rows, bool keep_all);
 
  private:
   uint64_t budget_bytes_;
@@ -126,6 +136,24 @@ std::vector<uint64_t> QueryFixtureKeys64();
 /// them, so that groups of 1 to 4 rows spread over the source.
 std::vector<uint32_t> QueryFixtureKeysMulti();
 
+/// A key-schema index of the query fixture: its name, schema, build rows and
+/// shape (generated values first_value + row).
+struct FixtureKeyIndex {
+  std::string name;
+  KeySchemaModel schema;
+  KeyRowList rows;
+  uint32_t capacity = 0;
+  uint32_t first_value = 0;
+  bool keep_all = false;
+};
+
+/// The query fixture's key-schema indexes (also used by make_corpus): "s" (sku
+/// STRING: the empty string, case, multi-byte and NUL-holding strings, a
+/// duplicate and a null row), "c" (tenant INT64, name STRING, n INT32: keys that
+/// differ in one column only) and "cm" (keep_all; u UINT32, b BINARY, w UINT64:
+/// all-ones words and bytes that are not UTF-8, groups of up to 4 rows).
+std::vector<FixtureKeyIndex> QueryFixtureKeyIndexes();
+
 /// Operations with four installed indexes, for the query targets (fuzz_lookup,
 /// fuzz_join): "x" (uint32, 64 slots, QueryFixtureKeys(), values 100 + row, no
 /// overflow), "tight" (uint32, 16 slots, probe bound 2, 16 keys, values 7 + row, so
@@ -133,7 +161,8 @@ std::vector<uint32_t> QueryFixtureKeysMulti();
 /// values 500 + row) and "xm" (uint32 keep_all, 64 slots,
 /// QueryFixtureKeysMulti(), values 300 + row, no overflow), with
 /// max_message_bytes = 8 KiB so that the response-size check is reachable with
-/// small inputs.
+/// small inputs; and the key-schema indexes of QueryFixtureKeyIndexes(), each
+/// with its ColumnReference.
 class QueryFixture {
  public:
   QueryFixture();
@@ -142,6 +171,10 @@ class QueryFixture {
   server::Operations& ops() { return harness_.ops(); }
   /// The installed version of `name` and its reference, or {nullptr, nullptr}.
   std::pair<const server::IndexVersion*, const ReferenceIndex*> Find(const std::string& name) const;
+  /// The installed version of key-schema index `name` and its model, or
+  /// {nullptr, nullptr}.
+  std::pair<const server::IndexVersion*, const ColumnReference*> FindColumns(
+      const std::string& name) const;
   /// The largest response a request may need (Operations' response-size check).
   uint64_t response_limit() const;
   /// --max-message-bytes of the fixture's Operations.
@@ -151,6 +184,8 @@ class QueryFixture {
   Harness harness_;
   std::shared_ptr<const server::IndexVersion> x_, tight_, x64_, xm_;
   ReferenceIndex x_ref_, tight_ref_, x64_ref_, xm_ref_;
+  std::map<std::string, std::pair<std::shared_ptr<const server::IndexVersion>, ColumnReference>>
+      columns_;
 };
 
 }  // namespace gpujoin::fuzz
