@@ -35,7 +35,15 @@
 //    explicit value, or row_base + position), and, for keep_all, max_group_rows
 //    the most valid rows of one key (0 for lowest_row); its payload columns are the spec's,
 //    by name and type, each with at most one null per retained key; the budget
-//    then holds the live tables (payload included) and the staging budget nothing.
+//    then holds the live tables (payload included) and the staging budget nothing;
+//  - key schemas (spec.key_type KEY_TYPE_COLUMNS): each chunk's key_columns are
+//    checked by the documented rules (key_model.hpp: count, name, type, length,
+//    data, offsets, UTF-8, validity), a refusal for them naming the field; a
+//    successful build's table holds exactly the model's keys (a map from each
+//    key's tuple of byte strings to its build rows, the lowest in the table, a
+//    row with a null or masked out invalid), and the index answers a lookup of
+//    every build row's key and one beside it (found, value, probes, match
+//    count) as the model does.
 #include <algorithm>
 #include <atomic>
 #include <bit>
@@ -80,13 +88,19 @@ struct Stream {
   bool must_fail = false;  // a documented error was sent
   std::string why;         // which
   bool wide = false;       // spec.key_type is uint64
-  // spec.key_type is columns: a key schema, whose keys (key_columns) this model
-  // does not follow; only the choice of key field and the installed key type
-  // are checked (tests/server/key_columns_integration_test.cpp models the rest).
+  // spec.key_type is columns: a key schema (when the spec's is one the rules
+  // accept), whose chunks' key_columns the model decodes (key_model.hpp).
   bool columns = false;
-  // The rows of the chunks, in order: key (of the spec's width, as uint64_t),
+  std::optional<KeySchemaModel> schema;
+  uint64_t chunks = 0;  // chunk messages taken
+  // The field a refusal must name: set when the first documented error is one
+  // of a chunk's key columns (the first thing a chunk's checks decode).
+  std::string field;
+  // The rows of the chunks, in order: key (of the spec's width, as uint64_t; 0
+  // for a key schema), its key columns' tuple (a key schema; nullopt: a null),
   // value (for explicit values), generated value and validity.
   std::vector<uint64_t> keys;
+  KeyRowList key_rows;
   std::vector<uint32_t> values, row_values;
   std::vector<bool> valid;
   // Payload: the declared columns' types and the rows sent for each.
@@ -116,8 +130,9 @@ struct Stream {
       wide = spec.key_type() == v1::KEY_TYPE_UINT64;
       columns = spec.key_type() == v1::KEY_TYPE_COLUMNS;
       if (!columns && spec.key_columns_size() > 0) Error("key columns for an integer key type");
-      if (columns && (spec.key_columns_size() == 0 || spec.key_columns_size() > 8)) {
-        Error("a key schema of no or more than 8 columns");
+      if (columns) {
+        schema = ModelKeySchema(spec.key_columns());
+        if (!schema) Error("a key schema the rules refuse");
       }
       if (spec.duplicates() != v1::DUPLICATE_POLICY_UNSPECIFIED &&
           spec.duplicates() != v1::DUPLICATE_POLICY_LOWEST_ROW &&
@@ -137,20 +152,33 @@ struct Stream {
     if (!m.has_chunk()) return Error("a message with neither spec nor chunk");
     if (!have_spec) return Error("a chunk before the spec");
     const v1::BuildChunk& c = m.chunk();
+    const std::string prefix = absl::StrCat("chunks[", chunks++, "].");
     if (columns && (Present(c.has_keys(), c.keys()) || Present(c.has_keys64(), c.keys64()))) {
       Error("integer keys for a key schema");
     }
     if (!columns && c.key_columns_size() > 0) Error("key columns for an integer index");
-    if (columns) return;
     std::vector<uint64_t> k;
-    if (wide) {
+    KeyRowList k_rows;
+    if (columns) {
+      if (!schema) return;  // the spec was refused
+      // A batch chunk needs keys unless it carries payload only.
+      KeyColumnsOutcome decoded = ModelKeyColumns(c.key_columns(), *schema, prefix,
+                                                  spec.batch_mode() && c.payload_size() == 0);
+      if (!decoded.error.empty()) {
+        if (!must_fail) field = decoded.error;
+        return Error("key columns the rules refuse (" + decoded.error + ")");
+      }
+      k_rows = std::move(decoded.rows);
+      k.assign(k_rows.size(), 0);
+    } else if (wide) {
       k = Values<uint64_t>(c.keys64());
     } else {
       for (uint32_t key : Values<uint32_t>(c.keys())) k.push_back(key);
     }
     const std::vector<uint32_t> v = Values<uint32_t>(c.values());
     const std::vector<uint32_t> mask = Values<uint32_t>(c.validity());
-    if (wide ? Present(c.has_keys(), c.keys()) : Present(c.has_keys64(), c.keys64())) {
+    if (!columns &&
+        (wide ? Present(c.has_keys(), c.keys()) : Present(c.has_keys64(), c.keys64()))) {
       Error("keys of the other width");
     }
     if (Present(c.has_values(), c.values()) && !spec.explicit_values()) {
@@ -169,6 +197,7 @@ struct Stream {
     }
     for (size_t r = 0; r < k.size(); ++r) {
       keys.push_back(k[r]);
+      key_rows.push_back(columns ? std::optional<KeyTuple>(std::move(k_rows[r])) : std::nullopt);
       valid.push_back(mask.empty() || r >= mask.size() || mask[r] != 0);
       row_values.push_back(spec.batch_mode()
                                ? static_cast<uint32_t>(c.row_base() + r)
@@ -247,6 +276,95 @@ struct Stream {
   }
 };
 
+// Looks up every build row's key of key-schema index `v` (a null for an
+// invalid row) and a key beside the first valid one, and checks found, value,
+// probes and match count of each row against the model `ref`.
+void CheckColumnLookup(Harness& h, const ColumnReference& ref, const server::IndexVersion& v,
+                       const std::string& what) {
+  KeyRowList query = ref.rows;
+  for (const auto& row : ref.rows) {
+    if (!row) continue;
+    KeyTuple near = *row;
+    if (ref.schema.types[0] == v1::COLUMN_TYPE_STRING ||
+        ref.schema.types[0] == v1::COLUMN_TYPE_BINARY) {
+      near[0].push_back('~');
+    } else {
+      near[0][0] = static_cast<char>(near[0][0] ^ 1);
+    }
+    query.push_back(std::move(near));
+    break;
+  }
+  v1::LookupRequest request;
+  request.set_index(v.name);
+  request.set_want_probes(true);
+  request.set_want_match_counts(true);
+  AppendKeyColumns(ref.schema, query, /*named=*/true, request.mutable_key_columns());
+  v1::LookupResponse response;
+  const absl::Status status = h.ops().Lookup(request, &response);
+  FUZZ_CHECK(status.ok(), what + ": a lookup of its keys returned " + Describe(status));
+  const size_t rows = query.size();
+  FUZZ_CHECK(
+      response.values().size() == rows * 4 && response.found().size() == rows &&
+          response.probes().size() == rows * 4 && response.match_counts().size() == rows * 4,
+      absl::StrCat(what, ": a lookup of ", rows, " keys answered ", response.found().size()));
+  const std::vector<uint32_t> values = server::UnpackColumn<uint32_t>(response.values());
+  const std::vector<uint32_t> probes = server::UnpackColumn<uint32_t>(response.probes());
+  const std::vector<uint32_t> counts = server::UnpackColumn<uint32_t>(response.match_counts());
+  const std::vector<uint64_t> fps = Fingerprints(h.backend(), ref.schema, query);
+  for (size_t r = 0; r < rows; ++r) {
+    const RowAnswer a = ref.Answer(query[r], fps[r], 0);
+    const bool hit = !a.matches.empty();
+    FUZZ_CHECK(response.found()[r] == (hit ? 1 : 0) &&
+                   values[r] == (hit ? a.matches.front() : engine::kEmptyKey) &&
+                   probes[r] == a.probes && counts[r] == a.matches.size(),
+               absl::StrCat(what, ": lookup row ", r, " gave found ", int(response.found()[r]),
+                            " value ", values[r], " probes ", probes[r], " matches ", counts[r],
+                            "; the model: found ", hit, " value ",
+                            hit ? a.matches.front() : engine::kEmptyKey, " probes ", a.probes,
+                            " matches ", a.matches.size()));
+  }
+}
+
+// The table of key-schema build `v` against the model of its rows (invalid:
+// masked out or a null key column), its statistics, and a lookup of its keys.
+void CheckColumnTable(Harness& h, const Stream& s, const server::IndexVersion& v,
+                      const std::string& what) {
+  const engine::HashIndex& index = *v.index;
+  const uint64_t rows = s.keys.size();
+  KeyRowList valid_rows;
+  std::vector<uint32_t> values;
+  uint64_t invalid = 0;
+  for (size_t r = 0; r < rows; ++r) {
+    const bool ok = s.valid[r] && s.key_rows[r].has_value();
+    valid_rows.push_back(ok ? std::optional<KeyTuple>(s.key_rows[r]) : std::nullopt);
+    invalid += ok ? 0 : 1;
+    values.push_back(s.spec.explicit_values() ? s.values[r] : s.row_values[r]);
+  }
+  const engine::BuildStatistics& st = index.build_statistics();
+  FUZZ_CHECK(st.unique_keys + st.duplicate_rows + st.overflow_rows + st.invalid_rows == rows &&
+                 st.invalid_rows == invalid,
+             absl::StrCat(what, ": statistics unique ", st.unique_keys, " duplicate ",
+                          st.duplicate_rows, " overflow ", st.overflow_rows, " invalid ",
+                          st.invalid_rows, " for ", rows, " rows (", invalid, " invalid)"));
+  const ColumnReference ref =
+      ReadColumnReference(h.backend(), index, *s.schema, std::move(valid_rows), std::move(values));
+  if (st.overflow_rows != 0) {
+    FUZZ_CHECK(ref.keep_all || st.max_group_rows == 0,
+               absl::StrCat(what, ": max_group_rows ", st.max_group_rows, " on lowest_row"));
+    return;
+  }
+  uint64_t largest = 0;
+  for (const auto& [key, group] : ref.groups) largest = std::max<uint64_t>(largest, group.size());
+  FUZZ_CHECK(
+      st.unique_keys == ref.groups.size() &&
+          st.duplicate_rows == rows - invalid - ref.groups.size() &&
+          st.max_group_rows == (ref.keep_all ? largest : 0),
+      absl::StrCat(what, ": unique_keys ", st.unique_keys, " duplicate_rows ", st.duplicate_rows,
+                   " max_group_rows ", st.max_group_rows, " for ", ref.groups.size(),
+                   " distinct valid keys (the largest of ", largest, " rows)"));
+  CheckColumnLookup(h, ref, v, what);
+}
+
 // `old_version`: the version of "old" before the build (a replacement is the
 // next one); `old_bytes`: what its table holds.
 void CheckInstalled(Harness& h, const Stream& s, const server::IndexVersion& v,
@@ -266,10 +384,10 @@ void CheckInstalled(Harness& h, const Stream& s, const server::IndexVersion& v,
     FUZZ_CHECK(index.key_type() == engine::KeyType::kColumns &&
                    index.spec().key_columns.size() == static_cast<size_t>(s.spec.key_columns_size()),
                what + ": the index has the wrong key type or schema");
-    return;
+  } else {
+    FUZZ_CHECK(index.key_type() == (s.wide ? engine::KeyType::kUint64 : engine::KeyType::kUint32),
+               what + ": the index has the wrong key type");
   }
-  FUZZ_CHECK(index.key_type() == (s.wide ? engine::KeyType::kUint64 : engine::KeyType::kUint32),
-             what + ": the index has the wrong key type");
   FUZZ_CHECK(index.spec().max_probe_count == s.spec.max_probe_count(),
              absl::StrCat(what, ": max_probe_count ", index.spec().max_probe_count));
   const bool keep_all = s.spec.duplicates() == v1::DUPLICATE_POLICY_KEEP_ALL;
@@ -283,51 +401,55 @@ void CheckInstalled(Harness& h, const Stream& s, const server::IndexVersion& v,
     FUZZ_CHECK(s.values.size() == rows,
                absl::StrCat(what, ": ", s.values.size(), " values accepted for ", rows, " keys"));
   }
-  // The reference: each distinct valid key and the value of its first row.
-  std::map<uint64_t, uint32_t> first;
-  std::map<uint64_t, uint64_t> valid_rows;  // per key
-  uint64_t invalid = 0;
-  for (size_t r = 0; r < rows; ++r) {
-    if (s.keys[r] == (s.wide ? engine::kEmptyKey64 : engine::kEmptyKey) || !s.valid[r]) {
-      ++invalid;
-      continue;
-    }
-    first.emplace(s.keys[r], s.spec.explicit_values() ? s.values[r] : s.row_values[r]);
-    ++valid_rows[s.keys[r]];
-  }
   const engine::BuildStatistics& st = index.build_statistics();
-  FUZZ_CHECK(st.unique_keys + st.duplicate_rows + st.overflow_rows + st.invalid_rows == rows &&
-                 st.invalid_rows == invalid,
-             absl::StrCat(what, ": statistics unique ", st.unique_keys, " duplicate ",
-                          st.duplicate_rows, " overflow ", st.overflow_rows, " invalid ",
-                          st.invalid_rows, " for ", rows, " rows (", invalid, " invalid)"));
-  const ReferenceIndex ref = ReadReference(index);
-  for (const auto& [key, entry] : ref.entries) {
-    FUZZ_CHECK(first.count(key) == 1, absl::StrCat(what, ": key ", key, " was never sent"));
-    if (!s.spec.explicit_values()) {
-      FUZZ_CHECK(entry.value != engine::kEmptyKey,
-                 absl::StrCat(what, ": key ", key, " has the generated value 0xffffffff"));
-    }
-  }
-  if (st.overflow_rows == 0) {
-    FUZZ_CHECK(ref.entries.size() == first.size() && st.unique_keys == first.size() &&
-                   st.duplicate_rows == rows - invalid - first.size(),
-               absl::StrCat(what, ": ", ref.entries.size(), " keys in the table, ", first.size(),
-                            " distinct valid keys sent"));
-    for (const auto& [key, value] : first) {
-      FUZZ_CHECK(ref.entries.at(key).value == value,
-                 absl::StrCat(what, ": key ", key, " has value ", ref.entries.at(key).value,
-                              "; its first row's is ", value));
-    }
-    // Without overflow a keep_all group holds every valid row of its key.
-    uint64_t largest = 0;
-    for (const auto& [key, n] : valid_rows) largest = std::max(largest, n);
-    FUZZ_CHECK(st.max_group_rows == (keep_all ? largest : 0),
-               absl::StrCat(what, ": max_group_rows ", st.max_group_rows, "; the largest key has ",
-                            largest, " valid rows"));
+  if (s.columns) {
+    CheckColumnTable(h, s, v, what);
   } else {
-    FUZZ_CHECK(keep_all || st.max_group_rows == 0,
-               absl::StrCat(what, ": max_group_rows ", st.max_group_rows, " on lowest_row"));
+    // The reference: each distinct valid key and the value of its first row.
+    std::map<uint64_t, uint32_t> first;
+    std::map<uint64_t, uint64_t> valid_rows;  // per key
+    uint64_t invalid = 0;
+    for (size_t r = 0; r < rows; ++r) {
+      if (s.keys[r] == (s.wide ? engine::kEmptyKey64 : engine::kEmptyKey) || !s.valid[r]) {
+        ++invalid;
+        continue;
+      }
+      first.emplace(s.keys[r], s.spec.explicit_values() ? s.values[r] : s.row_values[r]);
+      ++valid_rows[s.keys[r]];
+    }
+    FUZZ_CHECK(st.unique_keys + st.duplicate_rows + st.overflow_rows + st.invalid_rows == rows &&
+                   st.invalid_rows == invalid,
+               absl::StrCat(what, ": statistics unique ", st.unique_keys, " duplicate ",
+                            st.duplicate_rows, " overflow ", st.overflow_rows, " invalid ",
+                            st.invalid_rows, " for ", rows, " rows (", invalid, " invalid)"));
+    const ReferenceIndex ref = ReadReference(index);
+    for (const auto& [key, entry] : ref.entries) {
+      FUZZ_CHECK(first.count(key) == 1, absl::StrCat(what, ": key ", key, " was never sent"));
+      if (!s.spec.explicit_values()) {
+        FUZZ_CHECK(entry.value != engine::kEmptyKey,
+                   absl::StrCat(what, ": key ", key, " has the generated value 0xffffffff"));
+      }
+    }
+    if (st.overflow_rows == 0) {
+      FUZZ_CHECK(ref.entries.size() == first.size() && st.unique_keys == first.size() &&
+                     st.duplicate_rows == rows - invalid - first.size(),
+                 absl::StrCat(what, ": ", ref.entries.size(), " keys in the table, ", first.size(),
+                              " distinct valid keys sent"));
+      for (const auto& [key, value] : first) {
+        FUZZ_CHECK(ref.entries.at(key).value == value,
+                   absl::StrCat(what, ": key ", key, " has value ", ref.entries.at(key).value,
+                                "; its first row's is ", value));
+      }
+      // Without overflow a keep_all group holds every valid row of its key.
+      uint64_t largest = 0;
+      for (const auto& [key, n] : valid_rows) largest = std::max(largest, n);
+      FUZZ_CHECK(st.max_group_rows == (keep_all ? largest : 0),
+                 absl::StrCat(what, ": max_group_rows ", st.max_group_rows,
+                              "; the largest key has ", largest, " valid rows"));
+    } else {
+      FUZZ_CHECK(keep_all || st.max_group_rows == 0,
+                 absl::StrCat(what, ": max_group_rows ", st.max_group_rows, " on lowest_row"));
+    }
   }
   FUZZ_CHECK(index.payload().size() == static_cast<size_t>(s.spec.payload_size()) &&
                  v.payload_names.size() == index.payload().size(),
@@ -405,6 +527,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                  (status.code() == StatusCode::kFailedPrecondition && stream.spec.wait_durable()),
              "the build returned " + Describe(status));
   FUZZ_CHECK(!(status.ok() && stream.must_fail), "the build succeeded despite " + stream.why);
+  FUZZ_CHECK(stream.field.empty() || MessageHas(status, stream.field),
+             absl::StrCat("the build returned ", Describe(status), "; expected a refusal naming \"",
+                          stream.field, "\""));
   if (absl::StrContains(status.message(), "max_probe_count")) {
     FUZZ_CHECK(stream.ProbeBoundRefusable(finished),
                absl::StrCat("a probe bound of ", stream.spec.max_probe_count(),
