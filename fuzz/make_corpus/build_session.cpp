@@ -166,6 +166,100 @@ void BuildTarget(Writer& w) {
   v1::BuildIndexRequest bad_type = wide_spec;
   bad_type.mutable_spec()->set_key_type(static_cast<v1::KeyType>(7));
   w.Put(t, "key_type_7", Frames({bad_type.SerializeAsString(), wide_chunk.SerializeAsString()}));
+  // Key schemas: the query fixture's key-schema indexes built in two chunks,
+  // each variant of their key columns as one chunk, and batch mode, explicit
+  // values, payload and a replacement of "old" with key columns.
+  for (const FixtureKeyIndex& k : QueryFixtureKeyIndexes()) {
+    v1::BuildIndexRequest spec;
+    v1::IndexSpec& sp = *spec.mutable_spec();
+    sp.set_name(k.name);
+    sp.set_key_type(v1::KEY_TYPE_COLUMNS);
+    for (size_t i = 0; i < k.schema.size(); ++i) {
+      v1::KeyColumnSpec& c = *sp.add_key_columns();
+      c.set_name(k.schema.names[i]);
+      c.set_type(k.schema.types[i]);
+    }
+    if (k.keep_all) sp.set_duplicates(v1::DUPLICATE_POLICY_KEEP_ALL);
+    auto chunk = [&](const KeyRowList& rows) {
+      v1::BuildIndexRequest r;
+      AppendKeyColumns(k.schema, rows, true, r.mutable_chunk()->mutable_key_columns());
+      return r;
+    };
+    const size_t half = k.rows.size() / 2;
+    const KeyRowList first(k.rows.begin(), k.rows.begin() + half);
+    const KeyRowList second(k.rows.begin() + half, k.rows.end());
+    w.Put(t, "columns_" + k.name,
+          Frames({spec.SerializeAsString(), chunk(first).SerializeAsString(),
+                  chunk(second).SerializeAsString()}));
+    for (auto& [name, columns] : KeyColumnVariants(k)) {
+      v1::BuildIndexRequest c;
+      *c.mutable_chunk()->mutable_key_columns() = columns;
+      w.Put(t, "columns_" + k.name + "_" + name,
+            Frames({spec.SerializeAsString(), c.SerializeAsString()}));
+    }
+    v1::BuildIndexRequest batch = spec;
+    batch.mutable_spec()->set_batch_mode(true);
+    v1::BuildIndexRequest b1 = chunk(first), b2 = chunk(second);
+    b1.mutable_chunk()->set_row_base(50);
+    std::vector<uint32_t> mask(second.size(), 1);
+    mask[0] = 0;
+    SetKeys(b2.mutable_chunk()->mutable_validity(), mask);
+    w.Put(t, "columns_batch_" + k.name,
+          Frames({batch.SerializeAsString(), b1.SerializeAsString(), b2.SerializeAsString()}));
+    v1::BuildIndexRequest explicit_values = spec;
+    explicit_values.mutable_spec()->set_explicit_values(true);
+    explicit_values.mutable_spec()->set_name("old");
+    explicit_values.mutable_spec()->set_replace(true);
+    v1::BuildIndexRequest valued = chunk(first);
+    std::vector<uint32_t> values;
+    for (size_t r = 0; r < first.size(); ++r) values.push_back(static_cast<uint32_t>(7 * r + 1));
+    SetKeys(valued.mutable_chunk()->mutable_values(), values);
+    w.Put(t, "columns_explicit_replacing_old_" + k.name,
+          Frames({explicit_values.SerializeAsString(), valued.SerializeAsString()}));
+  }
+  {
+    const FixtureKeyIndex k = QueryFixtureKeyIndexes()[0];
+    v1::BuildIndexRequest spec;
+    spec.mutable_spec()->set_name("p");
+    spec.mutable_spec()->set_key_type(v1::KEY_TYPE_COLUMNS);
+    v1::KeyColumnSpec* key = spec.mutable_spec()->add_key_columns();
+    key->set_name("sku");
+    key->set_type(v1::COLUMN_TYPE_STRING);
+    v1::PayloadColumnSpec* p = spec.mutable_spec()->add_payload();
+    p->set_name("n");
+    p->set_type(v1::COLUMN_TYPE_UINT32);
+    v1::BuildIndexRequest c;
+    AppendKeyColumns(k.schema, {KeyTuple{"a"}, KeyTuple{"b"}, KeyTuple{"a"}}, false,
+                     c.mutable_chunk()->mutable_key_columns());
+    v1::Column* n = c.mutable_chunk()->add_payload();
+    n->set_name("n");
+    n->set_type(v1::COLUMN_TYPE_UINT32);
+    n->set_length(3);
+    n->set_data(Packed({1, 2, 3}));
+    w.Put(t, "columns_payload", Frames({spec.SerializeAsString(), c.SerializeAsString()}));
+    // Spec errors: no key column, nine, a name twice, a type that is no key's,
+    // key columns for a uint32 key type.
+    v1::BuildIndexRequest none = spec;
+    none.mutable_spec()->clear_key_columns();
+    w.Put(t, "columns_spec_none", Frames({none.SerializeAsString(), c.SerializeAsString()}));
+    v1::BuildIndexRequest nine = spec;
+    for (int i = 0; i < 8; ++i) {
+      v1::KeyColumnSpec* more = nine.mutable_spec()->add_key_columns();
+      more->set_name("k" + std::to_string(i));
+      more->set_type(v1::COLUMN_TYPE_INT32);
+    }
+    w.Put(t, "columns_spec_nine", Frames({nine.SerializeAsString()}));
+    v1::BuildIndexRequest twice = spec;
+    *twice.mutable_spec()->add_key_columns() = *key;
+    w.Put(t, "columns_spec_name_twice", Frames({twice.SerializeAsString()}));
+    v1::BuildIndexRequest float_key = spec;
+    float_key.mutable_spec()->mutable_key_columns(0)->set_type(v1::COLUMN_TYPE_FLOAT64);
+    w.Put(t, "columns_spec_float", Frames({float_key.SerializeAsString()}));
+    v1::BuildIndexRequest word = spec;
+    word.mutable_spec()->set_key_type(v1::KEY_TYPE_UINT32);
+    w.Put(t, "columns_spec_for_uint32", Frames({word.SerializeAsString(), Chunk({1})}));
+    w.Put(t, "columns_uint32_keys", Frames({spec.SerializeAsString(), Chunk({1, 2})}));
+  }
 }
 
 }  // namespace gpujoin::fuzz::corpus

@@ -102,6 +102,41 @@ void JoinTarget(Writer& w) {
   v1::JoinRequest no_kind = two;
   no_kind.set_kind(static_cast<v1::JoinKind>(9));
   w.Put(t, "kind_that_is_none", no_kind.SerializeAsString());
+  // Key-schema indexes: every variant of their key columns in one batch; all
+  // keys under every join kind; two batches with left rows and a capacity.
+  for (const FixtureKeyIndex& k : QueryFixtureKeyIndexes()) {
+    for (auto& [name, columns] : KeyColumnVariants(k)) {
+      v1::JoinRequest r = join(k.name);
+      v1::LeftBatch* b = r.add_batches();
+      *b->mutable_key_columns() = columns;
+      b->set_want_found(true);
+      b->set_want_probes(true);
+      w.Put(t, k.name + "_" + name, r.SerializeAsString());
+      if (name != "missing_and_nulls") continue;
+      for (v1::JoinKind kind : {v1::JOIN_KIND_INNER, v1::JOIN_KIND_LEFT_OUTER,
+                                v1::JOIN_KIND_LEFT_SEMI, v1::JOIN_KIND_LEFT_ANTI}) {
+        r.set_kind(kind);
+        w.Put(t, k.name + "_" + absl::AsciiStrToLower(v1::JoinKind_Name(kind)),
+              r.SerializeAsString());
+      }
+      r.set_kind(v1::JOIN_KIND_INNER);
+      v1::LeftBatch* b2 = r.add_batches();
+      *b2->mutable_key_columns() = columns;
+      std::vector<uint32_t> ids;
+      for (uint64_t i = 0; i < columns.Get(0).length(); ++i)
+        ids.push_back(static_cast<uint32_t>(100 + i));
+      SetKeys(b2->mutable_left_rows(), ids);
+      b2->set_capacity(3);
+      r.set_max_probe_count(2);
+      w.Put(t, k.name + "_two_batches", r.SerializeAsString());
+      SetKeys(r.mutable_batches(1)->mutable_keys(), {1});
+      w.Put(t, k.name + "_uint32_keys_in_batch_1", r.SerializeAsString());
+    }
+  }
+  v1::JoinRequest x_columns = join("x");
+  AppendKeyColumns(QueryFixtureKeyIndexes()[0].schema, {KeyTuple{"a"}}, true,
+                   x_columns.add_batches()->mutable_key_columns());
+  w.Put(t, "x_with_key_columns", x_columns.SerializeAsString());
 }
 
 }  // namespace gpujoin::fuzz::corpus

@@ -55,6 +55,38 @@ void LookupTarget(Writer& w) {
   counts_x.set_want_match_counts(true);
   counts_x.set_want_probes(true);
   w.Put(t, "x_match_counts_and_probes", counts_x.SerializeAsString());
+  // Key-schema indexes: every variant of their key columns, with probes and
+  // match counts; a probe bound of 1; integer keys for them and key columns
+  // for a word index.
+  for (const FixtureKeyIndex& k : QueryFixtureKeyIndexes()) {
+    for (auto& [name, columns] : KeyColumnVariants(k)) {
+      v1::LookupRequest r;
+      r.set_index(k.name);
+      r.set_want_probes(true);
+      r.set_want_match_counts(name == "all_keys" || name == "missing_and_nulls");
+      *r.mutable_key_columns() = columns;
+      w.Put(t, k.name + "_" + name, r.SerializeAsString());
+      if (name == "all_keys") {
+        r.set_max_probe_count(1);
+        w.Put(t, k.name + "_bound1", r.SerializeAsString());
+        SetKeys(r.mutable_keys(), {1, 2});
+        w.Put(t, k.name + "_with_uint32_keys_too", r.SerializeAsString());
+        v1::LookupRequest on_x = Lookup("x", {});
+        on_x.clear_keys();
+        *on_x.mutable_key_columns() = columns;
+        w.Put(t, "x_with_key_columns_of_" + k.name, on_x.SerializeAsString());
+      }
+    }
+    w.Put(t, k.name + "_with_uint64_keys", [&] {
+      v1::LookupRequest r = Lookup(k.name, {});
+      r.clear_keys();
+      SetKeys64(r.mutable_keys64(), {1});
+      return r.SerializeAsString();
+    }());
+    v1::LookupRequest no_keys = Lookup(k.name, {});
+    no_keys.clear_keys();
+    w.Put(t, k.name + "_no_keys", no_keys.SerializeAsString());
+  }
 }
 
 }  // namespace gpujoin::fuzz::corpus

@@ -57,6 +57,16 @@ void LookupWire(Writer& w) {
   w.Put(t, "keys64_ragged", std::string(1, '\0') + ragged64.SerializeAsString());
   w.Put(t, "invalid_utf8_index",
         std::string(1, '\0') + "\x0a\x02\xc3\x28" + "\x12\x06\x0a\x04" + Packed({1}));
+  // Key columns beside packed keys (left to the protobuf parse of the other
+  // fields), and alone (no keys field: the protobuf path), cut into slices.
+  const FixtureKeyIndex c = QueryFixtureKeyIndexes()[1];
+  v1::LookupRequest columns = Lookup(c.name, {1, 2});
+  AppendKeyColumns(c.schema, KeyRowList(c.rows.begin(), c.rows.begin() + 3), true,
+                   columns.mutable_key_columns());
+  w.Put(t, "keys_and_key_columns",
+        std::string("\x03\x05\x09\x30", 4) + columns.SerializeAsString());
+  columns.clear_keys();
+  w.Put(t, "key_columns_only", std::string("\x02\x04\x11", 3) + columns.SerializeAsString());
 }
 
 }  // namespace gpujoin::fuzz::corpus
