@@ -65,6 +65,30 @@ TEST_F(OperationsTest, BuildStatisticsMatchTheEngine) {
   EXPECT_EQ(budget_->used_bytes(), (*built)->index->memory_bytes());  // peak reserved, then shrunk
 }
 
+// Reproduces a budget that held less than the index (found by fuzz_build_session):
+// a batch build of a key schema with no chunks reserved nothing for its stored
+// key columns (a batch's shape counts its non-empty chunks), yet the index
+// keeps one offset per string or binary key column: 8 bytes outside the budget.
+TEST_F(OperationsTest, KeySchemaBatchBuildOfNoRowsIsChargedItsKeyColumns) {
+  for (const bool batch : {true, false}) {
+    v1::BuildIndexRequest spec;
+    spec.mutable_spec()->set_name("s");
+    spec.mutable_spec()->set_replace(true);
+    spec.mutable_spec()->set_batch_mode(batch);
+    spec.mutable_spec()->set_key_type(v1::KEY_TYPE_COLUMNS);
+    for (const auto& [name, type] :
+         {std::pair{"sku", v1::COLUMN_TYPE_STRING}, std::pair{"blob", v1::COLUMN_TYPE_BINARY}}) {
+      v1::KeyColumnSpec* c = spec.mutable_spec()->add_key_columns();
+      c->set_name(name);
+      c->set_type(type);
+    }
+    auto built = Build({spec});
+    ASSERT_TRUE(built.ok()) << built.status();
+    EXPECT_EQ((*built)->index->built_rows(), 0u);
+    EXPECT_EQ(budget_->used_bytes(), (*built)->index->memory_bytes()) << "batch " << batch;
+  }
+}
+
 TEST_F(OperationsTest, LookupMatchesTheEngine) {
   ASSERT_TRUE(Build({Spec("x", 16), Chunk({10, 20, 30, 20})}).ok());
   v1::LookupRequest req;

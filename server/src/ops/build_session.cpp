@@ -458,8 +458,12 @@ absl::StatusOr<std::unique_ptr<engine::HashIndex>> BuildSession::BuildOf(double*
     }
     plain_node->payload = payload_.Views();
   }
-  const engine::BuildShape shape =
+  engine::BuildShape shape =
       batch_node ? engine::BuildShapeOf(*batch_node) : engine::BuildShapeOf(*plain_node);
+  // A key schema's stored key columns are the staged rows however they were
+  // chunked; a batch's shape counts its non-empty chunks only, and so nothing
+  // for a build of no rows, whose string and binary columns still keep an offset.
+  if constexpr (kColumns) shape.key_column_bytes = engine::KeyColumnBytes(key_staging_.View());
   auto sized = CapacityFor(key_rows_);
   if (!sized.ok()) return Prefixed(sized.status(), "chunks: ");
   const uint32_t capacity = *sized;
