@@ -216,6 +216,15 @@ void BuildTarget(Writer& w) {
     SetKeys(valued.mutable_chunk()->mutable_values(), values);
     w.Put(t, "columns_explicit_replacing_old_" + k.name,
           Frames({explicit_values.SerializeAsString(), valued.SerializeAsString()}));
+    // A batch build of no rows: its key columns are stored all the same.
+    w.Put(t, "columns_batch_no_chunks_" + k.name, Frames({batch.SerializeAsString()}));
+    // A null in the last key column alone: the other columns carry no validity.
+    v1::BuildIndexRequest one_null = chunk(first);
+    for (int c = 0; c + 1 < one_null.chunk().key_columns_size(); ++c) {
+      one_null.mutable_chunk()->mutable_key_columns(c)->clear_validity();
+    }
+    w.Put(t, "columns_null_in_one_column_" + k.name,
+          Frames({spec.SerializeAsString(), one_null.SerializeAsString()}));
   }
   {
     const FixtureKeyIndex k = QueryFixtureKeyIndexes()[0];
