@@ -6,13 +6,14 @@
 #
 #   loadtest/run-service-table.sh GPUJOIND GPUJOIN_LOADTEST OUT_DIR BACKEND [loadtest args...]
 #
-# BACKEND is cpu or cuda. Environment overrides: KEYS (index rows, 1M), ROWS
+# BACKEND is cpu or cuda; the loadtest args go to every run (e.g. --key-type uuid
+# for string keys, --key-type pair for composite ones). Environment overrides: KEYS (index rows, 1M), ROWS
 # (batch rows, 1K,64K,1M), CONC (streams, 1,4,16), CHANNELS (4), DURATION (s, 2),
 # WARMUP (s, 0.5), GPUJOIND_ARGS (extra gpujoind flags, split on spaces, e.g.
 # "--executor-threads=16"). Writes OUT_DIR/{gpujoind.log,lookup.txt,lookup.json,join.txt,
 # join.json,metrics.txt}. Exit status 1 when any run reported errors or wrong answers.
 set -uo pipefail
-[ $# -ge 4 ] || { sed -n '2,14p' "$0"; exit 2; }
+[ $# -ge 4 ] || { sed -n '2,15p' "$0"; exit 2; }
 gpujoind=$1 loadtest=$2 out=$3 backend=$4
 shift 4
 mkdir -p "$out"

@@ -34,16 +34,24 @@ size_t RowsOf(const pb::U64Column& c) {
   return c.packed().empty() ? static_cast<size_t>(c.values().v_size()) : c.packed().size() / 8;
 }
 
-// Rows of a message's keys, of either width.
+// Rows of a message's keys, of either width or in key columns.
 template <typename Message>
 size_t KeyRows(const Message& m) {
+  if (m.key_columns_size() > 0) return static_cast<size_t>(m.key_columns(0).length());
   return RowsOf(m.keys()) + RowsOf(m.keys64());
 }
 
-// What the echo answers for a message's keys: the packed uint32 keys, or the low
-// 32 bits of each uint64 key (values stay uint32).
+// What the echo answers for a message's keys: the packed uint32 keys, the low
+// 32 bits of each uint64 key (values stay uint32), or for key columns the row
+// numbers.
 template <typename Message>
 std::string EchoedKeys(const Message& m) {
+  if (m.key_columns_size() > 0) {
+    const auto n = static_cast<uint32_t>(KeyRows(m));
+    std::string out(4 * size_t{n}, '\0');
+    for (uint32_t i = 0; i < n; ++i) std::memcpy(out.data() + 4 * size_t{i}, &i, 4);
+    return out;
+  }
   if (!m.has_keys64()) return PackedU32(m.keys());
   const pb::U64Column& c = m.keys64();
   const size_t n = RowsOf(c);

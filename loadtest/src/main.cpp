@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -137,9 +138,10 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "keyspace))");
   app.add_option("--seed", f.seed, "seed of keys, values and batches")->capture_default_str();
   app.add_option("--key-type", f.key_type,
-                 "key word of the index and the query keys (lookup, join): u32, or u64 with "
-                 "keys drawn over the full 64-bit range")
-      ->check(CLI::IsMember({"u32", "u64"}))
+                 "keys of the index and the queries (lookup, join): u32; u64 drawn over the "
+                 "full 64-bit range; key columns: str16 / str32 (strings of 16 / 32 hex "
+                 "characters), uuid (UUID text, 36 characters), pair (two uint32 columns)")
+      ->check(CLI::IsMember({"u32", "u64", "str16", "str32", "uuid", "pair"}))
       ->capture_default_str();
   f.multiplicity_option =
       app.add_option("--multiplicity", f.multiplicity,
@@ -194,7 +196,9 @@ absl::StatusOr<WorkloadSpec> MakeWorkload(const Flags& f) {
   }
   w.hit_ratio = f.hit_ratio;
   w.seed = f.seed;
-  w.key_type = f.key_type == "u64" ? client::KeyType::kUint64 : client::KeyType::kUint32;
+  auto key_kind = ParseKeyKind(f.key_type);
+  if (!key_kind.ok()) return key_kind.status();
+  w.key_kind = *key_kind;
   w.multiplicity = f.multiplicity;
   w.keep_all = f.multiplicity_option->count() > 0;
   auto kind = client::ParseJoinKind(f.join_kind);
@@ -222,7 +226,9 @@ RunHeader MakeHeader(const Flags& f, const WorkloadSpec& w, int argc, char** arg
   } else {
     header.index = f.index;
     header.index_rows = BuildRows(w);
-    header.key_type = std::string(client::KeyTypeName(w.key_type));
+    header.key_type = KeyTypeOf(w.key_kind) == client::KeyType::kColumns
+                          ? std::string(KeyKindName(w.key_kind))
+                          : std::string(client::KeyTypeName(KeyTypeOf(w.key_kind)));
     header.multiplicity = w.build_keys > 0 ? w.multiplicity : 0;
     if (w.build_keys > 0) {
       header.duplicates = std::string(client::DuplicatePolicyName(
@@ -250,12 +256,13 @@ absl::StatusOr<Plan> MakePlan(const Flags& f, int argc, char** argv) {
           absl::StrCat("--concurrency: ", c, " streams is more than the limit of 4096"));
     }
   }
+  // keys + the largest answer (lookup: 5 bytes per row) must fit one message;
+  // 8 bytes per row also bounds a request of uint64 keys.
+  const uint64_t row_bytes = std::max<uint64_t>(8, KeyWireBytes(plan.cfg.workload.key_kind));
   for (uint64_t r : *batch_rows) {
-    // keys + the largest answer (lookup: 5 bytes per row) must fit one message;
-    // 8 bytes per row also bounds a request of uint64 keys.
-    if (r * 8 + 4096 > static_cast<uint64_t>(f.max_message_bytes)) {
+    if (r * row_bytes + 4096 > static_cast<uint64_t>(f.max_message_bytes)) {
       return absl::InvalidArgumentError(
-          absl::StrCat("--batch-rows: ", r, " rows need messages of about ", r * 8,
+          absl::StrCat("--batch-rows: ", r, " rows need messages of about ", r * row_bytes,
                        " bytes, above --max-message-bytes ", f.max_message_bytes));
     }
   }
@@ -280,6 +287,30 @@ absl::StatusOr<Plan> MakePlan(const Flags& f, int argc, char** argv) {
   return plan;
 }
 
+// INVALID_ARGUMENT when an existing index's key is not of `kind` (the key
+// word, or the key columns' types), naming the --key-type values that fit.
+absl::Status CheckKeysOfIndex(const std::string& index, const client::IndexInfo& d, KeyKind kind) {
+  std::vector<client::ColumnType> have, want;
+  for (const auto& c : d.key_columns) have.push_back(c.type);
+  for (const auto& c : KeyColumnsOf(kind)) want.push_back(c.type);
+  if (d.key_type == KeyTypeOf(kind) && have == want) return absl::OkStatus();
+  if (d.key_type != client::KeyType::kColumns) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "index '", index, "' has ", std::string(client::KeyTypeName(d.key_type)),
+        " keys; give --key-type ", d.key_type == client::KeyType::kUint64 ? "u64" : "u32"));
+  }
+  std::vector<std::string> types;
+  for (client::ColumnType t : have) types.push_back(std::string(client::ColumnTypeName(t)));
+  const bool one_string = have == std::vector<client::ColumnType>{client::ColumnType::kString};
+  const bool pair = have == std::vector<client::ColumnType>{client::ColumnType::kUint32,
+                                                            client::ColumnType::kUint32};
+  return absl::InvalidArgumentError(
+      absl::StrCat("index '", index, "' has key columns (", absl::StrJoin(types, ", "), "); ",
+                   one_string ? "give --key-type str16, str32 or uuid"
+                   : pair     ? "give --key-type pair"
+                              : "the load tester has no --key-type for them"));
+}
+
 // Builds --index from --build-keys (`built` then true), or checks that the
 // existing index fits the workload, which learns whether it keeps every row.
 absl::Status PrepareIndex(const Flags& f, client::Client& c0, Plan& plan, bool* built) {
@@ -292,7 +323,8 @@ absl::Status PrepareIndex(const Flags& f, client::Client& c0, Plan& plan, bool* 
     spec.target_load_factor = f.load_factor;
     spec.explicit_values = true;
     spec.replace = true;
-    spec.key_type = w.key_type;
+    spec.key_type = KeyTypeOf(w.key_kind);
+    spec.key_columns = KeyColumnsOf(w.key_kind);
     spec.duplicates =
         w.keep_all ? client::DuplicatePolicy::kKeepAll : client::DuplicatePolicy::kLowestRow;
     std::cerr << "building index '" << f.index << "' with " << w.build_keys << " keys"
@@ -308,11 +340,7 @@ absl::Status PrepareIndex(const Flags& f, client::Client& c0, Plan& plan, bool* 
   }
   auto d = c0.DescribeIndex(f.index);
   if (!d.ok()) return d.status();
-  if (d->key_type != w.key_type) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "index '", f.index, "' has ", std::string(client::KeyTypeName(d->key_type)),
-        " keys; give --key-type ", d->key_type == client::KeyType::kUint64 ? "u64" : "u32"));
-  }
+  if (absl::Status s = CheckKeysOfIndex(f.index, *d, w.key_kind); !s.ok()) return s;
   w.keep_all = d->duplicates == client::DuplicatePolicy::kKeepAll;
   if (w.keep_all && w.rpc == Rpc::kJoin &&
       (w.join_kind == client::JoinKind::kInner || w.join_kind == client::JoinKind::kLeftOuter)) {
@@ -377,8 +405,8 @@ std::vector<SettingResult> RunSettings(const Plan& plan,
   std::vector<SettingResult> results;
   for (uint64_t rows : plan.batch_rows) {
     const uint32_t pairs_per_row = w.rpc == Rpc::kJoin ? w.multiplicity : 1;
-    const BatchPool pool =
-        MakeBatchPool(w, rows, PoolSizeFor(rows, size_t{96} << 20, pairs_per_row));
+    const BatchPool pool = MakeBatchPool(
+        w, rows, PoolSizeFor(rows, size_t{96} << 20, pairs_per_row, KeyWireBytes(w.key_kind)));
     for (uint64_t conc : plan.concurrency) {
       for (Target t : {Target::kServer, Target::kEcho}) {
         const auto& clients = t == Target::kServer ? server_raw : echo_raw;

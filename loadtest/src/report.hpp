@@ -18,7 +18,7 @@ struct RunHeader {
   std::string device;         ///< the server's device name, "" when unknown
   std::string index;          ///< index used (lookup, join)
   uint64_t index_rows = 0;    ///< rows of the index the load tester built (0 = existing)
-  std::string key_type;       ///< "uint32" or "uint64" (lookup, join)
+  std::string key_type;       ///< "uint32", "uint64", or the key columns' --key-type (lookup, join)
   std::string duplicates;     ///< the index's policy: "lowest_row" or "keep_all" (lookup, join)
   uint32_t multiplicity = 0;  ///< rows per key of the built index (0 = existing index)
   std::string join_kind;      ///< join: "inner", "left_outer", "left_semi", "left_anti"

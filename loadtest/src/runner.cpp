@@ -98,8 +98,15 @@ std::string CheckEchoSize(size_t got, size_t want, const char* what) {
 // The echo answers with the request's keys as values (and as pairs). Sampled echo
 // answers are compared with memcmp just like sampled server answers, so that the
 // client spends the same effort per answer on both targets.
-// For uint64 keys the echo answers their low 32 bits.
+// For uint64 keys the echo answers their low 32 bits, for key columns the row
+// numbers.
 bool EchoesKeys(const PoolBatch& b, const uint32_t* words, size_t n) {
+  if (!b.key_columns.empty()) {
+    for (size_t i = 0; i < n; ++i) {
+      if (words[i] != i) return false;
+    }
+    return true;
+  }
   if (b.keys64.empty()) return std::memcmp(words, b.keys.data(), 4 * n) == 0;
   for (size_t i = 0; i < n; ++i) {
     if (words[i] != static_cast<uint32_t>(b.keys64[i])) return false;

@@ -49,6 +49,191 @@ uint64_t Mix64(uint64_t x, uint64_t seed) {
   return x;
 }
 
+const char* KeyKindName(KeyKind kind) {
+  switch (kind) {
+    case KeyKind::kUint32:
+      return "u32";
+    case KeyKind::kUint64:
+      return "u64";
+    case KeyKind::kStr16:
+      return "str16";
+    case KeyKind::kStr32:
+      return "str32";
+    case KeyKind::kUuid:
+      return "uuid";
+    case KeyKind::kPair:
+      return "pair";
+  }
+  return "?";
+}
+
+absl::StatusOr<KeyKind> ParseKeyKind(std::string_view text) {
+  for (KeyKind k : {KeyKind::kUint32, KeyKind::kUint64, KeyKind::kStr16, KeyKind::kStr32,
+                    KeyKind::kUuid, KeyKind::kPair}) {
+    if (text == KeyKindName(k)) return k;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("--key-type: '", std::string(text),
+                                                 "' is not u32, u64, str16, str32, uuid or pair"));
+}
+
+client::KeyType KeyTypeOf(KeyKind kind) {
+  switch (kind) {
+    case KeyKind::kUint32:
+      return client::KeyType::kUint32;
+    case KeyKind::kUint64:
+      return client::KeyType::kUint64;
+    default:
+      return client::KeyType::kColumns;
+  }
+}
+
+std::vector<client::KeyColumnSpec> KeyColumnsOf(KeyKind kind) {
+  switch (kind) {
+    case KeyKind::kUint32:
+    case KeyKind::kUint64:
+      return {};
+    case KeyKind::kPair:
+      return {{"key_a", client::ColumnType::kUint32}, {"key_b", client::ColumnType::kUint32}};
+    default:
+      return {{"key", client::ColumnType::kString}};
+  }
+}
+
+uint32_t KeyWireBytes(KeyKind kind) {
+  switch (kind) {
+    case KeyKind::kUint32:
+      return 4;
+    case KeyKind::kUint64:
+    case KeyKind::kPair:
+      return 8;
+    case KeyKind::kStr16:
+      return 16 + 4;
+    case KeyKind::kStr32:
+      return 32 + 4;
+    case KeyKind::kUuid:
+      return 36 + 4;
+  }
+  return 8;
+}
+
+namespace {
+
+// Salts of the second word of str32 and uuid keys and of the pair's columns.
+constexpr uint64_t kStringSalt = 0x2545f4914f6cdd1dull;
+constexpr uint32_t kPairSaltA = 0x68e31da4u, kPairSaltB = 0xb5297a4du;
+
+// Writes the 16 lowercase hex digits of `v`, most significant first.
+void Hex16(uint64_t v, char* out) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  for (int d = 15; d >= 0; --d, v >>= 4) out[d] = kDigits[v & 15];
+}
+
+// Version-4 UUID text whose first 16 free hex digits (all but the version and
+// variant nibbles) are those of `a`, the other 14 the top of `b`, the variant's
+// two free bits the bottom of `b`: distinct `a`, distinct text.
+void UuidText(uint64_t a, uint64_t b, char* out) {
+  char hex[32];
+  char a_hex[16], b_hex[16];
+  Hex16(a, a_hex);
+  Hex16(b, b_hex);
+  int from_a = 0, from_b = 0;
+  for (int n = 0; n < 32; ++n) {
+    if (n == 12) {
+      hex[n] = '4';
+    } else if (n == 16) {
+      hex[n] = "89ab"[b & 3];
+    } else {
+      hex[n] = from_a < 16 ? a_hex[from_a++] : b_hex[from_b++];
+    }
+  }
+  // 8-4-4-4-12
+  int at = 0;
+  for (int n = 0; n < 32; ++n) {
+    if (n == 8 || n == 12 || n == 16 || n == 20) out[at++] = '-';
+    out[at++] = hex[n];
+  }
+}
+
+}  // namespace
+
+KeyColumnData::KeyColumnData(KeyKind kind, size_t rows) {
+  for (const client::KeyColumnSpec& spec : KeyColumnsOf(kind)) {
+    client::Column c(spec.name, spec.type);
+    if (spec.type == client::ColumnType::kString) {
+      c.data.reserve(rows * (KeyWireBytes(kind) - 4));
+      c.offsets.reserve(rows + 1);
+    } else {
+      c.data.reserve(rows * 4);
+    }
+    columns_.push_back(std::move(c));
+  }
+}
+
+KeyColumnData::KeyColumnData(const KeyColumnData& other) : columns_(other.columns_) { Seal(); }
+
+KeyColumnData& KeyColumnData::operator=(const KeyColumnData& other) {
+  if (this != &other) {
+    columns_ = other.columns_;
+    Seal();
+  }
+  return *this;
+}
+
+void KeyColumnData::Append(KeyKind kind, uint64_t i, uint32_t seed) {
+  char text[36];
+  std::string_view key;
+  switch (kind) {
+    case KeyKind::kStr16:
+      Hex16(Mix64(i, seed), text);
+      key = {text, 16};
+      break;
+    case KeyKind::kStr32: {
+      char wide[32];
+      Hex16(Mix64(i, seed), wide);
+      Hex16(Mix64(i, seed ^ kStringSalt), wide + 16);
+      (void)columns_[0].AppendString({wide, 32});
+      return;
+    }
+    case KeyKind::kUuid:
+      UuidText(Mix64(i, seed), Mix64(i, seed ^ kStringSalt), text);
+      key = {text, 36};
+      break;
+    case KeyKind::kPair: {
+      // Mix is a bijection, so (high half, low half) of x is one key index's;
+      // neither column alone is unique (65,536 values each).
+      const uint32_t x = Mix(static_cast<uint32_t>(i), seed);
+      columns_[0].Append<uint32_t>(Mix(x >> 16, seed ^ kPairSaltA));
+      columns_[1].Append<uint32_t>(Mix(x & 0xffffu, seed ^ kPairSaltB));
+      return;
+    }
+    case KeyKind::kUint32:
+    case KeyKind::kUint64:
+      return;
+  }
+  // At most 36 bytes a row: far from the 2^31 string bytes a column can hold
+  // within a pool's budget.
+  (void)columns_[0].AppendString(key);
+}
+
+void KeyColumnData::Seal() {
+  views_.clear();
+  for (const client::Column& c : columns_) views_.push_back(c.view());
+}
+
+std::string KeyColumnData::RowText(size_t r) const {
+  if (columns_.size() == 1) return absl::StrCat("'", std::string(columns_[0].String(r)), "'");
+  std::string out = "(";
+  for (size_t c = 0; c < columns_.size(); ++c) {
+    absl::StrAppend(&out, c ? ", " : "", columns_[c].Value<uint32_t>(r));
+  }
+  return out + ")";
+}
+
+std::string PoolBatch::KeyText(size_t r) const {
+  if (!key_columns.empty()) return key_columns.RowText(r);
+  return absl::StrCat(keys64.empty() ? uint64_t{keys[r]} : keys64[r]);
+}
+
 const char* RpcName(Rpc rpc) {
   switch (rpc) {
     case Rpc::kLookup:
@@ -85,9 +270,10 @@ absl::Status ValidateWorkloadSpec(const WorkloadSpec& spec) {
                        spec.build_keys, ") to draw misses at --hit-ratio ", spec.hit_ratio));
     }
   }
-  if (spec.rpc == Rpc::kAggregate && spec.key_type == client::KeyType::kUint64) {
-    return absl::InvalidArgumentError(
-        "--key-type u64 does not apply to --rpc aggregate (group keys are dense uint32)");
+  if (spec.rpc == Rpc::kAggregate && spec.key_kind != KeyKind::kUint32) {
+    return absl::InvalidArgumentError(absl::StrCat("--key-type ", KeyKindName(spec.key_kind),
+                                                   " does not apply to --rpc aggregate (group "
+                                                   "keys are dense uint32)"));
   }
   if (spec.rpc == Rpc::kAggregate && spec.groups == 0) {
     return absl::InvalidArgumentError("--groups must be positive for --rpc aggregate");
@@ -118,7 +304,12 @@ uint64_t BuildRows(const WorkloadSpec& spec) {
 namespace {
 
 bool Wide(const WorkloadSpec& spec) {
-  return spec.key_type == client::KeyType::kUint64 && spec.rpc != Rpc::kAggregate;
+  return spec.key_kind == KeyKind::kUint64 && spec.rpc != Rpc::kAggregate;
+}
+
+// String and composite keys (KeyColumnData).
+bool HasKeyColumns(const WorkloadSpec& spec) {
+  return KeyTypeOf(spec.key_kind) == client::KeyType::kColumns && spec.rpc != Rpc::kAggregate;
 }
 
 }  // namespace
@@ -126,7 +317,10 @@ bool Wide(const WorkloadSpec& spec) {
 BuildData MakeBuildData(const WorkloadSpec& spec) {
   BuildData d;
   const uint64_t rows = BuildRows(spec);
-  if (Wide(spec)) {
+  const bool columns = HasKeyColumns(spec);
+  if (columns) {
+    d.key_columns = KeyColumnData(spec.key_kind, rows);
+  } else if (Wide(spec)) {
     d.keys64.resize(rows);
   } else {
     d.keys.resize(rows);
@@ -134,28 +328,33 @@ BuildData MakeBuildData(const WorkloadSpec& spec) {
   d.values.resize(rows);
   for (uint64_t r = 0; r < rows; ++r) {
     const uint64_t i = r % spec.build_keys;  // the key index of row r
-    if (Wide(spec)) {
+    if (columns) {
+      d.key_columns.Append(spec.key_kind, i, spec.seed);
+    } else if (Wide(spec)) {
       d.keys64[r] = Mix64(i, spec.seed);
     } else {
       d.keys[r] = Mix(static_cast<uint32_t>(i), spec.seed);
     }
     d.values[r] = Mix(static_cast<uint32_t>(r), spec.seed ^ kValueSalt);
   }
+  d.key_columns.Seal();
   return d;
 }
 
 uint64_t BatchPool::RequestBytes(const WorkloadSpec& spec) const {
-  uint64_t bytes = uint64_t{Wide(spec) ? 8u : 4u} * batch_rows;
+  const KeyKind kind = spec.rpc == Rpc::kAggregate ? KeyKind::kUint32 : spec.key_kind;
+  uint64_t bytes = uint64_t{KeyWireBytes(kind)} * batch_rows;
   if (spec.rpc == Rpc::kAggregate && spec.aggregate_op != client::AggregateOp::kCount) {
     bytes += uint64_t{4} * batch_rows;
   }
   return bytes;
 }
 
-size_t PoolSizeFor(size_t batch_rows, size_t budget_bytes, uint32_t pairs_per_row) {
-  // keys, expected values and found flags, about 9 bytes per row, and 8 bytes per join pair.
-  const size_t per_batch =
-      std::max<size_t>(1, batch_rows * (9 + 8 * size_t{std::max<uint32_t>(pairs_per_row, 1)}));
+size_t PoolSizeFor(size_t batch_rows, size_t budget_bytes, uint32_t pairs_per_row,
+                   uint32_t key_bytes) {
+  // keys, expected values and found flags (5 bytes per row), and 8 bytes per join pair.
+  const size_t per_batch = std::max<size_t>(
+      1, batch_rows * (key_bytes + 5 + 8 * size_t{std::max<uint32_t>(pairs_per_row, 1)}));
   return std::clamp<size_t>(budget_bytes / per_batch, 2, 64);
 }
 
@@ -172,8 +371,11 @@ BatchPool MakeBatchPool(const WorkloadSpec& spec, size_t batch_rows, size_t coun
   std::vector<uint8_t> is_hit(batch_rows);
 
   const bool wide = Wide(spec);
+  const bool columns = HasKeyColumns(spec);
   for (PoolBatch& b : pool.batches) {
-    if (wide) {
+    if (columns) {
+      b.key_columns = KeyColumnData(spec.key_kind, batch_rows);
+    } else if (wide) {
       b.keys64.resize(batch_rows);
     } else {
       b.keys.resize(batch_rows);
@@ -230,6 +432,11 @@ BatchPool MakeBatchPool(const WorkloadSpec& spec, size_t batch_rows, size_t coun
       std::uniform_int_distribution<uint64_t> any(0, spec.keyspace - 1);
       for (auto& k : b.keys) k = static_cast<uint32_t>(any(rng));
       for (auto& k : b.keys64) k = Mix64(any(rng), spec.seed);  // over the full 64-bit range
+      if (columns) {
+        for (size_t r = 0; r < batch_rows; ++r)
+          b.key_columns.Append(spec.key_kind, any(rng), spec.seed);
+        b.key_columns.Seal();
+      }
       continue;
     }
 
@@ -254,7 +461,10 @@ BatchPool MakeBatchPool(const WorkloadSpec& spec, size_t batch_rows, size_t coun
         bool reserved;
         do {  // the one row whose key is the reserved empty key was never inserted
           i = static_cast<uint32_t>(hit_row(rng));
-          if (wide) {
+          if (columns) {  // no key is reserved
+            b.key_columns.Append(spec.key_kind, i, spec.seed);
+            reserved = false;
+          } else if (wide) {
             b.keys64[r] = Mix64(i, spec.seed);
             reserved = b.keys64[r] == kMissing64;
           } else {
@@ -274,7 +484,9 @@ BatchPool MakeBatchPool(const WorkloadSpec& spec, size_t batch_rows, size_t coun
         }
       } else {
         const uint64_t j = miss_row(rng);
-        if (wide) {
+        if (columns) {
+          b.key_columns.Append(spec.key_kind, j, spec.seed);
+        } else if (wide) {
           b.keys64[r] = Mix64(j, spec.seed);
         } else {
           b.keys[r] = Mix(static_cast<uint32_t>(j), spec.seed);
@@ -287,6 +499,7 @@ BatchPool MakeBatchPool(const WorkloadSpec& spec, size_t batch_rows, size_t coun
         }
       }
     }
+    b.key_columns.Seal();
   }
   return pool;
 }
@@ -320,7 +533,7 @@ std::string CheckLookup(const BatchPool& pool, const PoolBatch& batch,
       const bool right = pool.known_mapping ? m == (batch.expected_found[r] ? pool.multiplicity : 0)
                                             : (result.found[r] ? m >= 1 : m == 0);
       if (!right) {
-        return absl::StrCat("row ", r, " key ", batch.KeyAt(r), ": ", m,
+        return absl::StrCat("row ", r, " key ", batch.KeyText(r), ": ", m,
                             " matches, found=", int{result.found[r]}, " (multiplicity ",
                             pool.multiplicity, ")");
       }
@@ -334,7 +547,7 @@ std::string CheckLookup(const BatchPool& pool, const PoolBatch& batch,
     for (size_t r = 0; r < n; ++r) {
       if (result.found[r] != batch.expected_found[r] ||
           result.values[r] != batch.expected_values[r]) {
-        return absl::StrCat("row ", r, " key ", batch.KeyAt(r),
+        return absl::StrCat("row ", r, " key ", batch.KeyText(r),
                             ": got found=", int{result.found[r]}, " value=", result.values[r],
                             ", expected found=", int{batch.expected_found[r]},
                             " value=", batch.expected_values[r]);

@@ -11,6 +11,13 @@
 // uint64 keys (--key-type u64) the key of row i is Mix64(i, seed), a bijection of
 // uint64, so keys spread over the whole 64-bit range by the same scheme.
 //
+// String and composite keys (--key-type str16, str32, uuid, pair; an index
+// with a key schema) follow the same scheme through KeyOf: key index i maps
+// to a key no other index maps to (str16: the 16 hex digits of Mix64(i); str32:
+// those and 16 more; uuid: version-4 UUID text whose first 16 free hex digits
+// are Mix64(i); pair: two uint32 columns that together spell Mix(i)), so hits,
+// misses and answers are known exactly as for integer keys.
+//
 // Multiplicity (--multiplicity M, a keep_all index): the index has build_keys * M
 // rows; row r has the key of key index r % build_keys and value Mix(r, ...), so
 // key i's rows are i, i + build_keys, ..., in source order and in different
@@ -20,10 +27,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "gpujoin/client/client.hpp"
 
 namespace gpujoin::loadtest {
@@ -40,6 +50,65 @@ inline constexpr uint64_t kMissing64 = ~uint64_t{0};
 /// A seeded bijection of uint64 (xor, then the splitmix64 finaliser, every step
 /// invertible): the keys of a uint64 workload, spread over the full 64-bit range.
 uint64_t Mix64(uint64_t x, uint64_t seed);
+
+/// The keys of a workload (--key-type): one integer word, or key columns of an
+/// index with a key schema.
+enum class KeyKind {
+  kUint32,  ///< u32: one uint32 word (the default)
+  kUint64,  ///< u64: one uint64 word over the full 64-bit range
+  kStr16,   ///< str16: one string column, 16 hex characters
+  kStr32,   ///< str32: one string column, 32 hex characters
+  kUuid,    ///< uuid: one string column, version-4 UUID text (36 characters)
+  kPair,    ///< pair: two uint32 columns (a composite key)
+};
+
+/// The --key-type spelling: "u32", "u64", "str16", "str32", "uuid", "pair".
+const char* KeyKindName(KeyKind kind);
+
+/// Parses a --key-type spelling (INVALID_ARGUMENT listing them otherwise).
+absl::StatusOr<KeyKind> ParseKeyKind(std::string_view text);
+
+/// The index key of a kind: kUint32, kUint64, or kColumns for the others.
+client::KeyType KeyTypeOf(KeyKind kind);
+
+/// The key schema of a key-column kind (IndexSpec::key_columns); empty for
+/// the integer kinds.
+std::vector<client::KeyColumnSpec> KeyColumnsOf(KeyKind kind);
+
+/// Request bytes of one key of `kind` on the wire: the word, or each column's
+/// value bytes plus a 4-byte offset per string row.
+uint32_t KeyWireBytes(KeyKind kind);
+
+/// Owned key columns of a string or composite workload and the views the
+/// client sends (client::Keys borrows them). Copies point their views at
+/// their own buffers; moves keep the buffers, so the views stay valid.
+class KeyColumnData {
+ public:
+  KeyColumnData() = default;
+  /// Empty columns of `kind`'s key schema (a key-column kind), `rows` reserved.
+  KeyColumnData(KeyKind kind, size_t rows);
+  KeyColumnData(const KeyColumnData& other);
+  KeyColumnData& operator=(const KeyColumnData& other);
+  KeyColumnData(KeyColumnData&&) noexcept = default;
+  KeyColumnData& operator=(KeyColumnData&&) noexcept = default;
+
+  /// Appends the key of key index `i` (KeyOf's scheme).
+  void Append(KeyKind kind, uint64_t i, uint32_t seed);
+  /// Points the views at the columns; call after the last Append.
+  void Seal();
+
+  bool empty() const { return columns_.empty(); }
+  size_t rows() const { return columns_.empty() ? 0 : columns_[0].length; }
+  /// The keys as the client sends them (valid while this object lives, unchanged).
+  client::Keys keys() const { return client::Keys(std::span<const client::ColumnView>(views_)); }
+  const client::Column& column(size_t c) const { return columns_[c]; }
+  /// Row r's key as text, for messages: "abc..." or "(1, 2)".
+  std::string RowText(size_t r) const;
+
+ private:
+  std::vector<client::Column> columns_;
+  std::vector<client::ColumnView> views_;
+};
 
 /// Which RPC the load tester drives.
 enum class Rpc { kLookup, kJoin, kAggregate };
@@ -59,8 +128,8 @@ struct WorkloadSpec {
   /// Upper bound (exclusive) of the key draw: misses come from [build_keys, keyspace).
   uint64_t keyspace = uint64_t{1} << 32;
   uint32_t seed = 1;
-  /// Key word of the index and the query keys (lookup, join).
-  client::KeyType key_type = client::KeyType::kUint32;
+  /// Keys of the index and the queries (lookup, join).
+  KeyKind key_kind = KeyKind::kUint32;
   /// Aggregate: group count, and the operation.
   uint32_t groups = 1024;
   client::AggregateOp aggregate_op = client::AggregateOp::kSum;
@@ -81,14 +150,19 @@ uint64_t BuildRows(const WorkloadSpec& spec);
 absl::Status ValidateWorkloadSpec(const WorkloadSpec& spec);
 
 /// The index the load tester builds: keys and explicit values, row r has the key
-/// of key index r % build_keys (Mix, or Mix64 for uint64 keys) and value Mix(r, ...).
+/// of key index r % build_keys (Mix, Mix64 for uint64 keys, KeyColumnData's
+/// scheme for key columns) and value Mix(r, ...).
 struct BuildData {
   std::vector<uint32_t> keys;    ///< uint32 workloads
   std::vector<uint64_t> keys64;  ///< uint64 workloads
+  KeyColumnData key_columns;     ///< string and composite workloads
   std::vector<uint32_t> values;
 
   /// The keys as the client sends them.
-  client::Keys Keys() const { return keys64.empty() ? client::Keys(keys) : client::Keys(keys64); }
+  client::Keys Keys() const {
+    if (!key_columns.empty()) return key_columns.keys();
+    return keys64.empty() ? client::Keys(keys) : client::Keys(keys64);
+  }
 };
 
 /// Generates the build columns of `spec` (BuildRows(spec) rows).
@@ -98,6 +172,7 @@ BuildData MakeBuildData(const WorkloadSpec& spec);
 struct PoolBatch {
   std::vector<uint32_t> keys;    ///< uint32 query keys (also the aggregate's group keys)
   std::vector<uint64_t> keys64;  ///< uint64 query keys (lookup, join with uint64 keys)
+  KeyColumnData key_columns;     ///< string and composite query keys (lookup, join)
   /// Lookup: expected value per row (kMissing where missing); known mapping only.
   std::vector<uint32_t> expected_values;
   /// Lookup: expected found flag per row (1/0); known mapping only.
@@ -116,13 +191,14 @@ struct PoolBatch {
   std::vector<float> expected_agg;        ///< sum/min/max/mean per group (not for count)
 
   /// Rows of the batch.
-  size_t rows() const { return keys.size() + keys64.size(); }
+  size_t rows() const { return keys.size() + keys64.size() + key_columns.rows(); }
   /// The query keys as the client sends them.
   client::Keys QueryKeys() const {
+    if (!key_columns.empty()) return key_columns.keys();
     return keys64.empty() ? client::Keys(keys) : client::Keys(keys64);
   }
-  /// Key of row r, widened (for messages).
-  uint64_t KeyAt(size_t r) const { return keys64.empty() ? keys[r] : keys64[r]; }
+  /// Key of row r as text (for messages).
+  std::string KeyText(size_t r) const;
 };
 
 /// A read-only set of batches shared by all streams of one setting.
@@ -134,15 +210,16 @@ struct BatchPool {
   client::JoinKind join_kind = client::JoinKind::kInner;
   std::vector<PoolBatch> batches;
 
-  /// Request payload bytes of one batch (keys of 4 or 8 bytes, plus values for aggregate).
+  /// Request payload bytes of one batch (KeyWireBytes per key, plus values for aggregate).
   uint64_t RequestBytes(const WorkloadSpec& spec) const;
 };
 
 /// Chooses how many distinct batches to pre-generate for `batch_rows` rows:
 /// enough that consecutive requests differ, bounded to about `budget_bytes`,
-/// with up to `pairs_per_row` expected join pairs per row.
+/// with up to `pairs_per_row` expected join pairs per row and keys of
+/// `key_bytes` bytes (KeyWireBytes).
 size_t PoolSizeFor(size_t batch_rows, size_t budget_bytes = size_t{96} << 20,
-                   uint32_t pairs_per_row = 1);
+                   uint32_t pairs_per_row = 1, uint32_t key_bytes = 4);
 
 /// Generates `count` batches of `batch_rows` rows with the expected answers.
 BatchPool MakeBatchPool(const WorkloadSpec& spec, size_t batch_rows, size_t count);

@@ -125,7 +125,7 @@ TEST(Mix64, IsInjectiveOnASampleAndSpansTheHighWord) {
 // keys from Mix64, with the same exact hits and expected answers.
 TEST(BatchPool, Uint64KeysHaveExactHitsAndExpectations) {
   WorkloadSpec spec = LookupSpec();
-  spec.key_type = client::KeyType::kUint64;
+  spec.key_kind = KeyKind::kUint64;
   ASSERT_TRUE(ValidateWorkloadSpec(spec).ok());
   const BuildData data = MakeBuildData(spec);
   EXPECT_TRUE(data.keys.empty());
@@ -159,6 +159,78 @@ TEST(BatchPool, Uint64KeysHaveExactHitsAndExpectations) {
   // Aggregates keep dense uint32 group keys.
   spec.rpc = Rpc::kAggregate;
   EXPECT_FALSE(ValidateWorkloadSpec(spec).ok());
+}
+
+// A key of key columns as one string (the columns' row values joined), for
+// reference maps.
+std::string RowKey(const KeyColumnData& k, size_t r) { return k.RowText(r); }
+
+// --key-type str16, str32, uuid, pair: the key columns of the built index are
+// distinct, of the kind's shape, and the query batches have the same exact
+// hits and expected answers as integer keys; a copy of a batch sends its own
+// buffers.
+TEST(BatchPool, KeyColumnKindsHaveExactHitsAndExpectations) {
+  for (KeyKind kind : {KeyKind::kStr16, KeyKind::kStr32, KeyKind::kUuid, KeyKind::kPair}) {
+    SCOPED_TRACE(KeyKindName(kind));
+    EXPECT_EQ(*ParseKeyKind(KeyKindName(kind)), kind);
+    WorkloadSpec spec = LookupSpec();
+    spec.key_kind = kind;
+    ASSERT_TRUE(ValidateWorkloadSpec(spec).ok());
+    const BuildData data = MakeBuildData(spec);
+    EXPECT_TRUE(data.keys.empty() && data.keys64.empty());
+    const client::Keys keys = data.Keys();
+    ASSERT_EQ(keys.type(), client::KeyType::kColumns);
+    ASSERT_EQ(keys.size(), spec.build_keys);
+    ASSERT_EQ(keys.column_count(), KeyColumnsOf(kind).size());
+    ASSERT_TRUE(client::CheckKeys(keys, "keys").ok());
+    std::unordered_map<std::string, uint32_t> index;
+    for (size_t i = 0; i < keys.size(); ++i)
+      index.emplace(RowKey(data.key_columns, i), data.values[i]);
+    ASSERT_EQ(index.size(), keys.size()) << "build keys must be distinct";
+    if (kind == KeyKind::kPair) {
+      std::set<uint32_t> a;  // neither column alone is the key
+      for (size_t i = 0; i < keys.size(); ++i)
+        a.insert(data.key_columns.column(0).Value<uint32_t>(i));
+      EXPECT_LT(a.size(), keys.size());
+    } else {
+      const size_t width = kind == KeyKind::kStr16 ? 16 : kind == KeyKind::kStr32 ? 32 : 36;
+      const std::string_view k0 = data.key_columns.column(0).String(0);
+      EXPECT_EQ(k0.size(), width);
+      if (kind == KeyKind::kUuid) {
+        EXPECT_EQ(k0[8], '-');
+        EXPECT_EQ(k0[14], '4') << k0;  // version 4
+        EXPECT_NE(std::string_view("89ab").find(k0[19]), std::string_view::npos) << k0;
+      }
+    }
+    const BatchPool pool = MakeBatchPool(spec, 1000, 2);
+    EXPECT_EQ(pool.RequestBytes(spec), 1000u * KeyWireBytes(kind));
+    for (const PoolBatch& b : pool.batches) {
+      ASSERT_EQ(b.rows(), 1000u);
+      ASSERT_EQ(b.QueryKeys().type(), client::KeyType::kColumns);
+      uint64_t found = 0;
+      for (size_t r = 0; r < b.rows(); ++r) {
+        auto it = index.find(RowKey(b.key_columns, r));
+        const bool hit = it != index.end();
+        EXPECT_EQ(b.expected_found[r], hit ? 1 : 0) << "row " << r;
+        EXPECT_EQ(b.expected_values[r], hit ? it->second : kMissing) << "row " << r;
+        found += hit;
+      }
+      EXPECT_EQ(found, 750u);
+      EXPECT_EQ(b.hits, 750u);
+    }
+    const PoolBatch copy = pool.batches[0];
+    ASSERT_EQ(copy.QueryKeys().size(), 1000u);
+    EXPECT_NE(copy.QueryKeys().column(0).data.data(),
+              pool.batches[0].QueryKeys().column(0).data.data());
+    EXPECT_EQ(RowKey(copy.key_columns, 999), RowKey(pool.batches[0].key_columns, 999));
+    // An existing index: keys of the same shape, drawn from the keyspace.
+    spec.build_keys = 0;
+    const BatchPool unknown = MakeBatchPool(spec, 100, 1);
+    EXPECT_EQ(unknown.batches[0].rows(), 100u);
+    spec.rpc = Rpc::kAggregate;
+    EXPECT_FALSE(ValidateWorkloadSpec(spec).ok());
+  }
+  EXPECT_FALSE(ParseKeyKind("u16").ok());
 }
 
 client::LookupResult RightLookup(const PoolBatch& b) {
@@ -570,7 +642,7 @@ TEST(EchoRun, Uint64KeysEchoTheirLowWords) {
   ASSERT_NO_FATAL_FAILURE(StartEcho(1, /*own_connection=*/false, &echo));
   for (Rpc rpc : {Rpc::kLookup, Rpc::kJoin}) {
     RunConfig cfg = EchoConfig(rpc);
-    cfg.workload.key_type = client::KeyType::kUint64;
+    cfg.workload.key_kind = KeyKind::kUint64;
     cfg.warmup_seconds = 0;
     cfg.requests = 10;
     cfg.verify_every = 1;
@@ -579,6 +651,27 @@ TEST(EchoRun, Uint64KeysEchoTheirLowWords) {
     EXPECT_EQ(r.batches, 10u) << RpcName(rpc);
     EXPECT_EQ(r.ErrorCount(), 0u) << RpcName(rpc) << ": " << r.first_error;
     EXPECT_EQ(r.wrong_answers, 0u) << RpcName(rpc) << ": " << r.first_wrong;
+  }
+}
+
+// Key columns travel to the echo, which answers their row numbers.
+TEST(EchoRun, KeyColumnsEchoTheirRowNumbers) {
+  EchoWithClients echo;
+  ASSERT_NO_FATAL_FAILURE(StartEcho(1, /*own_connection=*/false, &echo));
+  for (KeyKind kind : {KeyKind::kUuid, KeyKind::kPair}) {
+    for (Rpc rpc : {Rpc::kLookup, Rpc::kJoin}) {
+      RunConfig cfg = EchoConfig(rpc);
+      cfg.workload.key_kind = kind;
+      cfg.warmup_seconds = 0;
+      cfg.requests = 10;
+      cfg.verify_every = 1;
+      const BatchPool pool = MakeBatchPool(cfg.workload, 256, 2);
+      const SettingResult r = RunSetting(Target::kEcho, echo.raw, pool, 1, cfg);
+      EXPECT_EQ(r.batches, 10u) << RpcName(rpc) << " " << KeyKindName(kind);
+      EXPECT_EQ(r.ErrorCount(), 0u)
+          << RpcName(rpc) << " " << KeyKindName(kind) << ": " << r.first_error << r.first_wrong;
+      EXPECT_EQ(r.request_bytes, 10u * 256 * KeyWireBytes(kind));
+    }
   }
 }
 

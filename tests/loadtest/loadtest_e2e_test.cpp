@@ -114,6 +114,48 @@ TEST_F(LoadtestAgainstServer, Uint64KeysLookupAndJoin) {
   }
 }
 
+// --key-type str16, str32, uuid, pair: an index with a key schema (one string
+// column, or two uint32 columns) built by the load tester; every sampled
+// lookup and join answer checked value by value and the found count exact.
+TEST_F(LoadtestAgainstServer, KeyColumnsLookupAndJoin) {
+  for (const char* kind : {"str16", "str32", "uuid", "pair"}) {
+    for (const char* rpc : {"lookup", "join"}) {
+      SCOPED_TRACE(std::string(kind) + " " + rpc);
+      const auto doc = RunJson({"--rpc", rpc, "--key-type", kind, "--build-keys", "20000",
+                                "--hit-ratio", "0.7", "--batch-rows", "4K", "--concurrency", "2",
+                                "--duration", "0.3", "--warmup", "0.1", "--verify-every", "1"});
+      ExpectClean(doc, 1);
+      EXPECT_EQ(doc["header"]["key_type"], kind);
+      const auto& r = doc["results"][0];
+      // --verify-every 1: every answer, warm-up ones too, checked value by value.
+      EXPECT_GE(r["checked_answers"].get<uint64_t>(), r["batches"].get<uint64_t>()) << r.dump(2);
+    }
+  }
+}
+
+// A string-keyed index left behind answers a later run of the same kind
+// (keys drawn from the keyspace, answers checked for structure); another
+// kind is a startup error naming the ones that fit.
+TEST_F(LoadtestAgainstServer, KeyColumnsOfAnExistingIndexMustMatch) {
+  RunJson({"--rpc", "lookup", "--key-type", "uuid", "--build-keys", "1000", "--keep-index",
+           "--index", "uuids", "--batch-rows", "1K", "--requests", "2", "--warmup", "0"});
+  const auto doc =
+      RunJson({"--rpc", "join", "--key-type", "str16", "--index", "uuids", "--keyspace", "2000",
+               "--batch-rows", "1K", "--duration", "0.2", "--warmup", "0", "--verify-every", "1"});
+  ExpectClean(doc, 1);
+  for (const char* wrong : {"u32", "pair"}) {
+    const RunResult out =
+        RunProcess({LoadtestBinary(), "--server", server_->grpc_address(), "--index", "uuids",
+                    "--key-type", wrong, "--duration", "0.1", "--warmup", "0"},
+                   {.timeout = std::chrono::seconds(60)});
+    EXPECT_EQ(out.code, 2) << out.err;
+    EXPECT_NE(out.err.find("index 'uuids' has key columns (string); give --key-type str16, "
+                           "str32 or uuid"),
+              std::string::npos)
+        << out.err;
+  }
+}
+
 TEST_F(LoadtestAgainstServer, KeyTypeOfAnExistingIndexMustMatch) {
   // Leave a uint64 index behind, then query it as uint32.
   RunJson({"--rpc", "lookup", "--key-type", "u64", "--build-keys", "1000", "--keep-index",
