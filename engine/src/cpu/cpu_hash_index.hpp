@@ -142,6 +142,27 @@ class CpuHashIndex final : public HashIndex {
     __builtin_prefetch(&slots_[Home(key)]);
   }
 
+  /// Key schemas, a step after Prefetch: when `key`'s home slot holds its
+  /// fingerprint, hints the cache that the resident's stored key row and value
+  /// will be read soon, and returns that build row (else kNoRow). Reads the
+  /// home slot. The probe's misses are dependent (slot, then the row's
+  /// offsets, then its bytes, and its value), so staging them over a block of
+  /// rows lets them overlap.
+  [[gnu::always_inline]] uint32_t PrefetchResident(const RowKey& key) const {
+    static_assert(kColumns);
+    const Slot& s = slots_[Home(key)];
+    if (IsEmpty(s) || s.key != WordOf(key)) return kNoRow;
+    keys_.PrefetchRow(s.value);
+    __builtin_prefetch(&row_values_[s.value]);
+    return s.value;
+  }
+  /// Key schemas, a step after PrefetchResident: hints the cache that build
+  /// row `row`'s string and binary key bytes will be read soon.
+  [[gnu::always_inline]] void PrefetchResidentBytes(uint32_t row) const {
+    static_assert(kColumns);
+    keys_.PrefetchBytes(row);
+  }
+
   /// Whether `key` is the reserved key word, or a key schema's null key.
   static bool IsInvalid(const RowKey& key) {
     if constexpr (kColumns) {

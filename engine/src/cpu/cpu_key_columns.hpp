@@ -39,6 +39,27 @@ class StoredKeys {
   /// Bytes held: values, int64 offsets and validity of the stored rows.
   uint64_t bytes() const;
 
+  /// Hints the cache that row `r` will be compared soon: its offsets (string
+  /// and binary columns) or its values (fixed width). Always inlined, like
+  /// CpuHashIndex::Prefetch (an out-of-line call to it may be deleted).
+  [[gnu::always_inline]] void PrefetchRow(uint64_t r) const {
+    for (size_t c = 0; c < columns_.size(); ++c) {
+      const Column& col = columns_[c];
+      if (col.offsets.empty()) {
+        __builtin_prefetch(col.data.data() + r * ColumnWidth(types_[c]));
+      } else {
+        __builtin_prefetch(&col.offsets[r]);
+      }
+    }
+  }
+  /// Hints the cache that row `r`'s string and binary bytes will be read soon
+  /// (reads the row's offsets: call it a step after PrefetchRow).
+  [[gnu::always_inline]] void PrefetchBytes(uint64_t r) const {
+    for (const Column& col : columns_) {
+      if (!col.offsets.empty()) __builtin_prefetch(col.data.data() + col.offsets[r]);
+    }
+  }
+
   /// The columns in an index image's layout (IndexImage::key_columns: uint64
   /// offsets, validity only when stored).
   std::vector<PayloadImage> ToImages() const;

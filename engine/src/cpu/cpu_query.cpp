@@ -84,6 +84,15 @@ QueryStatistics ProbeRange(const CpuHashIndex<K>& index, uint32_t bound, const Q
       block[i] = cursor.Next();
       index.Prefetch(block[i]);
     }
+    if constexpr (CpuHashIndex<K>::kColumns) {
+      // A hit compares the stored key row and reads its value: two more
+      // dependent misses per row, staged over the block as well.
+      uint32_t resident[kPrefetchBlock];
+      for (size_t i = 0; i < n; ++i) resident[i] = index.PrefetchResident(block[i]);
+      for (size_t i = 0; i < n; ++i) {
+        if (resident[i] != kNoRow) index.PrefetchResidentBytes(resident[i]);
+      }
+    }
     for (size_t i = 0; i < n; ++i) {
       const size_t r = first + i;
       uint32_t examined = 0;
