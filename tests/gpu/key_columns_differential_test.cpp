@@ -490,19 +490,25 @@ TEST_P(KeyColumnsDifferentialTest, HotKeysHighLoadRebuildsAndTinyTables) {
   ASSERT_EQ(got2.probes, want2.probes);
   ASSERT_EQ(got2.found, want2.found);
 
+  // Tiny tables overflow: which keys stay may differ between the backends
+  // (the CUDA build inserts concurrently), so each answers like the model.
   for (uint32_t tiny : {1u, 2u, 4u}) {
     SCOPED_TRACE("capacity " + std::to_string(tiny));
     Table small{{Strings({"a", "", "a", "b", "c"})}};
-    Built c = Build(*cpu_, schema.types, tiny, 0, small, 1, masks);
+    const auto model = Model(small);
     Built g = Build(*cuda_, schema.types, tiny, 0, small, 1, masks);
-    EXPECT_EQ(g.stats.unique_keys, c.stats.unique_keys);
-    EXPECT_EQ(g.stats.overflow_rows, c.stats.overflow_rows);
+    const BuildStatistics& st = g.stats;
+    EXPECT_EQ(st.unique_keys + st.duplicate_rows + st.overflow_rows + st.invalid_rows, 5u);
     Table probe{{Strings({"a", "", "b", "c", "d"})}};
-    const Answers w = Lookup(*cpu_, *c.index, probe);
     const Answers a = Lookup(*cuda_, *g.index, probe);
-    ASSERT_EQ(a.values, w.values);
-    ASSERT_EQ(a.found, w.found);
-    ASSERT_EQ(a.probes, w.probes);
+    EXPECT_EQ(a.stats.found, st.unique_keys);
+    for (size_t r = 0; r < probe.rows(); ++r) {
+      const auto it = model.find(probe.Key(r));
+      if (a.found[r]) {
+        ASSERT_NE(it, model.end()) << r;
+        ASSERT_EQ(a.values[r], 7 + it->second.front()) << r;
+      }
+    }
   }
 }
 
