@@ -199,12 +199,43 @@ void ClearTail(ImageBuffer& bitmap, uint64_t bits) {
   last = std::byte(uint8_t(last) & uint8_t((1u << (bits % 8)) - 1));
 }
 
-template <KeyWord K>
+// The image's key word of key kind K: the key, or a key schema's fingerprint.
+template <IndexKey K>
+using ImageKey = std::conditional_t<KeyWord<K>, K, uint64_t>;
+
+// Slot word <-> the image's (key, value) of a slot. Empty: the reserved key
+// and value 0, or (a key schema's) fingerprint 0 and row kNoRow.
+template <IndexKey K>
+void ImageOfSlot(SlotWord<K> w, ImageKey<K>& key, uint32_t& value) {
+  if constexpr (std::is_same_v<K, uint32_t>) {
+    key = uint32_t(w >> 32);
+    value = key == kEmptyKeyOf<K> ? 0u : uint32_t(w);
+  } else if constexpr (std::is_same_v<K, uint64_t>) {
+    key = w.key;
+    value = key == kEmptyKeyOf<K> ? 0u : uint32_t(w.tag);
+  } else {
+    const bool empty = w.tag == kEmptySlot;
+    key = empty ? 0 : w.key;
+    value = empty ? kEmptySlotRow : uint32_t(w.tag);
+  }
+}
+template <IndexKey K>
+SlotWord<K> SlotOfImage(ImageKey<K> key, uint32_t value) {
+  if constexpr (std::is_same_v<K, uint32_t>) {
+    return key == kEmptyKeyOf<K> ? kEmptySlot : (uint64_t(key) << 32) | value;
+  } else if constexpr (std::is_same_v<K, uint64_t>) {
+    return key == kEmptyKeyOf<K> ? Slot64{kEmptySlot, kEmptySlot} : Slot64{key, uint64_t(value)};
+  } else {
+    return value == kEmptySlotRow ? Slot64{kEmptySlot, kEmptySlot} : Slot64{key, uint64_t(value)};
+  }
+}
+
+template <IndexKey K>
 absl::Status ExportTable(const CudaHashIndex& index, Transfer& t, IndexImage& image) {
   const size_t capacity = index.spec().capacity;
-  image.keys = ImageBuffer(capacity * sizeof(K));
+  image.keys = ImageBuffer(capacity * sizeof(ImageKey<K>));
   image.values = ImageBuffer(capacity * 4);
-  K* keys = image.keys.as<K>().data();
+  ImageKey<K>* keys = image.keys.as<ImageKey<K>>().data();
   uint32_t* values = image.values.as<uint32_t>().data();
   using Word = SlotWord<K>;
   return t.Download(index.table<K>().slots, capacity * sizeof(Word), sizeof(Word),
@@ -212,25 +243,15 @@ absl::Status ExportTable(const CudaHashIndex& index, Transfer& t, IndexImage& im
                       const Word* words = reinterpret_cast<const Word*>(chunk);
                       const size_t first = offset / sizeof(Word);
                       for (size_t i = 0; i < n / sizeof(Word); ++i) {
-                        K key;
-                        uint32_t value;
-                        if constexpr (std::is_same_v<K, uint32_t>) {
-                          key = uint32_t(words[i] >> 32);
-                          value = uint32_t(words[i]);
-                        } else {
-                          key = words[i].key;
-                          value = uint32_t(words[i].tag);
-                        }
-                        keys[first + i] = key;
-                        values[first + i] = key == kEmptyKeyOf<K> ? 0u : value;
+                        ImageOfSlot<K>(words[i], keys[first + i], values[first + i]);
                       }
                     });
 }
 
-template <KeyWord K>
+template <IndexKey K>
 absl::Status ImportTable(const IndexImage& image, CudaHashIndex& index, Transfer& t) {
   const size_t capacity = image.spec.capacity;
-  const K* keys = image.keys.as<K>().data();
+  const ImageKey<K>* keys = image.keys.as<ImageKey<K>>().data();
   const uint32_t* values = image.values.as<uint32_t>().data();
   using Word = SlotWord<K>;
   // The pad of a table under 4 slots stays as Create left it (empty).
@@ -239,51 +260,7 @@ absl::Status ImportTable(const IndexImage& image, CudaHashIndex& index, Transfer
                     Word* words = reinterpret_cast<Word*>(chunk);
                     const size_t first = offset / sizeof(Word);
                     for (size_t i = 0; i < n / sizeof(Word); ++i) {
-                      const K key = keys[first + i];
-                      const uint32_t value = values[first + i];
-                      if constexpr (std::is_same_v<K, uint32_t>) {
-                        words[i] =
-                            key == kEmptyKeyOf<K> ? kEmptySlot : (uint64_t(key) << 32) | value;
-                      } else {
-                        words[i] = key == kEmptyKeyOf<K> ? Slot64{kEmptySlot, kEmptySlot}
-                                                         : Slot64{key, uint64_t(value)};
-                      }
-                    }
-                  });
-}
-
-// A key schema's table: per slot its fingerprint and build row (0 and kNoRow
-// for an empty slot, the image's layout).
-absl::Status ExportKeyTable(const CudaHashIndex& index, Transfer& t, IndexImage& image) {
-  const size_t capacity = index.spec().capacity;
-  image.keys = ImageBuffer(capacity * sizeof(uint64_t));
-  image.values = ImageBuffer(capacity * 4);
-  uint64_t* keys = image.keys.as<uint64_t>().data();
-  uint32_t* values = image.values.as<uint32_t>().data();
-  return t.Download(index.table<ColumnKey>().slots, capacity * sizeof(Slot64), sizeof(Slot64),
-                    [&](const uint8_t* chunk, size_t offset, size_t n) {
-                      const Slot64* words = reinterpret_cast<const Slot64*>(chunk);
-                      const size_t first = offset / sizeof(Slot64);
-                      for (size_t i = 0; i < n / sizeof(Slot64); ++i) {
-                        const bool empty = words[i].tag == kEmptySlot;
-                        keys[first + i] = empty ? 0 : words[i].key;
-                        values[first + i] = empty ? kEmptySlotRow : uint32_t(words[i].tag);
-                      }
-                    });
-}
-
-absl::Status ImportKeyTable(const IndexImage& image, CudaHashIndex& index, Transfer& t) {
-  const size_t capacity = image.spec.capacity;
-  const uint64_t* keys = image.keys.as<uint64_t>().data();
-  const uint32_t* values = image.values.as<uint32_t>().data();
-  return t.Upload(index.table<ColumnKey>().slots, capacity * sizeof(Slot64), sizeof(Slot64),
-                  [&](uint8_t* chunk, size_t offset, size_t n) {
-                    Slot64* words = reinterpret_cast<Slot64*>(chunk);
-                    const size_t first = offset / sizeof(Slot64);
-                    for (size_t i = 0; i < n / sizeof(Slot64); ++i) {
-                      const uint32_t row = values[first + i];
-                      words[i] = row == kEmptySlotRow ? Slot64{kEmptySlot, kEmptySlot}
-                                                      : Slot64{keys[first + i], uint64_t(row)};
+                      words[i] = SlotOfImage<K>(keys[first + i], values[first + i]);
                     }
                   });
 }
@@ -391,7 +368,7 @@ absl::StatusOr<IndexImage> ExportCudaIndex(const CudaHashIndex& index) {
   image.built = index.built();
   const uint64_t capacity = index.spec().capacity;
   if (index.key_type() == KeyType::kColumns) {
-    GPUJOIN_RETURN_IF_ERROR(ExportKeyTable(index, *t, image));
+    GPUJOIN_RETURN_IF_ERROR(ExportTable<ColumnKey>(index, *t, image));
     GPUJOIN_RETURN_IF_ERROR(ExportKeys(index, *t, image));
   } else if (index.key_type() == KeyType::kUint64) {
     GPUJOIN_RETURN_IF_ERROR(ExportTable<uint64_t>(index, *t, image));
@@ -464,7 +441,7 @@ absl::StatusOr<std::unique_ptr<CudaHashIndex>> ImportCudaIndex(const IndexImage&
   GPUJOIN_ASSIGN_OR_RETURN(auto index, CudaHashIndex::Create(image.spec, device, fingerprint_bits));
   GPUJOIN_ASSIGN_OR_RETURN(auto t, Transfer::Create(device));
   if (image.spec.key_type == KeyType::kColumns) {
-    GPUJOIN_RETURN_IF_ERROR(ImportKeyTable(image, *index, *t));
+    GPUJOIN_RETURN_IF_ERROR(ImportTable<ColumnKey>(image, *index, *t));
     GPUJOIN_ASSIGN_OR_RETURN(CudaKeys keys, ImportKeys(image, device, *t));
     index->SetKeys(std::move(keys));
   } else if (image.spec.key_type == KeyType::kUint64) {
