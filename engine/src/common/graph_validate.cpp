@@ -12,6 +12,7 @@
 #include "gpujoin/common/status_macros.hpp"
 #include "gpujoin/engine/aggregation.hpp"
 #include "gpujoin/engine/graph.hpp"
+#include "gpujoin/engine/mutation.hpp"
 #include "hashing/hash_host.hpp"
 
 namespace gpujoin::engine {
@@ -577,6 +578,38 @@ class Validator {
 };
 
 }  // namespace
+
+template <IndexKey K>
+absl::Status ValidateMutationBatch(const MutationBatchT<K>& batch, const HashIndex& index) {
+  const std::string where = "mutation";
+  GPUJOIN_RETURN_IF_ERROR(CheckReadableIndex(where, &index, false, 0));
+  GPUJOIN_RETURN_IF_ERROR(CheckKeyType<K>(where, index));
+  GPUJOIN_RETURN_IF_ERROR(CheckKeyInput(where, "delete keys", batch.delete_keys, index));
+  GPUJOIN_RETURN_IF_ERROR(CheckKeyInput(where, "upsert keys", batch.upsert_keys, index));
+  const uint64_t rows = KeyRows(batch.upsert_keys);
+  const uint64_t values = TotalRows(batch.values);
+  if (values != rows) {
+    return Invalid(where, absl::StrCat("values have ", values, " rows but upsert keys have ", rows));
+  }
+  const std::vector<PayloadColumnInfo>& stored = index.payload();
+  if (rows == 0 && batch.payload.empty()) return absl::OkStatus();
+  if (batch.payload.size() != stored.size()) {
+    return Invalid(where, absl::StrCat("the batch has ", batch.payload.size(),
+                                       " payload columns but the index has ", stored.size()));
+  }
+  for (size_t c = 0; c < stored.size(); ++c) {
+    if (batch.payload[c].type != stored[c].type) {
+      return Invalid(where, absl::StrCat(PayloadName(c, batch.payload[c].type),
+                                         " does not match the index's payload[", c, "] (",
+                                         std::string(ColumnTypeName(stored[c].type)), ")"));
+    }
+    GPUJOIN_RETURN_IF_ERROR(CheckPayloadColumn(where, c, batch.payload[c], rows));
+  }
+  return absl::OkStatus();
+}
+template absl::Status ValidateMutationBatch(const MutationBatchT<uint32_t>&, const HashIndex&);
+template absl::Status ValidateMutationBatch(const MutationBatchT<uint64_t>&, const HashIndex&);
+template absl::Status ValidateMutationBatch(const MutationBatchT<ColumnKey>&, const HashIndex&);
 
 absl::Status CommandGraph::Validate() const {
   Validator v;

@@ -29,6 +29,9 @@ constexpr std::pair<const char*, const char*> kIndexGauges[] = {
     {"gpujoin_index_version", "Version number of the live index."},
     {"gpujoin_index_source_rows", "Source rows of the live build."},
     {"gpujoin_index_build_seconds", "Wall time of the live build, in seconds."},
+    {"gpujoin_index_mutation_sequence",
+     "Mutate batches applied to the live index since its build or load."},
+    {"gpujoin_index_rehashes", "Times Mutate grew the live index's table since its build."},
 };
 
 const char* OpLabel(QueryOp op) { return op == QueryOp::kLookup ? "lookup" : "join"; }
@@ -202,6 +205,40 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                                "behind the one being written hold --max-message-bytes or more.")
                          .Register(r)
                          .Add({});
+  mutation_batches_ = &BuildCounter()
+                           .Name("gpujoin_mutation_batches_total")
+                           .Help("Mutate batches applied (refused batches are not counted).")
+                           .Register(r)
+                           .Add({});
+  auto& mutation_rows = BuildCounter()
+                            .Name("gpujoin_mutation_rows_total")
+                            .Help("Rows applied by Mutate batches: op=\"upsert\" rows upserted, "
+                                  "op=\"delete\" rows removed by deletes.")
+                            .Register(r);
+  mutation_upserted_ = &mutation_rows.Add({{"op", "upsert"}});
+  mutation_deleted_ = &mutation_rows.Add({{"op", "delete"}});
+  mutation_rehashes_ = &BuildCounter()
+                            .Name("gpujoin_mutation_rehashes_total")
+                            .Help("Mutate batches that grew their index's table.")
+                            .Register(r)
+                            .Add({});
+  mutation_seconds_ =
+      &BuildHistogram()
+           .Name("gpujoin_mutation_seconds")
+           .Help("Time to apply one Mutate batch (decode to swap, without the log's fsync).")
+           .Register(r)
+           .Add({}, prometheus::Histogram::BucketBoundaries{0.0001, 0.00025, 0.0005, 0.001, 0.0025,
+                                                            0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                                            0.5, 1, 2.5, 5, 10, 30});
+}
+
+void Metrics::RecordMutation(uint64_t upsert_rows, uint64_t deleted_rows, bool rehashed,
+                             double seconds) {
+  mutation_batches_->Increment();
+  mutation_upserted_->Increment(double(upsert_rows));
+  mutation_deleted_->Increment(double(deleted_rows));
+  if (rehashed) mutation_rehashes_->Increment();
+  mutation_seconds_->Observe(seconds);
 }
 
 void Metrics::SetBackendInfo(std::string_view backend, std::string_view device) {
@@ -305,6 +342,8 @@ void Metrics::SetIndex(const IndexVersion& v) {
   set("gpujoin_index_version", static_cast<double>(v.version));
   set("gpujoin_index_source_rows", static_cast<double>(index.built_rows()));
   set("gpujoin_index_build_seconds", v.build_seconds);
+  set("gpujoin_index_mutation_sequence", static_cast<double>(v.mutation.sequence));
+  set("gpujoin_index_rehashes", static_cast<double>(v.mutation.rehashes));
 }
 
 void Metrics::RemoveIndex(const std::string& name) {

@@ -51,7 +51,7 @@ inline constexpr std::string_view kRpcNames[] = {"BuildIndex",    "DropIndex", "
                                                  "DescribeIndex", "Lookup",    "Join",
                                                  "Aggregate",     "Hash",      "GetServerInfo",
                                                  "SaveIndex",     "LoadIndex", "ListFiles",
-                                                 "DeleteFile"};
+                                                 "DeleteFile",    "Mutate"};
 
 /// The gRPC code names (`code` label of gpujoin_rpc_errors_total) whose series
 /// exist from start-up for every RPC: the codes gpujoind returns (request
@@ -108,7 +108,11 @@ class Metrics {
   /// Marks `v`'s name live and sets all its per-index gauges from `v`, including
   /// gpujoin_index_info{index,key_type} = 1 ("uint32" or "uint64"; a rebuild with
   /// another key type replaces the series).
+  /// The caller holds `v`'s latch (IndexReadLock) or owns `v` alone.
   void SetIndex(const IndexVersion& v);
+  /// One applied Mutate batch: gpujoin_mutation_batches_total, rows upserted
+  /// and deleted (gpujoin_mutation_rows_total{op}), a rehash, its duration.
+  void RecordMutation(uint64_t upsert_rows, uint64_t deleted_rows, bool rehashed, double seconds);
   /// Removes every series labelled with `name` (gauges, counters, builds).
   void RemoveIndex(const std::string& name);
   /// gpujoin_index_builds_total{index,result} += 1 for a live index (call it after
@@ -201,6 +205,13 @@ class Metrics {
   prometheus::Gauge* pending_response_limit_;
   prometheus::Counter* pending_response_refusals_;
   prometheus::Gauge* paused_streams_;
+
+  // Mutations.
+  prometheus::Counter* mutation_batches_;
+  prometheus::Counter* mutation_upserted_;
+  prometheus::Counter* mutation_deleted_;
+  prometheus::Counter* mutation_rehashes_;
+  prometheus::Histogram* mutation_seconds_;
 };
 
 }  // namespace gpujoin::server

@@ -146,6 +146,16 @@ absl::Status BuildSession::CountStaged(uint64_t bytes, const std::string& field)
   return absl::OkStatus();
 }
 
+uint64_t BuildSession::NextRowId() const {
+  if (spec_.explicit_values()) return 0;
+  if (!spec_.batch_mode()) return spec_.first_value() + key_rows_;
+  uint64_t next = 0;
+  for (size_t i = 0; i < row_bases_.size(); ++i) {
+    next = std::max<uint64_t>(next, uint64_t{row_bases_[i]} + chunk_key_rows_[i]);
+  }
+  return next;
+}
+
 absl::Status BuildSession::ReserveRows(uint64_t rows, bool validity, const std::string& field) {
   // The index budget: the table and payload for these rows, the transient memory
   // of their build and the staged bytes, so a build that cannot fit stops here.
@@ -199,6 +209,11 @@ absl::Status BuildSession::AddSpec(const v1::IndexSpec& spec) {
   if (lf != 0 && !(lf > 0 && lf <= 1)) {
     return absl::InvalidArgumentError(
         absl::StrCat("spec.target_load_factor: ", lf, " is outside (0, 1]"));
+  }
+  const double max_lf = spec.max_load_factor();
+  if (max_lf != 0 && !(max_lf > 0 && max_lf <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec.max_load_factor: ", max_lf, " is outside (0, 1]"));
   }
   if (spec.capacity() != 0 && spec.expected_rows() != 0) {
     return absl::InvalidArgumentError(
@@ -389,6 +404,8 @@ absl::StatusOr<std::shared_ptr<const IndexVersion>> BuildSession::Finish(
   version->first_value = static_cast<uint32_t>(spec_.first_value());
   version->explicit_values = spec_.explicit_values();
   version->batch_mode = spec_.batch_mode();
+  if (spec_.max_load_factor() != 0) version->max_load_factor = spec_.max_load_factor();
+  version->mutation.next_row_id = NextRowId();
   version->payload_names = payload_.Names();
   version->key_column_names = key_schema_.names;
   version->build_seconds = seconds;
@@ -400,7 +417,10 @@ absl::StatusOr<std::shared_ptr<const IndexVersion>> BuildSession::Finish(
   version->reservation.ShrinkTo(version->index->memory_bytes());
   std::shared_ptr<const IndexVersion> installed = version;
   GPUJOIN_ASSIGN_OR_RETURN(auto previous, ops_->state_.registry->Install(version, spec_.replace()));
-  ops_->state_.metrics->SetIndex(*installed);
+  {
+    const IndexReadLock held(*installed);  // a Mutate may already change it
+    ops_->state_.metrics->SetIndex(*installed);
+  }
   if (ops_->state_.snapshots != nullptr) ops_->state_.snapshots->Schedule(installed);
   previous.reset();  // frees the old table once in-flight readers finish
   ops_->UpdateServiceGauges();

@@ -75,6 +75,10 @@ class BuildSession {
   /// The spec's name once a valid spec was added ("" before).
   const std::string& name() const { return name_; }
   uint64_t rows() const { return key_rows_; }
+  /// A row-ID index's first row ID for Mutate's upserts: past the build's
+  /// generated values (first_value + rows; batch mode: past every chunk's
+  /// last row ID). 0 for explicit values.
+  uint64_t NextRowId() const;
   /// IndexSpec.wait_durable: answer once the installed version is in its snapshot.
   bool wait_durable() const { return have_spec_ && spec_.wait_durable(); }
   /// Bytes of build input held (chunk messages and decoded copies), as counted

@@ -13,7 +13,12 @@
 namespace gpujoin::server {
 
 void Operations::FillIndexInfo(const IndexVersion& v, v1::IndexInfo* info) const {
+  const IndexReadLock read(v);
   const engine::HashIndex& index = *v.index;
+  info->set_mutation_sequence(read.sequence());
+  info->set_max_load_factor(v.max_load_factor);
+  info->set_next_row_id(v.explicit_values ? 0 : v.mutation.next_row_id);
+  info->set_rehashes(v.mutation.rehashes);
   const engine::BuildStatistics& st = index.build_statistics();
   info->set_name(v.name);
   info->set_version(v.version);
@@ -65,7 +70,10 @@ absl::Status Operations::DropIndex(const v1::DropIndexRequest& request,
   state_.metrics->RemoveIndex(request.name());
   if (state_.snapshots != nullptr) state_.snapshots->Forget(request.name(), version->version);
   response->set_dropped_version(version->version);
-  response->set_freed_bytes(version->index->memory_bytes());
+  {
+    const IndexReadLock read(*version);
+    response->set_freed_bytes(version->index->memory_bytes());
+  }
   // The table is freed when the last in-flight batch reading it lets go.
   version.reset();
   UpdateServiceGauges();
@@ -101,6 +109,7 @@ absl::Status Operations::GetServerInfo(bool serving, v1::GetServerInfoResponse* 
   response->set_staged_bytes(state_.staging == nullptr ? 0 : state_.staging->used_bytes());
   response->set_max_streams_per_connection(state_.config.max_streams_per_connection);
   response->set_max_result_bytes(ResultLimit());
+  response->set_max_mutation_rows(state_.config.max_mutation_rows);
   if (state_.pending_responses != nullptr) {
     response->set_max_pending_response_bytes(state_.pending_responses->limit_bytes());
     response->set_pending_response_bytes(state_.pending_responses->used_bytes());

@@ -49,7 +49,10 @@ absl::Status Operations::LoadIndex(const v1::LoadIndexRequest& request,
                            state_.snapshots->Load(file, request.name(), 0, &read));
   std::shared_ptr<const IndexVersion> installed = version;
   GPUJOIN_ASSIGN_OR_RETURN(auto previous, state_.registry->Install(version, request.replace()));
-  state_.metrics->SetIndex(*installed);
+  {
+    const IndexReadLock held(*installed);  // a Mutate may already change it
+    state_.metrics->SetIndex(*installed);
+  }
   // Like a build, the load is a new version of the name, and its snapshot must
   // follow: a write of an earlier version still pending or running must not
   // land after it. From the name's own file the write is skipped while that

@@ -133,6 +133,8 @@ absl::Status Operations::Join(const v1::JoinRequest& request, v1::JoinResponse* 
   // A kind that is not one is a malformed request, whatever the registry holds.
   GPUJOIN_RETURN_IF_ERROR(FromWireJoinKind(request.kind(), "kind").status());
   GPUJOIN_ASSIGN_OR_RETURN(auto version, FindIndex(request.index(), "index"));
+  const IndexReadLock read(*version);
+  response->set_mutation_sequence(read.sequence());
   if (request.batches_size() == 0) {
     return absl::InvalidArgumentError("batches: at least one left batch is required");
   }

@@ -32,6 +32,7 @@ absl::Status Operations::Lookup(const v1::LookupRequest& request, v1::LookupResp
     });
   }
   GPUJOIN_ASSIGN_OR_RETURN(auto version, FindIndex(request.index(), "index"));
+  const IndexReadLock read(*version);
   return WithIndexKey(version->index->key_type(), [&](auto word) -> absl::Status {
     using Key = typename decltype(word)::type;
     GPUJOIN_ASSIGN_OR_RETURN(DecodedKeys<Key> keys,
@@ -60,6 +61,7 @@ absl::Status Operations::Lookup(const v1::LookupRequest& request, v1::LookupResp
     const uint64_t gathered = gather.Finish(rows);
     if (!selected.empty()) state_.metrics->RecordGathered(QueryOp::kLookup, gathered);
     response->set_index_version(version->version);
+    response->set_mutation_sequence(read.sequence());
     FillQueryStatistics(stats, response->mutable_statistics());
     return absl::OkStatus();
   });
@@ -75,6 +77,7 @@ absl::Status Operations::LookupPacked(const v1::LookupRequest& fields, engine::K
   const bool wide = key_type == engine::KeyType::kUint64;
   GPUJOIN_ASSIGN_OR_RETURN(KeyColumns columns, DecodeKeyColumns(fields, ""));
   GPUJOIN_ASSIGN_OR_RETURN(auto version, FindIndex(fields.index(), "index"));
+  const IndexReadLock read(*version);
   KeyFieldsSent sent;
   sent.keys = !wide || columns.keys.present();
   sent.keys_bytes = wide ? 4 * columns.keys.size() : 4 * rows;
@@ -110,6 +113,7 @@ absl::Status Operations::LookupPacked(const v1::LookupRequest& fields, engine::K
     const uint64_t gathered = gather.Finish(rows);
     if (!selected.empty()) state_.metrics->RecordGathered(QueryOp::kLookup, gathered);
     result->index_version = version->version;
+    result->mutation_sequence = read.sequence();
     return absl::OkStatus();
   });
 }

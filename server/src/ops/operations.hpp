@@ -91,6 +91,9 @@ class Operations {
   /// (accumulation happens in AggregateStream::Complete, in stream order).
   absl::Status Aggregate(const v1::AggregateRequest& request, v1::AggregateResponse* response,
                          AggregatePartial* partial);
+  /// One Mutate batch (ops/mutate.cpp): applied whole or not at all; fills
+  /// `response` (except batch_id).
+  absl::Status Mutate(const v1::MutateRequest& request, v1::MutateResponse* response);
   /// One Hash batch.
   absl::Status Hash(const v1::HashRequest& request, v1::HashResponse* response);
 
@@ -159,6 +162,12 @@ class Operations {
   template <typename Key>
   absl::Status JoinOf(const IndexVersion& version, const v1::JoinRequest& request,
                       v1::JoinResponse* response);
+
+  /// Mutate for an index whose key kind is Key, with the index's mutations
+  /// serialized (its mutate_mu held).
+  template <typename Key>
+  absl::Status MutateOf(const IndexVersion& version, const v1::MutateRequest& request,
+                        v1::MutateResponse* response);
 
   ServiceState state_;
 };

@@ -24,6 +24,8 @@
 //                                   --max-pending-response-bytes
 //   static kMayInline, InlineCost   whether and up to which work bound a batch
 //                                   may run on the gRPC thread (CPU backend)
+//   static kSerial                  one batch of a stream at a time, in order
+//                                   (Mutate: batch 2 must see batch 1)
 //
 // Every stream is served on gRPC's raw (byte buffer) API and parsed by Decode, so
 // that a message that does not parse is told apart from the client's half-close
@@ -116,6 +118,7 @@ struct StatelessTraits : ProtoWire<RequestT, ResponseT> {
   void Complete(const Request&, Response*, Partial&) {}
   static constexpr bool kMayInline = false;
   static uint64_t InlineCost(const Request&) { return 0; }
+  static constexpr bool kSerial = false;
 };
 
 /// Lookup travels as raw byte buffers (lookup_wire.hpp): packed keys are copied
@@ -204,6 +207,7 @@ struct AggregateTraits : ProtoWire<v1::AggregateRequest, v1::AggregateResponse> 
   // Work depends on the group count, not the rows: always on the executor.
   static constexpr bool kMayInline = false;
   static uint64_t InlineCost(const Request&) { return 0; }
+  static constexpr bool kSerial = false;
 
   uint64_t max_message_bytes;
   uint64_t max_groups;  // --max-aggregate-groups
@@ -216,6 +220,22 @@ struct HashTraits : StatelessTraits<v1::HashRequest, v1::HashResponse> {
   static absl::Status Process(Operations& ops, const Request& r, Response* out, Partial*);
   static uint64_t Rows(const Request& r) {
     return r.columns_size() == 0 ? 0 : r.columns(0).length();
+  }
+};
+
+/// Mutate: a stream's batches are applied one at a time in stream order
+/// (kSerial), each on the executor (a batch rebuilds its index's table).
+struct MutateTraits : StatelessTraits<v1::MutateRequest, v1::MutateResponse> {
+  using StatelessTraits::StatelessTraits;
+  static constexpr std::string_view kRpc = "Mutate";
+  static constexpr bool kSerial = true;
+  static absl::Status Process(Operations& ops, const Request& r, Response* out, Partial*) {
+    return ops.Mutate(r, out);
+  }
+  static uint64_t Rows(const Request& r) {
+    return KeyRows(r) + U32Rows(r.has_delete_keys(), r.delete_keys()) +
+           U64Rows(r.has_delete_keys64(), r.delete_keys64()) +
+           (r.delete_key_columns_size() == 0 ? 0 : r.delete_key_columns(0).length());
   }
 };
 

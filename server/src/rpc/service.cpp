@@ -220,4 +220,9 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* GpuJoinService::Has
   return detail::NewStreamReactor<detail::HashTraits>(this, context);
 }
 
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* GpuJoinService::Mutate(
+    grpc::CallbackServerContext* context) {
+  return detail::NewStreamReactor<detail::MutateTraits>(this, context);
+}
+
 }  // namespace gpujoin::server

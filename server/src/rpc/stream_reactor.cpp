@@ -51,7 +51,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   StreamReactor(StreamHost* host, grpc::CallbackServerContext* context)
       : host_(host),
         traits_(host->ops()->state()),
-        max_per_stream_(host->ops()->state().config.max_inflight_per_stream),
+        max_per_stream_(Traits::kSerial ? 1 : host->ops()->state().config.max_inflight_per_stream),
         pause_bytes_(host->ops()->state().config.max_message_bytes),
         inline_rows_(Traits::kMayInline ? static_cast<uint64_t>(std::max<int64_t>(
                                               0, host->ops()->state().config.inline_batch_rows))
@@ -445,5 +445,7 @@ template grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
 NewStreamReactor<AggregateTraits>(StreamHost*, grpc::CallbackServerContext*);
 template grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NewStreamReactor<HashTraits>(
     StreamHost*, grpc::CallbackServerContext*);
+template grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
+NewStreamReactor<MutateTraits>(StreamHost*, grpc::CallbackServerContext*);
 
 }  // namespace gpujoin::server::detail

@@ -1,27 +1,49 @@
-// The handle registry: index name -> the live, immutable index version. Readers
-// take a std::shared_ptr<const IndexVersion> and keep it for the whole batch, so a
+// The handle registry: index name -> the live index version. Readers take a
+// std::shared_ptr<const IndexVersion> and keep it for the whole batch, so a
 // rebuild (which installs a new version atomically) or a drop never changes or
-// frees what an in-flight batch is reading.
+// frees what an in-flight batch is reading. A Mutate batch changes a version in
+// place (ops/mutate.cpp): readers hold its latch shared while they read it
+// (IndexReadLock), the mutation holds it exclusively while it changes it.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "gpujoin/engine/hash_index.hpp"
+#include "state/index_latch.hpp"
 #include "state/memory_budget.hpp"
 
 namespace gpujoin::server {
 
-/// One successful build of a name. Immutable once installed.
+/// What Mutate changes of a version (under its latch, exclusively).
+struct MutationState {
+  /// Batches applied since the build or load (IndexInfo.mutation_sequence).
+  uint64_t sequence = 0;
+  /// Row-ID indexes: the value the next upserted row gets.
+  uint64_t next_row_id = 0;
+  /// Times a batch made the table grow.
+  uint64_t rehashes = 0;
+};
+
+/// One successful build (or load) of a name. Its name, version and spec are
+/// fixed once installed; `index`, `reservation` and `mutation` change only
+/// under `latch` held exclusively, by Mutate batches, which `mutate_mu`
+/// serializes.
 struct IndexVersion {
   std::string name;
   uint64_t version = 0;  ///< assigned by IndexRegistry::Install
-  std::unique_ptr<engine::HashIndex> index;
+  mutable std::unique_ptr<engine::HashIndex> index;
+  /// IndexSpec.max_load_factor (0.8 unless set).
+  double max_load_factor = 0.8;
+  mutable MutationState mutation;
+  mutable IndexLatch latch;
+  mutable std::mutex mutate_mu;
   uint32_t first_value = 0;
   bool explicit_values = false;
   bool batch_mode = false;
@@ -34,7 +56,20 @@ struct IndexVersion {
   /// types). Empty for a key word.
   std::vector<std::string> key_column_names;
   /// The budget share of the table; released when the version is destroyed.
-  MemoryBudget::Reservation reservation;
+  mutable MemoryBudget::Reservation reservation;
+};
+
+/// A query's hold on a version: `latch` shared for its lifetime, so no
+/// mutation batch changes the index meanwhile; `sequence` is the mutation
+/// sequence the query sees.
+class IndexReadLock {
+ public:
+  explicit IndexReadLock(const IndexVersion& v) : lock_(v.latch), sequence_(v.mutation.sequence) {}
+  uint64_t sequence() const { return sequence_; }
+
+ private:
+  std::shared_lock<IndexLatch> lock_;
+  uint64_t sequence_;
 };
 
 class IndexRegistry {

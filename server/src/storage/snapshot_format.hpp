@@ -5,7 +5,9 @@
 // index's groups, each payload column's arrays, and a key schema's key columns
 // and row values), each at a 64-byte boundary.
 //
-// Format version 2 added the key schema (the metadata's key columns, their
+// Format version 3 added the mutation state (sequence, next row ID, rehashes,
+// max load factor) at the end of the metadata. Format version 2 added the key
+// schema (the metadata's key columns, their
 // sections and the row values); version 1 files, which have none, still load.
 // Reading verifies the magic, the format version (a newer one is refused with a
 // message naming both), the endianness marker, the header checksum, that the
@@ -37,7 +39,7 @@
 namespace gpujoin::server {
 
 /// The format version this gpujoind writes and the newest it reads.
-inline constexpr uint32_t kSnapshotFormatVersion = 2;
+inline constexpr uint32_t kSnapshotFormatVersion = 3;
 /// The file name suffix of snapshots (`<index name>.gjsnap`).
 inline constexpr std::string_view kSnapshotSuffix = ".gjsnap";
 /// The first 8 bytes of every snapshot.
@@ -67,6 +69,13 @@ struct SnapshotMeta {
   /// A key schema's (key type kColumns) IndexSpec.key_columns names, aligned
   /// with the image's key columns; empty for a key word.
   std::vector<std::string> key_column_names;
+  /// Format version 3: the index's mutation state (MutationState) and
+  /// IndexSpec.max_load_factor; older files load with a sequence of 0, the
+  /// row IDs past the build's (first_value + rows) and 0.8.
+  uint64_t mutation_sequence = 0;
+  uint64_t next_row_id = 0;
+  uint64_t rehashes = 0;
+  double max_load_factor = 0.8;
 };
 
 /// Hooks of a write.

@@ -241,6 +241,15 @@ absl::Status SnapshotReader::ReadMeta() {
     null_counts_.push_back(column.null_count);
   }
   if (format_version_ >= 2) GPUJOIN_RETURN_IF_ERROR(ReadKeySchema(d));
+  if (format_version_ >= 3) {
+    if (!(d.U64(sm.mutation_sequence) && d.U64(sm.next_row_id) && d.U64(sm.rehashes) &&
+          d.F64(sm.max_load_factor)) ||
+        !(sm.max_load_factor > 0 && sm.max_load_factor <= 1)) {
+      return Corrupt("the mutation state does not parse");
+    }
+  } else if (!sm.explicit_values && !sm.batch_mode) {
+    sm.next_row_id = uint64_t{sm.first_value} + built_rows_;
+  }
   if (!d.done()) return Corrupt("metadata has trailing bytes");
   if (const absl::Status v = spec.Validate(); !v.ok()) {
     return Corrupt(absl::StrCat("spec: ", v.message()));

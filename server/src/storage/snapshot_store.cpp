@@ -273,11 +273,20 @@ absl::StatusOr<uint64_t> SnapshotStore::WriteFile(const IndexVersion& version,
                             s.message()));
     return s;
   };
-  auto image = backend_->ExportIndex(*version.index);
-  if (!image.ok()) return fail("export", image.status());
   SnapshotMeta meta;
+  absl::StatusOr<engine::IndexImage> image;
+  {
+    // The image and the mutation state of one moment: no Mutate batch between.
+    const IndexReadLock read(version);
+    image = backend_->ExportIndex(*version.index);
+    meta.source_backend = version.index->backend();
+    meta.mutation_sequence = version.mutation.sequence;
+    meta.next_row_id = version.mutation.next_row_id;
+    meta.rehashes = version.mutation.rehashes;
+  }
+  if (!image.ok()) return fail("export", image.status());
+  meta.max_load_factor = version.max_load_factor;
   meta.name = version.name;
-  meta.source_backend = version.index->backend();
   meta.version = version.version;
   meta.first_value = version.first_value;
   meta.explicit_values = version.explicit_values;

@@ -70,6 +70,10 @@ absl::StatusOr<std::shared_ptr<IndexVersion>> SnapshotStore::Load(const std::str
   version->built_unix_millis = meta.built_unix_millis;
   version->payload_names = meta.payload_names;
   version->key_column_names = meta.key_column_names;
+  version->max_load_factor = meta.max_load_factor;
+  version->mutation.sequence = meta.mutation_sequence;
+  version->mutation.next_row_id = meta.next_row_id;
+  version->mutation.rehashes = meta.rehashes;
   version->reservation = std::move(reservation);
   version->reservation.ShrinkTo(version->index->memory_bytes());
   metrics_.LoadSucceeded(SecondsSince(start));

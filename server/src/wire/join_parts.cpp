@@ -14,8 +14,8 @@ namespace {
 // tags are one byte; lengths stay below 2^35, so at most five varint bytes).
 constexpr uint64_t kScalarField = 11;  // tag + a ten-byte varint
 constexpr uint64_t kBytesHeader = 6;   // tag + a five-byte length
-// JoinResponse: batch_id, index_version, more.
-constexpr uint64_t kMessageBytes = 2 * kScalarField + 2;
+// JoinResponse: batch_id, index_version, mutation_sequence, more.
+constexpr uint64_t kMessageBytes = 3 * kScalarField + 2;
 // One JoinBatchResult: its own header; count, capacity, batch, first_pair;
 // overflow; statistics (four scalars); left_rows and right_rows headers.
 constexpr uint64_t kPieceBytes =
@@ -195,6 +195,7 @@ v1::JoinResponse JoinParts::Message(size_t k) {
   if (parts_.empty()) return std::move(response_);
   v1::JoinResponse m;
   m.set_index_version(response_.index_version());
+  m.set_mutation_sequence(response_.mutation_sequence());
   m.set_more(k + 1 < parts_.size());
   for (const Piece& p : parts_[k]) {
     const v1::JoinBatchResult& r = response_.results(p.batch);

@@ -310,6 +310,12 @@ grpc::ByteBuffer SerializeLookupResponse(uint64_t batch_id, PackedLookupResult r
     slices.emplace_back(header);
     slices.push_back(ColumnSlice(outputs_owner, outputs + result.match_counts_offset(), rows * 4));
   }
+  // Field 10 last (proto3 leaves a zero out).
+  if (result.mutation_sequence != 0) {
+    v1::LookupResponse last;
+    last.set_mutation_sequence(result.mutation_sequence);
+    slices.emplace_back(last.SerializeAsString());
+  }
   return grpc::ByteBuffer(slices.data(), slices.size());
 }
 

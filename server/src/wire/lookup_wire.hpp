@@ -67,6 +67,8 @@ struct PackedLookupResult {
   bool probes = false;
   bool match_counts = false;
   uint64_t index_version = 0;
+  /// The index's mutation sequence the lookup saw.
+  uint64_t mutation_sequence = 0;
   engine::QueryStatistics statistics;
   /// The gathered payload columns (LookupResponse.columns), in select order.
   google::protobuf::RepeatedPtrField<v1::Column> columns;
@@ -81,7 +83,7 @@ struct PackedLookupResult {
 };
 
 /// Serialises the LookupResponse {batch_id, index_version, values, found, probes,
-/// statistics, columns, match_counts} of `result` into a byte buffer whose column slices
+/// statistics, columns, match_counts, mutation_sequence} of `result` into a byte buffer whose column slices
 /// reference the output host buffer and the gathered columns' bytes (kept alive
 /// by the slices until gRPC releases them). The bytes equal protobuf's
 /// serialisation of the same message.

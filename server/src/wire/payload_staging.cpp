@@ -100,7 +100,9 @@ absl::StatusOr<PayloadStaging::Chunk> PayloadStaging::Validate(
   for (size_t j = 0; j < columns_.size(); ++j) rows[j] = columns_[j].rows;
   for (int i = 0; i < columns.size(); ++i) {
     const v1::Column& c = columns.Get(i);
-    const std::string field = absl::StrCat(std::string(chunk_field), ".payload[", i, "]");
+    const std::string field = chunk_field.empty()
+                                  ? absl::StrCat("payload[", i, "]")
+                                  : absl::StrCat(std::string(chunk_field), ".payload[", i, "]");
     size_t j = 0;
     while (j < columns_.size() && columns_[j].name != c.name()) ++j;
     if (j == columns_.size()) {

@@ -86,6 +86,9 @@ struct ServerConfig {
   /// the host's physical memory and 4 GiB (resolved by Server::Start; Operations
   /// reads an unresolved 0 as 4 GiB).
   uint64_t max_result_bytes = 0;
+  /// Upsert rows plus delete rows one Mutate batch may carry (--max-mutation-rows);
+  /// beyond it the batch is RESOURCE_EXHAUSTED naming the flag.
+  uint64_t max_mutation_rows = 4194304;
   /// Host bytes the responses of all streams (Lookup, Join, Aggregate, Hash)
   /// together may hold while they wait to be written to clients that read slowly
   /// or not at all; a batch whose response would pass it is answered in-band with

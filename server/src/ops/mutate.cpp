@@ -1,0 +1,271 @@
+// Operations::Mutate: one batch of upserts and deletes applied to a live index
+// (docs/api.md "Mutate"; the semantics are engine/mutation.hpp's).
+//
+// A batch is decoded and checked whole first (keys of the index's kind, values,
+// payload columns, --max-mutation-rows, the staged-bytes limit); then, with the
+// index's mutations serialized (IndexVersion::mutate_mu), the batch is merged
+// with the index's content and built into a new table beside it (larger when
+// the load would pass max_load_factor or a key found no slot within the probe
+// bound), its memory reserved in the budget first; only then is the new table
+// swapped in, under the version's latch held exclusively, so a query sees the
+// batch wholly or not at all and a refused batch changes nothing.
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gpujoin/common/status_macros.hpp"
+#include "gpujoin/engine/mutation.hpp"
+#include "ops/operations.hpp"
+#include "wire/names.hpp"
+
+namespace gpujoin::server {
+namespace {
+
+// MutateRequest's delete fields seen as a message carrying keys, so that they
+// decode like every other key input (fields "delete_keys", "delete_keys64",
+// "delete_key_columns").
+struct DeleteKeys {
+  const v1::MutateRequest& m;
+  bool has_keys() const { return m.has_delete_keys(); }
+  const v1::U32Column& keys() const { return m.delete_keys(); }
+  bool has_keys64() const { return m.has_delete_keys64(); }
+  const v1::U64Column& keys64() const { return m.delete_keys64(); }
+  int key_columns_size() const { return m.delete_key_columns_size(); }
+  const google::protobuf::RepeatedPtrField<v1::Column>& key_columns() const {
+    return m.delete_key_columns();
+  }
+};
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+absl::Status Operations::Mutate(const v1::MutateRequest& request, v1::MutateResponse* response) {
+  GPUJOIN_RETURN_IF_ERROR(ValidateIndexName(request.index(), "index"));
+  for (;;) {
+    GPUJOIN_ASSIGN_OR_RETURN(auto version, FindIndex(request.index(), "index"));
+    std::unique_lock<std::mutex> lane(version->mutate_mu);
+    // A build, load or drop may have replaced the version while this batch
+    // waited for the lane: apply it to what is live now.
+    if (state_.registry->Get(version->name) != version) continue;
+    return WithIndexKey(version->index->key_type(), [&](auto word) {
+      return MutateOf<typename decltype(word)::type>(*version, request, response);
+    });
+  }
+}
+
+template <typename Key>
+absl::Status Operations::MutateOf(const IndexVersion& version, const v1::MutateRequest& request,
+                                  v1::MutateResponse* response) {
+  const auto start = std::chrono::steady_clock::now();
+  const KeySchemaView schema = KeySchemaOf(version);
+  GPUJOIN_ASSIGN_OR_RETURN(KeyColumns upsert_words, DecodeKeyColumns(request, ""));
+  const DeleteKeys delete_fields{request};
+  GPUJOIN_ASSIGN_OR_RETURN(KeyColumns delete_words, DecodeKeyColumns(delete_fields, "delete_"));
+  GPUJOIN_ASSIGN_OR_RETURN(DecodedKeys<Key> upserts,
+                           TakeIndexKeys<Key>(upsert_words, request, "", version.name, schema,
+                                              Presence::kOptional));
+  GPUJOIN_ASSIGN_OR_RETURN(DecodedKeys<Key> deletes,
+                           TakeIndexKeys<Key>(delete_words, delete_fields, "delete_", version.name,
+                                              schema, Presence::kOptional));
+  const uint64_t upsert_rows = upserts.size();
+  const uint64_t delete_rows = deletes.size();
+  if (upsert_rows + delete_rows == 0) {
+    return absl::InvalidArgumentError(
+        "the batch has no upsert keys (keys, keys64 or key_columns) and no delete keys "
+        "(delete_keys, delete_keys64 or delete_key_columns)");
+  }
+  const uint64_t max_rows = state_.config.max_mutation_rows;
+  if (upsert_rows + delete_rows > max_rows) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the batch has ", upsert_rows, " upsert rows and ", delete_rows,
+        " delete rows, more than --max-mutation-rows=", max_rows, "; split it"));
+  }
+
+  // Values: explicit, or the next row IDs.
+  std::vector<uint32_t> row_ids;
+  DecodedColumn<uint32_t> values;
+  if (version.explicit_values) {
+    GPUJOIN_ASSIGN_OR_RETURN(
+        values, DecodeU32Column(request.has_values(), request.values(), "values",
+                                upsert_rows == 0 ? Presence::kOptional : Presence::kRequired));
+    if (values.size() != upsert_rows) {
+      return absl::InvalidArgumentError(absl::StrCat("values: ", values.size(),
+                                                     " values but the batch has ", upsert_rows,
+                                                     " upsert keys"));
+    }
+  } else {
+    if (request.has_values()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("values: index \"", version.name,
+                       "\" gives rows their row IDs (it was built without explicit_values); "
+                       "upserted rows get the next row IDs, so send no values"));
+    }
+    const uint64_t next = version.mutation.next_row_id;
+    if (upsert_rows != 0 && next + upsert_rows - 1 > 0xfffffffeull) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "index \"", version.name, "\" has given out row IDs up to ", next,
+          "; the batch's ", upsert_rows, " upsert rows would pass 0xfffffffe, the largest"));
+    }
+    row_ids.resize(upsert_rows);
+    for (uint64_t i = 0; i < upsert_rows; ++i) row_ids[i] = uint32_t(next + i);
+  }
+
+  // Payload: every declared column, with the upsert rows.
+  PayloadStaging payload;
+  {
+    google::protobuf::RepeatedPtrField<v1::PayloadColumnSpec> declared;
+    const std::vector<engine::PayloadColumnInfo>& stored = version.index->payload();
+    for (size_t c = 0; c < stored.size(); ++c) {
+      v1::PayloadColumnSpec* spec = declared.Add();
+      spec->set_name(c < version.payload_names.size() ? version.payload_names[c] : "");
+      spec->set_type(ToWireColumnType(stored[c].type));
+    }
+    GPUJOIN_RETURN_IF_ERROR(payload.Declare(declared));
+  }
+  if (upsert_rows == 0 && request.payload_size() != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "payload: ", request.payload_size(), " columns but the batch has no upsert keys"));
+  }
+  GPUJOIN_ASSIGN_OR_RETURN(PayloadStaging::Chunk parts,
+                           payload.Validate(request.payload(), "", upsert_rows));
+  MemoryBudget::Reservation staged;
+  if (state_.staging != nullptr) {
+    const uint64_t bytes = payload.GrowthBytes(parts) + 4 * upsert_rows;
+    GPUJOIN_ASSIGN_OR_RETURN(
+        staged, state_.staging->Reserve(bytes, absl::StrCat("the Mutate batch of index \"",
+                                                            version.name, "\" (", bytes,
+                                                            " bytes staged)")));
+  }
+  payload.Append(parts);
+  if (upsert_rows != 0) {
+    GPUJOIN_RETURN_IF_ERROR(payload.CheckRows(upsert_rows));
+  }
+
+  engine::MutationBatchT<Key> batch;
+  batch.upsert_keys = KeyInputOf(upserts);
+  batch.delete_keys = KeyInputOf(deletes);
+  batch.values = {version.explicit_values ? values.span() : std::span<const uint32_t>(row_ids)};
+  batch.payload = payload.Views();
+
+  // Merge with the index's content (queries go on meanwhile).
+  std::unique_ptr<engine::MutationRebuild> merged;
+  {
+    const IndexReadLock read(version);
+    GPUJOIN_ASSIGN_OR_RETURN(merged, engine::MutationRebuild::Prepare(*state_.backend,
+                                                                      *version.index, batch));
+  }
+  const engine::HashIndexSpec& source = merged->source_spec();
+  GPUJOIN_ASSIGN_OR_RETURN(uint32_t capacity,
+                           engine::GrownCapacity(merged->live_keys(), source.capacity,
+                                                 version.max_load_factor));
+  // Build the result beside the live table, growing while keys overflow.
+  std::unique_ptr<engine::HashIndex> built;
+  MemoryBudget::Reservation reservation;
+  for (;;) {
+    engine::HashIndexSpec spec = source;
+    spec.capacity = capacity;
+    const uint64_t rows = merged->rows();
+    const std::vector<engine::PayloadShape> shapes = merged->payload_shapes();
+    engine::BuildShape shape;
+    shape.rows = rows;
+    shape.key_type = spec.key_type;
+    shape.key_column_bytes = merged->key_column_bytes();
+    shape.explicit_values = true;
+    shape.payload = shapes;
+    const engine::Backend& backend = *state_.backend;
+    const uint64_t keys = spec.key_type == engine::KeyType::kColumns
+                              ? merged->key_column_bytes() + 4 * rows
+                              : 0;
+    const uint64_t need = backend.IndexBytes(spec) +
+                          engine::GroupStorageBytes(spec, capacity, rows) +
+                          (shapes.empty() ? 0 : backend.PayloadBytes(spec, shapes, rows)) + keys +
+                          backend.BuildTransientBytes(spec, shape);
+    GPUJOIN_ASSIGN_OR_RETURN(
+        reservation,
+        state_.budget->Reserve(need, absl::StrCat("the Mutate batch of index \"", version.name,
+                                                  "\" (a table of ", capacity, " slots for ",
+                                                  merged->live_keys(), " keys built beside the "
+                                                  "live one)")));
+    GPUJOIN_ASSIGN_OR_RETURN(built, state_.backend->CreateIndex(spec));
+    engine::BuildStatistics stats;
+    const absl::Status st = merged->BuildInto(*state_.backend, built.get(), &stats);
+    if (st.code() == absl::StatusCode::kFailedPrecondition && capacity < (uint32_t{1} << 31)) {
+      capacity *= 2;  // a key found no slot within the probe bound: grow
+      built.reset();
+      reservation.Release();
+      continue;
+    }
+    if (!st.ok() && !state_.backend->Healthy() && state_.on_backend_fatal) {
+      state_.on_backend_fatal();
+    }
+    GPUJOIN_RETURN_IF_ERROR(st);
+    break;
+  }
+  const bool rehashed = capacity != source.capacity;
+
+  // Swap it in.
+  uint64_t sequence = 0;
+  {
+    std::unique_lock<IndexLatch> write(version.latch);
+    std::swap(version.index, built);
+    std::swap(version.reservation, reservation);
+    version.reservation.ShrinkTo(version.index->memory_bytes());
+    MutationState& m = version.mutation;
+    sequence = ++m.sequence;
+    if (!version.explicit_values) m.next_row_id += upsert_rows;
+    if (rehashed) ++m.rehashes;
+  }
+  built.reset();  // the old table: no query holds it any more
+  reservation.Release();
+
+  const engine::MutationCounts& counts = merged->counts();
+  response->set_index_version(version.version);
+  response->set_mutation_sequence(sequence);
+  response->set_upsert_rows(counts.upsert_rows);
+  response->set_inserted_keys(counts.inserted_keys);
+  response->set_updated_keys(counts.updated_keys);
+  response->set_deleted_keys(counts.deleted_keys);
+  response->set_not_found_keys(counts.not_found_keys);
+  response->set_deleted_rows(counts.deleted_rows);
+  response->set_rehashed(rehashed);
+  {
+    const IndexReadLock read(version);
+    const engine::HashIndex& index = *version.index;
+    const engine::BuildStatistics& st = index.build_statistics();
+    v1::BuildStatistics* s = response->mutable_statistics();
+    s->set_unique_keys(st.unique_keys);
+    s->set_duplicate_rows(st.duplicate_rows);
+    s->set_overflow_rows(st.overflow_rows);
+    s->set_invalid_rows(st.invalid_rows);
+    s->set_total_probes(st.total_probes);
+    s->set_max_probes(st.max_probes);
+    s->set_max_group_rows(st.max_group_rows);
+    response->set_capacity(index.spec().capacity);
+    response->set_load_factor(index.load_factor());
+    state_.metrics->SetIndex(version);
+  }
+  state_.metrics->RecordMutation(counts.upsert_rows, counts.deleted_rows, rehashed,
+                                 SecondsSince(start));
+  UpdateServiceGauges();
+  return absl::OkStatus();
+}
+
+// Mutate uses MutateOf from a generic lambda above its definition; instantiate
+// every key kind explicitly (see lookup.cpp).
+template absl::Status Operations::MutateOf<uint32_t>(const IndexVersion&, const v1::MutateRequest&,
+                                                     v1::MutateResponse*);
+template absl::Status Operations::MutateOf<uint64_t>(const IndexVersion&, const v1::MutateRequest&,
+                                                     v1::MutateResponse*);
+template absl::Status Operations::MutateOf<engine::ColumnKey>(const IndexVersion&,
+                                                              const v1::MutateRequest&,
+                                                              v1::MutateResponse*);
+
+}  // namespace gpujoin::server
