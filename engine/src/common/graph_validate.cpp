@@ -584,8 +584,20 @@ absl::Status ValidateMutationBatch(const MutationBatchT<K>& batch, const HashInd
   const std::string where = "mutation";
   GPUJOIN_RETURN_IF_ERROR(CheckReadableIndex(where, &index, false, 0));
   GPUJOIN_RETURN_IF_ERROR(CheckKeyType<K>(where, index));
-  GPUJOIN_RETURN_IF_ERROR(CheckKeyInput(where, "delete keys", batch.delete_keys, index));
-  GPUJOIN_RETURN_IF_ERROR(CheckKeyInput(where, "upsert keys", batch.upsert_keys, index));
+  // Key columns left out (no columns at all) are an empty input.
+  auto sent = [](const auto& keys) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(keys)>, KeyColumns>) {
+      return !keys.columns.empty();
+    } else {
+      return true;
+    }
+  };
+  if (sent(batch.delete_keys)) {
+    GPUJOIN_RETURN_IF_ERROR(CheckKeyInput(where, "delete keys", batch.delete_keys, index));
+  }
+  if (sent(batch.upsert_keys)) {
+    GPUJOIN_RETURN_IF_ERROR(CheckKeyInput(where, "upsert keys", batch.upsert_keys, index));
+  }
   const uint64_t rows = KeyRows(batch.upsert_keys);
   const uint64_t values = TotalRows(batch.values);
   if (values != rows) {

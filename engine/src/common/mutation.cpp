@@ -91,9 +91,19 @@ struct OwnedColumn {
   ColumnView View() const {
     return ColumnView{type, rows, data, offsets, validity};
   }
-  HashColumn AsKeyColumn() const {
-    return CellsOf(type, data, offsets, validity, rows).column;
+  // As a key column of a build: string and binary offsets as int32 (the
+  // build's key columns take no int64 offsets); FitsKeyColumn says whether
+  // they fit.
+  bool FitsKeyColumn() const { return data.size() <= 0x7fffffffu; }
+  HashColumn AsKeyColumn() {
+    HashColumn h = CellsOf(type, data, {}, validity, rows).column;
+    if (IsVariableWidth(type)) {
+      offsets32.assign(offsets.begin(), offsets.end());
+      h.offsets = offsets32;
+    }
+    return h;
   }
+  std::vector<int32_t> offsets32;
   uint64_t StoredBytes() const {
     return data.size() + offsets.size() * sizeof(uint64_t) + validity.size();
   }
@@ -330,11 +340,18 @@ class Rebuild final : public MutationRebuild {
   }
 
   absl::Status BuildInto(Backend& backend, HashIndex* target,
-                         BuildStatistics* statistics) const override {
+                         BuildStatistics* statistics) override {
     BuildIndexNodeT<K> node;
     node.index = target;
     if constexpr (kColumns) {
-      for (const OwnedColumn& c : key_columns_) node.keys.columns.push_back(c.AsKeyColumn());
+      for (OwnedColumn& c : key_columns_) {
+        if (!c.FitsKeyColumn()) {
+          return absl::ResourceExhaustedError(absl::StrCat(
+              "the index's key columns would hold ", c.data.size(),
+              " bytes of one column, more than 2^31 - 1 (int32 offsets)"));
+        }
+        node.keys.columns.push_back(c.AsKeyColumn());
+      }
     } else {
       node.keys.push_back(std::span<const K>(words_));
     }
@@ -442,7 +459,7 @@ class Rebuild final : public MutationRebuild {
   uint64_t live_keys_ = 0;
   // The build input.
   std::vector<K> words_;  // key words (unused for key schemas)
-  std::vector<OwnedColumn> key_columns_;
+  std::vector<OwnedColumn> key_columns_;  // int32 offsets made by BuildInto
   std::vector<uint32_t> values_;
   std::vector<OwnedColumn> payload_;
 };

@@ -108,6 +108,11 @@ void AddLimitFlags(CLI::App& app, ServerConfig& config, FlagText& text) {
                  "Most BuildIndex streams open at once (each holds its staged input); beyond "
                  "it RESOURCE_EXHAUSTED")
       ->capture_default_str();
+  app.add_option("--max-mutation-rows", config.max_mutation_rows,
+                 "Upsert rows plus delete rows one Mutate batch may carry; above it "
+                 "RESOURCE_EXHAUSTED")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{0x7fffffff}))
+      ->capture_default_str();
   app.add_option("--max-aggregate-groups", config.max_aggregate_groups,
                  "Most groups one Aggregate stream may ask for; above it RESOURCE_EXHAUSTED")
       ->capture_default_str();

@@ -117,7 +117,7 @@ class MutationRebuild {
   /// probe bound is needed; the target must then be discarded); else the
   /// target holds every live key. `statistics`: the build's.
   virtual absl::Status BuildInto(Backend& backend, HashIndex* target,
-                                 BuildStatistics* statistics) const = 0;
+                                 BuildStatistics* statistics) = 0;
 };
 
 /// The capacity a mutation result of `live_keys` keys needs: the smallest power
