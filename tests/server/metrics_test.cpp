@@ -57,6 +57,8 @@ const FamilySpec kFamilies[] = {
     {"gpujoin_index_version", prometheus::MetricType::Gauge, true},
     {"gpujoin_index_source_rows", prometheus::MetricType::Gauge, true},
     {"gpujoin_index_build_seconds", prometheus::MetricType::Gauge, true},
+    {"gpujoin_index_mutation_sequence", prometheus::MetricType::Gauge, true},
+    {"gpujoin_index_rehashes", prometheus::MetricType::Gauge, true},
     {"gpujoin_index_builds_total", prometheus::MetricType::Counter, true},
     {"gpujoin_query_rows_total", prometheus::MetricType::Counter, true},
     {"gpujoin_query_found_total", prometheus::MetricType::Counter, true},
@@ -83,6 +85,10 @@ const FamilySpec kFamilies[] = {
     {"gpujoin_pending_response_limit_bytes", prometheus::MetricType::Gauge, false},
     {"gpujoin_pending_response_refusals_total", prometheus::MetricType::Counter, false},
     {"gpujoin_paused_streams", prometheus::MetricType::Gauge, false},
+    {"gpujoin_mutation_batches_total", prometheus::MetricType::Counter, false},
+    {"gpujoin_mutation_rows_total", prometheus::MetricType::Counter, false},
+    {"gpujoin_mutation_rehashes_total", prometheus::MetricType::Counter, false},
+    {"gpujoin_mutation_seconds", prometheus::MetricType::Histogram, false},
 };
 
 // A scrape lists a family only once it has a series (prometheus-cpp exports no

@@ -251,18 +251,18 @@ TEST_F(SnapshotFileTest, EveryTruncationAndAppendIsDetected) {
 }
 
 TEST_F(SnapshotFileTest, NewerFormatVersionIsRefusedNamingBoth) {
-  ASSERT_EQ(kSnapshotFormatVersion, 2u);
+  ASSERT_EQ(kSnapshotFormatVersion, 3u);
   const std::string path = WriteCase(SmallKeyCase());
   std::string bytes = Slurp(path);
-  const uint32_t newer = 3;
+  const uint32_t newer = 4;
   std::memcpy(bytes.data() + 8, &newer, 4);
   ResealHeader(bytes);  // a consistent newer file
   Spill(path, bytes);
   const absl::Status s = Load(path);
   EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
-  EXPECT_NE(s.message().find("format version 3 is not supported"), std::string::npos)
+  EXPECT_NE(s.message().find("format version 4 is not supported"), std::string::npos)
       << s.message();
-  EXPECT_NE(s.message().find("reads format versions 1 to 2"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("reads format versions 1 to 3"), std::string::npos) << s.message();
   EXPECT_EQ(SnapshotLoadFailureReason(s), "version");
 }
 

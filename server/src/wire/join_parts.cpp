@@ -14,8 +14,9 @@ namespace {
 // tags are one byte; lengths stay below 2^35, so at most five varint bytes).
 constexpr uint64_t kScalarField = 11;  // tag + a ten-byte varint
 constexpr uint64_t kBytesHeader = 6;   // tag + a five-byte length
-// JoinResponse: batch_id, index_version, mutation_sequence, more.
-constexpr uint64_t kMessageBytes = 3 * kScalarField + 2;
+// JoinResponse: batch_id, index_version, more. Its mutation_sequence (at most
+// kScalarField more) comes out of the framing room MessageRoom keeps.
+constexpr uint64_t kMessageBytes = 2 * kScalarField + 2;
 // One JoinBatchResult: its own header; count, capacity, batch, first_pair;
 // overflow; statistics (four scalars); left_rows and right_rows headers.
 constexpr uint64_t kPieceBytes =
