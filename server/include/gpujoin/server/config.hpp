@@ -36,7 +36,7 @@ inline constexpr uint64_t kDefaultWalCompactBytes = uint64_t{64} << 20;
 
 /// How a mutable index's write-ahead log (`<name>.gjwal` under --data-dir)
 /// makes a Mutate batch durable before the batch is acknowledged (--wal-sync;
-/// docs/operations.md, "Write-ahead log").
+/// docs/operations.md, "Write-ahead log format").
 struct WalSyncPolicy {
   enum class Mode {
     /// Every acknowledgement waits for an fsync covering its batch; callers
