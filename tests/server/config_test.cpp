@@ -150,6 +150,82 @@ TEST(ServerFlags, MaxAggregateGroups) {
               HasSubstr("--max-aggregate-groups: 0 is outside [1, 4294967295]"));
 }
 
+TEST(WalSync, ParsesEveryModeAndPrintsItBack) {
+  using Mode = WalSyncPolicy::Mode;
+  EXPECT_EQ(*ParseWalSync("always"), (WalSyncPolicy{Mode::kAlways, 0}));
+  EXPECT_EQ(*ParseWalSync("off"), (WalSyncPolicy{Mode::kOff, 0}));
+  EXPECT_EQ(*ParseWalSync("batch-ms:1"), (WalSyncPolicy{Mode::kBatch, 1}));
+  EXPECT_EQ(*ParseWalSync("batch-ms:10000"), (WalSyncPolicy{Mode::kBatch, 10000}));
+  EXPECT_EQ(*ParseWalSync("batch-ms:007"), (WalSyncPolicy{Mode::kBatch, 7}));
+  for (const char* text : {"always", "off", "batch-ms:1", "batch-ms:250", "batch-ms:10000"}) {
+    auto policy = ParseWalSync(text);
+    ASSERT_TRUE(policy.ok()) << text;
+    EXPECT_EQ(policy->ToString(), text);
+    EXPECT_EQ(*ParseWalSync(policy->ToString()), *policy);
+  }
+  EXPECT_EQ(WalSyncPolicy{}.ToString(), "always");  // the default
+}
+
+TEST(WalSync, AnythingElseIsRefusedNamingTheFlag) {
+  for (const char* bad :
+       {"", "Always", "always ", "on", "none", "batch", "batch-ms", "batch-ms:", "batch-ms:0",
+        "batch-ms:10001", "batch-ms:-5", "batch-ms:+5", "batch-ms:5ms", "batch-ms: 5",
+        "batch-ms:1.5", "batch-ms:99999999999999999999", "batch-ms:4294967297"}) {
+    auto r = ParseWalSync(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(r.status().message(), HasSubstr("--wal-sync")) << bad;
+    EXPECT_THAT(r.status().message(), HasSubstr("always, batch-ms:N with N in [1, 10000]")) << bad;
+  }
+}
+
+// --wal-sync and --wal-compact-bytes only mean something beside --data-dir (no
+// log without it); --max-mutation-rows bounds every Mutate batch.
+TEST(ServerFlags, MutationFlags) {
+  const ServerConfig defaults = **Parse({"--data-dir=/d"});
+  EXPECT_EQ(defaults.wal_sync, WalSyncPolicy{});
+  EXPECT_EQ(defaults.wal_sync.mode, WalSyncPolicy::Mode::kAlways);
+  EXPECT_EQ(defaults.wal_compact_bytes, uint64_t{64} << 20);
+  EXPECT_EQ(defaults.max_mutation_rows, 4194304u);
+  EXPECT_EQ((*Parse({}))->max_mutation_rows, 4194304u);
+
+  auto r = Parse({"--data-dir=/d", "--wal-sync=batch-ms:5", "--wal-compact-bytes=1M",
+                  "--max-mutation-rows=10"});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ((*r)->wal_sync, (WalSyncPolicy{WalSyncPolicy::Mode::kBatch, 5}));
+  EXPECT_EQ((*r)->wal_compact_bytes, uint64_t{1} << 20);
+  EXPECT_EQ((*r)->max_mutation_rows, 10u);
+  EXPECT_EQ((*Parse({"--data-dir=/d", "--wal-sync=off"}))->wal_sync.mode,
+            WalSyncPolicy::Mode::kOff);
+  EXPECT_EQ((*Parse({"--max-mutation-rows=2147483647"}))->max_mutation_rows, 2147483647u);
+  EXPECT_EQ((*Parse({"--max-mutation-rows=1"}))->max_mutation_rows, 1u);
+
+  EXPECT_EQ(Parse({"--wal-sync=off"}).status().message(), "--wal-sync requires --data-dir");
+  EXPECT_EQ(Parse({"--wal-compact-bytes=1M"}).status().message(),
+            "--wal-compact-bytes requires --data-dir");
+  EXPECT_THAT(Parse({"--data-dir=/d", "--wal-sync=sometimes"}).status().message(),
+              HasSubstr("--wal-sync: \"sometimes\" is not a sync mode"));
+  EXPECT_THAT(Parse({"--data-dir=/d", "--wal-sync=batch-ms:0"}).status().message(),
+              HasSubstr("--wal-sync: \"batch-ms:0\" is outside the range"));
+  EXPECT_THAT(Parse({"--data-dir=/d", "--wal-compact-bytes=0"}).status().message(),
+              HasSubstr("--wal-compact-bytes: must be at least 1"));
+  EXPECT_THAT(Parse({"--data-dir=/d", "--wal-compact-bytes=lots"}).status().message(),
+              HasSubstr("--wal-compact-bytes"));
+  for (const char* bad : {"--max-mutation-rows=0", "--max-mutation-rows=2147483648"}) {
+    auto r = Parse({bad});
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_THAT(r.status().message(), HasSubstr("--max-mutation-rows")) << bad;
+  }
+  EXPECT_THAT(Parse({"--max-mutation-rows=many"}).status().message(),
+              HasSubstr("--max-mutation-rows"));
+
+  std::string help;
+  ASSERT_TRUE(Parse({"--help"}, &help).ok());
+  EXPECT_THAT(help, HasSubstr("--wal-sync"));
+  EXPECT_THAT(help, HasSubstr("--wal-compact-bytes"));
+  EXPECT_THAT(help, HasSubstr("--max-mutation-rows"));
+}
+
 TEST(ServerFlags, DrainGrace) {
   EXPECT_EQ((*Parse({}))->drain_grace_seconds, 1.0);
   EXPECT_EQ((*Parse({"--drain-grace=0"}))->drain_grace_seconds, 0.0);

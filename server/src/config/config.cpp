@@ -59,6 +59,41 @@ absl::StatusOr<uint64_t> ParseByteSize(std::string_view text, std::string_view f
   return value << shift;
 }
 
+std::string WalSyncPolicy::ToString() const {
+  switch (mode) {
+    case Mode::kAlways:
+      return "always";
+    case Mode::kBatch:
+      return absl::StrCat("batch-ms:", batch_ms);
+    case Mode::kOff:
+      return "off";
+  }
+  return "always";
+}
+
+absl::StatusOr<WalSyncPolicy> ParseWalSync(std::string_view text) {
+  auto bad = [&](std::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--wal-sync: \"", std::string(text), "\" ", std::string(why),
+        " (expected always, batch-ms:N with N in [1, ", kMaxWalBatchMs, "] milliseconds, or off)"));
+  };
+  if (text == "always") return WalSyncPolicy{WalSyncPolicy::Mode::kAlways, 0};
+  if (text == "off") return WalSyncPolicy{WalSyncPolicy::Mode::kOff, 0};
+  constexpr std::string_view kBatchPrefix = "batch-ms:";
+  if (!text.starts_with(kBatchPrefix)) return bad("is not a sync mode");
+  const std::string_view digits = text.substr(kBatchPrefix.size());
+  const bool whole_number =
+      !digits.empty() &&
+      std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!whole_number) {
+    return bad("does not end in a whole number of milliseconds");
+  }
+  uint32_t ms = 0;  // saturates just above the range, so that long numbers cannot wrap
+  for (char c : digits) ms = std::min(ms * 10 + uint32_t(c - '0'), kMaxWalBatchMs + 1);
+  if (ms < 1 || ms > kMaxWalBatchMs) return bad("is outside the range");
+  return WalSyncPolicy{WalSyncPolicy::Mode::kBatch, ms};
+}
+
 uint32_t ResolveExecutorThreads(const ServerConfig& config, engine::BackendKind backend,
                                 uint32_t cores) {
   if (config.executor_threads != 0) return config.executor_threads;

@@ -1,6 +1,6 @@
 // gpujoind's command line: the flags by group (service and security,
-// concurrency, the CUDA backend, limits, --data-dir), then their text values
-// parsed and every flag checked, in that order.
+// concurrency, the CUDA backend, limits, --data-dir and its write-ahead logs),
+// then their text values parsed and every flag checked, in that order.
 #include <optional>
 #include <ostream>
 #include <string>
@@ -23,6 +23,7 @@ struct FlagText {
   std::string cuda_transient_max;
   std::string staged, build_staged, max_result, max_pending;
   std::string max_snapshot, max_copy;
+  std::string wal_sync, wal_compact;
   bool version = false;
 };
 
@@ -141,7 +142,7 @@ void AddLimitFlags(CLI::App& app, ServerConfig& config, FlagText& text) {
       ->capture_default_str();
 }
 
-// Snapshots under --data-dir.
+// Snapshots and write-ahead logs under --data-dir.
 void AddDataDirFlags(CLI::App& app, ServerConfig& config, FlagText& text) {
   app.add_option("--data-dir", config.data_dir,
                  "Directory of index snapshots: each build writes <name>.gjsnap in the "
@@ -153,6 +154,18 @@ void AddDataDirFlags(CLI::App& app, ServerConfig& config, FlagText& text) {
                  "Most bytes the copies SaveIndex writes under --data-dir (files other than "
                  "<index>.gjsnap) may take together; 0 = no limit")
       ->default_str("16G");
+  app.add_option("--wal-sync", text.wal_sync,
+                 "How Mutate batches are made durable in the index's write-ahead log "
+                 "(<name>.gjwal) before they are acknowledged: always (fsync, shared by "
+                 "concurrent batches), batch-ms:N (one fsync at most every N ms, 1..10000; "
+                 "up to N ms more latency), off (no fsync: an OS crash or power loss may lose "
+                 "acknowledged batches); needs --data-dir")
+      ->default_str("always");
+  app.add_option("--wal-compact-bytes", text.wal_compact,
+                 "An index's write-ahead log growing past this many bytes (K/M/G/T suffixes) "
+                 "makes the server rewrite the index's snapshot in the background and compact "
+                 "the log; needs --data-dir")
+      ->default_str("64M");
   app.add_option("--snapshot-test-write-delay-ms", config.snapshot_test_write_delay_ms,
                  "Tests only: sleep this many ms after every MiB of a snapshot written")
       ->group("");
@@ -181,6 +194,7 @@ absl::Status ParseByteFlags(const FlagText& text, ServerConfig& config) {
        false},
       {&text.max_snapshot, "--max-snapshot-bytes", &config.max_snapshot_bytes, false, true},
       {&text.max_copy, "--max-copy-bytes", &config.max_copy_bytes, false, true},
+      {&text.wal_compact, "--wal-compact-bytes", &config.wal_compact_bytes, true, true},
   };
   for (const ByteFlag& f : flags) {
     if (f.text->empty()) continue;
@@ -203,6 +217,16 @@ absl::Status ParseByteFlags(const FlagText& text, ServerConfig& config) {
     }
     config.max_message_bytes = *bytes;
   }
+  return absl::OkStatus();
+}
+
+// --wal-sync (only beside --data-dir: without it there is no log).
+absl::Status ParseWalFlags(const FlagText& text, ServerConfig& config) {
+  if (text.wal_sync.empty()) return absl::OkStatus();
+  auto policy = ParseWalSync(text.wal_sync);
+  if (!policy.ok()) return policy.status();
+  if (config.data_dir.empty()) return absl::InvalidArgumentError("--wal-sync requires --data-dir");
+  config.wal_sync = *policy;
   return absl::OkStatus();
 }
 
@@ -324,6 +348,7 @@ absl::StatusOr<std::optional<ServerConfig>> ParseServerFlags(int argc, const cha
   if (!level.ok()) return level.status();
   config.log_level = *level;
   absl::Status s = ParseByteFlags(text, config);
+  if (s.ok()) s = ParseWalFlags(text, config);
   if (s.ok()) s = ParseCudaFlags(text, config.backend_options);
   if (s.ok()) s = ParseSecurityFlags(text, config);
   if (s.ok()) s = CheckLimits(config);

@@ -30,6 +30,42 @@ inline constexpr uint64_t kDefaultMaxPendingResponseBytes = uint64_t{2} << 30;
 /// for milliseconds.
 inline constexpr int64_t kMaxInlineBatchRows = int64_t{1} << 16;
 
+/// The default --wal-compact-bytes: the size of an index's write-ahead log past
+/// which the server rewrites the index's snapshot and compacts the log.
+inline constexpr uint64_t kDefaultWalCompactBytes = uint64_t{64} << 20;
+
+/// How a mutable index's write-ahead log (`<name>.gjwal` under --data-dir)
+/// makes a Mutate batch durable before the batch is acknowledged (--wal-sync;
+/// docs/operations.md, "Write-ahead log format").
+struct WalSyncPolicy {
+  enum class Mode {
+    /// Every acknowledgement waits for an fsync covering its batch; callers
+    /// waiting at once share one fsync (group commit).
+    kAlways,
+    /// A thread of the log fsyncs at most every `batch_ms` milliseconds while
+    /// something was appended; acknowledgements wait for it (more batches per
+    /// fsync, up to `batch_ms` more latency, nothing acknowledged is lost).
+    kBatch,
+    /// Never fsync batches: acknowledged once written to the OS. A process crash
+    /// loses nothing; an OS crash or power loss may lose recent batches.
+    kOff,
+  };
+  Mode mode = Mode::kAlways;
+  /// kBatch: the most milliseconds between two fsyncs, 1 to kMaxWalBatchMs.
+  uint32_t batch_ms = 0;
+
+  /// "always", "batch-ms:N" or "off": the flag's text, which ParseWalSync reads back.
+  std::string ToString() const;
+  bool operator==(const WalSyncPolicy&) const = default;
+};
+
+/// The largest N of --wal-sync=batch-ms:N (ten seconds).
+inline constexpr uint32_t kMaxWalBatchMs = 10000;
+
+/// Parses --wal-sync: exactly "always", "batch-ms:N" (N decimal digits, 1 <= N
+/// <= kMaxWalBatchMs) or "off"; INVALID_ARGUMENT naming --wal-sync otherwise.
+absl::StatusOr<WalSyncPolicy> ParseWalSync(std::string_view text);
+
 /// Which calls --auth-token-file protects (--auth-scope).
 enum class AuthScope {
   kRpc,  ///< the gpujoin.v1.GpuJoin calls; health, reflection and /metrics stay open
@@ -121,6 +157,13 @@ struct ServerConfig {
   /// --max-copy-bytes: most bytes the copies SaveIndex writes (files under
   /// --data-dir that are not `<index>.gjsnap`) may take together; 0 = no limit.
   uint64_t max_copy_bytes = kDefaultMaxCopyBytes;
+  /// --wal-sync: how Mutate batches are made durable in the index's write-ahead
+  /// log before they are acknowledged (with data_dir; without it nothing is logged).
+  WalSyncPolicy wal_sync;
+  /// --wal-compact-bytes: an index's write-ahead log growing past this many
+  /// bytes makes the server rewrite the index's snapshot in the background and
+  /// compact the log (at least 1).
+  uint64_t wal_compact_bytes = kDefaultWalCompactBytes;
   /// --snapshot-test-write-delay-ms (tests only): sleep this long after every
   /// MiB of a snapshot written.
   uint32_t snapshot_test_write_delay_ms = 0;
