@@ -406,6 +406,7 @@ absl::StatusOr<std::shared_ptr<const IndexVersion>> BuildSession::Finish(
   version->batch_mode = spec_.batch_mode();
   if (spec_.max_load_factor() != 0) version->max_load_factor = spec_.max_load_factor();
   version->mutation.next_row_id = NextRowId();
+  version->base_id = NewBaseId();
   version->payload_names = payload_.Names();
   version->key_column_names = key_schema_.names;
   version->build_seconds = seconds;

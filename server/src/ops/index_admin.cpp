@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "gpujoin/common/status_macros.hpp"
 #include "ops/operations.hpp"
+#include "storage/mutation_logs.hpp"
 #include "storage/snapshot_store.hpp"
 #include "wire/names.hpp"
 
@@ -69,6 +70,11 @@ absl::Status Operations::DropIndex(const v1::DropIndexRequest& request,
   GPUJOIN_ASSIGN_OR_RETURN(auto version, state_.registry->Remove(request.name()));
   state_.metrics->RemoveIndex(request.name());
   if (state_.snapshots != nullptr) state_.snapshots->Forget(request.name(), version->version);
+  if (state_.mutation_logs != nullptr) {
+    // After the batches already in the index's lane (later ones find it gone).
+    std::lock_guard<std::mutex> lane(version->mutate_mu);
+    state_.mutation_logs->Forget(request.name());
+  }
   response->set_dropped_version(version->version);
   {
     const IndexReadLock read(*version);

@@ -44,9 +44,10 @@ absl::Status Operations::LoadIndex(const v1::LoadIndexRequest& request,
     return absl::AlreadyExistsError(absl::StrCat("index \"", request.name(),
                                                  "\" already exists; set replace to load over it"));
   }
-  FileIdentity read;
   GPUJOIN_ASSIGN_OR_RETURN(std::shared_ptr<IndexVersion> version,
-                           state_.snapshots->Load(file, request.name(), 0, &read));
+                           state_.snapshots->Load(file, request.name(), 0));
+  // A new base: log records of the file's lineage must not replay onto it.
+  version->base_id = NewBaseId();
   std::shared_ptr<const IndexVersion> installed = version;
   GPUJOIN_ASSIGN_OR_RETURN(auto previous, state_.registry->Install(version, request.replace()));
   {
@@ -55,10 +56,10 @@ absl::Status Operations::LoadIndex(const v1::LoadIndexRequest& request,
   }
   // Like a build, the load is a new version of the name, and its snapshot must
   // follow: a write of an earlier version still pending or running must not
-  // land after it. From the name's own file the write is skipped while that
-  // file is still the one read.
-  const bool own = file == request.name() + std::string(kSnapshotSuffix);
-  state_.snapshots->Schedule(installed, own ? std::optional<FileIdentity>(read) : std::nullopt);
+  // land after it. Also from the name's own file: the load starts a new base
+  // (base_id), which the file must hold before the index's write-ahead log
+  // may take records of it (Mutate waits for that).
+  state_.snapshots->Schedule(installed);
   previous.reset();
   UpdateServiceGauges();
   FillIndexInfo(*installed, response->mutable_index());

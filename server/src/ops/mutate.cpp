@@ -9,8 +9,14 @@
 // bound), its memory reserved in the budget first; only then is the new table
 // swapped in, under the version's latch held exclusively, so a query sees the
 // batch wholly or not at all and a refused batch changes nothing.
+//
+// With --data-dir (MutationLogs) a batch waits until its version's snapshot is
+// durable, is appended to the index's write-ahead log right before the swap
+// (a failed append changes nothing), and is acknowledged once the log's Sync
+// says it is durable, outside the lane so that batches share fsyncs.
 #include <algorithm>
 #include <chrono>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -21,6 +27,8 @@
 #include "gpujoin/common/status_macros.hpp"
 #include "gpujoin/engine/mutation.hpp"
 #include "ops/operations.hpp"
+#include "storage/mutation_logs.hpp"
+#include "storage/snapshot_store.hpp"
 #include "wire/names.hpp"
 
 namespace gpujoin::server {
@@ -45,25 +53,73 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// Blocks until the snapshot of `name` holds `version` or a later one.
+absl::Status WaitDurable(SnapshotStore& store, const std::string& name, uint64_t version) {
+  std::promise<absl::Status> done;
+  std::future<absl::Status> result = done.get_future();
+  store.WhenDurable(name, version, [&done](absl::Status s) { done.set_value(std::move(s)); });
+  return result.get();
+}
+
 }  // namespace
 
 absl::Status Operations::Mutate(const v1::MutateRequest& request, v1::MutateResponse* response) {
   GPUJOIN_RETURN_IF_ERROR(ValidateIndexName(request.index(), "index"));
+  MutationLogs* logs = state_.mutation_logs;
   for (;;) {
     GPUJOIN_ASSIGN_OR_RETURN(auto version, FindIndex(request.index(), "index"));
-    std::unique_lock<std::mutex> lane(version->mutate_mu);
-    // A build, load or drop may have replaced the version while this batch
-    // waited for the lane: apply it to what is live now.
-    if (state_.registry->Get(version->name) != version) continue;
-    return WithIndexKey(version->index->key_type(), [&](auto word) {
-      return MutateOf<typename decltype(word)::type>(*version, request, response);
-    });
+    if (logs != nullptr) {
+      // A restart replays the log onto the version's snapshot: it must exist.
+      const absl::Status durable = WaitDurable(*state_.snapshots, version->name, version->version);
+      if (!durable.ok()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "index \"", version->name, "\" takes no mutations until its snapshot is written: ",
+            durable.message()));
+      }
+    }
+    uint64_t ticket = 0;
+    bool rewrite_snapshot = false;
+    {
+      std::unique_lock<std::mutex> lane(version->mutate_mu);
+      // A build, load or drop may have replaced the version while this batch
+      // waited for the lane: apply it to what is live now.
+      if (state_.registry->Get(version->name) != version) continue;
+      GPUJOIN_RETURN_IF_ERROR(WithIndexKey(version->index->key_type(), [&](auto word) {
+        return MutateOf<typename decltype(word)::type>(*version, request, response,
+                                                       logs != nullptr ? &ticket : nullptr,
+                                                       &rewrite_snapshot);
+      }));
+    }
+    if (logs == nullptr) return absl::OkStatus();
+    if (rewrite_snapshot) state_.snapshots->Rewrite(version);
+    // Outside the lane: the next batch appends while this one's fsync runs,
+    // and one fsync covers both (group commit).
+    const absl::StatusOr<bool> synced = logs->Sync(version->name, ticket);
+    if (!synced.ok()) {
+      return absl::Status(synced.status().code(),
+                          absl::StrCat("the batch was applied to index \"", version->name,
+                                       "\" but could not be made durable, and the index takes no "
+                                       "more mutations: ",
+                                       synced.status().message()));
+    }
+    response->set_durable(*synced);
+    return absl::OkStatus();
   }
+}
+
+absl::Status Operations::ReplayMutation(const IndexVersion& version,
+                                        const v1::MutateRequest& request) {
+  std::unique_lock<std::mutex> lane(version.mutate_mu);
+  v1::MutateResponse response;
+  return WithIndexKey(version.index->key_type(), [&](auto word) {
+    return MutateOf<typename decltype(word)::type>(version, request, &response, nullptr, nullptr);
+  });
 }
 
 template <typename Key>
 absl::Status Operations::MutateOf(const IndexVersion& version, const v1::MutateRequest& request,
-                                  v1::MutateResponse* response) {
+                                  v1::MutateResponse* response, uint64_t* ticket,
+                                  bool* rewrite_snapshot) {
   const auto start = std::chrono::steady_clock::now();
   const KeySchemaView schema = KeySchemaOf(version);
   GPUJOIN_ASSIGN_OR_RETURN(KeyColumns upsert_words, DecodeKeyColumns(request, ""));
@@ -211,6 +267,13 @@ absl::Status Operations::MutateOf(const IndexVersion& version, const v1::MutateR
   }
   const bool rehashed = capacity != source.capacity;
 
+  // Logged before it is visible: a failed append changes nothing.
+  if (ticket != nullptr) {
+    GPUJOIN_ASSIGN_OR_RETURN(*ticket,
+                             state_.mutation_logs->Append(version, version.mutation.sequence + 1,
+                                                          request, rewrite_snapshot));
+  }
+
   // Swap it in.
   uint64_t sequence = 0;
   {
@@ -261,11 +324,12 @@ absl::Status Operations::MutateOf(const IndexVersion& version, const v1::MutateR
 // Mutate uses MutateOf from a generic lambda above its definition; instantiate
 // every key kind explicitly (see lookup.cpp).
 template absl::Status Operations::MutateOf<uint32_t>(const IndexVersion&, const v1::MutateRequest&,
-                                                     v1::MutateResponse*);
+                                                     v1::MutateResponse*, uint64_t*, bool*);
 template absl::Status Operations::MutateOf<uint64_t>(const IndexVersion&, const v1::MutateRequest&,
-                                                     v1::MutateResponse*);
+                                                     v1::MutateResponse*, uint64_t*, bool*);
 template absl::Status Operations::MutateOf<engine::ColumnKey>(const IndexVersion&,
                                                               const v1::MutateRequest&,
-                                                              v1::MutateResponse*);
+                                                              v1::MutateResponse*, uint64_t*,
+                                                              bool*);
 
 }  // namespace gpujoin::server

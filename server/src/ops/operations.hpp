@@ -40,6 +40,7 @@
 namespace gpujoin::server {
 
 class SnapshotStore;
+class MutationLogs;
 
 /// The shared state the operations work on. Not owned.
 struct ServiceState {
@@ -62,6 +63,8 @@ struct ServiceState {
   /// --data-dir's snapshots (builds schedule writes, drops delete them, SaveIndex
   /// and LoadIndex use it); null when --data-dir is unset.
   SnapshotStore* snapshots = nullptr;
+  /// --data-dir's write-ahead logs of Mutate batches (with `snapshots`).
+  MutationLogs* mutation_logs = nullptr;
 };
 
 class Operations {
@@ -92,8 +95,12 @@ class Operations {
   absl::Status Aggregate(const v1::AggregateRequest& request, v1::AggregateResponse* response,
                          AggregatePartial* partial);
   /// One Mutate batch (ops/mutate.cpp): applied whole or not at all; fills
-  /// `response` (except batch_id).
+  /// `response` (except batch_id). With --data-dir the batch is in the index's
+  /// write-ahead log, durable as --wal-sync says, before this returns.
   absl::Status Mutate(const v1::MutateRequest& request, v1::MutateResponse* response);
+  /// Start-up: applies a batch of `version`'s write-ahead log again (not
+  /// logged).
+  absl::Status ReplayMutation(const IndexVersion& version, const v1::MutateRequest& request);
   /// One Hash batch.
   absl::Status Hash(const v1::HashRequest& request, v1::HashResponse* response);
 
@@ -164,10 +171,13 @@ class Operations {
                       v1::JoinResponse* response);
 
   /// Mutate for an index whose key kind is Key, with the index's mutations
-  /// serialized (its mutate_mu held).
+  /// serialized (its mutate_mu held). `ticket` non-null: the batch is
+  /// appended to the index's write-ahead log before it is swapped in, and
+  /// `ticket` receives what to Sync; `rewrite_snapshot` is set when the log
+  /// asks for a snapshot (MutationLogs::Append).
   template <typename Key>
   absl::Status MutateOf(const IndexVersion& version, const v1::MutateRequest& request,
-                        v1::MutateResponse* response);
+                        v1::MutateResponse* response, uint64_t* ticket, bool* rewrite_snapshot);
 
   ServiceState state_;
 };

@@ -24,6 +24,7 @@
 #include "transport/metrics_exposer.hpp"
 #include "prometheus/exposer.h"
 #include "transport/reflection_guard.hpp"
+#include "storage/mutation_logs.hpp"
 #include "storage/snapshot_store.hpp"
 #include "transport/listen_probe.hpp"
 
@@ -77,6 +78,9 @@ struct Server::Impl {
   std::unique_ptr<InflightLimiter> limiter;
   std::unique_ptr<TokenAuthenticator> auth;
   std::unique_ptr<Operations> ops;
+  // --data-dir's write-ahead logs (null without it); destroyed after the
+  // snapshot store, whose writer calls it.
+  std::unique_ptr<MutationLogs> mutation_logs;
   // --data-dir's snapshots (null without it); destroyed before the registry and
   // the backend, after finishing its pending writes.
   std::unique_ptr<SnapshotStore> snapshots;
@@ -238,6 +242,17 @@ absl::Status StartOperations(Server::Impl& s, const ServerConfig& config, Server
     if (!store.ok()) return store.status();
     s.snapshots = *std::move(store);
     state.snapshots = s.snapshots.get();
+    MutationLogs::Options log_options;
+    log_options.data_dir = config.data_dir;
+    log_options.policy = config.wal_sync;
+    log_options.max_record_bytes = config.max_message_bytes;
+    log_options.compact_bytes = config.wal_compact_bytes;
+    s.mutation_logs = std::make_unique<MutationLogs>(log_options, *s.metrics.registry());
+    state.mutation_logs = s.mutation_logs.get();
+    s.snapshots->SetOnWritten([logs = s.mutation_logs.get()](const IndexVersion& v,
+                                                             uint64_t sequence) {
+      logs->SnapshotWritten(v, sequence);
+    });
     LogInfo(absl::StrCat("snapshots: --data-dir \"", config.data_dir, "\"",
                          config.max_snapshot_bytes == 0
                              ? std::string()
@@ -349,6 +364,28 @@ absl::Status StartGrpc(Server::Impl& s, const ServerConfig& config,
   return absl::OkStatus();
 }
 
+// Start-up, after the snapshots are loaded: every index's write-ahead log is
+// replayed onto it. An index whose log is damaged in the middle (or whose
+// records do not apply) is not served: it is logged loudly and its files stay
+// for an operator (docs/operations.md, "Write-ahead log format").
+void ReplayMutationLogs(Server::Impl& s) {
+  for (const std::shared_ptr<const IndexVersion>& v : s.registry.List()) {
+    const absl::Status replayed = s.mutation_logs->Replay(
+        *v, [&](const v1::MutateRequest& r) { return s.ops->ReplayMutation(*v, r); });
+    if (replayed.ok()) {
+      const IndexReadLock read(*v);
+      s.metrics.SetIndex(*v);
+      continue;
+    }
+    LogError(absl::StrCat("index \"", v->name, "\" is not served: ", replayed.message(),
+                          ". Its snapshot and write-ahead log stay in --data-dir as they are: "
+                          "repair or delete the log (docs/operations.md, \"Write-ahead log "
+                          "format\"), then restart"));
+    (void)s.registry.Remove(v->name);
+    s.metrics.RemoveIndex(v->name);
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
@@ -371,6 +408,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerConfig& config
     s.grpc_server->GetHealthCheckService()->SetServingStatus(kServiceName, false);
     s.service->SetLoading(true);
     s.snapshots->LoadAll(s.registry, [&s](const IndexVersion& v) { s.metrics.SetIndex(v); });
+    ReplayMutationLogs(s);
     s.ops->UpdateServiceGauges();
     s.service->SetLoading(false);
   }

@@ -1,8 +1,25 @@
 #include "state/index_registry.hpp"
 
+#include <chrono>
+#include <random>
+
 #include "absl/strings/str_cat.h"
 
 namespace gpujoin::server {
+
+uint64_t NewBaseId() {
+  static std::mutex mu;
+  static std::mt19937_64 rng = [] {
+    std::random_device device;
+    std::seed_seq seed{device(), device(), device(), device(),
+                       uint32_t(std::chrono::steady_clock::now().time_since_epoch().count())};
+    return std::mt19937_64(seed);
+  }();
+  std::lock_guard<std::mutex> lock(mu);
+  uint64_t id = 0;
+  while (id == 0) id = rng();
+  return id;
+}
 
 std::shared_ptr<const IndexVersion> IndexRegistry::Get(const std::string& name) const {
   std::lock_guard<std::mutex> lock(mu_);

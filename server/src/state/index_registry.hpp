@@ -39,6 +39,10 @@ struct IndexVersion {
   std::string name;
   uint64_t version = 0;  ///< assigned by IndexRegistry::Install
   mutable std::unique_ptr<engine::HashIndex> index;
+  /// Which write-ahead log records (MutationLogs) apply to this version: a
+  /// random number drawn by each build and LoadIndex, kept by the snapshot
+  /// and by a start-up load (version numbers restart with the process).
+  uint64_t base_id = 0;
   /// IndexSpec.max_load_factor (0.8 unless set).
   double max_load_factor = 0.8;
   mutable MutationState mutation;
@@ -58,6 +62,9 @@ struct IndexVersion {
   /// The budget share of the table; released when the version is destroyed.
   mutable MemoryBudget::Reservation reservation;
 };
+
+/// A fresh IndexVersion::base_id (random, never 0).
+uint64_t NewBaseId();
 
 /// A query's hold on a version: `latch` shared for its lifetime, so no
 /// mutation batch changes the index meanwhile; `sequence` is the mutation

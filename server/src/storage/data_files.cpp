@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "gpujoin/common/status_macros.hpp"
 #include "storage/data_dir.hpp"
+#include "storage/mutation_log_format.hpp"
 #include "storage/snapshot_store.hpp"
 #include "wire/names.hpp"
 
@@ -38,18 +39,23 @@ absl::Status SyncDir(const std::string& dir) {
 }
 
 // `.<file>.gjsnap.tmp-<version>-<n>` (WriteFile): never ends in ".gjsnap", so
-// that an index named ".x.gjsnap.tmp-1" keeps its snapshot.
+// that an index named ".x.gjsnap.tmp-1" keeps its snapshot; and
+// `.<index>.gjwal.tmp` (MutationLogTempPath: a log being created or compacted).
 bool IsTemporary(std::string_view file) {
-  return file.starts_with(".") && file.find(kTempMarker) != std::string_view::npos &&
-         !file.ends_with(kSnapshotSuffix);
+  if (!file.starts_with(".")) return false;
+  if (file.ends_with(absl::StrCat(std::string(kMutationLogSuffix), ".tmp"))) return true;
+  return file.find(kTempMarker) != std::string_view::npos && !file.ends_with(kSnapshotSuffix);
 }
 
-// The index a `<index>.gjsnap` file belongs to, or "" (a copy, or a name that
-// is not an index name).
+// The index a `<index>.gjsnap` or `<index>.gjwal` file belongs to, or "" (a
+// copy, or a name that is not an index name).
 std::string SnapshotIndexOf(std::string_view file) {
-  if (!file.ends_with(kSnapshotSuffix)) return "";
-  const std::string index(file.substr(0, file.size() - kSnapshotSuffix.size()));
-  return ValidateIndexName(index, "file").ok() ? index : "";
+  for (std::string_view suffix : {kSnapshotSuffix, kMutationLogSuffix}) {
+    if (!file.ends_with(suffix)) continue;
+    const std::string index(file.substr(0, file.size() - suffix.size()));
+    return ValidateIndexName(index, "file").ok() ? index : "";
+  }
+  return "";
 }
 
 // The rules every file name of a request follows: the index-name alphabet (no
@@ -113,6 +119,12 @@ absl::StatusOr<std::string> SaveFileOf(const std::string& file, const std::strin
         "\" (empty file) or to a copy whose name does not end in \"",
         std::string(kSnapshotSuffix), "\""));
   }
+  if (file.ends_with(kMutationLogSuffix)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "file: \"", file, "\" is the name of a write-ahead log (\"",
+        std::string(kMutationLogSuffix), "\"), which a restart replays; save to \"", own,
+        "\" (empty file) or to a copy with another name"));
+  }
   return file;
 }
 
@@ -127,7 +139,7 @@ uint64_t SnapshotStore::DirBytes(bool copies_only, const std::string& except) co
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(options_.data_dir, ec)) {
     const std::string file = entry.path().filename().string();
-    if (copies_only && (file == except || IsTemporary(file) || file.ends_with(kSnapshotSuffix))) {
+    if (copies_only && (file == except || IsTemporary(file) || !SnapshotIndexOf(file).empty())) {
       continue;
     }
     struct stat st {};
@@ -160,9 +172,10 @@ absl::StatusOr<uint64_t> SnapshotStore::DeleteFile(
   std::lock_guard<std::mutex> lock(mu_);
   const std::string index = SnapshotIndexOf(file);
   if (!index.empty() && (is_live(index) || pending_.count(index) != 0 || writing_ == index)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("file: \"", file, "\" is the snapshot of live index \"", index,
-                     "\"; drop the index to delete it"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "file: \"", file, "\" is the ",
+        file.ends_with(kMutationLogSuffix) ? "write-ahead log" : "snapshot", " of live index \"",
+        index, "\"; drop the index to delete it"));
   }
   const std::string path = PathOf(file);
   struct stat st {};
@@ -179,7 +192,7 @@ absl::StatusOr<uint64_t> SnapshotStore::DeleteFile(
   }
   if (::unlink(path.c_str()) != 0) return Errno("delete", file);
   (void)SyncDir(options_.data_dir);
-  if (!index.empty()) durable_.erase(index);
+  if (!index.empty() && file.ends_with(kSnapshotSuffix)) durable_.erase(index);
   LogInfo(absl::StrCat("deleted \"", file, "\" (", st.st_size, " bytes) from the data dir"));
   return uint64_t(st.st_size);
 }

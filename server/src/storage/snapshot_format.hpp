@@ -73,6 +73,8 @@ struct SnapshotMeta {
   /// IndexSpec.max_load_factor; older files load with a sequence of 0, the
   /// row IDs past the build's (first_value + rows) and 0.8.
   uint64_t mutation_sequence = 0;
+  /// IndexVersion::base_id: which write-ahead log records apply to this file.
+  uint64_t base_id = 0;
   uint64_t next_row_id = 0;
   uint64_t rehashes = 0;
   double max_load_factor = 0.8;

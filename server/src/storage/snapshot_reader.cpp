@@ -242,7 +242,7 @@ absl::Status SnapshotReader::ReadMeta() {
   }
   if (format_version_ >= 2) GPUJOIN_RETURN_IF_ERROR(ReadKeySchema(d));
   if (format_version_ >= 3) {
-    if (!(d.U64(sm.mutation_sequence) && d.U64(sm.next_row_id) && d.U64(sm.rehashes) &&
+    if (!(d.U64(sm.mutation_sequence) && d.U64(sm.base_id) && d.U64(sm.next_row_id) && d.U64(sm.rehashes) &&
           d.F64(sm.max_load_factor)) ||
         !(sm.max_load_factor > 0 && sm.max_load_factor <= 1)) {
       return Corrupt("the mutation state does not parse");

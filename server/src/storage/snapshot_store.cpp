@@ -103,6 +103,23 @@ void SnapshotStore::Schedule(std::shared_ptr<const IndexVersion> version,
   cv_.notify_all();
 }
 
+void SnapshotStore::Rewrite(std::shared_ptr<const IndexVersion> version) {
+  std::shared_ptr<const IndexVersion> stale;  // freed outside the lock
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const std::string name = version->name;
+    if (version->version != latest_[name]) {
+      stale = std::move(version);  // rebuilt or dropped since: its own write follows
+    } else {
+      const uint64_t generation = ++generation_[name];
+      Job& job = pending_[name];
+      stale = std::move(job.version);
+      job = Job{std::move(version), generation, std::nullopt, /*again=*/true};
+    }
+  }
+  cv_.notify_all();
+}
+
 void SnapshotStore::Forget(const std::string& name, uint64_t dropped_version) {
   Callbacks callbacks;
   {
@@ -226,14 +243,16 @@ void SnapshotStore::RunJob(const std::string& name, const Job& job) {
                            IdentityOf(st) == *job.read_from;
     if (unchanged) MarkDurableLocked(name, version, &callbacks);
     // A SaveIndex of the own file may have written this version already.
-    if (unchanged || (durable_.count(name) != 0 && durable_[name] >= version)) {
+    if (unchanged || (!job.again && durable_.count(name) != 0 && durable_[name] >= version)) {
       Call(callbacks);  // no callback takes mu_, but keep them outside it anyway
       return;
     }
   }
+  uint64_t sequence = 0;
   absl::StatusOr<uint64_t> bytes = WriteFile(
       *job.version, file, [this, &name, &job] { return generation_[name] == job.generation; },
-      /*copy=*/false, [&] { MarkDurableLocked(name, version, &callbacks); });
+      /*copy=*/false, [&] { MarkDurableLocked(name, version, &callbacks); }, &sequence);
+  if (bytes.ok() && on_written_) on_written_(*job.version, sequence);
   if (bytes.ok()) {
     const double seconds = SecondsSince(start);
     RecordWrite(name, job.generation, *bytes, seconds);
@@ -264,7 +283,8 @@ absl::StatusOr<uint64_t> SnapshotStore::WriteFile(const IndexVersion& version,
                                                   const std::string& final_name,
                                                   const std::function<bool()>& still_current,
                                                   bool copy,
-                                                  const std::function<void()>& renamed) {
+                                                  const std::function<void()>& renamed,
+                                                  uint64_t* mutation_sequence) {
   auto fail = [&](std::string_view reason, const absl::Status& s) -> absl::Status {
     metrics_.WriteFailed(reason);
     LogWarning(absl::StrCat("snapshot of index \"", version.name, "\" version ", version.version,
@@ -284,6 +304,8 @@ absl::StatusOr<uint64_t> SnapshotStore::WriteFile(const IndexVersion& version,
     meta.next_row_id = version.mutation.next_row_id;
     meta.rehashes = version.mutation.rehashes;
   }
+  if (mutation_sequence != nullptr) *mutation_sequence = meta.mutation_sequence;
+  meta.base_id = version.base_id;
   if (!image.ok()) return fail("export", image.status());
   meta.max_load_factor = version.max_load_factor;
   meta.name = version.name;

@@ -139,6 +139,17 @@ class SnapshotStore {
   /// is still the one read. Never blocks on I/O.
   void Schedule(std::shared_ptr<const IndexVersion> version,
                 std::optional<FileIdentity> read_from = std::nullopt);
+  /// Queues a background write of the live `version` again: Mutate batches
+  /// changed it since its last write (the write-ahead log's compaction,
+  /// MutationLogs). Ignored when a newer version was scheduled or dropped.
+  void Rewrite(std::shared_ptr<const IndexVersion> version);
+  /// Called on the writer thread after each background write of a name's own
+  /// snapshot succeeded, with the version written and the mutation sequence
+  /// it holds. Set once, before the first Schedule.
+  void SetOnWritten(
+      std::function<void(const IndexVersion& version, uint64_t mutation_sequence)> on_written) {
+    on_written_ = std::move(on_written);
+  }
   /// The name's `dropped_version` was dropped: cancels its writes, deletes its
   /// snapshot and fails those waiting for it to be durable (ABORTED).
   void Forget(const std::string& name, uint64_t dropped_version);
@@ -200,6 +211,7 @@ class SnapshotStore {
     std::shared_ptr<const IndexVersion> version;
     uint64_t generation = 0;
     std::optional<FileIdentity> read_from;  // skip the write while the file is this one
+    bool again = false;                     // Rewrite: write even if the version is durable
   };
   struct Waiter {
     uint64_t version = 0;
@@ -227,7 +239,8 @@ class SnapshotStore {
   /// held right after the rename.
   absl::StatusOr<uint64_t> WriteFile(const IndexVersion& version, const std::string& final_name,
                                      const std::function<bool()>& still_current, bool copy,
-                                     const std::function<void()>& renamed);
+                                     const std::function<void()>& renamed,
+                                     uint64_t* mutation_sequence = nullptr);
   /// Records a written snapshot of `name` in the metrics, unless the name was
   /// dropped since `generation`: a drop removes the name's series, and a write
   /// that finished just before it must not bring them back.
@@ -258,6 +271,7 @@ class SnapshotStore {
   std::map<std::string, std::pair<uint64_t, absl::Status>> failed_;
   std::map<std::string, uint64_t> forgotten_;
   bool stop_ = false;
+  std::function<void(const IndexVersion&, uint64_t)> on_written_;
   std::atomic<uint64_t> temp_sequence_{0};
   std::thread writer_;
 };

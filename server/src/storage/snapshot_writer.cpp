@@ -61,6 +61,7 @@ std::string EncodeMeta(const SnapshotMeta& m, const engine::IndexImage& image) {
   columns(image.key_columns, m.key_column_names);
   // Format version 3: the mutation state.
   e.U64(m.mutation_sequence);
+  e.U64(m.base_id);
   e.U64(m.next_row_id);
   e.U64(m.rehashes);
   e.F64(m.max_load_factor);

@@ -72,6 +72,7 @@ absl::StatusOr<std::shared_ptr<IndexVersion>> SnapshotStore::Load(const std::str
   version->key_column_names = meta.key_column_names;
   version->max_load_factor = meta.max_load_factor;
   version->mutation.sequence = meta.mutation_sequence;
+  version->base_id = meta.base_id != 0 ? meta.base_id : NewBaseId();  // before format 3: none
   version->mutation.next_row_id = meta.next_row_id;
   version->mutation.rehashes = meta.rehashes;
   version->reservation = std::move(reservation);
