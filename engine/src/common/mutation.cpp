@@ -184,14 +184,9 @@ struct KeyAccess<K> {
   K ImageKey(const IndexImage& image, uint32_t s, std::string&) const {
     return image.keys.as<K>()[s];
   }
-  bool UpsertValid(uint64_t r) const { return upsert[r] != kEmptyKeyOf<K>; }
   bool DeleteValid(uint64_t r) const { return deletes[r] != kEmptyKeyOf<K>; }
   K UpsertKey(uint64_t r, std::string&) const { return upsert[r]; }
   K DeleteKey(uint64_t r, std::string&) const { return deletes[r]; }
-  std::string Invalid(uint64_t r) const {
-    return absl::StrCat("upsert key row ", r, " holds the reserved key ", uint64_t(upsert[r]),
-                        " (all ones), which no index can hold");
-  }
 };
 
 template <>
@@ -221,7 +216,6 @@ struct KeyAccess<ColumnKey> {
     }
     return false;
   }
-  bool UpsertValid(uint64_t r) const { return !AnyNull(upsert, r); }
   bool DeleteValid(uint64_t r) const { return !AnyNull(deletes, r); }
   const std::string& UpsertKey(uint64_t r, std::string& buf) const {
     AppendKeyBytes(upsert, r, buf);
@@ -230,15 +224,6 @@ struct KeyAccess<ColumnKey> {
   const std::string& DeleteKey(uint64_t r, std::string& buf) const {
     AppendKeyBytes(deletes, r, buf);
     return buf;
-  }
-  std::string Invalid(uint64_t r) const {
-    for (size_t c = 0; c < upsert.size(); ++c) {
-      if (upsert[c].Null(r)) {
-        return absl::StrCat("upsert key row ", r, " has a null in key column ", c,
-                            ", which no index can hold");
-      }
-    }
-    return absl::StrCat("upsert key row ", r, " is invalid");
   }
 };
 
@@ -257,10 +242,8 @@ class Rebuild final : public MutationRebuild {
     for (const ChunkedU32::value_type& chunk : batch.values) {
       batch_values_.insert(batch_values_.end(), chunk.begin(), chunk.end());
     }
+    GPUJOIN_RETURN_IF_ERROR(CheckUpsertKeys(batch));
     const uint64_t upserts = KeyRows(batch.upsert_keys);
-    for (uint64_t r = 0; r < upserts; ++r) {
-      if (!keys_.UpsertValid(r)) return absl::InvalidArgumentError(keys_.Invalid(r));
-    }
     counts_.upsert_rows = upserts;
     const bool keep_all = spec_.duplicates == DuplicatePolicy::kKeepAll;
 
@@ -485,6 +468,51 @@ template absl::StatusOr<std::unique_ptr<MutationRebuild>> MutationRebuild::Prepa
     const Backend&, const HashIndex&, const MutationBatchT<uint64_t>&);
 template absl::StatusOr<std::unique_ptr<MutationRebuild>> MutationRebuild::Prepare(
     const Backend&, const HashIndex&, const MutationBatchT<ColumnKey>&);
+
+template <IndexKey K>
+absl::Status CheckUpsertKeys(const MutationBatchT<K>& batch) {
+  uint64_t row = 0;
+  if constexpr (KeyWord<K>) {
+    for (const auto& chunk : batch.upsert_keys) {
+      for (K k : chunk) {
+        if (k == kEmptyKeyOf<K>) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("upsert key row ", row, " holds the reserved key ", uint64_t(k),
+                           " (all ones), which no index can hold"));
+        }
+        ++row;
+      }
+    }
+  } else {
+    const uint64_t rows = batch.upsert_keys.rows();
+    for (; row < rows; ++row) {
+      for (size_t c = 0; c < batch.upsert_keys.columns.size(); ++c) {
+        const HashColumn& h = batch.upsert_keys.columns[c];
+        if (!h.validity.empty() && !BitAt(h.validity, h.offset + row)) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "upsert key row ", row, " has a null in key column ", c, ", which no index can hold"));
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+template absl::Status CheckUpsertKeys(const MutationBatchT<uint32_t>&);
+template absl::Status CheckUpsertKeys(const MutationBatchT<uint64_t>&);
+template absl::Status CheckUpsertKeys(const MutationBatchT<ColumnKey>&);
+
+absl::StatusOr<InPlaceMutation> Backend::MutateInPlace(HashIndex&, const MutationBatchT<uint32_t>&,
+                                                       double) {
+  return InPlaceMutation{};
+}
+absl::StatusOr<InPlaceMutation> Backend::MutateInPlace(HashIndex&, const MutationBatchT<uint64_t>&,
+                                                       double) {
+  return InPlaceMutation{};
+}
+absl::StatusOr<InPlaceMutation> Backend::MutateInPlace(HashIndex&, const MutationBatchT<ColumnKey>&,
+                                                       double) {
+  return InPlaceMutation{};
+}
 
 absl::StatusOr<uint32_t> GrownCapacity(uint64_t live_keys, uint32_t current,
                                        double max_load_factor) {

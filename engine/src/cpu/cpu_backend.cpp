@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/backend_registry.hpp"
 #include "cpu/cpu_hash_index.hpp"
+#include "cpu/cpu_mutate.hpp"
 #include "cpu/cpu_index_image.hpp"
 #include "cpu/cpu_ops.hpp"
 #include "cpu/thread_pool.hpp"
@@ -94,6 +95,18 @@ struct NodeKeyWord<N<K>> {
 };
 
 class CpuBackend final : public Backend {
+ private:
+  template <KeyWord K>
+  static absl::StatusOr<InPlaceMutation> MutateWords(HashIndex& index,
+                                                     const MutationBatchT<K>& batch,
+                                                     double max_load_factor) {
+    auto* cpu = dynamic_cast<CpuHashIndex<K>*>(&index);
+    if (cpu == nullptr) {
+      return absl::InvalidArgumentError("mutation: the index is not a CPU index of this key type");
+    }
+    return ::gpujoin::engine::cpu::MutateInPlace(*cpu, batch, max_load_factor);
+  }
+
  public:
   CpuBackend(uint32_t threads, uint32_t fingerprint_bits)
       : pool_(threads), model_(CpuModelName()), fingerprint_bits_(fingerprint_bits) {}
@@ -132,6 +145,17 @@ class CpuBackend final : public Backend {
   }
 
   uint64_t IndexBytes(const HashIndexSpec& spec) const override { return CpuTableBytes(spec); }
+
+  absl::StatusOr<InPlaceMutation> MutateInPlace(HashIndex& index,
+                                                const MutationBatchT<uint32_t>& batch,
+                                                double max_load_factor) override {
+    return MutateWords(index, batch, max_load_factor);
+  }
+  absl::StatusOr<InPlaceMutation> MutateInPlace(HashIndex& index,
+                                                const MutationBatchT<uint64_t>& batch,
+                                                double max_load_factor) override {
+    return MutateWords(index, batch, max_load_factor);
+  }
 
   // Builds insert straight from the caller's chunks into the table (RunBuild,
   // RunBatchBuild): no scratch. Storing payload takes the winner row of every

@@ -255,6 +255,23 @@ class CpuHashIndex final : public HashIndex {
 
   /// The payload columns of the last build, in slot order.
   const std::vector<StoredColumn>& stored_payload() const { return payload_columns_; }
+
+  // In-place mutation (cpu_mutate.cpp) writes slots and payload directly.
+  /// A slot's word and raw value.
+  struct RawSlot {
+    Word word;
+    uint32_t value;
+  };
+  RawSlot GetSlot(uint32_t pos) const { return {slots_[pos].key, slots_[pos].value}; }
+  void PutSlot(uint32_t pos, RawSlot s) { slots_[pos] = Slot{s.word, s.value}; }
+  bool EmptyAt(uint32_t pos) const { return IsEmpty(slots_[pos]); }
+  static RawSlot EmptySlot() { return {kEmptySlot.key, kEmptySlot.value}; }
+  /// Whether `resident`, at `pos`, stays before `word` carried `displacement`
+  /// slots from its home (Robin Hood order, key words).
+  bool ResidentStaysFirst(Word resident, Word word, uint32_t displacement, uint32_t pos) const {
+    return detail::ResidentComesFirst(resident, word, displacement, pos, spec().capacity);
+  }
+  std::vector<StoredColumn>& mutable_payload() { return payload_columns_; }
   /// Replaces the payload columns (a build's last step, before RecordBuild).
   void SetPayload(std::vector<StoredColumn> columns) { payload_columns_ = std::move(columns); }
 

@@ -3,12 +3,17 @@
 //
 // A batch is decoded and checked whole first (keys of the index's kind, values,
 // payload columns, --max-mutation-rows, the staged-bytes limit); then, with the
-// index's mutations serialized (IndexVersion::mutate_mu), the batch is merged
-// with the index's content and built into a new table beside it (larger when
-// the load would pass max_load_factor or a key found no slot within the probe
-// bound), its memory reserved in the budget first; only then is the new table
-// swapped in, under the version's latch held exclusively, so a query sees the
-// batch wholly or not at all and a refused batch changes nothing.
+// index's mutations serialized (IndexVersion::mutate_mu), it is applied one of
+// two ways, both under the version's latch held exclusively when the index
+// changes, so a query sees the batch wholly or not at all and a refused batch
+// changes nothing:
+//  - in place, when the backend can (Backend::MutateInPlace: the CPU
+//    backend's lowest_row indexes of key words with fixed-width payload, when
+//    the batch fits the table); undone if it cannot be logged;
+//  - else merged with the index's content and built into a new table beside
+//    it (larger when the load would pass max_load_factor or a key found no
+//    slot within the probe bound), its memory reserved in the budget first,
+//    then swapped in.
 //
 // With --data-dir (MutationLogs) a batch waits until its version's snapshot is
 // durable, is appended to the index's write-ahead log right before the swap
@@ -211,6 +216,81 @@ absl::Status Operations::MutateOf(const IndexVersion& version, const v1::MutateR
   batch.values = {version.explicit_values ? values.span() : std::span<const uint32_t>(row_ids)};
   batch.payload = payload.Views();
 
+  // In place when the backend can (the CPU backend's lowest_row indexes of key
+  // words with fixed-width payload): readers wait for the batch, then see it.
+  engine::MutationCounts counts;
+  uint64_t sequence = 0;
+  bool applied = false;
+  {
+    std::unique_lock<IndexLatch> write(version.latch);
+    GPUJOIN_ASSIGN_OR_RETURN(
+        engine::InPlaceMutation in_place,
+        state_.backend->MutateInPlace(*version.index, batch, version.max_load_factor));
+    if (in_place.applied) {
+      // Logged before it is visible: a failed append undoes it.
+      if (ticket != nullptr) {
+        absl::StatusOr<uint64_t> appended = state_.mutation_logs->Append(
+            version, version.mutation.sequence + 1, request, rewrite_snapshot);
+        if (!appended.ok()) {
+          in_place.undo->Undo();
+          return appended.status();
+        }
+        *ticket = *appended;
+      }
+      MutationState& m = version.mutation;
+      sequence = ++m.sequence;
+      if (!version.explicit_values) m.next_row_id += upsert_rows;
+      counts = in_place.counts;
+      applied = true;
+    }
+  }
+  bool rehashed = false;
+  if (!applied) {
+    GPUJOIN_RETURN_IF_ERROR(
+        MutateByRebuild(version, request, batch, ticket, rewrite_snapshot, &counts, &rehashed,
+                        &sequence));
+  }
+
+  response->set_index_version(version.version);
+  response->set_mutation_sequence(sequence);
+  response->set_upsert_rows(counts.upsert_rows);
+  response->set_inserted_keys(counts.inserted_keys);
+  response->set_updated_keys(counts.updated_keys);
+  response->set_deleted_keys(counts.deleted_keys);
+  response->set_not_found_keys(counts.not_found_keys);
+  response->set_deleted_rows(counts.deleted_rows);
+  response->set_rehashed(rehashed);
+  {
+    const IndexReadLock read(version);
+    const engine::HashIndex& index = *version.index;
+    const engine::BuildStatistics& st = index.build_statistics();
+    v1::BuildStatistics* s = response->mutable_statistics();
+    s->set_unique_keys(st.unique_keys);
+    s->set_duplicate_rows(st.duplicate_rows);
+    s->set_overflow_rows(st.overflow_rows);
+    s->set_invalid_rows(st.invalid_rows);
+    s->set_total_probes(st.total_probes);
+    s->set_max_probes(st.max_probes);
+    s->set_max_group_rows(st.max_group_rows);
+    response->set_capacity(index.spec().capacity);
+    response->set_load_factor(index.load_factor());
+    state_.metrics->SetIndex(version);
+  }
+  state_.metrics->RecordMutation(counts.upsert_rows, counts.deleted_rows, rehashed,
+                                 SecondsSince(start));
+  UpdateServiceGauges();
+  return absl::OkStatus();
+}
+
+// The batch merged with the index's content and built beside the live table
+// (larger when it must grow), then swapped in: every index kind.
+template <typename Key>
+absl::Status Operations::MutateByRebuild(const IndexVersion& version,
+                                         const v1::MutateRequest& request,
+                                         const engine::MutationBatchT<Key>& batch, uint64_t* ticket,
+                                         bool* rewrite_snapshot, engine::MutationCounts* counts,
+                                         bool* rehashed_out, uint64_t* sequence_out) {
+  const uint64_t upsert_rows = engine::KeyRows(batch.upsert_keys);
   // Merge with the index's content (queries go on meanwhile).
   std::unique_ptr<engine::MutationRebuild> merged;
   {
@@ -288,36 +368,9 @@ absl::Status Operations::MutateOf(const IndexVersion& version, const v1::MutateR
   }
   built.reset();  // the old table: no query holds it any more
   reservation.Release();
-
-  const engine::MutationCounts& counts = merged->counts();
-  response->set_index_version(version.version);
-  response->set_mutation_sequence(sequence);
-  response->set_upsert_rows(counts.upsert_rows);
-  response->set_inserted_keys(counts.inserted_keys);
-  response->set_updated_keys(counts.updated_keys);
-  response->set_deleted_keys(counts.deleted_keys);
-  response->set_not_found_keys(counts.not_found_keys);
-  response->set_deleted_rows(counts.deleted_rows);
-  response->set_rehashed(rehashed);
-  {
-    const IndexReadLock read(version);
-    const engine::HashIndex& index = *version.index;
-    const engine::BuildStatistics& st = index.build_statistics();
-    v1::BuildStatistics* s = response->mutable_statistics();
-    s->set_unique_keys(st.unique_keys);
-    s->set_duplicate_rows(st.duplicate_rows);
-    s->set_overflow_rows(st.overflow_rows);
-    s->set_invalid_rows(st.invalid_rows);
-    s->set_total_probes(st.total_probes);
-    s->set_max_probes(st.max_probes);
-    s->set_max_group_rows(st.max_group_rows);
-    response->set_capacity(index.spec().capacity);
-    response->set_load_factor(index.load_factor());
-    state_.metrics->SetIndex(version);
-  }
-  state_.metrics->RecordMutation(counts.upsert_rows, counts.deleted_rows, rehashed,
-                                 SecondsSince(start));
-  UpdateServiceGauges();
+  *counts = merged->counts();
+  *rehashed_out = rehashed;
+  *sequence_out = sequence;
   return absl::OkStatus();
 }
 
@@ -331,5 +384,14 @@ template absl::Status Operations::MutateOf<engine::ColumnKey>(const IndexVersion
                                                               const v1::MutateRequest&,
                                                               v1::MutateResponse*, uint64_t*,
                                                               bool*);
+template absl::Status Operations::MutateByRebuild<uint32_t>(
+    const IndexVersion&, const v1::MutateRequest&, const engine::MutationBatchT<uint32_t>&,
+    uint64_t*, bool*, engine::MutationCounts*, bool*, uint64_t*);
+template absl::Status Operations::MutateByRebuild<uint64_t>(
+    const IndexVersion&, const v1::MutateRequest&, const engine::MutationBatchT<uint64_t>&,
+    uint64_t*, bool*, engine::MutationCounts*, bool*, uint64_t*);
+template absl::Status Operations::MutateByRebuild<engine::ColumnKey>(
+    const IndexVersion&, const v1::MutateRequest&, const engine::MutationBatchT<engine::ColumnKey>&,
+    uint64_t*, bool*, engine::MutationCounts*, bool*, uint64_t*);
 
 }  // namespace gpujoin::server

@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "gpujoin/engine/aggregation.hpp"
 #include "gpujoin/engine/backend.hpp"
+#include "gpujoin/engine/mutation.hpp"
 #include "wire/column_codec.hpp"
 #include "gpujoin/server/config.hpp"
 #include "ops/gather.hpp"
@@ -178,6 +179,15 @@ class Operations {
   template <typename Key>
   absl::Status MutateOf(const IndexVersion& version, const v1::MutateRequest& request,
                         v1::MutateResponse* response, uint64_t* ticket, bool* rewrite_snapshot);
+  /// MutateOf's path for what the backend does not change in place: the batch
+  /// merged with the index's content and built beside the live table (grown
+  /// when needed), logged and swapped in; its counts, whether it grew and the
+  /// sequence after it.
+  template <typename Key>
+  absl::Status MutateByRebuild(const IndexVersion& version, const v1::MutateRequest& request,
+                               const engine::MutationBatchT<Key>& batch, uint64_t* ticket,
+                               bool* rewrite_snapshot, engine::MutationCounts* counts,
+                               bool* rehashed, uint64_t* sequence);
 
   ServiceState state_;
 };

@@ -13,6 +13,7 @@
 #include "gpujoin/engine/hash_index.hpp"
 #include "gpujoin/engine/host_buffer.hpp"
 #include "gpujoin/engine/index_image.hpp"
+#include "gpujoin/engine/mutation.hpp"
 
 namespace gpujoin::engine {
 
@@ -164,6 +165,26 @@ class Backend {
   /// memory, which the caller reserves beforehand; RESOURCE_EXHAUSTED when it
   /// does not fit. Synchronous. The default is UNIMPLEMENTED.
   virtual absl::StatusOr<std::unique_ptr<HashIndex>> ImportIndex(const IndexImage& image);
+
+  /// Applies `batch` to `index` (built by this backend) in place, when this
+  /// backend can for the index's kind and the batch fits the table: the live
+  /// keys after it at most `max_load_factor` of the capacity, every new key
+  /// within the probe bound. Else nothing changes (`applied` false) and the
+  /// caller rebuilds (MutationRebuild, docs/engine.md "Mutations"). The
+  /// caller holds `index` exclusively (no graph reads it meanwhile). The
+  /// result's statistics are those of a build of the live keys, except that
+  /// max_probes may stay above (it is the largest since the last build).
+  /// INVALID_ARGUMENT as ValidateMutationBatch and for an upsert key no index
+  /// can hold (nothing changes). The default changes nothing.
+  virtual absl::StatusOr<InPlaceMutation> MutateInPlace(HashIndex& index,
+                                                        const MutationBatchT<uint32_t>& batch,
+                                                        double max_load_factor);
+  virtual absl::StatusOr<InPlaceMutation> MutateInPlace(HashIndex& index,
+                                                        const MutationBatchT<uint64_t>& batch,
+                                                        double max_load_factor);
+  virtual absl::StatusOr<InPlaceMutation> MutateInPlace(HashIndex& index,
+                                                        const MutationBatchT<ColumnKey>& batch,
+                                                        double max_load_factor);
 };
 
 /// Bytes of backend memory an index imported from an image of `shape` occupies

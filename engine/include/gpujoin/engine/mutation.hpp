@@ -62,6 +62,11 @@ struct MutationBatchT {
 template <IndexKey K>
 absl::Status ValidateMutationBatch(const MutationBatchT<K>& batch, const HashIndex& index);
 
+/// OK, or INVALID_ARGUMENT naming the first upsert row whose key no index can
+/// hold: the reserved key word, or a null in a key column.
+template <IndexKey K>
+absl::Status CheckUpsertKeys(const MutationBatchT<K>& batch);
+
 /// What a batch did, counted per distinct key.
 struct MutationCounts {
   uint64_t upsert_rows = 0;
@@ -77,6 +82,25 @@ struct MutationCounts {
   uint64_t deleted_rows = 0;
 
   friend bool operator==(const MutationCounts&, const MutationCounts&) = default;
+};
+
+/// Reverts an in-place mutation (Backend::MutateInPlace) exactly, as long as
+/// nothing else wrote the index since.
+class MutationUndo {
+ public:
+  virtual ~MutationUndo() = default;
+  virtual void Undo() = 0;
+};
+
+/// What Backend::MutateInPlace did.
+struct InPlaceMutation {
+  /// False: the backend does not change this index kind in place, or the
+  /// batch needs a larger table (max_load_factor, the probe bound); nothing
+  /// changed, and the caller applies the batch with MutationRebuild.
+  bool applied = false;
+  MutationCounts counts;
+  /// Applied: reverts the batch (e.g. when it cannot be logged).
+  std::unique_ptr<MutationUndo> undo;
 };
 
 /// A batch merged with the content of a source index, ready to be built into
