@@ -47,6 +47,7 @@ DeclaredColumns EncodeSpec(const IndexSpec& spec, pb::IndexSpec* s) {
   }
   s->set_duplicates(detail::ToProtoPolicy(spec.duplicates));
   s->set_wait_durable(spec.wait_durable);
+  s->set_max_load_factor(spec.max_load_factor);
   DeclaredColumns declared;
   for (const PayloadColumnSpec& p : spec.payload) {
     auto* ps = s->add_payload();

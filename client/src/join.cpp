@@ -54,12 +54,12 @@ uint64_t LeftBatchRows(const Keys& keys, const QueryAllOptions& o, uint64_t b) {
 // One Join stream over JoinAll's `batches` left batches, left rows numbered
 // from 0: `configure` sets a batch's capacity and count_only (on the writer
 // thread, in batch order), `take` consumes its answer. `progress` counts the
-// answered left rows (reported to o.progress); `version` becomes the index
-// version of the last answer.
+// answered left rows (reported to o.progress); `version` and `sequence` become
+// the index version and mutation sequence of the last answer.
 absl::Status JoinPass(Client& client, const std::string& index, Keys keys, const QueryAllOptions& o,
                       size_t batches, const std::function<void(uint64_t, JoinLeft*)>& configure,
                       const std::function<absl::Status(uint64_t, JoinPairs&&)>& take,
-                      Progress* progress, uint64_t* version) {
+                      Progress* progress, uint64_t* version, uint64_t* sequence) {
   uint64_t next = 0;
   BatchSource<JoinBatch> source = [&]() -> std::optional<JoinBatch> {
     if (next >= batches) return std::nullopt;
@@ -86,6 +86,7 @@ absl::Status JoinPass(Client& client, const std::string& index, Keys keys, const
         }
         JoinPairs& jp = r.results[0];
         *version = r.index_version;
+        *sequence = r.mutation_sequence;
         progress->rows_sent += jp.statistics.found + jp.statistics.missing;
         progress->bytes_sent += jp.left_rows.size() * 2 * sizeof(uint32_t);
         GPUJOIN_RETURN_IF_ERROR(take(r.batch_id, std::move(jp)));
@@ -177,10 +178,11 @@ absl::StatusOr<JoinPairs> Client::JoinAll(const std::string& index, Keys keys,
 
   Progress p;
   p.total_rows = sized ? 2 * keys.size() : keys.size();
-  uint64_t version = 0;  // of the last answer
+  uint64_t version = 0;   // of the last answer
+  uint64_t sequence = 0;  // of the last answer
   auto pass = [&](const std::function<void(uint64_t, JoinLeft*)>& configure,
                   const std::function<absl::Status(uint64_t, JoinPairs &&)>& take) {
-    return JoinPass(*this, index, keys, o, batches, configure, take, &p, &version);
+    return JoinPass(*this, index, keys, o, batches, configure, take, &p, &version, &sequence);
   };
 
   std::vector<uint64_t> counts;  // sized: the count pass's count of every batch
@@ -217,7 +219,8 @@ absl::StatusOr<JoinPairs> Client::JoinAll(const std::string& index, Keys keys,
     if (sized && jp.count > counts[b]) {
       return absl::AbortedError(absl::StrCat(
           "join of index '", index, "': batch ", b, " yields ", jp.count, " pairs, its count pass ",
-          counts[b], ": the index changed between the passes; run the join again"));
+          counts[b],
+          ": the index changed (a rebuild or a Mutate) between the passes; run the join again"));
     }
     if (!sized && o.capacity == 0 && !o.count_only && jp.count > rows_of(b)) {
       return absl::AbortedError(absl::StrCat("join of index '", index, "': batch ", b, " yields ",
@@ -247,6 +250,7 @@ absl::StatusOr<JoinPairs> Client::JoinAll(const std::string& index, Keys keys,
   GPUJOIN_RETURN_IF_ERROR(pass(configure, take));
   if (o.max_pairs && all.count > o.max_pairs && !o.count_only) all.overflow = true;
   all.index_version = version;
+  all.mutation_sequence = sequence;
   return all;
 }
 

@@ -34,6 +34,7 @@ absl::Status JoinAssembler::Add(const pb::JoinResponse& r, JoinResult* out) {
   }
   continuing_ = r.more();
   out->index_version = r.index_version();
+  out->mutation_sequence = r.mutation_sequence();
   if (r.has_error()) {
     out->error = FromBatchError(r.error());
     out->results.clear();

@@ -43,6 +43,7 @@ absl::Status Client::Lookup(const std::string& index, const BatchSource<LookupBa
   };
   auto decode = [](pb::LookupResponse& r, LookupResult* out) -> absl::Status {
     out->index_version = r.index_version();
+    out->mutation_sequence = r.mutation_sequence();
     if (DecodeBatchHeader(r, out)) return absl::OkStatus();
     GPUJOIN_RETURN_IF_ERROR(Unpack(r.values(), "values", &out->values));
     out->found.assign(r.found().begin(), r.found().end());
@@ -115,6 +116,7 @@ absl::StatusOr<LookupResult> Client::LookupAll(const std::string& index, Keys ke
         all.statistics.Merge(r.statistics);
         all.batch_id = r.batch_id;
         all.index_version = r.index_version;
+        all.mutation_sequence = r.mutation_sequence;
         all.latency = r.latency;
         p.rows_sent += r.values.size();
         p.bytes_sent += keys.subspan(answered, r.values.size()).size_bytes();

@@ -34,6 +34,8 @@ absl::StatusOr<ServerInfo> Client::GetServerInfo() {
   i.max_result_bytes = r.max_result_bytes();
   i.max_pending_response_bytes = r.max_pending_response_bytes();
   i.pending_response_bytes = r.pending_response_bytes();
+  i.max_mutation_rows = r.max_mutation_rows();
+  i.wal_sync = r.wal_sync();
   return i;
 }
 

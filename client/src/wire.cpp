@@ -173,14 +173,10 @@ pb::DuplicatePolicy ToProtoPolicy(DuplicatePolicy p) {
                                         : pb::DUPLICATE_POLICY_LOWEST_ROW;
 }
 
-namespace {
-
 BuildStatistics ToBuildStatistics(const pb::BuildStatistics& s) {
   return BuildStatistics{s.unique_keys(),  s.duplicate_rows(), s.overflow_rows(), s.invalid_rows(),
                          s.total_probes(), s.max_probes(),     s.max_group_rows()};
 }
-
-}  // namespace
 
 IndexInfo ToIndexInfo(const pb::IndexInfo& p) {
   IndexInfo i;
@@ -219,6 +215,10 @@ IndexInfo ToIndexInfo(const pb::IndexInfo& p) {
   i.duplicates = p.duplicates() == pb::DUPLICATE_POLICY_KEEP_ALL ? DuplicatePolicy::kKeepAll
                                                                  : DuplicatePolicy::kLowestRow;
   i.durable_version = p.durable_version();
+  i.mutation_sequence = p.mutation_sequence();
+  i.max_load_factor = p.max_load_factor();
+  i.next_row_id = p.next_row_id();
+  i.rehashes = p.rehashes();
   return i;
 }
 

@@ -32,6 +32,8 @@ static_assert(std::endian::native == std::endian::little,
 absl::Status FromBatchError(const pb::BatchError& e);
 
 QueryStatistics ToQueryStatistics(const pb::QueryStatistics& s);
+/// Build statistics (of a build, or of an index after a Mutate batch).
+BuildStatistics ToBuildStatistics(const pb::BuildStatistics& s);
 
 /// Copies the batch ID of streamed response `r` into `out`, and its in-band error
 /// when it has one; true then: the batch failed and there is nothing else to decode.

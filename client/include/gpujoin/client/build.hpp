@@ -45,6 +45,10 @@ struct IndexSpec {
   /// fsync'd) on a server with --data-dir; a write that fails fails the call
   /// (the index is installed and serving). FAILED_PRECONDITION without --data-dir.
   bool wait_durable = false;
+  /// Mutate: the most unique keys per slot the table may hold before an upsert
+  /// makes it grow (an online rehash into a larger table); 0 < f <= 1, 0 = the
+  /// server's default (0.8).
+  double max_load_factor = 0;
 };
 
 /// One build chunk (borrowed; see "Borrowed memory" in client.hpp). With

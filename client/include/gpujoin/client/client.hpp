@@ -7,7 +7,7 @@
 //  - Unary calls (`Health`, `GetServerInfo`, `ListIndexes`, `DescribeIndex`,
 //    `DropIndex`) return `absl::StatusOr<T>`.
 //  - `BuildIndex` streams chunks pulled from a `ChunkSource` and reports progress.
-//  - `Lookup`, `Join`, `Aggregate` and `Hash` are pipelined bidirectional
+//  - `Lookup`, `Join`, `Aggregate`, `Hash` and `Mutate` are pipelined bidirectional
 //    streams: batches are pulled from a source on a writer thread while results
 //    are read on the calling thread, with at most `StreamOptions::max_in_flight`
 //    batches sent but not yet answered. Results arrive in send order (the
@@ -25,6 +25,11 @@
 //    (`select`): results carry owned `Column`s aligned with the lookup's rows or
 //    the join's pairs. A join answer the server split over several messages
 //    (JoinResponse.more) reaches the sink reassembled, one JoinPairs per left batch.
+//  - Mutations (mutate.hpp): `Mutate` streams batches of upserts and deletes,
+//    each applied atomically or refused in-band; `Upsert`, `Delete` and
+//    `MutateAll` cut one in-memory input into requests that fit a message (each
+//    atomic on its own, the call as a whole not) and sum their counts. Lookups
+//    and joins report the mutation sequence they saw.
 //  - Duplicate keys: an index keeps the lowest source row of each key
 //    (DuplicatePolicy::kLowestRow, the default) or every row (kKeepAll, a
 //    multi-value index: a join yields one pair per kept row, a lookup the first
@@ -55,7 +60,7 @@
 // or returns, each declared in a header named after its concept:
 // connect_options.hpp, keys.hpp, column.hpp, hash_column.hpp, index_info.hpp,
 // build.hpp, progress.hpp, server_info.hpp, data_files.hpp,
-// query_statistics.hpp, stream_options.hpp, lookup.hpp, join.hpp,
+// query_statistics.hpp, stream_options.hpp, lookup.hpp, join.hpp, mutate.hpp,
 // aggregate.hpp, hash.hpp and query_all_options.hpp. Code that only handles
 // those values may include just the headers it needs.
 #pragma once
@@ -82,6 +87,7 @@
 #include "gpujoin/client/join.hpp"
 #include "gpujoin/client/keys.hpp"
 #include "gpujoin/client/lookup.hpp"
+#include "gpujoin/client/mutate.hpp"
 #include "gpujoin/client/progress.hpp"
 #include "gpujoin/client/query_all_options.hpp"
 #include "gpujoin/client/query_statistics.hpp"
@@ -171,6 +177,41 @@ class Client {
   /// Pipelined Join stream against `index`.
   absl::Status Join(const std::string& index, const BatchSource<JoinBatch>& source,
                     const ResultSink<JoinResult>& sink, const StreamOptions& options = {});
+
+  /// Pipelined Mutate stream against `index`: one request per batch (checked
+  /// by CheckMutateBatch first; a batch must fit one message), each applied
+  /// atomically or refused in-band (MutateResult::error; the stream goes on
+  /// unless the sink returns it). Returns OK when every batch was answered,
+  /// else the first RPC error or the first non-OK status of `sink`.
+  absl::Status Mutate(const std::string& index, const BatchSource<MutateBatch>& source,
+                      const ResultSink<MutateResult>& sink, const StreamOptions& options = {});
+
+  /// Convenience: applies `changes` (whole in-memory columns: deletes, then
+  /// upserts) to `index` in as many Mutate requests as it takes (at most
+  /// options.batch_rows, the server's max_mutation_rows, and
+  /// ConnectOptions::max_message_bytes less 1 KiB each). Each request is atomic
+  /// on its own; a call split into several is not (see MutateSummary). A
+  /// DescribeIndex call first checks the input against the index
+  /// (CheckMutateBatchFor: INVALID_ARGUMENT before anything is sent) and a
+  /// GetServerInfo call gives max_mutation_rows. Returns the per-request
+  /// answers, their summed counts and the final mutation sequence; the first
+  /// request the server refuses fails the call with its code and a message
+  /// naming the request, its input rows and what was applied before it (with
+  /// options.partial set, the answered requests go there). An input without
+  /// rows sends nothing and reports DescribeIndex's sequence.
+  absl::StatusOr<MutateSummary> MutateAll(const std::string& index, const MutateBatch& changes,
+                                          const MutateOptions& options = {});
+  /// MutateAll of upserts: `keys` of the index's key, `values` one per key
+  /// (explicit_values indexes; empty for row-ID indexes, whose rows get the
+  /// next row IDs), `payload` one view per payload column of the index.
+  absl::StatusOr<MutateSummary> Upsert(const std::string& index, Keys keys,
+                                       std::span<const uint32_t> values = {},
+                                       std::span<const ColumnView> payload = {},
+                                       const MutateOptions& options = {});
+  /// MutateAll of deletes: every row of each key is removed; absent keys are
+  /// counted in not_found_keys.
+  absl::StatusOr<MutateSummary> Delete(const std::string& index, Keys keys,
+                                       const MutateOptions& options = {});
 
   /// Pipelined Aggregate stream. `spec.groups` stays fixed for the stream.
   absl::Status Aggregate(const AggregateSpec& spec, const BatchSource<AggregateBatch>& source,

@@ -59,6 +59,16 @@ struct IndexInfo {
   /// The version in the index's snapshot file under --data-dir (what a restart
   /// serves): `version` once its background write is done; 0 without one.
   uint64_t durable_version = 0;
+  /// Mutate batches applied since the index was built or loaded (a build
+  /// starts it at 0; a snapshot keeps it).
+  uint64_t mutation_sequence = 0;
+  /// The most unique keys per slot before an upsert grows the table (the
+  /// spec's, or the server's default 0.8).
+  double max_load_factor = 0;
+  /// Row-ID indexes: the value the next upserted row gets (first_value + rows,
+  /// then one more per upserted row).
+  uint64_t next_row_id = 0;
+  uint64_t rehashes = 0;  ///< times Mutate grew the table since the build
 };
 
 /// What DropIndex freed.

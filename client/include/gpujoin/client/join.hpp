@@ -68,12 +68,16 @@ struct JoinPairs {
   /// JoinAll: the index version of the last batch's answer (Join reports it in
   /// JoinResult::index_version).
   uint64_t index_version = 0;
+  /// JoinAll: the mutation sequence the last batch's answer saw (Join reports
+  /// it in JoinResult::mutation_sequence).
+  uint64_t mutation_sequence = 0;
 };
 
 /// The answer to one Join request.
 struct JoinResult {
   uint64_t batch_id = 0;
   uint64_t index_version = 0;
+  uint64_t mutation_sequence = 0;  ///< the index's mutation sequence this request saw
   /// One per JoinBatch::lefts entry, reassembled when the server split the
   /// answer over several messages.
   std::vector<JoinPairs> results;

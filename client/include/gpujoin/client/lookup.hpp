@@ -27,6 +27,9 @@ struct LookupBatch {
 struct LookupResult {
   uint64_t batch_id = 0;       ///< 0-based position of the batch in the stream
   uint64_t index_version = 0;  ///< the index version this batch ran on
+  /// The index's mutation sequence this batch saw (LookupAll: the last batch's;
+  /// batches of one call may see different ones while mutations run).
+  uint64_t mutation_sequence = 0;
   /// Per row: the value of the key's first (lowest-row) match; kNoMatch where missing.
   std::vector<uint32_t> values;
   std::vector<uint8_t> found;          ///< per row: 1 found, 0 missing

@@ -25,6 +25,10 @@ struct ServerInfo {
   /// read may hold this much; pending_response_bytes is what they hold now.
   uint64_t max_pending_response_bytes = 0;
   uint64_t pending_response_bytes = 0;
+  /// --max-mutation-rows: upsert plus delete rows one Mutate batch may carry (0 = not reported).
+  uint64_t max_mutation_rows = 0;
+  /// --wal-sync: "always", "batch-ms:N" or "off"; "" without --data-dir.
+  std::string wal_sync;
 };
 
 }  // namespace gpujoin::client
