@@ -16,6 +16,7 @@ namespace {
 struct CommandArgs {
   std::string health_service;
   BuildArgs build;
+  MutateArgs upsert, del;
   std::string describe_name, drop_name;
   std::string save_name, save_file, load_name, load_file;
   bool load_replace = false;
@@ -78,7 +79,7 @@ void AddServerCommands(CLI::App& app, const Globals& g, CommandArgs& args, Runne
   info->callback([&] { run = [&] { return CmdInfo(g); }; });
 }
 
-// index build|ls|describe|drop|save|load|files|rm-file.
+// index build|upsert|delete|ls|describe|drop|save|load|files|rm-file.
 void AddIndexCommands(CLI::App& app, const Globals& g, CommandArgs& args, Runner& run) {
   auto* index = app.add_subcommand("index", "manage resident indexes");
   index->require_subcommand(1);
@@ -119,7 +120,36 @@ void AddIndexCommands(CLI::App& app, const Globals& g, CommandArgs& args, Runner
   build->add_flag("--wait-durable", args.build.wait_durable,
                   "answer only once the index's snapshot is written and fsync'd (a server with "
                   "--data-dir; fails if the write fails)");
+  build->add_option("--max-load-factor", args.build.max_load_factor,
+                    "load factor past which `index upsert` grows the table (0 < f <= 1; default "
+                    "the server's, 0.8)");
   build->callback([&] { run = [&] { return CmdIndexBuild(g, args.build); }; });
+
+  auto* upsert = index->add_subcommand(
+      "upsert", "insert or update rows of a live index from a file (its other columns: payload)");
+  upsert->add_option("NAME", args.upsert.name, "index name")->required();
+  upsert
+      ->add_option("--from", args.upsert.from,
+                   "input file (CSV/TSV/JSONL/.u32/.u64/.i64, - = stdin)")
+      ->required();
+  upsert->add_option("--key", args.upsert.key,
+                     "key column, or columns a,b (one per key column of the index); see "
+                     "--key-type; default for .u32/.u64/.i64: key");
+  AddKeyType(upsert, args.upsert.key_type);
+  upsert->add_option("--value", args.upsert.value,
+                     "value column (uint32): required for an index built with --value, refused "
+                     "for a row-ID index (its new rows get the next row IDs)");
+  upsert->callback([&] { run = [&] { return CmdIndexUpsert(g, args.upsert); }; });
+
+  auto* del = index->add_subcommand("delete", "delete the keys of a file from a live index");
+  del->add_option("NAME", args.del.name, "index name")->required();
+  del->add_option("--from", args.del.from, "input file (CSV/TSV/JSONL/.u32/.u64/.i64, - = stdin)")
+      ->required();
+  del->add_option("--key", args.del.key,
+                  "key column, or columns a,b (one per key column of the index); see --key-type; "
+                  "default for .u32/.u64/.i64: key");
+  AddKeyType(del, args.del.key_type);
+  del->callback([&] { run = [&] { return CmdIndexDelete(g, args.del); }; });
 
   auto* ls = index->add_subcommand("ls", "list resident indexes");
   ls->callback([&] { run = [&] { return CmdIndexLs(g); }; });

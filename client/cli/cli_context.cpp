@@ -184,6 +184,13 @@ ResultTable StartFrom(const Table& t) {
   return r;
 }
 
+Json BuildStatsJson(const client::BuildStatistics& s) {
+  return Json{{"unique_keys", s.unique_keys},      {"duplicate_rows", s.duplicate_rows},
+              {"overflow_rows", s.overflow_rows},  {"invalid_rows", s.invalid_rows},
+              {"total_probes", s.total_probes},    {"max_probes", s.max_probes},
+              {"max_group_rows", s.max_group_rows}};
+}
+
 Json StatsJson(const client::QueryStatistics& s) {
   return Json{{"found", s.found},
               {"missing", s.missing},

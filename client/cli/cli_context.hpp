@@ -121,6 +121,9 @@ void EmitRows(const Globals& g, Json summary, const ResultTable& rows, const std
 /// A result table starting with the columns of input table `t` (kinds from its cells).
 ResultTable StartFrom(const Table& t);
 
+/// Build statistics (of a build, or of an index after a mutation) as JSON.
+Json BuildStatsJson(const client::BuildStatistics& s);
+
 /// Query statistics as JSON / as one human line.
 Json StatsJson(const client::QueryStatistics& s);
 std::string StatsLine(const client::QueryStatistics& s);

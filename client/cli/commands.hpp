@@ -33,8 +33,20 @@ struct BuildArgs {
   bool no_payload = false;                ///< --no-payload
   std::string duplicates = "lowest_row";  ///< --duplicates: lowest_row or keep_all
   bool wait_durable = false;              ///< --wait-durable: answer once the snapshot is written
+  double max_load_factor = 0;  ///< --max-load-factor: upserts grow the table past it (0 = server's)
 };
 int CmdIndexBuild(const Globals& g, const BuildArgs& a);
+/// Arguments of `gpujoin index upsert|delete`.
+struct MutateArgs {
+  std::string name, from, key;
+  std::string value;              ///< upsert --value: the values of an explicit-values index
+  std::string key_type = "auto";  ///< --key-type: auto, u32, u64, i64, str, COL:TYPE,...
+};
+/// `gpujoin index upsert NAME --from FILE --key K [--value V]`: the file's
+/// rows as upserts (its other columns the payload), streamed as Mutate batches.
+int CmdIndexUpsert(const Globals& g, const MutateArgs& a);
+/// `gpujoin index delete NAME --from FILE --key K`: the file's keys deleted.
+int CmdIndexDelete(const Globals& g, const MutateArgs& a);
 /// `gpujoin index ls|describe NAME|drop NAME`
 int CmdIndexLs(const Globals& g);
 int CmdIndexDescribe(const Globals& g, const std::string& name);

@@ -370,6 +370,49 @@ absl::StatusOr<std::optional<KeyPlan>> PlanForIndex(std::string_view key_text,
   return std::optional<KeyPlan>();
 }
 
+absl::StatusOr<IndexKeyReader> IndexKeyReader::Make(std::string key_text, const KeyTypeFlag& flag,
+                                                    const client::IndexInfo& index,
+                                                    std::string_view option) {
+  IndexKeyReader r;
+  auto plan = PlanForIndex(key_text, flag, index, option);
+  if (!plan.ok()) return plan.status();
+  r.column_plan_ = *std::move(plan);
+  // An explicit --key-type must fit the index before anything is read.
+  if (!r.column_plan_ && flag.kind != KeyKind::kAuto) {
+    auto kind = KindForIndex(flag.kind, flag.kind, index.key_type, index.name);
+    if (!kind.ok()) return kind.status();
+  }
+  r.key_ = std::move(key_text);
+  r.flag_ = flag.kind;
+  r.last_kind_ = flag.kind;
+  r.index_ = index;
+  return r;
+}
+
+absl::StatusOr<KeyVector> IndexKeyReader::Read(const Table& batch) {
+  if (column_plan_) return ReadKeys(batch, *column_plan_);
+  KeyKind kind = flag_;
+  // A batch of plain keys takes one pass; it leaves the inferred type as it is.
+  std::optional<KeyVector> plain;
+  if (!first_) plain = tracker_.PlainKeys(batch, key_, last_kind_);
+  if (plain) {
+    kind = last_kind_;
+  } else if (flag_ == KeyKind::kAuto && index_.key_type == client::KeyType::kUint32 && !first_) {
+    kind = KeyKind::kU32;  // KeyColumn names a cell that is no uint32 key
+  } else if (flag_ == KeyKind::kAuto) {
+    // The data's own type first, so that a bad cell is named as InferKeyKind names it.
+    auto data = tracker_.Observe(batch, key_);
+    if (!data.ok()) return data.status();
+    auto fits = KindForIndex(flag_, *data, index_.key_type, index_.name);
+    if (!fits.ok()) return fits.status();
+    kind = *fits;
+  }
+  last_kind_ = kind;
+  first_ = false;
+  if (plain) return *std::move(plain);
+  return ForIndex(KeyColumn(batch, key_, kind), index_);
+}
+
 absl::StatusOr<KeyVector> ReadKeys(const Table& table, const KeyPlan& plan) {
   if (plan.kind != KeyKind::kColumns) return KeyColumn(table, plan.columns.at(0), plan.kind);
   KeyVector out;

@@ -95,6 +95,35 @@ absl::StatusOr<std::optional<KeyPlan>> PlanForIndex(std::string_view key_text,
                                                     const client::IndexInfo& index,
                                                     std::string_view option);
 
+/// Reads the keys of input batches, in file order, as resident index `index`
+/// takes them (lookup --key, index upsert|delete --key): its key columns
+/// (PlanForIndex), or one integer column of the index's width whose type
+/// --key-type gives or, for auto, the data tells (a uint64 index reads int64
+/// keys when one is negative, KindForIndex; the batches after the first take
+/// the one-pass path of KeyKindTracker::PlainKeys).
+class IndexKeyReader {
+ public:
+  /// The reader of `key_text` (--key: comma separated) for `index`;
+  /// INVALID_ARGUMENT (PlanForIndex, KindForIndex) when the columns or the flag
+  /// do not fit the index, naming `option`.
+  static absl::StatusOr<IndexKeyReader> Make(std::string key_text, const KeyTypeFlag& flag,
+                                             const client::IndexInfo& index,
+                                             std::string_view option);
+  /// The keys of the next batch; INVALID_ARGUMENT naming the cell of a key
+  /// that does not fit the index (ForIndex's reason appended).
+  absl::StatusOr<KeyVector> Read(const Table& batch);
+
+ private:
+  IndexKeyReader() = default;
+  std::string key_;
+  KeyKind flag_ = KeyKind::kAuto;
+  client::IndexInfo index_;
+  std::optional<KeyPlan> column_plan_;
+  KeyKindTracker tracker_;
+  KeyKind last_kind_ = KeyKind::kAuto;  // the previous batch's key type
+  bool first_ = true;
+};
+
 /// The keys of `table` as `plan` reads them (plan.kind kColumns: key columns;
 /// else KeyColumn). A null cell of a key column is a null key (it never
 /// matches); a cell that is no value of its column's type is INVALID_ARGUMENT

@@ -331,6 +331,47 @@ absl::StatusOr<PayloadPlan> PlanPayload(const Table& table, std::string_view key
   return plan;
 }
 
+absl::StatusOr<PayloadPlan> PlanPayloadForIndex(const Table& table, std::string_view key,
+                                                std::string_view value,
+                                                const client::IndexInfo& index) {
+  const std::vector<std::string> keys = SplitKeyColumns(key);
+  std::vector<std::string> stored;
+  for (const auto& p : index.payload) stored.push_back(p.name);
+  const std::string listed = stored.empty()
+                                 ? std::string("it stores no payload")
+                                 : absl::StrCat("its payload: ", absl::StrJoin(stored, ", "));
+  PayloadPlan plan;
+  for (size_t c = 0; c < table.header.size(); ++c) {
+    const std::string& name = table.header[c];
+    if (std::find(keys.begin(), keys.end(), name) != keys.end() || name == value) continue;
+    auto it = std::find_if(index.payload.begin(), index.payload.end(),
+                           [&](const client::PayloadColumnInfo& p) { return p.name == name; });
+    if (it == index.payload.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(table.source, ": column ", Shown(name),
+                                                     " is not a payload column of index '",
+                                                     index.name, "' (", listed, ")"));
+    }
+    plan.columns.push_back(c);
+    plan.schema.push_back(SchemaEntry{name, it->type});
+    plan.from_schema.push_back(false);
+  }
+  for (const auto& p : index.payload) {
+    if (std::find(keys.begin(), keys.end(), p.name) != keys.end() || p.name == value) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "column ", Shown(p.name), " is read as the ",
+          p.name == value ? "value (--value)" : "key (--key)", ", but index '", index.name,
+          "' stores a payload column of that name, which an upsert carries too"));
+    }
+    if (std::find(table.header.begin(), table.header.end(), p.name) == table.header.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          table.source, " has no column ", Shown(p.name), ": index '", index.name,
+          "' stores payload column ", Shown(p.name), " (", std::string(SchemaTypeName(p.type)),
+          "), and an upsert carries every payload column of the index (", listed, ")"));
+    }
+  }
+  return plan;
+}
+
 absl::StatusOr<client::Column> PayloadColumn(const Table& table, size_t col,
                                              const SchemaEntry& entry, bool from_schema) {
   client::Column out(entry.name, entry.type);

@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "gpujoin/client/column.hpp"
+#include "gpujoin/client/index_info.hpp"
 #include "input/table.hpp"
 #include "output/output.hpp"
 
@@ -71,6 +72,16 @@ absl::StatusOr<PayloadPlan> PlanPayload(const Table& table, std::string_view key
                                         std::string_view value,
                                         const std::optional<std::string>& columns_flag,
                                         std::string_view schema_text, bool no_payload);
+
+/// The payload of `index upsert` into resident index `index`: every column of
+/// `table` (its header) but the key columns `key` (--key: comma separated) and
+/// `value`, each typed as the index stores it, in header order. INVALID_ARGUMENT
+/// naming the column for a column the index does not have (listing its
+/// payload), and for a payload column of the index the table lacks (an upsert
+/// carries every one).
+absl::StatusOr<PayloadPlan> PlanPayloadForIndex(const Table& table, std::string_view key,
+                                                std::string_view value,
+                                                const client::IndexInfo& index);
 
 /// Column `col` of `table` as a payload column of `type` named `name`. Null and
 /// empty cells are nulls, except that a string column keeps an empty string (a

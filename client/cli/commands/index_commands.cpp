@@ -18,7 +18,6 @@ namespace gpujoin::cli {
 namespace {
 
 Json IndexJson(const client::IndexInfo& i) {
-  const auto& s = i.statistics;
   Json payload = Json::array();
   for (const auto& p : i.payload) {
     payload.push_back(Json{{"name", p.name},
@@ -27,30 +26,28 @@ Json IndexJson(const client::IndexInfo& i) {
                            {"bytes", p.bytes}});
   }
   Json j{{"name", i.name},
-              {"version", i.version},
-              {"rows", i.rows},
-              {"capacity", i.capacity},
-              {"max_probe_count", i.max_probe_count},
-              {"first_value", i.first_value},
-              {"explicit_values", i.explicit_values},
-              {"batch_mode", i.batch_mode},
-              {"statistics", Json{{"unique_keys", s.unique_keys},
-                                  {"duplicate_rows", s.duplicate_rows},
-                                  {"overflow_rows", s.overflow_rows},
-                                  {"invalid_rows", s.invalid_rows},
-                                  {"total_probes", s.total_probes},
-                                  {"max_probes", s.max_probes},
-                                  {"max_group_rows", s.max_group_rows}}},
-              {"durable_version", i.durable_version},
-              {"load_factor", i.load_factor},
-              {"device_bytes", i.device_bytes},
-              {"build_seconds", i.build_seconds},
-              {"backend", i.backend},
-              {"built_unix_millis", i.built_unix_millis},
-              {"key_type", std::string(client::KeyTypeName(i.key_type))},
-              {"payload", std::move(payload)},
-              {"payload_bytes", i.payload_bytes},
-              {"duplicates", std::string(client::DuplicatePolicyName(i.duplicates))}};
+         {"version", i.version},
+         {"rows", i.rows},
+         {"capacity", i.capacity},
+         {"max_probe_count", i.max_probe_count},
+         {"first_value", i.first_value},
+         {"explicit_values", i.explicit_values},
+         {"batch_mode", i.batch_mode},
+         {"statistics", BuildStatsJson(i.statistics)},
+         {"durable_version", i.durable_version},
+         {"load_factor", i.load_factor},
+         {"device_bytes", i.device_bytes},
+         {"build_seconds", i.build_seconds},
+         {"backend", i.backend},
+         {"built_unix_millis", i.built_unix_millis},
+         {"key_type", std::string(client::KeyTypeName(i.key_type))},
+         {"payload", std::move(payload)},
+         {"payload_bytes", i.payload_bytes},
+         {"duplicates", std::string(client::DuplicatePolicyName(i.duplicates))},
+         {"mutation_sequence", i.mutation_sequence},
+         {"max_load_factor", i.max_load_factor},
+         {"next_row_id", i.next_row_id},
+         {"rehashes", i.rehashes}};
   if (i.key_type == client::KeyType::kColumns) {
     Json keys = Json::array();
     for (const auto& k : i.key_columns) {
@@ -163,6 +160,12 @@ void PrintIndex(std::ostream& os, const client::IndexInfo& i) {
        << (i.durable_version == i.version ? " (in its snapshot)\n"
                                           : " in its snapshot; a restart serves that one\n");
   }
+  if (i.mutation_sequence != 0 || i.rehashes != 0) {
+    os << "mutations    sequence " << i.mutation_sequence << " (batches applied since the build)";
+    if (i.rehashes != 0) os << ", " << i.rehashes << (i.rehashes == 1 ? " rehash" : " rehashes");
+    if (!i.explicit_values) os << ", next row ID " << i.next_row_id;
+    os << "\n";
+  }
   if (i.payload.empty()) {
     os << "payload      none\n";
   } else {
@@ -190,6 +193,10 @@ void CheckBuildOptions(const BuildArgs& a) {
   }
   if (a.capacity != 0 && (a.capacity & (a.capacity - 1)) != 0) {
     UsageFail(absl::StrCat("index build: --capacity must be a power of two, got ", a.capacity));
+  }
+  if (a.max_load_factor < 0 || a.max_load_factor > 1) {
+    UsageFail(absl::StrCat("index build: --max-load-factor must be in (0, 1], got ",
+                           Fixed(a.max_load_factor, 3)));
   }
   if (a.load_factor < 0 || a.load_factor > 1) {
     UsageFail(absl::StrCat("index build: --load-factor must be in (0, 1], got ",
@@ -278,6 +285,7 @@ int CmdIndexBuild(const Globals& g, const BuildArgs& a) {
   spec.explicit_values = !a.value.empty();
   spec.replace = a.replace;
   spec.wait_durable = a.wait_durable;
+  spec.max_load_factor = a.max_load_factor;
   spec.key_type = WireKeyType(key_plan.kind);
   if (key_plan.kind == KeyKind::kColumns) spec.key_columns = key_plan.Schema();
   spec.duplicates = InputOrDie(client::ParseDuplicatePolicy(a.duplicates));

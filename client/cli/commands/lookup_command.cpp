@@ -52,7 +52,6 @@ struct LookupPending {
 
 int CmdLookup(const Globals& g, const LookupArgs& a) {
   const KeyTypeFlag key_type = InputOrDie(ParseKeyTypeFlag(a.key_type));
-  const KeyKind flag = key_type.kind;
   std::unique_ptr<TableReader> input = OpenInput(g, a.from);
   const std::string key = KeyColumnOf(a.key, *input, "lookup");
   auto c = Connect(g);
@@ -60,11 +59,7 @@ int CmdLookup(const Globals& g, const LookupArgs& a) {
   const client::IndexInfo info = RpcOrDie(c->DescribeIndex(a.name), what);
   // An index with key columns reads the --key columns as its key columns;
   // an explicit --key-type must fit the index before anything is read.
-  const std::optional<KeyPlan> column_plan =
-      InputOrDie(PlanForIndex(key, key_type, info, "--key"));
-  if (!column_plan && flag != KeyKind::kAuto) {
-    (void)InputOrDie(KindForIndex(flag, flag, info.key_type, a.name));
-  }
+  IndexKeyReader key_reader = InputOrDie(IndexKeyReader::Make(key, key_type, info, "--key"));
   const std::vector<std::string> select = SelectedColumns(a.select, info, "lookup");
   // A multi-value index answers the first match; `matches` says how many there are.
   const bool matches = info.duplicates == client::DuplicatePolicy::kKeepAll;
@@ -84,9 +79,6 @@ int CmdLookup(const Globals& g, const LookupArgs& a) {
   // The source (the client's writer thread) parses a batch, converts its keys
   // and queues it; the sink (this thread) writes its rows with the answer.
   BatchQueue<LookupPending> queue;
-  KeyKindTracker tracker;
-  KeyKind last_kind = flag;  // the previous batch's key type
-  bool first = true;
   auto source = [&]() -> std::optional<client::LookupBatch> {
     auto p = std::make_unique<LookupPending>();
     auto more = input->Next(&p->rows);
@@ -95,35 +87,12 @@ int CmdLookup(const Globals& g, const LookupArgs& a) {
       return std::nullopt;
     }
     if (!*more) return std::nullopt;
-    KeyKind kind = flag;
-    // A batch of plain keys takes one pass; it leaves the inferred type as it is.
-    std::optional<KeyVector> plain;
-    if (!first && !column_plan) plain = tracker.PlainKeys(p->rows, key, last_kind);
-    if (column_plan) {
-      kind = KeyKind::kColumns;
-    } else if (plain) {
-      kind = last_kind;
-    } else if (flag == KeyKind::kAuto && info.key_type == client::KeyType::kUint32 && !first) {
-      kind = KeyKind::kU32;  // KeyColumn names a cell that is no uint32 key
-    } else if (flag == KeyKind::kAuto) {
-      // The data's own type first, so that a bad cell is named as InferKeyKind names it.
-      auto data = tracker.Observe(p->rows, key);
-      if (!data.ok()) {
-        queue.SetError(data.status());
-        return std::nullopt;
-      }
-      kind = *KindForIndex(flag, *data, info.key_type, a.name);
-    }
-    last_kind = kind;
-    auto keys = column_plan ? ReadKeys(p->rows, *column_plan)
-                : plain     ? absl::StatusOr<KeyVector>(*std::move(plain))
-                            : ForIndex(KeyColumn(p->rows, key, kind), info);
+    auto keys = key_reader.Read(p->rows);
     if (!keys.ok()) {
       queue.SetError(keys.status());
       return std::nullopt;
     }
     p->keys = *std::move(keys);
-    first = false;
     client::LookupBatch batch;
     batch.keys = p->keys.keys();
     batch.select = select;
