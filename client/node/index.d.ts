@@ -176,6 +176,14 @@ export interface IndexInfo {
   duplicates: DuplicatePolicy;
   /** The version in the index's snapshot under --data-dir (what a restart serves); 0 without one. */
   durableVersion: number;
+  /** Mutate batches applied since the index was built or loaded (a snapshot keeps it). */
+  mutationSequence: number;
+  /** The load factor past which an upsert grows the table (the spec's, or 0.8). */
+  maxLoadFactor: number;
+  /** Row-ID indexes: the value the next upserted row gets. */
+  nextRowId: number;
+  /** Times Mutate grew the table since the build. */
+  rehashes: number;
 }
 
 /** A file under the server's --data-dir. */
@@ -211,6 +219,10 @@ export interface ServerInfo {
   maxPendingResponseBytes: number;
   /** Bytes held by stream responses waiting to be written now. */
   pendingResponseBytes: number;
+  /** --max-mutation-rows: upsert plus delete rows one Mutate request may carry. */
+  maxMutationRows: number;
+  /** --wal-sync: 'always', 'batch-ms:N' or 'off'; '' without --data-dir. */
+  walSync: string;
 }
 
 export interface DropResult {
@@ -232,6 +244,8 @@ export interface LookupResult {
   statistics: QueryStatistics;
   /** The index version the last batch ran on. */
   indexVersion: number;
+  /** The index's mutation sequence the last batch saw. */
+  mutationSequence: number;
 }
 
 export interface JoinResult {
@@ -251,6 +265,8 @@ export interface JoinResult {
   /** The selected payload columns by name, one row per pair (null without a match). */
   columns: Record<string, Column>;
   indexVersion: number;
+  /** The index's mutation sequence the last batch saw. */
+  mutationSequence: number;
   /** JoinResponse messages received (more than the requests when answers continued). */
   messages: number;
 }
@@ -266,6 +282,35 @@ export interface JoinBatchResult extends JoinResult {
   batch: number;
   /** The left row of the batch's first key (rows are numbered on across batches). */
   firstLeftRow: number;
+}
+
+/**
+ * What upsert/delete/mutate applied: counts summed over the requests the
+ * server applied, then the index after the last of them.
+ */
+export interface MutateResult {
+  /** Upsert rows applied. */
+  upsertRows: number;
+  /** Distinct upserted keys that were absent (per request) / present. */
+  insertedKeys: number;
+  updatedKeys: number;
+  /** Delete keys that were present (now removed) / absent. */
+  deletedKeys: number;
+  notFoundKeys: number;
+  /** Rows removed (keep_all: whole groups). */
+  deletedRows: number;
+  /** Requests that made the table grow. */
+  rehashes: number;
+  /** Requests applied (a call is split where a request would pass the message size or maxMutationRows). */
+  requests: number;
+  /** The index's mutation sequence after the last applied request (before any: as described). */
+  mutationSequence: number;
+  indexVersion: number;
+  capacity: number;
+  loadFactor: number;
+  statistics: BuildStatistics;
+  /** Every applied request was in the write-ahead log before its answer (--data-dir). */
+  durable: boolean;
 }
 
 /** The value type an aggregation ran in: float32 (Float32Array or numbers) or a typed array's. */
@@ -405,6 +450,25 @@ export interface BuildOptions extends CallOptions {
   /** Key rows per chunk (fewer where a chunk would exceed the message limit). */
   chunkRows?: number;
   maxInflight?: number;
+  /** The load factor past which upsert() grows the table (0 < f <= 1; default the server's, 0.8). */
+  maxLoadFactor?: number;
+}
+
+export interface UpsertOptions extends StreamOptions {
+  /** explicit-value indexes: one uint32 value per key (required); row-ID indexes take none. */
+  values?: U32Input;
+  /**
+   * Every payload column of the index by name (or as [{name, ...}]), one row per
+   * key; plain values are converted to the type the index stores.
+   */
+  payload?: Record<string, ColumnInput> | Array<ColumnSpec & {name: string}>;
+}
+
+export interface MutateOptions extends UpsertOptions {
+  /** Keys to upsert (with values and payload). */
+  upsertKeys?: Keys;
+  /** Keys to delete; applied before the upserts. */
+  deleteKeys?: Keys;
 }
 
 export interface LookupOptions extends StreamOptions {
@@ -506,6 +570,22 @@ export declare class Client {
   deleteFile(file: string, opts?: CallOptions): Promise<number>;
   buildIndex(name: string, keys: Keys, opts?: BuildOptions): Promise<IndexInfo>;
   lookup(index: string, keys: Keys, opts?: LookupOptions): Promise<LookupResult>;
+  /**
+   * Inserts or updates rows of a live index (Mutate): on a lowest_row index a
+   * new key is inserted and a present one assigned (the last occurrence in the
+   * call wins); on keep_all the rows are appended to their keys' groups.
+   * Row-ID indexes give the rows the next row IDs. Keys, values and payload
+   * are checked against the index's description (one DescribeIndex call)
+   * before anything is sent. An input larger than one request (batchRows, the
+   * server's maxMutationRows, the message size) is sent as several, each
+   * atomic on its own; after a request the server refuses none is sent, and
+   * the error thrown carries `batchId` and `result` (what was applied).
+   */
+  upsert(index: string, keys: Keys, opts?: UpsertOptions): Promise<MutateResult>;
+  /** Deletes keys (every row of each; absent keys are counted in notFoundKeys), as upsert(). */
+  delete(index: string, keys: Keys, opts?: StreamOptions): Promise<MutateResult>;
+  /** Deletes opts.deleteKeys, then upserts opts.upsertKeys, in one call (one request when it fits). */
+  mutate(index: string, opts: MutateOptions): Promise<MutateResult>;
   join(index: string, keys: Keys, opts?: JoinOptions): Promise<JoinResult>;
   /**
    * Streams the batches of `batches` (e.g. a generator parsing a file) through
@@ -538,6 +618,8 @@ export declare class GpujoinError extends Error {
   readonly codeName: string;
   /** In-band errors of a stream: the batch it answered. */
   readonly batchId?: number;
+  /** upsert/delete/mutate: what the requests answered before the error applied. */
+  readonly result?: MutateResult;
 }
 export declare class CancelledError extends GpujoinError {}
 export declare class UnknownError extends GpujoinError {}

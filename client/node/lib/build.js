@@ -31,7 +31,7 @@ const buildMethods = {
       name, capacity: opts.capacity || 0, expected_rows: opts.expectedRows || 0,
       target_load_factor: opts.targetLoadFactor || 0, max_probe_count: opts.maxProbeCount || 0,
       first_value: opts.firstValue || 0, explicit_values: values !== null, replace: !!opts.replace,
-      wait_durable: !!opts.waitDurable,
+      wait_durable: !!opts.waitDurable, max_load_factor: opts.maxLoadFactor || 0,
       key_type: KEY_TYPES[keyType],
       key_columns: keyColumns.map((c) => ({name: c.name, type: cols.TYPES[c.type].wire})),
       payload: payload.map((p) => ({name: p.name, type: p.wire})),

@@ -9,7 +9,7 @@
 // unanswered (builds: unflushed) at a time.
 //
 // This module holds the connection and the unary calls; the data calls come
-// from one module each (build, lookup, join, aggregate, hash), installed on
+// from one module each (build, lookup, join, mutate, aggregate, hash), installed on
 // the class below.
 const fs = require('node:fs');
 const grpc = require('@grpc/grpc-js');
@@ -25,6 +25,7 @@ const {lookupMethods} = require('./lookup');
 const {joinMethods} = require('./join');
 const {aggregateMethods} = require('./aggregate');
 const {hashMethods} = require('./hash');
+const {mutateMethods} = require('./mutate');
 
 function readPem(value, file, what) {
   if (value !== undefined && value !== null) return Buffer.from(value);
@@ -114,6 +115,7 @@ class Client {
           maxMessageBytes: send,
           receiveMessageBytes: serverMax,
           maxInflight: this.options.maxInflight || info.max_inflight_batches_per_stream || 8,
+          maxMutationRows: Number(info.max_mutation_rows) || 0,
         };
       })();
       this._ready.catch(() => {
@@ -234,7 +236,7 @@ class Client {
 
 // The data calls live in one module each; their methods join the class's own,
 // non-enumerable as class methods are.
-for (const methods of [buildMethods, lookupMethods, joinMethods, aggregateMethods, hashMethods]) {
+for (const methods of [buildMethods, lookupMethods, joinMethods, mutateMethods, aggregateMethods, hashMethods]) {
   for (const [name, descriptor] of Object.entries(Object.getOwnPropertyDescriptors(methods))) {
     Object.defineProperty(Client.prototype, name, {...descriptor, enumerable: false});
   }

@@ -15,6 +15,7 @@ class JoinAnswer {
     this.batches = batches;
     this.results = [];
     this.indexVersion = null;
+    this.mutationSequence = 0;
   }
 
   /** Adds one message; true when it was the last one (`more` unset). */
@@ -23,6 +24,7 @@ class JoinAnswer {
       throw new InternalError(`join answer parts ran on index versions ${this.indexVersion} and ${r.index_version}`);
     }
     this.indexVersion = r.index_version;
+    this.mutationSequence = r.mutation_sequence || 0;
     for (const [i, part] of r.results.entries()) {
       const started = this.results.length;
       const continues = started > 0 && part.batch === started - 1;
@@ -135,7 +137,7 @@ const joinMethods = {
           if (version !== null && r.index_version !== version) throw rebuilt(index, 'join', version, r.index_version);
           version = r.index_version;
           if (!answer.add(r)) return false;
-          take(b, answer.results[0], answer.indexVersion);
+          take(b, answer.results[0], answer.indexVersion, answer.mutationSequence);
           answer = new JoinAnswer(1);
           return true;
         },
@@ -147,16 +149,18 @@ const joinMethods = {
       await pass((b, left) => { left.count_only = true; }, (b, res) => { counts[b] = res.count; });
     }
     const out = {left: [], right: [], count: 0, capacity: 0, overflow: false, statistics: statistics(null),
-                 found: [], probes: [], columns: select.map(() => []), indexVersion: 0};
+                 found: [], probes: [], columns: select.map(() => []), indexVersion: 0,
+                 mutationSequence: 0};
     await pass((b, left) => {
       if (countOnly) left.count_only = true;
       // Capacity 0 would mean "the batch's rows": a batch counted empty asks for one pair.
       else if (sized) left.capacity = Math.max(1, Math.min(counts[b], MAX_CAPACITY));
       else left.capacity = capacity;
-    }, (b, res, version) => {
+    }, (b, res, version, sequence) => {
       if (sized && res.count > counts[b]) {
         throw new AbortedError(`join of index "${index}": batch ${b} yields ${res.count} pairs, its count pass ` +
-                               `${counts[b]}: the index changed between the passes; run the join again`);
+                               `${counts[b]}: the index changed (a rebuild or a mutation) between the passes; ` +
+                               'run the join again');
       }
       out.left.push(...res.left);
       out.right.push(...res.right);
@@ -168,12 +172,13 @@ const joinMethods = {
       if (res.probes) out.probes.push(res.probes);
       res.columns.forEach((parts, i) => out.columns[i].push(...parts));
       out.indexVersion = version;
+      out.mutationSequence = sequence;
     });
     const result = {
       leftRows: out.left.length ? cols.concatTyped(Uint32Array, out.left) : new Uint32Array(0),
       rightRows: out.right.length ? cols.concatTyped(Uint32Array, out.right) : new Uint32Array(0),
       count: out.count, capacity: out.capacity, overflow: out.overflow, statistics: out.statistics,
-      indexVersion: out.indexVersion, messages,
+      indexVersion: out.indexVersion, mutationSequence: out.mutationSequence, messages,
       columns: Object.fromEntries(select.map((name, i) => [name, cols.concatColumns(out.columns[i])])),
     };
     if (opts.found) result.found = out.found.length ? cols.concatTyped(Uint8Array, out.found) : new Uint8Array(0);
@@ -186,7 +191,7 @@ const joinMethods = {
    * through one Join stream and yields one result per batch, in order, with
    * answers the server continued over several messages reassembled: {batch,
    * firstLeftRow, leftRows, rightRows, count, capacity, overflow, statistics,
-   * found?, probes?, columns, indexVersion, messages}. Left rows are numbered
+   * found?, probes?, columns, indexVersion, mutationSequence, messages}. Left rows are numbered
    * on across batches from opts.firstLeftRow. Each batch asks for opts.capacity
    * pairs (0: its rows); an inner or left join on a keep_all index may yield
    * more, reported as `overflow` with the exact `count` (join() sizes them by a
@@ -223,7 +228,8 @@ const joinMethods = {
           const result = {
             batch, firstLeftRow, leftRows: cols.concatTyped(Uint32Array, res.left),
             rightRows: cols.concatTyped(Uint32Array, res.right), count: res.count, capacity: res.capacity,
-            overflow: res.overflow, statistics: res.statistics, indexVersion: answer.indexVersion, messages,
+            overflow: res.overflow, statistics: res.statistics, indexVersion: answer.indexVersion,
+            mutationSequence: answer.mutationSequence, messages,
             columns: Object.fromEntries(select.map((name, i) => [name, cols.concatColumns(res.columns[i])])),
           };
           if (opts.found) result.found = res.found || new Uint8Array(0);

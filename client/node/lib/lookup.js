@@ -33,6 +33,7 @@ const lookupMethods = {
     const columnParts = select.map(() => []);
     const stats = statistics(null);
     let indexVersion = 0;
+    let mutationSequence = 0;
     let next = 0;
     const call = this._stream('Lookup', opts);
     await pipeline(call, {
@@ -62,10 +63,11 @@ const lookupMethods = {
         mergeStatistics(stats, d.statistics);
         if (b > 0 && d.indexVersion !== indexVersion) throw rebuilt(index, 'lookup', indexVersion, d.indexVersion);
         indexVersion = d.indexVersion;
+        mutationSequence = d.mutationSequence;
         return true;
       },
     });
-    const result = {values, found, statistics: stats, indexVersion,
+    const result = {values, found, statistics: stats, indexVersion, mutationSequence,
                     columns: Object.fromEntries(columnParts.map((parts, i) => [select[i], cols.concatColumns(parts)]))};
     if (opts.probes) result.probes = probes;
     if (opts.matchCounts) result.matchCounts = matchCounts;
@@ -76,7 +78,7 @@ const lookupMethods = {
    * Streams batches of keys from `batches` (an iterable or async iterable of
    * Keys, e.g. a generator parsing a file) through one Lookup stream and yields
    * one result per batch, in order: {batch, values, found, probes?,
-   * matchCounts?, columns, statistics, indexVersion}. At most opts.maxInflight
+   * matchCounts?, columns, statistics, indexVersion, mutationSequence}. At most opts.maxInflight
    * batches are pulled and not yet taken by the loop, so memory stays bounded
    * by that many batches whatever the input's length. Each batch must fit one
    * message (split larger ones). Leaving the loop early cancels the stream.
@@ -97,6 +99,7 @@ const lookupMethods = {
         yield {request, add: (r) => {
           const d = decodeLookup(r, batch, n, select, opts);
           const result = {batch, values: d.values, found: d.found, statistics: d.statistics, indexVersion: d.indexVersion,
+                          mutationSequence: d.mutationSequence,
                           columns: Object.fromEntries(d.columns.map((c, i) => [select[i], c]))};
           if (opts.probes) result.probes = d.probes;
           if (opts.matchCounts) result.matchCounts = d.matchCounts;

@@ -39,16 +39,21 @@ function mergeStatistics(a, b) {
   a.maxProbes = Math.max(a.maxProbes, b.maxProbes);
 }
 
+/** BuildStatistics of a build, or of an index after a Mutate batch. */
+function buildStatistics(s) {
+  s = s || {};
+  return {uniqueKeys: s.unique_keys || 0, duplicateRows: s.duplicate_rows || 0,
+          overflowRows: s.overflow_rows || 0, invalidRows: s.invalid_rows || 0,
+          totalProbes: s.total_probes || 0, maxProbes: s.max_probes || 0,
+          maxGroupRows: s.max_group_rows || 0};
+}
+
 function indexInfo(i) {
-  const s = i.statistics || {};
   return {
     name: i.name, version: i.version, capacity: i.capacity, maxProbeCount: i.max_probe_count,
     firstValue: i.first_value, explicitValues: i.explicit_values, batchMode: i.batch_mode,
     rows: i.rows,
-    statistics: {uniqueKeys: s.unique_keys || 0, duplicateRows: s.duplicate_rows || 0,
-                 overflowRows: s.overflow_rows || 0, invalidRows: s.invalid_rows || 0,
-                 totalProbes: s.total_probes || 0, maxProbes: s.max_probes || 0,
-                 maxGroupRows: s.max_group_rows || 0},
+    statistics: buildStatistics(i.statistics),
     loadFactor: i.load_factor, deviceBytes: i.device_bytes, buildSeconds: i.build_seconds,
     backend: i.backend, builtUnixMillis: i.built_unix_millis,
     keyType: KEY_TYPES_FROM_WIRE[i.key_type] || 'uint32',
@@ -58,6 +63,10 @@ function indexInfo(i) {
     payloadBytes: i.payload_bytes,
     duplicates: i.duplicates === 'DUPLICATE_POLICY_KEEP_ALL' ? 'keep_all' : 'lowest_row',
     durableVersion: i.durable_version || 0,
+    mutationSequence: i.mutation_sequence || 0,
+    maxLoadFactor: i.max_load_factor || 0,
+    nextRowId: i.next_row_id || 0,
+    rehashes: i.rehashes || 0,
   };
 }
 
@@ -74,6 +83,8 @@ function serverInfo(r) {
     maxResultBytes: r.max_result_bytes,
     maxPendingResponseBytes: r.max_pending_response_bytes,
     pendingResponseBytes: r.pending_response_bytes,
+    maxMutationRows: r.max_mutation_rows || 0,
+    walSync: r.wal_sync || '',
   };
 }
 
@@ -149,7 +160,7 @@ function preparePayloads(payload) {
 /**
  * One Lookup answer of `n` keys as typed arrays viewing its bytes:
  * {values, found, probes, matchCounts, columns (Column per selected name, in
- * order), statistics, indexVersion}. Throws its in-band error.
+ * order), statistics, indexVersion, mutationSequence}. Throws its in-band error.
  */
 function decodeLookup(r, b, n, select, opts) {
   checkBatch(r, b);
@@ -166,11 +177,12 @@ function decodeLookup(r, b, n, select, opts) {
     matchCounts: opts.matchCounts ? cols.viewAs(Uint32Array, r.match_counts, 'match_counts') : null,
     columns: r.columns.map((c, i) => cols.decodeColumn(c, `columns[${i}]`)),
     statistics: statistics(r.statistics), indexVersion: r.index_version,
+    mutationSequence: r.mutation_sequence || 0,
   };
 }
 
 module.exports = {
   DEFAULT_BATCH_ROWS, MAX_CAPACITY, messageRoom, JOIN_KINDS, AGGREGATE_OPS, KEY_TYPES, DUPLICATES, HASH_TYPES,
-  statistics, mergeStatistics, indexInfo, serverInfo, checkBatch, fitRows, batchBounds, cancelOn, rebuilt,
+  statistics, mergeStatistics, buildStatistics, indexInfo, serverInfo, checkBatch, fitRows, batchBounds, cancelOn, rebuilt,
   positiveInteger, preparePayloads, decodeLookup,
 };

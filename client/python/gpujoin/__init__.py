@@ -12,6 +12,12 @@ String and composite keys (an index with a key schema)::
                   key_columns=[("tenant", "string"), ("order_id", "int64")], replace=True)
     r = c.lookup("orders", {"tenant": ["zeta", "acme"], "order_id": [1, 1]})  # r.values [2 0]
 
+Changes to a live index (Mutate)::
+
+    m = c.upsert("ids", np.array([5, 99], np.uint32))   # m.inserted_keys 1, m.updated_keys 1
+    m = c.delete("ids", [17, 8])                         # m.deleted_keys 1, m.not_found_keys 1
+    m.mutation_sequence                                  # 2; lookups report the one they saw
+
 See gpujoin.Client for every call, gpujoin.keys for the key dtype rules,
 gpujoin.columns for payload columns and gpujoin.errors for the exceptions.
 """
@@ -28,7 +34,8 @@ from .errors import (Aborted, AlreadyExists, Cancelled, DataLoss, DeadlineExceed
                      Unauthenticated, Unavailable, Unimplemented, Unknown)
 from .keys import KeyColumnSpec  # noqa: E402
 from .results import (NO_MATCH, AggregateResult, BuildStatistics, DataFile,  # noqa: E402
-                      DropResult, IndexInfo, JoinResult, LookupResult, PayloadColumnInfo,
+                      DropResult, IndexInfo, JoinResult, LookupResult, MutateResult,
+                      PayloadColumnInfo,
                       QueryStatistics, SaveResult, ServerInfo)
 
 __version__ = "0.1.0"
@@ -36,7 +43,8 @@ __version__ = "0.1.0"
 __all__ = [
     "Client", "DEFAULT_BATCH_ROWS", "DEFAULT_CHUNK_ROWS", "KeyColumnSpec", "NO_MATCH",
     "AggregateResult", "BuildStatistics", "DataFile", "DropResult", "IndexInfo", "JoinResult",
-    "LookupResult", "PayloadColumnInfo", "QueryStatistics", "SaveResult", "ServerInfo",
+    "LookupResult", "MutateResult", "PayloadColumnInfo", "QueryStatistics", "SaveResult",
+    "ServerInfo",
     "Error", "Aborted", "AlreadyExists", "Cancelled", "DataLoss", "DeadlineExceeded",
     "FailedPrecondition", "Internal", "InvalidArgument", "KeyDtypeError", "KeyValueError",
     "NotFound", "OutOfRange", "PermissionDenied", "ResourceExhausted", "Unauthenticated",

@@ -41,6 +41,7 @@ class _BuildCalls:
                     expected_rows: Optional[int] = None, max_probe_count: int = 0,
                     first_value: int = 0, valid: Any = None, replace: bool = False,
                     chunk_rows: Optional[int] = None, wait_durable: bool = False,
+                    max_load_factor: Optional[float] = None,
                     timeout: Optional[float] = None) -> IndexInfo:
         """Builds (or with ``replace=True`` rebuilds) an index from keys and returns its IndexInfo.
 
@@ -81,6 +82,8 @@ class _BuildCalls:
                 fsync'd (a server with --data-dir; FailedPrecondition without
                 one). If the write fails, the index is installed and serving,
                 and the server's error is raised.
+            max_load_factor: the load factor past which upsert() grows the table
+                (0 < f <= 1; default the server's, 0.8).
 
         Raises KeyDtypeError/KeyValueError for keys that cannot be sent as the key
         type or do not match key_columns (see gpujoin.keys) and the server's
@@ -116,7 +119,7 @@ class _BuildCalls:
             target_load_factor=load_factor or 0.0, max_probe_count=max_probe_count,
             first_value=first_value, explicit_values=vals is not None,
             batch_mode=key_valid is not None, replace=replace, key_type=_KEY_TYPE_ENUM[kt],
-            wait_durable=wait_durable,
+            wait_durable=wait_durable, max_load_factor=max_load_factor or 0.0,
             duplicates=_choice(_DUPLICATES, duplicates, "duplicates"),
             payload=[pb.PayloadColumnSpec(name=e.name, type=_columns.TYPE_NUMBERS[e.type_name])
                      for e in encoded],

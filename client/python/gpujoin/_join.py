@@ -31,6 +31,7 @@ class _JoinBatch:
         self.statistics = QueryStatistics()
         self.started = False
         self.versions = set()  # index versions the answer's parts ran on
+        self.sequence = 0  # the mutation sequence the (last) answer saw
 
     def add(self, part) -> None:
         if not self.started:
@@ -82,6 +83,7 @@ class _JoinBatch:
         self.probes += other.probes
         self.statistics.merge(other.statistics)
         self.versions |= other.versions
+        self.sequence = max(self.sequence, other.sequence)
 
 
 class _JoinCalls:
@@ -161,7 +163,8 @@ class _JoinCalls:
             found=np.concatenate([np.zeros(0, bool)] + out.found) if found else None,
             probes=(np.concatenate([np.zeros(0, np.uint32)] + out.probes).astype(np.uint32)
                     if probes else None),
-            statistics=out.statistics, index_version=max(out.versions, default=version))
+            statistics=out.statistics, index_version=max(out.versions, default=version),
+            mutation_sequence=out.sequence)
 
     def join_stream(self, index: str, batches: Iterable[Any], *, kind: str = "inner",
                     select: Sequence[str] = (), found: bool = False, probes: bool = False,
@@ -235,6 +238,7 @@ class _JoinCalls:
             if not r.more:
                 current.check_complete(count_only)
                 current.versions.add(r.index_version)
+                current.sequence = r.mutation_sequence
                 yield current
                 current = None
                 b += 1

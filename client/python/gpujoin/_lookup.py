@@ -132,6 +132,7 @@ class _LookupCalls:
         if r.statistics is not None:
             out.statistics.merge(r.statistics)
         out.index_version = r.index_version
+        out.mutation_sequence = r.mutation_sequence
 
     def lookup_frame(self, index: str, keys: Any, *, on: Union[str, Sequence[str], None] = None,
                      select: Sequence[str] = (), **kwargs):

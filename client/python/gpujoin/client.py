@@ -17,7 +17,8 @@ subclasses named after their gRPC code.
 
 This module holds the connection and the control and snapshot calls; the
 data calls come from one private module each (``_build``, ``_lookup``,
-``_join``, ``_aggregate``: aggregate and hash), mixed into :class:`Client`.
+``_join``, ``_mutate``: upsert and delete, ``_aggregate``: aggregate and hash),
+mixed into :class:`Client`.
 """
 import os
 import threading
@@ -33,6 +34,7 @@ from ._common import (_HAS_TYPED_AGGREGATE, DEFAULT_BATCH_ROWS, DEFAULT_CHUNK_RO
                       MAX_CAPACITY)
 from ._join import _JoinCalls
 from ._lookup import _LookupCalls
+from ._mutate import _MutateCalls
 from ._proto import pb, pb_grpc
 from .errors import InvalidArgument, from_rpc_error
 from .results import DataFile, DropResult, IndexInfo, SaveResult, ServerInfo
@@ -49,7 +51,7 @@ def _read_pem(value: Optional[PathOrBytes]) -> Optional[bytes]:
         return f.read()
 
 
-class Client(_BuildCalls, _LookupCalls, _JoinCalls, _ComputeCalls):
+class Client(_BuildCalls, _LookupCalls, _JoinCalls, _MutateCalls, _ComputeCalls):
     """A connection to one gpujoind.
 
     Args:
@@ -108,6 +110,7 @@ class Client(_BuildCalls, _LookupCalls, _JoinCalls, _ComputeCalls):
         self._framed: Dict[str, Any] = {}
         self._limit = 0  # the message limit in use, once connected
         self._result_limit = 0  # the server's --max-result-bytes, once connected
+        self._max_mutation_rows = 0  # the server's --max-mutation-rows, once connected
         self._window = max_inflight
 
     # ------------------------------------------------------------------ connection
@@ -144,6 +147,7 @@ class Client(_BuildCalls, _LookupCalls, _JoinCalls, _ComputeCalls):
                 stub = pb_grpc.GpuJoinStub(channel)
             self._limit = min(limit, 0x7FFFFFFF)
             self._result_limit = int(info.max_result_bytes) or self._limit
+            self._max_mutation_rows = int(getattr(info, "max_mutation_rows", 0))
             if info.max_inflight_batches_per_stream:
                 self._window = min(self._max_inflight, int(info.max_inflight_batches_per_stream))
             # Lookup and Join frame their bulk columns themselves (gpujoin.wire):

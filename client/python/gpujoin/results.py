@@ -124,6 +124,14 @@ class IndexInfo:
     durable_version: int = 0
     #: key_type "columns": the key schema, as declared; else empty.
     key_columns: List[KeyColumnSpec] = field(default_factory=list)
+    #: Mutate batches applied since the index was built or loaded.
+    mutation_sequence: int = 0
+    #: The load factor past which an upsert grows the table (the spec's, or 0.8).
+    max_load_factor: float = 0.0
+    #: Row-ID indexes: the value the next upserted row gets.
+    next_row_id: int = 0
+    #: Times Mutate grew the table since the build.
+    rehashes: int = 0
 
     @classmethod
     def from_proto(cls, m) -> "IndexInfo":
@@ -167,6 +175,10 @@ class ServerInfo:
     max_result_bytes: int = 0
     max_pending_response_bytes: int = 0
     pending_response_bytes: int = 0
+    #: --max-mutation-rows: upsert plus delete rows one Mutate request may carry.
+    max_mutation_rows: int = 0
+    #: --wal-sync: "always", "batch-ms:N" or "off"; "" without --data-dir.
+    wal_sync: str = ""
 
     @classmethod
     def from_proto(cls, m) -> "ServerInfo":
@@ -211,6 +223,8 @@ class LookupResult:
     columns: Dict[str, Any] = field(default_factory=dict)
     statistics: QueryStatistics = field(default_factory=QueryStatistics)
     index_version: int = 0
+    #: The index's mutation sequence the (last) batch saw.
+    mutation_sequence: int = 0
 
     def __len__(self) -> int:
         return len(self.values)
@@ -253,6 +267,8 @@ class JoinResult:
     probes: Optional[np.ndarray] = None
     statistics: QueryStatistics = field(default_factory=QueryStatistics)
     index_version: int = 0
+    #: The index's mutation sequence the (last) batch saw.
+    mutation_sequence: int = 0
 
     def __len__(self) -> int:
         return len(self.left_rows)
@@ -266,6 +282,45 @@ class JoinResult:
         for name, col in self.columns.items():
             out[name] = _series(pd, col)
         return pd.DataFrame(out)
+
+
+@dataclass
+class MutateResult:
+    """What upsert/delete/mutate applied, summed over the requests the server
+    applied (`requests` of them): upsert rows, distinct upserted keys inserted
+    and updated, delete keys removed and not found, rows removed (keep_all: whole
+    groups), and times the table grew (`rehashes`); then the index after the
+    last of them: `mutation_sequence`, `index_version`, `capacity`,
+    `load_factor`, `statistics`; `durable` when every request was in the
+    write-ahead log (--data-dir) before its answer."""
+    upsert_rows: int = 0
+    inserted_keys: int = 0
+    updated_keys: int = 0
+    deleted_keys: int = 0
+    not_found_keys: int = 0
+    deleted_rows: int = 0
+    rehashes: int = 0
+    requests: int = 0
+    mutation_sequence: int = 0
+    index_version: int = 0
+    capacity: int = 0
+    load_factor: float = 0.0
+    statistics: BuildStatistics = field(default_factory=BuildStatistics)
+    durable: bool = False
+
+    def add(self, r) -> None:
+        """Adds one applied MutateResponse."""
+        for name in ("upsert_rows", "inserted_keys", "updated_keys", "deleted_keys",
+                     "not_found_keys", "deleted_rows"):
+            setattr(self, name, getattr(self, name) + getattr(r, name))
+        self.rehashes += int(r.rehashed)
+        self.durable = (self.requests == 0 or self.durable) and r.durable
+        self.requests += 1
+        self.mutation_sequence = r.mutation_sequence
+        self.index_version = r.index_version
+        self.capacity = r.capacity
+        self.load_factor = r.load_factor
+        self.statistics = _from_proto(BuildStatistics, r.statistics)
 
 
 @dataclass

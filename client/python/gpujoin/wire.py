@@ -90,11 +90,12 @@ class LookupAnswer:
     """A LookupResponse with its bulk fields as memoryviews of the message."""
 
     __slots__ = ("batch_id", "index_version", "values", "found", "probes", "match_counts",
-                 "statistics", "error", "columns")
+                 "statistics", "error", "columns", "mutation_sequence")
 
     def __init__(self):
         self.batch_id = 0
         self.index_version = 0
+        self.mutation_sequence = 0
         empty = memoryview(b"")
         self.values = self.found = self.probes = self.match_counts = empty
         self.statistics: Optional[pb.QueryStatistics] = None
@@ -120,6 +121,8 @@ def parse_lookup_response(data: bytes) -> LookupAnswer:
                 a.batch_id = value
             elif field == 2:
                 a.index_version = value
+            elif field == 10:
+                a.mutation_sequence = value
         elif wire == 2:
             size, pos = _read_varint(data, pos)
             chunk = view[pos:pos + size]
@@ -179,12 +182,13 @@ class JoinPart:
 
 
 class JoinAnswer:
-    """A JoinResponse: batch_id, index_version, results (JoinParts), error, more."""
+    """A JoinResponse: batch_id, index_version, results (JoinParts), error, more,
+    mutation_sequence."""
 
-    __slots__ = ("batch_id", "index_version", "results", "error", "more")
+    __slots__ = ("batch_id", "index_version", "results", "error", "more", "mutation_sequence")
 
     def __init__(self):
-        self.batch_id = self.index_version = 0
+        self.batch_id = self.index_version = self.mutation_sequence = 0
         self.results: List[JoinPart] = []
         self.error: Optional[pb.BatchError] = None
         self.more = False
@@ -206,6 +210,8 @@ def parse_join_response(data: bytes) -> JoinAnswer:
                 a.index_version = x
             elif field == 5:
                 a.more = bool(x)
+            elif field == 6:
+                a.mutation_sequence = x
         elif field == 3:
             part = JoinPart()
             for f, w, u, v in _fields(data, x, y):
