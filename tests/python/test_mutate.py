@@ -102,8 +102,8 @@ def test_explicit_values_uint64_and_mutate_deletes_first(client):
     assert r.values.tolist() == [111, 200, NO_MATCH, 888]
     with pytest.raises(gpujoin.InvalidArgument, match="explicit values"):
         client.upsert("m_acct", np.array([9], np.uint64))
-    with pytest.raises(gpujoin.KeyDtypeError):
-        client.delete("m_acct", np.array([-1], np.int64))  # negative: never reinterpreted
+    with pytest.raises(gpujoin.KeyValueError, match="negative"):
+        client.delete("m_acct", np.array([-1], np.int64))  # never reinterpreted
 
 
 def test_key_schema_upsert_and_delete_from_pandas(client):
