@@ -200,7 +200,8 @@ TEST_F(CliMutate, KeepAllGroups) {
   const std::string users = Write("users.csv", "user\n1\n3\n");
   RunResult j = Cli({"join", "events", "--left", users, "--on", "user", "--select", "kind"});
   ASSERT_EQ(j.code, 0) << j.err;
-  EXPECT_EQ(j.out, "user,kind\n1,a\n1,b\n1,d\n3,e\n");
+  // The group's rows, then the upserted row (row IDs 3 and 4).
+  EXPECT_EQ(j.out, "left_row,right_row,kind\n0,0,a\n0,1,b\n0,3,d\n1,4,e\n");
   const std::string one = Write("user1.csv", "user\n1\n");
   r = Report({"index", "delete", "events", "--from", one, "--key", "user"});
   EXPECT_EQ(r["deleted_keys"], 1);

@@ -146,6 +146,41 @@ std::vector<Cell> Cells(const Column& c) {
   return out;
 }
 
+// index upsert: the file's columns but the key and value, as the index stores them.
+TEST(PlanPayloadForIndex, EveryStoredColumnOfItsTypeAndNoOther) {
+  client::IndexInfo info;
+  info.name = "dim";
+  info.payload = {{"qty", ColumnType::kInt64, 0, 0}, {"note", ColumnType::kString, 0, 0}};
+  Table t = Csv("note,k,v,qty\nx,1,2,3\n", "up.csv");
+  auto plan = PlanPayloadForIndex(t, "k", "v", info);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->columns, (std::vector<size_t>{0, 3}));  // header order
+  ASSERT_EQ(plan->schema.size(), 2u);
+  EXPECT_EQ(plan->schema[0].name, "note");
+  EXPECT_EQ(plan->schema[0].type, ColumnType::kString);
+  EXPECT_EQ(plan->schema[1].type, ColumnType::kInt64);
+
+  auto extra = PlanPayloadForIndex(Csv("k,qty,note,x\n1,2,a,3\n", "up.csv"), "k", "", info);
+  EXPECT_EQ(extra.status().message(),
+            "up.csv: column 'x' is not a payload column of index 'dim' (its payload: qty, note)");
+  auto missing = PlanPayloadForIndex(Csv("k,qty\n1,2\n", "up.csv"), "k", "", info);
+  EXPECT_EQ(missing.status().message(),
+            "up.csv has no column 'note': index 'dim' stores payload column 'note' (str), and an "
+            "upsert carries every payload column of the index (its payload: qty, note)");
+  auto as_key = PlanPayloadForIndex(Csv("qty,note\n1,2\n", "up.csv"), "qty", "", info);
+  EXPECT_NE(as_key.status().message().find("column 'qty' is read as the key (--key)"),
+            std::string::npos)
+      << as_key.status();
+  client::IndexInfo bare;
+  bare.name = "ids";
+  auto none = PlanPayloadForIndex(Csv("a,b\n1,2\n", "up.csv"), "a,b", "", bare);
+  ASSERT_TRUE(none.ok()) << none.status();  // a composite key, no payload
+  EXPECT_TRUE(none->columns.empty());
+  auto stray = PlanPayloadForIndex(Csv("a,b\n1,2\n", "up.csv"), "a", "", bare);
+  EXPECT_EQ(stray.status().message(),
+            "up.csv: column 'b' is not a payload column of index 'ids' (it stores no payload)");
+}
+
 TEST(PayloadColumn, EveryTypeWithNulls) {
   Table t = Csv(
       "i32,u32,i64,u64,f32,f64,b,s,bin\n"

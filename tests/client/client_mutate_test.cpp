@@ -39,7 +39,7 @@ class ClientMutateTest : public gpujoin::testing::ServerClientTest {
     gc::IndexSpec spec;
     spec.name = name;
     spec.replace = true;
-    spec.capacity = 64;
+    spec.capacity = 256;
     spec.duplicates = duplicates;
     spec.payload = {{"qty", ColumnType::kInt64}, {"note", ColumnType::kString}};
     std::vector<int64_t> qty(keys.size());
