@@ -131,5 +131,46 @@ TEST(PlanForIndex, AnIndexWithKeyColumnsNamesItsKeyInErrors) {
             "--on 'a,b': 2 key columns, but index 'n' has one uint32 key column");
 }
 
+// The keys of a resident index, batch by batch: a uint64 index reads int64
+// keys once one is negative (later batches keep the type), a uint32 index
+// names a cell that does not fit, and key columns read as the index's.
+TEST(IndexKeyReader, ReadsBatchesAsTheIndexTakesThem) {
+  client::IndexInfo wide;
+  wide.name = "w";
+  wide.key_type = client::KeyType::kUint64;
+  auto reader = IndexKeyReader::Make("k", KeyTypeFlag{}, wide, "--key");
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  auto first = reader->Read(Csv("k\n-5\n7\n"));
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->kind, KeyKind::kI64);
+  EXPECT_EQ(first->u64, (std::vector<uint64_t>{static_cast<uint64_t>(-5), 7}));
+  auto second = reader->Read(Csv("k\n9\n"));
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->kind, KeyKind::kI64);
+
+  client::IndexInfo narrow;
+  narrow.name = "n";
+  EXPECT_EQ(IndexKeyReader::Make("k", *ParseKeyTypeFlag("u64"), narrow, "--key").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  auto u32 = IndexKeyReader::Make("k", KeyTypeFlag{}, narrow, "--key");
+  ASSERT_TRUE(u32.ok());
+  ASSERT_TRUE(u32->Read(Csv("k\n1\n")).ok());
+  auto big = u32->Read(Csv("k\n1\n4294967296\n", "b.csv"));
+  ASSERT_FALSE(big.ok());
+  EXPECT_NE(big.status().message().find("b.csv:3"), std::string::npos) << big.status();
+
+  client::IndexInfo orders;
+  orders.name = "orders";
+  orders.key_type = client::KeyType::kColumns;
+  orders.key_columns = {{"tenant", ColumnType::kInt64}, {"order", ColumnType::kString}};
+  auto cols = IndexKeyReader::Make("t,o", KeyTypeFlag{}, orders, "--key");
+  ASSERT_TRUE(cols.ok()) << cols.status();
+  auto keys = cols->Read(Csv("t,o\n1,a\n,b\n"));
+  ASSERT_TRUE(keys.ok()) << keys.status();
+  ASSERT_EQ(keys->columns.size(), 2u);
+  EXPECT_EQ(keys->columns[0].null_count, 1u);
+  EXPECT_EQ(keys->columns[1].String(1), "b");
+}
+
 }  // namespace
 }  // namespace gpujoin::cli
