@@ -42,6 +42,8 @@ int CmdInfo(const Globals& g) {
                       {"max_result_bytes", i.max_result_bytes},
                       {"max_pending_response_bytes", i.max_pending_response_bytes},
                       {"pending_response_bytes", i.pending_response_bytes},
+                      {"max_mutation_rows", i.max_mutation_rows},
+                      {"wal_sync", i.wal_sync},
                       {"serving", i.serving}}
                      .dump(2)
               << '\n';
@@ -64,6 +66,10 @@ int CmdInfo(const Globals& g) {
             << "responses    " << FormatBytes(static_cast<double>(i.pending_response_bytes))
             << " waiting to be read, limit "
             << FormatBytes(static_cast<double>(i.max_pending_response_bytes)) << "\n"
+            << "mutations    " << i.max_mutation_rows << " rows per batch, "
+            << (i.wal_sync.empty() ? std::string("no write-ahead log")
+                                   : absl::StrCat("write-ahead log --wal-sync=", i.wal_sync))
+            << "\n"
             << "serving      " << (i.serving ? "yes" : "no") << "\n";
   return kExitOk;
 }
