@@ -256,8 +256,8 @@ TEST_F(CliMutate, ErrorsNameTheColumnAndWhatWasApplied) {
       Cli({"--batch-rows", "2", "index", "upsert", "err", "--from", reserved, "--key", "id"});
   ExpectError(r, 1, "index upsert err: INVALID_ARGUMENT");
   EXPECT_NE(r.err.find("(the request of 2 rows from " + reserved +
-                       ":4; nothing of it was applied; 2 input rows in 1 request before it were "
-                       "applied (mutation sequence 2))"),
+                       ":4; nothing of it was applied; 2 input rows in 1 request were applied "
+                       "(mutation sequence 2))"),
             std::string::npos)
       << r.err;
   const std::string probe = Write("err_probe.csv", "id\n5\n7\n9\n");

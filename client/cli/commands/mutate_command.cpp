@@ -36,12 +36,13 @@ std::string Plural(uint64_t n, std::string_view one, std::string_view many) {
   return absl::StrCat(n, " ", std::string(n == 1 ? one : many));
 }
 
-// The rows applied so far, for a command that ends early.
-std::string AppliedText(const client::MutateSummary& s, uint64_t applied_rows) {
+// The rows applied, for a command that ends early: `before` names what ended it.
+std::string AppliedText(const client::MutateSummary& s, uint64_t applied_rows,
+                        std::string_view before) {
   if (s.applied_requests == 0) return "nothing was applied";
   return absl::StrCat(Plural(applied_rows, "input row", "input rows"), " in ",
-                      Plural(s.applied_requests, "request", "requests"),
-                      " before it were applied (mutation sequence ", s.mutation_sequence, ")");
+                      Plural(s.applied_requests, "request", "requests"), std::string(before),
+                      " were applied (mutation sequence ", s.mutation_sequence, ")");
 }
 
 void Report(const Globals& g, bool upsert, const std::string& name, const std::string& source,
@@ -198,15 +199,17 @@ int RunMutate(const Globals& g, const MutateArgs& a, bool upsert) {
   ProgressBar bar(absl::StrCat(upsert ? "upsert " : "delete ", a.name), ProgressEnabled(g));
   client::MutateSummary summary;
   uint64_t answered_rows = 0, applied_rows = 0;
-  absl::Status refused;  // the first request the server refused, with what was applied
+  // The first request the server refused and the rows it carried. The
+  // requests in flight behind it are still answered (and may be applied).
+  absl::Status refused;
+  std::string refused_rows;
   auto sink = [&](client::MutateResult&& r) -> absl::Status {
     std::unique_ptr<MutatePending> p = queue.Pop();
     if (p == nullptr) return absl::InternalError("an answer without a request");
     if (!r.error.ok() && refused.ok()) {
-      refused = absl::Status(r.error.code(), absl::StrCat(r.error.message(), " (the request of ",
-                                                          Plural(p->rows, "row", "rows"), " from ",
-                                                          p->where, "; nothing of it was applied; ",
-                                                          AppliedText(summary, applied_rows), ")"));
+      refused = r.error;
+      refused_rows =
+          absl::StrCat("the request of ", Plural(p->rows, "row", "rows"), " from ", p->where);
       stop = true;
     }
     if (r.error.ok()) applied_rows += p->rows;
@@ -220,12 +223,18 @@ int RunMutate(const Globals& g, const MutateArgs& a, bool upsert) {
   const absl::Status st = c->Mutate(a.name, source, sink, Streaming(g));
   bar.Done();
   if (!queue.error().ok()) {
-    UsageFail(absl::StrCat(queue.error().message(), "; ", AppliedText(summary, applied_rows)));
+    UsageFail(absl::StrCat(queue.error().message(), "; ",
+                           AppliedText(summary, applied_rows, " before it")));
   }
-  if (!refused.ok()) RpcFail(refused, what);
+  if (!refused.ok()) {
+    RpcFail(absl::Status(refused.code(), absl::StrCat(refused.message(), " (", refused_rows,
+                                                      "; nothing of it was applied; ",
+                                                      AppliedText(summary, applied_rows, ""), ")")),
+            what);
+  }
   if (!st.ok()) {
-    RpcFail(absl::Status(st.code(),
-                         absl::StrCat(st.message(), " (", AppliedText(summary, applied_rows), ")")),
+    RpcFail(absl::Status(st.code(), absl::StrCat(st.message(), " (",
+                                                 AppliedText(summary, applied_rows, ""), ")")),
             what);
   }
   for (const std::string& note : input->TakeNotes()) Note(g, note);
