@@ -5,9 +5,12 @@
 // answers, summed counts, the final mutation sequence); the Mutate stream's
 // in-band errors (the stream goes on, the refused batch changes nothing);
 // checks before anything is sent; the mutation sequence of lookups, joins and
-// IndexInfo; and the table growing past max_load_factor.
+// IndexInfo; the table growing past max_load_factor; and, with --data-dir,
+// durable batches that a restart serves.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -352,6 +355,62 @@ TEST_F(ClientMutateTest, UpsertsPastMaxLoadFactorRehash) {
   EXPECT_EQ(info->capacity, s->capacity);
   gc::LookupResult r = Look("grows", keys);
   EXPECT_EQ(r.statistics.found, keys.size());
+}
+
+// With --data-dir: every applied batch is durable (in the write-ahead log,
+// --wal-sync=always by default) and a restart serves the mutations, their
+// sequence and the next row ID.
+TEST(ClientMutateDurable, DurableBatchesSurviveARestart) {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::temp_directory_path() / ("gpujoin_client_mutate_wal_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  gpujoin::testing::ServerOptions o;
+  o.extra_args = {"--data-dir=" + dir.string()};
+  auto connect = [](const gpujoin::testing::ServerProcess& server) {
+    gc::ConnectOptions c;
+    c.address = server.grpc_address();
+    c.deadline = std::chrono::seconds(60);
+    auto client = gc::Client::Connect(c);
+    EXPECT_TRUE(client.ok()) << client.status();
+    return client.ok() ? *std::move(client) : nullptr;
+  };
+  {
+    gpujoin::testing::ServerProcess server(o);
+    ASSERT_TRUE(server.ready()) << server.log();
+    auto client = connect(server);
+    ASSERT_NE(client, nullptr);
+    auto info = client->GetServerInfo();
+    ASSERT_TRUE(info.ok()) << info.status();
+    EXPECT_EQ(info->wal_sync, "always");
+    gc::IndexSpec spec;
+    spec.name = "kept";
+    ASSERT_TRUE(client->BuildIndexFromColumns(spec, std::vector<uint32_t>{1, 2, 3}).ok());
+    gc::MutateOptions m;
+    m.batch_rows = 2;
+    auto s = client->Upsert("kept", std::vector<uint32_t>{4, 5, 6});
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_TRUE(s->durable);
+    s = client->Delete("kept", std::vector<uint32_t>{1, 2, 3}, m);
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_EQ(s->requests.size(), 2u);
+    EXPECT_TRUE(s->durable);
+    EXPECT_EQ(s->mutation_sequence, 3u);
+  }  // killed (SIGKILL): only the snapshot and the log remain
+  gpujoin::testing::ServerProcess server(o);
+  ASSERT_TRUE(server.ready()) << server.log();
+  auto client = connect(server);
+  ASSERT_NE(client, nullptr);
+  auto info = client->DescribeIndex("kept");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->mutation_sequence, 3u);
+  EXPECT_EQ(info->next_row_id, 6u);
+  auto r = client->LookupAll("kept", std::vector<uint32_t>{1, 4, 6});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->values, (std::vector<uint32_t>{gc::kNoMatch, 3, 5}));
+  EXPECT_EQ(r->mutation_sequence, 3u);
+  fs::remove_all(dir);
 }
 
 }  // namespace
