@@ -178,6 +178,33 @@ test('upserts past maxLoadFactor grow the table', async () => {
   assert.equal((await client.describe('m_grows')).rehashes, m.rehashes);
 });
 
+test('with a data dir every batch is durable, and a restart serves it', async () => {
+  const fs = require('node:fs');
+  const os = require('node:os');
+  const path = require('node:path');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gpujoin_node_wal_'));
+  try {
+    let server = await startServer([`--data-dir=${dir}`]);
+    let c = new Client(server.address);
+    assert.equal((await c.serverInfo()).walSync, 'always');
+    await c.buildIndex('m_durable', [1, 2, 3], {replace: true});
+    const m = await c.upsert('m_durable', [4, 5]);
+    assert.ok(m.durable);
+    assert.equal(m.mutationSequence, 1);
+    c.close();
+    assert.equal(await server.stop(), 0, server.log());
+    server = await startServer([`--data-dir=${dir}`]);
+    c = new Client(server.address);
+    const info = await c.describe('m_durable');
+    assert.deepEqual([info.mutationSequence, info.nextRowId], [1, 5]);
+    assert.deepEqual(Array.from((await c.lookup('m_durable', [4, 5])).values), [3, 4]);
+    c.close();
+    assert.equal(await server.stop(), 0, server.log());
+  } finally {
+    fs.rmSync(dir, {recursive: true, force: true});
+  }
+});
+
 test('planRequests: rows and bytes bounds, deletes first', () => {
   const bytes = (w) => () => (n) => w * n;
   assert.deepEqual(planRequests(10, 5, 4, 1e6, bytes(4), bytes(8)),

@@ -195,6 +195,21 @@ def test_max_load_factor_grows_the_table(client):
     assert client.describe("m_grows").rehashes == m.rehashes
 
 
+def test_durable_with_a_data_dir(start_gpujoind, tmp_path):
+    s = start_gpujoind(f"--data-dir={tmp_path}")
+    with gpujoin.Client(s.address) as c:
+        assert c.server_info().wal_sync == "always"
+        c.build_index("m_durable", [1, 2, 3], replace=True)
+        m = c.upsert("m_durable", [4, 5])
+        assert m.durable and m.mutation_sequence == 1
+    s.stop()
+    again = start_gpujoind(f"--data-dir={tmp_path}")
+    with gpujoin.Client(again.address) as c:
+        info = c.describe("m_durable")
+        assert (info.mutation_sequence, info.next_row_id) == (1, 5)
+        assert c.lookup("m_durable", [4, 5]).values.tolist() == [3, 4]
+
+
 # ------------------------------------------------------------------ planning
 
 
