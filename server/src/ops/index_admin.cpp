@@ -116,6 +116,8 @@ absl::Status Operations::GetServerInfo(bool serving, v1::GetServerInfoResponse* 
   response->set_max_streams_per_connection(state_.config.max_streams_per_connection);
   response->set_max_result_bytes(ResultLimit());
   response->set_max_mutation_rows(state_.config.max_mutation_rows);
+  // The write-ahead log's policy; no log (and "") without --data-dir.
+  if (!state_.config.data_dir.empty()) response->set_wal_sync(state_.config.wal_sync.ToString());
   if (state_.pending_responses != nullptr) {
     response->set_max_pending_response_bytes(state_.pending_responses->limit_bytes());
     response->set_pending_response_bytes(state_.pending_responses->used_bytes());
