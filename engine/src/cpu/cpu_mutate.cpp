@@ -144,12 +144,8 @@ class InPlace final : public MutationUndo {
     uint64_t present_deletes = 0;
     uint32_t probes = 0;
     for (K k : deletes_) {
-      if (k == kEmptyKeyOf<K>) {
-        ++counts.not_found_keys;
-        continue;
-      }
-      if (!seen.insert(k).second) continue;
-      if (index_.FindSlot(k, bound, probes) != Index::kNoSlot) {
+      if (!seen.insert(k).second) continue;  // distinct keys, the reserved word too
+      if (k != kEmptyKeyOf<K> && index_.FindSlot(k, bound, probes) != Index::kNoSlot) {
         ++present_deletes;
         deleted.insert(k);
       } else {
