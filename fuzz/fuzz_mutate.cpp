@@ -173,6 +173,23 @@ void PutProbeKeys(const Setup& s, const KeyRowList& keys, Message* m) {
   }
 }
 
+// `keys` for a failure message: each key's columns escaped, or null.
+std::string KeysText(const KeyRowList& keys) {
+  std::string out = "[";
+  for (const auto& key : keys) {
+    if (out.size() > 1) out += ", ";
+    if (!key) {
+      out += "null";
+      continue;
+    }
+    for (size_t c = 0; c < key->size(); ++c) {
+      absl::StrAppend(&out, c == 0 ? "\"" : "\"|\"", absl::CEscape((*key)[c]));
+    }
+    out += "\"";
+  }
+  return out + "]";
+}
+
 // What a batch must get: OK, or an error code and text its message contains.
 struct Expected {
   absl::StatusCode code = absl::StatusCode::kOk;
@@ -184,6 +201,7 @@ struct Expected {
 struct Batch {
   v1::MutateRequest request;
   KeyRowList deletes;
+  std::vector<DeleteKey> delete_keys;  // deletes as the model counts them
   KeyRowList upserts;
   std::vector<ModelRow> rows;
   Expected expected;
@@ -397,7 +415,11 @@ class Fixture {
         keys.clear();
       } else {
         keys = decoded.rows;
+        if (del) batch.delete_keys = DeleteKeysOf(*columns, s_.schema);
       }
+    }
+    if (s_.words()) {
+      for (const auto& k : batch.deletes) batch.delete_keys.push_back(DeleteKeyOf(*k));
     }
     for (const auto& k : batch.deletes) named_.insert(k);
     for (const auto& k : batch.upserts) named_.insert(k);
@@ -650,7 +672,7 @@ class Fixture {
       return;
     }
     FUZZ_CHECK(!got.has_error(), absl::StrCat(what, ": answered ", got.error().ShortDebugString()));
-    const engine::MutationCounts want = model_.Apply(batch.deletes, batch.upserts, batch.rows);
+    const engine::MutationCounts want = model_.Apply(batch.delete_keys, batch.upserts, batch.rows);
     engine::MutationCounts counts;
     counts.upsert_rows = got.upsert_rows();
     counts.inserted_keys = got.inserted_keys();
@@ -663,7 +685,8 @@ class Fixture {
                             "; expected upsert_rows ", want.upsert_rows, " inserted ",
                             want.inserted_keys, " updated ", want.updated_keys, " deleted ",
                             want.deleted_keys, " not_found ", want.not_found_keys,
-                            " deleted_rows ", want.deleted_rows));
+                            " deleted_rows ", want.deleted_rows, " for deletes ",
+                            KeysText(batch.deletes), " and upserts ", KeysText(batch.upserts)));
     ++sequence_;
     if (!s_.explicit_values) next_row_id_ += batch.upserts.size();
     FUZZ_CHECK(got.mutation_sequence() == sequence_ && got.index_version() == version_ &&

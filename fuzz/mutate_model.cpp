@@ -149,13 +149,21 @@ void MutationModel::AddBuildRow(const std::optional<KeyTuple>& key, ModelRow row
   if (keep_all_ || group.empty()) group.push_back(std::move(row));
 }
 
-engine::MutationCounts MutationModel::Apply(const KeyRowList& deletes, const KeyRowList& upserts,
+engine::MutationCounts MutationModel::Apply(const std::vector<DeleteKey>& deletes,
+                                            const KeyRowList& upserts,
                                             const std::vector<ModelRow>& rows) {
   engine::MutationCounts counts;
-  // Null keys are one key here: the fuzzer's null rows are null in every column.
-  std::set<std::optional<KeyTuple>> seen;
-  for (const std::optional<KeyTuple>& key : deletes) {
-    if (!seen.insert(key).second) continue;
+  std::set<DeleteKey> seen;
+  for (const DeleteKey& d : deletes) {
+    if (!seen.insert(d).second) continue;
+    std::optional<KeyTuple> key = KeyTuple();
+    for (const auto& column : d) {
+      if (!column) {
+        key.reset();
+        break;
+      }
+      key->push_back(*column);
+    }
     const auto it = Holdable(key) ? keys_.find(*key) : keys_.end();
     if (it == keys_.end()) {
       ++counts.not_found_keys;
@@ -190,6 +198,31 @@ uint64_t MutationModel::largest_group() const {
   for (const auto& [key, group] : keys_) largest = std::max<uint64_t>(largest, group.size());
   return largest;
 }
+
+std::vector<DeleteKey> DeleteKeysOf(const google::protobuf::RepeatedPtrField<v1::Column>& columns,
+                                    const KeySchemaModel& schema) {
+  // The values of every row, nulls' too, then the validity bitmaps over them.
+  google::protobuf::RepeatedPtrField<v1::Column> values = columns;
+  for (v1::Column& c : values) c.clear_validity();
+  const KeyColumnsOutcome decoded = ModelKeyColumns(values, schema, "", false);
+  FUZZ_CHECK(decoded.error.empty(), "DeleteKeysOf of key columns the model refuses");
+  std::vector<DeleteKey> out;
+  for (size_t r = 0; r < decoded.rows.size(); ++r) {
+    DeleteKey key;
+    for (int c = 0; c < columns.size(); ++c) {
+      const std::string& validity = columns.Get(c).validity();
+      if (!validity.empty() && !Bit(validity, r)) {
+        key.push_back(std::nullopt);
+      } else {
+        key.push_back((*decoded.rows[r])[c]);
+      }
+    }
+    out.push_back(std::move(key));
+  }
+  return out;
+}
+
+DeleteKey DeleteKeyOf(const KeyTuple& key) { return DeleteKey(key.begin(), key.end()); }
 
 v1::ColumnType PayloadTypeOf(uint8_t b) {
   constexpr v1::ColumnType kTypes[] = {v1::COLUMN_TYPE_INT64, v1::COLUMN_TYPE_STRING,

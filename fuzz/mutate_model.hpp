@@ -42,6 +42,18 @@ v1::Column CellColumn(const std::string& name, v1::ColumnType type, const std::v
 std::vector<Cell> ReadCells(const v1::Column& column, const std::string& name, v1::ColumnType type,
                             uint64_t rows, const std::string& what);
 
+/// A delete key as a batch sends it: per key column its value bytes, or
+/// nullopt for a null (a key word: one column, never null). Delete keys are
+/// distinct by these: a null equals a null.
+using DeleteKey = std::vector<std::optional<std::string>>;
+
+/// The delete keys of key columns that ModelKeyColumns accepts for `schema`.
+std::vector<DeleteKey> DeleteKeysOf(const google::protobuf::RepeatedPtrField<v1::Column>& columns,
+                                    const KeySchemaModel& schema);
+
+/// The delete key of a key word or of key columns without nulls.
+DeleteKey DeleteKeyOf(const KeyTuple& key);
+
 /// One stored row of a key.
 struct ModelRow {
   uint32_t value = 0;
@@ -63,12 +75,13 @@ class MutationModel {
   void AddBuildRow(const std::optional<KeyTuple>& key, ModelRow row);
 
   /// Applies one batch by the documented semantics: deletes first (every row of
-  /// each distinct delete key; one not found per distinct delete key that is
-  /// absent, the reserved and null keys included), then upserts (lowest_row:
-  /// insert or assign, the last occurrence of a key wins; keep_all: appended in
-  /// batch order), counting each distinct upserted key once as inserted or
-  /// updated. Every upsert key must be holdable. Returns the counts.
-  engine::MutationCounts Apply(const KeyRowList& deletes, const KeyRowList& upserts,
+  /// each distinct delete key; each distinct delete key that is absent counts
+  /// once as not found, the reserved word and keys with a null included), then
+  /// upserts (lowest_row: insert or assign, the last occurrence of a key wins;
+  /// keep_all: appended in batch order), counting each distinct upserted key
+  /// once as inserted or updated. Every upsert key must be holdable. Returns
+  /// the counts.
+  engine::MutationCounts Apply(const std::vector<DeleteKey>& deletes, const KeyRowList& upserts,
                                const std::vector<ModelRow>& rows);
 
   const std::map<KeyTuple, std::vector<ModelRow>>& keys() const { return keys_; }

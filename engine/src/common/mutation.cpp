@@ -280,12 +280,14 @@ class Rebuild final : public MutationRebuild {
     std::unordered_set<MapKey> seen;
     const uint64_t deletes = KeyRows(batch.delete_keys);
     for (uint64_t r = 0; r < deletes; ++r) {
+      // Each distinct delete key counts once, one that no index can hold too
+      // (the reserved word; key columns compare with their nulls, AppendKeyBytes).
+      const auto& key = keys_.DeleteKey(r, buf);
+      if (!seen.insert(MapKey(key)).second) continue;
       if (!keys_.DeleteValid(r)) {
         ++counts_.not_found_keys;
         continue;
       }
-      const auto& key = keys_.DeleteKey(r, buf);
-      if (!seen.insert(MapKey(key)).second) continue;
       const auto it = where.find(key);
       if (it == where.end() || !entries_[it->second].old_live) {
         ++counts_.not_found_keys;
