@@ -173,14 +173,10 @@ pb::DuplicatePolicy ToProtoPolicy(DuplicatePolicy p) {
                                         : pb::DUPLICATE_POLICY_LOWEST_ROW;
 }
 
-namespace {
-
 BuildStatistics ToBuildStatistics(const pb::BuildStatistics& s) {
   return BuildStatistics{s.unique_keys(),  s.duplicate_rows(), s.overflow_rows(), s.invalid_rows(),
                          s.total_probes(), s.max_probes(),     s.max_group_rows()};
 }
-
-}  // namespace
 
 IndexInfo ToIndexInfo(const pb::IndexInfo& p) {
   IndexInfo i;

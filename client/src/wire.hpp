@@ -84,6 +84,9 @@ uint64_t EncodedKeyBytes(const Keys& k);
 pb::KeyType ToProtoKeyType(KeyType t);
 pb::DuplicatePolicy ToProtoPolicy(DuplicatePolicy p);
 
+/// Build statistics the server sent (IndexInfo, MutateResponse).
+BuildStatistics ToBuildStatistics(const pb::BuildStatistics& s);
+
 /// An index description the server sent (IndexInfo in the proto); a payload
 /// column of a type this client does not know reads as kBinary.
 IndexInfo ToIndexInfo(const pb::IndexInfo& p);

@@ -7,8 +7,8 @@
 //  - Unary calls (`Health`, `GetServerInfo`, `ListIndexes`, `DescribeIndex`,
 //    `DropIndex`) return `absl::StatusOr<T>`.
 //  - `BuildIndex` streams chunks pulled from a `ChunkSource` and reports progress.
-//  - `Lookup`, `Join`, `Aggregate` and `Hash` are pipelined bidirectional
-//    streams: batches are pulled from a source on a writer thread while results
+//  - `Lookup`, `Join`, `Aggregate`, `Hash` and `Mutate` are pipelined
+//    bidirectional streams: batches are pulled from a source on a writer thread while results
 //    are read on the calling thread, with at most `StreamOptions::max_in_flight`
 //    batches sent but not yet answered. Results arrive in send order (the
 //    server answers in order; `batch_id` is checked) and are handed to a sink.
@@ -56,7 +56,7 @@
 // connect_options.hpp, keys.hpp, column.hpp, hash_column.hpp, index_info.hpp,
 // build.hpp, progress.hpp, server_info.hpp, data_files.hpp,
 // query_statistics.hpp, stream_options.hpp, lookup.hpp, join.hpp,
-// aggregate.hpp, hash.hpp and query_all_options.hpp. Code that only handles
+// aggregate.hpp, hash.hpp, mutate.hpp and query_all_options.hpp. Code that only handles
 // those values may include just the headers it needs.
 #pragma once
 
@@ -82,6 +82,7 @@
 #include "gpujoin/client/join.hpp"
 #include "gpujoin/client/keys.hpp"
 #include "gpujoin/client/lookup.hpp"
+#include "gpujoin/client/mutate.hpp"
 #include "gpujoin/client/progress.hpp"
 #include "gpujoin/client/query_all_options.hpp"
 #include "gpujoin/client/query_statistics.hpp"
@@ -180,6 +181,12 @@ class Client {
   /// Pipelined Hash stream.
   absl::Status Hash(const BatchSource<HashBatch>& source, const ResultSink<HashResult>& sink,
                     const StreamOptions& options = {});
+
+  /// Pipelined Mutate stream against `index`: the server applies the batches
+  /// one at a time in stream order, each whole or not at all (a bad batch is
+  /// answered in the result's `error` and changes nothing).
+  absl::Status Mutate(const std::string& index, const BatchSource<MutateBatch>& source,
+                      const ResultSink<MutateResult>& sink, const StreamOptions& options = {});
 
   /// Convenience: looks up all `keys` in batches of `batch_rows` and returns
   /// one concatenated result (statistics merged, batch_id/latency of the last
