@@ -496,7 +496,7 @@ class Fixture {
       v1::Column column = CellColumn(kColumn, s_.payload_type, cells);
       switch (defect) {
         case kPayloadMissing:
-          fail(payload_error, invalid, where);
+          fail(payload_error, invalid, RowsError(0, upserts));
           break;
         case kPayloadName:
           column.set_name("q");
@@ -512,10 +512,12 @@ class Fixture {
           std::vector<Cell> other = cells;
           if ((param & 1) != 0) {
             other.push_back(CellOf(s_.payload_type, b, 99));
-            fail(payload_error, invalid, where + ".length");
+            fail(payload_error, invalid,
+                 absl::StrCat(where, ".length: ", other.size(), " rows after 0 would exceed ",
+                              upserts, " rows, one per upsert key of the batch"));
           } else {
             other.pop_back();
-            fail(payload_error, invalid, where);
+            fail(payload_error, invalid, RowsError(other.size(), upserts));
           }
           *r.add_payload() = CellColumn(kColumn, s_.payload_type, other);
           break;
@@ -573,6 +575,12 @@ class Fixture {
       batch.expected = *invalid_key;
     }
     return batch;
+  }
+
+  // The message of a payload column of `rows` rows in a batch of `upserts`.
+  static std::string RowsError(uint64_t rows, uint64_t upserts) {
+    return absl::StrCat("payload: column \"", kColumn, "\" (payload[0] of index \"", kIndex,
+                        "\") has ", rows, " rows, but the batch has ", upserts, " upsert keys");
   }
 
   // Another payload type than `t`.
