@@ -111,8 +111,9 @@ std::vector<Cell> ReadCells(const v1::Column& c, const std::string& name, v1::Co
   }
   uint64_t nulls = 0;
   if (!c.validity().empty()) {
-    FUZZ_CHECK(c.validity().size() == BitmapBytes(rows),
-               absl::StrCat(what, ": ", c.validity().size(), " validity bytes for ", rows, " rows"));
+    FUZZ_CHECK(
+        c.validity().size() == BitmapBytes(rows),
+        absl::StrCat(what, ": ", c.validity().size(), " validity bytes for ", rows, " rows"));
     for (uint64_t r = 0; r < rows; ++r) nulls += Bit(c.validity(), r) ? 0 : 1;
     for (uint64_t r = rows; r < 8 * BitmapBytes(rows); ++r) {
       FUZZ_CHECK(!Bit(c.validity(), r), absl::StrCat(what, ": validity bit ", r, " past the rows"));
@@ -178,7 +179,8 @@ engine::MutationCounts MutationModel::Apply(const std::vector<DeleteKey>& delete
     FUZZ_CHECK(Holdable(upserts[r]), "the model applies a batch with an invalid upsert key");
     const KeyTuple& key = *upserts[r];
     auto it = keys_.find(key);
-    if (touched.insert(key).second) ++(it == keys_.end() ? counts.inserted_keys : counts.updated_keys);
+    if (touched.insert(key).second)
+      ++(it == keys_.end() ? counts.inserted_keys : counts.updated_keys);
     std::vector<ModelRow>& group = keys_[key];
     if (!keep_all_) group.clear();
     group.push_back(rows[r]);

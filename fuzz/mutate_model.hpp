@@ -152,7 +152,7 @@ enum Defect : uint8_t {
   kDeleteWrongField,  // the delete keys in the field of another key kind
   kUpsertKeysBoth,    // key words: keys.packed and keys.values both set
   kUpsertKeysRagged,  // key words: packed bytes not a multiple of the width
-  kUpsertKeyColumns,  // key schema: one malformed key column (the parameter picks)
+  kUpsertKeyColumns,  // key schema: one malformed key column (parameter bits 1-3 pick)
   kDeleteKeyColumns,  // the same for delete_key_columns
   kValuesMissing,     // explicit values: none sent
   kValuesCount,       // explicit: one value too many; row IDs: values sent at all

@@ -21,8 +21,8 @@ std::string SetupFrame(uint8_t flags, uint8_t shape, uint8_t max_rows, const Cod
 }
 
 // One batch frame: at most 15 delete and 15 upsert key codes.
-std::string BatchFrame(uint8_t op, const Codes& deletes, const Codes& upserts,
-                       uint16_t nulls = 0, uint8_t flags = 0) {
+std::string BatchFrame(uint8_t op, const Codes& deletes, const Codes& upserts, uint16_t nulls = 0,
+                       uint8_t flags = 0) {
   std::string f{char(op), char(deletes.size() | upserts.size() << 4), char(nulls & 0xff),
                 char(nulls >> 8), char(flags)};
   for (uint8_t c : deletes) f.push_back(char(c));
@@ -54,9 +54,9 @@ void MutateTarget(Writer& w) {
     for (int shape = 0; shape < 4; ++shape) {
       const bool keep_all = (shape & 1) != 0;
       const bool explicit_values = (shape & 2) != 0;
-      const uint8_t flags = uint8_t(kind | (keep_all ? kKeepAll : 0) |
-                                    (explicit_values ? kExplicitValues : 0) | kPayload |
-                                    payload_types[(kind + shape) % 4]);
+      const uint8_t flags =
+          uint8_t(kind | (keep_all ? kKeepAll : 0) | (explicit_values ? kExplicitValues : 0) |
+                  kPayload | payload_types[(kind + shape) % 4]);
       const std::string name = std::string(kinds[kind]) + (keep_all ? "_keep_all" : "_lowest_row") +
                                (explicit_values ? "_values" : "_row_ids");
       // Semantics: growth past several rehashes, keys repeated within a batch,
@@ -76,10 +76,20 @@ void MutateTarget(Writer& w) {
         batches.push_back(BatchFrame(d, {d, 1}, {uint8_t(d + 1), uint8_t(d + 2), 4}, 0, 2 * d));
       }
       batches.push_back(BatchFrame(kNone, {}, {last}));  // reserved or null: names row 0
-      batches.push_back(BatchFrame(kUpsertKeyColumns, {}, {3}, 0, 14));  // nulls in key columns
+      batches.push_back(BatchFrame(kUpsertKeyColumns, {}, {3}, 0, 7 << 2));  // nulls in key columns
       w.Put(t, name + "_defects", Input(SetupFrame(flags, 0, 0, {0, 1}), batches));
     }
   }
+  // Delete keys no index can hold, repeated: each distinct one counts once as
+  // not found (a regression: each occurrence was counted).
+  const uint8_t null_row = uint8_t(KeyUniverse(kSchemaS).size() - 1);
+  w.Put(t, "u32_repeated_reserved_deletes",
+        Input(SetupFrame(kUint32, 0, 0, {1, 2}),
+              {BatchFrame(kNone, {63, 63, 1, 1, 40, 40}, {}), BatchFrame(kNone, {63}, {63})}));
+  w.Put(t, "s_repeated_null_deletes",
+        Input(SetupFrame(kSchemaS | kKeepAll, 0, 0, {0, 1, 0}),
+              {BatchFrame(kNone, {null_row, null_row, 0, 0}, {}),
+               BatchFrame(kDeleteKeyColumns, {1, 2, 3, 4}, {}, 0, 7 << 2)}));
   // --max-mutation-rows=8 and 3: a batch at the limit and one past it.
   w.Put(t, "u32_max_rows_8",
         Input(SetupFrame(kUint32, 0, 1, {0}),
@@ -111,7 +121,8 @@ void MutateTarget(Writer& w) {
               {BatchFrame(kNone, {}, {kRawKey, 3, 0, 0, 0}),
                BatchFrame(kNone, {kRawKey, 1, 0, 0, 0}, {kRawKey, 1, 0, 0, 0x80})}));
   w.Put(t, "cm_raw_keys",
-        Input(SetupFrame(kSchemaCm | kKeepAll, 0, 0, {0, kRawKey, 1, 0, 0, 0, 2, 0xff, 0xfe, 9, 9, 9, 9, 9, 9, 9, 9}),
+        Input(SetupFrame(kSchemaCm | kKeepAll, 0, 0,
+                         {0, kRawKey, 1, 0, 0, 0, 2, 0xff, 0xfe, 9, 9, 9, 9, 9, 9, 9, 9}),
               {BatchFrame(kNone, {}, {kRawKey, 1, 0, 0, 0, 0, 9, 9, 9, 9, 9, 9, 9, 9})}));
   // An empty index (no build rows) filled by its first batch.
   w.Put(t, "c_empty_build",
