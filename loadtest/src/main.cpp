@@ -27,7 +27,6 @@
 #include "absl/strings/str_join.h"
 #include "echo_service.hpp"
 #include "gpujoin/client/client.hpp"
-#include "mutate_workload.hpp"
 #include "options.hpp"
 #include "report.hpp"
 #include "runner.hpp"
@@ -311,7 +310,8 @@ absl::StatusOr<Plan> MakePlan(const Flags& f, int argc, char** argv) {
   for (uint64_t r : sizes) {
     if (r * row_bytes + 4096 > static_cast<uint64_t>(f.max_message_bytes)) {
       return absl::InvalidArgumentError(
-          absl::StrCat("--batch-rows: ", r, " rows need messages of about ", r * row_bytes,
+          absl::StrCat(r == plan.mutate_rows ? "--mutate-rows: " : "--batch-rows: ", r,
+                       " rows need messages of about ", r * row_bytes,
                        " bytes, above --max-message-bytes ", f.max_message_bytes));
     }
   }
