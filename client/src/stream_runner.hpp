@@ -1,7 +1,7 @@
-// The pipelined bidirectional-stream loop shared by Lookup, Join, Aggregate
-// and Hash: a writer thread pulls batches from the source and writes them while
-// the calling thread reads answers, with at most max_in_flight batches
-// outstanding. Internal to the client library.
+// The pipelined bidirectional-stream loop shared by Lookup, Join, Aggregate,
+// Hash and Mutate: a writer thread pulls batches from the source and writes
+// them while the calling thread reads answers, with at most max_in_flight
+// batches outstanding. Internal to the client library.
 #pragma once
 
 #include <chrono>

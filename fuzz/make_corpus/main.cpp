@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   BuildTarget(w);
   GraphTarget(w);
   DataFilesTarget(w);
+  MutateTarget(w);
   std::printf("wrote %d seeds under %s\n", w.count(), argv[1]);
   return 0;
 }

@@ -200,5 +200,6 @@ void HashTarget(Writer& w);
 void BuildTarget(Writer& w);
 void GraphTarget(Writer& w);
 void DataFilesTarget(Writer& w);
+void MutateTarget(Writer& w);
 
 }  // namespace gpujoin::fuzz::corpus

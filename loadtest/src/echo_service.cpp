@@ -128,6 +128,15 @@ void FillAggregate(const pb::AggregateRequest& q, pb::AggregateResponse* r) {
   r->set_rows(RowsOf(q.keys()));
 }
 
+// A Mutate batch: every upsert row counted (as inserted), nothing else.
+void FillMutate(const pb::MutateRequest& q, pb::MutateResponse* r) {
+  r->set_batch_id(q.batch_id());
+  r->set_index_version(1);
+  r->set_mutation_sequence(q.batch_id() + 1);
+  r->set_upsert_rows(KeyRows(q));
+  r->set_inserted_keys(KeyRows(q));
+}
+
 // One echo stream: reads requests, queues the filled responses and writes them
 // in order, with one read and one write outstanding at a time. Reactions may run
 // concurrently on gRPC threads, so the state is under a mutex; Start* calls are
@@ -227,6 +236,10 @@ class EchoService final : public pb::GpuJoin::CallbackService {
   grpc::ServerBidiReactor<pb::AggregateRequest, pb::AggregateResponse>* Aggregate(
       grpc::CallbackServerContext*) override {
     return new EchoReactor<pb::AggregateRequest, pb::AggregateResponse>(&FillAggregate);
+  }
+  grpc::ServerBidiReactor<pb::MutateRequest, pb::MutateResponse>* Mutate(
+      grpc::CallbackServerContext*) override {
+    return new EchoReactor<pb::MutateRequest, pb::MutateResponse>(&FillMutate);
   }
 };
 

@@ -1,5 +1,5 @@
 // The transport ceiling: an in-process gRPC server that implements the Lookup,
-// Join and Aggregate streams of gpujoin.v1.GpuJoin as echoes. It receives exactly
+// Join, Aggregate and Mutate streams of gpujoin.v1.GpuJoin as echoes. It receives exactly
 // the request messages the real server receives (same proto, same method paths,
 // same client library, same kind of channel) and answers each with a response of
 // the size the real server would send, filled by copying request bytes instead of
@@ -9,7 +9,8 @@
 // Response sizes: Lookup answers 4 value bytes and 1 found byte per key (plus
 // probes and match counts when asked); Join answers `capacity` pairs per left
 // batch with keys (capacity 0 = rows), so a caller that knows its pair count
-// sets the capacity to it; Aggregate answers the per-group columns of `groups` rows.
+// sets the capacity to it; Aggregate answers the per-group columns of `groups` rows;
+// Mutate answers its counts (every upsert row inserted), no table rebuilt.
 #pragma once
 
 #include <memory>

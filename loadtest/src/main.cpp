@@ -3,6 +3,8 @@
 // concurrency) it drives Lookup, Join or Aggregate streams for a fixed time or
 // number of requests, checks a sample of the answers against the known key ->
 // value mapping, and reports throughput, payload MB/s and latency percentiles.
+// Mutate streams (--rpc mutate, or --mutate-streams beside lookups) upsert
+// keys drawn like the lookups' and are reported apart.
 // With --echo the same settings also run against an in-process echo service
 // (the transport ceiling), and each server row says what fraction of the echo
 // throughput it reached.
@@ -17,6 +19,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,6 +84,8 @@ struct Flags {
   std::string key_type = "u32";
   uint32_t multiplicity = 1;
   std::string join_kind = "inner";
+  int mutate_streams = 0;
+  std::string mutate_rows_text;
   int verify_every = 4;
   bool echo = false, echo_only = false, json = false;
   std::string json_file;
@@ -98,8 +103,10 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "PEM certificate chain presented to a server that requires client "
                  "certificates (gpujoind --tls-client-ca); with --tls-client-key");
   app.add_option("--tls-client-key", f.tls_client_key, "PEM private key of --tls-client-cert");
-  app.add_option("--rpc", f.rpc_name, "lookup | join | aggregate")
-      ->check(CLI::IsMember({"lookup", "join", "aggregate"}))
+  app.add_option("--rpc", f.rpc_name,
+                 "lookup | join | aggregate | mutate (upserts of --batch-rows keys drawn like "
+                 "a lookup's: hits re-assign their value, misses insert theirs)")
+      ->check(CLI::IsMember({"lookup", "join", "aggregate", "mutate"}))
       ->capture_default_str();
   app.add_option("--index", f.index, "index to query (lookup, join)")->capture_default_str();
   app.add_option("--build-keys", f.build_keys_text,
@@ -151,6 +158,14 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--join-kind", f.join_kind, "join: inner | left_outer | left_semi | left_anti")
       ->check(CLI::IsMember({"inner", "left_outer", "left_semi", "left_anti"}))
       ->capture_default_str();
+  app.add_option("--mutate-streams", f.mutate_streams,
+                 "Mutate streams beside each setting's lookup streams (--rpc lookup), measured "
+                 "in the same window and reported as a row of their own")
+      ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
+  app.add_option("--mutate-rows", f.mutate_rows_text,
+                 "upsert rows per batch of the --mutate-streams (default: the setting's "
+                 "--batch-rows)");
   app.add_option("--groups", f.groups, "aggregate: number of groups")->capture_default_str();
   app.add_option("--agg-op", f.agg_op, "aggregate: count | sum | min | max | mean")
       ->check(CLI::IsMember({"count", "sum", "min", "max", "mean"}))
@@ -174,6 +189,8 @@ void AddFlags(CLI::App& app, Flags& f) {
 struct Plan {
   RunConfig cfg;
   std::vector<uint64_t> batch_rows, concurrency;
+  int mutate_streams = 0;
+  uint64_t mutate_rows = 0;  // 0: each setting's batch rows
   client::ConnectOptions base;
   RunHeader header;
 };
@@ -183,6 +200,7 @@ absl::StatusOr<WorkloadSpec> MakeWorkload(const Flags& f) {
   WorkloadSpec w;
   w.rpc = f.rpc_name == "join"        ? Rpc::kJoin
           : f.rpc_name == "aggregate" ? Rpc::kAggregate
+          : f.rpc_name == "mutate"    ? Rpc::kMutate
                                       : Rpc::kLookup;
   if (!f.build_keys_text.empty()) {
     auto n = ParseCount(f.build_keys_text, "--build-keys");
@@ -212,6 +230,18 @@ absl::StatusOr<WorkloadSpec> MakeWorkload(const Flags& f) {
   if (w.rpc == Rpc::kAggregate && w.build_keys > 0) {
     return absl::InvalidArgumentError("--build-keys does not apply to --rpc aggregate");
   }
+  if (f.mutate_streams > 0) {
+    if (w.rpc != Rpc::kLookup) {
+      return absl::InvalidArgumentError(
+          "--mutate-streams runs Mutate streams beside lookups: it needs --rpc lookup (for "
+          "mutations alone, --rpc mutate)");
+    }
+    WorkloadSpec m = w;
+    m.rpc = Rpc::kMutate;
+    if (absl::Status s = ValidateWorkloadSpec(m); !s.ok()) return s;
+  } else if (!f.mutate_rows_text.empty()) {
+    return absl::InvalidArgumentError("--mutate-rows sizes the batches of --mutate-streams");
+  }
   return w;
 }
 
@@ -236,6 +266,13 @@ RunHeader MakeHeader(const Flags& f, const WorkloadSpec& w, int argc, char** arg
     }
     if (w.rpc == Rpc::kJoin) header.join_kind = f.join_kind;
   }
+  if (f.mutate_streams > 0) {
+    header.mutate = absl::StrCat(f.mutate_streams, " Mutate streams of ",
+                                 f.mutate_rows_text.empty() ? "--batch-rows" : f.mutate_rows_text,
+                                 " upsert rows beside the lookups");
+  } else if (w.rpc == Rpc::kMutate) {
+    header.mutate = "upserts only";
+  }
   return header;
 }
 
@@ -256,13 +293,25 @@ absl::StatusOr<Plan> MakePlan(const Flags& f, int argc, char** argv) {
           absl::StrCat("--concurrency: ", c, " streams is more than the limit of 4096"));
     }
   }
+  plan.mutate_streams = f.mutate_streams;
+  if (!f.mutate_rows_text.empty()) {
+    auto n = ParseCount(f.mutate_rows_text, "--mutate-rows");
+    if (!n.ok()) return n.status();
+    plan.mutate_rows = *n;
+  }
   // keys + the largest answer (lookup: 5 bytes per row) must fit one message;
-  // 8 bytes per row also bounds a request of uint64 keys.
-  const uint64_t row_bytes = std::max<uint64_t>(8, KeyWireBytes(plan.cfg.workload.key_kind));
-  for (uint64_t r : *batch_rows) {
+  // 8 bytes per row also bounds a request of uint64 keys (and a Mutate
+  // request's key and value).
+  const bool mutations = plan.cfg.workload.rpc == Rpc::kMutate || plan.mutate_streams > 0;
+  const uint64_t row_bytes =
+      std::max<uint64_t>(8, KeyWireBytes(plan.cfg.workload.key_kind) + (mutations ? 4 : 0));
+  std::vector<uint64_t> sizes = *batch_rows;
+  if (plan.mutate_rows > 0) sizes.push_back(plan.mutate_rows);
+  for (uint64_t r : sizes) {
     if (r * row_bytes + 4096 > static_cast<uint64_t>(f.max_message_bytes)) {
       return absl::InvalidArgumentError(
-          absl::StrCat("--batch-rows: ", r, " rows need messages of about ", r * row_bytes,
+          absl::StrCat(r == plan.mutate_rows ? "--mutate-rows: " : "--batch-rows: ", r,
+                       " rows need messages of about ", r * row_bytes,
                        " bytes, above --max-message-bytes ", f.max_message_bytes));
     }
   }
@@ -312,7 +361,8 @@ absl::Status CheckKeysOfIndex(const std::string& index, const client::IndexInfo&
 }
 
 // Builds --index from --build-keys (`built` then true), or checks that the
-// existing index fits the workload, which learns whether it keeps every row.
+// existing index fits the workload, which learns whether it keeps every row
+// and, for mutations, whether it takes values and which payload columns.
 absl::Status PrepareIndex(const Flags& f, client::Client& c0, Plan& plan, bool* built) {
   WorkloadSpec& w = plan.cfg.workload;
   if (w.build_keys > 0) {
@@ -342,6 +392,16 @@ absl::Status PrepareIndex(const Flags& f, client::Client& c0, Plan& plan, bool* 
   if (!d.ok()) return d.status();
   if (absl::Status s = CheckKeysOfIndex(f.index, *d, w.key_kind); !s.ok()) return s;
   w.keep_all = d->duplicates == client::DuplicatePolicy::kKeepAll;
+  if (w.rpc == Rpc::kMutate || plan.mutate_streams > 0) {
+    if (w.keep_all) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("index '", f.index,
+                       "' keeps every row of a key (keep_all): every upsert would append "
+                       "a row to its key's group; mutate a lowest_row index"));
+    }
+    w.explicit_values = d->explicit_values;
+    for (const client::PayloadColumnInfo& p : d->payload) w.payload.push_back({p.name, p.type});
+  }
   if (w.keep_all && w.rpc == Rpc::kJoin &&
       (w.join_kind == client::JoinKind::kInner || w.join_kind == client::JoinKind::kLeftOuter)) {
     // Its pairs per left row are unknown, so no capacity is known to be enough.
@@ -397,7 +457,8 @@ absl::Status StartEcho(const Flags& f, const Plan& plan, Echo* echo) {
   return absl::OkStatus();
 }
 
-// Every setting (batch rows x concurrency) against each target with clients.
+// Every setting (batch rows x concurrency) against each target with clients,
+// with the Mutate streams of --mutate-streams beside the lookups.
 std::vector<SettingResult> RunSettings(const Plan& plan,
                                        const std::vector<client::Client*>& server_raw,
                                        const std::vector<client::Client*>& echo_raw) {
@@ -405,19 +466,35 @@ std::vector<SettingResult> RunSettings(const Plan& plan,
   std::vector<SettingResult> results;
   for (uint64_t rows : plan.batch_rows) {
     const uint32_t pairs_per_row = w.rpc == Rpc::kJoin ? w.multiplicity : 1;
-    const BatchPool pool = MakeBatchPool(
+    BatchPool pool = MakeBatchPool(
         w, rows, PoolSizeFor(rows, size_t{96} << 20, pairs_per_row, KeyWireBytes(w.key_kind)));
+    std::optional<BatchPool> mutations;
+    if (plan.mutate_streams > 0) {
+      pool.mutated = true;
+      WorkloadSpec m = w;
+      m.rpc = Rpc::kMutate;
+      const uint64_t mutate_rows = plan.mutate_rows > 0 ? plan.mutate_rows : rows;
+      mutations = MakeBatchPool(
+          m, mutate_rows, PoolSizeFor(mutate_rows, size_t{96} << 20, 1, KeyWireBytes(w.key_kind)));
+    }
     for (uint64_t conc : plan.concurrency) {
       for (Target t : {Target::kServer, Target::kEcho}) {
         const auto& clients = t == Target::kServer ? server_raw : echo_raw;
         if (clients.empty()) continue;
         std::cerr << RpcName(w.rpc) << " " << TargetName(t) << " rows=" << rows
-                  << " concurrency=" << conc << " ...";
-        results.push_back(RunSetting(t, clients, pool, static_cast<int>(conc), plan.cfg));
-        const SettingResult& r = results.back();
-        std::cerr << " " << static_cast<uint64_t>(r.KeysPerSecond()) << " keys/s, p99 "
-                  << r.latency.p99_ms << " ms, errors " << r.ErrorCount() << ", wrong "
-                  << r.wrong_answers << "\n";
+                  << " concurrency=" << conc
+                  << (mutations ? absl::StrCat(" + ", plan.mutate_streams, " mutate") : "")
+                  << " ...";
+        const std::vector<SettingResult> setting =
+            RunMixedSetting(t, clients, pool, static_cast<int>(conc),
+                            mutations ? &*mutations : nullptr, plan.mutate_streams, plan.cfg);
+        for (const SettingResult& r : setting) {
+          std::cerr << " " << RpcName(r.rpc) << " " << static_cast<uint64_t>(r.KeysPerSecond())
+                    << " keys/s, p99 " << r.latency.p99_ms << " ms, errors " << r.ErrorCount()
+                    << ", wrong " << r.wrong_answers << ";";
+          results.push_back(r);
+        }
+        std::cerr << "\n";
       }
     }
   }

@@ -79,6 +79,11 @@ std::string FormatTable(const RunHeader& h, const std::vector<SettingResult>& re
     absl::StrAppend(&out, "\n");
   }
   if (!h.aggregate.empty()) absl::StrAppend(&out, "# aggregate ", h.aggregate, "\n");
+  if (!h.mutate.empty()) {
+    absl::StrAppend(&out, "# mutate: ", h.mutate,
+                    "; a mutate row's keys/s are upsert rows per second, its latency that of "
+                    "a whole batch (applied, the table rebuilt, answered)\n");
+  }
   absl::StrAppend(&out,
                   "# MB/s = 1e6 payload bytes (packed columns) per second; latency from a "
                   "batch's write to its answer\n");
@@ -118,7 +123,7 @@ std::string FormatJson(const RunHeader& h, const std::vector<SettingResult>& res
       {"index", h.index},         {"index_rows", h.index_rows}, {"hit_ratio", h.hit_ratio},
       {"seed", h.seed},           {"aggregate", h.aggregate},   {"command", h.command_line},
       {"key_type", h.key_type},   {"duplicates", h.duplicates}, {"multiplicity", h.multiplicity},
-      {"join_kind", h.join_kind},
+      {"join_kind", h.join_kind}, {"mutate", h.mutate},
   };
   nlohmann::json rows = nlohmann::json::array();
   uint64_t errors = 0, wrong = 0;

@@ -25,6 +25,8 @@ struct RunHeader {
   double hit_ratio = 0;
   uint32_t seed = 0;
   std::string aggregate;  ///< "sum over 1024 groups" for aggregate runs
+  /// Mutate runs: "upserts only", or the Mutate streams beside the lookups.
+  std::string mutate;
   std::string command_line;
 };
 

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "mutate_workload.hpp"
 
 namespace gpujoin::loadtest {
 namespace {
@@ -59,9 +60,12 @@ void EndWindow(Shared& sh, Clock::time_point when) {
 }
 
 // Bookkeeping common to every answer; `check` returns "" or what was wrong.
+// Answers of a stream that is not `primary` (Mutate beside queries) do not
+// count towards --requests.
 template <typename Result, typename Check>
-void OnAnswer(const RunConfig& cfg, Shared& sh, StreamStats& st, Result& r, uint64_t rows,
-              uint64_t pairs, uint64_t request_bytes, uint64_t response_bytes, Check&& check) {
+void OnAnswer(const RunConfig& cfg, bool primary, Shared& sh, StreamStats& st, Result& r,
+              uint64_t rows, uint64_t pairs, uint64_t request_bytes, uint64_t response_bytes,
+              Check&& check) {
   const auto now = Clock::now();
   if (!r.error.ok()) {
     st.Error(r.error);
@@ -77,7 +81,7 @@ void OnAnswer(const RunConfig& cfg, Shared& sh, StreamStats& st, Result& r, uint
   if (!sh.measuring.load(std::memory_order_relaxed) || sh.stop.load(std::memory_order_relaxed)) {
     return;
   }
-  if (cfg.requests > 0) {
+  if (cfg.requests > 0 && primary) {
     const uint64_t k = sh.measured.fetch_add(1);
     if (k >= cfg.requests) return;
     if (k + 1 == cfg.requests) EndWindow(sh, now);
@@ -150,9 +154,15 @@ std::string CheckEchoJoin(const BatchPool& pool, const PoolBatch& b, const clien
   return "";
 }
 
-// Runs stream `s` until the window closes, restarting it after an RPC failure.
-void RunStream(Target target, client::Client* c, const BatchPool& pool, const RunConfig& cfg, int s,
-               Shared& sh, StreamStats& st) {
+// The echo answers a Mutate batch with its upsert rows.
+std::string CheckEchoMutate(const PoolBatch& b, const client::MutateResult& r) {
+  return CheckEchoSize(r.upsert_rows, b.rows(), "upsert rows");
+}
+
+// Runs stream `s` of cfg.workload.rpc until the window closes, restarting it
+// after an RPC failure.
+void RunStream(Target target, client::Client* c, const BatchPool& pool, const RunConfig& cfg,
+               bool primary, int s, Shared& sh, StreamStats& st) {
   const size_t pool_size = pool.batches.size();
   const uint64_t req_bytes = pool.RequestBytes(cfg.workload);
   const bool echo = target == Target::kEcho;
@@ -161,6 +171,7 @@ void RunStream(Target target, client::Client* c, const BatchPool& pool, const Ru
   opts.deadline = std::chrono::milliseconds(
       static_cast<int64_t>(1000 * (cfg.warmup_seconds + cfg.duration_seconds + cfg.drain_seconds)));
 
+  uint64_t last_sequence = 0;  // Mutate: the index's sequence at this stream's last answer
   for (uint64_t call = 0; !sh.stop.load(); ++call) {
     // Streams start at different pool positions so they do not send identical batches.
     const size_t offset = static_cast<size_t>(s) * 7 + call;
@@ -181,7 +192,7 @@ void RunStream(Target target, client::Client* c, const BatchPool& pool, const Ru
           const PoolBatch& b = batch_of(r.batch_id);
           const uint64_t resp = 4 * r.values.size() + r.found.size() + 4 * r.probes.size() +
                                 4 * r.match_counts.size();
-          OnAnswer(cfg, sh, st, r, b.rows(), 0, req_bytes, resp, [&](bool full) {
+          OnAnswer(cfg, primary, sh, st, r, b.rows(), 0, req_bytes, resp, [&](bool full) {
             return echo ? CheckEchoLookup(b, r, full) : CheckLookup(pool, b, r, full);
           });
           return absl::OkStatus();
@@ -210,7 +221,7 @@ void RunStream(Target target, client::Client* c, const BatchPool& pool, const Ru
             resp += 4 * (p.left_rows.size() + p.right_rows.size());
             pairs += p.left_rows.size();
           }
-          OnAnswer(cfg, sh, st, r, b.rows(), pairs, req_bytes, resp, [&](bool full) {
+          OnAnswer(cfg, primary, sh, st, r, b.rows(), pairs, req_bytes, resp, [&](bool full) {
             return echo ? CheckEchoJoin(pool, b, r, full) : CheckJoin(pool, b, r, full);
           });
           return absl::OkStatus();
@@ -234,7 +245,7 @@ void RunStream(Target target, client::Client* c, const BatchPool& pool, const Ru
           const uint64_t resp =
               4 * (r.counts.size() + r.values.size() + r.contributing_rows.size() +
                    r.total_counts.size() + r.total_values.size());
-          OnAnswer(cfg, sh, st, r, b.keys.size(), 0, req_bytes, resp, [&](bool full) {
+          OnAnswer(cfg, primary, sh, st, r, b.keys.size(), 0, req_bytes, resp, [&](bool full) {
             if (!echo) return CheckAggregate(cfg.workload, pool, b, r, full);
             return CheckEchoSize(count ? r.counts.size() : r.values.size(), cfg.workload.groups,
                                  "groups");
@@ -242,6 +253,24 @@ void RunStream(Target target, client::Client* c, const BatchPool& pool, const Ru
           return absl::OkStatus();
         };
         status = c->Aggregate(spec, source, sink, opts);
+        break;
+      }
+      case Rpc::kMutate: {
+        auto source = [&]() -> std::optional<client::MutateBatch> {
+          if (sh.stop.load(std::memory_order_relaxed)) return std::nullopt;
+          return MutateBatchOf(pool, batch_of(issued++));
+        };
+        auto sink = [&](client::MutateResult&& r) -> absl::Status {
+          const PoolBatch& b = batch_of(r.batch_id);
+          const uint64_t previous = last_sequence;
+          if (r.error.ok()) last_sequence = std::max(last_sequence, r.mutation_sequence);
+          // Every Mutate answer is checked whole (its counts are O(1)).
+          OnAnswer(cfg, primary, sh, st, r, b.rows(), 0, req_bytes, 0, [&](bool) {
+            return echo ? CheckEchoMutate(b, r) : CheckMutate(pool, b, r, previous);
+          });
+          return absl::OkStatus();
+        };
+        status = c->Mutate(cfg.index, source, sink, opts);
         break;
       }
     }
@@ -283,25 +312,71 @@ LatencySummary Summarize(std::vector<int64_t>& samples) {
 
 SettingResult RunSetting(Target target, std::span<client::Client* const> clients,
                          const BatchPool& pool, int concurrency, const RunConfig& config) {
+  return RunMixedSetting(target, clients, pool, concurrency, nullptr, 0, config).front();
+}
+
+namespace {
+
+// Adds what the streams of one RPC saw to `result`.
+void Merge(std::vector<StreamStats>& stats, SettingResult* result) {
+  std::vector<int64_t> latencies;
+  for (StreamStats& st : stats) {
+    result->batches += st.batches;
+    result->keys += st.keys;
+    result->pairs += st.pairs;
+    result->request_bytes += st.request_bytes;
+    result->response_bytes += st.response_bytes;
+    latencies.insert(latencies.end(), st.latencies.begin(), st.latencies.end());
+    for (const auto& [code, n] : st.errors) result->errors[code] += n;
+    result->wrong_answers += st.wrong;
+    result->checked += st.checked;
+    if (result->first_wrong.empty()) result->first_wrong = st.first_wrong;
+    if (result->first_error.empty()) result->first_error = st.first_error;
+  }
+  result->latency = Summarize(latencies);
+}
+
+}  // namespace
+
+std::vector<SettingResult> RunMixedSetting(Target target, std::span<client::Client* const> clients,
+                                           const BatchPool& pool, int concurrency,
+                                           const BatchPool* mutations, int mutate_streams,
+                                           const RunConfig& config) {
   RunConfig cfg = config;
   cfg.in_flight = std::max(1, cfg.in_flight);
   cfg.verify_every = std::max(1, cfg.verify_every);
+  RunConfig mutate_cfg = cfg;
+  mutate_cfg.workload.rpc = Rpc::kMutate;
+  if (mutations == nullptr) mutate_streams = 0;
 
-  SettingResult result;
-  result.target = target;
-  result.rpc = cfg.workload.rpc;
-  result.batch_rows = pool.batch_rows;
-  result.concurrency = concurrency;
-  result.channels = static_cast<int>(std::min<size_t>(clients.size(), concurrency));
-  result.in_flight = cfg.in_flight;
+  std::vector<SettingResult> results(mutate_streams > 0 ? 2 : 1);
+  results[0].rpc = cfg.workload.rpc;
+  results[0].batch_rows = pool.batch_rows;
+  results[0].concurrency = concurrency;
+  if (mutate_streams > 0) {
+    results[1].rpc = Rpc::kMutate;
+    results[1].batch_rows = mutations->batch_rows;
+    results[1].concurrency = mutate_streams;
+  }
+  for (SettingResult& r : results) {
+    r.target = target;
+    r.channels = static_cast<int>(std::min<size_t>(clients.size(), r.concurrency));
+    r.in_flight = cfg.in_flight;
+  }
 
   Shared sh;
-  std::vector<StreamStats> stats(concurrency);
+  std::vector<StreamStats> stats(concurrency), mutate_stats(mutate_streams);
   std::vector<std::thread> threads;
-  threads.reserve(concurrency);
-  for (int s = 0; s < concurrency; ++s) {
+  threads.reserve(concurrency + mutate_streams);
+  for (int s = 0; s < concurrency + mutate_streams; ++s) {
     client::Client* c = clients[static_cast<size_t>(s) % clients.size()];
-    threads.emplace_back([&, c, s] { RunStream(target, c, pool, cfg, s, sh, stats[s]); });
+    if (s < concurrency) {
+      threads.emplace_back([&, c, s] { RunStream(target, c, pool, cfg, true, s, sh, stats[s]); });
+    } else {
+      threads.emplace_back([&, c, s] {
+        RunStream(target, c, *mutations, mutate_cfg, false, s, sh, mutate_stats[s - concurrency]);
+      });
+    }
   }
 
   auto seconds = [](double s) {
@@ -317,23 +392,11 @@ SettingResult RunSetting(Target target, std::span<client::Client* const> clients
   EndWindow(sh, Clock::now());
   for (auto& t : threads) t.join();
 
-  std::vector<int64_t> latencies;
-  for (StreamStats& st : stats) {
-    result.batches += st.batches;
-    result.keys += st.keys;
-    result.pairs += st.pairs;
-    result.request_bytes += st.request_bytes;
-    result.response_bytes += st.response_bytes;
-    latencies.insert(latencies.end(), st.latencies.begin(), st.latencies.end());
-    for (const auto& [code, n] : st.errors) result.errors[code] += n;
-    result.wrong_answers += st.wrong;
-    result.checked += st.checked;
-    if (result.first_wrong.empty()) result.first_wrong = st.first_wrong;
-    if (result.first_error.empty()) result.first_error = st.first_error;
-  }
-  result.seconds = std::chrono::duration<double>(sh.end - start).count();
-  result.latency = Summarize(latencies);
-  return result;
+  Merge(stats, &results[0]);
+  if (mutate_streams > 0) Merge(mutate_stats, &results[1]);
+  for (SettingResult& r : results)
+    r.seconds = std::chrono::duration<double>(sh.end - start).count();
+  return results;
 }
 
 }  // namespace gpujoin::loadtest

@@ -1,6 +1,7 @@
 // One measured setting of the load tester: `concurrency` streams spread over the
 // given clients (connections), each keeping up to `in_flight` batches outstanding,
-// a warm-up, then a bounded measurement window, then a drain. Every answer is
+// a warm-up, then a bounded measurement window, then a drain; optionally with
+// Mutate streams beside them, measured apart (RunMixedSetting). Every answer is
 // checked (structure always; values for every `verify_every`-th batch of a
 // stream); a wrong answer or an error is counted, never averaged away.
 #pragma once
@@ -81,5 +82,16 @@ struct SettingResult {
 /// window is open.
 SettingResult RunSetting(Target target, std::span<client::Client* const> clients,
                          const BatchPool& pool, int concurrency, const RunConfig& config);
+
+/// Runs one setting of `concurrency` streams of `pool` (config.workload.rpc)
+/// with `mutate_streams` Mutate streams of `mutations` (a pool of
+/// Rpc::kMutate) beside them in the same window (--mutate-streams), and
+/// returns one result per RPC: the pool's, then Mutate's (none without mutate
+/// streams). --requests counts the pool's answers only. The Mutate streams
+/// follow the others in the numbering of streams over the clients.
+std::vector<SettingResult> RunMixedSetting(Target target, std::span<client::Client* const> clients,
+                                           const BatchPool& pool, int concurrency,
+                                           const BatchPool* mutations, int mutate_streams,
+                                           const RunConfig& config);
 
 }  // namespace gpujoin::loadtest

@@ -20,6 +20,16 @@ uint64_t HitsFor(const WorkloadSpec& spec, size_t rows) {
   return static_cast<uint64_t>(std::llround(spec.hit_ratio * static_cast<double>(rows)));
 }
 
+// The distinct keys of a batch whose rows have key indexes `index` (keys are a
+// bijection of their index), and those that are hits (below `build_keys`).
+void CountDistinct(std::vector<uint64_t> index, uint64_t build_keys, PoolBatch* b) {
+  std::sort(index.begin(), index.end());
+  index.erase(std::unique(index.begin(), index.end()), index.end());
+  b->distinct_keys = index.size();
+  b->distinct_hits = static_cast<uint64_t>(
+      std::lower_bound(index.begin(), index.end(), build_keys) - index.begin());
+}
+
 bool SameFloat(float a, float b, bool approximate) {
   if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
   if (!approximate) return a == b;
@@ -41,6 +51,8 @@ const char* RpcName(Rpc rpc) {
       return "join";
     case Rpc::kAggregate:
       return "aggregate";
+    case Rpc::kMutate:
+      return "mutate";
   }
   return "?";
 }
@@ -89,6 +101,11 @@ absl::Status ValidateWorkloadSpec(const WorkloadSpec& spec) {
     return absl::InvalidArgumentError(absl::StrCat("--build-keys x --multiplicity is ",
                                                    BuildRows(spec),
                                                    " rows; an index holds fewer than 2^32"));
+  }
+  if (spec.rpc == Rpc::kMutate && (spec.multiplicity > 1 || spec.keep_all)) {
+    return absl::InvalidArgumentError(
+        "--rpc mutate upserts into a lowest_row index: on a keep_all index (--multiplicity) "
+        "every upsert would append a row to its key's group");
   }
   if (spec.join_kind != client::JoinKind::kInner && spec.rpc != Rpc::kJoin) {
     return absl::InvalidArgumentError("--join-kind applies to --rpc join only");
@@ -146,6 +163,11 @@ uint64_t BatchPool::RequestBytes(const WorkloadSpec& spec) const {
   if (spec.rpc == Rpc::kAggregate && spec.aggregate_op != client::AggregateOp::kCount) {
     bytes += uint64_t{4} * batch_rows;
   }
+  if (spec.rpc == Rpc::kMutate) {
+    if (explicit_values) bytes += uint64_t{4} * batch_rows;
+    for (const client::Column& c : null_payload)
+      bytes += c.data.size() + 4 * c.offsets.size() + c.validity.size();
+  }
   return bytes;
 }
 
@@ -165,12 +187,23 @@ BatchPool MakeBatchPool(const WorkloadSpec& spec, size_t batch_rows, size_t coun
   pool.keep_all = spec.keep_all;
   pool.join_kind = spec.join_kind;
   pool.batches.resize(count);
-  std::mt19937_64 rng(spec.seed * 0x9e3779b97f4a7c15ull + batch_rows);
+  // Mutate batches draw apart from the lookups beside them.
+  std::mt19937_64 rng(spec.seed * 0x9e3779b97f4a7c15ull + batch_rows +
+                      (spec.rpc == Rpc::kMutate ? 0x6d75746174650000ull : 0));
   const uint64_t hits = HitsFor(spec, batch_rows);
   std::vector<uint8_t> is_hit(batch_rows);
 
   const bool wide = Wide(spec);
   const bool columns = HasKeyColumns(spec);
+  std::vector<uint64_t> key_index;  // each row's key index (Mutate: distinct counts)
+  if (spec.rpc == Rpc::kMutate) {
+    pool.explicit_values = spec.explicit_values;
+    for (const client::PayloadColumnSpec& p : spec.payload) {
+      client::Column c(p.name, p.type);
+      for (size_t r = 0; r < batch_rows; ++r) c.AppendNull();
+      pool.null_payload.push_back(std::move(c));
+    }
+  }
   for (PoolBatch& b : pool.batches) {
     if (columns) {
       b.key_columns = KeyColumnData(spec.key_kind, batch_rows);
@@ -228,13 +261,38 @@ BatchPool MakeBatchPool(const WorkloadSpec& spec, size_t batch_rows, size_t coun
     }
 
     if (!pool.known_mapping) {
+      // Never the reserved key, which a Mutate upsert may not carry. The key is
+      // a bijection of the drawn index, so distinct indexes are distinct keys.
       std::uniform_int_distribution<uint64_t> any(0, spec.keyspace - 1);
-      for (auto& k : b.keys) k = static_cast<uint32_t>(any(rng));
-      for (auto& k : b.keys64) k = Mix64(any(rng), spec.seed);  // over the full 64-bit range
+      auto draw = [&](auto key_of, auto reserved) {
+        for (;;) {
+          const uint64_t i = any(rng);
+          const auto k = key_of(i);
+          if (k == reserved) continue;
+          key_index.push_back(i);
+          return k;
+        }
+      };
+      key_index.clear();
+      for (auto& k : b.keys)
+        k = draw([](uint64_t i) { return static_cast<uint32_t>(i); }, kMissing);
+      for (auto& k : b.keys64) {  // over the full 64-bit range
+        k = draw([&](uint64_t i) { return Mix64(i, spec.seed); }, kMissing64);
+      }
       if (columns) {
-        for (size_t r = 0; r < batch_rows; ++r)
-          b.key_columns.Append(spec.key_kind, any(rng), spec.seed);
+        for (size_t r = 0; r < batch_rows; ++r) {
+          key_index.push_back(any(rng));
+          b.key_columns.Append(spec.key_kind, key_index.back(), spec.seed);
+        }
         b.key_columns.Seal();
+      }
+      if (spec.rpc == Rpc::kMutate) {
+        CountDistinct(key_index, spec.build_keys, &b);
+        // Values of an unknown mapping: any (only structure is checked).
+        b.mapped_values.resize(batch_rows);
+        for (size_t r = 0; r < batch_rows; ++r) {
+          b.mapped_values[r] = Mix(static_cast<uint32_t>(key_index[r]), spec.seed ^ kValueSalt);
+        }
       }
       continue;
     }
@@ -248,7 +306,9 @@ BatchPool MakeBatchPool(const WorkloadSpec& spec, size_t batch_rows, size_t coun
                                                      spec.keyspace - 1);
     b.expected_values.resize(batch_rows);
     b.expected_found.resize(batch_rows);
+    b.mapped_values.resize(batch_rows);
     b.hits = hits;
+    key_index.assign(batch_rows, 0);
     const client::JoinKind kind = spec.join_kind;
     const bool all_matches =
         kind == client::JoinKind::kInner || kind == client::JoinKind::kLeftOuter;
@@ -273,6 +333,8 @@ BatchPool MakeBatchPool(const WorkloadSpec& spec, size_t batch_rows, size_t coun
         } while (reserved);
         b.expected_values[r] = Mix(i, spec.seed ^ kValueSalt);
         b.expected_found[r] = 1;
+        b.mapped_values[r] = b.expected_values[r];
+        key_index[r] = i;
         if (kind == client::JoinKind::kLeftAnti) continue;
         // The key's rows i, i + build_keys, ... in source order (semi: the first).
         const uint32_t group = all_matches ? pool.multiplicity : 1;
@@ -282,14 +344,23 @@ BatchPool MakeBatchPool(const WorkloadSpec& spec, size_t batch_rows, size_t coun
           b.expected_right.push_back(Mix(row, spec.seed ^ kValueSalt));
         }
       } else {
-        const uint64_t j = miss_row(rng);
-        if (columns) {
-          b.key_columns.Append(spec.key_kind, j, spec.seed);
-        } else if (wide) {
-          b.keys64[r] = Mix64(j, spec.seed);
-        } else {
-          b.keys[r] = Mix(static_cast<uint32_t>(j), spec.seed);
-        }
+        uint64_t j;
+        bool reserved;
+        do {  // never the reserved key, which a Mutate upsert may not carry
+          j = miss_row(rng);
+          if (columns) {
+            reserved = false;
+          } else if (wide) {
+            b.keys64[r] = Mix64(j, spec.seed);
+            reserved = b.keys64[r] == kMissing64;
+          } else {
+            b.keys[r] = Mix(static_cast<uint32_t>(j), spec.seed);
+            reserved = b.keys[r] == kMissing;
+          }
+        } while (reserved);
+        if (columns) b.key_columns.Append(spec.key_kind, j, spec.seed);
+        b.mapped_values[r] = Mix(static_cast<uint32_t>(j), spec.seed ^ kValueSalt);
+        key_index[r] = j;
         b.expected_values[r] = kMissing;
         b.expected_found[r] = 0;
         if (unmatched) {
@@ -299,6 +370,7 @@ BatchPool MakeBatchPool(const WorkloadSpec& spec, size_t batch_rows, size_t coun
       }
     }
     b.key_columns.Seal();
+    if (spec.rpc == Rpc::kMutate) CountDistinct(key_index, spec.build_keys, &b);
   }
   return pool;
 }
@@ -318,8 +390,9 @@ std::string CheckLookup(const BatchPool& pool, const PoolBatch& batch,
     return absl::StrCat("statistics say found ", s.found, " + missing ", s.missing, " for ", n,
                         " keys");
   }
-  if (pool.known_mapping && s.found != batch.hits) {
-    return absl::StrCat("statistics say ", s.found, " keys found, expected ", batch.hits);
+  if (pool.known_mapping && (pool.mutated ? s.found < batch.hits : s.found != batch.hits)) {
+    return absl::StrCat("statistics say ", s.found, " keys found, expected ",
+                        pool.mutated ? "at least " : "", batch.hits);
   }
   if (pool.keep_all && result.match_counts.size() != n) {
     return absl::StrCat("lookup answer has ", result.match_counts.size(), " match counts for ", n,
@@ -343,14 +416,25 @@ std::string CheckLookup(const BatchPool& pool, const PoolBatch& batch,
         std::memcmp(result.found.data(), batch.expected_found.data(), n) == 0) {
       return "";
     }
+    uint64_t found = 0;
     for (size_t r = 0; r < n; ++r) {
-      if (result.found[r] != batch.expected_found[r] ||
-          result.values[r] != batch.expected_values[r]) {
-        return absl::StrCat("row ", r, " key ", batch.KeyText(r),
-                            ": got found=", int{result.found[r]}, " value=", result.values[r],
-                            ", expected found=", int{batch.expected_found[r]},
-                            " value=", batch.expected_values[r]);
+      found += result.found[r] == 1 ? 1 : 0;
+      // A miss that a mutation inserted holds the value of its key index.
+      const bool inserted = pool.mutated && !batch.expected_found[r] && result.found[r] == 1 &&
+                            result.values[r] == batch.mapped_values[r];
+      if (!inserted && (result.found[r] != batch.expected_found[r] ||
+                        result.values[r] != batch.expected_values[r])) {
+        return absl::StrCat(
+            "row ", r, " key ", batch.KeyText(r), ": got found=", int{result.found[r]},
+            " value=", result.values[r], ", expected found=", int{batch.expected_found[r]},
+            " value=", batch.expected_values[r],
+            pool.mutated
+                ? absl::StrCat(" (or found with the mapped value ", batch.mapped_values[r], ")")
+                : std::string());
       }
+    }
+    if (found != s.found) {
+      return absl::StrCat("statistics say found ", s.found, " but ", found, " rows are found");
     }
     return "";
   }

@@ -18,6 +18,13 @@
 // are Mix64(i); pair: two uint32 columns that together spell Mix(i)), so hits,
 // misses and answers are known exactly as for integer keys.
 //
+// Mutations (--rpc mutate, --mutate-streams): a Mutate batch upserts keys
+// drawn as a lookup's are (hits at the hit ratio, misses beside them, never
+// the reserved key), each with the value the mapping gives its key index
+// (Mix(i, ...)): a hit re-assigns the value it has, a miss inserts the value
+// a lookup of it then finds. So while mutations run, a lookup's hit keeps its
+// answer and a miss is either missing or found with its mapped value.
+//
 // Multiplicity (--multiplicity M, a keep_all index): the index has build_keys * M
 // rows; row r has the key of key index r % build_keys and value Mix(r, ...), so
 // key i's rows are i, i + build_keys, ..., in source order and in different
@@ -40,9 +47,9 @@
 namespace gpujoin::loadtest {
 
 /// Which RPC the load tester drives.
-enum class Rpc { kLookup, kJoin, kAggregate };
+enum class Rpc { kLookup, kJoin, kAggregate, kMutate };
 
-/// "lookup", "join", "aggregate".
+/// "lookup", "join", "aggregate", "mutate".
 const char* RpcName(Rpc rpc);
 
 /// Parameters that define the generated data.
@@ -70,6 +77,11 @@ struct WorkloadSpec {
   bool keep_all = false;
   /// Join: the kind of every request.
   client::JoinKind join_kind = client::JoinKind::kInner;
+  /// Mutate: the index takes explicit values (the load tester's builds do); a
+  /// row-ID index takes none.
+  bool explicit_values = true;
+  /// Mutate: the payload columns of an existing index (upserts send nulls).
+  std::vector<client::PayloadColumnSpec> payload;
 };
 
 /// Rows of the index the load tester builds: build_keys * multiplicity.
@@ -113,6 +125,13 @@ struct PoolBatch {
   std::vector<uint32_t> expected_right;
   /// Rows whose key is in the index (known mapping); the lookup's found count.
   uint64_t hits = 0;
+  /// Known mapping: the value the mapping gives each row's key index (a hit's
+  /// expected value; for a miss the value a Mutate upsert of it inserts).
+  /// Mutate batches of an unknown mapping: the values they upsert.
+  std::vector<uint32_t> mapped_values;
+  /// Mutate: distinct keys of the batch, and how many of them are hits.
+  uint64_t distinct_keys = 0;
+  uint64_t distinct_hits = 0;
   /// Aggregate: float values (small integers, so sums are exact in any order),
   /// and the expected per-group results of this batch.
   std::vector<float> agg_values;
@@ -137,9 +156,17 @@ struct BatchPool {
   uint32_t multiplicity = 1;  ///< rows per key of the index (known mapping)
   bool keep_all = false;      ///< the index keeps every row of a key
   client::JoinKind join_kind = client::JoinKind::kInner;
+  /// Lookups: Mutate streams run meanwhile, so a miss may be found (with its
+  /// mapped value) and the found count is at least the hits.
+  bool mutated = false;
+  /// Mutate: send values (WorkloadSpec::explicit_values) and these payload
+  /// columns of batch_rows nulls each.
+  bool explicit_values = true;
+  std::vector<client::Column> null_payload;
   std::vector<PoolBatch> batches;
 
-  /// Request payload bytes of one batch (KeyWireBytes per key, plus values for aggregate).
+  /// Request payload bytes of one batch (KeyWireBytes per key, plus values for
+  /// aggregate and mutate, and mutate's payload columns).
   uint64_t RequestBytes(const WorkloadSpec& spec) const;
 };
 
@@ -150,15 +177,17 @@ struct BatchPool {
 size_t PoolSizeFor(size_t batch_rows, size_t budget_bytes = size_t{96} << 20,
                    uint32_t pairs_per_row = 1, uint32_t key_bytes = 4);
 
-/// Generates `count` batches of `batch_rows` rows with the expected answers.
+/// Generates `count` batches of `batch_rows` rows with the expected answers
+/// (Mutate: the upserts, their distinct counts, values and null payload).
 BatchPool MakeBatchPool(const WorkloadSpec& spec, size_t batch_rows, size_t count);
 
 /// Checks a Lookup answer to `batch`. Every answer: sizes and statistics (and the
-/// hit count when the mapping is known), O(1). With `full`: every row, against the
-/// expected values and found flags (known mapping) or for structure (found flags
-/// 0/1, missing rows carry 0xffffffff, statistics match the mask). On a keep_all
-/// index the answer must carry match counts: the multiplicity for a hit, 0 for
-/// a miss (unknown mapping: at least 1 for a hit).
+/// hit count when the mapping is known: at least it when `pool.mutated`), O(1).
+/// With `full`: every row, against the expected values and found flags (known
+/// mapping) or for structure (found flags 0/1, missing rows carry 0xffffffff,
+/// statistics match the mask); with `pool.mutated` a miss may be found with its
+/// mapped value. On a keep_all index the answer must carry match counts: the
+/// multiplicity for a hit, 0 for a miss (unknown mapping: at least 1 for a hit).
 /// Returns a description of the first difference, or "" when the answer is right.
 std::string CheckLookup(const BatchPool& pool, const PoolBatch& batch,
                         const client::LookupResult& result, bool full);

@@ -698,7 +698,8 @@ TEST(EchoRun, JoinsAtMultiplicityAnswerEveryPair) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Rpcs, EchoRun,
-                         ::testing::Values(Rpc::kLookup, Rpc::kJoin, Rpc::kAggregate),
+                         ::testing::Values(Rpc::kLookup, Rpc::kJoin, Rpc::kAggregate,
+                                           Rpc::kMutate),
                          [](const auto& info) { return std::string(RpcName(info.param)); });
 
 }  // namespace

@@ -8,6 +8,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gpujoin/testing/server_process.hpp"
 #include "gpujoin/testing/subprocess.hpp"
@@ -217,6 +219,61 @@ TEST_F(LoadtestAgainstServer, ExistingKeepAllIndexRunsOnlyKindsOfKnownSize) {
                              "--warmup", "0", "--verify-every", "1"});
   ExpectClean(semi, 1);
   EXPECT_EQ(semi["header"]["duplicates"], "keep_all");
+}
+
+// Upserts alone (--rpc mutate), then beside lookups (--mutate-streams) over a
+// small keyspace, so that lookups keep meeting misses the mutations inserted:
+// every answer of both checked, each RPC a row of its own.
+TEST_F(LoadtestAgainstServer, MutateAloneAndBesideLookups) {
+  const auto alone = RunJson({"--rpc", "mutate", "--build-keys", "20000", "--keyspace", "40000",
+                              "--batch-rows", "1K", "--concurrency", "1,2", "--duration", "0.4",
+                              "--warmup", "0.1"});
+  ExpectClean(alone, 2);
+  EXPECT_EQ(alone["header"]["mutate"], "upserts only");
+  for (const auto& r : alone["results"]) EXPECT_EQ(r["rpc"], "mutate") << r.dump(2);
+
+  const auto mixed =
+      RunJson({"--rpc", "lookup", "--build-keys", "20000", "--keyspace", "40000", "--batch-rows",
+               "4K", "--concurrency", "2", "--mutate-streams", "1", "--mutate-rows", "512",
+               "--duration", "0.6", "--warmup", "0.1", "--verify-every", "1", "--echo"});
+  ExpectClean(mixed, 4);
+  int lookups = 0, mutations = 0;
+  for (const auto& r : mixed["results"]) {
+    if (r["rpc"] == "lookup") {
+      ++lookups;
+      EXPECT_EQ(r["batch_rows"], 4096) << r.dump(2);
+      EXPECT_EQ(r["concurrency"], 2) << r.dump(2);
+    } else {
+      ++mutations;
+      EXPECT_EQ(r["rpc"], "mutate") << r.dump(2);
+      EXPECT_EQ(r["batch_rows"], 512) << r.dump(2);
+      EXPECT_EQ(r["concurrency"], 1) << r.dump(2);
+      EXPECT_GT(r["latency_ms"]["p99"].get<double>(), 0.0) << r.dump(2);
+    }
+  }
+  EXPECT_EQ(lookups, 2);  // server and echo
+  EXPECT_EQ(mutations, 2);
+}
+
+// Mutations need a lowest_row index (an upsert into a keep_all index appends)
+// and run beside lookups only.
+TEST_F(LoadtestAgainstServer, MutationsNeedALowestRowIndexAndLookups) {
+  RunJson({"--rpc", "lookup", "--build-keys", "1000", "--multiplicity", "2", "--keep-index",
+           "--index", "multi", "--batch-rows", "1K", "--requests", "2", "--warmup", "0"});
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--rpc", "mutate", "--index", "multi"}, "index 'multi' keeps every row of a key"},
+      {{"--rpc", "mutate", "--build-keys", "1000", "--multiplicity", "2"}, "keep_all"},
+      {{"--rpc", "join", "--build-keys", "1000", "--mutate-streams", "1"}, "--rpc lookup"},
+      {{"--build-keys", "1000", "--mutate-rows", "64"}, "--mutate-streams"},
+  };
+  for (const auto& [args, message] : cases) {
+    std::vector<std::string> argv{LoadtestBinary(), "--server", server_->grpc_address(),
+                                  "--duration", "0.1", "--warmup", "0"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const RunResult out = RunProcess(argv, {.timeout = std::chrono::seconds(60)});
+    EXPECT_EQ(out.code, 2) << out.err;
+    EXPECT_NE(out.err.find(message), std::string::npos) << out.err;
+  }
 }
 
 TEST_F(LoadtestAgainstServer, MissingIndexIsAStartupError) {

@@ -5,8 +5,9 @@
 // indexes with payload, checked after every batch against a dictionary model
 // through lookups (value, payload, match count) and joins (group order);
 // growth across several rehashes; the counts, statistics and mutation
-// sequences reported; refused batches that change nothing; and readers that
-// never see half a batch while batches flip a set of keys between two states.
+// sequences reported; refused batches that change nothing; repeated delete
+// keys that no index can hold counted once; and readers that never see half a
+// batch while batches flip a set of keys between two states.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -431,6 +432,23 @@ TEST_F(MutateIntegrationTest, KeepAllKeySchemaIndexFollowsTheModel) {
   RunRandomSequence("pg", universe, model, v1::COLUMN_TYPE_INT64, /*row_ids=*/false, 0, 25, rng);
 }
 
+// Reproduces a fuzz_mutate finding: delete keys that no index can hold (here
+// rows with a null key column) repeated in one batch were each counted as not
+// found; not_found_keys counts distinct keys, and key columns compare null for
+// null (so (null, 1) twice is one key, beside (null, 2)).
+TEST_F(MutateIntegrationTest, RepeatedNullDeleteKeysCountOncePerDistinctKey) {
+  auto spec = MutableSpec("nulls", v1::KEY_TYPE_COLUMNS, v1::COLUMN_TYPE_INT64, false, true, 8);
+  ASSERT_TRUE(Build({spec, EmptyChunk<PairKey>()}).ok());
+  v1::MutateRequest del;
+  del.set_index("nulls");
+  *del.add_delete_key_columns() = StrCol({std::nullopt, std::nullopt, std::nullopt, "a", "a"});
+  *del.add_delete_key_columns() = I64Col({1, 1, 2, 1, 1});
+  const v1::MutateResponse got = MutateOne(del);
+  ASSERT_FALSE(got.has_error()) << got.error().message();
+  EXPECT_EQ(got.deleted_keys(), 0u);
+  EXPECT_EQ(got.not_found_keys(), 3u);  // (null, 1), (null, 2) and ("a", 1)
+}
+
 // Builds index "t" (uint32, explicit values, an int64 payload "p") holding
 // keys 1..4 with values 10..40 and payload 100..400.
 class MutateErrorsTest : public MutateIntegrationTest {
@@ -527,6 +545,19 @@ TEST_F(MutateErrorsTest, BadBatchesAreAnsweredInBandNamingTheFieldAndChangeNothi
     EXPECT_THAT(got.error().message(), HasSubstr(c.message));
     ExpectUnchanged();
   }
+}
+
+// Reproduces a fuzz_mutate finding: the reserved key repeated in a batch's
+// deletes was counted as not found once per occurrence.
+TEST_F(MutateErrorsTest, RepeatedReservedDeleteKeysCountOnceAsNotFound) {
+  v1::MutateRequest del;
+  del.set_index("t");
+  PutKeys(std::vector<uint32_t>{0xffffffffu, 9, 0xffffffffu, 9, 1, 1}, true, &del);
+  const v1::MutateResponse got = MutateOne(del);
+  ASSERT_FALSE(got.has_error()) << got.error().message();
+  EXPECT_EQ(got.deleted_keys(), 1u);
+  EXPECT_EQ(got.deleted_rows(), 1u);
+  EXPECT_EQ(got.not_found_keys(), 2u);  // 9 and the reserved key, once each
 }
 
 TEST_F(MutateErrorsTest, AStreamAppliesItsBatchesInOrderAndLookupsReportTheSequence) {

@@ -247,58 +247,56 @@ class Rebuild final : public MutationRebuild {
     counts_.upsert_rows = upserts;
     const bool keep_all = spec_.duplicates == DuplicatePolicy::kKeepAll;
 
-    // Every occupied slot of the source, in slot order.
-    std::unordered_map<MapKey, uint32_t> where;
+    // The batch's distinct keys, each an entry: what the deletes and upserts
+    // do to it. Only these are hashed; the source's other keys are copied as
+    // they are (a batch is usually far smaller than the index).
+    std::unordered_map<MapKey, uint32_t> entry_of;
     std::string buf;
-    const uint32_t capacity = spec_.capacity;
-    for (uint32_t s = 0; s < capacity; ++s) {
-      if (!keys_.SlotLive(image_, s)) continue;
-      Entry e;
-      e.slot = s;
-      e.old_live = true;
-      where.emplace(keys_.ImageKey(image_, s, buf), uint32_t(entries_.size()));
-      entries_.push_back(std::move(e));
-    }
-    // Deletes.
+    auto entry = [&](const auto& key) -> Entry& {
+      const auto [it, added] = entry_of.emplace(MapKey(key), uint32_t(entries_.size()));
+      if (added) entries_.emplace_back();
+      return entries_[it->second];
+    };
+    // Each distinct delete key counts once, one that no index can hold too
+    // (the reserved word; key columns compare with their nulls, AppendKeyBytes).
     std::unordered_set<MapKey> seen;
     const uint64_t deletes = KeyRows(batch.delete_keys);
     for (uint64_t r = 0; r < deletes; ++r) {
+      const auto& key = keys_.DeleteKey(r, buf);
+      if (!seen.insert(MapKey(key)).second) continue;
       if (!keys_.DeleteValid(r)) {
         ++counts_.not_found_keys;
         continue;
       }
-      const auto& key = keys_.DeleteKey(r, buf);
-      if (!seen.insert(MapKey(key)).second) continue;
-      const auto it = where.find(key);
-      if (it == where.end() || !entries_[it->second].old_live) {
-        ++counts_.not_found_keys;
-        continue;
-      }
-      Entry& e = entries_[it->second];
-      e.old_live = false;
-      ++counts_.deleted_keys;
-      counts_.deleted_rows += keep_all ? GroupOf(e.slot).second : 1;
+      entry(key).deleted = true;
     }
-    // Upserts.
     for (uint64_t r = 0; r < upserts; ++r) {
-      const auto& key = keys_.UpsertKey(r, buf);
-      auto it = where.find(key);
-      if (it == where.end()) {
-        it = where.emplace(MapKey(key), uint32_t(entries_.size())).first;
-        Entry e;
-        e.key_row = r;
-        entries_.push_back(std::move(e));
-      }
-      Entry& e = entries_[it->second];
-      if (!e.touched) {
-        ++(e.old_live ? counts_.updated_keys : counts_.inserted_keys);
-        e.touched = true;
-      }
+      Entry& e = entry(keys_.UpsertKey(r, buf));
+      if (e.batch_rows.empty()) e.key_row = r;
       if (keep_all) {
         e.batch_rows.push_back(r);
       } else {
         e.batch_rows.assign(1, r);
       }
+    }
+    // Where the batch's keys live in the source: one pass over its slots.
+    const uint32_t capacity = spec_.capacity;
+    for (uint32_t s = 0; s < capacity; ++s) {
+      if (!keys_.SlotLive(image_, s)) continue;
+      ++source_keys_;
+      const auto it = entry_of.find(keys_.ImageKey(image_, s, buf));
+      if (it == entry_of.end()) continue;
+      entries_[it->second].slot = s;
+      touched_slots_.push_back({s, it->second});
+    }
+    for (Entry& e : entries_) {
+      const bool present = e.slot != kEmptySlotRow;
+      if (e.deleted) {
+        ++(present ? counts_.deleted_keys : counts_.not_found_keys);
+        if (present) counts_.deleted_rows += keep_all ? GroupOf(e.slot).second : 1;
+      }
+      e.old_live = present && !e.deleted;
+      if (!e.batch_rows.empty()) ++(e.old_live ? counts_.updated_keys : counts_.inserted_keys);
     }
     Emit(keep_all);
     return absl::OkStatus();
@@ -357,12 +355,13 @@ class Rebuild final : public MutationRebuild {
  private:
   using MapKey = typename KeyAccess<K>::MapKey;
 
-  // A key of the result: a source slot's, or new in the batch.
+  // A distinct key of the batch: its source slot (none when absent) and what
+  // the batch does to it.
   struct Entry {
     uint32_t slot = kEmptySlotRow;  // the source slot, or none
+    bool deleted = false;           // a delete names it
     bool old_live = false;          // the source's rows are kept
-    bool touched = false;           // upserted by the batch
-    uint64_t key_row = 0;           // a new key: the batch row it came from
+    uint64_t key_row = 0;           // its first upsert row (a new key's key)
     std::vector<uint64_t> batch_rows;  // kLowestRow: the winner; kKeepAll: appended rows
   };
 
@@ -382,39 +381,67 @@ class Rebuild final : public MutationRebuild {
     return kColumns ? image_.row_values.as<uint32_t>()[raw] : raw;
   }
 
-  // Lays the result out as one build input: each entry's rows, entry by entry.
+  // Lays the result out as one build input: the source's keys in slot order
+  // (their rows, or what the batch made of them), then the batch's new keys.
   void Emit(bool keep_all) {
+    const uint64_t positions = keep_all ? image_.group_values.size() / 4 : spec_.capacity;
+    const uint64_t rows = (keep_all ? positions : source_keys_) + counts_.upsert_rows;
     std::vector<RowRef> payload_rows;
     std::vector<RowRef> key_rows;
-    auto add = [&](const Entry& e, uint32_t value, RowRef payload) {
+    payload_rows.reserve(rows);
+    values_.reserve(rows);
+    if constexpr (kColumns) {
+      key_rows.reserve(rows);
+    } else {
+      words_.reserve(rows);
+    }
+    // One row of a key whose key is `key`: a source slot's or a batch row's.
+    auto add = [&](RowRef key, uint32_t value, RowRef payload) {
       values_.push_back(value);
       payload_rows.push_back(payload);
-      const RowRef key = e.slot != kEmptySlotRow
-                             ? RowRef{kImage, image_.values.as<uint32_t>()[e.slot]}
-                             : RowRef{kBatch, e.key_row};
       if constexpr (kColumns) {
-        key_rows.push_back(key);
+        key_rows.push_back(
+            key.source == kImage ? RowRef{kImage, image_.values.as<uint32_t>()[key.row]} : key);
       } else {
-        words_.push_back(key.source == kImage ? image_.keys.as<K>()[e.slot] : keys_.upsert[key.row]);
+        words_.push_back(key.source == kImage ? image_.keys.as<K>()[key.row]
+                                              : keys_.upsert[key.row]);
       }
     };
-    for (const Entry& e : entries_) {
-      const bool any = e.old_live || !e.batch_rows.empty();
-      if (!any) continue;
-      ++live_keys_;
+    // The source's rows of slot s (kKeepAll: its group; kLowestRow: its value).
+    auto add_source = [&](uint32_t s) {
       if (keep_all) {
-        if (e.old_live) {
-          const auto [first, size] = GroupOf(e.slot);
-          for (uint32_t p = first; p < first + size; ++p) add(e, PositionValue(p), {kImage, p});
+        const auto [first, size] = GroupOf(s);
+        for (uint32_t p = first; p < first + size; ++p) {
+          add({kImage, s}, PositionValue(p), {kImage, p});
         }
-        for (uint64_t r : e.batch_rows) add(e, batch_values_[r], {kBatch, r});
-      } else if (!e.batch_rows.empty()) {
-        add(e, batch_values_[e.batch_rows[0]], {kBatch, e.batch_rows[0]});
       } else {
-        add(e, SlotValue(e.slot), {kImage, e.slot});
+        add({kImage, s}, SlotValue(s), {kImage, s});
       }
+    };
+    auto add_batch = [&](RowRef key, const Entry& e) {
+      for (uint64_t r : e.batch_rows) add(key, batch_values_[r], {kBatch, r});
+    };
+    size_t next_touched = 0;
+    const uint32_t capacity = spec_.capacity;
+    for (uint32_t s = 0; s < capacity; ++s) {
+      if (!keys_.SlotLive(image_, s)) continue;
+      if (next_touched == touched_slots_.size() || touched_slots_[next_touched].first != s) {
+        ++live_keys_;
+        add_source(s);
+        continue;
+      }
+      const Entry& e = entries_[touched_slots_[next_touched++].second];
+      if (!e.old_live && e.batch_rows.empty()) continue;  // deleted
+      ++live_keys_;
+      // kLowestRow: the batch's winner replaces the source's row.
+      if (e.old_live && (keep_all || e.batch_rows.empty())) add_source(s);
+      add_batch({kImage, s}, e);
     }
-    const uint64_t positions = keep_all ? image_.group_values.size() / 4 : spec_.capacity;
+    for (const Entry& e : entries_) {
+      if (e.slot != kEmptySlotRow || e.batch_rows.empty()) continue;
+      ++live_keys_;
+      add_batch({kBatch, e.key_row}, e);
+    }
     for (size_t c = 0; c < image_.payload.size(); ++c) {
       const PayloadImage& p = image_.payload[c];
       const CellColumn stored = CellsOf(p, positions);
@@ -438,7 +465,10 @@ class Rebuild final : public MutationRebuild {
   std::vector<CellColumn> batch_payload_;
   std::vector<uint32_t> batch_values_;
   MutationCounts counts_;
-  std::vector<Entry> entries_;
+  std::vector<Entry> entries_;  // the batch's distinct keys
+  // The source slots of the batch's keys, in slot order: (slot, entry).
+  std::vector<std::pair<uint32_t, uint32_t>> touched_slots_;
+  uint64_t source_keys_ = 0;  // live slots of the source
   uint64_t live_keys_ = 0;
   // The build input.
   std::vector<K> words_;  // key words (unused for key schemas)

@@ -195,8 +195,9 @@ absl::Status Operations::MutateOf(const IndexVersion& version, const v1::MutateR
     return absl::InvalidArgumentError(absl::StrCat(
         "payload: ", request.payload_size(), " columns but the batch has no upsert keys"));
   }
-  GPUJOIN_ASSIGN_OR_RETURN(PayloadStaging::Chunk parts,
-                           payload.Validate(request.payload(), "", upsert_rows));
+  GPUJOIN_ASSIGN_OR_RETURN(
+      PayloadStaging::Chunk parts,
+      payload.Validate(request.payload(), "", upsert_rows, "one per upsert key of the batch"));
   MemoryBudget::Reservation staged;
   if (state_.staging != nullptr) {
     const uint64_t bytes = payload.GrowthBytes(parts) + 4 * upsert_rows;
@@ -207,7 +208,17 @@ absl::Status Operations::MutateOf(const IndexVersion& version, const v1::MutateR
   }
   payload.Append(parts);
   if (upsert_rows != 0) {
-    GPUJOIN_RETURN_IF_ERROR(payload.CheckRows(upsert_rows));
+    // PayloadStaging::CheckRows names a build's spec.payload; a batch's field is `payload`.
+    const std::vector<std::string> names = payload.Names();
+    const std::vector<engine::ColumnView> columns = payload.Views();
+    for (size_t c = 0; c < columns.size(); ++c) {
+      if (columns[c].rows != upsert_rows) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "payload: column \"", names[c], "\" (payload[", c, "] of index \"", version.name,
+            "\") has ", columns[c].rows, " rows, but the batch has ", upsert_rows,
+            " upsert keys (every payload column of the index needs one row per upsert key)"));
+      }
+    }
   }
 
   engine::MutationBatchT<Key> batch;

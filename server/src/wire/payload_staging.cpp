@@ -93,7 +93,7 @@ absl::Status PayloadStaging::Declare(
 
 absl::StatusOr<PayloadStaging::Chunk> PayloadStaging::Validate(
     const google::protobuf::RepeatedPtrField<v1::Column>& columns, std::string_view chunk_field,
-    uint64_t max_rows) const {
+    uint64_t max_rows, std::string_view max_rows_are) const {
   Chunk chunk;
   if (columns.empty()) return chunk;
   std::vector<uint64_t> rows(columns_.size());
@@ -121,7 +121,7 @@ absl::StatusOr<PayloadStaging::Chunk> PayloadStaging::Validate(
     if (length > max_rows || rows[j] + length > max_rows) {
       return absl::InvalidArgumentError(absl::StrCat(where, ".length: ", length, " rows after ",
                                                      rows[j], " would exceed ", max_rows,
-                                                     " rows, the most a build may have"));
+                                                     " rows, ", std::string(max_rows_are)));
     }
     GPUJOIN_ASSIGN_OR_RETURN(CheckedColumn checked, CheckColumnBuffers(c, column.type, where));
     Part part;

@@ -56,9 +56,11 @@ class PayloadStaging {
   /// declared column, has its declared type, and `length` rows whose data,
   /// offsets and validity have the sizes of that type (docs/api.md); offsets are
   /// non-decreasing from >= 0 to at most the data's bytes; STRING rows are valid
-  /// UTF-8; no column grows past `max_rows` rows. Returns the parts to append.
+  /// UTF-8; no column grows past `max_rows` rows, which `max_rows_are` names
+  /// in the error ("the most a build may have"). Returns the parts to append.
   absl::StatusOr<Chunk> Validate(const google::protobuf::RepeatedPtrField<v1::Column>& columns,
-                                 std::string_view chunk_field, uint64_t max_rows) const;
+                                 std::string_view chunk_field, uint64_t max_rows,
+                                 std::string_view max_rows_are = "the most a build may have") const;
 
   /// Host bytes that Append(chunk) will add to bytes() (the growth of the staged
   /// columns' buffers), so that they can be counted before they are taken.

@@ -1,4 +1,4 @@
-// What every pipelined stream (Lookup, Join, Aggregate, Hash) takes: its
+// What every pipelined stream (Lookup, Join, Aggregate, Hash, Mutate) takes: its
 // options, the source its batches come from and the sink its results go to.
 #pragma once
 

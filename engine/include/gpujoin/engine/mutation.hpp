@@ -5,9 +5,11 @@
 // The semantics are the same for every index kind and backend:
 //  - deletes first, then upserts;
 //  - a delete removes every row of its key (kLowestRow: the key and its value
-//    and payload; kKeepAll: the key's whole group); a key that is absent, or
-//    repeated in the delete list, or the reserved key word / a key with a null
-//    column (which no index can hold), is counted as not found;
+//    and payload; kKeepAll: the key's whole group); each distinct delete key
+//    counts once: as deleted when present, else as not found, the reserved key
+//    word and keys with a null column (which no index can hold) included (key
+//    columns compare null for null and value for value); a key repeated in the
+//    delete list counts once;
 //  - kLowestRow upsert: insert or assign. Within a batch the last occurrence of
 //    a key wins: the key's value and payload are those of that row;
 //  - kKeepAll upsert: the row is appended to its key's group (the existing rows
@@ -76,7 +78,8 @@ struct MutationCounts {
   uint64_t updated_keys = 0;
   /// Distinct delete keys that were present.
   uint64_t deleted_keys = 0;
-  /// Distinct delete keys that were absent (and reserved or null keys).
+  /// Distinct delete keys that were absent (reserved and null keys included,
+  /// each distinct one once).
   uint64_t not_found_keys = 0;
   /// Rows the deletes removed (kKeepAll: every row of each deleted key).
   uint64_t deleted_rows = 0;
