@@ -449,6 +449,47 @@ TEST_F(MutateIntegrationTest, RepeatedNullDeleteKeysCountOncePerDistinctKey) {
   EXPECT_EQ(got.not_found_keys(), 3u);  // (null, 1), (null, 2) and ("a", 1)
 }
 
+// Growth needs room for the larger table beside the live one: when the budget
+// refuses it, the batch is RESOURCE_EXHAUSTED naming the budget and changes
+// nothing; batches that fit the table still apply in place.
+TEST_F(MutateIntegrationTest, GrowthTheBudgetRefusesChangesNothing) {
+  if (gpujoin::testing::TestBackend() != "cpu") GTEST_SKIP() << "sizes of the CPU backend";
+  server_.reset();
+  // 16384 uint32 slots take 128 KiB; growing to 32768 needs 256 KiB more.
+  StartServer({"--device-memory-limit=300K"}, false);
+  std::vector<uint32_t> keys;
+  for (uint32_t k = 0; k < 13000; ++k) keys.push_back(k);
+  ASSERT_TRUE(Build({testing::SpecMsg("b", 16384), testing::ChunkMsg(keys)}).ok());
+  std::vector<uint32_t> more;
+  for (uint32_t k = 20000; k < 20200; ++k) more.push_back(k);
+  v1::MutateRequest grow;
+  grow.set_index("b");
+  PutKeys(more, false, &grow);
+  const v1::MutateResponse refused = MutateOne(grow);
+  ASSERT_TRUE(refused.has_error());
+  EXPECT_EQ(refused.error().code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(refused.error().message(), HasSubstr("--device-memory-limit"));
+  EXPECT_THAT(refused.error().message(), HasSubstr("32768 slots"));
+  const v1::IndexInfo info = Describe("b");
+  EXPECT_EQ(info.mutation_sequence(), 0u);
+  EXPECT_EQ(info.capacity(), 16384u);
+  EXPECT_EQ(info.statistics().unique_keys(), 13000u);
+  v1::LookupRequest l;
+  l.set_index("b");
+  PutKeys(std::vector<uint32_t>{20000, 5}, &l);
+  const auto out = Lookups({l});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(UnpackColumn<uint32_t>(out[0].values()), (std::vector<uint32_t>{0xffffffffu, 5}));
+  // Updates fit the table: in place, no second table.
+  v1::MutateRequest update;
+  update.set_index("b");
+  PutKeys(std::vector<uint32_t>{1, 2, 3}, false, &update);
+  const v1::MutateResponse applied = MutateOne(update);
+  ASSERT_FALSE(applied.has_error()) << applied.error().message();
+  EXPECT_EQ(applied.updated_keys(), 3u);
+  EXPECT_EQ(applied.mutation_sequence(), 1u);
+}
+
 // Builds index "t" (uint32, explicit values, an int64 payload "p") holding
 // keys 1..4 with values 10..40 and payload 100..400.
 class MutateErrorsTest : public MutateIntegrationTest {
