@@ -67,7 +67,9 @@ class PayloadRows {
     }
   }
   // An empty slot's row: null, zero bytes (an image's layout).
-  void EmptyRow(uint8_t* row) const { std::memset(row, 0, bytes_); }
+  void EmptyRow(uint8_t* row) const {
+    if (bytes_ != 0) std::memset(row, 0, bytes_);  // no payload: `row` may be null
+  }
   // Row `r` of the batch's payload columns (same order and types).
   void FromBatch(const std::vector<ColumnView>& batch, uint64_t r, uint8_t* row) const {
     for (size_t c = 0; c < columns_.size(); ++c) {
