@@ -32,8 +32,8 @@ absl::StatusOr<uint64_t> MutationLogs::Append(const IndexVersion& v, uint64_t se
   const std::shared_ptr<Entry> e = EntryOf(v.name);
   // e->log is touched only in the name's mutation lane (the caller's).
   if (e->log == nullptr) {
-    GPUJOIN_ASSIGN_OR_RETURN(e->log, MutationLog::Open(PathOf(v.name), options_.policy, &metrics_,
-                                                       v.name));
+    GPUJOIN_ASSIGN_OR_RETURN(e->log,
+                             MutationLog::Open(PathOf(v.name), options_.policy, &metrics_, v.name));
   }
   bool compact = false;
   uint64_t written_base = 0, written_sequence = 0;
@@ -48,16 +48,15 @@ absl::StatusOr<uint64_t> MutationLogs::Append(const IndexVersion& v, uint64_t se
     // those a written snapshot of this base holds.
     const uint64_t base = v.base_id;
     const uint64_t covered = written_base == base ? written_sequence : 0;
-    const absl::Status s = e->log->Rewrite([&](const LogRecord& r) {
-      return r.base_version == base && r.sequence > covered;
-    });
+    const absl::Status s = e->log->Rewrite(
+        [&](const LogRecord& r) { return r.base_version == base && r.sequence > covered; });
     if (s.ok()) {
       std::lock_guard<std::mutex> lock(mu_);
       // A snapshot written meanwhile asks for another compaction.
       if (e->written_base == written_base && e->written_sequence == written_sequence) {
         e->compact = false;
       }
-      e->snapshot_asked = false;
+      e->asked_at_bytes = 0;
     } else {
       // The log is as it was (or failed, which the append below reports).
       LogWarning(absl::StrCat("compacting the write-ahead log of index \"", v.name,
@@ -69,10 +68,11 @@ absl::StatusOr<uint64_t> MutationLogs::Append(const IndexVersion& v, uint64_t se
   record.sequence = sequence;
   record.payload = request.SerializeAsString();
   GPUJOIN_ASSIGN_OR_RETURN(const uint64_t ticket, e->log->Append(record));
-  if (e->log->bytes() > options_.compact_bytes) {
+  const uint64_t bytes = e->log->bytes();
+  if (bytes > options_.compact_bytes) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!e->snapshot_asked) {
-      e->snapshot_asked = true;
+    if (e->asked_at_bytes == 0 || bytes >= e->asked_at_bytes + options_.compact_bytes) {
+      e->asked_at_bytes = bytes;
       *rewrite_snapshot = true;
     }
   }
@@ -115,10 +115,10 @@ absl::Status MutationLogs::Replay(
   for (const LogRecord& r : contents->records) {
     if (r.base_version != v.base_id || r.sequence <= v.mutation.sequence) continue;
     if (r.sequence != v.mutation.sequence + 1) {
-      return absl::DataLossError(absl::StrCat(
-          "write-ahead log \"", file, "\": record of mutation sequence ", r.sequence,
-          " follows sequence ", v.mutation.sequence, " of the snapshot and the records before it; ",
-          "a record is missing"));
+      return absl::DataLossError(
+          absl::StrCat("write-ahead log \"", file, "\": record of mutation sequence ", r.sequence,
+                       " follows sequence ", v.mutation.sequence,
+                       " of the snapshot and the records before it; ", "a record is missing"));
     }
     v1::MutateRequest request;
     if (!request.ParseFromString(r.payload)) {
@@ -137,8 +137,7 @@ absl::Status MutationLogs::Replay(
   metrics_.Replayed(replayed);
   const std::shared_ptr<Entry> e = EntryOf(v.name);
   // Opening truncates a torn tail (counted) and continues after the last record.
-  GPUJOIN_ASSIGN_OR_RETURN(e->log,
-                           MutationLog::Open(path, options_.policy, &metrics_, v.name));
+  GPUJOIN_ASSIGN_OR_RETURN(e->log, MutationLog::Open(path, options_.policy, &metrics_, v.name));
   if (replayed != 0 || contents->torn_tail_records != 0) {
     LogInfo(absl::StrCat("index \"", v.name, "\": replayed ", replayed,
                          " write-ahead log records to mutation sequence ", v.mutation.sequence,
@@ -162,8 +161,9 @@ void MutationLogs::Forget(const std::string& name) {
   }
   if (e != nullptr && e->log != nullptr) {
     const absl::Status s = e->log->Remove();
-    if (!s.ok()) LogWarning(absl::StrCat("removing the write-ahead log of dropped index \"", name,
-                                         "\": ", s.message()));
+    if (!s.ok())
+      LogWarning(absl::StrCat("removing the write-ahead log of dropped index \"", name,
+                              "\": ", s.message()));
     return;
   }
   // Never opened by this process (a log left by an earlier one).

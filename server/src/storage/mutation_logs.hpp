@@ -52,7 +52,8 @@ class MutationLogs {
   /// and applies a compaction a written snapshot made possible. Returns the
   /// ticket for Sync. `rewrite_snapshot` is set when the log passed
   /// --wal-compact-bytes and no snapshot was asked for since its last
-  /// compaction. Errors name the file (MutationLog's); nothing is appended.
+  /// compaction (or a compact_bytes of growth ago). Errors name the file (MutationLog's); nothing
+  /// is appended.
   absl::StatusOr<uint64_t> Append(const IndexVersion& v, uint64_t sequence,
                                   const v1::MutateRequest& request, bool* rewrite_snapshot);
   /// MutationLog::Sync of `name`'s log.
@@ -85,7 +86,10 @@ class MutationLogs {
     uint64_t written_base = 0;
     uint64_t written_sequence = 0;
     bool compact = false;
-    bool snapshot_asked = false;
+    // The log's bytes when a snapshot was last asked for (0: none since the
+    // last compaction); a write that failed is asked for again once the log
+    // has grown by another --wal-compact-bytes.
+    uint64_t asked_at_bytes = 0;
   };
   std::string PathOf(const std::string& name) const;
   /// The name's entry, created empty on first use.
