@@ -354,3 +354,23 @@ def test_keep_all_expansion_beyond_max_result_bytes(limited):
     assert got[0].columns[1][:3] == [4000, 0, 1], got[0].columns[1][:3]
     assert_error(got[1], RESOURCE_EXHAUSTED, None, ["max-result-bytes"])
     assert got[2].error is None and got[2].rows == 4001
+
+
+@pytest.mark.parametrize("batches", [[[-1], [0, 2**62, 2**62]], [[2**62, -1], [2**62]],
+                                     [[2**62], [2**62], [-1]]],
+                         ids=["a-batch-sum-leaves-int64", "in-range-at-every-row",
+                              "the-running-total-leaves-int64"])
+@pytest.mark.parametrize("op", [pb.AGGREGATE_OP_SUM, pb.AGGREGATE_OP_MEAN], ids=["sum", "mean"])
+def test_an_exact_sum_that_fits_is_not_out_of_range_whatever_the_batches(conn, batches, op):
+    """The stream's exact sum is 2^63 - 1, which fits int64: the answer is it
+    (or its mean), however the rows are cut into batches (docs/api.md: integer
+    sums are exact; only a sum that leaves the 64-bit type is OUT_OF_RANGE)."""
+    plan = pb.Plan(steps=[agg(measures=[measure(op, "x", "m")])])
+    reqs = [pb.QueryRequest(batch_id=j + 1, columns=columns([("x", T.COLUMN_TYPE_INT64, b)]))
+            for j, b in enumerate(batches)]
+    reqs[0].plan.CopyFrom(plan)
+    final = conn.query(reqs)[-1]
+    assert final.final and final.error is None, final.describe()
+    rows = sum(len(b) for b in batches)
+    want = 2**63 - 1 if op == pb.AGGREGATE_OP_SUM else (2**63 - 1) / rows
+    assert final.columns == [[want]], final.describe()
