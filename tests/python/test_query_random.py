@@ -643,3 +643,105 @@ def test_a_result_larger_than_a_message_comes_in_parts(small_messages):
     check_rows(a, want, "the parts joined")
     check_stats(a.steps, stats, "the parts' statistics", required={0, 1})
     assert [x for x in got[1:] if not x.final] == []
+
+
+DOCUMENTED_FILTERS = [
+    # (where, rows kept of DOC_BATCH) — each line a sentence of docs/api.md "Filter".
+    ("big < 18446744073709551615", [0, 1, 2]),           # int64 vs 2^64 - 1 is simply less
+    ("big > -9223372036854775809.5", [0, 2]),            # as float64: -2^63 equals it
+    ("u >= 4294967295", [3]),
+    ("u = 4294967295.0", [3]),                           # integer column, float literal
+    ("x = 1", [0]), ("x != 1", [1, 2]),                  # NaN compares false except !=
+    ("x <> 1", [1, 2]), ("x < 100", [0, 2]), ("not x < 100", [1]),
+    ("x = 2.5", [2]), ("f32 = 0.1", []), ("f32 > 0.1", [0, 1]),  # float32 0.1 as float64
+    ("s = 'o''k'", [1]), ("s < 'b'", [0]), ("s >= 'o'", [1, 2]),  # bytewise; quote doubled
+    ("s = '\u00e9'", [2]), ("s in ('a', '\u00e8')", [0]),
+    ("b = true", [0]), ("b == FALSE", [1]), ("b != TRUE", [1]),
+    ("b = true or x = 1", [0]), ("x = 1 or b", None),    # `b` alone is no expression
+    ("b = false and x = 1", []),
+    ("(b = true or x is null) and not (x in (1, 3))", []),
+    ("x is null", [3]), ("x IS NOT NULL", [0, 1, 2]), ("not x is null", [0, 1, 2]),
+    ("x not in (1, 2.5)", [1]),                          # NaN not in: true; null: null
+    ("x in (7)", []), ("\"x\" = 1", [0]), ("\"my-col\" = 3", [1]),
+    # false and null is false; true or null is true; not null is null.
+    ("not (b = true and x = 5)", [0, 1, 2]),
+    ("b = false or x is not null", [0, 1, 2]),
+    ("not (x = 1)", [1, 2]),
+]
+DOC_BATCH = [("big", T.COLUMN_TYPE_INT64, [2**63 - 1, -2**63, 0, None]),
+             ("u", T.COLUMN_TYPE_UINT32, [0, 1, 2, 2**32 - 1]),
+             ("x", T.COLUMN_TYPE_FLOAT64, [1.0, math.nan, 2.5, None]),
+             ("f32", T.COLUMN_TYPE_FLOAT32, [f32(0.2), f32(0.1), None, f32(-1.0)]),
+             ("s", T.COLUMN_TYPE_STRING, [b"a", b"o'k", "\u00e9".encode(), None]),
+             ("b", T.COLUMN_TYPE_BOOL, [True, False, None, None]),
+             ("my-col", T.COLUMN_TYPE_INT32, [1, 3, None, 0])]
+
+
+@pytest.mark.parametrize("where,keep", DOCUMENTED_FILTERS, ids=[w for w, _ in DOCUMENTED_FILTERS])
+def test_documented_filter_semantics(conn, where, keep):
+    names = [n for n, _, _ in DOC_BATCH]
+    types = [t for _, t, _ in DOC_BATCH]
+    cols = [v for _, _, v in DOC_BATCH]
+    plan = pb.Plan(steps=[pb.PlanStep(filter=pb.FilterStep(where=where))])
+    (a, *rest) = conn.query([pb.QueryRequest(batch_id=1, plan=plan,
+                                             columns=batch_columns(names, types, cols))])
+    if keep is None:
+        assert a.error is not None and a.error.code == 3, a.describe()
+        return
+    assert a.error is None, a.describe()
+    want = qm.Table(names, types, cols).take(keep)
+    check_rows(a, want, f"where {where!r}")
+
+
+def test_groups_without_rows_and_messages_without_a_batch(conn):
+    """No group_by: one group even when no row arrived (count 0, the other
+    measures null). An aggregate plan answers each batch with no rows, a
+    flush-only message (no columns: it carries no batch) with the groups so
+    far, and the end of the stream with the groups."""
+    names, types = ["x", "g"], [T.COLUMN_TYPE_INT32, T.COLUMN_TYPE_STRING]
+    plan = pb.Plan(steps=[
+        pb.PlanStep(filter=pb.FilterStep(where="x > 100")),
+        pb.PlanStep(aggregate=pb.AggregateStep(measures=[
+            pb.Measure(op=pb.AGGREGATE_OP_COUNT), pb.Measure(op=pb.AGGREGATE_OP_COUNT, column="g"),
+            pb.Measure(op=pb.AGGREGATE_OP_SUM, column="x"), pb.Measure(op=pb.AGGREGATE_OP_MIN, column="x"),
+            pb.Measure(op=pb.AGGREGATE_OP_MEAN, column="x", name="avg")]))])
+    reqs = [pb.QueryRequest(batch_id=1, plan=plan,
+                            columns=batch_columns(names, types, [[1, 2], [b"a", None]])),
+            pb.QueryRequest(batch_id=2, flush=True),
+            pb.QueryRequest(batch_id=3, columns=batch_columns(names, types, [[101, 300, None],
+                                                                             [None, b"b", b"c"]])),
+            pb.QueryRequest(batch_id=4, flush=True)]
+    got = conn.query(reqs)
+    assert [a.batch_id for a in got] == [1, 2, 3, 4, 5], [a.describe() for a in got]
+    assert all(a.error is None for a in got), [a.describe() for a in got]
+    empty = [[0], [0], [None], [None], [None]]
+    assert got[0].rows == 0 and got[2].rows == 0
+    assert got[1].names == ["count", "count_g", "sum_x", "min_x", "avg"]
+    assert got[1].types == [T.COLUMN_TYPE_UINT64, T.COLUMN_TYPE_UINT64, T.COLUMN_TYPE_INT64,
+                            T.COLUMN_TYPE_INT32, T.COLUMN_TYPE_FLOAT64]
+    assert got[1].columns == empty, got[1].describe()
+    assert got[3].columns == [[2], [1], [401], [101], [200.5]], got[3].describe()
+    assert got[4].final and got[4].columns == got[3].columns, got[4].describe()
+
+
+def test_a_dropped_index_fails_its_batches_in_band(conn):
+    """Each batch uses the live version: while the index is dropped a batch is
+    answered NOT_FOUND in-band and the stream goes on; once it is built again
+    (same key and payload) the next batch runs on the new version."""
+    name = "qd-drop"
+    info = conn.build(name, pb.KEY_TYPE_UINT32, [1, 2], [("v", T.COLUMN_TYPE_INT64, [10, 20])])
+    names, types = ["k"], [T.COLUMN_TYPE_UINT32]
+    s = Interactive(conn.stub)
+    plan = pb.Plan(steps=[pb.PlanStep(lookup=pb.LookupStep(index=name, key=["k"], select=["v"]))])
+    batch = batch_columns(names, types, [[2, 1, 3]])
+    a = s.ask(pb.QueryRequest(batch_id=1, plan=plan, columns=batch))
+    assert a.error is None and a.columns == [[2, 1], [20, 10], [True, True]], a.describe()
+    conn.stub.DropIndex(pb.DropIndexRequest(name=name), timeout=30)
+    a = s.ask(pb.QueryRequest(batch_id=2, columns=batch))
+    assert a.error is not None and a.error.code == 5 and name in a.error.message, a.describe()
+    again = conn.build(name, pb.KEY_TYPE_UINT32, [3], [("v", T.COLUMN_TYPE_INT64, [30])])
+    a = s.ask(pb.QueryRequest(batch_id=3, columns=batch))
+    assert a.error is None and a.columns == [[3], [30], [True]], a.describe()
+    assert a.steps[0].index_version == again.version > info.version
+    assert [x for x in s.close() if not x.final] == []
+    conn.stub.DropIndex(pb.DropIndexRequest(name=name), timeout=30)
