@@ -338,8 +338,8 @@ class PlanReader {
     }
     const v1::ColumnType type = c == 0xff ? v1::COLUMN_TYPE_INT64 : cols_[c % cols_.size()].type;
     const uint8_t lit = in_.Next();
-    const bool wrong = lit == 0xff;
-    if (wrong) *valid = false;
+    const bool wrong = lit == 0xff;  // a literal of another kind (not for `is null`)
+    if (wrong && op % 8 != 3) *valid = false;
     if (op % 8 == 3) {
       e->kind = Expr::kIsNull;
       e->negated = op & 0x80;
