@@ -58,14 +58,14 @@ struct InputColumn {
   const char* name;
   v1::ColumnType type;
 };
-constexpr InputColumn kInput[] = {
-    {"k", v1::COLUMN_TYPE_INT64},   {"u", v1::COLUMN_TYPE_UINT32},  {"w", v1::COLUMN_TYPE_UINT64},
-    {"i", v1::COLUMN_TYPE_INT32},   {"s", v1::COLUMN_TYPE_STRING},  {"bin", v1::COLUMN_TYPE_BINARY},
-    {"f", v1::COLUMN_TYPE_FLOAT64}, {"b", v1::COLUMN_TYPE_BOOL}};
+constexpr InputColumn kInput[] = {{"k", v1::COLUMN_TYPE_INT64},   {"u", v1::COLUMN_TYPE_UINT32},
+                                  {"w", v1::COLUMN_TYPE_UINT64},  {"i", v1::COLUMN_TYPE_INT32},
+                                  {"s", v1::COLUMN_TYPE_STRING},  {"bin", v1::COLUMN_TYPE_BINARY},
+                                  {"f", v1::COLUMN_TYPE_FLOAT64}, {"b", v1::COLUMN_TYPE_BOOL}};
 
 bool IsInt(v1::ColumnType t) {
-  return t == v1::COLUMN_TYPE_INT32 || t == v1::COLUMN_TYPE_INT64 ||
-         t == v1::COLUMN_TYPE_UINT32 || t == v1::COLUMN_TYPE_UINT64;
+  return t == v1::COLUMN_TYPE_INT32 || t == v1::COLUMN_TYPE_INT64 || t == v1::COLUMN_TYPE_UINT32 ||
+         t == v1::COLUMN_TYPE_UINT64;
 }
 
 template <typename T>
@@ -75,8 +75,21 @@ std::string Le(T v) {
 
 // Integers the cells and literals draw from: fixture keys, their neighbours,
 // negatives and words past 32 bits.
-constexpr __int128 kInts[] = {0, 1, 5, 31, 1000, 1007, 32, -1, -5, 0xfffffffe, 0xffffffff,
-                              __int128{1} << 32, (__int128{1} << 32) + 5, 7, 2};
+constexpr __int128 kInts[] = {0,
+                              1,
+                              5,
+                              31,
+                              1000,
+                              1007,
+                              32,
+                              -1,
+                              -5,
+                              0xfffffffe,
+                              0xffffffff,
+                              __int128{1} << 32,
+                              (__int128{1} << 32) + 5,
+                              7,
+                              2};
 const char* const kStrings[] = {"", "a", "A", "abc", "sku-1000", "sku-1001", "x", "xy", "o'k"};
 
 Cell IntCell(v1::ColumnType t, __int128 v) {
@@ -98,8 +111,13 @@ Cell MakeCell(v1::ColumnType t, uint8_t code) {
   if (IsInt(t)) return IntCell(t, kInts[c % std::size(kInts)]);
   switch (t) {
     case v1::COLUMN_TYPE_FLOAT64: {
-      const double fs[] = {0.5, -1.25, 2.0, 1000.0, std::numeric_limits<double>::quiet_NaN(),
-                           std::numeric_limits<double>::infinity(), -0.0};
+      const double fs[] = {0.5,
+                           -1.25,
+                           2.0,
+                           1000.0,
+                           std::numeric_limits<double>::quiet_NaN(),
+                           std::numeric_limits<double>::infinity(),
+                           -0.0};
       return Le(fs[c % std::size(fs)]);
     }
     case v1::COLUMN_TYPE_BOOL:
@@ -117,7 +135,7 @@ Cell MakeCell(v1::ColumnType t, uint8_t code) {
 Literal MakeLiteral(v1::ColumnType t, uint8_t code, bool wrong_kind) {
   Literal l;
   const bool numeric = IsInt(t) || t == v1::COLUMN_TYPE_FLOAT64;
-  Literal::Kind kind = numeric ? (code & 1 ? Literal::kFloat : Literal::kInt)
+  Literal::Kind kind = numeric                     ? (code & 1 ? Literal::kFloat : Literal::kInt)
                        : t == v1::COLUMN_TYPE_BOOL ? Literal::kBool
                                                    : Literal::kString;
   if (wrong_kind) kind = kind == Literal::kString ? Literal::kInt : Literal::kString;
@@ -169,7 +187,7 @@ class PlanReader {
     const size_t n = in_.Next() % 8;
     for (size_t i = 0; i < n && out_.error == absl::StatusCode::kOk; ++i) ReadStep(i);
     if (n == 0) Refuse(absl::StatusCode::kInvalidArgument, -1);  // a plan needs a step
-    if (in_.Next() == 0xff) {  // past the limit of 64 steps
+    if (in_.Next() == 0xff) {                                    // past the limit of 64 steps
       out_ = PlanInput();
       for (int i = 0; i < 65; ++i) out_.plan.add_steps()->mutable_limit()->set_rows(5);
       out_.error = absl::StatusCode::kResourceExhausted;
@@ -385,7 +403,8 @@ BatchInput ReadBatch(Reader& in, uint64_t batch_id, bool defects) {
     for (size_t r = 0; r < rows; ++r) col.cells.push_back(MakeCell(c.type, in.Next()));
     b.table.push_back(std::move(col));
   }
-  for (const ModelColumn& c : b.table) *b.request.add_columns() = CellColumn(c.name, c.type, c.cells);
+  for (const ModelColumn& c : b.table)
+    *b.request.add_columns() = CellColumn(c.name, c.type, c.cells);
   const uint8_t defect = defects ? in.Next() : 0;
   const size_t victim = (defect >> 3) % std::size(kInput);
   switch (defect % 32) {
@@ -438,7 +457,8 @@ class Target {
       BatchInput b = ReadBatch(in, 100 + f, f > 1);
       if (f == 1) *b.request.mutable_plan() = plan.plan;
       last_batch_id = b.request.batch_id();
-      const std::string what = absl::StrCat("message ", f, " (plan ", plan.plan.ShortDebugString(), ")");
+      const std::string what =
+          absl::StrCat("message ", f, " (plan ", plan.plan.ShortDebugString(), ")");
       Wire got = Send(stream, b.request, false, what);
       if (!plan.known) continue;  // raw text may be refused before the model's error
       if (plan.error != absl::StatusCode::kOk) {
@@ -542,14 +562,14 @@ class Target {
       // The aggregate's rows_in over the stream and its rows_out in a batch's
       // answer are left to tests/python/test_query_random.py.
       const bool aggregate = s.kind() == "aggregate";
-      FUZZ_CHECK(s.step() == first_step + i && (aggregate || s.rows_in() == steps[i].rows_in) &&
-                     (aggregate && !groups ? s.rows_in() == steps[i].rows_in
-                                                   : s.rows_out() == steps[i].rows_out) &&
-                     (s.kind() != "lookup" || s.statistics().found() == steps[i].found),
-                 absl::StrCat(what, ": step ", s.step(), " (", s.kind(), ") rows ", s.rows_in(),
-                              " -> ", s.rows_out(), " found ", s.statistics().found(),
-                              "; the model has ", steps[i].rows_in, " -> ", steps[i].rows_out,
-                              " found ", steps[i].found));
+      FUZZ_CHECK(
+          s.step() == first_step + i && (aggregate || s.rows_in() == steps[i].rows_in) &&
+              (aggregate && !groups ? s.rows_in() == steps[i].rows_in
+                                    : s.rows_out() == steps[i].rows_out) &&
+              (s.kind() != "lookup" || s.statistics().found() == steps[i].found),
+          absl::StrCat(what, ": step ", s.step(), " (", s.kind(), ") rows ", s.rows_in(), " -> ",
+                       s.rows_out(), " found ", s.statistics().found(), "; the model has ",
+                       steps[i].rows_in, " -> ", steps[i].rows_out, " found ", steps[i].found));
     }
   }
 

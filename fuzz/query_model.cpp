@@ -11,8 +11,8 @@ namespace gpujoin::fuzz::query_model {
 namespace {
 
 bool IsInt(v1::ColumnType t) {
-  return t == v1::COLUMN_TYPE_INT32 || t == v1::COLUMN_TYPE_INT64 ||
-         t == v1::COLUMN_TYPE_UINT32 || t == v1::COLUMN_TYPE_UINT64;
+  return t == v1::COLUMN_TYPE_INT32 || t == v1::COLUMN_TYPE_INT64 || t == v1::COLUMN_TYPE_UINT32 ||
+         t == v1::COLUMN_TYPE_UINT64;
 }
 bool IsFloat(v1::ColumnType t) {
   return t == v1::COLUMN_TYPE_FLOAT32 || t == v1::COLUMN_TYPE_FLOAT64;
@@ -28,10 +28,14 @@ T Load(const std::string& bytes) {
 /// The integer a cell of integer type `t` holds.
 __int128 IntOf(v1::ColumnType t, const std::string& bytes) {
   switch (t) {
-    case v1::COLUMN_TYPE_INT32: return Load<int32_t>(bytes);
-    case v1::COLUMN_TYPE_INT64: return Load<int64_t>(bytes);
-    case v1::COLUMN_TYPE_UINT32: return Load<uint32_t>(bytes);
-    default: return Load<uint64_t>(bytes);
+    case v1::COLUMN_TYPE_INT32:
+      return Load<int32_t>(bytes);
+    case v1::COLUMN_TYPE_INT64:
+      return Load<int64_t>(bytes);
+    case v1::COLUMN_TYPE_UINT32:
+      return Load<uint32_t>(bytes);
+    default:
+      return Load<uint64_t>(bytes);
   }
 }
 
@@ -149,7 +153,8 @@ std::string Render(const Expr& e) {
       return absl::StrCat(ColumnText(e.column), e.negated ? " is not null" : " IS NULL");
     case Expr::kIn: {
       std::string items;
-      for (const Literal& l : e.literals) absl::StrAppend(&items, items.empty() ? "" : ", ", l.text);
+      for (const Literal& l : e.literals)
+        absl::StrAppend(&items, items.empty() ? "" : ", ", l.text);
       return absl::StrCat(ColumnText(e.column), e.negated ? " not in (" : " In (", items, ")");
     }
     case Expr::kNot:
@@ -201,10 +206,17 @@ ModelTable Stream::Lookup(const Step& s, const ModelTable& t, StepRows* rows) co
     rows->found += m > 0;
     size_t copies = 0;
     switch (s.join) {
-      case v1::JOIN_KIND_LEFT_OUTER: copies = std::max<size_t>(m, 1); break;
-      case v1::JOIN_KIND_LEFT_SEMI: copies = m > 0; break;
-      case v1::JOIN_KIND_LEFT_ANTI: copies = m == 0; break;
-      default: copies = m;
+      case v1::JOIN_KIND_LEFT_OUTER:
+        copies = std::max<size_t>(m, 1);
+        break;
+      case v1::JOIN_KIND_LEFT_SEMI:
+        copies = m > 0;
+        break;
+      case v1::JOIN_KIND_LEFT_ANTI:
+        copies = m == 0;
+        break;
+      default:
+        copies = m;
     }
     for (size_t i = 0; i < copies; ++i) {
       take.push_back(r);

@@ -48,8 +48,7 @@ void QueryTarget(Writer& w) {
   w.Put(t, "lookup-filter-limit",
         Input({3, 0, 3, 0, 2, 1, 1, 0, 6, 0, 0, 0x40, 0, 2, 2, 3, 0, 0, 0, 3, 15, 0}, batches));
   // lookup c (k, s, i), aggregate by the found column, filter on the count.
-  w.Put(t, "aggregate-by-found",
-        Input({3, 0, 5, 0, 1, 1, 5, 8, 1, 5, 1, 0x60, 0, 0}, batches));
+  w.Put(t, "aggregate-by-found", Input({3, 0, 5, 0, 1, 1, 5, 8, 1, 5, 1, 0x60, 0, 0}, batches));
   // aggregate by s with a flush, no groups: count of all rows.
   w.Put(t, "aggregate-flush",
         Input({1, 5, 4, 0}, {Batch(5, true, 0, 1), Batch(3, false, 0, 2), Batch(4, true, 0, 3)}));
@@ -66,12 +65,13 @@ void QueryTarget(Writer& w) {
   w.Put(t, "wrong-literal", Input({1, 1, 5, 0, 0xff, 3, 0}, batches));
   w.Put(t, "65-steps", Input({0, 0xff}, batches));
   // Raw filter text (even length byte): "k = 1 or s = 'a'" from the alphabet.
-  w.Put(t, "raw-filter", Input({1, 3, 20, 0, 16, 12, 16, 10, 19, 16, 19, 22, 16, 3, 0, 0}, batches));
+  w.Put(t, "raw-filter",
+        Input({1, 3, 20, 0, 16, 12, 16, 10, 19, 16, 19, 22, 16, 3, 0, 0}, batches));
   // Bad batches between good ones: a column less, renamed, ragged, retyped.
   w.Put(t, "bad-batches",
-        Input({1, 0, 0, 0, 1, 0, 0}, {Batch(4, false, 0, 0), Batch(4, false, 1 | 2 << 3, 0),
-                                      Batch(4, false, 2, 1), Batch(4, false, 3 | 4 << 3, 2),
-                                      Batch(4, false, 4, 3), Batch(4, false, 0, 4)}));
+        Input({1, 0, 0, 0, 1, 0, 0},
+              {Batch(4, false, 0, 0), Batch(4, false, 1 | 2 << 3, 0), Batch(4, false, 2, 1),
+               Batch(4, false, 3 | 4 << 3, 2), Batch(4, false, 4, 3), Batch(4, false, 0, 4)}));
 }
 
 }  // namespace gpujoin::fuzz::corpus
