@@ -442,6 +442,8 @@ export interface QueryResult {
   /** The column names in the plan's output order. */
   names: string[];
   rows: number;
+  /** QueryResponse messages received (more than the batches when answers continued). */
+  messages: number;
   statistics: PlanStatistics;
 }
 

@@ -64,7 +64,7 @@ test('measures from text, arrays and objects; bad ones are refused', () => {
   c.close();
 });
 
-test('plan steps, immutability and the checks before sending', () => {
+test('plan steps, immutability and the checks before sending', async () => {
   const c = new gj.Client('127.0.0.1:1');
   const base = c.query({k: new Uint32Array(4)});
   const q = base.lookup('i', {key: 'k', select: 'p', prefix: 'i_', how: 'left', foundColumn: 'hit'})
@@ -86,6 +86,7 @@ test('plan steps, immutability and the checks before sending', () => {
   bad(() => base.filter(' '), /where must be/);
   bad(() => base.limit(-1), /non-negative/);
   bad(() => base.project(), /no columns/);
+  await assert.rejects(base.run(), (e) => e instanceof gj.InvalidArgumentError && /at least one step/.test(e.message));
   bad(() => { let x = base; for (let i = 0; i < 65; ++i) x = x.limit(1); }, /at most 64 steps/);
   bad(() => c.query({a: [1, 2], b: [1]}), /"b": 1 rows, but "a" has 2/);
   bad(() => c.query({}), /no columns/);
@@ -281,6 +282,8 @@ test('a result larger than a message is reassembled from its parts', async () =>
     const keys = Uint32Array.from({length: n}, (_, i) => n - 1 - i);
     const r = await c.query({k: keys}).lookup('q_wide', {key: 'k', select: ['text']}).run({batchRows: n});
     assert.equal(r.rows, n);
+    assert.ok(r.messages > 3, `${r.messages} messages`);  // 4 MB in 1 MiB messages
+    assert.equal(r.statistics.batches.length, 1);
     assert.deepEqual(r.columns.k.toArray(), Array.from(keys));
     const got = r.columns.text.toArray();
     for (let i = 0; i < n; ++i) assert.equal(got[i], texts[keys[i]], `row ${i}`);

@@ -114,6 +114,9 @@ class Query {
 
   /** Runs the plan; resolves to {columns, names, rows, statistics}. See index.d.ts QueryResult. */
   run(opts = {}) {
+    if (!this._steps.length) {
+      return Promise.reject(new InvalidArgumentError('a plan needs at least one step (lookup, filter, aggregate, project or limit)'));
+    }
     return this._client._runQuery(this.plan, this._input, opts);
   }
 }
@@ -155,6 +158,7 @@ const queryMethods = {
     let firstRow = 0;
     let steps = null;
     let finalDone = false;
+    let messages = 0;
     const stats = {batches: [], final: []};
     let next = 0;
     const take = (r) => {
@@ -189,6 +193,7 @@ const queryMethods = {
         return req;
       },
       onResponse: (r, b) => {
+        ++messages;
         const final = !!r.final || b >= batches;
         if (finalDone) throw new InternalError(`query answer ${r.batch_id} arrived after the final answer`);
         if (final && b < batches) throw new InternalError(`query: the final answer arrived after ${b} of ${batches} batches were answered`);
@@ -217,7 +222,7 @@ const queryMethods = {
     (names || []).forEach((name, i) => {
       out[name] = cols.concatColumns(parts[i]);
     });
-    return {columns: out, names: names || [], rows: total,
+    return {columns: out, names: names || [], rows: total, messages,
             statistics: {batches: stats.batches, final: stats.final, steps: stepTotals(stats.batches, stats.final)}};
   },
 };

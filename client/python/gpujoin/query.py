@@ -250,6 +250,9 @@ class Query:
         --max-result-bytes needs it). Raises the Error subclass of a refused
         plan or batch (``.batch`` its batch), e.g. NotFound for an unknown
         index, InvalidArgument for a bad filter."""
+        if not self._steps:
+            raise InvalidArgument("a plan needs at least one step (lookup, filter, aggregate, "
+                                  "project or limit)")
         return self._client._run_query(self.plan, self._source, batch_rows=batch_rows,
                                        timeout=timeout)
 
