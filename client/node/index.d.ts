@@ -447,6 +447,12 @@ export interface QueryResult {
   statistics: PlanStatistics;
 }
 
+/**
+ * batchRows: rows per input batch (default: within the message size and half
+ * of --max-result-bytes at twice the input's row bytes). Without it, a batch
+ * the server refuses for --max-result-bytes runs the query again from the
+ * start in batches of half its rows.
+ */
 export interface QueryRunOptions extends StreamOptions {}
 
 /**

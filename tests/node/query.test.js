@@ -293,6 +293,27 @@ test('a result larger than a message is reassembled from its parts', async () =>
   }
 });
 
+test('a batch cut by the result limit runs again in smaller batches', async () => {
+  // --max-result-bytes=8M: 4096 keys matching 400 rows each of a keep_all index
+  // expand to 1.4M rows, more than one batch may hold.
+  const server = await startServer(['--max-message-bytes=1M', '--max-result-bytes=8M']);
+  const c = new Client(server.address);
+  try {
+    await c.buildIndex('q_cut', Uint32Array.from({length: 4000}, (_, i) => Math.floor(i / 400)), {duplicates: 'keep_all'});
+    const left = Uint32Array.from({length: 4096}, (_, i) => i % 12);
+    const r = await c.query({k: left, row: Int32Array.from({length: 4096}, (_, i) => i)}).lookup('q_cut', {key: 'k'}).run();
+    const want = [];
+    left.forEach((k, i) => { if (k < 10) for (let j = 0; j < 400; ++j) want.push(i); });
+    assert.equal(r.rows, want.length);
+    assert.deepEqual(Array.from(r.columns.row.values), want);
+    await assert.rejects(c.query({k: left}).lookup('q_cut', {key: 'k'}).run({batchRows: 4096}),
+                         (e) => e instanceof gj.ResourceExhaustedError && /--max-result-bytes/.test(e.message));
+  } finally {
+    c.close();
+    assert.equal(await server.stop(), 0, server.log());
+  }
+});
+
 test('errors: an unknown index, a plan error in every batch', async () => {
   await assert.rejects(client.query({k: new Uint32Array([1])}).lookup('q_no_such_index', {key: 'k'}).run(),
                        (e) => (e instanceof gj.NotFoundError || e instanceof gj.InvalidArgumentError) && /q_no_such_index/.test(e.message));

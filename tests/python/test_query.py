@@ -512,6 +512,29 @@ def test_result_continued_over_messages(small_message_server, monkeypatch):
         assert values(out["text"]) == [texts[k] for k in keys.tolist()]
 
 
+def test_a_batch_cut_by_the_result_limit_runs_again_in_smaller_batches(small_message_server,
+                                                                       monkeypatch):
+    """--max-result-bytes=8M: 4096 keys matching 400 rows each of a keep_all
+    index expand to 1.4M rows, more than one batch may hold; the query runs
+    again in halves and the rows are complete and in order. With batch_rows
+    given, the server's ResourceExhausted is raised as it is."""
+    with gpujoin.Client(small_message_server.address) as c:
+        build = np.repeat(np.arange(10, dtype=np.uint32), 400)
+        c.build_index("q_cut", build, duplicates="keep_all", replace=True)
+        streams = []
+        stream = c._stream
+        monkeypatch.setattr(c, "_stream", lambda name, *a, **k: streams.append(name) or
+                            stream(name, *a, **k))
+        left = np.tile(np.arange(12, dtype=np.uint32), 342)[:4096]
+        out = c.query({"k": left, "row": np.arange(4096, dtype=np.int64)}).lookup(
+            "q_cut", key="k").run()
+        want_rows = [r for r, k in enumerate(left.tolist()) if k < 10 for _ in range(400)]
+        assert values(out["row"]) == want_rows
+        assert len(streams) >= 2  # the refused run, then smaller batches
+        with pytest.raises(gpujoin.ResourceExhausted, match="--max-result-bytes"):
+            c.query({"k": left}).lookup("q_cut", key="k").run(batch_rows=4096)
+
+
 # ---------------------------------------------------------------- errors
 
 

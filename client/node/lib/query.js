@@ -8,7 +8,7 @@
 const {pipeline} = require('./stream');
 const cols = require('./columns');
 const plan = require('./plan');
-const {InvalidArgumentError, InternalError} = require('./errors');
+const {InvalidArgumentError, InternalError, ResourceExhaustedError} = require('./errors');
 const {checkBatch, statistics, mergeStatistics, messageRoom, batchBounds} = require('./messages');
 
 /** The input of a query: prepared columns of one length, in order. */
@@ -147,8 +147,26 @@ const queryMethods = {
     if (opts.batchRows === undefined && this.limits.maxResultBytes) {
       batchRows = Math.max(1, Math.min(batchRows, Math.floor(this.limits.maxResultBytes / 2 / (2 * inputRow + 16))));
     }
-    const bounds = batchBounds(rows, batchRows, size, limit,
-                               (pos) => `query input: row ${pos} takes ${size(pos)(1)} bytes, more than a request holds (${limit})`);
+    for (;;) {
+      const bounds = batchBounds(rows, batchRows, size, limit,
+                                 (pos) => `query input: row ${pos} takes ${size(pos)(1)} bytes, more than a request holds (${limit})`);
+      try {
+        return await this._queryStream(thePlan, columns, bounds, opts);
+      } catch (e) {
+        // A batch the server refused for --max-result-bytes (a keep_all lookup
+        // expanded it): without opts.batchRows the whole query runs again in
+        // batches of half its rows (a limit or an aggregate spans the stream, so
+        // the batches after it cannot simply go on).
+        const cut = e instanceof ResourceExhaustedError && e.batchId !== undefined && e.batchId < bounds.length &&
+          e.message.includes('--max-result-bytes');
+        if (!cut || opts.batchRows !== undefined || bounds[e.batchId][1] <= 1) throw e;
+        batchRows = Math.floor(bounds[e.batchId][1] / 2);
+      }
+    }
+  },
+
+  // One Query stream of the input's batches `bounds` ([start, rows] pairs), the plan on the first.
+  async _queryStream(thePlan, columns, bounds, opts) {
     const batches = bounds.length;
     const hasAggregate = thePlan.steps.some((s) => s.aggregate);
 

@@ -10,7 +10,7 @@ import numpy as np
 from . import columns as _columns
 from ._common import DEFAULT_BATCH_ROWS
 from ._proto import pb
-from .errors import Internal, InvalidArgument, from_batch_error
+from .errors import Internal, InvalidArgument, ResourceExhausted, from_batch_error
 from .query import Query
 from .results import PlanStatistics, QueryResult, StepStatistics
 
@@ -143,8 +143,10 @@ class _QueryCalls:
 
     def _run_query(self, plan, source: QueryInput, *, batch_rows: Optional[int],
                    timeout: Optional[float]) -> QueryResult:
-        """Streams `source` in batches with `plan` on the first one and
-        returns the reassembled QueryResult."""
+        """Streams `source` in batches with `plan` on the first one and returns
+        the reassembled QueryResult. Without `batch_rows`, a batch the server
+        refuses for --max-result-bytes (a keep_all lookup expanded it) runs the
+        query again from the start in batches of half its rows."""
         self._connected()
         if batch_rows is not None and batch_rows < 1:
             raise InvalidArgument(f"batch_rows must be at least 1, got {batch_rows}")
@@ -160,7 +162,25 @@ class _QueryCalls:
             # within the server's --max-result-bytes: guess twice the input's row.
             row_bytes = 2 * float(cumulative[-1]) / source.rows + 16
             rows = max(1, min(rows, int(min(self._limit, self._result_limit) // 2 // row_bytes)))
-        ranges = batch_ranges(cumulative, rows, room)
+        while True:
+            ranges = batch_ranges(cumulative, rows, room)
+            try:
+                return self._query_stream(plan, source, ranges, timeout)
+            except ResourceExhausted as e:
+                # The whole query runs again: a limit or an aggregate spans the
+                # stream, so the batches after the refused one cannot simply go on.
+                cut = e.batch is not None and e.batch < len(ranges) and \
+                    "--max-result-bytes" in e.message
+                if batch_rows is not None or not cut:
+                    raise
+                refused = ranges[e.batch][1] - ranges[e.batch][0]
+                if refused <= 1:
+                    raise
+                rows = refused // 2
+
+    def _query_stream(self, plan, source: QueryInput, ranges: List[Tuple[int, int]],
+                      timeout: Optional[float]) -> QueryResult:
+        """One Query stream of the input's row `ranges`, the plan on the first."""
         has_aggregate = any(s.WhichOneof("step") == "aggregate" for s in plan.steps)
 
         def requests() -> Iterator[Any]:

@@ -247,7 +247,8 @@ class Query:
 
         The input is sent in batches of at most `batch_rows` rows (default: the
         client's batch_rows, fewer where the server's message size or
-        --max-result-bytes needs it). Raises the Error subclass of a refused
+        --max-result-bytes needs it; a batch the server still refuses for
+        --max-result-bytes runs the query again in smaller batches). Raises the Error subclass of a refused
         plan or batch (``.batch`` its batch), e.g. NotFound for an unknown
         index, InvalidArgument for a bad filter."""
         if not self._steps:
