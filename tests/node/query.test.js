@@ -272,7 +272,7 @@ test('limit over a stream of batches', async () => {
   assert.equal(r.statistics.batches.length, Math.ceil(n / 64));
 });
 
-test('a result larger than a message is reassembled from its parts', async () => {
+test('results larger than a message (a batch\'s rows, an aggregate\'s groups) are reassembled from their parts', async () => {
   const server = await startServer(['--max-message-bytes=1M', '--max-result-bytes=8M']);
   const c = new Client(server.address);
   try {
@@ -287,6 +287,12 @@ test('a result larger than a message is reassembled from its parts', async () =>
     assert.deepEqual(r.columns.k.toArray(), Array.from(keys));
     const got = r.columns.text.toArray();
     for (let i = 0; i < n; ++i) assert.equal(got[i], texts[keys[i]], `row ${i}`);
+    // An aggregate's groups larger than a message: the final answer comes in parts too.
+    const g = await c.query({g: [...texts, ...texts.slice().reverse()]}).aggregate({by: 'g'}).run({batchRows: 1000});
+    assert.equal(g.statistics.batches.length, 8);
+    assert.ok(g.messages > 8 + 2, `${g.messages} messages`);
+    assert.deepEqual(g.columns.g.toArray(), texts);
+    assert.ok(g.columns.count.toArray().every((x) => x === 2n));
   } finally {
     c.close();
     assert.equal(await server.stop(), 0, server.log());

@@ -512,6 +512,33 @@ def test_result_continued_over_messages(small_message_server, monkeypatch):
         assert values(out["text"]) == [texts[k] for k in keys.tolist()]
 
 
+def test_final_answer_continued_over_messages(small_message_server, monkeypatch):
+    """An aggregate's groups larger than a message (3000 groups keyed by
+    1000-byte strings) come in several messages after the half-close, all
+    with the batch_id after the last batch's; only the last has `final`."""
+    with gpujoin.Client(small_message_server.address) as c:
+        n = 3000
+        keys = [f"{i:06d}" + "y" * 994 for i in range(n)]
+        seen = []
+        stream = c._stream
+
+        def recording(name, *args, **kwargs):
+            for r in stream(name, *args, **kwargs):
+                seen.append((r.batch_id, r.first_row, r.rows, r.more, r.final))
+                yield r
+
+        monkeypatch.setattr(c, "_stream", recording)
+        data = {"g": keys + keys[::-1], "v": np.arange(2 * n, dtype=np.int64)}
+        out, stats = (c.query(data).aggregate(by="g", measures=["count()", "sum(v)"])
+                      .run(batch_rows=1000, return_statistics=True))
+        assert len(stats.batches) == 6
+        final = [m for m in seen if m[0] == 6]
+        assert len(final) > 2 and [m[4] for m in final] == [False] * (len(final) - 1) + [True]
+        assert values(out["g"]) == keys
+        assert values(out["count"]) == [2] * n
+        assert values(out["sum_v"]) == [2 * n - 1] * n
+
+
 def test_a_batch_cut_by_the_result_limit_runs_again_in_smaller_batches(small_message_server,
                                                                        monkeypatch):
     """--max-result-bytes=8M: 4096 keys matching 400 rows each of a keep_all
