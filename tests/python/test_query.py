@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 
 import grpc
 import numpy as np
@@ -283,6 +284,36 @@ def test_lookup_statistics_per_batch(client, indexes):
     assert [(s.kind, s.rows_in, s.rows_out) for s in totals] == [("lookup", 7, 4), ("filter", 4, 3)]
     assert totals[0].statistics.found == 4 and totals[0].statistics.missing == 3
     assert stats.index_versions("q_u32") == [version]
+
+
+def test_an_index_rebuilt_mid_stream_is_named_by_the_batches_statistics(server, monkeypatch):
+    """Each batch runs on the index's live version: batches after a rebuild
+    see the new one, and their statistics say which."""
+    with gpujoin.Client(server.address) as c:
+        first = c.build_index("q_reb", np.array([1, 2], np.uint32), payload={"v": ["old", "old"]},
+                              replace=True)
+        stream = c._stream
+        answered = threading.Event()
+
+        def rebuild_after_the_first_answer(name, requests, *args, **kwargs):
+            def held():
+                for i, r in enumerate(requests):
+                    if i == 1:  # batch 0 was answered on the old version: rebuild, then go on
+                        assert answered.wait(30)
+                        c.build_index("q_reb", np.array([1, 2], np.uint32),
+                                      payload={"v": ["new", "new"]}, replace=True)
+                    yield r
+            for r in stream(name, held(), *args, **kwargs):
+                answered.set()
+                yield r
+
+        monkeypatch.setattr(c, "_stream", rebuild_after_the_first_answer)
+        out, stats = (c.query({"k": np.array([1, 2, 1, 2], np.uint32)})
+                      .lookup("q_reb", key="k", select=["v"]).run(batch_rows=2,
+                                                                  return_statistics=True))
+        assert values(out["v"]) == ["old", "old", "new", "new"]
+        assert stats.index_versions("q_reb") == [first.version, first.version + 1]
+        assert [b[0].index_version for b in stats.batches] == [first.version, first.version + 1]
 
 
 # ---------------------------------------------------------------- filters
