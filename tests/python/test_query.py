@@ -166,7 +166,8 @@ def test_dataframe_in_dataframe_out(client, indexes):
     assert isinstance(out, pd.DataFrame)
     assert list(out.index) == [0, 1, 2]
     assert out["k"].dtype == "UInt32" and out["k"].isna().tolist() == [False, True, False]
-    assert out["weight"].tolist()[0] == 2.5 and out["weight"].isna().tolist() == [False, True, False]
+    assert out["weight"].tolist()[0] == 2.5
+    assert out["weight"].isna().tolist() == [False, True, False]
     assert out["name"].tolist() == ["twenty", None, "ten"]
     assert out["note"].tolist() == ["x", "y", None]
     assert isinstance(client.query(frame).limit(1).run(as_frame=False), dict)

@@ -20,7 +20,8 @@ def test_measures_from_text_tuples_and_dicts():
                      ("sum", "y", "sy"), {"op": "mean", "column": "z", "name": "mz"}, "count"])
     got = [(pb.AggregateOp.Name(m.op), m.column, m.name) for m in ms]
     assert got == [("AGGREGATE_OP_COUNT", "", ""), ("AGGREGATE_OP_COUNT", "", ""),
-                   ("AGGREGATE_OP_COUNT", "latency_ms", ""), ("AGGREGATE_OP_MEAN", "latency_ms", ""),
+                   ("AGGREGATE_OP_COUNT", "latency_ms", ""),
+                   ("AGGREGATE_OP_MEAN", "latency_ms", ""),
                    ("AGGREGATE_OP_SUM", "bytes", "total"), ("AGGREGATE_OP_MAX", "a.b", "top x"),
                    ("AGGREGATE_OP_MIN", "x", ""), ("AGGREGATE_OP_SUM", "y", "sy"),
                    ("AGGREGATE_OP_MEAN", "z", "mz"), ("AGGREGATE_OP_COUNT", "", "")]
@@ -81,7 +82,8 @@ def test_plan_steps_and_immutability():
 
 def test_input_columns_and_their_nulls():
     frame = pd.DataFrame({"a": pd.array([1, None, 3], dtype="Int64"), "s": ["x", None, "z"],
-                          "f": [1.0, np.nan, 2.0], "b": pd.array([True, None, False], dtype="boolean")})
+                          "f": [1.0, np.nan, 2.0],
+                          "b": pd.array([True, None, False], dtype="boolean")})
     qi = QueryInput(frame)
     assert qi.was_frame and qi.rows == 3
     assert [(c.name, c.type_name) for c in qi.columns] == [

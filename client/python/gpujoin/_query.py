@@ -45,7 +45,8 @@ class QueryInput:
         seen = set()
         for name, col in items:
             if not isinstance(name, str) or not name:
-                raise InvalidArgument(f"query input: column names must be non-empty str, got {name!r}")
+                raise InvalidArgument(f"query input: column names must be non-empty str, "
+                                      f"got {name!r}")
             if name in seen:
                 raise InvalidArgument(f"query input: column {name!r} is given twice")
             seen.add(name)
@@ -107,8 +108,9 @@ class _Answer:
             return
         names = [c.name for c in r.columns]
         if self.builders is None:
-            self.builders = [_columns.ColumnBuilder(c.name, _columns.TYPE_NAMES.get(c.type, str(c.type)))
-                             for c in r.columns]
+            self.builders = [
+                _columns.ColumnBuilder(c.name, _columns.TYPE_NAMES.get(c.type, str(c.type)))
+                for c in r.columns]
         elif names != [b.name for b in self.builders]:
             raise Internal(f"query answer {r.batch_id} has columns {names}, earlier answers "
                            f"{[b.name for b in self.builders]}")

@@ -113,7 +113,8 @@ def _names(value: Union[str, Sequence[str], None], what: str) -> List[str]:
     items = [value] if isinstance(value, str) else list(value)
     for i, v in enumerate(items):
         if not isinstance(v, str) or not v:
-            raise InvalidArgument(f"{what}[{i}]: a column name (non-empty str) is needed, got {v!r}")
+            raise InvalidArgument(f"{what}[{i}]: a column name (non-empty str) is needed, "
+                                  f"got {v!r}")
     return items
 
 
@@ -194,8 +195,8 @@ class Query:
             raise InvalidArgument(f"a plan has at most {MAX_STEPS} steps")
         return Query(self._client, self._source, self._steps + (step,))
 
-    def lookup(self, index: str, key: Union[str, Sequence[str]], select: Union[str, Sequence[str]] = (),
-               prefix: str = "", how: str = "inner",
+    def lookup(self, index: str, key: Union[str, Sequence[str]],
+               select: Union[str, Sequence[str]] = (), prefix: str = "", how: str = "inner",
                found_column: Optional[str] = None) -> "Query":
         """Looks the rows' `key` up in `index`: one integer column for a
         uint32 or uint64 index (a null, a negative value or one the key type
@@ -248,9 +249,10 @@ class Query:
         The input is sent in batches of at most `batch_rows` rows (default: the
         client's batch_rows, fewer where the server's message size or
         --max-result-bytes needs it; a batch the server still refuses for
-        --max-result-bytes runs the query again in smaller batches). Raises the Error subclass of a refused
-        plan or batch (``.batch`` its batch), e.g. NotFound for an unknown
-        index, InvalidArgument for a bad filter."""
+        --max-result-bytes runs the query again in smaller batches). Raises
+        the Error subclass of a refused plan or batch (``.batch`` its batch),
+        e.g. NotFound for an unknown index, InvalidArgument for a bad filter
+        or an empty plan, OutOfRange for an integer sum that overflowed."""
         if not self._steps:
             raise InvalidArgument("a plan needs at least one step (lookup, filter, aggregate, "
                                   "project or limit)")
