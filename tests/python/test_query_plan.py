@@ -101,6 +101,10 @@ def test_input_columns_and_their_nulls():
         QueryInput({"a": [1, 2], "b": [1]})
     with pytest.raises(gpujoin.InvalidArgument, match="no columns"):
         QueryInput({})
+    with pytest.raises(gpujoin.InvalidArgument, match="'a' is given twice"):
+        QueryInput(pd.DataFrame([[1, 2]], columns=["a", "a"]))
+    with pytest.raises(gpujoin.InvalidArgument, match="non-empty str"):
+        QueryInput(pd.DataFrame([[1, 2]]))
     with pytest.raises(gpujoin.InvalidArgument, match="DataFrame or a mapping"):
         QueryInput([1, 2, 3])
     with pytest.raises(gpujoin.InvalidArgument, match="not in the input"):

@@ -32,7 +32,7 @@ class QueryInput:
     def __init__(self, data: Any, types: Optional[Mapping[str, str]] = None):
         self.was_frame = _is_frame(data)
         if self.was_frame:
-            items = [(k, data[k]) for k in data.columns]
+            items = [(k, data.iloc[:, i]) for i, k in enumerate(data.columns)]
         elif isinstance(data, Mapping):
             items = list(data.items())
         else:
