@@ -82,6 +82,8 @@ struct Row {
   Int amount;
   Str label;
   bool found;
+  Str label2 = Str();  // second lookup (keyed by category), when the plan has one
+  bool found2 = false;
 };
 
 // The filter of the model: (value > 5 and category != 2) or amount is null,
@@ -158,13 +160,17 @@ PlanExpr EngineFilter(int which) {
 }
 
 TEST_P(PlanTest, RandomPlansEqualTheModel) {
-  for (int seed = 1; seed <= 24; ++seed) {
+  for (int seed = 1; seed <= 48; ++seed) {
     SCOPED_TRACE(::testing::Message() << "seed " << seed);
     std::mt19937_64 rng(seed);
     const bool keep_all = seed % 2 == 0;
     const JoinKind kind = ::gpujoin::testing::kAllJoinKinds[(seed / 2) % 4];
     const int filter = seed % 4 == 3 ? -1 : static_cast<int>((seed / 3) % 3);
     const bool aggregate = seed % 3 != 0;
+    // Half the plans look the category up too (a second lookup, keyed by an
+    // input column: both run in one graph).
+    const bool second = seed % 4 < 2;
+    const JoinKind kind2 = ::gpujoin::testing::kAllJoinKinds[(seed / 5) % 4];
 
     // The index.
     Dim dim;
@@ -223,6 +229,16 @@ TEST_P(PlanTest, RandomPlansEqualTheModel) {
     lookup.kind = kind;
     plan.steps.emplace_back(lookup);
     plan.index_slots = 1;
+    if (second) {
+      PlanLookupStep by_category;
+      by_category.index_slot = 1;
+      by_category.key_type = KeyType::kUint32;
+      by_category.key_columns = {2};
+      by_category.select = {1};
+      by_category.kind = kind2;
+      plan.steps.emplace_back(by_category);
+      plan.index_slots = 2;
+    }
     if (filter >= 0) plan.steps.emplace_back(PlanFilterStep{EngineFilter(filter)});
     const uint64_t limit = 7 + rng() % 40;
     if (aggregate) {
@@ -236,9 +252,14 @@ TEST_P(PlanTest, RandomPlansEqualTheModel) {
                       {AggregateOp::kMean, 1}};
       plan.aggregate_input_types = {ColumnType::kInt64, ColumnType::kFloat64, ColumnType::kInt64,
                                     ColumnType::kInt64, ColumnType::kString, ColumnType::kBool};
+      if (second) {
+        plan.aggregate_input_types.push_back(ColumnType::kString);
+        plan.aggregate_input_types.push_back(ColumnType::kBool);
+      }
       plan.steps.emplace_back(agg);
     } else {
-      plan.steps.emplace_back(PlanProjectStep{{4, 1, 5}});
+      plan.steps.emplace_back(PlanProjectStep{second ? std::vector<uint32_t>{4, 1, 5, 6, 7}
+                                                     : std::vector<uint32_t>{4, 1, 5}});
       plan.steps.emplace_back(PlanLimitStep{limit});
     }
     PlanRun run(backend_.get(), plan, PlanLimits{});
@@ -286,12 +307,37 @@ TEST_P(PlanTest, RandomPlansEqualTheModel) {
         } else if (kind == JoinKind::kLeftOuter) {
           out.push_back(base);
         }
+        if (second) {
+          // Each row looked up again by its category, in the same way.
+          std::vector<Row> again;
+          for (const Row& row : out) {
+            const bool valid_cat = row.category.has_value();
+            auto it2 = valid_cat ? groups.find(static_cast<uint32_t>(*row.category)) : groups.end();
+            const bool hit2 = it2 != groups.end();
+            Row base2 = row;
+            base2.found2 = hit2;
+            if (kind2 == JoinKind::kLeftAnti) {
+              if (!hit2) again.push_back(base2);
+            } else if (hit2) {
+              const size_t take = kind2 == JoinKind::kLeftSemi ? 1 : it2->second.size();
+              for (size_t j = 0; j < take; ++j) {
+                Row r2 = base2;
+                r2.label2 = dim.label[it2->second[j]];
+                again.push_back(r2);
+              }
+            } else if (kind2 == JoinKind::kLeftOuter) {
+              again.push_back(base2);
+            }
+          }
+          out = std::move(again);
+        }
         for (const Row& r : out) {
           if (filter < 0 || ModelFilter(filter, r) == true) batch_rows.push_back(r);
         }
       }
       std::vector<PlanStepStatistics> stats;
-      auto result = run.RunBatch(std::move(input), std::vector<const HashIndex*>{index.get()}, &stats);
+      auto result = run.RunBatch(std::move(input),
+                                 std::vector<const HashIndex*>{index.get(), index.get()}, &stats);
       ASSERT_TRUE(result.ok()) << result.status();
       ASSERT_EQ(stats.size(), plan.steps.size());
       EXPECT_EQ(stats[0].rows_in, n);
@@ -308,11 +354,15 @@ TEST_P(PlanTest, RandomPlansEqualTheModel) {
         const uint64_t keep = std::min<uint64_t>(want.size(), limit - std::min(limit, passed));
         passed += keep;
         ASSERT_EQ(t.rows, keep) << "batch " << b;
-        ASSERT_EQ(t.columns.size(), 3u);
+        ASSERT_EQ(t.columns.size(), second ? 5u : 3u);
         for (uint64_t r = 0; r < keep; ++r) {
           EXPECT_EQ(StrAt(t.columns[0], r), want[r].label) << "row " << r;
           EXPECT_EQ(t.columns[1].value<double>(r), want[r].value);
           EXPECT_EQ(BoolAt(t.columns[2], r), want[r].found);
+          if (second) {
+            EXPECT_EQ(StrAt(t.columns[3], r), want[r].label2) << "row " << r;
+            EXPECT_EQ(BoolAt(t.columns[4], r), want[r].found2) << "row " << r;
+          }
         }
       }
       continue;
@@ -349,7 +399,7 @@ TEST_P(PlanTest, RandomPlansEqualTheModel) {
       ++a.values;
     }
     std::vector<PlanStepStatistics> stats;
-    auto groups_table = run.Groups(std::vector<const HashIndex*>{index.get()}, &stats);
+    auto groups_table = run.Groups(std::vector<const HashIndex*>{index.get(), index.get()}, &stats);
     ASSERT_TRUE(groups_table.ok()) << groups_table.status();
     const PlanTable& t = *groups_table;
     ASSERT_EQ(t.rows, want.size());
