@@ -745,3 +745,30 @@ def test_a_dropped_index_fails_its_batches_in_band(conn):
     assert a.steps[0].index_version == again.version > info.version
     assert [x for x in s.close() if not x.final] == []
     conn.stub.DropIndex(pb.DropIndexRequest(name=name), timeout=30)
+
+
+@pytest.mark.parametrize("first_kind", [pb.JOIN_KIND_INNER, pb.JOIN_KIND_LEFT_SEMI,
+                                        pb.JOIN_KIND_LEFT_OUTER, pb.JOIN_KIND_LEFT_ANTI],
+                         ids=["inner", "semi", "outer", "anti"])
+def test_each_lookup_reports_the_statistics_of_its_own_input_rows(conn, first_kind):
+    """Two lookups in a row: the second's found and missing count the rows the
+    first passed on (its rows_in), not the first's input (regression: the
+    second step reported the first step's 1 found / 3 missing for 1 row in)."""
+    name = "qs-chain"
+    ix = qm.Index(name, pb.KEY_TYPE_UINT32, [], False)
+    info = conn.build(name, pb.KEY_TYPE_UINT32, [1, 2])
+    ix.build([1, 2], [{}, {}], info.version)
+    names, types = ["x"], [T.COLUMN_TYPE_INT64]
+    plan = pb.Plan(steps=[
+        pb.PlanStep(lookup=pb.LookupStep(index=name, key=["x"], kind=first_kind)),
+        pb.PlanStep(lookup=pb.LookupStep(index=name, key=["x"], found_column="f2")),
+        pb.PlanStep(lookup=pb.LookupStep(index=name, key=["x"], found_column="f3",
+                                         kind=pb.JOIN_KIND_LEFT_OUTER))])
+    stream = qm.Stream(plan, {}, {name: ix}, names, types)
+    cols = [[5, 6, 1, 7, 2, None]]
+    (a, *rest) = conn.query([pb.QueryRequest(batch_id=1, plan=plan,
+                                             columns=batch_columns(names, types, cols))])
+    want, stats = stream.batch(qm.Table(names, types, cols))
+    check_rows(a, want, "the chain")
+    check_stats(a.steps, stats, "the chain", required={0, 1, 2})
+    conn.stub.DropIndex(pb.DropIndexRequest(name=name), timeout=30)
