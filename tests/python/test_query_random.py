@@ -499,7 +499,7 @@ def samples_of(rng, schema, indexes):
     return out
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(max(120, SEEDS))  # a second a seed at most
 def test_random_plans_match_the_reference(conn):
     for seed in range(FIRST_SEED, FIRST_SEED + SEEDS):
         rng = random.Random(seed)
