@@ -25,7 +25,7 @@
 //  - a bad batch is INVALID_ARGUMENT and changes nothing: later batches answer
 //    as if it had not been sent;
 //  - otherwise each answer's rows (the parts of a continued answer joined, in
-//    order) and each step's rows_in, rows_out and found keys are the model's:
+//    order) and each step's rows_in, rows_out, found and missing keys are the model's:
 //    lookups expand, keep or drop rows by their kind and the index's matches,
 //    filters keep the rows SQL's three-valued logic makes true, limits count
 //    over the stream, an aggregate plan answers a batch with no rows, a flush
@@ -562,14 +562,17 @@ class Target {
       // The aggregate's rows_in over the stream and its rows_out in a batch's
       // answer are left to tests/python/test_query_random.py.
       const bool aggregate = s.kind() == "aggregate";
-      FUZZ_CHECK(
-          s.step() == first_step + i && (aggregate || s.rows_in() == steps[i].rows_in) &&
-              (aggregate && !groups ? s.rows_in() == steps[i].rows_in
-                                    : s.rows_out() == steps[i].rows_out) &&
-              (s.kind() != "lookup" || s.statistics().found() == steps[i].found),
-          absl::StrCat(what, ": step ", s.step(), " (", s.kind(), ") rows ", s.rows_in(), " -> ",
-                       s.rows_out(), " found ", s.statistics().found(), "; the model has ",
-                       steps[i].rows_in, " -> ", steps[i].rows_out, " found ", steps[i].found));
+      FUZZ_CHECK(s.step() == first_step + i && (aggregate || s.rows_in() == steps[i].rows_in) &&
+                     (aggregate && !groups ? s.rows_in() == steps[i].rows_in
+                                           : s.rows_out() == steps[i].rows_out) &&
+                     (s.kind() != "lookup" ||
+                      (s.statistics().found() == steps[i].found &&
+                       s.statistics().missing() == steps[i].rows_in - steps[i].found)),
+                 absl::StrCat(what, ": step ", s.step(), " (", s.kind(), ") rows ", s.rows_in(),
+                              " -> ", s.rows_out(), " found ", s.statistics().found(), " missing ",
+                              s.statistics().missing(), "; the model has ", steps[i].rows_in,
+                              " -> ", steps[i].rows_out, " found ", steps[i].found, " missing ",
+                              steps[i].rows_in - steps[i].found));
     }
   }
 

@@ -44,6 +44,10 @@ void QueryTarget(Writer& w) {
             Input({1, 0, index, uint8_t(index % 3), kind, uint8_t(kind & 1), 0}, batches));
     }
   }
+  // Lookups in a row, each counting the rows the one before passed on: x then
+  // x (outer) then tight on u (semi), and c (anti) then x.
+  w.Put(t, "lookup-chain", Input({3, 0, 0, 0, 1, 0, 0, 0, 0, 2, 1, 0, 1, 1, 3, 1, 0}, batches));
+  w.Put(t, "lookup-chain-anti", Input({2, 0, 5, 0, 4, 1, 0, 0, 0, 1, 0, 0}, batches));
   // lookup xm (left outer), filter k < 1000 and not (s is null), limit 7.
   w.Put(t, "lookup-filter-limit",
         Input({3, 0, 3, 0, 2, 1, 1, 0, 6, 0, 0, 0x40, 0, 2, 2, 3, 0, 0, 0, 3, 15, 0}, batches));
