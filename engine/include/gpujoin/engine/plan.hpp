@@ -200,7 +200,8 @@ class PlanRun {
 
   /// Aggregate plans: the groups so far, through the steps after the
   /// aggregate (OUT_OF_RANGE when an integer sum left its type). Can be
-  /// called more than once.
+  /// called more than once. The aggregate step's statistics are the
+  /// stream's: rows folded in so far, groups out.
   absl::StatusOr<PlanTable> Groups(std::span<const HashIndex* const> indexes,
                                    std::vector<PlanStepStatistics>* statistics);
 
