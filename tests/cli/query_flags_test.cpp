@@ -77,7 +77,7 @@ TEST(QueryFlags, LookupErrorsNameTheFlag) {
             std::string::npos);
   EXPECT_NE(
       ErrorOf(
-          ParseLookupFlags(Flags({{"--lookup", "x:k"}, {"--how", "a"}, {"--how", "b"}})).status())
+          ParseLookupFlags(Flags({{"--lookup", "x:k"}, {"--how", "left"}, {"--how", "anti"}})).status())
           .find("--how is given twice for --lookup 'x:k'"),
       std::string::npos);
   EXPECT_NE(ErrorOf(ParseLookupFlags(Flags({{"--lookup", "x:k"}, {"--how", "full"}})).status())

@@ -49,7 +49,7 @@ TEST(ParseMeasure, EveryFunctionWithAndWithoutAColumnAndName) {
   EXPECT_EQ(m.column, "sensors.latency");
   EXPECT_EQ(m.name, "m1");
   // Quoted names take any text, "" for a quote.
-  m = Parse(R"(sum("bytes sent, total") as "my ""sum"")");
+  m = Parse(R"x(sum("bytes sent, total") as "my ""sum")x");
   EXPECT_EQ(m.column, "bytes sent, total");
   EXPECT_EQ(m.name, R"(my "sum)");
 }
