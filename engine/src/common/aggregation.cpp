@@ -83,17 +83,27 @@ AggregationAccumulator::AggregationAccumulator(AggregateOp op, uint32_t groups,
       counts_(groups, 0),
       counts64_(groups, 0),
       overflow_(groups, 0) {
-  if (op == AggregateOp::kCount) return;
-  const bool minmax = op == AggregateOp::kMin || op == AggregateOp::kMax;
+  if (op != AggregateOp::kCount) words_.assign(groups, EmptyWord());
+}
+
+uint64_t AggregationAccumulator::EmptyWord() const {
+  const bool minmax = op_ == AggregateOp::kMin || op_ == AggregateOp::kMax;
   if (value_type_ == ColumnType::kFloat32) {
-    words_.assign(groups,
-                  WordOfFloat32(minmax ? std::numeric_limits<float>::quiet_NaN() : 0.0f));
-  } else if (value_type_ == ColumnType::kFloat64) {
-    words_.assign(groups,
-                  std::bit_cast<uint64_t>(minmax ? std::numeric_limits<double>::quiet_NaN() : 0.0));
-  } else {
-    words_.assign(groups, 0);
+    return WordOfFloat32(minmax ? std::numeric_limits<float>::quiet_NaN() : 0.0f);
   }
+  if (value_type_ == ColumnType::kFloat64) {
+    return std::bit_cast<uint64_t>(minmax ? std::numeric_limits<double>::quiet_NaN() : 0.0);
+  }
+  return 0;
+}
+
+void AggregationAccumulator::Grow(uint32_t groups) {
+  if (groups <= groups_) return;
+  counts_.resize(groups, 0);
+  counts64_.resize(groups, 0);
+  overflow_.resize(groups, 0);
+  if (op_ != AggregateOp::kCount) words_.resize(groups, EmptyWord());
+  groups_ = groups;
 }
 
 namespace {

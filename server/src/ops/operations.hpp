@@ -36,6 +36,7 @@
 #include "wire/payload_staging.hpp"
 #include "ops/aggregate.hpp"
 #include "ops/build_session.hpp"
+#include "ops/query.hpp"
 #include "gpujoin/v1/gpujoin.pb.h"
 
 namespace gpujoin::server {
@@ -102,6 +103,11 @@ class Operations {
   /// Start-up: applies a batch of `version`'s write-ahead log again (not
   /// logged).
   absl::Status ReplayMutation(const IndexVersion& version, const v1::MutateRequest& request);
+  /// One message of a Query stream (ops/query.cpp), in stream order: the
+  /// first compiles the plan; each batch runs it; `end` is the client's
+  /// half-close (aggregate plans answer it with their groups).
+  absl::Status Query(QueryStream& stream, const v1::QueryRequest& request, bool end,
+                     QueryAnswer* answer);
   /// One Hash batch.
   absl::Status Hash(const v1::HashRequest& request, v1::HashResponse* response);
 

@@ -1,5 +1,7 @@
 #include "rpc/rpc_traits.hpp"
 
+#include "wire/plan_wire.hpp"
+
 #include <algorithm>
 #include <utility>
 
@@ -100,6 +102,33 @@ grpc::ByteBuffer* JoinTraits::Seal(const Request& r, Response* out, grpc::ByteBu
     return ProtoWire<v1::JoinRequest, v1::JoinResponse>::Seal(r, &out->message, wire);
   v1::JoinResponse message = out->parts->Message(out->next++);
   return ProtoWire<v1::JoinRequest, v1::JoinResponse>::Seal(r, &message, wire);
+}
+
+void QueryTraits::SetBatchError(Response* out, const absl::Status& status) {
+  *out = QueryAnswer();
+  out->message.mutable_error()->set_code(static_cast<int>(status.code()));
+  out->message.mutable_error()->set_message(std::string(status.message()));
+}
+
+grpc::ByteBuffer* QueryTraits::Seal(const Request& r, Response* out, grpc::ByteBuffer* wire) {
+  wire->Clear();
+  // The end-of-stream answer takes the batch_id after the stream's last.
+  QueryWireRequest stamped;
+  stamped.message.set_batch_id(r.end ? r.stream->last_batch_id + 1 : r.message.batch_id());
+  if (!out->has_rows || out->parts.empty()) {
+    return ProtoWire<v1::QueryRequest, v1::QueryResponse>::Seal(stamped.message, &out->message,
+                                                               wire);
+  }
+  const size_t part = out->next++;
+  const auto [first, end] = out->parts[part];
+  v1::QueryResponse message;
+  if (part == 0) message = out->message;
+  EncodePlanRows(out->table, out->names, first, end - first, message.mutable_columns());
+  message.set_rows(end - first);
+  message.set_first_row(first);
+  message.set_more(out->next < out->parts.size());
+  message.set_final(out->message.final() && !message.more());
+  return ProtoWire<v1::QueryRequest, v1::QueryResponse>::Seal(stamped.message, &message, wire);
 }
 
 uint64_t JoinTraits::HeldBytes(const Request&, const Response& out, const Partial&) {

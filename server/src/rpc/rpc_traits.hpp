@@ -239,4 +239,53 @@ struct MutateTraits : StatelessTraits<v1::MutateRequest, v1::MutateResponse> {
   }
 };
 
+/// Query: a stream's messages run one at a time in stream order (kSerial):
+/// the first compiles the plan that serves the rest (QueryStream). An
+/// aggregate plan answers the client's half-close with one more message
+/// (AnswersEnd); a result larger than a message is cut by rows (More).
+struct QueryWireRequest {
+  v1::QueryRequest message;
+  bool end = false;                     // the client's half-close
+  std::shared_ptr<QueryStream> stream;  // set by Admit
+  uint64_t batch_id() const { return message.batch_id(); }
+};
+
+struct QueryTraits {
+  using Request = QueryWireRequest;
+  using Response = QueryAnswer;
+  using Partial = std::monostate;
+  static constexpr std::string_view kRpc = "Query";
+  explicit QueryTraits(const ServiceState&) : stream(std::make_shared<QueryStream>()) {}
+
+  static bool Decode(grpc::ByteBuffer* wire, Request* r) {
+    return grpc::SerializationTraits<v1::QueryRequest>::Deserialize(wire, &r->message).ok();
+  }
+  absl::Status Admit(Request& r) {
+    r.stream = stream;
+    return absl::OkStatus();
+  }
+  void Complete(const Request&, Response*, Partial&) {}
+  /// Whether the half-close gets an answer (read after every earlier message
+  /// was processed: the stream runs one message at a time).
+  bool AnswersEnd() const { return stream->answers_end.load(); }
+  static void MarkEnd(Request* r) { r->end = true; }
+  static absl::Status Process(Operations& ops, const Request& r, Response* out, Partial*) {
+    return ops.Query(*r.stream, r.message, r.end, out);
+  }
+  static void SetBatchError(Response* out, const absl::Status& status);
+  static grpc::ByteBuffer* Seal(const Request& r, Response* out, grpc::ByteBuffer* wire);
+  static bool More(const Response& out) { return out.has_rows && out.next < out.parts.size(); }
+  static uint64_t HeldBytes(const Request&, const Response& out, const Partial&) {
+    return 2 * (out.table.bytes() + static_cast<uint64_t>(out.message.ByteSizeLong()));
+  }
+  static uint64_t Rows(const Request& r) {
+    return r.message.columns_size() == 0 ? 0 : r.message.columns(0).length();
+  }
+  static constexpr bool kMayInline = false;
+  static uint64_t InlineCost(const Request&) { return 0; }
+  static constexpr bool kSerial = true;
+
+  std::shared_ptr<QueryStream> stream;
+};
+
 }  // namespace gpujoin::server::detail

@@ -225,4 +225,9 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* GpuJoinService::Mut
   return detail::NewStreamReactor<detail::MutateTraits>(this, context);
 }
 
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* GpuJoinService::Query(
+    grpc::CallbackServerContext* context) {
+  return detail::NewStreamReactor<detail::QueryTraits>(this, context);
+}
+
 }  // namespace gpujoin::server

@@ -33,7 +33,7 @@
 namespace gpujoin::server {
 
 /// The callback service with the streaming methods (BuildIndex, Lookup, Join,
-/// Aggregate, Hash, Mutate) on the raw (byte buffer) API: their reactors parse each
+/// Aggregate, Hash, Mutate, Query) on the raw (byte buffer) API: their reactors parse each
 /// message themselves, so that one that does not parse ends the stream with
 /// INVALID_ARGUMENT instead of looking like the client's half-close (gRPC's
 /// typed API reports both as a failed read). The unary methods use the generated
@@ -49,7 +49,8 @@ using GpuJoinServiceBase = v1::GpuJoin::WithRawCallbackMethod_BuildIndex<
                                 v1::GpuJoin::WithCallbackMethod_ListFiles<
                                     v1::GpuJoin::WithCallbackMethod_DeleteFile<
                                         v1::GpuJoin::WithRawCallbackMethod_Mutate<
-                                            v1::GpuJoin::Service>>>>>>>>>>>>>>;
+                                            v1::GpuJoin::WithRawCallbackMethod_Query<
+                                                v1::GpuJoin::Service>>>>>>>>>>>>>>>;
 
 class GpuJoinService final : public GpuJoinServiceBase, public StreamHost {
  public:
@@ -88,6 +89,10 @@ class GpuJoinService final : public GpuJoinServiceBase, public StreamHost {
   /// Mutate on the raw API; a stream's batches are applied one at a time, in
   /// order (MutateTraits::kSerial).
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Mutate(
+      grpc::CallbackServerContext* context) override;
+  /// Query on the raw API; a stream's messages run one at a time, in order
+  /// (QueryTraits::kSerial), the first compiling the plan.
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Query(
       grpc::CallbackServerContext* context) override;
   grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* context,
                                           const v1::GetServerInfoRequest* request,

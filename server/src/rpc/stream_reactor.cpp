@@ -106,7 +106,32 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
       std::lock_guard<std::mutex> lock(mu_);
       read_in_flight_ = false;
       std::unique_ptr<Item> item = std::move(reading_);
-      if (!ok || unparseable) {
+      bool answer_end = false;
+      if constexpr (requires(Traits& t) { t.AnswersEnd(); }) {
+        // The half-close is answered as one more message (Query's aggregate
+        // plans), after every batch before it.
+        answer_end = !ok && !unparseable && !finished_ && !cancelled_.load() && !draining_ &&
+                     traits_.AnswersEnd();
+        if (answer_end) {
+          item->request = Request();
+          Traits::MarkEnd(&item->request);
+        }
+      }
+      if (answer_end) {
+        reads_done_ = true;
+        item->seq = next_read_seq_++;
+        item->start = Clock::now();
+        ++unanswered_;
+        absl::Status admitted = Admission(*item);
+        if (admitted.ok()) {
+          ++tasks_;
+          submit = std::move(item);
+        } else {
+          SetError(*item, admitted);
+          const uint64_t seq = item->seq;
+          ready_.emplace(seq, std::move(item));
+        }
+      } else if (!ok || unparseable) {
         reads_done_ = true;
         if (unparseable) unparseable_ = ToGrpcStatus(*unparseable);
       } else if (!finished_ && !cancelled_.load() && !draining_) {
@@ -447,5 +472,7 @@ template grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NewStreamR
     StreamHost*, grpc::CallbackServerContext*);
 template grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
 NewStreamReactor<MutateTraits>(StreamHost*, grpc::CallbackServerContext*);
+template grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
+NewStreamReactor<QueryTraits>(StreamHost*, grpc::CallbackServerContext*);
 
 }  // namespace gpujoin::server::detail

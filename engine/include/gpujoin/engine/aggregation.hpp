@@ -71,6 +71,10 @@ class AggregationAccumulator {
   absl::Status Merge(std::span<const uint32_t> counts, std::span<const uint64_t> words,
                      std::span<const uint8_t> overflow);
 
+  /// Adds empty groups up to `groups` (no change when it has as many): a
+  /// stream whose groups appear as it goes (plans).
+  void Grow(uint32_t groups);
+
   /// Contributing rows per group, wrapping mod 2^32: the result of kCount.
   const std::vector<uint32_t>& counts() const { return counts_; }
   /// Exact contributing rows per group over every partial.
@@ -82,6 +86,9 @@ class AggregationAccumulator {
   const std::vector<uint8_t>& overflow() const { return overflow_; }
 
  private:
+  /// The word of a group no partial contributed to.
+  uint64_t EmptyWord() const;
+
   AggregateOp op_;
   uint32_t groups_;
   ColumnType value_type_;

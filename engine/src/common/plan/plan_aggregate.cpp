@@ -1,0 +1,232 @@
+#include "common/plan/plan_aggregate.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "common/plan/plan_table.hpp"
+#include "gpujoin/common/status_macros.hpp"
+#include "gpujoin/engine/aggregation.hpp"
+
+namespace gpujoin::engine::plan_detail {
+namespace {
+
+// Appends row `row` of `c` to a group key: a null flag, then the value (fixed
+// width) or its length and bytes.
+void AppendKey(const PlanColumn& c, uint64_t row, std::string* key) {
+  if (!c.valid(row)) {
+    key->push_back('\0');
+    return;
+  }
+  key->push_back('\1');
+  if (IsVariableWidth(c.type)) {
+    const std::string_view t = c.text(row);
+    const uint32_t n = static_cast<uint32_t>(t.size());
+    key->append(reinterpret_cast<const char*>(&n), sizeof n);
+    key->append(t);
+  } else if (c.type == ColumnType::kBool) {
+    key->push_back(BitAt(std::span<const uint8_t>(
+                             reinterpret_cast<const uint8_t*>(c.data.data()), c.data.size()),
+                         row)
+                       ? '\1'
+                       : '\0');
+  } else {
+    const size_t w = ColumnWidth(c.type);
+    key->append(reinterpret_cast<const char*>(c.data.data()) + row * w, w);
+  }
+}
+
+// The typed values of a measure's column for an AggregateNode.
+AggregateValues ValuesOf(const PlanColumn& c) {
+  auto span = [&c]<class T>(T*) {
+    return Chunked<T>{std::span<const T>(reinterpret_cast<const T*>(c.data.data()), c.rows)};
+  };
+  switch (c.type) {
+    case ColumnType::kFloat32: return span(static_cast<float*>(nullptr));
+    case ColumnType::kFloat64: return span(static_cast<double*>(nullptr));
+    case ColumnType::kInt32: return span(static_cast<int32_t*>(nullptr));
+    case ColumnType::kInt64: return span(static_cast<int64_t*>(nullptr));
+    case ColumnType::kUint32: return span(static_cast<uint32_t*>(nullptr));
+    case ColumnType::kUint64: return span(static_cast<uint64_t*>(nullptr));
+    default: return std::monostate{};
+  }
+}
+
+}  // namespace
+
+struct GroupAggregator::State {
+  PlanAggregateStep step;
+  std::vector<ColumnType> types;
+  PlanLimits limits;
+  absl::flat_hash_map<std::string, uint32_t> codes;
+  std::vector<ColumnBuilder> labels;
+  std::vector<AggregationAccumulator> accumulators;
+  uint32_t groups = 0;
+};
+
+GroupAggregator::GroupAggregator(const PlanAggregateStep& step, std::vector<ColumnType> types,
+                                 const PlanLimits& limits)
+    : state_(std::make_unique<State>()) {
+  State& s = *state_;
+  s.step = step;
+  s.types = std::move(types);
+  s.limits = limits;
+  for (uint32_t c : step.group_by) s.labels.emplace_back(s.types[c]);
+  for (const PlanMeasure& m : step.measures) {
+    const ColumnType vt = m.column == PlanMeasure::kNoColumn ? ColumnType::kFloat32 : s.types[m.column];
+    s.accumulators.emplace_back(m.op, 0, m.op == AggregateOp::kCount ? ColumnType::kFloat32 : vt);
+  }
+  if (step.group_by.empty()) {
+    // One group, present even when no row arrives (SQL's global aggregate).
+    s.codes.emplace(std::string(), 0);
+    s.groups = 1;
+    for (AggregationAccumulator& a : s.accumulators) a.Grow(1);
+  }
+}
+
+GroupAggregator::~GroupAggregator() = default;
+
+uint64_t GroupAggregator::groups() const { return state_->groups; }
+
+absl::Status GroupAggregator::Consume(Backend& backend, const PlanTable& table) {
+  State& s = *state_;
+  const uint64_t rows = table.rows;
+  std::vector<uint32_t> codes(rows, 0);
+  // Groups new in this batch: their keys and first rows, kept apart until the
+  // batch succeeded (a failed batch adds no group).
+  std::vector<std::string> new_keys;
+  std::vector<uint64_t> new_rows;
+  if (!s.step.group_by.empty()) {
+    absl::flat_hash_map<std::string, uint32_t> pending;
+    std::string key;
+    for (uint64_t r = 0; r < rows; ++r) {
+      key.clear();
+      for (uint32_t c : s.step.group_by) AppendKey(table.columns[c], r, &key);
+      auto it = s.codes.find(key);
+      if (it != s.codes.end()) {
+        codes[r] = it->second;
+        continue;
+      }
+      auto [p, inserted] = pending.try_emplace(key, s.groups + static_cast<uint32_t>(new_keys.size()));
+      if (inserted) {
+        if (s.groups + new_keys.size() + 1 > s.limits.max_groups) {
+          return absl::ResourceExhaustedError(
+              absl::StrCat("the aggregate step would hold more than ", s.limits.max_groups,
+                           " groups (", s.limits.groups_limit_name, ")"));
+        }
+        new_keys.push_back(key);
+        new_rows.push_back(r);
+      }
+      codes[r] = p->second;
+    }
+  }
+  const uint32_t groups = s.groups + static_cast<uint32_t>(new_keys.size());
+
+  // One graph: an AggregateNode per measure.
+  const size_t m = s.step.measures.size();
+  std::vector<std::vector<uint64_t>> words(m);
+  std::vector<std::vector<uint32_t>> counts(m, std::vector<uint32_t>(groups));
+  std::vector<std::vector<uint8_t>> overflow(m);
+  std::vector<std::vector<uint32_t>> masks(m);
+  CommandGraph graph;
+  if (rows > 0) {
+    for (size_t i = 0; i < m; ++i) {
+      const PlanMeasure& measure = s.step.measures[i];
+      const AggregationAccumulator& acc = s.accumulators[i];
+      AggregateNode node;
+      node.op = acc.partial_op();
+      node.keys = ChunkedU32{std::span<const uint32_t>(codes)};
+      if (measure.column != PlanMeasure::kNoColumn) {
+        const PlanColumn& c = table.columns[measure.column];
+        if (!c.validity.empty()) {
+          masks[i].resize(rows);
+          for (uint64_t r = 0; r < rows; ++r) masks[i][r] = c.valid(r) ? 1u : 0u;
+          node.mask = ChunkedU32{std::span<const uint32_t>(masks[i])};
+        }
+        if (measure.op != AggregateOp::kCount) node.values = ValuesOf(c);
+      }
+      words[i].assign(groups, 0);
+      node.output = words[i];
+      node.contributing_rows = counts[i];
+      if (measure.op != AggregateOp::kCount &&
+          AggregateReportsOverflow(node.op, acc.value_type())) {
+        overflow[i].assign(groups, 0);
+        node.overflow = overflow[i];
+      }
+      graph.Add(std::move(node));
+    }
+    if (!graph.empty()) GPUJOIN_RETURN_IF_ERROR(backend.Run(graph));
+  }
+
+  // Success: the new groups and the partials go in.
+  for (size_t k = 0; k < new_keys.size(); ++k) {
+    s.codes.emplace(std::move(new_keys[k]), s.groups + static_cast<uint32_t>(k));
+    for (size_t j = 0; j < s.step.group_by.size(); ++j) {
+      s.labels[j].AppendFrom(table.columns[s.step.group_by[j]], new_rows[k]);
+    }
+  }
+  s.groups = groups;
+  for (size_t i = 0; i < m; ++i) {
+    AggregationAccumulator& acc = s.accumulators[i];
+    acc.Grow(groups);
+    if (rows == 0) continue;
+    const bool is_count = s.step.measures[i].op == AggregateOp::kCount;
+    GPUJOIN_RETURN_IF_ERROR(acc.Merge(counts[i], is_count ? std::span<const uint64_t>() : words[i],
+                                      overflow[i]));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<PlanTable> GroupAggregator::Result() const {
+  const State& s = *state_;
+  PlanTable out;
+  out.rows = s.groups;
+  for (const ColumnBuilder& b : s.labels) {
+    ColumnBuilder copy = b;
+    out.columns.push_back(copy.Finish());
+  }
+  for (size_t i = 0; i < s.step.measures.size(); ++i) {
+    const PlanMeasure& measure = s.step.measures[i];
+    const AggregationAccumulator& acc = s.accumulators[i];
+    const std::vector<uint64_t>& n = acc.counts64();
+    if (measure.op == AggregateOp::kCount) {
+      ColumnBuilder b(ColumnType::kUint64);
+      for (uint32_t g = 0; g < s.groups; ++g) b.AppendBytes(&n[g], 8);
+      out.columns.push_back(b.Finish());
+      continue;
+    }
+    const ColumnType input = acc.value_type();
+    const ColumnType type = PlanMeasureType(measure.op, input);
+    const std::vector<uint64_t> w = acc.Words();
+    for (uint32_t g = 0; g < s.groups; ++g) {
+      if (acc.overflow()[g] != 0) {
+        return absl::OutOfRangeError(absl::StrCat(
+            "the aggregate's ", std::string(AggregateOpName(measure.op)), " of an ",
+            std::string(ColumnTypeName(input)), " column left the 64-bit range in group ", g,
+            " (its exact sum does not fit ",
+            std::string(ColumnTypeName(PlanMeasureType(AggregateOp::kSum, input))), ")"));
+      }
+    }
+    ColumnBuilder b(type);
+    const size_t width = ColumnWidth(type);
+    for (uint32_t g = 0; g < s.groups; ++g) {
+      if (n[g] == 0) {
+        b.AppendNull();
+      } else if (width == 4) {
+        const uint32_t low = static_cast<uint32_t>(w[g]);
+        b.AppendBytes(&low, 4);
+      } else {
+        b.AppendBytes(&w[g], 8);
+      }
+    }
+    out.columns.push_back(b.Finish());
+  }
+  out.names.resize(out.columns.size());
+  return out;
+}
+
+}  // namespace gpujoin::engine::plan_detail

@@ -1,0 +1,59 @@
+// Row operations on plan columns shared by the plan's steps: taking rows by
+// position (compaction, join expansion), building columns row by row, and
+// viewing them as engine inputs.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "gpujoin/engine/hashing.hpp"
+#include "gpujoin/engine/plan.hpp"
+
+namespace gpujoin::engine::plan_detail {
+
+/// The row position that takes a null row (TakeRows).
+inline constexpr uint32_t kNullRow = 0xffffffffu;
+
+/// Column `column` at `rows` (kNullRow: a null row), in order.
+PlanColumn TakeRows(const PlanColumn& column, std::span<const uint32_t> rows);
+
+/// Every column of `table` at `rows`.
+PlanTable TakeRows(const PlanTable& table, std::span<const uint32_t> rows);
+
+/// The rows for which `keep` is nonzero.
+std::vector<uint32_t> SelectedRows(std::span<const uint8_t> keep);
+
+/// An empty column of `type` with `rows` rows, all null.
+PlanColumn NullColumn(ColumnType type, uint64_t rows);
+
+/// Appends values to a column row by row.
+class ColumnBuilder {
+ public:
+  explicit ColumnBuilder(ColumnType type);
+  /// Appends row `row` of `from` (same type).
+  void AppendFrom(const PlanColumn& from, uint64_t row);
+  /// Appends a fixed-width value's bytes (width bytes) or a bool.
+  void AppendBytes(const void* value, size_t width);
+  void AppendBool(bool value);
+  void AppendNull();
+  uint64_t rows() const { return column_.rows; }
+  /// The column (validity dropped when no row is null).
+  PlanColumn Finish();
+
+ private:
+  void MarkValid(bool valid);
+  PlanColumn column_;
+  std::vector<uint8_t> validity_;
+  bool any_null_ = false;
+};
+
+/// A flat engine view of `column` (key-schema probes).
+HashColumn HashColumnOf(const PlanColumn& column);
+
+/// RESOURCE_EXHAUSTED when `bytes` pass `limits.max_table_bytes`.
+absl::Status CheckTableBytes(uint64_t bytes, const PlanLimits& limits, std::string_view what);
+
+}  // namespace gpujoin::engine::plan_detail
