@@ -466,10 +466,15 @@ TEST_F(CliQuery, ErrorsNameTheFlag) {
       "--agg 'median(latency_ms)': measure 'median(latency_ms)': unknown function");
   ExpectError({"--agg", "count(),sum()"}, 2, "sum() needs a column");
   ExpectError({"--agg", "mean(latency_ms) as"}, 2, "--agg");
-  // --where is the server's: its refusal is an RPC error (exit 1) with its code.
-  ExpectError({"--where", "latency_ms >"}, 1, "query: INVALID_ARGUMENT");
+  // --where is the server's: its refusal is an RPC error (exit 1) with its
+  // code and text, named by the flag that made the step.
+  ExpectError({"--where", "latency_ms >"}, 1, "query --where 'latency_ms >': INVALID_ARGUMENT: ");
   ExpectError({"--lookup", "sensors:sensor_id", "--select", "type", "--where", "type = 5"}, 1,
-              "query: INVALID_ARGUMENT");
+              "query --where 'type = 5': INVALID_ARGUMENT: ");
+  // A second column of one name: the server names the step, the CLI its --lookup.
+  ExpectError({"--lookup", "sensors:sensor_id", "--select", "type", "--lookup", "sensors:sensor_id",
+               "--select", "type", "--prefix", ""},
+              1, "query --lookup 'sensors:sensor_id': INVALID_ARGUMENT: ");
   // The flags that apply to a --lookup.
   ExpectError({"--select", "type", "--lookup", "sensors:sensor_id"}, 2,
               "--select 'type' comes before any --lookup");

@@ -76,8 +76,8 @@ TEST(QueryFlags, LookupErrorsNameTheFlag) {
                 .find("query: --select 'a' comes before any --lookup"),
             std::string::npos);
   EXPECT_NE(
-      ErrorOf(
-          ParseLookupFlags(Flags({{"--lookup", "x:k"}, {"--how", "left"}, {"--how", "anti"}})).status())
+      ErrorOf(ParseLookupFlags(Flags({{"--lookup", "x:k"}, {"--how", "left"}, {"--how", "anti"}}))
+                  .status())
           .find("--how is given twice for --lookup 'x:k'"),
       std::string::npos);
   EXPECT_NE(ErrorOf(ParseLookupFlags(Flags({{"--lookup", "x:k"}, {"--how", "full"}})).status())
@@ -191,6 +191,28 @@ TEST(QueryFlags, PlanStepsRunInTheDocumentedOrder) {
             std::string::npos);
   EXPECT_NE(ErrorOf(BuildQueryPlan(QueryArgs{}, {}, {}).status()).find("the plan has no steps"),
             std::string::npos);
+}
+
+TEST(QueryFlags, ServerErrorsAreNamedByTheFlagsOfTheirStep) {
+  QueryArgs a;
+  a.where = {"x >"};
+  a.group_by = "t";
+  a.agg = "count()";
+  a.limit = 3;
+  auto lookups = ParseLookupFlags(Flags({{"--lookup", "s:id"}}));
+  const std::vector<std::string> flags = StepFlags(a, *lookups);
+  EXPECT_EQ(flags, (std::vector<std::string>{"--lookup 's:id'", "--where 'x >'",
+                                             "--group-by 't' --agg 'count()'", "--limit 3"}));
+  auto what = [&](std::string message) {
+    return FailedQueryWhat(absl::InvalidArgumentError(message), flags);
+  };
+  EXPECT_EQ(what("the stream's plan was refused: plan.steps[1].filter.where: at character 3"),
+            "query --where 'x >'");
+  EXPECT_EQ(what("plan.steps[2].aggregate.measures[0]: ..."),
+            "query --group-by 't' --agg 'count()'");
+  EXPECT_EQ(what("plan.steps[9].limit"), "query");
+  EXPECT_EQ(what("plan.steps[x]"), "query");
+  EXPECT_EQ(what("no step named"), "query");
 }
 
 TEST(QueryInput, TypesFromSchemaKeysAndTheFirstBatch) {

@@ -273,14 +273,14 @@ int CmdQuery(const Globals& g, const QueryArgs& a) {
   const absl::Status st = c->Query(plan, source, sink, Streaming(g));
   bar.Done();
   if (!input_error.ok()) UsageFail(std::string(input_error.message()));
-  if (!st.ok()) RpcFail(st, "query");
+  if (!st.ok()) RpcFail(st, FailedQueryWhat(st, StepFlags(a, lookups)));
   rows.End();
   for (const std::string& note : input->TakeNotes()) Note(g, note);
   for (const std::string& line : totals.LookupLines()) Note(g, line);
   Note(g,
        absl::StrCat(
            "query: ", rows_sent, " input rows, ", out.rows(), " result rows",
-           stopped_at_limit ? " (the limit was reached: the rest of the input was not read)" : ""));
+           stopped_at_limit ? " (the limit was reached: the input after them was not read)" : ""));
   out.Finish(Json{{"input_rows", rows_sent},
                   {"input_types", types.Text()},
                   {"result_rows", out.rows()},

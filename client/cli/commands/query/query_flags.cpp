@@ -249,4 +249,32 @@ absl::StatusOr<client::QueryPlan> BuildQueryPlan(const QueryArgs& a,
   return plan;
 }
 
+std::vector<std::string> StepFlags(const QueryArgs& a, const std::vector<LookupFlag>& lookups) {
+  std::vector<std::string> out;
+  for (const LookupFlag& l : lookups) out.push_back(absl::StrCat("--lookup '", l.spec, "'"));
+  for (const std::string& w : a.where) out.push_back(absl::StrCat("--where '", w, "'"));
+  if (a.group_by || a.agg) {
+    std::string flags;
+    if (a.group_by) absl::StrAppend(&flags, "--group-by '", *a.group_by, "'");
+    if (a.agg) absl::StrAppend(&flags, a.group_by ? " " : "", "--agg '", *a.agg, "'");
+    out.push_back(std::move(flags));
+  }
+  if (a.project) out.push_back(absl::StrCat("--project '", *a.project, "'"));
+  if (a.limit) out.push_back(absl::StrCat("--limit ", *a.limit));
+  return out;
+}
+
+std::string FailedQueryWhat(const absl::Status& status,
+                            const std::vector<std::string>& step_flags) {
+  constexpr std::string_view kStep = "plan.steps[";
+  const std::string m(status.message());
+  const size_t at = m.find(kStep);
+  if (at == std::string_view::npos) return "query";
+  size_t step = 0, i = at + kStep.size();
+  if (i >= m.size() || m[i] < '0' || m[i] > '9') return "query";
+  for (; i < m.size() && m[i] >= '0' && m[i] <= '9'; ++i) step = step * 10 + (m[i] - '0');
+  if (i >= m.size() || m[i] != ']' || step >= step_flags.size()) return "query";
+  return absl::StrCat("query ", step_flags[step]);
+}
+
 }  // namespace gpujoin::cli

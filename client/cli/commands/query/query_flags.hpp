@@ -58,4 +58,13 @@ absl::StatusOr<client::QueryPlan> BuildQueryPlan(const QueryArgs& a,
                                                  const std::vector<LookupFlag>& lookups,
                                                  const std::vector<client::IndexInfo>& indexes);
 
+/// The flags that made each step of BuildQueryPlan's plan, for messages:
+/// "--lookup 'sensors:sensor_id'", "--where 'x > 1'", "--group-by 'type' --agg
+/// 'count()'", "--project 'a,b'", "--limit 5".
+std::vector<std::string> StepFlags(const QueryArgs& a, const std::vector<LookupFlag>& lookups);
+
+/// What a failed query is reported as: "query " and the flags of the step the
+/// server's message names ("plan.steps[N]"), else "query".
+std::string FailedQueryWhat(const absl::Status& status, const std::vector<std::string>& step_flags);
+
 }  // namespace gpujoin::cli
