@@ -345,11 +345,18 @@ TEST_F(CliQuery, GroupByWithSeveralMeasures) {
     g.min = std::min(g.min, *e.latency_ms);
     g.max = std::max(g.max, *e.latency_ms);
   }
-  Json j =
-      Query({"--lookup", "sensors:sensor_id", "--select", "type", "--group-by", "type", "--agg",
-             "count(), count(latency_ms) as with_latency, sum(reading), "
-             "MIN(latency_ms) as min_lat, max(latency_ms) as max_lat, "
-             "avg(latency_ms) as mean_lat"});
+  // Several batches (a global option after the command): groups span them.
+  Json j = Query({"--batch-rows", "500", "--lookup", "sensors:sensor_id", "--select", "type",
+                  "--group-by", "type", "--agg",
+                  "count(), count(latency_ms) as with_latency, sum(reading), "
+                  "MIN(latency_ms) as min_lat, max(latency_ms) as max_lat, "
+                  "avg(latency_ms) as mean_lat"});
+  uint64_t known = 0;
+  for (const auto& [type, g] : want) known += g.count;
+  ASSERT_EQ(j["steps"].size(), 2u) << j["steps"].dump();
+  EXPECT_EQ(j["steps"][1]["kind"], "aggregate");
+  EXPECT_EQ(j["steps"][1]["rows_in"], known) << "the rows the batches brought";
+  EXPECT_EQ(j["steps"][1]["rows_out"], order.size()) << "the groups";
   EXPECT_EQ(j["columns"], Json({"type", "count", "with_latency", "sum_reading", "min_lat",
                                 "max_lat", "mean_lat"}));
   ASSERT_EQ(j["rows"].size(), order.size());

@@ -52,9 +52,11 @@ std::vector<KeyNeed> KeyNeeds(const client::QueryPlan& plan, const std::vector<L
   return needs;
 }
 
-// The step statistics of a whole stream: row counts summed over the answers
-// (an aggregate plan's final answer gives its steps for the whole stream, so
-// those replace what the batches said), the last index version and sequence.
+// The step statistics of a whole stream: input rows and probe statistics
+// summed over the answers, the last index version and mutation sequence a
+// lookup used. Output rows are summed too, except that the final answer of an
+// aggregate plan gives the steps it reports for the whole stream (the
+// batches' answers count an aggregate's groups so far, the final one its groups).
 class StepTotals {
  public:
   void Add(const client::QueryResult& r) {
@@ -62,14 +64,12 @@ class StepTotals {
       auto [it, fresh] = steps_.try_emplace(s.step, s);
       if (fresh) continue;
       client::QueryStepStatistics& t = it->second;
-      if (r.final) {
-        t = s;
-        continue;
-      }
       t.rows_in += s.rows_in;
-      t.rows_out += s.rows_out;
-      t.index_version = s.index_version;
-      t.mutation_sequence = s.mutation_sequence;
+      t.rows_out = r.final ? s.rows_out : t.rows_out + s.rows_out;
+      if (!s.index.empty()) {
+        t.index_version = s.index_version;
+        t.mutation_sequence = s.mutation_sequence;
+      }
       t.statistics.Merge(s.statistics);
     }
   }
@@ -187,7 +187,7 @@ int CmdQuery(const Globals& g, const QueryArgs& a) {
   const client::QueryPlan plan = InputOrDie(BuildQueryPlan(a, lookups, indexes));
   const InputTypes types = InputOrDie(TypeInput(first, a.schema, KeyNeeds(plan, lookups, indexes)));
   // A request holds one batch: cut a batch whose rows do not fit the smaller
-  // of the two message limits (less 1 KiB for the plan and the fields).
+  // of the two message limits (less 64 KiB for the plan and the fields).
   uint64_t max_message = static_cast<uint64_t>(c->options().max_message_bytes);
   const client::ServerInfo server = RpcOrDie(c->GetServerInfo(), "query");
   if (server.max_message_bytes != 0) max_message = std::min(max_message, server.max_message_bytes);
