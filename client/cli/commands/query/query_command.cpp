@@ -207,7 +207,11 @@ int CmdQuery(const Globals& g, const QueryArgs& a) {
   auto source = [&]() -> std::optional<client::QueryBatch> {
     while (next_range >= ranges.size()) {
       if (sent_any && limit_spent.load()) {
-        stopped_at_limit = true;
+        // One more batch is read to tell whether input was left unsent (the
+        // note says so), whatever the timing of the answers.
+        Table rest;
+        auto more = input->Next(&rest);
+        stopped_at_limit = !more.ok() || *more;
         return std::nullopt;
       }
       Table batch;
