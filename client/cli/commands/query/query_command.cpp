@@ -205,15 +205,15 @@ int CmdQuery(const Globals& g, const QueryArgs& a) {
   bool stopped_at_limit = false;
   uint64_t rows_sent = 0;
   auto source = [&]() -> std::optional<client::QueryBatch> {
+    if (sent_any && limit_spent.load()) {
+      // Whether input was left unsent (the note says so), whatever the timing
+      // of the answers: one more batch is read to tell.
+      Table rest;
+      auto more = next_range < ranges.size() ? absl::StatusOr<bool>(true) : input->Next(&rest);
+      stopped_at_limit = !more.ok() || *more;
+      return std::nullopt;
+    }
     while (next_range >= ranges.size()) {
-      if (sent_any && limit_spent.load()) {
-        // One more batch is read to tell whether input was left unsent (the
-        // note says so), whatever the timing of the answers.
-        Table rest;
-        auto more = input->Next(&rest);
-        stopped_at_limit = !more.ok() || *more;
-        return std::nullopt;
-      }
       Table batch;
       if (pending) {
         // The first batch; an empty one (a file without rows) is sent too.
