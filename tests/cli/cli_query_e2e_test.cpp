@@ -3,8 +3,8 @@
 // --select (JSON, CSV to stdout and --out), two lookups (a left one, then an
 // inner one on a string key with --prefix), filters whose nulls follow SQL,
 // --group-by with several measures, --limit (which stops reading the input),
-// --project, a composite key given as KEY=COL pairs, the README quick start's
-// command as written there, and the errors a user meets (an unknown index,
+// --project, a composite key given as KEY=COL pairs, input batches cut to fit
+// a server's small message limit, the README quick start's command as written there, and the errors a user meets (an unknown index,
 // bad --agg and --lookup text, a --where the server refuses). Expected rows
 // are computed here from the raw files with the support library's own CSV
 // reader, not the CLI's.
@@ -460,6 +460,51 @@ TEST_F(CliQuery, ReadmeQuickStartMeanLatencyBySensorType) {
     const double expected = g.sum_latency / static_cast<double>(g.with_latency);
     EXPECT_NEAR(std::stod(*rows[i][mean]), expected, 1e-12 * expected) << *rows[i][type];
   }
+}
+
+// A server with a small message limit: the CLI cuts a batch whose rows do not
+// fit one request into several, and the server's answers, larger than a
+// message, come in parts that the client reassembles.
+TEST(CliQuerySmallMessages, BatchesAreCutToFitAndAnswersReassembled) {
+  ServerProcess server({.extra_args = {"--max-message-bytes=65536"}});
+  ASSERT_TRUE(server.ready()) << server.log();
+  const fs::path dir =
+      fs::temp_directory_path() / ("gpujoin_cli_query_small_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  auto cli = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = {kCli, "--server", server.grpc_address(), "--timeout", "60"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    RunOptions o;
+    o.unset_env = {"GPUJOIN_SERVER", "GPUJOIN_TOKEN"};
+    return RunProcess(argv, o);
+  };
+  auto blob = [](int k) { return std::string(200, static_cast<char>('a' + k % 26)); };
+  {
+    std::ofstream dim(dir / "wide.csv");
+    dim << "k,blob\n";
+    for (int k = 0; k < 50; ++k) dim << k << "," << blob(k) << "\n";
+    std::ofstream facts(dir / "facts.csv");
+    facts << "id,k,note\n";
+    for (int i = 0; i < 3000; ++i)
+      facts << i << "," << i % 50 << "," << std::string(60, 'n') << "\n";
+  }
+  RunResult built =
+      cli({"-q", "index", "build", "wide", "--from", (dir / "wide.csv").string(), "--key", "k"});
+  ASSERT_EQ(built.code, 0) << built.err;
+  // One input batch of about 240 KB: several requests; answers of about 800 KB.
+  RunResult r = cli({"--json", "query", "--from", (dir / "facts.csv").string(), "--lookup",
+                     "wide:k", "--select", "blob"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  Json j = Json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out.substr(0, 2000);
+  ASSERT_EQ(j["rows"].size(), 3000u);
+  for (int i = 0; i < 3000; ++i) {
+    ASSERT_EQ(j["rows"][i]["id"], i);
+    ASSERT_EQ(j["rows"][i]["blob"], blob(i % 50)) << i;
+  }
+  EXPECT_EQ(j["input_rows"], 3000);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
 }
 
 // ---------------------------------------------------------------- errors
