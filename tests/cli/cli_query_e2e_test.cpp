@@ -4,10 +4,10 @@
 // inner one on a string key with --prefix), filters whose nulls follow SQL,
 // --group-by with several measures, --limit (which stops reading the input),
 // --project, a composite key given as KEY=COL pairs, input batches cut to fit
-// a server's small message limit, the README quick start's command as written there, and the errors a user meets (an unknown index,
-// bad --agg and --lookup text, a --where the server refuses). Expected rows
-// are computed here from the raw files with the support library's own CSV
-// reader, not the CLI's.
+// a server's small message limit, the README quick start's command as written
+// there, and the errors a user meets (an unknown index, bad --agg and --lookup
+// text, a --where the server refuses). Expected rows are computed here from
+// the raw files with the support library's own CSV reader, not the CLI's.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
