@@ -51,7 +51,7 @@ inline constexpr std::string_view kRpcNames[] = {"BuildIndex",    "DropIndex", "
                                                  "DescribeIndex", "Lookup",    "Join",
                                                  "Aggregate",     "Hash",      "GetServerInfo",
                                                  "SaveIndex",     "LoadIndex", "ListFiles",
-                                                 "DeleteFile",    "Mutate"};
+                                                 "DeleteFile",    "Mutate",    "Query"};
 
 /// The gRPC code names (`code` label of gpujoin_rpc_errors_total) whose series
 /// exist from start-up for every RPC: the codes gpujoind returns (request

@@ -281,8 +281,16 @@ struct QueryTraits {
   static uint64_t Rows(const Request& r) {
     return r.message.columns_size() == 0 ? 0 : r.message.columns(0).length();
   }
-  static constexpr bool kMayInline = false;
-  static uint64_t InlineCost(const Request&) { return 0; }
+  /// Small batches run on the gRPC thread (CPU backend): rows times steps.
+  /// The plan is read after the message before was answered (kSerial), so
+  /// after the executor compiled it.
+  static constexpr bool kMayInline = true;
+  static uint64_t InlineCost(const Request& r) {
+    const uint64_t steps = r.stream != nullptr && r.stream->compiled
+                               ? r.stream->compiled->plan.steps.size()
+                               : kMaxPlanSteps;
+    return Rows(r) * std::max<uint64_t>(1, steps);
+  }
   static constexpr bool kSerial = true;
 
   std::shared_ptr<QueryStream> stream;

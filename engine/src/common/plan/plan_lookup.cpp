@@ -44,136 +44,236 @@ struct Gathered {
   uint64_t nulls = 0;
 };
 
+// One step's join over the group's input: its keys, outputs and result.
+struct StepJoin {
+  const PlanLookupStep* step = nullptr;
+  const HashIndex* index = nullptr;
+  std::vector<uint32_t> keys32;
+  std::vector<uint64_t> keys64;
+  KeyColumns key_columns;
+  uint64_t capacity = 0;
+  std::vector<uint32_t> left, right;
+  std::vector<uint8_t> found;
+  std::vector<Gathered> gathered;
+  JoinResult result;
+};
+
+// Adds `j`'s join, with outputs for j.capacity pairs, to `graph`.
 template <IndexKey K>
-absl::StatusOr<PlanTable> LookupOf(Backend& backend, const PlanLookupStep& step,
-                                   const HashIndex& index, const PlanTable& table,
-                                   const PlanLimits& limits, PlanStepStatistics* statistics) {
-  const uint64_t rows = table.rows;
-  std::vector<uint32_t> word_keys32;
-  std::vector<uint64_t> word_keys64;
+void AddJoin(StepJoin& j, const PlanLimits& limits, CommandGraph& graph) {
   JoinBatchT<K> batch;
   if constexpr (std::same_as<K, ColumnKey>) {
-    for (uint32_t c : step.key_columns) batch.keys.columns.push_back(HashColumnOf(table.columns[c]));
+    batch.keys = j.key_columns;
   } else if constexpr (std::same_as<K, uint32_t>) {
-    word_keys32 = KeyWords<uint32_t>(table.columns[step.key_columns[0]]);
-    batch.keys.push_back(std::span<const uint32_t>(word_keys32));
+    batch.keys.push_back(std::span<const uint32_t>(j.keys32));
   } else {
-    word_keys64 = KeyWords<uint64_t>(table.columns[step.key_columns[0]]);
-    batch.keys.push_back(std::span<const uint64_t>(word_keys64));
+    batch.keys.push_back(std::span<const uint64_t>(j.keys64));
   }
-  const auto& payload = index.payload();
-  uint64_t fixed_row_bytes = 8;  // left and right rows
-  for (uint32_t s : step.select) {
-    const ColumnType t = payload[s].type;
-    fixed_row_bytes += IsVariableWidth(t) ? 4 : (t == ColumnType::kBool ? 1 : ColumnWidth(t));
+  const uint64_t capacity = j.capacity;
+  j.left.assign(capacity, 0);
+  j.right.assign(capacity, 0);
+  const auto& payload = j.index->payload();
+  j.gathered.assign(j.step->select.size(), Gathered{});
+  for (size_t i = 0; i < j.step->select.size(); ++i) {
+    Gathered& g = j.gathered[i];
+    g.type = payload[j.step->select[i]].type;
+    g.validity.assign(BitmapBytes(capacity), 0);
+    GatherOutput o;
+    o.column = j.step->select[i];
+    o.validity = g.validity;
+    if (IsVariableWidth(g.type)) {
+      g.offsets.assign(capacity + 1, 0);
+      o.offsets = g.offsets;
+      o.string_bytes = &g.bytes;
+      o.max_string_bytes = std::min<uint64_t>(limits.max_table_bytes, 0x7fffffff);
+    } else {
+      g.data.assign(g.type == ColumnType::kBool ? BitmapBytes(capacity)
+                                                : capacity * ColumnWidth(g.type),
+                    std::byte{0});
+      o.data = g.data;
+    }
+    o.null_count = &g.nulls;
+    batch.gather.push_back(o);
   }
-  const uint64_t table_row_bytes = rows == 0 ? 0 : (table.bytes() + rows - 1) / rows;
+  batch.out_left_rows = j.left;
+  batch.out_right_rows = j.right;
+  batch.result = &j.result;
+  batch.found = j.found;
+  JoinNodeT<K> node;
+  node.index = j.index;
+  node.kind = j.step->kind;
+  node.batches.push_back(std::move(batch));
+  graph.Add(std::move(node));
+}
 
-  std::vector<uint8_t> found(rows);
-  uint64_t capacity = rows;
-  for (int attempt = 0;; ++attempt) {
-    GPUJOIN_RETURN_IF_ERROR(CheckTableBytes(capacity * (fixed_row_bytes + table_row_bytes), limits,
-                                       "the lookup's rows"));
-    std::vector<uint32_t> left(capacity), right(capacity);
-    std::vector<Gathered> gathered(step.select.size());
-    std::vector<GatherOutput> outputs;
-    for (size_t i = 0; i < step.select.size(); ++i) {
-      Gathered& g = gathered[i];
-      g.type = payload[step.select[i]].type;
-      g.validity.assign(BitmapBytes(capacity), 0);
-      GatherOutput o;
-      o.column = step.select[i];
-      o.validity = g.validity;
-      if (IsVariableWidth(g.type)) {
-        g.offsets.assign(capacity + 1, 0);
-        o.offsets = g.offsets;
-        o.string_bytes = &g.bytes;
-        o.max_string_bytes = std::min<uint64_t>(limits.max_table_bytes, 0x7fffffff);
-      } else {
-        g.data.assign(g.type == ColumnType::kBool ? BitmapBytes(capacity)
-                                                  : capacity * ColumnWidth(g.type),
-                      std::byte{0});
-        o.data = g.data;
-      }
-      o.null_count = &g.nulls;
-      outputs.push_back(o);
-    }
-    JoinResult result;
-    JoinBatchT<K> run = batch;
-    run.out_left_rows = left;
-    run.out_right_rows = right;
-    run.result = &result;
-    run.found = found;
-    run.gather = std::move(outputs);
-    JoinNodeT<K> node;
-    node.index = &index;
-    node.kind = step.kind;
-    node.batches.push_back(std::move(run));
-    CommandGraph graph;
-    graph.Add(std::move(node));
-    GPUJOIN_RETURN_IF_ERROR(backend.Run(graph));
-    if (result.count > capacity) {
-      if (attempt > 0) {
-        return absl::InternalError(absl::StrCat("a lookup step's join needed ", result.count,
-                                                " rows after a run sized for ", capacity));
-      }
-      capacity = result.count;
-      continue;
-    }
-    const uint64_t out_rows = result.count;
-    if (out_rows > 0xfffffffeull) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("a lookup step made ", out_rows, " rows, more than 2^32 - 2"));
-    }
-    left.resize(out_rows);
-    PlanTable out = TakeRows(table, left);
-    for (size_t i = 0; i < gathered.size(); ++i) {
-      Gathered& g = gathered[i];
-      PlanColumn c;
-      c.type = g.type;
-      c.rows = out_rows;
-      if (IsVariableWidth(g.type)) {
-        g.offsets.resize(out_rows + 1);
-        c.offsets = std::move(g.offsets);
-        const auto* p = reinterpret_cast<const std::byte*>(g.bytes.data());
-        c.data.assign(p, p + g.bytes.size());
-      } else {
-        g.data.resize(g.type == ColumnType::kBool ? BitmapBytes(out_rows)
-                                                  : out_rows * ColumnWidth(g.type));
-        c.data = std::move(g.data);
-      }
-      if (g.nulls > 0) {
-        g.validity.resize(BitmapBytes(out_rows));
-        c.validity = std::move(g.validity);
-      }
-      out.columns.push_back(std::move(c));
-    }
-    ColumnBuilder found_column(ColumnType::kBool);
-    for (uint64_t p = 0; p < out_rows; ++p) {
-      bool f = step.kind != JoinKind::kLeftAnti;
-      if (step.kind == JoinKind::kLeftOuter) f = found[left[p]] != 0;
-      found_column.AppendBool(f);
-    }
-    out.columns.push_back(found_column.Finish());
-    out.rows = out_rows;
-    GPUJOIN_RETURN_IF_ERROR(CheckTableBytes(out.bytes(), limits, "the lookup's rows"));
-    statistics->query = result.statistics;
-    return out;
+void AddJoinOf(StepJoin& j, const PlanLimits& limits, CommandGraph& graph) {
+  switch (j.index->spec().key_type) {
+    case KeyType::kUint32: return AddJoin<uint32_t>(j, limits, graph);
+    case KeyType::kUint64: return AddJoin<uint64_t>(j, limits, graph);
+    case KeyType::kColumns: return AddJoin<ColumnKey>(j, limits, graph);
   }
+}
+
+// The gathered columns of a join as plan columns of its `count` pairs.
+std::vector<PlanColumn> GatheredColumns(StepJoin& j, uint64_t count) {
+  std::vector<PlanColumn> out;
+  for (Gathered& g : j.gathered) {
+    PlanColumn c;
+    c.type = g.type;
+    c.rows = count;
+    if (IsVariableWidth(g.type)) {
+      g.offsets.resize(count + 1);
+      c.offsets = std::move(g.offsets);
+      const auto* p = reinterpret_cast<const std::byte*>(g.bytes.data());
+      c.data.assign(p, p + g.bytes.size());
+    } else {
+      g.data.resize(g.type == ColumnType::kBool ? BitmapBytes(count)
+                                                : count * ColumnWidth(g.type));
+      c.data = std::move(g.data);
+    }
+    if (g.nulls > 0) {
+      g.validity.resize(BitmapBytes(count));
+      c.validity = std::move(g.validity);
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+bool IsIdentity(std::span<const uint32_t> rows, uint64_t n) {
+  if (rows.size() != n) return false;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i] != i) return false;
+  }
+  return true;
 }
 
 }  // namespace
 
-absl::StatusOr<PlanTable> RunLookupStep(Backend& backend, const PlanLookupStep& step,
-                                        const HashIndex& index, const PlanTable& table,
-                                        const PlanLimits& limits, PlanStepStatistics* statistics) {
-  switch (index.spec().key_type) {
-    case KeyType::kUint32: return LookupOf<uint32_t>(backend, step, index, table, limits, statistics);
-    case KeyType::kUint64: return LookupOf<uint64_t>(backend, step, index, table, limits, statistics);
-    case KeyType::kColumns:
-      return LookupOf<ColumnKey>(backend, step, index, table, limits, statistics);
+absl::StatusOr<PlanTable> RunLookupGroup(Backend& backend,
+                                         std::span<const PlanLookupStep* const> steps,
+                                         std::span<const HashIndex* const> indexes,
+                                         const PlanTable& table, const PlanLimits& limits,
+                                         std::span<PlanStepStatistics* const> statistics) {
+  const uint64_t rows = table.rows;
+  if (rows == 0) {
+    // Nothing to probe: the steps' columns, empty.
+    PlanTable out = table;
+    for (size_t s = 0; s < steps.size(); ++s) {
+      for (uint32_t c : steps[s]->select) {
+        out.columns.push_back(NullColumn(indexes[s]->payload()[c].type, 0));
+      }
+      out.columns.push_back(NullColumn(ColumnType::kBool, 0));
+      statistics[s]->rows_in = 0;
+      statistics[s]->rows_out = 0;
+    }
+    for (PlanColumn& c : out.columns) c.validity.clear();
+    out.names.resize(out.columns.size());
+    return out;
   }
-  return absl::InternalError("unknown key type");
+  const uint64_t table_row_bytes = (table.bytes() + rows - 1) / rows;
+  std::vector<StepJoin> joins(steps.size());
+  // Every step's pairs fit `rows` unless it expands (keep_all): one graph for
+  // all, then a second for the steps that did not fit, sized exactly.
+  CommandGraph graph;
+  for (size_t s = 0; s < steps.size(); ++s) {
+    StepJoin& j = joins[s];
+    j.step = steps[s];
+    j.index = indexes[s];
+    const PlanLookupStep& step = *steps[s];
+    switch (j.index->spec().key_type) {
+      case KeyType::kUint32: j.keys32 = KeyWords<uint32_t>(table.columns[step.key_columns[0]]); break;
+      case KeyType::kUint64: j.keys64 = KeyWords<uint64_t>(table.columns[step.key_columns[0]]); break;
+      case KeyType::kColumns:
+        for (uint32_t c : step.key_columns) j.key_columns.columns.push_back(HashColumnOf(table.columns[c]));
+        break;
+    }
+    j.found.assign(rows, 0);
+    j.capacity = rows;
+    GPUJOIN_RETURN_IF_ERROR(CheckTableBytes(rows * (table_row_bytes + 16), limits, "the lookup's rows"));
+    AddJoinOf(j, limits, graph);
+  }
+  GPUJOIN_RETURN_IF_ERROR(backend.Run(graph));
+  CommandGraph again;
+  for (StepJoin& j : joins) {
+    if (j.result.count <= j.capacity) continue;
+    GPUJOIN_RETURN_IF_ERROR(CheckTableBytes(j.result.count * (table_row_bytes + 16), limits,
+                                            "the lookup's rows"));
+    j.capacity = j.result.count;
+    j.result = JoinResult{};
+    AddJoinOf(j, limits, again);
+  }
+  if (!again.empty()) {
+    GPUJOIN_RETURN_IF_ERROR(backend.Run(again));
+    for (const StepJoin& j : joins) {
+      if (j.result.count > j.capacity) {
+        return absl::InternalError(absl::StrCat("a lookup step's join needed ", j.result.count,
+                                                " rows after a run sized for ", j.capacity));
+      }
+    }
+  }
+
+  // The steps one after the other: row i of the result is input row orig[i]
+  // with pair pick[s][i] of each step s (pairs of an input row are
+  // consecutive, in the join's order).
+  std::vector<uint32_t> orig(rows);
+  for (uint64_t r = 0; r < rows; ++r) orig[r] = static_cast<uint32_t>(r);
+  std::vector<std::vector<uint32_t>> pick(joins.size());
+  for (size_t s = 0; s < joins.size(); ++s) {
+    StepJoin& j = joins[s];
+    const uint64_t count = j.result.count;
+    std::vector<uint64_t> first(rows + 1, 0);
+    for (uint64_t p = 0; p < count; ++p) ++first[j.left[p] + 1];
+    for (uint64_t r = 0; r < rows; ++r) first[r + 1] += first[r];
+    uint64_t out_rows = 0;
+    for (uint32_t o : orig) out_rows += first[o + 1] - first[o];
+    if (out_rows > 0xfffffffeull) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("a lookup step made ", out_rows, " rows, more than 2^32 - 2"));
+    }
+    GPUJOIN_RETURN_IF_ERROR(CheckTableBytes(out_rows * (table_row_bytes + 16 * (s + 1)), limits,
+                                            "the lookup's rows"));
+    std::vector<uint32_t> next_orig;
+    next_orig.reserve(out_rows);
+    std::vector<std::vector<uint32_t>> next_pick(s + 1);
+    for (auto& v : next_pick) v.reserve(out_rows);
+    for (size_t i = 0; i < orig.size(); ++i) {
+      const uint32_t o = orig[i];
+      for (uint64_t p = first[o]; p < first[o + 1]; ++p) {
+        next_orig.push_back(o);
+        for (size_t t = 0; t < s; ++t) next_pick[t].push_back(pick[t][i]);
+        next_pick[s].push_back(static_cast<uint32_t>(p));
+      }
+    }
+    statistics[s]->rows_in = orig.size();
+    statistics[s]->rows_out = out_rows;
+    statistics[s]->query = j.result.statistics;
+    orig = std::move(next_orig);
+    pick = std::move(next_pick);
+    pick.resize(joins.size());
+  }
+
+  PlanTable out = IsIdentity(orig, rows) ? table : TakeRows(table, orig);
+  out.rows = orig.size();
+  for (size_t s = 0; s < joins.size(); ++s) {
+    StepJoin& j = joins[s];
+    const uint64_t count = j.result.count;
+    std::vector<PlanColumn> gathered = GatheredColumns(j, count);
+    const bool identity = IsIdentity(pick[s], count);
+    for (PlanColumn& c : gathered) {
+      out.columns.push_back(identity ? std::move(c) : TakeRows(c, pick[s]));
+    }
+    ColumnBuilder found_column(ColumnType::kBool);
+    for (size_t i = 0; i < orig.size(); ++i) {
+      bool f = j.step->kind != JoinKind::kLeftAnti;
+      if (j.step->kind == JoinKind::kLeftOuter) f = j.found[orig[i]] != 0;
+      found_column.AppendBool(f);
+    }
+    out.columns.push_back(found_column.Finish());
+  }
+  out.names.resize(out.columns.size());
+  GPUJOIN_RETURN_IF_ERROR(CheckTableBytes(out.bytes(), limits, "the lookup's rows"));
+  return out;
 }
 
 }  // namespace gpujoin::engine::plan_detail

@@ -1,7 +1,12 @@
-// A plan's lookup step: the table's key columns probed against an index as
-// one JoinNodeT of the backend (with the selected payload gathered by the
-// same node), the table's rows then taken by the join's left rows.
+// A plan's lookup steps: the table's key columns probed against an index as a
+// JoinNodeT of the backend (with the selected payload gathered by the same
+// node), the table's rows then taken by the join's left rows. Consecutive
+// lookup steps whose keys the table had before the first of them form a
+// group: their joins run in one command graph over the same rows, and the
+// rows of the steps applied one after the other are formed on the host.
 #pragma once
+
+#include <span>
 
 #include "absl/status/statusor.h"
 #include "gpujoin/engine/backend.hpp"
@@ -9,10 +14,14 @@
 
 namespace gpujoin::engine::plan_detail {
 
-/// `table` with the step's rows (by join kind) and its selected payload
-/// columns and found flag appended (their names are the caller's).
-absl::StatusOr<PlanTable> RunLookupStep(Backend& backend, const PlanLookupStep& step,
-                                        const HashIndex& index, const PlanTable& table,
-                                        const PlanLimits& limits, PlanStepStatistics* statistics);
+/// `table` after `steps` in order: rows by each join kind, each step's
+/// selected payload columns and found flag appended (names are the caller's).
+/// `indexes[i]` is steps[i]'s index; `statistics[i]` gets its rows and probes
+/// (the probes of the table's rows, each probed once per step).
+absl::StatusOr<PlanTable> RunLookupGroup(Backend& backend,
+                                         std::span<const PlanLookupStep* const> steps,
+                                         std::span<const HashIndex* const> indexes,
+                                         const PlanTable& table, const PlanLimits& limits,
+                                         std::span<PlanStepStatistics* const> statistics);
 
 }  // namespace gpujoin::engine::plan_detail

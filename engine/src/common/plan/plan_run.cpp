@@ -85,19 +85,30 @@ absl::StatusOr<PlanTable> RunSteps(Backend& backend, const Plan& plan, size_t be
     st.ran = true;
     st.rows_in = table.rows;
     const PlanStep& step = plan.steps[i];
-    if (const auto* lookup = std::get_if<PlanLookupStep>(&step)) {
-      const HashIndex* index = indexes[lookup->index_slot];
-      if (index == nullptr) return absl::InternalError("a lookup step ran without its index");
-      if (table.rows == 0) {
-        for (uint32_t c : lookup->select) {
-          table.columns.push_back(plan_detail::NullColumn(index->payload()[c].type, 0));
-        }
-        table.columns.push_back(plan_detail::NullColumn(ColumnType::kBool, 0));
-        table.columns.back().validity.clear();
-      } else {
-        GPUJOIN_ASSIGN_OR_RETURN(
-            table, plan_detail::RunLookupStep(backend, *lookup, *index, table, limits, &st));
+    if (std::holds_alternative<PlanLookupStep>(step)) {
+      // The lookups from here whose keys the table already has: one group.
+      const size_t width = table.columns.size();
+      std::vector<const PlanLookupStep*> group;
+      std::vector<const HashIndex*> group_indexes;
+      std::vector<PlanStepStatistics*> group_stats;
+      size_t j = i;
+      for (; j < end; ++j) {
+        const auto* lookup = std::get_if<PlanLookupStep>(&plan.steps[j]);
+        if (lookup == nullptr) break;
+        bool independent = true;
+        for (uint32_t c : lookup->key_columns) independent &= c < width;
+        if (!independent) break;
+        const HashIndex* index = indexes[lookup->index_slot];
+        if (index == nullptr) return absl::InternalError("a lookup step ran without its index");
+        group.push_back(lookup);
+        group_indexes.push_back(index);
+        group_stats.push_back(&(*statistics)[j]);
+        (*statistics)[j].ran = true;
       }
+      GPUJOIN_ASSIGN_OR_RETURN(table, plan_detail::RunLookupGroup(backend, group, group_indexes,
+                                                                  table, limits, group_stats));
+      i = j - 1;
+      continue;
     } else if (const auto* filter = std::get_if<PlanFilterStep>(&step)) {
       const std::vector<uint8_t> truth = plan_detail::EvaluateFilter(filter->where, table);
       std::vector<uint8_t> keep(truth.size());
