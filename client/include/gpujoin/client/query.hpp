@@ -189,16 +189,18 @@ struct QueryResult {
 /// naming `what` and the column otherwise.
 absl::Status CheckQueryBatch(const QueryBatch& batch, std::string_view what);
 
-/// Batches of whole in-memory columns that each fit one message: rows [begin,
-/// end) of the input per batch, at most `max_rows` rows and `max_bytes`
-/// encoded bytes each (the columns' data, offsets, validity and headers). A
-/// single row larger than `max_bytes` is INVALID_ARGUMENT naming the row and
-/// its bytes; `max_rows` 0 too. An input without rows gives one empty batch
-/// (its columns, typed, let the server check the plan).
+/// Rows [begin, end) of an input: one batch of PlanQueryBatches.
 struct QueryBatchRange {
   uint64_t begin = 0;
   uint64_t end = 0;
 };
+
+/// Batches of whole in-memory columns that each fit one message: at most
+/// `max_rows` rows and `max_bytes` encoded bytes each (the columns' data,
+/// offsets, validity and headers), in input order. A single row larger than
+/// `max_bytes` is INVALID_ARGUMENT naming the row and its bytes; `max_rows` 0
+/// too. An input without rows gives one empty batch (its columns, typed, let
+/// the server check the plan).
 absl::StatusOr<std::vector<QueryBatchRange>> PlanQueryBatches(std::span<const ColumnView> columns,
                                                               size_t max_rows, uint64_t max_bytes);
 
