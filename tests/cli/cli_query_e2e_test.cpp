@@ -503,6 +503,14 @@ TEST(CliQuerySmallMessages, BatchesAreCutToFitAndAnswersReassembled) {
     ASSERT_EQ(j["rows"][i]["blob"], blob(i % 50)) << i;
   }
   EXPECT_EQ(j["input_rows"], 3000);
+
+  // A row no request can hold is an input error naming its line.
+  std::ofstream(dir / "huge.csv") << "id,k\n1,1\n2," << std::string(70000, 'x') << "\n";
+  RunResult huge = cli({"query", "--from", (dir / "huge.csv").string(), "--limit", "5"});
+  EXPECT_EQ(huge.code, 2) << huge.err;
+  EXPECT_NE(huge.err.find("huge.csv:3: the row needs more than a Query request holds"),
+            std::string::npos)
+      << huge.err;
   std::error_code ec;
   fs::remove_all(dir, ec);
 }

@@ -153,6 +153,23 @@ class ResultRows {
   std::vector<std::string> scratch_;
 };
 
+// The error of a batch with a row that fits no request: the first such row's
+// file and line, and what PlanQueryBatches said of it.
+absl::Status RowTooLarge(const Table& batch, const std::vector<client::ColumnView>& views,
+                         uint64_t max_bytes, const absl::Status& cut) {
+  for (size_t r = 0; r < batch.rows.size(); ++r) {
+    std::vector<client::ColumnView> row;
+    for (const client::ColumnView& v : views) row.push_back(v.Slice(r, 1));
+    auto one = client::PlanQueryBatches(row, 1, max_bytes);
+    if (!one.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(batch.Where(r), ": the row needs more than a Query request holds (",
+                       max_bytes, " bytes, from the server's --max-message-bytes)"));
+    }
+  }
+  return cut;
+}
+
 }  // namespace
 
 int CmdQuery(const Globals& g, const QueryArgs& a) {
@@ -237,8 +254,7 @@ int CmdQuery(const Globals& g, const QueryArgs& a) {
       for (const client::Column& col : columns) views.push_back(col.view());
       auto cut = client::PlanQueryBatches(views, SIZE_MAX, max_bytes);
       if (!cut.ok()) {
-        input_error =
-            absl::InvalidArgumentError(absl::StrCat(batch.Where(0), ": ", cut.status().message()));
+        input_error = RowTooLarge(batch, views, max_bytes, cut.status());
         return std::nullopt;
       }
       ranges = *std::move(cut);
@@ -260,10 +276,8 @@ int CmdQuery(const Globals& g, const QueryArgs& a) {
   client::QueryLimitTracker limit(plan);
   const bool aggregate = plan.has_aggregate();
   ProgressBar bar("query", ProgressEnabled(g));
-  uint64_t answers = 0;
   auto sink = [&](client::QueryResult&& r) -> absl::Status {
     if (!r.error.ok()) return r.error;
-    ++answers;
     totals.Add(r);
     limit.Add(r.steps);
     if (limit.done()) limit_spent = true;
