@@ -363,6 +363,124 @@ export interface HashResult {
   nullCount: number;
 }
 
+// ---------------------------------------------------------------- query plans
+
+/**
+ * The input rows of a query: columns by name (object order), each a typed
+ * array, a plain array (null/undefined = null; types inferred as payload
+ * columns are: number = float64, bigint = int64, string, boolean, Uint8Array =
+ * binary) or {type, values, valid}; or an array of {name, ...column}. Integer
+ * key columns are typed arrays (Uint32Array, BigInt64Array, ...) or
+ * {type: 'int64', values: [...]}: a plain array of numbers is float64.
+ */
+export type QueryInput = Record<string, ColumnInput> | Array<ColumnSpec & {name: string}>;
+
+export interface QueryLookupOptions {
+  /**
+   * The column(s) forming the index's key: one integer column (any of int32,
+   * int64, uint32, uint64) for a uint32 or uint64 index (a null, a negative
+   * value or one the key type cannot hold is missing), or one column per key
+   * column of a key schema, in its order and of its exact types.
+   */
+  key: string | string[];
+  /** Payload columns of the index added to the rows, named prefix + name. */
+  select?: string | string[];
+  prefix?: string;
+  /**
+   * inner (default): rows with a match, one per match on a keep_all index;
+   * left: every row, null payload without a match; semi: rows with a match,
+   * once (the first match's payload); anti: rows without one.
+   */
+  how?: JoinKind;
+  /** The bool column telling whether the key was found; default "<index>.found". */
+  foundColumn?: string;
+}
+
+/**
+ * One measure: text ('count()', 'count(col)', 'sum(bytes) as total', ops
+ * count, sum, min, max, mean), [op, column?, name?] or {op, column?, name?}.
+ * Without a name the output column is "count" or "<op>_<column>".
+ */
+export type MeasureSpec = string | [string, string?, string?] | {op: string; column?: string; name?: string};
+
+export interface QueryAggregateOptions {
+  /** Group-by columns (integer, bool, string or binary; nulls form one group). None: one group. */
+  by?: string | string[];
+  /** Measures in order, one measure, or an object output name -> measure. Default ['count()']. */
+  measures?: MeasureSpec | MeasureSpec[] | Record<string, MeasureSpec>;
+}
+
+/** A project column: a name, a [column, newName] pair or an object {column: newName}. */
+export type ProjectColumn = string | [string, string] | Record<string, string>;
+
+/** What one plan step did for a batch (aggregate results: for the whole stream). */
+export interface StepStatistics {
+  /** Position in the plan. */
+  step: number;
+  kind: 'lookup' | 'filter' | 'aggregate' | 'project' | 'limit' | string;
+  rowsIn: number;
+  rowsOut: number;
+  /** Lookups: the index, the version and mutation sequence the batch ran on, its probe statistics. */
+  index: string;
+  indexVersion: number;
+  mutationSequence: number;
+  statistics: QueryStatistics;
+}
+
+export interface PlanStatistics {
+  /** Per input batch, in order: the steps that ran on it. */
+  batches: StepStatistics[][];
+  /** The answer to the end of the stream (an aggregate plan's groups); [] without one. */
+  final: StepStatistics[];
+  /** Per step, summed over the batches and the final answer (versions: the last batch's). */
+  steps: StepStatistics[];
+}
+
+export interface QueryResult {
+  /** The result columns by name (null rows: no match, a stored null, a null group or measure). */
+  columns: Record<string, Column>;
+  /** The column names in the plan's output order. */
+  names: string[];
+  rows: number;
+  /** QueryResponse messages received (more than the batches when answers continued). */
+  messages: number;
+  statistics: PlanStatistics;
+}
+
+/**
+ * batchRows: rows per input batch (default: within the message size and half
+ * of --max-result-bytes at twice the input's row bytes). Without it, a batch
+ * the server refuses for --max-result-bytes runs the query again from the
+ * start in batches of half its rows.
+ */
+export interface QueryRunOptions extends StreamOptions {}
+
+/**
+ * A plan over input rows (docs/api.md "Query: plans in one round trip"), made by
+ * Client#query. Every step method returns a new Query with the step appended;
+ * run() sends the input in batches with the plan on the first, in one Query
+ * stream, and reassembles the answer (continued messages, an aggregate's final
+ * answer). A refused plan or batch rejects with its GpujoinError (`batchId`).
+ */
+export declare class Query {
+  lookup(index: string, opts: QueryLookupOptions): Query;
+  /**
+   * Keeps the rows for which `where` is true (SQL: false and null drop the row):
+   * comparisons of a column with a literal (= != <> < <= > >=), `is [not] null`,
+   * `[not] in (...)`, and/or/not, parentheses; 'strings', numbers, true/false.
+   */
+  filter(where: string): Query;
+  /** Groups the stream's rows (in order of their first row); later steps apply to the groups. */
+  aggregate(opts?: QueryAggregateOptions): Query;
+  /** Keeps these columns in order, renamed where asked; one array alone is the list of columns. */
+  project(...columns: Array<ProjectColumn | ProjectColumn[]>): Query;
+  /** Keeps the first `rows` rows of the stream. */
+  limit(rows: number): Query;
+  /** The proto Plan of the steps so far. */
+  readonly plan: {steps: object[]};
+  run(opts?: QueryRunOptions): Promise<QueryResult>;
+}
+
 // ---------------------------------------------------------------- options
 
 export interface TlsOptions {
@@ -539,7 +657,8 @@ export declare class Client {
   constructor(target?: string, options?: ClientOptions);
   readonly target: string;
   /** After the first call: the message sizes and window the client uses. */
-  readonly limits: {maxMessageBytes: number; receiveMessageBytes: number; maxInflight: number} | null;
+  readonly limits: {maxMessageBytes: number; receiveMessageBytes: number; maxInflight: number;
+                    maxMutationRows: number; maxResultBytes: number} | null;
   close(): void;
 
   serverInfo(opts?: CallOptions): Promise<ServerInfo>;
@@ -607,6 +726,11 @@ export declare class Client {
               opts?: Omit<JoinOptions, 'batchRows' | 'onProgress'>): AsyncGenerator<JoinBatchResult, void, undefined>;
   aggregate(keys: U32Input, opts: AggregateOptions): Promise<AggregateResult>;
   hash(columns: ColumnInput[], opts?: HashOptions): Promise<HashResult>;
+  /**
+   * A Query over `input` (checked here: types, equal lengths, unique names):
+   * `c.query({id: new Uint32Array([1, 2])}).lookup('ix', {key: 'id', select: ['kind']}).run()`.
+   */
+  query(input: QueryInput): Query;
 }
 
 // ---------------------------------------------------------------- errors

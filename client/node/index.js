@@ -9,6 +9,7 @@ const proto = require('./lib/proto');
 exports.Client = client.Client;
 exports.Column = client.Column;
 exports.NO_MATCH = client.NO_MATCH;
+exports.Query = require('./lib/query').Query;
 exports.protoRoot = proto.protoRoot;
 exports.GpujoinError = errors.GpujoinError;
 exports.DtypeError = errors.DtypeError;

@@ -9,8 +9,8 @@
 // unanswered (builds: unflushed) at a time.
 //
 // This module holds the connection and the unary calls; the data calls come
-// from one module each (build, lookup, join, mutate, aggregate, hash), installed on
-// the class below.
+// from one module each (build, lookup, join, mutate, aggregate, hash, query),
+// installed on the class below.
 const fs = require('node:fs');
 const grpc = require('@grpc/grpc-js');
 const {load} = require('./proto');
@@ -26,6 +26,7 @@ const {joinMethods} = require('./join');
 const {aggregateMethods} = require('./aggregate');
 const {hashMethods} = require('./hash');
 const {mutateMethods} = require('./mutate');
+const {queryMethods} = require('./query');
 
 function readPem(value, file, what) {
   if (value !== undefined && value !== null) return Buffer.from(value);
@@ -116,6 +117,7 @@ class Client {
           receiveMessageBytes: serverMax,
           maxInflight: this.options.maxInflight || info.max_inflight_batches_per_stream || 8,
           maxMutationRows: Number(info.max_mutation_rows) || 0,
+          maxResultBytes: Number(info.max_result_bytes) || 0,
         };
       })();
       this._ready.catch(() => {
@@ -236,7 +238,8 @@ class Client {
 
 // The data calls live in one module each; their methods join the class's own,
 // non-enumerable as class methods are.
-for (const methods of [buildMethods, lookupMethods, joinMethods, mutateMethods, aggregateMethods, hashMethods]) {
+for (const methods of [buildMethods, lookupMethods, joinMethods, mutateMethods, aggregateMethods, hashMethods,
+                       queryMethods]) {
   for (const [name, descriptor] of Object.entries(Object.getOwnPropertyDescriptors(methods))) {
     Object.defineProperty(Client.prototype, name, {...descriptor, enumerable: false});
   }

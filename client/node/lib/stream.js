@@ -13,11 +13,13 @@ const {fromGrpcError, InternalError} = require('./errors');
  * (false: more messages of the same answer follow). A throw from either, a
  * non-OK status or an answer count that does not match cancels the call and
  * rejects with a GpujoinError. Resolves when every request was answered and the
- * call ended OK. `progress(sent, answered)` (optional) runs after each answer;
+ * call ended OK. With `trailing`, messages after every request was answered and
+ * the write side closed (Query's answer to the half-close) go to `onResponse`
+ * with index = the requests sent (its return value is ignored). `progress(sent, answered)` (optional) runs after each answer;
  * when it returns a promise, no further request is sent until it resolves (a
  * rejection fails the call).
  */
-function pipeline(call, {next, onResponse, maxInflight, progress}) {
+function pipeline(call, {next, onResponse, maxInflight, progress, trailing = false}) {
   return new Promise((resolve, reject) => {
     let sent = 0;
     let answered = 0;
@@ -59,6 +61,10 @@ function pipeline(call, {next, onResponse, maxInflight, progress}) {
     call.on('data', (response) => {
       if (settled) return;
       try {
+        if (answered >= sent && trailing && ended) {
+          onResponse(response, sent);
+          return;
+        }
         if (answered >= sent) throw new InternalError(`server answered request ${answered + 1} of ${sent} sent`);
         if (onResponse(response, answered)) {
           ++answered;

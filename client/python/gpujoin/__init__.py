@@ -18,7 +18,15 @@ Changes to a live index (Mutate)::
     m = c.delete("ids", [17, 8])                         # m.deleted_keys 1, m.not_found_keys 1
     m.mutation_sequence                                  # 2; lookups report the one they saw
 
-See gpujoin.Client for every call, gpujoin.keys for the key dtype rules,
+Plans run by the server in one round trip (Query)::
+
+    out = (c.query({"sensor_id": [1, 2, 2, 9], "latency_ms": [3.0, 7.5, 9.0, 1.0]})
+           .lookup("sensors", key="sensor_id", select=["type"])
+           .filter("latency_ms > 2")
+           .aggregate(by=["type"], measures=["count()", "mean(latency_ms)"])
+           .run())                                   # a dict of columns (a DataFrame in, one out)
+
+See gpujoin.Client for every call, gpujoin.query for plans, gpujoin.keys for the key dtype rules,
 gpujoin.columns for payload columns and gpujoin.errors for the exceptions.
 """
 # The generated stubs (gpujoin.v1) may live in another directory named gpujoin
@@ -33,18 +41,19 @@ from .errors import (Aborted, AlreadyExists, Cancelled, DataLoss, DeadlineExceed
                      KeyValueError, NotFound, OutOfRange, PermissionDenied, ResourceExhausted,
                      Unauthenticated, Unavailable, Unimplemented, Unknown)
 from .keys import KeyColumnSpec  # noqa: E402
+from .query import Query  # noqa: E402
 from .results import (NO_MATCH, AggregateResult, BuildStatistics, DataFile,  # noqa: E402
                       DropResult, IndexInfo, JoinResult, LookupResult, MutateResult,
-                      PayloadColumnInfo,
-                      QueryStatistics, SaveResult, ServerInfo)
+                      PayloadColumnInfo, PlanStatistics, QueryResult,
+                      QueryStatistics, SaveResult, ServerInfo, StepStatistics)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Client", "DEFAULT_BATCH_ROWS", "DEFAULT_CHUNK_ROWS", "KeyColumnSpec", "NO_MATCH",
     "AggregateResult", "BuildStatistics", "DataFile", "DropResult", "IndexInfo", "JoinResult",
-    "LookupResult", "MutateResult", "PayloadColumnInfo", "QueryStatistics", "SaveResult",
-    "ServerInfo",
+    "LookupResult", "MutateResult", "PayloadColumnInfo", "PlanStatistics", "Query",
+    "QueryResult", "QueryStatistics", "SaveResult", "ServerInfo", "StepStatistics",
     "Error", "Aborted", "AlreadyExists", "Cancelled", "DataLoss", "DeadlineExceeded",
     "FailedPrecondition", "Internal", "InvalidArgument", "KeyDtypeError", "KeyValueError",
     "NotFound", "OutOfRange", "PermissionDenied", "ResourceExhausted", "Unauthenticated",

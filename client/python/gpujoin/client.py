@@ -17,8 +17,8 @@ subclasses named after their gRPC code.
 
 This module holds the connection and the control and snapshot calls; the
 data calls come from one private module each (``_build``, ``_lookup``,
-``_join``, ``_mutate``: upsert and delete, ``_aggregate``: aggregate and hash),
-mixed into :class:`Client`.
+``_join``, ``_mutate``: upsert and delete, ``_aggregate``: aggregate and hash,
+``_query``: query plans), mixed into :class:`Client`.
 """
 import os
 import threading
@@ -36,6 +36,7 @@ from ._join import _JoinCalls
 from ._lookup import _LookupCalls
 from ._mutate import _MutateCalls
 from ._proto import pb, pb_grpc
+from ._query import _QueryCalls
 from .errors import InvalidArgument, from_rpc_error
 from .results import DataFile, DropResult, IndexInfo, SaveResult, ServerInfo
 from .streaming import run_stream
@@ -51,7 +52,7 @@ def _read_pem(value: Optional[PathOrBytes]) -> Optional[bytes]:
         return f.read()
 
 
-class Client(_BuildCalls, _LookupCalls, _JoinCalls, _MutateCalls, _ComputeCalls):
+class Client(_BuildCalls, _LookupCalls, _JoinCalls, _MutateCalls, _ComputeCalls, _QueryCalls):
     """A connection to one gpujoind.
 
     Args:

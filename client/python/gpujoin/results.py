@@ -352,3 +352,78 @@ class AggregateResult:
         df = pd.DataFrame(out)
         df.index.name = "group"
         return df
+
+
+@dataclass
+class StepStatistics:
+    """What one plan step did for a batch (aggregate results: for the whole
+    stream): its position in the plan (`step`) and `kind` ("lookup",
+    "filter", "aggregate", "project", "limit"), `rows_in` and `rows_out`; for
+    lookups also the `index`, the `index_version` and `mutation_sequence` the
+    batch ran on, and the probe `statistics` of its input rows."""
+    step: int = 0
+    kind: str = ""
+    rows_in: int = 0
+    rows_out: int = 0
+    index: str = ""
+    index_version: int = 0
+    mutation_sequence: int = 0
+    statistics: QueryStatistics = field(default_factory=QueryStatistics)
+
+    @classmethod
+    def from_proto(cls, m) -> "StepStatistics":
+        return _from_proto(cls, m, statistics=_from_proto(QueryStatistics, m.statistics))
+
+
+@dataclass
+class PlanStatistics:
+    """The step statistics of a Query: `batches` holds one list of
+    StepStatistics per input batch, in order (the steps that ran on it);
+    `final` those of the answer to the end of the stream (an aggregate plan's
+    groups; empty without one)."""
+    batches: List[List[StepStatistics]] = field(default_factory=list)
+    final: List[StepStatistics] = field(default_factory=list)
+
+    def steps(self) -> List[StepStatistics]:
+        """Per plan step, summed over the batches and the final answer: rows in
+        and out and the probe statistics added, the index version and mutation
+        sequence of the last batch that ran the step."""
+        totals: Dict[int, StepStatistics] = {}
+        for s in [s for b in self.batches for s in b] + self.final:
+            t = totals.setdefault(s.step, StepStatistics(step=s.step, kind=s.kind, index=s.index))
+            t.rows_in += s.rows_in
+            t.rows_out += s.rows_out
+            t.statistics.merge(s.statistics)
+            if s.index:
+                t.index_version, t.mutation_sequence = s.index_version, s.mutation_sequence
+        return [totals[k] for k in sorted(totals)]
+
+    def index_versions(self, index: str) -> List[int]:
+        """The distinct versions of `index` the batches' lookups ran on, in order
+        of first use (more than one: the index was rebuilt during the query)."""
+        seen: Dict[int, None] = {}
+        for s in [s for b in self.batches for s in b] + self.final:
+            if s.kind == "lookup" and s.index == index:
+                seen.setdefault(s.index_version, None)
+        return list(seen)
+
+
+@dataclass
+class QueryResult:
+    """The rows a Query's plan produced: `columns`, name -> column in the
+    plan's output order (numpy arrays; masked arrays where a row is null;
+    object arrays of str/bytes with None for nulls), `rows`, and the
+    `statistics` of each batch's steps (PlanStatistics)."""
+    columns: Dict[str, Any] = field(default_factory=dict)
+    rows: int = 0
+    statistics: PlanStatistics = field(default_factory=PlanStatistics)
+
+    def __len__(self) -> int:
+        return self.rows
+
+    def to_pandas(self):
+        """A DataFrame of the columns: nullable dtypes (Int64, UInt32, boolean,
+        ...) for numeric and bool columns with nulls, object for str/bytes."""
+        pd = _pandas()
+        return pd.DataFrame({name: _series(pd, col) for name, col in self.columns.items()},
+                            index=pd.RangeIndex(self.rows))

@@ -56,12 +56,56 @@ AggregateValues ValuesOf(const PlanColumn& c) {
   }
 }
 
+// A group key packed into two words when the group-by columns are fixed
+// width of at most 64 bits together: their values side by side, then a bit
+// per column set where it is null (the value bits of a null are zero).
+using PackedKey = std::pair<uint64_t, uint64_t>;
+
+// The packed key of row `row` of `columns` (CanPack).
+PackedKey PackKey(const PlanTable& table, std::span<const uint32_t> columns, uint64_t row) {
+  uint64_t value = 0, nulls = 0;
+  unsigned shift = 0;
+  for (size_t i = 0; i < columns.size(); ++i) {
+    const PlanColumn& c = table.columns[columns[i]];
+    const unsigned bits = c.type == ColumnType::kBool ? 1 : 8 * static_cast<unsigned>(ColumnWidth(c.type));
+    uint64_t v = 0;
+    if (!c.valid(row)) {
+      nulls |= uint64_t{1} << i;
+    } else if (c.type == ColumnType::kBool) {
+      v = BitAt(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(c.data.data()),
+                                         c.data.size()),
+                row);
+    } else if (bits == 32) {
+      v = c.value<uint32_t>(row);
+    } else {
+      v = c.value<uint64_t>(row);
+    }
+    value |= shift < 64 ? v << shift : 0;
+    shift += bits;
+  }
+  return {value, nulls};
+}
+
+// Whether the group-by columns of `types` pack (PackKey).
+bool CanPack(std::span<const uint32_t> columns, std::span<const ColumnType> types) {
+  unsigned bits = 0;
+  for (uint32_t c : columns) {
+    if (IsVariableWidth(types[c])) return false;
+    bits += types[c] == ColumnType::kBool ? 1 : 8 * static_cast<unsigned>(ColumnWidth(types[c]));
+  }
+  return bits <= 64;
+}
+
 }  // namespace
 
 struct GroupAggregator::State {
   PlanAggregateStep step;
   std::vector<ColumnType> types;
   PlanLimits limits;
+  /// The codes of the groups so far, by packed key (`packed`) or by the
+  /// bytes of AppendKey.
+  bool packed = false;
+  absl::flat_hash_map<PackedKey, uint32_t> packed_codes;
   absl::flat_hash_map<std::string, uint32_t> codes;
   std::vector<ColumnBuilder> labels;
   std::vector<AggregationAccumulator> accumulators;
@@ -75,6 +119,7 @@ GroupAggregator::GroupAggregator(const PlanAggregateStep& step, std::vector<Colu
   s.step = step;
   s.types = std::move(types);
   s.limits = limits;
+  s.packed = CanPack(step.group_by, s.types);
   for (uint32_t c : step.group_by) s.labels.emplace_back(s.types[c]);
   for (const PlanMeasure& m : step.measures) {
     const ColumnType vt = m.column == PlanMeasure::kNoColumn ? ColumnType::kFloat32 : s.types[m.column];
@@ -99,32 +144,50 @@ absl::Status GroupAggregator::Consume(Backend& backend, const PlanTable& table) 
   // Groups new in this batch: their keys and first rows, kept apart until the
   // batch succeeded (a failed batch adds no group).
   std::vector<std::string> new_keys;
+  std::vector<PackedKey> new_packed;
   std::vector<uint64_t> new_rows;
-  if (!s.step.group_by.empty()) {
-    absl::flat_hash_map<std::string, uint32_t> pending;
-    std::string key;
+  const auto code_rows = [&]<class Key>(absl::flat_hash_map<Key, uint32_t>& known,
+                                        std::vector<Key>& fresh,
+                                        const auto& key_of) -> absl::Status {
+    absl::flat_hash_map<Key, uint32_t> pending;
     for (uint64_t r = 0; r < rows; ++r) {
-      key.clear();
-      for (uint32_t c : s.step.group_by) AppendKey(table.columns[c], r, &key);
-      auto it = s.codes.find(key);
-      if (it != s.codes.end()) {
+      const Key& key = key_of(r);
+      auto it = known.find(key);
+      if (it != known.end()) {
         codes[r] = it->second;
         continue;
       }
-      auto [p, inserted] = pending.try_emplace(key, s.groups + static_cast<uint32_t>(new_keys.size()));
+      auto [p, inserted] = pending.try_emplace(key, s.groups + static_cast<uint32_t>(fresh.size()));
       if (inserted) {
-        if (s.groups + new_keys.size() + 1 > s.limits.max_groups) {
+        if (s.groups + fresh.size() + 1 > s.limits.max_groups) {
           return absl::ResourceExhaustedError(
               absl::StrCat("the aggregate step would hold more than ", s.limits.max_groups,
                            " groups (", s.limits.groups_limit_name, ")"));
         }
-        new_keys.push_back(key);
+        fresh.push_back(key);
         new_rows.push_back(r);
       }
       codes[r] = p->second;
     }
+    return absl::OkStatus();
+  };
+  if (!s.step.group_by.empty()) {
+    if (s.packed) {
+      PackedKey key;
+      GPUJOIN_RETURN_IF_ERROR(code_rows(s.packed_codes, new_packed, [&](uint64_t r) -> const PackedKey& {
+        key = PackKey(table, s.step.group_by, r);
+        return key;
+      }));
+    } else {
+      std::string key;
+      GPUJOIN_RETURN_IF_ERROR(code_rows(s.codes, new_keys, [&](uint64_t r) -> const std::string& {
+        key.clear();
+        for (uint32_t c : s.step.group_by) AppendKey(table.columns[c], r, &key);
+        return key;
+      }));
+    }
   }
-  const uint32_t groups = s.groups + static_cast<uint32_t>(new_keys.size());
+  const uint32_t groups = s.groups + static_cast<uint32_t>(new_rows.size());
 
   // One graph: an AggregateNode per measure.
   const size_t m = s.step.measures.size();
@@ -163,8 +226,12 @@ absl::Status GroupAggregator::Consume(Backend& backend, const PlanTable& table) 
   }
 
   // Success: the new groups and the partials go in.
-  for (size_t k = 0; k < new_keys.size(); ++k) {
-    s.codes.emplace(std::move(new_keys[k]), s.groups + static_cast<uint32_t>(k));
+  for (size_t k = 0; k < new_rows.size(); ++k) {
+    if (s.packed) {
+      s.packed_codes.emplace(new_packed[k], s.groups + static_cast<uint32_t>(k));
+    } else {
+      s.codes.emplace(std::move(new_keys[k]), s.groups + static_cast<uint32_t>(k));
+    }
     for (size_t j = 0; j < s.step.group_by.size(); ++j) {
       s.labels[j].AppendFrom(table.columns[s.step.group_by[j]], new_rows[k]);
     }

@@ -234,15 +234,22 @@ absl::StatusOr<PlanTable> RunLookupGroup(Backend& backend,
     GPUJOIN_RETURN_IF_ERROR(CheckTableBytes(out_rows * (table_row_bytes + 16 * (s + 1)), limits,
                                             "the lookup's rows"));
     std::vector<uint32_t> next_orig;
-    next_orig.reserve(out_rows);
     std::vector<std::vector<uint32_t>> next_pick(s + 1);
-    for (auto& v : next_pick) v.reserve(out_rows);
-    for (size_t i = 0; i < orig.size(); ++i) {
-      const uint32_t o = orig[i];
-      for (uint64_t p = first[o]; p < first[o + 1]; ++p) {
-        next_orig.push_back(o);
-        for (size_t t = 0; t < s; ++t) next_pick[t].push_back(pick[t][i]);
-        next_pick[s].push_back(static_cast<uint32_t>(p));
+    if (s == 0) {
+      // The first step sees the input rows in order: its pairs are the rows.
+      next_orig.assign(j.left.begin(), j.left.begin() + static_cast<ptrdiff_t>(count));
+      next_pick[0].resize(count);
+      for (uint64_t p = 0; p < count; ++p) next_pick[0][p] = static_cast<uint32_t>(p);
+    } else {
+      next_orig.reserve(out_rows);
+      for (auto& v : next_pick) v.reserve(out_rows);
+      for (size_t i = 0; i < orig.size(); ++i) {
+        const uint32_t o = orig[i];
+        for (uint64_t p = first[o]; p < first[o + 1]; ++p) {
+          next_orig.push_back(o);
+          for (size_t t = 0; t < s; ++t) next_pick[t].push_back(pick[t][i]);
+          next_pick[s].push_back(static_cast<uint32_t>(p));
+        }
       }
     }
     statistics[s]->rows_in = orig.size();
@@ -263,13 +270,18 @@ absl::StatusOr<PlanTable> RunLookupGroup(Backend& backend,
     for (PlanColumn& c : gathered) {
       out.columns.push_back(identity ? std::move(c) : TakeRows(c, pick[s]));
     }
-    ColumnBuilder found_column(ColumnType::kBool);
-    for (size_t i = 0; i < orig.size(); ++i) {
-      bool f = j.step->kind != JoinKind::kLeftAnti;
-      if (j.step->kind == JoinKind::kLeftOuter) f = j.found[orig[i]] != 0;
-      found_column.AppendBool(f);
+    // Found: every row of an inner or semi step, none of an anti step, the
+    // input row's of a left outer step.
+    PlanColumn found_column;
+    found_column.type = ColumnType::kBool;
+    found_column.rows = orig.size();
+    const bool all = j.step->kind != JoinKind::kLeftAnti;
+    found_column.data.assign(BitmapBytes(orig.size()), all ? std::byte{0xff} : std::byte{0});
+    if (j.step->kind == JoinKind::kLeftOuter) {
+      auto* bits = reinterpret_cast<uint8_t*>(found_column.data.data());
+      for (size_t i = 0; i < orig.size(); ++i) SetBit(bits, i, j.found[orig[i]] != 0);
     }
-    out.columns.push_back(found_column.Finish());
+    out.columns.push_back(std::move(found_column));
   }
   out.names.resize(out.columns.size());
   GPUJOIN_RETURN_IF_ERROR(CheckTableBytes(out.bytes(), limits, "the lookup's rows"));
