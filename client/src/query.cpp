@@ -104,6 +104,71 @@ absl::Status AddResponse(pb::QueryResponse& r, QueryResult* out) {
   return absl::OkStatus();
 }
 
+// One Query stream of QueryAll: `columns` in the batches `ranges`, the answers
+// assembled; the batch an in-band error answered goes to `refused`.
+absl::StatusOr<QueryTable> QueryStream(Client& client, const QueryPlan& plan,
+                                       std::span<const ColumnView> columns,
+                                       const std::vector<QueryBatchRange>& ranges,
+                                       const QueryOptions& o, std::optional<uint64_t>* refused) {
+  QueryTable table;
+  const bool aggregate = plan.has_aggregate();
+  QueryLimitTracker limit(plan);
+  std::atomic<bool> stop{false};  // set by the sink (the calling thread), read by the source
+  size_t next = 0;
+  BatchSource<QueryBatch> source = [&]() -> std::optional<QueryBatch> {
+    if (next >= ranges.size() || (next > 0 && stop.load())) return std::nullopt;
+    const QueryBatchRange range = ranges[next++];
+    QueryBatch b;
+    for (const ColumnView& c : columns) {
+      b.columns.push_back(c.Slice(range.begin, range.end - range.begin));
+    }
+    return b;
+  };
+  Progress p;
+  p.total_rows = columns[0].length;
+  bool have_final = false;
+  ResultSink<QueryResult> sink = [&](QueryResult&& r) -> absl::Status {
+    if (!r.error.ok()) {
+      *refused = r.batch_id;
+      return r.error;
+    }
+    if (r.batch_id < ranges.size()) {
+      const QueryBatchRange range = ranges[r.batch_id];
+      p.rows_sent += range.end - range.begin;
+      for (const ColumnView& c : columns) {
+        p.bytes_sent += detail::EncodedColumnBytes(c.Slice(range.begin, range.end - range.begin));
+      }
+    }
+    if (o.stop_at_limit) {
+      limit.Add(r.steps);
+      if (limit.done()) stop = true;
+    }
+    // Row plans: every answer's rows in order. Aggregate plans: the final
+    // answer's groups (a row plan's final answer, if the server sends one, has none).
+    if (!aggregate || r.final) {
+      if (aggregate) {
+        table.columns.clear();
+        table.rows = 0;
+      }
+      if (!r.columns.empty() || r.rows != 0) {
+        GPUJOIN_RETURN_IF_ERROR(detail::AppendColumns(std::move(r.columns), &table.columns));
+      }
+      table.rows += r.rows;
+    }
+    have_final = have_final || r.final;
+    r.columns.clear();
+    table.answers.push_back(std::move(r));
+    if (o.progress) o.progress(p);
+    return absl::OkStatus();
+  };
+  GPUJOIN_RETURN_IF_ERROR(client.Query(plan, source, sink, o.stream));
+  if (aggregate && !have_final) {
+    return absl::InternalError(
+        "the server did not answer the end of the stream (an aggregate plan's groups)");
+  }
+  return table;
+}
+
 }  // namespace
 
 absl::Status Client::Query(const QueryPlan& plan, const BatchSource<QueryBatch>& source,
@@ -151,74 +216,49 @@ absl::Status Client::Query(const QueryPlan& plan, const BatchSource<QueryBatch>&
 absl::StatusOr<QueryTable> Client::QueryAll(const QueryPlan& plan,
                                             std::span<const ColumnView> columns,
                                             const QueryOptions& o) {
-  if (o.batch_rows == 0) return absl::InvalidArgumentError("batch_rows must be positive");
   GPUJOIN_RETURN_IF_ERROR(
       CheckQueryBatch(QueryBatch{{columns.begin(), columns.end()}, false}, "columns"));
   // A request holds the batch's columns and, the first, the plan: cut the
   // input to what the smaller of the client's and the server's message
   // limits leaves, less 1 KiB for the request's own fields.
-  uint64_t max_message = static_cast<uint64_t>(this->options().max_message_bytes);
+  uint64_t max_message = static_cast<uint64_t>(options().max_message_bytes);
   GPUJOIN_ASSIGN_OR_RETURN(const ServerInfo server, GetServerInfo());
   if (server.max_message_bytes != 0) max_message = std::min(max_message, server.max_message_bytes);
   const uint64_t overhead = 1024 + ToProtoPlan(plan).ByteSizeLong();
   const uint64_t max_bytes = max_message > 2 * overhead ? max_message - overhead : max_message / 2;
-  GPUJOIN_ASSIGN_OR_RETURN(const std::vector<QueryBatchRange> ranges,
-                           PlanQueryBatches(columns, o.batch_rows, max_bytes));
-
-  QueryTable table;
-  const bool aggregate = plan.has_aggregate();
-  QueryLimitTracker limit(plan);
-  std::atomic<bool> stop{false};  // set by the sink (the calling thread), read by the source
-  size_t next = 0;
-  BatchSource<QueryBatch> source = [&]() -> std::optional<QueryBatch> {
-    if (next >= ranges.size() || (next > 0 && stop.load())) return std::nullopt;
-    const QueryBatchRange range = ranges[next++];
-    QueryBatch b;
-    for (const ColumnView& c : columns) {
-      b.columns.push_back(c.Slice(range.begin, range.end - range.begin));
+  const uint64_t rows = columns[0].length;
+  uint64_t batch_rows = o.batch_rows;
+  if (batch_rows == 0) {
+    // A batch's result (its rows and what lookups add) must stay within the
+    // server's --max-result-bytes: guess twice the input's row.
+    batch_rows = uint64_t{1} << 20;
+    if (rows > 0 && server.max_result_bytes != 0) {
+      uint64_t input_bytes = 0;
+      for (const ColumnView& c : columns) input_bytes += detail::EncodedColumnBytes(c);
+      const double row_bytes =
+          2.0 * static_cast<double>(input_bytes) / static_cast<double>(rows) + 16;
+      const double fit =
+          static_cast<double>(std::min(max_message, server.max_result_bytes)) / 2 / row_bytes;
+      batch_rows = std::clamp<uint64_t>(static_cast<uint64_t>(fit), 1, batch_rows);
     }
-    return b;
-  };
-  Progress p;
-  p.total_rows = columns[0].length;
-  bool have_final = false;
-  ResultSink<QueryResult> sink = [&](QueryResult&& r) -> absl::Status {
-    if (!r.error.ok()) return r.error;
-    if (r.batch_id < ranges.size()) {
-      const QueryBatchRange range = ranges[r.batch_id];
-      p.rows_sent += range.end - range.begin;
-      for (const ColumnView& c : columns) {
-        p.bytes_sent += detail::EncodedColumnBytes(c.Slice(range.begin, range.end - range.begin));
-      }
-    }
-    if (o.stop_at_limit) {
-      limit.Add(r.steps);
-      if (limit.done()) stop = true;
-    }
-    // Row plans: every answer's rows in order. Aggregate plans: the final
-    // answer's groups (a row plan's final answer, if the server sends one, has none).
-    if (!aggregate || r.final) {
-      if (aggregate) {
-        table.columns.clear();
-        table.rows = 0;
-      }
-      if (!r.columns.empty() || r.rows != 0) {
-        GPUJOIN_RETURN_IF_ERROR(detail::AppendColumns(std::move(r.columns), &table.columns));
-      }
-      table.rows += r.rows;
-    }
-    have_final = have_final || r.final;
-    r.columns.clear();
-    table.answers.push_back(std::move(r));
-    if (o.progress) o.progress(p);
-    return absl::OkStatus();
-  };
-  GPUJOIN_RETURN_IF_ERROR(Query(plan, source, sink, o.stream));
-  if (aggregate && !have_final) {
-    return absl::InternalError(
-        "the server did not answer the end of the stream (an aggregate plan's groups)");
   }
-  return table;
+  for (;;) {
+    GPUJOIN_ASSIGN_OR_RETURN(const std::vector<QueryBatchRange> ranges,
+                             PlanQueryBatches(columns, batch_rows, max_bytes));
+    std::optional<uint64_t> refused;  // the batch an in-band error answered
+    absl::StatusOr<QueryTable> table = QueryStream(*this, plan, columns, ranges, o, &refused);
+    // The whole query runs again in smaller batches (automatic sizing only).
+    if (!table.ok() && o.batch_rows == 0 && refused && *refused < ranges.size() &&
+        table.status().code() == absl::StatusCode::kResourceExhausted &&
+        table.status().message().find("--max-result-bytes") != std::string_view::npos) {
+      const uint64_t n = ranges[*refused].end - ranges[*refused].begin;
+      if (n > 1) {
+        batch_rows = n / 2;
+        continue;
+      }
+    }
+    return table;
+  }
 }
 
 }  // namespace gpujoin::client

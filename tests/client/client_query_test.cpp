@@ -4,9 +4,10 @@
 // filters whose nulls follow SQL, an aggregation with several measures (and
 // the one group of an empty input), a stream-wide limit that stops the
 // sending, results the server splits over several messages (a server with a
-// small --max-message-bytes) reassembled by first_row, the streaming Query
-// with a flush, in-band errors with the server's code, and the checks made
-// before anything is sent. Expected rows are computed here from the inputs.
+// small --max-message-bytes) reassembled by first_row, a batch refused for
+// --max-result-bytes run again in halves, the streaming Query with a flush,
+// in-band errors with the server's code, and the checks made before anything
+// is sent. Expected rows are computed here from the inputs.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -486,6 +487,79 @@ TEST_F(ClientQuerySplitTest, ResultsLargerThanAMessageAreReassembled) {
   for (const gc::QueryResult& a : t->answers) in += a.steps.empty() ? 0 : a.steps[0].rows_in;
   EXPECT_EQ(in, 3000u);
   EXPECT_LT(t->answers.size(), 10u) << "the input fits in a few requests";
+}
+
+// A keep_all lookup expands a batch past --max-result-bytes: QueryAll's
+// automatic batches run the query again in batches of half the refused one's
+// rows until they fit; batches the caller gives get the server's error.
+class ClientQueryResultLimitTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    gpujoin::testing::ServerOptions o;
+    o.extra_args = {"--max-message-bytes=1M", "--max-result-bytes=1M"};
+    server_ = new gpujoin::testing::ServerProcess(o);
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  static inline gpujoin::testing::ServerProcess* server_ = nullptr;
+};
+
+TEST_F(ClientQueryResultLimitTest, ARefusedBatchRunsTheQueryAgainInHalves) {
+  ASSERT_TRUE(server_->ready()) << server_->log();
+  gc::ConnectOptions co;
+  co.address = server_->grpc_address();
+  co.deadline = std::chrono::seconds(60);
+  auto c = gc::Client::Connect(co);
+  ASSERT_TRUE(c.ok()) << c.status();
+  // 100 keys of 100 rows each.
+  gc::IndexSpec spec;
+  spec.name = "many";
+  spec.replace = true;
+  spec.duplicates = gc::DuplicatePolicy::kKeepAll;
+  spec.payload = {{"n", ColumnType::kInt64}};
+  std::vector<uint32_t> keys;
+  std::vector<int64_t> n;
+  for (uint32_t r = 0; r < 10000; ++r) {
+    keys.push_back(r % 100);
+    n.push_back(r);
+  }
+  const Column nc = Column::Of<int64_t>("n", n);
+  const std::vector<ColumnView> payload = {nc.view()};
+  ASSERT_TRUE((*c)->BuildIndexFromColumns(spec, keys, {}, payload).ok());
+  // 2000 input rows: 200000 result rows, several MB in one batch.
+  std::vector<int64_t> id, key;
+  for (int64_t i = 0; i < 2000; ++i) {
+    id.push_back(i);
+    key.push_back(i % 100);
+  }
+  const Column idc = Column::Of<int64_t>("id", id);
+  const Column keyc = Column::Of<int64_t>("k", key);
+  const std::vector<ColumnView> input = {idc.view(), keyc.view()};
+  gc::QueryPlan plan;
+  plan.Lookup("many", {"k"}, {"n"})
+      .Aggregate({}, {{AggregateOp::kCount}, {AggregateOp::kSum, "n"}});
+
+  auto t = (*c)->QueryAll(plan, input);
+  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_EQ(t->rows, 1u);
+  EXPECT_EQ(Named(t->columns, "count").Value<uint64_t>(0), 200000u);
+  // Each input row matches its key's 100 rows: n = key + 100 * j.
+  int64_t sum = 0;
+  for (int64_t i = 0; i < 2000; ++i) {
+    for (int64_t j = 0; j < 100; ++j) sum += key[i] + 100 * j;
+  }
+  EXPECT_EQ(Named(t->columns, "sum_n").Value<int64_t>(0), sum);
+  EXPECT_GT(t->answers.size(), 2u) << "the input went in several smaller batches";
+
+  gc::QueryOptions given;
+  given.batch_rows = 2000;
+  auto refused = (*c)->QueryAll(plan, input, given);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
+  EXPECT_NE(refused.status().message().find("--max-result-bytes"), std::string::npos)
+      << refused.status();
 }
 
 }  // namespace

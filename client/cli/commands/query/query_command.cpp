@@ -291,7 +291,17 @@ int CmdQuery(const Globals& g, const QueryArgs& a) {
   const absl::Status st = c->Query(plan, source, sink, Streaming(g));
   bar.Done();
   if (!input_error.ok()) UsageFail(std::string(input_error.message()));
-  if (!st.ok()) RpcFail(st, FailedQueryWhat(st, StepFlags(a, lookups)));
+  if (!st.ok()) {
+    absl::Status shown = st;
+    if (st.code() == absl::StatusCode::kResourceExhausted &&
+        st.message().find("--max-result-bytes") != absl::string_view::npos) {
+      // A batch's result (a keep_all lookup expands rows) is what the server
+      // bounds: fewer rows per batch is the way through.
+      shown = absl::Status(st.code(), absl::StrCat(st.message(), " (send fewer rows per batch: ",
+                                                   "--batch-rows, now ", g.batch_rows, ")"));
+    }
+    RpcFail(shown, FailedQueryWhat(st, StepFlags(a, lookups)));
+  }
   rows.End();
   for (const std::string& note : input->TakeNotes()) Note(g, note);
   for (const std::string& line : totals.LookupLines()) Note(g, line);

@@ -234,7 +234,8 @@ class Client {
 
   /// Convenience: runs `plan` on whole in-memory `columns` (named, of one
   /// length; CheckQueryBatch) sent in batches of at most options.batch_rows
-  /// rows that fit a message (PlanQueryBatches, within the smaller of
+  /// rows (0: sized for the server's --max-result-bytes; see QueryOptions)
+  /// that fit a message (PlanQueryBatches, within the smaller of
   /// ConnectOptions::max_message_bytes and the server's, one GetServerInfo
   /// call first); input without rows sends one batch of zero rows. Returns
   /// the result table (row plans: every batch's rows in input order;

@@ -239,7 +239,13 @@ struct QueryTable {
 
 /// Options of Client::QueryAll.
 struct QueryOptions {
-  size_t batch_rows = 1 << 20;  ///< most input rows per request
+  /// Most input rows per request. 0 (the default): automatic, at most 2^20
+  /// rows and, guessing a batch's result at twice its input, half the
+  /// server's --max-result-bytes; a batch the server still refuses for
+  /// --max-result-bytes (a keep_all lookup expanded it) runs the whole query
+  /// again in batches of half its rows (a limit or an aggregate spans the
+  /// stream, so the batches after it cannot go on alone).
+  size_t batch_rows = 0;
   /// Row plans with a limit: stop sending input once it is spent
   /// (QueryLimitTracker); `answers` then covers the batches sent.
   bool stop_at_limit = true;
