@@ -91,7 +91,7 @@ struct PlanLiteral {
 enum class CompareOp { kEq, kNe, kLt, kLe, kGt, kGe };
 
 /// A filter expression over the columns of the table its step sees, with SQL's
-/// three-valued logic (docs/api.md "Plans").
+/// three-valued logic (docs/api.md "Query").
 struct PlanExpr {
   enum class Kind { kCompare, kIsNull, kIsNotNull, kIn, kNotIn, kAnd, kOr, kNot };
   Kind kind = Kind::kCompare;
