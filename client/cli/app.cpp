@@ -25,6 +25,7 @@ struct CommandArgs {
   JoinArgs join;
   AggArgs agg;
   HashArgs hash;
+  QueryArgs query;
 };
 using Runner = std::function<int()>;
 
@@ -262,6 +263,61 @@ void AddQueryCommands(CLI::App& app, const Globals& g, CommandArgs& args, Runner
   hash->callback([&] { run = [&] { return CmdHash(g, args.hash); }; });
 }
 
+// query: a plan the server runs on a file's rows in one round trip.
+void AddQueryPlanCommand(CLI::App& app, const Globals& g, CommandArgs& args, Runner& run) {
+  auto* query = app.add_subcommand(
+      "query",
+      "run a plan on a file's rows in one round trip: lookups, --where, --group-by/--agg, "
+      "--project, --limit (in that order)");
+  QueryArgs& q = args.query;
+  query->add_option("--from", q.from, "input file")->required();
+  // --lookup and the flags that apply to the --lookup before it keep their
+  // command-line order: each occurrence is recorded as it is parsed.
+  auto ordered = [&q](const char* flag) {
+    return [&q, flag](const std::string& value) { q.lookups.push_back({flag, value}); };
+  };
+  query
+      ->add_option_function<std::string>(
+          "--lookup", ordered("--lookup"),
+          "INDEX:COL looks the key in column COL up in index INDEX; INDEX:COL1,COL2 a composite "
+          "key (in the index's order); INDEX:KEY=COL,... names each key column; bare INDEX: the "
+          "columns named as the index's key columns. Repeatable")
+      ->trigger_on_parse();
+  query
+      ->add_option_function<std::string>(
+          "--select", ordered("--select"),
+          "payload columns the --lookup before it adds (default: all; '' for none)")
+      ->trigger_on_parse();
+  query
+      ->add_option_function<std::string>("--prefix", ordered("--prefix"),
+                                         "prefix of the columns the --lookup before it adds")
+      ->trigger_on_parse();
+  query
+      ->add_option_function<std::string>(
+          "--how", ordered("--how"),
+          "join kind of the --lookup before it: inner (default; rows with a match), left (every "
+          "row), semi (rows with a match, once) or anti (rows without one)")
+      ->trigger_on_parse();
+  query
+      ->add_option_function<std::string>(
+          "--where", [&q](const std::string& expr) { q.where.push_back(expr); },
+          "keep the rows where EXPR is true, e.g. 'latency_ms > 2 and type is not null' (the "
+          "server's filter grammar; repeatable: each is a step)")
+      ->trigger_on_parse();
+  query->add_option("--group-by", q.group_by, "group by these columns (a,b)");
+  query->add_option("--agg", q.agg,
+                    "measures: count(), count(col), sum(col), min(col), max(col), mean(col) or "
+                    "avg(col), each optionally 'as NAME' (default with --group-by: count())");
+  query->add_option("--project", q.project, "keep these columns in this order, a,b=new_name");
+  query->add_option("--limit", q.limit, "keep the first N result rows");
+  query->add_option("--schema", q.schema,
+                    "types of input columns, e.g. sensor_id:u64,site:str (i32 u32 i64 u64 f32 f64 "
+                    "bool str bin; default: from the lookups' keys, else inferred from the first "
+                    "batch)");
+  query->add_option("--out", q.out, "output file (.csv, .tsv, .jsonl; default stdout)");
+  query->callback([&] { run = [&] { return CmdQuery(g, args.query); }; });
+}
+
 }  // namespace
 
 int RunCli(int argc, char** argv) {
@@ -279,6 +335,7 @@ int RunCli(int argc, char** argv) {
   AddServerCommands(app, g, args, run);
   AddIndexCommands(app, g, args, run);
   AddQueryCommands(app, g, args, run);
+  AddQueryPlanCommand(app, g, args, run);
 
   try {
     app.parse(argc, argv);

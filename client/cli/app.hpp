@@ -1,5 +1,5 @@
 // The `gpujoin` command line: argument parsing and the commands (health, info,
-// index build/ls/describe/drop, lookup, join, agg, hash). See docs/cli.md.
+// index build/ls/describe/drop, lookup, join, agg, hash, query). See docs/cli.md.
 #pragma once
 
 namespace gpujoin::cli {

@@ -96,6 +96,28 @@ struct AggArgs {
 };
 int CmdAgg(const Globals& g, const AggArgs& a);
 
+/// One flag of `gpujoin query` whose place among the others matters.
+struct OrderedFlag {
+  std::string flag;  ///< "--lookup", "--select", "--prefix" or "--how"
+  std::string value;
+};
+
+/// Arguments of `gpujoin query` (docs/cli.md, "query"): the plan's steps run
+/// in the order lookups, --where, --group-by/--agg, --project, --limit.
+struct QueryArgs {
+  std::string from, out;
+  /// Every --lookup with the --select, --prefix and --how that follow it (each
+  /// applies to the --lookup before it), in command-line order.
+  std::vector<OrderedFlag> lookups;
+  std::vector<std::string> where;       ///< --where EXPR: one filter step each
+  std::optional<std::string> group_by;  ///< --group-by a,b
+  std::optional<std::string> agg;       ///< --agg 'count(),mean(x) as m'
+  std::optional<std::string> project;   ///< --project a,b=new_name
+  std::optional<uint64_t> limit;        ///< --limit N
+  std::string schema;  ///< --schema a:i64,b:str: types of input columns (else inferred)
+};
+int CmdQuery(const Globals& g, const QueryArgs& a);
+
 /// Arguments of `gpujoin hash`.
 struct HashArgs {
   std::string from, cols, out;

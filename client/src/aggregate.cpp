@@ -150,22 +150,6 @@ absl::Status DecodeTypedResult(const pb::AggregateResponse& r, AggregateResult* 
   return absl::OkStatus();
 }
 
-pb::AggregateOp ToProtoOp(AggregateOp op) {
-  switch (op) {
-    case AggregateOp::kCount:
-      return pb::AGGREGATE_OP_COUNT;
-    case AggregateOp::kSum:
-      return pb::AGGREGATE_OP_SUM;
-    case AggregateOp::kMin:
-      return pb::AGGREGATE_OP_MIN;
-    case AggregateOp::kMax:
-      return pb::AGGREGATE_OP_MAX;
-    case AggregateOp::kMean:
-      return pb::AGGREGATE_OP_MEAN;
-  }
-  return pb::AGGREGATE_OP_UNSPECIFIED;
-}
-
 // AggregateAll's stream: `keys` (and `mask`) cut into
 // batches of `batch_rows` rows with accumulate_only, `values_of(batch, pos, n)`
 // adding each batch's values, and the stream's final totals with the rows of
@@ -241,7 +225,7 @@ absl::Status Client::Aggregate(const AggregateSpec& spec, const BatchSource<Aggr
                                                      b.mask.size(), " rows but keys has ",
                                                      b.keys.size()));
     }
-    r->set_op(ToProtoOp(spec.op));
+    r->set_op(detail::ToProtoAggregateOp(spec.op));
     r->set_groups(spec.groups);
     SetColumn(b.keys, r->mutable_keys());
     if (!b.mask.empty()) SetPacked(b.mask, r->mutable_mask()->mutable_packed());

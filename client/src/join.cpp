@@ -30,20 +30,6 @@ using detail::Unpack;
 
 namespace {
 
-pb::JoinKind ToProtoKind(JoinKind k) {
-  switch (k) {
-    case JoinKind::kInner:
-      return pb::JOIN_KIND_INNER;
-    case JoinKind::kLeftOuter:
-      return pb::JOIN_KIND_LEFT_OUTER;
-    case JoinKind::kLeftSemi:
-      return pb::JOIN_KIND_LEFT_SEMI;
-    case JoinKind::kLeftAnti:
-      return pb::JOIN_KIND_LEFT_ANTI;
-  }
-  return pb::JOIN_KIND_UNSPECIFIED;
-}
-
 // Left rows of JoinAll's batch `b`: o.batch_rows from b * o.batch_rows on,
 // fewer in the last batch, none past the keys.
 uint64_t LeftBatchRows(const Keys& keys, const QueryAllOptions& o, uint64_t b) {
@@ -111,7 +97,7 @@ absl::Status Client::Join(const std::string& index, const BatchSource<JoinBatch>
     r->set_index(index);
     r->set_max_probe_count(b.max_probe_count);
     r->set_batch_id(id);
-    r->set_kind(ToProtoKind(b.kind));
+    r->set_kind(detail::ToProtoJoinKind(b.kind));
     for (const std::string& name : b.select) r->add_select(name);
     for (size_t i = 0; i < b.lefts.size(); ++i) {
       const JoinLeft& l = b.lefts[i];

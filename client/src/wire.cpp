@@ -173,6 +173,36 @@ pb::DuplicatePolicy ToProtoPolicy(DuplicatePolicy p) {
                                         : pb::DUPLICATE_POLICY_LOWEST_ROW;
 }
 
+pb::JoinKind ToProtoJoinKind(JoinKind k) {
+  switch (k) {
+    case JoinKind::kInner:
+      return pb::JOIN_KIND_INNER;
+    case JoinKind::kLeftOuter:
+      return pb::JOIN_KIND_LEFT_OUTER;
+    case JoinKind::kLeftSemi:
+      return pb::JOIN_KIND_LEFT_SEMI;
+    case JoinKind::kLeftAnti:
+      return pb::JOIN_KIND_LEFT_ANTI;
+  }
+  return pb::JOIN_KIND_UNSPECIFIED;
+}
+
+pb::AggregateOp ToProtoAggregateOp(AggregateOp op) {
+  switch (op) {
+    case AggregateOp::kCount:
+      return pb::AGGREGATE_OP_COUNT;
+    case AggregateOp::kSum:
+      return pb::AGGREGATE_OP_SUM;
+    case AggregateOp::kMin:
+      return pb::AGGREGATE_OP_MIN;
+    case AggregateOp::kMax:
+      return pb::AGGREGATE_OP_MAX;
+    case AggregateOp::kMean:
+      return pb::AGGREGATE_OP_MEAN;
+  }
+  return pb::AGGREGATE_OP_UNSPECIFIED;
+}
+
 BuildStatistics ToBuildStatistics(const pb::BuildStatistics& s) {
   return BuildStatistics{s.unique_keys(),  s.duplicate_rows(), s.overflow_rows(), s.invalid_rows(),
                          s.total_probes(), s.max_probes(),     s.max_group_rows()};

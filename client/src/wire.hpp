@@ -18,6 +18,7 @@
 #include "gpujoin/client/column.hpp"
 #include "gpujoin/client/index_info.hpp"
 #include "gpujoin/client/keys.hpp"
+#include "gpujoin/common/operation_kinds.hpp"
 #include "gpujoin/client/query_statistics.hpp"
 #include "gpujoin/v1/gpujoin.pb.h"
 
@@ -82,9 +83,12 @@ void SetKeys(const Keys& k, KeyType type, Message* m) {
 /// included.
 uint64_t EncodedKeyBytes(const Keys& k);
 
-/// The wire spelling of the client's key type and duplicate policy.
+/// The wire spelling of the client's key type, duplicate policy, join kind
+/// and aggregate operation.
 pb::KeyType ToProtoKeyType(KeyType t);
 pb::DuplicatePolicy ToProtoPolicy(DuplicatePolicy p);
+pb::JoinKind ToProtoJoinKind(JoinKind k);
+pb::AggregateOp ToProtoAggregateOp(AggregateOp op);
 
 /// An index description the server sent (IndexInfo in the proto); a payload
 /// column of a type this client does not know reads as kBinary.

@@ -23,6 +23,7 @@
 #include "gpujoin/engine/backend.hpp"
 #include "gpujoin/engine/graph.hpp"
 #include "gpujoin/engine/hashing.hpp"
+#include "gpujoin/testing/csv.hpp"
 #include "gpujoin/testing/files.hpp"
 #include "gpujoin/testing/loopback.hpp"
 #include "gpujoin/testing/server_process.hpp"
@@ -53,61 +54,9 @@ size_t LineCount(const std::string& s) {
 
 // ---------------------------------------------------------------- independent CSV reader
 
-using CsvRow = std::vector<std::optional<std::string>>;
-
-// RFC 4180 reader for test expectations: unquoted empty = null.
-std::vector<CsvRow> ReadCsvText(const std::string& text) {
-  std::vector<CsvRow> rows;
-  CsvRow row;
-  std::string field;
-  bool quoted = false, in_quotes = false, any = false;
-  auto end_field = [&] {
-    if (quoted || !field.empty()) {
-      row.emplace_back(field);
-    } else {
-      row.emplace_back(std::nullopt);
-    }
-    field.clear();
-    quoted = false;
-  };
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_quotes) {
-      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
-        field.push_back('"');
-        ++i;
-      } else if (c == '"') {
-        in_quotes = false;
-      } else {
-        field.push_back(c);
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_quotes = quoted = any = true;
-    } else if (c == ',') {
-      end_field();
-      any = true;
-    } else if (c == '\n') {
-      if (any || !field.empty()) {
-        end_field();
-        rows.push_back(std::move(row));
-      }
-      row.clear();
-      any = false;
-    } else if (c != '\r') {
-      field.push_back(c);
-      any = true;
-    }
-  }
-  if (any || !field.empty()) {
-    end_field();
-    rows.push_back(std::move(row));
-  }
-  return rows;
-}
-
-std::vector<CsvRow> ReadCsv(const fs::path& p) { return ReadCsvText(Slurp(p)); }
+using gpujoin::testing::CsvRow;
+using gpujoin::testing::ReadCsv;
+using gpujoin::testing::ReadCsvText;
 
 size_t Col(const CsvRow& header, const std::string& name) {
   for (size_t i = 0; i < header.size(); ++i) {

@@ -127,7 +127,7 @@ grpc::ByteBuffer* QueryTraits::Seal(const Request& r, Response* out, grpc::ByteB
   message.set_rows(end - first);
   message.set_first_row(first);
   message.set_more(out->next < out->parts.size());
-  message.set_final(out->message.final() && !message.more());
+  message.set_final(out->message.final());
   return ProtoWire<v1::QueryRequest, v1::QueryResponse>::Seal(stamped.message, &message, wire);
 }
 

@@ -7,7 +7,7 @@
 //  - Unary calls (`Health`, `GetServerInfo`, `ListIndexes`, `DescribeIndex`,
 //    `DropIndex`) return `absl::StatusOr<T>`.
 //  - `BuildIndex` streams chunks pulled from a `ChunkSource` and reports progress.
-//  - `Lookup`, `Join`, `Aggregate`, `Hash` and `Mutate` are pipelined bidirectional
+//  - `Lookup`, `Join`, `Aggregate`, `Hash`, `Mutate` and `Query` are pipelined bidirectional
 //    streams: batches are pulled from a source on a writer thread while results
 //    are read on the calling thread, with at most `StreamOptions::max_in_flight`
 //    batches sent but not yet answered. Results arrive in send order (the
@@ -25,6 +25,10 @@
 //    (`select`): results carry owned `Column`s aligned with the lookup's rows or
 //    the join's pairs. A join answer the server split over several messages
 //    (JoinResponse.more) reaches the sink reassembled, one JoinPairs per left batch.
+//  - Plans (query.hpp): `Query` streams input batches of named typed columns
+//    through a plan (lookups, filter, aggregate, project, limit) the server
+//    runs on each batch; `QueryAll` sends whole columns and assembles the
+//    result table.
 //  - Mutations (mutate.hpp): `Mutate` streams batches of upserts and deletes,
 //    each applied atomically or refused in-band; `Upsert`, `Delete` and
 //    `MutateAll` cut one in-memory input into requests that fit a message (each
@@ -61,7 +65,7 @@
 // connect_options.hpp, keys.hpp, column.hpp, hash_column.hpp, index_info.hpp,
 // build.hpp, progress.hpp, server_info.hpp, data_files.hpp,
 // query_statistics.hpp, stream_options.hpp, lookup.hpp, join.hpp, mutate.hpp,
-// aggregate.hpp, hash.hpp and query_all_options.hpp. Code that only handles
+// aggregate.hpp, hash.hpp, query.hpp and query_all_options.hpp. Code that only handles
 // those values may include just the headers it needs.
 #pragma once
 
@@ -89,6 +93,7 @@
 #include "gpujoin/client/lookup.hpp"
 #include "gpujoin/client/mutate.hpp"
 #include "gpujoin/client/progress.hpp"
+#include "gpujoin/client/query.hpp"
 #include "gpujoin/client/query_all_options.hpp"
 #include "gpujoin/client/query_statistics.hpp"
 #include "gpujoin/client/server_info.hpp"
@@ -212,6 +217,34 @@ class Client {
   /// counted in not_found_keys.
   absl::StatusOr<MutateSummary> Delete(const std::string& index, Keys keys,
                                        const MutateOptions& options = {});
+
+  /// Pipelined Query stream (query.hpp): `plan` rides on the first request
+  /// and runs on every batch of `source` (CheckQueryBatch first; a batch must
+  /// fit one message of ConnectOptions::max_message_bytes, else
+  /// INVALID_ARGUMENT before it is sent). The first batch must have columns
+  /// (zero rows for an empty input): the server checks the plan against them.
+  /// Every batch gets one QueryResult, its parts reassembled by first_row; a
+  /// batch the server refuses has `error` set (the stream goes on unless the
+  /// sink returns it; an error in the plan answers every batch). Aggregate
+  /// plans get one more result at the end of the stream, `final` set, with
+  /// the groups. Returns OK when every batch was answered, else the first RPC
+  /// error or the first non-OK status of `sink`.
+  absl::Status Query(const QueryPlan& plan, const BatchSource<QueryBatch>& source,
+                     const ResultSink<QueryResult>& sink, const StreamOptions& options = {});
+
+  /// Convenience: runs `plan` on whole in-memory `columns` (named, of one
+  /// length; CheckQueryBatch) sent in batches of at most options.batch_rows
+  /// rows (0: sized for the server's --max-result-bytes; see QueryOptions)
+  /// that fit a message (PlanQueryBatches, within the smaller of
+  /// ConnectOptions::max_message_bytes and the server's, one GetServerInfo
+  /// call first); input without rows sends one batch of zero rows. Returns
+  /// the result table (row plans: every batch's rows in input order;
+  /// aggregate plans: the groups) and every answer's step statistics. The
+  /// first in-band error is returned as the status, with the server's code
+  /// and message. A row plan whose limit is spent stops sending input
+  /// (options.stop_at_limit).
+  absl::StatusOr<QueryTable> QueryAll(const QueryPlan& plan, std::span<const ColumnView> columns,
+                                      const QueryOptions& options = {});
 
   /// Pipelined Aggregate stream. `spec.groups` stays fixed for the stream.
   absl::Status Aggregate(const AggregateSpec& spec, const BatchSource<AggregateBatch>& source,

@@ -91,7 +91,7 @@ struct PlanLiteral {
 enum class CompareOp { kEq, kNe, kLt, kLe, kGt, kGe };
 
 /// A filter expression over the columns of the table its step sees, with SQL's
-/// three-valued logic (docs/api.md "Plans").
+/// three-valued logic (docs/api.md "Query").
 struct PlanExpr {
   enum class Kind { kCompare, kIsNull, kIsNotNull, kIn, kNotIn, kAnd, kOr, kNot };
   Kind kind = Kind::kCompare;
@@ -200,7 +200,8 @@ class PlanRun {
 
   /// Aggregate plans: the groups so far, through the steps after the
   /// aggregate (OUT_OF_RANGE when an integer sum left its type). Can be
-  /// called more than once.
+  /// called more than once. The aggregate step's statistics are the
+  /// stream's: rows folded in so far, groups out.
   absl::StatusOr<PlanTable> Groups(std::span<const HashIndex* const> indexes,
                                    std::vector<PlanStepStatistics>* statistics);
 

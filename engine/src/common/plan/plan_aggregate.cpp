@@ -110,6 +110,7 @@ struct GroupAggregator::State {
   std::vector<ColumnBuilder> labels;
   std::vector<AggregationAccumulator> accumulators;
   uint32_t groups = 0;
+  uint64_t rows = 0;
 };
 
 GroupAggregator::GroupAggregator(const PlanAggregateStep& step, std::vector<ColumnType> types,
@@ -136,6 +137,7 @@ GroupAggregator::GroupAggregator(const PlanAggregateStep& step, std::vector<Colu
 GroupAggregator::~GroupAggregator() = default;
 
 uint64_t GroupAggregator::groups() const { return state_->groups; }
+uint64_t GroupAggregator::rows() const { return state_->rows; }
 
 absl::Status GroupAggregator::Consume(Backend& backend, const PlanTable& table) {
   State& s = *state_;
@@ -237,6 +239,7 @@ absl::Status GroupAggregator::Consume(Backend& backend, const PlanTable& table) 
     }
   }
   s.groups = groups;
+  s.rows += rows;
   for (size_t i = 0; i < m; ++i) {
     AggregationAccumulator& acc = s.accumulators[i];
     acc.Grow(groups);

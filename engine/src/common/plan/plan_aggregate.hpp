@@ -29,6 +29,8 @@ class GroupAggregator {
   absl::StatusOr<PlanTable> Result() const;
 
   uint64_t groups() const;
+  /// Rows folded in so far (by the batches that succeeded).
+  uint64_t rows() const;
 
  private:
   struct State;

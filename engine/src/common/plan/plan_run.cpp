@@ -169,6 +169,7 @@ absl::StatusOr<PlanTable> PlanRun::Groups(std::span<const HashIndex* const> inde
   GPUJOIN_ASSIGN_OR_RETURN(PlanTable groups, s.aggregator->Result());
   PlanStepStatistics& st = (*statistics)[s.aggregate_at];
   st.ran = true;
+  st.rows_in = s.aggregator->rows();
   st.rows_out = groups.rows;
   // The steps after the aggregate run on the groups every time they are asked
   // for: their limits count afresh.
