@@ -87,7 +87,10 @@ struct Step {
 struct StepRows {
   uint64_t rows_in = 0;
   uint64_t rows_out = 0;
-  uint64_t found = 0;  ///< lookups: input rows whose key was found
+  /// Lookups: the rows probed (the input of the first of consecutive lookups
+  /// keyed by columns it had) whose key was found, and whose was missing.
+  uint64_t found = 0;
+  uint64_t missing = 0;
 };
 
 /// A stream of one plan: the rows each batch keeps, step by step, and the
@@ -113,7 +116,9 @@ class Stream {
  private:
   ModelTable Run(size_t first, size_t last, ModelTable t, bool groups_answer,
                  std::vector<StepRows>* steps);
-  ModelTable Lookup(const Step& s, const ModelTable& t, StepRows* rows) const;
+  /// Lookup step `s` on `t`, its probe statistics counted over `probed`.
+  ModelTable Lookup(const Step& s, const ModelTable& t, const ModelTable& probed,
+                    StepRows* rows) const;
   /// Matches of one row's key in `index` (0: missing).
   size_t Matches(const std::string& index, const std::vector<const ModelColumn*>& key,
                  size_t row) const;
