@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   GraphTarget(w);
   DataFilesTarget(w);
   MutateTarget(w);
+  QueryTarget(w);
   std::printf("wrote %d seeds under %s\n", w.count(), argv[1]);
   return 0;
 }

@@ -201,5 +201,6 @@ void BuildTarget(Writer& w);
 void GraphTarget(Writer& w);
 void DataFilesTarget(Writer& w);
 void MutateTarget(Writer& w);
+void QueryTarget(Writer& w);
 
 }  // namespace gpujoin::fuzz::corpus
