@@ -341,6 +341,10 @@ TEST_P(PlanTest, RandomPlansEqualTheModel) {
       ASSERT_TRUE(result.ok()) << result.status();
       ASSERT_EQ(stats.size(), plan.steps.size());
       EXPECT_EQ(stats[0].rows_in, n);
+      // Every lookup's statistics are those of the rows reaching it.
+      for (size_t k = 0; k < (second ? 2u : 1u); ++k) {
+        EXPECT_EQ(stats[k].query.found + stats[k].query.missing, stats[k].rows_in) << "step " << k;
+      }
       model_rows.insert(model_rows.end(), batch_rows.begin(), batch_rows.end());
       model_batches.push_back(batch_rows);
       results.push_back(*std::move(result));

@@ -48,14 +48,22 @@ function stepStatistics(s) {
 /** Per plan step, summed over the batches and the final answer (see index.d.ts PlanStatistics). */
 function stepTotals(batches, final) {
   const totals = new Map();
+  // The steps the final answer reports (an aggregate and those after it)
+  // take its rows, which count the whole stream; the others sum the batches'.
+  const finalSteps = new Set(final.map((s) => s.step));
   for (const s of [...batches.flat(), ...final]) {
     if (!totals.has(s.step)) {
       totals.set(s.step, {step: s.step, kind: s.kind, rowsIn: 0, rowsOut: 0, index: s.index, indexVersion: 0,
                           mutationSequence: 0, statistics: statistics(null)});
     }
     const t = totals.get(s.step);
-    t.rowsIn += s.rowsIn;
-    t.rowsOut += s.rowsOut;
+    if (finalSteps.has(s.step)) {
+      t.rowsIn = s.rowsIn;
+      t.rowsOut = s.rowsOut;
+    } else {
+      t.rowsIn += s.rowsIn;
+      t.rowsOut += s.rowsOut;
+    }
     mergeStatistics(t.statistics, s.statistics);
     if (s.index) {
       t.indexVersion = s.indexVersion;

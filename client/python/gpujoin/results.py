@@ -385,14 +385,20 @@ class PlanStatistics:
     final: List[StepStatistics] = field(default_factory=list)
 
     def steps(self) -> List[StepStatistics]:
-        """Per plan step, summed over the batches and the final answer: rows in
-        and out and the probe statistics added, the index version and mutation
-        sequence of the last batch that ran the step."""
+        """Per plan step, summed over the batches: rows in and out and the
+        probe statistics added, the index version and mutation sequence of the
+        last batch that ran the step. The steps the final answer reports (an
+        aggregate and the steps after it) take its rows, which count the
+        whole stream."""
         totals: Dict[int, StepStatistics] = {}
+        final_steps = {s.step for s in self.final}
         for s in [s for b in self.batches for s in b] + self.final:
             t = totals.setdefault(s.step, StepStatistics(step=s.step, kind=s.kind, index=s.index))
-            t.rows_in += s.rows_in
-            t.rows_out += s.rows_out
+            if s.step not in final_steps:
+                t.rows_in += s.rows_in
+                t.rows_out += s.rows_out
+            else:
+                t.rows_in, t.rows_out = s.rows_in, s.rows_out
             t.statistics.merge(s.statistics)
             if s.index:
                 t.index_version, t.mutation_sequence = s.index_version, s.mutation_sequence

@@ -56,7 +56,8 @@ std::vector<KeyNeed> KeyNeeds(const client::QueryPlan& plan, const std::vector<L
 // summed over the answers, the last index version and mutation sequence a
 // lookup used. Output rows are summed too, except that the final answer of an
 // aggregate plan gives the steps it reports for the whole stream (the
-// batches' answers count an aggregate's groups so far, the final one its groups).
+// batches' answers count an aggregate's rows and groups so far, the final one
+// the stream's rows and its groups).
 class StepTotals {
  public:
   void Add(const client::QueryResult& r) {
@@ -64,7 +65,7 @@ class StepTotals {
       auto [it, fresh] = steps_.try_emplace(s.step, s);
       if (fresh) continue;
       client::QueryStepStatistics& t = it->second;
-      t.rows_in += s.rows_in;
+      t.rows_in = r.final ? s.rows_in : t.rows_in + s.rows_in;
       t.rows_out = r.final ? s.rows_out : t.rows_out + s.rows_out;
       if (!s.index.empty()) {
         t.index_version = s.index_version;

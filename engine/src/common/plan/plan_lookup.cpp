@@ -54,6 +54,9 @@ struct StepJoin {
   uint64_t capacity = 0;
   std::vector<uint32_t> left, right;
   std::vector<uint8_t> found;
+  /// Per input row, when the step follows another in its group: the slots
+  /// its key examined (its statistics are those of the rows reaching it).
+  std::vector<uint32_t> probes;
   std::vector<Gathered> gathered;
   JoinResult result;
 };
@@ -99,6 +102,7 @@ void AddJoin(StepJoin& j, const PlanLimits& limits, CommandGraph& graph) {
   batch.out_right_rows = j.right;
   batch.result = &j.result;
   batch.found = j.found;
+  batch.probes = j.probes;
   JoinNodeT<K> node;
   node.index = j.index;
   node.kind = j.step->kind;
@@ -189,6 +193,7 @@ absl::StatusOr<PlanTable> RunLookupGroup(Backend& backend,
         break;
     }
     j.found.assign(rows, 0);
+    if (s > 0) j.probes.assign(rows, 0);
     j.capacity = rows;
     GPUJOIN_RETURN_IF_ERROR(CheckTableBytes(rows * (table_row_bytes + 16), limits, "the lookup's rows"));
     AddJoinOf(j, limits, graph);
@@ -254,7 +259,22 @@ absl::StatusOr<PlanTable> RunLookupGroup(Backend& backend,
     }
     statistics[s]->rows_in = orig.size();
     statistics[s]->rows_out = out_rows;
-    statistics[s]->query = j.result.statistics;
+    if (s == 0) {
+      statistics[s]->query = j.result.statistics;
+    } else {
+      // As if the step had run alone: one probe per row reaching it.
+      QueryStatistics q;
+      for (const uint32_t o : orig) {
+        if (j.found[o] != 0) {
+          ++q.found;
+        } else {
+          ++q.missing;
+        }
+        q.total_probes += j.probes[o];
+        q.max_probes = std::max<uint64_t>(q.max_probes, j.probes[o]);
+      }
+      statistics[s]->query = q;
+    }
     orig = std::move(next_orig);
     pick = std::move(next_pick);
     pick.resize(joins.size());

@@ -17,7 +17,8 @@ namespace gpujoin::engine::plan_detail {
 /// `table` after `steps` in order: rows by each join kind, each step's
 /// selected payload columns and found flag appended (names are the caller's).
 /// `indexes[i]` is steps[i]'s index; `statistics[i]` gets its rows and probes
-/// (the probes of the table's rows, each probed once per step).
+/// as if the steps had run one after the other (each row reaching a step
+/// counted once, an expanded row as often as it was expanded).
 absl::StatusOr<PlanTable> RunLookupGroup(Backend& backend,
                                          std::span<const PlanLookupStep* const> steps,
                                          std::span<const HashIndex* const> indexes,
