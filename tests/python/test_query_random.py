@@ -736,12 +736,11 @@ def test_a_dropped_index_fails_its_batches_in_band(conn):
 @pytest.mark.parametrize("first_kind", [pb.JOIN_KIND_INNER, pb.JOIN_KIND_LEFT_SEMI,
                                         pb.JOIN_KIND_LEFT_OUTER, pb.JOIN_KIND_LEFT_ANTI],
                          ids=["inner", "semi", "outer", "anti"])
-def test_consecutive_lookups_count_the_rows_they_probe_together(conn, first_kind):
-    """Consecutive lookups keyed by columns the batch had before the first of
-    them run together (docs/api.md, Lookup): each one's found and missing
-    count the rows the first one got, while rows_in and rows_out are those of
-    the steps applied in order. A lookup keyed by a column an earlier lookup
-    made (here "v") probes its own input rows."""
+def test_each_lookup_reports_the_statistics_of_its_own_input_rows(conn, first_kind):
+    """Lookups in a row, some keyed by the batch's columns (which run together
+    on the server) and one by a column an earlier lookup made: every step's
+    found and missing count its own input rows, found + missing = rows_in
+    (regression: later lookups reported the first lookup's statistics)."""
     name = "qs-chain"
     ix = qm.Index(name, pb.KEY_TYPE_UINT32, [("v", T.COLUMN_TYPE_INT64)], False)
     info = conn.build(name, pb.KEY_TYPE_UINT32, [1, 2], [("v", T.COLUMN_TYPE_INT64, [2, 9])])
