@@ -385,16 +385,10 @@ class Stream:
 
     def _run(self, first, last, t, groups_answer=False):
         stats = []
-        probed = None  # the input of the first of consecutive lookups (docs/api.md, Lookup)
         for i in range(first, last):
-            s = self.steps[i]
-            if s.WhichOneof("step") != "lookup":
-                probed = None
-            elif probed is None or i == first or any(k not in probed.names for k in s.lookup.key):
-                # Lookups keyed by columns the batch had before the first of
-                # them run together and probe those rows once.
-                probed = t
-            t, st = self._row_step(i, t, groups_answer, probed)
+            # Every step's statistics are those of the rows reaching it, also
+            # for consecutive lookups that run together (docs/api.md, Lookup).
+            t, st = self._row_step(i, t, groups_answer, t)
             stats.append(st)
         return t, stats
 

@@ -738,10 +738,11 @@ def test_a_dropped_index_fails_its_batches_in_band(conn):
                          ids=["inner", "semi", "outer", "anti"])
 def test_consecutive_lookups_count_the_rows_they_probe_together(conn, first_kind):
     """Consecutive lookups keyed by columns the batch had before the first of
-    them run together (docs/api.md, Lookup): each one's found and missing
-    count the rows the first one got, while rows_in and rows_out are those of
-    the steps applied in order. A lookup keyed by a column an earlier lookup
-    made (here "v") probes its own input rows."""
+    them run together (docs/api.md, Lookup), yet each one's statistics are
+    those of the steps applied in order: found + missing = rows_in, the rows
+    reaching it (expanded rows counted as often as they were expanded). A
+    lookup keyed by a column an earlier lookup made (here "v") starts a new
+    group."""
     name = "qs-chain"
     ix = qm.Index(name, pb.KEY_TYPE_UINT32, [("v", T.COLUMN_TYPE_INT64)], False)
     info = conn.build(name, pb.KEY_TYPE_UINT32, [1, 2], [("v", T.COLUMN_TYPE_INT64, [2, 9])])
