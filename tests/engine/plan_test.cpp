@@ -484,6 +484,44 @@ TEST_P(PlanTest, AnOverflowingSumIsOutOfRange) {
   EXPECT_EQ(groups.status().code(), absl::StatusCode::kOutOfRange);
 }
 
+// Integer sums are exact over the stream: a batch whose own sum leaves int64
+// is fine when the total fits, and a mean of such values is exact too.
+TEST_P(PlanTest, IntegerSumsAreExactAcrossBatches) {
+  Plan plan;
+  PlanAggregateStep agg;
+  agg.measures = {{AggregateOp::kSum, 0}, {AggregateOp::kMean, 0}, {AggregateOp::kSum, 1}};
+  plan.steps.emplace_back(agg);
+  plan.aggregate_input_types = {ColumnType::kInt64, ColumnType::kUint64};
+  PlanRun run(backend_.get(), plan, PlanLimits{});
+  auto batch = [](std::vector<Int> a, std::vector<uint64_t> b) {
+    PlanTable t;
+    t.rows = a.size();
+    PlanColumn u;
+    u.type = ColumnType::kUint64;
+    u.rows = b.size();
+    u.data.resize(b.size() * 8);
+    std::memcpy(u.data.data(), b.data(), b.size() * 8);
+    t.columns = {Int64Col(a), u};
+    return t;
+  };
+  std::vector<PlanStepStatistics> stats;
+  ASSERT_TRUE(
+      run.RunBatch(batch({INT64_MAX, INT64_MAX, Int()}, {UINT64_MAX - 6, 1, 5}), {}, &stats).ok());
+  ASSERT_TRUE(run.RunBatch(batch({INT64_MIN, INT64_MIN + 10}, {0, 0}), {}, &stats).ok());
+  auto groups = run.Groups({}, &stats);
+  ASSERT_TRUE(groups.ok()) << groups.status();
+  // (2^63 - 1) * 2 - 2^63 * 2 + 10 = 8.
+  EXPECT_EQ(groups->columns[0].value<int64_t>(0), 8);
+  EXPECT_DOUBLE_EQ(groups->columns[1].value<double>(0), 8.0 / 4);
+  EXPECT_EQ(groups->columns[2].value<uint64_t>(0), UINT64_MAX);
+  // One more and the uint64 sum does not fit.
+  auto more = run.RunBatch(batch({Int(0)}, {1}), {}, &stats);
+  ASSERT_TRUE(more.ok());
+  auto over = run.Groups({}, &stats);
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.status().code(), absl::StatusCode::kOutOfRange);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, PlanTest, ::testing::ValuesIn(AllBackends()), BackendName);
 
 }  // namespace

@@ -738,8 +738,9 @@ def test_a_dropped_index_fails_its_batches_in_band(conn):
                          ids=["inner", "semi", "outer", "anti"])
 def test_each_lookup_reports_the_statistics_of_its_own_input_rows(conn, first_kind):
     """Lookups in a row, some keyed by the batch's columns (which run together
-    on the server) and one by a column an earlier lookup made: every step's
-    found and missing count its own input rows, found + missing = rows_in
+    on the server, docs/api.md Lookup) and one by a column an earlier lookup
+    made: every step's found and missing count the rows reaching it (expanded
+    rows as often as they were expanded), found + missing = rows_in
     (regression: later lookups reported the first lookup's statistics)."""
     name = "qs-chain"
     ix = qm.Index(name, pb.KEY_TYPE_UINT32, [("v", T.COLUMN_TYPE_INT64)], False)

@@ -96,12 +96,14 @@ absl::Status Operations::Query(QueryStream& stream, const v1::QueryRequest& requ
             "plan: the first message of a Query stream carries the plan (and the first batch's "
             "columns)");
       }
-      GPUJOIN_ASSIGN_OR_RETURN(engine::PlanTable first, DecodePlanColumns(request.columns()));
+      // The plan is checked against the first batch's names and types; a
+      // fault in its buffers is that batch's error, below.
+      std::vector<std::string> names;
       std::vector<engine::ColumnType> types;
-      for (const auto& c : first.columns) types.push_back(c.type);
+      GPUJOIN_RETURN_IF_ERROR(DecodePlanSchema(request.columns(), &names, &types));
       GPUJOIN_ASSIGN_OR_RETURN(
           CompiledPlan compiled,
-          CompilePlan(request.plan(), first.names, std::move(types),
+          CompilePlan(request.plan(), std::move(names), std::move(types),
                       [this](const std::string& name, std::string_view field) {
                         return FindIndex(name, field);
                       }));
@@ -151,20 +153,24 @@ absl::Status Operations::Query(QueryStream& stream, const v1::QueryRequest& requ
       if (!state_.backend->Healthy() && state_.on_backend_fatal) state_.on_backend_fatal();
       return result.status();
     }
-    FillSteps(plan, stats, indexes, &answer->message);
+    if (!run.aggregates() || !(request.flush())) FillSteps(plan, stats, indexes, &answer->message);
     if (!run.aggregates()) {
       answer->table = *std::move(result);
       answer->has_rows = true;
     }
   }
   if (run.aggregates() && (end || request.flush())) {
+    // The groups: the aggregate step and those after it report the stream
+    // (rows folded in so far, groups out), the steps before it this batch's.
+    std::vector<engine::PlanStepStatistics> group_stats;
     PlanIndexes indexes;
     GPUJOIN_RETURN_IF_ERROR(AcquireIndexes(plan, *state_.registry, &indexes));
-    GPUJOIN_ASSIGN_OR_RETURN(engine::PlanTable groups, run.Groups(indexes.pointers, &stats));
-    if (answer->message.steps_size() == 0 || end) {
-      answer->message.clear_steps();
-      FillSteps(plan, stats, indexes, &answer->message);
+    GPUJOIN_ASSIGN_OR_RETURN(engine::PlanTable groups, run.Groups(indexes.pointers, &group_stats));
+    const size_t at = plan.plan.AggregatePosition();
+    for (size_t i = 0; i < group_stats.size(); ++i) {
+      if (i < at && i < stats.size()) group_stats[i] = stats[i];
     }
+    FillSteps(plan, group_stats, indexes, &answer->message);
     answer->table = std::move(groups);
     answer->has_rows = true;
   }

@@ -66,8 +66,12 @@ engine::JoinKind KindOf(v1::JoinKind k) {
 
 absl::Status CompileLookup(const v1::LookupStep& step, const std::string& field, uint32_t position,
                            const FindIndexFn& find_index, Schema* schema, CompiledPlan* out) {
-  GPUJOIN_ASSIGN_OR_RETURN(std::shared_ptr<const IndexVersion> version,
-                           find_index(step.index(), field + ".index"));
+  absl::StatusOr<std::shared_ptr<const IndexVersion>> found = find_index(step.index(), field + ".index");
+  if (!found.ok()) {
+    if (found.status().code() != absl::StatusCode::kNotFound) return found.status();
+    return absl::NotFoundError(absl::StrCat(field, ".index: ", found.status().message()));
+  }
+  const std::shared_ptr<const IndexVersion> version = *std::move(found);
   if (!v1::JoinKind_IsValid(step.kind())) {
     return absl::InvalidArgumentError(
         absl::StrCat(field, ".kind: unknown join kind ", static_cast<int>(step.kind())));
@@ -201,6 +205,7 @@ absl::Status CompileAggregate(const v1::AggregateStep& step, const std::string& 
     GPUJOIN_RETURN_IF_ERROR(AddColumn(&next, name, engine::PlanMeasureType(measure.op, input),
                                       f + ".name"));
     agg.measures.push_back(measure);
+    agg.measure_names.push_back(name);
   }
   *schema = std::move(next);
   out->plan.steps.emplace_back(std::move(agg));

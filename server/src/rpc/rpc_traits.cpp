@@ -115,6 +115,8 @@ grpc::ByteBuffer* QueryTraits::Seal(const Request& r, Response* out, grpc::ByteB
   // The end-of-stream answer takes the batch_id after the stream's last.
   QueryWireRequest stamped;
   stamped.message.set_batch_id(r.end ? r.stream->last_batch_id + 1 : r.message.batch_id());
+  // The answer to the end of the stream is final, also when it is an error.
+  if (r.end) out->message.set_final(true);
   if (!out->has_rows || out->parts.empty()) {
     return ProtoWire<v1::QueryRequest, v1::QueryResponse>::Seal(stamped.message, &out->message,
                                                                wire);

@@ -16,9 +16,8 @@ using engine::ColumnType;
 using engine::PlanColumn;
 using engine::PlanTable;
 
-absl::StatusOr<PlanTable> DecodePlanColumns(
-    const google::protobuf::RepeatedPtrField<v1::Column>& columns) {
-  PlanTable table;
+absl::Status DecodePlanSchema(const google::protobuf::RepeatedPtrField<v1::Column>& columns,
+                              std::vector<std::string>* names, std::vector<ColumnType>* types) {
   std::set<std::string> seen;
   for (int i = 0; i < columns.size(); ++i) {
     const v1::Column& c = columns[i];
@@ -35,6 +34,22 @@ absl::StatusOr<PlanTable> DecodePlanColumns(
           " is not a query column type (UINT32, INT32, UINT64, INT64, FLOAT32, FLOAT64, BINARY, "
           "BOOL, STRING)"));
     }
+    names->push_back(c.name());
+    types->push_back(type);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<PlanTable> DecodePlanColumns(
+    const google::protobuf::RepeatedPtrField<v1::Column>& columns) {
+  PlanTable table;
+  std::vector<std::string> names;
+  std::vector<ColumnType> types;
+  GPUJOIN_RETURN_IF_ERROR(DecodePlanSchema(columns, &names, &types));
+  for (int i = 0; i < columns.size(); ++i) {
+    const v1::Column& c = columns[i];
+    const std::string field = absl::StrCat("columns[", i, "]");
+    const ColumnType type = types[i];
     if (i > 0 && c.length() != table.rows) {
       return absl::InvalidArgumentError(absl::StrCat(field, ".length: column \"", c.name(),
                                                      "\" has ", c.length(), " rows but columns[0] has ",

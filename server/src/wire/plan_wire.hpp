@@ -19,6 +19,13 @@ namespace gpujoin::server {
 absl::StatusOr<engine::PlanTable> DecodePlanColumns(
     const google::protobuf::RepeatedPtrField<v1::Column>& columns);
 
+/// The names and types of a QueryRequest's columns (valid names, unique;
+/// types UINT32 .. STRING), whatever their buffers: what the first batch tells
+/// a plan. INVALID_ARGUMENT naming `columns[i]`.
+absl::Status DecodePlanSchema(const google::protobuf::RepeatedPtrField<v1::Column>& columns,
+                              std::vector<std::string>* names,
+                              std::vector<engine::ColumnType>* types);
+
 /// Rows [first, first + rows) of `table` as Columns named `names`, appended to `out`.
 void EncodePlanRows(const engine::PlanTable& table, const std::vector<std::string>& names,
                     uint64_t first, uint64_t rows,

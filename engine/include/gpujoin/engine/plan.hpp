@@ -132,6 +132,8 @@ struct PlanMeasure {
 struct PlanAggregateStep {
   std::vector<uint32_t> group_by;
   std::vector<PlanMeasure> measures;
+  /// Optional, one per measure: the names errors give them (their output columns).
+  std::vector<std::string> measure_names;
 };
 
 /// Keeps `columns` in this order (names are the compiler's business).

@@ -96,6 +96,14 @@ bool CanPack(std::span<const uint32_t> columns, std::span<const ColumnType> type
   return bits <= 64;
 }
 
+// Integer sums and means are summed exactly (GroupAggregator::State::exact).
+bool IsExactSum(const PlanMeasure& m, std::span<const ColumnType> types) {
+  return (m.op == AggregateOp::kSum || m.op == AggregateOp::kMean) &&
+         m.column != PlanMeasure::kNoColumn && IsIntegerType(types[m.column]);
+}
+
+bool IsSigned(ColumnType t) { return t == ColumnType::kInt32 || t == ColumnType::kInt64; }
+
 }  // namespace
 
 struct GroupAggregator::State {
@@ -109,6 +117,12 @@ struct GroupAggregator::State {
   absl::flat_hash_map<std::string, uint32_t> codes;
   std::vector<ColumnBuilder> labels;
   std::vector<AggregationAccumulator> accumulators;
+  /// Integer sums and means, per measure (empty for others): exact 128-bit
+  /// sums and their value counts per group. A 64-bit column's rows are summed
+  /// by the backend as two 32-bit halves, whose sums cannot overflow, so the
+  /// stream's sum is exact whatever its batches' partial sums are.
+  std::vector<std::vector<__int128>> exact;
+  std::vector<std::vector<uint64_t>> exact_counts;
   uint32_t groups = 0;
   uint64_t rows = 0;
 };
@@ -126,11 +140,19 @@ GroupAggregator::GroupAggregator(const PlanAggregateStep& step, std::vector<Colu
     const ColumnType vt = m.column == PlanMeasure::kNoColumn ? ColumnType::kFloat32 : s.types[m.column];
     s.accumulators.emplace_back(m.op, 0, m.op == AggregateOp::kCount ? ColumnType::kFloat32 : vt);
   }
+  s.exact.resize(step.measures.size());
+  s.exact_counts.resize(step.measures.size());
   if (step.group_by.empty()) {
     // One group, present even when no row arrives (SQL's global aggregate).
     s.codes.emplace(std::string(), 0);
     s.groups = 1;
     for (AggregationAccumulator& a : s.accumulators) a.Grow(1);
+    for (size_t i = 0; i < step.measures.size(); ++i) {
+      if (IsExactSum(step.measures[i], s.types)) {
+        s.exact[i].assign(1, 0);
+        s.exact_counts[i].assign(1, 0);
+      }
+    }
   }
 }
 
@@ -197,6 +219,11 @@ absl::Status GroupAggregator::Consume(Backend& backend, const PlanTable& table) 
   std::vector<std::vector<uint32_t>> counts(m, std::vector<uint32_t>(groups));
   std::vector<std::vector<uint8_t>> overflow(m);
   std::vector<std::vector<uint32_t>> masks(m);
+  // 64-bit integer sums: the high halves' node outputs, and both halves.
+  std::vector<std::vector<uint64_t>> high_words(m);
+  std::vector<std::vector<uint32_t>> high_counts(m);
+  std::vector<std::vector<uint8_t>> high_overflow(m);
+  std::vector<std::vector<uint32_t>> low_half(m), high_half(m);
   CommandGraph graph;
   if (rows > 0) {
     for (size_t i = 0; i < m; ++i) {
@@ -213,6 +240,34 @@ absl::Status GroupAggregator::Consume(Backend& backend, const PlanTable& table) 
           node.mask = ChunkedU32{std::span<const uint32_t>(masks[i])};
         }
         if (measure.op != AggregateOp::kCount) node.values = ValuesOf(c);
+        if (IsExactSum(measure, s.types) && ColumnWidth(c.type) == 8) {
+          // Two 32-bit halves: sum(v) = sum(high) * 2^32 + sum(low), exact.
+          low_half[i].resize(rows);
+          high_half[i].resize(rows);
+          for (uint64_t r = 0; r < rows; ++r) {
+            const uint64_t v = c.value<uint64_t>(r);
+            low_half[i][r] = static_cast<uint32_t>(v);
+            high_half[i][r] = static_cast<uint32_t>(v >> 32);
+          }
+          node.values = Chunked<uint32_t>{std::span<const uint32_t>(low_half[i])};
+          AggregateNode high;
+          high.op = AggregateOp::kSum;
+          high.keys = node.keys;
+          high.mask = node.mask;
+          if (IsSigned(c.type)) {
+            high.values = Chunked<int32_t>{std::span<const int32_t>(
+                reinterpret_cast<const int32_t*>(high_half[i].data()), rows)};
+          } else {
+            high.values = Chunked<uint32_t>{std::span<const uint32_t>(high_half[i])};
+          }
+          high_words[i].assign(groups, 0);
+          high_counts[i].assign(groups, 0);
+          high_overflow[i].assign(groups, 0);
+          high.output = high_words[i];
+          high.contributing_rows = high_counts[i];
+          high.overflow = high_overflow[i];
+          graph.Add(std::move(high));
+        }
       }
       words[i].assign(groups, 0);
       node.output = words[i];
@@ -243,6 +298,26 @@ absl::Status GroupAggregator::Consume(Backend& backend, const PlanTable& table) 
   for (size_t i = 0; i < m; ++i) {
     AggregationAccumulator& acc = s.accumulators[i];
     acc.Grow(groups);
+    if (IsExactSum(s.step.measures[i], s.types)) {
+      s.exact[i].resize(groups, 0);
+      s.exact_counts[i].resize(groups, 0);
+      if (rows == 0) continue;
+      const ColumnType t = s.types[s.step.measures[i].column];
+      const bool halves = ColumnWidth(t) == 8;
+      for (uint32_t g = 0; g < groups; ++g) {
+        // A 32-bit column's sum, or the low halves' (uint32: a uint64 sum).
+        __int128 part = IsSigned(t) && !halves ? static_cast<__int128>(static_cast<int64_t>(words[i][g]))
+                                               : static_cast<__int128>(words[i][g]);
+        if (halves) {
+          const __int128 high = IsSigned(t) ? static_cast<__int128>(static_cast<int64_t>(high_words[i][g]))
+                                            : static_cast<__int128>(high_words[i][g]);
+          part += high * (static_cast<__int128>(1) << 32);
+        }
+        s.exact[i][g] += part;
+        s.exact_counts[i][g] += counts[i][g];
+      }
+      continue;
+    }
     if (rows == 0) continue;
     const bool is_count = s.step.measures[i].op == AggregateOp::kCount;
     GPUJOIN_RETURN_IF_ERROR(acc.Merge(counts[i], is_count ? std::span<const uint64_t>() : words[i],
@@ -271,6 +346,35 @@ absl::StatusOr<PlanTable> GroupAggregator::Result() const {
     }
     const ColumnType input = acc.value_type();
     const ColumnType type = PlanMeasureType(measure.op, input);
+    if (IsExactSum(measure, s.types)) {
+      ColumnBuilder b(type);
+      const bool is_signed = IsSigned(input);
+      for (uint32_t g = 0; g < s.groups; ++g) {
+        const __int128 v = s.exact[i][g];
+        const uint64_t count = s.exact_counts[i][g];
+        if (count == 0) {
+          b.AppendNull();
+        } else if (measure.op == AggregateOp::kMean) {
+          const double mean = static_cast<double>(v) / static_cast<double>(count);
+          b.AppendBytes(&mean, 8);
+        } else if (is_signed ? (v < std::numeric_limits<int64_t>::min() ||
+                                v > std::numeric_limits<int64_t>::max())
+                             : (v < 0 || v > static_cast<__int128>(std::numeric_limits<uint64_t>::max()))) {
+          const std::string name = i < s.step.measure_names.size()
+                                       ? absl::StrCat("measure \"", s.step.measure_names[i], "\"")
+                                       : absl::StrCat("measure ", i);
+          return absl::OutOfRangeError(absl::StrCat(
+              "the aggregate's ", name, " (the sum of an ", std::string(ColumnTypeName(input)),
+              " column) leaves the 64-bit range in group ", g, ": its exact sum does not fit ",
+              std::string(ColumnTypeName(type))));
+        } else {
+          const uint64_t bits = static_cast<uint64_t>(v);
+          b.AppendBytes(&bits, 8);
+        }
+      }
+      out.columns.push_back(b.Finish());
+      continue;
+    }
     const std::vector<uint64_t> w = acc.Words();
     for (uint32_t g = 0; g < s.groups; ++g) {
       if (acc.overflow()[g] != 0) {
