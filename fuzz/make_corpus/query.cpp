@@ -71,6 +71,9 @@ void QueryTarget(Writer& w) {
   // Raw filter text (even length byte): "k = 1 or s = 'a'" from the alphabet.
   w.Put(t, "raw-filter",
         Input({1, 3, 20, 0, 16, 12, 16, 10, 19, 16, 19, 22, 16, 3, 0, 0}, batches));
+  // A ragged first batch: that batch's error, and the plan serves the next.
+  w.Put(t, "ragged-first",
+        Input({1, 0, 0, 0, 1, 0, 0}, {Batch(4, false, 3 | 2 << 3, 0), Batch(4, false, 0, 1)}));
   // Bad batches between good ones: a column less, renamed, ragged, retyped.
   w.Put(t, "bad-batches",
         Input({1, 0, 0, 0, 1, 0, 0},

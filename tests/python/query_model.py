@@ -301,13 +301,13 @@ class Approx:
 
 
 class Overflow(Exception):
-    """An integer sum left its 64-bit type: the answer is OUT_OF_RANGE naming
-    the measure. `certain` is False where only a running total (not the final
-    exact sum) left the range, which the contract leaves open."""
+    """A SUM's exact total over the stream left its 64-bit type: the answer
+    is OUT_OF_RANGE naming the measure (whatever the batches' own sums; a MEAN
+    never fails)."""
 
-    def __init__(self, measure, certain):
+    def __init__(self, measure):
         super().__init__(measure)
-        self.measure, self.certain = measure, certain
+        self.measure = measure
 
 
 class Stream:
@@ -397,7 +397,7 @@ class Stream:
             key = tuple(t.column(g)[r] for g in a.group_by)
             g = self.groups.get(key)
             if g is None:
-                g = self.groups[key] = [0, [[] for _ in a.measures], [False] * len(a.measures)]
+                g = self.groups[key] = [0, [[] for _ in a.measures]]
             g[0] += 1
             for j, m in enumerate(a.measures):
                 if not m.column:
@@ -409,10 +409,6 @@ class Stream:
                 if m.op != pb.AGGREGATE_OP_COUNT and ct in FLOAT_TYPES and not math.isfinite(v):
                     continue
                 g[1][j].append(v)
-                if m.op in (pb.AGGREGATE_OP_SUM, pb.AGGREGATE_OP_MEAN) and ct in INT_TYPES:
-                    lo, hi = (-2**63, 2**63 - 1) if ct in SIGNED else (0, 2**64 - 1)
-                    if not lo <= sum(g[1][j]) <= hi:
-                        g[2][j] = True
 
     def batch(self, t):
         """Runs one input batch; returns (rows or None for aggregate plans, stats)."""
@@ -423,10 +419,9 @@ class Stream:
         self._accumulate(t)
         return None, stats
 
-    def groups_answer(self, input_names, input_types, lenient=False):
+    def groups_answer(self, input_names, input_types):
         """The groups so far with the steps after the aggregate applied:
-        (table, stats); raises Overflow for an integer sum out of range (with
-        `lenient`, only where the final exact sum is)."""
+        (table, stats); raises Overflow for an integer SUM out of range."""
         a = self.steps[self.agg].aggregate
         if self.agg_input is None:  # no batch reached the aggregate: type it from the plan
             names, types = self._schema_before_agg(input_names, input_types)
@@ -435,16 +430,15 @@ class Stream:
         typ = dict(zip(names, types))
         keys = list(self.groups.items())
         if not a.group_by and not keys:
-            keys = [((), [0, [[] for _ in a.measures], [False] * len(a.measures)])]
+            keys = [((), [0, [[] for _ in a.measures]])]
         out_names = list(a.group_by) + [measure_name(m) for m in a.measures]
         out_types = [typ[g] for g in a.group_by] + \
             [measure_type(m, typ.get(m.column)) for m in a.measures]
         cols = [[k[j] for k, _ in keys] for j in range(len(a.group_by))]
         for j, m in enumerate(a.measures):
             col = []
-            for _, (count, acc, running_overflow) in keys:
-                col.append(self._measure(m, typ.get(m.column), count, acc[j],
-                                         running_overflow[j], lenient))
+            for _, (count, acc) in keys:
+                col.append(self._measure(m, typ.get(m.column), count, acc[j]))
             cols.append(col)
         t = Table(out_names, out_types, cols)
         stats = [StepStats(self.agg, "aggregate", self.agg_rows, t.rows)]
@@ -459,7 +453,7 @@ class Stream:
         return t.names, t.types
 
     @staticmethod
-    def _measure(m, ct, count, values, running_overflow, lenient):
+    def _measure(m, ct, count, values):
         name = measure_name(m)
         if m.op == pb.AGGREGATE_OP_COUNT:
             return count if not m.column else len(values)
@@ -469,16 +463,8 @@ class Stream:
             total = sum(values)
             lo, hi = (-2**63, 2**63 - 1) if ct in SIGNED else (0, 2**64 - 1)
             if not lo <= total <= hi:
-                raise Overflow(name, True)
-            if running_overflow and not lenient:
-                raise Overflow(name, False)
+                raise Overflow(name)
             return total
-        if m.op == pb.AGGREGATE_OP_MEAN and ct in INT_TYPES and not lenient:
-            # The contract fails an integer *sum* that leaves 64 bits; whether a
-            # mean (always representable) may fail alike it leaves open.
-            lo, hi = (-2**63, 2**63 - 1) if ct in SIGNED else (0, 2**64 - 1)
-            if not lo <= sum(values) <= hi or running_overflow:
-                raise Overflow(name, False)
         if m.op in (pb.AGGREGATE_OP_MIN, pb.AGGREGATE_OP_MAX):
             return min(values) if m.op == pb.AGGREGATE_OP_MIN else max(values)
         scale = math.fsum(abs(v) for v in values)
