@@ -27,8 +27,7 @@
 //  - otherwise each answer's rows (the parts of a continued answer joined, in
 //    order) and each step's rows_in, rows_out, found and missing keys are the model's:
 //    lookups expand, keep or drop rows by their kind and the index's matches
-//    (consecutive lookups keyed by columns the first one's input had count
-//    that input's rows found and missing),
+//    (found + missing = rows_in, also for lookups the server runs together),
 //    filters keep the rows SQL's three-valued logic makes true, limits count
 //    over the stream, an aggregate plan answers a batch with no rows, a flush
 //    and the end of the stream (`final` on each message, batch_id one past the last) with its

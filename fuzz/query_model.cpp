@@ -196,18 +196,15 @@ size_t Stream::Matches(const std::string& index, const std::vector<const ModelCo
   return cref->keep_all ? it->second.size() : 1;
 }
 
-ModelTable Stream::Lookup(const Step& s, const ModelTable& t, const ModelTable& probed,
-                          StepRows* rows) const {
-  std::vector<const ModelColumn*> probe_key;
-  for (const std::string& k : s.key) probe_key.push_back(Find(probed, k));
-  for (size_t r = 0; r < Rows(probed); ++r) rows->found += Matches(s.index, probe_key, r) > 0;
-  rows->missing = Rows(probed) - rows->found;
+ModelTable Stream::Lookup(const Step& s, const ModelTable& t, StepRows* rows) const {
   std::vector<const ModelColumn*> key;
   for (const std::string& k : s.key) key.push_back(Find(t, k));
   std::vector<size_t> take;
   std::vector<bool> found;
   for (size_t r = 0; r < Rows(t); ++r) {
     const size_t m = Matches(s.index, key, r);
+    rows->found += m > 0;
+    rows->missing += m == 0;
     size_t copies = 0;
     switch (s.join) {
       case v1::JOIN_KIND_LEFT_OUTER:
@@ -236,23 +233,13 @@ ModelTable Stream::Lookup(const Step& s, const ModelTable& t, const ModelTable& 
 
 ModelTable Stream::Run(size_t first, size_t last, ModelTable t, bool groups_answer,
                        std::vector<StepRows>* steps) {
-  // The input of the first of consecutive lookups keyed by columns it had:
-  // they run together and each probes its rows (docs/api.md, Lookup).
-  std::optional<ModelTable> probed;
   for (size_t i = first; i < last; ++i) {
     const Step& s = steps_[i];
     StepRows st;
     st.rows_in = Rows(t);
-    if (s.kind != Step::kLookup) {
-      probed.reset();
-    } else if (!probed || !std::all_of(s.key.begin(), s.key.end(), [&](const std::string& k) {
-                 return Find(*probed, k) != nullptr;
-               })) {
-      probed = t;
-    }
     switch (s.kind) {
       case Step::kLookup:
-        t = Lookup(s, t, *probed, &st);
+        t = Lookup(s, t, &st);
         break;
       case Step::kFilter: {
         std::vector<size_t> keep;

@@ -87,8 +87,8 @@ struct Step {
 struct StepRows {
   uint64_t rows_in = 0;
   uint64_t rows_out = 0;
-  /// Lookups: the rows probed (the input of the first of consecutive lookups
-  /// keyed by columns it had) whose key was found, and whose was missing.
+  /// Lookups: the input rows whose key was found, and whose was missing
+  /// (found + missing = rows_in).
   uint64_t found = 0;
   uint64_t missing = 0;
 };
@@ -116,9 +116,7 @@ class Stream {
  private:
   ModelTable Run(size_t first, size_t last, ModelTable t, bool groups_answer,
                  std::vector<StepRows>* steps);
-  /// Lookup step `s` on `t`, its probe statistics counted over `probed`.
-  ModelTable Lookup(const Step& s, const ModelTable& t, const ModelTable& probed,
-                    StepRows* rows) const;
+  ModelTable Lookup(const Step& s, const ModelTable& t, StepRows* rows) const;
   /// Matches of one row's key in `index` (0: missing).
   size_t Matches(const std::string& index, const std::vector<const ModelColumn*>& key,
                  size_t row) const;

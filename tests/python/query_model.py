@@ -328,15 +328,12 @@ class Stream:
 
     # Row steps -----------------------------------------------------------
 
-    def _lookup(self, i, s, t, probed):
-        """Lookup step i on table t; its probe statistics count the rows of
-        `probed` (t, or the input of the first of consecutive lookups it runs
-        with)."""
+    def _lookup(self, i, s, t):
+        """Lookup step i on table t; its probe statistics count t's rows
+        (found + missing = rows_in, also where consecutive lookups run together)."""
         ix = self.indexes[s.index]
         keys = [t.column(k) for k in s.key]
-        probe_keys = [probed.column(k) for k in s.key]
-        found = sum(bool(ix.matches(ix.key_of([c[r] for c in probe_keys])))
-                    for r in range(probed.rows))
+        found = sum(bool(ix.matches(ix.key_of([c[r] for c in keys]))) for r in range(t.rows))
         payload = dict(ix.payload)
         names = t.names + [s.prefix + n for n in s.select] + [s.found_column or f"{ix.name}.found"]
         types = t.types + [payload[n] for n in s.select] + [pb.COLUMN_TYPE_BOOL]
@@ -356,14 +353,14 @@ class Stream:
         cols += [[None if p is None else p[n] for _, p in out] for n in s.select]
         cols.append([p is not None for _, p in out])
         st = StepStats(i, "lookup", t.rows, len(out), ix.name, ix.version,
-                       ix.mutation_sequence, found, probed.rows - found)
+                       ix.mutation_sequence, found, t.rows - found)
         return Table(names, types, cols), st
 
-    def _row_step(self, i, t, groups_answer=False, probed=None):
+    def _row_step(self, i, t, groups_answer=False):
         s = self.steps[i]
         kind = s.WhichOneof("step")
         if kind == "lookup":
-            return self._lookup(i, s.lookup, t, probed)
+            return self._lookup(i, s.lookup, t)
         if kind == "filter":
             types = dict(zip(t.names, t.types))
             keep = [r for r in range(t.rows) if evaluate(self.filters[i], t.row(r), types) is True]
@@ -386,9 +383,7 @@ class Stream:
     def _run(self, first, last, t, groups_answer=False):
         stats = []
         for i in range(first, last):
-            # Every step's statistics are those of the rows reaching it, also
-            # for consecutive lookups that run together (docs/api.md, Lookup).
-            t, st = self._row_step(i, t, groups_answer, t)
+            t, st = self._row_step(i, t, groups_answer)
             stats.append(st)
         return t, stats
 

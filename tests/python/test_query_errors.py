@@ -214,6 +214,17 @@ PLAN_ERRORS = [
     ("project-names-twice", [project(("k32", "x"), ("s", "x"))], INVALID_ARGUMENT, 0, ["x"]),
     ("project-keeps-a-name-twice", [project(("k32",), ("k32",))], INVALID_ARGUMENT, 0, ["k32"]),
     ("empty-step", [GOOD_LOOKUP, pb.PlanStep()], INVALID_ARGUMENT, 1, ()),
+    ("no-steps", [], INVALID_ARGUMENT, None, ["step"]),  # a plan has at least one step
+    # Column names follow payload column names: [A-Za-z0-9_.-]{1,128}.
+    ("prefix-makes-a-bad-name", [lookup(index="qe-words", key=["k32"], select=["v"], prefix="p q")],
+     INVALID_ARGUMENT, 0, ()),
+    ("found-column-bad-name", [lookup(index="qe-words", key=["k32"], found_column="f/x")],
+     INVALID_ARGUMENT, 0, ()),
+    ("measure-bad-name", [agg(measures=[measure(pb.AGGREGATE_OP_COUNT, name="n n")])],
+     INVALID_ARGUMENT, 0, ()),
+    ("measure-name-too-long", [agg(measures=[measure(pb.AGGREGATE_OP_COUNT, name="n" * 129)])],
+     INVALID_ARGUMENT, 0, ()),
+    ("project-bad-name", [project(("k32", "k 32"))], INVALID_ARGUMENT, 0, ()),
 ]
 
 
@@ -229,6 +240,19 @@ def test_a_plan_of_64_steps_runs_and_65_are_refused(conn):
     assert a.error is None and a.rows == 3, a.describe()
     assert len(a.steps) == 64
     plan_error(conn, [limit(5)] * 65, RESOURCE_EXHAUSTED, None, ["64"])
+
+
+@pytest.mark.parametrize("name", ["a b", "", "x" * 129, "caf\u00e9"], ids=["space", "empty", "long", "utf8"])
+def test_input_column_names_follow_payload_column_names(conn, name):
+    """An input column named outside [A-Za-z0-9_.-]{1,128}: the stream's first
+    message (plan and first batch) is refused, and every later one."""
+    spec = [(name, T.COLUMN_TYPE_INT64, [1, 2, 3])] + INPUT[1:]
+    reqs = [pb.QueryRequest(batch_id=1, columns=columns(spec), plan=pb.Plan(steps=[limit(1)])),
+            pb.QueryRequest(batch_id=2, columns=columns(spec))]
+    got = [a for a in conn.query(reqs) if not a.final]
+    assert [a.batch_id for a in got] == [1, 2]
+    for a in got:
+        assert_error(a, INVALID_ARGUMENT, None, ["columns[0]"])
 
 
 def test_the_plan_is_required_on_the_first_message(conn):

@@ -736,13 +736,12 @@ def test_a_dropped_index_fails_its_batches_in_band(conn):
 @pytest.mark.parametrize("first_kind", [pb.JOIN_KIND_INNER, pb.JOIN_KIND_LEFT_SEMI,
                                         pb.JOIN_KIND_LEFT_OUTER, pb.JOIN_KIND_LEFT_ANTI],
                          ids=["inner", "semi", "outer", "anti"])
-def test_consecutive_lookups_count_the_rows_they_probe_together(conn, first_kind):
-    """Consecutive lookups keyed by columns the batch had before the first of
-    them run together (docs/api.md, Lookup), yet each one's statistics are
-    those of the steps applied in order: found + missing = rows_in, the rows
-    reaching it (expanded rows counted as often as they were expanded). A
-    lookup keyed by a column an earlier lookup made (here "v") starts a new
-    group."""
+def test_each_lookup_reports_the_statistics_of_its_own_input_rows(conn, first_kind):
+    """Lookups in a row, some keyed by the batch's columns (which run together
+    on the server, docs/api.md Lookup) and one by a column an earlier lookup
+    made: every step's found and missing count the rows reaching it (expanded
+    rows as often as they were expanded), found + missing = rows_in
+    (regression: later lookups reported the first lookup's statistics)."""
     name = "qs-chain"
     ix = qm.Index(name, pb.KEY_TYPE_UINT32, [("v", T.COLUMN_TYPE_INT64)], False)
     info = conn.build(name, pb.KEY_TYPE_UINT32, [1, 2], [("v", T.COLUMN_TYPE_INT64, [2, 9])])
