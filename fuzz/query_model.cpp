@@ -308,7 +308,10 @@ size_t Stream::Groups(std::vector<StepRows>* steps) {
   ModelTable t;
   ModelColumn count{"count", v1::COLUMN_TYPE_UINT64, {}};
   if (!a.columns.empty()) {
+    // Named by the step even when no batch reached the aggregate (then it has
+    // no rows, and its type is never looked at).
     ModelColumn g = group_column_;
+    g.name = a.columns[0];
     g.cells.clear();
     for (const auto& key : groups_) g.cells.push_back(key[0]);
     t.push_back(std::move(g));
