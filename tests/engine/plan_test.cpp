@@ -522,6 +522,38 @@ TEST_P(PlanTest, IntegerSumsAreExactAcrossBatches) {
   EXPECT_EQ(over.status().code(), absl::StatusCode::kOutOfRange);
 }
 
+// A uint32 key column without nulls is probed as it is (no copy); its
+// reserved word is missing, like a null.
+TEST_P(PlanTest, AKeyColumnOfTheIndexWordIsProbedAsItIs) {
+  auto index = NewIndex(16);
+  const std::vector<uint32_t> keys = {7, 9};
+  Build(*index, ChunkedU32{std::span<const uint32_t>(keys)});
+  Plan plan;
+  plan.index_slots = 1;
+  PlanLookupStep lookup;
+  lookup.key_columns = {0};
+  lookup.kind = JoinKind::kLeftOuter;
+  plan.steps.emplace_back(lookup);
+  PlanRun run(backend_.get(), plan, PlanLimits{});
+  PlanTable t;
+  t.rows = 4;
+  PlanColumn k;
+  k.type = ColumnType::kUint32;
+  k.rows = 4;
+  const std::vector<uint32_t> probe = {9, 8, kEmptyKey, 7};
+  k.data.resize(16);
+  std::memcpy(k.data.data(), probe.data(), 16);
+  t.columns = {k};
+  std::vector<PlanStepStatistics> stats;
+  auto out = run.RunBatch(t, std::vector<const HashIndex*>{index.get()}, &stats);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->rows, 4u);
+  const bool want[] = {true, false, false, true};
+  for (uint64_t r = 0; r < 4; ++r) EXPECT_EQ(BoolAt(out->columns[1], r), want[r]) << r;
+  EXPECT_EQ(stats[0].query.found, 2u);
+  EXPECT_EQ(stats[0].query.missing, 2u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, PlanTest, ::testing::ValuesIn(AllBackends()), BackendName);
 
 }  // namespace

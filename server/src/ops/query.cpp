@@ -19,7 +19,7 @@ namespace {
 // The live versions of a plan's index slots, read-locked while they are held.
 struct PlanIndexes {
   std::vector<std::shared_ptr<const IndexVersion>> versions;  // per slot
-  std::vector<const engine::HashIndex*> pointers;              // per slot
+  std::vector<const engine::HashIndex*> pointers;             // per slot
   std::vector<uint64_t> sequences;                            // per slot
   std::vector<std::unique_ptr<IndexReadLock>> locks;          // per distinct version
 };
@@ -59,7 +59,8 @@ absl::Status AcquireIndexes(const CompiledPlan& plan, const IndexRegistry& regis
 void FillSteps(const CompiledPlan& plan, const std::vector<engine::PlanStepStatistics>& stats,
                const PlanIndexes& indexes, v1::QueryResponse* out) {
   std::vector<int> slot_of_step(plan.plan.steps.size(), -1);
-  for (size_t s = 0; s < plan.indexes.size(); ++s) slot_of_step[plan.indexes[s].step] = static_cast<int>(s);
+  for (size_t s = 0; s < plan.indexes.size(); ++s)
+    slot_of_step[plan.indexes[s].step] = static_cast<int>(s);
   for (size_t i = 0; i < stats.size(); ++i) {
     if (!stats[i].ran) continue;
     v1::StepStatistics* st = out->add_steps();
@@ -101,12 +102,11 @@ absl::Status Operations::Query(QueryStream& stream, const v1::QueryRequest& requ
       std::vector<std::string> names;
       std::vector<engine::ColumnType> types;
       GPUJOIN_RETURN_IF_ERROR(DecodePlanSchema(request.columns(), &names, &types));
-      GPUJOIN_ASSIGN_OR_RETURN(
-          CompiledPlan compiled,
-          CompilePlan(request.plan(), std::move(names), std::move(types),
-                      [this](const std::string& name, std::string_view field) {
-                        return FindIndex(name, field);
-                      }));
+      GPUJOIN_ASSIGN_OR_RETURN(CompiledPlan compiled,
+                               CompilePlan(request.plan(), std::move(names), std::move(types),
+                                           [this](const std::string& name, std::string_view field) {
+                                             return FindIndex(name, field);
+                                           }));
       engine::PlanLimits limits;
       limits.max_table_bytes = ResultLimit();
       limits.bytes_limit_name = "--max-result-bytes";
@@ -123,8 +123,8 @@ absl::Status Operations::Query(QueryStream& stream, const v1::QueryRequest& requ
         "another plan");
   }
   if (!stream.plan_error.ok()) {
-    return absl::Status(stream.plan_error.code(),
-                        absl::StrCat("the stream's plan was refused: ", stream.plan_error.message()));
+    return absl::Status(stream.plan_error.code(), absl::StrCat("the stream's plan was refused: ",
+                                                               stream.plan_error.message()));
   }
   const CompiledPlan& plan = *stream.compiled;
   engine::PlanRun& run = *stream.run;
@@ -141,19 +141,21 @@ absl::Status Operations::Query(QueryStream& stream, const v1::QueryRequest& requ
       if (batch.columns[i].type != plan.input_types[i]) {
         return absl::InvalidArgumentError(absl::StrCat(
             "columns[", i, "].type: column \"", batch.names[i], "\" is ",
-            std::string(engine::ColumnTypeName(batch.columns[i].type)),
-            " in this batch but ", std::string(engine::ColumnTypeName(plan.input_types[i])),
+            std::string(engine::ColumnTypeName(batch.columns[i].type)), " in this batch but ",
+            std::string(engine::ColumnTypeName(plan.input_types[i])),
             " in the stream's first batch"));
       }
     }
     PlanIndexes indexes;
     GPUJOIN_RETURN_IF_ERROR(AcquireIndexes(plan, *state_.registry, &indexes));
-    absl::StatusOr<engine::PlanTable> result = run.RunBatch(std::move(batch), indexes.pointers, &stats);
+    absl::StatusOr<engine::PlanTable> result =
+        run.RunBatch(std::move(batch), indexes.pointers, &stats);
     if (!result.ok()) {
       if (!state_.backend->Healthy() && state_.on_backend_fatal) state_.on_backend_fatal();
       return result.status();
     }
-    if (!run.aggregates() || !(request.flush())) FillSteps(plan, stats, indexes, &answer->message);
+    // A flush's statistics are filled with the groups' below.
+    if (!run.aggregates() || !request.flush()) FillSteps(plan, stats, indexes, &answer->message);
     if (!run.aggregates()) {
       answer->table = *std::move(result);
       answer->has_rows = true;

@@ -292,8 +292,7 @@ class Parser {
     };
     switch (t.kind) {
       case Token::Kind::kInteger: {
-        if (!engine::IsIntegerType(type) && type != ColumnType::kFloat32 &&
-            type != ColumnType::kFloat64) {
+        if (!engine::IsNumericType(type)) {
           return mismatch("a number");
         }
         const bool negative = t.text[0] == '-';
@@ -314,8 +313,7 @@ class Parser {
         return lit;
       }
       case Token::Kind::kFloat: {
-        if (!engine::IsIntegerType(type) && type != ColumnType::kFloat32 &&
-            type != ColumnType::kFloat64) {
+        if (!engine::IsNumericType(type)) {
           return mismatch("a number");
         }
         errno = 0;

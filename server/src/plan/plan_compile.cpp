@@ -51,10 +51,6 @@ absl::Status AddColumn(Schema* s, std::string name, ColumnType type, const std::
   return absl::OkStatus();
 }
 
-bool IsNumeric(ColumnType t) {
-  return engine::IsIntegerType(t) || t == ColumnType::kFloat32 || t == ColumnType::kFloat64;
-}
-
 engine::JoinKind KindOf(v1::JoinKind k) {
   switch (k) {
     case v1::JOIN_KIND_LEFT_OUTER: return engine::JoinKind::kLeftOuter;
@@ -194,7 +190,7 @@ absl::Status CompileAggregate(const v1::AggregateStep& step, const std::string& 
     } else {
       GPUJOIN_ASSIGN_OR_RETURN(measure.column, Column(*schema, m.column(), f + ".column"));
       input = schema->types[measure.column];
-      if (measure.op != engine::AggregateOp::kCount && !IsNumeric(input)) {
+      if (measure.op != engine::AggregateOp::kCount && !engine::IsNumericType(input)) {
         return absl::InvalidArgumentError(absl::StrCat(
             f, ".column: ", op_name, " of column \"", m.column(), "\", which is ", TypeName(input),
             "; sum, min, max and mean take INT32, INT64, UINT32, UINT64, FLOAT32 or FLOAT64"));

@@ -220,5 +220,7 @@ ColumnType PlanMeasureType(AggregateOp op, ColumnType input);
 /// Whether a column of `type` can be grouped by / compared with literals.
 bool IsGroupableType(ColumnType type);
 bool IsIntegerType(ColumnType type);
+/// Integer or float (a measure's sum/min/max/mean input, a number literal's column).
+bool IsNumericType(ColumnType type);
 
 }  // namespace gpujoin::engine

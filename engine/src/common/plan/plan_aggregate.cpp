@@ -29,8 +29,8 @@ void AppendKey(const PlanColumn& c, uint64_t row, std::string* key) {
     key->append(reinterpret_cast<const char*>(&n), sizeof n);
     key->append(t);
   } else if (c.type == ColumnType::kBool) {
-    key->push_back(BitAt(std::span<const uint8_t>(
-                             reinterpret_cast<const uint8_t*>(c.data.data()), c.data.size()),
+    key->push_back(BitAt(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(c.data.data()),
+                                                  c.data.size()),
                          row)
                        ? '\1'
                        : '\0');
@@ -46,13 +46,20 @@ AggregateValues ValuesOf(const PlanColumn& c) {
     return Chunked<T>{std::span<const T>(reinterpret_cast<const T*>(c.data.data()), c.rows)};
   };
   switch (c.type) {
-    case ColumnType::kFloat32: return span(static_cast<float*>(nullptr));
-    case ColumnType::kFloat64: return span(static_cast<double*>(nullptr));
-    case ColumnType::kInt32: return span(static_cast<int32_t*>(nullptr));
-    case ColumnType::kInt64: return span(static_cast<int64_t*>(nullptr));
-    case ColumnType::kUint32: return span(static_cast<uint32_t*>(nullptr));
-    case ColumnType::kUint64: return span(static_cast<uint64_t*>(nullptr));
-    default: return std::monostate{};
+    case ColumnType::kFloat32:
+      return span(static_cast<float*>(nullptr));
+    case ColumnType::kFloat64:
+      return span(static_cast<double*>(nullptr));
+    case ColumnType::kInt32:
+      return span(static_cast<int32_t*>(nullptr));
+    case ColumnType::kInt64:
+      return span(static_cast<int64_t*>(nullptr));
+    case ColumnType::kUint32:
+      return span(static_cast<uint32_t*>(nullptr));
+    case ColumnType::kUint64:
+      return span(static_cast<uint64_t*>(nullptr));
+    default:
+      return std::monostate{};
   }
 }
 
@@ -67,14 +74,15 @@ PackedKey PackKey(const PlanTable& table, std::span<const uint32_t> columns, uin
   unsigned shift = 0;
   for (size_t i = 0; i < columns.size(); ++i) {
     const PlanColumn& c = table.columns[columns[i]];
-    const unsigned bits = c.type == ColumnType::kBool ? 1 : 8 * static_cast<unsigned>(ColumnWidth(c.type));
+    const unsigned bits =
+        c.type == ColumnType::kBool ? 1 : 8 * static_cast<unsigned>(ColumnWidth(c.type));
     uint64_t v = 0;
     if (!c.valid(row)) {
       nulls |= uint64_t{1} << i;
     } else if (c.type == ColumnType::kBool) {
-      v = BitAt(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(c.data.data()),
-                                         c.data.size()),
-                row);
+      v = BitAt(
+          std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(c.data.data()), c.data.size()),
+          row);
     } else if (bits == 32) {
       v = c.value<uint32_t>(row);
     } else {
@@ -137,7 +145,8 @@ GroupAggregator::GroupAggregator(const PlanAggregateStep& step, std::vector<Colu
   s.packed = CanPack(step.group_by, s.types);
   for (uint32_t c : step.group_by) s.labels.emplace_back(s.types[c]);
   for (const PlanMeasure& m : step.measures) {
-    const ColumnType vt = m.column == PlanMeasure::kNoColumn ? ColumnType::kFloat32 : s.types[m.column];
+    const ColumnType vt =
+        m.column == PlanMeasure::kNoColumn ? ColumnType::kFloat32 : s.types[m.column];
     s.accumulators.emplace_back(m.op, 0, m.op == AggregateOp::kCount ? ColumnType::kFloat32 : vt);
   }
   s.exact.resize(step.measures.size());
@@ -198,10 +207,11 @@ absl::Status GroupAggregator::Consume(Backend& backend, const PlanTable& table) 
   if (!s.step.group_by.empty()) {
     if (s.packed) {
       PackedKey key;
-      GPUJOIN_RETURN_IF_ERROR(code_rows(s.packed_codes, new_packed, [&](uint64_t r) -> const PackedKey& {
-        key = PackKey(table, s.step.group_by, r);
-        return key;
-      }));
+      GPUJOIN_RETURN_IF_ERROR(
+          code_rows(s.packed_codes, new_packed, [&](uint64_t r) -> const PackedKey& {
+            key = PackKey(table, s.step.group_by, r);
+            return key;
+          }));
     } else {
       std::string key;
       GPUJOIN_RETURN_IF_ERROR(code_rows(s.codes, new_keys, [&](uint64_t r) -> const std::string& {
@@ -306,11 +316,13 @@ absl::Status GroupAggregator::Consume(Backend& backend, const PlanTable& table) 
       const bool halves = ColumnWidth(t) == 8;
       for (uint32_t g = 0; g < groups; ++g) {
         // A 32-bit column's sum, or the low halves' (uint32: a uint64 sum).
-        __int128 part = IsSigned(t) && !halves ? static_cast<__int128>(static_cast<int64_t>(words[i][g]))
-                                               : static_cast<__int128>(words[i][g]);
+        __int128 part = IsSigned(t) && !halves
+                            ? static_cast<__int128>(static_cast<int64_t>(words[i][g]))
+                            : static_cast<__int128>(words[i][g]);
         if (halves) {
-          const __int128 high = IsSigned(t) ? static_cast<__int128>(static_cast<int64_t>(high_words[i][g]))
-                                            : static_cast<__int128>(high_words[i][g]);
+          const __int128 high = IsSigned(t)
+                                    ? static_cast<__int128>(static_cast<int64_t>(high_words[i][g]))
+                                    : static_cast<__int128>(high_words[i][g]);
           part += high * (static_cast<__int128>(1) << 32);
         }
         s.exact[i][g] += part;
@@ -320,8 +332,8 @@ absl::Status GroupAggregator::Consume(Backend& backend, const PlanTable& table) 
     }
     if (rows == 0) continue;
     const bool is_count = s.step.measures[i].op == AggregateOp::kCount;
-    GPUJOIN_RETURN_IF_ERROR(acc.Merge(counts[i], is_count ? std::span<const uint64_t>() : words[i],
-                                      overflow[i]));
+    GPUJOIN_RETURN_IF_ERROR(
+        acc.Merge(counts[i], is_count ? std::span<const uint64_t>() : words[i], overflow[i]));
   }
   return absl::OkStatus();
 }
@@ -359,7 +371,8 @@ absl::StatusOr<PlanTable> GroupAggregator::Result() const {
           b.AppendBytes(&mean, 8);
         } else if (is_signed ? (v < std::numeric_limits<int64_t>::min() ||
                                 v > std::numeric_limits<int64_t>::max())
-                             : (v < 0 || v > static_cast<__int128>(std::numeric_limits<uint64_t>::max()))) {
+                             : (v < 0 ||
+                                v > static_cast<__int128>(std::numeric_limits<uint64_t>::max()))) {
           const std::string name = i < s.step.measure_names.size()
                                        ? absl::StrCat("measure \"", s.step.measure_names[i], "\"")
                                        : absl::StrCat("measure ", i);
@@ -375,16 +388,8 @@ absl::StatusOr<PlanTable> GroupAggregator::Result() const {
       out.columns.push_back(b.Finish());
       continue;
     }
+    // Floats, and integer min/max (integer sums and means are exact above).
     const std::vector<uint64_t> w = acc.Words();
-    for (uint32_t g = 0; g < s.groups; ++g) {
-      if (acc.overflow()[g] != 0) {
-        return absl::OutOfRangeError(absl::StrCat(
-            "the aggregate's ", std::string(AggregateOpName(measure.op)), " of an ",
-            std::string(ColumnTypeName(input)), " column left the 64-bit range in group ", g,
-            " (its exact sum does not fit ",
-            std::string(ColumnTypeName(PlanMeasureType(AggregateOp::kSum, input))), ")"));
-      }
-    }
     ColumnBuilder b(type);
     const size_t width = ColumnWidth(type);
     for (uint32_t g = 0; g < s.groups; ++g) {

@@ -20,11 +20,20 @@ std::vector<K> KeyWords(const PlanColumn& c) {
     __int128 v = -1;
     if (c.valid(r)) {
       switch (c.type) {
-        case ColumnType::kInt32: v = c.value<int32_t>(r); break;
-        case ColumnType::kInt64: v = c.value<int64_t>(r); break;
-        case ColumnType::kUint32: v = c.value<uint32_t>(r); break;
-        case ColumnType::kUint64: v = c.value<uint64_t>(r); break;
-        default: break;
+        case ColumnType::kInt32:
+          v = c.value<int32_t>(r);
+          break;
+        case ColumnType::kInt64:
+          v = c.value<int64_t>(r);
+          break;
+        case ColumnType::kUint32:
+          v = c.value<uint32_t>(r);
+          break;
+        case ColumnType::kUint64:
+          v = c.value<uint64_t>(r);
+          break;
+        default:
+          break;
       }
     }
     keys[r] = (v < 0 || v > static_cast<__int128>(std::numeric_limits<K>::max()))
@@ -32,6 +41,19 @@ std::vector<K> KeyWords(const PlanColumn& c) {
                   : static_cast<K>(v);
   }
   return keys;
+}
+
+// The key words of `c` without a copy where it already is a column of K
+// without nulls (the reserved key reads as missing either way), else
+// KeyWords into `storage`.
+template <KeyWord K>
+std::span<const K> KeyWordsOf(const PlanColumn& c, std::vector<K>* storage) {
+  const ColumnType word = std::same_as<K, uint32_t> ? ColumnType::kUint32 : ColumnType::kUint64;
+  if (c.type == word && c.validity.empty()) {
+    return {reinterpret_cast<const K*>(c.data.data()), c.rows};
+  }
+  *storage = KeyWords<K>(c);
+  return *storage;
 }
 
 // Host outputs of one gathered payload column for `capacity` pairs.
@@ -48,8 +70,12 @@ struct Gathered {
 struct StepJoin {
   const PlanLookupStep* step = nullptr;
   const HashIndex* index = nullptr;
-  std::vector<uint32_t> keys32;
-  std::vector<uint64_t> keys64;
+  /// Key words: the key column itself when it already is the index's key
+  /// word without nulls, else converted into `converted32` / `converted64`.
+  std::span<const uint32_t> keys32;
+  std::span<const uint64_t> keys64;
+  std::vector<uint32_t> converted32;
+  std::vector<uint64_t> converted64;
   KeyColumns key_columns;
   uint64_t capacity = 0;
   std::vector<uint32_t> left, right;
@@ -68,9 +94,9 @@ void AddJoin(StepJoin& j, const PlanLimits& limits, CommandGraph& graph) {
   if constexpr (std::same_as<K, ColumnKey>) {
     batch.keys = j.key_columns;
   } else if constexpr (std::same_as<K, uint32_t>) {
-    batch.keys.push_back(std::span<const uint32_t>(j.keys32));
+    batch.keys.push_back(j.keys32);
   } else {
-    batch.keys.push_back(std::span<const uint64_t>(j.keys64));
+    batch.keys.push_back(j.keys64);
   }
   const uint64_t capacity = j.capacity;
   j.left.assign(capacity, 0);
@@ -90,9 +116,9 @@ void AddJoin(StepJoin& j, const PlanLimits& limits, CommandGraph& graph) {
       o.string_bytes = &g.bytes;
       o.max_string_bytes = std::min<uint64_t>(limits.max_table_bytes, 0x7fffffff);
     } else {
-      g.data.assign(g.type == ColumnType::kBool ? BitmapBytes(capacity)
-                                                : capacity * ColumnWidth(g.type),
-                    std::byte{0});
+      g.data.assign(
+          g.type == ColumnType::kBool ? BitmapBytes(capacity) : capacity * ColumnWidth(g.type),
+          std::byte{0});
       o.data = g.data;
     }
     o.null_count = &g.nulls;
@@ -112,9 +138,12 @@ void AddJoin(StepJoin& j, const PlanLimits& limits, CommandGraph& graph) {
 
 void AddJoinOf(StepJoin& j, const PlanLimits& limits, CommandGraph& graph) {
   switch (j.index->spec().key_type) {
-    case KeyType::kUint32: return AddJoin<uint32_t>(j, limits, graph);
-    case KeyType::kUint64: return AddJoin<uint64_t>(j, limits, graph);
-    case KeyType::kColumns: return AddJoin<ColumnKey>(j, limits, graph);
+    case KeyType::kUint32:
+      return AddJoin<uint32_t>(j, limits, graph);
+    case KeyType::kUint64:
+      return AddJoin<uint64_t>(j, limits, graph);
+    case KeyType::kColumns:
+      return AddJoin<ColumnKey>(j, limits, graph);
   }
 }
 
@@ -131,8 +160,7 @@ std::vector<PlanColumn> GatheredColumns(StepJoin& j, uint64_t count) {
       const auto* p = reinterpret_cast<const std::byte*>(g.bytes.data());
       c.data.assign(p, p + g.bytes.size());
     } else {
-      g.data.resize(g.type == ColumnType::kBool ? BitmapBytes(count)
-                                                : count * ColumnWidth(g.type));
+      g.data.resize(g.type == ColumnType::kBool ? BitmapBytes(count) : count * ColumnWidth(g.type));
       c.data = std::move(g.data);
     }
     if (g.nulls > 0) {
@@ -186,24 +214,30 @@ absl::StatusOr<PlanTable> RunLookupGroup(Backend& backend,
     j.index = indexes[s];
     const PlanLookupStep& step = *steps[s];
     switch (j.index->spec().key_type) {
-      case KeyType::kUint32: j.keys32 = KeyWords<uint32_t>(table.columns[step.key_columns[0]]); break;
-      case KeyType::kUint64: j.keys64 = KeyWords<uint64_t>(table.columns[step.key_columns[0]]); break;
+      case KeyType::kUint32:
+        j.keys32 = KeyWordsOf(table.columns[step.key_columns[0]], &j.converted32);
+        break;
+      case KeyType::kUint64:
+        j.keys64 = KeyWordsOf(table.columns[step.key_columns[0]], &j.converted64);
+        break;
       case KeyType::kColumns:
-        for (uint32_t c : step.key_columns) j.key_columns.columns.push_back(HashColumnOf(table.columns[c]));
+        for (uint32_t c : step.key_columns)
+          j.key_columns.columns.push_back(HashColumnOf(table.columns[c]));
         break;
     }
     j.found.assign(rows, 0);
     if (s > 0) j.probes.assign(rows, 0);
     j.capacity = rows;
-    GPUJOIN_RETURN_IF_ERROR(CheckTableBytes(rows * (table_row_bytes + 16), limits, "the lookup's rows"));
+    GPUJOIN_RETURN_IF_ERROR(
+        CheckTableBytes(rows * (table_row_bytes + 16), limits, "the lookup's rows"));
     AddJoinOf(j, limits, graph);
   }
   GPUJOIN_RETURN_IF_ERROR(backend.Run(graph));
   CommandGraph again;
   for (StepJoin& j : joins) {
     if (j.result.count <= j.capacity) continue;
-    GPUJOIN_RETURN_IF_ERROR(CheckTableBytes(j.result.count * (table_row_bytes + 16), limits,
-                                            "the lookup's rows"));
+    GPUJOIN_RETURN_IF_ERROR(
+        CheckTableBytes(j.result.count * (table_row_bytes + 16), limits, "the lookup's rows"));
     j.capacity = j.result.count;
     j.result = JoinResult{};
     AddJoinOf(j, limits, again);
@@ -236,8 +270,8 @@ absl::StatusOr<PlanTable> RunLookupGroup(Backend& backend,
       return absl::ResourceExhaustedError(
           absl::StrCat("a lookup step made ", out_rows, " rows, more than 2^32 - 2"));
     }
-    GPUJOIN_RETURN_IF_ERROR(CheckTableBytes(out_rows * (table_row_bytes + 16 * (s + 1)), limits,
-                                            "the lookup's rows"));
+    GPUJOIN_RETURN_IF_ERROR(
+        CheckTableBytes(out_rows * (table_row_bytes + 16 * (s + 1)), limits, "the lookup's rows"));
     std::vector<uint32_t> next_orig;
     std::vector<std::vector<uint32_t>> next_pick(s + 1);
     if (s == 0) {

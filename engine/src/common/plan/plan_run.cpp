@@ -28,6 +28,10 @@ bool IsIntegerType(ColumnType type) {
          type == ColumnType::kUint32 || type == ColumnType::kUint64;
 }
 
+bool IsNumericType(ColumnType type) {
+  return IsIntegerType(type) || type == ColumnType::kFloat32 || type == ColumnType::kFloat64;
+}
+
 bool IsGroupableType(ColumnType type) {
   return IsIntegerType(type) || type == ColumnType::kBool || type == ColumnType::kString ||
          type == ColumnType::kBinary;
