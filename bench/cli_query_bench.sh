@@ -53,29 +53,11 @@ with open(events, "w") as f:
 EOF
 fi
 
-port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$server" --backend cpu --listen 127.0.0.1:$port --metrics-listen none >"$work/gpujoind.log" 2>&1 &
-server_pid=$!
-trap 'kill $server_pid 2>/dev/null || true' EXIT
-for _ in $(seq 100); do
-  "$cli" --server 127.0.0.1:$port health >/dev/null 2>&1 && break
-  sleep 0.1
-done
+source "$(dirname "$0")/cli_bench_lib.sh"
+start_cpu_server
 G() { "$cli" -q --server 127.0.0.1:$port "$@"; }
 G index build sensors --from "$sensors" --key sensor_id --replace >/dev/null
 
-declare -A walls rss
-measure() {
-  local name=$1
-  shift
-  /usr/bin/time -v "$@" 2>"$work/$name.time" >/dev/null
-  local w r
-  w=$(awk -F': ' '/Elapsed \(wall clock\)/ {n=split($2,t,":"); s=0; for(i=1;i<=n;i++) s=s*60+t[i]; print s}' "$work/$name.time")
-  r=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$work/$name.time")
-  walls[$name]="${walls[$name]:-} $w"
-  if [ -z "${rss[$name]:-}" ] || [ "$r" -gt "${rss[$name]}" ]; then rss[$name]=$r; fi
-}
-median() { tr ' ' '\n' <<<"$1" | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 repeat=${REPEAT:-3}
 
 cat >"$work/pipeline.sh" <<EOF
