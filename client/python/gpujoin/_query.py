@@ -74,22 +74,11 @@ def batch_ranges(cumulative: np.ndarray, max_rows: int, max_bytes: float) -> Lis
     gives (rows + 1 values), each of at most `max_rows` rows and `max_bytes`
     bytes; one empty range for no rows. InvalidArgument when one row alone
     needs more than `max_bytes`."""
-    n = len(cumulative) - 1
-    if n == 0:
+    if len(cumulative) == 1:
         return [(0, 0)]
-    ranges = []
-    start = 0
-    while start < n:
-        fits = int(np.searchsorted(cumulative, cumulative[start] + max_bytes, side="right")) - 1
-        stop = min(n, start + max_rows, fits)
-        if stop <= start:
-            raise InvalidArgument(f"query input: row {start} takes "
-                                  f"{cumulative[start + 1] - cumulative[start]:.0f} bytes on the "
-                                  f"wire, more than a message to the server carries "
-                                  f"({max_bytes:.0f} bytes)")
-        ranges.append((start, stop))
-        start = stop
-    return ranges
+    return _columns.cut_by_bytes(cumulative, max_rows, max_bytes, lambda start: InvalidArgument(
+        f"query input: row {start} takes {cumulative[start + 1] - cumulative[start]:.0f} bytes "
+        f"on the wire, more than a message to the server carries ({max_bytes:.0f} bytes)"))
 
 
 class _Answer:

@@ -383,3 +383,22 @@ class ColumnBuilder:
 def empty_column(type_name: str):
     """A zero-row result column of a type."""
     return ColumnBuilder("", type_name).finish()
+
+
+def cut_by_bytes(cumulative: np.ndarray, max_rows: int, max_bytes: float,
+                 too_big) -> List[Tuple[int, int]]:
+    """[start, stop) ranges covering the rows whose wire bytes `cumulative`
+    gives (rows + 1 running totals), each of at most `max_rows` rows and
+    `max_bytes` bytes. `too_big(start)` gives the exception to raise when row
+    `start` alone needs more than `max_bytes`."""
+    n = len(cumulative) - 1
+    ranges = []
+    start = 0
+    while start < n:
+        fits = int(np.searchsorted(cumulative, cumulative[start] + max_bytes, side="right")) - 1
+        stop = min(n, start + max_rows, fits)
+        if stop <= start:
+            raise too_big(start)
+        ranges.append((start, stop))
+        start = stop
+    return ranges

@@ -449,16 +449,7 @@ def batch_ranges(keys: WireKeys, max_rows: int, max_bytes: int, what: str = "key
         rows = max(1, min(max_rows, int(max_bytes // (keys.dtype.itemsize + row_extra))))
         return [(s, min(n, s + rows)) for s in range(0, n, rows)]
     cumulative = keys.cumulative_bytes() + row_extra * np.arange(n + 1)
-    ranges = []
-    start = 0
-    while start < n:
-        fits = int(np.searchsorted(cumulative, cumulative[start] + max_bytes, side="right")) - 1
-        stop = min(n, start + max_rows, fits)
-        if stop <= start:
-            raise KeyValueError(f"{what}: row {start}'s key takes "
-                                f"{cumulative[start + 1] - cumulative[start] - row_extra:.0f} "
-                                f"bytes on the wire, more than a message to the server carries "
-                                f"({max_bytes} bytes)")
-        ranges.append((start, stop))
-        start = stop
-    return ranges
+    return _columns.cut_by_bytes(cumulative, max_rows, max_bytes, lambda start: KeyValueError(
+        f"{what}: row {start}'s key takes "
+        f"{cumulative[start + 1] - cumulative[start] - row_extra:.0f} "
+        f"bytes on the wire, more than a message to the server carries ({max_bytes} bytes)"))
