@@ -117,6 +117,11 @@ void AddLimitFlags(CLI::App& app, ServerConfig& config, FlagText& text) {
   app.add_option("--max-aggregate-groups", config.max_aggregate_groups,
                  "Most groups one Aggregate stream may ask for; above it RESOURCE_EXHAUSTED")
       ->capture_default_str();
+  app.add_option("--dictionary-max-values", config.dictionary_max_values,
+                 "Most distinct values of a string or binary payload column that a build keeps "
+                 "a resident dictionary for (Query groups by its codes); 0 = none")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{0xfffffffe}))
+      ->capture_default_str();
   app.add_option("--max-staged-bytes", text.staged,
                  "Build input all open builds may hold in host memory (K/M/G/T suffixes); "
                  "default a quarter of physical memory; beyond it RESOURCE_EXHAUSTED");

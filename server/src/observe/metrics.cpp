@@ -338,7 +338,8 @@ void Metrics::SetIndex(const IndexVersion& v) {
   set("gpujoin_index_device_bytes", static_cast<double>(index.memory_bytes()));
   uint64_t payload_bytes = 0;
   for (const engine::PayloadColumnInfo& p : index.payload()) payload_bytes += p.bytes;
-  set("gpujoin_index_payload_bytes", static_cast<double>(payload_bytes));
+  // With the dictionaries' values (their codes columns are payload already).
+  set("gpujoin_index_payload_bytes", static_cast<double>(payload_bytes + index.dictionary_bytes()));
   set("gpujoin_index_version", static_cast<double>(v.version));
   set("gpujoin_index_source_rows", static_cast<double>(index.built_rows()));
   set("gpujoin_index_build_seconds", v.build_seconds);

@@ -69,7 +69,8 @@ absl::Status BuildSession::ReserveFor(uint32_t capacity, const engine::BuildShap
   GPUJOIN_RETURN_IF_ERROR(Prefixed(spec.Validate(), "spec: "));
   if (!interim) GPUJOIN_RETURN_IF_ERROR(CheckProbeBound(capacity));
   const engine::Backend& backend = *ops_->state_.backend;
-  const std::vector<engine::PayloadShape> payload_shapes = payload_.Shapes();
+  std::vector<engine::PayloadShape> payload_shapes = payload_.Shapes();
+  for (const engine::PayloadShape& s : dictionaries_.Shapes()) payload_shapes.push_back(s);
   // A keep_all index keeps its groups and its payload per row: both grow with
   // the rows, which are known from the spec's expected_rows or the chunks so far.
   const uint64_t rows = shape == nullptr ? 0 : shape->rows;
@@ -88,7 +89,8 @@ absl::Status BuildSession::ReserveFor(uint32_t capacity, const engine::BuildShap
     with_payload.payload = payload_shapes;
     transient = backend.BuildTransientBytes(spec, with_payload);
   }
-  const uint64_t need = table + groups + payload + keys + transient + staged_bytes_;
+  const uint64_t need =
+      table + groups + payload + keys + transient + staged_bytes_ + dictionaries_.bytes;
   if (reserved_ && grow_only && need <= reservation_.bytes()) return absl::OkStatus();
   std::string payload_part =
       payload_shapes.empty()
@@ -415,7 +417,8 @@ absl::StatusOr<std::shared_ptr<const IndexVersion>> BuildSession::Finish(
                                    .count();
   // The build's transient memory is free again: keep what the table holds.
   version->reservation = std::move(reservation_);
-  version->reservation.ShrinkTo(version->index->memory_bytes());
+  version->reservation.ShrinkTo(version->index->memory_bytes() +
+                                version->index->dictionary_bytes());
   std::shared_ptr<const IndexVersion> installed = version;
   GPUJOIN_ASSIGN_OR_RETURN(auto previous, ops_->state_.registry->Install(version, spec_.replace()));
   {
@@ -432,6 +435,7 @@ absl::StatusOr<std::shared_ptr<const IndexVersion>> BuildSession::Finish(
   validity_.clear();
   chunks_.clear();
   payload_.Clear();
+  dictionaries_ = DictionaryBuild{};
   staging_.Release();
   staged_bytes_ = 0;
   return installed;
@@ -443,6 +447,10 @@ absl::StatusOr<std::unique_ptr<engine::HashIndex>> BuildSession::BuildOf(double*
   // transient memory) before the backend allocates anything.
   constexpr bool kColumns = std::is_same_v<Key, engine::ColumnKey>;
   engine::BuildStatistics stats;
+  // The declared columns, then the codes columns of their dictionaries.
+  std::vector<engine::ColumnView> payload = payload_.Views();
+  dictionaries_ = MakeDictionaries(payload, ops_->state_.config.dictionary_max_values);
+  for (const engine::ColumnView& codes : dictionaries_.Views()) payload.push_back(codes);
   std::optional<engine::BuildBatchIndexNodeT<Key>> batch_node;
   std::optional<engine::BuildIndexNodeT<Key>> plain_node;
   if (spec_.batch_mode()) {
@@ -459,7 +467,7 @@ absl::StatusOr<std::unique_ptr<engine::HashIndex>> BuildSession::BuildOf(double*
       }
       first += chunk_key_rows_[i];
     }
-    batch_node->payload = payload_.Views();
+    batch_node->payload = payload;
   } else {
     plain_node.emplace();
     plain_node->statistics = &stats;
@@ -477,7 +485,7 @@ absl::StatusOr<std::unique_ptr<engine::HashIndex>> BuildSession::BuildOf(double*
         if (v.size() != 0) plain_node->values->push_back(v.span());
       }
     }
-    plain_node->payload = payload_.Views();
+    plain_node->payload = payload;
   }
   engine::BuildShape shape =
       batch_node ? engine::BuildShapeOf(*batch_node) : engine::BuildShapeOf(*plain_node);
@@ -503,6 +511,7 @@ absl::StatusOr<std::unique_ptr<engine::HashIndex>> BuildSession::BuildOf(double*
   const auto start = std::chrono::steady_clock::now();
   GPUJOIN_RETURN_IF_ERROR(ops_->RunGraph(graph));
   *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!dictionaries_.dictionaries->empty()) index->AttachDictionaries(dictionaries_.dictionaries);
   return index;
 }
 

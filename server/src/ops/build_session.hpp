@@ -19,6 +19,7 @@
 #include "gpujoin/v1/gpujoin.pb.h"
 #include "state/index_registry.hpp"
 #include "state/memory_budget.hpp"
+#include "state/payload_dictionaries.hpp"
 #include "wire/column_codec.hpp"
 #include "wire/key_columns_wire.hpp"
 #include "wire/key_staging.hpp"
@@ -150,6 +151,9 @@ class BuildSession {
   uint64_t key_rows_ = 0;
   uint64_t value_rows_ = 0;
   PayloadStaging payload_;  // spec.payload and the rows staged for it
+  // The staged string columns' dictionaries, made once every chunk arrived
+  // (their codes columns follow the declared payload in the build node).
+  DictionaryBuild dictionaries_;
 };
 
 }  // namespace gpujoin::server

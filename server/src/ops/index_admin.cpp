@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "gpujoin/engine/dictionary.hpp"
 #include "gpujoin/common/status_macros.hpp"
 #include "ops/operations.hpp"
 #include "storage/mutation_logs.hpp"
@@ -53,13 +54,25 @@ void Operations::FillIndexInfo(const IndexVersion& v, v1::IndexInfo* info) const
   }
   uint64_t payload_bytes = 0;
   const std::vector<engine::PayloadColumnInfo>& payload = index.payload();
-  for (size_t i = 0; i < payload.size(); ++i) {
+  // The declared columns; a dictionary's codes column and values count with
+  // the column it codes.
+  for (size_t i = 0; i < payload.size() && i < v.payload_names.size(); ++i) {
     v1::PayloadColumnInfo* p = info->add_payload();
-    p->set_name(i < v.payload_names.size() ? v.payload_names[i] : std::string());
+    p->set_name(v.payload_names[i]);
     p->set_type(ToWireColumnType(payload[i].type));
     p->set_null_count(payload[i].null_count);
-    p->set_bytes(payload[i].bytes);
-    payload_bytes += payload[i].bytes;
+    uint64_t dictionary_bytes = 0;
+    if (const auto* dictionaries = index.dictionaries()) {
+      for (const engine::PayloadDictionary& d : *dictionaries) {
+        if (d.column != i) continue;
+        dictionary_bytes = d.values.bytes() +
+                           (d.codes_column < payload.size() ? payload[d.codes_column].bytes : 0);
+        if (!d.retired) p->set_dictionary_values(d.values.size());
+      }
+    }
+    p->set_dictionary_bytes(dictionary_bytes);
+    p->set_bytes(payload[i].bytes + dictionary_bytes);
+    payload_bytes += payload[i].bytes + dictionary_bytes;
   }
   info->set_payload_bytes(payload_bytes);
 }

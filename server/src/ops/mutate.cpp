@@ -183,10 +183,11 @@ absl::Status Operations::MutateOf(const IndexVersion& version, const v1::MutateR
   PayloadStaging payload;
   {
     google::protobuf::RepeatedPtrField<v1::PayloadColumnSpec> declared;
+    // The declared columns (the codes columns of dictionaries after them are the server's).
     const std::vector<engine::PayloadColumnInfo>& stored = version.index->payload();
-    for (size_t c = 0; c < stored.size(); ++c) {
+    for (size_t c = 0; c < version.payload_names.size() && c < stored.size(); ++c) {
       v1::PayloadColumnSpec* spec = declared.Add();
-      spec->set_name(c < version.payload_names.size() ? version.payload_names[c] : "");
+      spec->set_name(version.payload_names[c]);
       spec->set_type(ToWireColumnType(stored[c].type));
     }
     GPUJOIN_RETURN_IF_ERROR(payload.Declare(declared));
@@ -226,6 +227,13 @@ absl::Status Operations::MutateOf(const IndexVersion& version, const v1::MutateR
   batch.delete_keys = KeyInputOf(deletes);
   batch.values = {version.explicit_values ? values.span() : std::span<const uint32_t>(row_ids)};
   batch.payload = payload.Views();
+  // The upsert rows' dictionary codes (new values join the dictionaries when
+  // the batch is applied).
+  const DictionaryAppend dictionary_codes(*version.index, batch.payload,
+                                          state_.config.dictionary_max_values);
+  if (upsert_rows != 0) {
+    for (const engine::ColumnView& codes : dictionary_codes.Views()) batch.payload.push_back(codes);
+  }
 
   // In place when the backend can (the CPU backend's lowest_row indexes of key
   // words with fixed-width payload): readers wait for the batch, then see it.
@@ -248,6 +256,7 @@ absl::Status Operations::MutateOf(const IndexVersion& version, const v1::MutateR
         }
         *ticket = *appended;
       }
+      dictionary_codes.Commit(*version.index);
       MutationState& m = version.mutation;
       sequence = ++m.sequence;
       if (!version.explicit_values) m.next_row_id += upsert_rows;
@@ -257,9 +266,8 @@ absl::Status Operations::MutateOf(const IndexVersion& version, const v1::MutateR
   }
   bool rehashed = false;
   if (!applied) {
-    GPUJOIN_RETURN_IF_ERROR(
-        MutateByRebuild(version, request, batch, ticket, rewrite_snapshot, &counts, &rehashed,
-                        &sequence));
+    GPUJOIN_RETURN_IF_ERROR(MutateByRebuild(version, request, batch, dictionary_codes, ticket,
+                                            rewrite_snapshot, &counts, &rehashed, &sequence));
   }
 
   response->set_index_version(version.version);
@@ -298,7 +306,8 @@ absl::Status Operations::MutateOf(const IndexVersion& version, const v1::MutateR
 template <typename Key>
 absl::Status Operations::MutateByRebuild(const IndexVersion& version,
                                          const v1::MutateRequest& request,
-                                         const engine::MutationBatchT<Key>& batch, uint64_t* ticket,
+                                         const engine::MutationBatchT<Key>& batch,
+                                         const DictionaryAppend& dictionary_codes, uint64_t* ticket,
                                          bool* rewrite_snapshot, engine::MutationCounts* counts,
                                          bool* rehashed_out, uint64_t* sequence_out) {
   const uint64_t upsert_rows = engine::KeyRows(batch.upsert_keys);
@@ -369,9 +378,12 @@ absl::Status Operations::MutateByRebuild(const IndexVersion& version,
   uint64_t sequence = 0;
   {
     std::unique_lock<IndexLatch> write(version.latch);
+    built->AttachDictionaries(version.index->shared_dictionaries());
     std::swap(version.index, built);
+    dictionary_codes.Commit(*version.index);
     std::swap(version.reservation, reservation);
-    version.reservation.ShrinkTo(version.index->memory_bytes());
+    version.reservation.ShrinkTo(version.index->memory_bytes() +
+                                 version.index->dictionary_bytes());
     MutationState& m = version.mutation;
     sequence = ++m.sequence;
     if (!version.explicit_values) m.next_row_id += upsert_rows;
@@ -397,12 +409,12 @@ template absl::Status Operations::MutateOf<engine::ColumnKey>(const IndexVersion
                                                               bool*);
 template absl::Status Operations::MutateByRebuild<uint32_t>(
     const IndexVersion&, const v1::MutateRequest&, const engine::MutationBatchT<uint32_t>&,
-    uint64_t*, bool*, engine::MutationCounts*, bool*, uint64_t*);
+    const DictionaryAppend&, uint64_t*, bool*, engine::MutationCounts*, bool*, uint64_t*);
 template absl::Status Operations::MutateByRebuild<uint64_t>(
     const IndexVersion&, const v1::MutateRequest&, const engine::MutationBatchT<uint64_t>&,
-    uint64_t*, bool*, engine::MutationCounts*, bool*, uint64_t*);
+    const DictionaryAppend&, uint64_t*, bool*, engine::MutationCounts*, bool*, uint64_t*);
 template absl::Status Operations::MutateByRebuild<engine::ColumnKey>(
     const IndexVersion&, const v1::MutateRequest&, const engine::MutationBatchT<engine::ColumnKey>&,
-    uint64_t*, bool*, engine::MutationCounts*, bool*, uint64_t*);
+    const DictionaryAppend&, uint64_t*, bool*, engine::MutationCounts*, bool*, uint64_t*);
 
 }  // namespace gpujoin::server

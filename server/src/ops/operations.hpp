@@ -27,6 +27,7 @@
 #include "gpujoin/engine/mutation.hpp"
 #include "wire/column_codec.hpp"
 #include "gpujoin/server/config.hpp"
+#include "state/payload_dictionaries.hpp"
 #include "ops/gather.hpp"
 #include "state/index_registry.hpp"
 #include "wire/key_columns_wire.hpp"
@@ -191,7 +192,8 @@ class Operations {
   /// sequence after it.
   template <typename Key>
   absl::Status MutateByRebuild(const IndexVersion& version, const v1::MutateRequest& request,
-                               const engine::MutationBatchT<Key>& batch, uint64_t* ticket,
+                               const engine::MutationBatchT<Key>& batch,
+                               const DictionaryAppend& dictionary_codes, uint64_t* ticket,
                                bool* rewrite_snapshot, engine::MutationCounts* counts,
                                bool* rehashed, uint64_t* sequence);
 

@@ -208,6 +208,90 @@ absl::Status CompileAggregate(const v1::AggregateStep& step, const std::string& 
   return absl::OkStatus();
 }
 
+bool Uses(const engine::PlanExpr& e, uint32_t column) {
+  if (e.kind != engine::PlanExpr::Kind::kAnd && e.kind != engine::PlanExpr::Kind::kOr &&
+      e.kind != engine::PlanExpr::Kind::kNot && e.column == column) {
+    return true;
+  }
+  for (const engine::PlanExpr& c : e.children) {
+    if (Uses(c, column)) return true;
+  }
+  return false;
+}
+
+// Where select entry `entry` of the lookup at step `at` (a column at
+// `position` after it) is at the aggregate's input, or -1 when something
+// before the aggregate reads it (a filter, a later lookup's key, a measure)
+// or it does not reach the aggregate's group_by exactly once.
+int GroupByOnly(const engine::Plan& plan, size_t at, uint32_t position, size_t* group) {
+  const size_t agg_at = plan.AggregatePosition();
+  for (size_t i = at + 1; i < agg_at; ++i) {
+    const engine::PlanStep& step = plan.steps[i];
+    if (const auto* lookup = std::get_if<engine::PlanLookupStep>(&step)) {
+      for (uint32_t k : lookup->key_columns) {
+        if (k == position) return -1;
+      }
+    } else if (const auto* filter = std::get_if<engine::PlanFilterStep>(&step)) {
+      if (Uses(filter->where, position)) return -1;
+    } else if (const auto* project = std::get_if<engine::PlanProjectStep>(&step)) {
+      int moved = -1;
+      for (size_t c = 0; c < project->columns.size(); ++c) {
+        if (project->columns[c] != position) continue;
+        if (moved >= 0) return -1;
+        moved = static_cast<int>(c);
+      }
+      if (moved < 0) return -1;
+      position = static_cast<uint32_t>(moved);
+    }
+  }
+  const auto& agg = std::get<engine::PlanAggregateStep>(plan.steps[agg_at]);
+  for (const engine::PlanMeasure& m : agg.measures) {
+    if (m.column == position) return -1;
+  }
+  int found = -1;
+  for (size_t g = 0; g < agg.group_by.size(); ++g) {
+    if (agg.group_by[g] != position) continue;
+    if (found >= 0) return -1;
+    found = static_cast<int>(g);
+  }
+  if (found >= 0) *group = static_cast<size_t>(found);
+  return found < 0 ? -1 : static_cast<int>(position);
+}
+
+// Lets the string and binary payload columns that an aggregate only groups by
+// travel as label ids (engine::PlanLookupStep::select_labels): a batch then
+// gathers their dictionary codes, not their strings, where the index keeps a
+// dictionary of the column.
+void AssignLabels(CompiledPlan* out) {
+  engine::Plan& plan = out->plan;
+  const size_t agg_at = plan.AggregatePosition();
+  if (agg_at == plan.steps.size()) return;
+  auto& agg = std::get<engine::PlanAggregateStep>(plan.steps[agg_at]);
+  uint32_t width = static_cast<uint32_t>(out->input_names.size());
+  for (size_t i = 0; i < agg_at; ++i) {
+    engine::PlanStep& step = plan.steps[i];
+    if (auto* lookup = std::get_if<engine::PlanLookupStep>(&step)) {
+      const PlanIndexUse& use = out->indexes[lookup->index_slot];
+      for (size_t e = 0; e < lookup->select.size(); ++e) {
+        if (!engine::IsVariableWidth(use.select_types[e])) continue;
+        size_t group = 0;
+        const int at_agg = GroupByOnly(plan, i, width + static_cast<uint32_t>(e), &group);
+        if (at_agg < 0) continue;
+        const int32_t table = static_cast<int32_t>(plan.label_types.size());
+        plan.label_types.push_back(use.select_types[e]);
+        lookup->select_labels.resize(lookup->select.size(), -1);
+        lookup->select_labels[e] = table;
+        agg.group_labels.resize(agg.group_by.size(), -1);
+        agg.group_labels[group] = table;
+        plan.aggregate_input_types[at_agg] = ColumnType::kUint32;
+      }
+      width += static_cast<uint32_t>(lookup->select.size()) + 1;
+    } else if (const auto* project = std::get_if<engine::PlanProjectStep>(&step)) {
+      width = static_cast<uint32_t>(project->columns.size());
+    }
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<CompiledPlan> CompilePlan(const v1::Plan& plan, std::vector<std::string> names,
@@ -282,6 +366,7 @@ absl::StatusOr<CompiledPlan> CompilePlan(const v1::Plan& plan, std::vector<std::
     }
   }
   out.plan.index_slots = static_cast<uint32_t>(out.indexes.size());
+  AssignLabels(&out);
   out.output_names = std::move(schema.names);
   out.output_types = std::move(schema.types);
   return out;

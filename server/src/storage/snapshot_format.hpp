@@ -33,13 +33,14 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "gpujoin/engine/dictionary.hpp"
 #include "gpujoin/engine/hash_index.hpp"
 #include "gpujoin/engine/index_image.hpp"
 
 namespace gpujoin::server {
 
 /// The format version this gpujoind writes and the newest it reads.
-inline constexpr uint32_t kSnapshotFormatVersion = 3;
+inline constexpr uint32_t kSnapshotFormatVersion = 4;
 /// The file name suffix of snapshots (`<index name>.gjsnap`).
 inline constexpr std::string_view kSnapshotSuffix = ".gjsnap";
 /// The first 8 bytes of every snapshot.
@@ -64,7 +65,8 @@ struct SnapshotMeta {
   bool batch_mode = false;
   double build_seconds = 0;
   int64_t built_unix_millis = 0;
-  /// IndexSpec.payload names, aligned with the image's payload columns.
+  /// IndexSpec.payload names, aligned with the image's first payload
+  /// columns (the codes columns of `dictionaries` follow them).
   std::vector<std::string> payload_names;
   /// A key schema's (key type kColumns) IndexSpec.key_columns names, aligned
   /// with the image's key columns; empty for a key word.
@@ -78,6 +80,9 @@ struct SnapshotMeta {
   uint64_t next_row_id = 0;
   uint64_t rehashes = 0;
   double max_load_factor = 0.8;
+  /// Format version 4: the resident dictionaries of string and binary payload
+  /// columns (HashIndex::dictionaries); older files have none.
+  std::vector<engine::PayloadDictionary> dictionaries;
 };
 
 /// Hooks of a write.

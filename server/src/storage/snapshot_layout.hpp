@@ -153,6 +153,8 @@ class Encoder {
     U32(uint32_t(s.size()));
     out_.append(s);
   }
+  /// Bytes whose length the caller wrote before them (a U64).
+  void Raw(std::string_view s) { out_.append(s); }
   const std::string& bytes() const { return out_; }
 
  private:
@@ -175,6 +177,13 @@ class Decoder {
     uint32_t n;
     if (!U32(n) || n > in_.size() - at_) return false;
     s.assign(in_.substr(at_, n));
+    at_ += n;
+    return true;
+  }
+  /// `n` bytes (Encoder::Raw).
+  bool Raw(uint64_t n, std::string_view& s) {
+    if (n > in_.size() - at_) return false;
+    s = in_.substr(at_, n);
     at_ += n;
     return true;
   }

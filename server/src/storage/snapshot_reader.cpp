@@ -250,6 +250,7 @@ absl::Status SnapshotReader::ReadMeta() {
   } else if (!sm.explicit_values && !sm.batch_mode) {
     sm.next_row_id = uint64_t{sm.first_value} + built_rows_;
   }
+  if (format_version_ >= 4) GPUJOIN_RETURN_IF_ERROR(ReadDictionaries(d));
   if (!d.done()) return Corrupt("metadata has trailing bytes");
   if (const absl::Status v = spec.Validate(); !v.ok()) {
     return Corrupt(absl::StrCat("spec: ", v.message()));
@@ -266,6 +267,44 @@ absl::Status SnapshotReader::ReadMeta() {
     return Corrupt(absl::StrCat(shape_.kept_rows, " kept rows and ", shape_.key_rows,
                                 " key rows do not fit the ", file_bytes_, "-byte file"));
   }
+  return absl::OkStatus();
+}
+
+absl::Status SnapshotReader::ReadDictionaries(Decoder& d) {
+  SnapshotMeta& sm = meta_;
+  uint32_t count = 0;
+  if (!d.U32(count) || count > sm.payload_names.size()) {
+    return Corrupt("the dictionaries do not parse");
+  }
+  // The codes columns are the last `count` payload columns, after the declared ones.
+  const uint32_t declared = static_cast<uint32_t>(sm.payload_names.size()) - count;
+  for (uint32_t k = 0; k < count; ++k) {
+    engine::PayloadDictionary dict;
+    uint8_t retired = 0;
+    uint32_t values = 0;
+    if (!(d.U32(dict.column) && d.U32(dict.codes_column) && d.U8(retired) && d.U32(values)) ||
+        dict.column >= declared || dict.codes_column != declared + k || retired > 1 ||
+        !engine::IsVariableWidth(shape_.payload[dict.column].type) ||
+        shape_.payload[dict.codes_column].type != engine::ColumnType::kUint32 ||
+        uint64_t{values} + 1 > file_bytes_ / 8) {
+      return Corrupt(absl::StrCat("dictionary ", k, " does not parse"));
+    }
+    std::vector<uint64_t> offsets(uint64_t{values} + 1);
+    uint64_t bytes = 0;
+    std::string_view text;
+    bool ok = true;
+    for (uint64_t& o : offsets) ok = ok && d.U64(o);
+    if (!(ok && d.U64(bytes) && d.Raw(bytes, text))) {
+      return Corrupt(absl::StrCat("dictionary ", k, " does not parse"));
+    }
+    absl::StatusOr<engine::StringDictionary> parsed =
+        engine::StringDictionary::FromValues(text, std::move(offsets));
+    if (!parsed.ok()) return Corrupt(absl::StrCat("dictionary ", k, ": ", parsed.status().message()));
+    dict.values = *std::move(parsed);
+    dict.retired = retired != 0;
+    sm.dictionaries.push_back(std::move(dict));
+  }
+  sm.payload_names.resize(declared);
   return absl::OkStatus();
 }
 

@@ -80,6 +80,8 @@ class SnapshotReader {
   /// Format version 2: decodes the key schema at the end of the metadata (key
   /// rows, then per key column what a payload column has) into meta_, shape_
   /// and key_null_counts_.
+  /// Format version 4: the dictionaries; drops their codes columns' names.
+  absl::Status ReadDictionaries(detail::Decoder& d);
   absl::Status ReadKeySchema(detail::Decoder& d);
   /// Every section after the metadata must be exactly the array the metadata
   /// implies (type, column and length), in order.

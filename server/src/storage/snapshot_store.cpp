@@ -303,6 +303,7 @@ absl::StatusOr<uint64_t> SnapshotStore::WriteFile(const IndexVersion& version,
     meta.mutation_sequence = version.mutation.sequence;
     meta.next_row_id = version.mutation.next_row_id;
     meta.rehashes = version.mutation.rehashes;
+    if (const auto* dictionaries = version.index->dictionaries()) meta.dictionaries = *dictionaries;
   }
   if (mutation_sequence != nullptr) *mutation_sequence = meta.mutation_sequence;
   meta.base_id = version.base_id;

@@ -65,6 +65,17 @@ std::string EncodeMeta(const SnapshotMeta& m, const engine::IndexImage& image) {
   e.U64(m.next_row_id);
   e.U64(m.rehashes);
   e.F64(m.max_load_factor);
+  // Format version 4: the dictionaries.
+  e.U32(uint32_t(m.dictionaries.size()));
+  for (const engine::PayloadDictionary& d : m.dictionaries) {
+    e.U32(d.column);
+    e.U32(d.codes_column);
+    e.U8(d.retired ? 1 : 0);
+    e.U32(d.values.size());
+    for (uint64_t o : d.values.offsets()) e.U64(o);
+    e.U64(d.values.value_bytes().size());
+    e.Raw(d.values.value_bytes());
+  }
   return e.bytes();
 }
 

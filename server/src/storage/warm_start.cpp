@@ -41,9 +41,13 @@ absl::StatusOr<std::shared_ptr<IndexVersion>> SnapshotStore::Load(const std::str
                   backend_->PayloadBytes(shape.spec, shape.payload, shape.kept_rows) +
                   engine::KeyStorageBytes(shape);
   }
+  uint64_t dictionary_bytes = 0;
+  for (const engine::PayloadDictionary& d : reader.meta().dictionaries) {
+    dictionary_bytes += d.values.bytes();
+  }
   GPUJOIN_ASSIGN_OR_RETURN(
       MemoryBudget::Reservation reservation,
-      budget_->Reserve(index_bytes + image_bytes,
+      budget_->Reserve(index_bytes + image_bytes + dictionary_bytes,
                        absl::StrCat("index \"", name, "\" (snapshot \"", file, "\")")));
   std::unique_ptr<engine::HashIndex> index;
   {
@@ -75,8 +79,13 @@ absl::StatusOr<std::shared_ptr<IndexVersion>> SnapshotStore::Load(const std::str
   version->base_id = meta.base_id != 0 ? meta.base_id : NewBaseId();  // before format 3: none
   version->mutation.next_row_id = meta.next_row_id;
   version->mutation.rehashes = meta.rehashes;
+  if (!meta.dictionaries.empty()) {
+    version->index->AttachDictionaries(
+        std::make_shared<std::vector<engine::PayloadDictionary>>(meta.dictionaries));
+  }
   version->reservation = std::move(reservation);
-  version->reservation.ShrinkTo(version->index->memory_bytes());
+  version->reservation.ShrinkTo(version->index->memory_bytes() +
+                                version->index->dictionary_bytes());
   metrics_.LoadSucceeded(SecondsSince(start));
   return version;
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -15,6 +16,8 @@
 #include "gpujoin/engine/types.hpp"
 
 namespace gpujoin::engine {
+
+struct PayloadDictionary;  // dictionary.hpp
 
 enum class BackendKind { kAuto, kCpu, kCuda };
 
@@ -129,6 +132,28 @@ class HashIndex {
   /// before the first build and after a build without payload).
   const std::vector<PayloadColumnInfo>& payload() const { return payload_; }
 
+  /// The dictionaries of string and binary payload columns (dictionary.hpp),
+  /// in the order of the columns they code; nullptr when there are none. The
+  /// index's owner attaches them after a build or a load (a build's codes
+  /// columns are ordinary payload columns) and keeps them with the index's
+  /// mutations; they stay when a later build replaces the payload only
+  /// through the owner.
+  const std::vector<PayloadDictionary>* dictionaries() const { return dictionaries_.get(); }
+  std::vector<PayloadDictionary>* mutable_dictionaries() { return dictionaries_.get(); }
+  void AttachDictionaries(std::shared_ptr<std::vector<PayloadDictionary>> dictionaries) {
+    dictionaries_ = std::move(dictionaries);
+  }
+  /// The attached dictionaries themselves (to attach to an index rebuilt from this one).
+  std::shared_ptr<std::vector<PayloadDictionary>> shared_dictionaries() const {
+    return dictionaries_;
+  }
+  /// The dictionary coding payload column `column` that plans may read (not
+  /// retired), or nullptr.
+  const PayloadDictionary* LiveDictionaryOf(uint32_t column) const;
+  /// Host bytes the dictionaries' values hold (their codes columns are
+  /// payload, in memory_bytes()).
+  uint64_t dictionary_bytes() const;
+
   /// Which backend owns the table.
   virtual BackendKind backend() const = 0;
   /// Bytes held by this index in its backend's memory (table and payload).
@@ -168,6 +193,7 @@ class HashIndex {
   uint64_t built_rows_ = 0;
   bool built_ = false;
   std::vector<PayloadColumnInfo> payload_;
+  std::shared_ptr<std::vector<PayloadDictionary>> dictionaries_;
 };
 
 }  // namespace gpujoin::engine

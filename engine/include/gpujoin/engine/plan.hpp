@@ -113,6 +113,14 @@ struct PlanLookupStep {
   std::vector<uint32_t> key_columns;
   std::vector<uint32_t> select;
   JoinKind kind = JoinKind::kInner;
+  /// Optional, one per `select` entry: -1, or the label table
+  /// (Plan::label_types) of a kString / kBinary entry. Such an entry comes out
+  /// as a kUint32 column of label ids: the column's values numbered by the run
+  /// in first-seen order, the same over the whole stream whatever index
+  /// version a batch reads. When the index keeps a live dictionary of the
+  /// column (HashIndex::LiveDictionaryOf) its codes are gathered instead of
+  /// the strings and each distinct code of a batch is labelled once.
+  std::vector<int32_t> select_labels;
 };
 
 struct PlanFilterStep {
@@ -134,6 +142,10 @@ struct PlanAggregateStep {
   std::vector<PlanMeasure> measures;
   /// Optional, one per measure: the names errors give them (their output columns).
   std::vector<std::string> measure_names;
+  /// Optional, one per group_by entry: -1, or the label table whose ids the
+  /// column holds (a lookup's select_labels); its output column then has the
+  /// labels, of the table's type.
+  std::vector<int32_t> group_labels;
 };
 
 /// Keeps `columns` in this order (names are the compiler's business).
@@ -153,8 +165,11 @@ using PlanStep =
 struct Plan {
   std::vector<PlanStep> steps;
   uint32_t index_slots = 0;
-  /// The column types the aggregate step sees (aggregate plans).
+  /// The column types the aggregate step sees (aggregate plans; a labelled
+  /// column is kUint32).
   std::vector<ColumnType> aggregate_input_types;
+  /// The type (kString or kBinary) of each label table.
+  std::vector<ColumnType> label_types;
   /// Position of the aggregate step, or steps.size() for a row plan.
   size_t AggregatePosition() const;
 };

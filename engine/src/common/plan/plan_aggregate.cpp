@@ -124,6 +124,9 @@ struct GroupAggregator::State {
   absl::flat_hash_map<PackedKey, uint32_t> packed_codes;
   absl::flat_hash_map<std::string, uint32_t> codes;
   std::vector<ColumnBuilder> labels;
+  /// The run's label tables, and per group-by column its table (-1: none).
+  const std::vector<LabelTable>* label_tables = nullptr;
+  std::vector<int32_t> group_labels;
   std::vector<AggregationAccumulator> accumulators;
   /// Integer sums and means, per measure (empty for others): exact 128-bit
   /// sums and their value counts per group. A 64-bit column's rows are summed
@@ -136,14 +139,21 @@ struct GroupAggregator::State {
 };
 
 GroupAggregator::GroupAggregator(const PlanAggregateStep& step, std::vector<ColumnType> types,
-                                 const PlanLimits& limits)
+                                 const PlanLimits& limits, const std::vector<LabelTable>* labels,
+                                 std::span<const ColumnType> label_types)
     : state_(std::make_unique<State>()) {
   State& s = *state_;
   s.step = step;
   s.types = std::move(types);
   s.limits = limits;
   s.packed = CanPack(step.group_by, s.types);
-  for (uint32_t c : step.group_by) s.labels.emplace_back(s.types[c]);
+  s.label_tables = labels;
+  s.group_labels.assign(step.group_by.size(), -1);
+  for (size_t j = 0; j < step.group_by.size(); ++j) {
+    if (j < step.group_labels.size()) s.group_labels[j] = step.group_labels[j];
+    s.labels.emplace_back(s.group_labels[j] >= 0 ? label_types[s.group_labels[j]]
+                                                 : s.types[step.group_by[j]]);
+  }
   for (const PlanMeasure& m : step.measures) {
     const ColumnType vt =
         m.column == PlanMeasure::kNoColumn ? ColumnType::kFloat32 : s.types[m.column];
@@ -300,7 +310,15 @@ absl::Status GroupAggregator::Consume(Backend& backend, const PlanTable& table) 
       s.codes.emplace(std::move(new_keys[k]), s.groups + static_cast<uint32_t>(k));
     }
     for (size_t j = 0; j < s.step.group_by.size(); ++j) {
-      s.labels[j].AppendFrom(table.columns[s.step.group_by[j]], new_rows[k]);
+      const PlanColumn& c = table.columns[s.step.group_by[j]];
+      if (s.group_labels[j] < 0) {
+        s.labels[j].AppendFrom(c, new_rows[k]);
+      } else if (!c.valid(new_rows[k])) {
+        s.labels[j].AppendNull();
+      } else {
+        s.labels[j].AppendText(
+            (*s.label_tables)[s.group_labels[j]].values[c.value<uint32_t>(new_rows[k])]);
+      }
     }
   }
   s.groups = groups;

@@ -5,9 +5,11 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/plan/plan_table.hpp"
 #include "gpujoin/engine/backend.hpp"
 #include "gpujoin/engine/plan.hpp"
 
@@ -15,9 +17,12 @@ namespace gpujoin::engine::plan_detail {
 
 class GroupAggregator {
  public:
-  /// `types`: the column types of the table the step sees.
+  /// `types`: the column types of the table the step sees. `labels` (the
+  /// run's label tables, of `label_types`) names the values of the group-by
+  /// columns that step.group_labels marks.
   GroupAggregator(const PlanAggregateStep& step, std::vector<ColumnType> types,
-                  const PlanLimits& limits);
+                  const PlanLimits& limits, const std::vector<LabelTable>* labels,
+                  std::span<const ColumnType> label_types);
   ~GroupAggregator();
 
   /// Folds `table` in. On error nothing changes.

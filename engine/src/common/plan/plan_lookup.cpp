@@ -4,8 +4,10 @@
 #include <optional>
 #include <string>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "common/plan/plan_table.hpp"
+#include "gpujoin/engine/dictionary.hpp"
 #include "gpujoin/common/status_macros.hpp"
 
 namespace gpujoin::engine::plan_detail {
@@ -59,6 +61,10 @@ std::span<const K> KeyWordsOf(const PlanColumn& c, std::vector<K>* storage) {
 // Host outputs of one gathered payload column for `capacity` pairs.
 struct Gathered {
   ColumnType type;
+  /// A labelled select entry (PlanLookupStep::select_labels): its label
+  /// table, and the dictionary whose codes were gathered (else the values).
+  LabelTable* labels = nullptr;
+  const StringDictionary* dictionary = nullptr;
   std::vector<std::byte> data;
   std::vector<uint8_t> validity;
   std::vector<uint32_t> offsets;
@@ -89,7 +95,8 @@ struct StepJoin {
 
 // Adds `j`'s join, with outputs for j.capacity pairs, to `graph`.
 template <IndexKey K>
-void AddJoin(StepJoin& j, const PlanLimits& limits, CommandGraph& graph) {
+void AddJoin(StepJoin& j, std::span<LabelTable> labels, const PlanLimits& limits,
+             CommandGraph& graph) {
   JoinBatchT<K> batch;
   if constexpr (std::same_as<K, ColumnKey>) {
     batch.keys = j.key_columns;
@@ -105,10 +112,17 @@ void AddJoin(StepJoin& j, const PlanLimits& limits, CommandGraph& graph) {
   j.gathered.assign(j.step->select.size(), Gathered{});
   for (size_t i = 0; i < j.step->select.size(); ++i) {
     Gathered& g = j.gathered[i];
-    g.type = payload[j.step->select[i]].type;
-    g.validity.assign(BitmapBytes(capacity), 0);
     GatherOutput o;
     o.column = j.step->select[i];
+    if (i < j.step->select_labels.size() && j.step->select_labels[i] >= 0) {
+      g.labels = &labels[j.step->select_labels[i]];
+      if (const PayloadDictionary* d = j.index->LiveDictionaryOf(o.column)) {
+        g.dictionary = &d->values;
+        o.column = d->codes_column;
+      }
+    }
+    g.type = payload[o.column].type;
+    g.validity.assign(BitmapBytes(capacity), 0);
     o.validity = g.validity;
     if (IsVariableWidth(g.type)) {
       g.offsets.assign(capacity + 1, 0);
@@ -136,15 +150,54 @@ void AddJoin(StepJoin& j, const PlanLimits& limits, CommandGraph& graph) {
   graph.Add(std::move(node));
 }
 
-void AddJoinOf(StepJoin& j, const PlanLimits& limits, CommandGraph& graph) {
+void AddJoinOf(StepJoin& j, std::span<LabelTable> labels, const PlanLimits& limits,
+               CommandGraph& graph) {
   switch (j.index->spec().key_type) {
     case KeyType::kUint32:
-      return AddJoin<uint32_t>(j, limits, graph);
+      return AddJoin<uint32_t>(j, labels, limits, graph);
     case KeyType::kUint64:
-      return AddJoin<uint64_t>(j, limits, graph);
+      return AddJoin<uint64_t>(j, labels, limits, graph);
     case KeyType::kColumns:
-      return AddJoin<ColumnKey>(j, limits, graph);
+      return AddJoin<ColumnKey>(j, labels, limits, graph);
   }
+}
+
+// A labelled gathered column as label ids: through the dictionary, each
+// distinct code labelled once; else each value.
+PlanColumn LabelIds(const PlanColumn& gathered, const Gathered& g) {
+  PlanColumn ids;
+  ids.type = ColumnType::kUint32;
+  ids.rows = gathered.rows;
+  ids.validity = gathered.validity;
+  std::vector<uint32_t> out(gathered.rows, 0);
+  if (g.dictionary != nullptr) {
+    constexpr uint32_t kUnset = 0xffffffffu;
+    absl::flat_hash_map<uint32_t, uint32_t> memo;
+    std::vector<uint32_t> dense;
+    // A dense memo when the dictionary is small beside the batch.
+    if (g.dictionary->size() <= 4 * gathered.rows + 1024) dense.assign(g.dictionary->size(), kUnset);
+    for (uint64_t r = 0; r < gathered.rows; ++r) {
+      if (!gathered.valid(r)) continue;
+      const uint32_t code = gathered.value<uint32_t>(r);
+      if (code >= g.dictionary->size()) continue;  // not written by a gather
+      if (!dense.empty()) {
+        uint32_t& id = dense[code];
+        if (id == kUnset) id = g.labels->Id(g.dictionary->Value(code));
+        out[r] = id;
+      } else {
+        auto [it, inserted] = memo.try_emplace(code, 0);
+        if (inserted) it->second = g.labels->Id(g.dictionary->Value(code));
+        out[r] = it->second;
+      }
+    }
+  } else {
+    for (uint64_t r = 0; r < gathered.rows; ++r) {
+      if (gathered.valid(r)) out[r] = g.labels->Id(gathered.text(r));
+    }
+  }
+  const auto* p = reinterpret_cast<const std::byte*>(out.data());
+  ids.data.assign(p, p + out.size() * sizeof(uint32_t));
+  return ids;
 }
 
 // The gathered columns of a join as plan columns of its `count` pairs.
@@ -167,7 +220,7 @@ std::vector<PlanColumn> GatheredColumns(StepJoin& j, uint64_t count) {
       g.validity.resize(BitmapBytes(count));
       c.validity = std::move(g.validity);
     }
-    out.push_back(std::move(c));
+    out.push_back(g.labels != nullptr ? LabelIds(c, g) : std::move(c));
   }
   return out;
 }
@@ -185,15 +238,18 @@ bool IsIdentity(std::span<const uint32_t> rows, uint64_t n) {
 absl::StatusOr<PlanTable> RunLookupGroup(Backend& backend,
                                          std::span<const PlanLookupStep* const> steps,
                                          std::span<const HashIndex* const> indexes,
-                                         const PlanTable& table, const PlanLimits& limits,
+                                         const PlanTable& table, std::span<LabelTable> labels,
+                                         const PlanLimits& limits,
                                          std::span<PlanStepStatistics* const> statistics) {
   const uint64_t rows = table.rows;
   if (rows == 0) {
     // Nothing to probe: the steps' columns, empty.
     PlanTable out = table;
     for (size_t s = 0; s < steps.size(); ++s) {
-      for (uint32_t c : steps[s]->select) {
-        out.columns.push_back(NullColumn(indexes[s]->payload()[c].type, 0));
+      for (size_t i = 0; i < steps[s]->select.size(); ++i) {
+        const bool labelled = i < steps[s]->select_labels.size() && steps[s]->select_labels[i] >= 0;
+        out.columns.push_back(NullColumn(
+            labelled ? ColumnType::kUint32 : indexes[s]->payload()[steps[s]->select[i]].type, 0));
       }
       out.columns.push_back(NullColumn(ColumnType::kBool, 0));
       statistics[s]->rows_in = 0;
@@ -230,7 +286,7 @@ absl::StatusOr<PlanTable> RunLookupGroup(Backend& backend,
     j.capacity = rows;
     GPUJOIN_RETURN_IF_ERROR(
         CheckTableBytes(rows * (table_row_bytes + 16), limits, "the lookup's rows"));
-    AddJoinOf(j, limits, graph);
+    AddJoinOf(j, labels, limits, graph);
   }
   GPUJOIN_RETURN_IF_ERROR(backend.Run(graph));
   CommandGraph again;
@@ -240,7 +296,7 @@ absl::StatusOr<PlanTable> RunLookupGroup(Backend& backend,
         CheckTableBytes(j.result.count * (table_row_bytes + 16), limits, "the lookup's rows"));
     j.capacity = j.result.count;
     j.result = JoinResult{};
-    AddJoinOf(j, limits, again);
+    AddJoinOf(j, labels, limits, again);
   }
   if (!again.empty()) {
     GPUJOIN_RETURN_IF_ERROR(backend.Run(again));

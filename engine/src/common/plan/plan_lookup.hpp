@@ -9,6 +9,7 @@
 #include <span>
 
 #include "absl/status/statusor.h"
+#include "common/plan/plan_table.hpp"
 #include "gpujoin/engine/backend.hpp"
 #include "gpujoin/engine/plan.hpp"
 
@@ -18,11 +19,13 @@ namespace gpujoin::engine::plan_detail {
 /// selected payload columns and found flag appended (names are the caller's).
 /// `indexes[i]` is steps[i]'s index; `statistics[i]` gets its rows and probes
 /// as if the steps had run one after the other (each row reaching a step
-/// counted once, an expanded row as often as it was expanded).
+/// counted once, an expanded row as often as it was expanded). Labelled
+/// select entries number their values in `labels` (the run's label tables).
 absl::StatusOr<PlanTable> RunLookupGroup(Backend& backend,
                                          std::span<const PlanLookupStep* const> steps,
                                          std::span<const HashIndex* const> indexes,
-                                         const PlanTable& table, const PlanLimits& limits,
+                                         const PlanTable& table, std::span<LabelTable> labels,
+                                         const PlanLimits& limits,
                                          std::span<PlanStepStatistics* const> statistics);
 
 }  // namespace gpujoin::engine::plan_detail

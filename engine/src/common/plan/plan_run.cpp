@@ -53,6 +53,8 @@ struct PlanRun::State {
   /// Rows each limit step has let through so far (by step position).
   std::vector<uint64_t> limit_passed;
   std::optional<GroupAggregator> aggregator;
+  /// One per Plan::label_types.
+  std::vector<plan_detail::LabelTable> labels;
 };
 
 PlanRun::PlanRun(Backend* backend, Plan plan, PlanLimits limits)
@@ -65,9 +67,11 @@ PlanRun::PlanRun(Backend* backend, Plan plan, PlanLimits limits)
   s.limits = std::move(limits);
   s.aggregate_at = s.plan.AggregatePosition();
   s.limit_passed.assign(s.plan.steps.size(), 0);
+  s.labels.resize(s.plan.label_types.size());
   if (s.aggregate_at < s.plan.steps.size()) {
     s.aggregator.emplace(std::get<PlanAggregateStep>(s.plan.steps[s.aggregate_at]),
-                         s.plan.aggregate_input_types, s.limits);
+                         s.plan.aggregate_input_types, s.limits, &s.labels,
+                         s.plan.label_types);
   }
 }
 
@@ -82,6 +86,7 @@ namespace {
 // `passed` (the caller commits it when the whole batch succeeded).
 absl::StatusOr<PlanTable> RunSteps(Backend& backend, const Plan& plan, size_t begin, size_t end,
                                    PlanTable table, std::span<const HashIndex* const> indexes,
+                                   std::span<plan_detail::LabelTable> labels,
                                    const PlanLimits& limits, std::vector<uint64_t>* passed,
                                    std::vector<PlanStepStatistics>* statistics) {
   for (size_t i = begin; i < end; ++i) {
@@ -110,7 +115,8 @@ absl::StatusOr<PlanTable> RunSteps(Backend& backend, const Plan& plan, size_t be
         (*statistics)[j].ran = true;
       }
       GPUJOIN_ASSIGN_OR_RETURN(table, plan_detail::RunLookupGroup(backend, group, group_indexes,
-                                                                  table, limits, group_stats));
+                                                                  table, labels, limits,
+                                                                  group_stats));
       i = j - 1;
       continue;
     } else if (const auto* filter = std::get_if<PlanFilterStep>(&step)) {
@@ -151,7 +157,7 @@ absl::StatusOr<PlanTable> PlanRun::RunBatch(PlanTable input,
   std::vector<uint64_t> passed = s.limit_passed;
   GPUJOIN_ASSIGN_OR_RETURN(PlanTable table,
                            RunSteps(*s.backend, s.plan, 0, s.aggregate_at, std::move(input),
-                                    indexes, s.limits, &passed, statistics));
+                                    indexes, s.labels, s.limits, &passed, statistics));
   if (!aggregates()) {
     s.limit_passed = std::move(passed);
     return table;
@@ -179,7 +185,7 @@ absl::StatusOr<PlanTable> PlanRun::Groups(std::span<const HashIndex* const> inde
   // for: their limits count afresh.
   std::vector<uint64_t> passed(s.plan.steps.size(), 0);
   return RunSteps(*s.backend, s.plan, s.aggregate_at + 1, s.plan.steps.size(), std::move(groups),
-                  indexes, s.limits, &passed, statistics);
+                  indexes, s.labels, s.limits, &passed, statistics);
 }
 
 }  // namespace gpujoin::engine

@@ -113,11 +113,7 @@ void ColumnBuilder::AppendFrom(const PlanColumn& from, uint64_t row) {
     return;
   }
   if (IsVariableWidth(column_.type)) {
-    const std::string_view t = from.text(row);
-    const auto* p = reinterpret_cast<const std::byte*>(t.data());
-    column_.data.insert(column_.data.end(), p, p + t.size());
-    column_.offsets.push_back(static_cast<uint32_t>(column_.data.size()));
-    MarkValid(true);
+    AppendText(from.text(row));
   } else if (column_.type == ColumnType::kBool) {
     AppendBool(BitAt(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(from.data.data()),
                                               from.data.size()),
@@ -126,6 +122,13 @@ void ColumnBuilder::AppendFrom(const PlanColumn& from, uint64_t row) {
     const size_t w = ColumnWidth(column_.type);
     AppendBytes(from.data.data() + row * w, w);
   }
+}
+
+void ColumnBuilder::AppendText(std::string_view value) {
+  const auto* p = reinterpret_cast<const std::byte*>(value.data());
+  column_.data.insert(column_.data.end(), p, p + value.size());
+  column_.offsets.push_back(static_cast<uint32_t>(column_.data.size()));
+  MarkValid(true);
 }
 
 void ColumnBuilder::AppendBytes(const void* value, size_t width) {

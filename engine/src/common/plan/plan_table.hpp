@@ -5,9 +5,11 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "gpujoin/engine/hashing.hpp"
 #include "gpujoin/engine/plan.hpp"
@@ -30,6 +32,18 @@ std::vector<uint32_t> SelectedRows(std::span<const uint8_t> keep);
 PlanColumn NullColumn(ColumnType type, uint64_t rows);
 
 /// Appends values to a column row by row.
+/// The values of one labelled column over a run (PlanLookupStep::select_labels):
+/// each distinct value gets the next id.
+struct LabelTable {
+  absl::flat_hash_map<std::string, uint32_t> ids;
+  std::vector<std::string> values;
+  uint32_t Id(std::string_view value) {
+    auto [it, inserted] = ids.try_emplace(std::string(value), static_cast<uint32_t>(values.size()));
+    if (inserted) values.emplace_back(value);
+    return it->second;
+  }
+};
+
 class ColumnBuilder {
  public:
   explicit ColumnBuilder(ColumnType type);
@@ -38,6 +52,8 @@ class ColumnBuilder {
   /// Appends a fixed-width value's bytes (width bytes) or a bool.
   void AppendBytes(const void* value, size_t width);
   void AppendBool(bool value);
+  /// Appends a kString / kBinary value.
+  void AppendText(std::string_view value);
   void AppendNull();
   uint64_t rows() const { return column_.rows; }
   /// The column (validity dropped when no row is null).

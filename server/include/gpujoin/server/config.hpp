@@ -111,6 +111,10 @@ struct ServerConfig {
   uint32_t max_concurrent_builds = 16;
   /// Most groups one Aggregate stream may ask for (RESOURCE_EXHAUSTED above).
   uint64_t max_aggregate_groups = uint64_t{1} << 22;
+  /// Most distinct values a string or binary payload column's resident
+  /// dictionary may hold: a build keeps one for every such column with at most
+  /// this many, a Mutate that brings more retires it; 0 = no dictionaries.
+  uint64_t dictionary_max_values = uint64_t{1} << 16;
   /// Build input (received chunks) all open builds may hold at once, in host
   /// memory; 0 = a quarter of the host's physical memory (resolved by Server::Start).
   uint64_t max_staged_bytes = 0;
