@@ -238,6 +238,8 @@ IndexInfo ToIndexInfo(const pb::IndexInfo& p) {
     // A type this client does not know reads as binary (opaque bytes).
     pc.type = detail::FromProtoColumnType(c.type()).value_or(ColumnType::kBinary);
     pc.null_count = c.null_count();
+    pc.dictionary_values = c.dictionary_values();
+    pc.dictionary_bytes = c.dictionary_bytes();
     pc.bytes = c.bytes();
     i.payload.push_back(std::move(pc));
   }

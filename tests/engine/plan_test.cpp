@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "gpujoin/engine/dictionary.hpp"
 #include "gpujoin/engine/plan.hpp"
 #include "gpujoin/testing/join_kind_model.hpp"
 #include "test_backends.hpp"
@@ -552,6 +553,103 @@ TEST_P(PlanTest, AKeyColumnOfTheIndexWordIsProbedAsItIs) {
   for (uint64_t r = 0; r < 4; ++r) EXPECT_EQ(BoolAt(out->columns[1], r), want[r]) << r;
   EXPECT_EQ(stats[0].query.found, 2u);
   EXPECT_EQ(stats[0].query.missing, 2u);
+}
+
+// A labelled select entry (PlanLookupStep::select_labels) reads the codes of
+// the index's live dictionary and labels them through it (here a dictionary
+// whose values differ from the column's strings, so the labels show which was
+// read); without a live dictionary it reads the strings. Groups of the same
+// label merge across batches whatever the codes were.
+TEST_P(PlanTest, LabelledColumnsReadTheDictionaryCodes) {
+  const std::vector<uint32_t> keys = {1, 2, 3, 4};
+  const std::vector<std::string> text = {"red", "blue", "red", "green"};
+  std::vector<std::byte> bytes;
+  std::vector<uint64_t> offsets = {0};
+  for (const std::string& t : text) {
+    for (char ch : t) bytes.push_back(static_cast<std::byte>(ch));
+    offsets.push_back(bytes.size());
+  }
+  const ColumnView strings{ColumnType::kString, keys.size(), bytes, offsets, {}};
+  // Index A codes in first-seen order; index B sees the values in another order.
+  StringDictionary a_values, b_values;
+  b_values.Add("green");
+  b_values.Add("blue");
+  auto a_codes = EncodeColumn(strings, a_values, 100, 1000);
+  auto b_codes = EncodeColumn(strings, b_values, 100, 1000);
+  ASSERT_TRUE(a_codes.ok() && b_codes.ok());
+  ASSERT_EQ(a_codes->codes, (std::vector<uint32_t>{0, 1, 0, 2}));
+  ASSERT_EQ(b_codes->codes, (std::vector<uint32_t>{2, 1, 2, 0}));
+  auto build = [&](const CodesColumn& codes) {
+    auto index = NewIndex(16);
+    BuildIndexNode node;
+    node.index = index.get();
+    node.keys = ChunkedU32{std::span<const uint32_t>(keys)};
+    node.payload = {strings, codes.View()};
+    CommandGraph g;
+    g.Add(std::move(node));
+    RunOk(g);
+    return index;
+  };
+  auto a = build(*a_codes);
+  auto b = build(*b_codes);
+  // A's dictionary names its codes differently from the strings.
+  auto attach = [](HashIndex& index, StringDictionary values) {
+    auto d = std::make_shared<std::vector<PayloadDictionary>>(1);
+    (*d)[0].column = 0;
+    (*d)[0].codes_column = 1;
+    (*d)[0].values = std::move(values);
+    index.AttachDictionaries(d);
+    return d;
+  };
+  StringDictionary renamed;
+  for (uint32_t c = 0; c < a_values.size(); ++c) renamed.Add("D:" + std::string(a_values.Value(c)));
+  auto a_dictionaries = attach(*a, std::move(renamed));
+  attach(*b, b_values);
+
+  Plan plan;
+  plan.index_slots = 1;
+  PlanLookupStep lookup;
+  lookup.key_columns = {0};
+  lookup.select = {0};
+  lookup.select_labels = {0};
+  lookup.kind = JoinKind::kLeftOuter;
+  plan.steps.emplace_back(lookup);
+  plan.label_types = {ColumnType::kString};
+  PlanAggregateStep agg;
+  agg.group_by = {1};
+  agg.group_labels = {0};
+  agg.measures = {{AggregateOp::kCount, PlanMeasure::kNoColumn}};
+  plan.steps.emplace_back(agg);
+  plan.aggregate_input_types = {ColumnType::kUint32, ColumnType::kUint32, ColumnType::kBool};
+  PlanRun run(backend_.get(), plan, PlanLimits{});
+  auto batch = [](std::vector<uint32_t> probe) {
+    PlanTable t;
+    t.rows = probe.size();
+    PlanColumn k;
+    k.type = ColumnType::kUint32;
+    k.rows = probe.size();
+    k.data.resize(probe.size() * 4);
+    std::memcpy(k.data.data(), probe.data(), probe.size() * 4);
+    t.columns = {k};
+    return t;
+  };
+  std::vector<PlanStepStatistics> stats;
+  // A through its dictionary: D:red twice, D:blue, a miss (null).
+  ASSERT_TRUE(run.RunBatch(batch({1, 3, 2, 9}), std::vector<const HashIndex*>{a.get()}, &stats).ok());
+  // B through its own codes: red, green, blue.
+  ASSERT_TRUE(run.RunBatch(batch({1, 4, 2}), std::vector<const HashIndex*>{b.get()}, &stats).ok());
+  // A with its dictionary retired: the strings.
+  (*a_dictionaries)[0].retired = true;
+  ASSERT_TRUE(run.RunBatch(batch({3, 4}), std::vector<const HashIndex*>{a.get()}, &stats).ok());
+  auto groups = run.Groups({}, &stats);
+  ASSERT_TRUE(groups.ok()) << groups.status();
+  std::vector<std::pair<Str, uint64_t>> got;
+  for (uint64_t g = 0; g < groups->rows; ++g) {
+    got.emplace_back(StrAt(groups->columns[0], g), groups->columns[1].value<uint64_t>(g));
+  }
+  const std::vector<std::pair<Str, uint64_t>> want = {
+      {"D:red", 2}, {"D:blue", 1}, {Str(), 1}, {"red", 2}, {"green", 2}, {"blue", 1}};
+  EXPECT_EQ(got, want);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, PlanTest, ::testing::ValuesIn(AllBackends()), BackendName);

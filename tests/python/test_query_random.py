@@ -542,8 +542,16 @@ def test_each_batch_reports_the_version_it_used(conn, keep_all):
             pb.Measure(op=pb.AGGREGATE_OP_SUM, column="a.v"), pb.Measure(op=pb.AGGREGATE_OP_COUNT)])),
         pb.PlanStep(lookup=pb.LookupStep(index=name, key=["k"], select=["note"], prefix="b.",
                                          kind=pb.JOIN_KIND_LEFT_SEMI))])
+    # Grouped by a string payload column only: it travels as dictionary codes,
+    # labelled per batch, so its groups must hold across the rebuild (a new
+    # dictionary, other codes) and the mutations (new values).
+    label_plan = pb.Plan(steps=[
+        pb.PlanStep(lookup=pb.LookupStep(index=name, key=["k"], select=["note"],
+                                         kind=pb.JOIN_KIND_LEFT_OUTER)),
+        pb.PlanStep(aggregate=pb.AggregateStep(group_by=["note"], measures=[
+            pb.Measure(op=pb.AGGREGATE_OP_COUNT), pb.Measure(op=pb.AGGREGATE_OP_SUM, column="w")]))])
     streams = []
-    for plan in (row_plan, agg_plan):
+    for plan in (row_plan, agg_plan, label_plan):
         streams.append((plan, Interactive(conn.stub),
                         qm.Stream(plan, {}, {name: ix}, names, types)))
     keys = [1, 5, 12, 8, -1, None, 3, 2**32 + 5]

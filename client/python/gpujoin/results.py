@@ -93,6 +93,10 @@ class PayloadColumnInfo:
     type: str        #: "uint32", ..., "string"
     null_count: int
     bytes: int
+    #: string and binary columns: distinct values of the resident dictionary
+    #: (0: none) and the bytes it takes (included in ``bytes``)
+    dictionary_values: int = 0
+    dictionary_bytes: int = 0
 
 
 @dataclass
@@ -141,7 +145,8 @@ class IndexInfo:
             key_type=_KEY_TYPES.get(m.key_type, str(m.key_type)),
             duplicates=_DUPLICATES.get(m.duplicates, str(m.duplicates)),
             payload=[PayloadColumnInfo(p.name, TYPE_NAMES.get(p.type, str(p.type)), p.null_count,
-                                       p.bytes) for p in m.payload],
+                                       p.bytes, p.dictionary_values, p.dictionary_bytes)
+                     for p in m.payload],
             key_columns=[KeyColumnSpec(k.name, TYPE_NAMES.get(k.type, str(k.type)))
                          for k in m.key_columns])
 

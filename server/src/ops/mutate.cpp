@@ -231,7 +231,7 @@ absl::Status Operations::MutateOf(const IndexVersion& version, const v1::MutateR
   // the batch is applied).
   const DictionaryAppend dictionary_codes(*version.index, batch.payload,
                                           state_.config.dictionary_max_values);
-  if (upsert_rows != 0) {
+  if (!batch.payload.empty()) {
     for (const engine::ColumnView& codes : dictionary_codes.Views()) batch.payload.push_back(codes);
   }
 

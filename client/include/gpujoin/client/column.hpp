@@ -169,6 +169,10 @@ struct PayloadColumnInfo {
   ColumnType type = ColumnType::kInt64;
   uint64_t null_count = 0;  ///< retained values (one per retained key) that are null
   uint64_t bytes = 0;       ///< device (or host) memory the column occupies
+  /// String and binary columns: distinct values of the resident dictionary
+  /// (0: none) and the bytes it takes (included in `bytes`).
+  uint64_t dictionary_values = 0;
+  uint64_t dictionary_bytes = 0;
 };
 
 }  // namespace gpujoin::client

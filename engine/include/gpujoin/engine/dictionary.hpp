@@ -67,7 +67,7 @@ class StringDictionary {
   struct Eq {
     using is_transparent = void;
     const StringDictionary* d = nullptr;
-    bool operator()(uint32_t a, uint32_t b) const { return a == b; }
+    bool operator()(uint32_t a, uint32_t b) const { return a == b || d->Value(a) == d->Value(b); }
     bool operator()(uint32_t a, std::string_view b) const { return d->Value(a) == b; }
     bool operator()(std::string_view a, uint32_t b) const { return a == d->Value(b); }
   };
