@@ -2,10 +2,13 @@
 # with $cli, $server and $work set.
 #
 # start_cpu_server: a CPU gpujoind on a free loopback port ($port), stopped
-# when the script exits, waited for until it is healthy.
+# when the script exits, waited for until it is healthy; GPUJOIND_FLAGS adds
+# flags (e.g. --dictionary-max-values=0 to measure without dictionaries).
 start_cpu_server() {
   port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  "$server" --backend cpu --listen 127.0.0.1:$port --metrics-listen none >"$work/gpujoind.log" 2>&1 &
+  # shellcheck disable=SC2086  # GPUJOIND_FLAGS is a list of flags
+  "$server" --backend cpu --listen 127.0.0.1:$port --metrics-listen none ${GPUJOIND_FLAGS:-} \
+    >"$work/gpujoind.log" 2>&1 &
   server_pid=$!
   trap 'kill $server_pid 2>/dev/null || true' EXIT
   for _ in $(seq 100); do

@@ -11,7 +11,7 @@
 # client RSS) and checks that the answers agree.
 #
 # usage: bench/cli_query_bench.sh [BUILD_DIR]   (default build)
-# env:   REPEAT (3), EVENT_ROWS (10000000), SENSOR_ROWS (1000000),
+# env:   REPEAT (3), EVENT_ROWS (10000000), SENSOR_ROWS (1000000), GPUJOIND_FLAGS,
 #        WORK (/tmp/gpujoin-query-bench), DUCKDB_NODE_MODULES (a node_modules
 #        holding @duckdb/node-api; DuckDB is skipped when unset)
 set -euo pipefail

@@ -151,6 +151,9 @@ export interface PayloadColumnInfo {
   type: ColumnType;
   nullCount: number;
   bytes: number;
+  /** STRING and BINARY columns: values of the resident dictionary (0: none), and the bytes it takes (in `bytes`). */
+  dictionaryValues: number;
+  dictionaryBytes: number;
 }
 
 export interface IndexInfo {

@@ -60,6 +60,15 @@ test('lookup gathers every column type with nulls, in batches and whole', async 
     const nulls = [...winner.values()].filter((r) => r[c] === null).length;
     assert.equal(info.payload.find((p) => p.name === c).nullCount, nulls, c);
   }
+  // Every string and binary column has a resident dictionary of its distinct
+  // values (the build's rows, losers included); the others have none.
+  for (const p of info.payload) {
+    const distinct = new Set(rows.filter((r) => r[p.name] !== null)
+      .map((r) => (r[p.name] instanceof Uint8Array ? Array.from(r[p.name]).join(',') : String(r[p.name]))));
+    const dictionary = p.type === 'string' || p.type === 'binary';
+    assert.equal(p.dictionaryValues, dictionary ? distinct.size : 0, p.name);
+    assert.equal(p.dictionaryBytes > 0, dictionary, p.name);
+  }
   const next = rng(9);
   const keys = Uint32Array.from({length: 4000}, () => next() % 2500);
   for (const batchRows of [undefined, 333]) {

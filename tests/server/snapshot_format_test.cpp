@@ -250,19 +250,66 @@ TEST_F(SnapshotFileTest, EveryTruncationAndAppendIsDetected) {
   }
 }
 
+// Format version 4: a string column's dictionary (its codes column is the
+// image's last payload column) comes back with its values, and the codes
+// column's name is not a declared column's; a dictionary naming columns of
+// other types is corrupt.
+TEST_F(SnapshotFileTest, DictionariesRoundTrip) {
+  const et::ImageCase c = SmallCase();
+  const et::ImageSource source = et::MakeSource(c);
+  auto index = et::BuildCase(*cpu_, c, source);
+  auto image = cpu_->ExportIndex(*index);
+  ASSERT_TRUE(image.ok());
+  ASSERT_EQ(image->payload.size(), 5u);  // int64, string, bool, float64, uint32
+  auto write = [&](uint32_t column, const std::string& name) {
+    SnapshotMeta meta = MetaFor("idx", 4);
+    engine::PayloadDictionary d;
+    d.column = column;
+    d.codes_column = 4;
+    d.values.Add("alpha");
+    d.values.Add("alphb");
+    d.values.Add("");
+    meta.dictionaries.push_back(d);
+    const std::string path = (dir_ / name).string();
+    const int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
+    EXPECT_GE(fd, 0);
+    EXPECT_TRUE(WriteSnapshot(fd, meta, *image).ok());
+    ::close(fd);
+    EXPECT_EQ(std::filesystem::file_size(path), SnapshotFileBytes(meta, *image));
+    return path;
+  };
+  auto reader = SnapshotReader::Open(write(1, "dict.gjsnap"));
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EXPECT_EQ(reader->meta().payload_names,
+            (std::vector<std::string>{"col0", "col1", "col2", "col3"}));
+  ASSERT_EQ(reader->meta().dictionaries.size(), 1u);
+  const engine::PayloadDictionary& d = reader->meta().dictionaries[0];
+  EXPECT_EQ(d.column, 1u);
+  EXPECT_EQ(d.codes_column, 4u);
+  EXPECT_FALSE(d.retired);
+  ASSERT_EQ(d.values.size(), 3u);
+  EXPECT_EQ(d.values.Value(1), "alphb");
+  EXPECT_EQ(d.values.Find(""), 2u);
+  EXPECT_TRUE(reader->ReadImage(2).ok());
+
+  const absl::Status s = Load(write(0, "dict_of_int.gjsnap"));  // column 0 is int64
+  EXPECT_TRUE(absl::IsDataLoss(s) || absl::IsFailedPrecondition(s)) << s;
+  EXPECT_NE(s.message().find("dictionary 0 does not parse"), std::string::npos) << s.message();
+}
+
 TEST_F(SnapshotFileTest, NewerFormatVersionIsRefusedNamingBoth) {
-  ASSERT_EQ(kSnapshotFormatVersion, 3u);
+  ASSERT_EQ(kSnapshotFormatVersion, 4u);
   const std::string path = WriteCase(SmallKeyCase());
   std::string bytes = Slurp(path);
-  const uint32_t newer = 4;
+  const uint32_t newer = 5;
   std::memcpy(bytes.data() + 8, &newer, 4);
   ResealHeader(bytes);  // a consistent newer file
   Spill(path, bytes);
   const absl::Status s = Load(path);
   EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
-  EXPECT_NE(s.message().find("format version 4 is not supported"), std::string::npos)
+  EXPECT_NE(s.message().find("format version 5 is not supported"), std::string::npos)
       << s.message();
-  EXPECT_NE(s.message().find("reads format versions 1 to 3"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("reads format versions 1 to 4"), std::string::npos) << s.message();
   EXPECT_EQ(SnapshotLoadFailureReason(s), "version");
 }
 

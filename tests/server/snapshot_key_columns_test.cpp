@@ -192,7 +192,7 @@ TEST_F(SnapshotKeyColumnsTest, StringKeyedIndexWithPayloadSurvivesARestart) {
   ASSERT_TRUE(fs::exists(dir_ / "skus.gjsnap"));
   auto reader = SnapshotReader::Open((dir_ / "skus.gjsnap").string());
   ASSERT_TRUE(reader.ok()) << reader.status();
-  EXPECT_EQ(reader->format_version(), 3u);
+  EXPECT_EQ(reader->format_version(), kSnapshotFormatVersion);
   EXPECT_EQ(reader->meta().key_column_names, (std::vector<std::string>{"sku"}));
   EXPECT_EQ(reader->shape().key_rows, 9u);
 

@@ -68,8 +68,9 @@ uint32_t StringDictionary::Add(std::string_view value) {
 }
 
 uint64_t StringDictionary::bytes() const {
-  return bytes_.capacity() + offsets_.capacity() * sizeof(uint64_t) +
-         codes_.capacity() * (sizeof(uint32_t) + 1);
+  // By the contents, not the buffers' capacities: the same dictionary counts
+  // the same however it was made (a build, a snapshot load).
+  return bytes_.size() + offsets_.size() * sizeof(uint64_t) + size() * (2 * sizeof(uint32_t) + 1);
 }
 
 absl::StatusOr<StringDictionary> StringDictionary::FromValues(std::string_view bytes,

@@ -335,7 +335,7 @@ void Metrics::SetIndex(const IndexVersion& v) {
   set("gpujoin_index_build_probes", static_cast<double>(st.total_probes));
   set("gpujoin_index_build_max_probes", static_cast<double>(st.max_probes));
   set("gpujoin_index_probe_bound", index.spec().probe_bound());
-  set("gpujoin_index_device_bytes", static_cast<double>(index.memory_bytes()));
+  set("gpujoin_index_device_bytes", static_cast<double>(index.held_bytes()));
   uint64_t payload_bytes = 0;
   for (const engine::PayloadColumnInfo& p : index.payload()) payload_bytes += p.bytes;
   // With the dictionaries' values (their codes columns are payload already).

@@ -417,8 +417,7 @@ absl::StatusOr<std::shared_ptr<const IndexVersion>> BuildSession::Finish(
                                    .count();
   // The build's transient memory is free again: keep what the table holds.
   version->reservation = std::move(reservation_);
-  version->reservation.ShrinkTo(version->index->memory_bytes() +
-                                version->index->dictionary_bytes());
+  version->reservation.ShrinkTo(version->index->held_bytes());
   std::shared_ptr<const IndexVersion> installed = version;
   GPUJOIN_ASSIGN_OR_RETURN(auto previous, ops_->state_.registry->Install(version, spec_.replace()));
   {

@@ -40,7 +40,7 @@ void Operations::FillIndexInfo(const IndexVersion& v, v1::IndexInfo* info) const
   s->set_max_probes(st.max_probes);
   s->set_max_group_rows(st.max_group_rows);
   info->set_load_factor(index.load_factor());
-  info->set_device_bytes(index.memory_bytes());
+  info->set_device_bytes(index.held_bytes());
   info->set_build_seconds(v.build_seconds);
   info->set_backend(std::string(engine::BackendKindName(index.backend())));
   info->set_built_unix_millis(v.built_unix_millis);
@@ -91,7 +91,7 @@ absl::Status Operations::DropIndex(const v1::DropIndexRequest& request,
   response->set_dropped_version(version->version);
   {
     const IndexReadLock read(*version);
-    response->set_freed_bytes(version->index->memory_bytes());
+    response->set_freed_bytes(version->index->held_bytes());
   }
   // The table is freed when the last in-flight batch reading it lets go.
   version.reset();

@@ -382,8 +382,7 @@ absl::Status Operations::MutateByRebuild(const IndexVersion& version,
     std::swap(version.index, built);
     dictionary_codes.Commit(*version.index);
     std::swap(version.reservation, reservation);
-    version.reservation.ShrinkTo(version.index->memory_bytes() +
-                                 version.index->dictionary_bytes());
+    version.reservation.ShrinkTo(version.index->held_bytes());
     MutationState& m = version.mutation;
     sequence = ++m.sequence;
     if (!version.explicit_values) m.next_row_id += upsert_rows;

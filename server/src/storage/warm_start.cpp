@@ -84,8 +84,7 @@ absl::StatusOr<std::shared_ptr<IndexVersion>> SnapshotStore::Load(const std::str
         std::make_shared<std::vector<engine::PayloadDictionary>>(meta.dictionaries));
   }
   version->reservation = std::move(reservation);
-  version->reservation.ShrinkTo(version->index->memory_bytes() +
-                                version->index->dictionary_bytes());
+  version->reservation.ShrinkTo(version->index->held_bytes());
   metrics_.LoadSucceeded(SecondsSince(start));
   return version;
 }
@@ -166,7 +165,7 @@ WarmStartReport SnapshotStore::LoadAll(IndexRegistry& registry,
       }
       uint64_t bytes = 0;
       if (s.ok()) {
-        bytes = version->index->memory_bytes();
+        bytes = version->index->held_bytes();
         std::shared_ptr<const IndexVersion> v = version;
         auto previous = registry.Install(version, /*replace=*/false);
         s = previous.status();

@@ -43,7 +43,8 @@ class StringDictionary {
   uint32_t Find(std::string_view value) const;
   /// The code of `value`, adding it when new.
   uint32_t Add(std::string_view value);
-  /// Host bytes held (values, offsets and the hash set).
+  /// Host bytes held (values, offsets and the hash set at its usual load),
+  /// by the contents: equal dictionaries count the same.
   uint64_t bytes() const;
 
   /// The values' bytes and their size() + 1 offsets (for snapshots).

@@ -153,6 +153,9 @@ class HashIndex {
   /// Host bytes the dictionaries' values hold (their codes columns are
   /// payload, in memory_bytes()).
   uint64_t dictionary_bytes() const;
+  /// Everything the index holds: memory_bytes() and dictionary_bytes() (what
+  /// the service's memory budget charges it).
+  uint64_t held_bytes() const { return memory_bytes() + dictionary_bytes(); }
 
   /// Which backend owns the table.
   virtual BackendKind backend() const = 0;
