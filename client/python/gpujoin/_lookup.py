@@ -48,9 +48,10 @@ class _LookupCalls:
 
         `keys` must suit the index's key type (gpujoin.keys: integers of any
         integer dtype whose every value fits it, else KeyValueError naming
-        the first row that does not; float, bool and str KeyDtypeError); for an index with a key schema, one
-        column of str or bytes, a mapping name -> column, a DataFrame or a list
-        of columns (a null in a key column is missing). They are sent in batches of
+        the first row that does not; float, bool and str KeyDtypeError); for
+        an index with a key schema, one column of str or bytes, a mapping
+        name -> column, a DataFrame or a list of columns (a null in a key
+        column is missing). They are sent in batches of
         `batch_rows` with at most `max_inflight` unanswered. A batch the server
         refuses raises its Error (with `.batch` set). `index_version` is the
         version the last batch ran on.

@@ -172,7 +172,8 @@ def u32_column(obj: Any, what: str) -> np.ndarray:
     """A uint32 column other than keys (values, left rows, group keys): the same checks."""
     a, null = integer_values(obj, what)
     if null is not None:
-        raise KeyDtypeError(f"{what}[{int(np.flatnonzero(null)[0])}]: a null (masked or NA) value")
+        row = int(np.flatnonzero(null)[0])
+        raise KeyDtypeError(f"{what}[{row}]: a null (masked or NA) value cannot be sent as uint32")
     return _fit(a, UINT32, what, "uint32")
 
 
@@ -258,6 +259,7 @@ def describe_schema(schema: Sequence[KeyColumnSpec]) -> str:
 
 
 def is_frame(obj: Any) -> bool:
+    """True for a pandas DataFrame (recognised without importing pandas)."""
     return hasattr(obj, "columns") and hasattr(obj, "iloc")
 
 
