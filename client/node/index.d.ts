@@ -22,14 +22,20 @@ export type ColumnType =
   | 'uint32' | 'int32' | 'uint64' | 'int64' | 'float32' | 'float64' | 'bool' | 'string' | 'binary';
 
 /**
- * Integer keys. uint32 index: a Uint32Array (sent without a copy) or integers in
- * [0, 2^32 - 1]. uint64 index: a BigUint64Array or BigInt64Array (int64 keys as
- * their bit pattern; both without a copy), a Uint32Array (widened), or bigints /
- * safe-integer numbers in [-2^63, 2^64 - 1]. Anything else (a Float64Array, a
- * negative number or 2^32 for a uint32 index, a BigUint64Array for a uint32
- * index) is a DtypeError before anything is sent.
+ * Integer keys, checked by value (never wrapped or reinterpreted): a
+ * Uint32Array (uint32 index) or BigUint64Array (uint64 index) is sent without a
+ * copy; any other integer typed array (Int8Array ... Int32Array, Uint8Array ...,
+ * BigInt64Array, BigUint64Array) or a plain array of integer numbers or bigints
+ * is sent when every value fits the index's key type: uint32 [0, 2^32 - 1];
+ * uint64 [-2^63, 2^64 - 1], negative ones int64 keys sent as their bit pattern
+ * (a BigInt64Array is viewed so, without a copy); a 64-bit number must be a
+ * safe integer. A value that does not fit (negative or 2^32 for a uint32 index)
+ * or is not an integer is a DtypeError naming the first one and its position
+ * (`keys[3]: -1 does not fit a uint32 index key (it is negative; 0 to
+ * 4294967295)`); Float32Array/Float64Array are DtypeErrors.
  */
-export type IntegerKeys = Uint32Array | BigUint64Array | BigInt64Array | ReadonlyArray<number | bigint>;
+export type IntegerKeys = Uint32Array | BigUint64Array | BigInt64Array | Int32Array | Int16Array | Int8Array |
+  Uint16Array | Uint8Array | ReadonlyArray<number | bigint>;
 
 /**
  * The values of one key column: its type's typed array (Int32Array,
@@ -81,7 +87,8 @@ export interface KeyColumnSpec {
 }
 
 /** A uint32 column: a Uint32Array (no copy) or integers in [0, 2^32 - 1]. */
-export type U32Input = Uint32Array | ReadonlyArray<number>;
+export type U32Input = Uint32Array | Int32Array | Uint16Array | Int16Array | Uint8Array | Int8Array |
+  BigUint64Array | BigInt64Array | ReadonlyArray<number | bigint>;
 
 /** Values of a payload or hashed column; `null`/`undefined` entries of a plain array are nulls. */
 export type ColumnValues =
@@ -101,6 +108,9 @@ export interface ColumnSpec {
   valid?: ArrayLike<boolean | number>;
 }
 export type ColumnInput = ColumnValues | ColumnSpec;
+
+/** A table for buildIndex(name, rows, {key}): row objects, or columns by name. */
+export type TableInput = ReadonlyArray<Record<string, unknown>> | Record<string, ColumnInput>;
 
 /** A gathered column: one row per lookup key or per join pair. */
 export declare class Column {
@@ -549,6 +559,17 @@ export interface BuildOptions extends CallOptions {
    * declare it here or give a typed array).
    */
   keyColumns?: KeyColumnSpec[];
+  /**
+   * Build from a table: `keys` is an array of row objects (`[{id: 1, type: 'a'}, ...]`,
+   * a column missing from a row is null there) or an object of columns (`{id: [...],
+   * type: [...]}`), and `key` names its key column (integer keys, or a key column
+   * of strings / Uint8Arrays), or in an array the columns of a key schema in order.
+   * Every other column is a payload column of the same name, its type inferred
+   * as a payload column's (numbers: float64, bigints: int64, strings, booleans,
+   * Uint8Arrays; or {type, values}); `payload` is then refused. A missing key
+   * column is a DtypeError naming it and the table's columns.
+   */
+  key?: string | string[];
   /** Explicit values, one per key; default: firstValue + source row. */
   values?: U32Input;
   /** Payload columns by name (object order) or as [{name, ...}] in order. */
@@ -691,6 +712,8 @@ export declare class Client {
    */
   deleteFile(file: string, opts?: CallOptions): Promise<number>;
   buildIndex(name: string, keys: Keys, opts?: BuildOptions): Promise<IndexInfo>;
+  /** buildIndex from rows or columns, BuildOptions.key naming the key column(s). */
+  buildIndex(name: string, rows: TableInput, opts: BuildOptions & {key: string | string[]}): Promise<IndexInfo>;
   lookup(index: string, keys: Keys, opts?: LookupOptions): Promise<LookupResult>;
   /**
    * Inserts or updates rows of a live index (Mutate): on a lowest_row index a

@@ -1,6 +1,6 @@
 'use strict';
 // The Node quick start of docs/api.md, its typed aggregation example and the
-// key columns and query plan examples of client/node/README.md run as written (the import
+// key columns, building from rows and query plan examples of client/node/README.md run as written (the import
 // pointed at this checkout's client/node, the address at a test server) and
 // print what their comments say.
 const assert = require('node:assert/strict');
@@ -91,6 +91,35 @@ test('client/node/README.md string and composite keys example', async () => {
     // The comments say the same.
     assert.ok(lines.some((l) => /r\.found, r\.columns\.price\.toArray\(\); +\/\/ Uint8Array \[1, 0, 0\], \[1, null, null\]$/.test(l)));
     assert.ok(lines.some((l) => /j\.leftRows, j\.rightRows; +\/\/ Uint32Array \[0, 1, 2\], \[2, 0, 4294967295\]$/.test(l)));
+  } finally {
+    fs.rmSync(dir, {recursive: true, force: true});
+    assert.equal(await server.stop(), 0, server.log());
+  }
+});
+
+test('client/node/README.md building from rows example', async () => {
+  const doc = fs.readFileSync(path.join(CLIENT, 'README.md'), 'utf8');
+  const at = doc.indexOf('**Building from rows**');
+  assert.ok(at >= 0, 'client/node/README.md has no **Building from rows** paragraph');
+  const block = /```js\n([\s\S]*?)```/.exec(doc.slice(at));
+  assert.ok(block, 'no js block after **Building from rows**');
+  const lines = block[1].trim().split('\n').map((l) => l.trim());
+  const server = await startServer();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gpujoin_node_doc_'));
+  try {
+    const script = `import {Client} from ${JSON.stringify(path.join(CLIENT, 'index.js'))};\n` +
+      `const c = new Client(${JSON.stringify(server.address)});\n` + block[1] +
+      'const d = await c.describe("sensors");\n' +
+      'console.log(JSON.stringify([Array.from(s.values), s.columns.kind.toArray(), s.columns.limit.toArray(), ' +
+      'd.payload.map((p) => [p.name, p.type])]));\nc.close();\n';
+    const file = path.join(dir, 'rows.mjs');
+    fs.writeFileSync(file, script);
+    const {stdout} = await promisify(execFile)(process.execPath, [file], {timeout: 30000});
+    assert.deepEqual(JSON.parse(stdout), [[2, 4294967295], ['lock', null], [7.25, null],
+                                          [['kind', 'string'], ['limit', 'float64']]]);
+    // The comments say the same.
+    assert.ok(lines.some((l) => /\/\/ payload kind \(string\), limit \(float64\)$/.test(l)));
+    assert.ok(lines.some((l) => /s\.values, s\.columns\.kind\.toArray\(\); +\/\/ Uint32Array \[2, 4294967295\], \['lock', null\]$/.test(l)));
   } finally {
     fs.rmSync(dir, {recursive: true, force: true});
     assert.equal(await server.stop(), 0, server.log());

@@ -4,15 +4,24 @@
 const cols = require('./columns');
 const {InvalidArgumentError, fromGrpcError} = require('./errors');
 const {buildKeys, setKeys, keyBytes} = require('./keys');
+const {splitTable} = require('./rows');
 const {DEFAULT_BATCH_ROWS, messageRoom, KEY_TYPES, DUPLICATES, indexInfo, batchBounds, positiveInteger,
   cancelOn, preparePayloads} = require('./messages');
 
 const buildMethods = {
   /**
    * Builds (opts.replace: rebuilds) index `name` from `keys`, streamed in
-   * chunks. Returns its description. See index.d.ts BuildOptions.
+   * chunks; with opts.key, from rows or columns whose `key` column(s) are the
+   * keys and the others the payload (./rows). Returns its description. See
+   * index.d.ts BuildOptions.
    */
   async buildIndex(name, keys, opts = {}) {
+    if (opts.key !== undefined && opts.key !== null) {
+      // Rows or columns with a key column: the other columns are the payload.
+      const table = splitTable(keys, opts.key, opts.payload);
+      ({keys} = table);
+      opts = {...opts, payload: table.payload};
+    }
     const {keyType, keyColumns, k} = buildKeys(keys, opts);
     const rows = k.rows;
     const values = opts.values !== undefined && opts.values !== null ? cols.toU32(opts.values, 'values') : null;

@@ -3,7 +3,8 @@
 //
 // In: keys, values, masks and payload columns are checked against the type they
 // go into (a Float64Array, a negative number or 2**32 for a uint32 column is a
-// DtypeError, never a reinterpretation) and sent as views of the caller's
+// DtypeError, never a reinterpretation; integer keys of any integer type are
+// checked value by value) and sent as views of the caller's
 // memory where the array already has the wire layout.
 // Out: packed result bytes arrive as Buffers that are slices of the received
 // message at arbitrary offsets. They are viewed in place as the typed array when
@@ -112,18 +113,67 @@ function checkBig(x, lo, hi, what, i) {
   return v;
 }
 
+// Integer typed arrays: keys and uint32 columns take any of them, checked by value.
+const INTEGER_ARRAYS = [Int8Array, Uint8Array, Uint8ClampedArray, Int16Array, Uint16Array, Int32Array,
+  Uint32Array, BigInt64Array, BigUint64Array];
+// Those whose every value fits a uint32 (and so a uint64): copied without a check.
+const NARROW_UNSIGNED = [Uint8Array, Uint8ClampedArray, Uint16Array, Uint32Array];
+
 /**
- * A uint32 column (values, left rows, masks, group keys): a Uint32Array as it
- * is, or an array of integers in [0, 2^32 - 1]; anything else is a DtypeError.
+ * Integers as a Uint32Array (`wide` false) or a BigUint64Array (`wide` true),
+ * every value checked to fit, never wrapped or truncated: an array of the
+ * output type as it is (no copy); any other integer typed array (Int8Array ...
+ * Int32Array, Uint8Array ..., BigInt64Array, BigUint64Array) or a plain array
+ * of integer numbers and bigints value by value (a 64-bit number must be a safe
+ * integer). uint32: [0, 2^32 - 1]. uint64: [-2^63, 2^64 - 1], a negative value
+ * being an int64 key sent as its two's-complement bit pattern (a BigInt64Array
+ * is viewed so, without a copy), as the uint64 key type documents. A value that
+ * is not an integer or does not fit is a DtypeError naming the first one and
+ * its position (`what[i]`) as `noun` ("a uint32 index key"); Float32Array /
+ * Float64Array and other objects are DtypeErrors, `lead` starting the message.
  */
-function toU32(a, what) {
-  if (a instanceof Uint32Array) return a;
-  if (Array.isArray(a)) {
-    const out = new Uint32Array(a.length);
-    for (let i = 0; i < a.length; ++i) out[i] = checkInteger(a[i], 0, U32_MAX, what, i);
+function toUnsigned(a, wide, what, noun, lead = '') {
+  const Out = wide ? BigUint64Array : Uint32Array;
+  if (a instanceof Out) return a;
+  if (wide && a instanceof BigInt64Array) return new BigUint64Array(a.buffer, a.byteOffset, a.length);
+  if (!Array.isArray(a) && !INTEGER_ARRAYS.some((T) => a instanceof T)) {
+    throw new DtypeError(`${what}: ${lead}expected a ${Out.name}, another integer typed array (Int32Array, ` +
+                         `BigInt64Array, ...) or an array of integers, got ${describeValue(a)}`);
+  }
+  const out = new Out(a.length);
+  if (NARROW_UNSIGNED.some((T) => a instanceof T)) {
+    if (wide) for (let i = 0; i < a.length; ++i) out[i] = BigInt(a[i]);
+    else out.set(a);
     return out;
   }
-  throw new DtypeError(`${what}: expected a Uint32Array or an array of integers, got ${describeValue(a)}`);
+  const [lo, hi] = wide ? [I64_MIN, U64_MAX] : [0n, BigInt(U32_MAX)];
+  const doesNotFit = (i, x) => new DtypeError(
+    `${what}[${i}]: ${x} does not fit ${noun} (${!wide && x < 0 ? 'it is negative; ' : ''}${lo} to ${hi}` +
+    `${wide ? '; negative keys are int64 bit patterns' : ''})`);
+  for (let i = 0; i < a.length; ++i) {
+    const x = a[i];
+    if (typeof x === 'bigint') {
+      if (x < lo || x > hi) throw doesNotFit(i, x);
+      out[i] = wide ? BigInt.asUintN(64, x) : Number(x);
+    } else if (typeof x === 'number' && (wide ? Number.isSafeInteger(x) : Number.isInteger(x))) {
+      if (!wide && (x < 0 || x > U32_MAX)) throw doesNotFit(i, x);
+      out[i] = wide ? BigInt.asUintN(64, BigInt(x)) : x;
+    } else if (typeof x === 'number' && Number.isInteger(x)) {
+      throw new DtypeError(`${what}[${i}]: ${x} is not a safe integer (give 64-bit keys as bigints)`);
+    } else {
+      throw new DtypeError(`${what}[${i}]: ${typeof x === 'number' ? x : describeValue(x)} is not an integer`);
+    }
+  }
+  return out;
+}
+
+/**
+ * A uint32 column (values, left rows, masks, group keys): a Uint32Array as it
+ * is, or integers (any integer typed array, an array of numbers or bigints)
+ * that each fit [0, 2^32 - 1]; anything else is a DtypeError (toUnsigned).
+ */
+function toU32(a, what) {
+  return toUnsigned(a, false, what, 'uint32');
 }
 
 // Typed arrays aggregate in their own type; the narrow integers widen as the
@@ -164,31 +214,17 @@ function toAggregateValues(a, what) {
 /**
  * Keys for an index of key type `keyType` ('uint32' or 'uint64'):
  * {wide: false, array: Uint32Array} or {wide: true, array: BigUint64Array}.
- * uint32: a Uint32Array (no copy) or integers in [0, 2^32 - 1]. uint64: a
- * BigUint64Array (no copy), a BigInt64Array (int64 keys: their bit patterns, no
- * copy), a Uint32Array (widened), or integers (bigints or safe numbers) in
- * [-2^63, 2^64 - 1], negative ones as int64. Every other element type is a
- * DtypeError naming the index's key type.
+ * A Uint32Array / BigUint64Array of the key type as it is (no copy); any other
+ * integer typed array or an array of integers (numbers, bigints) when every
+ * value fits the key type, checked by value (toUnsigned): a negative key or
+ * 2^32 for a uint32 index is a DtypeError naming the first and its position;
+ * a uint64 index takes int64 keys as their bit patterns (a BigInt64Array
+ * without a copy). Every other element type is a DtypeError naming the
+ * index's key type.
  */
 function toKeys(keys, keyType, what = 'keys') {
-  if (keyType === 'uint64') {
-    if (keys instanceof BigUint64Array) return {wide: true, array: keys};
-    if (keys instanceof BigInt64Array) {
-      return {wide: true, array: new BigUint64Array(keys.buffer, keys.byteOffset, keys.length)};
-    }
-    if (keys instanceof Uint32Array) return {wide: true, array: BigUint64Array.from(keys, (k) => BigInt(k))};
-    if (Array.isArray(keys)) {
-      const out = new BigUint64Array(keys.length);
-      for (let i = 0; i < keys.length; ++i) out[i] = BigInt.asUintN(64, checkBig(keys[i], I64_MIN, U64_MAX, what, i));
-      return {wide: true, array: out};
-    }
-    throw new DtypeError(`${what}: the index has uint64 keys; expected a BigUint64Array, BigInt64Array, ` +
-                         `Uint32Array or an array of integers, got ${describeValue(keys)}`);
-  }
-  if (keys instanceof Uint32Array) return {wide: false, array: keys};
-  if (Array.isArray(keys)) return {wide: false, array: toU32(keys, what)};
-  throw new DtypeError(`${what}: the index has uint32 keys; expected a Uint32Array or an array of integers ` +
-                       `in [0, 4294967295], got ${describeValue(keys)}`);
+  const wide = keyType === 'uint64';
+  return {wide, array: toUnsigned(keys, wide, what, `a ${keyType} index key`, `the index has ${keyType} keys; `)};
 }
 
 /** Sets `msg[field]` (keys) or `msg[field + '64']` from `k` rows [start, start + n). */

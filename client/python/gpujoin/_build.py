@@ -1,5 +1,5 @@
 """Client.build_index: an index built from whole arrays, streamed in chunks."""
-from typing import Any, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import grpc
 import numpy as np
@@ -9,7 +9,7 @@ from . import keys as _keys
 from ._common import (_DUPLICATES, _KEY_TYPE_ENUM, DEFAULT_CHUNK_ROWS, _choice, _key_type_name,
                       _set_keys)
 from ._proto import pb
-from .errors import InvalidArgument, from_rpc_error
+from .errors import InvalidArgument, KeyDtypeError, from_rpc_error
 from .results import IndexInfo
 
 
@@ -29,10 +29,52 @@ def _build_keys(keys: Any, key_type: Any, key_columns: Any
     return _keys.to_wire(keys, kt), key_valid, kt, []
 
 
+# Column dtype kinds a frame's payload column may have (numpy's and the pandas
+# nullable dtypes'; pandas StringDtype and Categorical are "O").
+_PAYLOAD_KINDS = "iufbOUS"
+
+
+def _frame_columns(frame: Any, key: Union[str, Sequence[str]], payload: Any,
+                   payload_types: Optional[Mapping[str, str]]) -> Tuple[Any, Dict[str, Any]]:
+    """(keys, payload) of ``build_index(name, frame, key=...)``: the `key`
+    column as integer (or one-column key-schema) keys, or the `key` list of
+    columns as a key schema's columns by name; every other column a payload
+    column of that name."""
+    if not (_keys.is_frame(frame) or isinstance(frame, Mapping)):
+        raise InvalidArgument(f"key={key!r} names columns of a DataFrame (or a mapping name -> "
+                              f"column), but keys is a {type(frame).__name__}")
+    if payload is not None:
+        raise InvalidArgument("payload and key= exclude each other: with key=, every column of "
+                              "the frame but the key is a payload column")
+    names = [key] if isinstance(key, str) else list(key)
+    keys = _keys.frame_keys(frame, key, "key")
+    if not isinstance(key, str):
+        keys = {n: frame[n] for n in names}  # a list of names is a key schema, even of one column
+    columns = list(frame.columns) if _keys.is_frame(frame) else list(frame)
+    for i, c in enumerate(columns):
+        if c in columns[:i]:
+            raise InvalidArgument(f"keys: the DataFrame has two columns named {c!r}")
+    rest = {}
+    for c in columns:
+        if c in names:
+            continue
+        col = frame[c]
+        dt = getattr(col, "dtype", None)
+        if dt is not None and getattr(dt, "kind", "O") not in _PAYLOAD_KINDS and \
+                str(c) not in (payload_types or {}):
+            raise KeyDtypeError(f"payload column {c!r} of the DataFrame: dtype {dt} has no payload "
+                                "type (integer, float, bool, str and bytes columns do, pandas "
+                                "nullable dtypes included); convert it, drop it or give "
+                                f"payload_types={{{str(c)!r}: ...}}")
+        rest[str(c)] = col
+    return keys, rest
+
+
 class _BuildCalls:
     """BuildIndex, a mixin of gpujoin.Client (which supplies the connection)."""
 
     def build_index(self, name: str, keys: Any, values: Any = None, *,
+                    key: Union[str, Sequence[str], None] = None,
                     payload: Optional[Mapping[str, Any]] = None,
                     payload_types: Optional[Mapping[str, str]] = None,
                     key_type: Any = None, key_columns: Any = None,
@@ -51,7 +93,20 @@ class _BuildCalls:
                 with a key schema, string, bytes or composite keys: one column
                 of str or bytes, a mapping name -> column, a DataFrame or a list
                 of columns (gpujoin.keys). A row with a null in a key column is
-                not inserted (an invalid row).
+                not inserted (an invalid row). Integer keys of any integer dtype
+                are checked by value against the key type (KeyValueError names
+                the first row that does not fit); a pandas nullable dtype's NA
+                rows are not inserted, as masked rows. With ``key=``, a pandas
+                DataFrame (or a mapping name -> column) holding the keys and
+                the payload.
+            key: the DataFrame's key column: one name (integer keys, or one
+                string/bytes key column), or a list of names (a key schema,
+                its columns in that order, as key_columns). Every other column
+                becomes a payload column of the same name, typed as payload
+                columns are (int64, float64, bool, str -> string, bytes ->
+                binary, nullable dtypes with their nulls; ``payload_types``
+                overrides); ``payload=`` is then refused. Without ``key=``, a
+                DataFrame as `keys` is all key columns (a key schema).
             values: optional uint32 value per key; default ``first_value + row``.
             payload: columns stored beside the index, name -> array (numpy,
                 masked, pandas Series or a sequence with None for nulls; see
@@ -89,6 +144,8 @@ class _BuildCalls:
         type or do not match key_columns (see gpujoin.keys) and the server's
         errors as Error subclasses.
         """
+        if key is not None:
+            keys, payload = _frame_columns(keys, key, payload, payload_types)
         wire, key_valid, kt, schema = _build_keys(keys, key_type, key_columns)
         n = len(wire)
         if valid is not None:

@@ -46,10 +46,12 @@ class _LookupCalls:
         """Looks up every key: its value (NO_MATCH where missing), found mask,
         probes and match counts when asked, and the selected payload columns.
 
-        `keys` must suit the index's key type (gpujoin.keys: an int64 array for a
-        uint32 index raises KeyDtypeError); for an index with a key schema, one
-        column of str or bytes, a mapping name -> column, a DataFrame or a list
-        of columns (a null in a key column is missing). They are sent in batches of
+        `keys` must suit the index's key type (gpujoin.keys: integers of any
+        integer dtype whose every value fits it, else KeyValueError naming
+        the first row that does not; float, bool and str KeyDtypeError); for
+        an index with a key schema, one column of str or bytes, a mapping
+        name -> column, a DataFrame or a list of columns (a null in a key
+        column is missing). They are sent in batches of
         `batch_rows` with at most `max_inflight` unanswered. A batch the server
         refuses raises its Error (with `.batch` set). `index_version` is the
         version the last batch ran on.

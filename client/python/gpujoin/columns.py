@@ -41,7 +41,8 @@ def _unbitmap(data: bytes, length: int) -> np.ndarray:
     return np.unpackbits(np.frombuffer(data, np.uint8), count=length, bitorder="little").astype(bool)
 
 
-def _is_pandas(obj: Any) -> bool:
+def is_pandas(obj: Any) -> bool:
+    """True for a pandas Series or Index (recognised without importing pandas)."""
     return hasattr(obj, "isna") and hasattr(obj, "to_numpy") and not isinstance(obj, np.ndarray)
 
 
@@ -51,7 +52,7 @@ def numbers_and_nulls(obj: Any) -> Tuple[Any, Optional[np.ndarray]]:
     (and filled with 0), a masked array as its data with its masked rows; any
     other input as it is, with `null` None. `null` is None when no row is null."""
     null: Optional[np.ndarray] = None
-    if _is_pandas(obj):
+    if is_pandas(obj):
         null = np.asarray(obj.isna(), dtype=bool)
         dt = obj.dtype
         if hasattr(dt, "numpy_dtype") and dt.numpy_dtype.kind in "iuf":  # Int64, Float64, ...
@@ -109,16 +110,33 @@ def _objects_type(values: Sequence[Any], what: str) -> str:
     return kinds.pop()
 
 
+def first_out_of_range(a: np.ndarray, lo: int, hi: int) -> Optional[int]:
+    """The first row of the integer array `a` (any width, signedness or byte
+    order) whose value is outside [lo, hi], or None. Exact: the bounds are
+    compared in `a`'s own dtype, never through float."""
+    if not a.size:
+        return None
+    info = np.iinfo(a.dtype)
+    if lo > info.max or hi < info.min:
+        return 0
+    bad = np.zeros(a.shape, bool)
+    if lo > info.min:
+        bad |= a < a.dtype.type(lo)
+    if hi < info.max:
+        bad |= a > a.dtype.type(hi)
+    rows = np.flatnonzero(bad)
+    return int(rows[0]) if rows.size else None
+
+
 def _checked_cast(data: np.ndarray, type_name: str, what: str) -> np.ndarray:
     target = FIXED_DTYPES[type_name]
     if data.dtype.kind == "b" and target.kind in "iuf":
         return data.astype(target)
-    if data.dtype.kind in "iu" and target.kind in "iu" and data.size:
+    if data.dtype.kind in "iu" and target.kind in "iu":
         info = np.iinfo(target)
-        lo, hi = int(data.min()), int(data.max())
-        if lo < info.min or hi > info.max:
-            bad = lo if lo < info.min else hi
-            raise KeyValueError(f"{what}: {bad} does not fit in {type_name}")
+        row = first_out_of_range(data, int(info.min), int(info.max))
+        if row is not None:
+            raise KeyValueError(f"{what}: row {row}: {int(data[row])} does not fit in {type_name}")
     elif data.dtype.kind == "f" and target.kind in "iu":
         raise KeyDtypeError(f"{what}: float values cannot be sent as {type_name}")
     elif data.dtype.kind not in "iufb":
@@ -201,7 +219,7 @@ def encode_column(name: str, obj: Any, type_name: Optional[str] = None,
     if type_name is not None and type_name not in TYPE_NUMBERS:
         raise InvalidArgument(f"{what}: type {type_name!r} is not one of {sorted(TYPE_NUMBERS)}")
     valid: Optional[np.ndarray] = None
-    if _is_pandas(obj):
+    if is_pandas(obj):
         na = np.asarray(obj.isna(), dtype=bool)
         dt = obj.dtype
         if hasattr(dt, "numpy_dtype") and dt.numpy_dtype.kind in "iufb":  # nullable Int64, boolean, ...

@@ -110,8 +110,8 @@ class Unauthenticated(Error):
 
 
 class KeyDtypeError(InvalidArgument, TypeError):
-    """Keys (or another uint32 column) whose dtype cannot be sent without
-    reinterpreting them, e.g. an int64 array for a uint32 index."""
+    """Keys (or another uint32 column) whose dtype holds no integers, e.g. a
+    float, bool or str array for a uint32 index, or a null key in a lookup."""
 
 
 class KeyValueError(InvalidArgument, ValueError):

@@ -1,17 +1,29 @@
 """Key columns: dtype checks and conversion to the wire's little-endian words.
 
-An index has uint32 or uint64 keys. An array is sent only when every value
-keeps its meaning in the index's word, so the same numbers reach the server:
+An index has uint32 or uint64 keys. Integer keys of any integer dtype are
+sent when every value fits the index's key word, so the same numbers reach
+the server: they are checked by value, never reinterpreted, wrapped or
+truncated.
 
-* unsigned arrays no wider than the key word are widened (uint8/16/32 into a
-  uint64 index); a wider one (uint64 into a uint32 index) is a KeyDtypeError;
-* signed arrays no wider than the key word are sent when no value is negative
-  (KeyValueError names the first negative row); a wider one (int64 into a
-  uint32 index) is a KeyDtypeError, whatever its values: it is never
-  reinterpreted. int64 keys meant as bit patterns of a uint64 index are sent
-  with ``keys.view(numpy.uint64)``, an explicit reinterpretation;
-* bool, float, string and object arrays are KeyDtypeErrors;
+* numpy arrays of int8/16/32/64 and uint8/16/32/64, pandas Series of those
+  dtypes (``pd.read_csv`` gives int64) and of the nullable ``Int64``,
+  ``UInt32``, ... dtypes, and numpy object arrays of Python ints are taken
+  whatever their width: an int64 column into a uint32 index is sent when
+  every value is in [0, 2^32 - 1]. A value that does not fit (negative, or
+  above 2^32 - 1 for a uint32 index) is a KeyValueError naming the first
+  one and its row, e.g. ``keys[3]: -1 does not fit a uint32 index key (it
+  is negative; 0 to 4294967295)``. Narrower arrays are widened (uint32 into
+  a uint64 index). int64 keys meant as bit patterns of a uint64 index are
+  sent with ``keys.view(numpy.uint64)``, an explicit reinterpretation;
+* a null key (a masked row, a pandas NA) is a KeyDtypeError for lookups,
+  joins and mutations; in a build its row is not inserted (an invalid row,
+  as ``valid``);
+* bool, float, string and object arrays of anything but ints are
+  KeyDtypeErrors;
 * big-endian arrays are converted to little-endian.
+
+The all-ones word (0xffffffff, 0xffffffffffffffff) is sent as any other key:
+the server treats it as the reserved empty key (docs/api.md).
 
 Plain Python sequences (lists, tuples, ranges) are checked by value: every
 value must be an integer in [0, 2^32 - 1] (uint32) or [0, 2^64 - 1] (uint64).
@@ -54,11 +66,6 @@ _WIRE = {UINT32: np.dtype("<u4"), UINT64: np.dtype("<u8")}
 _MAX = {UINT32: 0xFFFFFFFF, UINT64: 0xFFFFFFFFFFFFFFFF}
 
 
-def _first_negative(a: np.ndarray) -> Optional[int]:
-    neg = np.flatnonzero(a < 0)
-    return int(neg[0]) if neg.size else None
-
-
 def is_array(obj: Any) -> bool:
     """True for numpy arrays (and anything exposing a typed array, such as a pandas Series)."""
     return isinstance(obj, np.ndarray) or (hasattr(obj, "dtype") and hasattr(obj, "__array__"))
@@ -66,15 +73,30 @@ def is_array(obj: Any) -> bool:
 
 def infer_key_type(obj: Any) -> str:
     """The key type a build infers from its keys: from the dtype of an array
-    (64-bit integers: uint64; narrower: uint32), from the values of a sequence
-    (uint64 when one exceeds 2^32 - 1)."""
-    if is_array(obj):
-        dt = np.asarray(obj).dtype
-        if dt.kind in "ui":
-            return UINT64 if dt.itemsize == 8 else UINT32
-        raise KeyDtypeError(f"keys: dtype {dt} is not an integer type (uint32 or uint64 keys)")
-    a = _sequence_array(obj, "keys")
+    (64-bit integers: uint64; narrower: uint32; a pandas nullable dtype by its
+    numpy dtype), from the values of a sequence (uint64 when one exceeds
+    2^32 - 1)."""
+    a, _ = integer_values(obj, "keys")
+    if is_array(obj) and getattr(obj.dtype, "kind", "O") in "ui":
+        return UINT64 if a.dtype.itemsize == 8 else UINT32
     return UINT64 if a.size and int(a.max()) > _MAX[UINT32] else UINT32
+
+
+def _objects_array(items: Sequence[Any], what: str) -> np.ndarray:
+    """Python ints (of a list or an object array) as an int64 array, or uint64
+    where one passes 2^63 - 1 and none is negative; a value neither holds (below
+    -2^63, or past 2^64 - 1, or a negative one beside one past 2^63 - 1) fits no
+    key, and KeyValueError names the first."""
+    for i, v in enumerate(items):
+        if not isinstance(v, (int, np.integer)) or isinstance(v, (bool, np.bool_)):
+            raise KeyDtypeError(f"{what}[{i}]: {v!r} is not an integer")
+    values = [int(v) for v in items]
+    if all(-(1 << 63) <= v < (1 << 63) for v in values):
+        return np.array(values, np.int64)
+    for i, v in enumerate(values):
+        if not 0 <= v <= _MAX[UINT64]:
+            raise KeyValueError(f"{what}[{i}]: {v} does not fit an index key (0 to {_MAX[UINT64]})")
+    return np.array(values, np.uint64)
 
 
 def _sequence_array(obj: Any, what: str) -> np.ndarray:
@@ -87,74 +109,81 @@ def _sequence_array(obj: Any, what: str) -> np.ndarray:
         a = np.array(items, dtype=object)  # ints above 2^63 mixed with others: numpy chose float
     if a.size == 0:
         return np.zeros(0, np.uint64)
-    if a.dtype.kind == "O":
-        # Python ints beyond int64: let numpy check them against uint64.
-        try:
-            a = np.array(a.tolist(), dtype=np.uint64)
-        except (OverflowError, TypeError, ValueError) as e:
-            raise KeyValueError(f"{what}: values must be integers in [0, 2^64 - 1] ({e})")
+    if a.dtype.kind == "O" and a.ndim == 1:
+        return _objects_array(items, what)
     if a.dtype.kind not in "ui" or a.ndim != 1:
         raise KeyDtypeError(f"{what}: a sequence of integers is needed, got {a.dtype} of shape {a.shape}")
     return a
 
 
+def integer_values(obj: Any, what: str = "keys") -> Tuple[np.ndarray, Optional[np.ndarray]]:
+    """(values, null) of one column of integer keys, not yet checked against a
+    key type: a numpy integer array of any width and byte order; a pandas Series
+    (a nullable Int64/UInt32/... dtype included) or masked array as its numpy
+    values, its NA or masked rows set in `null` (None when no row is null) and
+    filled with 0; a numpy object array or a Python sequence by value (Python
+    ints). KeyDtypeError for anything else (bool, float, str)."""
+    if not is_array(obj):
+        return _sequence_array(obj, what), None
+    values, null = _columns.numbers_and_nulls(obj)
+    a = np.asarray(values)
+    if a.ndim != 1:
+        raise KeyDtypeError(f"{what}: a one-dimensional array is needed, got shape {a.shape}")
+    if a.dtype.kind == "O":
+        items = a.tolist() if null is None else [0 if n else v for v, n in zip(a.tolist(), null)]
+        a = _objects_array(items, what) if items else np.zeros(0, np.uint64)
+    if a.dtype.kind not in "ui":
+        raise KeyDtypeError(f"{what}: dtype {a.dtype} cannot be sent as integer keys "
+                            "(integer arrays only)")
+    return a, null
+
+
+def _fit(a: np.ndarray, key_type: str, what: str, noun: str) -> np.ndarray:
+    """Integer array `a` as the little-endian words of `key_type`, every value
+    checked to fit (never wrapped or truncated); KeyValueError names the
+    first row that does not."""
+    row = _columns.first_out_of_range(a, 0, _MAX[key_type])
+    if row is not None:
+        v = int(a[row])
+        why = "it is negative; " if v < 0 else ""
+        hint = (" (int64 keys meant as bit patterns: pass keys.view(numpy.uint64))"
+                if v < 0 and key_type == UINT64 and a.dtype == np.int64 else "")
+        raise KeyValueError(f"{what}[{row}]: {v} does not fit {noun} ({why}0 to "
+                            f"{_MAX[key_type]}){hint}")
+    return np.ascontiguousarray(a.astype(_WIRE[key_type], copy=False))
+
+
 def to_wire(obj: Any, key_type: str, what: str = "keys") -> np.ndarray:
     """`obj` as a contiguous little-endian array of the index's key word
-    ('<u4' for uint32, '<u8' for uint64), checked as the module says."""
+    ('<u4' for uint32, '<u8' for uint64), checked as the module says. A null
+    key (a masked row, a pandas NA) is a KeyDtypeError: it cannot be looked
+    up, joined or mutated."""
     if key_type not in KEY_TYPES:
         raise ValueError(f"key_type must be one of {KEY_TYPES}, got {key_type!r}")
-    width = _WIRE[key_type].itemsize
-    if is_array(obj):
-        if isinstance(obj, np.ma.MaskedArray) and np.ma.getmask(obj) is not np.ma.nomask \
-                and np.ma.getmaskarray(obj).any():
-            raise KeyDtypeError(f"{what}: masked (null) keys cannot be looked up or joined")
-        a = np.asarray(obj)
-        if a.ndim != 1:
-            raise KeyDtypeError(f"{what}: a one-dimensional array is needed, got shape {a.shape}")
-        dt = a.dtype
-        if dt.kind not in "ui":
-            raise KeyDtypeError(f"{what}: dtype {dt} cannot be sent as {key_type} keys "
-                                "(integer arrays only)")
-        if dt.itemsize > width:
-            raise KeyDtypeError(
-                f"{what}: an array of dtype {dt.name} cannot be sent to an index with {key_type} keys "
-                f"({dt.itemsize}-byte values into {width}-byte keys would be reinterpreted or "
-                f"truncated); convert it explicitly, e.g. keys.astype(numpy.{key_type}) after "
-                "checking the range")
-        if dt.kind == "i":
-            neg = _first_negative(a)
-            if neg is not None:
-                hint = (" (int64 keys meant as bit patterns: pass keys.view(numpy.uint64))"
-                        if key_type == UINT64 else "")
-                raise KeyValueError(f"{what}[{neg}]: {int(a[neg])} is negative; {key_type} keys "
-                                    f"are non-negative{hint}")
-        return np.ascontiguousarray(a.astype(_WIRE[key_type], copy=False))
-    a = _sequence_array(obj, what)
-    if a.size:
-        lo, hi = int(a.min()), int(a.max())
-        if lo < 0:
-            raise KeyValueError(f"{what}[{_first_negative(a)}]: {lo} is negative; {key_type} keys "
-                                "are non-negative")
-        if hi > _MAX[key_type]:
-            row = int(np.flatnonzero(a == a.max())[0])
-            raise KeyValueError(f"{what}[{row}]: {hi} does not fit in {key_type} keys (at most "
-                                f"{_MAX[key_type]})")
-    return np.ascontiguousarray(a.astype(_WIRE[key_type]))
+    a, null = integer_values(obj, what)
+    if null is not None:
+        row = int(np.flatnonzero(null)[0])
+        raise KeyDtypeError(f"{what}[{row}]: a null key (masked or NA) cannot be looked up, "
+                            "joined or mutated")
+    return _fit(a, key_type, what, f"a {key_type} index key")
 
 
 def u32_column(obj: Any, what: str) -> np.ndarray:
     """A uint32 column other than keys (values, left rows, group keys): the same checks."""
-    return to_wire(obj, UINT32, what)
+    a, null = integer_values(obj, what)
+    if null is not None:
+        row = int(np.flatnonzero(null)[0])
+        raise KeyDtypeError(f"{what}[{row}]: a null (masked or NA) value cannot be sent as uint32")
+    return _fit(a, UINT32, what, "uint32")
 
 
 def split_masked_keys(obj: Any) -> Tuple[Any, Optional[np.ndarray]]:
-    """(keys, valid) of a build's keys: a masked array's mask becomes the validity
-    (masked rows are not inserted); anything else has no validity."""
-    if isinstance(obj, np.ma.MaskedArray):
-        mask = np.ma.getmaskarray(obj)
-        if mask.any():
-            return np.ma.getdata(obj), ~mask
-        return np.ma.getdata(obj), None
+    """(keys, valid) of a build's keys: the null rows of a masked array or of a
+    pandas Series with a nullable dtype become the validity (they are not
+    inserted); anything else has no validity."""
+    if isinstance(obj, np.ma.MaskedArray) or _columns.is_pandas(obj):
+        a, null = integer_values(obj)
+        return a, (None if null is None else ~null)
     return obj, None
 
 
@@ -229,7 +258,8 @@ def describe_schema(schema: Sequence[KeyColumnSpec]) -> str:
     return ", ".join(f"{s.name} {s.type}" for s in schema)
 
 
-def _is_frame(obj: Any) -> bool:
+def is_frame(obj: Any) -> bool:
+    """True for a pandas DataFrame (recognised without importing pandas)."""
     return hasattr(obj, "columns") and hasattr(obj, "iloc")
 
 
@@ -270,7 +300,7 @@ def _holds_text(obj: Any) -> bool:
 def is_key_columns(obj: Any) -> bool:
     """True for keys that need a key schema (see the module doc): a mapping or
     DataFrame of columns, a list of columns, or one column of str or bytes."""
-    return isinstance(obj, Mapping) or _is_frame(obj) or _is_column_list(obj) or _holds_text(obj)
+    return isinstance(obj, Mapping) or is_frame(obj) or _is_column_list(obj) or _holds_text(obj)
 
 
 def key_input_columns(obj: Any) -> Tuple[bool, List[Tuple[str, Any]]]:
@@ -280,7 +310,7 @@ def key_input_columns(obj: Any) -> Tuple[bool, List[Tuple[str, Any]]]:
     or "key"."""
     if isinstance(obj, Mapping):
         return True, [(str(k), v) for k, v in obj.items()]
-    if _is_frame(obj):
+    if is_frame(obj):
         return True, [(str(k), obj[k]) for k in obj.columns]
     cols = list(obj) if _is_column_list(obj) else [obj]
     out = []
@@ -292,16 +322,19 @@ def key_input_columns(obj: Any) -> Tuple[bool, List[Tuple[str, Any]]]:
     return False, out
 
 
-def frame_keys(frame: Any, on: Union[str, Sequence[str]]) -> Any:
-    """The keys of a DataFrame's columns `on` (a name, or a list of names in key
-    column order): one column, or a list of columns (matched by position)."""
+def frame_keys(frame: Any, on: Union[str, Sequence[str]], what: str = "on") -> Any:
+    """The keys of a DataFrame's (or a mapping name -> column's) columns `on`
+    (a name, or a list of names in key column order): one column, or a list of
+    columns (matched by position). KeyValueError naming a missing column and
+    listing the frame's."""
     names = [on] if isinstance(on, str) else list(on)
     if not names:
-        raise KeyValueError("on: no columns named; name the key column(s)")
-    missing = [n for n in names if n not in frame.columns]
+        raise KeyValueError(f"{what}: no columns named; name the key column(s)")
+    columns = list(frame.columns) if is_frame(frame) else list(frame)
+    missing = [n for n in names if n not in columns]
     if missing:
-        raise KeyValueError(f"on: the DataFrame has no column {missing[0]!r} (its columns: "
-                            f"{', '.join(map(repr, frame.columns))})")
+        raise KeyValueError(f"{what}: the DataFrame has no column {missing[0]!r} (its columns: "
+                            f"{', '.join(map(repr, columns))})")
     if len(names) == 1:
         return frame[names[0]]
     return [frame[n] for n in names]
