@@ -24,6 +24,7 @@ struct FlagText {
   std::string staged, build_staged, max_result, max_pending;
   std::string max_snapshot, max_copy;
   std::string wal_sync, wal_compact;
+  std::string shard;
   bool version = false;
 };
 
@@ -117,6 +118,9 @@ void AddLimitFlags(CLI::App& app, ServerConfig& config, FlagText& text) {
   app.add_option("--max-aggregate-groups", config.max_aggregate_groups,
                  "Most groups one Aggregate stream may ask for; above it RESOURCE_EXHAUSTED")
       ->capture_default_str();
+  app.add_option("--shard", text.shard,
+                 "I/N: serve shard I of N behind gpujoin-router, refusing keys of other shards "
+                 "(FAILED_PRECONDITION); default: every key");
   app.add_option("--dictionary-max-values", config.dictionary_max_values,
                  "Most distinct values of a string or binary payload column that a build keeps "
                  "a resident dictionary for (Query groups by its codes); 0 = none")
@@ -225,8 +229,13 @@ absl::Status ParseByteFlags(const FlagText& text, ServerConfig& config) {
   return absl::OkStatus();
 }
 
-// --wal-sync (only beside --data-dir: without it there is no log).
+// --wal-sync (only beside --data-dir: without it there is no log), and --shard.
 absl::Status ParseWalFlags(const FlagText& text, ServerConfig& config) {
+  if (!text.shard.empty()) {
+    auto shard = engine::ParseShardIdentity(text.shard, "--shard");
+    if (!shard.ok()) return shard.status();
+    config.shard = *shard;
+  }
   if (text.wal_sync.empty()) return absl::OkStatus();
   auto policy = ParseWalSync(text.wal_sync);
   if (!policy.ok()) return policy.status();

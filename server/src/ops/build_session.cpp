@@ -280,6 +280,8 @@ absl::Status BuildSession::AddChunkOf(std::unique_ptr<v1::BuildChunk> chunk,
       DecodedKeys<Key> keys,
       TakeIndexKeys<Key>(key_columns, *chunk, field + ".", name_, key_schema_.view(),
                          batch && payload.empty() ? Presence::kRequired : Presence::kOptional));
+  GPUJOIN_RETURN_IF_ERROR(CheckShardKeys(keys, ops_->state_.config.shard,
+                                         field + "." + detail::KeysField<Key>()));
   // Key columns leave the message like the payload (the views stay valid: the
   // Column messages do not move), copied into the staged key columns.
   google::protobuf::RepeatedPtrField<v1::Column> key_column_messages;

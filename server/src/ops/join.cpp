@@ -13,6 +13,7 @@
 #include "gpujoin/engine/graph.hpp"
 #include "ops/operations.hpp"
 #include "ops/result_budget.hpp"
+#include "wire/request_checks.hpp"
 #include "wire/join_parts.hpp"
 #include "wire/join_wire.hpp"
 #include "wire/query_statistics.hpp"
@@ -179,6 +180,8 @@ absl::Status Operations::JoinOf(const IndexVersion& version, const v1::JoinReque
     BatchBuffers<Key>& buf = buffers[i];
     GPUJOIN_ASSIGN_OR_RETURN(buf.decoded,
                              DecodeLeftBatch<Key>(b, field, version.name, KeySchemaOf(version)));
+    GPUJOIN_RETURN_IF_ERROR(CheckShardKeys(buf.decoded.keys, state_.config.shard,
+                                           field + "." + detail::KeysField<Key>()));
     PlanPairs(pairs_per_row, buf);
     GPUJOIN_ASSIGN_OR_RETURN(const uint64_t head, CheckFirstPart(b, field, buf.decoded.keys.size(),
                                                                  buf.decoded.count_only, selected,

@@ -11,6 +11,7 @@
 #include "gpujoin/common/status_macros.hpp"
 #include "gpujoin/engine/graph.hpp"
 #include "ops/operations.hpp"
+#include "wire/request_checks.hpp"
 #include "wire/names.hpp"
 #include "wire/query_statistics.hpp"
 
@@ -38,6 +39,7 @@ absl::Status Operations::Lookup(const v1::LookupRequest& request, v1::LookupResp
     GPUJOIN_ASSIGN_OR_RETURN(DecodedKeys<Key> keys,
                              TakeIndexKeys<Key>(columns, request, "", version->name,
                                                 KeySchemaOf(*version), Presence::kRequired));
+    GPUJOIN_RETURN_IF_ERROR(CheckShardKeys(keys, state_.config.shard, detail::KeysField<Key>()));
     const size_t rows = keys.size();
     GPUJOIN_ASSIGN_OR_RETURN(const std::vector<SelectedColumn> selected,
                              ResolveSelect(*version, request.select()));

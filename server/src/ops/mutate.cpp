@@ -34,6 +34,7 @@
 #include "ops/operations.hpp"
 #include "storage/mutation_logs.hpp"
 #include "storage/snapshot_store.hpp"
+#include "wire/request_checks.hpp"
 #include "wire/names.hpp"
 
 namespace gpujoin::server {
@@ -136,6 +137,10 @@ absl::Status Operations::MutateOf(const IndexVersion& version, const v1::MutateR
   GPUJOIN_ASSIGN_OR_RETURN(DecodedKeys<Key> deletes,
                            TakeIndexKeys<Key>(delete_words, delete_fields, "delete_", version.name,
                                               schema, Presence::kOptional));
+  GPUJOIN_RETURN_IF_ERROR(
+      CheckShardKeys(upserts, state_.config.shard, detail::KeysField<Key>()));
+  GPUJOIN_RETURN_IF_ERROR(CheckShardKeys(deletes, state_.config.shard,
+                                         std::string("delete_") + detail::KeysField<Key>()));
   const uint64_t upsert_rows = upserts.size();
   const uint64_t delete_rows = deletes.size();
   if (upsert_rows + delete_rows == 0) {

@@ -159,3 +159,57 @@ absl::Status CheckKeyFields(engine::KeyType index_type, const KeyFieldsSent& sen
 }
 
 }  // namespace gpujoin::server
+
+namespace gpujoin::server {
+namespace {
+
+// The first row whose part is not `shard.index`, or -1.
+int64_t FirstForeignRow(std::span<const uint32_t> parts, const engine::ShardIdentity& shard) {
+  for (size_t r = 0; r < parts.size(); ++r) {
+    if (parts[r] != shard.index) return static_cast<int64_t>(r);
+  }
+  return -1;
+}
+
+absl::Status ForeignKey(std::string_view field, int64_t row, const std::string& key, uint32_t part,
+                        const engine::ShardIdentity& shard) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      std::string(field), "[", row, "]: key ", key, " belongs to shard ", part, " of ", shard.count,
+      ", but this gpujoind serves shard ", shard.index, "/", shard.count,
+      " (--shard); a router must send every key to its shard: check the order of its shards"));
+}
+
+template <class K>
+absl::Status CheckWords(std::span<const K> keys, const engine::ShardIdentity& shard,
+                        std::string_view field) {
+  if (!shard.sharded() || keys.empty()) return absl::OkStatus();
+  std::vector<uint32_t> parts(keys.size());
+  engine::PartitionsOf(keys, shard.count, parts);
+  const int64_t row = FirstForeignRow(parts, shard);
+  if (row < 0) return absl::OkStatus();
+  return ForeignKey(field, row, absl::StrCat(keys[row]), parts[row], shard);
+}
+
+}  // namespace
+
+absl::Status CheckShardKeys(std::span<const uint32_t> keys, const engine::ShardIdentity& shard,
+                            std::string_view field) {
+  return CheckWords(keys, shard, field);
+}
+
+absl::Status CheckShardKeys(std::span<const uint64_t> keys, const engine::ShardIdentity& shard,
+                            std::string_view field) {
+  return CheckWords(keys, shard, field);
+}
+
+absl::Status CheckShardKeys(const DecodedKeyColumns& keys, const engine::ShardIdentity& shard,
+                            std::string_view field) {
+  if (!shard.sharded() || keys.size() == 0) return absl::OkStatus();
+  std::vector<uint32_t> parts(keys.size());
+  engine::PartitionsOf(keys.view(), shard.count, parts);
+  const int64_t row = FirstForeignRow(parts, shard);
+  if (row < 0) return absl::OkStatus();
+  return ForeignKey(field, row, "(of its key columns)", parts[row], shard);
+}
+
+}  // namespace gpujoin::server

@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "gpujoin/engine/key_columns.hpp"
+#include "gpujoin/engine/partition.hpp"
 #include "gpujoin/v1/gpujoin.pb.h"
 #include "wire/column_codec.hpp"
 
@@ -127,6 +128,23 @@ absl::StatusOr<DecodedKeys<Key>> TakeIndexKeys(KeyColumns& words, const Message&
   } else {
     return TakeKeys<Key>(words, prefix, index, presence);
   }
+}
+
+/// OK unless this gpujoind serves one shard of several (`shard`, from --shard
+/// I/N) and a row of `keys` belongs to another (engine::PartitionsOf):
+/// FAILED_PRECONDITION naming `field` (e.g. "chunks[2].keys"), the first such
+/// row, its key, its shard and this one. A router that sends every key to its
+/// shard never meets it; one given its shards in another order does.
+absl::Status CheckShardKeys(std::span<const uint32_t> keys, const engine::ShardIdentity& shard,
+                            std::string_view field);
+absl::Status CheckShardKeys(std::span<const uint64_t> keys, const engine::ShardIdentity& shard,
+                            std::string_view field);
+absl::Status CheckShardKeys(const DecodedKeyColumns& keys, const engine::ShardIdentity& shard,
+                            std::string_view field);
+template <typename Key>
+absl::Status CheckShardKeys(const DecodedColumn<Key>& keys, const engine::ShardIdentity& shard,
+                            std::string_view field) {
+  return CheckShardKeys(keys.span(), shard, field);
 }
 
 /// The engine input of decoded keys (one chunk of words, or the key columns).

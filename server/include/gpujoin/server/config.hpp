@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "gpujoin/engine/backend.hpp"
 #include "gpujoin/engine/hash_index.hpp"
+#include "gpujoin/engine/partition.hpp"
 #include "gpujoin/server/logging.hpp"
 
 namespace gpujoin::server {
@@ -109,6 +110,9 @@ struct ServerConfig {
   uint32_t cpu_threads = 0;
   /// Most BuildIndex streams open at once (RESOURCE_EXHAUSTED beyond).
   uint32_t max_concurrent_builds = 16;
+  /// --shard I/N: this gpujoind serves shard I of N behind a gpujoin-router and
+  /// refuses keys of other shards (docs/operations.md "Sharding"); 0/1 = all keys.
+  engine::ShardIdentity shard;
   /// Most groups one Aggregate stream may ask for (RESOURCE_EXHAUSTED above).
   uint64_t max_aggregate_groups = uint64_t{1} << 22;
   /// Most distinct values a string or binary payload column's resident
