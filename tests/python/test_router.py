@@ -1,0 +1,249 @@
+"""gpujoin-router in front of 1, 2 and 3 gpujoind shards (CPU backend, loopback;
+docs/operations.md "Sharding"): builds and lookups through the router answer
+exactly what one gpujoind holding the whole index answers (uint32, uint64 and
+string keys, lowest_row and keep_all, payload with nulls, duplicates across
+chunks, keys that all land on one shard), IndexInfo is merged, and every
+failure is a precise error naming the shard, never a partial answer: a shard
+that is down, one that serves another version of the index, shards given in
+the wrong order (their --shard refuses the keys), RPCs the router does not
+serve yet."""
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import gpujoin
+
+
+class Router:
+    """gpujoin-router on a free port; its log is collected by a thread."""
+
+    def __init__(self, binary, shards, *extra):
+        self.proc = subprocess.Popen(
+            [binary, "--listen=127.0.0.1:0", "--metrics-listen=none",
+             "--shards=" + ",".join(shards), *extra],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.log = []
+        self.ready = threading.Event()
+        self.address = None
+        threading.Thread(target=self._read, daemon=True).start()
+        if not self.ready.wait(30) or self.address is None:
+            self.stop(signal.SIGKILL)
+            raise RuntimeError("gpujoin-router did not become ready:\n" + "".join(self.log))
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.log.append(line)
+            m = re.search(r"gpujoin-router ready: grpc=(\S+)", line)
+            if m:
+                self.address = m.group(1)
+                self.ready.set()
+        self.ready.set()
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        return self.proc.wait(30)
+
+
+def wait_serving(client, want=True, limit=10.0):
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        try:
+            if (client.health() == "SERVING") == want:
+                return
+        except gpujoin.Error:
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"the router did not report serving={want} within {limit} s")
+
+
+@pytest.fixture()
+def cluster(pytestconfig, start_gpujoind):
+    """cluster(n, order=None): n shards (--shard i/n) and a router over them,
+    in `order` (a permutation of the shards; default 0..n-1)."""
+    routers = []
+    binary = os.path.join(os.path.dirname(pytestconfig.getoption("--gpujoind")), "gpujoin-router")
+    if not os.access(binary, os.X_OK):
+        pytest.fail(f"gpujoin-router is not beside gpujoind ({binary})")
+
+    def start(n, order=None):
+        shards = [start_gpujoind(f"--shard={i}/{n}") for i in range(n)]
+        order = list(range(n)) if order is None else order
+        router = Router(binary, [shards[i].address for i in order])
+        routers.append(router)
+        return shards, router
+
+    yield start
+    for r in routers:
+        r.stop()
+
+
+def values(col):
+    if isinstance(col, np.ma.MaskedArray):
+        mask = np.ma.getmaskarray(col).tolist()
+        return [None if m else v for v, m in zip(np.ma.getdata(col).tolist(), mask)]
+    return list(col.tolist()) if hasattr(col, "tolist") else list(col)
+
+
+def same_lookup(a, b, context):
+    assert a.values.tolist() == b.values.tolist(), context
+    assert a.found.tolist() == b.found.tolist(), context
+    if a.match_counts is not None or b.match_counts is not None:
+        assert a.match_counts.tolist() == b.match_counts.tolist(), context
+    assert sorted(a.columns) == sorted(b.columns), context
+    for name in a.columns:
+        assert values(a.columns[name]) == values(b.columns[name]), f"{context}: column {name}"
+    assert (a.statistics.found, a.statistics.missing) == (b.statistics.found, b.statistics.missing)
+
+
+def random_input(rng, key_type, rows):
+    if key_type == "string":
+        keys = [f"sku-{int(k)}" for k in rng.integers(0, rows // 2, rows)]
+        probe = [f"sku-{int(k)}" for k in rng.integers(0, rows, 3 * rows)]
+        return keys, probe, {"key_columns": [("sku", "string")]}
+    top = 2**32 - 2 if key_type == "uint32" else 2**64 - 2
+    pool = rng.integers(0, top, rows // 2, dtype=np.uint64)
+    if key_type == "uint32":
+        pool = pool.astype(np.uint32)
+    keys = rng.choice(pool, rows)
+    probe = np.concatenate([rng.choice(pool, 2 * rows), rng.integers(0, top, rows, dtype=np.uint64)
+                            .astype(pool.dtype)])
+    return keys, probe, {}
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("shards", [1, 2, 3])
+def test_builds_and_lookups_equal_one_server(cluster, start_gpujoind, shards):
+    rng = np.random.default_rng(shards)
+    (_, router) = cluster(shards)
+    whole = start_gpujoind()
+    with gpujoin.Client(router.address) as r, gpujoin.Client(whole.address) as w:
+        wait_serving(r)
+        for key_type in ("uint32", "uint64", "string"):
+            for duplicates in ("lowest_row", "keep_all"):
+                context = f"{shards} shards, {key_type} keys, {duplicates}"
+                rows = 3000
+                keys, probe, extra = random_input(rng, key_type, rows)
+                n = np.arange(rows, dtype=np.int64)
+                payload = {"n": n,
+                           "label": [None if i % 7 == 0 else f"l{i % 5}" for i in range(rows)],
+                           "f": [None if i % 11 == 0 else i * 0.5 for i in range(rows)]}
+                name = f"r_{key_type}_{duplicates}"
+                kw = dict(payload=payload, duplicates=duplicates, chunk_rows=700, replace=True)
+                if key_type == "string":
+                    kw["key_columns"] = [("sku", "string")]
+                elif key_type == "uint64":
+                    kw["key_type"] = "uint64"
+                info_r = r.build_index(name, keys, **kw)
+                info_w = w.build_index(name, keys, **kw)
+                assert info_r.rows == info_w.rows == rows, context
+                assert info_r.statistics.unique_keys == info_w.statistics.unique_keys, context
+                assert info_r.statistics.duplicate_rows == info_w.statistics.duplicate_rows
+                assert [p.name for p in info_r.payload] == ["n", "label", "f"], context
+                assert [p.null_count for p in info_r.payload] == \
+                    [p.null_count for p in info_w.payload], context
+                described = r.describe(name)
+                assert described.rows == rows and described.version == info_r.version, context
+                for batch_rows in (None, 257):
+                    a = r.lookup(name, probe, select=["n", "label", "f"], match_counts=True,
+                                 batch_rows=batch_rows)
+                    b = w.lookup(name, probe, select=["n", "label", "f"], match_counts=True,
+                                 batch_rows=batch_rows)
+                    same_lookup(a, b, f"{context}, batches of {batch_rows}")
+                # Empty and one-row batches.
+                one = probe[:1]
+                same_lookup(r.lookup(name, one, select=["label"]),
+                            w.lookup(name, one, select=["label"]), f"{context}, one row")
+        listed = {i.name: i for i in r.list()}
+        assert set(listed) >= {"r_uint32_lowest_row", "r_string_keep_all"}
+        r.drop("r_uint32_lowest_row")
+        with pytest.raises(gpujoin.NotFound):
+            r.describe("r_uint32_lowest_row")
+
+
+def test_keys_that_all_land_on_one_shard(cluster, start_gpujoind):
+    (shards, router) = cluster(3)
+    with gpujoin.Client(router.address) as r:
+        wait_serving(r)
+        keys = np.array([42, 42, 42], np.uint32)
+        info = r.build_index("one", keys, payload={"v": [1, 2, 3]})
+        assert info.rows == 3 and info.statistics.unique_keys == 1
+        holders = []
+        for s in shards:
+            with gpujoin.Client(s.address) as c:
+                holders.append(c.describe("one").rows)
+        assert sorted(holders) == [0, 0, 3]
+        got = r.lookup("one", np.array([42, 7, 42], np.uint32), select=["v"])
+        assert got.found.tolist() == [True, False, True]
+        assert values(got.columns["v"]) == [1, None, 1]   # the lowest global row wins
+
+
+def test_shards_in_the_wrong_order_refuse_the_keys(cluster):
+    (_, router) = cluster(2, order=[1, 0])
+    with gpujoin.Client(router.address) as r:
+        wait_serving(r)
+        with pytest.raises(gpujoin.Error) as e:
+            r.build_index("wrong", np.arange(100, dtype=np.uint32))
+        assert e.value.code.name == "FAILED_PRECONDITION"
+        assert "belongs to shard" in str(e.value) and "--shard" in str(e.value)
+        assert re.search(r"shard \d \(127\.0\.0\.1:\d+\)", str(e.value)), str(e.value)
+
+
+def test_a_shard_down_fails_the_call_naming_it(cluster):
+    (shards, router) = cluster(2)
+    with gpujoin.Client(router.address) as r:
+        wait_serving(r)
+        keys = np.arange(1000, dtype=np.uint32)
+        r.build_index("down", keys)
+        assert r.lookup("down", keys).found.all()
+        shards[1].stop(signal.SIGKILL)
+        with pytest.raises(gpujoin.Error) as e:
+            r.lookup("down", keys)
+        assert e.value.code.name == "UNAVAILABLE", e.value
+        assert f"shard 1 ({shards[1].address})" in str(e.value)
+        wait_serving(r, want=False)
+        with pytest.raises(gpujoin.Error) as e:
+            r.describe("down")
+        assert f"shard 1 ({shards[1].address})" in str(e.value)
+
+
+def test_a_shard_serving_another_version_aborts(cluster):
+    (shards, router) = cluster(2)
+    with gpujoin.Client(router.address) as r:
+        wait_serving(r)
+        keys = np.arange(200, dtype=np.uint32)
+        r.build_index("ver", keys)
+        # Rebuilt on shard 0 alone (with its own keys): its version moves on.
+        with gpujoin.Client(shards[0].address) as s0:
+            held = s0.lookup("ver", keys)
+            mine = keys[held.found]
+            s0.build_index("ver", mine, replace=True)
+        with pytest.raises(gpujoin.Error) as e:
+            r.lookup("ver", keys)
+        assert e.value.code.name == "ABORTED"
+        assert "serves version" in str(e.value)
+        with pytest.raises(gpujoin.Error) as e:
+            r.describe("ver")
+        assert e.value.code.name == "ABORTED"
+
+
+def test_rpcs_the_router_does_not_serve_say_so(cluster):
+    (_, router) = cluster(2)
+    with gpujoin.Client(router.address) as r:
+        wait_serving(r)
+        r.build_index("un", np.arange(10, dtype=np.uint32))
+        with pytest.raises(gpujoin.Error) as e:
+            r.join("un", np.arange(5, dtype=np.uint32))
+        assert e.value.code.name == "UNIMPLEMENTED"
+        assert "gpujoin-router" in str(e.value)
+        with pytest.raises(gpujoin.Error) as e:
+            r.build_index("batch", np.arange(10, dtype=np.uint32), valid=np.ones(10, bool))
+        # A batch-mode build (validity) is refused the same way, naming the field.
+        if e.value.code.name == "UNIMPLEMENTED":
+            assert "batch_mode" in str(e.value)
