@@ -433,6 +433,16 @@ def test_pandas_frames(client):
     assert pd.isna(joined["right_row"][1]) and joined["right_row"][2] == 0
     on = client.lookup_frame("t_pd", left, on="id")
     assert on["found"].tolist() == [True, False, True] and on["qty"].tolist() == [1, 2, 3]
+    # keep_index: each pair keeps its left row's label (repeated labels included;
+    # the columns are set by position, not aligned on the index).
+    client.build_index("t_pd_all", np.array([8, 7, 8], np.uint32), payload={"n": [10, 20, 30]},
+                       duplicates="keep_all", replace=True)
+    labelled = pd.DataFrame({"id": [8, 1, 7, 8]}, index=["a", "b", "b", "c"])
+    kept = client.join_frame("t_pd_all", labelled, on="id", select=["n"], keep_index=True)
+    assert kept.index.tolist() == ["a", "a", "b", "c", "c"]
+    assert kept["n"].tolist() == [10, 30, 20, 10, 30]
+    assert kept["right_row"].tolist() == [0, 2, 1, 0, 2]
+    assert client.join_frame("t_pd_all", labelled, on="id").index.tolist() == [0, 1, 2, 3, 4]
     agg = client.aggregate("sum", np.array([0, 1, 1], np.uint32), [1.0, 2.0, 3.0],
                            groups=2).to_pandas()
     assert agg["sum"].tolist() == [1.0, 5.0]

@@ -45,3 +45,16 @@ def test_pip_install_builds_stubs_and_the_installed_package_works(server, tmp_pa
                          env=dict(env, PYTHONPATH=str(site)))
     assert run.returncode == 0, run.stderr
     assert run.stdout.split() == ["[1,", "4294967295]", "cpu"]
+
+
+def test_gpujoin_imports_without_dask_and_gpujoin_dask_names_what_to_install():
+    # A process where importing dask fails (sys.modules entry None), as without it installed.
+    probe = ("import sys; sys.modules['dask'] = None; import gpujoin; "
+             "assert 'dask' not in dir(gpujoin), dir(gpujoin)\n"
+             "try:\n    import gpujoin.dask\nexcept ImportError as e:\n    print(e)\n"
+             "else:\n    raise SystemExit('gpujoin.dask imported without dask')")
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "gpujoin.dask needs Dask" in r.stdout
+    assert "python3-dask and python3-distributed" in r.stdout
+    assert "pip install 'dask[distributed]'" in r.stdout

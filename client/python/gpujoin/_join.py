@@ -299,14 +299,21 @@ class _JoinCalls:
         return whole
 
     def join_frame(self, index: str, left: Any, *, on: Union[str, Sequence[str]],
-                   kind: str = "inner", select: Sequence[str] = (), **kwargs):
+                   kind: str = "inner", select: Sequence[str] = (), keep_index: bool = False,
+                   **kwargs):
         """join() of a DataFrame's key columns `on` (one name, or a list of
         names in key column order for a composite key) as a DataFrame: the left
         frame's rows of each pair (repeated per match; unmatched left rows of an
-        outer join once) with `right_row` and the selected columns appended."""
+        outer join once) with `right_row` and the selected columns appended.
+        The frame's index is a fresh RangeIndex, or with `keep_index` the left
+        frame's index label of each pair's left row (repeated per match)."""
         r = self.join(index, _keys.frame_keys(left, on), kind=kind, select=select, **kwargs)
         pairs = r.to_pandas()
-        rows = left.iloc[r.left_rows.astype(np.int64)].reset_index(drop=True)
+        # take() makes a new frame (iloc[] would mark it a copy of `left`).
+        rows = left.take(r.left_rows.astype(np.int64))
+        if not keep_index:
+            rows = rows.reset_index(drop=True)
         for c in pairs.columns[1:]:
-            rows[c if c not in rows.columns else f"{c}_right"] = pairs[c]
+            # .array: by position, as the index may repeat labels.
+            rows[c if c not in rows.columns else f"{c}_right"] = pairs[c].array
         return rows
