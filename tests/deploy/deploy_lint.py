@@ -14,7 +14,9 @@
       executable target that exists.
   deploy_lint.py compose CONFIG_YAML SOURCE_DIR
       The output of `docker-compose config` has the GPU reservation, the CPU
-      alternative in its own profile, and mounts files that exist.
+      alternative in its own profile, and mounts files that exist; the
+      "sharded" profile's shards, router and Prometheus point at each other
+      (shard I of N, the router's --shards, scrape targets, volumes, ports).
 
 The metric-name helpers are shared with live_stack.py, which checks the same
 expressions against a live gpujoind's /metrics and a real Prometheus.
@@ -505,7 +507,128 @@ def lint_compose(config_path, src):
     if not any(d.get("type") == "prometheus" and d.get("url") == f"http://prometheus:{prom_port}" for d in sources):
         fails.add(f"grafana datasources: none of type prometheus at http://prometheus:{prom_port} "
                   f"(the compose service): {sources}")
+    lint_compose_sharded(services, src, fails)
     return fails.report("compose lint")
+
+
+def _flag(cmd, name):
+    """The value of `--name=value` in a command list, or None."""
+    for c in cmd or []:
+        if str(c).startswith(name + "="):
+            return str(c).split("=", 1)[1]
+    return None
+
+
+def _port_mapping(p):
+    """(published, target) of a rendered compose port ("ip:host:container/tcp" or a dict)."""
+    if isinstance(p, dict):
+        return str(p.get("published")), str(p.get("target"))
+    parts = str(p).split("/")[0].split(":")
+    return parts[-2], parts[-1]
+
+
+def _volume(v):
+    """(source, target) of a rendered compose volume (short string or dict)."""
+    if isinstance(v, dict):
+        return v.get("source"), v.get("target")
+    parts = v.split(":")
+    return parts[0], parts[1]
+
+
+def lint_compose_sharded(services, src, fails):
+    """Profile "sharded": gpujoind-<I> (CPU, --shard I/N, own volume) behind
+    gpujoin-router (--shards naming every shard, the usual host ports), and a
+    Prometheus of that profile scraping exactly the shards and the router."""
+    where = "compose profile sharded"
+    shards = sorted((n for n in services if re.fullmatch(r"gpujoind-\d+", n)), key=lambda n: int(n.split("-")[1]))
+    for name in ("gpujoin-router", "prometheus-sharded"):
+        if name not in services:
+            fails.add(f"{where}: service {name} missing")
+    if not shards:
+        fails.add(f"{where}: no shard services gpujoind-<I>")
+    if fails.items:
+        return
+    router, prom = services["gpujoin-router"], services["prometheus-sharded"]
+    n = len(shards)
+    if [int(s.split("-")[1]) for s in shards] != list(range(n)):
+        fails.add(f"{where}: shard services {shards} must be gpujoind-0..gpujoind-{n - 1}")
+    for name in shards + ["gpujoin-router", "prometheus-sharded"]:
+        if services[name].get("profiles") != ["sharded"]:
+            fails.add(f"{where}: service {name} must have profiles [sharded], has {services[name].get('profiles')}")
+    for name in ("gpujoind", "gpujoind-cpu", "prometheus"):
+        if "sharded" in services[name].get("profiles", []):
+            fails.add(f"{where}: service {name} must not run in the sharded profile")
+    shard_addrs, metrics_targets, volumes = [], [], {}
+    for i, name in enumerate(shards):
+        svc = services[name]
+        cmd = svc.get("command") or []
+        for flag in ("--listen=0.0.0.0:50051", "--metrics-listen=0.0.0.0:9464", "--backend=cpu",
+                     f"--shard={i}/{n}"):
+            if flag not in cmd:
+                fails.add(f"{where}: {name} command lacks {flag}: {cmd}")
+        if svc.get("ports"):
+            fails.add(f"{where}: {name} publishes {svc['ports']}; only the router is published")
+        if svc.get("deploy", {}).get("resources", {}).get("reservations", {}).get("devices"):
+            fails.add(f"{where}: {name} runs the CPU backend and must not reserve a GPU")
+        listen, metrics = _flag(cmd, "--listen"), _flag(cmd, "--metrics-listen")
+        shard_addrs.append(f"{name}:{listen.rsplit(':', 1)[1] if listen else '?'}")
+        metrics_targets.append(f"{name}:{metrics.rsplit(':', 1)[1] if metrics else '?'}")
+        data_dir = _flag(cmd, "--data-dir")
+        mounted = {t: s for s, t in map(_volume, svc.get("volumes", []))}
+        if not data_dir or data_dir not in mounted:
+            fails.add(f"{where}: {name} --data-dir={data_dir} is not a mounted volume ({mounted})")
+        else:
+            source = mounted[data_dir]
+            if source in volumes:
+                fails.add(f"{where}: {name} and {volumes[source]} share the volume {source}")
+            if source == "gpujoin-data":
+                fails.add(f"{where}: {name} uses the single-server volume gpujoin-data")
+            volumes[source] = name
+    rcmd = router.get("command") or []
+    if router.get("entrypoint") != ["gpujoin-router"]:
+        fails.add(f"{where}: gpujoin-router entrypoint must be [gpujoin-router], is {router.get('entrypoint')}")
+    if _flag(rcmd, "--shards") != ",".join(shard_addrs):
+        fails.add(f"{where}: gpujoin-router --shards={_flag(rcmd, '--shards')}, the shards listen on "
+                  f"{','.join(shard_addrs)} (in shard order)")
+    listen, metrics = _flag(rcmd, "--listen"), _flag(rcmd, "--metrics-listen")
+    if not listen or not listen.startswith("0.0.0.0:") or not metrics or not metrics.startswith("0.0.0.0:"):
+        fails.add(f"{where}: gpujoin-router needs --listen=0.0.0.0:PORT and --metrics-listen=0.0.0.0:PORT: {rcmd}")
+    else:
+        published = dict(_port_mapping(p) for p in router.get("ports", []))
+        # The single-server profiles' host ports (rendered with their defaults).
+        gpu_ports = dict(_port_mapping(p) for p in services["gpujoind"].get("ports", []))
+        for host_port, what, target in ((k, "gRPC", listen) for k, v in gpu_ports.items() if v == "50051"):
+            if published.get(host_port) != target.rsplit(":", 1)[1]:
+                fails.add(f"{where}: gpujoin-router must publish its {what} port {target} on host port "
+                          f"{host_port} (as gpujoind does), publishes {router.get('ports')}")
+        for host_port in (k for k, v in gpu_ports.items() if v == "9464"):
+            if published.get(host_port) != metrics.rsplit(":", 1)[1]:
+                fails.add(f"{where}: gpujoin-router must publish its metrics port {metrics} on host port "
+                          f"{host_port}, publishes {router.get('ports')}")
+        test = (router.get("healthcheck") or {}).get("test") or []
+        if f"127.0.0.1:{listen.rsplit(':', 1)[1]}" not in test or "health" not in test:
+            fails.add(f"{where}: gpujoin-router healthcheck {test} must run `gpujoin --server "
+                      f"127.0.0.1:{listen.rsplit(':', 1)[1]} ... health` (the image's asks gpujoind's port)")
+    # Prometheus of the profile: its own config file at the usual path, the
+    # network name Grafana's datasource uses, and exactly these targets.
+    mounts = {t: s for s, t in map(_volume, prom.get("volumes", []))}
+    cfg_path = os.path.join(src, "deploy", "prometheus", "prometheus-sharded.yml")
+    if mounts.get("/etc/prometheus/prometheus.yml") != cfg_path:
+        fails.add(f"{where}: prometheus-sharded must mount deploy/prometheus/prometheus-sharded.yml at "
+                  f"/etc/prometheus/prometheus.yml, mounts {mounts}")
+    if "prometheus" not in (prom.get("networks", {}).get("default") or {}).get("aliases", []):
+        fails.add(f"{where}: prometheus-sharded must answer to the network alias prometheus (Grafana's datasource)")
+    with open(cfg_path) as f:
+        cfg = yaml.safe_load(f)
+    jobs = {j["job_name"]: j for j in cfg.get("scrape_configs", [])}
+    for job, want in (("gpujoind", metrics_targets),
+                      ("gpujoin-router", [f"gpujoin-router:{metrics.rsplit(':', 1)[1] if metrics else '?'}"])):
+        got = [t for sc in jobs.get(job, {}).get("static_configs", []) for t in sc.get("targets", [])]
+        if got != want:
+            fails.add(f"prometheus-sharded.yml: job {job} scrapes {got}, the sharded profile serves metrics on {want}")
+    for rule_file in cfg.get("rule_files", []):
+        if not any(os.path.join("/etc/prometheus", rule_file).startswith(t + "/") for t in mounts):
+            fails.add(f"{where}: rule file {rule_file} of prometheus-sharded.yml is not mounted")
 
 
 def main():
