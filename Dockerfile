@@ -9,7 +9,7 @@
 # or through deploy/docker-compose.yml (docs/operations.md). The build stage
 # runs scripts/build, the developers' build command, so the image has the same
 # CMake options (Ninja, RelWithDebInfo, build dir "build") and the same
-# binaries (build/bin/gpujoind, build/bin/gpujoin, build/bin/gpujoin-loadtest)
+# binaries (build/bin/gpujoind, build/bin/gpujoin-router, build/bin/gpujoin, build/bin/gpujoin-loadtest)
 # as a local build. The runtime stage has only the shared libraries those
 # binaries load (found by deploy/docker/runtime-packages.sh) and runs as a
 # non-root user. The CUDA runtime is linked statically; the NVIDIA container
@@ -42,10 +42,10 @@ COPY . .
 # without the CUDA backend can never be produced by accident.
 ARG JOBS=
 RUN JOBS="${JOBS:-$(nproc)}" BUILD_DIR=build scripts/build -DGPUJOIN_CUDA=ON \
- && for b in gpujoind gpujoin gpujoin-loadtest; do \
+ && for b in gpujoind gpujoin-router gpujoin gpujoin-loadtest; do \
       test -x "build/bin/$b" || { echo "missing build/bin/$b" >&2; exit 1; }; \
     done \
- && deploy/docker/runtime-packages.sh build/bin/gpujoind build/bin/gpujoin build/bin/gpujoin-loadtest \
+ && deploy/docker/runtime-packages.sh build/bin/gpujoind build/bin/gpujoin-router build/bin/gpujoin build/bin/gpujoin-loadtest \
       > /runtime-packages.txt \
  && cat /runtime-packages.txt
 
@@ -75,7 +75,7 @@ RUN apt-get update \
       --shell /usr/sbin/nologin gpujoin \
  && mkdir -p /var/lib/gpujoin && chown 10001:10001 /var/lib/gpujoin
 
-COPY --from=build /src/build/bin/gpujoind /src/build/bin/gpujoin /src/build/bin/gpujoin-loadtest \
+COPY --from=build /src/build/bin/gpujoind /src/build/bin/gpujoin-router /src/build/bin/gpujoin /src/build/bin/gpujoin-loadtest \
      /usr/local/bin/
 
 USER 10001:10001

@@ -331,7 +331,7 @@ def lint_dashboards(src):
 
 
 # ------------------------------------------------------------------ Dockerfile
-BINARIES = ("gpujoind", "gpujoin", "gpujoin-loadtest")
+BINARIES = ("gpujoind", "gpujoin-router", "gpujoin", "gpujoin-loadtest")
 
 
 def lint_dockerfile(src, targets):
