@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -240,3 +241,72 @@ def mtls_server(pytestconfig, tmp_path_factory):
     s.certs = certs
     yield s
     s.stop()
+
+
+# gpujoin-router over gpujoind shards (tests/python/test_router.py, test_dask.py).
+
+class Router:
+    """gpujoin-router on a free port; its log is collected by a thread."""
+
+    def __init__(self, binary, shards, *extra):
+        self.proc = subprocess.Popen(
+            [binary, "--listen=127.0.0.1:0", "--metrics-listen=none",
+             "--shards=" + ",".join(shards), *extra],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.log = []
+        self.ready = threading.Event()
+        self.address = None
+        threading.Thread(target=self._read, daemon=True).start()
+        if not self.ready.wait(30) or self.address is None:
+            self.stop(signal.SIGKILL)
+            raise RuntimeError("gpujoin-router did not become ready:\n" + "".join(self.log))
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.log.append(line)
+            m = re.search(r"gpujoin-router ready: grpc=(\S+)", line)
+            if m:
+                self.address = m.group(1)
+                self.ready.set()
+        self.ready.set()
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        return self.proc.wait(30)
+
+
+def wait_serving(client, want=True, limit=10.0):
+    """Waits until `client`'s server reports (grpc.health.v1) SERVING, or with
+    want=False anything else."""
+    import gpujoin
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        try:
+            if (client.health() == "SERVING") == want:
+                return
+        except gpujoin.Error:
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"the router did not report serving={want} within {limit} s")
+
+
+@pytest.fixture()
+def cluster(pytestconfig, start_gpujoind):
+    """cluster(n, order=None): n shards (--shard i/n) and a router over them,
+    in `order` (a permutation of the shards; default 0..n-1)."""
+    routers = []
+    binary = os.path.join(os.path.dirname(pytestconfig.getoption("--gpujoind")), "gpujoin-router")
+    if not os.access(binary, os.X_OK):
+        pytest.fail(f"gpujoin-router is not beside gpujoind ({binary})")
+
+    def start(n, order=None):
+        shards = [start_gpujoind(f"--shard={i}/{n}") for i in range(n)]
+        order = list(range(n)) if order is None else order
+        router = Router(binary, [shards[i].address for i in order])
+        routers.append(router)
+        return shards, router
+
+    yield start
+    for r in routers:
+        r.stop()

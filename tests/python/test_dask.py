@@ -215,3 +215,30 @@ def test_empty_partitions(dask_client, server, lookup_index):
     got = joined.compute()
     assert got.index.equals(kept.index) and got.qty.dtype == "Int64"
     assert (got.right_row.isna().to_numpy() == (kept.key >= N_KEYS).to_numpy()).all()
+
+
+def test_lookup_through_a_router_of_two_shards(dask_client, cluster, payload):
+    """The connector against gpujoin-router over two shards: the same frame as
+    a single client on the router gets, the index spread over both shards."""
+    from conftest import wait_serving
+    shards, router = cluster(2)
+    with gpujoin.Client(router.address) as c:
+        wait_serving(c)
+        keys = np.arange(N_KEYS, dtype=np.uint32)
+        c.build_index("dask_routed", keys, payload={k: payload[k] for k in ("qty", "label")})
+        held = []
+        for s in shards:
+            with gpujoin.Client(s.address) as direct:
+                held.append(direct.describe("dask_routed").rows)
+        assert sum(held) == N_KEYS and min(held) > 0
+        frame = _frame(5_000, 4000, seed=3)
+        ddf = dd.from_pandas(frame, npartitions=3)
+        got = gd.lookup(ddf, "dask_routed", on="key", select=["qty", "label"],
+                        address=router.address, **OPTIONS).compute()
+        want = c.lookup_frame("dask_routed", frame, on="key", select=["qty", "label"])
+    pd.testing.assert_frame_equal(got, want, check_exact=True, check_dtype=False)
+    found = frame.key.to_numpy() < N_KEYS
+    assert (got.found.to_numpy() == found).all()
+    assert (got.qty[found].to_numpy(dtype=np.int64) ==
+            payload["qty"][frame.key.to_numpy()[found]]).all()
+
