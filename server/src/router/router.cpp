@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <fstream>
 #include <future>
 #include <map>
@@ -634,6 +635,55 @@ grpc::Status RouterService::Lookup(
     return close(ShardFailed(shards_[s], st));
   };
   v1::LookupRequest request;
+  if (n == 1) {
+    // One shard holds every key: requests go to it and its answers come back
+    // as they are, both ways at once (batches in flight stay in flight).
+    peers[0].context = ShardContext(ctx, /*unary=*/false);
+    peers[0].stream = shards_[0].stub->Lookup(peers[0].context.get());
+    std::mutex mu;
+    std::deque<Clock::time_point> sent;
+    bool client_gone = false;
+    std::thread answers([&] {
+      v1::LookupResponse answer;
+      while (peers[0].stream->Read(&answer)) {
+        Clock::time_point start;
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          start = sent.empty() ? Clock::now() : sent.front();
+          if (!sent.empty()) sent.pop_front();
+        }
+        metrics_->Record(0, "Lookup", std::chrono::duration<double>(Clock::now() - start).count(),
+                         !answer.has_error());
+        if (!stream->Write(answer)) {
+          std::lock_guard<std::mutex> lock(mu);
+          client_gone = true;
+          peers[0].context->TryCancel();
+          return;
+        }
+      }
+    });
+    bool shard_broke = false;
+    while (stream->Read(&request)) {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        sent.push_back(Clock::now());
+      }
+      if (!peers[0].stream->Write(request)) {
+        shard_broke = true;
+        break;
+      }
+    }
+    if (!shard_broke) peers[0].stream->WritesDone();
+    answers.join();
+    grpc::Status st = peers[0].stream->Finish();
+    peers[0].stream.reset();
+    if (client_gone) return grpc::Status::CANCELLED;
+    if (!st.ok() || shard_broke) {
+      if (st.ok()) st = grpc::Status(grpc::StatusCode::UNAVAILABLE, "ended its stream early");
+      return ShardFailed(shards_[0], st);
+    }
+    return grpc::Status::OK;
+  }
   while (stream->Read(&request)) {
     std::vector<uint32_t> parts;
     std::vector<uint32_t> words32;
