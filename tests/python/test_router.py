@@ -166,6 +166,47 @@ def test_a_shard_serving_another_version_aborts(cluster):
         assert e.value.code.name == "ABORTED"
 
 
+def test_hash_through_the_router_equals_a_shard(cluster):
+    (shards, router) = cluster(2)
+    data = np.arange(1000, dtype=np.int64) * 7919
+    with gpujoin.Client(router.address) as r, gpujoin.Client(shards[0].address) as s0:
+        wait_serving(r)
+        for _ in range(3):   # the shards take turns
+            a, b = r.hash(data), s0.hash(data)
+            assert np.asarray(a.hashes if hasattr(a, "hashes") else a).tolist() == \
+                np.asarray(b.hashes if hasattr(b, "hashes") else b).tolist()
+
+
+def test_snapshots_through_the_router(pytestconfig, start_gpujoind, tmp_path):
+    from conftest import Router
+    import os
+    dirs = [tmp_path / f"shard{i}" for i in range(2)]
+    for d in dirs:
+        d.mkdir()
+    shards = [start_gpujoind(f"--shard={i}/2", f"--data-dir={dirs[i]}") for i in range(2)]
+    binary = os.path.join(os.path.dirname(pytestconfig.getoption("--gpujoind")), "gpujoin-router")
+    router = Router(binary, [s.address for s in shards])
+    try:
+        with gpujoin.Client(router.address) as r:
+            wait_serving(r)
+            keys = np.arange(500, dtype=np.uint32)
+            r.build_index("snap", keys, payload={"v": keys.astype(np.int64)}, wait_durable=True)
+            saved = r.save_index("snap", "snap-copy.bak")
+            assert saved.file == "snap-copy.bak" and saved.bytes > 0
+            files = {f.file: f for f in r.list_files()}
+            assert "snap-copy.bak" in files and "snap.gjsnap" in files
+            assert files["snap-copy.bak"].bytes == saved.bytes
+            r.drop("snap")
+            info = r.load_index("snap", "snap-copy.bak")
+            assert info.rows == 500
+            got = r.lookup("snap", keys, select=["v"])
+            assert got.found.all() and values(got.columns["v"]) == keys.tolist()
+            assert r.delete_file("snap-copy.bak") == saved.bytes
+            assert "snap-copy.bak" not in {f.file for f in r.list_files()}
+    finally:
+        router.stop()
+
+
 def test_rpcs_the_router_does_not_serve_say_so(cluster):
     (_, router) = cluster(2)
     with gpujoin.Client(router.address) as r:

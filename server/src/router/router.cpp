@@ -289,6 +289,106 @@ class RouterService final : public v1::GpuJoin::Service {
       grpc::ServerContext* ctx,
       grpc::ServerReaderWriter<v1::LookupResponse, v1::LookupRequest>* stream) override;
 
+  // Hash needs no index: any shard answers (they take turns, call by call).
+  grpc::Status Hash(grpc::ServerContext* ctx,
+                    grpc::ServerReaderWriter<v1::HashResponse, v1::HashRequest>* stream) override {
+    grpc::Status denied = Authorize(ctx);
+    if (!denied.ok()) return denied;
+    const size_t shard = next_hash_shard_.fetch_add(1) % shards_.size();
+    return Passthrough(ctx, stream, shard, "Hash", &v1::GpuJoin::Stub::Hash);
+  }
+
+  // Snapshots: every shard saves, loads, lists or deletes its own part
+  // (under its own --data-dir), as one call.
+  grpc::Status SaveIndex(grpc::ServerContext* ctx, const v1::SaveIndexRequest* request,
+                         v1::SaveIndexResponse* response) override {
+    std::vector<v1::SaveIndexResponse> answers;
+    grpc::Status s = FanOut<v1::SaveIndexRequest, v1::SaveIndexResponse>(
+        ctx, "SaveIndex", *request, &v1::GpuJoin::Stub::SaveIndex, &answers);
+    if (!s.ok()) return s;
+    *response = answers[0];
+    for (size_t i = 1; i < answers.size(); ++i) {
+      if (answers[i].version() != answers[0].version()) {
+        return grpc::Status(grpc::StatusCode::ABORTED,
+                            absl::StrCat("index \"", request->name(), "\": ", names_[0],
+                                         " saved version ", answers[0].version(), " but ",
+                                         names_[i], " version ", answers[i].version()));
+      }
+      response->set_bytes(response->bytes() + answers[i].bytes());
+      response->set_seconds(std::max(response->seconds(), answers[i].seconds()));
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status LoadIndex(grpc::ServerContext* ctx, const v1::LoadIndexRequest* request,
+                         v1::LoadIndexResponse* response) override {
+    std::vector<v1::LoadIndexResponse> answers;
+    grpc::Status s = FanOut<v1::LoadIndexRequest, v1::LoadIndexResponse>(
+        ctx, "LoadIndex", *request, &v1::GpuJoin::Stub::LoadIndex, &answers);
+    if (!s.ok()) return s;
+    std::vector<v1::IndexInfo> infos;
+    for (const auto& a : answers) infos.push_back(a.index());
+    absl::StatusOr<v1::IndexInfo> merged = MergeIndexInfos(infos, names_);
+    if (!merged.ok()) return ToGrpc(merged.status());
+    *response->mutable_index() = *std::move(merged);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ListFiles(grpc::ServerContext* ctx, const v1::ListFilesRequest* request,
+                         v1::ListFilesResponse* response) override {
+    std::vector<v1::ListFilesResponse> answers;
+    grpc::Status s = FanOut<v1::ListFilesRequest, v1::ListFilesResponse>(
+        ctx, "ListFiles", *request, &v1::GpuJoin::Stub::ListFiles, &answers);
+    if (!s.ok()) return s;
+    // A file by name: its parts' bytes summed, live only where every part is.
+    std::map<std::string, v1::DataFile> files;
+    std::map<std::string, size_t> parts;
+    for (const auto& a : answers) {
+      response->set_snapshot_bytes(response->snapshot_bytes() + a.snapshot_bytes());
+      response->set_copy_bytes(response->copy_bytes() + a.copy_bytes());
+      for (const v1::DataFile& f : a.files()) {
+        auto [it, inserted] = files.try_emplace(f.file(), f);
+        ++parts[f.file()];
+        if (inserted) continue;
+        it->second.set_bytes(it->second.bytes() + f.bytes());
+        it->second.set_modified_unix_millis(
+            std::max(it->second.modified_unix_millis(), f.modified_unix_millis()));
+        it->second.set_live(it->second.live() && f.live());
+      }
+    }
+    for (auto& [name, f] : files) {
+      if (parts[name] != shards_.size()) f.set_live(false);
+      *response->add_files() = f;
+    }
+    response->set_max_copy_bytes(answers[0].max_copy_bytes());
+    response->set_max_snapshot_bytes(answers[0].max_snapshot_bytes());
+    return grpc::Status::OK;
+  }
+
+  grpc::Status DeleteFile(grpc::ServerContext* ctx, const v1::DeleteFileRequest* request,
+                          v1::DeleteFileResponse* response) override {
+    grpc::Status denied = Authorize(ctx);
+    if (!denied.ok()) return denied;
+    std::vector<grpc::Status> statuses(shards_.size());
+    std::vector<v1::DeleteFileResponse> answers(shards_.size());
+    ForEachShard([&](size_t s) {
+      auto c = ShardContext(ctx, /*unary=*/true);
+      const auto start = Clock::now();
+      statuses[s] = shards_[s].stub->DeleteFile(c.get(), *request, &answers[s]);
+      Record(s, "DeleteFile", start, statuses[s]);
+    });
+    size_t deleted = 0;
+    for (size_t s = 0; s < shards_.size(); ++s) {
+      if (statuses[s].ok()) {
+        ++deleted;
+        response->set_bytes(response->bytes() + answers[s].bytes());
+      } else if (statuses[s].error_code() != grpc::StatusCode::NOT_FOUND) {
+        return ShardFailed(shards_[s], statuses[s]);
+      }
+    }
+    return deleted == 0 ? statuses[0] : grpc::Status::OK;
+  }
+
 #define GPUJOIN_ROUTER_UNIMPLEMENTED(Rpc, Signature)                                          \
   grpc::Status Rpc Signature override {                                                      \
     return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,                                     \
@@ -304,19 +404,62 @@ class RouterService final : public v1::GpuJoin::Service {
       Mutate, (grpc::ServerContext*, grpc::ServerReaderWriter<v1::MutateResponse, v1::MutateRequest>*))
   GPUJOIN_ROUTER_UNIMPLEMENTED(
       Query, (grpc::ServerContext*, grpc::ServerReaderWriter<v1::QueryResponse, v1::QueryRequest>*))
-  GPUJOIN_ROUTER_UNIMPLEMENTED(
-      Hash, (grpc::ServerContext*, grpc::ServerReaderWriter<v1::HashResponse, v1::HashRequest>*))
-  GPUJOIN_ROUTER_UNIMPLEMENTED(SaveIndex, (grpc::ServerContext*, const v1::SaveIndexRequest*,
-                                           v1::SaveIndexResponse*))
-  GPUJOIN_ROUTER_UNIMPLEMENTED(LoadIndex, (grpc::ServerContext*, const v1::LoadIndexRequest*,
-                                           v1::LoadIndexResponse*))
-  GPUJOIN_ROUTER_UNIMPLEMENTED(ListFiles, (grpc::ServerContext*, const v1::ListFilesRequest*,
-                                           v1::ListFilesResponse*))
-  GPUJOIN_ROUTER_UNIMPLEMENTED(DeleteFile, (grpc::ServerContext*, const v1::DeleteFileRequest*,
-                                            v1::DeleteFileResponse*))
 #undef GPUJOIN_ROUTER_UNIMPLEMENTED
 
  private:
+  // A stream forwarded to one shard as it is, both ways at once (batches in
+  // flight stay in flight); the shard's failure is the call's, naming it.
+  template <class Request, class Response, class Method>
+  grpc::Status Passthrough(grpc::ServerContext* ctx,
+                           grpc::ServerReaderWriter<Response, Request>* stream, size_t shard,
+                           const char* rpc, Method method) {
+    auto context = ShardContext(ctx, /*unary=*/false);
+    auto peer = (shards_[shard].stub.get()->*method)(context.get());
+    std::mutex mu;
+    std::deque<Clock::time_point> sent;
+    bool client_gone = false;
+    std::thread answers([&] {
+      Response answer;
+      while (peer->Read(&answer)) {
+        Clock::time_point start;
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          start = sent.empty() ? Clock::now() : sent.front();
+          if (!sent.empty()) sent.pop_front();
+        }
+        metrics_->Record(shard, rpc, std::chrono::duration<double>(Clock::now() - start).count(),
+                         !answer.has_error());
+        if (!stream->Write(answer)) {
+          std::lock_guard<std::mutex> lock(mu);
+          client_gone = true;
+          context->TryCancel();
+          return;
+        }
+      }
+    });
+    Request request;
+    bool shard_broke = false;
+    while (stream->Read(&request)) {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        sent.push_back(Clock::now());
+      }
+      if (!peer->Write(request)) {
+        shard_broke = true;
+        break;
+      }
+    }
+    if (!shard_broke) peer->WritesDone();
+    answers.join();
+    grpc::Status st = peer->Finish();
+    if (client_gone) return grpc::Status::CANCELLED;
+    if (!st.ok() || shard_broke) {
+      if (st.ok()) st = grpc::Status(grpc::StatusCode::UNAVAILABLE, "ended its stream early");
+      return ShardFailed(shards_[shard], st);
+    }
+    return grpc::Status::OK;
+  }
+
   grpc::Status Authorize(grpc::ServerContext* ctx) const {
     if (auth_ == nullptr) return grpc::Status::OK;
     return ToGrpc(auth_->Check(ctx->client_metadata()));
@@ -367,10 +510,13 @@ class RouterService final : public v1::GpuJoin::Service {
     });
     for (size_t s = 0; s < shards_.size(); ++s) {
       if (!statuses[s].ok()) {
-        // An index unknown everywhere is the caller's NOT_FOUND, as from one server.
-        bool everywhere = statuses[s].error_code() == grpc::StatusCode::NOT_FOUND;
+        // What every shard answered alike (an unknown index, a bad argument)
+        // is the caller's, as from one server; else the shard is named.
+        bool everywhere = true;
         for (const grpc::Status& t : statuses) {
-          everywhere &= t.error_code() == grpc::StatusCode::NOT_FOUND;
+          everywhere &= t.error_code() == statuses[s].error_code() &&
+                        (t.error_code() == grpc::StatusCode::NOT_FOUND ||
+                         t.error_message() == statuses[s].error_message());
         }
         return everywhere ? statuses[s] : ShardFailed(shards_[s], statuses[s]);
       }
@@ -384,6 +530,7 @@ class RouterService final : public v1::GpuJoin::Service {
   const TokenAuthenticator* auth_;
   std::string shard_token_;
   ShardMetrics* metrics_;
+  std::atomic<size_t> next_hash_shard_{0};
 };
 
 // ---------------------------------------------------------------- BuildIndex
@@ -636,53 +783,8 @@ grpc::Status RouterService::Lookup(
   };
   v1::LookupRequest request;
   if (n == 1) {
-    // One shard holds every key: requests go to it and its answers come back
-    // as they are, both ways at once (batches in flight stay in flight).
-    peers[0].context = ShardContext(ctx, /*unary=*/false);
-    peers[0].stream = shards_[0].stub->Lookup(peers[0].context.get());
-    std::mutex mu;
-    std::deque<Clock::time_point> sent;
-    bool client_gone = false;
-    std::thread answers([&] {
-      v1::LookupResponse answer;
-      while (peers[0].stream->Read(&answer)) {
-        Clock::time_point start;
-        {
-          std::lock_guard<std::mutex> lock(mu);
-          start = sent.empty() ? Clock::now() : sent.front();
-          if (!sent.empty()) sent.pop_front();
-        }
-        metrics_->Record(0, "Lookup", std::chrono::duration<double>(Clock::now() - start).count(),
-                         !answer.has_error());
-        if (!stream->Write(answer)) {
-          std::lock_guard<std::mutex> lock(mu);
-          client_gone = true;
-          peers[0].context->TryCancel();
-          return;
-        }
-      }
-    });
-    bool shard_broke = false;
-    while (stream->Read(&request)) {
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        sent.push_back(Clock::now());
-      }
-      if (!peers[0].stream->Write(request)) {
-        shard_broke = true;
-        break;
-      }
-    }
-    if (!shard_broke) peers[0].stream->WritesDone();
-    answers.join();
-    grpc::Status st = peers[0].stream->Finish();
-    peers[0].stream.reset();
-    if (client_gone) return grpc::Status::CANCELLED;
-    if (!st.ok() || shard_broke) {
-      if (st.ok()) st = grpc::Status(grpc::StatusCode::UNAVAILABLE, "ended its stream early");
-      return ShardFailed(shards_[0], st);
-    }
-    return grpc::Status::OK;
+    // One shard holds every key: its answers are the answers.
+    return Passthrough(ctx, stream, 0, "Lookup", &v1::GpuJoin::Stub::Lookup);
   }
   while (stream->Read(&request)) {
     std::vector<uint32_t> parts;
