@@ -128,22 +128,24 @@ def test_shards_in_the_wrong_order_refuse_the_keys(cluster):
         assert re.search(r"shard \d \(127\.0\.0\.1:\d+\)", str(e.value)), str(e.value)
 
 
-def test_a_shard_down_fails_the_call_naming_it(cluster):
-    (shards, router) = cluster(2)
+@pytest.mark.parametrize("n", [1, 2])
+def test_a_shard_down_fails_the_call_naming_it(cluster, n):
+    (shards, router) = cluster(n)
     with gpujoin.Client(router.address) as r:
         wait_serving(r)
         keys = np.arange(1000, dtype=np.uint32)
         r.build_index("down", keys)
         assert r.lookup("down", keys).found.all()
-        shards[1].stop(signal.SIGKILL)
+        last = n - 1
+        shards[last].stop(signal.SIGKILL)
         with pytest.raises(gpujoin.Error) as e:
             r.lookup("down", keys)
         assert e.value.code.name == "UNAVAILABLE", e.value
-        assert f"shard 1 ({shards[1].address})" in str(e.value)
+        assert f"shard {last} ({shards[last].address})" in str(e.value)
         wait_serving(r, want=False)
         with pytest.raises(gpujoin.Error) as e:
             r.describe("down")
-        assert f"shard 1 ({shards[1].address})" in str(e.value)
+        assert f"shard {last} ({shards[last].address})" in str(e.value)
 
 
 def test_a_shard_serving_another_version_aborts(cluster):

@@ -114,6 +114,24 @@ grpc::Status ShardFailed(const Shard& shard, const grpc::Status& s) {
   return grpc::Status(code, absl::StrCat(shard.Name(), ": ", s.error_message()));
 }
 
+// Whether `s` says something of the call itself (its arguments, an index it
+// names, the caller's rights) rather than of the shard that answered it.
+bool CallersError(const grpc::Status& s) {
+  switch (s.error_code()) {
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::NOT_FOUND:
+    case grpc::StatusCode::ALREADY_EXISTS:
+    case grpc::StatusCode::FAILED_PRECONDITION:
+    case grpc::StatusCode::OUT_OF_RANGE:
+    case grpc::StatusCode::UNAUTHENTICATED:
+    case grpc::StatusCode::PERMISSION_DENIED:
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // Sums a, b into a (statistics), keeping the maxima of max fields.
 void AddBuildStatistics(v1::BuildStatistics* a, const v1::BuildStatistics& b) {
   a->set_unique_keys(a->unique_keys() + b.unique_keys());
@@ -416,7 +434,8 @@ class RouterService final : public v1::GpuJoin::Service {
     auto context = ShardContext(ctx, /*unary=*/false);
     auto peer = (shards_[shard].stub.get()->*method)(context.get());
     std::mutex mu;
-    std::deque<Clock::time_point> sent;
+    // Batches sent and not yet answered: when they were sent, and their ids.
+    std::deque<std::pair<Clock::time_point, uint64_t>> sent;
     bool client_gone = false;
     std::thread answers([&] {
       Response answer;
@@ -424,7 +443,7 @@ class RouterService final : public v1::GpuJoin::Service {
         Clock::time_point start;
         {
           std::lock_guard<std::mutex> lock(mu);
-          start = sent.empty() ? Clock::now() : sent.front();
+          start = sent.empty() ? Clock::now() : sent.front().first;
           if (!sent.empty()) sent.pop_front();
         }
         metrics_->Record(shard, rpc, std::chrono::duration<double>(Clock::now() - start).count(),
@@ -436,13 +455,26 @@ class RouterService final : public v1::GpuJoin::Service {
           return;
         }
       }
+      // The shard ended its stream. A batch it left unanswered gets an error
+      // naming it (the client may be waiting for that answer before it sends
+      // more or half-closes); the call then ends with the shard's status.
+      std::lock_guard<std::mutex> lock(mu);
+      if (!sent.empty()) {
+        Response error;
+        error.set_batch_id(sent.front().second);
+        error.mutable_error()->set_code(static_cast<int>(grpc::StatusCode::UNAVAILABLE));
+        error.mutable_error()->set_message(
+            absl::StrCat(shards_[shard].Name(), ": its stream ended before answering this batch"));
+        metrics_->Record(shard, rpc, 0, false);
+        (void)stream->Write(error);
+      }
     });
     Request request;
     bool shard_broke = false;
     while (stream->Read(&request)) {
       {
         std::lock_guard<std::mutex> lock(mu);
-        sent.push_back(Clock::now());
+        sent.emplace_back(Clock::now(), request.batch_id());
       }
       if (!peer->Write(request)) {
         shard_broke = true;
@@ -512,7 +544,7 @@ class RouterService final : public v1::GpuJoin::Service {
       if (!statuses[s].ok()) {
         // What every shard answered alike (an unknown index, a bad argument)
         // is the caller's, as from one server; else the shard is named.
-        bool everywhere = true;
+        bool everywhere = CallersError(statuses[s]);
         for (const grpc::Status& t : statuses) {
           everywhere &= t.error_code() == statuses[s].error_code() &&
                         (t.error_code() == grpc::StatusCode::NOT_FOUND ||
@@ -734,7 +766,7 @@ grpc::Status RouterService::BuildIndex(grpc::ServerContext* ctx,
   for (uint32_t s = 0; s < n; ++s) {
     if (!statuses[s].ok()) {
       // One message when every shard refused the same input (a bad spec).
-      bool same = true;
+      bool same = CallersError(statuses[s]);
       for (const grpc::Status& t : statuses) {
         same &= t.error_code() == statuses[s].error_code() &&
                 t.error_message() == statuses[s].error_message();
