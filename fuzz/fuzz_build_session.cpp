@@ -467,9 +467,9 @@ void CheckInstalled(Harness& h, const Stream& s, const server::IndexVersion& v,
                             static_cast<int>(declared.type())));
   }
   FUZZ_CHECK(
-      h.budget().used_bytes() == old_bytes + index.memory_bytes() && h.staging().used_bytes() == 0,
+      h.budget().used_bytes() == old_bytes + index.held_bytes() && h.staging().used_bytes() == 0,
       absl::StrCat(what, ": budget holds ", h.budget().used_bytes(), " bytes (tables ", old_bytes,
-                   " + ", index.memory_bytes(), "), staging ", h.staging().used_bytes()));
+                   " + ", index.held_bytes(), "), staging ", h.staging().used_bytes()));
 }
 
 }  // namespace
@@ -492,7 +492,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     h.Reset();
     old = h.Build<uint32_t>("old", 16, 0, 0, {1, 2, 3, 4});
   }
-  const uint64_t old_bytes = old->index->memory_bytes();
+  const uint64_t old_bytes = old->index->held_bytes();
   const uint64_t old_version = old->version;
 
   Stream stream;

@@ -307,12 +307,12 @@ class Fixture {
     if (sequence_ > 0) CheckStatistics(info.statistics(), info.load_factor(), what);
     const auto version = harness_.registry().Get(kIndex);
     FUZZ_CHECK(version != nullptr, what + ": the index is gone");
-    FUZZ_CHECK(harness_.budget().used_bytes() == version->index->memory_bytes() &&
-                   info.device_bytes() == version->index->memory_bytes() &&
+    FUZZ_CHECK(harness_.budget().used_bytes() == version->index->held_bytes() &&
+                   info.device_bytes() == version->index->held_bytes() &&
                    harness_.staging().used_bytes() == 0,
                absl::StrCat(what, ": the budget holds ", harness_.budget().used_bytes(),
                             " bytes and the staging budget ", harness_.staging().used_bytes(),
-                            " for a table of ", version->index->memory_bytes()));
+                            " for a table of ", version->index->held_bytes()));
     CheckContent(what);
   }
 
