@@ -56,6 +56,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "fuzz_support.hpp"
+#include "gpujoin/engine/dictionary.hpp"
 #include "wire/column_codec.hpp"
 
 namespace gpujoin::fuzz {
@@ -451,11 +452,26 @@ void CheckInstalled(Harness& h, const Stream& s, const server::IndexVersion& v,
                  absl::StrCat(what, ": max_group_rows ", st.max_group_rows, " on lowest_row"));
     }
   }
-  FUZZ_CHECK(index.payload().size() == static_cast<size_t>(s.spec.payload_size()) &&
-                 v.payload_names.size() == index.payload().size(),
-             absl::StrCat(what, ": ", index.payload().size(), " payload columns stored, ",
-                          s.spec.payload_size(), " declared"));
-  for (size_t i = 0; i < index.payload().size(); ++i) {
+  // The declared columns, then a codes column per dictionary (one for each
+  // string or binary column with few enough distinct values).
+  const size_t dictionaries = index.dictionaries() == nullptr ? 0 : index.dictionaries()->size();
+  FUZZ_CHECK(index.payload().size() == static_cast<size_t>(s.spec.payload_size()) + dictionaries &&
+                 v.payload_names.size() == static_cast<size_t>(s.spec.payload_size()),
+             absl::StrCat(what, ": ", index.payload().size(), " payload columns stored (",
+                          dictionaries, " of dictionary codes), ", s.spec.payload_size(),
+                          " declared"));
+  if (index.dictionaries() != nullptr) {
+    for (size_t k = 0; k < dictionaries; ++k) {
+      const engine::PayloadDictionary& d = (*index.dictionaries())[k];
+      FUZZ_CHECK(d.column < v.payload_names.size() &&
+                     engine::IsVariableWidth(index.payload()[d.column].type) &&
+                     d.codes_column == v.payload_names.size() + k &&
+                     index.payload()[d.codes_column].type == engine::ColumnType::kUint32,
+                 absl::StrCat(what, ": dictionary ", k, " codes column ", d.column, " into ",
+                              d.codes_column));
+    }
+  }
+  for (size_t i = 0; i < v.payload_names.size(); ++i) {
     const v1::PayloadColumnSpec& declared = s.spec.payload(static_cast<int>(i));
     const engine::PayloadColumnInfo& stored = index.payload()[i];
     FUZZ_CHECK(v.payload_names[i] == declared.name() &&

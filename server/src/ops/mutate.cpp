@@ -348,7 +348,9 @@ absl::Status Operations::MutateByRebuild(const IndexVersion& version,
     const uint64_t need = backend.IndexBytes(spec) +
                           engine::GroupStorageBytes(spec, capacity, rows) +
                           (shapes.empty() ? 0 : backend.PayloadBytes(spec, shapes, rows)) + keys +
-                          backend.BuildTransientBytes(spec, shape);
+                          backend.BuildTransientBytes(spec, shape) +
+                          // The dictionaries it shares with the live table, as they grow.
+                          version.index->dictionary_bytes() + dictionary_codes.GrowthBytes();
     GPUJOIN_ASSIGN_OR_RETURN(
         reservation,
         state_.budget->Reserve(need, absl::StrCat("the Mutate batch of index \"", version.name,

@@ -95,6 +95,16 @@ std::vector<engine::ColumnView> DictionaryAppend::Views() const {
   return views;
 }
 
+uint64_t DictionaryAppend::GrowthBytes() const {
+  uint64_t bytes = 0;
+  for (const Column& c : columns_) {
+    for (const std::string& v : c.added) {
+      bytes += v.size() + sizeof(uint64_t) + 2 * sizeof(uint32_t) + 1;
+    }
+  }
+  return bytes;
+}
+
 void DictionaryAppend::Commit(engine::HashIndex& index) const {
   std::vector<engine::PayloadDictionary>* dictionaries = index.mutable_dictionaries();
   if (dictionaries == nullptr) return;

@@ -51,6 +51,9 @@ class DictionaryAppend {
                    uint64_t max_values);
   /// The codes columns to append to the batch's payload, in the index's order.
   std::vector<engine::ColumnView> Views() const;
+  /// Host bytes Commit adds to the dictionaries (StringDictionary::bytes of
+  /// the new values), for the memory budget.
+  uint64_t GrowthBytes() const;
   /// Adds the new values to `index`'s dictionaries (the same ones as the
   /// constructor's index had: a rebuilt index shares them) and retires those
   /// that passed the limit.
