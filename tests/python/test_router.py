@@ -209,6 +209,37 @@ def test_snapshots_through_the_router(pytestconfig, start_gpujoind, tmp_path):
         router.stop()
 
 
+def test_malformed_key_columns_are_refused_by_the_router(cluster):
+    """The router checks a request's columns before it hashes them: offsets
+    past the data, decreasing or huge lengths are INVALID_ARGUMENT for the
+    batch, and the router serves on."""
+    import struct
+    from gpujoin._proto import pb
+    from query_support import Connection
+    (_, router) = cluster(2)
+    with gpujoin.Client(router.address) as r:
+        wait_serving(r)
+        r.build_index("bad", ["a", "b"], key_columns=[("k", "string")])
+        conn = Connection(router.address)
+        try:
+            cases = [
+                pb.Column(name="k", type=pb.COLUMN_TYPE_STRING, length=2, data=b"abcde",
+                          offsets=struct.pack("<3i", 0, 0x7fffffff, 5)),
+                pb.Column(name="k", type=pb.COLUMN_TYPE_STRING, length=2, data=b"abcde",
+                          offsets=struct.pack("<3i", -4, 2, 5)),
+                pb.Column(name="k", type=pb.COLUMN_TYPE_INT64, length=2**62, data=b""),
+            ]
+            for i, column in enumerate(cases):
+                (answer,) = conn.stub.Lookup(iter([pb.LookupRequest(
+                    index="bad", batch_id=i, key_columns=[column])]), timeout=30)
+                assert answer.HasField("error"), i
+                assert answer.error.code == 3 and "key_columns[0]" in answer.error.message, \
+                    answer.error
+        finally:
+            conn.close()
+        assert r.lookup("bad", ["b", "z"]).found.tolist() == [True, False]
+
+
 def test_rpcs_the_router_does_not_serve_say_so(cluster):
     (_, router) = cluster(2)
     with gpujoin.Client(router.address) as r:

@@ -291,8 +291,14 @@ class RouterService final : public v1::GpuJoin::Service {
         ++dropped;
         response->set_dropped_version(answers[s].dropped_version());
         response->set_freed_bytes(response->freed_bytes() + answers[s].freed_bytes());
-      } else if (statuses[s].error_code() != grpc::StatusCode::NOT_FOUND) {
-        return ShardFailed(shards_[s], statuses[s]);
+      }
+    }
+    for (size_t s = 0; s < shards_.size(); ++s) {
+      if (!statuses[s].ok() && statuses[s].error_code() != grpc::StatusCode::NOT_FOUND) {
+        grpc::Status failed = ShardFailed(shards_[s], statuses[s]);
+        return grpc::Status(failed.error_code(),
+                            absl::StrCat(failed.error_message(), " (", dropped, " of ",
+                                         shards_.size(), " shards dropped it; drop it again)"));
       }
     }
     if (dropped == 0) return statuses[0];
@@ -459,14 +465,14 @@ class RouterService final : public v1::GpuJoin::Service {
       // naming it (the client may be waiting for that answer before it sends
       // more or half-closes); the call then ends with the shard's status.
       std::lock_guard<std::mutex> lock(mu);
-      if (!sent.empty()) {
+      for (; !sent.empty(); sent.pop_front()) {
         Response error;
         error.set_batch_id(sent.front().second);
         error.mutable_error()->set_code(static_cast<int>(grpc::StatusCode::UNAVAILABLE));
         error.mutable_error()->set_message(
             absl::StrCat(shards_[shard].Name(), ": its stream ended before answering this batch"));
         metrics_->Record(shard, rpc, 0, false);
-        (void)stream->Write(error);
+        if (!stream->Write(error)) break;
       }
     });
     Request request;
@@ -596,7 +602,10 @@ grpc::Status RouterService::BuildIndex(grpc::ServerContext* ctx,
   v1::IndexSpec shard_spec = spec;
   shard_spec.set_explicit_values(true);
   if (spec.capacity() != 0) {
-    shard_spec.set_capacity(NextPowerOfTwo((spec.capacity() + n - 1) / n));
+    // A share with a quarter more room: jump hash balances shards only on
+    // average, and a fixed table must hold its fullest shard's keys.
+    const uint64_t share = n == 1 ? spec.capacity() : (spec.capacity() * 5 + 4 * n - 1) / (4 * n);
+    shard_spec.set_capacity(NextPowerOfTwo(share));
     if (spec.max_probe_count() > shard_spec.capacity()) {
       shard_spec.set_max_probe_count(shard_spec.capacity());
     }
@@ -677,9 +686,9 @@ grpc::Status RouterService::BuildIndex(grpc::ServerContext* ctx,
       }
       values = *std::move(v);
       if (values.size() != parts.size()) {
-        failed = absl::InvalidArgumentError(absl::StrCat(std::string(field), ".values: ", values.size(),
-                                                         " rows but the chunk has ", parts.size(),
-                                                         " keys"));
+        failed = absl::UnimplementedError(absl::StrCat(
+            field, ".values: ", values.size(), " rows but the chunk has ", parts.size(),
+            " keys; gpujoin-router needs each chunk's values beside its keys"));
         break;
       }
     } else {
@@ -725,7 +734,7 @@ grpc::Status RouterService::BuildIndex(grpc::ServerContext* ctx,
         break;
       }
       uint64_t& at = payload_rows[it->second];
-      if (at + col.length() > row_parts.size()) {
+      if (col.length() > row_parts.size() - at) {
         failed = absl::UnimplementedError(absl::StrCat(
             f, ": payload rows ahead of their keys (rows ", at, " to ", at + col.length(),
             " of ", row_parts.size(), " key rows so far); gpujoin-router needs every payload "
@@ -751,6 +760,7 @@ grpc::Status RouterService::BuildIndex(grpc::ServerContext* ctx,
       writers[s].broken = !writers[s].writer->Write(r);
     }
   }
+  if (failed.ok() && ctx->IsCancelled()) failed = absl::CancelledError("the build was cancelled");
   // The shards' answers: a refused input cancels every shard's build.
   std::vector<grpc::Status> statuses(n);
   for (uint32_t s = 0; s < n; ++s) {
@@ -806,8 +816,9 @@ grpc::Status RouterService::Lookup(
     }
     return status;
   };
-  // A shard's stream broke: the call fails naming it.
+  // A shard's stream broke: the call fails naming it (unless the client left).
   auto broken = [&](uint32_t s) {
+    if (ctx->IsCancelled()) return close(grpc::Status::CANCELLED);
     grpc::Status st = peers[s].stream->Finish();
     peers[s].stream.reset();
     if (st.ok()) st = grpc::Status(grpc::StatusCode::UNAVAILABLE, "ended its stream early");
@@ -957,6 +968,15 @@ grpc::Status RouterService::Lookup(
       out.set_mutation_sequence(sequence);
       std::vector<RowRef> refs(rows);
       for (uint64_t r = 0; r < rows; ++r) refs[r] = {split.part[r], split.position[r]};
+      for (uint32_t s = 1; s < n; ++s) {
+        if (answers[s].columns_size() != answers[0].columns_size()) {
+          return close(grpc::Status(
+              grpc::StatusCode::INTERNAL,
+              absl::StrCat(shards_[s].Name(), " answered ", answers[s].columns_size(),
+                           " payload columns, ", shards_[0].Name(), " ",
+                           answers[0].columns_size())));
+        }
+      }
       for (int c = 0; c < answers[0].columns_size(); ++c) {
         std::vector<const v1::Column*> sources;
         for (const auto& a : answers) {

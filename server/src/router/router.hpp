@@ -26,7 +26,8 @@ struct RouterConfig {
   std::string shard_tls_ca;
   /// Bearer token sent to the shards ("" = none).
   std::string shard_token_file;
-  /// Deadline of a unary call to a shard, and of a shard's answer to a batch.
+  /// Deadline of a unary call to a shard (streams to shards carry the
+  /// caller's deadline and cancellation).
   double shard_timeout_seconds = 30;
   uint64_t max_message_bytes = uint64_t{256} << 20;
 };

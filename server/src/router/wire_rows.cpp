@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "gpujoin/common/bitmap.hpp"
 #include "gpujoin/common/status_macros.hpp"
+#include "wire/column_check.hpp"
 #include "wire/column_codec.hpp"
 
 namespace gpujoin::server::router {
@@ -20,35 +21,15 @@ int32_t OffsetAt(std::string_view offsets, uint64_t i) {
   return v;
 }
 
-// Checks that `c`'s buffers hold its rows; its value width (0: bool, -1: bytes).
+// Checks `c`'s buffers with the shards' own checker (sizes without overflow,
+// offsets from 0 and non-decreasing within the data, UTF-8 strings) before
+// the router reads them; its value width (0: bool, -1: bytes).
 absl::StatusOr<int> Shape(const v1::Column& c, std::string_view field) {
   GPUJOIN_ASSIGN_OR_RETURN(engine::ColumnType type, FromWireColumnType(c.type(), field));
-  const uint64_t n = c.length();
-  if (!c.validity().empty() && c.validity().size() < BitmapBytes(n)) {
-    return absl::InvalidArgumentError(absl::StrCat(std::string(field), ".validity: ", c.validity().size(),
-                                                   " bytes for ", n, " rows"));
-  }
-  if (engine::IsVariableWidth(type)) {
-    if (c.offsets().size() < 4 * (n + 1) ||
-        (n > 0 && static_cast<uint64_t>(OffsetAt(c.offsets(), n)) > c.data().size())) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(std::string(field), ": offsets do not fit ", n, " rows of ", c.data().size(), " bytes"));
-    }
-    return -1;
-  }
-  if (type == engine::ColumnType::kBool) {
-    if (c.data().size() < BitmapBytes(n)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(std::string(field), ".data: ", c.data().size(), " bytes for ", n, " bool rows"));
-    }
-    return 0;
-  }
-  const int w = static_cast<int>(engine::ColumnWidth(type));
-  if (c.data().size() < n * w) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(std::string(field), ".data: ", c.data().size(), " bytes for ", n, " rows of ", w));
-  }
-  return w;
+  GPUJOIN_RETURN_IF_ERROR(CheckColumnBuffers(c, type, std::string(field)).status());
+  if (engine::IsVariableWidth(type)) return -1;
+  if (type == engine::ColumnType::kBool) return 0;
+  return static_cast<int>(engine::ColumnWidth(type));
 }
 
 }  // namespace

@@ -82,6 +82,9 @@ DictionaryAppend::DictionaryAppend(const engine::HashIndex& index,
       out.codes.codes[r] = code;
     }
     if (out.retire) {
+      // Its values leave the total: the retired dictionary is emptied at Commit.
+      for (const std::string& v : out.added) value_bytes -= v.size();
+      value_bytes -= d.values.value_bytes().size();
       out.added.clear();
       out.codes.validity.assign(engine::BitmapBytes(rows), 0);
       std::fill(out.codes.codes.begin(), out.codes.codes.end(), 0u);

@@ -179,7 +179,12 @@ PlanColumn LabelIds(const PlanColumn& gathered, const Gathered& g) {
     for (uint64_t r = 0; r < gathered.rows; ++r) {
       if (!gathered.valid(r)) continue;
       const uint32_t code = gathered.value<uint32_t>(r);
-      if (code >= g.dictionary->size()) continue;  // not written by a gather
+      if (code >= g.dictionary->size()) {
+        // A code its dictionary cannot name (never written so): a null row.
+        if (ids.validity.empty()) ids.validity.assign(BitmapBytes(gathered.rows), 0xff);
+        ids.validity[r / 8] = static_cast<uint8_t>(ids.validity[r / 8] & ~(1u << (r % 8)));
+        continue;
+      }
       if (!dense.empty()) {
         uint32_t& id = dense[code];
         if (id == kUnset) id = g.labels->Id(g.dictionary->Value(code));
