@@ -38,17 +38,6 @@ uint64_t PhysicalMemoryBytes() {
   return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : uint64_t{1} << 32;
 }
 
-absl::StatusOr<std::string> ReadFile(const std::string& path, std::string_view flag) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(std::string(flag), ": cannot read \"", path, "\""));
-  }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 std::string HostOf(const std::string& address) {
   const size_t colon = address.rfind(':');
   return colon == std::string::npos ? address : address.substr(0, colon);
@@ -292,16 +281,16 @@ absl::Status StartMetrics(Server::Impl& s, const ServerConfig& config, bool auth
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeCredentials(const ServerConfig& config,
                                                                          bool has_auth) {
   if (!config.tls_cert.empty()) {
-    auto cert = ReadFile(config.tls_cert, "--tls-cert");
+    auto cert = ReadFlagFile(config.tls_cert, "--tls-cert");
     if (!cert.ok()) return cert.status();
-    auto key = ReadFile(config.tls_key, "--tls-key");
+    auto key = ReadFlagFile(config.tls_key, "--tls-key");
     if (!key.ok()) return key.status();
     grpc::SslServerCredentialsOptions tls;
     tls.pem_key_cert_pairs.push_back({*key, *cert});
     if (config.tls_client_ca.empty()) {
       LogInfo("TLS: on (--tls-cert); clients are not asked for certificates");
     } else {
-      auto ca = ReadFile(config.tls_client_ca, "--tls-client-ca");
+      auto ca = ReadFlagFile(config.tls_client_ca, "--tls-client-ca");
       if (!ca.ok()) return ca.status();
       if (ca->find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
         return absl::FailedPreconditionError(absl::StrCat(

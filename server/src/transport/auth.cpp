@@ -61,4 +61,15 @@ absl::Status TokenAuthenticator::CheckAuthorization(std::optional<std::string_vi
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::string> ReadFlagFile(const std::string& path, std::string_view flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(std::string(flag), ": cannot read \"", path, "\""));
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 }  // namespace gpujoin::server

@@ -16,6 +16,10 @@ namespace gpujoin::server {
 /// FAILED_PRECONDITION when unreadable or empty.
 absl::StatusOr<std::string> ReadTokenFile(const std::string& path);
 
+/// The whole file a flag names (certificates, keys): FAILED_PRECONDITION
+/// naming `flag` and the path when it cannot be read.
+absl::StatusOr<std::string> ReadFlagFile(const std::string& path, std::string_view flag);
+
 /// Checks the `authorization: Bearer <token>` metadata of a call against one token,
 /// in constant time with respect to the token's content.
 class TokenAuthenticator {
