@@ -60,6 +60,10 @@ int main(int argc, char** argv) {
                  "File holding a bearer token that every GpuJoin call must present");
   app.add_option("--max-message-bytes", config.max_message_bytes, "Largest gRPC message in bytes")
       ->capture_default_str();
+  app.add_option("--max-aggregate-groups", config.max_aggregate_groups,
+                 "Most groups one Aggregate stream may ask for (as gpujoind's)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{0xffffffff}))
+      ->capture_default_str();
   app.add_option("--log-level", log_level, "debug, info, warning or error")->capture_default_str();
   bool version = false;
   app.add_flag("--version", version, "Print the version and exit");

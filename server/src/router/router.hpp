@@ -30,6 +30,8 @@ struct RouterConfig {
   /// caller's deadline and cancellation).
   double shard_timeout_seconds = 30;
   uint64_t max_message_bytes = uint64_t{256} << 20;
+  /// Most groups of an Aggregate stream (the router holds its totals).
+  uint64_t max_aggregate_groups = uint64_t{1} << 22;
 };
 
 /// Expands `--shard-pattern` ('gpujoind-{i}.gpujoind:50051') for i = 0 .. count - 1.

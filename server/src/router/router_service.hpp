@@ -14,11 +14,6 @@
 
 namespace gpujoin::server::router {
 
-/// One index over every shard: the shards' IndexInfos merged (ABORTED when
-/// they serve different versions).
-absl::StatusOr<v1::IndexInfo> MergeIndexInfos(const std::vector<v1::IndexInfo>& infos,
-                                              const std::vector<std::string>& shard_names);
-
 /// The service over `shards` (which, like the other arguments, outlive it).
 std::unique_ptr<grpc::Service> MakeRouterService(const RouterConfig& config,
                                                  std::vector<Shard>* shards,

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "gpujoin/engine/partition.hpp"
 #include "gpujoin/common/bitmap.hpp"
 #include "gpujoin/common/status_macros.hpp"
 #include "wire/column_check.hpp"
@@ -220,6 +221,58 @@ absl::StatusOr<engine::KeyColumns> KeyColumnsOf(
     keys.columns.push_back(h);
   }
   return keys;
+}
+
+absl::StatusOr<KeyedRows> KeyedRows::Of(const v1::U32Column& keys, const v1::U64Column& keys64,
+                                         bool has_keys, bool has_keys64,
+                                         const google::protobuf::RepeatedPtrField<v1::Column>& columns,
+                                         uint32_t shards, std::string_view prefix) {
+  KeyedRows k;
+  k.prefix_ = std::string(prefix);
+  if (columns.size() > 0) {
+    k.kind_ = Kind::kColumns;
+    k.columns_ = &columns;
+    std::vector<std::vector<int32_t>> offsets;
+    GPUJOIN_ASSIGN_OR_RETURN(engine::KeyColumns keyed,
+                             KeyColumnsOf(columns, k.prefix_ + "key_columns", &offsets));
+    k.parts_.resize(keyed.rows());
+    engine::PartitionsOf(keyed, shards, k.parts_);
+  } else if (has_keys64) {
+    k.kind_ = Kind::kWords64;
+    GPUJOIN_ASSIGN_OR_RETURN(k.words64_, WordsOf(keys64, k.prefix_ + "keys64"));
+    k.parts_.resize(k.words64_.size());
+    engine::PartitionsOf(std::span<const uint64_t>(k.words64_), shards, k.parts_);
+  } else if (has_keys) {
+    k.kind_ = Kind::kWords32;
+    GPUJOIN_ASSIGN_OR_RETURN(k.words32_, WordsOf(keys, k.prefix_ + "keys"));
+    k.parts_.resize(k.words32_.size());
+    engine::PartitionsOf(std::span<const uint32_t>(k.words32_), shards, k.parts_);
+  }
+  return k;
+}
+
+absl::Status KeyedRows::Put(std::span<const uint32_t> rows, v1::U32Column* keys,
+                            v1::U64Column* keys64,
+                            google::protobuf::RepeatedPtrField<v1::Column>* columns) const {
+  switch (kind_) {
+    case Kind::kNone:
+      return absl::OkStatus();
+    case Kind::kWords32:
+      *keys = PackedAt(std::span<const uint32_t>(words32_), rows);
+      return absl::OkStatus();
+    case Kind::kWords64:
+      *keys64 = PackedAt(std::span<const uint64_t>(words64_), rows);
+      return absl::OkStatus();
+    case Kind::kColumns:
+      for (int c = 0; c < columns_->size(); ++c) {
+        GPUJOIN_ASSIGN_OR_RETURN(
+            v1::Column col,
+            TakeColumnRows(columns_->Get(c), rows, absl::StrCat(prefix_, "key_columns[", c, "]")));
+        *columns->Add() = std::move(col);
+      }
+      return absl::OkStatus();
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace gpujoin::server::router

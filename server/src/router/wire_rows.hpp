@@ -59,4 +59,57 @@ absl::StatusOr<engine::KeyColumns> KeyColumnsOf(
     const google::protobuf::RepeatedPtrField<v1::Column>& columns, std::string_view field,
     std::vector<std::vector<int32_t>>* offsets);
 
+/// The keys of one set of request fields (`keys`, `keys64` or `key_columns`,
+/// whichever is set; none: no rows) and the shard of every row, as the index
+/// partitions them (engine::PartitionsOf).
+class KeyedRows {
+ public:
+  /// Reads the keys; fields are named `prefix` + "keys", "keys64" or
+  /// "key_columns" in errors (INVALID_ARGUMENT for malformed buffers).
+  static absl::StatusOr<KeyedRows> Of(const v1::U32Column& keys, const v1::U64Column& keys64,
+                                      bool has_keys, bool has_keys64,
+                                      const google::protobuf::RepeatedPtrField<v1::Column>& columns,
+                                      uint32_t shards, std::string_view prefix);
+
+  uint64_t rows() const { return parts_.size(); }
+  /// The shard of every row.
+  std::span<const uint32_t> parts() const { return parts_; }
+  /// Sets the keys of `rows` (in that order) into the fields of a part: the
+  /// same kind of field as the request's (none when it had none).
+  absl::Status Put(std::span<const uint32_t> rows, v1::U32Column* keys, v1::U64Column* keys64,
+                   google::protobuf::RepeatedPtrField<v1::Column>* columns) const;
+
+ private:
+  enum class Kind { kNone, kWords32, kWords64, kColumns };
+  Kind kind_ = Kind::kNone;
+  std::string prefix_;
+  const google::protobuf::RepeatedPtrField<v1::Column>* columns_ = nullptr;
+  std::vector<uint32_t> words32_;
+  std::vector<uint64_t> words64_;
+  std::vector<uint32_t> parts_;
+};
+
+/// KeyedRows of a message with `keys`, `keys64` and `key_columns` fields.
+template <class Message>
+absl::StatusOr<KeyedRows> KeyedRowsOf(const Message& m, uint32_t shards, std::string_view prefix) {
+  return KeyedRows::Of(m.keys(), m.keys64(), m.has_keys(), m.has_keys64(), m.key_columns(), shards,
+                       prefix);
+}
+
+/// `request` with its keys replaced by those of `rows`.
+template <class Message>
+absl::StatusOr<Message> WithKeysAt(const Message& request, const KeyedRows& keys,
+                                   std::span<const uint32_t> rows) {
+  Message part = request;
+  part.clear_keys();
+  part.clear_keys64();
+  part.clear_key_columns();
+  absl::Status put =
+      keys.Put(rows, part.mutable_keys(), part.mutable_keys64(), part.mutable_key_columns());
+  if (!put.ok()) return put;
+  if (!request.has_keys()) part.clear_keys();
+  if (!request.has_keys64()) part.clear_keys64();
+  return part;
+}
+
 }  // namespace gpujoin::server::router

@@ -1,0 +1,227 @@
+// Mutate through gpujoin-router. A batch's upsert rows (keys, values and
+// payload) and delete keys are split by the shard of their key; each shard
+// with rows applies its part atomically, and the counts are summed (a key
+// lives on one shard, so distinct counts add up). Upserts carry explicit
+// values: the router keeps no global row counter for row-ID indexes.
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "gpujoin/common/status_macros.hpp"
+#include "router/merge.hpp"
+#include "router/routes.hpp"
+#include "router/wire_rows.hpp"
+
+namespace gpujoin::server::router {
+namespace {
+
+using Answers = std::vector<std::vector<v1::MutateResponse>>;
+
+template <class Message>
+absl::StatusOr<KeyedRows> DeleteKeysOf(const Message& m, uint32_t shards) {
+  return KeyedRows::Of(m.delete_keys(), m.delete_keys64(), m.has_delete_keys(),
+                       m.has_delete_keys64(), m.delete_key_columns(), shards, "delete_");
+}
+
+// Every shard's part of `request`; send[s] when shard s has rows.
+absl::Status SplitMutation(const v1::MutateRequest& request, uint32_t n,
+                           std::vector<v1::MutateRequest>* parts, std::vector<bool>* send) {
+  GPUJOIN_ASSIGN_OR_RETURN(const KeyedRows upserts, KeyedRowsOf(request, n, ""));
+  GPUJOIN_ASSIGN_OR_RETURN(const KeyedRows deletes, DeleteKeysOf(request, n));
+  const uint64_t rows = upserts.rows();
+  std::vector<uint32_t> values;
+  if (rows > 0) {
+    if (!request.has_values()) {
+      return absl::UnimplementedError(absl::StrCat(
+          "values: gpujoin-router takes upserts with explicit values only (one per upsert "
+          "row, here ", rows, "); it keeps no global row counter, so upserts into a row-ID "
+          "index go to a single gpujoind (docs/operations.md, \"Sharding\")"));
+    }
+    GPUJOIN_ASSIGN_OR_RETURN(values, WordsOf(request.values(), "values"));
+    if (values.size() != rows) {
+      return absl::InvalidArgumentError(absl::StrCat("values: ", values.size(),
+                                                     " values but the batch has ", rows,
+                                                     " upsert keys"));
+    }
+  } else if (request.payload_size() != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "payload: ", request.payload_size(), " columns but the batch has no upsert keys"));
+  }
+  for (int c = 0; c < request.payload_size(); ++c) {
+    if (request.payload(c).length() != rows) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("payload[", c, "] (\"", request.payload(c).name(), "\"): ",
+                       request.payload(c).length(), " rows but the batch has ", rows,
+                       " upsert keys (one per upsert key of the batch)"));
+    }
+  }
+  const RowSplit up = SplitRows(upserts.parts(), n);
+  const RowSplit del = SplitRows(deletes.parts(), n);
+  parts->assign(n, v1::MutateRequest{});
+  send->assign(n, false);
+  for (uint32_t s = 0; s < n; ++s) {
+    v1::MutateRequest& part = (*parts)[s];
+    part.set_index(request.index());
+    part.set_batch_id(request.batch_id());
+    (*send)[s] = !up.rows[s].empty() || !del.rows[s].empty();
+    if (!up.rows[s].empty()) {
+      GPUJOIN_RETURN_IF_ERROR(upserts.Put(up.rows[s], part.mutable_keys(), part.mutable_keys64(),
+                                          part.mutable_key_columns()));
+      if (!request.has_keys()) part.clear_keys();
+      if (!request.has_keys64()) part.clear_keys64();
+      *part.mutable_values() = PackedAt(std::span<const uint32_t>(values), up.rows[s]);
+      for (int c = 0; c < request.payload_size(); ++c) {
+        GPUJOIN_ASSIGN_OR_RETURN(
+            *part.add_payload(),
+            TakeColumnRows(request.payload(c), up.rows[s], absl::StrCat("payload[", c, "]")));
+      }
+    }
+    if (!del.rows[s].empty()) {
+      GPUJOIN_RETURN_IF_ERROR(deletes.Put(del.rows[s], part.mutable_delete_keys(),
+                                          part.mutable_delete_keys64(),
+                                          part.mutable_delete_key_columns()));
+      if (!request.has_delete_keys()) part.clear_delete_keys();
+      if (!request.has_delete_keys64()) part.clear_delete_keys64();
+    }
+  }
+  return absl::OkStatus();
+}
+
+// What the router last heard of an index on one shard: a shard without a
+// part in a batch still counts in the batch's answer.
+struct ShardState {
+  uint64_t version = 0;
+  uint64_t sequence = 0;
+  uint32_t capacity = 0;
+  v1::BuildStatistics statistics;
+};
+
+// The index's state on every shard, when a stream begins.
+grpc::Status DescribeShards(const ShardCalls& calls, grpc::ServerContext* ctx,
+                            const std::string& index, std::vector<ShardState>* state) {
+  v1::DescribeIndexRequest request;
+  request.set_name(index);
+  std::vector<v1::DescribeIndexResponse> answers;
+  grpc::Status st = calls.FanOut<v1::DescribeIndexRequest, v1::DescribeIndexResponse>(
+      ctx, "DescribeIndex", request, &v1::GpuJoin::Stub::DescribeIndex, &answers);
+  if (!st.ok()) return st;
+  state->assign(answers.size(), ShardState{});
+  std::vector<uint64_t> versions;
+  for (size_t s = 0; s < answers.size(); ++s) {
+    const v1::IndexInfo& i = answers[s].index();
+    (*state)[s] = {i.version(), i.mutation_sequence(), i.capacity(), i.statistics()};
+    versions.push_back(i.version());
+  }
+  return SameVersion(calls, index, versions);
+}
+
+// The shards' answers summed into `out`, over `state` (updated).
+grpc::Status MergeMutation(const ShardCalls& calls, const std::string& index,
+                           const Answers& answers, std::vector<ShardState>* state,
+                           v1::MutateResponse* out) {
+  bool durable = true;
+  for (uint32_t s = 0; s < answers.size(); ++s) {
+    if (answers[s].empty()) continue;
+    const v1::MutateResponse& a = answers[s].front();
+    (*state)[s] = {a.index_version(), a.mutation_sequence(), a.capacity(), a.statistics()};
+    out->set_upsert_rows(out->upsert_rows() + a.upsert_rows());
+    out->set_inserted_keys(out->inserted_keys() + a.inserted_keys());
+    out->set_updated_keys(out->updated_keys() + a.updated_keys());
+    out->set_deleted_keys(out->deleted_keys() + a.deleted_keys());
+    out->set_not_found_keys(out->not_found_keys() + a.not_found_keys());
+    out->set_deleted_rows(out->deleted_rows() + a.deleted_rows());
+    out->set_rehashed(out->rehashed() || a.rehashed());
+    durable &= a.durable();
+  }
+  out->set_durable(durable);
+  std::vector<uint64_t> versions;
+  uint64_t sequence = 0, capacity = 0;
+  for (const ShardState& st : *state) {
+    versions.push_back(st.version);
+    sequence += st.sequence;
+    capacity += st.capacity;
+    AddBuildStatistics(out->mutable_statistics(), st.statistics);
+  }
+  grpc::Status same = SameVersion(calls, index, versions);
+  if (!same.ok()) return same;
+  out->set_index_version(versions[0]);
+  out->set_mutation_sequence(sequence);
+  out->set_capacity(static_cast<uint32_t>(std::min<uint64_t>(capacity, 0xffffffffu)));
+  out->set_load_factor(capacity == 0 ? 0.0
+                                     : double(out->statistics().unique_keys()) / double(capacity));
+  return grpc::Status::OK;
+}
+
+}  // namespace
+
+grpc::Status RouteMutate(const ShardCalls& calls, grpc::ServerContext* ctx,
+                         grpc::ServerReaderWriter<v1::MutateResponse, v1::MutateRequest>* stream) {
+  grpc::Status denied = calls.Authorize(ctx);
+  if (!denied.ok()) return denied;
+  const uint32_t n = calls.count();
+  if (n == 1) return calls.Passthrough(ctx, stream, 0, "Mutate", &v1::GpuJoin::Stub::Mutate);
+  ShardStreams<v1::MutateRequest, v1::MutateResponse> shards(calls, ctx,
+                                                              &v1::GpuJoin::Stub::Mutate, "Mutate");
+  std::string described;  // the index whose shards' state `state` holds
+  std::vector<ShardState> state;
+  v1::MutateRequest request;
+  while (stream->Read(&request)) {
+    v1::MutateResponse out;
+    out.set_batch_id(request.batch_id());
+    std::vector<v1::MutateRequest> parts;
+    std::vector<bool> send;
+    absl::Status bad = SplitMutation(request, n, &parts, &send);
+    bool any = false;
+    for (bool b : send) any |= b;
+    if (bad.ok() && !any) {
+      // No rows: shard 0 says what is wrong with it, as one server would.
+      parts[0] = request;
+      send[0] = true;
+    }
+    if (bad.ok() && described != request.index()) {
+      grpc::Status st = DescribeShards(calls, ctx, request.index(), &state);
+      if (st.error_code() == grpc::StatusCode::NOT_FOUND) {
+        bad = absl::NotFoundError(st.error_message());
+      } else if (!st.ok()) {
+        return shards.Close(st);
+      } else {
+        described = request.index();
+      }
+    }
+    if (bad.ok()) {
+      Answers answers;
+      grpc::Status st = shards.Exchange(parts, &answers, &send);
+      if (!st.ok()) return st;
+      if (auto refused = RefusedBatch(calls, answers)) {
+        // Shards that applied their part while another refused: the batch
+        // is not atomic any more, and the caller is told which.
+        std::vector<std::string> applied;
+        for (uint32_t s = 0; s < n; ++s) {
+          if (!answers[s].empty() && !answers[s].front().has_error()) {
+            applied.push_back(calls.shard(s).Name());
+          }
+        }
+        *out.mutable_error() = *refused;
+        if (!applied.empty()) {
+          out.mutable_error()->set_code(static_cast<int>(grpc::StatusCode::ABORTED));
+          out.mutable_error()->set_message(
+              absl::StrCat(refused->message(), "; the batch was applied on ",
+                           absl::StrJoin(applied, ", "), " only (apply it again, or rebuild)"));
+        }
+        described.clear();  // the sequences moved under us: ask again
+      } else {
+        st = MergeMutation(calls, request.index(), answers, &state, &out);
+        if (!st.ok()) return shards.Close(st);
+      }
+    }
+    if (!bad.ok()) {
+      out.mutable_error()->set_code(static_cast<int>(bad.code()));
+      out.mutable_error()->set_message(std::string(bad.message()));
+    }
+    if (!stream->Write(out)) return shards.Close(grpc::Status::CANCELLED);
+  }
+  return shards.Close(grpc::Status::OK);
+}
+
+}  // namespace gpujoin::server::router
