@@ -421,7 +421,8 @@ absl::StatusOr<std::shared_ptr<const IndexVersion>> BuildSession::Finish(
   version->reservation = std::move(reservation_);
   version->reservation.ShrinkTo(version->index->held_bytes());
   std::shared_ptr<const IndexVersion> installed = version;
-  GPUJOIN_ASSIGN_OR_RETURN(auto previous, ops_->state_.registry->Install(version, spec_.replace()));
+  GPUJOIN_ASSIGN_OR_RETURN(auto previous, ops_->state_.registry->Install(
+                                              version, spec_.replace(), spec_.min_version()));
   {
     const IndexReadLock held(*installed);  // a Mutate may already change it
     ops_->state_.metrics->SetIndex(*installed);

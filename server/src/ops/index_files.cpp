@@ -49,7 +49,8 @@ absl::Status Operations::LoadIndex(const v1::LoadIndexRequest& request,
   // A new base: log records of the file's lineage must not replay onto it.
   version->base_id = NewBaseId();
   std::shared_ptr<const IndexVersion> installed = version;
-  GPUJOIN_ASSIGN_OR_RETURN(auto previous, state_.registry->Install(version, request.replace()));
+  GPUJOIN_ASSIGN_OR_RETURN(
+      auto previous, state_.registry->Install(version, request.replace(), request.min_version()));
   {
     const IndexReadLock held(*installed);  // a Mutate may already change it
     state_.metrics->SetIndex(*installed);

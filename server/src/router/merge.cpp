@@ -1,6 +1,7 @@
 #include "router/merge.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 #include "absl/strings/str_cat.h"
 
@@ -59,6 +60,13 @@ absl::StatusOr<v1::IndexInfo> MergeIndexInfos(const std::vector<v1::IndexInfo>& 
                           ? 0.0
                           : double(out.statistics().unique_keys()) / double(out.capacity()));
   return out;
+}
+
+uint64_t RouterVersion(uint64_t asked) {
+  const uint64_t now = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                 std::chrono::system_clock::now().time_since_epoch())
+                                                 .count());
+  return std::max(asked, now);
 }
 
 grpc::Status SameVersion(const ShardCalls& calls, const std::string& index,

@@ -23,6 +23,12 @@ void AddQueryStatistics(v1::QueryStatistics* a, const v1::QueryStatistics& b);
 absl::StatusOr<v1::IndexInfo> MergeIndexInfos(const std::vector<v1::IndexInfo>& infos,
                                               const std::vector<std::string>& shard_names);
 
+/// The least version a build or load through the router gives an index on
+/// every shard (IndexSpec.min_version): the router's clock in milliseconds, or
+/// `asked` when larger. Every shard's part then has the same version, also a
+/// shard that restarted and counts its builds afresh.
+uint64_t RouterVersion(uint64_t asked);
+
 /// ABORTED naming two shards that served `index` at different versions, else OK.
 grpc::Status SameVersion(const ShardCalls& calls, const std::string& index,
                          const std::vector<uint64_t>& versions);

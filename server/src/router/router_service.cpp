@@ -148,8 +148,10 @@ class RouterService final : public v1::GpuJoin::Service {
   grpc::Status LoadIndex(grpc::ServerContext* ctx, const v1::LoadIndexRequest* request,
                          v1::LoadIndexResponse* response) override {
     std::vector<v1::LoadIndexResponse> answers;
+    v1::LoadIndexRequest shard_request = *request;
+    shard_request.set_min_version(RouterVersion(request->min_version()));
     grpc::Status s = calls_.FanOut<v1::LoadIndexRequest, v1::LoadIndexResponse>(
-        ctx, "LoadIndex", *request, &v1::GpuJoin::Stub::LoadIndex, &answers);
+        ctx, "LoadIndex", shard_request, &v1::GpuJoin::Stub::LoadIndex, &answers);
     if (!s.ok()) return s;
     std::vector<v1::IndexInfo> infos;
     for (const auto& a : answers) infos.push_back(a.index());
@@ -220,11 +222,10 @@ class RouterService final : public v1::GpuJoin::Service {
     return RouteMutate(calls_, ctx, stream);
   }
 
-  grpc::Status Query(grpc::ServerContext*,
-                     grpc::ServerReaderWriter<v1::QueryResponse, v1::QueryRequest>*) override {
-    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
-                        "Query is not served by gpujoin-router yet (docs/operations.md, "
-                        "\"Sharding\"); call a gpujoind directly");
+  grpc::Status Query(
+      grpc::ServerContext* ctx,
+      grpc::ServerReaderWriter<v1::QueryResponse, v1::QueryRequest>* stream) override {
+    return RouteQuery(calls_, ctx, stream);
   }
 
  private:

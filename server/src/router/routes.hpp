@@ -32,4 +32,9 @@ grpc::Status RouteAggregate(
 grpc::Status RouteMutate(const ShardCalls& calls, grpc::ServerContext* ctx,
                          grpc::ServerReaderWriter<v1::MutateResponse, v1::MutateRequest>* stream);
 
+/// Row plans whose lookups share one key, split by it and merged in input
+/// order (route_query.cpp); other plans UNIMPLEMENTED naming the step.
+grpc::Status RouteQuery(const ShardCalls& calls, grpc::ServerContext* ctx,
+                        grpc::ServerReaderWriter<v1::QueryResponse, v1::QueryRequest>* stream);
+
 }  // namespace gpujoin::server::router

@@ -6,7 +6,9 @@
 // Every RPC's routing (route_*.cpp) goes through here.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -169,7 +171,8 @@ bool HasMore(const Response& r) {
 /// is sent to every shard (a part with no rows included, so that every batch
 /// sees every shard's version of the index) and each shard's answer is read
 /// (all its messages, for a continued answer). A broken shard stream fails
-/// the call naming the shard; Close ends every stream.
+/// the call naming the shard, and so does a shard that has not answered a
+/// batch within --shard-timeout; Close ends every stream.
 template <class Request, class Response>
 class ShardStreams {
  public:
@@ -178,7 +181,15 @@ class ShardStreams {
 
   ShardStreams(const ShardCalls& calls, grpc::ServerContext* ctx, Open open, const char* rpc)
       : calls_(calls), ctx_(ctx), open_(open), rpc_(rpc), peers_(calls.count()) {}
-  ~ShardStreams() { (void)Close(grpc::Status::CANCELLED); }
+  ~ShardStreams() {
+    (void)Close(grpc::Status::CANCELLED);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    if (watchdog_.joinable()) watchdog_.join();
+  }
 
   /// Sends parts[s] to shard s and reads its answer into answers[s] (one
   /// message each, or every part of a continued answer). With `send`, only
@@ -189,11 +200,15 @@ class ShardStreams {
                         const std::vector<bool>* send = nullptr) {
     const uint32_t n = calls_.count();
     const auto start = Clock::now();
+    Arm(start);
     for (uint32_t s = 0; s < n; ++s) {
       if (send != nullptr && !(*send)[s]) continue;
       Peer& p = peers_[s];
       if (p.stream == nullptr) {
-        p.context = calls_.Context(ctx_, /*unary=*/false);
+        {
+          std::lock_guard<std::mutex> lock(mu_);  // the watchdog reads the contexts
+          p.context = calls_.Context(ctx_, /*unary=*/false);
+        }
         p.stream = (calls_.shard(s).stub.get()->*open_)(p.context.get());
       }
       if (!p.stream->Write(parts[s])) return Broken(s);
@@ -211,6 +226,7 @@ class ShardStreams {
       } while (HasMore(r) && !r.has_error());
       calls_.Record(s, rpc_, start, !(*answers)[s].front().has_error());
     }
+    Disarm();
     return grpc::Status::OK;
   }
 
@@ -234,11 +250,51 @@ class ShardStreams {
 
   // Shard s's stream broke: the call fails naming it (unless the client left).
   grpc::Status Broken(uint32_t s) {
+    Disarm();
     if (ctx_->IsCancelled()) return Close(grpc::Status::CANCELLED);
     grpc::Status st = peers_[s].stream->Finish();
     peers_[s].stream.reset();
+    if (timed_out_) {
+      st = grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                        absl::StrCat("did not answer a ", rpc_, " batch within --shard-timeout=",
+                                     calls_.config().shard_timeout_seconds, "s"));
+    }
     if (st.ok()) st = grpc::Status(grpc::StatusCode::UNAVAILABLE, "ended its stream early");
     return Close(ShardFailed(calls_.shard(s), st));
+  }
+
+  // The batch sent at `start` must be answered by start + --shard-timeout:
+  // past it the watchdog cancels the shard streams (the read waiting on the
+  // late shard fails, and Broken names it).
+  void Arm(Clock::time_point start) {
+    const auto limit = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(calls_.config().shard_timeout_seconds));
+    std::lock_guard<std::mutex> lock(mu_);
+    deadline_ = start + limit;
+    armed_ = true;
+    if (!watchdog_.joinable()) watchdog_ = std::thread([this] { Watch(); });
+    cv_.notify_all();
+  }
+  void Disarm() {
+    std::lock_guard<std::mutex> lock(mu_);
+    armed_ = false;
+  }
+  void Watch() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stopping_) {
+      if (!armed_) {
+        cv_.wait(lock);
+        continue;
+      }
+      if (cv_.wait_until(lock, deadline_) == std::cv_status::timeout && armed_ &&
+          Clock::now() >= deadline_) {
+        timed_out_ = true;
+        armed_ = false;
+        for (Peer& p : peers_) {
+          if (p.context != nullptr) p.context->TryCancel();
+        }
+      }
+    }
   }
 
   const ShardCalls& calls_;
@@ -246,6 +302,14 @@ class ShardStreams {
   Open open_;
   const char* rpc_;
   std::vector<Peer> peers_;
+  // The watchdog of --shard-timeout (Arm, Disarm, Watch).
+  std::mutex mu_;
+  std::condition_variable cv_;
+  Clock::time_point deadline_;
+  bool armed_ = false;
+  bool stopping_ = false;
+  std::atomic<bool> timed_out_{false};
+  std::thread watchdog_;
 };
 
 /// The in-band error of a batch some shard refused: the first refusal, its

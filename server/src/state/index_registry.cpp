@@ -1,5 +1,6 @@
 #include "state/index_registry.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 
@@ -46,7 +47,7 @@ bool IndexRegistry::Contains(const std::string& name) const {
 }
 
 absl::StatusOr<std::shared_ptr<const IndexVersion>> IndexRegistry::Install(
-    std::shared_ptr<IndexVersion> version, bool replace) {
+    std::shared_ptr<IndexVersion> version, bool replace, uint64_t min_version) {
   std::shared_ptr<const IndexVersion> previous;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -56,7 +57,9 @@ absl::StatusOr<std::shared_ptr<const IndexVersion>> IndexRegistry::Install(
           "index \"", version->name, "\" already exists (version ", it->second->version,
           "); set spec.replace to rebuild it"));
     }
-    version->version = ++last_version_[version->name];
+    uint64_t& last = last_version_[version->name];
+    last = std::max(last + 1, min_version);
+    version->version = last;
     if (it != live_.end()) {
       previous = std::move(it->second);
       it->second = std::move(version);

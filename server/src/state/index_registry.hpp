@@ -94,11 +94,13 @@ class IndexRegistry {
   bool Contains(const std::string& name) const;
 
   /// Assigns the next version number of the name (one more than any earlier build
-  /// of it, including dropped ones) and makes `version` live, atomically replacing
-  /// the previous version, which is returned (nullptr when there was none). When
-  /// `replace` is false and the name is live: ALREADY_EXISTS and nothing changes.
+  /// of it, including dropped ones, and at least `min_version`) and makes
+  /// `version` live, atomically replacing the previous version, which is
+  /// returned (nullptr when there was none). When `replace` is false and the
+  /// name is live: ALREADY_EXISTS and nothing changes.
   absl::StatusOr<std::shared_ptr<const IndexVersion>> Install(std::shared_ptr<IndexVersion> version,
-                                                              bool replace);
+                                                              bool replace,
+                                                              uint64_t min_version = 0);
 
   /// Removes `name` and returns its version (NOT_FOUND when not live).
   absl::StatusOr<std::shared_ptr<const IndexVersion>> Remove(const std::string& name);

@@ -1,0 +1,481 @@
+// Query through gpujoin-router. A row plan whose lookup steps all look up by
+// the same input columns (on indexes of one key type) is split by that key:
+// each shard runs the whole plan on the rows whose key it holds, so every
+// lookup finds its matches on the shard the row went to. The router adds a
+// column of global row numbers, which the plan's project steps keep, and
+// merges the shards' rows back into input order by it; a limit at the end of
+// the plan is applied again over the merged rows. Plans the router cannot
+// split so (lookups by different keys, an aggregate, a filter or lookup
+// after a limit) are refused UNIMPLEMENTED naming the step.
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "gpujoin/common/status_macros.hpp"
+#include "gpujoin/engine/partition.hpp"
+#include "router/merge.hpp"
+#include "router/routes.hpp"
+#include "router/wire_rows.hpp"
+#include "wire/column_check.hpp"
+#include "wire/column_codec.hpp"
+
+namespace gpujoin::server::router {
+namespace {
+
+// The column of global input row numbers the router adds to every batch.
+constexpr const char* kRowColumn = "__gpujoin_router_row";
+
+using Answers = std::vector<std::vector<v1::QueryResponse>>;
+
+absl::Status Unsupported(int step, const char* kind, const std::string& why) {
+  return absl::UnimplementedError(absl::StrCat(
+      "steps[", step, "] (", kind, "): gpujoin-router cannot split this plan over its shards: ",
+      why, " (docs/operations.md, \"Sharding\"; send it to a gpujoind directly)"));
+}
+
+// How a plan is split over the shards.
+struct PlanRouting {
+  /// The input columns the lookups' key is made of (empty: no lookup; rows
+  /// are then split in ranges).
+  std::vector<std::string> key;
+  v1::KeyType key_type = v1::KEY_TYPE_UNSPECIFIED;
+  /// The plan each shard runs: the caller's, its project steps keeping the
+  /// row column.
+  v1::Plan shard_plan;
+  /// The smallest limit among the trailing limit (and project) steps.
+  uint64_t limit = std::numeric_limits<uint64_t>::max();
+  int limit_step = -1;
+};
+
+// The routing of `plan` over input columns `inputs`; `key_type_of(index)`
+// says an index's key type (and fills its key column types).
+template <class KeyTypeOf>
+absl::StatusOr<PlanRouting> RoutePlan(const v1::Plan& plan, const std::vector<std::string>& inputs,
+                                      KeyTypeOf key_type_of) {
+  PlanRouting out;
+  out.shard_plan = plan;
+  // Where each column name comes from: an input column, or none (made by a step).
+  std::map<std::string, std::optional<std::string>> origin;
+  for (const std::string& name : inputs) {
+    if (name == kRowColumn) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "columns: \"", kRowColumn, "\" is the name gpujoin-router gives its row numbers"));
+    }
+    origin[name] = name;
+  }
+  int first_lookup = -1;
+  std::vector<engine::ColumnType> key_types;
+  bool limited = false;
+  for (int i = 0; i < plan.steps_size(); ++i) {
+    const v1::PlanStep& step = plan.steps(i);
+    if (limited && !step.has_project() && !step.has_limit()) {
+      return Unsupported(i, "after a limit",
+                         absl::StrCat("only project and limit steps may follow the limit of steps[",
+                                      out.limit_step, "]"));
+    }
+    if (step.has_aggregate()) {
+      return Unsupported(i, "aggregate", "the shards' groups are not merged by the router yet");
+    }
+    if (step.has_lookup()) {
+      const v1::LookupStep& lookup = step.lookup();
+      std::vector<std::string> key;
+      for (const std::string& k : lookup.key()) {
+        auto it = origin.find(k);
+        if (it == origin.end() || !it->second.has_value()) {
+          return Unsupported(i, "lookup",
+                             absl::StrCat("its key column \"", k,
+                                          "\" is not an input column (the router splits the rows "
+                                          "by input columns)"));
+        }
+        key.push_back(*it->second);
+      }
+      std::vector<engine::ColumnType> types;
+      GPUJOIN_ASSIGN_OR_RETURN(const v1::KeyType key_type, key_type_of(lookup.index(), &types));
+      if (first_lookup < 0) {
+        first_lookup = i;
+        out.key = key;
+        out.key_type = key_type;
+        key_types = types;
+      } else if (key != out.key || key_type != out.key_type || types != key_types) {
+        return Unsupported(
+            i, "lookup",
+            absl::StrCat("it looks up by (", absl::StrJoin(key, ", "), ") on a ",
+                         v1::KeyType_Name(key_type), " index, but steps[", first_lookup,
+                         "] by (", absl::StrJoin(out.key, ", "), ") on a ",
+                         v1::KeyType_Name(out.key_type),
+                         " index: the router splits a plan by one key its lookups share"));
+      }
+      const std::string prefix = lookup.prefix();
+      for (const std::string& s : lookup.select()) origin[prefix + s] = std::nullopt;
+      origin[lookup.found_column().empty() ? lookup.index() + ".found" : lookup.found_column()] =
+          std::nullopt;
+    } else if (step.has_project()) {
+      std::map<std::string, std::optional<std::string>> next;
+      for (const v1::ProjectColumn& c : step.project().columns()) {
+        auto it = origin.find(c.column());
+        next[c.name().empty() ? c.column() : c.name()] =
+            it == origin.end() ? std::nullopt : it->second;
+      }
+      origin = std::move(next);
+      v1::ProjectColumn* keep = out.shard_plan.mutable_steps(i)->mutable_project()->add_columns();
+      keep->set_column(kRowColumn);
+    } else if (step.has_limit()) {
+      limited = true;
+      if (step.limit().rows() < out.limit) {
+        out.limit = step.limit().rows();
+        out.limit_step = i;
+      }
+    }
+  }
+  return out;
+}
+
+// Key words of an integer key column as the index's key type: a null, or a
+// value the type cannot hold, has none (the row is missing everywhere).
+template <class K>
+absl::Status KeyWords(const v1::Column& c, const std::string& field, std::vector<K>* words,
+                      std::vector<uint8_t>* present) {
+  GPUJOIN_ASSIGN_OR_RETURN(const engine::ColumnType type, FromWireColumnType(c.type(), field));
+  GPUJOIN_RETURN_IF_ERROR(CheckColumnBuffers(c, type, field).status());
+  const uint64_t rows = c.length();
+  words->assign(rows, 0);
+  present->assign(rows, 0);
+  const bool integer = type == engine::ColumnType::kInt32 || type == engine::ColumnType::kInt64 ||
+                       type == engine::ColumnType::kUint32 || type == engine::ColumnType::kUint64;
+  if (!integer) return absl::OkStatus();  // the plan is refused by the shards
+  const uint64_t width = engine::ColumnWidth(type);
+  const bool is_signed = type == engine::ColumnType::kInt32 || type == engine::ColumnType::kInt64;
+  for (uint64_t r = 0; r < rows; ++r) {
+    if (!c.validity().empty() && !((static_cast<uint8_t>(c.validity()[r / 8]) >> (r % 8)) & 1u)) {
+      continue;
+    }
+    __int128 v = 0;
+    const char* at = c.data().data() + r * width;
+    if (width == 4) {
+      if (is_signed) {
+        int32_t x;
+        std::memcpy(&x, at, 4);
+        v = x;
+      } else {
+        uint32_t x;
+        std::memcpy(&x, at, 4);
+        v = x;
+      }
+    } else if (is_signed) {
+      int64_t x;
+      std::memcpy(&x, at, 8);
+      v = x;
+    } else {
+      uint64_t x;
+      std::memcpy(&x, at, 8);
+      v = x;
+    }
+    if (v < 0 || v >= static_cast<__int128>(std::numeric_limits<K>::max())) continue;
+    (*words)[r] = static_cast<K>(v);
+    (*present)[r] = 1;
+  }
+  return absl::OkStatus();
+}
+
+// The shard of every row of a batch.
+absl::StatusOr<std::vector<uint32_t>> PartsOf(const PlanRouting& routing,
+                                              const v1::QueryRequest& request, uint64_t rows,
+                                              uint32_t n) {
+  std::vector<uint32_t> parts(rows, 0);
+  if (routing.key.empty()) {
+    for (uint64_t r = 0; r < rows; ++r) parts[r] = static_cast<uint32_t>(r * n / rows);
+    return parts;
+  }
+  std::vector<const v1::Column*> key;
+  for (const std::string& name : routing.key) {
+    const v1::Column* found = nullptr;
+    for (const v1::Column& c : request.columns()) {
+      if (c.name() == name) found = &c;
+    }
+    if (found == nullptr || found->length() != rows) return parts;  // the shards refuse the batch
+    key.push_back(found);
+  }
+  if (routing.key_type == v1::KEY_TYPE_COLUMNS) {
+    google::protobuf::RepeatedPtrField<v1::Column> columns;
+    for (const v1::Column* c : key) *columns.Add() = *c;
+    std::vector<std::vector<int32_t>> offsets;
+    GPUJOIN_ASSIGN_OR_RETURN(engine::KeyColumns keys, KeyColumnsOf(columns, "columns", &offsets));
+    engine::PartitionsOf(keys, n, parts);
+    return parts;
+  }
+  std::vector<uint8_t> present;
+  const std::string field = absl::StrCat("columns (\"", routing.key[0], "\")");
+  if (routing.key_type == v1::KEY_TYPE_UINT64) {
+    std::vector<uint64_t> words;
+    GPUJOIN_RETURN_IF_ERROR(KeyWords(*key[0], field, &words, &present));
+    engine::PartitionsOf(std::span<const uint64_t>(words), n, parts);
+  } else {
+    std::vector<uint32_t> words;
+    GPUJOIN_RETURN_IF_ERROR(KeyWords(*key[0], field, &words, &present));
+    engine::PartitionsOf(std::span<const uint32_t>(words), n, parts);
+  }
+  for (uint64_t r = 0; r < rows; ++r) {
+    if (present[r] == 0) parts[r] = 0;
+  }
+  return parts;
+}
+
+// Rows [base, base + rows) as the router's row column.
+v1::Column RowColumn(std::span<const uint32_t> rows, uint64_t base) {
+  v1::Column c;
+  c.set_name(kRowColumn);
+  c.set_type(v1::COLUMN_TYPE_UINT64);
+  c.set_length(rows.size());
+  std::string data(8 * rows.size(), '\0');
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const uint64_t v = base + rows[i];
+    std::memcpy(data.data() + 8 * i, &v, 8);
+  }
+  c.set_data(std::move(data));
+  return c;
+}
+
+// The shards' rows merged into input order, the router's limit applied.
+struct MergedRows {
+  std::vector<v1::Column> columns;
+  uint64_t rows = 0;
+  std::vector<v1::StepStatistics> steps;
+};
+
+absl::StatusOr<MergedRows> MergeRows(const ShardCalls& calls, const std::vector<uint32_t>& parts, uint64_t base,
+                                     uint64_t room, const Answers& answers) {
+  const uint32_t n = calls.count();
+  MergedRows out;
+  // Every message of every shard; per shard, its rows' numbers and refs.
+  std::vector<const v1::QueryResponse*> pieces;
+  std::vector<std::vector<uint64_t>> numbers(n);
+  std::vector<std::vector<RowRef>> refs(n);
+  int row_column = -1;
+  for (uint32_t s = 0; s < n; ++s) {
+    for (const v1::QueryResponse& m : answers[s]) {
+      const uint32_t source = static_cast<uint32_t>(pieces.size());
+      pieces.push_back(&m);
+      if (m.rows() == 0) continue;
+      int at = -1;
+      for (int c = 0; c < m.columns_size(); ++c) {
+        if (m.columns(c).name() == kRowColumn) at = c;
+      }
+      const v1::Column* col = at < 0 ? nullptr : &m.columns(at);
+      if (col == nullptr || col->type() != v1::COLUMN_TYPE_UINT64 ||
+          col->data().size() != 8 * m.rows() || (row_column >= 0 && at != row_column)) {
+        return absl::InternalError(
+            absl::StrCat(calls.shard(s).Name(), ": its rows lack the router's row numbers"));
+      }
+      row_column = at;
+      for (uint64_t r = 0; r < m.rows(); ++r) {
+        uint64_t v;
+        std::memcpy(&v, col->data().data() + 8 * r, 8);
+        numbers[s].push_back(v);
+        refs[s].push_back({source, static_cast<uint32_t>(r)});
+      }
+    }
+  }
+  // Input order: every input row's rows, from its shard, up to the room left.
+  std::vector<RowRef> merged;
+  std::vector<size_t> next(n, 0);
+  for (uint64_t r = 0; r < parts.size() && merged.size() < room; ++r) {
+    const uint32_t s = parts[r];
+    size_t& i = next[s];
+    while (i < numbers[s].size() && numbers[s][i] == base + r && merged.size() < room) {
+      merged.push_back(refs[s][i]);
+      ++i;
+    }
+  }
+  out.rows = merged.size();
+  // The columns: the first piece's names and order, the router's row column left out.
+  const v1::QueryResponse* header = nullptr;
+  for (const v1::QueryResponse* p : pieces) {
+    if (p->columns_size() > 0) {
+      header = p;
+      break;
+    }
+  }
+  if (header != nullptr) {
+    for (int c = 0; c < header->columns_size(); ++c) {
+      if (header->columns(c).name() == kRowColumn) continue;
+      std::vector<const v1::Column*> sources;
+      for (const v1::QueryResponse* p : pieces) {
+        sources.push_back(p->columns_size() > c ? &p->columns(c) : &header->columns(c));
+      }
+      GPUJOIN_ASSIGN_OR_RETURN(v1::Column col,
+                               GatherColumn(sources, merged, absl::StrCat("columns[", c, "]")));
+      out.columns.push_back(std::move(col));
+    }
+  }
+  // Step statistics: the shards' summed, per step.
+  std::map<uint32_t, v1::StepStatistics> steps;
+  std::map<uint32_t, std::vector<uint64_t>> versions;
+  for (uint32_t s = 0; s < n; ++s) {
+    if (answers[s].empty()) continue;
+    for (const v1::StepStatistics& st : answers[s].front().steps()) {
+      auto [it, inserted] = steps.try_emplace(st.step(), st);
+      versions[st.step()].push_back(st.index_version());
+      if (inserted) continue;
+      v1::StepStatistics& m = it->second;
+      m.set_rows_in(m.rows_in() + st.rows_in());
+      m.set_rows_out(m.rows_out() + st.rows_out());
+      m.set_mutation_sequence(m.mutation_sequence() + st.mutation_sequence());
+      AddQueryStatistics(m.mutable_statistics(), st.statistics());
+    }
+  }
+  for (auto& [step, st] : steps) {
+    if (!st.index().empty()) {
+      grpc::Status same = SameVersion(calls, st.index(), versions[step]);
+      if (!same.ok()) return absl::AbortedError(same.error_message());
+    }
+    out.steps.push_back(st);
+  }
+  return out;
+}
+
+// The merged rows as messages within the router's message limit.
+std::vector<v1::QueryResponse> Messages(MergedRows merged, uint64_t batch_id,
+                                        uint64_t max_message_bytes) {
+  uint64_t bytes = 0;
+  for (const v1::Column& c : merged.columns) bytes += c.ByteSizeLong();
+  const uint64_t room = std::max<uint64_t>(1, max_message_bytes / 2);
+  const uint64_t per_row = merged.rows == 0 ? 1 : std::max<uint64_t>(1, bytes / merged.rows + 1);
+  const uint64_t rows_per_message = std::max<uint64_t>(1, room / per_row);
+  std::vector<v1::QueryResponse> out;
+  uint64_t first = 0;
+  do {
+    const uint64_t take = std::min(rows_per_message, merged.rows - first);
+    v1::QueryResponse m;
+    m.set_batch_id(batch_id);
+    m.set_first_row(first);
+    m.set_rows(take);
+    if (first == 0) {
+      for (const v1::StepStatistics& st : merged.steps) *m.add_steps() = st;
+    }
+    std::vector<uint32_t> rows(take);
+    for (uint64_t r = 0; r < take; ++r) rows[r] = static_cast<uint32_t>(first + r);
+    for (const v1::Column& c : merged.columns) {
+      if (first == 0 && take == merged.rows) {
+        *m.add_columns() = c;
+      } else {
+        absl::StatusOr<v1::Column> part = TakeColumnRows(c, rows, "columns");
+        *m.add_columns() = part.ok() ? *std::move(part) : c;
+      }
+    }
+    first += take;
+    out.push_back(std::move(m));
+  } while (first < merged.rows);
+  for (size_t i = 0; i + 1 < out.size(); ++i) out[i].set_more(true);
+  return out;
+}
+
+}  // namespace
+
+grpc::Status RouteQuery(const ShardCalls& calls, grpc::ServerContext* ctx,
+                        grpc::ServerReaderWriter<v1::QueryResponse, v1::QueryRequest>* stream) {
+  grpc::Status denied = calls.Authorize(ctx);
+  if (!denied.ok()) return denied;
+  const uint32_t n = calls.count();
+  if (n == 1) return calls.Passthrough(ctx, stream, 0, "Query", &v1::GpuJoin::Stub::Query);
+  ShardStreams<v1::QueryRequest, v1::QueryResponse> shards(calls, ctx, &v1::GpuJoin::Stub::Query,
+                                                            "Query");
+  std::optional<PlanRouting> routing;
+  uint64_t next_row = 0;  // global row number of the next batch's first row
+  uint64_t passed = 0;    // rows the plan's limit let through so far
+  v1::QueryRequest request;
+  while (stream->Read(&request)) {
+    if (!routing.has_value()) {
+      if (!request.has_plan()) {
+        // No plan: the shards say so, as one server would.
+        std::vector<v1::QueryRequest> parts(n, request);
+        Answers answers;
+        grpc::Status st = shards.Exchange(parts, &answers);
+        if (!st.ok()) return st;
+        v1::QueryResponse out = answers[0].front();
+        if (!stream->Write(out)) return shards.Close(grpc::Status::CANCELLED);
+        continue;
+      }
+      std::vector<std::string> inputs;
+      for (const v1::Column& c : request.columns()) inputs.push_back(c.name());
+      auto key_type_of = [&](const std::string& index,
+                             std::vector<engine::ColumnType>* types) -> absl::StatusOr<v1::KeyType> {
+        v1::DescribeIndexRequest d;
+        d.set_name(index);
+        std::vector<v1::DescribeIndexResponse> described;
+        grpc::Status st = calls.FanOut<v1::DescribeIndexRequest, v1::DescribeIndexResponse>(
+            ctx, "DescribeIndex", d, &v1::GpuJoin::Stub::DescribeIndex, &described);
+        if (!st.ok()) {
+          return absl::Status(static_cast<absl::StatusCode>(st.error_code()), st.error_message());
+        }
+        for (const v1::KeyColumnSpec& k : described[0].index().key_columns()) {
+          GPUJOIN_ASSIGN_OR_RETURN(engine::ColumnType t, FromWireColumnType(k.type(), "key"));
+          types->push_back(t);
+        }
+        return described[0].index().key_type();
+      };
+      absl::StatusOr<PlanRouting> routed = RoutePlan(request.plan(), inputs, key_type_of);
+      if (!routed.ok()) return shards.Close(ToGrpc(routed.status()));
+      routing = *std::move(routed);
+    }
+    const bool batch = request.columns_size() > 0;
+    const uint64_t rows = batch ? request.columns(0).length() : 0;
+    v1::QueryResponse out;
+    out.set_batch_id(request.batch_id());
+    absl::StatusOr<std::vector<uint32_t>> parts = PartsOf(*routing, request, rows, n);
+    if (!parts.ok()) {
+      out.mutable_error()->set_code(static_cast<int>(parts.status().code()));
+      out.mutable_error()->set_message(std::string(parts.status().message()));
+      if (!stream->Write(out)) return shards.Close(grpc::Status::CANCELLED);
+      continue;
+    }
+    const RowSplit split = SplitRows(*parts, n);
+    std::vector<v1::QueryRequest> shard_requests(n);
+    for (uint32_t s = 0; s < n; ++s) {
+      v1::QueryRequest& part = shard_requests[s];
+      part.set_batch_id(request.batch_id());
+      part.set_flush(request.flush());
+      if (request.has_plan()) *part.mutable_plan() = routing->shard_plan;
+      if (!batch) continue;
+      for (int c = 0; c < request.columns_size(); ++c) {
+        absl::StatusOr<v1::Column> col =
+            TakeColumnRows(request.columns(c), split.rows[s], absl::StrCat("columns[", c, "]"));
+        if (!col.ok()) {
+          // A malformed column: the batch is refused (a shard would say the same).
+          *part.add_columns() = request.columns(c);
+          continue;
+        }
+        *part.add_columns() = *std::move(col);
+      }
+      *part.add_columns() = RowColumn(split.rows[s], next_row);
+    }
+    Answers answers;
+    grpc::Status st = shards.Exchange(shard_requests, &answers);
+    if (!st.ok()) return st;
+    if (auto refused = RefusedBatch(calls, answers)) {
+      *out.mutable_error() = *refused;
+      if (!stream->Write(out)) return shards.Close(grpc::Status::CANCELLED);
+      continue;
+    }
+    const uint64_t room = routing->limit - std::min(routing->limit, passed);
+    absl::StatusOr<MergedRows> merged = MergeRows(calls, *parts, next_row, room, answers);
+    if (!merged.ok()) return shards.Close(ToGrpc(merged.status()));
+    next_row += rows;
+    passed += merged->rows;
+    if (routing->limit_step >= 0) {
+      for (v1::StepStatistics& step : merged->steps) {
+        if (step.step() == static_cast<uint32_t>(routing->limit_step)) step.set_rows_out(merged->rows);
+      }
+    }
+    for (v1::QueryResponse& m :
+         Messages(*std::move(merged), request.batch_id(), calls.config().max_message_bytes)) {
+      if (!stream->Write(m)) return shards.Close(grpc::Status::CANCELLED);
+    }
+  }
+  return shards.Close(grpc::Status::OK);
+}
+
+}  // namespace gpujoin::server::router
