@@ -18,6 +18,7 @@
 #include "gpujoin/common/status_macros.hpp"
 #include "gpujoin/engine/partition.hpp"
 #include "router/merge.hpp"
+#include "router/plan_groups.hpp"
 #include "router/routes.hpp"
 #include "router/wire_rows.hpp"
 #include "wire/column_check.hpp"
@@ -49,6 +50,9 @@ struct PlanRouting {
   /// The smallest limit among the trailing limit (and project) steps.
   uint64_t limit = std::numeric_limits<uint64_t>::max();
   int limit_step = -1;
+  /// Aggregate plans: the aggregate's position, and how its groups merge.
+  int aggregate_step = -1;
+  GroupsPlan groups;
 };
 
 // The routing of `plan` over input columns `inputs`; `key_type_of(index)`
@@ -78,7 +82,22 @@ absl::StatusOr<PlanRouting> RoutePlan(const v1::Plan& plan, const std::vector<st
                                       out.limit_step, "]"));
     }
     if (step.has_aggregate()) {
-      return Unsupported(i, "aggregate", "the shards' groups are not merged by the router yet");
+      // The shards run the plan up to its aggregate, with partial measures;
+      // the router merges their groups and runs the steps after it.
+      out.aggregate_step = i;
+      *out.shard_plan.mutable_steps(i)->mutable_aggregate() =
+          ShardAggregate(step.aggregate(), kRowColumn, &out.groups);
+      for (int j = i + 1; j < plan.steps_size(); ++j) {
+        const v1::PlanStep& after = plan.steps(j);
+        if (!after.has_project() && !after.has_limit()) {
+          return Unsupported(j, after.has_filter() ? "filter" : "lookup",
+                             "after an aggregate the router runs only project and limit steps");
+        }
+        out.groups.after.push_back(after);
+        out.groups.after_positions.push_back(static_cast<uint32_t>(j));
+      }
+      out.shard_plan.mutable_steps()->DeleteSubrange(i + 1, plan.steps_size() - i - 1);
+      break;
     }
     if (step.has_lookup()) {
       const v1::LookupStep& lookup = step.lookup();
@@ -246,6 +265,38 @@ struct MergedRows {
   std::vector<v1::StepStatistics> steps;
 };
 
+// The step statistics of the shards' answers, summed per step (lookups: the
+// same index version on every shard, their mutation sequences summed).
+absl::StatusOr<std::vector<v1::StepStatistics>> MergeSteps(const ShardCalls& calls,
+                                                           const Answers& answers) {
+  const uint32_t n = calls.count();
+  std::vector<v1::StepStatistics> out;
+  // Step statistics: the shards' summed, per step.
+  std::map<uint32_t, v1::StepStatistics> steps;
+  std::map<uint32_t, std::vector<uint64_t>> versions;
+  for (uint32_t s = 0; s < n; ++s) {
+    if (answers[s].empty()) continue;
+    for (const v1::StepStatistics& st : answers[s].front().steps()) {
+      auto [it, inserted] = steps.try_emplace(st.step(), st);
+      versions[st.step()].push_back(st.index_version());
+      if (inserted) continue;
+      v1::StepStatistics& m = it->second;
+      m.set_rows_in(m.rows_in() + st.rows_in());
+      m.set_rows_out(m.rows_out() + st.rows_out());
+      m.set_mutation_sequence(m.mutation_sequence() + st.mutation_sequence());
+      AddQueryStatistics(m.mutable_statistics(), st.statistics());
+    }
+  }
+  for (auto& [step, st] : steps) {
+    if (!st.index().empty()) {
+      grpc::Status same = SameVersion(calls, st.index(), versions[step]);
+      if (!same.ok()) return absl::AbortedError(same.error_message());
+    }
+    out.push_back(st);
+  }
+  return out;
+}
+
 absl::StatusOr<MergedRows> MergeRows(const ShardCalls& calls, const std::vector<uint32_t>& parts, uint64_t base,
                                      uint64_t room, const Answers& answers) {
   const uint32_t n = calls.count();
@@ -311,29 +362,7 @@ absl::StatusOr<MergedRows> MergeRows(const ShardCalls& calls, const std::vector<
       out.columns.push_back(std::move(col));
     }
   }
-  // Step statistics: the shards' summed, per step.
-  std::map<uint32_t, v1::StepStatistics> steps;
-  std::map<uint32_t, std::vector<uint64_t>> versions;
-  for (uint32_t s = 0; s < n; ++s) {
-    if (answers[s].empty()) continue;
-    for (const v1::StepStatistics& st : answers[s].front().steps()) {
-      auto [it, inserted] = steps.try_emplace(st.step(), st);
-      versions[st.step()].push_back(st.index_version());
-      if (inserted) continue;
-      v1::StepStatistics& m = it->second;
-      m.set_rows_in(m.rows_in() + st.rows_in());
-      m.set_rows_out(m.rows_out() + st.rows_out());
-      m.set_mutation_sequence(m.mutation_sequence() + st.mutation_sequence());
-      AddQueryStatistics(m.mutable_statistics(), st.statistics());
-    }
-  }
-  for (auto& [step, st] : steps) {
-    if (!st.index().empty()) {
-      grpc::Status same = SameVersion(calls, st.index(), versions[step]);
-      if (!same.ok()) return absl::AbortedError(same.error_message());
-    }
-    out.steps.push_back(st);
-  }
+  GPUJOIN_ASSIGN_OR_RETURN(out.steps, MergeSteps(calls, answers));
   return out;
 }
 
@@ -373,6 +402,37 @@ std::vector<v1::QueryResponse> Messages(MergedRows merged, uint64_t batch_id,
   return out;
 }
 
+// The answer to a flush or to the end of an aggregate plan's stream: the
+// shards' groups merged, the steps after the aggregate applied.
+absl::StatusOr<std::vector<v1::QueryResponse>> GroupsAnswer(const ShardCalls& calls,
+                                                            const PlanRouting& routing,
+                                                            const Answers& answers,
+                                                            uint64_t batch_id, bool final) {
+  GPUJOIN_ASSIGN_OR_RETURN(MergedGroups groups, MergeGroups(routing.groups, answers));
+  MergedRows rows;
+  GPUJOIN_ASSIGN_OR_RETURN(rows.steps, MergeSteps(calls, answers));
+  for (v1::StepStatistics& st : rows.steps) {
+    if (st.step() == static_cast<uint32_t>(routing.aggregate_step)) st.set_rows_out(groups.groups);
+  }
+  uint64_t in = groups.groups;
+  for (size_t i = 0; i < routing.groups.after.size(); ++i) {
+    v1::StepStatistics st;
+    st.set_step(routing.groups.after_positions[i]);
+    const v1::PlanStep& step = routing.groups.after[i];
+    st.set_kind(step.has_limit() ? "limit" : "project");
+    st.set_rows_in(in);
+    if (step.has_limit()) in = std::min<uint64_t>(in, step.limit().rows());
+    st.set_rows_out(in);
+    rows.steps.push_back(st);
+  }
+  rows.columns = std::move(groups.columns);
+  rows.rows = groups.rows;
+  std::vector<v1::QueryResponse> out =
+      Messages(std::move(rows), batch_id, calls.config().max_message_bytes);
+  for (v1::QueryResponse& m : out) m.set_final(final);
+  return out;
+}
+
 }  // namespace
 
 grpc::Status RouteQuery(const ShardCalls& calls, grpc::ServerContext* ctx,
@@ -386,8 +446,10 @@ grpc::Status RouteQuery(const ShardCalls& calls, grpc::ServerContext* ctx,
   std::optional<PlanRouting> routing;
   uint64_t next_row = 0;  // global row number of the next batch's first row
   uint64_t passed = 0;    // rows the plan's limit let through so far
+  uint64_t last_batch_id = 0;
   v1::QueryRequest request;
   while (stream->Read(&request)) {
+    last_batch_id = request.batch_id();
     if (!routing.has_value()) {
       if (!request.has_plan()) {
         // No plan: the shards say so, as one server would.
@@ -460,6 +522,27 @@ grpc::Status RouteQuery(const ShardCalls& calls, grpc::ServerContext* ctx,
       if (!stream->Write(out)) return shards.Close(grpc::Status::CANCELLED);
       continue;
     }
+    if (routing->aggregate_step >= 0) {
+      // Batches fold into the shards' groups; a flush answers with them.
+      next_row += rows;
+      absl::StatusOr<std::vector<v1::QueryResponse>> answer;
+      if (request.flush()) {
+        answer = GroupsAnswer(calls, *routing, answers, request.batch_id(), false);
+      } else {
+        absl::StatusOr<std::vector<v1::StepStatistics>> steps = MergeSteps(calls, answers);
+        if (steps.ok()) {
+          for (const v1::StepStatistics& st : *steps) *out.add_steps() = st;
+          answer = std::vector<v1::QueryResponse>{out};
+        } else {
+          answer = steps.status();
+        }
+      }
+      if (!answer.ok()) return shards.Close(ToGrpc(answer.status()));
+      for (const v1::QueryResponse& m : *answer) {
+        if (!stream->Write(m)) return shards.Close(grpc::Status::CANCELLED);
+      }
+      continue;
+    }
     const uint64_t room = routing->limit - std::min(routing->limit, passed);
     absl::StatusOr<MergedRows> merged = MergeRows(calls, *parts, next_row, room, answers);
     if (!merged.ok()) return shards.Close(ToGrpc(merged.status()));
@@ -474,6 +557,27 @@ grpc::Status RouteQuery(const ShardCalls& calls, grpc::ServerContext* ctx,
          Messages(*std::move(merged), request.batch_id(), calls.config().max_message_bytes)) {
       if (!stream->Write(m)) return shards.Close(grpc::Status::CANCELLED);
     }
+  }
+  if (routing.has_value() && routing->aggregate_step >= 0) {
+    // The end of the stream: every shard's final groups, merged.
+    Answers answers;
+    grpc::Status st = shards.Drain(&answers);
+    if (!st.ok()) return st;
+    v1::QueryResponse out;
+    out.set_batch_id(last_batch_id + 1);
+    out.set_final(true);
+    if (auto refused = RefusedBatch(calls, answers)) {
+      *out.mutable_error() = *refused;
+      stream->Write(out);
+      return grpc::Status::OK;
+    }
+    absl::StatusOr<std::vector<v1::QueryResponse>> answer =
+        GroupsAnswer(calls, *routing, answers, last_batch_id + 1, true);
+    if (!answer.ok()) return ToGrpc(answer.status());
+    for (const v1::QueryResponse& m : *answer) {
+      if (!stream->Write(m)) return grpc::Status::CANCELLED;
+    }
+    return grpc::Status::OK;
   }
   return shards.Close(grpc::Status::OK);
 }

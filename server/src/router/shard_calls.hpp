@@ -230,6 +230,39 @@ class ShardStreams {
     return grpc::Status::OK;
   }
 
+  /// Half-closes every shard stream and reads what each answers to the end
+  /// of its stream (answers[s]: every message left), then ends them. Not OK:
+  /// the call's status, naming the shard.
+  grpc::Status Drain(std::vector<std::vector<Response>>* answers) {
+    const uint32_t n = calls_.count();
+    answers->assign(n, {});
+    Arm(Clock::now());
+    for (Peer& p : peers_) {
+      if (p.stream != nullptr) p.stream->WritesDone();
+    }
+    for (uint32_t s = 0; s < n; ++s) {
+      Peer& p = peers_[s];
+      if (p.stream == nullptr) continue;
+      Response r;
+      while (p.stream->Read(&r)) (*answers)[s].push_back(r);
+      grpc::Status st = p.stream->Finish();
+      p.stream.reset();
+      if (timed_out_) {
+        st = grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                          absl::StrCat("did not answer the end of a ", rpc_,
+                                       " stream within --shard-timeout=",
+                                       calls_.config().shard_timeout_seconds, "s"));
+      }
+      if (!st.ok()) {
+        Disarm();
+        if (ctx_->IsCancelled()) return Close(grpc::Status::CANCELLED);
+        return Close(ShardFailed(calls_.shard(s), st));
+      }
+    }
+    Disarm();
+    return grpc::Status::OK;
+  }
+
   /// Ends every shard stream (cancelling them unless `status` is OK); returns `status`.
   grpc::Status Close(grpc::Status status) {
     for (Peer& p : peers_) {
