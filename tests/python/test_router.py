@@ -5,8 +5,8 @@ string keys, lowest_row and keep_all, payload with nulls, duplicates across
 chunks, keys that all land on one shard), IndexInfo is merged, and every
 failure is a precise error naming the shard, never a partial answer: a shard
 that is down, one that serves another version of the index, shards given in
-the wrong order (their --shard refuses the keys), RPCs the router does not
-serve yet."""
+the wrong order (their --shard refuses the keys), Query plans the router
+cannot split over its shards. Join, Aggregate and Mutate: test_router_ops.py."""
 import re
 import signal
 
@@ -241,14 +241,23 @@ def test_malformed_key_columns_are_refused_by_the_router(cluster):
 
 
 def test_rpcs_the_router_does_not_serve_say_so(cluster):
+    """A Query plan the router cannot split over its shards (lookups by
+    different keys: no shard holds both keys of a row) is UNIMPLEMENTED naming
+    the step, and the router serves on (Join, Aggregate and Mutate:
+    test_router_ops.py); a batch-mode build is refused naming the field."""
     (_, router) = cluster(2)
     with gpujoin.Client(router.address) as r:
         wait_serving(r)
-        r.build_index("un", np.arange(10, dtype=np.uint32))
+        r.build_index("un", np.arange(10, dtype=np.uint32), payload={"v": np.arange(10) * 3})
+        r.build_index("un2", np.arange(10, dtype=np.uint32))
+        data = {"a": np.arange(5, dtype=np.uint32), "b": np.arange(5, 10, dtype=np.uint32)}
         with pytest.raises(gpujoin.Error) as e:
-            r.join("un", np.arange(5, dtype=np.uint32))
-        assert e.value.code.name == "UNIMPLEMENTED"
-        assert "gpujoin-router" in str(e.value)
+            r.query(data).lookup("un", key="a", select=["v"]).lookup("un2", key="b").run()
+        assert e.value.code.name == "UNIMPLEMENTED", e.value
+        assert "steps[1]" in e.value.message and "gpujoin-router" in e.value.message, e.value
+        # A plan whose lookups share one key is served.
+        out = r.query(data).lookup("un", key="a", select=["v"]).lookup("un2", key="a").run()
+        assert out["a"].tolist() == [0, 1, 2, 3, 4] and values(out["v"]) == [0, 3, 6, 9, 12]
         with pytest.raises(gpujoin.Error) as e:
             r.build_index("batch", np.arange(10, dtype=np.uint32), valid=np.ones(10, bool))
         # A batch-mode build (validity) is refused the same way, naming the field.
