@@ -19,6 +19,9 @@ the first one; a failure names its seed and plan, and reruns alone with
 import math
 import os
 import random
+import re
+
+import grpc
 
 import pytest
 from google.protobuf import text_format
@@ -27,6 +30,7 @@ from gpujoin._proto import pb
 
 import query_model as qm
 from query_columns import FLOAT_TYPES, INT_TYPES, encode, f32, kind_of, type_name
+from conftest import Router
 from query_support import Connection, Interactive, batch_columns, start
 
 SEEDS = int(os.environ.get("GPUJOIN_QUERY_SEEDS", "60"))
@@ -478,9 +482,12 @@ def samples_of(rng, schema, indexes):
     return out
 
 
-@pytest.mark.timeout(max(120, SEEDS))  # a second a seed at most
-def test_random_plans_match_the_reference(conn):
-    for seed in range(FIRST_SEED, FIRST_SEED + SEEDS):
+def run_seeds(conn, seeds, refused=None):
+    """Random indexes and plans for each seed, every answer checked. With
+    `refused` (a list), a plan the server refuses UNIMPLEMENTED (a router that
+    cannot split it) is appended there instead of failing; its message must
+    name the step."""
+    for seed in seeds:
         rng = random.Random(seed)
         kinds = rng.sample(INDEX_KINDS, rng.randint(1, 3))
         indexes = [make_index(conn, rng, f"qr{seed}-{k}", k) for k in kinds]
@@ -489,12 +496,49 @@ def test_random_plans_match_the_reference(conn):
             plan, filters = make_plan(rng, schema, indexes, samples_of(rng, schema, indexes))
             try:
                 run_plan(conn, rng, indexes, schema, plan, filters)
+            except grpc.RpcError as e:
+                if refused is None or e.code() != grpc.StatusCode.UNIMPLEMENTED:
+                    raise
+                assert re.search(r"steps\[\d+\]", e.details()), e.details()
+                refused.append(e.details())
             except AssertionError as e:
                 raise AssertionError(
                     f"seed {seed} (GPUJOIN_QUERY_SEED={seed} GPUJOIN_QUERY_SEEDS=1), plan {p}:\n"
                     f"{text_format.MessageToString(plan)}\ninput {schema}\n{e}") from None
         for ix in indexes:
             conn.stub.DropIndex(pb.DropIndexRequest(name=ix.name), timeout=30)
+
+
+@pytest.mark.timeout(max(120, SEEDS))  # a second a seed at most
+def test_random_plans_match_the_reference(conn):
+    run_seeds(conn, range(FIRST_SEED, FIRST_SEED + SEEDS))
+
+
+@pytest.fixture(scope="module")
+def router_conn(pytestconfig):
+    """gpujoin-router over three shards (docs/operations.md "Sharding")."""
+    binary = os.path.join(os.path.dirname(pytestconfig.getoption("--gpujoind")), "gpujoin-router")
+    shards = [start(pytestconfig, "--max-aggregate-groups=100000", f"--shard={i}/3")
+              for i in range(3)]
+    router = Router(binary, [s.address for s in shards])
+    c = Connection(router.address)
+    yield c
+    c.close()
+    assert router.stop() == 0, "".join(router.log)
+    for s in shards:
+        assert s.stop() == 0, "".join(s.log)
+
+
+@pytest.mark.timeout(max(120, SEEDS))
+def test_random_plans_through_a_router_match_the_reference(router_conn):
+    """The same plans through a router over three shards: the plans it splits
+    (lookups sharing one input key, aggregates, trailing projects and limits)
+    answer exactly as the reference; the others are refused UNIMPLEMENTED
+    naming the step."""
+    refused = []
+    seeds = range(FIRST_SEED, FIRST_SEED + max(1, SEEDS // 2))
+    run_seeds(router_conn, seeds, refused)
+    assert len(refused) < 3 * len(seeds), f"nearly every plan was refused: {refused[:5]}"
 
 
 def mutate(conn, ix, deletes, upserts):

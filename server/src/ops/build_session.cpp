@@ -203,6 +203,10 @@ absl::Status BuildSession::AddSpec(const v1::IndexSpec& spec) {
         "spec.wait_durable: this gpujoind has no --data-dir, so nothing is durable; start it "
         "with --data-dir DIR or leave wait_durable unset");
   }
+  if (spec.router_row_ids() && !spec.explicit_values()) {
+    return absl::InvalidArgumentError(
+        "spec.router_row_ids: only with spec.explicit_values (the router sends the row IDs)");
+  }
   if (spec.explicit_values() && spec.batch_mode()) {
     return absl::InvalidArgumentError(
         "spec.explicit_values: cannot be combined with spec.batch_mode (batch values are row IDs)");
@@ -407,6 +411,7 @@ absl::StatusOr<std::shared_ptr<const IndexVersion>> BuildSession::Finish(
   version->index = std::move(index);
   version->first_value = static_cast<uint32_t>(spec_.first_value());
   version->explicit_values = spec_.explicit_values();
+  version->router_row_ids = spec_.router_row_ids();
   version->batch_mode = spec_.batch_mode();
   if (spec_.max_load_factor() != 0) version->max_load_factor = spec_.max_load_factor();
   version->mutation.next_row_id = NextRowId();

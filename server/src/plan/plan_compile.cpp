@@ -196,6 +196,14 @@ absl::Status CompileAggregate(const v1::AggregateStep& step, const std::string& 
             "; sum, min, max and mean take INT32, INT64, UINT32, UINT64, FLOAT32 or FLOAT64"));
       }
     }
+    if (m.finite_only()) {
+      if (measure.op != engine::AggregateOp::kCount ||
+          (input != ColumnType::kFloat32 && input != ColumnType::kFloat64) || m.column().empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            f, ".finite_only: only a count of a FLOAT32 or FLOAT64 column counts finite values"));
+      }
+      measure.finite_only = true;
+    }
     std::string name = m.name();
     if (name.empty()) name = m.column().empty() ? "count" : absl::StrCat(op_name, "_", m.column());
     GPUJOIN_RETURN_IF_ERROR(AddColumn(&next, name, engine::PlanMeasureType(measure.op, input),

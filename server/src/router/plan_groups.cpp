@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <set>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
@@ -150,7 +151,7 @@ struct Out {
 }  // namespace
 
 v1::AggregateStep ShardAggregate(const v1::AggregateStep& step, const std::string& row_column,
-                                 GroupsPlan* plan) {
+                                 const std::set<std::string>& float_columns, GroupsPlan* plan) {
   v1::AggregateStep out;
   *out.mutable_group_by() = step.group_by();
   plan->group_by.assign(step.group_by().begin(), step.group_by().end());
@@ -168,8 +169,12 @@ v1::AggregateStep ShardAggregate(const v1::AggregateStep& step, const std::strin
       *out.add_measures() = m;  // the shards refuse it
     } else if (g.op == AggregateOp::kMean) {
       g.count = absl::StrCat("__gpujoin_router_n", j);
-      *out.add_measures() = MeasureOf(v1::AGGREGATE_OP_SUM, m.column(), g.partial);
-      *out.add_measures() = MeasureOf(v1::AGGREGATE_OP_COUNT, m.column(), g.count);
+      *out.add_measures() = MeasureOf(v1::AGGREGATE_OP_MEAN, m.column(), g.partial);
+      // The finite values of a float column (its mean's rows); an integer
+      // column's non-null ones are.
+      v1::Measure n = MeasureOf(v1::AGGREGATE_OP_COUNT, m.column(), g.count);
+      n.set_finite_only(float_columns.count(m.column()) != 0);
+      *out.add_measures() = std::move(n);
     } else {
       *out.add_measures() = MeasureOf(m.op(), m.column(), g.partial);
     }
@@ -253,13 +258,21 @@ absl::StatusOr<MergedGroups> MergeGroups(
       if (Valid(f, r)) g.first = std::min(g.first, At<uint64_t>(f, r));
       for (size_t j = 0; j < plan.measures.size(); ++j) {
         const AggregateOp op = plan.measures[j].op;
-        Fold(op == AggregateOp::kMean ? AggregateOp::kSum : op, m.columns(partial[j]),
-             types[partial[j]], r, &g.measures[j]);
-        if (count[j] >= 0) {
-          Partial n;
-          Fold(AggregateOp::kCount, m.columns(count[j]), types[count[j]], r, &n);
-          g.measures[j].count += n.count;
+        if (op != AggregateOp::kMean) {
+          Fold(op, m.columns(partial[j]), types[partial[j]], r, &g.measures[j]);
+          continue;
         }
+        // A mean: the shards' means weighted by their counts (no partial sum
+        // can leave 64 bits, as one server's exact sum does not).
+        Partial n;
+        Fold(AggregateOp::kCount, m.columns(count[j]), types[count[j]], r, &n);
+        const v1::Column& mean = m.columns(partial[j]);
+        if (n.count == 0 || !Valid(mean, r)) continue;
+        const double v = types[partial[j]] == ColumnType::kFloat32 ? At<float>(mean, r)
+                                                                   : At<double>(mean, r);
+        g.measures[j].any = true;
+        g.measures[j].real += v * static_cast<double>(n.count);
+        g.measures[j].count += n.count;
       }
     }
   }
@@ -283,10 +296,7 @@ absl::StatusOr<MergedGroups> MergeGroups(
     const ColumnType t = types[partial[j]];
     Out o;
     o.column.set_name(measure.name);
-    ColumnType result = t;
-    if (measure.op == AggregateOp::kMean) {
-      result = t == ColumnType::kFloat32 ? ColumnType::kFloat32 : ColumnType::kFloat64;
-    }
+    const ColumnType result = t;  // a mean's partial is already the mean's type
     o.column.set_type(ToWireColumnType(result));
     const uint64_t width = engine::ColumnWidth(result);
     for (size_t gi = 0; gi < groups.size(); ++gi) {
@@ -300,13 +310,11 @@ absl::StatusOr<MergedGroups> MergeGroups(
         continue;
       }
       if (measure.op == AggregateOp::kMean) {
-        if (IsInteger(t)) {
-          o.Value<double>(static_cast<double>(p.integer) / static_cast<double>(p.count));
-        } else if (t == ColumnType::kFloat64) {
-          o.Value<double>(p.real / static_cast<double>(p.count));
+        const double mean = p.real / static_cast<double>(p.count);
+        if (result == ColumnType::kFloat32) {
+          o.Value<float>(static_cast<float>(mean));
         } else {
-          // As the engine's float32 mean: by the count wrapped to 32 bits.
-          o.Value<float>(p.real32 / static_cast<float>(static_cast<uint32_t>(p.count)));
+          o.Value<double>(mean);
         }
         continue;
       }

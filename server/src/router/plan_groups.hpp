@@ -1,14 +1,17 @@
 // The groups of an aggregate plan run on every shard, merged by gpujoin-router
 // (route_query.cpp): each shard answers its rows' groups with partial
-// measures (a mean as its sum and count) and the first router row number of
-// each group; the router merges groups with equal group-by values, forms the
+// measures (a mean with its count) and the first router row number of each
+// group; the router merges groups with equal group-by values, forms the
 // measures as one gpujoind would (integer sums exact, OUT_OF_RANGE past 64
-// bits; floats in their own width, in another order), orders the groups by
-// their first row, and applies the plan's project and limit steps after the
-// aggregate.
+// bits; floats in their own width, in another order; a mean as the shards'
+// means weighted by their counts, in float64), orders the groups by their
+// first row, and applies the plan's project and limit steps after the
+// aggregate. A sum whose part on one shard leaves 64 bits is OUT_OF_RANGE
+// there, also when the whole sum would fit.
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -27,7 +30,7 @@ struct GroupsPlan {
     engine::AggregateOp op = engine::AggregateOp::kCount;
     std::string name;     ///< the caller's output column
     std::string partial;  ///< the shards' column: the count, sum, min or max
-    std::string count;    ///< mean: the shards' count column
+    std::string count;    ///< mean: the shards' count column (`partial` is their mean)
   };
   std::vector<std::string> group_by;
   std::vector<Measure> measures;
@@ -38,10 +41,11 @@ struct GroupsPlan {
 };
 
 /// The aggregate step the shards run for `step` (measures renamed to hidden
-/// partial columns, a mean split in sum and count, the first row number
+/// partial columns, a mean with the count of the values it takes: finite
+/// ones for the columns named in `float_columns`, the first row number
 /// added), and how to merge its answers.
 v1::AggregateStep ShardAggregate(const v1::AggregateStep& step, const std::string& row_column,
-                                 GroupsPlan* plan);
+                                 const std::set<std::string>& float_columns, GroupsPlan* plan);
 
 /// The merged groups of every shard's answer messages (`answers[s]`), as the
 /// caller's columns and the statistics of the steps after the aggregate.

@@ -1,5 +1,7 @@
 // Aggregate through gpujoin-router. Grouped aggregation needs no index, so a
-// batch's rows are split in contiguous ranges, one per shard; each shard
+// batch's rows are split in contiguous ranges, one per shard (an integer sum
+// or mean goes whole to one shard, the shards taking turns, so that its
+// overflow flags are the batch's as on one server); each shard
 // answers its range's partial result (a mean as its sum and contributing
 // rows), the partials are merged with the engine's own accumulator, and the
 // batch's result and the stream's totals are encoded as one gpujoind would.
@@ -126,6 +128,7 @@ absl::StatusOr<AggregatePartial> MergedPartial(const ShardCalls& calls, const Ag
   const AggregateOp partial_op = in.op == AggregateOp::kMean ? AggregateOp::kSum : in.op;
   engine::AggregationAccumulator merged(partial_op, in.groups, in.value_type);
   for (uint32_t s = 0; s < answers.size(); ++s) {
+    if (answers[s].empty()) continue;  // not sent a part
     GPUJOIN_ASSIGN_OR_RETURN(AggregatePartial p,
                              PartialOf(answers[s].front(), partial_op, in.value_type, in.groups,
                                        calls.shard(s).Name()));
@@ -152,6 +155,7 @@ grpc::Status RouteAggregate(
   ShardStreams<v1::AggregateRequest, v1::AggregateResponse> shards(
       calls, ctx, &v1::GpuJoin::Stub::Aggregate, "Aggregate");
   AggregateStream totals;
+  uint64_t batches = 0;
   v1::AggregateRequest request;
   while (stream->Read(&request)) {
     v1::AggregateResponse out;
@@ -161,16 +165,24 @@ grpc::Status RouteAggregate(
                                     calls.config().max_aggregate_groups);
     if (bad.ok()) bad = DecodeAggregateInput(request, &in);
     std::vector<v1::AggregateRequest> parts;
+    std::vector<bool> send(n, true);
     const uint64_t rows = in.keys.size();
+    // An integer sum's overflow flag is the batch's (its exact sum): such a
+    // batch goes whole to one shard, the shards taking turns.
+    const bool whole = bad.ok() && engine::AggregateReportsOverflow(
+                                       in.op == AggregateOp::kMean ? AggregateOp::kSum : in.op,
+                                       in.value_type);
+    const uint32_t turn = static_cast<uint32_t>(batches++ % n);
     for (uint32_t s = 0; s < n && bad.ok(); ++s) {
-      absl::StatusOr<v1::AggregateRequest> part =
-          RangePart(request, in, rows * s / n, rows * (s + 1) / n);
+      send[s] = !whole || s == turn;
+      const uint64_t begin = whole ? 0 : rows * s / n, end = whole ? rows : rows * (s + 1) / n;
+      absl::StatusOr<v1::AggregateRequest> part = RangePart(request, in, begin, end);
       if (part.ok()) parts.push_back(*std::move(part));
       else bad = part.status();
     }
     if (bad.ok()) {
       Answers answers;
-      grpc::Status st = shards.Exchange(parts, &answers);
+      grpc::Status st = shards.Exchange(parts, &answers, &send);
       if (!st.ok()) return st;
       if (auto refused = RefusedBatch(calls, answers)) {
         *out.mutable_error() = *refused;

@@ -42,6 +42,7 @@ grpc::Status RouteBuild(const ShardCalls& calls, grpc::ServerContext* ctx,
   // global row, sent as explicit values, so the lowest global row still wins.
   v1::IndexSpec shard_spec = spec;
   shard_spec.set_explicit_values(true);
+  shard_spec.set_router_row_ids(!spec.explicit_values());
   shard_spec.set_min_version(RouterVersion(spec.min_version()));
   if (spec.capacity() != 0) {
     // A share with a quarter more room: jump hash balances shards only on

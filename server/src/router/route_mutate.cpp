@@ -159,8 +159,8 @@ grpc::Status RouteMutate(const ShardCalls& calls, grpc::ServerContext* ctx,
                          grpc::ServerReaderWriter<v1::MutateResponse, v1::MutateRequest>* stream) {
   grpc::Status denied = calls.Authorize(ctx);
   if (!denied.ok()) return denied;
+  // Also with one shard: the router's checks (upserts carry values) hold.
   const uint32_t n = calls.count();
-  if (n == 1) return calls.Passthrough(ctx, stream, 0, "Mutate", &v1::GpuJoin::Stub::Mutate);
   ShardStreams<v1::MutateRequest, v1::MutateResponse> shards(calls, ctx,
                                                               &v1::GpuJoin::Stub::Mutate, "Mutate");
   std::string described;  // the index whose shards' state `state` holds

@@ -12,9 +12,11 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "gpujoin/common/status_macros.hpp"
 #include "gpujoin/engine/partition.hpp"
 #include "router/merge.hpp"
@@ -47,24 +49,31 @@ struct PlanRouting {
   /// The plan each shard runs: the caller's, its project steps keeping the
   /// row column.
   v1::Plan shard_plan;
-  /// The smallest limit among the trailing limit (and project) steps.
-  uint64_t limit = std::numeric_limits<uint64_t>::max();
-  int limit_step = -1;
+  /// Row plans: the first limit step (only project and limit steps follow
+  /// it), whose chain the router runs again over the merged rows; the rows
+  /// each step of the chain let through so far.
+  int first_limit = -1;
+  std::vector<uint64_t> passed;
   /// Aggregate plans: the aggregate's position, and how its groups merge.
   int aggregate_step = -1;
   GroupsPlan groups;
 };
 
-// The routing of `plan` over input columns `inputs`; `key_type_of(index)`
-// says an index's key type (and fills its key column types).
-template <class KeyTypeOf>
-absl::StatusOr<PlanRouting> RoutePlan(const v1::Plan& plan, const std::vector<std::string>& inputs,
-                                      KeyTypeOf key_type_of) {
+// The routing of `plan` over the first batch's columns `inputs`;
+// `describe(index)` gives an index's IndexInfo.
+template <class Describe>
+absl::StatusOr<PlanRouting> RoutePlan(const v1::Plan& plan,
+                                      const google::protobuf::RepeatedPtrField<v1::Column>& inputs,
+                                      Describe describe) {
   PlanRouting out;
   out.shard_plan = plan;
-  // Where each column name comes from: an input column, or none (made by a step).
+  // Where each column name comes from: an input column, or none (made by a
+  // step); and its type.
   std::map<std::string, std::optional<std::string>> origin;
-  for (const std::string& name : inputs) {
+  std::map<std::string, int> type;
+  for (const v1::Column& c : inputs) type[c.name()] = c.type();
+  for (const v1::Column& c : inputs) {
+    const std::string& name = c.name();
     if (name == kRowColumn) {
       return absl::InvalidArgumentError(absl::StrCat(
           "columns: \"", kRowColumn, "\" is the name gpujoin-router gives its row numbers"));
@@ -72,21 +81,25 @@ absl::StatusOr<PlanRouting> RoutePlan(const v1::Plan& plan, const std::vector<st
     origin[name] = name;
   }
   int first_lookup = -1;
-  std::vector<engine::ColumnType> key_types;
+  std::vector<int> key_types;
   bool limited = false;
   for (int i = 0; i < plan.steps_size(); ++i) {
     const v1::PlanStep& step = plan.steps(i);
     if (limited && !step.has_project() && !step.has_limit()) {
       return Unsupported(i, "after a limit",
                          absl::StrCat("only project and limit steps may follow the limit of steps[",
-                                      out.limit_step, "]"));
+                                      out.first_limit, "]"));
     }
     if (step.has_aggregate()) {
       // The shards run the plan up to its aggregate, with partial measures;
       // the router merges their groups and runs the steps after it.
       out.aggregate_step = i;
+      std::set<std::string> floats;
+      for (const auto& [name, t] : type) {
+        if (t == v1::COLUMN_TYPE_FLOAT32 || t == v1::COLUMN_TYPE_FLOAT64) floats.insert(name);
+      }
       *out.shard_plan.mutable_steps(i)->mutable_aggregate() =
-          ShardAggregate(step.aggregate(), kRowColumn, &out.groups);
+          ShardAggregate(step.aggregate(), kRowColumn, floats, &out.groups);
       for (int j = i + 1; j < plan.steps_size(); ++j) {
         const v1::PlanStep& after = plan.steps(j);
         if (!after.has_project() && !after.has_limit()) {
@@ -112,8 +125,10 @@ absl::StatusOr<PlanRouting> RoutePlan(const v1::Plan& plan, const std::vector<st
         }
         key.push_back(*it->second);
       }
-      std::vector<engine::ColumnType> types;
-      GPUJOIN_ASSIGN_OR_RETURN(const v1::KeyType key_type, key_type_of(lookup.index(), &types));
+      GPUJOIN_ASSIGN_OR_RETURN(const v1::IndexInfo info, describe(lookup.index()));
+      const v1::KeyType key_type = info.key_type();
+      std::vector<int> types;
+      for (const v1::KeyColumnSpec& k : info.key_columns()) types.push_back(k.type());
       if (first_lookup < 0) {
         first_lookup = i;
         out.key = key;
@@ -129,27 +144,35 @@ absl::StatusOr<PlanRouting> RoutePlan(const v1::Plan& plan, const std::vector<st
                          " index: the router splits a plan by one key its lookups share"));
       }
       const std::string prefix = lookup.prefix();
-      for (const std::string& s : lookup.select()) origin[prefix + s] = std::nullopt;
-      origin[lookup.found_column().empty() ? lookup.index() + ".found" : lookup.found_column()] =
-          std::nullopt;
+      for (const std::string& s : lookup.select()) {
+        origin[prefix + s] = std::nullopt;
+        for (const v1::PayloadColumnInfo& p : info.payload()) {
+          if (p.name() == s) type[prefix + s] = p.type();
+        }
+      }
+      const std::string found =
+          lookup.found_column().empty() ? lookup.index() + ".found" : lookup.found_column();
+      origin[found] = std::nullopt;
+      type[found] = v1::COLUMN_TYPE_BOOL;
     } else if (step.has_project()) {
       std::map<std::string, std::optional<std::string>> next;
+      std::map<std::string, int> next_type;
       for (const v1::ProjectColumn& c : step.project().columns()) {
         auto it = origin.find(c.column());
-        next[c.name().empty() ? c.column() : c.name()] =
-            it == origin.end() ? std::nullopt : it->second;
+        const std::string name = c.name().empty() ? c.column() : c.name();
+        next[name] = it == origin.end() ? std::nullopt : it->second;
+        next_type[name] = type.count(c.column()) ? type[c.column()] : 0;
       }
       origin = std::move(next);
+      type = std::move(next_type);
       v1::ProjectColumn* keep = out.shard_plan.mutable_steps(i)->mutable_project()->add_columns();
       keep->set_column(kRowColumn);
-    } else if (step.has_limit()) {
+    } else if (step.has_limit() && !limited) {
       limited = true;
-      if (step.limit().rows() < out.limit) {
-        out.limit = step.limit().rows();
-        out.limit_step = i;
-      }
+      out.first_limit = i;
     }
   }
+  out.passed.assign(plan.steps_size(), 0);
   return out;
 }
 
@@ -362,7 +385,6 @@ absl::StatusOr<MergedRows> MergeRows(const ShardCalls& calls, const std::vector<
       out.columns.push_back(std::move(col));
     }
   }
-  GPUJOIN_ASSIGN_OR_RETURN(out.steps, MergeSteps(calls, answers));
   return out;
 }
 
@@ -400,6 +422,62 @@ std::vector<v1::QueryResponse> Messages(MergedRows merged, uint64_t batch_id,
   } while (first < merged.rows);
   for (size_t i = 0; i + 1 < out.size(); ++i) out[i].set_more(true);
   return out;
+}
+
+// A shard's error about the router's partial measures, in the caller's names.
+v1::BatchError CallersNames(const GroupsPlan& groups, v1::BatchError error) {
+  std::string message = error.message();
+  for (const GroupsPlan::Measure& m : groups.measures) {
+    for (const std::string& hidden : {m.partial, m.count}) {
+      if (hidden.empty()) continue;
+      message = absl::StrReplaceAll(message, {{absl::StrCat("\"", hidden, "\""),
+                                               absl::StrCat("\"", m.name, "\"")}});
+    }
+  }
+  error.set_message(std::move(message));
+  return error;
+}
+
+// `answer` (its batch_id and final flag) carrying `status` as the batch's error.
+v1::QueryResponse BatchErrorOf(const absl::Status& status, v1::QueryResponse answer) {
+  answer.clear_steps();
+  answer.clear_columns();
+  answer.mutable_error()->set_code(static_cast<int>(status.code()));
+  answer.mutable_error()->set_message(std::string(status.message()));
+  return answer;
+}
+
+// The rows a row plan's limits let through of this batch, as one server runs
+// them: the rows reaching the first limit (from the shards), then each step
+// of the chain after it with its own count over the stream. `steps` get the
+// chain's statistics. Without a limit: every row.
+uint64_t LimitChain(const v1::Plan& plan, PlanRouting* routing,
+                    std::vector<v1::StepStatistics>* steps) {
+  if (routing->first_limit < 0) return std::numeric_limits<uint64_t>::max();
+  auto stat = [&](int i) -> v1::StepStatistics& {
+    for (v1::StepStatistics& st : *steps) {
+      if (st.step() == static_cast<uint32_t>(i)) return st;
+    }
+    v1::StepStatistics& st = steps->emplace_back();
+    st.set_step(static_cast<uint32_t>(i));
+    st.set_kind(plan.steps(i).has_limit() ? "limit" : "project");
+    return st;
+  };
+  uint64_t in = stat(routing->first_limit).rows_in();
+  for (int i = routing->first_limit; i < plan.steps_size(); ++i) {
+    v1::StepStatistics& st = stat(i);
+    st.set_rows_in(in);
+    if (plan.steps(i).has_limit()) {
+      const uint64_t rows = plan.steps(i).limit().rows();
+      const uint64_t pass = std::min(in, rows - std::min(rows, routing->passed[i]));
+      routing->passed[i] += pass;
+      in = pass;
+    }
+    st.set_rows_out(in);
+  }
+  std::sort(steps->begin(), steps->end(),
+            [](const v1::StepStatistics& a, const v1::StepStatistics& b) { return a.step() < b.step(); });
+  return in;
 }
 
 // The answer to a flush or to the end of an aggregate plan's stream: the
@@ -445,7 +523,7 @@ grpc::Status RouteQuery(const ShardCalls& calls, grpc::ServerContext* ctx,
                                                             "Query");
   std::optional<PlanRouting> routing;
   uint64_t next_row = 0;  // global row number of the next batch's first row
-  uint64_t passed = 0;    // rows the plan's limit let through so far
+  v1::Plan plan;          // the caller's
   uint64_t last_batch_id = 0;
   v1::QueryRequest request;
   while (stream->Read(&request)) {
@@ -461,10 +539,7 @@ grpc::Status RouteQuery(const ShardCalls& calls, grpc::ServerContext* ctx,
         if (!stream->Write(out)) return shards.Close(grpc::Status::CANCELLED);
         continue;
       }
-      std::vector<std::string> inputs;
-      for (const v1::Column& c : request.columns()) inputs.push_back(c.name());
-      auto key_type_of = [&](const std::string& index,
-                             std::vector<engine::ColumnType>* types) -> absl::StatusOr<v1::KeyType> {
+      auto describe = [&](const std::string& index) -> absl::StatusOr<v1::IndexInfo> {
         v1::DescribeIndexRequest d;
         d.set_name(index);
         std::vector<v1::DescribeIndexResponse> described;
@@ -473,15 +548,12 @@ grpc::Status RouteQuery(const ShardCalls& calls, grpc::ServerContext* ctx,
         if (!st.ok()) {
           return absl::Status(static_cast<absl::StatusCode>(st.error_code()), st.error_message());
         }
-        for (const v1::KeyColumnSpec& k : described[0].index().key_columns()) {
-          GPUJOIN_ASSIGN_OR_RETURN(engine::ColumnType t, FromWireColumnType(k.type(), "key"));
-          types->push_back(t);
-        }
-        return described[0].index().key_type();
+        return described[0].index();
       };
-      absl::StatusOr<PlanRouting> routed = RoutePlan(request.plan(), inputs, key_type_of);
+      absl::StatusOr<PlanRouting> routed = RoutePlan(request.plan(), request.columns(), describe);
       if (!routed.ok()) return shards.Close(ToGrpc(routed.status()));
       routing = *std::move(routed);
+      plan = request.plan();
     }
     const bool batch = request.columns_size() > 0;
     const uint64_t rows = batch ? request.columns(0).length() : 0;
@@ -518,7 +590,7 @@ grpc::Status RouteQuery(const ShardCalls& calls, grpc::ServerContext* ctx,
     grpc::Status st = shards.Exchange(shard_requests, &answers);
     if (!st.ok()) return st;
     if (auto refused = RefusedBatch(calls, answers)) {
-      *out.mutable_error() = *refused;
+      *out.mutable_error() = CallersNames(routing->groups, *refused);
       if (!stream->Write(out)) return shards.Close(grpc::Status::CANCELLED);
       continue;
     }
@@ -537,22 +609,19 @@ grpc::Status RouteQuery(const ShardCalls& calls, grpc::ServerContext* ctx,
           answer = steps.status();
         }
       }
-      if (!answer.ok()) return shards.Close(ToGrpc(answer.status()));
+      if (!answer.ok()) answer = std::vector<v1::QueryResponse>{BatchErrorOf(answer.status(), out)};
       for (const v1::QueryResponse& m : *answer) {
         if (!stream->Write(m)) return shards.Close(grpc::Status::CANCELLED);
       }
       continue;
     }
-    const uint64_t room = routing->limit - std::min(routing->limit, passed);
+    absl::StatusOr<std::vector<v1::StepStatistics>> steps = MergeSteps(calls, answers);
+    if (!steps.ok()) return shards.Close(ToGrpc(steps.status()));
+    const uint64_t room = LimitChain(plan, &*routing, &*steps);
     absl::StatusOr<MergedRows> merged = MergeRows(calls, *parts, next_row, room, answers);
     if (!merged.ok()) return shards.Close(ToGrpc(merged.status()));
+    merged->steps = *std::move(steps);
     next_row += rows;
-    passed += merged->rows;
-    if (routing->limit_step >= 0) {
-      for (v1::StepStatistics& step : merged->steps) {
-        if (step.step() == static_cast<uint32_t>(routing->limit_step)) step.set_rows_out(merged->rows);
-      }
-    }
     for (v1::QueryResponse& m :
          Messages(*std::move(merged), request.batch_id(), calls.config().max_message_bytes)) {
       if (!stream->Write(m)) return shards.Close(grpc::Status::CANCELLED);
@@ -567,13 +636,13 @@ grpc::Status RouteQuery(const ShardCalls& calls, grpc::ServerContext* ctx,
     out.set_batch_id(last_batch_id + 1);
     out.set_final(true);
     if (auto refused = RefusedBatch(calls, answers)) {
-      *out.mutable_error() = *refused;
+      *out.mutable_error() = CallersNames(routing->groups, *refused);
       stream->Write(out);
       return grpc::Status::OK;
     }
     absl::StatusOr<std::vector<v1::QueryResponse>> answer =
         GroupsAnswer(calls, *routing, answers, last_batch_id + 1, true);
-    if (!answer.ok()) return ToGrpc(answer.status());
+    if (!answer.ok()) answer = std::vector<v1::QueryResponse>{BatchErrorOf(answer.status(), out)};
     for (const v1::QueryResponse& m : *answer) {
       if (!stream->Write(m)) return grpc::Status::CANCELLED;
     }

@@ -123,9 +123,12 @@ absl::StatusOr<std::unique_ptr<Router>> Router::Start(const RouterConfig& config
   if (!config.shard_token_file.empty()) {
     GPUJOIN_ASSIGN_OR_RETURN(r->shard_token, ReadTokenFile(config.shard_token_file));
   }
+  // Toward the shards the shards' own --max-message-bytes bound each message
+  // (a shard's answer is merged whole, then cut within the router's limit);
+  // the router's limit is the clients'.
   grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(static_cast<int>(config.max_message_bytes));
-  args.SetMaxSendMessageSize(static_cast<int>(config.max_message_bytes));
+  args.SetMaxReceiveMessageSize(-1);
+  args.SetMaxSendMessageSize(-1);
   for (size_t i = 0; i < config.shards.size(); ++i) {
     Shard s;
     s.index = static_cast<uint32_t>(i);

@@ -132,6 +132,9 @@ struct PlanMeasure {
   static constexpr uint32_t kNoColumn = 0xffffffffu;
   AggregateOp op = AggregateOp::kCount;
   uint32_t column = kNoColumn;
+  /// kCount of a float column: count its finite values (those kSum and kMean
+  /// take) rather than its non-null ones.
+  bool finite_only = false;
 };
 
 /// Groups by `group_by` (integer, kBool, kString, kBinary columns; nulls form

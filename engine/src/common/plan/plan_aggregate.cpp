@@ -260,6 +260,12 @@ absl::Status GroupAggregator::Consume(Backend& backend, const PlanTable& table) 
           node.mask = ChunkedU32{std::span<const uint32_t>(masks[i])};
         }
         if (measure.op != AggregateOp::kCount) node.values = ValuesOf(c);
+        if (measure.op == AggregateOp::kCount && measure.finite_only &&
+            (c.type == ColumnType::kFloat32 || c.type == ColumnType::kFloat64)) {
+          // The rows a float sum takes: its contributing rows (the sum is unused).
+          node.op = AggregateOp::kSum;
+          node.values = ValuesOf(c);
+        }
         if (IsExactSum(measure, s.types) && ColumnWidth(c.type) == 8) {
           // Two 32-bit halves: sum(v) = sum(high) * 2^32 + sum(low), exact.
           low_half[i].resize(rows);
