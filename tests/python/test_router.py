@@ -244,7 +244,7 @@ def test_rpcs_the_router_does_not_serve_say_so(cluster):
     """A Query plan the router cannot split over its shards (lookups by
     different keys: no shard holds both keys of a row) is UNIMPLEMENTED naming
     the step, and the router serves on (Join, Aggregate and Mutate:
-    test_router_ops.py); a batch-mode build is refused naming the field."""
+    test_router_ops.py)."""
     (_, router) = cluster(2)
     with gpujoin.Client(router.address) as r:
         wait_serving(r)
@@ -258,8 +258,38 @@ def test_rpcs_the_router_does_not_serve_say_so(cluster):
         # A plan whose lookups share one key is served.
         out = r.query(data).lookup("un", key="a", select=["v"]).lookup("un2", key="a").run()
         assert out["a"].tolist() == [0, 1, 2, 3, 4] and values(out["v"]) == [0, 3, 6, 9, 12]
-        with pytest.raises(gpujoin.Error) as e:
-            r.build_index("batch", np.arange(10, dtype=np.uint32), valid=np.ones(10, bool))
-        # A batch-mode build (validity) is refused the same way, naming the field.
-        if e.value.code.name == "UNIMPLEMENTED":
-            assert "batch_mode" in str(e.value)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("key_type", ["uint32", "uint64", "string"])
+def test_batch_builds_through_the_router_equal_one_server(cluster, start_gpujoind, key_type):
+    """A batch-mode build (keys with nulls: masked-out rows, row_base per
+    chunk) through the router: every row keeps its global row ID, masked rows
+    are invalid rows on their shard with their payload rows in place, and the
+    index describes itself as a batch build, as on one server."""
+    rng = np.random.default_rng(7)
+    (_, router) = cluster(3)
+    whole = start_gpujoind()
+    n = 1200
+    if key_type == "string":
+        raw = [f"k{int(v)}" for v in rng.integers(0, 400, n)]
+        keys = np.ma.masked_array(np.array(raw, dtype=object), mask=rng.random(n) < 0.2)
+        probe = [f"k{v}" for v in range(450)]
+    else:
+        dtype = np.uint32 if key_type == "uint32" else np.uint64
+        keys = np.ma.masked_array(rng.integers(0, 400, n).astype(dtype), mask=rng.random(n) < 0.2)
+        probe = np.arange(450, dtype=dtype)
+    payload = {"p": np.ma.masked_array(np.arange(n, dtype=np.int64), mask=rng.random(n) < 0.1)}
+    with gpujoin.Client(router.address) as r, gpujoin.Client(whole.address) as w:
+        wait_serving(r)
+        for c in (r, w):
+            if key_type == "string":
+                c.build_index("bm", {"sku": keys}, payload=payload, first_value=5, chunk_rows=101)
+            else:
+                c.build_index("bm", keys, payload=payload, first_value=5, chunk_rows=101)
+        a, b = r.describe("bm"), w.describe("bm")
+        assert (a.batch_mode, a.explicit_values, a.rows) == (b.batch_mode, b.explicit_values, b.rows)
+        assert a.statistics.invalid_rows == b.statistics.invalid_rows
+        assert a.statistics.unique_keys == b.statistics.unique_keys
+        q = {"sku": probe} if key_type == "string" else probe
+        same_lookup(r.lookup("bm", q, select=["p"]), w.lookup("bm", q, select=["p"]), key_type)

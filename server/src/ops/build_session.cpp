@@ -203,9 +203,12 @@ absl::Status BuildSession::AddSpec(const v1::IndexSpec& spec) {
         "spec.wait_durable: this gpujoind has no --data-dir, so nothing is durable; start it "
         "with --data-dir DIR or leave wait_durable unset");
   }
-  if (spec.router_row_ids() && !spec.explicit_values()) {
-    return absl::InvalidArgumentError(
-        "spec.router_row_ids: only with spec.explicit_values (the router sends the row IDs)");
+  if (spec.router_values() != v1::ROUTER_VALUES_NONE &&
+      (!spec.explicit_values() || !v1::RouterValues_IsValid(spec.router_values()))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.router_values: ", static_cast<int>(spec.router_values()),
+        " needs spec.explicit_values and one of ROUTER_VALUES_ROW_IDS, _BATCH_ROWS (the router "
+        "sends the row IDs)"));
   }
   if (spec.explicit_values() && spec.batch_mode()) {
     return absl::InvalidArgumentError(
@@ -411,7 +414,7 @@ absl::StatusOr<std::shared_ptr<const IndexVersion>> BuildSession::Finish(
   version->index = std::move(index);
   version->first_value = static_cast<uint32_t>(spec_.first_value());
   version->explicit_values = spec_.explicit_values();
-  version->router_row_ids = spec_.router_row_ids();
+  version->router_values = spec_.router_values();
   version->batch_mode = spec_.batch_mode();
   if (spec_.max_load_factor() != 0) version->max_load_factor = spec_.max_load_factor();
   version->mutation.next_row_id = NextRowId();

@@ -28,8 +28,8 @@ void Operations::FillIndexInfo(const IndexVersion& v, v1::IndexInfo* info) const
   info->set_capacity(index.spec().capacity);
   info->set_max_probe_count(index.spec().probe_bound());
   info->set_first_value(v.first_value);
-  info->set_explicit_values(v.explicit_values && !v.router_row_ids);
-  info->set_batch_mode(v.batch_mode);
+  info->set_explicit_values(v.explicit_values && v.router_values == v1::ROUTER_VALUES_NONE);
+  info->set_batch_mode(v.batch_mode || v.router_values == v1::ROUTER_VALUES_BATCH_ROWS);
   info->set_rows(index.built_rows());
   auto* s = info->mutable_statistics();
   s->set_unique_keys(st.unique_keys);

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "gpujoin/common/status_macros.hpp"
 #include "router/merge.hpp"
 #include "router/routes.hpp"
 #include "router/wire_rows.hpp"
@@ -16,6 +17,58 @@ uint32_t NextPowerOfTwo(uint64_t v) {
   uint64_t p = 1;
   while (p < v) p <<= 1;
   return static_cast<uint32_t>(std::min<uint64_t>(p, uint64_t{1} << 31));
+}
+
+// Batch chunk `chunk` (of `rows` key rows) with its masked-out rows' keys made
+// invalid, and its values row_base + row in `values`.
+absl::StatusOr<v1::BuildChunk> MaskedBatchChunk(const v1::BuildChunk& chunk, uint64_t rows,
+                                                const std::string& field,
+                                                std::vector<uint32_t>* values) {
+  if (rows > 0 && chunk.row_base() + rows - 1 > 0xfffffffeull) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".row_base: ", chunk.row_base(), " + ", rows,
+                     " rows passes 0xfffffffe, the largest row ID"));
+  }
+  values->resize(rows);
+  for (uint64_t r = 0; r < rows; ++r) (*values)[r] = static_cast<uint32_t>(chunk.row_base() + r);
+  v1::BuildChunk out = chunk;
+  out.clear_validity();
+  if (!chunk.has_validity()) return out;
+  GPUJOIN_ASSIGN_OR_RETURN(const std::vector<uint32_t> valid,
+                           WordsOf(chunk.validity(), field + ".validity"));
+  if (valid.size() != rows) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ".validity: ", valid.size(),
+                                                   " rows but the chunk has ", rows, " keys"));
+  }
+  if (chunk.key_columns_size() > 0) {
+    v1::Column& first = *out.mutable_key_columns(0);
+    std::string bits = first.validity();
+    if (bits.empty()) bits.assign((rows + 7) / 8, '\xff');
+    for (uint64_t r = 0; r < rows; ++r) {
+      if (valid[r] != 0) continue;
+      bits[r / 8] = static_cast<char>(static_cast<uint8_t>(bits[r / 8]) & ~(1u << (r % 8)));
+    }
+    first.set_validity(std::move(bits));
+    first.clear_null_count();
+  } else if (chunk.has_keys64()) {
+    GPUJOIN_ASSIGN_OR_RETURN(std::vector<uint64_t> words,
+                             WordsOf(chunk.keys64(), field + ".keys64"));
+    for (uint64_t r = 0; r < rows; ++r) {
+      if (valid[r] == 0) words[r] = ~uint64_t{0};
+    }
+    std::vector<uint32_t> all(rows);
+    for (uint64_t r = 0; r < rows; ++r) all[r] = static_cast<uint32_t>(r);
+    *out.mutable_keys64() = PackedAt(std::span<const uint64_t>(words), all);
+  } else if (chunk.has_keys()) {
+    GPUJOIN_ASSIGN_OR_RETURN(std::vector<uint32_t> words, WordsOf(chunk.keys(), field + ".keys"));
+    for (uint64_t r = 0; r < rows; ++r) {
+      if (valid[r] == 0) words[r] = ~uint32_t{0};
+    }
+    std::vector<uint32_t> all(rows);
+    for (uint64_t r = 0; r < rows; ++r) all[r] = static_cast<uint32_t>(r);
+    *out.mutable_keys() = PackedAt(std::span<const uint32_t>(words), all);
+  }
+  return out;
 }
 
 }  // namespace
@@ -31,10 +84,10 @@ grpc::Status RouteBuild(const ShardCalls& calls, grpc::ServerContext* ctx,
                         "spec: missing; the first message must carry spec");
   }
   const v1::IndexSpec spec = first.spec();
-  if (spec.batch_mode()) {
-    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
-                        "spec.batch_mode: batch builds are not served by gpujoin-router yet; "
-                        "send the rows in order without batch_mode");
+  if (spec.explicit_values() && spec.batch_mode()) {
+    return grpc::Status(
+        grpc::StatusCode::INVALID_ARGUMENT,
+        "spec.explicit_values: cannot be combined with spec.batch_mode (batch values are row IDs)");
   }
   const uint32_t n = calls.count();
   // Each shard holds about 1/n of the keys: its table is sized for its share.
@@ -42,7 +95,10 @@ grpc::Status RouteBuild(const ShardCalls& calls, grpc::ServerContext* ctx,
   // global row, sent as explicit values, so the lowest global row still wins.
   v1::IndexSpec shard_spec = spec;
   shard_spec.set_explicit_values(true);
-  shard_spec.set_router_row_ids(!spec.explicit_values());
+  shard_spec.set_batch_mode(false);
+  shard_spec.set_router_values(spec.batch_mode()           ? v1::ROUTER_VALUES_BATCH_ROWS
+                               : spec.explicit_values() ? v1::ROUTER_VALUES_NONE
+                                                        : v1::ROUTER_VALUES_ROW_IDS);
   shard_spec.set_min_version(RouterVersion(spec.min_version()));
   if (spec.capacity() != 0) {
     // A share with a quarter more room: jump hash balances shards only on
@@ -76,6 +132,7 @@ grpc::Status RouteBuild(const ShardCalls& calls, grpc::ServerContext* ctx,
   for (int c = 0; c < spec.payload_size(); ++c) payload_index[spec.payload(c).name()] = c;
   absl::Status failed;
   v1::BuildIndexRequest message;
+  v1::BuildChunk masked_chunk;  // a batch chunk's keys with its masked rows made invalid
   uint64_t chunk_number = 0;
   while (failed.ok() && reader->Read(&message)) {
     const std::string field = absl::StrCat("chunks[", chunk_number++, "]");
@@ -87,6 +144,19 @@ grpc::Status RouteBuild(const ShardCalls& calls, grpc::ServerContext* ctx,
     const v1::BuildChunk& chunk = message.chunk();
     const uint64_t base = row_parts.size();
     absl::StatusOr<KeyedRows> keys = KeyedRowsOf(chunk, n, field + ".");
+    std::vector<uint32_t> values;
+    if (keys.ok() && spec.batch_mode()) {
+      // A batch chunk: values row_base + row; a masked-out row is sent as an
+      // invalid row (the reserved key, or a null key column), so that every
+      // shard counts it and its payload row keeps its place.
+      absl::StatusOr<v1::BuildChunk> masked = MaskedBatchChunk(chunk, keys->rows(), field, &values);
+      if (!masked.ok()) {
+        failed = masked.status();
+        break;
+      }
+      masked_chunk = *std::move(masked);
+      keys = KeyedRowsOf(masked_chunk, n, field + ".");
+    }
     if (!keys.ok()) {
       failed = keys.status();
       break;
@@ -94,8 +164,9 @@ grpc::Status RouteBuild(const ShardCalls& calls, grpc::ServerContext* ctx,
     const std::span<const uint32_t> parts = keys->parts();
     const RowSplit split = SplitRows(parts, n);
     row_parts.insert(row_parts.end(), parts.begin(), parts.end());
-    std::vector<uint32_t> values;
-    if (spec.explicit_values()) {
+    if (spec.batch_mode()) {
+      // values made by MaskedBatchChunk
+    } else if (spec.explicit_values()) {
       absl::StatusOr<std::vector<uint32_t>> v = WordsOf(chunk.values(), field + ".values");
       if (!v.ok()) {
         failed = v.status();

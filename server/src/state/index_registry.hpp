@@ -50,9 +50,9 @@ struct IndexVersion {
   mutable std::mutex mutate_mu;
   uint32_t first_value = 0;
   bool explicit_values = false;
-  /// The explicit values are a router's row IDs (IndexSpec.router_row_ids):
-  /// described as generated values.
-  bool router_row_ids = false;
+  /// The explicit values are row IDs a router gave (IndexSpec.router_values):
+  /// described as the router's caller built the index.
+  int router_values = 0;
   bool batch_mode = false;
   double build_seconds = 0;
   int64_t built_unix_millis = 0;

@@ -62,7 +62,7 @@ struct SnapshotMeta {
   uint64_t version = 0;
   uint32_t first_value = 0;
   bool explicit_values = false;
-  bool router_row_ids = false;  ///< stored as explicit_values byte 2
+  int router_values = 0;  ///< v1::RouterValues, stored as explicit_values byte 1 + it
   bool batch_mode = false;
   double build_seconds = 0;
   int64_t built_unix_millis = 0;

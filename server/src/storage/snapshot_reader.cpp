@@ -229,7 +229,7 @@ absl::Status SnapshotReader::ReadMeta() {
   spec.duplicates = engine::DuplicatePolicy(duplicates);
   built_ = built != 0;
   sm.explicit_values = explicit_values != 0;
-  sm.router_row_ids = explicit_values == 2;
+  sm.router_values = explicit_values > 1 ? explicit_values - 1 : 0;
   sm.batch_mode = batch != 0;
   sm.built_unix_millis = int64_t(millis);
   for (uint32_t c = 0; c < columns; ++c) {

@@ -313,7 +313,7 @@ absl::StatusOr<uint64_t> SnapshotStore::WriteFile(const IndexVersion& version,
   meta.version = version.version;
   meta.first_value = version.first_value;
   meta.explicit_values = version.explicit_values;
-  meta.router_row_ids = version.router_row_ids;
+  meta.router_values = version.router_values;
   meta.batch_mode = version.batch_mode;
   meta.build_seconds = version.build_seconds;
   meta.built_unix_millis = version.built_unix_millis;

@@ -44,7 +44,7 @@ std::string EncodeMeta(const SnapshotMeta& m, const engine::IndexImage& image) {
   e.U64(image.shape().kept_rows);
   e.U64(m.version);
   e.U32(m.first_value);
-  e.U8(m.explicit_values ? (m.router_row_ids ? 2 : 1) : 0);
+  e.U8(m.explicit_values ? static_cast<uint8_t>(1 + m.router_values) : 0);
   e.U8(m.batch_mode ? 1 : 0);
   e.F64(m.build_seconds);
   e.U64(uint64_t(m.built_unix_millis));

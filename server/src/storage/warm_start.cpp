@@ -69,7 +69,7 @@ absl::StatusOr<std::shared_ptr<IndexVersion>> SnapshotStore::Load(const std::str
   version->index = std::move(index);
   version->first_value = meta.first_value;
   version->explicit_values = meta.explicit_values;
-  version->router_row_ids = meta.router_row_ids;
+  version->router_values = meta.router_values;
   version->batch_mode = meta.batch_mode;
   version->build_seconds = meta.build_seconds;
   version->built_unix_millis = meta.built_unix_millis;
