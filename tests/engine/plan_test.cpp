@@ -523,6 +523,30 @@ TEST_P(PlanTest, IntegerSumsAreExactAcrossBatches) {
   EXPECT_EQ(over.status().code(), absl::StatusCode::kOutOfRange);
 }
 
+// COUNT of a float column counts its non-null values; with finite_only the
+// finite ones, those SUM and MEAN take (gpujoin-router weighs means by it).
+TEST_P(PlanTest, AFiniteOnlyCountCountsWhatAMeanTakes) {
+  Plan plan;
+  PlanAggregateStep agg;
+  PlanMeasure finite{AggregateOp::kCount, 0};
+  finite.finite_only = true;
+  agg.measures = {{AggregateOp::kCount, 0}, finite, {AggregateOp::kMean, 0}};
+  plan.steps.emplace_back(agg);
+  plan.aggregate_input_types = {ColumnType::kFloat64};
+  PlanRun run(backend_.get(), plan, PlanLimits{});
+  PlanTable t;
+  t.rows = 6;
+  t.columns = {Float64Col({1.0, std::nan(""), 3.0, INFINITY, -INFINITY, 5.0})};
+  t.columns[0].validity = {0x3f & ~0x04};  // row 2 (3.0) is null
+  std::vector<PlanStepStatistics> stats;
+  ASSERT_TRUE(run.RunBatch(t, {}, &stats).ok());
+  auto groups = run.Groups({}, &stats);
+  ASSERT_TRUE(groups.ok()) << groups.status();
+  EXPECT_EQ(groups->columns[0].value<uint64_t>(0), 5u);  // non-null
+  EXPECT_EQ(groups->columns[1].value<uint64_t>(0), 2u);  // finite: 1.0 and 5.0
+  EXPECT_DOUBLE_EQ(groups->columns[2].value<double>(0), 3.0);
+}
+
 // A uint32 key column without nulls is probed as it is (no copy); its
 // reserved word is missing, like a null.
 TEST_P(PlanTest, AKeyColumnOfTheIndexWordIsProbedAsItIs) {

@@ -176,7 +176,9 @@ v1::AggregateStep ShardAggregate(const v1::AggregateStep& step, const std::strin
       n.set_finite_only(float_columns.count(m.column()) != 0);
       *out.add_measures() = std::move(n);
     } else {
-      *out.add_measures() = MeasureOf(m.op(), m.column(), g.partial);
+      v1::Measure partial = m;  // finite_only and all
+      partial.set_name(g.partial);
+      *out.add_measures() = std::move(partial);
     }
     plan->measures.push_back(std::move(g));
   }

@@ -89,6 +89,13 @@ class ShardCalls {
       auto c = Context(ctx, /*unary=*/true);
       const auto start = Clock::now();
       (*statuses)[s] = (shards_[s].stub.get()->*method)(c.get(), request, &(*answers)[s]);
+      if ((*statuses)[s].error_code() == grpc::StatusCode::DEADLINE_EXCEEDED &&
+          std::chrono::system_clock::now() < ctx->deadline()) {
+        (*statuses)[s] = grpc::Status(
+            grpc::StatusCode::UNAVAILABLE,
+            absl::StrCat("did not answer ", rpc, " within --shard-timeout=",
+                         config_.shard_timeout_seconds, "s"));
+      }
       Record(s, rpc, start, (*statuses)[s].ok());
     });
   }

@@ -67,6 +67,10 @@ absl::StatusOr<std::shared_ptr<IndexVersion>> SnapshotStore::Load(const std::str
   const SnapshotMeta& meta = reader.meta();
   version->name = name;
   version->index = std::move(index);
+  // The saved version: a warm start serves it again (Install's least
+  // version), so that the shards of a router agree after one restarts; a
+  // LoadIndex gives the loaded index a new version.
+  version->version = meta.version;
   version->first_value = meta.first_value;
   version->explicit_values = meta.explicit_values;
   version->router_values = meta.router_values;
@@ -168,7 +172,7 @@ WarmStartReport SnapshotStore::LoadAll(IndexRegistry& registry,
       if (s.ok()) {
         bytes = version->index->held_bytes();
         std::shared_ptr<const IndexVersion> v = version;
-        auto previous = registry.Install(version, /*replace=*/false);
+        auto previous = registry.Install(version, /*replace=*/false, version->version);
         s = previous.status();
         if (s.ok()) {
           {
