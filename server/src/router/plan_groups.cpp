@@ -169,7 +169,9 @@ v1::AggregateStep ShardAggregate(const v1::AggregateStep& step, const std::strin
       *out.add_measures() = m;  // the shards refuse it
     } else if (g.op == AggregateOp::kMean) {
       g.count = absl::StrCat("__gpujoin_router_n", j);
-      *out.add_measures() = MeasureOf(v1::AGGREGATE_OP_MEAN, m.column(), g.partial);
+      v1::Measure mean = m;  // the shards refuse what one server refuses
+      mean.set_name(g.partial);
+      *out.add_measures() = std::move(mean);
       // The finite values of a float column (its mean's rows); an integer
       // column's non-null ones are.
       v1::Measure n = MeasureOf(v1::AGGREGATE_OP_COUNT, m.column(), g.count);
