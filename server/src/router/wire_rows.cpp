@@ -38,6 +38,9 @@ absl::StatusOr<int> Shape(const v1::Column& c, std::string_view field) {
 RowSplit SplitRows(std::span<const uint32_t> parts, uint32_t count) {
   RowSplit s;
   s.rows.resize(count);
+  std::vector<uint32_t> sizes(count, 0);
+  for (uint32_t p : parts) ++sizes[p];
+  for (uint32_t p = 0; p < count; ++p) s.rows[p].reserve(sizes[p]);
   s.part.assign(parts.begin(), parts.end());
   s.position.resize(parts.size());
   for (size_t r = 0; r < parts.size(); ++r) {
