@@ -70,6 +70,7 @@ const FamilySpec kFamilies[] = {
     {"gpujoin_index_info", prometheus::MetricType::Gauge, true},
     {"gpujoin_gathered_bytes_total", prometheus::MetricType::Counter, false},
     {"gpujoin_rpc_duration_seconds", prometheus::MetricType::Histogram, false},
+    {"gpujoin_rpc_phase_seconds", prometheus::MetricType::Histogram, false},
     {"gpujoin_rpc_batches_total", prometheus::MetricType::Counter, false},
     {"gpujoin_rpc_rows_total", prometheus::MetricType::Counter, false},
     {"gpujoin_rpc_errors_total", prometheus::MetricType::Counter, false},
@@ -172,6 +173,21 @@ TEST(Metrics, RpcErrorsHaveAZeroSeriesForEveryRpcAndCodeAtStartUp) {
        {"gpujoin_rpc_batches_total", "gpujoin_rpc_rows_total", "gpujoin_rpc_duration_seconds"}) {
     EXPECT_EQ(families.at(family).metric.size(), std::size(kRpcNames)) << family;
   }
+  // And the five phases of a stream batch.
+  EXPECT_EQ(families.at("gpujoin_rpc_phase_seconds").metric.size(), 5 * std::size(kRpcNames));
+}
+
+TEST(Metrics, APhaseIsObservedUnderItsRpcAndName) {
+  Metrics m;
+  m.ObserveRpcPhase("Lookup", Metrics::RpcPhase::kExecute, 0.00002);
+  m.ObserveRpcPhase("Lookup", Metrics::RpcPhase::kWait, 0.5);
+  const std::string text = Render(*m.registry());
+  EXPECT_THAT(text, HasSubstr(
+                        "gpujoin_rpc_phase_seconds_count{phase=\"execute\",rpc=\"Lookup\"} 1"));
+  EXPECT_THAT(text, HasSubstr(
+                        "gpujoin_rpc_phase_seconds_bucket{phase=\"execute\",rpc=\"Lookup\",le=\"2.5e-05\"} 1"));
+  EXPECT_THAT(text, HasSubstr("gpujoin_rpc_phase_seconds_count{phase=\"wait\",rpc=\"Lookup\"} 1"));
+  EXPECT_THAT(text, HasSubstr("gpujoin_rpc_phase_seconds_count{phase=\"decode\",rpc=\"Join\"} 0"));
 }
 
 TEST(Metrics, AnUnlistedErrorCodeIsCountedOnFirstUse) {

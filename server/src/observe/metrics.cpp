@@ -116,6 +116,13 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                            "Duration of a unary call, or of one stream batch from receipt to "
                            "response, in seconds.")
                        .Register(r);
+  rpc_phase_ = &BuildHistogram()
+                    .Name("gpujoin_rpc_phase_seconds")
+                    .Help("Where a stream batch's time goes, by rpc and phase: decode (parsing "
+                          "the message), queue (waiting for an executor thread; 0 inline), "
+                          "execute (the operation), wait (the answer waiting for its turn to "
+                          "be written) and encode (serialising each response message).")
+                    .Register(r);
   rpc_batches_ = &BuildCounter()
                       .Name("gpujoin_rpc_batches_total")
                       .Help("Unary calls, stream batches and build chunks by RPC.")
@@ -133,6 +140,12 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
     const std::string name(rpc);
     RpcSeries s;
     s.duration = &rpc_duration_->Add({{"rpc", name}}, buckets);
+    const prometheus::Histogram::BucketBoundaries phase_buckets = {
+        0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.01, 0.1, 1};
+    const char* phase_names[] = {"decode", "queue", "execute", "wait", "encode"};
+    for (size_t p = 0; p < s.phases.size(); ++p) {
+      s.phases[p] = &rpc_phase_->Add({{"rpc", name}, {"phase", phase_names[p]}}, phase_buckets);
+    }
     s.batches = &rpc_batches_->Add({{"rpc", name}});
     s.rows = &rpc_rows_->Add({{"rpc", name}});
     rpcs_.emplace(name, s);
@@ -404,6 +417,12 @@ void Metrics::ObserveRpc(std::string_view rpc, double seconds, uint64_t rows) {
   it->second.duration->Observe(seconds);
   it->second.batches->Increment();
   it->second.rows->Increment(static_cast<double>(rows));
+}
+
+void Metrics::ObserveRpcPhase(std::string_view rpc, RpcPhase phase, double seconds) {
+  auto it = rpcs_.find(rpc);  // fixed at construction: no lock needed
+  if (it == rpcs_.end()) return;
+  it->second.phases[static_cast<size_t>(phase)]->Observe(seconds);
 }
 
 void Metrics::CountRpcError(std::string_view rpc, std::string_view code) {

@@ -13,6 +13,7 @@
 // that a failed build creates no series and a drop really removes them.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -133,6 +134,13 @@ class Metrics {
   /// `rows` are the rows accepted: 0 for a rejected call or batch (never the rows
   /// a request claims before it is validated).
   void ObserveRpc(std::string_view rpc, double seconds, uint64_t rows);
+  /// Where a stream batch's time goes (gpujoin_rpc_phase_seconds{rpc,phase}):
+  /// decode (parsing the message), queue (from admission to an executor
+  /// thread taking it; 0 when run inline), execute (the operation), wait (from
+  /// the answer being ready to its turn to be written, in stream order) and
+  /// encode (serialising each response message).
+  enum class RpcPhase { kDecode, kQueue, kExecute, kWait, kEncode };
+  void ObserveRpcPhase(std::string_view rpc, RpcPhase phase, double seconds);
   /// gpujoin_rpc_errors_total{rpc,code}; `code` is the gRPC code name.
   void CountRpcError(std::string_view rpc, std::string_view code);
 
@@ -155,6 +163,7 @@ class Metrics {
   };
   struct RpcSeries {
     prometheus::Histogram* duration = nullptr;
+    std::array<prometheus::Histogram*, 5> phases{};  ///< by RpcPhase
     prometheus::Counter* batches = nullptr;
     prometheus::Counter* rows = nullptr;
   };
@@ -185,6 +194,7 @@ class Metrics {
 
   // Per RPC.
   prometheus::Family<prometheus::Histogram>* rpc_duration_;
+  prometheus::Family<prometheus::Histogram>* rpc_phase_;
   prometheus::Family<prometheus::Counter>* rpc_batches_;
   prometheus::Family<prometheus::Counter>* rpc_rows_;
   prometheus::Family<prometheus::Counter>* rpc_errors_;

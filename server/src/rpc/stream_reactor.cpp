@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "gpujoin/common/host_allocation.hpp"
 #include "gpujoin/server/logging.hpp"
+#include "observe/metrics.hpp"
 #include "state/memory_budget.hpp"
 #include "rpc/rpc_clock.hpp"
 #include "rpc/single_driver.hpp"
@@ -34,6 +35,11 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     bool ok = false;
     bool more = false;  // the response has a further message after the one being written
     Clock::time_point start;
+    // The phases of its time (Metrics::RpcPhase): decode and execute seconds,
+    // and when its answer was ready (for the wait to be written).
+    double decode_seconds = 0;
+    Clock::time_point ready_at;
+    bool sealed = false;  // its first message was serialised
     // The response's share of --max-pending-response-bytes, from the end of
     // Process until its last message is written (or the stream ends).
     MemoryBudget::Reservation held;
@@ -87,10 +93,12 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
       bool parsed = false;
       // A message that parses but whose copy cannot be allocated is that
       // batch's RESOURCE_EXHAUSTED, in-band; the stream goes on.
+      const Clock::time_point decode_start = Clock::now();
       decoded = CatchHostAllocation([this] { return BatchName(messages_read_); }, [&] {
         parsed = Traits::Decode(&reading_->received, &reading_->request);
         return absl::OkStatus();
       });
+      reading_->decode_seconds = SecondsSince(decode_start);
       if (!decoded.ok()) {
         reading_->request = Request();
       } else if (!parsed) {
@@ -262,6 +270,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   // Executor thread, or the gRPC thread for small batches (see inline_rows_).
   void Process(std::unique_ptr<Item> item) {
     absl::Status s;
+    const Clock::time_point begin = Clock::now();
     if (cancelled_.load()) {
       s = absl::CancelledError("stream cancelled");
     } else {
@@ -269,6 +278,13 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
         return Traits::Process(*host_->ops(), item->request, &item->response, &item->partial);
       });
     }
+    item->ready_at = Clock::now();
+    Metrics* metrics = host_->metrics();
+    metrics->ObserveRpcPhase(Traits::kRpc, Metrics::RpcPhase::kDecode, item->decode_seconds);
+    metrics->ObserveRpcPhase(Traits::kRpc, Metrics::RpcPhase::kQueue,
+                             std::chrono::duration<double>(begin - item->start).count());
+    metrics->ObserveRpcPhase(Traits::kRpc, Metrics::RpcPhase::kExecute,
+                             std::chrono::duration<double>(item->ready_at - begin).count());
     InflightLimiter* limiter = host_->limiter();
     limiter->Release();
     host_->metrics()->SetInflightBatches(limiter->current());
@@ -312,8 +328,17 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
           if (act.read != nullptr) this->StartRead(act.read);
           if (act.write != nullptr) {
             // Serialising outside the lock, as gRPC's typed API would in StartWrite.
+            const Clock::time_point seal = Clock::now();
+            if (!act.write->sealed && act.write->ready_at != Clock::time_point{}) {
+              host_->metrics()->ObserveRpcPhase(
+                  Traits::kRpc, Metrics::RpcPhase::kWait,
+                  std::chrono::duration<double>(seal - act.write->ready_at).count());
+            }
+            act.write->sealed = true;
             grpc::ByteBuffer* wire =
                 Traits::Seal(act.write->request, &act.write->response, &act.write->sent);
+            host_->metrics()->ObserveRpcPhase(Traits::kRpc, Metrics::RpcPhase::kEncode,
+                                              SecondsSince(seal));
             // Read by OnWriteDone, which gRPC runs after this write completes.
             act.write->more = Traits::More(act.write->response);
             this->StartWrite(wire);
