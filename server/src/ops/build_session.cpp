@@ -203,6 +203,10 @@ absl::Status BuildSession::AddSpec(const v1::IndexSpec& spec) {
         "spec.wait_durable: this gpujoind has no --data-dir, so nothing is durable; start it "
         "with --data-dir DIR or leave wait_durable unset");
   }
+  if (spec.min_version() > IndexRegistry::kMaxMinVersion) {
+    return absl::InvalidArgumentError(absl::StrCat("spec.min_version: ", spec.min_version(),
+                                                   " is above the largest, ", IndexRegistry::kMaxMinVersion));
+  }
   if (spec.router_values() != v1::ROUTER_VALUES_NONE &&
       (!spec.explicit_values() || !v1::RouterValues_IsValid(spec.router_values()))) {
     return absl::InvalidArgumentError(absl::StrCat(

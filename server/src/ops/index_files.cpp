@@ -44,6 +44,11 @@ absl::Status Operations::LoadIndex(const v1::LoadIndexRequest& request,
     return absl::AlreadyExistsError(absl::StrCat("index \"", request.name(),
                                                  "\" already exists; set replace to load over it"));
   }
+  if (request.min_version() > IndexRegistry::kMaxMinVersion) {
+    return absl::InvalidArgumentError(absl::StrCat("min_version: ", request.min_version(),
+                                                   " is above the largest, ",
+                                                   IndexRegistry::kMaxMinVersion));
+  }
   GPUJOIN_ASSIGN_OR_RETURN(std::shared_ptr<IndexVersion> version,
                            state_.snapshots->Load(file, request.name(), 0));
   // A new base: log records of the file's lineage must not replay onto it.

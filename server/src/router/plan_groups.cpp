@@ -219,11 +219,21 @@ absl::StatusOr<MergedGroups> MergeGroups(
     keys.push_back(c);
   }
   GPUJOIN_ASSIGN_OR_RETURN(const int first_row, column(kFirstRowColumn));
+  auto uint64_column = [&](int c) -> absl::Status {
+    if (types[c] == ColumnType::kUint64) return absl::OkStatus();
+    return absl::InternalError(absl::StrCat("a shard's column \"", header.columns(c).name(),
+                                            "\" is not UINT64"));
+  };
+  GPUJOIN_RETURN_IF_ERROR(uint64_column(first_row));
   std::vector<int> partial(plan.measures.size()), count(plan.measures.size(), -1);
   for (size_t j = 0; j < plan.measures.size(); ++j) {
     GPUJOIN_ASSIGN_OR_RETURN(partial[j], column(plan.measures[j].partial));
     if (!plan.measures[j].count.empty()) {
       GPUJOIN_ASSIGN_OR_RETURN(count[j], column(plan.measures[j].count));
+      GPUJOIN_RETURN_IF_ERROR(uint64_column(count[j]));
+    }
+    if (plan.measures[j].op == AggregateOp::kCount) {
+      GPUJOIN_RETURN_IF_ERROR(uint64_column(partial[j]));
     }
   }
   for (const v1::QueryResponse* p : pieces) {
@@ -231,6 +241,10 @@ absl::StatusOr<MergedGroups> MergeGroups(
       return absl::InternalError("the shards' groups differ in their columns");
     }
     for (int c = 0; c < p->columns_size(); ++c) {
+      if (p->columns(c).type() != header.columns(c).type() ||
+          p->columns(c).length() != p->columns(0).length()) {
+        return absl::InternalError("a shard's groups differ in their columns' types or lengths");
+      }
       GPUJOIN_RETURN_IF_ERROR(
           CheckColumnBuffers(p->columns(c), types[c], absl::StrCat("columns[", c, "]")).status());
     }

@@ -24,7 +24,7 @@ uint32_t NextPowerOfTwo(uint64_t v) {
 absl::StatusOr<v1::BuildChunk> MaskedBatchChunk(const v1::BuildChunk& chunk, uint64_t rows,
                                                 const std::string& field,
                                                 std::vector<uint32_t>* values) {
-  if (rows > 0 && chunk.row_base() + rows - 1 > 0xfffffffeull) {
+  if (rows > 0 && (chunk.row_base() > 0xfffffffeull || rows - 1 > 0xfffffffeull - chunk.row_base())) {
     return absl::InvalidArgumentError(
         absl::StrCat(field, ".row_base: ", chunk.row_base(), " + ", rows,
                      " rows passes 0xfffffffe, the largest row ID"));
@@ -183,7 +183,7 @@ grpc::Status RouteBuild(const ShardCalls& calls, grpc::ServerContext* ctx,
       values.resize(parts.size());
       for (size_t r = 0; r < parts.size(); ++r) {
         const uint64_t v = spec.first_value() + base + r;
-        if (v > 0xfffffffeull) {
+        if (spec.first_value() > 0xfffffffeull || v > 0xfffffffeull) {
           failed = absl::InvalidArgumentError(absl::StrCat(
               field, ": row ", base + r, " would get value ", v,
               ", past 0xfffffffe (spec.first_value + rows)"));

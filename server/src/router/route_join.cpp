@@ -55,7 +55,8 @@ absl::StatusOr<SplitBatch> SplitLeftBatch(const v1::LeftBatch& b, uint32_t n,
                                                      " rows, but the batch has ", rows, " keys"));
     }
   } else {
-    if (rows > 0 && b.first_left_row() + rows - 1 > std::numeric_limits<uint32_t>::max()) {
+    constexpr uint64_t kMax = std::numeric_limits<uint32_t>::max();
+    if (rows > 0 && (b.first_left_row() > kMax || rows - 1 > kMax - b.first_left_row())) {
       return absl::InvalidArgumentError(
           absl::StrCat(field, ".first_left_row: ", b.first_left_row(), " + ", rows,
                        " rows passes the largest left row ID 0xffffffff"));
@@ -147,7 +148,7 @@ grpc::Status MergeBatch(const ShardCalls& calls, int b, const v1::LeftBatch& req
   if (request.want_found()) out->set_found(std::move(found));
   if (request.want_probes()) out->set_probes(std::move(probes));
   if (request.count_only()) {
-    out->set_capacity(batch.capacity);
+    out->set_capacity(0);  // ignored, reported as 0 (as one server)
     out->set_overflow(overflow);
     return grpc::Status::OK;
   }
@@ -180,6 +181,16 @@ grpc::Status MergeBatch(const ShardCalls& calls, int b, const v1::LeftBatch& req
     if (refs.size() < capacity && cut(s)) {
       kept_capacity = refs.size();
       break;
+    }
+  }
+  if (kept_capacity == capacity && refs.size() < capacity) {
+    // Every pair of every shard was taken: one out of its order is a shard's fault.
+    for (uint32_t s = 0; s < n; ++s) {
+      if (next[s] != shard[s].positions.size()) {
+        return grpc::Status(grpc::StatusCode::INTERNAL,
+                            absl::StrCat(calls.shard(s).Name(), ": answered pairs out of order "
+                                                                "or for rows it was not sent"));
+      }
     }
   }
   for (const RowRef& ref : refs) AppendU32(&right, U32At(all_parts[ref.source]->right_rows(), ref.row));

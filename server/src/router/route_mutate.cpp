@@ -192,7 +192,20 @@ grpc::Status RouteMutate(const ShardCalls& calls, grpc::ServerContext* ctx,
     if (bad.ok()) {
       Answers answers;
       grpc::Status st = shards.Exchange(parts, &answers, &send);
-      if (!st.ok()) return st;
+      if (!st.ok()) {
+        // The shards that answered before one failed applied their part.
+        std::vector<std::string> applied;
+        for (uint32_t s = 0; s < answers.size(); ++s) {
+          if (!answers[s].empty() && !answers[s].front().has_error()) {
+            applied.push_back(calls.shard(s).Name());
+          }
+        }
+        if (applied.empty() || st.error_code() == grpc::StatusCode::CANCELLED) return st;
+        return grpc::Status(st.error_code(),
+                            absl::StrCat(st.error_message(), "; batch ", request.batch_id(),
+                                         " was applied on ", absl::StrJoin(applied, ", "),
+                                         " (its other parts' fate is unknown)"));
+      }
       if (auto refused = RefusedBatch(calls, answers)) {
         // Shards that applied their part while another refused: the batch
         // is not atomic any more, and the caller is told which.

@@ -25,6 +25,7 @@
 #include "router/wire_rows.hpp"
 #include "wire/column_check.hpp"
 #include "wire/column_codec.hpp"
+#include "wire/plan_wire.hpp"
 
 namespace gpujoin::server::router {
 namespace {
@@ -100,11 +101,28 @@ absl::StatusOr<PlanRouting> RoutePlan(const v1::Plan& plan,
       }
       *out.shard_plan.mutable_steps(i)->mutable_aggregate() =
           ShardAggregate(step.aggregate(), kRowColumn, floats, &out.groups);
+      // The columns after it, which the router's own project steps name.
+      std::vector<std::string> names(step.aggregate().group_by().begin(),
+                                     step.aggregate().group_by().end());
+      for (const GroupsPlan::Measure& m : out.groups.measures) names.push_back(m.name);
       for (int j = i + 1; j < plan.steps_size(); ++j) {
         const v1::PlanStep& after = plan.steps(j);
         if (!after.has_project() && !after.has_limit()) {
           return Unsupported(j, after.has_filter() ? "filter" : "lookup",
                              "after an aggregate the router runs only project and limit steps");
+        }
+        if (after.has_project()) {
+          std::vector<std::string> next;
+          for (int k = 0; k < after.project().columns_size(); ++k) {
+            const v1::ProjectColumn& c = after.project().columns(k);
+            if (std::find(names.begin(), names.end(), c.column()) == names.end()) {
+              return absl::InvalidArgumentError(absl::StrCat(
+                  "plan.steps[", j, "].project.columns[", k, "].column: no column \"", c.column(),
+                  "\" at this step (it sees: ", absl::StrJoin(names, ", "), ")"));
+            }
+            next.push_back(c.name().empty() ? c.column() : c.name());
+          }
+          names = std::move(next);
         }
         out.groups.after.push_back(after);
         out.groups.after_positions.push_back(static_cast<uint32_t>(j));
@@ -266,6 +284,17 @@ absl::StatusOr<std::vector<uint32_t>> PartsOf(const PlanRouting& routing,
   return parts;
 }
 
+// A column of `c`'s name and type without rows.
+v1::Column EmptyLike(const v1::Column& c) {
+  v1::Column out;
+  out.set_name(c.name());
+  out.set_type(c.type());
+  if (c.type() == v1::COLUMN_TYPE_STRING || c.type() == v1::COLUMN_TYPE_BINARY) {
+    out.set_offsets(std::string(4, '\0'));
+  }
+  return out;
+}
+
 // Rows [base, base + rows) as the router's row column.
 v1::Column RowColumn(std::span<const uint32_t> rows, uint64_t base) {
   v1::Column c;
@@ -339,8 +368,9 @@ absl::StatusOr<MergedRows> MergeRows(const ShardCalls& calls, const std::vector<
         if (m.columns(c).name() == kRowColumn) at = c;
       }
       const v1::Column* col = at < 0 ? nullptr : &m.columns(at);
-      if (col == nullptr || col->type() != v1::COLUMN_TYPE_UINT64 ||
-          col->data().size() != 8 * m.rows() || (row_column >= 0 && at != row_column)) {
+      if (col == nullptr || col->type() != v1::COLUMN_TYPE_UINT64 || col->length() != m.rows() ||
+          m.rows() > 0xffffffffu || col->data().size() != 8 * m.rows() ||
+          (row_column >= 0 && at != row_column)) {
         return absl::InternalError(
             absl::StrCat(calls.shard(s).Name(), ": its rows lack the router's row numbers"));
       }
@@ -388,38 +418,64 @@ absl::StatusOr<MergedRows> MergeRows(const ShardCalls& calls, const std::vector<
   return out;
 }
 
-// The merged rows as messages within the router's message limit.
-std::vector<v1::QueryResponse> Messages(MergedRows merged, uint64_t batch_id,
-                                        uint64_t max_message_bytes) {
-  uint64_t bytes = 0;
-  for (const v1::Column& c : merged.columns) bytes += c.ByteSizeLong();
+// Bytes row `r` of `c` takes in a message (its value, offset and bits).
+uint64_t RowBytes(const v1::Column& c, uint64_t r) {
+  if (c.type() == v1::COLUMN_TYPE_STRING || c.type() == v1::COLUMN_TYPE_BINARY) {
+    int32_t b, e;
+    std::memcpy(&b, c.offsets().data() + 4 * r, 4);
+    std::memcpy(&e, c.offsets().data() + 4 * (r + 1), 4);
+    return 5 + static_cast<uint64_t>(e - b);
+  }
+  if (c.type() == v1::COLUMN_TYPE_BOOL) return 1;
+  const uint64_t rows = std::max<uint64_t>(1, c.length());
+  return 1 + c.data().size() / rows;
+}
+
+// The merged rows as messages within the router's message limit: cut where
+// the rows' own bytes would pass half of it (the rest is framing), each
+// message's columns with their own null counts.
+absl::StatusOr<std::vector<v1::QueryResponse>> Messages(MergedRows merged, uint64_t batch_id,
+                                                        uint64_t max_message_bytes) {
   const uint64_t room = std::max<uint64_t>(1, max_message_bytes / 2);
-  const uint64_t per_row = merged.rows == 0 ? 1 : std::max<uint64_t>(1, bytes / merged.rows + 1);
-  const uint64_t rows_per_message = std::max<uint64_t>(1, room / per_row);
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  uint64_t first = 0, bytes = 0;
+  for (uint64_t r = 0; r < merged.rows; ++r) {
+    uint64_t row = 0;
+    for (const v1::Column& c : merged.columns) row += RowBytes(c, r);
+    if (r > first && bytes + row > room) {
+      ranges.emplace_back(first, r);
+      first = r;
+      bytes = 0;
+    }
+    bytes += row;
+  }
+  ranges.emplace_back(first, merged.rows);
   std::vector<v1::QueryResponse> out;
-  uint64_t first = 0;
-  do {
-    const uint64_t take = std::min(rows_per_message, merged.rows - first);
+  for (const auto& [begin, end] : ranges) {
     v1::QueryResponse m;
     m.set_batch_id(batch_id);
-    m.set_first_row(first);
-    m.set_rows(take);
-    if (first == 0) {
+    m.set_first_row(begin);
+    m.set_rows(end - begin);
+    if (begin == 0) {
       for (const v1::StepStatistics& st : merged.steps) *m.add_steps() = st;
     }
-    std::vector<uint32_t> rows(take);
-    for (uint64_t r = 0; r < take; ++r) rows[r] = static_cast<uint32_t>(first + r);
-    for (const v1::Column& c : merged.columns) {
-      if (first == 0 && take == merged.rows) {
-        *m.add_columns() = c;
-      } else {
-        absl::StatusOr<v1::Column> part = TakeColumnRows(c, rows, "columns");
-        *m.add_columns() = part.ok() ? *std::move(part) : c;
+    if (ranges.size() == 1) {
+      for (v1::Column& c : merged.columns) *m.add_columns() = std::move(c);
+    } else {
+      std::vector<uint32_t> rows(end - begin);
+      for (uint64_t r = begin; r < end; ++r) rows[r - begin] = static_cast<uint32_t>(r);
+      for (const v1::Column& c : merged.columns) {
+        GPUJOIN_ASSIGN_OR_RETURN(v1::Column part, TakeColumnRows(c, rows, c.name()));
+        uint64_t nulls = 0;
+        for (uint64_t r = 0; r < part.length() && !part.validity().empty(); ++r) {
+          nulls += (static_cast<uint8_t>(part.validity()[r / 8]) >> (r % 8)) & 1u ? 0 : 1;
+        }
+        part.set_null_count(nulls);
+        *m.add_columns() = std::move(part);
       }
     }
-    first += take;
     out.push_back(std::move(m));
-  } while (first < merged.rows);
+  }
   for (size_t i = 0; i + 1 < out.size(); ++i) out[i].set_more(true);
   return out;
 }
@@ -505,8 +561,8 @@ absl::StatusOr<std::vector<v1::QueryResponse>> GroupsAnswer(const ShardCalls& ca
   }
   rows.columns = std::move(groups.columns);
   rows.rows = groups.rows;
-  std::vector<v1::QueryResponse> out =
-      Messages(std::move(rows), batch_id, calls.config().max_message_bytes);
+  GPUJOIN_ASSIGN_OR_RETURN(std::vector<v1::QueryResponse> out,
+                           Messages(std::move(rows), batch_id, calls.config().max_message_bytes));
   for (v1::QueryResponse& m : out) m.set_final(final);
   return out;
 }
@@ -525,6 +581,7 @@ grpc::Status RouteQuery(const ShardCalls& calls, grpc::ServerContext* ctx,
   uint64_t next_row = 0;  // global row number of the next batch's first row
   v1::Plan plan;          // the caller's
   uint64_t last_batch_id = 0;
+  absl::Status plan_error;  // a plan refused: every message's answer
   v1::QueryRequest request;
   while (stream->Read(&request)) {
     last_batch_id = request.batch_id();
@@ -551,16 +608,51 @@ grpc::Status RouteQuery(const ShardCalls& calls, grpc::ServerContext* ctx,
         return described[0].index();
       };
       absl::StatusOr<PlanRouting> routed = RoutePlan(request.plan(), request.columns(), describe);
-      if (!routed.ok()) return shards.Close(ToGrpc(routed.status()));
-      routing = *std::move(routed);
+      if (!routed.ok() && routed.status().code() == absl::StatusCode::kUnimplemented) {
+        return shards.Close(ToGrpc(routed.status()));
+      }
+      if (!routed.ok()) {
+        // A plan one server would refuse: every message is answered so, in-band.
+        plan_error = absl::Status(routed.status().code(),
+                                  absl::StrCat("the stream's plan was refused: ",
+                                               routed.status().message()));
+        routing.emplace();
+      } else {
+        routing = *std::move(routed);
+      }
       plan = request.plan();
     }
+    if (!plan_error.ok()) {
+      v1::QueryResponse refused;
+      refused.set_batch_id(request.batch_id());
+      refused.mutable_error()->set_code(static_cast<int>(plan_error.code()));
+      refused.mutable_error()->set_message(std::string(plan_error.message()));
+      if (!stream->Write(refused)) return shards.Close(grpc::Status::CANCELLED);
+      continue;
+    }
     const bool batch = request.columns_size() > 0;
-    const uint64_t rows = batch ? request.columns(0).length() : 0;
     v1::QueryResponse out;
     out.set_batch_id(request.batch_id());
-    absl::StatusOr<std::vector<uint32_t>> parts = PartsOf(*routing, request, rows, n);
+    // The batch checked as one server checks it (names, types, one length,
+    // buffers) before the router reads a row of it.
+    absl::Status bad = batch ? DecodePlanColumns(request.columns()).status() : absl::OkStatus();
+    const uint64_t rows = bad.ok() && batch ? request.columns(0).length() : 0;
+    absl::StatusOr<std::vector<uint32_t>> parts =
+        bad.ok() ? PartsOf(*routing, request, rows, n) : absl::StatusOr<std::vector<uint32_t>>(bad);
     if (!parts.ok()) {
+      if (request.has_plan()) {
+        // The shards still need the plan: its columns' names and types, no rows.
+        std::vector<v1::QueryRequest> first(n);
+        for (v1::QueryRequest& f : first) {
+          f.set_batch_id(request.batch_id());
+          *f.mutable_plan() = routing->shard_plan;
+          for (const v1::Column& c : request.columns()) *f.add_columns() = EmptyLike(c);
+          *f.add_columns() = RowColumn({}, next_row);
+        }
+        Answers ignored;
+        grpc::Status st = shards.Exchange(first, &ignored);
+        if (!st.ok()) return st;
+      }
       out.mutable_error()->set_code(static_cast<int>(parts.status().code()));
       out.mutable_error()->set_message(std::string(parts.status().message()));
       if (!stream->Write(out)) return shards.Close(grpc::Status::CANCELLED);
@@ -577,11 +669,7 @@ grpc::Status RouteQuery(const ShardCalls& calls, grpc::ServerContext* ctx,
       for (int c = 0; c < request.columns_size(); ++c) {
         absl::StatusOr<v1::Column> col =
             TakeColumnRows(request.columns(c), split.rows[s], absl::StrCat("columns[", c, "]"));
-        if (!col.ok()) {
-          // A malformed column: the batch is refused (a shard would say the same).
-          *part.add_columns() = request.columns(c);
-          continue;
-        }
+        if (!col.ok()) return shards.Close(ToGrpc(col.status()));  // checked above
         *part.add_columns() = *std::move(col);
       }
       *part.add_columns() = RowColumn(split.rows[s], next_row);
@@ -590,6 +678,21 @@ grpc::Status RouteQuery(const ShardCalls& calls, grpc::ServerContext* ctx,
     grpc::Status st = shards.Exchange(shard_requests, &answers);
     if (!st.ok()) return st;
     if (auto refused = RefusedBatch(calls, answers)) {
+      next_row += rows;
+      // A plan that keeps state over the stream (groups, limits) cannot take
+      // back a batch that some shards folded in: the stream ends.
+      std::vector<std::string> took;
+      for (uint32_t s = 0; s < n; ++s) {
+        if (!answers[s].front().has_error()) took.push_back(calls.shard(s).Name());
+      }
+      if (!took.empty() && (routing->aggregate_step >= 0 || routing->first_limit >= 0)) {
+        return shards.Close(grpc::Status(
+            grpc::StatusCode::ABORTED,
+            absl::StrCat("batch ", request.batch_id(), ": ", refused->message(), "; ",
+                         absl::StrJoin(took, ", "),
+                         " took it in, so the plan's groups or limits are no longer one "
+                         "server's: run the stream again")));
+      }
       *out.mutable_error() = CallersNames(routing->groups, *refused);
       if (!stream->Write(out)) return shards.Close(grpc::Status::CANCELLED);
       continue;
@@ -622,12 +725,14 @@ grpc::Status RouteQuery(const ShardCalls& calls, grpc::ServerContext* ctx,
     if (!merged.ok()) return shards.Close(ToGrpc(merged.status()));
     merged->steps = *std::move(steps);
     next_row += rows;
-    for (v1::QueryResponse& m :
-         Messages(*std::move(merged), request.batch_id(), calls.config().max_message_bytes)) {
+    absl::StatusOr<std::vector<v1::QueryResponse>> messages =
+        Messages(*std::move(merged), request.batch_id(), calls.config().max_message_bytes);
+    if (!messages.ok()) return shards.Close(ToGrpc(messages.status()));
+    for (const v1::QueryResponse& m : *messages) {
       if (!stream->Write(m)) return shards.Close(grpc::Status::CANCELLED);
     }
   }
-  if (routing.has_value() && routing->aggregate_step >= 0) {
+  if (routing.has_value() && plan_error.ok() && routing->aggregate_step >= 0) {
     // The end of the stream: every shard's final groups, merged.
     Answers answers;
     grpc::Status st = shards.Drain(&answers);

@@ -233,7 +233,10 @@ class ShardStreams {
       } while (HasMore(r) && !r.has_error());
       calls_.Record(s, rpc_, start, !(*answers)[s].front().has_error());
     }
-    Disarm();
+    if (!Disarm()) {
+      // Every answer came, the last past the timeout: the streams were cancelled.
+      return Close(ShardFailed(calls_.shard(n - 1), Late()));
+    }
     return grpc::Status::OK;
   }
 
@@ -254,12 +257,7 @@ class ShardStreams {
       while (p.stream->Read(&r)) (*answers)[s].push_back(r);
       grpc::Status st = p.stream->Finish();
       p.stream.reset();
-      if (timed_out_) {
-        st = grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                          absl::StrCat("did not answer the end of a ", rpc_,
-                                       " stream within --shard-timeout=",
-                                       calls_.config().shard_timeout_seconds, "s"));
-      }
+      if (timed_out_) st = Late();
       if (!st.ok()) {
         Disarm();
         if (ctx_->IsCancelled()) return Close(grpc::Status::CANCELLED);
@@ -270,15 +268,28 @@ class ShardStreams {
     return grpc::Status::OK;
   }
 
-  /// Ends every shard stream (cancelling them unless `status` is OK); returns `status`.
+  /// Ends every shard stream: cancelled unless `status` is OK, else
+  /// half-closed and finished within --shard-timeout. Returns `status`, or
+  /// when it is OK the first shard's failure to end its stream well (named).
   grpc::Status Close(grpc::Status status) {
-    for (Peer& p : peers_) {
+    const bool cancel = !status.ok();
+    if (!cancel) Arm(Clock::now());
+    for (size_t s = 0; s < peers_.size(); ++s) {
+      Peer& p = peers_[s];
       if (p.stream == nullptr) continue;
-      if (!status.ok()) p.context->TryCancel();
+      if (cancel) p.context->TryCancel();
       p.stream->WritesDone();
-      (void)p.stream->Finish();
+      Response left;
+      while (p.stream->Read(&left)) {
+      }
+      grpc::Status st = p.stream->Finish();
       p.stream.reset();
+      if (!cancel && timed_out_) st = Late();
+      if (!cancel && status.ok() && !st.ok() && !ctx_->IsCancelled()) {
+        status = ShardFailed(calls_.shard(s), st);
+      }
     }
+    if (!cancel) Disarm();
     return status;
   }
 
@@ -294,11 +305,7 @@ class ShardStreams {
     if (ctx_->IsCancelled()) return Close(grpc::Status::CANCELLED);
     grpc::Status st = peers_[s].stream->Finish();
     peers_[s].stream.reset();
-    if (timed_out_) {
-      st = grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                        absl::StrCat("did not answer a ", rpc_, " batch within --shard-timeout=",
-                                     calls_.config().shard_timeout_seconds, "s"));
-    }
+    if (timed_out_) st = Late();
     if (st.ok()) st = grpc::Status(grpc::StatusCode::UNAVAILABLE, "ended its stream early");
     return Close(ShardFailed(calls_.shard(s), st));
   }
@@ -312,12 +319,20 @@ class ShardStreams {
     std::lock_guard<std::mutex> lock(mu_);
     deadline_ = start + limit;
     armed_ = true;
+    timed_out_ = false;
     if (!watchdog_.joinable()) watchdog_ = std::thread([this] { Watch(); });
     cv_.notify_all();
   }
-  void Disarm() {
+  // False when the watchdog fired (the streams are cancelled).
+  bool Disarm() {
     std::lock_guard<std::mutex> lock(mu_);
     armed_ = false;
+    return !timed_out_;
+  }
+  grpc::Status Late() const {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                        absl::StrCat("did not answer a ", rpc_, " batch within --shard-timeout=",
+                                     calls_.config().shard_timeout_seconds, "s"));
   }
   void Watch() {
     std::unique_lock<std::mutex> lock(mu_);
@@ -348,7 +363,7 @@ class ShardStreams {
   Clock::time_point deadline_;
   bool armed_ = false;
   bool stopping_ = false;
-  std::atomic<bool> timed_out_{false};
+  std::atomic<bool> timed_out_{false};  // set by the watchdog; reset by Arm
   std::thread watchdog_;
 };
 

@@ -58,7 +58,7 @@ absl::StatusOr<std::shared_ptr<const IndexVersion>> IndexRegistry::Install(
           "); set spec.replace to rebuild it"));
     }
     uint64_t& last = last_version_[version->name];
-    last = std::max(last + 1, min_version);
+    last = std::max(last + 1, std::min(min_version, kMaxMinVersion));
     version->version = last;
     if (it != live_.end()) {
       previous = std::move(it->second);

@@ -101,6 +101,10 @@ class IndexRegistry {
   /// `version` live, atomically replacing the previous version, which is
   /// returned (nullptr when there was none). When `replace` is false and the
   /// name is live: ALREADY_EXISTS and nothing changes.
+  /// The largest `min_version` a build or load may ask for (2^62): versions
+  /// stay far from wrapping.
+  static constexpr uint64_t kMaxMinVersion = uint64_t{1} << 62;
+
   absl::StatusOr<std::shared_ptr<const IndexVersion>> Install(std::shared_ptr<IndexVersion> version,
                                                               bool replace,
                                                               uint64_t min_version = 0);
