@@ -7,7 +7,10 @@
 // keys drawn like the lookups' and are reported apart.
 // With --echo the same settings also run against an in-process echo service
 // (the transport ceiling), and each server row says what fraction of the echo
-// throughput it reached.
+// throughput it reached. With --redis ADDR the same lookups also run against
+// a Redis server loaded with the index's keys and values (one MGET per batch),
+// and a comparison line per setting sets the server's p50 and keys/s beside
+// the other targets'.
 //
 // Exit status: 0 = every answer right and no errors; 1 = wrong answers or
 // errors; 2 = bad options or the run could not start.
@@ -28,6 +31,8 @@
 #include "echo_service.hpp"
 #include "gpujoin/client/client.hpp"
 #include "options.hpp"
+#include "redis_client.hpp"
+#include "redis_stream.hpp"
 #include "report.hpp"
 #include "runner.hpp"
 #include "workload.hpp"
@@ -88,6 +93,7 @@ struct Flags {
   std::string mutate_rows_text;
   int verify_every = 4;
   bool echo = false, echo_only = false, json = false;
+  std::string redis;
   std::string json_file;
   int max_message_bytes = 256 << 20;
   CLI::Option* multiplicity_option = nullptr;  // given: a keep_all index
@@ -177,6 +183,11 @@ void AddFlags(CLI::App& app, Flags& f) {
       ->capture_default_str();
   app.add_flag("--echo", f.echo, "also measure every setting against the in-process echo service");
   app.add_flag("--echo-only", f.echo_only, "measure only the echo service (no server needed)");
+  app.add_option("--redis", f.redis,
+                 "also measure every setting against the Redis server at this host:port, "
+                 "loaded first with the --build-keys mapping (FLUSHDB, then MSET; its database "
+                 "is replaced): one connection per stream, one MGET per batch (--rpc lookup, "
+                 "--key-type u32)");
   app.add_flag("--json", f.json, "print JSON instead of the table");
   app.add_option("--json-file", f.json_file, "also write the JSON document to this file");
   app.add_option("--max-message-bytes", f.max_message_bytes, "largest gRPC message either way")
@@ -276,6 +287,26 @@ RunHeader MakeHeader(const Flags& f, const WorkloadSpec& w, int argc, char** arg
   return header;
 }
 
+// INVALID_ARGUMENT unless the workload is one Redis can answer: MGETs of
+// uint32 keys of a known one-value-per-key mapping, without mutations.
+absl::Status CheckRedisFlags(const Flags& f, const WorkloadSpec& w) {
+  std::string host, port;
+  if (absl::Status s = SplitHostPort(f.redis, "--redis", &host, &port); !s.ok()) return s;
+  auto bad = [](const char* why) {
+    return absl::InvalidArgumentError(absl::StrCat("--redis: ", why));
+  };
+  if (w.rpc != Rpc::kLookup)
+    return bad("Redis answers lookups (one MGET per batch): give --rpc lookup");
+  if (w.key_kind != KeyKind::kUint32) {
+    return bad("Redis holds the uint32 keys as decimal strings: give --key-type u32");
+  }
+  if (w.build_keys == 0)
+    return bad("the mapping loaded into Redis is the built index's: give --build-keys");
+  if (w.keep_all) return bad("Redis holds one value per key: leave out --multiplicity");
+  if (f.mutate_streams > 0) return bad("Redis runs lookups alone: leave out --mutate-streams");
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Plan> MakePlan(const Flags& f, int argc, char** argv) {
   Plan plan;
   auto w = MakeWorkload(f);
@@ -294,6 +325,10 @@ absl::StatusOr<Plan> MakePlan(const Flags& f, int argc, char** argv) {
     }
   }
   plan.mutate_streams = f.mutate_streams;
+  if (!f.redis.empty()) {
+    if (absl::Status s = CheckRedisFlags(f, plan.cfg.workload); !s.ok()) return s;
+    plan.cfg.redis_address = f.redis;
+  }
   if (!f.mutate_rows_text.empty()) {
     auto n = ParseCount(f.mutate_rows_text, "--mutate-rows");
     if (!n.ok()) return n.status();
@@ -457,8 +492,29 @@ absl::Status StartEcho(const Flags& f, const Plan& plan, Echo* echo) {
   return absl::OkStatus();
 }
 
-// Every setting (batch rows x concurrency) against each target with clients,
-// with the Mutate streams of --mutate-streams beside the lookups.
+// Connects to --redis, names it in the header and loads the mapping the index
+// is built with (MakeBuildData of the same spec).
+absl::Status PrepareRedis(const Flags& f, Plan& plan) {
+  auto conn = RedisConnection::Connect(f.redis);
+  if (!conn.ok()) return conn.status();
+  auto version = RedisVersion(**conn);
+  if (!version.ok()) return version.status();
+  plan.header.redis = f.redis;
+  plan.header.redis_version = *version;
+  const WorkloadSpec& w = plan.cfg.workload;
+  std::cerr << "loading " << w.build_keys << " keys into " << *version << " at " << f.redis
+            << "...\n";
+  const auto t0 = std::chrono::steady_clock::now();
+  if (absl::Status s = LoadIntoRedis(**conn, MakeBuildData(w)); !s.ok()) return s;
+  std::cerr << "loaded in "
+            << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()
+            << " s\n";
+  return absl::OkStatus();
+}
+
+// Every setting (batch rows x concurrency) against each target (the server and
+// the echo service when they have clients, Redis when --redis), with the
+// Mutate streams of --mutate-streams beside the lookups.
 std::vector<SettingResult> RunSettings(const Plan& plan,
                                        const std::vector<client::Client*>& server_raw,
                                        const std::vector<client::Client*>& echo_raw) {
@@ -478,9 +534,9 @@ std::vector<SettingResult> RunSettings(const Plan& plan,
           m, mutate_rows, PoolSizeFor(mutate_rows, size_t{96} << 20, 1, KeyWireBytes(w.key_kind)));
     }
     for (uint64_t conc : plan.concurrency) {
-      for (Target t : {Target::kServer, Target::kEcho}) {
+      for (Target t : {Target::kServer, Target::kEcho, Target::kRedis}) {
         const auto& clients = t == Target::kServer ? server_raw : echo_raw;
-        if (clients.empty()) continue;
+        if (t == Target::kRedis ? plan.cfg.redis_address.empty() : clients.empty()) continue;
         std::cerr << RpcName(w.rpc) << " " << TargetName(t) << " rows=" << rows
                   << " concurrency=" << conc
                   << (mutations ? absl::StrCat(" + ", plan.mutate_streams, " mutate") : "")
@@ -519,7 +575,7 @@ int Report(const Flags& f, const RunHeader& header, const std::vector<SettingRes
 int Main(int argc, char** argv) {
   CLI::App app{
       "gpujoin-loadtest: bounded load against gpujoind (lookup, join, aggregate) with answer "
-      "checks, latency percentiles and an in-process echo transport ceiling"};
+      "checks, latency percentiles, an in-process echo transport ceiling and Redis beside it"};
   Flags f;
   AddFlags(app, f);
   CLI11_PARSE(app, argc, argv);
@@ -536,6 +592,9 @@ int Main(int argc, char** argv) {
   Echo echo;
   if (f.echo || f.echo_only) {
     if (absl::Status s = StartEcho(f, *plan, &echo); !s.ok()) return Fail(s);
+  }
+  if (!f.redis.empty()) {
+    if (absl::Status s = PrepareRedis(f, *plan); !s.ok()) return Fail(s);
   }
 
   const std::vector<SettingResult> results =

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 namespace gpujoin::loadtest {
 namespace {
@@ -34,22 +35,50 @@ std::string Errors(const SettingResult& r) {
   return out;
 }
 
+// Channels are not part of a setting: they follow from --channels for the gRPC
+// targets, and Redis has one connection per stream.
 bool SameSetting(const SettingResult& a, const SettingResult& b) {
   return a.rpc == b.rpc && a.batch_rows == b.batch_rows && a.concurrency == b.concurrency &&
-         a.channels == b.channels && a.in_flight == b.in_flight;
+         a.in_flight == b.in_flight;
 }
+
+// The row of `target` with the setting of `server`, or null.
+const SettingResult* Counterpart(const SettingResult& server, Target target,
+                                 const std::vector<SettingResult>& all) {
+  if (server.target != Target::kServer) return nullptr;
+  for (const SettingResult& r : all) {
+    if (r.target == target && SameSetting(server, r)) return &r;
+  }
+  return nullptr;
+}
+
+std::optional<double> Ratio(double a, double b) {
+  if (b > 0) return a / b;
+  return std::nullopt;
+}
+
+// 1.31 -> "1.31x", 12.4 -> "12.4x".
+std::string Times(double v) { return absl::StrFormat(v < 10 ? "%.2fx" : "%.1fx", v); }
 
 }  // namespace
 
 std::optional<double> EchoFraction(const SettingResult& server,
                                    const std::vector<SettingResult>& all) {
-  if (server.target != Target::kServer) return std::nullopt;
-  for (const SettingResult& e : all) {
-    if (e.target == Target::kEcho && SameSetting(server, e) && e.KeysPerSecond() > 0) {
-      return server.KeysPerSecond() / e.KeysPerSecond();
-    }
+  const SettingResult* e = Counterpart(server, Target::kEcho, all);
+  if (e == nullptr) return std::nullopt;
+  return Ratio(server.KeysPerSecond(), e->KeysPerSecond());
+}
+
+Comparison Compare(const SettingResult& server, const std::vector<SettingResult>& all) {
+  Comparison c;
+  if (const SettingResult* e = Counterpart(server, Target::kEcho, all)) {
+    c.p50_over_echo = Ratio(server.latency.p50_ms, e->latency.p50_ms);
   }
-  return std::nullopt;
+  if (const SettingResult* r = Counterpart(server, Target::kRedis, all)) {
+    c.p50_over_redis = Ratio(server.latency.p50_ms, r->latency.p50_ms);
+    c.keys_per_second_over_redis = Ratio(server.KeysPerSecond(), r->KeysPerSecond());
+  }
+  return c;
 }
 
 std::string FormatTable(const RunHeader& h, const std::vector<SettingResult>& results) {
@@ -57,6 +86,11 @@ std::string FormatTable(const RunHeader& h, const std::vector<SettingResult>& re
   if (!h.server.empty()) {
     absl::StrAppend(&out, "# server ", h.server, "  backend ", h.backend.empty() ? "?" : h.backend,
                     h.device.empty() ? "" : absl::StrCat(" (", h.device, ")"), "\n");
+  }
+  if (!h.redis.empty()) {
+    absl::StrAppend(&out, "# redis ", h.redis,
+                    h.redis_version.empty() ? "" : absl::StrCat(" (", h.redis_version, ")"),
+                    "  the index's keys and values as decimal strings; a batch is one MGET\n");
   }
   if (!h.index.empty()) {
     absl::StrAppend(&out, "# index ", h.index,
@@ -88,21 +122,39 @@ std::string FormatTable(const RunHeader& h, const std::vector<SettingResult>& re
                   "# MB/s = 1e6 payload bytes (packed columns) per second; latency from a "
                   "batch's write to its answer\n");
   absl::StrAppend(&out, absl::StrFormat("%-9s %-6s %5s %4s %3s %3s %9s %8s %8s %8s %8s %8s %8s "
-                                        "%8s %7s %5s %6s\n",
+                                        "%8s %8s %7s %5s %6s\n",
                                         "rpc", "target", "rows", "conc", "ch", "inf", "batches/s",
                                         "keys/s", "MB/s>", "MB/s<", "p50ms", "p90ms", "p99ms",
-                                        "maxms", "errors", "wrong", "%echo"));
+                                        "p99.9ms", "maxms", "errors", "wrong", "%echo"));
   for (const SettingResult& r : results) {
     const auto frac = EchoFraction(r, results);
     absl::StrAppend(
-        &out,
-        absl::StrFormat("%-9s %-6s %5s %4d %3d %3d %9s %8s %8.1f %8.1f %8.3f %8.3f %8.3f "
-                        "%8.3f %7s %5d %6s\n",
-                        RpcName(r.rpc), TargetName(r.target), Rows(r.batch_rows), r.concurrency,
-                        r.channels, r.in_flight, Si(r.BatchesPerSecond()), Si(r.KeysPerSecond()),
-                        r.RequestMBps(), r.ResponseMBps(), r.latency.p50_ms, r.latency.p90_ms,
-                        r.latency.p99_ms, r.latency.max_ms, Errors(r), r.wrong_answers,
-                        frac ? absl::StrFormat("%.0f%%", 100 * *frac) : std::string("-")));
+        &out, absl::StrFormat("%-9s %-6s %5s %4d %3d %3d %9s %8s %8.1f %8.1f %8.3f %8.3f %8.3f "
+                              "%8.3f %8.3f %7s %5d %6s\n",
+                              RpcName(r.rpc), TargetName(r.target), Rows(r.batch_rows),
+                              r.concurrency, r.channels, r.in_flight, Si(r.BatchesPerSecond()),
+                              Si(r.KeysPerSecond()), r.RequestMBps(), r.ResponseMBps(),
+                              r.latency.p50_ms, r.latency.p90_ms, r.latency.p99_ms,
+                              r.latency.p999_ms, r.latency.max_ms, Errors(r), r.wrong_answers,
+                              frac ? absl::StrFormat("%.0f%%", 100 * *frac) : std::string("-")));
+  }
+  // One line per setting measured against more than the server: the server's
+  // p50 over each other target's, and its keys/s over Redis's (over echo's it
+  // is the %echo column).
+  for (const SettingResult& r : results) {
+    const Comparison c = Compare(r, results);
+    std::vector<std::string> p50;
+    if (c.p50_over_echo) p50.push_back(absl::StrCat("server/echo ", Times(*c.p50_over_echo)));
+    if (c.p50_over_redis) p50.push_back(absl::StrCat("server/redis ", Times(*c.p50_over_redis)));
+    std::string line;
+    if (!p50.empty()) line = absl::StrCat("p50 ", absl::StrJoin(p50, ", "));
+    if (c.keys_per_second_over_redis) {
+      absl::StrAppend(&line, line.empty() ? "" : "; ", "keys/s server/redis ",
+                      Times(*c.keys_per_second_over_redis));
+    }
+    if (line.empty()) continue;
+    absl::StrAppend(&out, "# ", r.rpc == Rpc::kLookup ? "" : absl::StrCat(RpcName(r.rpc), " "),
+                    "rows=", Rows(r.batch_rows), " conc=", r.concurrency, ": ", line, "\n");
   }
   for (const SettingResult& r : results) {
     if (!r.first_wrong.empty()) {
@@ -119,12 +171,24 @@ std::string FormatTable(const RunHeader& h, const std::vector<SettingResult>& re
 
 std::string FormatJson(const RunHeader& h, const std::vector<SettingResult>& results) {
   nlohmann::json header = {
-      {"server", h.server},       {"backend", h.backend},       {"device", h.device},
-      {"index", h.index},         {"index_rows", h.index_rows}, {"hit_ratio", h.hit_ratio},
-      {"seed", h.seed},           {"aggregate", h.aggregate},   {"command", h.command_line},
-      {"key_type", h.key_type},   {"duplicates", h.duplicates}, {"multiplicity", h.multiplicity},
-      {"join_kind", h.join_kind}, {"mutate", h.mutate},
+      {"server", h.server},
+      {"backend", h.backend},
+      {"device", h.device},
+      {"index", h.index},
+      {"index_rows", h.index_rows},
+      {"hit_ratio", h.hit_ratio},
+      {"seed", h.seed},
+      {"aggregate", h.aggregate},
+      {"command", h.command_line},
+      {"key_type", h.key_type},
+      {"duplicates", h.duplicates},
+      {"multiplicity", h.multiplicity},
+      {"join_kind", h.join_kind},
+      {"mutate", h.mutate},
+      {"redis", h.redis},
+      {"redis_version", h.redis_version},
   };
+
   nlohmann::json rows = nlohmann::json::array();
   uint64_t errors = 0, wrong = 0;
   for (const SettingResult& r : results) {
@@ -150,6 +214,7 @@ std::string FormatJson(const RunHeader& h, const std::vector<SettingResult>& res
           {"p50", r.latency.p50_ms},
           {"p90", r.latency.p90_ms},
           {"p99", r.latency.p99_ms},
+          {"p999", r.latency.p999_ms},
           {"max", r.latency.max_ms}}},
         {"errors", r.errors},
         {"error_count", r.ErrorCount()},
@@ -159,6 +224,12 @@ std::string FormatJson(const RunHeader& h, const std::vector<SettingResult>& res
     if (!r.first_wrong.empty()) j["first_wrong"] = r.first_wrong;
     if (!r.first_error.empty()) j["first_error"] = r.first_error;
     if (auto f = EchoFraction(r, results)) j["fraction_of_echo"] = *f;
+    const Comparison c = Compare(r, results);
+    if (c.p50_over_echo) j["p50_over_echo"] = *c.p50_over_echo;
+    if (c.p50_over_redis) j["p50_over_redis"] = *c.p50_over_redis;
+    if (c.keys_per_second_over_redis) {
+      j["keys_per_second_over_redis"] = *c.keys_per_second_over_redis;
+    }
     errors += r.ErrorCount();
     wrong += r.wrong_answers;
     rows.push_back(std::move(j));

@@ -18,10 +18,11 @@
 
 namespace gpujoin::loadtest {
 
-/// Where the requests go.
-enum class Target { kServer, kEcho };
+/// Where the requests go: gpujoind, the in-process echo service, or a Redis
+/// server holding the same mapping (lookups as MGETs, RunConfig::redis_address).
+enum class Target { kServer, kEcho, kRedis };
 
-/// "server" or "echo".
+/// "server", "echo" or "redis".
 const char* TargetName(Target target);
 
 /// How each setting runs.
@@ -34,12 +35,15 @@ struct RunConfig {
   uint64_t requests = 0;          ///< > 0: stop after this many measured answers
   int verify_every = 4;           ///< full value check of every n-th batch per stream (>= 1)
   double drain_seconds = 30.0;    ///< extra deadline for streams after the window
+  /// Target::kRedis: host:port of the Redis server, loaded with the mapping
+  /// (LoadIntoRedis); each stream is one connection of its own.
+  std::string redis_address;
 };
 
 /// Latency percentiles of the measured batches, in milliseconds.
 struct LatencySummary {
   uint64_t count = 0;
-  double p50_ms = 0, p90_ms = 0, p99_ms = 0, max_ms = 0, mean_ms = 0;
+  double p50_ms = 0, p90_ms = 0, p99_ms = 0, p999_ms = 0, max_ms = 0, mean_ms = 0;
 };
 
 /// Computes the summary of `samples` (nanoseconds; reordered in place). Percentile
@@ -52,7 +56,7 @@ struct SettingResult {
   Rpc rpc = Rpc::kLookup;
   uint64_t batch_rows = 0;
   int concurrency = 0;
-  int channels = 0;
+  int channels = 0;  ///< connections (Redis: one per stream)
   int in_flight = 0;
   double seconds = 0;           ///< measurement window actually used
   uint64_t batches = 0;         ///< answered successfully within the window
@@ -77,9 +81,10 @@ struct SettingResult {
   uint64_t ErrorCount() const;
 };
 
-/// Runs one setting. Stream i uses clients[i % clients.size()]. Never throws;
-/// RPC failures are counted in `errors` and the stream is restarted while the
-/// window is open.
+/// Runs one setting. Stream i uses clients[i % clients.size()] (Target::kRedis:
+/// a connection of its own to config.redis_address; `clients` may be empty).
+/// Never throws; RPC and connection failures are counted in `errors` and the
+/// stream is restarted while the window is open.
 SettingResult RunSetting(Target target, std::span<client::Client* const> clients,
                          const BatchPool& pool, int concurrency, const RunConfig& config);
 
@@ -88,7 +93,9 @@ SettingResult RunSetting(Target target, std::span<client::Client* const> clients
 /// Rpc::kMutate) beside them in the same window (--mutate-streams), and
 /// returns one result per RPC: the pool's, then Mutate's (none without mutate
 /// streams). --requests counts the pool's answers only. The Mutate streams
-/// follow the others in the numbering of streams over the clients.
+/// follow the others in the numbering of streams over the clients. Redis runs
+/// lookups only, without Mutate streams: other RPCs are counted as
+/// UNIMPLEMENTED errors.
 std::vector<SettingResult> RunMixedSetting(Target target, std::span<client::Client* const> clients,
                                            const BatchPool& pool, int concurrency,
                                            const BatchPool* mutations, int mutate_streams,

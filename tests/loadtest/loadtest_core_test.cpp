@@ -512,10 +512,62 @@ TEST(Summarize, UsesNearestRankPercentiles) {
   EXPECT_DOUBLE_EQ(s.p50_ms, 50);
   EXPECT_DOUBLE_EQ(s.p90_ms, 90);
   EXPECT_DOUBLE_EQ(s.p99_ms, 99);
+  EXPECT_DOUBLE_EQ(s.p999_ms, 100);  // rank ceil(99.9) = 100
   EXPECT_DOUBLE_EQ(s.max_ms, 100);
   EXPECT_DOUBLE_EQ(s.mean_ms, 50.5);
   std::vector<int64_t> none;
   EXPECT_EQ(Summarize(none).count, 0u);
+  // 2000 samples: p99.9 is the 1998th smallest, below the maximum.
+  std::vector<int64_t> many;
+  for (int i = 1; i <= 2000; ++i) many.push_back(i * 1000000);
+  EXPECT_DOUBLE_EQ(Summarize(many).p999_ms, 1998);
+}
+
+// A setting measured against the server, the echo and Redis: the server row
+// carries its ratios to both in JSON, and the table ends with one comparison
+// line per setting naming only the pairs that exist.
+TEST(Report, ComparesTheServerWithEchoAndRedis) {
+  auto row = [](Target t, uint64_t rows, double p50, uint64_t keys) {
+    SettingResult r;
+    r.target = t;
+    r.batch_rows = rows;
+    r.concurrency = 1;
+    r.channels = t == Target::kRedis ? 1 : 2;  // channels are no part of a setting
+    r.in_flight = 2;
+    r.seconds = 1;
+    r.keys = keys;
+    r.latency.p50_ms = p50;
+    r.latency.p999_ms = 3 * p50;
+    return r;
+  };
+  const std::vector<SettingResult> results = {
+      row(Target::kServer, 100, 1.31, 2400), row(Target::kEcho, 100, 1.0, 4000),
+      row(Target::kRedis, 100, 1.0 / 0.92 * 1.31, 1000), row(Target::kServer, 1024, 2.0, 5000),
+      row(Target::kEcho, 1024, 1.0, 9000)};
+  RunHeader h;
+  h.server = "127.0.0.1:1";
+  h.redis = "127.0.0.1:2";
+  const auto doc = nlohmann::json::parse(FormatJson(h, results));
+  const auto& s = doc["results"][0];
+  EXPECT_NEAR(s["p50_over_echo"].get<double>(), 1.31, 1e-9);
+  EXPECT_NEAR(s["p50_over_redis"].get<double>(), 0.92, 1e-9);
+  EXPECT_NEAR(s["keys_per_second_over_redis"].get<double>(), 2.4, 1e-9);
+  EXPECT_DOUBLE_EQ(s["latency_ms"]["p999"].get<double>(), 3 * 1.31);
+  EXPECT_EQ(doc["header"]["redis"], "127.0.0.1:2");
+  for (int i : {1, 2}) {
+    EXPECT_FALSE(doc["results"][i].contains("p50_over_echo")) << doc["results"][i].dump(2);
+  }
+  EXPECT_TRUE(doc["results"][3].contains("p50_over_echo"));
+  EXPECT_FALSE(doc["results"][3].contains("p50_over_redis"));
+  EXPECT_FALSE(doc["results"][3].contains("keys_per_second_over_redis"));
+
+  const std::string table = FormatTable(h, results);
+  EXPECT_NE(table.find("p99.9ms"), std::string::npos) << table;
+  EXPECT_NE(table.find("# rows=100 conc=1: p50 server/echo 1.31x, server/redis 0.92x; keys/s "
+                       "server/redis 2.40x\n"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("# rows=1K conc=1: p50 server/echo 2.00x\n"), std::string::npos) << table;
 }
 
 TEST(Report, JsonCarriesTheEchoFraction) {

@@ -11,12 +11,15 @@
 #include <utility>
 #include <vector>
 
+#include "gpujoin/testing/redis_process.hpp"
 #include "gpujoin/testing/server_process.hpp"
 #include "gpujoin/testing/subprocess.hpp"
 
 namespace gpujoin::loadtest::testing {
 namespace {
 
+using gpujoin::testing::RedisProcess;
+using gpujoin::testing::RedisServerBinary;
 using gpujoin::testing::RunProcess;
 using gpujoin::testing::RunResult;
 using gpujoin::testing::ServerProcess;
@@ -269,6 +272,57 @@ TEST_F(LoadtestAgainstServer, MutationsNeedALowestRowIndexAndLookups) {
   for (const auto& [args, message] : cases) {
     std::vector<std::string> argv{LoadtestBinary(), "--server", server_->grpc_address(),
                                   "--duration", "0.1", "--warmup", "0"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const RunResult out = RunProcess(argv, {.timeout = std::chrono::seconds(60)});
+    EXPECT_EQ(out.code, 2) << out.err;
+    EXPECT_NE(out.err.find(message), std::string::npos) << out.err;
+  }
+}
+
+// --redis: the same lookups against gpujoind, the echo service and a
+// redis-server the load tester loaded with the index's mapping; every target's
+// sampled answers checked value by value, and each server row set beside the
+// others.
+TEST_F(LoadtestAgainstServer, RedisBesideServerAndEcho) {
+  if (RedisServerBinary().empty()) {
+    GTEST_SKIP() << "redis-server not found ($REDIS_SERVER, $PATH, /usr/bin): the --redis "
+                    "target is not tested";
+  }
+  RedisProcess redis;
+  ASSERT_TRUE(redis.ready()) << "redis-server did not start:\n" << redis.log();
+  const auto doc = RunJson({"--redis", redis.address(), "--build-keys", "10K", "--batch-rows",
+                            "100", "--duration", "0.5", "--echo"});
+  ExpectClean(doc, 3);
+  EXPECT_EQ(doc["header"]["redis"], redis.address());
+  std::map<std::string, nlohmann::json> by_target;
+  for (const auto& r : doc["results"]) by_target[r["target"].get<std::string>()] = r;
+  ASSERT_EQ(by_target.size(), 3u) << doc.dump(2);
+  const auto& redis_row = by_target.at("redis");
+  EXPECT_EQ(redis_row["channels"], 1) << redis_row.dump(2);  // one connection per stream
+  const auto& server = by_target.at("server");
+  for (const char* field : {"p50_over_echo", "p50_over_redis", "keys_per_second_over_redis"}) {
+    ASSERT_TRUE(server.contains(field)) << field << "\n" << server.dump(2);
+    EXPECT_GT(server[field].get<double>(), 0.0) << field;
+  }
+  for (const auto& [target, r] : by_target) {
+    EXPECT_GE(r["latency_ms"]["p999"].get<double>(), r["latency_ms"]["p99"].get<double>())
+        << r.dump(2);
+  }
+}
+
+// Redis answers lookups of uint32 keys of a known mapping, one value per key:
+// anything else is a usage error before anything is measured.
+TEST_F(LoadtestAgainstServer, RedisNeedsLookupsOfAKnownUint32Mapping) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--rpc", "join", "--build-keys", "1000"}, "give --rpc lookup"},
+      {{"--key-type", "u64", "--build-keys", "1000"}, "give --key-type u32"},
+      {{"--index", "loadtest"}, "give --build-keys"},
+      {{"--build-keys", "1000", "--multiplicity", "2"}, "leave out --multiplicity"},
+      {{"--build-keys", "1000", "--mutate-streams", "1"}, "leave out --mutate-streams"},
+  };
+  for (const auto& [args, message] : cases) {
+    std::vector<std::string> argv{LoadtestBinary(), "--server", server_->grpc_address(), "--redis",
+                                  "127.0.0.1:1", "--duration", "0.1", "--warmup", "0"};
     argv.insert(argv.end(), args.begin(), args.end());
     const RunResult out = RunProcess(argv, {.timeout = std::chrono::seconds(60)});
     EXPECT_EQ(out.code, 2) << out.err;
