@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   DataFilesTarget(w);
   MutateTarget(w);
   QueryTarget(w);
+  RouterRowsTarget(w);
   std::printf("wrote %d seeds under %s\n", w.count(), argv[1]);
   return 0;
 }

@@ -202,5 +202,6 @@ void GraphTarget(Writer& w);
 void DataFilesTarget(Writer& w);
 void MutateTarget(Writer& w);
 void QueryTarget(Writer& w);
+void RouterRowsTarget(Writer& w);
 
 }  // namespace gpujoin::fuzz::corpus
