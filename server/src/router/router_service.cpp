@@ -80,12 +80,7 @@ class RouterService final : public v1::GpuJoin::Service {
     grpc::Status s = calls_.FanOut<v1::DescribeIndexRequest, v1::DescribeIndexResponse>(
         ctx, "DescribeIndex", *request, &v1::GpuJoin::Stub::DescribeIndex, &answers);
     if (!s.ok()) return s;
-    std::vector<v1::IndexInfo> infos;
-    for (const auto& a : answers) infos.push_back(a.index());
-    absl::StatusOr<v1::IndexInfo> merged = MergeIndexInfos(infos, calls_.names());
-    if (!merged.ok()) return ToGrpc(merged.status());
-    *response->mutable_index() = *std::move(merged);
-    return grpc::Status::OK;
+    return MergedIndex(answers, response);
   }
 
   grpc::Status DropIndex(grpc::ServerContext* ctx, const v1::DropIndexRequest* request,
@@ -153,12 +148,7 @@ class RouterService final : public v1::GpuJoin::Service {
     grpc::Status s = calls_.FanOut<v1::LoadIndexRequest, v1::LoadIndexResponse>(
         ctx, "LoadIndex", shard_request, &v1::GpuJoin::Stub::LoadIndex, &answers);
     if (!s.ok()) return s;
-    std::vector<v1::IndexInfo> infos;
-    for (const auto& a : answers) infos.push_back(a.index());
-    absl::StatusOr<v1::IndexInfo> merged = MergeIndexInfos(infos, calls_.names());
-    if (!merged.ok()) return ToGrpc(merged.status());
-    *response->mutable_index() = *std::move(merged);
-    return grpc::Status::OK;
+    return MergedIndex(answers, response);
   }
 
   grpc::Status ListFiles(grpc::ServerContext* ctx, const v1::ListFilesRequest* request,
@@ -229,6 +219,18 @@ class RouterService final : public v1::GpuJoin::Service {
   }
 
  private:
+  // The shards' answers naming one index (DescribeIndex, LoadIndex): their
+  // IndexInfos merged into `response`.
+  template <class Response>
+  grpc::Status MergedIndex(const std::vector<Response>& answers, Response* response) const {
+    std::vector<v1::IndexInfo> infos;
+    for (const Response& a : answers) infos.push_back(a.index());
+    absl::StatusOr<v1::IndexInfo> merged = MergeIndexInfos(infos, calls_.names());
+    if (!merged.ok()) return ToGrpc(merged.status());
+    *response->mutable_index() = *std::move(merged);
+    return grpc::Status::OK;
+  }
+
   ShardCalls calls_;
   std::atomic<size_t> next_hash_shard_{0};
 };
