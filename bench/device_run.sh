@@ -17,7 +17,8 @@ out=${OUT:-/tmp/gpujoin-device}
 logs=$out/logs
 mkdir -p "$logs"
 STEP_LOGS=$logs
-source "$(dirname "$0")/device_steps.sh"
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/device_steps.sh"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv > "$logs/gpu.log" 2>&1
 bin=$bundle/bin
 has() { [ -x "$bin/$1" ]; }
@@ -71,6 +72,24 @@ has server_key_type_integration_tests && step key_types 120 env GPUJOIN_TEST_BAC
   GPUJOIND=$bin/gpujoind $bin/server_key_type_integration_tests
 has server_payload_integration_tests && step payload_service 120 env GPUJOIN_TEST_BACKEND=cuda \
   GPUJOIND=$bin/gpujoind $bin/server_payload_integration_tests
+# Mutations: CUDA and CPU index images compared after every random
+# upsert/delete batch; the service's Mutate on CUDA.
+has gpu_mutation_differential_tests && step mutation 180 $bin/gpu_mutation_differential_tests
+has gpu_mutation_differential_tests && step memcheck_mutation 300 compute-sanitizer --tool memcheck \
+  --error-exitcode 9 $bin/gpu_mutation_differential_tests
+has server_mutate_integration_tests && step mutate_service 180 env GPUJOIN_TEST_BACKEND=cuda \
+  GPUJOIND=$bin/gpujoind $bin/server_mutate_integration_tests
+has server_key_columns_integration_tests && step key_columns_service 120 env \
+  GPUJOIN_TEST_BACKEND=cuda GPUJOIND=$bin/gpujoind $bin/server_key_columns_integration_tests
+# The Python suites with every gpujoind on CUDA: routers over CUDA shards, the
+# randomized plans, mutations, dictionaries and key schemas (the bundle's
+# python/ holds the generated stubs; python3 there has grpcio, numpy, pandas,
+# pytest and pytest-xdist). Not the ones that check for the CPU backend or pip.
+has gpujoin-router && [ -d "$bundle/python" ] && step python_cuda 480 env GPUJOIN_TEST_BACKEND=cuda \
+  GPUJOIN_TEST_TIMEOUT=180 PYTHONPATH="$here/../client/python:$bundle/python" python3 -m pytest \
+  -q -p no:cacheprovider -n 8 --rootdir="$here/../tests/python" --gpujoind="$bin/gpujoind" \
+  "$here/../tests/python" --ignore="$here/../tests/python/test_client.py" \
+  --ignore="$here/../tests/python/test_install.py" --ignore="$here/../tests/python/test_dask.py"
 step bench 180 $bin/gpujoin-bench
 has cuco_bench && step cuco 120 $bin/cuco_bench
 step hash_device 120 $bin/hashing_device_test
@@ -111,7 +130,7 @@ has gpu_multi_value_differential_tests && step racecheck_multi_value 240 compute
   --tool racecheck --error-exitcode 9 $bin/gpu_multi_value_differential_tests --gtest_filter="$mv_race"
 step racecheck_tile 90 compute-sanitizer --tool racecheck --error-exitcode 9 $bin/gpu_tile_build_tests --gtest_filter='*OneKey*:*TileOfMany*'
 echo "== failures (first lines)"
-grep -hE '^\[  FAILED|Failure|CHECK FAILED|FAIL:|ERROR SUMMARY: [1-9]|RACECHECK SUMMARY: [1-9]' "$logs"/*.log | head -30
+grep -hE '^\[  FAILED|^FAILED |Failure|CHECK FAILED|FAIL:|ERROR SUMMARY: [1-9]|RACECHECK SUMMARY: [1-9]' "$logs"/*.log | head -30
 [ -f "$logs/bench.log" ] && { echo "== bench"; grep -E "^operation|^copy|^build|^lookup|^join|^semi|^anti|^group|^u64|^multi|^hash|targets met" "$logs/bench.log" | grep -v "^build  "; }
 [ -f "$logs/cuco.log" ] && { echo "== cuco"; grep -vE '^#' "$logs/cuco.log" | head -40; }
 tar -czf "$out/logs.tar.gz" -C "$out" logs && rm -rf "$logs"

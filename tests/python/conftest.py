@@ -1,5 +1,6 @@
 """pytest fixtures of the Python package tests: real gpujoind processes (CPU
-backend, free loopback ports) and gpujoin.Client instances against them.
+backend unless $GPUJOIN_TEST_BACKEND names another, free loopback ports) and
+gpujoin.Client instances against them.
 
 run_package_tests.py (the CTest entry) passes --gpujoind and puts the package
 and its generated stubs on sys.path.
@@ -32,7 +33,7 @@ CALL_TIMEOUT = 30.0
 
 def pytest_addoption(parser):
     parser.addoption("--gpujoind", default=os.environ.get("GPUJOIND"),
-                     help="the gpujoind binary (CPU backend)")
+                     help="the gpujoind binary (its backend: $GPUJOIN_TEST_BACKEND, cpu when unset)")
 
 
 def pytest_configure(config):
@@ -87,12 +88,18 @@ def _call_deadlines(monkeypatch):
     monkeypatch.setattr(gpujoin.Client, "__init__", with_deadline)
 
 
+def suite_backend():
+    """The backend the suite's gpujoind processes run on: $GPUJOIN_TEST_BACKEND, cpu when unset."""
+    return os.environ.get("GPUJOIN_TEST_BACKEND") or "cpu"
+
+
 class Gpujoind:
     """gpujoind on free ports; its log is collected by a thread so it never blocks."""
 
     def __init__(self, binary, *extra):
         self.proc = subprocess.Popen(
-            [binary, "--listen=127.0.0.1:0", "--metrics-listen=none", "--backend=cpu",
+            [binary, "--listen=127.0.0.1:0", "--metrics-listen=none",
+             "--backend=" + suite_backend(),
              "--cpu-threads=2", "--executor-threads=2", *extra],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.log = []

@@ -18,17 +18,12 @@ from query_columns import decode, encode
 CALL_TIMEOUT = 30.0
 
 
-def backend():
-    return os.environ.get("GPUJOIN_TEST_BACKEND") or "cpu"
-
-
 def start(pytestconfig, *flags):
     """A gpujoind on $GPUJOIN_TEST_BACKEND with further flags (the caller stops it)."""
     binary = pytestconfig.getoption("--gpujoind")
     if not binary or not os.access(binary, os.X_OK):
         pytest.fail(f"--gpujoind (or $GPUJOIND) must name the gpujoind binary (got {binary!r})")
-    # gpujoind takes the last of a repeated flag: this --backend replaces Gpujoind's.
-    s = Gpujoind(binary, f"--backend={backend()}", "--device-memory-limit=1G", *flags)
+    s = Gpujoind(binary, "--device-memory-limit=1G", *flags)
     if s.address is None:
         pytest.fail("gpujoind exited:\n" + "".join(s.log))
     return s

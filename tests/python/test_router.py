@@ -1,4 +1,4 @@
-"""gpujoin-router in front of 1, 2 and 3 gpujoind shards (CPU backend, loopback;
+"""gpujoin-router in front of 1, 2 and 3 gpujoind shards ($GPUJOIN_TEST_BACKEND, loopback;
 docs/operations.md "Sharding"): builds and lookups through the router answer
 exactly what one gpujoind holding the whole index answers (uint32, uint64 and
 string keys, lowest_row and keep_all, payload with nulls, duplicates across

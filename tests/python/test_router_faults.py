@@ -1,4 +1,4 @@
-"""gpujoin-router when shards fail or come back (CPU backend, loopback;
+"""gpujoin-router when shards fail or come back ($GPUJOIN_TEST_BACKEND, loopback;
 docs/operations.md "Sharding"), and the measures its aggregate plans rely on.
 
 Versions: a shard restarted without its data leaves the index on one shard of

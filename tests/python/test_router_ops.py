@@ -1,5 +1,5 @@
 """Join, Aggregate and Mutate through gpujoin-router in front of 1, 2 and 3
-gpujoind shards (CPU backend, loopback; docs/operations.md "Sharding"): every
+gpujoind shards ($GPUJOIN_TEST_BACKEND, loopback; docs/operations.md "Sharding"): every
 answer equals what one gpujoind holding the whole index (built from the same
 input) answers.
 
