@@ -6,9 +6,12 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gpujoin/v1/gpujoin.grpc.pb.h"
+#include "workload.hpp"
 
 namespace gpujoin::loadtest {
 namespace pb = ::gpujoin::v1;
@@ -69,11 +72,33 @@ std::string EchoedKeys(const Message& m) {
   return out;
 }
 
+// The --payload columns a selecting lookup gets (workload.hpp), derived from
+// the echoed values as a server's payload rows are stored: every row valid.
+void FillPayload(const pb::LookupRequest& q, const std::string& values, pb::LookupResponse* r) {
+  std::vector<uint32_t> words(values.size() / 4);
+  if (!words.empty()) std::memcpy(words.data(), values.data(), values.size());
+  const std::vector<client::Column> columns = PayloadColumnsOf(words);
+  for (const std::string& name : q.select()) {
+    const client::Column* c = name == kPayloadInt64Name    ? &columns[0]
+                              : name == kPayloadStringName ? &columns[1]
+                                                           : nullptr;
+    if (c == nullptr) continue;  // not a column the load tester's index has
+    pb::Column* out = r->add_columns();
+    out->set_name(name);
+    out->set_type(c->type == client::ColumnType::kInt64 ? pb::COLUMN_TYPE_INT64
+                                                        : pb::COLUMN_TYPE_STRING);
+    out->set_length(c->length);
+    out->set_data(c->data.data(), c->data.size());
+    if (!c->offsets.empty()) out->set_offsets(c->offsets.data(), 4 * c->offsets.size());
+  }
+}
+
 void FillLookup(const pb::LookupRequest& q, pb::LookupResponse* r) {
   const size_t n = KeyRows(q);
   r->set_batch_id(q.batch_id());
   r->set_index_version(1);
   *r->mutable_values() = EchoedKeys(q);
+  if (q.select_size() > 0) FillPayload(q, r->values(), r);
   r->mutable_found()->assign(n, '\1');
   if (q.want_probes()) r->mutable_probes()->assign(4 * n, '\0');
   if (q.want_match_counts()) r->mutable_match_counts()->assign(4 * n, '\0');

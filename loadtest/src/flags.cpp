@@ -64,6 +64,10 @@ void AddFlags(CLI::App& app, Flags& f) {
                      "rows per key of the index built with --build-keys (a keep_all index of "
                      "build-keys x N rows; a join hit yields N pairs)")
           ->check(CLI::Range(1u, 1u << 20));
+  app.add_flag("--payload", f.payload,
+               "the index built with --build-keys gets two payload columns (lt_int64 INT64, "
+               "lt_tag STRING of 4-11 bytes) and every lookup selects them; the echo and "
+               "--redis answer the same bytes");
   app.add_option("--join-kind", f.join_kind, "join: inner | left_outer | left_semi | left_anti")
       ->check(CLI::IsMember({"inner", "left_outer", "left_semi", "left_anti"}))
       ->capture_default_str();

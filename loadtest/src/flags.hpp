@@ -36,6 +36,7 @@ struct Flags {
   std::string mutate_rows_text;
   int verify_every = 4;
   bool echo = false, echo_only = false, json = false;
+  bool payload = false;
   std::string redis;
   std::string json_file;
   int max_message_bytes = 256 << 20;

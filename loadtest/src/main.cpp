@@ -101,6 +101,7 @@ absl::StatusOr<WorkloadSpec> MakeWorkload(const Flags& f) {
   w.key_kind = *key_kind;
   w.multiplicity = f.multiplicity;
   w.keep_all = f.multiplicity_option->count() > 0;
+  w.select_payload = f.payload;
   auto kind = client::ParseJoinKind(f.join_kind);
   if (!kind.ok()) return kind.status();
   w.join_kind = *kind;
@@ -113,6 +114,11 @@ absl::StatusOr<WorkloadSpec> MakeWorkload(const Flags& f) {
     return absl::InvalidArgumentError("--build-keys does not apply to --rpc aggregate");
   }
   if (f.mutate_streams > 0) {
+    if (w.select_payload) {
+      return absl::InvalidArgumentError(
+          "--payload: leave out --mutate-streams (their upserts carry no payload, so the "
+          "rows they write would answer nulls)");
+    }
     if (w.rpc != Rpc::kLookup) {
       return absl::InvalidArgumentError(
           "--mutate-streams runs Mutate streams beside lookups: it needs --rpc lookup (for "
@@ -147,6 +153,7 @@ RunHeader MakeHeader(const Flags& f, const WorkloadSpec& w, int argc, char** arg
           w.keep_all ? client::DuplicatePolicy::kKeepAll : client::DuplicatePolicy::kLowestRow));
     }
     if (w.rpc == Rpc::kJoin) header.join_kind = f.join_kind;
+    header.payload = w.select_payload;
   }
   if (f.mutate_streams > 0) {
     header.mutate = absl::StrCat(f.mutate_streams, " Mutate streams of ",
@@ -286,7 +293,12 @@ absl::Status PrepareIndex(const Flags& f, client::Client& c0, Plan& plan, bool* 
     std::cerr << "building index '" << f.index << "' with " << w.build_keys << " keys"
               << (w.keep_all ? absl::StrCat(" x ", w.multiplicity, " rows (keep_all)") : "")
               << "...\n";
-    auto built_info = c0.BuildIndexFromColumns(spec, data.Keys(), data.values);
+    std::vector<client::ColumnView> payload;
+    for (const client::Column& c : data.payload) {
+      spec.payload.push_back({c.name, c.type});
+      payload.push_back(c.view());
+    }
+    auto built_info = c0.BuildIndexFromColumns(spec, data.Keys(), data.values, payload);
     if (!built_info.ok()) return built_info.status();
     *built = true;
     std::cerr << "built in " << built_info->build_seconds << " s (capacity " << built_info->capacity

@@ -1,7 +1,6 @@
 #include "redis_stream.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -48,7 +47,13 @@ absl::StatusOr<std::string> RedisVersion(RedisConnection& conn) {
   return absl::StrCat("redis ", info->str.substr(begin, end - begin));
 }
 
+std::string RedisValueOf(uint32_t value, bool payload) {
+  if (!payload) return absl::StrCat(value);
+  return absl::StrCat(value, ",", PayloadInt64Of(value), ",", PayloadStringOf(value));
+}
+
 absl::Status LoadIntoRedis(RedisConnection& conn, const BuildData& data, size_t chunk_keys) {
+  const bool payload = !data.payload.empty();
   if (absl::Status s = ExpectOk(conn.Call({"FLUSHDB"}), "FLUSHDB"); !s.ok()) return s;
   // MSETs are pipelined a few deep: Redis buffers its "+OK"s, so writing ahead
   // of the replies cannot deadlock, and the depth bounds what is in the air.
@@ -62,7 +67,11 @@ absl::Status LoadIntoRedis(RedisConnection& conn, const BuildData& data, size_t 
     out.Arg("MSET");
     for (size_t i = at; i < at + n; ++i) {
       out.Arg(uint64_t{data.keys[i]});
-      out.Arg(uint64_t{data.values[i]});
+      if (payload) {
+        out.Arg(RedisValueOf(data.values[i], true));
+      } else {
+        out.Arg(uint64_t{data.values[i]});
+      }
     }
     if (absl::Status s = conn.Flush(); !s.ok()) return s;
     if (++unanswered == kDepth) {
@@ -84,12 +93,14 @@ absl::Status LoadIntoRedis(RedisConnection& conn, const BuildData& data, size_t 
   return absl::OkStatus();
 }
 
-RespLimits MgetLimits(size_t batch_rows) {
+RespLimits MgetLimits(size_t batch_rows, bool payload) {
   RespLimits limits;
   limits.max_elements = std::max<size_t>(batch_rows, 1);
-  // A uint32 value is at most 10 digits; an error reply is one line.
+  // A uint32 value is at most 10 digits, with its payload at most 43 bytes
+  // (10 + 1 + 20 + 1 + 11); an error reply is one line.
   limits.max_bulk_bytes = 64;
-  limits.max_reply_bytes = 16 * limits.max_elements + limits.max_line_bytes;
+  limits.max_reply_bytes =
+      (payload ? 56 : 16) * limits.max_elements + limits.max_line_bytes;
   limits.max_depth = 1;
   return limits;
 }
@@ -185,7 +196,8 @@ absl::Status RunRedisStream(RedisConnection& conn, int in_flight, const RedisBat
   return first_error;
 }
 
-std::string CheckRedisLookup(const PoolBatch& batch, const RespReply& reply, bool full) {
+std::string CheckRedisLookup(const PoolBatch& batch, const RespReply& reply, bool full,
+                             bool payload) {
   const size_t n = batch.keys.size();
   if (reply.type != RespReply::Type::kArray || reply.elements.size() != n) {
     return absl::StrCat("MGET of ", n, " keys answered ", Describe(reply));
@@ -208,17 +220,12 @@ std::string CheckRedisLookup(const PoolBatch& batch, const RespReply& reply, boo
   for (size_t r = 0; r < n; ++r) {
     const RespReply& e = reply.elements[r];
     const bool want_found = batch.expected_found[r] != 0;
-    if (e.is_nil() != !want_found) {
+    const std::string want =
+        want_found ? RedisValueOf(batch.expected_values[r], payload) : std::string("nil");
+    if (e.is_nil() != !want_found || (want_found && e.str != want)) {
       return absl::StrCat("row ", r, " key ", batch.KeyText(r), ": got ",
                           e.is_nil() ? "nil" : absl::StrCat("'", e.str, "'"), ", expected ",
-                          want_found ? absl::StrCat(batch.expected_values[r]) : "nil");
-    }
-    if (!want_found) continue;
-    uint32_t v = 0;
-    auto [end, ec] = std::from_chars(e.str.data(), e.str.data() + e.str.size(), v);
-    if (ec != std::errc() || end != e.str.data() + e.str.size() || v != batch.expected_values[r]) {
-      return absl::StrCat("row ", r, " key ", batch.KeyText(r), ": got '", e.str, "', expected ",
-                          batch.expected_values[r]);
+                          want_found ? absl::StrCat("'", want, "'") : want);
     }
   }
   return "";

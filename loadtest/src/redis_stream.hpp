@@ -20,15 +20,21 @@ namespace gpujoin::loadtest {
 /// INFO does not say.
 absl::StatusOr<std::string> RedisVersion(RedisConnection& conn);
 
+/// What Redis holds for a key of value `value`: the decimal value, followed
+/// with `payload` (--payload) by ",<int64>,<tag>" of its payload row.
+std::string RedisValueOf(uint32_t value, bool payload);
+
 /// Replaces the contents of the connection's database with `data`'s mapping
-/// (uint32 keys and values, one value per key: multiplicity 1): FLUSHDB, then
+/// (uint32 keys and values, one value per key: multiplicity 1; RedisValueOf,
+/// with the payload when `data` has --payload columns): FLUSHDB, then
 /// MSET of `chunk_keys` pairs per command, several in flight, then DBSIZE must
 /// equal the key count. FAILED_PRECONDITION when a reply is not what these
 /// commands answer (an error reply, a wrong key count), with the reply.
 absl::Status LoadIntoRedis(RedisConnection& conn, const BuildData& data, size_t chunk_keys = 8192);
 
-/// Limits on the replies to MGETs of up to `batch_rows` keys of uint32 values.
-RespLimits MgetLimits(size_t batch_rows);
+/// Limits on the replies to MGETs of up to `batch_rows` keys of uint32 values
+/// (RedisValueOf, with `payload` or without).
+RespLimits MgetLimits(size_t batch_rows, bool payload = false);
 
 /// One MGET answer of a Redis stream.
 struct RedisResult {
@@ -54,8 +60,10 @@ absl::Status RunRedisStream(RedisConnection& conn, int in_flight, const RedisBat
 /// Checks an MGET answer to a lookup batch of a known mapping, as CheckLookup
 /// checks a server's: every answer an array of one element per key, each a bulk
 /// string or nil, with exactly `batch.hits` non-nil ones; with `full`, every row
-/// against expected_found (nil for a missing key) and expected_values (the
-/// decimal value). Returns the first difference, or "".
-std::string CheckRedisLookup(const PoolBatch& batch, const RespReply& reply, bool full);
+/// against expected_found (nil for a missing key) and expected_values
+/// (RedisValueOf the expected value, with `payload` or without). Returns the
+/// first difference, or "".
+std::string CheckRedisLookup(const PoolBatch& batch, const RespReply& reply, bool full,
+                             bool payload = false);
 
 }  // namespace gpujoin::loadtest

@@ -90,7 +90,9 @@ std::string FormatTable(const RunHeader& h, const std::vector<SettingResult>& re
   if (!h.redis.empty()) {
     absl::StrAppend(&out, "# redis ", h.redis,
                     h.redis_version.empty() ? "" : absl::StrCat(" (", h.redis_version, ")"),
-                    "  the index's keys and values as decimal strings; a batch is one MGET\n");
+                    "  the index's keys and values as decimal strings",
+                    h.payload ? " (each value followed by ',int64,tag' of its payload)" : "",
+                    "; a batch is one MGET\n");
   }
   if (!h.index.empty()) {
     absl::StrAppend(&out, "# index ", h.index,
@@ -99,6 +101,7 @@ std::string FormatTable(const RunHeader& h, const std::vector<SettingResult>& re
                     h.key_type.empty() ? "" : absl::StrCat("  ", h.key_type, " keys"),
                     h.duplicates.empty() ? "" : absl::StrCat("  ", h.duplicates),
                     h.multiplicity > 1 ? absl::StrCat("  multiplicity ", h.multiplicity) : "",
+                    h.payload ? "  payload lt_int64 INT64, lt_tag STRING selected" : "",
                     "  hit ratio ", h.hit_ratio, "  seed ", h.seed, "\n");
   }
   if (!h.join_kind.empty()) {
@@ -183,6 +186,7 @@ std::string FormatJson(const RunHeader& h, const std::vector<SettingResult>& res
       {"key_type", h.key_type},
       {"duplicates", h.duplicates},
       {"multiplicity", h.multiplicity},
+      {"payload", h.payload},
       {"join_kind", h.join_kind},
       {"mutate", h.mutate},
       {"redis", h.redis},

@@ -26,6 +26,8 @@ struct RunHeader {
   std::string duplicates;     ///< the index's policy: "lowest_row" or "keep_all" (lookup, join)
   uint32_t multiplicity = 0;  ///< rows per key of the built index (0 = existing index)
   std::string join_kind;      ///< join: "inner", "left_outer", "left_semi", "left_anti"
+  /// Lookups select the --payload columns (lt_int64 INT64, lt_tag STRING).
+  bool payload = false;
   double hit_ratio = 0;
   uint32_t seed = 0;
   std::string aggregate;  ///< "sum over 1024 groups" for aggregate runs

@@ -119,8 +119,12 @@ bool EchoesKeys(const PoolBatch& b, const uint32_t* words, size_t n) {
   return true;
 }
 
-std::string CheckEchoLookup(const PoolBatch& b, const client::LookupResult& r, bool full) {
+std::string CheckEchoLookup(const BatchPool& pool, const PoolBatch& b,
+                            const client::LookupResult& r, bool full) {
   std::string s = CheckEchoSize(r.values.size(), b.rows(), "values");
+  if (s.empty() && r.found.size() != b.rows()) s = CheckEchoSize(r.found.size(), b.rows(), "found");
+  // The echo's payload rows derive from the values it answers, as a server's do.
+  if (s.empty() && pool.select_payload) s = CheckLookupPayload(b, r, full);
   if (!s.empty() || !full) return s;
   if (!EchoesKeys(b, r.values.data(), b.rows()) ||
       std::count(r.found.begin(), r.found.end(), uint8_t{1}) !=
@@ -187,14 +191,19 @@ void RunStream(Target target, client::Client* c, const BatchPool& pool, const Ru
           if (sh.stop.load(std::memory_order_relaxed)) return std::nullopt;
           client::LookupBatch batch{batch_of(issued++).QueryKeys()};
           batch.want_match_counts = pool.keep_all;
+          if (pool.select_payload) {
+            batch.select = {std::string(kPayloadInt64Name), std::string(kPayloadStringName)};
+          }
           return batch;
         };
         auto sink = [&](client::LookupResult&& r) -> absl::Status {
           const PoolBatch& b = batch_of(r.batch_id);
-          const uint64_t resp = 4 * r.values.size() + r.found.size() + 4 * r.probes.size() +
-                                4 * r.match_counts.size();
+          uint64_t resp = 4 * r.values.size() + r.found.size() + 4 * r.probes.size() +
+                          4 * r.match_counts.size();
+          for (const client::Column& c : r.columns)
+            resp += c.data.size() + 4 * c.offsets.size() + c.validity.size();
           OnAnswer(cfg, primary, sh, st, r, b.rows(), 0, req_bytes, resp, [&](bool full) {
-            return echo ? CheckEchoLookup(b, r, full) : CheckLookup(pool, b, r, full);
+            return echo ? CheckEchoLookup(pool, b, r, full) : CheckLookup(pool, b, r, full);
           });
           return absl::OkStatus();
         };
@@ -294,7 +303,7 @@ void RunRedisStreamOf(const BatchPool& pool, const RunConfig& cfg, bool primary,
   const size_t pool_size = pool.batches.size();
   const uint64_t req_bytes = pool.RequestBytes(cfg.workload);
   RedisOptions options;
-  options.limits = MgetLimits(pool.batch_rows);
+  options.limits = MgetLimits(pool.batch_rows, pool.select_payload);
   options.io_timeout = std::chrono::milliseconds(
       static_cast<int64_t>(1000 * (cfg.warmup_seconds + cfg.duration_seconds + cfg.drain_seconds)));
   for (uint64_t call = 0; !sh.stop.load(); ++call) {
@@ -316,7 +325,9 @@ void RunRedisStreamOf(const BatchPool& pool, const RunConfig& cfg, bool primary,
         // The payload the answer stands for, as a server's lookup answer packs it:
         // a value and a found flag per key.
         OnAnswer(cfg, primary, sh, st, r, b.rows(), 0, req_bytes, 5 * b.rows(),
-                 [&](bool full) { return CheckRedisLookup(b, r.reply, full); });
+                 [&](bool full) {
+                   return CheckRedisLookup(b, r.reply, full, pool.select_payload);
+                 });
       };
       status = RunRedisStream(**conn, cfg.in_flight, source, sink);
     }

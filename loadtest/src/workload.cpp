@@ -57,6 +57,42 @@ const char* RpcName(Rpc rpc) {
   return "?";
 }
 
+int64_t PayloadInt64Of(uint32_t value) {
+  // Spans the sign and all 64 bits, so a narrower or sign-confused copy differs.
+  return static_cast<int64_t>(Mix64(value, 0x7061796c6f6164ull));
+}
+
+std::string PayloadStringOf(uint32_t value) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  const size_t n = 4 + value % 8;
+  std::string tag(n, '0');
+  uint64_t bits = Mix64(value, 0x746167ull);
+  for (size_t i = 0; i < n; ++i, bits >>= 4) tag[i] = kDigits[bits & 15];
+  return tag;
+}
+
+std::vector<client::Column> PayloadColumnsOf(std::span<const uint32_t> values,
+                                             std::span<const uint8_t> found) {
+  client::Column i64(std::string(kPayloadInt64Name), client::ColumnType::kInt64);
+  client::Column tag(std::string(kPayloadStringName), client::ColumnType::kString);
+  i64.data.reserve(8 * values.size());
+  tag.data.reserve(12 * values.size());
+  for (size_t r = 0; r < values.size(); ++r) {
+    if (!found.empty() && found[r] == 0) {
+      i64.AppendNull();
+      tag.AppendNull();
+      continue;
+    }
+    i64.Append<int64_t>(PayloadInt64Of(values[r]));
+    // At most 11 bytes a row: the column stays far below 2^31 bytes.
+    (void)tag.AppendString(PayloadStringOf(values[r]));
+  }
+  std::vector<client::Column> columns;
+  columns.push_back(std::move(i64));
+  columns.push_back(std::move(tag));
+  return columns;
+}
+
 absl::Status ValidateWorkloadSpec(const WorkloadSpec& spec) {
   if (!(spec.hit_ratio >= 0.0 && spec.hit_ratio <= 1.0)) {
     return absl::InvalidArgumentError(
@@ -91,6 +127,11 @@ absl::Status ValidateWorkloadSpec(const WorkloadSpec& spec) {
   }
   if (spec.multiplicity == 0) {
     return absl::InvalidArgumentError("--multiplicity must be at least 1");
+  }
+  if (spec.select_payload && (spec.rpc != Rpc::kLookup || spec.build_keys == 0)) {
+    return absl::InvalidArgumentError(
+        "--payload shapes the index the load tester builds and its lookups: it needs "
+        "--build-keys and --rpc lookup");
   }
   if (spec.multiplicity > 1 && (spec.build_keys == 0 || spec.rpc == Rpc::kAggregate)) {
     return absl::InvalidArgumentError(
@@ -154,6 +195,7 @@ BuildData MakeBuildData(const WorkloadSpec& spec) {
     d.values[r] = Mix(static_cast<uint32_t>(r), spec.seed ^ kValueSalt);
   }
   d.key_columns.Seal();
+  if (spec.select_payload) d.payload = PayloadColumnsOf(d.values);
   return d;
 }
 
@@ -186,6 +228,7 @@ BatchPool MakeBatchPool(const WorkloadSpec& spec, size_t batch_rows, size_t coun
   pool.multiplicity = std::max<uint32_t>(spec.multiplicity, 1);
   pool.keep_all = spec.keep_all;
   pool.join_kind = spec.join_kind;
+  pool.select_payload = spec.select_payload;
   pool.batches.resize(count);
   // Mutate batches draw apart from the lookups beside them.
   std::mt19937_64 rng(spec.seed * 0x9e3779b97f4a7c15ull + batch_rows +
@@ -375,6 +418,44 @@ BatchPool MakeBatchPool(const WorkloadSpec& spec, size_t batch_rows, size_t coun
   return pool;
 }
 
+std::string CheckLookupPayload(const PoolBatch& batch, const client::LookupResult& result,
+                               bool full) {
+  const size_t n = batch.rows();
+  if (result.columns.size() != 2) {
+    return absl::StrCat("lookup answer has ", result.columns.size(), " payload columns, expected ",
+                        kPayloadInt64Name, " and ", kPayloadStringName);
+  }
+  const client::Column& i64 = result.columns[0];
+  const client::Column& tag = result.columns[1];
+  if (i64.name != kPayloadInt64Name || i64.type != client::ColumnType::kInt64 ||
+      tag.name != kPayloadStringName || tag.type != client::ColumnType::kString) {
+    return absl::StrCat("payload columns are ", i64.name, " ", std::string(client::ColumnTypeName(i64.type)),
+                        " and ", tag.name, " ", std::string(client::ColumnTypeName(tag.type)), ", expected ",
+                        kPayloadInt64Name, " INT64 and ", kPayloadStringName, " STRING");
+  }
+  if (i64.length != n || tag.length != n) {
+    return absl::StrCat("payload columns have ", i64.length, " and ", tag.length, " rows for ", n,
+                        " keys");
+  }
+  if (!full) return "";
+  for (size_t r = 0; r < n; ++r) {
+    const bool hit = result.found[r] == 1;
+    if (i64.Valid(r) != hit || tag.Valid(r) != hit) {
+      return absl::StrCat("row ", r, " key ", batch.KeyText(r), ": payload valid (",
+                          i64.Valid(r), ", ", tag.Valid(r), ") for a ",
+                          hit ? "found" : "missing", " key");
+    }
+    if (!hit) continue;
+    const uint32_t v = result.values[r];
+    if (i64.Value<int64_t>(r) != PayloadInt64Of(v) || tag.String(r) != PayloadStringOf(v)) {
+      return absl::StrCat("row ", r, " key ", batch.KeyText(r), ": payload (",
+                          i64.Value<int64_t>(r), ", '", std::string(tag.String(r)), "'), expected (",
+                          PayloadInt64Of(v), ", '", PayloadStringOf(v), "') for value ", v);
+    }
+  }
+  return "";
+}
+
 std::string CheckLookup(const BatchPool& pool, const PoolBatch& batch,
                         const client::LookupResult& result, bool full) {
   // Every answer: sizes and statistics (O(1)). Sampled answers: every row, with
@@ -397,6 +478,9 @@ std::string CheckLookup(const BatchPool& pool, const PoolBatch& batch,
   if (pool.keep_all && result.match_counts.size() != n) {
     return absl::StrCat("lookup answer has ", result.match_counts.size(), " match counts for ", n,
                         " keys");
+  }
+  if (pool.select_payload) {
+    if (std::string e = CheckLookupPayload(batch, result, full); !e.empty()) return e;
   }
   if (!full) return "";
   if (pool.keep_all) {

@@ -25,6 +25,11 @@
 // a lookup of it then finds. So while mutations run, a lookup's hit keeps its
 // answer and a miss is either missing or found with its mapped value.
 //
+// Payload (--payload, lookups of an index the load tester builds): the index
+// has two payload columns, an INT64 and a short STRING, whose rows derive
+// from the row's value (PayloadInt64Of, PayloadStringOf), and every lookup
+// selects both; an answer's payload row is checked against the value found.
+//
 // Multiplicity (--multiplicity M, a keep_all index): the index has build_keys * M
 // rows; row r has the key of key index r % build_keys and value Mix(r, ...), so
 // key i's rows are i, i + build_keys, ..., in source order and in different
@@ -51,6 +56,19 @@ enum class Rpc { kLookup, kJoin, kAggregate, kMutate };
 
 /// "lookup", "join", "aggregate", "mutate".
 const char* RpcName(Rpc rpc);
+
+/// --payload: the two payload columns of the load tester's index, selected by
+/// every lookup, and their rows for a row of value `value` (a tag of 4 to 11
+/// characters).
+inline constexpr char kPayloadInt64Name[] = "lt_int64";
+inline constexpr char kPayloadStringName[] = "lt_tag";
+int64_t PayloadInt64Of(uint32_t value);
+std::string PayloadStringOf(uint32_t value);
+
+/// The two --payload columns for rows of `values`, null where `found` is 0
+/// (found may be empty: every row valid). The echo service answers with them.
+std::vector<client::Column> PayloadColumnsOf(std::span<const uint32_t> values,
+                                             std::span<const uint8_t> found = {});
 
 /// Parameters that define the generated data.
 struct WorkloadSpec {
@@ -82,6 +100,9 @@ struct WorkloadSpec {
   bool explicit_values = true;
   /// Mutate: the payload columns of an existing index (upserts send nulls).
   std::vector<client::PayloadColumnSpec> payload;
+  /// Lookup (--payload): the built index has the two payload columns above and
+  /// every lookup selects them.
+  bool select_payload = false;
 };
 
 /// Rows of the index the load tester builds: build_keys * multiplicity.
@@ -98,6 +119,8 @@ struct BuildData {
   std::vector<uint64_t> keys64;  ///< uint64 workloads
   KeyColumnData key_columns;     ///< string and composite workloads
   std::vector<uint32_t> values;
+  /// --payload: PayloadColumnsOf(values).
+  std::vector<client::Column> payload;
 
   /// The keys as the client sends them.
   client::Keys Keys() const {
@@ -163,6 +186,8 @@ struct BatchPool {
   /// columns of batch_rows nulls each.
   bool explicit_values = true;
   std::vector<client::Column> null_payload;
+  /// Lookups select the two --payload columns.
+  bool select_payload = false;
   std::vector<PoolBatch> batches;
 
   /// Request payload bytes of one batch (KeyWireBytes per key, plus values for
@@ -186,11 +211,18 @@ BatchPool MakeBatchPool(const WorkloadSpec& spec, size_t batch_rows, size_t coun
 /// With `full`: every row, against the expected values and found flags (known
 /// mapping) or for structure (found flags 0/1, missing rows carry 0xffffffff,
 /// statistics match the mask); with `pool.mutated` a miss may be found with its
-/// mapped value. On a keep_all index the answer must carry match counts: the
+/// mapped value. With `pool.select_payload` the two payload columns, and with
+/// `full` every payload row against the value found (null where missing). On a keep_all index the answer must carry match counts: the
 /// multiplicity for a hit, 0 for a miss (unknown mapping: at least 1 for a hit).
 /// Returns a description of the first difference, or "" when the answer is right.
 std::string CheckLookup(const BatchPool& pool, const PoolBatch& batch,
                         const client::LookupResult& result, bool full);
+
+/// Checks the two --payload columns of a Lookup answer to `batch`: names,
+/// types and lengths; with `full` every row against the value the answer found
+/// (PayloadInt64Of, PayloadStringOf; null where missing). "" when right.
+std::string CheckLookupPayload(const PoolBatch& batch, const client::LookupResult& result,
+                               bool full);
 
 /// Checks a Join answer (one left batch, left rows numbered from 0, the pool's
 /// join kind): counts, overflow and statistics always; with `full` every pair

@@ -90,6 +90,16 @@ TEST_F(LoadtestAgainstServer, LookupWithEchoCeiling) {
   EXPECT_EQ(with_fraction, 4);
 }
 
+// --payload: the built index gets two payload columns, every lookup selects
+// them, and every answer's payload rows (server and echo) are checked.
+TEST_F(LoadtestAgainstServer, LookupSelectingPayload) {
+  const auto doc = RunJson({"--rpc", "lookup", "--build-keys", "20000", "--payload",
+                            "--batch-rows", "100,4K", "--concurrency", "1,2", "--duration",
+                            "0.3", "--warmup", "0.1", "--verify-every", "1", "--echo"});
+  ExpectClean(doc, 8);
+  EXPECT_EQ(doc["header"]["payload"], true);
+}
+
 TEST_F(LoadtestAgainstServer, JoinWithMisses) {
   const auto doc = RunJson({"--rpc", "join", "--build-keys", "10000", "--hit-ratio", "0.6",
                             "--batch-rows", "4K", "--concurrency", "2", "--duration", "0.3",
