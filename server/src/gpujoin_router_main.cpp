@@ -50,7 +50,8 @@ int main(int argc, char** argv) {
   app.add_option("--shard-token-file", config.shard_token_file,
                  "File holding the bearer token sent to the shards (their --auth-token-file)");
   app.add_option("--shard-timeout", config.shard_timeout_seconds,
-                 "Seconds a shard may take to answer a unary call")
+                 "Seconds a shard may take to answer a unary call or a stream's batch")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--tls-cert", config.tls_cert, "PEM certificate chain; with --tls-key serves TLS");
   app.add_option("--tls-key", config.tls_key, "PEM private key for --tls-cert");

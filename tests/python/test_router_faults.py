@@ -121,15 +121,19 @@ def test_a_rebuild_after_a_shard_restart_gives_every_shard_one_version(
 # ---------------------------------------------------------------- a slow shard
 
 @pytest.mark.timeout(60)
-def test_a_shard_that_stops_answering_fails_calls_within_the_shard_timeout(cluster):
-    (shards, router) = cluster(2, router_flags=("--shard-timeout=1",))
+@pytest.mark.parametrize("n", [1, 2])
+def test_a_shard_that_stops_answering_fails_calls_within_the_shard_timeout(cluster, n):
+    """With 2 shards every stream is split; with 1 it is forwarded as it is
+    (Passthrough), which has its own watchdog."""
+    (shards, router) = cluster(n, router_flags=("--shard-timeout=1",))
     keys = np.arange(2000, dtype=np.uint32)
-    slow = f"shard 1 ({shards[1].address})"
+    stopped = shards[n - 1]
+    slow = f"shard {n - 1} ({stopped.address})"
     with gpujoin.Client(router.address) as r:
         wait_serving(r)
         r.build_index("slow", keys, values=keys, payload={"v": keys.astype(np.int64) * 3})
         conn = Connection(router.address)
-        os.kill(shards[1].proc.pid, signal.SIGSTOP)
+        os.kill(stopped.proc.pid, signal.SIGSTOP)
         problems = []
         try:
             # Raw streams: every batch goes to every shard; the late one is cut off.
@@ -149,7 +153,7 @@ def test_a_shard_that_stops_answering_fails_calls_within_the_shard_timeout(clust
                 e = call()
                 took = time.monotonic() - start
                 if e is None:
-                    problems.append(f"{rpc}: answered while shard 1 was stopped")
+                    problems.append(f"{rpc}: answered while {slow} was stopped")
                     continue
                 code, message = (e.code.name, e.message) if isinstance(e, gpujoin.Error) else e
                 if code != "UNAVAILABLE" or slow not in message or \
@@ -166,7 +170,7 @@ def test_a_shard_that_stops_answering_fails_calls_within_the_shard_timeout(clust
                 start = time.monotonic()
                 try:
                     call()
-                    problems.append(f"client {what}: answered while shard 1 was stopped")
+                    problems.append(f"client {what}: answered while {slow} was stopped")
                     continue
                 except gpujoin.Error as e:
                     code, message = e.code.name, e.message
@@ -175,8 +179,8 @@ def test_a_shard_that_stops_answering_fails_calls_within_the_shard_timeout(clust
                     problems.append(f"client {what}: {code} {message!r} after {took:.1f} s; "
                                     f"expected UNAVAILABLE naming {slow} within 5 s")
         finally:
-            os.kill(shards[1].proc.pid, signal.SIGCONT)
-        # Shard 1 answers again: so does the router.
+            os.kill(stopped.proc.pid, signal.SIGCONT)
+        # The shard answers again: so does the router.
         deadline = time.monotonic() + 10
         while True:
             try:
@@ -193,8 +197,30 @@ def test_a_shard_that_stops_answering_fails_calls_within_the_shard_timeout(clust
         assert err is None and got[0].columns[0] == list(range(10)), err
         assert r.describe("slow").rows == len(keys)
         conn.close()
-    assert not problems, "while shard 1 was stopped (SIGSTOP, --shard-timeout=1):\n" + \
+    assert not problems, f"while {slow} was stopped (SIGSTOP, --shard-timeout=1):\n" + \
         "\n".join(problems)
+
+
+@pytest.mark.timeout(60)
+def test_a_client_that_reads_slowly_is_not_a_slow_shard(cluster):
+    """One shard (Passthrough): answers held back because the client does not
+    read them do not count against --shard-timeout."""
+    (shards, router) = cluster(1, router_flags=("--shard-timeout=1",))
+    keys = np.arange(1 << 16, dtype=np.uint32)
+    with gpujoin.Client(router.address) as r:
+        wait_serving(r)
+        r.build_index("held", keys, values=keys)
+    conn = Connection(router.address)
+    batches = 40  # 40 x 64K keys: answers of 20 MiB, far beyond the transport's windows
+    requests = [pb.LookupRequest(index="held", batch_id=b, keys=u32(keys))
+                for b in range(batches)]
+    call = conn.stub.Lookup(iter(requests), timeout=30)
+    time.sleep(2.5)  # nothing read: the answers wait in the router and the shard
+    got = list(call)
+    conn.close()
+    errors = [a.error.message for a in got if a.HasField("error")]
+    assert not errors, errors[:3]
+    assert [a.batch_id for a in got] == list(range(batches))
 
 
 # ---------------------------------------------------------------- finite_only

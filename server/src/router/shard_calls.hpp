@@ -401,10 +401,37 @@ grpc::Status ShardCalls::Passthrough(grpc::ServerContext* ctx,
                                      size_t shard, const char* rpc, Method method) const {
   auto context = Context(ctx, /*unary=*/false);
   auto peer = (shards_[shard].stub.get()->*method)(context.get());
+  const auto limit = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(config_.shard_timeout_seconds));
+  const std::string late = absl::StrCat("did not answer a ", rpc,
+                                        " batch within --shard-timeout=",
+                                        config_.shard_timeout_seconds, "s");
   std::mutex mu;
+  std::condition_variable changed;
   // Batches sent and not yet answered: when they were sent, and their ids.
   std::deque<std::pair<Clock::time_point, uint64_t>> sent;
-  bool client_gone = false;
+  // The oldest unanswered batch is due --shard-timeout after it was sent, or
+  // after the shard's last answer reached the client (a client that reads
+  // slowly holds the answers back, not the shard); never while an answer is
+  // being written to the client.
+  Clock::time_point progress = Clock::now();
+  bool writing = false, client_gone = false, done = false, timed_out = false;
+  std::thread watchdog([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    while (!done && !timed_out) {
+      if (sent.empty() || writing) {
+        changed.wait(lock);
+        continue;
+      }
+      const Clock::time_point due = std::max(sent.front().first, progress) + limit;
+      if (Clock::now() < due) {
+        changed.wait_until(lock, due);
+        continue;
+      }
+      timed_out = true;  // the read below fails; its batches are answered in-band
+      context->TryCancel();
+    }
+  });
   std::thread answers([&] {
     Response answer;
     while (peer->Read(&answer)) {
@@ -414,26 +441,33 @@ grpc::Status ShardCalls::Passthrough(grpc::ServerContext* ctx,
         start = sent.empty() ? Clock::now() : sent.front().first;
         // A continued answer's last part answers its batch.
         if (!sent.empty() && !HasMore(answer)) sent.pop_front();
+        writing = true;
       }
       metrics_->Record(shard, rpc, std::chrono::duration<double>(Clock::now() - start).count(),
                        !answer.has_error());
-      if (!stream->Write(answer)) {
-        std::lock_guard<std::mutex> lock(mu);
+      const bool written = stream->Write(answer);
+      std::lock_guard<std::mutex> lock(mu);
+      writing = false;
+      progress = Clock::now();
+      changed.notify_all();
+      if (!written) {
         client_gone = true;
         context->TryCancel();
         return;
       }
     }
-    // The shard ended its stream. A batch it left unanswered gets an error
-    // naming it (the client may be waiting for that answer before it sends
-    // more or half-closes); the call then ends with the shard's status.
+    // The shard ended its stream, or missed --shard-timeout. A batch it left
+    // unanswered gets an error naming it (the client may be waiting for that
+    // answer before it sends more or half-closes); the call then ends with
+    // the shard's status.
     std::lock_guard<std::mutex> lock(mu);
     for (; !sent.empty(); sent.pop_front()) {
       Response error;
       error.set_batch_id(sent.front().second);
       error.mutable_error()->set_code(static_cast<int>(grpc::StatusCode::UNAVAILABLE));
-      error.mutable_error()->set_message(
-          absl::StrCat(shards_[shard].Name(), ": its stream ended before answering this batch"));
+      error.mutable_error()->set_message(absl::StrCat(
+          shards_[shard].Name(), ": ",
+          timed_out ? late : std::string("its stream ended before answering this batch")));
       metrics_->Record(shard, rpc, 0, false);
       if (!stream->Write(error)) break;
     }
@@ -444,6 +478,7 @@ grpc::Status ShardCalls::Passthrough(grpc::ServerContext* ctx,
     {
       std::lock_guard<std::mutex> lock(mu);
       sent.emplace_back(Clock::now(), request.batch_id());
+      changed.notify_all();
     }
     if (!peer->Write(request)) {
       shard_broke = true;
@@ -452,8 +487,15 @@ grpc::Status ShardCalls::Passthrough(grpc::ServerContext* ctx,
   }
   if (!shard_broke) peer->WritesDone();
   answers.join();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+    changed.notify_all();
+  }
+  watchdog.join();
   grpc::Status st = peer->Finish();
   if (client_gone) return grpc::Status::CANCELLED;
+  if (timed_out) st = grpc::Status(grpc::StatusCode::UNAVAILABLE, late);
   if (!st.ok() || shard_broke) {
     if (st.ok()) st = grpc::Status(grpc::StatusCode::UNAVAILABLE, "ended its stream early");
     return ShardFailed(shards_[shard], st);
