@@ -24,5 +24,5 @@ step() {
   local t0=$(date +%s)
   timeout "$limit" "$@" >"$STEP_LOGS/$name.log" 2>&1
   local rc=$?
-  summary+=("$(printf '%-18s rc=%-3s %4ss  %s' "$name" "$rc" "$(($(date +%s) - t0))" "$(grep -E '^\[  (PASSED|FAILED|SKIPPED) |ERROR SUMMARY|RACECHECK SUMMARY|targets met|[0-9]+ (passed|failed)' "$STEP_LOGS/$name.log" | tr '\n' ' ' | cut -c1-90)")")
+  summary+=("$(printf '%-18s rc=%-3s %4ss  %s' "$name" "$rc" "$(($(date +%s) - t0))" "$(grep -E '^\[  (PASSED|FAILED|SKIPPED) |ERROR SUMMARY|RACECHECK SUMMARY|targets met|[0-9]+ (passed|failed|errors?)' "$STEP_LOGS/$name.log" | tr '\n' ' ' | cut -c1-90)")")
 }

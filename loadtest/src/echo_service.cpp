@@ -76,7 +76,7 @@ std::string EchoedKeys(const Message& m) {
 // the echoed values as a server's payload rows are stored: every row valid.
 void FillPayload(const pb::LookupRequest& q, const std::string& values, pb::LookupResponse* r) {
   std::vector<uint32_t> words(values.size() / 4);
-  if (!words.empty()) std::memcpy(words.data(), values.data(), values.size());
+  if (!words.empty()) std::memcpy(words.data(), values.data(), 4 * words.size());
   const std::vector<client::Column> columns = PayloadColumnsOf(words);
   for (const std::string& name : q.select()) {
     const client::Column* c = name == kPayloadInt64Name    ? &columns[0]

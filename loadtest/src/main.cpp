@@ -216,8 +216,10 @@ absl::StatusOr<Plan> MakePlan(const Flags& f, int argc, char** argv) {
   // 8 bytes per row also bounds a request of uint64 keys (and a Mutate
   // request's key and value).
   const bool mutations = plan.cfg.workload.rpc == Rpc::kMutate || plan.mutate_streams > 0;
+  // --payload answers about 30 bytes a row (value, found, int64, offset, tag).
   const uint64_t row_bytes =
-      std::max<uint64_t>(8, KeyWireBytes(plan.cfg.workload.key_kind) + (mutations ? 4 : 0));
+      std::max<uint64_t>(plan.cfg.workload.select_payload ? 30 : 8,
+                         KeyWireBytes(plan.cfg.workload.key_kind) + (mutations ? 4 : 0));
   std::vector<uint64_t> sizes = *batch_rows;
   if (plan.mutate_rows > 0) sizes.push_back(plan.mutate_rows);
   for (uint64_t r : sizes) {

@@ -323,8 +323,8 @@ void RunRedisStreamOf(const BatchPool& pool, const RunConfig& cfg, bool primary,
       auto sink = [&](RedisResult&& r) {
         const PoolBatch& b = batch_of(r.batch_id);
         // The payload the answer stands for, as a server's lookup answer packs it:
-        // a value and a found flag per key.
-        OnAnswer(cfg, primary, sh, st, r, b.rows(), 0, req_bytes, 5 * b.rows(),
+        // a value and a found flag per key, and the --payload columns.
+        OnAnswer(cfg, primary, sh, st, r, b.rows(), 0, req_bytes, 5 * b.rows() + b.payload_bytes,
                  [&](bool full) {
                    return CheckRedisLookup(b, r.reply, full, pool.select_payload);
                  });

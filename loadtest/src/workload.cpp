@@ -84,7 +84,7 @@ std::vector<client::Column> PayloadColumnsOf(std::span<const uint32_t> values,
       continue;
     }
     i64.Append<int64_t>(PayloadInt64Of(values[r]));
-    // At most 11 bytes a row: the column stays far below 2^31 bytes.
+    // At most 11 bytes a row: kMaxPayloadRows keeps the column below 2^31 bytes.
     (void)tag.AppendString(PayloadStringOf(values[r]));
   }
   std::vector<client::Column> columns;
@@ -132,6 +132,11 @@ absl::Status ValidateWorkloadSpec(const WorkloadSpec& spec) {
     return absl::InvalidArgumentError(
         "--payload shapes the index the load tester builds and its lookups: it needs "
         "--build-keys and --rpc lookup");
+  }
+  if (spec.select_payload && BuildRows(spec) > kMaxPayloadRows) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--payload: at most ", kMaxPayloadRows, " index rows (their tags stay below 2^31 bytes), "
+        "got ", BuildRows(spec)));
   }
   if (spec.multiplicity > 1 && (spec.build_keys == 0 || spec.rpc == Rpc::kAggregate)) {
     return absl::InvalidArgumentError(
@@ -414,6 +419,10 @@ BatchPool MakeBatchPool(const WorkloadSpec& spec, size_t batch_rows, size_t coun
     }
     b.key_columns.Seal();
     if (spec.rpc == Rpc::kMutate) CountDistinct(key_index, spec.build_keys, &b);
+    if (spec.select_payload) {
+      for (const client::Column& c : PayloadColumnsOf(b.expected_values, b.expected_found))
+        b.payload_bytes += c.data.size() + 4 * c.offsets.size() + c.validity.size();
+    }
   }
   return pool;
 }

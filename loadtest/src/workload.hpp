@@ -62,6 +62,8 @@ const char* RpcName(Rpc rpc);
 /// characters).
 inline constexpr char kPayloadInt64Name[] = "lt_int64";
 inline constexpr char kPayloadStringName[] = "lt_tag";
+/// Index rows --payload allows: their tags (at most 11 bytes) stay below 2^31 bytes.
+inline constexpr uint64_t kMaxPayloadRows = 150'000'000;
 int64_t PayloadInt64Of(uint32_t value);
 std::string PayloadStringOf(uint32_t value);
 
@@ -152,6 +154,9 @@ struct PoolBatch {
   /// expected value; for a miss the value a Mutate upsert of it inserts).
   /// Mutate batches of an unknown mapping: the values they upsert.
   std::vector<uint32_t> mapped_values;
+  /// --payload: the bytes of the answer's payload columns as a server packs
+  /// them (the Redis row counts its answers with them).
+  uint64_t payload_bytes = 0;
   /// Mutate: distinct keys of the batch, and how many of them are hits.
   uint64_t distinct_keys = 0;
   uint64_t distinct_hits = 0;

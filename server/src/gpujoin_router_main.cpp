@@ -4,6 +4,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cmath>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -51,7 +53,20 @@ int main(int argc, char** argv) {
                  "File holding the bearer token sent to the shards (their --auth-token-file)");
   app.add_option("--shard-timeout", config.shard_timeout_seconds,
                  "Seconds a shard may take to answer a unary call or a stream's batch")
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            // Finite and bounded: NaN passes CLI::Range, and past about 9e9 s the
+            // deadline's nanoseconds overflow.
+            char* end = nullptr;
+            const double v = std::strtod(text.c_str(), &end);
+            if (end == text.c_str() || *end != '\0' || !std::isfinite(v) || v < 0.001 ||
+                v > 1e6) {
+              return "--shard-timeout must be a number of seconds in [0.001, 1000000], got " +
+                     text;
+            }
+            return "";
+          },
+          "SECONDS"))
       ->capture_default_str();
   app.add_option("--tls-cert", config.tls_cert, "PEM certificate chain; with --tls-key serves TLS");
   app.add_option("--tls-key", config.tls_key, "PEM private key for --tls-cert");

@@ -10,6 +10,7 @@ import pytest
 import gpujoin
 from gpujoin import NO_MATCH
 from gpujoin._proto import pb, pb_grpc
+from conftest import suite_backend
 
 
 def distinct_keys(rng, n, high=0xFFFFFFFF, dtype=np.uint32):
@@ -33,7 +34,7 @@ def lookup_model(build, queries):
 
 def test_server_info_and_message_limits(client):
     info = client.server_info()
-    assert info.backend == "cpu" and info.serving
+    assert info.backend == suite_backend() and info.serving
     assert info.max_message_bytes > 4 << 20  # gRPC's default receive limit, which the client lifts
     assert info.max_inflight_batches_per_stream >= 1 and info.max_result_bytes > 0
     assert info.max_pending_response_bytes > 0 and info.pending_response_bytes == 0

@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+from conftest import suite_backend
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SOURCE = os.path.join(ROOT, "client", "python")
 
@@ -44,7 +46,7 @@ def test_pip_install_builds_stubs_and_the_installed_package_works(server, tmp_pa
                          capture_output=True, text=True, timeout=60,
                          env=dict(env, PYTHONPATH=str(site)))
     assert run.returncode == 0, run.stderr
-    assert run.stdout.split() == ["[1,", "4294967295]", "cpu"]
+    assert run.stdout.split() == ["[1,", "4294967295]", suite_backend()]
 
 
 def test_gpujoin_imports_without_dask_and_gpujoin_dask_names_what_to_install():

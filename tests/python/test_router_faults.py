@@ -17,6 +17,7 @@ nulls) and integer sums through three shards equals one gpujoind.
 import math
 import os
 import signal
+import threading
 import time
 
 import grpc
@@ -199,6 +200,39 @@ def test_a_shard_that_stops_answering_fails_calls_within_the_shard_timeout(clust
         conn.close()
     assert not problems, f"while {slow} was stopped (SIGSTOP, --shard-timeout=1):\n" + \
         "\n".join(problems)
+
+
+@pytest.mark.timeout(60)
+def test_one_shard_that_stops_after_the_half_close_fails_within_the_shard_timeout(cluster):
+    """One shard (Passthrough): an aggregate plan's groups come after the
+    client's half-close; a shard that stops then fails the call UNAVAILABLE
+    within --shard-timeout instead of holding it open."""
+    (shards, router) = cluster(1, router_flags=("--shard-timeout=1",))
+    conn = Connection(router.address)
+    agg = pb.Plan(steps=[pb.PlanStep(aggregate=pb.AggregateStep(
+        measures=[pb.Measure(op=pb.AGGREGATE_OP_COUNT)]))])
+    answered = threading.Event()
+
+    def requests():
+        yield pb.QueryRequest(batch_id=0, plan=agg,
+                              columns=[encode("k", T.COLUMN_TYPE_UINT32, [1, 2, 3])])
+        assert answered.wait(10), "the batch was not answered"
+        os.kill(shards[0].proc.pid, signal.SIGSTOP)  # then the half-close
+
+    start = time.monotonic()
+    try:
+        for _ in conn.stub.Query(requests(), timeout=30):
+            answered.set()
+        outcome = ("OK", "")
+    except grpc.RpcError as e:
+        outcome = (e.code().name, e.details())
+    finally:
+        os.kill(shards[0].proc.pid, signal.SIGCONT)
+        conn.close()
+    took = time.monotonic() - start
+    assert answered.is_set()
+    assert outcome[0] == "UNAVAILABLE" and "--shard-timeout" in outcome[1] and \
+        shards[0].address in outcome[1] and took < 6, (outcome, took)
 
 
 @pytest.mark.timeout(60)

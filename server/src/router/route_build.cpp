@@ -231,8 +231,13 @@ grpc::Status RouteBuild(const ShardCalls& calls, grpc::ServerContext* ctx,
         rows[row_parts[at + r]].push_back(static_cast<uint32_t>(r));
       }
       at += col.length();
+      absl::StatusOr<CheckedColumn> checked = CheckColumn(col, f);  // once, not per shard
+      if (!checked.ok()) {
+        failed = checked.status();
+        break;
+      }
       for (uint32_t s = 0; s < n && failed.ok(); ++s) {
-        absl::StatusOr<v1::Column> part = TakeColumnRows(col, rows[s], f);
+        absl::StatusOr<v1::Column> part = TakeColumnRows(*checked, rows[s], f);
         if (!part.ok()) failed = part.status();
         else *out[s].add_payload() = *std::move(part);
       }

@@ -56,6 +56,12 @@ absl::Status SplitMutation(const v1::MutateRequest& request, uint32_t n,
                        " upsert keys (one per upsert key of the batch)"));
     }
   }
+  // Each payload column is checked once, then cut for every shard.
+  std::vector<CheckedColumn> payload(request.payload_size());
+  for (int c = 0; c < request.payload_size(); ++c) {
+    GPUJOIN_ASSIGN_OR_RETURN(payload[c],
+                             CheckColumn(request.payload(c), absl::StrCat("payload[", c, "]")));
+  }
   const RowSplit up = SplitRows(upserts.parts(), n);
   const RowSplit del = SplitRows(deletes.parts(), n);
   parts->assign(n, v1::MutateRequest{});
@@ -71,10 +77,10 @@ absl::Status SplitMutation(const v1::MutateRequest& request, uint32_t n,
       if (!request.has_keys()) part.clear_keys();
       if (!request.has_keys64()) part.clear_keys64();
       *part.mutable_values() = PackedAt(std::span<const uint32_t>(values), up.rows[s]);
-      for (int c = 0; c < request.payload_size(); ++c) {
+      for (size_t c = 0; c < payload.size(); ++c) {
         GPUJOIN_ASSIGN_OR_RETURN(
             *part.add_payload(),
-            TakeColumnRows(request.payload(c), up.rows[s], absl::StrCat("payload[", c, "]")));
+            TakeColumnRows(payload[c], up.rows[s], absl::StrCat("payload[", c, "]")));
       }
     }
     if (!del.rows[s].empty()) {

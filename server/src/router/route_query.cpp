@@ -374,6 +374,15 @@ grpc::Status RouteQuery(const ShardCalls& calls, grpc::ServerContext* ctx,
       continue;
     }
     const RowSplit split = SplitRows(*parts, n);
+    // The batch's columns were checked above; each is checked once more here
+    // (not once per shard) for the widths its parts are cut with.
+    std::vector<CheckedColumn> columns(batch ? request.columns_size() : 0);
+    for (size_t c = 0; c < columns.size(); ++c) {
+      absl::StatusOr<CheckedColumn> checked =
+          CheckColumn(request.columns(c), absl::StrCat("columns[", c, "]"));
+      if (!checked.ok()) return shards.Close(ToGrpc(checked.status()));
+      columns[c] = *checked;
+    }
     std::vector<v1::QueryRequest> shard_requests(n);
     for (uint32_t s = 0; s < n; ++s) {
       v1::QueryRequest& part = shard_requests[s];
@@ -381,9 +390,9 @@ grpc::Status RouteQuery(const ShardCalls& calls, grpc::ServerContext* ctx,
       part.set_flush(request.flush());
       if (request.has_plan()) *part.mutable_plan() = routing->shard_plan;
       if (!batch) continue;
-      for (int c = 0; c < request.columns_size(); ++c) {
+      for (size_t c = 0; c < columns.size(); ++c) {
         absl::StatusOr<v1::Column> col =
-            TakeColumnRows(request.columns(c), split.rows[s], absl::StrCat("columns[", c, "]"));
+            TakeColumnRows(columns[c], split.rows[s], absl::StrCat("columns[", c, "]"));
         if (!col.ok()) return shards.Close(ToGrpc(col.status()));  // checked above
         *part.add_columns() = *std::move(col);
       }

@@ -410,20 +410,26 @@ grpc::Status ShardCalls::Passthrough(grpc::ServerContext* ctx,
   std::condition_variable changed;
   // Batches sent and not yet answered: when they were sent, and their ids.
   std::deque<std::pair<Clock::time_point, uint64_t>> sent;
-  // The oldest unanswered batch is due --shard-timeout after it was sent, or
-  // after the shard's last answer reached the client (a client that reads
-  // slowly holds the answers back, not the shard); never while an answer is
-  // being written to the client.
+  // The oldest unanswered batch is due --shard-timeout after it was sent, and
+  // once the client half-closed, the end of the shard's stream (a Query
+  // plan's groups among it) after the half-close; either no sooner than
+  // --shard-timeout after the shard's last answer reached the client (a
+  // client that reads slowly holds the answers back, not the shard), and
+  // never while an answer is being written to the client.
   Clock::time_point progress = Clock::now();
+  std::optional<Clock::time_point> half_closed;
   bool writing = false, client_gone = false, done = false, timed_out = false;
+  bool reader_done = false;  // the shard's stream ended: nothing more is answered
+  bool unanswered = false;   // some batch got an error in-band instead of its answer
   std::thread watchdog([&] {
     std::unique_lock<std::mutex> lock(mu);
     while (!done && !timed_out) {
-      if (sent.empty() || writing) {
+      if (writing || (sent.empty() && !half_closed)) {
         changed.wait(lock);
         continue;
       }
-      const Clock::time_point due = std::max(sent.front().first, progress) + limit;
+      const Clock::time_point since = sent.empty() ? *half_closed : sent.front().first;
+      const Clock::time_point due = std::max(since, progress) + limit;
       if (Clock::now() < due) {
         changed.wait_until(lock, due);
         continue;
@@ -439,8 +445,8 @@ grpc::Status ShardCalls::Passthrough(grpc::ServerContext* ctx,
       {
         std::lock_guard<std::mutex> lock(mu);
         start = sent.empty() ? Clock::now() : sent.front().first;
-        // A continued answer's last part answers its batch.
-        if (!sent.empty() && !HasMore(answer)) sent.pop_front();
+        // A continued answer's last part (or an error) answers its batch.
+        if (!sent.empty() && (!HasMore(answer) || answer.has_error())) sent.pop_front();
         writing = true;
       }
       metrics_->Record(shard, rpc, std::chrono::duration<double>(Clock::now() - start).count(),
@@ -452,22 +458,30 @@ grpc::Status ShardCalls::Passthrough(grpc::ServerContext* ctx,
       changed.notify_all();
       if (!written) {
         client_gone = true;
+        reader_done = true;
         context->TryCancel();
         return;
       }
     }
     // The shard ended its stream, or missed --shard-timeout. A batch it left
     // unanswered gets an error naming it (the client may be waiting for that
-    // answer before it sends more or half-closes); the call then ends with
-    // the shard's status.
-    std::lock_guard<std::mutex> lock(mu);
-    for (; !sent.empty(); sent.pop_front()) {
+    // answer before it sends more or half-closes); the call then fails.
+    std::deque<std::pair<Clock::time_point, uint64_t>> left;
+    bool late_now = false;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      reader_done = true;
+      left.swap(sent);
+      unanswered = !left.empty();
+      late_now = timed_out;
+    }
+    for (const auto& [when, batch_id] : left) {
       Response error;
-      error.set_batch_id(sent.front().second);
+      error.set_batch_id(batch_id);
       error.mutable_error()->set_code(static_cast<int>(grpc::StatusCode::UNAVAILABLE));
       error.mutable_error()->set_message(absl::StrCat(
           shards_[shard].Name(), ": ",
-          timed_out ? late : std::string("its stream ended before answering this batch")));
+          late_now ? late : std::string("its stream ended before answering this batch")));
       metrics_->Record(shard, rpc, 0, false);
       if (!stream->Write(error)) break;
     }
@@ -477,6 +491,11 @@ grpc::Status ShardCalls::Passthrough(grpc::ServerContext* ctx,
   while (stream->Read(&request)) {
     {
       std::lock_guard<std::mutex> lock(mu);
+      if (reader_done) {
+        // Nothing would answer this batch: the call fails instead.
+        shard_broke = true;
+        break;
+      }
       sent.emplace_back(Clock::now(), request.batch_id());
       changed.notify_all();
     }
@@ -486,6 +505,11 @@ grpc::Status ShardCalls::Passthrough(grpc::ServerContext* ctx,
     }
   }
   if (!shard_broke) peer->WritesDone();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    half_closed = Clock::now();
+    changed.notify_all();
+  }
   answers.join();
   {
     std::lock_guard<std::mutex> lock(mu);
@@ -495,11 +519,12 @@ grpc::Status ShardCalls::Passthrough(grpc::ServerContext* ctx,
   watchdog.join();
   grpc::Status st = peer->Finish();
   if (client_gone) return grpc::Status::CANCELLED;
-  if (timed_out) st = grpc::Status(grpc::StatusCode::UNAVAILABLE, late);
-  if (!st.ok() || shard_broke) {
-    if (st.ok()) st = grpc::Status(grpc::StatusCode::UNAVAILABLE, "ended its stream early");
-    return ShardFailed(shards_[shard], st);
+  if (timed_out) {
+    st = grpc::Status(grpc::StatusCode::UNAVAILABLE, late);
+  } else if (st.ok() && (shard_broke || unanswered)) {
+    st = grpc::Status(grpc::StatusCode::UNAVAILABLE, "ended its stream early");
   }
+  if (!st.ok()) return ShardFailed(shards_[shard], st);
   return grpc::Status::OK;
 }
 

@@ -51,22 +51,17 @@ RowSplit SplitRows(std::span<const uint32_t> parts, uint32_t count) {
   return s;
 }
 
-absl::StatusOr<v1::Column> GatherColumn(std::span<const v1::Column* const> sources,
-                                        std::span<const RowRef> refs, std::string_view field) {
+namespace {
+
+// Row i of the result is refs[i] of `sources`, every one checked (Shape) and of
+// one type, whose values are `width` bytes (0: bitmap, -1: offsets).
+absl::StatusOr<v1::Column> Gather(std::span<const v1::Column* const> sources, int width,
+                                  std::span<const RowRef> refs, std::string_view field) {
   v1::Column out;
-  if (sources.empty()) return out;
   out.set_name(sources[0]->name());
   out.set_type(sources[0]->type());
-  int width = 0;
   bool nullable = false;
-  for (size_t s = 0; s < sources.size(); ++s) {
-    if (sources[s]->type() != sources[0]->type()) {
-      return absl::InvalidArgumentError(absl::StrCat(std::string(field), ": parts of column \"",
-                                                     sources[0]->name(), "\" differ in type"));
-    }
-    GPUJOIN_ASSIGN_OR_RETURN(width, Shape(*sources[s], field));
-    nullable |= !sources[s]->validity().empty();
-  }
+  for (const v1::Column* source : sources) nullable |= !source->validity().empty();
   const uint64_t n = refs.size();
   out.set_length(n);
   for (const RowRef& ref : refs) {
@@ -129,16 +124,43 @@ absl::StatusOr<v1::Column> GatherColumn(std::span<const v1::Column* const> sourc
   return out;
 }
 
-absl::StatusOr<v1::Column> TakeColumnRows(const v1::Column& column, std::span<const uint32_t> rows,
-                                          std::string_view field) {
+}  // namespace
+
+absl::StatusOr<v1::Column> GatherColumn(std::span<const v1::Column* const> sources,
+                                        std::span<const RowRef> refs, std::string_view field) {
+  if (sources.empty()) return v1::Column();
+  int width = 0;
+  for (const v1::Column* source : sources) {
+    if (source->type() != sources[0]->type()) {
+      return absl::InvalidArgumentError(absl::StrCat(std::string(field), ": parts of column \"",
+                                                     sources[0]->name(), "\" differ in type"));
+    }
+    GPUJOIN_ASSIGN_OR_RETURN(width, Shape(*source, field));
+  }
+  return Gather(sources, width, refs, field);
+}
+
+absl::StatusOr<CheckedColumn> CheckColumn(const v1::Column& column, std::string_view field) {
+  GPUJOIN_ASSIGN_OR_RETURN(const int width, Shape(column, field));
+  return CheckedColumn{&column, width};
+}
+
+absl::StatusOr<v1::Column> TakeColumnRows(const CheckedColumn& column,
+                                          std::span<const uint32_t> rows, std::string_view field) {
   std::vector<RowRef> refs(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) refs[i] = {0, rows[i]};
-  const v1::Column* source = &column;
-  GPUJOIN_ASSIGN_OR_RETURN(v1::Column out,
-                           GatherColumn(std::span<const v1::Column* const>(&source, 1), refs, field));
+  GPUJOIN_ASSIGN_OR_RETURN(
+      v1::Column out,
+      Gather(std::span<const v1::Column* const>(&column.column, 1), column.width, refs, field));
   // A request's column keeps its validity shape even without nulls in the part.
   out.clear_null_count();
   return out;
+}
+
+absl::StatusOr<v1::Column> TakeColumnRows(const v1::Column& column, std::span<const uint32_t> rows,
+                                          std::string_view field) {
+  GPUJOIN_ASSIGN_OR_RETURN(const CheckedColumn checked, CheckColumn(column, field));
+  return TakeColumnRows(checked, rows, field);
 }
 
 template <class T, class Column>

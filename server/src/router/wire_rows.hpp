@@ -40,7 +40,21 @@ struct RowRef {
 absl::StatusOr<v1::Column> GatherColumn(std::span<const v1::Column* const> sources,
                                         std::span<const RowRef> refs, std::string_view field);
 
-/// `column` at `rows` (a part of a request).
+/// A request's column whose buffers were checked once (CheckColumn), so that
+/// its rows can be taken for every shard without checking it again.
+struct CheckedColumn {
+  const v1::Column* column = nullptr;
+  int width = 0;  ///< value bytes; 0: a BOOL bitmap; -1: STRING/BINARY offsets
+};
+
+/// Checks `column` as the shards would (sizes, offsets, UTF-8): INVALID_ARGUMENT
+/// naming `field` otherwise. The result refers to `column`.
+absl::StatusOr<CheckedColumn> CheckColumn(const v1::Column& column, std::string_view field);
+
+/// `column` at `rows` (a part of a request), keeping its validity shape.
+absl::StatusOr<v1::Column> TakeColumnRows(const CheckedColumn& column,
+                                          std::span<const uint32_t> rows, std::string_view field);
+/// The same for a column taken once: checks it first.
 absl::StatusOr<v1::Column> TakeColumnRows(const v1::Column& column, std::span<const uint32_t> rows,
                                           std::string_view field);
 
