@@ -24,11 +24,15 @@ def _pandas():
 
 
 def _series(pd, values):
-    """A pandas Series of a result column: masked arrays become nullable dtypes."""
+    """A pandas Series of a result column: masked arrays become nullable dtypes;
+    str and bytes (object) columns stay object, None for nulls (pandas 3 would
+    otherwise infer its `str` dtype, whose nulls are NaN)."""
     if isinstance(values, np.ma.MaskedArray):
         data = np.ma.getdata(values)
         mask = np.ma.getmaskarray(values)
         return pd.Series(pd.array(data, dtype=_nullable(pd, data.dtype)).copy()).mask(mask)
+    if isinstance(values, np.ndarray) and values.dtype == object:
+        return pd.Series(values, dtype=object)
     return pd.Series(values)
 
 
@@ -244,7 +248,7 @@ class LookupResult:
         if keys is not None:
             named, cols = key_input_columns(keys)
             for name, col in ([("key", cols[0][1])] if len(cols) == 1 and not named else cols):
-                out[name] = col if hasattr(col, "reset_index") else _key_array(col)
+                out[name] = col if hasattr(col, "reset_index") else _series(pd, _key_array(col))
         out["value"] = _series(pd, np.ma.MaskedArray(self.values, mask=~self.found))
         out["found"] = self.found
         if self.probes is not None:
