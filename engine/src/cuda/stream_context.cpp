@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cuda/cuda_error.hpp"
+#include "gpujoin/common/status_macros.hpp"
 
 namespace gpujoin::engine::detail {
 
@@ -174,6 +175,24 @@ absl::Status StreamContext::DownloadGathered(std::span<const DeviceRange> pieces
   // Uploads wait on this event before they write the buffer again.
   GPUJOIN_CUDA_RETURN(cudaEventRecord(staged_[0], stream_), absl::StrCat("download ", what));
   GPUJOIN_CUDA_RETURN(WaitForEvent(staged_[0], wait_), absl::StrCat("download ", what));
+  return absl::OkStatus();
+}
+
+absl::Status StreamContext::DownloadAll(std::span<const HostPiece> pieces, const char* what) {
+  std::vector<DeviceRange> ranges;
+  ranges.reserve(pieces.size());
+  for (const HostPiece& p : pieces) ranges.push_back({p.src, p.bytes});
+  if (GatheredBytes(ranges) > kStagingBytes) {
+    for (const HostPiece& p : pieces) {
+      GPUJOIN_RETURN_IF_ERROR(Download(p.dst, p.src, p.bytes, what));
+    }
+    return absl::OkStatus();
+  }
+  std::vector<const uint8_t*> host(ranges.size());
+  GPUJOIN_RETURN_IF_ERROR(DownloadGathered(ranges, host, what));
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    if (pieces[k].bytes > 0) std::memcpy(pieces[k].dst, host[k], pieces[k].bytes);
+  }
   return absl::OkStatus();
 }
 

@@ -35,6 +35,13 @@ struct DeviceRange {
   size_t bytes;
 };
 
+/// A download: `bytes` from device `src` to host `dst`.
+struct HostPiece {
+  void* dst;
+  const void* src;
+  size_t bytes;
+};
+
 /// How host threads wait for the GPU (BackendOptions::cuda_spin_wait and
 /// cuda_wait_poll_us; docs/PERFORMANCE.md, "Service"): pure spinning (events without cudaEventBlockingSync;
 /// fastest while waiting threads <= cores, collapses beyond), or polling
@@ -99,6 +106,10 @@ class StreamContext {
   /// (INVALID_ARGUMENT otherwise); `out` must hold pieces.size() entries.
   absl::Status DownloadGathered(std::span<const DeviceRange> pieces, std::span<const uint8_t*> out,
                                 const char* what);
+
+  /// Every piece's download, with one wait when they fit in staging together
+  /// (a small batch's outputs) and piece by piece (Download) otherwise.
+  absl::Status DownloadAll(std::span<const HostPiece> pieces, const char* what);
 
   /// Waits for everything queued on the stream (one event, waited on with
   /// WaitForEvent in this context's mode).

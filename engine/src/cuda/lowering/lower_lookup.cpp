@@ -134,17 +134,20 @@ absl::Status LookupWithSlots(StreamContext& ctx, const CudaHashIndex& index,
   std::vector<uint64_t> totals(pieces.size() - 1);
   for (size_t k = 0; k < totals.size(); ++k) std::memcpy(&totals[k], host[k + 1], 8);
   // The lookup's own outputs are written whatever the gathers' limits say (as on
-  // the CPU backend: what a limit refuses is the gather).
-  GPUJOIN_RETURN_IF_ERROR(ctx.Download(n.values.data(), values.data(), rows * 4, "values"));
-  GPUJOIN_RETURN_IF_ERROR(ctx.Download(n.found.data(), found.data(), n.found.size(), "found"));
-  GPUJOIN_RETURN_IF_ERROR(
-      ctx.Download(n.probes.data(), probes.data(), n.probes.size_bytes(), "probes"));
-  GPUJOIN_RETURN_IF_ERROR(ctx.Download(n.match_counts.data(), match_counts.data(),
-                                       n.match_counts.size_bytes(), "match counts"));
+  // the CPU backend: what a limit refuses is the gather); with the gathers'
+  // outputs they come down in one wait where they fit in staging together.
+  std::vector<HostPiece> outputs = {
+      {n.values.data(), values.data(), rows * 4},
+      {n.found.data(), found.data(), n.found.size()},
+      {n.probes.data(), probes.data(), n.probes.size_bytes()},
+      {n.match_counts.data(), match_counts.data(), n.match_counts.size_bytes()}};
+  const absl::Status finished = gathers ? gathers->Finish(ctx, totals) : absl::OkStatus();
+  if (gathers && finished.ok()) gathers->AppendDownloads(rows, &outputs);
+  GPUJOIN_RETURN_IF_ERROR(ctx.DownloadAll(outputs, "lookup"));
   if (n.statistics != nullptr) *n.statistics = ToQueryStatistics(d, rows);
-  if (!gathers) return absl::OkStatus();
-  GPUJOIN_RETURN_IF_ERROR(gathers->Finish(ctx, totals));
-  return gathers->Download(ctx, rows);
+  if (!finished.ok()) return finished;
+  if (gathers) gathers->Publish();
+  return absl::OkStatus();
 }
 
 }  // namespace

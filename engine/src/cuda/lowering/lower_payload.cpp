@@ -300,31 +300,39 @@ absl::Status DeviceGathers::Finish(StreamContext& ctx, std::span<const uint64_t>
 }
 
 absl::Status DeviceGathers::Download(StreamContext& ctx, uint64_t written) {
-  std::vector<unsigned long long> nulls(columns_.size());
-  GPUJOIN_RETURN_IF_ERROR(
-      ctx.Download(nulls.data(), null_counts_.data(), null_counts_.bytes(), "gather null counts"));
-  for (size_t k = 0; k < columns_.size(); ++k) {
-    One& one = columns_[k];
+  std::vector<HostPiece> pieces;
+  AppendDownloads(written, &pieces);
+  GPUJOIN_RETURN_IF_ERROR(ctx.DownloadAll(pieces, "gather"));
+  Publish();
+  return absl::OkStatus();
+}
+
+void DeviceGathers::AppendDownloads(uint64_t written, std::vector<HostPiece>* pieces) {
+  host_null_counts_.assign(columns_.size(), 0);
+  pieces->push_back({host_null_counts_.data(), null_counts_.data(), null_counts_.bytes()});
+  for (One& one : columns_) {
     const GatherOutput& out = *one.out;
-    GPUJOIN_RETURN_IF_ERROR(ctx.Download(out.validity.data(), one.validity.data(),
-                                         BitmapBytes(written), "gather validity"));
+    pieces->push_back({out.validity.data(), one.validity.data(), BitmapBytes(written)});
     if (IsVariableWidth(one.column.type)) {
-      GPUJOIN_RETURN_IF_ERROR(ctx.Download(out.offsets.data(), one.offsets32.data(),
-                                           (written + 1) * sizeof(uint32_t),
-                                           "gather string offsets"));
+      pieces->push_back(
+          {out.offsets.data(), one.offsets32.data(), (written + 1) * sizeof(uint32_t)});
       out.string_bytes->resize(one.total);
-      GPUJOIN_RETURN_IF_ERROR(
-          ctx.Download(out.string_bytes->data(), one.data.data(), one.total, "gather strings"));
+      pieces->push_back({out.string_bytes->data(), one.data.data(), one.total});
     } else {
       const uint64_t bytes = one.column.type == ColumnType::kBool
                                  ? BitmapBytes(written)
                                  : written * ColumnWidth(one.column.type);
-      GPUJOIN_RETURN_IF_ERROR(
-          ctx.Download(out.data.data(), one.data.data(), bytes, "gather values"));
+      pieces->push_back({out.data.data(), one.data.data(), bytes});
     }
-    if (out.null_count != nullptr) *out.null_count = nulls[k];
   }
-  return absl::OkStatus();
+}
+
+void DeviceGathers::Publish() {
+  for (size_t k = 0; k < columns_.size(); ++k) {
+    if (columns_[k].out->null_count != nullptr) {
+      *columns_[k].out->null_count = host_null_counts_[k];
+    }
+  }
 }
 
 }  // namespace gpujoin::engine::detail

@@ -72,8 +72,15 @@ class DeviceGathers {
   absl::Status Finish(StreamContext& ctx, std::span<const uint64_t> totals);
 
   /// Writes the first `written` positions of every output (data, validity,
-  /// offsets, string bytes, null counts) from the device; synchronises.
+  /// offsets, string bytes, null counts) from the device; synchronises once
+  /// where they fit in staging together.
   absl::Status Download(StreamContext& ctx, uint64_t written);
+
+  /// The same in two halves, so that a caller downloads its own outputs in the
+  /// same wait: the downloads of every output (sizing the string outputs),
+  /// then, once they are done, the null counts published.
+  void AppendDownloads(uint64_t written, std::vector<HostPiece>* pieces);
+  void Publish();
 
  private:
   struct One {
@@ -90,6 +97,7 @@ class DeviceGathers {
   GatherRows rows_;
   std::vector<One> columns_;
   DeviceBuffer<unsigned long long> null_counts_;  // one per gather
+  std::vector<unsigned long long> host_null_counts_;  // downloaded by AppendDownloads' pieces
 };
 
 }  // namespace gpujoin::engine::detail
