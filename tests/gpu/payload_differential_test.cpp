@@ -635,6 +635,31 @@ class PayloadDifferential
     LookupAndCompare<K>(*cpu_index, *gpu_index, Queries(keys, 1000), payload,
                         {8, 3, 8, uint32_t(payload.size() - 1)}, &first);
   }
+
+  // One index, then lookups of every payload type in turn: batches small
+  // enough that all their outputs come down in one wait through the staging
+  // buffer, and one too large for it (piece by piece), each after the other,
+  // outputs poisoned: stale bytes of the batch before must not pass.
+  template <KeyWord K>
+  void LookupsOfChangingSizes() {
+    const size_t rows = 6000;
+    const std::vector<K> keys = BuildKeys<K>(rows, 0.3, 0.02);
+    const std::vector<SourceColumn> payload = EveryType(rows, 0.3);
+    auto cpu_index = NewIndex(*cpu_, 16384);
+    auto gpu_index = NewIndex(*cuda_, 16384);
+    ASSERT_TRUE(cpu_index && gpu_index);
+    const uint32_t first_value = uint32_t(rng_());
+    BuildPlain<K>(*cpu_index, *gpu_index, keys, nullptr, first_value, payload);
+    if (HasFailure()) return;
+    const auto first = PlainRows<K>(keys, nullptr, first_value).FirstRow();
+    std::vector<uint32_t> all;
+    for (uint32_t c = 0; c < payload.size(); ++c) all.push_back(c);
+    for (size_t n : {size_t{100}, size_t{1}, size_t{300000}, size_t{2}, size_t{4097}}) {
+      SCOPED_TRACE("lookup of " + std::to_string(n) + " keys");
+      LookupAndCompare<K>(*cpu_index, *gpu_index, Queries(keys, n), payload, all, &first);
+      if (HasFailure()) return;
+    }
+  }
 };
 
 TEST_P(PayloadDifferential, LookupGathersEveryTypeLikeCpu) {
@@ -645,6 +670,10 @@ TEST_P(PayloadDifferential, LookupGathersEveryTypeLikeCpu) {
       if (HasFailure()) return;
     }
   });
+}
+
+TEST_P(PayloadDifferential, LookupsOfChangingSizesLikeCpu) {
+  ForKeyType(key_type(), [&]<KeyWord K>() { LookupsOfChangingSizes<K>(); });
 }
 
 TEST_P(PayloadDifferential, FullTableAndTinyTablesLikeCpu) {
