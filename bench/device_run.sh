@@ -84,8 +84,10 @@ has server_key_columns_integration_tests && step key_columns_service 120 env \
 # The Python suites with every gpujoind on CUDA: routers over CUDA shards, the
 # randomized plans, mutations, dictionaries and key schemas (the bundle's
 # python/ holds the generated stubs; python3 there has grpcio, numpy, pandas,
-# pytest and pytest-xdist). Not the ones that check for the CPU backend or pip.
+# pytest and pytest-xdist; its protobuf reads Debian's generated stubs only in
+# its pure-Python implementation). Not the ones that check for pip.
 has gpujoin-router && [ -d "$bundle/python" ] && step python_cuda 480 env GPUJOIN_TEST_BACKEND=cuda \
+  PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python \
   GPUJOIN_TEST_TIMEOUT=180 PYTHONPATH="$here/../client/python:$bundle/python" python3 -m pytest \
   -q -p no:cacheprovider -n 8 --rootdir="$here/../tests/python" --gpujoind="$bin/gpujoind" \
   "$here/../tests/python" --ignore="$here/../tests/python/client_test.py" \
