@@ -175,6 +175,10 @@ grpc::Status RouteAggregate(
     const uint32_t turn = static_cast<uint32_t>(batches++ % n);
     for (uint32_t s = 0; s < n && bad.ok(); ++s) {
       send[s] = !whole || s == turn;
+      if (!send[s]) {
+        parts.emplace_back();  // not sent (Exchange skips it): no copy of the batch
+        continue;
+      }
       const uint64_t begin = whole ? 0 : rows * s / n, end = whole ? rows : rows * (s + 1) / n;
       absl::StatusOr<v1::AggregateRequest> part = RangePart(request, in, begin, end);
       if (part.ok()) parts.push_back(*std::move(part));
