@@ -9,6 +9,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "echo_clients.hpp"
 #include "echo_service.hpp"
 #include "options.hpp"
 #include "report.hpp"
@@ -596,30 +597,6 @@ TEST(Report, JsonCarriesTheEchoFraction) {
 // A whole setting against the in-process echo: it must run, count batches and
 // report no errors (the echo answers every RPC with the right sizes).
 class EchoRun : public ::testing::TestWithParam<Rpc> {};
-
-// The in-process echo service with clients connected to it.
-struct EchoWithClients {
-  std::unique_ptr<EchoServer> server;
-  std::vector<std::unique_ptr<client::Client>> clients;
-  std::vector<client::Client*> raw;  ///< the clients, as RunSetting takes them
-};
-
-// Starts the echo on a free loopback port and connects `n` clients (each on its
-// own connection when `own_connection`); fails the test when either step fails.
-void StartEcho(int n, bool own_connection, EchoWithClients* e) {
-  auto echo = EchoServer::Start("127.0.0.1:0", 64 << 20);
-  ASSERT_TRUE(echo.ok()) << echo.status();
-  e->server = std::move(*echo);
-  for (int i = 0; i < n; ++i) {
-    client::ConnectOptions o;
-    o.address = e->server->address();
-    o.own_connection = own_connection;
-    auto c = client::Client::Connect(o);
-    ASSERT_TRUE(c.ok()) << c.status();
-    e->raw.push_back(c->get());
-    e->clients.push_back(std::move(*c));
-  }
-}
 
 // A run of `rpc` against the echo's index with the LookupSpec() workload (an
 // aggregate builds no index).

@@ -8,7 +8,7 @@
 #include <set>
 #include <unordered_map>
 
-#include "echo_service.hpp"
+#include "echo_clients.hpp"
 #include "mutate_workload.hpp"
 #include "runner.hpp"
 #include "workload.hpp"
@@ -188,13 +188,8 @@ TEST(WorkloadSpec, MutationsNeedALowestRowIndex) {
 // Lookups with Mutate streams beside them against the in-process echo: one
 // result per RPC, both clean, the Mutate streams not counted by --requests.
 TEST(EchoRun, MixedSettingMeasuresLookupsAndMutationsApart) {
-  auto echo = EchoServer::Start("127.0.0.1:0", 64 << 20);
-  ASSERT_TRUE(echo.ok()) << echo.status();
-  client::ConnectOptions o;
-  o.address = (*echo)->address();
-  auto c = client::Client::Connect(o);
-  ASSERT_TRUE(c.ok()) << c.status();
-  std::vector<client::Client*> clients{c->get()};
+  EchoWithClients echo;
+  ASSERT_NO_FATAL_FAILURE(StartEcho(1, /*own_connection=*/false, &echo));
 
   RunConfig cfg;
   cfg.workload = MutateSpec();
@@ -208,7 +203,7 @@ TEST(EchoRun, MixedSettingMeasuresLookupsAndMutationsApart) {
   m.rpc = Rpc::kMutate;
   const BatchPool mutations = MakeBatchPool(m, 64, 2);
   const std::vector<SettingResult> results =
-      RunMixedSetting(Target::kEcho, clients, lookups, 2, &mutations, 3, cfg);
+      RunMixedSetting(Target::kEcho, echo.raw, lookups, 2, &mutations, 3, cfg);
   ASSERT_EQ(results.size(), 2u);
   EXPECT_EQ(results[0].rpc, Rpc::kLookup);
   EXPECT_EQ(results[0].concurrency, 2);
@@ -228,7 +223,7 @@ TEST(EchoRun, MixedSettingMeasuresLookupsAndMutationsApart) {
   cfg.duration_seconds = 60;  // the lookups' request bound must end the run
   cfg.requests = 20;
   const std::vector<SettingResult> bounded =
-      RunMixedSetting(Target::kEcho, clients, lookups, 1, &mutations, 1, cfg);
+      RunMixedSetting(Target::kEcho, echo.raw, lookups, 1, &mutations, 1, cfg);
   EXPECT_EQ(bounded[0].batches, 20u);
   EXPECT_LT(bounded[0].seconds, 60.0);
 }

@@ -8,7 +8,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
-#include "echo_service.hpp"
+#include "echo_clients.hpp"
 #include "redis_stream.hpp"
 #include "runner.hpp"
 #include "workload.hpp"
@@ -163,12 +163,8 @@ TEST(CheckRedisLookup, PayloadValuesCarryTheRowsAfterTheValue) {
 // The echo answers a selecting lookup with the payload of the values it
 // echoes, and every answer checks out row by row.
 TEST(EchoRun, LookupsSelectingThePayload) {
-  auto echo = EchoServer::Start("127.0.0.1:0", 64 << 20);
-  ASSERT_TRUE(echo.ok()) << echo.status();
-  client::ConnectOptions o;
-  o.address = (*echo)->address();
-  auto c = client::Client::Connect(o);
-  ASSERT_TRUE(c.ok()) << c.status();
+  EchoWithClients echo;
+  ASSERT_NO_FATAL_FAILURE(StartEcho(1, /*own_connection=*/false, &echo));
   RunConfig cfg;
   cfg.workload = PayloadSpec();
   cfg.index = "echo";
@@ -177,8 +173,7 @@ TEST(EchoRun, LookupsSelectingThePayload) {
   cfg.duration_seconds = 0.2;
   cfg.verify_every = 1;
   const BatchPool pool = MakeBatchPool(cfg.workload, 100, 4);
-  client::Client* clients[] = {c->get()};
-  const SettingResult r = RunSetting(Target::kEcho, clients, pool, 1, cfg);
+  const SettingResult r = RunSetting(Target::kEcho, echo.raw, pool, 1, cfg);
   EXPECT_EQ(r.ErrorCount(), 0u) << r.first_error;
   EXPECT_EQ(r.wrong_answers, 0u) << r.first_wrong;
   EXPECT_GT(r.checked, 0u);
