@@ -612,9 +612,14 @@ class PayloadDifferential
     }
   }
 
-  // Builds with every column type, looks up with every column gathered.
+  // Builds with every column type, looks up with every column gathered: with
+  // no `sizes`, rows + 77 keys, then 1000 keys gathering a subset in another
+  // order with a repeat; else one lookup of every column per size, in turn on
+  // the one index (outputs poisoned each time, so stale bytes of the lookup
+  // before cannot pass).
   template <KeyWord K>
-  void LookupEveryType(size_t rows, uint32_t capacity, bool explicit_values) {
+  void LookupEveryType(size_t rows, uint32_t capacity, bool explicit_values,
+                       std::initializer_list<size_t> sizes = {}) {
     const std::vector<K> keys = BuildKeys<K>(rows, 0.3, 0.02);
     std::vector<uint32_t> values(rows);
     for (auto& v : values) v = uint32_t(rng_());
@@ -630,35 +635,15 @@ class PayloadDifferential
         PlainRows<K>(keys, explicit_values ? &values : nullptr, first_value).FirstRow();
     std::vector<uint32_t> all;
     for (uint32_t c = 0; c < payload.size(); ++c) all.push_back(c);
-    LookupAndCompare<K>(*cpu_index, *gpu_index, Queries(keys, rows + 77), payload, all, &first);
-    // A subset in another order, with a repeat.
-    LookupAndCompare<K>(*cpu_index, *gpu_index, Queries(keys, 1000), payload,
-                        {8, 3, 8, uint32_t(payload.size() - 1)}, &first);
-  }
-
-  // One index, then lookups of every payload type in turn: batches small
-  // enough that all their outputs come down in one wait through the staging
-  // buffer, and one too large for it (piece by piece), each after the other,
-  // outputs poisoned: stale bytes of the batch before must not pass.
-  template <KeyWord K>
-  void LookupsOfChangingSizes() {
-    const size_t rows = 6000;
-    const std::vector<K> keys = BuildKeys<K>(rows, 0.3, 0.02);
-    const std::vector<SourceColumn> payload = EveryType(rows, 0.3);
-    auto cpu_index = NewIndex(*cpu_, 16384);
-    auto gpu_index = NewIndex(*cuda_, 16384);
-    ASSERT_TRUE(cpu_index && gpu_index);
-    const uint32_t first_value = uint32_t(rng_());
-    BuildPlain<K>(*cpu_index, *gpu_index, keys, nullptr, first_value, payload);
-    if (HasFailure()) return;
-    const auto first = PlainRows<K>(keys, nullptr, first_value).FirstRow();
-    std::vector<uint32_t> all;
-    for (uint32_t c = 0; c < payload.size(); ++c) all.push_back(c);
-    for (size_t n : {size_t{100}, size_t{1}, size_t{300000}, size_t{2}, size_t{4097}}) {
+    for (size_t n : sizes) {
       SCOPED_TRACE("lookup of " + std::to_string(n) + " keys");
       LookupAndCompare<K>(*cpu_index, *gpu_index, Queries(keys, n), payload, all, &first);
       if (HasFailure()) return;
     }
+    if (sizes.size() != 0) return;
+    LookupAndCompare<K>(*cpu_index, *gpu_index, Queries(keys, rows + 77), payload, all, &first);
+    LookupAndCompare<K>(*cpu_index, *gpu_index, Queries(keys, 1000), payload,
+                        {8, 3, 8, uint32_t(payload.size() - 1)}, &first);
   }
 };
 
@@ -672,8 +657,12 @@ TEST_P(PayloadDifferential, LookupGathersEveryTypeLikeCpu) {
   });
 }
 
+// Small lookups, whose outputs come down in one wait through the staging
+// buffer, and one too large for it (piece by piece), each after the other.
 TEST_P(PayloadDifferential, LookupsOfChangingSizesLikeCpu) {
-  ForKeyType(key_type(), [&]<KeyWord K>() { LookupsOfChangingSizes<K>(); });
+  ForKeyType(key_type(), [&]<KeyWord K>() {
+    LookupEveryType<K>(6000, 16384, false, {100, 1, 300000, 2, 4097});
+  });
 }
 
 TEST_P(PayloadDifferential, FullTableAndTinyTablesLikeCpu) {
