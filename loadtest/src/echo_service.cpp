@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gpujoin/v1/gpujoin.grpc.pb.h"
+#include "payload.hpp"
 #include "workload.hpp"
 
 namespace gpujoin::loadtest {
@@ -72,7 +73,7 @@ std::string EchoedKeys(const Message& m) {
   return out;
 }
 
-// The --payload columns a selecting lookup gets (workload.hpp), derived from
+// The --payload columns a selecting lookup gets (payload.hpp), derived from
 // the echoed values as a server's payload rows are stored: every row valid.
 void FillPayload(const pb::LookupRequest& q, const std::string& values, pb::LookupResponse* r) {
   std::vector<uint32_t> words(values.size() / 4);

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "payload.hpp"
 
 namespace gpujoin::loadtest {
 namespace {

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "mutate_workload.hpp"
+#include "payload.hpp"
 #include "redis_stream.hpp"
 
 namespace gpujoin::loadtest {

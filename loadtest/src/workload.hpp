@@ -25,10 +25,7 @@
 // a lookup of it then finds. So while mutations run, a lookup's hit keeps its
 // answer and a miss is either missing or found with its mapped value.
 //
-// Payload (--payload, lookups of an index the load tester builds): the index
-// has two payload columns, an INT64 and a short STRING, whose rows derive
-// from the row's value (PayloadInt64Of, PayloadStringOf), and every lookup
-// selects both; an answer's payload row is checked against the value found.
+// Payload (--payload, lookups of an index the load tester builds): payload.hpp.
 //
 // Multiplicity (--multiplicity M, a keep_all index): the index has build_keys * M
 // rows; row r has the key of key index r % build_keys and value Mix(r, ...), so
@@ -56,21 +53,6 @@ enum class Rpc { kLookup, kJoin, kAggregate, kMutate };
 
 /// "lookup", "join", "aggregate", "mutate".
 const char* RpcName(Rpc rpc);
-
-/// --payload: the two payload columns of the load tester's index, selected by
-/// every lookup, and their rows for a row of value `value` (a tag of 4 to 11
-/// characters).
-inline constexpr char kPayloadInt64Name[] = "lt_int64";
-inline constexpr char kPayloadStringName[] = "lt_tag";
-/// Index rows --payload allows: their tags (at most 11 bytes) stay below 2^31 bytes.
-inline constexpr uint64_t kMaxPayloadRows = 150'000'000;
-int64_t PayloadInt64Of(uint32_t value);
-std::string PayloadStringOf(uint32_t value);
-
-/// The two --payload columns for rows of `values`, null where `found` is 0
-/// (found may be empty: every row valid). The echo service answers with them.
-std::vector<client::Column> PayloadColumnsOf(std::span<const uint32_t> values,
-                                             std::span<const uint8_t> found = {});
 
 /// Parameters that define the generated data.
 struct WorkloadSpec {
@@ -222,12 +204,6 @@ BatchPool MakeBatchPool(const WorkloadSpec& spec, size_t batch_rows, size_t coun
 /// Returns a description of the first difference, or "" when the answer is right.
 std::string CheckLookup(const BatchPool& pool, const PoolBatch& batch,
                         const client::LookupResult& result, bool full);
-
-/// Checks the two --payload columns of a Lookup answer to `batch`: names,
-/// types and lengths; with `full` every row against the value the answer found
-/// (PayloadInt64Of, PayloadStringOf; null where missing). "" when right.
-std::string CheckLookupPayload(const PoolBatch& batch, const client::LookupResult& result,
-                               bool full);
 
 /// Checks a Join answer (one left batch, left rows numbered from 0, the pool's
 /// join kind): counts, overflow and statistics always; with `full` every pair

@@ -11,6 +11,7 @@
 #include "echo_clients.hpp"
 #include "redis_stream.hpp"
 #include "runner.hpp"
+#include "payload.hpp"
 #include "workload.hpp"
 
 namespace gpujoin::loadtest {
