@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
   sigaction(SIGINT, &action, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  auto server = Server::Start(config);
+  auto server = StartDaemon(config);
   if (!server.ok()) {
     LogError(absl::StrCat("gpujoind failed to start: ", server.status().ToString()));
     return 1;

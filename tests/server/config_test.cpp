@@ -328,5 +328,51 @@ TEST(ServerFlags, MaxPendingResponseBytesDefault) {
   EXPECT_EQ(ResolveMaxPendingResponseBytes(c, uint64_t{64} << 30), 12345u);
 }
 
+TEST(ServerFlags, Devices) {
+  auto none = Parse({});
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE((*none)->devices.empty());
+  EXPECT_FALSE((*none)->all_devices);
+  auto two = Parse({"--devices", "1,0"});
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_EQ((*two)->devices, (std::vector<int>{1, 0}));
+  auto all = Parse({"--devices=all"});
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_TRUE((*all)->all_devices);
+  EXPECT_TRUE((*all)->devices.empty());
+  auto last = Parse({"--devices", "63"});
+  ASSERT_TRUE(last.ok()) << last.status();
+  EXPECT_EQ((*last)->devices, (std::vector<int>{63}));
+  // One device and a shard: a shard on that device.
+  auto shard = Parse({"--devices", "2", "--shard", "1/4"});
+  ASSERT_TRUE(shard.ok()) << shard.status();
+  EXPECT_EQ((*shard)->devices, (std::vector<int>{2}));
+}
+
+TEST(ServerFlags, BadDevicesAreRefusedNamingTheFlag) {
+  const std::vector<std::pair<const char*, const char*>> cases = {
+      {"0,0", "names device 0 twice"},        {"0,x", "\"x\", which is not"},
+      {"", "\"\", which is not"},              {",1", "\"\", which is not"},
+      {"1,", "\"\", which is not"},            {"64", "past the last"},
+      {"-1", "which is not"},                 {"007", "which is not"},
+      {"ALL", "which is not"},                {" 1", "which is not"},
+  };
+  for (const auto& [text, why] : cases) {
+    auto r = Parse({"--devices", text});
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << text;
+    EXPECT_THAT(r.status().message(), HasSubstr("--devices")) << text;
+    EXPECT_THAT(r.status().message(), HasSubstr(why)) << text << ": " << r.status();
+  }
+  auto group_shard = Parse({"--devices", "0,1", "--shard", "0/2"});
+  ASSERT_FALSE(group_shard.ok());
+  EXPECT_THAT(group_shard.status().message(), HasSubstr("--shard"));
+  auto all_shard = Parse({"--devices", "all", "--shard", "0/2"});
+  ASSERT_FALSE(all_shard.ok());
+  auto empty_listen = Parse({"--listen", ""});
+  ASSERT_FALSE(empty_listen.ok());
+  EXPECT_THAT(empty_listen.status().message(), HasSubstr("--listen"));
+}
+
 }  // namespace
 }  // namespace gpujoin::server

@@ -25,6 +25,8 @@ absl::StatusOr<BackendKind> ParseBackendKind(std::string_view name) {
 
 bool CudaDeviceAvailable() { return detail::CudaDeviceCount() > 0; }
 
+int CudaDeviceCount() { return detail::CudaDeviceCount(); }
+
 absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(BackendKind kind,
                                                        const BackendOptions& options) {
   switch (kind) {

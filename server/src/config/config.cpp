@@ -94,6 +94,40 @@ absl::StatusOr<WalSyncPolicy> ParseWalSync(std::string_view text) {
   return WalSyncPolicy{WalSyncPolicy::Mode::kBatch, ms};
 }
 
+absl::StatusOr<std::vector<int>> ParseDevices(std::string_view text, bool* all) {
+  *all = false;
+  if (text == "all") {
+    *all = true;
+    return std::vector<int>();
+  }
+  auto bad = [&](std::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--devices: \"", std::string(text), "\" ", std::string(why),
+        " (expected all, or distinct device numbers in [0, ", kMaxDevices, ") such as 0,1)"));
+  };
+  std::vector<int> devices;
+  size_t start = 0;
+  for (;;) {
+    const size_t comma = text.find(',', start);
+    const std::string_view item =
+        text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    if (item.empty() || item.size() > 2 ||
+        !std::all_of(item.begin(), item.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      return bad(absl::StrCat("has \"", std::string(item), "\", which is not a device number"));
+    }
+    int device = 0;
+    for (char c : item) device = device * 10 + (c - '0');
+    if (device >= static_cast<int>(kMaxDevices)) return bad("names a device past the last");
+    if (std::find(devices.begin(), devices.end(), device) != devices.end()) {
+      return bad(absl::StrCat("names device ", device, " twice"));
+    }
+    devices.push_back(device);
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return devices;
+}
+
 uint32_t ResolveExecutorThreads(const ServerConfig& config, engine::BackendKind backend,
                                 uint32_t cores) {
   if (config.executor_threads != 0) return config.executor_threads;

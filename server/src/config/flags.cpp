@@ -25,6 +25,8 @@ struct FlagText {
   std::string max_snapshot, max_copy;
   std::string wal_sync, wal_compact;
   std::string shard;
+  std::string devices;
+  CLI::Option* devices_option = nullptr;  // given at all (an empty list is refused)
   bool version = false;
 };
 
@@ -121,6 +123,9 @@ void AddLimitFlags(CLI::App& app, ServerConfig& config, FlagText& text) {
   app.add_option("--shard", text.shard,
                  "I/N: serve shard I of N behind gpujoin-router, refusing keys of other shards "
                  "(FAILED_PRECONDITION); default: every key");
+  text.devices_option = app.add_option("--devices", text.devices,
+                 "Devices to serve: all, or device numbers such as 0,1 (host devices with the "
+                 "cpu backend); two or more partition every index over them; default: one");
   app.add_option("--dictionary-max-values", config.dictionary_max_values,
                  "Most distinct values of a string or binary payload column that a build keeps "
                  "a resident dictionary for (Query groups by its codes); 0 = none")
@@ -229,12 +234,22 @@ absl::Status ParseByteFlags(const FlagText& text, ServerConfig& config) {
   return absl::OkStatus();
 }
 
-// --wal-sync (only beside --data-dir: without it there is no log), and --shard.
+// --wal-sync (only beside --data-dir: without it there is no log), --shard and --devices.
 absl::Status ParseWalFlags(const FlagText& text, ServerConfig& config) {
   if (!text.shard.empty()) {
     auto shard = engine::ParseShardIdentity(text.shard, "--shard");
     if (!shard.ok()) return shard.status();
     config.shard = *shard;
+  }
+  if (text.devices_option != nullptr && text.devices_option->count() > 0) {
+    auto devices = ParseDevices(text.devices, &config.all_devices);
+    if (!devices.ok()) return devices.status();
+    config.devices = *std::move(devices);
+    if (config.shard.sharded() && (config.all_devices || config.devices.size() > 1)) {
+      return absl::InvalidArgumentError(
+          "--devices with two or more devices and --shard: a shard serves one device (run one "
+          "gpujoind --shard I/N per device behind the router instead)");
+    }
   }
   if (text.wal_sync.empty()) return absl::OkStatus();
   auto policy = ParseWalSync(text.wal_sync);
@@ -366,6 +381,9 @@ absl::StatusOr<std::optional<ServerConfig>> ParseServerFlags(int argc, const cha
   if (s.ok()) s = ParseCudaFlags(text, config.backend_options);
   if (s.ok()) s = ParseSecurityFlags(text, config);
   if (s.ok()) s = CheckLimits(config);
+  if (s.ok() && config.listen.empty()) {
+    s = absl::InvalidArgumentError("--listen: empty (give HOST:PORT; port 0 picks a free one)");
+  }
   if (!s.ok()) return s;
   return std::optional<ServerConfig>(std::move(config));
 }

@@ -19,8 +19,9 @@ namespace {
 
 absl::Status Unsupported(int step, const char* kind, const std::string& why) {
   return absl::UnimplementedError(absl::StrCat(
-      "steps[", step, "] (", kind, "): gpujoin-router cannot split this plan over its shards: ",
-      why, " (docs/operations.md, \"Sharding\"; send it to a gpujoind directly)"));
+      "steps[", step, "] (", kind, "): gpujoin-router (or gpujoind --devices) cannot split this plan over ",
+      "its parts: ", why,
+      " (docs/operations.md, \"Sharding\"; send it to a gpujoind of one device)"));
 }
 
 }  // namespace
@@ -39,7 +40,7 @@ absl::StatusOr<PlanRouting> RoutePlan(const v1::Plan& plan,
     const std::string& name = c.name();
     if (name == kRowColumn) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "columns: \"", kRowColumn, "\" is the name gpujoin-router gives its row numbers"));
+          "columns: \"", kRowColumn, "\" is the name gpujoin-router (and gpujoind --devices) gives its row numbers"));
     }
     origin[name] = name;
   }

@@ -176,7 +176,7 @@ grpc::Status RouteBuild(const ShardCalls& calls, grpc::ServerContext* ctx,
       if (values.size() != parts.size()) {
         failed = absl::UnimplementedError(absl::StrCat(
             field, ".values: ", values.size(), " rows but the chunk has ", parts.size(),
-            " keys; gpujoin-router needs each chunk's values beside its keys"));
+            " keys; gpujoin-router (and gpujoind --devices) needs each chunk's values beside its keys"));
         break;
       }
     } else {
@@ -222,8 +222,8 @@ grpc::Status RouteBuild(const ShardCalls& calls, grpc::ServerContext* ctx,
       if (col.length() > row_parts.size() - at) {
         failed = absl::UnimplementedError(absl::StrCat(
             f, ": payload rows ahead of their keys (rows ", at, " to ", at + col.length(),
-            " of ", row_parts.size(), " key rows so far); gpujoin-router needs every payload "
-            "row in the chunk of its key or after it"));
+            " of ", row_parts.size(), " key rows so far); gpujoin-router (and gpujoind --devices) "
+            "needs every payload row in the chunk of its key or after it"));
         break;
       }
       std::vector<std::vector<uint32_t>> rows(n);

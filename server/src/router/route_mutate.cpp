@@ -34,9 +34,9 @@ absl::Status SplitMutation(const v1::MutateRequest& request, uint32_t n,
   if (rows > 0) {
     if (!request.has_values()) {
       return absl::UnimplementedError(absl::StrCat(
-          "values: gpujoin-router takes upserts with explicit values only (one per upsert "
+          "values: gpujoin-router (and gpujoind --devices) takes upserts with explicit values only (one per upsert "
           "row, here ", rows, "); it keeps no global row counter, so upserts into a row-ID "
-          "index go to a single gpujoind (docs/operations.md, \"Sharding\")"));
+          "index go to a gpujoind of one device (docs/operations.md, \"Sharding\")"));
     }
     GPUJOIN_ASSIGN_OR_RETURN(values, WordsOf(request.values(), "values"));
     if (values.size() != rows) {

@@ -1,6 +1,7 @@
 #include "router/router.hpp"
 
 #include <chrono>
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -25,14 +26,29 @@ class RouterImpl final : public Router {
  public:
   std::string address() const override { return address_; }
   std::string metrics_address() const override { return metrics_address_; }
+  std::shared_ptr<prometheus::Registry> metrics_registry() const override {
+    return metrics->registry();
+  }
+  bool serving() const override { return serving_.load(); }
   void Shutdown() override {
     {
       std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) return;
       stopping_ = true;
     }
     cv_.notify_all();
     if (poller_.joinable()) poller_.join();
-    if (server_ != nullptr) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    if (server_ == nullptr) return;
+    server_->GetHealthCheckService()->SetServingStatus(false);
+    server_->GetHealthCheckService()->SetServingStatus(kServiceName, false);
+    serving_ = false;
+    if (config.drain_grace_seconds > 0) {
+      std::this_thread::sleep_for(
+          std::chrono::milliseconds(static_cast<int64_t>(config.drain_grace_seconds * 1000)));
+    }
+    server_->Shutdown(std::chrono::system_clock::now() +
+                      std::chrono::milliseconds(
+                          static_cast<int64_t>(config.drain_timeout_seconds * 1000)));
   }
   void Wait() override {
     if (server_ != nullptr) server_->Wait();
@@ -52,6 +68,7 @@ class RouterImpl final : public Router {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
+  std::atomic<bool> serving_{false};
 
   // Health: SERVING while every shard reports serving (GetServerInfo).
   void Poll() {
@@ -69,6 +86,7 @@ class RouterImpl final : public Router {
         metrics->SetServing(s, serving);
         all &= serving;
       }
+      serving_ = all;
       if (first || all != last) {
         server_->GetHealthCheckService()->SetServingStatus(all);
         server_->GetHealthCheckService()->SetServingStatus(kServiceName, all);
@@ -129,11 +147,16 @@ absl::StatusOr<std::unique_ptr<Router>> Router::Start(const RouterConfig& config
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
+  if (!config.shard_channels.empty() && config.shard_channels.size() != config.shards.size()) {
+    return absl::InternalError("router: one shard channel per shard name");
+  }
   for (size_t i = 0; i < config.shards.size(); ++i) {
     Shard s;
     s.index = static_cast<uint32_t>(i);
     s.address = config.shards[i];
-    s.stub = v1::GpuJoin::NewStub(grpc::CreateCustomChannel(s.address, to_shards, args));
+    s.stub = v1::GpuJoin::NewStub(config.shard_channels.empty()
+                                      ? grpc::CreateCustomChannel(s.address, to_shards, args)
+                                      : config.shard_channels[i]);
     r->shards.push_back(std::move(s));
   }
   if (!config.auth_token_file.empty()) {

@@ -13,6 +13,13 @@
 
 #include "absl/status/statusor.h"
 
+namespace grpc {
+class Channel;
+}
+namespace prometheus {
+class Registry;
+}
+
 namespace gpujoin::server::router {
 
 struct RouterConfig {
@@ -32,6 +39,15 @@ struct RouterConfig {
   uint64_t max_message_bytes = uint64_t{256} << 20;
   /// Most groups of an Aggregate stream (the router holds its totals).
   uint64_t max_aggregate_groups = uint64_t{1} << 22;
+  /// Channels to the shards, shard i at position i, instead of dialing
+  /// `shards` (which then only names them): a device group's in-process members.
+  std::vector<std::shared_ptr<grpc::Channel>> shard_channels;
+  /// What GetServerInfo's device_name calls the shards ("3 shards: ...").
+  std::string shards_noun = "shards";
+  /// Shutdown: seconds health says NOT_SERVING before the listener closes, then
+  /// the most seconds calls in flight may take to end.
+  double drain_grace_seconds = 0;
+  double drain_timeout_seconds = 5;
 };
 
 /// Expands `--shard-pattern` ('gpujoind-{i}.gpujoind:50051') for i = 0 .. count - 1.
@@ -46,6 +62,10 @@ class Router {
   virtual ~Router() = default;
   virtual std::string address() const = 0;
   virtual std::string metrics_address() const = 0;
+  /// The per-shard metrics (what /metrics exposes).
+  virtual std::shared_ptr<prometheus::Registry> metrics_registry() const = 0;
+  /// Health as the shards make it (SERVING while every shard serves).
+  virtual bool serving() const = 0;
   /// Stops accepting calls and waits for the calls in flight.
   virtual void Shutdown() = 0;
   virtual void Wait() = 0;

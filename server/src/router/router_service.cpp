@@ -44,7 +44,8 @@ class RouterService final : public v1::GpuJoin::Service {
       serving &= a.serving();
     }
     response->set_serving(serving && answers[0].serving());
-    response->set_device_name(absl::StrCat(answers.size(), " shards: ", answers[0].device_name()));
+    response->set_device_name(absl::StrCat(answers.size(), " ", calls_.config().shards_noun, ": ",
+                                           answers[0].device_name()));
     response->set_max_message_bytes(
         std::min<uint64_t>(response->max_message_bytes(), calls_.config().max_message_bytes));
     return grpc::Status::OK;

@@ -108,6 +108,7 @@ namespace {
 absl::Status StartBackend(Server::Impl& s, const ServerConfig& config) {
   engine::BackendOptions options = config.backend_options;
   options.cpu_threads = config.cpu_threads;
+  if (config.devices.size() == 1) options.cuda_device = config.devices[0];
   auto backend = engine::CreateBackend(config.backend, options);
   if (!backend.ok()) return backend.status();
   s.backend = std::move(*backend);
@@ -263,7 +264,7 @@ absl::Status StartMetrics(Server::Impl& s, const ServerConfig& config, bool auth
   s.metrics.SetBuildInfo(GPUJOIN_VERSION, engine::BackendKindName(s.info.kind), s.info.device_name);
   s.metrics.SetServing(true);
   s.ops->UpdateServiceGauges();
-  if (!config.metrics_listen.empty()) {
+  if (!config.metrics_listen.empty() && config.metrics_listen != "none") {
     auto exposer = StartMetricsExposer(config.metrics_listen, auth_all ? s.auth.get() : nullptr);
     if (!exposer.ok()) return exposer.status();
     s.exposer = *std::move(exposer);
@@ -333,11 +334,16 @@ absl::Status StartGrpc(Server::Impl& s, const ServerConfig& config,
   // gRPC sets SO_REUSEPORT by default: a second gpujoind on a taken port would
   // start and share it, answering half of the connections. Refuse instead.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.AddListeningPort(config.listen, std::move(credentials), &port);
+  const bool in_process = config.listen.empty();
+  if (!in_process) builder.AddListeningPort(config.listen, std::move(credentials), &port);
   builder.SetMaxReceiveMessageSize(static_cast<int>(config.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(config.max_message_bytes));
   builder.RegisterService(s.service.get());
   s.grpc_server = builder.BuildAndStart();
+  if (in_process && s.grpc_server != nullptr) {
+    s.grpc_address = "in-process";
+    return absl::OkStatus();
+  }
   if (s.grpc_server == nullptr || port == 0) {
     const std::string taken = PortInUse(config.listen);
     if (!taken.empty()) {
@@ -407,6 +413,17 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerConfig& config
 }
 
 std::string Server::grpc_address() const { return impl_->grpc_address; }
+
+std::shared_ptr<grpc::Channel> Server::InProcessChannel() const {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  args.SetMaxSendMessageSize(-1);
+  return impl_->grpc_server->InProcessChannel(args);
+}
+
+std::shared_ptr<prometheus::Registry> Server::metrics_registry() const {
+  return impl_->metrics.registry();
+}
 std::string Server::metrics_address() const { return impl_->metrics_address; }
 
 std::string Server::backend_description() const {

@@ -205,4 +205,7 @@ absl::StatusOr<BackendKind> ParseBackendKind(std::string_view name);
 /// True when this build includes the CUDA backend and a CUDA device is visible.
 bool CudaDeviceAvailable();
 
+/// The CUDA devices visible to this process (0 without the CUDA backend).
+int CudaDeviceCount();
+
 }  // namespace gpujoin::engine

@@ -6,6 +6,7 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "gpujoin/engine/backend.hpp"
@@ -67,6 +68,14 @@ inline constexpr uint32_t kMaxWalBatchMs = 10000;
 /// <= kMaxWalBatchMs) or "off"; INVALID_ARGUMENT naming --wal-sync otherwise.
 absl::StatusOr<WalSyncPolicy> ParseWalSync(std::string_view text);
 
+/// Most devices --devices may name.
+inline constexpr size_t kMaxDevices = 64;
+
+/// Parses --devices: "all" (sets *all) or distinct device numbers "0,2,..."
+/// (each in [0, kMaxDevices), at most kMaxDevices of them); INVALID_ARGUMENT
+/// naming --devices otherwise.
+absl::StatusOr<std::vector<int>> ParseDevices(std::string_view text, bool* all);
+
 /// Which calls --auth-token-file protects (--auth-scope).
 enum class AuthScope {
   kRpc,  ///< the gpujoin.v1.GpuJoin calls; health, reflection and /metrics stay open
@@ -113,6 +122,15 @@ struct ServerConfig {
   /// --shard I/N: this gpujoind serves shard I of N behind a gpujoin-router and
   /// refuses keys of other shards (docs/operations.md "Sharding"); 0/1 = all keys.
   engine::ShardIdentity shard;
+  /// --devices: the devices this gpujoind serves. Empty = one, the CUDA
+  /// backend's device 0 (or the host). One entry = that CUDA device. Two or
+  /// more = a device group: every index partitioned over them as over the
+  /// shards of a router (docs/operations.md, "Several devices"); with the CPU
+  /// backend they are host devices, numbered from 0. ParseServerFlags fills it
+  /// from "0,1,..." or, with all_devices, Server::Start from the CUDA devices.
+  std::vector<int> devices;
+  /// --devices all: every visible CUDA device.
+  bool all_devices = false;
   /// Most groups one Aggregate stream may ask for (RESOURCE_EXHAUSTED above).
   uint64_t max_aggregate_groups = uint64_t{1} << 22;
   /// Most distinct values a string or binary payload column's resident

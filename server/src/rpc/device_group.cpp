@@ -1,0 +1,239 @@
+// gpujoind --devices with two or more devices (docs/operations.md, "Several
+// devices"): one member Server per device, each serving part I of N of every
+// index (--shard I/N) on its own backend, stream and executor, reachable only
+// in-process; in front of them the router's service (router/) on --listen,
+// which splits every call by the jump consistent hash of its keys, runs the
+// parts on their devices concurrently and merges the answers in input order.
+// The partitioning is the router's code, not a copy: a device group is a
+// router whose shards live in the same process.
+#include <algorithm>
+#include <map>
+#include <thread>
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "gpujoin/common/status_macros.hpp"
+#include "gpujoin/engine/backend.hpp"
+#include "gpujoin/server/logging.hpp"
+#include "gpujoin/server/server.hpp"
+#include "prometheus/collectable.h"
+#include "prometheus/exposer.h"
+#include "prometheus/metric_family.h"
+#include "prometheus/registry.h"
+#include "router/router.hpp"
+#include "transport/auth.hpp"
+#include "transport/metrics_exposer.hpp"
+
+namespace gpujoin::server {
+namespace {
+
+uint64_t HostMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : uint64_t{1} << 32;
+}
+
+// The members' metrics as one collectable: every series gains a `device`
+// label, and the families of one name are merged so that /metrics names each
+// family once.
+class DeviceMetrics final : public prometheus::Collectable {
+ public:
+  void Add(int device, std::shared_ptr<prometheus::Registry> registry) {
+    members_.push_back({std::to_string(device), std::move(registry)});
+  }
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    std::vector<prometheus::MetricFamily> out;
+    std::map<std::string, size_t> position;
+    for (const auto& [device, registry] : members_) {
+      for (prometheus::MetricFamily& family : registry->Collect()) {
+        for (prometheus::ClientMetric& m : family.metric) {
+          m.label.push_back({"device", device});
+        }
+        auto [it, added] = position.emplace(family.name, out.size());
+        if (added) {
+          out.push_back(std::move(family));
+        } else {
+          auto& into = out[it->second].metric;
+          into.insert(into.end(), std::make_move_iterator(family.metric.begin()),
+                      std::make_move_iterator(family.metric.end()));
+        }
+      }
+    }
+    return out;
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::shared_ptr<prometheus::Registry>>> members_;
+};
+
+// The configuration of member `part` of `parts`, on `device`: in-process only,
+// no metrics listener, TLS or token of its own (the front has them), part
+// `part`'s keys only, its own directory under --data-dir, and a share of the
+// host's threads and host-memory limits.
+ServerConfig MemberConfig(const ServerConfig& group, int device, uint32_t part, uint32_t parts) {
+  ServerConfig m = group;
+  m.listen.clear();
+  m.metrics_listen.clear();
+  m.tls_cert.clear();
+  m.tls_key.clear();
+  m.tls_client_ca.clear();
+  m.auth_token_file.clear();
+  m.devices = {device};
+  m.all_devices = false;
+  m.shard = {part, parts};
+  m.drain_grace_seconds = 0;
+  if (!group.data_dir.empty()) {
+    // By position and count: a partition is only ever loaded into the part it
+    // was made for; another --devices count starts from empty directories.
+    m.data_dir = absl::StrCat(group.data_dir, "/part-", part, "-of-", parts);
+  }
+  const uint32_t cores = std::max(1u, std::thread::hardware_concurrency());
+  if (m.cpu_threads == 0) m.cpu_threads = std::max(1u, cores / parts);
+  if (m.executor_threads == 0 && m.backend == engine::BackendKind::kCpu) {
+    m.executor_threads = std::max(2u, cores / parts);
+  }
+  // The host limits whose defaults come from the host's memory are shared:
+  // each member gets its share, so the process stays within one default. So
+  // is the index budget of host devices (half of the free memory, as one's).
+  const uint64_t host = HostMemoryBytes();
+  const bool host_devices = group.backend == engine::BackendKind::kCpu ||
+                            (group.backend == engine::BackendKind::kAuto &&
+                             !engine::CudaDeviceAvailable());
+  if (host_devices && m.device_memory_limit == 0) {
+    const long free_pages = sysconf(_SC_AVPHYS_PAGES);
+    const uint64_t free_bytes =
+        free_pages > 0 ? uint64_t(free_pages) * uint64_t(sysconf(_SC_PAGESIZE)) : host / 2;
+    m.device_memory_limit = std::max<uint64_t>(free_bytes / 2 / parts, 1);
+  }
+  if (m.max_staged_bytes == 0) m.max_staged_bytes = std::max<uint64_t>(host / 4 / parts, 1);
+  if (m.max_result_bytes == 0) {
+    m.max_result_bytes = std::max<uint64_t>(std::min(host / 8, kDefaultMaxResultBytes) / parts, 1);
+  }
+  if (m.max_pending_response_bytes == 0) {
+    m.max_pending_response_bytes = std::max<uint64_t>(
+        std::min(host / 8, kDefaultMaxPendingResponseBytes) / parts, 1);
+  }
+  return m;
+}
+
+class DeviceGroup final : public Daemon {
+ public:
+  static absl::StatusOr<std::unique_ptr<Daemon>> Start(const ServerConfig& config) {
+    auto g = std::unique_ptr<DeviceGroup>(new DeviceGroup());
+    g->config_ = config;
+    const uint32_t parts = static_cast<uint32_t>(config.devices.size());
+    router::RouterConfig rc;
+    rc.listen = config.listen;
+    rc.metrics_listen.clear();
+    rc.tls_cert = config.tls_cert;
+    rc.tls_key = config.tls_key;
+    rc.tls_client_ca = config.tls_client_ca;
+    rc.auth_token_file = config.auth_token_file;
+    rc.max_message_bytes = config.max_message_bytes;
+    rc.max_aggregate_groups = config.max_aggregate_groups;
+    // In-process members do not get lost on a network; a slow call is the
+    // client's to bound with its deadline (which reaches the members).
+    rc.shard_timeout_seconds = 1e6;
+    rc.shards_noun = "devices";
+    rc.drain_grace_seconds = config.drain_grace_seconds;
+    rc.drain_timeout_seconds = config.drain_timeout_seconds;
+    for (uint32_t part = 0; part < parts; ++part) {
+      const int device = config.devices[part];
+      LogInfo(absl::StrCat("device group: starting part ", part, " of ", parts, " on device ",
+                           device));
+      auto member = Server::Start(MemberConfig(config, device, part, parts));
+      if (!member.ok()) {
+        return absl::Status(member.status().code(),
+                            absl::StrCat("--devices: device ", device, " (part ", part, " of ",
+                                         parts, "): ", member.status().message()));
+      }
+      rc.shards.push_back(absl::StrCat("device ", device));
+      rc.shard_channels.push_back((*member)->InProcessChannel());
+      g->metrics_->Add(device, (*member)->metrics_registry());
+      g->members_.push_back(*std::move(member));
+    }
+    GPUJOIN_ASSIGN_OR_RETURN(g->router_, router::Router::Start(rc));
+    if (!config.metrics_listen.empty()) {
+      if (!config.auth_token_file.empty() && config.auth_scope == AuthScope::kAll) {
+        GPUJOIN_ASSIGN_OR_RETURN(std::string token, ReadTokenFile(config.auth_token_file));
+        g->metrics_auth_ = std::make_unique<TokenAuthenticator>(std::move(token));
+      }
+      GPUJOIN_ASSIGN_OR_RETURN(g->exposer_,
+                               StartMetricsExposer(config.metrics_listen, g->metrics_auth_.get()));
+      g->exposer_->RegisterCollectable(g->router_->metrics_registry());
+      g->exposer_->RegisterCollectable(g->metrics_);
+      const auto ports = g->exposer_->GetListeningPorts();
+      const std::string& l = config.metrics_listen;
+      g->metrics_address_ = absl::StrCat(l.substr(0, l.rfind(':')), ":",
+                                         ports.empty() ? 0 : ports.front());
+    }
+    // Ready when the router's health poll has seen every member serve.
+    for (int i = 0; i < 200 && !g->router_->serving(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+    return std::unique_ptr<Daemon>(std::move(g));
+  }
+
+  ~DeviceGroup() override { Shutdown(); }
+
+  std::string grpc_address() const override { return router_->address(); }
+  std::string metrics_address() const override { return metrics_address_; }
+  std::string backend_description() const override {
+    std::string out = absl::StrCat("devices=", members_.size());
+    for (size_t i = 0; i < members_.size(); ++i) {
+      absl::StrAppend(&out, " [part ", i, ": ", members_[i]->backend_description(), "]");
+    }
+    return out;
+  }
+  void Poll() override {
+    for (auto& m : members_) m->Poll();
+  }
+  void Shutdown() override {
+    if (shut_down_) return;
+    shut_down_ = true;
+    // The front first: it refuses new calls and lets those in flight end
+    // (their member calls with them); then the members, which have none left.
+    if (router_ != nullptr) router_->Shutdown();
+    for (auto& m : members_) m->Shutdown();
+    exposer_.reset();
+  }
+
+ private:
+  DeviceGroup() : metrics_(std::make_shared<DeviceMetrics>()) {}
+
+  ServerConfig config_;
+  std::shared_ptr<DeviceMetrics> metrics_;
+  std::vector<std::unique_ptr<Server>> members_;
+  std::unique_ptr<router::Router> router_;
+  std::unique_ptr<TokenAuthenticator> metrics_auth_;
+  std::unique_ptr<prometheus::Exposer> exposer_;
+  std::string metrics_address_;
+  bool shut_down_ = false;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Daemon>> StartDaemon(const ServerConfig& config) {
+  ServerConfig resolved = config;
+  if (config.all_devices) {
+    if (config.backend == engine::BackendKind::kCpu) {
+      return absl::InvalidArgumentError(
+          "--devices all: the cpu backend has no devices to count; name host devices such as "
+          "--devices 0,1");
+    }
+    const int count = engine::CudaDeviceCount();
+    if (count == 0) {
+      return absl::FailedPreconditionError("--devices all: no CUDA device is visible");
+    }
+    resolved.devices.clear();
+    for (int d = 0; d < std::min<int>(count, kMaxDevices); ++d) resolved.devices.push_back(d);
+    resolved.all_devices = false;
+  }
+  if (resolved.devices.size() <= 1) {
+    GPUJOIN_ASSIGN_OR_RETURN(std::unique_ptr<Server> server, Server::Start(resolved));
+    return std::unique_ptr<Daemon>(std::move(server));
+  }
+  return DeviceGroup::Start(resolved);
+}
+
+}  // namespace gpujoin::server

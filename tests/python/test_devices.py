@@ -1,0 +1,216 @@
+"""gpujoind --devices: one gpujoind serving every index partitioned over
+several devices ($GPUJOIN_TEST_BACKEND; with the CPU backend they are host
+devices; docs/operations.md "Several devices").
+
+A device group runs the router's partitioning in process, so the router's
+"equals one server" tests run here unchanged against `gpujoind --devices
+0,..,n-1` in place of a router over n shards: builds and lookups (uint32,
+uint64 and string keys, lowest_row and keep_all, payload with nulls), batch
+builds, joins of every kind, join streams and answers continued over small
+messages, aggregates with overflow, mutations, Query plans (aggregate plans
+included), bad requests and unknown indexes. The tests of this file: the
+flag's errors, /metrics with a `device` label on every member's series (each
+family named once) beside the per-part counters, GetServerInfo, the keys really
+spread over the parts, --data-dir per part through a restart (and another
+part count starting empty), and health.
+"""
+import os
+import re
+import subprocess
+import urllib.request
+
+import numpy as np
+import pytest
+
+import gpujoin
+import test_router_ops
+from conftest import Gpujoind, suite_backend, wait_serving
+from test_router import values
+# The router's tests, collected again here with this file's `cluster`.
+from test_router import (  # noqa: F401
+    test_batch_builds_through_the_router_equal_one_server,
+    test_builds_and_lookups_equal_one_server,
+    test_malformed_key_columns_are_refused_by_the_router,
+    test_rpcs_the_router_does_not_serve_say_so,
+)
+from test_router_ops import (  # noqa: F401
+    processes,
+    row_id_indexes,
+    start_gpujoind,
+    test_a_request_of_several_left_batches_equals_one_server,
+    test_aggregates_equal_one_server,
+    test_an_unknown_index_is_not_found,
+    test_bad_aggregate_requests_are_refused_as_one_server_refuses_them,
+    test_deletes_on_a_row_id_index_equal_one_server,
+    test_integer_sum_overflow_equals_one_server,
+    test_join_answers_continue_over_small_messages,
+    test_join_stream_equals_one_server,
+    test_joins_equal_one_server,
+    test_mutations_equal_one_server,
+)
+from test_router_faults import (  # noqa: F401
+    test_an_aggregate_plan_through_three_shards_equals_one_server,
+)
+
+
+def need_devices(n):
+    """The CUDA suite runs a group only over devices it has
+    ($GPUJOIN_TEST_CUDA_DEVICES, default 1); host devices are never short."""
+    if suite_backend() == "cuda" and int(os.environ.get("GPUJOIN_TEST_CUDA_DEVICES", "1")) < n:
+        pytest.skip(f"{n} CUDA devices needed (GPUJOIN_TEST_CUDA_DEVICES)")
+
+
+@pytest.fixture()
+def cluster(start_gpujoind):
+    """cluster(n, router_flags=(), shard_flags=()): one gpujoind over n devices,
+    in the place of a router over n shards (there are no shard processes)."""
+
+    def start(n, router_flags=(), shard_flags=(), order=None):
+        assert order is None, "a device group has no shard order to give"
+        need_devices(n)
+        group = start_gpujoind("--devices=" + ",".join(str(i) for i in range(n)),
+                               *router_flags, *shard_flags)
+        return None, group
+
+    return start
+
+
+@pytest.mark.timeout(60)
+def test_upserts_without_values_are_unimplemented_on_two_devices(row_id_indexes):
+    """As through the router; one device is a plain server, which takes them."""
+    need_devices(2)
+    test_router_ops.test_upserts_without_values_are_unimplemented(row_id_indexes, 2)
+
+
+def gpujoind_binary(pytestconfig):
+    return pytestconfig.getoption("--gpujoind")
+
+
+@pytest.mark.parametrize("flag, why", [
+    ("--devices=0,0", "names device 0 twice"),
+    ("--devices=0,x", "\"x\", which is not a device number"),
+    ("--devices=", None),
+    ("--devices=0,,1", "\"\", which is not a device number"),
+    ("--devices=64", "past the last"),
+    ("--devices=-1", None),
+])
+def test_bad_device_lists_are_refused_naming_the_flag(pytestconfig, flag, why):
+    out = subprocess.run([gpujoind_binary(pytestconfig), flag, "--listen=127.0.0.1:0",
+                          "--metrics-listen=none"], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 2, out
+    text = out.stdout + out.stderr
+    assert "--devices" in text, text
+    if why is not None:
+        assert why in text, text
+
+
+def test_devices_and_shard_are_refused_together(pytestconfig):
+    out = subprocess.run([gpujoind_binary(pytestconfig), "--devices=0,1", "--shard=0/2",
+                          "--listen=127.0.0.1:0", "--metrics-listen=none"],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 2 and "--devices" in out.stderr and "--shard" in out.stderr, out
+
+
+def test_all_devices_of_the_cpu_backend_is_refused(pytestconfig):
+    out = subprocess.run([gpujoind_binary(pytestconfig), "--devices=all", "--backend=cpu",
+                          "--listen=127.0.0.1:0", "--metrics-listen=none"],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 1, out
+    assert "--devices all" in out.stdout + out.stderr and "0,1" in out.stdout + out.stderr, out
+
+
+def scrape(address):
+    with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as r:
+        return r.read().decode()
+
+
+@pytest.mark.timeout(120)
+def test_every_part_holds_some_keys_and_metrics_say_which_device(pytestconfig, processes):
+    need_devices(3)
+    g = Gpujoind(gpujoind_binary(pytestconfig), "--devices=0,1,2", "--metrics-listen=127.0.0.1:0")
+    processes.append(g)
+    metrics_address = re.search(r"metrics=(\S+)", "".join(g.log)).group(1)
+    with gpujoin.Client(g.address) as c:
+        wait_serving(c)
+        keys = np.arange(30000, dtype=np.uint32) * 7
+        c.build_index("spread", keys, payload={"v": keys.astype(np.int64)})
+        got = c.lookup("spread", keys[::3], select=["v"])
+        assert got.found.all() and values(got.columns["v"]) == keys[::3].astype(np.int64).tolist()
+        info = c.server_info()
+        assert info.device_name.startswith("3 devices: "), info.device_name
+        assert info.serving
+        text = scrape(metrics_address)
+    # Every family is named once, with the series of every device under it.
+    types = re.findall(r"^# TYPE (\S+) ", text, re.M)
+    assert len(types) == len(set(types)), [t for t in types if types.count(t) > 1]
+    per_device = {}
+    for m in re.finditer(r'^gpujoin_index_unique_keys\{([^}]*)\} (\S+)$', text, re.M):
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))
+        if labels.get("index") == "spread":
+            per_device[labels["device"]] = float(m.group(2))
+    assert sorted(per_device) == ["0", "1", "2"], text
+    assert sum(per_device.values()) == len(keys), per_device
+    # The jump hash spreads 30,000 keys about evenly: each part holds a fair share.
+    assert min(per_device.values()) > len(keys) / 3 * 0.8, per_device
+    for d in "012":
+        assert re.search(r'^gpujoin_serving\{[^}]*device="%s"[^}]*\} 1' % d, text, re.M), d
+    assert re.search(r'^gpujoin_router_shard_serving\{shard="2"\} 1', text, re.M), text
+
+
+@pytest.mark.timeout(120)
+def test_data_dir_keeps_one_directory_per_part_through_a_restart(pytestconfig, processes,
+                                                                 tmp_path):
+    need_devices(3)
+    binary = gpujoind_binary(pytestconfig)
+    keys = np.arange(5000, dtype=np.uint64) * 11 + 3
+    g = Gpujoind(binary, "--devices=0,1", f"--data-dir={tmp_path}")
+    processes.append(g)
+    with gpujoin.Client(g.address) as c:
+        wait_serving(c)
+        c.build_index("kept", keys, key_type="uint64", payload={"v": keys.astype(np.int64) * 2},
+                      wait_durable=True)
+    assert g.stop() == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["part-0-of-2", "part-1-of-2"]
+    assert all(any(p.iterdir()) for p in tmp_path.iterdir())
+
+    again = Gpujoind(binary, "--devices=0,1", f"--data-dir={tmp_path}")
+    processes.append(again)
+    with gpujoin.Client(again.address) as c:
+        wait_serving(c)
+        got = c.lookup("kept", np.concatenate([keys, keys + 1]), select=["v"])
+        assert got.found.tolist() == [True] * len(keys) + [False] * len(keys)
+        assert values(got.columns["v"])[:len(keys)] == (keys.astype(np.int64) * 2).tolist()
+    assert again.stop() == 0
+
+    # Three parts partition the keys otherwise: they start from their own, empty,
+    # directories instead of serving two-part partitions.
+    three = Gpujoind(binary, "--devices=0,1,2", f"--data-dir={tmp_path}")
+    processes.append(three)
+    with gpujoin.Client(three.address) as c:
+        wait_serving(c)
+        assert [i.name for i in c.list()] == []
+    assert (tmp_path / "part-2-of-3").is_dir()
+
+
+def test_one_device_is_a_plain_server(pytestconfig, processes):
+    """--devices with one entry selects that device and serves without the
+    partitioning (no per-part metrics, no `devices` in the server's name)."""
+    if suite_backend() == "cuda":
+        pytest.skip("selects CUDA device 0; the CPU suite checks the plain path")
+    g = Gpujoind(gpujoind_binary(pytestconfig), "--devices=0")
+    processes.append(g)
+    assert "devices=" not in "".join(g.log)
+    with gpujoin.Client(g.address) as c:
+        c.build_index("one", np.arange(10, dtype=np.uint32))
+        assert "devices" not in c.server_info().device_name
+        assert c.lookup("one", np.arange(12, dtype=np.uint32)).found.sum() == 10
+
+
+def test_shutdown_drains_and_exits_cleanly(pytestconfig):
+    need_devices(2)
+    g = Gpujoind(gpujoind_binary(pytestconfig), "--devices=0,1")
+    with gpujoin.Client(g.address) as c:
+        wait_serving(c)
+        c.build_index("d", np.arange(100, dtype=np.uint32))
+    assert g.stop() == 0
+    assert "drained; stopped" in "".join(g.log)
