@@ -9,7 +9,7 @@ uint64 and string keys, lowest_row and keep_all, payload with nulls), batch
 builds, joins of every kind, join streams and answers continued over small
 messages, aggregates with overflow, mutations, Query plans (aggregate plans
 included), bad requests and unknown indexes. The tests of this file: the
-flag's errors, /metrics with a `device` label on every member's series (each
+flag's errors, /metrics with a `device_id` label on every member's series (each
 family named once) beside the per-part counters, GetServerInfo, the keys really
 spread over the parts, --data-dir per part through a restart (and another
 part count starting empty), and health.
@@ -147,13 +147,19 @@ def test_every_part_holds_some_keys_and_metrics_say_which_device(pytestconfig, p
     for m in re.finditer(r'^gpujoin_index_unique_keys\{([^}]*)\} (\S+)$', text, re.M):
         labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))
         if labels.get("index") == "spread":
-            per_device[labels["device"]] = float(m.group(2))
+            per_device[labels["device_id"]] = float(m.group(2))
     assert sorted(per_device) == ["0", "1", "2"], text
     assert sum(per_device.values()) == len(keys), per_device
     # The jump hash spreads 30,000 keys about evenly: each part holds a fair share.
     assert min(per_device.values()) > len(keys) / 3 * 0.8, per_device
     for d in "012":
-        assert re.search(r'^gpujoin_serving\{[^}]*device="%s"[^}]*\} 1' % d, text, re.M), d
+        assert re.search(r'^gpujoin_serving\{[^}]*device_id="%s"[^}]*\} 1' % d, text, re.M), d
+    # No series names a label twice (Prometheus refuses the whole scrape).
+    for line in text.splitlines():
+        if line.startswith("#") or "{" not in line:
+            continue
+        names = re.findall(r'(\w+)="', line[line.index("{"):line.rindex("}")])
+        assert len(names) == len(set(names)), line
     assert re.search(r'^gpujoin_router_shard_serving\{shard="2"\} 1', text, re.M), text
 
 
@@ -214,3 +220,17 @@ def test_shutdown_drains_and_exits_cleanly(pytestconfig):
         c.build_index("d", np.arange(100, dtype=np.uint32))
     assert g.stop() == 0
     assert "drained; stopped" in "".join(g.log)
+
+
+def test_a_part_that_cannot_start_fails_the_start_naming_it(pytestconfig, tmp_path):
+    """Part 1's directory is a file: gpujoind exits 1 naming the device and
+    the part, after stopping the part that started."""
+    need_devices(2)
+    (tmp_path / "part-1-of-2").write_text("not a directory")
+    out = subprocess.run([gpujoind_binary(pytestconfig), "--devices=0,1", f"--data-dir={tmp_path}",
+                          "--backend=" + suite_backend(), "--listen=127.0.0.1:0",
+                          "--metrics-listen=none"], capture_output=True, text=True, timeout=60)
+    text = out.stdout + out.stderr
+    assert out.returncode == 1, text
+    assert "--devices: device 1 (part 1 of 2)" in text, text
+    assert "gpujoind ready" not in text, text

@@ -7,6 +7,7 @@
 // The partitioning is the router's code, not a copy: a device group is a
 // router whose shards live in the same process.
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <thread>
 #include <unistd.h>
@@ -33,9 +34,9 @@ uint64_t HostMemoryBytes() {
   return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : uint64_t{1} << 32;
 }
 
-// The members' metrics as one collectable: every series gains a `device`
-// label, and the families of one name are merged so that /metrics names each
-// family once.
+// The members' metrics as one collectable: every series gains a `device_id`
+// label (the device number; `device` already names the device's model), and
+// the families of one name are merged so that /metrics names each family once.
 class DeviceMetrics final : public prometheus::Collectable {
  public:
   void Add(int device, std::shared_ptr<prometheus::Registry> registry) {
@@ -47,7 +48,7 @@ class DeviceMetrics final : public prometheus::Collectable {
     for (const auto& [device, registry] : members_) {
       for (prometheus::MetricFamily& family : registry->Collect()) {
         for (prometheus::ClientMetric& m : family.metric) {
-          m.label.push_back({"device", device});
+          m.label.push_back({"device_id", device});
         }
         auto [it, added] = position.emplace(family.name, out.size());
         if (added) {
@@ -82,6 +83,9 @@ ServerConfig MemberConfig(const ServerConfig& group, int device, uint32_t part, 
   m.all_devices = false;
   m.shard = {part, parts};
   m.drain_grace_seconds = 0;
+  // Every call reaches a member over the front's one in-process channel: a
+  // per-connection limit there would be one for the whole process.
+  m.max_streams_per_connection = std::numeric_limits<uint32_t>::max();
   if (!group.data_dir.empty()) {
     // By position and count: a partition is only ever loaded into the part it
     // was made for; another --devices count starts from empty directories.
@@ -137,21 +141,37 @@ class DeviceGroup final : public Daemon {
     rc.shards_noun = "devices";
     rc.drain_grace_seconds = config.drain_grace_seconds;
     rc.drain_timeout_seconds = config.drain_timeout_seconds;
+    // The members start (and load their parts of --data-dir) side by side.
+    std::vector<absl::StatusOr<std::unique_ptr<Server>>> started(parts);
+    {
+      std::vector<std::thread> starters;
+      for (uint32_t part = 0; part < parts; ++part) {
+        starters.emplace_back([&, part] {
+          const int device = config.devices[part];
+          LogInfo(absl::StrCat("device group: starting part ", part, " of ", parts,
+                               " on device ", device));
+          started[part] = Server::Start(MemberConfig(config, device, part, parts));
+        });
+      }
+      for (std::thread& t : starters) t.join();
+    }
+    absl::Status failed;
     for (uint32_t part = 0; part < parts; ++part) {
       const int device = config.devices[part];
-      LogInfo(absl::StrCat("device group: starting part ", part, " of ", parts, " on device ",
-                           device));
-      auto member = Server::Start(MemberConfig(config, device, part, parts));
-      if (!member.ok()) {
-        return absl::Status(member.status().code(),
-                            absl::StrCat("--devices: device ", device, " (part ", part, " of ",
-                                         parts, "): ", member.status().message()));
+      if (!started[part].ok()) {
+        if (failed.ok()) {
+          failed = absl::Status(started[part].status().code(),
+                                absl::StrCat("--devices: device ", device, " (part ", part, " of ",
+                                             parts, "): ", started[part].status().message()));
+        }
+        continue;
       }
       rc.shards.push_back(absl::StrCat("device ", device));
-      rc.shard_channels.push_back((*member)->InProcessChannel());
-      g->metrics_->Add(device, (*member)->metrics_registry());
-      g->members_.push_back(*std::move(member));
+      rc.shard_channels.push_back((*started[part])->InProcessChannel());
+      g->metrics_->Add(device, (*started[part])->metrics_registry());
+      g->members_.push_back(*std::move(started[part]));
     }
+    if (!failed.ok()) return failed;  // ~DeviceGroup stops the members that started
     GPUJOIN_ASSIGN_OR_RETURN(g->router_, router::Router::Start(rc));
     if (!config.metrics_listen.empty()) {
       if (!config.auth_token_file.empty() && config.auth_scope == AuthScope::kAll) {
@@ -170,6 +190,10 @@ class DeviceGroup final : public Daemon {
     // Ready when the router's health poll has seen every member serve.
     for (int i = 0; i < 200 && !g->router_->serving(); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+    if (!g->router_->serving()) {
+      LogWarning("device group: not every device reports serving yet; health says NOT_SERVING "
+                 "until they do");
     }
     return std::unique_ptr<Daemon>(std::move(g));
   }
@@ -191,10 +215,15 @@ class DeviceGroup final : public Daemon {
   void Shutdown() override {
     if (shut_down_) return;
     shut_down_ = true;
-    // The front first: it refuses new calls and lets those in flight end
-    // (their member calls with them); then the members, which have none left.
+    // The members refuse new calls and drain their streams at once (as one
+    // gpujoind does at the start of its drain); the front then says
+    // NOT_SERVING for the grace period and waits for the calls in flight;
+    // then the members stop, side by side.
+    for (auto& m : members_) m->BeginDrain();
     if (router_ != nullptr) router_->Shutdown();
-    for (auto& m : members_) m->Shutdown();
+    std::vector<std::thread> stoppers;
+    for (auto& m : members_) stoppers.emplace_back([&m] { m->Shutdown(); });
+    for (std::thread& t : stoppers) t.join();
     exposer_.reset();
   }
 

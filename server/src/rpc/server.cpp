@@ -81,6 +81,7 @@ struct Server::Impl {
   std::string metrics_address;
   std::atomic<bool> fatal{false};
   std::atomic<bool> shut_down{false};
+  std::atomic<bool> draining{false};
 
   void SetServing(bool serving) {
     service->SetServing(serving);
@@ -340,7 +341,8 @@ absl::Status StartGrpc(Server::Impl& s, const ServerConfig& config,
   builder.SetMaxSendMessageSize(static_cast<int>(config.max_message_bytes));
   builder.RegisterService(s.service.get());
   s.grpc_server = builder.BuildAndStart();
-  if (in_process && s.grpc_server != nullptr) {
+  if (in_process) {
+    if (s.grpc_server == nullptr) return absl::InternalError("cannot start an in-process server");
     s.grpc_address = "in-process";
     return absl::OkStatus();
   }
@@ -441,13 +443,19 @@ void Server::Poll() {
   s.ops->UpdateServiceGauges();
 }
 
+void Server::BeginDrain() {
+  Impl& s = *impl_;
+  if (s.draining.exchange(true)) return;
+  s.SetServing(false);
+  s.grpc_server->GetHealthCheckService()->SetServingStatus(kServiceName, false);
+  s.service->BeginDrain();
+}
+
 void Server::Shutdown() {
   Impl& s = *impl_;
   if (s.shut_down.exchange(true)) return;
   LogInfo("draining: refusing new calls, finishing open streams");
-  s.SetServing(false);
-  s.grpc_server->GetHealthCheckService()->SetServingStatus(kServiceName, false);
-  s.service->BeginDrain();
+  BeginDrain();
   // Keep listening, NOT_SERVING, for the grace period: a load balancer's health
   // probe sees it and stops sending new work before the listener closes.
   if (s.config.drain_grace_seconds > 0) {

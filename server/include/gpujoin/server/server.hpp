@@ -62,6 +62,9 @@ class Server final : public Daemon {
   /// Graceful shutdown: NOT_SERVING, refuse new calls (UNAVAILABLE), let streams
   /// answer what they read, wait up to --drain-timeout for calls to end, then stop.
   void Shutdown() override;
+  /// Shutdown's first step alone: NOT_SERVING, new calls refused, open streams
+  /// answer what they read (a device group drains its members at once).
+  void BeginDrain();
 
   /// A channel to this server's services that bypasses the network.
   std::shared_ptr<grpc::Channel> InProcessChannel() const;
