@@ -93,6 +93,20 @@ has gpujoin-router && [ -d "$bundle/python" ] && step python_cuda 480 env GPUJOI
   "$here/../tests/python" --ignore="$here/../tests/python/client_test.py" \
   --ignore="$here/../tests/python/test_client.py" \
   --ignore="$here/../tests/python/test_install.py" --ignore="$here/../tests/python/test_dask.py"
+# Several GPUs (issue 38): gpujoind --devices over all of them, its tests on
+# CUDA, then 64K-row lookups at 16 streams through one device and through all.
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+if [ "${gpus:-0}" -ge 2 ] && [ -d "$bundle/python" ]; then
+  step devices_cuda 300 env GPUJOIN_TEST_BACKEND=cuda GPUJOIN_TEST_CUDA_DEVICES=$gpus \
+    PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python PYTHONPATH="$here/../client/python:$bundle/python" \
+    python3 -m pytest -q -p no:cacheprovider --rootdir="$here/../tests/python" \
+    --gpujoind="$bin/gpujoind" "$here/../tests/python/test_devices.py"
+  for d in 0 all; do
+    step devices_service_$d 120 env GPUJOIND_ARGS="--devices=$d" KEYS=16M ROWS=64K CONC=16 \
+      bash "$here/../loadtest/run-service-table.sh" "$bin/gpujoind" "$bin/gpujoin-loadtest" \
+      "$logs/devices-$d" cuda
+  done
+fi
 step bench 180 $bin/gpujoin-bench
 has cuco_bench && step cuco 120 $bin/cuco_bench
 step hash_device 120 $bin/hashing_device_test
