@@ -76,6 +76,10 @@ int main(int argc, char** argv) {
                  "File holding a bearer token that every GpuJoin call must present");
   app.add_option("--max-message-bytes", config.max_message_bytes, "Largest gRPC message in bytes")
       ->capture_default_str();
+  app.add_option("--max-streams-per-connection", config.max_streams_per_connection,
+                 "Streams one client connection may hold open at once (as gpujoind's)")
+      ->check(CLI::Range(uint32_t{1}, uint32_t{0xffffffff}))
+      ->capture_default_str();
   app.add_option("--max-aggregate-groups", config.max_aggregate_groups,
                  "Most groups one Aggregate stream may ask for (as gpujoind's)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{0xffffffff}))

@@ -234,3 +234,56 @@ def test_a_part_that_cannot_start_fails_the_start_naming_it(pytestconfig, tmp_pa
     assert out.returncode == 1, text
     assert "--devices: device 1 (part 1 of 2)" in text, text
     assert "gpujoind ready" not in text, text
+
+
+@pytest.mark.timeout(60)
+def test_the_front_limits_streams_per_client_connection(pytestconfig, processes):
+    """--max-streams-per-connection holds at the front: a third stream on one
+    connection is RESOURCE_EXHAUSTED naming the flag; another connection, or a
+    slot given back, serves."""
+    import queue
+    import grpc
+    from gpujoin._proto import pb, pb_grpc
+    from query_support import Connection
+    need_devices(2)
+    g = Gpujoind(gpujoind_binary(pytestconfig), "--devices=0,1", "--max-streams-per-connection=2")
+    processes.append(g)
+    with gpujoin.Client(g.address) as c:
+        wait_serving(c)
+        c.build_index("s", np.arange(100, dtype=np.uint32))
+    conn, other = Connection(g.address), Connection(g.address)
+    # A connection of its own (channels of one process share connections).
+    other.channel.close()
+    other.channel = grpc.insecure_channel(g.address,
+                                          options=[("grpc.use_local_subchannel_pool", 1)])
+    other.stub = pb_grpc.GpuJoinStub(other.channel)
+    held = []
+
+    def open_stream(stub):
+        q = queue.Queue()
+        calls = stub.Lookup(iter(q.get, None), timeout=30)
+        q.put(pb.LookupRequest(index="s", batch_id=1, keys=test_router_ops.u32([5])))
+        answer = next(calls)
+        return q, calls, answer
+
+    try:
+        for _ in range(2):
+            q, calls, answer = open_stream(conn.stub)
+            assert not answer.HasField("error"), answer
+            held.append((q, calls))
+        with pytest.raises(Exception) as e:
+            open_stream(conn.stub)
+        assert "RESOURCE_EXHAUSTED" in str(e.value) and "--max-streams-per-connection=2" in \
+            str(e.value), e.value
+        _, _, answer = open_stream(other.stub)
+        assert not answer.HasField("error"), answer
+        q, calls = held.pop()
+        q.put(None)
+        list(calls)
+        _, _, answer = open_stream(conn.stub)
+        assert not answer.HasField("error"), answer
+    finally:
+        for q, _ in held:
+            q.put(None)
+        conn.close()
+        other.close()

@@ -37,6 +37,9 @@ struct RouterConfig {
   /// caller's deadline and cancellation).
   double shard_timeout_seconds = 30;
   uint64_t max_message_bytes = uint64_t{256} << 20;
+  /// Streams one client connection may hold open at once (RESOURCE_EXHAUSTED
+  /// beyond, naming --max-streams-per-connection), as gpujoind's.
+  uint32_t max_streams_per_connection = 64;
   /// Most groups of an Aggregate stream (the router holds its totals).
   uint64_t max_aggregate_groups = uint64_t{1} << 22;
   /// Channels to the shards, shard i at position i, instead of dialing

@@ -7,6 +7,9 @@
 #include <algorithm>
 #include <atomic>
 #include <map>
+#include <mutex>
+#include <optional>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "router/merge.hpp"
@@ -16,11 +19,61 @@
 namespace gpujoin::server::router {
 namespace {
 
+// --max-streams-per-connection: the streams one client connection (peer)
+// holds open at once; a slot is held while its call runs.
+class StreamSlots {
+ public:
+  explicit StreamSlots(uint32_t max) : max_(max) {}
+
+  class Slot {
+   public:
+    Slot(StreamSlots* owner, std::string peer) : owner_(owner), peer_(std::move(peer)) {}
+    Slot(const Slot&) = delete;
+    Slot& operator=(const Slot&) = delete;
+    ~Slot() { owner_->Release(peer_); }
+
+   private:
+    StreamSlots* owner_;
+    std::string peer_;
+  };
+
+  /// A slot for `ctx`'s connection, or RESOURCE_EXHAUSTED naming the limit.
+  std::optional<Slot> Acquire(grpc::ServerContext* ctx, const char* rpc, grpc::Status* refused) {
+    std::string peer = ctx->peer();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      uint32_t& open = open_[peer];
+      if (open >= max_) {
+        *refused = grpc::Status(
+            grpc::StatusCode::RESOURCE_EXHAUSTED,
+            absl::StrCat(rpc, ": ", open, " streams are open on this connection (", peer,
+                         "), the limit --max-streams-per-connection=", max_,
+                         "; finish one, or open another connection"));
+        return std::nullopt;
+      }
+      ++open;
+    }
+    return std::optional<Slot>(std::in_place, this, std::move(peer));
+  }
+
+ private:
+  void Release(const std::string& peer) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = open_.find(peer);
+    if (it != open_.end() && --it->second == 0) open_.erase(it);
+  }
+
+  const uint32_t max_;
+  std::mutex mu_;
+  std::map<std::string, uint32_t> open_;
+};
+
 class RouterService final : public v1::GpuJoin::Service {
  public:
   RouterService(const RouterConfig& config, std::vector<Shard>* shards,
                 const TokenAuthenticator* auth, std::string shard_token, ShardMetrics* metrics)
-      : calls_(config, shards, auth, std::move(shard_token), metrics) {}
+      : calls_(config, shards, auth, std::move(shard_token), metrics),
+        slots_(config.max_streams_per_connection) {}
 
   grpc::Status GetServerInfo(grpc::ServerContext* ctx, const v1::GetServerInfoRequest* request,
                              v1::GetServerInfoResponse* response) override {
@@ -101,12 +154,18 @@ class RouterService final : public v1::GpuJoin::Service {
   grpc::Status BuildIndex(grpc::ServerContext* ctx,
                           grpc::ServerReader<v1::BuildIndexRequest>* reader,
                           v1::BuildIndexResponse* response) override {
+    grpc::Status refused;
+    auto slot = slots_.Acquire(ctx, "BuildIndex", &refused);
+    if (!slot) return refused;
     return RouteBuild(calls_, ctx, reader, response);
   }
 
   grpc::Status Lookup(
       grpc::ServerContext* ctx,
       grpc::ServerReaderWriter<v1::LookupResponse, v1::LookupRequest>* stream) override {
+    grpc::Status refused;
+    auto slot = slots_.Acquire(ctx, "Lookup", &refused);
+    if (!slot) return refused;
     return RouteLookup(calls_, ctx, stream);
   }
 
@@ -115,6 +174,8 @@ class RouterService final : public v1::GpuJoin::Service {
                     grpc::ServerReaderWriter<v1::HashResponse, v1::HashRequest>* stream) override {
     grpc::Status denied = calls_.Authorize(ctx);
     if (!denied.ok()) return denied;
+    auto slot = slots_.Acquire(ctx, "Hash", &denied);
+    if (!slot) return denied;
     const size_t shard = next_hash_shard_.fetch_add(1) % calls_.count();
     return calls_.Passthrough(ctx, stream, shard, "Hash", &v1::GpuJoin::Stub::Hash);
   }
@@ -198,24 +259,36 @@ class RouterService final : public v1::GpuJoin::Service {
   grpc::Status Join(
       grpc::ServerContext* ctx,
       grpc::ServerReaderWriter<v1::JoinResponse, v1::JoinRequest>* stream) override {
+    grpc::Status refused;
+    auto slot = slots_.Acquire(ctx, "Join", &refused);
+    if (!slot) return refused;
     return RouteJoin(calls_, ctx, stream);
   }
 
   grpc::Status Aggregate(
       grpc::ServerContext* ctx,
       grpc::ServerReaderWriter<v1::AggregateResponse, v1::AggregateRequest>* stream) override {
+    grpc::Status refused;
+    auto slot = slots_.Acquire(ctx, "Aggregate", &refused);
+    if (!slot) return refused;
     return RouteAggregate(calls_, ctx, stream);
   }
 
   grpc::Status Mutate(
       grpc::ServerContext* ctx,
       grpc::ServerReaderWriter<v1::MutateResponse, v1::MutateRequest>* stream) override {
+    grpc::Status refused;
+    auto slot = slots_.Acquire(ctx, "Mutate", &refused);
+    if (!slot) return refused;
     return RouteMutate(calls_, ctx, stream);
   }
 
   grpc::Status Query(
       grpc::ServerContext* ctx,
       grpc::ServerReaderWriter<v1::QueryResponse, v1::QueryRequest>* stream) override {
+    grpc::Status refused;
+    auto slot = slots_.Acquire(ctx, "Query", &refused);
+    if (!slot) return refused;
     return RouteQuery(calls_, ctx, stream);
   }
 
@@ -233,6 +306,7 @@ class RouterService final : public v1::GpuJoin::Service {
   }
 
   ShardCalls calls_;
+  StreamSlots slots_;
   std::atomic<size_t> next_hash_shard_{0};
 };
 

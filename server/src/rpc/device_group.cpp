@@ -84,7 +84,8 @@ ServerConfig MemberConfig(const ServerConfig& group, int device, uint32_t part, 
   m.shard = {part, parts};
   m.drain_grace_seconds = 0;
   // Every call reaches a member over the front's one in-process channel: a
-  // per-connection limit there would be one for the whole process.
+  // per-connection limit there would be one for the whole process (the front
+  // applies --max-streams-per-connection to the clients' connections).
   m.max_streams_per_connection = std::numeric_limits<uint32_t>::max();
   if (!group.data_dir.empty()) {
     // By position and count: a partition is only ever loaded into the part it
@@ -135,6 +136,7 @@ class DeviceGroup final : public Daemon {
     rc.auth_token_file = config.auth_token_file;
     rc.max_message_bytes = config.max_message_bytes;
     rc.max_aggregate_groups = config.max_aggregate_groups;
+    rc.max_streams_per_connection = config.max_streams_per_connection;
     // In-process members do not get lost on a network; a slow call is the
     // client's to bound with its deadline (which reaches the members).
     rc.shard_timeout_seconds = 1e6;
