@@ -91,23 +91,31 @@ struct StepJoin {
   std::vector<uint32_t> probes;
   std::vector<Gathered> gathered;
   JoinResult result;
+  /// A lookup of an index with one row per key (kLowestRow) runs as a
+  /// LookupNode: its outputs (values, found, probes, gathered columns) are per
+  /// input row, and `left` is derived from `found` by the step's kind.
+  bool per_row = false;
+  std::vector<uint32_t> values;
 };
 
-// Adds `j`'s join, with outputs for j.capacity pairs, to `graph`.
+// The key chunks of `j`'s keys.
 template <IndexKey K>
-void AddJoin(StepJoin& j, std::span<LabelTable> labels, const PlanLimits& limits,
-             CommandGraph& graph) {
-  JoinBatchT<K> batch;
+KeyChunks<K> KeysOf(const StepJoin& j) {
+  KeyChunks<K> keys;
   if constexpr (std::same_as<K, ColumnKey>) {
-    batch.keys = j.key_columns;
+    keys = j.key_columns;
   } else if constexpr (std::same_as<K, uint32_t>) {
-    batch.keys.push_back(j.keys32);
+    keys.push_back(j.keys32);
   } else {
-    batch.keys.push_back(j.keys64);
+    keys.push_back(j.keys64);
   }
-  const uint64_t capacity = j.capacity;
-  j.left.assign(capacity, 0);
-  j.right.assign(capacity, 0);
+  return keys;
+}
+
+// `j`'s gathered columns, with host outputs for `capacity` positions.
+std::vector<GatherOutput> GatherOutputs(StepJoin& j, uint64_t capacity,
+                                        std::span<LabelTable> labels, const PlanLimits& limits) {
+  std::vector<GatherOutput> outputs;
   const auto& payload = j.index->payload();
   j.gathered.assign(j.step->select.size(), Gathered{});
   for (size_t i = 0; i < j.step->select.size(); ++i) {
@@ -136,8 +144,21 @@ void AddJoin(StepJoin& j, std::span<LabelTable> labels, const PlanLimits& limits
       o.data = g.data;
     }
     o.null_count = &g.nulls;
-    batch.gather.push_back(o);
+    outputs.push_back(o);
   }
+  return outputs;
+}
+
+// Adds `j`'s join, with outputs for j.capacity pairs, to `graph`.
+template <IndexKey K>
+void AddJoin(StepJoin& j, std::span<LabelTable> labels, const PlanLimits& limits,
+             CommandGraph& graph) {
+  JoinBatchT<K> batch;
+  batch.keys = KeysOf<K>(j);
+  const uint64_t capacity = j.capacity;
+  j.left.assign(capacity, 0);
+  j.right.assign(capacity, 0);
+  batch.gather = GatherOutputs(j, capacity, labels, limits);
   batch.out_left_rows = j.left;
   batch.out_right_rows = j.right;
   batch.result = &j.result;
@@ -150,8 +171,26 @@ void AddJoin(StepJoin& j, std::span<LabelTable> labels, const PlanLimits& limits
   graph.Add(std::move(node));
 }
 
-void AddJoinOf(StepJoin& j, std::span<LabelTable> labels, const PlanLimits& limits,
+// Adds `j` as a lookup of its `rows` input rows to `graph` (StepJoin::per_row).
+template <IndexKey K>
+void AddLookup(StepJoin& j, uint64_t rows, std::span<LabelTable> labels, const PlanLimits& limits,
                CommandGraph& graph) {
+  LookupNodeT<K> node;
+  node.index = j.index;
+  node.keys = KeysOf<K>(j);
+  j.values.assign(rows, 0);
+  j.probes.assign(rows, 0);
+  node.values = j.values;
+  node.found = j.found;
+  node.probes = j.probes;
+  node.statistics = &j.result.statistics;
+  node.gather = GatherOutputs(j, rows, labels, limits);
+  graph.Add(std::move(node));
+}
+
+// A join of an index whose keys expand (kKeepAll), sized by j.capacity.
+void AddExpandingJoin(StepJoin& j, std::span<LabelTable> labels, const PlanLimits& limits,
+                      CommandGraph& graph) {
   switch (j.index->spec().key_type) {
     case KeyType::kUint32:
       return AddJoin<uint32_t>(j, labels, limits, graph);
@@ -160,6 +199,35 @@ void AddJoinOf(StepJoin& j, std::span<LabelTable> labels, const PlanLimits& limi
     case KeyType::kColumns:
       return AddJoin<ColumnKey>(j, labels, limits, graph);
   }
+}
+
+// `j` as a lookup (an index with one row per key: no row expands) or else a join.
+void AddJoinOf(StepJoin& j, uint64_t rows, std::span<LabelTable> labels,
+               const PlanLimits& limits, CommandGraph& graph) {
+  j.per_row = j.index->spec().duplicates != DuplicatePolicy::kKeepAll;
+  if (!j.per_row) return AddExpandingJoin(j, labels, limits, graph);
+  switch (j.index->spec().key_type) {
+    case KeyType::kUint32:
+      return AddLookup<uint32_t>(j, rows, labels, limits, graph);
+    case KeyType::kUint64:
+      return AddLookup<uint64_t>(j, rows, labels, limits, graph);
+    case KeyType::kColumns:
+      return AddLookup<ColumnKey>(j, rows, labels, limits, graph);
+  }
+}
+
+// A lookup's pairs, from its found mask: the rows its kind keeps, in order.
+void PairsOfLookup(StepJoin& j, uint64_t rows) {
+  j.left.clear();
+  const JoinKind kind = j.step->kind;
+  for (uint64_t r = 0; r < rows; ++r) {
+    const bool found = j.found[r] != 0;
+    const bool keep = kind == JoinKind::kLeftOuter ||
+                      (kind == JoinKind::kLeftAnti ? !found : found);
+    if (keep) j.left.push_back(static_cast<uint32_t>(r));
+  }
+  j.result.count = j.left.size();
+  j.capacity = j.left.size();
 }
 
 // A labelled gathered column as label ids: through the dictionary, each
@@ -291,17 +359,21 @@ absl::StatusOr<PlanTable> RunLookupGroup(Backend& backend,
     j.capacity = rows;
     GPUJOIN_RETURN_IF_ERROR(
         CheckTableBytes(rows * (table_row_bytes + 16), limits, "the lookup's rows"));
-    AddJoinOf(j, labels, limits, graph);
+    AddJoinOf(j, rows, labels, limits, graph);
   }
   GPUJOIN_RETURN_IF_ERROR(backend.Run(graph));
   CommandGraph again;
   for (StepJoin& j : joins) {
+    if (j.per_row) {
+      PairsOfLookup(j, rows);
+      continue;
+    }
     if (j.result.count <= j.capacity) continue;
     GPUJOIN_RETURN_IF_ERROR(
         CheckTableBytes(j.result.count * (table_row_bytes + 16), limits, "the lookup's rows"));
     j.capacity = j.result.count;
     j.result = JoinResult{};
-    AddJoinOf(j, labels, limits, again);
+    AddExpandingJoin(j, labels, limits, again);
   }
   if (!again.empty()) {
     GPUJOIN_RETURN_IF_ERROR(backend.Run(again));
@@ -380,10 +452,18 @@ absl::StatusOr<PlanTable> RunLookupGroup(Backend& backend,
   for (size_t s = 0; s < joins.size(); ++s) {
     StepJoin& j = joins[s];
     const uint64_t count = j.result.count;
-    std::vector<PlanColumn> gathered = GatheredColumns(j, count);
-    const bool identity = IsIdentity(pick[s], count);
+    // A join's columns are per pair; a lookup's per input row (the row of pair p is left[p]).
+    const uint64_t positions = j.per_row ? rows : count;
+    std::vector<PlanColumn> gathered = GatheredColumns(j, positions);
+    std::vector<uint32_t> rows_of_pairs;
+    if (j.per_row) {
+      rows_of_pairs.resize(pick[s].size());
+      for (size_t i = 0; i < rows_of_pairs.size(); ++i) rows_of_pairs[i] = j.left[pick[s][i]];
+    }
+    const std::span<const uint32_t> take = j.per_row ? rows_of_pairs : pick[s];
+    const bool identity = IsIdentity(take, positions);
     for (PlanColumn& c : gathered) {
-      out.columns.push_back(identity ? std::move(c) : TakeRows(c, pick[s]));
+      out.columns.push_back(identity ? std::move(c) : TakeRows(c, take));
     }
     // Found: every row of an inner or semi step, none of an anti step, the
     // input row's of a left outer step.
