@@ -251,6 +251,7 @@ def test_the_front_limits_streams_per_client_connection(pytestconfig, processes)
     with gpujoin.Client(g.address) as c:
         wait_serving(c)
         c.build_index("s", np.arange(100, dtype=np.uint32))
+        assert c.server_info().max_streams_per_connection == 2
     conn, other = Connection(g.address), Connection(g.address)
     # A connection of its own (channels of one process share connections).
     other.channel.close()

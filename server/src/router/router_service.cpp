@@ -101,6 +101,7 @@ class RouterService final : public v1::GpuJoin::Service {
                                            answers[0].device_name()));
     response->set_max_message_bytes(
         std::min<uint64_t>(response->max_message_bytes(), calls_.config().max_message_bytes));
+    response->set_max_streams_per_connection(calls_.config().max_streams_per_connection);
     return grpc::Status::OK;
   }
 
@@ -154,7 +155,9 @@ class RouterService final : public v1::GpuJoin::Service {
   grpc::Status BuildIndex(grpc::ServerContext* ctx,
                           grpc::ServerReader<v1::BuildIndexRequest>* reader,
                           v1::BuildIndexResponse* response) override {
-    grpc::Status refused;
+    // Authorised first (as gpujoind): a caller without the token learns nothing of the slots.
+    grpc::Status refused = calls_.Authorize(ctx);
+    if (!refused.ok()) return refused;
     auto slot = slots_.Acquire(ctx, "BuildIndex", &refused);
     if (!slot) return refused;
     return RouteBuild(calls_, ctx, reader, response);
@@ -163,7 +166,9 @@ class RouterService final : public v1::GpuJoin::Service {
   grpc::Status Lookup(
       grpc::ServerContext* ctx,
       grpc::ServerReaderWriter<v1::LookupResponse, v1::LookupRequest>* stream) override {
-    grpc::Status refused;
+    // Authorised first (as gpujoind): a caller without the token learns nothing of the slots.
+    grpc::Status refused = calls_.Authorize(ctx);
+    if (!refused.ok()) return refused;
     auto slot = slots_.Acquire(ctx, "Lookup", &refused);
     if (!slot) return refused;
     return RouteLookup(calls_, ctx, stream);
@@ -259,7 +264,9 @@ class RouterService final : public v1::GpuJoin::Service {
   grpc::Status Join(
       grpc::ServerContext* ctx,
       grpc::ServerReaderWriter<v1::JoinResponse, v1::JoinRequest>* stream) override {
-    grpc::Status refused;
+    // Authorised first (as gpujoind): a caller without the token learns nothing of the slots.
+    grpc::Status refused = calls_.Authorize(ctx);
+    if (!refused.ok()) return refused;
     auto slot = slots_.Acquire(ctx, "Join", &refused);
     if (!slot) return refused;
     return RouteJoin(calls_, ctx, stream);
@@ -268,7 +275,9 @@ class RouterService final : public v1::GpuJoin::Service {
   grpc::Status Aggregate(
       grpc::ServerContext* ctx,
       grpc::ServerReaderWriter<v1::AggregateResponse, v1::AggregateRequest>* stream) override {
-    grpc::Status refused;
+    // Authorised first (as gpujoind): a caller without the token learns nothing of the slots.
+    grpc::Status refused = calls_.Authorize(ctx);
+    if (!refused.ok()) return refused;
     auto slot = slots_.Acquire(ctx, "Aggregate", &refused);
     if (!slot) return refused;
     return RouteAggregate(calls_, ctx, stream);
@@ -277,7 +286,9 @@ class RouterService final : public v1::GpuJoin::Service {
   grpc::Status Mutate(
       grpc::ServerContext* ctx,
       grpc::ServerReaderWriter<v1::MutateResponse, v1::MutateRequest>* stream) override {
-    grpc::Status refused;
+    // Authorised first (as gpujoind): a caller without the token learns nothing of the slots.
+    grpc::Status refused = calls_.Authorize(ctx);
+    if (!refused.ok()) return refused;
     auto slot = slots_.Acquire(ctx, "Mutate", &refused);
     if (!slot) return refused;
     return RouteMutate(calls_, ctx, stream);
@@ -286,7 +297,9 @@ class RouterService final : public v1::GpuJoin::Service {
   grpc::Status Query(
       grpc::ServerContext* ctx,
       grpc::ServerReaderWriter<v1::QueryResponse, v1::QueryRequest>* stream) override {
-    grpc::Status refused;
+    // Authorised first (as gpujoind): a caller without the token learns nothing of the slots.
+    grpc::Status refused = calls_.Authorize(ctx);
+    if (!refused.ok()) return refused;
     auto slot = slots_.Acquire(ctx, "Query", &refused);
     if (!slot) return refused;
     return RouteQuery(calls_, ctx, stream);

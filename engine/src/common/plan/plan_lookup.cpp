@@ -204,7 +204,10 @@ void AddExpandingJoin(StepJoin& j, std::span<LabelTable> labels, const PlanLimit
 // `j` as a lookup (an index with one row per key: no row expands) or else a join.
 void AddJoinOf(StepJoin& j, uint64_t rows, std::span<LabelTable> labels,
                const PlanLimits& limits, CommandGraph& graph) {
-  j.per_row = j.index->spec().duplicates != DuplicatePolicy::kKeepAll;
+  // An anti step that selects columns stays a join: a lookup would gather
+  // (and count, and label) the payload of every found row it then drops.
+  j.per_row = j.index->spec().duplicates != DuplicatePolicy::kKeepAll &&
+              (j.step->kind != JoinKind::kLeftAnti || j.step->select.empty());
   if (!j.per_row) return AddExpandingJoin(j, labels, limits, graph);
   switch (j.index->spec().key_type) {
     case KeyType::kUint32:
