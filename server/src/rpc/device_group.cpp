@@ -92,18 +92,16 @@ ServerConfig MemberConfig(const ServerConfig& group, int device, uint32_t part, 
     // was made for; another --devices count starts from empty directories.
     m.data_dir = absl::StrCat(group.data_dir, "/part-", part, "-of-", parts);
   }
+  const bool host_devices = group.backend == engine::BackendKind::kCpu ||
+                            (group.backend == engine::BackendKind::kAuto &&
+                             !engine::CudaDeviceAvailable());
   const uint32_t cores = std::max(1u, std::thread::hardware_concurrency());
   if (m.cpu_threads == 0) m.cpu_threads = std::max(1u, cores / parts);
-  if (m.executor_threads == 0 && m.backend == engine::BackendKind::kCpu) {
-    m.executor_threads = std::max(2u, cores / parts);
-  }
+  if (m.executor_threads == 0 && host_devices) m.executor_threads = std::max(2u, cores / parts);
   // The host limits whose defaults come from the host's memory are shared:
   // each member gets its share, so the process stays within one default. So
   // is the index budget of host devices (half of the free memory, as one's).
   const uint64_t host = HostMemoryBytes();
-  const bool host_devices = group.backend == engine::BackendKind::kCpu ||
-                            (group.backend == engine::BackendKind::kAuto &&
-                             !engine::CudaDeviceAvailable());
   if (host_devices && m.device_memory_limit == 0) {
     const long free_pages = sysconf(_SC_AVPHYS_PAGES);
     const uint64_t free_bytes =
