@@ -61,6 +61,12 @@ has server_snapshot_integration_tests && step snapshots_service 180 env GPUJOIN_
   GPUJOIND=$bin/gpujoind $bin/server_snapshot_integration_tests
 has gpujoin-snapshot-bench && step snapshot_bench 240 $bin/gpujoin-snapshot-bench --backend cuda \
   --keys 67108864 --dir /tmp
+# A 256-key plan over 3 indexes against one and three lookups, on a CUDA
+# gpujoind (docs/PERFORMANCE.md, "Plans").
+has gpujoin-query-bench && step query_bench 120 bash -c "\"$bin/gpujoind\" \
+  --listen=127.0.0.1:50077 --metrics-listen=none --backend=cuda & p=\$!; sleep 4; \
+  \"$bin/gpujoin-query-bench\" --target 127.0.0.1:50077 --repeat 2000; rc=\$?; \
+  kill \$p; wait \$p; exit \$rc"
 # Service faults on the CUDA backend: budget exhaustion by staging, rebuilds
 # under eight checking streams, a client killed mid-stream (gpujoind and
 # gpujoin_vanishing_client from the bundle).
