@@ -49,6 +49,7 @@ from test_router_ops import (  # noqa: F401
     test_mutations_equal_one_server,
 )
 from test_router_faults import (  # noqa: F401
+    test_a_refused_aggregate_plan_leaves_the_router_serving_and_names_the_measure,
     test_an_aggregate_plan_through_three_shards_equals_one_server,
 )
 
@@ -115,7 +116,7 @@ def test_all_devices_of_the_cpu_backend_is_refused(pytestconfig):
     out = subprocess.run([gpujoind_binary(pytestconfig), "--devices=all", "--backend=cpu",
                           "--listen=127.0.0.1:0", "--metrics-listen=none"],
                          capture_output=True, text=True, timeout=30)
-    assert out.returncode == 1, out
+    assert out.returncode == 2, out
     assert "--devices all" in out.stdout + out.stderr and "0,1" in out.stdout + out.stderr, out
 
 

@@ -15,6 +15,7 @@ An aggregate plan over a string payload column with float means (NaN, +-inf,
 nulls) and integer sums through three shards equals one gpujoind.
 """
 import math
+import re
 import os
 import signal
 import threading
@@ -497,3 +498,37 @@ def test_an_aggregate_plan_through_three_shards_equals_one_server(cluster, start
         g5, g6 = a["label"].index("label-5"), a["label"].index("label-6")
         assert a["mean_f"][g5] is None and a["count_f"][g5] > 0
         assert a["mean_f"][g6] is None and a["count_f"][g6] == 0 and a["count"][g6] > 0
+
+
+@pytest.mark.timeout(120)
+def test_a_refused_aggregate_plan_leaves_the_router_serving_and_names_the_measure(
+        cluster, start_gpujoind):
+    """Every shard refuses the plan's aggregate when the stream ends (a min of
+    strings, a sum of a string column): the router answers what one server
+    answers, naming the caller's measure (means add hidden counts after the
+    caller's measures, not before), and stays up however the shards' answers
+    interleave (it once half-closed a shard stream twice and aborted)."""
+    (_, router) = cluster(2)
+    whole = start_gpujoind()
+    keys = np.arange(300, dtype=np.uint32)
+    data = {"k": np.arange(0, 400, dtype=np.int64), "f": np.linspace(0, 1, 400)}
+    bad = [["min(name)"], ["count()", "mean(f)", "min(name)"],
+           ["count()", "mean(f)", "max(f)", "sum(name)"]]
+    with gpujoin.Client(router.address) as r, gpujoin.Client(whole.address) as w:
+        wait_serving(r)
+        for c in (r, w):
+            c.build_index("strs", keys, payload={"name": [f"n{i % 7}" for i in range(300)]})
+        for attempt in range(6):
+            for measures in bad:
+                said = {}
+                for who, c in (("router", r), ("one server", w)):
+                    with pytest.raises(gpujoin.Error) as e:
+                        (c.query(data).lookup("strs", key="k", select=["name"])
+                         .aggregate(by=[], measures=measures).run())
+                    said[who] = e.value
+                assert said["router"].code == said["one server"].code, said
+                position = re.search(r"measures\[\d+\]", said["one server"].message).group(0)
+                assert position in said["router"].message, said
+        out = (r.query(data).lookup("strs", key="k", select=["name"])
+               .aggregate(by="name", measures=["count()"]).run())
+        assert sum(values(out["count"])) == 300

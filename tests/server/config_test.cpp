@@ -369,6 +369,9 @@ TEST(ServerFlags, BadDevicesAreRefusedNamingTheFlag) {
   EXPECT_THAT(group_shard.status().message(), HasSubstr("--shard"));
   auto all_shard = Parse({"--devices", "all", "--shard", "0/2"});
   ASSERT_FALSE(all_shard.ok());
+  auto all_cpu = Parse({"--devices", "all", "--backend", "cpu"});
+  ASSERT_FALSE(all_cpu.ok());
+  EXPECT_THAT(all_cpu.status().message(), HasSubstr("--devices all"));
   auto empty_listen = Parse({"--listen", ""});
   ASSERT_FALSE(empty_listen.ok());
   EXPECT_THAT(empty_listen.status().message(), HasSubstr("--listen"));

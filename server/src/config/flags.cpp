@@ -378,6 +378,11 @@ absl::StatusOr<std::optional<ServerConfig>> ParseServerFlags(int argc, const cha
   config.log_level = *level;
   absl::Status s = ParseByteFlags(text, config);
   if (s.ok()) s = ParseWalFlags(text, config);
+  if (s.ok() && config.all_devices && config.backend == engine::BackendKind::kCpu) {
+    s = absl::InvalidArgumentError(
+        "--devices all: the cpu backend has no devices to count; name host devices such as "
+        "--devices 0,1");
+  }
   if (s.ok()) s = ParseCudaFlags(text, config.backend_options);
   if (s.ok()) s = ParseSecurityFlags(text, config);
   if (s.ok()) s = CheckLimits(config);

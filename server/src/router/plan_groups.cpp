@@ -155,6 +155,10 @@ v1::AggregateStep ShardAggregate(const v1::AggregateStep& step, const std::strin
   v1::AggregateStep out;
   *out.mutable_group_by() = step.group_by();
   plan->group_by.assign(step.group_by().begin(), step.group_by().end());
+  // The caller's measures keep their positions (a shard's refusal names
+  // measures[j] as one server would); the counts of means and the first row
+  // come after them.
+  std::vector<v1::Measure> after;
   for (int j = 0; j < step.measures_size(); ++j) {
     const v1::Measure& m = step.measures(j);
     GroupsPlan::Measure g;
@@ -176,7 +180,7 @@ v1::AggregateStep ShardAggregate(const v1::AggregateStep& step, const std::strin
       // column's non-null ones are.
       v1::Measure n = MeasureOf(v1::AGGREGATE_OP_COUNT, m.column(), g.count);
       n.set_finite_only(float_columns.count(m.column()) != 0);
-      *out.add_measures() = std::move(n);
+      after.push_back(std::move(n));
     } else {
       v1::Measure partial = m;  // finite_only and all
       partial.set_name(g.partial);
@@ -184,6 +188,7 @@ v1::AggregateStep ShardAggregate(const v1::AggregateStep& step, const std::strin
     }
     plan->measures.push_back(std::move(g));
   }
+  for (v1::Measure& m : after) *out.add_measures() = std::move(m);
   *out.add_measures() = MeasureOf(v1::AGGREGATE_OP_MIN, row_column, kFirstRowColumn);
   return out;
 }

@@ -90,8 +90,8 @@ class RouterImpl final : public Router {
       if (first || all != last) {
         server_->GetHealthCheckService()->SetServingStatus(all);
         server_->GetHealthCheckService()->SetServingStatus(kServiceName, all);
-        LogInfo(absl::StrCat("gpujoin-router: ", all ? "SERVING" : "NOT_SERVING", " (",
-                             shards.size(), " shards)"));
+        LogInfo(absl::StrCat(config.log_name, ": ", all ? "SERVING" : "NOT_SERVING", " (",
+                             shards.size(), " ", config.shards_noun, ")"));
         last = all;
         first = false;
       }

@@ -47,6 +47,8 @@ struct RouterConfig {
   std::vector<std::shared_ptr<grpc::Channel>> shard_channels;
   /// What GetServerInfo's device_name calls the shards ("3 shards: ...").
   std::string shards_noun = "shards";
+  /// Who says SERVING / NOT_SERVING in the log.
+  std::string log_name = "gpujoin-router";
   /// Shutdown: seconds health says NOT_SERVING before the listener closes, then
   /// the most seconds calls in flight may take to end.
   double drain_grace_seconds = 0;

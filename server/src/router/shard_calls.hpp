@@ -248,7 +248,10 @@ class ShardStreams {
     answers->assign(n, {});
     Arm(Clock::now());
     for (Peer& p : peers_) {
-      if (p.stream != nullptr) p.stream->WritesDone();
+      if (p.stream != nullptr && !p.half_closed) {
+        p.stream->WritesDone();
+        p.half_closed = true;
+      }
     }
     for (uint32_t s = 0; s < n; ++s) {
       Peer& p = peers_[s];
@@ -257,6 +260,7 @@ class ShardStreams {
       while (p.stream->Read(&r)) (*answers)[s].push_back(r);
       grpc::Status st = p.stream->Finish();
       p.stream.reset();
+      p.half_closed = false;
       if (timed_out_) st = Late();
       if (!st.ok()) {
         Disarm();
@@ -278,12 +282,15 @@ class ShardStreams {
       Peer& p = peers_[s];
       if (p.stream == nullptr) continue;
       if (cancel) p.context->TryCancel();
-      p.stream->WritesDone();
+      // A stream Drain half-closed is not half-closed again (a second
+      // WritesDone is an API misuse gRPC aborts the process on).
+      if (!p.half_closed) p.stream->WritesDone();
       Response left;
       while (p.stream->Read(&left)) {
       }
       grpc::Status st = p.stream->Finish();
       p.stream.reset();
+      p.half_closed = false;
       if (!cancel && timed_out_) st = Late();
       if (!cancel && status.ok() && !st.ok() && !ctx_->IsCancelled()) {
         status = ShardFailed(calls_.shard(s), st);
@@ -297,6 +304,7 @@ class ShardStreams {
   struct Peer {
     std::unique_ptr<grpc::ClientContext> context;
     std::unique_ptr<grpc::ClientReaderWriter<Request, Response>> stream;
+    bool half_closed = false;  // WritesDone was called (once only)
   };
 
   // Shard s's stream broke: the call fails naming it (unless the client left).
@@ -305,6 +313,7 @@ class ShardStreams {
     if (ctx_->IsCancelled()) return Close(grpc::Status::CANCELLED);
     grpc::Status st = peers_[s].stream->Finish();
     peers_[s].stream.reset();
+    peers_[s].half_closed = false;
     if (timed_out_) st = Late();
     if (st.ok()) st = grpc::Status(grpc::StatusCode::UNAVAILABLE, "ended its stream early");
     return Close(ShardFailed(calls_.shard(s), st));

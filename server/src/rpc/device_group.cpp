@@ -7,12 +7,15 @@
 // The partitioning is the router's code, not a copy: a device group is a
 // router whose shards live in the same process.
 #include <algorithm>
+#include <cstdio>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <thread>
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gpujoin/common/status_macros.hpp"
 #include "gpujoin/engine/backend.hpp"
 #include "gpujoin/server/logging.hpp"
@@ -119,6 +122,27 @@ ServerConfig MemberConfig(const ServerConfig& group, int device, uint32_t part, 
   return m;
 }
 
+// --data-dir's part directories of another device count are not loaded: say
+// so, so that an operator who changed --devices knows where the indexes went.
+void WarnOfOtherPartCounts(const std::string& data_dir, uint32_t parts) {
+  std::error_code ec;
+  std::vector<std::string> others;
+  for (const auto& entry : std::filesystem::directory_iterator(data_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    uint32_t i = 0, n = 0;
+    char tail = 0;
+    if (std::sscanf(name.c_str(), "part-%u-of-%u%c", &i, &n, &tail) == 2 && n != parts) {
+      others.push_back(name);
+    }
+  }
+  if (others.empty()) return;
+  std::sort(others.begin(), others.end());
+  LogWarning(absl::StrCat("--data-dir \"", data_dir, "\" holds the parts of another --devices count (",
+                          absl::StrJoin(others, ", "), "): they are not loaded; ", parts,
+                          " devices use part-I-of-", parts, "/ (build the indexes again, or start "
+                          "with the device count that made them)"));
+}
+
 class DeviceGroup final : public Daemon {
  public:
   static absl::StatusOr<std::unique_ptr<Daemon>> Start(const ServerConfig& config) {
@@ -139,8 +163,10 @@ class DeviceGroup final : public Daemon {
     // client's to bound with its deadline (which reaches the members).
     rc.shard_timeout_seconds = 1e6;
     rc.shards_noun = "devices";
+    rc.log_name = "device group";
     rc.drain_grace_seconds = config.drain_grace_seconds;
     rc.drain_timeout_seconds = config.drain_timeout_seconds;
+    if (!config.data_dir.empty()) WarnOfOtherPartCounts(config.data_dir, parts);
     // The members start (and load their parts of --data-dir) side by side.
     std::vector<absl::StatusOr<std::unique_ptr<Server>>> started(parts);
     {

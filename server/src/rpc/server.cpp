@@ -114,6 +114,12 @@ absl::Status StartBackend(Server::Impl& s, const ServerConfig& config) {
   if (!backend.ok()) return backend.status();
   s.backend = std::move(*backend);
   s.info = s.backend->Info();
+  if (config.devices.size() == 1 && !config.listen.empty() &&
+      s.info.kind == engine::BackendKind::kCpu) {
+    LogWarning(absl::StrCat("--devices ", config.devices[0],
+                            ": one device number selects a CUDA device; the cpu backend serves "
+                            "the host (two or more numbers make host devices)"));
+  }
   if (config.backend == engine::BackendKind::kAuto && s.info.kind == engine::BackendKind::kCpu) {
     // Operators must see at a glance that no GPU is serving (also in gpujoin_backend_info).
     LogWarning(
