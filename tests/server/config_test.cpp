@@ -377,5 +377,28 @@ TEST(ServerFlags, BadDevicesAreRefusedNamingTheFlag) {
   EXPECT_THAT(empty_listen.status().message(), HasSubstr("--listen"));
 }
 
+TEST(HostLimits, DefaultsComeFromTheHostAndAreSharedGivenValuesKept) {
+  const uint64_t host = uint64_t{64} << 30;
+  ServerConfig c;
+  const ServerConfig one = ResolveHostLimits(c, host, 1);
+  EXPECT_EQ(one.max_staged_bytes, host / 4);
+  EXPECT_EQ(one.max_build_staged_bytes, host / 4);
+  EXPECT_EQ(one.max_result_bytes, kDefaultMaxResultBytes);  // an eighth is above the cap
+  EXPECT_EQ(one.max_pending_response_bytes, kDefaultMaxPendingResponseBytes);
+  const ServerConfig four = ResolveHostLimits(c, host, 4);
+  EXPECT_EQ(four.max_staged_bytes, host / 16);
+  EXPECT_EQ(four.max_result_bytes, kDefaultMaxResultBytes / 4);
+  EXPECT_EQ(four.max_pending_response_bytes, kDefaultMaxPendingResponseBytes / 4);
+  c.max_staged_bytes = 1000;
+  c.max_build_staged_bytes = 5000;
+  c.max_result_bytes = 77;
+  c.max_pending_response_bytes = 88;
+  const ServerConfig given = ResolveHostLimits(c, host, 4);
+  EXPECT_EQ(given.max_staged_bytes, 1000u);
+  EXPECT_EQ(given.max_build_staged_bytes, 1000u);  // at most the staged total
+  EXPECT_EQ(given.max_result_bytes, 77u);
+  EXPECT_EQ(given.max_pending_response_bytes, 88u);
+}
+
 }  // namespace
 }  // namespace gpujoin::server

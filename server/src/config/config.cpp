@@ -1,5 +1,7 @@
 #include "gpujoin/server/config.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <limits>
@@ -149,6 +151,31 @@ uint64_t ResolveMaxPendingResponseBytes(const ServerConfig& config, uint64_t phy
   if (config.max_pending_response_bytes != 0) return config.max_pending_response_bytes;
   if (physical_bytes == 0) return kDefaultMaxPendingResponseBytes;
   return std::min(physical_bytes / 8, kDefaultMaxPendingResponseBytes);
+}
+
+uint64_t PhysicalMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : uint64_t{1} << 32;
+}
+
+ServerConfig ResolveHostLimits(const ServerConfig& config, uint64_t physical_bytes,
+                               uint32_t shares) {
+  ServerConfig r = config;
+  const uint64_t n = std::max<uint32_t>(shares, 1);
+  if (r.max_staged_bytes == 0) r.max_staged_bytes = std::max<uint64_t>(physical_bytes / 4 / n, 1);
+  if (r.max_build_staged_bytes == 0 || r.max_build_staged_bytes > r.max_staged_bytes) {
+    r.max_build_staged_bytes = r.max_staged_bytes;
+  }
+  if (r.max_result_bytes == 0) {
+    r.max_result_bytes =
+        std::max<uint64_t>(std::min(physical_bytes / 8, kDefaultMaxResultBytes) / n, 1);
+  }
+  if (r.max_pending_response_bytes == 0) {
+    r.max_pending_response_bytes =
+        std::max<uint64_t>(ResolveMaxPendingResponseBytes(config, physical_bytes) / n, 1);
+  }
+  return r;
 }
 
 }  // namespace gpujoin::server

@@ -31,12 +31,6 @@
 namespace gpujoin::server {
 namespace {
 
-uint64_t HostMemoryBytes() {
-  const long pages = sysconf(_SC_PHYS_PAGES);
-  const long page = sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : uint64_t{1} << 32;
-}
-
 // The members' metrics as one collectable: every series gains a `device_id`
 // label (the device number; `device` already names the device's model), and
 // the families of one name are merged so that /metrics names each family once.
@@ -104,22 +98,14 @@ ServerConfig MemberConfig(const ServerConfig& group, int device, uint32_t part, 
   // The host limits whose defaults come from the host's memory are shared:
   // each member gets its share, so the process stays within one default. So
   // is the index budget of host devices (half of the free memory, as one's).
-  const uint64_t host = HostMemoryBytes();
+  const uint64_t host = PhysicalMemoryBytes();
   if (host_devices && m.device_memory_limit == 0) {
     const long free_pages = sysconf(_SC_AVPHYS_PAGES);
     const uint64_t free_bytes =
         free_pages > 0 ? uint64_t(free_pages) * uint64_t(sysconf(_SC_PAGESIZE)) : host / 2;
     m.device_memory_limit = std::max<uint64_t>(free_bytes / 2 / parts, 1);
   }
-  if (m.max_staged_bytes == 0) m.max_staged_bytes = std::max<uint64_t>(host / 4 / parts, 1);
-  if (m.max_result_bytes == 0) {
-    m.max_result_bytes = std::max<uint64_t>(std::min(host / 8, kDefaultMaxResultBytes) / parts, 1);
-  }
-  if (m.max_pending_response_bytes == 0) {
-    m.max_pending_response_bytes = std::max<uint64_t>(
-        std::min(host / 8, kDefaultMaxPendingResponseBytes) / parts, 1);
-  }
-  return m;
+  return ResolveHostLimits(m, host, parts);
 }
 
 // --data-dir's part directories of another device count are not loaded: say

@@ -1,7 +1,5 @@
 #include "gpujoin/server/server.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <fstream>
@@ -31,12 +29,6 @@
 namespace gpujoin::server {
 namespace {
 
-// The host's physical memory (the default staging budget is a quarter of it).
-uint64_t PhysicalMemoryBytes() {
-  const long pages = sysconf(_SC_PHYS_PAGES);
-  const long page = sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : uint64_t{1} << 32;
-}
 
 std::string HostOf(const std::string& address) {
   const size_t colon = address.rfind(':');
@@ -145,17 +137,7 @@ ServerConfig StartBudgets(Server::Impl& s, const ServerConfig& config) {
                             s.info.memory_total_bytes, " bytes"));
   }
   s.budget = std::make_unique<MemoryBudget>(limit);
-  ServerConfig resolved = config;
-  if (resolved.max_staged_bytes == 0) resolved.max_staged_bytes = PhysicalMemoryBytes() / 4;
-  if (resolved.max_build_staged_bytes == 0 ||
-      resolved.max_build_staged_bytes > resolved.max_staged_bytes) {
-    resolved.max_build_staged_bytes = resolved.max_staged_bytes;
-  }
-  if (resolved.max_result_bytes == 0) {
-    resolved.max_result_bytes = std::min(PhysicalMemoryBytes() / 8, kDefaultMaxResultBytes);
-  }
-  resolved.max_pending_response_bytes =
-      ResolveMaxPendingResponseBytes(config, PhysicalMemoryBytes());
+  const ServerConfig resolved = ResolveHostLimits(config, PhysicalMemoryBytes(), 1);
   s.staging = std::make_unique<MemoryBudget>(resolved.max_staged_bytes, "build staging budget",
                                              "--max-staged-bytes");
   s.pending_responses =

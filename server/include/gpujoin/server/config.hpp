@@ -215,6 +215,18 @@ uint32_t ResolveInlineBatchRows(const ServerConfig& config, engine::BackendKind 
 /// of an eighth of `physical_bytes` and kDefaultMaxPendingResponseBytes.
 uint64_t ResolveMaxPendingResponseBytes(const ServerConfig& config, uint64_t physical_bytes);
 
+/// The host's physical memory in bytes (4 GiB when the system cannot tell).
+uint64_t PhysicalMemoryBytes();
+
+/// `config` with the host-memory limits whose defaults come from the host's
+/// size resolved for a host of `physical_bytes` shared by `shares` servers
+/// (a device group's parts; 1 alone): --max-staged-bytes (a quarter),
+/// --max-result-bytes and --max-pending-response-bytes (an eighth, at most
+/// their caps), each divided among the shares; --max-build-staged-bytes at
+/// most --max-staged-bytes. Limits given on the command line are kept.
+ServerConfig ResolveHostLimits(const ServerConfig& config, uint64_t physical_bytes,
+                               uint32_t shares);
+
 /// Parses a byte count: digits with an optional binary suffix K, M, G or T (also
 /// KB/KiB, ...; case-insensitive), e.g. "512M" = 512 * 2^20. INVALID_ARGUMENT naming
 /// `flag` for malformed values or overflow.
