@@ -124,6 +124,13 @@ void AddIndexCommands(CLI::App& app, const Globals& g, CommandArgs& args, Runner
   build->add_option("--max-load-factor", args.build.max_load_factor,
                     "load factor past which `index upsert` grows the table (0 < f <= 1; default "
                     "the server's, 0.8)");
+  build
+      ->add_option("--placement", args.build.placement,
+                   "through gpujoin-router or gpujoind --devices: partitioned (each shard holds "
+                   "its keys) or replicated (every shard holds every row; a lookup or join batch "
+                   "runs whole on one of them)")
+      ->check(CLI::IsMember({"partitioned", "replicated"}))
+      ->capture_default_str();
   build->callback([&] { run = [&] { return CmdIndexBuild(g, args.build); }; });
 
   auto* upsert = index->add_subcommand(

@@ -34,6 +34,7 @@ struct BuildArgs {
   std::string duplicates = "lowest_row";  ///< --duplicates: lowest_row or keep_all
   bool wait_durable = false;              ///< --wait-durable: answer once the snapshot is written
   double max_load_factor = 0;  ///< --max-load-factor: upserts grow the table past it (0 = server's)
+  std::string placement = "partitioned";  ///< --placement: partitioned or replicated
 };
 int CmdIndexBuild(const Globals& g, const BuildArgs& a);
 /// Arguments of `gpujoin index upsert|delete`.

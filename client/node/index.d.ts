@@ -197,6 +197,8 @@ export interface IndexInfo {
   nextRowId: number;
   /** Times Mutate grew the table since the build. */
   rehashes: number;
+  /** Over a router's shards or a server's devices: split by key, or every row on every shard. */
+  placement: 'partitioned' | 'replicated';
 }
 
 /** A file under the server's --data-dir. */
@@ -594,6 +596,12 @@ export interface BuildOptions extends CallOptions {
   maxInflight?: number;
   /** The load factor past which upsert() grows the table (0 < f <= 1; default the server's, 0.8). */
   maxLoadFactor?: number;
+  /**
+   * Through gpujoin-router or `gpujoind --devices`: 'partitioned' (default; each shard
+   * holds its keys) or 'replicated' (every shard holds every row; each lookup or join
+   * batch runs whole on one of them).
+   */
+  placement?: 'partitioned' | 'replicated';
 }
 
 export interface UpsertOptions extends StreamOptions {

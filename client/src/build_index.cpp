@@ -48,6 +48,8 @@ DeclaredColumns EncodeSpec(const IndexSpec& spec, pb::IndexSpec* s) {
   s->set_duplicates(detail::ToProtoPolicy(spec.duplicates));
   s->set_wait_durable(spec.wait_durable);
   s->set_max_load_factor(spec.max_load_factor);
+  s->set_placement(spec.replicated ? pb::INDEX_PLACEMENT_REPLICATED
+                                   : pb::INDEX_PLACEMENT_PARTITIONED);
   DeclaredColumns declared;
   for (const PayloadColumnSpec& p : spec.payload) {
     auto* ps = s->add_payload();

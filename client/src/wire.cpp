@@ -251,6 +251,7 @@ IndexInfo ToIndexInfo(const pb::IndexInfo& p) {
   i.max_load_factor = p.max_load_factor();
   i.next_row_id = p.next_row_id();
   i.rehashes = p.rehashes();
+  i.replicated = p.placement() == pb::INDEX_PLACEMENT_REPLICATED;
   return i;
 }
 

@@ -8,7 +8,7 @@ A device group runs the router's partitioning in process, so the router's
 uint64 and string keys, lowest_row and keep_all, payload with nulls), batch
 builds, joins of every kind, join streams and answers continued over small
 messages, aggregates with overflow, mutations, Query plans (aggregate plans
-included), bad requests and unknown indexes. The tests of this file: the
+included), bad requests and unknown indexes, and replicated indexes. The tests of this file: the
 flag's errors, /metrics with a `device_id` label on every member's series (each
 family named once) beside the per-part counters, GetServerInfo, the keys really
 spread over the parts, --data-dir per part through a restart (and another
@@ -47,6 +47,11 @@ from test_router_ops import (  # noqa: F401
     test_join_stream_equals_one_server,
     test_joins_equal_one_server,
     test_mutations_equal_one_server,
+)
+from test_router_replicated import (  # noqa: F401
+    test_plans_look_replicated_indexes_up_by_any_key,
+    test_replicated_lookups_and_joins_equal_one_server,
+    test_replicated_mutations_reach_every_replica,
 )
 from test_router_faults import (  # noqa: F401
     test_a_refused_aggregate_plan_leaves_the_router_serving_and_names_the_measure,
@@ -289,3 +294,34 @@ def test_the_front_limits_streams_per_client_connection(pytestconfig, processes)
             q.put(None)
         conn.close()
         other.close()
+
+
+@pytest.mark.timeout(120)
+def test_a_replicated_index_spreads_its_batches_over_the_devices(pytestconfig, processes):
+    need_devices(2)
+    g = Gpujoind(gpujoind_binary(pytestconfig), "--devices=0,1", "--metrics-listen=127.0.0.1:0")
+    processes.append(g)
+    metrics_address = re.search(r"metrics=(\S+)", "".join(g.log)).group(1)
+    with gpujoin.Client(g.address) as c:
+        wait_serving(c)
+        keys = np.arange(5000, dtype=np.uint32) * 3
+        info = c.build_index("hot", keys, payload={"v": keys.astype(np.int64)},
+                             placement="replicated")
+        assert info.placement == "replicated" and info.rows == 5000
+        got = c.lookup("hot", keys[::7], select=["v"], batch_rows=100)
+        assert got.found.all() and values(got.columns["v"]) == keys[::7].astype(np.int64).tolist()
+        text = scrape(metrics_address)
+    # Each device holds the whole index, and the 8 batches went to both, whole.
+    per_device = {}
+    for m in re.finditer(r'^gpujoin_index_unique_keys\{([^}]*)\} (\S+)$', text, re.M):
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))
+        if labels.get("index") == "hot":
+            per_device[labels["device_id"]] = float(m.group(2))
+    assert per_device == {"0": 5000.0, "1": 5000.0}, per_device
+    batches = {}
+    for m in re.finditer(r'^gpujoin_router_shard_requests_total\{([^}]*)\} (\S+)$', text, re.M):
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))
+        if labels.get("rpc") == "Lookup":
+            batches[labels["shard"]] = float(m.group(2))
+    assert sorted(batches) == ["0", "1"] and sum(batches.values()) == 8, batches
+    assert min(batches.values()) >= 3, batches

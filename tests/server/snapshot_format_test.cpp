@@ -297,19 +297,42 @@ TEST_F(SnapshotFileTest, DictionariesRoundTrip) {
   EXPECT_NE(s.message().find("dictionary 0 does not parse"), std::string::npos) << s.message();
 }
 
+// Format version 5 keeps IndexSpec.placement; a byte other than 0 or 1 is corrupt.
+TEST_F(SnapshotFileTest, PlacementRoundTrips) {
+  const et::ImageCase c = SmallKeyCase();
+  const et::ImageSource source = et::MakeSource(c);
+  auto index = et::BuildCase(*cpu_, c, source);
+  auto image = cpu_->ExportIndex(*index);
+  ASSERT_TRUE(image.ok());
+  for (const bool replicated : {false, true}) {
+    SnapshotMeta meta = MetaFor("idx", image->payload.size(), image->key_columns.size());
+    meta.replicated = replicated;
+    const std::string path = (dir_ / (replicated ? "r.gjsnap" : "p.gjsnap")).string();
+    const int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(WriteSnapshot(fd, meta, *image).ok());
+    ::close(fd);
+    EXPECT_EQ(std::filesystem::file_size(path), SnapshotFileBytes(meta, *image));
+    auto reader = SnapshotReader::Open(path);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    EXPECT_EQ(reader->meta().replicated, replicated);
+    EXPECT_TRUE(reader->ReadImage(2).ok());
+  }
+}
+
 TEST_F(SnapshotFileTest, NewerFormatVersionIsRefusedNamingBoth) {
-  ASSERT_EQ(kSnapshotFormatVersion, 4u);
+  ASSERT_EQ(kSnapshotFormatVersion, 5u);
   const std::string path = WriteCase(SmallKeyCase());
   std::string bytes = Slurp(path);
-  const uint32_t newer = 5;
+  const uint32_t newer = 6;
   std::memcpy(bytes.data() + 8, &newer, 4);
   ResealHeader(bytes);  // a consistent newer file
   Spill(path, bytes);
   const absl::Status s = Load(path);
   EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
-  EXPECT_NE(s.message().find("format version 5 is not supported"), std::string::npos)
+  EXPECT_NE(s.message().find("format version 6 is not supported"), std::string::npos)
       << s.message();
-  EXPECT_NE(s.message().find("reads format versions 1 to 4"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("reads format versions 1 to 5"), std::string::npos) << s.message();
   EXPECT_EQ(SnapshotLoadFailureReason(s), "version");
 }
 

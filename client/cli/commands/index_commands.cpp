@@ -47,7 +47,8 @@ Json IndexJson(const client::IndexInfo& i) {
          {"mutation_sequence", i.mutation_sequence},
          {"max_load_factor", i.max_load_factor},
          {"next_row_id", i.next_row_id},
-         {"rehashes", i.rehashes}};
+         {"rehashes", i.rehashes},
+         {"placement", i.replicated ? "replicated" : "partitioned"}};
   if (i.key_type == client::KeyType::kColumns) {
     Json keys = Json::array();
     for (const auto& k : i.key_columns) {
@@ -146,6 +147,7 @@ void PrintIndex(std::ostream& os, const client::IndexInfo& i) {
   } else {
     os << "policy       lowest_row (the first row of a key wins)\n";
   }
+  if (i.replicated) os << "placement    replicated (every shard holds every row)\n";
   os << "overflow     " << s.overflow_rows << "\n";
   os << "invalid      " << s.invalid_rows << "\n";
   os << "capacity     " << i.capacity << " slots, load factor " << Fixed(i.load_factor, 3) << "\n";
@@ -286,6 +288,7 @@ int CmdIndexBuild(const Globals& g, const BuildArgs& a) {
   spec.replace = a.replace;
   spec.wait_durable = a.wait_durable;
   spec.max_load_factor = a.max_load_factor;
+  spec.replicated = a.placement == "replicated";
   spec.key_type = WireKeyType(key_plan.kind);
   if (key_plan.kind == KeyKind::kColumns) spec.key_columns = key_plan.Schema();
   spec.duplicates = InputOrDie(client::ParseDuplicatePolicy(a.duplicates));

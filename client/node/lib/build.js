@@ -36,6 +36,10 @@ const buildMethods = {
     if (!DUPLICATES[duplicates]) {
       throw new InvalidArgumentError(`duplicates: "${duplicates}" (expected lowest_row or keep_all)`);
     }
+    const placement = opts.placement === undefined ? 'partitioned' : opts.placement;
+    if (placement !== 'partitioned' && placement !== 'replicated') {
+      throw new InvalidArgumentError(`placement: "${placement}" (expected partitioned or replicated)`);
+    }
     const spec = {
       name, capacity: opts.capacity || 0, expected_rows: opts.expectedRows || 0,
       target_load_factor: opts.targetLoadFactor || 0, max_probe_count: opts.maxProbeCount || 0,
@@ -45,6 +49,7 @@ const buildMethods = {
       key_columns: keyColumns.map((c) => ({name: c.name, type: cols.TYPES[c.type].wire})),
       payload: payload.map((p) => ({name: p.name, type: p.wire})),
       duplicates: DUPLICATES[duplicates],
+      placement: placement === 'replicated' ? 1 : 0,
     };
 
     await this._connect();

@@ -69,6 +69,7 @@ function indexInfo(i) {
     maxLoadFactor: i.max_load_factor || 0,
     nextRowId: i.next_row_id || 0,
     rehashes: i.rehashes || 0,
+    placement: i.placement === 'INDEX_PLACEMENT_REPLICATED' ? 'replicated' : 'partitioned',
   };
 }
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from . import columns as _columns
 from . import keys as _keys
-from ._common import (_DUPLICATES, _KEY_TYPE_ENUM, DEFAULT_CHUNK_ROWS, _choice, _key_type_name,
+from ._common import (_DUPLICATES, _KEY_TYPE_ENUM, _PLACEMENTS, DEFAULT_CHUNK_ROWS, _choice, _key_type_name,
                       _set_keys)
 from ._proto import pb
 from .errors import InvalidArgument, KeyDtypeError, from_rpc_error
@@ -84,6 +84,7 @@ class _BuildCalls:
                     first_value: int = 0, valid: Any = None, replace: bool = False,
                     chunk_rows: Optional[int] = None, wait_durable: bool = False,
                     max_load_factor: Optional[float] = None,
+                    placement: str = "partitioned",
                     timeout: Optional[float] = None) -> IndexInfo:
         """Builds (or with ``replace=True`` rebuilds) an index from keys and returns its IndexInfo.
 
@@ -139,6 +140,11 @@ class _BuildCalls:
                 and the server's error is raised.
             max_load_factor: the load factor past which upsert() grows the table
                 (0 < f <= 1; default the server's, 0.8).
+            placement: through gpujoin-router or ``gpujoind --devices``:
+                "partitioned" (each shard holds the keys the hash gives it) or
+                "replicated" (every shard holds every row, and each lookup or
+                join batch runs whole on one of them: small, hot indexes). A
+                server of one device stores it and reports it.
 
         Raises KeyDtypeError/KeyValueError for keys that cannot be sent as the key
         type or do not match key_columns (see gpujoin.keys) and the server's
@@ -178,6 +184,7 @@ class _BuildCalls:
             batch_mode=key_valid is not None, replace=replace, key_type=_KEY_TYPE_ENUM[kt],
             wait_durable=wait_durable, max_load_factor=max_load_factor or 0.0,
             duplicates=_choice(_DUPLICATES, duplicates, "duplicates"),
+            placement=_choice(_PLACEMENTS, placement, "placement"),
             payload=[pb.PayloadColumnSpec(name=e.name, type=_columns.TYPE_NUMBERS[e.type_name])
                      for e in encoded],
             key_columns=[pb.KeyColumnSpec(name=k.name, type=_columns.TYPE_NUMBERS[k.type])

@@ -21,6 +21,7 @@ _JOIN_KINDS = {"inner": 1, "left": 2, "left_outer": 2, "semi": 3, "left_semi": 3
                "left_anti": 4}
 _AGGREGATE_OPS = {"count": 1, "sum": 2, "min": 3, "max": 4, "mean": 5}
 _DUPLICATES = {"lowest_row": 1, "keep_all": 2}
+_PLACEMENTS = {"partitioned": 0, "replicated": 1}
 _KEY_TYPE_ENUM = {"uint32": 1, "uint64": 2, "columns": 3}
 
 # Typed aggregate values (AggregateRequest.typed_values), where the API has them:

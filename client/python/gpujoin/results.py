@@ -13,6 +13,7 @@ NO_MATCH = 0xFFFFFFFF
 
 _KEY_TYPES = {0: "uint32", 1: "uint32", 2: "uint64", 3: "columns"}
 _DUPLICATES = {0: "lowest_row", 1: "lowest_row", 2: "keep_all"}
+_PLACEMENTS = {0: "partitioned", 1: "replicated"}
 
 
 def _pandas():
@@ -140,6 +141,9 @@ class IndexInfo:
     next_row_id: int = 0
     #: Times Mutate grew the table since the build.
     rehashes: int = 0
+    #: "partitioned" (split over a router's shards or a server's devices by
+    #: key) or "replicated" (every shard holds every row).
+    placement: str = "partitioned"
 
     @classmethod
     def from_proto(cls, m) -> "IndexInfo":
@@ -148,6 +152,7 @@ class IndexInfo:
             cls, m, statistics=_from_proto(BuildStatistics, m.statistics),
             key_type=_KEY_TYPES.get(m.key_type, str(m.key_type)),
             duplicates=_DUPLICATES.get(m.duplicates, str(m.duplicates)),
+            placement=_PLACEMENTS.get(m.placement, str(m.placement)),
             payload=[PayloadColumnInfo(p.name, TYPE_NAMES.get(p.type, str(p.type)), p.null_count,
                                        p.bytes, p.dictionary_values, p.dictionary_bytes)
                      for p in m.payload],

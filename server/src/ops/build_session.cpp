@@ -214,6 +214,11 @@ absl::Status BuildSession::AddSpec(const v1::IndexSpec& spec) {
         " needs spec.explicit_values and one of ROUTER_VALUES_ROW_IDS, _BATCH_ROWS (the router "
         "sends the row IDs)"));
   }
+  if (!v1::IndexPlacement_IsValid(spec.placement())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.placement: ", static_cast<int>(spec.placement()),
+        " is not one of INDEX_PLACEMENT_PARTITIONED, INDEX_PLACEMENT_REPLICATED"));
+  }
   if (spec.explicit_values() && spec.batch_mode()) {
     return absl::InvalidArgumentError(
         "spec.explicit_values: cannot be combined with spec.batch_mode (batch values are row IDs)");
@@ -291,8 +296,10 @@ absl::Status BuildSession::AddChunkOf(std::unique_ptr<v1::BuildChunk> chunk,
       DecodedKeys<Key> keys,
       TakeIndexKeys<Key>(key_columns, *chunk, field + ".", name_, key_schema_.view(),
                          batch && payload.empty() ? Presence::kRequired : Presence::kOptional));
-  GPUJOIN_RETURN_IF_ERROR(CheckShardKeys(keys, ops_->state_.config.shard,
-                                         field + "." + detail::KeysField<Key>()));
+  if (spec_.placement() != v1::INDEX_PLACEMENT_REPLICATED) {
+    GPUJOIN_RETURN_IF_ERROR(CheckShardKeys(keys, ops_->state_.config.shard,
+                                           field + "." + detail::KeysField<Key>()));
+  }
   // Key columns leave the message like the payload (the views stay valid: the
   // Column messages do not move), copied into the staged key columns.
   google::protobuf::RepeatedPtrField<v1::Column> key_column_messages;
@@ -420,6 +427,7 @@ absl::StatusOr<std::shared_ptr<const IndexVersion>> BuildSession::Finish(
   version->explicit_values = spec_.explicit_values();
   version->router_values = spec_.router_values();
   version->batch_mode = spec_.batch_mode();
+  version->replicated = spec_.placement() == v1::INDEX_PLACEMENT_REPLICATED;
   if (spec_.max_load_factor() != 0) version->max_load_factor = spec_.max_load_factor();
   version->mutation.next_row_id = NextRowId();
   version->base_id = NewBaseId();

@@ -31,6 +31,8 @@ void Operations::FillIndexInfo(const IndexVersion& v, v1::IndexInfo* info) const
   info->set_explicit_values(v.explicit_values && v.router_values == v1::ROUTER_VALUES_NONE);
   info->set_batch_mode(v.batch_mode || v.router_values == v1::ROUTER_VALUES_BATCH_ROWS);
   info->set_rows(index.built_rows());
+  info->set_placement(v.replicated ? v1::INDEX_PLACEMENT_REPLICATED
+                                   : v1::INDEX_PLACEMENT_PARTITIONED);
   auto* s = info->mutable_statistics();
   s->set_unique_keys(st.unique_keys);
   s->set_duplicate_rows(st.duplicate_rows);

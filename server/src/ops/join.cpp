@@ -134,6 +134,7 @@ absl::Status Operations::Join(const v1::JoinRequest& request, v1::JoinResponse* 
   // A kind that is not one is a malformed request, whatever the registry holds.
   GPUJOIN_RETURN_IF_ERROR(FromWireJoinKind(request.kind(), "kind").status());
   GPUJOIN_ASSIGN_OR_RETURN(auto version, FindIndex(request.index(), "index"));
+  GPUJOIN_RETURN_IF_ERROR(CheckPlacement(*version, state_.config.shard, request.replica(), false));
   const IndexReadLock read(*version);
   response->set_mutation_sequence(read.sequence());
   if (request.batches_size() == 0) {
@@ -180,7 +181,7 @@ absl::Status Operations::JoinOf(const IndexVersion& version, const v1::JoinReque
     BatchBuffers<Key>& buf = buffers[i];
     GPUJOIN_ASSIGN_OR_RETURN(buf.decoded,
                              DecodeLeftBatch<Key>(b, field, version.name, KeySchemaOf(version)));
-    GPUJOIN_RETURN_IF_ERROR(CheckShardKeys(buf.decoded.keys, state_.config.shard,
+    GPUJOIN_RETURN_IF_ERROR(CheckShardKeys(buf.decoded.keys, KeysOwned(version, state_.config.shard),
                                            field + "." + detail::KeysField<Key>()));
     PlanPairs(pairs_per_row, buf);
     GPUJOIN_ASSIGN_OR_RETURN(const uint64_t head, CheckFirstPart(b, field, buf.decoded.keys.size(),

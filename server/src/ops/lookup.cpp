@@ -33,13 +33,15 @@ absl::Status Operations::Lookup(const v1::LookupRequest& request, v1::LookupResp
     });
   }
   GPUJOIN_ASSIGN_OR_RETURN(auto version, FindIndex(request.index(), "index"));
+  GPUJOIN_RETURN_IF_ERROR(CheckPlacement(*version, state_.config.shard, request.replica(), false));
   const IndexReadLock read(*version);
   return WithIndexKey(version->index->key_type(), [&](auto word) -> absl::Status {
     using Key = typename decltype(word)::type;
     GPUJOIN_ASSIGN_OR_RETURN(DecodedKeys<Key> keys,
                              TakeIndexKeys<Key>(columns, request, "", version->name,
                                                 KeySchemaOf(*version), Presence::kRequired));
-    GPUJOIN_RETURN_IF_ERROR(CheckShardKeys(keys, state_.config.shard, detail::KeysField<Key>()));
+    GPUJOIN_RETURN_IF_ERROR(
+        CheckShardKeys(keys, KeysOwned(*version, state_.config.shard), detail::KeysField<Key>()));
     const size_t rows = keys.size();
     GPUJOIN_ASSIGN_OR_RETURN(const std::vector<SelectedColumn> selected,
                              ResolveSelect(*version, request.select()));
@@ -79,6 +81,7 @@ absl::Status Operations::LookupPacked(const v1::LookupRequest& fields, engine::K
   const bool wide = key_type == engine::KeyType::kUint64;
   GPUJOIN_ASSIGN_OR_RETURN(KeyColumns columns, DecodeKeyColumns(fields, ""));
   GPUJOIN_ASSIGN_OR_RETURN(auto version, FindIndex(fields.index(), "index"));
+  GPUJOIN_RETURN_IF_ERROR(CheckPlacement(*version, state_.config.shard, fields.replica(), false));
   const IndexReadLock read(*version);
   KeyFieldsSent sent;
   sent.keys = !wide || columns.keys.present();
@@ -98,6 +101,9 @@ absl::Status Operations::LookupPacked(const v1::LookupRequest& fields, engine::K
     GPUJOIN_ASSIGN_OR_RETURN(engine::HostBuffer keys,
                              state_.backend->AllocateHostBuffer(rows * sizeof(Key)));
     copy_keys(keys.data());
+    GPUJOIN_RETURN_IF_ERROR(CheckShardKeys(keys.Span<const Key>(0, rows),
+                                           KeysOwned(*version, state_.config.shard),
+                                           detail::KeysField<Key>()));
     result->rows = rows;
     result->probes = fields.want_probes();
     result->match_counts = fields.want_match_counts();

@@ -138,8 +138,10 @@ absl::Status Operations::MutateOf(const IndexVersion& version, const v1::MutateR
                            TakeIndexKeys<Key>(delete_words, delete_fields, "delete_", version.name,
                                               schema, Presence::kOptional));
   GPUJOIN_RETURN_IF_ERROR(
-      CheckShardKeys(upserts, state_.config.shard, detail::KeysField<Key>()));
-  GPUJOIN_RETURN_IF_ERROR(CheckShardKeys(deletes, state_.config.shard,
+      CheckPlacement(version, state_.config.shard, request.replica(), /*changes=*/true));
+  const engine::ShardIdentity owned = KeysOwned(version, state_.config.shard);
+  GPUJOIN_RETURN_IF_ERROR(CheckShardKeys(upserts, owned, detail::KeysField<Key>()));
+  GPUJOIN_RETURN_IF_ERROR(CheckShardKeys(deletes, owned,
                                          std::string("delete_") + detail::KeysField<Key>()));
   const uint64_t upsert_rows = upserts.size();
   const uint64_t delete_rows = deletes.size();

@@ -24,8 +24,10 @@ struct PlanIndexes {
   std::vector<std::unique_ptr<IndexReadLock>> locks;          // per distinct version
 };
 
+// `replicated`: the indexes the router left to every shard (QueryRequest.replicated).
 absl::Status AcquireIndexes(const CompiledPlan& plan, const IndexRegistry& registry,
-                            PlanIndexes* out) {
+                            const engine::ShardIdentity& shard,
+                            const std::set<std::string>& replicated, PlanIndexes* out) {
   const size_t n = plan.indexes.size();
   out->versions.resize(n);
   out->pointers.assign(n, nullptr);
@@ -39,6 +41,7 @@ absl::Status AcquireIndexes(const CompiledPlan& plan, const IndexRegistry& regis
                                               ") not found: it was dropped"));
     }
     GPUJOIN_RETURN_IF_ERROR(CheckIndexUse(use, *v));
+    GPUJOIN_RETURN_IF_ERROR(CheckPlacement(*v, shard, replicated.contains(use.name), false));
     distinct.emplace(use.name, v.get());
     out->versions[i] = std::move(v);
   }
@@ -90,6 +93,7 @@ absl::Status Operations::Query(QueryStream& stream, const v1::QueryRequest& requ
   if (!end) stream.last_batch_id = request.batch_id();
   if (!stream.started) {
     stream.started = true;
+    stream.replicated = {request.replicated().begin(), request.replicated().end()};
     stream.plan_error = [&]() -> absl::Status {
       if (end) return absl::InvalidArgumentError("the stream ended before its plan arrived");
       if (!request.has_plan()) {
@@ -147,7 +151,7 @@ absl::Status Operations::Query(QueryStream& stream, const v1::QueryRequest& requ
       }
     }
     PlanIndexes indexes;
-    GPUJOIN_RETURN_IF_ERROR(AcquireIndexes(plan, *state_.registry, &indexes));
+    GPUJOIN_RETURN_IF_ERROR(AcquireIndexes(plan, *state_.registry, state_.config.shard, stream.replicated, &indexes));
     absl::StatusOr<engine::PlanTable> result =
         run.RunBatch(std::move(batch), indexes.pointers, &stats);
     if (!result.ok()) {
@@ -166,7 +170,7 @@ absl::Status Operations::Query(QueryStream& stream, const v1::QueryRequest& requ
     // (rows folded in so far, groups out), the steps before it this batch's.
     std::vector<engine::PlanStepStatistics> group_stats;
     PlanIndexes indexes;
-    GPUJOIN_RETURN_IF_ERROR(AcquireIndexes(plan, *state_.registry, &indexes));
+    GPUJOIN_RETURN_IF_ERROR(AcquireIndexes(plan, *state_.registry, state_.config.shard, stream.replicated, &indexes));
     GPUJOIN_ASSIGN_OR_RETURN(engine::PlanTable groups, run.Groups(indexes.pointers, &group_stats));
     const size_t at = plan.plan.AggregatePosition();
     for (size_t i = 0; i < group_stats.size(); ++i) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,6 +28,8 @@ struct QueryStream {
   std::optional<CompiledPlan> compiled;
   std::unique_ptr<engine::PlanRun> run;
   absl::Status plan_error;
+  /// QueryRequest.replicated of the first message: indexes that must be replicated.
+  std::set<std::string> replicated;
   /// The stream's last batch_id (the end-of-stream answer's is one more).
   uint64_t last_batch_id = 0;
   /// The plan aggregates: the end of the stream is answered (read by the

@@ -28,13 +28,22 @@ void AddQueryStatistics(v1::QueryStatistics* a, const v1::QueryStatistics& b) {
 absl::StatusOr<v1::IndexInfo> MergeIndexInfos(const std::vector<v1::IndexInfo>& infos,
                                               const std::vector<std::string>& shard_names) {
   v1::IndexInfo out = infos.at(0);
+  const bool replicated = out.placement() == v1::INDEX_PLACEMENT_REPLICATED;
   for (size_t s = 1; s < infos.size(); ++s) {
     const v1::IndexInfo& i = infos[s];
-    if (i.version() != out.version()) {
+    if (i.version() != out.version() || i.placement() != out.placement()) {
       return absl::AbortedError(absl::StrCat(
-          "index \"", out.name(), "\": ", shard_names[0], " serves version ", out.version(), " but ",
-          shard_names[s], " serves version ", i.version(),
-          " (an index is built through the router on every shard; rebuild it there)"));
+          "index \"", out.name(), "\": ", shard_names[0], " serves version ", out.version(), " (",
+          v1::IndexPlacement_Name(out.placement()), ") but ", shard_names[s], " serves version ",
+          i.version(), " (", v1::IndexPlacement_Name(i.placement()),
+          ") (an index is built through the router on every shard; rebuild it there)"));
+    }
+    if (replicated) {
+      // Every replica holds the whole index: one describes it; memory adds up.
+      out.set_device_bytes(out.device_bytes() + i.device_bytes());
+      out.set_payload_bytes(out.payload_bytes() + i.payload_bytes());
+      out.set_durable_version(std::min(out.durable_version(), i.durable_version()));
+      continue;
     }
     out.set_capacity(out.capacity() + i.capacity());
     out.set_rows(out.rows() + i.rows());
@@ -56,6 +65,7 @@ absl::StatusOr<v1::IndexInfo> MergeIndexInfos(const std::vector<v1::IndexInfo>& 
       p->set_dictionary_values(std::max(p->dictionary_values(), q.dictionary_values()));
     }
   }
+  if (replicated) return out;
   out.set_load_factor(out.capacity() == 0
                           ? 0.0
                           : double(out.statistics().unique_keys()) / double(out.capacity()));

@@ -95,8 +95,15 @@ absl::StatusOr<PlanRouting> RoutePlan(const v1::Plan& plan,
     }
     if (step.has_lookup()) {
       const v1::LookupStep& lookup = step.lookup();
+      GPUJOIN_ASSIGN_OR_RETURN(const v1::IndexInfo info, describe(lookup.index()));
+      // Every shard holds every row of a replicated index: its lookup runs
+      // on any shard's rows, by any key (an input or an earlier step's column).
+      const bool anywhere = info.placement() == v1::INDEX_PLACEMENT_REPLICATED;
+      if (anywhere) out.replicated.push_back(lookup.index());
       std::vector<std::string> key;
-      for (const std::string& k : lookup.key()) {
+      for (const std::string& k : anywhere ? std::vector<std::string>() :
+                                             std::vector<std::string>(lookup.key().begin(),
+                                                                      lookup.key().end())) {
         auto it = origin.find(k);
         if (it == origin.end() || !it->second.has_value()) {
           return Unsupported(i, "lookup",
@@ -106,11 +113,12 @@ absl::StatusOr<PlanRouting> RoutePlan(const v1::Plan& plan,
         }
         key.push_back(*it->second);
       }
-      GPUJOIN_ASSIGN_OR_RETURN(const v1::IndexInfo info, describe(lookup.index()));
       const v1::KeyType key_type = info.key_type();
       std::vector<int> types;
       for (const v1::KeyColumnSpec& k : info.key_columns()) types.push_back(k.type());
-      if (first_lookup < 0) {
+      if (anywhere) {
+        // Not a key the rows are split by.
+      } else if (first_lookup < 0) {
         first_lookup = i;
         out.key = key;
         out.key_type = key_type;

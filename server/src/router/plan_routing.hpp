@@ -1,6 +1,6 @@
 // How gpujoin-router splits a Query plan over its shards (route_query.cpp):
-// the plan checked for a key its lookups share (an input key, indexes of one
-// key type), the plan each shard runs (its project steps keeping the router's
+// the plan checked for a key its partitioned lookups share (an input key,
+// indexes of one key type; a replicated index's lookup may use any key), the plan each shard runs (its project steps keeping the router's
 // row numbers, its aggregate with partial measures), the shard of every row
 // of a batch, and the plan's trailing limits run again over merged rows.
 #pragma once
@@ -26,6 +26,11 @@ struct PlanRouting {
   /// are then split in ranges).
   std::vector<std::string> key;
   v1::KeyType key_type = v1::KEY_TYPE_UNSPECIFIED;
+  /// The indexes of lookups the shards run on their own rows because every
+  /// shard holds all of them (IndexSpec.placement replicated): sent as
+  /// QueryRequest.replicated, so that a shard refuses a batch if one is not
+  /// replicated any more.
+  std::vector<std::string> replicated;
   /// The plan each shard runs: the caller's, its project steps keeping the
   /// row column.
   v1::Plan shard_plan;

@@ -1,6 +1,8 @@
 // BuildIndex through gpujoin-router: the spec sized for each shard's share,
 // every chunk's rows split by the shard of their key (payload rows follow
-// their key rows), generated values made global by the router.
+// their key rows), generated values made global by the router. A replicated
+// index (IndexSpec.placement) gets the spec and every chunk whole on every
+// shard.
 #include <algorithm>
 #include <map>
 
@@ -90,6 +92,7 @@ grpc::Status RouteBuild(const ShardCalls& calls, grpc::ServerContext* ctx,
         "spec.explicit_values: cannot be combined with spec.batch_mode (batch values are row IDs)");
   }
   const uint32_t n = calls.count();
+  const bool replicated = spec.placement() == v1::INDEX_PLACEMENT_REPLICATED;
   // Each shard holds about 1/n of the keys: its table is sized for its share.
   // Generated values are the router's: every row's value is first_value + its
   // global row, sent as explicit values, so the lowest global row still wins.
@@ -100,7 +103,10 @@ grpc::Status RouteBuild(const ShardCalls& calls, grpc::ServerContext* ctx,
                                : spec.explicit_values() ? v1::ROUTER_VALUES_NONE
                                                         : v1::ROUTER_VALUES_ROW_IDS);
   shard_spec.set_min_version(RouterVersion(spec.min_version()));
-  if (spec.capacity() != 0) {
+  if (replicated) {
+    shard_spec = spec;
+    shard_spec.set_min_version(RouterVersion(spec.min_version()));
+  } else if (spec.capacity() != 0) {
     // A share with a quarter more room: jump hash balances shards only on
     // average, and a fixed table must hold its fullest shard's keys.
     const uint64_t share = n == 1 ? spec.capacity() : (spec.capacity() * 5 + 4 * n - 1) / (4 * n);
@@ -109,7 +115,9 @@ grpc::Status RouteBuild(const ShardCalls& calls, grpc::ServerContext* ctx,
       shard_spec.set_max_probe_count(shard_spec.capacity());
     }
   }
-  if (spec.expected_rows() != 0) shard_spec.set_expected_rows((spec.expected_rows() + n - 1) / n);
+  if (spec.expected_rows() != 0 && !replicated) {
+    shard_spec.set_expected_rows((spec.expected_rows() + n - 1) / n);
+  }
 
   struct Writer {
     std::unique_ptr<grpc::ClientContext> context;
@@ -140,6 +148,12 @@ grpc::Status RouteBuild(const ShardCalls& calls, grpc::ServerContext* ctx,
       failed = absl::InvalidArgumentError(absl::StrCat(std::string(field), ": a message after the spec must "
                                                               "carry a chunk"));
       break;
+    }
+    if (replicated) {
+      for (uint32_t s = 0; s < n; ++s) {
+        if (!writers[s].broken) writers[s].broken = !writers[s].writer->Write(message);
+      }
+      continue;
     }
     const v1::BuildChunk& chunk = message.chunk();
     const uint64_t base = row_parts.size();
@@ -280,6 +294,7 @@ grpc::Status RouteBuild(const ShardCalls& calls, grpc::ServerContext* ctx,
   if (!merged.ok()) return ToGrpc(merged.status());
   merged->set_explicit_values(spec.explicit_values());
   merged->set_first_value(static_cast<uint32_t>(spec.first_value()));
+  calls.placements().Put(spec.name(), {merged->version(), replicated});
   *response->mutable_index() = *std::move(merged);
   return grpc::Status::OK;
 }

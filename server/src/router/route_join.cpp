@@ -233,6 +233,24 @@ grpc::Status RouteJoin(const ShardCalls& calls, grpc::ServerContext* ctx,
                                                           "Join");
   v1::JoinRequest request;
   while (stream->Read(&request)) {
+    if (IsReplicated(calls, ctx, request.index())) {
+      // The whole batch to one replica; its answer (continued or not) is the answer.
+      std::vector<v1::JoinRequest> parts;
+      std::vector<bool> send;
+      const uint32_t s = ToOneReplica(calls, request, &parts, &send);
+      Answers answers;
+      grpc::Status st = shards.Exchange(parts, &answers, &send);
+      if (!st.ok()) return st;
+      const v1::JoinResponse& a = answers[s].front();
+      if (!a.has_error() || !IsPlacementRefusal(a.error())) {
+        NoteVersion(calls, request.index(), a);
+        for (const v1::JoinResponse& m : answers[s]) {
+          if (!stream->Write(m)) return shards.Close(grpc::Status::CANCELLED);
+        }
+        continue;
+      }
+      calls.placements().Forget(request.index());  // stale: split it below
+    }
     v1::JoinResponse out;
     out.set_batch_id(request.batch_id());
     absl::Status bad;
@@ -291,6 +309,7 @@ grpc::Status RouteJoin(const ShardCalls& calls, grpc::ServerContext* ctx,
         }
         if (!st.ok()) return shards.Close(st);
         out.set_index_version(versions[0]);
+        NoteVersion(calls, request.index(), out);
         out.set_mutation_sequence(sequence);
       }
     } else {

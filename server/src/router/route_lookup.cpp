@@ -87,6 +87,22 @@ grpc::Status RouteLookup(const ShardCalls& calls, grpc::ServerContext* ctx,
                                                               &v1::GpuJoin::Stub::Lookup, "Lookup");
   v1::LookupRequest request;
   while (stream->Read(&request)) {
+    if (IsReplicated(calls, ctx, request.index())) {
+      // The whole batch to one replica; its answer is the answer.
+      std::vector<v1::LookupRequest> parts;
+      std::vector<bool> send;
+      const uint32_t s = ToOneReplica(calls, request, &parts, &send);
+      Answers answers;
+      grpc::Status st = shards.Exchange(parts, &answers, &send);
+      if (!st.ok()) return st;
+      const v1::LookupResponse& a = answers[s].front();
+      if (!a.has_error() || !IsPlacementRefusal(a.error())) {
+        NoteVersion(calls, request.index(), a);
+        if (!stream->Write(a)) return shards.Close(grpc::Status::CANCELLED);
+        continue;
+      }
+      calls.placements().Forget(request.index());  // stale: split it below
+    }
     v1::LookupResponse out;
     out.set_batch_id(request.batch_id());
     absl::StatusOr<KeyedRows> keys = KeyedRowsOf(request, n, "");
@@ -108,6 +124,7 @@ grpc::Status RouteLookup(const ShardCalls& calls, grpc::ServerContext* ctx,
         } else {
           st = MergeLookup(calls, request, split, answers, &out);
           if (!st.ok()) return shards.Close(st);
+          NoteVersion(calls, request.index(), out);
         }
       }
     }

@@ -2,7 +2,9 @@
 // payload) and delete keys are split by the shard of their key; each shard
 // with rows applies its part atomically, and the counts are summed (a key
 // lives on one shard, so distinct counts add up). Upserts carry explicit
-// values: the router keeps no global row counter for row-ID indexes.
+// values: the router keeps no global row counter for row-ID indexes. A
+// replicated index gets every batch whole on every replica (row IDs too:
+// each replica numbers the same rows alike), and the replicas must agree.
 #include <algorithm>
 #include <cstring>
 
@@ -103,9 +105,11 @@ struct ShardState {
   v1::BuildStatistics statistics;
 };
 
-// The index's state on every shard, when a stream begins.
+// The index's state on every shard, when a stream begins, and whether it is
+// replicated (every shard must say the same).
 grpc::Status DescribeShards(const ShardCalls& calls, grpc::ServerContext* ctx,
-                            const std::string& index, std::vector<ShardState>* state) {
+                            const std::string& index, std::vector<ShardState>* state,
+                            bool* replicated) {
   v1::DescribeIndexRequest request;
   request.set_name(index);
   std::vector<v1::DescribeIndexResponse> answers;
@@ -119,7 +123,41 @@ grpc::Status DescribeShards(const ShardCalls& calls, grpc::ServerContext* ctx,
     (*state)[s] = {i.version(), i.mutation_sequence(), i.capacity(), i.statistics()};
     versions.push_back(i.version());
   }
+  *replicated = answers[0].index().placement() == v1::INDEX_PLACEMENT_REPLICATED;
+  calls.placements().Put(index, {versions[0], *replicated});
   return SameVersion(calls, index, versions);
+}
+
+// The replicas' answers to one whole batch: they must agree (else the
+// replicas diverged: ABORTED naming the first that differs).
+grpc::Status MergeReplicas(const ShardCalls& calls, const Answers& answers,
+                           std::vector<ShardState>* state, v1::MutateResponse* out) {
+  const v1::MutateResponse& a = answers[0].front();
+  bool durable = true;
+  for (uint32_t s = 0; s < answers.size(); ++s) {
+    const v1::MutateResponse& b = answers[s].front();
+    if (b.index_version() != a.index_version() || b.mutation_sequence() != a.mutation_sequence() ||
+        b.inserted_keys() != a.inserted_keys() || b.updated_keys() != a.updated_keys() ||
+        b.deleted_keys() != a.deleted_keys() || b.deleted_rows() != a.deleted_rows() ||
+        b.not_found_keys() != a.not_found_keys()) {
+      return grpc::Status(
+          grpc::StatusCode::ABORTED,
+          absl::StrCat("replicated index: ", calls.shard(s).Name(), " answered the batch with (version ",
+                       b.index_version(), ", sequence ", b.mutation_sequence(), ", ",
+                       b.inserted_keys(), " inserted, ", b.updated_keys(), " updated, ",
+                       b.deleted_keys(), " deleted) but ", calls.shard(0).Name(), " with (",
+                       a.index_version(), ", ", a.mutation_sequence(), ", ", a.inserted_keys(),
+                       ", ", a.updated_keys(), ", ", a.deleted_keys(),
+                       "): the replicas differ; rebuild the index through the router"));
+    }
+    (*state)[s] = {b.index_version(), b.mutation_sequence(), b.capacity(), b.statistics()};
+    durable &= b.durable();
+  }
+  const uint64_t batch_id = out->batch_id();
+  *out = a;
+  out->set_batch_id(batch_id);
+  out->set_durable(durable);
+  return grpc::Status::OK;
 }
 
 // The shards' answers summed into `out`, over `state` (updated).
@@ -171,28 +209,36 @@ grpc::Status RouteMutate(const ShardCalls& calls, grpc::ServerContext* ctx,
                                                               &v1::GpuJoin::Stub::Mutate, "Mutate");
   std::string described;  // the index whose shards' state `state` holds
   std::vector<ShardState> state;
+  bool replicated = false;  // the described index is
   v1::MutateRequest request;
   while (stream->Read(&request)) {
     v1::MutateResponse out;
     out.set_batch_id(request.batch_id());
     std::vector<v1::MutateRequest> parts;
     std::vector<bool> send;
-    absl::Status bad = SplitMutation(request, n, &parts, &send);
-    bool any = false;
-    for (bool b : send) any |= b;
-    if (bad.ok() && !any) {
-      // No rows: shard 0 says what is wrong with it, as one server would.
-      parts[0] = request;
-      send[0] = true;
-    }
-    if (bad.ok() && described != request.index()) {
-      grpc::Status st = DescribeShards(calls, ctx, request.index(), &state);
+    absl::Status bad;
+    if (described != request.index()) {
+      grpc::Status st = DescribeShards(calls, ctx, request.index(), &state, &replicated);
       if (st.error_code() == grpc::StatusCode::NOT_FOUND) {
         bad = absl::NotFoundError(st.error_message());
       } else if (!st.ok()) {
         return shards.Close(st);
       } else {
         described = request.index();
+      }
+    }
+    if (bad.ok() && replicated) {
+      parts.assign(n, request);
+      for (v1::MutateRequest& p : parts) p.set_replica(true);
+      send.assign(n, true);
+    } else if (bad.ok()) {
+      bad = SplitMutation(request, n, &parts, &send);
+      bool any = false;
+      for (bool b : send) any |= b;
+      if (bad.ok() && !any) {
+        // No rows: shard 0 says what is wrong with it, as one server would.
+        parts[0] = request;
+        send[0] = true;
       }
     }
     if (bad.ok()) {
@@ -230,7 +276,8 @@ grpc::Status RouteMutate(const ShardCalls& calls, grpc::ServerContext* ctx,
         }
         described.clear();  // the sequences moved under us: ask again
       } else {
-        st = MergeMutation(calls, request.index(), answers, &state, &out);
+        st = replicated ? MergeReplicas(calls, answers, &state, &out)
+                        : MergeMutation(calls, request.index(), answers, &state, &out);
         if (!st.ok()) return shards.Close(st);
       }
     }

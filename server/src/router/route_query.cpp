@@ -361,6 +361,7 @@ grpc::Status RouteQuery(const ShardCalls& calls, grpc::ServerContext* ctx,
         for (v1::QueryRequest& f : first) {
           f.set_batch_id(request.batch_id());
           *f.mutable_plan() = routing->shard_plan;
+          for (const std::string& r : routing->replicated) f.add_replicated(r);
           for (const v1::Column& c : request.columns()) *f.add_columns() = EmptyLike(c);
           *f.add_columns() = RowColumn({}, next_row);
         }
@@ -388,7 +389,10 @@ grpc::Status RouteQuery(const ShardCalls& calls, grpc::ServerContext* ctx,
       v1::QueryRequest& part = shard_requests[s];
       part.set_batch_id(request.batch_id());
       part.set_flush(request.flush());
-      if (request.has_plan()) *part.mutable_plan() = routing->shard_plan;
+      if (request.has_plan()) {
+        *part.mutable_plan() = routing->shard_plan;
+        for (const std::string& r : routing->replicated) part.add_replicated(r);
+      }
       if (!batch) continue;
       for (size_t c = 0; c < columns.size(); ++c) {
         absl::StatusOr<v1::Column> col =

@@ -140,6 +140,7 @@ class RouterService final : public v1::GpuJoin::Service {
 
   grpc::Status DropIndex(grpc::ServerContext* ctx, const v1::DropIndexRequest* request,
                          v1::DropIndexResponse* response) override {
+    calls_.placements().Forget(request->name());
     std::vector<v1::DropIndexResponse> answers;
     std::vector<grpc::Status> statuses;
     grpc::Status s = calls_.RemoveEverywhere<v1::DropIndexRequest, v1::DropIndexResponse>(

@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "gpujoin/v1/gpujoin.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
+#include "router/placement.hpp"
 #include "router/router.hpp"
 #include "router/shards.hpp"
 #include "transport/auth.hpp"
@@ -45,6 +46,8 @@ class ShardCalls {
   const Shard& shard(size_t s) const { return shards_[s]; }
   const std::vector<std::string>& names() const { return names_; }
   ShardMetrics& metrics() const { return *metrics_; }
+  /// Where each index lives, as last learnt (router/placement.hpp).
+  Placements& placements() const { return placements_; }
 
   /// OK, or the caller's missing rights (UNAUTHENTICATED).
   grpc::Status Authorize(grpc::ServerContext* ctx) const {
@@ -162,6 +165,7 @@ class ShardCalls {
   const TokenAuthenticator* auth_;
   std::string shard_token_;
   ShardMetrics* metrics_;
+  mutable Placements placements_;
 };
 
 /// Whether a response of a continued stream (a join's) has parts after it.
@@ -403,6 +407,30 @@ std::optional<v1::BatchError> RefusedBatch(const ShardCalls& calls,
 }
 
 // ---------------------------------------------------------------- Passthrough
+
+/// One whole batch to one replica of a replicated index: `request` with
+/// `replica` set at that shard's position of `parts` (the others empty), and
+/// the mask that sends it there only. Returns the shard.
+template <class Request>
+uint32_t ToOneReplica(const ShardCalls& calls, const Request& request,
+                      std::vector<Request>* parts, std::vector<bool>* send) {
+  const uint32_t s = calls.placements().NextReplica(calls.count());
+  parts->assign(calls.count(), Request{});
+  (*parts)[s] = request;
+  (*parts)[s].set_replica(true);
+  send->assign(calls.count(), false);
+  (*send)[s] = true;
+  return s;
+}
+
+/// Forgets the placement of `index` when an answer ran on another version
+/// than the one it was learnt from (the index was rebuilt since).
+template <class Response>
+void NoteVersion(const ShardCalls& calls, const std::string& index, const Response& answer) {
+  if (answer.has_error()) return;
+  auto entry = calls.placements().Get(index);
+  if (entry && entry->version != answer.index_version()) calls.placements().Forget(index);
+}
 
 template <class Request, class Response, class Method>
 grpc::Status ShardCalls::Passthrough(grpc::ServerContext* ctx,

@@ -8,6 +8,28 @@
 
 namespace gpujoin::server {
 
+engine::ShardIdentity KeysOwned(const IndexVersion& v, const engine::ShardIdentity& shard) {
+  return v.replicated ? engine::ShardIdentity{} : shard;
+}
+
+absl::Status CheckPlacement(const IndexVersion& v, const engine::ShardIdentity& shard,
+                            bool replica, bool changes) {
+  if (!shard.sharded()) return absl::OkStatus();
+  if (replica && !v.replicated) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        engine::kPlacementRefusal, "index \"", v.name, "\" version ", v.version,
+        " is partitioned over the shards, not replicated: shard ", shard.index, " of ", shard.count,
+        " holds only its keys, so the batch must be split by key"));
+  }
+  if (changes && v.replicated && !replica) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        engine::kPlacementRefusal, "index \"", v.name, "\" version ", v.version,
+        " is replicated: every replica must apply every batch, so mutate it through "
+        "gpujoin-router (or gpujoind --devices), not one shard"));
+  }
+  return absl::OkStatus();
+}
+
 uint64_t NewBaseId() {
   static std::mutex mu;
   static std::mt19937_64 rng = [] {

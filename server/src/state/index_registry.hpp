@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "gpujoin/engine/hash_index.hpp"
+#include "gpujoin/engine/partition.hpp"
 #include "state/index_latch.hpp"
 #include "state/memory_budget.hpp"
 
@@ -54,6 +55,9 @@ struct IndexVersion {
   /// described as the router's caller built the index.
   int router_values = 0;
   bool batch_mode = false;
+  /// IndexSpec.placement is replicated: a shard holds every row of the
+  /// index, not only its keys' (docs/operations.md "Replicated indexes").
+  bool replicated = false;
   double build_seconds = 0;
   int64_t built_unix_millis = 0;
   /// The payload column names (IndexSpec.payload), aligned with index->payload().
@@ -68,6 +72,17 @@ struct IndexVersion {
 
 /// A fresh IndexVersion::base_id (random, never 0).
 uint64_t NewBaseId();
+
+/// The keys a shard checks it owns for `v`: every key of a replicated index.
+engine::ShardIdentity KeysOwned(const IndexVersion& v, const engine::ShardIdentity& shard);
+
+/// What a shard refuses (FAILED_PRECONDITION starting engine::kPlacementRefusal)
+/// of a router's batch on `v`: `replica` (the batch was sent whole to this
+/// replica) for a partitioned index, and, for a mutation (`changes`), a batch
+/// that is not `replica` on a replicated index (its replicas would diverge).
+/// Nothing for a server that is not a shard.
+absl::Status CheckPlacement(const IndexVersion& v, const engine::ShardIdentity& shard,
+                            bool replica, bool changes);
 
 /// A query's hold on a version: `latch` shared for its lifetime, so no
 /// mutation batch changes the index meanwhile; `sequence` is the mutation

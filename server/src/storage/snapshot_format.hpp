@@ -40,7 +40,7 @@
 namespace gpujoin::server {
 
 /// The format version this gpujoind writes and the newest it reads.
-inline constexpr uint32_t kSnapshotFormatVersion = 4;
+inline constexpr uint32_t kSnapshotFormatVersion = 5;
 /// The file name suffix of snapshots (`<index name>.gjsnap`).
 inline constexpr std::string_view kSnapshotSuffix = ".gjsnap";
 /// The first 8 bytes of every snapshot.
@@ -84,6 +84,8 @@ struct SnapshotMeta {
   /// Format version 4: the resident dictionaries of string and binary payload
   /// columns (HashIndex::dictionaries); older files have none.
   std::vector<engine::PayloadDictionary> dictionaries;
+  /// Format version 5: IndexSpec.placement is replicated (older files: partitioned).
+  bool replicated = false;
 };
 
 /// Hooks of a write.

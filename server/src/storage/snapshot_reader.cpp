@@ -252,6 +252,11 @@ absl::Status SnapshotReader::ReadMeta() {
     sm.next_row_id = uint64_t{sm.first_value} + built_rows_;
   }
   if (format_version_ >= 4) GPUJOIN_RETURN_IF_ERROR(ReadDictionaries(d));
+  if (format_version_ >= 5) {
+    uint8_t placement = 0;
+    if (!d.U8(placement) || placement > 1) return Corrupt("the placement does not parse");
+    sm.replicated = placement == 1;
+  }
   if (!d.done()) return Corrupt("metadata has trailing bytes");
   if (const absl::Status v = spec.Validate(); !v.ok()) {
     return Corrupt(absl::StrCat("spec: ", v.message()));

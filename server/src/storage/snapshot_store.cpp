@@ -315,6 +315,7 @@ absl::StatusOr<uint64_t> SnapshotStore::WriteFile(const IndexVersion& version,
   meta.explicit_values = version.explicit_values;
   meta.router_values = version.router_values;
   meta.batch_mode = version.batch_mode;
+  meta.replicated = version.replicated;
   meta.build_seconds = version.build_seconds;
   meta.built_unix_millis = version.built_unix_millis;
   meta.payload_names = version.payload_names;

@@ -76,6 +76,8 @@ std::string EncodeMeta(const SnapshotMeta& m, const engine::IndexImage& image) {
     e.U64(d.values.value_bytes().size());
     e.Raw(d.values.value_bytes());
   }
+  // Format version 5: the placement.
+  e.U8(m.replicated ? 1 : 0);
   return e.bytes();
 }
 

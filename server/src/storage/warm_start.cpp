@@ -75,6 +75,7 @@ absl::StatusOr<std::shared_ptr<IndexVersion>> SnapshotStore::Load(const std::str
   version->explicit_values = meta.explicit_values;
   version->router_values = meta.router_values;
   version->batch_mode = meta.batch_mode;
+  version->replicated = meta.replicated;
   version->build_seconds = meta.build_seconds;
   version->built_unix_millis = meta.built_unix_millis;
   version->payload_names = meta.payload_names;

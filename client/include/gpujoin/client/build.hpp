@@ -49,6 +49,10 @@ struct IndexSpec {
   /// makes it grow (an online rehash into a larger table); 0 < f <= 1, 0 = the
   /// server's default (0.8).
   double max_load_factor = 0;
+  /// Through gpujoin-router or `gpujoind --devices`: every shard holds every
+  /// row, and each lookup or join batch runs whole on one of them (small, hot
+  /// indexes); false = partitioned by key.
+  bool replicated = false;
 };
 
 /// One build chunk (borrowed; see "Borrowed memory" in client.hpp). With

@@ -69,6 +69,7 @@ struct IndexInfo {
   /// then one more per upserted row).
   uint64_t next_row_id = 0;
   uint64_t rehashes = 0;  ///< times Mutate grew the table since the build
+  bool replicated = false;  ///< IndexSpec::replicated: every shard holds every row
 };
 
 /// What DropIndex freed.

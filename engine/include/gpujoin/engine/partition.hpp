@@ -37,6 +37,11 @@ void PartitionsOf(std::span<const uint32_t> keys, uint32_t parts, std::span<uint
 void PartitionsOf(std::span<const uint64_t> keys, uint32_t parts, std::span<uint32_t> out);
 void PartitionsOf(const KeyColumns& keys, uint32_t parts, std::span<uint32_t> out);
 
+/// The start of the FAILED_PRECONDITION message with which a shard refuses a
+/// batch routed for another placement than its index has (a router's stale
+/// view of IndexSpec.placement): the router then routes it again.
+inline constexpr char kPlacementRefusal[] = "placement: ";
+
 /// "I/N": this process serves part I of N (0 <= I < N, 1 <= N <= 65536).
 struct ShardIdentity {
   uint32_t index = 0;

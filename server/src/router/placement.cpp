@@ -1,0 +1,51 @@
+#include "router/placement.hpp"
+
+#include "absl/strings/match.h"
+#include "gpujoin/engine/partition.hpp"
+#include "router/shard_calls.hpp"
+
+namespace gpujoin::server::router {
+
+std::optional<Placements::Entry> Placements::Get(const std::string& index) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(index);
+  if (it == entries_.end()) return std::nullopt;
+  return it->second;
+}
+
+void Placements::Put(const std::string& index, Entry entry) {
+  std::lock_guard<std::mutex> lock(mu_);
+  entries_[index] = entry;
+}
+
+void Placements::Forget(const std::string& index) {
+  std::lock_guard<std::mutex> lock(mu_);
+  entries_.erase(index);
+}
+
+bool IsReplicated(const ShardCalls& calls, grpc::ServerContext* ctx, const std::string& index) {
+  if (auto entry = calls.placements().Get(index)) return entry->replicated;
+  v1::DescribeIndexRequest request;
+  request.set_name(index);
+  v1::DescribeIndexResponse answer;
+  auto context = calls.Context(ctx, /*unary=*/true);
+  const auto start = Clock::now();
+  const grpc::Status st = calls.shard(0).stub->DescribeIndex(context.get(), request, &answer);
+  calls.Record(0, "DescribeIndex", start, st.ok());
+  if (!st.ok()) return false;
+  const bool replicated = answer.index().placement() == v1::INDEX_PLACEMENT_REPLICATED;
+  calls.placements().Put(index, {answer.index().version(), replicated});
+  return replicated;
+}
+
+bool IsPlacementRefusal(const v1::BatchError& error) {
+  return error.code() == static_cast<int>(grpc::StatusCode::FAILED_PRECONDITION) &&
+         absl::StartsWith(error.message(), engine::kPlacementRefusal);
+}
+
+bool IsPlacementRefusal(const grpc::Status& status) {
+  return status.error_code() == grpc::StatusCode::FAILED_PRECONDITION &&
+         absl::StartsWith(status.error_message(), engine::kPlacementRefusal);
+}
+
+}  // namespace gpujoin::server::router
