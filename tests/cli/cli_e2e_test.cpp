@@ -202,6 +202,20 @@ TEST_F(CliEndToEnd, IndexLsDescribeDrop) {
   Json dj = Json::parse(d.out, nullptr, false);
   EXPECT_EQ(dj["index"]["first_value"], 1000);
   EXPECT_EQ(dj["index"]["explicit_values"], false);
+  EXPECT_EQ(dj["index"]["placement"], "partitioned");
+
+  // --placement travels with the spec; describe shows it.
+  RunResult r = Cli({"--json", "index", "build", "scratch", "--from", Ex("sensors.csv"), "--key",
+                     "sensor_id", "--placement", "replicated", "--replace"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(Json::parse(r.out, nullptr, false)["index"]["placement"], "replicated") << r.out;
+  RunResult text = Cli({"index", "describe", "scratch"});
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("placement    replicated"), std::string::npos) << text.out;
+  RunResult bad = Cli({"index", "build", "scratch", "--from", Ex("sensors.csv"), "--key",
+                       "sensor_id", "--placement", "everywhere", "--replace"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--placement"), std::string::npos) << bad.err;
 
   RunResult drop = Cli({"--json", "index", "drop", "scratch"});
   ASSERT_EQ(drop.code, 0) << drop.err;

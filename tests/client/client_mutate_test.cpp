@@ -5,7 +5,7 @@
 // answers, summed counts, the final mutation sequence); the Mutate stream's
 // in-band errors (the stream goes on, the refused batch changes nothing);
 // checks before anything is sent; the mutation sequence of lookups, joins and
-// IndexInfo; the table growing past max_load_factor; and, with --data-dir,
+// IndexInfo; the table growing past max_load_factor; the placement; and, with --data-dir,
 // durable batches that a restart serves.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -327,6 +327,26 @@ TEST_F(ClientMutateTest, ChecksBeforeSendingLeaveTheIndexUnchanged) {
   EXPECT_TRUE(empty->requests.empty());
   EXPECT_EQ(empty->mutation_sequence, 0u);
   EXPECT_EQ(empty->index_version, info->version);
+}
+
+// IndexSpec::replicated travels with the spec and IndexInfo says it back
+// (a server that is not a shard stores it).
+TEST_F(ClientMutateTest, PlacementTravelsWithTheSpec) {
+  gc::IndexSpec spec;
+  spec.name = "placed";
+  spec.replace = true;
+  spec.replicated = true;
+  auto built = client_->BuildIndexFromColumns(spec, std::vector<uint32_t>{1, 2, 3});
+  ASSERT_TRUE(built.ok()) << built.status();
+  EXPECT_TRUE(built->replicated);
+  auto info = client_->DescribeIndex("placed");
+  ASSERT_TRUE(info.ok());
+  EXPECT_TRUE(info->replicated);
+  spec.replicated = false;
+  ASSERT_TRUE(client_->BuildIndexFromColumns(spec, std::vector<uint32_t>{1}).ok());
+  info = client_->DescribeIndex("placed");
+  ASSERT_TRUE(info.ok());
+  EXPECT_FALSE(info->replicated);
 }
 
 // max_load_factor travels with the spec; upserts past it grow the table.

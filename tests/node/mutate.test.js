@@ -4,7 +4,8 @@
 // after random upserts and deletes, explicit values on a uint64 index, a
 // composite key schema, keep_all groups, inputs split into several requests
 // (--max-mutation-rows), a refused request (what was applied is reported), the
-// checks before anything is sent, and the table growing past maxLoadFactor.
+// checks before anything is sent, the table growing past maxLoadFactor, and
+// the placement option.
 const assert = require('node:assert/strict');
 const {test, useServer, startServer, rng, Client, CLIENT} = require('./server');
 const gj = require(CLIENT);
@@ -213,4 +214,13 @@ test('planRequests: rows and bytes bounds, deletes first', () => {
   assert.deepEqual(planRequests(0, 0, 10, 100, bytes(4), bytes(8)), []);
   assert.throws(() => planRequests(0, 1, 10, 100, bytes(4), bytes(500)), /upsert row 0/);
   assert.throws(() => planRequests(2, 0, 10, 100, bytes(500), bytes(8)), /deleteKeys: row 0/);
+});
+
+test('placement is sent and described, and a bad one refused before anything is sent', async () => {
+  const info = await client.buildIndex('m_placed', [5, 6], {placement: 'replicated', replace: true});
+  assert.equal(info.placement, 'replicated');
+  assert.equal((await client.describe('m_placed')).placement, 'replicated');
+  assert.equal((await client.buildIndex('m_placed', [5], {replace: true})).placement, 'partitioned');
+  await assert.rejects(client.buildIndex('m_placed', [5], {placement: 'everywhere', replace: true}),
+                       /placement: "everywhere"/);
 });
