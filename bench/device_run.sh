@@ -112,6 +112,12 @@ if [ "${gpus:-0}" -ge 2 ] && [ -d "$bundle/python" ]; then
       bash "$here/../loadtest/run-service-table.sh" "$bin/gpujoind" "$bin/gpujoin-loadtest" \
       "$logs/devices-$d" cuda
   done
+  # Replicated: every device holds the whole index; 100- and 64K-row batches take turns.
+  step devices_service_replicated 120 env GPUJOIND_ARGS="--devices=all" KEYS=16M \
+    ROWS=100,64K CONC=16 bash "$here/../loadtest/run-service-table.sh" "$bin/gpujoind" \
+    "$bin/gpujoin-loadtest" "$logs/devices-replicated" cuda --replicated
+  # Device-resident: one index over every GPU against one GPU (gpujoin-bench devices).
+  step devices_bench 180 $bin/gpujoin-bench --only '^devices$'
 fi
 step bench 180 $bin/gpujoin-bench
 has cuco_bench && step cuco 120 $bin/cuco_bench

@@ -27,5 +27,7 @@ void RunAggregate(BenchContext& ctx);
 void RunAggregateInt64(BenchContext& ctx);
 /// Row hashing of device-resident columns (hash.cpp).
 void RunHash(BenchContext& ctx);
+/// One index over every GPU, partitioned and replicated, against one (devices.cpp).
+void RunDevices(BenchContext& ctx);
 
 }  // namespace gpujoin::bench

@@ -48,6 +48,8 @@ constexpr Benchmark kBenchmarks[] = {
      RunAggregate},
     {"aggregate_int64", "exact int64 grouped sum, 16 and 256 groups", false, RunAggregateInt64},
     {"hash", "row hashing: int64 (hash64, hash32), 16-byte strings (hash64)", false, RunHash},
+    {"devices", "2^26-key lookups on every GPU: partitioned and replicated against one", false,
+     RunDevices},
 };
 
 // --only=core, the name of the old first section, still selects its rows.

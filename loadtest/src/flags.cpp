@@ -68,6 +68,9 @@ void AddFlags(CLI::App& app, Flags& f) {
                "the index built with --build-keys gets two payload columns (lt_int64 INT64, "
                "lt_tag STRING of 4-11 bytes) and every lookup selects them; the echo and "
                "--redis answer the same bytes");
+  app.add_flag("--replicated", f.replicated,
+               "the index built with --build-keys is replicated (IndexSpec.placement): through "
+               "gpujoin-router or gpujoind --devices each batch runs whole on one replica");
   app.add_option("--join-kind", f.join_kind, "join: inner | left_outer | left_semi | left_anti")
       ->check(CLI::IsMember({"inner", "left_outer", "left_semi", "left_anti"}))
       ->capture_default_str();

@@ -37,6 +37,7 @@ struct Flags {
   int verify_every = 4;
   bool echo = false, echo_only = false, json = false;
   bool payload = false;
+  bool replicated = false;
   std::string redis;
   std::string json_file;
   int max_message_bytes = 256 << 20;

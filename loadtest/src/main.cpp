@@ -288,6 +288,7 @@ absl::Status PrepareIndex(const Flags& f, client::Client& c0, Plan& plan, bool* 
     spec.target_load_factor = f.load_factor;
     spec.explicit_values = true;
     spec.replace = true;
+    spec.replicated = f.replicated;
     spec.key_type = KeyTypeOf(w.key_kind);
     spec.key_columns = KeyColumnsOf(w.key_kind);
     spec.duplicates =

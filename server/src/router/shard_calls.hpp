@@ -424,10 +424,16 @@ uint32_t ToOneReplica(const ShardCalls& calls, const Request& request,
 }
 
 /// Forgets the placement of `index` when an answer ran on another version
-/// than the one it was learnt from (the index was rebuilt since).
+/// than the one it was learnt from (the index was rebuilt since), or found no
+/// such index (it was dropped, maybe through another router).
 template <class Response>
 void NoteVersion(const ShardCalls& calls, const std::string& index, const Response& answer) {
-  if (answer.has_error()) return;
+  if (answer.has_error()) {
+    if (answer.error().code() == static_cast<int>(grpc::StatusCode::NOT_FOUND)) {
+      calls.placements().Forget(index);
+    }
+    return;
+  }
   auto entry = calls.placements().Get(index);
   if (entry && entry->version != answer.index_version()) calls.placements().Forget(index);
 }
