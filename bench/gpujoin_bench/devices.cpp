@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda/device_ops.hpp"
 #include "families.hpp"
 #include "inputs.hpp"
 
@@ -109,7 +110,8 @@ double MedianSeconds(BenchContext& ctx, std::vector<std::unique_ptr<Part>>& part
     const auto start = std::chrono::steady_clock::now();
     for (auto& p : parts) p->Launch();
     for (auto& p : parts) p->Wait();
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const auto end = std::chrono::steady_clock::now();
+    const double s = std::chrono::duration<double>(end - start).count();
     if (r >= 2) times.push_back(s);
   }
   std::sort(times.begin(), times.end());

@@ -203,3 +203,39 @@ def test_a_placement_that_is_not_one_is_refused(start_gpujoind):
                                   pb.BuildIndexRequest(chunk=chunk)]), timeout=30)
         assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert "spec.placement: 7" in e.value.details(), e.value.details()
+
+
+@pytest.mark.timeout(120)
+def test_replicas_on_different_versions_are_not_read(cluster):
+    """A replica rebuilt on its own (another version): its batches are not
+    answered from it; the split finds the versions differ and says so."""
+    (shard_servers, router) = cluster(2)
+    if shard_servers is None:
+        pytest.skip("a device group's parts are not reachable alone")
+    keys = np.arange(1000, dtype=np.uint32) * 11
+    with gpujoin.Client(router.address) as r:
+        wait_serving(r)
+        r.build_index("v", keys, placement="replicated")
+        assert r.lookup("v", keys, batch_rows=100).found.all()
+        with gpujoin.Client(shard_servers[0].address) as s0:
+            s0.build_index("v", keys[:10], replace=True, placement="replicated")
+        with pytest.raises(gpujoin.Error) as e:
+            r.lookup("v", keys, batch_rows=100)
+        assert e.value.code.name == "ABORTED" and "serves version" in str(e.value), e.value
+
+
+def test_a_callers_replica_flag_is_not_passed_on(cluster):
+    import grpc
+    from gpujoin._proto import pb, pb_grpc
+    (_, router) = cluster(2)
+    keys = np.arange(500, dtype=np.uint32) * 7
+    with gpujoin.Client(router.address) as r:
+        wait_serving(r)
+        r.build_index("p", keys)   # partitioned
+    with grpc.insecure_channel(router.address) as channel:
+        stub = pb_grpc.GpuJoinStub(channel)
+        ask = pb.LookupRequest(index="p", keys=pb.U32Column(values=pb.U32List(v=keys.tolist())),
+                               replica=True)
+        got = list(stub.Lookup(iter([ask]), timeout=30))
+        assert len(got) == 1 and not got[0].HasField("error"), got[0].error
+        assert got[0].found == b"\x01" * len(keys)

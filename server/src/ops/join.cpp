@@ -181,7 +181,8 @@ absl::Status Operations::JoinOf(const IndexVersion& version, const v1::JoinReque
     BatchBuffers<Key>& buf = buffers[i];
     GPUJOIN_ASSIGN_OR_RETURN(buf.decoded,
                              DecodeLeftBatch<Key>(b, field, version.name, KeySchemaOf(version)));
-    GPUJOIN_RETURN_IF_ERROR(CheckShardKeys(buf.decoded.keys, KeysOwned(version, state_.config.shard),
+    GPUJOIN_RETURN_IF_ERROR(CheckShardKeys(buf.decoded.keys,
+                                           KeysOwned(version, state_.config.shard),
                                            field + "." + detail::KeysField<Key>()));
     PlanPairs(pairs_per_row, buf);
     GPUJOIN_ASSIGN_OR_RETURN(const uint64_t head, CheckFirstPart(b, field, buf.decoded.keys.size(),

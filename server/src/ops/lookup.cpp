@@ -92,18 +92,19 @@ absl::Status Operations::LookupPacked(const v1::LookupRequest& fields, engine::K
   // The bytes path carries key words only: a key-schema index refuses them here.
   GPUJOIN_RETURN_IF_ERROR(
       CheckKeyFields(version->index->key_type(), sent, "", version->name, KeySchemaOf(*version)));
-  GPUJOIN_ASSIGN_OR_RETURN(const std::vector<SelectedColumn> selected,
-                           ResolveSelect(*version, fields.select()));
-  GPUJOIN_ASSIGN_OR_RETURN(const uint64_t string_share,
-                           CheckLookup(*version, fields, rows, selected));
   return WithKeyWord(key_type, [&](auto word) -> absl::Status {
     using Key = typename decltype(word)::type;
+    // The keys (bounded by the message) before the select and result checks, as Lookup.
     GPUJOIN_ASSIGN_OR_RETURN(engine::HostBuffer keys,
                              state_.backend->AllocateHostBuffer(rows * sizeof(Key)));
     copy_keys(keys.data());
     GPUJOIN_RETURN_IF_ERROR(CheckShardKeys(keys.Span<const Key>(0, rows),
                                            KeysOwned(*version, state_.config.shard),
                                            detail::KeysField<Key>()));
+    GPUJOIN_ASSIGN_OR_RETURN(const std::vector<SelectedColumn> selected,
+                             ResolveSelect(*version, fields.select()));
+    GPUJOIN_ASSIGN_OR_RETURN(const uint64_t string_share,
+                             CheckLookup(*version, fields, rows, selected));
     result->rows = rows;
     result->probes = fields.want_probes();
     result->match_counts = fields.want_match_counts();

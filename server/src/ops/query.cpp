@@ -151,7 +151,8 @@ absl::Status Operations::Query(QueryStream& stream, const v1::QueryRequest& requ
       }
     }
     PlanIndexes indexes;
-    GPUJOIN_RETURN_IF_ERROR(AcquireIndexes(plan, *state_.registry, state_.config.shard, stream.replicated, &indexes));
+    GPUJOIN_RETURN_IF_ERROR(AcquireIndexes(plan, *state_.registry, state_.config.shard,
+                                           stream.replicated, &indexes));
     absl::StatusOr<engine::PlanTable> result =
         run.RunBatch(std::move(batch), indexes.pointers, &stats);
     if (!result.ok()) {
@@ -170,7 +171,8 @@ absl::Status Operations::Query(QueryStream& stream, const v1::QueryRequest& requ
     // (rows folded in so far, groups out), the steps before it this batch's.
     std::vector<engine::PlanStepStatistics> group_stats;
     PlanIndexes indexes;
-    GPUJOIN_RETURN_IF_ERROR(AcquireIndexes(plan, *state_.registry, state_.config.shard, stream.replicated, &indexes));
+    GPUJOIN_RETURN_IF_ERROR(AcquireIndexes(plan, *state_.registry, state_.config.shard,
+                                           stream.replicated, &indexes));
     GPUJOIN_ASSIGN_OR_RETURN(engine::PlanTable groups, run.Groups(indexes.pointers, &group_stats));
     const size_t at = plan.plan.AggregatePosition();
     for (size_t i = 0; i < group_stats.size(); ++i) {

@@ -43,6 +43,11 @@ absl::StatusOr<v1::IndexInfo> MergeIndexInfos(const std::vector<v1::IndexInfo>& 
       out.set_device_bytes(out.device_bytes() + i.device_bytes());
       out.set_payload_bytes(out.payload_bytes() + i.payload_bytes());
       out.set_durable_version(std::min(out.durable_version(), i.durable_version()));
+      for (int c = 0; c < out.payload_size() && c < i.payload_size(); ++c) {
+        v1::PayloadColumnInfo* p = out.mutable_payload(c);
+        p->set_bytes(p->bytes() + i.payload(c).bytes());
+        p->set_dictionary_bytes(p->dictionary_bytes() + i.payload(c).dictionary_bytes());
+      }
       continue;
     }
     out.set_capacity(out.capacity() + i.capacity());

@@ -15,6 +15,9 @@ std::optional<Placements::Entry> Placements::Get(const std::string& index) const
 
 void Placements::Put(const std::string& index, Entry entry) {
   std::lock_guard<std::mutex> lock(mu_);
+  // Names of indexes that do not exist are remembered too: a bound keeps
+  // callers from growing the map without end (forgetting costs a describe).
+  if (entries_.size() >= kMaxEntries && !entries_.contains(index)) entries_.clear();
   entries_[index] = entry;
 }
 
@@ -32,6 +35,11 @@ bool IsReplicated(const ShardCalls& calls, grpc::ServerContext* ctx, const std::
   const auto start = Clock::now();
   const grpc::Status st = calls.shard(0).stub->DescribeIndex(context.get(), request, &answer);
   calls.Record(0, "DescribeIndex", start, st.ok());
+  if (st.error_code() == grpc::StatusCode::NOT_FOUND) {
+    // Partitioned until it exists: the first answer on a version forgets this.
+    calls.placements().Put(index, {0, false});
+    return false;
+  }
   if (!st.ok()) return false;
   const bool replicated = answer.index().placement() == v1::INDEX_PLACEMENT_REPLICATED;
   calls.placements().Put(index, {answer.index().version(), replicated});

@@ -24,6 +24,9 @@ class ShardCalls;
 
 class Placements {
  public:
+  /// Most names remembered; past it the view starts afresh.
+  static constexpr size_t kMaxEntries = 65536;
+
   struct Entry {
     uint64_t version = 0;
     bool replicated = false;

@@ -1,8 +1,9 @@
 // How gpujoin-router splits a Query plan over its shards (route_query.cpp):
 // the plan checked for a key its partitioned lookups share (an input key,
-// indexes of one key type; a replicated index's lookup may use any key), the plan each shard runs (its project steps keeping the router's
-// row numbers, its aggregate with partial measures), the shard of every row
-// of a batch, and the plan's trailing limits run again over merged rows.
+// indexes of one key type; a replicated index's lookup may use any key), the
+// plan each shard runs (its project steps keeping the router's row numbers,
+// its aggregate with partial measures), the shard of every row of a batch,
+// and the plan's trailing limits run again over merged rows.
 #pragma once
 
 #include <cstdint>

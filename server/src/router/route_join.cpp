@@ -233,6 +233,7 @@ grpc::Status RouteJoin(const ShardCalls& calls, grpc::ServerContext* ctx,
                                                           "Join");
   v1::JoinRequest request;
   while (stream->Read(&request)) {
+    request.clear_replica();  // the router's to set
     if (IsReplicated(calls, ctx, request.index())) {
       // The whole batch to one replica; its answer (continued or not) is the answer.
       std::vector<v1::JoinRequest> parts;
@@ -241,15 +242,29 @@ grpc::Status RouteJoin(const ShardCalls& calls, grpc::ServerContext* ctx,
       Answers answers;
       grpc::Status st = shards.Exchange(parts, &answers, &send);
       if (!st.ok()) return st;
-      const v1::JoinResponse& a = answers[s].front();
-      if (!a.has_error() || !IsPlacementRefusal(a.error())) {
-        NoteVersion(calls, request.index(), a);
+      if (ReplicaAnswerStands(calls, request.index(), answers[s].front())) {
+        // The replica continued its answer at its own --max-message-bytes.
+        uint64_t largest = 0;
+        for (const v1::JoinResponse& m : answers[s]) {
+          largest = std::max<uint64_t>(largest, m.ByteSizeLong());
+        }
+        if (largest > calls.config().max_message_bytes) {
+          v1::JoinResponse e;
+          e.set_batch_id(request.batch_id());
+          e.mutable_error()->set_code(static_cast<int>(grpc::StatusCode::RESOURCE_EXHAUSTED));
+          e.mutable_error()->set_message(absl::StrCat(
+              calls.shard(s).Name(), " answered the batch in messages of up to ", largest,
+              " bytes, more than this router's --max-message-bytes=",
+              calls.config().max_message_bytes, ": give the router at least its shards' limit"));
+          if (!stream->Write(e)) return shards.Close(grpc::Status::CANCELLED);
+          continue;
+        }
         for (const v1::JoinResponse& m : answers[s]) {
           if (!stream->Write(m)) return shards.Close(grpc::Status::CANCELLED);
         }
         continue;
       }
-      calls.placements().Forget(request.index());  // stale: split it below
+      // A stale placement: the batch is split below.
     }
     v1::JoinResponse out;
     out.set_batch_id(request.batch_id());

@@ -87,6 +87,7 @@ grpc::Status RouteLookup(const ShardCalls& calls, grpc::ServerContext* ctx,
                                                               &v1::GpuJoin::Stub::Lookup, "Lookup");
   v1::LookupRequest request;
   while (stream->Read(&request)) {
+    request.clear_replica();  // the router's to set
     if (IsReplicated(calls, ctx, request.index())) {
       // The whole batch to one replica; its answer is the answer.
       std::vector<v1::LookupRequest> parts;
@@ -95,13 +96,11 @@ grpc::Status RouteLookup(const ShardCalls& calls, grpc::ServerContext* ctx,
       Answers answers;
       grpc::Status st = shards.Exchange(parts, &answers, &send);
       if (!st.ok()) return st;
-      const v1::LookupResponse& a = answers[s].front();
-      if (!a.has_error() || !IsPlacementRefusal(a.error())) {
-        NoteVersion(calls, request.index(), a);
-        if (!stream->Write(a)) return shards.Close(grpc::Status::CANCELLED);
+      if (ReplicaAnswerStands(calls, request.index(), answers[s].front())) {
+        if (!stream->Write(answers[s].front())) return shards.Close(grpc::Status::CANCELLED);
         continue;
       }
-      calls.placements().Forget(request.index());  // stale: split it below
+      // A stale placement: the batch is split below.
     }
     v1::LookupResponse out;
     out.set_batch_id(request.batch_id());

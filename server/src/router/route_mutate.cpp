@@ -124,6 +124,16 @@ grpc::Status DescribeShards(const ShardCalls& calls, grpc::ServerContext* ctx,
     versions.push_back(i.version());
   }
   *replicated = answers[0].index().placement() == v1::INDEX_PLACEMENT_REPLICATED;
+  for (size_t s = 1; s < answers.size(); ++s) {
+    if (answers[s].index().placement() != answers[0].index().placement()) {
+      return grpc::Status(
+          grpc::StatusCode::ABORTED,
+          absl::StrCat("index \"", index, "\": ", calls.shard(0).Name(), " holds it ",
+                       *replicated ? "replicated" : "partitioned", " but ", calls.shard(s).Name(),
+                       *replicated ? " partitioned" : " replicated",
+                       " (rebuild it through the router)"));
+    }
+  }
   calls.placements().Put(index, {versions[0], *replicated});
   return SameVersion(calls, index, versions);
 }
@@ -142,10 +152,11 @@ grpc::Status MergeReplicas(const ShardCalls& calls, const Answers& answers,
         b.not_found_keys() != a.not_found_keys()) {
       return grpc::Status(
           grpc::StatusCode::ABORTED,
-          absl::StrCat("replicated index: ", calls.shard(s).Name(), " answered the batch with (version ",
-                       b.index_version(), ", sequence ", b.mutation_sequence(), ", ",
-                       b.inserted_keys(), " inserted, ", b.updated_keys(), " updated, ",
-                       b.deleted_keys(), " deleted) but ", calls.shard(0).Name(), " with (",
+          absl::StrCat("replicated index: ", calls.shard(s).Name(),
+                       " answered the batch with (version ", b.index_version(), ", sequence ",
+                       b.mutation_sequence(), ", ", b.inserted_keys(), " inserted, ",
+                       b.updated_keys(), " updated, ", b.deleted_keys(), " deleted) but ",
+                       calls.shard(0).Name(), " with (",
                        a.index_version(), ", ", a.mutation_sequence(), ", ", a.inserted_keys(),
                        ", ", a.updated_keys(), ", ", a.deleted_keys(),
                        "): the replicas differ; rebuild the index through the router"));
@@ -212,6 +223,7 @@ grpc::Status RouteMutate(const ShardCalls& calls, grpc::ServerContext* ctx,
   bool replicated = false;  // the described index is
   v1::MutateRequest request;
   while (stream->Read(&request)) {
+    request.clear_replica();  // the router's to set
     v1::MutateResponse out;
     out.set_batch_id(request.batch_id());
     std::vector<v1::MutateRequest> parts;
@@ -270,9 +282,10 @@ grpc::Status RouteMutate(const ShardCalls& calls, grpc::ServerContext* ctx,
         *out.mutable_error() = *refused;
         if (!applied.empty()) {
           out.mutable_error()->set_code(static_cast<int>(grpc::StatusCode::ABORTED));
-          out.mutable_error()->set_message(
-              absl::StrCat(refused->message(), "; the batch was applied on ",
-                           absl::StrJoin(applied, ", "), " only (apply it again, or rebuild)"));
+          out.mutable_error()->set_message(absl::StrCat(
+              refused->message(), "; the batch was applied on ", absl::StrJoin(applied, ", "),
+              replicated ? " only: the replicas now differ (rebuild the index through the router)"
+                         : " only (apply it again, or rebuild)"));
         }
         described.clear();  // the sequences moved under us: ask again
       } else {

@@ -299,6 +299,7 @@ grpc::Status RouteQuery(const ShardCalls& calls, grpc::ServerContext* ctx,
   absl::Status plan_error;  // a plan refused: every message's answer
   v1::QueryRequest request;
   while (stream->Read(&request)) {
+    request.clear_replicated();  // the router's to set
     last_batch_id = request.batch_id();
     if (!routing.has_value()) {
       if (!request.has_plan()) {

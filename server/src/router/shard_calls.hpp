@@ -438,6 +438,27 @@ void NoteVersion(const ShardCalls& calls, const std::string& index, const Respon
   if (entry && entry->version != answer.index_version()) calls.placements().Forget(index);
 }
 
+/// Whether one replica's answer to a whole batch stands: an error other than
+/// a placement refusal, or an answer on the version the placement was learnt
+/// from. Otherwise the placement is forgotten and the batch is split by key,
+/// where the shards' versions are compared (replicas on different versions:
+/// ABORTED, as for a partitioned index).
+template <class Response>
+bool ReplicaAnswerStands(const ShardCalls& calls, const std::string& index, const Response& a) {
+  if (a.has_error()) {
+    if (IsPlacementRefusal(a.error())) {
+      calls.placements().Forget(index);
+      return false;
+    }
+    NoteVersion(calls, index, a);
+    return true;
+  }
+  auto entry = calls.placements().Get(index);
+  if (entry && entry->version == a.index_version()) return true;
+  calls.placements().Forget(index);
+  return false;
+}
+
 template <class Request, class Response, class Method>
 grpc::Status ShardCalls::Passthrough(grpc::ServerContext* ctx,
                                      grpc::ServerReaderWriter<Response, Request>* stream,
