@@ -239,3 +239,32 @@ def test_a_callers_replica_flag_is_not_passed_on(cluster):
         got = list(stub.Lookup(iter([ask]), timeout=30))
         assert len(got) == 1 and not got[0].HasField("error"), got[0].error
         assert got[0].found == b"\x01" * len(keys)
+
+
+@pytest.mark.timeout(120)
+def test_a_replica_that_is_down_is_passed_over(cluster):
+    """A shard that is down takes its part of a partitioned index with it
+    (UNAVAILABLE naming it), but a replicated index keeps answering from the
+    replicas that serve."""
+    import signal
+    import time
+    (shard_servers, router) = cluster(3)
+    if shard_servers is None:
+        pytest.skip("a device group's parts cannot be stopped alone")
+    keys = np.arange(2000, dtype=np.uint32) * 13
+    with gpujoin.Client(router.address) as r:
+        wait_serving(r)
+        r.build_index("hot", keys, payload={"v": keys.astype(np.int64)}, placement="replicated")
+        r.build_index("split", keys)
+        shard_servers[1].proc.send_signal(signal.SIGKILL)
+        shard_servers[1].proc.wait(30)
+        wait_serving(r, want=False)
+        time.sleep(0.3)   # the poll that saw it down has marked it
+        for _ in range(3):
+            got = r.lookup("hot", keys, select=["v"], batch_rows=150)
+            assert got.found.all() and values(got.columns["v"]) == keys.astype(np.int64).tolist()
+            joined = r.join("hot", keys[::5], select=["v"], batch_rows=77)
+            assert len(joined) == len(keys[::5])
+        with pytest.raises(gpujoin.Error) as e:
+            r.lookup("split", keys)
+        assert e.value.code.name == "UNAVAILABLE" and "shard 1" in str(e.value), e.value

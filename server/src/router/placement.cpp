@@ -33,8 +33,9 @@ bool IsReplicated(const ShardCalls& calls, grpc::ServerContext* ctx, const std::
   v1::DescribeIndexResponse answer;
   auto context = calls.Context(ctx, /*unary=*/true);
   const auto start = Clock::now();
-  const grpc::Status st = calls.shard(0).stub->DescribeIndex(context.get(), request, &answer);
-  calls.Record(0, "DescribeIndex", start, st.ok());
+  const uint32_t s = calls.FirstServing();
+  const grpc::Status st = calls.shard(s).stub->DescribeIndex(context.get(), request, &answer);
+  calls.Record(s, "DescribeIndex", start, st.ok());
   if (st.error_code() == grpc::StatusCode::NOT_FOUND) {
     // Partitioned until it exists: the first answer on a version forgets this.
     calls.placements().Put(index, {0, false});

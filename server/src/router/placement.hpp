@@ -47,7 +47,7 @@ class Placements {
 };
 
 /// Whether `index` is replicated over the shards: the cached entry, else
-/// shard 0's DescribeIndex (cached when it answers). An index the shard does
+/// the first serving shard's DescribeIndex (cached when it answers). An index the shard does
 /// not know, or a failed call, reads as partitioned: the batch's own routing
 /// then reports what is wrong.
 bool IsReplicated(const ShardCalls& calls, grpc::ServerContext* ctx, const std::string& index);

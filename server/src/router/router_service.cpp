@@ -131,9 +131,33 @@ class RouterService final : public v1::GpuJoin::Service {
 
   grpc::Status DescribeIndex(grpc::ServerContext* ctx, const v1::DescribeIndexRequest* request,
                              v1::DescribeIndexResponse* response) override {
+    grpc::Status denied = calls_.Authorize(ctx);
+    if (!denied.ok()) return denied;
     std::vector<v1::DescribeIndexResponse> answers;
-    grpc::Status s = calls_.FanOut<v1::DescribeIndexRequest, v1::DescribeIndexResponse>(
-        ctx, "DescribeIndex", *request, &v1::GpuJoin::Stub::DescribeIndex, &answers);
+    std::vector<grpc::Status> statuses;
+    calls_.CallEach(ctx, "DescribeIndex", *request, &v1::GpuJoin::Stub::DescribeIndex, &answers,
+                    &statuses);
+    // A replicated index is described by the replicas that answer while others
+    // are down or failing, as its batches pass those over.
+    std::vector<v1::IndexInfo> replicas;
+    std::vector<std::string> names;
+    bool others_down = true;
+    for (size_t s = 0; s < answers.size(); ++s) {
+      if (statuses[s].ok()) {
+        if (answers[s].index().placement() != v1::INDEX_PLACEMENT_REPLICATED) others_down = false;
+        replicas.push_back(answers[s].index());
+        names.push_back(calls_.names()[s]);
+      } else {
+        others_down &= !CallersError(statuses[s]);
+      }
+    }
+    if (!replicas.empty() && replicas.size() < answers.size() && others_down) {
+      absl::StatusOr<v1::IndexInfo> merged = MergeIndexInfos(replicas, names);
+      if (!merged.ok()) return ToGrpc(merged.status());
+      *response->mutable_index() = *std::move(merged);
+      return grpc::Status::OK;
+    }
+    grpc::Status s = calls_.Failure(statuses);
     if (!s.ok()) return s;
     return MergedIndex(answers, response);
   }

@@ -48,6 +48,25 @@ class ShardCalls {
   ShardMetrics& metrics() const { return *metrics_; }
   /// Where each index lives, as last learnt (router/placement.hpp).
   Placements& placements() const { return placements_; }
+  /// The shard a replicated index's next whole batch goes to: the next in
+  /// turn that served at the last health poll (a replica on a failed device
+  /// or a shard that is down is passed over), else the next in turn.
+  uint32_t NextServingReplica() const {
+    const uint32_t n = count();
+    const uint32_t first = placements_.NextReplica(n);
+    for (uint32_t i = 0; i < n; ++i) {
+      const uint32_t s = (first + i) % n;
+      if (metrics_->Serving(s)) return s;
+    }
+    return first;
+  }
+  /// The first shard that served at the last health poll, else shard 0.
+  uint32_t FirstServing() const {
+    for (uint32_t s = 0; s < count(); ++s) {
+      if (metrics_->Serving(s)) return s;
+    }
+    return 0;
+  }
 
   /// OK, or the caller's missing rights (UNAUTHENTICATED).
   grpc::Status Authorize(grpc::ServerContext* ctx) const {
@@ -112,6 +131,13 @@ class ShardCalls {
     if (!denied.ok()) return denied;
     std::vector<grpc::Status> statuses;
     CallEach(ctx, rpc, request, method, answers, &statuses);
+    return Failure(statuses);
+  }
+
+  /// The call's status from every shard's (CallEach): the first failure, as
+  /// the shards said it when every shard refused the call alike, else naming
+  /// the shard; OK when every shard answered.
+  grpc::Status Failure(const std::vector<grpc::Status>& statuses) const {
     for (size_t s = 0; s < shards_.size(); ++s) {
       if (!statuses[s].ok()) {
         bool everywhere = CallersError(statuses[s]);
@@ -408,13 +434,13 @@ std::optional<v1::BatchError> RefusedBatch(const ShardCalls& calls,
 
 // ---------------------------------------------------------------- Passthrough
 
-/// One whole batch to one replica of a replicated index: `request` with
-/// `replica` set at that shard's position of `parts` (the others empty), and
-/// the mask that sends it there only. Returns the shard.
+/// One whole batch to one replica of a replicated index (the next serving one,
+/// in turn): `request` with `replica` set at that shard's position of `parts`
+/// (the others empty), and the mask that sends it there only. Returns the shard.
 template <class Request>
 uint32_t ToOneReplica(const ShardCalls& calls, const Request& request,
                       std::vector<Request>* parts, std::vector<bool>* send) {
-  const uint32_t s = calls.placements().NextReplica(calls.count());
+  const uint32_t s = calls.NextServingReplica();
   parts->assign(calls.count(), Request{});
   (*parts)[s] = request;
   (*parts)[s].set_replica(true);

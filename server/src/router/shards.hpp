@@ -2,6 +2,7 @@
 // per-shard metrics, and how a shard's failure becomes the call's error.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -31,7 +32,8 @@ inline grpc::Status ToGrpc(const absl::Status& s) {
 class ShardMetrics {
  public:
   explicit ShardMetrics(size_t shards)
-      : registry_(std::make_shared<prometheus::Registry>()),
+      : serving_flags_(std::make_unique<std::atomic<bool>[]>(shards)),
+        registry_(std::make_shared<prometheus::Registry>()),
         requests_(prometheus::BuildCounter()
                       .Name("gpujoin_router_shard_requests_total")
                       .Help("Calls and stream batches the router sent to each shard, by RPC")
@@ -62,10 +64,16 @@ class ShardMetrics {
                                                              0.005, 0.01, 0.025, 0.1, 0.5, 2.5})
         .Observe(seconds);
   }
-  void SetServing(size_t shard, bool serving) { serving_gauges_[shard]->Set(serving ? 1 : 0); }
+  void SetServing(size_t shard, bool serving) {
+    serving_gauges_[shard]->Set(serving ? 1 : 0);
+    serving_flags_[shard].store(serving);
+  }
+  /// Whether the shard said it serves at the last health poll (false before the first).
+  bool Serving(size_t shard) const { return serving_flags_[shard].load(); }
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
 
  private:
+  std::unique_ptr<std::atomic<bool>[]> serving_flags_;
   std::shared_ptr<prometheus::Registry> registry_;
   std::mutex mu_;
   prometheus::Family<prometheus::Counter>& requests_;
