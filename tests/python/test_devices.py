@@ -125,6 +125,14 @@ def test_all_devices_of_the_cpu_backend_is_refused(pytestconfig):
     assert "--devices all" in out.stdout + out.stderr and "0,1" in out.stdout + out.stderr, out
 
 
+def start_alone(pytestconfig, processes):
+    """One plain gpujoind of the suite's backend (ready)."""
+    s = Gpujoind(gpujoind_binary(pytestconfig))
+    processes.append(s)
+    assert s.address is not None, "".join(s.log)
+    return s
+
+
 def scrape(address):
     with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as r:
         return r.read().decode()
@@ -145,6 +153,11 @@ def test_every_part_holds_some_keys_and_metrics_say_which_device(pytestconfig, p
         info = c.server_info()
         assert info.device_name.startswith("3 devices: "), info.device_name
         assert info.serving
+        if suite_backend() != "cuda":
+            # Host devices share one host's memory: its total, not three times it.
+            with gpujoin.Client(start_alone(pytestconfig, processes).address) as one:
+                alone = one.server_info().device_memory_total_bytes
+            assert info.device_memory_total_bytes == alone > 0, (info, alone)
         text = scrape(metrics_address)
     # Every family is named once, with the series of every device under it.
     types = re.findall(r"^# TYPE (\S+) ", text, re.M)

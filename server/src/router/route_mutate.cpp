@@ -36,9 +36,11 @@ absl::Status SplitMutation(const v1::MutateRequest& request, uint32_t n,
   if (rows > 0) {
     if (!request.has_values()) {
       return absl::UnimplementedError(absl::StrCat(
-          "values: gpujoin-router (and gpujoind --devices) takes upserts with explicit values only (one per upsert "
-          "row, here ", rows, "); it keeps no global row counter, so upserts into a row-ID "
-          "index go to a gpujoind of one device (docs/operations.md, \"Sharding\")"));
+          "values: gpujoin-router (and gpujoind --devices) takes upserts into a partitioned "
+          "index with explicit values only (one per upsert row, here ", rows,
+          "); it keeps no global row counter, so upserts into a row-ID index go to an index "
+          "built with placement replicated, or to a gpujoind of one device (docs/operations.md, "
+          "\"Replicated indexes\")"));
     }
     GPUJOIN_ASSIGN_OR_RETURN(values, WordsOf(request.values(), "values"));
     if (values.size() != rows) {

@@ -47,6 +47,9 @@ struct RouterConfig {
   std::vector<std::shared_ptr<grpc::Channel>> shard_channels;
   /// What GetServerInfo's device_name calls the shards ("3 shards: ...").
   std::string shards_noun = "shards";
+  /// The shards' memory is one host's (a device group's host devices):
+  /// GetServerInfo's device_memory_total_bytes is one shard's, not their sum.
+  bool shards_share_memory = false;
   /// Who says SERVING / NOT_SERVING in the log.
   std::string log_name = "gpujoin-router";
   /// Shutdown: seconds health says NOT_SERVING before the listener closes, then

@@ -85,8 +85,10 @@ class RouterService final : public v1::GpuJoin::Service {
     bool serving = true;
     for (size_t i = 1; i < answers.size(); ++i) {
       const auto& a = answers[i];
-      response->set_device_memory_total_bytes(response->device_memory_total_bytes() +
-                                              a.device_memory_total_bytes());
+      response->set_device_memory_total_bytes(
+          calls_.config().shards_share_memory
+              ? std::max(response->device_memory_total_bytes(), a.device_memory_total_bytes())
+              : response->device_memory_total_bytes() + a.device_memory_total_bytes());
       response->set_device_memory_used_bytes(response->device_memory_used_bytes() +
                                              a.device_memory_used_bytes());
       response->set_device_memory_budget_bytes(response->device_memory_budget_bytes() +

@@ -68,6 +68,13 @@ class DeviceMetrics final : public prometheus::Collectable {
 // no metrics listener, TLS or token of its own (the front has them), part
 // `part`'s keys only, its own directory under --data-dir, and a share of the
 // host's threads and host-memory limits.
+// Whether the group's devices are host devices (the cpu backend): they share
+// the host's cores and memory.
+bool HostDevices(const ServerConfig& group) {
+  return group.backend == engine::BackendKind::kCpu ||
+         (group.backend == engine::BackendKind::kAuto && !engine::CudaDeviceAvailable());
+}
+
 ServerConfig MemberConfig(const ServerConfig& group, int device, uint32_t part, uint32_t parts) {
   ServerConfig m = group;
   m.listen.clear();
@@ -89,9 +96,7 @@ ServerConfig MemberConfig(const ServerConfig& group, int device, uint32_t part, 
     // was made for; another --devices count starts from empty directories.
     m.data_dir = absl::StrCat(group.data_dir, "/part-", part, "-of-", parts);
   }
-  const bool host_devices = group.backend == engine::BackendKind::kCpu ||
-                            (group.backend == engine::BackendKind::kAuto &&
-                             !engine::CudaDeviceAvailable());
+  const bool host_devices = HostDevices(group);
   const uint32_t cores = std::max(1u, std::thread::hardware_concurrency());
   if (m.cpu_threads == 0) m.cpu_threads = std::max(1u, cores / parts);
   if (m.executor_threads == 0 && host_devices) m.executor_threads = std::max(2u, cores / parts);
@@ -149,6 +154,7 @@ class DeviceGroup final : public Daemon {
     // client's to bound with its deadline (which reaches the members).
     rc.shard_timeout_seconds = 1e6;
     rc.shards_noun = "devices";
+    rc.shards_share_memory = HostDevices(config);
     rc.log_name = "device group";
     rc.drain_grace_seconds = config.drain_grace_seconds;
     rc.drain_timeout_seconds = config.drain_timeout_seconds;
