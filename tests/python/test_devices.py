@@ -12,7 +12,9 @@ included), bad requests and unknown indexes, and replicated indexes. The tests o
 flag's errors, /metrics with a `device_id` label on every member's series (each
 family named once) beside the per-part counters, GetServerInfo, the keys really
 spread over the parts, --data-dir per part through a restart (and another
-part count starting empty), and health.
+part count starting empty), health, a replicated index's batches spread over
+the devices, and a device whose backend fails (the cpu backend's test
+stand-in for a sticky CUDA error) taking only its part out of service.
 """
 import os
 import re
@@ -338,3 +340,47 @@ def test_a_replicated_index_spreads_its_batches_over_the_devices(pytestconfig, p
             batches[labels["shard"]] = float(m.group(2))
     assert sorted(batches) == ["0", "1"] and sum(batches.values()) == 8, batches
     assert min(batches.values()) >= 3, batches
+
+
+@pytest.mark.timeout(120)
+def test_a_failed_device_takes_only_its_part_out_of_service(pytestconfig, processes):
+    """A device whose backend fails (the cpu backend's stand-in for a sticky
+    CUDA error) reports NOT_SERVING on its own in health and metrics; calls on
+    a partitioned index fail naming it, while a replicated index keeps
+    answering from the other devices."""
+    if suite_backend() == "cuda":
+        pytest.skip("the failing backend is the cpu backend's test stand-in")
+    g = Gpujoind(gpujoind_binary(pytestconfig), "--devices=0,1,2", "--backend=cpu",
+                 "--metrics-listen=127.0.0.1:0", "--test-fatal-after-runs=4",
+                 "--test-fatal-device=1")
+    processes.append(g)
+    metrics_address = re.search(r"metrics=(\S+)", "".join(g.log)).group(1)
+    keys = np.arange(3000, dtype=np.uint32) * 5
+    with gpujoin.Client(g.address) as c:
+        wait_serving(c)
+        c.build_index("split", keys)
+        c.build_index("hot", keys, payload={"v": keys.astype(np.int64)}, placement="replicated")
+        failure = None
+        for _ in range(20):
+            try:
+                c.lookup("split", keys)
+            except gpujoin.Error as e:
+                failure = e
+                break
+        assert failure is not None, "device 1's backend never failed"
+        assert failure.code.name == "INTERNAL", failure
+        assert "shard 1" in str(failure) and "fatal device error" in str(failure), failure
+        wait_serving(c, want=False)
+        text = scrape(metrics_address)
+        serving = {m.group(1): m.group(2) for m in re.finditer(
+            r'^gpujoin_serving\{[^}]*device_id="(\d)"[^}]*\} (\S+)$', text, re.M)}
+        assert serving == {"0": "1", "1": "0", "2": "1"}, serving
+        assert re.search(r'^gpujoin_router_shard_serving\{shard="1"\} 0', text, re.M), text
+        assert not c.server_info().serving
+        with pytest.raises(gpujoin.Error) as e:
+            c.lookup("split", keys)
+        assert "shard 1" in str(e.value), e.value
+        for _ in range(3):
+            got = c.lookup("hot", keys, select=["v"], batch_rows=400)
+            assert got.found.all() and values(got.columns["v"]) == keys.astype(np.int64).tolist()
+        assert c.describe("hot").placement == "replicated"

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <new>
@@ -108,8 +109,13 @@ class CpuBackend final : public Backend {
   }
 
  public:
-  CpuBackend(uint32_t threads, uint32_t fingerprint_bits)
-      : pool_(threads), model_(CpuModelName()), fingerprint_bits_(fingerprint_bits) {}
+  CpuBackend(uint32_t threads, uint32_t fingerprint_bits, uint64_t fatal_after_runs)
+      : pool_(threads),
+        model_(CpuModelName()),
+        fingerprint_bits_(fingerprint_bits),
+        fatal_after_runs_(fatal_after_runs) {}
+
+  bool Healthy() const override { return healthy_.load(); }
 
   BackendInfo Info() const override {
     BackendInfo info;
@@ -209,6 +215,12 @@ class CpuBackend final : public Backend {
   }
 
   absl::Status Run(const CommandGraph& graph) override {
+    if (fatal_after_runs_ != 0 && runs_.fetch_add(1) >= fatal_after_runs_) healthy_ = false;
+    if (!healthy_.load()) {
+      return absl::InternalError(absl::StrCat(
+          "cpu backend is not serving after a fatal device error: the test stand-in for a "
+          "sticky device error after ", fatal_after_runs_, " runs (--test-fatal-after-runs)"));
+    }
     GPUJOIN_RETURN_IF_ERROR(graph.Validate());
     // Resolve every index before running anything, so a foreign index fails the
     // graph without partial effects.
@@ -295,6 +307,9 @@ class CpuBackend final : public Backend {
   mutable ThreadPool pool_;
   std::string model_;
   uint32_t fingerprint_bits_;
+  uint64_t fatal_after_runs_;
+  std::atomic<uint64_t> runs_{0};
+  std::atomic<bool> healthy_{true};
 };
 
 }  // namespace
@@ -304,7 +319,8 @@ namespace detail {
 
 absl::StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(const BackendOptions& options) {
   return std::unique_ptr<Backend>(
-      std::make_unique<cpu::CpuBackend>(options.cpu_threads, options.key_fingerprint_bits));
+      std::make_unique<cpu::CpuBackend>(options.cpu_threads, options.key_fingerprint_bits,
+                                        options.test_fatal_after_runs));
 }
 
 }  // namespace detail

@@ -186,6 +186,13 @@ void AddDataDirFlags(CLI::App& app, ServerConfig& config, FlagText& text) {
   app.add_option("--snapshot-test-load-delay-ms", config.snapshot_test_load_delay_ms,
                  "Tests only: sleep this many ms before each snapshot loaded at start")
       ->group("");
+  app.add_option("--test-fatal-after-runs", config.backend_options.test_fatal_after_runs,
+                 "Tests only (cpu backend): after this many graph runs the backend fails as "
+                 "after a sticky device error")
+      ->group("");
+  app.add_option("--test-fatal-device", config.test_fatal_device,
+                 "Tests only, with --devices: the device --test-fatal-after-runs applies to")
+      ->group("");
 }
 
 // A byte-size flag given as text: parsed into `target` when set.

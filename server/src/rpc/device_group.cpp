@@ -87,6 +87,9 @@ ServerConfig MemberConfig(const ServerConfig& group, int device, uint32_t part, 
   m.all_devices = false;
   m.shard = {part, parts};
   m.drain_grace_seconds = 0;
+  if (group.test_fatal_device >= 0 && group.test_fatal_device != device) {
+    m.backend_options.test_fatal_after_runs = 0;
+  }
   // Every call reaches a member over the front's one in-process channel: a
   // per-connection limit there would be one for the whole process (the front
   // applies --max-streams-per-connection to the clients' connections).

@@ -62,6 +62,9 @@ struct BackendOptions {
   /// Key-schema indexes: the bits of a key's fingerprint kept (64). Tests set
   /// fewer to force many keys onto one fingerprint; the results must not change.
   uint32_t key_fingerprint_bits = 64;
+  /// Tests only (the CPU backend): after this many Run calls (0 = never), every
+  /// Run fails INTERNAL and Healthy() is false, as after a sticky CUDA error.
+  uint64_t test_fatal_after_runs = 0;
 };
 
 /// What a build is given, as far as its memory is concerned: the input of

@@ -196,6 +196,10 @@ struct ServerConfig {
   /// --snapshot-test-load-delay-ms (tests only): sleep this long before each
   /// snapshot of the start-up load.
   uint32_t snapshot_test_load_delay_ms = 0;
+  /// --test-fatal-device (tests only, with --devices and the cpu backend's
+  /// --test-fatal-after-runs, backend_options.test_fatal_after_runs): the one
+  /// device whose backend fails; -1 = every device.
+  int test_fatal_device = -1;
 };
 
 /// The executor size for `backend` (kCpu or kCuda, as resolved from kAuto) on a
