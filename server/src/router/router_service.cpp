@@ -15,57 +15,44 @@
 #include "router/merge.hpp"
 #include "router/routes.hpp"
 #include "router/shard_calls.hpp"
+#include "transport/connection_streams.hpp"
 
 namespace gpujoin::server::router {
 namespace {
 
-// --max-streams-per-connection: the streams one client connection (peer)
-// holds open at once; a slot is held while its call runs.
+// --max-streams-per-connection (ConnectionStreams, as gpujoind counts them):
+// a slot is held while its call runs.
 class StreamSlots {
  public:
   explicit StreamSlots(uint32_t max) : max_(max) {}
 
   class Slot {
    public:
-    Slot(StreamSlots* owner, std::string peer) : owner_(owner), peer_(std::move(peer)) {}
+    Slot(ConnectionStreams* streams, std::string peer)
+        : streams_(streams), peer_(std::move(peer)) {}
     Slot(const Slot&) = delete;
     Slot& operator=(const Slot&) = delete;
-    ~Slot() { owner_->Release(peer_); }
+    ~Slot() { streams_->Release(peer_); }
 
    private:
-    StreamSlots* owner_;
+    ConnectionStreams* streams_;
     std::string peer_;
   };
 
   /// A slot for `ctx`'s connection, or RESOURCE_EXHAUSTED naming the limit.
   std::optional<Slot> Acquire(grpc::ServerContext* ctx, const char* rpc, grpc::Status* refused) {
     std::string peer = ctx->peer();
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      uint32_t& open = open_[peer];
-      if (open >= max_) {
-        *refused = grpc::Status(
-            grpc::StatusCode::RESOURCE_EXHAUSTED,
-            absl::StrCat(rpc, ": ", open, " streams are open on this connection (", peer,
-                         "), the limit --max-streams-per-connection=", max_,
-                         "; finish one, or open another connection"));
-        return std::nullopt;
-      }
-      ++open;
+    const absl::Status admitted = streams_.Acquire(peer, rpc, max_);
+    if (!admitted.ok()) {
+      *refused = ToGrpc(admitted);
+      return std::nullopt;
     }
-    return std::optional<Slot>(std::in_place, this, std::move(peer));
+    return std::optional<Slot>(std::in_place, &streams_, std::move(peer));
   }
 
  private:
-  void Release(const std::string& peer) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = open_.find(peer);
-    if (it != open_.end() && --it->second == 0) open_.erase(it);
-  }
-
   const uint32_t max_;
-  std::mutex mu_;
-  std::map<std::string, uint32_t> open_;
+  ConnectionStreams streams_;
 };
 
 class RouterService final : public v1::GpuJoin::Service {

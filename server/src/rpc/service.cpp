@@ -58,27 +58,14 @@ void GpuJoinService::ReleaseBuildSlot() { open_builds_.fetch_sub(1); }
 
 absl::Status GpuJoinService::AcquireStream(grpc::CallbackServerContext* context,
                                            std::string_view rpc, std::string* peer) {
-  const uint32_t max = ops_->state().config.max_streams_per_connection;
   *peer = context->peer();
-  std::lock_guard<std::mutex> lock(peers_mu_);
-  uint32_t& open = open_streams_[*peer];
-  if (open >= max) {
-    if (open == 0) open_streams_.erase(*peer);
-    metrics()->CountRpcError(rpc, StatusCodeName(absl::StatusCode::kResourceExhausted));
-    return absl::ResourceExhaustedError(
-        absl::StrCat(std::string(rpc), ": ", open, " streams are open on this connection (",
-                     *peer, "), the limit --max-streams-per-connection=", max,
-                     "; finish one, or open another connection"));
-  }
-  ++open;
-  return absl::OkStatus();
+  absl::Status admitted = connection_streams_.Acquire(
+      *peer, rpc, ops_->state().config.max_streams_per_connection);
+  if (!admitted.ok()) metrics()->CountRpcError(rpc, StatusCodeName(admitted.code()));
+  return admitted;
 }
 
-void GpuJoinService::ReleaseStream(const std::string& peer) {
-  std::lock_guard<std::mutex> lock(peers_mu_);
-  auto it = open_streams_.find(peer);
-  if (it != open_streams_.end() && --it->second == 0) open_streams_.erase(it);
-}
+void GpuJoinService::ReleaseStream(const std::string& peer) { connection_streams_.Release(peer); }
 
 void GpuJoinService::Register(DrainableStream* stream) {
   std::lock_guard<std::mutex> lock(streams_mu_);

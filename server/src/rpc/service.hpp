@@ -18,7 +18,6 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
-#include <map>
 #include <set>
 #include <string_view>
 
@@ -29,6 +28,7 @@
 #include "rpc/executor.hpp"
 #include "rpc/stream_host.hpp"
 #include "transport/auth.hpp"
+#include "transport/connection_streams.hpp"
 
 namespace gpujoin::server {
 
@@ -163,8 +163,7 @@ class GpuJoinService final : public GpuJoinServiceBase, public StreamHost {
   std::mutex streams_mu_;
   std::set<DrainableStream*> streams_;
   std::atomic<uint32_t> open_builds_{0};
-  std::mutex peers_mu_;
-  std::map<std::string, uint32_t> open_streams_;  // per connection (guarded by peers_mu_)
+  ConnectionStreams connection_streams_;  // --max-streams-per-connection
 };
 
 }  // namespace gpujoin::server
