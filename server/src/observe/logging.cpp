@@ -13,7 +13,10 @@ namespace gpujoin::server {
 namespace {
 std::atomic<int> g_level{static_cast<int>(LogLevel::kInfo)};
 std::mutex g_mu;
+thread_local std::string t_prefix;
 }  // namespace
+
+void SetThreadLogPrefix(std::string_view prefix) { t_prefix = std::string(prefix); }
 
 absl::StatusOr<LogLevel> ParseLogLevel(std::string_view name) {
   if (name == "debug") return LogLevel::kDebug;
@@ -41,8 +44,8 @@ void Log(LogLevel level, std::string_view message) {
                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, millis);
   static constexpr char kLetters[] = {'D', 'I', 'W', 'E'};
   std::lock_guard<std::mutex> lock(g_mu);
-  std::fprintf(stderr, "%s %c %.*s\n", stamp, kLetters[static_cast<int>(level)],
-               static_cast<int>(message.size()), message.data());
+  std::fprintf(stderr, "%s %c %s%.*s\n", stamp, kLetters[static_cast<int>(level)],
+               t_prefix.c_str(), static_cast<int>(message.size()), message.data());
   std::fflush(stderr);
 }
 

@@ -171,6 +171,7 @@ class DeviceGroup final : public Daemon {
           const int device = config.devices[part];
           LogInfo(absl::StrCat("device group: starting part ", part, " of ", parts,
                                " on device ", device));
+          SetThreadLogPrefix(absl::StrCat("device ", device, ": "));
           started[part] = Server::Start(MemberConfig(config, device, part, parts));
         });
       }
@@ -191,6 +192,7 @@ class DeviceGroup final : public Daemon {
       rc.shard_channels.push_back((*started[part])->InProcessChannel());
       g->metrics_->Add(device, (*started[part])->metrics_registry());
       g->members_.push_back(*std::move(started[part]));
+      g->member_devices_.push_back(device);
     }
     if (!failed.ok()) return failed;  // ~DeviceGroup stops the members that started
     GPUJOIN_ASSIGN_OR_RETURN(g->router_, router::Router::Start(rc));
@@ -240,10 +242,19 @@ class DeviceGroup final : public Daemon {
     // gpujoind does at the start of its drain); the front then says
     // NOT_SERVING for the grace period and waits for the calls in flight;
     // then the members stop, side by side.
-    for (auto& m : members_) m->BeginDrain();
+    for (size_t i = 0; i < members_.size(); ++i) {
+      SetThreadLogPrefix(absl::StrCat("device ", member_devices_[i], ": "));
+      members_[i]->BeginDrain();
+    }
+    SetThreadLogPrefix("");
     if (router_ != nullptr) router_->Shutdown();
     std::vector<std::thread> stoppers;
-    for (auto& m : members_) stoppers.emplace_back([&m] { m->Shutdown(); });
+    for (size_t i = 0; i < members_.size(); ++i) {
+      stoppers.emplace_back([this, i] {
+        SetThreadLogPrefix(absl::StrCat("device ", member_devices_[i], ": "));
+        members_[i]->Shutdown();
+      });
+    }
     for (std::thread& t : stoppers) t.join();
     exposer_.reset();
   }
@@ -254,6 +265,7 @@ class DeviceGroup final : public Daemon {
   ServerConfig config_;
   std::shared_ptr<DeviceMetrics> metrics_;
   std::vector<std::unique_ptr<Server>> members_;
+  std::vector<int> member_devices_;  // the device of members_[i]
   std::unique_ptr<router::Router> router_;
   std::unique_ptr<TokenAuthenticator> metrics_auth_;
   std::unique_ptr<prometheus::Exposer> exposer_;

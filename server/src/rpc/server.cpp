@@ -203,9 +203,16 @@ absl::Status StartOperations(Server::Impl& s, const ServerConfig& config, Server
   state.config.executor_threads = threads;
   state.config.inline_batch_rows = inline_rows;
   Server::Impl* raw = &s;
-  state.on_backend_fatal = [raw] {
+  // A device group's part says which device it is.
+  const std::string whose =
+      config.shard.sharded() && config.devices.size() == 1
+          ? absl::StrCat(" (device ", config.devices[0], ", part ", config.shard.index, " of ",
+                         config.shard.count, ")")
+          : std::string();
+  state.on_backend_fatal = [raw, whose] {
     if (!raw->fatal.exchange(true)) {
-      LogError("fatal device error: the backend is unhealthy; reporting NOT_SERVING");
+      LogError(absl::StrCat("fatal device error", whose,
+                            ": the backend is unhealthy; reporting NOT_SERVING"));
       raw->SetServing(false);
     }
   };

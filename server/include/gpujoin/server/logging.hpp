@@ -17,8 +17,13 @@ absl::StatusOr<LogLevel> ParseLogLevel(std::string_view name);
 void SetLogLevel(LogLevel level);
 bool LogEnabled(LogLevel level);
 
-/// Writes one line "2026-01-01T00:00:00.000Z I message" to stderr (flushed).
+/// Writes one line "2026-01-01T00:00:00.000Z I message" to stderr (flushed),
+/// the calling thread's prefix (SetThreadLogPrefix) before the message.
 void Log(LogLevel level, std::string_view message);
+
+/// Text put before every message this thread logs ("" = none): a device
+/// group's part, "device 1: ", on the thread that starts it.
+void SetThreadLogPrefix(std::string_view prefix);
 
 inline void LogDebug(std::string_view m) { Log(LogLevel::kDebug, m); }
 inline void LogInfo(std::string_view m) { Log(LogLevel::kInfo, m); }
