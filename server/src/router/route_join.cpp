@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "gpujoin/common/status_macros.hpp"
 #include "router/merge.hpp"
+#include "router/replicas.hpp"
 #include "router/routes.hpp"
 #include "router/wire_rows.hpp"
 #include "wire/join_parts.hpp"

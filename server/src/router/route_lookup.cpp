@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "router/merge.hpp"
+#include "router/replicas.hpp"
 #include "router/routes.hpp"
 #include "router/wire_rows.hpp"
 

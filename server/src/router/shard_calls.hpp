@@ -434,57 +434,6 @@ std::optional<v1::BatchError> RefusedBatch(const ShardCalls& calls,
 
 // ---------------------------------------------------------------- Passthrough
 
-/// One whole batch to one replica of a replicated index (the next serving one,
-/// in turn): `request` with `replica` set at that shard's position of `parts`
-/// (the others empty), and the mask that sends it there only. Returns the shard.
-template <class Request>
-uint32_t ToOneReplica(const ShardCalls& calls, const Request& request,
-                      std::vector<Request>* parts, std::vector<bool>* send) {
-  const uint32_t s = calls.NextServingReplica();
-  parts->assign(calls.count(), Request{});
-  (*parts)[s] = request;
-  (*parts)[s].set_replica(true);
-  send->assign(calls.count(), false);
-  (*send)[s] = true;
-  return s;
-}
-
-/// Forgets the placement of `index` when an answer ran on another version
-/// than the one it was learnt from (the index was rebuilt since), or found no
-/// such index (it was dropped, maybe through another router).
-template <class Response>
-void NoteVersion(const ShardCalls& calls, const std::string& index, const Response& answer) {
-  if (answer.has_error()) {
-    if (answer.error().code() == static_cast<int>(grpc::StatusCode::NOT_FOUND)) {
-      calls.placements().Forget(index);
-    }
-    return;
-  }
-  auto entry = calls.placements().Get(index);
-  if (entry && entry->version != answer.index_version()) calls.placements().Forget(index);
-}
-
-/// Whether one replica's answer to a whole batch stands: an error other than
-/// a placement refusal, or an answer on the version the placement was learnt
-/// from. Otherwise the placement is forgotten and the batch is split by key,
-/// where the shards' versions are compared (replicas on different versions:
-/// ABORTED, as for a partitioned index).
-template <class Response>
-bool ReplicaAnswerStands(const ShardCalls& calls, const std::string& index, const Response& a) {
-  if (a.has_error()) {
-    if (IsPlacementRefusal(a.error())) {
-      calls.placements().Forget(index);
-      return false;
-    }
-    NoteVersion(calls, index, a);
-    return true;
-  }
-  auto entry = calls.placements().Get(index);
-  if (entry && entry->version == a.index_version()) return true;
-  calls.placements().Forget(index);
-  return false;
-}
-
 template <class Request, class Response, class Method>
 grpc::Status ShardCalls::Passthrough(grpc::ServerContext* ctx,
                                      grpc::ServerReaderWriter<Response, Request>* stream,
