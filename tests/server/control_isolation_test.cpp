@@ -120,14 +120,16 @@ TEST(ControlIsolation, ControlCallsAreAnsweredWhileHeavyBatchesRun) {
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   const int answered_by_then = answered.load();
   for (auto& t : streams) t.join();
+  const double batches = std::chrono::duration<double>(Clock::now() - start).count();
   EXPECT_EQ(answered.load(), kStreams * kBatches);
   // The premise: the batches were still running when the control calls returned
   // (96 lookups of 2^19 keys on one engine thread take seconds).
   ASSERT_LT(answered_by_then, kStreams * kBatches) << "the batches finished too soon to test";
   // Three control calls on a free control executor take milliseconds; behind the
-  // batch queue they would take as long as the remaining batches. (A bound wide
-  // enough for a loaded 2-core CI machine.)
-  EXPECT_LT(seconds, 0.5) << "control calls waited behind batch work";
+  // batch queue they would take as long as the remaining batches. Measured
+  // against those (not a fixed bound), so that a loaded machine slows both alike.
+  EXPECT_LT(seconds, 0.25 * batches)
+      << "control calls (" << seconds << " s) waited behind batch work (" << batches << " s)";
 }
 
 TEST(DrainGrace, HealthIsNotServingWhileTheListenerStaysOpen) {
