@@ -135,6 +135,17 @@ def start_alone(pytestconfig, processes):
     return s
 
 
+def series(text, name, by, **match):
+    """{value of label `by`: sample} of the series `name` in a /metrics text
+    whose labels include `match`."""
+    out = {}
+    for m in re.finditer(r'^%s\{([^}]*)\} (\S+)$' % re.escape(name), text, re.M):
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))
+        if all(labels.get(k) == v for k, v in match.items()):
+            out[labels[by]] = float(m.group(2))
+    return out
+
+
 def scrape(address):
     with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as r:
         return r.read().decode()
@@ -164,11 +175,7 @@ def test_every_part_holds_some_keys_and_metrics_say_which_device(pytestconfig, p
     # Every family is named once, with the series of every device under it.
     types = re.findall(r"^# TYPE (\S+) ", text, re.M)
     assert len(types) == len(set(types)), [t for t in types if types.count(t) > 1]
-    per_device = {}
-    for m in re.finditer(r'^gpujoin_index_unique_keys\{([^}]*)\} (\S+)$', text, re.M):
-        labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))
-        if labels.get("index") == "spread":
-            per_device[labels["device_id"]] = float(m.group(2))
+    per_device = series(text, "gpujoin_index_unique_keys", "device_id", index="spread")
     assert sorted(per_device) == ["0", "1", "2"], text
     assert sum(per_device.values()) == len(keys), per_device
     # The jump hash spreads 30,000 keys about evenly: each part holds a fair share.
@@ -327,17 +334,9 @@ def test_a_replicated_index_spreads_its_batches_over_the_devices(pytestconfig, p
         assert got.found.all() and values(got.columns["v"]) == keys[::7].astype(np.int64).tolist()
         text = scrape(metrics_address)
     # Each device holds the whole index, and the 8 batches went to both, whole.
-    per_device = {}
-    for m in re.finditer(r'^gpujoin_index_unique_keys\{([^}]*)\} (\S+)$', text, re.M):
-        labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))
-        if labels.get("index") == "hot":
-            per_device[labels["device_id"]] = float(m.group(2))
+    per_device = series(text, "gpujoin_index_unique_keys", "device_id", index="hot")
     assert per_device == {"0": 5000.0, "1": 5000.0}, per_device
-    batches = {}
-    for m in re.finditer(r'^gpujoin_router_shard_requests_total\{([^}]*)\} (\S+)$', text, re.M):
-        labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))
-        if labels.get("rpc") == "Lookup":
-            batches[labels["shard"]] = float(m.group(2))
+    batches = series(text, "gpujoin_router_shard_requests_total", "shard", rpc="Lookup")
     assert sorted(batches) == ["0", "1"] and sum(batches.values()) == 8, batches
     assert min(batches.values()) >= 3, batches
 
@@ -372,10 +371,9 @@ def test_a_failed_device_takes_only_its_part_out_of_service(pytestconfig, proces
         assert "shard 1" in str(failure) and "fatal device error" in str(failure), failure
         wait_serving(c, want=False)
         text = scrape(metrics_address)
-        serving = {m.group(1): m.group(2) for m in re.finditer(
-            r'^gpujoin_serving\{[^}]*device_id="(\d)"[^}]*\} (\S+)$', text, re.M)}
-        assert serving == {"0": "1", "1": "0", "2": "1"}, serving
-        assert re.search(r'^gpujoin_router_shard_serving\{shard="1"\} 0', text, re.M), text
+        serving = series(text, "gpujoin_serving", "device_id")
+        assert serving == {"0": 1.0, "1": 0.0, "2": 1.0}, serving
+        assert series(text, "gpujoin_router_shard_serving", "shard")["1"] == 0.0, text
         assert not c.server_info().serving
         with pytest.raises(gpujoin.Error) as e:
             c.lookup("split", keys)

@@ -52,9 +52,4 @@ bool IsPlacementRefusal(const v1::BatchError& error) {
          absl::StartsWith(error.message(), engine::kPlacementRefusal);
 }
 
-bool IsPlacementRefusal(const grpc::Status& status) {
-  return status.error_code() == grpc::StatusCode::FAILED_PRECONDITION &&
-         absl::StartsWith(status.error_message(), engine::kPlacementRefusal);
-}
-
 }  // namespace gpujoin::server::router

@@ -54,6 +54,5 @@ bool IsReplicated(const ShardCalls& calls, grpc::ServerContext* ctx, const std::
 
 /// Whether a shard refused a batch for its placement (engine::kPlacementRefusal).
 bool IsPlacementRefusal(const v1::BatchError& error);
-bool IsPlacementRefusal(const grpc::Status& status);
 
 }  // namespace gpujoin::server::router

@@ -11,21 +11,6 @@
 
 namespace gpujoin::server::router {
 
-/// One whole batch to one replica of a replicated index (the next serving one,
-/// in turn): `request` with `replica` set at that shard's position of `parts`
-/// (the others empty), and the mask that sends it there only. Returns the shard.
-template <class Request>
-uint32_t ToOneReplica(const ShardCalls& calls, const Request& request,
-                      std::vector<Request>* parts, std::vector<bool>* send) {
-  const uint32_t s = calls.NextServingReplica();
-  parts->assign(calls.count(), Request{});
-  (*parts)[s] = request;
-  (*parts)[s].set_replica(true);
-  send->assign(calls.count(), false);
-  (*send)[s] = true;
-  return s;
-}
-
 /// Forgets the placement of `index` when an answer ran on another version
 /// than the one it was learnt from (the index was rebuilt since), or found no
 /// such index (it was dropped, maybe through another router).
@@ -60,6 +45,32 @@ bool ReplicaAnswerStands(const ShardCalls& calls, const std::string& index, cons
   if (entry && entry->version == a.index_version()) return true;
   calls.placements().Forget(index);
   return false;
+}
+
+/// Runs `request` whole on one replica of a replicated index: the next
+/// serving one, in turn, with `replica` set. On OK, `*answer` holds the
+/// replica's answer messages when they stand (ReplicaAnswerStands), or is
+/// empty when the batch must be split by key after all; `*replica` is the
+/// shard asked.
+template <class Request, class Response>
+grpc::Status OnOneReplica(const ShardCalls& calls, ShardStreams<Request, Response>& shards,
+                          const Request& request, std::vector<Response>* answer,
+                          uint32_t* replica) {
+  const uint32_t s = calls.NextServingReplica();
+  std::vector<Request> parts(calls.count());
+  parts[s] = request;
+  parts[s].set_replica(true);
+  std::vector<bool> send(calls.count(), false);
+  send[s] = true;
+  std::vector<std::vector<Response>> answers;
+  answer->clear();
+  *replica = s;
+  grpc::Status st = shards.Exchange(parts, &answers, &send);
+  if (!st.ok()) return st;
+  if (ReplicaAnswerStands(calls, request.index(), answers[s].front())) {
+    *answer = std::move(answers[s]);
+  }
+  return grpc::Status::OK;
 }
 
 }  // namespace gpujoin::server::router

@@ -237,16 +237,14 @@ grpc::Status RouteJoin(const ShardCalls& calls, grpc::ServerContext* ctx,
     request.clear_replica();  // the router's to set
     if (IsReplicated(calls, ctx, request.index())) {
       // The whole batch to one replica; its answer (continued or not) is the answer.
-      std::vector<v1::JoinRequest> parts;
-      std::vector<bool> send;
-      const uint32_t s = ToOneReplica(calls, request, &parts, &send);
-      Answers answers;
-      grpc::Status st = shards.Exchange(parts, &answers, &send);
+      std::vector<v1::JoinResponse> answer;
+      uint32_t s = 0;
+      grpc::Status st = OnOneReplica(calls, shards, request, &answer, &s);
       if (!st.ok()) return st;
-      if (ReplicaAnswerStands(calls, request.index(), answers[s].front())) {
+      if (!answer.empty()) {
         // The replica continued its answer at its own --max-message-bytes.
         uint64_t largest = 0;
-        for (const v1::JoinResponse& m : answers[s]) {
+        for (const v1::JoinResponse& m : answer) {
           largest = std::max<uint64_t>(largest, m.ByteSizeLong());
         }
         if (largest > calls.config().max_message_bytes) {
@@ -260,7 +258,7 @@ grpc::Status RouteJoin(const ShardCalls& calls, grpc::ServerContext* ctx,
           if (!stream->Write(e)) return shards.Close(grpc::Status::CANCELLED);
           continue;
         }
-        for (const v1::JoinResponse& m : answers[s]) {
+        for (const v1::JoinResponse& m : answer) {
           if (!stream->Write(m)) return shards.Close(grpc::Status::CANCELLED);
         }
         continue;

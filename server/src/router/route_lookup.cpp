@@ -91,14 +91,12 @@ grpc::Status RouteLookup(const ShardCalls& calls, grpc::ServerContext* ctx,
     request.clear_replica();  // the router's to set
     if (IsReplicated(calls, ctx, request.index())) {
       // The whole batch to one replica; its answer is the answer.
-      std::vector<v1::LookupRequest> parts;
-      std::vector<bool> send;
-      const uint32_t s = ToOneReplica(calls, request, &parts, &send);
-      Answers answers;
-      grpc::Status st = shards.Exchange(parts, &answers, &send);
+      std::vector<v1::LookupResponse> answer;
+      uint32_t s = 0;
+      grpc::Status st = OnOneReplica(calls, shards, request, &answer, &s);
       if (!st.ok()) return st;
-      if (ReplicaAnswerStands(calls, request.index(), answers[s].front())) {
-        if (!stream->Write(answers[s].front())) return shards.Close(grpc::Status::CANCELLED);
+      if (!answer.empty()) {
+        if (!stream->Write(answer.front())) return shards.Close(grpc::Status::CANCELLED);
         continue;
       }
       // A stale placement: the batch is split below.
