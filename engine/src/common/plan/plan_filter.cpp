@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string_view>
+#include <type_traits>
 
 namespace gpujoin::engine::plan_detail {
 namespace {
@@ -79,6 +80,58 @@ Order CompareRow(const PlanColumn& c, uint64_t row, const PlanLiteral& lit) {
   return Order{};
 }
 
+// `out[r]` = kTrue / kFalse for `value(r) op literal` over every row, where
+// `value` converts the column's row to V (the type the literal compares in);
+// NaN compares as CompareRow's unordered does (only != holds).
+template <class V, class ValueOf>
+void CompareLoop(uint64_t n, CompareOp op, V literal, const ValueOf& value, uint8_t* out) {
+  const auto loop = [&](const auto& holds) {
+    for (uint64_t r = 0; r < n; ++r) out[r] = holds(value(r)) ? kTrue : kFalse;
+  };
+  switch (op) {
+    case CompareOp::kEq: return loop([&](V v) { return v == literal; });
+    case CompareOp::kNe: return loop([&](V v) { return !(v == literal); });
+    case CompareOp::kLt: return loop([&](V v) { return v < literal; });
+    case CompareOp::kLe: return loop([&](V v) { return v <= literal; });
+    case CompareOp::kGt: return loop([&](V v) { return v > literal; });
+    case CompareOp::kGe: return loop([&](V v) { return v >= literal; });
+  }
+}
+
+// A comparison of a numeric column with a numeric literal, column-wise
+// (nulls are set by the caller); false for the other kinds.
+bool CompareNumericColumn(const PlanColumn& c, CompareOp op, const PlanLiteral& lit,
+                          uint8_t* out) {
+  if (!IsNumericType(c.type)) return false;
+  const bool exact = IsIntegerType(c.type) && lit.kind == PlanLiteral::Kind::kInteger;
+  if (!exact && lit.kind != PlanLiteral::Kind::kInteger && lit.kind != PlanLiteral::Kind::kFloat) {
+    return false;
+  }
+  const double real =
+      lit.kind == PlanLiteral::Kind::kFloat ? lit.real : static_cast<double>(lit.integer);
+  const auto run = [&]<class T>(T*) {
+    const T* d = reinterpret_cast<const T*>(c.data.data());
+    if constexpr (std::is_integral_v<T>) {
+      if (exact) {
+        return CompareLoop<__int128>(c.rows, op, lit.integer,
+                                     [d](uint64_t r) { return static_cast<__int128>(d[r]); }, out);
+      }
+    }
+    CompareLoop<double>(c.rows, op, real, [d](uint64_t r) { return static_cast<double>(d[r]); },
+                        out);
+  };
+  switch (c.type) {
+    case ColumnType::kInt32: run(static_cast<int32_t*>(nullptr)); break;
+    case ColumnType::kInt64: run(static_cast<int64_t*>(nullptr)); break;
+    case ColumnType::kUint32: run(static_cast<uint32_t*>(nullptr)); break;
+    case ColumnType::kUint64: run(static_cast<uint64_t*>(nullptr)); break;
+    case ColumnType::kFloat32: run(static_cast<float*>(nullptr)); break;
+    case ColumnType::kFloat64: run(static_cast<double*>(nullptr)); break;
+    default: return false;
+  }
+  return true;
+}
+
 uint8_t Not(uint8_t v) { return v == kUnknown ? kUnknown : (v == kTrue ? kFalse : kTrue); }
 
 }  // namespace
@@ -89,6 +142,14 @@ std::vector<uint8_t> EvaluateFilter(const PlanExpr& expr, const PlanTable& table
   switch (expr.kind) {
     case PlanExpr::Kind::kCompare: {
       const PlanColumn& c = table.columns[expr.column];
+      if (CompareNumericColumn(c, expr.op, expr.literals[0], out.data())) {
+        if (!c.validity.empty()) {
+          for (uint64_t r = 0; r < n; ++r) {
+            if (!c.valid(r)) out[r] = kUnknown;
+          }
+        }
+        break;
+      }
       for (uint64_t r = 0; r < n; ++r) {
         out[r] = !c.valid(r) ? kUnknown
                              : (Holds(expr.op, CompareRow(c, r, expr.literals[0])) ? kTrue : kFalse);

@@ -93,7 +93,8 @@ struct StepJoin {
   JoinResult result;
   /// A lookup of an index with one row per key (kLowestRow) runs as a
   /// LookupNode: its outputs (values, found, probes, gathered columns) are per
-  /// input row, and `left` is derived from `found` by the step's kind.
+  /// input row, and the rows it keeps follow from `found` by the step's kind
+  /// (LookupKeeps).
   bool per_row = false;
   std::vector<uint32_t> values;
 };
@@ -219,18 +220,11 @@ void AddJoinOf(StepJoin& j, uint64_t rows, std::span<LabelTable> labels,
   }
 }
 
-// A lookup's pairs, from its found mask: the rows its kind keeps, in order.
-void PairsOfLookup(StepJoin& j, uint64_t rows) {
-  j.left.clear();
+// Whether input row `r` of a lookup (StepJoin::per_row) stays, by its kind.
+bool LookupKeeps(const StepJoin& j, uint32_t r) {
+  const bool found = j.found[r] != 0;
   const JoinKind kind = j.step->kind;
-  for (uint64_t r = 0; r < rows; ++r) {
-    const bool found = j.found[r] != 0;
-    const bool keep = kind == JoinKind::kLeftOuter ||
-                      (kind == JoinKind::kLeftAnti ? !found : found);
-    if (keep) j.left.push_back(static_cast<uint32_t>(r));
-  }
-  j.result.count = j.left.size();
-  j.capacity = j.left.size();
+  return kind == JoinKind::kLeftOuter || (kind == JoinKind::kLeftAnti ? !found : found);
 }
 
 // A labelled gathered column as label ids: through the dictionary, each
@@ -367,10 +361,7 @@ absl::StatusOr<PlanTable> RunLookupGroup(Backend& backend,
   GPUJOIN_RETURN_IF_ERROR(backend.Run(graph));
   CommandGraph again;
   for (StepJoin& j : joins) {
-    if (j.per_row) {
-      PairsOfLookup(j, rows);
-      continue;
-    }
+    if (j.per_row) continue;
     if (j.result.count <= j.capacity) continue;
     GPUJOIN_RETURN_IF_ERROR(
         CheckTableBytes(j.result.count * (table_row_bytes + 16), limits, "the lookup's rows"));
@@ -396,34 +387,55 @@ absl::StatusOr<PlanTable> RunLookupGroup(Backend& backend,
   std::vector<std::vector<uint32_t>> pick(joins.size());
   for (size_t s = 0; s < joins.size(); ++s) {
     StepJoin& j = joins[s];
-    const uint64_t count = j.result.count;
-    std::vector<uint64_t> first(rows + 1, 0);
-    for (uint64_t p = 0; p < count; ++p) ++first[j.left[p] + 1];
-    for (uint64_t r = 0; r < rows; ++r) first[r + 1] += first[r];
-    uint64_t out_rows = 0;
-    for (uint32_t o : orig) out_rows += first[o + 1] - first[o];
-    if (out_rows > 0xfffffffeull) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("a lookup step made ", out_rows, " rows, more than 2^32 - 2"));
-    }
-    GPUJOIN_RETURN_IF_ERROR(
-        CheckTableBytes(out_rows * (table_row_bytes + 16 * (s + 1)), limits, "the lookup's rows"));
     std::vector<uint32_t> next_orig;
     std::vector<std::vector<uint32_t>> next_pick(s + 1);
-    if (s == 0) {
-      // The first step sees the input rows in order: its pairs are the rows.
-      next_orig.assign(j.left.begin(), j.left.begin() + static_cast<ptrdiff_t>(count));
-      next_pick[0].resize(count);
-      for (uint64_t p = 0; p < count; ++p) next_pick[0][p] = static_cast<uint32_t>(p);
-    } else {
-      next_orig.reserve(out_rows);
-      for (auto& v : next_pick) v.reserve(out_rows);
+    uint64_t out_rows = 0;
+    if (j.per_row) {
+      // At most one row per row reaching it, whose positions are input rows.
+      std::vector<uint8_t> keeps(orig.size());
       for (size_t i = 0; i < orig.size(); ++i) {
-        const uint32_t o = orig[i];
-        for (uint64_t p = first[o]; p < first[o + 1]; ++p) {
-          next_orig.push_back(o);
-          for (size_t t = 0; t < s; ++t) next_pick[t].push_back(pick[t][i]);
-          next_pick[s].push_back(static_cast<uint32_t>(p));
+        keeps[i] = LookupKeeps(j, orig[i]);
+        out_rows += keeps[i];
+      }
+      GPUJOIN_RETURN_IF_ERROR(CheckTableBytes(out_rows * (table_row_bytes + 16 * (s + 1)), limits,
+                                              "the lookup's rows"));
+      next_orig.resize(out_rows);
+      for (auto& v : next_pick) v.resize(out_rows);
+      size_t at = 0;
+      for (size_t i = 0; i < orig.size(); ++i) {
+        if (keeps[i] == 0) continue;
+        next_orig[at] = orig[i];
+        for (size_t t = 0; t < s; ++t) next_pick[t][at] = pick[t][i];
+        next_pick[s][at] = orig[i];
+        ++at;
+      }
+    } else {
+      const uint64_t count = j.result.count;
+      std::vector<uint64_t> first(rows + 1, 0);
+      for (uint64_t p = 0; p < count; ++p) ++first[j.left[p] + 1];
+      for (uint64_t r = 0; r < rows; ++r) first[r + 1] += first[r];
+      for (uint32_t o : orig) out_rows += first[o + 1] - first[o];
+      if (out_rows > 0xfffffffeull) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("a lookup step made ", out_rows, " rows, more than 2^32 - 2"));
+      }
+      GPUJOIN_RETURN_IF_ERROR(CheckTableBytes(out_rows * (table_row_bytes + 16 * (s + 1)), limits,
+                                              "the lookup's rows"));
+      if (s == 0) {
+        // The first step sees the input rows in order: its pairs are the rows.
+        next_orig.assign(j.left.begin(), j.left.begin() + static_cast<ptrdiff_t>(count));
+        next_pick[0].resize(count);
+        for (uint64_t p = 0; p < count; ++p) next_pick[0][p] = static_cast<uint32_t>(p);
+      } else {
+        next_orig.reserve(out_rows);
+        for (auto& v : next_pick) v.reserve(out_rows);
+        for (size_t i = 0; i < orig.size(); ++i) {
+          const uint32_t o = orig[i];
+          for (uint64_t p = first[o]; p < first[o + 1]; ++p) {
+            next_orig.push_back(o);
+            for (size_t t = 0; t < s; ++t) next_pick[t].push_back(pick[t][i]);
+            next_pick[s].push_back(static_cast<uint32_t>(p));
+          }
         }
       }
     }
@@ -455,15 +467,10 @@ absl::StatusOr<PlanTable> RunLookupGroup(Backend& backend,
   for (size_t s = 0; s < joins.size(); ++s) {
     StepJoin& j = joins[s];
     const uint64_t count = j.result.count;
-    // A join's columns are per pair; a lookup's per input row (the row of pair p is left[p]).
+    // A join's columns are per pair, a lookup's per input row: pick[s] holds those positions.
     const uint64_t positions = j.per_row ? rows : count;
     std::vector<PlanColumn> gathered = GatheredColumns(j, positions);
-    std::vector<uint32_t> rows_of_pairs;
-    if (j.per_row) {
-      rows_of_pairs.resize(pick[s].size());
-      for (size_t i = 0; i < rows_of_pairs.size(); ++i) rows_of_pairs[i] = j.left[pick[s][i]];
-    }
-    const std::span<const uint32_t> take = j.per_row ? rows_of_pairs : pick[s];
+    const std::span<const uint32_t> take = pick[s];
     const bool identity = IsIdentity(take, positions);
     for (PlanColumn& c : gathered) {
       out.columns.push_back(identity ? std::move(c) : TakeRows(c, take));

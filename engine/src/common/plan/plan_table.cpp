@@ -55,22 +55,41 @@ PlanColumn TakeRows(const PlanColumn& column, std::span<const uint32_t> rows) {
     auto* bits = reinterpret_cast<uint8_t*>(out.data.data());
     const auto in = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(column.data.data()),
                                              column.data.size());
+    const bool nullable = !column.validity.empty();
     for (size_t i = 0; i < n; ++i) {
       const uint32_t r = rows[i];
-      const bool valid = r != kNullRow && column.valid(r);
-      SetBit(bits, i, valid && BitAt(in, r));
-      SetBit(validity.data(), i, valid);
+      const bool valid = r != kNullRow && (!nullable || column.valid(r));
+      if (valid && BitAt(in, r)) SetBit(bits, i, true);
       any_null |= !valid;
     }
+    if (any_null) {
+      for (size_t i = 0; i < n; ++i) {
+        SetBit(validity.data(), i, rows[i] != kNullRow && column.valid(rows[i]));
+      }
+    }
   } else {
-    const size_t w = ColumnWidth(column.type);
-    out.data.assign(n * w, std::byte{0});
-    for (size_t i = 0; i < n; ++i) {
-      const uint32_t r = rows[i];
-      const bool valid = r != kNullRow && column.valid(r);
-      if (valid) std::memcpy(out.data.data() + i * w, column.data.data() + size_t{r} * w, w);
-      SetBit(validity.data(), i, valid);
-      any_null |= !valid;
+    out.data.resize(n * ColumnWidth(column.type));
+    const auto gather = [&]<class T>(T*) {
+      const T* in = reinterpret_cast<const T*>(column.data.data());
+      T* to = reinterpret_cast<T*>(out.data.data());
+      const bool nullable = !column.validity.empty();
+      for (size_t i = 0; i < n; ++i) {
+        const uint32_t r = rows[i];
+        const bool valid = r != kNullRow && (!nullable || column.valid(r));
+        to[i] = valid ? in[r] : T{0};
+        any_null |= !valid;
+      }
+    };
+    // Plan columns of fixed width are 4 or 8 bytes wide (ColumnWidth).
+    if (ColumnWidth(column.type) == 4) {
+      gather(static_cast<uint32_t*>(nullptr));
+    } else if (ColumnWidth(column.type) == 8) {
+      gather(static_cast<uint64_t*>(nullptr));
+    }
+    if (any_null) {
+      for (size_t i = 0; i < n; ++i) {
+        SetBit(validity.data(), i, rows[i] != kNullRow && column.valid(rows[i]));
+      }
     }
   }
   if (any_null) out.validity = std::move(validity);
@@ -87,9 +106,12 @@ PlanTable TakeRows(const PlanTable& table, std::span<const uint32_t> rows) {
 }
 
 std::vector<uint32_t> SelectedRows(std::span<const uint8_t> keep) {
-  std::vector<uint32_t> rows;
+  size_t n = 0;
+  for (uint8_t k : keep) n += k != 0;
+  std::vector<uint32_t> rows(n);
+  size_t at = 0;
   for (size_t i = 0; i < keep.size(); ++i) {
-    if (keep[i] != 0) rows.push_back(static_cast<uint32_t>(i));
+    if (keep[i] != 0) rows[at++] = static_cast<uint32_t>(i);
   }
   return rows;
 }
