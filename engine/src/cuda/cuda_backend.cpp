@@ -28,6 +28,7 @@
 #include "cuda/hash/hash_device.hpp"
 #include "cuda/lowering/lowering.hpp"
 #include "cuda/payload/record_layout.hpp"
+#include "cuda/plan/device_plan.hpp"
 #include "cuda/stream_context.hpp"
 #include "gpujoin/common/status_macros.hpp"
 #include "gpujoin/engine/backend.hpp"
@@ -146,6 +147,30 @@ class CudaBackend final : public Backend {
     }
     Release(std::move(*ctx));
     return status;
+  }
+
+  absl::StatusOr<std::unique_ptr<DevicePlanBatch>> StartDevicePlan(
+      const DevicePlanInput& input) override {
+    GPUJOIN_RETURN_IF_ERROR(CheckHealthy());
+    if (const cudaError_t e = cudaSetDevice(device_); e != cudaSuccess) {
+      NoteError(e);
+      return CudaStatus(e, "select device");
+    }
+    auto ctx = Acquire();
+    if (!ctx.ok()) {
+      NoteError(cudaSuccess);
+      return ctx.status();
+    }
+    // As Run: after a failure the stream drains and the device is checked; a
+    // context of a device that failed for good is dropped.
+    return StartDevicePlanBatch(input, device_, std::move(*ctx),
+                                [this](std::unique_ptr<StreamContext> ctx, bool failed) {
+                                  if (failed) {
+                                    NoteError(cudaStreamSynchronize(ctx->stream()));
+                                    if (!healthy_.load()) return;
+                                  }
+                                  Release(std::move(ctx));
+                                });
   }
 
   bool Healthy() const override { return healthy_.load(); }

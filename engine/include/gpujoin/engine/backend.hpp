@@ -17,6 +17,9 @@
 
 namespace gpujoin::engine {
 
+struct DevicePlanInput;
+class DevicePlanBatch;
+
 /// What a backend runs on.
 struct BackendInfo {
   BackendKind kind = BackendKind::kCpu;
@@ -138,6 +141,14 @@ class Backend {
 
   /// Validates and runs `graph`; returns when all its outputs are written.
   virtual absl::Status Run(const CommandGraph& graph) = 0;
+
+  /// Runs one batch of an aggregate plan of DevicePlanShapeOf's shape on this
+  /// backend's device, up to its distinct group keys (plan_device.hpp); the
+  /// batch then runs the measures. UNIMPLEMENTED (the default, and the CPU
+  /// backend's) when the host runs the plan's steps; RESOURCE_EXHAUSTED when
+  /// device memory is short, INVALID_ARGUMENT for another backend's index.
+  virtual absl::StatusOr<std::unique_ptr<DevicePlanBatch>> StartDevicePlan(
+      const DevicePlanInput& input);
 
   /// False after a fatal (sticky) device error.
   virtual bool Healthy() const { return true; }

@@ -235,12 +235,13 @@ absl::Status GroupAggregator::Consume(Backend& backend, const PlanTable& table) 
 
   // One graph: an AggregateNode per measure.
   const size_t m = s.step.measures.size();
-  std::vector<std::vector<uint64_t>> words(m);
-  std::vector<std::vector<uint32_t>> counts(m, std::vector<uint32_t>(groups));
-  std::vector<std::vector<uint8_t>> overflow(m);
+  Partials partials(m, groups);
+  auto& words = partials.words;
+  auto& counts = partials.counts;
+  auto& overflow = partials.overflow;
   std::vector<std::vector<uint32_t>> masks(m);
   // 64-bit integer sums: the high halves' node outputs, and both halves.
-  std::vector<std::vector<uint64_t>> high_words(m);
+  auto& high_words = partials.high_words;
   std::vector<std::vector<uint32_t>> high_counts(m);
   std::vector<std::vector<uint8_t>> high_overflow(m);
   std::vector<std::vector<uint32_t>> low_half(m), high_half(m);
@@ -327,6 +328,83 @@ absl::Status GroupAggregator::Consume(Backend& backend, const PlanTable& table) 
       }
     }
   }
+  return MergePartials(rows, groups, partials);
+}
+
+absl::Status GroupAggregator::ConsumeDevice(DevicePlanBatch& batch,
+                                            const DevicePlanInput& input) {
+  State& s = *state_;
+  const std::vector<uint64_t>& keys = batch.group_keys();
+  const unsigned value_bits = input.layout.value_bits;
+  const uint64_t value_mask = (uint64_t{1} << value_bits) - 1;  // value_bits <= 63
+  // The batch's keys are distinct and in first-row order: new ones get the
+  // next codes in that order, as Consume's rows do.
+  std::vector<uint32_t> codes(keys.size(), 0);
+  std::vector<PackedKey> fresh;
+  if (!s.step.group_by.empty()) {
+    for (size_t k = 0; k < keys.size(); ++k) {
+      const PackedKey key{keys[k] & value_mask, keys[k] >> value_bits};
+      if (auto it = s.packed_codes.find(key); it != s.packed_codes.end()) {
+        codes[k] = it->second;
+        continue;
+      }
+      if (s.groups + fresh.size() + 1 > s.limits.max_groups) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("the aggregate step would hold more than ", s.limits.max_groups,
+                         " groups (", s.limits.groups_limit_name, ")"));
+      }
+      codes[k] = s.groups + static_cast<uint32_t>(fresh.size());
+      fresh.push_back(key);
+    }
+  }
+  const uint32_t groups = s.groups + static_cast<uint32_t>(fresh.size());
+  const size_t m = s.step.measures.size();
+  Partials partials(m, groups);
+  std::vector<DeviceMeasureOutput> outputs(m);
+  for (size_t i = 0; i < m; ++i) {
+    partials.words[i].assign(groups, 0);
+    outputs[i].output = partials.words[i];
+    outputs[i].contributing_rows = partials.counts[i];
+    if (input.measures[i].overflow) {
+      partials.overflow[i].assign(groups, 0);
+      outputs[i].overflow = partials.overflow[i];
+    }
+  }
+  const uint64_t rows = batch.rows();
+  if (rows > 0 && m > 0) GPUJOIN_RETURN_IF_ERROR(batch.Aggregate(codes, groups, outputs));
+
+  // Success: the new groups go in, their labels unpacked from their keys.
+  for (size_t k = 0; k < fresh.size(); ++k) {
+    s.packed_codes.emplace(fresh[k], s.groups + static_cast<uint32_t>(k));
+    unsigned shift = 0;
+    for (size_t j = 0; j < s.step.group_by.size(); ++j) {
+      const unsigned bits = input.layout.bits[j];
+      const uint64_t v = (fresh[k].first >> shift) & (bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1);
+      shift += bits;
+      const ColumnType t = s.types[s.step.group_by[j]];
+      if ((fresh[k].second >> j) & 1) {
+        s.labels[j].AppendNull();
+      } else if (t == ColumnType::kBool) {
+        s.labels[j].AppendBool(v != 0);
+      } else if (ColumnWidth(t) == 4) {
+        const uint32_t narrow = static_cast<uint32_t>(v);
+        s.labels[j].AppendBytes(&narrow, 4);
+      } else {
+        s.labels[j].AppendBytes(&v, 8);
+      }
+    }
+  }
+  return MergePartials(rows, groups, partials);
+}
+
+absl::Status GroupAggregator::MergePartials(uint64_t rows, uint32_t groups,
+                                            const Partials& partials) {
+  State& s = *state_;
+  const size_t m = s.step.measures.size();
+  const auto& words = partials.words;
+  const auto& counts = partials.counts;
+  const auto& overflow = partials.overflow;
+  const auto& high_words = partials.high_words;
   s.groups = groups;
   s.rows += rows;
   for (size_t i = 0; i < m; ++i) {
@@ -361,6 +439,7 @@ absl::Status GroupAggregator::Consume(Backend& backend, const PlanTable& table) 
   }
   return absl::OkStatus();
 }
+
 
 absl::StatusOr<PlanTable> GroupAggregator::Result() const {
   const State& s = *state_;

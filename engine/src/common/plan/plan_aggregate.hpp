@@ -1,7 +1,8 @@
 // A plan's aggregate step: rows coded into dense groups on the host (first
 // arrival order), every measure of a batch one AggregateNode of one command
 // graph on the backend, partials merged across batches by
-// AggregationAccumulator.
+// AggregationAccumulator. A batch that ran on the device (plan_device.hpp)
+// brings its distinct group keys instead, and runs its measures there.
 #pragma once
 
 #include <memory>
@@ -12,6 +13,7 @@
 #include "common/plan/plan_table.hpp"
 #include "gpujoin/engine/backend.hpp"
 #include "gpujoin/engine/plan.hpp"
+#include "gpujoin/engine/plan_device.hpp"
 
 namespace gpujoin::engine::plan_detail {
 
@@ -28,6 +30,10 @@ class GroupAggregator {
   /// Folds `table` in. On error nothing changes.
   absl::Status Consume(Backend& backend, const PlanTable& table);
 
+  /// Folds in a batch whose steps and group keys ran on the device
+  /// (plan_device.hpp; `input` is what started it). On error nothing changes.
+  absl::Status ConsumeDevice(DevicePlanBatch& batch, const DevicePlanInput& input);
+
   /// The group-by columns then one column per measure, one row per group
   /// (OUT_OF_RANGE for an integer sum that left its type). Names are the
   /// caller's (left empty).
@@ -38,6 +44,20 @@ class GroupAggregator {
   uint64_t rows() const;
 
  private:
+  /// One batch's measure outputs over all groups so far (AggregateNode's).
+  struct Partials {
+    Partials(size_t measures, uint32_t groups)
+        : words(measures), counts(measures, std::vector<uint32_t>(groups)), overflow(measures),
+          high_words(measures) {}
+    std::vector<std::vector<uint64_t>> words;
+    std::vector<std::vector<uint32_t>> counts;
+    std::vector<std::vector<uint8_t>> overflow;
+    /// 64-bit integer sums (host path): the high halves' sums.
+    std::vector<std::vector<uint64_t>> high_words;
+  };
+  /// Grows to `groups` and merges a batch of `rows` rows.
+  absl::Status MergePartials(uint64_t rows, uint32_t groups, const Partials& partials);
+
   struct State;
   std::unique_ptr<State> state_;
 };

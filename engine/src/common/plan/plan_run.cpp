@@ -11,6 +11,7 @@
 #include "gpujoin/engine/backend.hpp"
 #include "gpujoin/engine/aggregation.hpp"
 #include "gpujoin/engine/plan.hpp"
+#include "gpujoin/engine/plan_device.hpp"
 
 namespace gpujoin::engine {
 
@@ -154,6 +155,28 @@ absl::StatusOr<PlanTable> PlanRun::RunBatch(PlanTable input,
                                             std::vector<PlanStepStatistics>* statistics) {
   State& s = *state_;
   statistics->assign(s.plan.steps.size(), PlanStepStatistics{});
+  if (aggregates() && input.rows > 0) {
+    // On the backend's device when it offers it and the plan's shape allows.
+    std::vector<ColumnType> types;
+    for (const PlanColumn& c : input.columns) types.push_back(c.type);
+    if (std::optional<DevicePlanInput> shape = DevicePlanShapeOf(s.plan, types, indexes)) {
+      shape->table = &input;
+      shape->max_groups = s.limits.max_groups;
+      shape->groups_limit_name = s.limits.groups_limit_name;
+      absl::StatusOr<std::unique_ptr<DevicePlanBatch>> batch = s.backend->StartDevicePlan(*shape);
+      if (batch.ok()) {
+        GPUJOIN_RETURN_IF_ERROR(s.aggregator->ConsumeDevice(**batch, *shape));
+        const std::vector<PlanStepStatistics>& steps = (*batch)->statistics();
+        std::copy(steps.begin(), steps.end(), statistics->begin());
+        PlanStepStatistics& st = (*statistics)[s.aggregate_at];
+        st.ran = true;
+        st.rows_in = (*batch)->rows();
+        st.rows_out = s.aggregator->groups();
+        return PlanTable{};
+      }
+      if (!absl::IsUnimplemented(batch.status())) return batch.status();
+    }
+  }
   std::vector<uint64_t> passed = s.limit_passed;
   GPUJOIN_ASSIGN_OR_RETURN(PlanTable table,
                            RunSteps(*s.backend, s.plan, 0, s.aggregate_at, std::move(input),

@@ -29,6 +29,68 @@ void WidenInto(std::span<uint64_t> out, const float* values) {
   for (size_t g = 0; g < out.size(); ++g) out[g] = WordOfFloat32(values[g]);
 }
 
+}  // namespace
+
+absl::Status AggregateDevice(StreamContext& ctx, const std::string& where, AggregateOp op,
+                             const uint32_t* keys, const void* values, ColumnType type,
+                             const uint32_t* mask, uint64_t rows, uint32_t groups,
+                             const AggregateDeviceOutputs& out) {
+  const bool count_op = op == AggregateOp::kCount;
+  const bool float32 = !count_op && type == ColumnType::kFloat32;
+  const bool need_counts =
+      count_op || AggregateNeedsCounts(op, type) || !out.contributing_rows.empty();
+  DeviceBuffer<uint32_t> counts;
+  if (need_counts) {
+    GPUJOIN_ASSIGN_OR_RETURN(counts, Alloc<uint32_t>(groups, ctx, "aggregate counts"));
+  }
+  // float32 results are floats on the device; other value ops accumulate in
+  // AggregateTypedOutputWords words, the first `groups` of which are the result.
+  const size_t output_bytes =
+      count_op ? 0 : float32 ? groups * sizeof(float)
+                             : AggregateTypedOutputWords(op, type, groups) * sizeof(uint64_t);
+  GPUJOIN_ASSIGN_OR_RETURN(auto output, Alloc<uint8_t>(output_bytes, ctx, "aggregate output"));
+  DeviceBuffer<uint8_t> overflow;
+  if (!out.overflow.empty()) {
+    GPUJOIN_ASSIGN_OR_RETURN(overflow, Alloc<uint8_t>(groups, ctx, "aggregate overflow"));
+  }
+  AggregateArgs a;
+  a.op = op;
+  a.keys = keys;
+  a.mask = mask;
+  a.rows = rows;
+  a.groups = groups;
+  a.counts = counts.data();
+  a.value_type = type;
+  a.values = values;
+  a.output = output.data();
+  a.overflow = out.overflow.empty() ? nullptr : overflow.data();
+  GPUJOIN_CUDA_RETURN(Aggregate(a, ctx.stream()), where);
+  if (count_op || float32) {
+    std::vector<uint32_t> narrow(groups);  // counts, or float32 bits
+    GPUJOIN_RETURN_IF_ERROR(ctx.Download(narrow.data(),
+                                         count_op ? static_cast<const void*>(counts.data())
+                                                  : static_cast<const void*>(output.data()),
+                                         groups * sizeof(uint32_t), "aggregate output"));
+    if (count_op) {
+      WidenInto(out.output, narrow.data());
+    } else {
+      WidenInto(out.output, reinterpret_cast<const float*>(narrow.data()));
+    }
+  } else {
+    GPUJOIN_RETURN_IF_ERROR(
+        ctx.Download(out.output.data(), output.data(), out.output.size_bytes(), "aggregate output"));
+  }
+  GPUJOIN_RETURN_IF_ERROR(
+      ctx.Download(out.overflow.data(), overflow.data(), out.overflow.size_bytes(), "overflow"));
+  // For count every in-range, unmasked row contributes: the same numbers.
+  GPUJOIN_RETURN_IF_ERROR(ctx.Download(out.contributing_rows.data(), counts.data(),
+                                       out.contributing_rows.size_bytes(), "contributing rows"));
+  return absl::OkStatus();
+}
+
+
+namespace {
+
 // Calls fn(column) with the node's value column (Chunked<V>), or with nullptr
 // (as a const Chunked<float>*) for count, which reads no values.
 template <typename Fn>
@@ -87,14 +149,13 @@ absl::Status ReplayAggregateGraph(StreamContext& ctx, AggregateGraph& graph, siz
   return absl::OkStatus();
 }
 
-// An aggregation uncaptured: uploads, one Aggregate call, downloads. `column` is
-// the values (null for count) of `type`.
+// An aggregation uncaptured: uploads, then AggregateDevice. `column` is the
+// values (null for count) of `type`.
 template <typename V>
 absl::Status RunUncaptured(StreamContext& ctx, size_t i, const AggregateNode& n,
                            const Chunked<V>* column, ColumnType type, uint32_t groups) {
   const uint64_t rows = TotalRows(n.keys);
   const bool count_op = n.op == AggregateOp::kCount;
-  const bool float32 = !count_op && type == ColumnType::kFloat32;
   const std::string where =
       absl::StrCat("node ", i, " (aggregate ", std::string(AggregateOpName(n.op)),
                    count_op ? std::string() : absl::StrCat(" over ", std::string(ColumnTypeName(type))), ")");
@@ -110,55 +171,9 @@ absl::Status RunUncaptured(StreamContext& ctx, size_t i, const AggregateNode& n,
     GPUJOIN_ASSIGN_OR_RETURN(mask, Alloc<uint32_t>(rows, ctx, "aggregate mask"));
     GPUJOIN_RETURN_IF_ERROR(ctx.Upload(mask.data(), RangesOf(*n.mask), "aggregate mask"));
   }
-  const bool need_counts =
-      count_op || AggregateNeedsCounts(n.op, type) || !n.contributing_rows.empty();
-  DeviceBuffer<uint32_t> counts;
-  if (need_counts) {
-    GPUJOIN_ASSIGN_OR_RETURN(counts, Alloc<uint32_t>(groups, ctx, "aggregate counts"));
-  }
-  // float32 results are floats on the device; other value ops accumulate in
-  // AggregateTypedOutputWords words, the first `groups` of which are the result.
-  const size_t output_bytes =
-      count_op ? 0 : float32 ? groups * sizeof(float)
-                             : AggregateTypedOutputWords(n.op, type, groups) * sizeof(uint64_t);
-  GPUJOIN_ASSIGN_OR_RETURN(auto output, Alloc<uint8_t>(output_bytes, ctx, "aggregate output"));
-  DeviceBuffer<uint8_t> overflow;
-  if (!n.overflow.empty()) {
-    GPUJOIN_ASSIGN_OR_RETURN(overflow, Alloc<uint8_t>(groups, ctx, "aggregate overflow"));
-  }
-  AggregateArgs a;
-  a.op = n.op;
-  a.keys = keys.data();
-  a.mask = n.mask.has_value() ? mask.data() : nullptr;
-  a.rows = rows;
-  a.groups = groups;
-  a.counts = counts.data();
-  a.value_type = type;
-  a.values = values.data();
-  a.output = output.data();
-  a.overflow = n.overflow.empty() ? nullptr : overflow.data();
-  GPUJOIN_CUDA_RETURN(Aggregate(a, ctx.stream()), where);
-  if (count_op || float32) {
-    std::vector<uint32_t> narrow(groups);  // counts, or float32 bits
-    GPUJOIN_RETURN_IF_ERROR(ctx.Download(narrow.data(),
-                                         count_op ? static_cast<const void*>(counts.data())
-                                                  : static_cast<const void*>(output.data()),
-                                         groups * sizeof(uint32_t), "aggregate output"));
-    if (count_op) {
-      WidenInto(n.output, narrow.data());
-    } else {
-      WidenInto(n.output, reinterpret_cast<const float*>(narrow.data()));
-    }
-  } else {
-    GPUJOIN_RETURN_IF_ERROR(
-        ctx.Download(n.output.data(), output.data(), n.output.size_bytes(), "aggregate output"));
-  }
-  GPUJOIN_RETURN_IF_ERROR(
-      ctx.Download(n.overflow.data(), overflow.data(), n.overflow.size_bytes(), "overflow"));
-  // For count every in-range, unmasked row contributes: the same numbers.
-  GPUJOIN_RETURN_IF_ERROR(ctx.Download(n.contributing_rows.data(), counts.data(),
-                                       n.contributing_rows.size_bytes(), "contributing rows"));
-  return absl::OkStatus();
+  return AggregateDevice(ctx, where, n.op, keys.data(), values.data(), type,
+                         n.mask.has_value() ? mask.data() : nullptr, rows, groups,
+                         {n.output, n.contributing_rows, n.overflow});
 }
 
 }  // namespace

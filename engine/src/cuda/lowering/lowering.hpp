@@ -12,6 +12,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "absl/status/status.h"
@@ -114,6 +115,22 @@ template <>
 absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i,
                      const LookupNodeT<ColumnKey>& n);
 absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const AggregateNode& n);
+
+/// Where AggregateDevice writes (AggregateNode's outputs; empty = not asked).
+struct AggregateDeviceOutputs {
+  std::span<uint64_t> output;
+  std::span<uint32_t> contributing_rows;
+  std::span<uint8_t> overflow;
+};
+
+/// One grouped aggregation of `rows` device rows (keys, values of `type` or
+/// null for count, optional mask) into `groups` groups, its results
+/// downloaded into `out` as an AggregateNode's; `where` names it in errors.
+/// The aggregate node's uncaptured path and the device plans call it.
+absl::Status AggregateDevice(StreamContext& ctx, const std::string& where, AggregateOp op,
+                             const uint32_t* keys, const void* values, ColumnType type,
+                             const uint32_t* mask, uint64_t rows, uint32_t groups,
+                             const AggregateDeviceOutputs& out);
 absl::Status RunNode(const LoweringEnv& env, StreamContext& ctx, size_t i, const HashNode& n);
 
 }  // namespace gpujoin::engine::detail

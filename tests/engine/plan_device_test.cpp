@@ -1,0 +1,408 @@
+// Aggregate plans of the device path's shape (gpujoin/engine/plan_device.hpp)
+// on every backend against the CPU backend's host path, on fresh random
+// inputs: uint32 and uint64 indexes with nullable int32, uint32, int64,
+// float32 and float64 payload; input keys with nulls, negatives and values
+// beyond the key word; one or two lookups of every kind; random filters with
+// SQL nulls, NaN and literals of every numeric kind; group-bys on input,
+// payload and found columns; every measure the device takes. On CUDA the
+// plans run on the device, on the CPU backend on the host: groups, their
+// order, counts, integer sums, minima and maxima must be equal, float sums
+// close.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gpujoin/engine/plan.hpp"
+#include "gpujoin/engine/plan_device.hpp"
+#include "test_backends.hpp"
+
+namespace gpujoin::engine::testing {
+namespace {
+
+class PlanDeviceTest : public BackendTest {};
+
+// A random fixed-width column of `type` with nulls (when `nullable`), small
+// values (so that groups repeat), negatives for signed types and NaN, -0 and
+// infinities for floats.
+PlanColumn RandomColumn(ColumnType type, uint64_t rows, bool nullable, uint64_t range,
+                        std::mt19937_64& rng) {
+  PlanColumn c;
+  c.type = type;
+  c.rows = rows;
+  c.data.resize(rows * ColumnWidth(type));
+  if (nullable) c.validity.assign(BitmapBytes(rows), 0);
+  for (uint64_t r = 0; r < rows; ++r) {
+    const bool valid = !nullable || rng() % 7 != 0;
+    if (nullable) SetBit(c.validity.data(), r, valid);
+    std::byte* at = c.data.data() + r * ColumnWidth(type);
+    const int64_t v = valid ? static_cast<int64_t>(rng() % range) - (rng() % 5 == 0 ? 3 : 0) : 0;
+    const auto put = [at]<class T>(T x) { std::memcpy(at, &x, sizeof x); };
+    double real = static_cast<double>(v) / 2;
+    if (valid && rng() % 11 == 0) {
+      const double specials[] = {std::nan(""), -0.0, INFINITY, -INFINITY};
+      real = specials[rng() % 4];
+    }
+    switch (type) {
+      case ColumnType::kInt32: put(static_cast<int32_t>(v)); break;
+      case ColumnType::kUint32: put(static_cast<uint32_t>(v < 0 ? -v : v)); break;
+      case ColumnType::kInt64:
+        put(v + (valid && rng() % 13 == 0 ? int64_t{1} << 40 : 0));
+        break;
+      case ColumnType::kUint64: put(static_cast<uint64_t>(v < 0 ? -v : v)); break;
+      case ColumnType::kFloat32: put(valid ? static_cast<float>(real) : 0.0f); break;
+      default: put(valid ? real : 0.0); break;
+    }
+  }
+  return c;
+}
+
+ColumnView ViewOf(const PlanColumn& c) {
+  return ColumnView{c.type, c.rows, c.data, {}, c.validity};
+}
+
+PlanLiteral RandomLiteral(ColumnType type, std::mt19937_64& rng) {
+  PlanLiteral l;
+  if (type == ColumnType::kBool) {
+    l.kind = PlanLiteral::Kind::kBool;
+    l.boolean = rng() % 2 == 0;
+  } else if (rng() % 3 == 0) {
+    l.kind = PlanLiteral::Kind::kFloat;
+    const double reals[] = {0.5, 2.0, -0.0, 7.25, std::nan(""), 1e30};
+    l.real = reals[rng() % 6];
+  } else {
+    l.integer = static_cast<int64_t>(rng() % 12) - 2;
+  }
+  return l;
+}
+
+PlanExpr RandomExpr(const std::vector<ColumnType>& types, int depth, std::mt19937_64& rng) {
+  PlanExpr e;
+  const int pick = static_cast<int>(rng() % (depth >= 2 ? 4 : 7));
+  if (pick >= 4) {
+    e.kind = pick == 4 ? PlanExpr::Kind::kAnd : pick == 5 ? PlanExpr::Kind::kOr : PlanExpr::Kind::kNot;
+    const size_t n = e.kind == PlanExpr::Kind::kNot ? 1 : 2 + rng() % 2;
+    for (size_t k = 0; k < n; ++k) e.children.push_back(RandomExpr(types, depth + 1, rng));
+    return e;
+  }
+  e.column = static_cast<uint32_t>(rng() % types.size());
+  const ColumnType t = types[e.column];
+  if (pick == 0) {
+    e.kind = rng() % 2 ? PlanExpr::Kind::kIsNull : PlanExpr::Kind::kIsNotNull;
+  } else if (pick == 1 && t != ColumnType::kBool) {
+    e.kind = rng() % 2 ? PlanExpr::Kind::kIn : PlanExpr::Kind::kNotIn;
+    for (size_t k = 0, n = 1 + rng() % 3; k < n; ++k) e.literals.push_back(RandomLiteral(t, rng));
+  } else {
+    e.kind = PlanExpr::Kind::kCompare;
+    e.op = static_cast<CompareOp>(t == ColumnType::kBool ? rng() % 2 : rng() % 6);
+    e.literals.push_back(RandomLiteral(t, rng));
+  }
+  return e;
+}
+
+// The indexes of one trial, built on `backend`.
+struct Indexes {
+  std::unique_ptr<HashIndex> a, b;
+};
+
+struct Trial {
+  std::vector<uint32_t> keys_a;
+  std::vector<uint64_t> keys_b;
+  std::vector<PlanColumn> payload_a, payload_b;
+  std::vector<PlanTable> batches;
+  Plan plan;
+};
+
+Trial RandomTrial(std::mt19937_64& rng) {
+  Trial t;
+  const uint64_t rows_a = 1 + rng() % 400, rows_b = 1 + rng() % 300;
+  for (uint64_t r = 0; r < rows_a; ++r) t.keys_a.push_back(static_cast<uint32_t>(rng() % 500));
+  for (uint64_t r = 0; r < rows_b; ++r) t.keys_b.push_back((uint64_t{1} << 33) + rng() % 400);
+  for (ColumnType type : {ColumnType::kInt32, ColumnType::kUint32, ColumnType::kFloat64}) {
+    t.payload_a.push_back(RandomColumn(type, rows_a, true, 9, rng));
+  }
+  for (ColumnType type : {ColumnType::kInt64, ColumnType::kFloat32}) {
+    t.payload_b.push_back(RandomColumn(type, rows_b, rng() % 2 == 0, 6, rng));
+  }
+  // Input: key (int64: nulls, negatives, beyond uint32), key_b (uint64), v (float64), cat (int32).
+  const size_t batches = 1 + rng() % 3;
+  for (size_t i = 0; i < batches; ++i) {
+    const uint64_t rows = rng() % 4 == 0 ? 1 + rng() % 3 : 1 + rng() % 2000;
+    PlanTable b;
+    b.rows = rows;
+    PlanColumn key = RandomColumn(ColumnType::kInt64, rows, true, 560, rng);
+    PlanColumn key_b;
+    key_b.type = ColumnType::kUint64;
+    key_b.rows = rows;
+    key_b.data.resize(rows * 8);
+    for (uint64_t r = 0; r < rows; ++r) {
+      const uint64_t k = rng() % 3 == 0 ? rng() % 450 : (uint64_t{1} << 33) + rng() % 450;
+      std::memcpy(key_b.data.data() + r * 8, &k, 8);
+    }
+    b.columns = {key, key_b, RandomColumn(ColumnType::kFloat64, rows, true, 20, rng),
+                 RandomColumn(ColumnType::kInt32, rows, true, 4, rng)};
+    b.names.resize(b.columns.size());
+    t.batches.push_back(std::move(b));
+  }
+  std::vector<ColumnType> types = {ColumnType::kInt64, ColumnType::kUint64, ColumnType::kFloat64,
+                                   ColumnType::kInt32};
+  Plan& plan = t.plan;
+  plan.index_slots = 2;
+  const JoinKind kinds[] = {JoinKind::kInner, JoinKind::kLeftOuter, JoinKind::kLeftSemi,
+                            JoinKind::kLeftAnti};
+  PlanLookupStep a;
+  a.index_slot = 0;
+  a.key_type = KeyType::kUint32;
+  a.key_columns = {0};
+  a.kind = kinds[rng() % 4];
+  for (uint32_t c = 0; c < 3; ++c) {
+    if (rng() % 3 != 0) a.select.push_back(c);
+  }
+  plan.steps.emplace_back(a);
+  for (uint32_t c : a.select) types.push_back(t.payload_a[c].type);
+  types.push_back(ColumnType::kBool);
+  if (rng() % 2 == 0) {
+    plan.steps.emplace_back(PlanFilterStep{RandomExpr(types, 0, rng)});
+  }
+  if (rng() % 2 == 0) {
+    PlanLookupStep b;
+    b.index_slot = 1;
+    b.key_type = KeyType::kUint64;
+    b.key_columns = {1};
+    b.kind = rng() % 2 ? JoinKind::kLeftOuter : kinds[rng() % 4];
+    for (uint32_t c = 0; c < 2; ++c) {
+      if (rng() % 2 != 0) b.select.push_back(c);
+    }
+    plan.steps.emplace_back(b);
+    for (uint32_t c : b.select) types.push_back(t.payload_b[c].type);
+    types.push_back(ColumnType::kBool);
+  }
+  if (rng() % 2 == 0) {
+    plan.steps.emplace_back(PlanFilterStep{RandomExpr(types, 0, rng)});
+  }
+  PlanAggregateStep agg;
+  // Group by some of: cat (3), a found column, integer payload columns.
+  std::vector<uint32_t> groupable;
+  for (uint32_t c = 0; c < types.size(); ++c) {
+    if (c == 3 || (c > 3 && (types[c] == ColumnType::kInt32 || types[c] == ColumnType::kUint32 ||
+                             types[c] == ColumnType::kBool))) {
+      groupable.push_back(c);
+    }
+  }
+  // The device packs a group key into 63 bits: one 32-bit column and found flags.
+  bool wide = false;
+  for (uint32_t c : groupable) {
+    if (rng() % 3 != 0 || agg.group_by.size() >= 3) continue;
+    if (types[c] != ColumnType::kBool) {
+      if (wide) continue;
+      wide = true;
+    }
+    agg.group_by.push_back(c);
+  }
+  agg.measures.push_back({AggregateOp::kCount, PlanMeasure::kNoColumn});
+  for (uint32_t c = 2; c < types.size(); ++c) {
+    const ColumnType type = types[c];
+    if (type == ColumnType::kBool || rng() % 2 == 0) continue;
+    const AggregateOp ops[] = {AggregateOp::kCount, AggregateOp::kSum, AggregateOp::kMin,
+                               AggregateOp::kMax, AggregateOp::kMean};
+    PlanMeasure m{ops[rng() % 5], c};
+    // 64-bit integer sums and means are the host's (exact in halves).
+    if (type == ColumnType::kInt64 && (m.op == AggregateOp::kSum || m.op == AggregateOp::kMean)) {
+      m.op = AggregateOp::kMax;
+    }
+    m.finite_only = m.op == AggregateOp::kCount && rng() % 2 == 0;
+    agg.measures.push_back(m);
+  }
+  plan.steps.emplace_back(agg);
+  plan.aggregate_input_types = types;
+  return t;
+}
+
+Indexes BuildIndexes(Backend& backend, const Trial& t) {
+  Indexes out;
+  for (int which = 0; which < 2; ++which) {
+    HashIndexSpec spec;
+    spec.key_type = which == 0 ? KeyType::kUint32 : KeyType::kUint64;
+    spec.capacity = 2048;
+    auto index = backend.CreateIndex(spec);
+    EXPECT_TRUE(index.ok()) << index.status();
+    CommandGraph g;
+    const auto& payload = which == 0 ? t.payload_a : t.payload_b;
+    std::vector<ColumnView> views;
+    for (const PlanColumn& c : payload) views.push_back(ViewOf(c));
+    if (which == 0) {
+      BuildIndexNode n;
+      n.index = index->get();
+      n.keys = ChunkedU32{std::span<const uint32_t>(t.keys_a)};
+      n.payload = views;
+      g.Add(std::move(n));
+    } else {
+      BuildIndexNode64 n;
+      n.index = index->get();
+      n.keys = Chunked<uint64_t>{std::span<const uint64_t>(t.keys_b)};
+      n.payload = views;
+      g.Add(std::move(n));
+    }
+    EXPECT_TRUE(backend.Run(g).ok());
+    (which == 0 ? out.a : out.b) = std::move(*index);
+  }
+  return out;
+}
+
+struct RunResult {
+  absl::Status status;
+  PlanTable groups;
+  std::vector<std::vector<PlanStepStatistics>> statistics;  // per batch
+};
+
+RunResult RunPlan(Backend& backend, const Trial& t, const Indexes& ix, const PlanLimits& limits) {
+  RunResult out;
+  PlanRun run(&backend, t.plan, limits);
+  const std::vector<const HashIndex*> indexes = {ix.a.get(), ix.b.get()};
+  for (const PlanTable& b : t.batches) {
+    std::vector<PlanStepStatistics> stats;
+    auto r = run.RunBatch(b, indexes, &stats);
+    if (!r.ok()) {
+      out.status = r.status();
+      return out;
+    }
+    out.statistics.push_back(stats);
+  }
+  std::vector<PlanStepStatistics> stats;
+  auto groups = run.Groups(indexes, &stats);
+  if (!groups.ok()) {
+    out.status = groups.status();
+    return out;
+  }
+  out.groups = *std::move(groups);
+  return out;
+}
+
+void ExpectSameGroups(const PlanTable& got, const PlanTable& want, const std::string& what) {
+  ASSERT_EQ(got.rows, want.rows) << what;
+  ASSERT_EQ(got.columns.size(), want.columns.size()) << what;
+  for (size_t c = 0; c < want.columns.size(); ++c) {
+    const PlanColumn& g = got.columns[c];
+    const PlanColumn& w = want.columns[c];
+    ASSERT_EQ(g.type, w.type) << what << " column " << c;
+    for (uint64_t r = 0; r < want.rows; ++r) {
+      ASSERT_EQ(g.valid(r), w.valid(r)) << what << " column " << c << " row " << r;
+      if (!w.valid(r)) continue;
+      if (w.type == ColumnType::kFloat64 || w.type == ColumnType::kFloat32) {
+        const double a = w.type == ColumnType::kFloat64 ? g.value<double>(r) : g.value<float>(r);
+        const double b = w.type == ColumnType::kFloat64 ? w.value<double>(r) : w.value<float>(r);
+        if (std::isnan(b)) {
+          EXPECT_TRUE(std::isnan(a)) << what << " column " << c << " row " << r;
+        } else {
+          const double tol = (w.type == ColumnType::kFloat64 ? 1e-9 : 1e-4) *
+                             std::max(1.0, std::fabs(b));
+          EXPECT_NEAR(a, b, tol) << what << " column " << c << " row " << r;
+        }
+      } else if (w.type == ColumnType::kBool) {
+        EXPECT_EQ(BitAt(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(g.data.data()),
+                                                 g.data.size()),
+                        r),
+                  BitAt(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(w.data.data()),
+                                                 w.data.size()),
+                        r))
+            << what << " column " << c << " row " << r;
+      } else {
+        const size_t width = ColumnWidth(w.type);
+        EXPECT_EQ(std::memcmp(g.data.data() + r * width, w.data.data() + r * width, width), 0)
+            << what << " column " << c << " row " << r;
+      }
+    }
+  }
+}
+
+TEST_P(PlanDeviceTest, RandomDevicePlansEqualTheHostPath) {
+  auto reference = CreateBackend(BackendKind::kCpu);
+  ASSERT_TRUE(reference.ok());
+  std::mt19937_64 rng(std::random_device{}());
+  const uint64_t seed = rng();
+  rng.seed(seed);
+  for (int trial = 0; trial < 60; ++trial) {
+    const Trial t = RandomTrial(rng);
+    const std::string what = "seed " + std::to_string(seed) + " trial " + std::to_string(trial);
+    std::vector<ColumnType> input_types;
+    for (const PlanColumn& c : t.batches[0].columns) input_types.push_back(c.type);
+    const Indexes mine = BuildIndexes(*backend_, t);
+    const Indexes theirs = BuildIndexes(**reference, t);
+    const std::vector<const HashIndex*> indexes = {mine.a.get(), mine.b.get()};
+    ASSERT_TRUE(DevicePlanShapeOf(t.plan, input_types, indexes).has_value()) << what;
+    const RunResult got = RunPlan(*backend_, t, mine, PlanLimits{});
+    const RunResult want = RunPlan(**reference, t, theirs, PlanLimits{});
+    ASSERT_TRUE(want.status.ok()) << what << ": " << want.status;
+    ASSERT_TRUE(got.status.ok()) << what << ": " << got.status;
+    ExpectSameGroups(got.groups, want.groups, what);
+    for (size_t b = 0; b < want.statistics.size(); ++b) {
+      for (size_t s = 0; s < want.statistics[b].size(); ++s) {
+        const PlanStepStatistics& g = got.statistics[b][s];
+        const PlanStepStatistics& w = want.statistics[b][s];
+        EXPECT_EQ(g.ran, w.ran) << what << " batch " << b << " step " << s;
+        EXPECT_EQ(g.rows_in, w.rows_in) << what << " batch " << b << " step " << s;
+        EXPECT_EQ(g.rows_out, w.rows_out) << what << " batch " << b << " step " << s;
+        EXPECT_EQ(g.query.found, w.query.found) << what << " batch " << b << " step " << s;
+        EXPECT_EQ(g.query.missing, w.query.missing) << what << " batch " << b << " step " << s;
+      }
+    }
+  }
+}
+
+// More distinct groups than the limit: RESOURCE_EXHAUSTED naming it, and the
+// batch adds nothing (a later batch within the limit still aggregates).
+TEST_P(PlanDeviceTest, TheGroupLimitHoldsAndAFailedBatchAddsNothing) {
+  Plan plan;
+  PlanAggregateStep agg;
+  agg.group_by = {0};
+  agg.measures = {{AggregateOp::kCount, PlanMeasure::kNoColumn}, {AggregateOp::kSum, 1}};
+  plan.steps.emplace_back(agg);
+  plan.aggregate_input_types = {ColumnType::kInt32, ColumnType::kFloat64};
+  PlanLimits limits;
+  limits.max_groups = 3;
+  limits.groups_limit_name = "--test-groups";
+  ASSERT_TRUE(DevicePlanShapeOf(plan, plan.aggregate_input_types, {}).has_value());
+  PlanRun run(backend_.get(), plan, limits);
+  const auto table = [](std::vector<int32_t> groups) {
+    PlanTable t;
+    t.rows = groups.size();
+    PlanColumn g, v;
+    g.type = ColumnType::kInt32;
+    g.rows = t.rows;
+    g.data.resize(t.rows * 4);
+    std::memcpy(g.data.data(), groups.data(), t.rows * 4);
+    v.type = ColumnType::kFloat64;
+    v.rows = t.rows;
+    v.data.resize(t.rows * 8);
+    for (uint64_t r = 0; r < t.rows; ++r) {
+      const double x = 1.5;
+      std::memcpy(v.data.data() + r * 8, &x, 8);
+    }
+    t.columns = {g, v};
+    return t;
+  };
+  std::vector<PlanStepStatistics> stats;
+  ASSERT_TRUE(run.RunBatch(table({7, 7, 9}), {}, &stats).ok());
+  auto over = run.RunBatch(table({1, 2, 3, 4, 5, 7}), {}, &stats);
+  ASSERT_EQ(over.status().code(), absl::StatusCode::kResourceExhausted) << over.status();
+  EXPECT_NE(over.status().message().find("--test-groups"), std::string::npos) << over.status();
+  ASSERT_TRUE(run.RunBatch(table({9, 5}), {}, &stats).ok());
+  auto groups = run.Groups({}, &stats);
+  ASSERT_TRUE(groups.ok()) << groups.status();
+  ASSERT_EQ(groups->rows, 3u);
+  const int32_t keys[] = {7, 9, 5};
+  const uint64_t counts[] = {2, 2, 1};
+  for (uint64_t r = 0; r < 3; ++r) {
+    EXPECT_EQ(groups->columns[0].value<int32_t>(r), keys[r]);
+    EXPECT_EQ(groups->columns[1].value<uint64_t>(r), counts[r]);
+    EXPECT_DOUBLE_EQ(groups->columns[2].value<double>(r), 1.5 * counts[r]);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, PlanDeviceTest, ::testing::ValuesIn(AllBackends()), BackendName);
+
+}  // namespace
+}  // namespace gpujoin::engine::testing
