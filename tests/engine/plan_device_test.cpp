@@ -88,7 +88,9 @@ PlanExpr RandomExpr(const std::vector<ColumnType>& types, int depth, std::mt1993
     for (size_t k = 0; k < n; ++k) e.children.push_back(RandomExpr(types, depth + 1, rng));
     return e;
   }
-  e.column = static_cast<uint32_t>(rng() % types.size());
+  do {
+    e.column = static_cast<uint32_t>(rng() % types.size());
+  } while (types[e.column] == ColumnType::kString);  // a host-only column
   const ColumnType t = types[e.column];
   if (pick == 0) {
     e.kind = rng() % 2 ? PlanExpr::Kind::kIsNull : PlanExpr::Kind::kIsNotNull;
@@ -114,10 +116,12 @@ struct Trial {
   std::vector<PlanColumn> payload_a, payload_b;
   std::vector<PlanTable> batches;
   Plan plan;
+  bool aggregate = true;
 };
 
-Trial RandomTrial(std::mt19937_64& rng) {
+Trial RandomTrial(std::mt19937_64& rng, bool aggregate) {
   Trial t;
+  t.aggregate = aggregate;
   const uint64_t rows_a = 1 + rng() % 400, rows_b = 1 + rng() % 300;
   for (uint64_t r = 0; r < rows_a; ++r) t.keys_a.push_back(static_cast<uint32_t>(rng() % 500));
   for (uint64_t r = 0; r < rows_b; ++r) t.keys_b.push_back((uint64_t{1} << 33) + rng() % 400);
@@ -142,13 +146,23 @@ Trial RandomTrial(std::mt19937_64& rng) {
       const uint64_t k = rng() % 3 == 0 ? rng() % 450 : (uint64_t{1} << 33) + rng() % 450;
       std::memcpy(key_b.data.data() + r * 8, &k, 8);
     }
+    // A string column no step reads: it stays on the host and comes through.
+    PlanColumn name;
+    name.type = ColumnType::kString;
+    name.rows = rows;
+    name.offsets.push_back(0);
+    for (uint64_t r = 0; r < rows; ++r) {
+      const std::string v = "n" + std::to_string(rng() % 1000);
+      for (char ch : v) name.data.push_back(static_cast<std::byte>(ch));
+      name.offsets.push_back(static_cast<uint32_t>(name.data.size()));
+    }
     b.columns = {key, key_b, RandomColumn(ColumnType::kFloat64, rows, true, 20, rng),
-                 RandomColumn(ColumnType::kInt32, rows, true, 4, rng)};
+                 RandomColumn(ColumnType::kInt32, rows, true, 4, rng), name};
     b.names.resize(b.columns.size());
     t.batches.push_back(std::move(b));
   }
   std::vector<ColumnType> types = {ColumnType::kInt64, ColumnType::kUint64, ColumnType::kFloat64,
-                                   ColumnType::kInt32};
+                                   ColumnType::kInt32, ColumnType::kString};
   Plan& plan = t.plan;
   plan.index_slots = 2;
   const JoinKind kinds[] = {JoinKind::kInner, JoinKind::kLeftOuter, JoinKind::kLeftSemi,
@@ -183,6 +197,19 @@ Trial RandomTrial(std::mt19937_64& rng) {
   if (rng() % 2 == 0) {
     plan.steps.emplace_back(PlanFilterStep{RandomExpr(types, 0, rng)});
   }
+  if (!aggregate) {
+    // The host's part of a row plan: a projection and a limit over the stream.
+    if (rng() % 2 == 0) {
+      PlanProjectStep project;
+      for (uint32_t c = 0; c < types.size(); ++c) {
+        if (rng() % 2 == 0) project.columns.push_back(c);
+      }
+      if (project.columns.empty()) project.columns.push_back(4);
+      plan.steps.emplace_back(project);
+    }
+    if (rng() % 2 == 0) plan.steps.emplace_back(PlanLimitStep{rng() % 1500});
+    return t;
+  }
   PlanAggregateStep agg;
   // Group by some of: cat (3), a found column, integer payload columns.
   std::vector<uint32_t> groupable;
@@ -205,7 +232,7 @@ Trial RandomTrial(std::mt19937_64& rng) {
   agg.measures.push_back({AggregateOp::kCount, PlanMeasure::kNoColumn});
   for (uint32_t c = 2; c < types.size(); ++c) {
     const ColumnType type = types[c];
-    if (type == ColumnType::kBool || rng() % 2 == 0) continue;
+    if (type == ColumnType::kBool || type == ColumnType::kString || rng() % 2 == 0) continue;
     const AggregateOp ops[] = {AggregateOp::kCount, AggregateOp::kSum, AggregateOp::kMin,
                                AggregateOp::kMax, AggregateOp::kMean};
     PlanMeasure m{ops[rng() % 5], c};
@@ -255,6 +282,7 @@ Indexes BuildIndexes(Backend& backend, const Trial& t) {
 struct RunResult {
   absl::Status status;
   PlanTable groups;
+  std::vector<PlanTable> rows;  // row plans: per batch
   std::vector<std::vector<PlanStepStatistics>> statistics;  // per batch
 };
 
@@ -270,7 +298,9 @@ RunResult RunPlan(Backend& backend, const Trial& t, const Indexes& ix, const Pla
       return out;
     }
     out.statistics.push_back(stats);
+    out.rows.push_back(*std::move(r));
   }
+  if (!t.aggregate) return out;
   std::vector<PlanStepStatistics> stats;
   auto groups = run.Groups(indexes, &stats);
   if (!groups.ok()) {
@@ -281,21 +311,26 @@ RunResult RunPlan(Backend& backend, const Trial& t, const Indexes& ix, const Pla
   return out;
 }
 
-void ExpectSameGroups(const PlanTable& got, const PlanTable& want, const std::string& what) {
+void ExpectSameTable(const PlanTable& got, const PlanTable& want, const std::string& what) {
   ASSERT_EQ(got.rows, want.rows) << what;
   ASSERT_EQ(got.columns.size(), want.columns.size()) << what;
   for (size_t c = 0; c < want.columns.size(); ++c) {
     const PlanColumn& g = got.columns[c];
     const PlanColumn& w = want.columns[c];
     ASSERT_EQ(g.type, w.type) << what << " column " << c;
+    EXPECT_EQ(g.validity.empty(), w.validity.empty()) << what << " column " << c;
     for (uint64_t r = 0; r < want.rows; ++r) {
       ASSERT_EQ(g.valid(r), w.valid(r)) << what << " column " << c << " row " << r;
       if (!w.valid(r)) continue;
-      if (w.type == ColumnType::kFloat64 || w.type == ColumnType::kFloat32) {
+      if (w.type == ColumnType::kString) {
+        EXPECT_EQ(g.text(r), w.text(r)) << what << " column " << c << " row " << r;
+      } else if (w.type == ColumnType::kFloat64 || w.type == ColumnType::kFloat32) {
         const double a = w.type == ColumnType::kFloat64 ? g.value<double>(r) : g.value<float>(r);
         const double b = w.type == ColumnType::kFloat64 ? w.value<double>(r) : w.value<float>(r);
         if (std::isnan(b)) {
           EXPECT_TRUE(std::isnan(a)) << what << " column " << c << " row " << r;
+        } else if (std::isinf(b)) {
+          EXPECT_EQ(a, b) << what << " column " << c << " row " << r;
         } else {
           const double tol = (w.type == ColumnType::kFloat64 ? 1e-9 : 1e-4) *
                              std::max(1.0, std::fabs(b));
@@ -324,8 +359,8 @@ TEST_P(PlanDeviceTest, RandomDevicePlansEqualTheHostPath) {
   std::mt19937_64 rng(std::random_device{}());
   const uint64_t seed = rng();
   rng.seed(seed);
-  for (int trial = 0; trial < 60; ++trial) {
-    const Trial t = RandomTrial(rng);
+  for (int trial = 0; trial < 120; ++trial) {
+    const Trial t = RandomTrial(rng, trial % 2 == 0);
     const std::string what = "seed " + std::to_string(seed) + " trial " + std::to_string(trial);
     std::vector<ColumnType> input_types;
     for (const PlanColumn& c : t.batches[0].columns) input_types.push_back(c.type);
@@ -337,7 +372,11 @@ TEST_P(PlanDeviceTest, RandomDevicePlansEqualTheHostPath) {
     const RunResult want = RunPlan(**reference, t, theirs, PlanLimits{});
     ASSERT_TRUE(want.status.ok()) << what << ": " << want.status;
     ASSERT_TRUE(got.status.ok()) << what << ": " << got.status;
-    ExpectSameGroups(got.groups, want.groups, what);
+    ExpectSameTable(got.groups, want.groups, what);
+    ASSERT_EQ(got.rows.size(), want.rows.size()) << what;
+    for (size_t b = 0; b < want.rows.size(); ++b) {
+      ExpectSameTable(got.rows[b], want.rows[b], what + " batch " + std::to_string(b));
+    }
     for (size_t b = 0; b < want.statistics.size(); ++b) {
       for (size_t s = 0; s < want.statistics[b].size(); ++s) {
         const PlanStepStatistics& g = got.statistics[b][s];

@@ -5,12 +5,13 @@
 // A Plan is already resolved: columns are positions in the table each step
 // sees, payload columns positions in an index's payload, types checked. The
 // server compiles it from its wire form against the indexes' schemas
-// (server/src/plan/); PlanRun executes it batch by batch on a Backend: every
-// lookup step is a JoinNodeT (with its payload gathers) of one command graph
-// per step and batch, every batch's measures one graph of AggregateNodes, so
-// the probes, gathers and aggregation run where the backend runs them (the
-// GPU for CUDA); filter masks, row compaction and group codes are computed on
-// the host.
+// (server/src/plan/); PlanRun executes it batch by batch on a Backend. An
+// aggregate plan of the device's shape runs on the backend's device when it
+// has one (plan_device.hpp: the CUDA backend). Otherwise the independent
+// lookups of a batch are one command graph of LookupNodeT / JoinNodeT (with
+// their payload gathers) and its measures one graph of AggregateNodes, so the
+// probes, gathers and aggregation run where the backend runs them; filter
+// masks, row compaction and group codes are computed on the host.
 #pragma once
 
 #include <cstddef>
@@ -33,6 +34,8 @@
 namespace gpujoin::engine {
 
 class Backend;
+class DevicePlanBatch;
+struct DevicePlanInput;
 
 /// A host column a plan reads or makes, in Arrow's layout: fixed-width values
 /// little-endian (rows * width bytes), kBool a bitmap, kString and kBinary
@@ -226,6 +229,12 @@ class PlanRun {
                                    std::vector<PlanStepStatistics>* statistics);
 
  private:
+  /// A batch whose leading steps ran on the backend's device (plan_device.hpp).
+  absl::StatusOr<PlanTable> RunDeviceBatch(DevicePlanBatch& batch, const DevicePlanInput& shape,
+                                           PlanTable input,
+                                           std::span<const HashIndex* const> indexes,
+                                           std::vector<PlanStepStatistics>* statistics);
+
   struct State;
   std::unique_ptr<State> state_;
 };

@@ -1,12 +1,16 @@
-// Aggregate plans on a backend's device: the steps before a plan's aggregate
-// (lookups, filters) and the aggregate's group keys and measures of one batch
-// run where the backend runs (the GPU for CUDA) over device-resident columns,
-// one stream, with one wait for the batch's distinct groups and one for the
-// measures (docs/engine.md, "Plans"). PlanRun takes this path when the
-// backend offers it (Backend::StartDevicePlan) and the plan's shape is one
-// the device runs (DevicePlanShapeOf); every other plan, and every plan on the
-// CPU backend, runs its steps on the host (plan.hpp). Both give the same groups
-// in the same order and the same measures (float sums up to order).
+// Plans on a backend's device: a plan's leading lookups and filters, and an
+// aggregate's group keys and measures, run where the backend runs (the GPU
+// for CUDA) over device-resident columns, one stream: the input columns go up
+// once, each step narrows a live-row mask (no row is copied between steps),
+// and one wait brings back what the host needs (docs/engine.md, "Plans on
+// the device"). PlanRun takes this path when the backend offers it
+// (Backend::StartDevicePlan) and the plan's shape is one the device runs
+// (DevicePlanShapeOf): an aggregate plan whose every step before the
+// aggregate runs there, or a row plan that starts with such steps (the rest,
+// projections and limits for instance, then runs on the host over the rows
+// that came back). Every other plan, and every plan on the CPU backend, runs
+// its steps on the host (plan.hpp). Both give the same rows and groups in the
+// same order and the same measures (float sums up to order).
 #pragma once
 
 #include <cstdint>
@@ -50,6 +54,12 @@ struct DeviceMeasure {
 struct DevicePlanInput {
   const Plan* plan = nullptr;
   const PlanTable* table = nullptr;
+  /// Steps [0, steps) run on the device: for an aggregate plan every step
+  /// before the aggregate (which then codes its groups there too).
+  size_t steps = 0;
+  bool aggregate = false;
+  /// Per input column: whether a device step reads it (only those go up).
+  std::vector<bool> uploaded;
   std::span<const HashIndex* const> indexes;
   GroupKeyLayout layout;
   std::vector<DeviceMeasure> measures;
@@ -79,17 +89,23 @@ class DevicePlanBatch {
   virtual const std::vector<PlanStepStatistics>& statistics() const = 0;
   /// Rows reaching the aggregate.
   virtual uint64_t rows() const = 0;
-  /// Runs every measure with group key k coded codes[k] (< groups) into
-  /// `outputs` (one per DevicePlanInput::measures entry, each of `groups`).
+  /// Aggregate plans: runs every measure with group key k coded codes[k]
+  /// (< groups) into `outputs` (one per DevicePlanInput::measures entry, each
+  /// of `groups`).
   virtual absl::Status Aggregate(std::span<const uint32_t> codes, uint32_t groups,
                                  std::span<const DeviceMeasureOutput> outputs) = 0;
+  /// Row plans: the table after the device's steps (`input`, the batch the
+  /// batch started from, then each lookup's selected columns and found
+  /// column), its rows those the steps kept, in order.
+  virtual absl::StatusOr<PlanTable> Rows(PlanTable input) = 0;
 };
 
-/// The layout and measures under which `plan` (an aggregate plan) runs on a
-/// device for a batch whose input columns have `input_types`, or nullopt when
-/// it has a step, column type, expression or measure the device path does
-/// not take (strings, labels, keep_all or key-schema indexes, projections
-/// and limits before the aggregate, 64-bit integer sums).
+/// How `plan` runs on a device for a batch whose input columns have
+/// `input_types`, or nullopt when it does not: an aggregate plan with a step,
+/// column type, expression or measure the device path does not take before
+/// its aggregate (string columns, labels, keep_all or key-schema indexes,
+/// projections and limits, 64-bit integer sums, group keys wider than 63
+/// bits), or a row plan whose first step is not a device step.
 std::optional<DevicePlanInput> DevicePlanShapeOf(const Plan& plan,
                                                  std::span<const ColumnType> input_types,
                                                  std::span<const HashIndex* const> indexes);

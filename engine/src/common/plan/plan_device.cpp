@@ -46,6 +46,12 @@ bool DeviceExpr(const PlanExpr& e, std::span<const ColumnType> types, int depth)
   return false;
 }
 
+// Marks the columns `e` reads.
+void MarkColumns(const PlanExpr& e, std::vector<bool>* read) {
+  for (const PlanExpr& c : e.children) MarkColumns(c, read);
+  if (e.children.empty() && e.column < read->size()) (*read)[e.column] = true;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<DevicePlanBatch>> Backend::StartDevicePlan(const DevicePlanInput&) {
@@ -56,46 +62,65 @@ std::optional<DevicePlanInput> DevicePlanShapeOf(const Plan& plan,
                                                  std::span<const ColumnType> input_types,
                                                  std::span<const HashIndex* const> indexes) {
   const size_t at = plan.AggregatePosition();
-  if (at >= plan.steps.size()) return std::nullopt;
+  const bool aggregate = at < plan.steps.size();
+  // The types as the device reads them: an input kBool column is a bitmap,
+  // which it does not read (its found columns are bytes), so it counts as
+  // one of a type the device does not take.
   std::vector<ColumnType> types(input_types.begin(), input_types.end());
-  for (ColumnType t : types) {
-    if (!IsFixedNumeric(t)) return std::nullopt;
+  for (ColumnType& t : types) {
+    if (t == ColumnType::kBool) t = ColumnType::kString;
   }
-  for (size_t i = 0; i < at; ++i) {
-    if (const auto* lookup = std::get_if<PlanLookupStep>(&plan.steps[i])) {
-      if (lookup->index_slot >= indexes.size() || indexes[lookup->index_slot] == nullptr) {
-        return std::nullopt;
-      }
+  std::vector<bool> read(types.size(), false);
+  const auto reads = [&](uint32_t c) {
+    if (c < read.size()) read[c] = true;
+    return c < types.size() && (IsFixedNumeric(types[c]) || types[c] == ColumnType::kBool);
+  };
+  size_t end = 0;
+  for (; end < at; ++end) {
+    if (const auto* lookup = std::get_if<PlanLookupStep>(&plan.steps[end])) {
+      if (lookup->index_slot >= indexes.size() || indexes[lookup->index_slot] == nullptr) break;
       const HashIndex& index = *indexes[lookup->index_slot];
       if (index.spec().duplicates != DuplicatePolicy::kLowestRow ||
           index.key_type() == KeyType::kColumns || lookup->key_columns.size() != 1 ||
           lookup->key_columns[0] >= types.size() || !IsIntegerType(types[lookup->key_columns[0]])) {
-        return std::nullopt;
+        break;
       }
-      for (int32_t label : lookup->select_labels) {
-        if (label >= 0) return std::nullopt;
-      }
+      bool fits = true;
+      for (int32_t label : lookup->select_labels) fits &= label < 0;
       for (uint32_t c : lookup->select) {
-        if (c >= index.payload().size() || !IsFixedNumeric(index.payload()[c].type)) {
-          return std::nullopt;
-        }
+        fits &= c < index.payload().size() && IsFixedNumeric(index.payload()[c].type);
+      }
+      if (!fits) break;
+      reads(lookup->key_columns[0]);
+      for (uint32_t c : lookup->select) {
         types.push_back(index.payload()[c].type);
+        read.push_back(false);
       }
       types.push_back(ColumnType::kBool);
-    } else if (const auto* filter = std::get_if<PlanFilterStep>(&plan.steps[i])) {
-      if (!DeviceExpr(filter->where, types, 0)) return std::nullopt;
+      read.push_back(false);
+    } else if (const auto* filter = std::get_if<PlanFilterStep>(&plan.steps[end])) {
+      if (!DeviceExpr(filter->where, types, 0)) break;
+      MarkColumns(filter->where, &read);
     } else {
-      return std::nullopt;
+      break;
     }
   }
-  const auto& agg = std::get<PlanAggregateStep>(plan.steps[at]);
   DevicePlanInput input;
   input.plan = &plan;
   input.indexes = indexes;
+  input.steps = end;
+  input.aggregate = aggregate;
+  if (!aggregate) {
+    if (end == 0) return std::nullopt;
+    input.uploaded.assign(read.begin(), read.begin() + static_cast<ptrdiff_t>(input_types.size()));
+    return input;
+  }
+  if (end != at) return std::nullopt;
+  const auto& agg = std::get<PlanAggregateStep>(plan.steps[at]);
   for (size_t j = 0; j < agg.group_by.size(); ++j) {
     if (j < agg.group_labels.size() && agg.group_labels[j] >= 0) return std::nullopt;
     const uint32_t c = agg.group_by[j];
-    if (c >= types.size()) return std::nullopt;
+    if (!reads(c)) return std::nullopt;
     const ColumnType t = types[c];
     if (!IsIntegerType(t) && t != ColumnType::kBool) return std::nullopt;
     const uint8_t bits = t == ColumnType::kBool ? 1 : static_cast<uint8_t>(8 * ColumnWidth(t));
@@ -107,9 +132,8 @@ std::optional<DevicePlanInput> DevicePlanShapeOf(const Plan& plan,
     DeviceMeasure d;
     d.column = m.column;
     if (m.column != PlanMeasure::kNoColumn) {
-      if (m.column >= types.size()) return std::nullopt;
+      if (!reads(m.column)) return std::nullopt;
       const ColumnType t = types[m.column];
-      if (!IsFixedNumeric(t) && t != ColumnType::kBool) return std::nullopt;
       if (m.op != AggregateOp::kCount) {
         // 64-bit integer sums are exact over the stream in two halves: host only.
         if (t == ColumnType::kBool ||
@@ -134,6 +158,7 @@ std::optional<DevicePlanInput> DevicePlanShapeOf(const Plan& plan,
     d.overflow = m.op != AggregateOp::kCount && AggregateReportsOverflow(d.op, vt);
     input.measures.push_back(d);
   }
+  input.uploaded.assign(read.begin(), read.begin() + static_cast<ptrdiff_t>(input_types.size()));
   return input;
 }
 

@@ -155,7 +155,7 @@ absl::StatusOr<PlanTable> PlanRun::RunBatch(PlanTable input,
                                             std::vector<PlanStepStatistics>* statistics) {
   State& s = *state_;
   statistics->assign(s.plan.steps.size(), PlanStepStatistics{});
-  if (aggregates() && input.rows > 0) {
+  if (input.rows > 0) {
     // On the backend's device when it offers it and the plan's shape allows.
     std::vector<ColumnType> types;
     for (const PlanColumn& c : input.columns) types.push_back(c.type);
@@ -164,16 +164,7 @@ absl::StatusOr<PlanTable> PlanRun::RunBatch(PlanTable input,
       shape->max_groups = s.limits.max_groups;
       shape->groups_limit_name = s.limits.groups_limit_name;
       absl::StatusOr<std::unique_ptr<DevicePlanBatch>> batch = s.backend->StartDevicePlan(*shape);
-      if (batch.ok()) {
-        GPUJOIN_RETURN_IF_ERROR(s.aggregator->ConsumeDevice(**batch, *shape));
-        const std::vector<PlanStepStatistics>& steps = (*batch)->statistics();
-        std::copy(steps.begin(), steps.end(), statistics->begin());
-        PlanStepStatistics& st = (*statistics)[s.aggregate_at];
-        st.ran = true;
-        st.rows_in = (*batch)->rows();
-        st.rows_out = s.aggregator->groups();
-        return PlanTable{};
-      }
+      if (batch.ok()) return RunDeviceBatch(**batch, *shape, std::move(input), indexes, statistics);
       if (!absl::IsUnimplemented(batch.status())) return batch.status();
     }
   }
@@ -192,6 +183,33 @@ absl::StatusOr<PlanTable> PlanRun::RunBatch(PlanTable input,
   st.rows_out = s.aggregator->groups();
   s.limit_passed = std::move(passed);
   return PlanTable{};
+}
+
+absl::StatusOr<PlanTable> PlanRun::RunDeviceBatch(DevicePlanBatch& batch,
+                                                 const DevicePlanInput& shape, PlanTable input,
+                                                 std::span<const HashIndex* const> indexes,
+                                                 std::vector<PlanStepStatistics>* statistics) {
+  State& s = *state_;
+  const std::vector<PlanStepStatistics>& steps = batch.statistics();
+  if (shape.aggregate) {
+    GPUJOIN_RETURN_IF_ERROR(s.aggregator->ConsumeDevice(batch, shape));
+    std::copy(steps.begin(), steps.end(), statistics->begin());
+    PlanStepStatistics& st = (*statistics)[s.aggregate_at];
+    st.ran = true;
+    st.rows_in = batch.rows();
+    st.rows_out = s.aggregator->groups();
+    return PlanTable{};
+  }
+  // A row plan: the rows the device's steps kept, then the rest on the host.
+  GPUJOIN_ASSIGN_OR_RETURN(PlanTable table, batch.Rows(std::move(input)));
+  std::copy(steps.begin(), steps.end(), statistics->begin());
+  GPUJOIN_RETURN_IF_ERROR(plan_detail::CheckTableBytes(table.bytes(), s.limits, "the lookup's rows"));
+  std::vector<uint64_t> passed = s.limit_passed;
+  GPUJOIN_ASSIGN_OR_RETURN(table, RunSteps(*s.backend, s.plan, shape.steps, s.plan.steps.size(),
+                                           std::move(table), indexes, s.labels, s.limits, &passed,
+                                           statistics));
+  s.limit_passed = std::move(passed);
+  return table;
 }
 
 absl::StatusOr<PlanTable> PlanRun::Groups(std::span<const HashIndex* const> indexes,

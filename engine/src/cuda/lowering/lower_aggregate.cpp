@@ -65,29 +65,28 @@ absl::Status AggregateDevice(StreamContext& ctx, const std::string& where, Aggre
   a.output = output.data();
   a.overflow = out.overflow.empty() ? nullptr : overflow.data();
   GPUJOIN_CUDA_RETURN(Aggregate(a, ctx.stream()), where);
+  // One wait for every output where they fit in staging together.
+  std::vector<uint32_t> narrow(count_op || float32 ? groups : 0);  // counts, or float32 bits
+  std::vector<HostPiece> pieces;
   if (count_op || float32) {
-    std::vector<uint32_t> narrow(groups);  // counts, or float32 bits
-    GPUJOIN_RETURN_IF_ERROR(ctx.Download(narrow.data(),
-                                         count_op ? static_cast<const void*>(counts.data())
-                                                  : static_cast<const void*>(output.data()),
-                                         groups * sizeof(uint32_t), "aggregate output"));
-    if (count_op) {
-      WidenInto(out.output, narrow.data());
-    } else {
-      WidenInto(out.output, reinterpret_cast<const float*>(narrow.data()));
-    }
+    pieces.push_back({narrow.data(),
+                      count_op ? static_cast<const void*>(counts.data())
+                               : static_cast<const void*>(output.data()),
+                      groups * sizeof(uint32_t)});
   } else {
-    GPUJOIN_RETURN_IF_ERROR(
-        ctx.Download(out.output.data(), output.data(), out.output.size_bytes(), "aggregate output"));
+    pieces.push_back({out.output.data(), output.data(), out.output.size_bytes()});
   }
-  GPUJOIN_RETURN_IF_ERROR(
-      ctx.Download(out.overflow.data(), overflow.data(), out.overflow.size_bytes(), "overflow"));
+  pieces.push_back({out.overflow.data(), overflow.data(), out.overflow.size_bytes()});
   // For count every in-range, unmasked row contributes: the same numbers.
-  GPUJOIN_RETURN_IF_ERROR(ctx.Download(out.contributing_rows.data(), counts.data(),
-                                       out.contributing_rows.size_bytes(), "contributing rows"));
+  pieces.push_back({out.contributing_rows.data(), counts.data(), out.contributing_rows.size_bytes()});
+  GPUJOIN_RETURN_IF_ERROR(ctx.DownloadAll(pieces, "aggregate output"));
+  if (count_op) {
+    WidenInto(out.output, narrow.data());
+  } else if (float32) {
+    WidenInto(out.output, reinterpret_cast<const float*>(narrow.data()));
+  }
   return absl::OkStatus();
 }
-
 
 namespace {
 

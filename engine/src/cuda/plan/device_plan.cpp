@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/plan/plan_table.hpp"
 #include "cuda/cuda_error.hpp"
 #include "cuda/index/lookup.hpp"
 #include "cuda/lowering/lowering.hpp"
@@ -71,6 +72,9 @@ void Emit(const PlanExpr& e, std::vector<PlanFilterOp>* ops,
   }
 }
 
+// Groups downloaded with the step counters, before their count is known.
+constexpr uint64_t kPrefetchedGroups = 4096;
+
 uint64_t NextPowerOfTwo(uint64_t v) {
   uint64_t p = 1;
   while (p < v) p <<= 1;
@@ -105,6 +109,12 @@ class CudaPlanBatch final : public DevicePlanBatch {
     absl::Status s = RunMeasures(codes, groups, outputs);
     if (!s.ok()) failed_ = true;
     return s;
+  }
+
+  absl::StatusOr<PlanTable> Rows(PlanTable input) override {
+    absl::StatusOr<PlanTable> rows = RowsOf(std::move(input));
+    if (!rows.ok()) failed_ = true;
+    return rows;
   }
 
  private:
@@ -219,9 +229,14 @@ class CudaPlanBatch final : public DevicePlanBatch {
     const Plan& plan = *input.plan;
     const PlanTable& table = *input.table;
     rows_ = table.rows;
-    const size_t at = plan.AggregatePosition();
+    const size_t at = input.steps;
+    input_columns_ = table.columns.size();
     for (size_t c = 0; c < table.columns.size(); ++c) {
       const PlanColumn& column = table.columns[c];
+      if (c >= input.uploaded.size() || !input.uploaded[c]) {
+        columns_.push_back(PlanColumnRef{column.type, nullptr, nullptr});  // host only
+        continue;
+      }
       GPUJOIN_ASSIGN_OR_RETURN(uint8_t * data,
                                Upload(column.data.data(), column.data.size(), "plan input column"));
       const uint8_t* validity = nullptr;
@@ -254,6 +269,9 @@ class CudaPlanBatch final : public DevicePlanBatch {
         GPUJOIN_RETURN_IF_ERROR(Filter(std::get<PlanFilterStep>(plan.steps[i]), i, counters + i));
       }
     }
+    for (size_t i = 0; i < at; ++i) lookups_.push_back(std::holds_alternative<PlanLookupStep>(plan.steps[i]));
+    counters_ = counters;
+    if (!input.aggregate) return absl::OkStatus();
     // Group keys: a table of at most twice the rows (or the group limit) slots.
     const auto& agg = std::get<PlanAggregateStep>(plan.steps[at]);
     PlanGroupColumns group;
@@ -288,12 +306,16 @@ class CudaPlanBatch final : public DevicePlanBatch {
                           reinterpret_cast<uint32_t*>(out_firsts), entry_slots_.data(), full + 1,
                           stream()),
         where);
-    // One wait: the counters and the flags; then the groups themselves.
+    // One wait: the counters, the flags and the first kPrefetchedGroups groups
+    // (a second one only for more groups than that).
+    const uint64_t prefetched = std::min<uint64_t>(capacity_, kPrefetchedGroups);
     std::vector<PlanStepCounters> host_counters(std::max<size_t>(at, 1));
     unsigned int host_flags[2] = {0, 0};
-    const DeviceRange pieces[2] = {
-        {counters, host_counters.size() * sizeof(PlanStepCounters)}, {flags, sizeof host_flags}};
-    const uint8_t* got[2] = {nullptr, nullptr};
+    const DeviceRange pieces[4] = {{counters, host_counters.size() * sizeof(PlanStepCounters)},
+                                   {flags, sizeof host_flags},
+                                   {out_keys, prefetched * 8},
+                                   {out_firsts, prefetched * 4}};
+    const uint8_t* got[4] = {nullptr, nullptr, nullptr, nullptr};
     GPUJOIN_RETURN_IF_ERROR(ctx_->DownloadGathered(pieces, got, "plan counters"));
     std::memcpy(host_counters.data(), got[0], host_counters.size() * sizeof(PlanStepCounters));
     std::memcpy(host_flags, got[1], sizeof host_flags);
@@ -305,30 +327,85 @@ class CudaPlanBatch final : public DevicePlanBatch {
     const uint32_t n = host_flags[1];
     std::vector<unsigned long long> entry_keys(n);
     std::vector<uint32_t> entry_firsts(n);
-    GPUJOIN_RETURN_IF_ERROR(ctx_->Download(entry_keys.data(), out_keys, n * 8ull, "plan groups"));
-    GPUJOIN_RETURN_IF_ERROR(
-        ctx_->Download(entry_firsts.data(), out_firsts, n * 4ull, "plan groups' rows"));
+    if (n <= prefetched) {
+      std::memcpy(entry_keys.data(), got[2], n * 8ull);
+      std::memcpy(entry_firsts.data(), got[3], n * 4ull);
+    } else {
+      const HostPiece groups_pieces[2] = {{entry_keys.data(), out_keys, n * 8ull},
+                                          {entry_firsts.data(), out_firsts, n * 4ull}};
+      GPUJOIN_RETURN_IF_ERROR(ctx_->DownloadAll(groups_pieces, "plan groups"));
+    }
     order_.resize(n);
     std::iota(order_.begin(), order_.end(), 0u);
     std::sort(order_.begin(), order_.end(),
               [&](uint32_t a, uint32_t b) { return entry_firsts[a] < entry_firsts[b]; });
     keys_.resize(n);
     for (uint32_t k = 0; k < n; ++k) keys_[k] = entry_keys[order_[k]];
-    statistics_.assign(at, PlanStepStatistics{});
+    SetStatistics(host_counters);
+    measures_ = input.measures;
+    return absl::OkStatus();
+  }
+
+  // The steps' statistics from their counters.
+  void SetStatistics(const std::vector<PlanStepCounters>& counters) {
+    statistics_.assign(lookups_.size(), PlanStepStatistics{});
     reaching_ = rows_;
-    for (size_t i = 0; i < at; ++i) {
-      const PlanStepCounters& c = host_counters[i];
+    for (size_t i = 0; i < lookups_.size(); ++i) {
+      const PlanStepCounters& c = counters[i];
       PlanStepStatistics& st = statistics_[i];
       st.ran = true;
       st.rows_in = c.rows_in;
       st.rows_out = c.rows_out;
-      if (std::holds_alternative<PlanLookupStep>(plan.steps[i])) {
-        st.query = QueryStatistics{c.found, c.missing, c.total_probes, c.max_probes};
-      }
+      if (lookups_[i]) st.query = QueryStatistics{c.found, c.missing, c.total_probes, c.max_probes};
       reaching_ = c.rows_out;
     }
-    measures_ = input.measures;
-    return absl::OkStatus();
+  }
+
+  absl::StatusOr<PlanTable> RowsOf(PlanTable input) {
+    GPUJOIN_CUDA_RETURN(cudaSetDevice(device_), "select device");
+    // One wait: the counters, the live rows and every column the steps made.
+    std::vector<PlanStepCounters> counters(std::max<size_t>(lookups_.size(), 1));
+    std::vector<uint8_t> live(rows_);
+    std::vector<HostPiece> pieces = {
+        {counters.data(), counters_, counters.size() * sizeof(PlanStepCounters)},
+        {live.data(), live_.data(), rows_}};
+    const size_t made = columns_.size() - input_columns_;
+    std::vector<PlanColumn> columns(made);
+    for (size_t k = 0; k < made; ++k) {
+      const PlanColumnRef& ref = columns_[input_columns_ + k];
+      PlanColumn& c = columns[k];
+      c.type = ref.type;
+      c.rows = rows_;
+      // Found flags come as bytes; every other column as its values.
+      c.data.resize(ref.type == ColumnType::kBool ? rows_ : rows_ * ColumnWidth(ref.type));
+      pieces.push_back({c.data.data(), ref.data, c.data.size()});
+      if (ref.validity != nullptr) {
+        c.validity.resize(BitmapBytes(rows_));
+        pieces.push_back({c.validity.data(), ref.validity, c.validity.size()});
+      }
+    }
+    GPUJOIN_RETURN_IF_ERROR(ctx_->DownloadAll(pieces, "plan rows"));
+    SetStatistics(counters);
+    for (PlanColumn& c : columns) {
+      if (c.type == ColumnType::kBool) {
+        std::vector<std::byte> bits(BitmapBytes(rows_), std::byte{0});
+        for (uint64_t r = 0; r < rows_; ++r) {
+          if (c.data[r] != std::byte{0}) SetBit(reinterpret_cast<uint8_t*>(bits.data()), r, true);
+        }
+        c.data = std::move(bits);
+      }
+      // As the host path: a validity only where a row is null.
+      bool any_null = false;
+      for (uint64_t r = 0; r < rows_ && !c.validity.empty() && !any_null; ++r) any_null = !c.valid(r);
+      if (!any_null) c.validity.clear();
+      input.columns.push_back(std::move(c));
+    }
+    input.names.resize(input.columns.size());
+    const std::vector<uint32_t> kept = plan_detail::SelectedRows(live);
+    if (kept.size() == rows_) return input;
+    PlanTable out = plan_detail::TakeRows(input, kept);
+    out.rows = kept.size();
+    return out;
   }
 
   absl::Status RunMeasures(std::span<const uint32_t> codes, uint32_t groups,
@@ -376,6 +453,9 @@ class CudaPlanBatch final : public DevicePlanBatch {
   uint64_t rows_ = 0;
   uint64_t reaching_ = 0;
   uint64_t capacity_ = 0;
+  size_t input_columns_ = 0;
+  std::vector<bool> lookups_;  // per device step: a lookup (else a filter)
+  const PlanStepCounters* counters_ = nullptr;
   std::vector<DeviceBuffer<uint8_t>> buffers_;
   std::vector<PlanColumnRef> columns_;
   DeviceBuffer<uint8_t> live_;
