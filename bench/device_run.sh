@@ -61,6 +61,16 @@ has server_snapshot_integration_tests && step snapshots_service 180 env GPUJOIN_
   GPUJOIND=$bin/gpujoind $bin/server_snapshot_integration_tests
 has gpujoin-snapshot-bench && step snapshot_bench 240 $bin/gpujoin-snapshot-bench --backend cuda \
   --keys 67108864 --dir /tmp
+# Plans on the device: random row and aggregate plans against the CPU
+# backend's host path (engine_tests' cuda cases), under memcheck and
+# racecheck; the plan against its nodes back to back over 2^24 rows.
+plans='*PlanDevice*cuda*:*PlanTest*cuda*:*PlanFilter*cuda*'
+has engine_tests && step plans_device 180 $bin/engine_tests --gtest_filter="$plans"
+has engine_tests && step memcheck_plans 240 compute-sanitizer --tool memcheck --error-exitcode 9 \
+  $bin/engine_tests --gtest_filter='*PlanDevice*cuda*'
+has engine_tests && step racecheck_plans 240 compute-sanitizer --tool racecheck --error-exitcode 9 \
+  $bin/engine_tests --gtest_filter='*PlanDevice*cuda*'
+has gpujoin-plan-bench && step plan_bench 120 $bin/gpujoin-plan-bench --backend cuda --rows 16777216
 # A 256-key plan over 3 indexes against one and three lookups, on a CUDA
 # gpujoind (docs/PERFORMANCE.md, "Plans").
 has gpujoin-query-bench && step query_bench 120 bash -c "\"$bin/gpujoind\" \
