@@ -81,7 +81,7 @@ PlanLiteral RandomLiteral(ColumnType type, std::mt19937_64& rng) {
 
 PlanExpr RandomExpr(const std::vector<ColumnType>& types, int depth, std::mt19937_64& rng) {
   PlanExpr e;
-  const int pick = static_cast<int>(rng() % (depth >= 2 ? 4 : 7));
+  const int pick = static_cast<int>(rng() % (depth >= 4 ? 4 : 7));
   if (pick >= 4) {
     e.kind = pick == 4 ? PlanExpr::Kind::kAnd : pick == 5 ? PlanExpr::Kind::kOr : PlanExpr::Kind::kNot;
     const size_t n = e.kind == PlanExpr::Kind::kNot ? 1 : 2 + rng() % 2;
@@ -94,7 +94,7 @@ PlanExpr RandomExpr(const std::vector<ColumnType>& types, int depth, std::mt1993
   const ColumnType t = types[e.column];
   if (pick == 0) {
     e.kind = rng() % 2 ? PlanExpr::Kind::kIsNull : PlanExpr::Kind::kIsNotNull;
-  } else if (pick == 1 && t != ColumnType::kBool) {
+  } else if (pick == 1) {
     e.kind = rng() % 2 ? PlanExpr::Kind::kIn : PlanExpr::Kind::kNotIn;
     for (size_t k = 0, n = 1 + rng() % 3; k < n; ++k) e.literals.push_back(RandomLiteral(t, rng));
   } else {
@@ -131,13 +131,16 @@ Trial RandomTrial(std::mt19937_64& rng, bool aggregate) {
   for (ColumnType type : {ColumnType::kInt64, ColumnType::kFloat32}) {
     t.payload_b.push_back(RandomColumn(type, rows_b, rng() % 2 == 0, 6, rng));
   }
-  // Input: key (int64: nulls, negatives, beyond uint32), key_b (uint64), v (float64), cat (int32).
+  // Input: key (int64, int32 or uint32: nulls, negatives, beyond uint32),
+  // key_b (uint64), v (float64), cat (int32), name (string).
   const size_t batches = 1 + rng() % 3;
+  const size_t key_type = rng() % 3;
   for (size_t i = 0; i < batches; ++i) {
     const uint64_t rows = rng() % 4 == 0 ? 1 + rng() % 3 : 1 + rng() % 2000;
     PlanTable b;
     b.rows = rows;
-    PlanColumn key = RandomColumn(ColumnType::kInt64, rows, true, 560, rng);
+    const ColumnType key_types[] = {ColumnType::kInt64, ColumnType::kInt32, ColumnType::kUint32};
+    PlanColumn key = RandomColumn(key_types[key_type], rows, true, 560, rng);
     PlanColumn key_b;
     key_b.type = ColumnType::kUint64;
     key_b.rows = rows;
@@ -161,8 +164,8 @@ Trial RandomTrial(std::mt19937_64& rng, bool aggregate) {
     b.names.resize(b.columns.size());
     t.batches.push_back(std::move(b));
   }
-  std::vector<ColumnType> types = {ColumnType::kInt64, ColumnType::kUint64, ColumnType::kFloat64,
-                                   ColumnType::kInt32, ColumnType::kString};
+  std::vector<ColumnType> types = {t.batches[0].columns[0].type, ColumnType::kUint64,
+                                   ColumnType::kFloat64, ColumnType::kInt32, ColumnType::kString};
   Plan& plan = t.plan;
   plan.index_slots = 2;
   const JoinKind kinds[] = {JoinKind::kInner, JoinKind::kLeftOuter, JoinKind::kLeftSemi,
@@ -311,7 +314,10 @@ RunResult RunPlan(Backend& backend, const Trial& t, const Indexes& ix, const Pla
   return out;
 }
 
-void ExpectSameTable(const PlanTable& got, const PlanTable& want, const std::string& what) {
+// Equal tables; float values within a relative 1e-9 (float32: 1e-4) unless
+// `exact`, where every value's bytes must match.
+void ExpectSameTable(const PlanTable& got, const PlanTable& want, const std::string& what,
+                     bool exact = false) {
   ASSERT_EQ(got.rows, want.rows) << what;
   ASSERT_EQ(got.columns.size(), want.columns.size()) << what;
   for (size_t c = 0; c < want.columns.size(); ++c) {
@@ -324,7 +330,7 @@ void ExpectSameTable(const PlanTable& got, const PlanTable& want, const std::str
       if (!w.valid(r)) continue;
       if (w.type == ColumnType::kString) {
         EXPECT_EQ(g.text(r), w.text(r)) << what << " column " << c << " row " << r;
-      } else if (w.type == ColumnType::kFloat64 || w.type == ColumnType::kFloat32) {
+      } else if (!exact && (w.type == ColumnType::kFloat64 || w.type == ColumnType::kFloat32)) {
         const double a = w.type == ColumnType::kFloat64 ? g.value<double>(r) : g.value<float>(r);
         const double b = w.type == ColumnType::kFloat64 ? w.value<double>(r) : w.value<float>(r);
         if (std::isnan(b)) {
@@ -375,13 +381,16 @@ TEST_P(PlanDeviceTest, RandomDevicePlansEqualTheHostPath) {
     ExpectSameTable(got.groups, want.groups, what);
     ASSERT_EQ(got.rows.size(), want.rows.size()) << what;
     for (size_t b = 0; b < want.rows.size(); ++b) {
-      ExpectSameTable(got.rows[b], want.rows[b], what + " batch " + std::to_string(b));
+      ExpectSameTable(got.rows[b], want.rows[b], what + " batch " + std::to_string(b), true);
     }
     for (size_t b = 0; b < want.statistics.size(); ++b) {
       for (size_t s = 0; s < want.statistics[b].size(); ++s) {
         const PlanStepStatistics& g = got.statistics[b][s];
         const PlanStepStatistics& w = want.statistics[b][s];
         EXPECT_EQ(g.ran, w.ran) << what << " batch " << b << " step " << s;
+        EXPECT_FALSE(w.on_device) << what;
+        // The plan's first step runs on the device wherever there is one.
+        if (s == 0) EXPECT_EQ(g.on_device, GetParam().kind == BackendKind::kCuda) << what;
         EXPECT_EQ(g.rows_in, w.rows_in) << what << " batch " << b << " step " << s;
         EXPECT_EQ(g.rows_out, w.rows_out) << what << " batch " << b << " step " << s;
         EXPECT_EQ(g.query.found, w.query.found) << what << " batch " << b << " step " << s;
@@ -439,6 +448,52 @@ TEST_P(PlanDeviceTest, TheGroupLimitHoldsAndAFailedBatchAddsNothing) {
     EXPECT_EQ(groups->columns[1].value<uint64_t>(r), counts[r]);
     EXPECT_DOUBLE_EQ(groups->columns[2].value<double>(r), 1.5 * counts[r]);
   }
+}
+
+// One batch with more groups than come back with the step counters (4096),
+// and one with more distinct keys than the limit in itself: the device's
+// group table stops there and the batch fails as on the host, adding nothing.
+TEST_P(PlanDeviceTest, ManyGroupsInOneBatch) {
+  Plan plan;
+  PlanAggregateStep agg;
+  agg.group_by = {0};
+  agg.measures = {{AggregateOp::kCount, PlanMeasure::kNoColumn}, {AggregateOp::kMin, 1}};
+  plan.steps.emplace_back(agg);
+  plan.aggregate_input_types = {ColumnType::kUint32, ColumnType::kInt32};
+  const auto batch = [](uint64_t rows, uint32_t distinct) {
+    PlanTable t;
+    t.rows = rows;
+    PlanColumn g, v;
+    g.type = ColumnType::kUint32;
+    v.type = ColumnType::kInt32;
+    g.rows = v.rows = rows;
+    g.data.resize(rows * 4);
+    v.data.resize(rows * 4);
+    for (uint64_t r = 0; r < rows; ++r) {
+      const uint32_t key = static_cast<uint32_t>((r * 7919) % distinct) * 3;
+      const int32_t value = static_cast<int32_t>(r % 1000) - 500;
+      std::memcpy(g.data.data() + r * 4, &key, 4);
+      std::memcpy(v.data.data() + r * 4, &value, 4);
+    }
+    t.columns = {g, v};
+    return t;
+  };
+  auto reference = CreateBackend(BackendKind::kCpu);
+  ASSERT_TRUE(reference.ok());
+  PlanLimits limits;
+  limits.max_groups = 10000;
+  PlanRun mine(backend_.get(), plan, limits), theirs(reference->get(), plan, limits);
+  std::vector<PlanStepStatistics> stats;
+  for (PlanRun* run : {&mine, &theirs}) {
+    ASSERT_TRUE(run->RunBatch(batch(30000, 9000), {}, &stats).ok());
+    auto over = run->RunBatch(batch(40000, 20000), {}, &stats);
+    ASSERT_EQ(over.status().code(), absl::StatusCode::kResourceExhausted) << over.status();
+  }
+  auto got = mine.Groups({}, &stats);
+  auto want = theirs.Groups({}, &stats);
+  ASSERT_TRUE(got.ok() && want.ok());
+  ASSERT_EQ(want->rows, 9000u);
+  ExpectSameTable(*got, *want, "groups", true);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, PlanDeviceTest, ::testing::ValuesIn(AllBackends()), BackendName);

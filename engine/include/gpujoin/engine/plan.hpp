@@ -186,6 +186,8 @@ struct PlanStepStatistics {
   uint64_t rows_out = 0;
   QueryStatistics query;  ///< lookup steps
   bool ran = false;
+  /// Ran on the backend's device (plan_device.hpp), else on the host path.
+  bool on_device = false;
 };
 
 /// Bounds of one plan run (the service's limits).
@@ -230,7 +232,8 @@ class PlanRun {
 
  private:
   /// A batch whose leading steps ran on the backend's device (plan_device.hpp).
-  absl::StatusOr<PlanTable> RunDeviceBatch(DevicePlanBatch& batch, const DevicePlanInput& shape,
+  absl::StatusOr<PlanTable> RunDeviceBatch(std::unique_ptr<DevicePlanBatch> batch,
+                                           const DevicePlanInput& shape,
                                            PlanTable input,
                                            std::span<const HashIndex* const> indexes,
                                            std::vector<PlanStepStatistics>* statistics);

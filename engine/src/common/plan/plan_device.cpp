@@ -19,6 +19,10 @@ bool DeviceExpr(const PlanExpr& e, std::span<const ColumnType> types, int depth)
     case PlanExpr::Kind::kAnd:
     case PlanExpr::Kind::kOr:
     case PlanExpr::Kind::kNot:
+      // The forms the compiler makes (the program folds and/or pairwise).
+      if (e.kind == PlanExpr::Kind::kNot ? e.children.size() != 1 : e.children.size() < 2) {
+        return false;
+      }
       for (const PlanExpr& c : e.children) {
         if (!DeviceExpr(c, types, depth + 1)) return false;
       }
@@ -40,7 +44,9 @@ bool DeviceExpr(const PlanExpr& e, std::span<const ColumnType> types, int depth)
           return false;
         }
       }
-      return e.literals.size() <= kDevicePlanMaxLiterals;
+      return e.kind == PlanExpr::Kind::kCompare
+                 ? e.literals.size() == 1
+                 : !e.literals.empty() && e.literals.size() <= kDevicePlanMaxLiterals;
     }
   }
   return false;

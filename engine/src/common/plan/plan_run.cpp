@@ -164,8 +164,14 @@ absl::StatusOr<PlanTable> PlanRun::RunBatch(PlanTable input,
       shape->max_groups = s.limits.max_groups;
       shape->groups_limit_name = s.limits.groups_limit_name;
       absl::StatusOr<std::unique_ptr<DevicePlanBatch>> batch = s.backend->StartDevicePlan(*shape);
-      if (batch.ok()) return RunDeviceBatch(**batch, *shape, std::move(input), indexes, statistics);
-      if (!absl::IsUnimplemented(batch.status())) return batch.status();
+      if (batch.ok()) {
+        return RunDeviceBatch(*std::move(batch), *shape, std::move(input), indexes, statistics);
+      }
+      // No device path here, or not enough device memory (or groups) for this
+      // batch there: the host path runs it and gives its own answer.
+      if (!absl::IsUnimplemented(batch.status()) && !absl::IsResourceExhausted(batch.status())) {
+        return batch.status();
+      }
     }
   }
   std::vector<uint64_t> passed = s.limit_passed;
@@ -185,24 +191,26 @@ absl::StatusOr<PlanTable> PlanRun::RunBatch(PlanTable input,
   return PlanTable{};
 }
 
-absl::StatusOr<PlanTable> PlanRun::RunDeviceBatch(DevicePlanBatch& batch,
+absl::StatusOr<PlanTable> PlanRun::RunDeviceBatch(std::unique_ptr<DevicePlanBatch> batch,
                                                  const DevicePlanInput& shape, PlanTable input,
                                                  std::span<const HashIndex* const> indexes,
                                                  std::vector<PlanStepStatistics>* statistics) {
   State& s = *state_;
-  const std::vector<PlanStepStatistics>& steps = batch.statistics();
   if (shape.aggregate) {
-    GPUJOIN_RETURN_IF_ERROR(s.aggregator->ConsumeDevice(batch, shape));
-    std::copy(steps.begin(), steps.end(), statistics->begin());
+    GPUJOIN_RETURN_IF_ERROR(s.aggregator->ConsumeDevice(*batch, shape));
+    std::copy(batch->statistics().begin(), batch->statistics().end(), statistics->begin());
     PlanStepStatistics& st = (*statistics)[s.aggregate_at];
     st.ran = true;
-    st.rows_in = batch.rows();
+    st.on_device = true;
+    st.rows_in = batch->rows();
     st.rows_out = s.aggregator->groups();
     return PlanTable{};
   }
-  // A row plan: the rows the device's steps kept, then the rest on the host.
-  GPUJOIN_ASSIGN_OR_RETURN(PlanTable table, batch.Rows(std::move(input)));
-  std::copy(steps.begin(), steps.end(), statistics->begin());
+  // A row plan: the rows the device's steps kept (the batch's device memory
+  // and stream go back before the host runs the rest).
+  GPUJOIN_ASSIGN_OR_RETURN(PlanTable table, batch->Rows(std::move(input)));
+  std::copy(batch->statistics().begin(), batch->statistics().end(), statistics->begin());
+  batch.reset();
   GPUJOIN_RETURN_IF_ERROR(plan_detail::CheckTableBytes(table.bytes(), s.limits, "the lookup's rows"));
   std::vector<uint64_t> passed = s.limit_passed;
   GPUJOIN_ASSIGN_OR_RETURN(table, RunSteps(*s.backend, s.plan, shape.steps, s.plan.steps.size(),

@@ -281,22 +281,24 @@ class CudaPlanBatch final : public DevicePlanBatch {
       group.columns[j] = columns_[agg.group_by[j]];
       group.bits[j] = input.layout.bits[j];
     }
-    capacity_ = NextPowerOfTwo(std::max<uint64_t>(64, 2 * std::min(rows_, input.max_groups + 1)));
+    capacity_ = NextPowerOfTwo(std::max<uint64_t>(64, 2 * (std::min(rows_, input.max_groups) + 1)));
     GPUJOIN_ASSIGN_OR_RETURN(uint8_t * keys, Buffer(capacity_ * 8, "plan group table"));
     GPUJOIN_ASSIGN_OR_RETURN(uint8_t * firsts, Buffer(capacity_ * 4, "plan group first rows"));
     GPUJOIN_ASSIGN_OR_RETURN(slot_of_row_, Alloc<uint32_t>(rows_, *ctx_, "plan group slots"));
-    GPUJOIN_ASSIGN_OR_RETURN(uint8_t * flags, Buffer(2 * sizeof(unsigned int), "plan group flags"));
+    // Flags: full, the collected groups' count, then the inserted keys' count.
+    GPUJOIN_ASSIGN_OR_RETURN(uint8_t * flags, Buffer(16, "plan group flags"));
     GPUJOIN_ASSIGN_OR_RETURN(uint8_t * out_keys, Buffer(capacity_ * 8, "plan groups"));
     GPUJOIN_ASSIGN_OR_RETURN(uint8_t * out_firsts, Buffer(capacity_ * 4, "plan groups' rows"));
     GPUJOIN_ASSIGN_OR_RETURN(entry_slots_, Alloc<uint32_t>(capacity_, *ctx_, "plan groups' slots"));
     const char* where = "plan aggregate (group keys)";
     GPUJOIN_CUDA_RETURN(cudaMemsetAsync(keys, 0xff, capacity_ * 8, stream()), where);
     GPUJOIN_CUDA_RETURN(cudaMemsetAsync(firsts, 0xff, capacity_ * 4, stream()), where);
-    GPUJOIN_CUDA_RETURN(cudaMemsetAsync(flags, 0, 2 * sizeof(unsigned int), stream()), where);
+    GPUJOIN_CUDA_RETURN(cudaMemsetAsync(flags, 0, 16, stream()), where);
     auto* full = reinterpret_cast<unsigned int*>(flags);
     GPUJOIN_CUDA_RETURN(
         PlanGroupKeys(group, live_.data(), rows_, reinterpret_cast<unsigned long long*>(keys),
-                      reinterpret_cast<uint32_t*>(firsts), capacity_, slot_of_row_.data(), full,
+                      reinterpret_cast<uint32_t*>(firsts), capacity_, input.max_groups,
+                      slot_of_row_.data(), full, reinterpret_cast<unsigned long long*>(flags + 8),
                       stream()),
         where);
     GPUJOIN_CUDA_RETURN(
@@ -354,6 +356,7 @@ class CudaPlanBatch final : public DevicePlanBatch {
       const PlanStepCounters& c = counters[i];
       PlanStepStatistics& st = statistics_[i];
       st.ran = true;
+      st.on_device = true;
       st.rows_in = c.rows_in;
       st.rows_out = c.rows_out;
       if (lookups_[i]) st.query = QueryStatistics{c.found, c.missing, c.total_probes, c.max_probes};

@@ -177,10 +177,13 @@ __device__ __forceinline__ uint64_t MixKey(unsigned long long k) {
 
 __global__ void GroupKeysKernel(PlanGroupColumns g, const uint8_t* live, uint64_t rows,
                                 unsigned long long* keys, uint32_t* first_rows, uint64_t capacity,
-                                uint32_t* slot_of_row, unsigned int* full) {
+                                unsigned long long max_groups, uint32_t* slot_of_row,
+                                unsigned int* full, unsigned long long* inserted) {
   for (uint64_t r = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; r < rows;
        r += uint64_t(gridDim.x) * blockDim.x) {
     if (!live[r]) continue;
+    // Past the limit the batch fails: stop rather than fill the table.
+    if (*reinterpret_cast<volatile unsigned int*>(full) != 0) return;
     unsigned long long key = 0;
     unsigned shift = 0;
     for (uint32_t j = 0; j < g.count; ++j) {
@@ -200,7 +203,12 @@ __global__ void GroupKeysKernel(PlanGroupColumns g, const uint8_t* live, uint64_
     for (uint64_t probe = 0; probe < capacity; ++probe) {
       // Few groups means many rows per slot: read before any atomic.
       unsigned long long prev = *reinterpret_cast<volatile unsigned long long*>(&keys[slot]);
-      if (prev == kPlanNoGroup) prev = atomicCAS(&keys[slot], kPlanNoGroup, key);
+      if (prev == kPlanNoGroup) {
+        prev = atomicCAS(&keys[slot], kPlanNoGroup, key);
+        if (prev == kPlanNoGroup && atomicAdd(inserted, 1ull) + 1 > max_groups) {
+          atomicExch(full, 1u);
+        }
+      }
       if (prev == kPlanNoGroup || prev == key) {
         if (static_cast<uint32_t>(r) < *reinterpret_cast<volatile uint32_t*>(&first_rows[slot])) {
           atomicMin(&first_rows[slot], static_cast<uint32_t>(r));
@@ -292,11 +300,12 @@ cudaError_t PlanFilter(const PlanColumnRef* columns, const PlanFilterOp* ops, ui
 
 cudaError_t PlanGroupKeys(const PlanGroupColumns& group, const uint8_t* live, uint64_t rows,
                           unsigned long long* keys, uint32_t* first_rows, uint64_t capacity,
-                          uint32_t* slot_of_row, unsigned int* full, cudaStream_t stream) {
+                          uint64_t max_groups, uint32_t* slot_of_row, unsigned int* full,
+                          unsigned long long* inserted, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
   static std::atomic<int> resident{0};
   GroupKeysKernel<<<Grid(GroupKeysKernel, rows, resident), kBlockThreads, 0, stream>>>(
-      group, live, rows, keys, first_rows, capacity, slot_of_row, full);
+      group, live, rows, keys, first_rows, capacity, max_groups, slot_of_row, full, inserted);
   return cudaGetLastError();
 }
 

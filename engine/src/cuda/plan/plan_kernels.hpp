@@ -90,10 +90,12 @@ inline constexpr unsigned long long kPlanNoGroup = ~0ull;
 /// Inserts every live row's packed key into the open-addressing table
 /// (`keys`, `first_rows` of `capacity` slots, a power of two, initialised to
 /// kPlanNoGroup and 0xffffffff), keeping each key's first row; slot_of_row[r]
-/// is its slot. Sets *full when a key found no slot.
+/// is its slot. Counts the keys inserted in *inserted (zeroed first); sets
+/// *full, and stops early, when they pass `max_groups` or a key finds no slot.
 cudaError_t PlanGroupKeys(const PlanGroupColumns& group, const uint8_t* live, uint64_t rows,
                           unsigned long long* keys, uint32_t* first_rows, uint64_t capacity,
-                          uint32_t* slot_of_row, unsigned int* full, cudaStream_t stream);
+                          uint64_t max_groups, uint32_t* slot_of_row, unsigned int* full,
+                          unsigned long long* inserted, cudaStream_t stream);
 
 /// The used slots of the table: out_keys, out_first_rows and out_slots get
 /// one entry each (in no order), *count how many.
