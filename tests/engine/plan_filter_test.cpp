@@ -8,28 +8,13 @@
 #include <vector>
 
 #include "gpujoin/engine/plan.hpp"
+#include "plan_exprs.hpp"
 #include "test_backends.hpp"
 
 namespace gpujoin::engine::testing {
 namespace {
 
 class PlanFilterTest : public BackendTest {};
-
-PlanLiteral IntLit(__int128 v) {
-  PlanLiteral l;
-  l.kind = PlanLiteral::Kind::kInteger;
-  l.integer = v;
-  return l;
-}
-
-PlanExpr Compare(uint32_t column, CompareOp op, PlanLiteral lit) {
-  PlanExpr e;
-  e.kind = PlanExpr::Kind::kCompare;
-  e.column = column;
-  e.op = op;
-  e.literals.push_back(std::move(lit));
-  return e;
-}
 
 // Writes `v` (an integer column's value) or `real` (a float column's) as
 // row `r` of `c`.

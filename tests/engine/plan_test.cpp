@@ -17,6 +17,7 @@
 #include "gpujoin/engine/dictionary.hpp"
 #include "gpujoin/engine/plan.hpp"
 #include "gpujoin/testing/join_kind_model.hpp"
+#include "plan_exprs.hpp"
 #include "test_backends.hpp"
 
 namespace gpujoin::engine::testing {
@@ -115,26 +116,6 @@ std::optional<bool> ModelFilter(int which, const Row& row) {
   }
 }
 
-PlanExpr Compare(uint32_t column, CompareOp op, PlanLiteral lit) {
-  PlanExpr e;
-  e.kind = PlanExpr::Kind::kCompare;
-  e.column = column;
-  e.op = op;
-  e.literals.push_back(std::move(lit));
-  return e;
-}
-PlanLiteral IntLit(int64_t v) {
-  PlanLiteral l;
-  l.kind = PlanLiteral::Kind::kInteger;
-  l.integer = v;
-  return l;
-}
-PlanExpr Node(PlanExpr::Kind kind, std::vector<PlanExpr> children) {
-  PlanExpr e;
-  e.kind = kind;
-  e.children = std::move(children);
-  return e;
-}
 
 // Table columns after the lookup: 0 key, 1 value, 2 category, 3 amount, 4 label, 5 found.
 PlanExpr EngineFilter(int which) {

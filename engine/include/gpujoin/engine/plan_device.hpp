@@ -100,6 +100,10 @@ class DevicePlanBatch {
   virtual absl::StatusOr<PlanTable> Rows(PlanTable input) = 0;
 };
 
+/// RESOURCE_EXHAUSTED: an aggregate past `max_groups` groups, named `name`
+/// (PlanLimits::groups_limit_name); the host path and the device's say the same.
+absl::Status GroupLimitError(uint64_t max_groups, const std::string& name);
+
 /// How `plan` runs on a device for a batch whose input columns have
 /// `input_types`, or nullopt when it does not: an aggregate plan with a step,
 /// column type, expression or measure the device path does not take before

@@ -203,9 +203,7 @@ absl::Status GroupAggregator::Consume(Backend& backend, const PlanTable& table) 
       auto [p, inserted] = pending.try_emplace(key, s.groups + static_cast<uint32_t>(fresh.size()));
       if (inserted) {
         if (s.groups + fresh.size() + 1 > s.limits.max_groups) {
-          return absl::ResourceExhaustedError(
-              absl::StrCat("the aggregate step would hold more than ", s.limits.max_groups,
-                           " groups (", s.limits.groups_limit_name, ")"));
+          return GroupLimitError(s.limits.max_groups, s.limits.groups_limit_name);
         }
         fresh.push_back(key);
         new_rows.push_back(r);
@@ -349,9 +347,7 @@ absl::Status GroupAggregator::ConsumeDevice(DevicePlanBatch& batch,
         continue;
       }
       if (s.groups + fresh.size() + 1 > s.limits.max_groups) {
-        return absl::ResourceExhaustedError(
-            absl::StrCat("the aggregate step would hold more than ", s.limits.max_groups,
-                         " groups (", s.limits.groups_limit_name, ")"));
+        return GroupLimitError(s.limits.max_groups, s.limits.groups_limit_name);
       }
       codes[k] = s.groups + static_cast<uint32_t>(fresh.size());
       fresh.push_back(key);

@@ -3,13 +3,12 @@
 
 #include <variant>
 
+#include "absl/strings/str_cat.h"
 #include "gpujoin/engine/aggregation.hpp"
 #include "gpujoin/engine/backend.hpp"
 
 namespace gpujoin::engine {
 namespace {
-
-bool IsFixedNumeric(ColumnType t) { return IsNumericType(t); }
 
 // Whether the device's filter evaluates `e` over columns of `types` (numeric
 // and found columns; numeric and boolean literals), at most `depth` deep.
@@ -30,7 +29,7 @@ bool DeviceExpr(const PlanExpr& e, std::span<const ColumnType> types, int depth)
     case PlanExpr::Kind::kIsNull:
     case PlanExpr::Kind::kIsNotNull:
       return e.column < types.size() &&
-             (IsFixedNumeric(types[e.column]) || types[e.column] == ColumnType::kBool);
+             (IsNumericType(types[e.column]) || types[e.column] == ColumnType::kBool);
     case PlanExpr::Kind::kCompare:
     case PlanExpr::Kind::kIn:
     case PlanExpr::Kind::kNotIn: {
@@ -40,7 +39,7 @@ bool DeviceExpr(const PlanExpr& e, std::span<const ColumnType> types, int depth)
         const bool numeric = l.kind == PlanLiteral::Kind::kInteger ||
                              l.kind == PlanLiteral::Kind::kFloat;
         if (t == ColumnType::kBool ? l.kind != PlanLiteral::Kind::kBool
-                                   : !(IsFixedNumeric(t) && numeric)) {
+                                   : !(IsNumericType(t) && numeric)) {
           return false;
         }
       }
@@ -59,6 +58,11 @@ void MarkColumns(const PlanExpr& e, std::vector<bool>* read) {
 }
 
 }  // namespace
+
+absl::Status GroupLimitError(uint64_t max_groups, const std::string& name) {
+  return absl::ResourceExhaustedError(absl::StrCat("the aggregate step would hold more than ",
+                                                   max_groups, " groups (", name, ")"));
+}
 
 absl::StatusOr<std::unique_ptr<DevicePlanBatch>> Backend::StartDevicePlan(const DevicePlanInput&) {
   return absl::UnimplementedError("this backend runs plans' steps on the host");
@@ -79,7 +83,7 @@ std::optional<DevicePlanInput> DevicePlanShapeOf(const Plan& plan,
   std::vector<bool> read(types.size(), false);
   const auto reads = [&](uint32_t c) {
     if (c < read.size()) read[c] = true;
-    return c < types.size() && (IsFixedNumeric(types[c]) || types[c] == ColumnType::kBool);
+    return c < types.size() && (IsNumericType(types[c]) || types[c] == ColumnType::kBool);
   };
   size_t end = 0;
   for (; end < at; ++end) {
@@ -94,7 +98,7 @@ std::optional<DevicePlanInput> DevicePlanShapeOf(const Plan& plan,
       bool fits = true;
       for (int32_t label : lookup->select_labels) fits &= label < 0;
       for (uint32_t c : lookup->select) {
-        fits &= c < index.payload().size() && IsFixedNumeric(index.payload()[c].type);
+        fits &= c < index.payload().size() && IsNumericType(index.payload()[c].type);
       }
       if (!fits) break;
       reads(lookup->key_columns[0]);

@@ -56,6 +56,8 @@ struct PlanRun::State {
   std::optional<GroupAggregator> aggregator;
   /// One per Plan::label_types.
   std::vector<plan_detail::LabelTable> labels;
+  /// The backend has no device path for plans (it said UNIMPLEMENTED once).
+  bool host_only = false;
 };
 
 PlanRun::PlanRun(Backend* backend, Plan plan, PlanLimits limits)
@@ -155,7 +157,7 @@ absl::StatusOr<PlanTable> PlanRun::RunBatch(PlanTable input,
                                             std::vector<PlanStepStatistics>* statistics) {
   State& s = *state_;
   statistics->assign(s.plan.steps.size(), PlanStepStatistics{});
-  if (input.rows > 0) {
+  if (input.rows > 0 && !s.host_only) {
     // On the backend's device when it offers it and the plan's shape allows.
     std::vector<ColumnType> types;
     for (const PlanColumn& c : input.columns) types.push_back(c.type);
@@ -169,9 +171,8 @@ absl::StatusOr<PlanTable> PlanRun::RunBatch(PlanTable input,
       }
       // No device path here, or not enough device memory (or groups) for this
       // batch there: the host path runs it and gives its own answer.
-      if (!absl::IsUnimplemented(batch.status()) && !absl::IsResourceExhausted(batch.status())) {
-        return batch.status();
-      }
+      s.host_only = absl::IsUnimplemented(batch.status());
+      if (!s.host_only && !absl::IsResourceExhausted(batch.status())) return batch.status();
     }
   }
   std::vector<uint64_t> passed = s.limit_passed;

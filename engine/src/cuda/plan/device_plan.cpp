@@ -322,9 +322,7 @@ class CudaPlanBatch final : public DevicePlanBatch {
     std::memcpy(host_counters.data(), got[0], host_counters.size() * sizeof(PlanStepCounters));
     std::memcpy(host_flags, got[1], sizeof host_flags);
     if (host_flags[0] != 0) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("the aggregate step would hold more than ", input.max_groups, " groups (",
-                       input.groups_limit_name, ")"));
+      return GroupLimitError(input.max_groups, input.groups_limit_name);
     }
     const uint32_t n = host_flags[1];
     std::vector<unsigned long long> entry_keys(n);

@@ -7,6 +7,7 @@
 
 #include "cuda/kernel_utils.cuh"
 #include "cuda/plan/plan_kernels.hpp"
+#include "gpujoin/engine/detail/slot_hash.hpp"
 
 namespace gpujoin::engine::detail {
 namespace {
@@ -166,15 +167,6 @@ __global__ void FilterKernel(const PlanColumnRef* columns, const PlanFilterOp* o
   BlockFlushStats<2>(sums, 0, &counters->rows_in, nullptr);
 }
 
-__device__ __forceinline__ uint64_t MixKey(unsigned long long k) {
-  k ^= k >> 33;
-  k *= 0xff51afd7ed558ccdull;
-  k ^= k >> 33;
-  k *= 0xc4ceb9fe1a85ec53ull;
-  k ^= k >> 33;
-  return k;
-}
-
 __global__ void GroupKeysKernel(PlanGroupColumns g, const uint8_t* live, uint64_t rows,
                                 unsigned long long* keys, uint32_t* first_rows, uint64_t capacity,
                                 unsigned long long max_groups, uint32_t* slot_of_row,
@@ -198,7 +190,7 @@ __global__ void GroupKeysKernel(PlanGroupColumns g, const uint8_t* live, uint64_
       }
       shift += g.bits[j];
     }
-    uint64_t slot = MixKey(key) & (capacity - 1);
+    uint64_t slot = SlotHash(static_cast<uint64_t>(key)) & (capacity - 1);
     bool placed = false;
     for (uint64_t probe = 0; probe < capacity; ++probe) {
       // Few groups means many rows per slot: read before any atomic.
