@@ -8,9 +8,13 @@
 //            then one AggregateNode (mean of latency, masked by latency > 5,
 //            keyed by the gathered group, which is already a dense code);
 // each --repeat times (medians), and prints rows/s of both and their ratio
-// after checking that both give the same means.
+// after checking that both give the same means. --graphs off turns CUDA Graph
+// capture off (BackendOptions::cuda_plan_graphs, cuda_join_graphs and
+// cuda_aggregate_graphs), on both sides; on (the default) small repeated
+// batches replay as graphs on both.
 //
 //   gpujoin-plan-bench [--backend cpu|cuda|auto] [--rows N] [--index-rows N] [--repeat R]
+//                      [--graphs on|off]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -47,6 +51,7 @@ int main(int argc, char** argv) {
   std::string backend_name = "auto";
   uint64_t rows = uint64_t{1} << 24, index_rows = uint64_t{1} << 20;
   int repeat = 5;
+  bool graphs = true;
   for (int i = 1; i < argc; ++i) {
     auto next = [&](const char* flag) -> const char* {
       if (std::strcmp(argv[i], flag) == 0 && i + 1 < argc) return argv[++i];
@@ -60,16 +65,20 @@ int main(int argc, char** argv) {
       index_rows = std::strtoull(v, nullptr, 10);
     } else if (const char* v = next("--repeat")) {
       repeat = std::atoi(v);
+    } else if (const char* v = next("--graphs")) {
+      graphs = std::strcmp(v, "off") != 0;
     } else {
       std::fprintf(stderr,
                    "usage: gpujoin-plan-bench [--backend cpu|cuda|auto] [--rows N] "
-                   "[--index-rows N] [--repeat R]\n");
+                   "[--index-rows N] [--repeat R] [--graphs on|off]\n");
       return 2;
     }
   }
   auto kind = ParseBackendKind(backend_name);
   if (!kind.ok()) Die("--backend", kind.status());
-  auto created = CreateBackend(*kind);
+  BackendOptions options;
+  options.cuda_plan_graphs = options.cuda_join_graphs = options.cuda_aggregate_graphs = graphs;
+  auto created = CreateBackend(*kind, options);
   if (!created.ok()) Die("backend", created.status());
   Backend& b = **created;
   constexpr uint32_t kGroups = 64;
@@ -224,10 +233,10 @@ int main(int argc, char** argv) {
   }
   const double p = Median(plan_s), k = Median(kernel_s);
   const std::string device = b.Info().device_name;
-  std::printf("backend %s (%s), %llu rows, index %llu keys, 64 groups, median of %d\n",
+  std::printf("backend %s (%s), %llu rows, index %llu keys, 64 groups, median of %d, graphs %s\n",
               std::string(BackendKindName(b.Info().kind)).c_str(), device.c_str(),
               static_cast<unsigned long long>(rows), static_cast<unsigned long long>(index_rows),
-              repeat);
+              repeat, graphs ? "on" : "off");
   std::printf("plan     %8.2f ms  %8.1f M rows/s\n", p * 1e3, rows / p / 1e6);
   std::printf("kernels  %8.2f ms  %8.1f M rows/s\n", k * 1e3, rows / k / 1e6);
   std::printf("plan / kernels speed = %.2f (target >= 0.8)\n", k / p);

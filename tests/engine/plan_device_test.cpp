@@ -1,4 +1,4 @@
-// Aggregate plans of the device path's shape (gpujoin/engine/plan_device.hpp)
+// Plans of the device path's shape (gpujoin/engine/plan_device.hpp)
 // on every backend against the CPU backend's host path, on fresh random
 // inputs: uint32 and uint64 indexes with nullable int32, uint32, int64,
 // float32 and float64 payload; input keys with nulls, negatives and values
@@ -7,18 +7,26 @@
 // payload and found columns; every measure the device takes. On CUDA the
 // plans run on the device, on the CPU backend on the host: groups, their
 // order, counts, integer sums, minima and maxima must be equal, float sums
-// close.
+// close. The same plans over batches of a repeated shape (captured and
+// replayed as CUDA Graphs on CUDA) must answer as they do the first time.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "common/plan/plan_table.hpp"  // engine/src: TakeRows
 #include "gpujoin/engine/plan.hpp"
 #include "gpujoin/engine/plan_device.hpp"
 #include "test_backends.hpp"
+
+#if defined(GPUJOIN_HAVE_CUDA)
+#include "cuda/plan/plan_program.hpp"  // engine/src: PlanGraphCounters
+#endif
 
 namespace gpujoin::engine::testing {
 namespace {
@@ -396,6 +404,100 @@ TEST_P(PlanDeviceTest, RandomDevicePlansEqualTheHostPath) {
         EXPECT_EQ(g.query.found, w.query.found) << what << " batch " << b << " step " << s;
         EXPECT_EQ(g.query.missing, w.query.missing) << what << " batch " << b << " step " << s;
       }
+    }
+  }
+}
+
+// A batch's rows in another order: the same shape (rows, column types, a
+// validity or not) with other values at each row.
+PlanTable Shuffled(const PlanTable& t, std::mt19937_64& rng) {
+  std::vector<uint32_t> order(t.rows);
+  std::iota(order.begin(), order.end(), 0u);
+  std::shuffle(order.begin(), order.end(), rng);
+  PlanTable out = plan_detail::TakeRows(t, order);
+  out.rows = t.rows;
+  for (size_t c = 0; c < t.columns.size(); ++c) {
+    // A shuffled column keeps its validity (so its shape) even without nulls.
+    if (!t.columns[c].validity.empty() && out.columns[c].validity.empty()) {
+      out.columns[c].validity.assign(BitmapBytes(t.rows), 0xff);
+    }
+  }
+  return out;
+}
+
+struct GraphCount {
+  uint64_t captures = 0, replays = 0, failures = 0;
+};
+GraphCount PlanGraphs() {
+#if defined(GPUJOIN_HAVE_CUDA)
+  const detail::GraphTotals t = detail::PlanGraphCounters();
+  return {t.captures, t.replays, t.capture_failures};
+#else
+  return {};
+#endif
+}
+
+// Each trial's batches run four times, in a new row order each time: on CUDA
+// the first round runs as queued, the second captures each batch's shape, the
+// later ones replay it (with cuda_plan_graphs off nothing is captured); every
+// round answers as the CPU backend's host path does on the same rows.
+TEST_P(PlanDeviceTest, RepeatedShapesReplayTheSameAnswers) {
+  auto reference = CreateBackend(BackendKind::kCpu);
+  ASSERT_TRUE(reference.ok());
+  const bool cuda = GetParam().kind == BackendKind::kCuda;
+  std::mt19937_64 rng(std::random_device{}());
+  const uint64_t seed = rng();
+  rng.seed(seed);
+  for (const bool graphs : {true, false}) {
+    std::unique_ptr<Backend> plain;
+    Backend* backend = backend_.get();
+    if (!graphs) {
+      if (!cuda) continue;
+      BackendOptions options;
+      options.cuda_plan_graphs = false;
+      auto created = CreateBackend(BackendKind::kCuda, options);
+      ASSERT_TRUE(created.ok()) << created.status();
+      plain = std::move(*created);
+      backend = plain.get();
+    }
+    const GraphCount before = PlanGraphs();
+    for (int trial = 0; trial < 16; ++trial) {
+      const Trial t = RandomTrial(rng, trial % 2 == 0);
+      const Indexes mine = BuildIndexes(*backend, t);
+      const Indexes theirs = BuildIndexes(**reference, t);
+      for (int round = 0; round < 4; ++round) {
+        const std::string what = "seed " + std::to_string(seed) + " trial " +
+                                 std::to_string(trial) + " round " + std::to_string(round) +
+                                 (graphs ? "" : " (graphs off)");
+        Trial r = t;
+        for (PlanTable& b : r.batches) b = Shuffled(b, rng);
+        const RunResult got = RunPlan(*backend, r, mine, PlanLimits{});
+        const RunResult want = RunPlan(**reference, r, theirs, PlanLimits{});
+        ASSERT_TRUE(want.status.ok()) << what << ": " << want.status;
+        ASSERT_TRUE(got.status.ok()) << what << ": " << got.status;
+        ExpectSameTable(got.groups, want.groups, what);
+        ASSERT_EQ(got.rows.size(), want.rows.size()) << what;
+        for (size_t b = 0; b < want.rows.size(); ++b) {
+          ExpectSameTable(got.rows[b], want.rows[b], what + " batch " + std::to_string(b), true);
+        }
+        for (size_t b = 0; b < want.statistics.size(); ++b) {
+          for (size_t s = 0; s < want.statistics[b].size(); ++s) {
+            EXPECT_EQ(got.statistics[b][s].rows_out, want.statistics[b][s].rows_out)
+                << what << " batch " << b << " step " << s;
+            EXPECT_EQ(got.statistics[b][s].query.found, want.statistics[b][s].query.found)
+                << what << " batch " << b << " step " << s;
+          }
+        }
+      }
+    }
+    const GraphCount after = PlanGraphs();
+    EXPECT_EQ(after.failures, before.failures);
+    if (cuda && graphs) {
+      EXPECT_GT(after.captures, before.captures);
+      EXPECT_GT(after.replays, before.replays);
+    } else {
+      EXPECT_EQ(after.captures, before.captures);
+      EXPECT_EQ(after.replays, before.replays);
     }
   }
 }

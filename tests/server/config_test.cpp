@@ -121,9 +121,10 @@ TEST(ServerFlags, CudaBackendOptions) {
   EXPECT_EQ(defaults.cuda_wait_poll_us, 0u);
   EXPECT_TRUE(defaults.cuda_join_graphs);
   EXPECT_TRUE(defaults.cuda_aggregate_graphs);
+  EXPECT_TRUE(defaults.cuda_plan_graphs);
   auto r = Parse({"--cuda-build-path=tiles", "--cuda-build-transient-max-bytes=2G",
                   "--cuda-spin-wait", "--cuda-wait-poll-us=30", "--cuda-join-graphs=false",
-                  "--cuda-aggregate-graphs=false"});
+                  "--cuda-aggregate-graphs=false", "--cuda-plan-graphs=false"});
   ASSERT_TRUE(r.ok()) << r.status();
   const engine::BackendOptions& o = (*r)->backend_options;
   EXPECT_EQ(o.cuda_build_path, engine::CudaBuildPath::kTiles);
@@ -132,6 +133,7 @@ TEST(ServerFlags, CudaBackendOptions) {
   EXPECT_EQ(o.cuda_wait_poll_us, 30u);
   EXPECT_FALSE(o.cuda_join_graphs);
   EXPECT_FALSE(o.cuda_aggregate_graphs);
+  EXPECT_FALSE(o.cuda_plan_graphs);
   EXPECT_EQ((*Parse({"--cuda-build-path=direct"}))->backend_options.cuda_build_path,
             engine::CudaBuildPath::kDirect);
 }

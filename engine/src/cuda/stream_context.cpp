@@ -59,6 +59,7 @@ absl::StatusOr<std::unique_ptr<StreamContext>> StreamContext::Create(
   ctx->wait_ = WaitModeOf(options);
   ctx->join_graphs_.set_enabled(options.cuda_join_graphs);
   ctx->aggregate_graphs_.set_enabled(options.cuda_aggregate_graphs);
+  ctx->plan_graphs_.set_enabled(options.cuda_plan_graphs);
   GPUJOIN_CUDA_RETURN(cudaStreamCreateWithFlags(&ctx->stream_, cudaStreamNonBlocking),
                       "create stream");
   // Blocking-sync events put a waiting thread to sleep instead of spinning a core,
@@ -88,6 +89,7 @@ StreamContext::~StreamContext() {
   graphs_.Clear();
   join_graphs_.Clear();
   aggregate_graphs_.Clear();
+  plan_graphs_.Clear();
   for (cudaEvent_t e : staged_) {
     if (e != nullptr) (void)cudaEventDestroy(e);
   }

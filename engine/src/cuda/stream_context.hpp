@@ -2,7 +2,7 @@
 // backend. Each concurrent Run holds one context: its own stream, double-buffered
 // pinned staging for host<->device copies, a small pinned area for statistics,
 // device statistics scratch and caches of captured CUDA Graphs (lookups, joins,
-// aggregations).
+// aggregations, plan batches).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -19,6 +19,7 @@
 #include "cuda/graphs/aggregate_graph_cache.hpp"
 #include "cuda/graphs/join_graph_cache.hpp"
 #include "cuda/graphs/lookup_graph_cache.hpp"
+#include "cuda/plan/plan_program.hpp"
 #include "gpujoin/engine/backend.hpp"
 
 namespace gpujoin::engine::detail {
@@ -85,6 +86,8 @@ class StreamContext {
   JoinGraphCache& join_graphs() { return join_graphs_; }
   /// Captured small aggregate nodes of this context (aggregate_graph_cache.hpp).
   AggregateGraphCache& aggregate_graphs() { return aggregate_graphs_; }
+  /// Captured small plan batches of this context (plan_program.hpp).
+  PlanGraphCache& plan_graphs() { return plan_graphs_; }
 
   /// Copies the host ranges, in order, into contiguous device memory at `dst`
   /// through the pinned staging buffers (host copy of one piece overlaps the
@@ -128,6 +131,7 @@ class StreamContext {
   LookupGraphCache graphs_;
   JoinGraphCache join_graphs_;
   AggregateGraphCache aggregate_graphs_;
+  PlanGraphCache plan_graphs_;
 };
 
 /// Gathers the ranges of a chunked column.

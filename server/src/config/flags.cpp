@@ -103,6 +103,9 @@ void AddCudaFlags(CLI::App& app, ServerConfig& config, FlagText& text) {
   app.add_option("--cuda-aggregate-graphs", config.backend_options.cuda_aggregate_graphs,
                  "Capture repeated small aggregations as CUDA Graphs (true/false)")
       ->capture_default_str();
+  app.add_option("--cuda-plan-graphs", config.backend_options.cuda_plan_graphs,
+                 "Capture repeated small Query plan batches as CUDA Graphs (true/false)")
+      ->capture_default_str();
 }
 
 // Builds, aggregates, host memory of staged input, results and responses,

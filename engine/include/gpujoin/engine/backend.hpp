@@ -62,6 +62,9 @@ struct BackendOptions {
   bool cuda_join_graphs = true;
   /// CUDA: capture repeated small aggregations as CUDA Graphs and replay them.
   bool cuda_aggregate_graphs = true;
+  /// CUDA: capture repeated small plan batches (their device steps up to the
+  /// first wait) as CUDA Graphs and replay them.
+  bool cuda_plan_graphs = true;
   /// Key-schema indexes: the bits of a key's fingerprint kept (64). Tests set
   /// fewer to force many keys onto one fingerprint; the results must not change.
   uint32_t key_fingerprint_bits = 64;

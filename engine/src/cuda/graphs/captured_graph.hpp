@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -106,9 +107,16 @@ class GraphCache : public Graph::Limits {
   /// shape whose capture failed before). A capture failure is returned as its
   /// status (the shape is then never captured again on this context).
   absl::StatusOr<Graph*> Get(const Shape& shape, cudaStream_t stream) {
+    return GetWith(shape, [&] { return Graph::Capture(shape, stream); });
+  }
+
+  /// Get for graphs that capture from more than their shape: `capture()`
+  /// returns absl::StatusOr<std::unique_ptr<Graph>> of `shape`.
+  template <typename Capture>
+  absl::StatusOr<Graph*> GetWith(const Shape& shape, Capture&& capture) {
     if (!enabled_ || !Graph::Capturable(shape)) return nullptr;
     const uint64_t hits = cache_.hits();
-    absl::StatusOr<Graph*> graph = cache_.Get(shape, [&] { return Graph::Capture(shape, stream); });
+    absl::StatusOr<Graph*> graph = cache_.Get(shape, std::forward<Capture>(capture));
     Graph::Counters().Count(graph, cache_.hits() != hits);
     return graph;
   }
@@ -120,8 +128,9 @@ class GraphCache : public Graph::Limits {
   /// Drops every graph (their device memory is freed on the capture stream).
   void Clear() { cache_.Clear(); }
 
-  /// Whether Get may capture (BackendOptions: cuda_join_graphs and
-  /// cuda_aggregate_graphs; lookup graphs are always on). Default on.
+  /// Whether Get may capture (BackendOptions: cuda_join_graphs,
+  /// cuda_aggregate_graphs and cuda_plan_graphs; lookup graphs are always
+  /// on). Default on.
   void set_enabled(bool enabled) { enabled_ = enabled; }
   bool enabled() const { return enabled_; }
 

@@ -1,9 +1,10 @@
-// Internal (CUDA builds only): a batch of an aggregate plan on the device
+// Internal (CUDA builds only): a batch of a plan on the device
 // (gpujoin/engine/plan_device.hpp) on one stream context: the input columns
 // uploaded once, every lookup (key words, probe, payload gathers) and filter
-// narrowing one live-row mask, the group keys coded in a device table; the
-// host waits once for the step counters and the distinct keys, then once per
-// measure (AggregateDevice).
+// narrowing one live-row mask, the group keys coded in a device table, as one
+// program (plan_program.hpp; a CUDA Graph when its shape repeats); the host
+// waits once for the step counters and the distinct keys (or a row plan's
+// rows), then once per measure (AggregateDevice).
 #pragma once
 
 #include <functional>

@@ -165,7 +165,7 @@ struct ServerConfig {
   uint32_t max_streams_per_connection = 64;
   /// CUDA backend switches (--cuda-build-path, --cuda-build-transient-max-bytes,
   /// --cuda-spin-wait, --cuda-wait-poll-us, --cuda-join-graphs,
-  /// --cuda-aggregate-graphs; docs/operations.md). cpu_threads and the device
+  /// --cuda-aggregate-graphs, --cuda-plan-graphs; docs/operations.md). cpu_threads and the device
   /// ordinal are set by Server::Start.
   engine::BackendOptions backend_options;
   /// Longest graceful drain on SIGTERM/SIGINT before remaining calls are cancelled.
