@@ -639,13 +639,17 @@ TEST_P(PlanTest, LabelledColumnsReadTheDictionaryCodes) {
     return t;
   };
   std::vector<PlanStepStatistics> stats;
-  // A through its dictionary: D:red twice, D:blue, a miss (null).
+  // A through its dictionary: D:red twice, D:blue, a miss (null). The codes
+  // are grouped in the backend's lowered batch, then named.
   ASSERT_TRUE(run.RunBatch(batch({1, 3, 2, 9}), std::vector<const HashIndex*>{a.get()}, &stats).ok());
+  EXPECT_TRUE(stats[0].on_device);
   // B through its own codes: red, green, blue.
   ASSERT_TRUE(run.RunBatch(batch({1, 4, 2}), std::vector<const HashIndex*>{b.get()}, &stats).ok());
-  // A with its dictionary retired: the strings.
+  EXPECT_TRUE(stats[0].on_device);
+  // A with its dictionary retired: the strings, on the host path.
   (*a_dictionaries)[0].retired = true;
   ASSERT_TRUE(run.RunBatch(batch({3, 4}), std::vector<const HashIndex*>{a.get()}, &stats).ok());
+  EXPECT_FALSE(stats[0].on_device);
   auto groups = run.Groups({}, &stats);
   ASSERT_TRUE(groups.ok()) << groups.status();
   std::vector<std::pair<Str, uint64_t>> got;

@@ -145,11 +145,13 @@ class Backend {
   /// Validates and runs `graph`; returns when all its outputs are written.
   virtual absl::Status Run(const CommandGraph& graph) = 0;
 
-  /// Runs one batch of an aggregate plan of DevicePlanShapeOf's shape on this
-  /// backend's device, up to its distinct group keys (plan_device.hpp); the
-  /// batch then runs the measures. UNIMPLEMENTED (the default, and the CPU
-  /// backend's) when the host runs the plan's steps; RESOURCE_EXHAUSTED when
-  /// device memory is short, INVALID_ARGUMENT for another backend's index.
+  /// Runs one batch of a plan of DevicePlanShapeOf's shape as this backend's
+  /// lowered batch, up to its distinct group keys or its rows
+  /// (plan_device.hpp); the batch then runs the measures. The default (the CPU
+  /// backend's) runs the steps over a live-row mask with this backend's nodes
+  /// (a LookupNode per lookup, an AggregateNode per measure); the CUDA backend
+  /// runs them on the device. RESOURCE_EXHAUSTED when device memory is short,
+  /// INVALID_ARGUMENT for another backend's index.
   virtual absl::StatusOr<std::unique_ptr<DevicePlanBatch>> StartDevicePlan(
       const DevicePlanInput& input);
 

@@ -199,6 +199,10 @@ struct PlanLimits {
   /// Most groups an aggregation may hold.
   uint64_t max_groups = uint64_t{1} << 24;
   std::string groups_limit_name = "the plan's groups";
+  /// Whether batches of a device-shaped plan run as the backend's lowered
+  /// batch (plan_device.hpp; every backend has one). False runs every step
+  /// on the host path: the tests' reference.
+  bool device_batches = true;
 };
 
 /// Executes a plan over a stream of batches, in stream order (not thread-safe:

@@ -1,16 +1,16 @@
-// Plans on a backend's device: a plan's leading lookups and filters, and an
+// Plans lowered onto a backend: a plan's leading lookups and filters, and an
 // aggregate's group keys and measures, run where the backend runs (the GPU
-// for CUDA) over device-resident columns, one stream: the input columns go up
-// once, each step narrows a live-row mask (no row is copied between steps),
-// and one wait brings back what the host needs (docs/engine.md, "Plans on
-// the device"). PlanRun takes this path when the backend offers it
-// (Backend::StartDevicePlan) and the plan's shape is one the device runs
-// (DevicePlanShapeOf): an aggregate plan whose every step before the
-// aggregate runs there, or a row plan that starts with such steps (the rest,
-// projections and limits for instance, then runs on the host over the rows
-// that came back). Every other plan, and every plan on the CPU backend, runs
-// its steps on the host (plan.hpp). Both give the same rows and groups in the
-// same order and the same measures (float sums up to order).
+// for CUDA, the host's threads for the CPU backend) as one batch: the input
+// columns go up once, each step narrows a live-row mask (no row is copied
+// between steps), and one wait brings back what the host needs (docs/engine.md,
+// "Plans on the device"). PlanRun takes this path (Backend::StartDevicePlan)
+// when the plan's shape is one the lowering takes (DevicePlanShapeOf): an
+// aggregate plan whose every step before the aggregate is lowered, or a row
+// plan that starts with such steps (the rest, projections and limits for
+// instance, then runs on the host over the rows that came back). Every other
+// plan runs its steps one by one on the host path (plan.hpp), as every plan
+// does with PlanLimits::device_batches off. Both paths give the same rows and
+// groups in the same order and the same measures (float sums up to order).
 #pragma once
 
 #include <cstdint>
@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "gpujoin/engine/dictionary.hpp"
 #include "gpujoin/engine/hash_index.hpp"
 #include "gpujoin/engine/plan.hpp"
 #include "gpujoin/engine/types.hpp"
@@ -36,9 +37,15 @@ inline constexpr size_t kDevicePlanMaxLiterals = 64;
 /// values side by side from bit 0 (a kBool 1 bit, others their width), then
 /// one bit per column set where the row's value is null (its value bits 0).
 /// At most 63 bits, so that no key is all ones.
+/// A labelled group-by column (PlanAggregateStep::group_labels) holds the
+/// dictionary codes its lookup gathered: `dictionaries` names the dictionary
+/// (StringDictionary of the index's PayloadDictionary) whose values they code,
+/// and the aggregate turns each distinct code into its label.
 struct GroupKeyLayout {
   std::vector<uint8_t> bits;  ///< per group-by column: 1, 32 or 64
   unsigned value_bits = 0;    ///< sum of `bits`
+  /// Per group-by column: its codes' dictionary (labelled), else null.
+  std::vector<const StringDictionary*> dictionaries;
 };
 
 /// One measure as the device runs it: `op` over `column` (kNoColumn: rows),
@@ -61,6 +68,9 @@ struct DevicePlanInput {
   /// Per input column: whether a device step reads it (only those go up).
   std::vector<bool> uploaded;
   std::span<const HashIndex* const> indexes;
+  /// Per device step: the payload column each of a lookup's select entries
+  /// gathers (a labelled entry's dictionary codes column); empty for filters.
+  std::vector<std::vector<uint32_t>> gathered;
   GroupKeyLayout layout;
   std::vector<DeviceMeasure> measures;
   /// The aggregate's group limit (PlanLimits::max_groups): the batch's group
@@ -107,9 +117,10 @@ absl::Status GroupLimitError(uint64_t max_groups, const std::string& name);
 /// How `plan` runs on a device for a batch whose input columns have
 /// `input_types`, or nullopt when it does not: an aggregate plan with a step,
 /// column type, expression or measure the device path does not take before
-/// its aggregate (string columns, labels, keep_all or key-schema indexes,
-/// projections and limits, 64-bit integer sums, group keys wider than 63
-/// bits), or a row plan whose first step is not a device step.
+/// its aggregate (string columns, labels other than a group-by over an
+/// index's live dictionary, keep_all or key-schema indexes, projections and
+/// limits, 64-bit integer sums, group keys wider than 63 bits), or a row plan
+/// whose first step is not a device step.
 std::optional<DevicePlanInput> DevicePlanShapeOf(const Plan& plan,
                                                  std::span<const ColumnType> input_types,
                                                  std::span<const HashIndex* const> indexes);

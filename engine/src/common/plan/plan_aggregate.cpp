@@ -40,60 +40,6 @@ void AppendKey(const PlanColumn& c, uint64_t row, std::string* key) {
   }
 }
 
-// The typed values of a measure's column for an AggregateNode.
-AggregateValues ValuesOf(const PlanColumn& c) {
-  auto span = [&c]<class T>(T*) {
-    return Chunked<T>{std::span<const T>(reinterpret_cast<const T*>(c.data.data()), c.rows)};
-  };
-  switch (c.type) {
-    case ColumnType::kFloat32:
-      return span(static_cast<float*>(nullptr));
-    case ColumnType::kFloat64:
-      return span(static_cast<double*>(nullptr));
-    case ColumnType::kInt32:
-      return span(static_cast<int32_t*>(nullptr));
-    case ColumnType::kInt64:
-      return span(static_cast<int64_t*>(nullptr));
-    case ColumnType::kUint32:
-      return span(static_cast<uint32_t*>(nullptr));
-    case ColumnType::kUint64:
-      return span(static_cast<uint64_t*>(nullptr));
-    default:
-      return std::monostate{};
-  }
-}
-
-// A group key packed into two words when the group-by columns are fixed
-// width of at most 64 bits together: their values side by side, then a bit
-// per column set where it is null (the value bits of a null are zero).
-using PackedKey = std::pair<uint64_t, uint64_t>;
-
-// The packed key of row `row` of `columns` (CanPack).
-PackedKey PackKey(const PlanTable& table, std::span<const uint32_t> columns, uint64_t row) {
-  uint64_t value = 0, nulls = 0;
-  unsigned shift = 0;
-  for (size_t i = 0; i < columns.size(); ++i) {
-    const PlanColumn& c = table.columns[columns[i]];
-    const unsigned bits =
-        c.type == ColumnType::kBool ? 1 : 8 * static_cast<unsigned>(ColumnWidth(c.type));
-    uint64_t v = 0;
-    if (!c.valid(row)) {
-      nulls |= uint64_t{1} << i;
-    } else if (c.type == ColumnType::kBool) {
-      v = BitAt(
-          std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(c.data.data()), c.data.size()),
-          row);
-    } else if (bits == 32) {
-      v = c.value<uint32_t>(row);
-    } else {
-      v = c.value<uint64_t>(row);
-    }
-    value |= shift < 64 ? v << shift : 0;
-    shift += bits;
-  }
-  return {value, nulls};
-}
-
 // Whether the group-by columns of `types` pack (PackKey).
 bool CanPack(std::span<const uint32_t> columns, std::span<const ColumnType> types) {
   unsigned bits = 0;
@@ -114,6 +60,31 @@ bool IsSigned(ColumnType t) { return t == ColumnType::kInt32 || t == ColumnType:
 
 }  // namespace
 
+PackedKey PackKey(std::span<const PlanColumn* const> columns, uint64_t row) {
+  uint64_t value = 0, nulls = 0;
+  unsigned shift = 0;
+  for (size_t i = 0; i < columns.size(); ++i) {
+    const PlanColumn& c = *columns[i];
+    const unsigned bits =
+        c.type == ColumnType::kBool ? 1 : 8 * static_cast<unsigned>(ColumnWidth(c.type));
+    uint64_t v = 0;
+    if (!c.valid(row)) {
+      nulls |= uint64_t{1} << i;
+    } else if (c.type == ColumnType::kBool) {
+      v = BitAt(
+          std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(c.data.data()), c.data.size()),
+          row);
+    } else if (bits == 32) {
+      v = c.value<uint32_t>(row);
+    } else {
+      v = c.value<uint64_t>(row);
+    }
+    value |= shift < 64 ? v << shift : 0;
+    shift += bits;
+  }
+  return {value, nulls};
+}
+
 struct GroupAggregator::State {
   PlanAggregateStep step;
   std::vector<ColumnType> types;
@@ -125,7 +96,7 @@ struct GroupAggregator::State {
   absl::flat_hash_map<std::string, uint32_t> codes;
   std::vector<ColumnBuilder> labels;
   /// The run's label tables, and per group-by column its table (-1: none).
-  const std::vector<LabelTable>* label_tables = nullptr;
+  std::vector<LabelTable>* label_tables = nullptr;
   std::vector<int32_t> group_labels;
   std::vector<AggregationAccumulator> accumulators;
   /// Integer sums and means, per measure (empty for others): exact 128-bit
@@ -139,7 +110,7 @@ struct GroupAggregator::State {
 };
 
 GroupAggregator::GroupAggregator(const PlanAggregateStep& step, std::vector<ColumnType> types,
-                                 const PlanLimits& limits, const std::vector<LabelTable>* labels,
+                                 const PlanLimits& limits, std::vector<LabelTable>* labels,
                                  std::span<const ColumnType> label_types)
     : state_(std::make_unique<State>()) {
   State& s = *state_;
@@ -214,10 +185,12 @@ absl::Status GroupAggregator::Consume(Backend& backend, const PlanTable& table) 
   };
   if (!s.step.group_by.empty()) {
     if (s.packed) {
+      std::vector<const PlanColumn*> by;
+      for (uint32_t c : s.step.group_by) by.push_back(&table.columns[c]);
       PackedKey key;
       GPUJOIN_RETURN_IF_ERROR(
           code_rows(s.packed_codes, new_packed, [&](uint64_t r) -> const PackedKey& {
-            key = PackKey(table, s.step.group_by, r);
+            key = PackKey(by, r);
             return key;
           }));
     } else {
@@ -329,6 +302,27 @@ absl::Status GroupAggregator::Consume(Backend& backend, const PlanTable& table) 
   return MergePartials(rows, groups, partials);
 }
 
+void GroupAggregator::LabelCodes(const GroupKeyLayout& layout, PackedKey* key) {
+  State& s = *state_;
+  unsigned shift = 0;
+  for (size_t j = 0; j < layout.bits.size(); ++j) {
+    const unsigned bits = layout.bits[j];
+    const StringDictionary* d = j < layout.dictionaries.size() ? layout.dictionaries[j] : nullptr;
+    if (d != nullptr && ((key->second >> j) & 1) == 0) {
+      // A dictionary code becomes its value's label id, a code past the
+      // dictionary a null (as the host path's lookup makes them).
+      const uint32_t code = static_cast<uint32_t>(key->first >> shift);
+      key->first &= ~(uint64_t{0xffffffffu} << shift);
+      if (code >= d->size()) {
+        key->second |= uint64_t{1} << j;
+      } else {
+        key->first |= uint64_t{(*s.label_tables)[s.group_labels[j]].Id(d->Value(code))} << shift;
+      }
+    }
+    shift += bits;
+  }
+}
+
 absl::Status GroupAggregator::ConsumeDevice(DevicePlanBatch& batch,
                                             const DevicePlanInput& input) {
   State& s = *state_;
@@ -339,10 +333,17 @@ absl::Status GroupAggregator::ConsumeDevice(DevicePlanBatch& batch,
   // next codes in that order, as Consume's rows do.
   std::vector<uint32_t> codes(keys.size(), 0);
   std::vector<PackedKey> fresh;
+  absl::flat_hash_map<PackedKey, uint32_t> pending;
   if (!s.step.group_by.empty()) {
     for (size_t k = 0; k < keys.size(); ++k) {
-      const PackedKey key{keys[k] & value_mask, keys[k] >> value_bits};
+      PackedKey key{keys[k] & value_mask, keys[k] >> value_bits};
+      LabelCodes(input.layout, &key);
       if (auto it = s.packed_codes.find(key); it != s.packed_codes.end()) {
+        codes[k] = it->second;
+        continue;
+      }
+      // Codes past a dictionary all become the null label: one group.
+      if (auto it = pending.find(key); it != pending.end()) {
         codes[k] = it->second;
         continue;
       }
@@ -350,6 +351,7 @@ absl::Status GroupAggregator::ConsumeDevice(DevicePlanBatch& batch,
         return GroupLimitError(s.limits.max_groups, s.limits.groups_limit_name);
       }
       codes[k] = s.groups + static_cast<uint32_t>(fresh.size());
+      pending.emplace(key, codes[k]);
       fresh.push_back(key);
     }
   }
@@ -380,6 +382,9 @@ absl::Status GroupAggregator::ConsumeDevice(DevicePlanBatch& batch,
       const ColumnType t = s.types[s.step.group_by[j]];
       if ((fresh[k].second >> j) & 1) {
         s.labels[j].AppendNull();
+      } else if (s.group_labels[j] >= 0) {
+        s.labels[j].AppendText(
+            (*s.label_tables)[s.group_labels[j]].values[static_cast<uint32_t>(v)]);
       } else if (t == ColumnType::kBool) {
         s.labels[j].AppendBool(v != 0);
       } else if (ColumnWidth(t) == 4) {

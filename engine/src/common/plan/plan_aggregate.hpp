@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -17,13 +18,24 @@
 
 namespace gpujoin::engine::plan_detail {
 
+/// A group key packed into two words when the group-by columns are fixed
+/// width of at most 64 bits together: their values side by side from bit 0
+/// (a kBool 1 bit, others their width), and a bit per column set where it is
+/// null (its value bits zero). GroupKeyLayout (plan_device.hpp) is the same
+/// key in one word: value | nulls << value_bits.
+using PackedKey = std::pair<uint64_t, uint64_t>;
+
+/// The packed key of row `row` of the group-by `columns`.
+PackedKey PackKey(std::span<const PlanColumn* const> columns, uint64_t row);
+
 class GroupAggregator {
  public:
   /// `types`: the column types of the table the step sees. `labels` (the
   /// run's label tables, of `label_types`) names the values of the group-by
-  /// columns that step.group_labels marks.
+  /// columns that step.group_labels marks (a device batch's labelled keys
+  /// add values to them).
   GroupAggregator(const PlanAggregateStep& step, std::vector<ColumnType> types,
-                  const PlanLimits& limits, const std::vector<LabelTable>* labels,
+                  const PlanLimits& limits, std::vector<LabelTable>* labels,
                   std::span<const ColumnType> label_types);
   ~GroupAggregator();
 
@@ -55,6 +67,10 @@ class GroupAggregator {
     /// 64-bit integer sums (host path): the high halves' sums.
     std::vector<std::vector<uint64_t>> high_words;
   };
+  /// A device batch's packed key with each labelled column's dictionary
+  /// code turned into its label id, a code past the dictionary into a null
+  /// (the run's label tables learn new values, as on the host path).
+  void LabelCodes(const GroupKeyLayout& layout, PackedKey* key);
   /// Grows to `groups` and merges a batch of `rows` rows.
   absl::Status MergePartials(uint64_t rows, uint32_t groups, const Partials& partials);
 

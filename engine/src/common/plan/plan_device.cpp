@@ -1,9 +1,11 @@
-// DevicePlanShapeOf: which aggregate plans run on a device (plan_device.hpp).
+// DevicePlanShapeOf: which plans run as a backend's lowered batch
+// (plan_device.hpp), and the default lowered batch (node_plan_batch.hpp).
 #include "gpujoin/engine/plan_device.hpp"
 
 #include <variant>
 
 #include "absl/strings/str_cat.h"
+#include "common/plan/node_plan_batch.hpp"
 #include "gpujoin/engine/aggregation.hpp"
 #include "gpujoin/engine/backend.hpp"
 
@@ -64,8 +66,9 @@ absl::Status GroupLimitError(uint64_t max_groups, const std::string& name) {
                                                    max_groups, " groups (", name, ")"));
 }
 
-absl::StatusOr<std::unique_ptr<DevicePlanBatch>> Backend::StartDevicePlan(const DevicePlanInput&) {
-  return absl::UnimplementedError("this backend runs plans' steps on the host");
+absl::StatusOr<std::unique_ptr<DevicePlanBatch>> Backend::StartDevicePlan(
+    const DevicePlanInput& input) {
+  return plan_detail::StartNodePlanBatch(*this, input);
 }
 
 std::optional<DevicePlanInput> DevicePlanShapeOf(const Plan& plan,
@@ -81,6 +84,9 @@ std::optional<DevicePlanInput> DevicePlanShapeOf(const Plan& plan,
     if (t == ColumnType::kBool) t = ColumnType::kString;
   }
   std::vector<bool> read(types.size(), false);
+  // Per column: the dictionary a labelled lookup column's codes come from.
+  std::vector<const StringDictionary*> dictionary(types.size(), nullptr);
+  std::vector<std::vector<uint32_t>> gathered;
   const auto reads = [&](uint32_t c) {
     if (c < read.size()) read[c] = true;
     return c < types.size() && (IsNumericType(types[c]) || types[c] == ColumnType::kBool);
@@ -95,22 +101,38 @@ std::optional<DevicePlanInput> DevicePlanShapeOf(const Plan& plan,
           lookup->key_columns[0] >= types.size() || !IsIntegerType(types[lookup->key_columns[0]])) {
         break;
       }
+      // Numeric payload; a labelled entry (aggregate plans: only a group-by
+      // reads it, the kString type keeps filters and measures off it) as its
+      // live dictionary's codes.
       bool fits = true;
-      for (int32_t label : lookup->select_labels) fits &= label < 0;
-      for (uint32_t c : lookup->select) {
-        fits &= c < index.payload().size() && IsNumericType(index.payload()[c].type);
+      std::vector<uint32_t> columns;
+      std::vector<const StringDictionary*> dictionaries;
+      for (size_t k = 0; k < lookup->select.size() && fits; ++k) {
+        const uint32_t c = lookup->select[k];
+        const bool labelled = k < lookup->select_labels.size() && lookup->select_labels[k] >= 0;
+        const PayloadDictionary* d = labelled ? index.LiveDictionaryOf(c) : nullptr;
+        const uint32_t column = d != nullptr ? d->codes_column : c;
+        fits = (!labelled || (aggregate && d != nullptr)) && column < index.payload().size() &&
+               IsNumericType(index.payload()[column].type);
+        columns.push_back(column);
+        dictionaries.push_back(d != nullptr ? &d->values : nullptr);
       }
       if (!fits) break;
       reads(lookup->key_columns[0]);
-      for (uint32_t c : lookup->select) {
-        types.push_back(index.payload()[c].type);
+      for (size_t k = 0; k < columns.size(); ++k) {
+        types.push_back(dictionaries[k] != nullptr ? ColumnType::kString
+                                                   : index.payload()[columns[k]].type);
         read.push_back(false);
+        dictionary.push_back(dictionaries[k]);
       }
       types.push_back(ColumnType::kBool);
       read.push_back(false);
+      dictionary.push_back(nullptr);
+      gathered.push_back(std::move(columns));
     } else if (const auto* filter = std::get_if<PlanFilterStep>(&plan.steps[end])) {
       if (!DeviceExpr(filter->where, types, 0)) break;
       MarkColumns(filter->where, &read);
+      gathered.emplace_back();
     } else {
       break;
     }
@@ -120,6 +142,7 @@ std::optional<DevicePlanInput> DevicePlanShapeOf(const Plan& plan,
   input.indexes = indexes;
   input.steps = end;
   input.aggregate = aggregate;
+  input.gathered = std::move(gathered);
   if (!aggregate) {
     if (end == 0) return std::nullopt;
     input.uploaded.assign(read.begin(), read.begin() + static_cast<ptrdiff_t>(input_types.size()));
@@ -128,8 +151,16 @@ std::optional<DevicePlanInput> DevicePlanShapeOf(const Plan& plan,
   if (end != at) return std::nullopt;
   const auto& agg = std::get<PlanAggregateStep>(plan.steps[at]);
   for (size_t j = 0; j < agg.group_by.size(); ++j) {
-    if (j < agg.group_labels.size() && agg.group_labels[j] >= 0) return std::nullopt;
     const uint32_t c = agg.group_by[j];
+    if (j < agg.group_labels.size() && agg.group_labels[j] >= 0) {
+      // A label: the codes of a dictionary a lookup gathered (32 bits).
+      if (c >= dictionary.size() || dictionary[c] == nullptr) return std::nullopt;
+      input.layout.bits.push_back(32);
+      input.layout.value_bits += 32;
+      input.layout.dictionaries.push_back(dictionary[c]);
+      continue;
+    }
+    input.layout.dictionaries.push_back(nullptr);
     if (!reads(c)) return std::nullopt;
     const ColumnType t = types[c];
     if (!IsIntegerType(t) && t != ColumnType::kBool) return std::nullopt;

@@ -137,11 +137,19 @@ uint8_t Not(uint8_t v) { return v == kUnknown ? kUnknown : (v == kTrue ? kFalse 
 }  // namespace
 
 std::vector<uint8_t> EvaluateFilter(const PlanExpr& expr, const PlanTable& table) {
-  const uint64_t n = table.rows;
+  std::vector<const PlanColumn*> columns;
+  columns.reserve(table.columns.size());
+  for (const PlanColumn& c : table.columns) columns.push_back(&c);
+  return EvaluateFilter(expr, columns, table.rows);
+}
+
+std::vector<uint8_t> EvaluateFilter(const PlanExpr& expr,
+                                    std::span<const PlanColumn* const> columns, uint64_t rows) {
+  const uint64_t n = rows;
   std::vector<uint8_t> out(n, kFalse);
   switch (expr.kind) {
     case PlanExpr::Kind::kCompare: {
-      const PlanColumn& c = table.columns[expr.column];
+      const PlanColumn& c = *columns[expr.column];
       if (CompareNumericColumn(c, expr.op, expr.literals[0], out.data())) {
         if (!c.validity.empty()) {
           for (uint64_t r = 0; r < n; ++r) {
@@ -158,7 +166,7 @@ std::vector<uint8_t> EvaluateFilter(const PlanExpr& expr, const PlanTable& table
     }
     case PlanExpr::Kind::kIsNull:
     case PlanExpr::Kind::kIsNotNull: {
-      const PlanColumn& c = table.columns[expr.column];
+      const PlanColumn& c = *columns[expr.column];
       const bool want_null = expr.kind == PlanExpr::Kind::kIsNull;
       for (uint64_t r = 0; r < n; ++r) out[r] = (!c.valid(r)) == want_null ? kTrue : kFalse;
       break;
@@ -166,7 +174,7 @@ std::vector<uint8_t> EvaluateFilter(const PlanExpr& expr, const PlanTable& table
     case PlanExpr::Kind::kIn:
     case PlanExpr::Kind::kNotIn: {
       // SQL: x IN (list) is true on a match, else false (no null literals).
-      const PlanColumn& c = table.columns[expr.column];
+      const PlanColumn& c = *columns[expr.column];
       const bool negate = expr.kind == PlanExpr::Kind::kNotIn;
       for (uint64_t r = 0; r < n; ++r) {
         if (!c.valid(r)) {
@@ -189,7 +197,7 @@ std::vector<uint8_t> EvaluateFilter(const PlanExpr& expr, const PlanTable& table
       const bool is_and = expr.kind == PlanExpr::Kind::kAnd;
       std::fill(out.begin(), out.end(), is_and ? kTrue : kFalse);
       for (const PlanExpr& child : expr.children) {
-        const std::vector<uint8_t> v = EvaluateFilter(child, table);
+        const std::vector<uint8_t> v = EvaluateFilter(child, columns, rows);
         for (uint64_t r = 0; r < n; ++r) {
           if (is_and) {
             if (out[r] == kFalse || v[r] == kFalse) {
@@ -209,7 +217,7 @@ std::vector<uint8_t> EvaluateFilter(const PlanExpr& expr, const PlanTable& table
       break;
     }
     case PlanExpr::Kind::kNot: {
-      out = EvaluateFilter(expr.children[0], table);
+      out = EvaluateFilter(expr.children[0], columns, rows);
       for (uint8_t& v : out) v = Not(v);
       break;
     }

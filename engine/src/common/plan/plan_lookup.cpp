@@ -13,51 +13,6 @@
 namespace gpujoin::engine::plan_detail {
 namespace {
 
-// A key word per row: the column's value, or the reserved key (missing) for
-// a null or a value K cannot hold.
-template <KeyWord K>
-std::vector<K> KeyWords(const PlanColumn& c) {
-  std::vector<K> keys(c.rows);
-  for (uint64_t r = 0; r < c.rows; ++r) {
-    __int128 v = -1;
-    if (c.valid(r)) {
-      switch (c.type) {
-        case ColumnType::kInt32:
-          v = c.value<int32_t>(r);
-          break;
-        case ColumnType::kInt64:
-          v = c.value<int64_t>(r);
-          break;
-        case ColumnType::kUint32:
-          v = c.value<uint32_t>(r);
-          break;
-        case ColumnType::kUint64:
-          v = c.value<uint64_t>(r);
-          break;
-        default:
-          break;
-      }
-    }
-    keys[r] = (v < 0 || v > static_cast<__int128>(std::numeric_limits<K>::max()))
-                  ? kEmptyKeyOf<K>
-                  : static_cast<K>(v);
-  }
-  return keys;
-}
-
-// The key words of `c` without a copy where it already is a column of K
-// without nulls (the reserved key reads as missing either way), else
-// KeyWords into `storage`.
-template <KeyWord K>
-std::span<const K> KeyWordsOf(const PlanColumn& c, std::vector<K>* storage) {
-  const ColumnType word = std::same_as<K, uint32_t> ? ColumnType::kUint32 : ColumnType::kUint64;
-  if (c.type == word && c.validity.empty()) {
-    return {reinterpret_cast<const K*>(c.data.data()), c.rows};
-  }
-  *storage = KeyWords<K>(c);
-  return *storage;
-}
-
 // Host outputs of one gathered payload column for `capacity` pairs.
 struct Gathered {
   ColumnType type;

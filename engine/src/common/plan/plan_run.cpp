@@ -157,7 +157,7 @@ absl::StatusOr<PlanTable> PlanRun::RunBatch(PlanTable input,
                                             std::vector<PlanStepStatistics>* statistics) {
   State& s = *state_;
   statistics->assign(s.plan.steps.size(), PlanStepStatistics{});
-  if (input.rows > 0 && !s.host_only) {
+  if (input.rows > 0 && s.limits.device_batches && !s.host_only) {
     // On the backend's device when it offers it and the plan's shape allows.
     std::vector<ColumnType> types;
     for (const PlanColumn& c : input.columns) types.push_back(c.type);
@@ -166,6 +166,7 @@ absl::StatusOr<PlanTable> PlanRun::RunBatch(PlanTable input,
       shape->max_groups = s.limits.max_groups;
       shape->groups_limit_name = s.limits.groups_limit_name;
       absl::StatusOr<std::unique_ptr<DevicePlanBatch>> batch = s.backend->StartDevicePlan(*shape);
+      shape->table = nullptr;  // `input` moves on (its columns' storage stays)
       if (batch.ok()) {
         return RunDeviceBatch(*std::move(batch), *shape, std::move(input), indexes, statistics);
       }

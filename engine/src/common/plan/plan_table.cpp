@@ -184,6 +184,28 @@ PlanColumn ColumnBuilder::Finish() {
   return std::move(column_);
 }
 
+AggregateValues ValuesOf(const PlanColumn& c) {
+  auto span = [&c]<class T>(T*) {
+    return Chunked<T>{std::span<const T>(reinterpret_cast<const T*>(c.data.data()), c.rows)};
+  };
+  switch (c.type) {
+    case ColumnType::kFloat32:
+      return span(static_cast<float*>(nullptr));
+    case ColumnType::kFloat64:
+      return span(static_cast<double*>(nullptr));
+    case ColumnType::kInt32:
+      return span(static_cast<int32_t*>(nullptr));
+    case ColumnType::kInt64:
+      return span(static_cast<int64_t*>(nullptr));
+    case ColumnType::kUint32:
+      return span(static_cast<uint32_t*>(nullptr));
+    case ColumnType::kUint64:
+      return span(static_cast<uint64_t*>(nullptr));
+    default:
+      return std::monostate{};
+  }
+}
+
 HashColumn HashColumnOf(const PlanColumn& column) {
   HashColumn h;
   h.type = column.type;

@@ -3,7 +3,9 @@
 // viewing them as engine inputs.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <string>
 #include <string_view>
@@ -11,6 +13,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "gpujoin/engine/graph.hpp"
 #include "gpujoin/engine/hashing.hpp"
 #include "gpujoin/engine/plan.hpp"
 
@@ -65,6 +68,55 @@ class ColumnBuilder {
   std::vector<uint8_t> validity_;
   bool any_null_ = false;
 };
+
+/// A key word per row of an integer column: its value, or the reserved key
+/// (missing) for a null or a value K cannot hold.
+template <KeyWord K>
+std::vector<K> KeyWords(const PlanColumn& c) {
+  std::vector<K> keys(c.rows);
+  for (uint64_t r = 0; r < c.rows; ++r) {
+    __int128 v = -1;
+    if (c.valid(r)) {
+      switch (c.type) {
+        case ColumnType::kInt32:
+          v = c.value<int32_t>(r);
+          break;
+        case ColumnType::kInt64:
+          v = c.value<int64_t>(r);
+          break;
+        case ColumnType::kUint32:
+          v = c.value<uint32_t>(r);
+          break;
+        case ColumnType::kUint64:
+          v = c.value<uint64_t>(r);
+          break;
+        default:
+          break;
+      }
+    }
+    keys[r] = (v < 0 || v > static_cast<__int128>(std::numeric_limits<K>::max()))
+                  ? kEmptyKeyOf<K>
+                  : static_cast<K>(v);
+  }
+  return keys;
+}
+
+/// The key words of `c` without a copy where it already is a column of K
+/// without nulls (the reserved key reads as missing either way), else
+/// KeyWords into `storage`.
+template <KeyWord K>
+std::span<const K> KeyWordsOf(const PlanColumn& c, std::vector<K>* storage) {
+  const ColumnType word = std::same_as<K, uint32_t> ? ColumnType::kUint32 : ColumnType::kUint64;
+  if (c.type == word && c.validity.empty()) {
+    return {reinterpret_cast<const K*>(c.data.data()), c.rows};
+  }
+  *storage = KeyWords<K>(c);
+  return *storage;
+}
+
+/// A numeric column's values as an aggregate node reads them (monostate for
+/// other types).
+AggregateValues ValuesOf(const PlanColumn& c);
 
 /// A flat engine view of `column` (key-schema probes).
 HashColumn HashColumnOf(const PlanColumn& column);

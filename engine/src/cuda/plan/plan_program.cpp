@@ -135,8 +135,8 @@ absl::StatusOr<PlanProgram::Shape> PlanProgram::ShapeOf(const DevicePlanInput& i
                          wide ? Word(index->table<uint64_t>().slots)
                               : Word(index->table<uint32_t>().slots),
                          index->spec().capacity, index->spec().probe_bound(),
-                         lookup->select.size()});
-      for (uint32_t column : lookup->select) {
+                         input.gathered[i].size()});
+      for (uint32_t column : input.gathered[i]) {
         const std::optional<StoredColumn> stored = index->payload_column(column);
         if (!stored.has_value()) {
           return absl::InvalidArgumentError(absl::StrCat(
@@ -399,14 +399,15 @@ absl::Status PlanProgram::LayLookup(const DevicePlanInput& input, size_t i) {
                       return PlanLookupOutcome(found, p, rows, kind, live, counters, s);
                     }});
   // The selected payload, gathered by slot (null where missing), then found.
-  const size_t null_bytes = std::max<size_t>(step.select.size(), 1) * sizeof(unsigned long long);
+  const std::vector<uint32_t>& select = input.gathered[i];
+  const size_t null_bytes = std::max<size_t>(select.size(), 1) * sizeof(unsigned long long);
   GPUJOIN_ASSIGN_OR_RETURN(uint8_t * null_counts, Buffer(null_bytes, "plan gather null counts"));
   std::vector<FixedGather> gathers;
-  for (size_t k = 0; k < step.select.size(); ++k) {
-    const std::optional<StoredColumn> stored = index->payload_column(step.select[k]);
+  for (size_t k = 0; k < select.size(); ++k) {
+    const std::optional<StoredColumn> stored = index->payload_column(select[k]);
     if (!stored.has_value()) {
       return absl::InvalidArgumentError(
-          absl::StrCat(where, ": the index holds no payload column ", step.select[k]));
+          absl::StrCat(where, ": the index holds no payload column ", select[k]));
     }
     FixedGather g;
     g.column = *stored;
