@@ -4,7 +4,8 @@
 // float32 and float64 payload; input keys with nulls, negatives and values
 // beyond the key word; one or two lookups of every kind; random filters with
 // SQL nulls, NaN and literals of every numeric kind; group-bys on input,
-// payload and found columns; every measure the device takes. The plans run
+// payload and found columns, labelled strings through index A's dictionary;
+// every measure the device takes. The plans run
 // as the backend's lowered batch (on the GPU for CUDA, over the CPU
 // backend's nodes for the CPU), the reference step by step on the host path
 // (PlanLimits::device_batches off): groups, their order, counts, integer
@@ -15,12 +16,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "common/plan/plan_table.hpp"  // engine/src: TakeRows
+#include "gpujoin/engine/dictionary.hpp"
 #include "gpujoin/engine/plan.hpp"
 #include "gpujoin/engine/plan_device.hpp"
 #include "test_backends.hpp"
@@ -119,10 +122,20 @@ struct Indexes {
   std::unique_ptr<HashIndex> a, b;
 };
 
+// Index A's labelled column: strings (with nulls) and their dictionary codes.
+struct Labels {
+  std::string bytes;
+  std::vector<uint64_t> offsets = {0};
+  std::vector<uint8_t> validity;
+  StringDictionary values;
+  CodesColumn codes;
+};
+
 struct Trial {
   std::vector<uint32_t> keys_a;
   std::vector<uint64_t> keys_b;
   std::vector<PlanColumn> payload_a, payload_b;
+  std::shared_ptr<Labels> labels = std::make_shared<Labels>();  // index A's column 3
   std::vector<PlanTable> batches;
   Plan plan;
   bool aggregate = true;
@@ -140,6 +153,23 @@ Trial RandomTrial(std::mt19937_64& rng, bool aggregate) {
   for (ColumnType type : {ColumnType::kInt64, ColumnType::kFloat32}) {
     t.payload_b.push_back(RandomColumn(type, rows_b, rng() % 2 == 0, 6, rng));
   }
+  // A's column 3: strings of a few values (some equal but for one byte), coded
+  // by a dictionary in another order than first seen.
+  Labels& l = *t.labels;
+  l.validity.assign(BitmapBytes(rows_a), 0);
+  l.values.Add("type-b");
+  for (uint64_t r = 0; r < rows_a; ++r) {
+    const bool valid = rng() % 9 != 0;
+    SetBit(l.validity.data(), r, valid);
+    if (valid) l.bytes += "type-" + std::string(1, static_cast<char>('a' + rng() % 5));
+    l.offsets.push_back(l.bytes.size());
+  }
+  auto codes = EncodeColumn(
+      ColumnView{ColumnType::kString, rows_a, std::as_bytes(std::span(l.bytes)), l.offsets,
+                 l.validity},
+      l.values, 100, 1000);
+  EXPECT_TRUE(codes.ok()) << codes.status();
+  l.codes = *std::move(codes);
   // Input: key (int64, int32 or uint32: nulls, negatives, beyond uint32),
   // key_b (uint64), v (float64), cat (int32), name (string).
   const size_t batches = 1 + rng() % 3;
@@ -187,8 +217,20 @@ Trial RandomTrial(std::mt19937_64& rng, bool aggregate) {
   for (uint32_t c = 0; c < 3; ++c) {
     if (rng() % 3 != 0) a.select.push_back(c);
   }
+  // The labelled strings (aggregate plans: the lowering groups their codes).
+  uint32_t label_column = ~0u;
+  if (aggregate && rng() % 2 == 0) {
+    a.select_labels.assign(a.select.size(), -1);
+    a.select.push_back(3);
+    a.select_labels.push_back(0);
+    plan.label_types = {ColumnType::kString};
+  }
   plan.steps.emplace_back(a);
-  for (uint32_t c : a.select) types.push_back(t.payload_a[c].type);
+  for (uint32_t c : a.select) {
+    if (c == 3) label_column = static_cast<uint32_t>(types.size());
+    // Filters and measures leave the labels (label ids) alone.
+    types.push_back(c == 3 ? ColumnType::kString : t.payload_a[c].type);
+  }
   types.push_back(ColumnType::kBool);
   if (rng() % 2 == 0) {
     plan.steps.emplace_back(PlanFilterStep{RandomExpr(types, 0, rng)});
@@ -233,6 +275,11 @@ Trial RandomTrial(std::mt19937_64& rng, bool aggregate) {
   }
   // The device packs a group key into 63 bits: one 32-bit column and found flags.
   bool wide = false;
+  if (label_column != ~0u && rng() % 3 != 0) {
+    agg.group_by.push_back(label_column);
+    agg.group_labels = {0};
+    wide = true;
+  }
   for (uint32_t c : groupable) {
     if (rng() % 3 != 0 || agg.group_by.size() >= 3) continue;
     if (types[c] != ColumnType::kBool) {
@@ -240,6 +287,7 @@ Trial RandomTrial(std::mt19937_64& rng, bool aggregate) {
       wide = true;
     }
     agg.group_by.push_back(c);
+    if (!agg.group_labels.empty()) agg.group_labels.push_back(-1);
   }
   agg.measures.push_back({AggregateOp::kCount, PlanMeasure::kNoColumn});
   for (uint32_t c = 2; c < types.size(); ++c) {
@@ -257,6 +305,7 @@ Trial RandomTrial(std::mt19937_64& rng, bool aggregate) {
   }
   plan.steps.emplace_back(agg);
   plan.aggregate_input_types = types;
+  if (label_column != ~0u) plan.aggregate_input_types[label_column] = ColumnType::kUint32;
   return t;
 }
 
@@ -273,6 +322,11 @@ Indexes BuildIndexes(Backend& backend, const Trial& t) {
     std::vector<ColumnView> views;
     for (const PlanColumn& c : payload) views.push_back(ViewOf(c));
     if (which == 0) {
+      // Column 3, the labelled strings, and 4, their codes.
+      const Labels& l = *t.labels;
+      views.push_back(ColumnView{ColumnType::kString, t.keys_a.size(),
+                                 std::as_bytes(std::span(l.bytes)), l.offsets, l.validity});
+      views.push_back(l.codes.View());
       BuildIndexNode n;
       n.index = index->get();
       n.keys = ChunkedU32{std::span<const uint32_t>(t.keys_a)};
@@ -286,6 +340,13 @@ Indexes BuildIndexes(Backend& backend, const Trial& t) {
       g.Add(std::move(n));
     }
     EXPECT_TRUE(backend.Run(g).ok());
+    if (which == 0) {
+      auto d = std::make_shared<std::vector<PayloadDictionary>>(1);
+      (*d)[0].column = 3;
+      (*d)[0].codes_column = 4;
+      (*d)[0].values = t.labels->values;
+      (*index)->AttachDictionaries(d);
+    }
     (which == 0 ? out.a : out.b) = std::move(*index);
   }
   return out;
