@@ -11,10 +11,12 @@
 // after checking that both give the same means. --graphs off turns CUDA Graph
 // capture off (BackendOptions::cuda_plan_graphs, cuda_join_graphs and
 // cuda_aggregate_graphs), on both sides; on (the default) small repeated
-// batches replay as graphs on both.
+// batches replay as graphs on both. --host-path runs the plan's steps one by
+// one on the host path instead of the backend's lowered batch
+// (PlanLimits::device_batches off).
 //
 //   gpujoin-plan-bench [--backend cpu|cuda|auto] [--rows N] [--index-rows N] [--repeat R]
-//                      [--graphs on|off]
+//                      [--graphs on|off] [--host-path]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -52,6 +54,7 @@ int main(int argc, char** argv) {
   uint64_t rows = uint64_t{1} << 24, index_rows = uint64_t{1} << 20;
   int repeat = 5;
   bool graphs = true;
+  bool host_path = false;
   for (int i = 1; i < argc; ++i) {
     auto next = [&](const char* flag) -> const char* {
       if (std::strcmp(argv[i], flag) == 0 && i + 1 < argc) return argv[++i];
@@ -67,10 +70,12 @@ int main(int argc, char** argv) {
       repeat = std::atoi(v);
     } else if (const char* v = next("--graphs")) {
       graphs = std::strcmp(v, "off") != 0;
+    } else if (std::strcmp(argv[i], "--host-path") == 0) {
+      host_path = true;
     } else {
       std::fprintf(stderr,
                    "usage: gpujoin-plan-bench [--backend cpu|cuda|auto] [--rows N] "
-                   "[--index-rows N] [--repeat R] [--graphs on|off]\n");
+                   "[--index-rows N] [--repeat R] [--graphs on|off] [--host-path]\n");
       return 2;
     }
   }
@@ -161,7 +166,9 @@ int main(int argc, char** argv) {
       // The service moves each batch into its plan: so does the bench (the copy is untimed).
       PlanTable batch_input = input;
       const auto t0 = Clock::now();
-      PlanRun run(&b, plan, PlanLimits{});
+      PlanLimits limits;
+      limits.device_batches = !host_path;
+      PlanRun run(&b, plan, limits);
       std::vector<PlanStepStatistics> stats;
       auto batch = run.RunBatch(std::move(batch_input), indexes, &stats);
       if (!batch.ok()) Die("plan batch", batch.status());
@@ -233,10 +240,10 @@ int main(int argc, char** argv) {
   }
   const double p = Median(plan_s), k = Median(kernel_s);
   const std::string device = b.Info().device_name;
-  std::printf("backend %s (%s), %llu rows, index %llu keys, 64 groups, median of %d, graphs %s\n",
+  std::printf("backend %s (%s), %llu rows, index %llu keys, 64 groups, median of %d, graphs %s%s\n",
               std::string(BackendKindName(b.Info().kind)).c_str(), device.c_str(),
               static_cast<unsigned long long>(rows), static_cast<unsigned long long>(index_rows),
-              repeat, graphs ? "on" : "off");
+              repeat, graphs ? "on" : "off", host_path ? ", host path" : "");
   std::printf("plan     %8.2f ms  %8.1f M rows/s\n", p * 1e3, rows / p / 1e6);
   std::printf("kernels  %8.2f ms  %8.1f M rows/s\n", k * 1e3, rows / k / 1e6);
   std::printf("plan / kernels speed = %.2f (target >= 0.8)\n", k / p);
