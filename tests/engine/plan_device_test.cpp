@@ -273,19 +273,25 @@ Trial RandomTrial(std::mt19937_64& rng, bool aggregate) {
       groupable.push_back(c);
     }
   }
-  // The device packs a group key into 63 bits: one 32-bit column and found flags.
+  // The device packs a group key into 63 bits (one 32-bit column, a label's
+  // code in 3 bits, found flags and null flags), the host into 64 (a label
+  // id 32 bits).
   bool wide = false;
+  unsigned host_bits = 0;
   if (label_column != ~0u && rng() % 3 != 0) {
     agg.group_by.push_back(label_column);
     agg.group_labels = {0};
-    wide = true;
+    host_bits = 32;
   }
   for (uint32_t c : groupable) {
     if (rng() % 3 != 0 || agg.group_by.size() >= 3) continue;
+    const unsigned bits = types[c] == ColumnType::kBool ? 1 : 32;
+    if (host_bits + bits > 64) continue;
     if (types[c] != ColumnType::kBool) {
       if (wide) continue;
       wide = true;
     }
+    host_bits += bits;
     agg.group_by.push_back(c);
     if (!agg.group_labels.empty()) agg.group_labels.push_back(-1);
   }

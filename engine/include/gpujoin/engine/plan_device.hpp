@@ -34,9 +34,10 @@ inline constexpr int kDevicePlanMaxExprDepth = 24;
 inline constexpr size_t kDevicePlanMaxLiterals = 64;
 
 /// How an aggregate's group-by columns pack into one 64-bit key: the columns'
-/// values side by side from bit 0 (a kBool 1 bit, others their width), then
-/// one bit per column set where the row's value is null (its value bits 0).
-/// At most 63 bits, so that no key is all ones.
+/// values side by side from bit 0 (a kBool 1 bit, a label's code as many as
+/// hold its dictionary's size, others their width), then one bit per column
+/// set where the row's value is null (its value bits 0; so is a label code
+/// past its bits). At most 63 bits, so that no key is all ones.
 /// A labelled group-by column (PlanAggregateStep::group_labels) holds the
 /// dictionary codes its lookup gathered: `dictionaries` names the dictionary
 /// (StringDictionary of the index's PayloadDictionary) whose values they code,

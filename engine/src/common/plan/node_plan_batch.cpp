@@ -198,7 +198,7 @@ class NodePlanBatch final : public DevicePlanBatch {
     entry_of_row_.assign(rows_, 0);
     for (uint64_t r = 0; r < rows_; ++r) {
       if (live_[r] == 0) continue;
-      const PackedKey packed = PackKey(by, r);
+      const PackedKey packed = PackKey(by, r, input.layout.bits);
       const uint64_t key = packed.first | packed.second << input.layout.value_bits;
       auto [it, inserted] = entries.try_emplace(key, static_cast<uint32_t>(keys_.size()));
       if (inserted) {

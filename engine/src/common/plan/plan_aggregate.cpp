@@ -60,27 +60,36 @@ bool IsSigned(ColumnType t) { return t == ColumnType::kInt32 || t == ColumnType:
 
 }  // namespace
 
-PackedKey PackKey(std::span<const PlanColumn* const> columns, uint64_t row) {
+unsigned HostKeyBits(ColumnType type) {
+  return type == ColumnType::kBool ? 1 : 8 * static_cast<unsigned>(ColumnWidth(type));
+}
+
+PackedKey PackKey(std::span<const PlanColumn* const> columns, uint64_t row,
+                  std::span<const uint8_t> bits) {
   uint64_t value = 0, nulls = 0;
   unsigned shift = 0;
   for (size_t i = 0; i < columns.size(); ++i) {
     const PlanColumn& c = *columns[i];
-    const unsigned bits =
-        c.type == ColumnType::kBool ? 1 : 8 * static_cast<unsigned>(ColumnWidth(c.type));
+    const unsigned width = HostKeyBits(c.type);
+    const unsigned b = bits.empty() ? width : bits[i];
     uint64_t v = 0;
-    if (!c.valid(row)) {
-      nulls |= uint64_t{1} << i;
-    } else if (c.type == ColumnType::kBool) {
-      v = BitAt(
-          std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(c.data.data()), c.data.size()),
-          row);
-    } else if (bits == 32) {
-      v = c.value<uint32_t>(row);
-    } else {
-      v = c.value<uint64_t>(row);
+    if (c.valid(row)) {
+      if (c.type == ColumnType::kBool) {
+        v = BitAt(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(c.data.data()),
+                                           c.data.size()),
+                  row);
+      } else if (width == 32) {
+        v = c.value<uint32_t>(row);
+      } else {
+        v = c.value<uint64_t>(row);
+      }
     }
-    value |= shift < 64 ? v << shift : 0;
-    shift += bits;
+    if (!c.valid(row) || (b < width && v >> b != 0)) {
+      nulls |= uint64_t{1} << i;
+    } else {
+      value |= shift < 64 ? v << shift : 0;
+    }
+    shift += b;
   }
   return {value, nulls};
 }
@@ -302,33 +311,39 @@ absl::Status GroupAggregator::Consume(Backend& backend, const PlanTable& table) 
   return MergePartials(rows, groups, partials);
 }
 
-void GroupAggregator::LabelCodes(const GroupKeyLayout& layout, PackedKey* key) {
+PackedKey GroupAggregator::HostKey(const GroupKeyLayout& layout, uint64_t device_key) {
   State& s = *state_;
-  unsigned shift = 0;
+  uint64_t value = 0, nulls = 0;
+  unsigned device_shift = 0, host_shift = 0;
   for (size_t j = 0; j < layout.bits.size(); ++j) {
     const unsigned bits = layout.bits[j];
+    uint64_t v = (device_key >> device_shift) & (bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1);
+    bool null = ((device_key >> (layout.value_bits + j)) & 1) != 0;
     const StringDictionary* d = j < layout.dictionaries.size() ? layout.dictionaries[j] : nullptr;
-    if (d != nullptr && ((key->second >> j) & 1) == 0) {
+    if (d != nullptr && !null) {
       // A dictionary code becomes its value's label id, a code past the
       // dictionary a null (as the host path's lookup makes them).
-      const uint32_t code = static_cast<uint32_t>(key->first >> shift);
-      key->first &= ~(uint64_t{0xffffffffu} << shift);
-      if (code >= d->size()) {
-        key->second |= uint64_t{1} << j;
+      if (v >= d->size()) {
+        null = true;
       } else {
-        key->first |= uint64_t{(*s.label_tables)[s.group_labels[j]].Id(d->Value(code))} << shift;
+        v = (*s.label_tables)[s.group_labels[j]].Id(d->Value(static_cast<uint32_t>(v)));
       }
     }
-    shift += bits;
+    if (null) {
+      nulls |= uint64_t{1} << j;
+    } else {
+      value |= host_shift < 64 ? v << host_shift : 0;
+    }
+    device_shift += bits;
+    host_shift += HostKeyBits(s.types[s.step.group_by[j]]);
   }
+  return {value, nulls};
 }
 
 absl::Status GroupAggregator::ConsumeDevice(DevicePlanBatch& batch,
                                             const DevicePlanInput& input) {
   State& s = *state_;
   const std::vector<uint64_t>& keys = batch.group_keys();
-  const unsigned value_bits = input.layout.value_bits;
-  const uint64_t value_mask = (uint64_t{1} << value_bits) - 1;  // value_bits <= 63
   // The batch's keys are distinct and in first-row order: new ones get the
   // next codes in that order, as Consume's rows do.
   std::vector<uint32_t> codes(keys.size(), 0);
@@ -336,8 +351,7 @@ absl::Status GroupAggregator::ConsumeDevice(DevicePlanBatch& batch,
   absl::flat_hash_map<PackedKey, uint32_t> pending;
   if (!s.step.group_by.empty()) {
     for (size_t k = 0; k < keys.size(); ++k) {
-      PackedKey key{keys[k] & value_mask, keys[k] >> value_bits};
-      LabelCodes(input.layout, &key);
+      const PackedKey key = HostKey(input.layout, keys[k]);
       if (auto it = s.packed_codes.find(key); it != s.packed_codes.end()) {
         codes[k] = it->second;
         continue;
@@ -376,10 +390,12 @@ absl::Status GroupAggregator::ConsumeDevice(DevicePlanBatch& batch,
     s.packed_codes.emplace(fresh[k], s.groups + static_cast<uint32_t>(k));
     unsigned shift = 0;
     for (size_t j = 0; j < s.step.group_by.size(); ++j) {
-      const unsigned bits = input.layout.bits[j];
-      const uint64_t v = (fresh[k].first >> shift) & (bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1);
-      shift += bits;
       const ColumnType t = s.types[s.step.group_by[j]];
+      const unsigned bits = HostKeyBits(t);
+      const uint64_t v =
+          shift < 64 ? (fresh[k].first >> shift) & (bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1)
+                     : 0;
+      shift += bits;
       if ((fresh[k].second >> j) & 1) {
         s.labels[j].AppendNull();
       } else if (s.group_labels[j] >= 0) {

@@ -21,12 +21,20 @@ namespace gpujoin::engine::plan_detail {
 /// A group key packed into two words when the group-by columns are fixed
 /// width of at most 64 bits together: their values side by side from bit 0
 /// (a kBool 1 bit, others their width), and a bit per column set where it is
-/// null (its value bits zero). GroupKeyLayout (plan_device.hpp) is the same
-/// key in one word: value | nulls << value_bits.
+/// null (its value bits zero). A lowered batch's key (GroupKeyLayout,
+/// plan_device.hpp) is one word, value | nulls << value_bits, with a label's
+/// code in fewer bits: HostKey turns it into this one.
 using PackedKey = std::pair<uint64_t, uint64_t>;
 
-/// The packed key of row `row` of the group-by `columns`.
-PackedKey PackKey(std::span<const PlanColumn* const> columns, uint64_t row);
+/// The bits a group-by column of `type` takes in a PackedKey: 1 for kBool,
+/// else its width's.
+unsigned HostKeyBits(ColumnType type);
+
+/// The packed key of row `row` of the group-by `columns`; with `bits`
+/// (GroupKeyLayout::bits, the lowered batch's) column i takes bits[i] bits
+/// and a value past them is a null.
+PackedKey PackKey(std::span<const PlanColumn* const> columns, uint64_t row,
+                  std::span<const uint8_t> bits = {});
 
 class GroupAggregator {
  public:
@@ -67,10 +75,11 @@ class GroupAggregator {
     /// 64-bit integer sums (host path): the high halves' sums.
     std::vector<std::vector<uint64_t>> high_words;
   };
-  /// A device batch's packed key with each labelled column's dictionary
-  /// code turned into its label id, a code past the dictionary into a null
-  /// (the run's label tables learn new values, as on the host path).
-  void LabelCodes(const GroupKeyLayout& layout, PackedKey* key);
+  /// A lowered batch's group key (GroupKeyLayout) as the host path packs it,
+  /// each label's dictionary code turned into its label id, a code past the
+  /// dictionary into a null (the run's label tables learn new values, as on
+  /// the host path).
+  PackedKey HostKey(const GroupKeyLayout& layout, uint64_t device_key);
   /// Grows to `groups` and merges a batch of `rows` rows.
   absl::Status MergePartials(uint64_t rows, uint32_t groups, const Partials& partials);
 

@@ -2,6 +2,8 @@
 // (plan_device.hpp), and the default lowered batch (node_plan_batch.hpp).
 #include "gpujoin/engine/plan_device.hpp"
 
+#include <algorithm>
+#include <bit>
 #include <variant>
 
 #include "absl/strings/str_cat.h"
@@ -150,14 +152,19 @@ std::optional<DevicePlanInput> DevicePlanShapeOf(const Plan& plan,
   }
   if (end != at) return std::nullopt;
   const auto& agg = std::get<PlanAggregateStep>(plan.steps[at]);
+  unsigned host_bits = 0;
   for (size_t j = 0; j < agg.group_by.size(); ++j) {
     const uint32_t c = agg.group_by[j];
     if (j < agg.group_labels.size() && agg.group_labels[j] >= 0) {
-      // A label: the codes of a dictionary a lookup gathered (32 bits).
+      // A label: the codes of a dictionary a lookup gathered, in as few bits
+      // as hold its size (a code past them is a null, as past the dictionary).
       if (c >= dictionary.size() || dictionary[c] == nullptr) return std::nullopt;
-      input.layout.bits.push_back(32);
-      input.layout.value_bits += 32;
+      const uint8_t bits = static_cast<uint8_t>(
+          std::clamp<int>(std::bit_width(uint64_t{dictionary[c]->size()}), 1, 32));
+      input.layout.bits.push_back(bits);
+      input.layout.value_bits += bits;
       input.layout.dictionaries.push_back(dictionary[c]);
+      host_bits += 32;  // its label id on the host
       continue;
     }
     input.layout.dictionaries.push_back(nullptr);
@@ -167,8 +174,11 @@ std::optional<DevicePlanInput> DevicePlanShapeOf(const Plan& plan,
     const uint8_t bits = t == ColumnType::kBool ? 1 : static_cast<uint8_t>(8 * ColumnWidth(t));
     input.layout.bits.push_back(bits);
     input.layout.value_bits += bits;
+    host_bits += bits;
   }
-  if (input.layout.value_bits + agg.group_by.size() > 63) return std::nullopt;
+  // The device's key and the host's (whose groups the batch joins: values at
+  // their full widths in 64 bits) must both pack.
+  if (input.layout.value_bits + agg.group_by.size() > 63 || host_bits > 64) return std::nullopt;
   for (const PlanMeasure& m : agg.measures) {
     DeviceMeasure d;
     d.column = m.column;

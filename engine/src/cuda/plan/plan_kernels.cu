@@ -180,12 +180,14 @@ __global__ void GroupKeysKernel(PlanGroupColumns g, const uint8_t* live, uint64_
     unsigned shift = 0;
     for (uint32_t j = 0; j < g.count; ++j) {
       const PlanColumnRef& c = g.columns[j];
-      if (!ValidAt(c, r)) {
+      const unsigned long long v =
+          ValidAt(c, r) ? static_cast<unsigned long long>(static_cast<uint64_t>(IntegerAt(c, r)))
+                        : 0;
+      const unsigned long long mask = g.bits[j] == 64 ? ~0ull : ((1ull << g.bits[j]) - 1);
+      // A label's code past its bits is a null, like a null value.
+      if (!ValidAt(c, r) || (g.bits[j] < 32 && v > mask)) {
         key |= 1ull << (g.value_bits + j);
       } else {
-        const unsigned long long v = static_cast<unsigned long long>(
-            static_cast<uint64_t>(IntegerAt(c, r)));
-        const unsigned long long mask = g.bits[j] == 64 ? ~0ull : ((1ull << g.bits[j]) - 1);
         key |= (v & mask) << shift;
       }
       shift += g.bits[j];
