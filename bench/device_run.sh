@@ -65,12 +65,12 @@ has gpujoin-snapshot-bench && step snapshot_bench 240 $bin/gpujoin-snapshot-benc
 # backend's host path (engine_tests' cuda cases), under memcheck and
 # racecheck; the plan against its nodes back to back over 2^24 rows, and
 # over 64K, 4K and 256 rows with CUDA Graph replay on and off.
-plans='*PlanDevice*cuda*:*PlanTest*cuda*:*PlanFilter*cuda*'
+plans='*PlanDevice*cuda*:*PlanReplay*cuda*:*PlanTest*cuda*:*PlanFilter*cuda*'
 has engine_tests && step plans_device 180 $bin/engine_tests --gtest_filter="$plans"
 has engine_tests && step memcheck_plans 240 compute-sanitizer --tool memcheck --error-exitcode 9 \
-  $bin/engine_tests --gtest_filter='*PlanDevice*cuda*'
+  $bin/engine_tests --gtest_filter='*PlanDevice*cuda*:*PlanReplay*cuda*'
 has engine_tests && step racecheck_plans 240 compute-sanitizer --tool racecheck --error-exitcode 9 \
-  $bin/engine_tests --gtest_filter='*PlanDevice*cuda*'
+  $bin/engine_tests --gtest_filter='*PlanDevice*cuda*:*PlanReplay*cuda*'
 has gpujoin-plan-bench && step plan_bench 120 $bin/gpujoin-plan-bench --backend cuda --rows 16777216
 has gpujoin-plan-bench && step plan_bench_small 120 bash -c "for r in 65536 4096 256; do for g in on off; do $bin/gpujoin-plan-bench --backend cuda --rows \$r --repeat 21 --graphs \$g; done; done"
 # A 256-key plan over 3 indexes against one and three lookups, on a CUDA
