@@ -49,25 +49,13 @@ TEST_P(PlanDeviceTest, RandomDevicePlansEqualTheHostPath) {
     ASSERT_TRUE(DevicePlanShapeOf(t.plan, input_types, indexes).has_value()) << what;
     const RunResult got = RunPlan(*backend_, t, mine, PlanLimits{});
     const RunResult want = RunPlan(**reference, t, theirs, HostPath());
-    ASSERT_TRUE(want.status.ok()) << what << ": " << want.status;
-    ASSERT_TRUE(got.status.ok()) << what << ": " << got.status;
-    ExpectSameTable(got.groups, want.groups, what);
-    ASSERT_EQ(got.rows.size(), want.rows.size()) << what;
-    for (size_t b = 0; b < want.rows.size(); ++b) {
-      ExpectSameTable(got.rows[b], want.rows[b], what + " batch " + std::to_string(b), true);
-    }
+    ExpectSameRun(got, want, what);
+    if (HasFatalFailure()) return;
     for (size_t b = 0; b < want.statistics.size(); ++b) {
       for (size_t s = 0; s < want.statistics[b].size(); ++s) {
-        const PlanStepStatistics& g = got.statistics[b][s];
-        const PlanStepStatistics& w = want.statistics[b][s];
-        EXPECT_EQ(g.ran, w.ran) << what << " batch " << b << " step " << s;
-        EXPECT_FALSE(w.on_device) << what;
+        EXPECT_FALSE(want.statistics[b][s].on_device) << what;
         // The plan's first step runs in the backend's lowered batch.
-        if (s == 0) EXPECT_TRUE(g.on_device) << what;
-        EXPECT_EQ(g.rows_in, w.rows_in) << what << " batch " << b << " step " << s;
-        EXPECT_EQ(g.rows_out, w.rows_out) << what << " batch " << b << " step " << s;
-        EXPECT_EQ(g.query.found, w.query.found) << what << " batch " << b << " step " << s;
-        EXPECT_EQ(g.query.missing, w.query.missing) << what << " batch " << b << " step " << s;
+        if (s == 0) EXPECT_TRUE(got.statistics[b][s].on_device) << what;
       }
     }
   }

@@ -430,4 +430,29 @@ inline void ExpectSameTable(const PlanTable& got, const PlanTable& want, const s
   }
 }
 
+// Equal runs: both succeeded, the same groups (floats close), the same rows
+// of every batch byte for byte, and the same statistics of every step.
+inline void ExpectSameRun(const RunResult& got, const RunResult& want, const std::string& what) {
+  ASSERT_TRUE(want.status.ok()) << what << ": " << want.status;
+  ASSERT_TRUE(got.status.ok()) << what << ": " << got.status;
+  ExpectSameTable(got.groups, want.groups, what);
+  ASSERT_EQ(got.rows.size(), want.rows.size()) << what;
+  for (size_t b = 0; b < want.rows.size(); ++b) {
+    ExpectSameTable(got.rows[b], want.rows[b], what + " batch " + std::to_string(b), true);
+  }
+  ASSERT_EQ(got.statistics.size(), want.statistics.size()) << what;
+  for (size_t b = 0; b < want.statistics.size(); ++b) {
+    for (size_t s = 0; s < want.statistics[b].size(); ++s) {
+      const PlanStepStatistics& g = got.statistics[b][s];
+      const PlanStepStatistics& w = want.statistics[b][s];
+      const std::string where = what + " batch " + std::to_string(b) + " step " + std::to_string(s);
+      EXPECT_EQ(g.ran, w.ran) << where;
+      EXPECT_EQ(g.rows_in, w.rows_in) << where;
+      EXPECT_EQ(g.rows_out, w.rows_out) << where;
+      EXPECT_EQ(g.query.found, w.query.found) << where;
+      EXPECT_EQ(g.query.missing, w.query.missing) << where;
+    }
+  }
+}
+
 }  // namespace gpujoin::engine::testing

@@ -90,11 +90,8 @@ class NodePlanBatch final : public DevicePlanBatch {
   }
 
   absl::StatusOr<PlanTable> Rows(PlanTable input) override {
-    // As the device's: a made column keeps a validity only where a row is null.
     for (PlanColumn& c : made_) {
-      bool any_null = false;
-      for (uint64_t r = 0; r < rows_ && !c.validity.empty() && !any_null; ++r) any_null = !c.valid(r);
-      if (!any_null) c.validity.clear();
+      DropValidityWithoutNulls(c);
       input.columns.push_back(std::move(c));
     }
     made_.clear();

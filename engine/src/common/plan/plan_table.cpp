@@ -6,6 +6,13 @@
 
 namespace gpujoin::engine::plan_detail {
 
+void DropValidityWithoutNulls(PlanColumn& column) {
+  for (uint64_t r = 0; r < column.rows && !column.validity.empty(); ++r) {
+    if (!column.valid(r)) return;
+  }
+  column.validity.clear();
+}
+
 PlanColumn NullColumn(ColumnType type, uint64_t rows) {
   PlanColumn c;
   c.type = type;

@@ -34,6 +34,10 @@ std::vector<uint32_t> SelectedRows(std::span<const uint8_t> keep);
 /// An empty column of `type` with `rows` rows, all null.
 PlanColumn NullColumn(ColumnType type, uint64_t rows);
 
+/// Drops `column`'s validity when no row is null (a plan column keeps one
+/// only where a row is null, as ColumnBuilder and TakeRows make them).
+void DropValidityWithoutNulls(PlanColumn& column);
+
 /// Appends values to a column row by row.
 /// The values of one labelled column over a run (PlanLookupStep::select_labels):
 /// each distinct value gets the next id.

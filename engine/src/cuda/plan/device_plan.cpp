@@ -177,10 +177,7 @@ class CudaPlanBatch final : public DevicePlanBatch {
         }
         c.data = std::move(bits);
       }
-      // As the host path: a validity only where a row is null.
-      bool any_null = false;
-      for (uint64_t r = 0; r < rows_ && !c.validity.empty() && !any_null; ++r) any_null = !c.valid(r);
-      if (!any_null) c.validity.clear();
+      plan_detail::DropValidityWithoutNulls(c);
       input.columns.push_back(std::move(c));
     }
     input.names.resize(input.columns.size());
